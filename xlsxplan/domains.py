@@ -1,0 +1,239 @@
+"""What each argument may hold, checked once, with a message that names it.
+
+A core function declares its arguments with the annotated aliases below (``layers: Count``), and the
+:func:`checked` decorator validates every call against them before the arithmetic runs. The same domains describe
+the arguments in Excel's function wizard and in the README, so the rule and its wording live in one place.
+
+Core functions take numbers (and, for names, text). Turning what a spreadsheet cell holds (numbers typed as
+text, empty cells, error values, booleans) into those numbers is the adapters' job: see :mod:`xlsxplan.cells`.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import math
+import numbers
+import typing
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Annotated, Any, TypeVar
+
+from .errors import ArgumentError, OutOfRangeError, XlsxplanError
+
+__all__ = ["Domain", "checked", "domain_of", "format_number", "show_value"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+_MAX_TEXT = 200
+
+
+def format_number(x: float) -> str:
+    """A number as a person reads it in a message: ``1,000,000``, ``0.9``, ``1e+18``."""
+    if isinstance(x, bool):
+        return "TRUE" if x else "FALSE"
+    if math.isnan(x):
+        return "NaN"
+    if math.isinf(x):
+        return "infinity" if x > 0 else "-infinity"
+    if float(x).is_integer() and abs(x) < 1e13:
+        return f"{int(x):,}"
+    if abs(x) >= 1e13 or (x != 0 and abs(x) < 1e-4):
+        return f"{x:.4g}"
+    return f"{x:.6g}"
+
+
+def show_value(value: object) -> str:
+    """How a received value is quoted back in an error message."""
+    if value is None:
+        return "an empty cell"
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, numbers.Number):
+        try:
+            return format_number(float(value))  # type: ignore[arg-type]
+        except (TypeError, ValueError):
+            return repr(value)
+    if isinstance(value, str):
+        text = value if len(value) <= 40 else value[:37] + "..."
+        return "text " + repr(text)
+    return f"a {type(value).__name__}"
+
+
+@dataclass(frozen=True)
+class Domain:
+    """The values one argument may take.
+
+    Parameters
+    ----------
+    kind : {"number", "whole", "bytes", "text"}
+        ``number`` is any finite real, ``whole`` a whole number, ``bytes`` a byte count that may also be given as
+        a precision name (``"fp8"``, ``"q4_k_m"``), ``text`` a name looked up elsewhere.
+    low, high : float, optional
+        Bounds. ``low_open`` makes the lower bound strict (``> low``).
+    typical : tuple of float, optional
+        The range real inputs fall in. Values outside it are allowed but suspicious (a bandwidth of 3350 where
+        TB/s is meant); the command line and templates warn about them.
+    """
+
+    kind: str = "number"
+    low: float | None = None
+    high: float | None = None
+    low_open: bool = False
+    typical: tuple[float, float] | None = None
+
+    def describe(self) -> str:
+        """The allowed values in words: ``a whole number from 1 to 1,000,000``."""
+        if self.kind == "text":
+            return "a name (text)"
+        noun = {"number": "number", "whole": "whole number", "bytes": "number of bytes"}[self.kind]
+        low, high = self.low, self.high
+        hi = format_number(high) if high is not None else None
+        if low == 0 and self.low_open and high == 1:
+            phrase = "a fraction above 0 and at most 1 (0.9 for 90%)"
+        elif low == 0 and self.low_open:
+            phrase = f"a positive {noun}" + (f" up to {hi}" if hi else "")
+        elif low is None:
+            phrase = f"a {noun}" + (f" up to {hi}" if hi else "")
+        elif self.low_open:
+            phrase = f"a {noun} above {format_number(low)}" + (f" and at most {hi}" if hi else "")
+        else:
+            phrase = f"a {noun} from {format_number(low)}" + (f" to {hi}" if hi else " or more")
+        if self.kind == "bytes":
+            phrase += " or a precision name such as bf16, fp8 or int4"
+        return phrase
+
+    def check(self, name: str, value: object) -> Any:
+        """Return ``value`` as the function should see it, or raise an error naming ``name``."""
+        if value is None:
+            raise ArgumentError(f"{name} is required: give {self.describe()}", name)
+        if self.kind == "text":
+            return self._check_text(name, value)
+        if isinstance(value, str) and self.kind == "bytes":
+            from .precision import bytes_per_param  # a name such as "fp8"
+
+            try:
+                return bytes_per_param(value)
+            except XlsxplanError as err:
+                raise type(err)(f"{name}: {err.message}", name) from None
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            raise ArgumentError(f"{name} must be {self.describe()}, got {show_value(value)}", name)
+        x = float(value)
+        if not math.isfinite(x):
+            raise OutOfRangeError(f"{name} must be {self.describe()}, got {show_value(x)}", name)
+        too_low = self.low is not None and (x <= self.low if self.low_open else x < self.low)
+        too_high = self.high is not None and x > self.high
+        if too_low or too_high:
+            raise OutOfRangeError(f"{name} must be {self.describe()}, got {show_value(x)}", name)
+        if self.kind == "whole":
+            if not x.is_integer():
+                raise OutOfRangeError(f"{name} must be {self.describe()}, got {show_value(x)}", name)
+            return int(x)
+        return x
+
+    def _check_text(self, name: str, value: object) -> str:
+        if not isinstance(value, str):
+            raise ArgumentError(f"{name} must be {self.describe()}, got {show_value(value)}", name)
+        text = value.strip()
+        if not text:
+            raise ArgumentError(f"{name} must be {self.describe()}, got empty text", name)
+        if len(text) > _MAX_TEXT:
+            raise ArgumentError(f"{name} must be a name of at most {_MAX_TEXT} characters", name)
+        return text
+
+    def suspicion(self, name: str, value: float) -> str | None:
+        """A warning for a legal but implausible value, or None."""
+        if self.typical is None or not isinstance(value, (int, float)) or isinstance(value, bool):
+            return None
+        lo, hi = self.typical
+        if lo <= value <= hi:
+            return None
+        return (
+            f"{name} = {format_number(value)} is outside the usual range "
+            f"{format_number(lo)} to {format_number(hi)}: check its unit"
+        )
+
+
+def whole(low: float, high: float) -> Domain:
+    return Domain("whole", low, high)
+
+
+def positive(high: float, typical: tuple[float, float] | None = None) -> Domain:
+    return Domain("number", 0, high, low_open=True, typical=typical)
+
+
+def domain_of(annotation: object) -> Domain | None:
+    """The :class:`Domain` carried by an ``Annotated`` type, or None."""
+    for extra in getattr(annotation, "__metadata__", ()):
+        if isinstance(extra, Domain):
+            return extra
+    return None
+
+
+def checked(func: F) -> F:
+    """Validate every call of ``func`` against the domains in its annotations, and its result.
+
+    The wrapper keeps the signature (``inspect.signature`` follows ``__wrapped__``) and exposes the domains as
+    ``wrapper.domains``. A float result that is not finite means the inputs overflowed: it becomes an
+    :class:`~xlsxplan.errors.OutOfRangeError` rather than an ``inf`` in a cell.
+    """
+    sig = inspect.signature(func)
+    hints = typing.get_type_hints(func, include_extras=True)
+    params = list(sig.parameters.values())
+    for p in params:
+        if p.kind is not inspect.Parameter.POSITIONAL_OR_KEYWORD:
+            raise TypeError(f"{func.__name__}: parameter {p.name} must be positional-or-keyword")
+        if domain_of(hints.get(p.name)) is None:
+            raise TypeError(f"{func.__name__}: parameter {p.name} has no Domain annotation")
+    names = tuple(p.name for p in params)
+    domains = tuple(domain_of(hints[p.name]) for p in params)
+    defaults = tuple(p.default for p in params)
+    n = len(params)
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        if kwargs or len(args) > n:
+            bound = sig.bind(*args, **kwargs)
+            bound.apply_defaults()
+            values = list(bound.args)
+        else:
+            values = list(args)
+            for i in range(len(values), n):
+                if defaults[i] is inspect.Parameter.empty:
+                    raise TypeError(f"{func.__name__}() missing required argument: '{names[i]}'")
+                values.append(defaults[i])
+        checked_values = [d.check(nm, v) for d, nm, v in zip(domains, names, values)]  # type: ignore[union-attr]
+        result = func(*checked_values)
+        if isinstance(result, float) and not math.isfinite(result):
+            raise OutOfRangeError(f"{func.__name__}: the result is too large to represent; check the inputs' units")
+        return result
+
+    wrapper.domains = dict(zip(names, domains))  # type: ignore[attr-defined]
+    return wrapper  # type: ignore[return-value]
+
+
+# The argument kinds used across the core. Bounds are physical or practical limits, wide enough for any real
+# plan and narrow enough that a typo (1e308, a negative count) is refused with a reason.
+Count = Annotated[int, whole(1, 1_000_000)]
+GPUs = Annotated[int, whole(1, 10_000_000)]
+Batch = Annotated[int, whole(1, 1_000_000_000)]
+Spare = Annotated[int, Domain("whole", 0, 1_000_000)]
+ParamsB = Annotated[float, positive(1e6, typical=(1e-4, 1e4))]
+Tokens = Annotated[float, positive(1e18)]
+TokensOrZero = Annotated[float, Domain("number", 0, 1e18)]
+BytesPerValue = Annotated[float, Domain("bytes", 0, 64, low_open=True, typical=(0.1, 8))]
+KvBytes = Annotated[float, positive(1e12)]
+KvBytesOrZero = Annotated[float, Domain("number", 0, 1e12)]
+MemoryGB = Annotated[float, positive(1e9, typical=(1, 2000))]
+BandwidthTBs = Annotated[float, positive(1e5, typical=(0.01, 50))]
+TFLOPs = Annotated[float, positive(1e9, typical=(0.1, 50_000))]
+FLOPsPerS = Annotated[float, positive(1e30)]
+Seconds = Annotated[float, positive(1e12)]
+Fraction = Annotated[float, Domain("number", 0, 1, low_open=True)]
+Price = Annotated[float, Domain("number", 0, 1e6, typical=(0.01, 200))]
+TokensPerS = Annotated[float, positive(1e15)]
+PerDay = Annotated[float, positive(1e15)]
+PeakFactor = Annotated[float, Domain("number", 1, 1e4)]
+TokensPerParam = Annotated[float, positive(1e6)]
+TrainBytes = Annotated[float, Domain("bytes", 0, 1000, low_open=True)]
+Name = Annotated[str, Domain("text")]

@@ -1,0 +1,70 @@
+"""Writing files so that nothing is lost: a temporary file beside the target, then an atomic rename.
+
+An interrupted write (a crash, Ctrl-C, a full disk) leaves the previous file as it was; a target that cannot be
+written (read-only, locked by Excel on Windows) is an error before anything is touched.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+from .errors import WorkbookError
+
+__all__ = ["atomic_write", "atomic_write_text", "atomic_path", "check_writable"]
+
+
+def check_writable(path: Path) -> None:
+    """Refuse, with one line, a target that cannot be replaced."""
+    path = Path(path)
+    folder = path.parent if str(path.parent) else Path(".")
+    if not folder.is_dir():
+        raise WorkbookError(f"cannot write {path}: the folder {folder} does not exist")
+    if path.is_dir():
+        raise WorkbookError(f"cannot write {path}: it is a folder")
+    if path.exists() and not os.access(path, os.W_OK):
+        raise WorkbookError(f"cannot write {path}: the file is read-only")
+    if not os.access(folder, os.W_OK):
+        raise WorkbookError(f"cannot write {path}: the folder {folder} is not writable")
+    lock = folder / f"~${path.name}"  # Excel's owner file while a workbook is open
+    if lock.exists():
+        raise WorkbookError(f"cannot write {path}: it is open in Excel ({lock.name} exists); close it first")
+
+
+@contextlib.contextmanager
+def atomic_path(path: Path) -> Iterator[Path]:
+    """Yield a temporary path beside ``path``; on success it replaces ``path`` in one rename."""
+    path = Path(path)
+    check_writable(path)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent or ".")
+    os.close(fd)
+    tmp = Path(tmp_name)
+    try:
+        yield tmp
+        with open(tmp, "rb+") as f:
+            os.fsync(f.fileno())
+        if path.exists():
+            os.chmod(tmp, path.stat().st_mode & 0o777)
+        else:
+            umask = os.umask(0)
+            os.umask(umask)
+            os.chmod(tmp, 0o666 & ~umask)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
+
+
+def atomic_write(path: Path, write: Callable[[Path], None]) -> None:
+    """Call ``write(tmp_path)`` and move the result onto ``path`` atomically."""
+    with atomic_path(path) as tmp:
+        write(tmp)
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """Write ``text`` (UTF-8) to ``path`` atomically."""
+    atomic_write(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
