@@ -1,0 +1,207 @@
+"""The preset catalog: lookups, sources, and loud failures on malformed data files."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import pytest
+
+import xlsxplan as x
+from xlsxplan.catalog import (
+    GPU_FIELDS,
+    MODEL_FIELDS,
+    AcceleratorPreset,
+    ModelPreset,
+    _parse,
+    load_catalog,
+)
+from xlsxplan.errors import CatalogError, NotAvailableError, UnknownPresetError
+
+MEASUREMENTS = Path(__file__).resolve().parents[2] / "shared" / "data" / "measurements.csv"
+DATA_README_GPUS = [
+    "A100-80GB", "A100-40GB", "H100-SXM", "H100-PCIe", "H200", "H800", "B200", "L40S", "A40", "RTX-4090", "M2",
+    "M2-Ultra", "M3-Max-40c", "M4-Max-40c", "TPU-v4", "V100",
+]  # fmt: skip
+SEED_AND_ISSUE_MODELS = [
+    "Qwen2.5-7B", "Qwen2.5-72B", "Llama-2-7B", "Llama-2-13B", "Llama-2-70B", "Llama-3-8B", "Llama-3-70B",
+    "Llama-3.1-8B", "Llama-3.1-70B", "Llama-3.1-405B", "Llama-3.3-70B", "Mistral-7B", "Mixtral-8x7B", "DeepSeek-V3",
+    "Qwen3-235B-A22B", "TinyLlama-1.1B", "Gemma-2-9B", "LLaMA-7B", "LLaMA-13B", "LLaMA-33B", "LLaMA-65B",
+]  # fmt: skip
+
+
+def test_every_accelerator_of_the_data_readme_is_a_preset_under_its_exact_id():
+    assert set(DATA_README_GPUS) <= set(x.gpu_names())
+
+
+def test_every_model_named_by_the_seeds_and_issue_is_a_preset():
+    assert set(SEED_AND_ISSUE_MODELS) <= set(x.model_names())
+
+
+@pytest.mark.skipif(not MEASUREMENTS.exists(), reason="shared/data not beside the checkout")
+def test_every_model_and_gpu_in_measurements_csv_resolves():
+    with MEASUREMENTS.open(newline="") as f:
+        rows = list(csv.DictReader(f))
+    for row in rows:
+        if row["model"]:
+            assert x.model_spec(row["model"], "params_b") > 0
+        if row["gpu"]:
+            assert x.gpu_spec(row["gpu"], "memory_gb") > 0
+
+
+@pytest.mark.parametrize(
+    "name, field, value",
+    [
+        ("Qwen2.5-72B", "layers", 80),  # issue #2's table
+        ("Qwen2.5-72B", "kv_heads", 8),
+        ("Qwen2.5-72B", "params_b", 72.7),  # seed 000
+        ("qwen/qwen2.5-72b-instruct", "head_dim", 128),  # Hugging Face id, any case
+        ("Qwen2.5-7B", "layers", 28),
+        ("Llama-3.1-70B", "kv_heads", 8),
+        ("Gemma-2-9B", "head_dim", 256),  # not hidden / heads (224)
+        ("Mixtral-8x7B", "active_params_b", 12.9),
+        ("Llama-3.1-8B", "active_params_b", 8.03),  # dense: active is total
+        ("DeepSeek-V3", "kv_lora_rank", 512),
+    ],
+)
+def test_model_spec(name, field, value):
+    assert x.model_spec(name, field) == value
+
+
+@pytest.mark.parametrize(
+    "name, field, value",
+    [
+        ("H200", "bandwidth_tb_s", 4.8),  # issue #2's table; seed 003
+        ("H200", "memory_gb", 141),
+        ("H100", "memory_gb", 80),  # alias of H100-SXM; seed 000
+        ("h100 sxm", "bandwidth_tb_s", 3.35),
+        ("H100-SXM", "bf16_tflops", 989.4),  # dense, not the 1,979 sparse headline
+        ("M2", "bandwidth_tb_s", 0.1),  # seed 003: 100 GB/s
+        ("M2-8GB", "memory_gb", 8),  # seed 003's measured MacBook Air
+    ],
+)
+def test_gpu_spec(name, field, value):
+    assert x.gpu_spec(name, field) == value
+
+
+def test_compute_figures_are_dense_not_the_sparse_headline():
+    # NVIDIA's headlines (H100 SXM 1,979 BF16; H200 1,979; L40S 733) assume 2:4 sparsity; the catalog halves them.
+    assert x.gpu_spec("H100-SXM", "bf16_tflops") < 1000
+    assert x.gpu_spec("H100-SXM", "fp8_tflops") == pytest.approx(2 * x.gpu_spec("H100-SXM", "bf16_tflops"), abs=0.2)
+    for gpu in x.gpu_names():
+        try:
+            bf16 = x.gpu_spec(gpu, "bf16_tflops")
+            fp8 = x.gpu_spec(gpu, "fp8_tflops")
+        except NotAvailableError:
+            continue
+        assert fp8 == pytest.approx(2 * bf16, rel=0.02), gpu
+
+
+def test_unavailable_figures_say_why():
+    with pytest.raises(NotAvailableError, match=r"^A100-80GB has no fp8_tflops: the chip has no tensor cores"):
+        x.gpu_spec("A100", "fp8_tflops")
+    with pytest.raises(NotAvailableError, match=r"^M2 has no bf16_tflops: Apple publishes no GPU FLOP/s"):
+        x.gpu_spec("M2", "bf16_tflops")
+    with pytest.raises(NotAvailableError, match=r"^Llama-3-8B has no experts: not part of this architecture$"):
+        x.model_spec("Llama-3-8B", "experts")
+
+
+def test_unknown_names_suggest_close_matches():
+    with pytest.raises(
+        UnknownPresetError, match=r"^model 'Qwen2\.5-70B' is not in the catalog; did you mean Qwen2\.5-7B"
+    ):
+        x.model_spec("Qwen2.5-70B", "layers")
+    with pytest.raises(UnknownPresetError, match=r"^gpu 'H10' is not in the catalog; did you mean H100-SXM"):
+        x.gpu_spec("H10", "memory_gb")
+    with pytest.raises(UnknownPresetError, match=r"^model 'gpt-4' is not in the catalog; see MODELS\(\) for the list$"):
+        x.model_spec("gpt-4", "layers")
+    with pytest.raises(
+        UnknownPresetError, match=r"^field 'memory' is not an accelerator figure; did you mean memory_gb\?$"
+    ):
+        x.gpu_spec("H100", "memory")
+
+
+def test_every_figure_has_a_citation():
+    cat = load_catalog()
+    for table, fields in ((cat.models, MODEL_FIELDS), (cat.accelerators, GPU_FIELDS)):
+        for name in table.names():
+            preset = table.get(name)
+            for field in fields:
+                if preset.figure(field) is None and field not in preset.unavailable:
+                    continue
+                citation = table.citation(name, field)
+                assert len(citation) > 20, (name, field)
+
+
+def test_sources_point_to_the_right_document():
+    assert "Qwen2.5-72B" in x.model_source("Qwen2.5-72B", "params_b")
+    assert "72.7B" in x.model_source("Qwen2.5-72B", "params_b")
+    assert "whitepaper" in x.gpu_source("H100", "bf16_tflops")
+    assert "4.8 TB/s" in x.gpu_source("H200", "bandwidth_tb_s")
+
+
+def test_presets_are_self_consistent():
+    for name in x.model_names():
+        heads, kv = x.model_spec(name, "heads"), x.model_spec(name, "kv_heads")
+        assert kv <= heads and heads % kv == 0, name
+        assert x.model_spec(name, "active_params_b") <= x.model_spec(name, "params_b"), name
+
+
+GOOD_GPU = """
+[sources]
+ds = "A datasheet, 2024"
+[accelerators.X1]
+source = "ds"
+memory_gb = 80
+bandwidth_tb_s = 3
+bf16_tflops = 100
+fp8_tflops = 200
+"""
+
+
+def test_a_valid_file_parses():
+    presets, sources = _parse(GOOD_GPU, "t.toml", "accelerators", AcceleratorPreset)
+    assert presets["X1"].memory_gb == 80
+    assert sources["ds"].startswith("A datasheet")
+
+
+@pytest.mark.parametrize(
+    "edit, match",
+    [
+        (("memory_gb = 80\n", ""), r"^t\.toml: X1\.memory_gb: Field required$"),
+        (("memory_gb = 80", "memory_gb = -80"), r"^t\.toml: X1\.memory_gb: Input should be greater than 0$"),
+        (("memory_gb = 80", 'memory_gb = "eighty"'), r"^t\.toml: X1\.memory_gb: Input should be a valid number"),
+        (('source = "ds"', 'source = "nowhere"'), r"^t\.toml: X1\.memory_gb: source 'nowhere' is not in \[sources\]$"),
+        (('source = "ds"\n', ""), r"^t\.toml: X1\.source: Field required$"),
+        (("fp8_tflops = 200\n", ""), r"fp8_tflops is missing: give it, or list it under 'unavailable'"),
+        (("memory_gb = 80", "memory_gb = 80\nwatts = 700"), r"^t\.toml: X1\.watts: Extra inputs are not permitted$"),
+        (("[accelerators.X1]", "[accelerators.X1\n"), r"^t\.toml: not valid TOML"),
+        (('ds = "A datasheet, 2024"', 'ds = ""'), r"^t\.toml: \[sources\] must map keys to non-empty citations$"),
+    ],
+)
+def test_malformed_catalog_files_fail_loudly(edit, match):
+    old, new = edit
+    assert old in GOOD_GPU
+    with pytest.raises(CatalogError, match=match):
+        _parse(GOOD_GPU.replace(old, new, 1), "t.toml", "accelerators", AcceleratorPreset)
+
+
+def test_a_model_with_more_kv_heads_than_heads_is_refused():
+    text = """
+[sources]
+c = "a config"
+[models.Bad]
+source = "c"
+params_b = 1
+layers = 2
+hidden = 64
+heads = 4
+kv_heads = 8
+head_dim = 16
+vocab = 100
+context = 128
+"""
+    with pytest.raises(
+        CatalogError, match=r"^t\.toml: Bad\.preset: Value error, kv_heads \(8\) cannot exceed heads \(4\)$"
+    ):
+        _parse(text, "t.toml", "models", ModelPreset)

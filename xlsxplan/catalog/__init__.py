@@ -1,0 +1,381 @@
+"""Preset models and accelerators: TOML data files validated with pydantic, every figure with its source.
+
+The shipped files sit beside this module (``models.toml``, ``accelerators.toml``). A figure is a number under its
+field name; its source is the preset's ``source`` unless ``sources`` names another for that field; both name an
+entry of the file's ``[sources]`` table, where the full citation lives once. A figure that does not exist (FP8 on
+an A100) or was never published (an Apple GPU's FLOP/s) is listed under ``unavailable`` with the reason, so a
+missing number is always a decision, never an accident. Loading fails with one line naming the file, the preset
+and the field if a figure is missing, negative, of the wrong kind or without a source.
+
+Names are matched case-insensitively, spaces and underscores counting as hyphens, with or without a Hugging Face
+organisation prefix (``Qwen/Qwen2.5-72B-Instruct``), and through each preset's aliases (``H100`` is ``H100-SXM``).
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import re
+import sys
+from importlib import resources
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from ..domains import Name, checked
+from ..errors import CatalogError, NotAvailableError, UnknownPresetError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+__all__ = [
+    "ModelPreset",
+    "AcceleratorPreset",
+    "Catalog",
+    "load_catalog",
+    "model_spec",
+    "gpu_spec",
+    "model_source",
+    "gpu_source",
+    "model_names",
+    "gpu_names",
+    "MODEL_FIELDS",
+    "GPU_FIELDS",
+]
+
+Kind = Literal["model", "accelerator"]
+
+
+class _Preset(BaseModel):
+    """What every preset carries besides its figures."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str
+    aliases: tuple[str, ...] = ()
+    source: str = Field(description="key of the [sources] entry that covers every figure not in `sources`")
+    sources: dict[str, str] = Field(default_factory=dict)
+    unavailable: dict[str, str] = Field(default_factory=dict)
+    note: str = ""
+
+    # figures that must be given or declared unavailable; subclasses list them
+    FIGURES: ClassVar[tuple[str, ...]] = ()
+    REQUIRED: ClassVar[tuple[str, ...]] = ()
+
+    @model_validator(mode="after")
+    def _every_figure_accounted_for(self) -> _Preset:
+        for field in self.FIGURES:
+            value = getattr(self, field)
+            if field in self.unavailable and value is not None:
+                raise ValueError(f"{field} is both given and listed as unavailable")
+            if field in self.REQUIRED and value is None and field not in self.unavailable:
+                raise ValueError(f"{field} is missing: give it, or list it under 'unavailable' with the reason")
+        for field in list(self.sources) + list(self.unavailable):
+            if field not in self.FIGURES:
+                raise ValueError(f"'{field}' is not a figure of this preset (figures: {', '.join(self.FIGURES)})")
+        return self
+
+    def figure(self, field: str) -> float | int | None:
+        return getattr(self, field)
+
+    def source_key(self, field: str) -> str:
+        return self.sources.get(field, self.source)
+
+
+class ModelPreset(_Preset):
+    """A model's size and shape, as its publisher's config.json and model card give them."""
+
+    params_b: float = Field(gt=0, description="total parameters [billions]")
+    active_params_b: float | None = Field(None, gt=0, description="parameters used per token [billions]")
+    layers: int = Field(gt=0)
+    hidden: int = Field(gt=0)
+    heads: int = Field(gt=0)
+    kv_heads: int = Field(gt=0)
+    head_dim: int = Field(gt=0)
+    vocab: int = Field(gt=0)
+    context: int = Field(gt=0)
+    intermediate: int | None = Field(None, gt=0)
+    experts: int | None = Field(None, gt=0)
+    experts_per_token: int | None = Field(None, gt=0)
+    shared_experts: int | None = Field(None, ge=0)
+    moe_intermediate: int | None = Field(None, gt=0)
+    dense_layers: int | None = Field(None, ge=0)
+    sliding_window: int | None = Field(None, gt=0)
+    sliding_window_layers: int | None = Field(None, ge=0)
+    kv_lora_rank: int | None = Field(None, gt=0)
+    qk_rope_head_dim: int | None = Field(None, gt=0)
+    tied_embeddings: bool = False
+
+    FIGURES: ClassVar[tuple[str, ...]] = (
+        "params_b", "active_params_b", "layers", "hidden", "heads", "kv_heads", "head_dim", "vocab", "context",
+        "intermediate", "experts", "experts_per_token", "shared_experts", "moe_intermediate", "dense_layers",
+        "sliding_window", "sliding_window_layers", "kv_lora_rank", "qk_rope_head_dim",
+    )  # fmt: skip
+    REQUIRED: ClassVar[tuple[str, ...]] = (
+        "params_b", "layers", "hidden", "heads", "kv_heads", "head_dim", "vocab", "context",
+    )  # fmt: skip
+
+    @model_validator(mode="after")
+    def _consistent(self) -> ModelPreset:
+        if self.kv_heads > self.heads:
+            raise ValueError(f"kv_heads ({self.kv_heads}) cannot exceed heads ({self.heads})")
+        if self.heads % self.kv_heads:
+            raise ValueError(f"heads ({self.heads}) must be a multiple of kv_heads ({self.kv_heads})")
+        if self.active_params_b is not None and self.active_params_b > self.params_b:
+            raise ValueError("active_params_b cannot exceed params_b")
+        if (self.experts is None) != (self.experts_per_token is None):
+            raise ValueError("experts and experts_per_token go together")
+        if self.experts is not None and self.experts_per_token > self.experts:  # type: ignore[operator]
+            raise ValueError("experts_per_token cannot exceed experts")
+        if self.sliding_window_layers is not None and self.sliding_window_layers > self.layers:
+            raise ValueError("sliding_window_layers cannot exceed layers")
+        return self
+
+    def figure(self, field: str) -> float | int | None:
+        if field == "active_params_b" and self.active_params_b is None:
+            return self.params_b  # a dense model uses every parameter for every token
+        return getattr(self, field)
+
+    def source_key(self, field: str) -> str:
+        if field == "active_params_b" and self.active_params_b is None:
+            field = "params_b"
+        return self.sources.get(field, self.source)
+
+
+class AcceleratorPreset(_Preset):
+    """An accelerator's memory, bandwidth and dense peak throughput, from its datasheet."""
+
+    memory_gb: float = Field(gt=0, description="memory [GB]")
+    bandwidth_tb_s: float = Field(gt=0, description="memory bandwidth [TB/s]")
+    bf16_tflops: float | None = Field(None, gt=0, description="dense 16-bit tensor throughput [TFLOP/s]")
+    fp8_tflops: float | None = Field(None, gt=0, description="dense FP8 tensor throughput [TFLOP/s]")
+
+    FIGURES: ClassVar[tuple[str, ...]] = ("memory_gb", "bandwidth_tb_s", "bf16_tflops", "fp8_tflops")
+    REQUIRED: ClassVar[tuple[str, ...]] = FIGURES
+
+
+MODEL_FIELDS: tuple[str, ...] = ModelPreset.FIGURES
+GPU_FIELDS: tuple[str, ...] = AcceleratorPreset.FIGURES
+
+
+def _key(name: str) -> str:
+    return re.sub(r"[\s_]+", "-", name.strip().casefold())
+
+
+class _Table:
+    """Presets of one kind, found by id or alias."""
+
+    def __init__(self, kind: Kind, presets: dict[str, _Preset], sources: dict[str, str]) -> None:
+        self.kind = kind
+        self.presets = presets
+        self.sources = sources
+        self._index: dict[str, str] = {}
+        for pid, preset in presets.items():
+            for name in (pid, *preset.aliases):
+                self._index.setdefault(_key(name), pid)
+
+    def names(self) -> list[str]:
+        return list(self.presets)
+
+    def get(self, name: str) -> _Preset:
+        key = _key(name)
+        pid = self._index.get(key) or self._index.get(key.rsplit("/", 1)[-1])
+        if pid is not None:
+            return self.presets[pid]
+        arg = "model" if self.kind == "model" else "gpu"
+        close = self._suggest(name)
+        hint = f"did you mean {', '.join(close)}?" if close else f"see {arg.upper()}S() for the list"
+        raise UnknownPresetError(f"{arg} {name!r} is not in the catalog; {hint}", arg)
+
+    def _suggest(self, name: str) -> list[str]:
+        """Up to three preset ids whose id or alias is close to ``name``."""
+        matches = difflib.get_close_matches(_key(name), list(self._index), n=6, cutoff=0.6)
+        return list(dict.fromkeys(self._index[m] for m in matches))[:3]
+
+    def field(self, preset: _Preset, field: str) -> str:
+        key = field.strip().lower()
+        if key in preset.FIGURES:
+            return key
+        close = difflib.get_close_matches(key, preset.FIGURES, n=2, cutoff=0.6)
+        hint = f"did you mean {', '.join(close)}?" if close else f"fields: {', '.join(preset.FIGURES)}"
+        article = "an" if self.kind == "accelerator" else "a"
+        raise UnknownPresetError(f"field {field!r} is not {article} {self.kind} figure; {hint}", "field")
+
+    def figure(self, name: str, field: str) -> float | int:
+        preset = self.get(name)
+        key = self.field(preset, field)
+        value = preset.figure(key)
+        if value is None:
+            reason = preset.unavailable.get(key)
+            why = self.sources.get(reason, reason) if reason else "not part of this architecture"
+            raise NotAvailableError(f"{preset.id} has no {key}: {why}", "field")
+        return value
+
+    def citation(self, name: str, field: str) -> str:
+        preset = self.get(name)
+        key = self.field(preset, field)
+        if preset.figure(key) is None and key in preset.unavailable:
+            return self.sources[preset.unavailable[key]]
+        return self.sources[preset.source_key(key)]
+
+
+class Catalog:
+    """The models and accelerators xlsxplan knows, with the sources of their figures."""
+
+    def __init__(self, models: _Table, accelerators: _Table) -> None:
+        self.models = models
+        self.accelerators = accelerators
+
+
+def _parse(text: str, filename: str, table: str, cls: type[_Preset]) -> tuple[dict[str, _Preset], dict[str, str]]:
+    try:
+        raw: dict[str, Any] = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as err:
+        raise CatalogError(f"{filename}: not valid TOML: {err}") from None
+    unknown = set(raw) - {"sources", table}
+    if unknown:
+        raise CatalogError(f"{filename}: unexpected top-level table(s) {', '.join(sorted(unknown))}")
+    sources = raw.get("sources", {})
+    if not isinstance(sources, dict) or not all(isinstance(v, str) and v.strip() for v in sources.values()):
+        raise CatalogError(f"{filename}: [sources] must map keys to non-empty citations")
+    presets: dict[str, _Preset] = {}
+    for pid, body in raw.get(table, {}).items():
+        if not isinstance(body, dict):
+            raise CatalogError(f"{filename}: {pid} must be a table")
+        try:
+            preset = cls.model_validate({"id": pid, **body})
+        except ValidationError as err:
+            first = err.errors()[0]
+            where = ".".join(str(p) for p in first["loc"]) or "preset"
+            raise CatalogError(f"{filename}: {pid}.{where}: {first['msg']}") from None
+        for field in preset.FIGURES:
+            if preset.figure(field) is None and field not in preset.unavailable:
+                continue
+            key = preset.unavailable.get(field) or preset.source_key(field)
+            if key not in sources:
+                raise CatalogError(f"{filename}: {pid}.{field}: source {key!r} is not in [sources]")
+        presets[pid] = preset
+    return presets, sources
+
+
+def _load_file(filename: str, table: str, cls: type[_Preset]) -> tuple[dict[str, _Preset], dict[str, str]]:
+    text = resources.files(__package__).joinpath(filename).read_text(encoding="utf-8")
+    return _parse(text, filename, table, cls)
+
+
+@functools.lru_cache(maxsize=1)
+def load_catalog() -> Catalog:
+    """The shipped catalog, parsed and validated once per process."""
+    models, msources = _load_file("models.toml", "models", ModelPreset)
+    gpus, gsources = _load_file("accelerators.toml", "accelerators", AcceleratorPreset)
+    return Catalog(_Table("model", models, msources), _Table("accelerator", gpus, gsources))
+
+
+@checked
+def model_spec(model: Name, field: Name) -> float:
+    """One figure of a preset model.
+
+    Parameters
+    ----------
+    model : str
+        A model name or alias, e.g. Qwen2.5-72B or meta-llama/Llama-3.1-8B [name].
+    field : str
+        params_b, active_params_b, layers, hidden, heads, kv_heads, head_dim, vocab, context, or an architecture
+        field such as experts or sliding_window [name].
+
+    Returns
+    -------
+    float
+        The figure, in the field's unit (params_b in billions, counts as counts) [field unit].
+
+    Notes
+    -----
+    Values from the model's published config.json and card; MODEL_SOURCE gives the citation. For a dense model
+    active_params_b equals params_b.
+    """
+    return load_catalog().models.figure(model, field)
+
+
+@checked
+def gpu_spec(gpu: Name, field: Name) -> float:
+    """One figure of a preset accelerator.
+
+    Parameters
+    ----------
+    gpu : str
+        An accelerator name or alias, e.g. H100-SXM, H100 or H200 [name].
+    field : str
+        memory_gb, bandwidth_tb_s, bf16_tflops or fp8_tflops [name].
+
+    Returns
+    -------
+    float
+        The figure: memory in GB, bandwidth in TB/s, dense throughput in TFLOP/s [field unit].
+
+    Notes
+    -----
+    Datasheet values; compute is the dense figure, never the sparse headline. GPU_SOURCE gives the citation.
+    """
+    return load_catalog().accelerators.figure(gpu, field)
+
+
+@checked
+def model_source(model: Name, field: Name) -> str:
+    """Where a preset model's figure comes from.
+
+    Parameters
+    ----------
+    model : str
+        A model name or alias [name].
+    field : str
+        A field of MODEL_SPEC [name].
+
+    Returns
+    -------
+    str
+        The citation [text].
+    """
+    return load_catalog().models.citation(model, field)
+
+
+@checked
+def gpu_source(gpu: Name, field: Name) -> str:
+    """Where a preset accelerator's figure comes from.
+
+    Parameters
+    ----------
+    gpu : str
+        An accelerator name or alias [name].
+    field : str
+        A field of GPU_SPEC [name].
+
+    Returns
+    -------
+    str
+        The citation [text].
+    """
+    return load_catalog().accelerators.citation(gpu, field)
+
+
+def model_names() -> list[str]:
+    """The preset model names, in catalog order (for a data-validation list).
+
+    Returns
+    -------
+    list of str
+        Model names [names].
+    """
+    return load_catalog().models.names()
+
+
+def gpu_names() -> list[str]:
+    """The preset accelerator names, in catalog order (for a data-validation list).
+
+    Returns
+    -------
+    list of str
+        Accelerator names [names].
+    """
+    return load_catalog().accelerators.names()
