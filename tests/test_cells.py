@@ -1,0 +1,98 @@
+"""How cell contents become arguments: the rules every adapter shares (see xlsxplan.cells)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from xlsxplan.cells import CellError, evaluate, evaluate_broadcast
+from xlsxplan.registry import FUNCTIONS
+
+KV = FUNCTIONS["KV_BYTES_PER_TOKEN"]
+USABLE = FUNCTIONS["USABLE_GB"]
+WEIGHTS = FUNCTIONS["WEIGHTS_GB"]
+
+
+@pytest.mark.parametrize("raw", [8, 8.0, "8", " 8 ", "8.0", "8E+0", np.float64(8), np.int64(8)])
+def test_numbers_and_numbers_typed_as_text_are_read(raw):
+    assert evaluate(KV, [80, raw, 128]) == 327_680
+
+
+def test_percent_text_is_a_fraction():
+    assert evaluate(USABLE, [2, 80, "90%"]) == pytest.approx(144)
+
+
+@pytest.mark.parametrize(
+    "raw, message",
+    [
+        ("1,000", "kv_heads must be a number, got text '1,000': type it without thousands separators"),
+        ("8 heads", "kv_heads must be a number, got text '8 heads': give the number alone"),
+        ("eight", "kv_heads must be a number, got text 'eight'"),
+        ("８", "kv_heads must be a number, got text '８'"),  # a full-width digit is not read as 8
+        (True, "kv_heads must be a number, got TRUE"),
+        (object(), "kv_heads must be a number, got a object"),
+    ],
+)
+def test_text_and_booleans_are_refused_with_the_reason(raw, message):
+    result = evaluate(KV, [80, raw, 128])
+    assert result == CellError("#VALUE!", message)
+
+
+def test_units_in_text_name_the_expected_unit():
+    assert evaluate(WEIGHTS, ["80 GB"]).message.endswith("give the number alone, in B params")
+
+
+def test_empty_cells_take_the_default_or_are_required():
+    assert evaluate(KV, [80, 8, 128, None]) == 327_680
+    assert evaluate(KV, [80, 8, 128, ""]) == 327_680
+    assert evaluate(KV, [80, None, 128]) == CellError("#VALUE!", "kv_heads is required but the cell is empty")
+
+
+def test_error_values_propagate_first_in_argument_order():
+    assert evaluate(KV, [CellError("#REF!"), CellError("#N/A"), 128]).code == "#REF!"
+    assert evaluate(KV, [80, "#N/A", 128]) == CellError("#N/A", "kv_heads is #N/A, passed on from its cell")
+
+
+def test_a_precision_name_is_accepted_for_a_byte_count():
+    assert evaluate(KV, [80, 8, 128, "fp8"]) == 163_840
+    assert evaluate(KV, [80, 8, 128, "fp9"]).code == "#N/A"
+
+
+def test_overflow_in_a_result_is_a_num_error():
+    result = evaluate(FUNCTIONS["TRAIN_FLOPS"], [1e6, 1e18])
+    assert result == 6e33  # large but finite
+    assert isinstance(evaluate(FUNCTIONS["TRAIN_FLOPS"], [1e6, 1e19]), CellError)
+
+
+def test_broadcast_column_against_row_makes_a_grid():
+    out = evaluate_broadcast(WEIGHTS, [[[7], [70]], [[2, 1]]])
+    assert out.shape == (2, 2)
+    assert out.tolist() == [[14, 7], [140, 70]]
+
+
+def test_broadcast_matches_scalar_calls_element_by_element():
+    layers = [[80], [28], [-1], ["x"]]
+    out = evaluate_broadcast(KV, [layers, 8, 128])
+    for (row,), got in zip(layers, out[:, 0]):
+        assert got == evaluate(KV, [row, 8, 128])
+
+
+def test_a_one_d_list_counts_as_a_column():
+    out = evaluate_broadcast(KV, [[80, 28], [8, 4], 128])
+    assert out.shape == (2, 1)
+
+
+def test_mismatched_ranges_are_one_clear_error():
+    out = evaluate_broadcast(KV, [[[80], [28], [32]], [[8], [4]], 128])
+    assert out == CellError(
+        "#VALUE!", "KV_BYTES_PER_TOKEN: ranges of 3x1 and 2x1 cells cannot be matched up element by element"
+    )
+
+
+def test_a_single_cell_range_is_a_scalar():
+    assert evaluate_broadcast(KV, [[[80]], 8, 128]) == 327_680
+
+
+def test_too_many_and_too_few_arguments():
+    assert evaluate(WEIGHTS, [1, 2, 3]).message == "WEIGHTS_GB takes at most 2 arguments, got 3"
+    assert evaluate(KV, [80]).message.startswith("KV_BYTES_PER_TOKEN needs kv_heads (argument 2)")

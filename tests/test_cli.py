@@ -1,0 +1,108 @@
+"""The command line: `xlsxplan eval` and `xlsxplan functions`, in-process and as a real subprocess."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from xlsxplan import registry
+from xlsxplan.cli import format_value, main
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_eval_prints_the_bare_value(capsys):
+    # issue #2: `xlsxplan eval "=ROUND(DECODE_TOKS(72.7,1,2,3.35),0)"` prints `92`
+    assert run(capsys, "eval", "=ROUND(DECODE_TOKS(72.7,1,2,3.35),0)") == (0, "92\n", "")
+    assert run(capsys, "eval", "=KV_BYTES_PER_TOKEN(80,8,128,2)")[1] == "327680\n"
+    assert run(capsys, "eval", '=MODEL_SPEC("Qwen2.5-72B","layers")')[1] == "80\n"
+    assert run(capsys, "eval", '=GPU_SPEC("H200","bandwidth_tb_s")')[1] == "4.8\n"
+    assert run(capsys, "eval", "=DECODE_TOKS_TOTAL(72.7,1,2,3.35,94,327680,2300)")[1] == "4387.492161311242\n"
+    assert run(capsys, "eval", "=TRAIN_FLOPS(7,140e9)")[1] == "5.88e+21\n"
+    assert run(capsys, "eval", '=MODEL_SOURCE("Qwen2.5-72B","params_b")')[1].startswith(
+        "Qwen/Qwen2.5-72B-Instruct model card"
+    )
+
+
+def test_eval_without_equals_sign(capsys):
+    assert run(capsys, "eval", "WEIGHTS_GB(72.7)")[1] == "145.4\n"
+
+
+def test_eval_format_adds_grouping_and_unit(capsys):
+    assert run(capsys, "eval", "--format", "=DECODE_TOKS_TOTAL(72.7,1,2,3.35,94,327680,2300)")[1] == "4,387 tokens/s\n"
+    assert run(capsys, "eval", "--format", "=KV_GB(327680,2300)")[1] == "0.7537 GB\n"
+
+
+def test_eval_array_prints_rows(capsys):
+    assert run(capsys, "eval", "=WEIGHTS_GB({7;70},{2,1})")[1] == "14\t7\n140\t70\n"
+
+
+def test_eval_error_prints_value_and_message_with_status_1(capsys):
+    code, out, _ = run(capsys, "eval", "=KV_BYTES_PER_TOKEN(80,-1,128)")
+    assert code == 1
+    assert out == "#NUM! kv_heads must be a whole number from 1 to 1,000,000, got -1\n"
+    code, out, _ = run(capsys, "eval", '=GPU_SPEC("H1000","memory_gb")')
+    assert (code, out) == (1, "#N/A gpu 'H1000' is not in the catalog; did you mean H100-SXM, V100, H800?\n")
+
+
+def test_functions_lists_every_function_with_argument_docs(capsys):
+    code, out, _ = run(capsys, "functions")
+    assert code == 0
+    for fn in registry.FUNCTIONS.values():
+        assert fn.signature() in out
+        for arg in fn.args:
+            assert f"{arg.name}: {arg.doc} [{arg.unit}]" in out
+
+
+def test_functions_json(capsys):
+    code, out, _ = run(capsys, "functions", "--json")
+    data = json.loads(out)
+    assert [d["name"] for d in data] == list(registry.FUNCTIONS)
+    kv = data[0]
+    assert kv["name"] == "KV_BYTES_PER_TOKEN"
+    assert kv["args"][3] == {
+        "name": "bytes_per_value",
+        "doc": "Bytes per cached number, or a precision name: 2 for BF16, 1 for FP8.",
+        "unit": "bytes",
+        "optional": True,
+        "default": 2,
+        "allowed": "a positive number of bytes up to 64 or a precision name such as bf16, fp8 or int4",
+    }
+
+
+def test_usage_error_exits_2(capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["eval"])
+    assert info.value.code == 2
+
+
+@pytest.mark.parametrize(
+    "value, text", [(92.0, "92"), (0.1, "0.1"), (327680, "327680"), (True, "TRUE"), ("x", "x"), (5.88e21, "5.88e+21")]
+)
+def test_format_value(value, text):
+    assert format_value(value) == text
+
+
+def test_installed_command_runs_as_a_subprocess():
+    proc = subprocess.run(
+        [sys.executable, "-m", "xlsxplan", "eval", "=ROUND(DECODE_TOKS(72.7,1,2,3.35),0)"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert (proc.returncode, proc.stdout) == (0, "92\n")
+    proc = subprocess.run(
+        [sys.executable, "-m", "xlsxplan", "eval", "=PREFILL_S(72.7,2000,2,0)"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 1 and proc.stdout.startswith("#NUM! tflops must be")
+    assert "Traceback" not in proc.stdout + proc.stderr

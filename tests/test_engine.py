@@ -1,0 +1,99 @@
+"""The headless engine: every registry function evaluates through `formulas` to what Python computes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from examples import EXAMPLES, formula
+
+from xlsxplan import registry
+from xlsxplan.cells import CellError
+from xlsxplan.engine import evaluate_formula, normalise_formula
+
+
+def test_every_registry_function_has_an_example():
+    assert set(EXAMPLES) == set(registry.FUNCTIONS)
+
+
+@pytest.mark.parametrize("name", list(registry.FUNCTIONS))
+def test_every_function_evaluates_to_the_python_value(name):
+    fn = registry.FUNCTIONS[name]
+    expected = fn(*EXAMPLES[name])
+    result = evaluate_formula(formula(name, EXAMPLES[name]))
+    assert result.error is None, result.error
+    if fn.spills:
+        assert [row[0] for row in result.value] == expected
+    elif isinstance(expected, str):
+        assert result.value == expected
+    else:
+        assert result.value == pytest.approx(expected, rel=1e-12)
+
+
+def test_nesting_and_native_functions():
+    # issue #2: `xlsxplan eval "=ROUND(DECODE_TOKS(72.7,1,2,3.35),0)"` prints 92
+    assert evaluate_formula("=ROUND(DECODE_TOKS(72.7,1,2,3.35),0)").value == 92
+    nested = '=MAX_BATCH(72.7,1,KV_BYTES_PER_TOKEN(MODEL_SPEC("Qwen2.5-72B","layers"),8,128),2300,2,GPU_SPEC("H100","memory_gb"))'
+    assert evaluate_formula(nested).value == 94
+    assert evaluate_formula('=IF(MAX_BATCH(72.7,2,327680,2300,2,80)=0,"does not fit","fits")').value == "does not fit"
+    assert evaluate_formula('=IFERROR(GPU_SPEC("A100","fp8_tflops"),0)').value == 0
+
+
+def test_array_arguments_broadcast():
+    result = evaluate_formula("=KV_BYTES_PER_TOKEN({80;28},{8;4},128)")
+    assert result.value.tolist() == [[327680], [57344]]
+    grid = evaluate_formula("=WEIGHTS_GB({7;70},{2,1})")
+    assert grid.value.tolist() == [[14, 7], [140, 70]]
+
+
+def test_a_bad_element_does_not_spoil_the_array():
+    result = evaluate_formula("=KV_BYTES_PER_TOKEN({80;-1},8,128)")
+    assert result.value[0, 0] == 327680
+    assert isinstance(result.value[1, 0], CellError) and result.value[1, 0].code == "#NUM!"
+
+
+def test_spilling_functions_give_a_column():
+    result = evaluate_formula("=GPUS()")
+    assert result.value.shape[1] == 1 and "H100-SXM" in result.value[:, 0]
+
+
+@pytest.mark.parametrize(
+    "text, code, message",
+    [
+        ("=KV_BYTES_PER_TOKEN(80,-1,128)", "#NUM!", "kv_heads must be a whole number from 1 to 1,000,000, got -1"),
+        ('=KV_BYTES_PER_TOKEN(80,"x",128)', "#VALUE!", "kv_heads must be a number, got text 'x'"),
+        ("=KV_BYTES_PER_TOKEN(80,TRUE,128)", "#VALUE!", "kv_heads must be a number, got TRUE"),
+        (
+            "=DECODE_TOKS(72.7,1,2)",
+            "#VALUE!",
+            "DECODE_TOKS needs bandwidth_tb_s (argument 4): Memory bandwidth of one accelerator.",
+        ),
+        ("=WEIGHTS_GB(1,2,3)", "#VALUE!", "WEIGHTS_GB takes at most 2 arguments, got 3"),
+        ('=MODEL_SPEC("gpt5","layers")', "#N/A", "model 'gpt5' is not in the catalog; see MODELS() for the list"),
+        (
+            '=GPU_SPEC("A100","fp8_tflops")',
+            "#N/A",
+            "A100-80GB has no fp8_tflops: the chip has no tensor cores for this precision",
+        ),
+        ("=PREFILL_S(72.7,2000,2,0)", "#NUM!", "tflops must be a positive number up to 1,000,000,000, got 0"),
+        ("=KV_BYTES_PER_TOKEN(80,NA(),128)", "#N/A", "kv_heads is #N/A, passed on from its cell"),
+        ("=KV_BYTE_PER_TOKEN(1,2,3)", "#NAME?", "unknown function KV_BYTE_PER_TOKEN; did you mean KV_BYTES_PER_TOKEN"),
+        ("=1/0", "#DIV/0!", "division by zero"),
+        ("=A1+1", "#REF!", "eval takes constants only, not references (A1)"),
+    ],
+)
+def test_errors_carry_their_value_and_message(text, code, message):
+    result = evaluate_formula(text)
+    assert result.value is None
+    assert result.error.code == code
+    assert result.error.message.startswith(message)
+
+
+def test_numbers_as_people_type_them():
+    assert normalise_formula("TRAIN_FLOPS(7,140e9)") == "=TRAIN_FLOPS(7,140E+9)"
+    assert normalise_formula('=MODEL_SPEC("x1e5","layers")+1.5e-3') == '=MODEL_SPEC("x1e5","layers")+1.5E-3'
+    assert evaluate_formula("=TRAIN_FLOPS(7,140e9)").value == pytest.approx(5.88e21)
+
+
+def test_result_is_plain_python():
+    value = evaluate_formula("=KV_BYTES_PER_TOKEN(80,8,128)").value
+    assert type(value) in (int, float) and not isinstance(value, np.generic)

@@ -1,0 +1,165 @@
+"""The registry: the published interface, and documentation that cannot drift from the code."""
+
+from __future__ import annotations
+
+import inspect
+import re
+
+import pytest
+
+from xlsxplan import registry
+from xlsxplan.domains import Fraction, ParamsB, checked
+from xlsxplan.registry import EXCEL_TEXT_LIMIT, FUNCTIONS, describe
+
+# Issue #2's table: these names and argument orders are a published interface.
+PUBLISHED = [
+    "KV_BYTES_PER_TOKEN(layers, kv_heads, head_dim, [bytes_per_value=2])",
+    "WEIGHTS_GB(params_b, [bytes_per_param=2])",
+    "KV_GB(kv_bytes_per_token, tokens, [sequences=1])",
+    "USABLE_GB(n_gpus, memory_gb, [usable_fraction=0.9])",
+    "MAX_BATCH(params_b, bytes_per_param, kv_bytes_per_token, context_tokens, n_gpus, memory_gb, [usable_fraction=0.9])",
+    "DECODE_TOKS(params_b, bytes_per_param, n_gpus, bandwidth_tb_s, [batch=1], [kv_bytes_per_token=0], "
+    "[context_tokens=0], [efficiency=1])",
+    "DECODE_TOKS_TOTAL(params_b, bytes_per_param, n_gpus, bandwidth_tb_s, [batch=1], [kv_bytes_per_token=0], "
+    "[context_tokens=0], [efficiency=1])",
+    "PREFILL_S(params_b, prompt_tokens, n_gpus, tflops, [utilisation=0.5])",
+    "COST_PER_M_TOKENS(n_gpus, usd_per_gpu_hour, tokens_per_s, [utilisation=1])",
+    "PEAK_TOKS(requests_per_day, tokens_per_request, [peak_factor=3])",
+    "REPLICAS(demand_tokens_per_s, capacity_tokens_per_s, [spare=0])",
+    "TRAIN_FLOPS(params_b, tokens)",
+    "TRAIN_TOKENS(params_b, flops_per_s, seconds)",
+    "CHINCHILLA_TOKENS(params_b, [tokens_per_param=20])",
+    "OPTIMAL_PARAMS_B(flops_per_s, seconds, [tokens_per_param=20])",
+    "FLOPS_6N(params_b, tokens_per_s)",
+    "MFU(params_b, tokens_per_s, n_gpus, tflops)",
+    "TRAIN_SECONDS(params_b, tokens, n_gpus, tflops, [mfu=0.4])",
+    "TRAIN_MEMORY_GB(params_b, [bytes_per_param=16])",
+    "COMPUTE_TOKS(params_b, tflops)",
+    "MODEL_SPEC(model, field)",
+    "GPU_SPEC(gpu, field)",
+]
+
+# VBA keywords and built-in names that break the generated `xlwings_udfs` module when used as parameter names.
+VBA_RESERVED = set(
+    """and as boolean byref byte byval call case cbool cbyte ccur cdate cdbl cdec cint clng clnglng clngptr close
+    const csng cstr currency cvar cverr date decimal declare defbool defbyte defcur defdate defdbl defdec defint
+    deflng deflnglng deflngptr defobj defsng defstr defvar dim do double each else elseif empty end endif enum eqv
+    erase error event exit false for friend function get global gosub goto if imp implements in input integer is len
+    let lib like line load lock long longlong longptr loop lset me mid mod name new next not nothing null object on
+    open option optional or paramarray preserve print private property public put raiseevent redim rem resume
+    return rset seek select set single spc static step stop string sub tab then to true type typeof unload unlock
+    until variant wend while width with withevents write xor format""".split()
+)
+
+
+def test_published_signatures_are_stable():
+    for signature in PUBLISHED:
+        name = signature.split("(", 1)[0]
+        assert FUNCTIONS[name].signature() == signature
+
+
+def test_every_function_is_documented_within_excels_limits():
+    for fn in FUNCTIONS.values():
+        assert re.fullmatch(r"[A-Z][A-Z0-9_]*", fn.name)
+        assert fn.summary.endswith(".") and "\n" not in fn.summary, fn.name
+        assert len(fn.description()) <= EXCEL_TEXT_LIMIT, fn.name
+        assert fn.unit, fn.name
+        for arg in fn.args:
+            assert arg.doc and arg.unit, (fn.name, arg.name)
+            assert len(arg.help()) <= EXCEL_TEXT_LIMIT, (fn.name, arg.name)
+            assert f"[{arg.unit}]" in arg.help()
+
+
+def test_argument_names_are_safe_as_vba_parameter_names():
+    for fn in FUNCTIONS.values():
+        for arg in fn.args:
+            assert arg.name.lower() not in VBA_RESERVED, (fn.name, arg.name)
+            assert re.fullmatch(r"[a-z][a-z0-9_]*", arg.name)
+
+
+def test_no_registry_name_shadows_a_native_excel_function():
+    import formulas
+
+    native = {name for name in formulas.get_functions() if not name.startswith("_")}
+    # our own registrations, if another test already made them, are not native
+    native -= set(FUNCTIONS)
+    assert not set(FUNCTIONS) & native
+
+
+def test_every_function_takes_positional_or_keyword_arguments_with_literal_defaults():
+    for fn in FUNCTIONS.values():
+        for param in inspect.signature(fn.func).parameters.values():
+            assert param.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD
+            assert param.default is inspect.Parameter.empty or isinstance(param.default, (int, float, str))
+
+
+def test_registry_defaults_are_the_function_defaults():
+    for fn in FUNCTIONS.values():
+        params = inspect.signature(fn.func).parameters
+        for arg in fn.args:
+            if arg.optional:
+                assert params[arg.name].default == arg.default
+
+
+def test_argument_docs_carry_what_is_allowed():
+    kv_heads = FUNCTIONS["KV_BYTES_PER_TOKEN"].args[1]
+    assert kv_heads.domain.describe() == "a whole number from 1 to 1,000,000"
+    assert FUNCTIONS["USABLE_GB"].args[2].help() == (
+        "Share of memory the serving engine can use (seed 000 plans on 90%). [fraction] Optional, default 0.9."
+    )
+
+
+def test_get_is_case_insensitive():
+    assert registry.get("decode_toks") is FUNCTIONS["DECODE_TOKS"]
+    with pytest.raises(KeyError):
+        registry.get("NOPE")
+
+
+def test_describe_refuses_undocumented_parameters():
+    @checked
+    def bad(params_b: ParamsB, efficiency: Fraction = 1) -> float:
+        """Something.
+
+        Parameters
+        ----------
+        params_b : float
+            Parameters [B params].
+
+        Returns
+        -------
+        float
+            A number [GB].
+        """
+        return params_b
+
+    with pytest.raises(TypeError, match=r"documented parameters \['params_b'\] differ from the signature"):
+        describe("BAD", bad, "test")
+
+
+def test_describe_refuses_a_missing_unit():
+    @checked
+    def bad(params_b: ParamsB) -> float:
+        """Something.
+
+        Parameters
+        ----------
+        params_b : float
+            Parameters, no unit.
+
+        Returns
+        -------
+        float
+            A number [GB].
+        """
+        return params_b
+
+    with pytest.raises(TypeError, match=r"parameter params_b: the description must end with its unit"):
+        describe("BAD", bad, "test")
+
+
+def test_checked_refuses_an_argument_without_a_domain():
+    def loose(a: float) -> float:
+        return a
+
+    with pytest.raises(TypeError, match=r"loose: parameter a has no Domain annotation"):
+        checked(loose)

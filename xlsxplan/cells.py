@@ -1,0 +1,178 @@
+"""From what a spreadsheet cell holds to what a core function takes, and back: shared by every adapter.
+
+The xlwings UDFs and the headless engine receive cell contents, not Python numbers: empty cells, numbers typed as
+text, booleans, error values, whole ranges. This module decides, once, what each of those means:
+
+* **Empty cell**: an optional argument takes its default; a required one is an error naming it.
+* **Number typed as text** (``"80"``, ``" 2.5 "``, ``"1E+6"``, ``"90%"``): read as the number, as Excel does.
+  Text that is not a plain number is refused with a hint: ``"1,000"`` (separators depend on the locale, so
+  xlsxplan will not guess), ``"80 GB"`` (give the number alone, in the argument's unit).
+* **Boolean**: refused where a number belongs. Excel would read TRUE as 1; in a capacity plan that is always a
+  mistake.
+* **Error value** (``#N/A`` from a lookup, say): the result is that same error, as in Excel; the first error in
+  argument order wins.
+* **Ranges and arrays**: broadcast against each other like numpy (a column against a row makes a grid), one call
+  per element, each element ending as a value or an error of its own. A 1-D list counts as a column.
+
+Results come back as plain Python values, :class:`CellError` for errors, or a 2-D numpy object array.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .domains import show_value
+from .errors import ArgumentError, XlsxplanError
+from .registry import Argument, Function
+
+__all__ = ["CellError", "EXCEL_ERRORS", "coerce", "evaluate", "evaluate_broadcast", "as_error"]
+
+EXCEL_ERRORS = (
+    "#NULL!", "#DIV/0!", "#VALUE!", "#REF!", "#NAME?", "#NUM!", "#N/A", "#GETTING_DATA", "#SPILL!", "#CALC!",
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class CellError:
+    """An Excel error value with the one-line reason behind it."""
+
+    code: str
+    message: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.code} {self.message}".strip()
+
+
+# ASCII digits only: Python's float() would read full-width or Arabic-Indic digits, Excel does not.
+_NUMBER = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$", re.ASCII)
+_GROUPED = re.compile(r"^[+-]?\d{1,3}([,.' ]\d{3})+([.,]\d+)?$", re.ASCII)
+_WITH_UNIT = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?\s*[^\d\s].*$", re.ASCII)
+
+
+def as_error(value: object) -> CellError | None:
+    """``value`` as a :class:`CellError` if it is one, or an Excel error code as text; else None."""
+    if isinstance(value, CellError):
+        return value
+    if isinstance(value, str) and value in EXCEL_ERRORS:
+        return CellError(value)
+    return None
+
+
+def _number_from_text(arg: Argument, text: str) -> float | str:
+    stripped = text.strip()
+    if _NUMBER.match(stripped):
+        return float(stripped)
+    if stripped.endswith("%") and _NUMBER.match(stripped[:-1].strip()):
+        return float(stripped[:-1]) / 100
+    if arg.domain is not None and arg.domain.kind == "bytes":
+        return text  # a precision name such as "fp8": the domain resolves it
+    if _GROUPED.match(stripped):
+        raise ArgumentError(
+            f"{arg.name} must be a number, got {show_value(text)}: type it without thousands separators", arg.name
+        )
+    if _WITH_UNIT.match(stripped):
+        raise ArgumentError(
+            f"{arg.name} must be a number, got {show_value(text)}: give the number alone"
+            + ("" if arg.unit in ("count", "fraction", "ratio") else f", in {arg.unit}"),
+            arg.name,
+        )
+    raise ArgumentError(f"{arg.name} must be a number, got {show_value(text)}", arg.name)
+
+
+def coerce(arg: Argument, raw: object) -> Any:
+    """What the core function receives for one cell value, or an :class:`XlsxplanError` naming the argument."""
+    if raw is None or (isinstance(raw, str) and raw == ""):
+        if arg.optional:
+            return arg.default
+        raise ArgumentError(f"{arg.name} is required but the cell is empty", arg.name)
+    if isinstance(raw, np.generic):
+        raw = raw.item()
+    if arg.domain is not None and arg.domain.kind == "text":
+        return raw  # the domain check explains a number where a name belongs
+    if isinstance(raw, str):
+        return _number_from_text(arg, raw)
+    if isinstance(raw, bool):
+        raise ArgumentError(f"{arg.name} must be a number, got {show_value(raw)}", arg.name)
+    if isinstance(raw, numbers.Real):
+        return raw
+    raise ArgumentError(f"{arg.name} must be a number, got {show_value(raw)}", arg.name)
+
+
+def _plain(result: Any) -> Any:
+    if isinstance(result, np.generic):
+        result = result.item()
+    if isinstance(result, float) and not math.isfinite(result):
+        return CellError("#NUM!", "the result is not a finite number")
+    return result
+
+
+def evaluate(fn: Function, raw_args: Sequence[object]) -> Any:
+    """Call ``fn`` on one set of cell values; return its value or a :class:`CellError`, never raise."""
+    if len(raw_args) > len(fn.args):
+        return CellError("#VALUE!", f"{fn.name} takes at most {len(fn.args)} arguments, got {len(raw_args)}")
+    for arg, raw in zip(fn.args, raw_args):
+        err = as_error(raw)
+        if err is not None:
+            return err if err.message else CellError(err.code, f"{arg.name} is {err.code}, passed on from its cell")
+    values = []
+    try:
+        for i, arg in enumerate(fn.args):
+            if i >= len(raw_args):
+                if not arg.optional:
+                    return CellError("#VALUE!", f"{fn.name} needs {arg.name} (argument {i + 1}): {arg.doc}")
+                values.append(arg.default)
+                continue
+            values.append(coerce(arg, raw_args[i]))
+        return _plain(fn.func(*values))
+    except XlsxplanError as err:
+        return CellError(err.excel_error, err.message)
+    except (ArithmeticError, ValueError, TypeError) as err:  # a core bug must still end as a cell error
+        return CellError("#VALUE!", f"{fn.name}: {type(err).__name__}: {err}")
+
+
+def _as_array(raw: object) -> np.ndarray | None:
+    if isinstance(raw, (list, tuple, np.ndarray)):
+        arr = np.array(raw, dtype=object)
+        if arr.ndim == 0:
+            return arr.reshape(1, 1)
+        if arr.ndim == 1:
+            arr = arr.reshape(-1, 1)
+        if arr.ndim != 2:
+            raise ArgumentError(f"a range must be one- or two-dimensional, got {arr.ndim} dimensions")
+        return arr
+    return None
+
+
+def evaluate_broadcast(fn: Function, raw_args: Sequence[object]) -> Any:
+    """Like :func:`evaluate`, with ranges broadcast: a scalar, a :class:`CellError` or a 2-D object array.
+
+    A function that returns a list (MODELS, GPUS) gives it as one column.
+    """
+    try:
+        arrays = [_as_array(raw) for raw in raw_args]
+    except (ArgumentError, ValueError) as err:
+        return CellError("#VALUE!", f"{fn.name}: {err}")
+    if all(a is None or a.size == 1 for a in arrays):
+        scalars = [raw if a is None else a.item(0) for raw, a in zip(raw_args, arrays)]
+        result = evaluate(fn, scalars)
+        if isinstance(result, list):
+            return np.array(result, dtype=object).reshape(-1, 1)
+        return result
+    shapes = [a.shape for a in arrays if a is not None]
+    try:
+        shape = np.broadcast_shapes(*shapes)
+    except ValueError:
+        shown = " and ".join(f"{r}x{c}" for r, c in shapes)
+        return CellError("#VALUE!", f"{fn.name}: ranges of {shown} cells cannot be matched up element by element")
+    views = [raw if a is None else np.broadcast_to(a, shape) for raw, a in zip(raw_args, arrays)]
+    out = np.empty(shape, dtype=object)
+    for index in np.ndindex(shape):
+        out[index] = evaluate(fn, [v[index] if isinstance(v, np.ndarray) else v for v in views])
+    return out

@@ -1,0 +1,185 @@
+"""Headless evaluation over the `formulas` package: every registry function registered as an Excel function.
+
+``formulas`` parses and computes Excel formulas in Python. This adapter registers each entry of
+:data:`xlsxplan.registry.FUNCTIONS` with it, translating between its cell values (``sh.EMPTY``, ``XlError``,
+``Array``) and :mod:`xlsxplan.cells`, so a workbook or a one-off formula that mixes native functions (ROUND,
+INDEX, XLOOKUP) with ours evaluates as Excel would. Errors become the right Excel error value; the one-line
+reason behind each is kept in a side channel (:func:`collect_messages`) because an error value carries no text.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import difflib
+import re
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from . import cells, registry
+from .cells import CellError
+
+__all__ = ["register_functions", "evaluate_formula", "FormulaResult", "collect_messages", "normalise_formula"]
+
+# A stack of message buckets. Not a ContextVar: `formulas` (through schedula) runs cell functions in a context of
+# its own, where a ContextVar set by the caller is not visible. A lock keeps concurrent evaluations apart.
+_buckets: list[list[CellError]] = []
+_lock = threading.RLock()
+_registered = False
+
+# What a native error means, for errors that no registry function explained.
+NATIVE_REASONS = {
+    "#DIV/0!": "division by zero",
+    "#VALUE!": "a value of the wrong type",
+    "#NUM!": "a number outside the function's domain",
+    "#N/A": "a value is not available (a lookup found nothing?)",
+    "#NAME?": "an unknown function or name",
+    "#REF!": "a reference to a cell that does not exist",
+    "#NULL!": "ranges that do not intersect",
+}
+
+
+@contextlib.contextmanager
+def collect_messages() -> Iterator[list[CellError]]:
+    """Collect the :class:`CellError` of every registry call that failed inside the block, in call order."""
+    bucket: list[CellError] = []
+    with _lock:
+        _buckets.append(bucket)
+        try:
+            yield bucket
+        finally:
+            _buckets.pop()
+
+
+def _from_formulas(value: Any) -> Any:
+    import schedula as sh
+    from formulas.tokens.operand import XlError
+
+    if isinstance(value, np.ndarray):
+        if value.ndim == 0:  # formulas nests 0-d arrays, e.g. for -1 inside {80;-1}
+            return _from_formulas(value.item())
+        out = np.empty(value.shape, dtype=object)
+        for index, item in np.ndenumerate(value):
+            out[index] = _from_formulas(item)
+        return out
+    if value is sh.EMPTY:
+        return None
+    if isinstance(value, XlError):
+        return CellError(str(value))
+    return value
+
+
+def _to_formulas(result: Any) -> Any:
+    from formulas.functions import Array
+    from formulas.tokens.operand import Error
+
+    if isinstance(result, CellError):
+        if _buckets and result.message:
+            _buckets[-1].append(result)
+        return Error.errors.get(result.code, Error.errors["#VALUE!"])
+    if isinstance(result, np.ndarray):
+        out = np.empty(result.shape, dtype=object)
+        for index, item in np.ndenumerate(result):
+            out[index] = _to_formulas(item)
+        return out.view(Array)
+    return result
+
+
+def _adapter(fn: registry.Function) -> Any:
+    def call(*args: Any) -> Any:
+        return _to_formulas(cells.evaluate_broadcast(fn, [_from_formulas(a) for a in args]))
+
+    call.__name__ = fn.name
+    call.__doc__ = fn.description()
+    return call
+
+
+def register_functions() -> None:
+    """Register every registry function with `formulas` (process-wide, idempotent)."""
+    global _registered
+    if _registered:
+        return
+    import formulas
+    from formulas.functions import wrap_ranges_func
+
+    table = formulas.get_functions()
+    for name, fn in registry.FUNCTIONS.items():
+        table[name] = wrap_ranges_func(_adapter(fn))
+    _registered = True
+
+
+_NUMBER_LITERAL = re.compile(r"(?<![A-Za-z_$\d.])(\d+\.?\d*|\.\d+)[eE]([+-]?)(\d+)")
+
+
+def normalise_formula(formula: str) -> str:
+    """A formula as a person types it, in the form Excel stores it: a leading ``=``, ``1e6`` as ``1E+6``.
+
+    String literals are left alone.
+    """
+    text = formula.strip()
+    if not text.startswith("="):
+        text = "=" + text
+    parts = re.split(r'("(?:[^"]|"")*")', text)
+    for i in range(0, len(parts), 2):  # even parts are outside quotes
+        parts[i] = _NUMBER_LITERAL.sub(lambda m: f"{m.group(1)}E{m.group(2) or '+'}{m.group(3)}", parts[i])
+    return "".join(parts)
+
+
+@dataclass(frozen=True)
+class FormulaResult:
+    """The value of one formula, or its error with the reason."""
+
+    value: Any
+    error: CellError | None = None
+
+
+def _unknown_functions(tokens: list[Any]) -> list[str]:
+    import formulas
+    from formulas.functions import not_implemented
+
+    known = formulas.get_functions()  # a defaultdict: unknown names map to not_implemented
+    names = [t.name for t in tokens if type(t).__name__ == "Function"]
+    return [n for n in names if known.get(n.upper(), not_implemented) is not_implemented]
+
+
+def evaluate_formula(formula: str) -> FormulaResult:
+    """Evaluate one formula of constants, e.g. ``=ROUND(DECODE_TOKS(72.7,1,2,3.35),0)``.
+
+    Returns the value (a number, text, bool, or a 2-D numpy array for an array result) or the Excel error with
+    the registry's one-line message. Cell references have no workbook to point into and give ``#REF!``.
+    """
+    import formulas
+    from formulas.errors import FormulaError
+    from formulas.tokens.operand import XlError
+
+    register_functions()
+    text = normalise_formula(formula)
+    try:
+        tokens, builder = formulas.Parser().ast(text)
+    except (FormulaError, Exception) as err:  # the parser raises a variety of errors on bad syntax
+        reason = str(err).splitlines()[0] if str(err) else type(err).__name__
+        return FormulaResult(None, CellError("#NAME?", f"the formula cannot be parsed: {reason}"))
+    unknown = _unknown_functions(tokens)
+    if unknown:
+        name = unknown[0]
+        close = difflib.get_close_matches(name.upper(), list(registry.FUNCTIONS), n=2, cutoff=0.6)
+        hint = f"; did you mean {', '.join(close)}?" if close else ""
+        return FormulaResult(None, CellError("#NAME?", f"unknown function {name}{hint}"))
+    with collect_messages() as messages:  # compile() already evaluates a formula of constants
+        func = builder.compile()
+        if func.inputs:
+            refs = ", ".join(func.inputs)
+            return FormulaResult(None, CellError("#REF!", f"eval takes constants only, not references ({refs})"))
+        value = func()
+    if isinstance(value, np.ndarray):
+        value = value.item() if value.size == 1 else _from_formulas(np.atleast_2d(value))
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, XlError):
+        code = str(value)
+        reason = next((m.message for m in messages if m.code == code), NATIVE_REASONS.get(code, ""))
+        return FormulaResult(None, CellError(code, reason))
+    return FormulaResult(value)

@@ -1,0 +1,213 @@
+"""The Excel functions: one entry per function, everything else generated from it.
+
+Each entry pairs an Excel name with a core function. The description, every argument's doc and unit, the
+defaults and the allowed values are read from the function itself (its numpydoc docstring, its signature and the
+:class:`~xlsxplan.domains.Domain` in each annotation), so nothing is written twice. The xlwings UDFs, the headless
+engine, the command line and the README's function reference all iterate over :data:`FUNCTIONS`.
+
+A docstring's parameter line carries its unit in square brackets at the end (``Transformer layers [count].``);
+building the registry fails at import if a parameter is undocumented, a unit is missing, or a doc names a
+parameter the signature does not have.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+import typing
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import docstring_parser
+
+from . import catalog, precision, serving, training
+from .domains import Domain, format_number
+
+__all__ = ["Argument", "Function", "FUNCTIONS", "get", "REQUIRED", "EXCEL_TEXT_LIMIT"]
+
+EXCEL_TEXT_LIMIT = 255
+"""Excel's limit on a function description and on each argument description (Application.MacroOptions)."""
+
+
+class _Required:
+    def __repr__(self) -> str:
+        return "REQUIRED"
+
+
+REQUIRED: Any = _Required()
+
+_UNIT = re.compile(r"\s*\[([^\[\]]+)\]\s*\.?\s*$")
+
+
+@dataclass(frozen=True)
+class Argument:
+    """One argument of an Excel function."""
+
+    name: str
+    doc: str
+    unit: str
+    domain: Domain | None
+    default: Any = REQUIRED
+
+    @property
+    def optional(self) -> bool:
+        return self.default is not REQUIRED
+
+    def default_text(self) -> str:
+        if not self.optional:
+            return ""
+        if isinstance(self.default, (int, float)):
+            return format_number(self.default)
+        return str(self.default)
+
+    def help(self) -> str:
+        """The function wizard's text for this argument, within Excel's 255 characters."""
+        text = f"{self.doc} [{self.unit}]"
+        if self.optional:
+            text += f" Optional, default {self.default_text()}."
+        return _clip(text)
+
+
+@dataclass(frozen=True)
+class Function:
+    """An Excel function: its name, the core function behind it and its documentation."""
+
+    name: str
+    func: Callable[..., Any]
+    summary: str
+    args: tuple[Argument, ...]
+    returns: str
+    unit: str
+    category: str
+    notes: str = ""
+    spills: bool = False
+    """True when the result is a list (MODELS, GPUS) that spills down a column."""
+    aliases: tuple[str, ...] = field(default=())
+
+    def __call__(self, *args: Any) -> Any:
+        return self.func(*args)
+
+    @property
+    def python_name(self) -> str:
+        return self.func.__name__
+
+    @property
+    def min_args(self) -> int:
+        return sum(not a.optional for a in self.args)
+
+    def signature(self) -> str:
+        """``KV_BYTES_PER_TOKEN(layers, kv_heads, head_dim, [bytes_per_value=2])``."""
+        parts = [f"[{a.name}={a.default_text()}]" if a.optional else a.name for a in self.args]
+        return f"{self.name}({', '.join(parts)})"
+
+    def description(self) -> str:
+        """The function wizard's text: summary and result unit, within 255 characters."""
+        returns = self.returns.rstrip(".")
+        if returns[:2].istitle():  # "Tokens per second" reads "returns tokens per second"; "KV cache" stays
+            returns = returns[0].lower() + returns[1:]
+        return _clip(f"{self.summary} Returns {returns} [{self.unit}].")
+
+
+def _clip(text: str, limit: int = EXCEL_TEXT_LIMIT) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3].rstrip() + "..."
+
+
+def _split_unit(text: str, where: str) -> tuple[str, str]:
+    text = " ".join((text or "").split())
+    match = _UNIT.search(text)
+    if not match:
+        raise TypeError(f"{where}: the description must end with its unit in brackets, e.g. '[GB].'")
+    return text[: match.start()].rstrip(" .") + ".", match.group(1).strip()
+
+
+def describe(name: str, func: Callable[..., Any], category: str) -> Function:
+    """Build a registry entry from a core function's signature, annotations and numpydoc docstring."""
+    doc = docstring_parser.parse(inspect.getdoc(func) or "", docstring_parser.DocstringStyle.NUMPYDOC)
+    where = f"{name} ({func.__module__}.{func.__name__})"
+    if not doc.short_description:
+        raise TypeError(f"{where}: no summary line")
+    params = inspect.signature(func).parameters
+    documented = {p.arg_name: p for p in doc.params}
+    if list(documented) != list(params):
+        raise TypeError(f"{where}: documented parameters {list(documented)} differ from the signature {list(params)}")
+    domains = getattr(func, "domains", {})
+    args = []
+    for pname, param in params.items():
+        text, unit = _split_unit(documented[pname].description or "", f"{where} parameter {pname}")
+        default = REQUIRED if param.default is inspect.Parameter.empty else param.default
+        args.append(Argument(pname, text, unit, domains.get(pname), default))
+    if doc.returns is None:
+        raise TypeError(f"{where}: no Returns section")
+    returns, unit = _split_unit(doc.returns.description or "", f"{where} returns")
+    notes = " ".join(m.description or "" for m in doc.meta if m.args == ["notes"])
+    spills = typing.get_origin(typing.get_type_hints(func).get("return")) is list
+    return Function(name, func, doc.short_description.strip(), tuple(args), returns, unit, category,
+                    " ".join(notes.split()), spills)  # fmt: skip
+
+
+# The published interface: these names and argument orders stay stable. Order here is the order of the README's
+# reference and of `xlsxplan functions`.
+_TABLE: list[tuple[str, list[tuple[str, Callable[..., Any]]]]] = [
+    (
+        "Serving",
+        [
+            ("KV_BYTES_PER_TOKEN", serving.kv_bytes_per_token),
+            ("WEIGHTS_GB", serving.weights_gb),
+            ("KV_GB", serving.kv_gb),
+            ("USABLE_GB", serving.usable_gb),
+            ("FREE_GB", serving.free_gb),
+            ("MAX_BATCH", serving.max_batch),
+            ("DECODE_TOKS", serving.decode_tokens_per_s),
+            ("DECODE_TOKS_TOTAL", serving.decode_tokens_per_s_total),
+            ("COMPUTE_TOKS", serving.compute_tokens_per_s),
+            ("TOKS_CEILING", serving.tokens_per_s_ceiling),
+            ("INFER_FLOPS", serving.inference_flops),
+            ("PREFILL_S", serving.prefill_seconds),
+            ("COST_PER_M_TOKENS", serving.cost_per_m_tokens),
+            ("PEAK_RPS", serving.peak_requests_per_s),
+            ("PEAK_TOKS", serving.peak_tokens_per_s),
+            ("REPLICAS", serving.replicas),
+        ],
+    ),
+    (
+        "Training",
+        [
+            ("TRAIN_FLOPS", training.train_flops),
+            ("TRAIN_TOKENS", training.train_tokens),
+            ("CHINCHILLA_TOKENS", training.chinchilla_tokens),
+            ("CHINCHILLA_RATIO", training.chinchilla_ratio),
+            ("OPTIMAL_PARAMS_B", training.optimal_params_b),
+            ("FLOPS_6N", training.flops_6n),
+            ("MFU", training.mfu),
+            ("TRAIN_SECONDS", training.train_seconds),
+            ("RUN_SECONDS", training.run_seconds),
+            ("GPU_HOURS", training.gpu_hours),
+            ("TRAIN_MEMORY_GB", training.train_memory_gb),
+            ("DATA_PASSES", training.data_passes),
+        ],
+    ),
+    (
+        "Presets",
+        [
+            ("MODEL_SPEC", catalog.model_spec),
+            ("GPU_SPEC", catalog.gpu_spec),
+            ("MODEL_SOURCE", catalog.model_source),
+            ("GPU_SOURCE", catalog.gpu_source),
+            ("MODELS", catalog.model_names),
+            ("GPUS", catalog.gpu_names),
+            ("BYTES_PER_PARAM", precision.bytes_per_param),
+        ],
+    ),
+]
+
+FUNCTIONS: dict[str, Function] = {
+    name: describe(name, func, f"xlsxplan {category}") for category, rows in _TABLE for name, func in rows
+}
+"""Every Excel function, by Excel name, in reference order."""
+
+
+def get(name: str) -> Function:
+    """The registry entry for an Excel name, case-insensitively; KeyError if there is none."""
+    return FUNCTIONS[name.strip().upper()]
