@@ -1,0 +1,39 @@
+"""The README keeps its promises: its commands are the ones CI runs, its function reference is current."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from xlsxplan import reference
+
+ROOT = Path(__file__).resolve().parents[1]
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+
+
+def quickstart_commands() -> list[str]:
+    section = README.split("## Quickstart", 1)[1].split("\n## ", 1)[0]
+    return re.findall(r"```sh\n(.+?)\n```", section)
+
+
+def test_quickstart_has_two_commands_an_install_and_run_and_a_test_run():
+    commands = quickstart_commands()
+    assert len(commands) == 2
+    main_job, tests = commands
+    assert "pip install" in main_job and "xlsxplan build" in main_job
+    assert "pip install" in tests and "pytest" in tests
+
+
+def test_ci_runs_the_readme_test_command():
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    test_command = quickstart_commands()[1].replace("python3.11", "$PY")
+    assert test_command in ci
+
+
+def test_readme_function_reference_is_generated_and_current():
+    assert reference.splice(README, reference.readme_table()) == README
+
+
+def test_full_function_reference_is_current():
+    page = (ROOT / "docs" / "FUNCTIONS.md").read_text(encoding="utf-8")
+    assert page == reference.full_reference()
