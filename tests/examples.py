@@ -42,6 +42,9 @@ EXAMPLES: dict[str, tuple] = {
     "MODELS": (),
     "GPUS": (),
     "BYTES_PER_PARAM": ("fp8",),
+    # Architecture (issue #7)
+    # Calibration (issue #6)
+    # Traffic (issue #9)
 }
 
 

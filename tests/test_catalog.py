@@ -205,3 +205,46 @@ context = 128
         CatalogError, match=r"^t\.toml: Bad\.preset: Value error, kv_heads \(8\) cannot exceed heads \(4\)$"
     ):
         _parse(text, "t.toml", "models", ModelPreset)
+
+
+def test_user_presets_live_outside_the_package_and_are_usable_by_name(tmp_path, monkeypatch):
+    from xlsxplan.catalog import save_user_preset, user_catalog_dir
+
+    monkeypatch.setenv("XLSXPLAN_CATALOG_DIR", str(tmp_path / "cat"))
+    assert user_catalog_dir() == tmp_path / "cat"
+    path = save_user_preset(
+        "accelerator",
+        "MyBox-GPU",
+        {"memory_gb": 24, "bandwidth_tb_s": 0.9, "bf16_tflops": 80},
+        "measured with xlsxplan calibrate on 2026-11-30",
+        unavailable={"fp8_tflops": "not measured"},
+    )
+    assert path == tmp_path / "cat" / "accelerators.toml"
+    assert x.gpu_spec("mybox-gpu", "bandwidth_tb_s") == 0.9
+    assert x.gpu_source("MyBox-GPU", "memory_gb") == "measured with xlsxplan calibrate on 2026-11-30"
+    assert "MyBox-GPU" in x.gpu_names()
+    with pytest.raises(NotAvailableError, match=r"^MyBox-GPU has no fp8_tflops: not measured$"):
+        x.gpu_spec("MyBox-GPU", "fp8_tflops")
+    with pytest.raises(CatalogError, match=r"a user preset 'MyBox-GPU' exists already"):
+        save_user_preset(
+            "accelerator", "MyBox-GPU", {"memory_gb": 1, "bandwidth_tb_s": 1, "bf16_tflops": 1, "fp8_tflops": 2}, "x"
+        )
+
+
+def test_a_user_preset_may_not_shadow_a_shipped_one(tmp_path, monkeypatch):
+    from xlsxplan.catalog import save_user_preset
+
+    monkeypatch.setenv("XLSXPLAN_CATALOG_DIR", str(tmp_path))
+    figures = {"memory_gb": 80, "bandwidth_tb_s": 9, "bf16_tflops": 1, "fp8_tflops": 2}
+    with pytest.raises(
+        CatalogError, match=r"user preset 'h100' takes the name 'h100' of the shipped preset 'H100-SXM'"
+    ):
+        save_user_preset("accelerator", "h100", figures, "x")
+    assert not (tmp_path / "accelerators.toml").exists()
+    # a hand-edited file that shadows is refused when loading, naming the file
+    (tmp_path / "accelerators.toml").write_text(
+        '[sources]\ns = "mine"\n[accelerators.Mine]\naliases = ["H200"]\nsource = "s"\n'
+        "memory_gb = 1\nbandwidth_tb_s = 1\nbf16_tflops = 1\nfp8_tflops = 1\n"
+    )
+    with pytest.raises(CatalogError, match=r"accelerators\.toml: user preset 'Mine' takes the name 'H200'"):
+        x.gpu_spec("H100", "memory_gb")

@@ -200,6 +200,24 @@ _TABLE: list[tuple[str, list[tuple[str, Callable[..., Any]]]]] = [
             ("BYTES_PER_PARAM", precision.bytes_per_param),
         ],
     ),
+    (
+        "Architecture",
+        [
+            # issue #7: MoE, MLA, sliding windows, quantization formats, training memory
+        ],
+    ),
+    (
+        "Calibration",
+        [
+            # issue #6: calibrated efficiencies and the roofline serving model
+        ],
+    ),
+    (
+        "Traffic",
+        [
+            # issue #9: long-tail prompts, prefix caching, reasoning tokens, latency targets, spares, pricing
+        ],
+    ),
 ]
 
 FUNCTIONS: dict[str, Function] = {

@@ -7,6 +7,12 @@ an A100) or was never published (an Apple GPU's FLOP/s) is listed under ``unavai
 missing number is always a decision, never an accident. Loading fails with one line naming the file, the preset
 and the field if a figure is missing, negative, of the wrong kind or without a source.
 
+User presets (``xlsxplan model add``, ``xlsxplan calibrate --save``) live in the user's own catalog folder, never
+inside the installed package: ``$XLSXPLAN_CATALOG_DIR`` if set, else the platform's config folder
+(``~/.config/xlsxplan/catalog`` on Linux). They use the same two file names and schema, are re-read when they change,
+and may not take the name or alias of a shipped preset: a user preset silently shadowing ``H100`` would change every
+plan that names it.
+
 Names are matched case-insensitively, spaces and underscores counting as hyphens, with or without a Hugging Face
 organisation prefix (``Qwen/Qwen2.5-72B-Instruct``), and through each preset's aliases (``H100`` is ``H100-SXM``).
 """
@@ -14,10 +20,11 @@ organisation prefix (``Qwen/Qwen2.5-72B-Instruct``), and through each preset's a
 from __future__ import annotations
 
 import difflib
-import functools
+import os
 import re
 import sys
 from importlib import resources
+from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -43,6 +50,8 @@ __all__ = [
     "gpu_names",
     "MODEL_FIELDS",
     "GPU_FIELDS",
+    "user_catalog_dir",
+    "save_user_preset",
 ]
 
 Kind = Literal["model", "accelerator"]
@@ -265,12 +274,143 @@ def _load_file(filename: str, table: str, cls: type[_Preset]) -> tuple[dict[str,
     return _parse(text, filename, table, cls)
 
 
-@functools.lru_cache(maxsize=1)
+_FILES: dict[Kind, tuple[str, str, type[_Preset]]] = {
+    "model": ("models.toml", "models", ModelPreset),
+    "accelerator": ("accelerators.toml", "accelerators", AcceleratorPreset),
+}
+
+
+def user_catalog_dir() -> Path:
+    """The folder holding the user's own presets: ``$XLSXPLAN_CATALOG_DIR``, else the platform config folder."""
+    env = os.environ.get("XLSXPLAN_CATALOG_DIR")
+    if env:
+        return Path(env).expanduser()
+    import platformdirs
+
+    return platformdirs.user_config_path("xlsxplan") / "catalog"
+
+
+def _merge(
+    kind: Kind,
+    shipped: tuple[dict[str, _Preset], dict[str, str]],
+    user: tuple[dict[str, _Preset], dict[str, str]],
+    origin: str,
+) -> _Table:
+    """The shipped presets plus the user's; a user preset may not take a shipped preset's name or alias."""
+    shipped_table = _Table(kind, *shipped)
+    presets, sources = dict(shipped[0]), dict(shipped[1])
+    for pid, preset in user[0].items():
+        for name in (pid, *preset.aliases):
+            hit = shipped_table._index.get(_key(name))
+            if hit is not None:
+                raise CatalogError(
+                    f"{origin}: user preset {pid!r} takes the name {name!r} of the shipped preset {hit!r}; "
+                    "rename it (a user preset may not shadow a shipped one)"
+                )
+        presets[pid] = preset
+    for key, citation in user[1].items():
+        sources.setdefault(key, citation)
+    return _Table(kind, presets, sources)
+
+
+def _read_user(kind: Kind, folder: Path) -> tuple[dict[str, _Preset], dict[str, str]]:
+    filename, table, cls = _FILES[kind]
+    path = folder / filename
+    if not path.is_file():
+        return {}, {}
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        raise CatalogError(f"{path}: cannot be read: {err}") from None
+    return _parse(text, str(path), table, cls)
+
+
+_cache: dict[str, Any] = {}
+
+
+def _stamp(folder: Path) -> tuple:
+    stamp = [str(folder)]
+    for filename, _, _ in _FILES.values():
+        try:
+            st = (folder / filename).stat()
+            stamp.append((st.st_mtime_ns, st.st_size))
+        except OSError:
+            stamp.append(None)
+    return tuple(stamp)
+
+
 def load_catalog() -> Catalog:
-    """The shipped catalog, parsed and validated once per process."""
-    models, msources = _load_file("models.toml", "models", ModelPreset)
-    gpus, gsources = _load_file("accelerators.toml", "accelerators", AcceleratorPreset)
-    return Catalog(_Table("model", models, msources), _Table("accelerator", gpus, gsources))
+    """The shipped catalog merged with the user's presets; parsed once, re-read when a user file changes."""
+    if "shipped" not in _cache:
+        _cache["shipped"] = {kind: _load_file(*spec) for kind, spec in _FILES.items()}
+    folder = user_catalog_dir()
+    stamp = _stamp(folder)
+    if _cache.get("stamp") != stamp:
+        shipped = _cache["shipped"]
+        tables = {kind: _merge(kind, shipped[kind], _read_user(kind, folder), str(folder / _FILES[kind][0]))
+                  for kind in _FILES}  # fmt: skip
+        _cache["catalog"] = Catalog(tables["model"], tables["accelerator"])
+        _cache["stamp"] = stamp
+    return _cache["catalog"]
+
+
+def save_user_preset(
+    kind: Kind,
+    preset_id: str,
+    figures: dict[str, Any],
+    source: str,
+    *,
+    field_sources: dict[str, str] | None = None,
+    aliases: tuple[str, ...] = (),
+    unavailable: dict[str, str] | None = None,
+    note: str = "",
+    replace: bool = False,
+) -> Path:
+    """Add a preset to the user's catalog file, validated exactly as shipped presets are; return the file.
+
+    ``source`` is the citation for every figure (a file name, a benchmark run), ``field_sources`` per-field ones,
+    ``unavailable`` maps a figure that does not exist to its reason. Refuses a name a shipped preset holds, and an
+    existing user preset unless ``replace``.
+    """
+    import tomli_w
+
+    from ..fileio import atomic_write_text
+
+    filename, table, cls = _FILES[kind]
+    folder = user_catalog_dir()
+    path = folder / filename
+    data: dict[str, Any] = {"sources": {}, table: {}}
+    if path.is_file():
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        data.setdefault("sources", {})
+        data.setdefault(table, {})
+    if preset_id in data[table] and not replace:
+        raise CatalogError(f"{path}: a user preset {preset_id!r} exists already; pass replace to overwrite it")
+    slug = re.sub(r"[^A-Za-z0-9]+", "-", preset_id).strip("-").lower()
+    data["sources"][f"{slug}"] = source
+    body: dict[str, Any] = {"source": slug}
+    if aliases:
+        body["aliases"] = list(aliases)
+    if note:
+        body["note"] = note
+    body.update({k: v for k, v in figures.items() if v is not None})
+    if field_sources:
+        body["sources"] = {}
+        for field, citation in field_sources.items():
+            data["sources"][f"{slug}-{field}"] = citation
+            body["sources"][field] = f"{slug}-{field}"
+    if unavailable:
+        body["unavailable"] = {}
+        for field, reason in unavailable.items():
+            data["sources"][f"{slug}-{field}-unavailable"] = reason
+            body["unavailable"][field] = f"{slug}-{field}-unavailable"
+    data[table][preset_id] = body
+    text = tomli_w.dumps(data)
+    # validate, and refuse shadowing, with the same rules as loading, before anything is written
+    _merge(kind, _load_file(filename, table, cls), _parse(text, str(path), table, cls), str(path))
+    folder.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(path, text)
+    return path
 
 
 @checked

@@ -1,0 +1,56 @@
+"""The ``xlsxplan`` command line: a thin layer over the core that catches only xlsxplan's own errors.
+
+Each command lives in its own module in this package and exposes ``ORDER`` (its place in ``--help``) and
+``register(subparsers)``, which adds its parser and sets ``handler``; commands are discovered, not listed, so adding
+one touches no other file.
+
+Exit status: 0 success; 1 the result is an Excel error or a check failed; 2 bad usage, or a file that cannot be read
+or written; 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import pkgutil
+import sys
+from collections.abc import Callable, Sequence
+
+from .. import __version__
+from ..errors import XlsxplanError
+from .common import EXIT_FORMULA_ERROR, EXIT_OK, EXIT_USAGE, format_value
+
+__all__ = ["main", "format_value", "EXIT_OK", "EXIT_FORMULA_ERROR", "EXIT_USAGE"]
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="xlsxplan",
+        description="LLM capacity, cost and training planning: Excel functions, template workbooks and "
+        "headless recalculation.",
+    )
+    parser.add_argument("--version", action="version", version=f"xlsxplan {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+    modules = []
+    for info in pkgutil.iter_modules(__path__):
+        if info.name.startswith("cmd_"):
+            modules.append(importlib.import_module(f"{__name__}.{info.name}"))
+    for module in sorted(modules, key=lambda m: (m.ORDER, m.__name__)):
+        module.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit status."""
+    parser = _parser()
+    args = parser.parse_args(argv)
+    handler: Callable[[argparse.Namespace], int] = args.handler
+    try:
+        return handler(args)
+    except XlsxplanError as err:
+        print(f"xlsxplan: error: {err.message}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("xlsxplan: interrupted", file=sys.stderr)
+        return 130

@@ -1,0 +1,48 @@
+"""``xlsxplan eval FORMULA``: print the value of one Excel formula."""
+
+from __future__ import annotations
+
+import argparse
+
+from .common import EXIT_FORMULA_ERROR, EXIT_OK, format_value
+
+ORDER = 10
+
+
+def _outer_unit(formula: str) -> str:
+    from .. import registry
+
+    text = formula.strip().lstrip("=").strip()
+    name = text.split("(", 1)[0].strip().upper()
+    if text.endswith(")") and name in registry.FUNCTIONS:
+        return registry.FUNCTIONS[name].unit
+    return ""
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..engine import evaluate_formula
+
+    result = evaluate_formula(args.formula)
+    if result.error is not None:
+        print(str(result.error))
+        return EXIT_FORMULA_ERROR
+    unit = _outer_unit(args.formula) if args.format else ""
+    value = result.value
+    if hasattr(value, "shape"):  # an array result: one row per line, tab-separated
+        for row in value:
+            print("\t".join(format_value(v, args.format, unit) for v in row))
+    else:
+        print(format_value(value, args.format, unit))
+    return EXIT_OK
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "eval",
+        help="evaluate one Excel formula and print its value",
+        description="Evaluate one Excel formula of constants with every xlsxplan function and Excel's native ones. "
+        "Prints the bare value; an error prints as its Excel value and reason, with exit status 1.",
+    )
+    p.add_argument("formula", help='an Excel formula, e.g. "=ROUND(DECODE_TOKS(72.7,1,2,3.35),0)"')
+    p.add_argument("--format", action="store_true", help="group digits, round to 4 figures and add the unit")
+    p.set_defaults(handler=run)

@@ -1,0 +1,44 @@
+"""What the commands share: exit statuses and how values are printed."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+EXIT_OK, EXIT_FORMULA_ERROR, EXIT_USAGE = 0, 1, 2
+
+
+def format_value(value: Any, human: bool = False, unit: str = "") -> str:
+    """A value as the command line prints it: a number as Python prints it (no ``.0`` on integral floats), text as
+    is, an error as its value and reason.
+
+    With ``human``, numbers get thousands separators and four significant figures, and the unit is appended.
+    """
+    from ..cells import CellError
+
+    if isinstance(value, CellError):
+        return str(value)
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, (int, float)):
+        x = float(value)
+        if human:
+            text = human_number(x)
+            return f"{text} {unit}".rstrip() if unit and unit not in ("name", "names", "text") else text
+        if x.is_integer() and abs(x) < 1e16:
+            return str(int(x))
+        return repr(x)
+    if value is None:
+        return ""
+    return str(value)
+
+
+def human_number(x: float) -> str:
+    """``4,387`` for 4387.49, ``0.7537`` for 0.753664, ``5.880e+21`` for 5.88e21."""
+    if x == 0 or not math.isfinite(x):
+        return str(x)
+    magnitude = math.floor(math.log10(abs(x)))
+    if magnitude >= 15 or magnitude < -3:
+        return f"{x:.3e}"
+    decimals = max(0, 3 - magnitude)
+    return f"{x:,.{decimals}f}"
