@@ -1,0 +1,175 @@
+"""Workbooks the tests build with openpyxl: a realistic plan, one row per registry function, and scenario sheets.
+
+Every workbook here is written without cached values (openpyxl never computes), so whatever a reader sees after
+`xlsxplan recalc` was computed by xlsxplan.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import openpyxl
+from examples import EXAMPLES, excel_literal
+from openpyxl.chart import BarChart, Reference
+from openpyxl.comments import Comment
+from openpyxl.styles import Font, PatternFill
+from openpyxl.workbook.defined_name import DefinedName
+from openpyxl.worksheet.datavalidation import DataValidation
+from openpyxl.worksheet.formula import ArrayFormula
+
+from xlsxplan import registry
+from xlsxplan.xlwings_conf import add_conf_sheet
+
+INPUT_FILL = PatternFill("solid", fgColor="FFCC99")
+
+
+def add_name(wb: openpyxl.Workbook, name: str, target: str) -> None:
+    wb.defined_names[name] = DefinedName(name, attr_text=target)
+
+
+def plan_book(path: Path) -> Path:
+    """Qwen2.5-72B on two H100s (seed 000): inputs, a calculation sheet, outputs, and everything a user adds.
+
+    Cross-sheet references, defined names, native functions (IF, IFERROR, ROUND, MIN, MAX, SUM, INDEX/MATCH,
+    XLOOKUP), nested registry calls, an error cell, a note, a chart, data validation, number formats, column
+    widths and the xlwings.conf sheet.
+    """
+    wb = openpyxl.Workbook()
+    ws = wb.active
+    ws.title = "Inputs"
+    rows = [
+        ("Model", "Qwen2.5-72B", "name"),
+        ("Parameters", 72.7, "B params"),
+        ("Bytes per parameter", 1, "bytes"),
+        ("GPUs", 2, "count"),
+        ("Context", 2300, "tokens"),
+        ("GPU", "H100", "name"),
+        ("Price", 2.5, "USD/GPU-h"),
+    ]
+    ws.append(("Label", "Value", "Unit"))
+    for label, value, unit in rows:
+        ws.append((label, value, unit))
+    for row in range(2, 2 + len(rows)):
+        ws.cell(row, 2).fill = INPUT_FILL
+    ws["B8"].number_format = '"$"#,##0.00'
+    ws.column_dimensions["A"].width = 24
+    ws.column_dimensions["B"].width = 14
+    for name, ref in [
+        ("Model", "$B$2"),
+        ("Params_B", "$B$3"),
+        ("Bytes_Per_Param", "$B$4"),
+        ("N_GPUs", "$B$5"),
+        ("Context", "$B$6"),
+        ("GPU", "$B$7"),
+        ("Price", "$B$8"),
+    ]:
+        add_name(wb, name, f"Inputs!{ref}")
+    dv = DataValidation(type="whole", operator="between", formula1="1", formula2="64", showErrorMessage=True)
+    dv.add("B5")
+    ws.add_data_validation(dv)
+    ws["B3"].comment = Comment("From the model card", "Analyst")
+
+    calc = wb.create_sheet("Calc")
+    calc.append(("Item", "Value", "Unit"))
+    calc.append(("Layers", '=MODEL_SPEC(Model,"layers")', "count"))
+    calc.append(
+        (
+            "KV bytes per token",
+            '=KV_BYTES_PER_TOKEN(B2,MODEL_SPEC(Model,"kv_heads"),MODEL_SPEC(Model,"head_dim"))',
+            "bytes",
+        )
+    )
+    calc.append(("Memory per GPU", '=GPU_SPEC(GPU,"memory_gb")', "GB"))
+    calc.append(("Max batch", "=MAX_BATCH(Params_B,Bytes_Per_Param,B3,Context,N_GPUs,B4)", "sequences"))
+    calc.append(("Bandwidth", '=GPU_SPEC(GPU,"bandwidth_tb_s")', "TB/s"))
+    calc.append(("Decode total", "=DECODE_TOKS_TOTAL(Params_B,Bytes_Per_Param,N_GPUs,B6,B5,B3,Context)", "tokens/s"))
+    calc.append(("Cost", "=ROUND(COST_PER_M_TOKENS(N_GPUs,Price,B7),2)", "USD/M tokens"))
+    calc.append(("Fits?", '=IF(B5=0,"does not fit","fits")', "text"))
+    calc.append(("Safe FP8 TFLOPS", '=IFERROR(GPU_SPEC("A100","fp8_tflops"),0)', "TFLOP/s"))
+    calc.append(("Lowest", "=MIN(B5,B7)", ""))
+    calc.append(("Highest", "=MAX(B5,B7)", ""))
+    calc.append(("Sum", "=SUM(B2:B4)", ""))
+    calc.append(("Lookup", '=INDEX(Inputs!B2:B8,MATCH("GPUs",Inputs!A2:A8,0))', ""))
+    calc.append(("XLOOKUP", '=_xlfn.XLOOKUP("Context",Inputs!A2:A8,Inputs!B2:B8)', ""))
+    calc.append(("Broken", "=KV_BYTES_PER_TOKEN(B2,-1,128)", "bytes"))
+    calc.append(("Ratio", "=B5/B4", ""))
+    calc.column_dimensions["A"].width = 22
+
+    out = wb.create_sheet("Outputs")
+    out.append(("Result", "Value"))
+    out.append(("Max batch", "=Calc!B5"))
+    out.append(("Throughput", "=Calc!B7"))
+    out.append(("Cost per M tokens", "=Calc!B8"))
+    out["B4"].number_format = "0.00"
+    out["A1"].font = Font(bold=True)
+    chart = BarChart()
+    chart.title = "Throughput"
+    chart.add_data(Reference(out, min_col=2, min_row=2, max_row=4))
+    out.add_chart(chart, "D2")
+    add_conf_sheet(wb)
+    wb.save(path)
+    return path
+
+
+def registry_book(path: Path) -> Path:
+    """One row per registry function: its example's arguments in cells and a formula that references them.
+
+    Column A names the function, columns C onward hold the arguments, and column B calls the function on them.
+    """
+    wb = openpyxl.Workbook()
+    ws = wb.active
+    ws.title = "Functions"
+    ws.append(("Function", "Result"))
+    for row, (name, args) in enumerate(EXAMPLES.items(), start=2):
+        ws.cell(row, 1, name)
+        refs = []
+        for i, arg in enumerate(args):
+            cell = ws.cell(row, 3 + i, arg)
+            if isinstance(arg, str):
+                cell.data_type = "s"
+            refs.append(cell.coordinate)
+        if registry.FUNCTIONS[name].spills:
+            ws.cell(row, 2, f"=INDEX({name}({','.join(refs)}),1)")
+        else:
+            ws.cell(row, 2, f"={name}({','.join(refs)})")
+    nested = wb.create_sheet("Nested")
+    for row, (name, args) in enumerate(EXAMPLES.items(), start=1):
+        if registry.FUNCTIONS[name].spills:
+            continue
+        literal = f"{name}({','.join(excel_literal(a) for a in args)})"
+        nested.cell(row, 1, name)
+        nested.cell(row, 2, f"=IFERROR({literal},-1)")
+    wb.save(path)
+    return path
+
+
+def scenario_book(path: Path, rows: int, array: bool) -> Path:
+    """A scenario sheet: one scenario per row (params, bytes, GPUs, bandwidth, batch) and five results.
+
+    ``array=False`` writes a formula per result cell; ``array=True`` one array formula per result column.
+    """
+    wb = openpyxl.Workbook()
+    ws = wb.active
+    ws.title = "Scenarios"
+    ws.append(("Params", "Bytes", "GPUs", "TB/s", "Batch", "Weights GB", "Decode", "Total", "Cost", "Replicas"))
+    for r in range(2, rows + 2):
+        ws.append((7 + r % 70, 1 + r % 2, 1 + r % 8, 3.35, 1 + r % 64))
+    last = rows + 1
+    formulas = {
+        "F": "WEIGHTS_GB({A},{B})",
+        "G": "DECODE_TOKS({A},{B},{C},{D})",
+        "H": "DECODE_TOKS_TOTAL({A},{B},{C},{D},{E})",
+        "I": "COST_PER_M_TOKENS({C},2.5,{H})",
+        "J": "REPLICAS(20833,{H})",
+    }
+    if array:
+        for col, text in formulas.items():
+            refs = {c: f"{c}2:{c}{last}" for c in "ABCDEH"}
+            ws[f"{col}2"] = ArrayFormula(f"{col}2:{col}{last}", "=" + text.format(**refs))
+    else:
+        for r in range(2, last + 1):
+            refs = {c: f"{c}{r}" for c in "ABCDEH"}
+            for col, text in formulas.items():
+                ws[f"{col}{r}"] = "=" + text.format(**refs)
+    wb.save(path)
+    return path
