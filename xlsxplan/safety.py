@@ -193,7 +193,7 @@ def open_package(path: Path | str, limits: Limits | None = None) -> Inspection:
             data = f.read(int(limits.max_file_mb * MB) + 1)
     except OSError as err:
         raise WorkbookError(f"cannot read {path}: {err.strerror or err}") from None
-    return inspect_bytes(data, path.name, limits)
+    return inspect_bytes(data, str(path), limits)
 
 
 _OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
@@ -333,8 +333,19 @@ def _scan_sheet(zf: zipfile.ZipFile, part: str, title: str) -> SheetStats:
 
 
 def inspect_bytes(data: bytes, name: str, limits: Limits | None = None) -> Inspection:
-    """Check a workbook held in memory; return its :class:`Inspection` or raise WorkbookError with the reason."""
-    limits = limits or Limits()
+    """Check a workbook held in memory; return its :class:`Inspection` or raise WorkbookError with the reason.
+
+    Every message starts with ``name``.
+    """
+    try:
+        return _inspect(data, name, limits or Limits())
+    except WorkbookError as err:
+        if err.message.startswith(name):
+            raise
+        raise WorkbookError(f"{name}: {err.message}") from None
+
+
+def _inspect(data: bytes, name: str, limits: Limits) -> Inspection:
     zf = _open_zip(data, name)
     total = _check_members(zf, name, limits)
     for info in zf.infolist():

@@ -201,9 +201,10 @@ def _model_class() -> type:
     class Model(formulas.ExcelModel):
         """An ExcelModel that reads only the one workbook, survives bad cells and refuses DDE/external formulas."""
 
-        def __init__(self, sheet_alias: Mapping[str, str], tick: Callable[[int], None]) -> None:
+        def __init__(self, sheet_alias: Mapping[str, str], titles: Mapping[str, str], tick: Callable[[int], None]):
             super().__init__()
             self.alias = dict(sheet_alias)  # title with an apostrophe -> its stand-in
+            self.titles = dict(titles)  # formulas' upper-case sheet name -> the title
             self.tick = tick
             self.problems: dict[str, CellError] = {}
             self.formula_text: dict[str, str] = {}
@@ -226,7 +227,7 @@ def _model_class() -> type:
             if cell.data_type == "f":
                 value = cell.value
                 text = value if isinstance(value, str) else getattr(value, "text", None)
-                where = f"{_display_sheet(context['sheet'], self.alias)}!{cell.coordinate}"
+                where = f"{_quote_sheet(self.titles.get(context['sheet'], context['sheet']))}!{cell.coordinate}"
                 if text is None:
                     return self._failed(crd, context, references, "#N/A", _data_table_reason(value))
                 threat = formula_threat(text)
@@ -275,13 +276,6 @@ def _data_table_reason(value: Any) -> str:
     if kind == "DataTableFormula":
         return "Excel data tables (What-If Analysis) are not calculated headlessly; use plain formulas"
     return f"this kind of formula ({kind}) is not calculated headlessly"
-
-
-def _display_sheet(upper: str, alias: Mapping[str, str]) -> str:
-    for title, a in alias.items():
-        if a.upper() == upper:
-            return _quote_sheet(title)
-    return upper
 
 
 def _quote_sheet(title: str) -> str:
@@ -384,7 +378,8 @@ class Workbook:
                     ws._cells_by_row = types.MethodType(_sparse_cells_by_row, ws)
                     if "'" in ws.title:
                         alias[ws.title] = ws.title.replace("'", "\u02bc")
-                model = _model_class()(alias, tick)
+                titles = {alias.get(ws.title, ws.title).upper(): ws.title for ws in book.worksheets}
+                model = _model_class()(alias, titles, tick)
                 if alias:
                     for ws in book.worksheets:
                         if ws.title in alias:
@@ -583,6 +578,23 @@ class Workbook:
         if (r1, c1) == (r2, c2):
             return self._cell_value(title, r1, c1)
         return [[self._cell_value(title, r, c) for c in range(c1, c2 + 1)] for r in range(r1, r2 + 1)]
+
+    def cells(self, ref: str) -> list[tuple[str | None, Any]]:
+        """Each cell of a reference or defined name with its value, row by row: ``[("Outputs!C7", 94), ...]``.
+
+        A defined name for a formula (not a range) gives one pair whose cell is None.
+        """
+        target = self._resolve(ref)
+        value = self.get(ref)
+        if isinstance(target, str):
+            return [(None, value)]
+        title, r1, c1, _, _ = target
+        grid = value if isinstance(value, list) else [[value]]
+        return [
+            (f"{_quote_sheet(title)}!{col_letter(c1 + j)}{r1 + i}", v)
+            for i, row in enumerate(grid)
+            for j, v in enumerate(row)
+        ]
 
     # -- errors and their reasons -------------------------------------------------------------------------------
 
