@@ -50,7 +50,7 @@ def _progress(enabled: bool) -> tuple[Any, Any]:
         return None, None
     from tqdm import tqdm
 
-    bar = tqdm(total=0, unit="cell", desc="loading", leave=False, file=sys.stderr, dynamic_ncols=True)
+    bar = tqdm(total=0, unit="cell", desc="loading", leave=False, file=sys.stderr)
 
     def update(done: int, total: int) -> None:
         bar.total = total
