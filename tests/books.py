@@ -112,33 +112,86 @@ def plan_book(path: Path) -> Path:
 
 
 def registry_book(path: Path) -> Path:
-    """One row per registry function: its example's arguments in cells and a formula that references them.
+    """One row per registry function, called on its tests/examples.py arguments.
 
-    Column A names the function, columns C onward hold the arguments, and column B calls the function on them.
+    The arguments sit on an "Args" sheet (row per function, from column B); "Functions" calls each function on
+    them through cross-sheet references, its first argument through a defined name (``Arg_<FUNCTION>``).
+    "Nested" calls each inside IFERROR with literal arguments; spilling functions are read with INDEX.
     """
     wb = openpyxl.Workbook()
     ws = wb.active
     ws.title = "Functions"
+    args_ws = wb.create_sheet("Args")
     ws.append(("Function", "Result"))
+    args_ws.append(("Function", "Arguments"))
     for row, (name, args) in enumerate(EXAMPLES.items(), start=2):
         ws.cell(row, 1, name)
+        args_ws.cell(row, 1, name)
         refs = []
         for i, arg in enumerate(args):
-            cell = ws.cell(row, 3 + i, arg)
+            cell = args_ws.cell(row, 2 + i, arg)
             if isinstance(arg, str):
                 cell.data_type = "s"
-            refs.append(cell.coordinate)
-        if registry.FUNCTIONS[name].spills:
-            ws.cell(row, 2, f"=INDEX({name}({','.join(refs)}),1)")
-        else:
-            ws.cell(row, 2, f"={name}({','.join(refs)})")
+            if i == 0:
+                add_name(wb, f"Arg_{name}", f"Args!${cell.column_letter}${row}")
+                refs.append(f"Arg_{name}")
+            else:
+                refs.append(f"Args!{cell.coordinate}")
+        call = f"{name}({','.join(refs)})"
+        ws.cell(row, 2, f"=INDEX({call},1)" if registry.FUNCTIONS[name].spills else f"={call}")
     nested = wb.create_sheet("Nested")
     for row, (name, args) in enumerate(EXAMPLES.items(), start=1):
-        if registry.FUNCTIONS[name].spills:
-            continue
         literal = f"{name}({','.join(excel_literal(a) for a in args)})"
         nested.cell(row, 1, name)
-        nested.cell(row, 2, f"=IFERROR({literal},-1)")
+        nested.cell(
+            row, 2, f"=IFERROR(INDEX({literal},1),-1)" if registry.FUNCTIONS[name].spills else f"=IFERROR({literal},-1)"
+        )
+    wb.save(path)
+    return path
+
+
+def native_book(path: Path) -> Path:
+    """Native functions only (what LibreOffice 7.4 also computes), plus a few registry cells it cannot.
+
+    "Calc" column B holds native formulas, column C formulas that call xlsxplan functions.
+    """
+    wb = openpyxl.Workbook()
+    ws = wb.active
+    ws.title = "Inputs"
+    for label, value in [("a", 4), ("b", 9.5), ("c", -2), ("d", 1e6), ("e", 0.125)]:
+        ws.append((label, value))
+    ws["C1"] = "Qwen2.5-72B"
+    add_name(wb, "Rate", "Inputs!$B$2")
+    add_name(wb, "Hours", "Inputs!$B$1")
+    add_name(wb, "Values", "Inputs!$B$1:$B$5")
+    calc = wb.create_sheet("Calc")
+    native = [
+        "=Inputs!B1*2",
+        "=Rate*Hours",
+        '=IF(Inputs!B2>5,"big","small")',
+        "=IFERROR(1/0,-1)",
+        "=ROUND(PI()*1000,2)",
+        "=MIN(Values)",
+        "=MAX(Values)",
+        "=SUM(Inputs!B1:B5)",
+        '=INDEX(Inputs!B1:B5,MATCH("c",Inputs!A1:A5,0))',
+        '=VLOOKUP("d",Inputs!A1:B5,2,FALSE)',
+        "=AVERAGE(Values)",
+        "=SUMPRODUCT(Inputs!B1:B3,Inputs!B3:B5)",
+        "=ABS(Inputs!B3)+MOD(17,5)+POWER(2,10)+SQRT(16)",
+        '=Inputs!C1&" on "&TEXT(Inputs!B1,"0")&" GPUs"',
+        "=LEN(Inputs!C1)",
+        "=AND(Inputs!B1>0,Inputs!B3<0)",
+        '=COUNTIF(Values,">1")',
+        "=ROUNDUP(Inputs!B2/3,1)",
+        "=1/0",
+        "=NA()",
+        "=B1+B2+Calc!B8",
+    ]
+    for row, text in enumerate(native, start=1):
+        calc.cell(row, 2, text)
+    calc["C1"] = "=ROUND(DECODE_TOKS(72.7,1,2,3.35),0)"
+    calc["C2"] = '=MAX_BATCH(72.7,1,KV_BYTES_PER_TOKEN(MODEL_SPEC(Inputs!C1,"layers"),8,128),2300,Hours/2,80)'
     wb.save(path)
     return path
 
