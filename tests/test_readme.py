@@ -37,3 +37,19 @@ def test_readme_function_reference_is_generated_and_current():
 def test_full_function_reference_is_current():
     page = (ROOT / "docs" / "FUNCTIONS.md").read_text(encoding="utf-8")
     assert page == reference.full_reference()
+
+
+def test_readme_recalc_example_is_what_the_command_prints(tmp_path, monkeypatch, capsys):
+    from books import plan_book
+
+    from xlsxplan.cli import main
+
+    section = README.split("## Headless recalculation", 1)[1].split("\n## ", 1)[0]
+    example = re.search(r"```sh\n\$ (xlsxplan recalc .+?)\n(.+?)\n```", section, re.S)
+    command, expected = example.group(1), example.group(2)
+    monkeypatch.chdir(tmp_path)
+    plan_book(tmp_path / "plan.xlsx")
+    code = main(command.split()[1:])
+    out = capsys.readouterr()
+    assert code == 0
+    assert out.out + out.err == expected + "\n"
