@@ -20,6 +20,7 @@ import math
 import re
 import threading
 import types
+import warnings
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -177,7 +178,9 @@ def _quiet_engine() -> Iterator[_LogCapture]:
     loggers = [logging.getLogger(n) for n in ("schedula", "formulas")]
     saved = [(lg, lg.level, lg.propagate) for lg in loggers]
     quiet = types.SimpleNamespace(tqdm=lambda *a, **k: tqdm_module.tqdm(*a, **{**k, "disable": True}))
-    with _load_lock:
+    with _load_lock, warnings.catch_warnings():
+        # openpyxl warns about parts it cannot keep (sparklines, slicers...); xlsxplan never saves through it
+        warnings.filterwarnings("ignore", category=UserWarning, module=r"openpyxl\.")
         original = fx.tqdm
         fx.tqdm = quiet
         for lg in loggers:
@@ -331,6 +334,7 @@ class Workbook:
         self._sets: dict[tuple[str, int, int], Any] = {}
         self._solution: Any = None
         self._messages: dict[str, str] = {}
+        self._raw_cache: dict[str, Any] = {}
         self._capture: list[str] = []
         self._index_cells()
 
@@ -514,8 +518,13 @@ class Workbook:
                 self._solution = self._model.calculate(inputs=dict(self._inputs))
             except RecursionError:
                 raise WorkbookError("formulas nest too deeply to evaluate") from None
+            except MemoryError:
+                raise WorkbookError("ran out of memory while calculating") from None
+            except Exception as err:  # a failure of the engine itself, not of a cell (cells fail one by one)
+                raise WorkbookError(f"the formulas engine failed: {_exception_text(err)}") from None
         self._capture = capture.records
         self._messages = {}
+        self._raw_cache = {}
         return self
 
     def _sol(self) -> Any:
@@ -525,11 +534,16 @@ class Workbook:
 
     def _raw(self, key: str) -> Any:
         """The value of a formulas node as a 2-D object array, or None if it was not calculated."""
-        ranges = self._sol().get(key)
-        if ranges is None:
-            return None
-        value = getattr(ranges, "value", ranges)
-        return np.atleast_2d(np.asarray(value, dtype=object))
+        solution = self._sol()
+        if key in self._raw_cache:
+            return self._raw_cache[key]
+        ranges = solution.get(key)
+        raw = None
+        if ranges is not None:
+            raw = np.atleast_2d(np.asarray(getattr(ranges, "value", ranges), dtype=object))
+        if raw is not None and raw.size > 1:  # array formulas are read cell by cell: convert them once
+            self._raw_cache[key] = raw
+        return raw
 
     def _cell_value(self, title: str, row: int, col: int) -> Any:
         if (title, row, col) in self._sets:
