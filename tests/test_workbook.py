@@ -403,3 +403,19 @@ def test_parts_openpyxl_would_drop_survive(plan, tmp_path):
     assert sparklines.encode() in kept["xl/worksheets/sheet3.xml"]
     with pytest.warns(UserWarning, match="Sparkline Group extension"):  # openpyxl still cannot keep them
         assert openpyxl.load_workbook(out, data_only=True)["Outputs"]["B2"].value == 94
+
+
+def test_a_typed_error_value_is_reported_as_typed(tmp_path):
+    wb = openpyxl.Workbook()
+    ws = wb.active
+    ws["A1"] = "#N/A"
+    ws["A1"].data_type = "e"
+    ws["B1"] = "=A1*2"
+    wb.save(tmp_path / "typed.xlsx")
+    book = Workbook.load(tmp_path / "typed.xlsx")
+    assert book.errors() == {
+        "Sheet!A1": CellError("#N/A", "the cell holds this error value (typed, not calculated)"),
+        "Sheet!B1": CellError(
+            "#N/A", "passed on from Sheet!A1: the cell holds this error value (typed, not calculated)"
+        ),
+    }

@@ -628,8 +628,10 @@ class Workbook:
         if problem is not None:
             return problem.message
         cell = self._model.cells.get(key)
-        if cell is None or cell.func is None:
-            return "the cell holds this error value" if cell is not None else engine.NATIVE_REASONS.get(code, "")
+        if cell is None:
+            return engine.NATIVE_REASONS.get(code, "")
+        if key not in self._formula or cell.func is None:
+            return "the cell holds this error value (typed, not calculated)"
         if code == "#NAME?":
             unknown = _unknown_function(self._model.formula_text.get(key, ""))
             if unknown:
