@@ -171,8 +171,111 @@ def evaluate_broadcast(fn: Function, raw_args: Sequence[object]) -> Any:
     except ValueError:
         shown = " and ".join(f"{r}x{c}" for r, c in shapes)
         return CellError("#VALUE!", f"{fn.name}: ranges of {shown} cells cannot be matched up element by element")
+    fast = _broadcast_checked(fn, raw_args, arrays, shape)
+    if fast is not None:
+        return fast
     views = [raw if a is None else np.broadcast_to(a, shape) for raw, a in zip(raw_args, arrays)]
     out = np.empty(shape, dtype=object)
     for index in np.ndindex(shape):
         out[index] = evaluate(fn, [v[index] if isinstance(v, np.ndarray) else v for v in views])
     return out
+
+
+class _Failure:
+    """Why one input cell fails, and at which step of :func:`evaluate` (earlier steps win, then argument order)."""
+
+    __slots__ = ("stage", "error")
+
+    def __init__(self, stage: int, error: CellError) -> None:
+        self.stage = stage  # 0: an error value passed on, 1: not readable as the argument, 2: outside its domain
+        self.error = error
+
+
+def _prepare(fn: Function, arg: Argument, raw: object) -> Any:
+    """One input cell as :func:`evaluate` would see it for ``arg``: the checked value, or a :class:`_Failure`."""
+    err = as_error(raw)
+    if err is not None:
+        return _Failure(
+            0, err if err.message else CellError(err.code, f"{arg.name} is {err.code}, passed on from its cell")
+        )
+    try:
+        value = coerce(arg, raw)
+    except XlsxplanError as e:
+        return _Failure(1, CellError(e.excel_error, e.message))
+    except (ArithmeticError, ValueError, TypeError) as e:
+        return _Failure(1, CellError("#VALUE!", f"{fn.name}: {type(e).__name__}: {e}"))
+    try:
+        return arg.domain.check(arg.name, value)  # type: ignore[union-attr]
+    except XlsxplanError as e:
+        return _Failure(2, CellError(e.excel_error, e.message))
+    except (ArithmeticError, ValueError, TypeError) as e:
+        return _Failure(2, CellError("#VALUE!", f"{fn.name}: {type(e).__name__}: {e}"))
+
+
+def _broadcast_checked(
+    fn: Function, raw_args: Sequence[object], arrays: list[np.ndarray | None], shape: tuple[int, ...]
+) -> np.ndarray | None:
+    """The broadcast of :func:`evaluate` over ``shape``, reading and checking each distinct input cell once.
+
+    Gives exactly what calling :func:`evaluate` element by element gives (tests hold it to that), several times
+    faster on a column of scenarios: an argument given as one cell is read and checked once, not once per row.
+    None when ``fn`` is not a :func:`~xlsxplan.domains.checked` function, which then takes the plain path.
+    """
+    call = getattr(fn.func, "call_checked", None)
+    if call is None or len(raw_args) > len(fn.args) or any(a.domain is None for a in fn.args):
+        return None
+    size = int(np.prod(shape))
+    columns: list[list[Any]] = []
+    failing: list[int] = []
+    for i, arg in enumerate(fn.args):
+        if i >= len(raw_args):  # not given at all: the default, or the error evaluate gives for a required one
+            if arg.optional:
+                columns.append([_prepare(fn, arg, None)] * size)
+            else:
+                error = CellError("#VALUE!", f"{fn.name} needs {arg.name} (argument {i + 1}): {arg.doc}")
+                columns.append([_Failure(1, error)] * size)
+        elif arrays[i] is None:
+            columns.append([_prepare(fn, arg, raw_args[i])] * size)
+        else:
+            cache: dict[tuple[type, object], Any] = {}
+            cells = arrays[i].ravel().tolist()
+            prepared = []
+            for raw in cells:
+                try:
+                    key = (type(raw), raw)
+                    value = cache[key]
+                except KeyError:
+                    value = cache[key] = _prepare(fn, arg, raw)
+                except TypeError:  # unhashable: prepare it every time
+                    value = _prepare(fn, arg, raw)
+                prepared.append(value)
+            grid = _object_array(prepared).reshape(arrays[i].shape)
+            columns.append(np.broadcast_to(grid, shape).ravel().tolist())
+        if any(isinstance(v, _Failure) for v in columns[-1]):
+            failing.append(i)
+    results = []
+    for row in zip(*columns):
+        if failing:
+            failures = [row[i] for i in failing if isinstance(row[i], _Failure)]
+            if failures:
+                results.append(min(failures, key=_stage).error)  # min keeps the first of equals: argument order
+                continue
+        try:
+            results.append(_plain(call(*row)))
+        except XlsxplanError as err:
+            results.append(CellError(err.excel_error, err.message))
+        except (ArithmeticError, ValueError, TypeError) as err:
+            results.append(CellError("#VALUE!", f"{fn.name}: {type(err).__name__}: {err}"))
+    return _object_array(results).reshape(shape)
+
+
+def _object_array(items: list[Any]) -> np.ndarray:
+    """A 1-D object array holding ``items`` as they are (numpy would unpack a list or tuple among them)."""
+    out = np.empty(len(items), dtype=object)
+    for k, item in enumerate(items):
+        out[k] = item
+    return out
+
+
+def _stage(failure: _Failure) -> int:
+    return failure.stage
