@@ -191,6 +191,7 @@ def make_udf(
     udf.__doc__ = fn.description()
     udf.__module__ = __name__
     udf.__signature__ = signature  # type: ignore[attr-defined]
+    udf.__annotations__ = {}  # xlwings reads type hints as converters: the default conversion is the one wanted
     decorated = udf
     for a in fn.args:
         decorated = arg_decorator(a.name, ndim=2, err_to_str=True, doc=a.help())(decorated)
