@@ -111,3 +111,7 @@ def test_a_column_of_scenarios_equals_scalar_calls_through_the_checked_path():
     assert out[1, 0] == CellError("#NUM!", "params_b must be a positive number up to 1,000,000, got -1")
     assert out[5, 0].message == "params_b must be a number, got text '1,000': type it without thousands separators"
     assert out[8, 0].code == "#REF!"  # an error passed in wins over batch's 1e308 being out of range
+
+
+def test_a_range_with_no_cells_is_one_clear_error():
+    assert evaluate_broadcast(KV, [[], 8, 128]) == CellError("#VALUE!", "KV_BYTES_PER_TOKEN: a range with no cells")

@@ -171,6 +171,8 @@ def evaluate_broadcast(fn: Function, raw_args: Sequence[object]) -> Any:
     except ValueError:
         shown = " and ".join(f"{r}x{c}" for r, c in shapes)
         return CellError("#VALUE!", f"{fn.name}: ranges of {shown} cells cannot be matched up element by element")
+    if 0 in shape:
+        return CellError("#VALUE!", f"{fn.name}: a range with no cells")
     fast = _broadcast_checked(fn, raw_args, arrays, shape)
     if fast is not None:
         return fast
@@ -226,21 +228,13 @@ def _broadcast_checked(
         return None
     size = int(np.prod(shape))
     columns: list[list[Any]] = []
-    failing: list[int] = []
+    failing: list[int] = []  # the arguments with a failure in some element: only these are looked at per element
     for i, arg in enumerate(fn.args):
-        if i >= len(raw_args):  # not given at all: the default, or the error evaluate gives for a required one
-            if arg.optional:
-                columns.append([_prepare(fn, arg, None)] * size)
-            else:
-                error = CellError("#VALUE!", f"{fn.name} needs {arg.name} (argument {i + 1}): {arg.doc}")
-                columns.append([_Failure(1, error)] * size)
-        elif arrays[i] is None:
-            columns.append([_prepare(fn, arg, raw_args[i])] * size)
-        else:
+        if i < len(raw_args) and arrays[i] is not None:
             cache: dict[tuple[type, object], Any] = {}
-            cells = arrays[i].ravel().tolist()
             prepared = []
-            for raw in cells:
+            has_failure = False
+            for raw in arrays[i].ravel().tolist():
                 try:
                     key = (type(raw), raw)
                     value = cache[key]
@@ -248,10 +242,20 @@ def _broadcast_checked(
                     value = cache[key] = _prepare(fn, arg, raw)
                 except TypeError:  # unhashable: prepare it every time
                     value = _prepare(fn, arg, raw)
+                has_failure = has_failure or value.__class__ is _Failure
                 prepared.append(value)
             grid = _object_array(prepared).reshape(arrays[i].shape)
             columns.append(np.broadcast_to(grid, shape).ravel().tolist())
-        if any(isinstance(v, _Failure) for v in columns[-1]):
+        else:  # one value for every element
+            if i < len(raw_args):
+                value = _prepare(fn, arg, raw_args[i])
+            elif arg.optional:  # not given at all: the default ...
+                value = _prepare(fn, arg, None)
+            else:  # ... or the error evaluate gives for a required argument
+                value = _Failure(1, CellError("#VALUE!", f"{fn.name} needs {arg.name} (argument {i + 1}): {arg.doc}"))
+            has_failure = value.__class__ is _Failure
+            columns.append([value] * size)
+        if has_failure:
             failing.append(i)
     results = []
     for row in zip(*columns):

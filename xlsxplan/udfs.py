@@ -100,6 +100,8 @@ def _error_in(value: object) -> PassedIn | None:
 
 
 def _cell_in(value: Any) -> Any:
+    if type(value) is float:  # the common case, first
+        return value
     error = _error_in(value)
     return value if error is None else error
 
@@ -126,6 +128,8 @@ def _to_cell(value: Any) -> Any:
 
 
 def _element(value: Any, lite: bool) -> Any:
+    if type(value) is float and math.isfinite(value):  # the common case, first
+        return value
     if isinstance(value, PassedIn):
         return value.code if lite else value.text
     if isinstance(value, CellError):
