@@ -305,3 +305,27 @@ def test_the_lite_bundle_runs_alone_and_needs_only_its_requirements(tmp_path):
     third_party = [m for m in out["modules"] if m not in sys.stdlib_module_names and not m.startswith("_")]
     assert third_party and set(third_party) <= allowed, set(third_party) - allowed
     assert not {"formulas", "openpyxl", "schedula", "tqdm", "tomli_w"} & set(out["modules"])
+
+
+def test_the_readme_excel_section_walks_both_set_ups_to_327680():
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Excel set-up", 1)[1].split("\n## ", 1)[0]
+    assert "<!-- section:" not in section
+    classic, lite = section.split("(xlwings Lite)", 1)
+    for needed in ("xlwings addin install", "Trust access to the VBA project", "UDF Modules", "xlsxplan.udfs",
+                   "xlwings.conf", "Import Functions", ".xlsm", "xlwings_udfs", FORMULA, EXPECTED):  # fmt: skip
+        assert needed in classic, needed
+    for needed in (
+        "Add-ins",
+        "xlwings Lite",
+        "xlsxplan excel --lite",
+        "requirements.txt",
+        "main.py",
+        FORMULA,
+        EXPECTED,
+    ):
+        assert needed in lite, needed
+    for requirement in LITE_REQUIREMENTS:  # the README names what Lite installs
+        assert re.split(r"[<>=]", requirement)[0] in lite
+    assert "#NUM! kv_heads must be a whole number from 1 to 1,000,000, got -1" in section
+    assert "#776" in section and "#1108" in section and "spill" in section

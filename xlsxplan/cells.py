@@ -137,6 +137,16 @@ def evaluate(fn: Function, raw_args: Sequence[object]) -> Any:
         return CellError("#VALUE!", f"{fn.name}: {type(err).__name__}: {err}")
 
 
+def _single(raw: object) -> object:
+    """The value of a one-cell range given as ``[[value]]`` (as xlwings hands over a cell), else ``raw``: the
+    common case of one formula per scenario, spared building arrays."""
+    if type(raw) in (list, tuple) and len(raw) == 1:  # type: ignore[arg-type]
+        row = raw[0]  # type: ignore[index]
+        if type(row) in (list, tuple) and len(row) == 1 and not isinstance(row[0], (list, tuple, np.ndarray)):
+            return row[0]
+    return raw
+
+
 def _as_array(raw: object) -> np.ndarray | None:
     if isinstance(raw, (list, tuple, np.ndarray)):
         arr = np.array(raw, dtype=object)
@@ -155,6 +165,7 @@ def evaluate_broadcast(fn: Function, raw_args: Sequence[object]) -> Any:
 
     A function that returns a list (MODELS, GPUS) gives it as one column.
     """
+    raw_args = [_single(raw) for raw in raw_args]
     try:
         arrays = [_as_array(raw) for raw in raw_args]
     except (ArgumentError, ValueError) as err:
