@@ -47,7 +47,7 @@ from xlwings import arg, func
 from . import registry
 from .cells import CellError, evaluate_broadcast
 
-__all__ = ["LITE", "ExcelError", "build", "make_udf", "present", "from_excel", "ERROR_CODES"]
+__all__ = ["LITE", "ERROR_CODES", "ExcelError", "PassedIn", "build", "make_udf", "present", "from_excel"]
 
 LITE = sys.platform == "emscripten"
 """True inside xlwings Lite (Pyodide), where a raised exception shows as #VALUE! with its message on hover."""
@@ -215,3 +215,4 @@ if _clash:  # a registry name must not replace one of this module's own names
     raise RuntimeError(f"registry names clash with xlsxplan.udfs itself: {sorted(_clash)}")
 globals().update(_UDFS)
 __all__ += list(_UDFS)
+del _clash
