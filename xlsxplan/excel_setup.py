@@ -73,8 +73,8 @@ LITE_STEPS = (
     "xlwings, and add xlwings Lite. Its editor opens on the right (reopen it with the xlwings Lite button).",
     "On any machine with Python and xlsxplan, run: xlsxplan excel --lite xlsxplan-lite. It writes "
     "xlsxplan-lite/main.py (xlsxplan's code in one file, as it is not on PyPI yet) and xlsxplan-lite/requirements.txt.",
-    "In Lite's editor, open the requirements.txt tab and add the lines of the written requirements.txt below "
-    "the xlwings line already there. Lite installs them (see its Output pane).",
+    "In Lite's editor, open the requirements.txt tab and add the lines of the written requirements.txt to what "
+    "is there (keep its xlwings line). Lite installs them (see its Output pane).",
     "Open the main.py tab and replace its content with the written main.py (select all, paste). Lite keeps the "
     "code in the workbook and registers every xlsxplan function; anyone who opens the workbook with Lite has them.",
     f"Type {FORMULA} into a cell: it shows {EXPECTED}.",
