@@ -43,6 +43,22 @@ EXAMPLES: dict[str, tuple] = {
     "GPUS": (),
     "BYTES_PER_PARAM": ("fp8",),
     # Architecture (issue #7)
+    "KV_BYTES_MLA": (61, 512, 64, 2),
+    "KV_BYTES_PER_SEQ": (32, 8, 128, 32768, 4096, 32),
+    "KV_HEADS_PER_GPU": (8, 16),
+    "MODEL_KV_BYTES_PER_TOKEN": ("Gemma-2-9B", 8192),
+    "MODEL_KV_GB": ("Mistral-7B", 32768),
+    "MODEL_WEIGHTS_GB": ("Llama-2-13B", "q4_k_m"),
+    "MODEL_EXPERT_PARAMS_B": ("DeepSeek-V3",),
+    "MOE_PARAMS_READ_B": (46.7, 12.9, 8, 2, 8),
+    "WEIGHTS_GB_PER_GPU": (671, 653.9, 8, 8, "fp8"),
+    "QUANT_BYTES_PER_PARAM": (4, 128, 16, 4),
+    "FORMAT_SOURCE": ("q4_k_m",),
+    "OPTIMIZER_BYTES": ("adamw",),
+    "TRAIN_STATE_GB": (7.5, 12, 3, 64),
+    "ACTIVATION_GB": (2048, 1, 12288, 96, 96, 8, 1, "selective"),
+    "TRAIN_FLOPS_PER_TOKEN": (540.35, 118, 48, 256, 2048),
+    "RECURRENT_PARAMS_B": (0.03595, 0.002883584, 3, 2, 0.559),
     # Calibration (issue #6)
     # Traffic (issue #9)
 }
