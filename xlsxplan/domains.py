@@ -176,6 +176,10 @@ def checked(func: F) -> F:
     The wrapper keeps the signature (``inspect.signature`` follows ``__wrapped__``) and exposes the domains as
     ``wrapper.domains``. A float result that is not finite means the inputs overflowed: it becomes an
     :class:`~xlsxplan.errors.OutOfRangeError` rather than an ``inf`` in a cell.
+
+    ``wrapper.call_checked(*values)`` runs the function on values that have already passed their domains' checks
+    (every argument given, in order) and checks the result as a call would. Array adapters use it to check each
+    distinct input once rather than once per element of a broadcast (:func:`xlsxplan.cells.evaluate_broadcast`).
     """
     sig = inspect.signature(func)
     hints = typing.get_type_hints(func, include_extras=True)
@@ -203,12 +207,16 @@ def checked(func: F) -> F:
                     raise TypeError(f"{func.__name__}() missing required argument: '{names[i]}'")
                 values.append(defaults[i])
         checked_values = [d.check(nm, v) for d, nm, v in zip(domains, names, values)]  # type: ignore[union-attr]
+        return call_checked(*checked_values)
+
+    def call_checked(*checked_values: Any) -> Any:
         result = func(*checked_values)
         if isinstance(result, float) and not math.isfinite(result):
             raise OutOfRangeError(f"{func.__name__}: the result is too large to represent; check the inputs' units")
         return result
 
     wrapper.domains = dict(zip(names, domains))  # type: ignore[attr-defined]
+    wrapper.call_checked = call_checked  # type: ignore[attr-defined]
     return wrapper  # type: ignore[return-value]
 
 
