@@ -64,6 +64,9 @@ def test_other_arguments_still_broadcast_against_a_whole_range():
     assert out[:, 0].tolist() == [0.75, 0.5, 0.0]
     row = evaluate_broadcast(SHARE, [COLUMN, [[600, 3000]]])
     assert row.tolist() == [[0.75, 0.0]]
+    # the engine and xlwings hand over numpy arrays: the range must still arrive whole, not cell by cell
+    as_arrays = evaluate_broadcast(SHARE, [np.array(COLUMN, dtype=object), np.array([[600], [1000], [3000]])])
+    assert as_arrays[:, 0].tolist() == [0.75, 0.5, 0.0]
 
 
 def test_a_row_or_a_block_is_read_in_reading_order():

@@ -222,8 +222,8 @@ def evaluate_broadcast(fn: Function, raw_args: Sequence[object]) -> Any:
     except ValueError:
         shown = " and ".join(f"{r}x{c}" for r, c in shapes)
         return CellError("#VALUE!", f"{fn.name}: ranges of {shown} cells cannot be matched up element by element")
-    views = [raw if a is None else np.broadcast_to(a, shape) for raw, a in zip(raw_args, arrays)]
+    views = [None if a is None else np.broadcast_to(a, shape) for a in arrays]
     out = np.empty(shape, dtype=object)
     for index in np.ndindex(shape):
-        out[index] = evaluate(fn, [v[index] if isinstance(v, np.ndarray) else v for v in views])
+        out[index] = evaluate(fn, [raw if v is None else v[index] for raw, v in zip(raw_args, views)])
     return out
