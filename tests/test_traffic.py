@@ -10,12 +10,16 @@ shows which way the new input moves the plan and by how much.
 from __future__ import annotations
 
 import math
+import re
+import shlex
+from pathlib import Path
 
 import pytest
 
 import xlsxplan as x
 from xlsxplan import traffic
 from xlsxplan.cells import CellError
+from xlsxplan.cli import main
 from xlsxplan.engine import evaluate_formula
 from xlsxplan.errors import ArgumentError, OutOfRangeError
 
@@ -404,3 +408,77 @@ def test_cost_effect_of_prefix_caching_and_reasoning():
 def test_bad_arguments_are_refused_naming_the_argument(call, error, match):
     with pytest.raises(error, match=match):
         call()
+
+
+# --- The README walkthrough cannot go stale ----------------------------------------------------------------------
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def walkthrough() -> list[tuple[str, str]]:
+    """Each ``$ xlsxplan eval ...`` command in the README's traffic section, with the output printed under it."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Plans that survive real traffic", 1)[1].split("\n## ", 1)[0]
+    pairs = []
+    for block in re.findall(r"```sh\n(.*?)```", section, flags=re.S):
+        for chunk in re.split(r"^\$ ", block, flags=re.M)[1:]:
+            command, _, output = chunk.partition("\n")
+            pairs.append((command, output))
+    return pairs
+
+
+def test_the_walkthrough_is_there():
+    commands = [command for command, _ in walkthrough()]
+    assert len(commands) >= 20 and all(c.startswith("xlsxplan eval ") for c in commands)
+    used = {name for c in commands for name in re.findall(r"([A-Z_]+)\(", c)}
+    for name in ("BATCH_FOR_LATENCY", "TAIL_SHARE", "TAIL_SHARE_DATA", "PAGED_BATCH", "BATCH_FOR_TTFT", "PREFILL_SHARE",
+                 "REPLICA_RPS_CHUNKED", "FLEET_REPLICAS", "COST_PER_M_INPUT", "COST_PER_M_OUTPUT", "PREFILL_TOKENS",
+                 "CONTEXT_TOKENS", "TIME_TO_ANSWER_S"):  # fmt: skip
+        assert name in used, name
+
+
+@pytest.mark.parametrize("command, printed", walkthrough(), ids=lambda v: v[:60] if v.startswith("x") else "")
+def test_readme_walkthrough_prints_what_the_readme_says(command, printed, capsys):
+    argv = shlex.split(command)
+    assert argv[0] == "xlsxplan"
+    code = main(argv[1:])
+    assert capsys.readouterr().out == printed
+    assert code == (1 if printed.startswith("#") else 0)
+
+
+def test_readme_walkthrough_types_the_results_of_the_steps_before():
+    # the README types the rounded results of earlier steps into later formulas (0.294, 2870, 2.958, 6.944, 6.184,
+    # 1.662): each must be the exact result of the model to within its rounding, or the walkthrough has gone stale
+    def typed(literal, exact):
+        assert literal == pytest.approx(exact, rel=5e-4), (literal, exact)  # 4 significant figures
+
+    batch = min(
+        x.batch_for_latency(PARAMS_B, BPP, N_GPUS, BW_TBS, 60, KV, CONTEXT),
+        x.paged_batch(FREE_GB, KV, CONTEXT, 3_500),
+        x.batch_for_ttft(PARAMS_B, N_GPUS, TFLOPS, 60, 12_000, 3),
+    )
+    assert batch == 46
+    total = x.decode_tokens_per_s_total(PARAMS_B, BPP, N_GPUS, BW_TBS, batch, KV, CONTEXT)
+    typed(2_870, total)
+    typed(0.294, PREFILL_S)
+    typed(6.944, PEAK_RPS)
+    per_replica = x.replica_rps_chunked(PREFILL_S, PROMPT, OUTPUT, total)
+    typed(2.958, per_replica)
+    assert x.fleet_replicas(PEAK_RPS, per_replica) * N_GPUS == 8
+    cached_s = x.prefill_seconds(PARAMS_B, x.prefill_tokens(PROMPT, 1_500, 0.8), N_GPUS, TFLOPS)
+    cached = x.replica_rps_chunked(cached_s, 800, OUTPUT, total)
+    typed(6.184, cached)
+    assert x.fleet_replicas(PEAK_RPS, cached) * N_GPUS == 6
+    thinking = x.decode_tokens_per_s_total(PARAMS_B, BPP, N_GPUS, BW_TBS, 36, KV, 3_300)
+    typed(1.662, x.replica_rps_chunked(PREFILL_S, PROMPT, 1_300, thinking))
+    assert x.fleet_replicas(PEAK_RPS, x.replica_rps_chunked(PREFILL_S, PROMPT, 1_300, thinking)) == 6
+    # and the prose: 3 prefill + 1 decode replicas, 13 ms of KV transfer, a $480 day, 67 prompt tokens per step,
+    # 1.76 s to prefill the tail prompt, prefill 74% of the time
+    assert (x.prefill_replicas(PEAK_RPS, PREFILL_S), x.decode_replicas(PEAK_RPS, OUTPUT, total)) == (3, 1)
+    assert round(x.kv_transfer_s(KV, PROMPT, 50) * 1_000) == 13
+    assert 8 * PRICE * 24 == 480 and round(12_000 / (3 * 60)) == 67
+    assert round(x.prefill_seconds(PARAMS_B, 12_000, N_GPUS, TFLOPS), 2) == 1.76
+    assert round(x.prefill_share(PREFILL_S, OUTPUT, total), 2) == 0.74
+    # 85% of the peak covered with 3 replicas and one down; 19.6% busy over the day with 4
+    assert round(x.peak_coverage(PEAK_RPS, per_replica, 3), 2) == 0.85
+    assert round(x.fleet_utilisation(200_000, per_replica, 4), 3) == 0.196

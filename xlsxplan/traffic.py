@@ -826,7 +826,8 @@ def cost_per_m_input(
     ``n_gpus * price * 24 * prefill_share / (requests_per_day * prompt_tokens) * 1e6``. Providers price input and
     output tokens separately (OpenAI and Anthropic pricing pages); here the day's GPU-hours are split between them
     by the time each phase takes per request (PREFILL_SHARE), so input and output costs add up to the bill.
-    Prefix caching lowers the prefill time and with it this price. Seed 000's fleet of 4 GPUs at $2.50 serving
+    For a compute-bound replica with chunked prefill, ``prompt / (prompt + output)`` splits it by arithmetic
+    instead. Prefix caching lowers the prefill time and with it this price. Seed 000's fleet of 4 GPUs at $2.50 serving
     200,000 requests of 2,000 tokens, prefill share 0.81: $0.49 per million.
     """
     return _daily_cost(n_gpus, usd_per_gpu_hour) * prefill_share / (requests_per_day * prompt_tokens) * 1e6
