@@ -160,9 +160,9 @@ def tail_share(cap_tokens: Tokens, mean_tokens: Tokens, p95_tokens: Tokens) -> f
     -----
     ``1 - Phi((ln cap - mu) / sigma)`` for the log-normal with ``exp(mu + sigma^2/2) = mean`` and
     ``exp(mu + 1.645 sigma) = p95`` (seed 000, section 7: size by the tail, cap the maximum). Production input
-    lengths are log-normal in their body with a heavier Pareto tail (ServeGen, arXiv:2505.09999, section 3), so a
-    p95 above 3.87 times the mean fits no log-normal and is refused (#NUM!): give measured lengths to
-    TAIL_SHARE_DATA. Mean 2,000 and p95 6,000 put 0.32% of prompts above 16,384 tokens.
+    lengths fit a mixture of log-normal and Pareto distributions (ServeGen, arXiv:2505.09999), so the log-normal
+    is the light-tailed reading; a p95 above 3.87 times the mean fits no log-normal and is refused (#NUM!): give
+    measured lengths to TAIL_SHARE_DATA. Mean 2,000 and p95 6,000 put 0.32% of prompts above 16,384 tokens.
     """
     mu, sigma = lognormal_from_mean_p95(mean_tokens, p95_tokens)
     if sigma == 0:
@@ -188,8 +188,8 @@ def length_sd(mean_tokens: Tokens, p95_tokens: Tokens) -> float:
 
     Notes
     -----
-    ``mean * sqrt(exp(sigma^2) - 1)`` for the log-normal of TAIL_SHARE (ServeGen, arXiv:2505.09999, section 3, for
-    the log-normal body of production input lengths). Refused (#NUM!) where no log-normal fits; then take the
+    ``mean * sqrt(exp(sigma^2) - 1)`` for the log-normal of TAIL_SHARE (ServeGen, arXiv:2505.09999: production
+    input lengths fit a mixture of log-normal and Pareto distributions). Refused (#NUM!) where no log-normal fits; then take the
     standard deviation of measured lengths, ``STDEV.P(range)``. Mean 2,000 and p95 6,000: 2,352 tokens.
     """
     _, sigma = lognormal_from_mean_p95(mean_tokens, p95_tokens)
@@ -216,7 +216,7 @@ def tail_share_data(lengths: TokenSample, cap_tokens: Tokens) -> float:
     -----
     ``count(length > cap) / count(length)``: the empirical tail, with no distribution assumed (seed 000,
     section 7). Use it when the tail is heavier than a log-normal, as production traces often are (ServeGen,
-    arXiv:2505.09999, section 3). Equal to ``COUNTIF(range, ">"&cap) / COUNT(range)``.
+    arXiv:2505.09999). Equal to ``COUNTIF(range, ">"&cap) / COUNT(range)``.
     """
     return sum(1 for x in lengths if x > cap_tokens) / len(lengths)
 
