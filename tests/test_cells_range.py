@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from xlsxplan.cells import CellError, evaluate, evaluate_broadcast
 from xlsxplan.domains import Domain, Tokens, TokenSample, checked
@@ -108,3 +110,23 @@ def test_domain_check_errors_from_python():
     big = Domain("range", 0, 1)
     with pytest.raises(ArgumentError, match=r"^x must hold at most 1,048,576 cells, got 1,048,577$"):
         big.check("x", [0.5] * 1_048_577)
+
+
+cell_values = st.one_of(
+    st.none(),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.integers(min_value=-(10**20), max_value=10**20),
+    st.text(max_size=8),
+    st.booleans(),
+    st.sampled_from([CellError("#N/A"), CellError("#DIV/0!", "why"), "#REF!"]),
+)
+ranges = st.recursive(cell_values, lambda inner: st.lists(inner, max_size=4), max_leaves=12)
+
+
+@settings(max_examples=300, deadline=None)
+@given(lengths=ranges, cap=st.one_of(cell_values, st.lists(cell_values, max_size=3)))
+def test_no_range_input_escapes_the_error_layer(lengths, cap):
+    result = evaluate_broadcast(SHARE, [lengths, cap])
+    values = result.ravel().tolist() if isinstance(result, np.ndarray) else [result]
+    for value in values:
+        assert isinstance(value, CellError) or (isinstance(value, float) and 0 <= value <= 1)

@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from .domains import show_value
+from .domains import flatten_range, show_value
 from .errors import ArgumentError, XlsxplanError
 from .registry import Argument, Function
 
@@ -95,9 +95,7 @@ def _is_range(arg: Argument) -> bool:
 
 def _cells(raw: object) -> list[object]:
     """The cells of a range argument in reading order (one value counts as a range of one)."""
-    if isinstance(raw, (list, tuple, np.ndarray)):
-        return list(np.asarray(raw, dtype=object).ravel())
-    return [raw]
+    return list(flatten_range(raw))
 
 
 def _first_error(arg: Argument, raw: object) -> CellError | None:

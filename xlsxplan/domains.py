@@ -151,7 +151,7 @@ class Domain:
         return text
 
     def _check_range(self, name: str, value: object) -> tuple[float, ...]:
-        items = list(_flatten(value))
+        items = list(flatten_range(value))
         if len(items) > _MAX_RANGE:
             raise ArgumentError(f"{name} must hold at most {_MAX_RANGE:,} cells, got {len(items):,}", name)
         each = Domain("number", self.low, self.high, self.low_open)
@@ -182,13 +182,13 @@ class Domain:
         )
 
 
-def _flatten(value: object) -> Iterator[object]:
+def flatten_range(value: object) -> Iterator[object]:
     """The cells of a range in reading order: a numpy array, nested lists or tuples, or one value."""
     if hasattr(value, "tolist") and not isinstance(value, (str, bytes)):
         value = value.tolist()  # a numpy array (or scalar) as plain Python values
     if isinstance(value, (list, tuple)):
         for item in value:
-            yield from _flatten(item)
+            yield from flatten_range(item)
     else:
         yield value
 

@@ -189,8 +189,9 @@ def length_sd(mean_tokens: Tokens, p95_tokens: Tokens) -> float:
     Notes
     -----
     ``mean * sqrt(exp(sigma^2) - 1)`` for the log-normal of TAIL_SHARE (ServeGen, arXiv:2505.09999: production
-    input lengths fit a mixture of log-normal and Pareto distributions). Refused (#NUM!) where no log-normal fits; then take the
-    standard deviation of measured lengths, ``STDEV.P(range)``. Mean 2,000 and p95 6,000: 2,352 tokens.
+    input lengths fit a mixture of log-normal and Pareto distributions). Refused (#NUM!) where no log-normal
+    fits; then take the standard deviation of measured lengths, ``STDEV.P(range)``. Mean 2,000 and p95 6,000:
+    2,352 tokens.
     """
     _, sigma = lognormal_from_mean_p95(mean_tokens, p95_tokens)
     return mean_tokens * math.sqrt(math.expm1(sigma**2))
