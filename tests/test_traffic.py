@@ -79,7 +79,7 @@ def test_tail_share_refuses_a_tail_heavier_than_any_lognormal():
         OutOfRangeError, match=r"^p95_tokens \(12,000\) is 6 times mean_tokens \(2,000\); a log-normal's"
     ):
         x.tail_share(32_768, 2_000, 12_000)
-    with pytest.raises(OutOfRangeError, match=r"give the measured lengths to TAIL_SHARE_DATA$"):
+    with pytest.raises(OutOfRangeError, match=r"use measured lengths instead \(TAIL_SHARE_DATA, STDEV.P\)$"):
         x.length_sd(2_000, 12_000)
     with pytest.raises(
         OutOfRangeError, match=r"^p95_tokens must be at least mean_tokens \(2,000\) for a log-normal fit"

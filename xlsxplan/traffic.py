@@ -131,7 +131,7 @@ def lognormal_from_mean_p95(mean_tokens: float, p95_tokens: float) -> tuple[floa
         raise OutOfRangeError(
             f"p95_tokens ({format_number(p95_tokens)}) is {ratio:.3g} times mean_tokens ({format_number(mean_tokens)})"
             f"; a log-normal's 95th percentile is at most {LOGNORMAL_MAX_P95_OVER_MEAN:.3g} times its mean, so this "
-            "tail is heavier: give the measured lengths to TAIL_SHARE_DATA",
+            "tail is heavier: use measured lengths instead (TAIL_SHARE_DATA, STDEV.P)",
             "p95_tokens",
         )
     sigma = _Z95 - math.sqrt(max(_Z95**2 - 2 * log_ratio, 0.0))
