@@ -13,6 +13,9 @@ text, booleans, error values, whole ranges. This module decides, once, what each
   argument order wins.
 * **Ranges and arrays**: broadcast against each other like numpy (a column against a row makes a grid), one call
   per element, each element ending as a value or an error of its own. A 1-D list counts as a column.
+* **Range arguments** (domain kind ``range``, e.g. a column of measured prompt lengths): passed whole, never
+  broadcast over, while the other arguments still broadcast. Inside such a range empty cells are skipped (as
+  Excel's AVERAGE does), numbers typed as text are read, and the first error value is passed on.
 
 Results come back as plain Python values, :class:`CellError` for errors, or a 2-D numpy object array.
 """
@@ -28,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from .domains import show_value
+from .domains import flatten_range, show_value
 from .errors import ArgumentError, XlsxplanError
 from .registry import Argument, Function
 
@@ -86,12 +89,57 @@ def _number_from_text(arg: Argument, text: str) -> float | str:
     raise ArgumentError(f"{arg.name} must be a number, got {show_value(text)}", arg.name)
 
 
+def _is_range(arg: Argument) -> bool:
+    return arg.domain is not None and arg.domain.kind == "range"
+
+
+def _cells(raw: object) -> list[object]:
+    """The cells of a range argument in reading order (one value counts as a range of one)."""
+    return list(flatten_range(raw))
+
+
+def _first_error(arg: Argument, raw: object) -> CellError | None:
+    """The first error value in a range argument, with a reason that says where it sits."""
+    cells = _cells(raw)
+    for i, item in enumerate(cells, 1):
+        err = as_error(item)
+        if err is not None and err.message:
+            return err
+        if err is not None:
+            return CellError(
+                err.code, f"{arg.name} holds {err.code} (value {i} of {len(cells)}), passed on from its cell"
+            )
+    return None
+
+
+def _coerce_range(arg: Argument, raw: object) -> tuple[object, ...]:
+    """A range argument's cells as the core function's domain check expects them: numbers, with empty cells as None."""
+    out: list[object] = []
+    cells = _cells(raw)
+    for i, item in enumerate(cells, 1):
+        if isinstance(item, np.generic):
+            item = item.item()
+        if isinstance(item, str) and item.strip():
+            try:
+                item = _number_from_text(arg, item)
+            except XlsxplanError as err:
+                raise ArgumentError(err.message.replace(arg.name, f"{arg.name} (value {i} of {len(cells)})", 1),
+                                    arg.name) from None  # fmt: skip
+        out.append(item)
+    return tuple(out)
+
+
 def coerce(arg: Argument, raw: object) -> Any:
-    """What the core function receives for one cell value, or an :class:`XlsxplanError` naming the argument."""
+    """What the core function receives for one cell value, or an :class:`XlsxplanError` naming the argument.
+
+    For a range argument ``raw`` is the whole range, and the result a tuple of its cells.
+    """
     if raw is None or (isinstance(raw, str) and raw == ""):
         if arg.optional:
             return arg.default
         raise ArgumentError(f"{arg.name} is required but the cell is empty", arg.name)
+    if _is_range(arg):
+        return _coerce_range(arg, raw)
     if isinstance(raw, np.generic):
         raw = raw.item()
     if arg.domain is not None and arg.domain.kind == "text":
@@ -118,7 +166,7 @@ def evaluate(fn: Function, raw_args: Sequence[object]) -> Any:
     if len(raw_args) > len(fn.args):
         return CellError("#VALUE!", f"{fn.name} takes at most {len(fn.args)} arguments, got {len(raw_args)}")
     for arg, raw in zip(fn.args, raw_args):
-        err = as_error(raw)
+        err = _first_error(arg, raw) if _is_range(arg) else as_error(raw)
         if err is not None:
             return err if err.message else CellError(err.code, f"{arg.name} is {err.code}, passed on from its cell")
     values = []
@@ -163,11 +211,12 @@ def _as_array(raw: object) -> np.ndarray | None:
 def evaluate_broadcast(fn: Function, raw_args: Sequence[object]) -> Any:
     """Like :func:`evaluate`, with ranges broadcast: a scalar, a :class:`CellError` or a 2-D object array.
 
-    A function that returns a list (MODELS, GPUS) gives it as one column.
+    A function that returns a list (MODELS, GPUS) gives it as one column. A range argument is passed whole.
     """
-    raw_args = [_single(raw) for raw in raw_args]
+    whole = [i < len(fn.args) and _is_range(fn.args[i]) for i in range(len(raw_args))]
+    raw_args = [raw if keep else _single(raw) for raw, keep in zip(raw_args, whole)]
     try:
-        arrays = [_as_array(raw) for raw in raw_args]
+        arrays = [None if keep else _as_array(raw) for raw, keep in zip(raw_args, whole)]
     except (ArgumentError, ValueError) as err:
         return CellError("#VALUE!", f"{fn.name}: {err}")
     if all(a is None or a.size == 1 for a in arrays):
@@ -187,10 +236,10 @@ def evaluate_broadcast(fn: Function, raw_args: Sequence[object]) -> Any:
     fast = _broadcast_checked(fn, raw_args, arrays, shape)
     if fast is not None:
         return fast
-    views = [raw if a is None else np.broadcast_to(a, shape) for raw, a in zip(raw_args, arrays)]
+    views = [None if a is None else np.broadcast_to(a, shape) for a in arrays]
     out = np.empty(shape, dtype=object)
     for index in np.ndindex(shape):
-        out[index] = evaluate(fn, [v[index] if isinstance(v, np.ndarray) else v for v in views])
+        out[index] = evaluate(fn, [raw if v is None else v[index] for raw, v in zip(raw_args, views)])
     return out
 
 
@@ -205,8 +254,9 @@ class _Failure:
 
 
 def _prepare(fn: Function, arg: Argument, raw: object) -> Any:
-    """One input cell as :func:`evaluate` would see it for ``arg``: the checked value, or a :class:`_Failure`."""
-    err = as_error(raw)
+    """One input cell (a whole range, for a range argument) as :func:`evaluate` would see it for ``arg``: the checked
+    value, or a :class:`_Failure`."""
+    err = _first_error(arg, raw) if _is_range(arg) else as_error(raw)
     if err is not None:
         return _Failure(
             0, err if err.message else CellError(err.code, f"{arg.name} is {err.code}, passed on from its cell")

@@ -21,7 +21,7 @@ from typing import Any
 
 import docstring_parser
 
-from . import architecture, catalog, precision, serving, training, training_memory
+from . import architecture, catalog, precision, serving, traffic, training, training_memory
 from .domains import Domain, format_number
 
 __all__ = ["Argument", "Function", "FUNCTIONS", "get", "REQUIRED", "EXCEL_TEXT_LIMIT"]
@@ -232,6 +232,27 @@ _TABLE: list[tuple[str, list[tuple[str, Callable[..., Any]]]]] = [
         "Traffic",
         [
             # issue #9: long-tail prompts, prefix caching, reasoning tokens, latency targets, spares, pricing
+            ("TAIL_SHARE", traffic.tail_share),
+            ("LENGTH_SD", traffic.length_sd),
+            ("TAIL_SHARE_DATA", traffic.tail_share_data),
+            ("PAGED_BATCH", traffic.paged_batch),
+            ("MAX_CONTEXT_TOKENS", traffic.max_context_tokens),
+            ("CONTEXT_TOKENS", traffic.context_tokens),
+            ("TIME_TO_ANSWER_S", traffic.time_to_answer_s),
+            ("PREFILL_TOKENS", traffic.prefill_tokens),
+            ("BATCH_FOR_LATENCY", traffic.batch_for_latency),
+            ("BATCH_FOR_TTFT", traffic.batch_for_ttft),
+            ("PREFILL_SHARE", traffic.prefill_share),
+            ("REPLICA_RPS", traffic.replica_rps),
+            ("REPLICA_RPS_CHUNKED", traffic.replica_rps_chunked),
+            ("PREFILL_REPLICAS", traffic.prefill_replicas),
+            ("DECODE_REPLICAS", traffic.decode_replicas),
+            ("KV_TRANSFER_S", traffic.kv_transfer_s),
+            ("FLEET_REPLICAS", traffic.fleet_replicas),
+            ("FLEET_UTILISATION", traffic.fleet_utilisation),
+            ("PEAK_COVERAGE", traffic.peak_coverage),
+            ("COST_PER_M_INPUT", traffic.cost_per_m_input),
+            ("COST_PER_M_OUTPUT", traffic.cost_per_m_output),
         ],
     ),
 ]
