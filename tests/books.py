@@ -114,21 +114,34 @@ def plan_book(path: Path) -> Path:
 def registry_book(path: Path) -> Path:
     """One row per registry function, called on its tests/examples.py arguments.
 
-    The arguments sit on an "Args" sheet (row per function, from column B); "Functions" calls each function on
-    them through cross-sheet references, its first argument through a defined name (``Arg_<FUNCTION>``).
-    "Nested" calls each inside IFERROR with literal arguments; spilling functions are read with INDEX.
+    The arguments sit on an "Args" sheet (row per function, from column B); a range argument (a tuple) sits
+    down a column of a "Ranges" sheet. "Functions" calls each function on them through cross-sheet references,
+    its first argument through a defined name (``Arg_<FUNCTION>``). "Nested" calls each inside IFERROR with
+    literal arguments (array constants for ranges); spilling functions are read with INDEX.
     """
     wb = openpyxl.Workbook()
     ws = wb.active
     ws.title = "Functions"
     args_ws = wb.create_sheet("Args")
+    ranges_ws = wb.create_sheet("Ranges")
     ws.append(("Function", "Result"))
     args_ws.append(("Function", "Arguments"))
+    range_col = 0
     for row, (name, args) in enumerate(EXAMPLES.items(), start=2):
         ws.cell(row, 1, name)
         args_ws.cell(row, 1, name)
         refs = []
         for i, arg in enumerate(args):
+            if isinstance(arg, (tuple, list)):
+                range_col += 1
+                for j, item in enumerate(arg, start=1):
+                    ranges_ws.cell(j, range_col, item)
+                letter = ranges_ws.cell(1, range_col).column_letter
+                target = f"Ranges!${letter}$1:${letter}${len(arg)}"
+                if i == 0:
+                    add_name(wb, f"Arg_{name}", target)
+                refs.append(f"Arg_{name}" if i == 0 else target.replace("$", ""))
+                continue
             cell = args_ws.cell(row, 2 + i, arg)
             if isinstance(arg, str):
                 cell.data_type = "s"
