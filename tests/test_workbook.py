@@ -419,3 +419,12 @@ def test_a_typed_error_value_is_reported_as_typed(tmp_path):
             "#N/A", "passed on from Sheet!A1: the cell holds this error value (typed, not calculated)"
         ),
     }
+
+
+def test_setting_a_blank_cell_writes_it_into_the_file(plan, tmp_path):
+    wb = Workbook.load(plan)
+    wb.set("Inputs!D20", 5).set("Outputs!A1", None).set("Inputs!E2", True)
+    assert wb.get("Inputs!D20") == 5 and wb.get("Outputs!A1") is None
+    out = openpyxl.load_workbook(wb.save(tmp_path / "out.xlsx"))
+    assert out["Inputs"]["D20"].value == 5 and out["Inputs"]["E2"].value is True
+    assert out["Outputs"]["A1"].value is None and out["Outputs"]["A1"].font.bold  # cleared, style kept
