@@ -251,7 +251,7 @@ def test_default_limits_admit_a_10000_row_scenario_sheet_and_a_1000_sheet_workbo
     assert per_cell.estimated_bytes < 5e9  # measured: about 3 GB (BENCHMARKS.md); the machine has 24 GiB
     array = inspect_bytes(raw_xlsx({"Scenarios": raw_scenario_rows(10_000, array=True)}), "scenarios.xlsx")
     assert (array.formulas, sum(s.array_elements for s in array.sheets)) == (5, 50_000)
-    assert array.estimated_bytes < per_cell.estimated_bytes / 5
+    assert array.estimated_bytes < per_cell.estimated_bytes / 4
     body = '<row r="1"><c r="A1"><v>1</v></c><c r="B1"><f>A1*2</f></c></row>'
     sheets = inspect_bytes(raw_xlsx({f"S{i}": body for i in range(1_000)}), "sheets.xlsx")
     assert (len(sheets.sheets), sheets.formulas) == (1_000, 1_000)

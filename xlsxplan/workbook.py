@@ -1,7 +1,7 @@
 """Headless recalculation of a whole workbook: load once, set inputs, calculate, read, save with cached values.
 
 :class:`Workbook` loads a file through the checks of :mod:`xlsxplan.safety`, builds the ``formulas`` model once
-(the expensive part: about 1.5 ms per formula cell), and then recalculates as often as needed with inputs changed
+(the expensive part: 1.5 to 5 ms per formula cell), and then recalculates as often as needed with inputs changed
 by cell or defined name. :meth:`Workbook.save` writes the original package back with every formula kept and its
 computed value cached beside it, so Excel, LibreOffice, file previewers and ``openpyxl(data_only=True)`` all show
 the numbers (see :mod:`xlsxplan.ooxml` for how the file is edited without a lossy round trip).
@@ -335,7 +335,6 @@ class Workbook:
         self._solution: Any = None
         self._messages: dict[str, str] = {}
         self._raw_cache: dict[str, Any] = {}
-        self._capture: list[str] = []
         self._index_cells()
 
     # -- loading ------------------------------------------------------------------------------------------------
@@ -376,7 +375,7 @@ class Workbook:
         name = path.name if path else "the workbook"
         alias: dict[str, str] = {}
         try:
-            with _quiet_engine() as capture:
+            with _quiet_engine():
                 book = load_workbook(io.BytesIO(inspection.package.data))
                 for ws in book.worksheets:
                     ws._cells_by_row = types.MethodType(_sparse_cells_by_row, ws)
@@ -405,9 +404,7 @@ class Workbook:
             raise WorkbookError(f"{name} cannot be read: {type(err).__name__}: {first}".rstrip(": ")) from None
         if progress is not None:
             progress(total, total)
-        wb = cls(inspection, model, path, alias)
-        wb._capture = capture.records
-        return wb
+        return cls(inspection, model, path, alias)
 
     def _index_cells(self) -> None:
         from formulas.cell import Ref
@@ -513,7 +510,7 @@ class Workbook:
 
     def calculate(self) -> Workbook:
         """Recompute every formula with the inputs set so far; returns the workbook."""
-        with _quiet_engine() as capture:
+        with _quiet_engine():
             try:
                 self._solution = self._model.calculate(inputs=dict(self._inputs))
             except RecursionError:
@@ -522,7 +519,6 @@ class Workbook:
                 raise WorkbookError("ran out of memory while calculating") from None
             except Exception as err:  # a failure of the engine itself, not of a cell (cells fail one by one)
                 raise WorkbookError(f"the formulas engine failed: {_exception_text(err)}") from None
-        self._capture = capture.records
         self._messages = {}
         self._raw_cache = {}
         return self
