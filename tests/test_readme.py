@@ -53,3 +53,17 @@ def test_readme_recalc_example_is_what_the_command_prints(tmp_path, monkeypatch,
     out = capsys.readouterr()
     assert code == 0
     assert out.out + out.err == expected + "\n"
+
+
+def test_readme_recalc_python_example_runs(tmp_path, monkeypatch):
+    from books import plan_book
+
+    section = README.split("## Headless recalculation", 1)[1].split("\n## ", 1)[0]
+    code = re.search(r"```python\n(.+?)\n```", section, re.S).group(1)
+    monkeypatch.chdir(tmp_path)
+    plan_book(tmp_path / "plan.xlsx")
+    namespace: dict = {}
+    exec(compile(code, "README.md", "exec"), namespace)
+    wb = namespace["wb"]
+    assert list(wb.errors()) == ["Calc!B16"]
+    assert (tmp_path / "plan.recalc.xlsx").exists() and (tmp_path / "out.xlsx").exists()
