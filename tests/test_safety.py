@@ -278,3 +278,45 @@ def test_a_1000_sheet_workbook_recalculates_and_every_sheet_shows_its_value(tmp_
     out = Workbook.load(path).save(tmp_path / "sheets.recalc.xlsx")
     values = openpyxl.load_workbook(out, data_only=True)
     assert [values[f"S{i}"]["B1"].value for i in range(1_000)] == [2 * i for i in range(1_000)]
+
+
+def test_indirect_to_a_neighbouring_workbook_never_opens_it(tmp_path, monkeypatch):
+    # formulas turns INDIRECT("...") into a static reference and would load the other file; xlsxplan refuses
+    other = openpyxl.Workbook()
+    other.active.title = "S"
+    other.active["A1"] = 7
+    other.save(tmp_path / "other.xlsx")
+    wb = openpyxl.Workbook()
+    ws = wb.active
+    ws.title = "S"
+    ws["A1"] = 1
+    ws["B1"] = f"=INDIRECT(\"'{tmp_path}/[other.xlsx]S'!A1\")"
+    ws["B2"] = '=INDIRECT("S!A1")*2'
+    wb.save(tmp_path / "book.xlsx")
+    from formulas.excel import xlreader
+
+    loads = []
+    original = xlreader.load_workbook
+    monkeypatch.setattr(xlreader, "load_workbook", lambda *a, **k: loads.append(a) or original(*a, **k))
+    book = Workbook.load(tmp_path / "book.xlsx")
+    err = book.get("S!B1")
+    assert err.code == "#REF!" and err.message.startswith("refers to another workbook (")
+    assert err.message.endswith("[other.xlsx]S'!A1), which xlsxplan never opens")
+    assert book.get("S!B2") == 2
+    assert len(loads) == 1  # only the workbook itself was ever read
+
+
+def test_an_entity_bomb_under_another_name_is_still_refused(no_parsing, tmp_path):
+    # the sheet part named without .xml: its content type, not its name, makes it XML
+    parts = members(entity_bomb())
+    parts["xl/sharedStrings"] = parts.pop("xl/sharedStrings.xml")
+    ct = (
+        parts["[Content_Types].xml"]
+        .decode()
+        .replace('PartName="/xl/sharedStrings.xml"', 'PartName="/xl/sharedStrings"')
+    )
+    parts["[Content_Types].xml"] = ct.encode()
+    path = tmp_path / "renamed.xlsx"
+    path.write_bytes(pack(parts))
+    with pytest.raises(WorkbookError, match=r"the part xl/sharedStrings declares a DTD or entities"):
+        Workbook.load(path)

@@ -255,6 +255,8 @@ def _check_prolog(zf: zipfile.ZipFile, info: zipfile.ZipInfo, name: str) -> None
         raise WorkbookError(f"{name} is corrupt: the part {info.filename} cannot be read ({err})") from None
     if b"\x00" in head[:4] or head[:2] in (b"\xff\xfe", b"\xfe\xff"):
         head = head.decode("utf-16", errors="ignore").encode("utf-8")
+    if not head.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"<"):
+        return  # not XML (an image, vbaProject.bin): nothing will parse it as XML
     m = _FIRST_ELEMENT.search(head)
     prolog = head[: m.start()] if m else head
     if _DTD.search(prolog):
@@ -349,9 +351,8 @@ def inspect_bytes(data: bytes, name: str, limits: Limits | None = None) -> Inspe
 def _inspect(data: bytes, name: str, limits: Limits) -> Inspection:
     zf = _open_zip(data, name)
     total = _check_members(zf, name, limits)
-    for info in zf.infolist():
-        lower = info.filename.lower()
-        if lower.endswith((".xml", ".rels", ".vml")) and not info.is_dir():
+    for info in zf.infolist():  # every part, whatever its name: a content type can make any part XML
+        if not info.is_dir():
             _check_prolog(zf, info, name)
     pkg = Package(data, zf)
     pkg.load_structure()

@@ -654,8 +654,14 @@ class Workbook:
                         if pos in flat and flat.index(pos) < len(same):
                             return same[flat.index(pos)].message
                 return same[0].message
+        for k in cell.inputs:
+            book = re.match(r"^'?(.*)\[([^\]]+)\]", k) if isinstance(k, str) else None
+            if book and book.group(2).upper() != _BOOK_KEY:
+                return f"refers to another workbook ({k}), which xlsxplan never opens"
         if depth < 20:
             for k in cell.inputs:
+                if not isinstance(k, str):  # an error literal the formula itself holds
+                    continue
                 source = self._first_error(k, code)
                 if source is not None:
                     src_key, src_ref = source
@@ -670,7 +676,8 @@ class Workbook:
             return None
         raw = np.atleast_2d(np.asarray(getattr(ranges, "value", ranges), dtype=object))
         rng = ranges.ranges[0]
-        title = self._upper_to_title.get(rng.get("sheet", ""))
+        ours = str(rng.get("filename", BOOK_NAME)).upper() == _BOOK_KEY and not rng.get("directory")
+        title = self._upper_to_title.get(rng.get("sheet", "")) if ours else None
         for (i, j), v in np.ndenumerate(raw):
             if str(v) == code and isinstance(_plain(v), CellError):
                 if title is None or "r1" not in rng:
@@ -779,6 +786,12 @@ def _unknown_function(formula: str) -> str:
     bare = re.sub(r'"(?:[^"]|"")*"', '""', formula)
     for m in _FUNCTION_CALL.finditer(bare):
         name = m.group(1).upper()
+        if name in ("INDIRECT", "_XLFN.ANCHORARRAY", "ANCHORARRAY"):  # the parser resolves these itself
+            if name == "INDIRECT":
+                return (
+                    'INDIRECT works headlessly only on a reference into this workbook, as text: INDIRECT("Sheet1!A1")'
+                )
+            continue
         plain = name[6:] if name.startswith("_XLFN.") else name
         if known.get(name, not_implemented) is not_implemented and known.get(plain, not_implemented) is not_implemented:
             close = difflib.get_close_matches(plain, list(registry.FUNCTIONS), n=2, cutoff=0.6)
