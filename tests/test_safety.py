@@ -9,6 +9,7 @@ import openpyxl
 import pytest
 from hostile import CORPUS, entity_bomb, members, pack, plain_xlsx, quadratic_blowup, with_parts, zip_bomb
 
+from xlsxplan import engine
 from xlsxplan.engine import Workbook
 from xlsxplan.errors import WorkbookError
 from xlsxplan.safety import (
@@ -320,3 +321,33 @@ def test_an_entity_bomb_under_another_name_is_still_refused(no_parsing, tmp_path
     path.write_bytes(pack(parts))
     with pytest.raises(WorkbookError, match=r"the part xl/sharedStrings declares a DTD or entities"):
         Workbook.load(path)
+
+
+@pytest.mark.parametrize(
+    "formula, limits, message",
+    [
+        (
+            "=SUM(Data!A1:ZZ1000000)",
+            Limits(),
+            r"formulas refer to ranges of 702,000,000 cells in all \(the largest Data!A1:ZZ1000000, 702,000,000 cells\)"
+            r"; .* would need about 56\d\.\d GB, and the limit is 16 GB: refer to the rows in use, not whole columns",
+        ),
+        ("=SUM(Data!A:A)", Limits(max_memory_gb=0.5), r"the largest Data!A:A, 1,048,576 cells"),
+    ],
+)
+def test_formulas_over_huge_ranges_are_refused_before_the_engine_builds_them(formula, limits, message, tmp_path):
+    # formulas keeps every position of a referenced range: SUM(A1:Z100000) over two stored cells took 1.7 GB
+    wb = openpyxl.Workbook()
+    wb.active.title = "Data"
+    wb.active["A1"] = 1
+    wb.create_sheet("Sum")["A1"] = formula
+    wb.save(tmp_path / "ranges.xlsx")
+    engine.register_functions()  # its imports are not what is measured
+    tracemalloc.start()
+    try:
+        with pytest.raises(WorkbookError, match=message):
+            Workbook.load(tmp_path / "ranges.xlsx", limits=limits)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 50 * 1024 * 1024  # building the ranges would have taken 1 GB to 560 GB

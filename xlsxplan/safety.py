@@ -17,7 +17,9 @@ once and refuses it, with one line, before any XML is parsed when:
 * a sheet is **too large**: its cells, its formula cells, or the cells that openpyxl creates for merged ranges and
   hyperlinks (a merged ``A1:XFD1048576`` would be 17 billion objects) are counted by scanning each sheet's XML as
   a stream, and the memory the ``formulas`` engine would need is estimated from them (:meth:`Limits.estimate`)
-  and refused above :attr:`Limits.max_memory_gb`, with the reason.
+  and refused above :attr:`Limits.max_memory_gb`, with the reason. Once the formulas are read (and before the
+  engine builds them), the ranges they refer to are added to the estimate, since ``formulas`` keeps every position
+  of a referenced range: ``SUM(A1:ZZ1000000)`` would need hundreds of GB (see ``xlsxplan.workbook``).
 
 Macros are never run: xlsxplan has no code that executes VBA or Excel 4.0 macro sheets; a ``.xlsm``'s
 ``vbaProject.bin`` is copied into the output untouched.
@@ -189,11 +191,16 @@ def open_package(path: Path | str, limits: Limits | None = None) -> Inspection:
         raise WorkbookError(
             f"{path.name} is {size / MB:,.0f} MiB; xlsxplan opens workbooks up to {limits.max_file_mb:,.0f} MiB"
         )
+    cap = int(limits.max_file_mb * MB)
     try:
         with open(path, "rb") as f:
-            data = f.read(int(limits.max_file_mb * MB) + 1)
+            data = f.read(min(size, cap) + 1)  # not read(cap): that allocates the whole cap up front
+            while len(data) <= cap and (more := f.read(min(cap + 1 - len(data), MB))):
+                data += more  # the file grew since stat()
     except OSError as err:
         raise WorkbookError(f"cannot read {path}: {err.strerror or err}") from None
+    if len(data) > cap:
+        raise WorkbookError(f"{path.name} is over {limits.max_file_mb:,.0f} MiB; xlsxplan opens workbooks up to that")
     return inspect_bytes(data, str(path), limits)
 
 
