@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import io
+import json
+import subprocess
+import sys
 import tracemalloc
 
 import openpyxl
@@ -351,3 +354,46 @@ def test_formulas_over_huge_ranges_are_refused_before_the_engine_builds_them(for
     finally:
         tracemalloc.stop()
     assert peak < 50 * 1024 * 1024  # building the ranges would have taken 1 GB to 560 GB
+
+
+_BOMBS = """
+import json, sys
+import openpyxl
+from xlsxplan.engine import Workbook, register_functions
+from xlsxplan.safety import limit_address_space
+
+register_functions()
+wb = openpyxl.Workbook()
+ws = wb.active
+ws["A1"] = "=SUM(MUNIT(20000))"             # a 3.2 GB matrix
+ws["A2"] = '=LEN(REPT("x",3000000000))'     # a 3 GB string
+ws["B1"] = 3000000000
+ws["A3"] = '=LEN(REPT("x",B1))'             # the same, computed at recalculation
+ws["A4"] = "=6*7"
+wb.save(sys.argv[1])
+assert limit_address_space(2.5)
+book = Workbook.load(sys.argv[1])
+print(json.dumps({"errors": {k: v.code for k, v in book.errors().items()}, "A4": book.get("Sheet!A4")}))
+"""
+
+
+def test_memory_bombs_in_formulas_become_cell_errors_under_the_address_space_cap(tmp_path):
+    # run in a child process: the cap is for the whole process, and the command line sets it for itself
+    result = subprocess.run(
+        [sys.executable, "-c", _BOMBS, str(tmp_path / "bombs.xlsx")], capture_output=True, text=True, timeout=300
+    )
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report == {"errors": {"Sheet!A1": "#VALUE!", "Sheet!A2": "#VALUE!", "Sheet!A3": "#VALUE!"}, "A4": 42}
+
+
+def test_the_command_line_caps_its_address_space(monkeypatch, tmp_path, capsys):
+    from xlsxplan import safety
+    from xlsxplan.cli import main
+
+    calls = []
+    monkeypatch.setattr(safety, "limit_address_space", lambda gb: calls.append(gb) or True)
+    path = tmp_path / "plain.xlsx"
+    path.write_bytes(plain_xlsx())
+    assert main(["recalc", str(path), "-q"]) == 0
+    assert calls == [Limits().max_memory_gb + 8]

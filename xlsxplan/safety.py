@@ -52,6 +52,7 @@ __all__ = [
     "set_text",
     "FORMULA_TRIGGERS",
     "EXCEL_TEXT_MAX",
+    "limit_address_space",
 ]
 
 EXCEL_TEXT_MAX = 32_767
@@ -466,3 +467,30 @@ def set_text(cell: Any, text: object, what: str = "text") -> Any:
     if value.startswith(FORMULA_TRIGGERS):
         cell.quotePrefix = True
     return cell
+
+
+def limit_address_space(gigabytes: float) -> bool:
+    """Cap this process's address space (``RLIMIT_AS``) so that a runaway allocation raises MemoryError.
+
+    A formula can ask for more memory than any limit on the file can foresee (``=MUNIT(100000)``,
+    ``=REPT("x",1E10)``); with the cap, the allocation fails with MemoryError, which becomes an error value in that
+    cell (or one line and exit status 2), instead of the kernel killing the process or the machine swapping. The
+    command line sets it; the Python API leaves the caller's process alone. Returns False where the platform has
+    no such limit (Windows) or a lower one is already set.
+    """
+    try:
+        import resource
+    except ImportError:
+        return False
+    want = int(gigabytes * 1024**3)
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    if soft != resource.RLIM_INFINITY and soft <= want:
+        return False
+    if hard != resource.RLIM_INFINITY and hard < want:
+        want = hard
+    try:
+        resource.setrlimit(resource.RLIMIT_AS, (want, hard))
+    except (ValueError, OSError):
+        return False
+    return True
+

@@ -255,6 +255,8 @@ def _model_class() -> type:
                 return compiled
             except WorkbookError:
                 raise
+            except MemoryError:  # its constant part asked for more memory than there is (=MUNIT(100000))
+                return self._failed(crd, context, references, "#NUM!", "the formula needs more memory than there is")
             except Exception as err:  # the parser refuses a formula: that cell alone becomes an error
                 reason = _exception_text(err)
                 return self._failed(crd, context, references, "#NAME?", f"the formula cannot be parsed: {reason}")

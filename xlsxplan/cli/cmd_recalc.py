@@ -12,6 +12,8 @@ from ..errors import WorkbookError
 from .common import EXIT_FORMULA_ERROR, EXIT_OK, format_value
 
 ORDER = 30
+ADDRESS_SPACE_HEADROOM_GB = 8
+"""Address space allowed above the memory limit: shared libraries and thread arenas reserve far more than they use."""
 
 
 def split_assignment(text: str) -> tuple[str, str]:
@@ -62,6 +64,7 @@ def _progress(enabled: bool) -> tuple[Any, Any]:
 
 def run(args: argparse.Namespace) -> int:
     from ..cells import CellError
+    from ..safety import Limits, limit_address_space
     from ..workbook import Workbook, default_output, parse_value
 
     source = Path(args.book)
@@ -70,6 +73,9 @@ def run(args: argparse.Namespace) -> int:
     for text in args.set or []:
         ref, typed = split_assignment(text)
         sets.append((ref, parse_value(typed, f"--set {ref}")))
+    limits = Limits()
+    # a formula can ask for more memory than the file shows (=MUNIT(100000)): let that fail as MemoryError
+    limit_address_space(limits.max_memory_gb + ADDRESS_SPACE_HEADROOM_GB)
     show_bar = sys.stderr.isatty() and not args.quiet
     bar, update = _progress(show_bar)
     try:
