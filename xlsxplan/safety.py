@@ -493,4 +493,3 @@ def limit_address_space(gigabytes: float) -> bool:
     except (ValueError, OSError):
         return False
     return True
-
