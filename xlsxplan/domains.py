@@ -237,3 +237,7 @@ PeakFactor = Annotated[float, Domain("number", 1, 1e4)]
 TokensPerParam = Annotated[float, positive(1e6)]
 TrainBytes = Annotated[float, Domain("bytes", 0, 1000, low_open=True)]
 Name = Annotated[str, Domain("text")]
+
+# issue #6: calibration and the roofline serving model
+BatchOrZero = Annotated[int, Domain("whole", 0, 1_000_000_000)]
+LinkGBs = Annotated[float, Domain("number", 0, 1e6, typical=(0, 5000))]
