@@ -44,6 +44,10 @@ EXAMPLES: dict[str, tuple] = {
     "BYTES_PER_PARAM": ("fp8",),
     # Architecture (issue #7)
     # Calibration (issue #6)
+    "EFFICIENCY": ("decode_bandwidth", "RTX-4090", "q4_k_m"),
+    "DECODE_STEP_S": (8.03, "fp8", 256, 65536, 192, 1, 3.35, 1978.9, 0.54, 0.41),
+    "SERVE_TOKS": (8.03, "fp8", 65536, 1000, 1000, 1, 80, 3.35, 1978.9, 0, 0.54, 0.41),
+    "TTFT_S": (6.74, "fp8", 2048, 32, 4096, 1, 1978.9, 3.35, 0.41),
     # Traffic (issue #9)
 }
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
+from .calibration import efficiency
 from .catalog import gpu_names, gpu_source, gpu_spec, model_names, model_source, model_spec
 from .errors import (
     ArgumentError,
@@ -21,6 +22,7 @@ from .errors import (
     XlsxplanError,
 )
 from .precision import bytes_per_param
+from .roofline import decode_step_seconds, serve_tokens_per_s, ttft_seconds
 from .serving import (
     compute_tokens_per_s,
     cost_per_m_tokens,
@@ -69,8 +71,10 @@ __all__ = [
     "compute_tokens_per_s",
     "cost_per_m_tokens",
     "data_passes",
+    "decode_step_seconds",
     "decode_tokens_per_s",
     "decode_tokens_per_s_total",
+    "efficiency",
     "flops_6n",
     "free_gb",
     "gpu_hours",
@@ -91,11 +95,13 @@ __all__ = [
     "prefill_seconds",
     "replicas",
     "run_seconds",
+    "serve_tokens_per_s",
     "tokens_per_s_ceiling",
     "train_flops",
     "train_memory_gb",
     "train_seconds",
     "train_tokens",
+    "ttft_seconds",
     "usable_gb",
     "weights_gb",
 ]
