@@ -70,6 +70,7 @@ __all__ = [
     "peak_field",
     "gpu_class",
     "fit",
+    "fit_kind",
     "load_factors",
     "factors_path",
     "efficiency",
@@ -106,7 +107,7 @@ peak bandwidth (section 4)."""
 
 _HUBER = 0.2  # log units: errors within about 22% count quadratically, larger ones linearly
 _RIDGE = 0.01  # penalty on log multipliers: settles what the data cannot separate, shrinks a one-row effect by 2%
-_OVERHEAD_GRID = np.arange(0.0, 1000.5, 0.5)  # overhead_bytes searched, bytes per hidden unit per layer per token
+_OVERHEAD_GRID = np.arange(0.0, 1001.0, 1.0)  # overhead_bytes searched, bytes per hidden unit per layer per token
 
 
 def _norm(text: str) -> str:
@@ -323,19 +324,27 @@ def _fit_train(obs: Sequence[Observation]) -> TrainFit:
     mu = np.median(z, axis=1)
     for _ in range(100):
         w = _huber_weights(z - mu[:, None])
-        mu = (w * z).sum(axis=1) / w.sum(axis=1)
+        new = (w * z).sum(axis=1) / w.sum(axis=1)
+        done = np.max(np.abs(new - mu)) < 1e-12
+        mu = new
+        if done:
+            break
     mu = np.minimum(mu, 0.0)  # nothing reaches more than its peak
     loss = _huber_loss(z - mu[:, None]).sum(axis=1)
     best = int(np.argmin(loss + 1e-9 * _OVERHEAD_GRID))  # ties go to the smaller overhead
     return TrainFit(float(math.exp(mu[best])), float(_OVERHEAD_GRID[best]))
 
 
+def fit_kind(kind: str, observations: Sequence[Observation]) -> TrainFit | GroupFit:
+    """Fit one kind's model on its observations (others are ignored)."""
+    mine = [o for o in observations if o.kind == kind]
+    return _fit_train(mine) if kind == "train_mfu" else _fit_group(mine, kind)
+
+
 def fit(observations: Iterable[Observation]) -> Factors:
     """Fit the three models on measurements' implied efficiencies; a kind without any falls back to the seeds."""
     obs = list(observations)
-    by_kind = {k: [o for o in obs if o.kind == k] for k in KINDS}
-    return Factors(_fit_train(by_kind["train_mfu"]), _fit_group(by_kind["prefill"], "prefill"),
-                   _fit_group(by_kind["decode_bandwidth"], "decode_bandwidth"))  # fmt: skip
+    return Factors(*(fit_kind(kind, obs) for kind in KINDS))  # type: ignore[arg-type]
 
 
 # --- the stored fit ---------------------------------------------------------------------------------------------

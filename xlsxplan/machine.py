@@ -107,15 +107,15 @@ def _numpy_bandwidth(megabytes: int, repeats: int) -> float:
 
 
 class _NumpyMLP:
-    """Residual MLP blocks ``x + relu(x W1) W2`` trained with Adam on a squared-error loss, in float32."""
+    """Residual MLP blocks ``x + relu(x W1) W2`` trained with Adam on a squared-error loss."""
 
-    def __init__(self, width: int, depth: int, seed: int = 0) -> None:
+    def __init__(self, width: int, depth: int, seed: int = 0, dtype: Any = np.float32) -> None:
         rng = np.random.default_rng(seed)
         scale = 1.0 / np.sqrt(width)
-        self.weights = []
+        self.weights: list[np.ndarray] = []
         for _ in range(depth):
-            self.weights.append(rng.standard_normal((width, 4 * width), dtype=np.float32) * scale)
-            self.weights.append(rng.standard_normal((4 * width, width), dtype=np.float32) * scale * 0.5)
+            self.weights.append((rng.standard_normal((width, 4 * width)) * scale).astype(dtype))
+            self.weights.append((rng.standard_normal((4 * width, width)) * scale * 0.5).astype(dtype))
         self.m = [np.zeros_like(w) for w in self.weights]
         self.v = [np.zeros_like(w) for w in self.weights]
         self.t = 0
@@ -124,27 +124,30 @@ class _NumpyMLP:
     def params(self) -> int:
         return sum(w.size for w in self.weights)
 
-    def step(self, x: np.ndarray, target: np.ndarray, lr: float = 1e-4) -> float:
+    def loss_and_grads(self, x: np.ndarray, target: np.ndarray) -> tuple[float, list[np.ndarray]]:
+        """Mean squared error and its gradient for every weight, by backpropagation."""
         saved = []
         h = x
         for i in range(0, len(self.weights), 2):
-            w1, w2 = self.weights[i], self.weights[i + 1]
-            pre = h @ w1
+            pre = h @ self.weights[i]
             act = np.maximum(pre, 0.0)
             saved.append((h, pre, act))
-            h = h + act @ w2
+            h = h + act @ self.weights[i + 1]
         diff = h - target
         loss = float(np.mean(diff * diff))
         grad_h = diff * (2.0 / diff.size)
         grads: list[np.ndarray] = [np.empty(0)] * len(self.weights)
         for j in range(len(saved) - 1, -1, -1):
             h_in, pre, act = saved[j]
-            w1, w2 = self.weights[2 * j], self.weights[2 * j + 1]
             grads[2 * j + 1] = act.T @ grad_h
-            grad_act = grad_h @ w2.T
-            grad_pre = grad_act * (pre > 0)
+            grad_pre = (grad_h @ self.weights[2 * j + 1].T) * (pre > 0)
             grads[2 * j] = h_in.T @ grad_pre
-            grad_h = grad_h + grad_pre @ w1.T
+            grad_h = grad_h + grad_pre @ self.weights[2 * j].T
+        return loss, grads
+
+    def step(self, x: np.ndarray, target: np.ndarray, lr: float = 1e-3) -> float:
+        """One training step (forward, backward, Adam update); returns the loss before it."""
+        loss, grads = self.loss_and_grads(x, target)
         self.t += 1
         b1, b2, eps = 0.9, 0.999, 1e-8
         for w, g, m, v in zip(self.weights, grads, self.m, self.v):

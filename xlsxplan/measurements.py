@@ -482,13 +482,19 @@ class RowResult:
 
 @dataclass
 class _FitCache:
+    """Fits without one run, each kind refitted only when that run had rows of that kind."""
+
     pool: list[Observation]
-    fits: dict[tuple, Factors] = field(default_factory=dict)
+    parts: dict[tuple, Any] = field(default_factory=dict)
 
     def without(self, key: tuple | None) -> Factors:
-        if key not in self.fits:
-            self.fits[key] = calibration.fit(o for o in self.pool if key is None or o.run != key)
-        return self.fits[key]
+        components = []
+        for kind in calibration.KINDS:
+            kept = tuple(i for i, o in enumerate(self.pool) if o.kind == kind and (key is None or o.run != key))
+            if (kind, kept) not in self.parts:
+                self.parts[(kind, kept)] = calibration.fit_kind(kind, [self.pool[i] for i in kept])
+            components.append(self.parts[(kind, kept)])
+        return Factors(*components)
 
 
 def validate(
@@ -544,7 +550,8 @@ def fit_report(rows: Sequence[Measurement], origin: str, digest: str) -> dict[st
     for kind in calibration.KINDS:
         mine = [o for o in obs if o.kind == kind]
         fitted = [factors.predicted(o) / o.value for o in mine]
-        loo = [calibration.fit(p for p in obs if p.run != o.run).predicted(o) / o.value for o in mine]
+        cache = _FitCache(obs)
+        loo = [cache.without(o.run).predicted(o) / o.value for o in mine]
         data[kind]["rows"] = [
             {"row": o.label, "implied": round(o.value, 4), "fitted": round(factors.predicted(o), 4)} for o in mine
         ]

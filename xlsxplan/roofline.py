@@ -124,8 +124,9 @@ def decode_step_seconds(
     -----
     ``max((N b + batch kv ctx) / (n B e_bw), 2 N batch / (n C e_c))``: the roofline [1] applied to a decode step.
     The memory term is seed 000's (section 4); the compute term is 2 FLOPs per parameter per token. Small batches
-    are bound by memory, large ones by arithmetic: Llama-3.1-8B in FP8 on one H100 crosses over near batch 300 at
-    e_bw 0.5 and e_c 0.4. Attention's arithmetic on the cache is left out (a few percent below 10k tokens).
+    are bound by memory, large ones by arithmetic: Llama-3.1-8B in FP8 on one H100 (65,536 KV bytes per token, 192
+    tokens of context, e_bw 0.54, e_c 0.41) is bound by memory up to batch 345 and by arithmetic above. Attention's
+    arithmetic on the cache is left out (a few percent below 10k tokens of context).
     """
     return _step(
         params_b, bytes_per_param, batch, kv_bytes_per_token, context_tokens, n_gpus, bandwidth_tb_s, tflops,

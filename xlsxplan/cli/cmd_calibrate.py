@@ -42,24 +42,27 @@ def _fit(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _compare(figures: Any, gpu: str) -> list[str]:
+def _compare(figures: Any, gpu: str) -> tuple[list[str], dict[str, Any]]:
+    """Measured figures against an accelerator's datasheet: printed lines and the same as data."""
     from ..catalog import load_catalog
 
     preset = load_catalog().accelerators.get(gpu)  # UnknownPresetError: the CLI prints it and exits 2
     lines = [f"against the datasheet of {preset.id}:"]
+    data: dict[str, Any] = {"gpu": preset.id}
     pairs = [
-        ("memory bandwidth", figures.bandwidth_tb_s, preset.bandwidth_tb_s, "TB/s"),
-        (f"matmul ({figures.matmul_dtype})", figures.matmul_tflops, preset.bf16_tflops, "TFLOP/s"),
-        ("6N training rate", figures.train_6n_flops / 1e12, preset.bf16_tflops, "TFLOP/s"),
+        ("bandwidth_tb_s", "memory bandwidth", figures.bandwidth_tb_s, preset.bandwidth_tb_s, "TB/s"),
+        ("matmul_tflops", f"matmul ({figures.matmul_dtype})", figures.matmul_tflops, preset.bf16_tflops, "TFLOP/s"),
+        ("train_6n_tflops", "6N training rate", figures.train_6n_flops / 1e12, preset.bf16_tflops, "TFLOP/s"),
     ]
-    for label, measured, sheet, unit in pairs:
+    for key, label, measured, sheet, unit in pairs:
+        data[key] = {"measured": measured, "datasheet": sheet, "share": measured / sheet if sheet else None}
         if sheet is None:
             lines.append(f"  {label:<22} {human_number(measured):>10} {unit}   datasheet: not published")
         else:
             lines.append(f"  {label:<22} {human_number(measured):>10} {unit}   datasheet {human_number(sheet)} "
                          f"{unit}: {measured / sheet:.1%} of it")  # fmt: skip
     lines.append("  (the 6N rate over the dense 16-bit peak is this step's model FLOPs utilisation)")
-    return lines
+    return lines, data
 
 
 def _save(figures: Any, name: str, replace: bool) -> Path:
@@ -82,10 +85,40 @@ def _save(figures: Any, name: str, replace: bool) -> Path:
                             replace=replace)  # fmt: skip
 
 
-def _measure(args: argparse.Namespace) -> int:
-    from .. import machine
+def _check_free(name: str, replace: bool) -> None:
+    """Refuse, before measuring, a preset name that is shipped, or the user's unless ``replace``."""
+    import sys as _sys
 
+    from ..catalog import load_catalog, user_catalog_dir
+    from ..errors import CatalogError, UnknownPresetError
+
+    if _sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - Python 3.10
+        import tomli as tomllib
+
+    try:
+        existing = load_catalog().accelerators.get(name).id
+    except UnknownPresetError:
+        return
+    user_file = user_catalog_dir() / "accelerators.toml"
+    users = tomllib.loads(user_file.read_text(encoding="utf-8")).get("accelerators", {}) if user_file.is_file() else {}
+    if existing not in users:
+        raise CatalogError(f"--save {name!r} takes the name of the shipped preset {existing!r}; choose another name")
+    if not replace:
+        raise CatalogError(f"{user_file}: a user preset {existing!r} exists already; add --replace to overwrite it")
+
+
+def _measure(args: argparse.Namespace) -> int:
+    from .. import machine, training
+    from ..catalog import load_catalog
+
+    if args.gpu:
+        load_catalog().accelerators.get(args.gpu)  # an unknown name fails before the benchmark runs
+    if args.save:
+        _check_free(args.save, args.replace)
     figures = machine.measure(quick=args.quick, backend=args.backend, device=args.device)
+    ten_minutes = training.optimal_params_b(figures.train_6n_flops, 600)
     lines = [
         f"device: {figures.device} ({figures.backend}), {figures.seconds:.1f} s",
         f"  matmul ({figures.matmul_dtype})      {human_number(figures.matmul_tflops):>10} TFLOP/s",
@@ -95,18 +128,26 @@ def _measure(args: argparse.Namespace) -> int:
         f"    step: {figures.train_model}",
         f"  memory                 {human_number(figures.memory_gb):>10} GB",
     ]
+    comparison: dict[str, Any] = {}
     if args.gpu:
-        lines += _compare(figures, args.gpu)
+        more, comparison = _compare(figures, args.gpu)
+        lines += more
     saved = _save(figures, args.save, args.replace) if args.save else None
     if args.json:
         out = figures.as_dict()
+        out["optimal_params_b_10_minutes"] = ten_minutes
+        if comparison:
+            out["datasheet"] = comparison
         if saved:
             out["saved"] = {"name": args.save, "file": str(saved)}
         json.dump(out, sys.stdout, indent=2)
         print()
     else:
         print("\n".join(lines))
-        print("size a run from it: =OPTIMAL_PARAMS_B(flops_per_s, seconds) with flops_per_s the 6N rate (seed 003)")
+        print(
+            f"a compute-optimal model for a 10-minute run here: {human_number(ten_minutes * 1e3)}M parameters "
+            f"(=OPTIMAL_PARAMS_B({figures.train_6n_flops:.3g},600) billion; seed 003: N = sqrt(C t / 120))"
+        )
         if saved:
             print(f"saved as accelerator {args.save!r} in {saved}: use it by name, e.g. "
                   f'=GPU_SPEC("{args.save}","bandwidth_tb_s")')  # fmt: skip
