@@ -167,3 +167,24 @@ def test_the_numpy_training_step_is_real_backpropagation():
         assert (up - down) / (2 * eps) == pytest.approx(grads[k][i], rel=1e-6, abs=1e-10)
     losses = [model.step(x, target, lr=1e-2) for _ in range(30)]
     assert losses[-1] < losses[0] / 10
+
+
+def test_figures_that_contradict_each_other_carry_a_warning():
+    from xlsxplan.machine import Figures
+
+    def figures(matmul_tflops, train_6n_flops):
+        return Figures("cpu", "numpy", matmul_tflops, "float32", 0.02, train_6n_flops, 1.0, 1, "mlp", 8.0, 1.0)
+
+    assert figures(0.1, 0.05e12).warning() == ""
+    assert figures(0.05, 0.1e12).warning().startswith("the 6N training rate exceeds the matmul rate")
+    assert figures(0.05, 0.1e12).as_dict()["warning"].endswith("run again on an idle machine")
+
+
+def test_calibrate_with_torch_measures_sane_figures(capsys):
+    pytest.importorskip("torch")
+    code, out, _ = run(capsys, "calibrate", "--quick", "--json", "--backend", "torch")
+    f = json.loads(out)
+    assert code == 0 and f["backend"].startswith("torch")
+    assert 1e-4 < f["matmul_tflops"] < 1e5
+    assert 1e-4 < f["bandwidth_tb_s"] < 100
+    assert 0 < f["train_6n_flops"] < 1e17

@@ -59,7 +59,18 @@ class Figures:
     details: dict[str, Any] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return asdict(self) | {"warning": self.warning()}
+
+    def warning(self) -> str:
+        """A note when the figures contradict each other, as they do when another process held the machine.
+
+        A training step's 6N FLOPs are matrix-multiply FLOPs (all of them in the numpy MLP, most in a
+        transformer), so its 6N rate cannot honestly exceed the matmul rate by much.
+        """
+        if self.train_6n_flops > 1.1 * self.matmul_tflops * 1e12:
+            return ("the 6N training rate exceeds the matmul rate, which a quiet machine cannot do: another "
+                    "process was probably busy while one of them ran; run again on an idle machine")  # fmt: skip
+        return ""
 
 
 def torch_available() -> bool:
@@ -74,35 +85,40 @@ def system_memory_gb() -> float:
         return 0.0
 
 
-def _best(run: Callable[[], Any], repeats: int, sync: Callable[[], None] = lambda: None) -> float:
+def _best(
+    run: Callable[[], Any], repeats: int, sync: Callable[[], None] = lambda: None, min_seconds: float = 0.0
+) -> float:
+    """Best time of at least ``repeats`` runs after a warm-up, running on (up to 100 runs) until ``min_seconds``
+    have passed, so that a moment when another process holds a core does not decide the figure."""
     run()  # warm-up: first-touch pages, kernel selection, caches
     sync()
-    best = float("inf")
-    for _ in range(repeats):
+    best, spent, count = float("inf"), 0.0, 0
+    while count < repeats or (spent < min_seconds and count < 100):
         start = time.perf_counter()
         run()
         sync()
-        best = min(best, time.perf_counter() - start)
+        elapsed = time.perf_counter() - start
+        best, spent, count = min(best, elapsed), spent + elapsed, count + 1
     return best
 
 
 # --- numpy ------------------------------------------------------------------------------------------------------
 
 
-def _numpy_matmul(n: int, repeats: int) -> float:
+def _numpy_matmul(n: int, repeats: int, min_seconds: float) -> float:
     rng = np.random.default_rng(0)
     a = rng.standard_normal((n, n), dtype=np.float32)
     b = rng.standard_normal((n, n), dtype=np.float32)
     out = np.empty((n, n), dtype=np.float32)
-    seconds = _best(lambda: np.matmul(a, b, out=out), repeats)
+    seconds = _best(lambda: np.matmul(a, b, out=out), repeats, min_seconds=min_seconds)
     return 2.0 * n**3 / seconds
 
 
-def _numpy_bandwidth(megabytes: int, repeats: int) -> float:
+def _numpy_bandwidth(megabytes: int, repeats: int, min_seconds: float) -> float:
     count = megabytes * 1_000_000 // 8
     src = np.ones(count, dtype=np.float64)
     dst = np.empty_like(src)
-    seconds = _best(lambda: np.copyto(dst, src), repeats)
+    seconds = _best(lambda: np.copyto(dst, src), repeats, min_seconds=min_seconds)
     return 2.0 * src.nbytes / seconds  # read once, write once
 
 
@@ -159,12 +175,12 @@ class _NumpyMLP:
         return loss
 
 
-def _numpy_train(width: int, depth: int, tokens: int, repeats: int) -> tuple[float, int]:
+def _numpy_train(width: int, depth: int, tokens: int, repeats: int, min_seconds: float) -> tuple[float, int]:
     model = _NumpyMLP(width, depth)
     rng = np.random.default_rng(1)
     x = rng.standard_normal((tokens, width), dtype=np.float32)
     target = rng.standard_normal((tokens, width), dtype=np.float32)
-    seconds = _best(lambda: model.step(x, target), repeats)
+    seconds = _best(lambda: model.step(x, target), repeats, min_seconds=min_seconds)
     return tokens / seconds, model.params
 
 
@@ -198,11 +214,12 @@ def _torch_measure(wanted: str, quick: bool) -> Figures:
     dtype = torch.bfloat16 if accel else torch.float32
     n = (4096 if quick else 8192) if accel else (1024 if quick else 2048)
     repeats = 3 if quick else 10
+    budget = 0.15 if quick else 2.0
 
     def time_matmul() -> float:  # the arrays are freed when it returns
         a = torch.randn(n, n, device=device, dtype=dtype)
         b = torch.randn(n, n, device=device, dtype=dtype)
-        return _best(lambda: torch.matmul(a, b), repeats, sync)
+        return _best(lambda: torch.matmul(a, b), repeats, sync, budget)
 
     matmul = 2.0 * n**3 / time_matmul()
     megabytes = (1024 if quick else 4096) if accel else (64 if quick else 256)
@@ -210,7 +227,7 @@ def _torch_measure(wanted: str, quick: bool) -> Figures:
     def time_copy() -> float:
         src = torch.ones(megabytes * 1_000_000 // 4, device=device, dtype=torch.float32)
         dst = torch.empty_like(src)
-        return _best(lambda: dst.copy_(src), repeats, sync)
+        return _best(lambda: dst.copy_(src), repeats, sync, budget)
 
     bandwidth = 2.0 * megabytes * 1e6 / time_copy()
 
@@ -236,7 +253,7 @@ def _torch_measure(wanted: str, quick: bool) -> Figures:
         loss.backward()
         opt.step()
 
-    seconds = _best(train_step, repeats, sync)
+    seconds = _best(train_step, repeats, sync, budget)
     tokens_per_s = batch * seq / seconds
     memory = system_memory_gb()
     if device == "cuda":
@@ -271,12 +288,13 @@ def measure(quick: bool = False, backend: str = "auto", device: str = "auto") ->
     if backend == "torch" or (backend == "auto" and torch_available()):
         return _torch_measure(device, quick)
     start = time.perf_counter()
-    n = 512 if quick else 2048
-    matmul = _numpy_matmul(n, 3 if quick else 5)
+    budget = 0.15 if quick else 2.0  # seconds each figure keeps repeating for
+    n = 1024 if quick else 2048
+    matmul = _numpy_matmul(n, 3, budget)
     megabytes = 32 if quick else 256
-    bandwidth = _numpy_bandwidth(megabytes, 3 if quick else 5)
+    bandwidth = _numpy_bandwidth(megabytes, 3, budget)
     width, depth, tokens = (128, 2, 256) if quick else (512, 4, 1024)
-    tokens_per_s, params = _numpy_train(width, depth, tokens, 2 if quick else 3)
+    tokens_per_s, params = _numpy_train(width, depth, tokens, 2 if quick else 3, budget)
     return Figures(
         device=f"CPU ({os.cpu_count()} threads, {platform.machine()})",
         backend=f"numpy {np.__version__}",

@@ -126,8 +126,15 @@ def _measure(args: argparse.Namespace) -> int:
         f"  6N training rate       {human_number(figures.train_6n_flops / 1e12):>10} TFLOP/s "
         f"({human_number(figures.train_tokens_per_s)} tokens/s x 6 x {figures.train_params:,} parameters)",
         f"    step: {figures.train_model}",
+        *(
+            ["    (no attention: a transformer's 6N rate is lower by about attention's share, T / (6 d))"]
+            if "no attention" in figures.train_model
+            else []
+        ),
         f"  memory                 {human_number(figures.memory_gb):>10} GB",
     ]
+    if figures.warning():
+        lines.append(f"warning: {figures.warning()}")
     comparison: dict[str, Any] = {}
     if args.gpu:
         more, comparison = _compare(figures, args.gpu)
