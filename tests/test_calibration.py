@@ -52,11 +52,24 @@ def test_peak_field_by_format():
 @pytest.mark.parametrize(
     "gpu, cls",
     [("H100", "datacenter"), ("A100-80GB", "datacenter"), ("L40S", "datacenter"), ("RTX-4090", "consumer"),
-     ("4090", "consumer"), ("GeForce RTX 3090", "consumer"), ("M2-Ultra", "apple"), ("Apple M3 Max", "apple"),
-     ("M5 Pro", "apple"), ("my-cluster", "datacenter"), ("Consumer", "consumer")],
+     ("4090", "consumer"), ("M2-Ultra", "apple"), ("Apple M3 Max", "apple"), ("Consumer", "consumer")],
 )  # fmt: skip
 def test_gpu_class(gpu, cls):
     assert calibration.gpu_class(gpu) == cls
+
+
+@pytest.mark.parametrize(
+    "preset_id, cls",
+    [("GeForce-RTX-3090", "consumer"), ("rtx-5090-box", "consumer"), ("M5-Pro", "apple"), ("apple-studio", "apple"),
+     ("my-cluster", "datacenter"), ("MI300X", "datacenter")],
+)  # fmt: skip
+def test_user_presets_are_classed_by_name(preset_id, cls):
+    assert calibration.class_of_id(preset_id) == cls
+
+
+def test_an_unknown_gpu_is_refused_not_guessed():
+    with pytest.raises(UnknownPresetError, match=r"gpu 'H1000' is not in the catalog; did you mean H100-SXM"):
+        calibration.gpu_class("H1000")
 
 
 def _train_obs(ceiling, overhead, rows):
@@ -221,3 +234,21 @@ def test_efficiency_errors_name_the_argument():
         calibration.efficiency("train_mfu", "H1000")
     with pytest.raises(UnknownPresetError, match=r"precision 'fp7' is not a known format"):
         calibration.efficiency("prefill", "H100", "fp7")
+    with pytest.raises(UnknownPresetError, match=r"gpu 'RTX-9090' is not in the catalog"):
+        calibration.efficiency("decode_bandwidth", "RTX-9090")
+
+
+def test_calibration_block_signatures_are_stable():
+    # the README's "Estimates that match reality" and the templates' Calibration sheets call these by position
+    from xlsxplan.registry import FUNCTIONS
+
+    assert [FUNCTIONS[n].signature() for n in ("EFFICIENCY", "DECODE_STEP_S", "SERVE_TOKS", "TTFT_S")] == [
+        "EFFICIENCY(kind, [gpu=H100-SXM], [precision=bf16], [hidden=4,096], [seq_len=0])",
+        "DECODE_STEP_S(params_b, bytes_per_param, batch, kv_bytes_per_token, context_tokens, n_gpus, bandwidth_tb_s, "
+        "tflops, [bandwidth_eff=1], [compute_eff=0.5])",
+        "SERVE_TOKS(params_b, bytes_per_param, kv_bytes_per_token, prompt_tokens, output_tokens, n_gpus, memory_gb, "
+        "bandwidth_tb_s, tflops, [concurrency=0], [bandwidth_eff=1], [compute_eff=0.5], [usable_fraction=0.9])",
+        "TTFT_S(params_b, bytes_per_param, prompt_tokens, layers, hidden, n_gpus, tflops, bandwidth_tb_s, "
+        "[compute_eff=0.5], [bandwidth_eff=1], [link_gb_s=0])",
+    ]
+    assert FUNCTIONS["EFFICIENCY"].category == "xlsxplan Calibration"

@@ -69,6 +69,7 @@ __all__ = [
     "format_group",
     "peak_field",
     "gpu_class",
+    "class_of_id",
     "fit",
     "fit_kind",
     "load_factors",
@@ -164,23 +165,30 @@ def peak_field(precision: str) -> str:
 
 
 def gpu_class(gpu: str) -> str:
-    """``"datacenter"``, ``"consumer"`` or ``"apple"`` for an accelerator name (or a class name itself).
+    """``"datacenter"``, ``"consumer"`` or ``"apple"`` for a catalog accelerator (or a class name itself).
 
-    Shipped presets are classed by table; other names by what they say: GeForce/RTX/Radeon cards are consumer,
-    Apple M-series chips Apple, everything else datacenter (the class with the most measurements).
+    Raises
+    ------
+    UnknownPresetError
+        If ``gpu`` is neither a class nor an accelerator in the catalog (user presets included).
     """
     text = gpu.strip()
     if text.lower() in CLASSES:
         return text.lower()
     from .catalog import load_catalog
 
-    try:
-        pid = load_catalog().accelerators.get(text).id
-    except UnknownPresetError:
-        pid = text
-    if pid in _SHIPPED_CLASS:
-        return _SHIPPED_CLASS[pid]
-    low = pid.lower()
+    return class_of_id(load_catalog().accelerators.get(text).id)
+
+
+def class_of_id(preset_id: str) -> str:
+    """The class of an accelerator preset id: shipped presets by table, others (user presets) by their name.
+
+    GeForce/RTX/GTX/Radeon names are consumer, Apple M-series names Apple, everything else datacenter (the class with
+    the most measurements).
+    """
+    if preset_id in _SHIPPED_CLASS:
+        return _SHIPPED_CLASS[preset_id]
+    low = preset_id.lower()
     if any(word in low for word in ("rtx", "geforce", "radeon", "gtx")):
         return "consumer"
     if low.startswith("apple") or (len(low) >= 2 and low[0] == "m" and low[1].isdigit()):

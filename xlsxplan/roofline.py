@@ -194,7 +194,8 @@ def serve_tokens_per_s(
     request costs its prefill ``2 N P / (n C e_c)`` plus ``G`` decode slots of ``step / B``, with ``step`` from
     DECODE_STEP_S at batch B and context ctx, so ``tokens/s = G / (G step / B + 2 N P / (n C e_c))``. Prefill and
     decode are counted one after the other, as an engine without chunked-prefill overlap runs them. TensorRT-LLM's
-    Llama-3.1-8B FP8 on one H100 makes 28,312 tokens/s at 128/128 and 15,220 at 1000/1000 (perf-overview.md).
+    Llama-3.1-8B FP8 on one H100 makes 28,312 tokens/s at 128/128 and 15,220 at 1000/1000 (perf-overview.md);
+    with the calibrated efficiencies (0.54 of bandwidth, 0.41 of compute) this gives 25,090 and 12,313.
     """
     context = prompt_tokens + output_tokens / 2.0
     free = n_gpus * memory_gb * usable_fraction * _GIGA - params_b * _GIGA * bytes_per_param

@@ -102,7 +102,10 @@ def _check_free(name: str, replace: bool) -> None:
     except UnknownPresetError:
         return
     user_file = user_catalog_dir() / "accelerators.toml"
-    users = tomllib.loads(user_file.read_text(encoding="utf-8")).get("accelerators", {}) if user_file.is_file() else {}
+    try:
+        users = tomllib.loads(user_file.read_text(encoding="utf-8")).get("accelerators", {})
+    except (OSError, tomllib.TOMLDecodeError):
+        users = {}  # no file, or one load_catalog has already refused
     if existing not in users:
         raise CatalogError(f"--save {name!r} takes the name of the shipped preset {existing!r}; choose another name")
     if not replace:
