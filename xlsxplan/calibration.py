@@ -410,7 +410,7 @@ def efficiency(
     gpu : str, default H100-SXM
         An accelerator name, or a class: datacenter, consumer or apple [name].
     precision : str, default bf16
-        The weights' format: bf16, fp16, fp8, int4, q4_0, q4_k_m, ... [name].
+        The weights' format, e.g. bf16, fp16, fp8, int4, q4_0 or q4_k_m [name].
     hidden : int, default 4096
         Model width; train_mfu only: small models reach less of peak [count].
     seq_len : float, default 0
@@ -425,7 +425,7 @@ def efficiency(
     Notes
     -----
     Fitted on the published measurements shipped in xlsxplan/data/measurements.csv (``xlsxplan calibrate --fit``);
-    ``xlsxplan validate`` shows each row's leave-one-out error. prefill and decode_bandwidth are
+    ``xlsxplan validate`` shows each row's error from a fit without its run. prefill and decode_bandwidth are
     ``base * class * format``; train_mfu is ``ceiling / (1 + overhead_bytes * (C/B) / (72 hidden))`` with C/B the
     accelerator's dense FLOP/s over its bandwidth at the precision (PaLM, arXiv:2204.02311, Appendix B). With
     seq_len, train_mfu is divided by ``1 + seq_len / (6 hidden)``, attention's ``12 L d T`` over ``6N`` for

@@ -122,7 +122,8 @@ def decode_step_seconds(
 
     Notes
     -----
-    ``max((N b + batch kv ctx) / (n B e_bw), 2 N batch / (n C e_c))``: the roofline [1] applied to a decode step.
+    ``max((N b + batch kv ctx) / (n B e_bw), 2 N batch / (n C e_c))``: the roofline (Williams, Waterman and
+    Patterson 2009) applied to a decode step.
     The memory term is seed 000's (section 4); the compute term is 2 FLOPs per parameter per token. Small batches
     are bound by memory, large ones by arithmetic: Llama-3.1-8B in FP8 on one H100 (65,536 KV bytes per token, 192
     tokens of context, e_bw 0.54, e_c 0.41) is bound by memory up to batch 345 and by arithmetic above. Attention's
@@ -189,13 +190,14 @@ def serve_tokens_per_s(
 
     Notes
     -----
-    A sequence holds on average ``ctx = P + G/2`` tokens while it decodes (paged KV cache [3]), so memory holds
-    ``fits = floor((n M f - N b) / (kv ctx))`` sequences and the batch is ``B = min(concurrency, fits)``. Each
-    request costs its prefill ``2 N P / (n C e_c)`` plus ``G`` decode slots of ``step / B``, with ``step`` from
-    DECODE_STEP_S at batch B and context ctx, so ``tokens/s = G / (G step / B + 2 N P / (n C e_c))``. Prefill and
-    decode are counted one after the other, as an engine without chunked-prefill overlap runs them. TensorRT-LLM's
-    Llama-3.1-8B FP8 on one H100 makes 28,312 tokens/s at 128/128 and 15,220 at 1000/1000 (perf-overview.md);
-    with the calibrated efficiencies (0.54 of bandwidth, 0.41 of compute) this gives 25,090 and 12,313.
+    A sequence holds on average ``ctx = P + G/2`` tokens while it decodes (paged KV cache, Kwon et al. 2023), so
+    memory holds ``fits = floor((n M f - N b) / (kv ctx))`` sequences and the batch is ``B = min(concurrency,
+    fits)``. Each request costs its prefill ``2 N P / (n C e_c)`` plus ``G`` decode slots of ``step / B``, with
+    ``step`` from DECODE_STEP_S at batch B and context ctx, so ``tokens/s = G / (G step / B + 2 N P / (n C e_c))``.
+    Prefill and decode are counted one after the other, as an engine without chunked-prefill overlap runs them.
+    TensorRT-LLM's Llama-3.1-8B FP8 on one H100 makes 28,312 tokens/s at 128/128 and 15,220 at 1000/1000
+    (perf-overview.md); with the calibrated efficiencies (0.54 of bandwidth, 0.41 of compute) this gives 25,090 and
+    12,313.
     """
     context = prompt_tokens + output_tokens / 2.0
     free = n_gpus * memory_gb * usable_fraction * _GIGA - params_b * _GIGA * bytes_per_param
@@ -263,10 +265,11 @@ def ttft_seconds(
     -----
     Arithmetic ``2 N P + 2 L d P^2``: two FLOPs per parameter per token (seed 000, section 5) plus causal
     attention's scores and weighted sums, which grow with the square of the prompt (seed 000's "Limit").
-    ``t = max(flops / (n C e_c), N b / (n B e_bw)) + 2 L * 2 (n-1)/n * P d * 2 bytes / link``: the roofline [1],
-    then two all-reduces of 16-bit activations per layer under tensor parallelism [4], each sending 2(n-1)/n of
-    the data [5]. Llama-2-7B, 2,048 tokens, one A100 at 312 TFLOP/s: 92 ms at full utilisation, 133 ms measured
-    by TensorRT-LLM (performance.md).
+    ``t = max(flops / (n C e_c), N b / (n B e_bw)) + 2 L * 2 (n-1)/n * P d * 2 bytes / link``: the roofline
+    (Williams, Waterman and Patterson 2009), then two all-reduces of 16-bit activations per layer under tensor
+    parallelism (Megatron-LM, arXiv:1909.08053, section 3), each sending 2(n-1)/n of the data (ring all-reduce,
+    Patarasuk and Yuan 2009). Llama-2-7B, 2,048 tokens, one A100 at 312 TFLOP/s: 92 ms at full utilisation, 133 ms
+    measured by TensorRT-LLM (performance.md).
     """
     flops = 2.0 * params_b * _GIGA * prompt_tokens + 2.0 * layers * hidden * prompt_tokens**2
     compute = flops / (n_gpus * tflops * _TERA * compute_eff)
