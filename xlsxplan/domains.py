@@ -240,4 +240,4 @@ Name = Annotated[str, Domain("text")]
 
 # issue #6: calibration and the roofline serving model
 BatchOrZero = Annotated[int, Domain("whole", 0, 1_000_000_000)]
-LinkGBs = Annotated[float, Domain("number", 0, 1e6, typical=(0, 5000))]
+LinkGBsOrZero = Annotated[float, Domain("number", 0, 1e6, typical=(0, 5000))]

@@ -37,7 +37,7 @@ from .domains import (
     GPUs,
     KvBytes,
     KvBytesOrZero,
-    LinkGBs,
+    LinkGBsOrZero,
     MemoryGB,
     ParamsB,
     TFLOPs,
@@ -227,7 +227,7 @@ def ttft_seconds(
     bandwidth_tb_s: BandwidthTBs,
     compute_eff: Fraction = 0.5,
     bandwidth_eff: Fraction = 1,
-    link_gb_s: LinkGBs = 0,
+    link_gb_s: LinkGBsOrZero = 0,
 ) -> float:
     """Time to first token: prefill with attention, at least one read of the weights, plus tensor-parallel traffic.
 
