@@ -36,8 +36,8 @@ def test_bits_per_weight_include_block_scales(precision, bits, group):
     assert calibration.format_group(precision) == group
 
 
-def test_unknown_precision_names_the_known_ones():
-    with pytest.raises(UnknownPresetError, match=r"precision 'q3_xyz' is not a known format; known: bf16, .*q4_k_m"):
+def test_unknown_precision_is_refused():
+    with pytest.raises(UnknownPresetError, match=r"precision 'q3_xyz' is not a known format"):
         calibration.bits_per_weight("q3_xyz")
 
 

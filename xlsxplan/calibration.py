@@ -35,7 +35,7 @@ References
 .. [2] Seed 000, sections 4, 5 and 7: 60-80% of peak bandwidth, 40-60% of peak compute, 50% for prefill.
 .. [3] Huber 1964, "Robust Estimation of a Location Parameter", Ann. Math. Statist. 35(1).
 .. [4] llama.cpp, tools/quantize/README.md: bits per weight of its block formats including their scales
-   (Q4_0 4.5, Q8_0 8.5; Q4_K_M 4.84 for Llama 2 7B).
+   (Q4_0 4.5, Q8_0 8.5; Q4_K_M 4.84 for Llama 2 7B), as :mod:`xlsxplan.precision` holds them.
 """
 
 from __future__ import annotations
@@ -59,7 +59,6 @@ __all__ = [
     "KINDS",
     "CLASSES",
     "FORMAT_GROUPS",
-    "BLOCK_FORMATS",
     "SEED_FACTORS",
     "Observation",
     "TrainFit",
@@ -80,16 +79,6 @@ __all__ = [
 KINDS = ("train_mfu", "prefill", "decode_bandwidth")
 CLASSES = ("datacenter", "consumer", "apple")
 FORMAT_GROUPS = ("16-bit", "8-bit", "4-bit")
-
-# Formats the shared precision table (xlsxplan.precision, extended by issue #7) may not know yet, with the bits
-# per weight that are actually stored, scales included. The integrator can move them into precision.FORMATS.
-BLOCK_FORMATS: dict[str, tuple[float, str]] = {
-    "q4_0": (4.5, "llama.cpp Q4_0: blocks of 32 4-bit values with one FP16 scale (tools/quantize/README.md: 4.5)"),
-    "q4_k_m": (4.84, "llama.cpp Q4_K_M: Q4_K with Q6_K for some tensors (tools/quantize/README.md, Llama 2 7B: 4.84)"),
-    "q8_0": (8.5, "llama.cpp Q8_0: blocks of 32 8-bit values with one FP16 scale (tools/quantize/README.md: 8.5)"),
-    "nvfp4": (4.5, "NVIDIA NVFP4: 4-bit E2M1 values with an FP8 E4M3 scale per 16 (NVIDIA technical blog, 2025)"),
-    "mxfp4": (4.25, "OCP MX FP4: 4-bit E2M1 values with an 8-bit E8M0 scale per 32 (OCP MX spec v1.0, 2023)"),
-}
 
 # The GPU class each shipped accelerator belongs to; anything else is classed by its name (see gpu_class).
 _SHIPPED_CLASS = {
@@ -116,27 +105,19 @@ def _norm(text: str) -> str:
 
 
 def bits_per_weight(precision: str) -> float:
-    """Bits one weight takes in ``precision``, scales included; an empty name is 16-bit.
+    """Bits one weight takes in ``precision``, block scales included (:func:`xlsxplan.precision.bytes_per_param`);
+    an empty name is 16-bit.
 
     Raises
     ------
     UnknownPresetError
-        If neither this module's block formats nor :data:`xlsxplan.precision.FORMATS` know the name.
+        If the precision table does not know the name.
     """
     if not precision or not precision.strip():
         return 16.0
-    key = _norm(precision)
-    for name, (bits, _) in BLOCK_FORMATS.items():
-        if _norm(name) == key:
-            return bits
     from .precision import bytes_per_param
 
-    try:
-        return 8.0 * bytes_per_param(precision)
-    except UnknownPresetError:
-        known = ", ".join(["bf16", "fp16", "fp8", "int4", *BLOCK_FORMATS])
-        message = f"precision {precision!r} is not a known format; known: {known}"
-        raise UnknownPresetError(message, "precision") from None
+    return 8.0 * bytes_per_param(precision)
 
 
 def format_group(precision: str) -> str:

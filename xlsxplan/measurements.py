@@ -9,14 +9,17 @@ source``). Every row is turned into a prediction with the same functions a workb
 How each metric is predicted
 ----------------------------
 * Training rows (``gpu_hours``, ``wall_clock_days``/``_seconds``, ``tokens_per_sec_per_gpu``/``_global``,
-  ``achieved_tflops_per_gpu``, ``mfu``): training FLOPs per token ``6 N + 12 L d T`` (PaLM, Appendix B), at the
+  ``achieved_tflops_per_gpu``, ``mfu``): training FLOPs per token ``6 N + 12 L H Q T`` (PaLM, Appendix B;
+  TRAIN_FLOPS_PER_TOKEN), at the
   calibrated ``train_mfu`` for the accelerator, precision and model width; ``T`` is the model's context, at most
   8,192 (pretraining runs at that length or shorter).
 * ``train_flops``: ``6 N D``; ``chinchilla_optimal_tokens``: ``20 N``. No efficiency involved.
 * ``decode_tokens_per_sec``: one over DECODE_STEP_S at the row's batch (1 unless ``concurrency`` says more), with
-  the average context ``input_len + output_len / 2``, weights at their real bits per weight, and the KV cache in
-  FP8 for FP8 weights (NVIDIA's ModelOpt FP8 checkpoints quantize it too) and 16-bit otherwise (llama.cpp's
-  default cache type is f16).
+  the average context ``input_len + output_len / 2`` and weights at their real bits per weight.
+* The KV cache's format is the optional ``kv_precision`` column where a file has it; otherwise the engine's
+  default, as the row names it: FP8 for FP8 weights on TensorRT-LLM (NVIDIA's ModelOpt FP8 checkpoints carry FP8
+  KV-cache scales, and its Llama-2-7B FP8 row at batch 768 would not fit a 16-bit cache), 16-bit everywhere else
+  (vLLM's and SGLang's ``auto`` cache type is the activations' 16 bits; llama.cpp's default is f16).
 * ``ttft`` and ``prefill_tokens_per_sec``: TTFT_S, the prefill's arithmetic with causal attention at the
   calibrated ``prefill`` utilisation.
 * ``output_tokens_per_sec_total``/``_per_gpu``: SERVE_TOKS, prefill plus roofline decode with the calibrated
@@ -26,12 +29,13 @@ How each metric is predicted
 A model named in the ``model`` column takes its shape from the catalog. A row without one has its shape estimated
 from ``params_b`` with the width 64 times the depth (``N = 12 L d^2``, ``d = 64 L``; Kaplan et al. 2020,
 arXiv:2001.08361, section 3.1 and Figure 5 find loss insensitive to this ratio over a wide range), head dimension
-128, multi-head attention and a 2,048-token context.
+64, multi-head attention and a 2,048-token context.
 """
 
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 import math
 import statistics
@@ -40,7 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import calibration, roofline, serving, training
+from . import calibration, roofline, serving, training, training_memory
 from .calibration import Factors, Observation
 from .errors import CatalogError, XlsxplanError
 
@@ -106,6 +110,8 @@ class Measurement:
     concurrency: int | str | None = None
     unit: str = ""
     source: str = ""
+    kv_precision: str = ""
+    """The KV cache's format, from an optional ``kv_precision`` column; empty: the engine's default (see above)."""
     problem: str = ""
     """Why the row could not be read (a number that is not one); empty when it was."""
 
@@ -142,7 +148,7 @@ def parse_measurements(text: str, origin: str = "measurements") -> list[Measurem
         raw = {k: (v or "").strip() for k, v in raw.items() if k is not None}
         common = dict(line=i, kind=raw["kind"].lower(), name=raw["name"], metric=raw["metric"].lower(),
                       model=raw["model"], gpu=raw["gpu"], precision=raw["precision"], unit=raw["unit"],
-                      source=raw["source"])  # fmt: skip
+                      source=raw["source"], kv_precision=raw.get("kv_precision", ""))  # fmt: skip
         try:
             conc_text = raw["concurrency"].lower()
             concurrency: int | str | None = "max" if conc_text == "max" else _number(conc_text, "concurrency", True)
@@ -186,10 +192,15 @@ class Shape:
     active_b: float
     layers: int
     hidden: int
-    attn_width: int
+    heads: int
+    head_dim: int
     kv_width: int
     context: int
     origin: str
+
+    @property
+    def attn_width(self) -> int:
+        return self.heads * self.head_dim
 
     @property
     def moe(self) -> bool:
@@ -208,7 +219,7 @@ def shape_of(m: Measurement) -> Shape:
         if p is not None:
             params = m.params_b or p.params_b
             active = m.active_params_b or p.figure("active_params_b") * params / p.params_b  # type: ignore[operator]
-            return Shape(params, active, p.layers, p.hidden, p.heads * p.head_dim, p.kv_heads * p.head_dim,
+            return Shape(params, active, p.layers, p.hidden, p.heads, p.head_dim, p.kv_heads * p.head_dim,
                          p.context, f"shape of preset {p.id}")  # fmt: skip
         if not m.params_b:
             raise Unpredictable(f"model {m.model!r} is not in the catalog and params_b is empty")
@@ -216,8 +227,8 @@ def shape_of(m: Measurement) -> Shape:
         raise Unpredictable("params_b is empty and no preset model is named")
     hidden = max(ASPECT, round((ASPECT / 12.0 * m.params_b * 1e9) ** (1 / 3) / ASPECT) * ASPECT)
     layers = max(1, round(hidden / ASPECT))
-    return Shape(m.params_b, m.active_params_b or m.params_b, layers, hidden, hidden, hidden, DEFAULT_SEQ,
-                 f"shape estimated from params_b ({layers} layers of width {hidden})")  # fmt: skip
+    return Shape(m.params_b, m.active_params_b or m.params_b, layers, hidden, hidden // ASPECT, ASPECT, hidden,
+                 DEFAULT_SEQ, f"shape estimated from params_b ({layers} layers of width {hidden})")  # fmt: skip
 
 
 def _gpu(m: Measurement) -> Any:
@@ -260,7 +271,12 @@ def _bits(m: Measurement) -> float:
 
 
 def _kv_bytes_per_value(m: Measurement) -> float:
-    return 1.0 if calibration.format_group(m.precision) == "8-bit" else 2.0
+    """Bytes per cached value: the ``kv_precision`` column if given, else the engine's default for the weights."""
+    if m.kv_precision:
+        return _bits(dataclasses.replace(m, precision=m.kv_precision)) / 8.0
+    text = f"{m.name} {m.source}".lower()
+    trtllm = any(word in text for word in ("tensorrt", "trt-llm", "trtllm"))
+    return 1.0 if trtllm and calibration.format_group(m.precision) == "8-bit" else 2.0
 
 
 def _kv_bytes_per_token(m: Measurement, s: Shape) -> float:
@@ -272,8 +288,8 @@ def _train_seq(s: Shape) -> int:
 
 
 def _train_flops_per_token(s: Shape) -> float:
-    """``6 N + 12 L d T``: PaLM's model FLOPs per training token, attention included."""
-    return 6.0 * s.active_b * 1e9 + 12.0 * s.layers * s.attn_width * _train_seq(s)
+    """``6 N + 12 L H Q T``: PaLM's model FLOPs per training token, attention included (TRAIN_FLOPS_PER_TOKEN)."""
+    return training_memory.train_flops_per_token(s.active_b, s.layers, s.heads, s.head_dim, _train_seq(s))
 
 
 def _need(value: Any, column: str, m: Measurement) -> Any:
