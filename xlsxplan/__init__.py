@@ -21,6 +21,7 @@ from .architecture import (
     moe_params_read_b,
     weights_gb_per_gpu,
 )
+from .calibration import efficiency
 from .catalog import gpu_names, gpu_source, gpu_spec, model_names, model_source, model_spec
 from .errors import (
     ArgumentError,
@@ -32,6 +33,7 @@ from .errors import (
     XlsxplanError,
 )
 from .precision import block_bytes_per_param, bytes_per_param, format_source
+from .roofline import decode_step_seconds, serve_tokens_per_s, ttft_seconds
 from .serving import (
     compute_tokens_per_s,
     cost_per_m_tokens,
@@ -118,8 +120,10 @@ __all__ = [
     "cost_per_m_tokens",
     "data_passes",
     "decode_replicas",
+    "decode_step_seconds",
     "decode_tokens_per_s",
     "decode_tokens_per_s_total",
+    "efficiency",
     "fleet_replicas",
     "fleet_utilisation",
     "flops_6n",
@@ -163,6 +167,7 @@ __all__ = [
     "replica_rps_chunked",
     "replicas",
     "run_seconds",
+    "serve_tokens_per_s",
     "tail_share",
     "tail_share_data",
     "time_to_answer_s",
@@ -173,6 +178,7 @@ __all__ = [
     "train_seconds",
     "train_state_gb",
     "train_tokens",
+    "ttft_seconds",
     "usable_gb",
     "weights_gb",
     "weights_gb_per_gpu",

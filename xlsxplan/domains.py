@@ -301,3 +301,7 @@ FreeGB = Annotated[float, Domain("number", -1e9, 1e9)]
 RequestsPerS = Annotated[float, positive(1e15)]
 LinkGBs = Annotated[float, positive(1e6, typical=(0.1, 10_000))]
 TokenSample = Annotated[tuple, Domain("range", 0, 1e18)]
+
+# issue #6: calibration and the roofline serving model
+BatchOrZero = Annotated[int, Domain("whole", 0, 1_000_000_000)]
+LinkGBsOrZero = Annotated[float, Domain("number", 0, 1e6, typical=(0, 5000))]

@@ -21,7 +21,7 @@ from typing import Any
 
 import docstring_parser
 
-from . import architecture, catalog, precision, serving, traffic, training, training_memory
+from . import architecture, calibration, catalog, precision, roofline, serving, traffic, training, training_memory
 from .domains import Domain, format_number
 
 __all__ = ["Argument", "Function", "FUNCTIONS", "get", "REQUIRED", "EXCEL_TEXT_LIMIT"]
@@ -226,6 +226,10 @@ _TABLE: list[tuple[str, list[tuple[str, Callable[..., Any]]]]] = [
         "Calibration",
         [
             # issue #6: calibrated efficiencies and the roofline serving model
+            ("EFFICIENCY", calibration.efficiency),
+            ("DECODE_STEP_S", roofline.decode_step_seconds),
+            ("SERVE_TOKS", roofline.serve_tokens_per_s),
+            ("TTFT_S", roofline.ttft_seconds),
         ],
     ),
     (

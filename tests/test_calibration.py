@@ -1,0 +1,254 @@
+"""Calibrated efficiencies: the fit recovers what it should, resists outliers, and the shipped file is current."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from xlsxplan import calibration, measurements, training
+from xlsxplan.calibration import Factors, GroupFit, Observation, TrainFit
+from xlsxplan.errors import ArgumentError, NotAvailableError, UnknownPresetError
+
+SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "measurements.csv"
+
+
+@pytest.mark.parametrize(
+    "precision, bits, group",
+    [
+        ("", 16, "16-bit"),
+        ("bf16", 16, "16-bit"),
+        ("FP16", 16, "16-bit"),
+        ("fp8", 8, "8-bit"),
+        ("int4", 4, "4-bit"),
+        # llama.cpp tools/quantize/README.md: Q4_0 4.5 bits/weight, Q8_0 8.5; Q4_K_M 4.84 for Llama 2 7B
+        ("q4_0", 4.5, "4-bit"),
+        ("Q4_K_M", 4.84, "4-bit"),
+        ("q8_0", 8.5, "8-bit"),
+        ("nvfp4", 4.5, "4-bit"),
+    ],
+)
+def test_bits_per_weight_include_block_scales(precision, bits, group):
+    assert calibration.bits_per_weight(precision) == bits
+    assert calibration.format_group(precision) == group
+
+
+def test_unknown_precision_is_refused():
+    with pytest.raises(UnknownPresetError, match=r"precision 'q3_xyz' is not a known format"):
+        calibration.bits_per_weight("q3_xyz")
+
+
+def test_peak_field_by_format():
+    assert calibration.peak_field("fp8") == "fp8_tflops"
+    assert calibration.peak_field("q4_k_m") == "bf16_tflops"  # widened to 16 bits before the multiply
+    assert calibration.peak_field("") == "bf16_tflops"
+    with pytest.raises(UnknownPresetError, match=r"FP4 tensor cores, whose peak the catalog does not hold"):
+        calibration.peak_field("nvfp4")
+
+
+@pytest.mark.parametrize(
+    "gpu, cls",
+    [("H100", "datacenter"), ("A100-80GB", "datacenter"), ("L40S", "datacenter"), ("RTX-4090", "consumer"),
+     ("4090", "consumer"), ("M2-Ultra", "apple"), ("Apple M3 Max", "apple"), ("Consumer", "consumer")],
+)  # fmt: skip
+def test_gpu_class(gpu, cls):
+    assert calibration.gpu_class(gpu) == cls
+
+
+@pytest.mark.parametrize(
+    "preset_id, cls",
+    [("GeForce-RTX-3090", "consumer"), ("rtx-5090-box", "consumer"), ("M5-Pro", "apple"), ("apple-studio", "apple"),
+     ("my-cluster", "datacenter"), ("MI300X", "datacenter")],
+)  # fmt: skip
+def test_user_presets_are_classed_by_name(preset_id, cls):
+    assert calibration.class_of_id(preset_id) == cls
+
+
+def test_an_unknown_gpu_is_refused_not_guessed():
+    with pytest.raises(UnknownPresetError, match=r"gpu 'H1000' is not in the catalog; did you mean H100-SXM"):
+        calibration.gpu_class("H1000")
+
+
+def _train_obs(ceiling, overhead, rows):
+    return [
+        Observation("train_mfu", ceiling / (1 + overhead * b / (72 * d)), balance=b, hidden=d, run=(i,))
+        for i, (b, d) in enumerate(rows)
+    ]
+
+
+TRAIN_SHAPES = [(153, 4096), (153, 8192), (200, 2048), (295, 512), (590, 4096), (295, 1024), (153, 2048)]
+
+
+def test_train_fit_recovers_its_parameters():
+    f = calibration.fit(_train_obs(0.55, 120, TRAIN_SHAPES))
+    assert f.train_mfu.ceiling == pytest.approx(0.55, rel=1e-3)
+    assert f.train_mfu.overhead_bytes == 120
+
+
+def test_group_fit_recovers_class_and_format_multipliers():
+    truth = GroupFit(0.5, {"consumer": 1.7, "apple": 1.4}, {"8-bit": 0.8, "4-bit": 0.65})
+    obs = [
+        Observation("decode_bandwidth", truth.value(c, f), gpu_class=c, fmt=f, run=(c, f))
+        for c in calibration.CLASSES
+        for f in ("16-bit", "4-bit")
+    ] + [Observation("decode_bandwidth", truth.value("datacenter", "8-bit"), fmt="8-bit")]
+    g = calibration.fit(obs).decode_bandwidth
+    # exact data, so only the small ridge penalty (about 1% per effect) stands between the fit and the truth
+    assert g.base == pytest.approx(0.5, rel=0.02)
+    assert g.classes == pytest.approx({"consumer": 1.7, "apple": 1.4}, rel=0.02)
+    assert g.formats == pytest.approx({"8-bit": 0.8, "4-bit": 0.65}, rel=0.02)
+
+
+def test_one_outlier_moves_the_fit_less_than_least_squares_would():
+    # the data README warns that Llama 3's GPU-hours imply a far lower MFU than Llama 2's: one row at a third
+    rows = [Observation("prefill", v) for v in (0.50, 0.52, 0.48, 0.51, 0.49)]
+    clean = calibration.fit(rows).prefill.base
+    bent = calibration.fit(rows + [Observation("prefill", 0.17)]).prefill.base
+    least_squares = math.exp(np.mean(np.log([0.50, 0.52, 0.48, 0.51, 0.49, 0.17])))
+    assert clean == pytest.approx(0.50, abs=0.002)
+    assert abs(math.log(bent / clean)) < abs(math.log(least_squares / clean)) / 2
+
+
+def test_an_unseen_class_takes_no_multiplier():
+    g = calibration.fit([Observation("prefill", 0.6), Observation("prefill", 0.4, fmt="8-bit")]).prefill
+    assert g.classes == {"consumer": 1.0, "apple": 1.0}
+    assert g.value("apple", "16-bit") == pytest.approx(g.value("datacenter", "16-bit"))
+
+
+def test_kinds_without_measurements_fall_back_to_the_seeds():
+    f = calibration.fit([])
+    assert f.train_mfu == TrainFit(training.DEFAULT_MFU, 0.0)
+    assert f.prefill.base == 0.5  # seed 000, section 5
+    assert f.decode_bandwidth.base == 0.7  # seed 000, section 4: 60 to 80% of peak bandwidth
+
+
+def test_factors_round_trip_through_their_file_form():
+    f = Factors(TrainFit(0.5, 90), GroupFit(0.7, {"consumer": 1.3}, {"8-bit": 0.6}), GroupFit(0.5, {}, {}))
+    assert Factors.from_dict(json.loads(json.dumps(f.to_dict()))) == f
+
+
+# --- the shipped fit --------------------------------------------------------------------------------------------
+
+
+def test_shipped_data_is_the_projects_published_measurements():
+    if not SHARED.is_file():
+        pytest.skip("the shared data folder is not beside this checkout")
+    assert calibration.measurements_path().read_bytes() == SHARED.read_bytes()
+
+
+def test_shipped_factors_are_fitted_on_the_shipped_measurements():
+    # `xlsxplan calibrate --fit` regenerates them; this fails when the data changed and the fit was not rerun
+    stored = json.loads(calibration.factors_path().read_text(encoding="utf-8"))
+    path = calibration.measurements_path()
+    assert stored["data"]["sha256"] == calibration.sha256(path)
+    fresh = measurements.fit_report(measurements.read_measurements(path), path.name, calibration.sha256(path))
+    for kind in calibration.KINDS:
+        assert stored[kind]["rows_used"] == fresh[kind]["rows_used"]
+        for key in ("ceiling", "overhead_bytes", "base"):
+            if key in fresh[kind]:
+                assert stored[kind][key] == pytest.approx(fresh[kind][key], rel=1e-3), (kind, key)
+        for key in ("class", "format"):
+            if key in fresh[kind]:
+                assert stored[kind][key] == pytest.approx(fresh[kind][key], rel=1e-3), (kind, key)
+
+
+def test_shipped_factors_provenance():
+    stored = json.loads(calibration.factors_path().read_text(encoding="utf-8"))
+    assert [stored[k]["rows_used"] for k in calibration.KINDS] == [15, 3, 8]
+    assert stored["train_mfu"]["rows"][0] == {
+        "row": "line 2: LLaMA-7B gpu_hours on A100-80GB",
+        "implied": 0.469,
+        "fitted": pytest.approx(0.4848, abs=2e-4),
+    }
+    for kind in calibration.KINDS:
+        assert 0 <= stored[kind]["median_abs_error"] <= stored[kind]["leave_one_run_out_median_abs_error"] < 0.3
+
+
+def test_implied_mfu_of_llama_65b():
+    # LLaMA paper (arXiv:2302.13971) section 2.4: 380 tokens/s/GPU on 2,048 A100-80GB (312 dense TFLOP/s).
+    # PaLM's FLOPs per token with attention: 6 N + 12 L d T, with 80 layers of width 8,192 at 2,048 tokens.
+    row = next(m for m in measurements.read_measurements(calibration.measurements_path()) if m.line == 6)
+    expected = 380 * (6 * 65.2e9 + 12 * 80 * 8192 * 2048) / 312e12
+    assert measurements.implied(row).value == pytest.approx(expected, rel=1e-12)
+    assert expected == pytest.approx(0.496, abs=0.001)
+
+
+# --- EFFICIENCY -------------------------------------------------------------------------------------------------
+
+
+def test_efficiency_is_the_stored_fit():
+    f = calibration.load_factors()
+    assert calibration.efficiency("decode_bandwidth") == pytest.approx(f.decode_bandwidth.base)
+    assert calibration.efficiency("prefill", "A100", "fp16") == pytest.approx(f.prefill.base)
+    assert calibration.efficiency("prefill", "H100", "fp8") == pytest.approx(
+        f.prefill.base * f.prefill.formats["8-bit"]
+    )
+    # train_mfu on H100 in BF16 for a 4,096-wide model: ceiling / (1 + overhead * 989.4 / 3.35 / (72 * 4096))
+    t = f.train_mfu
+    assert calibration.efficiency("train_mfu") == pytest.approx(
+        t.ceiling / (1 + t.overhead_bytes * (989.4 / 3.35) / (72 * 4096)), rel=1e-12
+    )
+
+
+def test_efficiency_follows_the_physics():
+    e = calibration.efficiency
+    # batch-one decode: datacenter GPUs reach less of peak bandwidth than consumer and Apple ones
+    assert e("decode_bandwidth", "H100") < e("decode_bandwidth", "M2-Ultra") < e("decode_bandwidth", "RTX-4090")
+    # block-quantized weights reach less of peak than 16-bit ones (dequantization work per byte)
+    assert e("decode_bandwidth", "RTX-4090", "q4_k_m") < 0.8 * e("decode_bandwidth", "RTX-4090", "fp16")
+    # FP8 prefill reaches a smaller share of its doubled peak
+    assert e("prefill", "H100", "fp8") < 0.7 * e("prefill", "H100", "bf16")
+    # training: small models and FP8 reach less of peak; wider models more
+    assert (
+        e("train_mfu", "H100", "bf16", 512)
+        < e("train_mfu", "H100", "bf16", 4096)
+        < e("train_mfu", "H100", "bf16", 8192)
+    )
+    assert e("train_mfu", "H100", "fp8") < e("train_mfu", "H100", "bf16")
+    # and nothing reaches more than its peak
+    assert 0 < e("decode_bandwidth", "consumer") <= 1
+    # about the LLaMA runs' MFU on A100s at large widths (arXiv:2302.13971, Table 15 with 6N + attention)
+    assert e("train_mfu", "A100-80GB", "bf16", 8192) == pytest.approx(0.50, abs=0.02)
+
+
+def test_efficiency_restated_against_6n_for_train_seconds():
+    e = calibration.efficiency("train_mfu", "A100", "bf16", 4096)
+    e6 = calibration.efficiency("train_mfu", "A100", "bf16", 4096, 4096)
+    assert e6 == pytest.approx(e / (1 + 4096 / (6 * 4096)), rel=1e-12)
+    # Llama-2-7B on 2T tokens, 4,096-token sequences, on A100s: the model card's 184,320 GPU-hours within 10%
+    hours = training.train_seconds(6.738, 2e12, 1, 312, e6) / 3600
+    assert hours == pytest.approx(184_320, rel=0.10)
+
+
+def test_efficiency_errors_name_the_argument():
+    with pytest.raises(ArgumentError, match=r"kind must be one of train_mfu, prefill, decode_bandwidth, got 'mfu'"):
+        calibration.efficiency("mfu")
+    with pytest.raises(ArgumentError, match=r"gpu must name an accelerator for train_mfu .* got the class 'apple'"):
+        calibration.efficiency("train_mfu", "apple")
+    with pytest.raises(NotAvailableError, match=r"M2 has no bf16_tflops: Apple publishes no GPU FLOP/s"):
+        calibration.efficiency("train_mfu", "M2")
+    with pytest.raises(UnknownPresetError, match=r"gpu 'H1000' is not in the catalog"):
+        calibration.efficiency("train_mfu", "H1000")
+    with pytest.raises(UnknownPresetError, match=r"precision 'fp7' is not a known format"):
+        calibration.efficiency("prefill", "H100", "fp7")
+    with pytest.raises(UnknownPresetError, match=r"gpu 'RTX-9090' is not in the catalog"):
+        calibration.efficiency("decode_bandwidth", "RTX-9090")
+
+
+def test_calibration_block_signatures_are_stable():
+    # the README's "Estimates that match reality" and the templates' Calibration sheets call these by position
+    from xlsxplan.registry import FUNCTIONS
+
+    assert [FUNCTIONS[n].signature() for n in ("EFFICIENCY", "DECODE_STEP_S", "SERVE_TOKS", "TTFT_S")] == [
+        "EFFICIENCY(kind, [gpu=H100-SXM], [precision=bf16], [hidden=4,096], [seq_len=0])",
+        "DECODE_STEP_S(params_b, bytes_per_param, batch, kv_bytes_per_token, context_tokens, n_gpus, bandwidth_tb_s, "
+        "tflops, [bandwidth_eff=1], [compute_eff=0.5])",
+        "SERVE_TOKS(params_b, bytes_per_param, kv_bytes_per_token, prompt_tokens, output_tokens, n_gpus, memory_gb, "
+        "bandwidth_tb_s, tflops, [concurrency=0], [bandwidth_eff=1], [compute_eff=0.5], [usable_fraction=0.9])",
+        "TTFT_S(params_b, bytes_per_param, prompt_tokens, layers, hidden, n_gpus, tflops, bandwidth_tb_s, "
+        "[compute_eff=0.5], [bandwidth_eff=1], [link_gb_s=0])",
+    ]
+    assert FUNCTIONS["EFFICIENCY"].category == "xlsxplan Calibration"

@@ -1,0 +1,190 @@
+"""`xlsxplan validate` and `xlsxplan calibrate` as a user runs them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from xlsxplan import calibration, measurements
+from xlsxplan.cli import main
+from xlsxplan.engine import evaluate_formula
+
+DATA = Path(__file__).parent / "data"
+HEADER = ",".join(measurements.COLUMNS)
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_validate_prints_each_row_and_the_summary(capsys):
+    code, out, _ = run(capsys, "validate", "--data", str(calibration.measurements_path()), "--check")
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0].split() == ["line", "name", "metric", "measured", "predicted", "ratio", "note"]
+    assert lines[1].split()[:6] == ["2", "LLaMA-7B", "gpu_hours", "82,432", "79,448", "0.96"]
+    assert lines[-1].startswith(
+        "33 rows, 33 predicted (coverage 100.0%); median absolute error 11.4%, within 2x 100.0% (fitted on the "
+        "file's rows and the shipped measurements, leaving out each row's run); worst: line 24 Llama-2-7B ttft at 0.58x"
+    )
+
+
+def test_validate_json_has_one_row_per_input_row_in_order(capsys):
+    code, out, _ = run(capsys, "validate", "--json")
+    data = json.loads(out)
+    rows = measurements.read_measurements(calibration.measurements_path())
+    assert code == 0 and len(data["rows"]) == len(rows) == 33
+    assert [(r["name"], r["metric"], r["measured"]) for r in data["rows"]] == [
+        (m.name, m.metric, m.value) for m in rows
+    ]
+    first = data["rows"][0]
+    assert {"name", "metric", "measured", "predicted", "ratio", "reason"} <= set(first)
+    assert first["ratio"] == pytest.approx(first["predicted"] / first["measured"])
+    summary = data["summary"]
+    assert (summary["rows"], summary["predicted"], summary["within_2x"]) == (33, 33, 1.0)
+    assert summary["median_abs_error"] == pytest.approx(0.1139, abs=0.0005)
+
+
+def test_validate_a_users_file_with_rows_it_cannot_predict(capsys, tmp_path):
+    path = tmp_path / "mine.csv"
+    path.write_text(
+        HEADER + "\n"
+        "serve,ours,Llama-2-7B,6.74,,,A100-80GB,1,fp16,,1024,1,decode_tokens_per_sec,70,tok/s,our lab\n"
+        "serve,ours,Llama-2-7B,6.74,,,TPU-v9,1,fp16,,1024,1,decode_tokens_per_sec,70,tok/s,our lab\n",
+        encoding="utf-8",
+    )
+    code, out, _ = run(capsys, "validate", "--data", str(path), "--json", "--data-only")
+    rows = json.loads(out)["rows"]
+    assert code == 0
+    assert rows[0]["predicted"] is not None and rows[0]["reason"] == ""
+    assert rows[1]["predicted"] is None and rows[1]["ratio"] is None
+    assert rows[1]["reason"].startswith("gpu 'TPU-v9' is not in the catalog")
+    # fitted on the file alone: its one decode row is left out, so decode falls back to seed 000's 70%
+    assert rows[0]["basis"].startswith("decode_bandwidth 0.700")
+    code, out, _ = run(capsys, "validate", "--data", str(path))
+    assert "not predicted: gpu 'TPU-v9' is not in the catalog" in out
+    assert "1 predicted (coverage 50.0%)" in out
+
+
+def test_validate_check_fails_below_the_bar(capsys, tmp_path):
+    path = tmp_path / "odd.csv"
+    path.write_text(
+        HEADER + "\nserve,x,Llama-2-7B,6.74,,,A100-80GB,1,fp16,,1024,1,decode_tokens_per_sec,7,tok/s,typo\n",
+        encoding="utf-8",
+    )
+    code, out, err = run(capsys, "validate", "--data", str(path), "--check")
+    assert code == 1
+    assert "OUTSIDE 2x" in out
+    assert "check failed: needs coverage >= 90%" in err
+
+
+def test_validate_refuses_a_file_without_the_schema(capsys, tmp_path):
+    path = tmp_path / "bad.csv"
+    path.write_text("model,gpu,value\nx,H100,1\n", encoding="utf-8")
+    code, _, err = run(capsys, "validate", "--data", str(path))
+    assert code == 2
+    assert err.startswith(f"xlsxplan: error: {path}: missing column(s) kind, name, params_b")
+    code, _, err = run(capsys, "validate", "--data", str(tmp_path / "none.csv"))
+    assert code == 2 and "cannot be read" in err
+
+
+def test_calibrate_fit_writes_the_shipped_factors_again(capsys, tmp_path):
+    out_path = tmp_path / "calibration.json"
+    code, out, _ = run(capsys, "calibrate", "--fit", "--out", str(out_path))
+    assert code == 0 and "fitted 26 of 33 rows" in out
+    fresh = json.loads(out_path.read_text(encoding="utf-8"))
+    stored = json.loads(calibration.factors_path().read_text(encoding="utf-8"))
+    assert fresh["data"] == stored["data"]
+    assert fresh["train_mfu"]["overhead_bytes"] == stored["train_mfu"]["overhead_bytes"]
+    assert fresh["decode_bandwidth"]["base"] == pytest.approx(stored["decode_bandwidth"]["base"], abs=1e-4)
+
+
+def test_calibrate_fit_on_a_users_file_needs_out(capsys):
+    code, _, err = run(capsys, "calibrate", "--fit", "--data", str(DATA / "trtllm_llama31_8b.csv"))
+    assert code == 2 and "--fit --data FILE needs --out" in err
+    code, _, err = run(capsys, "calibrate", "--out", "x.json")
+    assert code == 2 and "--data and --out go with --fit" in err
+
+
+def test_calibrate_quick_measures_sane_figures(capsys):
+    # ranges, not values: a 2-core CI machine and a GPU server both fall inside them
+    code, out, _ = run(capsys, "calibrate", "--quick", "--json", "--backend", "numpy", "--gpu", "H100")
+    f = json.loads(out)
+    assert code == 0
+    assert 1e-4 < f["matmul_tflops"] < 1e4  # 0.1 GFLOP/s to 10 PFLOP/s
+    assert 1e-4 < f["bandwidth_tb_s"] < 100  # 0.1 GB/s to 100 TB/s
+    assert 1e6 < f["train_6n_flops"] < 1e16
+    assert f["train_params"] == 2 * 2 * 128 * 512  # two blocks of 128 -> 512 -> 128
+    assert f["train_6n_flops"] == pytest.approx(6 * f["train_params"] * f["train_tokens_per_s"])
+    assert f["optimal_params_b_10_minutes"] == pytest.approx((f["train_6n_flops"] * 600 / 120) ** 0.5 / 1e9)
+    assert f["datasheet"]["bandwidth_tb_s"]["datasheet"] == 3.35
+    assert f["memory_gb"] >= 0
+
+
+def test_calibrate_save_makes_a_preset_usable_in_formulas(capsys):
+    code, out, _ = run(capsys, "calibrate", "--quick", "--backend", "numpy", "--save", "this-laptop")
+    assert code == 0 and "saved as accelerator 'this-laptop'" in out
+    bandwidth = evaluate_formula('=GPU_SPEC("this-laptop","bandwidth_tb_s")').value
+    assert 1e-4 < bandwidth < 100
+    assert evaluate_formula('=GPU_SOURCE("this-laptop","bandwidth_tb_s")').value.startswith(
+        "measured by `xlsxplan calibrate` on"
+    )
+    assert evaluate_formula('=GPU_SPEC("this-laptop","fp8_tflops")').error.code == "#N/A"
+    # saving again needs --replace; a shipped name is refused
+    code, _, err = run(capsys, "calibrate", "--quick", "--backend", "numpy", "--save", "this-laptop")
+    assert code == 2 and "exists already" in err
+    assert run(capsys, "calibrate", "--quick", "--backend", "numpy", "--save", "this-laptop", "--replace")[0] == 0
+    code, _, err = run(capsys, "calibrate", "--quick", "--backend", "numpy", "--save", "H100")
+    assert code == 2 and "shipped preset" in err
+
+
+def test_calibrate_unknown_gpu_fails_before_measuring(capsys):
+    code, out, err = run(capsys, "calibrate", "--quick", "--gpu", "H1000")
+    assert (code, out) == (2, "")
+    assert "gpu 'H1000' is not in the catalog; did you mean H100-SXM" in err
+
+
+def test_the_numpy_training_step_is_real_backpropagation():
+    import numpy as np
+
+    from xlsxplan.machine import _NumpyMLP
+
+    model = _NumpyMLP(8, 2, dtype=np.float64)
+    rng = np.random.default_rng(3)
+    x, target = rng.standard_normal((5, 8)), rng.standard_normal((5, 8))
+    _, grads = model.loss_and_grads(x, target)
+    for k, w in enumerate(model.weights):
+        i, eps = (1, 2), 1e-6
+        w[i] += eps
+        up, _ = model.loss_and_grads(x, target)
+        w[i] -= 2 * eps
+        down, _ = model.loss_and_grads(x, target)
+        w[i] += eps
+        assert (up - down) / (2 * eps) == pytest.approx(grads[k][i], rel=1e-6, abs=1e-10)
+    losses = [model.step(x, target, lr=1e-2) for _ in range(30)]
+    assert losses[-1] < losses[0] / 10
+
+
+def test_figures_that_contradict_each_other_carry_a_warning():
+    from xlsxplan.machine import Figures
+
+    def figures(matmul_tflops, train_6n_flops):
+        return Figures("cpu", "numpy", matmul_tflops, "float32", 0.02, train_6n_flops, 1.0, 1, "mlp", 8.0, 1.0)
+
+    assert figures(0.1, 0.05e12).warning() == ""
+    assert figures(0.05, 0.1e12).warning().startswith("the 6N training rate exceeds the matmul rate")
+    assert figures(0.05, 0.1e12).as_dict()["warning"].endswith("run again on an idle machine")
+
+
+def test_calibrate_with_torch_measures_sane_figures(capsys):
+    pytest.importorskip("torch")
+    code, out, _ = run(capsys, "calibrate", "--quick", "--json", "--backend", "torch")
+    f = json.loads(out)
+    assert code == 0 and f["backend"].startswith("torch")
+    assert 1e-4 < f["matmul_tflops"] < 1e5
+    assert 1e-4 < f["bandwidth_tb_s"] < 100
+    assert 0 < f["train_6n_flops"] < 1e17

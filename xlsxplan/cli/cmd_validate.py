@@ -1,0 +1,122 @@
+"""``xlsxplan validate [--data FILE.csv] [--json]``: predict published measurements and show the error."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from pathlib import Path
+from typing import Any
+
+from .common import EXIT_FORMULA_ERROR, EXIT_OK, human_number
+
+ORDER = 60
+
+# the issue's bar: at least 90% of rows predicted, median absolute error under 20%, every row within 2x
+CHECK_COVERAGE, CHECK_MEDIAN_ERROR = 0.9, 0.2
+
+
+def _pool(rows: list, data_only: bool) -> list:
+    """The rows a fit may use: the file's, plus the shipped measurements unless ``data_only``; no row twice."""
+    from .. import calibration, measurements
+
+    if data_only:
+        return list(rows)
+    shipped = measurements.read_measurements(calibration.measurements_path())
+    seen = {(measurements.run_key(m), m.metric, m.value) for m in rows}
+    return list(rows) + [m for m in shipped if (measurements.run_key(m), m.metric, m.value) not in seen]
+
+
+def _cell(x: float | None) -> str:
+    if x is None:
+        return "-"
+    return human_number(x) if abs(x) >= 1e-3 else f"{x:.3g}"
+
+
+def _table(results: list, summary: dict[str, Any]) -> str:
+    lines = [f"{'line':>4}  {'name':<30} {'metric':<30} {'measured':>14} {'predicted':>14} {'ratio':>6}  note"]
+    for r in results:
+        ratio = f"{r.ratio:.2f}" if r.ratio is not None else "-"
+        flag = "" if r.ratio is None or 0.5 <= r.ratio <= 2 else "  OUTSIDE 2x"
+        note = r.basis if r.ratio is not None else f"not predicted: {r.reason}"
+        name = r.name if len(r.name) <= 30 else r.name[:29] + "~"
+        lines.append(f"{r.line:>4}  {name:<30} {r.metric:<30} {_cell(r.measured):>14} {_cell(r.predicted):>14} "
+                     f"{ratio:>6}  {note}{flag}")  # fmt: skip
+    lines.append("")
+    lines.append(_summary_line(summary))
+    return "\n".join(lines)
+
+
+def _summary_line(s: dict[str, Any]) -> str:
+    def pct(x: float | None) -> str:
+        return "n/a" if x is None else f"{100 * x:.1f}%"
+
+    text = (f"{s['rows']} rows, {s['predicted']} predicted (coverage {pct(s['coverage'])}); "
+            f"median absolute error {pct(s['median_abs_error'])}, within 2x {pct(s['within_2x'])} "
+            f"({s['fit']})")  # fmt: skip
+    if s.get("worst_ratio"):
+        w = s["worst_ratio"]
+        text += f"; worst: line {w['line']} {w['name']} {w['metric']} at {w['ratio']:.2f}x"
+    return text
+
+
+def _passes(s: dict[str, Any]) -> bool:
+    return (
+        s["coverage"] >= CHECK_COVERAGE
+        and s["median_abs_error"] is not None
+        and s["median_abs_error"] < CHECK_MEDIAN_ERROR
+        and not s["outside_2x"]
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    from .. import calibration, measurements
+
+    path = Path(args.data) if args.data else calibration.measurements_path()
+    rows = measurements.read_measurements(path)
+    leave_out = not args.in_sample
+    results = measurements.validate(rows, _pool(rows, args.data_only), leave_out=leave_out)
+    summary = measurements.summarise(results)
+    pool = "the file's rows" if args.data_only else "the file's rows and the shipped measurements"
+    summary["fit"] = f"fitted on {pool}, " + ("leaving out each row's run" if leave_out else "in sample")
+    summary["data"] = str(path)
+    if args.json:
+
+        def clean(x: Any) -> Any:
+            return None if isinstance(x, float) and not math.isfinite(x) else x
+
+        out = {"rows": [{k: clean(v) for k, v in r.as_json().items()} for r in results], "summary": summary}
+        json.dump(out, sys.stdout, indent=2)
+        print()
+    else:
+        print(_table(results, summary))
+    if args.check and not _passes(summary):
+        print(f"check failed: needs coverage >= {CHECK_COVERAGE:.0%}, median absolute error < "
+              f"{CHECK_MEDIAN_ERROR:.0%} and every row within 2x", file=sys.stderr)  # fmt: skip
+        return EXIT_FORMULA_ERROR
+    return EXIT_OK
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "validate",
+        help="predict published (or your own) measurements and show each row's error",
+        description="Read measurements in the schema of the data README (kind, name, model, params_b, "
+        "active_params_b, tokens, gpu, n_gpus, precision, input_len, output_len, concurrency, metric, value, unit, "
+        "source), predict every row it can from the catalog and the calibrated efficiencies, and print measured, "
+        "predicted and their ratio per row, then coverage, median absolute error and the share within 2x. Each "
+        "row is predicted from a fit that leaves out every row of the same run, so the error shown is honest.",
+    )
+    p.add_argument("--data", metavar="FILE.csv", help="measurements to validate (default: the shipped copy)")
+    p.add_argument("--json", action="store_true", help='print {"rows": [...], "summary": {...}} as JSON')
+    p.add_argument(
+        "--data-only", action="store_true", help="fit only on the file's rows, not also on the shipped measurements"
+    )
+    p.add_argument("--in-sample", action="store_true", help="fit on every row, the validated one included")
+    p.add_argument(
+        "--check",
+        action="store_true",
+        help="exit 1 unless coverage >= 90%%, median absolute error < 20%% and every row is within 2x",
+    )
+    p.set_defaults(handler=run)

@@ -1,0 +1,1 @@
+"""Data shipped with xlsxplan: the published measurements and the efficiencies fitted on them."""

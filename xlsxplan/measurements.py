@@ -1,0 +1,584 @@
+"""Published measurements: reading them, the efficiency each implies, and predicting each from a fit without it.
+
+A measurements file follows the schema of the project's data README (columns ``kind, name, model, params_b,
+active_params_b, tokens, gpu, n_gpus, precision, input_len, output_len, concurrency, metric, value, unit,
+source``). Every row is turned into a prediction with the same functions a workbook uses (:mod:`xlsxplan.training`,
+:mod:`xlsxplan.roofline`, :mod:`xlsxplan.serving`) and the calibrated efficiencies of
+:mod:`xlsxplan.calibration`; a row that cannot be predicted says why.
+
+How each metric is predicted
+----------------------------
+* Training rows (``gpu_hours``, ``wall_clock_days``/``_seconds``, ``tokens_per_sec_per_gpu``/``_global``,
+  ``achieved_tflops_per_gpu``, ``mfu``): training FLOPs per token ``6 N + 12 L H Q T`` (PaLM, Appendix B;
+  TRAIN_FLOPS_PER_TOKEN), at the
+  calibrated ``train_mfu`` for the accelerator, precision and model width; ``T`` is the model's context, at most
+  8,192 (pretraining runs at that length or shorter).
+* ``train_flops``: ``6 N D``; ``chinchilla_optimal_tokens``: ``20 N``. No efficiency involved.
+* ``decode_tokens_per_sec``: one over DECODE_STEP_S at the row's batch (1 unless ``concurrency`` says more), with
+  the average context ``input_len + output_len / 2`` and weights at their real bits per weight.
+* The KV cache's format is the optional ``kv_precision`` column where a file has it; otherwise the engine's
+  default, as the row names it: FP8 for FP8 weights on TensorRT-LLM (NVIDIA's ModelOpt FP8 checkpoints carry FP8
+  KV-cache scales, and its Llama-2-7B FP8 row at batch 768 would not fit a 16-bit cache), 16-bit everywhere else
+  (vLLM's and SGLang's ``auto`` cache type is the activations' 16 bits; llama.cpp's default is f16).
+* ``ttft`` and ``prefill_tokens_per_sec``: TTFT_S, the prefill's arithmetic with causal attention at the
+  calibrated ``prefill`` utilisation.
+* ``output_tokens_per_sec_total``/``_per_gpu``: SERVE_TOKS, prefill plus roofline decode with the calibrated
+  decode bandwidth and prefill compute; ``concurrency`` ``max`` fills memory. These rows are never fitted on.
+* ``kv_cache_capacity_tokens``: usable memory (90%) less weights, over the KV bytes per token.
+
+A model named in the ``model`` column takes its shape from the catalog. A row without one has its shape estimated
+from ``params_b`` with the width 64 times the depth (``N = 12 L d^2``, ``d = 64 L``; Kaplan et al. 2020,
+arXiv:2001.08361, section 3.1 and Figure 5 find loss insensitive to this ratio over a wide range), head dimension
+64, multi-head attention and a 2,048-token context.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import io
+import math
+import statistics
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import calibration, roofline, serving, training, training_memory
+from .calibration import Factors, Observation
+from .errors import CatalogError, XlsxplanError
+
+__all__ = [
+    "COLUMNS",
+    "Measurement",
+    "Shape",
+    "RowResult",
+    "read_measurements",
+    "parse_measurements",
+    "observations",
+    "predict",
+    "validate",
+    "summarise",
+    "fit_report",
+]
+
+COLUMNS = (
+    "kind", "name", "model", "params_b", "active_params_b", "tokens", "gpu", "n_gpus", "precision", "input_len",
+    "output_len", "concurrency", "metric", "value", "unit", "source",
+)  # fmt: skip
+
+TRAIN_MFU_METRICS = (
+    "gpu_hours", "wall_clock_days", "wall_clock_seconds", "tokens_per_sec_per_gpu", "tokens_per_sec_global",
+    "achieved_tflops_per_gpu", "mfu",
+)  # fmt: skip
+PREFILL_METRICS = ("ttft", "prefill_tokens_per_sec")
+DECODE_METRICS = ("decode_tokens_per_sec",)
+THROUGHPUT_METRICS = ("output_tokens_per_sec_total", "output_tokens_per_sec_per_gpu")
+FORMULA_METRICS = ("train_flops", "chinchilla_optimal_tokens", "kv_cache_capacity_tokens")
+METRICS = TRAIN_MFU_METRICS + FORMULA_METRICS + PREFILL_METRICS + DECODE_METRICS + THROUGHPUT_METRICS
+
+TRAIN_SEQ_CAP = 8192
+"""Longest sequence assumed for pretraining: runs train at their context up to 8,192 tokens (Llama 3's pretraining
+length, Dubey et al. 2024, arXiv:2407.21783, section 3.4); longer contexts come from short extension phases."""
+DEFAULT_SEQ = 2048
+USABLE_FRACTION = 0.9
+ASPECT = 64  # hidden size per layer for a model without a preset
+
+
+class Unpredictable(Exception):
+    """A row that cannot be predicted, with the reason."""
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """One row of a measurements file; numbers parsed, blanks as None."""
+
+    line: int
+    kind: str
+    name: str
+    metric: str
+    value: float | None
+    model: str = ""
+    params_b: float | None = None
+    active_params_b: float | None = None
+    tokens: float | None = None
+    gpu: str = ""
+    n_gpus: int | None = None
+    precision: str = ""
+    input_len: float | None = None
+    output_len: float | None = None
+    concurrency: int | str | None = None
+    unit: str = ""
+    source: str = ""
+    kv_precision: str = ""
+    """The KV cache's format, from an optional ``kv_precision`` column; empty: the engine's default (see above)."""
+    problem: str = ""
+    """Why the row could not be read (a number that is not one); empty when it was."""
+
+    def label(self) -> str:
+        where = f" on {self.gpu}" if self.gpu else ""
+        return f"line {self.line}: {self.name} {self.metric}{where}"
+
+
+def _number(text: str, column: str, whole: bool = False) -> float | int | None:
+    text = (text or "").strip()
+    if not text:
+        return None
+    try:
+        x = float(text)
+    except ValueError:
+        raise ValueError(f"{column} must be a number, got {text!r}") from None
+    if not math.isfinite(x) or x < 0:
+        raise ValueError(f"{column} must be a finite number of at least 0, got {text!r}")
+    if whole:
+        if not x.is_integer():
+            raise ValueError(f"{column} must be a whole number, got {text!r}")
+        return int(x)
+    return x
+
+
+def parse_measurements(text: str, origin: str = "measurements") -> list[Measurement]:
+    """Rows of a measurements CSV; a file without the schema's columns is an error naming the missing ones."""
+    reader = csv.DictReader(io.StringIO(text))
+    missing = [c for c in COLUMNS if c not in (reader.fieldnames or [])]
+    if missing:
+        raise CatalogError(f"{origin}: missing column(s) {', '.join(missing)}; the schema is {', '.join(COLUMNS)}")
+    rows = []
+    for i, raw in enumerate(reader, start=2):
+        raw = {k: (v or "").strip() for k, v in raw.items() if k is not None}
+        common = dict(line=i, kind=raw["kind"].lower(), name=raw["name"], metric=raw["metric"].lower(),
+                      model=raw["model"], gpu=raw["gpu"], precision=raw["precision"], unit=raw["unit"],
+                      source=raw["source"], kv_precision=raw.get("kv_precision", ""))  # fmt: skip
+        try:
+            conc_text = raw["concurrency"].lower()
+            concurrency: int | str | None = "max" if conc_text == "max" else _number(conc_text, "concurrency", True)
+            value = _number(raw["value"], "value")
+            rows.append(
+                Measurement(
+                    **common,
+                    value=value,
+                    params_b=_number(raw["params_b"], "params_b"),
+                    active_params_b=_number(raw["active_params_b"], "active_params_b"),
+                    tokens=_number(raw["tokens"], "tokens"),
+                    n_gpus=_number(raw["n_gpus"], "n_gpus", True),  # type: ignore[arg-type]
+                    input_len=_number(raw["input_len"], "input_len"),
+                    output_len=_number(raw["output_len"], "output_len"),
+                    concurrency=concurrency,
+                )
+            )
+        except ValueError as err:
+            rows.append(Measurement(**common, value=None, problem=str(err)))
+    return rows
+
+
+def read_measurements(path: str | Path) -> list[Measurement]:
+    """Rows of a measurements CSV file."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError) as err:
+        raise CatalogError(f"{path}: cannot be read: {err}") from None
+    return parse_measurements(text, str(path))
+
+
+# --- the physics of one row -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Shape:
+    """What the predictions need to know about a model."""
+
+    params_b: float
+    active_b: float
+    layers: int
+    hidden: int
+    heads: int
+    head_dim: int
+    kv_width: int
+    context: int
+    origin: str
+
+    @property
+    def attn_width(self) -> int:
+        return self.heads * self.head_dim
+
+    @property
+    def moe(self) -> bool:
+        return self.active_b < self.params_b * 0.999
+
+
+def shape_of(m: Measurement) -> Shape:
+    """The model's shape: from the catalog when ``model`` names a preset, else estimated from ``params_b``."""
+    from .catalog import load_catalog
+
+    if m.model:
+        try:
+            p = load_catalog().models.get(m.model)
+        except XlsxplanError:
+            p = None
+        if p is not None:
+            params = m.params_b or p.params_b
+            active = m.active_params_b or p.figure("active_params_b") * params / p.params_b  # type: ignore[operator]
+            return Shape(params, active, p.layers, p.hidden, p.heads, p.head_dim, p.kv_heads * p.head_dim,
+                         p.context, f"shape of preset {p.id}")  # fmt: skip
+        if not m.params_b:
+            raise Unpredictable(f"model {m.model!r} is not in the catalog and params_b is empty")
+    if not m.params_b:
+        raise Unpredictable("params_b is empty and no preset model is named")
+    hidden = max(ASPECT, round((ASPECT / 12.0 * m.params_b * 1e9) ** (1 / 3) / ASPECT) * ASPECT)
+    layers = max(1, round(hidden / ASPECT))
+    return Shape(m.params_b, m.active_params_b or m.params_b, layers, hidden, hidden // ASPECT, ASPECT, hidden,
+                 DEFAULT_SEQ, f"shape estimated from params_b ({layers} layers of width {hidden})")  # fmt: skip
+
+
+def _gpu(m: Measurement) -> Any:
+    from .catalog import load_catalog
+
+    if not m.gpu:
+        raise Unpredictable("no gpu given")
+    try:
+        return load_catalog().accelerators.get(m.gpu)
+    except XlsxplanError as err:
+        raise Unpredictable(err.message) from None
+
+
+def _peak_flops(m: Measurement) -> float:
+    """Dense peak of one accelerator at the row's precision [FLOP/s]."""
+    gpu = _gpu(m)
+    try:
+        field_name = calibration.peak_field(m.precision)
+    except XlsxplanError as err:
+        raise Unpredictable(err.message) from None
+    value = gpu.figure(field_name)
+    if value is None:
+        why = gpu.unavailable.get(field_name, "")
+        from .catalog import load_catalog
+
+        why = load_catalog().accelerators.sources.get(why, why)
+        raise Unpredictable(f"{gpu.id} has no {field_name}: {why}")
+    return float(value) * 1e12
+
+
+def _bandwidth(m: Measurement) -> float:
+    return float(_gpu(m).bandwidth_tb_s) * 1e12
+
+
+def _bits(m: Measurement) -> float:
+    try:
+        return calibration.bits_per_weight(m.precision)
+    except XlsxplanError as err:
+        raise Unpredictable(err.message) from None
+
+
+def _kv_bytes_per_value(m: Measurement) -> float:
+    """Bytes per cached value: the ``kv_precision`` column if given, else the engine's default for the weights."""
+    if m.kv_precision:
+        return _bits(dataclasses.replace(m, precision=m.kv_precision)) / 8.0
+    text = f"{m.name} {m.source}".lower()
+    trtllm = any(word in text for word in ("tensorrt", "trt-llm", "trtllm"))
+    return 1.0 if trtllm and calibration.format_group(m.precision) == "8-bit" else 2.0
+
+
+def _kv_bytes_per_token(m: Measurement, s: Shape) -> float:
+    return 2.0 * s.layers * s.kv_width * _kv_bytes_per_value(m)
+
+
+def _train_seq(s: Shape) -> int:
+    return min(s.context, TRAIN_SEQ_CAP)
+
+
+def _train_flops_per_token(s: Shape) -> float:
+    """``6 N + 12 L H Q T``: PaLM's model FLOPs per training token, attention included (TRAIN_FLOPS_PER_TOKEN)."""
+    return training_memory.train_flops_per_token(s.active_b, s.layers, s.heads, s.head_dim, _train_seq(s))
+
+
+def _need(value: Any, column: str, m: Measurement) -> Any:
+    if value is None or value == "":
+        raise Unpredictable(f"{m.metric} needs {column}, which is empty")
+    return value
+
+
+def _n(m: Measurement) -> int:
+    return m.n_gpus or 1
+
+
+def _batch(m: Measurement) -> int:
+    return m.concurrency if isinstance(m.concurrency, int) and m.concurrency > 0 else 1
+
+
+def _context(m: Measurement) -> float:
+    return (m.input_len or 0.0) + (m.output_len or 0.0) / 2.0
+
+
+def _ttft_scale(m: Measurement) -> float:
+    """Seconds per unit of a ttft row: ms unless the unit says seconds."""
+    return 1.0 if m.unit.strip().lower() in ("s", "sec", "second", "seconds") else 1e-3
+
+
+def _efficiency_features(m: Measurement, kind: str) -> dict[str, Any]:
+    if kind == "train_mfu":
+        s = shape_of(m)
+        return {"balance": _peak_flops(m) / _bandwidth(m), "hidden": float(s.hidden)}
+    return {"gpu_class": calibration.gpu_class(_gpu(m).id), "fmt": calibration.format_group(m.precision)}
+
+
+def kind_of(m: Measurement) -> str | None:
+    """The efficiency a row's metric measures: train_mfu, prefill, decode_bandwidth, or None."""
+    if m.metric in TRAIN_MFU_METRICS:
+        return "train_mfu"
+    if m.metric in PREFILL_METRICS:
+        return "prefill"
+    if m.metric in DECODE_METRICS:
+        return "decode_bandwidth"
+    return None
+
+
+def run_key(m: Measurement) -> tuple:
+    """Rows with the same key describe the same run and are left out of a fit together."""
+    who = m.model.strip().lower() or f"{m.params_b}"
+    gpu = m.gpu.strip().lower()
+    if m.kind == "train":
+        return ("train", who, gpu, m.precision.lower(), m.tokens)
+    return (m.kind, who, gpu, m.n_gpus, m.precision.lower(), m.input_len, m.output_len, m.concurrency)
+
+
+def implied(m: Measurement) -> Observation:
+    """The efficiency a measurement implies; raises :class:`Unpredictable` if it implies none."""
+    if m.problem:
+        raise Unpredictable(m.problem)
+    kind = kind_of(m)
+    if kind is None or m.value is None or m.value <= 0:
+        raise Unpredictable("not an efficiency measurement")
+    if kind == "decode_bandwidth" and _batch(m) != 1:
+        raise Unpredictable("decode is fitted at batch 1 only")
+    value = m.value
+    if kind == "train_mfu":
+        s = shape_of(m)
+        fpt = _train_flops_per_token(s)
+        peak = _peak_flops(m)
+        if m.metric == "mfu":
+            e = value
+        elif m.metric == "achieved_tflops_per_gpu":
+            e = value * 1e12 / peak
+        elif m.metric == "tokens_per_sec_per_gpu":
+            e = value * fpt / peak
+        elif m.metric == "tokens_per_sec_global":
+            e = value * fpt / (_need(m.n_gpus, "n_gpus", m) * peak)
+        elif m.metric == "gpu_hours":
+            e = _need(m.tokens, "tokens", m) * fpt / (value * 3600.0 * peak)
+        else:  # wall clock
+            seconds = value * (86400.0 if m.metric == "wall_clock_days" else 1.0)
+            e = _need(m.tokens, "tokens", m) * fpt / (seconds * _need(m.n_gpus, "n_gpus", m) * peak)
+    elif kind == "prefill":
+        s = shape_of(m)
+        prompt = _need(m.input_len, "input_len", m)
+        seconds = value * _ttft_scale(m) if m.metric == "ttft" else prompt / value
+        flops = 2.0 * s.active_b * 1e9 * prompt + 2.0 * s.layers * s.attn_width * prompt**2
+        e = flops / (_n(m) * _peak_flops(m) * seconds)
+    else:
+        s = shape_of(m)
+        step_bytes = s.active_b * 1e9 * _bits(m) / 8.0 + _kv_bytes_per_token(m, s) * _context(m)
+        e = step_bytes * value / (_n(m) * _bandwidth(m))
+    return Observation(kind, e, label=m.label(), run=run_key(m), **_efficiency_features(m, kind))
+
+
+def observations(rows: Iterable[Measurement]) -> list[Observation]:
+    """Every row's implied efficiency, skipping rows that imply none."""
+    out = []
+    for m in rows:
+        try:
+            out.append(implied(m))
+        except Unpredictable:
+            continue
+    return out
+
+
+def _eff(factors: Factors, m: Measurement, kind: str) -> float:
+    return factors.value(kind, **_efficiency_features(m, kind))
+
+
+def predict(m: Measurement, factors: Factors) -> tuple[float, str]:
+    """The row's predicted value in its own unit, and how it was predicted; raises :class:`Unpredictable`."""
+    if m.problem:
+        raise Unpredictable(m.problem)
+    if m.metric not in METRICS:
+        raise Unpredictable(f"metric {m.metric!r} is not one xlsxplan predicts (known: {', '.join(METRICS)})")
+    if m.metric == "chinchilla_optimal_tokens":
+        return training.chinchilla_tokens(_need(m.params_b, "params_b", m)), "20 tokens per parameter"
+    if m.metric == "train_flops":
+        s = shape_of(m)
+        return training.train_flops(s.active_b, _need(m.tokens, "tokens", m)), "6 N D"
+    s = shape_of(m)
+    kind = kind_of(m)
+    if kind == "train_mfu":
+        e = _eff(factors, m, kind)
+        fpt = _train_flops_per_token(s)
+        peak = _peak_flops(m)
+        basis = f"train_mfu {e:.3f}, {fpt / (6 * s.active_b * 1e9):.2f} x 6N FLOPs per token; {s.origin}"
+        rate = e * peak / fpt  # tokens per second per GPU
+        if m.metric == "mfu":
+            return e, basis
+        if m.metric == "achieved_tflops_per_gpu":
+            return e * peak / 1e12, basis
+        if m.metric == "tokens_per_sec_per_gpu":
+            return rate, basis
+        if m.metric == "tokens_per_sec_global":
+            return rate * _need(m.n_gpus, "n_gpus", m), basis
+        tokens = _need(m.tokens, "tokens", m)
+        if m.metric == "gpu_hours":
+            return tokens / rate / 3600.0, basis
+        seconds = tokens / (rate * _need(m.n_gpus, "n_gpus", m))
+        return (seconds / 86400.0 if m.metric == "wall_clock_days" else seconds), basis
+    bits = _bits(m)
+    kv = _kv_bytes_per_token(m, s)
+    gpu = _gpu(m)
+    if m.metric == "kv_cache_capacity_tokens":
+        free = _n(m) * gpu.memory_gb * USABLE_FRACTION * 1e9 - s.params_b * 1e9 * bits / 8.0
+        if free <= 0:
+            raise Unpredictable("the weights alone do not fit in 90% of memory")
+        return free / kv, f"90% of memory less weights over {kv:,.0f} KV bytes per token; {s.origin}"
+    e_bw = _eff(factors, m, "decode_bandwidth")
+    bw = gpu.bandwidth_tb_s
+    if kind == "decode_bandwidth":
+        basis = f"decode_bandwidth {e_bw:.3f}, {bits:g} bits per weight; {s.origin}"
+        try:
+            peak = _peak_flops(m)
+        except Unpredictable as why:  # no published FLOP/s (Apple): the bandwidth ceiling alone, as seed 000 does
+            speed = serving.decode_tokens_per_s(s.active_b, bits / 8.0, _n(m), bw, _batch(m), kv, _context(m), e_bw)
+            return speed, f"{basis}; bandwidth bound only ({why})"
+        e_c = _eff(factors, m, "prefill")
+        step = roofline.decode_step_seconds(
+            s.active_b, bits / 8.0, _batch(m), kv, _context(m), _n(m), bw, peak / 1e12, e_bw, e_c
+        )
+        return 1.0 / step, basis
+    peak = _peak_flops(m)
+    e_c = _eff(factors, m, "prefill")
+    if kind == "prefill":
+        prompt = _need(m.input_len, "input_len", m)
+        t = roofline.ttft_seconds(s.active_b, bits / 8.0, prompt, s.layers, s.attn_width, _n(m), peak / 1e12, bw,
+                                  e_c, e_bw)  # fmt: skip
+        basis = f"prefill {e_c:.3f}, attention included; {s.origin}"
+        return (t / _ttft_scale(m) if m.metric == "ttft" else prompt / t), basis
+    # offline or concurrency-limited throughput
+    if s.moe:
+        raise Unpredictable("mixture-of-experts throughput needs expert routing, which SERVE_TOKS does not model")
+    prompt = _need(m.input_len, "input_len", m)
+    output = _need(m.output_len, "output_len", m)
+    conc = 0 if m.concurrency in (None, "max") else int(m.concurrency)  # type: ignore[arg-type]
+    total = roofline.serve_tokens_per_s(s.params_b, bits / 8.0, kv, prompt, output, _n(m), gpu.memory_gb, bw,
+                                        peak / 1e12, conc, e_bw, e_c, USABLE_FRACTION)  # fmt: skip
+    if total <= 0:
+        raise Unpredictable("the weights or one request do not fit in 90% of memory")
+    basis = (f"roofline: decode_bandwidth {e_bw:.3f}, prefill {e_c:.3f}, KV {_kv_bytes_per_value(m):g} byte(s) "
+             f"per value, average context {_context(m):g}; {s.origin}")  # fmt: skip
+    return (total / _n(m) if m.metric.endswith("per_gpu") else total), basis
+
+
+# --- validation -------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RowResult:
+    """One input row's prediction: ``predicted`` and ``ratio`` are None when it was not predicted."""
+
+    line: int
+    name: str
+    metric: str
+    measured: float | None
+    predicted: float | None
+    ratio: float | None
+    reason: str
+    basis: str = ""
+    kind: str = ""
+
+    def as_json(self) -> dict[str, Any]:
+        return {"name": self.name, "metric": self.metric, "measured": self.measured, "predicted": self.predicted,
+                "ratio": self.ratio, "reason": self.reason, "basis": self.basis, "line": self.line}  # fmt: skip
+
+
+@dataclass
+class _FitCache:
+    """Fits without one run, each kind refitted only when that run had rows of that kind."""
+
+    pool: list[Observation]
+    parts: dict[tuple, Any] = field(default_factory=dict)
+
+    def without(self, key: tuple | None) -> Factors:
+        components = []
+        for kind in calibration.KINDS:
+            kept = tuple(i for i, o in enumerate(self.pool) if o.kind == kind and (key is None or o.run != key))
+            if (kind, kept) not in self.parts:
+                self.parts[(kind, kept)] = calibration.fit_kind(kind, [self.pool[i] for i in kept])
+            components.append(self.parts[(kind, kept)])
+        return Factors(*components)
+
+
+def validate(
+    rows: Sequence[Measurement], pool: Sequence[Measurement] | None = None, leave_out: bool = True
+) -> list[RowResult]:
+    """Predict every row; with ``leave_out``, from a fit on ``pool`` (default: the rows) without the row's run."""
+    cache = _FitCache(observations(rows if pool is None else pool))
+    results = []
+    for m in rows:
+        kind = kind_of(m) or ""
+        try:
+            factors = cache.without(run_key(m) if leave_out else None)
+            predicted, basis = predict(m, factors)
+        except Unpredictable as why:
+            results.append(RowResult(m.line, m.name, m.metric, m.value, None, None, str(why), kind=kind))
+            continue
+        except XlsxplanError as err:
+            results.append(RowResult(m.line, m.name, m.metric, m.value, None, None, err.message, kind=kind))
+            continue
+        if m.value is None or m.value <= 0:
+            why = "the measured value is empty or 0, so there is no ratio"
+            results.append(RowResult(m.line, m.name, m.metric, m.value, predicted, None, why, basis, kind))
+            continue
+        results.append(RowResult(m.line, m.name, m.metric, m.value, predicted, predicted / m.value, "", basis, kind))
+    return results
+
+
+def summarise(results: Sequence[RowResult]) -> dict[str, Any]:
+    """Coverage, median absolute error and the share within 2x, over the rows that were predicted."""
+    ratios = [r.ratio for r in results if r.ratio is not None]
+    errors = [abs(x - 1.0) for x in ratios]
+    within = [0.5 <= x <= 2.0 for x in ratios]
+    out: dict[str, Any] = {
+        "rows": len(results),
+        "predicted": len(ratios),
+        "coverage": len(ratios) / len(results) if results else 0.0,
+        "median_abs_error": statistics.median(errors) if errors else None,
+        "within_2x": sum(within) / len(within) if within else None,
+        "outside_2x": [r.line for r in results if r.ratio is not None and not 0.5 <= r.ratio <= 2.0],
+        "worst_ratio": None,
+    }
+    if ratios:
+        worst = max((r for r in results if r.ratio is not None), key=lambda r: abs(math.log(r.ratio)))  # type: ignore[arg-type]
+        out["worst_ratio"] = {"line": worst.line, "name": worst.name, "metric": worst.metric, "ratio": worst.ratio}
+    return out
+
+
+def fit_report(rows: Sequence[Measurement], origin: str, digest: str) -> dict[str, Any]:
+    """The calibration file's content: the fit on every row, with the rows used and the fit's errors."""
+    obs = observations(rows)
+    factors = calibration.fit(obs)
+    data = factors.to_dict()
+    for kind in calibration.KINDS:
+        mine = [o for o in obs if o.kind == kind]
+        fitted = [factors.predicted(o) / o.value for o in mine]
+        cache = _FitCache(obs)
+        loo = [cache.without(o.run).predicted(o) / o.value for o in mine]
+        data[kind]["rows"] = [
+            {"row": o.label, "implied": round(o.value, 4), "fitted": round(factors.predicted(o), 4)} for o in mine
+        ]
+        data[kind]["rows_used"] = len(mine)
+        data[kind]["median_abs_error"] = round(statistics.median(abs(x - 1) for x in fitted), 4) if mine else None
+        data[kind]["leave_one_run_out_median_abs_error"] = (
+            round(statistics.median(abs(x - 1) for x in loo), 4) if mine else None
+        )
+    return {
+        "about": "Calibrated efficiencies (xlsxplan.calibration). Generated by `xlsxplan calibrate --fit`; "
+        "do not edit by hand. Errors are |fitted / implied - 1| over the rows used.",
+        "data": {"file": origin, "sha256": digest, "rows": len(rows)},
+        **data,
+    }
