@@ -1,0 +1,400 @@
+"""Untrusted workbooks (issue #8, "Files"): refused with one line, in bounded memory, before any XML is parsed."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+import tracemalloc
+
+import openpyxl
+import pytest
+from hostile import CORPUS, entity_bomb, members, pack, plain_xlsx, quadratic_blowup, with_parts, zip_bomb
+
+from xlsxplan import engine
+from xlsxplan.engine import Workbook
+from xlsxplan.errors import WorkbookError
+from xlsxplan.safety import (
+    EXCEL_TEXT_MAX,
+    Limits,
+    clean_text,
+    formula_threat,
+    inspect_bytes,
+    require_defusedxml,
+    set_text,
+)
+
+
+@pytest.fixture
+def no_parsing(monkeypatch):
+    """Fail the test if openpyxl or formulas start parsing the workbook."""
+    from formulas.excel import xlreader
+
+    def forbidden(*args, **kwargs):
+        raise AssertionError("the workbook was parsed before it was refused")
+
+    monkeypatch.setattr(xlreader, "load_workbook", forbidden)
+    monkeypatch.setattr(openpyxl, "load_workbook", forbidden)
+
+
+@pytest.mark.parametrize("name", list(CORPUS))
+def test_the_hostile_corpus_is_refused_with_one_line(name, tmp_path):
+    make, message = CORPUS[name]
+    path = tmp_path / "hostile.xlsx"
+    path.write_bytes(make())
+    with pytest.raises(WorkbookError, match=message) as info:
+        Workbook.load(path)
+    assert "\n" not in info.value.message
+    assert "hostile.xlsx" in info.value.message
+
+
+@pytest.mark.parametrize(
+    "name", ["entity bomb", "quadratic blow-up", "zip bomb", "external link", "DDE link", "huge merge", "outside grid"]
+)
+def test_refused_before_any_xml_is_parsed(name, tmp_path, no_parsing):
+    path = tmp_path / "hostile.xlsx"
+    path.write_bytes(CORPUS[name][0]())
+    with pytest.raises(WorkbookError, match=CORPUS[name][1]):
+        Workbook.load(path)
+
+
+def test_a_zip_bomb_is_refused_without_inflating_it():
+    data = zip_bomb(megabytes=50)
+    assert len(data) < 200_000  # 50 MiB of spaces squeezed a thousandfold
+    tracemalloc.start()
+    try:
+        with pytest.raises(WorkbookError, match=r"looks like a zip bomb: xl/worksheets/sheet1\.xml inflates"):
+            inspect_bytes(data, "bomb.xlsx")
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 5 * 1024 * 1024  # never more than a few MiB, let alone 50
+
+
+def test_openpyxl_itself_refuses_entities_through_defusedxml():
+    # Defence in depth: even without xlsxplan's DTD check, openpyxl parses through defusedxml.
+    from defusedxml import EntitiesForbidden
+
+    require_defusedxml()
+    for make in (entity_bomb, quadratic_blowup):
+        with pytest.raises(ValueError, match="Unable to read workbook") as info:
+            openpyxl.load_workbook(io.BytesIO(make()))
+        cause = info.value.__cause__ or info.value.__context__
+        assert isinstance(cause, EntitiesForbidden)
+
+
+def test_xml_is_never_read_without_defusedxml(monkeypatch, tmp_path):
+    monkeypatch.setattr(openpyxl, "DEFUSEDXML", False)
+    path = tmp_path / "plain.xlsx"
+    path.write_bytes(plain_xlsx())
+    with pytest.raises(WorkbookError, match=r"openpyxl is not using defusedxml .*; refusing to read workbooks"):
+        Workbook.load(path)
+
+
+@pytest.mark.parametrize(
+    "limits, message",
+    [
+        (Limits(max_file_mb=0.001), r"plain\.xlsx is \d MiB; xlsxplan opens workbooks up to 0 MiB"),
+        (Limits(max_parts=5), r"has \d+ parts; xlsxplan opens workbooks of up to 5"),
+        (Limits(max_uncompressed_mb=0.01), r"inflates to 0 MiB; xlsxplan opens workbooks up to 0 MiB uncompressed"),
+        (Limits(max_sheets=1), r"has 2 sheets; the limit is 1"),
+        (Limits(max_cells=3), r"has 5 cells .*; the limit is 3"),
+        (Limits(max_formula_cells=1), r"has 2 formula cells .*compute long columns with one array formula instead"),
+        (Limits(max_memory_gb=0.1), r"would need about 0\.\d GB of memory to recalculate \(5 cells, 2 formulas\)"),
+    ],
+)
+def test_each_limit_refuses_with_its_reason(limits, message, tmp_path, no_parsing):
+    wb = openpyxl.Workbook()
+    wb.active["A1"] = 1
+    wb.active["A2"] = "=A1+1"
+    other = wb.create_sheet("Two")
+    other["A1"] = 2
+    other["B1"] = "=A1*3"
+    other["C1"] = "x"
+    wb.save(tmp_path / "plain.xlsx")
+    with pytest.raises(WorkbookError, match=message):
+        Workbook.load(tmp_path / "plain.xlsx", limits=limits)
+
+
+def test_cells_are_counted_from_the_xml_not_the_dimension_it_claims(tmp_path):
+    # A sheet that lies about its size: <dimension ref="A1"/> over 3,000 stored cells.
+    parts = members(plain_xlsx())
+    cells = "".join(f'<row r="{r}"><c r="A{r}"><v>{r}</v></c><c r="B{r}"><v>1</v></c></row>' for r in range(1, 1501))
+    sheet = parts["xl/worksheets/sheet1.xml"].decode()
+    start, end = sheet.index("<sheetData>"), sheet.index("</sheetData>")
+    sheet = sheet[:start] + "<sheetData>" + cells + sheet[end:]
+    sheet = sheet.replace(
+        sheet[sheet.index("<dimension") : sheet.index("/>", sheet.index("<dimension")) + 2], '<dimension ref="A1"/>'
+    )
+    parts["xl/worksheets/sheet1.xml"] = sheet.encode()
+    with pytest.raises(WorkbookError, match=r"has 3,000 cells"):
+        inspect_bytes(pack(parts), "liar.xlsx", Limits(max_cells=2_999))
+    assert inspect_bytes(pack(parts), "liar.xlsx").cells == 3_000
+
+
+def test_a_far_away_cell_does_not_fill_the_grid(tmp_path):
+    # openpyxl's iter_rows would create every cell between A1 and XFD1048576; xlsxplan visits stored cells only.
+    wb = openpyxl.Workbook()
+    ws = wb.active
+    ws["A1"] = 2
+    ws["XFD1048576"] = "=A1*21"
+    wb.save(tmp_path / "far.xlsx")
+    book = Workbook.load(tmp_path / "far.xlsx")
+    assert book.get("Sheet!XFD1048576") == 42
+    stored = book._model.books["BOOK.XLSX"][__import__("formulas").excel.BOOK]["Sheet"]._cells
+    assert len(stored) == 2
+
+
+def test_hyperlink_ranges_count_as_cells(tmp_path):
+    parts = members(plain_xlsx())
+    sheet = parts["xl/worksheets/sheet1.xml"].decode()
+    sheet = sheet.replace(
+        "</sheetData>", '</sheetData><hyperlinks><hyperlink ref="A1:Z40000" location="Sheet1!A1"/></hyperlinks>'
+    )
+    parts["xl/worksheets/sheet1.xml"] = sheet.encode()
+    with pytest.raises(WorkbookError, match=r"has 1,040,003 cells \(with merged and hyperlinked ranges"):
+        inspect_bytes(pack(parts), "links.xlsx", Limits(max_cells=1_000_000))
+
+
+def test_a_workbook_with_no_worksheet_is_refused():
+    parts = members(plain_xlsx())
+    workbook = parts["xl/workbook.xml"].decode()
+    start, end = workbook.index("<sheets>"), workbook.index("</sheets>") + len("</sheets>")
+    parts["xl/workbook.xml"] = (workbook[:start] + "<sheets/>" + workbook[end:]).encode()
+    with pytest.raises(WorkbookError, match=r"empty\.xlsx: the workbook has no worksheet"):
+        inspect_bytes(pack(parts), "empty.xlsx")
+
+
+def test_missing_file_and_folder_are_one_line_errors(tmp_path):
+    with pytest.raises(WorkbookError, match=r"cannot read .*nowhere\.xlsx: no such file"):
+        Workbook.load(tmp_path / "nowhere.xlsx")
+    with pytest.raises(WorkbookError, match=r"cannot read .*: it is a folder"):
+        Workbook.load(tmp_path)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Formulas that reach outside the workbook
+
+
+@pytest.mark.parametrize(
+    "formula, threat",
+    [
+        ("cmd|' /C calc'!A0", "holds a DDE call"),
+        ("=MSEXCEL|'\\..\\..\\Windows\\System32\\cmd.exe /c calc.exe'!''", "holds a DDE call"),
+        ("[1]Sheet1!A1*2", "refers to another workbook ([1]Sheet1!)"),
+        ("SUM([2]!Rates)", "refers to another workbook ([2]!)"),
+        ("'C:\\data\\[rates.xlsx]Sheet1'!A1", "refers to another workbook ('C:\\data\\[rates.xlsx]Sheet1')"),
+        ("'[rates.xlsx]My Sheet'!A1", "refers to another workbook ('[rates.xlsx]My Sheet')"),
+    ],
+)
+def test_dde_and_external_references_are_recognised(formula, threat):
+    assert formula_threat(formula) == threat or formula_threat(formula).startswith(threat)
+
+
+@pytest.mark.parametrize(
+    "formula",
+    [
+        "SUM(Table1[Amount])+Sheet2!A1",
+        "Table1[[#This Row],[Price]]*2",
+        '"a|b"&"[1]x!"',  # text, not references
+        "'Pipe|Sheet'!A1",  # a sheet name may hold a pipe
+        "IF(A1>0,B1,C1)",
+        "MAX_BATCH(Params_B,1,KV,2300,2,80)",
+    ],
+)
+def test_ordinary_formulas_are_not_threats(formula):
+    assert formula_threat(formula) is None
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Text that stays text (formula injection)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ['=HYPERLINK("http://evil.example","click")', "+1+1", "-2+3", "@SUM(A1)", "\t=1", "=cmd|' /C calc'!A0", "Qwen"],
+)
+def test_set_text_stores_text_never_a_formula(text, tmp_path):
+    wb = openpyxl.Workbook()
+    cell = set_text(wb.active["A1"], text, "model name")
+    assert cell.data_type == "s"
+    assert bool(cell.quotePrefix) == text.startswith(("=", "+", "-", "@", "\t"))
+    wb.active["B1"] = "=LEN(A1)"
+    wb.save(tmp_path / "names.xlsx")
+    again = openpyxl.load_workbook(tmp_path / "names.xlsx")["Sheet"]["A1"]
+    assert (again.value, again.data_type) == (text, "s")
+    book = Workbook.load(tmp_path / "names.xlsx")
+    assert book.get("Sheet!A1") == text  # read back as text, not evaluated
+    assert book.get("Sheet!B1") == len(text)
+
+
+def test_clean_text_replaces_control_characters_and_caps_length():
+    assert clean_text("GPU\x00\x07name") == "GPU\ufffd\ufffdname"
+    assert clean_text("tab\tand\nnewline") == "tab\tand\nnewline"
+    with pytest.raises(WorkbookError, match=r"note is 32,768 characters long; an Excel cell holds at most 32,767"):
+        clean_text("x" * (EXCEL_TEXT_MAX + 1), "note")
+
+
+def test_with_parts_helper_keeps_a_valid_workbook():
+    # the corpus is built by editing a real workbook; unedited, it must load and compute
+    data = with_parts({})
+    book = inspect_bytes(data, "ok.xlsx")
+    assert book.formulas == 1 and book.cells == 3
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Load (issue #8): big workbooks fit the default limits or are refused up front
+
+
+def test_default_limits_admit_a_10000_row_scenario_sheet_and_a_1000_sheet_workbook():
+    from books import raw_scenario_rows, raw_xlsx
+
+    per_cell = inspect_bytes(raw_xlsx({"Scenarios": raw_scenario_rows(10_000, array=False)}), "scenarios.xlsx")
+    assert (per_cell.cells, per_cell.formulas) == (100_000, 50_000)
+    assert per_cell.estimated_bytes < 5e9  # measured: about 3 GB (BENCHMARKS.md); the machine has 24 GiB
+    array = inspect_bytes(raw_xlsx({"Scenarios": raw_scenario_rows(10_000, array=True)}), "scenarios.xlsx")
+    assert (array.formulas, sum(s.array_elements for s in array.sheets)) == (5, 50_000)
+    assert array.estimated_bytes < per_cell.estimated_bytes / 4
+    body = '<row r="1"><c r="A1"><v>1</v></c><c r="B1"><f>A1*2</f></c></row>'
+    sheets = inspect_bytes(raw_xlsx({f"S{i}": body for i in range(1_000)}), "sheets.xlsx")
+    assert (len(sheets.sheets), sheets.formulas) == (1_000, 1_000)
+
+
+def test_a_scenario_sheet_too_big_for_24_gib_is_refused_up_front(tmp_path, no_parsing):
+    from books import raw_scenario_rows, raw_xlsx
+
+    path = tmp_path / "huge.xlsx"
+    path.write_bytes(raw_xlsx({"Scenarios": raw_scenario_rows(50_000, array=False)}))
+    with pytest.raises(
+        WorkbookError, match=r"has 250,000 formula cells \(250,000 in sheet 'Scenarios'\).*array formula"
+    ):
+        Workbook.load(path)
+
+
+@pytest.mark.slow
+def test_a_1000_sheet_workbook_recalculates_and_every_sheet_shows_its_value(tmp_path):
+    from books import raw_xlsx
+
+    body = '<row r="1"><c r="A1"><v>{}</v></c><c r="B1"><f>A1*2</f></c></row>'
+    path = tmp_path / "sheets.xlsx"
+    path.write_bytes(raw_xlsx({f"S{i}": body.format(i) for i in range(1_000)}))
+    out = Workbook.load(path).save(tmp_path / "sheets.recalc.xlsx")
+    values = openpyxl.load_workbook(out, data_only=True)
+    assert [values[f"S{i}"]["B1"].value for i in range(1_000)] == [2 * i for i in range(1_000)]
+
+
+def test_indirect_to_a_neighbouring_workbook_never_opens_it(tmp_path, monkeypatch):
+    # formulas turns INDIRECT("...") into a static reference and would load the other file; xlsxplan refuses
+    other = openpyxl.Workbook()
+    other.active.title = "S"
+    other.active["A1"] = 7
+    other.save(tmp_path / "other.xlsx")
+    wb = openpyxl.Workbook()
+    ws = wb.active
+    ws.title = "S"
+    ws["A1"] = 1
+    ws["B1"] = f"=INDIRECT(\"'{tmp_path}/[other.xlsx]S'!A1\")"
+    ws["B2"] = '=INDIRECT("S!A1")*2'
+    wb.save(tmp_path / "book.xlsx")
+    from formulas.excel import xlreader
+
+    loads = []
+    original = xlreader.load_workbook
+    monkeypatch.setattr(xlreader, "load_workbook", lambda *a, **k: loads.append(a) or original(*a, **k))
+    book = Workbook.load(tmp_path / "book.xlsx")
+    err = book.get("S!B1")
+    assert err.code == "#REF!" and err.message.startswith("refers to another workbook (")
+    assert err.message.endswith("[other.xlsx]S'!A1), which xlsxplan never opens")
+    assert book.get("S!B2") == 2
+    assert len(loads) == 1  # only the workbook itself was ever read
+
+
+def test_an_entity_bomb_under_another_name_is_still_refused(no_parsing, tmp_path):
+    # the sheet part named without .xml: its content type, not its name, makes it XML
+    parts = members(entity_bomb())
+    parts["xl/sharedStrings"] = parts.pop("xl/sharedStrings.xml")
+    ct = (
+        parts["[Content_Types].xml"]
+        .decode()
+        .replace('PartName="/xl/sharedStrings.xml"', 'PartName="/xl/sharedStrings"')
+    )
+    parts["[Content_Types].xml"] = ct.encode()
+    path = tmp_path / "renamed.xlsx"
+    path.write_bytes(pack(parts))
+    with pytest.raises(WorkbookError, match=r"the part xl/sharedStrings declares a DTD or entities"):
+        Workbook.load(path)
+
+
+@pytest.mark.parametrize(
+    "formula, limits, message",
+    [
+        (
+            "=SUM(Data!A1:ZZ1000000)",
+            Limits(),
+            r"formulas refer to ranges of 702,000,000 cells in all \(the largest Data!A1:ZZ1000000, 702,000,000 cells\)"
+            r"; .* would need about 56\d\.\d GB, and the limit is 16 GB: refer to the rows in use, not whole columns",
+        ),
+        ("=SUM(Data!A:A)", Limits(max_memory_gb=0.5), r"the largest Data!A:A, 1,048,576 cells"),
+    ],
+)
+def test_formulas_over_huge_ranges_are_refused_before_the_engine_builds_them(formula, limits, message, tmp_path):
+    # formulas keeps every position of a referenced range: SUM(A1:Z100000) over two stored cells took 1.7 GB
+    wb = openpyxl.Workbook()
+    wb.active.title = "Data"
+    wb.active["A1"] = 1
+    wb.create_sheet("Sum")["A1"] = formula
+    wb.save(tmp_path / "ranges.xlsx")
+    engine.register_functions()  # its imports are not what is measured
+    tracemalloc.start()
+    try:
+        with pytest.raises(WorkbookError, match=message):
+            Workbook.load(tmp_path / "ranges.xlsx", limits=limits)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 50 * 1024 * 1024  # building the ranges would have taken 1 GB to 560 GB
+
+
+_BOMBS = """
+import json, sys
+import openpyxl
+from xlsxplan.engine import Workbook, register_functions
+from xlsxplan.safety import limit_address_space
+
+register_functions()
+wb = openpyxl.Workbook()
+ws = wb.active
+ws["A1"] = "=SUM(MUNIT(20000))"             # a 3.2 GB matrix
+ws["A2"] = '=LEN(REPT("x",3000000000))'     # a 3 GB string
+ws["B1"] = 3000000000
+ws["A3"] = '=LEN(REPT("x",B1))'             # the same, computed at recalculation
+ws["A4"] = "=6*7"
+wb.save(sys.argv[1])
+assert limit_address_space(2.5)
+book = Workbook.load(sys.argv[1])
+print(json.dumps({"errors": {k: v.code for k, v in book.errors().items()}, "A4": book.get("Sheet!A4")}))
+"""
+
+
+def test_memory_bombs_in_formulas_become_cell_errors_under_the_address_space_cap(tmp_path):
+    # run in a child process: the cap is for the whole process, and the command line sets it for itself
+    result = subprocess.run(
+        [sys.executable, "-c", _BOMBS, str(tmp_path / "bombs.xlsx")], capture_output=True, text=True, timeout=300
+    )
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report == {"errors": {"Sheet!A1": "#VALUE!", "Sheet!A2": "#VALUE!", "Sheet!A3": "#VALUE!"}, "A4": 42}
+
+
+def test_the_command_line_caps_its_address_space(monkeypatch, tmp_path, capsys):
+    from xlsxplan import safety
+    from xlsxplan.cli import main
+
+    calls = []
+    monkeypatch.setattr(safety, "limit_address_space", lambda gb: calls.append(gb) or True)
+    path = tmp_path / "plain.xlsx"
+    path.write_bytes(plain_xlsx())
+    assert main(["recalc", str(path), "-q"]) == 0
+    assert calls == [Limits().max_memory_gb + max(8, os.cpu_count() or 1)]
