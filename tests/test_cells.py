@@ -115,3 +115,18 @@ def test_a_column_of_scenarios_equals_scalar_calls_through_the_checked_path():
 
 def test_a_range_with_no_cells_is_one_clear_error():
     assert evaluate_broadcast(KV, [[], 8, 128]) == CellError("#VALUE!", "KV_BYTES_PER_TOKEN: a range with no cells")
+
+
+def test_implausible_values_are_used_but_collected_as_warnings_once_each():
+    from xlsxplan.cells import collect_warnings
+
+    decode = FUNCTIONS["DECODE_TOKS"]
+    with collect_warnings() as warnings:
+        assert evaluate(decode, [72.7, 1, 2, 3350]) > 90_000
+        evaluate_broadcast(decode, [[[72.7], [7.6]], 1, 2, 3350])
+        evaluate(FUNCTIONS["WEIGHTS_GB"], [72.7e3])
+    assert warnings == [
+        "bandwidth_tb_s = 3,350 is outside the usual range 0.01 to 50: check its unit",
+        "params_b = 72,700 is outside the usual range 0.0001 to 10,000: check its unit",
+    ]
+    assert evaluate(decode, [72.7, 1, 2, 3350]) > 90_000  # outside a collect block nothing is recorded

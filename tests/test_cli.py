@@ -106,3 +106,11 @@ def test_installed_command_runs_as_a_subprocess():
     )
     assert proc.returncode == 1 and proc.stdout.startswith("#NUM! tflops must be")
     assert "Traceback" not in proc.stdout + proc.stderr
+
+
+def test_eval_warns_about_an_implausible_unit_but_still_answers(capsys):
+    # issue #8: "an accelerator bandwidth of 3350 where TB/s is meant" gets a warning, not a refusal
+    code, out, err = run(capsys, "eval", "=DECODE_TOKS(72.7,1,2,3350)")
+    assert code == 0 and float(out) > 90_000
+    assert err == "xlsxplan: warning: bandwidth_tb_s = 3,350 is outside the usual range 0.01 to 50: check its unit\n"
+    assert run(capsys, "eval", "=DECODE_TOKS(72.7,1,2,3.35)")[2] == ""

@@ -22,10 +22,11 @@ Results come back as plain Python values, :class:`CellError` for errors, or a 2-
 
 from __future__ import annotations
 
+import contextlib
 import math
 import numbers
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,7 +36,36 @@ from .domains import flatten_range, show_value
 from .errors import ArgumentError, XlsxplanError
 from .registry import Argument, Function
 
-__all__ = ["CellError", "EXCEL_ERRORS", "coerce", "evaluate", "evaluate_broadcast", "as_error"]
+__all__ = ["CellError", "EXCEL_ERRORS", "coerce", "evaluate", "evaluate_broadcast", "as_error", "collect_warnings"]
+
+# Where warnings about legal but implausible inputs go (a bandwidth of 3350 where TB/s is meant). A stack, not a
+# ContextVar, because `formulas` runs cell functions in a context of its own (see engine.collect_messages).
+_warning_sinks: list[list[str]] = []
+
+
+@contextlib.contextmanager
+def collect_warnings() -> Iterator[list[str]]:
+    """Collect, once each and in order, the warnings about implausible inputs raised inside the block.
+
+    A value outside its argument's typical range (:attr:`xlsxplan.domains.Domain.typical`) is still used, since it
+    may be right; the command line prints these warnings and the templates flag them, so a unit slip is seen.
+    """
+    sink: list[str] = []
+    _warning_sinks.append(sink)
+    try:
+        yield sink
+    finally:
+        _warning_sinks.remove(sink)
+
+
+def _note_suspicion(arg: Argument, value: object) -> None:
+    if not _warning_sinks or arg.domain is None or arg.domain.typical is None:
+        return
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        message = arg.domain.suspicion(arg.name, value)
+        if message and message not in _warning_sinks[-1]:
+            _warning_sinks[-1].append(message)
+
 
 EXCEL_ERRORS = (
     "#NULL!", "#DIV/0!", "#VALUE!", "#REF!", "#NAME?", "#NUM!", "#N/A", "#GETTING_DATA", "#SPILL!", "#CALC!",
@@ -178,6 +208,7 @@ def evaluate(fn: Function, raw_args: Sequence[object]) -> Any:
                 values.append(arg.default)
                 continue
             values.append(coerce(arg, raw_args[i]))
+            _note_suspicion(arg, values[-1])
         return _plain(fn.func(*values))
     except XlsxplanError as err:
         return CellError(err.excel_error, err.message)
@@ -268,11 +299,13 @@ def _prepare(fn: Function, arg: Argument, raw: object) -> Any:
     except (ArithmeticError, ValueError, TypeError) as e:
         return _Failure(1, CellError("#VALUE!", f"{fn.name}: {type(e).__name__}: {e}"))
     try:
-        return arg.domain.check(arg.name, value)  # type: ignore[union-attr]
+        checked = arg.domain.check(arg.name, value)  # type: ignore[union-attr]
     except XlsxplanError as e:
         return _Failure(2, CellError(e.excel_error, e.message))
     except (ArithmeticError, ValueError, TypeError) as e:
         return _Failure(2, CellError("#VALUE!", f"{fn.name}: {type(e).__name__}: {e}"))
+    _note_suspicion(arg, checked)
+    return checked
 
 
 def _broadcast_checked(

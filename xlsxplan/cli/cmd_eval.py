@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from .common import EXIT_FORMULA_ERROR, EXIT_OK, format_value
 
@@ -20,9 +21,13 @@ def _outer_unit(formula: str) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..cells import collect_warnings
     from ..engine import evaluate_formula
 
-    result = evaluate_formula(args.formula)
+    with collect_warnings() as warnings:
+        result = evaluate_formula(args.formula)
+    for warning in warnings:  # a legal but implausible input, e.g. 3350 where TB/s is meant
+        print(f"xlsxplan: warning: {warning}", file=sys.stderr)
     if result.error is not None:
         print(str(result.error))
         return EXIT_FORMULA_ERROR

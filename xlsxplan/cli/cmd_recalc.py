@@ -68,7 +68,7 @@ def _progress(enabled: bool) -> tuple[Any, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..cells import CellError
+    from ..cells import CellError, collect_warnings
     from ..safety import Limits, limit_address_space
     from ..workbook import Workbook, default_output, parse_value
 
@@ -89,7 +89,8 @@ def run(args: argparse.Namespace) -> int:
             bar.set_description("calculating")
         for ref, value in sets:
             wb.set(ref, value)
-        wb.calculate()
+        with collect_warnings() as warnings:
+            wb.calculate()
         shown = _shown(wb, args.show or [])
         errors = wb.errors()
         if bar is not None:
@@ -99,10 +100,13 @@ def run(args: argparse.Namespace) -> int:
         if bar is not None:
             bar.close()
     failed = any(isinstance(row["value"], CellError) for row in shown)
+    for warning in warnings:
+        print(f"xlsxplan: warning: {warning}", file=sys.stderr)
     if args.json:
         report = {
             "input": str(source),
             "output": str(out),
+            "warnings": warnings,
             "shown": [{**row, "value": _json_value(row["value"])} for row in shown],
             "errors": [{"cell": cell, "error": e.code, "message": e.message} for cell, e in errors.items()],
         }
