@@ -30,10 +30,9 @@ from openpyxl import Workbook
 from openpyxl.formatting.rule import CellIsRule
 from openpyxl.styles import Alignment, Border, Font, NamedStyle, PatternFill, Protection, Side
 from openpyxl.styles.differential import DifferentialStyle
-from openpyxl.utils import get_column_letter, quote_sheetname
+from openpyxl.utils import get_column_letter
 from openpyxl.workbook.defined_name import DefinedName
 from openpyxl.worksheet.datavalidation import DataValidation
-from openpyxl.worksheet.formula import ArrayFormula
 from openpyxl.worksheet.worksheet import Worksheet
 
 from .. import __version__
@@ -60,12 +59,12 @@ twice writes the same file."""
 GENERATOR = "xlsxplan build"
 
 # Label | Value | Unit | Source | As-of date | Comment, then the cases of a scenario block.
-WIDTHS = {"A": 40, "B": 15, "C": 13, "D": 40, "E": 11, "F": 46}
+WIDTHS = {"A": 40, "B": 15, "C": 13, "D": 40, "E": 11, "F": 50}
 CASE_COLUMNS = ("G", "H", "I", "J")
-CASE_WIDTH = 17
+CASE_WIDTH = 19
 # A side-by-side sheet: Label | Unit | Case 1 .. Case 4 | Equation and source.
 SIDE_COLUMNS = ("C", "D", "E", "F")
-CASE_WIDTHS = {"A": 40, "B": 13, "C": 17, "D": 17, "E": 17, "F": 17, "G": 70}
+CASE_WIDTHS = {"A": 40, "B": 13, "C": 19, "D": 19, "E": 19, "F": 19, "G": 75}
 HEADER_ROWS = 5
 """Rows 1 to 5 hold the title, master check, purpose and column headings on every list sheet."""
 
@@ -147,9 +146,10 @@ def _styles() -> list[NamedStyle]:
             font=_font(bold=True, color="3F3F3F"),
             fill=PatternFill("solid", fgColor="F2F2F2"),
             border=Border(left=_THIN_DARK, right=_THIN_DARK, top=_THIN_DARK, bottom=_THIN_DARK),
+            alignment=Alignment(horizontal="right"),
         ),  # fmt: skip
-        NamedStyle("Formula", font=_font(color="000000")),
-        NamedStyle("Link", font=_font(color="008000")),
+        NamedStyle("Formula", font=_font(color="000000"), alignment=Alignment(horizontal="right")),
+        NamedStyle("Link", font=_font(color="008000"), alignment=Alignment(horizontal="right")),
         NamedStyle(
             "Check Cell",
             builtinId=23,
@@ -214,6 +214,8 @@ class Line:
     note: str
     fmt: str = "dec2"
     key_result: bool = False
+    compare: bool = True
+    """False: computed for the active scenario only, not repeated for every case side by side."""
 
 
 @dataclass
@@ -330,6 +332,11 @@ class Book:
         return self.wb
 
 
+def quote_sheetname(name: str) -> str:
+    """A sheet name as a formula writes it: quoted only when it holds anything but letters, digits, ``_``, ``.``."""
+    return name if re.fullmatch(r"[A-Za-z_][\w.]*", name) else "'" + name.replace("'", "''") + "'"
+
+
 def put_text(cell: Any, text: str) -> Any:
     """Write ``text`` as text, never as a formula, whatever it starts with."""
     cell.value = text
@@ -412,6 +419,7 @@ class Sheet:
             ws["C2"].alignment = Alignment(horizontal="right")
             ws["D2"] = f"={book.scenario_name}"
             ws["D2"].style = "Link"
+            ws["D2"].alignment = Alignment(horizontal="left")
 
     # -- rows -----------------------------------------------------------------------------------------------------
     def skip(self, n: int = 1) -> None:
@@ -484,6 +492,8 @@ class Sheet:
     def case_headings(self, title: str, first: str = "Live") -> None:
         """The heading row of a block whose cases sit in columns G to J."""
         r = self.row
+        for col in CASE_COLUMNS:  # the sheet's column headings run on over the cases
+            self.ws[f"{col}{HEADER_ROWS}"].style = "Column Heading"
         put_text(self.ws[f"A{r}"], title).style = "Column Heading"
         put_text(self.ws[f"B{r}"], first).style = "Column Heading"
         for col in "CDEF":
@@ -545,7 +555,8 @@ class Sheet:
             self.book.refs[key or name] = Ref(self.name, r, CASE_COLUMNS[0])
             self.book.define(name, self.name, f"${CASE_COLUMNS[0]}${r}:${CASE_COLUMNS[-1]}${r}")
         self.book.input_names[key or name] = name
-        self.book.refs[f"{key or name}@cases"] = Ref(self.name, r, CASE_COLUMNS[0], CASE_COLUMNS[-1])
+        for i, col in enumerate(CASE_COLUMNS):
+            self.book.refs[f"{key or name}@{i}"] = Ref(self.name, r, col)
         self.book.inputs.append(InputRow(self.name, r, label, name, unit, tuple(cells), live))
         self.row += 1
         return name
@@ -564,23 +575,25 @@ class Sheet:
         self.row += 1
         return ref
 
-    def side_by_side(self, line: Line, local: dict[str, Ref | str]) -> Ref:
-        """One line item for every case at once: an array formula over columns C to F whose ``{key}``
-        placeholders are the rows of the same cases (``local``), so ``=WEIGHTS_GB(C22:F22,C29:F29)`` reads like
-        the equation and computes four results. The line's key then refers to its row in ``local``."""
+    def side_by_side(self, line: Line, locals_: Sequence[dict[str, Ref | str]]) -> Ref:
+        """One line item per case, in columns C to F: the same template rendered once per column with that
+        case's references (``locals_[i]``), so each cell reads like the equation for its case. Per-cell formulas,
+        not an array formula: LibreOffice recalculates array formulas on opening, and would show ``#NAME?`` for
+        xlsxplan's functions where a plain cell shows the value cached when the file was saved.
+
+        Returns the row as a reference spanning C to F; each case's cell goes into its ``locals_`` under the
+        line's key."""
         ws, r = self.ws, self.row
         self._label(line.label, line.unit, line.note)
-        first, last = SIDE_COLUMNS[0], SIDE_COLUMNS[-1]
-        formula = self.book.render(line.formula, self.name, local)
-        ws[f"{first}{r}"] = ArrayFormula(f"{first}{r}:{last}{r}", formula)
-        style = _style_of(formula, line.key_result)
-        for col in SIDE_COLUMNS:
-            ws[f"{col}{r}"].style = style
-            ws[f"{col}{r}"].number_format = FMT[line.fmt]
-        ref = Ref(self.name, r, first, last)
-        local[line.key] = ref
+        for col, local in zip(SIDE_COLUMNS, locals_):
+            formula = self.book.render(line.formula, self.name, local)
+            cell = ws[f"{col}{r}"]
+            cell.value = formula
+            cell.style = _style_of(formula, line.key_result)
+            cell.number_format = FMT[line.fmt]
+            local[line.key] = Ref(self.name, r, col)
         self.row += 1
-        return ref
+        return Ref(self.name, r, SIDE_COLUMNS[0], SIDE_COLUMNS[-1])
 
     def link(self, key: str, label: str, unit: str, fmt: str, note: str = "", key_result: bool = True) -> Ref:
         """A line that repeats another sheet's line item (Outputs, Cover)."""
@@ -667,8 +680,8 @@ class Legend:
     rows: list[tuple[str, str, str]] = field(
         default_factory=lambda: [
             ("Input", "1,000", "An input: type your own value (only these cells are unlocked)"),
-            ("Formula", "=", "A calculation: do not type over it; click it to read the formula"),
-            ("Link", "=", "A link to a figure on another sheet (green)"),
+            ("Formula", "1,000", "A calculation: do not type over it; click it to read the formula"),
+            ("Link", "1,000", "A link to a figure on another sheet (green)"),
             ("Output", "1,000", "A key result"),
             ("Check Cell", "OK", "A check: OK, or ERROR with the reason on the Checks sheet"),
             ("Note", "Note", "A note or statement of basis"),
@@ -707,7 +720,8 @@ def lists_sheet(book: Book) -> dict[str, str]:
     columns = {"model": ("A", "Models (MODEL_SPEC)", catalog.model_names()),
                "gpu": ("C", "Accelerators (GPU_SPEC)", catalog.gpu_names()),
                "precision": ("E", "Precisions (BYTES_PER_PARAM)", precision.format_names())}  # fmt: skip
-    ws.column_dimensions["E"].width = 26
+    for col in "ACE":
+        ws.column_dimensions[col].width = 30
     out = {}
     last = HEADER_ROWS
     for kind, (col, heading, names) in columns.items():
@@ -789,6 +803,7 @@ def cover(
     for text in limitations:
         row = paragraph(ws, row, text, "Label", indent="- ")
     row += 1
+    start = row
     row = paragraph(
         ws,
         row,
@@ -796,6 +811,9 @@ def cover(
         "the Guide names; replace them with your own before relying on the results.",
         "Note",
     )
+    for r in range(start, row):
+        for col in "BCDEF":
+            ws[f"{col}{r}"].style = "Note"
     ws.print_area = f"A1:F{row - 1}"
     page_setup(ws, book.title)
 
@@ -856,7 +874,7 @@ def version_log(book: Book) -> None:
     ws[f"B{sh.row}"] = TEMPLATE_DATE
     ws[f"B{sh.row}"].number_format = FMT["date"]
     put_text(ws[f"C{sh.row}"], "xlsxplan").style = "Label"
-    put_text(ws[f"D{sh.row}"], "First release, generated by `xlsxplan build` from the catalog and the seed "
-             "documents' worked examples.").style = "Label"  # fmt: skip
+    put_text(ws[f"D{sh.row}"], "First release: generated by `xlsxplan build` from the catalog and the seeds' "
+             "examples").style = "Label"  # fmt: skip
     sh.row += 1
     sh.finish()

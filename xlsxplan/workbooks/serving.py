@@ -17,7 +17,7 @@ caps, spares and input/output prices (issue 9) add Demand and Cost inputs and re
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from openpyxl.chart import Reference, ScatterChart, Series
@@ -35,6 +35,7 @@ from .layout import (
     cover,
     guide,
     lists_sheet,
+    page_setup,
     put_text,
     validation_for,
     version_log,
@@ -89,7 +90,7 @@ CASE_INPUTS: tuple[CaseInput, ...] = (
         ("Qwen2.5-72B",) * 3 + ("Qwen2.5-7B",),
         "preset",
         _SECTION6,
-        "A catalog preset (dropdown), or your own name with every override below",
+        "Catalog preset (dropdown) or your own name",
         "text",
         "model",
     ),
@@ -99,7 +100,7 @@ CASE_INPUTS: tuple[CaseInput, ...] = (
         (None, None, None, 7.6),
         "B params",
         f"{SEED} §6 (example)",
-        "Empty: the catalog's figure. 7.6 is the seed's; the catalog has 7.61 (model card)",
+        "Seed: 7.6; catalog: 7.61 (model card)",
         "override",
         "",
         _OVERRIDE,
@@ -143,7 +144,7 @@ CASE_INPUTS: tuple[CaseInput, ...] = (
         ("H100-SXM",) * 4,
         "preset",
         _SECTION6,
-        "A catalog preset (dropdown), or your own name with every override below",
+        "Catalog preset (dropdown) or your own name",
         "text",
         "gpu",
     ),
@@ -153,7 +154,7 @@ CASE_INPUTS: tuple[CaseInput, ...] = (
         (None,) * 4,
         "GB",
         "Catalog (datasheet)",
-        "Empty: the catalog's figure (H100: 80 GB, as the seed)",
+        "Empty: catalog's (H100: 80 GB, as the seed)",
         "override",
         "",
         _OVERRIDE,
@@ -164,7 +165,7 @@ CASE_INPUTS: tuple[CaseInput, ...] = (
         (None,) * 4,
         "TB/s",
         "Catalog (datasheet)",
-        "Empty: the catalog's figure (H100: 3.35 TB/s, as the seed)",
+        "Empty: catalog's (H100: 3.35 TB/s, as the seed)",
         "override",
         "",
         _OVERRIDE,
@@ -175,7 +176,7 @@ CASE_INPUTS: tuple[CaseInput, ...] = (
         (989,) * 4,
         "TFLOP/s",
         f"{SEED} §5 (example)",
-        "989 is the seed's; the catalog has 989.4 (NVIDIA Hopper whitepaper)",
+        "Seed: 989; catalog: 989.4 (Hopper whitepaper)",
         "override",
         "",
         _OVERRIDE,
@@ -206,7 +207,7 @@ CASE_INPUTS: tuple[CaseInput, ...] = (
         (2, 2, 4, 1),
         "count",
         _SECTION6,
-        "GPUs holding one copy of the model (tensor parallel)",
+        "GPUs holding one copy (tensor parallel)",
         "int",
         "",
         domains.GPUs.__metadata__[0],
@@ -273,7 +274,7 @@ CASE_LINES: tuple[Line, ...] = (
         "Dense BF16 compute per GPU",
         _spec("bf16_tflops", "tflops_override", "GPU_SPEC", "gpu"),
         "TFLOP/s",
-        'The override, else GPU_SPEC(accelerator, "bf16_tflops"); dense, never the sparse headline',
+        'The override, else GPU_SPEC(accelerator, "bf16_tflops"): dense, not sparse',
         "dec1",
     ),
     Line(
@@ -338,8 +339,7 @@ CASE_LINES: tuple[Line, ...] = (
         "Batch that fits in memory",
         "=MAX_BATCH({params},{bytes_weight},{kv_bytes},{context},{n_gpus},{memory},Usable_Memory_Fraction)",
         "sequences",
-        "Whole sequences whose KV cache fits beside the weights: floor(free / KV per sequence) "
-        "(seed 000 §3, §6); 0 when the weights do not fit",
+        "floor(free memory / KV per sequence): sequences beside the weights (seed 000 §3, §6)",
         "int",
     ),
     Line(
@@ -355,7 +355,7 @@ CASE_LINES: tuple[Line, ...] = (
         "Memory a decode step may read at the target",
         "={n_gpus}*{bandwidth}*1000*Decode_Bandwidth_Efficiency/Latency_Target",
         "GB",
-        "Bandwidth / target tokens per second: a step must finish in 1 / target seconds (seed 000 §4)",
+        "Bandwidth / target tokens/s: a step must finish in 1 / target seconds (seed 000 §4)",
         "dec1",
     ),
     Line(
@@ -363,7 +363,7 @@ CASE_LINES: tuple[Line, ...] = (
         "Batch the latency target allows",
         "=IF({step_budget}>={weights}+{kv_seq},ROUNDDOWN(({step_budget}-{weights})/{kv_seq},0),1)",
         "sequences",
-        "Sequences whose KV cache a step can read besides the weights; 1 when not even one can (seed 000 §7)",
+        "Sequences a step can read besides the weights at the target; at least 1 (seed 000 §7)",
         "int",
     ),
     Line(
@@ -371,8 +371,7 @@ CASE_LINES: tuple[Line, ...] = (
         "Batch planned",
         "=IF({batch_latency}<{batch_fit},{batch_latency},{batch_fit})",
         "sequences",
-        "The batch that fits, cut to what the latency target allows (seed 000 §7: pick the batch from the target "
-        "first)",
+        "The batch that fits, cut to what the latency target allows (seed 000 §7)",
         "int",
     ),
     Line(
@@ -416,7 +415,7 @@ CASE_LINES: tuple[Line, ...] = (
         "=IF({batch}>=1,PREFILL_S({params},Prompt_Tokens_Per_Request,{n_gpus},{tflops},"
         'Prefill_Compute_Utilisation),"does not fit")',
         "s",
-        "2 N x prompt tokens / (GPUs x compute x utilisation): most of the time to first token (seed 000 §5)",
+        "2N x prompt tokens / (GPUs x compute x utilisation) (seed 000 §5)",
         "dec2",
     ),
     Line(
@@ -456,8 +455,7 @@ CASE_LINES: tuple[Line, ...] = (
         "Peak work in replicas, prefill plus decode",
         '=IF({batch}>=1,{peak_prompt}/{prefill_tps}+{peak_output}/{tps_total},"does not fit")',
         "replicas",
-        "Prompt tokens/s / prefill throughput + output tokens/s / decode throughput: prefill and decode share "
-        "the GPUs' time",
+        "Prompt tokens/s / prefill throughput + output tokens/s / decode throughput",
         "dec2",
     ),
     Line(
@@ -465,7 +463,7 @@ CASE_LINES: tuple[Line, ...] = (
         "Replicas for the peak",
         '=IF({batch}>=1,ROUNDUP({load_peak},0)+Spare_Replicas,"does not fit")',
         "count",
-        "Peak work rounded up + spares; counts the prefill that seed 000's decode-only count leaves out",
+        "Peak work rounded up + spares: counts prefill, which seed 000's count leaves out",
         "int",
     ),
     Line(
@@ -510,6 +508,9 @@ CASE_LINES: tuple[Line, ...] = (
     ),
 )
 
+_ACTIVE_ONLY = {"replicas_decode", "replicas_decode_growth", "replicas_growth", "gpus_growth"}
+CASE_LINES = tuple(replace(line, compare=line.key not in _ACTIVE_ONLY) for line in CASE_LINES)
+
 GLOBAL_LINES: tuple[Line, ...] = (
     Line(
         "peak_rps",
@@ -553,6 +554,10 @@ GLOBAL_LINES: tuple[Line, ...] = (
     ),
 )
 
+SHOWN_INPUTS = ("scenario_name", "model", "gpu", "weight_precision", "n_gpus")
+"""Case inputs repeated at the top of Scenarios so a printout says which case is which; the other inputs (the
+overrides) are read from Inputs by the formulas directly."""
+
 CHART_POINTS = 12
 """Rows of the tokens/s-per-user-against-batch table."""
 
@@ -591,7 +596,7 @@ def _inputs(book: Book, lists: dict[str, str]) -> Sheet:
         "Scenario number",
         f"=MATCH(Active_Scenario,$G${name_row}:$J${name_row},0)",
         "index",
-        "Position of the active case among the cases (MATCH)",
+        "Position of the active case (MATCH)",
         "int",
     )
     sh.line(number)
@@ -711,31 +716,38 @@ def _calculations(book: Book) -> Sheet:
         sh.line(line, live)
 
     sh.section("Decode speed against batch (the chart on Outputs)", "Evenly spaced batches up to the one that fits")
-    put_text(sh.ws[f"A{sh.row}"], "Point").style = "Column Heading"
-    put_text(sh.ws[f"B{sh.row}"], "Batch").style = "Column Heading"
-    put_text(sh.ws[f"C{sh.row}"], "Tokens/s per user").style = "Column Heading"
-    put_text(sh.ws[f"D{sh.row}"], "Latency target").style = "Column Heading"
-    sh.row += 1
-    first, last = sh.row, sh.row + CHART_POINTS - 1
     ws = sh.ws
+    for col, text in (("B", "Batch"), ("C", "Tokens/s per user"), ("E", "Target: batch"), ("F", "Target: tokens/s")):
+        put_text(ws[f"{col}{sh.row}"], text).style = "Column Heading"
+    put_text(ws[f"A{sh.row}"], "Chart data").style = "Column Heading"
+    put_text(ws[f"D{sh.row}"], "").style = "Column Heading"
+    head = sh.row
+    first, last = head + 1, head + CHART_POINTS
     for r in range(first, last + 1):
-        ws[f"A{r}"] = f"=ROWS($A${first - 1}:A{r - 1})"  # counts the rows above: 1, 2, ...
-        ws[f"B{r}"] = book.render(f"=MAX(1,ROUND(A{r}/ROWS($A${first}:$A${last})*{{batch_fit}},0))", sh.name)
+        # point k of n: ROWS over the labels in column A, which hold no formulas
+        put_text(ws[f"A{r}"], f"Point {r - head}").style = "Label"
+        ws[f"B{r}"] = book.render(
+            f"=MAX(1,ROUND(ROWS($A${first}:A{r})/ROWS($A${first}:$A${last})*{{batch_fit}},0))", sh.name
+        )
         ws[f"C{r}"] = book.render(
             f"=IF({{batch_fit}}>=1,DECODE_TOKS({{params}},{{bytes_weight}},GPUs_Per_Replica,{{bandwidth}},B{r},"
             f'{{kv_bytes}},{{context}},Decode_Bandwidth_Efficiency),"does not fit")',
             sh.name,
         )
-        ws[f"D{r}"] = "=Latency_Target"
-        for col, fmt, style in (("A", "int", "Formula"), ("B", "int", "Formula"), ("C", "dec1", "Formula"),
-                                ("D", "dec1", "Link")):  # fmt: skip
-            ws[f"{col}{r}"].style = style
+        for col, fmt in (("B", "int"), ("C", "dec1")):
+            ws[f"{col}{r}"].style = "Formula"
             ws[f"{col}{r}"].number_format = FMT[fmt]
+    # the latency target as a flat line from the first batch to the last
+    for r, batch in ((first, f"B{first}"), (first + 1, f"B{last}")):
+        ws[f"E{r}"], ws[f"F{r}"] = f"={batch}", "=Latency_Target"
+        ws[f"E{r}"].style, ws[f"F{r}"].style = "Formula", "Link"
+        ws[f"E{r}"].number_format, ws[f"F{r}"].number_format = FMT["int"], FMT["dec1"]
     book.chart_rows = (first, last)
     sh.row = last + 1
     sh.text(
-        "Point k of n: batch = round(k / n x batch that fits), at least 1; the speed is DECODE_TOKS at that "
-        "batch, the target a link to Inputs."
+        "Point k of n: batch = round(k / n x batch that fits), at least 1, with k and n counted by ROWS; the "
+        "speed is "
+        "DECODE_TOKS at that batch; the target runs flat from the first batch to the last."
     )
     sh.finish()
     return sh
@@ -749,20 +761,24 @@ def _scenarios(book: Book) -> Sheet:
         ["Line item", "Unit", *(f"Case {i}" for i in range(1, 5)), "Equation and source"],
         layout="cases",
     )
-    local: dict[str, Ref | str] = {}
-    sh.section("Case inputs (links to the scenario block on Inputs)")
+    locals_: list[dict[str, Ref | str]] = [
+        {spec.key: book.ref(f"{spec.key}@{i}") for spec in CASE_INPUTS} for i in range(len(CASES))
+    ]
+    sh.section("The cases (from the scenario block on Inputs, columns G to J)")
     for spec in CASE_INPUTS:
-        local[f"{spec.key}@cases"] = book.ref(f"{spec.key}@cases")
-        line = Line(spec.key, spec.label, "={" + spec.key + "@cases}", spec.unit, spec.source,
-                    spec.live_fmt or spec.fmt)  # fmt: skip
-        book.refs[f"Scenarios:{spec.key}"] = sh.side_by_side(line, local)
+        if spec.key in SHOWN_INPUTS:
+            line = Line(f"{spec.key}:shown", spec.label, "={" + spec.key + "}", spec.unit, "Inputs", spec.fmt)
+            book.refs[f"Scenarios:{spec.key}"] = sh.side_by_side(line, locals_)
     sections = {"params": "Model and accelerator figures", "weights": "Memory", "step_budget": "Speed",
                 "cost_full": "Cost and capacity"}  # fmt: skip
     for line in CASE_LINES:
         if line.key in sections:
             sh.section(sections[line.key])
-        ref = sh.side_by_side(line, local)
-        book.refs[f"Scenarios:{line.key}"] = ref
+        if line.compare:
+            book.refs[f"Scenarios:{line.key}"] = sh.side_by_side(line, locals_)
+    sh.skip()
+    sh.text("Replicas for the grown peak, and the counts by seed 000's decode-only method, are on Calculations for "
+            "the active scenario.")  # fmt: skip
     sh.finish()
     return sh
 
@@ -774,9 +790,14 @@ def _outputs(book: Book) -> Sheet:
         ["Result", "Value", "Unit", "What it means", "", ""],
     )
     sh.section("Configuration")
-    sh.line(Line("configuration", "Configuration",
-                 '=Model&", "&Weight_Precision&" weights, "&GPUs_Per_Replica&" x "&Accelerator&" per replica"',
-                 "text", "Model, weight precision, GPUs per replica", "text"))  # fmt: skip
+    for name, label, unit in (
+        ("Model", "Model", "preset"),
+        ("Accelerator", "Accelerator", "preset"),
+        ("GPUs_Per_Replica", "GPUs per replica", "count"),
+        ("Weight_Precision", "Weight precision", "format"),
+        ("KV_Cache_Precision", "KV cache precision", "format"),
+    ):
+        sh.line(Line(f"config:{name}", label, f"={name}", unit, "The active scenario, from Inputs", "text"))
     rows = [
         ("Memory", None),
         ("weights", ("Weights", "GB", "dec1", "Must fit in the usable memory", True)),
@@ -856,11 +877,15 @@ def _chart(book: Book, sh: Sheet, anchor: int) -> None:
     chart.x_axis.delete = False
     chart.y_axis.delete = False
     chart.legend.position = "b"
-    xs = Reference(calc, min_col=2, min_row=first, max_row=last)
-    for col, title, colour in ((3, "Decode speed per user", "1F77B4"), (4, "Latency target", "C00000")):
-        ys = Reference(calc, min_col=col, min_row=first, max_row=last)
+    series_specs = (
+        (Reference(calc, min_col=2, min_row=first, max_row=last), Reference(calc, min_col=3, min_row=first,
+         max_row=last), "Decode speed per user", "1F77B4", "circle"),
+        (Reference(calc, min_col=5, min_row=first, max_row=first + 1), Reference(calc, min_col=6, min_row=first,
+         max_row=first + 1), "Latency target", "C00000", "none"),
+    )  # fmt: skip
+    for xs, ys, title, colour, marker in series_specs:
         series = Series(ys, xs, title=title)
-        series.marker.symbol = "circle" if col == 3 else "none"
+        series.marker.symbol = marker
         series.graphicalProperties.line.solidFill = colour
         series.graphicalProperties.line.width = 22000
         series.smooth = False
@@ -908,7 +933,7 @@ def _checks(book: Book) -> Sheet:
     calc_span = f"Calculations!$B$6:$D${calc.max_row}"
     scen_span = f"Scenarios!$C$6:$F${scen.max_row}"
     sh.check("Error values on Calculations", f"=IF(SUMPRODUCT(1*ISERROR({calc_span}))>0,1,0)",
-             "Any #VALUE!, #NUM!, #N/A ... on Calculations")  # fmt: skip
+             "Any error value on Calculations")  # fmt: skip
     sh.check("Error values on Scenarios", f"=IF(SUMPRODUCT(1*ISERROR({scen_span}))>0,1,0)",
              "Any error value among the four cases")  # fmt: skip
     sh.skip()
@@ -988,6 +1013,6 @@ def build() -> Book:
         ],
     )
     version_log(book)
-    add_conf_sheet(book.wb)
+    page_setup(add_conf_sheet(book.wb), book.title)
     book.finish()
     return book

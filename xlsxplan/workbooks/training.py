@@ -30,6 +30,7 @@ from .layout import (
     cover,
     guide,
     lists_sheet,
+    page_setup,
     validation_for,
     version_log,
 )
@@ -52,7 +53,7 @@ SHEETS = [
 SEED = "Seed 003"
 PG = f"{SEED} 'Parameter Golf' (example)"
 
-CASES = ("Parameter Golf record", "Parameter Golf baseline", "7B on 140B tokens", "Chinchilla 70B")
+CASES = ("Param. Golf record", "Param. Golf baseline", "7B, 140B tokens", "Chinchilla 70B")
 ACTIVE_CASE = 1
 _OVERRIDE = domains.Domain("number", 0, 1e9)
 
@@ -60,44 +61,44 @@ _OVERRIDE = domains.Domain("number", 0, 1e9)
 SCENARIO_ROWS: tuple[tuple[Any, ...], ...] = (
     ("Scenario name", CASES, "text", "Example", "Rename a case freely", "text", None),
     ("Model parameters", (0.03595, 0.01706, 7, 70), "B params", f"{SEED} (example)",
-     "35.95M record, 17.06M baseline (notes 6, 7); 7B example; Chinchilla's 70B (note 9)", "small",
+     "Seed notes 6, 7, 9; 7B is seed 003's example", "small",
      domains.ParamsB.__metadata__[0]),
     ("Training tokens", (3.927e9, 7.225e9, 140e9, 1.4e12), "tokens", f"{SEED} (example)",
-     "The record saw 3.927B, the baseline 7.225B; 140B; Chinchilla 1.4T", "int", domains.Tokens.__metadata__[0]),
+     "Record 3.927B, baseline 7.225B (notes 6, 7)", "int", domains.Tokens.__metadata__[0]),
     ("Accelerator", ("H100-SXM",) * 4, "preset", f"{SEED} (example)", "A catalog preset (dropdown)", "text",
      "gpu"),
     ("Dense BF16 compute override", (989.5, 989.5, None, None), "TFLOP/s", f"{SEED} 'Eight H100s' (example)",
-     "Empty: the catalog's 989.4 (Hopper whitepaper); the seed uses about 989.5", "override", _OVERRIDE),
+     "Seed: about 989.5; catalog: 989.4 (whitepaper)", "override", _OVERRIDE),
     ("Memory per GPU override", (None,) * 4, "GB", "Catalog (datasheet)", "Empty: the catalog's figure",
      "override", _OVERRIDE),
     ("GPUs", (8, 8, 64, 1024), "count", f"{SEED}; cases 3-4 are examples",
-     "Parameter Golf runs on eight H100s; 64 and 1,024 are assumptions", "int", domains.GPUs.__metadata__[0]),
+     "Eight H100s (Golf rules); 64, 1,024: assumed", "int", domains.GPUs.__metadata__[0]),
     ("Model FLOPs utilisation", (0.18, 0.18, 0.4, 0.4), "fraction", f"{SEED} 'Eight H100s' (example)",
-     "The record's 18%; 40% is xlsxplan's default (large dense runs report 40-50%)", "pct",
+     "Record: 18%; 40%: large dense runs (PaLM 46%)", "pct",
      domains.Fraction.__metadata__[0]),
     ("Time budget", (600, 600, 604_800, 2_592_000), "s", f"{SEED} (example)",
-     "Ten minutes for Parameter Golf; 7 and 30 days are examples (86,400 s a day)", "int",
+     "Golf: 10 minutes; 7 and 30 days: examples", "int",
      domains.Seconds.__metadata__[0]),
     ("Cached tokens", (8e9, 2.5e9, 15e12, 1.4e12), "tokens", f"{SEED} 'Which FineWeb?' (example)",
-     "Distinct tokens on disk: 80 shards (8B), the baseline's 2.5B, full FineWeb (15T), one pass", "int",
+     "8B (80 shards), 2.5B, FineWeb 15T, one pass", "int",
      domains.Tokens.__metadata__[0]),
 )  # fmt: skip
 
 BENCHMARKS = (
-    "8 x H100, Parameter Golf record",
-    "M2, 41.2M dense, B=1 T=2048",
-    "M2, 41.2M dense, B=4 T=512",
-    "M2, 0.36M anchor, 5 minutes",
+    "8xH100 Golf record",
+    "M2 41.2M, B=1 T=2048",
+    "M2 41.2M, B=4 T=512",
+    "M2 0.36M anchor",
 )
 BENCHMARK_ROWS: tuple[tuple[Any, ...], ...] = (
-    ("Benchmark", BENCHMARKS, "text", f"{SEED} 'Specs, Equations, and Local Equivalents'", "", "text", None),
+    ("Benchmark", BENCHMARKS, "text", f"{SEED}, measured rows", "Rename freely", "text", None),
     ("Benchmark parameters", (35.95, 41.2, 41.2, 0.361608), "M params", f"{SEED} notes 7, 10, 11",
      "Parameters of the model measured", "dec2", domains.Domain("number", 0, 1e12, low_open=True)),
     ("Tokens counted", (3.927e9, 2_400, 4_900, 69_042_176), "tokens", f"{SEED} notes 7, 10, 11",
-     "M2 rows: the seed quotes tokens per second; anchor: 8,428 steps x 8,192 tokens", "int",
+     "M2: rate quoted per second; anchor 8,428 x 8,192", "int",
      domains.Tokens.__metadata__[0]),
     ("Seconds counted", (599.6, 1, 1, 300), "s", f"{SEED} notes 7, 10, 11",
-     "Wall-clock time of the count: 599.6 s, one second for a quoted rate, 300 s", "dec1",
+     "599.6 s; 1 s for a quoted rate; 300 s", "dec1",
      domains.Seconds.__metadata__[0]),
     ("Accelerators measured", (8, 1, 1, 1), "count", f"{SEED} notes 2, 7", "Eight H100s; one M2 GPU", "int",
      domains.GPUs.__metadata__[0]),
@@ -153,7 +154,7 @@ LINES: tuple[tuple[str, Line], ...] = (
               "Above 1: more tokens per parameter than the rule (seed 003 'Actual Competition Runs')", "dec2",
               True)),
     ("", Line("side", "Where the run sits",
-              '=IF({ratio}>1,"data-heavy side of the rule","model-heavy side of the rule, or on it")', "text",
+              '=IF({ratio}>1,"data-heavy","model-heavy or on it")', "text",
               "A landmark, not an optimum, for small or quantised models (seed 003)", "text", True)),
     ("", Line("optimal", "Compute-optimal size for the time budget",
               "=OPTIMAL_PARAMS_B({rate},Time_Budget,Chinchilla_Tokens_Per_Parameter)", "B params",
@@ -180,7 +181,7 @@ MEASURED_LINES: tuple[Line, ...] = (
     Line("bm_params_b", "Benchmark parameters, in billions", "={bm_params_m}/1000", "B params", "Millions / 1,000",
          "small"),
     Line("bm_c6n", "6N-equivalent rate", "=FLOPS_6N({bm_params_b},{bm_tps})", "FLOP/s",
-         "6 x parameters x tokens/s: derived from a measurement, not measured (seed 003 'The M2')", "sci"),
+         "6 x parameters x tokens/s: derived, not measured (seed 003 'The M2')", "sci"),
     Line("bm_tflops", "6N-equivalent rate, in TFLOP/s", "={bm_c6n}/1E+12", "TFLOP/s",
          "The record: 1.41 PFLOP/s = 1,413 TFLOP/s (seed 003 'Eight H100s')", "dec2"),
     Line("bm_peak_total", "Dense peak of the accelerators",
@@ -191,13 +192,13 @@ MEASURED_LINES: tuple[Line, ...] = (
          "fraction", "6N-equivalent rate / dense peak: the record reaches about 18% (seed 003)", "pct"),
     Line("bm_optimal", "Compute-optimal size for the time budget",
          "=OPTIMAL_PARAMS_B({bm_c6n},Time_Budget,Chinchilla_Tokens_Per_Parameter)*1000", "M params",
-         "sqrt(C t / 120): the record 84M for 600 s; the M2 rows about 1.7-2.4M (seed 003 'The M2')", "dec2"),
+         "sqrt(C t / 120): record 84M for 600 s; M2 about 1.7-2.4M (seed 003 'The M2')", "dec2"),
     Line("bm_tokens_budget", "Tokens the budget allows the plan's model",
          "=TRAIN_TOKENS(Model_Parameters,{bm_c6n},Time_Budget)", "tokens",
          "Rate x budget / 6N, for the active scenario's model", "int"),
     Line("bm_seconds_run", "Time to train the plan's model on its tokens",
          "=RUN_SECONDS(Model_Parameters,Training_Tokens,{bm_c6n})", "s",
-         "6ND / rate: seed 003 projects the 35.95M run at about 8-16 days on the M2, 20 from the anchor", "int"),
+         "6ND / rate: seed 003 projects 8-16 days on the M2, about 20 from the anchor", "int"),
     Line("bm_days", "Time to train the plan's model, in days", "={bm_seconds_run}/86400", "days",
          "Seconds / 86,400", "dec1"),
 )  # fmt: skip
@@ -218,7 +219,7 @@ def _inputs(book: Book, lists: dict[str, str]) -> Sheet:
     sh.input("Active scenario", CASES[ACTIVE_CASE - 1], "name", "Choose from the list",
              "Dropdown of the case names", "text", dv)  # fmt: skip
     sh.line(Line("scenario_number", "Scenario number", f"=MATCH(Active_Scenario,$G${name_row}:$J${name_row},0)",
-                 "index", "Position of the active case among the cases (MATCH)", "int"))  # fmt: skip
+                 "index", "Position of the active case (MATCH)", "int"))  # fmt: skip
     book.define("Scenario_Number", "Inputs", f"$B${sh.row - 1}")
     for label, values, unit, source, comment, fmt, kind in SCENARIO_ROWS:
         sh.case_input(label, values, unit, source, comment, fmt, _validation(label, kind, lists),
@@ -300,16 +301,15 @@ def _measured(book: Book) -> Sheet:
         ["Line item", "Unit", *(f"Benchmark {i}" for i in range(1, 5)), "Equation and source"],
         layout="cases",
     )
-    local: dict[str, Ref | str] = {}
-    sh.section("Benchmarks (links to Inputs)")
-    for label, _, unit, source, _, fmt, _ in BENCHMARK_ROWS:
-        key = _KEYS[label]
-        local[f"{key}@cases"] = book.ref(f"{key}@cases")
-        line = Line(key, label, "={" + key + "@cases}", unit, source, fmt)
-        book.refs[f"Measured rates:{key}"] = sh.side_by_side(line, local)
+    locals_: list[dict[str, Ref | str]] = [
+        {_KEYS[row[0]]: book.ref(f"{_KEYS[row[0]]}@{i}") for row in BENCHMARK_ROWS} for i in range(len(BENCHMARKS))
+    ]
+    sh.section("The benchmarks (from Inputs, columns G to J)")
+    line = Line("bm_name:shown", "Benchmark", "={bm_name}", "text", "Inputs", "text")
+    book.refs["Measured rates:bm_name"] = sh.side_by_side(line, locals_)
     sh.section("From tokens per second to a model size")
     for line in MEASURED_LINES:
-        book.refs[f"Measured rates:{line.key}"] = sh.side_by_side(line, local)
+        book.refs[f"Measured rates:{line.key}"] = sh.side_by_side(line, locals_)
     sh.finish()
     return sh
 
@@ -321,9 +321,11 @@ def _outputs(book: Book) -> Sheet:
         ["Result", "Value", "Unit", "What it means", "", ""],
     )
     sh.section("Configuration")
-    sh.line(Line("configuration", "Configuration",
-                 '=TEXT(Model_Parameters*1000,"#,##0.00")&"M parameters, "&GPUs&" x "&Accelerator',
-                 "text", "Model size and hardware", "text"))  # fmt: skip
+    for name, label, unit, fmt in (
+        ("Accelerator", "Accelerator", "preset", "text"),
+        ("GPUs", "GPUs", "count", "int"),
+    ):
+        sh.line(Line(f"config:{name}", label, f"={name}", unit, "The active scenario, from Inputs", fmt))
     for section, line in LINES:
         if section:
             sh.section(section)
@@ -369,7 +371,7 @@ def _checks(book: Book) -> Sheet:
     calc_span = f"Calculations!$B$6:$D${book.ws('Calculations').max_row}"
     measured_span = f"'Measured rates'!$C$6:$F${book.ws('Measured rates').max_row}"
     sh.check("Error values on Calculations", f"=IF(SUMPRODUCT(1*ISERROR({calc_span}))>0,1,0)",
-             "Any #VALUE!, #NUM!, #N/A ... on Calculations")  # fmt: skip
+             "Any error value on Calculations")  # fmt: skip
     sh.check(
         "Error values on Measured rates",
         f"=IF(SUMPRODUCT(1*ISERROR({measured_span}))>0,1,0)",
@@ -452,6 +454,6 @@ def build() -> Book:
         ],
     )
     version_log(book)
-    add_conf_sheet(book.wb)
+    page_setup(add_conf_sheet(book.wb), book.title)
     book.finish()
     return book
