@@ -5,6 +5,16 @@
 ``Array``) and :mod:`xlsxplan.cells`, so a workbook or a one-off formula that mixes native functions (ROUND,
 INDEX, XLOOKUP) with ours evaluates as Excel would. Errors become the right Excel error value; the one-line
 reason behind each is kept in a side channel (:func:`collect_messages`) because an error value carries no text.
+
+Whole workbooks: ``Workbook`` and ``recalc`` (implemented in :mod:`xlsxplan.workbook`, importable from here)
+load a file once, set inputs, recalculate and save it with every formula's value cached::
+
+    from xlsxplan.engine import Workbook, recalc
+
+    wb = Workbook.load("plan.xlsx")
+    wb.set("Inputs!C5", 42).calculate()
+    wb.get("Outputs!C7"), wb.errors()
+    wb.save("plan.recalc.xlsx")
 """
 
 from __future__ import annotations
@@ -15,14 +25,41 @@ import re
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from . import cells, registry
 from .cells import CellError
 
-__all__ = ["register_functions", "evaluate_formula", "FormulaResult", "collect_messages", "normalise_formula"]
+if TYPE_CHECKING:  # imported lazily (module __getattr__): loading a workbook needs more than a formula does
+    from .safety import Limits
+    from .workbook import Workbook, recalc
+
+__all__ = [
+    "register_functions",
+    "evaluate_formula",
+    "FormulaResult",
+    "collect_messages",
+    "normalise_formula",
+    "Workbook",
+    "recalc",
+    "Limits",
+]
+
+
+def __getattr__(name: str) -> Any:
+    """The workbook API (:mod:`xlsxplan.workbook`), importable from here: ``from xlsxplan.engine import Workbook``."""
+    if name in ("Workbook", "recalc"):
+        from . import workbook
+
+        return getattr(workbook, name)
+    if name == "Limits":
+        from .safety import Limits
+
+        return Limits
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 # A stack of message buckets. Not a ContextVar: `formulas` (through schedula) runs cell functions in a context of
 # its own, where a ContextVar set by the caller is not visible. A lock keeps concurrent evaluations apart.

@@ -25,7 +25,8 @@ def check_writable(path: Path) -> None:
         raise WorkbookError(f"cannot write {path}: the folder {folder} does not exist")
     if path.is_dir():
         raise WorkbookError(f"cannot write {path}: it is a folder")
-    if path.exists() and not os.access(path, os.W_OK):
+    if path.exists() and (not os.access(path, os.W_OK) or not path.stat().st_mode & 0o222):
+        # the mode bits too: a superuser may write anything, but a file marked read-only was marked so on purpose
         raise WorkbookError(f"cannot write {path}: the file is read-only")
     if not os.access(folder, os.W_OK):
         raise WorkbookError(f"cannot write {path}: the folder {folder} is not writable")

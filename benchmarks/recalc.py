@@ -1,0 +1,143 @@
+"""Headless recalculation: load, calculate and write times and peak memory (issue #4; results in BENCHMARKS.md).
+
+Each case runs in a fresh Python process, so the times include nothing cached by an earlier case and the peak
+resident memory is that case's own. Cases:
+
+* scenario sheets of 100, 1,000 and 10,000 rows (five inputs and five results per row, the results calling
+  WEIGHTS_GB, DECODE_TOKS, DECODE_TOKS_TOTAL, COST_PER_M_TOKENS and REPLICAS), with a formula per result cell
+  ("per-cell") or one array formula per result column ("array");
+* a workbook of 1,000 sheets, each with five inputs and five formula cells;
+* the shipped templates (``workbooks/*.xlsx``), load to written file, if the checkout has them.
+
+Usage::
+
+    python benchmarks/recalc.py                 # everything (the 10,000-row per-cell case takes minutes)
+    python benchmarks/recalc.py --quick         # skip the 10,000-row per-cell case
+    python benchmarks/recalc.py --rows 100 1000 --no-sheets
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+
+
+def _measure(path: str, repeats: int) -> dict:
+    """Run in the child: time each stage of one workbook's recalculation."""
+    import resource
+
+    t0 = time.perf_counter()
+    from xlsxplan import engine
+    from xlsxplan.workbook import Workbook
+
+    engine.register_functions()  # imports formulas' function table (scipy.stats among it): a per-process cost
+    t1 = time.perf_counter()
+    wb = Workbook.load(path)
+    t2 = time.perf_counter()
+    calcs = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        wb.calculate()
+        calcs.append(time.perf_counter() - start)
+    t3 = time.perf_counter()
+    out = Path(path).with_suffix(".out" + Path(path).suffix)
+    wb.save(out)
+    t4 = time.perf_counter()
+    ins = wb._inspection
+    return {
+        "import_s": t1 - t0,
+        "load_s": t2 - t1,
+        "calc_s": statistics.median(calcs),
+        "write_s": t4 - t3,
+        "load_to_written_s": (t2 - t1) + calcs[0] + (t4 - t3),
+        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "cells": ins.cells,
+        "formulas": ins.formulas,
+        "estimate_gb": ins.estimated_bytes / 1e9,
+        "errors": len(wb.errors()),
+    }
+
+
+def _sheets_book(path: Path, sheets: int) -> Path:
+    import openpyxl
+
+    wb = openpyxl.Workbook()
+    wb.remove(wb.active)
+    for i in range(sheets):
+        ws = wb.create_sheet(f"S{i + 1}")
+        ws.append((7 + i % 70, 1 + i % 2, 1 + i % 8, 3.35, 1 + i % 64))
+        ws.append(
+            (
+                "=WEIGHTS_GB(A1,B1)",
+                "=DECODE_TOKS(A1,B1,C1,D1)",
+                "=DECODE_TOKS_TOTAL(A1,B1,C1,D1,E1)",
+                "=COST_PER_M_TOKENS(C1,2.5,C2)",
+                f"=A2+{'S1' if i else 'S2'}!A2",
+            )
+        )
+    wb.save(path)
+    return path
+
+
+def _run_case(label: str, path: Path, repeats: int) -> dict:
+    cmd = [sys.executable, __file__, "--child", str(path), "--repeats", str(repeats)]
+    result = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if result.returncode != 0:
+        raise SystemExit(f"{label} failed:\n{result.stderr}")
+    row = json.loads(result.stdout.strip().splitlines()[-1])
+    row["case"] = label
+    print(
+        f"{label:<28} load {row['load_s']:8.2f} s  calc {row['calc_s']:7.2f} s  write {row['write_s']:6.2f} s  "
+        f"peak {row['peak_rss_mb']:7.0f} MB  (estimate {row['estimate_gb'] * 1000:6.0f} MB)",
+        flush=True,
+    )
+    return row
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, nargs="*", default=[100, 1_000, 10_000])
+    parser.add_argument("--quick", action="store_true", help="skip the 10,000-row per-cell case")
+    parser.add_argument("--no-sheets", action="store_true", help="skip the 1,000-sheet workbook")
+    parser.add_argument("--repeats", type=int, default=3, help="calculations per case (the median is reported)")
+    parser.add_argument("--json", help="also write the rows to this JSON file")
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        print(json.dumps(_measure(args.child, args.repeats)))
+        return
+
+    from books import scenario_book
+
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        for n in args.rows:
+            for array in (False, True):
+                if not array and args.quick and n >= 10_000:
+                    continue
+                label = f"{n:,} rows, {'array' if array else 'per-cell'}"
+                path = scenario_book(folder / f"s{n}{'a' if array else 'c'}.xlsx", n, array)
+                rows.append(_run_case(label, path, args.repeats if n < 10_000 or array else 1))
+        if not args.no_sheets:
+            path = _sheets_book(folder / "sheets.xlsx", 1_000)
+            rows.append(_run_case("1,000 sheets x 5 formulas", path, args.repeats))
+        for template in sorted((ROOT / "workbooks").glob("*.xlsx")):
+            copy = folder / template.name
+            copy.write_bytes(template.read_bytes())
+            rows.append(_run_case(f"template {template.name}", copy, args.repeats))
+    if args.json:
+        Path(args.json).write_text(json.dumps(rows, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,239 @@
+"""`xlsxplan recalc`: the command, its output, its refusals, and nothing lost when it is killed (issues #4, #8)."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import pty
+import struct
+import subprocess
+import sys
+import termios
+import zipfile
+
+import openpyxl
+import pytest
+from books import plan_book
+from hostile import CORPUS
+
+import xlsxplan as x
+from xlsxplan.cli import main
+from xlsxplan.cli.cmd_recalc import split_assignment
+from xlsxplan.errors import WorkbookError
+
+
+@pytest.fixture(scope="module")
+def plan(tmp_path_factory):
+    return plan_book(tmp_path_factory.mktemp("cli") / "plan.xlsx")
+
+
+@pytest.fixture
+def book(plan, tmp_path):
+    copy = tmp_path / "plan.xlsx"
+    copy.write_bytes(plan.read_bytes())
+    return copy
+
+
+def run(capsys, *argv):
+    code = main([str(a) for a in argv])
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_recalc_writes_beside_the_input_and_shows_cells_and_names(book, capsys):
+    code, out, err = run(capsys, "recalc", book, "--set", "N_GPUs=4", "--show", "Outputs!B2:B3", "--show", "Params_B")
+    assert code == 0
+    batch = x.max_batch(72.7, 1, 327680, 2300, 4, 80)
+    total = x.decode_tokens_per_s_total(72.7, 1, 4, 3.35, batch, 327680, 2300)
+    assert out.splitlines() == [
+        f"Outputs!B2  {batch}",
+        f"Outputs!B3  {total!r}",
+        "Inputs!B3   72.7  (Params_B)",
+    ]
+    written = book.with_name("plan.recalc.xlsx")
+    assert err.startswith(f"wrote {written}; 1 error cell, e.g. Calc!B16: #NUM! kv_heads must be")
+    assert openpyxl.load_workbook(written, data_only=True)["Outputs"]["B2"].value == batch
+    assert openpyxl.load_workbook(written)["Inputs"]["B5"].value == 4  # the input set is saved with the result
+
+
+def test_an_error_shown_exits_1_with_its_reason(book, capsys, tmp_path):
+    code, out, _ = run(capsys, "recalc", book, "-o", tmp_path / "o.xlsx", "--show", "Calc!B16", "-q")
+    assert code == 1
+    assert out == "Calc!B16  #NUM! kv_heads must be a whole number from 1 to 1,000,000, got -1\n"
+
+
+def test_json_report(book, capsys, tmp_path):
+    out_path = tmp_path / "o.xlsx"
+    code, out, _ = run(
+        capsys,
+        "recalc",
+        book,
+        "-o",
+        out_path,
+        "--json",
+        "--set",
+        "Model=Qwen2.5-7B",
+        "--show",
+        "Calc!B2",
+        "--show",
+        "Calc!B16",
+    )
+    report = json.loads(out)
+    assert code == 1
+    assert report["output"] == str(out_path)
+    assert report["shown"][0] == {"ref": "Calc!B2", "cell": "Calc!B2", "value": x.model_spec("Qwen2.5-7B", "layers")}
+    assert report["shown"][1]["value"] == {
+        "error": "#NUM!",
+        "message": "kv_heads must be a whole number from 1 to 1,000,000, got -1",
+    }
+    assert {e["cell"] for e in report["errors"]} == {"Calc!B16"}
+
+
+@pytest.mark.parametrize(
+    "typed, expected",
+    [("Inputs!B3=42", ("Inputs!B3", "42")), ("'A=B'!C1=x", ("'A=B'!C1", "x")), ("Name==1+1", ("Name", "=1+1"))],
+)
+def test_set_splits_at_the_first_equals_outside_a_quoted_sheet(typed, expected):
+    assert split_assignment(typed) == expected
+
+
+def test_a_malformed_set_is_a_usage_error(book, capsys):
+    code, _, err = run(capsys, "recalc", book, "--set", "Inputs!B3")
+    assert code == 2
+    assert err == "xlsxplan: error: --set 'Inputs!B3': write it as CELL=VALUE or NAME=VALUE, e.g. Inputs!B3=42\n"
+    with pytest.raises(WorkbookError, match="write it as CELL=VALUE"):
+        split_assignment("=42")
+
+
+@pytest.mark.parametrize("name", list(CORPUS))
+def test_hostile_files_exit_2_with_one_line_and_write_nothing(name, tmp_path, capsys):
+    path = tmp_path / "hostile.xlsx"
+    path.write_bytes(CORPUS[name][0]())
+    code, out, err = run(capsys, "recalc", path)
+    assert code == 2 and out == ""
+    assert err.startswith("xlsxplan: error: ") and err.count("\n") == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["hostile.xlsx"]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Nothing lost
+
+_KILLER = """
+import os, signal, sys, zipfile
+mode = sys.argv[1]
+if mode == "before-rename":
+    os.replace = lambda src, dst: os.kill(os.getpid(), signal.SIGKILL)
+elif mode == "mid-write":
+    real = zipfile.ZipFile.writestr
+    count = [0]
+    def writestr(self, *args, **kwargs):
+        count[0] += 1
+        if count[0] == 4:  # the temporary file exists and holds three parts
+            os.kill(os.getpid(), signal.SIGKILL)
+        return real(self, *args, **kwargs)
+    zipfile.ZipFile.writestr = writestr
+from xlsxplan.cli import main
+sys.exit(main(sys.argv[2:]))
+"""
+
+
+@pytest.mark.parametrize("mode", ["mid-write", "before-rename"])
+def test_a_killed_recalc_leaves_the_previous_output_intact(book, tmp_path, mode):
+    out = tmp_path / "out.xlsx"
+    assert main(["recalc", str(book), "-o", str(out), "-q"]) == 0
+    previous = out.read_bytes()
+    input_before = book.read_bytes()
+    result = subprocess.run(
+        [sys.executable, "-c", _KILLER, mode, "recalc", str(book), "-o", str(out), "--set", "N_GPUs=8", "-q"],
+        capture_output=True,
+        timeout=300,
+    )
+    assert result.returncode == -9  # SIGKILL, arranged at a fixed point of the write
+    assert out.read_bytes() == previous
+    assert book.read_bytes() == input_before
+    leftovers = [p for p in tmp_path.iterdir() if p.name not in ("plan.xlsx", "out.xlsx")]
+    assert len(leftovers) == 1 and leftovers[0].name.startswith(".out.xlsx.") and leftovers[0].suffix == ".tmp"
+    if mode == "mid-write":
+        with pytest.raises(zipfile.BadZipFile):
+            zipfile.ZipFile(leftovers[0])
+    # the next run succeeds and replaces the output
+    assert main(["recalc", str(book), "-o", str(out), "--set", "N_GPUs=8", "-q"]) == 0
+    assert openpyxl.load_workbook(out)["Inputs"]["B5"].value == 8
+
+
+def test_a_read_only_target_is_an_error_not_a_half_written_file(book, tmp_path, capsys):
+    out = tmp_path / "out.xlsx"
+    out.write_bytes(b"previous")
+    out.chmod(0o444)
+    try:
+        code, _, err = run(capsys, "recalc", book, "-o", out)
+    finally:
+        out.chmod(0o644)
+    assert code == 2
+    assert err == f"xlsxplan: error: cannot write {out}: the file is read-only\n"
+    assert out.read_bytes() == b"previous"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.xlsx", "plan.xlsx"]
+
+
+def test_a_target_open_in_excel_is_an_error(book, tmp_path, capsys):
+    out = tmp_path / "out.xlsx"
+    out.write_bytes(b"previous")
+    (tmp_path / "~$out.xlsx").write_bytes(b"owner")
+    code, _, err = run(capsys, "recalc", book, "-o", out)
+    assert code == 2
+    assert err == f"xlsxplan: error: cannot write {out}: it is open in Excel (~$out.xlsx exists); close it first\n"
+    assert out.read_bytes() == b"previous"
+
+
+def test_the_input_changes_only_when_named_as_output(book, capsys):
+    before = book.read_bytes()
+    assert run(capsys, "recalc", book, "-q")[0] == 0
+    assert book.read_bytes() == before
+    assert run(capsys, "recalc", book, "-o", book, "--set", "N_GPUs=4", "-q")[0] == 0
+    assert book.read_bytes() != before
+    assert openpyxl.load_workbook(book)["Inputs"]["B5"].value == 4
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Progress
+
+
+def test_quiet_when_piped(book, tmp_path):
+    result = subprocess.run(
+        [sys.executable, "-m", "xlsxplan", "recalc", str(book), "-o", str(tmp_path / "o.xlsx")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0
+    assert result.stdout == ""
+    assert result.stderr.startswith(f"wrote {tmp_path / 'o.xlsx'}; 1 error cell")
+    assert "\r" not in result.stderr and "loading" not in result.stderr
+
+
+def test_progress_bar_on_a_terminal(book, tmp_path):
+    primary, secondary = pty.openpty()
+    fcntl.ioctl(secondary, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))  # a terminal 80 columns wide
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "xlsxplan", "recalc", str(book), "-o", str(tmp_path / "o.xlsx")],
+        stdout=secondary,
+        stderr=secondary,
+        close_fds=True,
+    )
+    os.close(secondary)
+    chunks = []
+    while True:
+        try:
+            data = os.read(primary, 4096)
+        except OSError:
+            break
+        if not data:
+            break
+        chunks.append(data)
+    proc.wait(timeout=300)
+    os.close(primary)
+    shown = b"".join(chunks).decode(errors="replace")
+    assert proc.returncode == 0
+    assert "loading" in shown and "cell" in shown
+    assert f"wrote {tmp_path / 'o.xlsx'}" in shown

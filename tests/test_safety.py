@@ -1,0 +1,239 @@
+"""Untrusted workbooks (issue #8, "Files"): refused with one line, in bounded memory, before any XML is parsed."""
+
+from __future__ import annotations
+
+import io
+import tracemalloc
+
+import openpyxl
+import pytest
+from hostile import CORPUS, entity_bomb, members, pack, plain_xlsx, quadratic_blowup, with_parts, zip_bomb
+
+from xlsxplan.engine import Workbook
+from xlsxplan.errors import WorkbookError
+from xlsxplan.safety import (
+    EXCEL_TEXT_MAX,
+    Limits,
+    clean_text,
+    formula_threat,
+    inspect_bytes,
+    require_defusedxml,
+    set_text,
+)
+
+
+@pytest.fixture
+def no_parsing(monkeypatch):
+    """Fail the test if openpyxl or formulas start parsing the workbook."""
+    from formulas.excel import xlreader
+
+    def forbidden(*args, **kwargs):
+        raise AssertionError("the workbook was parsed before it was refused")
+
+    monkeypatch.setattr(xlreader, "load_workbook", forbidden)
+    monkeypatch.setattr(openpyxl, "load_workbook", forbidden)
+
+
+@pytest.mark.parametrize("name", list(CORPUS))
+def test_the_hostile_corpus_is_refused_with_one_line(name, tmp_path):
+    make, message = CORPUS[name]
+    path = tmp_path / "hostile.xlsx"
+    path.write_bytes(make())
+    with pytest.raises(WorkbookError, match=message) as info:
+        Workbook.load(path)
+    assert "\n" not in info.value.message
+    assert "hostile.xlsx" in info.value.message
+
+
+@pytest.mark.parametrize(
+    "name", ["entity bomb", "quadratic blow-up", "zip bomb", "external link", "DDE link", "huge merge", "outside grid"]
+)
+def test_refused_before_any_xml_is_parsed(name, tmp_path, no_parsing):
+    path = tmp_path / "hostile.xlsx"
+    path.write_bytes(CORPUS[name][0]())
+    with pytest.raises(WorkbookError, match=CORPUS[name][1]):
+        Workbook.load(path)
+
+
+def test_a_zip_bomb_is_refused_without_inflating_it():
+    data = zip_bomb(megabytes=50)
+    assert len(data) < 200_000  # 50 MiB of spaces squeezed a thousandfold
+    tracemalloc.start()
+    try:
+        with pytest.raises(WorkbookError, match=r"looks like a zip bomb: xl/worksheets/sheet1\.xml inflates"):
+            inspect_bytes(data, "bomb.xlsx")
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 5 * 1024 * 1024  # never more than a few MiB, let alone 50
+
+
+def test_openpyxl_itself_refuses_entities_through_defusedxml():
+    # Defence in depth: even without xlsxplan's DTD check, openpyxl parses through defusedxml.
+    from defusedxml import EntitiesForbidden
+
+    require_defusedxml()
+    for make in (entity_bomb, quadratic_blowup):
+        with pytest.raises(ValueError, match="Unable to read workbook") as info:
+            openpyxl.load_workbook(io.BytesIO(make()))
+        cause = info.value.__cause__ or info.value.__context__
+        assert isinstance(cause, EntitiesForbidden)
+
+
+def test_xml_is_never_read_without_defusedxml(monkeypatch, tmp_path):
+    monkeypatch.setattr(openpyxl, "DEFUSEDXML", False)
+    path = tmp_path / "plain.xlsx"
+    path.write_bytes(plain_xlsx())
+    with pytest.raises(WorkbookError, match=r"openpyxl is not using defusedxml .*; refusing to read workbooks"):
+        Workbook.load(path)
+
+
+@pytest.mark.parametrize(
+    "limits, message",
+    [
+        (Limits(max_file_mb=0.001), r"plain\.xlsx is \d MiB; xlsxplan opens workbooks up to 0 MiB"),
+        (Limits(max_parts=5), r"has \d+ parts; xlsxplan opens workbooks of up to 5"),
+        (Limits(max_uncompressed_mb=0.01), r"inflates to 0 MiB; xlsxplan opens workbooks up to 0 MiB uncompressed"),
+        (Limits(max_sheets=1), r"has 2 sheets; the limit is 1"),
+        (Limits(max_cells=3), r"has 5 cells .*; the limit is 3"),
+        (Limits(max_formula_cells=1), r"has 2 formula cells .*compute long columns with one array formula instead"),
+        (Limits(max_memory_gb=0.1), r"would need about 0\.\d GB of memory to recalculate \(5 cells, 2 formulas\)"),
+    ],
+)
+def test_each_limit_refuses_with_its_reason(limits, message, tmp_path, no_parsing):
+    wb = openpyxl.Workbook()
+    wb.active["A1"] = 1
+    wb.active["A2"] = "=A1+1"
+    other = wb.create_sheet("Two")
+    other["A1"] = 2
+    other["B1"] = "=A1*3"
+    other["C1"] = "x"
+    wb.save(tmp_path / "plain.xlsx")
+    with pytest.raises(WorkbookError, match=message):
+        Workbook.load(tmp_path / "plain.xlsx", limits=limits)
+
+
+def test_cells_are_counted_from_the_xml_not_the_dimension_it_claims(tmp_path):
+    # A sheet that lies about its size: <dimension ref="A1"/> over 3,000 stored cells.
+    parts = members(plain_xlsx())
+    cells = "".join(f'<row r="{r}"><c r="A{r}"><v>{r}</v></c><c r="B{r}"><v>1</v></c></row>' for r in range(1, 1501))
+    sheet = parts["xl/worksheets/sheet1.xml"].decode()
+    start, end = sheet.index("<sheetData>"), sheet.index("</sheetData>")
+    sheet = sheet[:start] + "<sheetData>" + cells + sheet[end:]
+    sheet = sheet.replace(
+        sheet[sheet.index("<dimension") : sheet.index("/>", sheet.index("<dimension")) + 2], '<dimension ref="A1"/>'
+    )
+    parts["xl/worksheets/sheet1.xml"] = sheet.encode()
+    with pytest.raises(WorkbookError, match=r"has 3,000 cells"):
+        inspect_bytes(pack(parts), "liar.xlsx", Limits(max_cells=2_999))
+    assert inspect_bytes(pack(parts), "liar.xlsx").cells == 3_000
+
+
+def test_a_far_away_cell_does_not_fill_the_grid(tmp_path):
+    # openpyxl's iter_rows would create every cell between A1 and XFD1048576; xlsxplan visits stored cells only.
+    wb = openpyxl.Workbook()
+    ws = wb.active
+    ws["A1"] = 2
+    ws["XFD1048576"] = "=A1*21"
+    wb.save(tmp_path / "far.xlsx")
+    book = Workbook.load(tmp_path / "far.xlsx")
+    assert book.get("Sheet!XFD1048576") == 42
+    stored = book._model.books["BOOK.XLSX"][__import__("formulas").excel.BOOK]["Sheet"]._cells
+    assert len(stored) == 2
+
+
+def test_hyperlink_ranges_count_as_cells(tmp_path):
+    parts = members(plain_xlsx())
+    sheet = parts["xl/worksheets/sheet1.xml"].decode()
+    sheet = sheet.replace(
+        "</sheetData>", '</sheetData><hyperlinks><hyperlink ref="A1:Z40000" location="Sheet1!A1"/></hyperlinks>'
+    )
+    parts["xl/worksheets/sheet1.xml"] = sheet.encode()
+    with pytest.raises(WorkbookError, match=r"has 1,040,003 cells \(with merged and hyperlinked ranges"):
+        inspect_bytes(pack(parts), "links.xlsx", Limits(max_cells=1_000_000))
+
+
+def test_a_workbook_with_no_worksheet_is_refused():
+    parts = members(plain_xlsx())
+    workbook = parts["xl/workbook.xml"].decode()
+    start, end = workbook.index("<sheets>"), workbook.index("</sheets>") + len("</sheets>")
+    parts["xl/workbook.xml"] = (workbook[:start] + "<sheets/>" + workbook[end:]).encode()
+    with pytest.raises(WorkbookError, match=r"empty\.xlsx: the workbook has no worksheet"):
+        inspect_bytes(pack(parts), "empty.xlsx")
+
+
+def test_missing_file_and_folder_are_one_line_errors(tmp_path):
+    with pytest.raises(WorkbookError, match=r"cannot read .*nowhere\.xlsx: no such file"):
+        Workbook.load(tmp_path / "nowhere.xlsx")
+    with pytest.raises(WorkbookError, match=r"cannot read .*: it is a folder"):
+        Workbook.load(tmp_path)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Formulas that reach outside the workbook
+
+
+@pytest.mark.parametrize(
+    "formula, threat",
+    [
+        ("cmd|' /C calc'!A0", "holds a DDE call"),
+        ("=MSEXCEL|'\\..\\..\\Windows\\System32\\cmd.exe /c calc.exe'!''", "holds a DDE call"),
+        ("[1]Sheet1!A1*2", "refers to another workbook ([1]Sheet1!)"),
+        ("SUM([2]!Rates)", "refers to another workbook ([2]!)"),
+        ("'C:\\data\\[rates.xlsx]Sheet1'!A1", "refers to another workbook ('C:\\data\\[rates.xlsx]Sheet1')"),
+        ("'[rates.xlsx]My Sheet'!A1", "refers to another workbook ('[rates.xlsx]My Sheet')"),
+    ],
+)
+def test_dde_and_external_references_are_recognised(formula, threat):
+    assert formula_threat(formula) == threat or formula_threat(formula).startswith(threat)
+
+
+@pytest.mark.parametrize(
+    "formula",
+    [
+        "SUM(Table1[Amount])+Sheet2!A1",
+        "Table1[[#This Row],[Price]]*2",
+        '"a|b"&"[1]x!"',  # text, not references
+        "'Pipe|Sheet'!A1",  # a sheet name may hold a pipe
+        "IF(A1>0,B1,C1)",
+        "MAX_BATCH(Params_B,1,KV,2300,2,80)",
+    ],
+)
+def test_ordinary_formulas_are_not_threats(formula):
+    assert formula_threat(formula) is None
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Text that stays text (formula injection)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ['=HYPERLINK("http://evil.example","click")', "+1+1", "-2+3", "@SUM(A1)", "\t=1", "=cmd|' /C calc'!A0", "Qwen"],
+)
+def test_set_text_stores_text_never_a_formula(text, tmp_path):
+    wb = openpyxl.Workbook()
+    cell = set_text(wb.active["A1"], text, "model name")
+    assert cell.data_type == "s"
+    assert bool(cell.quotePrefix) == text.startswith(("=", "+", "-", "@", "\t"))
+    wb.active["B1"] = "=LEN(A1)"
+    wb.save(tmp_path / "names.xlsx")
+    again = openpyxl.load_workbook(tmp_path / "names.xlsx")["Sheet"]["A1"]
+    assert (again.value, again.data_type) == (text, "s")
+    book = Workbook.load(tmp_path / "names.xlsx")
+    assert book.get("Sheet!A1") == text  # read back as text, not evaluated
+    assert book.get("Sheet!B1") == len(text)
+
+
+def test_clean_text_replaces_control_characters_and_caps_length():
+    assert clean_text("GPU\x00\x07name") == "GPU\ufffd\ufffdname"
+    assert clean_text("tab\tand\nnewline") == "tab\tand\nnewline"
+    with pytest.raises(WorkbookError, match=r"note is 32,768 characters long; an Excel cell holds at most 32,767"):
+        clean_text("x" * (EXCEL_TEXT_MAX + 1), "note")
+
+
+def test_with_parts_helper_keeps_a_valid_workbook():
+    # the corpus is built by editing a real workbook; unedited, it must load and compute
+    data = with_parts({})
+    book = inspect_bytes(data, "ok.xlsx")
+    assert book.formulas == 1 and book.cells == 3

@@ -1,0 +1,374 @@
+"""The workbook API (issue #4): load once, set, calculate, read, save with every formula's value cached beside it."""
+
+from __future__ import annotations
+
+import io
+import zipfile
+
+import openpyxl
+import pytest
+from books import plan_book, registry_book, scenario_book
+from examples import EXAMPLES
+from openpyxl.worksheet.formula import ArrayFormula
+
+import xlsxplan as x
+from xlsxplan import registry
+from xlsxplan.cells import CellError
+from xlsxplan.engine import Workbook, recalc
+from xlsxplan.errors import WorkbookError
+from xlsxplan.ooxml import COMMENT_AUTHOR
+from xlsxplan.workbook import default_output, parse_value
+
+
+@pytest.fixture(scope="module")
+def plan(tmp_path_factory):
+    return plan_book(tmp_path_factory.mktemp("plan") / "plan.xlsx")
+
+
+@pytest.fixture(scope="module")
+def plan_wb(plan):
+    return Workbook.load(plan)
+
+
+@pytest.fixture(scope="module")
+def registry_wb(tmp_path_factory):
+    return Workbook.load(registry_book(tmp_path_factory.mktemp("registry") / "registry.xlsx"))
+
+
+def _members(path):
+    with zipfile.ZipFile(path) as zf:
+        return {i.filename: zf.read(i) for i in zf.infolist()}
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Values
+
+
+@pytest.mark.parametrize("name", list(registry.FUNCTIONS))
+def test_every_registry_function_recalculates_to_the_python_value(registry_wb, name):
+    fn = registry.FUNCTIONS[name]
+    row = list(EXAMPLES).index(name) + 2
+    expected = fn(*EXAMPLES[name])
+    if fn.spills:
+        expected = expected[0]  # read with INDEX(...,1)
+    for ref in (f"Functions!B{row}", f"Nested!B{row - 1}"):  # cross-sheet and named arguments; literal and nested
+        value = registry_wb.get(ref)
+        if isinstance(expected, str):
+            assert value == expected
+        else:
+            assert value == pytest.approx(expected, rel=1e-12)
+
+
+def test_plan_book_matches_python_across_sheets_names_and_native_functions(plan_wb):
+    # seed 000: Qwen2.5-72B in FP8 on two H100s with a 2,300-token context fits a batch of 94
+    kv = x.kv_bytes_per_token(80, 8, 128)
+    batch = x.max_batch(72.7, 1, kv, 2300, 2, 80)
+    total = x.decode_tokens_per_s_total(72.7, 1, 2, 3.35, batch, kv, 2300)
+    assert (kv, batch) == (327680, 94)
+    assert plan_wb.get("Calc!B2") == 80
+    assert plan_wb.get("Calc!B3") == kv
+    assert plan_wb.get("Outputs!B2") == 94
+    assert plan_wb.get("Outputs!B3") == pytest.approx(total, rel=1e-12)
+    assert plan_wb.get("Outputs!B4") == round(x.cost_per_m_tokens(2, 2.5, total), 2)
+    assert plan_wb.get("Calc!B9") == "fits"
+    assert plan_wb.get("Calc!B10") == 0  # IFERROR around the A100's missing FP8 figure
+    assert plan_wb.get("Calc!B11") == 94 and plan_wb.get("Calc!B12") == pytest.approx(total)
+    assert plan_wb.get("Calc!B13") == kv + 80 + 80  # SUM over a column
+    assert plan_wb.get("Calc!B14") == 2  # INDEX/MATCH
+    assert plan_wb.get("Calc!B15") == 2300  # XLOOKUP
+    assert plan_wb.get("Params_B") == 72.7
+    assert plan_wb.get("Outputs!B2:B4")[0] == [94]
+
+
+def test_set_by_cell_and_by_name_recalculates_without_reloading(plan, monkeypatch):
+    from formulas.excel import xlreader
+
+    loads = []
+    original = xlreader.load_workbook
+    monkeypatch.setattr(xlreader, "load_workbook", lambda *a, **k: loads.append(1) or original(*a, **k))
+    wb = Workbook.load(plan)
+    assert wb.get("Outputs!B2") == 94
+    wb.set("Inputs!B5", 4)  # four GPUs
+    assert wb.get("Outputs!B2") == x.max_batch(72.7, 1, 327680, 2300, 4, 80)
+    wb.set("Context", 8000).set("Bytes_Per_Param", 2)
+    wb.calculate()
+    assert wb.get("Outputs!B2") == x.max_batch(72.7, 2, 327680, 8000, 4, 80)
+    wb.set("Model", "Qwen2.5-7B")
+    assert wb.get("Calc!B2") == x.model_spec("Qwen2.5-7B", "layers")
+    assert len(loads) == 1
+
+
+def test_text_set_as_input_stays_text(plan, tmp_path):
+    wb = Workbook.load(plan)
+    wb.set("Inputs!B8", "=1+1")  # the price cell: a formula typed as input must not become one
+    assert wb.get("Inputs!B8") == "=1+1"
+    err = wb.get("Calc!B8")
+    assert err.code == "#VALUE!" and err.message == "usd_per_gpu_hour must be a number, got text '=1+1'"
+    out = wb.save(tmp_path / "out.xlsx")
+    cell = openpyxl.load_workbook(out)["Inputs"]["B8"]
+    assert (cell.value, cell.data_type) == ("=1+1", "s")
+
+
+@pytest.mark.parametrize(
+    "ref, message",
+    [
+        ("Calc!B5", "Calc!B5 holds a formula; only input cells can be set"),
+        ("Inputs!B2:B3", "'Inputs!B2:B3' is a range (Inputs!B2:B3); set one cell at a time"),
+        (
+            "Nowhere!B2",
+            "the workbook has no sheet named 'Nowhere'; its sheets are: Inputs, Calc, Outputs, xlwings.conf",
+        ),
+        ("Param_B", "the workbook has no sheet reference or defined name 'Param_B'; its names: Bytes_Per_Param"),
+        ("B5", "'B5' needs its sheet, e.g. Inputs!B5"),
+        ("Inputs!B0", "'Inputs!B0': 'B0' is not a cell or range such as B4 or B4:D9"),
+    ],
+)
+def test_set_refuses_what_is_not_an_input_cell(plan_wb, ref, message):
+    with pytest.raises(WorkbookError, match="^" + message.replace("(", r"\(").replace(")", r"\)").replace("$", r"\$")):
+        plan_wb.set(ref, 1)
+
+
+def test_set_refuses_values_a_cell_cannot_hold(plan_wb):
+    with pytest.raises(WorkbookError, match=r"the value for Inputs!B3 must be a finite number, got inf"):
+        plan_wb.set("Inputs!B3", float("inf"))
+    with pytest.raises(WorkbookError, match=r"must be a number, text, TRUE/FALSE or empty, got dict"):
+        plan_wb.set("Inputs!B3", {})
+
+
+@pytest.mark.parametrize(
+    "typed, value",
+    [
+        ("42", 42),
+        ("-3.5", -3.5),
+        ("1e6", 1e6),
+        ("1E+6", 1e6),
+        (".5", 0.5),
+        ("90%", 0.9),
+        ("TRUE", True),
+        ("false", False),
+        ("#N/A", CellError("#N/A")),
+        ("", None),
+        ("H100", "H100"),
+        ('"42"', "42"),
+        ("=1+1", "=1+1"),
+        ("80 GB", "80 GB"),
+    ],
+)
+def test_values_are_read_as_people_type_them(typed, value):
+    got = parse_value(typed)
+    assert got == value and type(got) is type(value)
+
+
+def test_a_thousands_separator_is_refused_not_guessed():
+    with pytest.raises(WorkbookError, match=r"'1,000': type numbers without thousands separators, or quote it"):
+        parse_value("1,000")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Errors
+
+
+def test_errors_carry_their_excel_value_and_reason(tmp_path):
+    wb = openpyxl.Workbook()
+    ws = wb.active
+    ws.title = "S"
+    ws["A1"] = 5
+    ws["B1"] = "=A1/0"
+    ws["B2"] = "=KV_BYTES_PER_TOKEN(80,-1,128)"
+    ws["B3"] = "=B2+1"
+    ws["B4"] = '=MODEL_SPEC("gpt5","layers")'
+    ws["B5"] = "=KV_BYTE_PER_TOKEN(1,2,3)"
+    ws["B6"] = '=WEIGHTS_GB("lots")'
+    ws["B7"] = "=SUM("  # not a formula Excel would save: only this cell suffers
+    ws["B8"] = "=A1*2"
+    ws["C1"] = ArrayFormula("C1:C2", "=KV_BYTES_PER_TOKEN({80;80},{8;-1},128)")
+    wb.save(tmp_path / "errors.xlsx")
+    book = Workbook.load(tmp_path / "errors.xlsx")
+    errors = book.errors()
+    hint = errors["S!B5"].message  # close matches depend on which functions exist
+    assert hint.startswith("unknown function KV_BYTE_PER_TOKEN; did you mean KV_BYTES_PER_TOKEN")
+    errors["S!B5"] = CellError("#NAME?", "unknown function KV_BYTE_PER_TOKEN")
+    assert errors == {
+        "S!B1": CellError("#DIV/0!", "division by zero"),
+        "S!B2": CellError("#NUM!", "kv_heads must be a whole number from 1 to 1,000,000, got -1"),
+        "S!B3": CellError("#NUM!", "passed on from S!B2: kv_heads must be a whole number from 1 to 1,000,000, got -1"),
+        "S!B4": CellError("#N/A", "model 'gpt5' is not in the catalog; see MODELS() for the list"),
+        "S!B5": CellError("#NAME?", "unknown function KV_BYTE_PER_TOKEN"),
+        "S!B6": CellError("#VALUE!", "params_b must be a number, got text 'lots'"),
+        "S!B7": CellError("#NAME?", "the formula cannot be parsed: Mismatched or misplaced parentheses!"),
+        "S!C2": CellError("#NUM!", "kv_heads must be a whole number from 1 to 1,000,000, got -1"),
+    }
+    assert book.get("S!B8") == 10 and book.get("S!C1") == 327680
+    assert book.get("S!B2") == errors["S!B2"]
+
+
+def test_a_circular_reference_is_an_error_with_its_reason(tmp_path):
+    wb = openpyxl.Workbook()
+    ws = wb.active
+    ws["A1"] = "=B1+1"
+    ws["B1"] = "=A1+1"
+    ws["C1"] = "=2*3"
+    wb.save(tmp_path / "circular.xlsx")
+    book = Workbook.load(tmp_path / "circular.xlsx")
+    assert book.get("Sheet!C1") == 6
+    err = book.get("Sheet!A1")
+    assert err.code == "#REF!" and err.message.startswith("no value: the formula is part of a circular reference")
+
+
+def test_error_notes_are_written_replaced_and_never_touch_the_users_own(plan, tmp_path):
+    out = recalc(plan, tmp_path / "first.xlsx").path and tmp_path / "first.xlsx"
+    book = openpyxl.load_workbook(out)
+    note = book["Calc"]["B16"].comment
+    assert (note.author, note.text) == (
+        COMMENT_AUTHOR,
+        "#NUM! kv_heads must be a whole number from 1 to 1,000,000, got -1",
+    )
+    assert (book["Inputs"]["B3"].comment.author, book["Inputs"]["B3"].comment.text) == (
+        "Analyst",
+        "From the model card",
+    )
+    # An error elsewhere: the old note goes, the new one comes, the user's stays.
+    wb = Workbook.load(out)
+    wb.set("Inputs!B5", 0)
+    wb.save(tmp_path / "second.xlsx")
+    book = openpyxl.load_workbook(tmp_path / "second.xlsx")
+    notes = {
+        (ws.title, c.coordinate): (c.comment.author, c.comment.text)
+        for ws in book.worksheets
+        for row in ws.iter_rows()
+        for c in row
+        if c.comment
+    }
+    assert notes[("Inputs", "B3")] == ("Analyst", "From the model card")
+    assert notes[("Calc", "B16")][1].startswith("#NUM! kv_heads")
+    assert notes[("Calc", "B5")] == (COMMENT_AUTHOR, "#NUM! n_gpus must be a whole number from 1 to 10,000,000, got 0")
+    assert sum(1 for author, _ in notes.values() if author == COMMENT_AUTHOR) == len(
+        Workbook.load(tmp_path / "second.xlsx").errors()
+    )
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The saved file
+
+
+def test_saved_file_shows_every_value_and_keeps_every_formula(plan, plan_wb, tmp_path):
+    out = plan_wb.save(tmp_path / "plan.recalc.xlsx")
+    original = openpyxl.load_workbook(plan)
+    formulas = openpyxl.load_workbook(out)
+    values = openpyxl.load_workbook(out, data_only=True)
+    checked = 0
+    for ws in original.worksheets:
+        for row in ws.iter_rows():
+            for cell in row:
+                assert formulas[ws.title][cell.coordinate].value == cell.value
+                if cell.data_type == "f":
+                    shown = values[ws.title][cell.coordinate].value
+                    expected = plan_wb.get(f"'{ws.title}'!{cell.coordinate}")
+                    assert shown == (expected.code if isinstance(expected, CellError) else expected)
+                    assert shown is not None
+                    checked += 1
+    assert checked == 19  # 16 on Calc, 3 on Outputs
+
+
+def test_saved_file_keeps_styles_names_validation_notes_chart_widths_and_conf_sheet(plan, plan_wb, tmp_path):
+    out = plan_wb.save(tmp_path / "plan.recalc.xlsx")
+    before, after = _members(plan), _members(out)
+    for name in ("xl/styles.xml", "xl/workbook.xml", "xl/charts/chart1.xml", "xl/drawings/drawing1.xml"):
+        assert after[name] == before[name]
+    book = openpyxl.load_workbook(out)
+    assert book["Inputs"]["B2"].fill.fgColor.rgb == "00FFCC99"
+    assert book["Inputs"]["B8"].number_format == '"$"#,##0.00'
+    assert book["Outputs"]["B4"].number_format == "0.00"
+    assert book["Inputs"].column_dimensions["A"].width == 24
+    assert set(book.defined_names) == set(openpyxl.load_workbook(plan).defined_names)
+    dv = book["Inputs"].data_validations.dataValidation[0]
+    assert (dv.type, dv.formula1, dv.formula2, str(dv.sqref)) == ("whole", "1", "64", "B5")
+    assert len(book["Outputs"]._charts) == 1
+    from xlsxplan.xlwings_conf import read_conf_sheet
+
+    assert read_conf_sheet(book) == {"UDF Modules": "xlsxplan.udfs"}
+
+
+def test_a_second_recalc_changes_nothing(plan, tmp_path):
+    first = tmp_path / "first.xlsx"
+    second = tmp_path / "second.xlsx"
+    recalc(plan, first)
+    recalc(first, second)
+    assert second.read_bytes() == first.read_bytes()
+
+
+def test_array_formula_cells_get_their_values(tmp_path):
+    path = scenario_book(tmp_path / "scenarios.xlsx", rows=20, array=True)
+    out = recalc(path, tmp_path / "out.xlsx").path and tmp_path / "out.xlsx"
+    values = openpyxl.load_workbook(out, data_only=True)["Scenarios"]
+    for r in range(2, 22):
+        params, bpp = values[f"A{r}"].value, values[f"B{r}"].value
+        assert values[f"F{r}"].value == pytest.approx(x.weights_gb(params, bpp))
+    assert openpyxl.load_workbook(out)["Scenarios"]["F2"].value.text == "=WEIGHTS_GB(A2:A21,B2:B21)"
+
+
+def test_input_is_not_modified_and_default_output_sits_beside_it(plan, tmp_path):
+    before = plan.read_bytes()
+    wb = recalc(plan)
+    assert plan.read_bytes() == before
+    assert default_output(plan) == plan.with_name("plan.recalc.xlsx") and default_output(plan).exists()
+    assert wb.path == plan
+
+
+def test_output_must_keep_the_workbooks_kind(plan_wb, tmp_path):
+    with pytest.raises(
+        WorkbookError, match=r"this workbook is a \.xlsx file \(by its content\), so the output must end"
+    ):
+        plan_wb.save(tmp_path / "out.xlsm")
+    with pytest.raises(WorkbookError, match=r"the name must end in \.xlsx"):
+        plan_wb.save(tmp_path / "out.csv")
+
+
+def test_apostrophes_in_sheet_names(tmp_path):
+    # formulas cannot address a sheet named "Bob's plan"; xlsxplan stands in another name while it calculates
+    wb = openpyxl.Workbook()
+    ws = wb.active
+    ws.title = "Bob's plan"
+    ws["A1"] = 72.7
+    ws["A2"] = "=WEIGHTS_GB(A1,1)"
+    other = wb.create_sheet("Summary")
+    other["A1"] = "='Bob''s plan'!A2*2"
+    add = wb.defined_names
+    from openpyxl.workbook.defined_name import DefinedName
+
+    add["Params"] = DefinedName("Params", attr_text="'Bob''s plan'!$A$1")
+    other["A2"] = "=Params+1"
+    wb.save(tmp_path / "bob.xlsx")
+    book = Workbook.load(tmp_path / "bob.xlsx")
+    assert book.get("'Bob''s plan'!A2") == 72.7
+    assert book.get("Summary!A1") == 145.4
+    assert book.get("Summary!A2") == pytest.approx(73.7)
+    book.set("Params", 7)
+    assert book.get("Summary!A1") == 14
+    out = book.save(tmp_path / "bob.recalc.xlsx")
+    saved = openpyxl.load_workbook(out)
+    assert saved.sheetnames == ["Bob's plan", "Summary"]
+    assert saved["Summary"]["A1"].value == "='Bob''s plan'!A2*2"
+
+
+def test_xlsm_keeps_its_macros_byte_for_byte_and_never_runs_them(plan, tmp_path):
+    members = _members(plan)
+    vba = b"\xd0\xcf\x11\xe0 pretend VBA project: never executed"
+    ctypes = members["[Content_Types].xml"].decode()
+    ctypes = ctypes.replace(
+        "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet.main+xml",
+        "application/vnd.ms-excel.sheet.macroEnabled.main+xml",
+    ).replace("</Types>", '<Default Extension="bin" ContentType="application/vnd.ms-office.vbaProject"/></Types>')
+    members["[Content_Types].xml"] = ctypes.encode()
+    members["xl/vbaProject.bin"] = vba
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
+        for name, data in members.items():
+            zf.writestr(name, data)
+    path = tmp_path / "plan.xlsm"
+    path.write_bytes(buf.getvalue())
+    wb = Workbook.load(path)
+    assert wb.extension == ".xlsm"
+    out = wb.save(tmp_path / "plan.recalc.xlsm")
+    assert _members(out)["xl/vbaProject.bin"] == vba
+    assert openpyxl.load_workbook(out, data_only=True)["Outputs"]["B2"].value == 94

@@ -1,0 +1,832 @@
+"""The parts of an .xlsx/.xlsm package that headless recalculation reads and edits, without a round trip.
+
+A workbook is a zip of XML parts (ECMA-376 Part 1): ``[Content_Types].xml``, ``xl/workbook.xml``, one part per
+sheet, relationship parts (``_rels/*.rels``) that link them, plus styles, charts, drawings, comments, VBA. openpyxl
+reads most of these but not all (shapes, sparklines and other extensions are lost on its load and save), so
+xlsxplan never saves a workbook through openpyxl. It copies every part of the original byte for byte and edits
+only what recalculation changes, as text:
+
+* in each sheet's ``<sheetData>``, the cached value (``<v>`` and the ``t`` type) of every formula cell and of
+  the cells of an array formula's range, and the value of the input cells that were set;
+* the sheet's legacy comments part and its VML drawing, to keep one note per error cell authored ``xlsxplan``
+  (notes by anyone else are never touched);
+* the relationships and content types that a new comments part needs.
+
+Small parts (content types, relationships, the workbook part) are parsed with ``defusedxml``; sheet XML is edited
+with regular expressions over its elements, which is safe because XML text can never contain a literal ``<``.
+"""
+
+from __future__ import annotations
+
+import html
+import io
+import math
+import posixpath
+import re
+import zipfile
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .cells import CellError
+from .errors import WorkbookError
+
+__all__ = [
+    "Package",
+    "SheetPart",
+    "DefinedName",
+    "Patch",
+    "patch_sheet",
+    "CommentEdit",
+    "write_package",
+    "col_index",
+    "col_letter",
+    "split_ref",
+    "COMMENT_AUTHOR",
+]
+
+MAIN_NS = "http://schemas.openxmlformats.org/spreadsheetml/2006/main"
+DOC_REL = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
+PKG_REL = "http://schemas.openxmlformats.org/package/2006/relationships"
+CT_NS = "http://schemas.openxmlformats.org/package/2006/content-types"
+
+REL_OFFICE_DOCUMENT = DOC_REL + "/officeDocument"
+REL_WORKSHEET = DOC_REL + "/worksheet"
+REL_COMMENTS = DOC_REL + "/comments"
+REL_VML = DOC_REL + "/vmlDrawing"
+CT_COMMENTS = "application/vnd.openxmlformats-officedocument.spreadsheetml.comments+xml"
+CT_VML = "application/vnd.openxmlformats-officedocument.vmlDrawing"
+
+WORKBOOK_TYPES = {
+    "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet.main+xml": ".xlsx",
+    "application/vnd.ms-excel.sheet.macroEnabled.main+xml": ".xlsm",
+    "application/vnd.openxmlformats-officedocument.spreadsheetml.template.main+xml": ".xltx",
+    "application/vnd.ms-excel.template.macroEnabled.main+xml": ".xltm",
+}
+FOREIGN_TYPES = {
+    "application/vnd.ms-excel.sheet.binary.macroEnabled.main": "a binary workbook (.xlsb); save it as .xlsx",
+    "application/vnd.ms-excel.addin.macroEnabled.main+xml": "an Excel add-in (.xlam), not a workbook",
+    "application/vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml": "a Word document",
+    "application/vnd.ms-word.document.macroEnabled.main+xml": "a Word document",
+    "application/vnd.openxmlformats-officedocument.presentationml.presentation.main+xml": "a PowerPoint file",
+    "application/vnd.ms-powerpoint.presentation.macroEnabled.main+xml": "a PowerPoint file",
+}
+
+COMMENT_AUTHOR = "xlsxplan"
+"""The author of the notes xlsxplan writes; notes by any other author are left as they are."""
+
+MAX_COL, MAX_ROW = 16_384, 1_048_576  # Excel's grid (XFD1048576)
+
+_COL_RE = re.compile(r"^\$?([A-Za-z]{1,3})\$?(\d{1,7})$")
+
+
+def col_index(letters: str) -> int:
+    """``A`` -> 1, ``XFD`` -> 16384."""
+    n = 0
+    for ch in letters.upper():
+        n = n * 26 + ord(ch) - 64
+    return n
+
+
+def col_letter(index: int) -> str:
+    """1 -> ``A``, 16384 -> ``XFD``."""
+    out = ""
+    while index:
+        index, rem = divmod(index - 1, 26)
+        out = chr(65 + rem) + out
+    return out
+
+
+def split_ref(ref: str) -> tuple[int, int]:
+    """``B4`` (or ``$B$4``) -> (row 4, column 2); WorkbookError if it is not a cell inside Excel's grid."""
+    m = _COL_RE.match(ref.strip())
+    if not m:
+        raise WorkbookError(f"{ref!r} is not a cell reference such as B4")
+    row, col = int(m.group(2)), col_index(m.group(1))
+    if not (1 <= row <= MAX_ROW and 1 <= col <= MAX_COL):
+        raise WorkbookError(f"{ref} is outside Excel's grid (A1:XFD1048576)")
+    return row, col
+
+
+def range_bounds(ref: str) -> tuple[int, int, int, int]:
+    """``A1:C3`` -> (min_row, min_col, max_row, max_col); a single cell is a 1x1 range."""
+    first, _, last = ref.partition(":")
+    r1, c1 = split_ref(first)
+    r2, c2 = split_ref(last) if last else (r1, c1)
+    return min(r1, r2), min(c1, c2), max(r1, r2), max(c1, c2)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Reading the package
+
+
+def _local(tag: str) -> str:
+    return tag.rsplit("}", 1)[-1]
+
+
+def parse_xml(data: bytes, part: str) -> Any:
+    """A small part parsed with defusedxml (entities and DTDs refused); WorkbookError if it is not XML."""
+    from defusedxml import DefusedXmlException
+    from defusedxml.ElementTree import ParseError, fromstring
+
+    try:
+        return fromstring(data, forbid_dtd=True)
+    except DefusedXmlException as err:
+        raise WorkbookError(f"{part} declares a DTD or entities ({type(err).__name__}); refused as hostile") from None
+    except ParseError as err:
+        raise WorkbookError(f"{part} is not well-formed XML: {err}") from None
+
+
+@dataclass(frozen=True)
+class SheetPart:
+    """One sheet of the workbook: its title and the zip member that holds it."""
+
+    title: str
+    part: str
+    kind: str  # "worksheet", "chartsheet", "dialogsheet", "macrosheet"
+    state: str = "visible"
+
+
+@dataclass(frozen=True)
+class DefinedName:
+    """A ``<definedName>`` of the workbook part: global when ``local_sheet`` is None."""
+
+    name: str
+    text: str
+    local_sheet: int | None = None
+    hidden: bool = False
+
+
+@dataclass
+class Relationship:
+    id: str
+    type: str
+    target: str
+    external: bool
+
+
+def rels_part(part: str) -> str:
+    """The relationships part of ``part``: ``xl/worksheets/_rels/sheet1.xml.rels`` for ``xl/worksheets/sheet1.xml``."""
+    folder, name = posixpath.split(part)
+    return posixpath.join(folder, "_rels", name + ".rels")
+
+
+def resolve_target(source_part: str, target: str) -> str:
+    """A relationship target as a zip member name (absolute targets start at the package root)."""
+    if target.startswith("/"):
+        return posixpath.normpath(target.lstrip("/"))
+    return posixpath.normpath(posixpath.join(posixpath.dirname(source_part), target))
+
+
+class Package:
+    """An opened package: the zip, its content types, the workbook part, its sheets and defined names.
+
+    The bytes are held in memory (their size is capped before reading), so the file on disk is read once and
+    the original is never reopened for writing.
+    """
+
+    def __init__(self, data: bytes, zf: zipfile.ZipFile) -> None:
+        self.data = data
+        self.zip = zf
+        self.names = [i.filename for i in zf.infolist()]
+        self._infos = {i.filename: i for i in zf.infolist()}
+        self.defaults: dict[str, str] = {}
+        self.overrides: dict[str, str] = {}
+        self.workbook_part = ""
+        self.extension = ".xlsx"
+        self.sheets: list[SheetPart] = []
+        self.defined_names: list[DefinedName] = []
+
+    def has(self, name: str) -> bool:
+        return name in self._infos
+
+    def read(self, name: str) -> bytes:
+        try:
+            return self.zip.read(self._infos[name])
+        except KeyError:
+            raise WorkbookError(f"the package has no part {name}") from None
+        except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, OSError, ValueError) as err:
+            raise WorkbookError(f"the part {name} is corrupt: {err}") from None
+        except Exception as err:  # zlib.error and friends: a damaged deflate stream
+            raise WorkbookError(f"the part {name} is corrupt: {type(err).__name__}: {err}") from None
+
+    def content_type(self, name: str) -> str | None:
+        override = self.overrides.get("/" + name)
+        if override is not None:
+            return override
+        ext = name.rsplit(".", 1)[-1].lower() if "." in name else ""
+        return self.defaults.get(ext)
+
+    def relationships(self, part: str) -> list[Relationship]:
+        """The relationships of a part ('' for the package's own ``_rels/.rels``)."""
+        name = rels_part(part) if part else "_rels/.rels"
+        if not self.has(name):
+            return []
+        root = parse_xml(self.read(name), name)
+        out = []
+        for el in root:
+            if _local(el.tag) == "Relationship":
+                out.append(
+                    Relationship(
+                        el.get("Id", ""),
+                        el.get("Type", ""),
+                        el.get("Target", ""),
+                        el.get("TargetMode", "") == "External",
+                    )
+                )
+        return out
+
+    def load_structure(self) -> None:
+        """Read content types, the workbook part, its sheets and defined names; refuse what is not a workbook."""
+        if not self.has("[Content_Types].xml"):
+            if self.has("mimetype") and b"opendocument" in self.read("mimetype"):
+                raise WorkbookError("this is an OpenDocument file, not an Excel workbook; save it as .xlsx")
+            raise WorkbookError("this zip file is not an Excel workbook (it has no [Content_Types].xml)")
+        root = parse_xml(self.read("[Content_Types].xml"), "[Content_Types].xml")
+        for el in root:
+            tag = _local(el.tag)
+            if tag == "Default":
+                self.defaults[el.get("Extension", "").lower()] = el.get("ContentType", "")
+            elif tag == "Override":
+                self.overrides[el.get("PartName", "")] = el.get("ContentType", "")
+        office = [r for r in self.relationships("") if r.type.endswith("/officeDocument") and not r.external]
+        if not office:
+            raise WorkbookError("this zip file is not an Excel workbook (no office document part)")
+        self.workbook_part = resolve_target("", "/" + office[0].target.lstrip("/"))
+        ctype = self.content_type(self.workbook_part) or ""
+        if ctype in FOREIGN_TYPES:
+            raise WorkbookError(f"this is {FOREIGN_TYPES[ctype]}, not an Excel workbook")
+        if ctype not in WORKBOOK_TYPES:
+            shown = ctype or "none"
+            raise WorkbookError(f"the main part has content type {shown!r}, which is not an Excel workbook")
+        self.extension = WORKBOOK_TYPES[ctype]
+        if not self.has(self.workbook_part):
+            raise WorkbookError(f"the workbook part {self.workbook_part} is missing")
+        rels = {r.id: r for r in self.relationships(self.workbook_part)}
+        wb = parse_xml(self.read(self.workbook_part), self.workbook_part)
+        for el in wb.iter():
+            tag = _local(el.tag)
+            if tag == "sheet":
+                rid = next((v for k, v in el.attrib.items() if _local(k) == "id"), "")
+                rel = rels.get(rid)
+                if rel is None or rel.external:
+                    raise WorkbookError(f"sheet {el.get('name')!r} points to no part of the package")
+                kind = rel.type.rsplit("/", 1)[-1].replace("xlMacrosheet", "macrosheet")
+                part = resolve_target(self.workbook_part, rel.target)
+                self.sheets.append(SheetPart(el.get("name", ""), part, kind, el.get("state", "visible")))
+            elif tag == "definedName":
+                local = el.get("localSheetId")
+                self.defined_names.append(
+                    DefinedName(
+                        el.get("name", ""),
+                        el.text or "",
+                        int(local) if local is not None and local.isdigit() else None,
+                        el.get("hidden", "0") in ("1", "true"),
+                    )
+                )
+        if not any(s.kind == "worksheet" for s in self.sheets):
+            raise WorkbookError("the workbook has no worksheet")
+
+    def worksheet(self, title: str) -> SheetPart:
+        """The worksheet titled ``title`` (case-insensitive, as in Excel)."""
+        for s in self.sheets:
+            if s.kind == "worksheet" and s.title.casefold() == title.casefold():
+                return s
+        shown = ", ".join(s.title for s in self.sheets if s.kind == "worksheet")
+        raise WorkbookError(f"the workbook has no sheet named {title!r}; its sheets are: {shown}")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Cell values in sheet XML
+
+
+@dataclass(frozen=True)
+class Patch:
+    """A value to write into one cell.
+
+    ``result`` is a formula's computed value: the cell keeps its ``<f>`` and gets the value as its cache (text as
+    ``t="str"``). Otherwise the value is a constant typed into the cell (text as an inline string, never a
+    formula).
+    """
+
+    value: Any
+    result: bool = True
+
+
+_ATTR_RE = re.compile(r"""([^\s=/>]+)\s*=\s*(?:"([^"]*)"|'([^']*)')""")
+_PREFIX = r"(?:[A-Za-z_][\w.\-]*:)?"
+_ILLEGAL_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
+
+
+def _attrs(text: str) -> list[tuple[str, str]]:
+    """Attributes as (name, value as written, still XML-escaped)."""
+    return [
+        (m.group(1), m.group(2) if m.group(2) is not None else m.group(3).replace('"', "&quot;"))
+        for m in _ATTR_RE.finditer(text)
+    ]
+
+
+def _attr_text(attrs: Iterable[tuple[str, str]]) -> str:
+    return "".join(f' {k}="{v}"' for k, v in attrs)
+
+
+def escape_text(text: str) -> str:
+    """Text for XML content: markup escaped, characters XML 1.0 cannot hold written as OOXML's ``_xHHHH_``."""
+    text = text.replace("\r\n", "\n")
+    text = _ILLEGAL_XML.sub(lambda m: f"_x{ord(m.group(0)):04X}_", text)
+    text = text.replace("\r", "_x000D_")
+    return html.escape(text, quote=False)
+
+
+def number_text(x: float) -> str:
+    """A number as Excel stores it in ``<v>``: integral values without ``.0``, up to 17 significant digits."""
+    if isinstance(x, bool):
+        return "1" if x else "0"
+    if isinstance(x, int):
+        return str(x)
+    if x == 0:
+        return "0"
+    if x.is_integer() and abs(x) < 1e15:
+        return str(int(x))
+    return repr(float(x)).upper()
+
+
+def _value_xml(p: str, patch: Patch) -> tuple[str | None, str]:
+    """(``t`` attribute or None, child elements) for a value."""
+    value = patch.value
+    if isinstance(value, float) and not math.isfinite(value):
+        value = CellError("#NUM!")
+    if value is None:
+        return None, ""
+    if isinstance(value, CellError):
+        return "e", f"<{p}v>{escape_text(value.code)}</{p}v>"
+    if isinstance(value, bool):
+        return "b", f"<{p}v>{1 if value else 0}</{p}v>"
+    if isinstance(value, (int, float)):
+        return None, f"<{p}v>{number_text(value)}</{p}v>"
+    text = str(value)
+    if patch.result:
+        return "str", f"<{p}v>{escape_text(text)}</{p}v>"
+    space = ' xml:space="preserve"' if text != text.strip() or "\n" in text else ""
+    return "inlineStr", f"<{p}is><{p}t{space}>{escape_text(text)}</{p}t></{p}is>"
+
+
+def _cell_xml(p: str, ref: str, attrs: list[tuple[str, str]], body: str, patch: Patch) -> str:
+    keep_f = ""
+    if patch.result and body:
+        m = re.search(rf"<{p}f\b[^>]*/>|<{p}f\b[^>]*>.*?</{p}f>", body, re.S)
+        keep_f = m.group(0) if m else ""
+    ext = re.search(rf"<{p}extLst\b.*?</{p}extLst>", body, re.S) if body else None
+    t, children = _value_xml(p, patch)
+    out = [("r", ref)] + [(k, v) for k, v in attrs if k not in ("r", "t")]
+    if t is not None:
+        out.append(("t", t))
+    inner = keep_f + children + (ext.group(0) if ext else "")
+    if not inner:
+        return f"<{p}c{_attr_text(out)}/>"
+    return f"<{p}c{_attr_text(out)}>{inner}</{p}c>"
+
+
+@dataclass
+class _SheetLayout:
+    prefix: str
+    col_styles: list[tuple[int, int, str]] = field(default_factory=list)
+
+    def style_for(self, row_attrs: Mapping[str, str], col: int) -> str | None:
+        if row_attrs.get("customFormat") in ("1", "true") and "s" in row_attrs:
+            return row_attrs["s"]
+        for lo, hi, style in self.col_styles:
+            if lo <= col <= hi:
+                return style
+        return None
+
+
+def _row_xml(layout: _SheetLayout, row: int, attrs: list[tuple[str, str]], body: str, patches: dict[int, Patch]) -> str:
+    p = layout.prefix
+    cell_re = re.compile(rf"<{p}c\b((?:\s+[^\s=/>]+\s*=\s*(?:\"[^\"]*\"|'[^']*'))*)\s*(?:/>|>(.*?)</{p}c>)", re.S)
+    row_attrs = dict(attrs)
+    pending = sorted(patches.items())
+    out: list[str] = []
+    pos, col, inserted = 0, 0, False
+
+    def new_cell(c: int, patch: Patch) -> str:
+        style = layout.style_for(row_attrs, c)
+        base = [("s", style)] if style else []
+        return _cell_xml(p, f"{col_letter(c)}{row}", base, "", patch)
+
+    for m in cell_re.finditer(body):
+        cattrs = _attrs(m.group(1))
+        cdict = dict(cattrs)
+        ref = cdict.get("r")
+        col = split_ref(ref)[1] if ref else col + 1
+        out.append(body[pos : m.start()])
+        pos = m.end()
+        while pending and pending[0][0] < col:
+            c, patch = pending.pop(0)
+            out.append(new_cell(c, patch))
+            inserted = True
+        if pending and pending[0][0] == col:
+            _, patch = pending.pop(0)
+            out.append(_cell_xml(p, f"{col_letter(col)}{row}", cattrs, m.group(2) or "", patch))
+        elif ref:
+            out.append(m.group(0))
+        else:  # a cell without r: write the position it implies, since cells may be inserted before it
+            out.append(m.group(0).replace(f"<{p}c", f'<{p}c r="{col_letter(col)}{row}"', 1))
+    out.append(body[pos:])
+    for c, patch in pending:
+        out.append(new_cell(c, patch))
+        inserted = True
+    new_attrs = [("r", str(row))] + [(k, v) for k, v in attrs if k != "r" and not (inserted and k == "spans")]
+    return f"<{p}row{_attr_text(new_attrs)}>{''.join(out)}</{p}row>"
+
+
+def patch_sheet(xml: bytes, patches: Mapping[tuple[int, int], Patch]) -> bytes:
+    """Write ``patches`` ({(row, col): Patch}) into a worksheet part; every other byte is kept.
+
+    Cells that do not exist yet are inserted in order (with the row's or column's style, as Excel does when a value
+    is typed into an empty cell); ``<dimension>`` grows to cover them.
+    """
+    if not patches:
+        return xml
+    text, encoding = _decode(xml)
+    m = re.search(rf"<({_PREFIX})sheetData\b[^>]*?(/?)>", text)
+    if not m:
+        raise WorkbookError("a worksheet part has no <sheetData>")
+    p = m.group(1)
+    layout = _SheetLayout(p, _col_styles(text, p))
+    if m.group(2):  # <sheetData/>: no rows at all
+        start, end, body = m.start(), m.end(), ""
+        head = text[m.start() : m.end() - 2] + ">"
+    else:
+        close = text.find(f"</{p}sheetData>", m.end())
+        if close < 0:
+            raise WorkbookError("a worksheet part has an unterminated <sheetData>")
+        start, end, body = m.start(), close + len(f"</{p}sheetData>"), text[m.end() : close]
+        head = text[m.start() : m.end()]
+    by_row: dict[int, dict[int, Patch]] = {}
+    for (r, c), patch in patches.items():
+        by_row.setdefault(r, {})[c] = patch
+    row_re = re.compile(rf"<{p}row\b((?:\s+[^\s=/>]+\s*=\s*(?:\"[^\"]*\"|'[^']*'))*)\s*(?:/>|>(.*?)</{p}row>)", re.S)
+    out: list[str] = []
+    pos, row = 0, 0
+    pending = sorted(by_row)
+    for rm in row_re.finditer(body):
+        rattrs = _attrs(rm.group(1))
+        r_text = dict(rattrs).get("r")
+        row = int(r_text) if r_text else row + 1
+        out.append(body[pos : rm.start()])
+        pos = rm.end()
+        while pending and pending[0] < row:
+            r = pending.pop(0)
+            out.append(_row_xml(layout, r, [], "", by_row[r]))
+        if pending and pending[0] == row:
+            pending.pop(0)
+            out.append(_row_xml(layout, row, rattrs, rm.group(2) or "", by_row[row]))
+        elif r_text:
+            out.append(rm.group(0))
+        else:
+            out.append(rm.group(0).replace(f"<{p}row", f'<{p}row r="{row}"', 1))
+    out.append(body[pos:])
+    for r in pending:
+        out.append(_row_xml(layout, r, [], "", by_row[r]))
+    new_text = text[:start] + head + "".join(out) + f"</{p}sheetData>" + text[end:]
+    new_text = _grow_dimension(new_text, p, patches)
+    return new_text.encode(encoding)
+
+
+def _decode(xml: bytes) -> tuple[str, str]:
+    if xml[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        return xml.decode("utf-16"), "utf-16"
+    return xml.decode("utf-8-sig" if xml.startswith(b"\xef\xbb\xbf") else "utf-8"), "utf-8"
+
+
+def _col_styles(text: str, p: str) -> list[tuple[int, int, str]]:
+    out = []
+    cols = re.search(rf"<{p}cols\b.*?</{p}cols>", text, re.S)
+    if cols:
+        for cm in re.finditer(rf"<{p}col\b([^>]*)/?>", cols.group(0)):
+            a = dict(_attrs(cm.group(1)))
+            if "style" in a and a.get("min", "").isdigit() and a.get("max", "").isdigit():
+                out.append((int(a["min"]), int(a["max"]), a["style"]))
+    return out
+
+
+def _grow_dimension(text: str, p: str, patches: Mapping[tuple[int, int], Patch]) -> str:
+    m = re.search(rf"<{p}dimension\b([^>]*?)/>", text)
+    if not m:
+        return text
+    ref = dict(_attrs(m.group(1))).get("ref", "")
+    try:
+        r1, c1, r2, c2 = range_bounds(ref)
+    except WorkbookError:
+        return text
+    rows = [r for r, _ in patches]
+    cols = [c for _, c in patches]
+    nr1, nc1, nr2, nc2 = min(r1, *rows), min(c1, *cols), max(r2, *rows), max(c2, *cols)
+    if (nr1, nc1, nr2, nc2) == (r1, c1, r2, c2):
+        return text
+    new_ref = f"{col_letter(nc1)}{nr1}:{col_letter(nc2)}{nr2}"
+    return text[: m.start()] + f'<{p}dimension ref="{new_ref}"/>' + text[m.end() :]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Notes (legacy comments) authored by xlsxplan
+
+
+@dataclass
+class CommentEdit:
+    """The notes xlsxplan wants on one sheet: {(row, col): text}. Replaces every earlier xlsxplan note there."""
+
+    sheet: SheetPart
+    notes: dict[tuple[int, int], str]
+
+
+_VML_HEAD = (
+    '<xml xmlns:v="urn:schemas-microsoft-com:vml" xmlns:o="urn:schemas-microsoft-com:office:office" '
+    'xmlns:x="urn:schemas-microsoft-com:office:excel">'
+    '<o:shapelayout v:ext="edit"><o:idmap v:ext="edit" data="{block}"/></o:shapelayout>'
+)
+_VML_SHAPETYPE = (
+    '<v:shapetype id="_x0000_t202" coordsize="21600,21600" o:spt="202" path="m,l,21600r21600,l21600,xe">'
+    '<v:stroke joinstyle="miter"/><v:path gradientshapeok="t" o:connecttype="rect"/></v:shapetype>'
+)
+
+
+def _vml_shape(shape_id: int, row: int, col: int) -> str:
+    r, c = row - 1, col - 1
+    anchor = f"{c + 1}, 15, {max(r - 1, 0)}, 10, {c + 3}, 15, {r + 3}, 4"
+    return (
+        f'<v:shape id="_x0000_s{shape_id}" type="#_x0000_t202" style="position:absolute;margin-left:59.25pt;'
+        'margin-top:1.5pt;width:240pt;height:60pt;z-index:1;visibility:hidden" fillcolor="#ffffe1" '
+        'o:insetmode="auto"><v:fill color2="#ffffe1"/><v:shadow on="t" color="black" obscured="t"/>'
+        '<v:path o:connecttype="none"/><v:textbox style="mso-direction-alt:auto"><div style="text-align:left"/>'
+        '</v:textbox><x:ClientData ObjectType="Note"><x:MoveWithCells/><x:SizeWithCells/>'
+        f"<x:Anchor>{anchor}</x:Anchor><x:AutoFill>False</x:AutoFill><x:Row>{r}</x:Row>"
+        f"<x:Column>{c}</x:Column></x:ClientData></v:shape>"
+    )
+
+
+_WORKSHEET_AFTER_LEGACY = (
+    "legacyDrawingHF",
+    "drawingHF",
+    "picture",
+    "oleObjects",
+    "controls",
+    "webPublishItems",
+    "tableParts",
+    "extLst",
+)
+
+
+class _Edits:
+    """Parts to replace or add while notes are written."""
+
+    def __init__(self, pkg: Package, replaced: dict[str, bytes]) -> None:
+        self.pkg = pkg
+        self.replaced = replaced
+
+    def current(self, name: str) -> bytes | None:
+        if name in self.replaced:
+            return self.replaced[name]
+        return self.pkg.read(name) if self.pkg.has(name) else None
+
+    def exists(self, name: str) -> bool:
+        return name in self.replaced or self.pkg.has(name)
+
+    def unused(self, pattern: str) -> str:
+        n = 1
+        while self.exists(pattern.format(n)):
+            n += 1
+        return pattern.format(n)
+
+
+def _add_relationship(edits: _Edits, source: str, rel_type: str, target_part: str) -> str:
+    name = rels_part(source)
+    data = edits.current(name)
+    empty = (
+        f'<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n<Relationships xmlns="{PKG_REL}"></Relationships>'
+    )
+    text = data.decode("utf-8") if data is not None else empty
+    ids = set(re.findall(r'\bId\s*=\s*"([^"]*)"', text))
+    n = 1
+    while f"rId{n}" in ids:
+        n += 1
+    rid = f"rId{n}"
+    target = posixpath.relpath(target_part, posixpath.dirname(source))
+    element = f'<Relationship Id="{rid}" Type="{rel_type}" Target="{html.escape(target)}"/>'
+    if re.search(r"<(?:\w+:)?Relationships\b[^>]*/>", text):
+        text = re.sub(r"<((?:\w+:)?)Relationships\b([^>]*)/>", rf"<\1Relationships\2>{element}</\1Relationships>", text)
+    else:
+        close = re.search(r"</(?:\w+:)?Relationships>", text)
+        if not close:
+            raise WorkbookError(f"{name} is not a relationships part")
+        text = text[: close.start()] + element + text[close.start() :]
+    edits.replaced[name] = text.encode("utf-8")
+    return rid
+
+
+def _add_content_type(edits: _Edits, part: str | None, extension: str | None, ctype: str) -> None:
+    text = edits.current("[Content_Types].xml").decode("utf-8")  # type: ignore[union-attr]
+    if part is not None:
+        element = f'<Override PartName="/{part}" ContentType="{ctype}"/>'
+    else:
+        if re.search(rf'<(?:\w+:)?Default\b[^>]*Extension="{extension}"', text, re.I):
+            return
+        element = f'<Default Extension="{extension}" ContentType="{ctype}"/>'
+    close = re.search(r"</(?:\w+:)?Types>", text)
+    if not close:
+        raise WorkbookError("[Content_Types].xml is malformed")
+    edits.replaced["[Content_Types].xml"] = (text[: close.start()] + element + text[close.start() :]).encode("utf-8")
+
+
+def _used_idmap_blocks(edits: _Edits) -> set[int]:
+    used = set()
+    for name in set(edits.pkg.names) | set(edits.replaced):
+        if name.lower().endswith(".vml"):
+            data = edits.current(name) or b""
+            for m in re.finditer(rb'idmap\b[^>]*\bdata="([\d,\s]+)"', data):
+                used.update(int(x) for x in re.findall(rb"\d+", m.group(1)))
+    return used
+
+
+def _edit_comments_text(text: str, notes: dict[tuple[int, int], str], skip: set[tuple[int, int]]) -> tuple[str, set]:
+    """Remove xlsxplan's notes and add ``notes``; return the new text and the cells whose notes were removed."""
+    p_m = re.search(rf"<({_PREFIX})comments\b", text)
+    p = p_m.group(1) if p_m else ""
+    authors_m = re.search(rf"<{p}authors\b[^>]*?(?:/>|>(.*?)</{p}authors>)", text, re.S)
+    author_re = rf"<{p}author\b[^>]*?(?:/>|>(.*?)</{p}author>)"
+    authors = re.findall(author_re, authors_m.group(1) or "", re.S) if authors_m else []
+    names = [html.unescape(a) for a in authors]
+    ours = names.index(COMMENT_AUTHOR) if COMMENT_AUTHOR in names else None
+    removed: set[tuple[int, int]] = set()
+    if ours is not None:
+
+        def drop(m: re.Match[str]) -> str:
+            a = dict(_attrs(m.group(1)))
+            if a.get("authorId") == str(ours):
+                r, c = split_ref(a.get("ref", "A1"))
+                removed.add((r, c))
+                return ""
+            return m.group(0)
+
+        text = re.sub(rf"<{p}comment\b([^>]*?)(?:/>|>.*?</{p}comment>)", drop, text, flags=re.S)
+    if not notes:
+        return text, removed
+    if ours is None:
+        ours = len(names)
+        element = f"<{p}author>{COMMENT_AUTHOR}</{p}author>"
+        if authors_m is None:
+            text = re.sub(rf"(<{p}comments\b[^>]*>)", rf"\1<{p}authors>{element}</{p}authors>", text, count=1)
+        elif authors_m.group(0).endswith("/>"):
+            text = text.replace(authors_m.group(0), f"<{p}authors>{element}</{p}authors>", 1)
+        else:
+            text = re.sub(rf"</{p}authors>", element + f"</{p}authors>", text, count=1)
+    new = "".join(
+        f'<{p}comment ref="{col_letter(c)}{r}" authorId="{ours}"><{p}text><{p}t xml:space="preserve">'
+        f"{escape_text(msg)}</{p}t></{p}text></{p}comment>"
+        for (r, c), msg in sorted(notes.items())
+        if (r, c) not in skip
+    )
+    if re.search(rf"<{p}commentList\b[^>]*/>", text):
+        text = re.sub(rf"<{p}commentList\b([^>]*)/>", rf"<{p}commentList\1>{new}</{p}commentList>", text, count=1)
+    elif f"</{p}commentList>" in text:
+        i = text.rindex(f"</{p}commentList>")
+        text = text[:i] + new + text[i:]
+    else:
+        i = text.rindex(f"</{p}comments>")
+        text = text[:i] + f"<{p}commentList>{new}</{p}commentList>" + text[i:]
+    return text, removed
+
+
+def _user_comment_cells(text: str) -> set[tuple[int, int]]:
+    p_m = re.search(rf"<({_PREFIX})comments\b", text)
+    p = p_m.group(1) if p_m else ""
+    cells = set()
+    for m in re.finditer(rf"<{p}comment\b([^>]*?)(?:/>|>)", text):
+        ref = dict(_attrs(m.group(1))).get("ref")
+        if ref:
+            cells.add(split_ref(ref.split(":")[0]))
+    return cells
+
+
+def _edit_vml(text: str, removed: set[tuple[int, int]], added: list[tuple[int, int]], block: int) -> str:
+    def drop(m: re.Match[str]) -> str:
+        shape = m.group(0)
+        if 'ObjectType="Note"' not in shape:
+            return shape
+        r = re.search(r"<x:Row>\s*(\d+)\s*</x:Row>", shape)
+        c = re.search(r"<x:Column>\s*(\d+)\s*</x:Column>", shape)
+        if r and c and (int(r.group(1)) + 1, int(c.group(1)) + 1) in removed:
+            return ""
+        return shape
+
+    text = re.sub(r"<v:shape\b[^>]*?(?:/>|>.*?</v:shape>)", drop, text, flags=re.S)
+    if not added:
+        return text
+    if 'id="_x0000_t202"' not in text:
+        m = re.search(r"</o:shapelayout>", text)
+        at = m.end() if m else re.search(r"<xml\b[^>]*>", text).end()  # type: ignore[union-attr]
+        text = text[:at] + _VML_SHAPETYPE + text[at:]
+    ids = [int(x) for x in re.findall(r'id="_x0000_s(\d+)"', text)]
+    next_id = max([block * 1024] + ids) + 1
+    shapes = "".join(_vml_shape(next_id + i, r, c) for i, (r, c) in enumerate(added))
+    i = text.rindex("</xml>")
+    return text[:i] + shapes + text[i:]
+
+
+def write_notes(pkg: Package, replaced: dict[str, bytes], edits_list: list[CommentEdit]) -> None:
+    """Put xlsxplan's notes on each sheet in ``edits_list`` into ``replaced`` (part name -> new bytes).
+
+    A sheet keeps every note whose author is not ``xlsxplan``; a cell that already has someone else's note gets no
+    note from xlsxplan. The notes are legacy comments (a ``comments`` part plus its VML drawing), which Excel,
+    LibreOffice and openpyxl all read.
+    """
+    edits = _Edits(pkg, replaced)
+    for edit in edits_list:
+        sheet = edit.sheet
+        rels = [r for r in pkg.relationships(sheet.part) if not r.external]
+        comments = next((resolve_target(sheet.part, r.target) for r in rels if r.type == REL_COMMENTS), None)
+        vml = next((resolve_target(sheet.part, r.target) for r in rels if r.type == REL_VML), None)
+        if comments is None and not edit.notes:
+            continue
+        user_cells: set[tuple[int, int]] = set()
+        if comments is not None and edits.exists(comments):
+            ctext = edits.current(comments).decode("utf-8")  # type: ignore[union-attr]
+            stripped, removed = _edit_comments_text(ctext, {}, set())
+            user_cells = _user_comment_cells(stripped)
+        else:
+            comments, ctext, removed = None, None, set()
+        notes = {cell: text for cell, text in edit.notes.items() if cell not in user_cells}
+        if not notes and not removed:
+            continue
+        if vml is not None and edits.exists(vml):
+            vtext = edits.current(vml).decode("utf-8", errors="strict")  # type: ignore[union-attr]
+            if "</xml>" not in vtext:
+                continue  # not the VML Excel writes: leave the sheet's notes alone
+        else:
+            vml, vtext = None, None
+        if ctext is None:
+            comments = edits.unused("xl/comments{}.xml")
+            ctext = (
+                '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n'
+                f'<comments xmlns="{MAIN_NS}"><authors/><commentList/></comments>'
+            )
+            _add_relationship(edits, sheet.part, REL_COMMENTS, comments)
+            _add_content_type(edits, comments, None, CT_COMMENTS)
+        new_ctext, _ = _edit_comments_text(ctext, notes, user_cells)
+        edits.replaced[comments] = new_ctext.encode("utf-8")  # type: ignore[index]
+        if vtext is None:
+            used = _used_idmap_blocks(edits)
+            block = 1
+            while block in used:
+                block += 1
+            vml = edits.unused("xl/drawings/vmlDrawing{}.vml")
+            vtext = _VML_HEAD.format(block=block) + _VML_SHAPETYPE + "</xml>"
+            rid = _add_relationship(edits, sheet.part, REL_VML, vml)
+            _add_content_type(edits, None, "vml", CT_VML)
+            _insert_legacy_drawing(edits, sheet.part, rid)
+        else:
+            m = re.search(r'idmap\b[^>]*\bdata="(\d+)', vtext)
+            block = int(m.group(1)) if m else 1
+        added = sorted(cell for cell in notes if cell not in user_cells)
+        edits.replaced[vml] = _edit_vml(vtext, removed, added, block).encode("utf-8")
+
+
+def _insert_legacy_drawing(edits: _Edits, part: str, rid: str) -> None:
+    text, encoding = _decode(edits.current(part))  # type: ignore[arg-type]
+    root = re.search(rf"<({_PREFIX})worksheet\b", text)
+    p = root.group(1) if root else ""
+    element = f'<{p}legacyDrawing xmlns:r="{DOC_REL}" r:id="{rid}"/>'
+    for tag in _WORKSHEET_AFTER_LEGACY:
+        m = re.search(rf"<{p}{tag}\b", text)
+        if m:
+            text = text[: m.start()] + element + text[m.start() :]
+            break
+    else:
+        i = text.rindex(f"</{p}worksheet>")
+        text = text[:i] + element + text[i:]
+    edits.replaced[part] = text.encode(encoding)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Writing
+
+
+def write_package(pkg: Package, replaced: Mapping[str, bytes], out: io.BufferedIOBase | str) -> None:
+    """Write the package with ``replaced`` parts (new or changed), every other part copied unchanged, in order.
+
+    Each member keeps its name, timestamp and compression, so writing the same content twice gives the same
+    bytes. New parts are added at the end with a fixed timestamp.
+    """
+    with zipfile.ZipFile(out, "w") as zout:
+        for info in pkg.zip.infolist():
+            data = replaced[info.filename] if info.filename in replaced else pkg.read(info.filename)
+            copy = zipfile.ZipInfo(info.filename, date_time=info.date_time)
+            stored = info.compress_type == zipfile.ZIP_STORED
+            copy.compress_type = zipfile.ZIP_STORED if stored else zipfile.ZIP_DEFLATED
+            copy.external_attr = info.external_attr
+            zout.writestr(copy, data)
+        for name in sorted(set(replaced) - set(pkg.names)):
+            info = zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0))
+            info.compress_type = zipfile.ZIP_DEFLATED
+            zout.writestr(info, replaced[name])
