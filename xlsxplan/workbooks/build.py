@@ -41,13 +41,10 @@ _STAMP = TEMPLATE_DATE.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def workbook_api() -> Any:
-    """The Workbook API class: issue 4's :class:`xlsxplan.engine.Workbook`, or the stand-in until it is merged."""
-    from .. import engine
+    """The Workbook API the templates are recalculated with (issue 4's :class:`xlsxplan.engine.Workbook`)."""
+    from ..engine import Workbook
 
-    api = getattr(engine, "Workbook", None)
-    if api is None:  # pragma: no cover - removed once issue 4 is merged
-        from ._standin import Workbook as api
-    return api
+    return Workbook
 
 
 @dataclass

@@ -32,6 +32,7 @@ from openpyxl.styles import Alignment, Border, Font, NamedStyle, PatternFill, Pr
 from openpyxl.styles.differential import DifferentialStyle
 from openpyxl.utils import get_column_letter
 from openpyxl.workbook.defined_name import DefinedName
+from openpyxl.workbook.properties import CalcProperties
 from openpyxl.worksheet.datavalidation import DataValidation
 from openpyxl.worksheet.worksheet import Worksheet
 
@@ -272,6 +273,10 @@ class Book:
         self.chart_rows: tuple[int, int] = (0, 0)
         self.master_check: Ref | None = None
         self.scenario_name: str | None = None  # the defined name of the active scenario's name
+        # Excel recalculates a workbook on opening when its calcId is older than Excel's own engine (MS-XLS 2.4.215,
+        # RecalcId) or fullCalcOnLoad is set, and without the add-in every xlsxplan function would then read #NAME?.
+        # The values cached by `xlsxplan build` are current, so the file says so: Excel 2019/365's engine id.
+        self.wb.calculation = CalcProperties(calcId=191029, fullCalcOnLoad=False)
         props = self.wb.properties
         props.creator = GENERATOR
         props.lastModifiedBy = GENERATOR

@@ -554,11 +554,11 @@ GLOBAL_LINES: tuple[Line, ...] = (
     ),
 )
 
-SHOWN_INPUTS = ("scenario_name", "model", "gpu", "weight_precision", "n_gpus")
+SHOWN_INPUTS = ("scenario_name", "model")
 """Case inputs repeated at the top of Scenarios so a printout says which case is which; the other inputs (the
 overrides) are read from Inputs by the formulas directly."""
 
-CHART_POINTS = 12
+CHART_POINTS = 10
 """Rows of the tokens/s-per-user-against-batch table."""
 
 
