@@ -870,6 +870,16 @@ def guide(book: Book, steps: Sequence[str], sheets: Sequence[tuple[str, str]]) -
     page_setup(ws, book.title)
 
 
+def conf_sheet(book: Book) -> Worksheet:
+    """The ``xlwings.conf`` sheet (:func:`xlsxplan.xlwings_conf.add_conf_sheet`), printed like the rest."""
+    from ..xlwings_conf import add_conf_sheet
+
+    ws = add_conf_sheet(book.wb)
+    ws.print_area = f"A1:B{ws.max_row}"
+    page_setup(ws, book.title)
+    return ws
+
+
 def version_log(book: Book) -> None:
     """The Version log: one row per release of the template."""
     sh = book.sheet("Version log", "What changed in this template, newest first.", ["Version", "Date", "By",

@@ -24,7 +24,6 @@ from openpyxl.chart import Reference, ScatterChart, Series
 from openpyxl.worksheet.datavalidation import DataValidation
 
 from .. import domains
-from ..xlwings_conf import add_conf_sheet
 from .layout import (
     FMT,
     TEMPLATE_DATE,
@@ -32,10 +31,10 @@ from .layout import (
     Line,
     Ref,
     Sheet,
+    conf_sheet,
     cover,
     guide,
     lists_sheet,
-    page_setup,
     put_text,
     validation_for,
     version_log,
@@ -579,7 +578,7 @@ def _validation(book: Book, spec: CaseInput, lists: dict[str, str]) -> DataValid
 def _inputs(book: Book, lists: dict[str, str]) -> Sheet:
     sh = book.sheet(
         "Inputs",
-        "Every assumption, once. Orange cells are inputs; the shipped values are seed 000's worked example: "
+        "Every assumption, once. Orange cells are inputs; the shipped values are examples (seed 000's assistant): "
         "replace them, and their Source and As-of date.",
         ["Label", "Value", "Unit", "Source", "As-of date", "Comment"],
     )
@@ -720,12 +719,13 @@ def _calculations(book: Book) -> Sheet:
     for col, text in (("B", "Batch"), ("C", "Tokens/s per user"), ("E", "Target: batch"), ("F", "Target: tokens/s")):
         put_text(ws[f"{col}{sh.row}"], text).style = "Column Heading"
     put_text(ws[f"A{sh.row}"], "Chart data").style = "Column Heading"
-    put_text(ws[f"D{sh.row}"], "").style = "Column Heading"
+    put_text(ws[f"D{sh.row}"], "Equation and source").style = "Column Heading"
     head = sh.row
     first, last = head + 1, head + CHART_POINTS
     for r in range(first, last + 1):
         # point k of n: ROWS over the labels in column A, which hold no formulas
         put_text(ws[f"A{r}"], f"Point {r - head}").style = "Label"
+        put_text(ws[f"D{r}"], "DECODE_TOKS at this batch (seed 000 §4)").style = "Explanatory Text"
         ws[f"B{r}"] = book.render(
             f"=MAX(1,ROUND(ROWS($A${first}:A{r})/ROWS($A${first}:$A${last})*{{batch_fit}},0))", sh.name
         )
@@ -1013,6 +1013,6 @@ def build() -> Book:
         ],
     )
     version_log(book)
-    page_setup(add_conf_sheet(book.wb), book.title)
+    conf_sheet(book)
     book.finish()
     return book

@@ -20,17 +20,16 @@ from typing import Any
 from openpyxl.worksheet.datavalidation import DataValidation
 
 from .. import domains
-from ..xlwings_conf import add_conf_sheet
 from .layout import (
     TEMPLATE_DATE,
     Book,
     Line,
     Ref,
     Sheet,
+    conf_sheet,
     cover,
     guide,
     lists_sheet,
-    page_setup,
     validation_for,
     version_log,
 )
@@ -91,18 +90,18 @@ BENCHMARKS = (
     "M2 0.36M anchor",
 )
 BENCHMARK_ROWS: tuple[tuple[Any, ...], ...] = (
-    ("Benchmark", BENCHMARKS, "text", f"{SEED}, measured rows", "Rename freely", "text", None),
-    ("Benchmark parameters", (35.95, 41.2, 41.2, 0.361608), "M params", f"{SEED} notes 7, 10, 11",
+    ("Benchmark", BENCHMARKS, "text", f"{SEED}, measured rows (example)", "Rename freely", "text", None),
+    ("Benchmark parameters", (35.95, 41.2, 41.2, 0.361608), "M params", f"{SEED} notes 7, 10, 11 (example)",
      "Parameters of the model measured", "dec2", domains.Domain("number", 0, 1e12, low_open=True)),
-    ("Tokens counted", (3.927e9, 2_400, 4_900, 69_042_176), "tokens", f"{SEED} notes 7, 10, 11",
+    ("Tokens counted", (3.927e9, 2_400, 4_900, 69_042_176), "tokens", f"{SEED} notes 7, 10, 11 (example)",
      "M2: rate quoted per second; anchor 8,428 x 8,192", "int",
      domains.Tokens.__metadata__[0]),
-    ("Seconds counted", (599.6, 1, 1, 300), "s", f"{SEED} notes 7, 10, 11",
+    ("Seconds counted", (599.6, 1, 1, 300), "s", f"{SEED} notes 7, 10, 11 (example)",
      "599.6 s; 1 s for a quoted rate; 300 s", "dec1",
      domains.Seconds.__metadata__[0]),
-    ("Accelerators measured", (8, 1, 1, 1), "count", f"{SEED} notes 2, 7", "Eight H100s; one M2 GPU", "int",
+    ("Accelerators measured", (8, 1, 1, 1), "count", f"{SEED} notes 2, 7 (example)", "Eight H100s; one M2 GPU", "int",
      domains.GPUs.__metadata__[0]),
-    ("Dense peak per accelerator", (989.5, None, None, None), "TFLOP/s", f"{SEED} 'Eight H100s', 'The M2'",
+    ("Dense peak per accelerator", (989.5, None, None, None), "TFLOP/s", f"{SEED} 'Eight H100s' (example)",
      "Empty: none published (Apple gives no GPU FLOP/s)", "dec1", _OVERRIDE),
 )  # fmt: skip
 
@@ -207,7 +206,7 @@ MEASURED_LINES: tuple[Line, ...] = (
 def _inputs(book: Book, lists: dict[str, str]) -> Sheet:
     sh = book.sheet(
         "Inputs",
-        "Every assumption, once. Orange cells are inputs; the shipped values are seed 003's examples: replace "
+        "Every assumption, once. Orange cells are inputs; the shipped values are examples (seed 003): replace "
         "them, and their Source and As-of date.",
         ["Label", "Value", "Unit", "Source", "As-of date", "Comment"],
     )
@@ -231,7 +230,7 @@ def _inputs(book: Book, lists: dict[str, str]) -> Sheet:
         "Chinchilla tokens per parameter",
         20,
         "tokens/param",
-        "Hoffmann et al. 2022, Table 3; seed 003",
+        "Rule of thumb: Hoffmann et al. 2022, Table 3",
         "Chinchilla's 70B model on 1.4T tokens",
         "dec1",
         validation_for(domains.TokensPerParam.__metadata__[0], "Chinchilla tokens per parameter"),
@@ -240,7 +239,7 @@ def _inputs(book: Book, lists: dict[str, str]) -> Sheet:
         "Training bytes per parameter",
         16,
         "bytes",
-        "ZeRO, arXiv:1910.02054, 3.1; seed 003",
+        "Rule of thumb: ZeRO, arXiv:1910.02054, 3.1",
         "Mixed-precision Adam: 2 weight + 2 gradient + 4 master + 8 optimiser",
         "int",
         validation_for(domains.Domain("number", 0, 1000, low_open=True), "Training bytes per parameter"),
@@ -454,6 +453,6 @@ def build() -> Book:
         ],
     )
     version_log(book)
-    page_setup(add_conf_sheet(book.wb), book.title)
+    conf_sheet(book)
     book.finish()
     return book
