@@ -201,7 +201,7 @@ def test_seed_000_four_cases_come_out_exactly(plan):
         got = (c("batch"), round(c("tps_user")), round(c("tps_alone")), round(c("tps_total")),
                round(c("prefill"), 2), round(c("cost_full"), 2))  # fmt: skip
         assert got == (batch, user, alone, total, prefill, cost), name
-    kib = {rows[n]("model"): rows[n]("kv_kib") for n in rows}
+    kib = {plan.get(case_cell(plan, "model", i)): rows[n]("kv_kib") for i, n in enumerate(rows, start=1)}
     assert kib == {"Qwen2.5-72B": 320, "Qwen2.5-7B": 56}  # seed 000 §3
     assert round(plan.get(plan.book.address("peak_rps")), 1) == 6.9  # seed 000 §1
     assert round(plan.get(plan.book.address("peak_output"))) == 2083

@@ -22,6 +22,7 @@ from typing import Any
 import openpyxl
 import pytest
 from openpyxl.formula.tokenizer import Token, Tokenizer
+from openpyxl.utils import range_boundaries
 
 from xlsxplan import registry
 from xlsxplan.cli import main
@@ -357,6 +358,12 @@ def test_printing_is_set_up_and_panes_frozen(shipped):
         assert ws.print_area, ws.title
         assert ws.page_setup.orientation == "landscape" and ws.page_setup.fitToWidth == 1, ws.title
         assert ws.page_setup.fitToHeight == 0 and ws.sheet_properties.pageSetUpPr.fitToPage, ws.title
+        # nothing with a value lies outside the print area: no cut-off columns or rows
+        _, _, last_col, last_row = range_boundaries(ws.print_area.split("!")[-1].replace("$", ""))
+        for row in ws.iter_rows():
+            for c in row:
+                if c.value is not None:
+                    assert c.column <= last_col and c.row <= last_row, f"{ws.title}!{c.coordinate} is not printed"
     for sheet in book.sheets.values():
         ws = wb[sheet.name]
         assert ws.print_title_rows == "$1:$5", sheet.name

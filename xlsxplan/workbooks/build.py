@@ -138,6 +138,11 @@ def _case(built: Built, key: str, case: int) -> Any:
     return built.get(f"Scenarios!{SIDE_COLUMNS[case]}{ref.row}")
 
 
+def _input_cell(built: Built, key: str, case: int) -> str:
+    ref = built.book.ref(f"{key}@{case}")
+    return f"Inputs!{ref.col}{ref.row}"
+
+
 def _live(built: Built, key: str) -> Any:
     return built.get(built.book.address(key))
 
@@ -151,7 +156,8 @@ def serving_summary(built: Built) -> str:
     lines = [f"Serving plan: {built.path} (checks {_checks_text(master_check(built))})"]
     kib: dict[str, float] = {}
     for i in range(len(SIDE_COLUMNS)):
-        kib.setdefault(str(_case(built, "model", i)), _number(_case(built, "kv_kib", i), "KV cache per token"))
+        model = built.get(_input_cell(built, "model", i))
+        kib.setdefault(str(model), _number(_case(built, "kv_kib", i), "KV cache per token"))
     lines.append("KV cache per token: " + ", ".join(f"{m} {v:,.0f} KiB" for m, v in kib.items()))
     rps, out_tps, prompt_tps = (_number(_live(built, k), k) for k in ("peak_rps", "peak_output", "peak_prompt"))
     lines.append(f"Peak load: {rps:.1f} requests/s, {out_tps:,.0f} output tokens/s ({prompt_tps:,.0f} prompt "

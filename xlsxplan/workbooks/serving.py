@@ -507,7 +507,20 @@ CASE_LINES: tuple[Line, ...] = (
     ),
 )
 
-_ACTIVE_ONLY = {"replicas_decode", "replicas_decode_growth", "replicas_growth", "gpus_growth"}
+_ACTIVE_ONLY = {
+    "free",
+    "prefill_tps",
+    "replicas_decode",
+    "load_peak",
+    "replicas_peak",
+    "gpus_peak",
+    "replicas_decode_growth",
+    "replicas_growth",
+    "gpus_growth",
+    "monthly",
+}
+"""Lines computed for the active scenario only: replicas and monthly cost depend on the traffic, not on what
+distinguishes the cases; Scenarios compares what seed 000's table compares."""
 CASE_LINES = tuple(replace(line, compare=line.key not in _ACTIVE_ONLY) for line in CASE_LINES)
 
 GLOBAL_LINES: tuple[Line, ...] = (
@@ -553,11 +566,11 @@ GLOBAL_LINES: tuple[Line, ...] = (
     ),
 )
 
-SHOWN_INPUTS = ("scenario_name", "model")
+SHOWN_INPUTS = ("scenario_name",)
 """Case inputs repeated at the top of Scenarios so a printout says which case is which; the other inputs (the
 overrides) are read from Inputs by the formulas directly."""
 
-CHART_POINTS = 10
+CHART_POINTS = 8
 """Rows of the tokens/s-per-user-against-batch table."""
 
 
@@ -770,15 +783,14 @@ def _scenarios(book: Book) -> Sheet:
             line = Line(f"{spec.key}:shown", spec.label, "={" + spec.key + "}", spec.unit, "Inputs", spec.fmt)
             book.refs[f"Scenarios:{spec.key}"] = sh.side_by_side(line, locals_)
     sections = {"params": "Model and accelerator figures", "weights": "Memory", "step_budget": "Speed",
-                "cost_full": "Cost and capacity"}  # fmt: skip
+                "cost_full": "Cost"}  # fmt: skip
     for line in CASE_LINES:
         if line.key in sections:
             sh.section(sections[line.key])
         if line.compare:
             book.refs[f"Scenarios:{line.key}"] = sh.side_by_side(line, locals_)
     sh.skip()
-    sh.text("Replicas for the grown peak, and the counts by seed 000's decode-only method, are on Calculations for "
-            "the active scenario.")  # fmt: skip
+    sh.text("Replicas, GPUs and the monthly cost for the traffic: Calculations and Outputs, for the active scenario.")
     sh.finish()
     return sh
 
@@ -930,7 +942,7 @@ def _checks(book: Book) -> Sheet:
     sh.section("Every sheet")
     calc = book.ws("Calculations")
     scen = book.ws("Scenarios")
-    calc_span = f"Calculations!$B$6:$D${calc.max_row}"
+    calc_span = f"Calculations!$B$6:$B${calc.max_row}"
     scen_span = f"Scenarios!$C$6:$F${scen.max_row}"
     sh.check("Error values on Calculations", f"=IF(SUMPRODUCT(1*ISERROR({calc_span}))>0,1,0)",
              "Any error value on Calculations")  # fmt: skip

@@ -367,7 +367,7 @@ def _checks(book: Book) -> Sheet:
     sh.check("An accelerator figure is missing", f"=IF(COUNT({span})<ROWS({span}),1,0)",
              "A name not in the catalog needs its overrides filled in")  # fmt: skip
     sh.section("Every sheet")
-    calc_span = f"Calculations!$B$6:$D${book.ws('Calculations').max_row}"
+    calc_span = f"Calculations!$B$6:$B${book.ws('Calculations').max_row}"
     measured_span = f"'Measured rates'!$C$6:$F${book.ws('Measured rates').max_row}"
     sh.check("Error values on Calculations", f"=IF(SUMPRODUCT(1*ISERROR({calc_span}))>0,1,0)",
              "Any error value on Calculations")  # fmt: skip
