@@ -21,7 +21,9 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from openpyxl.chart import Reference, ScatterChart, Series
+from openpyxl.styles import Alignment
 from openpyxl.worksheet.datavalidation import DataValidation
+from openpyxl.worksheet.pagebreak import Break
 
 from .. import domains
 from .layout import (
@@ -727,12 +729,13 @@ def _calculations(book: Book) -> Sheet:
     for line in CASE_LINES:
         sh.line(line, live)
 
-    sh.section("Decode speed against batch (the chart on Outputs)", "Evenly spaced batches up to the one that fits")
     ws = sh.ws
-    for col, text in (("B", "Batch"), ("C", "Tokens/s per user"), ("E", "Target: batch"), ("F", "Target: tokens/s")):
+    ws.row_breaks.append(Break(id=sh.row))  # the chart data starts a printed page of its own
+    sh.section("Decode speed against batch (the chart on Outputs)", "Evenly spaced batches up to the one that fits")
+    headings = {"A": "Chart data", "B": "Batch", "C": "Tokens/s", "D": "Equation and source", "E": "Line: batch",
+                "F": "Latency target line: tokens/s per user"}  # fmt: skip
+    for col, text in headings.items():
         put_text(ws[f"{col}{sh.row}"], text).style = "Column Heading"
-    put_text(ws[f"A{sh.row}"], "Chart data").style = "Column Heading"
-    put_text(ws[f"D{sh.row}"], "Equation and source").style = "Column Heading"
     head = sh.row
     first, last = head + 1, head + CHART_POINTS
     for r in range(first, last + 1):
@@ -755,6 +758,7 @@ def _calculations(book: Book) -> Sheet:
         ws[f"E{r}"], ws[f"F{r}"] = f"={batch}", "=Latency_Target"
         ws[f"E{r}"].style, ws[f"F{r}"].style = "Formula", "Link"
         ws[f"E{r}"].number_format, ws[f"F{r}"].number_format = FMT["int"], FMT["dec1"]
+        ws[f"F{r}"].alignment = Alignment(horizontal="left", indent=1)
     book.chart_rows = (first, last)
     sh.row = last + 1
     sh.text(
