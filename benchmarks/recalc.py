@@ -7,13 +7,14 @@ resident memory is that case's own. Cases:
   WEIGHTS_GB, DECODE_TOKS, DECODE_TOKS_TOTAL, COST_PER_M_TOKENS and REPLICAS), with a formula per result cell
   ("per-cell") or one array formula per result column ("array");
 * a workbook of 1,000 sheets, each with five inputs and five formula cells;
-* the shipped templates (``workbooks/*.xlsx``), load to written file, if the checkout has them.
+* the shipped templates (``workbooks/*.xlsx``, or ``--templates DIR``), load to written file, if there are any.
 
 Usage::
 
     python benchmarks/recalc.py                 # everything (the 10,000-row per-cell case takes minutes)
     python benchmarks/recalc.py --quick         # skip the 10,000-row per-cell case
     python benchmarks/recalc.py --rows 100 1000 --no-sheets
+    python benchmarks/recalc.py --rows --no-sheets --templates workbooks   # the templates only
 """
 
 from __future__ import annotations
@@ -109,6 +110,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="skip the 10,000-row per-cell case")
     parser.add_argument("--no-sheets", action="store_true", help="skip the 1,000-sheet workbook")
     parser.add_argument("--repeats", type=int, default=3, help="calculations per case (the median is reported)")
+    parser.add_argument("--templates", default=str(ROOT / "workbooks"), help="folder of template workbooks to time")
     parser.add_argument("--json", help="also write the rows to this JSON file")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -131,10 +133,16 @@ def main() -> None:
         if not args.no_sheets:
             path = _sheets_book(folder / "sheets.xlsx", 1_000)
             rows.append(_run_case("1,000 sheets x 5 formulas", path, args.repeats))
-        for template in sorted((ROOT / "workbooks").glob("*.xlsx")):
+        for template in sorted(Path(args.templates).glob("*.xlsx")):
             copy = folder / template.name
             copy.write_bytes(template.read_bytes())
-            rows.append(_run_case(f"template {template.name}", copy, args.repeats))
+            row = _run_case(f"template {template.name}", copy, args.repeats)
+            print(
+                f"{'':<28} load to written {row['load_to_written_s']:.2f} s (Python start and imports: "
+                f"{row['import_s']:.2f} s more)",
+                flush=True,
+            )
+            rows.append(row)
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=2))
 

@@ -114,21 +114,34 @@ def plan_book(path: Path) -> Path:
 def registry_book(path: Path) -> Path:
     """One row per registry function, called on its tests/examples.py arguments.
 
-    The arguments sit on an "Args" sheet (row per function, from column B); "Functions" calls each function on
-    them through cross-sheet references, its first argument through a defined name (``Arg_<FUNCTION>``).
-    "Nested" calls each inside IFERROR with literal arguments; spilling functions are read with INDEX.
+    The arguments sit on an "Args" sheet (row per function, from column B); a range argument (a tuple) sits
+    down a column of a "Ranges" sheet. "Functions" calls each function on them through cross-sheet references,
+    its first argument through a defined name (``Arg_<FUNCTION>``). "Nested" calls each inside IFERROR with
+    literal arguments (array constants for ranges); spilling functions are read with INDEX.
     """
     wb = openpyxl.Workbook()
     ws = wb.active
     ws.title = "Functions"
     args_ws = wb.create_sheet("Args")
+    ranges_ws = wb.create_sheet("Ranges")
     ws.append(("Function", "Result"))
     args_ws.append(("Function", "Arguments"))
+    range_col = 0
     for row, (name, args) in enumerate(EXAMPLES.items(), start=2):
         ws.cell(row, 1, name)
         args_ws.cell(row, 1, name)
         refs = []
         for i, arg in enumerate(args):
+            if isinstance(arg, (tuple, list)):
+                range_col += 1
+                for j, item in enumerate(arg, start=1):
+                    ranges_ws.cell(j, range_col, item)
+                letter = ranges_ws.cell(1, range_col).column_letter
+                target = f"Ranges!${letter}$1:${letter}${len(arg)}"
+                if i == 0:
+                    add_name(wb, f"Arg_{name}", target)
+                refs.append(f"Arg_{name}" if i == 0 else target.replace("$", ""))
+                continue
             cell = args_ws.cell(row, 2 + i, arg)
             if isinstance(arg, str):
                 cell.data_type = "s"
@@ -226,3 +239,75 @@ def scenario_book(path: Path, rows: int, array: bool) -> Path:
                 ws[f"{col}{r}"] = "=" + text.format(**refs)
     wb.save(path)
     return path
+
+
+def raw_xlsx(sheets: dict[str, str]) -> bytes:
+    """A workbook assembled from sheet XML bodies ({title: '<row>...</row>...'}), for sizes openpyxl is slow at."""
+    import io
+    import zipfile
+
+    ns = "http://schemas.openxmlformats.org/spreadsheetml/2006/main"
+    rel = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
+    parts = {
+        "[Content_Types].xml": '<Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types">'
+        '<Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/>'
+        '<Default Extension="xml" ContentType="application/xml"/>'
+        '<Override PartName="/xl/workbook.xml" '
+        'ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.sheet.main+xml"/>'
+        + "".join(
+            f'<Override PartName="/xl/worksheets/sheet{i}.xml" '
+            'ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.worksheet+xml"/>'
+            for i in range(1, len(sheets) + 1)
+        )
+        + "</Types>",
+        "_rels/.rels": '<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">'
+        f'<Relationship Id="rId1" Type="{rel}/officeDocument" Target="xl/workbook.xml"/></Relationships>',
+        "xl/workbook.xml": f'<workbook xmlns="{ns}" xmlns:r="{rel}"><sheets>'
+        + "".join(f'<sheet name="{t}" sheetId="{i}" r:id="rId{i}"/>' for i, t in enumerate(sheets, 1))
+        + "</sheets></workbook>",
+        "xl/_rels/workbook.xml.rels": '<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">'
+        + "".join(
+            f'<Relationship Id="rId{i}" Type="{rel}/worksheet" Target="worksheets/sheet{i}.xml"/>'
+            for i in range(1, len(sheets) + 1)
+        )
+        + "</Relationships>",
+    }
+    for i, body in enumerate(sheets.values(), 1):
+        parts[f"xl/worksheets/sheet{i}.xml"] = f'<worksheet xmlns="{ns}"><sheetData>{body}</sheetData></worksheet>'
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED, compresslevel=1) as zf:
+        for name, text in parts.items():
+            zf.writestr(name, text)
+    return buf.getvalue()
+
+
+def raw_scenario_rows(rows: int, array: bool) -> str:
+    """The sheet body of :func:`scenario_book` as XML: inputs A:E, results F:J per cell or as array formulas."""
+    out = []
+    last = rows + 1
+    for r in range(2, last + 1):
+        cells = "".join(
+            f'<c r="{c}{r}"><v>{v}</v></c>'
+            for c, v in zip("ABCDE", (7 + r % 70, 1 + r % 2, 1 + r % 8, 3.35, 1 + r % 64))
+        )
+        if not array:
+            cells += "".join(
+                f'<c r="{c}{r}"><f>{f}</f></c>'
+                for c, f in zip(
+                    "FGHIJ",
+                    (
+                        f"WEIGHTS_GB(A{r},B{r})",
+                        f"DECODE_TOKS(A{r},B{r},C{r},D{r})",
+                        f"DECODE_TOKS_TOTAL(A{r},B{r},C{r},D{r},E{r})",
+                        f"COST_PER_M_TOKENS(C{r},2.5,H{r})",
+                        f"REPLICAS(20833,H{r})",
+                    ),
+                )
+            )
+        elif r == 2:
+            cells += "".join(
+                f'<c r="{c}2"><f t="array" ref="{c}2:{c}{last}">WEIGHTS_GB(A2:A{last},B2:B{last})</f></c>'
+                for c in "FGHIJ"
+            )
+        out.append(f'<row r="{r}">{cells}</row>')
+    return "".join(out)

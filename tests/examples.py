@@ -43,8 +43,45 @@ EXAMPLES: dict[str, tuple] = {
     "GPUS": (),
     "BYTES_PER_PARAM": ("fp8",),
     # Architecture (issue #7)
+    "KV_BYTES_MLA": (61, 512, 64, 2),
+    "KV_BYTES_PER_SEQ": (32, 8, 128, 32768, 4096, 32),
+    "KV_HEADS_PER_GPU": (8, 16),
+    "MODEL_KV_BYTES_PER_TOKEN": ("Gemma-2-9B", 8192),
+    "MODEL_KV_GB": ("Mistral-7B", 32768),
+    "MODEL_WEIGHTS_GB": ("Llama-2-13B", "q4_k_m"),
+    "MODEL_EXPERT_PARAMS_B": ("DeepSeek-V3",),
+    "MOE_PARAMS_READ_B": (46.7, 12.9, 8, 2, 8),
+    "WEIGHTS_GB_PER_GPU": (671, 653.9, 8, 8, "fp8"),
+    "QUANT_BYTES_PER_PARAM": (4, 128, 16, 4),
+    "FORMAT_SOURCE": ("q4_k_m",),
+    "OPTIMIZER_BYTES": ("adamw",),
+    "TRAIN_STATE_GB": (7.5, 12, 3, 64),
+    "ACTIVATION_GB": (2048, 1, 12288, 96, 96, 8, 1, "selective"),
+    "TRAIN_FLOPS_PER_TOKEN": (540.35, 118, 48, 256, 2048),
+    "RECURRENT_PARAMS_B": (0.03595, 0.002883584, 3, 2, 0.559),
     # Calibration (issue #6)
-    # Traffic (issue #9)
+    # Traffic (issue #9): seed 000's support assistant on Qwen2.5-72B, FP8, two H100s, 2,000 + 300 tokens
+    "TAIL_SHARE": (16384, 2000, 6000),
+    "LENGTH_SD": (2000, 6000),
+    "TAIL_SHARE_DATA": ((600, 900, 1200, 1500, 2000, 2600, 3500, 12000, 20000, 40000), 16384),
+    "PAGED_BATCH": (71.3, 327680, 2300, 3500),
+    "MAX_CONTEXT_TOKENS": (71.3, 327680),
+    "CONTEXT_TOKENS": (2000, 300, 1000),
+    "TIME_TO_ANSWER_S": (0.294, 1000, 60),
+    "PREFILL_TOKENS": (2000, 1500, 0.8),
+    "BATCH_FOR_LATENCY": (72.7, 1, 2, 3.35, 60, 327680, 2300),
+    "BATCH_FOR_TTFT": (72.7, 2, 989, 60, 12000, 3),
+    "PREFILL_SHARE": (0.294, 300, 4387),
+    "REPLICA_RPS": (0.294, 300, 4387),
+    "REPLICA_RPS_CHUNKED": (0.294, 2000, 300, 3075),
+    "PREFILL_REPLICAS": (6.944, 0.294),
+    "DECODE_REPLICAS": (6.944, 300, 3075),
+    "KV_TRANSFER_S": (327680, 2000, 50),
+    "FLEET_REPLICAS": (6.944, 2.957),
+    "FLEET_UTILISATION": (200000, 2.957, 4),
+    "PEAK_COVERAGE": (6.944, 2.957, 4),
+    "COST_PER_M_INPUT": (4, 2.5, 200000, 2000, 0.8113),
+    "COST_PER_M_OUTPUT": (4, 2.5, 200000, 300, 0.8113),
 }
 
 
@@ -52,6 +89,8 @@ def excel_literal(value: object) -> str:
     """A Python value as an Excel formula literal."""
     if isinstance(value, str):
         return '"' + value.replace('"', '""') + '"'
+    if isinstance(value, (tuple, list)):  # a range argument: an array constant, one value per row
+        return "{" + ";".join(excel_literal(v) for v in value) + "}"
     if isinstance(value, float):
         return repr(value).replace("e+", "E+").replace("e-", "E-").replace("e", "E+")
     return str(value)

@@ -96,3 +96,22 @@ def test_a_single_cell_range_is_a_scalar():
 def test_too_many_and_too_few_arguments():
     assert evaluate(WEIGHTS, [1, 2, 3]).message == "WEIGHTS_GB takes at most 2 arguments, got 3"
     assert evaluate(KV, [80]).message.startswith("KV_BYTES_PER_TOKEN needs kv_heads (argument 2)")
+
+
+def test_a_column_of_scenarios_equals_scalar_calls_through_the_checked_path():
+    # The broadcast reads and checks each distinct cell once (domains.checked's call_checked); its results, errors
+    # included, must be what a scalar call of each row gives, first failure in evaluate's order.
+    fn = FUNCTIONS["DECODE_TOKS_TOTAL"]
+    batch = [[1], [94], [0], ["x"], [None], [True], ["#N/A"], [2.5], [1e308]]
+    params = [[72.7], [-1], [72.7], [72.7], [72.7], ["1,000"], [72.7], [72.7], ["#REF!"]]
+    out = evaluate_broadcast(fn, [params, "fp8", 2, 3.35, batch, 327680, 2300])
+    assert out.shape == (9, 1)
+    for (p,), (b,), got in zip(params, batch, out[:, 0]):
+        assert got == evaluate(fn, [p, "fp8", 2, 3.35, b, 327680, 2300])
+    assert out[1, 0] == CellError("#NUM!", "params_b must be a positive number up to 1,000,000, got -1")
+    assert out[5, 0].message == "params_b must be a number, got text '1,000': type it without thousands separators"
+    assert out[8, 0].code == "#REF!"  # an error passed in wins over batch's 1e308 being out of range
+
+
+def test_a_range_with_no_cells_is_one_clear_error():
+    assert evaluate_broadcast(KV, [[], 8, 128]) == CellError("#VALUE!", "KV_BYTES_PER_TOKEN: a range with no cells")

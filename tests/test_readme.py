@@ -37,3 +37,33 @@ def test_readme_function_reference_is_generated_and_current():
 def test_full_function_reference_is_current():
     page = (ROOT / "docs" / "FUNCTIONS.md").read_text(encoding="utf-8")
     assert page == reference.full_reference()
+
+
+def test_readme_recalc_example_is_what_the_command_prints(tmp_path, monkeypatch, capsys):
+    from books import plan_book
+
+    from xlsxplan.cli import main
+
+    section = README.split("## Headless recalculation", 1)[1].split("\n## ", 1)[0]
+    example = re.search(r"```sh\n\$ (xlsxplan recalc .+?)\n(.+?)\n```", section, re.S)
+    command, expected = example.group(1), example.group(2)
+    monkeypatch.chdir(tmp_path)
+    plan_book(tmp_path / "plan.xlsx")
+    code = main(command.split()[1:])
+    out = capsys.readouterr()
+    assert code == 0
+    assert out.out + out.err == expected + "\n"
+
+
+def test_readme_recalc_python_example_runs(tmp_path, monkeypatch):
+    from books import plan_book
+
+    section = README.split("## Headless recalculation", 1)[1].split("\n## ", 1)[0]
+    code = re.search(r"```python\n(.+?)\n```", section, re.S).group(1)
+    monkeypatch.chdir(tmp_path)
+    plan_book(tmp_path / "plan.xlsx")
+    namespace: dict = {}
+    exec(compile(code, "README.md", "exec"), namespace)
+    wb = namespace["wb"]
+    assert list(wb.errors()) == ["Calc!B16"]
+    assert (tmp_path / "plan.recalc.xlsx").exists() and (tmp_path / "out.xlsx").exists()

@@ -237,3 +237,44 @@ def test_with_parts_helper_keeps_a_valid_workbook():
     data = with_parts({})
     book = inspect_bytes(data, "ok.xlsx")
     assert book.formulas == 1 and book.cells == 3
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Load (issue #8): big workbooks fit the default limits or are refused up front
+
+
+def test_default_limits_admit_a_10000_row_scenario_sheet_and_a_1000_sheet_workbook():
+    from books import raw_scenario_rows, raw_xlsx
+
+    per_cell = inspect_bytes(raw_xlsx({"Scenarios": raw_scenario_rows(10_000, array=False)}), "scenarios.xlsx")
+    assert (per_cell.cells, per_cell.formulas) == (100_000, 50_000)
+    assert per_cell.estimated_bytes < 5e9  # measured: about 3 GB (BENCHMARKS.md); the machine has 24 GiB
+    array = inspect_bytes(raw_xlsx({"Scenarios": raw_scenario_rows(10_000, array=True)}), "scenarios.xlsx")
+    assert (array.formulas, sum(s.array_elements for s in array.sheets)) == (5, 50_000)
+    assert array.estimated_bytes < per_cell.estimated_bytes / 4
+    body = '<row r="1"><c r="A1"><v>1</v></c><c r="B1"><f>A1*2</f></c></row>'
+    sheets = inspect_bytes(raw_xlsx({f"S{i}": body for i in range(1_000)}), "sheets.xlsx")
+    assert (len(sheets.sheets), sheets.formulas) == (1_000, 1_000)
+
+
+def test_a_scenario_sheet_too_big_for_24_gib_is_refused_up_front(tmp_path, no_parsing):
+    from books import raw_scenario_rows, raw_xlsx
+
+    path = tmp_path / "huge.xlsx"
+    path.write_bytes(raw_xlsx({"Scenarios": raw_scenario_rows(50_000, array=False)}))
+    with pytest.raises(
+        WorkbookError, match=r"has 250,000 formula cells \(250,000 in sheet 'Scenarios'\).*array formula"
+    ):
+        Workbook.load(path)
+
+
+@pytest.mark.slow
+def test_a_1000_sheet_workbook_recalculates_and_every_sheet_shows_its_value(tmp_path):
+    from books import raw_xlsx
+
+    body = '<row r="1"><c r="A1"><v>{}</v></c><c r="B1"><f>A1*2</f></c></row>'
+    path = tmp_path / "sheets.xlsx"
+    path.write_bytes(raw_xlsx({f"S{i}": body.format(i) for i in range(1_000)}))
+    out = Workbook.load(path).save(tmp_path / "sheets.recalc.xlsx")
+    values = openpyxl.load_workbook(out, data_only=True)
+    assert [values[f"S{i}"]["B1"].value for i in range(1_000)] == [2 * i for i in range(1_000)]

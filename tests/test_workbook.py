@@ -372,3 +372,59 @@ def test_xlsm_keeps_its_macros_byte_for_byte_and_never_runs_them(plan, tmp_path)
     out = wb.save(tmp_path / "plan.recalc.xlsm")
     assert _members(out)["xl/vbaProject.bin"] == vba
     assert openpyxl.load_workbook(out, data_only=True)["Outputs"]["B2"].value == 94
+
+
+def test_parts_openpyxl_would_drop_survive(plan, tmp_path):
+    # A sparkline group (an x14 extension) and a custom XML part: openpyxl's own load and save lose both.
+    members = _members(plan)
+    sparklines = (
+        '<extLst><ext uri="{05C60535-1F16-4fd2-B633-F4F36F0B64E0}" '
+        'xmlns:x14="http://schemas.microsoft.com/office/spreadsheetml/2009/9/main"><x14:sparklineGroups '
+        'xmlns:xm="http://schemas.microsoft.com/office/excel/2006/main"><x14:sparklineGroup displayEmptyCellsAs="gap">'
+        "<x14:sparklines><x14:sparkline><xm:f>Outputs!B2:B4</xm:f><xm:sqref>C2</xm:sqref></x14:sparkline>"
+        "</x14:sparklines></x14:sparklineGroup></x14:sparklineGroups></ext></extLst>"
+    )
+    outputs = members["xl/worksheets/sheet3.xml"].decode()
+    members["xl/worksheets/sheet3.xml"] = outputs.replace("</worksheet>", sparklines + "</worksheet>").encode()
+    members["customXml/item1.xml"] = b"<planning xmlns='urn:example'>approved</planning>"
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
+        for name, data in members.items():
+            zf.writestr(name, data)
+    path = tmp_path / "sparklines.xlsx"
+    path.write_bytes(buf.getvalue())
+    with pytest.warns(UserWarning, match="Sparkline Group extension is not supported and will be removed"):
+        openpyxl.load_workbook(path).save(tmp_path / "openpyxl.xlsx")
+    lost = _members(tmp_path / "openpyxl.xlsx")
+    assert "customXml/item1.xml" not in lost and b"sparklineGroups" not in lost["xl/worksheets/sheet3.xml"]
+    out = recalc(path, tmp_path / "kept.xlsx") and tmp_path / "kept.xlsx"
+    kept = _members(out)
+    assert kept["customXml/item1.xml"] == members["customXml/item1.xml"]
+    assert sparklines.encode() in kept["xl/worksheets/sheet3.xml"]
+    with pytest.warns(UserWarning, match="Sparkline Group extension"):  # openpyxl still cannot keep them
+        assert openpyxl.load_workbook(out, data_only=True)["Outputs"]["B2"].value == 94
+
+
+def test_a_typed_error_value_is_reported_as_typed(tmp_path):
+    wb = openpyxl.Workbook()
+    ws = wb.active
+    ws["A1"] = "#N/A"
+    ws["A1"].data_type = "e"
+    ws["B1"] = "=A1*2"
+    wb.save(tmp_path / "typed.xlsx")
+    book = Workbook.load(tmp_path / "typed.xlsx")
+    assert book.errors() == {
+        "Sheet!A1": CellError("#N/A", "the cell holds this error value (typed, not calculated)"),
+        "Sheet!B1": CellError(
+            "#N/A", "passed on from Sheet!A1: the cell holds this error value (typed, not calculated)"
+        ),
+    }
+
+
+def test_setting_a_blank_cell_writes_it_into_the_file(plan, tmp_path):
+    wb = Workbook.load(plan)
+    wb.set("Inputs!D20", 5).set("Outputs!A1", None).set("Inputs!E2", True)
+    assert wb.get("Inputs!D20") == 5 and wb.get("Outputs!A1") is None
+    out = openpyxl.load_workbook(wb.save(tmp_path / "out.xlsx"))
+    assert out["Inputs"]["D20"].value == 5 and out["Inputs"]["E2"].value is True
+    assert out["Outputs"]["A1"].value is None and out["Outputs"]["A1"].font.bold  # cleared, style kept

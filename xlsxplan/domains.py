@@ -15,7 +15,7 @@ import inspect
 import math
 import numbers
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Annotated, Any, TypeVar
 
@@ -26,6 +26,7 @@ __all__ = ["Domain", "checked", "domain_of", "format_number", "show_value"]
 F = TypeVar("F", bound=Callable[..., Any])
 
 _MAX_TEXT = 200
+_MAX_RANGE = 1_048_576  # the rows of one Excel column
 
 
 def format_number(x: float) -> str:
@@ -66,11 +67,14 @@ class Domain:
 
     Parameters
     ----------
-    kind : {"number", "whole", "bytes", "text"}
+    kind : {"number", "whole", "bytes", "text", "range"}
         ``number`` is any finite real, ``whole`` a whole number, ``bytes`` a byte count that may also be given as
-        a precision name (``"fp8"``, ``"q4_k_m"``), ``text`` a name looked up elsewhere.
+        a precision name (``"fp8"``, ``"q4_k_m"``), ``text`` a name looked up elsewhere, ``range`` a whole column
+        (or block) of numbers that the function reads as one sample, such as measured prompt lengths. A range
+        argument reaches the function as a tuple of floats, empty cells skipped; the adapters pass it whole
+        instead of broadcasting over it (:mod:`xlsxplan.cells`).
     low, high : float, optional
-        Bounds. ``low_open`` makes the lower bound strict (``> low``).
+        Bounds; for a range, the bounds of each value. ``low_open`` makes the lower bound strict (``> low``).
     typical : tuple of float, optional
         The range real inputs fall in. Values outside it are allowed but suspicious (a bandwidth of 3350 where
         TB/s is meant); the command line and templates warn about them.
@@ -86,6 +90,9 @@ class Domain:
         """The allowed values in words: ``a whole number from 1 to 1,000,000``."""
         if self.kind == "text":
             return "a name (text)"
+        if self.kind == "range":
+            each = Domain("number", self.low, self.high, self.low_open).describe()
+            return f"a range of cells, each {each} (empty cells are skipped)"
         noun = {"number": "number", "whole": "whole number", "bytes": "number of bytes"}[self.kind]
         low, high = self.low, self.high
         hi = format_number(high) if high is not None else None
@@ -109,6 +116,8 @@ class Domain:
             raise ArgumentError(f"{name} is required: give {self.describe()}", name)
         if self.kind == "text":
             return self._check_text(name, value)
+        if self.kind == "range":
+            return self._check_range(name, value)
         if isinstance(value, str) and self.kind == "bytes":
             from .precision import bytes_per_param  # a name such as "fp8"
 
@@ -141,6 +150,25 @@ class Domain:
             raise ArgumentError(f"{name} must be a name of at most {_MAX_TEXT} characters", name)
         return text
 
+    def _check_range(self, name: str, value: object) -> tuple[float, ...]:
+        items = list(flatten_range(value))
+        if len(items) > _MAX_RANGE:
+            raise ArgumentError(f"{name} must hold at most {_MAX_RANGE:,} cells, got {len(items):,}", name)
+        each = Domain("number", self.low, self.high, self.low_open)
+        numbers_: list[float] = []
+        for i, item in enumerate(items, 1):
+            if item is None or (isinstance(item, str) and not item.strip()):
+                continue  # an empty cell, as Excel's AVERAGE and COUNT skip it
+            try:
+                numbers_.append(each.check(name, item))
+            except XlsxplanError as err:
+                where = f"value {i} of {len(items)}"
+                raise type(err)(err.message.replace(name, f"{name} ({where})", 1), name) from None
+        if not numbers_:
+            got = "only empty cells" if items else "no values"
+            raise ArgumentError(f"{name} must hold at least one number, got {got}", name)
+        return tuple(numbers_)
+
     def suspicion(self, name: str, value: float) -> str | None:
         """A warning for a legal but implausible value, or None."""
         if self.typical is None or not isinstance(value, (int, float)) or isinstance(value, bool):
@@ -152,6 +180,17 @@ class Domain:
             f"{name} = {format_number(value)} is outside the usual range "
             f"{format_number(lo)} to {format_number(hi)}: check its unit"
         )
+
+
+def flatten_range(value: object) -> Iterator[object]:
+    """The cells of a range in reading order: a numpy array, nested lists or tuples, or one value."""
+    if hasattr(value, "tolist") and not isinstance(value, (str, bytes)):
+        value = value.tolist()  # a numpy array (or scalar) as plain Python values
+    if isinstance(value, (list, tuple)):
+        for item in value:
+            yield from flatten_range(item)
+    else:
+        yield value
 
 
 def whole(low: float, high: float) -> Domain:
@@ -176,6 +215,10 @@ def checked(func: F) -> F:
     The wrapper keeps the signature (``inspect.signature`` follows ``__wrapped__``) and exposes the domains as
     ``wrapper.domains``. A float result that is not finite means the inputs overflowed: it becomes an
     :class:`~xlsxplan.errors.OutOfRangeError` rather than an ``inf`` in a cell.
+
+    ``wrapper.call_checked(*values)`` runs the function on values that have already passed their domains' checks
+    (every argument given, in order) and checks the result as a call would. Array adapters use it to check each
+    distinct input once rather than once per element of a broadcast (:func:`xlsxplan.cells.evaluate_broadcast`).
     """
     sig = inspect.signature(func)
     hints = typing.get_type_hints(func, include_extras=True)
@@ -203,12 +246,16 @@ def checked(func: F) -> F:
                     raise TypeError(f"{func.__name__}() missing required argument: '{names[i]}'")
                 values.append(defaults[i])
         checked_values = [d.check(nm, v) for d, nm, v in zip(domains, names, values)]  # type: ignore[union-attr]
+        return call_checked(*checked_values)
+
+    def call_checked(*checked_values: Any) -> Any:
         result = func(*checked_values)
         if isinstance(result, float) and not math.isfinite(result):
             raise OutOfRangeError(f"{func.__name__}: the result is too large to represent; check the inputs' units")
         return result
 
     wrapper.domains = dict(zip(names, domains))  # type: ignore[attr-defined]
+    wrapper.call_checked = call_checked  # type: ignore[attr-defined]
     return wrapper  # type: ignore[return-value]
 
 
@@ -237,3 +284,20 @@ PeakFactor = Annotated[float, Domain("number", 1, 1e4)]
 TokensPerParam = Annotated[float, positive(1e6)]
 TrainBytes = Annotated[float, Domain("bytes", 0, 1000, low_open=True)]
 Name = Annotated[str, Domain("text")]
+# Architecture and training-memory arguments (issue #7).
+CountOrZero = Annotated[int, Domain("whole", 0, 1_000_000)]
+ParamsBOrZero = Annotated[float, Domain("number", 0, 1e6)]
+Flag = Annotated[int, Domain("whole", 0, 1)]
+ZeroStage = Annotated[int, Domain("whole", 0, 3)]
+Multiplier = Annotated[float, Domain("number", 0, 1e6)]
+StateBytes = Annotated[float, Domain("number", 0, 1000)]
+Passes = Annotated[int, Domain("whole", 0, 10_000)]
+
+# Traffic (issue #9): shares that may be zero, tail probabilities, free memory that may be negative, request
+# rates, link bandwidths, and a sample of measured lengths given as a range.
+FractionOrZero = Annotated[float, Domain("number", 0, 1)]
+TailProbability = Annotated[float, Domain("number", 0, 0.5, low_open=True)]
+FreeGB = Annotated[float, Domain("number", -1e9, 1e9)]
+RequestsPerS = Annotated[float, positive(1e15)]
+LinkGBs = Annotated[float, positive(1e6, typical=(0.1, 10_000))]
+TokenSample = Annotated[tuple, Domain("range", 0, 1e18)]

@@ -21,7 +21,7 @@ from typing import Any
 
 import docstring_parser
 
-from . import catalog, precision, serving, training
+from . import architecture, catalog, precision, serving, traffic, training, training_memory
 from .domains import Domain, format_number
 
 __all__ = ["Argument", "Function", "FUNCTIONS", "get", "REQUIRED", "EXCEL_TEXT_LIMIT"]
@@ -204,6 +204,22 @@ _TABLE: list[tuple[str, list[tuple[str, Callable[..., Any]]]]] = [
         "Architecture",
         [
             # issue #7: MoE, MLA, sliding windows, quantization formats, training memory
+            ("KV_BYTES_MLA", architecture.kv_bytes_per_token_mla),
+            ("KV_BYTES_PER_SEQ", architecture.kv_bytes_per_sequence),
+            ("KV_HEADS_PER_GPU", architecture.kv_heads_per_gpu),
+            ("MODEL_KV_BYTES_PER_TOKEN", architecture.model_kv_bytes_per_token),
+            ("MODEL_KV_GB", architecture.model_kv_gb),
+            ("MODEL_WEIGHTS_GB", architecture.model_weights_gb),
+            ("MODEL_EXPERT_PARAMS_B", architecture.model_expert_params_b),
+            ("MOE_PARAMS_READ_B", architecture.moe_params_read_b),
+            ("WEIGHTS_GB_PER_GPU", architecture.weights_gb_per_gpu),
+            ("QUANT_BYTES_PER_PARAM", precision.block_bytes_per_param),
+            ("FORMAT_SOURCE", precision.format_source),
+            ("OPTIMIZER_BYTES", training_memory.optimizer_bytes),
+            ("TRAIN_STATE_GB", training_memory.train_state_gb),
+            ("ACTIVATION_GB", training_memory.activation_gb),
+            ("TRAIN_FLOPS_PER_TOKEN", training_memory.train_flops_per_token),
+            ("RECURRENT_PARAMS_B", training_memory.recurrent_params_b),
         ],
     ),
     (
@@ -216,6 +232,27 @@ _TABLE: list[tuple[str, list[tuple[str, Callable[..., Any]]]]] = [
         "Traffic",
         [
             # issue #9: long-tail prompts, prefix caching, reasoning tokens, latency targets, spares, pricing
+            ("TAIL_SHARE", traffic.tail_share),
+            ("LENGTH_SD", traffic.length_sd),
+            ("TAIL_SHARE_DATA", traffic.tail_share_data),
+            ("PAGED_BATCH", traffic.paged_batch),
+            ("MAX_CONTEXT_TOKENS", traffic.max_context_tokens),
+            ("CONTEXT_TOKENS", traffic.context_tokens),
+            ("TIME_TO_ANSWER_S", traffic.time_to_answer_s),
+            ("PREFILL_TOKENS", traffic.prefill_tokens),
+            ("BATCH_FOR_LATENCY", traffic.batch_for_latency),
+            ("BATCH_FOR_TTFT", traffic.batch_for_ttft),
+            ("PREFILL_SHARE", traffic.prefill_share),
+            ("REPLICA_RPS", traffic.replica_rps),
+            ("REPLICA_RPS_CHUNKED", traffic.replica_rps_chunked),
+            ("PREFILL_REPLICAS", traffic.prefill_replicas),
+            ("DECODE_REPLICAS", traffic.decode_replicas),
+            ("KV_TRANSFER_S", traffic.kv_transfer_s),
+            ("FLEET_REPLICAS", traffic.fleet_replicas),
+            ("FLEET_UTILISATION", traffic.fleet_utilisation),
+            ("PEAK_COVERAGE", traffic.peak_coverage),
+            ("COST_PER_M_INPUT", traffic.cost_per_m_input),
+            ("COST_PER_M_OUTPUT", traffic.cost_per_m_output),
         ],
     ),
 ]

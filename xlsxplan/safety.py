@@ -60,13 +60,14 @@ FORMULA_TRIGGERS = ("=", "+", "-", "@", "\t", "\r", "\n")
 
 MB = 1024 * 1024
 
-# Measured on this project's benchmark machine (benchmarks/recalc.py, BENCHMARKS.md "Headless recalculation"):
-# peak resident memory of a formulas model per cell kind, rounded up.
-BYTES_PER_CELL = 6_000
-BYTES_PER_FORMULA = 60_000
-BYTES_PER_ARRAY_ELEMENT = 2_000
-BYTES_PER_MATERIALISED = 400
-BASE_BYTES = 200 * MB
+# Peak resident memory of a formulas model, fitted on benchmarks/recalc.py (BENCHMARKS.md, "Headless
+# recalculation") and rounded up: the estimate is 1.1 to 1.4 times what was measured for 100 to 10,000-row scenario
+# sheets (per-cell and array) and a 1,000-sheet workbook.
+BYTES_PER_CELL = 8_000  # every stored cell, constant or formula
+BYTES_PER_FORMULA = 50_000  # on top, for each formula cell
+BYTES_PER_ARRAY_ELEMENT = 4_000  # each cell an array formula fills
+BYTES_PER_MATERIALISED = 400  # each cell openpyxl creates for a merged or hyperlinked range
+BASE_BYTES = 150 * MB  # Python, numpy, openpyxl, formulas and its function table
 
 
 @dataclass(frozen=True)
@@ -110,8 +111,8 @@ class Limits:
     def estimate(cells: int, formulas: int, array_elements: int, materialised: int) -> float:
         """Estimated peak memory of loading and calculating a workbook in ``formulas`` [bytes].
 
-        ``BASE + 6 kB x cells + 60 kB x formula cells + 2 kB x array-formula elements + 0.4 kB x materialised
-        cells``, from the per-cell costs measured by ``benchmarks/recalc.py``.
+        ``150 MiB + 8 kB x cells + 50 kB x formula cells + 4 kB x array-formula elements + 0.4 kB x materialised
+        cells``, fitted on ``benchmarks/recalc.py`` and rounded up (1.1 to 1.4 times the measured peaks).
         """
         return (
             BASE_BYTES
@@ -389,7 +390,7 @@ def _check_size(ins: Inspection, name: str, limits: Limits) -> None:
         busiest = max(ins.sheets, key=lambda s: s.formulas)
         raise WorkbookError(
             f"{name} has {ins.formulas:,} formula cells ({busiest.formulas:,} in sheet {busiest.title!r}); the "
-            f"headless engine takes about 1.5 ms and 60 kB for each, and the limit is "
+            f"headless engine takes about 3 ms and 50 kB for each, and the limit is "
             f"{limits.max_formula_cells:,}: compute long columns with one array formula instead"
         )
     need = ins.estimated_bytes / 1e9

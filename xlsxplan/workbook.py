@@ -1,7 +1,7 @@
 """Headless recalculation of a whole workbook: load once, set inputs, calculate, read, save with cached values.
 
 :class:`Workbook` loads a file through the checks of :mod:`xlsxplan.safety`, builds the ``formulas`` model once
-(the expensive part: about 1.5 ms per formula cell), and then recalculates as often as needed with inputs changed
+(the expensive part: 1.5 to 5 ms per formula cell), and then recalculates as often as needed with inputs changed
 by cell or defined name. :meth:`Workbook.save` writes the original package back with every formula kept and its
 computed value cached beside it, so Excel, LibreOffice, file previewers and ``openpyxl(data_only=True)`` all show
 the numbers (see :mod:`xlsxplan.ooxml` for how the file is edited without a lossy round trip).
@@ -20,6 +20,7 @@ import math
 import re
 import threading
 import types
+import warnings
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -177,7 +178,9 @@ def _quiet_engine() -> Iterator[_LogCapture]:
     loggers = [logging.getLogger(n) for n in ("schedula", "formulas")]
     saved = [(lg, lg.level, lg.propagate) for lg in loggers]
     quiet = types.SimpleNamespace(tqdm=lambda *a, **k: tqdm_module.tqdm(*a, **{**k, "disable": True}))
-    with _load_lock:
+    with _load_lock, warnings.catch_warnings():
+        # openpyxl warns about parts it cannot keep (sparklines, slicers...); xlsxplan never saves through it
+        warnings.filterwarnings("ignore", category=UserWarning, module=r"openpyxl\.")
         original = fx.tqdm
         fx.tqdm = quiet
         for lg in loggers:
@@ -331,7 +334,7 @@ class Workbook:
         self._sets: dict[tuple[str, int, int], Any] = {}
         self._solution: Any = None
         self._messages: dict[str, str] = {}
-        self._capture: list[str] = []
+        self._raw_cache: dict[str, Any] = {}
         self._index_cells()
 
     # -- loading ------------------------------------------------------------------------------------------------
@@ -372,7 +375,7 @@ class Workbook:
         name = path.name if path else "the workbook"
         alias: dict[str, str] = {}
         try:
-            with _quiet_engine() as capture:
+            with _quiet_engine():
                 book = load_workbook(io.BytesIO(inspection.package.data))
                 for ws in book.worksheets:
                     ws._cells_by_row = types.MethodType(_sparse_cells_by_row, ws)
@@ -401,9 +404,7 @@ class Workbook:
             raise WorkbookError(f"{name} cannot be read: {type(err).__name__}: {first}".rstrip(": ")) from None
         if progress is not None:
             progress(total, total)
-        wb = cls(inspection, model, path, alias)
-        wb._capture = capture.records
-        return wb
+        return cls(inspection, model, path, alias)
 
     def _index_cells(self) -> None:
         from formulas.cell import Ref
@@ -509,13 +510,17 @@ class Workbook:
 
     def calculate(self) -> Workbook:
         """Recompute every formula with the inputs set so far; returns the workbook."""
-        with _quiet_engine() as capture:
+        with _quiet_engine():
             try:
                 self._solution = self._model.calculate(inputs=dict(self._inputs))
             except RecursionError:
                 raise WorkbookError("formulas nest too deeply to evaluate") from None
-        self._capture = capture.records
+            except MemoryError:
+                raise WorkbookError("ran out of memory while calculating") from None
+            except Exception as err:  # a failure of the engine itself, not of a cell (cells fail one by one)
+                raise WorkbookError(f"the formulas engine failed: {_exception_text(err)}") from None
         self._messages = {}
+        self._raw_cache = {}
         return self
 
     def _sol(self) -> Any:
@@ -525,11 +530,16 @@ class Workbook:
 
     def _raw(self, key: str) -> Any:
         """The value of a formulas node as a 2-D object array, or None if it was not calculated."""
-        ranges = self._sol().get(key)
-        if ranges is None:
-            return None
-        value = getattr(ranges, "value", ranges)
-        return np.atleast_2d(np.asarray(value, dtype=object))
+        solution = self._sol()
+        if key in self._raw_cache:
+            return self._raw_cache[key]
+        ranges = solution.get(key)
+        raw = None
+        if ranges is not None:
+            raw = np.atleast_2d(np.asarray(getattr(ranges, "value", ranges), dtype=object))
+        if raw is not None and raw.size > 1:  # array formulas are read cell by cell: convert them once
+            self._raw_cache[key] = raw
+        return raw
 
     def _cell_value(self, title: str, row: int, col: int) -> Any:
         if (title, row, col) in self._sets:
@@ -614,8 +624,10 @@ class Workbook:
         if problem is not None:
             return problem.message
         cell = self._model.cells.get(key)
-        if cell is None or cell.func is None:
-            return "the cell holds this error value" if cell is not None else engine.NATIVE_REASONS.get(code, "")
+        if cell is None:
+            return engine.NATIVE_REASONS.get(code, "")
+        if key not in self._formula or cell.func is None:
+            return "the cell holds this error value (typed, not calculated)"
         if code == "#NAME?":
             unknown = _unknown_function(self._model.formula_text.get(key, ""))
             if unknown:

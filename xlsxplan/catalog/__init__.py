@@ -115,12 +115,13 @@ class ModelPreset(_Preset):
     sliding_window_layers: int | None = Field(None, ge=0)
     kv_lora_rank: int | None = Field(None, gt=0)
     qk_rope_head_dim: int | None = Field(None, gt=0)
+    q_lora_rank: int | None = Field(None, gt=0)
     tied_embeddings: bool = False
 
     FIGURES: ClassVar[tuple[str, ...]] = (
         "params_b", "active_params_b", "layers", "hidden", "heads", "kv_heads", "head_dim", "vocab", "context",
         "intermediate", "experts", "experts_per_token", "shared_experts", "moe_intermediate", "dense_layers",
-        "sliding_window", "sliding_window_layers", "kv_lora_rank", "qk_rope_head_dim",
+        "sliding_window", "sliding_window_layers", "kv_lora_rank", "qk_rope_head_dim", "q_lora_rank",
     )  # fmt: skip
     REQUIRED: ClassVar[tuple[str, ...]] = (
         "params_b", "layers", "hidden", "heads", "kv_heads", "head_dim", "vocab", "context",
@@ -140,6 +141,12 @@ class ModelPreset(_Preset):
             raise ValueError("experts_per_token cannot exceed experts")
         if self.sliding_window_layers is not None and self.sliding_window_layers > self.layers:
             raise ValueError("sliding_window_layers cannot exceed layers")
+        if (self.sliding_window is None) != (self.sliding_window_layers is None):
+            raise ValueError("sliding_window and sliding_window_layers go together")
+        if (self.kv_lora_rank is None) != (self.qk_rope_head_dim is None):
+            raise ValueError("kv_lora_rank and qk_rope_head_dim go together (multi-head latent attention)")
+        if self.dense_layers is not None and self.dense_layers > self.layers:
+            raise ValueError("dense_layers cannot exceed layers")
         return self
 
     def figure(self, field: str) -> float | int | None:

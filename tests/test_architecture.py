@@ -1,0 +1,175 @@
+"""Architecture-aware memory: KV bytes per token against what engines allocate, windows, latent attention, MoE."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import pytest
+
+import xlsxplan as x
+from xlsxplan.architecture import (
+    count_params,
+    kv_bytes_per_sequence,
+    kv_bytes_per_token_mla,
+    kv_heads_per_gpu,
+    model_expert_params_b,
+    model_kv_bytes_per_token,
+    model_kv_gb,
+    model_weights_gb,
+    moe_params_read_b,
+    weights_gb_per_gpu,
+)
+from xlsxplan.catalog import load_catalog
+from xlsxplan.errors import OutOfRangeError, UnknownPresetError
+
+GIB, MIB = 2**30, 2**20
+DATA = Path(__file__).parent / "data"
+
+
+# --- KV bytes per token, each against a cited figure ---------------------------------------------------------------
+
+
+def test_llama_31_70b_against_the_hugging_face_blog():
+    # huggingface.co/blog/llama31 "Inference Memory Requirements" (quoted in github.com/huggingface/blog #2345):
+    # 70B KV cache in FP16: 4.88 GB at 16k tokens, 39.06 GB at 128k (GiB; 16,000 and 128,000 tokens).
+    per_token = model_kv_bytes_per_token("Llama-3.1-70B")
+    assert per_token == 327_680
+    assert model_kv_gb("Llama-3.1-70B", 16_000) * 1e9 / GIB == pytest.approx(4.88, abs=0.005)
+    assert model_kv_gb("Llama-3.1-70B", 128_000) * 1e9 / GIB == pytest.approx(39.06, abs=0.005)
+
+
+def test_qwen3_235b_against_sglang_and_vllm_logs():
+    # github.com/vllm-project/vllm #21348: Qwen3-235B-A22B-FP8 on 4 H100s, TP 4, BF16 cache. SGLang: "#tokens:
+    # 367404, K size: 8.23 GB, V size: 8.23 GB" per GPU; vLLM: "Available KV cache memory: 8.11 GiB", "GPU KV cache
+    # size: 178,880 tokens". 4 KV heads over 4 GPUs: one head, 94 layers, 128 dims per GPU.
+    per_gpu = model_kv_bytes_per_token("Qwen3-235B-A22B", 0, "bf16", 4) / 4
+    assert per_gpu == 2 * 94 * 1 * 128 * 2 == 48_128
+    assert model_kv_bytes_per_token("Qwen3-235B-A22B") == 192_512
+    assert 2 * 8.23 * GIB / per_gpu == pytest.approx(367_404, rel=0.002)
+    assert 8.11 * GIB / per_gpu == pytest.approx(178_880, rel=0.02)
+
+
+def test_deepseek_v3_latent_cache_against_ik_llama_cpp():
+    # github.com/ikawrakow/ik_llama.cpp #259: DeepSeek (61 layers, kv_lora_rank 512, rope 64), n_ctx 32768, cache in
+    # q8_0: "KV self size = 1166.62 MiB, c^KV (q8_0)". The cache holds the latent and the rotary key, nothing per head.
+    assert model_kv_bytes_per_token("DeepSeek-V3") == kv_bytes_per_token_mla(61, 512, 64) == 70_272
+    assert model_kv_gb("DeepSeek-V3", 32_768, 1, "q8_0") * 1e9 / MIB == pytest.approx(1166.62, abs=0.01)
+    # an order of magnitude (57x) below what 128 heads of keys and values would take
+    assert x.kv_bytes_per_token(61, 128, 128) / model_kv_bytes_per_token("DeepSeek-V3") == pytest.approx(56.9, abs=0.1)
+
+
+def test_mistral_7b_window_caps_the_cache_eightfold_at_32k():
+    # Jiang et al. 2023, "Mistral 7B", arXiv:2310.06825, section 2 (Rolling Buffer Cache): with W = 4096, "for a
+    # sequence length of 32k tokens, this reduces the cache memory usage by 8x".
+    full = x.kv_bytes_per_token(32, 8, 128) * 32_768 / 1e9
+    assert model_kv_gb("Mistral-7B", 32_768) == pytest.approx(full / 8)
+    assert model_kv_bytes_per_token("Mistral-7B", 32_768) == pytest.approx(131_072 / 8)
+    assert model_kv_bytes_per_token("Mistral-7B", 4_096) == 131_072  # the window is not full yet
+
+
+def test_gemma_2_9b_half_the_layers_are_local():
+    # Gemma Team 2024, "Gemma 2", arXiv:2408.00118, section 2 and Table 1: 42 layers, 8 KV heads of 256, local
+    # sliding window of 4096 tokens in every other layer, global attention spans 8192. No engine log for Gemma-2-9B
+    # was found; the figure is the architecture's: at 8,192 tokens, 21 layers hold 8,192 and 21 hold 4,096.
+    assert model_kv_bytes_per_token("Gemma-2-9B") == 2 * 42 * 8 * 256 * 2 == 344_064
+    assert model_kv_bytes_per_token("Gemma-2-9B", 8_192) == pytest.approx(344_064 * 0.75)
+    assert model_kv_gb("Gemma-2-9B", 8_192) == pytest.approx(kv_bytes_per_sequence(42, 8, 256, 8_192, 4_096, 21) / 1e9)
+
+
+# --- published KV capacities (tests/data/kv_cache_capacity.csv) reproduced within 2% --------------------------------
+
+CAPACITY_MEMORY = {  # the KV memory each source states it had, in bytes, and the tensor-parallel degree
+    "vLLM Qwen3-235B-A22B-FP8 TP4 (8.11 GiB KV memory per GPU)": (8.11 * GIB * 4, "bf16", 4),
+    "SGLang Qwen3-235B-A22B-FP8 TP4 (K 8.23 GB + V 8.23 GB per GPU)": (2 * 8.23 * GIB * 4, "bf16", 4),
+    "ik_llama.cpp DeepSeek (61 layers) MLA cache q8_0 n_ctx 32768": (1166.62 * MIB, "q8_0", 1),
+    "Hugging Face Llama 3.1 blog KV cache at 128k tokens (FP16)": (39.06 * GIB, "fp16", 1),
+}
+
+
+def _capacity_rows():
+    with (DATA / "kv_cache_capacity.csv").open(newline="") as f:
+        return [row for row in csv.DictReader(f) if row["metric"] == "kv_cache_capacity_tokens"]
+
+
+@pytest.mark.parametrize("row", _capacity_rows(), ids=lambda r: r["name"])
+def test_published_kv_capacities_reproduced_within_2_percent(row):
+    memory, kv_precision, tp = CAPACITY_MEMORY[row["name"]]
+    tokens = memory / model_kv_bytes_per_token(row["model"], 0, kv_precision, tp)
+    assert tokens == pytest.approx(float(row["value"]), rel=0.02)
+
+
+# --- tensor parallelism, windows, latent attention: the pieces ----------------------------------------------------
+
+
+def test_kv_heads_are_replicated_when_gpus_outnumber_them():
+    assert kv_heads_per_gpu(8, 2) == 4
+    assert kv_heads_per_gpu(8, 16) == 1
+    # Llama-3.1-70B on 16 GPUs holds twice the model's cache across the group; on 8 exactly once
+    assert model_kv_bytes_per_token("Llama-3.1-70B", 0, 2, 8) == 327_680
+    assert model_kv_bytes_per_token("Llama-3.1-70B", 0, 2, 16) == 2 * 327_680
+    # a latent cache is replicated on every tensor-parallel GPU
+    assert model_kv_bytes_per_token("DeepSeek-V3", 0, 2, 8) == 8 * 70_272
+
+
+def test_kv_bytes_per_sequence_without_window_is_the_plain_formula():
+    assert kv_bytes_per_sequence(80, 8, 128, 2_300) == x.kv_bytes_per_token(80, 8, 128) * 2_300
+
+
+def test_kv_bytes_per_sequence_refuses_impossible_windows():
+    with pytest.raises(OutOfRangeError, match=r"^window_layers must be at most layers \(32\), got 33$"):
+        kv_bytes_per_sequence(32, 8, 128, 1000, 4096, 33)
+    with pytest.raises(OutOfRangeError, match=r"^window must be given \(above 0\) when window_layers is above 0$"):
+        kv_bytes_per_sequence(32, 8, 128, 1000, 0, 16)
+
+
+def test_model_functions_name_unknown_models():
+    with pytest.raises(UnknownPresetError, match=r"^model 'Mistral-8B' is not in the catalog; did you mean"):
+        model_kv_gb("Mistral-8B", 1000)
+
+
+# --- mixture of experts ---------------------------------------------------------------------------------------------
+
+
+def test_moe_weights_from_total_reads_from_active():
+    # Mixtral of Experts (arXiv:2401.04088, section 2): 47B held (46.7B on the card), 13B (12.9B) used per token
+    assert model_weights_gb("Mixtral-8x7B", "bf16") == pytest.approx(93.4)
+    assert moe_params_read_b(46.7, 12.9, 8, 2, 1) == pytest.approx(12.9)
+    # a batch touches more experts: 1 - (3/4)^8 = 90% of them at batch 8, all of them in the limit
+    assert moe_params_read_b(46.7, 12.9, 8, 2, 8) == pytest.approx(46.7 - 45.0667 + 45.0667 * (1 - 0.75**8), rel=1e-4)
+    assert moe_params_read_b(46.7, 12.9, 8, 2, 10_000) == pytest.approx(46.7)
+    assert moe_params_read_b(10, 10, 4, 4, 3) == 10  # every expert every token: dense
+
+
+def test_moe_params_read_refuses_active_above_total():
+    with pytest.raises(OutOfRangeError, match=r"^active_params_b cannot exceed params_b$"):
+        moe_params_read_b(10, 20, 8, 2)
+    with pytest.raises(OutOfRangeError, match=r"^experts_per_token must be at most experts \(8\), got 9$"):
+        moe_params_read_b(40, 10, 8, 9)
+
+
+def test_expert_parallelism_spreads_the_experts():
+    experts = model_expert_params_b("DeepSeek-V3")
+    assert experts == pytest.approx(58 * 256 * 3 * 7168 * 2048 / 1e9)
+    assert model_expert_params_b("Llama-3.1-8B") == 0
+    # DeepSeek-V3 in FP8 (block-scaled) on 8 GPUs: the dense 17.1B on every GPU / 8, 32 experts of 256 per GPU
+    per_gpu = weights_gb_per_gpu(671, experts, 8, 8, "fp8")
+    assert per_gpu == pytest.approx(671 / 8)
+    assert weights_gb_per_gpu(671, experts, 1, 8, "fp8") == pytest.approx(671 - experts + experts / 8)
+    with pytest.raises(OutOfRangeError, match=r"^expert_params_b cannot exceed params_b$"):
+        weights_gb_per_gpu(10, 11, 1)
+
+
+# --- the catalog's parameter counts agree with its own shapes -----------------------------------------------------
+
+
+def test_catalog_params_b_match_the_count_from_each_presets_shape():
+    # Published totals (catalog [sources]) against the count from layers, hidden, heads, ... : within 1%, except
+    # LLaMA-7B whose paper rounds 6.74B to 6.7B.
+    models = load_catalog().models
+    for name in models.names():
+        preset = models.get(name)
+        total, active = count_params(preset)
+        assert total / 1e9 == pytest.approx(preset.params_b, rel=0.01 if name != "LLaMA-7B" else 0.006), name
+        # active parameters: DeepSeek-V3's 37B is rounded (README_WEIGHTS: 36.6B + 0.9B embedding = 37.5B)
+        assert active / 1e9 == pytest.approx(preset.figure("active_params_b"), rel=0.02), name

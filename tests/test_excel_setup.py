@@ -1,0 +1,331 @@
+"""`xlsxplan excel`: the set-up steps, the checks of this machine and of a workbook, and the xlwings Lite bundle."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import math
+import re
+import struct
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import openpyxl
+import pytest
+import xlwings
+from hypothesis import given
+from hypothesis import strategies as st
+
+from xlsxplan import excel_setup, registry
+from xlsxplan.cli import main
+from xlsxplan.excel_setup import (
+    CLASSIC_STEPS,
+    EXPECTED,
+    FORMULA,
+    LITE_REQUIREMENTS,
+    LITE_STEPS,
+    bundle_files,
+    lite_bundle,
+    vba_module_names,
+)
+from xlsxplan.xlwings_conf import add_conf_sheet
+
+XLWINGS_DIR = Path(xlwings.__file__).parent  # xlwings ships workbooks saved by Excel, with real VBA projects
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+# --- a minimal Compound File writer, to make a VBA project that lists xlwings_udfs ------------------------------
+
+
+def compound_file(streams: dict[str, bytes]) -> bytes:
+    """A version-3 compound file (512-byte sectors) holding ``streams``, each padded past the 4,096-byte mini-stream
+    cutoff so they sit in regular sectors ([MS-CFB] 2.2, 2.6). The xlwings workbooks cover the mini-stream path."""
+    end, free, fat_sect = 0xFFFFFFFE, 0xFFFFFFFF, 0xFFFFFFFD
+    streams = {name: data.ljust(4096, b" ") for name, data in streams.items()}
+    fat = [fat_sect, end]  # sector 0 holds the FAT, sector 1 the directory
+    starts = {}
+    for name, data in streams.items():
+        n = math.ceil(len(data) / 512)
+        starts[name] = len(fat)
+        fat += list(range(len(fat) + 1, len(fat) + n)) + [end]
+    assert len(fat) <= 128
+    header = bytearray(512)
+    header[0:8] = bytes.fromhex("D0CF11E0A1B11AE1")
+    struct.pack_into("<HHHHH", header, 0x18, 0x3E, 3, 0xFFFE, 9, 6)
+    struct.pack_into("<9I", header, 0x2C, 1, 1, 0, 4096, end, 0, end, 0, 0)
+    struct.pack_into("<109I", header, 0x4C, 0, *[free] * 108)
+
+    def entry(name: str, kind: int, start: int, size: int, child: int = free) -> bytes:
+        raw = bytearray(128)
+        encoded = name.encode("utf-16-le")
+        raw[0 : len(encoded)] = encoded
+        struct.pack_into("<HBB3I", raw, 64, len(encoded) + 2, kind, 1, free, free, child)
+        struct.pack_into("<IQ", raw, 116, start, size)
+        return bytes(raw)
+
+    directory = entry("Root Entry", 5, end, 0, child=1)
+    for name, data in streams.items():
+        directory += entry(name, 2, starts[name], len(data))
+    directory = directory.ljust(512, b"\0")
+    fat_sector = struct.pack(f"<{128}I", *(fat + [free] * (128 - len(fat))))
+    body = b"".join(data.ljust(math.ceil(len(data) / 512) * 512, b"\0") for data in streams.values())
+    return bytes(header) + fat_sector + directory + body
+
+
+def with_vba(src: Path, dst: Path, modules: list[str]) -> Path:
+    """``src`` copied to ``dst`` with a VBA project whose PROJECT stream lists ``modules``."""
+    project = 'ID="{00000000-0000-0000-0000-000000000000}"\r\nDocument=ThisWorkbook/&H00000000\r\n'
+    project += "".join(f"Module={m}\r\n" for m in modules) + 'Name="VBAProject"\r\n'
+    with zipfile.ZipFile(src) as zin, zipfile.ZipFile(dst, "w", zipfile.ZIP_DEFLATED) as zout:
+        for item in zin.infolist():
+            if item.filename != "xl/vbaProject.bin":
+                zout.writestr(item, zin.read(item.filename))
+        zout.writestr("xl/vbaProject.bin", compound_file({"PROJECT": project.encode("latin-1")}))
+    return dst
+
+
+@pytest.fixture
+def ready_xlsm(tmp_path) -> Path:
+    """A macro-enabled workbook set up as the classic steps leave it: xlwings.conf sheet, xlwings_udfs imported."""
+    wb = openpyxl.load_workbook(XLWINGS_DIR / "quickstart_standalone.xlsm", keep_vba=True)
+    add_conf_sheet(wb)
+    staged = tmp_path / "staged.xlsm"
+    wb.save(staged)
+    return with_vba(staged, tmp_path / "plan.xlsm", ["xlwings", "xlwings_udfs"])
+
+
+# --- the VBA project reader -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "workbook, modules",
+    [
+        ("quickstart.xlsm", ["Module1"]),
+        ("quickstart_standalone.xlsm", ["Module1", "xlwings"]),
+        ("quickstart_addin.xlam", ["xlwings", "Module1"]),
+        ("quickstart_addin_ribbon.xlam", ["RibbonMyAddin", "xlwings"]),
+    ],
+)
+def test_vba_modules_of_workbooks_saved_by_excel(workbook, modules):
+    assert vba_module_names(XLWINGS_DIR / workbook) == modules
+
+
+def test_vba_modules_in_regular_sectors_and_no_vba_at_all(tmp_path, ready_xlsm):
+    assert vba_module_names(ready_xlsm) == ["xlwings", "xlwings_udfs"]
+    wb = openpyxl.Workbook()
+    wb.save(tmp_path / "plain.xlsx")
+    assert vba_module_names(tmp_path / "plain.xlsx") == []
+
+
+def test_a_damaged_vba_project_is_a_one_line_error(tmp_path):
+    path = tmp_path / "broken.xlsm"
+    with zipfile.ZipFile(path, "w") as zf:
+        zf.writestr("xl/vbaProject.bin", b"not a compound file")
+    with pytest.raises(excel_setup.WorkbookError, match=r"cannot read the VBA project of .*: not a compound file"):
+        vba_module_names(path)
+
+
+# --- the command ------------------------------------------------------------------------------------------------
+
+
+def test_excel_prints_both_set_ups_and_passes_its_checks_here(capsys):
+    code, out, _ = run(capsys, "excel")
+    assert code == 0
+    for step in CLASSIC_STEPS + LITE_STEPS:
+        assert step in out
+    assert out.index("Windows desktop Excel") < out.index("xlwings Lite add-in") < out.index("Checks on this machine")
+    assert f"ok    xlwings {importlib.metadata.version('xlwings')} is installed" in out
+    assert f"ok    xlsxplan.udfs imports and exposes all {len(registry.FUNCTIONS)} functions" in out
+    assert re.search(r"info  \w+: ", out)
+    assert CLASSIC_STEPS[-1] == LITE_STEPS[-1] == f"Type {FORMULA} into a cell: it shows {EXPECTED}."
+    assert EXPECTED == "327680" and FORMULA == "=KV_BYTES_PER_TOKEN(80,8,128,2)"
+
+
+def test_the_classic_steps_name_what_xlwings_needs():
+    text = " ".join(CLASSIC_STEPS)
+    for needed in ("xlwings addin install", "Trust access to the VBA project object model", '"UDF Modules"',
+                   "xlsxplan.udfs", "xlwings.conf", '"Import Functions"', ".xlsm", "xlwings_udfs"):  # fmt: skip
+        assert needed in text
+    lite = " ".join(LITE_STEPS)
+    for needed in ("Add-ins", "xlwings Lite", "xlsxplan excel --lite", "requirements.txt", "main.py", "macOS", "web"):
+        assert needed in lite
+
+
+def test_missing_xlwings_fails_the_check(capsys, monkeypatch):
+    real = importlib.metadata.version
+
+    def version(name):
+        if name == "xlwings":
+            raise importlib.metadata.PackageNotFoundError(name)
+        return real(name)
+
+    monkeypatch.setattr(importlib.metadata, "version", version)
+    code, out, _ = run(capsys, "excel", "--checks-only")
+    assert code == 1
+    assert "FAIL  xlwings is not installed: python -m pip install xlwings" in out
+    assert CLASSIC_STEPS[0] not in out and out.startswith("Checks on this machine")  # --checks-only
+
+
+def test_a_udf_module_missing_a_function_fails_the_check(capsys, monkeypatch):
+    monkeypatch.setitem(registry.FUNCTIONS, "NOT_IN_UDFS", registry.FUNCTIONS["KV_GB"])
+    code, out, _ = run(capsys, "excel", "--checks-only")
+    assert code == 1
+    assert "FAIL  xlsxplan.udfs lacks 1 registry functions: NOT_IN_UDFS" in out
+
+
+def test_a_workbook_set_up_for_classic_xlwings_passes(capsys, ready_xlsm):
+    code, out, _ = run(capsys, "excel", "--checks-only", str(ready_xlsm))
+    assert code == 0, out
+    assert 'ok    the xlwings.conf sheet names xlsxplan.udfs under "UDF Modules"' in out
+    assert "ok    plan.xlsm is a macro-enabled workbook (.xlsm)" in out
+    assert "ok    the VBA module xlwings_udfs is there (Import Functions was run)" in out
+
+
+def test_a_workbook_before_import_functions_fails_with_what_to_do(capsys, tmp_path):
+    src = XLWINGS_DIR / "quickstart_standalone.xlsm"
+    path = tmp_path / "quickstart.xlsm"
+    path.write_bytes(src.read_bytes())
+    code, out, _ = run(capsys, "excel", "--checks-only", str(path))
+    assert code == 1
+    assert 'FAIL  no xlwings.conf sheet: set "UDF Modules" to xlsxplan.udfs (ribbon or that sheet)' in out
+    assert "FAIL  no VBA module xlwings_udfs (it has Module1, xlwings): click Import Functions, then save" in out
+
+
+def test_an_xlsx_with_the_conf_sheet_still_needs_import_and_xlsm(capsys, tmp_path):
+    wb = openpyxl.Workbook()
+    add_conf_sheet(wb, {"UDF Modules": "mine;xlsxplan.udfs"})
+    wb.save(tmp_path / "plan.xlsx")
+    code, out, _ = run(capsys, "excel", "--checks-only", str(tmp_path / "plan.xlsx"))
+    assert code == 1
+    assert 'ok    the xlwings.conf sheet names xlsxplan.udfs under "UDF Modules"' in out
+    assert "FAIL  plan.xlsx is not .xlsm: after Import Functions, save it as .xlsm" in out
+    assert "FAIL  no VBA module xlwings_udfs (it has no VBA)" in out
+    wb = openpyxl.Workbook()
+    add_conf_sheet(wb, {"UDF Modules": "other.module"})
+    wb.save(tmp_path / "other.xlsx")
+    _, out, _ = run(capsys, "excel", "--checks-only", str(tmp_path / "other.xlsx"))
+    assert 'FAIL  the xlwings.conf sheet does not name xlsxplan.udfs under "UDF Modules"' in out
+
+
+@pytest.mark.parametrize("content", [None, b"plain text, not a workbook"])
+def test_an_unreadable_workbook_is_a_file_error(capsys, tmp_path, content):
+    path = tmp_path / "plan.xlsm"
+    if content is not None:
+        path.write_bytes(content)
+    code, _, err = run(capsys, "excel", "--checks-only", str(path))
+    assert code == 2
+    assert re.fullmatch(r"xlsxplan: error: cannot read .*plan\.xlsm: (no such file|not an Excel workbook .*)\n", err)
+
+
+# --- xlwings Lite -------------------------------------------------------------------------------------------------
+
+
+def test_lite_writes_main_and_requirements_and_never_overwrites_unasked(capsys, tmp_path):
+    folder = tmp_path / "lite"
+    code, out, _ = run(capsys, "excel", "--checks-only", "--lite", str(folder))
+    assert code == 0
+    assert (folder / "main.py").read_text(encoding="utf-8") == lite_bundle()
+    assert (folder / "requirements.txt").read_text(encoding="utf-8") == "".join(f"{r}\n" for r in LITE_REQUIREMENTS)
+    assert f"wrote {folder / 'main.py'}" in out
+    (folder / "main.py").write_text("# my own code", encoding="utf-8")
+    code, _, err = run(capsys, "excel", "--lite", str(folder))
+    assert code == 2 and err.endswith(
+        "main.py and " + str(folder / "requirements.txt") + " exist already; use --force to replace\n"
+    )
+    assert (folder / "main.py").read_text(encoding="utf-8") == "# my own code"
+    assert run(capsys, "excel", "--checks-only", "--force", "--lite", str(folder))[0] == 0
+    assert (folder / "main.py").read_text(encoding="utf-8") == lite_bundle()
+
+
+@given(st.text())
+def test_the_bundle_literal_holds_any_text_exactly(text):
+    assert eval(excel_setup._literal(text)) == text
+
+
+def test_the_bundle_carries_the_package_but_not_the_command_line():
+    files = bundle_files()
+    assert {"xlsxplan/__init__.py", "xlsxplan/udfs.py", "xlsxplan/registry.py", "xlsxplan/cells.py"} <= set(files)
+    assert "xlsxplan/catalog/models.toml" in files and "xlsxplan/catalog/accelerators.toml" in files
+    assert not [f for f in files if f.startswith("xlsxplan/cli/") or "__pycache__" in f]
+    assert files["xlsxplan/udfs.py"] == (Path(excel_setup.__file__).parent / "udfs.py").read_text(encoding="utf-8")
+
+
+_LITE_RUN = r"""
+import json, runpy, sys
+before = set(sys.modules)
+import numpy, pydantic.main, xlwings, docstring_parser  # loaded first, under the real platform name
+real, sys.platform = sys.platform, "emscripten"  # what Pyodide reports, so xlsxplan.udfs presents for Lite
+try:
+    g = runpy.run_path(sys.argv[1], run_name="main")
+finally:
+    sys.platform = real
+import xlsxplan, xlsxplan.udfs
+out = {"file": xlsxplan.__file__, "lite": xlsxplan.udfs.LITE, "kv": g["KV_BYTES_PER_TOKEN"](80, 8, 128, 2),
+       "layers": g["MODEL_SPEC"]("Qwen2.5-72B", "layers"), "column": g["DECODE_TOKS_TOTAL"](72.7, 1, 2, 3.35, [[1], [94]], 327680, 2300),
+       "names": sorted(n for n, v in g.items() if hasattr(v, "__name__") and v.__name__ == n and n.isupper())}
+try:
+    g["KV_BYTES_PER_TOKEN"](80, -1, 128)
+except Exception as err:
+    out["error"] = [type(err).__name__, str(err)]
+out["modules"] = sorted({m.split(".")[0] for m in set(sys.modules) - before})
+print(json.dumps(out))
+"""
+
+
+def test_the_lite_bundle_runs_alone_and_needs_only_its_requirements(tmp_path):
+    import json
+
+    main_py = tmp_path / "main.py"
+    main_py.write_text(lite_bundle(), encoding="utf-8")
+    proc = subprocess.run(
+        [sys.executable, "-c", _LITE_RUN, str(main_py)], capture_output=True, text=True, timeout=120, cwd=tmp_path
+    )
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert "/xlsxplan-" in out["file"] and not out["file"].startswith(str(Path(excel_setup.__file__).parents[1]))
+    assert out["lite"] is True
+    assert out["kv"] == 327680.0 and out["layers"] == 80.0
+    assert len(out["column"]) == 2 and round(out["column"][1][0]) == 4387  # seed 000 section 4, batch 94
+    assert out["names"] == sorted(registry.FUNCTIONS)
+    assert out["error"] == ["ExcelError", "#NUM! kv_heads must be a whole number from 1 to 1,000,000, got -1"]
+    # every third-party module the bundle loaded is a Lite requirement, or comes with one of them or with xlwings
+    allowed = {"xlwings", "xlsxplan"}
+    for requirement in [*LITE_REQUIREMENTS, "xlwings"]:
+        name = re.split(r"[<>=!~ ;\[]", requirement)[0]
+        allowed.add(name.replace("-", "_").lower())
+        for dep in importlib.metadata.requires(name) or []:
+            if "extra ==" not in dep:
+                allowed.add(re.split(r"[<>=!~ ;\[]", dep)[0].replace("-", "_").lower())
+    third_party = [m for m in out["modules"] if m not in sys.stdlib_module_names and not m.startswith("_")]
+    assert third_party and set(third_party) <= allowed, set(third_party) - allowed
+    assert not {"formulas", "openpyxl", "schedula", "tqdm", "tomli_w"} & set(out["modules"])
+
+
+def test_the_readme_excel_section_walks_both_set_ups_to_327680():
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Excel set-up", 1)[1].split("\n## ", 1)[0]
+    assert "<!-- section:" not in section
+    classic, lite = section.split("(xlwings Lite)", 1)
+    for needed in ("xlwings addin install", "Trust access to the VBA project", "UDF Modules", "xlsxplan.udfs",
+                   "xlwings.conf", "Import Functions", ".xlsm", "xlwings_udfs", FORMULA, EXPECTED):  # fmt: skip
+        assert needed in classic, needed
+    for needed in (
+        "Add-ins",
+        "xlwings Lite",
+        "xlsxplan excel --lite",
+        "requirements.txt",
+        "main.py",
+        FORMULA,
+        EXPECTED,
+    ):
+        assert needed in lite, needed
+    for requirement in LITE_REQUIREMENTS:  # the README names what Lite installs
+        assert re.split(r"[<>=]", requirement)[0] in lite
+    assert "#NUM! kv_heads must be a whole number from 1 to 1,000,000, got -1" in section
+    assert "#776" in section and "#1108" in section and "spill" in section

@@ -1,0 +1,100 @@
+"""Training memory in full (ZeRO, activations), PaLM's attention FLOPs and seed 003's recurrent layers."""
+
+from __future__ import annotations
+
+import pytest
+
+from xlsxplan.errors import ArgumentError, UnknownPresetError
+from xlsxplan.training_memory import (
+    activation_gb,
+    optimizer_bytes,
+    recurrent_params_b,
+    train_flops_per_token,
+    train_state_gb,
+)
+
+
+@pytest.mark.parametrize("stage, published_gb", [(0, 120), (1, 31.4), (2, 16.6), (3, 1.9)])
+def test_zero_figure_1_seven_and_a_half_billion_on_64_gpus(stage, published_gb):
+    # Rajbhandari et al. 2020, ZeRO, arXiv:1910.02054, Figure 1: Psi = 7.5B, K = 12 (mixed-precision Adam), Nd = 64:
+    # baseline 120 GB, P_os 31.4 GB, P_os+g 16.6 GB, P_os+g+p 1.9 GB per device.
+    assert train_state_gb(7.5, optimizer_bytes("adam"), stage, 64) == pytest.approx(published_gb, rel=0.02)
+
+
+def test_sixteen_bytes_per_parameter_is_the_unsharded_mixed_precision_adam():
+    assert train_state_gb(7, 12) == 112  # seed 003: "roughly 16 bytes per parameter"; 7B -> 112 GB
+    assert train_state_gb(7, optimizer_bytes("adam_fp32"), 0, 1, 1, "fp32", "fp32") == 112
+    assert train_state_gb(7, optimizer_bytes("sgd")) == 56
+    # model parallelism divides the model first, ZeRO-3 then divides by the data-parallel GPUs
+    assert train_state_gb(70, 12, 3, 8, 8) == pytest.approx(70 * 16 / 64)
+
+
+def test_optimizer_names():
+    assert optimizer_bytes("AdamW") == 12
+    assert optimizer_bytes("adam-8bit") == 6
+    assert optimizer_bytes("adafactor") == 4
+    with pytest.raises(UnknownPresetError, match=r"^optimizer 'lion' is not known; known: adam, adamw"):
+        optimizer_bytes("lion")
+
+
+# Korthikanti et al. 2022, arXiv:2205.05198. Table 3 configurations: GPT-3 175B a=96, h=12288, L=96, t=8;
+# MT-NLG 530B a=128, h=20480, L=105, t=8; sequence length 2048.
+GPT3 = dict(seq_len=2048, micro_batch=1, hidden=12288, heads=96, layers=96, tp=8)
+MTNLG = dict(seq_len=2048, micro_batch=1, hidden=20480, heads=128, layers=105, tp=8)
+
+
+def test_table_2_without_parallelism_is_sbh_34_plus_5as_over_h():
+    s, b, h, a = 2048, 4, 4096, 32
+    assert activation_gb(s, b, h, a, 1) * 1e9 == pytest.approx(s * b * h * (34 + 5 * a * s / h))
+
+
+def test_selective_recomputation_saves_70_and_65_percent():
+    # Section 4.2.2: 5as/h is 80 for GPT-3 and 64 for MT-NLG, so selective recomputation "saves 70% and 65% of the
+    # activation memory" with sequence parallelism (34 against 34 + 5as/h).
+    for cfg, saved in ((GPT3, 0.70), (MTNLG, 0.65)):
+        kept = activation_gb(**cfg, sequence_parallel=1, recompute="selective")
+        everything = activation_gb(**cfg, sequence_parallel=1, recompute="none")
+        assert 1 - kept / everything == pytest.approx(saved, abs=0.01)
+
+
+def test_sequence_parallelism_and_selective_recomputation_cut_activations_fivefold():
+    # Abstract and Figure 7: together they reduce activation memory about 5x against tensor parallelism alone.
+    for cfg in (GPT3, MTNLG):
+        ratio = activation_gb(**cfg) / activation_gb(**cfg, sequence_parallel=1, recompute="selective")
+        assert 4.5 < ratio < 6
+
+
+def test_full_recomputation_keeps_only_each_layers_input():
+    # Table 2, "full": 2 sbh per layer, divided by t once sequence parallelism splits the layer input
+    s, b, h = 2048, 1, 12288
+    assert activation_gb(**GPT3, recompute="full") * 1e9 == pytest.approx(96 * 2 * s * b * h)
+    assert activation_gb(**GPT3, sequence_parallel=1, recompute="full") * 1e9 == pytest.approx(96 * 2 * s * b * h / 8)
+
+
+def test_activation_gb_refuses_an_unknown_recompute_mode():
+    with pytest.raises(ArgumentError, match=r"^recompute must be one of none, selective, full, got 'partial'$"):
+        activation_gb(2048, 1, 4096, 32, 32, 1, 0, "partial")
+
+
+def test_palm_attention_term_gives_the_published_46_2_percent_mfu():
+    # Chowdhery et al. 2022, PaLM, arXiv:2204.02311, Appendix B and Table 3: 540B (540.35B; L 118, H 48, Q 256,
+    # T 2048) trains at 238.3K tokens/s on 6,144 TPU v4 chips of 275 TFLOP/s: 46.2% MFU counting 12 L H Q T.
+    peak = 6144 * 275e12
+    with_attention = train_flops_per_token(540.35, 118, 48, 256, 2048) * 238.3e3 / peak
+    assert round(with_attention, 3) == 0.462
+    assert round(6 * 540.35e9 * 238.3e3 / peak, 3) == 0.457  # 6N alone misses it
+
+
+def test_parameter_golf_recurrence_raises_the_rate_to_1_8_pflops():
+    # Seed 003 "Eight H100s": 35.95M parameters at 6.55M tokens/s is 1.41 PFLOP/s by 6N; layers 3-5 applied two
+    # more times after step 2,204 of 4,997 raise it to about 1.8 PFLOP/s, 23% of 7.92 PFLOP/s dense BF16.
+    # Assumption: d_model 512, 8 heads / 4 KV heads of 64, MLP 4x (two matrices): 2,883,584 parameters per layer.
+    d = 512
+    layer = d * d + 2 * d * 256 + d * d + 2 * d * 4 * d
+    assert layer == 2_883_584
+    share = (4997 - 2204) / 4997
+    effective = recurrent_params_b(0.03595, layer / 1e9, 3, 2, share)
+    rate = 6 * effective * 1e9 * 6.55e6
+    assert rate / 1e15 == pytest.approx(1.8, abs=0.05)
+    assert rate / (8 * 989.5e12) == pytest.approx(0.23, abs=0.005)
+    assert recurrent_params_b(0.03595, layer / 1e9, 3, 0) == 0.03595

@@ -1,0 +1,116 @@
+"""``xlsxplan model add|list|show``: import a model from its Hugging Face config.json, list and inspect presets."""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+from pathlib import Path
+
+from .common import EXIT_OK, human_number
+
+ORDER = 40
+
+
+def _default_name(config: dict, path: Path) -> str | None:
+    name = config.get("_name_or_path")
+    if isinstance(name, str) and name.strip() and not name.startswith(("/", ".")):
+        return name.strip().rsplit("/", 1)[-1]
+    if path.stem.lower() != "config":  # gemma-2-9b.json
+        return path.stem
+    return path.resolve().parent.name or None  # models/gemma-2-9b/config.json
+
+
+def add(args: argparse.Namespace) -> int:
+    from .. import __version__, architecture
+    from ..catalog import load_catalog, save_user_preset
+    from ..errors import ArgumentError
+    from ..hfconfig import figures_from_config, read_config
+
+    path = Path(args.config)
+    config = read_config(path)
+    name = args.name or _default_name(config, path)
+    if not name:
+        raise ArgumentError("give the preset a name with --name", "name")
+    figures = figures_from_config(config, str(path))
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()[:12]
+    source = (
+        f"{path.name} (sha256 {digest}...), a Hugging Face config.json, imported by xlsxplan {__version__}: "
+        "architecture fields as given; params_b and active_params_b counted from the shape "
+        "(embeddings, attention, gated MLPs, experts and router, norms)"
+    )
+    saved = save_user_preset("model", name, figures, source, replace=args.replace)
+    preset = load_catalog().models.get(name)
+    total, active = preset.params_b, preset.figure("active_params_b")
+    print(f"added {name} to {saved}")
+    print(f"  parameters  {human_number(total)}B total, {human_number(active)}B active per token")  # type: ignore[arg-type]
+    kv = architecture.model_kv_bytes_per_token(name)
+    print(f"  KV cache    {human_number(kv)} bytes per token in BF16 (before any window)")
+    print(f'  use it as   =MODEL_SPEC("{name}", "layers"), =MODEL_KV_GB("{name}", 8192)')
+    return EXIT_OK
+
+
+def _user_names() -> set[str]:
+    import sys
+
+    from ..catalog import user_catalog_dir
+
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover
+        import tomli as tomllib
+
+    path = user_catalog_dir() / "models.toml"
+    if not path.is_file():
+        return set()
+    return set(tomllib.loads(path.read_text(encoding="utf-8")).get("models", {}))
+
+
+def list_models(args: argparse.Namespace) -> int:
+    from ..catalog import load_catalog
+
+    table = load_catalog().models
+    mine = _user_names()
+    for name in table.names():
+        preset = table.get(name)
+        mark = "  (user)" if name in mine else ""
+        print(f"{name:24s} {human_number(preset.params_b):>10}B{mark}")  # type: ignore[attr-defined]
+    return EXIT_OK
+
+
+def show(args: argparse.Namespace) -> int:
+    from ..architecture import preset_figures
+    from ..catalog import load_catalog
+
+    table = load_catalog().models
+    preset = table.get(args.name)
+    print(preset.id)
+    cited: dict[str, list[str]] = {}
+    for field, value in preset_figures(preset).items():  # type: ignore[arg-type]
+        print(f"  {field:22s} {value}")
+        cited.setdefault(table.citation(preset.id, field), []).append(field)
+    print("sources")
+    for citation, fields in cited.items():
+        print(f"  {', '.join(fields)}: {citation}")
+    return EXIT_OK
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("model", help="import a model from its config.json; list and show model presets")
+    models = p.add_subparsers(dest="model_command", metavar="ACTION")
+    models.required = True
+    a = models.add_parser(
+        "add",
+        help="add a model preset from a Hugging Face config.json you have (nothing is downloaded)",
+        description="Derive the architecture fields and the parameter count from a Hugging Face config.json and save "
+        "them as a preset in your own catalog folder ($XLSXPLAN_CATALOG_DIR, else the platform config folder). "
+        "The preset is then usable by name in every formula and template.",
+    )
+    a.add_argument("config", help="path to the model's config.json")
+    a.add_argument("--name", help="preset name (default: the config's _name_or_path, else its folder name)")
+    a.add_argument("--replace", action="store_true", help="replace a user preset of the same name")
+    a.set_defaults(handler=add)
+    ls = models.add_parser("list", help="list the model presets, shipped and yours")
+    ls.set_defaults(handler=list_models)
+    s = models.add_parser("show", help="show a model preset's figures and their sources")
+    s.add_argument("name", help="a model name or alias")
+    s.set_defaults(handler=show)

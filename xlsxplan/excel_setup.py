@@ -1,0 +1,341 @@
+"""Getting the xlsxplan functions into Excel: the set-up steps, the checks ``xlsxplan excel`` runs, the Lite bundle.
+
+Two runtimes reach Excel (see :mod:`xlsxplan.udfs`):
+
+* **classic xlwings**: Windows desktop Excel with the xlwings add-in calls a local Python that has xlsxplan
+  installed. A workbook names ``xlsxplan.udfs`` under "UDF Modules"; Import Functions writes a VBA module,
+  ``xlwings_udfs``, into it, so it must be saved as ``.xlsm``.
+* **xlwings Lite**: an Office add-in (Excel on Windows, macOS and the web) that runs Python in the browser
+  (Pyodide). Its code lives in the workbook (a ``main.py`` and a ``requirements.txt`` edited in Lite's task pane)
+  and its packages come from PyPI or Pyodide. xlsxplan is not on PyPI yet, so :func:`lite_bundle` writes a single
+  ``main.py`` that carries xlsxplan's source as readable text, unpacks it into Pyodide's in-memory file system and
+  exposes every function; :func:`lite_requirements` lists what it needs. Once pasted into a workbook, whoever
+  opens that workbook with Lite needs nothing else.
+
+The checks are plain functions returning :class:`Check` results, so the command line only prints them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.metadata
+import platform
+import re
+import struct
+import sys
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import __version__, registry
+from .errors import WorkbookError
+from .xlwings_conf import SHEET_NAME, UDF_MODULE
+
+__all__ = [
+    "Check",
+    "CLASSIC_STEPS",
+    "LITE_STEPS",
+    "FORMULA",
+    "EXPECTED",
+    "machine_checks",
+    "workbook_checks",
+    "vba_module_names",
+    "lite_bundle",
+    "lite_requirements",
+    "bundle_files",
+]
+
+VBA_MODULE = "xlwings_udfs"
+"""The VBA module xlwings' Import Functions writes into a workbook."""
+
+FORMULA = "=KV_BYTES_PER_TOKEN(80,8,128,2)"
+EXPECTED = "327680"
+
+CLASSIC_STEPS = (
+    "Install Python 3.10 or later, then xlsxplan (xlwings comes with it): "
+    'python -m pip install "PATH\\TO\\xlsxplan" (a checkout of this repository, or a wheel built from it).',
+    "Install the xlwings add-in: xlwings addin install. Restart Excel; an xlwings tab appears on the ribbon.",
+    "In Excel: File > Options > Trust Center > Trust Center Settings > Macro Settings: tick "
+    '"Trust access to the VBA project object model" (Import Functions writes VBA into the workbook).',
+    f'Open the workbook and point "UDF Modules" at {UDF_MODULE}: workbooks made by xlsxplan carry an '
+    f'{SHEET_NAME} sheet that does it; otherwise type {UDF_MODULE} in the "UDF Modules" box of the xlwings tab, '
+    f'or add a sheet named {SHEET_NAME} with "UDF Modules" in A1 and {UDF_MODULE} in B1. If Excel should use a '
+    'Python other than the one on the PATH, set it in the "Interpreter" box.',
+    f'Click "Import Functions" on the xlwings tab. It writes the VBA module {VBA_MODULE} into the workbook.',
+    "Save the workbook as an Excel Macro-Enabled Workbook (.xlsm), or the imported functions are lost.",
+    f"Type {FORMULA} into a cell: it shows {EXPECTED}.",
+)
+"""Windows desktop Excel with the classic xlwings add-in."""
+
+LITE_STEPS = (
+    "In Excel (Microsoft 365 or Office 2021 or later, on Windows, macOS or the web): Home > Add-ins, search for "
+    "xlwings, and add xlwings Lite. Its editor opens on the right (reopen it with the xlwings Lite button).",
+    "On any machine with Python and xlsxplan, run: xlsxplan excel --lite xlsxplan-lite. It writes "
+    "xlsxplan-lite/main.py (xlsxplan's code in one file, as it is not on PyPI yet) and xlsxplan-lite/requirements.txt.",
+    "In Lite's editor, open the requirements.txt tab and add the lines of the written requirements.txt to what "
+    "is there (keep its xlwings line). Lite installs them (see its Output pane).",
+    "Open the main.py tab and replace its content with the written main.py (select all, paste). Lite keeps the "
+    "code in the workbook and registers every xlsxplan function; anyone who opens the workbook with Lite has them.",
+    f"Type {FORMULA} into a cell: it shows {EXPECTED}.",
+)
+"""Excel on Windows, macOS or the web with the xlwings Lite add-in."""
+
+
+@dataclass(frozen=True)
+class Check:
+    """One check: ``ok`` is True (passed), False (failed) or None (for information only)."""
+
+    ok: bool | None
+    text: str
+
+    @property
+    def label(self) -> str:
+        return {True: "ok", False: "FAIL", None: "info"}[self.ok]
+
+
+def machine_checks() -> list[Check]:
+    """What can be checked on this machine without Excel."""
+    checks = []
+    try:
+        checks.append(Check(True, f"xlwings {importlib.metadata.version('xlwings')} is installed"))
+    except importlib.metadata.PackageNotFoundError:
+        checks.append(Check(False, "xlwings is not installed: python -m pip install xlwings"))
+    system = platform.system() or sys.platform
+    if system == "Windows":
+        checks.append(Check(None, "Windows: classic xlwings UDFs (desktop Excel) and xlwings Lite both work here"))
+    else:
+        checks.append(
+            Check(None, f"{system}: classic xlwings UDFs need Windows desktop Excel; use xlwings Lite in Excel here")
+        )
+    try:
+        module = importlib.import_module(UDF_MODULE)
+    except Exception as err:  # any failure to import is the finding, reported in one line
+        checks.append(Check(False, f"{UDF_MODULE} does not import: {type(err).__name__}: {err}"))
+        return checks
+    missing = [name for name in registry.FUNCTIONS if not callable(getattr(module, name, None))]
+    if missing:
+        checks.append(Check(False, f"{UDF_MODULE} lacks {len(missing)} registry functions: {', '.join(missing)}"))
+    else:
+        checks.append(Check(True, f"{UDF_MODULE} imports and exposes all {len(registry.FUNCTIONS)} functions"))
+    return checks
+
+
+def workbook_checks(path: Path) -> list[Check]:
+    """Whether a workbook is set up for classic xlwings. Raises :class:`WorkbookError` if it cannot be read."""
+    path = Path(path)
+    if not path.is_file():
+        raise WorkbookError(f"cannot read {path}: no such file")
+    if not zipfile.is_zipfile(path):
+        raise WorkbookError(f"cannot read {path}: not an Excel workbook (.xlsx or .xlsm)")
+    checks = [_conf_check(path)]
+    suffix = path.suffix.lower()
+    if suffix in (".xlsm", ".xlam"):
+        checks.append(Check(True, f"{path.name} is a macro-enabled workbook ({suffix})"))
+    else:
+        checks.append(Check(False, f"{path.name} is not .xlsm: after Import Functions, save it as .xlsm"))
+    modules = vba_module_names(path)
+    if VBA_MODULE in modules:
+        checks.append(Check(True, f"the VBA module {VBA_MODULE} is there (Import Functions was run)"))
+    else:
+        found = f" (it has {', '.join(modules)})" if modules else " (it has no VBA)"
+        checks.append(Check(False, f"no VBA module {VBA_MODULE}{found}: click Import Functions, then save"))
+    return checks
+
+
+def _conf_check(path: Path) -> Check:
+    import openpyxl
+
+    from .xlwings_conf import read_conf_sheet
+
+    try:
+        wb = openpyxl.load_workbook(path, read_only=True)
+    except Exception as err:  # openpyxl raises many kinds on a damaged file
+        raise WorkbookError(f"cannot read {path}: {type(err).__name__}: {err}") from None
+    try:
+        settings = read_conf_sheet(wb)
+    finally:
+        wb.close()
+    if not settings:
+        return Check(False, f'no {SHEET_NAME} sheet: set "UDF Modules" to {UDF_MODULE} (ribbon or that sheet)')
+    modules = [m.strip() for m in settings.get("UDF Modules", "").split(";")]
+    if UDF_MODULE in modules:
+        return Check(True, f'the {SHEET_NAME} sheet names {UDF_MODULE} under "UDF Modules"')
+    return Check(False, f'the {SHEET_NAME} sheet does not name {UDF_MODULE} under "UDF Modules"')
+
+
+# --- the VBA project inside an .xlsm ------------------------------------------------------------------------------
+
+_CFB_SIGNATURE = bytes.fromhex("D0CF11E0A1B11AE1")
+_END_OF_CHAIN = 0xFFFFFFFE
+_FREE = 0xFFFFFFFF
+
+
+def vba_module_names(path: Path) -> list[str]:
+    """The standard VBA modules of a workbook (``Module=`` lines of its VBA project), [] if it has no VBA.
+
+    ``xl/vbaProject.bin`` is a Compound File Binary ([MS-CFB]); its ``PROJECT`` stream is text listing the modules
+    ([MS-OVBA] 2.3.1). Only reading is needed, so this small reader does without a dependency.
+    """
+    with zipfile.ZipFile(path) as zf:
+        try:
+            data = zf.read("xl/vbaProject.bin")
+        except KeyError:
+            return []
+    try:
+        text = _cfb_stream(data, "PROJECT").decode("latin-1")
+    except (ValueError, IndexError, struct.error) as err:
+        raise WorkbookError(f"cannot read the VBA project of {path}: {err}") from None
+    names = []
+    for line in text.splitlines():
+        key, _, value = line.partition("=")
+        if key.strip() == "Module" and value.strip():
+            names.append(value.strip())
+    return names
+
+
+def _cfb_stream(data: bytes, wanted: str) -> bytes:
+    if data[:8] != _CFB_SIGNATURE:
+        raise ValueError("not a compound file")
+    sector_size = 1 << struct.unpack_from("<H", data, 0x1E)[0]
+    mini_size = 1 << struct.unpack_from("<H", data, 0x20)[0]
+    first_dir, _, cutoff, first_minifat, n_minifat, first_difat, n_difat = struct.unpack_from("<7I", data, 0x30)
+
+    def sector(sid: int) -> bytes:
+        start = (sid + 1) * sector_size
+        if sid >= 0xFFFFFFFA or start >= len(data):
+            raise ValueError(f"sector {sid} is outside the file")
+        return data[start : start + sector_size]
+
+    fat_sectors = [s for s in struct.unpack_from("<109I", data, 0x4C) if s != _FREE]
+    sid = first_difat
+    for _ in range(n_difat):  # further FAT sector numbers, 127 per DIFAT sector plus a link
+        entries = struct.unpack(f"<{sector_size // 4}I", sector(sid))
+        fat_sectors += [s for s in entries[:-1] if s != _FREE]
+        sid = entries[-1]
+    fat: list[int] = []
+    for s in fat_sectors:
+        fat += struct.unpack(f"<{sector_size // 4}I", sector(s))
+
+    def chain(start: int, table: list[int]) -> list[int]:
+        out = []
+        while start != _END_OF_CHAIN:
+            if start >= len(table) or len(out) > len(table):
+                raise ValueError("a broken sector chain")
+            out.append(start)
+            start = table[start]
+        return out
+
+    directory = b"".join(sector(s) for s in chain(first_dir, fat))
+    entries = []
+    for off in range(0, len(directory) - 127, 128):
+        name_len = struct.unpack_from("<H", directory, off + 64)[0]
+        name = directory[off : off + max(name_len - 2, 0)].decode("utf-16-le", "replace")
+        kind = directory[off + 66]
+        start, size = struct.unpack_from("<IQ", directory, off + 116)
+        entries.append((name, kind, start, size if sector_size == 4096 else size & 0xFFFFFFFF))
+    root = next(e for e in entries if e[1] == 5)
+    for name, kind, start, size in entries:
+        if kind != 2 or name != wanted:
+            continue
+        if size >= cutoff:
+            return b"".join(sector(s) for s in chain(start, fat))[:size]
+        minifat: list[int] = []
+        for s in chain(first_minifat, fat)[:n_minifat]:
+            minifat += struct.unpack(f"<{sector_size // 4}I", sector(s))
+        mini_stream = b"".join(sector(s) for s in chain(root[2], fat))
+        return b"".join(mini_stream[m * mini_size : (m + 1) * mini_size] for m in chain(start, minifat))[:size]
+    raise ValueError(f"no {wanted} stream")
+
+
+# --- xlwings Lite ---------------------------------------------------------------------------------------------------
+
+LITE_REQUIREMENTS = ("numpy", "pydantic", "docstring-parser>=0.16", "platformdirs>=3")
+"""What the bundled xlsxplan needs in Lite besides xlwings. numpy and pydantic come built for Pyodide, whose
+version Lite decides (its docs: do not pin those); the others are pure Python from PyPI."""
+
+_TEXT_SUFFIXES = (".py", ".toml", ".json", ".csv", ".txt")
+_LEFT_OUT = ("cli/", "__main__.py")  # the command line has no use in a browser
+
+
+def bundle_files() -> dict[str, str]:
+    """The package files a Lite bundle carries: path inside the package -> text, in a stable order."""
+    root = Path(__file__).resolve().parent
+    files = {}
+    for path in sorted(root.rglob("*")):
+        rel = path.relative_to(root).as_posix()
+        if not path.is_file() or "__pycache__" in rel or rel.startswith(_LEFT_OUT):
+            continue
+        if path.suffix in _TEXT_SUFFIXES:
+            files[f"xlsxplan/{rel}"] = path.read_text(encoding="utf-8")
+    return files
+
+
+def _literal(text: str) -> str:
+    """``text`` as a triple-quoted Python literal that reads like the file it holds."""
+    body = text.replace("\\", "\\\\").replace('"""', '""\\"')
+    body = re.sub(r"[\x00-\x08\x0b-\x1f\x7f]", lambda m: f"\\x{ord(m.group()):02x}", body)  # \r, \0 and the like
+    if body.endswith('"'):
+        body = body[:-1] + '\\"'
+    return '"""' + body + '"""'
+
+
+def lite_requirements() -> str:
+    """The lines to add to Lite's requirements.txt tab."""
+    return "".join(f"{r}\n" for r in LITE_REQUIREMENTS)
+
+
+def lite_bundle() -> str:
+    """A single ``main.py`` for xlwings Lite that carries xlsxplan and exposes every function."""
+    files = bundle_files()
+    digest = hashlib.sha256("\0".join(f"{k}\0{v}" for k, v in files.items()).encode("utf-8")).hexdigest()
+    names = ", ".join(repr(n) for n in registry.FUNCTIONS)
+    parts = [
+        f'''"""xlsxplan {__version__} for xlwings Lite: every xlsxplan function, e.g. {FORMULA} shows {EXPECTED}.
+
+Generated by `xlsxplan excel --lite`. Paste all of it into the main.py tab of xlwings Lite, and add the lines of
+the requirements.txt written beside it to Lite's requirements.txt tab. xlsxplan is not on PyPI yet, so its source
+travels here, as the text of each file below (sha256 {digest}); on loading, it is written to Pyodide's in-memory
+file system and imported from there. Your own functions can go at the end of this file.
+"""
+
+import os as _os
+import sys as _sys
+import tempfile as _tempfile
+
+_XLSXPLAN_VERSION = {__version__!r}
+_XLSXPLAN_DIGEST = {digest!r}
+_XLSXPLAN_FUNCTIONS = ({names},)
+_XLSXPLAN_FILES = {{
+''',
+    ]
+    for rel, text in files.items():
+        parts.append(f"    {rel!r}: {_literal(text)},\n")
+    parts.append(
+        """}
+
+
+def _xlsxplan_install():
+    root = _os.path.join(_tempfile.gettempdir(), "xlsxplan-" + _XLSXPLAN_DIGEST[:16])
+    for rel, text in _XLSXPLAN_FILES.items():
+        path = _os.path.join(root, *rel.split("/"))
+        _os.makedirs(_os.path.dirname(path), exist_ok=True)
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+    for name in [m for m in _sys.modules if m == "xlsxplan" or m.startswith("xlsxplan.")]:
+        if not (getattr(_sys.modules[name], "__file__", "") or "").startswith(root):
+            del _sys.modules[name]  # an older copy loaded before this one
+    if root not in _sys.path:
+        _sys.path.insert(0, root)
+    from xlsxplan import udfs
+
+    return udfs
+
+
+_xlsxplan_udfs = _xlsxplan_install()
+for _name in _XLSXPLAN_FUNCTIONS:
+    globals()[_name] = getattr(_xlsxplan_udfs, _name)
+del _name
+"""
+    )
+    return "".join(parts)

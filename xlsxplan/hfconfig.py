@@ -1,0 +1,166 @@
+"""A model preset from a Hugging Face ``config.json``: architecture fields and the parameter count they imply.
+
+The file is one the user already has (nothing is downloaded). Field names follow the ``transformers`` configuration
+classes of each family; where a config leaves a field out, the family's default applies (Gemma ties its embeddings,
+Llama does not). The parameter count is derived from the shape by :func:`xlsxplan.architecture.count_params`, so a
+preset made here and a shipped one are counted the same way.
+
+Supported ``model_type`` values are those whose weights :func:`~xlsxplan.architecture.count_params` describes: gated
+MLPs, grouped-query or latent attention, optional routed and shared experts. Others are refused by name rather than
+counted wrongly.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from .architecture import count_params
+from .catalog import ModelPreset
+from .errors import ArgumentError
+
+__all__ = ["SUPPORTED", "figures_from_config", "read_config"]
+
+SUPPORTED = (
+    "llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "gemma", "gemma2", "gemma3",
+    "gemma3_text", "deepseek_v2", "deepseek_v3",
+)  # fmt: skip
+
+_TIED_BY_DEFAULT = ("gemma", "gemma2", "gemma3", "gemma3_text")
+
+
+def read_config(path: str | Path) -> dict[str, Any]:
+    """The JSON object in ``path``; a file or JSON error becomes an :class:`ArgumentError` naming the file."""
+    p = Path(path)
+    try:
+        data = json.loads(p.read_text(encoding="utf-8"))
+    except OSError as err:
+        raise ArgumentError(f"{p}: cannot be read: {err.strerror or err}", "config") from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise ArgumentError(f"{p}: not a JSON config file: {err}", "config") from None
+    if not isinstance(data, dict):
+        raise ArgumentError(f"{p}: a config.json holds one JSON object, got {type(data).__name__}", "config")
+    return data
+
+
+def _text_config(config: dict[str, Any]) -> dict[str, Any]:
+    """The language model's part of a config (multimodal configs nest it under ``text_config``)."""
+    if "num_hidden_layers" not in config and isinstance(config.get("text_config"), dict):
+        merged = dict(config["text_config"])
+        merged.setdefault("model_type", config.get("model_type"))
+        return merged
+    return config
+
+
+def _whole(config: dict[str, Any], key: str, where: str, default: int | None = None) -> int:
+    value = config.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        shown = "missing" if key not in config else f"{value!r}"
+        raise ArgumentError(f"{where}: {key} must be a positive whole number, got {shown}", key)
+    return value
+
+
+def _window_layers(c: dict[str, Any], model_type: str, layers: int) -> tuple[int | None, int | None]:
+    """(sliding_window, layers limited to it), or (None, None) when every layer sees the whole context."""
+    window = c.get("sliding_window")
+    if not window or c.get("use_sliding_window") is False:
+        return None, None
+    if isinstance(c.get("layer_types"), list):  # newer configs list every layer
+        count = sum(1 for t in c["layer_types"] if t == "sliding_attention")
+    elif model_type == "gemma2":  # even layers are local (Gemma 2, arXiv:2408.00118, section 2)
+        count = math.ceil(layers / 2)
+    elif model_type in ("gemma3", "gemma3_text"):  # every p-th layer is global (Gemma 3: p = 6)
+        pattern = c.get("sliding_window_pattern") or c.get("_sliding_window_pattern") or 6
+        count = layers - layers // pattern
+    elif model_type in ("qwen2", "qwen2_moe", "qwen3", "qwen3_moe"):  # layers from max_window_layers on
+        count = layers - min(layers, c.get("max_window_layers", layers))
+    else:  # Mistral-7B v0.1: every layer
+        count = layers
+    return (window, count) if count else (None, None)
+
+
+def _dense_layers(c: dict[str, Any], model_type: str, layers: int) -> int:
+    if "first_k_dense_replace" in c:  # DeepSeek: the first k layers keep a dense MLP
+        return int(c["first_k_dense_replace"])
+    step = c.get("decoder_sparse_step", 1) or 1
+    only = set(c.get("mlp_only_layers") or ())
+    moe = sum(1 for i in range(layers) if i not in only and (i + 1) % step == 0)
+    return layers - moe
+
+
+def _shared_experts(c: dict[str, Any], moe_intermediate: int | None, where: str) -> int | None:
+    if "n_shared_experts" in c:
+        return c["n_shared_experts"] or 0
+    size = c.get("shared_expert_intermediate_size")  # Qwen2-MoE: one wide shared expert
+    if size and moe_intermediate:
+        if size % moe_intermediate:
+            raise ArgumentError(
+                f"{where}: shared_expert_intermediate_size {size} is not a multiple of moe_intermediate_size "
+                f"{moe_intermediate}",
+                "shared_expert_intermediate_size",
+            )
+        return size // moe_intermediate
+    return None
+
+
+def figures_from_config(config: dict[str, Any], where: str = "config.json") -> dict[str, Any]:
+    """Catalog figures for a model preset from a Hugging Face config: shape, context and parameter counts.
+
+    Returns the fields of :class:`~xlsxplan.catalog.ModelPreset` (``params_b`` and, for a mixture of experts,
+    ``active_params_b`` derived from the shape), ready for :func:`xlsxplan.catalog.save_user_preset`.
+    """
+    c = _text_config(config)
+    model_type = str(c.get("model_type") or "")
+    if model_type not in SUPPORTED:
+        raise ArgumentError(
+            f"{where}: model_type {model_type or 'missing'!r} is not supported; supported: {', '.join(SUPPORTED)}",
+            "model_type",
+        )
+    layers = _whole(c, "num_hidden_layers", where)
+    hidden = _whole(c, "hidden_size", where)
+    heads = _whole(c, "num_attention_heads", where)
+    mla = bool(c.get("kv_lora_rank"))
+    figures: dict[str, Any] = {
+        "layers": layers,
+        "hidden": hidden,
+        "heads": heads,
+        "kv_heads": _whole(c, "num_key_value_heads", where, default=heads),
+        "head_dim": _whole(c, "qk_nope_head_dim" if mla else "head_dim", where, default=hidden // heads),
+        "vocab": _whole(c, "vocab_size", where),
+        "context": _whole(c, "max_position_embeddings", where),
+        "intermediate": _whole(c, "intermediate_size", where),
+        "tied_embeddings": bool(c.get("tie_word_embeddings", model_type in _TIED_BY_DEFAULT)),
+    }
+    experts = c.get("num_local_experts") or c.get("num_experts") or c.get("n_routed_experts")
+    if experts:
+        moe_intermediate = c.get("moe_intermediate_size")
+        figures.update(
+            experts=experts,
+            experts_per_token=_whole(c, "num_experts_per_tok", where),
+            moe_intermediate=moe_intermediate,
+            shared_experts=_shared_experts(c, moe_intermediate, where),
+            dense_layers=_dense_layers(c, model_type, layers) or None,
+        )
+    if mla:
+        figures.update(
+            kv_lora_rank=c["kv_lora_rank"],
+            qk_rope_head_dim=_whole(c, "qk_rope_head_dim", where),
+            q_lora_rank=c.get("q_lora_rank") or None,
+        )
+    window, window_layers = _window_layers(c, model_type, layers)
+    figures.update(sliding_window=window, sliding_window_layers=window_layers)
+    figures = {k: v for k, v in figures.items() if v is not None}
+    try:
+        shape = ModelPreset.model_validate({"id": "config", "source": "config", "params_b": 1, **figures})
+    except ValidationError as err:
+        first = err.errors()[0]
+        raise ArgumentError(f"{where}: {'.'.join(map(str, first['loc'])) or 'config'}: {first['msg']}") from None
+    total, active = count_params(shape)
+    figures["params_b"] = round(total / 1e9, 6)
+    if experts:
+        figures["active_params_b"] = round(active / 1e9, 6)
+    return figures

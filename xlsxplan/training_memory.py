@@ -1,0 +1,272 @@
+"""Training memory in full, and the FLOPs that 6N leaves out: attention and recurrently reused layers.
+
+Training memory has two parts. The model state (weights, gradients, optimizer states) is a number of bytes per
+parameter, divided across data-parallel GPUs by ZeRO's stages or FSDP. The activations kept for the backward pass
+depend on sequence length, micro-batch, width, heads and the parallelism and recomputation chosen, and for large
+models they are the larger part.
+
+Units: parameters in billions, memory in decimal GB, bytes per value as numbers or precision names.
+
+References
+----------
+.. [1] Rajbhandari et al. 2020, "ZeRO: Memory Optimizations Toward Training Trillion Parameter Models",
+   arXiv:1910.02054, sections 3.1 and 5 and Figure 1 (2 + 2 + K bytes per parameter, K = 12 for mixed-precision
+   Adam; stages P_os, P_os+g, P_os+g+p).
+.. [2] Korthikanti et al. 2022, "Reducing Activation Recomputation in Large Transformer Models", arXiv:2205.05198,
+   section 4 and Table 2 (activation bytes per layer with tensor and sequence parallelism and recomputation).
+.. [3] Chowdhery et al. 2022, "PaLM", arXiv:2204.02311, Appendix B (6N + 12 L H Q T FLOPs per token).
+.. [4] Seed 003, "Estimating the Compute and Memory Needed for Language Models", "Eight H100s: Specification Versus
+   the Record" (layers 3-5 applied two more times after step 2,204; about 1.8 PFLOP/s, 23% of dense peak).
+"""
+
+from __future__ import annotations
+
+from .domains import (
+    Batch,
+    Count,
+    CountOrZero,
+    Flag,
+    Fraction,
+    GPUs,
+    Name,
+    ParamsB,
+    Passes,
+    StateBytes,
+    Tokens,
+    TrainBytes,
+    ZeroStage,
+    checked,
+)
+from .errors import ArgumentError, UnknownPresetError
+
+__all__ = [
+    "OPTIMIZERS",
+    "optimizer_bytes",
+    "train_state_gb",
+    "activation_gb",
+    "train_flops_per_token",
+    "recurrent_params_b",
+]
+
+_GIGA = 1e9
+
+OPTIMIZERS: dict[str, tuple[float, str]] = {
+    "adam": (12.0, "mixed precision: FP32 master weights, momentum and variance, 4 bytes each (ZeRO, arXiv:1910.02054, "
+             "section 3.1: K = 12)"),
+    "adamw": (12.0, "as adam: decoupled weight decay adds no state (Loshchilov & Hutter 2019, arXiv:1711.05101)"),
+    "adam_fp32": (8.0, "pure FP32 training: momentum and variance only, the weights themselves are FP32 (give "
+                  "weight_bytes 4 and grad_bytes 4)"),
+    "adam_8bit": (6.0, "FP32 master weights and 8-bit momentum and variance (Dettmers et al. 2022, '8-bit Optimizers "
+                  "via Block-wise Quantization', arXiv:2110.02861)"),
+    "sgd_momentum": (8.0, "mixed precision: FP32 master weights and momentum"),
+    "sgd": (4.0, "mixed precision: FP32 master weights only"),
+    "adafactor": (4.0, "FP32 master weights; factored second moments (rows + columns, negligible) and no momentum "
+                  "(Shazeer & Stern 2018, arXiv:1804.04235, section 3)"),
+}  # fmt: skip
+"""Optimizer state bytes per parameter (K in ZeRO's 2 + 2 + K), FP32 master weights included where kept."""
+
+_ALIASES = {"adam_mixed": "adam", "adamw_mixed": "adam", "adam8bit": "adam_8bit", "momentum": "sgd_momentum"}
+
+_RECOMPUTE = ("none", "selective", "full")
+
+
+@checked
+def optimizer_bytes(optimizer: Name) -> float:
+    """Optimizer state bytes per parameter for a named optimizer, FP32 master weights included where kept.
+
+    Parameters
+    ----------
+    optimizer : str
+        adam or adamw (mixed precision), adam_fp32, adam_8bit, sgd_momentum, sgd or adafactor [name].
+
+    Returns
+    -------
+    float
+        Optimizer state per parameter, K in ZeRO's 2 + 2 + K [bytes].
+
+    Notes
+    -----
+    Mixed-precision Adam keeps FP32 master weights, momentum and variance: K = 12 (ZeRO, arXiv:1910.02054,
+    section 3.1), making 16 bytes per parameter with the FP16 weight and gradient. The others are listed in
+    xlsxplan.training_memory.OPTIMIZERS with their sources.
+    """
+    key = optimizer.strip().lower().replace("-", "_").replace(" ", "_")
+    key = _ALIASES.get(key, key)
+    if key not in OPTIMIZERS:
+        raise UnknownPresetError(f"optimizer {optimizer!r} is not known; known: {', '.join(OPTIMIZERS)}", "optimizer")
+    return OPTIMIZERS[key][0]
+
+
+@checked
+def train_state_gb(
+    params_b: ParamsB,
+    optimizer_bytes: StateBytes = 12,
+    zero_stage: ZeroStage = 0,
+    dp: GPUs = 1,
+    model_parallel: GPUs = 1,
+    weight_bytes: TrainBytes = 2,
+    grad_bytes: TrainBytes = 2,
+) -> float:
+    """Weights, gradients and optimizer states one GPU holds, with ZeRO or FSDP sharding across data-parallel GPUs.
+
+    Parameters
+    ----------
+    params_b : float
+        Parameters of the model, in billions [B params].
+    optimizer_bytes : float, default 12
+        Optimizer state per parameter, from OPTIMIZER_BYTES; 12 for mixed-precision Adam [bytes].
+    zero_stage : int, default 0
+        0 replicates everything; 1 shards optimizer states, 2 also gradients, 3 (FSDP full shard) also weights [stage].
+    dp : int, default 1
+        Data-parallel GPUs the states are sharded over [count].
+    model_parallel : int, default 1
+        Tensor times pipeline parallel GPUs each holding a slice of the model [count].
+    weight_bytes : float, default 2
+        Bytes per working weight, or a precision name (bf16) [bytes].
+    grad_bytes : float, default 2
+        Bytes per gradient, or a precision name [bytes].
+
+    Returns
+    -------
+    float
+        Model-state memory per GPU, activations excluded [GB].
+
+    Notes
+    -----
+    With W, G, O the weight, gradient and optimizer bytes of the model slice N / model_parallel: stage 0 ``W + G +
+    O``, stage 1 ``W + G + O / dp``, stage 2 ``W + (G + O) / dp``, stage 3 ``(W + G + O) / dp`` (ZeRO,
+    arXiv:1910.02054, section 5, Figure 1: 7.5B with Adam on 64 GPUs needs 120, 31.4, 16.6 and 1.9 GB).
+    """
+    n = params_b * _GIGA / model_parallel
+    w, g, o = n * weight_bytes, n * grad_bytes, n * optimizer_bytes
+    sharded = {0: 0.0, 1: o, 2: g + o, 3: w + g + o}[zero_stage]
+    return ((w + g + o - sharded) + sharded / dp) / _GIGA
+
+
+@checked
+def activation_gb(
+    seq_len: Tokens,
+    micro_batch: Batch,
+    hidden: Count,
+    heads: Count,
+    layers: Count,
+    tp: GPUs = 1,
+    sequence_parallel: Flag = 0,
+    recompute: Name = "none",
+) -> float:
+    """Activation memory one GPU keeps for the backward pass, by tensor/sequence parallelism and recomputation.
+
+    Parameters
+    ----------
+    seq_len : float
+        Sequence length s [tokens].
+    micro_batch : int
+        Sequences per micro-batch b [count].
+    hidden : int
+        Hidden size h [count].
+    heads : int
+        Attention heads a [count].
+    layers : int
+        Transformer layers this GPU stores activations for; with 1F1B pipelining, all L layers (the first stage
+        holds p micro-batches of L/p layers) [count].
+    tp : int, default 1
+        Tensor-parallel GPUs t [count].
+    sequence_parallel : int, default 0
+        1 to split layer norms and dropouts along the sequence across the tensor-parallel GPUs, 0 not to [flag].
+    recompute : str, default "none"
+        none keeps everything; selective recomputes the attention scores, softmax and dropout; full keeps only
+        each layer's input [name].
+
+    Returns
+    -------
+    float
+        Activation memory per GPU [GB].
+
+    Notes
+    -----
+    Bytes per layer with 16-bit activations (Korthikanti et al. 2022, arXiv:2205.05198, Table 2): none ``s b h
+    (10 + 24/t + 5 a s / (h t))``, with sequence parallelism ``s b h / t (34 + 5 a s / h)``; selective ``s b h (10 +
+    24/t)``, with sequence parallelism ``34 s b h / t``; full ``2 s b h``, ``/ t`` with sequence parallelism. With t
+    = 1 and nothing recomputed this is ``s b h (34 + 5 a s / h)``. Embedding and loss activations are left out.
+    """
+    mode = recompute.strip().lower()
+    if mode not in _RECOMPUTE:
+        raise ArgumentError(f"recompute must be one of {', '.join(_RECOMPUTE)}, got {recompute!r}", "recompute")
+    s, b, h, a, t = seq_len, micro_batch, hidden, heads, tp
+    sbh = s * b * h
+    attention = 5 * a * s / h  # scores, softmax, dropout mask and output: the part selective recomputation drops
+    if mode == "full":
+        per_layer = 2 * sbh / (t if sequence_parallel else 1)
+    elif sequence_parallel:
+        per_layer = sbh / t * (34 + (attention if mode == "none" else 0))
+    else:
+        per_layer = sbh * (10 + 24 / t + (attention / t if mode == "none" else 0))
+    return layers * per_layer / _GIGA
+
+
+@checked
+def train_flops_per_token(params_b: ParamsB, layers: Count, heads: Count, head_dim: Count, seq_len: Tokens) -> float:
+    """Training FLOPs per token with self-attention counted: 6N plus PaLM's 12 L H Q T.
+
+    Parameters
+    ----------
+    params_b : float
+        Parameters applied per token, in billions (active parameters for a mixture of experts) [B params].
+    layers : int
+        Transformer layers L [count].
+    heads : int
+        Attention heads H [count].
+    head_dim : int
+        Dimension of one head Q [count].
+    seq_len : float
+        Training sequence length T [tokens].
+
+    Returns
+    -------
+    float
+        FLOPs per training token [FLOPs].
+
+    Notes
+    -----
+    ``6 N + 12 L H Q T`` (PaLM, arXiv:2204.02311, Appendix B). PaLM 540B (L 118, H 48, Q 256, T 2048) at 238.3K
+    tokens/s on 6,144 TPU v4 chips of 275 TFLOP/s is 46.2% MFU with the attention term, 45.7% without.
+    """
+    return 6.0 * params_b * _GIGA + 12.0 * layers * heads * head_dim * seq_len
+
+
+@checked
+def recurrent_params_b(
+    params_b: ParamsB,
+    layer_params_b: ParamsB,
+    reused_layers: CountOrZero,
+    extra_passes: Passes,
+    share_of_steps: Fraction = 1,
+) -> float:
+    """Effective parameters per token when some layers are applied more than once (weight-tied recurrence).
+
+    Parameters
+    ----------
+    params_b : float
+        Stored parameters, each applied once per token, in billions [B params].
+    layer_params_b : float
+        Parameters of one reused layer, in billions [B params].
+    reused_layers : int
+        Layers applied more than once [count].
+    extra_passes : int
+        Additional applications of each reused layer [count].
+    share_of_steps : float, default 1
+        Share of training steps the recurrence runs in, when it starts part-way [fraction].
+
+    Returns
+    -------
+    float
+        Parameters applied per token on average, for 6N and FLOPS_6N, in billions [B params].
+
+    Notes
+    -----
+    ``N + layer_params * reused_layers * extra_passes * share_of_steps`` (seed 003: "Weight-tied recurrent blocks
+    require a count of block applications"). The Parameter Golf record (35.95M stored) applies layers 3-5 two more
+    times after step 2,204 of 4,997; assuming d_model 512, 8 heads with 4 KV heads and a 4x MLP (2,883,584 parameters
+    per layer), it applies 45.6M per token, raising 1.41 PFLOP/s to 1.79 PFLOP/s, 23% of 7.92 PFLOP/s.
+    """
+    return params_b + layer_params_b * reused_layers * extra_passes * share_of_steps
