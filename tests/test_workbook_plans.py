@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from xlsxplan import catalog, serving, training
+from xlsxplan import catalog, serving, traffic, training
 from xlsxplan.cells import CellError
 from xlsxplan.precision import bytes_per_param
 from xlsxplan.workbooks import serving as serving_book
@@ -100,18 +100,14 @@ def serving_reference(case: dict[str, Any], g: dict[str, Any]) -> dict[str, Any]
     r["kv_seq"] = serving.kv_gb(kv, ctx)
     fit = r["batch_fit"] = serving.max_batch(params, bw, kv, ctx, n, memory, frac)
     r["fits"] = "fits" if fit >= 1 else "does not fit"
-    step = r["step_budget"] = n * bandwidth * 1000 * eff / g["Latency_Target"]
-    lat = r["batch_latency"] = (
-        math.floor((step - r["weights"]) / r["kv_seq"]) if step >= r["weights"] + r["kv_seq"] else 1
-    )
-    batch = r["batch"] = lat if lat < fit else fit
+    lat = r["batch_latency"] = traffic.batch_for_latency(params, bw, n, bandwidth, g["Latency_Target"], kv, ctx, eff)
+    batch = r["batch"] = max(1, lat) if lat < fit else fit
     r["latency_caps"] = "yes" if lat < fit else "no"
-    peak_prompt = serving.peak_tokens_per_s(g["Requests_Per_Day"], prompt, g["Peak_Hour_Factor"])
     peak_output = serving.peak_tokens_per_s(g["Requests_Per_Day"], output, g["Peak_Hour_Factor"])
     price, spare = g["Price_Per_GPU_Hour"], g["Spare_Replicas"]
     if batch < 1:
-        for key in ("tps_user", "tps_alone", "tps_total", "prefill", "prefill_tps", "cost_full", "cost_avg",
-                    "replicas_decode", "load_peak", "replicas_peak", "gpus_peak", "replicas_decode_growth",
+        for key in ("tps_user", "tps_alone", "tps_total", "prefill", "replica_rps", "cost_full", "cost_avg",
+                    "replicas_decode", "replicas_peak", "gpus_peak", "replicas_decode_growth",
                     "replicas_growth", "gpus_growth", "monthly"):  # fmt: skip
             r[key] = "does not fit"
         return r
@@ -119,15 +115,15 @@ def serving_reference(case: dict[str, Any], g: dict[str, Any]) -> dict[str, Any]
     r["tps_alone"] = serving.decode_tokens_per_s(params, bw, n, bandwidth, 1, 0, 0, eff)
     total = r["tps_total"] = serving.decode_tokens_per_s_total(params, bw, n, bandwidth, batch, kv, ctx, eff)
     r["prefill"] = serving.prefill_seconds(params, prompt, n, tflops, g["Prefill_Compute_Utilisation"])
-    r["prefill_tps"] = serving.compute_tokens_per_s(params, n * tflops * g["Prefill_Compute_Utilisation"])
     r["cost_full"] = serving.cost_per_m_tokens(n, price, total)
     r["cost_avg"] = serving.cost_per_m_tokens(n, price, total, g["Average_Utilisation"])
     r["replicas_decode"] = serving.replicas(peak_output, total, spare)
-    load = r["load_peak"] = peak_prompt / r["prefill_tps"] + peak_output / total
-    r["replicas_peak"] = math.ceil(load) + spare
+    rps = r["replica_rps"] = traffic.replica_rps(r["prefill"], output, total)
+    peak_rps = serving.peak_requests_per_s(g["Requests_Per_Day"], g["Peak_Hour_Factor"])
+    r["replicas_peak"] = math.ceil(peak_rps / rps) + spare
     r["gpus_peak"] = r["replicas_peak"] * n
     r["replicas_decode_growth"] = serving.replicas(peak_output * g["Traffic_Growth_Multiple"], total, spare)
-    r["replicas_growth"] = math.ceil(load * g["Traffic_Growth_Multiple"]) + spare
+    r["replicas_growth"] = math.ceil(peak_rps * g["Traffic_Growth_Multiple"] / rps) + spare
     r["gpus_growth"] = r["replicas_growth"] * n
     r["monthly"] = r["gpus_peak"] * price * g["Hours_Per_Month"]
     return r

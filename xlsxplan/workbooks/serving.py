@@ -352,27 +352,20 @@ CASE_LINES: tuple[Line, ...] = (
         "text",
     ),
     Line(
-        "step_budget",
-        "Memory a decode step may read at the target",
-        "={n_gpus}*{bandwidth}*1000*Decode_Bandwidth_Efficiency/Latency_Target",
-        "GB",
-        "Bandwidth / target tokens/s: a step must finish in 1 / target seconds (seed 000 §4)",
-        "dec1",
-    ),
-    Line(
         "batch_latency",
         "Batch the latency target allows",
-        "=IF({step_budget}>={weights}+{kv_seq},ROUNDDOWN(({step_budget}-{weights})/{kv_seq},0),1)",
+        "=BATCH_FOR_LATENCY({params},{bytes_weight},{n_gpus},{bandwidth},Latency_Target,{kv_bytes},{context},"
+        "Decode_Bandwidth_Efficiency)",
         "sequences",
-        "Sequences a step can read besides the weights at the target; at least 1 (seed 000 §7)",
+        "Largest batch still decoding at the target per user; 0 if none (seed 000 §4, §7)",
         "int",
     ),
     Line(
         "batch",
         "Batch planned",
-        "=IF({batch_latency}<{batch_fit},{batch_latency},{batch_fit})",
+        "=IF({batch_latency}<{batch_fit},MAX(1,{batch_latency}),{batch_fit})",
         "sequences",
-        "The batch that fits, cut to what the latency target allows (seed 000 §7)",
+        "The batch that fits, cut to what the target allows; at least 1 if one fits (seed 000 §7)",
         "int",
     ),
     Line(
@@ -420,14 +413,6 @@ CASE_LINES: tuple[Line, ...] = (
         "dec2",
     ),
     Line(
-        "prefill_tps",
-        "Prefill throughput of a replica",
-        '=IF({batch}>=1,COMPUTE_TOKS({params},{n_gpus}*{tflops}*Prefill_Compute_Utilisation),"does not fit")',
-        "tokens/s",
-        "Prompt tokens per second: compute / 2 N (seed 003 'Inference Computation')",
-        "int",
-    ),
-    Line(
         "cost_full",
         "List cost per M output tokens at full load",
         '=IF({batch}>=1,COST_PER_M_TOKENS({n_gpus},Price_Per_GPU_Hour,{tps_total}),"does not fit")',
@@ -452,19 +437,19 @@ CASE_LINES: tuple[Line, ...] = (
         "int",
     ),
     Line(
-        "load_peak",
-        "Peak work in replicas, prefill plus decode",
-        '=IF({batch}>=1,{peak_prompt}/{prefill_tps}+{peak_output}/{tps_total},"does not fit")',
-        "replicas",
-        "Prompt tokens/s / prefill throughput + output tokens/s / decode throughput",
+        "replica_rps",
+        "Requests a replica serves per second",
+        '=IF({batch}>=1,REPLICA_RPS({prefill},Output_Tokens_Per_Request,{tps_total}),"does not fit")',
+        "requests/s",
+        "1 / (prefill time + output tokens / decode throughput): prefill and decode take turns",
         "dec2",
     ),
     Line(
         "replicas_peak",
         "Replicas for the peak",
-        '=IF({batch}>=1,ROUNDUP({load_peak},0)+Spare_Replicas,"does not fit")',
+        '=IF({batch}>=1,ROUNDUP({peak_rps}/{replica_rps},0)+Spare_Replicas,"does not fit")',
         "count",
-        "Peak work rounded up + spares: counts prefill, which seed 000's count leaves out",
+        "Peak requests/s / requests per replica, rounded up, + spares: counts prefill too",
         "int",
     ),
     Line(
@@ -486,9 +471,9 @@ CASE_LINES: tuple[Line, ...] = (
     Line(
         "replicas_growth",
         "Replicas for the grown peak",
-        '=IF({batch}>=1,ROUNDUP({load_peak}*Traffic_Growth_Multiple,0)+Spare_Replicas,"does not fit")',
+        '=IF({batch}>=1,ROUNDUP({peak_rps}*Traffic_Growth_Multiple/{replica_rps},0)+Spare_Replicas,"does not fit")',
         "count",
-        "Peak work x growth multiple, rounded up, + spares: capacity scales linearly (seed 000 §6)",
+        "Grown peak requests/s / requests per replica, rounded up, + spares (seed 000 §6)",
         "int",
     ),
     Line(
@@ -511,9 +496,8 @@ CASE_LINES: tuple[Line, ...] = (
 
 _ACTIVE_ONLY = {
     "free",
-    "prefill_tps",
+    "replica_rps",
     "replicas_decode",
-    "load_peak",
     "replicas_peak",
     "gpus_peak",
     "replicas_decode_growth",
@@ -786,7 +770,7 @@ def _scenarios(book: Book) -> Sheet:
         if spec.key in SHOWN_INPUTS:
             line = Line(f"{spec.key}:shown", spec.label, "={" + spec.key + "}", spec.unit, "Inputs", spec.fmt)
             book.refs[f"Scenarios:{spec.key}"] = sh.side_by_side(line, locals_)
-    sections = {"params": "Model and accelerator figures", "weights": "Memory", "step_budget": "Speed",
+    sections = {"params": "Model and accelerator figures", "weights": "Memory", "batch_latency": "Speed",
                 "cost_full": "Cost"}  # fmt: skip
     for line in CASE_LINES:
         if line.key in sections:
@@ -834,6 +818,7 @@ def _outputs(book: Book) -> Sheet:
         ("peak_rps", ("Peak requests per second", "requests/s", "dec1", "", False)),
         ("peak_output", ("Peak output tokens per second", "tokens/s", "int", "", False)),
         ("peak_prompt", ("Peak prompt tokens per second", "tokens/s", "int", "", False)),
+        ("replica_rps", ("Requests a replica serves per second", "requests/s", "dec2", "Prefill and decode", False)),
         ("replicas_decode", ("Replicas for the peak, decode only", "count", "int", "Seed 000's count", False)),
         ("replicas_peak", ("Replicas for the peak", "count", "int", "Prefill and decode counted", True)),
         ("gpus_peak", ("GPUs for the peak", "count", "int", "", True)),
@@ -917,22 +902,19 @@ def _checks(book: Book) -> Sheet:
         ["Check", "Result", "Unit", "What it tests", "", ""],
     )
     sh.section("The active scenario")
-    live: dict[str, Ref | str] = {spec.key: book.input_names[spec.key] for spec in CASE_INPUTS}
     sh.check("Weights do not fit in usable memory", "=IF({free}<=0,1,0)",
              "Memory left for the KV cache is not positive (seed 000 §2)")  # fmt: skip
     sh.check("No full-length sequence fits beside the weights", "=IF({batch_fit}<1,1,0)",
              "The batch that fits is 0 (seed 000 §3)")  # fmt: skip
     sh.check(
         "Latency target unreachable even at batch 1",
-        "=IF(DECODE_TOKS({params},{bytes_weight},{n_gpus},{bandwidth},1,{kv_bytes},{context},"
-        "Decode_Bandwidth_Efficiency)<Latency_Target,1,0)",
-        "One full-length sequence alone decodes slower than the target (seed 000 §7)",
-        live,
+        "=IF({batch_latency}<1,1,0)",
+        "BATCH_FOR_LATENCY is 0: one sequence alone decodes slower than the target (seed 000 §7)",
     )
     sh.check(
         "Capacity short of the peak",
-        "=IFERROR(IF({replicas_peak}-Spare_Replicas<{load_peak},1,0),1)",
-        "The replicas planned carry less than the peak's prefill and decode work; none when nothing fits",
+        "=IFERROR(IF(({replicas_peak}-Spare_Replicas)*{replica_rps}<{peak_rps},1,0),1)",
+        "The replicas planned serve fewer requests/s than the peak; none when nothing fits",
     )
     sh.check("A share or utilisation outside 0 to 100%",
              "=IF(OR(MAX(Usable_Memory_Fraction,Decode_Bandwidth_Efficiency,Prefill_Compute_Utilisation,"
