@@ -747,8 +747,11 @@ def cover(
     purpose: str,
     key_results: Sequence[tuple[str, str, str, str]],
     limitations: Sequence[str],
+    examples: str,
 ) -> None:
-    """The Cover: purpose, version, active scenario, master check, key results, legend, known limitations."""
+    """The Cover: purpose, version, active scenario, master check, key results, legend, known limitations.
+
+    ``examples`` names where the shipped example values come from."""
     ws = book.ws("Cover")
     for col, width in WIDTHS.items():
         ws.column_dimensions[col].width = width
@@ -779,11 +782,14 @@ def cover(
         row += 1
 
     heading("About this workbook")
+    about = row
     pair("Version", __version__, "text", "Label")
     pair("As of", TEMPLATE_DATE, "date", "Label")
     pair("Built by", f"{GENERATOR} (xlsxplan {__version__})", "text", "Label")
     if book.scenario_name:
         pair("Active scenario", f"={book.scenario_name}", "text", "Link")
+    for r in range(about, row):
+        ws[f"B{r}"].alignment = Alignment(horizontal="left")
     assert book.master_check is not None  # noqa: S101 - builder order
     master_row = row
     pair("Master check", "=" + book.master_check.text("Cover"), "check", "Check Cell")
@@ -812,8 +818,8 @@ def cover(
     row = paragraph(
         ws,
         row,
-        "This is an estimate, not a quote. Example values come from the seed documents "
-        "the Guide names; replace them with your own before relying on the results.",
+        f"This is an estimate, not a quote. The example values come from {examples}; replace them with your own "
+        "before relying on the results.",
         "Note",
     )
     for r in range(start, row):

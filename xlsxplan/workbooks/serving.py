@@ -965,6 +965,7 @@ def build() -> Book:
             ("cost_full", "List cost per M output tokens at full load", "USD/M tokens", "usd"),
             ("cost_avg", "Effective cost per M output tokens at average load", "USD/M tokens", "usd"),
         ],
+        examples='seed 000, "Back-of-the-Envelope Estimation for LLM Systems" (a support assistant on H100s)',
         limitations=[
             "Decode speed is a ceiling: real kernels reach perhaps 60-80% of peak bandwidth (seed 000 §4). Set "
             "Decode bandwidth efficiency below 100% for a planning figure.",

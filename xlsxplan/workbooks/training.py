@@ -408,6 +408,7 @@ def build() -> Book:
             ("ratio", "Training tokens over Chinchilla tokens", "ratio", "dec2"),
             ("optimal_m", "Compute-optimal size for the time budget", "M params", "dec1"),
         ],
+        examples='seed 003, "Estimating the Compute and Memory Needed for Language Models" (Parameter Golf, the M2)',
         limitations=[
             "6ND counts the parameterised matrix multiplications of a dense transformer; attention (PaLM's "
             "12 L H Q T per token) and recurrently reapplied layers add work (seed 003).",
