@@ -452,3 +452,16 @@ def test_libreoffice_renders_a_clean_plan(tmp_path):
         )
         for figure in must:
             assert figure in text, f"{figure} not in the render of {name}"
+
+
+def test_results_that_need_attention_are_flagged_in_bad_colours(shipped):
+    name, book, wb, _ = shipped
+    flagged = {
+        serving.FILENAME: [("Calculations", "fits", '"does not fit"'), ("Calculations", "latency_caps", '"yes"'),
+                           ("Outputs", "Outputs:fits", '"does not fit"')],
+        training.FILENAME: [("Calculations", "within", '"over budget"'), ("Outputs", "Outputs:within", '"over budget"')],
+    }[name]  # fmt: skip
+    for sheet, key, value in flagged:
+        cell = book.address(key).split("!")[1]
+        rules = [r for cf in wb[sheet].conditional_formatting if cell in str(cf.sqref) for r in cf.rules]
+        assert any(r.formula == [value] and r.dxf.fill.bgColor.rgb.endswith("FFC7CE") for r in rules), (sheet, key)

@@ -217,6 +217,8 @@ class Line:
     key_result: bool = False
     compare: bool = True
     """False: computed for the active scenario only, not repeated for every case side by side."""
+    bad: tuple[str, ...] = ()
+    """Text results shown in Excel's Bad colours (conditional formatting), e.g. "does not fit"."""
 
 
 @dataclass
@@ -355,6 +357,14 @@ def _check_format(ws: Worksheet, ref: str) -> None:
     bad = DifferentialStyle(font=Font(color=_BAD[1], bold=True), fill=PatternFill(bgColor=_BAD[0]))
     ws.conditional_formatting.add(ref, CellIsRule(operator="equal", formula=["0"], font=good.font, fill=good.fill))
     ws.conditional_formatting.add(ref, CellIsRule(operator="greaterThan", formula=["0"], font=bad.font, fill=bad.fill))
+
+
+def flag_bad(ws: Worksheet, ref: str, values: Sequence[str]) -> None:
+    """Show these text results in Excel's Bad colours: a flag a reader cannot miss."""
+    bad = DifferentialStyle(font=Font(color=_BAD[1], bold=True), fill=PatternFill(bgColor=_BAD[0]))
+    for value in values:
+        rule = CellIsRule(operator="equal", formula=[f'"{value}"'], font=bad.font, fill=bad.fill)
+        ws.conditional_formatting.add(ref, rule)
 
 
 def validation_for(domain: Domain | None, label: str) -> DataValidation | None:
@@ -575,6 +585,8 @@ class Sheet:
         cell.value = formula
         cell.style = _style_of(formula, line.key_result)
         cell.number_format = FMT[line.fmt]
+        if line.bad:
+            flag_bad(ws, f"B{r}", line.bad)
         ref = Ref(self.name, r, "B")
         self.book.refs[line.key] = ref
         self.row += 1
@@ -597,12 +609,24 @@ class Sheet:
             cell.style = _style_of(formula, line.key_result)
             cell.number_format = FMT[line.fmt]
             local[line.key] = Ref(self.name, r, col)
+        if line.bad:
+            flag_bad(ws, f"{SIDE_COLUMNS[0]}{r}:{SIDE_COLUMNS[-1]}{r}", line.bad)
         self.row += 1
         return Ref(self.name, r, SIDE_COLUMNS[0], SIDE_COLUMNS[-1])
 
-    def link(self, key: str, label: str, unit: str, fmt: str, note: str = "", key_result: bool = True) -> Ref:
+    def link(
+        self,
+        key: str,
+        label: str,
+        unit: str,
+        fmt: str,
+        note: str = "",
+        key_result: bool = True,
+        bad: Sequence[str] = (),
+    ) -> Ref:
         """A line that repeats another sheet's line item (Outputs, Cover)."""
-        return self.line(Line(f"{self.name}:{key}", label, "={" + key + "}", unit, note, fmt, key_result))
+        line = Line(f"{self.name}:{key}", label, "={" + key + "}", unit, note, fmt, key_result, bad=tuple(bad))
+        return self.line(line)
 
     def check(self, label: str, formula: str, note: str, local: dict[str, Ref | str] | None = None) -> Ref:
         """A Checks row: 1 when there is a problem, 0 when OK."""

@@ -350,6 +350,7 @@ CASE_LINES: tuple[Line, ...] = (
         "text",
         "At least one full-length sequence beside the weights",
         "text",
+        bad=("does not fit",),
     ),
     Line(
         "batch_latency",
@@ -375,6 +376,7 @@ CASE_LINES: tuple[Line, ...] = (
         "text",
         "yes: a batch that fits would be slower than the target per user",
         "text",
+        bad=("yes",),
     ),
     Line(
         "tps_user",
@@ -757,8 +759,9 @@ def _calculations(book: Book) -> Sheet:
 def _scenarios(book: Book) -> Sheet:
     sh = book.sheet(
         "Scenarios",
-        "Seed 000's four configurations side by side (the cases of the scenario block on Inputs), each "
-        "computed with the same chain as Calculations.",
+        "Seed 000's four configurations side by side, computed with the same chain as Calculations. The seed's own "
+        "figures are overrides on Inputs where the catalog differs: Qwen2.5-7B at 7.6B parameters (catalog 7.61B) "
+        "and the H100 at 989 TFLOP/s (catalog 989.4).",
         ["Line item", "Unit", *(f"Case {i}" for i in range(1, 5)), "Equation and source"],
         layout="cases",
     )
@@ -839,12 +842,13 @@ def _outputs(book: Book) -> Sheet:
         ),  # fmt: skip
         ("monthly", ("List cost per month of the GPUs for the peak", "USD", "usd0", "", True)),
     ]
+    flags = {line.key: line.bad for line in CASE_LINES}
     for key, spec in rows:
         if spec is None:
             sh.section(key)
             continue
         label, unit, fmt, note, key_result = spec
-        sh.link(key, label, unit, fmt, note, key_result)
+        sh.link(key, label, unit, fmt, note, key_result, flags.get(key, ()))
     sh.section("Basis of estimate", "Estimate, not a quote")
     for name, label, unit, fmt in (
         ("Price_Per_GPU_Hour", "Price per GPU-hour", "USD/GPU-h", "usd"),

@@ -137,7 +137,7 @@ LINES: tuple[tuple[str, Line], ...] = (
     ("", Line("hours", "Training time, in hours", "={seconds}/3600", "h", "Seconds / 3,600", "dec2")),
     ("", Line("days", "Training time, in days", "={seconds}/86400", "days", "Seconds / 86,400", "dec2")),
     ("", Line("within", "Within the time budget?", '=IF({seconds}<=Time_Budget,"within budget","over budget")',
-              "text", "Training time against the time budget", "text", True)),
+              "text", "Training time against the time budget", "text", True, bad=("over budget",))),
     ("", Line("gpu_hours", "GPU-hours", "=GPU_HOURS({seconds},GPUs)", "GPU-h", "Time x GPUs / 3,600", "dec2",
               True)),
     ("", Line("cost", "List cost of the run", "={gpu_hours}*Price_Per_GPU_Hour", "USD",
@@ -328,7 +328,7 @@ def _outputs(book: Book) -> Sheet:
     for section, line in LINES:
         if section:
             sh.section(section)
-        sh.link(line.key, line.label, line.unit, line.fmt, "", line.key_result)
+        sh.link(line.key, line.label, line.unit, line.fmt, "", line.key_result, line.bad)
     sh.section("Basis of estimate", "Estimate, not a quote")
     for name, label, unit, fmt in (
         ("Price_Per_GPU_Hour", "Price per GPU-hour", "USD/GPU-h", "usd"),
