@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import io
+import json
+import os
+import subprocess
+import sys
 import tracemalloc
 
 import openpyxl
 import pytest
 from hostile import CORPUS, entity_bomb, members, pack, plain_xlsx, quadratic_blowup, with_parts, zip_bomb
 
+from xlsxplan import engine
 from xlsxplan.engine import Workbook
 from xlsxplan.errors import WorkbookError
 from xlsxplan.safety import (
@@ -278,3 +283,118 @@ def test_a_1000_sheet_workbook_recalculates_and_every_sheet_shows_its_value(tmp_
     out = Workbook.load(path).save(tmp_path / "sheets.recalc.xlsx")
     values = openpyxl.load_workbook(out, data_only=True)
     assert [values[f"S{i}"]["B1"].value for i in range(1_000)] == [2 * i for i in range(1_000)]
+
+
+def test_indirect_to_a_neighbouring_workbook_never_opens_it(tmp_path, monkeypatch):
+    # formulas turns INDIRECT("...") into a static reference and would load the other file; xlsxplan refuses
+    other = openpyxl.Workbook()
+    other.active.title = "S"
+    other.active["A1"] = 7
+    other.save(tmp_path / "other.xlsx")
+    wb = openpyxl.Workbook()
+    ws = wb.active
+    ws.title = "S"
+    ws["A1"] = 1
+    ws["B1"] = f"=INDIRECT(\"'{tmp_path}/[other.xlsx]S'!A1\")"
+    ws["B2"] = '=INDIRECT("S!A1")*2'
+    wb.save(tmp_path / "book.xlsx")
+    from formulas.excel import xlreader
+
+    loads = []
+    original = xlreader.load_workbook
+    monkeypatch.setattr(xlreader, "load_workbook", lambda *a, **k: loads.append(a) or original(*a, **k))
+    book = Workbook.load(tmp_path / "book.xlsx")
+    err = book.get("S!B1")
+    assert err.code == "#REF!" and err.message.startswith("refers to another workbook (")
+    assert err.message.endswith("[other.xlsx]S'!A1), which xlsxplan never opens")
+    assert book.get("S!B2") == 2
+    assert len(loads) == 1  # only the workbook itself was ever read
+
+
+def test_an_entity_bomb_under_another_name_is_still_refused(no_parsing, tmp_path):
+    # the sheet part named without .xml: its content type, not its name, makes it XML
+    parts = members(entity_bomb())
+    parts["xl/sharedStrings"] = parts.pop("xl/sharedStrings.xml")
+    ct = (
+        parts["[Content_Types].xml"]
+        .decode()
+        .replace('PartName="/xl/sharedStrings.xml"', 'PartName="/xl/sharedStrings"')
+    )
+    parts["[Content_Types].xml"] = ct.encode()
+    path = tmp_path / "renamed.xlsx"
+    path.write_bytes(pack(parts))
+    with pytest.raises(WorkbookError, match=r"the part xl/sharedStrings declares a DTD or entities"):
+        Workbook.load(path)
+
+
+@pytest.mark.parametrize(
+    "formula, limits, message",
+    [
+        (
+            "=SUM(Data!A1:ZZ1000000)",
+            Limits(),
+            r"formulas refer to ranges of 702,000,000 cells in all \(the largest Data!A1:ZZ1000000, 702,000,000 cells\)"
+            r"; .* would need about 56\d\.\d GB, and the limit is 16 GB: refer to the rows in use, not whole columns",
+        ),
+        ("=SUM(Data!A:A)", Limits(max_memory_gb=0.5), r"the largest Data!A:A, 1,048,576 cells"),
+    ],
+)
+def test_formulas_over_huge_ranges_are_refused_before_the_engine_builds_them(formula, limits, message, tmp_path):
+    # formulas keeps every position of a referenced range: SUM(A1:Z100000) over two stored cells took 1.7 GB
+    wb = openpyxl.Workbook()
+    wb.active.title = "Data"
+    wb.active["A1"] = 1
+    wb.create_sheet("Sum")["A1"] = formula
+    wb.save(tmp_path / "ranges.xlsx")
+    engine.register_functions()  # its imports are not what is measured
+    tracemalloc.start()
+    try:
+        with pytest.raises(WorkbookError, match=message):
+            Workbook.load(tmp_path / "ranges.xlsx", limits=limits)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 50 * 1024 * 1024  # building the ranges would have taken 1 GB to 560 GB
+
+
+_BOMBS = """
+import json, sys
+import openpyxl
+from xlsxplan.engine import Workbook, register_functions
+from xlsxplan.safety import limit_address_space
+
+register_functions()
+wb = openpyxl.Workbook()
+ws = wb.active
+ws["A1"] = "=SUM(MUNIT(20000))"             # a 3.2 GB matrix
+ws["A2"] = '=LEN(REPT("x",3000000000))'     # a 3 GB string
+ws["B1"] = 3000000000
+ws["A3"] = '=LEN(REPT("x",B1))'             # the same, computed at recalculation
+ws["A4"] = "=6*7"
+wb.save(sys.argv[1])
+assert limit_address_space(2.5)
+book = Workbook.load(sys.argv[1])
+print(json.dumps({"errors": {k: v.code for k, v in book.errors().items()}, "A4": book.get("Sheet!A4")}))
+"""
+
+
+def test_memory_bombs_in_formulas_become_cell_errors_under_the_address_space_cap(tmp_path):
+    # run in a child process: the cap is for the whole process, and the command line sets it for itself
+    result = subprocess.run(
+        [sys.executable, "-c", _BOMBS, str(tmp_path / "bombs.xlsx")], capture_output=True, text=True, timeout=300
+    )
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report == {"errors": {"Sheet!A1": "#VALUE!", "Sheet!A2": "#VALUE!", "Sheet!A3": "#VALUE!"}, "A4": 42}
+
+
+def test_the_command_line_caps_its_address_space(monkeypatch, tmp_path, capsys):
+    from xlsxplan import safety
+    from xlsxplan.cli import main
+
+    calls = []
+    monkeypatch.setattr(safety, "limit_address_space", lambda gb: calls.append(gb) or True)
+    path = tmp_path / "plain.xlsx"
+    path.write_bytes(plain_xlsx())
+    assert main(["recalc", str(path), "-q"]) == 0
+    assert calls == [Limits().max_memory_gb + max(8, os.cpu_count() or 1)]

@@ -17,7 +17,9 @@ once and refuses it, with one line, before any XML is parsed when:
 * a sheet is **too large**: its cells, its formula cells, or the cells that openpyxl creates for merged ranges and
   hyperlinks (a merged ``A1:XFD1048576`` would be 17 billion objects) are counted by scanning each sheet's XML as
   a stream, and the memory the ``formulas`` engine would need is estimated from them (:meth:`Limits.estimate`)
-  and refused above :attr:`Limits.max_memory_gb`, with the reason.
+  and refused above :attr:`Limits.max_memory_gb`, with the reason. Once the formulas are read (and before the
+  engine builds them), the ranges they refer to are added to the estimate, since ``formulas`` keeps every position
+  of a referenced range: ``SUM(A1:ZZ1000000)`` would need hundreds of GB (see ``xlsxplan.workbook``).
 
 Macros are never run: xlsxplan has no code that executes VBA or Excel 4.0 macro sheets; a ``.xlsm``'s
 ``vbaProject.bin`` is copied into the output untouched.
@@ -50,6 +52,7 @@ __all__ = [
     "set_text",
     "FORMULA_TRIGGERS",
     "EXCEL_TEXT_MAX",
+    "limit_address_space",
 ]
 
 EXCEL_TEXT_MAX = 32_767
@@ -189,11 +192,16 @@ def open_package(path: Path | str, limits: Limits | None = None) -> Inspection:
         raise WorkbookError(
             f"{path.name} is {size / MB:,.0f} MiB; xlsxplan opens workbooks up to {limits.max_file_mb:,.0f} MiB"
         )
+    cap = int(limits.max_file_mb * MB)
     try:
         with open(path, "rb") as f:
-            data = f.read(int(limits.max_file_mb * MB) + 1)
+            data = f.read(min(size, cap) + 1)  # not read(cap): that allocates the whole cap up front
+            while len(data) <= cap and (more := f.read(min(cap + 1 - len(data), MB))):
+                data += more  # the file grew since stat()
     except OSError as err:
         raise WorkbookError(f"cannot read {path}: {err.strerror or err}") from None
+    if len(data) > cap:
+        raise WorkbookError(f"{path.name} is over {limits.max_file_mb:,.0f} MiB; xlsxplan opens workbooks up to that")
     return inspect_bytes(data, str(path), limits)
 
 
@@ -255,6 +263,8 @@ def _check_prolog(zf: zipfile.ZipFile, info: zipfile.ZipInfo, name: str) -> None
         raise WorkbookError(f"{name} is corrupt: the part {info.filename} cannot be read ({err})") from None
     if b"\x00" in head[:4] or head[:2] in (b"\xff\xfe", b"\xfe\xff"):
         head = head.decode("utf-16", errors="ignore").encode("utf-8")
+    if not head.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"<"):
+        return  # not XML (an image, vbaProject.bin): nothing will parse it as XML
     m = _FIRST_ELEMENT.search(head)
     prolog = head[: m.start()] if m else head
     if _DTD.search(prolog):
@@ -349,9 +359,8 @@ def inspect_bytes(data: bytes, name: str, limits: Limits | None = None) -> Inspe
 def _inspect(data: bytes, name: str, limits: Limits) -> Inspection:
     zf = _open_zip(data, name)
     total = _check_members(zf, name, limits)
-    for info in zf.infolist():
-        lower = info.filename.lower()
-        if lower.endswith((".xml", ".rels", ".vml")) and not info.is_dir():
+    for info in zf.infolist():  # every part, whatever its name: a content type can make any part XML
+        if not info.is_dir():
             _check_prolog(zf, info, name)
     pkg = Package(data, zf)
     pkg.load_structure()
@@ -458,3 +467,29 @@ def set_text(cell: Any, text: object, what: str = "text") -> Any:
     if value.startswith(FORMULA_TRIGGERS):
         cell.quotePrefix = True
     return cell
+
+
+def limit_address_space(gigabytes: float) -> bool:
+    """Cap this process's address space (``RLIMIT_AS``) so that a runaway allocation raises MemoryError.
+
+    A formula can ask for more memory than any limit on the file can foresee (``=MUNIT(100000)``,
+    ``=REPT("x",1E10)``); with the cap, the allocation fails with MemoryError, which becomes an error value in that
+    cell (or one line and exit status 2), instead of the kernel killing the process or the machine swapping. The
+    command line sets it; the Python API leaves the caller's process alone. Returns False where the platform has
+    no such limit (Windows) or a lower one is already set.
+    """
+    try:
+        import resource
+    except ImportError:
+        return False
+    want = int(gigabytes * 1024**3)
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    if soft != resource.RLIM_INFINITY and soft <= want:
+        return False
+    if hard != resource.RLIM_INFINITY and hard < want:
+        want = hard
+    try:
+        resource.setrlimit(resource.RLIMIT_AS, (want, hard))
+    except (ValueError, OSError):
+        return False
+    return True
