@@ -179,6 +179,8 @@ def test_build_never_replaces_a_file_someone_saved(cli_build, tmp_path):
     (tmp_path / "serving_plan.xlsx").write_text("my notes")
     with pytest.raises(WorkbookError, match="serving_plan.xlsx was not written by `xlsxplan build`"):
         build_template(serving.FILENAME, tmp_path)
+    replaced = build_template(training.FILENAME, tmp_path, force=True)  # asked to: replaced, and generated again
+    assert is_generated(replaced.path) and replaced.path.read_bytes() != before
 
 
 def test_build_refusal_exits_2_with_one_line(tmp_path, capsys):
