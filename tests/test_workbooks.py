@@ -1,0 +1,469 @@
+"""The template workbooks: `xlsxplan build`, the committed files, and the conventions of a well-built model.
+
+The conventions come from shared/design/WORKBOOKS.md (FAST Standard rule numbers, ICAEW Financial Modelling
+Code): inputs once and only they unlocked, a defined name per input named after its label, units beside every
+figure, a note citing each equation, no merged or hidden cells, INDEX rather than OFFSET/INDIRECT or nested IFs,
+no number typed into a formula but zero, one and unit conversions, checks as 1/0 with a master check, printing set
+up, and the values cached so the files read right before any add-in is installed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import re
+import shutil
+import subprocess
+import zipfile
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import openpyxl
+import pytest
+from openpyxl.formula.tokenizer import Token, Tokenizer
+from openpyxl.utils import range_boundaries
+
+from xlsxplan import registry
+from xlsxplan.cli import main
+from xlsxplan.errors import WorkbookError
+from xlsxplan.workbooks import serving, training
+from xlsxplan.workbooks.build import TEMPLATES, build_template, is_generated
+from xlsxplan.workbooks.layout import ALLOWED_CONSTANTS, FMT, STYLE_NAMES, TAB, Book, name_from_label
+from xlsxplan.xlwings_conf import read_conf_sheet
+
+ROOT = Path(__file__).resolve().parents[1]
+COMMITTED = ROOT / "workbooks"
+MODULES = {serving.FILENAME: serving, training.FILENAME: training}
+SIDE_SHEET = {serving.FILENAME: "Scenarios", training.FILENAME: "Measured rates"}
+
+
+@pytest.fixture(scope="module")
+def cli_build(tmp_path_factory) -> tuple[Path, str, int]:
+    """`xlsxplan build --out DIR` run once: the folder, what it printed, its exit status."""
+    out = tmp_path_factory.mktemp("built")
+    text = io.StringIO()
+    with pytest.MonkeyPatch.context() as mp, contextlib.redirect_stdout(text):
+        mp.setenv("XLSXPLAN_CATALOG_DIR", str(tmp_path_factory.mktemp("no-user-presets")))
+        code = main(["build", "--out", str(out)])
+    return out, text.getvalue(), code
+
+
+@pytest.fixture(scope="module")
+def books() -> dict[str, Book]:
+    """Each template's layout (which cells are inputs, where each line item is), built in memory."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("XLSXPLAN_CATALOG_DIR", "/nonexistent/xlsxplan-test")
+        return {name: builder() for name, builder in TEMPLATES.items()}
+
+
+@pytest.fixture(scope="module", params=list(TEMPLATES))
+def shipped(request, books) -> tuple[str, Book, Any, Any]:
+    """A committed template: its name, layout, and the file opened with formulas and with cached values."""
+    path = COMMITTED / request.param
+    return (
+        request.param,
+        books[request.param],
+        openpyxl.load_workbook(path),
+        openpyxl.load_workbook(path, data_only=True),
+    )
+
+
+# -- what `xlsxplan build` prints -------------------------------------------------------------------------------------
+SEED_000_TABLE = """\
+KV cache per token: Qwen2.5-72B 320 KiB, Qwen2.5-7B 56 KiB
+Peak load: 6.9 requests/s, 2,083 output tokens/s (13,889 prompt tokens/s)
+72B BF16, 2 GPUs: does not fit: weights 145 GB, usable memory 144 GB
+72B FP8, 2 GPUs: batch 94, 47 tokens/s per user (92 alone), 4,387 tokens/s total, prefill 0.29 s, $0.32 per M output tokens at full load
+72B BF16, 4 GPUs: batch 189, 47 tokens/s per user (92 alone), 8,799 tokens/s total, prefill 0.15 s, $0.32 per M output tokens at full load
+7B BF16, 1 GPU: batch 430, 47 tokens/s per user (220 alone), 20,031 tokens/s total, prefill 0.06 s, $0.03 per M output tokens at full load
+Active scenario, 72B FP8, 2 GPUs: $1.06 per M output tokens at 30% average load; 3 replicas, 6 GPUs for the peak (1 counting decode only); 26 replicas, 52 GPUs at 10x the peak (5 decode only)
+"""
+
+
+def test_build_prints_seed_000s_table_read_from_the_workbook(cli_build):
+    # Seed 000 §6 prints: KV 320/56 KiB; 6.9 requests/s, 2,083 output tokens/s; 72B BF16 on 2 GPUs does not fit
+    # (145 GB in 144 GB); 72B FP8 on 2: batch 94, 47 (92) tok/s, 4,387 total, 0.29 s, $0.32; 72B BF16 on 4: 189,
+    # 47 (92), 8,799, 0.15 s, $0.32; 7B BF16 on 1: 430, 47 (220), 20,031, 0.06 s, $0.03.
+    out, text, code = cli_build
+    assert code == 0
+    serving_part, training_part = text.split("\n\n")
+    lines = serving_part.splitlines()
+    assert lines[0] == f"Serving plan: {out / serving.FILENAME} (checks OK)"
+    assert "\n".join(lines[1:]) + "\n" == SEED_000_TABLE
+
+
+def test_build_prints_seed_003s_figures(cli_build):
+    # Seed 003: 35.95M parameters, 3.927B tokens on eight H100s (7.92 PFLOP/s dense), 20N = 719M tokens, 5.5x;
+    # 8B cached, half a pass; the record's 6.55M tokens/s -> 1.41 PFLOP/s, 18% MFU, 84M optimal for 600 s; the M2
+    # rows 1.7-2.4M optimal and 8-16 days; the 0.36M anchor about 20 days.
+    out, text, _ = cli_build
+    lines = text.split("\n\n")[1].splitlines()
+    assert lines[0] == f"Training plan: {out / training.FILENAME} (checks OK)"
+    assert lines[1] == "Active scenario, Param. Golf record: 35.95M parameters on 3.927B tokens, 6ND = 8.47e+17 FLOPs"
+    assert lines[2].startswith("8 x H100-SXM at 989.5 TFLOP/s dense (7.92 PFLOP/s), MFU 18%: 594.5 s, within budget")
+    assert "Chinchilla's rule asks 719M; the run has 5.5x that: data-heavy" in lines[3]
+    assert lines[4].startswith("Compute-optimal size for 600 s: 84.4M parameters")
+    assert lines[4].endswith("0.49 passes over 8.0B cached tokens")
+    assert (
+        lines[6] == "  8xH100 Golf record: 6.55M tokens/s, 1.41 PFLOP/s, MFU 18%; optimal 84.04M parameters; run 600 s"
+    )
+    assert lines[7].endswith("optimal 1.72M parameters; run 16.5 days")
+    assert lines[8].endswith("optimal 2.46M parameters; run 8.1 days")
+    assert lines[9] == "  M2 0.36M anchor: 230,141 tokens/s, 0.50 TFLOP/s; optimal 1.58M parameters; run 19.6 days"
+
+
+# -- the committed files are what the code generates ------------------------------------------------------------------
+def content(path: Path) -> dict[str, Any]:
+    """What a workbook says, independent of zip timestamps: cells (formula or value, style, format), cached values,
+    defined names, data validation, printing, conditional formats."""
+    formulas, values = openpyxl.load_workbook(path), openpyxl.load_workbook(path, data_only=True)
+    out: dict[str, Any] = {
+        "sheets": formulas.sheetnames,
+        "names": {n: d.attr_text for n, d in formulas.defined_names.items()},
+    }
+    for ws in formulas.worksheets:
+        cached = values[ws.title]
+        cells = {}
+        for row in ws.iter_rows():
+            for c in row:
+                if c.value is not None or c.has_style:
+                    cells[c.coordinate] = (c.value, c.data_type, c.style, c.number_format, cached[c.coordinate].value)
+        out[ws.title] = {
+            "cells": cells,
+            "validation": sorted(
+                (dv.type, dv.formula1, dv.formula2, str(dv.sqref)) for dv in ws.data_validations.dataValidation
+            ),
+            "print": (ws.print_area, ws.print_title_rows, ws.freeze_panes, ws.page_setup.orientation),
+            "conditional": sorted(str(r.sqref) for r in ws.conditional_formatting),
+            "widths": {k: v.width for k, v in ws.column_dimensions.items()},
+            "charts": len(ws._charts),
+        }
+    return out
+
+
+@pytest.mark.parametrize("name", list(TEMPLATES))
+def test_committed_workbooks_are_what_build_writes(cli_build, name):
+    fresh, committed = content(cli_build[0] / name), content(COMMITTED / name)
+    for key in fresh:
+        assert committed[key] == fresh[key], (
+            f"workbooks/{name} differs from a fresh build in {key}: run `xlsxplan build`"
+        )
+
+
+def test_building_twice_writes_the_same_bytes(tmp_path):
+    first = build_template(training.FILENAME, tmp_path)
+    copy = tmp_path / "first.xlsx"
+    shutil.copy(first.path, copy)
+    second = build_template(training.FILENAME, tmp_path)
+    assert copy.read_bytes() == second.path.read_bytes()
+
+
+def test_build_never_replaces_a_file_someone_saved(cli_build, tmp_path):
+    built = cli_build[0] / training.FILENAME
+    assert is_generated(built)
+    edited = tmp_path / training.FILENAME
+    with zipfile.ZipFile(built) as src, zipfile.ZipFile(edited, "w") as dst:  # as Excel would leave it after a save
+        for info in src.infolist():
+            data = src.read(info.filename)
+            if info.filename == "docProps/core.xml":
+                data = data.replace(b"<cp:lastModifiedBy>xlsxplan build", b"<cp:lastModifiedBy>Ann Analyst")
+            dst.writestr(info, data)
+    assert not is_generated(edited)
+    before = edited.read_bytes()
+    with pytest.raises(
+        WorkbookError, match=r"was not written by `xlsxplan build` or has been edited since; pass --force"
+    ):
+        build_template(training.FILENAME, tmp_path)
+    assert edited.read_bytes() == before
+    (tmp_path / "serving_plan.xlsx").write_text("my notes")
+    with pytest.raises(WorkbookError, match="serving_plan.xlsx was not written by `xlsxplan build`"):
+        build_template(serving.FILENAME, tmp_path)
+    replaced = build_template(training.FILENAME, tmp_path, force=True)  # asked to: replaced, and generated again
+    assert is_generated(replaced.path) and replaced.path.read_bytes() != before
+
+
+def test_build_refusal_exits_2_with_one_line(tmp_path, capsys):
+    (tmp_path / serving.FILENAME).write_text("not a workbook")
+    assert main(["build", "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "pass --force to replace it" in err
+
+
+# -- structure ---------------------------------------------------------------------------------------------------------
+def test_sheets_in_order_with_a_tab_colour_per_kind(shipped):
+    name, book, wb, _ = shipped
+    side = SIDE_SHEET[name]
+    assert wb.sheetnames == ["Cover", "Guide", "Inputs", "Calculations", "Outputs", side, "Checks", "Version log", "Lists",
+                             "xlwings.conf"]  # fmt: skip
+    kinds = {"Cover": "cover", "Guide": "guide", "Inputs": "inputs", "Calculations": "calc", "Outputs": "outputs",
+             side: "scenarios", "Checks": "checks", "Version log": "log", "Lists": "lists"}  # fmt: skip
+    for sheet, kind in kinds.items():
+        assert wb[sheet].sheet_properties.tabColor.rgb == "00" + TAB[kind], sheet
+    assert read_conf_sheet(wb) == {"UDF Modules": "xlsxplan.udfs"}
+
+
+def test_nothing_hidden_or_merged_and_every_sheet_protected_without_a_password(shipped):
+    _, _, wb, _ = shipped
+    for ws in wb.worksheets:
+        assert ws.sheet_state == "visible", ws.title
+        assert not ws.merged_cells.ranges, ws.title
+        assert not any(d.hidden for d in ws.row_dimensions.values()), ws.title
+        assert not any(d.hidden for d in ws.column_dimensions.values()), ws.title
+        assert ws.protection.sheet, ws.title
+        assert not ws.protection.password and not ws.protection.hashValue, ws.title
+
+
+def test_only_input_cells_are_unlocked_and_styled_as_inputs(shipped):
+    _, book, wb, _ = shipped
+    inputs = {(row.sheet, cell) for row in book.inputs for cell in row.cells}
+    unlocked = {
+        (ws.title, c.coordinate) for ws in wb.worksheets for r in ws.iter_rows() for c in r if not c.protection.locked
+    }
+    assert unlocked == inputs
+    for sheet, cell in inputs:
+        assert wb[sheet][cell].style == "Input", cell
+
+
+def test_every_input_has_one_defined_name_made_from_its_label(shipped):
+    _, book, wb, _ = shipped
+    names = {n: d.attr_text for n, d in wb.defined_names.items()}
+    for row in book.inputs:
+        assert row.name == name_from_label(row.label)
+        target = names.pop(row.name)
+        cells = [row.live] if row.live else list(row.cells)
+        expected = (f"${cells[0][0]}${cells[0][1:]}" if len(cells) == 1
+                    else f"${cells[0][0]}${cells[0][1:]}:${cells[-1][0]}${cells[-1][1:]}")  # fmt: skip
+        assert target == f"Inputs!{expected}", row.label
+        assert wb["Inputs"][f"A{row.row}"].value == row.label
+    assert names == {"Scenario_Number": names.get("Scenario_Number")}  # names are for inputs only, and the selector
+    live = [row for row in book.inputs if row.live]
+    assert live and all(wb["Inputs"][row.live].value.startswith("=INDEX($G") for row in live)
+    assert all(re.search(r",Scenario_Number\)$", wb["Inputs"][row.live].value) for row in live)
+
+
+@pytest.mark.parametrize("label, name", [("Price per GPU-hour", "Price_Per_GPU_Hour"),
+                                         ("KV cache precision", "KV_Cache_Precision"),
+                                         ("Model FLOPs utilisation", "Model_FLOPs_Utilisation"),
+                                         ("Peak-hour factor (busiest hour / average)", "Peak_Hour_Factor")])  # fmt: skip
+def test_name_from_label(label, name):
+    assert name_from_label(label) == name
+
+
+@pytest.mark.parametrize("label", ["AB12", "R1C1", "2nd try", "--"])
+def test_a_label_that_cannot_name_a_cell_is_refused(label):
+    with pytest.raises(ValueError, match=f"label {re.escape(repr(label))} gives no valid defined name"):
+        name_from_label(label)
+
+
+def test_inputs_are_documented_rows_with_units_sources_dates_and_examples_marked(shipped):
+    _, book, wb, _ = shipped
+    ws = wb["Inputs"]
+    assert [ws.cell(5, i).value for i in range(1, 7)] == ["Label", "Value", "Unit", "Source", "As-of date", "Comment"]
+    assert "shipped values are" in ws["A3"].value and "examples" in ws["A3"].value
+    for row in book.inputs:
+        r = row.row
+        assert ws[f"C{r}"].value, f"{row.label}: no unit"
+        assert isinstance(ws[f"E{r}"].value, datetime), f"{row.label}: no as-of date"
+        source = ws[f"D{r}"].value
+        assert re.search(r"example|catalog|convention|choose|rule of thumb", source, re.I), f"{row.label}: {source}"
+
+
+def _rows_with_formulas(ws, cols: str):
+    for row in ws.iter_rows(min_row=6):
+        if any(c.column_letter in cols and c.data_type == "f" for c in row):
+            yield row[0].row
+
+
+def test_every_figure_has_a_unit_and_every_equation_a_note(shipped):
+    name, _, wb, _ = shipped
+    for sheet in ("Calculations", "Outputs", "Checks"):
+        ws = wb[sheet]
+        for r in _rows_with_formulas(ws, "B"):
+            assert ws[f"C{r}"].value, f"{sheet}!C{r}: no unit for {ws[f'A{r}'].value}"
+            if sheet != "Outputs":
+                assert ws[f"D{r}"].value, f"{sheet}!D{r}: no note for {ws[f'A{r}'].value}"
+    ws = wb[SIDE_SHEET[name]]
+    for r in _rows_with_formulas(ws, "CDEF"):
+        assert ws[f"B{r}"].value and ws[f"G{r}"].value, f"{ws.title} row {r}: unit or note missing"
+
+
+CELL = re.compile(r"\$?[A-Z]{1,3}\$?\d+")
+ALLOWED_FUNCTIONS = {"IF", "IFERROR", "INDEX", "MATCH", "MIN", "MAX", "ROUND", "ROUNDUP", "ROUNDDOWN", "SUM",
+                     "SUMPRODUCT", "ISERROR", "COUNT", "ROWS", "OR", "AND"}  # fmt: skip
+
+
+def test_formulas_use_no_typed_numbers_offset_indirect_or_nested_ifs(shipped):
+    _, _, wb, _ = shipped
+    names = set(wb.defined_names)
+    count = 0
+    for ws in wb.worksheets:
+        for row in ws.iter_rows():
+            for c in row:
+                if c.data_type != "f":
+                    continue
+                count += 1
+                where = f"{ws.title}!{c.coordinate}: {c.value}"
+                stack: list[str] = []
+                for tok in Tokenizer(c.value).items:
+                    if tok.type == Token.FUNC and tok.subtype == Token.OPEN:
+                        fn = tok.value[:-1].upper()
+                        assert fn in ALLOWED_FUNCTIONS or fn in registry.FUNCTIONS, where
+                        assert not (fn == "IF" and "IF" in stack), f"nested IF in {where}"
+                        stack.append(fn)
+                    elif tok.type == Token.FUNC and tok.subtype == Token.CLOSE:
+                        stack.pop()
+                    elif tok.type == Token.OPERAND and tok.subtype == Token.NUMBER:
+                        assert float(tok.value) in ALLOWED_CONSTANTS, f"number {tok.value} typed in {where}"
+                    elif tok.type == Token.OPERAND and tok.subtype == Token.RANGE and not CELL.search(tok.value):
+                        assert tok.value in names, f"unknown name {tok.value} in {where}"
+    assert count > 100
+
+
+def test_values_are_cached_and_none_is_an_error(shipped):
+    _, _, wb, values = shipped
+    for ws in wb.worksheets:
+        for row in ws.iter_rows():
+            for c in row:
+                if c.data_type == "f":
+                    cached = values[ws.title][c.coordinate].value
+                    assert cached is not None, f"{ws.title}!{c.coordinate} has no cached value"
+                    assert not (isinstance(cached, str) and cached.startswith("#")), (
+                        f"{ws.title}!{c.coordinate}: {cached}"
+                    )
+    assert wb.calculation.fullCalcOnLoad is False and wb.calculation.calcId == 191029
+
+
+def test_checks_are_1_or_0_formatted_and_summed_into_a_master_check_shown_everywhere(shipped):
+    _, book, wb, values = shipped
+    ws = wb["Checks"]
+    master = book.ref("master_check")
+    rows = list(_rows_with_formulas(ws, "B"))
+    assert rows[-1] == master.row
+    assert ws[f"B{master.row}"].value == f"=MIN(1,SUM(B{rows[0]}:B{rows[-2]}))"
+    formatted = {str(r.sqref) for r in ws.conditional_formatting}
+    for r in rows:
+        cell = ws[f"B{r}"]
+        assert cell.style == "Check Cell" and cell.number_format == FMT["check"] == '"ERROR";"ERROR";"OK"'
+        assert f"B{r}" in formatted
+        assert values["Checks"][f"B{r}"].value == 0
+    link = f"=Checks!$B${master.row}"
+    for sheet in ("Inputs", "Calculations", "Outputs", SIDE_SHEET[wb.title] if False else None):
+        if sheet:
+            assert wb[sheet]["B2"].value == link, sheet
+    assert any(c.value == link for r in wb["Cover"].iter_rows() for c in r)
+
+
+def test_printing_is_set_up_and_panes_frozen(shipped):
+    _, book, wb, _ = shipped
+    for ws in wb.worksheets:
+        assert ws.print_area, ws.title
+        assert ws.page_setup.orientation == "landscape" and ws.page_setup.fitToWidth == 1, ws.title
+        assert ws.page_setup.fitToHeight == 0 and ws.sheet_properties.pageSetUpPr.fitToPage, ws.title
+        # nothing with a value lies outside the print area: no cut-off columns or rows
+        _, _, last_col, last_row = range_boundaries(ws.print_area.split("!")[-1].replace("$", ""))
+        for row in ws.iter_rows():
+            for c in row:
+                if c.value is not None:
+                    assert c.column <= last_col and c.row <= last_row, f"{ws.title}!{c.coordinate} is not printed"
+    for sheet in book.sheets.values():
+        ws = wb[sheet.name]
+        assert ws.print_title_rows == "$1:$5", sheet.name
+        assert ws.freeze_panes in ("B6", "A6"), sheet.name
+
+
+def test_named_styles_registered_and_number_formats_read_well(shipped):
+    name, book, wb, _ = shipped
+    assert set(STYLE_NAMES) <= set(wb.named_styles)
+    inputs = wb["Inputs"]
+    assert inputs["B" + str(book.ref("Price_Per_GPU_Hour").row)].number_format == '"$"#,##0.00'
+    if name == serving.FILENAME:
+        calc = wb["Calculations"]
+        assert calc[book.address("cost_full").split("!")[1]].number_format == '"$"#,##0.00'
+        assert calc[book.address("tps_total").split("!")[1]].number_format == "#,##0"
+        assert calc[book.address("weights").split("!")[1]].number_format == "#,##0.0"
+
+
+def test_dropdowns_for_presets_precisions_and_the_scenario(shipped):
+    name, book, wb, _ = shipped
+    ws = wb["Inputs"]
+    lists = {str(dv.sqref): dv for dv in ws.data_validations.dataValidation if dv.type == "list"}
+    model_names = [c.value for c in wb["Lists"]["A"][5:] if c.value]
+    gpu_names = [c.value for c in wb["Lists"]["C"][5:] if c.value]
+    assert "Qwen2.5-72B" in model_names and "H100-SXM" in gpu_names
+    assert all(wb["Lists"][f"A{i}"].data_type == "s" for i in range(6, 6 + len(model_names)))
+    gpu_row = book.ref("gpu@0").row
+    assert lists[f"G{gpu_row}:J{gpu_row}"].formula1 == f"Lists!$C$6:$C${5 + len(gpu_names)}"
+    active = book.ref("Active_Scenario").row
+    assert lists[f"B{active}"].formula1.startswith("$G$")
+    if name == serving.FILENAME:
+        model_row, precision_row = book.ref("model@0").row, book.ref("weight_precision@0").row
+        assert lists[f"G{model_row}:J{model_row}"].formula1 == f"Lists!$A$6:$A${5 + len(model_names)}"
+        assert lists[f"G{precision_row}:J{precision_row}"].formula1.startswith("Lists!$E$6")
+    numeric = [dv for dv in ws.data_validations.dataValidation if dv.type in ("whole", "decimal")]
+    assert len(numeric) >= 8 and all(dv.error for dv in numeric)
+
+
+def test_basis_of_estimate(shipped):
+    name, _, wb, _ = shipped
+    text = " ".join(str(c.value) for r in wb["Outputs"].iter_rows() for c in r if isinstance(c.value, str))
+    assert "estimate, not a quote" in text
+    labels = {c.value for c in wb["Inputs"]["A"]}
+    assert {"Price per GPU-hour", "Price date", "Region", "Pricing basis", "Billing currency"} <= labels
+    if name == serving.FILENAME:
+        assert "Hours per month" in labels
+
+
+def test_serving_plan_has_its_chart_of_speed_against_batch(books):
+    book = books[serving.FILENAME]
+    charts = book.ws("Outputs")._charts
+    assert len(charts) == 1 and len(charts[0].series) == 2
+    assert charts[0].x_axis.title is not None
+
+
+def test_text_from_the_catalog_is_stored_as_text_never_as_a_formula(monkeypatch, tmp_path):
+    from xlsxplan import catalog
+
+    monkeypatch.setenv("XLSXPLAN_CATALOG_DIR", str(tmp_path))
+    figures = dict(params_b=1, layers=2, hidden=64, heads=2, kv_heads=1, head_dim=32, vocab=100, context=128)
+    catalog.save_user_preset("model", '=HYPERLINK("http://example.invalid","x")', figures, "a test")
+    book = serving.build()
+    path = tmp_path / "book.xlsx"
+    book.wb.save(path)
+    lists = openpyxl.load_workbook(path)["Lists"]
+    cells = [c for c in lists["A"] if c.value == '=HYPERLINK("http://example.invalid","x")']
+    assert len(cells) == 1 and cells[0].data_type == "s"
+
+
+# -- the printed plan -------------------------------------------------------------------------------------------------
+@pytest.mark.slow
+@pytest.mark.skipif(
+    not (shutil.which("soffice") and shutil.which("pdftotext")), reason="LibreOffice or poppler missing"
+)
+def test_libreoffice_renders_a_clean_plan(tmp_path):
+    for name in TEMPLATES:
+        subprocess.run(["soffice", "--headless", f"-env:UserInstallation=file://{tmp_path}/lo", "--convert-to", "pdf",
+                        "--outdir", str(tmp_path), str(COMMITTED / name)], check=True, capture_output=True, timeout=180)  # fmt: skip
+        pdf = tmp_path / name.replace(".xlsx", ".pdf")
+        text = subprocess.run(
+            ["pdftotext", "-layout", str(pdf), "-"], check=True, capture_output=True, text=True
+        ).stdout
+        assert "#" not in text and "Err:" not in text, name
+        must = (
+            ["4,387", "20,031", "does not fit", "$0.32"] if name == serving.FILENAME else ["84.04", "8.47E+17", "18%"]
+        )
+        for figure in must:
+            assert figure in text, f"{figure} not in the render of {name}"
+
+
+def test_results_that_need_attention_are_flagged_in_bad_colours(shipped):
+    name, book, wb, _ = shipped
+    flagged = {
+        serving.FILENAME: [("Calculations", "fits", '"does not fit"'), ("Calculations", "latency_caps", '"yes"'),
+                           ("Outputs", "Outputs:fits", '"does not fit"')],
+        training.FILENAME: [("Calculations", "within", '"over budget"'), ("Outputs", "Outputs:within", '"over budget"')],
+    }[name]  # fmt: skip
+    for sheet, key, value in flagged:
+        cell = book.address(key).split("!")[1]
+        rules = [r for cf in wb[sheet].conditional_formatting if cell in str(cf.sqref) for r in cf.rules]
+        assert any(r.formula == [value] and r.dxf.fill.bgColor.rgb.endswith("FFC7CE") for r in rules), (sheet, key)

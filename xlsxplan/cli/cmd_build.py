@@ -1,0 +1,38 @@
+"""``xlsxplan build [--out DIR]``: write the template workbooks, recalculated, and print their summaries."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from .common import EXIT_FORMULA_ERROR, EXIT_OK
+
+ORDER = 30
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..workbooks.build import build_all, master_check, serving_summary, training_summary
+    from ..workbooks.serving import FILENAME as SERVING
+    from ..workbooks.training import FILENAME as TRAINING
+
+    built = build_all(Path(args.out), force=args.force)
+    print(serving_summary(built[SERVING]))
+    print()
+    print(training_summary(built[TRAINING]))
+    failed = [b.path.name for b in built.values() if master_check(b) != 0]
+    return EXIT_FORMULA_ERROR if failed else EXIT_OK
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "build",
+        help="write the serving and training plan templates, recalculated, and print their summaries",
+        description="Generate workbooks/serving_plan.xlsx and workbooks/training_plan.xlsx with openpyxl, "
+        "recalculate them headlessly so they carry their values, and print the plans for the shipped examples "
+        "(seed 000's support assistant, seed 003's Parameter Golf), read back from the recalculated cells. "
+        "Exit status 1 if a template's master check fails.",
+    )
+    p.add_argument("--out", default="workbooks", metavar="DIR", help="folder to write into (default: workbooks)")
+    p.add_argument("--force", action="store_true",
+                   help="replace files in DIR even if they were edited since they were built")  # fmt: skip
+    p.set_defaults(handler=run)

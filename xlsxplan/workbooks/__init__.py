@@ -1,0 +1,6 @@
+"""Template workbooks: the serving plan and the training plan, built with openpyxl and recalculated headlessly.
+
+:mod:`.layout` holds the styles and layout both share; :mod:`.serving` and :mod:`.training` describe each template's
+rows; :mod:`.build` writes them, recalculates them with :class:`xlsxplan.engine.Workbook` and reads the summary
+back from the recalculated cells.
+"""

@@ -1,0 +1,248 @@
+"""Write the templates: build with openpyxl, recalculate headlessly, cache the values, and read the summary back.
+
+``xlsxplan build`` calls :func:`build_all`. Each template is built to a temporary file, loaded, calculated and
+saved by the Workbook API (:class:`xlsxplan.engine.Workbook`), so the written file carries every formula **and** its
+value, and finally normalised (fixed zip timestamps and document dates) so that building twice writes the same
+bytes. The printed summary is read from the recalculated cells, never computed again in Python: if the workbook is
+wrong, the summary is wrong.
+
+A file in the output folder is replaced only if this command wrote it and nobody saved it since (its document
+properties still carry the generator's stamp), or with ``force``: a template someone filled in is never lost.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+import zipfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..cells import CellError
+from ..errors import WorkbookError
+from ..fileio import atomic_write, check_writable
+from . import serving, training
+from .layout import GENERATOR, SIDE_COLUMNS, TEMPLATE_DATE, Book
+
+__all__ = ["TEMPLATES", "build_all", "build_template", "workbook_api", "serving_summary", "training_summary",
+           "is_generated", "Built"]  # fmt: skip
+
+TEMPLATES: dict[str, Callable[[], Book]] = {
+    serving.FILENAME: serving.build,
+    training.FILENAME: training.build,
+}
+"""File name -> builder, in the order they are written."""
+
+_ZIP_DATE = (1980, 1, 1, 0, 0, 0)
+_STAMP = TEMPLATE_DATE.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def workbook_api() -> Any:
+    """The Workbook API the templates are recalculated with (issue 4's :class:`xlsxplan.engine.Workbook`)."""
+    from ..engine import Workbook
+
+    return Workbook
+
+
+@dataclass
+class Built:
+    """One written template: where it is, its layout, and the recalculated workbook to read it from."""
+
+    path: Path
+    book: Book
+    workbook: Any
+
+    def get(self, ref: str) -> Any:
+        return self.workbook.get(ref)
+
+
+def is_generated(path: Path) -> bool:
+    """True when ``path`` is a workbook this command wrote and nobody has saved since."""
+    try:
+        with zipfile.ZipFile(path) as z:
+            core = z.read("docProps/core.xml").decode("utf-8", "replace")
+    except (OSError, KeyError, zipfile.BadZipFile):
+        return False
+    by = re.search(r"<cp:lastModifiedBy>([^<]*)</cp:lastModifiedBy>", core)
+    modified = re.search(r"<dcterms:modified[^>]*>([^<]*)</dcterms:modified>", core)
+    return bool(by and by.group(1) == GENERATOR and modified and modified.group(1) == _STAMP)
+
+
+def _normalise(src: Path, dst: Path) -> None:
+    """Copy the workbook with fixed zip timestamps and document dates: the same content gives the same bytes."""
+    with zipfile.ZipFile(src) as zin, zipfile.ZipFile(dst, "w", zipfile.ZIP_DEFLATED) as zout:
+        for info in zin.infolist():
+            data = zin.read(info.filename)
+            if info.filename == "docProps/core.xml":
+                text = data.decode("utf-8")
+                for tag in ("created", "modified"):
+                    text = re.sub(rf"(<dcterms:{tag}[^>]*>)[^<]*(</dcterms:{tag}>)", rf"\g<1>{_STAMP}\g<2>", text)
+                text = re.sub(r"<cp:lastModifiedBy>[^<]*</cp:lastModifiedBy>",
+                              f"<cp:lastModifiedBy>{GENERATOR}</cp:lastModifiedBy>", text)  # fmt: skip
+                data = text.encode("utf-8")
+            out = zipfile.ZipInfo(info.filename, date_time=_ZIP_DATE)
+            out.compress_type = zipfile.ZIP_DEFLATED
+            out.external_attr = 0o644 << 16
+            zout.writestr(out, data)
+
+
+def build_template(filename: str, out_dir: Path, force: bool = False) -> Built:
+    """Build, recalculate and write one template into ``out_dir``; returns it, recalculated."""
+    target = Path(out_dir) / filename
+    check_writable(target)
+    if target.exists() and not force and not is_generated(target):
+        raise WorkbookError(
+            f"{target} was not written by `xlsxplan build` or has been edited since; "
+            "pass --force to replace it, or --out to write elsewhere"
+        )
+    book = TEMPLATES[filename]()
+    api = workbook_api()
+    fd, raw_name = tempfile.mkstemp(prefix=f".{filename}.", suffix=".raw.xlsx", dir=target.parent)
+    os.close(fd)
+    raw = Path(raw_name)
+    calculated = raw.with_suffix(".calc.xlsx")
+    try:
+        book.wb.save(raw)
+        workbook = api.load(raw).calculate()
+        workbook.save(calculated)
+        atomic_write(target, lambda tmp: _normalise(calculated, tmp))
+    finally:
+        for leftover in (raw, calculated):
+            leftover.unlink(missing_ok=True)
+    return Built(target, book, workbook)
+
+
+def build_all(out_dir: Path, force: bool = False) -> dict[str, Built]:
+    """Write every template into ``out_dir`` (created if missing)."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    return {name: build_template(name, out, force) for name in TEMPLATES}
+
+
+# -- summaries, read from the recalculated cells ---------------------------------------------------------------------
+def _number(value: Any, where: str) -> float:
+    if isinstance(value, CellError) or isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise WorkbookError(f"{where} holds {value!r}, not a number")
+    return float(value)
+
+
+def master_check(built: Built) -> Any:
+    return built.get(built.book.address("master_check"))
+
+
+def _case(built: Built, key: str, case: int) -> Any:
+    ref = built.book.ref(f"Scenarios:{key}")
+    return built.get(f"Scenarios!{SIDE_COLUMNS[case]}{ref.row}")
+
+
+def _input_cell(built: Built, key: str, case: int) -> str:
+    ref = built.book.ref(f"{key}@{case}")
+    return f"Inputs!{ref.col}{ref.row}"
+
+
+def _live(built: Built, key: str) -> Any:
+    return built.get(built.book.address(key))
+
+
+def _checks_text(value: Any) -> str:
+    return "OK" if value == 0 else f"ERROR ({value}): see the Checks sheet"
+
+
+def serving_summary(built: Built) -> str:
+    """Seed 000's printed table, read from the recalculated serving plan, and the active scenario's plan."""
+    lines = [f"Serving plan: {built.path} (checks {_checks_text(master_check(built))})"]
+    kib: dict[str, float] = {}
+    for i in range(len(SIDE_COLUMNS)):
+        model = built.get(_input_cell(built, "model", i))
+        kib.setdefault(str(model), _number(_case(built, "kv_kib", i), "KV cache per token"))
+    lines.append("KV cache per token: " + ", ".join(f"{m} {v:,.0f} KiB" for m, v in kib.items()))
+    rps, out_tps, prompt_tps = (_number(_live(built, k), k) for k in ("peak_rps", "peak_output", "peak_prompt"))
+    lines.append(f"Peak load: {rps:.1f} requests/s, {out_tps:,.0f} output tokens/s ({prompt_tps:,.0f} prompt "
+                 "tokens/s)")  # fmt: skip
+    for i in range(len(SIDE_COLUMNS)):
+        name = _case(built, "scenario_name", i)
+        if _case(built, "fits", i) != "fits":
+            weights, usable = _number(_case(built, "weights", i), "weights"), _number(_case(built, "usable", i), "")
+            lines.append(f"{name}: does not fit: weights {weights:,.0f} GB, usable memory {usable:,.0f} GB")
+            continue
+        get = {k: _number(_case(built, k, i), f"{name} {k}") for k in
+               ("batch", "tps_user", "tps_alone", "tps_total", "prefill", "cost_full")}  # fmt: skip
+        lines.append(
+            f"{name}: batch {get['batch']:.0f}, {get['tps_user']:.0f} tokens/s per user ({get['tps_alone']:.0f} "
+            f"alone), {get['tps_total']:,.0f} tokens/s total, prefill {get['prefill']:.2f} s, "
+            f"${get['cost_full']:.2f} per M output tokens at full load"
+        )
+    name = built.get("Scenario_Name")
+    if _live(built, "fits") == "fits":
+        util = _number(built.get("Average_Utilisation"), "Average utilisation")
+        growth = _number(built.get("Traffic_Growth_Multiple"), "Traffic growth multiple")
+        v = {
+            k: _number(_live(built, k), k)
+            for k in (
+                "cost_avg",
+                "replicas_peak",
+                "gpus_peak",
+                "replicas_decode",
+                "replicas_growth",
+                "gpus_growth",
+                "replicas_decode_growth",
+            )
+        }
+        lines.append(
+            f"Active scenario, {name}: ${v['cost_avg']:.2f} per M output tokens at {util:.0%} average load; "
+            f"{v['replicas_peak']:.0f} replicas, {v['gpus_peak']:.0f} GPUs for the peak "
+            f"({v['replicas_decode']:.0f} counting decode only); {v['replicas_growth']:.0f} replicas, "
+            f"{v['gpus_growth']:.0f} GPUs at {growth:g}x the peak ({v['replicas_decode_growth']:.0f} decode only)"
+        )
+    else:
+        lines.append(f"Active scenario, {name}: does not fit")
+    return "\n".join(lines)
+
+
+def _bench(built: Built, key: str, case: int) -> Any:
+    ref = built.book.ref(f"Measured rates:{key}")
+    return built.get(f"'Measured rates'!{SIDE_COLUMNS[case]}{ref.row}")
+
+
+def training_summary(built: Built) -> str:
+    """Seed 003's figures, read from the recalculated training plan: the active scenario and the measured rates."""
+    lines = [f"Training plan: {built.path} (checks {_checks_text(master_check(built))})"]
+    v = {k: _live(built, k) for k in ("params_m", "flops", "tflops", "cluster_peak", "seconds", "within",
+                                      "gpu_hours", "cost", "tokens_budget", "chinchilla", "ratio", "side",
+                                      "optimal_m", "train_mem", "passes")}  # fmt: skip
+    n = {k: _number(x, k) for k, x in v.items() if k not in ("within", "side")}
+    tokens = _number(built.get("Training_Tokens"), "Training tokens")
+    budget = _number(built.get("Time_Budget"), "Time budget")
+    mfu = _number(built.get("Model_FLOPs_Utilisation"), "MFU")
+    gpus = _number(built.get("GPUs"), "GPUs")
+    cached = _number(built.get("Cached_Tokens"), "Cached tokens")
+    lines += [
+        f"Active scenario, {built.get('Scenario_Name')}: {n['params_m']:,.2f}M parameters on {tokens / 1e9:,.3f}B "
+        f"tokens, 6ND = {n['flops']:.3g} FLOPs",
+        f"{gpus:.0f} x {built.get('Accelerator')} at {n['tflops']:,.1f} TFLOP/s dense ({n['cluster_peak']:,.2f} "
+        f"PFLOP/s), MFU {mfu:.0%}: {n['seconds']:,.1f} s, {v['within']} ({budget:,.0f} s); "
+        f"{n['gpu_hours']:,.2f} GPU-h, ${n['cost']:,.2f} at list price",
+        f"The budget allows {n['tokens_budget'] / 1e9:,.2f}B tokens; Chinchilla's rule asks "
+        f"{n['chinchilla'] / 1e6:,.0f}M; the run has {n['ratio']:.1f}x that: {v['side']}",
+        f"Compute-optimal size for {budget:,.0f} s: {n['optimal_m']:,.1f}M parameters; training memory before "
+        f"activations {n['train_mem']:,.2f} GB; {n['passes']:.2f} passes over {cached / 1e9:,.1f}B cached tokens",
+        f"Measured rates (tokens/s -> 6N-equivalent rate -> size for {budget:,.0f} s; the active scenario's run "
+        "at that rate):",
+    ]
+    for i in range(len(SIDE_COLUMNS)):
+        tps = _number(_bench(built, "bm_tps", i), "tokens/s")
+        tflops = _number(_bench(built, "bm_tflops", i), "TFLOP/s")
+        rate = f"{tflops / 1000:,.2f} PFLOP/s" if tflops >= 1000 else f"{tflops:,.2f} TFLOP/s"
+        mfu_i = _bench(built, "bm_mfu", i)
+        mfu_text = f", MFU {mfu_i:.0%}" if isinstance(mfu_i, (int, float)) else ""
+        optimal = _number(_bench(built, "bm_optimal", i), "optimal size")
+        seconds = _number(_bench(built, "bm_seconds_run", i), "time")
+        days = _number(_bench(built, "bm_days", i), "days")
+        time_text = f"{days:,.1f} days" if days >= 1 else f"{seconds:,.0f} s"
+        tps_text = f"{tps / 1e6:,.2f}M" if tps >= 1e6 else f"{tps:,.0f}"
+        lines.append(f"  {_bench(built, 'bm_name', i)}: {tps_text} tokens/s, {rate}{mfu_text}; "
+                     f"optimal {optimal:,.2f}M parameters; run {time_text}")  # fmt: skip
+    return "\n".join(lines)

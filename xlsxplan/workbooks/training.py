@@ -1,0 +1,459 @@
+"""The training plan template: how big a model, how many tokens, how long, what it costs (seed 003).
+
+Sheets: Cover, Guide, Inputs (with the scenario block and the measured-rate table), Calculations (the active
+scenario), Outputs, Measured rates (each benchmark side by side), Checks, Version log, Lists and ``xlwings.conf``.
+
+The shipped cases are seed 003's: the Parameter Golf record (35.95M parameters, 3.927B tokens, eight H100s, ten
+minutes) and baseline, the 7B-on-140B-tokens example and Chinchilla's 70B on 1.4T tokens. The measured-rate table
+turns a short benchmark's tokens per second into the 6N-equivalent FLOP rate and sizes a run from it (seed 003,
+"The M2": ``N = sqrt(C t / 120)``), with the seed's H100 record and M2 rows.
+
+Where later work adds rows: calibrated MFU and efficiencies (issue 6) as inputs beside ``Model FLOPs
+utilisation``; architecture-aware FLOPs (attention's 12 L H Q T, recurrence) and training memory with activations
+(issue 7) as lines after ``flops`` and ``train_mem``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from openpyxl.worksheet.datavalidation import DataValidation
+
+from .. import domains
+from .layout import (
+    TEMPLATE_DATE,
+    Book,
+    Line,
+    Ref,
+    Sheet,
+    conf_sheet,
+    cover,
+    guide,
+    lists_sheet,
+    validation_for,
+    version_log,
+)
+
+__all__ = ["build", "TITLE", "FILENAME", "CASES", "BENCHMARKS"]
+
+TITLE = "Training plan"
+FILENAME = "training_plan.xlsx"
+SHEETS = [
+    ("Cover", "cover"),
+    ("Guide", "guide"),
+    ("Inputs", "inputs"),
+    ("Calculations", "calc"),
+    ("Outputs", "outputs"),
+    ("Measured rates", "scenarios"),
+    ("Checks", "checks"),
+    ("Version log", "log"),
+    ("Lists", "lists"),
+]
+SEED = "Seed 003"
+PG = f"{SEED} 'Parameter Golf' (example)"
+
+CASES = ("Param. Golf record", "Param. Golf baseline", "7B, 140B tokens", "Chinchilla 70B")
+ACTIVE_CASE = 1
+_OVERRIDE = domains.Domain("number", 0, 1e9)
+
+# (label, values per case, unit, source, comment, format, kind or domain)
+SCENARIO_ROWS: tuple[tuple[Any, ...], ...] = (
+    ("Scenario name", CASES, "text", "Example", "Rename a case freely", "text", None),
+    ("Model parameters", (0.03595, 0.01706, 7, 70), "B params", f"{SEED} (example)",
+     "Seed notes 6, 7, 9; 7B is seed 003's example", "small",
+     domains.ParamsB.__metadata__[0]),
+    ("Training tokens", (3.927e9, 7.225e9, 140e9, 1.4e12), "tokens", f"{SEED} (example)",
+     "Record 3.927B, baseline 7.225B (notes 6, 7)", "int", domains.Tokens.__metadata__[0]),
+    ("Accelerator", ("H100-SXM",) * 4, "preset", f"{SEED} (example)", "A catalog preset (dropdown)", "text",
+     "gpu"),
+    ("Dense BF16 compute override", (989.5, 989.5, None, None), "TFLOP/s", f"{SEED} 'Eight H100s' (example)",
+     "Seed: about 989.5; catalog: 989.4 (whitepaper)", "override", _OVERRIDE),
+    ("Memory per GPU override", (None,) * 4, "GB", "Catalog (datasheet)", "Empty: the catalog's figure",
+     "override", _OVERRIDE),
+    ("GPUs", (8, 8, 64, 1024), "count", f"{SEED}; cases 3-4 are examples",
+     "Eight H100s (Golf rules); 64, 1,024: assumed", "int", domains.GPUs.__metadata__[0]),
+    ("Model FLOPs utilisation", (0.18, 0.18, 0.4, 0.4), "fraction", f"{SEED} 'Eight H100s' (example)",
+     "Record: 18%; 40%: large dense runs (PaLM 46%)", "pct",
+     domains.Fraction.__metadata__[0]),
+    ("Time budget", (600, 600, 604_800, 2_592_000), "s", f"{SEED} (example)",
+     "Golf: 10 minutes; 7 and 30 days: examples", "int",
+     domains.Seconds.__metadata__[0]),
+    ("Cached tokens", (8e9, 2.5e9, 15e12, 1.4e12), "tokens", f"{SEED} 'Which FineWeb?' (example)",
+     "8B (80 shards), 2.5B, FineWeb 15T, one pass", "int",
+     domains.Tokens.__metadata__[0]),
+)  # fmt: skip
+
+BENCHMARKS = (
+    "8xH100 Golf record",
+    "M2 41.2M, B=1 T=2048",
+    "M2 41.2M, B=4 T=512",
+    "M2 0.36M anchor",
+)
+BENCHMARK_ROWS: tuple[tuple[Any, ...], ...] = (
+    ("Benchmark", BENCHMARKS, "text", f"{SEED}, measured rows (example)", "Rename freely", "text", None),
+    ("Benchmark parameters", (35.95, 41.2, 41.2, 0.361608), "M params", f"{SEED} notes 7, 10, 11 (example)",
+     "Parameters of the model measured", "dec2", domains.Domain("number", 0, 1e12, low_open=True)),
+    ("Tokens counted", (3.927e9, 2_400, 4_900, 69_042_176), "tokens", f"{SEED} notes 7, 10, 11 (example)",
+     "M2: rate quoted per second; anchor 8,428 x 8,192", "int",
+     domains.Tokens.__metadata__[0]),
+    ("Seconds counted", (599.6, 1, 1, 300), "s", f"{SEED} notes 7, 10, 11 (example)",
+     "599.6 s; 1 s for a quoted rate; 300 s", "dec1",
+     domains.Seconds.__metadata__[0]),
+    ("Accelerators measured", (8, 1, 1, 1), "count", f"{SEED} notes 2, 7 (example)", "Eight H100s; one M2 GPU", "int",
+     domains.GPUs.__metadata__[0]),
+    ("Dense peak per accelerator", (989.5, None, None, None), "TFLOP/s", f"{SEED} 'Eight H100s' (example)",
+     "Empty: none published (Apple gives no GPU FLOP/s)", "dec1", _OVERRIDE),
+)  # fmt: skip
+
+_KEYS = {
+    "Scenario name": "scenario_name", "Model parameters": "params", "Training tokens": "tokens",
+    "Accelerator": "gpu", "Dense BF16 compute override": "tflops_override",
+    "Memory per GPU override": "memory_override", "GPUs": "n_gpus", "Model FLOPs utilisation": "mfu",
+    "Time budget": "budget", "Cached tokens": "cached", "Benchmark": "bm_name", "Benchmark parameters": "bm_params_m",
+    "Tokens counted": "bm_tokens", "Seconds counted": "bm_seconds", "Accelerators measured": "bm_accelerators",
+    "Dense peak per accelerator": "bm_peak",
+}  # fmt: skip
+
+LINES: tuple[tuple[str, Line], ...] = (
+    ("The run", Line("params_m", "Model parameters, in millions", "=Model_Parameters*1000", "M params",
+                     "Billions x 1,000", "dec2")),
+    ("", Line("tflops", "Dense BF16 compute per GPU",
+              '=IF(Dense_BF16_Compute_Override>0,Dense_BF16_Compute_Override,GPU_SPEC(Accelerator,"bf16_tflops"))',
+              "TFLOP/s", "The override, else GPU_SPEC(accelerator, \"bf16_tflops\"): dense, never the sparse "
+              "headline", "dec1")),
+    ("", Line("memory", "Memory per GPU",
+              '=IF(Memory_Per_GPU_Override>0,Memory_Per_GPU_Override,GPU_SPEC(Accelerator,"memory_gb"))', "GB",
+              "The override, else GPU_SPEC(accelerator, \"memory_gb\")", "dec1")),
+    ("", Line("cluster_peak", "Dense peak of the GPUs", "=GPUs*{tflops}/1000", "PFLOP/s",
+              "GPUs x dense peak: eight H100s give 7.92 PFLOP/s (seed 003 'Eight H100s')", "dec2")),
+    ("", Line("rate", "Sustained model-FLOP rate", "=GPUs*{tflops}*1E+12*Model_FLOPs_Utilisation", "FLOP/s",
+              "Dense peak x MFU (PaLM, arXiv:2204.02311, Appendix B)", "sci")),
+    ("", Line("flops", "Training compute, 6ND", "=TRAIN_FLOPS(Model_Parameters,Training_Tokens)", "FLOPs",
+              "6 x parameters x tokens: 2N forward + 4N backward (seed 003 'Training Computation'; PaLM 4.1)",
+              "sci", True)),
+    ("", Line("seconds", "Training time",
+              "=TRAIN_SECONDS(Model_Parameters,Training_Tokens,GPUs,{tflops},Model_FLOPs_Utilisation)", "s",
+              "6ND / (GPUs x dense peak x MFU) (seed 003 'Training Computation')", "dec1", True)),
+    ("", Line("hours", "Training time, in hours", "={seconds}/3600", "h", "Seconds / 3,600", "dec2")),
+    ("", Line("days", "Training time, in days", "={seconds}/86400", "days", "Seconds / 86,400", "dec2")),
+    ("", Line("within", "Within the time budget?", '=IF({seconds}<=Time_Budget,"within budget","over budget")',
+              "text", "Training time against the time budget", "text", True, bad=("over budget",))),
+    ("", Line("gpu_hours", "GPU-hours", "=GPU_HOURS({seconds},GPUs)", "GPU-h", "Time x GPUs / 3,600", "dec2",
+              True)),
+    ("", Line("cost", "List cost of the run", "={gpu_hours}*Price_Per_GPU_Hour", "USD",
+              "GPU-hours x price per GPU-hour", "usd", True)),
+    ("Sizing", Line("tokens_budget", "Tokens the time budget allows",
+                    "=TRAIN_TOKENS(Model_Parameters,{rate},Time_Budget)", "tokens",
+                    "Sustained rate x budget / 6N (seed 003 'The M2')", "int", True)),
+    ("", Line("chinchilla", "Chinchilla tokens for the model",
+              "=CHINCHILLA_TOKENS(Model_Parameters,Chinchilla_Tokens_Per_Parameter)", "tokens",
+              "20 tokens per parameter (Hoffmann et al. 2022, Table 3; seed 003)", "int")),
+    ("", Line("ratio", "Training tokens over Chinchilla tokens",
+              "=CHINCHILLA_RATIO(Model_Parameters,Training_Tokens,Chinchilla_Tokens_Per_Parameter)", "ratio",
+              "Above 1: more tokens per parameter than the rule (seed 003 'Actual Competition Runs')", "dec2",
+              True)),
+    ("", Line("side", "Where the run sits",
+              '=IF({ratio}>1,"data-heavy","model-heavy or on it")', "text",
+              "A landmark, not an optimum, for small or quantised models (seed 003)", "text", True)),
+    ("", Line("optimal", "Compute-optimal size for the time budget",
+              "=OPTIMAL_PARAMS_B({rate},Time_Budget,Chinchilla_Tokens_Per_Parameter)", "B params",
+              "sqrt(rate x budget / (6 x 20)) (seed 003 'The M2')", "small")),
+    ("", Line("optimal_m", "Compute-optimal size, in millions", "={optimal}*1000", "M params",
+              "Billions x 1,000", "dec1", True)),
+    ("", Line("optimal_tokens", "Chinchilla tokens for that size",
+              "=CHINCHILLA_TOKENS({optimal},Chinchilla_Tokens_Per_Parameter)", "tokens",
+              "20 x the compute-optimal size", "int")),
+    ("Memory and data", Line("train_mem", "Training memory before activations",
+                             "=TRAIN_MEMORY_GB(Model_Parameters,Training_Bytes_Per_Parameter)", "GB",
+                             "Parameters x 16 bytes: weights, gradients, master weights, Adam (ZeRO, "
+                             "arXiv:1910.02054, 3.1)", "dec2", True)),
+    ("", Line("fits_gpu", "Fits on one GPU before activations?",
+              '=IF({train_mem}<={memory},"yes","no: shard it across the GPUs")', "text",
+              "Activations come on top (seed 003: the record peaked at 41.7 GB per GPU)", "text")),
+    ("", Line("passes", "Passes over the cached tokens", "=DATA_PASSES(Training_Tokens,Cached_Tokens)", "passes",
+              "Tokens / cached tokens; above 1 repeats data (seed 003 'Which FineWeb?')", "dec2", True)),
+)  # fmt: skip
+
+MEASURED_LINES: tuple[Line, ...] = (
+    Line("bm_tps", "Observed throughput", "={bm_tokens}/{bm_seconds}", "tokens/s", "Tokens counted / seconds",
+         "int"),
+    Line("bm_params_b", "Benchmark parameters, in billions", "={bm_params_m}/1000", "B params", "Millions / 1,000",
+         "small"),
+    Line("bm_c6n", "6N-equivalent rate", "=FLOPS_6N({bm_params_b},{bm_tps})", "FLOP/s",
+         "6 x parameters x tokens/s: derived, not measured (seed 003 'The M2')", "sci"),
+    Line("bm_tflops", "6N-equivalent rate, in TFLOP/s", "={bm_c6n}/1E+12", "TFLOP/s",
+         "The record: 1.41 PFLOP/s = 1,413 TFLOP/s (seed 003 'Eight H100s')", "dec2"),
+    Line("bm_peak_total", "Dense peak of the accelerators",
+         '=IF({bm_peak}>0,{bm_accelerators}*{bm_peak},"not published")', "TFLOP/s",
+         "Accelerators x dense peak; Apple publishes none for the M2's GPU", "dec1"),
+    Line("bm_mfu", "Model FLOPs utilisation",
+         '=IF({bm_peak}>0,MFU({bm_params_b},{bm_tps},{bm_accelerators},{bm_peak}),"no published peak")',
+         "fraction", "6N-equivalent rate / dense peak: the record reaches about 18% (seed 003)", "pct"),
+    Line("bm_optimal", "Compute-optimal size for the time budget",
+         "=OPTIMAL_PARAMS_B({bm_c6n},Time_Budget,Chinchilla_Tokens_Per_Parameter)*1000", "M params",
+         "sqrt(C t / 120): record 84M for 600 s; M2 about 1.7-2.4M (seed 003 'The M2')", "dec2"),
+    Line("bm_tokens_budget", "Tokens the budget allows the plan's model",
+         "=TRAIN_TOKENS(Model_Parameters,{bm_c6n},Time_Budget)", "tokens",
+         "Rate x budget / 6N, for the active scenario's model", "int"),
+    Line("bm_seconds_run", "Time to train the plan's model on its tokens",
+         "=RUN_SECONDS(Model_Parameters,Training_Tokens,{bm_c6n})", "s",
+         "6ND / rate: seed 003 projects 8-16 days on the M2, about 20 from the anchor", "int"),
+    Line("bm_days", "Time to train the plan's model, in days", "={bm_seconds_run}/86400", "days",
+         "Seconds / 86,400", "dec1"),
+)  # fmt: skip
+
+
+def _inputs(book: Book, lists: dict[str, str]) -> Sheet:
+    sh = book.sheet(
+        "Inputs",
+        "Every assumption, once. Orange cells are inputs; the shipped values are examples (seed 003): replace "
+        "them, and their Source and As-of date.",
+        ["Label", "Value", "Unit", "Source", "As-of date", "Comment"],
+    )
+    sh.section("Scenario", "Pick the active case; its values feed Calculations and Outputs")
+    sh.case_headings("Scenario block: one column per case", "Active")
+    name_row = sh.row + 2
+    dv = DataValidation(type="list", formula1=f"$G${name_row}:$J${name_row}", allow_blank=False)
+    dv.error, dv.showErrorMessage = "Pick one of the scenario names in G to J", True
+    sh.input("Active scenario", CASES[ACTIVE_CASE - 1], "name", "Choose from the list",
+             "Dropdown of the case names", "text", dv)  # fmt: skip
+    sh.line(Line("scenario_number", "Scenario number", f"=MATCH(Active_Scenario,$G${name_row}:$J${name_row},0)",
+                 "index", "Position of the active case (MATCH)", "int"))  # fmt: skip
+    book.define("Scenario_Number", "Inputs", f"$B${sh.row - 1}")
+    for label, values, unit, source, comment, fmt, kind in SCENARIO_ROWS:
+        sh.case_input(label, values, unit, source, comment, fmt, _validation(label, kind, lists),
+                      selector="Scenario_Number", key=_KEYS[label])  # fmt: skip
+    book.scenario_name = "Scenario_Name"
+
+    sh.section("Rules of thumb")
+    sh.input(
+        "Chinchilla tokens per parameter",
+        20,
+        "tokens/param",
+        "Rule of thumb: Hoffmann et al. 2022, Table 3",
+        "Chinchilla's 70B model on 1.4T tokens",
+        "dec1",
+        validation_for(domains.TokensPerParam.__metadata__[0], "Chinchilla tokens per parameter"),
+    )
+    sh.input(
+        "Training bytes per parameter",
+        16,
+        "bytes",
+        "Rule of thumb: ZeRO, arXiv:1910.02054, 3.1",
+        "Mixed-precision Adam: 2 weight + 2 gradient + 4 master + 8 optimiser",
+        "int",
+        validation_for(domains.Domain("number", 0, 1000, low_open=True), "Training bytes per parameter"),
+    )
+
+    sh.section("Cost and basis of estimate", "Estimate, not a quote: check your provider's current price")
+    sh.input(
+        "Price per GPU-hour",
+        2.5,
+        "USD/GPU-h",
+        "Seed 000 §6 (example)",
+        "List price of one GPU for an hour",
+        "usd",
+        validation_for(domains.Price.__metadata__[0], "Price per GPU-hour"),
+    )
+    date_dv = DataValidation(type="date", operator="greaterThan", formula1="36526")
+    sh.input("Price date", TEMPLATE_DATE, "date", "Example: when the price was checked",
+             "Prices change; restate the date with the price", "date", date_dv)  # fmt: skip
+    sh.input("Region", "Any (example)", "text", "Example", "Where the GPUs run", "text")
+    basis = DataValidation(type="list", formula1='"On-demand,Committed 1 year,Committed 3 years,Spot"')
+    sh.input("Pricing basis", "On-demand", "text", "Example", "On-demand, committed or spot", "text", basis)
+    sh.input("Billing currency", "USD", "ISO 4217", "Example", "Every cost line is in this currency", "text")
+
+    sh.section("Measured rates", "Short benchmarks: their 6N-equivalent rate sizes a run (seed 003 'The M2')")
+    sh.case_headings("Benchmarks: one column per measurement", "")
+    for label, values, unit, source, comment, fmt, kind in BENCHMARK_ROWS:
+        sh.case_input(label, values, unit, source, comment, fmt, _validation(label, kind, lists),
+                      key=_KEYS[label])  # fmt: skip
+    sh.finish()
+    return sh
+
+
+def _validation(label: str, kind: Any, lists: dict[str, str]) -> DataValidation | None:
+    if isinstance(kind, str):
+        return DataValidation(type="list", formula1=lists[kind], showErrorMessage=False)
+    return validation_for(kind, label)
+
+
+def _calculations(book: Book) -> Sheet:
+    sh = book.sheet(
+        "Calculations",
+        "The active scenario, line by line. Every cell is a formula: click one to read it. Inputs appear by name.",
+        ["Line item", "Value", "Unit", "Equation and source", "", ""],
+    )
+    for section, line in LINES:
+        if section:
+            sh.section(section)
+        sh.line(line)
+    sh.finish()
+    return sh
+
+
+def _measured(book: Book) -> Sheet:
+    sh = book.sheet(
+        "Measured rates",
+        "Each benchmark's tokens per second turned into a 6N-equivalent rate, then a model size for the time "
+        "budget and a projection of the active scenario's run (seed 003's recipe).",
+        ["Line item", "Unit", *(f"Benchmark {i}" for i in range(1, 5)), "Equation and source"],
+        layout="cases",
+    )
+    locals_: list[dict[str, Ref | str]] = [
+        {_KEYS[row[0]]: book.ref(f"{_KEYS[row[0]]}@{i}") for row in BENCHMARK_ROWS} for i in range(len(BENCHMARKS))
+    ]
+    sh.section("The benchmarks (from Inputs, columns G to J)")
+    line = Line("bm_name:shown", "Benchmark", "={bm_name}", "text", "Inputs", "text")
+    book.refs["Measured rates:bm_name"] = sh.side_by_side(line, locals_)
+    sh.section("From tokens per second to a model size")
+    for line in MEASURED_LINES:
+        book.refs[f"Measured rates:{line.key}"] = sh.side_by_side(line, locals_)
+    sh.finish()
+    return sh
+
+
+def _outputs(book: Book) -> Sheet:
+    sh = book.sheet(
+        "Outputs",
+        "The plan for the active scenario: key results (bold) and links to Calculations (green).",
+        ["Result", "Value", "Unit", "What it means", "", ""],
+    )
+    sh.section("Configuration")
+    for name, label, unit, fmt in (
+        ("Accelerator", "Accelerator", "preset", "text"),
+        ("GPUs", "GPUs", "count", "int"),
+    ):
+        sh.line(Line(f"config:{name}", label, f"={name}", unit, "The active scenario, from Inputs", fmt))
+    for section, line in LINES:
+        if section:
+            sh.section(section)
+        sh.link(line.key, line.label, line.unit, line.fmt, "", line.key_result, line.bad)
+    sh.section("Basis of estimate", "Estimate, not a quote")
+    for name, label, unit, fmt in (
+        ("Price_Per_GPU_Hour", "Price per GPU-hour", "USD/GPU-h", "usd"),
+        ("Pricing_Basis", "Pricing basis", "text", "text"),
+        ("Price_Date", "Price date", "date", "date"),
+        ("Region", "Region", "text", "text"),
+        ("Billing_Currency", "Billing currency", "ISO 4217", "text"),
+    ):
+        sh.line(Line(f"basis:{name}", label, f"={name}", unit, "From Inputs", fmt))
+    r = sh.text("This is an estimate, not a quote: cloud prices change and differ by region, commitment and "
+                "provider.", style="Note")  # fmt: skip
+    for col in "BCDEF":
+        sh.ws[f"{col}{r}"].style = "Note"
+    sh.finish()
+    return sh
+
+
+def _checks(book: Book) -> Sheet:
+    sh = book.sheet(
+        "Checks",
+        "Each row is 1 when something is wrong and 0 when it is fine; the master check adds them up.",
+        ["Check", "Result", "Unit", "What it tests", "", ""],
+    )
+    sh.section("The active scenario")
+    sh.check("Training time over the time budget", "=IF({seconds}>Time_Budget,1,0)",
+             "The run does not finish within the budget at this MFU")  # fmt: skip
+    sh.check("MFU outside 0 to 100%", "=IF(OR(Model_FLOPs_Utilisation>1,Model_FLOPs_Utilisation<=0),1,0)",
+             "Model FLOPs utilisation must be above 0 and at most 1 (PaLM, Appendix B)")  # fmt: skip
+    sh.check(
+        "Training state too big for all the GPUs together",
+        "=IF({train_mem}>GPUs*{memory},1,0)",
+        "Weights, gradients and optimiser state exceed the GPUs' memory even fully sharded (ZeRO-3)",
+    )
+    first, last = book.ref("tflops"), book.ref("memory")
+    span = f"Calculations!$B${first.row}:$B${last.row}"
+    sh.check("An accelerator figure is missing", f"=IF(COUNT({span})<ROWS({span}),1,0)",
+             "A name not in the catalog needs its overrides filled in")  # fmt: skip
+    sh.section("Every sheet")
+    calc_span = f"Calculations!$B$6:$B${book.ws('Calculations').max_row}"
+    measured_span = f"'Measured rates'!$C$6:$F${book.ws('Measured rates').max_row}"
+    sh.check("Error values on Calculations", f"=IF(SUMPRODUCT(1*ISERROR({calc_span}))>0,1,0)",
+             "Any error value on Calculations")  # fmt: skip
+    sh.check(
+        "Error values on Measured rates",
+        f"=IF(SUMPRODUCT(1*ISERROR({measured_span}))>0,1,0)",
+        "Any error among the benchmarks, e.g. a rate above the accelerators' peak (MFU above 100%)",
+    )
+    sh.skip()
+    sh.master()
+    sh.finish()
+    return sh
+
+
+def build() -> Book:
+    """The training plan as an openpyxl workbook in a :class:`Book` (formulas only; recalculate to cache values)."""
+    book = Book(TITLE, SHEETS)
+    lists = lists_sheet(book)
+    _inputs(book, lists)
+    _calculations(book)
+    _measured(book)
+    _outputs(book)
+    _checks(book)
+    for name in ("Inputs", "Calculations", "Outputs", "Measured rates", "Checks"):
+        book.sheets[name].header_status()
+    cover(
+        book,
+        purpose="How big a model, how many tokens, how long and at what cost to train an LLM: 6ND FLOPs, time "
+        "and GPU-hours at a model FLOPs utilisation, Chinchilla's 20 tokens per parameter, the compute-optimal "
+        "size for a time budget, training memory, data passes, and the size a short benchmark's measured rate "
+        "supports.",
+        key_results=[
+            ("flops", "Training compute, 6ND", "FLOPs", "sci"),
+            ("seconds", "Training time", "s", "dec1"),
+            ("within", "Within the time budget?", "text", "text"),
+            ("gpu_hours", "GPU-hours", "GPU-h", "dec2"),
+            ("cost", "List cost of the run", "USD", "usd"),
+            ("ratio", "Training tokens over Chinchilla tokens", "ratio", "dec2"),
+            ("optimal_m", "Compute-optimal size for the time budget", "M params", "dec1"),
+        ],
+        examples='seed 003, "Estimating the Compute and Memory Needed for Language Models" (Parameter Golf, the M2)',
+        limitations=[
+            "6ND counts the parameterised matrix multiplications of a dense transformer; attention (PaLM's "
+            "12 L H Q T per token) and recurrently reapplied layers add work (seed 003).",
+            "MFU is an assumption unless measured: large dense runs report 40-50%, the Parameter Golf record "
+            "about 18%.",
+            "Chinchilla's 20 tokens per parameter is a landmark fitted on large dense models, not an optimum for "
+            "tens of millions of parameters or quantised models (seed 003).",
+            "Training memory counts weights, gradients and Adam state only; activations come on top.",
+            "A measured rate transfers to another model size only approximately: the projection assumes the "
+            "6N-equivalent rate stays the same.",
+            "Cost assumes GPUs billed by the hour; prices are examples, not quotes.",
+        ],
+    )
+    guide(
+        book,
+        steps=[
+            "Inputs, Scenario block: for each case, the model's parameters (in billions), the training tokens, "
+            "the accelerator (dropdown of the catalog), how many, the MFU you expect, the time budget in seconds "
+            "and the tokens you have cached. Leave an override empty to use the catalog's figure.",
+            "Inputs, Active scenario: choose the case that feeds Calculations and Outputs.",
+            "Inputs, Measured rates: for a machine without a published FLOP/s (a laptop, say), run a short "
+            "benchmark and enter the model's parameters, the tokens it processed and in how many seconds.",
+            "Inputs, Cost: price per GPU-hour with its date, region and pricing basis.",
+            "Read Outputs (and the Cover's key results); Measured rates turns each benchmark into a model size "
+            "for the time budget and a time for the active scenario's run.",
+            "Checks must read OK: an ERROR names the problem (over budget, MFU above 100%, state too big, a "
+            "missing figure).",
+            "In Excel, install the xlsxplan add-in (xlwings) and click Import Functions: the formulas then "
+            "recalculate live. Without it, the values shown are those computed when the file was saved; "
+            "`xlsxplan recalc` recalculates a copy without Excel.",
+        ],
+        sheets=[
+            ("Cover", "Purpose, active scenario, master check, key results, legend, limitations"),
+            ("Guide", "This page"),
+            ("Inputs", "Every assumption, once, with unit, source and date; the scenario block and benchmarks"),
+            ("Calculations", "The active scenario line by line, with the equation and its source"),
+            ("Outputs", "Key results and the basis of estimate"),
+            ("Measured rates", "Each benchmark's rate, MFU, compute-optimal size and projected time"),
+            ("Checks", "1 for a problem, 0 for OK; the master check"),
+            ("Version log", "What changed, when"),
+            ("Lists", "The catalog's presets and the precision names behind the dropdowns"),
+            ("xlwings.conf", "Tells the add-in which Python module holds the functions; leave it as is"),
+        ],
+    )
+    version_log(book)
+    conf_sheet(book)
+    book.finish()
+    return book
