@@ -47,9 +47,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
+if TYPE_CHECKING:  # numpy is only needed to fit, not to look a factor up: `import xlsxplan` stays light
+    import numpy as np
 
 from .domains import Count, Name, TokensOrZero, checked
 from .errors import ArgumentError, CatalogError, UnknownPresetError
@@ -97,7 +98,7 @@ peak bandwidth (section 4)."""
 
 _HUBER = 0.2  # log units: errors within about 22% count quadratically, larger ones linearly
 _RIDGE = 0.01  # penalty on log multipliers: settles what the data cannot separate, shrinks a one-row effect by 2%
-_OVERHEAD_GRID = np.arange(0.0, 1001.0, 1.0)  # overhead_bytes searched, bytes per hidden unit per layer per token
+_OVERHEAD_MAX = 1000  # overhead_bytes searched from 0 to this in steps of 1: bytes per hidden unit per layer per token
 
 
 def _norm(text: str) -> str:
@@ -270,17 +271,23 @@ class Factors:
 
 
 def _huber_weights(r: np.ndarray) -> np.ndarray:
+    import numpy as np
+
     a = np.abs(r)
     return np.where(a <= _HUBER, 1.0, _HUBER / np.maximum(a, 1e-12))
 
 
 def _huber_loss(r: np.ndarray) -> np.ndarray:
+    import numpy as np
+
     a = np.abs(r)
     return np.where(a <= _HUBER, 0.5 * a**2, _HUBER * (a - 0.5 * _HUBER))
 
 
 def _fit_group(obs: Sequence[Observation], kind: str) -> GroupFit:
     """Huber regression of log efficiency on GPU class and weights format, with a small ridge penalty."""
+    import numpy as np
+
     if not obs:
         return GroupFit(SEED_FACTORS[kind], {c: 1.0 for c in CLASSES[1:]}, {f: 1.0 for f in FORMAT_GROUPS[1:]})
     levels = [("class", c) for c in CLASSES[1:]] + [("format", f) for f in FORMAT_GROUPS[1:]]
@@ -306,10 +313,13 @@ def _fit_group(obs: Sequence[Observation], kind: str) -> GroupFit:
 
 def _fit_train(obs: Sequence[Observation]) -> TrainFit:
     """Grid search over overhead_bytes; for each, the ceiling is the Huber location of the de-penalised logs."""
+    import numpy as np
+
+    grid = np.arange(0.0, _OVERHEAD_MAX + 1.0, 1.0)
     if not obs:
         return TrainFit(SEED_FACTORS["train_mfu"], 0.0)
     x = np.array([o.balance / (72.0 * o.hidden) for o in obs])
-    z = np.log([o.value for o in obs])[None, :] + np.log1p(_OVERHEAD_GRID[:, None] * x[None, :])
+    z = np.log([o.value for o in obs])[None, :] + np.log1p(grid[:, None] * x[None, :])
     mu = np.median(z, axis=1)
     for _ in range(100):
         w = _huber_weights(z - mu[:, None])
@@ -320,8 +330,8 @@ def _fit_train(obs: Sequence[Observation]) -> TrainFit:
             break
     mu = np.minimum(mu, 0.0)  # nothing reaches more than its peak
     loss = _huber_loss(z - mu[:, None]).sum(axis=1)
-    best = int(np.argmin(loss + 1e-9 * _OVERHEAD_GRID))  # ties go to the smaller overhead
-    return TrainFit(float(math.exp(mu[best])), float(_OVERHEAD_GRID[best]))
+    best = int(np.argmin(loss + 1e-9 * grid))  # ties go to the smaller overhead
+    return TrainFit(float(math.exp(mu[best])), float(grid[best]))
 
 
 def fit_kind(kind: str, observations: Sequence[Observation]) -> TrainFit | GroupFit:
