@@ -38,6 +38,7 @@ from openpyxl.worksheet.worksheet import Worksheet
 
 from .. import __version__
 from ..domains import Domain
+from ..safety import set_text
 
 __all__ = [
     "Book",
@@ -344,11 +345,16 @@ def quote_sheetname(name: str) -> str:
     return name if re.fullmatch(r"[A-Za-z_][\w.]*", name) else "'" + name.replace("'", "''") + "'"
 
 
-def put_text(cell: Any, text: str) -> Any:
-    """Write ``text`` as text, never as a formula, whatever it starts with."""
-    cell.value = text
-    cell.data_type = "s"
-    return cell
+def put_text(cell: Any, text: str, style: str | None = None) -> Any:
+    """Write ``text`` as text, never as a formula, whatever it starts with, in the named ``style``.
+
+    The text goes through :func:`xlsxplan.safety.set_text`, which also sets the quote prefix on text that Excel
+    would read as a formula once edited (``=``, ``+``, ``-``, ``@``). Setting a named style afterwards resets the
+    quote prefix, so the style is applied first.
+    """
+    if style is not None:
+        cell.style = style
+    return set_text(cell, text)
 
 
 def _check_format(ws: Worksheet, ref: str) -> None:
@@ -405,9 +411,9 @@ class Sheet:
         for col, width in widths.items():
             self.ws.column_dimensions[col].width = width
         ws = self.ws
-        put_text(ws["A1"], f"{book.title}: {name}").style = "Title"
+        put_text(ws["A1"], f"{book.title}: {name}", "Title")
         ws.row_dimensions[1].height = 24
-        put_text(ws["A3"], purpose).style = "Explanatory Text"
+        put_text(ws["A3"], purpose, "Explanatory Text")
         if headings is not None:
             self.headings(headings)
 
@@ -415,14 +421,14 @@ class Sheet:
     def headings(self, headings: Sequence[str], row: int = HEADER_ROWS) -> None:
         for i, text in enumerate(headings):
             col = get_column_letter(i + 1)
-            put_text(self.ws[f"{col}{row}"], text).style = "Column Heading"
+            put_text(self.ws[f"{col}{row}"], text, "Column Heading")
         self.last_col = max(self.last_col, get_column_letter(len(headings)), key=lambda c: (len(c), c))
         self.ws.freeze_panes = f"B{HEADER_ROWS + 1}"
 
     def header_status(self) -> None:
         """Row 2: the master check and the active scenario (called once both exist)."""
         book, ws = self.book, self.ws
-        put_text(ws["A2"], "Master check (0 problems = OK; see Checks)").style = "Label"
+        put_text(ws["A2"], "Master check (0 problems = OK; see Checks)", "Label")
         master = book.master_check
         assert master is not None  # noqa: S101 - a builder bug, not user input
         ws["B2"] = "=" + master.text(self.name)
@@ -430,7 +436,7 @@ class Sheet:
         ws["B2"].number_format = FMT["check"]
         _check_format(ws, "B2")
         if book.scenario_name:
-            put_text(ws["C2"], "Scenario").style = "Unit"
+            put_text(ws["C2"], "Scenario", "Unit")
             ws["C2"].alignment = Alignment(horizontal="right")
             ws["D2"] = f"={book.scenario_name}"
             ws["D2"].style = "Link"
@@ -443,24 +449,24 @@ class Sheet:
     def section(self, title: str, note: str = "") -> None:
         if self.row > HEADER_ROWS + 1:
             self.row += 1
-        put_text(self.ws[f"A{self.row}"], title).style = "Heading 2"
+        put_text(self.ws[f"A{self.row}"], title, "Heading 2")
         last = self.ws[f"{self.last_col}1"].column
         for i in range(2, last + 1):
             self.ws.cell(row=self.row, column=i).style = "Heading 2"
         if note:
-            put_text(self.ws[f"{self.note_col}{self.row}"], note).style = "Explanatory Text"
+            put_text(self.ws[f"{self.note_col}{self.row}"], note, "Explanatory Text")
         self.row += 1
 
     def text(self, text: str, style: str = "Explanatory Text", col: str = "A") -> int:
-        put_text(self.ws[f"{col}{self.row}"], text).style = style
+        put_text(self.ws[f"{col}{self.row}"], text, style)
         self.row += 1
         return self.row - 1
 
     def _label(self, label: str, unit: str, note: str | None = None) -> None:
-        put_text(self.ws[f"A{self.row}"], label).style = "Label"
-        put_text(self.ws[f"{self.unit_col}{self.row}"], unit).style = "Unit"
+        put_text(self.ws[f"A{self.row}"], label, "Label")
+        put_text(self.ws[f"{self.unit_col}{self.row}"], unit, "Unit")
         if note:
-            put_text(self.ws[f"{self.note_col}{self.row}"], note).style = "Explanatory Text"
+            put_text(self.ws[f"{self.note_col}{self.row}"], note, "Explanatory Text")
 
     def _set(self, cell: Any, value: Any) -> None:
         if isinstance(value, str) and not value.startswith("="):
@@ -485,15 +491,15 @@ class Sheet:
         name = name_from_label(label)
         self._label(label, unit)
         cell = ws[f"B{r}"]
-        self._set(cell, value)
         cell.style = "Input"
+        self._set(cell, value)
         cell.number_format = FMT[fmt]
-        put_text(ws[f"D{r}"], source).style = "Label"
+        put_text(ws[f"D{r}"], source, "Label")
         if as_of is not None:
             ws[f"E{r}"] = as_of
             ws[f"E{r}"].number_format = FMT["date"]
         if comment:
-            put_text(ws[f"F{r}"], comment).style = "Explanatory Text"
+            put_text(ws[f"F{r}"], comment, "Explanatory Text")
         if validation is not None:
             ws.add_data_validation(validation)
             validation.add(f"B{r}")
@@ -509,12 +515,12 @@ class Sheet:
         r = self.row
         for col in CASE_COLUMNS:  # the sheet's column headings run on over the cases
             self.ws[f"{col}{HEADER_ROWS}"].style = "Column Heading"
-        put_text(self.ws[f"A{r}"], title).style = "Column Heading"
-        put_text(self.ws[f"B{r}"], first).style = "Column Heading"
+        put_text(self.ws[f"A{r}"], title, "Column Heading")
+        put_text(self.ws[f"B{r}"], first, "Column Heading")
         for col in "CDEF":
             self.ws[f"{col}{r}"].style = "Column Heading"
         for i, col in enumerate(CASE_COLUMNS, start=1):
-            put_text(self.ws[f"{col}{r}"], f"Case {i}").style = "Column Heading"
+            put_text(self.ws[f"{col}{r}"], f"Case {i}", "Column Heading")
             self.ws.column_dimensions[col].width = CASE_WIDTH
         self.last_col = CASE_COLUMNS[-1]
         self.row += 1
@@ -544,19 +550,19 @@ class Sheet:
         cells = []
         for col, value in zip(CASE_COLUMNS, values):
             cell = ws[f"{col}{r}"]
+            cell.style = "Input"
             if value is not None:
                 self._set(cell, value)
-            cell.style = "Input"
             cell.number_format = FMT[fmt]
             cells.append(f"{col}{r}")
         if validation is not None:
             ws.add_data_validation(validation)
             validation.add(f"{CASE_COLUMNS[0]}{r}:{CASE_COLUMNS[-1]}{r}")
-        put_text(ws[f"D{r}"], source).style = "Label"
+        put_text(ws[f"D{r}"], source, "Label")
         ws[f"E{r}"] = TEMPLATE_DATE
         ws[f"E{r}"].number_format = FMT["date"]
         if comment:
-            put_text(ws[f"F{r}"], comment).style = "Explanatory Text"
+            put_text(ws[f"F{r}"], comment, "Explanatory Text")
         span = f"${CASE_COLUMNS[0]}{r}:${CASE_COLUMNS[-1]}{r}"
         live = None
         if selector is not None:
@@ -693,11 +699,11 @@ def plain_rows(ws: Worksheet, rows: Iterable[Sequence[Any]], start: int, styles:
             if value is None:
                 continue
             cell = ws.cell(row=r, column=i + 1)
+            cell.style = styles[min(i, len(styles) - 1)]
             if isinstance(value, str):
                 put_text(cell, value)
             else:
                 cell.value = value
-            cell.style = styles[min(i, len(styles) - 1)]
         r += 1
     return r
 
@@ -730,7 +736,7 @@ def paragraph(ws: Worksheet, row: int, text: str, style: str = "Label", col: str
 
     lines = textwrap.wrap(text, LINE_CHARS - len(indent), subsequent_indent=" " * len(indent)) or [""]
     for i, line in enumerate(lines):
-        put_text(ws[f"{col}{row}"], (indent if i == 0 else "") + line).style = style
+        put_text(ws[f"{col}{row}"], (indent if i == 0 else "") + line, style)
         row += 1
     return row
 
@@ -754,9 +760,9 @@ def lists_sheet(book: Book) -> dict[str, str]:
     out = {}
     last = HEADER_ROWS
     for kind, (col, heading, names) in columns.items():
-        put_text(ws[f"{col}{HEADER_ROWS}"], heading).style = "Column Heading"
+        put_text(ws[f"{col}{HEADER_ROWS}"], heading, "Column Heading")
         for i, value in enumerate(names, start=HEADER_ROWS + 1):
-            put_text(ws[f"{col}{i}"], value).style = "Label"
+            put_text(ws[f"{col}{i}"], value, "Label")
         end = HEADER_ROWS + len(names)
         out[kind] = f"{quote_sheetname('Lists')}!${col}${HEADER_ROWS + 1}:${col}${end}"
         last = max(last, end)
@@ -779,30 +785,30 @@ def cover(
     ws = book.ws("Cover")
     for col, width in WIDTHS.items():
         ws.column_dimensions[col].width = width
-    put_text(ws["A1"], book.title).style = "Title"
+    put_text(ws["A1"], book.title, "Title")
     ws.row_dimensions[1].height = 24
     row = paragraph(ws, 2, purpose, "Explanatory Text")
     row += 1
 
     def heading(text: str) -> None:
         nonlocal row
-        put_text(ws[f"A{row}"], text).style = "Heading 2"
+        put_text(ws[f"A{row}"], text, "Heading 2")
         for col in "BCDEF":
             ws[f"{col}{row}"].style = "Heading 2"
         row += 1
 
     def pair(label: str, formula_or_value: Any, fmt: str, style: str, unit: str = "") -> None:
         nonlocal row
-        put_text(ws[f"A{row}"], label).style = "Label"
+        put_text(ws[f"A{row}"], label, "Label")
         cell = ws[f"B{row}"]
+        cell.style = style
         if isinstance(formula_or_value, str) and not formula_or_value.startswith("="):
             put_text(cell, formula_or_value)
         else:
             cell.value = formula_or_value
-        cell.style = style
         cell.number_format = FMT[fmt]
         if unit:
-            put_text(ws[f"C{row}"], unit).style = "Unit"
+            put_text(ws[f"C{row}"], unit, "Unit")
         row += 1
 
     heading("About this workbook")
@@ -818,7 +824,7 @@ def cover(
     master_row = row
     pair("Master check", "=" + book.master_check.text("Cover"), "check", "Check Cell")
     _check_format(ws, f"B{master_row}")
-    put_text(ws[f"D{master_row}"], "OK when every row of the Checks sheet is 0").style = "Explanatory Text"
+    put_text(ws[f"D{master_row}"], "OK when every row of the Checks sheet is 0", "Explanatory Text")
     row += 1
     heading("Key results (active scenario)")
     for key, label, unit, fmt in key_results:
@@ -826,12 +832,11 @@ def cover(
     row += 1
     heading("Legend")
     for style, sample, meaning in Legend().rows:
-        put_text(ws[f"A{row}"], style if style != "Check Cell" else "Check").style = "Label"
+        put_text(ws[f"A{row}"], style if style != "Check Cell" else "Check", "Label")
         cell = ws[f"B{row}"]
-        put_text(cell, sample)
-        cell.style = style
+        put_text(cell, sample, style)
         cell.protection = Protection(locked=True)  # a sample, not an input
-        put_text(ws[f"D{row}"], meaning).style = "Explanatory Text"
+        put_text(ws[f"D{row}"], meaning, "Explanatory Text")
         row += 1
     row += 1
     heading("Known limitations of the estimate")
@@ -858,13 +863,13 @@ def guide(book: Book, steps: Sequence[str], sheets: Sequence[tuple[str, str]]) -
     ws = book.ws("Guide")
     for col, width in WIDTHS.items():
         ws.column_dimensions[col].width = width
-    put_text(ws["A1"], f"{book.title}: Guide").style = "Title"
+    put_text(ws["A1"], f"{book.title}: Guide", "Title")
     ws.row_dimensions[1].height = 24
     row = 3
 
     def heading(text: str) -> None:
         nonlocal row
-        put_text(ws[f"A{row}"], text).style = "Heading 2"
+        put_text(ws[f"A{row}"], text, "Heading 2")
         for col in "BCDEF":
             ws[f"{col}{row}"].style = "Heading 2"
         row += 1
@@ -875,8 +880,8 @@ def guide(book: Book, steps: Sequence[str], sheets: Sequence[tuple[str, str]]) -
     row += 1
     heading("Sheets")
     for name, what in sheets:
-        put_text(ws[f"A{row}"], name).style = "Label"
-        put_text(ws[f"B{row}"], what).style = "Explanatory Text"
+        put_text(ws[f"A{row}"], name, "Label")
+        put_text(ws[f"B{row}"], what, "Explanatory Text")
         row += 1
     row += 1
     heading("Conventions")
@@ -915,11 +920,11 @@ def version_log(book: Book) -> None:
     sh = book.sheet("Version log", "What changed in this template, newest first.", ["Version", "Date", "By",
                                                                                        "Change", "", ""])  # fmt: skip
     ws = sh.ws
-    put_text(ws[f"A{sh.row}"], __version__).style = "Label"
+    put_text(ws[f"A{sh.row}"], __version__, "Label")
     ws[f"B{sh.row}"] = TEMPLATE_DATE
     ws[f"B{sh.row}"].number_format = FMT["date"]
-    put_text(ws[f"C{sh.row}"], "xlsxplan").style = "Label"
+    put_text(ws[f"C{sh.row}"], "xlsxplan", "Label")
     put_text(ws[f"D{sh.row}"], "First release: generated by `xlsxplan build` from the catalog and the seeds' "
-             "examples").style = "Label"  # fmt: skip
+             "examples", "Label")  # fmt: skip
     sh.row += 1
     sh.finish()

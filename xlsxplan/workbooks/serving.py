@@ -721,13 +721,13 @@ def _calculations(book: Book) -> Sheet:
     headings = {"A": "Chart data", "B": "Batch", "C": "Tokens/s", "D": "Equation and source", "E": "Line: batch",
                 "F": "Latency target line: tokens/s per user"}  # fmt: skip
     for col, text in headings.items():
-        put_text(ws[f"{col}{sh.row}"], text).style = "Column Heading"
+        put_text(ws[f"{col}{sh.row}"], text, "Column Heading")
     head = sh.row
     first, last = head + 1, head + CHART_POINTS
     for r in range(first, last + 1):
         # point k of n: ROWS over the labels in column A, which hold no formulas
-        put_text(ws[f"A{r}"], f"Point {r - head}").style = "Label"
-        put_text(ws[f"D{r}"], "DECODE_TOKS at this batch (seed 000 §4)").style = "Explanatory Text"
+        put_text(ws[f"A{r}"], f"Point {r - head}", "Label")
+        put_text(ws[f"D{r}"], "DECODE_TOKS at this batch (seed 000 §4)", "Explanatory Text")
         ws[f"B{r}"] = book.render(
             f"=MAX(1,ROUND(ROWS($A${first}:A{r})/ROWS($A${first}:$A${last})*{{batch_fit}},0))", sh.name
         )
