@@ -49,6 +49,7 @@ __all__ = [
     "ALLOWED_CONSTANTS",
     "name_from_label",
     "CASE_COLUMNS",
+    "usual_checks",
 ]
 
 FONT_NAME = "Calibri"
@@ -101,6 +102,7 @@ TAB = {
     "calc": "595959",
     "outputs": "5B9BD5",
     "scenarios": "5B9BD5",
+    "calibration": "70AD47",
     "checks": "A5A5A5",
     "log": "1F3864",
     "lists": "BFBFBF",
@@ -276,6 +278,7 @@ class Book:
         self.chart_rows: tuple[int, int] = (0, 0)
         self.master_check: Ref | None = None
         self.scenario_name: str | None = None  # the defined name of the active scenario's name
+        self.usual: dict[str, tuple[str, str, str]] = {}  # key -> (label, low cell, high cell) on Lists
         # Excel recalculates a workbook on opening when its calcId is older than Excel's own engine (MS-XLS 2.4.215,
         # RecalcId) or fullCalcOnLoad is set, and without the add-in every xlsxplan function would then read #NAME?.
         # The values cached by `xlsxplan build` are current, so the file says so: Excel 2019/365's engine id.
@@ -598,27 +601,33 @@ class Sheet:
         self.row += 1
         return ref
 
-    def side_by_side(self, line: Line, locals_: Sequence[dict[str, Ref | str]]) -> Ref:
+    def side_by_side(
+        self, line: Line, locals_: Sequence[dict[str, Ref | str]], formulas: Sequence[str] | None = None
+    ) -> Ref:
         """One line item per case, in columns C to F: the same template rendered once per column with that
         case's references (``locals_[i]``), so each cell reads like the equation for its case. Per-cell formulas,
         not an array formula: LibreOffice recalculates array formulas on opening, and would show ``#NAME?`` for
         xlsxplan's functions where a plain cell shows the value cached when the file was saved.
 
-        Returns the row as a reference spanning C to F; each case's cell goes into its ``locals_`` under the
-        line's key."""
+        Returns the row as a reference spanning C to the last column written; each case's cell goes into its
+        ``locals_`` under the line's key. ``formulas`` gives each column a template of its own (a comparison whose
+        columns differ in where a figure comes from, such as Calibration's plan, calibrated and measured
+        efficiencies)."""
         ws, r = self.ws, self.row
         self._label(line.label, line.unit, line.note)
-        for col, local in zip(SIDE_COLUMNS, locals_):
-            formula = self.book.render(line.formula, self.name, local)
+        templates = formulas or [line.formula] * len(locals_)
+        for col, local, template in zip(SIDE_COLUMNS, locals_, templates):
+            formula = self.book.render(template, self.name, local)
             cell = ws[f"{col}{r}"]
             cell.value = formula
             cell.style = _style_of(formula, line.key_result)
             cell.number_format = FMT[line.fmt]
             local[line.key] = Ref(self.name, r, col)
+        last = SIDE_COLUMNS[min(len(locals_), len(templates), len(SIDE_COLUMNS)) - 1]
         if line.bad:
-            flag_bad(ws, f"{SIDE_COLUMNS[0]}{r}:{SIDE_COLUMNS[-1]}{r}", line.bad)
+            flag_bad(ws, f"{SIDE_COLUMNS[0]}{r}:{last}{r}", line.bad)
         self.row += 1
-        return Ref(self.name, r, SIDE_COLUMNS[0], SIDE_COLUMNS[-1])
+        return Ref(self.name, r, SIDE_COLUMNS[0], last)
 
     def link(
         self,
@@ -634,11 +643,17 @@ class Sheet:
         line = Line(f"{self.name}:{key}", label, "={" + key + "}", unit, note, fmt, key_result, bad=tuple(bad))
         return self.line(line)
 
-    def check(self, label: str, formula: str, note: str, local: dict[str, Ref | str] | None = None) -> Ref:
-        """A Checks row: 1 when there is a problem, 0 when OK."""
+    def check(
+        self, label: str, formula: str, note: str, local: dict[str, Ref | str] | None = None, robust: bool = True
+    ) -> Ref:
+        """A Checks row: 1 when there is a problem, 0 when OK.
+
+        ``robust`` wraps the test in ``IFERROR(..., 1)``: a check whose figures are error values reports a problem
+        instead of showing the error (and spoiling the master check's sum)."""
         ws, r = self.ws, self.row
         self._label(label, "1 = problem", note)
-        ws[f"B{r}"] = self.book.render(formula, self.name, local)
+        body = self.book.render(formula, self.name, local)
+        ws[f"B{r}"] = f"=IFERROR({body[1:]},1)" if robust else body
         ws[f"B{r}"].style = "Check Cell"
         ws[f"B{r}"].number_format = FMT["check"]
         _check_format(ws, f"B{r}")
@@ -651,7 +666,7 @@ class Sheet:
         first, last = self.check_rows[0], self.check_rows[-1]
         line = Line("master_check", label, f"=MIN(1,SUM(B{first}:B{last}))", "1 = problem",
                     "0 when every check above is 0 (FAST; ICAEW)", "check")  # fmt: skip
-        ref = self.check(line.label, line.formula, line.note)
+        ref = self.check(line.label, line.formula, line.note, robust=False)
         self.check_rows.pop()
         self.book.master_check = ref
         self.book.refs["master_check"] = ref
@@ -741,11 +756,17 @@ def paragraph(ws: Worksheet, row: int, text: str, style: str = "Label", col: str
     return row
 
 
-def lists_sheet(book: Book) -> dict[str, str]:
-    """The Lists sheet: the catalog's models and accelerators and the precision names, for the dropdowns.
+def lists_sheet(book: Book, usual: Sequence[tuple[str, str, str, Domain]] = ()) -> dict[str, str]:
+    """The Lists sheet: the catalog's models and accelerators and the precision names, for the dropdowns, and the
+    usual ranges of the inputs that have one.
 
     Returns the data-validation source of each list. The names are written as text, as the catalog holds them
     when the file is built; =MODELS() and =GPUS() list the current catalog once the add-in is installed.
+
+    ``usual`` holds ``(key, label, unit, domain)`` for inputs whose argument domain has a typical range
+    (:attr:`xlsxplan.domains.Domain.typical`: legal values outside it are suspicious, such as a bandwidth of 3,350
+    where TB/s is meant). Each becomes a row of low and high bounds below the lists, and ``book.usual[key]`` the
+    label and the two cells, for a check that compares the input with them by formula.
     """
     from .. import catalog, precision
 
@@ -768,6 +789,24 @@ def lists_sheet(book: Book) -> dict[str, str]:
         last = max(last, end)
     ws.freeze_panes = f"A{HEADER_ROWS + 1}"
     sh.row = last + 1
+    if usual:
+        sh.row += 1
+        for col, text in zip("ABCD", ("Usual range of (xlsxplan.domains)", "Unit", "Low", "High")):
+            put_text(ws[f"{col}{sh.row}"], text, "Column Heading")
+        sh.row += 1
+        for key, label, unit, domain in usual:
+            if domain.typical is None:
+                raise ValueError(f"{label}: its domain has no typical range")
+            r = sh.row
+            put_text(ws[f"A{r}"], label, "Label")
+            put_text(ws[f"B{r}"], unit, "Unit")
+            for col, value in zip("CD", domain.typical):
+                ws[f"{col}{r}"] = value
+                ws[f"{col}{r}"].style = "Label"
+                ws[f"{col}{r}"].number_format = FMT["general"]
+            book.usual[key] = (label, f"Lists!$C${r}", f"Lists!$D${r}")
+            sh.row += 1
+        sh.text("Values outside these ranges are legal but rarely meant: the Checks sheet flags them (a unit slip?).")
     sh.finish()
     return out
 
@@ -928,3 +967,20 @@ def version_log(book: Book) -> None:
              "examples", "Label")  # fmt: skip
     sh.row += 1
     sh.finish()
+
+
+def usual_checks(book: Book, sh: Sheet, usual: Sequence[tuple[str, str, str, Any]]) -> None:
+    """A Checks row per input with a usual range (see :func:`lists_sheet`): 1 when any of its cells lies outside
+    the range on Lists. COUNTIF skips empty cells, so an override left empty is never flagged."""
+    for key, label, unit, _ in usual:
+        _, low, high = book.usual[key]
+        if f"{key}@0" in book.refs:  # a row of the scenario block: all four cases
+            first, last = book.ref(f"{key}@0"), book.ref(f"{key}@{len(CASE_COLUMNS) - 1}")
+            span = f"Inputs!${first.col}${first.row}:${last.col}${last.row}"
+        else:
+            ref = book.ref(key)
+            span = f"{quote_sheetname(ref.sheet)}!${ref.col}${ref.row}"
+        sh.check(f"{label} outside its usual range",
+                 f'=IF(COUNTIF({span},"<"&{low})+COUNTIF({span},">"&{high})>0,1,0)',
+                 f"Outside {low.split('!')[1]} to {high.split('!')[1]} on Lists, in {unit}: a unit slip? "
+                 "(xlsxplan.domains)")  # fmt: skip
