@@ -462,7 +462,7 @@ def test_the_time_to_first_token_target_caps_the_batch(plan):
         assert live["batch"] == live["batch_ttft"] == 90 < live["batch_fit"] and live["latency_caps"] == "yes"
     with changed(plan, {"Time_To_First_Token_Target": 0.01}):
         check_serving(plan)
-        assert fired(plan) == {"Time-to-first-token target unreachable even at batch 1"}
+        assert fired(plan) == {"First-token target unreachable even at batch 1"}
 
 
 def test_spares_minimum_and_deployed_replicas(plan):
@@ -473,7 +473,7 @@ def test_spares_minimum_and_deployed_replicas(plan):
         assert check_serving(plan)["replicas_planned"] == 7
     with changed(plan, {"Replicas_Deployed": 3}):  # 2 without the spare serve 5.9 of the 6.94 requests/s
         live = check_serving(plan)
-        assert live["coverage"] < 1 and fired(plan) == {"Peak demand beyond the replicas with their spares down"}
+        assert live["coverage"] < 1 and fired(plan) == {"Peak not covered with the spares down"}
     with changed(plan, {"Replicas_Deployed": 5}):
         assert check_serving(plan)["coverage"] > 1 and fired(plan) == set()
 
@@ -491,9 +491,9 @@ def test_average_utilisation_and_paged_overflow_and_the_link(plan):
 
 
 ACTIVE_CHECKS = {
-    "Weights do not fit in usable memory", "No sequence at the tail prompt fits beside the weights",
+    "Weights do not fit in usable memory", "No tail-prompt sequence fits beside the weights",
     "The longest prompt accepted does not fit at all", "Decode-speed target unreachable even at batch 1",
-    "Time-to-first-token target unreachable even at batch 1", "Peak demand beyond the replicas with their spares down",
+    "First-token target unreachable even at batch 1", "Peak not covered with the spares down",
     "Prompt lengths out of order", "A share or utilisation outside 0 to 100%",
     "A measurement beyond the hardware's ceiling", "A model or accelerator figure is missing",
 }  # fmt: skip
@@ -503,7 +503,7 @@ ACTIVE_CHECKS = {
 def test_checks_flag_problems_and_only_those(plan):
     cases = {
         "the active case does not fit": ({"Active_Scenario": "72B BF16, 2 GPUs"}, {
-            "Weights do not fit in usable memory", "No sequence at the tail prompt fits beside the weights",
+            "Weights do not fit in usable memory", "No tail-prompt sequence fits beside the weights",
             "The longest prompt accepted does not fit at all"}),
         "a cap beyond the memory": ({"Longest_Prompt_Accepted": 250_000, "Tail_Prompt_Tokens": 2_000},
                                     {"The longest prompt accepted does not fit at all"}),
@@ -803,8 +803,7 @@ def test_training_checks_flag_problems_and_only_those(train):
         "TFLOP/s typed as GFLOP/s": ({"tflops_override@2": 989_500}, {"Dense BF16 compute outside its usual range"}),
         "parameters in millions": ({"params@3": 7_000}, set()),  # 7,000B is a large model, not a slip ...
         "parameters in units": ({"params@3": 7e9}, {"Model parameters outside its usual range"}),  # ... 7e9 B is
-        "a benchmark peak in GFLOP/s": ({"bm_peak@1": 989_500}, {"Benchmark dense peak per accelerator outside its "
-                                                                  "usual range"}),
+        "a benchmark peak in GFLOP/s": ({"bm_peak@1": 989_500}, {"Benchmark peak outside its usual range"}),
     }  # fmt: skip
     master = train.book.address("master_check")
     for what, (values, expected) in cases.items():

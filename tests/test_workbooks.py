@@ -303,6 +303,46 @@ def test_every_figure_has_a_unit_and_every_equation_a_note(shipped):
         assert ws[f"B{r}"].value and ws[f"G{r}"].value, f"{ws.title} row {r}: unit or note missing"
 
 
+def test_labels_fit_their_column_when_a_value_sits_beside_them(books):
+    # Column A is 40 character widths; 10-point text fits about 53 characters before the value beside it cuts it.
+    for name, book in books.items():
+        for sheet in book.sheets.values():
+            ws = sheet.ws
+            for row in ws.iter_rows(min_row=6, max_col=1):
+                label, beside = row[0].value, ws.cell(row[0].row, 2).value
+                if isinstance(label, str) and beside is not None:
+                    assert len(label) <= 53, f"{name} {sheet.name}!A{row[0].row}: {label}"
+
+
+def test_sources_and_comments_on_inputs_fit_their_columns(books):
+    # Source (D, 40 widths) has the as-of date beside it; a comment (F, 50 widths) has the cases beside it on a row
+    # of the scenario block, and empty columns to the print area's edge elsewhere.
+    for name, book in books.items():
+        ws = book.ws("Inputs")
+        for row in ws.iter_rows(min_row=6, max_col=1):
+            r = row[0].row
+            if ws[f"A{r}"].style == "Heading 2":
+                continue
+            case_row = any(ws.cell(r, c).style == "Input" for c in range(7, 11))
+            source, comment = ws[f"D{r}"].value, ws[f"F{r}"].value
+            assert not isinstance(source, str) or len(source) <= 44, f"{name} Inputs!D{r}: {source}"
+            assert not isinstance(comment, str) or len(comment) <= (55 if case_row else 120), f"{name} F{r}: {comment}"
+
+
+def test_notes_fit_their_column_when_printed(books):
+    # A note runs on over the empty columns to the right of it and is cut at the print area's edge: on a list sheet
+    # D to F (101 character widths), on a side-by-side sheet G alone (75 widths); italic 10-point text fits about
+    # 105 and 90 characters there.
+    for name, book in books.items():
+        for sheet in book.sheets.values():
+            limit = 105 if sheet.note_col == "D" else 90
+            for row in sheet.ws.iter_rows(min_row=6):
+                for c in row:
+                    text = c.value
+                    if c.column_letter == sheet.note_col and isinstance(text, str) and not text.startswith("="):
+                        assert len(text) <= limit, f"{name} {sheet.name}!{c.coordinate}: {text}"
+
+
 CELL = re.compile(r"\$?[A-Z]{1,3}\$?\d+")
 ALLOWED_FUNCTIONS = {"IF", "IFERROR", "INDEX", "MATCH", "MIN", "MAX", "ROUND", "ROUNDUP", "ROUNDDOWN", "SUM",
                      "SUMPRODUCT", "ISERROR", "COUNT", "COUNTIF", "ROWS", "OR", "AND"}  # fmt: skip

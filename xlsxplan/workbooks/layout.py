@@ -91,6 +91,7 @@ FMT = {
     "general": "General",
     # an override left empty shows as "preset": the active case takes the catalog figure
     "override": '#,##0.0###;-#,##0.0###;"preset"',
+    "override_int": '#,##0;-#,##0;"preset"',
     "check": '"ERROR";"ERROR";"OK"',
 }
 
@@ -972,8 +973,13 @@ def version_log(book: Book) -> None:
 def usual_checks(book: Book, sh: Sheet, usual: Sequence[tuple[str, str, str, Any]]) -> None:
     """A Checks row per input with a usual range (see :func:`lists_sheet`): 1 when any of its cells lies outside
     the range on Lists. COUNTIF skips empty cells, so an override left empty is never flagged."""
-    for key, label, unit, _ in usual:
+    from ..domains import domain_of, format_number
+
+    for key, label, unit, alias in usual:
         _, low, high = book.usual[key]
+        domain = alias if isinstance(alias, Domain) else domain_of(alias)
+        assert domain is not None and domain.typical is not None  # noqa: S101 - lists_sheet checked it
+        lo, hi = (format_number(x) for x in domain.typical)
         if f"{key}@0" in book.refs:  # a row of the scenario block: all four cases
             first, last = book.ref(f"{key}@0"), book.ref(f"{key}@{len(CASE_COLUMNS) - 1}")
             span = f"Inputs!${first.col}${first.row}:${last.col}${last.row}"
@@ -982,5 +988,4 @@ def usual_checks(book: Book, sh: Sheet, usual: Sequence[tuple[str, str, str, Any
             span = f"{quote_sheetname(ref.sheet)}!${ref.col}${ref.row}"
         sh.check(f"{label} outside its usual range",
                  f'=IF(COUNTIF({span},"<"&{low})+COUNTIF({span},">"&{high})>0,1,0)',
-                 f"Outside {low.split('!')[1]} to {high.split('!')[1]} on Lists, in {unit}: a unit slip? "
-                 "(xlsxplan.domains)")  # fmt: skip
+                 f"Usually {lo} to {hi} {unit} (Lists; xlsxplan.domains); outside: a unit slip?")  # fmt: skip

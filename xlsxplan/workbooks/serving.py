@@ -100,8 +100,8 @@ _SECTION6 = f"{SEED} §6 (example)"
 
 
 def _override(key: str, label: str, unit: str, source: str, comment: str, values: tuple[Any, ...] = (None,) * 4,
-              ) -> CaseInput:  # fmt: skip
-    return CaseInput(key, label, values, unit, source, comment, "override", "", _OVERRIDE)
+              fmt: str = "override") -> CaseInput:  # fmt: skip
+    return CaseInput(key, label, values, unit, source, comment, fmt, "", _OVERRIDE)
 
 
 CASE_INPUTS: tuple[CaseInput, ...] = (
@@ -113,11 +113,11 @@ CASE_INPUTS: tuple[CaseInput, ...] = (
     _override("active_override", "Active parameters override", "B params", "Catalog (config.json)",
               "Mixture of experts: parameters one token uses"),
     _override("layers_override", "Layers override", "count", "Catalog (config.json)",
-              "Fill layers, KV heads and head dim for a model not in the catalog"),
+              "A model not in the catalog: fill all three", fmt="override_int"),
     _override("kv_heads_override", "KV heads override", "count", "Catalog (config.json)",
-              "Empty: the cache by the preset's architecture"),
+              "Empty: the cache by the preset's architecture", fmt="override_int"),
     _override("head_dim_override", "Head dimension override", "count", "Catalog (config.json)",
-              "Empty: the cache by the preset's architecture"),
+              "Empty: the cache by the preset's architecture", fmt="override_int"),
     CaseInput("gpu", "Accelerator", ("H100-SXM",) * 4, "preset", _SECTION6,
               "Catalog preset (dropdown) or your own name", "text", "gpu"),
     _override("memory_override", "Memory per GPU override", "GB", "Catalog (datasheet)",
@@ -153,8 +153,7 @@ CASE_LINES: tuple[Line, ...] = (
     Line("active", "Active parameters per token",
          '=IF({active_override}>0,{active_override},IFERROR(MIN({params},MODEL_SPEC({model},"active_params_b")),'
          "{params}))", "B params",
-         'The override, else MODEL_SPEC(model, "active_params_b"): what each decode step reads and each token '
-         "computes; the parameters for a dense model (issue 7)", "dec2"),
+         'The override, else MODEL_SPEC(model, "active_params_b"): used per token (MoE)', "dec2"),
     Line("memory", "Memory per GPU", _spec("memory_gb", "memory_override", "GPU_SPEC", "gpu"), "GB",
          'The override, else GPU_SPEC(accelerator, "memory_gb")', "dec1"),
     Line("bandwidth", "Memory bandwidth per GPU", _spec("bandwidth_tb_s", "bandwidth_override", "GPU_SPEC", "gpu"),
@@ -162,12 +161,12 @@ CASE_LINES: tuple[Line, ...] = (
     Line("tflops", "Dense BF16 compute per GPU", _spec("bf16_tflops", "tflops_override", "GPU_SPEC", "gpu"),
          "TFLOP/s", 'The override, else GPU_SPEC(accelerator, "bf16_tflops"): dense, not sparse', "dec1"),
     Line("bytes_weight", "Bytes per weight", "=BYTES_PER_PARAM({weight_precision})", "bytes",
-         "The format's bits / 8, block scales and zero-points included (xlsxplan precision table)", "dec3"),
+         "Bits / 8, block scales and zero-points included (xlsxplan precision table)", "dec3"),
     Line("bytes_kv", "Bytes per KV cache value", "=BYTES_PER_PARAM({kv_precision})", "bytes",
          "The KV cache's format, apart from the weights'", "dec3"),
     # -- memory
     Line("weights", "Weights", "=WEIGHTS_GB({params},{bytes_weight})", "GB",
-         "N x bytes per weight, every expert included (seed 000 §2; seed 003 'Storing the Model')", "dec1"),
+         "N x bytes per weight, all experts (seed 000 §2; seed 003 'Storing the Model')", "dec1"),
     Line("usable", "Usable memory of a replica", "=USABLE_GB({n_gpus},{memory},Usable_Memory_Fraction)", "GB",
          "GPUs x memory x usable fraction (seed 000 §2)", "dec1"),
     Line("free", "Memory left for the KV cache",
@@ -177,23 +176,19 @@ CASE_LINES: tuple[Line, ...] = (
          "=IF(MIN({layers_override},{kv_heads_override},{head_dim_override})>0,KV_BYTES_PER_TOKEN({layers_override},"
          "{kv_heads_override},{head_dim_override},{bytes_kv}),MODEL_KV_BYTES_PER_TOKEN({model},{context},{bytes_kv},"
          "{n_gpus}))", "bytes",
-         "By the preset's architecture (latent attention, sliding windows over the mean sequence, KV heads "
-         "replicated when GPUs outnumber them): MODEL_KV_BYTES_PER_TOKEN; with the three shape overrides (a model "
-         "not in the catalog), 2 x layers x KV heads x head dim x bytes (seed 000 §3)", "int"),
+         "MODEL_KV_BYTES_PER_TOKEN by architecture; overrides: 2 x layers x KV heads x head dim x b", "int"),
     Line("kv_kib", "KV cache per token, in KiB", "={kv_bytes}/1024", "KiB", "Bytes / 1,024", "int"),
     Line("kv_seq", "KV cache of a sequence at the tail prompt", "=KV_GB({kv_bytes},{tail_context})", "GB",
          "KV per token x (95th-percentile prompt + reasoning + output) (seed 000 §3, §7)", "dec2"),
     Line("batch_fit", "Batch that fits, every slot at the tail prompt",
          "=MAX_BATCH({params},{bytes_weight},{kv_bytes},{tail_context},{n_gpus},{memory},Usable_Memory_Fraction)",
-         "sequences", "floor(free memory / KV of a tail-length sequence): seed 000 §3's worst case, sized by the "
-         "95th-percentile prompt (§7)", "int"),
+         "sequences", "floor(free memory / KV of a tail sequence): seed 000 §3 at the 95th percentile (§7)", "int"),
     Line("fits", "Fits in memory?", f'=IF({{batch_fit}}>=1,"fits","{NO_FIT}")', "text",
          "At least one tail-length sequence beside the weights", "text", bad=(NO_FIT,)),
     Line("batch_paged", "Batch a paged KV cache fits",
          "=IFERROR(PAGED_BATCH({free},{kv_bytes},{context},{prompt_sd},KV_Cache_Overflow_Accepted),"
          '"no log-normal fit")', "sequences",
-         "Sequences whose total cache fits but for the accepted overflow (vLLM pages it: Kwon et al. 2023); for "
-         "comparison: the plan keeps the per-slot batch", "int"),
+         "Total cache fits but for the accepted overflow (vLLM paging, Kwon et al. 2023); not planned", "int"),
     Line("max_context", "Longest sequence that fits alone", "=MAX_CONTEXT_TOKENS({free},{kv_bytes})", "tokens",
          "floor(free memory / KV per token): the ceiling on the longest request (seed 000 §1)", "int"),
     # -- speed and the latency targets
@@ -204,8 +199,7 @@ CASE_LINES: tuple[Line, ...] = (
     Line("batch_ttft", "Batch the time-to-first-token target allows",
          "=BATCH_FOR_TTFT({active},{n_gpus},{tflops},Latency_Target,{prefill_tokens_tail},Time_To_First_Token_Target,"
          "Prefill_Compute_Utilisation)", "sequences",
-         "Largest batch whose chunked-prefill steps still read a tail prompt in time; 0 if none (Sarathi-Serve, "
-         "arXiv:2403.02310)", "int"),
+         "Largest batch whose prefill chunks read a tail prompt in time; 0: none (arXiv:2403.02310)", "int"),
     Line("batch", "Batch planned",
          "=IF(MIN({batch_latency},{batch_ttft})<{batch_fit},MAX(1,MIN({batch_latency},{batch_ttft})),{batch_fit})",
          "sequences", "The smallest of the three; at least 1 if one fits (seed 000 §7: the target first)", "int"),
@@ -215,7 +209,7 @@ CASE_LINES: tuple[Line, ...] = (
     Line("tps_user", "Decode speed per user",
          _fit("DECODE_TOKS({active},{bytes_weight},{n_gpus},{bandwidth},{batch},{kv_bytes},{context},"
               "Decode_Bandwidth_Efficiency)"), "tokens/s",
-         "1 / step time; a step reads the active weights and every sequence's KV cache (seed 000 §4)", "dec1"),
+         "1 / step time; a step reads the active weights and all KV caches (seed 000 §4)", "dec1"),
     Line("tps_alone", "Decode speed of a request alone",
          _fit("DECODE_TOKS({active},{bytes_weight},{n_gpus},{bandwidth},1,0,0,Decode_Bandwidth_Efficiency)"),
          "tokens/s", "Batch of one, weights only: the fastest a user can get (seed 000 §4)", "dec1"),
@@ -224,7 +218,7 @@ CASE_LINES: tuple[Line, ...] = (
               "Decode_Bandwidth_Efficiency)"), "tokens/s", "Batch x decode speed per user (seed 000 §4)", "int"),
     Line("prefill", "Prefill time of a mean prompt",
          _fit("PREFILL_S({active},{prefill_tokens},{n_gpus},{tflops},Prefill_Compute_Utilisation)"), "s",
-         "2N x prompt tokens left after prefix caching / (GPUs x compute x utilisation) (seed 000 §5)", "dec2"),
+         "2N x prompt tokens after caching / (GPUs x compute x utilisation) (seed 000 §5)", "dec2"),
     Line("time_to_answer", "Time to the first visible token",
          _fit("TIME_TO_ANSWER_S({prefill},Hidden_Reasoning_Tokens_Per_Request,{tps_user})"), "s",
          "Prefill + reasoning tokens / decode speed: the answer starts after the reasoning", "dec2"),
@@ -242,10 +236,10 @@ CASE_LINES: tuple[Line, ...] = (
     Line("replicas_decode_growth", "Replicas for the grown peak, output tokens only",
          _fit("REPLICAS({growth_output},{tps_total})"), "count",
          "Seed 000 §6: ten times the traffic needs 20,833 / 4,387 = 4.7, so 5 replicas", "int"),
-    Line("replica_rps", "Requests a replica serves, prefill and decode taking turns",
+    Line("replica_rps", "Requests per replica, prefill and decode in turn",
          _fit("REPLICA_RPS({prefill},{decode_tokens},{tps_total})"), "requests/s",
          "1 / (prefill time + generated tokens / decode throughput)", "dec2"),
-    Line("replica_rps_chunked", "Requests a replica serves, chunked prefill",
+    Line("replica_rps_chunked", "Requests per replica, chunked prefill",
          _fit("REPLICA_RPS_CHUNKED({prefill},{prefill_tokens},{decode_tokens},{tps_total})"), "requests/s",
          "Prompts chunked into the decode steps (Sarathi-Serve, arXiv:2403.02310): the plan's capacity", "dec2"),
     Line("replicas_needed", "Replicas the peak needs, spares included",
@@ -359,7 +353,7 @@ GLOBAL_LINES: tuple[Line, ...] = (
 
 # The Calibration sheet: the active scenario at three pairs of efficiencies, in columns C, D and E. Each line is one
 # template rendered per column with that column's {eff_bw} and {eff_pf}; the rest are Calculations' lines.
-CALIBRATION_COLUMNS = ("Plan (Inputs)", "Calibrated (EFFICIENCY)", "Yours (measured, else calibrated)")
+CALIBRATION_COLUMNS = ("Plan (Inputs)", "Calibrated", "Your measurements")
 CALIBRATION_LINES: tuple[Line, ...] = (
     Line("cal_tps_user", "Decode speed per user",
          _fit("DECODE_TOKS({active},{bytes_weight},GPUs_Per_Replica,{bandwidth},{batch},{kv_bytes},{context},"
@@ -379,8 +373,7 @@ CALIBRATION_LINES: tuple[Line, ...] = (
     Line("cal_serve_toks", "Output tokens/s of a replica, roofline",
          _fit("SERVE_TOKS({params},{bytes_weight},{kv_bytes},{prefill_tokens},{decode_tokens},GPUs_Per_Replica,"
               "{memory},{bandwidth},{tflops},{batch},{eff_bw},{eff_pf},Usable_Memory_Fraction)"), "tokens/s",
-         "Prefill, then decode steps each the longer of memory and arithmetic time, the average sequence half "
-         "generated (SERVE_TOKS; Williams et al. 2009)", "int"),
+         "SERVE_TOKS: prefill, then steps the longer of memory and arithmetic time (roofline)", "int"),
     Line("cal_serve_replicas", "Replicas the peak needs, roofline",
          _fit("MAX(REPLICAS({peak_output},{cal_serve_toks},Spare_Replicas),Minimum_Replicas)"), "count",
          "ceil(peak output tokens/s / roofline throughput) + spares, at least the minimum", "int"),
@@ -403,7 +396,7 @@ USUAL: tuple[tuple[str, str, str, Any], ...] = (
     ("bandwidth_override", "Memory bandwidth", "TB/s", domains.BandwidthTBs),
     ("tflops_override", "Dense BF16 compute", "TFLOP/s", domains.TFLOPs),
     ("Price_Per_GPU_Hour", "Price per GPU-hour", "USD/GPU-h", domains.Price),
-    ("Prefill_To_Decode_Link_Bandwidth", "Prefill-to-decode link bandwidth", "GB/s", domains.LinkGBs),
+    ("Prefill_To_Decode_Link_Bandwidth", "Prefill-to-decode link", "GB/s", domains.LinkGBs),
 )
 """Inputs whose argument domain has a usual range (xlsxplan.domains): a value outside it gets a Checks row."""
 
@@ -562,7 +555,7 @@ def _prompt_lengths(book: Book) -> Sheet:
     put_text(ws[f"D{first}"], "Example: none shipped; your traffic logs", "Label")
     ws[f"E{first}"] = TEMPLATE_DATE
     ws[f"E{first}"].number_format = FMT["date"]
-    put_text(ws[f"F{first}"], "One prompt per cell, from B6 down; empty cells are skipped", "Explanatory Text")
+    put_text(ws[f"F{first}"], f"One per cell, B{first} to B{last}; empty cells skipped", "Explanatory Text")
     name = "Measured_Prompt_Lengths"
     book.define(name, sh.name, f"$B${first}:$B${last}")
     book.refs[name] = Ref(sh.name, first, "B", None)
@@ -570,11 +563,9 @@ def _prompt_lengths(book: Book) -> Sheet:
     cells = tuple(f"B{r}" for r in range(first, last + 1))
     book.inputs.append(InputRow(sh.name, first, "Measured prompt lengths", name, "tokens", cells))
     ws.freeze_panes = f"B{first}"
-    # only the header and the first rows print: a pasted sample is data, its summary is on Calculations
+    # only the header and the first row print: a pasted sample is data, its summary is on Calculations
     sh.row = first + 1
-    sh.finish(last_row=first + 1)
-    put_text(ws[f"A{first + 1}"], f"Rows {first} to {last}: {PROMPT_SAMPLE_ROWS:,} lengths at most; the printout "
-             "shows the first", "Explanatory Text")  # fmt: skip
+    sh.finish(last_row=first)
     return sh
 
 
@@ -676,8 +667,8 @@ def _calibration(book: Book) -> Sheet:
                       "Prompt_Tokens_In_The_Measurement,1)")  # fmt: skip
     prefill_ceiling = "PREFILL_S({active},Prompt_Tokens_In_The_Measurement,GPUs_Per_Replica,{tflops},1)"
     bw = Line("eff_bw", "Decode bandwidth efficiency", "", "fraction",
-              "Measured speed at batch 1 / DECODE_TOKS at batch 1 and full bandwidth; calibrated: "
-              'EFFICIENCY("decode_bandwidth", accelerator, weight precision)', "pct1")  # fmt: skip
+              'Yours: measured / DECODE_TOKS at batch 1; EFFICIENCY("decode_bandwidth", GPU, precision)',
+              "pct1")  # fmt: skip
     locals_[2]["calibrated"] = Ref(sh.name, sh.row, SIDE_COLUMNS[1])  # the same row's calibrated value
     book.refs["Calibration:eff_bw"] = sh.side_by_side(bw, locals_, [
         "=Decode_Bandwidth_Efficiency",
@@ -686,8 +677,7 @@ def _calibration(book: Book) -> Sheet:
         + ",{calibrated})",
     ])  # fmt: skip
     pf = Line("eff_pf", "Prefill compute utilisation", "", "fraction",
-              "PREFILL_S at full utilisation / measured time to first token; calibrated: "
-              'EFFICIENCY("prefill", accelerator, weight precision)', "pct1")  # fmt: skip
+              'Yours: PREFILL_S at 100% / measured TTFT; EFFICIENCY("prefill", GPU, precision)', "pct1")  # fmt: skip
     locals_[2]["calibrated"] = Ref(sh.name, sh.row, SIDE_COLUMNS[1])
     book.refs["Calibration:eff_pf"] = sh.side_by_side(pf, locals_, [
         "=Prefill_Compute_Utilisation",
@@ -787,7 +777,8 @@ def _outputs(book: Book) -> Sheet:
         ref = book.ref(f"Calibration:{key}")
         target = Ref(ref.sheet, ref.row, SIDE_COLUMNS[1])
         book.refs[f"{key}:calibrated"] = target
-        sh.link(f"{key}:calibrated", line.label + ", calibrated", line.unit, line.fmt, note, False)
+        label = line.label.replace("Effective cost", "Cost") + ", calibrated"
+        sh.link(f"{key}:calibrated", label, line.unit, line.fmt, note, False)
     sh.section("Basis of estimate", "Estimate, not a quote")
     for name, label, unit, fmt in (
         ("Price_Per_GPU_Hour", "Price per GPU-hour", "USD/GPU-h", "usd"),
@@ -847,7 +838,7 @@ def _checks(book: Book) -> Sheet:
     sh.section("The active scenario")
     sh.check("Weights do not fit in usable memory", "=IF({free}<=0,1,0)",
              "Memory left for the KV cache is not positive (seed 000 §2)")  # fmt: skip
-    sh.check("No sequence at the tail prompt fits beside the weights", "=IF({batch_fit}<1,1,0)",
+    sh.check("No tail-prompt sequence fits beside the weights", "=IF({batch_fit}<1,1,0)",
              "The batch that fits is 0: no batch at all (seed 000 §3, §7)")  # fmt: skip
     sh.check(
         "The longest prompt accepted does not fit at all",
@@ -860,12 +851,12 @@ def _checks(book: Book) -> Sheet:
         "BATCH_FOR_LATENCY is 0: one sequence alone decodes slower than the target (seed 000 §7)",
     )
     sh.check(
-        "Time-to-first-token target unreachable even at batch 1",
+        "First-token target unreachable even at batch 1",
         "=IF({batch_ttft}<1,1,0)",
         "BATCH_FOR_TTFT is 0: a tail prompt cannot be read in time even alone",
     )
     sh.check(
-        "Peak demand beyond the replicas with their spares down",
+        "Peak not covered with the spares down",
         "=IF(MIN({coverage},1)<1,1,0)",
         "Peak coverage below 1: a failure or deployment at the peak leaves requests waiting (seed 000 §6)",
     )
@@ -880,10 +871,11 @@ def _checks(book: Book) -> Sheet:
              "Fractions must be above 0 and at most 1")  # fmt: skip
     bw, pf = book.ref("Calibration:eff_bw"), book.ref("Calibration:eff_pf")
     yours = SIDE_COLUMNS[2]
-    sh.check("A measurement beyond the hardware's ceiling",
-             f"=IF(MAX(Calibration!${yours}${bw.row},Calibration!${yours}${pf.row})>1,1,0)",
-             "Your measurement implies more than 100% of peak bandwidth or compute: check its setup and the "
-             "accelerator's figures")  # fmt: skip
+    sh.check(
+        "A measurement beyond the hardware's ceiling",
+        f"=IF(MAX(Calibration!${yours}${bw.row},Calibration!${yours}${pf.row})>1,1,0)",
+        "Your measurement implies over 100% of peak: check its setup and the accelerator's figures",
+    )
     figures = [book.ref(k) for k in ("params", "active", "memory", "bandwidth", "tflops")]
     span = f"Calculations!${figures[0].col}${figures[0].row}:${figures[-1].col}${figures[-1].row}"
     sh.check("A model or accelerator figure is missing", f"=IF(COUNT({span})<ROWS({span}),1,0)",

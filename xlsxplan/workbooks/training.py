@@ -63,33 +63,35 @@ _OVERRIDE = domains.Domain("number", 0, 1e9)
 
 # (label, values per case, unit, source, comment, format, kind or domain)
 # (label, values per case, unit, source, comment, format, kind or domain)
-_GOLF_SHAPE = "github.com/openai/parameter-golf baseline log (example)"
+# The shapes: the Parameter Golf baseline is 9 layers of width 512 with 1,024-token sequences and 524,288 tokens a step
+# (github.com/openai/parameter-golf, records/track_10min_16mb/2026-03-17_NaiveBaseline/train.log, as cited in
+# shared/data/measurements.csv); the record starts with 11 layers (seed 003); Chinchilla 70B is 80 layers of width
+# 8,192 with 64 heads of 128 (Hoffmann et al. 2022, Table 4) on 2,048-token sequences.
 SCENARIO_ROWS: tuple[tuple[Any, ...], ...] = (
     ("Scenario name", CASES, "text", "Example", "Rename a case freely", "text", None),
-    ("Model", ("Golf record 11L 512d", "Golf baseline 9L 512d", "Llama-2-7B", "Chinchilla 70B"), "preset",
-     f"{SEED}; Hoffmann et al. 2022 (example)", "Catalog preset (dropdown), or your own name with the figures below",
-     "text", "model"),
+    ("Model", ("Golf 11L 512d", "Golf 9L 512d", "Llama-2-7B", "Chinchilla-70B"), "preset",
+     f"{SEED}; Hoffmann et al. 2022 (example)", "Catalog preset, or your name with its figures", "text", "model"),
     ("Model parameters", (0.03595, 0.01706, 7, 70), "B params", f"{SEED} (example)",
-     "Empty: the preset's; seed notes 6, 7, 9; 7B is seed 003's example", "small",
+     "Empty: the preset's (seed notes 6, 7, 9)", "small",
      domains.ParamsB.__metadata__[0]),
     ("Training tokens", (3.927e9, 7.225e9, 140e9, 1.4e12), "tokens", f"{SEED} (example)",
      "Record 3.927B, baseline 7.225B (notes 6, 7)", "int", domains.Tokens.__metadata__[0]),
     ("Layers", (11, 9, None, 80), "count", f"{SEED}; Chinchilla Table 4 (example)",
-     "Empty: the preset's; the record starts with 11 layers", "override", _OVERRIDE),
-    ("Hidden size", (512, 512, None, 8192), "count", f"{_GOLF_SHAPE}; Chinchilla Table 4",
-     "Empty: the preset's (d_model)", "override", _OVERRIDE),
-    ("Attention heads", (8, 8, None, 64), "count", "Assumed 64-wide heads; Chinchilla Table 4 (example)",
-     "Empty: the preset's", "override", _OVERRIDE),
-    ("Sequence length", (1024, 1024, 4096, 2048), "tokens", f"{_GOLF_SHAPE}; Llama 2; Chinchilla",
+     "Empty: the preset's; the record starts with 11 layers", "override_int", _OVERRIDE),
+    ("Hidden size", (512, 512, None, 8192), "count", "Golf log; Chinchilla Table 4 (example)",
+     "Empty: the preset's (d_model)", "override_int", _OVERRIDE),
+    ("Attention heads", (8, 8, None, 64), "count", "Assumed; Chinchilla Table 4 (example)",
+     "Empty: the preset's", "override_int", _OVERRIDE),
+    ("Sequence length", (1024, 1024, 4096, 2048), "tokens", "Golf log; Llama 2; Chinchilla (example)",
      "Tokens per training sequence", "int", domains.Tokens.__metadata__[0]),
-    ("Micro-batch size", (64, 64, 1, 1), "sequences", "Golf: 524,288 tokens a step / 8 GPUs / 1,024 (example)",
+    ("Micro-batch size", (64, 64, 1, 1), "sequences", "Golf: 524,288 / 8 GPUs / 1,024 (example)",
      "Sequences per GPU per forward pass", "int", domains.Batch.__metadata__[0]),
     ("Activation recomputation", ("none", "none", "selective", "selective"), "mode",
      "Example; Korthikanti et al. 2022", "none, selective or full (dropdown)", "text", "recompute"),
     ("Tensor-parallel GPUs", (1, 1, 1, 8), "count", "Example", "GPUs sharing each layer; the rest are data "
      "parallel", "int", domains.GPUs.__metadata__[0]),
-    ("ZeRO stage", (0, 0, 1, 1), "stage", "Example; Rajbhandari et al. 2020", "0 replicates the state; 1 shards "
-     "optimizer states, 2 gradients too, 3 weights too", "int", domains.ZeroStage.__metadata__[0]),
+    ("ZeRO stage", (0, 0, 1, 1), "stage", "Example; Rajbhandari et al. 2020", "0 none; 1 optimizer, 2 + gradients, 3 + "
+     "weights", "int", domains.ZeroStage.__metadata__[0]),
     ("Accelerator", ("H100-SXM",) * 4, "preset", f"{SEED} (example)", "A catalog preset (dropdown)", "text",
      "gpu"),
     ("Dense BF16 compute override", (989.5, 989.5, None, None), "TFLOP/s", f"{SEED} 'Eight H100s' (example)",
@@ -196,8 +198,8 @@ LINES: tuple[tuple[str, Line], ...] = (
               "GPU-hours x price per GPU-hour", "usd", True)),
     ("Calibrated expectation", Line("mfu_cal", "Calibrated MFU",
                                     '=EFFICIENCY("train_mfu",Accelerator,"bf16",{hidden},Sequence_Length)',
-                                    "fraction", "Fitted on published runs: small models and fast GPUs reach less; "
-                                    "restated against 6N (EFFICIENCY; PaLM Appendix B)", "pct1")),
+                                    "fraction", "EFFICIENCY fitted on published runs: small models reach less; "
+                                    "restated against 6N", "pct1")),
     ("", Line("seconds_cal", "Training time at the calibrated MFU",
               "=TRAIN_SECONDS({params},Training_Tokens,GPUs,{tflops},{mfu_cal})", "s",
               "6ND / (GPUs x dense peak x calibrated MFU): the Calibration sheet has the rest", "dec1", True)),
@@ -233,13 +235,13 @@ LINES: tuple[tuple[str, Line], ...] = (
               "GPUs / tensor-parallel GPUs: the replicas ZeRO shards the state over", "int")),
     ("", Line("state", "Model state per GPU",
               "=TRAIN_STATE_GB({params},OPTIMIZER_BYTES(Optimizer),ZeRO_Stage,{dp},Tensor_Parallel_GPUs)", "GB",
-              "Weights + gradients + optimizer states of a tensor-parallel slice, sharded by the ZeRO stage "
-              "(Rajbhandari et al. 2020, Figure 1)", "dec2")),
+              "Weights + gradients + optimizer states of a slice, sharded by ZeRO (Rajbhandari 2020, Fig. 1)",
+              "dec2")),
     ("", Line("activations", "Activations per GPU",
               "=ACTIVATION_GB(Sequence_Length,Micro_Batch_Size,{hidden},{heads},{layers},Tensor_Parallel_GPUs,"
               "Sequence_Parallelism,Activation_Recomputation)", "GB",
-              "s b h (34 + 5 a s / h) per layer, less with tensor/sequence parallelism and recomputation "
-              "(Korthikanti et al. 2022, Table 2)", "dec2")),
+              "s b h (34 + 5 a s / h) a layer, less with parallelism, recomputation (Korthikanti 2022, T. 2)",
+              "dec2")),
     ("", Line("mem_gpu", "Training memory per GPU", "={state}+{activations}", "GB",
               "State + activations: the record peaked at 41.7 GB per GPU (seed 003 'Parameter Golf')", "dec1",
               True)),
@@ -258,7 +260,7 @@ LINES: tuple[tuple[str, Line], ...] = (
 )  # fmt: skip
 
 # The Calibration sheet: the active run at three MFUs, in columns C, D and E ({mfu} is the column's).
-CALIBRATION_COLUMNS = ("Plan (Inputs)", "Calibrated (EFFICIENCY)", "Yours (measured, else calibrated)")
+CALIBRATION_COLUMNS = ("Plan (Inputs)", "Calibrated", "Your measurements")
 CALIBRATION_LINES: tuple[Line, ...] = (
     Line("cal_seconds", "Training time", "=TRAIN_SECONDS({params},Training_Tokens,GPUs,{tflops},{mfu})", "s",
          "6ND / (GPUs x dense peak x MFU) (seed 003)", "dec1"),
@@ -281,7 +283,7 @@ USUAL: tuple[tuple[str, str, str, Any], ...] = (
     ("tflops_override", "Dense BF16 compute", "TFLOP/s", domains.TFLOPs),
     ("memory_override", "Memory per GPU", "GB", domains.MemoryGB),
     ("Price_Per_GPU_Hour", "Price per GPU-hour", "USD/GPU-h", domains.Price),
-    ("bm_peak", "Benchmark dense peak per accelerator", "TFLOP/s", domains.TFLOPs),
+    ("bm_peak", "Benchmark peak", "TFLOP/s", domains.TFLOPs),
 )
 """Inputs whose argument domain has a usual range (xlsxplan.domains): a value outside it gets a Checks row."""
 
@@ -456,8 +458,8 @@ def _calibration(book: Book) -> Sheet:
     locals_: list[dict[str, Ref | str]] = [{}, {}, {}]
     sh.section("Model FLOPs utilisation", "Measured figures from Inputs, section 'Your measurements'")
     mfu = Line("mfu", "Model FLOPs utilisation", "", "fraction",
-               "Calibrated: EFFICIENCY(\"train_mfu\", accelerator, \"bf16\", hidden, sequence length); yours: "
-               "MFU of your throughput or GPU-hours (Calculations)", "pct1")  # fmt: skip
+               "EFFICIENCY(\"train_mfu\", GPU, \"bf16\", hidden, seq. length); yours: from Calculations",
+               "pct1")  # fmt: skip
     book.refs["Calibration:mfu"] = sh.side_by_side(mfu, locals_, ["=Model_FLOPs_Utilisation", "={mfu_cal}",
                                                                   "={implied}"])  # fmt: skip
     sh.section("The active scenario's run at each MFU")
