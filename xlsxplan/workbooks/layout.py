@@ -703,6 +703,7 @@ def page_setup(ws: Worksheet, title: str) -> None:
     ws.print_options.gridLines = False
     ws.page_margins.left = ws.page_margins.right = 0.4
     ws.page_margins.top = ws.page_margins.bottom = 0.6
+    ws.page_margins.header = ws.page_margins.footer = 0.3  # clear of the body: a footer at 0.5 in overlaps it
     ws.oddFooter.left.text = f"{title}: &A"
     ws.oddFooter.right.text = "Page &P of &N"
 
