@@ -100,6 +100,23 @@ def test_build_prints_seed_000s_table_read_from_the_workbook(cli_build):
     assert "\n".join(lines[1:]) + "\n" == SEED_000_TABLE
 
 
+def test_readme_shows_what_build_prints(cli_build):
+    # README, "Template workbooks": the example output is the command's, line for line ("..." skips lines)
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Template workbooks", 1)[1].split("\n## ", 1)[0]
+    shown = re.search(r"```text\n\$ xlsxplan build\n(.+?)\n```", section, re.S).group(1).splitlines()
+    out, text, _ = cli_build
+    printed = text.replace(str(out), "workbooks").splitlines()
+    at = 0
+    for line in shown:
+        if line == "...":
+            continue
+        assert line in printed[at:], f"README line not printed (in order): {line}"
+        at = printed.index(line, at) + 1
+    serving_part = shown[: shown.index("")]
+    assert serving_part == printed[: len(serving_part)]  # the serving plan in full
+
+
 def test_build_prints_seed_003s_figures(cli_build):
     # Seed 003: 35.95M parameters, 3.927B tokens on eight H100s (7.92 PFLOP/s dense), 20N = 719M tokens, 5.5x;
     # 8B cached, half a pass; the record's 6.55M tokens/s -> 1.41 PFLOP/s, 18% MFU, 84M optimal for 600 s; the M2
