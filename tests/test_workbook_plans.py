@@ -16,7 +16,7 @@ import pytest
 
 from xlsxplan import architecture, calibration, catalog, roofline, serving, traffic, training, training_memory
 from xlsxplan.cells import CellError
-from xlsxplan.errors import OutOfRangeError, XlsxplanError
+from xlsxplan.errors import OutOfRangeError
 from xlsxplan.precision import bytes_per_param
 from xlsxplan.workbooks import serving as serving_book
 from xlsxplan.workbooks import training as training_book
@@ -122,10 +122,7 @@ def serving_reference(case: dict[str, Any], g: dict[str, Any], d: dict[str, Any]
     if _positive(case["active_override"]):
         active = case["active_override"]
     else:
-        try:
-            active = min(params, catalog.model_spec(model, "active_params_b"))
-        except XlsxplanError:
-            active = params
+        active = min(params, catalog.model_spec(model, "active_params_b"))
     memory = _figure(case["memory_override"], catalog.gpu_spec, gpu, "memory_gb")
     bandwidth = _figure(case["bandwidth_override"], catalog.gpu_spec, gpu, "bandwidth_tb_s")
     tflops = _figure(case["tflops_override"], catalog.gpu_spec, gpu, "bf16_tflops")
@@ -138,9 +135,8 @@ def serving_reference(case: dict[str, Any], g: dict[str, Any], d: dict[str, Any]
     r["weights"] = serving.weights_gb(params, bw)
     r["usable"] = serving.usable_gb(n, memory, frac)
     free = r["free"] = serving.free_gb(params, bw, n, memory, frac)
-    shape = [case["layers_override"], case["kv_heads_override"], case["head_dim_override"]]
-    if all(_positive(x) for x in shape):
-        kv = serving.kv_bytes_per_token(*shape, bkv)
+    if _positive(case["kv_override"]):
+        kv = case["kv_override"]
     else:
         kv = architecture.model_kv_bytes_per_token(model, ctx, bkv, n)
     r["kv_bytes"] = kv
@@ -358,8 +354,8 @@ def test_every_line_matches_the_python_core_as_shipped(plan):
                                             "Spare_Replicas": 2, "Price_Per_GPU_Hour": 4.1, "Average_Utilisation": 0.5,
                                             "Usable_Memory_Fraction": 0.85, "Traffic_Growth_Multiple": 3}),
         ("a model not in the catalog, every override filled",
-         {"model@2": "Our-13B", "params_override@2": 13.2, "layers_override@2": 40, "kv_heads_override@2": 8,
-          "head_dim_override@2": 128, "memory_override@2": 96, "bandwidth_override@2": 4}),
+         {"model@2": "Our-13B", "params_override@2": 13.2, "active_override@2": 13.2,
+          "kv_override@2": 2 * 40 * 8 * 128 * 2, "memory_override@2": 96, "bandwidth_override@2": 4}),
     ],
 )  # fmt: skip
 def test_changed_inputs_match_the_python_core(plan, name, values):

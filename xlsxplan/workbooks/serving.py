@@ -112,12 +112,8 @@ CASE_INPUTS: tuple[CaseInput, ...] = (
               (None, None, None, 7.6)),
     _override("active_override", "Active parameters override", "B params", "Catalog (config.json)",
               "Mixture of experts: parameters one token uses"),
-    _override("layers_override", "Layers override", "count", "Catalog (config.json)",
-              "A model not in the catalog: fill all three", fmt="override_int"),
-    _override("kv_heads_override", "KV heads override", "count", "Catalog (config.json)",
-              "Empty: the cache by the preset's architecture", fmt="override_int"),
-    _override("head_dim_override", "Head dimension override", "count", "Catalog (config.json)",
-              "Empty: the cache by the preset's architecture", fmt="override_int"),
+    _override("kv_override", "KV cache per token override", "bytes", "Catalog (config.json)",
+              "At the cache's precision, as KV_BYTES_PER_TOKEN gives", fmt="override_int"),
     CaseInput("gpu", "Accelerator", ("H100-SXM",) * 4, "preset", _SECTION6,
               "Catalog preset (dropdown) or your own name", "text", "gpu"),
     _override("memory_override", "Memory per GPU override", "GB", "Catalog (datasheet)",
@@ -151,8 +147,7 @@ CASE_LINES: tuple[Line, ...] = (
     Line("params", "Parameters", _spec("params_b", "params_override", "MODEL_SPEC", "model"), "B params",
          'The override, else MODEL_SPEC(model, "params_b"): every parameter, every expert', "dec2"),
     Line("active", "Active parameters per token",
-         '=IF({active_override}>0,{active_override},IFERROR(MIN({params},MODEL_SPEC({model},"active_params_b")),'
-         "{params}))", "B params",
+         '=IF({active_override}>0,{active_override},MIN({params},MODEL_SPEC({model},"active_params_b")))', "B params",
          'The override, else MODEL_SPEC(model, "active_params_b"): used per token (MoE)', "dec2"),
     Line("memory", "Memory per GPU", _spec("memory_gb", "memory_override", "GPU_SPEC", "gpu"), "GB",
          'The override, else GPU_SPEC(accelerator, "memory_gb")', "dec1"),
@@ -173,10 +168,8 @@ CASE_LINES: tuple[Line, ...] = (
          "=FREE_GB({params},{bytes_weight},{n_gpus},{memory},Usable_Memory_Fraction)", "GB",
          "Usable memory - weights; negative: the weights do not fit (seed 000 §2)", "dec1"),
     Line("kv_bytes", "KV cache per token",
-         "=IF(MIN({layers_override},{kv_heads_override},{head_dim_override})>0,KV_BYTES_PER_TOKEN({layers_override},"
-         "{kv_heads_override},{head_dim_override},{bytes_kv}),MODEL_KV_BYTES_PER_TOKEN({model},{context},{bytes_kv},"
-         "{n_gpus}))", "bytes",
-         "MODEL_KV_BYTES_PER_TOKEN by architecture; overrides: 2 x layers x KV heads x head dim x b", "int"),
+         "=IF({kv_override}>0,{kv_override},MODEL_KV_BYTES_PER_TOKEN({model},{context},{bytes_kv},{n_gpus}))", "bytes",
+         "The override, else MODEL_KV_BYTES_PER_TOKEN, by architecture (seed 000 §3)", "int"),
     Line("kv_kib", "KV cache per token, in KiB", "={kv_bytes}/1024", "KiB", "Bytes / 1,024", "int"),
     Line("kv_seq", "KV cache of a sequence at the tail prompt", "=KV_GB({kv_bytes},{tail_context})", "GB",
          "KV per token x (95th-percentile prompt + reasoning + output) (seed 000 §3, §7)", "dec2"),
@@ -201,7 +194,7 @@ CASE_LINES: tuple[Line, ...] = (
          "Prefill_Compute_Utilisation)", "sequences",
          "Largest batch whose prefill chunks read a tail prompt in time; 0: none (arXiv:2403.02310)", "int"),
     Line("batch", "Batch planned",
-         "=IF(MIN({batch_latency},{batch_ttft})<{batch_fit},MAX(1,MIN({batch_latency},{batch_ttft})),{batch_fit})",
+         "=MIN({batch_fit},MAX(1,{batch_latency}),MAX(1,{batch_ttft}))",
          "sequences", "The smallest of the three; at least 1 if one fits (seed 000 §7: the target first)", "int"),
     Line("latency_caps", "A latency target caps the batch?",
          '=IF(MIN({batch_latency},{batch_ttft})<{batch_fit},"yes","no")', "text",
@@ -943,8 +936,8 @@ def build() -> Book:
         steps=[
             "Inputs, Scenario block: pick a model and an accelerator from the dropdowns (the catalog's presets), a "
             "weight and KV cache precision and the GPUs per replica for each case. Leave an override empty to use "
-            "the catalog's figure; fill it to use your own (for a model not in the catalog: parameters, layers, KV "
-            "heads and head dimension; for a GPU: memory, bandwidth and compute).",
+            "the catalog's figure; fill it to use your own (for a model not in the catalog: parameters, active "
+            "parameters and KV cache per token; for a GPU: memory, bandwidth and compute).",
             "Inputs, Active scenario: choose the case that feeds Calculations and Outputs.",
             "Inputs, Demand: requests per day; the mean, 95th-percentile and longest prompts; output and hidden "
             "reasoning tokens; the peak-hour factor; a shared prefix and its cache hit rate (0 until confirmed).",
