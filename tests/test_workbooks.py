@@ -181,6 +181,27 @@ def test_committed_workbooks_are_what_build_writes(cli_build, name):
         )
 
 
+def test_the_garbage_collector_is_paused_while_a_template_recalculates_and_restored_after():
+    import gc
+
+    from xlsxplan.workbooks.build import gc_paused
+
+    assert gc.isenabled()
+    with gc_paused():
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    with pytest.raises(RuntimeError, match="boom"), gc_paused():
+        raise RuntimeError("boom")
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with gc_paused():
+            pass
+        assert not gc.isenabled()  # left as the caller had it
+    finally:
+        gc.enable()
+
+
 def test_building_twice_writes_the_same_bytes(tmp_path):
     first = build_template(training.FILENAME, tmp_path)
     copy = tmp_path / "first.xlsx"
