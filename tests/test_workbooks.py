@@ -536,6 +536,9 @@ def test_text_from_the_catalog_is_stored_as_text_never_as_a_formula(monkeypatch,
     lists = openpyxl.load_workbook(path)["Lists"]
     cells = [c for c in lists["A"] if c.value == '=HYPERLINK("http://example.invalid","x")']
     assert len(cells) == 1 and cells[0].data_type == "s"
+    # the quote prefix (xlsxplan.safety.set_text) keeps it text even after someone edits the cell in Excel, and
+    # survives the named style the cell is given
+    assert cells[0].quotePrefix and cells[0].style == "Label"
 
 
 # -- the printed plan -------------------------------------------------------------------------------------------------
