@@ -9,6 +9,7 @@ Usage::
 
     python benchmarks/templates.py               # 7 warm runs per template
     python benchmarks/templates.py --repeats 15
+    python benchmarks/templates.py --repeats 15 --gc-paused   # as `xlsxplan build` runs it
 """
 
 from __future__ import annotations
@@ -25,23 +26,32 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 
-def _formula_cells(path: Path) -> int:
+def _cells(path: Path) -> tuple[int, int]:
+    """Formula cells and value cells (text, numbers, dates): `formulas` makes a node of each."""
     import openpyxl
 
     book = openpyxl.load_workbook(path)
-    return sum(1 for ws in book.worksheets for row in ws.iter_rows() for c in row if c.data_type == "f")
+    cells = [c for ws in book.worksheets for row in ws.iter_rows() for c in row if c.value is not None]
+    formulas = sum(1 for c in cells if c.data_type == "f")
+    return formulas, len(cells) - formulas
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=7, help="warm runs per template (default 7)")
+    parser.add_argument("--gc-paused", action="store_true",
+                        help="pause the cyclic garbage collector in each run, as `xlsxplan build` does")  # fmt: skip
     args = parser.parse_args()
 
-    from xlsxplan.workbooks.build import TEMPLATES, workbook_api
+    import contextlib
+
+    from xlsxplan.workbooks.build import TEMPLATES, gc_paused, workbook_api
 
     api = workbook_api()
-    print(f"{os.cpu_count()} CPUs; Python {sys.version.split()[0]}; {args.repeats} warm runs per template")
-    print(f"{'template':<20} {'formulas':>8} {'cold s':>7} {'load s':>7} {'calc s':>7} {'save s':>7} "
+    paused = gc_paused if args.gc_paused else contextlib.nullcontext
+    print(f"{os.cpu_count()} CPUs; Python {sys.version.split()[0]}; {args.repeats} warm runs per template; garbage "
+          f"collector {'paused' if args.gc_paused else 'on'}")  # fmt: skip
+    print(f"{'template':<20} {'formulas':>8} {'values':>7} {'cold s':>7} {'load s':>7} {'calc s':>7} {'save s':>7} "
           f"{'total s':>8} {'min s':>6} {'max s':>6} {'CPU s':>6}")  # fmt: skip
     with tempfile.TemporaryDirectory() as tmp:
         for name, builder in TEMPLATES.items():
@@ -50,13 +60,14 @@ def main() -> None:
             builder().wb.save(raw)
             runs = []
             for _ in range(args.repeats + 1):
-                wall0, cpu0 = time.perf_counter(), time.process_time()
-                wb = api.load(raw)
-                wall1 = time.perf_counter()
-                wb.calculate()
-                wall2 = time.perf_counter()
-                wb.save(out)
-                wall3, cpu3 = time.perf_counter(), time.process_time()
+                with paused():
+                    wall0, cpu0 = time.perf_counter(), time.process_time()
+                    wb = api.load(raw)
+                    wall1 = time.perf_counter()
+                    wb.calculate()
+                    wall2 = time.perf_counter()
+                    wb.save(out)
+                    wall3, cpu3 = time.perf_counter(), time.process_time()
                 runs.append((wall3 - wall0, wall1 - wall0, wall2 - wall1, wall3 - wall2, cpu3 - cpu0))
             cold, warm = runs[0], runs[1:]
 
@@ -64,7 +75,8 @@ def main() -> None:
                 return statistics.median(r[i] for r in rows)
 
             totals = [r[0] for r in warm]
-            print(f"{name:<20} {_formula_cells(raw):>8} {cold[0]:>7.2f} {med(1):>7.2f} {med(2):>7.2f} "
+            formulas, values = _cells(raw)
+            print(f"{name:<20} {formulas:>8} {values:>7} {cold[0]:>7.2f} {med(1):>7.2f} {med(2):>7.2f} "
                   f"{med(3):>7.2f} {med(0):>8.2f} {min(totals):>6.2f} {max(totals):>6.2f} {med(4):>6.2f}")  # fmt: skip
 
 

@@ -29,7 +29,7 @@ from xlsxplan.cli import main
 from xlsxplan.errors import WorkbookError
 from xlsxplan.workbooks import serving, training
 from xlsxplan.workbooks.build import TEMPLATES, build_template, is_generated
-from xlsxplan.workbooks.layout import ALLOWED_CONSTANTS, FMT, STYLE_NAMES, TAB, Book, name_from_label
+from xlsxplan.workbooks.layout import ALLOWED_CONSTANTS, FMT, STYLE_NAMES, TAB, Book, name_from_label, quote_sheetname
 from xlsxplan.xlwings_conf import read_conf_sheet
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -77,20 +77,44 @@ Peak load: 6.9 requests/s, 2,083 output tokens/s (13,889 prompt tokens/s)
 72B FP8, 2 GPUs: batch 94, 47 tokens/s per user (92 alone), 4,387 tokens/s total, prefill 0.29 s, $0.32 per M output tokens at full load
 72B BF16, 4 GPUs: batch 189, 47 tokens/s per user (92 alone), 8,799 tokens/s total, prefill 0.15 s, $0.32 per M output tokens at full load
 7B BF16, 1 GPU: batch 430, 47 tokens/s per user (220 alone), 20,031 tokens/s total, prefill 0.06 s, $0.03 per M output tokens at full load
-Active scenario, 72B FP8, 2 GPUs: $1.06 per M output tokens at 30% average load; 3 replicas, 6 GPUs for the peak (1 counting decode only); 26 replicas, 52 GPUs at 10x the peak (5 decode only)
+Effective cost per M output tokens at 30% average load: 72B FP8, 2 GPUs: $1.06; 72B BF16, 4 GPUs: $1.05; 7B BF16, 1 GPU: $0.12
+Active scenario, 72B FP8, 2 GPUs: 4 replicas, 8 GPUs for the peak with 1 spare (1 counting output tokens only, no spares); 25 replicas, 50 GPUs at 10x the peak (5 output tokens only)
+  batch 94: 94 fit at the tail prompt, the 20 tokens/s target allows 348, the 2 s first-token target 290; first visible token after 0.29 s; prompts over 32,768 tokens rejected: 0.0%
+  fleet utilisation 19.6%, peak covered 1.28x with the spares down; $0.97 per M input and $1.51 per M output tokens at that; disaggregated: 4 prefill + 2 decode replicas (12 GPUs), KV transfer 13 ms
+  at the calibrated efficiencies (Calibration sheet): 2,365 tokens/s per replica, $1.96 per M output tokens at 30% average load
 """
 
 
 def test_build_prints_seed_000s_table_read_from_the_workbook(cli_build):
     # Seed 000 §6 prints: KV 320/56 KiB; 6.9 requests/s, 2,083 output tokens/s; 72B BF16 on 2 GPUs does not fit
     # (145 GB in 144 GB); 72B FP8 on 2: batch 94, 47 (92) tok/s, 4,387 total, 0.29 s, $0.32; 72B BF16 on 4: 189,
-    # 47 (92), 8,799, 0.15 s, $0.32; 7B BF16 on 1: 430, 47 (220), 20,031, 0.06 s, $0.03.
+    # 47 (92), 8,799, 0.15 s, $0.32; 7B BF16 on 1: 430, 47 (220), 20,031, 0.06 s, $0.03. "Reading the result": at 30%
+    # average utilisation "about $1.05 per million output tokens for the 72B setup" (BF16 on 4 GPUs: $0.3157 / 0.3);
+    # five replicas for ten times the traffic counting output tokens only. The lines after the seed's are issue 9's
+    # plan (spares, targets, the fleet's own utilisation, input and output priced apart) and issue 6's calibration.
     out, text, code = cli_build
     assert code == 0
     serving_part, training_part = text.split("\n\n")
     lines = serving_part.splitlines()
     assert lines[0] == f"Serving plan: {out / serving.FILENAME} (checks OK)"
     assert "\n".join(lines[1:]) + "\n" == SEED_000_TABLE
+
+
+def test_readme_shows_what_build_prints(cli_build):
+    # README, "Template workbooks": the example output is the command's, line for line ("..." skips lines)
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Template workbooks", 1)[1].split("\n## ", 1)[0]
+    shown = re.search(r"```text\n\$ xlsxplan build\n(.+?)\n```", section, re.S).group(1).splitlines()
+    out, text, _ = cli_build
+    printed = text.replace(str(out), "workbooks").splitlines()
+    at = 0
+    for line in shown:
+        if line == "...":
+            continue
+        assert line in printed[at:], f"README line not printed (in order): {line}"
+        at = printed.index(line, at) + 1
+    serving_part = shown[: shown.index("")]
+    assert serving_part == printed[: len(serving_part)]  # the serving plan in full
 
 
 def test_build_prints_seed_003s_figures(cli_build):
@@ -105,12 +129,18 @@ def test_build_prints_seed_003s_figures(cli_build):
     assert "Chinchilla's rule asks 719M; the run has 5.5x that: data-heavy" in lines[3]
     assert lines[4].startswith("Compute-optimal size for 600 s: 84.4M parameters")
     assert lines[4].endswith("0.49 passes over 8.0B cached tokens")
+    # issue 7: PaLM's attention term at the baseline's 1,024-token sequences; the record "peaked at about 41.7 GB
+    # per GPU" (seed 003), here 42.7 GB with activations by Korthikanti et al.; issue 6: the calibrated MFU
+    assert lines[5] == ("With attention at 1,024-token sequences (PaLM): 1.12e+18 FLOPs, 24% of them attention; "
+                        "calibrated MFU 22%: 483.8 s")  # fmt: skip
+    assert lines[6] == ("Memory per GPU: 0.58 GB of model state + 42.08 GB of activations = 42.7 GB of 80 GB: "
+                        "fits")  # fmt: skip
     assert (
-        lines[6] == "  8xH100 Golf record: 6.55M tokens/s, 1.41 PFLOP/s, MFU 18%; optimal 84.04M parameters; run 600 s"
+        lines[8] == "  8xH100 Golf record: 6.55M tokens/s, 1.41 PFLOP/s, MFU 18%; optimal 84.04M parameters; run 600 s"
     )
-    assert lines[7].endswith("optimal 1.72M parameters; run 16.5 days")
-    assert lines[8].endswith("optimal 2.46M parameters; run 8.1 days")
-    assert lines[9] == "  M2 0.36M anchor: 230,141 tokens/s, 0.50 TFLOP/s; optimal 1.58M parameters; run 19.6 days"
+    assert lines[9].endswith("optimal 1.72M parameters; run 16.5 days")
+    assert lines[10].endswith("optimal 2.46M parameters; run 8.1 days")
+    assert lines[11] == "  M2 0.36M anchor: 230,141 tokens/s, 0.50 TFLOP/s; optimal 1.58M parameters; run 19.6 days"
 
 
 # -- the committed files are what the code generates ------------------------------------------------------------------
@@ -149,6 +179,27 @@ def test_committed_workbooks_are_what_build_writes(cli_build, name):
         assert committed[key] == fresh[key], (
             f"workbooks/{name} differs from a fresh build in {key}: run `xlsxplan build`"
         )
+
+
+def test_the_garbage_collector_is_paused_while_a_template_recalculates_and_restored_after():
+    import gc
+
+    from xlsxplan.workbooks.build import gc_paused
+
+    assert gc.isenabled()
+    with gc_paused():
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    with pytest.raises(RuntimeError, match="boom"), gc_paused():
+        raise RuntimeError("boom")
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with gc_paused():
+            pass
+        assert not gc.isenabled()  # left as the caller had it
+    finally:
+        gc.enable()
 
 
 def test_building_twice_writes_the_same_bytes(tmp_path):
@@ -194,10 +245,12 @@ def test_build_refusal_exits_2_with_one_line(tmp_path, capsys):
 def test_sheets_in_order_with_a_tab_colour_per_kind(shipped):
     name, book, wb, _ = shipped
     side = SIDE_SHEET[name]
-    assert wb.sheetnames == ["Cover", "Guide", "Inputs", "Calculations", "Outputs", side, "Checks", "Version log", "Lists",
-                             "xlwings.conf"]  # fmt: skip
+    data = ["Prompt lengths"] if name == serving.FILENAME else []  # an input sheet of its own: a pasted column
+    assert wb.sheetnames == ["Cover", "Guide", "Inputs", *data, "Calculations", "Outputs", side, "Calibration", "Checks",
+                             "Version log", "Lists", "xlwings.conf"]  # fmt: skip
     kinds = {"Cover": "cover", "Guide": "guide", "Inputs": "inputs", "Calculations": "calc", "Outputs": "outputs",
-             side: "scenarios", "Checks": "checks", "Version log": "log", "Lists": "lists"}  # fmt: skip
+             side: "scenarios", "Calibration": "calibration", "Checks": "checks", "Version log": "log",
+             "Lists": "lists", **{sheet: "inputs" for sheet in data}}  # fmt: skip
     for sheet, kind in kinds.items():
         assert wb[sheet].sheet_properties.tabColor.rgb == "00" + TAB[kind], sheet
     assert read_conf_sheet(wb) == {"UDF Modules": "xlsxplan.udfs"}
@@ -234,8 +287,8 @@ def test_every_input_has_one_defined_name_made_from_its_label(shipped):
         cells = [row.live] if row.live else list(row.cells)
         expected = (f"${cells[0][0]}${cells[0][1:]}" if len(cells) == 1
                     else f"${cells[0][0]}${cells[0][1:]}:${cells[-1][0]}${cells[-1][1:]}")  # fmt: skip
-        assert target == f"Inputs!{expected}", row.label
-        assert wb["Inputs"][f"A{row.row}"].value == row.label
+        assert target == f"{quote_sheetname(row.sheet)}!{expected}", row.label
+        assert wb[row.sheet][f"A{row.row}"].value == row.label
     assert names == {"Scenario_Number": names.get("Scenario_Number")}  # names are for inputs only, and the selector
     live = [row for row in book.inputs if row.live]
     assert live and all(wb["Inputs"][row.live].value.startswith("=INDEX($G") for row in live)
@@ -262,7 +315,7 @@ def test_inputs_are_documented_rows_with_units_sources_dates_and_examples_marked
     assert [ws.cell(5, i).value for i in range(1, 7)] == ["Label", "Value", "Unit", "Source", "As-of date", "Comment"]
     assert "shipped values are" in ws["A3"].value and "examples" in ws["A3"].value
     for row in book.inputs:
-        r = row.row
+        r, ws = row.row, wb[row.sheet]
         assert ws[f"C{r}"].value, f"{row.label}: no unit"
         assert isinstance(ws[f"E{r}"].value, datetime), f"{row.label}: no as-of date"
         source = ws[f"D{r}"].value
@@ -288,9 +341,49 @@ def test_every_figure_has_a_unit_and_every_equation_a_note(shipped):
         assert ws[f"B{r}"].value and ws[f"G{r}"].value, f"{ws.title} row {r}: unit or note missing"
 
 
+def test_labels_fit_their_column_when_a_value_sits_beside_them(books):
+    # Column A is 40 character widths; 10-point text fits about 53 characters before the value beside it cuts it.
+    for name, book in books.items():
+        for sheet in book.sheets.values():
+            ws = sheet.ws
+            for row in ws.iter_rows(min_row=6, max_col=1):
+                label, beside = row[0].value, ws.cell(row[0].row, 2).value
+                if isinstance(label, str) and beside is not None:
+                    assert len(label) <= 53, f"{name} {sheet.name}!A{row[0].row}: {label}"
+
+
+def test_sources_and_comments_on_inputs_fit_their_columns(books):
+    # Source (D, 40 widths) has the as-of date beside it; a comment (F, 50 widths) has the cases beside it on a row
+    # of the scenario block, and empty columns to the print area's edge elsewhere.
+    for name, book in books.items():
+        ws = book.ws("Inputs")
+        for row in ws.iter_rows(min_row=6, max_col=1):
+            r = row[0].row
+            if ws[f"A{r}"].style == "Heading 2":
+                continue
+            case_row = any(ws.cell(r, c).style == "Input" for c in range(7, 11))
+            source, comment = ws[f"D{r}"].value, ws[f"F{r}"].value
+            assert not isinstance(source, str) or len(source) <= 44, f"{name} Inputs!D{r}: {source}"
+            assert not isinstance(comment, str) or len(comment) <= (55 if case_row else 120), f"{name} F{r}: {comment}"
+
+
+def test_notes_fit_their_column_when_printed(books):
+    # A note runs on over the empty columns to the right of it and is cut at the print area's edge: on a list sheet
+    # D to F (101 character widths), on a side-by-side sheet G alone (75 widths); italic 10-point text fits about
+    # 105 and 90 characters there.
+    for name, book in books.items():
+        for sheet in book.sheets.values():
+            limit = 105 if sheet.note_col == "D" else 90
+            for row in sheet.ws.iter_rows(min_row=6):
+                for c in row:
+                    text = c.value
+                    if c.column_letter == sheet.note_col and isinstance(text, str) and not text.startswith("="):
+                        assert len(text) <= limit, f"{name} {sheet.name}!{c.coordinate}: {text}"
+
+
 CELL = re.compile(r"\$?[A-Z]{1,3}\$?\d+")
 ALLOWED_FUNCTIONS = {"IF", "IFERROR", "INDEX", "MATCH", "MIN", "MAX", "ROUND", "ROUNDUP", "ROUNDDOWN", "SUM",
-                     "SUMPRODUCT", "ISERROR", "COUNT", "ROWS", "OR", "AND"}  # fmt: skip
+                     "SUMPRODUCT", "ISERROR", "COUNT", "COUNTIF", "ROWS", "OR", "AND"}  # fmt: skip
 
 
 def test_formulas_use_no_typed_numbers_offset_indirect_or_nested_ifs(shipped):
@@ -384,12 +477,22 @@ def test_named_styles_registered_and_number_formats_read_well(shipped):
         assert calc[book.address("weights").split("!")[1]].number_format == "#,##0.0"
 
 
+def _column(ws, col: str) -> list[Any]:
+    """A list's values from row 6 down to the first empty cell."""
+    values = []
+    for cell in ws[col][5:]:
+        if cell.value is None:
+            break
+        values.append(cell.value)
+    return values
+
+
 def test_dropdowns_for_presets_precisions_and_the_scenario(shipped):
     name, book, wb, _ = shipped
     ws = wb["Inputs"]
     lists = {str(dv.sqref): dv for dv in ws.data_validations.dataValidation if dv.type == "list"}
-    model_names = [c.value for c in wb["Lists"]["A"][5:] if c.value]
-    gpu_names = [c.value for c in wb["Lists"]["C"][5:] if c.value]
+    model_names = _column(wb["Lists"], "A")
+    gpu_names = _column(wb["Lists"], "C")
     assert "Qwen2.5-72B" in model_names and "H100-SXM" in gpu_names
     assert all(wb["Lists"][f"A{i}"].data_type == "s" for i in range(6, 6 + len(model_names)))
     gpu_row = book.ref("gpu@0").row
@@ -433,6 +536,9 @@ def test_text_from_the_catalog_is_stored_as_text_never_as_a_formula(monkeypatch,
     lists = openpyxl.load_workbook(path)["Lists"]
     cells = [c for c in lists["A"] if c.value == '=HYPERLINK("http://example.invalid","x")']
     assert len(cells) == 1 and cells[0].data_type == "s"
+    # the quote prefix (xlsxplan.safety.set_text) keeps it text even after someone edits the cell in Excel, and
+    # survives the named style the cell is given
+    assert cells[0].quotePrefix and cells[0].style == "Label"
 
 
 # -- the printed plan -------------------------------------------------------------------------------------------------

@@ -12,11 +12,13 @@ properties still carry the generator's stamp), or with ``force``: a template som
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import os
 import re
 import tempfile
 import zipfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,7 +30,7 @@ from . import serving, training
 from .layout import GENERATOR, SIDE_COLUMNS, TEMPLATE_DATE, Book
 
 __all__ = ["TEMPLATES", "build_all", "build_template", "workbook_api", "serving_summary", "training_summary",
-           "is_generated", "Built"]  # fmt: skip
+           "is_generated", "Built", "gc_paused"]  # fmt: skip
 
 TEMPLATES: dict[str, Callable[[], Book]] = {
     serving.FILENAME: serving.build,
@@ -89,6 +91,23 @@ def _normalise(src: Path, dst: Path) -> None:
             zout.writestr(out, data)
 
 
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """Pause Python's cyclic garbage collector while a template is loaded, calculated and saved.
+
+    Loading builds tens of thousands of small linked objects (`formulas` and schedula nodes), and each collection of
+    the oldest generation walks all of them: on the serving plan that is about a quarter of the time
+    (BENCHMARKS.md, "Template recalculation"). Nothing is lost by waiting: the model lives until the build ends.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
 def build_template(filename: str, out_dir: Path, force: bool = False) -> Built:
     """Build, recalculate and write one template into ``out_dir``; returns it, recalculated."""
     target = Path(out_dir) / filename
@@ -106,8 +125,9 @@ def build_template(filename: str, out_dir: Path, force: bool = False) -> Built:
     calculated = raw.with_suffix(".calc.xlsx")
     try:
         book.wb.save(raw)
-        workbook = api.load(raw).calculate()
-        workbook.save(calculated)
+        with gc_paused():
+            workbook = api.load(raw).calculate()
+            workbook.save(calculated)
         atomic_write(target, lambda tmp: _normalise(calculated, tmp))
     finally:
         for leftover in (raw, calculated):
@@ -175,30 +195,45 @@ def serving_summary(built: Built) -> str:
             f"alone), {get['tps_total']:,.0f} tokens/s total, prefill {get['prefill']:.2f} s, "
             f"${get['cost_full']:.2f} per M output tokens at full load"
         )
+    util = _number(built.get("Average_Utilisation"), "Average utilisation")
+    costs = [
+        f"{_case(built, 'scenario_name', i)}: ${_number(_case(built, 'cost_avg', i), 'cost'):.2f}"
+        for i in range(len(SIDE_COLUMNS))
+        if _case(built, "fits", i) == "fits"
+    ]
+    lines.append(f"Effective cost per M output tokens at {util:.0%} average load: " + "; ".join(costs))
     name = built.get("Scenario_Name")
-    if _live(built, "fits") == "fits":
-        util = _number(built.get("Average_Utilisation"), "Average utilisation")
-        growth = _number(built.get("Traffic_Growth_Multiple"), "Traffic growth multiple")
-        v = {
-            k: _number(_live(built, k), k)
-            for k in (
-                "cost_avg",
-                "replicas_peak",
-                "gpus_peak",
-                "replicas_decode",
-                "replicas_growth",
-                "gpus_growth",
-                "replicas_decode_growth",
-            )
-        }
-        lines.append(
-            f"Active scenario, {name}: ${v['cost_avg']:.2f} per M output tokens at {util:.0%} average load; "
-            f"{v['replicas_peak']:.0f} replicas, {v['gpus_peak']:.0f} GPUs for the peak "
-            f"({v['replicas_decode']:.0f} counting decode only); {v['replicas_growth']:.0f} replicas, "
-            f"{v['gpus_growth']:.0f} GPUs at {growth:g}x the peak ({v['replicas_decode_growth']:.0f} decode only)"
-        )
-    else:
+    if _live(built, "fits") != "fits":
         lines.append(f"Active scenario, {name}: does not fit")
+        return "\n".join(lines)
+    growth = _number(built.get("Traffic_Growth_Multiple"), "Traffic growth multiple")
+    keys = ("replicas_planned", "gpus_peak", "replicas_decode", "replicas_growth", "gpus_growth",
+            "replicas_decode_growth", "batch", "batch_fit", "batch_latency", "batch_ttft", "time_to_answer",
+            "fleet_util", "coverage", "cost_in", "cost_out", "prefill_replicas", "decode_replicas", "gpus_disagg",
+            "kv_transfer")  # fmt: skip
+    v = {k: _number(_live(built, k), k) for k in keys}
+    spare = _number(built.get("Spare_Replicas"), "Spare replicas")
+    target = _number(built.get("Latency_Target"), "Latency target")
+    ttft = _number(built.get("Time_To_First_Token_Target"), "Time-to-first-token target")
+    cap = _number(built.get("Longest_Prompt_Accepted"), "Longest prompt accepted")
+    tail = _live(built, "tail_share")
+    tail_text = f"{tail:.1%}" if isinstance(tail, (int, float)) else str(tail)
+    cal = {k: _number(built.get(built.book.address(f"{k}:calibrated")), k) for k in ("cal_tps_total", "cal_cost_avg")}
+    lines += [
+        f"Active scenario, {name}: {v['replicas_planned']:.0f} replicas, {v['gpus_peak']:.0f} GPUs for the peak "
+        f"with {spare:.0f} spare ({v['replicas_decode']:.0f} counting output tokens only, no spares); "
+        f"{v['replicas_growth']:.0f} replicas, {v['gpus_growth']:.0f} GPUs at {growth:g}x the peak "
+        f"({v['replicas_decode_growth']:.0f} output tokens only)",
+        f"  batch {v['batch']:.0f}: {v['batch_fit']:.0f} fit at the tail prompt, the {target:g} tokens/s target "
+        f"allows {v['batch_latency']:.0f}, the {ttft:g} s first-token target {v['batch_ttft']:.0f}; first visible "
+        f"token after {v['time_to_answer']:.2f} s; prompts over {cap:,.0f} tokens rejected: {tail_text}",
+        f"  fleet utilisation {v['fleet_util']:.1%}, peak covered {v['coverage']:.2f}x with the spares down; "
+        f"${v['cost_in']:.2f} per M input and ${v['cost_out']:.2f} per M output tokens at that; disaggregated: "
+        f"{v['prefill_replicas']:.0f} prefill + {v['decode_replicas']:.0f} decode replicas ({v['gpus_disagg']:.0f} "
+        f"GPUs), KV transfer {v['kv_transfer'] * 1000:,.0f} ms",
+        f"  at the calibrated efficiencies (Calibration sheet): {cal['cal_tps_total']:,.0f} tokens/s per replica, "
+        f"${cal['cal_cost_avg']:.2f} per M output tokens at {util:.0%} average load",
+    ]
     return "\n".join(lines)
 
 
@@ -212,8 +247,11 @@ def training_summary(built: Built) -> str:
     lines = [f"Training plan: {built.path} (checks {_checks_text(master_check(built))})"]
     v = {k: _live(built, k) for k in ("params_m", "flops", "tflops", "cluster_peak", "seconds", "within",
                                       "gpu_hours", "cost", "tokens_budget", "chinchilla", "ratio", "side",
-                                      "optimal_m", "train_mem", "passes")}  # fmt: skip
-    n = {k: _number(x, k) for k, x in v.items() if k not in ("within", "side")}
+                                      "optimal_m", "train_mem", "passes", "flops_attn", "attn_share",
+                                      "mfu_cal", "seconds_cal", "state", "activations", "mem_gpu", "memory",
+                                      "fits_mem")}  # fmt: skip
+    n = {k: _number(x, k) for k, x in v.items() if k not in ("within", "side", "fits_mem")}
+    seq = _number(built.get("Sequence_Length"), "Sequence length")
     tokens = _number(built.get("Training_Tokens"), "Training tokens")
     budget = _number(built.get("Time_Budget"), "Time budget")
     mfu = _number(built.get("Model_FLOPs_Utilisation"), "MFU")
@@ -229,6 +267,10 @@ def training_summary(built: Built) -> str:
         f"{n['chinchilla'] / 1e6:,.0f}M; the run has {n['ratio']:.1f}x that: {v['side']}",
         f"Compute-optimal size for {budget:,.0f} s: {n['optimal_m']:,.1f}M parameters; training memory before "
         f"activations {n['train_mem']:,.2f} GB; {n['passes']:.2f} passes over {cached / 1e9:,.1f}B cached tokens",
+        f"With attention at {seq:,.0f}-token sequences (PaLM): {n['flops_attn']:.3g} FLOPs, {n['attn_share']:.0%} of "
+        f"them attention; calibrated MFU {n['mfu_cal']:.0%}: {n['seconds_cal']:,.1f} s",
+        f"Memory per GPU: {n['state']:,.2f} GB of model state + {n['activations']:,.2f} GB of activations = "
+        f"{n['mem_gpu']:,.1f} GB of {n['memory']:,.0f} GB: {v['fits_mem']}",
         f"Measured rates (tokens/s -> 6N-equivalent rate -> size for {budget:,.0f} s; the active scenario's run "
         "at that rate):",
     ]

@@ -38,6 +38,7 @@ from openpyxl.worksheet.worksheet import Worksheet
 
 from .. import __version__
 from ..domains import Domain
+from ..safety import set_text
 
 __all__ = [
     "Book",
@@ -48,6 +49,7 @@ __all__ = [
     "ALLOWED_CONSTANTS",
     "name_from_label",
     "CASE_COLUMNS",
+    "usual_checks",
 ]
 
 FONT_NAME = "Calibri"
@@ -89,6 +91,7 @@ FMT = {
     "general": "General",
     # an override left empty shows as "preset": the active case takes the catalog figure
     "override": '#,##0.0###;-#,##0.0###;"preset"',
+    "override_int": '#,##0;-#,##0;"preset"',
     "check": '"ERROR";"ERROR";"OK"',
 }
 
@@ -100,6 +103,7 @@ TAB = {
     "calc": "595959",
     "outputs": "5B9BD5",
     "scenarios": "5B9BD5",
+    "calibration": "70AD47",
     "checks": "A5A5A5",
     "log": "1F3864",
     "lists": "BFBFBF",
@@ -275,6 +279,7 @@ class Book:
         self.chart_rows: tuple[int, int] = (0, 0)
         self.master_check: Ref | None = None
         self.scenario_name: str | None = None  # the defined name of the active scenario's name
+        self.usual: dict[str, tuple[str, str, str]] = {}  # key -> (label, low cell, high cell) on Lists
         # Excel recalculates a workbook on opening when its calcId is older than Excel's own engine (MS-XLS 2.4.215,
         # RecalcId) or fullCalcOnLoad is set, and without the add-in every xlsxplan function would then read #NAME?.
         # The values cached by `xlsxplan build` are current, so the file says so: Excel 2019/365's engine id.
@@ -344,11 +349,16 @@ def quote_sheetname(name: str) -> str:
     return name if re.fullmatch(r"[A-Za-z_][\w.]*", name) else "'" + name.replace("'", "''") + "'"
 
 
-def put_text(cell: Any, text: str) -> Any:
-    """Write ``text`` as text, never as a formula, whatever it starts with."""
-    cell.value = text
-    cell.data_type = "s"
-    return cell
+def put_text(cell: Any, text: str, style: str | None = None) -> Any:
+    """Write ``text`` as text, never as a formula, whatever it starts with, in the named ``style``.
+
+    The text goes through :func:`xlsxplan.safety.set_text`, which also sets the quote prefix on text that Excel
+    would read as a formula once edited (``=``, ``+``, ``-``, ``@``). Setting a named style afterwards resets the
+    quote prefix, so the style is applied first.
+    """
+    if style is not None:
+        cell.style = style
+    return set_text(cell, text)
 
 
 def _check_format(ws: Worksheet, ref: str) -> None:
@@ -405,9 +415,9 @@ class Sheet:
         for col, width in widths.items():
             self.ws.column_dimensions[col].width = width
         ws = self.ws
-        put_text(ws["A1"], f"{book.title}: {name}").style = "Title"
+        put_text(ws["A1"], f"{book.title}: {name}", "Title")
         ws.row_dimensions[1].height = 24
-        put_text(ws["A3"], purpose).style = "Explanatory Text"
+        put_text(ws["A3"], purpose, "Explanatory Text")
         if headings is not None:
             self.headings(headings)
 
@@ -415,14 +425,14 @@ class Sheet:
     def headings(self, headings: Sequence[str], row: int = HEADER_ROWS) -> None:
         for i, text in enumerate(headings):
             col = get_column_letter(i + 1)
-            put_text(self.ws[f"{col}{row}"], text).style = "Column Heading"
+            put_text(self.ws[f"{col}{row}"], text, "Column Heading")
         self.last_col = max(self.last_col, get_column_letter(len(headings)), key=lambda c: (len(c), c))
         self.ws.freeze_panes = f"B{HEADER_ROWS + 1}"
 
     def header_status(self) -> None:
         """Row 2: the master check and the active scenario (called once both exist)."""
         book, ws = self.book, self.ws
-        put_text(ws["A2"], "Master check (0 problems = OK; see Checks)").style = "Label"
+        put_text(ws["A2"], "Master check (0 problems = OK; see Checks)", "Label")
         master = book.master_check
         assert master is not None  # noqa: S101 - a builder bug, not user input
         ws["B2"] = "=" + master.text(self.name)
@@ -430,7 +440,7 @@ class Sheet:
         ws["B2"].number_format = FMT["check"]
         _check_format(ws, "B2")
         if book.scenario_name:
-            put_text(ws["C2"], "Scenario").style = "Unit"
+            put_text(ws["C2"], "Scenario", "Unit")
             ws["C2"].alignment = Alignment(horizontal="right")
             ws["D2"] = f"={book.scenario_name}"
             ws["D2"].style = "Link"
@@ -443,24 +453,24 @@ class Sheet:
     def section(self, title: str, note: str = "") -> None:
         if self.row > HEADER_ROWS + 1:
             self.row += 1
-        put_text(self.ws[f"A{self.row}"], title).style = "Heading 2"
+        put_text(self.ws[f"A{self.row}"], title, "Heading 2")
         last = self.ws[f"{self.last_col}1"].column
         for i in range(2, last + 1):
             self.ws.cell(row=self.row, column=i).style = "Heading 2"
         if note:
-            put_text(self.ws[f"{self.note_col}{self.row}"], note).style = "Explanatory Text"
+            put_text(self.ws[f"{self.note_col}{self.row}"], note, "Explanatory Text")
         self.row += 1
 
     def text(self, text: str, style: str = "Explanatory Text", col: str = "A") -> int:
-        put_text(self.ws[f"{col}{self.row}"], text).style = style
+        put_text(self.ws[f"{col}{self.row}"], text, style)
         self.row += 1
         return self.row - 1
 
     def _label(self, label: str, unit: str, note: str | None = None) -> None:
-        put_text(self.ws[f"A{self.row}"], label).style = "Label"
-        put_text(self.ws[f"{self.unit_col}{self.row}"], unit).style = "Unit"
+        put_text(self.ws[f"A{self.row}"], label, "Label")
+        put_text(self.ws[f"{self.unit_col}{self.row}"], unit, "Unit")
         if note:
-            put_text(self.ws[f"{self.note_col}{self.row}"], note).style = "Explanatory Text"
+            put_text(self.ws[f"{self.note_col}{self.row}"], note, "Explanatory Text")
 
     def _set(self, cell: Any, value: Any) -> None:
         if isinstance(value, str) and not value.startswith("="):
@@ -485,15 +495,15 @@ class Sheet:
         name = name_from_label(label)
         self._label(label, unit)
         cell = ws[f"B{r}"]
-        self._set(cell, value)
         cell.style = "Input"
+        self._set(cell, value)
         cell.number_format = FMT[fmt]
-        put_text(ws[f"D{r}"], source).style = "Label"
+        put_text(ws[f"D{r}"], source, "Label")
         if as_of is not None:
             ws[f"E{r}"] = as_of
             ws[f"E{r}"].number_format = FMT["date"]
         if comment:
-            put_text(ws[f"F{r}"], comment).style = "Explanatory Text"
+            put_text(ws[f"F{r}"], comment, "Explanatory Text")
         if validation is not None:
             ws.add_data_validation(validation)
             validation.add(f"B{r}")
@@ -509,12 +519,12 @@ class Sheet:
         r = self.row
         for col in CASE_COLUMNS:  # the sheet's column headings run on over the cases
             self.ws[f"{col}{HEADER_ROWS}"].style = "Column Heading"
-        put_text(self.ws[f"A{r}"], title).style = "Column Heading"
-        put_text(self.ws[f"B{r}"], first).style = "Column Heading"
+        put_text(self.ws[f"A{r}"], title, "Column Heading")
+        put_text(self.ws[f"B{r}"], first, "Column Heading")
         for col in "CDEF":
             self.ws[f"{col}{r}"].style = "Column Heading"
         for i, col in enumerate(CASE_COLUMNS, start=1):
-            put_text(self.ws[f"{col}{r}"], f"Case {i}").style = "Column Heading"
+            put_text(self.ws[f"{col}{r}"], f"Case {i}", "Column Heading")
             self.ws.column_dimensions[col].width = CASE_WIDTH
         self.last_col = CASE_COLUMNS[-1]
         self.row += 1
@@ -544,19 +554,19 @@ class Sheet:
         cells = []
         for col, value in zip(CASE_COLUMNS, values):
             cell = ws[f"{col}{r}"]
+            cell.style = "Input"
             if value is not None:
                 self._set(cell, value)
-            cell.style = "Input"
             cell.number_format = FMT[fmt]
             cells.append(f"{col}{r}")
         if validation is not None:
             ws.add_data_validation(validation)
             validation.add(f"{CASE_COLUMNS[0]}{r}:{CASE_COLUMNS[-1]}{r}")
-        put_text(ws[f"D{r}"], source).style = "Label"
+        put_text(ws[f"D{r}"], source, "Label")
         ws[f"E{r}"] = TEMPLATE_DATE
         ws[f"E{r}"].number_format = FMT["date"]
         if comment:
-            put_text(ws[f"F{r}"], comment).style = "Explanatory Text"
+            put_text(ws[f"F{r}"], comment, "Explanatory Text")
         span = f"${CASE_COLUMNS[0]}{r}:${CASE_COLUMNS[-1]}{r}"
         live = None
         if selector is not None:
@@ -592,27 +602,33 @@ class Sheet:
         self.row += 1
         return ref
 
-    def side_by_side(self, line: Line, locals_: Sequence[dict[str, Ref | str]]) -> Ref:
+    def side_by_side(
+        self, line: Line, locals_: Sequence[dict[str, Ref | str]], formulas: Sequence[str] | None = None
+    ) -> Ref:
         """One line item per case, in columns C to F: the same template rendered once per column with that
         case's references (``locals_[i]``), so each cell reads like the equation for its case. Per-cell formulas,
         not an array formula: LibreOffice recalculates array formulas on opening, and would show ``#NAME?`` for
         xlsxplan's functions where a plain cell shows the value cached when the file was saved.
 
-        Returns the row as a reference spanning C to F; each case's cell goes into its ``locals_`` under the
-        line's key."""
+        Returns the row as a reference spanning C to the last column written; each case's cell goes into its
+        ``locals_`` under the line's key. ``formulas`` gives each column a template of its own (a comparison whose
+        columns differ in where a figure comes from, such as Calibration's plan, calibrated and measured
+        efficiencies)."""
         ws, r = self.ws, self.row
         self._label(line.label, line.unit, line.note)
-        for col, local in zip(SIDE_COLUMNS, locals_):
-            formula = self.book.render(line.formula, self.name, local)
+        templates = formulas or [line.formula] * len(locals_)
+        for col, local, template in zip(SIDE_COLUMNS, locals_, templates):
+            formula = self.book.render(template, self.name, local)
             cell = ws[f"{col}{r}"]
             cell.value = formula
             cell.style = _style_of(formula, line.key_result)
             cell.number_format = FMT[line.fmt]
             local[line.key] = Ref(self.name, r, col)
+        last = SIDE_COLUMNS[min(len(locals_), len(templates), len(SIDE_COLUMNS)) - 1]
         if line.bad:
-            flag_bad(ws, f"{SIDE_COLUMNS[0]}{r}:{SIDE_COLUMNS[-1]}{r}", line.bad)
+            flag_bad(ws, f"{SIDE_COLUMNS[0]}{r}:{last}{r}", line.bad)
         self.row += 1
-        return Ref(self.name, r, SIDE_COLUMNS[0], SIDE_COLUMNS[-1])
+        return Ref(self.name, r, SIDE_COLUMNS[0], last)
 
     def link(
         self,
@@ -628,11 +644,17 @@ class Sheet:
         line = Line(f"{self.name}:{key}", label, "={" + key + "}", unit, note, fmt, key_result, bad=tuple(bad))
         return self.line(line)
 
-    def check(self, label: str, formula: str, note: str, local: dict[str, Ref | str] | None = None) -> Ref:
-        """A Checks row: 1 when there is a problem, 0 when OK."""
+    def check(
+        self, label: str, formula: str, note: str, local: dict[str, Ref | str] | None = None, robust: bool = True
+    ) -> Ref:
+        """A Checks row: 1 when there is a problem, 0 when OK.
+
+        ``robust`` wraps the test in ``IFERROR(..., 1)``: a check whose figures are error values reports a problem
+        instead of showing the error (and spoiling the master check's sum)."""
         ws, r = self.ws, self.row
         self._label(label, "1 = problem", note)
-        ws[f"B{r}"] = self.book.render(formula, self.name, local)
+        body = self.book.render(formula, self.name, local)
+        ws[f"B{r}"] = f"=IFERROR({body[1:]},1)" if robust else body
         ws[f"B{r}"].style = "Check Cell"
         ws[f"B{r}"].number_format = FMT["check"]
         _check_format(ws, f"B{r}")
@@ -645,7 +667,7 @@ class Sheet:
         first, last = self.check_rows[0], self.check_rows[-1]
         line = Line("master_check", label, f"=MIN(1,SUM(B{first}:B{last}))", "1 = problem",
                     "0 when every check above is 0 (FAST; ICAEW)", "check")  # fmt: skip
-        ref = self.check(line.label, line.formula, line.note)
+        ref = self.check(line.label, line.formula, line.note, robust=False)
         self.check_rows.pop()
         self.book.master_check = ref
         self.book.refs["master_check"] = ref
@@ -681,6 +703,7 @@ def page_setup(ws: Worksheet, title: str) -> None:
     ws.print_options.gridLines = False
     ws.page_margins.left = ws.page_margins.right = 0.4
     ws.page_margins.top = ws.page_margins.bottom = 0.6
+    ws.page_margins.header = ws.page_margins.footer = 0.3  # clear of the body: a footer at 0.5 in overlaps it
     ws.oddFooter.left.text = f"{title}: &A"
     ws.oddFooter.right.text = "Page &P of &N"
 
@@ -693,11 +716,11 @@ def plain_rows(ws: Worksheet, rows: Iterable[Sequence[Any]], start: int, styles:
             if value is None:
                 continue
             cell = ws.cell(row=r, column=i + 1)
+            cell.style = styles[min(i, len(styles) - 1)]
             if isinstance(value, str):
                 put_text(cell, value)
             else:
                 cell.value = value
-            cell.style = styles[min(i, len(styles) - 1)]
         r += 1
     return r
 
@@ -730,16 +753,22 @@ def paragraph(ws: Worksheet, row: int, text: str, style: str = "Label", col: str
 
     lines = textwrap.wrap(text, LINE_CHARS - len(indent), subsequent_indent=" " * len(indent)) or [""]
     for i, line in enumerate(lines):
-        put_text(ws[f"{col}{row}"], (indent if i == 0 else "") + line).style = style
+        put_text(ws[f"{col}{row}"], (indent if i == 0 else "") + line, style)
         row += 1
     return row
 
 
-def lists_sheet(book: Book) -> dict[str, str]:
-    """The Lists sheet: the catalog's models and accelerators and the precision names, for the dropdowns.
+def lists_sheet(book: Book, usual: Sequence[tuple[str, str, str, Domain]] = ()) -> dict[str, str]:
+    """The Lists sheet: the catalog's models and accelerators and the precision names, for the dropdowns, and the
+    usual ranges of the inputs that have one.
 
     Returns the data-validation source of each list. The names are written as text, as the catalog holds them
     when the file is built; =MODELS() and =GPUS() list the current catalog once the add-in is installed.
+
+    ``usual`` holds ``(key, label, unit, domain)`` for inputs whose argument domain has a typical range
+    (:attr:`xlsxplan.domains.Domain.typical`: legal values outside it are suspicious, such as a bandwidth of 3,350
+    where TB/s is meant). Each becomes a row of low and high bounds below the lists, and ``book.usual[key]`` the
+    label and the two cells, for a check that compares the input with them by formula.
     """
     from .. import catalog, precision
 
@@ -754,14 +783,32 @@ def lists_sheet(book: Book) -> dict[str, str]:
     out = {}
     last = HEADER_ROWS
     for kind, (col, heading, names) in columns.items():
-        put_text(ws[f"{col}{HEADER_ROWS}"], heading).style = "Column Heading"
+        put_text(ws[f"{col}{HEADER_ROWS}"], heading, "Column Heading")
         for i, value in enumerate(names, start=HEADER_ROWS + 1):
-            put_text(ws[f"{col}{i}"], value).style = "Label"
+            put_text(ws[f"{col}{i}"], value, "Label")
         end = HEADER_ROWS + len(names)
         out[kind] = f"{quote_sheetname('Lists')}!${col}${HEADER_ROWS + 1}:${col}${end}"
         last = max(last, end)
     ws.freeze_panes = f"A{HEADER_ROWS + 1}"
     sh.row = last + 1
+    if usual:
+        sh.row += 1
+        for col, text in zip("ABCD", ("Usual range of (xlsxplan.domains)", "Unit", "Low", "High")):
+            put_text(ws[f"{col}{sh.row}"], text, "Column Heading")
+        sh.row += 1
+        for key, label, unit, domain in usual:
+            if domain.typical is None:
+                raise ValueError(f"{label}: its domain has no typical range")
+            r = sh.row
+            put_text(ws[f"A{r}"], label, "Label")
+            put_text(ws[f"B{r}"], unit, "Unit")
+            for col, value in zip("CD", domain.typical):
+                ws[f"{col}{r}"] = value
+                ws[f"{col}{r}"].style = "Label"
+                ws[f"{col}{r}"].number_format = FMT["general"]
+            book.usual[key] = (label, f"Lists!$C${r}", f"Lists!$D${r}")
+            sh.row += 1
+        sh.text("Values outside these ranges are legal but rarely meant: the Checks sheet flags them (a unit slip?).")
     sh.finish()
     return out
 
@@ -779,30 +826,30 @@ def cover(
     ws = book.ws("Cover")
     for col, width in WIDTHS.items():
         ws.column_dimensions[col].width = width
-    put_text(ws["A1"], book.title).style = "Title"
+    put_text(ws["A1"], book.title, "Title")
     ws.row_dimensions[1].height = 24
     row = paragraph(ws, 2, purpose, "Explanatory Text")
     row += 1
 
     def heading(text: str) -> None:
         nonlocal row
-        put_text(ws[f"A{row}"], text).style = "Heading 2"
+        put_text(ws[f"A{row}"], text, "Heading 2")
         for col in "BCDEF":
             ws[f"{col}{row}"].style = "Heading 2"
         row += 1
 
     def pair(label: str, formula_or_value: Any, fmt: str, style: str, unit: str = "") -> None:
         nonlocal row
-        put_text(ws[f"A{row}"], label).style = "Label"
+        put_text(ws[f"A{row}"], label, "Label")
         cell = ws[f"B{row}"]
+        cell.style = style
         if isinstance(formula_or_value, str) and not formula_or_value.startswith("="):
             put_text(cell, formula_or_value)
         else:
             cell.value = formula_or_value
-        cell.style = style
         cell.number_format = FMT[fmt]
         if unit:
-            put_text(ws[f"C{row}"], unit).style = "Unit"
+            put_text(ws[f"C{row}"], unit, "Unit")
         row += 1
 
     heading("About this workbook")
@@ -818,7 +865,7 @@ def cover(
     master_row = row
     pair("Master check", "=" + book.master_check.text("Cover"), "check", "Check Cell")
     _check_format(ws, f"B{master_row}")
-    put_text(ws[f"D{master_row}"], "OK when every row of the Checks sheet is 0").style = "Explanatory Text"
+    put_text(ws[f"D{master_row}"], "OK when every row of the Checks sheet is 0", "Explanatory Text")
     row += 1
     heading("Key results (active scenario)")
     for key, label, unit, fmt in key_results:
@@ -826,12 +873,11 @@ def cover(
     row += 1
     heading("Legend")
     for style, sample, meaning in Legend().rows:
-        put_text(ws[f"A{row}"], style if style != "Check Cell" else "Check").style = "Label"
+        put_text(ws[f"A{row}"], style if style != "Check Cell" else "Check", "Label")
         cell = ws[f"B{row}"]
-        put_text(cell, sample)
-        cell.style = style
+        put_text(cell, sample, style)
         cell.protection = Protection(locked=True)  # a sample, not an input
-        put_text(ws[f"D{row}"], meaning).style = "Explanatory Text"
+        put_text(ws[f"D{row}"], meaning, "Explanatory Text")
         row += 1
     row += 1
     heading("Known limitations of the estimate")
@@ -858,13 +904,13 @@ def guide(book: Book, steps: Sequence[str], sheets: Sequence[tuple[str, str]]) -
     ws = book.ws("Guide")
     for col, width in WIDTHS.items():
         ws.column_dimensions[col].width = width
-    put_text(ws["A1"], f"{book.title}: Guide").style = "Title"
+    put_text(ws["A1"], f"{book.title}: Guide", "Title")
     ws.row_dimensions[1].height = 24
     row = 3
 
     def heading(text: str) -> None:
         nonlocal row
-        put_text(ws[f"A{row}"], text).style = "Heading 2"
+        put_text(ws[f"A{row}"], text, "Heading 2")
         for col in "BCDEF":
             ws[f"{col}{row}"].style = "Heading 2"
         row += 1
@@ -875,8 +921,8 @@ def guide(book: Book, steps: Sequence[str], sheets: Sequence[tuple[str, str]]) -
     row += 1
     heading("Sheets")
     for name, what in sheets:
-        put_text(ws[f"A{row}"], name).style = "Label"
-        put_text(ws[f"B{row}"], what).style = "Explanatory Text"
+        put_text(ws[f"A{row}"], name, "Label")
+        put_text(ws[f"B{row}"], what, "Explanatory Text")
         row += 1
     row += 1
     heading("Conventions")
@@ -915,11 +961,32 @@ def version_log(book: Book) -> None:
     sh = book.sheet("Version log", "What changed in this template, newest first.", ["Version", "Date", "By",
                                                                                        "Change", "", ""])  # fmt: skip
     ws = sh.ws
-    put_text(ws[f"A{sh.row}"], __version__).style = "Label"
+    put_text(ws[f"A{sh.row}"], __version__, "Label")
     ws[f"B{sh.row}"] = TEMPLATE_DATE
     ws[f"B{sh.row}"].number_format = FMT["date"]
-    put_text(ws[f"C{sh.row}"], "xlsxplan").style = "Label"
+    put_text(ws[f"C{sh.row}"], "xlsxplan", "Label")
     put_text(ws[f"D{sh.row}"], "First release: generated by `xlsxplan build` from the catalog and the seeds' "
-             "examples").style = "Label"  # fmt: skip
+             "examples", "Label")  # fmt: skip
     sh.row += 1
     sh.finish()
+
+
+def usual_checks(book: Book, sh: Sheet, usual: Sequence[tuple[str, str, str, Any]]) -> None:
+    """A Checks row per input with a usual range (see :func:`lists_sheet`): 1 when any of its cells lies outside
+    the range on Lists. COUNTIF skips empty cells, so an override left empty is never flagged."""
+    from ..domains import domain_of, format_number
+
+    for key, label, unit, alias in usual:
+        _, low, high = book.usual[key]
+        domain = alias if isinstance(alias, Domain) else domain_of(alias)
+        assert domain is not None and domain.typical is not None  # noqa: S101 - lists_sheet checked it
+        lo, hi = (format_number(x) for x in domain.typical)
+        if f"{key}@0" in book.refs:  # a row of the scenario block: all four cases
+            first, last = book.ref(f"{key}@0"), book.ref(f"{key}@{len(CASE_COLUMNS) - 1}")
+            span = f"Inputs!${first.col}${first.row}:${last.col}${last.row}"
+        else:
+            ref = book.ref(key)
+            span = f"{quote_sheetname(ref.sheet)}!${ref.col}${ref.row}"
+        sh.check(f"{label} outside its usual range",
+                 f'=IF(COUNTIF({span},"<"&{low})+COUNTIF({span},">"&{high})>0,1,0)',
+                 f"Usually {lo} to {hi} {unit} (Lists; xlsxplan.domains); outside: a unit slip?")  # fmt: skip

@@ -1,18 +1,25 @@
-"""The serving plan template: how many GPUs, how fast it feels, what it costs (seed 000).
+"""The serving plan template: how many GPUs, how fast it feels, what it costs (seed 000), for real traffic.
 
-Sheets: Cover, Guide, Inputs (with the scenario block), Calculations (the active scenario), Outputs, Scenarios (the
-four cases side by side), Checks, Version log, Lists (the dropdowns) and ``xlwings.conf``.
+Sheets: Cover, Guide, Inputs (with the scenario block), Prompt lengths (an optional pasted sample), Calculations
+(the active scenario), Outputs, Scenarios (the four cases side by side), Calibration (the plan's efficiencies, the
+calibrated ones and what your measurements imply, side by side), Checks, Version log, Lists (the dropdowns and the
+inputs' usual ranges) and ``xlwings.conf``.
 
 The calculation chain of one case is written once, as :data:`CASE_LINES`, and rendered twice: on Calculations
-against the active scenario's named inputs, and on Scenarios once per case column. The shipped inputs are seed
-000's support assistant and its four configurations, with the seed's own figures where the catalog's differ
-(Qwen2.5-7B as 7.6B parameters, the H100 at 989 dense BF16 TFLOP/s), so the seed's printed table comes out
-exactly.
+against the active scenario's named inputs, and on Scenarios once per case column (the lines marked ``compare``).
+The shipped inputs are seed 000's support assistant and its four configurations, with the seed's own figures where
+the catalog's differ (Qwen2.5-7B as 7.6B parameters, the H100 at 989 dense BF16 TFLOP/s), so the seed's printed
+table comes out exactly.
 
-Where later work adds rows (see the report of issue 5): calibrated efficiencies (issue 6) replace the
-``Decode bandwidth efficiency`` and ``Prefill compute utilisation`` inputs; architecture-aware KV cache and
-quantization formats (issue 7) replace the ``kv_bytes`` and ``bytes_weight`` lines; long-tail prompts, latency
-caps, spares and input/output prices (issue 9) add Demand and Cost inputs and replace ``batch_latency``.
+What later issues added, each an input with a neutral default (seed 000's figures stay as they are):
+
+* issue 9 (real traffic): the 95th-percentile and longest prompts, a pasted sample of prompt lengths, hidden
+  reasoning tokens, a shared prefix and its cache hit rate, a time-to-first-token target beside the decode-speed
+  target, spares and a minimum fleet, a paged KV cache's accepted overflow, disaggregated prefill and decode, and
+  input and output tokens priced apart;
+* issue 6 (calibration): the Calibration sheet;
+* issue 7 (architectures): the KV cache per token by the model's architecture (latent attention, sliding windows,
+  tensor-parallel replicas), active parameters for a mixture of experts, every stored precision format.
 """
 
 from __future__ import annotations
@@ -28,8 +35,11 @@ from openpyxl.worksheet.pagebreak import Break
 from .. import domains
 from .layout import (
     FMT,
+    HEADER_ROWS,
+    SIDE_COLUMNS,
     TEMPLATE_DATE,
     Book,
+    InputRow,
     Line,
     Ref,
     Sheet,
@@ -38,11 +48,13 @@ from .layout import (
     guide,
     lists_sheet,
     put_text,
+    usual_checks,
     validation_for,
     version_log,
 )
 
-__all__ = ["build", "TITLE", "CASES", "CASE_INPUTS", "CASE_LINES", "FILENAME"]
+__all__ = ["build", "TITLE", "CASES", "CASE_INPUTS", "CASE_LINES", "GLOBAL_LINES", "CALIBRATION_LINES", "FILENAME",
+           "PROMPT_SAMPLE_ROWS", "USUAL"]  # fmt: skip
 
 TITLE = "Serving plan"
 FILENAME = "serving_plan.xlsx"
@@ -50,15 +62,18 @@ SHEETS = [
     ("Cover", "cover"),
     ("Guide", "guide"),
     ("Inputs", "inputs"),
+    ("Prompt lengths", "inputs"),
     ("Calculations", "calc"),
     ("Outputs", "outputs"),
     ("Scenarios", "scenarios"),
+    ("Calibration", "calibration"),
     ("Checks", "checks"),
     ("Version log", "log"),
     ("Lists", "lists"),
 ]
 
 SEED = "Seed 000"
+NO_FIT = "does not fit"
 
 
 @dataclass(frozen=True)
@@ -83,476 +98,279 @@ ACTIVE_CASE = 2
 _OVERRIDE = domains.Domain("number", 0, 1e9)
 _SECTION6 = f"{SEED} §6 (example)"
 
+
+def _override(key: str, label: str, unit: str, source: str, comment: str, values: tuple[Any, ...] = (None,) * 4,
+              fmt: str = "override") -> CaseInput:  # fmt: skip
+    return CaseInput(key, label, values, unit, source, comment, fmt, "", _OVERRIDE)
+
+
 CASE_INPUTS: tuple[CaseInput, ...] = (
     CaseInput("scenario_name", "Scenario name", CASES, "text", _SECTION6, "Rename a case freely", "text"),
-    CaseInput(
-        "model",
-        "Model",
-        ("Qwen2.5-72B",) * 3 + ("Qwen2.5-7B",),
-        "preset",
-        _SECTION6,
-        "Catalog preset (dropdown) or your own name",
-        "text",
-        "model",
-    ),
-    CaseInput(
-        "params_override",
-        "Parameters override",
-        (None, None, None, 7.6),
-        "B params",
-        f"{SEED} §6 (example)",
-        "Seed: 7.6; catalog: 7.61 (model card)",
-        "override",
-        "",
-        _OVERRIDE,
-    ),
-    CaseInput(
-        "layers_override",
-        "Layers override",
-        (None,) * 4,
-        "count",
-        "Catalog (config.json)",
-        "Empty: the catalog's figure",
-        "override",
-        "",
-        _OVERRIDE,
-    ),
-    CaseInput(
-        "kv_heads_override",
-        "KV heads override",
-        (None,) * 4,
-        "count",
-        "Catalog (config.json)",
-        "Empty: the catalog's figure",
-        "override",
-        "",
-        _OVERRIDE,
-    ),
-    CaseInput(
-        "head_dim_override",
-        "Head dimension override",
-        (None,) * 4,
-        "count",
-        "Catalog (config.json)",
-        "Empty: the catalog's figure",
-        "override",
-        "",
-        _OVERRIDE,
-    ),
-    CaseInput(
-        "gpu",
-        "Accelerator",
-        ("H100-SXM",) * 4,
-        "preset",
-        _SECTION6,
-        "Catalog preset (dropdown) or your own name",
-        "text",
-        "gpu",
-    ),
-    CaseInput(
-        "memory_override",
-        "Memory per GPU override",
-        (None,) * 4,
-        "GB",
-        "Catalog (datasheet)",
-        "Empty: catalog's (H100: 80 GB, as the seed)",
-        "override",
-        "",
-        _OVERRIDE,
-    ),
-    CaseInput(
-        "bandwidth_override",
-        "Memory bandwidth override",
-        (None,) * 4,
-        "TB/s",
-        "Catalog (datasheet)",
-        "Empty: catalog's (H100: 3.35 TB/s, as the seed)",
-        "override",
-        "",
-        _OVERRIDE,
-    ),
-    CaseInput(
-        "tflops_override",
-        "Dense BF16 compute override",
-        (989,) * 4,
-        "TFLOP/s",
-        f"{SEED} §5 (example)",
-        "Seed: 989; catalog: 989.4 (Hopper whitepaper)",
-        "override",
-        "",
-        _OVERRIDE,
-    ),
-    CaseInput(
-        "weight_precision",
-        "Weight precision",
-        ("bf16", "fp8", "bf16", "bf16"),
-        "format",
-        _SECTION6,
-        "bf16, fp8, int4, ... (dropdown)",
-        "text",
-        "precision",
-    ),
-    CaseInput(
-        "kv_precision",
-        "KV cache precision",
-        ("bf16",) * 4,
-        "format",
-        f"{SEED} §3 (example)",
-        "The seed keeps the cache in BF16 in every case",
-        "text",
-        "precision",
-    ),
-    CaseInput(
-        "n_gpus",
-        "GPUs per replica",
-        (2, 2, 4, 1),
-        "count",
-        _SECTION6,
-        "GPUs holding one copy (tensor parallel)",
-        "int",
-        "",
-        domains.GPUs.__metadata__[0],
-    ),
-)
+    CaseInput("model", "Model", ("Qwen2.5-72B",) * 3 + ("Qwen2.5-7B",), "preset", _SECTION6,
+              "Catalog preset (dropdown) or your own name", "text", "model"),
+    _override("params_override", "Parameters override", "B params", _SECTION6, "Seed: 7.6; catalog: 7.61 (model card)",
+              (None, None, None, 7.6)),
+    _override("active_override", "Active parameters override", "B params", "Catalog (config.json)",
+              "Mixture of experts: parameters one token uses"),
+    _override("kv_override", "KV cache per token override", "bytes", "Catalog (config.json)",
+              "At the cache's precision, as KV_BYTES_PER_TOKEN gives", fmt="override_int"),
+    CaseInput("gpu", "Accelerator", ("H100-SXM",) * 4, "preset", _SECTION6,
+              "Catalog preset (dropdown) or your own name", "text", "gpu"),
+    _override("memory_override", "Memory per GPU override", "GB", "Catalog (datasheet)",
+              "Empty: catalog's (H100: 80 GB, as the seed)"),
+    _override("bandwidth_override", "Memory bandwidth override", "TB/s", "Catalog (datasheet)",
+              "Empty: catalog's (H100: 3.35 TB/s, as the seed)"),
+    _override("tflops_override", "Dense BF16 compute override", "TFLOP/s", f"{SEED} §5 (example)",
+              "Seed: 989; catalog: 989.4 (Hopper whitepaper)", (989,) * 4),
+    CaseInput("weight_precision", "Weight precision", ("bf16", "fp8", "bf16", "bf16"), "format", _SECTION6,
+              "bf16, fp8, int4_g128, q4_k_m, ... (dropdown)", "text", "precision"),
+    CaseInput("kv_precision", "KV cache precision", ("bf16",) * 4, "format", f"{SEED} §3 (example)",
+              "Apart from the weights'; the seed keeps it in BF16", "text", "precision"),
+    CaseInput("n_gpus", "GPUs per replica", (2, 2, 4, 1), "count", _SECTION6, "GPUs holding one copy (tensor "
+              "parallel)", "int", "", domains.GPUs.__metadata__[0]),
+)  # fmt: skip
 
 
 def _spec(field: str, override: str, fn: str, what: str) -> str:
     return f'=IF({{{override}}}>0,{{{override}}},{fn}({{{what}}},"{field}"))'
 
 
-# The chain of one case. {key} is another line of the same case, a case input, or a global line of Calculations.
-CASE_LINES: tuple[Line, ...] = (
-    Line(
-        "params",
-        "Parameters",
-        _spec("params_b", "params_override", "MODEL_SPEC", "model"),
-        "B params",
-        'The override, else MODEL_SPEC(model, "params_b"): the catalog\'s figure',
-        "dec2",
-    ),
-    Line(
-        "layers",
-        "Layers",
-        _spec("layers", "layers_override", "MODEL_SPEC", "model"),
-        "count",
-        'The override, else MODEL_SPEC(model, "layers")',
-        "int",
-    ),
-    Line(
-        "kv_heads",
-        "KV heads per layer",
-        _spec("kv_heads", "kv_heads_override", "MODEL_SPEC", "model"),
-        "count",
-        'The override, else MODEL_SPEC(model, "kv_heads")',
-        "int",
-    ),
-    Line(
-        "head_dim",
-        "Head dimension",
-        _spec("head_dim", "head_dim_override", "MODEL_SPEC", "model"),
-        "count",
-        'The override, else MODEL_SPEC(model, "head_dim")',
-        "int",
-    ),
-    Line(
-        "memory",
-        "Memory per GPU",
-        _spec("memory_gb", "memory_override", "GPU_SPEC", "gpu"),
-        "GB",
-        'The override, else GPU_SPEC(accelerator, "memory_gb")',
-        "dec1",
-    ),
-    Line(
-        "bandwidth",
-        "Memory bandwidth per GPU",
-        _spec("bandwidth_tb_s", "bandwidth_override", "GPU_SPEC", "gpu"),
-        "TB/s",
-        'The override, else GPU_SPEC(accelerator, "bandwidth_tb_s")',
-        "dec2",
-    ),
-    Line(
-        "tflops",
-        "Dense BF16 compute per GPU",
-        _spec("bf16_tflops", "tflops_override", "GPU_SPEC", "gpu"),
-        "TFLOP/s",
-        'The override, else GPU_SPEC(accelerator, "bf16_tflops"): dense, not sparse',
-        "dec1",
-    ),
-    Line(
-        "bytes_weight",
-        "Bytes per weight",
-        "=BYTES_PER_PARAM({weight_precision})",
-        "bytes",
-        "Bits of the format / 8 (xlsxplan precision table)",
-        "dec2",
-    ),
-    Line(
-        "bytes_kv",
-        "Bytes per KV cache value",
-        "=BYTES_PER_PARAM({kv_precision})",
-        "bytes",
-        "Bits of the format / 8",
-        "dec2",
-    ),
-    Line(
-        "weights",
-        "Weights",
-        "=WEIGHTS_GB({params},{bytes_weight})",
-        "GB",
-        "N x bytes per weight (seed 000 §2; seed 003 'Storing the Model')",
-        "dec1",
-    ),
-    Line(
-        "usable",
-        "Usable memory of a replica",
-        "=USABLE_GB({n_gpus},{memory},Usable_Memory_Fraction)",
-        "GB",
-        "GPUs x memory x usable fraction (seed 000 §2)",
-        "dec1",
-    ),
-    Line(
-        "free",
-        "Memory left for the KV cache",
-        "=FREE_GB({params},{bytes_weight},{n_gpus},{memory},Usable_Memory_Fraction)",
-        "GB",
-        "Usable memory - weights; negative: the weights do not fit (seed 000 §2)",
-        "dec1",
-    ),
-    Line(
-        "kv_bytes",
-        "KV cache per token",
-        "=KV_BYTES_PER_TOKEN({layers},{kv_heads},{head_dim},{bytes_kv})",
-        "bytes",
-        "2 x layers x KV heads x head dim x bytes per value (seed 000 §3)",
-        "int",
-    ),
-    Line("kv_kib", "KV cache per token, in KiB", "={kv_bytes}/1024", "KiB", "Bytes / 1,024", "int"),
-    Line(
-        "kv_seq",
-        "KV cache per full-length sequence",
-        "=KV_GB({kv_bytes},{context})",
-        "GB",
-        "KV per token x (prompt + output tokens) (seed 000 §3)",
-        "dec2",
-    ),
-    Line(
-        "batch_fit",
-        "Batch that fits in memory",
-        "=MAX_BATCH({params},{bytes_weight},{kv_bytes},{context},{n_gpus},{memory},Usable_Memory_Fraction)",
-        "sequences",
-        "floor(free memory / KV per sequence): sequences beside the weights (seed 000 §3, §6)",
-        "int",
-    ),
-    Line(
-        "fits",
-        "Fits in memory?",
-        '=IF({batch_fit}>=1,"fits","does not fit")',
-        "text",
-        "At least one full-length sequence beside the weights",
-        "text",
-        bad=("does not fit",),
-    ),
-    Line(
-        "batch_latency",
-        "Batch the latency target allows",
-        "=BATCH_FOR_LATENCY({params},{bytes_weight},{n_gpus},{bandwidth},Latency_Target,{kv_bytes},{context},"
-        "Decode_Bandwidth_Efficiency)",
-        "sequences",
-        "Largest batch still decoding at the target per user; 0 if none (seed 000 §4, §7)",
-        "int",
-    ),
-    Line(
-        "batch",
-        "Batch planned",
-        "=IF({batch_latency}<{batch_fit},MAX(1,{batch_latency}),{batch_fit})",
-        "sequences",
-        "The batch that fits, cut to what the target allows; at least 1 if one fits (seed 000 §7)",
-        "int",
-    ),
-    Line(
-        "latency_caps",
-        "Latency target caps the batch?",
-        '=IF({batch_latency}<{batch_fit},"yes","no")',
-        "text",
-        "yes: a batch that fits would be slower than the target per user",
-        "text",
-        bad=("yes",),
-    ),
-    Line(
-        "tps_user",
-        "Decode speed per user",
-        "=IF({batch}>=1,DECODE_TOKS({params},{bytes_weight},{n_gpus},{bandwidth},{batch},{kv_bytes},{context},"
-        'Decode_Bandwidth_Efficiency),"does not fit")',
-        "tokens/s",
-        "1 / step time; a step reads the weights and every sequence's KV cache (seed 000 §4)",
-        "dec1",
-    ),
-    Line(
-        "tps_alone",
-        "Decode speed of a request alone",
-        "=IF({batch}>=1,DECODE_TOKS({params},{bytes_weight},{n_gpus},{bandwidth},1,0,0,"
-        'Decode_Bandwidth_Efficiency),"does not fit")',
-        "tokens/s",
-        "Batch of one, weights only: the fastest a user can get (seed 000 §4)",
-        "dec1",
-    ),
-    Line(
-        "tps_total",
-        "Decode throughput of a replica",
-        "=IF({batch}>=1,DECODE_TOKS_TOTAL({params},{bytes_weight},{n_gpus},{bandwidth},{batch},{kv_bytes},"
-        '{context},Decode_Bandwidth_Efficiency),"does not fit")',
-        "tokens/s",
-        "Batch x decode speed per user (seed 000 §4)",
-        "int",
-    ),
-    Line(
-        "prefill",
-        "Prefill time of one prompt",
-        "=IF({batch}>=1,PREFILL_S({params},Prompt_Tokens_Per_Request,{n_gpus},{tflops},"
-        'Prefill_Compute_Utilisation),"does not fit")',
-        "s",
-        "2N x prompt tokens / (GPUs x compute x utilisation) (seed 000 §5)",
-        "dec2",
-    ),
-    Line(
-        "cost_full",
-        "List cost per M output tokens at full load",
-        '=IF({batch}>=1,COST_PER_M_TOKENS({n_gpus},Price_Per_GPU_Hour,{tps_total}),"does not fit")',
-        "USD/M tokens",
-        "GPUs x price / (decode throughput x 3,600) x 1e6 (seed 000 §6)",
-        "usd",
-    ),
-    Line(
-        "cost_avg",
-        "Effective cost per M output tokens at average load",
-        '=IF({batch}>=1,COST_PER_M_TOKENS({n_gpus},Price_Per_GPU_Hour,{tps_total},Average_Utilisation),"does not fit")',
-        "USD/M tokens",
-        "Full-load cost / average utilisation: GPUs bill busy or idle (seed 000 §6)",
-        "usd",
-    ),
-    Line(
-        "replicas_decode",
-        "Replicas for the peak, decode only",
-        '=IF({batch}>=1,REPLICAS({peak_output},{tps_total},Spare_Replicas),"does not fit")',
-        "count",
-        "ceil(peak output tokens/s / decode throughput) + spares: seed 000 §6's count",
-        "int",
-    ),
-    Line(
-        "replica_rps",
-        "Requests a replica serves per second",
-        '=IF({batch}>=1,REPLICA_RPS({prefill},Output_Tokens_Per_Request,{tps_total}),"does not fit")',
-        "requests/s",
-        "1 / (prefill time + output tokens / decode throughput): prefill and decode take turns",
-        "dec2",
-    ),
-    Line(
-        "replicas_peak",
-        "Replicas for the peak",
-        '=IF({batch}>=1,ROUNDUP({peak_rps}/{replica_rps},0)+Spare_Replicas,"does not fit")',
-        "count",
-        "Peak requests/s / requests per replica, rounded up, + spares: counts prefill too",
-        "int",
-    ),
-    Line(
-        "gpus_peak",
-        "GPUs for the peak",
-        '=IF({batch}>=1,{replicas_peak}*{n_gpus},"does not fit")',
-        "count",
-        "Replicas x GPUs per replica",
-        "int",
-    ),
-    Line(
-        "replicas_decode_growth",
-        "Replicas for the grown peak, decode only",
-        '=IF({batch}>=1,REPLICAS({growth_output},{tps_total},Spare_Replicas),"does not fit")',
-        "count",
-        "Seed 000 §6: ten times the traffic needs 20,833 / 4,387 = 4.7, so 5 replicas",
-        "int",
-    ),
-    Line(
-        "replicas_growth",
-        "Replicas for the grown peak",
-        '=IF({batch}>=1,ROUNDUP({peak_rps}*Traffic_Growth_Multiple/{replica_rps},0)+Spare_Replicas,"does not fit")',
-        "count",
-        "Grown peak requests/s / requests per replica, rounded up, + spares (seed 000 §6)",
-        "int",
-    ),
-    Line(
-        "gpus_growth",
-        "GPUs for the grown peak",
-        '=IF({batch}>=1,{replicas_growth}*{n_gpus},"does not fit")',
-        "count",
-        "Replicas x GPUs per replica",
-        "int",
-    ),
-    Line(
-        "monthly",
-        "List cost per month of the GPUs for the peak",
-        '=IF({batch}>=1,{gpus_peak}*Price_Per_GPU_Hour*Hours_Per_Month,"does not fit")',
-        "USD",
-        "GPUs x price per GPU-hour x hours per month, billed around the clock",
-        "usd0",
-    ),
-)
+def _fit(formula: str) -> str:
+    """``formula`` when a batch fits, else the words "does not fit": a clean answer, never an error value."""
+    return f'=IF({{batch}}>=1,{formula},"{NO_FIT}")'
 
-_ACTIVE_ONLY = {
-    "free",
-    "replica_rps",
-    "replicas_decode",
-    "replicas_peak",
-    "gpus_peak",
-    "replicas_decode_growth",
-    "replicas_growth",
-    "gpus_growth",
-    "monthly",
-}
-"""Lines computed for the active scenario only: replicas and monthly cost depend on the traffic, not on what
-distinguishes the cases; Scenarios compares what seed 000's table compares."""
-CASE_LINES = tuple(replace(line, compare=line.key not in _ACTIVE_ONLY) for line in CASE_LINES)
+
+# The chain of one case. {key} is another line of the same case, a case input, or a global line of Calculations.
+# Lines with compare=False are computed for the active scenario only (see _ACTIVE_ONLY).
+CASE_LINES: tuple[Line, ...] = (
+    # -- the model and accelerator figures
+    Line("params", "Parameters", _spec("params_b", "params_override", "MODEL_SPEC", "model"), "B params",
+         'The override, else MODEL_SPEC(model, "params_b"): every parameter, every expert', "dec2"),
+    Line("active", "Active parameters per token",
+         '=IF({active_override}>0,{active_override},MIN({params},MODEL_SPEC({model},"active_params_b")))', "B params",
+         'The override, else MODEL_SPEC(model, "active_params_b"): used per token (MoE)', "dec2"),
+    Line("memory", "Memory per GPU", _spec("memory_gb", "memory_override", "GPU_SPEC", "gpu"), "GB",
+         'The override, else GPU_SPEC(accelerator, "memory_gb")', "dec1"),
+    Line("bandwidth", "Memory bandwidth per GPU", _spec("bandwidth_tb_s", "bandwidth_override", "GPU_SPEC", "gpu"),
+         "TB/s", 'The override, else GPU_SPEC(accelerator, "bandwidth_tb_s")', "dec2"),
+    Line("tflops", "Dense BF16 compute per GPU", _spec("bf16_tflops", "tflops_override", "GPU_SPEC", "gpu"),
+         "TFLOP/s", 'The override, else GPU_SPEC(accelerator, "bf16_tflops"): dense, not sparse', "dec1"),
+    Line("bytes_weight", "Bytes per weight", "=BYTES_PER_PARAM({weight_precision})", "bytes",
+         "Bits / 8, block scales and zero-points included (xlsxplan precision table)", "dec3"),
+    Line("bytes_kv", "Bytes per KV cache value", "=BYTES_PER_PARAM({kv_precision})", "bytes",
+         "The KV cache's format, apart from the weights'", "dec3"),
+    # -- memory
+    Line("weights", "Weights", "=WEIGHTS_GB({params},{bytes_weight})", "GB",
+         "N x bytes per weight, all experts (seed 000 §2; seed 003 'Storing the Model')", "dec1"),
+    Line("usable", "Usable memory of a replica", "=USABLE_GB({n_gpus},{memory},Usable_Memory_Fraction)", "GB",
+         "GPUs x memory x usable fraction (seed 000 §2)", "dec1"),
+    Line("free", "Memory left for the KV cache",
+         "=FREE_GB({params},{bytes_weight},{n_gpus},{memory},Usable_Memory_Fraction)", "GB",
+         "Usable memory - weights; negative: the weights do not fit (seed 000 §2)", "dec1"),
+    Line("kv_bytes", "KV cache per token",
+         "=IF({kv_override}>0,{kv_override},MODEL_KV_BYTES_PER_TOKEN({model},{context},{bytes_kv},{n_gpus}))", "bytes",
+         "The override, else MODEL_KV_BYTES_PER_TOKEN, by architecture (seed 000 §3)", "int"),
+    Line("kv_kib", "KV cache per token, in KiB", "={kv_bytes}/1024", "KiB", "Bytes / 1,024", "int"),
+    Line("kv_seq", "KV cache of a sequence at the tail prompt", "=KV_GB({kv_bytes},{tail_context})", "GB",
+         "KV per token x (95th-percentile prompt + reasoning + output) (seed 000 §3, §7)", "dec2"),
+    Line("batch_fit", "Batch that fits, every slot at the tail prompt",
+         "=MAX_BATCH({params},{bytes_weight},{kv_bytes},{tail_context},{n_gpus},{memory},Usable_Memory_Fraction)",
+         "sequences", "floor(free memory / KV of a tail sequence): seed 000 §3 at the 95th percentile (§7)", "int"),
+    Line("fits", "Fits in memory?", f'=IF({{batch_fit}}>=1,"fits","{NO_FIT}")', "text",
+         "At least one tail-length sequence beside the weights", "text", bad=(NO_FIT,)),
+    Line("batch_paged", "Batch a paged KV cache fits",
+         "=IFERROR(PAGED_BATCH({free},{kv_bytes},{context},{prompt_sd},KV_Cache_Overflow_Accepted),"
+         '"no log-normal fit")', "sequences",
+         "Total cache fits but for the accepted overflow (vLLM paging, Kwon et al. 2023); not planned", "int"),
+    Line("max_context", "Longest sequence that fits alone", "=MAX_CONTEXT_TOKENS({free},{kv_bytes})", "tokens",
+         "floor(free memory / KV per token): the ceiling on the longest request (seed 000 §1)", "int"),
+    # -- speed and the latency targets
+    Line("batch_latency", "Batch the decode-speed target allows",
+         "=BATCH_FOR_LATENCY({active},{bytes_weight},{n_gpus},{bandwidth},Latency_Target,{kv_bytes},{context},"
+         "Decode_Bandwidth_Efficiency)", "sequences",
+         "Largest batch still decoding at the target per user; 0 if none (seed 000 §4, §7)", "int"),
+    Line("batch_ttft", "Batch the time-to-first-token target allows",
+         "=BATCH_FOR_TTFT({active},{n_gpus},{tflops},Latency_Target,{prefill_tokens_tail},Time_To_First_Token_Target,"
+         "Prefill_Compute_Utilisation)", "sequences",
+         "Largest batch whose prefill chunks read a tail prompt in time; 0: none (arXiv:2403.02310)", "int"),
+    Line("batch", "Batch planned",
+         "=MIN({batch_fit},MAX(1,{batch_latency}),MAX(1,{batch_ttft}))",
+         "sequences", "The smallest of the three; at least 1 if one fits (seed 000 §7: the target first)", "int"),
+    Line("latency_caps", "A latency target caps the batch?",
+         '=IF(MIN({batch_latency},{batch_ttft})<{batch_fit},"yes","no")', "text",
+         "yes: a batch that fits would be slower than a target", "text", bad=("yes",)),
+    Line("tps_user", "Decode speed per user",
+         _fit("DECODE_TOKS({active},{bytes_weight},{n_gpus},{bandwidth},{batch},{kv_bytes},{context},"
+              "Decode_Bandwidth_Efficiency)"), "tokens/s",
+         "1 / step time; a step reads the active weights and all KV caches (seed 000 §4)", "dec1"),
+    Line("tps_alone", "Decode speed of a request alone",
+         _fit("DECODE_TOKS({active},{bytes_weight},{n_gpus},{bandwidth},1,0,0,Decode_Bandwidth_Efficiency)"),
+         "tokens/s", "Batch of one, weights only: the fastest a user can get (seed 000 §4)", "dec1"),
+    Line("tps_total", "Decode throughput of a replica",
+         _fit("DECODE_TOKS_TOTAL({active},{bytes_weight},{n_gpus},{bandwidth},{batch},{kv_bytes},{context},"
+              "Decode_Bandwidth_Efficiency)"), "tokens/s", "Batch x decode speed per user (seed 000 §4)", "int"),
+    Line("prefill", "Prefill time of a mean prompt",
+         _fit("PREFILL_S({active},{prefill_tokens},{n_gpus},{tflops},Prefill_Compute_Utilisation)"), "s",
+         "2N x prompt tokens after caching / (GPUs x compute x utilisation) (seed 000 §5)", "dec2"),
+    Line("time_to_answer", "Time to the first visible token",
+         _fit("TIME_TO_ANSWER_S({prefill},Hidden_Reasoning_Tokens_Per_Request,{tps_user})"), "s",
+         "Prefill + reasoning tokens / decode speed: the answer starts after the reasoning", "dec2"),
+    # -- cost as seed 000 counts it
+    Line("cost_full", "List cost per M output tokens at full load",
+         _fit("COST_PER_M_TOKENS({n_gpus},Price_Per_GPU_Hour,{tps_total})"), "USD/M tokens",
+         "GPUs x price / (decode throughput x 3,600) x 1e6 (seed 000 §6)", "usd"),
+    Line("cost_avg", "Effective cost per M output tokens at average load",
+         _fit("COST_PER_M_TOKENS({n_gpus},Price_Per_GPU_Hour,{tps_total},Average_Utilisation)"), "USD/M tokens",
+         "Full-load cost / average utilisation: GPUs bill busy or idle (seed 000 §6)", "usd"),
+    # -- capacity for the traffic
+    Line("replicas_decode", "Replicas for the peak, output tokens only",
+         _fit("REPLICAS({peak_output},{tps_total})"), "count",
+         "ceil(peak output tokens/s / decode throughput), no spares: seed 000 §6's count", "int"),
+    Line("replicas_decode_growth", "Replicas for the grown peak, output tokens only",
+         _fit("REPLICAS({growth_output},{tps_total})"), "count",
+         "Seed 000 §6: ten times the traffic needs 20,833 / 4,387 = 4.7, so 5 replicas", "int"),
+    Line("replica_rps", "Requests per replica, prefill and decode in turn",
+         _fit("REPLICA_RPS({prefill},{decode_tokens},{tps_total})"), "requests/s",
+         "1 / (prefill time + generated tokens / decode throughput)", "dec2"),
+    Line("replica_rps_chunked", "Requests per replica, chunked prefill",
+         _fit("REPLICA_RPS_CHUNKED({prefill},{prefill_tokens},{decode_tokens},{tps_total})"), "requests/s",
+         "Prompts chunked into the decode steps (Sarathi-Serve, arXiv:2403.02310): the plan's capacity", "dec2"),
+    Line("replicas_needed", "Replicas the peak needs, spares included",
+         _fit("FLEET_REPLICAS({peak_rps},{replica_rps_chunked},Spare_Replicas,Minimum_Replicas)"), "count",
+         "ceil(peak requests/s / requests per replica) + spares, at least the minimum (seed 000 §6)", "int"),
+    Line("replicas_planned", "Replicas planned",
+         "=IF(Replicas_Deployed>0,Replicas_Deployed,{replicas_needed})", "count",
+         "Replicas deployed, when given; else the replicas the peak needs", "int"),
+    Line("gpus_peak", "GPUs in the fleet", _fit("{replicas_planned}*{n_gpus}"), "count",
+         "Replicas planned x GPUs per replica, spares included", "int"),
+    Line("coverage", "Peak covered with the spares down",
+         _fit("PEAK_COVERAGE({peak_rps},{replica_rps_chunked},{replicas_planned},Spare_Replicas)"), "ratio",
+         "(replicas - spares) x requests per replica / peak requests/s; below 1 the peak is not served", "dec2"),
+    Line("fleet_util", "Average utilisation of the fleet",
+         _fit("FLEET_UTILISATION(Requests_Per_Day,{replica_rps_chunked},{replicas_planned})"), "fraction",
+         "Average requests/s / what the fleet could serve: the plan's own figure for seed 000's 30%", "pct1"),
+    Line("replicas_growth", "Replicas the grown peak needs, spares included",
+         _fit("FLEET_REPLICAS({peak_rps}*Traffic_Growth_Multiple,{replica_rps_chunked},Spare_Replicas,"
+              "Minimum_Replicas)"), "count", "As for the peak, at the peak x growth multiple (seed 000 §6)", "int"),
+    Line("gpus_growth", "GPUs for the grown peak", _fit("{replicas_growth}*{n_gpus}"), "count",
+         "Replicas x GPUs per replica", "int"),
+    # -- separate prefill and decode GPUs
+    Line("prefill_replicas", "Prefill replicas, disaggregated",
+         _fit("PREFILL_REPLICAS({peak_rps},{prefill},Spare_Replicas)"), "count",
+         "ceil(peak requests/s x prefill time) + spares (DistServe, arXiv:2401.09670)", "int"),
+    Line("decode_replicas", "Decode replicas, disaggregated",
+         _fit("DECODE_REPLICAS({peak_rps},{decode_tokens},{tps_total},Spare_Replicas)"), "count",
+         "ceil(peak requests/s x generated tokens / decode throughput) + spares (Splitwise, arXiv:2311.18677)",
+         "int"),
+    Line("gpus_disagg", "GPUs, disaggregated", _fit("({prefill_replicas}+{decode_replicas})*{n_gpus}"), "count",
+         "(prefill + decode replicas) x GPUs per replica", "int"),
+    Line("kv_transfer", "KV cache transfer to the decode GPUs",
+         "=KV_TRANSFER_S({kv_bytes},Prompt_Tokens_Per_Request,Prefill_To_Decode_Link_Bandwidth)", "s",
+         "KV per token x prompt tokens / link bandwidth: added to the time to first token when disaggregated", "dec3"),
+    # -- input and output priced apart
+    Line("prefill_share", "Share of GPU time reading prompts",
+         _fit("PREFILL_SHARE({prefill},{decode_tokens},{tps_total})"), "fraction",
+         "Prefill time / (prefill time + generated tokens / decode throughput): splits the bill", "pct1"),
+    Line("cost_in", "Cost per M input tokens, the fleet around the clock",
+         _fit("COST_PER_M_INPUT({gpus_peak},Price_Per_GPU_Hour,Requests_Per_Day,Prompt_Tokens_Per_Request,"
+              "{prefill_share})"), "USD/M tokens",
+         "GPUs x price x 24 x prefill share / (requests per day x prompt tokens) x 1e6", "usd"),
+    Line("cost_out", "Cost per M output tokens, the fleet around the clock",
+         _fit("COST_PER_M_OUTPUT({gpus_peak},Price_Per_GPU_Hour,Requests_Per_Day,{decode_tokens},{prefill_share})"),
+         "USD/M tokens", "The rest of the bill over the generated tokens, reasoning included (billed as output)",
+         "usd"),
+    Line("monthly", "List cost per month of the fleet",
+         _fit("{gpus_peak}*Price_Per_GPU_Hour*Hours_Per_Month"), "USD",
+         "GPUs x price per GPU-hour x hours per month, billed around the clock", "usd0"),
+)  # fmt: skip
+
+_COMPARED = {
+    "params", "active", "memory", "bandwidth", "tflops", "bytes_weight", "bytes_kv", "weights", "usable",
+    "kv_bytes", "kv_kib", "kv_seq", "batch_fit", "fits", "batch_latency", "batch_ttft", "batch",
+    "tps_user", "tps_alone", "tps_total", "prefill", "cost_full", "cost_avg",
+}  # fmt: skip
+"""Lines repeated for every case on Scenarios: what seed 000's table compares and what it depends on. Replicas and
+the rest depend on the traffic, not on what distinguishes the cases: Calculations has them for the active one."""
+CASE_LINES = tuple(replace(line, compare=line.key in _COMPARED) for line in CASE_LINES)
+
+# Calculations' sections, by the first line of each.
+CALC_SECTIONS = {
+    "params": "Model and accelerator", "weights": "Memory", "batch_latency": "Speed and the latency targets",
+    "cost_full": "Cost as seed 000 counts it (output tokens, one replica)",
+    "replicas_decode": "Capacity for the traffic", "prefill_replicas": "Separate prefill and decode GPUs",
+    "prefill_share": "Input and output tokens priced apart",
+}  # fmt: skip
 
 GLOBAL_LINES: tuple[Line, ...] = (
-    Line(
-        "peak_rps",
-        "Peak requests per second",
-        "=PEAK_RPS(Requests_Per_Day,Peak_Hour_Factor)",
-        "requests/s",
-        "Requests per day / 86,400 x peak factor (seed 000 §1)",
-        "dec1",
-    ),
-    Line(
-        "peak_prompt",
-        "Peak prompt tokens per second",
-        "=PEAK_TOKS(Requests_Per_Day,Prompt_Tokens_Per_Request,Peak_Hour_Factor)",
-        "tokens/s",
-        "Peak requests/s x prompt tokens (seed 000 §1)",
-        "int",
-    ),
-    Line(
-        "peak_output",
-        "Peak output tokens per second",
-        "=PEAK_TOKS(Requests_Per_Day,Output_Tokens_Per_Request,Peak_Hour_Factor)",
-        "tokens/s",
-        "Peak requests/s x output tokens (seed 000 §1)",
-        "int",
-    ),
-    Line(
-        "growth_output",
-        "Grown peak output tokens per second",
-        "={peak_output}*Traffic_Growth_Multiple",
-        "tokens/s",
-        "Peak output tokens/s x growth multiple (seed 000 §6)",
-        "int",
-    ),
-    Line(
-        "context",
-        "Tokens per sequence, prompt plus output",
-        "=Prompt_Tokens_Per_Request+Output_Tokens_Per_Request",
-        "tokens",
-        "What each sequence's KV cache holds at its longest (seed 000 §3)",
-        "int",
-    ),
-)
+    Line("peak_rps", "Peak requests per second", "=PEAK_RPS(Requests_Per_Day,Peak_Hour_Factor)", "requests/s",
+         "Requests per day / 86,400 x peak factor (seed 000 §1)", "dec1"),
+    Line("decode_tokens", "Tokens generated per request",
+         "=Output_Tokens_Per_Request+Hidden_Reasoning_Tokens_Per_Request", "tokens",
+         "Visible answer + hidden reasoning: both are decoded, and billed as output (seed 000 §7)", "int"),
+    Line("peak_prompt", "Peak prompt tokens per second",
+         "=PEAK_TOKS(Requests_Per_Day,Prompt_Tokens_Per_Request,Peak_Hour_Factor)", "tokens/s",
+         "Peak requests/s x mean prompt tokens (seed 000 §1)", "int"),
+    Line("peak_output", "Peak output tokens per second",
+         "=PEAK_TOKS(Requests_Per_Day,{decode_tokens},Peak_Hour_Factor)", "tokens/s",
+         "Peak requests/s x generated tokens, reasoning included (seed 000 §1)", "int"),
+    Line("growth_output", "Grown peak output tokens per second", "={peak_output}*Traffic_Growth_Multiple",
+         "tokens/s", "Peak output tokens/s x growth multiple (seed 000 §6)", "int"),
+    Line("context", "Tokens per sequence, mean prompt",
+         "=CONTEXT_TOKENS(Prompt_Tokens_Per_Request,Output_Tokens_Per_Request,Hidden_Reasoning_Tokens_Per_Request)",
+         "tokens", "Prompt + reasoning + output: the KV cache an average sequence reads (seed 000 §3)", "int"),
+    Line("tail_context", "Tokens per sequence, tail prompt",
+         "=CONTEXT_TOKENS(Tail_Prompt_Tokens,Output_Tokens_Per_Request,Hidden_Reasoning_Tokens_Per_Request)",
+         "tokens", "95th-percentile prompt + reasoning + output: what each slot is sized for (seed 000 §7)", "int"),
+    Line("longest_request", "Tokens per sequence, longest prompt accepted",
+         "=CONTEXT_TOKENS(Longest_Prompt_Accepted,Output_Tokens_Per_Request,Hidden_Reasoning_Tokens_Per_Request)",
+         "tokens", "Longest prompt + reasoning + output: must fit alone (seed 000 §1)", "int"),
+    Line("prompt_sd", "Spread of prompt lengths",
+         '=IFERROR(LENGTH_SD(Prompt_Tokens_Per_Request,Tail_Prompt_Tokens),"no log-normal fit")', "tokens",
+         "Standard deviation of the log-normal through the mean and 95th percentile (0 when they are equal)",
+         "int"),
+    Line("pasted", "Prompt lengths pasted", "=COUNT(Measured_Prompt_Lengths)", "count",
+         "Numbers on the Prompt lengths sheet", "int"),
+    Line("tail_share", "Share of requests the longest prompt rejects",
+         "=IF({pasted}>0,TAIL_SHARE_DATA(Measured_Prompt_Lengths,Longest_Prompt_Accepted),"
+         'IFERROR(TAIL_SHARE(Longest_Prompt_Accepted,Prompt_Tokens_Per_Request,Tail_Prompt_Tokens),'
+         '"no log-normal fit: paste lengths"))', "fraction",
+         "Pasted lengths above the cap / all; else the log-normal's tail (TAIL_SHARE: p95 up to 3.87 x mean)",
+         "pct1"),
+    Line("prefill_tokens", "Prompt tokens to prefill, mean prompt",
+         "=PREFILL_TOKENS(Prompt_Tokens_Per_Request,Shared_Prefix_Tokens,Prefix_Cache_Hit_Rate)", "tokens",
+         "Prompt - hit rate x shared prefix: a cached prefix is not read again (vLLM prefix caching)", "int"),
+    Line("prefill_tokens_tail", "Prompt tokens to prefill, tail prompt",
+         "=PREFILL_TOKENS(Tail_Prompt_Tokens,Shared_Prefix_Tokens,Prefix_Cache_Hit_Rate)", "tokens",
+         "The same for the 95th-percentile prompt: the one the time-to-first-token target must meet", "int"),
+)  # fmt: skip
+
+# The Calibration sheet: the active scenario at three pairs of efficiencies, in columns C, D and E. Each line is one
+# template rendered per column with that column's {eff_bw} and {eff_pf}; the rest are Calculations' lines.
+CALIBRATION_COLUMNS = ("Plan (Inputs)", "Calibrated", "Your measurements")
+CALIBRATION_LINES: tuple[Line, ...] = (
+    Line("cal_tps_user", "Decode speed per user",
+         _fit("DECODE_TOKS({active},{bytes_weight},GPUs_Per_Replica,{bandwidth},{batch},{kv_bytes},{context},"
+              "{eff_bw})"), "tokens/s", "DECODE_TOKS at the planned batch (seed 000 §4)", "dec1"),
+    Line("cal_tps_total", "Decode throughput of a replica",
+         _fit("DECODE_TOKS_TOTAL({active},{bytes_weight},GPUs_Per_Replica,{bandwidth},{batch},{kv_bytes},{context},"
+              "{eff_bw})"), "tokens/s", "Batch x decode speed per user", "int"),
+    Line("cal_prefill", "Prefill time of a mean prompt",
+         _fit("PREFILL_S({active},{prefill_tokens},GPUs_Per_Replica,{tflops},{eff_pf})"), "s",
+         "2N x prompt tokens / (GPUs x compute x utilisation) (seed 000 §5)", "dec2"),
+    Line("cal_cost_full", "List cost per M output tokens at full load",
+         _fit("COST_PER_M_TOKENS(GPUs_Per_Replica,Price_Per_GPU_Hour,{cal_tps_total})"), "USD/M tokens",
+         "GPUs x price / (decode throughput x 3,600) x 1e6 (seed 000 §6)", "usd"),
+    Line("cal_cost_avg", "Effective cost per M output tokens at average load",
+         _fit("COST_PER_M_TOKENS(GPUs_Per_Replica,Price_Per_GPU_Hour,{cal_tps_total},Average_Utilisation)"),
+         "USD/M tokens", "Full-load cost / average utilisation (seed 000 §6)", "usd"),
+    Line("cal_serve_toks", "Output tokens/s of a replica, roofline",
+         _fit("SERVE_TOKS({params},{bytes_weight},{kv_bytes},{prefill_tokens},{decode_tokens},GPUs_Per_Replica,"
+              "{memory},{bandwidth},{tflops},{batch},{eff_bw},{eff_pf},Usable_Memory_Fraction)"), "tokens/s",
+         "SERVE_TOKS: prefill, then steps the longer of memory and arithmetic time (roofline)", "int"),
+    Line("cal_serve_replicas", "Replicas the peak needs, roofline",
+         _fit("MAX(REPLICAS({peak_output},{cal_serve_toks},Spare_Replicas),Minimum_Replicas)"), "count",
+         "ceil(peak output tokens/s / roofline throughput) + spares, at least the minimum", "int"),
+)  # fmt: skip
 
 SHOWN_INPUTS = ("scenario_name",)
 """Case inputs repeated at the top of Scenarios so a printout says which case is which; the other inputs (the
@@ -560,6 +378,20 @@ overrides) are read from Inputs by the formulas directly."""
 
 CHART_POINTS = 8
 """Rows of the tokens/s-per-user-against-batch table."""
+
+PROMPT_SAMPLE_ROWS = 1000
+"""Rows of the Prompt lengths sheet: a sample of a thousand prompts resolves a rejected share to 0.1%."""
+
+USUAL: tuple[tuple[str, str, str, Any], ...] = (
+    ("params_override", "Parameters", "B params", domains.ParamsB),
+    ("active_override", "Active parameters", "B params", domains.ParamsB),
+    ("memory_override", "Memory per GPU", "GB", domains.MemoryGB),
+    ("bandwidth_override", "Memory bandwidth", "TB/s", domains.BandwidthTBs),
+    ("tflops_override", "Dense BF16 compute", "TFLOP/s", domains.TFLOPs),
+    ("Price_Per_GPU_Hour", "Price per GPU-hour", "USD/GPU-h", domains.Price),
+    ("Prefill_To_Decode_Link_Bandwidth", "Prefill-to-decode link", "GB/s", domains.LinkGBs),
+)
+"""Inputs whose argument domain has a usual range (xlsxplan.domains): a value outside it gets a Checks row."""
 
 
 def _validation(book: Book, spec: CaseInput, lists: dict[str, str]) -> DataValidation | None:
@@ -574,6 +406,10 @@ def _validation(book: Book, spec: CaseInput, lists: dict[str, str]) -> DataValid
         dv.promptTitle = spec.label[:32]
         return dv
     return validation_for(spec.domain, spec.label)
+
+
+def _dom(alias: Any) -> domains.Domain:
+    return alias.__metadata__[0]
 
 
 def _inputs(book: Book, lists: dict[str, str]) -> Sheet:
@@ -591,14 +427,8 @@ def _inputs(book: Book, lists: dict[str, str]) -> Sheet:
     dv.error, dv.showErrorMessage = "Pick one of the scenario names in G to J", True
     sh.input("Active scenario", CASES[ACTIVE_CASE - 1], "name", "Choose from the list", "Dropdown of the case "
              "names", "text", dv)  # fmt: skip
-    number = Line(
-        "scenario_number",
-        "Scenario number",
-        f"=MATCH(Active_Scenario,$G${name_row}:$J${name_row},0)",
-        "index",
-        "Position of the active case (MATCH)",
-        "int",
-    )
+    number = Line("scenario_number", "Scenario number", f"=MATCH(Active_Scenario,$G${name_row}:$J${name_row},0)",
+                  "index", "Position of the active case (MATCH)", "int")  # fmt: skip
     sh.line(number)
     book.define("Scenario_Number", "Inputs", f"$B${sh.row - 1}")
     for spec in CASE_INPUTS:
@@ -609,86 +439,69 @@ def _inputs(book: Book, lists: dict[str, str]) -> Sheet:
             assert sh.row - 1 == name_row  # noqa: S101 - layout invariant
     book.scenario_name = "Scenario_Name"
 
-    sh.section("Demand", "Traffic in requests and tokens (seed 000 §1)")
-    per_day = domains.PerDay.__metadata__[0]
-    tokens = domains.Tokens.__metadata__[0]
+    tokens, tokens0, frac = _dom(domains.Tokens), _dom(domains.TokensOrZero), _dom(domains.Fraction)
+    sh.section("Demand", "Traffic in requests and tokens (seed 000 §1, §7)")
     sh.input("Requests per day", 200_000, "requests/day", f"{SEED} §1 (example)", "The support assistant", "int",
-             validation_for(per_day, "Requests per day"))  # fmt: skip
-    sh.input("Prompt tokens per request", 2_000, "tokens", f"{SEED} §1 (example)",
+             validation_for(_dom(domains.PerDay), "Requests per day"))  # fmt: skip
+    sh.input("Prompt tokens per request, mean", 2_000, "tokens", f"{SEED} §1 (example)",
              "Instructions, retrieved documents and the conversation", "int",
              validation_for(tokens, "Prompt tokens per request"))  # fmt: skip
-    sh.input("Output tokens per request", 300, "tokens", f"{SEED} §1 (example)", "Measure on real traffic "
-             "(seed 000 §7)", "int", validation_for(tokens, "Output tokens per request"))  # fmt: skip
-    sh.input(
-        "Peak-hour factor",
-        3,
-        "ratio",
-        f"{SEED} §1 (example)",
-        "How much busier the peak hour is than the day's average",
-        "dec1",
-        validation_for(domains.PeakFactor.__metadata__[0], "Peak-hour factor"),
-    )
+    sh.input("Tail prompt tokens, 95th percentile", 2_000, "tokens", f"{SEED} §7 (example: no spread)",
+             "Memory is sized by the tail, not the mean; equal to the mean: every prompt alike", "int",
+             validation_for(tokens, "Tail prompt tokens"))  # fmt: skip
+    sh.input("Longest prompt accepted", 32_768, "tokens", "Example: your product's cap", "Longer requests are "
+             "rejected; seed 000 §1: check the largest request you accept", "int",
+             validation_for(tokens, "Longest prompt accepted"))  # fmt: skip
+    sh.input("Output tokens per request", 300, "tokens", f"{SEED} §1 (example)", "Visible answer; measure on real "
+             "traffic (seed 000 §7)", "int", validation_for(tokens, "Output tokens per request"))  # fmt: skip
+    sh.input("Hidden reasoning tokens per request", 0, "tokens", f"{SEED} §7 (example: none)",
+             "Reasoning models write these before the answer: decoded and billed as output", "int",
+             validation_for(tokens0, "Hidden reasoning tokens per request"))  # fmt: skip
+    sh.input("Peak-hour factor", 3, "ratio", f"{SEED} §1 (example)", "How much busier the peak hour is than the "
+             "day's average", "dec1", validation_for(_dom(domains.PeakFactor), "Peak-hour factor"))  # fmt: skip
+    sh.input("Shared prefix tokens", 0, "tokens", f"{SEED} §7 (example: none)", "System prompt and tools every "
+             "request starts with", "int", validation_for(tokens0, "Shared prefix tokens"))  # fmt: skip
+    sh.input("Prefix cache hit rate", 0, "fraction", f"{SEED} §7 (example: off)", "0 until the prefix is confirmed "
+             "stable; then the share of requests finding it cached", "pct",
+             validation_for(_dom(domains.FractionOrZero), "Prefix cache hit rate"))  # fmt: skip
 
-    sh.section("Serving assumptions", "Shares of the hardware's peaks the plan counts on")
-    frac = domains.Fraction.__metadata__[0]
+    sh.section("Serving assumptions", "Shares of the hardware's peaks the plan counts on, targets, spares")
     sh.input("Usable memory fraction", 0.9, "fraction", f"{SEED} §2 (example)", "Left after the serving "
              "framework's own overhead", "pct", validation_for(frac, "Usable memory fraction"))  # fmt: skip
-    sh.input(
-        "Decode bandwidth efficiency",
-        1,
-        "fraction",
-        f"{SEED} §4 (example)",
-        "1 is the ceiling; real kernels reach 60-80% (seed 000 §4, §7)",
-        "pct",
-        validation_for(frac, "Decode bandwidth efficiency"),
-    )
-    sh.input(
-        "Prefill compute utilisation",
-        0.5,
-        "fraction",
-        f"{SEED} §5 (example)",
-        "Share of dense peak compute reached while reading prompts",
-        "pct",
-        validation_for(frac, "Prefill compute utilisation"),
-    )
+    sh.input("Decode bandwidth efficiency", 1, "fraction", f"{SEED} §4 (example)", "1 is the ceiling; the "
+             "Calibration sheet shows the calibrated and your measured value", "pct",
+             validation_for(frac, "Decode bandwidth efficiency"))  # fmt: skip
+    sh.input("Prefill compute utilisation", 0.5, "fraction", f"{SEED} §5 (example)", "Share of dense peak compute "
+             "reached while reading prompts", "pct", validation_for(frac, "Prefill compute utilisation"))  # fmt: skip
+    sh.input("KV cache overflow accepted", 0.05, "fraction", "Example: an engine that pages its KV cache",
+             "Chance a paged batch outgrows memory and preempts a sequence", "pct",
+             validation_for(_dom(domains.TailProbability), "KV cache overflow accepted"))  # fmt: skip
     sh.input("Latency target", 20, "tokens/s per user", "Example: your product's requirement",
              "Slowest decode speed a user should see; seed 000 §7 cites 80 for a demanding product", "dec1",
-             validation_for(domains.TokensPerS.__metadata__[0], "Latency target"))  # fmt: skip
-    sh.input("Spare replicas", 0, "count", f"{SEED} §6 (example)", "Seed 000 §6: run at least two replicas in "
-             "production, so one failure does not stop the service", "int",
-             validation_for(domains.Spare.__metadata__[0], "Spare replicas"))  # fmt: skip
-    sh.input(
-        "Traffic growth multiple",
-        10,
-        "ratio",
-        f"{SEED} §6 (example)",
-        "The seed sizes ten times the traffic",
-        "dec1",
-        validation_for(domains.PeakFactor.__metadata__[0], "Traffic growth multiple"),
-    )
+             validation_for(_dom(domains.TokensPerS), "Latency target"))  # fmt: skip
+    sh.input("Time-to-first-token target", 2, "s", "Example: your product's requirement", "Longest wait for the "
+             "first token of a tail prompt", "dec2", validation_for(_dom(domains.Seconds),
+                                                                   "Time-to-first-token target"))  # fmt: skip
+    sh.input("Spare replicas", 1, "count", f"{SEED} §6 (example)", "Replicas on top of the peak, so one failure or "
+             "deployment leaves it covered", "int", validation_for(_dom(domains.Spare), "Spare replicas"))  # fmt: skip
+    sh.input("Minimum replicas", 2, "count", f"{SEED} §6 (example)", "Seed 000 §6: run at least two replicas in "
+             "production", "int", validation_for(_dom(domains.Count), "Minimum replicas"))  # fmt: skip
+    sh.input("Replicas deployed", None, "count", "Example: empty, the plan's count", "Fill in to test a fleet you "
+             "have against the peak", "int", validation_for(_dom(domains.Count), "Replicas deployed"))  # fmt: skip
+    sh.input("Prefill-to-decode link bandwidth", 50, "GB/s", "Example: 400 Gb/s InfiniBand", "Moves the KV cache "
+             "when prefill and decode run on separate GPUs; NVLink about 450", "int",
+             validation_for(_dom(domains.LinkGBs), "Prefill-to-decode link bandwidth"))  # fmt: skip
+    sh.input("Traffic growth multiple", 10, "ratio", f"{SEED} §6 (example)", "The seed sizes ten times the "
+             "traffic", "dec1", validation_for(_dom(domains.PeakFactor), "Traffic growth multiple"))  # fmt: skip
 
     sh.section("Cost and basis of estimate", "Estimate, not a quote: check your provider's current price")
-    sh.input(
-        "Price per GPU-hour",
-        2.5,
-        "USD/GPU-h",
-        f"{SEED} §6 (example)",
-        "List price, one GPU for an hour; the seed's assumption",
-        "usd",
-        validation_for(domains.Price.__metadata__[0], "Price per GPU-hour"),
-    )
+    sh.input("Price per GPU-hour", 2.5, "USD/GPU-h", f"{SEED} §6 (example)", "List price, one GPU for an hour; the "
+             "seed's assumption", "usd", validation_for(_dom(domains.Price), "Price per GPU-hour"))  # fmt: skip
     sh.input("Average utilisation", 0.3, "fraction", f"{SEED} §6 (example)", "Average load as a share of full "
              "load; 30% is common for traffic with daily peaks", "pct",
              validation_for(frac, "Average utilisation"))  # fmt: skip
-    sh.input(
-        "Hours per month",
-        730,
-        "h/month",
-        "Convention: 8,760 h / 12",
-        "GPUs billed around the clock",
-        "int",
-        validation_for(domains.Domain("number", 0, 744, low_open=True), "Hours per month"),
-    )
+    sh.input("Hours per month", 730, "h/month", "Convention: 8,760 h / 12", "GPUs billed around the clock", "int",
+             validation_for(domains.Domain("number", 0, 744, low_open=True), "Hours per month"))  # fmt: skip
     date_dv = DataValidation(type="date", operator="greaterThan", formula1="36526")  # after 2000-01-01
     sh.input("Price date", TEMPLATE_DATE, "date", "Example: when the price was checked", "Prices change; "
              "restate the date with the price", "date", date_dv)  # fmt: skip
@@ -697,7 +510,55 @@ def _inputs(book: Book, lists: dict[str, str]) -> Sheet:
     sh.input("Pricing basis", "On-demand", "text", "Example", "On-demand, committed (1 or 3 years) or spot",
              "text", basis)  # fmt: skip
     sh.input("Billing currency", "USD", "ISO 4217", "Example", "Every cost line is in this currency", "text")
+
+    sh.section("Your measurements (optional)", "The active scenario's setup, measured: see the Calibration sheet")
+    speed = _dom(domains.TokensPerS)
+    sh.input("Measured decode speed at batch 1", None, "tokens/s", "Example: empty, not measured", "One request "
+             "alone, on the active scenario's model, GPUs and precision", "dec1",
+             validation_for(speed, "Measured decode speed at batch 1"))  # fmt: skip
+    sh.input("Measured time to first token", None, "s", "Example: empty, not measured", "At batch 1, same setup",
+             "dec3", validation_for(_dom(domains.Seconds), "Measured time to first token"))  # fmt: skip
+    sh.input("Prompt tokens in the measurement", 2_000, "tokens", "Example: the mean prompt", "The prompt the "
+             "measurements read; its KV cache is read at every decode step", "int",
+             validation_for(tokens, "Prompt tokens in the measurement"))  # fmt: skip
     sh.finish()
+    return sh
+
+
+def _prompt_lengths(book: Book) -> Sheet:
+    """A column of input cells for measured prompt lengths; empty ones are skipped."""
+    sh = book.sheet(
+        "Prompt lengths",
+        "Optional: paste measured prompt lengths (tokens, one per cell) into column B. With any here, the share of "
+        "requests the longest prompt rejects is counted from them (TAIL_SHARE_DATA).",
+        ["Sample", "Tokens", "Unit", "Source", "As-of date", "Comment"],
+    )
+    ws = sh.ws
+    first, last = HEADER_ROWS + 1, HEADER_ROWS + PROMPT_SAMPLE_ROWS
+    dv = validation_for(_dom(domains.Tokens), "Measured prompt length")
+    assert dv is not None  # noqa: S101 - Tokens is a number domain
+    ws.add_data_validation(dv)
+    dv.add(f"B{first}:B{last}")
+    for r in range(first, last + 1):
+        cell = ws[f"B{r}"]
+        cell.style = "Input"
+        cell.number_format = FMT["int"]
+    put_text(ws[f"A{first}"], "Measured prompt lengths", "Label")
+    put_text(ws[f"C{first}"], "tokens", "Unit")
+    put_text(ws[f"D{first}"], "Example: none shipped; your traffic logs", "Label")
+    ws[f"E{first}"] = TEMPLATE_DATE
+    ws[f"E{first}"].number_format = FMT["date"]
+    put_text(ws[f"F{first}"], f"One per cell, B{first} to B{last}; empty cells skipped", "Explanatory Text")
+    name = "Measured_Prompt_Lengths"
+    book.define(name, sh.name, f"$B${first}:$B${last}")
+    book.refs[name] = Ref(sh.name, first, "B", None)
+    book.input_names[name] = name
+    cells = tuple(f"B{r}" for r in range(first, last + 1))
+    book.inputs.append(InputRow(sh.name, first, "Measured prompt lengths", name, "tokens", cells))
+    ws.freeze_panes = f"B{first}"
+    # only the header and the first row print: a pasted sample is data, its summary is on Calculations
+    sh.row = first + 1
+    sh.finish(last_row=first)
     return sh
 
 
@@ -710,9 +571,10 @@ def _calculations(book: Book) -> Sheet:
     sh.section("Demand")
     for line in GLOBAL_LINES:
         sh.line(line)
-    sh.section("The active scenario", "Inputs named after their labels on Inputs")
     live: dict[str, Ref | str] = {spec.key: book.input_names[spec.key] for spec in CASE_INPUTS}
     for line in CASE_LINES:
+        if line.key in CALC_SECTIONS:
+            sh.section(CALC_SECTIONS[line.key], "The active scenario" if line.key == "params" else "")
         sh.line(line, live)
 
     ws = sh.ws
@@ -721,19 +583,19 @@ def _calculations(book: Book) -> Sheet:
     headings = {"A": "Chart data", "B": "Batch", "C": "Tokens/s", "D": "Equation and source", "E": "Line: batch",
                 "F": "Latency target line: tokens/s per user"}  # fmt: skip
     for col, text in headings.items():
-        put_text(ws[f"{col}{sh.row}"], text).style = "Column Heading"
+        put_text(ws[f"{col}{sh.row}"], text, "Column Heading")
     head = sh.row
     first, last = head + 1, head + CHART_POINTS
     for r in range(first, last + 1):
         # point k of n: ROWS over the labels in column A, which hold no formulas
-        put_text(ws[f"A{r}"], f"Point {r - head}").style = "Label"
-        put_text(ws[f"D{r}"], "DECODE_TOKS at this batch (seed 000 §4)").style = "Explanatory Text"
+        put_text(ws[f"A{r}"], f"Point {r - head}", "Label")
+        put_text(ws[f"D{r}"], "DECODE_TOKS at this batch (seed 000 §4)", "Explanatory Text")
         ws[f"B{r}"] = book.render(
             f"=MAX(1,ROUND(ROWS($A${first}:A{r})/ROWS($A${first}:$A${last})*{{batch_fit}},0))", sh.name
         )
         ws[f"C{r}"] = book.render(
-            f"=IF({{batch_fit}}>=1,DECODE_TOKS({{params}},{{bytes_weight}},GPUs_Per_Replica,{{bandwidth}},B{r},"
-            f'{{kv_bytes}},{{context}},Decode_Bandwidth_Efficiency),"does not fit")',
+            f"=IF({{batch_fit}}>=1,DECODE_TOKS({{active}},{{bytes_weight}},GPUs_Per_Replica,{{bandwidth}},B{r},"
+            f'{{kv_bytes}},{{context}},Decode_Bandwidth_Efficiency),"{NO_FIT}")',
             sh.name,
         )
         for col, fmt in (("B", "int"), ("C", "dec1")):
@@ -747,11 +609,8 @@ def _calculations(book: Book) -> Sheet:
         ws[f"F{r}"].alignment = Alignment(horizontal="left", indent=1)
     book.chart_rows = (first, last)
     sh.row = last + 1
-    sh.text(
-        "Point k of n: batch = round(k / n x batch that fits), at least 1, with k and n counted by ROWS; the "
-        "speed is "
-        "DECODE_TOKS at that batch; the target runs flat from the first batch to the last."
-    )
+    sh.text("Point k of n: batch = round(k / n x batch that fits), at least 1, with k and n counted by ROWS; the "
+            "speed is DECODE_TOKS at that batch; the target runs flat from the first batch to the last.")  # fmt: skip
     sh.finish()
     return sh
 
@@ -781,9 +640,106 @@ def _scenarios(book: Book) -> Sheet:
         if line.compare:
             book.refs[f"Scenarios:{line.key}"] = sh.side_by_side(line, locals_)
     sh.skip()
-    sh.text("Replicas, GPUs and the monthly cost for the traffic: Calculations and Outputs, for the active scenario.")
+    sh.text("Replicas, GPUs and the cost of the fleet for the traffic: Calculations and Outputs, for the active "
+            "scenario.")  # fmt: skip
     sh.finish()
     return sh
+
+
+def _calibration(book: Book) -> Sheet:
+    sh = book.sheet(
+        "Calibration",
+        "The active scenario at the plan's efficiencies (Inputs: seed 000's ceiling as shipped), at the calibrated "
+        "ones (EFFICIENCY, fitted on published measurements) and at what your measurements on Inputs imply.",
+        ["Line item", "Unit", *CALIBRATION_COLUMNS, "", "Equation and source"],
+        layout="cases",
+    )
+    locals_: list[dict[str, Ref | str]] = [{}, {}, {}]
+    sh.section("Efficiencies", "Measured figures from Inputs, section 'Your measurements'")
+    decode_ceiling = ("DECODE_TOKS({active},{bytes_weight},GPUs_Per_Replica,{bandwidth},1,{kv_bytes},"
+                      "Prompt_Tokens_In_The_Measurement,1)")  # fmt: skip
+    prefill_ceiling = "PREFILL_S({active},Prompt_Tokens_In_The_Measurement,GPUs_Per_Replica,{tflops},1)"
+    bw = Line("eff_bw", "Decode bandwidth efficiency", "", "fraction",
+              'Yours: measured / DECODE_TOKS at batch 1; EFFICIENCY("decode_bandwidth", GPU, precision)',
+              "pct1")  # fmt: skip
+    locals_[2]["calibrated"] = Ref(sh.name, sh.row, SIDE_COLUMNS[1])  # the same row's calibrated value
+    book.refs["Calibration:eff_bw"] = sh.side_by_side(bw, locals_, [
+        "=Decode_Bandwidth_Efficiency",
+        '=EFFICIENCY("decode_bandwidth",Accelerator,Weight_Precision)',
+        "=IF(Measured_Decode_Speed_At_Batch_1>0,Measured_Decode_Speed_At_Batch_1/" + decode_ceiling
+        + ",{calibrated})",
+    ])  # fmt: skip
+    pf = Line("eff_pf", "Prefill compute utilisation", "", "fraction",
+              'Yours: PREFILL_S at 100% / measured TTFT; EFFICIENCY("prefill", GPU, precision)', "pct1")  # fmt: skip
+    locals_[2]["calibrated"] = Ref(sh.name, sh.row, SIDE_COLUMNS[1])
+    book.refs["Calibration:eff_pf"] = sh.side_by_side(pf, locals_, [
+        "=Prefill_Compute_Utilisation",
+        '=EFFICIENCY("prefill",Accelerator,Weight_Precision)',
+        "=IF(Measured_Time_To_First_Token>0," + prefill_ceiling + "/Measured_Time_To_First_Token,{calibrated})",
+    ])  # fmt: skip
+    sh.section("The active scenario at each pair (the batch planned on Calculations)")
+    for line in CALIBRATION_LINES:
+        book.refs[f"Calibration:{line.key}"] = sh.side_by_side(line, locals_)
+    sh.skip()
+    sh.text(
+        "Your column falls back to the calibrated efficiency where no measurement is given. A measurement "
+        "above 100% of the ceiling means the catalog's figure or the measurement's setup differs: see Checks."
+    )
+    sh.finish()
+    return sh
+
+
+# What Outputs shows: (key, note, key result) by section; labels, units and formats come from the line.
+OUTPUT_ROWS: tuple[tuple[str, tuple[tuple[str, str, bool], ...]], ...] = (
+    ("Memory", (
+        ("weights", "Must fit in the usable memory", True),
+        ("usable", "", False),
+        ("kv_kib", "By the model's architecture", True),
+        ("kv_seq", "", False),
+        ("batch_fit", "Conversations in progress at once", True),
+        ("fits", "", True),
+        ("batch_paged", "A paging engine's batch, for comparison", False),
+        ("max_context", "Ceiling on the longest request", False),
+    )),
+    ("Speed and latency", (
+        ("batch_latency", "", False),
+        ("batch_ttft", "", False),
+        ("batch", "The smallest of the three", True),
+        ("latency_caps", "yes: fewer users per replica", True),
+        ("tps_user", "At the planned batch", True),
+        ("tps_alone", "", False),
+        ("tps_total", "", True),
+        ("prefill", "Most of the time to first token", True),
+        ("time_to_answer", "Prefill, then any hidden reasoning", True),
+    )),
+    ("Traffic and capacity", (
+        ("peak_rps", "", False),
+        ("peak_output", "", False),
+        ("peak_prompt", "", False),
+        ("tail_share", "Requests refused by the cap", True),
+        ("replica_rps", "Prefill and decode taking turns", False),
+        ("replica_rps_chunked", "The plan's capacity per replica", False),
+        ("replicas_decode", "Seed 000's count", False),
+        ("replicas_planned", "Spares included", True),
+        ("gpus_peak", "", True),
+        ("coverage", "Below 1: the peak is not served", True),
+        ("fleet_util", "Over the day", True),
+        ("replicas_decode_growth", "", False),
+        ("replicas_growth", "Peak x growth multiple", True),
+        ("gpus_growth", "", True),
+        ("prefill_replicas", "Separate prefill GPUs", False),
+        ("decode_replicas", "Separate decode GPUs", False),
+        ("gpus_disagg", "", False),
+        ("kv_transfer", "Added to the first token", False),
+    )),
+    ("Cost", (
+        ("cost_full", "A floor", True),
+        ("cost_avg", "GPUs bill whether busy or idle", True),
+        ("cost_in", "At the fleet's own utilisation", True),
+        ("cost_out", "At the fleet's own utilisation", True),
+        ("monthly", "", True),
+    )),
+)  # fmt: skip
 
 
 def _outputs(book: Book) -> Sheet:
@@ -801,54 +757,21 @@ def _outputs(book: Book) -> Sheet:
         ("KV_Cache_Precision", "KV cache precision", "format"),
     ):
         sh.line(Line(f"config:{name}", label, f"={name}", unit, "The active scenario, from Inputs", "text"))
-    rows = [
-        ("Memory", None),
-        ("weights", ("Weights", "GB", "dec1", "Must fit in the usable memory", True)),
-        ("usable", ("Usable memory of a replica", "GB", "dec1", "", False)),
-        ("kv_kib", ("KV cache per token", "KiB", "int", "", True)),
-        ("kv_seq", ("KV cache per full-length sequence", "GB", "dec2", "", False)),
-        ("batch_fit", ("Batch that fits in memory", "sequences", "int", "Conversations in progress at once", True)),
-        ("fits", ("Fits in memory?", "text", "text", "", True)),
-        ("Speed", None),
-        ("batch_latency", ("Batch the latency target allows", "sequences", "int", "", False)),
-        ("batch", ("Batch planned", "sequences", "int", "The smaller of the two", True)),
-        ("latency_caps", ("Latency target caps the batch?", "text", "text", "yes: fewer users per replica", True)),
-        ("tps_user", ("Decode speed per user", "tokens/s", "dec1", "At the planned batch", True)),
-        ("tps_alone", ("Decode speed of a request alone", "tokens/s", "dec1", "", False)),
-        ("tps_total", ("Decode throughput of a replica", "tokens/s", "int", "", True)),
-        ("prefill", ("Prefill time of one prompt", "s", "dec2", "Most of the time to first token", True)),
-        ("Traffic and capacity", None),
-        ("peak_rps", ("Peak requests per second", "requests/s", "dec1", "", False)),
-        ("peak_output", ("Peak output tokens per second", "tokens/s", "int", "", False)),
-        ("peak_prompt", ("Peak prompt tokens per second", "tokens/s", "int", "", False)),
-        ("replica_rps", ("Requests a replica serves per second", "requests/s", "dec2", "Prefill and decode", False)),
-        ("replicas_decode", ("Replicas for the peak, decode only", "count", "int", "Seed 000's count", False)),
-        ("replicas_peak", ("Replicas for the peak", "count", "int", "Prefill and decode counted", True)),
-        ("gpus_peak", ("GPUs for the peak", "count", "int", "", True)),
-        ("replicas_decode_growth", ("Replicas for the grown peak, decode only", "count", "int", "", False)),
-        ("replicas_growth", ("Replicas for the grown peak", "count", "int", "Peak x growth multiple", True)),
-        ("gpus_growth", ("GPUs for the grown peak", "count", "int", "", True)),
-        ("Cost", None),
-        ("cost_full", ("List cost per M output tokens at full load", "USD/M tokens", "usd", "A floor", True)),
-        (
-            "cost_avg",
-            (
-                "Effective cost per M output tokens at average load",
-                "USD/M tokens",
-                "usd",
-                "GPUs bill whether busy or idle",
-                True,
-            ),
-        ),  # fmt: skip
-        ("monthly", ("List cost per month of the GPUs for the peak", "USD", "usd0", "", True)),
-    ]
-    flags = {line.key: line.bad for line in CASE_LINES}
-    for key, spec in rows:
-        if spec is None:
-            sh.section(key)
-            continue
-        label, unit, fmt, note, key_result = spec
-        sh.link(key, label, unit, fmt, note, key_result, flags.get(key, ()))
+    lines = {line.key: line for line in (*GLOBAL_LINES, *CASE_LINES)}
+    for section, rows in OUTPUT_ROWS:
+        sh.section(section)
+        for key, note, key_result in rows:
+            line = lines[key]
+            sh.link(key, line.label, line.unit, line.fmt, note, key_result, line.bad)
+    sh.section("Calibrated expectation", "The Calibration sheet: the plan at calibrated efficiencies")
+    for key, note in (("cal_tps_total", "At EFFICIENCY's bandwidth share"),
+                      ("cal_cost_avg", "At EFFICIENCY's bandwidth share")):  # fmt: skip
+        line = next(x for x in CALIBRATION_LINES if x.key == key)
+        ref = book.ref(f"Calibration:{key}")
+        target = Ref(ref.sheet, ref.row, SIDE_COLUMNS[1])
+        book.refs[f"{key}:calibrated"] = target
+        label = line.label.replace("Effective cost", "Cost") + ", calibrated"
+        sh.link(f"{key}:calibrated", label, line.unit, line.fmt, note, False)
     sh.section("Basis of estimate", "Estimate, not a quote")
     for name, label, unit, fmt in (
         ("Price_Per_GPU_Hour", "Price per GPU-hour", "USD/GPU-h", "usd"),
@@ -908,36 +831,56 @@ def _checks(book: Book) -> Sheet:
     sh.section("The active scenario")
     sh.check("Weights do not fit in usable memory", "=IF({free}<=0,1,0)",
              "Memory left for the KV cache is not positive (seed 000 §2)")  # fmt: skip
-    sh.check("No full-length sequence fits beside the weights", "=IF({batch_fit}<1,1,0)",
-             "The batch that fits is 0 (seed 000 §3)")  # fmt: skip
+    sh.check("No tail-prompt sequence fits beside the weights", "=IF({batch_fit}<1,1,0)",
+             "The batch that fits is 0: no batch at all (seed 000 §3, §7)")  # fmt: skip
     sh.check(
-        "Latency target unreachable even at batch 1",
+        "The longest prompt accepted does not fit at all",
+        "=IF({longest_request}>{max_context},1,0)",
+        "Longest prompt + reasoning + output exceeds the longest sequence that fits alone (seed 000 §1)",
+    )
+    sh.check(
+        "Decode-speed target unreachable even at batch 1",
         "=IF({batch_latency}<1,1,0)",
         "BATCH_FOR_LATENCY is 0: one sequence alone decodes slower than the target (seed 000 §7)",
     )
     sh.check(
-        "Capacity short of the peak",
-        "=IFERROR(IF(({replicas_peak}-Spare_Replicas)*{replica_rps}<{peak_rps},1,0),1)",
-        "The replicas planned serve fewer requests/s than the peak; none when nothing fits",
+        "First-token target unreachable even at batch 1",
+        "=IF({batch_ttft}<1,1,0)",
+        "BATCH_FOR_TTFT is 0: a tail prompt cannot be read in time even alone",
     )
+    sh.check(
+        "Peak not covered with the spares down",
+        "=IF(MIN({coverage},1)<1,1,0)",
+        "Peak coverage below 1: a failure or deployment at the peak leaves requests waiting (seed 000 §6)",
+    )
+    sh.check("Prompt lengths out of order",
+             "=IF(OR(Tail_Prompt_Tokens<Prompt_Tokens_Per_Request,Longest_Prompt_Accepted<Tail_Prompt_Tokens,"
+             "Shared_Prefix_Tokens>Prompt_Tokens_Per_Request),1,0)",
+             "Shared prefix <= mean <= 95th percentile <= longest accepted")  # fmt: skip
     sh.check("A share or utilisation outside 0 to 100%",
              "=IF(OR(MAX(Usable_Memory_Fraction,Decode_Bandwidth_Efficiency,Prefill_Compute_Utilisation,"
              "Average_Utilisation)>1,MIN(Usable_Memory_Fraction,Decode_Bandwidth_Efficiency,"
              "Prefill_Compute_Utilisation,Average_Utilisation)<=0),1,0)",
              "Fractions must be above 0 and at most 1")  # fmt: skip
-    figures = [book.ref(k) for k in ("params", "layers", "kv_heads", "head_dim", "memory", "bandwidth", "tflops")]
+    bw, pf = book.ref("Calibration:eff_bw"), book.ref("Calibration:eff_pf")
+    yours = SIDE_COLUMNS[2]
+    sh.check(
+        "A measurement beyond the hardware's ceiling",
+        f"=IF(MAX(Calibration!${yours}${bw.row},Calibration!${yours}${pf.row})>1,1,0)",
+        "Your measurement implies over 100% of peak: check its setup and the accelerator's figures",
+    )
+    figures = [book.ref(k) for k in ("params", "active", "memory", "bandwidth", "tflops")]
     span = f"Calculations!${figures[0].col}${figures[0].row}:${figures[-1].col}${figures[-1].row}"
     sh.check("A model or accelerator figure is missing", f"=IF(COUNT({span})<ROWS({span}),1,0)",
-             "A name not in the catalog needs every override filled in")  # fmt: skip
+             "A name not in the catalog needs its overrides filled in")  # fmt: skip
+    sh.section("Inputs in their usual range", "A legal value far from the usual range is usually a unit slip")
+    usual_checks(book, sh, USUAL)
     sh.section("Every sheet")
-    calc = book.ws("Calculations")
-    scen = book.ws("Scenarios")
-    calc_span = f"Calculations!$B$6:$B${calc.max_row}"
-    scen_span = f"Scenarios!$C$6:$F${scen.max_row}"
-    sh.check("Error values on Calculations", f"=IF(SUMPRODUCT(1*ISERROR({calc_span}))>0,1,0)",
-             "Any error value on Calculations")  # fmt: skip
-    sh.check("Error values on Scenarios", f"=IF(SUMPRODUCT(1*ISERROR({scen_span}))>0,1,0)",
-             "Any error value among the four cases")  # fmt: skip
+    for name, cols in (("Calculations", ("B", "B")), ("Scenarios", ("C", "F")), ("Calibration", ("C", "E"))):
+        ws = book.ws(name)
+        span = f"{name}!${cols[0]}$6:${cols[1]}${ws.max_row}"
+        sh.check(f"Error values on {name}", f"=IF(SUMPRODUCT(1*ISERROR({span}))>0,1,0)",
+                 f"Any error value on {name}")  # fmt: skip
     sh.skip()
     sh.master()
     sh.finish()
@@ -947,39 +890,44 @@ def _checks(book: Book) -> Sheet:
 def build() -> Book:
     """The serving plan as an openpyxl workbook in a :class:`Book` (formulas only; recalculate to cache values)."""
     book = Book(TITLE, SHEETS)
-    lists = lists_sheet(book)
+    lists = lists_sheet(book, [(key, label, unit, _dom(alias)) for key, label, unit, alias in USUAL])
     _inputs(book, lists)
+    _prompt_lengths(book)
     _calculations(book)
     _scenarios(book)
+    _calibration(book)
     _outputs(book)
     _checks(book)
-    for name in ("Inputs", "Calculations", "Outputs", "Scenarios", "Checks"):
+    for name in ("Inputs", "Prompt lengths", "Calculations", "Outputs", "Scenarios", "Calibration", "Checks"):
         book.sheets[name].header_status()
     cover(
         book,
         purpose="How many GPUs, how fast it feels and what it costs to serve an LLM: memory for the weights and "
-        "KV cache, the batch that fits, bandwidth-bound decode, compute-bound prefill, cost per million tokens "
-        "and replicas for a traffic level.",
+        "KV cache, the batch that fits and the one the latency targets allow, bandwidth-bound decode, "
+        "compute-bound prefill, replicas with spares for the peak, and cost per million input and output tokens.",
         key_results=[
             ("fits", "Fits in memory?", "text", "text"),
             ("batch", "Batch planned", "sequences", "int"),
             ("tps_user", "Decode speed per user", "tokens/s", "dec1"),
-            ("prefill", "Prefill time of one prompt", "s", "dec2"),
-            ("gpus_peak", "GPUs for the peak", "count", "int"),
+            ("time_to_answer", "Time to the first visible token", "s", "dec2"),
+            ("gpus_peak", "GPUs in the fleet", "count", "int"),
             ("cost_full", "List cost per M output tokens at full load", "USD/M tokens", "usd"),
             ("cost_avg", "Effective cost per M output tokens at average load", "USD/M tokens", "usd"),
+            ("cost_in", "Cost per M input tokens, the fleet around the clock", "USD/M tokens", "usd"),
+            ("cost_out", "Cost per M output tokens, the fleet around the clock", "USD/M tokens", "usd"),
         ],
         examples='seed 000, "Back-of-the-Envelope Estimation for LLM Systems" (a support assistant on H100s)',
         limitations=[
-            "Decode speed is a ceiling: real kernels reach perhaps 60-80% of peak bandwidth (seed 000 §4). Set "
-            "Decode bandwidth efficiency below 100% for a planning figure.",
-            "The batch assumes every slot holds a full-length conversation; paged KV caches (vLLM) fit more "
-            "(seed 000 §3).",
-            "Averages hide the tail: a few very long prompts can take most of the memory. Size with the 95th "
-            "percentile prompt (seed 000 §1, §7).",
+            "Decode speed is a ceiling at the shipped 100% bandwidth efficiency: the Calibration sheet shows "
+            "what published measurements and your own imply (seed 000 §4: perhaps 60-80%).",
+            "Every slot is sized for a tail-length conversation; a paged KV cache (vLLM) fits more, shown for "
+            "comparison (seed 000 §3).",
+            "Prompt lengths are taken as log-normal through the mean and 95th percentile unless measured "
+            "lengths are pasted; real traffic often has a heavier tail (ServeGen, arXiv:2505.09999).",
             "Prefill at 2 FLOPs per parameter per token underestimates long prompts, whose attention grows "
             "with the square of their length (seed 000 §5).",
-            "Prompt caching and hidden reasoning tokens are not modelled (seed 000 §7).",
+            "Chunked prefill is counted at its ceiling, the larger of compute and decode time per request; a "
+            "mixture of experts reads its active parameters per step, more at large batches.",
             "Cost assumes GPUs billed by the hour, busy or idle; prices are examples, not quotes.",
         ],
     )
@@ -988,16 +936,20 @@ def build() -> Book:
         steps=[
             "Inputs, Scenario block: pick a model and an accelerator from the dropdowns (the catalog's presets), a "
             "weight and KV cache precision and the GPUs per replica for each case. Leave an override empty to use "
-            "the catalog's figure; fill it to use your own (every override, for a model or GPU not in the "
-            "catalog).",
+            "the catalog's figure; fill it to use your own (for a model not in the catalog: parameters, active "
+            "parameters and KV cache per token; for a GPU: memory, bandwidth and compute).",
             "Inputs, Active scenario: choose the case that feeds Calculations and Outputs.",
-            "Inputs, Demand: requests per day, prompt and output tokens per request, and the peak-hour factor.",
-            "Inputs, Serving assumptions: usable memory, bandwidth efficiency, prefill utilisation, the latency "
-            "target per user, spare replicas and the traffic growth multiple.",
+            "Inputs, Demand: requests per day; the mean, 95th-percentile and longest prompts; output and hidden "
+            "reasoning tokens; the peak-hour factor; a shared prefix and its cache hit rate (0 until confirmed).",
+            "Prompt lengths (optional): paste measured prompt lengths to count the share a cap rejects from them.",
+            "Inputs, Serving assumptions: usable memory, efficiencies, the decode-speed and time-to-first-token "
+            "targets, spares and the minimum fleet, replicas you already run, the prefill-to-decode link.",
             "Inputs, Cost: price per GPU-hour with its date, region and pricing basis; average utilisation.",
+            "Inputs, Your measurements (optional): a batch-1 decode speed and time to first token measured on the "
+            "active scenario's setup; the Calibration sheet shows the efficiencies they imply and the plan at them.",
             "Read Outputs (and the Cover's key results). Scenarios compares the four cases side by side.",
-            "Checks must read OK. An ERROR names the problem: weights that do not fit, a latency target no batch "
-            "reaches, a share above 100%, a figure missing from the catalog.",
+            "Checks must read OK. An ERROR names the problem: weights or a tail prompt that do not fit, a target no "
+            "batch reaches, a peak the fleet cannot cover, an input far outside its usual range.",
             "In Excel, install the xlsxplan add-in (xlwings) and click Import Functions: the formulas then "
             "recalculate live. Without it, the values shown are those computed when the file was saved; "
             "`xlsxplan recalc` recalculates a copy without Excel.",
@@ -1006,12 +958,14 @@ def build() -> Book:
             ("Cover", "Purpose, active scenario, master check, key results, legend, limitations"),
             ("Guide", "This page"),
             ("Inputs", "Every assumption, once, with unit, source and date; the scenario block"),
+            ("Prompt lengths", "An optional column of measured prompt lengths"),
             ("Calculations", "The active scenario line by line, with the equation and its source"),
             ("Outputs", "Key results, the basis of estimate and the decode-speed chart"),
             ("Scenarios", "The four cases side by side"),
+            ("Calibration", "The plan at its own, the calibrated and your measured efficiencies"),
             ("Checks", "1 for a problem, 0 for OK; the master check"),
             ("Version log", "What changed, when"),
-            ("Lists", "The catalog's presets and the precision names behind the dropdowns"),
+            ("Lists", "The presets and precision names behind the dropdowns; the inputs' usual ranges"),
             ("xlwings.conf", "Tells the add-in which Python module holds the functions; leave it as is"),
         ],
     )

@@ -1,16 +1,18 @@
 """The training plan template: how big a model, how many tokens, how long, what it costs (seed 003).
 
 Sheets: Cover, Guide, Inputs (with the scenario block and the measured-rate table), Calculations (the active
-scenario), Outputs, Measured rates (each benchmark side by side), Checks, Version log, Lists and ``xlwings.conf``.
+scenario), Outputs, Measured rates (each benchmark side by side), Calibration (the run at the plan's, the calibrated
+and your measured MFU), Checks, Version log, Lists and ``xlwings.conf``.
 
 The shipped cases are seed 003's: the Parameter Golf record (35.95M parameters, 3.927B tokens, eight H100s, ten
 minutes) and baseline, the 7B-on-140B-tokens example and Chinchilla's 70B on 1.4T tokens. The measured-rate table
 turns a short benchmark's tokens per second into the 6N-equivalent FLOP rate and sizes a run from it (seed 003,
 "The M2": ``N = sqrt(C t / 120)``), with the seed's H100 record and M2 rows.
 
-Where later work adds rows: calibrated MFU and efficiencies (issue 6) as inputs beside ``Model FLOPs
-utilisation``; architecture-aware FLOPs (attention's 12 L H Q T, recurrence) and training memory with activations
-(issue 7) as lines after ``flops`` and ``train_mem``.
+Later issues added: the model's shape from a preset or by hand, training FLOPs with PaLM's attention term, model
+state per GPU by optimizer and ZeRO stage, activations by sequence length, micro-batch, tensor parallelism and
+recomputation (issue 7); the calibrated MFU beside the input one and a Calibration sheet for your own measurements
+(issue 6); usual-range checks on the inputs (issue 8).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from typing import Any
 from openpyxl.worksheet.datavalidation import DataValidation
 
 from .. import domains
+from ..training_memory import OPTIMIZERS
 from .layout import (
     TEMPLATE_DATE,
     Book,
@@ -30,6 +33,7 @@ from .layout import (
     cover,
     guide,
     lists_sheet,
+    usual_checks,
     validation_for,
     version_log,
 )
@@ -45,6 +49,7 @@ SHEETS = [
     ("Calculations", "calc"),
     ("Outputs", "outputs"),
     ("Measured rates", "scenarios"),
+    ("Calibration", "calibration"),
     ("Checks", "checks"),
     ("Version log", "log"),
     ("Lists", "lists"),
@@ -57,13 +62,36 @@ ACTIVE_CASE = 1
 _OVERRIDE = domains.Domain("number", 0, 1e9)
 
 # (label, values per case, unit, source, comment, format, kind or domain)
+# (label, values per case, unit, source, comment, format, kind or domain)
+# The shapes: the Parameter Golf baseline is 9 layers of width 512 with 1,024-token sequences and 524,288 tokens a step
+# (github.com/openai/parameter-golf, records/track_10min_16mb/2026-03-17_NaiveBaseline/train.log, as cited in
+# shared/data/measurements.csv); the record starts with 11 layers (seed 003); Chinchilla 70B is 80 layers of width
+# 8,192 with 64 heads of 128 (Hoffmann et al. 2022, Table 4) on 2,048-token sequences.
 SCENARIO_ROWS: tuple[tuple[Any, ...], ...] = (
     ("Scenario name", CASES, "text", "Example", "Rename a case freely", "text", None),
+    ("Model", ("Golf 11L 512d", "Golf 9L 512d", "Llama-2-7B", "Chinchilla-70B"), "preset",
+     f"{SEED}; Hoffmann et al. 2022 (example)", "Catalog preset, or your name with its figures", "text", "model"),
     ("Model parameters", (0.03595, 0.01706, 7, 70), "B params", f"{SEED} (example)",
-     "Seed notes 6, 7, 9; 7B is seed 003's example", "small",
+     "Empty: the preset's (seed notes 6, 7, 9)", "small",
      domains.ParamsB.__metadata__[0]),
     ("Training tokens", (3.927e9, 7.225e9, 140e9, 1.4e12), "tokens", f"{SEED} (example)",
      "Record 3.927B, baseline 7.225B (notes 6, 7)", "int", domains.Tokens.__metadata__[0]),
+    ("Layers", (11, 9, None, 80), "count", f"{SEED}; Chinchilla Table 4 (example)",
+     "Empty: the preset's; the record starts with 11 layers", "override_int", _OVERRIDE),
+    ("Hidden size", (512, 512, None, 8192), "count", "Golf log; Chinchilla Table 4 (example)",
+     "Empty: the preset's (d_model)", "override_int", _OVERRIDE),
+    ("Attention heads", (8, 8, None, 64), "count", "Assumed; Chinchilla Table 4 (example)",
+     "Empty: the preset's", "override_int", _OVERRIDE),
+    ("Sequence length", (1024, 1024, 4096, 2048), "tokens", "Golf log; Llama 2; Chinchilla (example)",
+     "Tokens per training sequence", "int", domains.Tokens.__metadata__[0]),
+    ("Micro-batch size", (64, 64, 1, 1), "sequences", "Golf: 524,288 / 8 GPUs / 1,024 (example)",
+     "Sequences per GPU per forward pass", "int", domains.Batch.__metadata__[0]),
+    ("Activation recomputation", ("none", "none", "selective", "selective"), "mode",
+     "Example; Korthikanti et al. 2022", "none, selective or full (dropdown)", "text", "recompute"),
+    ("Tensor-parallel GPUs", (1, 1, 1, 8), "count", "Example", "GPUs sharing each layer; the rest are data "
+     "parallel", "int", domains.GPUs.__metadata__[0]),
+    ("ZeRO stage", (0, 0, 1, 1), "stage", "Example; Rajbhandari et al. 2020", "0 none; 1 optimizer, 2 + gradients, 3 + "
+     "weights", "int", domains.ZeroStage.__metadata__[0]),
     ("Accelerator", ("H100-SXM",) * 4, "preset", f"{SEED} (example)", "A catalog preset (dropdown)", "text",
      "gpu"),
     ("Dense BF16 compute override", (989.5, 989.5, None, None), "TFLOP/s", f"{SEED} 'Eight H100s' (example)",
@@ -106,7 +134,10 @@ BENCHMARK_ROWS: tuple[tuple[Any, ...], ...] = (
 )  # fmt: skip
 
 _KEYS = {
-    "Scenario name": "scenario_name", "Model parameters": "params", "Training tokens": "tokens",
+    "Scenario name": "scenario_name", "Model": "model", "Model parameters": "params_input",
+    "Training tokens": "tokens", "Layers": "layers_input", "Hidden size": "hidden_input",
+    "Attention heads": "heads_input", "Sequence length": "seq_len", "Micro-batch size": "micro_batch",
+    "Activation recomputation": "recompute", "Tensor-parallel GPUs": "tp", "ZeRO stage": "zero",
     "Accelerator": "gpu", "Dense BF16 compute override": "tflops_override",
     "Memory per GPU override": "memory_override", "GPUs": "n_gpus", "Model FLOPs utilisation": "mfu",
     "Time budget": "budget", "Cached tokens": "cached", "Benchmark": "bm_name", "Benchmark parameters": "bm_params_m",
@@ -114,13 +145,29 @@ _KEYS = {
     "Dense peak per accelerator": "bm_peak",
 }  # fmt: skip
 
+
+def _preset(field: str, override: str) -> str:
+    return f'=IF({override}>0,{override},MODEL_SPEC(Model,"{field}"))'
+
+
 LINES: tuple[tuple[str, Line], ...] = (
-    ("The run", Line("params_m", "Model parameters, in millions", "=Model_Parameters*1000", "M params",
-                     "Billions x 1,000", "dec2")),
-    ("", Line("tflops", "Dense BF16 compute per GPU",
-              '=IF(Dense_BF16_Compute_Override>0,Dense_BF16_Compute_Override,GPU_SPEC(Accelerator,"bf16_tflops"))',
-              "TFLOP/s", "The override, else GPU_SPEC(accelerator, \"bf16_tflops\"): dense, never the sparse "
-              "headline", "dec1")),
+    ("The model", Line("params", "Parameters", _preset("params_b", "Model_Parameters"), "B params",
+                       'The input, else MODEL_SPEC(model, "params_b")', "small")),
+    ("", Line("params_m", "Model parameters, in millions", "={params}*1000", "M params", "Billions x 1,000",
+              "dec2")),
+    ("", Line("layers", "Layers", _preset("layers", "Layers"), "count", 'The input, else MODEL_SPEC(model, "layers")',
+              "int")),
+    ("", Line("hidden", "Hidden size", _preset("hidden", "Hidden_Size"), "count",
+              'The input, else MODEL_SPEC(model, "hidden")', "int")),
+    ("", Line("heads", "Attention heads", _preset("heads", "Attention_Heads"), "count",
+              'The input, else MODEL_SPEC(model, "heads")', "int")),
+    ("", Line("head_dim", "Head dimension", "=ROUND({hidden}/{heads},0)", "count", "Hidden size / heads (PaLM's Q)",
+              "int")),
+    ("The run", Line("tflops", "Dense BF16 compute per GPU",
+                     '=IF(Dense_BF16_Compute_Override>0,Dense_BF16_Compute_Override,GPU_SPEC(Accelerator,'
+                     '"bf16_tflops"))', "TFLOP/s",
+                     "The override, else GPU_SPEC(accelerator, \"bf16_tflops\"): dense, never the sparse headline",
+                     "dec1")),
     ("", Line("memory", "Memory per GPU",
               '=IF(Memory_Per_GPU_Override>0,Memory_Per_GPU_Override,GPU_SPEC(Accelerator,"memory_gb"))', "GB",
               "The override, else GPU_SPEC(accelerator, \"memory_gb\")", "dec1")),
@@ -128,11 +175,18 @@ LINES: tuple[tuple[str, Line], ...] = (
               "GPUs x dense peak: eight H100s give 7.92 PFLOP/s (seed 003 'Eight H100s')", "dec2")),
     ("", Line("rate", "Sustained model-FLOP rate", "=GPUs*{tflops}*1E+12*Model_FLOPs_Utilisation", "FLOP/s",
               "Dense peak x MFU (PaLM, arXiv:2204.02311, Appendix B)", "sci")),
-    ("", Line("flops", "Training compute, 6ND", "=TRAIN_FLOPS(Model_Parameters,Training_Tokens)", "FLOPs",
+    ("", Line("flops", "Training compute, 6ND", "=TRAIN_FLOPS({params},Training_Tokens)", "FLOPs",
               "6 x parameters x tokens: 2N forward + 4N backward (seed 003 'Training Computation'; PaLM 4.1)",
               "sci", True)),
+    ("", Line("flops_token", "Training FLOPs per token with attention",
+              "=TRAIN_FLOPS_PER_TOKEN({params},{layers},{heads},{head_dim},Sequence_Length)", "FLOPs",
+              "6N + 12 L H Q T (PaLM, arXiv:2204.02311, Appendix B; seed 003)", "sci")),
+    ("", Line("flops_attn", "Training compute with attention", "={flops_token}*Training_Tokens", "FLOPs",
+              "FLOPs per token x tokens: what the GPUs execute beyond 6ND", "sci")),
+    ("", Line("attn_share", "Attention's share of the compute", "=1-{flops}/{flops_attn}", "fraction",
+              "12 L H Q T / (6N + 12 L H Q T): large for small models and long sequences (seed 003)", "pct1")),
     ("", Line("seconds", "Training time",
-              "=TRAIN_SECONDS(Model_Parameters,Training_Tokens,GPUs,{tflops},Model_FLOPs_Utilisation)", "s",
+              "=TRAIN_SECONDS({params},Training_Tokens,GPUs,{tflops},Model_FLOPs_Utilisation)", "s",
               "6ND / (GPUs x dense peak x MFU) (seed 003 'Training Computation')", "dec1", True)),
     ("", Line("hours", "Training time, in hours", "={seconds}/3600", "h", "Seconds / 3,600", "dec2")),
     ("", Line("days", "Training time, in days", "={seconds}/86400", "days", "Seconds / 86,400", "dec2")),
@@ -142,14 +196,21 @@ LINES: tuple[tuple[str, Line], ...] = (
               True)),
     ("", Line("cost", "List cost of the run", "={gpu_hours}*Price_Per_GPU_Hour", "USD",
               "GPU-hours x price per GPU-hour", "usd", True)),
+    ("Calibrated expectation", Line("mfu_cal", "Calibrated MFU",
+                                    '=EFFICIENCY("train_mfu",Accelerator,"bf16",{hidden},Sequence_Length)',
+                                    "fraction", "EFFICIENCY fitted on published runs: small models reach less; "
+                                    "restated against 6N", "pct1")),
+    ("", Line("seconds_cal", "Training time at the calibrated MFU",
+              "=TRAIN_SECONDS({params},Training_Tokens,GPUs,{tflops},{mfu_cal})", "s",
+              "6ND / (GPUs x dense peak x calibrated MFU): the Calibration sheet has the rest", "dec1", True)),
     ("Sizing", Line("tokens_budget", "Tokens the time budget allows",
-                    "=TRAIN_TOKENS(Model_Parameters,{rate},Time_Budget)", "tokens",
+                    "=TRAIN_TOKENS({params},{rate},Time_Budget)", "tokens",
                     "Sustained rate x budget / 6N (seed 003 'The M2')", "int", True)),
     ("", Line("chinchilla", "Chinchilla tokens for the model",
-              "=CHINCHILLA_TOKENS(Model_Parameters,Chinchilla_Tokens_Per_Parameter)", "tokens",
+              "=CHINCHILLA_TOKENS({params},Chinchilla_Tokens_Per_Parameter)", "tokens",
               "20 tokens per parameter (Hoffmann et al. 2022, Table 3; seed 003)", "int")),
     ("", Line("ratio", "Training tokens over Chinchilla tokens",
-              "=CHINCHILLA_RATIO(Model_Parameters,Training_Tokens,Chinchilla_Tokens_Per_Parameter)", "ratio",
+              "=CHINCHILLA_RATIO({params},Training_Tokens,Chinchilla_Tokens_Per_Parameter)", "ratio",
               "Above 1: more tokens per parameter than the rule (seed 003 'Actual Competition Runs')", "dec2",
               True)),
     ("", Line("side", "Where the run sits",
@@ -164,15 +225,67 @@ LINES: tuple[tuple[str, Line], ...] = (
               "=CHINCHILLA_TOKENS({optimal},Chinchilla_Tokens_Per_Parameter)", "tokens",
               "20 x the compute-optimal size", "int")),
     ("Memory and data", Line("train_mem", "Training memory before activations",
-                             "=TRAIN_MEMORY_GB(Model_Parameters,Training_Bytes_Per_Parameter)", "GB",
+                             "=TRAIN_MEMORY_GB({params},Training_Bytes_Per_Parameter)", "GB",
                              "Parameters x 16 bytes: weights, gradients, master weights, Adam (ZeRO, "
                              "arXiv:1910.02054, 3.1)", "dec2", True)),
     ("", Line("fits_gpu", "Fits on one GPU before activations?",
               '=IF({train_mem}<={memory},"yes","no: shard it across the GPUs")', "text",
-              "Activations come on top (seed 003: the record peaked at 41.7 GB per GPU)", "text")),
+              "The whole state on one GPU, unsharded (seed 003's 16 bytes a parameter)", "text")),
+    ("", Line("dp", "Data-parallel GPUs", "=GPUs/Tensor_Parallel_GPUs", "count",
+              "GPUs / tensor-parallel GPUs: the replicas ZeRO shards the state over", "int")),
+    ("", Line("state", "Model state per GPU",
+              "=TRAIN_STATE_GB({params},OPTIMIZER_BYTES(Optimizer),ZeRO_Stage,{dp},Tensor_Parallel_GPUs)", "GB",
+              "Weights + gradients + optimizer states of a slice, sharded by ZeRO (Rajbhandari 2020, Fig. 1)",
+              "dec2")),
+    ("", Line("activations", "Activations per GPU",
+              "=ACTIVATION_GB(Sequence_Length,Micro_Batch_Size,{hidden},{heads},{layers},Tensor_Parallel_GPUs,"
+              "Sequence_Parallelism,Activation_Recomputation)", "GB",
+              "s b h (34 + 5 a s / h) a layer, less with parallelism, recomputation (Korthikanti 2022, T. 2)",
+              "dec2")),
+    ("", Line("mem_gpu", "Training memory per GPU", "={state}+{activations}", "GB",
+              "State + activations: the record peaked at 41.7 GB per GPU (seed 003 'Parameter Golf')", "dec1",
+              True)),
+    ("", Line("fits_mem", "Fits in each GPU's memory?", '=IF({mem_gpu}<={memory},"fits","does not fit")', "text",
+              "Training memory per GPU against the GPU's memory", "text", True, bad=("does not fit",))),
     ("", Line("passes", "Passes over the cached tokens", "=DATA_PASSES(Training_Tokens,Cached_Tokens)", "passes",
               "Tokens / cached tokens; above 1 repeats data (seed 003 'Which FineWeb?')", "dec2", True)),
+    ("Your measurements", Line("implied_gh", "MFU your GPU-hours imply, else calibrated",
+                               "=IF(Measured_GPU_Hours>0,MFU({params},Training_Tokens/(Measured_GPU_Hours*3600),1,"
+                               "{tflops}),{mfu_cal})", "fraction",
+                               "6N x tokens per GPU-second / dense peak (MFU; PaLM Appendix B)", "pct1")),
+    ("", Line("implied", "MFU your measurements imply, else calibrated",
+              "=IF(Measured_Training_Throughput>0,MFU({params},Measured_Training_Throughput,GPUs,{tflops}),"
+              "{implied_gh})", "fraction", "The throughput if given, else the GPU-hours, else the calibrated MFU",
+              "pct1")),
 )  # fmt: skip
+
+# The Calibration sheet: the active run at three MFUs, in columns C, D and E ({mfu} is the column's).
+CALIBRATION_COLUMNS = ("Plan (Inputs)", "Calibrated", "Your measurements")
+CALIBRATION_LINES: tuple[Line, ...] = (
+    Line("cal_seconds", "Training time", "=TRAIN_SECONDS({params},Training_Tokens,GPUs,{tflops},{mfu})", "s",
+         "6ND / (GPUs x dense peak x MFU) (seed 003)", "dec1"),
+    Line("cal_days", "Training time, in days", "={cal_seconds}/86400", "days", "Seconds / 86,400", "dec2"),
+    Line("cal_within", "Within the time budget?", '=IF({cal_seconds}<=Time_Budget,"within budget","over budget")',
+         "text", "Training time against the time budget", "text", bad=("over budget",)),
+    Line("cal_gpu_hours", "GPU-hours", "=GPU_HOURS({cal_seconds},GPUs)", "GPU-h", "Time x GPUs / 3,600", "dec2"),
+    Line("cal_cost", "List cost of the run", "={cal_gpu_hours}*Price_Per_GPU_Hour", "USD",
+         "GPU-hours x price per GPU-hour", "usd"),
+    Line("cal_tokens_budget", "Tokens the time budget allows",
+         "=TRAIN_TOKENS({params},GPUs*{tflops}*1E+12*{mfu},Time_Budget)", "tokens",
+         "GPUs x dense peak x MFU x budget / 6N (seed 003 'The M2')", "int"),
+    Line("cal_optimal_m", "Compute-optimal size for the time budget",
+         "=OPTIMAL_PARAMS_B(GPUs*{tflops}*1E+12*{mfu},Time_Budget,Chinchilla_Tokens_Per_Parameter)*1000",
+         "M params", "sqrt(rate x budget / 120) (seed 003 'The M2')", "dec1"),
+)  # fmt: skip
+
+USUAL: tuple[tuple[str, str, str, Any], ...] = (
+    ("params_input", "Model parameters", "B params", domains.ParamsB),
+    ("tflops_override", "Dense BF16 compute", "TFLOP/s", domains.TFLOPs),
+    ("memory_override", "Memory per GPU", "GB", domains.MemoryGB),
+    ("Price_Per_GPU_Hour", "Price per GPU-hour", "USD/GPU-h", domains.Price),
+    ("bm_peak", "Benchmark peak", "TFLOP/s", domains.TFLOPs),
+)
+"""Inputs whose argument domain has a usual range (xlsxplan.domains): a value outside it gets a Checks row."""
 
 MEASURED_LINES: tuple[Line, ...] = (
     Line("bm_tps", "Observed throughput", "={bm_tokens}/{bm_seconds}", "tokens/s", "Tokens counted / seconds",
@@ -193,10 +306,10 @@ MEASURED_LINES: tuple[Line, ...] = (
          "=OPTIMAL_PARAMS_B({bm_c6n},Time_Budget,Chinchilla_Tokens_Per_Parameter)*1000", "M params",
          "sqrt(C t / 120): record 84M for 600 s; M2 about 1.7-2.4M (seed 003 'The M2')", "dec2"),
     Line("bm_tokens_budget", "Tokens the budget allows the plan's model",
-         "=TRAIN_TOKENS(Model_Parameters,{bm_c6n},Time_Budget)", "tokens",
+         "=TRAIN_TOKENS({params},{bm_c6n},Time_Budget)", "tokens",
          "Rate x budget / 6N, for the active scenario's model", "int"),
     Line("bm_seconds_run", "Time to train the plan's model on its tokens",
-         "=RUN_SECONDS(Model_Parameters,Training_Tokens,{bm_c6n})", "s",
+         "=RUN_SECONDS({params},Training_Tokens,{bm_c6n})", "s",
          "6ND / rate: seed 003 projects 8-16 days on the M2, about 20 from the anchor", "int"),
     Line("bm_days", "Time to train the plan's model, in days", "={bm_seconds_run}/86400", "days",
          "Seconds / 86,400", "dec1"),
@@ -245,6 +358,15 @@ def _inputs(book: Book, lists: dict[str, str]) -> Sheet:
         validation_for(domains.Domain("number", 0, 1000, low_open=True), "Training bytes per parameter"),
     )
 
+    sh.section("Training setup", "What the memory per GPU depends on besides the model (issue 7)")
+    optimizers = DataValidation(type="list", formula1='"' + ",".join(OPTIMIZERS) + '"', showErrorMessage=True)
+    optimizers.error = "Optimizer: one of " + ", ".join(OPTIMIZERS)
+    sh.input("Optimizer", "adam", "name", "Example; Rajbhandari et al. 2020, 3.1", "Mixed-precision Adam keeps 12 "
+             "bytes of state a parameter (OPTIMIZER_BYTES)", "text", optimizers)  # fmt: skip
+    sh.input("Sequence parallelism", 1, "flag", "Example; Korthikanti et al. 2022", "1 splits norms and dropouts "
+             "across the tensor-parallel GPUs; 0 does not", "int",
+             validation_for(domains.Flag.__metadata__[0], "Sequence parallelism"))  # fmt: skip
+
     sh.section("Cost and basis of estimate", "Estimate, not a quote: check your provider's current price")
     sh.input(
         "Price per GPU-hour",
@@ -263,6 +385,14 @@ def _inputs(book: Book, lists: dict[str, str]) -> Sheet:
     sh.input("Pricing basis", "On-demand", "text", "Example", "On-demand, committed or spot", "text", basis)
     sh.input("Billing currency", "USD", "ISO 4217", "Example", "Every cost line is in this currency", "text")
 
+    sh.section("Your measurements (optional)", "Of the active scenario's run: see the Calibration sheet")
+    sh.input("Measured training throughput", None, "tokens/s", "Example: empty, not measured", "All the GPUs "
+             "together, on the active scenario's model and GPUs", "int",
+             validation_for(domains.TokensPerS.__metadata__[0], "Measured training throughput"))  # fmt: skip
+    sh.input("Measured GPU-hours", None, "GPU-h", "Example: empty, not measured", "Of the whole run on its "
+             "training tokens; the record: 8 x 599.6 s = 1.33", "dec2",
+             validation_for(domains.Domain("number", 0, 1e12, low_open=True), "Measured GPU-hours"))  # fmt: skip
+
     sh.section("Measured rates", "Short benchmarks: their 6N-equivalent rate sizes a run (seed 003 'The M2')")
     sh.case_headings("Benchmarks: one column per measurement", "")
     for label, values, unit, source, comment, fmt, kind in BENCHMARK_ROWS:
@@ -273,6 +403,10 @@ def _inputs(book: Book, lists: dict[str, str]) -> Sheet:
 
 
 def _validation(label: str, kind: Any, lists: dict[str, str]) -> DataValidation | None:
+    if kind == "recompute":
+        dv = DataValidation(type="list", formula1='"none,selective,full"', showErrorMessage=True)
+        dv.error = f"{label}: none, selective or full"
+        return dv
     if isinstance(kind, str):
         return DataValidation(type="list", formula1=lists[kind], showErrorMessage=False)
     return validation_for(kind, label)
@@ -309,6 +443,32 @@ def _measured(book: Book) -> Sheet:
     sh.section("From tokens per second to a model size")
     for line in MEASURED_LINES:
         book.refs[f"Measured rates:{line.key}"] = sh.side_by_side(line, locals_)
+    sh.finish()
+    return sh
+
+
+def _calibration(book: Book) -> Sheet:
+    sh = book.sheet(
+        "Calibration",
+        "The active scenario's run at the plan's MFU (Inputs), at the calibrated MFU (EFFICIENCY, fitted on "
+        "published runs) and at what your measurements on Inputs imply.",
+        ["Line item", "Unit", *CALIBRATION_COLUMNS, "", "Equation and source"],
+        layout="cases",
+    )
+    locals_: list[dict[str, Ref | str]] = [{}, {}, {}]
+    sh.section("Model FLOPs utilisation", "Measured figures from Inputs, section 'Your measurements'")
+    mfu = Line("mfu", "Model FLOPs utilisation", "", "fraction",
+               "EFFICIENCY(\"train_mfu\", GPU, \"bf16\", hidden, seq. length); yours: from Calculations",
+               "pct1")  # fmt: skip
+    book.refs["Calibration:mfu"] = sh.side_by_side(mfu, locals_, ["=Model_FLOPs_Utilisation", "={mfu_cal}",
+                                                                  "={implied}"])  # fmt: skip
+    sh.section("The active scenario's run at each MFU")
+    for line in CALIBRATION_LINES:
+        book.refs[f"Calibration:{line.key}"] = sh.side_by_side(line, locals_)
+    sh.skip()
+    sh.text("Your column falls back to the calibrated MFU where no measurement is given; a measured throughput "
+            "wins over measured GPU-hours. An MFU above 100% means the measurement and the accelerator's peak "
+            "disagree: see Checks.")  # fmt: skip
     sh.finish()
     return sh
 
@@ -362,13 +522,28 @@ def _checks(book: Book) -> Sheet:
         "=IF({train_mem}>GPUs*{memory},1,0)",
         "Weights, gradients and optimiser state exceed the GPUs' memory even fully sharded (ZeRO-3)",
     )
-    first, last = book.ref("tflops"), book.ref("memory")
-    span = f"Calculations!$B${first.row}:$B${last.row}"
-    sh.check("An accelerator figure is missing", f"=IF(COUNT({span})<ROWS({span}),1,0)",
-             "A name not in the catalog needs its overrides filled in")  # fmt: skip
+    sh.check("Training memory per GPU above the GPU's memory", "=IF({mem_gpu}>{memory},1,0)",
+             "Model state + activations per GPU: shard more (ZeRO), recompute, or cut the micro-batch")  # fmt: skip
+    sh.check("GPUs not a whole number of tensor-parallel groups",
+             "=IF(ROUND(GPUs/Tensor_Parallel_GPUs,0)*Tensor_Parallel_GPUs<>GPUs,1,0)",
+             "The data-parallel GPUs must be a whole number")  # fmt: skip
+    sh.check(
+        "A measurement beyond the GPUs' peak",
+        "=IF({implied}>1,1,0)",
+        "Your throughput or GPU-hours imply an MFU above 100%: check the measurement and the accelerator",
+    )
+    model = [book.ref(k) for k in ("params", "layers", "hidden", "heads")]
+    gpu = [book.ref(k) for k in ("tflops", "memory")]
+    spans = [f"Calculations!$B${a[0].row}:$B${a[-1].row}" for a in (model, gpu)]
+    sh.check("A model or accelerator figure is missing",
+             f"=IF(COUNT({spans[0]})+COUNT({spans[1]})<ROWS({spans[0]})+ROWS({spans[1]}),1,0)",
+             "A name not in the catalog needs its figures filled in")  # fmt: skip
+    sh.section("Inputs in their usual range", "A legal value far from the usual range is usually a unit slip")
+    usual_checks(book, sh, USUAL)
     sh.section("Every sheet")
     calc_span = f"Calculations!$B$6:$B${book.ws('Calculations').max_row}"
     measured_span = f"'Measured rates'!$C$6:$F${book.ws('Measured rates').max_row}"
+    calibration_span = f"Calibration!$C$6:$E${book.ws('Calibration').max_row}"
     sh.check("Error values on Calculations", f"=IF(SUMPRODUCT(1*ISERROR({calc_span}))>0,1,0)",
              "Any error value on Calculations")  # fmt: skip
     sh.check(
@@ -376,6 +551,8 @@ def _checks(book: Book) -> Sheet:
         f"=IF(SUMPRODUCT(1*ISERROR({measured_span}))>0,1,0)",
         "Any error among the benchmarks, e.g. a rate above the accelerators' peak (MFU above 100%)",
     )
+    sh.check("Error values on Calibration", f"=IF(SUMPRODUCT(1*ISERROR({calibration_span}))>0,1,0)",
+             "Any error value on Calibration")  # fmt: skip
     sh.skip()
     sh.master()
     sh.finish()
@@ -385,13 +562,14 @@ def _checks(book: Book) -> Sheet:
 def build() -> Book:
     """The training plan as an openpyxl workbook in a :class:`Book` (formulas only; recalculate to cache values)."""
     book = Book(TITLE, SHEETS)
-    lists = lists_sheet(book)
+    lists = lists_sheet(book, [(key, label, unit, alias.__metadata__[0]) for key, label, unit, alias in USUAL])
     _inputs(book, lists)
     _calculations(book)
     _measured(book)
+    _calibration(book)
     _outputs(book)
     _checks(book)
-    for name in ("Inputs", "Calculations", "Outputs", "Measured rates", "Checks"):
+    for name in ("Inputs", "Calculations", "Outputs", "Measured rates", "Calibration", "Checks"):
         book.sheets[name].header_status()
     cover(
         book,
@@ -407,16 +585,19 @@ def build() -> Book:
             ("cost", "List cost of the run", "USD", "usd"),
             ("ratio", "Training tokens over Chinchilla tokens", "ratio", "dec2"),
             ("optimal_m", "Compute-optimal size for the time budget", "M params", "dec1"),
+            ("seconds_cal", "Training time at the calibrated MFU", "s", "dec1"),
+            ("mem_gpu", "Training memory per GPU", "GB", "dec1"),
         ],
         examples='seed 003, "Estimating the Compute and Memory Needed for Language Models" (Parameter Golf, the M2)',
         limitations=[
             "6ND counts the parameterised matrix multiplications of a dense transformer; attention (PaLM's "
-            "12 L H Q T per token) and recurrently reapplied layers add work (seed 003).",
+            "12 L H Q T per token, shown beside it) and recurrently reapplied layers add work (seed 003).",
             "MFU is an assumption unless measured: large dense runs report 40-50%, the Parameter Golf record "
-            "about 18%.",
+            "about 18%; the calibrated MFU is fitted on published runs, and the Calibration sheet takes yours.",
             "Chinchilla's 20 tokens per parameter is a landmark fitted on large dense models, not an optimum for "
             "tens of millions of parameters or quantised models (seed 003).",
-            "Training memory counts weights, gradients and Adam state only; activations come on top.",
+            "Activation memory follows Korthikanti et al. (2022) for a standard transformer block; embeddings, "
+            "the loss, framework buffers and fragmentation come on top.",
             "A measured rate transfers to another model size only approximately: the projection assumes the "
             "6N-equivalent rate stays the same.",
             "Cost assumes GPUs billed by the hour; prices are examples, not quotes.",
@@ -425,17 +606,22 @@ def build() -> Book:
     guide(
         book,
         steps=[
-            "Inputs, Scenario block: for each case, the model's parameters (in billions), the training tokens, "
-            "the accelerator (dropdown of the catalog), how many, the MFU you expect, the time budget in seconds "
-            "and the tokens you have cached. Leave an override empty to use the catalog's figure.",
+            "Inputs, Scenario block: for each case, the model (a catalog preset from the dropdown, or your own "
+            "name), its parameters, layers, hidden size and heads (empty: the preset's figure), the training tokens "
+            "and sequence length, the micro-batch, recomputation, tensor-parallel GPUs and ZeRO stage, the "
+            "accelerator and how many, the MFU you expect, the time budget in seconds and the tokens you have "
+            "cached. Leave an override empty to use the catalog's figure.",
             "Inputs, Active scenario: choose the case that feeds Calculations and Outputs.",
+            "Inputs, Training setup: the optimizer and whether tensor parallelism splits the sequence too.",
+            "Inputs, Your measurements (optional): the throughput or the GPU-hours of the active scenario's run; "
+            "the Calibration sheet shows the MFU they imply and the run at it, beside the calibrated MFU.",
             "Inputs, Measured rates: for a machine without a published FLOP/s (a laptop, say), run a short "
             "benchmark and enter the model's parameters, the tokens it processed and in how many seconds.",
             "Inputs, Cost: price per GPU-hour with its date, region and pricing basis.",
             "Read Outputs (and the Cover's key results); Measured rates turns each benchmark into a model size "
             "for the time budget and a time for the active scenario's run.",
-            "Checks must read OK: an ERROR names the problem (over budget, MFU above 100%, state too big, a "
-            "missing figure).",
+            "Checks must read OK: an ERROR names the problem (over budget, MFU above 100%, memory per GPU above "
+            "the GPU's, a missing figure, an input far outside its usual range).",
             "In Excel, install the xlsxplan add-in (xlwings) and click Import Functions: the formulas then "
             "recalculate live. Without it, the values shown are those computed when the file was saved; "
             "`xlsxplan recalc` recalculates a copy without Excel.",
@@ -447,9 +633,10 @@ def build() -> Book:
             ("Calculations", "The active scenario line by line, with the equation and its source"),
             ("Outputs", "Key results and the basis of estimate"),
             ("Measured rates", "Each benchmark's rate, MFU, compute-optimal size and projected time"),
+            ("Calibration", "The run at the plan's, the calibrated and your measured MFU"),
             ("Checks", "1 for a problem, 0 for OK; the master check"),
             ("Version log", "What changed, when"),
-            ("Lists", "The catalog's presets and the precision names behind the dropdowns"),
+            ("Lists", "The presets and precision names behind the dropdowns; the inputs' usual ranges"),
             ("xlwings.conf", "Tells the add-in which Python module holds the functions; leave it as is"),
         ],
     )
