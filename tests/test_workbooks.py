@@ -184,7 +184,7 @@ def test_committed_workbooks_are_what_build_writes(cli_build, name):
 def test_the_garbage_collector_is_paused_while_a_template_recalculates_and_restored_after():
     import gc
 
-    from xlsxplan.workbooks.build import gc_paused
+    from xlsxplan.workbook import gc_paused
 
     assert gc.isenabled()
     with gc_paused():
@@ -573,3 +573,20 @@ def test_results_that_need_attention_are_flagged_in_bad_colours(shipped):
         cell = book.address(key).split("!")[1]
         rules = [r for cf in wb[sheet].conditional_formatting if cell in str(cf.sqref) for r in cf.rules]
         assert any(r.formula == [value] and r.dxf.fill.bgColor.rgb.endswith("FFC7CE") for r in rules), (sheet, key)
+
+
+def test_loading_and_calculating_leave_the_callers_garbage_collector_as_it_was(tmp_path):
+    import gc
+
+    import openpyxl
+
+    from xlsxplan.workbook import Workbook
+
+    book = openpyxl.Workbook()
+    book.active["A1"] = 2
+    book.active["A2"] = "=WEIGHTS_GB(A1)"
+    path = tmp_path / "b.xlsx"
+    book.save(path)
+    assert gc.isenabled()
+    wb = Workbook.load(path).calculate()
+    assert gc.isenabled() and wb.get("Sheet!A2") == 4

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import bisect
 import contextlib
+import gc
 import logging
 import math
 import re
@@ -198,6 +199,25 @@ def _quiet_engine() -> Iterator[_LogCapture]:
                 lg.removeHandler(capture)
                 lg.setLevel(level)
                 lg.propagate = propagate
+
+
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """Pause Python's cyclic garbage collector for the block, then restore it as it was.
+
+    Loading a workbook builds tens of thousands of small linked objects (a `formulas` cell and its schedula nodes
+    and edges per cell), and each collection of the oldest generation walks all of them again: about a quarter of
+    a template's load and calculation (BENCHMARKS.md, "Template recalculation"). Nothing is freed late by waiting:
+    the model lives as long as the Workbook. Used inside :meth:`Workbook.load` and :meth:`Workbook.calculate`, so
+    the caller's collector is back as it was when they return.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def _model_class() -> type:
@@ -389,8 +409,9 @@ class Workbook:
         """
         path = Path(path)
         require_defusedxml()
-        inspection = open_package(path, limits)
-        return cls._from_inspection(inspection, path, progress, limits or Limits())
+        with gc_paused():
+            inspection = open_package(path, limits)
+            return cls._from_inspection(inspection, path, progress, limits or Limits())
 
     @classmethod
     def _from_inspection(
@@ -554,7 +575,7 @@ class Workbook:
 
     def calculate(self) -> Workbook:
         """Recompute every formula with the inputs set so far; returns the workbook."""
-        with _quiet_engine():
+        with _quiet_engine(), gc_paused():
             try:
                 self._solution = self._model.calculate(inputs=dict(self._inputs))
             except RecursionError:

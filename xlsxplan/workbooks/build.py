@@ -12,13 +12,11 @@ properties still carry the generator's stamp), or with ``force``: a template som
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import os
 import re
 import tempfile
 import zipfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,7 +28,7 @@ from . import serving, training
 from .layout import GENERATOR, SIDE_COLUMNS, TEMPLATE_DATE, Book
 
 __all__ = ["TEMPLATES", "build_all", "build_template", "workbook_api", "serving_summary", "training_summary",
-           "is_generated", "Built", "gc_paused"]  # fmt: skip
+           "is_generated", "Built"]  # fmt: skip
 
 TEMPLATES: dict[str, Callable[[], Book]] = {
     serving.FILENAME: serving.build,
@@ -91,23 +89,6 @@ def _normalise(src: Path, dst: Path) -> None:
             zout.writestr(out, data)
 
 
-@contextlib.contextmanager
-def gc_paused() -> Iterator[None]:
-    """Pause Python's cyclic garbage collector while a template is loaded, calculated and saved.
-
-    Loading builds tens of thousands of small linked objects (`formulas` and schedula nodes), and each collection of
-    the oldest generation walks all of them: on the serving plan that is about a quarter of the time
-    (BENCHMARKS.md, "Template recalculation"). Nothing is lost by waiting: the model lives until the build ends.
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
-
-
 def build_template(filename: str, out_dir: Path, force: bool = False) -> Built:
     """Build, recalculate and write one template into ``out_dir``; returns it, recalculated."""
     target = Path(out_dir) / filename
@@ -125,9 +106,8 @@ def build_template(filename: str, out_dir: Path, force: bool = False) -> Built:
     calculated = raw.with_suffix(".calc.xlsx")
     try:
         book.wb.save(raw)
-        with gc_paused():
-            workbook = api.load(raw).calculate()
-            workbook.save(calculated)
+        workbook = api.load(raw).calculate()  # the Workbook API pauses the garbage collector while it works
+        workbook.save(calculated)
         atomic_write(target, lambda tmp: _normalise(calculated, tmp))
     finally:
         for leftover in (raw, calculated):
