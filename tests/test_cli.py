@@ -114,3 +114,16 @@ def test_eval_warns_about_an_implausible_unit_but_still_answers(capsys):
     assert code == 0 and float(out) > 90_000
     assert err == "xlsxplan: warning: bandwidth_tb_s = 3,350 is outside the usual range 0.01 to 50: check its unit\n"
     assert run(capsys, "eval", "=DECODE_TOKS(72.7,1,2,3.35)")[2] == ""
+
+
+def test_a_closed_pipe_ends_quietly():
+    # `xlsxplan functions --json | head -1`: no traceback when the reader leaves early. The JSON (over 100 KB) is
+    # larger than a pipe's buffer (64 KB on Linux), so the writer is still writing when the pipe closes.
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "xlsxplan", "functions", "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    proc.stdout.readline()
+    proc.stdout.close()
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 141
+    assert b"Traceback" not in err

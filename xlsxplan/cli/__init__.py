@@ -5,7 +5,7 @@ Each command lives in its own module in this package and exposes ``ORDER`` (its 
 one touches no other file.
 
 Exit status: 0 success; 1 the result is an Excel error or a check failed; 2 bad usage, or a file that cannot be read
-or written; 130 interrupted.
+or written; 130 interrupted; 141 the reader of the output went away (``| head``).
 """
 
 from __future__ import annotations
@@ -54,3 +54,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("xlsxplan: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # `xlsxplan functions | head`: the reader left; say nothing more
+        import os
+
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # so the interpreter's final flush does not fail again
+        return 141  # 128 + SIGPIPE, as a shell reports a command killed by a closed pipe
