@@ -14,13 +14,25 @@ from pathlib import Path
 
 from .errors import WorkbookError
 
-__all__ = ["atomic_write", "atomic_write_text", "atomic_path", "check_writable"]
+__all__ = ["atomic_write", "atomic_write_text", "atomic_path", "check_writable", "ensure_folder"]
+
+
+def ensure_folder(folder: Path) -> Path:
+    """Create ``folder`` (and its parents) if needed; refuse, with one line, one that cannot be a folder."""
+    folder = Path(folder)
+    if folder.exists() and not folder.is_dir():
+        raise WorkbookError(f"cannot use {folder} as a folder: it is a file")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise WorkbookError(f"cannot create the folder {folder}: {err.strerror or err}") from None
+    return folder
 
 
 def check_writable(path: Path) -> None:
     """Refuse, with one line, a target that cannot be replaced."""
     path = Path(path)
-    folder = path.parent if str(path.parent) else Path(".")
+    folder = path.parent
     if not folder.is_dir():
         raise WorkbookError(f"cannot write {path}: the folder {folder} does not exist")
     if path.is_dir():
@@ -40,7 +52,7 @@ def atomic_path(path: Path) -> Iterator[Path]:
     """Yield a temporary path beside ``path``; on success it replaces ``path`` in one rename."""
     path = Path(path)
     check_writable(path)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent or ".")
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     os.close(fd)
     tmp = Path(tmp_name)
     try:

@@ -1,0 +1,32 @@
+"""Writing without losing anything: folders made or refused with one line, atomic replacement."""
+
+from __future__ import annotations
+
+import pytest
+
+from xlsxplan.errors import WorkbookError
+from xlsxplan.fileio import atomic_write_text, ensure_folder
+
+
+def test_ensure_folder_makes_missing_parents(tmp_path):
+    target = tmp_path / "a" / "b"
+    assert ensure_folder(target) == target and target.is_dir()
+    assert ensure_folder(target) == target  # already there: fine
+
+
+def test_ensure_folder_refuses_a_file_with_one_line(tmp_path):
+    (tmp_path / "f").write_text("x")
+    with pytest.raises(WorkbookError, match=r"^cannot use .*f as a folder: it is a file$"):
+        ensure_folder(tmp_path / "f")
+    with pytest.raises(WorkbookError, match=r"^cannot create the folder .*f/sub: "):
+        ensure_folder(tmp_path / "f" / "sub")
+
+
+def test_atomic_write_replaces_whole_and_refuses_a_missing_folder(tmp_path):
+    target = tmp_path / "out.txt"
+    target.write_text("old")
+    atomic_write_text(target, "new")
+    assert target.read_text() == "new"
+    assert [p.name for p in tmp_path.iterdir()] == ["out.txt"]  # no temporary file left behind
+    with pytest.raises(WorkbookError, match=r"^cannot write .*: the folder .* does not exist$"):
+        atomic_write_text(tmp_path / "nowhere" / "x.txt", "x")
