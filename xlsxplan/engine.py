@@ -41,6 +41,7 @@ __all__ = [
     "evaluate_formula",
     "FormulaResult",
     "collect_messages",
+    "Messages",
     "normalise_formula",
     "Workbook",
     "recalc",
@@ -61,9 +62,46 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+class Messages(list):
+    """The :class:`CellError` of every registry call that failed, in call order (a list), and where they landed.
+
+    ``grids`` holds, for each registry call whose result was an array, ``{(row, col): CellError}`` for the elements
+    that failed with a reason, in call order: an error at the same position and with the same code in a formula's
+    array result can be traced back to it without evaluating anything again.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.grids: list[dict[tuple[int, int], CellError]] = []
+
+    def extend_from(self, other: Messages) -> None:
+        """Add ``other``'s messages and grids after these."""
+        self.extend(other)
+        self.grids.extend(other.grids)
+
+    def at(self, pos: tuple[int, int], code: str) -> str | None:
+        """The reason for the element at ``pos`` of an array result that holds ``code``, if a call put it there.
+
+        The latest call that left an error of that code at that position wins, as it is the closest to the result.
+        """
+        for grid in reversed(self.grids):
+            err = grid.get(pos)
+            if err is not None and err.code == code:
+                return err.message
+        return None
+
+    def last(self, code: str) -> str | None:
+        """The reason of the latest call that failed with ``code``, if any.
+
+        A formula's error value is the one its outermost operations met last: a failure that IFERROR swallowed
+        comes before the one that reached the result, so the latest matching message is the better guess.
+        """
+        return next((m.message for m in reversed(self) if m.code == code and m.message), None)
+
+
 # A stack of message buckets. Not a ContextVar: `formulas` (through schedula) runs cell functions in a context of
 # its own, where a ContextVar set by the caller is not visible. A lock keeps concurrent evaluations apart.
-_buckets: list[list[CellError]] = []
+_buckets: list[Messages] = []
 _lock = threading.RLock()
 _registered = False
 
@@ -80,9 +118,9 @@ NATIVE_REASONS = {
 
 
 @contextlib.contextmanager
-def collect_messages() -> Iterator[list[CellError]]:
+def collect_messages() -> Iterator[Messages]:
     """Collect the :class:`CellError` of every registry call that failed inside the block, in call order."""
-    bucket: list[CellError] = []
+    bucket = Messages()
     with _lock:
         _buckets.append(bucket)
         try:
@@ -125,9 +163,25 @@ def _to_formulas(result: Any) -> Any:
     return result
 
 
+def _record_grid(result: np.ndarray) -> None:
+    """Note where the elements of an array result failed, with their reasons (see :class:`Messages`)."""
+    if not _buckets:
+        return
+    grid = {
+        (i, j): item
+        for (i, j), item in np.ndenumerate(np.atleast_2d(result))
+        if isinstance(item, CellError) and item.message
+    }
+    if grid:
+        _buckets[-1].grids.append(grid)
+
+
 def _adapter(fn: registry.Function) -> Any:
     def call(*args: Any) -> Any:
-        return _to_formulas(cells.evaluate_broadcast(fn, [_from_formulas(a) for a in args]))
+        result = cells.evaluate_broadcast(fn, [_from_formulas(a) for a in args])
+        if isinstance(result, np.ndarray):
+            _record_grid(result)
+        return _to_formulas(result)
 
     call.__name__ = fn.name
     call.__doc__ = fn.description()

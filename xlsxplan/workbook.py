@@ -234,7 +234,7 @@ def _model_class() -> type:
             self.tick = tick
             self.problems: dict[str, CellError] = {}
             self.formula_text: dict[str, str] = {}
-            self.compile_messages: dict[str, list[CellError]] = {}  # constant parts are evaluated while compiling
+            self.compile_messages: dict[str, engine.Messages] = {}  # constant parts are evaluated while compiling
 
         def add_book(self, book: Any = None, context: Any = None, data_only: bool = False) -> Any:
             if isinstance(book, str) and book.replace("\\", "/").upper() != _BOOK_KEY:
@@ -271,7 +271,7 @@ def _model_class() -> type:
                 with engine.collect_messages() as messages:
                     compiled = super().compile_cell(cell, context, references, formula_references)
                 if messages:
-                    self.compile_messages[compiled.output] = list(messages)
+                    self.compile_messages[compiled.output] = messages
                 return compiled
             except WorkbookError:
                 raise
@@ -392,7 +392,7 @@ class Workbook:
         self._inputs: dict[str, Any] = {}
         self._sets: dict[tuple[str, int, int], Any] = {}
         self._solution: Any = None
-        self._messages: dict[str, str] = {}
+        self._messages: dict[tuple[str, str], tuple[str, engine.Messages | None]] = {}
         self._raw_cache: dict[str, Any] = {}
         self._index_cells()
 
@@ -679,46 +679,59 @@ class Workbook:
         return CellError(err.code, self._reason(key, err.code, pos))
 
     def _reason(self, key: str, code: str, pos: tuple[int, int] | None = None, depth: int = 0) -> str:
-        cache_key = f"{key}|{pos}"
-        if cache_key not in self._messages:
-            self._messages[cache_key] = self._find_reason(key, code, pos, depth)
-        return self._messages[cache_key]
+        """Why the node ``key`` (at ``pos`` of its array, if it is one) holds the error ``code``.
 
-    def _find_reason(self, key: str, code: str, pos: tuple[int, int] | None, depth: int) -> str:
-        problem = self._model.problems.get(key)
-        if problem is not None:
-            return problem.message
-        cell = self._model.cells.get(key)
-        if cell is None:
-            return engine.NATIVE_REASONS.get(code, "")
-        if key not in self._formula or cell.func is None:
-            return "the cell holds this error value (typed, not calculated)"
-        if code == "#NAME?":
-            unknown = _unknown_function(self._model.formula_text.get(key, ""))
-            if unknown:
-                return unknown
+        The formula is evaluated again at most once per node and calculation, whatever the number of its elements
+        that failed: the reasons of an array's elements are looked up by position in what that one evaluation
+        recorded (:class:`xlsxplan.engine.Messages`).
+        """
+        cache_key = (key, code)
+        if cache_key not in self._messages:
+            self._messages[cache_key] = self._find_reason(key, code, depth)
+        reason, recorded = self._messages[cache_key]
+        if pos is not None and recorded is not None:
+            return recorded.at(pos, code) or reason
+        return reason
+
+    def _evaluate_again(self, key: str, cell: Any) -> engine.Messages:
+        """The messages of the registry calls in the formula of ``key``: those of its constant parts, recorded when
+        it was compiled, then those of evaluating it again on its calculated inputs."""
+        messages = engine.Messages()
+        compiled = self._model.compile_messages.get(key)
+        if compiled is not None:
+            messages.extend_from(compiled)
         sol = self._sol()
         args = [sol.get(k) for k in cell.inputs]
-        messages = list(self._model.compile_messages.get(key, ()))
         if all(a is not None for a in args):
             with engine.collect_messages() as bucket:
                 try:
                     cell.func(*args)
                 except Exception:  # the engine failed on this cell: the messages so far still help
                     pass
-            messages.extend(bucket)
-        if messages:
-            same = [m for m in messages if m.code == code and m.message]
-            if same:
-                if pos is not None:
-                    raw = self._raw(key)
-                    if raw is not None:
-                        flat = [
-                            ij for ij, v in np.ndenumerate(raw) if str(v) == code and isinstance(_plain(v), CellError)
-                        ]
-                        if pos in flat and flat.index(pos) < len(same):
-                            return same[flat.index(pos)].message
-                return same[0].message
+            messages.extend_from(bucket)
+        return messages
+
+    def _find_reason(self, key: str, code: str, depth: int) -> tuple[str, engine.Messages | None]:
+        """The reason for ``code`` in the node ``key``, and the messages its evaluation recorded (None if it was not
+        evaluated again)."""
+        problem = self._model.problems.get(key)
+        if problem is not None:
+            return problem.message, None
+        cell = self._model.cells.get(key)
+        if cell is None:
+            return engine.NATIVE_REASONS.get(code, ""), None
+        if key not in self._formula or cell.func is None:
+            return "the cell holds this error value (typed, not calculated)", None
+        if code == "#NAME?":
+            unknown = _unknown_function(self._model.formula_text.get(key, ""))
+            if unknown:
+                return unknown, None
+        messages = self._evaluate_again(key, cell)
+        same = next((m.message for m in messages if m.code == code and m.message), None)
+        return (same if same is not None else self._passed_on(key, cell, code, depth)), messages
+
+    def _passed_on(self, key: str, cell: Any, code: str, depth: int) -> str:
+        """The reason for an error that no registry call in the formula explains: the input it came from."""
         for k in cell.inputs:
             book = re.match(r"^'?(.*)\[([^\]]+)\]", k) if isinstance(k, str) else None
             if book and book.group(2).upper() != _BOOK_KEY:

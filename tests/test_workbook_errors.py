@@ -1,0 +1,59 @@
+"""Errors in a recalculated workbook: each cell's reason, found without evaluating anything more than once."""
+
+from __future__ import annotations
+
+import openpyxl
+from openpyxl.worksheet.formula import ArrayFormula
+
+from xlsxplan import cells
+from xlsxplan.cells import CellError
+from xlsxplan.engine import Workbook
+
+PARAMS_B = "params_b must be a positive number up to 1,000,000, got -1"
+BYTES_PER_PARAM = (
+    "bytes_per_param must be a positive number of bytes up to 64 or a precision name such as bf16, fp8 or int4, got -1"
+)
+
+
+def _count_registry_calls(monkeypatch) -> list[str]:
+    """The names of the registry functions the engine evaluates from now on, in call order."""
+    calls: list[str] = []
+    real = cells.evaluate_broadcast
+
+    def counting(fn, raw_args):
+        calls.append(fn.name)
+        return real(fn, raw_args)
+
+    monkeypatch.setattr(cells, "evaluate_broadcast", counting)
+    return calls
+
+
+def test_errors_evaluate_each_array_formula_again_once_not_once_per_failed_element(tmp_path, monkeypatch):
+    # Review finding 1: every failing element of an array formula evaluated the whole array again to find its
+    # reason, so errors() was quadratic (=WEIGHTS_GB(A1:A1000,-1): 15 s). Odd rows fail on params_b, even rows on
+    # bytes_per_param: each element must get its own reason, from one evaluation per array.
+    n = 40
+    wb = openpyxl.Workbook()
+    ws = wb.active
+    ws.title = "S"
+    for r in range(1, n + 1):
+        ws[f"A{r}"] = -1 if r % 2 else 7
+        ws[f"B{r}"] = 2 if r % 2 else -1
+    ws["C1"] = ArrayFormula(f"C1:C{n}", f"=WEIGHTS_GB(A1:A{n},B1:B{n})")
+    ws["D1"] = ArrayFormula(f"D1:D{n}", f"=KV_BYTES_PER_TOKEN(80,A1:A{n},128)")
+    wb.save(tmp_path / "arrays.xlsx")
+    book = Workbook.load(tmp_path / "arrays.xlsx").calculate()
+    calls = _count_registry_calls(monkeypatch)
+    errors = book.errors()
+    assert sorted(calls) == ["KV_BYTES_PER_TOKEN", "WEIGHTS_GB"]  # one evaluation per array, not one per element
+    assert len(errors) == n + n // 2
+    for r in range(1, n + 1):
+        assert errors[f"S!C{r}"] == CellError("#NUM!", PARAMS_B if r % 2 else BYTES_PER_PARAM)
+        if r % 2:
+            assert errors[f"S!D{r}"] == CellError(
+                "#NUM!", "kv_heads must be a whole number from 1 to 1,000,000, got -1"
+            )
+        else:
+            assert f"S!D{r}" not in errors and book.get(f"S!D{r}") == 2 * 80 * 7 * 128 * 2
+    calls.clear()
+    assert book.errors() == errors and calls == []  # the reasons are kept until the next calculation
