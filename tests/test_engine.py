@@ -97,3 +97,12 @@ def test_numbers_as_people_type_them():
 def test_result_is_plain_python():
     value = evaluate_formula("=KV_BYTES_PER_TOKEN(80,8,128)").value
     assert type(value) in (int, float) and not isinstance(value, np.generic)
+
+
+def test_the_reason_is_the_one_of_the_call_whose_error_reached_the_result():
+    # Review finding 5: the first message with the right code was taken, here the one IFERROR swallowed
+    result = evaluate_formula("=IFERROR(WEIGHTS_GB(-1),0)+WEIGHTS_GB(1,-1)")
+    assert result.error == CellError(
+        "#NUM!",
+        "bytes_per_param must be a positive number of bytes up to 64 or a precision name such as bf16, fp8 or int4, got -1",
+    )

@@ -57,3 +57,16 @@ def test_errors_evaluate_each_array_formula_again_once_not_once_per_failed_eleme
             assert f"S!D{r}" not in errors and book.get(f"S!D{r}") == 2 * 80 * 7 * 128 * 2
     calls.clear()
     assert book.errors() == errors and calls == []  # the reasons are kept until the next calculation
+
+
+def test_a_cells_reason_is_the_one_of_the_call_whose_error_reached_it(tmp_path):
+    # Review finding 5: the first message with the right code was taken, here the one IFERROR swallowed
+    wb = openpyxl.Workbook()
+    ws = wb.active
+    ws.title = "S"
+    ws["A1"] = -1
+    ws["B1"] = "=IFERROR(WEIGHTS_GB(A1),0)+WEIGHTS_GB(1,A1)"
+    ws["B2"] = "=IFERROR(WEIGHTS_GB(-1),0)+WEIGHTS_GB(1,-1)"  # constants: evaluated while the cell is compiled
+    wb.save(tmp_path / "iferror.xlsx")
+    book = Workbook.load(tmp_path / "iferror.xlsx")
+    assert book.errors() == {"S!B1": CellError("#NUM!", BYTES_PER_PARAM), "S!B2": CellError("#NUM!", BYTES_PER_PARAM)}

@@ -271,6 +271,6 @@ def evaluate_formula(formula: str) -> FormulaResult:
         value = value.item()
     if isinstance(value, XlError):
         code = str(value)
-        reason = next((m.message for m in messages if m.code == code), NATIVE_REASONS.get(code, ""))
+        reason = messages.last(code) or NATIVE_REASONS.get(code, "")
         return FormulaResult(None, CellError(code, reason))
     return FormulaResult(value)

@@ -727,7 +727,7 @@ class Workbook:
             if unknown:
                 return unknown, None
         messages = self._evaluate_again(key, cell)
-        same = next((m.message for m in messages if m.code == code and m.message), None)
+        same = messages.last(code)
         return (same if same is not None else self._passed_on(key, cell, code, depth)), messages
 
     def _passed_on(self, key: str, cell: Any, code: str, depth: int) -> str:
