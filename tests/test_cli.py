@@ -127,3 +127,14 @@ def test_a_closed_pipe_ends_quietly():
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 141
     assert b"Traceback" not in err
+
+
+def test_eval_array_prints_each_failed_elements_reason(capsys):
+    # Review finding 13: the elements of an array result printed a bare #NUM!
+    code, out, _ = run(capsys, "eval", "=WEIGHTS_GB({-1;7},{2;-1})")
+    assert code == 0
+    assert out == (
+        "#NUM! params_b must be a positive number up to 1,000,000, got -1\n"
+        "#NUM! bytes_per_param must be a positive number of bytes up to 64 or a precision name such as bf16, fp8 or "
+        "int4, got -1\n"
+    )

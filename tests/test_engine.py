@@ -106,3 +106,31 @@ def test_the_reason_is_the_one_of_the_call_whose_error_reached_the_result():
         "#NUM!",
         "bytes_per_param must be a positive number of bytes up to 64 or a precision name such as bf16, fp8 or int4, got -1",
     )
+
+
+PARAMS_B = "params_b must be a positive number up to 1,000,000, got {}"
+BYTES_PER_PARAM = (
+    "bytes_per_param must be a positive number of bytes up to 64 or a precision name such as bf16, fp8 or int4, got -1"
+)
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("=WEIGHTS_GB({-1;-2},2)", [[("#NUM!", PARAMS_B.format(-1))], [("#NUM!", PARAMS_B.format(-2))]]),
+        ("=WEIGHTS_GB({7;70},{2,-1})", [[14, ("#NUM!", BYTES_PER_PARAM)], [140, ("#NUM!", BYTES_PER_PARAM)]]),
+        # a call that failed as a whole, spread over the array by an operator
+        ("=WEIGHTS_GB(-1)*{1;2}", [[("#NUM!", PARAMS_B.format(-1))], [("#NUM!", PARAMS_B.format(-1))]]),
+        # an element no registry call failed at gets what its error value means, not a neighbour's reason
+        (
+            "=WEIGHTS_GB({-1;2},2)+SQRT({1;-1})",
+            [[("#NUM!", PARAMS_B.format(-1))], [("#NUM!", "a number outside the function's domain")]],
+        ),
+    ],
+)
+def test_errors_inside_an_array_result_carry_their_reasons(text, expected):
+    # Review finding 13: eval printed a bare #NUM! for each failed element of an array result
+    result = evaluate_formula(text)
+    assert result.error is None
+    got = [[(v.code, v.message) if isinstance(v, CellError) else v for v in row] for row in result.value.tolist()]
+    assert got == expected

@@ -62,17 +62,30 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+class _Everywhere:
+    """A registry call that failed as a whole: an operator can carry its error to any element of an array result."""
+
+    __slots__ = ("error",)
+
+    def __init__(self, error: CellError) -> None:
+        self.error = error
+
+    def get(self, pos: tuple[int, int]) -> CellError:
+        return self.error
+
+
 class Messages(list):
     """The :class:`CellError` of every registry call that failed, in call order (a list), and where they landed.
 
-    ``grids`` holds, for each registry call whose result was an array, ``{(row, col): CellError}`` for the elements
-    that failed with a reason, in call order: an error at the same position and with the same code in a formula's
-    array result can be traced back to it without evaluating anything again.
+    ``grids`` holds, in call order, one entry per failed registry call: for a call whose result was an array,
+    ``{(row, col): CellError}`` for the elements that failed with a reason; for a call that failed as a whole, its
+    error for every position. An error at the same position and with the same code in a formula's array result can
+    be traced back to them without evaluating anything again.
     """
 
     def __init__(self) -> None:
         super().__init__()
-        self.grids: list[dict[tuple[int, int], CellError]] = []
+        self.grids: list[dict[tuple[int, int], CellError] | _Everywhere] = []
 
     def extend_from(self, other: Messages) -> None:
         """Add ``other``'s messages and grids after these."""
@@ -163,9 +176,13 @@ def _to_formulas(result: Any) -> Any:
     return result
 
 
-def _record_grid(result: np.ndarray) -> None:
-    """Note where the elements of an array result failed, with their reasons (see :class:`Messages`)."""
+def _record_grid(result: Any) -> None:
+    """Note where a registry call's result failed, with the reasons (see :class:`Messages`)."""
     if not _buckets:
+        return
+    if isinstance(result, CellError):
+        if result.message:
+            _buckets[-1].grids.append(_Everywhere(result))
         return
     grid = {
         (i, j): item
@@ -179,7 +196,7 @@ def _record_grid(result: np.ndarray) -> None:
 def _adapter(fn: registry.Function) -> Any:
     def call(*args: Any) -> Any:
         result = cells.evaluate_broadcast(fn, [_from_formulas(a) for a in args])
-        if isinstance(result, np.ndarray):
+        if isinstance(result, (np.ndarray, CellError)):
             _record_grid(result)
         return _to_formulas(result)
 
@@ -236,11 +253,23 @@ def _unknown_functions(tokens: list[Any]) -> list[str]:
     return [n for n in names if known.get(n.upper(), not_implemented) is not_implemented]
 
 
+def _with_reasons(grid: np.ndarray, messages: Messages) -> np.ndarray:
+    """An array result with the reason attached to each failed element: the registry call's that left that error
+    at that position, else what the error value means (an element no call explains gets no guess)."""
+    out = grid.copy()
+    for (i, j), item in np.ndenumerate(grid):
+        if isinstance(item, CellError) and not item.message:
+            reason = messages.at((i, j), item.code) or NATIVE_REASONS.get(item.code, "")
+            out[i, j] = CellError(item.code, reason)
+    return out
+
+
 def evaluate_formula(formula: str) -> FormulaResult:
     """Evaluate one formula of constants, e.g. ``=ROUND(DECODE_TOKS(72.7,1,2,3.35),0)``.
 
-    Returns the value (a number, text, bool, or a 2-D numpy array for an array result) or the Excel error with
-    the registry's one-line message. Cell references have no workbook to point into and give ``#REF!``.
+    Returns the value (a number, text, bool, or a 2-D numpy array for an array result, whose failed elements are
+    :class:`CellError` with their reasons) or the Excel error with the registry's one-line message. Cell
+    references have no workbook to point into and give ``#REF!``.
     """
     import formulas
     from formulas.errors import FormulaError
@@ -266,7 +295,7 @@ def evaluate_formula(formula: str) -> FormulaResult:
             return FormulaResult(None, CellError("#REF!", f"eval takes constants only, not references ({refs})"))
         value = func()
     if isinstance(value, np.ndarray):
-        value = value.item() if value.size == 1 else _from_formulas(np.atleast_2d(value))
+        value = value.item() if value.size == 1 else _with_reasons(_from_formulas(np.atleast_2d(value)), messages)
     if isinstance(value, np.generic):
         value = value.item()
     if isinstance(value, XlError):
