@@ -134,3 +134,27 @@ def test_errors_inside_an_array_result_carry_their_reasons(text, expected):
     assert result.error is None
     got = [[(v.code, v.message) if isinstance(v, CellError) else v for v in row] for row in result.value.tolist()]
     assert got == expected
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("={1,2;3}", "the formula cannot be parsed: Not a valid formula: ={1,2;3}"),
+        ("=1+", "the formula cannot be parsed: Not a valid formula: =1+"),
+        ("=SUM(", "the formula cannot be parsed: Mismatched or misplaced parentheses!"),
+    ],
+)
+def test_parse_errors_read_as_one_plain_line(text, message):
+    # Review finding 12: "('Not a valid formula:\n%s', '={1,2;3}')" and "Not a valid formula:" with nothing after
+    assert evaluate_formula(text).error == CellError("#NAME?", message)
+
+
+def test_exception_text_fills_or_drops_a_format_left_blank():
+    from formulas.errors import FormulaError
+
+    from xlsxplan.engine import exception_text
+
+    assert exception_text(FormulaError(), "=1+") == "Not a valid formula: =1+"
+    assert exception_text(FormulaError()) == "Not a valid formula"
+    assert exception_text(FormulaError("=2+")) == "Not a valid formula: =2+"
+    assert exception_text(ValueError()) == "ValueError"

@@ -43,6 +43,7 @@ __all__ = [
     "collect_messages",
     "Messages",
     "normalise_formula",
+    "exception_text",
     "Workbook",
     "recalc",
     "Limits",
@@ -244,6 +245,24 @@ class FormulaResult:
     error: CellError | None = None
 
 
+def exception_text(err: BaseException, subject: str | None = None) -> str:
+    """One line from an exception.
+
+    formulas' errors carry a %-format and its arguments, to be put together; some are raised without the
+    arguments (``=1+`` gives ``'Not a valid formula:\n%s'`` alone), and then ``subject`` (the formula) fills the
+    blank, or the blank is dropped.
+    """
+    text = str(err)
+    template = err.args[0] if err.args and isinstance(err.args[0], str) else None
+    if template is not None and "%" in template:
+        fill = err.args[1:] or ((subject,) if subject else ())
+        try:
+            text = template % fill
+        except (TypeError, ValueError):
+            text = re.sub(r"\s*%[sr]", "", template).rstrip(" :") if not err.args[1:] else text
+    return " ".join(text.split()) or type(err).__name__
+
+
 def _unknown_functions(tokens: list[Any]) -> list[str]:
     import formulas
     from formulas.functions import not_implemented
@@ -272,16 +291,14 @@ def evaluate_formula(formula: str) -> FormulaResult:
     references have no workbook to point into and give ``#REF!``.
     """
     import formulas
-    from formulas.errors import FormulaError
     from formulas.tokens.operand import XlError
 
     register_functions()
     text = normalise_formula(formula)
     try:
         tokens, builder = formulas.Parser().ast(text)
-    except (FormulaError, Exception) as err:  # the parser raises a variety of errors on bad syntax
-        reason = str(err).splitlines()[0] if str(err) else type(err).__name__
-        return FormulaResult(None, CellError("#NAME?", f"the formula cannot be parsed: {reason}"))
+    except Exception as err:  # the parser raises a variety of errors on bad syntax
+        return FormulaResult(None, CellError("#NAME?", f"the formula cannot be parsed: {exception_text(err, text)}"))
     unknown = _unknown_functions(tokens)
     if unknown:
         name = unknown[0]

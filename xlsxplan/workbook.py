@@ -250,6 +250,7 @@ def _model_class() -> type:
         def compile_cell(self, cell: Any, context: Any, references: Any, formula_references: Any) -> Any:
             self.tick(1)
             crd = formula_references.get(cell.coordinate, cell.coordinate)
+            text: str | None = None
             if cell.data_type == "f":
                 value = cell.value
                 text = value if isinstance(value, str) else getattr(value, "text", None)
@@ -278,7 +279,7 @@ def _model_class() -> type:
             except MemoryError:  # its constant part asked for more memory than there is (=MUNIT(100000))
                 return self._failed(crd, context, references, "#NUM!", "the formula needs more memory than there is")
             except Exception as err:  # the parser refuses a formula: that cell alone becomes an error
-                reason = _exception_text(err)
+                reason = engine.exception_text(err, text)
                 return self._failed(crd, context, references, "#NAME?", f"the formula cannot be parsed: {reason}")
 
         def _failed(self, crd: str, context: Any, references: Any, code: str, reason: str) -> Any:
@@ -322,15 +323,6 @@ def _check_referenced_ranges(model: Any, inspection: Inspection, limits: Limits)
             f"the engine holds about 0.8 kB per referenced cell, so recalculating would need about {need:,.1f} GB, "
             f"and the limit is {limits.max_memory_gb:g} GB: refer to the rows in use, not whole columns"
         )
-
-
-def _exception_text(err: Exception) -> str:
-    """One line from an exception; formulas' errors carry a %-format and its arguments."""
-    text = str(err)
-    if len(err.args) > 1 and isinstance(err.args[0], str):
-        with contextlib.suppress(TypeError, ValueError):
-            text = err.args[0] % err.args[1:]
-    return " ".join(text.split()) or type(err).__name__
 
 
 def _data_table_reason(value: Any) -> str:
@@ -583,7 +575,7 @@ class Workbook:
             except MemoryError:
                 raise WorkbookError("ran out of memory while calculating") from None
             except Exception as err:  # a failure of the engine itself, not of a cell (cells fail one by one)
-                raise WorkbookError(f"the formulas engine failed: {_exception_text(err)}") from None
+                raise WorkbookError(f"the formulas engine failed: {engine.exception_text(err)}") from None
         self._messages = {}
         self._raw_cache = {}
         return self
