@@ -84,3 +84,36 @@ def test_a_formula_that_cannot_be_parsed_says_so_in_one_plain_line(tmp_path):
         "S!A1": CellError("#NAME?", "the formula cannot be parsed: Not a valid formula: =1+"),
         "S!A2": CellError("#NAME?", "the formula cannot be parsed: Not a valid formula: ={1,2;3}"),
     }
+
+
+def test_errors_and_save_read_each_formula_cell_once_per_calculation(tmp_path, monkeypatch):
+    # Review finding 21: errors(), the cached values and the error notes each walked every formula cell again
+    wb = openpyxl.Workbook()
+    ws = wb.active
+    ws.title = "S"
+    ws["A1"] = 7
+    ws["B1"] = "=WEIGHTS_GB(A1,-1)"
+    ws["B2"] = "=WEIGHTS_GB(A1,2)"
+    ws["C1"] = ArrayFormula("C1:C2", "=WEIGHTS_GB({-1;1},2)")
+    wb.save(tmp_path / "walk.xlsx")
+    book = Workbook.load(tmp_path / "walk.xlsx").calculate()
+    reads: list[tuple[str, int, int]] = []
+    real = Workbook._cell_value
+
+    def counting(self, title, row, col):
+        reads.append((title, row, col))
+        return real(self, title, row, col)
+
+    monkeypatch.setattr(Workbook, "_cell_value", counting)
+    assert set(book.errors()) == {"S!B1", "S!C1"}
+    book.save(tmp_path / "out.xlsx")
+    formula_reads = [cell for cell in reads if cell[2] > 1]
+    assert sorted(formula_reads) == [("S", 1, 2), ("S", 1, 3), ("S", 2, 2), ("S", 2, 3)]  # once each
+    saved = openpyxl.load_workbook(tmp_path / "out.xlsx", data_only=True)["S"]
+    assert saved["B2"].value == 14 and saved["C2"].value == 2 and saved["B1"].value == "#NUM!"
+    assert saved["B1"].comment.text == f"#NUM! {BYTES_PER_PARAM}"
+    book.set("S!A1", -1)  # a new calculation reads them again, once
+    assert set(book.errors()) == {"S!B1", "S!B2", "S!C1"}
+    book.save(tmp_path / "out2.xlsx")
+    assert len([cell for cell in reads if cell[2] > 1]) == 8
+    assert openpyxl.load_workbook(tmp_path / "out2.xlsx", data_only=True)["S"]["B2"].value == "#NUM!"

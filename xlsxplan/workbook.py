@@ -386,6 +386,7 @@ class Workbook:
         self._solution: Any = None
         self._messages: dict[tuple[str, str], tuple[str, engine.Messages | None]] = {}
         self._raw_cache: dict[str, Any] = {}
+        self._computed_cache: dict[str, dict[tuple[int, int], Any]] | None = None
         self._index_cells()
 
     # -- loading ------------------------------------------------------------------------------------------------
@@ -487,6 +488,21 @@ class Workbook:
         for (title, r, c), key in list(self._single.items()):
             if key not in self._formula and self._array_at(title, r, c) is not None:
                 del self._single[(title, r, c)]
+        # Each sheet's formula cells (an array formula's every cell) and its other stored cells, in sheet order
+        with_formula: dict[str, set[tuple[int, int]]] = {title: set() for title in self.sheetnames}
+        others: dict[str, list[tuple[int, int]]] = {title: [] for title in self.sheetnames}
+        for (title, r, c), key in self._single.items():
+            if key in self._formula:
+                with_formula[title].add((r, c))
+            else:
+                others[title].append((r, c))
+        for title, arrays in self._arrays.items():
+            for arr in arrays:
+                if arr.key in self._formula:
+                    cells = with_formula[title]
+                    cells.update((r, c) for r in range(arr.r1, arr.r2 + 1) for c in range(arr.c1, arr.c2 + 1))
+        self._formula_cells = {title: sorted(cells) for title, cells in with_formula.items()}
+        self._other_cells = {title: sorted(cells) for title, cells in others.items()}
 
     # -- addressing ---------------------------------------------------------------------------------------------
 
@@ -578,6 +594,7 @@ class Workbook:
                 raise WorkbookError(f"the formulas engine failed: {engine.exception_text(err)}") from None
         self._messages = {}
         self._raw_cache = {}
+        self._computed_cache = None
         return self
 
     def _sol(self) -> Any:
@@ -761,17 +778,29 @@ class Workbook:
                 return cell_key, ref
         return None
 
+    def _computed(self) -> dict[str, dict[tuple[int, int], Any]]:
+        """The value of every formula cell, ``{title: {(row, col): value}}`` in sheet order, after any pending
+        recalculation; read once per calculation and shared by :meth:`errors` and :meth:`save`."""
+        self._sol()
+        if self._computed_cache is None:
+            self._computed_cache = {
+                title: {(r, c): self._cell_value(title, r, c) for r, c in positions}
+                for title, positions in self._formula_cells.items()
+            }
+        return self._computed_cache
+
     def errors(self) -> dict[str, CellError]:
         """Every cell whose value is an error, as ``{"Sheet!B4": CellError(code, reason)}``, in sheet order."""
+        computed = self._computed()
         out: dict[str, CellError] = {}
         for title in self.sheetnames:
-            cells = sorted((r, c) for (t, r, c) in self._single if t == title)
-            for arr in self._arrays.get(title, ()):
-                cells.extend((r, c) for r in range(arr.r1, arr.r2 + 1) for c in range(arr.c1, arr.c2 + 1))
-            for r, c in sorted(set(cells)):
+            found = {rc: v for rc, v in computed[title].items() if isinstance(v, CellError)}
+            for r, c in self._other_cells[title]:  # typed error values, and inputs set to one
                 value = self._cell_value(title, r, c)
                 if isinstance(value, CellError):
-                    out[f"{_quote_sheet(title)}!{col_letter(c)}{r}"] = value
+                    found[(r, c)] = value
+            for r, c in sorted(found):
+                out[f"{_quote_sheet(title)}!{col_letter(c)}{r}"] = found[(r, c)]
         return out
 
     # -- saving -------------------------------------------------------------------------------------------------
@@ -779,36 +808,23 @@ class Workbook:
     def _patches(self) -> dict[str, dict[tuple[int, int], Patch]]:
         parts = {s.title: s.part for s in self._pkg.sheets if s.kind == "worksheet"}
         out: dict[str, dict[tuple[int, int], Patch]] = {}
-        for (title, r, c), key in self._single.items():
-            if key in self._formula:
-                out.setdefault(parts[title], {})[(r, c)] = Patch(self._cell_value(title, r, c))
-        for title, arrays in self._arrays.items():
-            for arr in arrays:
-                if arr.key not in self._formula:
-                    continue
-                for r in range(arr.r1, arr.r2 + 1):
-                    for c in range(arr.c1, arr.c2 + 1):
-                        out.setdefault(parts[title], {})[(r, c)] = Patch(self._cell_value(title, r, c))
+        for title, values in self._computed().items():
+            if values:
+                out[parts[title]] = {rc: Patch(value) for rc, value in values.items()}
         for (title, r, c), value in self._sets.items():
             out.setdefault(parts[title], {})[(r, c)] = Patch(value, result=False)
         return out
 
     def _notes(self) -> list[CommentEdit]:
-        by_title: dict[str, dict[tuple[int, int], str]] = {title: {} for title in self.sheetnames}
-        formula_cells = {(t, r, c) for (t, r, c), k in self._single.items() if k in self._formula}
-        for title, arrays in self._arrays.items():
-            for arr in arrays:
-                formula_cells.update(
-                    (title, r, c) for r in range(arr.r1, arr.r2 + 1) for c in range(arr.c1, arr.c2 + 1)
-                )
-        for title in by_title:
-            notes = by_title[title]
-            for t, r, c in sorted(x for x in formula_cells if x[0] == title):
+        computed = self._computed()
+        by_title: dict[str, dict[tuple[int, int], str]] = {}
+        for title in self.sheetnames:
+            notes = by_title[title] = {}
+            for rc, value in computed[title].items():
                 if len(notes) >= MAX_NOTES_PER_SHEET:
                     break
-                value = self._cell_value(t, r, c)
                 if isinstance(value, CellError):
-                    notes[(r, c)] = f"{value.code} {value.message}".strip()
+                    notes[rc] = f"{value.code} {value.message}".strip()
         return [CommentEdit(s, by_title[s.title]) for s in self._pkg.sheets if s.kind == "worksheet"]
 
     def save(self, path: Path | str, notes: bool = True) -> Path:
