@@ -138,3 +138,61 @@ def test_eval_array_prints_each_failed_elements_reason(capsys):
         "#NUM! bytes_per_param must be a positive number of bytes up to 64 or a precision name such as bf16, fp8 or "
         "int4, got -1\n"
     )
+
+
+def test_docs_refuses_a_checkout_it_cannot_read_in_one_line(capsys, tmp_path):
+    # Review finding 3a: FileNotFoundError and ValueError tracebacks
+    missing = tmp_path / "missing"
+    assert run(capsys, "docs", "--check", "--root", str(missing)) == (
+        2,
+        "",
+        f"xlsxplan: error: cannot read {missing / 'README.md'}: no such file (--root names the checkout holding "
+        "README.md)\n",
+    )
+    assert run(capsys, "docs", "--root", str(missing))[0] == 2 and not missing.exists()
+    (tmp_path / "README.md").write_text("# A README without the markers\n", encoding="utf-8")
+    for argv in (["docs", "--check"], ["docs"]):
+        code, out, err = run(capsys, *argv, "--root", str(tmp_path))
+        assert (code, out) == (2, "")
+        assert err.startswith(f"xlsxplan: error: {tmp_path / 'README.md'} has no function-reference markers: put ")
+        assert err.count("\n") == 1
+    from xlsxplan.reference import END, START
+
+    (tmp_path / "README.md").write_text(f"# Stale\n{START}\nold\n{END}\n", encoding="utf-8")
+    assert run(capsys, "docs", "--check", "--root", str(tmp_path)) == (
+        1,
+        "stale: README.md (run `xlsxplan docs`)\nstale: docs/FUNCTIONS.md (run `xlsxplan docs`)\n",
+        "",
+    )
+    (tmp_path / "docs").write_text("a file where the folder goes", encoding="utf-8")
+    assert run(capsys, "docs", "--check", "--root", str(tmp_path)) == (
+        2,
+        "",
+        f"xlsxplan: error: cannot read {tmp_path / 'docs' / 'FUNCTIONS.md'}: Not a directory\n",
+    )
+    assert run(capsys, "docs", "--root", str(tmp_path)) == (
+        2,
+        "",
+        f"xlsxplan: error: cannot use {tmp_path / 'docs'} as a folder: it is a file\n",
+    )
+
+
+def test_build_and_excel_lite_refuse_an_output_folder_they_cannot_make_in_one_line(capsys, tmp_path):
+    # Review finding 3d: FileExistsError / FileNotFoundError tracebacks from mkdir
+    afile = tmp_path / "afile"
+    afile.write_text("not a folder", encoding="utf-8")
+    assert run(capsys, "build", "--out", str(afile)) == (
+        2,
+        "",
+        f"xlsxplan: error: cannot use {afile} as a folder: it is a file\n",
+    )
+    code, out, err = run(capsys, "build", "--out", str(afile / "sub"))
+    assert (code, out) == (
+        2,
+        "",
+    ) and err == f"xlsxplan: error: cannot create the folder {afile / 'sub'}: Not a directory\n"
+    code, out, err = run(capsys, "excel", "--checks-only", "--lite", str(afile / "sub"))
+    assert (code, out) == (
+        2,
+        "",
+    ) and err == f"xlsxplan: error: cannot create the folder {afile / 'sub'}: Not a directory\n"
