@@ -196,3 +196,32 @@ def test_build_and_excel_lite_refuse_an_output_folder_they_cannot_make_in_one_li
         2,
         "",
     ) and err == f"xlsxplan: error: cannot create the folder {afile / 'sub'}: Not a directory\n"
+
+
+def test_eval_format_adds_a_unit_only_to_a_formula_that_is_one_registry_call(capsys):
+    # Review finding 9: FLOPs over FLOP/s is seconds, but the first function's unit was printed
+    assert run(capsys, "eval", "--format", "=TRAIN_FLOPS(7,1E11)/FLOPS_6N(7,1000)")[1] == "100,000,000\n"
+    assert run(capsys, "eval", "--format", '=WEIGHTS_GB(7)+LEN(")")')[1] == "15.00\n"
+    assert run(capsys, "eval", "--format", " = WEIGHTS_GB( 7 , 2 ) ")[1] == "14.00 GB\n"
+
+
+@pytest.mark.parametrize(
+    "text, unit",
+    [
+        ("=KV_GB(327680,2300)", "GB"),
+        ('=WEIGHTS_GB(MODEL_SPEC("a)b(","params_b"))', "GB"),  # parentheses inside text do not count
+        ('=WEIGHTS_GB(MODEL_SPEC("say ""x)"" twice","params_b"))', "GB"),
+        ("=WEIGHTS_GB(7)*2", ""),
+        ("=WEIGHTS_GB(7)/KV_GB(327680,2300)", ""),
+        ('=WEIGHTS_GB(7)+LEN(")")', ""),
+        ("=TRAIN_FLOPS(7,1E11)/FLOPS_6N(7,1000)", ""),
+        ('=WEIGHTS_GB(7)&")"', ""),
+        ("=ROUND(WEIGHTS_GB(7),0)", ""),
+        ("=WEIGHTS_GB(7", ""),
+        ("=NOT_A_FUNCTION(7)", ""),
+    ],
+)
+def test_the_unit_of_a_formula(text, unit):
+    from xlsxplan.cli.cmd_eval import _outer_unit
+
+    assert _outer_unit(text) == unit
