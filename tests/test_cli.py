@@ -225,3 +225,26 @@ def test_the_unit_of_a_formula(text, unit):
     from xlsxplan.cli.cmd_eval import _outer_unit
 
     assert _outer_unit(text) == unit
+
+
+@pytest.mark.parametrize(
+    "x, text",
+    [
+        (0, "0"),
+        (0.0, "0"),
+        (-0.0, "0"),
+        (4387.49, "4,387"),
+        (0.753664, "0.7537"),
+        (5.88e21, "5.880e+21"),
+        (1e-5, "1.000e-05"),
+    ],
+)
+def test_human_number(x, text):
+    # Review finding 25: zero printed as "0.0"
+    from xlsxplan.cli.common import human_number
+
+    assert human_number(x) == text
+
+
+def test_eval_format_prints_zero_as_zero(capsys):
+    assert run(capsys, "eval", "--format", '=IFERROR(GPU_SPEC("A100","fp8_tflops"),0)')[1] == "0\n"
