@@ -67,3 +67,26 @@ def test_readme_recalc_python_example_runs(tmp_path, monkeypatch):
     wb = namespace["wb"]
     assert list(wb.errors()) == ["Calc!B16"]
     assert (tmp_path / "plan.recalc.xlsx").exists() and (tmp_path / "out.xlsx").exists()
+
+
+def _template_formula_counts() -> dict[str, int]:
+    import openpyxl
+
+    counts = {}
+    for name in ("serving_plan.xlsx", "training_plan.xlsx"):
+        wb = openpyxl.load_workbook(ROOT / "workbooks" / name)
+        counts[name] = sum(1 for ws in wb for row in ws.iter_rows() for c in row if c.data_type == "f")
+    return counts
+
+
+def test_benchmarks_quote_the_shipped_templates_formula_counts():
+    # Review finding 16: a stale paragraph said the templates were not on the branch and gave 279 and 132 formulas
+    benchmarks = (ROOT / "BENCHMARKS.md").read_text(encoding="utf-8")
+    counts = _template_formula_counts()
+    headless = benchmarks.split("## Headless recalculation", 1)[1].split("\n## ", 1)[0]
+    quoted = re.search(r"\*\*Templates\*\*[^*]*?\((\d+) and (\d+) formula cells\)", headless)
+    assert quoted and [int(n) for n in quoted.groups()] == [counts["serving_plan.xlsx"], counts["training_plan.xlsx"]]
+    assert "not on this branch" not in headless
+    measured = benchmarks.split("## Template recalculation", 1)[1].split("\n## ", 1)[0]
+    for name, n in counts.items():
+        assert re.search(rf"^{re.escape(name)} +{n} ", measured, re.M), name
