@@ -90,3 +90,18 @@ def test_benchmarks_quote_the_shipped_templates_formula_counts():
     measured = benchmarks.split("## Template recalculation", 1)[1].split("\n## ", 1)[0]
     for name, n in counts.items():
         assert re.search(rf"^{re.escape(name)} +{n} ", measured, re.M), name
+
+
+def test_readme_describes_the_master_check_as_the_templates_compute_it():
+    # Review finding 17: the README said the master check "adds them up"; it is =MIN(1,SUM(...)), a 0/1 flag
+    from xlsxplan.workbooks import serving, training
+
+    section = README.split("## Template workbooks", 1)[1].split("\n## ", 1)[0]
+    assert "adds them up" not in section
+    assert "`=MIN(1,SUM(...))`" in section and "1 when any of them is 1 and 0 when all are 0" in " ".join(
+        section.split()
+    )
+    for build in (serving.build, training.build):
+        book = build()
+        ref = book.master_check
+        assert re.fullmatch(r"=MIN\(1,SUM\(B\d+:B\d+\)\)", book.wb[ref.sheet][f"{ref.col}{ref.row}"].value)
