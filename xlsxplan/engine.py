@@ -249,7 +249,7 @@ def exception_text(err: BaseException, subject: str | None = None) -> str:
     """One line from an exception.
 
     formulas' errors carry a %-format and its arguments, to be put together; some are raised without the
-    arguments (``=1+`` gives ``'Not a valid formula:\n%s'`` alone), and then ``subject`` (the formula) fills the
+    arguments (``=1+`` gives ``'Not a valid formula:\\n%s'`` alone), and then ``subject`` (the formula) fills the
     blank, or the blank is dropped.
     """
     text = str(err)
