@@ -127,3 +127,124 @@ def test_a_closed_pipe_ends_quietly():
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 141
     assert b"Traceback" not in err
+
+
+def test_eval_array_prints_each_failed_elements_reason(capsys):
+    # Review finding 13: the elements of an array result printed a bare #NUM!
+    code, out, _ = run(capsys, "eval", "=WEIGHTS_GB({-1;7},{2;-1})")
+    assert code == 0
+    assert out == (
+        "#NUM! params_b must be a positive number up to 1,000,000, got -1\n"
+        "#NUM! bytes_per_param must be a positive number of bytes up to 64 or a precision name such as bf16, fp8 or "
+        "int4, got -1\n"
+    )
+
+
+def test_docs_refuses_a_checkout_it_cannot_read_in_one_line(capsys, tmp_path):
+    # Review finding 3a: FileNotFoundError and ValueError tracebacks
+    missing = tmp_path / "missing"
+    assert run(capsys, "docs", "--check", "--root", str(missing)) == (
+        2,
+        "",
+        f"xlsxplan: error: cannot read {missing / 'README.md'}: no such file (--root names the checkout holding "
+        "README.md)\n",
+    )
+    assert run(capsys, "docs", "--root", str(missing))[0] == 2 and not missing.exists()
+    (tmp_path / "README.md").write_text("# A README without the markers\n", encoding="utf-8")
+    for argv in (["docs", "--check"], ["docs"]):
+        code, out, err = run(capsys, *argv, "--root", str(tmp_path))
+        assert (code, out) == (2, "")
+        assert err.startswith(f"xlsxplan: error: {tmp_path / 'README.md'} has no function-reference markers: put ")
+        assert err.count("\n") == 1
+    from xlsxplan.reference import END, START
+
+    (tmp_path / "README.md").write_text(f"# Stale\n{START}\nold\n{END}\n", encoding="utf-8")
+    assert run(capsys, "docs", "--check", "--root", str(tmp_path)) == (
+        1,
+        "stale: README.md (run `xlsxplan docs`)\nstale: docs/FUNCTIONS.md (run `xlsxplan docs`)\n",
+        "",
+    )
+    (tmp_path / "docs").write_text("a file where the folder goes", encoding="utf-8")
+    assert run(capsys, "docs", "--check", "--root", str(tmp_path)) == (
+        2,
+        "",
+        f"xlsxplan: error: cannot read {tmp_path / 'docs' / 'FUNCTIONS.md'}: Not a directory\n",
+    )
+    assert run(capsys, "docs", "--root", str(tmp_path)) == (
+        2,
+        "",
+        f"xlsxplan: error: cannot use {tmp_path / 'docs'} as a folder: it is a file\n",
+    )
+
+
+def test_build_and_excel_lite_refuse_an_output_folder_they_cannot_make_in_one_line(capsys, tmp_path):
+    # Review finding 3d: FileExistsError / FileNotFoundError tracebacks from mkdir
+    afile = tmp_path / "afile"
+    afile.write_text("not a folder", encoding="utf-8")
+    assert run(capsys, "build", "--out", str(afile)) == (
+        2,
+        "",
+        f"xlsxplan: error: cannot use {afile} as a folder: it is a file\n",
+    )
+    code, out, err = run(capsys, "build", "--out", str(afile / "sub"))
+    assert (code, out) == (
+        2,
+        "",
+    ) and err == f"xlsxplan: error: cannot create the folder {afile / 'sub'}: Not a directory\n"
+    code, out, err = run(capsys, "excel", "--checks-only", "--lite", str(afile / "sub"))
+    assert (code, out) == (
+        2,
+        "",
+    ) and err == f"xlsxplan: error: cannot create the folder {afile / 'sub'}: Not a directory\n"
+
+
+def test_eval_format_adds_a_unit_only_to_a_formula_that_is_one_registry_call(capsys):
+    # Review finding 9: FLOPs over FLOP/s is seconds, but the first function's unit was printed
+    assert run(capsys, "eval", "--format", "=TRAIN_FLOPS(7,1E11)/FLOPS_6N(7,1000)")[1] == "100,000,000\n"
+    assert run(capsys, "eval", "--format", '=WEIGHTS_GB(7)+LEN(")")')[1] == "15.00\n"
+    assert run(capsys, "eval", "--format", " = WEIGHTS_GB( 7 , 2 ) ")[1] == "14.00 GB\n"
+
+
+@pytest.mark.parametrize(
+    "text, unit",
+    [
+        ("=KV_GB(327680,2300)", "GB"),
+        ('=WEIGHTS_GB(MODEL_SPEC("a)b(","params_b"))', "GB"),  # parentheses inside text do not count
+        ('=WEIGHTS_GB(MODEL_SPEC("say ""x)"" twice","params_b"))', "GB"),
+        ("=WEIGHTS_GB(7)*2", ""),
+        ("=WEIGHTS_GB(7)/KV_GB(327680,2300)", ""),
+        ('=WEIGHTS_GB(7)+LEN(")")', ""),
+        ("=TRAIN_FLOPS(7,1E11)/FLOPS_6N(7,1000)", ""),
+        ('=WEIGHTS_GB(7)&")"', ""),
+        ("=ROUND(WEIGHTS_GB(7),0)", ""),
+        ("=WEIGHTS_GB(7", ""),
+        ("=NOT_A_FUNCTION(7)", ""),
+    ],
+)
+def test_the_unit_of_a_formula(text, unit):
+    from xlsxplan.cli.cmd_eval import _outer_unit
+
+    assert _outer_unit(text) == unit
+
+
+@pytest.mark.parametrize(
+    "x, text",
+    [
+        (0, "0"),
+        (0.0, "0"),
+        (-0.0, "0"),
+        (4387.49, "4,387"),
+        (0.753664, "0.7537"),
+        (5.88e21, "5.880e+21"),
+        (1e-5, "1.000e-05"),
+    ],
+)
+def test_human_number(x, text):
+    # Review finding 25: zero printed as "0.0"
+    from xlsxplan.cli.common import human_number
+
+    assert human_number(x) == text
+
+
+def test_eval_format_prints_zero_as_zero(capsys):
+    assert run(capsys, "eval", "--format", '=IFERROR(GPU_SPEC("A100","fp8_tflops"),0)')[1] == "0\n"

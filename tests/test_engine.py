@@ -97,3 +97,64 @@ def test_numbers_as_people_type_them():
 def test_result_is_plain_python():
     value = evaluate_formula("=KV_BYTES_PER_TOKEN(80,8,128)").value
     assert type(value) in (int, float) and not isinstance(value, np.generic)
+
+
+def test_the_reason_is_the_one_of_the_call_whose_error_reached_the_result():
+    # Review finding 5: the first message with the right code was taken, here the one IFERROR swallowed
+    result = evaluate_formula("=IFERROR(WEIGHTS_GB(-1),0)+WEIGHTS_GB(1,-1)")
+    assert result.error == CellError(
+        "#NUM!",
+        "bytes_per_param must be a positive number of bytes up to 64 or a precision name such as bf16, fp8 or int4, got -1",
+    )
+
+
+PARAMS_B = "params_b must be a positive number up to 1,000,000, got {}"
+BYTES_PER_PARAM = (
+    "bytes_per_param must be a positive number of bytes up to 64 or a precision name such as bf16, fp8 or int4, got -1"
+)
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("=WEIGHTS_GB({-1;-2},2)", [[("#NUM!", PARAMS_B.format(-1))], [("#NUM!", PARAMS_B.format(-2))]]),
+        ("=WEIGHTS_GB({7;70},{2,-1})", [[14, ("#NUM!", BYTES_PER_PARAM)], [140, ("#NUM!", BYTES_PER_PARAM)]]),
+        # a call that failed as a whole, spread over the array by an operator
+        ("=WEIGHTS_GB(-1)*{1;2}", [[("#NUM!", PARAMS_B.format(-1))], [("#NUM!", PARAMS_B.format(-1))]]),
+        # an element no registry call failed at gets what its error value means, not a neighbour's reason
+        (
+            "=WEIGHTS_GB({-1;2},2)+SQRT({1;-1})",
+            [[("#NUM!", PARAMS_B.format(-1))], [("#NUM!", "a number outside the function's domain")]],
+        ),
+    ],
+)
+def test_errors_inside_an_array_result_carry_their_reasons(text, expected):
+    # Review finding 13: eval printed a bare #NUM! for each failed element of an array result
+    result = evaluate_formula(text)
+    assert result.error is None
+    got = [[(v.code, v.message) if isinstance(v, CellError) else v for v in row] for row in result.value.tolist()]
+    assert got == expected
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("={1,2;3}", "the formula cannot be parsed: Not a valid formula: ={1,2;3}"),
+        ("=1+", "the formula cannot be parsed: Not a valid formula: =1+"),
+        ("=SUM(", "the formula cannot be parsed: Mismatched or misplaced parentheses!"),
+    ],
+)
+def test_parse_errors_read_as_one_plain_line(text, message):
+    # Review finding 12: "('Not a valid formula:\n%s', '={1,2;3}')" and "Not a valid formula:" with nothing after
+    assert evaluate_formula(text).error == CellError("#NAME?", message)
+
+
+def test_exception_text_fills_or_drops_a_format_left_blank():
+    from formulas.errors import FormulaError
+
+    from xlsxplan.engine import exception_text
+
+    assert exception_text(FormulaError(), "=1+") == "Not a valid formula: =1+"
+    assert exception_text(FormulaError()) == "Not a valid formula"
+    assert exception_text(FormulaError("=2+")) == "Not a valid formula: =2+"
+    assert exception_text(ValueError()) == "ValueError"

@@ -14,6 +14,7 @@ from pathlib import Path
 import openpyxl
 import pytest
 import xlwings
+from hostile import entity_bomb, members, pack
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -129,6 +130,76 @@ def test_a_damaged_vba_project_is_a_one_line_error(tmp_path):
         zf.writestr("xl/vbaProject.bin", b"not a compound file")
     with pytest.raises(excel_setup.WorkbookError, match=r"cannot read the VBA project of .*: not a compound file"):
         vba_module_names(path)
+
+
+def _project_file(tmp_path, patch=None) -> Path:
+    """An .xlsm whose VBA project lists xlwings_udfs, with ``patch(bytearray)`` applied to vbaProject.bin."""
+    project = b'ID="{00000000-0000-0000-0000-000000000000}"\r\nModule=xlwings_udfs\r\nName="VBAProject"\r\n'
+    data = bytearray(compound_file({"PROJECT": project}))
+    if patch is not None:
+        patch(data)
+    path = tmp_path / "plan.xlsm"
+    with zipfile.ZipFile(path, "w") as zf:
+        zf.writestr("xl/vbaProject.bin", bytes(data))
+    return path
+
+
+def _no_root(data: bytearray) -> None:
+    data[1024 + 66] = 1  # the directory starts at sector 1 (byte 1,024); the root entry becomes a storage
+
+
+def _loop(data: bytearray) -> None:
+    struct.pack_into("<I", data, 512 + 4 * 2, 2)  # the PROJECT stream's first sector (2) points to itself
+
+
+def _huge_sectors(data: bytearray) -> None:
+    struct.pack_into("<H", data, 0x1E, 40)  # 2^40-byte sectors
+
+
+@pytest.mark.parametrize(
+    "patch, reason",
+    [
+        (_no_root, "no root entry in the directory"),
+        (_loop, "a sector chain that loops"),
+        (_huge_sectors, "sectors of 2\\^40 and mini sectors of 2\\^6 bytes are not valid"),
+    ],
+)
+def test_a_malformed_vba_project_is_a_one_line_error(tmp_path, patch, reason):
+    # Review finding 15: a directory without a root entry escaped as StopIteration; a chain that loops was followed
+    # as long as the FAT, each time reading a sector again
+    assert vba_module_names(_project_file(tmp_path)) == ["xlwings_udfs"]
+    with pytest.raises(excel_setup.WorkbookError, match=rf"^cannot read the VBA project of .*plan\.xlsm: {reason}$"):
+        vba_module_names(_project_file(tmp_path, patch))
+
+
+def test_a_vba_project_over_the_limit_is_refused_before_it_is_read(tmp_path, monkeypatch):
+    monkeypatch.setattr(excel_setup, "MAX_VBA_MB", 0.004)
+    with pytest.raises(
+        excel_setup.WorkbookError,
+        match=r"^cannot read the VBA project of .*plan\.xlsm: it is 5,632 bytes, and xlsxplan reads VBA projects up "
+        r"to 0\.004 MiB$",
+    ):
+        vba_module_names(_project_file(tmp_path))
+
+
+def test_excel_checks_a_workbook_as_untrusted_before_parsing_it(capsys, tmp_path, ready_xlsm):
+    # Review finding 15: `xlsxplan excel BOOK` opened the file with openpyxl and read vbaProject.bin whole, with
+    # none of the checks recalc makes
+    parts = members(ready_xlsm.read_bytes())
+    bomb = tmp_path / "bomb.xlsm"
+    bomb.write_bytes(pack({**parts, "xl/vbaProject.bin": b"\0" * (4 * 1024 * 1024)}, level=9))
+    code, out, err = run(capsys, "excel", "--checks-only", str(bomb))
+    assert (code, out.count("Checks of")) == (2, 0)
+    assert re.fullmatch(r"xlsxplan: error: .*bomb\.xlsm looks like a zip bomb: xl/vbaProject\.bin inflates [\d,]+ times "
+                        r"\(to 4 MiB\); the limit is 200\n", err)  # fmt: skip
+    entities = tmp_path / "entities.xlsm"
+    entities.write_bytes(pack({**parts, **{k: v for k, v in members(entity_bomb()).items() if "sharedStrings" in k}}))
+    code, _, err = run(capsys, "excel", "--checks-only", str(entities))
+    assert code == 2 and err == (
+        f"xlsxplan: error: {entities} is refused: the part xl/sharedStrings.xml declares a DTD or entities (an XML "
+        "entity bomb?)\n"
+    )
+    assert excel_setup.workbook_checks(ready_xlsm)[0].ok is True  # the same workbook, unharmed, still passes
 
 
 # --- the command ------------------------------------------------------------------------------------------------

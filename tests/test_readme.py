@@ -67,3 +67,41 @@ def test_readme_recalc_python_example_runs(tmp_path, monkeypatch):
     wb = namespace["wb"]
     assert list(wb.errors()) == ["Calc!B16"]
     assert (tmp_path / "plan.recalc.xlsx").exists() and (tmp_path / "out.xlsx").exists()
+
+
+def _template_formula_counts() -> dict[str, int]:
+    import openpyxl
+
+    counts = {}
+    for name in ("serving_plan.xlsx", "training_plan.xlsx"):
+        wb = openpyxl.load_workbook(ROOT / "workbooks" / name)
+        counts[name] = sum(1 for ws in wb for row in ws.iter_rows() for c in row if c.data_type == "f")
+    return counts
+
+
+def test_benchmarks_quote_the_shipped_templates_formula_counts():
+    # Review finding 16: a stale paragraph said the templates were not on the branch and gave 279 and 132 formulas
+    benchmarks = (ROOT / "BENCHMARKS.md").read_text(encoding="utf-8")
+    counts = _template_formula_counts()
+    headless = benchmarks.split("## Headless recalculation", 1)[1].split("\n## ", 1)[0]
+    quoted = re.search(r"\*\*Templates\*\*[^*]*?\((\d+) and (\d+) formula cells\)", headless)
+    assert quoted and [int(n) for n in quoted.groups()] == [counts["serving_plan.xlsx"], counts["training_plan.xlsx"]]
+    assert "not on this branch" not in headless
+    measured = benchmarks.split("## Template recalculation", 1)[1].split("\n## ", 1)[0]
+    for name, n in counts.items():
+        assert re.search(rf"^{re.escape(name)} +{n} ", measured, re.M), name
+
+
+def test_readme_describes_the_master_check_as_the_templates_compute_it():
+    # Review finding 17: the README said the master check "adds them up"; it is =MIN(1,SUM(...)), a 0/1 flag
+    from xlsxplan.workbooks import serving, training
+
+    section = README.split("## Template workbooks", 1)[1].split("\n## ", 1)[0]
+    assert "adds them up" not in section
+    assert "`=MIN(1,SUM(...))`" in section and "1 when any of them is 1 and 0 when all are 0" in " ".join(
+        section.split()
+    )
+    for build in (serving.build, training.build):
+        book = build()
+        ref = book.master_check
+        assert re.fullmatch(r"=MIN\(1,SUM\(B\d+:B\d+\)\)", book.wb[ref.sheet][f"{ref.col}{ref.row}"].value)

@@ -41,7 +41,9 @@ __all__ = [
     "evaluate_formula",
     "FormulaResult",
     "collect_messages",
+    "Messages",
     "normalise_formula",
+    "exception_text",
     "Workbook",
     "recalc",
     "Limits",
@@ -61,9 +63,59 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+class _Everywhere:
+    """A registry call that failed as a whole: an operator can carry its error to any element of an array result."""
+
+    __slots__ = ("error",)
+
+    def __init__(self, error: CellError) -> None:
+        self.error = error
+
+    def get(self, pos: tuple[int, int]) -> CellError:
+        return self.error
+
+
+class Messages(list):
+    """The :class:`CellError` of every registry call that failed, in call order (a list), and where they landed.
+
+    ``grids`` holds, in call order, one entry per failed registry call: for a call whose result was an array,
+    ``{(row, col): CellError}`` for the elements that failed with a reason; for a call that failed as a whole, its
+    error for every position. An error at the same position and with the same code in a formula's array result can
+    be traced back to them without evaluating anything again.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.grids: list[dict[tuple[int, int], CellError] | _Everywhere] = []
+
+    def extend_from(self, other: Messages) -> None:
+        """Add ``other``'s messages and grids after these."""
+        self.extend(other)
+        self.grids.extend(other.grids)
+
+    def at(self, pos: tuple[int, int], code: str) -> str | None:
+        """The reason for the element at ``pos`` of an array result that holds ``code``, if a call put it there.
+
+        The latest call that left an error of that code at that position wins, as it is the closest to the result.
+        """
+        for grid in reversed(self.grids):
+            err = grid.get(pos)
+            if err is not None and err.code == code:
+                return err.message
+        return None
+
+    def last(self, code: str) -> str | None:
+        """The reason of the latest call that failed with ``code``, if any.
+
+        A formula's error value is the one its outermost operations met last: a failure that IFERROR swallowed
+        comes before the one that reached the result, so the latest matching message is the better guess.
+        """
+        return next((m.message for m in reversed(self) if m.code == code and m.message), None)
+
+
 # A stack of message buckets. Not a ContextVar: `formulas` (through schedula) runs cell functions in a context of
 # its own, where a ContextVar set by the caller is not visible. A lock keeps concurrent evaluations apart.
-_buckets: list[list[CellError]] = []
+_buckets: list[Messages] = []
 _lock = threading.RLock()
 _registered = False
 
@@ -80,9 +132,9 @@ NATIVE_REASONS = {
 
 
 @contextlib.contextmanager
-def collect_messages() -> Iterator[list[CellError]]:
+def collect_messages() -> Iterator[Messages]:
     """Collect the :class:`CellError` of every registry call that failed inside the block, in call order."""
-    bucket: list[CellError] = []
+    bucket = Messages()
     with _lock:
         _buckets.append(bucket)
         try:
@@ -125,9 +177,29 @@ def _to_formulas(result: Any) -> Any:
     return result
 
 
+def _record_grid(result: Any) -> None:
+    """Note where a registry call's result failed, with the reasons (see :class:`Messages`)."""
+    if not _buckets:
+        return
+    if isinstance(result, CellError):
+        if result.message:
+            _buckets[-1].grids.append(_Everywhere(result))
+        return
+    grid = {
+        (i, j): item
+        for (i, j), item in np.ndenumerate(np.atleast_2d(result))
+        if isinstance(item, CellError) and item.message
+    }
+    if grid:
+        _buckets[-1].grids.append(grid)
+
+
 def _adapter(fn: registry.Function) -> Any:
     def call(*args: Any) -> Any:
-        return _to_formulas(cells.evaluate_broadcast(fn, [_from_formulas(a) for a in args]))
+        result = cells.evaluate_broadcast(fn, [_from_formulas(a) for a in args])
+        if isinstance(result, (np.ndarray, CellError)):
+            _record_grid(result)
+        return _to_formulas(result)
 
     call.__name__ = fn.name
     call.__doc__ = fn.description()
@@ -173,6 +245,24 @@ class FormulaResult:
     error: CellError | None = None
 
 
+def exception_text(err: BaseException, subject: str | None = None) -> str:
+    """One line from an exception.
+
+    formulas' errors carry a %-format and its arguments, to be put together; some are raised without the
+    arguments (``=1+`` gives ``'Not a valid formula:\\n%s'`` alone), and then ``subject`` (the formula) fills the
+    blank, or the blank is dropped.
+    """
+    text = str(err)
+    template = err.args[0] if err.args and isinstance(err.args[0], str) else None
+    if template is not None and "%" in template:
+        fill = err.args[1:] or ((subject,) if subject else ())
+        try:
+            text = template % fill
+        except (TypeError, ValueError):
+            text = re.sub(r"\s*%[sr]", "", template).rstrip(" :") if not err.args[1:] else text
+    return " ".join(text.split()) or type(err).__name__
+
+
 def _unknown_functions(tokens: list[Any]) -> list[str]:
     import formulas
     from formulas.functions import not_implemented
@@ -182,23 +272,33 @@ def _unknown_functions(tokens: list[Any]) -> list[str]:
     return [n for n in names if known.get(n.upper(), not_implemented) is not_implemented]
 
 
+def _with_reasons(grid: np.ndarray, messages: Messages) -> np.ndarray:
+    """An array result with the reason attached to each failed element: the registry call's that left that error
+    at that position, else what the error value means (an element no call explains gets no guess)."""
+    out = grid.copy()
+    for (i, j), item in np.ndenumerate(grid):
+        if isinstance(item, CellError) and not item.message:
+            reason = messages.at((i, j), item.code) or NATIVE_REASONS.get(item.code, "")
+            out[i, j] = CellError(item.code, reason)
+    return out
+
+
 def evaluate_formula(formula: str) -> FormulaResult:
     """Evaluate one formula of constants, e.g. ``=ROUND(DECODE_TOKS(72.7,1,2,3.35),0)``.
 
-    Returns the value (a number, text, bool, or a 2-D numpy array for an array result) or the Excel error with
-    the registry's one-line message. Cell references have no workbook to point into and give ``#REF!``.
+    Returns the value (a number, text, bool, or a 2-D numpy array for an array result, whose failed elements are
+    :class:`CellError` with their reasons) or the Excel error with the registry's one-line message. Cell
+    references have no workbook to point into and give ``#REF!``.
     """
     import formulas
-    from formulas.errors import FormulaError
     from formulas.tokens.operand import XlError
 
     register_functions()
     text = normalise_formula(formula)
     try:
         tokens, builder = formulas.Parser().ast(text)
-    except (FormulaError, Exception) as err:  # the parser raises a variety of errors on bad syntax
-        reason = str(err).splitlines()[0] if str(err) else type(err).__name__
-        return FormulaResult(None, CellError("#NAME?", f"the formula cannot be parsed: {reason}"))
+    except Exception as err:  # the parser raises a variety of errors on bad syntax
+        return FormulaResult(None, CellError("#NAME?", f"the formula cannot be parsed: {exception_text(err, text)}"))
     unknown = _unknown_functions(tokens)
     if unknown:
         name = unknown[0]
@@ -212,11 +312,11 @@ def evaluate_formula(formula: str) -> FormulaResult:
             return FormulaResult(None, CellError("#REF!", f"eval takes constants only, not references ({refs})"))
         value = func()
     if isinstance(value, np.ndarray):
-        value = value.item() if value.size == 1 else _from_formulas(np.atleast_2d(value))
+        value = value.item() if value.size == 1 else _with_reasons(_from_formulas(np.atleast_2d(value)), messages)
     if isinstance(value, np.generic):
         value = value.item()
     if isinstance(value, XlError):
         code = str(value)
-        reason = next((m.message for m in messages if m.code == code), NATIVE_REASONS.get(code, ""))
+        reason = messages.last(code) or NATIVE_REASONS.get(code, "")
         return FormulaResult(None, CellError(code, reason))
     return FormulaResult(value)

@@ -30,6 +30,7 @@ from pathlib import Path
 
 from . import __version__, registry
 from .errors import WorkbookError
+from .safety import Limits
 from .xlwings_conf import SHEET_NAME, UDF_MODULE
 
 __all__ = [
@@ -48,6 +49,9 @@ __all__ = [
 
 VBA_MODULE = "xlwings_udfs"
 """The VBA module xlwings' Import Functions writes into a workbook."""
+
+MAX_VBA_MB = 64
+"""The largest VBA project (``xl/vbaProject.bin``) read [MiB]; Excel's are kilobytes to a few megabytes."""
 
 FORMULA = "=KV_BYTES_PER_TOKEN(80,8,128,2)"
 EXPECTED = "327680"
@@ -121,20 +125,25 @@ def machine_checks() -> list[Check]:
     return checks
 
 
-def workbook_checks(path: Path) -> list[Check]:
-    """Whether a workbook is set up for classic xlwings. Raises :class:`WorkbookError` if it cannot be read."""
+def workbook_checks(path: Path, limits: Limits | None = None) -> list[Check]:
+    """Whether a workbook is set up for classic xlwings. Raises :class:`WorkbookError` if it cannot be read.
+
+    The file is untrusted: it is read once, within ``limits`` (:class:`~xlsxplan.safety.Limits`: file size, parts,
+    zip bombs, DTDs and entities, checked before anything parses it), and only those checked bytes are read on.
+    """
     path = Path(path)
     if not path.is_file():
         raise WorkbookError(f"cannot read {path}: no such file")
     if not zipfile.is_zipfile(path):
         raise WorkbookError(f"cannot read {path}: not an Excel workbook (.xlsx or .xlsm)")
-    checks = [_conf_check(path)]
+    data, zf = _checked_zip(path, limits or Limits())
+    checks = [_conf_check(path, data)]
     suffix = path.suffix.lower()
     if suffix in (".xlsm", ".xlam"):
         checks.append(Check(True, f"{path.name} is a macro-enabled workbook ({suffix})"))
     else:
         checks.append(Check(False, f"{path.name} is not .xlsm: after Import Functions, save it as .xlsm"))
-    modules = vba_module_names(path)
+    modules = _vba_modules(zf, path)
     if VBA_MODULE in modules:
         checks.append(Check(True, f"the VBA module {VBA_MODULE} is there (Import Functions was run)"))
     else:
@@ -143,13 +152,44 @@ def workbook_checks(path: Path) -> list[Check]:
     return checks
 
 
-def _conf_check(path: Path) -> Check:
+def _checked_zip(path: Path, limits: Limits) -> tuple[bytes, zipfile.ZipFile]:
+    """The file's bytes and zip, after the checks :mod:`xlsxplan.safety` gives every untrusted workbook before any
+    part is parsed: its size, the number and inflated size of its parts (zip bombs), encryption, and DTDs or
+    entities in any XML part. Unlike :func:`~xlsxplan.safety.open_package` it accepts add-ins (.xlam) and any zip
+    holding a VBA project, and sets no limit on cells: nothing here calculates the workbook."""
+    from .safety import MB, _check_members, _check_prolog, _open_zip
+
+    name = str(path)
+    try:
+        size = path.stat().st_size
+        if size > limits.max_file_mb * MB:
+            raise WorkbookError(f"{name} is {size / MB:,.0f} MiB; xlsxplan opens workbooks up to "
+                                f"{limits.max_file_mb:,.0f} MiB")  # fmt: skip
+        with open(path, "rb") as f:
+            data = f.read(int(limits.max_file_mb * MB) + 1)
+    except OSError as err:
+        raise WorkbookError(f"cannot read {path}: {err.strerror or err}") from None
+    if len(data) > limits.max_file_mb * MB:
+        raise WorkbookError(f"{name} is over {limits.max_file_mb:,.0f} MiB; xlsxplan opens workbooks up to that")
+    zf = _open_zip(data, name)
+    _check_members(zf, name, limits)
+    for info in zf.infolist():
+        if not info.is_dir():
+            _check_prolog(zf, info, name)
+    return data, zf
+
+
+def _conf_check(path: Path, data: bytes) -> Check:
+    import io
+
     import openpyxl
 
+    from .safety import require_defusedxml
     from .xlwings_conf import read_conf_sheet
 
+    require_defusedxml()
     try:
-        wb = openpyxl.load_workbook(path, read_only=True)
+        wb = openpyxl.load_workbook(io.BytesIO(data), read_only=True)
     except Exception as err:  # openpyxl raises many kinds on a damaged file
         raise WorkbookError(f"cannot read {path}: {type(err).__name__}: {err}") from None
     try:
@@ -171,17 +211,32 @@ _END_OF_CHAIN = 0xFFFFFFFE
 _FREE = 0xFFFFFFFF
 
 
-def vba_module_names(path: Path) -> list[str]:
+def vba_module_names(path: Path, limits: Limits | None = None) -> list[str]:
     """The standard VBA modules of a workbook (``Module=`` lines of its VBA project), [] if it has no VBA.
 
     ``xl/vbaProject.bin`` is a Compound File Binary ([MS-CFB]); its ``PROJECT`` stream is text listing the modules
-    ([MS-OVBA] 2.3.1). Only reading is needed, so this small reader does without a dependency.
+    ([MS-OVBA] 2.3.1). Only reading is needed, so this small reader does without a dependency. The file is read
+    within ``limits`` (see :func:`workbook_checks`) and a VBA project over :data:`MAX_VBA_MB` is refused.
     """
-    with zipfile.ZipFile(path) as zf:
-        try:
-            data = zf.read("xl/vbaProject.bin")
-        except KeyError:
-            return []
+    path = Path(path)
+    _, zf = _checked_zip(path, limits or Limits())
+    return _vba_modules(zf, path)
+
+
+def _vba_modules(zf: zipfile.ZipFile, path: Path) -> list[str]:
+    try:
+        info = zf.getinfo("xl/vbaProject.bin")
+    except KeyError:
+        return []
+    if info.file_size > MAX_VBA_MB * 1024 * 1024:
+        raise WorkbookError(
+            f"cannot read the VBA project of {path}: it is {info.file_size:,} bytes, and xlsxplan reads VBA projects "
+            f"up to {MAX_VBA_MB:g} MiB"
+        )
+    try:
+        data = zf.read(info)  # never more than the declared size, which was checked
+    except Exception as err:  # zlib.error, BadZipFile (bad CRC), EOFError: a damaged archive
+        raise WorkbookError(f"cannot read the VBA project of {path}: {type(err).__name__}: {err}") from None
     try:
         text = _cfb_stream(data, "PROJECT").decode("latin-1")
     except (ValueError, IndexError, struct.error) as err:
@@ -197,9 +252,13 @@ def vba_module_names(path: Path) -> list[str]:
 def _cfb_stream(data: bytes, wanted: str) -> bytes:
     if data[:8] != _CFB_SIGNATURE:
         raise ValueError("not a compound file")
-    sector_size = 1 << struct.unpack_from("<H", data, 0x1E)[0]
-    mini_size = 1 << struct.unpack_from("<H", data, 0x20)[0]
+    sector_shift, mini_shift = struct.unpack_from("<HH", data, 0x1E)
+    if sector_shift not in (9, 12) or mini_shift != 6:  # [MS-CFB] 2.2: 512- or 4,096-byte sectors, 64-byte mini
+        raise ValueError(f"sectors of 2^{sector_shift} and mini sectors of 2^{mini_shift} bytes are not valid")
+    sector_size, mini_size = 1 << sector_shift, 1 << mini_shift
     first_dir, _, cutoff, first_minifat, n_minifat, first_difat, n_difat = struct.unpack_from("<7I", data, 0x30)
+    if n_difat > len(data) // sector_size:
+        raise ValueError(f"{n_difat:,} DIFAT sectors declared in a file of {len(data):,} bytes")
 
     def sector(sid: int) -> bytes:
         start = (sid + 1) * sector_size
@@ -218,10 +277,14 @@ def _cfb_stream(data: bytes, wanted: str) -> bytes:
         fat += struct.unpack(f"<{sector_size // 4}I", sector(s))
 
     def chain(start: int, table: list[int]) -> list[int]:
-        out = []
+        out: list[int] = []
+        seen: set[int] = set()
         while start != _END_OF_CHAIN:
-            if start >= len(table) or len(out) > len(table):
+            if start >= len(table):
                 raise ValueError("a broken sector chain")
+            if start in seen:  # each sector once: what is read stays within the file's size
+                raise ValueError("a sector chain that loops")
+            seen.add(start)
             out.append(start)
             start = table[start]
         return out
@@ -234,7 +297,9 @@ def _cfb_stream(data: bytes, wanted: str) -> bytes:
         kind = directory[off + 66]
         start, size = struct.unpack_from("<IQ", directory, off + 116)
         entries.append((name, kind, start, size if sector_size == 4096 else size & 0xFFFFFFFF))
-    root = next(e for e in entries if e[1] == 5)
+    root = next((e for e in entries if e[1] == 5), None)
+    if root is None:
+        raise ValueError("no root entry in the directory")
     for name, kind, start, size in entries:
         if kind != 2 or name != wanted:
             continue

@@ -448,7 +448,7 @@ def patch_sheet(xml: bytes, patches: Mapping[tuple[int, int], Patch]) -> bytes:
     """
     if not patches:
         return xml
-    text, encoding = _decode(xml)
+    text, encoding = _decode(xml, "a worksheet part")
     m = re.search(rf"<({_PREFIX})sheetData\b[^>]*?(/?)>", text)
     if not m:
         raise WorkbookError("a worksheet part has no <sheetData>")
@@ -494,10 +494,22 @@ def patch_sheet(xml: bytes, patches: Mapping[tuple[int, int], Patch]) -> bytes:
     return new_text.encode(encoding)
 
 
-def _decode(xml: bytes) -> tuple[str, str]:
-    if xml[:2] in (b"\xff\xfe", b"\xfe\xff"):
-        return xml.decode("utf-16"), "utf-16"
-    return xml.decode("utf-8-sig" if xml.startswith(b"\xef\xbb\xbf") else "utf-8"), "utf-8"
+def _decode(xml: bytes, part: str = "a part") -> tuple[str, str]:
+    """The text of an XML part and the encoding to write it back in: UTF-8 or UTF-16, the two that Excel writes.
+
+    UTF-16 with a byte-order mark is written back with one (``utf-16``); without one (the XML specification asks
+    for it, but a NUL byte in the first four gives it away), in the same byte order.
+    """
+    try:
+        if xml[:2] in (b"\xff\xfe", b"\xfe\xff"):
+            return xml.decode("utf-16"), "utf-16"
+        if xml[:4] == b"<\x00?\x00":
+            return xml.decode("utf-16-le"), "utf-16-le"
+        if xml[:4] == b"\x00<\x00?":
+            return xml.decode("utf-16-be"), "utf-16-be"
+        return xml.decode("utf-8-sig" if xml.startswith(b"\xef\xbb\xbf") else "utf-8"), "utf-8"
+    except UnicodeDecodeError as err:
+        raise WorkbookError(f"{part} is neither UTF-8 nor UTF-16 text ({err.reason} at byte {err.start})") from None
 
 
 def _col_styles(text: str, p: str) -> list[tuple[int, int, str]]:
@@ -606,7 +618,7 @@ def _add_relationship(edits: _Edits, source: str, rel_type: str, target_part: st
     empty = (
         f'<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n<Relationships xmlns="{PKG_REL}"></Relationships>'
     )
-    text = data.decode("utf-8") if data is not None else empty
+    text, encoding = _decode(data, name) if data is not None else (empty, "utf-8")
     ids = set(re.findall(r'\bId\s*=\s*"([^"]*)"', text))
     n = 1
     while f"rId{n}" in ids:
@@ -621,12 +633,12 @@ def _add_relationship(edits: _Edits, source: str, rel_type: str, target_part: st
         if not close:
             raise WorkbookError(f"{name} is not a relationships part")
         text = text[: close.start()] + element + text[close.start() :]
-    edits.replaced[name] = text.encode("utf-8")
+    edits.replaced[name] = text.encode(encoding)
     return rid
 
 
 def _add_content_type(edits: _Edits, part: str | None, extension: str | None, ctype: str) -> None:
-    text = edits.current("[Content_Types].xml").decode("utf-8")  # type: ignore[union-attr]
+    text, encoding = _decode(edits.current("[Content_Types].xml"), "[Content_Types].xml")  # type: ignore[arg-type]
     if part is not None:
         element = f'<Override PartName="/{part}" ContentType="{ctype}"/>'
     else:
@@ -636,7 +648,7 @@ def _add_content_type(edits: _Edits, part: str | None, extension: str | None, ct
     close = re.search(r"</(?:\w+:)?Types>", text)
     if not close:
         raise WorkbookError("[Content_Types].xml is malformed")
-    edits.replaced["[Content_Types].xml"] = (text[: close.start()] + element + text[close.start() :]).encode("utf-8")
+    edits.replaced["[Content_Types].xml"] = (text[: close.start()] + element + text[close.start() :]).encode(encoding)
 
 
 def _used_idmap_blocks(edits: _Edits) -> set[int]:
@@ -750,8 +762,9 @@ def write_notes(pkg: Package, replaced: dict[str, bytes], edits_list: list[Comme
         if comments is None and not edit.notes:
             continue
         user_cells: set[tuple[int, int]] = set()
+        cenc = venc = "utf-8"  # parts xlsxplan adds are UTF-8; parts it edits keep their encoding
         if comments is not None and edits.exists(comments):
-            ctext = edits.current(comments).decode("utf-8")  # type: ignore[union-attr]
+            ctext, cenc = _decode(edits.current(comments), comments)  # type: ignore[arg-type]
             stripped, removed = _edit_comments_text(ctext, {}, set())
             user_cells = _user_comment_cells(stripped)
         else:
@@ -760,7 +773,7 @@ def write_notes(pkg: Package, replaced: dict[str, bytes], edits_list: list[Comme
         if not notes and not removed:
             continue
         if vml is not None and edits.exists(vml):
-            vtext = edits.current(vml).decode("utf-8", errors="strict")  # type: ignore[union-attr]
+            vtext, venc = _decode(edits.current(vml), vml)  # type: ignore[arg-type]
             if "</xml>" not in vtext:
                 continue  # not the VML Excel writes: leave the sheet's notes alone
         else:
@@ -774,7 +787,7 @@ def write_notes(pkg: Package, replaced: dict[str, bytes], edits_list: list[Comme
             _add_relationship(edits, sheet.part, REL_COMMENTS, comments)
             _add_content_type(edits, comments, None, CT_COMMENTS)
         new_ctext, _ = _edit_comments_text(ctext, notes, user_cells)
-        edits.replaced[comments] = new_ctext.encode("utf-8")  # type: ignore[index]
+        edits.replaced[comments] = new_ctext.encode(cenc)  # type: ignore[index]
         if vtext is None:
             used = _used_idmap_blocks(edits)
             block = 1
@@ -789,11 +802,11 @@ def write_notes(pkg: Package, replaced: dict[str, bytes], edits_list: list[Comme
             m = re.search(r'idmap\b[^>]*\bdata="(\d+)', vtext)
             block = int(m.group(1)) if m else 1
         added = sorted(cell for cell in notes if cell not in user_cells)
-        edits.replaced[vml] = _edit_vml(vtext, removed, added, block).encode("utf-8")
+        edits.replaced[vml] = _edit_vml(vtext, removed, added, block).encode(venc)
 
 
 def _insert_legacy_drawing(edits: _Edits, part: str, rid: str) -> None:
-    text, encoding = _decode(edits.current(part))  # type: ignore[arg-type]
+    text, encoding = _decode(edits.current(part), part)  # type: ignore[arg-type]
     root = re.search(rf"<({_PREFIX})worksheet\b", text)
     p = root.group(1) if root else ""
     element = f'<{p}legacyDrawing xmlns:r="{DOC_REL}" r:id="{rid}"/>'

@@ -234,7 +234,7 @@ def _model_class() -> type:
             self.tick = tick
             self.problems: dict[str, CellError] = {}
             self.formula_text: dict[str, str] = {}
-            self.compile_messages: dict[str, list[CellError]] = {}  # constant parts are evaluated while compiling
+            self.compile_messages: dict[str, engine.Messages] = {}  # constant parts are evaluated while compiling
 
         def add_book(self, book: Any = None, context: Any = None, data_only: bool = False) -> Any:
             if isinstance(book, str) and book.replace("\\", "/").upper() != _BOOK_KEY:
@@ -250,6 +250,7 @@ def _model_class() -> type:
         def compile_cell(self, cell: Any, context: Any, references: Any, formula_references: Any) -> Any:
             self.tick(1)
             crd = formula_references.get(cell.coordinate, cell.coordinate)
+            text: str | None = None
             if cell.data_type == "f":
                 value = cell.value
                 text = value if isinstance(value, str) else getattr(value, "text", None)
@@ -271,14 +272,14 @@ def _model_class() -> type:
                 with engine.collect_messages() as messages:
                     compiled = super().compile_cell(cell, context, references, formula_references)
                 if messages:
-                    self.compile_messages[compiled.output] = list(messages)
+                    self.compile_messages[compiled.output] = messages
                 return compiled
             except WorkbookError:
                 raise
             except MemoryError:  # its constant part asked for more memory than there is (=MUNIT(100000))
                 return self._failed(crd, context, references, "#NUM!", "the formula needs more memory than there is")
             except Exception as err:  # the parser refuses a formula: that cell alone becomes an error
-                reason = _exception_text(err)
+                reason = engine.exception_text(err, text)
                 return self._failed(crd, context, references, "#NAME?", f"the formula cannot be parsed: {reason}")
 
         def _failed(self, crd: str, context: Any, references: Any, code: str, reason: str) -> Any:
@@ -322,15 +323,6 @@ def _check_referenced_ranges(model: Any, inspection: Inspection, limits: Limits)
             f"the engine holds about 0.8 kB per referenced cell, so recalculating would need about {need:,.1f} GB, "
             f"and the limit is {limits.max_memory_gb:g} GB: refer to the rows in use, not whole columns"
         )
-
-
-def _exception_text(err: Exception) -> str:
-    """One line from an exception; formulas' errors carry a %-format and its arguments."""
-    text = str(err)
-    if len(err.args) > 1 and isinstance(err.args[0], str):
-        with contextlib.suppress(TypeError, ValueError):
-            text = err.args[0] % err.args[1:]
-    return " ".join(text.split()) or type(err).__name__
 
 
 def _data_table_reason(value: Any) -> str:
@@ -392,8 +384,9 @@ class Workbook:
         self._inputs: dict[str, Any] = {}
         self._sets: dict[tuple[str, int, int], Any] = {}
         self._solution: Any = None
-        self._messages: dict[str, str] = {}
+        self._messages: dict[tuple[str, str], tuple[str, engine.Messages | None]] = {}
         self._raw_cache: dict[str, Any] = {}
+        self._computed_cache: dict[str, dict[tuple[int, int], Any]] | None = None
         self._index_cells()
 
     # -- loading ------------------------------------------------------------------------------------------------
@@ -495,6 +488,21 @@ class Workbook:
         for (title, r, c), key in list(self._single.items()):
             if key not in self._formula and self._array_at(title, r, c) is not None:
                 del self._single[(title, r, c)]
+        # Each sheet's formula cells (an array formula's every cell) and its other stored cells, in sheet order
+        with_formula: dict[str, set[tuple[int, int]]] = {title: set() for title in self.sheetnames}
+        others: dict[str, list[tuple[int, int]]] = {title: [] for title in self.sheetnames}
+        for (title, r, c), key in self._single.items():
+            if key in self._formula:
+                with_formula[title].add((r, c))
+            else:
+                others[title].append((r, c))
+        for title, arrays in self._arrays.items():
+            for arr in arrays:
+                if arr.key in self._formula:
+                    cells = with_formula[title]
+                    cells.update((r, c) for r in range(arr.r1, arr.r2 + 1) for c in range(arr.c1, arr.c2 + 1))
+        self._formula_cells = {title: sorted(cells) for title, cells in with_formula.items()}
+        self._other_cells = {title: sorted(cells) for title, cells in others.items()}
 
     # -- addressing ---------------------------------------------------------------------------------------------
 
@@ -583,9 +591,10 @@ class Workbook:
             except MemoryError:
                 raise WorkbookError("ran out of memory while calculating") from None
             except Exception as err:  # a failure of the engine itself, not of a cell (cells fail one by one)
-                raise WorkbookError(f"the formulas engine failed: {_exception_text(err)}") from None
+                raise WorkbookError(f"the formulas engine failed: {engine.exception_text(err)}") from None
         self._messages = {}
         self._raw_cache = {}
+        self._computed_cache = None
         return self
 
     def _sol(self) -> Any:
@@ -679,46 +688,59 @@ class Workbook:
         return CellError(err.code, self._reason(key, err.code, pos))
 
     def _reason(self, key: str, code: str, pos: tuple[int, int] | None = None, depth: int = 0) -> str:
-        cache_key = f"{key}|{pos}"
-        if cache_key not in self._messages:
-            self._messages[cache_key] = self._find_reason(key, code, pos, depth)
-        return self._messages[cache_key]
+        """Why the node ``key`` (at ``pos`` of its array, if it is one) holds the error ``code``.
 
-    def _find_reason(self, key: str, code: str, pos: tuple[int, int] | None, depth: int) -> str:
-        problem = self._model.problems.get(key)
-        if problem is not None:
-            return problem.message
-        cell = self._model.cells.get(key)
-        if cell is None:
-            return engine.NATIVE_REASONS.get(code, "")
-        if key not in self._formula or cell.func is None:
-            return "the cell holds this error value (typed, not calculated)"
-        if code == "#NAME?":
-            unknown = _unknown_function(self._model.formula_text.get(key, ""))
-            if unknown:
-                return unknown
+        The formula is evaluated again at most once per node and calculation, whatever the number of its elements
+        that failed: the reasons of an array's elements are looked up by position in what that one evaluation
+        recorded (:class:`xlsxplan.engine.Messages`).
+        """
+        cache_key = (key, code)
+        if cache_key not in self._messages:
+            self._messages[cache_key] = self._find_reason(key, code, depth)
+        reason, recorded = self._messages[cache_key]
+        if pos is not None and recorded is not None:
+            return recorded.at(pos, code) or reason
+        return reason
+
+    def _evaluate_again(self, key: str, cell: Any) -> engine.Messages:
+        """The messages of the registry calls in the formula of ``key``: those of its constant parts, recorded when
+        it was compiled, then those of evaluating it again on its calculated inputs."""
+        messages = engine.Messages()
+        compiled = self._model.compile_messages.get(key)
+        if compiled is not None:
+            messages.extend_from(compiled)
         sol = self._sol()
         args = [sol.get(k) for k in cell.inputs]
-        messages = list(self._model.compile_messages.get(key, ()))
         if all(a is not None for a in args):
             with engine.collect_messages() as bucket:
                 try:
                     cell.func(*args)
                 except Exception:  # the engine failed on this cell: the messages so far still help
                     pass
-            messages.extend(bucket)
-        if messages:
-            same = [m for m in messages if m.code == code and m.message]
-            if same:
-                if pos is not None:
-                    raw = self._raw(key)
-                    if raw is not None:
-                        flat = [
-                            ij for ij, v in np.ndenumerate(raw) if str(v) == code and isinstance(_plain(v), CellError)
-                        ]
-                        if pos in flat and flat.index(pos) < len(same):
-                            return same[flat.index(pos)].message
-                return same[0].message
+            messages.extend_from(bucket)
+        return messages
+
+    def _find_reason(self, key: str, code: str, depth: int) -> tuple[str, engine.Messages | None]:
+        """The reason for ``code`` in the node ``key``, and the messages its evaluation recorded (None if it was not
+        evaluated again)."""
+        problem = self._model.problems.get(key)
+        if problem is not None:
+            return problem.message, None
+        cell = self._model.cells.get(key)
+        if cell is None:
+            return engine.NATIVE_REASONS.get(code, ""), None
+        if key not in self._formula or cell.func is None:
+            return "the cell holds this error value (typed, not calculated)", None
+        if code == "#NAME?":
+            unknown = _unknown_function(self._model.formula_text.get(key, ""))
+            if unknown:
+                return unknown, None
+        messages = self._evaluate_again(key, cell)
+        same = messages.last(code)
+        return (same if same is not None else self._passed_on(key, cell, code, depth)), messages
+
+    def _passed_on(self, key: str, cell: Any, code: str, depth: int) -> str:
+        """The reason for an error that no registry call in the formula explains: the input it came from."""
         for k in cell.inputs:
             book = re.match(r"^'?(.*)\[([^\]]+)\]", k) if isinstance(k, str) else None
             if book and book.group(2).upper() != _BOOK_KEY:
@@ -756,17 +778,29 @@ class Workbook:
                 return cell_key, ref
         return None
 
+    def _computed(self) -> dict[str, dict[tuple[int, int], Any]]:
+        """The value of every formula cell, ``{title: {(row, col): value}}`` in sheet order, after any pending
+        recalculation; read once per calculation and shared by :meth:`errors` and :meth:`save`."""
+        self._sol()
+        if self._computed_cache is None:
+            self._computed_cache = {
+                title: {(r, c): self._cell_value(title, r, c) for r, c in positions}
+                for title, positions in self._formula_cells.items()
+            }
+        return self._computed_cache
+
     def errors(self) -> dict[str, CellError]:
         """Every cell whose value is an error, as ``{"Sheet!B4": CellError(code, reason)}``, in sheet order."""
+        computed = self._computed()
         out: dict[str, CellError] = {}
         for title in self.sheetnames:
-            cells = sorted((r, c) for (t, r, c) in self._single if t == title)
-            for arr in self._arrays.get(title, ()):
-                cells.extend((r, c) for r in range(arr.r1, arr.r2 + 1) for c in range(arr.c1, arr.c2 + 1))
-            for r, c in sorted(set(cells)):
+            found = {rc: v for rc, v in computed[title].items() if isinstance(v, CellError)}
+            for r, c in self._other_cells[title]:  # typed error values, and inputs set to one
                 value = self._cell_value(title, r, c)
                 if isinstance(value, CellError):
-                    out[f"{_quote_sheet(title)}!{col_letter(c)}{r}"] = value
+                    found[(r, c)] = value
+            for r, c in sorted(found):
+                out[f"{_quote_sheet(title)}!{col_letter(c)}{r}"] = found[(r, c)]
         return out
 
     # -- saving -------------------------------------------------------------------------------------------------
@@ -774,36 +808,23 @@ class Workbook:
     def _patches(self) -> dict[str, dict[tuple[int, int], Patch]]:
         parts = {s.title: s.part for s in self._pkg.sheets if s.kind == "worksheet"}
         out: dict[str, dict[tuple[int, int], Patch]] = {}
-        for (title, r, c), key in self._single.items():
-            if key in self._formula:
-                out.setdefault(parts[title], {})[(r, c)] = Patch(self._cell_value(title, r, c))
-        for title, arrays in self._arrays.items():
-            for arr in arrays:
-                if arr.key not in self._formula:
-                    continue
-                for r in range(arr.r1, arr.r2 + 1):
-                    for c in range(arr.c1, arr.c2 + 1):
-                        out.setdefault(parts[title], {})[(r, c)] = Patch(self._cell_value(title, r, c))
+        for title, values in self._computed().items():
+            if values:
+                out[parts[title]] = {rc: Patch(value) for rc, value in values.items()}
         for (title, r, c), value in self._sets.items():
             out.setdefault(parts[title], {})[(r, c)] = Patch(value, result=False)
         return out
 
     def _notes(self) -> list[CommentEdit]:
-        by_title: dict[str, dict[tuple[int, int], str]] = {title: {} for title in self.sheetnames}
-        formula_cells = {(t, r, c) for (t, r, c), k in self._single.items() if k in self._formula}
-        for title, arrays in self._arrays.items():
-            for arr in arrays:
-                formula_cells.update(
-                    (title, r, c) for r in range(arr.r1, arr.r2 + 1) for c in range(arr.c1, arr.c2 + 1)
-                )
-        for title in by_title:
-            notes = by_title[title]
-            for t, r, c in sorted(x for x in formula_cells if x[0] == title):
+        computed = self._computed()
+        by_title: dict[str, dict[tuple[int, int], str]] = {}
+        for title in self.sheetnames:
+            notes = by_title[title] = {}
+            for rc, value in computed[title].items():
                 if len(notes) >= MAX_NOTES_PER_SHEET:
                     break
-                value = self._cell_value(t, r, c)
                 if isinstance(value, CellError):
-                    notes[(r, c)] = f"{value.code} {value.message}".strip()
+                    notes[rc] = f"{value.code} {value.message}".strip()
         return [CommentEdit(s, by_title[s.title]) for s in self._pkg.sheets if s.kind == "worksheet"]
 
     def save(self, path: Path | str, notes: bool = True) -> Path:

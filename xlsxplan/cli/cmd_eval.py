@@ -11,12 +11,30 @@ ORDER = 10
 
 
 def _outer_unit(formula: str) -> str:
+    """The unit of the formula's result when the whole formula is one registry call, ``=KV_GB(...)``; else "".
+
+    Anything around the call (``=TRAIN_FLOPS(...)/FLOPS_6N(...)`` is seconds, not FLOPs) leaves the unit unknown.
+    Parentheses inside string literals do not count.
+    """
+    import re
+
     from .. import registry
 
-    text = formula.strip().lstrip("=").strip()
-    name = text.split("(", 1)[0].strip().upper()
-    if text.endswith(")") and name in registry.FUNCTIONS:
-        return registry.FUNCTIONS[name].unit
+    text = formula.strip().removeprefix("=").strip()
+    m = re.match(r"([A-Za-z_][A-Za-z0-9_.]*)\s*\(", text)
+    if not m or m.group(1).upper() not in registry.FUNCTIONS:
+        return ""
+    depth, in_string = 0, False
+    for i in range(m.end() - 1, len(text)):
+        ch = text[i]
+        if ch == '"':
+            in_string = not in_string  # a doubled "" inside a literal closes and reopens it: same effect
+        elif not in_string and ch == "(":
+            depth += 1
+        elif not in_string and ch == ")":
+            depth -= 1
+            if depth == 0:
+                return registry.FUNCTIONS[m.group(1).upper()].unit if not text[i + 1 :].strip() else ""
     return ""
 
 

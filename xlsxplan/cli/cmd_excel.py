@@ -21,7 +21,7 @@ def _write_lite(folder: Path, force: bool) -> int:
     import sys
 
     from .. import excel_setup
-    from ..fileio import atomic_write_text
+    from ..fileio import atomic_write_text, ensure_folder
 
     if folder.exists() and not folder.is_dir():
         print(f"xlsxplan: error: {folder} is a file, not a folder", file=sys.stderr)
@@ -35,7 +35,7 @@ def _write_lite(folder: Path, force: bool) -> int:
         verb = "exists" if len(existing) == 1 else "exist"
         print(f"xlsxplan: error: {' and '.join(existing)} {verb} already; use --force to replace", file=sys.stderr)
         return EXIT_USAGE
-    folder.mkdir(parents=True, exist_ok=True)
+    ensure_folder(folder)  # WorkbookError (one line, exit 2) if it cannot be made
     for path, text in targets.items():
         atomic_write_text(path, text)
         print(f"wrote {path} ({len(text.encode('utf-8')):,} bytes)")

@@ -34,8 +34,10 @@ def format_value(value: Any, human: bool = False, unit: str = "") -> str:
 
 
 def human_number(x: float) -> str:
-    """``4,387`` for 4387.49, ``0.7537`` for 0.753664, ``5.880e+21`` for 5.88e21."""
-    if x == 0 or not math.isfinite(x):
+    """``4,387`` for 4387.49, ``0.7537`` for 0.753664, ``5.880e+21`` for 5.88e21, ``0`` for zero."""
+    if x == 0:
+        return "0"
+    if not math.isfinite(x):
         return str(x)
     magnitude = math.floor(math.log10(abs(x)))
     if magnitude >= 15 or magnitude < -3:

@@ -23,7 +23,7 @@ from typing import Any
 
 from ..cells import CellError
 from ..errors import WorkbookError
-from ..fileio import atomic_write, check_writable
+from ..fileio import atomic_write, check_writable, ensure_folder
 from . import serving, training
 from .layout import GENERATOR, SIDE_COLUMNS, TEMPLATE_DATE, Book
 
@@ -116,9 +116,8 @@ def build_template(filename: str, out_dir: Path, force: bool = False) -> Built:
 
 
 def build_all(out_dir: Path, force: bool = False) -> dict[str, Built]:
-    """Write every template into ``out_dir`` (created if missing)."""
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    """Write every template into ``out_dir`` (created if missing; WorkbookError with one line if it cannot be)."""
+    out = ensure_folder(Path(out_dir))
     return {name: build_template(name, out, force) for name in TEMPLATES}
 
 
