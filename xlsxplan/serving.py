@@ -63,14 +63,20 @@ SECONDS_PER_HOUR = 3_600
 _GIGA, _TERA = 1e9, 1e12
 
 
+_ULPS = 16
+"""How many units in the last place :func:`whole_floor` and :func:`whole_ceil` forgive: the rounding of a few
+multiplications and divisions, and no more. A tolerance relative to the number itself (1e-9 of it, say) would
+forgive a whole unit above a billion: ``REPLICAS(2000000001, 2)`` must be 1,000,000,001."""
+
+
 def whole_floor(x: float) -> int:
-    """``floor(x)``, forgiving the last bits of float error (94.99999999999 counts as 95)."""
-    return math.floor(x + 1e-9 * max(1.0, abs(x)))
+    """``floor(x)``, forgiving the last few bits of float error (``95 - 1 ulp`` counts as 95)."""
+    return math.floor(x + _ULPS * math.ulp(x))
 
 
 def whole_ceil(x: float) -> int:
-    """``ceil(x)``, forgiving the last bits of float error (5.00000000001 counts as 5)."""
-    return math.ceil(x - 1e-9 * max(1.0, abs(x)))
+    """``ceil(x)``, forgiving the last few bits of float error (``5 + 1 ulp`` counts as 5)."""
+    return math.ceil(x - _ULPS * math.ulp(x))
 
 
 @checked
