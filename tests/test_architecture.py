@@ -123,6 +123,19 @@ def test_kv_bytes_per_sequence_refuses_impossible_windows():
         kv_bytes_per_sequence(32, 8, 128, 1000, 0, 16)
 
 
+def test_kv_per_sequence_and_model_kv_count_window_layers_with_one_piece_of_arithmetic(monkeypatch):
+    # Review finding 20: KV_BYTES_PER_SEQ restated how a preset's window layers stop at the window
+    from xlsxplan import architecture
+
+    calls = []
+    real = architecture._layer_tokens
+    monkeypatch.setattr(architecture, "_layer_tokens", lambda *a: calls.append(a) or real(*a))
+    by_shape = kv_bytes_per_sequence(32, 8, 128, 32_768, 4_096, 32)
+    by_name = model_kv_gb("Mistral-7B", 32_768) * 1e9
+    assert calls == [(32, 4_096, 32, 32_768)] * 2
+    assert by_shape == pytest.approx(by_name, rel=1e-12)
+
+
 def test_model_functions_name_unknown_models():
     with pytest.raises(UnknownPresetError, match=r"^model 'Mistral-8B' is not in the catalog; did you mean"):
         model_kv_gb("Mistral-8B", 1000)

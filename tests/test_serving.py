@@ -152,6 +152,7 @@ def test_whole_rounding_forgives_a_few_ulps_not_a_share_of_the_number():
     assert whole_floor(math.nextafter(95.0, 0)) == 95 and whole_ceil(math.nextafter(5.0, 6)) == 5
     assert whole_floor(1e9 - 0.5) == 999_999_999 and whole_ceil(1e9 + 0.5) == 1_000_000_001
     assert whole_floor(0.0) == 0 and whole_ceil(0.0) == 0
+    assert whole_ceil(1e18) == 10**18 and whole_floor(2.0**60) == 2**60  # beyond 2**53 every float is whole
 
 
 def test_max_batch_is_a_whole_count_and_exact_at_the_boundary():

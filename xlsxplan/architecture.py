@@ -192,9 +192,7 @@ def kv_bytes_per_sequence(
         )
     if window_layers and not window:
         raise OutOfRangeError("window must be given (above 0) when window_layers is above 0", "window")
-    capped = min(context_tokens, window) if window else context_tokens
-    cached = (layers - window_layers) * context_tokens + window_layers * capped
-    return 2.0 * kv_heads * head_dim * bytes_per_value * cached
+    return 2.0 * kv_heads * head_dim * bytes_per_value * _layer_tokens(layers, window, window_layers, context_tokens)
 
 
 @checked
@@ -233,11 +231,16 @@ def _kv_bytes_per_layer_token(m: ModelPreset, bytes_per_value: float, tp: int) -
     return tp * 2.0 * math.ceil(m.kv_heads / tp) * m.head_dim * bytes_per_value
 
 
+def _layer_tokens(layers: int, window: int | None, window_layers: int | None, context_tokens: float) -> float:
+    """Layer-tokens a sequence of ``context_tokens`` keeps: window layers stop at the window. Unchecked."""
+    window_layers = window_layers or 0
+    capped = min(context_tokens, window) if window else context_tokens
+    return (layers - window_layers) * context_tokens + window_layers * capped
+
+
 def _cached_layer_tokens(m: ModelPreset, context_tokens: float) -> float:
-    """Layer-tokens a sequence of ``context_tokens`` keeps: window layers stop at the window."""
-    window_layers = m.sliding_window_layers or 0
-    capped = min(context_tokens, m.sliding_window) if m.sliding_window else context_tokens
-    return (m.layers - window_layers) * context_tokens + window_layers * capped
+    """Layer-tokens a sequence of ``context_tokens`` keeps in a preset model."""
+    return _layer_tokens(m.layers, m.sliding_window, m.sliding_window_layers, context_tokens)
 
 
 @checked
