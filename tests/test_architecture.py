@@ -121,6 +121,12 @@ def test_kv_bytes_per_sequence_refuses_impossible_windows():
         kv_bytes_per_sequence(32, 8, 128, 1000, 4096, 33)
     with pytest.raises(OutOfRangeError, match=r"^window must be given \(above 0\) when window_layers is above 0$"):
         kv_bytes_per_sequence(32, 8, 128, 1000, 0, 16)
+    # review finding 25: a window with no layers limited to it was silently ignored
+    with pytest.raises(
+        OutOfRangeError, match=r"^window_layers must be given \(1 to layers, 32\) when window is above 0"
+    ):
+        kv_bytes_per_sequence(32, 8, 128, 32_768, 4096)
+    assert kv_bytes_per_sequence(32, 8, 128, 32_768, 4096, 32) * 8 == kv_bytes_per_sequence(32, 8, 128, 32_768)
 
 
 def test_kv_per_sequence_and_model_kv_count_window_layers_with_one_piece_of_arithmetic(monkeypatch):

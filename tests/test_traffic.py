@@ -271,6 +271,13 @@ def test_batch_for_ttft_effect_and_the_unreachable_target():
     assert x.batch_for_ttft(PARAMS_B, N_GPUS, TFLOPS, 60, alone - 180, 3) == 1  # one token per step less: batch 1
 
 
+def test_batch_for_ttft_is_capped_like_batch_for_latency():
+    # Review finding 25: a tiny model on a huge fleet gave 2.5e21; both latency batches stop at the largest batch
+    # the other functions accept (1,000,000,000)
+    assert x.batch_for_ttft(1e-4, 10_000_000, 1e9, 1e-3, 1, 1e12) == 1_000_000_000
+    assert x.decode_tokens_per_s(1e-4, 1, 1, 1e5, x.batch_for_ttft(1e-4, 10_000_000, 1e9, 1e-3, 1, 1e12)) > 0
+
+
 # --- Chunked prefill, the prefill/decode mix and disaggregation ------------------------------------------------
 
 

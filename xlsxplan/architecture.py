@@ -171,7 +171,8 @@ def kv_bytes_per_sequence(
     window : int, default 0
         Sliding-window length; 0 for none (every layer sees the whole context) [tokens].
     window_layers : int, default 0
-        Layers limited to the window: all for Mistral-7B v0.1, half for Gemma 2, 5 in 6 for Gemma 3 [count].
+        Layers limited to the window: all for Mistral-7B v0.1, half for Gemma 2, 5 in 6 for Gemma 3; required with a
+        window, 0 without one [count].
     bytes_per_value : float, default 2
         Bytes per cached number, or a precision name [bytes].
 
@@ -184,7 +185,8 @@ def kv_bytes_per_sequence(
     -----
     ``2 * kv_heads * head_dim * b * ((layers - window_layers) * T + window_layers * min(T, window))`` (Mistral 7B,
     arXiv:2310.06825, section 2, rolling buffer cache; Gemma 2, arXiv:2408.00118, section 2). Mistral-7B at 32,768
-    tokens with a 4,096 window on all 32 layers holds 8 times less than without it, as its paper says.
+    tokens with a 4,096 window on all 32 layers holds 8 times less than without it, as its paper says. A window and
+    the layers it limits go together: one without the other is refused (#NUM!) rather than guessed.
     """
     if window_layers > layers:
         raise OutOfRangeError(
@@ -192,6 +194,12 @@ def kv_bytes_per_sequence(
         )
     if window_layers and not window:
         raise OutOfRangeError("window must be given (above 0) when window_layers is above 0", "window")
+    if window and not window_layers:
+        raise OutOfRangeError(
+            f"window_layers must be given (1 to layers, {layers:,}) when window is above 0: the layers limited to "
+            "the window (all of them for Mistral-7B v0.1, half for Gemma 2)",
+            "window_layers",
+        )
     return 2.0 * kv_heads * head_dim * bytes_per_value * _layer_tokens(layers, window, window_layers, context_tokens)
 
 

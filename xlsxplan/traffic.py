@@ -441,7 +441,7 @@ def batch_for_latency(
     Returns
     -------
     int
-        Batch size; 0 when even one sequence alone is slower than the target [sequences].
+        Batch size, at most 1,000,000,000; 0 when even one sequence alone is slower than the target [sequences].
 
     Notes
     -----
@@ -497,7 +497,8 @@ def batch_for_ttft(
     Returns
     -------
     int
-        Batch size; 0 when the prompt cannot be read in time even with no other sequence decoding [sequences].
+        Batch size, at most 1,000,000,000 (the largest batch other functions accept); 0 when the prompt cannot be
+        read in time even with no other sequence decoding [sequences].
 
     Notes
     -----
@@ -512,7 +513,7 @@ def batch_for_ttft(
     budget = compute_tokens_per_s / tokens_per_s_per_user
     chunk = prompt_tokens / (ttft_s * tokens_per_s_per_user)
     room = budget - chunk
-    return whole_floor(room) if room >= 1 - 1e-9 else 0
+    return min(whole_floor(room), _MAX_BATCH) if room >= 1 - 1e-9 else 0
 
 
 # --- Chunked prefill, the prefill/decode mix and disaggregated serving -----------------------------------------
