@@ -171,3 +171,28 @@ def test_model_add_reports_a_bad_file_with_exit_2(capsys, tmp_path):
     code, _, err = run(capsys, "model", "add", path)
     assert code == 2
     assert err.startswith("xlsxplan: error: ") and "num_hidden_layers must be a positive whole number" in err
+
+
+def test_model_add_with_a_broken_user_catalog_or_folder_is_one_line(capsys, tmp_path, monkeypatch):
+    # Review findings 3c and 3d: a malformed models.toml raised TOMLDecodeError, a catalog folder that is a file
+    # FileExistsError, both as tracebacks
+    (user_catalog_dir() / "models.toml").write_text("[models.Mine\n", encoding="utf-8")
+    code, _, err = run(capsys, "model", "add", DATA / "qwen2.5-7b.json", "--name", "Q7")
+    assert code == 2 and err.count("\n") == 1 and "models.toml: not valid TOML" in err
+    (tmp_path / "file").write_text("x", encoding="utf-8")
+    monkeypatch.setenv("XLSXPLAN_CATALOG_DIR", str(tmp_path / "file"))
+    code, _, err = run(capsys, "model", "add", DATA / "qwen2.5-7b.json", "--name", "Q7")
+    assert code == 2 and err.count("\n") == 1 and "as a folder: it is a file" in err
+
+
+def test_model_add_reads_the_config_once(capsys, monkeypatch):
+    # Review finding 23: the config was read once for its figures and again for its checksum
+    reads = []
+    for method in ("read_bytes", "read_text"):
+        real = getattr(Path, method)
+        monkeypatch.setattr(
+            Path, method, lambda self, *a, _real=real, **k: reads.append(self.name) or _real(self, *a, **k)
+        )
+    assert run(capsys, "model", "add", DATA / "qwen2.5-7b.json", "--name", "Q7")[0] == 0
+    assert reads.count("qwen2.5-7b.json") == 1
+    assert "sha256 " in x.model_source("Q7", "layers")

@@ -204,3 +204,19 @@ def test_a_users_own_file_tensorrt_llm_llama31_8b_sequence_lengths():
     assert summary["median_abs_error"] == pytest.approx(0.2, abs=0.03)
     ratios = {(r.line, r.measured): r.ratio for r in results}
     assert min(ratios.values()) > 0.65 and max(ratios.values()) < 1.25
+
+
+def test_the_fit_report_fits_each_leave_one_run_out_set_once(monkeypatch):
+    # Review finding 23: fit_report built its cache of leave-one-run-out fits inside the loop over kinds, so every
+    # fit ran three times. Counted, not timed.
+    rows = shipped_rows()
+    fits: list[tuple] = []
+    real = calibration.fit_kind
+    monkeypatch.setattr(
+        calibration, "fit_kind", lambda kind, obs: fits.append((kind, tuple(o.label for o in obs))) or real(kind, obs)
+    )
+    report = measurements.fit_report(rows, "measurements.csv", "0")
+    assert len(fits) == len(set(fits))
+    runs = {measurements.run_key(m) for m in rows if measurements.kind_of(m)}
+    assert len(fits) <= len(calibration.KINDS) * (len(runs) + 1) + len(calibration.KINDS)
+    assert report["decode_bandwidth"]["rows_used"] > 0

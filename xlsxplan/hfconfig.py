@@ -12,6 +12,7 @@ counted wrongly.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from pathlib import Path
@@ -23,7 +24,7 @@ from .architecture import count_params
 from .catalog import ModelPreset
 from .errors import ArgumentError
 
-__all__ = ["SUPPORTED", "figures_from_config", "read_config"]
+__all__ = ["SUPPORTED", "figures_from_config", "read_config", "read_config_and_digest"]
 
 SUPPORTED = (
     "llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "gemma", "gemma2", "gemma3",
@@ -35,16 +36,22 @@ _TIED_BY_DEFAULT = ("gemma", "gemma2", "gemma3", "gemma3_text")
 
 def read_config(path: str | Path) -> dict[str, Any]:
     """The JSON object in ``path``; a file or JSON error becomes an :class:`ArgumentError` naming the file."""
+    return read_config_and_digest(path)[0]
+
+
+def read_config_and_digest(path: str | Path) -> tuple[dict[str, Any], str]:
+    """:func:`read_config`, and the SHA-256 of the bytes it read (hex), from one read of the file."""
     p = Path(path)
     try:
-        data = json.loads(p.read_text(encoding="utf-8"))
+        raw = p.read_bytes()
+        data = json.loads(raw.decode("utf-8"))
     except OSError as err:
         raise ArgumentError(f"{p}: cannot be read: {err.strerror or err}", "config") from None
     except (UnicodeDecodeError, json.JSONDecodeError) as err:
         raise ArgumentError(f"{p}: not a JSON config file: {err}", "config") from None
     if not isinstance(data, dict):
         raise ArgumentError(f"{p}: a config.json holds one JSON object, got {type(data).__name__}", "config")
-    return data
+    return data, hashlib.sha256(raw).hexdigest()
 
 
 def _text_config(config: dict[str, Any]) -> dict[str, Any]:

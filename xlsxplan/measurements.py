@@ -579,10 +579,10 @@ def fit_report(rows: Sequence[Measurement], origin: str, digest: str) -> dict[st
     obs = observations(rows)
     factors = calibration.fit(obs)
     data = factors.to_dict()
+    cache = _FitCache(obs)  # once: each run's leave-out fit serves every kind
     for kind in calibration.KINDS:
         mine = [o for o in obs if o.kind == kind]
         fitted = [factors.predicted(o) / o.value for o in mine]
-        cache = _FitCache(obs)
         loo = [cache.without(o.run).predicted(o) / o.value for o in mine]
         data[kind]["rows"] = [
             {"row": o.label, "implied": round(o.value, 4), "fitted": round(factors.predicted(o), 4)} for o in mine

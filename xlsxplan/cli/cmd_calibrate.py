@@ -87,26 +87,15 @@ def _save(figures: Any, name: str, replace: bool) -> Path:
 
 def _check_free(name: str, replace: bool) -> None:
     """Refuse, before measuring, a preset name that is shipped, or the user's unless ``replace``."""
-    import sys as _sys
-
-    from ..catalog import load_catalog, user_catalog_dir
+    from ..catalog import load_catalog, user_catalog_dir, user_preset_ids
     from ..errors import CatalogError, UnknownPresetError
-
-    if _sys.version_info >= (3, 11):
-        import tomllib
-    else:  # pragma: no cover - Python 3.10
-        import tomli as tomllib
 
     try:
         existing = load_catalog().accelerators.get(name).id
     except UnknownPresetError:
         return
     user_file = user_catalog_dir() / "accelerators.toml"
-    try:
-        users = tomllib.loads(user_file.read_text(encoding="utf-8")).get("accelerators", {})
-    except (OSError, tomllib.TOMLDecodeError):
-        users = {}  # no file, or one load_catalog has already refused
-    if existing not in users:
+    if existing not in user_preset_ids("accelerator"):
         raise CatalogError(f"--save {name!r} takes the name of the shipped preset {existing!r}; choose another name")
     if not replace:
         raise CatalogError(f"{user_file}: a user preset {existing!r} exists already; add --replace to overwrite it")
