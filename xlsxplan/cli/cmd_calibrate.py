@@ -178,7 +178,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--replace", action="store_true", help="with --save, replace a user preset of that name")
     p.add_argument("--backend", choices=("auto", "numpy", "torch"), default="auto",
                    help="auto: PyTorch if installed, else numpy")  # fmt: skip
-    p.add_argument("--device", default="auto", help="PyTorch device: auto, cuda, mps or cpu")
+    p.add_argument("--device", default="auto", help="PyTorch device: auto, cpu, cuda, cuda:N or mps")
     p.add_argument("--json", action="store_true", help="print the figures as JSON")
     p.add_argument("--fit", action="store_true", help="refit the calibrated efficiencies instead of measuring")
     p.add_argument("--data", metavar="FILE.csv", help="with --fit: measurements to fit (default: the shipped copy)")
