@@ -231,3 +231,20 @@ def test_a_torch_device_that_is_not_there_is_refused():
         _torch_device(fake(1, False), "mps")
     assert _torch_device(fake(2, False), "cuda:1") == "cuda:1"
     assert [_torch_device(fake(g, m), "auto") for g, m in ((1, True), (0, True), (0, False))] == ["cuda", "mps", "cpu"]
+
+
+def test_calibrate_fit_needs_out_outside_a_source_checkout(capsys, monkeypatch, tmp_path):
+    # Review finding 18: `calibrate --fit` without --out rewrote the installed package's calibration.json
+    installed = tmp_path / "venv" / "lib" / "python3.11" / "site-packages" / "xlsxplan" / "data"
+    installed.mkdir(parents=True)
+    (installed / "calibration.json").write_text("{}", encoding="utf-8")
+    monkeypatch.setattr(calibration, "factors_path", lambda: installed / "calibration.json")
+    code, out, err = run(capsys, "calibrate", "--fit")
+    assert (code, out) == (2, "")
+    assert err.startswith("xlsxplan: error: --fit needs --out FILE.json here: without it, it rewrites the shipped ")
+    assert (installed / "calibration.json").read_text(encoding="utf-8") == "{}"
+    assert run(capsys, "calibrate", "--fit", "--out", str(tmp_path / "mine.json"))[0] == 0
+    from xlsxplan.cli.cmd_calibrate import source_checkout
+
+    assert source_checkout(Path(__file__).resolve().parents[1] / "xlsxplan" / "data" / "calibration.json")
+    assert not source_checkout(installed / "calibration.json")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import datetime as _dt
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,18 @@ from typing import Any
 from .common import EXIT_OK, EXIT_USAGE, human_number
 
 ORDER = 65
+
+
+def source_checkout(path: Path) -> bool:
+    """Whether ``path`` (the shipped factors file) belongs to a source checkout that may be rewritten: a git work tree,
+    or a writable folder outside any site-packages. An installed package (a wheel in site-packages) is not."""
+    path = Path(path).resolve()
+    for folder in path.parents:
+        if (folder / ".git").exists():
+            return True
+        if folder.name in ("site-packages", "dist-packages"):
+            return False
+    return os.access(path.parent, os.W_OK)
 
 
 def _fit(args: argparse.Namespace) -> int:
@@ -25,6 +38,11 @@ def _fit(args: argparse.Namespace) -> int:
     elif args.data and data.resolve() != shipped.resolve():
         print("xlsxplan: error: --fit --data FILE needs --out: the shipped factors are fitted on the shipped "
               f"measurements ({shipped}); copy FILE there to change them", file=sys.stderr)  # fmt: skip
+        return EXIT_USAGE
+    elif not source_checkout(calibration.factors_path()):
+        print("xlsxplan: error: --fit needs --out FILE.json here: without it, it rewrites the shipped factors, "
+              f"which belong to the installed package ({calibration.factors_path()}); rewrite them from a source "
+              "checkout", file=sys.stderr)  # fmt: skip
         return EXIT_USAGE
     else:
         out = calibration.factors_path()
@@ -182,5 +200,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true", help="print the figures as JSON")
     p.add_argument("--fit", action="store_true", help="refit the calibrated efficiencies instead of measuring")
     p.add_argument("--data", metavar="FILE.csv", help="with --fit: measurements to fit (default: the shipped copy)")
-    p.add_argument("--out", metavar="FILE.json", help="with --fit: where to write (default: the shipped factors)")
+    p.add_argument("--out", metavar="FILE.json", help="with --fit: where to write (default: the shipped factors, "
+                   "only from a source checkout; an installed package needs --out)")  # fmt: skip
     p.set_defaults(handler=run)
