@@ -130,3 +130,35 @@ def test_implausible_values_are_used_but_collected_as_warnings_once_each():
         "params_b = 72,700 is outside the usual range 0.0001 to 10,000: check its unit",
     ]
     assert evaluate(decode, [72.7, 1, 2, 3350]) > 90_000  # outside a collect block nothing is recorded
+
+
+def test_a_refused_value_earns_no_warning_on_either_path():
+    # Review finding 11: evaluate noted an "outside the usual range" warning before the domain check, so a value it
+    # then refused was also warned about, while the broadcast path checked first. Both note a value only once the
+    # call it belongs to succeeded.
+    from xlsxplan.cells import collect_warnings
+
+    moe = FUNCTIONS["MOE_PARAMS_READ_B"]  # refuses active_params_b above params_b after both pass their domains
+    calls = [
+        (WEIGHTS, [-1.0]),  # outside the domain and the usual range
+        (moe, [2e5, 3e5, 8, 2]),  # both legal and implausible, refused together
+        (moe, [[[2e5], [2e4]], 1e5, 8, 2]),  # a column: the first element refused, the second fine
+    ]
+    for fn, args in calls:
+        with collect_warnings() as one_by_one:
+            if any(isinstance(a, list) for a in args):
+                for row in args[0]:
+                    evaluate(fn, [row[0], *args[1:]])
+            else:
+                evaluate(fn, args)
+        with collect_warnings() as broadcast:
+            evaluate_broadcast(fn, args)
+        assert broadcast == one_by_one, fn.name
+    assert one_by_one == [
+        "params_b = 200,000 is outside the usual range 0.0001 to 10,000: check its unit",
+        "active_params_b = 100,000 is outside the usual range 0.0001 to 10,000: check its unit",
+    ]
+    with collect_warnings() as warnings:
+        assert evaluate(WEIGHTS, [-1.0]).code == "#NUM!"
+        assert evaluate(moe, [2e5, 3e5, 8, 2]).code == "#NUM!"
+    assert warnings == []

@@ -58,13 +58,16 @@ def collect_warnings() -> Iterator[list[str]]:
         _warning_sinks.remove(sink)
 
 
-def _note_suspicion(arg: Argument, value: object) -> None:
-    if not _warning_sinks or arg.domain is None or arg.domain.typical is None:
-        return
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        message = arg.domain.suspicion(arg.name, value)
-        if message and message not in _warning_sinks[-1]:
-            _warning_sinks[-1].append(message)
+def _suspicion(arg: Argument, value: object) -> str | None:
+    """The warning a legal but implausible value of ``arg`` earns, or None."""
+    if arg.domain is None or arg.domain.typical is None or isinstance(value, bool):
+        return None
+    return arg.domain.suspicion(arg.name, value) if isinstance(value, (int, float)) else None
+
+
+def _warn(message: str | None) -> None:
+    if message and _warning_sinks and message not in _warning_sinks[-1]:
+        _warning_sinks[-1].append(message)
 
 
 EXCEL_ERRORS = (
@@ -208,8 +211,11 @@ def evaluate(fn: Function, raw_args: Sequence[object]) -> Any:
                 values.append(arg.default)
                 continue
             values.append(coerce(arg, raw_args[i]))
-            _note_suspicion(arg, values[-1])
-        return _plain(fn.func(*values))
+        result = fn.func(*values)
+        if _warning_sinks:  # only values that passed their checks, as the call's success shows: never a refused one
+            for arg, value in zip(fn.args[: len(raw_args)], values):
+                _warn(_suspicion(arg, value))
+        return _plain(result)
     except XlsxplanError as err:
         return CellError(err.excel_error, err.message)
     except (ArithmeticError, ValueError, TypeError) as err:  # a core bug must still end as a cell error
@@ -304,7 +310,6 @@ def _prepare(fn: Function, arg: Argument, raw: object) -> Any:
         return _Failure(2, CellError(e.excel_error, e.message))
     except (ArithmeticError, ValueError, TypeError) as e:
         return _Failure(2, CellError("#VALUE!", f"{fn.name}: {type(e).__name__}: {e}"))
-    _note_suspicion(arg, checked)
     return checked
 
 
@@ -323,6 +328,7 @@ def _broadcast_checked(
     size = int(np.prod(shape))
     columns: list[list[Any]] = []
     failing: list[int] = []  # the arguments with a failure in some element: only these are looked at per element
+    noted: list[tuple[int, list[str | None]]] = []  # given arguments with an implausible value in some element
     for i, arg in enumerate(fn.args):
         if i < len(raw_args) and arrays[i] is not None:
             cache: dict[tuple[type, object], Any] = {}
@@ -340,6 +346,11 @@ def _broadcast_checked(
                 prepared.append(value)
             grid = _object_array(prepared).reshape(arrays[i].shape)
             columns.append(np.broadcast_to(grid, shape).ravel().tolist())
+            if _warning_sinks and arg.domain.typical is not None:  # type: ignore[union-attr]
+                seen: dict[object, str | None] = {}
+                notes = [seen[v] if v in seen else seen.setdefault(v, _suspicion(arg, v)) for v in grid.ravel()]
+                if any(notes):
+                    noted.append((i, np.broadcast_to(_object_array(notes).reshape(grid.shape), shape).ravel().tolist()))
         else:  # one value for every element
             if i < len(raw_args):
                 value = _prepare(fn, arg, raw_args[i])
@@ -349,10 +360,13 @@ def _broadcast_checked(
                 value = _Failure(1, CellError("#VALUE!", f"{fn.name} needs {arg.name} (argument {i + 1}): {arg.doc}"))
             has_failure = value.__class__ is _Failure
             columns.append([value] * size)
+            note = _suspicion(arg, value) if i < len(raw_args) and not has_failure and _warning_sinks else None
+            if note:
+                noted.append((i, [note] * size))
         if has_failure:
             failing.append(i)
     results = []
-    for row in zip(*columns):
+    for k, row in enumerate(zip(*columns)):
         if failing:
             failures = [row[i] for i in failing if isinstance(row[i], _Failure)]
             if failures:
@@ -360,6 +374,8 @@ def _broadcast_checked(
                 continue
         try:
             results.append(_plain(call(*row)))
+            for _, notes in noted:  # as evaluate does: the values of a call that succeeded
+                _warn(notes[k])
         except XlsxplanError as err:
             results.append(CellError(err.excel_error, err.message))
         except (ArithmeticError, ValueError, TypeError) as err:
