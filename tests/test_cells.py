@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import numpy as np
 import pytest
 
 from xlsxplan.cells import CellError, evaluate, evaluate_broadcast
+from xlsxplan.domains import Domain, checked
 from xlsxplan.registry import FUNCTIONS
 
 KV = FUNCTIONS["KV_BYTES_PER_TOKEN"]
@@ -162,3 +165,34 @@ def test_a_refused_value_earns_no_warning_on_either_path():
         assert evaluate(WEIGHTS, [-1.0]).code == "#NUM!"
         assert evaluate(moe, [2e5, 3e5, 8, 2]).code == "#NUM!"
     assert warnings == []
+
+
+@checked
+def _broken(x: Annotated[float, Domain("number", 0, 10)]) -> float:
+    """A function with a bug.
+
+    Parameters
+    ----------
+    x : float
+        A number [count].
+
+    Returns
+    -------
+    float
+        Nothing useful [count].
+    """
+    return 1 / (x - x)
+
+
+def test_the_last_resort_and_passed_on_messages_are_the_same_on_every_path():
+    # Review finding 22 (a refactor: one helper each now) pinned: a core bug ends as the same #VALUE! line, and an
+    # error value without a reason gets the same one, whether a call is scalar or broadcast.
+    from xlsxplan.registry import describe
+
+    fn = describe("BROKEN", _broken, "test")
+    line = CellError("#VALUE!", "BROKEN: ZeroDivisionError: float division by zero")
+    assert evaluate(fn, [1]) == line
+    assert evaluate_broadcast(fn, [[[1], [2]]]).tolist() == [[line], [line]]
+    passed = CellError("#N/A", "x is #N/A, passed on from its cell")
+    assert evaluate(fn, [CellError("#N/A")]) == passed
+    assert evaluate_broadcast(fn, [[[CellError("#N/A")], [1]]]).tolist() == [[passed], [line]]

@@ -101,6 +101,16 @@ def as_error(value: object) -> CellError | None:
     return None
 
 
+def _passed_on(arg: Argument, err: CellError) -> CellError:
+    """An error value received for ``arg``: as it came if it carries a reason, else with one naming the argument."""
+    return err if err.message else CellError(err.code, f"{arg.name} is {err.code}, passed on from its cell")
+
+
+def _unexpected(fn: Function, err: Exception) -> CellError:
+    """The last resort: a core bug (an exception that is not xlsxplan's own) still ends as a cell error."""
+    return CellError("#VALUE!", f"{fn.name}: {type(err).__name__}: {err}")
+
+
 def _number_from_text(arg: Argument, text: str) -> float | str:
     stripped = text.strip()
     if _NUMBER.match(stripped):
@@ -201,7 +211,7 @@ def evaluate(fn: Function, raw_args: Sequence[object]) -> Any:
     for arg, raw in zip(fn.args, raw_args):
         err = _first_error(arg, raw) if _is_range(arg) else as_error(raw)
         if err is not None:
-            return err if err.message else CellError(err.code, f"{arg.name} is {err.code}, passed on from its cell")
+            return _passed_on(arg, err)
     values = []
     try:
         for i, arg in enumerate(fn.args):
@@ -219,7 +229,7 @@ def evaluate(fn: Function, raw_args: Sequence[object]) -> Any:
     except XlsxplanError as err:
         return CellError(err.excel_error, err.message)
     except (ArithmeticError, ValueError, TypeError) as err:  # a core bug must still end as a cell error
-        return CellError("#VALUE!", f"{fn.name}: {type(err).__name__}: {err}")
+        return _unexpected(fn, err)
 
 
 def _single(raw: object) -> object:
@@ -295,21 +305,19 @@ def _prepare(fn: Function, arg: Argument, raw: object) -> Any:
     value, or a :class:`_Failure`."""
     err = _first_error(arg, raw) if _is_range(arg) else as_error(raw)
     if err is not None:
-        return _Failure(
-            0, err if err.message else CellError(err.code, f"{arg.name} is {err.code}, passed on from its cell")
-        )
+        return _Failure(0, _passed_on(arg, err))
     try:
         value = coerce(arg, raw)
     except XlsxplanError as e:
         return _Failure(1, CellError(e.excel_error, e.message))
     except (ArithmeticError, ValueError, TypeError) as e:
-        return _Failure(1, CellError("#VALUE!", f"{fn.name}: {type(e).__name__}: {e}"))
+        return _Failure(1, _unexpected(fn, e))
     try:
         checked = arg.domain.check(arg.name, value)  # type: ignore[union-attr]
     except XlsxplanError as e:
         return _Failure(2, CellError(e.excel_error, e.message))
     except (ArithmeticError, ValueError, TypeError) as e:
-        return _Failure(2, CellError("#VALUE!", f"{fn.name}: {type(e).__name__}: {e}"))
+        return _Failure(2, _unexpected(fn, e))
     return checked
 
 
@@ -379,7 +387,7 @@ def _broadcast_checked(
         except XlsxplanError as err:
             results.append(CellError(err.excel_error, err.message))
         except (ArithmeticError, ValueError, TypeError) as err:
-            results.append(CellError("#VALUE!", f"{fn.name}: {type(err).__name__}: {err}"))
+            results.append(_unexpected(fn, err))
     return _object_array(results).reshape(shape)
 
 
