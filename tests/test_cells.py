@@ -196,3 +196,20 @@ def test_the_last_resort_and_passed_on_messages_are_the_same_on_every_path():
     passed = CellError("#N/A", "x is #N/A, passed on from its cell")
     assert evaluate(fn, [CellError("#N/A")]) == passed
     assert evaluate_broadcast(fn, [[[CellError("#N/A")], [1]]]).tolist() == [[passed], [line]]
+
+
+def test_one_list_of_excel_errors_for_every_face():
+    # Review finding 19: cells kept seven error values and udfs seventeen, so `recalc --set X=#BLOCKED!` stored the
+    # text "#BLOCKED!" and a #BLOCKED! cell reached a function as text to be read as a number.
+    from xlsxplan import calibration, precision, udfs
+    from xlsxplan.cells import EXCEL_ERRORS, as_error
+    from xlsxplan.workbook import parse_value
+
+    assert udfs.ERROR_CODES is EXCEL_ERRORS
+    for code in ("#BLOCKED!", "#CONNECT!", "#BUSY!", "#PYTHON!", "#N/A"):
+        assert as_error(code) == CellError(code)
+        assert parse_value(code) == CellError(code)
+        assert evaluate(WEIGHTS, [code]) == CellError(code, f"params_b is {code}, passed on from its cell")
+    # and one normalisation of format names for the precision table and the calibration
+    assert calibration.format_key is precision.format_key
+    assert precision.format_key(" Q4_K-M ") == "q4km"

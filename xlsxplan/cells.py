@@ -72,7 +72,10 @@ def _warn(message: str | None) -> None:
 
 EXCEL_ERRORS = (
     "#NULL!", "#DIV/0!", "#VALUE!", "#REF!", "#NAME?", "#NUM!", "#N/A", "#GETTING_DATA", "#SPILL!", "#CALC!",
+    "#CONNECT!", "#BLOCKED!", "#UNKNOWN!", "#FIELD!", "#BUSY!", "#PYTHON!", "#EXTERNAL!",
 )  # fmt: skip
+"""Excel's error values: the classic seven, and the newer ones (dynamic arrays, data types, Python in Excel) that
+xlwings passes as text with ``err_to_str=True``."""
 
 
 @dataclass(frozen=True)
