@@ -192,3 +192,26 @@ def test_catalog_params_b_match_the_count_from_each_presets_shape():
         assert total / 1e9 == pytest.approx(preset.params_b, rel=0.01 if name != "LLaMA-7B" else 0.006), name
         # active parameters: DeepSeek-V3's 37B is rounded (README_WEIGHTS: 36.6B + 0.9B embedding = 37.5B)
         assert active / 1e9 == pytest.approx(preset.figure("active_params_b"), rel=0.02), name
+
+
+def test_preset_figures_reads_each_figure_once(monkeypatch):
+    # Review finding 24: preset_figures asked the preset for every figure twice
+    from xlsxplan.architecture import preset_figures
+    from xlsxplan.catalog import ModelPreset, load_catalog
+
+    reads = []
+    real = ModelPreset.figure
+    monkeypatch.setattr(ModelPreset, "figure", lambda self, field: reads.append(field) or real(self, field))
+    figures = preset_figures(load_catalog().models.get("DeepSeek-V3"))
+    assert sorted(reads) == sorted(ModelPreset.FIGURES)
+    assert figures["kv_lora_rank"] == 512 and "sliding_window" not in figures
+    assert list(figures) == [f for f in ModelPreset.FIGURES if f in figures]
+
+
+def test_registry_entries_carry_no_unused_aliases():
+    # Review finding 24: Function.aliases was never read by any face
+    import dataclasses
+
+    from xlsxplan.registry import Function
+
+    assert "aliases" not in {f.name for f in dataclasses.fields(Function)}

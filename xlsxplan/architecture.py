@@ -461,5 +461,6 @@ def weights_gb_per_gpu(
 
 
 def preset_figures(m: ModelPreset) -> dict[str, Any]:
-    """The architecture fields of a preset as a plain dict (for display)."""
-    return {field: m.figure(field) for field in m.FIGURES if m.figure(field) is not None}
+    """The architecture fields of a preset as a plain dict (for display): the figures it has, in catalog order."""
+    figures = {field: m.figure(field) for field in m.FIGURES}
+    return {field: value for field, value in figures.items() if value is not None}
