@@ -44,6 +44,7 @@ from .layout import (
     Line,
     Ref,
     Sheet,
+    add_validation,
     conf_sheet,
     cover,
     guide,
@@ -97,6 +98,8 @@ class CaseInput:
 CASES = ("72B BF16, 2 GPUs", "72B FP8, 2 GPUs", "72B BF16, 4 GPUs", "7B BF16, 1 GPU")
 ACTIVE_CASE = 2
 _OVERRIDE = domains.Domain("number", 0, 1e9)
+_CATALOGS = "0 or empty: the catalog's figure"  # what the override formulas, IF(override>0, ...), make of them
+_NOT_MEASURED = "leave it empty when not measured"
 _SECTION6 = f"{SEED} §6 (example)"
 
 
@@ -406,7 +409,7 @@ def _validation(book: Book, spec: CaseInput, lists: dict[str, str]) -> DataValid
             dv.showErrorMessage = True
         dv.promptTitle = spec.label[:32]
         return dv
-    return validation_for(spec.domain, spec.label)
+    return validation_for(spec.domain, spec.label, _CATALOGS if spec.domain is _OVERRIDE else "")
 
 
 def _inputs(book: Book, lists: dict[str, str]) -> Sheet:
@@ -485,7 +488,8 @@ def _inputs(book: Book, lists: dict[str, str]) -> Sheet:
     sh.input("Minimum replicas", 2, "count", f"{SEED} §6 (example)", "Seed 000 §6: run at least two replicas in "
              "production", "int", validation_for(domain_of(domains.Count), "Minimum replicas"))  # fmt: skip
     sh.input("Replicas deployed", None, "count", "Example: empty, the plan's count", "Fill in to test a fleet you "
-             "have against the peak", "int", validation_for(domain_of(domains.Count), "Replicas deployed"))  # fmt: skip
+             "have against the peak", "int", validation_for(domain_of(domains.Count), "Replicas deployed",
+                                                           "leave it empty for the plan's count"))  # fmt: skip
     sh.input("Prefill-to-decode link bandwidth", 50, "GB/s", "Example: 400 Gb/s InfiniBand", "Moves the KV cache "
              "when prefill and decode run on separate GPUs; NVLink about 450", "int",
              validation_for(domain_of(domains.LinkGBs), "Prefill-to-decode link bandwidth"))  # fmt: skip
@@ -513,9 +517,10 @@ def _inputs(book: Book, lists: dict[str, str]) -> Sheet:
     speed = domain_of(domains.TokensPerS)
     sh.input("Measured decode speed at batch 1", None, "tokens/s", "Example: empty, not measured", "One request "
              "alone, on the active scenario's model, GPUs and precision", "dec1",
-             validation_for(speed, "Measured decode speed at batch 1"))  # fmt: skip
+             validation_for(speed, "Measured decode speed at batch 1", _NOT_MEASURED))  # fmt: skip
     sh.input("Measured time to first token", None, "s", "Example: empty, not measured", "At batch 1, same setup",
-             "dec3", validation_for(domain_of(domains.Seconds), "Measured time to first token"))  # fmt: skip
+             "dec3", validation_for(domain_of(domains.Seconds), "Measured time to first token",
+                                    _NOT_MEASURED))  # fmt: skip
     sh.input("Prompt tokens in the measurement", 2_000, "tokens", "Example: the mean prompt", "The prompt the "
              "measurements read; its KV cache is read at every decode step", "int",
              validation_for(tokens, "Prompt tokens in the measurement"))  # fmt: skip
@@ -535,8 +540,7 @@ def _prompt_lengths(book: Book) -> Sheet:
     first, last = HEADER_ROWS + 1, HEADER_ROWS + PROMPT_SAMPLE_ROWS
     dv = validation_for(domain_of(domains.Tokens), "Measured prompt length")
     assert dv is not None  # noqa: S101 - Tokens is a number domain
-    ws.add_data_validation(dv)
-    dv.add(f"B{first}:B{last}")
+    add_validation(ws, dv, f"B{first}:B{last}")
     for r in range(first, last + 1):
         cell = ws[f"B{r}"]
         cell.style = "Input"

@@ -61,6 +61,16 @@ PG = f"{SEED} 'Parameter Golf' (example)"
 CASES = ("Param. Golf record", "Param. Golf baseline", "7B, 140B tokens", "Chinchilla 70B")
 ACTIVE_CASE = 1
 _OVERRIDE = domains.Domain("number", 0, 1e9)
+_NOT_MEASURED = "leave it empty when not measured"
+_NOT_GIVEN = {  # inputs the formulas read as "not given" when empty (or 0, IF(x>0, ...)), and what they use then
+    "Model parameters": "leave it empty for the preset's figure",
+    "Layers": "0 or empty: the preset's figure",
+    "Hidden size": "0 or empty: the preset's figure",
+    "Attention heads": "0 or empty: the preset's figure",
+    "Dense BF16 compute override": "0 or empty: the catalog's figure",
+    "Memory per GPU override": "0 or empty: the catalog's figure",
+    "Dense peak per accelerator": "0 or empty: none published",
+}
 
 # (label, values per case, unit, source, comment, format, kind or domain)
 # (label, values per case, unit, source, comment, format, kind or domain)
@@ -389,10 +399,11 @@ def _inputs(book: Book, lists: dict[str, str]) -> Sheet:
     sh.section("Your measurements (optional)", "Of the active scenario's run: see the Calibration sheet")
     sh.input("Measured training throughput", None, "tokens/s", "Example: empty, not measured", "All the GPUs "
              "together, on the active scenario's model and GPUs", "int",
-             validation_for(domain_of(domains.TokensPerS), "Measured training throughput"))  # fmt: skip
+             validation_for(domain_of(domains.TokensPerS), "Measured training throughput", _NOT_MEASURED))  # fmt: skip
     sh.input("Measured GPU-hours", None, "GPU-h", "Example: empty, not measured", "Of the whole run on its "
              "training tokens; the record: 8 x 599.6 s = 1.33", "dec2",
-             validation_for(domains.Domain("number", 0, 1e12, low_open=True), "Measured GPU-hours"))  # fmt: skip
+             validation_for(domains.Domain("number", 0, 1e12, low_open=True), "Measured GPU-hours",
+                            _NOT_MEASURED))  # fmt: skip
 
     sh.section("Measured rates", "Short benchmarks: their 6N-equivalent rate sizes a run (seed 003 'The M2')")
     sh.case_headings("Benchmarks: one column per measurement", "")
@@ -410,7 +421,7 @@ def _validation(label: str, kind: Any, lists: dict[str, str]) -> DataValidation 
         return dv
     if isinstance(kind, str):
         return DataValidation(type="list", formula1=lists[kind], showErrorMessage=False)
-    return validation_for(kind, label)
+    return validation_for(kind, label, _NOT_GIVEN.get(label, ""))
 
 
 def _calculations(book: Book) -> Sheet:
