@@ -121,6 +121,25 @@ def test_kv_bytes_per_sequence_refuses_impossible_windows():
         kv_bytes_per_sequence(32, 8, 128, 1000, 4096, 33)
     with pytest.raises(OutOfRangeError, match=r"^window must be given \(above 0\) when window_layers is above 0$"):
         kv_bytes_per_sequence(32, 8, 128, 1000, 0, 16)
+    # review finding 25: a window with no layers limited to it was silently ignored
+    with pytest.raises(
+        OutOfRangeError, match=r"^window_layers must be given \(1 to layers, 32\) when window is above 0"
+    ):
+        kv_bytes_per_sequence(32, 8, 128, 32_768, 4096)
+    assert kv_bytes_per_sequence(32, 8, 128, 32_768, 4096, 32) * 8 == kv_bytes_per_sequence(32, 8, 128, 32_768)
+
+
+def test_kv_per_sequence_and_model_kv_count_window_layers_with_one_piece_of_arithmetic(monkeypatch):
+    # Review finding 20: KV_BYTES_PER_SEQ restated how a preset's window layers stop at the window
+    from xlsxplan import architecture
+
+    calls = []
+    real = architecture._layer_tokens
+    monkeypatch.setattr(architecture, "_layer_tokens", lambda *a: calls.append(a) or real(*a))
+    by_shape = kv_bytes_per_sequence(32, 8, 128, 32_768, 4_096, 32)
+    by_name = model_kv_gb("Mistral-7B", 32_768) * 1e9
+    assert calls == [(32, 4_096, 32, 32_768)] * 2
+    assert by_shape == pytest.approx(by_name, rel=1e-12)
 
 
 def test_model_functions_name_unknown_models():
@@ -173,3 +192,26 @@ def test_catalog_params_b_match_the_count_from_each_presets_shape():
         assert total / 1e9 == pytest.approx(preset.params_b, rel=0.01 if name != "LLaMA-7B" else 0.006), name
         # active parameters: DeepSeek-V3's 37B is rounded (README_WEIGHTS: 36.6B + 0.9B embedding = 37.5B)
         assert active / 1e9 == pytest.approx(preset.figure("active_params_b"), rel=0.02), name
+
+
+def test_preset_figures_reads_each_figure_once(monkeypatch):
+    # Review finding 24: preset_figures asked the preset for every figure twice
+    from xlsxplan.architecture import preset_figures
+    from xlsxplan.catalog import ModelPreset, load_catalog
+
+    reads = []
+    real = ModelPreset.figure
+    monkeypatch.setattr(ModelPreset, "figure", lambda self, field: reads.append(field) or real(self, field))
+    figures = preset_figures(load_catalog().models.get("DeepSeek-V3"))
+    assert sorted(reads) == sorted(ModelPreset.FIGURES)
+    assert figures["kv_lora_rank"] == 512 and "sliding_window" not in figures
+    assert list(figures) == [f for f in ModelPreset.FIGURES if f in figures]
+
+
+def test_registry_entries_carry_no_unused_aliases():
+    # Review finding 24: Function.aliases was never read by any face
+    import dataclasses
+
+    from xlsxplan.registry import Function
+
+    assert "aliases" not in {f.name for f in dataclasses.fields(Function)}

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import numpy as np
 import pytest
 
 from xlsxplan.cells import CellError, evaluate, evaluate_broadcast
+from xlsxplan.domains import Domain, checked
 from xlsxplan.registry import FUNCTIONS
 
 KV = FUNCTIONS["KV_BYTES_PER_TOKEN"]
@@ -130,3 +133,83 @@ def test_implausible_values_are_used_but_collected_as_warnings_once_each():
         "params_b = 72,700 is outside the usual range 0.0001 to 10,000: check its unit",
     ]
     assert evaluate(decode, [72.7, 1, 2, 3350]) > 90_000  # outside a collect block nothing is recorded
+
+
+def test_a_refused_value_earns_no_warning_on_either_path():
+    # Review finding 11: evaluate noted an "outside the usual range" warning before the domain check, so a value it
+    # then refused was also warned about, while the broadcast path checked first. Both note a value only once the
+    # call it belongs to succeeded.
+    from xlsxplan.cells import collect_warnings
+
+    moe = FUNCTIONS["MOE_PARAMS_READ_B"]  # refuses active_params_b above params_b after both pass their domains
+    calls = [
+        (WEIGHTS, [-1.0]),  # outside the domain and the usual range
+        (moe, [2e5, 3e5, 8, 2]),  # both legal and implausible, refused together
+        (moe, [[[2e5], [2e4]], 1e5, 8, 2]),  # a column: the first element refused, the second fine
+    ]
+    for fn, args in calls:
+        with collect_warnings() as one_by_one:
+            if any(isinstance(a, list) for a in args):
+                for row in args[0]:
+                    evaluate(fn, [row[0], *args[1:]])
+            else:
+                evaluate(fn, args)
+        with collect_warnings() as broadcast:
+            evaluate_broadcast(fn, args)
+        assert broadcast == one_by_one, fn.name
+    assert one_by_one == [
+        "params_b = 200,000 is outside the usual range 0.0001 to 10,000: check its unit",
+        "active_params_b = 100,000 is outside the usual range 0.0001 to 10,000: check its unit",
+    ]
+    with collect_warnings() as warnings:
+        assert evaluate(WEIGHTS, [-1.0]).code == "#NUM!"
+        assert evaluate(moe, [2e5, 3e5, 8, 2]).code == "#NUM!"
+    assert warnings == []
+
+
+@checked
+def _broken(x: Annotated[float, Domain("number", 0, 10)]) -> float:
+    """A function with a bug.
+
+    Parameters
+    ----------
+    x : float
+        A number [count].
+
+    Returns
+    -------
+    float
+        Nothing useful [count].
+    """
+    return 1 / (x - x)
+
+
+def test_the_last_resort_and_passed_on_messages_are_the_same_on_every_path():
+    # Review finding 22 (a refactor: one helper each now) pinned: a core bug ends as the same #VALUE! line, and an
+    # error value without a reason gets the same one, whether a call is scalar or broadcast.
+    from xlsxplan.registry import describe
+
+    fn = describe("BROKEN", _broken, "test")
+    line = CellError("#VALUE!", "BROKEN: ZeroDivisionError: float division by zero")
+    assert evaluate(fn, [1]) == line
+    assert evaluate_broadcast(fn, [[[1], [2]]]).tolist() == [[line], [line]]
+    passed = CellError("#N/A", "x is #N/A, passed on from its cell")
+    assert evaluate(fn, [CellError("#N/A")]) == passed
+    assert evaluate_broadcast(fn, [[[CellError("#N/A")], [1]]]).tolist() == [[passed], [line]]
+
+
+def test_one_list_of_excel_errors_for_every_face():
+    # Review finding 19: cells kept seven error values and udfs seventeen, so `recalc --set X=#BLOCKED!` stored the
+    # text "#BLOCKED!" and a #BLOCKED! cell reached a function as text to be read as a number.
+    from xlsxplan import calibration, precision, udfs
+    from xlsxplan.cells import EXCEL_ERRORS, as_error
+    from xlsxplan.workbook import parse_value
+
+    assert udfs.ERROR_CODES is EXCEL_ERRORS
+    for code in ("#BLOCKED!", "#CONNECT!", "#BUSY!", "#PYTHON!", "#N/A"):
+        assert as_error(code) == CellError(code)
+        assert parse_value(code) == CellError(code)
+        assert evaluate(WEIGHTS, [code]) == CellError(code, f"params_b is {code}, passed on from its cell")
+    # and one normalisation of format names for the precision table and the calibration
+    assert calibration.format_key is precision.format_key
+    assert precision.format_key(" Q4_K-M ") == "q4km"

@@ -188,3 +188,63 @@ def test_calibrate_with_torch_measures_sane_figures(capsys):
     assert 1e-4 < f["matmul_tflops"] < 1e5
     assert 1e-4 < f["bandwidth_tb_s"] < 100
     assert 0 < f["train_6n_flops"] < 1e17
+
+
+def test_calibrate_checks_backend_and_device_before_measuring(capsys, monkeypatch):
+    # Review finding 3e: --backend torch without PyTorch ended in ModuleNotFoundError, and any --device reached
+    # PyTorch unchecked. Both are one line and exit 2 now, before anything is measured.
+    from xlsxplan import machine
+    from xlsxplan.errors import ArgumentError
+
+    monkeypatch.setattr(machine, "torch_available", lambda: False)
+    monkeypatch.setattr(machine, "_numpy_matmul", lambda *a: pytest.fail("measured before checking"))
+    code, out, err = run(capsys, "calibrate", "--quick", "--backend", "torch")
+    assert (code, out) == (2, "")
+    assert err == "xlsxplan: error: backend torch needs PyTorch, which is not installed: install it (pip install " \
+                  "torch) or use --backend numpy\n"  # fmt: skip
+    code, _, err = run(capsys, "calibrate", "--quick", "--device", "gpu0")
+    assert code == 2 and err == "xlsxplan: error: device must be auto, cpu, cuda, cuda:N or mps, got 'gpu0'\n"
+    code, _, err = run(capsys, "calibrate", "--quick", "--device", "cuda")
+    assert code == 2 and err == "xlsxplan: error: device 'cuda' needs the torch backend: PyTorch is not installed\n"
+    with pytest.raises(ArgumentError, match=r"^device 'mps' needs the torch backend: the numpy backend measures"):
+        machine.measure(quick=True, backend="numpy", device="mps")
+    with pytest.raises(ArgumentError, match=r"^backend must be one of auto, numpy, torch, got 'jax'$"):
+        machine.measure(backend="jax")
+
+
+def test_a_torch_device_that_is_not_there_is_refused():
+    from types import SimpleNamespace
+
+    from xlsxplan.errors import ArgumentError
+    from xlsxplan.machine import _torch_device
+
+    def fake(gpus: int, mps: bool) -> SimpleNamespace:
+        cuda = SimpleNamespace(is_available=lambda: gpus > 0, device_count=lambda: gpus)
+        return SimpleNamespace(cuda=cuda, backends=SimpleNamespace(mps=SimpleNamespace(is_available=lambda: mps)))
+
+    with pytest.raises(ArgumentError, match=r"^device 'cuda' is not available: this PyTorch sees no CUDA GPU$"):
+        _torch_device(fake(0, False), "cuda")
+    with pytest.raises(ArgumentError, match=r"^device 'cuda:2' is not available: this PyTorch sees 2 CUDA GPU\(s\), "
+                                            r"cuda:0 to cuda:1$"):  # fmt: skip
+        _torch_device(fake(2, False), "cuda:2")
+    with pytest.raises(ArgumentError, match=r"^device 'mps' is not available: this PyTorch sees no Apple GPU$"):
+        _torch_device(fake(1, False), "mps")
+    assert _torch_device(fake(2, False), "cuda:1") == "cuda:1"
+    assert [_torch_device(fake(g, m), "auto") for g, m in ((1, True), (0, True), (0, False))] == ["cuda", "mps", "cpu"]
+
+
+def test_calibrate_fit_needs_out_outside_a_source_checkout(capsys, monkeypatch, tmp_path):
+    # Review finding 18: `calibrate --fit` without --out rewrote the installed package's calibration.json
+    installed = tmp_path / "venv" / "lib" / "python3.11" / "site-packages" / "xlsxplan" / "data"
+    installed.mkdir(parents=True)
+    (installed / "calibration.json").write_text("{}", encoding="utf-8")
+    monkeypatch.setattr(calibration, "factors_path", lambda: installed / "calibration.json")
+    code, out, err = run(capsys, "calibrate", "--fit")
+    assert (code, out) == (2, "")
+    assert err.startswith("xlsxplan: error: --fit needs --out FILE.json here: without it, it rewrites the shipped ")
+    assert (installed / "calibration.json").read_text(encoding="utf-8") == "{}"
+    assert run(capsys, "calibrate", "--fit", "--out", str(tmp_path / "mine.json"))[0] == 0
+    from xlsxplan.cli.cmd_calibrate import source_checkout
+
+    assert source_checkout(Path(__file__).resolve().parents[1] / "xlsxplan" / "data" / "calibration.json")
+    assert not source_checkout(installed / "calibration.json")

@@ -81,6 +81,39 @@ def test_unsupported_or_broken_configs_are_refused_with_the_reason(tmp_path):
         read_config(tmp_path / "nope.json")
 
 
+OPTIONAL_FIELDS = (
+    "first_k_dense_replace", "q_lora_rank", "n_shared_experts", "moe_intermediate_size", "n_routed_experts",
+    "num_experts", "num_local_experts", "decoder_sparse_step", "max_window_layers", "sliding_window",
+    "sliding_window_pattern", "shared_expert_intermediate_size", "mlp_only_layers",
+)  # fmt: skip
+
+
+@pytest.mark.parametrize("field", OPTIONAL_FIELDS)
+@pytest.mark.parametrize("config_file", ["deepseek-v3.json", "qwen3-30b-a3b.json", "gemma-2-9b.json"])
+def test_optional_fields_that_are_null_or_odd_are_read_or_refused_in_one_line(field, config_file):
+    # Review finding 3b: "first_k_dense_replace": null raised TypeError (int(None)) out of `model add`. A null
+    # optional field means "not used"; a value of the wrong kind is an ArgumentError naming the file and the field.
+    base = read_config(DATA / config_file)
+    config = dict(base, **{field: None})
+    figures_from_config(config, "c.json")
+    for odd in ("3", -1, 1.5, True, {"a": 1}):
+        try:
+            figures_from_config(dict(base, **{field: odd}), "c.json")
+        except ArgumentError as err:
+            assert "\n" not in err.message and err.message.startswith("c.json: "), err.message
+        except Exception as err:  # noqa: BLE001 - what the finding is about
+            pytest.fail(f"{field}={odd!r}: {type(err).__name__}: {err}")
+
+
+def test_a_null_first_k_dense_replace_counts_every_layer_as_moe():
+    config = dict(read_config(DATA / "deepseek-v3.json"), first_k_dense_replace=None)
+    figures = figures_from_config(config, "c.json")
+    assert "dense_layers" not in figures and figures["experts"] == 256
+    with pytest.raises(ArgumentError, match=r"^c\.json: first_k_dense_replace must be a whole number of at least 0 or "
+                                            r"null, got 'three'$"):  # fmt: skip
+        figures_from_config(dict(config, first_k_dense_replace="three"), "c.json")
+
+
 def run(capsys, *argv):
     code = main([str(a) for a in argv])
     out = capsys.readouterr()
@@ -123,9 +156,43 @@ def test_model_add_refuses_to_shadow_a_shipped_preset_or_replace_silently(capsys
     assert run(capsys, "model", "add", DATA / "qwen2.5-7b.json", "--name", "Q7", "--replace")[0] == 0
 
 
+def test_model_add_with_a_null_field_exits_cleanly(capsys, tmp_path):
+    path = tmp_path / "ds.json"
+    path.write_text(json.dumps(dict(read_config(DATA / "deepseek-v3.json"), first_k_dense_replace=None)))
+    assert run(capsys, "model", "add", path, "--name", "DS-null")[0] == 0
+    path.write_text(json.dumps(dict(read_config(DATA / "deepseek-v3.json"), first_k_dense_replace=[3])))
+    code, out, err = run(capsys, "model", "add", path, "--name", "DS-list")
+    assert code == 2 and err.count("\n") == 1 and "first_k_dense_replace must be a whole number" in err
+
+
 def test_model_add_reports_a_bad_file_with_exit_2(capsys, tmp_path):
     path = tmp_path / "broken.json"
     path.write_text(json.dumps({"model_type": "llama"}), encoding="utf-8")
     code, _, err = run(capsys, "model", "add", path)
     assert code == 2
     assert err.startswith("xlsxplan: error: ") and "num_hidden_layers must be a positive whole number" in err
+
+
+def test_model_add_with_a_broken_user_catalog_or_folder_is_one_line(capsys, tmp_path, monkeypatch):
+    # Review findings 3c and 3d: a malformed models.toml raised TOMLDecodeError, a catalog folder that is a file
+    # FileExistsError, both as tracebacks
+    (user_catalog_dir() / "models.toml").write_text("[models.Mine\n", encoding="utf-8")
+    code, _, err = run(capsys, "model", "add", DATA / "qwen2.5-7b.json", "--name", "Q7")
+    assert code == 2 and err.count("\n") == 1 and "models.toml: not valid TOML" in err
+    (tmp_path / "file").write_text("x", encoding="utf-8")
+    monkeypatch.setenv("XLSXPLAN_CATALOG_DIR", str(tmp_path / "file"))
+    code, _, err = run(capsys, "model", "add", DATA / "qwen2.5-7b.json", "--name", "Q7")
+    assert code == 2 and err.count("\n") == 1 and "as a folder: it is a file" in err
+
+
+def test_model_add_reads_the_config_once(capsys, monkeypatch):
+    # Review finding 23: the config was read once for its figures and again for its checksum
+    reads = []
+    for method in ("read_bytes", "read_text"):
+        real = getattr(Path, method)
+        monkeypatch.setattr(
+            Path, method, lambda self, *a, _real=real, **k: reads.append(self.name) or _real(self, *a, **k)
+        )
+    assert run(capsys, "model", "add", DATA / "qwen2.5-7b.json", "--name", "Q7")[0] == 0
+    assert reads.count("qwen2.5-7b.json") == 1
+    assert "sha256 " in x.model_source("Q7", "layers")

@@ -131,6 +131,35 @@ def test_kv_cache_capacity_and_the_caches_format():
     assert measurements.predict(row, calibration.load_factors())[0] == pytest.approx(free / 65536, rel=1e-12)
 
 
+def test_a_preset_models_kv_cache_follows_its_architecture():
+    # Review finding 2: validate computed every preset's KV cache as plain GQA. DeepSeek-V3 caches a 576-wide latent
+    # per layer (DeepSeek-V2, arXiv:2405.04434, Table 1): 35,136 bytes per token in FP8, not 2 x 61 x 128 x 128 =
+    # 3,997,696; on 8 tensor-parallel GPUs every GPU holds the latent, 8 x 35,136 across the group.
+    import xlsxplan as x
+
+    text = (
+        HEADER
+        + ",kv_precision\n"
+        + (
+            "serve,x,DeepSeek-V3,,,,H200,8,fp8,,,,kv_cache_capacity_tokens,1,tokens,log,fp8\n"
+            "serve,x,Mistral-7B,,,,H100,1,bf16,32768,100,1,decode_tokens_per_sec,1,tok/s,log,bf16\n"
+        )
+    )
+    deepseek, mistral = measurements.parse_measurements(text, "test")
+    factors = calibration.load_factors()
+    assert x.model_kv_bytes_per_token("DeepSeek-V3", 0, "fp8") == 35_136
+    free = 8 * 141e9 * 0.9 - 671e9  # 90% of eight H200s less the FP8 weights
+    predicted, basis = measurements.predict(deepseek, factors)
+    assert predicted == pytest.approx(free / (8 * 35_136), rel=1e-12)
+    assert "over 281,088 KV bytes per token" in basis
+    # Mistral-7B's 4,096-token window on all 32 layers: a sequence averaging 32,818 tokens reads 4,096 per layer,
+    # so its cache costs one eighth of the full-attention figure (Mistral 7B, arXiv:2310.06825, section 2)
+    speed, _ = measurements.predict(mistral, factors)
+    e_bw = factors.value("decode_bandwidth", gpu_class="datacenter", fmt="16-bit")
+    step_bytes = x.model_spec("Mistral-7B", "params_b") * 1e9 * 2 + 2 * 32 * 8 * 128 * 2 * 4_096
+    assert speed == pytest.approx(e_bw * x.gpu_spec("H100", "bandwidth_tb_s") * 1e12 / step_bytes, rel=1e-12)
+
+
 def test_issue_7_kv_capacity_rows_are_within_2x():
     # tests/data/kv_cache_capacity.csv (issue #7): engine logs of the KV tokens allocated, for the shared data.
     # The two with an accelerator are predicted from 90% of memory less weights with vLLM's and SGLang's 16-bit
@@ -175,3 +204,19 @@ def test_a_users_own_file_tensorrt_llm_llama31_8b_sequence_lengths():
     assert summary["median_abs_error"] == pytest.approx(0.2, abs=0.03)
     ratios = {(r.line, r.measured): r.ratio for r in results}
     assert min(ratios.values()) > 0.65 and max(ratios.values()) < 1.25
+
+
+def test_the_fit_report_fits_each_leave_one_run_out_set_once(monkeypatch):
+    # Review finding 23: fit_report built its cache of leave-one-run-out fits inside the loop over kinds, so every
+    # fit ran three times. Counted, not timed.
+    rows = shipped_rows()
+    fits: list[tuple] = []
+    real = calibration.fit_kind
+    monkeypatch.setattr(
+        calibration, "fit_kind", lambda kind, obs: fits.append((kind, tuple(o.label for o in obs))) or real(kind, obs)
+    )
+    report = measurements.fit_report(rows, "measurements.csv", "0")
+    assert len(fits) == len(set(fits))
+    runs = {measurements.run_key(m) for m in rows if measurements.kind_of(m)}
+    assert len(fits) <= len(calibration.KINDS) * (len(runs) + 1) + len(calibration.KINDS)
+    assert report["decode_bandwidth"]["rows_used"] > 0

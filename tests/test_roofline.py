@@ -60,6 +60,22 @@ def test_serve_toks_counts_prefill_time_and_caps_concurrency():
     assert capped == pytest.approx(300 / (300 * step / 8 + prefill), rel=1e-12)
 
 
+def test_serve_toks_sizes_its_batch_and_prefill_with_the_serving_arithmetic(monkeypatch):
+    # Review finding 20: SERVE_TOKS restated MAX_BATCH and PREFILL_S; now it calls the same unchecked arithmetic
+    # they do, so a change to either reaches both.
+    kv = serving.kv_bytes_per_token(28, 4, 128)
+    calls: list[str] = []
+    for name in ("_max_batch", "_prefill_seconds"):
+        real = getattr(serving, name)
+        monkeypatch.setattr(serving, name, lambda *a, _real=real, _name=name: calls.append(_name) or _real(*a))
+    rate = roofline.serve_tokens_per_s(7.6, 2, kv, 2000, 300, 1, 80, 3.35, H100_BF16, 0, 0.6, 0.5)
+    assert calls == ["_max_batch", "_prefill_seconds"]
+    batch = serving.max_batch(7.6, 2, kv, 2150, 1, 80)
+    step = roofline.decode_step_seconds(7.6, 2, batch, kv, 2150, 1, 3.35, H100_BF16, 0.6, 0.5)
+    prefill = serving.prefill_seconds(7.6, 2000, 1, H100_BF16, 0.5)
+    assert rate == 300 / (300 * step / batch + prefill)
+
+
 def test_serve_toks_prefill_bound_limit_is_compute_over_flops_per_output_token():
     # very short answers to long prompts: every request costs 2 N (P + G) FLOPs at e_c, nothing else matters
     rate = roofline.serve_tokens_per_s(N, 1, KV_FP8, 2048, 1, 1, 80, H100_BW, H100_FP8, 0, 1, 0.41)

@@ -142,6 +142,19 @@ def test_replicas_forgives_float_noise_but_not_real_excess():
     assert x.replicas(1, 4387, 2) == 3
 
 
+def test_whole_rounding_forgives_a_few_ulps_not_a_share_of_the_number():
+    # Review finding 8: a tolerance of 1e-9 of the number forgave a whole replica above a billion.
+    assert x.replicas(2_000_000_001, 2) == 1_000_000_001
+    assert x.replicas(999_999_999_999_999, 1e6) == 1_000_000_000
+    assert x.replicas(999_999_999_100_000, 1e6) == 1_000_000_000
+    from xlsxplan.serving import whole_ceil, whole_floor
+
+    assert whole_floor(math.nextafter(95.0, 0)) == 95 and whole_ceil(math.nextafter(5.0, 6)) == 5
+    assert whole_floor(1e9 - 0.5) == 999_999_999 and whole_ceil(1e9 + 0.5) == 1_000_000_001
+    assert whole_floor(0.0) == 0 and whole_ceil(0.0) == 0
+    assert whole_ceil(1e18) == 10**18 and whole_floor(2.0**60) == 2**60  # beyond 2**53 every float is whole
+
+
 def test_max_batch_is_a_whole_count_and_exact_at_the_boundary():
     # usable 100 GB, weights 20 GB, 1 GB per sequence: exactly 80 sequences, not 79.
     assert x.max_batch(10, 2, 1e9 / 1000, 1000, 1, 100, 1) == 80

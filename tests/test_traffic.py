@@ -271,6 +271,13 @@ def test_batch_for_ttft_effect_and_the_unreachable_target():
     assert x.batch_for_ttft(PARAMS_B, N_GPUS, TFLOPS, 60, alone - 180, 3) == 1  # one token per step less: batch 1
 
 
+def test_batch_for_ttft_is_capped_like_batch_for_latency():
+    # Review finding 25: a tiny model on a huge fleet gave 2.5e21; both latency batches stop at the largest batch
+    # the other functions accept (1,000,000,000)
+    assert x.batch_for_ttft(1e-4, 10_000_000, 1e9, 1e-3, 1, 1e12) == 1_000_000_000
+    assert x.decode_tokens_per_s(1e-4, 1, 1, 1e5, x.batch_for_ttft(1e-4, 10_000_000, 1e9, 1e-3, 1, 1e12)) > 0
+
+
 # --- Chunked prefill, the prefill/decode mix and disaggregation ------------------------------------------------
 
 
@@ -408,6 +415,55 @@ def test_cost_effect_of_prefix_caching_and_reasoning():
 def test_bad_arguments_are_refused_naming_the_argument(call, error, match):
     with pytest.raises(error, match=match):
         call()
+
+
+def test_errors_name_only_arguments_the_user_typed():
+    # Review finding 6: traffic functions called checked serving functions, whose checks then named arguments the
+    # caller never typed: =PREFILL_REPLICAS(1,1E-16) said "capacity_tokens_per_s must be ...".
+    assert x.prefill_replicas(1, 1e-16) == 1
+    assert x.decode_replicas(1e12, 1e6, 1) == 10**18
+    assert evaluate_formula("=PREFILL_REPLICAS(1,1E-16)").value == 1
+    with pytest.raises(OutOfRangeError, match=r"^the result is too large to represent; check the inputs' units$"):
+        x.decode_replicas(1e15, 1e18, 1e-300)
+    assert x.batch_for_latency(1e-4, 1, 1, 1e5, 1e-3, 1e-12, 1e-12) == 1_000_000_000
+
+
+def _extremes(domain) -> list[float]:
+    """The edges of a numeric domain and its usual range: where a value passes its own check but not another's."""
+    low = domain.low if domain.low is not None else -1e9
+    values = {domain.high, (low + 1 if domain.kind == "whole" else low + 1e-16) if domain.low_open else low, 1.0}
+    values |= set(domain.typical or ())
+    if domain.kind == "whole":
+        values = {math.ceil(v) for v in values}
+    return sorted(v for v in values if (v > low if domain.low_open else v >= low) and v <= domain.high)
+
+
+def test_no_numeric_function_names_an_argument_it_does_not_take():
+    # The same finding across the registry: every error from a function of numbers names one of its own arguments
+    # (or says the result is too large), at every combination of the edges of its arguments' domains.
+    import itertools
+    import random
+
+    from xlsxplan.errors import XlsxplanError
+    from xlsxplan.registry import FUNCTIONS
+
+    rng = random.Random(0)
+    checked = 0
+    for fn in FUNCTIONS.values():
+        if any(a.domain is None or a.domain.kind not in ("number", "whole", "bytes") for a in fn.args):
+            continue
+        names = {a.name for a in fn.args}
+        edges = [_extremes(a.domain) for a in fn.args]
+        combos = list(itertools.product(*edges))
+        for combo in combos if len(combos) <= 3000 else rng.sample(combos, 3000):
+            try:
+                fn.func(*combo)
+            except XlsxplanError as err:
+                first = err.message.split()[0].rstrip(":,")
+                assert first in names or err.message.startswith(("the result", f"{fn.python_name}: the result")), (
+                    fn.name, combo, err.message)  # fmt: skip
+            checked += 1
+    assert checked > 10_000
 
 
 # --- The README walkthrough cannot go stale ----------------------------------------------------------------------

@@ -507,6 +507,47 @@ def test_dropdowns_for_presets_precisions_and_the_scenario(shipped):
     assert len(numeric) >= 8 and all(dv.error for dv in numeric)
 
 
+def _validation_accepts(dv, value: float) -> bool:
+    """Whether Excel would let ``value`` into the first cell a number validation covers."""
+    from xlsxplan.engine import evaluate_formula
+
+    if dv.type == "custom":
+        first = str(dv.sqref).split(":")[0].split()[0]
+        result = evaluate_formula("=" + dv.formula1.replace(first, format(float(value), ".15G")))
+        return result.value is True
+    low, high = float(dv.formula1), float(dv.formula2)
+    return low <= value <= high and (dv.type != "whole" or float(value).is_integer())
+
+
+def test_numeric_validation_refuses_what_its_message_refuses(shipped):
+    # Review finding 10: Excel's "between" includes its ends, so inputs that must be positive (Requests per day,
+    # Usable memory fraction, Latency target...) took 0 while their message said "positive" or "above 0". A domain
+    # with an open lower bound is a custom rule now; where 0 or an empty cell means "not given", the message says so.
+    name, book, wb, _ = shipped
+    numeric = [
+        dv
+        for ws in wb.worksheets
+        for dv in ws.data_validations.dataValidation
+        if dv.type in ("whole", "decimal", "custom")
+    ]
+    assert len(numeric) >= 8
+    for dv in numeric:
+        assert "{cell}" not in (dv.formula1 or ""), dv.sqref
+        if " a positive " in dv.error or "above 0" in dv.error:
+            assert not _validation_accepts(dv, 0), (name, str(dv.sqref), dv.error)
+            assert _validation_accepts(dv, 1e-9 if "whole" not in dv.error else 1), dv.error
+        elif " from 0 " in dv.error or " from 0," in dv.error:
+            assert _validation_accepts(dv, 0), dv.error
+        assert not _validation_accepts(dv, 1e300), dv.error
+    errors = {dv.error.split(" must be")[0]: dv.error for dv in numeric}
+    if name == serving.FILENAME:
+        assert errors["Requests per day"] == "Requests per day must be a positive number up to 1e+15"
+        assert errors["Parameters override"].endswith("; 0 or empty: the catalog's figure")
+        assert errors["Measured decode speed at batch 1"].endswith("; leave it empty when not measured")
+    else:
+        assert errors["Layers"].endswith("; 0 or empty: the preset's figure")
+
+
 def test_basis_of_estimate(shipped):
     name, _, wb, _ = shipped
     text = " ".join(str(c.value) for r in wb["Outputs"].iter_rows() for c in r if isinstance(c.value, str))

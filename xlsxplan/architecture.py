@@ -171,7 +171,8 @@ def kv_bytes_per_sequence(
     window : int, default 0
         Sliding-window length; 0 for none (every layer sees the whole context) [tokens].
     window_layers : int, default 0
-        Layers limited to the window: all for Mistral-7B v0.1, half for Gemma 2, 5 in 6 for Gemma 3 [count].
+        Layers limited to the window: all for Mistral-7B v0.1, half for Gemma 2, 5 in 6 for Gemma 3; required with a
+        window, 0 without one [count].
     bytes_per_value : float, default 2
         Bytes per cached number, or a precision name [bytes].
 
@@ -184,7 +185,8 @@ def kv_bytes_per_sequence(
     -----
     ``2 * kv_heads * head_dim * b * ((layers - window_layers) * T + window_layers * min(T, window))`` (Mistral 7B,
     arXiv:2310.06825, section 2, rolling buffer cache; Gemma 2, arXiv:2408.00118, section 2). Mistral-7B at 32,768
-    tokens with a 4,096 window on all 32 layers holds 8 times less than without it, as its paper says.
+    tokens with a 4,096 window on all 32 layers holds 8 times less than without it, as its paper says. A window and
+    the layers it limits go together: one without the other is refused (#NUM!) rather than guessed.
     """
     if window_layers > layers:
         raise OutOfRangeError(
@@ -192,9 +194,13 @@ def kv_bytes_per_sequence(
         )
     if window_layers and not window:
         raise OutOfRangeError("window must be given (above 0) when window_layers is above 0", "window")
-    capped = min(context_tokens, window) if window else context_tokens
-    cached = (layers - window_layers) * context_tokens + window_layers * capped
-    return 2.0 * kv_heads * head_dim * bytes_per_value * cached
+    if window and not window_layers:
+        raise OutOfRangeError(
+            f"window_layers must be given (1 to layers, {layers:,}) when window is above 0: the layers limited to "
+            "the window (all of them for Mistral-7B v0.1, half for Gemma 2)",
+            "window_layers",
+        )
+    return 2.0 * kv_heads * head_dim * bytes_per_value * _layer_tokens(layers, window, window_layers, context_tokens)
 
 
 @checked
@@ -233,11 +239,16 @@ def _kv_bytes_per_layer_token(m: ModelPreset, bytes_per_value: float, tp: int) -
     return tp * 2.0 * math.ceil(m.kv_heads / tp) * m.head_dim * bytes_per_value
 
 
+def _layer_tokens(layers: int, window: int | None, window_layers: int | None, context_tokens: float) -> float:
+    """Layer-tokens a sequence of ``context_tokens`` keeps: window layers stop at the window. Unchecked."""
+    window_layers = window_layers or 0
+    capped = min(context_tokens, window) if window else context_tokens
+    return (layers - window_layers) * context_tokens + window_layers * capped
+
+
 def _cached_layer_tokens(m: ModelPreset, context_tokens: float) -> float:
-    """Layer-tokens a sequence of ``context_tokens`` keeps: window layers stop at the window."""
-    window_layers = m.sliding_window_layers or 0
-    capped = min(context_tokens, m.sliding_window) if m.sliding_window else context_tokens
-    return (m.layers - window_layers) * context_tokens + window_layers * capped
+    """Layer-tokens a sequence of ``context_tokens`` keeps in a preset model."""
+    return _layer_tokens(m.layers, m.sliding_window, m.sliding_window_layers, context_tokens)
 
 
 @checked
@@ -450,5 +461,6 @@ def weights_gb_per_gpu(
 
 
 def preset_figures(m: ModelPreset) -> dict[str, Any]:
-    """The architecture fields of a preset as a plain dict (for display)."""
-    return {field: m.figure(field) for field in m.FIGURES if m.figure(field) is not None}
+    """The architecture fields of a preset as a plain dict (for display): the figures it has, in catalog order."""
+    figures = {field: m.figure(field) for field in m.FIGURES}
+    return {field: value for field, value in figures.items() if value is not None}

@@ -54,6 +54,7 @@ if TYPE_CHECKING:  # numpy is only needed to fit, not to look a factor up: `impo
 
 from .domains import Count, Name, TokensOrZero, checked
 from .errors import ArgumentError, CatalogError, UnknownPresetError
+from .precision import format_key
 from .training import DEFAULT_MFU
 
 __all__ = [
@@ -101,10 +102,6 @@ _RIDGE = 0.01  # penalty on log multipliers: settles what the data cannot separa
 _OVERHEAD_MAX = 1000  # overhead_bytes searched from 0 to this in steps of 1: bytes per hidden unit per layer per token
 
 
-def _norm(text: str) -> str:
-    return text.strip().lower().replace("-", "").replace("_", "").replace(" ", "")
-
-
 def bits_per_weight(precision: str) -> float:
     """Bits one weight takes in ``precision``, block scales included (:func:`xlsxplan.precision.bytes_per_param`);
     an empty name is 16-bit.
@@ -138,7 +135,7 @@ def peak_field(precision: str) -> str:
     formats that are widened before the multiply (llama.cpp, AWQ), on 16-bit ones (``bf16_tflops``). FP4 tensor
     cores (NVFP4 on Blackwell) have no catalog figure, so an NVFP4 compute estimate is refused.
     """
-    key = _norm(precision or "")
+    key = format_key(precision or "")
     if key in ("nvfp4", "mxfp4", "fp4"):
         raise UnknownPresetError(
             f"precision {precision!r} computes on FP4 tensor cores, whose peak the catalog does not hold", "precision"

@@ -58,18 +58,24 @@ def collect_warnings() -> Iterator[list[str]]:
         _warning_sinks.remove(sink)
 
 
-def _note_suspicion(arg: Argument, value: object) -> None:
-    if not _warning_sinks or arg.domain is None or arg.domain.typical is None:
-        return
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        message = arg.domain.suspicion(arg.name, value)
-        if message and message not in _warning_sinks[-1]:
-            _warning_sinks[-1].append(message)
+def _suspicion(arg: Argument, value: object) -> str | None:
+    """The warning a legal but implausible value of ``arg`` earns, or None."""
+    if arg.domain is None or arg.domain.typical is None or isinstance(value, bool):
+        return None
+    return arg.domain.suspicion(arg.name, value) if isinstance(value, (int, float)) else None
+
+
+def _warn(message: str | None) -> None:
+    if message and _warning_sinks and message not in _warning_sinks[-1]:
+        _warning_sinks[-1].append(message)
 
 
 EXCEL_ERRORS = (
     "#NULL!", "#DIV/0!", "#VALUE!", "#REF!", "#NAME?", "#NUM!", "#N/A", "#GETTING_DATA", "#SPILL!", "#CALC!",
+    "#CONNECT!", "#BLOCKED!", "#UNKNOWN!", "#FIELD!", "#BUSY!", "#PYTHON!", "#EXTERNAL!",
 )  # fmt: skip
+"""Excel's error values: the classic seven, and the newer ones (dynamic arrays, data types, Python in Excel) that
+xlwings passes as text with ``err_to_str=True``."""
 
 
 @dataclass(frozen=True)
@@ -96,6 +102,16 @@ def as_error(value: object) -> CellError | None:
     if isinstance(value, str) and value in EXCEL_ERRORS:
         return CellError(value)
     return None
+
+
+def _passed_on(arg: Argument, err: CellError) -> CellError:
+    """An error value received for ``arg``: as it came if it carries a reason, else with one naming the argument."""
+    return err if err.message else CellError(err.code, f"{arg.name} is {err.code}, passed on from its cell")
+
+
+def _unexpected(fn: Function, err: Exception) -> CellError:
+    """The last resort: a core bug (an exception that is not xlsxplan's own) still ends as a cell error."""
+    return CellError("#VALUE!", f"{fn.name}: {type(err).__name__}: {err}")
 
 
 def _number_from_text(arg: Argument, text: str) -> float | str:
@@ -198,7 +214,7 @@ def evaluate(fn: Function, raw_args: Sequence[object]) -> Any:
     for arg, raw in zip(fn.args, raw_args):
         err = _first_error(arg, raw) if _is_range(arg) else as_error(raw)
         if err is not None:
-            return err if err.message else CellError(err.code, f"{arg.name} is {err.code}, passed on from its cell")
+            return _passed_on(arg, err)
     values = []
     try:
         for i, arg in enumerate(fn.args):
@@ -208,12 +224,15 @@ def evaluate(fn: Function, raw_args: Sequence[object]) -> Any:
                 values.append(arg.default)
                 continue
             values.append(coerce(arg, raw_args[i]))
-            _note_suspicion(arg, values[-1])
-        return _plain(fn.func(*values))
+        result = fn.func(*values)
+        if _warning_sinks:  # only values that passed their checks, as the call's success shows: never a refused one
+            for arg, value in zip(fn.args[: len(raw_args)], values):
+                _warn(_suspicion(arg, value))
+        return _plain(result)
     except XlsxplanError as err:
         return CellError(err.excel_error, err.message)
     except (ArithmeticError, ValueError, TypeError) as err:  # a core bug must still end as a cell error
-        return CellError("#VALUE!", f"{fn.name}: {type(err).__name__}: {err}")
+        return _unexpected(fn, err)
 
 
 def _single(raw: object) -> object:
@@ -289,22 +308,19 @@ def _prepare(fn: Function, arg: Argument, raw: object) -> Any:
     value, or a :class:`_Failure`."""
     err = _first_error(arg, raw) if _is_range(arg) else as_error(raw)
     if err is not None:
-        return _Failure(
-            0, err if err.message else CellError(err.code, f"{arg.name} is {err.code}, passed on from its cell")
-        )
+        return _Failure(0, _passed_on(arg, err))
     try:
         value = coerce(arg, raw)
     except XlsxplanError as e:
         return _Failure(1, CellError(e.excel_error, e.message))
     except (ArithmeticError, ValueError, TypeError) as e:
-        return _Failure(1, CellError("#VALUE!", f"{fn.name}: {type(e).__name__}: {e}"))
+        return _Failure(1, _unexpected(fn, e))
     try:
         checked = arg.domain.check(arg.name, value)  # type: ignore[union-attr]
     except XlsxplanError as e:
         return _Failure(2, CellError(e.excel_error, e.message))
     except (ArithmeticError, ValueError, TypeError) as e:
-        return _Failure(2, CellError("#VALUE!", f"{fn.name}: {type(e).__name__}: {e}"))
-    _note_suspicion(arg, checked)
+        return _Failure(2, _unexpected(fn, e))
     return checked
 
 
@@ -323,6 +339,7 @@ def _broadcast_checked(
     size = int(np.prod(shape))
     columns: list[list[Any]] = []
     failing: list[int] = []  # the arguments with a failure in some element: only these are looked at per element
+    noted: list[tuple[int, list[str | None]]] = []  # given arguments with an implausible value in some element
     for i, arg in enumerate(fn.args):
         if i < len(raw_args) and arrays[i] is not None:
             cache: dict[tuple[type, object], Any] = {}
@@ -340,6 +357,11 @@ def _broadcast_checked(
                 prepared.append(value)
             grid = _object_array(prepared).reshape(arrays[i].shape)
             columns.append(np.broadcast_to(grid, shape).ravel().tolist())
+            if _warning_sinks and arg.domain.typical is not None:  # type: ignore[union-attr]
+                seen: dict[object, str | None] = {}
+                notes = [seen[v] if v in seen else seen.setdefault(v, _suspicion(arg, v)) for v in grid.ravel()]
+                if any(notes):
+                    noted.append((i, np.broadcast_to(_object_array(notes).reshape(grid.shape), shape).ravel().tolist()))
         else:  # one value for every element
             if i < len(raw_args):
                 value = _prepare(fn, arg, raw_args[i])
@@ -349,10 +371,13 @@ def _broadcast_checked(
                 value = _Failure(1, CellError("#VALUE!", f"{fn.name} needs {arg.name} (argument {i + 1}): {arg.doc}"))
             has_failure = value.__class__ is _Failure
             columns.append([value] * size)
+            note = _suspicion(arg, value) if i < len(raw_args) and not has_failure and _warning_sinks else None
+            if note:
+                noted.append((i, [note] * size))
         if has_failure:
             failing.append(i)
     results = []
-    for row in zip(*columns):
+    for k, row in enumerate(zip(*columns)):
         if failing:
             failures = [row[i] for i in failing if isinstance(row[i], _Failure)]
             if failures:
@@ -360,10 +385,12 @@ def _broadcast_checked(
                 continue
         try:
             results.append(_plain(call(*row)))
+            for _, notes in noted:  # as evaluate does: the values of a call that succeeded
+                _warn(notes[k])
         except XlsxplanError as err:
             results.append(CellError(err.excel_error, err.message))
         except (ArithmeticError, ValueError, TypeError) as err:
-            results.append(CellError("#VALUE!", f"{fn.name}: {type(err).__name__}: {err}"))
+            results.append(_unexpected(fn, err))
     return _object_array(results).reshape(shape)
 
 

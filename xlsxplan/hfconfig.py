@@ -12,6 +12,7 @@ counted wrongly.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from pathlib import Path
@@ -23,7 +24,7 @@ from .architecture import count_params
 from .catalog import ModelPreset
 from .errors import ArgumentError
 
-__all__ = ["SUPPORTED", "figures_from_config", "read_config"]
+__all__ = ["SUPPORTED", "figures_from_config", "read_config", "read_config_and_digest"]
 
 SUPPORTED = (
     "llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "gemma", "gemma2", "gemma3",
@@ -35,16 +36,22 @@ _TIED_BY_DEFAULT = ("gemma", "gemma2", "gemma3", "gemma3_text")
 
 def read_config(path: str | Path) -> dict[str, Any]:
     """The JSON object in ``path``; a file or JSON error becomes an :class:`ArgumentError` naming the file."""
+    return read_config_and_digest(path)[0]
+
+
+def read_config_and_digest(path: str | Path) -> tuple[dict[str, Any], str]:
+    """:func:`read_config`, and the SHA-256 of the bytes it read (hex), from one read of the file."""
     p = Path(path)
     try:
-        data = json.loads(p.read_text(encoding="utf-8"))
+        raw = p.read_bytes()
+        data = json.loads(raw.decode("utf-8"))
     except OSError as err:
         raise ArgumentError(f"{p}: cannot be read: {err.strerror or err}", "config") from None
     except (UnicodeDecodeError, json.JSONDecodeError) as err:
         raise ArgumentError(f"{p}: not a JSON config file: {err}", "config") from None
     if not isinstance(data, dict):
         raise ArgumentError(f"{p}: a config.json holds one JSON object, got {type(data).__name__}", "config")
-    return data
+    return data, hashlib.sha256(raw).hexdigest()
 
 
 def _text_config(config: dict[str, Any]) -> dict[str, Any]:
@@ -64,9 +71,21 @@ def _whole(config: dict[str, Any], key: str, where: str, default: int | None = N
     return value
 
 
-def _window_layers(c: dict[str, Any], model_type: str, layers: int) -> tuple[int | None, int | None]:
+def _optional(config: dict[str, Any], key: str, where: str, default: int | None = None, low: int = 0) -> int | None:
+    """An optional whole-number field: ``default`` when it is missing or null (JSON ``null`` is how configs say "not
+    used"), else a whole number of at least ``low``, or an :class:`ArgumentError` naming the file and the field."""
+    value = config.get(key)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        kind = "a positive whole number" if low > 0 else "a whole number of at least 0"
+        raise ArgumentError(f"{where}: {key} must be {kind} or null, got {value!r}", key)
+    return value
+
+
+def _window_layers(c: dict[str, Any], model_type: str, layers: int, where: str) -> tuple[int | None, int | None]:
     """(sliding_window, layers limited to it), or (None, None) when every layer sees the whole context."""
-    window = c.get("sliding_window")
+    window = _optional(c, "sliding_window", where)
     if not window or c.get("use_sliding_window") is False:
         return None, None
     if isinstance(c.get("layer_types"), list):  # newer configs list every layer
@@ -74,28 +93,34 @@ def _window_layers(c: dict[str, Any], model_type: str, layers: int) -> tuple[int
     elif model_type == "gemma2":  # even layers are local (Gemma 2, arXiv:2408.00118, section 2)
         count = math.ceil(layers / 2)
     elif model_type in ("gemma3", "gemma3_text"):  # every p-th layer is global (Gemma 3: p = 6)
-        pattern = c.get("sliding_window_pattern") or c.get("_sliding_window_pattern") or 6
-        count = layers - layers // pattern
+        pattern = _optional(c, "sliding_window_pattern", where, low=1) or _optional(
+            c, "_sliding_window_pattern", where, 6, low=1
+        )
+        count = layers - layers // pattern  # type: ignore[operator]
     elif model_type in ("qwen2", "qwen2_moe", "qwen3", "qwen3_moe"):  # layers from max_window_layers on
-        count = layers - min(layers, c.get("max_window_layers", layers))
+        count = layers - min(layers, _optional(c, "max_window_layers", where, layers))  # type: ignore[type-var]
     else:  # Mistral-7B v0.1: every layer
         count = layers
     return (window, count) if count else (None, None)
 
 
-def _dense_layers(c: dict[str, Any], model_type: str, layers: int) -> int:
-    if "first_k_dense_replace" in c:  # DeepSeek: the first k layers keep a dense MLP
-        return int(c["first_k_dense_replace"])
-    step = c.get("decoder_sparse_step", 1) or 1
-    only = set(c.get("mlp_only_layers") or ())
-    moe = sum(1 for i in range(layers) if i not in only and (i + 1) % step == 0)
+def _dense_layers(c: dict[str, Any], model_type: str, layers: int, where: str) -> int:
+    first_k = _optional(c, "first_k_dense_replace", where)
+    if first_k is not None:  # DeepSeek: the first k layers keep a dense MLP
+        return first_k
+    step = _optional(c, "decoder_sparse_step", where, 1, low=0) or 1
+    only = c.get("mlp_only_layers") or []
+    if not isinstance(only, list) or not all(isinstance(i, int) and not isinstance(i, bool) for i in only):
+        raise ArgumentError(f"{where}: mlp_only_layers must be a list of layer numbers or null, got {only!r}",
+                            "mlp_only_layers")  # fmt: skip
+    moe = sum(1 for i in range(layers) if i not in set(only) and (i + 1) % step == 0)
     return layers - moe
 
 
 def _shared_experts(c: dict[str, Any], moe_intermediate: int | None, where: str) -> int | None:
     if "n_shared_experts" in c:
-        return c["n_shared_experts"] or 0
-    size = c.get("shared_expert_intermediate_size")  # Qwen2-MoE: one wide shared expert
+        return _optional(c, "n_shared_experts", where, 0)
+    size = _optional(c, "shared_expert_intermediate_size", where)  # Qwen2-MoE: one wide shared expert
     if size and moe_intermediate:
         if size % moe_intermediate:
             raise ArgumentError(
@@ -135,23 +160,27 @@ def figures_from_config(config: dict[str, Any], where: str = "config.json") -> d
         "intermediate": _whole(c, "intermediate_size", where),
         "tied_embeddings": bool(c.get("tie_word_embeddings", model_type in _TIED_BY_DEFAULT)),
     }
-    experts = c.get("num_local_experts") or c.get("num_experts") or c.get("n_routed_experts")
+    experts = (
+        _optional(c, "num_local_experts", where)
+        or _optional(c, "num_experts", where)
+        or _optional(c, "n_routed_experts", where)
+    )
     if experts:
-        moe_intermediate = c.get("moe_intermediate_size")
+        moe_intermediate = _optional(c, "moe_intermediate_size", where, low=1)
         figures.update(
             experts=experts,
             experts_per_token=_whole(c, "num_experts_per_tok", where),
             moe_intermediate=moe_intermediate,
             shared_experts=_shared_experts(c, moe_intermediate, where),
-            dense_layers=_dense_layers(c, model_type, layers) or None,
+            dense_layers=_dense_layers(c, model_type, layers, where) or None,
         )
     if mla:
         figures.update(
-            kv_lora_rank=c["kv_lora_rank"],
+            kv_lora_rank=_whole(c, "kv_lora_rank", where),
             qk_rope_head_dim=_whole(c, "qk_rope_head_dim", where),
-            q_lora_rank=c.get("q_lora_rank") or None,
+            q_lora_rank=_optional(c, "q_lora_rank", where) or None,
         )
-    window, window_layers = _window_layers(c, model_type, layers)
+    window, window_layers = _window_layers(c, model_type, layers, where)
     figures.update(sliding_window=window, sliding_window_layers=window_layers)
     figures = {k: v for k, v in figures.items() if v is not None}
     try:

@@ -31,6 +31,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import platform
+import re
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -38,7 +39,12 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Figures", "measure", "system_memory_gb", "torch_available"]
+from .errors import ArgumentError
+
+__all__ = ["BACKENDS", "Figures", "measure", "system_memory_gb", "torch_available"]
+
+BACKENDS = ("auto", "numpy", "torch")
+_DEVICE = re.compile(r"^(auto|cpu|mps|cuda(:\d{1,3})?)$")
 
 
 @dataclass
@@ -188,11 +194,25 @@ def _numpy_train(width: int, depth: int, tokens: int, repeats: int, min_seconds:
 
 
 def _torch_device(torch: Any, wanted: str) -> str:
+    """The PyTorch device to measure: ``wanted``, checked to exist, or the best one for ``auto``."""
+    mps = getattr(torch.backends, "mps", None)
+    if wanted.startswith("cuda"):
+        if not torch.cuda.is_available():
+            raise ArgumentError(f"device {wanted!r} is not available: this PyTorch sees no CUDA GPU", "device")
+        index = int(wanted.partition(":")[2] or 0)
+        if index >= torch.cuda.device_count():
+            raise ArgumentError(
+                f"device {wanted!r} is not available: this PyTorch sees {torch.cuda.device_count()} CUDA GPU(s), "
+                f"cuda:0 to cuda:{torch.cuda.device_count() - 1}",
+                "device",
+            )
+        return wanted
+    if wanted == "mps" and (mps is None or not mps.is_available()):
+        raise ArgumentError("device 'mps' is not available: this PyTorch sees no Apple GPU", "device")
     if wanted != "auto":
         return wanted
     if torch.cuda.is_available():
         return "cuda"
-    mps = getattr(torch.backends, "mps", None)
     if mps is not None and mps.is_available():
         return "mps"
     return "cpu"
@@ -204,9 +224,11 @@ def _torch_measure(wanted: str, quick: bool) -> Figures:
     device = _torch_device(torch, wanted)
     start = time.perf_counter()
 
+    cuda = device.startswith("cuda")
+
     def sync() -> None:
-        if device == "cuda":
-            torch.cuda.synchronize()
+        if cuda:
+            torch.cuda.synchronize(device)
         elif device == "mps":
             torch.mps.synchronize()
 
@@ -246,8 +268,8 @@ def _torch_measure(wanted: str, quick: bool) -> Figures:
 
     def train_step() -> None:
         opt.zero_grad(set_to_none=True)
-        with torch.autocast(device_type="cuda" if device == "cuda" else "cpu", dtype=torch.bfloat16,
-                            enabled=device == "cuda"):  # fmt: skip
+        with torch.autocast(device_type="cuda" if cuda else "cpu", dtype=torch.bfloat16,
+                            enabled=cuda):  # fmt: skip
             y = head(model(x, mask=mask, is_causal=True))
             loss = torch.nn.functional.mse_loss(y.float(), target)
         loss.backward()
@@ -256,9 +278,9 @@ def _torch_measure(wanted: str, quick: bool) -> Figures:
     seconds = _best(train_step, repeats, sync, budget)
     tokens_per_s = batch * seq / seconds
     memory = system_memory_gb()
-    if device == "cuda":
-        memory = torch.cuda.get_device_properties(0).total_memory / 1e9
-        name = torch.cuda.get_device_name(0)
+    if cuda:
+        memory = torch.cuda.get_device_properties(device).total_memory / 1e9
+        name = torch.cuda.get_device_name(device)
     elif device == "mps":
         name = f"Apple GPU (MPS) on {platform.machine()}"
     else:
@@ -273,7 +295,7 @@ def _torch_measure(wanted: str, quick: bool) -> Figures:
         train_tokens_per_s=tokens_per_s,
         train_params=params,
         train_model=f"causal transformer, {depth} layers of width {width}, sequence {seq}, batch {batch}, AdamW"
-        + (", bf16 autocast" if device == "cuda" else ", float32"),
+        + (", bf16 autocast" if cuda else ", float32"),
         memory_gb=memory,
         seconds=time.perf_counter() - start,
         details={"matmul_n": n, "copy_mb": megabytes},
@@ -284,8 +306,24 @@ def measure(quick: bool = False, backend: str = "auto", device: str = "auto") ->
     """Run the microbenchmark: PyTorch when installed (and ``backend`` allows), else numpy on the CPU.
 
     ``quick`` shrinks every size and repeat count (a few seconds on two cores) for tests and a first look.
+    ``backend`` is auto, numpy or torch; ``device`` (PyTorch only) auto, cpu, cuda, cuda:N or mps. Both are checked
+    before anything is measured: an :class:`~xlsxplan.errors.ArgumentError` says what is wrong.
     """
-    if backend == "torch" or (backend == "auto" and torch_available()):
+    if backend not in BACKENDS:
+        raise ArgumentError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}", "backend")
+    if not _DEVICE.match(device):
+        raise ArgumentError(f"device must be auto, cpu, cuda, cuda:N or mps, got {device!r}", "device")
+    if backend == "torch" and not torch_available():
+        raise ArgumentError(
+            "backend torch needs PyTorch, which is not installed: install it (pip install torch) or use "
+            "--backend numpy",
+            "backend",
+        )
+    use_torch = backend == "torch" or (backend == "auto" and torch_available())
+    if not use_torch and device not in ("auto", "cpu"):
+        why = "PyTorch is not installed" if backend == "auto" else "the numpy backend measures the CPU only"
+        raise ArgumentError(f"device {device!r} needs the torch backend: {why}", "device")
+    if use_torch:
         return _torch_measure(device, quick)
     start = time.perf_counter()
     budget = 0.15 if quick else 2.0  # seconds each figure keeps repeating for

@@ -24,12 +24,14 @@ How each metric is predicted
   calibrated ``prefill`` utilisation.
 * ``output_tokens_per_sec_total``/``_per_gpu``: SERVE_TOKS, prefill plus roofline decode with the calibrated
   decode bandwidth and prefill compute; ``concurrency`` ``max`` fills memory. These rows are never fitted on.
-* ``kv_cache_capacity_tokens``: usable memory (90%) less weights, over the KV bytes per token.
+* ``kv_cache_capacity_tokens``: usable memory (90%) less weights, over the KV bytes per token (averaged over a
+  sequence of ``input_len + output_len`` tokens when the row gives them, else every layer in full).
 
-A model named in the ``model`` column takes its shape from the catalog. A row without one has its shape estimated
-from ``params_b`` with the width 64 times the depth (``N = 12 L d^2``, ``d = 64 L``; Kaplan et al. 2020,
-arXiv:2001.08361, section 3.1 and Figure 5 find loss insensitive to this ratio over a wide range), head dimension
-64, multi-head attention and a 2,048-token context.
+A model named in the ``model`` column takes its shape from the catalog, and its KV cache from its architecture
+(MODEL_KV_BYTES_PER_TOKEN: latent attention, sliding windows, heads replicated across more GPUs than it has). A row
+without one has its shape estimated from ``params_b`` with the width 64 times the depth (``N = 12 L d^2``,
+``d = 64 L``; Kaplan et al. 2020, arXiv:2001.08361, section 3.1 and Figure 5 find loss insensitive to this ratio
+over a wide range), head dimension 64, multi-head attention (the plain KV formula) and a 2,048-token context.
 """
 
 from __future__ import annotations
@@ -44,7 +46,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import calibration, roofline, serving, training, training_memory
+from . import architecture, calibration, roofline, serving, training, training_memory
 from .calibration import Factors, Observation
 from .errors import CatalogError, XlsxplanError
 
@@ -197,6 +199,8 @@ class Shape:
     kv_width: int
     context: int
     origin: str
+    preset: str = ""
+    """The catalog preset the shape comes from; empty for a shape estimated from ``params_b``."""
 
     @property
     def attn_width(self) -> int:
@@ -220,7 +224,7 @@ def shape_of(m: Measurement) -> Shape:
             params = m.params_b or p.params_b
             active = m.active_params_b or p.figure("active_params_b") * params / p.params_b  # type: ignore[operator]
             return Shape(params, active, p.layers, p.hidden, p.heads, p.head_dim, p.kv_heads * p.head_dim,
-                         p.context, f"shape of preset {p.id}")  # fmt: skip
+                         p.context, f"shape of preset {p.id}", p.id)  # fmt: skip
         if not m.params_b:
             raise Unpredictable(f"model {m.model!r} is not in the catalog and params_b is empty")
     if not m.params_b:
@@ -279,7 +283,12 @@ def _kv_bytes_per_value(m: Measurement) -> float:
     return 1.0 if trtllm and calibration.format_group(m.precision) == "8-bit" else 2.0
 
 
-def _kv_bytes_per_token(m: Measurement, s: Shape) -> float:
+def _kv_bytes_per_token(m: Measurement, s: Shape, context: float) -> float:
+    """KV cache per token across the row's GPUs, averaged over a sequence of ``context`` tokens (0: every layer in
+    full). A preset model's own architecture counts (latent attention, sliding windows, KV heads replicated when the
+    GPUs outnumber them: MODEL_KV_BYTES_PER_TOKEN); a shape estimated from ``params_b`` is full attention."""
+    if s.preset:
+        return architecture.model_kv_bytes_per_token(s.preset, context, _kv_bytes_per_value(m), _n(m))
     return 2.0 * s.layers * s.kv_width * _kv_bytes_per_value(m)
 
 
@@ -307,7 +316,13 @@ def _batch(m: Measurement) -> int:
 
 
 def _context(m: Measurement) -> float:
+    """Tokens a sequence holds on average while it decodes: the prompt and half the answer."""
     return (m.input_len or 0.0) + (m.output_len or 0.0) / 2.0
+
+
+def _sequence(m: Measurement) -> float:
+    """Tokens a whole sequence holds: the prompt and the answer; 0 when the row gives neither."""
+    return (m.input_len or 0.0) + (m.output_len or 0.0)
 
 
 def _ttft_scale(m: Measurement) -> float:
@@ -377,7 +392,7 @@ def implied(m: Measurement) -> Observation:
         e = flops / (_n(m) * _peak_flops(m) * seconds)
     else:
         s = shape_of(m)
-        step_bytes = s.active_b * 1e9 * _bits(m) / 8.0 + _kv_bytes_per_token(m, s) * _context(m)
+        step_bytes = s.active_b * 1e9 * _bits(m) / 8.0 + _kv_bytes_per_token(m, s, _context(m)) * _context(m)
         e = step_bytes * value / (_n(m) * _bandwidth(m))
     return Observation(kind, e, label=m.label(), run=run_key(m), **_efficiency_features(m, kind))
 
@@ -430,13 +445,14 @@ def predict(m: Measurement, factors: Factors) -> tuple[float, str]:
         seconds = tokens / (rate * _need(m.n_gpus, "n_gpus", m))
         return (seconds / 86400.0 if m.metric == "wall_clock_days" else seconds), basis
     bits = _bits(m)
-    kv = _kv_bytes_per_token(m, s)
     gpu = _gpu(m)
     if m.metric == "kv_cache_capacity_tokens":
-        free = _n(m) * gpu.memory_gb * USABLE_FRACTION * 1e9 - s.params_b * 1e9 * bits / 8.0
+        kv = _kv_bytes_per_token(m, s, _sequence(m))
+        free = serving._free_bytes(s.params_b, bits / 8.0, _n(m), gpu.memory_gb, USABLE_FRACTION)
         if free <= 0:
             raise Unpredictable("the weights alone do not fit in 90% of memory")
         return free / kv, f"90% of memory less weights over {kv:,.0f} KV bytes per token; {s.origin}"
+    kv = _kv_bytes_per_token(m, s, _context(m))
     e_bw = _eff(factors, m, "decode_bandwidth")
     bw = gpu.bandwidth_tb_s
     if kind == "decode_bandwidth":
@@ -563,10 +579,10 @@ def fit_report(rows: Sequence[Measurement], origin: str, digest: str) -> dict[st
     obs = observations(rows)
     factors = calibration.fit(obs)
     data = factors.to_dict()
+    cache = _FitCache(obs)  # once: each run's leave-out fit serves every kind
     for kind in calibration.KINDS:
         mine = [o for o in obs if o.kind == kind]
         fitted = [factors.predicted(o) / o.value for o in mine]
-        cache = _FitCache(obs)
         loo = [cache.without(o.run).predicted(o) / o.value for o in mine]
         data[kind]["rows"] = [
             {"row": o.label, "implied": round(o.value, 4), "fitted": round(factors.predicted(o), 4)} for o in mine

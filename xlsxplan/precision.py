@@ -22,7 +22,9 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
-__all__ = ["FORMATS", "Format", "bytes_per_param", "format_names", "format_source", "block_bytes_per_param"]
+__all__ = [
+    "FORMATS", "Format", "bytes_per_param", "format_names", "format_source", "block_bytes_per_param", "format_key",
+]  # fmt: skip
 
 Bits = Annotated[int, whole(1, 64)]
 BlockSize = Annotated[int, whole(1, 1_000_000)]
@@ -81,14 +83,15 @@ FORMATS: dict[str, tuple[float, str]] = {f.name: (f.bytes_per_value, f.source) f
 """name -> (bytes per value including scales, citation), in the order of formats.toml."""
 
 
-def _squash(name: str) -> str:
+def format_key(name: str) -> str:
+    """A format name as names are matched: case, spaces, hyphens and underscores ignored (``Q4_K-M`` is ``q4km``)."""
     return name.strip().lower().replace("-", "").replace("_", "").replace(" ", "")
 
 
 _INDEX: dict[str, Format] = {}
 for _f in _FORMATS.values():
     for _n in (_f.name, *_f.aliases):
-        _INDEX.setdefault(_squash(_n), _f)
+        _INDEX.setdefault(format_key(_n), _f)
 
 
 def format_names() -> list[str]:
@@ -97,7 +100,7 @@ def format_names() -> list[str]:
 
 
 def _lookup(precision: str) -> Format:
-    hit = _INDEX.get(_squash(precision))
+    hit = _INDEX.get(format_key(precision))
     if hit is not None:
         return hit
     close = difflib.get_close_matches(precision.strip().lower(), list(_FORMATS), n=3, cutoff=0.5)

@@ -16,7 +16,7 @@ import inspect
 import re
 import typing
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import docstring_parser
@@ -83,7 +83,6 @@ class Function:
     notes: str = ""
     spills: bool = False
     """True when the result is a list (MODELS, GPUS) that spills down a column."""
-    aliases: tuple[str, ...] = field(default=())
 
     def __call__(self, *args: Any) -> Any:
         return self.func(*args)

@@ -27,6 +27,7 @@ References
 
 from __future__ import annotations
 
+from . import serving
 from .domains import (
     BandwidthTBs,
     Batch,
@@ -45,7 +46,6 @@ from .domains import (
     TokensOrZero,
     checked,
 )
-from .serving import whole_floor
 
 __all__ = ["decode_step_seconds", "serve_tokens_per_s", "ttft_seconds", "ACTIVATION_BYTES"]
 
@@ -200,10 +200,9 @@ def serve_tokens_per_s(
     12,313.
     """
     context = prompt_tokens + output_tokens / 2.0
-    free = n_gpus * memory_gb * usable_fraction * _GIGA - params_b * _GIGA * bytes_per_param
-    if free <= 0:
-        return 0.0
-    fits = whole_floor(free / (kv_bytes_per_token * context))
+    fits = serving._max_batch(
+        params_b, bytes_per_param, kv_bytes_per_token, context, n_gpus, memory_gb, usable_fraction
+    )
     batch = fits if concurrency == 0 else min(concurrency, fits)
     if batch < 1:
         return 0.0
@@ -211,7 +210,7 @@ def serve_tokens_per_s(
         params_b, bytes_per_param, batch, kv_bytes_per_token, context, n_gpus, bandwidth_tb_s, tflops,
         bandwidth_eff, compute_eff,
     )  # fmt: skip
-    prefill = 2.0 * params_b * _GIGA * prompt_tokens / (n_gpus * tflops * _TERA * compute_eff)
+    prefill = serving._prefill_seconds(params_b, prompt_tokens, n_gpus, tflops, compute_eff)
     return output_tokens / (output_tokens * step / batch + prefill)
 
 

@@ -38,6 +38,7 @@ from .domains import (
     TokensPerS,
     checked,
 )
+from .errors import OutOfRangeError
 
 __all__ = [
     "kv_bytes_per_token",
@@ -63,14 +64,87 @@ SECONDS_PER_HOUR = 3_600
 _GIGA, _TERA = 1e9, 1e12
 
 
+_ULPS = 16
+"""How many units in the last place :func:`whole_floor` and :func:`whole_ceil` forgive: the rounding of a few
+multiplications and divisions, and no more. A tolerance relative to the number itself (1e-9 of it, say) would
+forgive a whole unit above a billion: ``REPLICAS(2000000001, 2)`` must be 1,000,000,001."""
+
+
+def _finite(x: float) -> float:
+    if not math.isfinite(x):
+        raise OutOfRangeError("the result is too large to represent; check the inputs' units")
+    return x
+
+
 def whole_floor(x: float) -> int:
-    """``floor(x)``, forgiving the last bits of float error (94.99999999999 counts as 95)."""
-    return math.floor(x + 1e-9 * max(1.0, abs(x)))
+    """``floor(x)``, forgiving the last few bits of float error (``95 - 1 ulp`` counts as 95)."""
+    above = math.ceil(_finite(x))
+    return above if above - x <= _ULPS * math.ulp(x) else above - 1
 
 
 def whole_ceil(x: float) -> int:
-    """``ceil(x)``, forgiving the last bits of float error (5.00000000001 counts as 5)."""
-    return math.ceil(x - 1e-9 * max(1.0, abs(x)))
+    """``ceil(x)``, forgiving the last few bits of float error (``5 + 1 ulp`` counts as 5)."""
+    below = math.floor(_finite(x))
+    return below if x - below <= _ULPS * math.ulp(x) else below + 1
+
+
+# --- the arithmetic, unchecked ------------------------------------------------------------------------------------
+# The public functions below check their arguments and call these; so do other modules (traffic, roofline,
+# measurements) whose own arguments are already checked under their own names. Calling the public functions
+# instead would check the values again under names the user never typed ("capacity_tokens_per_s must be ...").
+
+
+def _free_bytes(
+    params_b: float, bytes_per_param: float, n_gpus: int, memory_gb: float, usable_fraction: float
+) -> float:
+    """Usable memory less the weights [bytes]; negative when the weights do not fit."""
+    return n_gpus * memory_gb * usable_fraction * _GIGA - params_b * _GIGA * bytes_per_param
+
+
+def _max_batch(
+    params_b: float,
+    bytes_per_param: float,
+    kv_bytes_per_token: float,
+    context_tokens: float,
+    n_gpus: int,
+    memory_gb: float,
+    usable_fraction: float,
+) -> int:
+    """Whole sequences whose KV cache fits beside the weights; 0 when the weights do not fit (MAX_BATCH)."""
+    free = _free_bytes(params_b, bytes_per_param, n_gpus, memory_gb, usable_fraction)
+    if free <= 0:
+        return 0
+    return whole_floor(free / (kv_bytes_per_token * context_tokens))
+
+
+def _decode_step_seconds(
+    params_b: float,
+    bytes_per_param: float,
+    n_gpus: int,
+    bandwidth_tb_s: float,
+    batch: int,
+    kv_bytes_per_token: float,
+    context_tokens: float,
+    efficiency: float,
+) -> float:
+    """Time of one bandwidth-bound decode step [s] (one over DECODE_TOKS)."""
+    bytes_per_step = params_b * _GIGA * bytes_per_param + batch * kv_bytes_per_token * context_tokens
+    return bytes_per_step / (n_gpus * bandwidth_tb_s * _TERA * efficiency)
+
+
+def _compute_tokens_per_s(params_b: float, tflops: float) -> float:
+    """Tokens per second if arithmetic were the only limit (COMPUTE_TOKS)."""
+    return tflops * _TERA / (2.0 * params_b * _GIGA)
+
+
+def _prefill_seconds(params_b: float, prompt_tokens: float, n_gpus: int, tflops: float, utilisation: float) -> float:
+    """Compute-bound time to read a prompt [s] (PREFILL_S)."""
+    return 2.0 * params_b * _GIGA * prompt_tokens / (n_gpus * tflops * _TERA * utilisation)
+
+
+def _replicas(demand: float, capacity: float, spare: int) -> int:
+    """Whole replicas for a demand, plus spares (REPLICAS); demand and capacity in the same unit."""
+    return whole_ceil(demand / capacity) + spare
 
 
 @checked
@@ -250,24 +324,7 @@ def max_batch(
     ``floor((usable - weights) / (kv_bytes_per_token * context_tokens))`` (seed 000, sections 3 and 6). This is the
     worst case where every slot holds a full-length conversation; paged engines such as vLLM fit more.
     """
-    free = n_gpus * memory_gb * usable_fraction * _GIGA - params_b * _GIGA * bytes_per_param
-    if free <= 0:
-        return 0
-    return whole_floor(free / (kv_bytes_per_token * context_tokens))
-
-
-def _decode_step_seconds(
-    params_b: float,
-    bytes_per_param: float,
-    n_gpus: int,
-    bandwidth_tb_s: float,
-    batch: int,
-    kv_bytes_per_token: float,
-    context_tokens: float,
-    efficiency: float,
-) -> float:
-    bytes_per_step = params_b * _GIGA * bytes_per_param + batch * kv_bytes_per_token * context_tokens
-    return bytes_per_step / (n_gpus * bandwidth_tb_s * _TERA * efficiency)
+    return _max_batch(params_b, bytes_per_param, kv_bytes_per_token, context_tokens, n_gpus, memory_gb, usable_fraction)
 
 
 @checked
@@ -388,7 +445,7 @@ def compute_tokens_per_s(params_b: ParamsB, tflops: TFLOPs) -> float:
     ``C / (2N)``: a forward pass costs about 2 FLOPs per parameter per token (seed 003, "Inference Computation";
     Kaplan et al. 2020, Table 1).
     """
-    return tflops * _TERA / (2.0 * params_b * _GIGA)
+    return _compute_tokens_per_s(params_b, tflops)
 
 
 @checked
@@ -418,7 +475,7 @@ def tokens_per_s_ceiling(
     ``min(C / 2N, B / (N b))`` (seed 003, "Transferring the Model for Every Token"). At batch one the memory
     term is almost always the lower: about one FLOP per byte at FP16.
     """
-    return min(tflops * _TERA / (2.0 * params_b * _GIGA), bandwidth_tb_s * _TERA / (params_b * _GIGA * bytes_per_param))
+    return min(_compute_tokens_per_s(params_b, tflops), bandwidth_tb_s * _TERA / (params_b * _GIGA * bytes_per_param))
 
 
 @checked
@@ -474,7 +531,7 @@ def prefill_seconds(
     ``2 N P / (n_gpus * C * utilisation)`` (seed 000, section 5): 72.7B, 2,000 tokens, two H100s at 989 TFLOP/s
     and 50% take 0.29 s. Attention grows with the square of the prompt, so very long prompts take longer.
     """
-    return 2.0 * params_b * _GIGA * prompt_tokens / (n_gpus * tflops * _TERA * utilisation)
+    return _prefill_seconds(params_b, prompt_tokens, n_gpus, tflops, utilisation)
 
 
 @checked
@@ -579,4 +636,4 @@ def replicas(demand_tokens_per_s: TokensPerS, capacity_tokens_per_s: TokensPerS,
     ``ceil(demand / capacity) + spare`` (seed 000, section 6): 20,833 tokens/s on 4,387-token/s replicas needs 5.
     Capacity scales linearly with replicas.
     """
-    return whole_ceil(demand_tokens_per_s / capacity_tokens_per_s) + spare
+    return _replicas(demand_tokens_per_s, capacity_tokens_per_s, spare)

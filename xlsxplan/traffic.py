@@ -101,6 +101,7 @@ __all__ = [
 ]
 
 _GIGA, _TERA = 1e9, 1e12
+_MAX_BATCH = 1_000_000_000  # the largest batch the functions taking one accept (domains.Batch)
 _HOURS_PER_DAY = 24
 _NORMAL = NormalDist()
 _Z95 = _NORMAL.inv_cdf(0.95)
@@ -440,7 +441,7 @@ def batch_for_latency(
     Returns
     -------
     int
-        Batch size; 0 when even one sequence alone is slower than the target [sequences].
+        Batch size, at most 1,000,000,000; 0 when even one sequence alone is slower than the target [sequences].
 
     Notes
     -----
@@ -454,10 +455,10 @@ def batch_for_latency(
     room = (bytes_per_step - params_b * _GIGA * bytes_per_param) / per_sequence
     if room < 1 - 1e-9:
         return 0
-    batch = min(whole_floor(room), 1_000_000_000)
+    batch = min(whole_floor(room), _MAX_BATCH)
     args = (params_b, bytes_per_param, n_gpus, bandwidth_tb_s)
     while batch > 0 and (
-        serving.decode_tokens_per_s(*args, batch, kv_bytes_per_token, context_tokens, efficiency)
+        1.0 / serving._decode_step_seconds(*args, batch, kv_bytes_per_token, context_tokens, efficiency)
         < tokens_per_s_per_user * (1 - 1e-12)
     ):
         batch -= 1  # float rounding at the boundary: the published decode speed has the last word
@@ -496,7 +497,8 @@ def batch_for_ttft(
     Returns
     -------
     int
-        Batch size; 0 when the prompt cannot be read in time even with no other sequence decoding [sequences].
+        Batch size, at most 1,000,000,000 (the largest batch other functions accept); 0 when the prompt cannot be
+        read in time even with no other sequence decoding [sequences].
 
     Notes
     -----
@@ -507,11 +509,11 @@ def batch_for_ttft(
     left out. Qwen2.5-72B on two H100s (989 TFLOP/s, 50%) at 60 tokens/s: K = 113.4; a 12,000-token prompt in
     3 s leaves 46.
     """
-    compute_tokens_per_s = serving.compute_tokens_per_s(params_b, tflops) * n_gpus * utilisation
+    compute_tokens_per_s = serving._compute_tokens_per_s(params_b, tflops) * n_gpus * utilisation
     budget = compute_tokens_per_s / tokens_per_s_per_user
     chunk = prompt_tokens / (ttft_s * tokens_per_s_per_user)
     room = budget - chunk
-    return whole_floor(room) if room >= 1 - 1e-9 else 0
+    return min(whole_floor(room), _MAX_BATCH) if room >= 1 - 1e-9 else 0
 
 
 # --- Chunked prefill, the prefill/decode mix and disaggregated serving -----------------------------------------
@@ -633,7 +635,7 @@ def prefill_replicas(requests_per_s: RequestsPerS, prefill_s: Seconds, spare: Sp
     second (DistServe, arXiv:2401.09670; Splitwise, arXiv:2311.18677: a prompt pool and a token pool). Seed 000's
     peak of 6.94 requests/s of 0.294 s prefills: 3.
     """
-    return serving.replicas(requests_per_s, 1.0 / prefill_s, spare)
+    return serving._replicas(requests_per_s * prefill_s, 1.0, spare)
 
 
 @checked
@@ -664,7 +666,7 @@ def decode_replicas(
     (DistServe, arXiv:2401.09670; Splitwise, arXiv:2311.18677). Seed 000's peak at 3,075 tokens/s per replica
     (the 60-tokens/s batch): 1. Add KV_TRANSFER_S to the time to first token.
     """
-    return serving.replicas(requests_per_s * decode_tokens, decode_tokens_per_s_total, spare)
+    return serving._replicas(requests_per_s * decode_tokens, decode_tokens_per_s_total, spare)
 
 
 @checked
@@ -726,7 +728,7 @@ def fleet_replicas(
     rule (section 6: "at least two replicas, four GPUs, so that one failure or deployment doesn't take the
     service down"). Seed 000's peak of 6.94 requests/s at 2.96 per replica: 3 for the peak, 4 with a spare.
     """
-    return max(serving.replicas(requests_per_s, requests_per_s_per_replica, spare), min_replicas)
+    return max(serving._replicas(requests_per_s, requests_per_s_per_replica, spare), min_replicas)
 
 
 @checked
@@ -753,7 +755,7 @@ def fleet_utilisation(requests_per_day: PerDay, requests_per_s_per_replica: Requ
     "for traffic with daily peaks" (section 6), computed from the plan instead. Headroom for the peak, rounding
     up and spares all lower it: seed 000's 200,000 requests a day on 4 replicas of 2.96 requests/s: 19.6%.
     """
-    return serving.peak_requests_per_s(requests_per_day, 1) / (replicas * requests_per_s_per_replica)
+    return requests_per_day / serving.SECONDS_PER_DAY / (replicas * requests_per_s_per_replica)
 
 
 @checked

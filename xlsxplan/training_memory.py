@@ -41,6 +41,7 @@ from .errors import ArgumentError, UnknownPresetError
 
 __all__ = [
     "OPTIMIZERS",
+    "RECOMPUTE_MODES",
     "optimizer_bytes",
     "train_state_gb",
     "activation_gb",
@@ -67,7 +68,8 @@ OPTIMIZERS: dict[str, tuple[float, str]] = {
 
 _ALIASES = {"adam_mixed": "adam", "adamw_mixed": "adam", "adam8bit": "adam_8bit", "momentum": "sgd_momentum"}
 
-_RECOMPUTE = ("none", "selective", "full")
+RECOMPUTE_MODES = ("none", "selective", "full")
+"""The activation recomputation modes ACTIVATION_GB takes (Korthikanti et al. 2022)."""
 
 
 @checked
@@ -190,8 +192,8 @@ def activation_gb(
     = 1 and nothing recomputed this is ``s b h (34 + 5 a s / h)``. Embedding and loss activations are left out.
     """
     mode = recompute.strip().lower()
-    if mode not in _RECOMPUTE:
-        raise ArgumentError(f"recompute must be one of {', '.join(_RECOMPUTE)}, got {recompute!r}", "recompute")
+    if mode not in RECOMPUTE_MODES:
+        raise ArgumentError(f"recompute must be one of {', '.join(RECOMPUTE_MODES)}, got {recompute!r}", "recompute")
     s, b, h, a, t = seq_len, micro_batch, hidden, heads, tp
     sbh = s * b * h
     attention = 5 * a * s / h  # scores, softmax, dropout mask and output: the part selective recomputation drops

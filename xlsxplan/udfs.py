@@ -45,18 +45,15 @@ import numpy as np
 from xlwings import arg, func
 
 from . import registry
-from .cells import CellError, evaluate_broadcast
+from .cells import EXCEL_ERRORS, CellError, evaluate_broadcast
 
 __all__ = ["LITE", "ERROR_CODES", "ExcelError", "PassedIn", "build", "make_udf", "present", "from_excel"]
 
 LITE = sys.platform == "emscripten"
 """True inside xlwings Lite (Pyodide), where a raised exception shows as #VALUE! with its message on hover."""
 
-ERROR_CODES = (
-    "#NULL!", "#DIV/0!", "#VALUE!", "#REF!", "#NAME?", "#NUM!", "#N/A", "#GETTING_DATA", "#SPILL!", "#CALC!",
-    "#CONNECT!", "#BLOCKED!", "#UNKNOWN!", "#FIELD!", "#BUSY!", "#PYTHON!", "#EXTERNAL!",
-)  # fmt: skip
-"""Excel's error values, as xlwings passes them with ``err_to_str=True``."""
+ERROR_CODES = EXCEL_ERRORS
+"""Excel's error values, as xlwings passes them with ``err_to_str=True`` (:data:`xlsxplan.cells.EXCEL_ERRORS`)."""
 
 _ERROR_TEXT = re.compile("^(" + "|".join(re.escape(c) for c in ERROR_CODES) + r")(?: (.+))?$", re.DOTALL)
 

@@ -9,9 +9,11 @@ and the field if a figure is missing, negative, of the wrong kind or without a s
 
 User presets (``xlsxplan model add``, ``xlsxplan calibrate --save``) live in the user's own catalog folder, never
 inside the installed package: ``$XLSXPLAN_CATALOG_DIR`` if set, else the platform's config folder
-(``~/.config/xlsxplan/catalog`` on Linux). They use the same two file names and schema, are re-read when they change,
-and may not take the name or alias of a shipped preset: a user preset silently shadowing ``H100`` would change every
-plan that names it.
+(``~/.config/xlsxplan/catalog`` on Linux). They use the same two file names and schema, are re-read when they change
+(looked at no more than once a second; a preset saved through :func:`save_user_preset` at once), and may not take
+the name or alias of a shipped preset: a user preset silently shadowing ``H100`` would change every plan that names
+it. Nor may a user source reuse a shipped source's key for another citation; the keys xlsxplan writes start with
+``user:``.
 
 Names are matched case-insensitively, spaces and underscores counting as hyphens, with or without a Hugging Face
 organisation prefix (``Qwen/Qwen2.5-72B-Instruct``), and through each preset's aliases (``H100`` is ``H100-SXM``).
@@ -23,6 +25,7 @@ import difflib
 import os
 import re
 import sys
+import time
 from importlib import resources
 from pathlib import Path
 from typing import Any, ClassVar, Literal
@@ -51,7 +54,9 @@ __all__ = [
     "MODEL_FIELDS",
     "GPU_FIELDS",
     "user_catalog_dir",
+    "user_preset_ids",
     "save_user_preset",
+    "refresh",
 ]
 
 Kind = Literal["model", "accelerator"]
@@ -181,12 +186,15 @@ def _key(name: str) -> str:
 
 
 class _Table:
-    """Presets of one kind, found by id or alias."""
+    """Presets of one kind, found by id or alias; ``user`` holds the ids that come from the user's own file."""
 
-    def __init__(self, kind: Kind, presets: dict[str, _Preset], sources: dict[str, str]) -> None:
+    def __init__(
+        self, kind: Kind, presets: dict[str, _Preset], sources: dict[str, str], user: frozenset[str] = frozenset()
+    ) -> None:
         self.kind = kind
         self.presets = presets
         self.sources = sources
+        self.user = user
         self._index: dict[str, str] = {}
         for pid, preset in presets.items():
             for name in (pid, *preset.aliases):
@@ -245,11 +253,20 @@ class Catalog:
         self.accelerators = accelerators
 
 
-def _parse(text: str, filename: str, table: str, cls: type[_Preset]) -> tuple[dict[str, _Preset], dict[str, str]]:
+def _toml(text: str, filename: str) -> dict[str, Any]:
     try:
-        raw: dict[str, Any] = tomllib.loads(text)
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
         raise CatalogError(f"{filename}: not valid TOML: {err}") from None
+
+
+def _parse(text: str, filename: str, table: str, cls: type[_Preset]) -> tuple[dict[str, _Preset], dict[str, str]]:
+    return _validate(_toml(text, filename), filename, table, cls)
+
+
+def _validate(
+    raw: dict[str, Any], filename: str, table: str, cls: type[_Preset]
+) -> tuple[dict[str, _Preset], dict[str, str]]:
     unknown = set(raw) - {"sources", table}
     if unknown:
         raise CatalogError(f"{filename}: unexpected top-level table(s) {', '.join(sorted(unknown))}")
@@ -303,7 +320,8 @@ def _merge(
     user: tuple[dict[str, _Preset], dict[str, str]],
     origin: str,
 ) -> _Table:
-    """The shipped presets plus the user's; a user preset may not take a shipped preset's name or alias."""
+    """The shipped presets plus the user's; a user preset may not take a shipped preset's name or alias, nor a user
+    source the key of a shipped source with another citation (the shipped citation would silently win)."""
     shipped_table = _Table(kind, *shipped)
     presets, sources = dict(shipped[0]), dict(shipped[1])
     for pid, preset in user[0].items():
@@ -316,21 +334,39 @@ def _merge(
                 )
         presets[pid] = preset
     for key, citation in user[1].items():
-        sources.setdefault(key, citation)
-    return _Table(kind, presets, sources)
+        if sources.get(key, citation) != citation:
+            raise CatalogError(
+                f"{origin}: source {key!r} is the key of a shipped source with another citation; rename it in "
+                f"[sources] and where the presets name it (xlsxplan's own keys start with '{USER_SOURCE_PREFIX}')"
+            )
+        sources[key] = citation
+    return _Table(kind, presets, sources, frozenset(user[0]))
 
 
-def _read_user(kind: Kind, folder: Path) -> tuple[dict[str, _Preset], dict[str, str]]:
-    filename, table, cls = _FILES[kind]
-    path = folder / filename
+def _read_user_toml(kind: Kind, folder: Path) -> tuple[Path, dict[str, Any]]:
+    """The user's file of this kind and its TOML as read (empty when there is none); CatalogError if unreadable."""
+    path = folder / _FILES[kind][0]
     if not path.is_file():
-        return {}, {}
+        return path, {}
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as err:
         raise CatalogError(f"{path}: cannot be read: {err}") from None
-    return _parse(text, str(path), table, cls)
+    return path, _toml(text, str(path))
 
+
+def _read_user(kind: Kind, folder: Path) -> tuple[dict[str, _Preset], dict[str, str]]:
+    _, table, cls = _FILES[kind]
+    path, raw = _read_user_toml(kind, folder)
+    return _validate(raw, str(path), table, cls)
+
+
+USER_SOURCE_PREFIX = "user:"
+"""What the source keys :func:`save_user_preset` writes start with, so they never meet a shipped key."""
+
+STAT_INTERVAL = 1.0
+"""Seconds between two looks at the user's catalog files: a lookup (GPU_SPEC) would otherwise spend most of its time
+asking the file system whether they changed. :func:`save_user_preset` makes the next lookup look at once."""
 
 _cache: dict[str, Any] = {}
 
@@ -346,8 +382,24 @@ def _stamp(folder: Path) -> tuple:
     return tuple(stamp)
 
 
+def _now() -> float:
+    return time.monotonic()
+
+
+def refresh() -> None:
+    """Make the next lookup look at the user's files at once: after editing them by hand in the same process."""
+    _cache.pop("looked", None)
+
+
 def load_catalog() -> Catalog:
-    """The shipped catalog merged with the user's presets; parsed once, re-read when a user file changes."""
+    """The shipped catalog merged with the user's presets; parsed once, re-read when a user file changes.
+
+    Whether a user file changed is asked at most once every :data:`STAT_INTERVAL` seconds for the same folder.
+    """
+    env = os.environ.get("XLSXPLAN_CATALOG_DIR")
+    now = _now()
+    if _cache.get("env", ()) == env and now - _cache.get("looked", -STAT_INTERVAL) < STAT_INTERVAL:
+        return _cache["catalog"]
     if "shipped" not in _cache:
         _cache["shipped"] = {kind: _load_file(*spec) for kind, spec in _FILES.items()}
     folder = user_catalog_dir()
@@ -358,7 +410,15 @@ def load_catalog() -> Catalog:
                   for kind in _FILES}  # fmt: skip
         _cache["catalog"] = Catalog(tables["model"], tables["accelerator"])
         _cache["stamp"] = stamp
+    _cache["env"], _cache["looked"] = env, now
     return _cache["catalog"]
+
+
+def user_preset_ids(kind: Kind) -> list[str]:
+    """The ids of the user's own presets of one kind, in file order (``xlsxplan model list`` marks them)."""
+    catalog = load_catalog()
+    table = catalog.models if kind == "model" else catalog.accelerators
+    return [pid for pid in table.presets if pid in table.user]
 
 
 def save_user_preset(
@@ -381,20 +441,18 @@ def save_user_preset(
     """
     import tomli_w
 
-    from ..fileio import atomic_write_text
+    from ..fileio import atomic_write_text, ensure_folder
 
     filename, table, cls = _FILES[kind]
     folder = user_catalog_dir()
-    path = folder / filename
-    data: dict[str, Any] = {"sources": {}, table: {}}
-    if path.is_file():
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-        data.setdefault("sources", {})
-        data.setdefault(table, {})
+    path, data = _read_user_toml(kind, folder)  # a file that is not TOML: CatalogError, naming it
+    _validate(data, str(path), table, cls)  # nor one that breaks the schema
+    data.setdefault("sources", {})
+    data.setdefault(table, {})
     if preset_id in data[table] and not replace:
         raise CatalogError(f"{path}: a user preset {preset_id!r} exists already; pass replace to overwrite it")
-    slug = re.sub(r"[^A-Za-z0-9]+", "-", preset_id).strip("-").lower()
-    data["sources"][f"{slug}"] = source
+    slug = USER_SOURCE_PREFIX + re.sub(r"[^A-Za-z0-9]+", "-", preset_id).strip("-").lower()
+    data["sources"][slug] = source
     body: dict[str, Any] = {"source": slug}
     if aliases:
         body["aliases"] = list(aliases)
@@ -415,8 +473,9 @@ def save_user_preset(
     text = tomli_w.dumps(data)
     # validate, and refuse shadowing, with the same rules as loading, before anything is written
     _merge(kind, _load_file(filename, table, cls), _parse(text, str(path), table, cls), str(path))
-    folder.mkdir(parents=True, exist_ok=True)
+    ensure_folder(folder)
     atomic_write_text(path, text)
+    refresh()  # the next lookup sees the new preset
     return path
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import datetime as _dt
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,18 @@ from typing import Any
 from .common import EXIT_OK, EXIT_USAGE, human_number
 
 ORDER = 65
+
+
+def source_checkout(path: Path) -> bool:
+    """Whether ``path`` (the shipped factors file) belongs to a source checkout that may be rewritten: a git work tree,
+    or a writable folder outside any site-packages. An installed package (a wheel in site-packages) is not."""
+    path = Path(path).resolve()
+    for folder in path.parents:
+        if (folder / ".git").exists():
+            return True
+        if folder.name in ("site-packages", "dist-packages"):
+            return False
+    return os.access(path.parent, os.W_OK)
 
 
 def _fit(args: argparse.Namespace) -> int:
@@ -25,6 +38,11 @@ def _fit(args: argparse.Namespace) -> int:
     elif args.data and data.resolve() != shipped.resolve():
         print("xlsxplan: error: --fit --data FILE needs --out: the shipped factors are fitted on the shipped "
               f"measurements ({shipped}); copy FILE there to change them", file=sys.stderr)  # fmt: skip
+        return EXIT_USAGE
+    elif not source_checkout(calibration.factors_path()):
+        print("xlsxplan: error: --fit needs --out FILE.json here: without it, it rewrites the shipped factors, "
+              f"which belong to the installed package ({calibration.factors_path()}); rewrite them from a source "
+              "checkout", file=sys.stderr)  # fmt: skip
         return EXIT_USAGE
     else:
         out = calibration.factors_path()
@@ -87,26 +105,15 @@ def _save(figures: Any, name: str, replace: bool) -> Path:
 
 def _check_free(name: str, replace: bool) -> None:
     """Refuse, before measuring, a preset name that is shipped, or the user's unless ``replace``."""
-    import sys as _sys
-
-    from ..catalog import load_catalog, user_catalog_dir
+    from ..catalog import load_catalog, user_catalog_dir, user_preset_ids
     from ..errors import CatalogError, UnknownPresetError
-
-    if _sys.version_info >= (3, 11):
-        import tomllib
-    else:  # pragma: no cover - Python 3.10
-        import tomli as tomllib
 
     try:
         existing = load_catalog().accelerators.get(name).id
     except UnknownPresetError:
         return
     user_file = user_catalog_dir() / "accelerators.toml"
-    try:
-        users = tomllib.loads(user_file.read_text(encoding="utf-8")).get("accelerators", {})
-    except (OSError, tomllib.TOMLDecodeError):
-        users = {}  # no file, or one load_catalog has already refused
-    if existing not in users:
+    if existing not in user_preset_ids("accelerator"):
         raise CatalogError(f"--save {name!r} takes the name of the shipped preset {existing!r}; choose another name")
     if not replace:
         raise CatalogError(f"{user_file}: a user preset {existing!r} exists already; add --replace to overwrite it")
@@ -189,9 +196,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--replace", action="store_true", help="with --save, replace a user preset of that name")
     p.add_argument("--backend", choices=("auto", "numpy", "torch"), default="auto",
                    help="auto: PyTorch if installed, else numpy")  # fmt: skip
-    p.add_argument("--device", default="auto", help="PyTorch device: auto, cuda, mps or cpu")
+    p.add_argument("--device", default="auto", help="PyTorch device: auto, cpu, cuda, cuda:N or mps")
     p.add_argument("--json", action="store_true", help="print the figures as JSON")
     p.add_argument("--fit", action="store_true", help="refit the calibrated efficiencies instead of measuring")
     p.add_argument("--data", metavar="FILE.csv", help="with --fit: measurements to fit (default: the shipped copy)")
-    p.add_argument("--out", metavar="FILE.json", help="with --fit: where to write (default: the shipped factors)")
+    p.add_argument("--out", metavar="FILE.json", help="with --fit: where to write (default: the shipped factors, "
+                   "only from a source checkout; an installed package needs --out)")  # fmt: skip
     p.set_defaults(handler=run)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import hashlib
 from pathlib import Path
 
 from .common import EXIT_OK, human_number
@@ -24,17 +23,16 @@ def add(args: argparse.Namespace) -> int:
     from .. import __version__, architecture
     from ..catalog import load_catalog, save_user_preset
     from ..errors import ArgumentError
-    from ..hfconfig import figures_from_config, read_config
+    from ..hfconfig import figures_from_config, read_config_and_digest
 
     path = Path(args.config)
-    config = read_config(path)
+    config, digest = read_config_and_digest(path)
     name = args.name or _default_name(config, path)
     if not name:
         raise ArgumentError("give the preset a name with --name", "name")
     figures = figures_from_config(config, str(path))
-    digest = hashlib.sha256(path.read_bytes()).hexdigest()[:12]
     source = (
-        f"{path.name} (sha256 {digest}...), a Hugging Face config.json, imported by xlsxplan {__version__}: "
+        f"{path.name} (sha256 {digest[:12]}...), a Hugging Face config.json, imported by xlsxplan {__version__}: "
         "architecture fields as given; params_b and active_params_b counted from the shape "
         "(embeddings, attention, gated MLPs, experts and router, norms)"
     )
@@ -49,27 +47,11 @@ def add(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _user_names() -> set[str]:
-    import sys
-
-    from ..catalog import user_catalog_dir
-
-    if sys.version_info >= (3, 11):
-        import tomllib
-    else:  # pragma: no cover
-        import tomli as tomllib
-
-    path = user_catalog_dir() / "models.toml"
-    if not path.is_file():
-        return set()
-    return set(tomllib.loads(path.read_text(encoding="utf-8")).get("models", {}))
-
-
 def list_models(args: argparse.Namespace) -> int:
-    from ..catalog import load_catalog
+    from ..catalog import load_catalog, user_preset_ids
 
     table = load_catalog().models
-    mine = _user_names()
+    mine = set(user_preset_ids("model"))
     for name in table.names():
         preset = table.get(name)
         mark = "  (user)" if name in mine else ""

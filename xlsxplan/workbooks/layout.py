@@ -21,6 +21,7 @@ Builders (:mod:`.serving`, :mod:`.training`) only describe rows; this module own
 from __future__ import annotations
 
 import datetime as _dt
+import math
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -377,22 +378,54 @@ def flag_bad(ws: Worksheet, ref: str, values: Sequence[str]) -> None:
         ws.conditional_formatting.add(ref, rule)
 
 
-def validation_for(domain: Domain | None, label: str) -> DataValidation | None:
-    """A number validation from a core function's argument domain, with a message naming the input."""
+ANCHOR = "{cell}"
+"""Stands for the first cell a custom validation rule applies to, until :func:`add_validation` attaches it."""
+
+
+def validation_for(domain: Domain | None, label: str, blank: str = "") -> DataValidation | None:
+    """A number validation from a core function's argument domain, with a message naming the input.
+
+    Excel's "between" includes both ends, so a domain whose lower bound is open (a positive number) becomes a custom
+    rule, ``AND(ISNUMBER(B24),B24>0,B24<=1E+15)`` (a whole number: ``between low + 1 and high``), and 0 is refused as
+    the core function refuses it. ``blank`` tells what an empty cell means where the formulas treat empty, and a
+    0 the domain allows, as "not given" ("0 or empty: the catalog's figure"); the message says so. Attach the rule
+    with :func:`add_validation`.
+    """
     if domain is None or domain.kind not in ("number", "whole"):
         return None
-    kind = "whole" if domain.kind == "whole" else "decimal"
     low = domain.low if domain.low is not None else -1e307
     high = domain.high if domain.high is not None else 1e307
-    dv = DataValidation(type=kind, operator="between", formula1=_num(low), formula2=_num(high), allow_blank=True)
-    dv.error = f"{label} must be {domain.describe()}"
+    if domain.low_open and domain.kind == "whole":
+        dv = DataValidation(type="whole", operator="between", formula1=_num(math.floor(low) + 1), formula2=_num(high),
+                            allow_blank=True)  # fmt: skip
+    elif domain.low_open:
+        rule = [f"ISNUMBER({ANCHOR})", f"{ANCHOR}>{_num(low)}"]
+        if domain.high is not None:
+            rule.append(f"{ANCHOR}<={_num(high)}")
+        dv = DataValidation(type="custom", formula1=f"AND({','.join(rule)})", allow_blank=True)
+    else:
+        kind = "whole" if domain.kind == "whole" else "decimal"
+        dv = DataValidation(type=kind, operator="between", formula1=_num(low), formula2=_num(high), allow_blank=True)
+    dv.error = f"{label} must be {domain.describe()}" + (f"; {blank}" if blank else "")
     dv.errorTitle = label[:32]
     dv.showErrorMessage = True
     return dv
 
 
+def add_validation(ws: Worksheet, dv: DataValidation, ref: str) -> None:
+    """Apply ``dv`` to ``ref`` (``B7`` or ``G7:J7``), a custom rule's :data:`ANCHOR` becoming the first cell: Excel
+    reads the rule's references relative to it, for every cell of the range."""
+    if dv.formula1 and ANCHOR in dv.formula1:
+        dv.formula1 = dv.formula1.replace(ANCHOR, ref.split(":")[0].replace("$", ""))
+    ws.add_data_validation(dv)
+    dv.add(ref)
+
+
 def _num(x: float) -> str:
-    return str(int(x)) if float(x).is_integer() and abs(x) < 1e15 else repr(float(x))
+    """A number as a validation formula writes it: ``1000`` or ``1E+15``."""
+    if float(x).is_integer() and abs(x) < 1e15:
+        return str(int(x))
+    return f"{float(x):.15G}" if abs(x) >= 1e15 or x != 0 and abs(x) < 1e-4 else repr(float(x))
 
 
 class Sheet:
@@ -505,8 +538,7 @@ class Sheet:
         if comment:
             put_text(ws[f"F{r}"], comment, "Explanatory Text")
         if validation is not None:
-            ws.add_data_validation(validation)
-            validation.add(f"B{r}")
+            add_validation(ws, validation, f"B{r}")
         self.book.define(name, self.name, f"$B${r}")
         self.book.refs[key or name] = Ref(self.name, r, "B")
         self.book.input_names[key or name] = name
@@ -560,8 +592,7 @@ class Sheet:
             cell.number_format = FMT[fmt]
             cells.append(f"{col}{r}")
         if validation is not None:
-            ws.add_data_validation(validation)
-            validation.add(f"{CASE_COLUMNS[0]}{r}:{CASE_COLUMNS[-1]}{r}")
+            add_validation(ws, validation, f"{CASE_COLUMNS[0]}{r}:{CASE_COLUMNS[-1]}{r}")
         put_text(ws[f"D{r}"], source, "Label")
         ws[f"E{r}"] = TEMPLATE_DATE
         ws[f"E{r}"].number_format = FMT["date"]

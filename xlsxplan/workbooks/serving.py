@@ -33,6 +33,7 @@ from openpyxl.worksheet.datavalidation import DataValidation
 from openpyxl.worksheet.pagebreak import Break
 
 from .. import domains
+from ..domains import domain_of
 from .layout import (
     FMT,
     HEADER_ROWS,
@@ -43,6 +44,7 @@ from .layout import (
     Line,
     Ref,
     Sheet,
+    add_validation,
     conf_sheet,
     cover,
     guide,
@@ -96,6 +98,8 @@ class CaseInput:
 CASES = ("72B BF16, 2 GPUs", "72B FP8, 2 GPUs", "72B BF16, 4 GPUs", "7B BF16, 1 GPU")
 ACTIVE_CASE = 2
 _OVERRIDE = domains.Domain("number", 0, 1e9)
+_CATALOGS = "0 or empty: the catalog's figure"  # what the override formulas, IF(override>0, ...), make of them
+_NOT_MEASURED = "leave it empty when not measured"
 _SECTION6 = f"{SEED} §6 (example)"
 
 
@@ -127,7 +131,7 @@ CASE_INPUTS: tuple[CaseInput, ...] = (
     CaseInput("kv_precision", "KV cache precision", ("bf16",) * 4, "format", f"{SEED} §3 (example)",
               "Apart from the weights'; the seed keeps it in BF16", "text", "precision"),
     CaseInput("n_gpus", "GPUs per replica", (2, 2, 4, 1), "count", _SECTION6, "GPUs holding one copy (tensor "
-              "parallel)", "int", "", domains.GPUs.__metadata__[0]),
+              "parallel)", "int", "", domain_of(domains.GPUs)),
 )  # fmt: skip
 
 
@@ -405,11 +409,7 @@ def _validation(book: Book, spec: CaseInput, lists: dict[str, str]) -> DataValid
             dv.showErrorMessage = True
         dv.promptTitle = spec.label[:32]
         return dv
-    return validation_for(spec.domain, spec.label)
-
-
-def _dom(alias: Any) -> domains.Domain:
-    return alias.__metadata__[0]
+    return validation_for(spec.domain, spec.label, _CATALOGS if spec.domain is _OVERRIDE else "")
 
 
 def _inputs(book: Book, lists: dict[str, str]) -> Sheet:
@@ -439,10 +439,10 @@ def _inputs(book: Book, lists: dict[str, str]) -> Sheet:
             assert sh.row - 1 == name_row  # noqa: S101 - layout invariant
     book.scenario_name = "Scenario_Name"
 
-    tokens, tokens0, frac = _dom(domains.Tokens), _dom(domains.TokensOrZero), _dom(domains.Fraction)
+    tokens, tokens0, frac = domain_of(domains.Tokens), domain_of(domains.TokensOrZero), domain_of(domains.Fraction)
     sh.section("Demand", "Traffic in requests and tokens (seed 000 §1, §7)")
     sh.input("Requests per day", 200_000, "requests/day", f"{SEED} §1 (example)", "The support assistant", "int",
-             validation_for(_dom(domains.PerDay), "Requests per day"))  # fmt: skip
+             validation_for(domain_of(domains.PerDay), "Requests per day"))  # fmt: skip
     sh.input("Prompt tokens per request, mean", 2_000, "tokens", f"{SEED} §1 (example)",
              "Instructions, retrieved documents and the conversation", "int",
              validation_for(tokens, "Prompt tokens per request"))  # fmt: skip
@@ -458,12 +458,12 @@ def _inputs(book: Book, lists: dict[str, str]) -> Sheet:
              "Reasoning models write these before the answer: decoded and billed as output", "int",
              validation_for(tokens0, "Hidden reasoning tokens per request"))  # fmt: skip
     sh.input("Peak-hour factor", 3, "ratio", f"{SEED} §1 (example)", "How much busier the peak hour is than the "
-             "day's average", "dec1", validation_for(_dom(domains.PeakFactor), "Peak-hour factor"))  # fmt: skip
+             "day's average", "dec1", validation_for(domain_of(domains.PeakFactor), "Peak-hour factor"))  # fmt: skip
     sh.input("Shared prefix tokens", 0, "tokens", f"{SEED} §7 (example: none)", "System prompt and tools every "
              "request starts with", "int", validation_for(tokens0, "Shared prefix tokens"))  # fmt: skip
     sh.input("Prefix cache hit rate", 0, "fraction", f"{SEED} §7 (example: off)", "0 until the prefix is confirmed "
              "stable; then the share of requests finding it cached", "pct",
-             validation_for(_dom(domains.FractionOrZero), "Prefix cache hit rate"))  # fmt: skip
+             validation_for(domain_of(domains.FractionOrZero), "Prefix cache hit rate"))  # fmt: skip
 
     sh.section("Serving assumptions", "Shares of the hardware's peaks the plan counts on, targets, spares")
     sh.input("Usable memory fraction", 0.9, "fraction", f"{SEED} §2 (example)", "Left after the serving "
@@ -475,28 +475,30 @@ def _inputs(book: Book, lists: dict[str, str]) -> Sheet:
              "reached while reading prompts", "pct", validation_for(frac, "Prefill compute utilisation"))  # fmt: skip
     sh.input("KV cache overflow accepted", 0.05, "fraction", "Example: an engine that pages its KV cache",
              "Chance a paged batch outgrows memory and preempts a sequence", "pct",
-             validation_for(_dom(domains.TailProbability), "KV cache overflow accepted"))  # fmt: skip
+             validation_for(domain_of(domains.TailProbability), "KV cache overflow accepted"))  # fmt: skip
     sh.input("Latency target", 20, "tokens/s per user", "Example: your product's requirement",
              "Slowest decode speed a user should see; seed 000 §7 cites 80 for a demanding product", "dec1",
-             validation_for(_dom(domains.TokensPerS), "Latency target"))  # fmt: skip
+             validation_for(domain_of(domains.TokensPerS), "Latency target"))  # fmt: skip
     sh.input("Time-to-first-token target", 2, "s", "Example: your product's requirement", "Longest wait for the "
-             "first token of a tail prompt", "dec2", validation_for(_dom(domains.Seconds),
+             "first token of a tail prompt", "dec2", validation_for(domain_of(domains.Seconds),
                                                                    "Time-to-first-token target"))  # fmt: skip
     sh.input("Spare replicas", 1, "count", f"{SEED} §6 (example)", "Replicas on top of the peak, so one failure or "
-             "deployment leaves it covered", "int", validation_for(_dom(domains.Spare), "Spare replicas"))  # fmt: skip
+             "deployment leaves it covered", "int",
+             validation_for(domain_of(domains.Spare), "Spare replicas"))  # fmt: skip
     sh.input("Minimum replicas", 2, "count", f"{SEED} §6 (example)", "Seed 000 §6: run at least two replicas in "
-             "production", "int", validation_for(_dom(domains.Count), "Minimum replicas"))  # fmt: skip
+             "production", "int", validation_for(domain_of(domains.Count), "Minimum replicas"))  # fmt: skip
     sh.input("Replicas deployed", None, "count", "Example: empty, the plan's count", "Fill in to test a fleet you "
-             "have against the peak", "int", validation_for(_dom(domains.Count), "Replicas deployed"))  # fmt: skip
+             "have against the peak", "int", validation_for(domain_of(domains.Count), "Replicas deployed",
+                                                           "leave it empty for the plan's count"))  # fmt: skip
     sh.input("Prefill-to-decode link bandwidth", 50, "GB/s", "Example: 400 Gb/s InfiniBand", "Moves the KV cache "
              "when prefill and decode run on separate GPUs; NVLink about 450", "int",
-             validation_for(_dom(domains.LinkGBs), "Prefill-to-decode link bandwidth"))  # fmt: skip
+             validation_for(domain_of(domains.LinkGBs), "Prefill-to-decode link bandwidth"))  # fmt: skip
     sh.input("Traffic growth multiple", 10, "ratio", f"{SEED} §6 (example)", "The seed sizes ten times the "
-             "traffic", "dec1", validation_for(_dom(domains.PeakFactor), "Traffic growth multiple"))  # fmt: skip
+             "traffic", "dec1", validation_for(domain_of(domains.PeakFactor), "Traffic growth multiple"))  # fmt: skip
 
     sh.section("Cost and basis of estimate", "Estimate, not a quote: check your provider's current price")
     sh.input("Price per GPU-hour", 2.5, "USD/GPU-h", f"{SEED} §6 (example)", "List price, one GPU for an hour; the "
-             "seed's assumption", "usd", validation_for(_dom(domains.Price), "Price per GPU-hour"))  # fmt: skip
+             "seed's assumption", "usd", validation_for(domain_of(domains.Price), "Price per GPU-hour"))  # fmt: skip
     sh.input("Average utilisation", 0.3, "fraction", f"{SEED} §6 (example)", "Average load as a share of full "
              "load; 30% is common for traffic with daily peaks", "pct",
              validation_for(frac, "Average utilisation"))  # fmt: skip
@@ -512,12 +514,13 @@ def _inputs(book: Book, lists: dict[str, str]) -> Sheet:
     sh.input("Billing currency", "USD", "ISO 4217", "Example", "Every cost line is in this currency", "text")
 
     sh.section("Your measurements (optional)", "The active scenario's setup, measured: see the Calibration sheet")
-    speed = _dom(domains.TokensPerS)
+    speed = domain_of(domains.TokensPerS)
     sh.input("Measured decode speed at batch 1", None, "tokens/s", "Example: empty, not measured", "One request "
              "alone, on the active scenario's model, GPUs and precision", "dec1",
-             validation_for(speed, "Measured decode speed at batch 1"))  # fmt: skip
+             validation_for(speed, "Measured decode speed at batch 1", _NOT_MEASURED))  # fmt: skip
     sh.input("Measured time to first token", None, "s", "Example: empty, not measured", "At batch 1, same setup",
-             "dec3", validation_for(_dom(domains.Seconds), "Measured time to first token"))  # fmt: skip
+             "dec3", validation_for(domain_of(domains.Seconds), "Measured time to first token",
+                                    _NOT_MEASURED))  # fmt: skip
     sh.input("Prompt tokens in the measurement", 2_000, "tokens", "Example: the mean prompt", "The prompt the "
              "measurements read; its KV cache is read at every decode step", "int",
              validation_for(tokens, "Prompt tokens in the measurement"))  # fmt: skip
@@ -535,10 +538,9 @@ def _prompt_lengths(book: Book) -> Sheet:
     )
     ws = sh.ws
     first, last = HEADER_ROWS + 1, HEADER_ROWS + PROMPT_SAMPLE_ROWS
-    dv = validation_for(_dom(domains.Tokens), "Measured prompt length")
+    dv = validation_for(domain_of(domains.Tokens), "Measured prompt length")
     assert dv is not None  # noqa: S101 - Tokens is a number domain
-    ws.add_data_validation(dv)
-    dv.add(f"B{first}:B{last}")
+    add_validation(ws, dv, f"B{first}:B{last}")
     for r in range(first, last + 1):
         cell = ws[f"B{r}"]
         cell.style = "Input"
@@ -890,7 +892,7 @@ def _checks(book: Book) -> Sheet:
 def build() -> Book:
     """The serving plan as an openpyxl workbook in a :class:`Book` (formulas only; recalculate to cache values)."""
     book = Book(TITLE, SHEETS)
-    lists = lists_sheet(book, [(key, label, unit, _dom(alias)) for key, label, unit, alias in USUAL])
+    lists = lists_sheet(book, [(key, label, unit, domain_of(alias)) for key, label, unit, alias in USUAL])
     _inputs(book, lists)
     _prompt_lengths(book)
     _calculations(book)

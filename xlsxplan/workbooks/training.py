@@ -22,7 +22,8 @@ from typing import Any
 from openpyxl.worksheet.datavalidation import DataValidation
 
 from .. import domains
-from ..training_memory import OPTIMIZERS
+from ..domains import domain_of
+from ..training_memory import OPTIMIZERS, RECOMPUTE_MODES
 from .layout import (
     TEMPLATE_DATE,
     Book,
@@ -60,6 +61,16 @@ PG = f"{SEED} 'Parameter Golf' (example)"
 CASES = ("Param. Golf record", "Param. Golf baseline", "7B, 140B tokens", "Chinchilla 70B")
 ACTIVE_CASE = 1
 _OVERRIDE = domains.Domain("number", 0, 1e9)
+_NOT_MEASURED = "leave it empty when not measured"
+_NOT_GIVEN = {  # inputs the formulas read as "not given" when empty (or 0, IF(x>0, ...)), and what they use then
+    "Model parameters": "leave it empty for the preset's figure",
+    "Layers": "0 or empty: the preset's figure",
+    "Hidden size": "0 or empty: the preset's figure",
+    "Attention heads": "0 or empty: the preset's figure",
+    "Dense BF16 compute override": "0 or empty: the catalog's figure",
+    "Memory per GPU override": "0 or empty: the catalog's figure",
+    "Dense peak per accelerator": "0 or empty: none published",
+}
 
 # (label, values per case, unit, source, comment, format, kind or domain)
 # (label, values per case, unit, source, comment, format, kind or domain)
@@ -73,9 +84,9 @@ SCENARIO_ROWS: tuple[tuple[Any, ...], ...] = (
      f"{SEED}; Hoffmann et al. 2022 (example)", "Catalog preset, or your name with its figures", "text", "model"),
     ("Model parameters", (0.03595, 0.01706, 7, 70), "B params", f"{SEED} (example)",
      "Empty: the preset's (seed notes 6, 7, 9)", "small",
-     domains.ParamsB.__metadata__[0]),
+     domain_of(domains.ParamsB)),
     ("Training tokens", (3.927e9, 7.225e9, 140e9, 1.4e12), "tokens", f"{SEED} (example)",
-     "Record 3.927B, baseline 7.225B (notes 6, 7)", "int", domains.Tokens.__metadata__[0]),
+     "Record 3.927B, baseline 7.225B (notes 6, 7)", "int", domain_of(domains.Tokens)),
     ("Layers", (11, 9, None, 80), "count", f"{SEED}; Chinchilla Table 4 (example)",
      "Empty: the preset's; the record starts with 11 layers", "override_int", _OVERRIDE),
     ("Hidden size", (512, 512, None, 8192), "count", "Golf log; Chinchilla Table 4 (example)",
@@ -83,15 +94,15 @@ SCENARIO_ROWS: tuple[tuple[Any, ...], ...] = (
     ("Attention heads", (8, 8, None, 64), "count", "Assumed; Chinchilla Table 4 (example)",
      "Empty: the preset's", "override_int", _OVERRIDE),
     ("Sequence length", (1024, 1024, 4096, 2048), "tokens", "Golf log; Llama 2; Chinchilla (example)",
-     "Tokens per training sequence", "int", domains.Tokens.__metadata__[0]),
+     "Tokens per training sequence", "int", domain_of(domains.Tokens)),
     ("Micro-batch size", (64, 64, 1, 1), "sequences", "Golf: 524,288 / 8 GPUs / 1,024 (example)",
-     "Sequences per GPU per forward pass", "int", domains.Batch.__metadata__[0]),
+     "Sequences per GPU per forward pass", "int", domain_of(domains.Batch)),
     ("Activation recomputation", ("none", "none", "selective", "selective"), "mode",
      "Example; Korthikanti et al. 2022", "none, selective or full (dropdown)", "text", "recompute"),
     ("Tensor-parallel GPUs", (1, 1, 1, 8), "count", "Example", "GPUs sharing each layer; the rest are data "
-     "parallel", "int", domains.GPUs.__metadata__[0]),
+     "parallel", "int", domain_of(domains.GPUs)),
     ("ZeRO stage", (0, 0, 1, 1), "stage", "Example; Rajbhandari et al. 2020", "0 none; 1 optimizer, 2 + gradients, 3 + "
-     "weights", "int", domains.ZeroStage.__metadata__[0]),
+     "weights", "int", domain_of(domains.ZeroStage)),
     ("Accelerator", ("H100-SXM",) * 4, "preset", f"{SEED} (example)", "A catalog preset (dropdown)", "text",
      "gpu"),
     ("Dense BF16 compute override", (989.5, 989.5, None, None), "TFLOP/s", f"{SEED} 'Eight H100s' (example)",
@@ -99,16 +110,16 @@ SCENARIO_ROWS: tuple[tuple[Any, ...], ...] = (
     ("Memory per GPU override", (None,) * 4, "GB", "Catalog (datasheet)", "Empty: the catalog's figure",
      "override", _OVERRIDE),
     ("GPUs", (8, 8, 64, 1024), "count", f"{SEED}; cases 3-4 are examples",
-     "Eight H100s (Golf rules); 64, 1,024: assumed", "int", domains.GPUs.__metadata__[0]),
+     "Eight H100s (Golf rules); 64, 1,024: assumed", "int", domain_of(domains.GPUs)),
     ("Model FLOPs utilisation", (0.18, 0.18, 0.4, 0.4), "fraction", f"{SEED} 'Eight H100s' (example)",
      "Record: 18%; 40%: large dense runs (PaLM 46%)", "pct",
-     domains.Fraction.__metadata__[0]),
+     domain_of(domains.Fraction)),
     ("Time budget", (600, 600, 604_800, 2_592_000), "s", f"{SEED} (example)",
      "Golf: 10 minutes; 7 and 30 days: examples", "int",
-     domains.Seconds.__metadata__[0]),
+     domain_of(domains.Seconds)),
     ("Cached tokens", (8e9, 2.5e9, 15e12, 1.4e12), "tokens", f"{SEED} 'Which FineWeb?' (example)",
      "8B (80 shards), 2.5B, FineWeb 15T, one pass", "int",
-     domains.Tokens.__metadata__[0]),
+     domain_of(domains.Tokens)),
 )  # fmt: skip
 
 BENCHMARKS = (
@@ -123,12 +134,12 @@ BENCHMARK_ROWS: tuple[tuple[Any, ...], ...] = (
      "Parameters of the model measured", "dec2", domains.Domain("number", 0, 1e12, low_open=True)),
     ("Tokens counted", (3.927e9, 2_400, 4_900, 69_042_176), "tokens", f"{SEED} notes 7, 10, 11 (example)",
      "M2: rate quoted per second; anchor 8,428 x 8,192", "int",
-     domains.Tokens.__metadata__[0]),
+     domain_of(domains.Tokens)),
     ("Seconds counted", (599.6, 1, 1, 300), "s", f"{SEED} notes 7, 10, 11 (example)",
      "599.6 s; 1 s for a quoted rate; 300 s", "dec1",
-     domains.Seconds.__metadata__[0]),
+     domain_of(domains.Seconds)),
     ("Accelerators measured", (8, 1, 1, 1), "count", f"{SEED} notes 2, 7 (example)", "Eight H100s; one M2 GPU", "int",
-     domains.GPUs.__metadata__[0]),
+     domain_of(domains.GPUs)),
     ("Dense peak per accelerator", (989.5, None, None, None), "TFLOP/s", f"{SEED} 'Eight H100s' (example)",
      "Empty: none published (Apple gives no GPU FLOP/s)", "dec1", _OVERRIDE),
 )  # fmt: skip
@@ -346,7 +357,7 @@ def _inputs(book: Book, lists: dict[str, str]) -> Sheet:
         "Rule of thumb: Hoffmann et al. 2022, Table 3",
         "Chinchilla's 70B model on 1.4T tokens",
         "dec1",
-        validation_for(domains.TokensPerParam.__metadata__[0], "Chinchilla tokens per parameter"),
+        validation_for(domain_of(domains.TokensPerParam), "Chinchilla tokens per parameter"),
     )
     sh.input(
         "Training bytes per parameter",
@@ -365,7 +376,7 @@ def _inputs(book: Book, lists: dict[str, str]) -> Sheet:
              "bytes of state a parameter (OPTIMIZER_BYTES)", "text", optimizers)  # fmt: skip
     sh.input("Sequence parallelism", 1, "flag", "Example; Korthikanti et al. 2022", "1 splits norms and dropouts "
              "across the tensor-parallel GPUs; 0 does not", "int",
-             validation_for(domains.Flag.__metadata__[0], "Sequence parallelism"))  # fmt: skip
+             validation_for(domain_of(domains.Flag), "Sequence parallelism"))  # fmt: skip
 
     sh.section("Cost and basis of estimate", "Estimate, not a quote: check your provider's current price")
     sh.input(
@@ -375,7 +386,7 @@ def _inputs(book: Book, lists: dict[str, str]) -> Sheet:
         "Seed 000 §6 (example)",
         "List price of one GPU for an hour",
         "usd",
-        validation_for(domains.Price.__metadata__[0], "Price per GPU-hour"),
+        validation_for(domain_of(domains.Price), "Price per GPU-hour"),
     )
     date_dv = DataValidation(type="date", operator="greaterThan", formula1="36526")
     sh.input("Price date", TEMPLATE_DATE, "date", "Example: when the price was checked",
@@ -388,10 +399,11 @@ def _inputs(book: Book, lists: dict[str, str]) -> Sheet:
     sh.section("Your measurements (optional)", "Of the active scenario's run: see the Calibration sheet")
     sh.input("Measured training throughput", None, "tokens/s", "Example: empty, not measured", "All the GPUs "
              "together, on the active scenario's model and GPUs", "int",
-             validation_for(domains.TokensPerS.__metadata__[0], "Measured training throughput"))  # fmt: skip
+             validation_for(domain_of(domains.TokensPerS), "Measured training throughput", _NOT_MEASURED))  # fmt: skip
     sh.input("Measured GPU-hours", None, "GPU-h", "Example: empty, not measured", "Of the whole run on its "
              "training tokens; the record: 8 x 599.6 s = 1.33", "dec2",
-             validation_for(domains.Domain("number", 0, 1e12, low_open=True), "Measured GPU-hours"))  # fmt: skip
+             validation_for(domains.Domain("number", 0, 1e12, low_open=True), "Measured GPU-hours",
+                            _NOT_MEASURED))  # fmt: skip
 
     sh.section("Measured rates", "Short benchmarks: their 6N-equivalent rate sizes a run (seed 003 'The M2')")
     sh.case_headings("Benchmarks: one column per measurement", "")
@@ -404,12 +416,12 @@ def _inputs(book: Book, lists: dict[str, str]) -> Sheet:
 
 def _validation(label: str, kind: Any, lists: dict[str, str]) -> DataValidation | None:
     if kind == "recompute":
-        dv = DataValidation(type="list", formula1='"none,selective,full"', showErrorMessage=True)
-        dv.error = f"{label}: none, selective or full"
+        dv = DataValidation(type="list", formula1='"' + ",".join(RECOMPUTE_MODES) + '"', showErrorMessage=True)
+        dv.error = f"{label}: {', '.join(RECOMPUTE_MODES[:-1])} or {RECOMPUTE_MODES[-1]}"
         return dv
     if isinstance(kind, str):
         return DataValidation(type="list", formula1=lists[kind], showErrorMessage=False)
-    return validation_for(kind, label)
+    return validation_for(kind, label, _NOT_GIVEN.get(label, ""))
 
 
 def _calculations(book: Book) -> Sheet:
@@ -562,7 +574,7 @@ def _checks(book: Book) -> Sheet:
 def build() -> Book:
     """The training plan as an openpyxl workbook in a :class:`Book` (formulas only; recalculate to cache values)."""
     book = Book(TITLE, SHEETS)
-    lists = lists_sheet(book, [(key, label, unit, alias.__metadata__[0]) for key, label, unit, alias in USUAL])
+    lists = lists_sheet(book, [(key, label, unit, domain_of(alias)) for key, label, unit, alias in USUAL])
     _inputs(book, lists)
     _calculations(book)
     _measured(book)
