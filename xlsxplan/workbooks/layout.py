@@ -693,7 +693,7 @@ class Sheet:
         self.row += 1
         return Ref(self.name, r, "B")
 
-    def master(self, label: str = "Master check: problems found") -> Ref:
+    def master(self, label: str = "Master check: 1 if any problem") -> Ref:
         """``=MIN(1,SUM(checks))``: 0 when every check is 0."""
         first, last = self.check_rows[0], self.check_rows[-1]
         line = Line("master_check", label, f"=MIN(1,SUM(B{first}:B{last}))", "1 = problem",

@@ -827,7 +827,7 @@ def _chart(book: Book, sh: Sheet, anchor: int) -> None:
 def _checks(book: Book) -> Sheet:
     sh = book.sheet(
         "Checks",
-        "Each row is 1 when something is wrong and 0 when it is fine; the master check adds them up.",
+        "Each row is 1 when something is wrong and 0 when it is fine; the master check is 1 if any row is.",
         ["Check", "Result", "Unit", "What it tests", "", ""],
     )
     sh.section("The active scenario")
