@@ -248,3 +248,34 @@ def test_human_number(x, text):
 
 def test_eval_format_prints_zero_as_zero(capsys):
     assert run(capsys, "eval", "--format", '=IFERROR(GPU_SPEC("A100","fp8_tflops"),0)')[1] == "0\n"
+
+
+def test_a_bad_user_preset_is_warned_about_once_and_fails_only_its_own_lookups(capsys, tmp_path, monkeypatch):
+    # audit 23: one hand-edited preset that breaks the schema made every MODEL_SPEC and GPU_SPEC #VALUE!
+    from xlsxplan import catalog
+
+    monkeypatch.setenv("XLSXPLAN_CATALOG_DIR", str(tmp_path))
+    path = tmp_path / "models.toml"
+    path.write_text('[sources]\ns = "mine"\n[models.Mine]\nsource = "s"\nparams_b = true\n', encoding="utf-8")
+    catalog.refresh()
+    problem = f"{path}: Mine.params_b: Input should be a valid number, got true"
+    warning = f"xlsxplan: warning: {problem} (left out until fixed; the rest of the catalog works)\n"
+    assert run(capsys, "eval", '=MODEL_SPEC("Qwen2.5-72B","layers")') == (0, "80\n", warning)
+    assert run(capsys, "eval", '=GPU_SPEC("H100","memory_gb")') == (0, "80\n", "")  # once per process
+    code, out, err = run(capsys, "eval", '=MODEL_SPEC("Mine","layers")')
+    assert (code, out, err) == (1, f"#VALUE! model preset 'Mine' cannot be used: {problem}\n", "")
+    code, out, err = run(capsys, "model", "show", "mine")
+    assert (code, out, err) == (2, "", f"xlsxplan: error: model preset 'mine' cannot be used: {problem}\n")
+    code, out, _ = run(capsys, "excel", "--checks-only")
+    assert code == 1 and f"FAIL  the user's catalog: {problem} (left out; the rest works)" in out
+
+
+def test_model_list_names_a_user_preset_left_out(capsys, tmp_path, monkeypatch):
+    from xlsxplan.cli import common
+
+    monkeypatch.setenv("XLSXPLAN_CATALOG_DIR", str(tmp_path))
+    monkeypatch.setattr(common, "_warned", set())
+    (tmp_path / "models.toml").write_text("[models.Mine\n", encoding="utf-8")
+    code, out, err = run(capsys, "model", "list")
+    assert code == 0 and "Qwen2.5-72B" in out and "Mine" not in out
+    assert err.startswith(f"xlsxplan: warning: {tmp_path / 'models.toml'}: not valid TOML: ") and err.count("\n") == 1

@@ -112,6 +112,13 @@ def machine_checks() -> list[Check]:
         checks.append(
             Check(None, f"{system}: classic xlwings UDFs need Windows desktop Excel; use xlwings Lite in Excel here")
         )
+    from .catalog import catalog_problems, user_catalog_dir
+
+    problems = catalog_problems()
+    if problems:
+        checks += [Check(False, f"the user's catalog: {p} (left out; the rest works)") for p in problems]
+    else:
+        checks.append(Check(True, f"the user's catalog ({user_catalog_dir()}) loads, every preset in it"))
     try:
         module = importlib.import_module(UDF_MODULE)
     except Exception as err:  # any failure to import is the finding, reported in one line

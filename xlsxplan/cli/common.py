@@ -3,9 +3,24 @@
 from __future__ import annotations
 
 import math
+import sys
 from typing import Any
 
 EXIT_OK, EXIT_FORMULA_ERROR, EXIT_USAGE = 0, 1, 2
+
+_warned: set[str] = set()
+
+
+def warn_catalog_problems() -> None:
+    """Print, once per process, a warning for each part of the user's catalog that is left out (see
+    :func:`xlsxplan.catalog.catalog_problems`): a hand-edited file that breaks never breaks a command silently."""
+    from ..catalog import catalog_problems
+
+    for problem in catalog_problems():
+        if problem not in _warned:
+            _warned.add(problem)
+            print(f"xlsxplan: warning: {problem} (left out until fixed; the rest of the catalog works)",
+                  file=sys.stderr)  # fmt: skip
 
 
 def format_value(value: Any, human: bool = False, unit: str = "") -> str:
