@@ -526,3 +526,20 @@ def test_saving_refuses_to_write_a_file_with_a_preset_that_would_be_left_out(tmp
     # replacing the bad preset through xlsxplan repairs the file
     save_user_preset("accelerator", "Bad", ACCEL, "x", replace=True)
     assert x.gpu_spec("Bad", "memory_gb") == 24
+
+
+def test_every_figure_has_a_unit_and_whole_figures_are_integers():
+    # eval --format prints MODEL_SPEC and GPU_SPEC in the figure's own unit (audit 23)
+    from xlsxplan.catalog import figure_unit
+
+    assert figure_unit("accelerator", "bandwidth_tb_s") == ("TB/s", False)
+    assert figure_unit("accelerator", " Memory_GB") == ("GB", False)
+    assert figure_unit("model", "layers") == ("count", True)
+    assert figure_unit("model", "context") == ("tokens", True)
+    assert figure_unit("model", "params_b") == ("B params", False)
+    for kind, fields, cls in (("model", MODEL_FIELDS, ModelPreset), ("accelerator", GPU_FIELDS, AcceleratorPreset)):
+        for name in fields:
+            unit, whole = figure_unit(kind, name)
+            assert unit and whole == ("int" in str(cls.model_fields[name].annotation)), (kind, name)
+    with pytest.raises(KeyError, match=r"watts"):
+        figure_unit("accelerator", "watts")

@@ -83,6 +83,8 @@ class Function:
     notes: str = ""
     spills: bool = False
     """True when the result is a list (MODELS, GPUS) that spills down a column."""
+    whole: bool = False
+    """True when the result is a whole number (the core function returns ``int``: MAX_BATCH, REPLICAS)."""
 
     def __call__(self, *args: Any) -> Any:
         return self.func(*args)
@@ -141,9 +143,9 @@ def describe(name: str, func: Callable[..., Any], category: str) -> Function:
         raise TypeError(f"{where}: no Returns section")
     returns, unit = _split_unit(doc.returns.description or "", f"{where} returns")
     notes = " ".join(m.description or "" for m in doc.meta if m.args == ["notes"])
-    spills = typing.get_origin(typing.get_type_hints(func).get("return")) is list
+    result = typing.get_type_hints(func).get("return")
     return Function(name, func, doc.short_description.strip(), tuple(args), returns, unit, category,
-                    " ".join(notes.split()), spills)  # fmt: skip
+                    " ".join(notes.split()), typing.get_origin(result) is list, result is int)  # fmt: skip
 
 
 # The published interface: these names and argument orders stay stable. Order here is the order of the README's

@@ -31,6 +31,7 @@ import os
 import re
 import sys
 import time
+import typing
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -62,6 +63,7 @@ __all__ = [
     "user_catalog_dir",
     "user_preset_ids",
     "catalog_problems",
+    "figure_unit",
     "save_user_preset",
     "refresh",
 ]
@@ -106,30 +108,43 @@ class _Preset(BaseModel):
     def source_key(self, field: str) -> str:
         return self.sources.get(field, self.source)
 
+    @classmethod
+    def unit(cls, field: str) -> str:
+        """A figure's unit, from the bracket ending its description: ``GB``, ``TB/s``, ``count``..."""
+        match = re.search(r"\[([^\[\]]+)\]$", cls.model_fields[field].description or "")
+        if match is None:  # pragma: no cover - test_catalog checks every figure has one
+            raise TypeError(f"{cls.__name__}.{field} has no unit in brackets at the end of its description")
+        return match.group(1)
+
+    @classmethod
+    def whole(cls, field: str) -> bool:
+        """True for a figure that is a whole number (a TOML integer): layers, heads, a context length."""
+        return int in (cls.model_fields[field].annotation, *typing.get_args(cls.model_fields[field].annotation))
+
 
 class ModelPreset(_Preset):
     """A model's size and shape, as its publisher's config.json and model card give them."""
 
-    params_b: float = Field(gt=0, description="total parameters [billions]")
-    active_params_b: float | None = Field(None, gt=0, description="parameters used per token [billions]")
-    layers: int = Field(gt=0)
-    hidden: int = Field(gt=0)
-    heads: int = Field(gt=0)
-    kv_heads: int = Field(gt=0)
-    head_dim: int = Field(gt=0)
-    vocab: int = Field(gt=0)
-    context: int = Field(gt=0)
-    intermediate: int | None = Field(None, gt=0)
-    experts: int | None = Field(None, gt=0)
-    experts_per_token: int | None = Field(None, gt=0)
-    shared_experts: int | None = Field(None, ge=0)
-    moe_intermediate: int | None = Field(None, gt=0)
-    dense_layers: int | None = Field(None, ge=0)
-    sliding_window: int | None = Field(None, gt=0)
-    sliding_window_layers: int | None = Field(None, ge=0)
-    kv_lora_rank: int | None = Field(None, gt=0)
-    qk_rope_head_dim: int | None = Field(None, gt=0)
-    q_lora_rank: int | None = Field(None, gt=0)
+    params_b: float = Field(gt=0, description="total parameters [B params]")
+    active_params_b: float | None = Field(None, gt=0, description="parameters used per token [B params]")
+    layers: int = Field(gt=0, description="transformer layers [count]")
+    hidden: int = Field(gt=0, description="model (embedding) width [count]")
+    heads: int = Field(gt=0, description="query heads per layer [count]")
+    kv_heads: int = Field(gt=0, description="key-value heads per layer [count]")
+    head_dim: int = Field(gt=0, description="width of one head [count]")
+    vocab: int = Field(gt=0, description="vocabulary size [tokens]")
+    context: int = Field(gt=0, description="longest context the model was trained for [tokens]")
+    intermediate: int | None = Field(None, gt=0, description="dense MLP width [count]")
+    experts: int | None = Field(None, gt=0, description="routed experts per MoE layer [count]")
+    experts_per_token: int | None = Field(None, gt=0, description="routed experts each token uses [count]")
+    shared_experts: int | None = Field(None, ge=0, description="always-used experts per MoE layer [count]")
+    moe_intermediate: int | None = Field(None, gt=0, description="one expert's MLP width [count]")
+    dense_layers: int | None = Field(None, ge=0, description="leading layers with a dense MLP [count]")
+    sliding_window: int | None = Field(None, gt=0, description="attention window of a window layer [tokens]")
+    sliding_window_layers: int | None = Field(None, ge=0, description="layers with a sliding window [count]")
+    kv_lora_rank: int | None = Field(None, gt=0, description="latent width cached per layer (MLA) [count]")
+    qk_rope_head_dim: int | None = Field(None, gt=0, description="rotary key width cached per layer (MLA) [count]")
+    q_lora_rank: int | None = Field(None, gt=0, description="query latent width (MLA) [count]")
     tied_embeddings: bool = False
 
     FIGURES: ClassVar[tuple[str, ...]] = (
@@ -548,6 +563,17 @@ def catalog_problems() -> list[str]:
     raises CatalogError with the reason (``#VALUE!`` in a cell); the command line prints these lines as warnings.
     """
     return load_catalog().problems
+
+
+def figure_unit(kind: Kind, field: str) -> tuple[str, bool]:
+    """The unit of a figure of MODEL_SPEC (``kind="model"``) or GPU_SPEC (``"accelerator"``) and whether it is a
+    whole number: ``("TB/s", False)`` for ``bandwidth_tb_s``, ``("count", True)`` for ``layers``. The field is
+    matched as the lookups match it; KeyError if it is no figure."""
+    cls = _FILES[kind][2]
+    key = field.strip().lower()
+    if key not in cls.FIGURES:
+        raise KeyError(field)
+    return cls.unit(key), cls.whole(key)
 
 
 def user_preset_ids(kind: Kind) -> list[str]:

@@ -23,11 +23,17 @@ def warn_catalog_problems() -> None:
                   file=sys.stderr)  # fmt: skip
 
 
-def format_value(value: Any, human: bool = False, unit: str = "") -> str:
+_NO_UNIT = ("", "name", "names", "text", "count")
+"""Units ``--format`` does not print: text has none, and a count reads right bare (``5``, not ``5 count``)."""
+
+
+def format_value(value: Any, human: bool = False, unit: str = "", whole: bool = False) -> str:
     """A value as the command line prints it: a number as Python prints it (no ``.0`` on integral floats), text as
     is, an error as its value and reason.
 
-    With ``human``, numbers get thousands separators and four significant figures, and the unit is appended.
+    With ``human``, numbers get thousands separators and four significant figures (a ``whole`` result that is a
+    whole number, such as a batch or a replica count, prints without decimals: ``94``), and the unit is appended
+    unless it is one of :data:`_NO_UNIT`.
     """
     from ..cells import CellError
 
@@ -38,8 +44,8 @@ def format_value(value: Any, human: bool = False, unit: str = "") -> str:
     if isinstance(value, (int, float)):
         x = float(value)
         if human:
-            text = human_number(x)
-            return f"{text} {unit}".rstrip() if unit and unit not in ("name", "names", "text") else text
+            text = f"{int(x):,}" if whole and x.is_integer() and abs(x) < 1e15 else human_number(x)
+            return text if unit in _NO_UNIT else f"{text} {unit}"
         if x.is_integer() and abs(x) < 1e16:
             return str(int(x))
         return repr(x)
