@@ -29,6 +29,7 @@ from xlsxplan.excel_setup import (
     bundle_files,
     lite_bundle,
     vba_module_names,
+    vba_references,
 )
 from xlsxplan.xlwings_conf import add_conf_sheet
 
@@ -200,6 +201,116 @@ def test_excel_checks_a_workbook_as_untrusted_before_parsing_it(capsys, tmp_path
         "entity bomb?)\n"
     )
     assert excel_setup.workbook_checks(ready_xlsm)[0].ok is True  # the same workbook, unharmed, still passes
+
+
+# --- the reference to the xlwings add-in (audit 23) ---------------------------------------------------------------
+
+
+def compressed(data: bytes) -> bytes:
+    """``data`` as a VBA compressed container ([MS-OVBA] 2.4.1) without copy tokens: each full 4,096 bytes as a raw
+    chunk, the rest as a compressed chunk of literal tokens. (Excel's own files, above, have copy tokens.)"""
+    out = bytearray(b"\x01")
+    for start in range(0, len(data), 4096):
+        chunk = data[start : start + 4096]
+        if len(chunk) == 4096:
+            out += struct.pack("<H", 0x3FFF) + chunk
+            continue
+        body = b"".join(b"\x00" + chunk[i : i + 8] for i in range(0, len(chunk), 8))
+        out += struct.pack("<H", 0xB000 | (len(body) + 2 - 3)) + body
+    return bytes(out)
+
+
+def dir_stream(references: list[tuple[str, str]]) -> bytes:
+    """A dir stream's records up to the modules: project information, then a REFERENCEPROJECT per reference."""
+    def record(rid: int, body: bytes) -> bytes:
+        return struct.pack("<HI", rid, len(body)) + body
+
+    out = record(0x0001, b"\x03\0\0\0") + record(0x0004, b"VBAProject")
+    out += struct.pack("<HI", 0x0009, 4) + b"\0\0\0\0\0\0"  # PROJECTVERSION: 6 bytes behind a size of 4
+    for name, libid in references:
+        out += record(0x0016, name.encode("latin-1")) + record(0x003E, name.encode("utf-16-le"))
+        lib = libid.encode("latin-1")
+        out += record(0x000E, struct.pack("<I", len(lib)) + lib + struct.pack("<I", 0) + b"\0" * 6)
+    out += record(0x000F, b"\x01\0")
+    return out.ljust(4200, b"\0")  # a raw chunk and a compressed one; past 4,096 bytes, in regular sectors
+
+
+def _with_project(tmp_path: Path, modules: list[str], references: list[tuple[str, str]] | None, damage=None) -> Path:
+    wb = openpyxl.load_workbook(XLWINGS_DIR / "quickstart_standalone.xlsm", keep_vba=True)
+    add_conf_sheet(wb)
+    wb.save(tmp_path / "staged.xlsm")
+    project = 'ID="{00000000-0000-0000-0000-000000000000}"\r\n' + "".join(f"Module={m}\r\n" for m in modules)
+    streams = {"PROJECT": project.encode("latin-1")}
+    if references is not None:
+        streams["dir"] = compressed(dir_stream(references))
+        if damage is not None:
+            streams["dir"] = damage(streams["dir"])
+    path = tmp_path / "plan.xlsm"
+    with zipfile.ZipFile(tmp_path / "staged.xlsm") as zin, zipfile.ZipFile(path, "w") as zout:
+        for item in zin.infolist():
+            if item.filename != "xl/vbaProject.bin":
+                zout.writestr(item, zin.read(item.filename))
+        zout.writestr("xl/vbaProject.bin", compound_file(streams))
+    return path
+
+
+ADDIN = ("xlwings", "*\\CC:\\Users\\me\\AppData\\Roaming\\Microsoft\\Excel\\XLSTART\\xlwings.xlam")
+
+
+def test_decompression_reproduces_the_specifications_example():
+    # [MS-OVBA] 3.2.3, "Example: Copy Tokens": literals, then copy tokens of several lengths and offsets
+    data = bytes.fromhex("012FB00023616161626364658266007061676869" "6A013808616B6C00306D6E6F7006710270041072737475761077787"
+                         "97A003C")  # fmt: skip
+    assert excel_setup._ovba_decompress(data) == b"#aaabcdefaaaaghijaaaaaklaaamnopqaaaaaaaaaaaarstuvwxyzaaa"
+    with pytest.raises(ValueError, match=r"^a copy token before any byte of its chunk$"):
+        excel_setup._ovba_decompress(bytes.fromhex("0103B00100"))
+
+
+def test_vba_references_of_workbooks_saved_by_excel():
+    # xlwings' docs: a workbook made with `xlwings quickstart` references the add-in; the standalone one needs none
+    refs = vba_references(XLWINGS_DIR / "quickstart.xlsm")
+    assert [n for n, _ in refs] == ["MSForms", "Office", "xlwings"]
+    assert refs[-1][1].endswith("\\addin\\xlwings.xlam")
+    assert "xlwings" not in [n for n, _ in vba_references(XLWINGS_DIR / "quickstart_standalone.xlsm")]
+    assert [n for n, _ in vba_references(XLWINGS_DIR / "quickstart_addin.xlam")] == ["MSForms", "Office"]
+
+
+def test_a_workbook_that_references_the_add_in_passes(capsys, tmp_path):
+    path = _with_project(tmp_path, ["xlwings_udfs"], [("Office", "*\\G{2DF8D04C}#2.0#0#MSO.DLL"), ADDIN])
+    assert vba_references(path) == [("Office", "*\\G{2DF8D04C}#2.0#0#MSO.DLL"), ADDIN]
+    code, out, _ = run(capsys, "excel", "--checks-only", str(path))
+    assert code == 0, out
+    assert "ok    the VBA project references the xlwings add-in (Tools > References > xlwings)" in out
+    assert f"info  {excel_setup.NOT_CHECKED}" in out
+
+
+def test_a_workbook_without_the_reference_fails_with_what_to_do(capsys, tmp_path):
+    path = _with_project(tmp_path, ["xlwings_udfs"], [("Office", "*\\G{2DF8D04C}#2.0#0#MSO.DLL")])
+    code, out, _ = run(capsys, "excel", "--checks-only", str(path))
+    assert code == 1
+    assert (
+        "FAIL  no reference to the xlwings add-in (it references Office): in the VBA editor (Alt+F11), Tools > "
+        "References, tick xlwings, then save; without it the imported functions cannot call Python and show #NAME?"
+    ) in out
+    assert "ok    the VBA module xlwings_udfs is there" in out
+
+
+def test_the_standalone_xlwings_module_needs_no_reference(capsys, ready_xlsm):
+    _, out, _ = run(capsys, "excel", "--checks-only", str(ready_xlsm))
+    assert "ok    the workbook carries xlwings' own VBA (the standalone module xlwings)" in out
+
+
+def test_a_damaged_dir_stream_is_a_one_line_error(capsys, tmp_path):
+    broken = _with_project(tmp_path, ["xlwings_udfs"], [ADDIN], damage=lambda d: d[:2] + b"\x0f" + d[3:])
+    code, _, err = run(capsys, "excel", "--checks-only", str(broken))
+    assert (code, err) == (2, f"xlsxplan: error: cannot read the VBA references of {broken}: a compressed chunk at "
+                              "byte 1 has no signature\n")  # fmt: skip
+    broken = _with_project(tmp_path, ["xlwings_udfs"], [ADDIN], damage=lambda d: b"\x02" + d[1:])
+    with pytest.raises(excel_setup.WorkbookError, match=r": the dir stream is not a compressed container$"):
+        vba_references(broken)
+    path = _with_project(tmp_path, ["xlwings_udfs"], None)
+    with pytest.raises(excel_setup.WorkbookError, match=r"^cannot read the VBA references of .*: no dir stream$"):
+        vba_references(path)
 
 
 # --- the command ------------------------------------------------------------------------------------------------
