@@ -430,12 +430,17 @@ def test_the_bundle_literal_holds_any_text_exactly(text):
     assert eval(excel_setup._literal(text)) == text
 
 
-def test_the_bundle_carries_the_package_but_not_the_command_line():
+def test_the_bundle_carries_what_the_functions_need_and_nothing_lite_never_uses():
     files = bundle_files()
     assert {"xlsxplan/__init__.py", "xlsxplan/udfs.py", "xlsxplan/registry.py", "xlsxplan/cells.py"} <= set(files)
-    assert "xlsxplan/catalog/models.toml" in files and "xlsxplan/catalog/accelerators.toml" in files
-    assert not [f for f in files if f.startswith("xlsxplan/cli/") or "__pycache__" in f]
+    assert {"xlsxplan/catalog/models.toml", "xlsxplan/catalog/accelerators.toml", "xlsxplan/catalog/formats.toml",
+            "xlsxplan/data/calibration.json", "xlsxplan/data/__init__.py"} <= set(files)  # fmt: skip
+    assert not [f for f in files if f.startswith(("xlsxplan/cli/", "xlsxplan/workbooks/")) or "__pycache__" in f]
+    # audit 23: the 620 KB bundle carried the workbook, OOXML, engine and safety code, which Lite never runs
+    for unused in ("engine", "workbook", "ooxml", "safety", "excel_setup", "measurements", "machine", "hfconfig"):
+        assert f"xlsxplan/{unused}.py" not in files, unused
     assert files["xlsxplan/udfs.py"] == (Path(excel_setup.__file__).parent / "udfs.py").read_text(encoding="utf-8")
+    assert len(lite_bundle().encode("utf-8")) < 350_000
 
 
 _LITE_RUN = r"""
@@ -455,6 +460,12 @@ try:
     g["KV_BYTES_PER_TOKEN"](80, -1, 128)
 except Exception as err:
     out["error"] = [type(err).__name__, str(err)]
+out["all"] = {}
+for name, args in json.loads(sys.argv[2]).items():  # every function, on its example: nothing the bundle lacks
+    try:
+        out["all"][name] = repr(g[name](*args))
+    except Exception as err:
+        out["all"][name] = f"{type(err).__name__}: {err}"
 out["modules"] = sorted({m.split(".")[0] for m in set(sys.modules) - before})
 print(json.dumps(out))
 """
@@ -465,9 +476,14 @@ def test_the_lite_bundle_runs_alone_and_needs_only_its_requirements(tmp_path):
 
     main_py = tmp_path / "main.py"
     main_py.write_text(lite_bundle(), encoding="utf-8")
+    from examples import EXAMPLES
+
+    from xlsxplan import udfs
+
     proc = subprocess.run(
-        [sys.executable, "-c", _LITE_RUN, str(main_py)], capture_output=True, text=True, timeout=120, cwd=tmp_path
-    )
+        [sys.executable, "-c", _LITE_RUN, str(main_py), json.dumps(EXAMPLES)],
+        capture_output=True, text=True, timeout=120, cwd=tmp_path,
+    )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
     assert "/xlsxplan-" in out["file"] and not out["file"].startswith(str(Path(excel_setup.__file__).parents[1]))
@@ -476,6 +492,13 @@ def test_the_lite_bundle_runs_alone_and_needs_only_its_requirements(tmp_path):
     assert len(out["column"]) == 2 and round(out["column"][1][0]) == 4387  # seed 000 section 4, batch 94
     assert out["names"] == sorted(registry.FUNCTIONS)
     assert out["error"] == ["ExcelError", "#NUM! kv_heads must be a whole number from 1 to 1,000,000, got -1"]
+    lite = udfs.build(lite=True)
+    for name, args in EXAMPLES.items():  # the trimmed bundle answers every function as the installed package does
+        try:
+            expected = repr(lite[name](*args))
+        except udfs.ExcelError as err:
+            expected = f"ExcelError: {err}"
+        assert out["all"][name] == expected, name
     # every third-party module the bundle loaded is a Lite requirement, or comes with one of them or with xlwings
     allowed = {"xlwings", "xlsxplan"}
     for requirement in [*LITE_REQUIREMENTS, "xlwings"]:

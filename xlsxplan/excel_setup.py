@@ -465,21 +465,55 @@ LITE_REQUIREMENTS = ("numpy", "pydantic", "docstring-parser>=0.16", "platformdir
 """What the bundled xlsxplan needs in Lite besides xlwings. numpy and pydantic come built for Pyodide, whose
 version Lite decides (its docs: do not pin those); the others are pure Python from PyPI."""
 
-_TEXT_SUFFIXES = (".py", ".toml", ".json", ".csv", ".txt")
-_LEFT_OUT = ("cli/", "__main__.py")  # the command line has no use in a browser
+_DATA_SUFFIXES = (".toml", ".json", ".csv", ".txt")
+
+
+def _imported_modules(root: Path) -> set[Path]:
+    """The files of every xlsxplan module that ``xlsxplan.udfs`` can import, found by reading the import statements
+    of each (those inside functions too), starting from udfs and the package itself; a parent package counts."""
+    def path_of(name: str) -> Path | None:
+        if name.split(".")[0] != "xlsxplan":  # numpy, pydantic, the standard library: not bundled
+            return None
+        base = root.joinpath(*name.split(".")[1:])
+        for candidate in (base / "__init__.py", base.with_suffix(".py")):
+            if candidate.is_file():
+                return candidate
+        return None
+
+    import ast
+
+    found: dict[str, Path] = {}
+    todo = ["xlsxplan", "xlsxplan.udfs"]
+    while todo:
+        name = todo.pop()
+        path = path_of(name) if name not in found else None
+        if path is None:
+            continue
+        found[name] = path
+        parts = name.split(".")
+        todo += [".".join(parts[:i]) for i in range(1, len(parts))]
+        package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom):
+                base = package.split(".")[: len(package.split(".")) - node.level + 1] if node.level else []
+                module = ".".join(base + ([node.module] if node.module else []))
+                todo += [module] + [f"{module}.{a.name}" for a in node.names]
+            elif isinstance(node, ast.Import):
+                todo += [a.name for a in node.names]
+    return set(found.values())
 
 
 def bundle_files() -> dict[str, str]:
-    """The package files a Lite bundle carries: path inside the package -> text, in a stable order."""
+    """The package files a Lite bundle carries, path inside the package -> text, in a stable order: the modules
+    :mod:`xlsxplan.udfs` imports (not the command line, the workbook builders, the headless engine or the OOXML and
+    safety layers, which Lite never uses) and the data files (catalog, calibration) with their packages."""
     root = Path(__file__).resolve().parent
-    files = {}
-    for path in sorted(root.rglob("*")):
-        rel = path.relative_to(root).as_posix()
-        if not path.is_file() or "__pycache__" in rel or rel.startswith(_LEFT_OUT):
-            continue
-        if path.suffix in _TEXT_SUFFIXES:
-            files[f"xlsxplan/{rel}"] = path.read_text(encoding="utf-8")
-    return files
+    wanted = _imported_modules(root)
+    for path in root.rglob("*"):
+        if path.is_file() and path.suffix in _DATA_SUFFIXES and "__pycache__" not in path.parts:
+            wanted |= {path, path.parent / "__init__.py"}  # read through importlib.resources: their package too
+    return {f"xlsxplan/{p.relative_to(root).as_posix()}": p.read_text(encoding="utf-8")
+            for p in sorted(wanted) if p.is_file()}  # fmt: skip
 
 
 def _literal(text: str) -> str:
