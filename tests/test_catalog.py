@@ -186,7 +186,8 @@ def test_a_valid_file_parses():
         (("memory_gb = 80", "memory_gb = nan"), r"^t\.toml: X1\.memory_gb: Input should be a finite number, got nan$"),
         (("fp8_tflops = 200", "fp8_tflops = -inf"), r"^t\.toml: X1\.fp8_tflops: Input should be a finite number"),
         (('source = "ds"', 'source = "ds"\naliases = "X"'), r"^t\.toml: X1\.aliases: Input should be a valid tuple"),
-        (('source = "ds"', 'source = "ds"\naliases = [1]'), r"^t\.toml: X1\.aliases\.0: Input should be a valid string"),
+        (('source = "ds"', 'source = "ds"\naliases = [1]'),
+         r"^t\.toml: X1\.aliases\.0: Input should be a valid string"),
         (('source = "ds"', 'source = "ds"\nnote = 3'), r"^t\.toml: X1\.note: Input should be a valid string, got 3$"),
     ],
 )  # fmt: skip
@@ -249,7 +250,8 @@ fp8_tflops = 200
     [
         # the audit's case: two presets sharing an alias, told apart only by case; the first used to win silently
         (["H100"], ["h100"], r"^t\.toml: Y2\.aliases: the name 'h100' is also 'H100' of the preset 'X1' \(names "
-                             r"match case-insensitively, spaces and underscores as hyphens\); give each preset its own"),
+                             r"match case-insensitively, spaces and underscores as hyphens\); give each preset its "
+                             r"own"),
         ([], ["x1"], r"^t\.toml: Y2\.aliases: the name 'x1' is also 'X1' of the preset 'X1' "),  # another's id
         (["Box SXM"], ["box_sxm"], r"^t\.toml: Y2\.aliases: the name 'box_sxm' is also 'Box SXM' of the preset 'X1' "),
         (["y2"], [], r"^t\.toml: Y2\.id: the name 'Y2' is also 'y2' of the preset 'X1' "),  # an alias of an earlier one
@@ -450,7 +452,9 @@ def test_user_preset_ids_are_the_users_own(tmp_path, monkeypatch):
 
 # --- audit 23: one bad user preset is loud but local --------------------------------------------------------------
 
-MINE = '[accelerators.{name}]\nsource = "s"\nmemory_gb = {memory}\nbandwidth_tb_s = 1\nbf16_tflops = 1\nfp8_tflops = 2\n'
+MINE = (
+    '[accelerators.{name}]\nsource = "s"\nmemory_gb = {memory}\nbandwidth_tb_s = 1\nbf16_tflops = 1\nfp8_tflops = 2\n'
+)
 
 
 def _user_gpus(folder: Path, *bodies: str) -> Path:

@@ -259,8 +259,9 @@ ADDIN = ("xlwings", "*\\CC:\\Users\\me\\AppData\\Roaming\\Microsoft\\Excel\\XLST
 
 def test_decompression_reproduces_the_specifications_example():
     # [MS-OVBA] 3.2.3, "Example: Copy Tokens": literals, then copy tokens of several lengths and offsets
-    data = bytes.fromhex("012FB00023616161626364658266007061676869" "6A013808616B6C00306D6E6F7006710270041072737475761077787"
-                         "97A003C")  # fmt: skip
+    data = bytes.fromhex(
+        "012FB00023616161626364658266007061676869" "6A013808616B6C00306D6E6F700671027004107273747576107778797A003C"
+    )
     assert excel_setup._ovba_decompress(data) == b"#aaabcdefaaaaghijaaaaaklaaamnopqaaaaaaaaaaaarstuvwxyzaaa"
     with pytest.raises(ValueError, match=r"^a copy token before any byte of its chunk$"):
         excel_setup._ovba_decompress(bytes.fromhex("0103B00100"))

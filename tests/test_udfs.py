@@ -516,8 +516,10 @@ class _OfficeJsStandIn:
         def clean(value):
             if value == "" or value is None:
                 return empty_as
+            if isinstance(value, dict) and value["type"] == "Error":
+                return value["basicValue"] if err_to_str else None
             if isinstance(value, dict):
-                return (value["basicValue"] if err_to_str else None) if value["type"] == "Error" else value["basicValue"]
+                return value["basicValue"]
             return value
 
         return [[clean(c) for c in row] for row in data]
