@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import re
 from pathlib import Path
 
 import pytest
@@ -177,13 +178,96 @@ def test_a_valid_file_parses():
         (("memory_gb = 80", "memory_gb = 80\nwatts = 700"), r"^t\.toml: X1\.watts: Extra inputs are not permitted$"),
         (("[accelerators.X1]", "[accelerators.X1\n"), r"^t\.toml: not valid TOML"),
         (('ds = "A datasheet, 2024"', 'ds = ""'), r"^t\.toml: \[sources\] must map keys to non-empty citations$"),
+        # strict figures (audit 23): a boolean, a string or an infinity is no figure, whatever pydantic could coerce
+        (("memory_gb = 80", "memory_gb = true"), r"^t\.toml: X1\.memory_gb: Input should be a valid number, got true$"),
+        (("memory_gb = 80", 'memory_gb = "80"'), r"^t\.toml: X1\.memory_gb: Input should be a valid number, got the "
+                                                 r"text '80'$"),
+        (("memory_gb = 80", "memory_gb = inf"), r"^t\.toml: X1\.memory_gb: Input should be a finite number, got inf$"),
+        (("memory_gb = 80", "memory_gb = nan"), r"^t\.toml: X1\.memory_gb: Input should be a finite number, got nan$"),
+        (("fp8_tflops = 200", "fp8_tflops = -inf"), r"^t\.toml: X1\.fp8_tflops: Input should be a finite number"),
+        (('source = "ds"', 'source = "ds"\naliases = "X"'), r"^t\.toml: X1\.aliases: Input should be a valid tuple"),
+        (('source = "ds"', 'source = "ds"\naliases = [1]'),
+         r"^t\.toml: X1\.aliases\.0: Input should be a valid string"),
+        (('source = "ds"', 'source = "ds"\nnote = 3'), r"^t\.toml: X1\.note: Input should be a valid string, got 3$"),
     ],
-)
+)  # fmt: skip
 def test_malformed_catalog_files_fail_loudly(edit, match):
     old, new = edit
     assert old in GOOD_GPU
     with pytest.raises(CatalogError, match=match):
         _parse(GOOD_GPU.replace(old, new, 1), "t.toml", "accelerators", AcceleratorPreset)
+
+
+def test_a_toml_integer_is_a_float_figure():
+    presets, _ = _parse(GOOD_GPU, "t.toml", "accelerators", AcceleratorPreset)
+    assert type(presets["X1"].memory_gb) is float and presets["X1"].memory_gb == 80.0
+
+
+GOOD_MODEL = """
+[sources]
+c = "a config"
+[models.M]
+source = "c"
+params_b = 7
+layers = 32
+hidden = 4096
+heads = 32
+kv_heads = 8
+head_dim = 128
+vocab = 32000
+context = 4096
+"""
+
+
+@pytest.mark.parametrize(
+    "new, match",
+    [
+        ("layers = true", r"^t\.toml: M\.layers: Input should be a valid integer, got true$"),
+        ('layers = "32"', r"^t\.toml: M\.layers: Input should be a valid integer, got the text '32'$"),
+        ("layers = 32.0", r"^t\.toml: M\.layers: Input should be a valid integer, got 32\.0$"),
+        ("layers = 32.5", r"^t\.toml: M\.layers: Input should be a valid integer, got 32\.5$"),
+        ("layers = 32\ntied_embeddings = 1", r"^t\.toml: M\.tied_embeddings: Input should be a valid boolean, got 1$"),
+    ],
+)
+def test_whole_number_figures_are_toml_integers(new, match):
+    assert _parse(GOOD_MODEL, "t.toml", "models", ModelPreset)[0]["M"].layers == 32
+    with pytest.raises(CatalogError, match=match):
+        _parse(GOOD_MODEL.replace("layers = 32", new, 1), "t.toml", "models", ModelPreset)
+
+
+TWO_GPUS = GOOD_GPU + """
+[accelerators.Y2]
+source = "ds"
+memory_gb = 40
+bandwidth_tb_s = 2
+bf16_tflops = 100
+fp8_tflops = 200
+"""
+
+
+@pytest.mark.parametrize(
+    "x1, y2, match",
+    [
+        # the audit's case: two presets sharing an alias, told apart only by case; the first used to win silently
+        (["H100"], ["h100"], r"^t\.toml: Y2\.aliases: the name 'h100' is also 'H100' of the preset 'X1' \(names "
+                             r"match case-insensitively, spaces and underscores as hyphens\); give each preset its "
+                             r"own"),
+        ([], ["x1"], r"^t\.toml: Y2\.aliases: the name 'x1' is also 'X1' of the preset 'X1' "),  # another's id
+        (["Box SXM"], ["box_sxm"], r"^t\.toml: Y2\.aliases: the name 'box_sxm' is also 'Box SXM' of the preset 'X1' "),
+        (["y2"], [], r"^t\.toml: Y2\.id: the name 'Y2' is also 'y2' of the preset 'X1' "),  # an alias of an earlier one
+    ],
+)  # fmt: skip
+def test_two_presets_may_not_share_a_name(x1, y2, match):
+    assert set(_parse(TWO_GPUS, "t.toml", "accelerators", AcceleratorPreset)[0]) == {"X1", "Y2"}
+    text = TWO_GPUS.replace('[accelerators.X1]\nsource = "ds"', f'[accelerators.X1]\nsource = "ds"\naliases = {x1}')
+    text = text.replace('[accelerators.Y2]\nsource = "ds"', f'[accelerators.Y2]\nsource = "ds"\naliases = {y2}')
+    with pytest.raises(CatalogError, match=match):
+        _parse(text.replace("'", '"'), "t.toml", "accelerators", AcceleratorPreset)
+
+
+def test_one_preset_may_spell_its_own_name_twice():
+    text = GOOD_GPU.replace('source = "ds"', 'source = "ds"\naliases = ["x1", "X1 ", "Box"]')
+    assert _parse(text, "t.toml", "accelerators", AcceleratorPreset)[0]["X1"].aliases == ("x1", "X1 ", "Box")
 
 
 def test_a_model_with_more_kv_heads_than_heads_is_refused():
@@ -246,8 +330,14 @@ def test_a_user_preset_may_not_shadow_a_shipped_one(tmp_path, monkeypatch):
         '[sources]\ns = "mine"\n[accelerators.Mine]\naliases = ["H200"]\nsource = "s"\n'
         "memory_gb = 1\nbandwidth_tb_s = 1\nbf16_tflops = 1\nfp8_tflops = 1\n"
     )
-    with pytest.raises(CatalogError, match=r"accelerators\.toml: user preset 'Mine' takes the name 'H200'"):
-        x.gpu_spec("H100", "memory_gb")
+    # the shipped presets keep working, H200 included; the user preset is refused when looked up, naming the file
+    assert x.gpu_spec("H100", "memory_gb") == 80 and x.gpu_spec("H200", "memory_gb") == 141
+    with pytest.raises(
+        CatalogError,
+        match=r"^accelerator preset 'Mine' cannot be used: .*accelerators\.toml: user preset 'Mine' takes the name "
+        r"'H200' of the shipped preset 'H200'; rename it",
+    ):
+        x.gpu_spec("Mine", "memory_gb")
 
 
 # --- review findings: the user's catalog ------------------------------------------------------------------------
@@ -307,6 +397,7 @@ def test_a_user_preset_cites_its_own_source_never_a_shipped_one(tmp_path, monkey
     catalog.refresh()  # edited by hand within the second: look again now
     with pytest.raises(CatalogError, match=rf"source '{clash}' is the key of a shipped source with another citation"):
         x.gpu_spec("Mine", "memory_gb")
+    assert load_catalog().accelerators.sources[clash] == shipped[clash]  # the shipped citation stays
     # the same citation under the same key is no clash
     (tmp_path / "accelerators.toml").write_text(
         f'[sources]\n{clash} = "{shipped[clash]}"\n[accelerators.Mine]\nsource = "{clash}"\n'
@@ -357,3 +448,102 @@ def test_user_preset_ids_are_the_users_own(tmp_path, monkeypatch):
     save_user_preset("accelerator", "B", ACCEL, "x")
     save_user_preset("accelerator", "A", ACCEL, "x")
     assert user_preset_ids("accelerator") == ["B", "A"] and user_preset_ids("model") == []
+
+
+# --- audit 23: one bad user preset is loud but local --------------------------------------------------------------
+
+MINE = (
+    '[accelerators.{name}]\nsource = "s"\nmemory_gb = {memory}\nbandwidth_tb_s = 1\nbf16_tflops = 1\nfp8_tflops = 2\n'
+)
+
+
+def _user_gpus(folder: Path, *bodies: str) -> Path:
+    from xlsxplan import catalog
+
+    path = folder / "accelerators.toml"
+    path.write_text('[sources]\ns = "mine"\n' + "".join(bodies), encoding="utf-8")
+    catalog.refresh()
+    return path
+
+
+def test_a_bad_user_preset_breaks_only_its_own_lookups(tmp_path, monkeypatch):
+    from xlsxplan.catalog import catalog_problems
+
+    monkeypatch.setenv("XLSXPLAN_CATALOG_DIR", str(tmp_path))
+    path = _user_gpus(tmp_path, MINE.format(name="Good", memory=24), MINE.format(name="Bad", memory="true"))
+    assert x.gpu_spec("H100", "memory_gb") == 80 and x.model_spec("Qwen2.5-72B", "layers") == 80  # shipped: fine
+    assert x.gpu_spec("Good", "memory_gb") == 24  # the user's good preset too
+    reason = f"{path}: Bad.memory_gb: Input should be a valid number, got true"
+    with pytest.raises(CatalogError, match=rf"^accelerator preset 'bad' cannot be used: {re.escape(reason)}$"):
+        x.gpu_spec("bad", "memory_gb")
+    assert catalog_problems() == [reason]
+    assert "Bad" not in x.gpu_names() and "Good" in x.gpu_names()
+
+
+def test_a_user_file_that_is_not_toml_leaves_the_shipped_catalog_working(tmp_path, monkeypatch):
+    from xlsxplan.catalog import catalog_problems
+
+    monkeypatch.setenv("XLSXPLAN_CATALOG_DIR", str(tmp_path))
+    (tmp_path / "models.toml").write_text("[models.Mine\n", encoding="utf-8")
+    assert x.model_spec("Qwen2.5-72B", "layers") == 80 and x.gpu_spec("H100", "memory_gb") == 80
+    (problem,) = catalog_problems()
+    assert problem.startswith(f"{tmp_path / 'models.toml'}: not valid TOML: ")
+    with pytest.raises(UnknownPresetError, match=r"^model 'Mine' is not in the catalog; .* \(and the user's presets "
+                                                 rf"are not loaded: {re.escape(str(tmp_path / 'models.toml'))}: not "
+                                                 r"valid TOML: "):  # fmt: skip
+        x.model_spec("Mine", "layers")
+
+
+def test_a_user_preset_taking_a_shipped_name_is_left_out_and_the_shipped_one_wins(tmp_path, monkeypatch):
+    from xlsxplan.catalog import catalog_problems
+
+    monkeypatch.setenv("XLSXPLAN_CATALOG_DIR", str(tmp_path))
+    path = _user_gpus(tmp_path, MINE.format(name="h100", memory=1))
+    assert x.gpu_spec("h100", "memory_gb") == 80  # a plan naming H100 keeps meaning the shipped H100
+    assert catalog_problems() == [
+        f"{path}: user preset 'h100' takes the name 'h100' of the shipped preset 'H100-SXM'; rename it (a user "
+        "preset may not shadow a shipped one)"
+    ]
+
+
+def test_user_presets_sharing_a_name_are_both_left_out(tmp_path, monkeypatch):
+    monkeypatch.setenv("XLSXPLAN_CATALOG_DIR", str(tmp_path))
+    first = MINE.format(name="Box", memory=1).replace('source = "s"', 'source = "s"\naliases = ["MyBox"]')
+    second = MINE.format(name="Crate", memory=2).replace('source = "s"', 'source = "s"\naliases = ["mybox"]')
+    path = _user_gpus(tmp_path, first, second, MINE.format(name="Other", memory=3))
+    reason = f"{path}: Crate.aliases: the name 'mybox' is also 'MyBox' of the preset 'Box'"
+    for name in ("Box", "Crate", "MYBOX"):  # neither wins: every name of both says why
+        with pytest.raises(CatalogError, match=rf"^accelerator preset '{name}' cannot be used: {re.escape(reason)}"):
+            x.gpu_spec(name, "memory_gb")
+    assert x.gpu_spec("Other", "memory_gb") == 3
+
+
+def test_saving_refuses_to_write_a_file_with_a_preset_that_would_be_left_out(tmp_path, monkeypatch):
+    from xlsxplan.catalog import save_user_preset
+
+    monkeypatch.setenv("XLSXPLAN_CATALOG_DIR", str(tmp_path))
+    path = _user_gpus(tmp_path, MINE.format(name="Bad", memory=-1))
+    before = path.read_text(encoding="utf-8")
+    with pytest.raises(CatalogError, match=r"accelerators\.toml: Bad\.memory_gb: Input should be greater than 0$"):
+        save_user_preset("accelerator", "Other", ACCEL, "x")
+    assert path.read_text(encoding="utf-8") == before
+    # replacing the bad preset through xlsxplan repairs the file
+    save_user_preset("accelerator", "Bad", ACCEL, "x", replace=True)
+    assert x.gpu_spec("Bad", "memory_gb") == 24
+
+
+def test_every_figure_has_a_unit_and_whole_figures_are_integers():
+    # eval --format prints MODEL_SPEC and GPU_SPEC in the figure's own unit (audit 23)
+    from xlsxplan.catalog import figure_unit
+
+    assert figure_unit("accelerator", "bandwidth_tb_s") == ("TB/s", False)
+    assert figure_unit("accelerator", " Memory_GB") == ("GB", False)
+    assert figure_unit("model", "layers") == ("count", True)
+    assert figure_unit("model", "context") == ("tokens", True)
+    assert figure_unit("model", "params_b") == ("B params", False)
+    for kind, fields, cls in (("model", MODEL_FIELDS, ModelPreset), ("accelerator", GPU_FIELDS, AcceleratorPreset)):
+        for name in fields:
+            unit, whole = figure_unit(kind, name)
+            assert unit and whole == ("int" in str(cls.model_fields[name].annotation)), (kind, name)
+    with pytest.raises(KeyError, match=r"watts"):
+        figure_unit("accelerator", "watts")

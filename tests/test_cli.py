@@ -132,7 +132,7 @@ def test_a_closed_pipe_ends_quietly():
 def test_eval_array_prints_each_failed_elements_reason(capsys):
     # Review finding 13: the elements of an array result printed a bare #NUM!
     code, out, _ = run(capsys, "eval", "=WEIGHTS_GB({-1;7},{2;-1})")
-    assert code == 0
+    assert code == 1  # audit 23: an array with a failed element exits 1, as a failed scalar does
     assert out == (
         "#NUM! params_b must be a positive number up to 1,000,000, got -1\n"
         "#NUM! bytes_per_param must be a positive number of bytes up to 64 or a precision name such as bf16, fp8 or "
@@ -248,3 +248,72 @@ def test_human_number(x, text):
 
 def test_eval_format_prints_zero_as_zero(capsys):
     assert run(capsys, "eval", "--format", '=IFERROR(GPU_SPEC("A100","fp8_tflops"),0)')[1] == "0\n"
+
+
+def test_a_bad_user_preset_is_warned_about_once_and_fails_only_its_own_lookups(capsys, tmp_path, monkeypatch):
+    # audit 23: one hand-edited preset that breaks the schema made every MODEL_SPEC and GPU_SPEC #VALUE!
+    from xlsxplan import catalog
+
+    monkeypatch.setenv("XLSXPLAN_CATALOG_DIR", str(tmp_path))
+    path = tmp_path / "models.toml"
+    path.write_text('[sources]\ns = "mine"\n[models.Mine]\nsource = "s"\nparams_b = true\n', encoding="utf-8")
+    catalog.refresh()
+    problem = f"{path}: Mine.params_b: Input should be a valid number, got true"
+    warning = f"xlsxplan: warning: {problem} (left out until fixed; the rest of the catalog works)\n"
+    assert run(capsys, "eval", '=MODEL_SPEC("Qwen2.5-72B","layers")') == (0, "80\n", warning)
+    assert run(capsys, "eval", '=GPU_SPEC("H100","memory_gb")') == (0, "80\n", "")  # once per process
+    code, out, err = run(capsys, "eval", '=MODEL_SPEC("Mine","layers")')
+    assert (code, out, err) == (1, f"#VALUE! model preset 'Mine' cannot be used: {problem}\n", "")
+    code, out, err = run(capsys, "model", "show", "mine")
+    assert (code, out, err) == (2, "", f"xlsxplan: error: model preset 'mine' cannot be used: {problem}\n")
+    code, out, _ = run(capsys, "excel", "--checks-only")
+    assert code == 1 and f"FAIL  the user's catalog: {problem} (left out; the rest works)" in out
+
+
+def test_model_list_names_a_user_preset_left_out(capsys, tmp_path, monkeypatch):
+    from xlsxplan.cli import common
+
+    monkeypatch.setenv("XLSXPLAN_CATALOG_DIR", str(tmp_path))
+    monkeypatch.setattr(common, "_warned", set())
+    (tmp_path / "models.toml").write_text("[models.Mine\n", encoding="utf-8")
+    code, out, err = run(capsys, "model", "list")
+    assert code == 0 and "Qwen2.5-72B" in out and "Mine" not in out
+    assert err.startswith(f"xlsxplan: warning: {tmp_path / 'models.toml'}: not valid TOML: ") and err.count("\n") == 1
+
+
+@pytest.mark.parametrize(
+    "formula, text",
+    [
+        # audit 23: *_SPEC printed the placeholder "field unit"; whole counts printed decimals
+        ('=GPU_SPEC("H200","bandwidth_tb_s")', "4.800 TB/s"),
+        ('=GPU_SPEC("H200", " Memory_GB ")', "141.0 GB"),
+        ('=GPU_SPEC("H100","bf16_tflops")', "989.4 TFLOP/s"),
+        ('=MODEL_SPEC("Qwen2.5-72B","layers")', "80"),
+        ('=MODEL_SPEC("Qwen2.5-72B","context")', "131,072 tokens"),
+        ('=MODEL_SPEC("Qwen2.5-72B","params_b")', "72.70 B params"),
+        ('=MODEL_SPEC("Qwen2.5-72B",LOWER("LAYERS"))', "80.00"),  # a field that is not written out: unit unknown
+        ('=MODEL_SPEC("say ""a,b""","layers")', '#N/A model \'say "a,b"\' is not in the catalog; see MODELS() for the '
+                                                "list"),
+        ("=MAX_BATCH(72.7,1,327680,2300,2,80)", "94 sequences"),
+        ("=REPLICAS(20833,4387)", "5"),
+        ("=REPLICAS(20833,4387,2)", "7"),
+        ("=KV_BYTES_PER_TOKEN(80,8,128)", "327,680 bytes"),
+        ("=WEIGHTS_GB(7)", "14.00 GB"),  # not a count: four figures, as before
+    ],
+)
+def test_eval_format_prints_each_results_own_unit_and_whole_counts_whole(capsys, formula, text):
+    assert run(capsys, "eval", "--format", formula)[1] == text + "\n"
+
+
+def test_eval_exits_1_when_any_element_of_an_array_is_an_error(capsys):
+    code, out, _ = run(capsys, "eval", '=KV_BYTES_PER_TOKEN(80,8,128,{1,2,"x"})')
+    assert code == 1
+    assert out.startswith("163840\t327680\t#N/A bytes_per_value: precision 'x' is not a known format; known: ")
+    assert run(capsys, "eval", "=KV_BYTES_PER_TOKEN(80,8,128,{1,2})") == (0, "163840\t327680\n", "")
+    assert run(capsys, "eval", "={1,2}/0")[0] == 1  # a native function's error elements too
+
+
+def test_functions_output_starts_with_the_first_category(capsys):
+    code, out, _ = run(capsys, "functions")
+    assert code == 0 and out.startswith("xlsxplan Serving\n  KV_BYTES_PER_TOKEN(")
+    assert "\n\nxlsxplan Training\n" in out and "\n\n\n" not in out

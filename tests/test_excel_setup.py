@@ -29,6 +29,7 @@ from xlsxplan.excel_setup import (
     bundle_files,
     lite_bundle,
     vba_module_names,
+    vba_references,
 )
 from xlsxplan.xlwings_conf import add_conf_sheet
 
@@ -202,6 +203,117 @@ def test_excel_checks_a_workbook_as_untrusted_before_parsing_it(capsys, tmp_path
     assert excel_setup.workbook_checks(ready_xlsm)[0].ok is True  # the same workbook, unharmed, still passes
 
 
+# --- the reference to the xlwings add-in (audit 23) ---------------------------------------------------------------
+
+
+def compressed(data: bytes) -> bytes:
+    """``data`` as a VBA compressed container ([MS-OVBA] 2.4.1) without copy tokens: each full 4,096 bytes as a raw
+    chunk, the rest as a compressed chunk of literal tokens. (Excel's own files, above, have copy tokens.)"""
+    out = bytearray(b"\x01")
+    for start in range(0, len(data), 4096):
+        chunk = data[start : start + 4096]
+        if len(chunk) == 4096:
+            out += struct.pack("<H", 0x3FFF) + chunk
+            continue
+        body = b"".join(b"\x00" + chunk[i : i + 8] for i in range(0, len(chunk), 8))
+        out += struct.pack("<H", 0xB000 | (len(body) + 2 - 3)) + body
+    return bytes(out)
+
+
+def dir_stream(references: list[tuple[str, str]]) -> bytes:
+    """A dir stream's records up to the modules: project information, then a REFERENCEPROJECT per reference."""
+    def record(rid: int, body: bytes) -> bytes:
+        return struct.pack("<HI", rid, len(body)) + body
+
+    out = record(0x0001, b"\x03\0\0\0") + record(0x0004, b"VBAProject")
+    out += struct.pack("<HI", 0x0009, 4) + b"\0\0\0\0\0\0"  # PROJECTVERSION: 6 bytes behind a size of 4
+    for name, libid in references:
+        out += record(0x0016, name.encode("latin-1")) + record(0x003E, name.encode("utf-16-le"))
+        lib = libid.encode("latin-1")
+        out += record(0x000E, struct.pack("<I", len(lib)) + lib + struct.pack("<I", 0) + b"\0" * 6)
+    out += record(0x000F, b"\x01\0")
+    return out.ljust(4200, b"\0")  # a raw chunk and a compressed one; past 4,096 bytes, in regular sectors
+
+
+def _with_project(tmp_path: Path, modules: list[str], references: list[tuple[str, str]] | None, damage=None) -> Path:
+    wb = openpyxl.load_workbook(XLWINGS_DIR / "quickstart_standalone.xlsm", keep_vba=True)
+    add_conf_sheet(wb)
+    wb.save(tmp_path / "staged.xlsm")
+    project = 'ID="{00000000-0000-0000-0000-000000000000}"\r\n' + "".join(f"Module={m}\r\n" for m in modules)
+    streams = {"PROJECT": project.encode("latin-1")}
+    if references is not None:
+        streams["dir"] = compressed(dir_stream(references))
+        if damage is not None:
+            streams["dir"] = damage(streams["dir"])
+    path = tmp_path / "plan.xlsm"
+    with zipfile.ZipFile(tmp_path / "staged.xlsm") as zin, zipfile.ZipFile(path, "w") as zout:
+        for item in zin.infolist():
+            if item.filename != "xl/vbaProject.bin":
+                zout.writestr(item, zin.read(item.filename))
+        zout.writestr("xl/vbaProject.bin", compound_file(streams))
+    return path
+
+
+ADDIN = ("xlwings", "*\\CC:\\Users\\me\\AppData\\Roaming\\Microsoft\\Excel\\XLSTART\\xlwings.xlam")
+
+
+def test_decompression_reproduces_the_specifications_example():
+    # [MS-OVBA] 3.2.3, "Example: Copy Tokens": literals, then copy tokens of several lengths and offsets
+    data = bytes.fromhex(
+        "012FB00023616161626364658266007061676869" "6A013808616B6C00306D6E6F700671027004107273747576107778797A003C"
+    )
+    assert excel_setup._ovba_decompress(data) == b"#aaabcdefaaaaghijaaaaaklaaamnopqaaaaaaaaaaaarstuvwxyzaaa"
+    with pytest.raises(ValueError, match=r"^a copy token before any byte of its chunk$"):
+        excel_setup._ovba_decompress(bytes.fromhex("0103B00100"))
+
+
+def test_vba_references_of_workbooks_saved_by_excel():
+    # xlwings' docs: a workbook made with `xlwings quickstart` references the add-in; the standalone one needs none
+    refs = vba_references(XLWINGS_DIR / "quickstart.xlsm")
+    assert [n for n, _ in refs] == ["MSForms", "Office", "xlwings"]
+    assert refs[-1][1].endswith("\\addin\\xlwings.xlam")
+    assert "xlwings" not in [n for n, _ in vba_references(XLWINGS_DIR / "quickstart_standalone.xlsm")]
+    assert [n for n, _ in vba_references(XLWINGS_DIR / "quickstart_addin.xlam")] == ["MSForms", "Office"]
+
+
+def test_a_workbook_that_references_the_add_in_passes(capsys, tmp_path):
+    path = _with_project(tmp_path, ["xlwings_udfs"], [("Office", "*\\G{2DF8D04C}#2.0#0#MSO.DLL"), ADDIN])
+    assert vba_references(path) == [("Office", "*\\G{2DF8D04C}#2.0#0#MSO.DLL"), ADDIN]
+    code, out, _ = run(capsys, "excel", "--checks-only", str(path))
+    assert code == 0, out
+    assert "ok    the VBA project references the xlwings add-in (Tools > References > xlwings)" in out
+    assert f"info  {excel_setup.NOT_CHECKED}" in out
+
+
+def test_a_workbook_without_the_reference_fails_with_what_to_do(capsys, tmp_path):
+    path = _with_project(tmp_path, ["xlwings_udfs"], [("Office", "*\\G{2DF8D04C}#2.0#0#MSO.DLL")])
+    code, out, _ = run(capsys, "excel", "--checks-only", str(path))
+    assert code == 1
+    assert (
+        "FAIL  no reference to the xlwings add-in (it references Office): in the VBA editor (Alt+F11), Tools > "
+        "References, tick xlwings, then save; without it the imported functions cannot call Python and show #NAME?"
+    ) in out
+    assert "ok    the VBA module xlwings_udfs is there" in out
+
+
+def test_the_standalone_xlwings_module_needs_no_reference(capsys, ready_xlsm):
+    _, out, _ = run(capsys, "excel", "--checks-only", str(ready_xlsm))
+    assert "ok    the workbook carries xlwings' own VBA (the standalone module xlwings)" in out
+
+
+def test_a_damaged_dir_stream_is_a_one_line_error(capsys, tmp_path):
+    broken = _with_project(tmp_path, ["xlwings_udfs"], [ADDIN], damage=lambda d: d[:2] + b"\x0f" + d[3:])
+    code, _, err = run(capsys, "excel", "--checks-only", str(broken))
+    assert (code, err) == (2, f"xlsxplan: error: cannot read the VBA references of {broken}: a compressed chunk at "
+                              "byte 1 has no signature\n")  # fmt: skip
+    broken = _with_project(tmp_path, ["xlwings_udfs"], [ADDIN], damage=lambda d: b"\x02" + d[1:])
+    with pytest.raises(excel_setup.WorkbookError, match=r": the dir stream is not a compressed container$"):
+        vba_references(broken)
+    path = _with_project(tmp_path, ["xlwings_udfs"], None)
+    with pytest.raises(excel_setup.WorkbookError, match=r"^cannot read the VBA references of .*: no dir stream$"):
+        vba_references(path)
+
+
 # --- the command ------------------------------------------------------------------------------------------------
 
 
@@ -319,12 +431,17 @@ def test_the_bundle_literal_holds_any_text_exactly(text):
     assert eval(excel_setup._literal(text)) == text
 
 
-def test_the_bundle_carries_the_package_but_not_the_command_line():
+def test_the_bundle_carries_what_the_functions_need_and_nothing_lite_never_uses():
     files = bundle_files()
     assert {"xlsxplan/__init__.py", "xlsxplan/udfs.py", "xlsxplan/registry.py", "xlsxplan/cells.py"} <= set(files)
-    assert "xlsxplan/catalog/models.toml" in files and "xlsxplan/catalog/accelerators.toml" in files
-    assert not [f for f in files if f.startswith("xlsxplan/cli/") or "__pycache__" in f]
+    assert {"xlsxplan/catalog/models.toml", "xlsxplan/catalog/accelerators.toml", "xlsxplan/catalog/formats.toml",
+            "xlsxplan/data/calibration.json", "xlsxplan/data/__init__.py"} <= set(files)  # fmt: skip
+    assert not [f for f in files if f.startswith(("xlsxplan/cli/", "xlsxplan/workbooks/")) or "__pycache__" in f]
+    # audit 23: the 620 KB bundle carried the workbook, OOXML, engine and safety code, which Lite never runs
+    for unused in ("engine", "workbook", "ooxml", "safety", "excel_setup", "measurements", "machine", "hfconfig"):
+        assert f"xlsxplan/{unused}.py" not in files, unused
     assert files["xlsxplan/udfs.py"] == (Path(excel_setup.__file__).parent / "udfs.py").read_text(encoding="utf-8")
+    assert len(lite_bundle().encode("utf-8")) < 350_000
 
 
 _LITE_RUN = r"""
@@ -344,6 +461,12 @@ try:
     g["KV_BYTES_PER_TOKEN"](80, -1, 128)
 except Exception as err:
     out["error"] = [type(err).__name__, str(err)]
+out["all"] = {}
+for name, args in json.loads(sys.argv[2]).items():  # every function, on its example: nothing the bundle lacks
+    try:
+        out["all"][name] = repr(g[name](*args))
+    except Exception as err:
+        out["all"][name] = f"{type(err).__name__}: {err}"
 out["modules"] = sorted({m.split(".")[0] for m in set(sys.modules) - before})
 print(json.dumps(out))
 """
@@ -354,9 +477,14 @@ def test_the_lite_bundle_runs_alone_and_needs_only_its_requirements(tmp_path):
 
     main_py = tmp_path / "main.py"
     main_py.write_text(lite_bundle(), encoding="utf-8")
+    from examples import EXAMPLES
+
+    from xlsxplan import udfs
+
     proc = subprocess.run(
-        [sys.executable, "-c", _LITE_RUN, str(main_py)], capture_output=True, text=True, timeout=120, cwd=tmp_path
-    )
+        [sys.executable, "-c", _LITE_RUN, str(main_py), json.dumps(EXAMPLES)],
+        capture_output=True, text=True, timeout=120, cwd=tmp_path,
+    )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
     assert "/xlsxplan-" in out["file"] and not out["file"].startswith(str(Path(excel_setup.__file__).parents[1]))
@@ -365,6 +493,13 @@ def test_the_lite_bundle_runs_alone_and_needs_only_its_requirements(tmp_path):
     assert len(out["column"]) == 2 and round(out["column"][1][0]) == 4387  # seed 000 section 4, batch 94
     assert out["names"] == sorted(registry.FUNCTIONS)
     assert out["error"] == ["ExcelError", "#NUM! kv_heads must be a whole number from 1 to 1,000,000, got -1"]
+    lite = udfs.build(lite=True)
+    for name, args in EXAMPLES.items():  # the trimmed bundle answers every function as the installed package does
+        try:
+            expected = repr(lite[name](*args))
+        except udfs.ExcelError as err:
+            expected = f"ExcelError: {err}"
+        assert out["all"][name] == expected, name
     # every third-party module the bundle loaded is a Lite requirement, or comes with one of them or with xlwings
     allowed = {"xlwings", "xlsxplan"}
     for requirement in [*LITE_REQUIREMENTS, "xlwings"]:

@@ -58,16 +58,71 @@ def test_published_signatures_are_stable():
         assert FUNCTIONS[name].signature() == signature
 
 
-def test_every_function_is_documented_within_excels_limits():
+def test_every_function_is_documented_within_excels_limits_and_nothing_is_cut():
+    # audit 23: the texts used to be cut to 255 characters with "...", so a length test could never fail, and
+    # BATCH_FOR_TTFT's description lost its unit
     for fn in FUNCTIONS.values():
         assert re.fullmatch(r"[A-Z][A-Z0-9_]*", fn.name)
         assert fn.summary.endswith(".") and "\n" not in fn.summary, fn.name
-        assert len(fn.description()) <= EXCEL_TEXT_LIMIT, fn.name
         assert fn.unit, fn.name
+        description = fn.description()
+        assert len(description) <= EXCEL_TEXT_LIMIT, fn.name
+        assert description.startswith(" ".join(fn.summary.split())), fn.name
+        assert description.endswith(f"[{fn.unit}]."), fn.name
+        assert not description.rstrip(".").endswith(".."), fn.name
         for arg in fn.args:
             assert arg.doc and arg.unit, (fn.name, arg.name)
-            assert len(arg.help()) <= EXCEL_TEXT_LIMIT, (fn.name, arg.name)
-            assert f"[{arg.unit}]" in arg.help()
+            text = arg.help()
+            assert len(text) <= EXCEL_TEXT_LIMIT, (fn.name, arg.name)
+            assert text.startswith(" ".join(arg.doc.split()).rstrip(".")) and f"[{arg.unit}]" in text, (fn.name, arg)
+            assert not text.endswith("..."), (fn.name, arg.name)
+            if arg.optional:
+                assert text.endswith(f" Optional, default {arg.default_text()}."), (fn.name, arg.name)
+
+
+def test_a_long_returns_text_loses_its_last_clauses_never_its_unit():
+    fn = FUNCTIONS["BATCH_FOR_TTFT"]
+    assert len(f"{fn.summary} Returns {fn.returns} [{fn.unit}].") > EXCEL_TEXT_LIMIT  # the case at hand
+    assert fn.description() == (
+        "Largest batch that leaves each chunked-prefill step room to read a prompt within a time-to-first-token "
+        "target. Returns batch size, at most 1,000,000,000 (the largest batch other functions accept) [sequences]."
+    )
+    assert FUNCTIONS["KV_GB"].description() == (
+        "KV cache held by one or more sequences of a given length. Returns KV cache [GB]."
+    )  # a short one is whole
+
+
+def _documented(summary: str = "Something.", returns: str = "A number", param: str = "Parameters"):
+    @checked
+    def fn(params_b: ParamsB) -> float:
+        return params_b
+
+    fn.__doc__ = f"""{summary}
+
+    Parameters
+    ----------
+    params_b : float
+        {param} [B params].
+
+    Returns
+    -------
+    float
+        {returns} [GB].
+    """
+    return fn
+
+
+def test_describe_fits_or_refuses_texts_over_excels_limit():
+    long = "word " * 60  # 300 characters
+    fn = describe("LONG_RETURNS", _documented(returns=f"A number; {long}"), "test")
+    assert fn.description() == "Something. Returns a number [GB]."
+    fn = describe("NO_ROOM", _documented(returns=long), "test")
+    assert fn.description() == "Something. [GB]."
+    with pytest.raises(TypeError, match=r"^LONG_SUMMARY .*: the summary and unit take 306 characters; Excel shows at "
+                                        r"most 255: shorten the summary line$"):  # fmt: skip
+        describe("LONG_SUMMARY", _documented(summary=long.strip() + "."), "test")
+    with pytest.raises(TypeError, match=r"parameter params_b: its help takes 311 characters; Excel shows at most 255"):
+        describe("LONG_ARG", _documented(param=long), "test")
 
 
 def test_argument_names_are_safe_as_vba_parameter_names():

@@ -136,6 +136,15 @@ def test_7b_is_about_ten_times_cheaper_seed_000_section_6():
     assert 9 < big / small < 12
 
 
+def test_zero_demand_needs_only_the_spares():
+    # audit 23: zero demand is a normal row in a sweep (a quiet hour, a product not launched yet), not an error
+    assert x.replicas(0, 4387) == 0
+    assert x.replicas(0, 4387, 2) == 2
+    assert x.replicas(0.0, 1e-6, 1) == 1
+    with pytest.raises(OutOfRangeError, match=r"^demand_tokens_per_s must be a number from 0 to "):
+        x.replicas(-1, 4387)
+
+
 def test_replicas_forgives_float_noise_but_not_real_excess():
     assert x.replicas(4387.0000000000001, 4387) == 1
     assert x.replicas(4388, 4387) == 2

@@ -6,7 +6,9 @@ they import ``xlwings.udfs``, decorate the registry with its real ``xlfunc``/``x
 does (:func:`xlsxplan.udfs.build`), read the metadata Excel's function wizard gets (``__xlfunc__``), generate the
 VBA module that Import Functions writes into a workbook, and call every function the way ``xlwings.udfs.call_udf``
 does: each argument through ``xlwings.conversion.read`` with its options, the result through
-``conversion.write``. Lite mode is called with the same values as Lite's custom-function call hands over.
+``conversion.write``. Lite mode is checked the same way at the end of this file: the metadata and calls of Lite's
+own machinery (``xlwings.pro.udfs_officejs``, where an xlwings licence key lets it load) and, everywhere, calls
+following Lite's protocol through xlwings' open-source conversion pipeline.
 """
 
 from __future__ import annotations
@@ -354,6 +356,23 @@ def test_lite_raises_a_one_line_error_for_a_scalar_and_keeps_arrays_whole():
     assert lite["KV_GB"]([["#N/A"], [327680]], 2300) == [["#N/A"], [pytest.approx(0.753664)]]
 
 
+@pytest.mark.parametrize("lite", [False, True])
+def test_office_js_error_cells_reaching_a_function_unconverted_are_errors_passed_in(lite):
+    kv_gb = udfs.build(lite=lite)["KV_GB"]
+    na = {"type": "Error", "basicValue": "#N/A", "errorType": "NotAvailable"}
+    assert kv_gb(na, 2300) == "#N/A"
+    assert kv_gb({"type": "Error", "errorType": "Div0"}, 2300) == "#DIV/0!"  # no basicValue: by its type
+    assert kv_gb({"type": "Error"}, 2300) == "#VALUE!"
+    assert kv_gb(np.array([[na, 327680.0]], dtype=object), 2300) == [["#N/A", pytest.approx(0.753664)]]
+    assert kv_gb({"type": "FormattedNumber", "basicValue": 327680.0}, 2300) == pytest.approx(0.753664)
+    failed = "#VALUE! kv_bytes_per_token must be a number, got a dict"
+    if lite:
+        with pytest.raises(udfs.ExcelError, match=rf"^{re.escape(failed)}$"):
+            kv_gb({}, 2300)
+    else:
+        assert kv_gb({}, 2300) == failed
+
+
 def test_an_unexpected_failure_is_still_one_line(monkeypatch):
     def broken(fn, args):
         raise KeyError("a bug\nover two lines")
@@ -376,14 +395,32 @@ _scalars = st.one_of(
     _errors,
     st.sampled_from([-2146826246, -2146826243]),  # COM error numbers: #N/A, #SPILL!
 )
-_ranges = st.integers(1, 3).flatmap(lambda cols: st.lists(st.lists(_scalars, min_size=cols, max_size=cols), min_size=1, max_size=3))  # fmt: skip
-_args = st.one_of(_scalars, _ranges)
+_lite_errors = st.builds(
+    lambda code, kind: {"type": "Error", "basicValue": code, "errorType": kind},
+    st.sampled_from(["#N/A", "#DIV/0!", "#VALUE!", "#BUSY!", "", "#NUM! x"]),
+    st.sampled_from(["NotAvailable", "Div0", "Value", "Busy", "Nonsense"]),
+) | st.sampled_from([{"type": "Error"}, {"type": "FormattedNumber", "basicValue": 80.0}, {"type": "Entity"}, {}])
+_cells = st.one_of(_scalars, _lite_errors)  # a Lite error cell, in case one ever reaches a function unconverted
+_ranges = st.integers(1, 3).flatmap(lambda cols: st.lists(st.lists(_cells, min_size=cols, max_size=cols), min_size=1, max_size=3))  # fmt: skip
+_numeric_arrays = st.integers(0, 2).flatmap(
+    lambda ndim: st.lists(st.floats(allow_nan=True, allow_infinity=True) | st.integers(-(2**40), 2**40),
+                          min_size=1, max_size=6).map(lambda v: np.array(v).reshape((-1,) + (1,) * (ndim - 1))
+                                                      if ndim else np.array(v[0]))
+)  # fmt: skip
+_object_arrays = _ranges.map(lambda rows: np.array(rows, dtype=object))
+_args = st.one_of(_scalars, _lite_errors, _ranges, _numeric_arrays, _object_arrays)
 
 
 def _assert_one_line_cell(value):
     assert value is None or isinstance(value, (float, bool, str)), repr(value)
     if isinstance(value, str):
-        assert "\n" not in value and "Traceback" not in value
+        assert "\n" not in value and "Traceback" not in value and "Error:" not in value.split(" ", 1)[0]
+
+
+def _com_value(value):
+    if isinstance(value, list):
+        return [[_com_value(v) for v in row] for row in value]
+    return None if isinstance(value, (dict, np.ndarray)) else value
 
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -391,7 +428,14 @@ def _assert_one_line_cell(value):
 def test_fuzz_no_input_makes_a_udf_raise_or_show_a_traceback(classic_module, name, data):
     fn = FUNCTIONS[name]
     args = data.draw(st.lists(_args, min_size=len(fn.args), max_size=len(fn.args)), label="args")
-    rows = call_like_classic(classic_module, name, *args)  # classic: never raises, through xlwings' conversion
+    # classic: never raises. Through xlwings' conversion go only what COM can send (numbers, text, booleans,
+    # empties, error numbers, 2-D lists of them): a numpy array or a Lite error dict becomes an empty cell there,
+    # and goes to the function directly below, as Lite or another caller of the module would pass it
+    rows = call_like_classic(classic_module, name, *[_com_value(a) for a in args])
+    direct = getattr(udfs, name)(*args)  # numpy arrays, object arrays and dicts, straight to the UDF
+    for row in direct if isinstance(direct, list) else [[direct]]:
+        for value in row:
+            _assert_one_line_cell(value)
     assert all(len(row) == len(rows[0]) for row in rows)
     for row in rows:
         for value in row:
@@ -429,3 +473,194 @@ def test_fuzz_a_column_equals_scalar_calls_element_by_element(name, data):
         args[column_at] = value
         one = f(*args)
         assert row[0] == one or (row[0] != row[0] and one != one)  # NaN never comes back, but be exact about it
+
+
+# --- xlwings Lite, the way Lite registers and calls the functions --------------------------------------------------
+#
+# Lite registers custom functions from the metadata ``xlwings.pro.udfs_officejs.custom_functions_meta`` builds from
+# the decorated module, and runs each call through ``custom_functions_call``: every argument arrives as Office.js
+# hands it over (a 2-D list; ``null`` for an omitted optional; an error cell as ``{"type": "Error", ...}``), a 1x1
+# range becomes a scalar, None takes the default, the rest goes through ``xlwings.conversion.read`` with the
+# "officejs" engine, and the result through ``conversion.write``, which makes "#N/A"-style text a real error value.
+# A raised exception is what Lite shows as #VALUE! with the message on hover.
+#
+# That code lives in ``xlwings.pro``: source-available, licensed PolyForm Noncommercial or under a paid xlwings PRO
+# licence, and its package checks a licence key (``XLWINGS_LICENSE_KEY``) on import. Lite runs it inside Excel under
+# Lite's own terms (free for commercial use); outside Lite these tests import it the ordinary way, so they run only
+# where a licence key is configured and skip, saying why, elsewhere: nothing here goes around the licence check.
+# The same call cases also run everywhere through ``lite_call`` below, which follows the protocol just described
+# with xlwings' open-source conversion pipeline and a stand-in for the officejs engine's value cleaning (the
+# Office.js shapes Microsoft documents); where the real machinery runs, it checks the stand-in's answers too.
+
+
+def _lite_error(code: str) -> dict:
+    """An error cell as Office.js passes it to a custom function (Excel JavaScript API, custom functions data
+    types): ``{"type": "Error", "basicValue": "#N/A", "errorType": "NotAvailable"}``."""
+    return {"type": "Error", "basicValue": code, "errorType": _ERROR_TYPES.get(code, "Value")}
+
+
+_ERROR_TYPES = {"#DIV/0!": "Div0", "#N/A": "NotAvailable", "#NAME?": "Name", "#NULL!": "Null", "#NUM!": "Num",
+                "#REF!": "Ref", "#VALUE!": "Value"}  # fmt: skip
+
+
+class _OfficeJsStandIn:
+    """What the officejs engine does to values (the Office.js custom-function protocol): an empty cell reads as
+    ``empty_as``, an error cell as its code with ``err_to_str``; written back, an error code is a real error value
+    (``{"type": "Error", "errorType": ...}``), None an empty cell, a numpy number a float."""
+
+    name = "officejs"
+    type = "remote"
+
+    @staticmethod
+    def clean_value_data(data, datetime_builder, empty_as, number_builder, err_to_str):
+        def clean(value):
+            if value == "" or value is None:
+                return empty_as
+            if isinstance(value, dict) and value["type"] == "Error":
+                return value["basicValue"] if err_to_str else None
+            if isinstance(value, dict):
+                return value["basicValue"]
+            return value
+
+        return [[clean(c) for c in row] for row in data]
+
+    @staticmethod
+    def prepare_xl_data_element(x, options):
+        if x is None:
+            return ""
+        if isinstance(x, (float, np.floating)) and np.isnan(x):
+            return {"type": "Error", "errorType": "Num"}
+        if isinstance(x, np.number):
+            return float(x)
+        if isinstance(x, str) and x in _ERROR_TYPES:
+            return {"type": "Error", "errorType": _ERROR_TYPES[x]}
+        return x
+
+
+@pytest.fixture(scope="module")
+def officejs_engine() -> Iterator[None]:
+    """The "officejs" conversion engine: xlwings' own where its licence lets it load, else the stand-in."""
+    if "officejs" in xlwings.engines.engines_by_name:
+        yield
+        return
+    engine = xlwings.Engine(impl=_OfficeJsStandIn())
+    xlwings.engines.add(engine)
+    try:
+        yield
+    finally:
+        xlwings.engines.engines.remove(engine)
+        del xlwings.engines.engines_by_name["officejs"]
+
+
+@pytest.fixture(scope="module")
+def officejs(officejs_engine) -> types.ModuleType:
+    """``xlwings.pro.udfs_officejs``, imported the ordinary way: skipped where no xlwings licence key is set."""
+    try:
+        return importlib.import_module("xlwings.pro.udfs_officejs")
+    except (ImportError, xlwings.LicenseError) as err:
+        pytest.skip(f"xlwings Lite's own machinery is in xlwings.pro, which needs XLWINGS_LICENSE_KEY: {err}")
+
+
+def _lite_module(func_decorator=None, arg_decorator=None) -> types.ModuleType:
+    """What Lite loads from main.py: every function, decorated as xlsxplan.udfs decorates it inside Lite."""
+    module = types.ModuleType("main")
+    kwargs = {"func_decorator": func_decorator, "arg_decorator": arg_decorator} if func_decorator else {}
+    for name, udf in udfs.build(**kwargs, lite=True).items():
+        setattr(module, name, udf)
+    return module
+
+
+def lite_call(name: str, *args):
+    """A call as ``custom_functions_call`` makes it (0.37.8), through xlwings' open-source conversion pipeline."""
+    from xlwings import conversion
+
+    f = _LITE_UDFS[name]
+    params = [a for a in FUNCTIONS[name].args]
+    values = []
+    for a, value in zip(params, args):
+        if isinstance(value, list) and len(value) == 1:  # a 1x1 range arrives as its value
+            value = value[0][0] if isinstance(value[0], list) and len(value[0]) == 1 else value[0]
+        if value is None:
+            values.append(a.default if a.optional else None)
+        else:
+            values.append(conversion.read(None, value, {"ndim": 2, "err_to_str": True}, engine_name="officejs"))
+    result = f(*values)
+    return conversion.write(result, None, {"runtime": "1.4", "date_format": None}, engine_name="officejs")
+
+
+def _officejs_call(officejs, module, name, *args):
+    import asyncio
+
+    data = {"func_name": name, "args": list(args), "version": xlwings.__version__, "client": "Office.js",
+            "runtime": "1.4"}  # fmt: skip
+    return asyncio.run(officejs.custom_functions_call(data, module))
+
+
+NA = {"type": "Error", "errorType": "NotAvailable"}
+LITE_CALLS = [
+    # (function, arguments as Office.js passes them, what the cell receives)
+    ("KV_BYTES_PER_TOKEN", ([[80]], [[8]], [[128]], None), [[327680.0]]),  # None: the optional left out
+    ("KV_BYTES_PER_TOKEN", ([[80]], [[8]], [[128]], [[""]]), [[327680.0]]),  # an empty cell: the default
+    ("KV_BYTES_PER_TOKEN", (80, 8, 128, "fp8"), [[163840.0]]),  # scalars
+    ("KV_BYTES_PER_TOKEN", ([[80], [28]], [[8], [4]], [[128]], None), [[327680.0], [57344.0]]),  # a matrix spills
+    ("KV_BYTES_PER_TOKEN", ([[80], [-1]], [[8], [4]], [[128]], None),
+     [[327680.0], ["#NUM! layers must be a whole number from 1 to 1,000,000, got -1"]]),  # one bad element
+    ("KV_BYTES_PER_TOKEN", ([[_lite_error("#N/A")]], [[8]], [[128]], None), [[NA]]),  # an error cell passed in
+    ("KV_BYTES_PER_TOKEN", ([[_lite_error("#N/A")], [80]], [[8]], [[128]], None), [[NA], [327680.0]]),
+    ("KV_GB", ([["#NUM! kv_heads must be a whole number from 1 to 1,000,000, got -1"]], [[2300]], None),
+     [[{"type": "Error", "errorType": "Num"}]]),  # another xlsxplan cell's failure: a real #NUM!
+    ("GPU_SPEC", ([["H100"]], [["memory_gb"]]), [[80.0]]),
+    ("MODEL_SPEC", ([["Qwen2.5-72B"]], [["layers"]]), [[80.0]]),
+    ("DECODE_TOKS_TOTAL", ([[72.7]], [[1]], [[2]], [[3.35]], [[94]], [[327680]], [[2300]], None),
+     [[pytest.approx(4387.492161311242)]]),
+    ("MODELS", (), [[m] for m in FUNCTIONS["MODELS"].func()]),
+]  # fmt: skip
+LITE_FAILURES = [
+    # a failed scalar call raises: Lite shows #VALUE! with this line on hover
+    ("KV_BYTES_PER_TOKEN", ([[80]], [[-1]], [[128]], None),
+     r"^#NUM! kv_heads must be a whole number from 1 to 1,000,000, got -1$"),
+    ("GPU_SPEC", ([["H1000"]], [["memory_gb"]]), r"^#N/A gpu 'H1000' is not in the catalog; did you mean H100-SXM"),
+    ("USABLE_GB", ([[2]], [[80]], [[True]]), r"^#VALUE! usable_fraction must be a number, got TRUE$"),
+    ("KV_BYTES_PER_TOKEN", ([[80]], [[8]], None, None), r"^#VALUE! head_dim is required but the cell is empty$"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("name, args, expected", LITE_CALLS)
+def test_lite_calls_as_lite_makes_them(officejs_engine, name, args, expected):
+    assert lite_call(name, *args) == expected
+
+
+@pytest.mark.parametrize("name, args, match", LITE_FAILURES)
+def test_a_failed_scalar_in_lite_raises_the_one_line_lite_shows(officejs_engine, name, args, match):
+    with pytest.raises(udfs.ExcelError, match=match):
+        lite_call(name, *args)
+
+
+def test_lite_metadata_from_xlwings_own_machinery(officejs):
+    meta = officejs.custom_functions_meta(_lite_module(officejs.xlfunc, officejs.xlarg))
+    assert meta["allowErrorForDataTypeAny"] is True  # error cells reach the functions, as LITE_CALLS pass them
+    functions = {f["id"]: f for f in meta["functions"]}
+    assert set(functions) == set(FUNCTIONS)
+    for name, fn in FUNCTIONS.items():
+        f = functions[name]
+        assert f["name"] == name and f["description"] == fn.description()
+        assert len(f["description"]) <= EXCEL_TEXT_LIMIT and f"[{fn.unit}]" in f["description"]
+        assert f["result"] == {"dimensionality": "matrix", "type": "any"}
+        assert [p["name"] for p in f["parameters"]] == [a.name for a in fn.args]
+        for p, a in zip(f["parameters"], fn.args):
+            assert p["description"] == a.help() and f"[{a.unit}]" in p["description"]
+            assert (p["dimensionality"], p["type"]) == ("matrix", "any")  # every argument takes a range
+            assert p.get("optional", False) == a.optional and "repeating" not in p
+
+
+@pytest.mark.parametrize("name, args, expected", LITE_CALLS)
+def test_lite_calls_through_xlwings_own_machinery(officejs, name, args, expected):
+    module = _lite_module(officejs.xlfunc, officejs.xlarg)
+    assert _officejs_call(officejs, module, name, *args) == expected
+
+
+@pytest.mark.parametrize("name, args, match", LITE_FAILURES)
+def test_a_failed_scalar_raises_through_xlwings_own_machinery(officejs, name, args, match):
+    module = _lite_module(officejs.xlfunc, officejs.xlarg)
+    with pytest.raises(udfs.ExcelError, match=match):
+        _officejs_call(officejs, module, name, *args)

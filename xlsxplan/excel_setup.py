@@ -4,7 +4,10 @@ Two runtimes reach Excel (see :mod:`xlsxplan.udfs`):
 
 * **classic xlwings**: Windows desktop Excel with the xlwings add-in calls a local Python that has xlsxplan
   installed. A workbook names ``xlsxplan.udfs`` under "UDF Modules"; Import Functions writes a VBA module,
-  ``xlwings_udfs``, into it, so it must be saved as ``.xlsm``.
+  ``xlwings_udfs``, into it, so it must be saved as ``.xlsm``. That module's functions call ``XLPy.CallUDF``, which
+  lives in the add-in's VBA project: the workbook needs a reference to it (VBA editor, Tools > References >
+  xlwings; xlwings' docs, "Add-in & Settings"), unless it carries xlwings' VBA as the standalone module
+  ``xlwings``, and Excel must enable its macros when it opens it.
 * **xlwings Lite**: an Office add-in (Excel on Windows, macOS and the web) that runs Python in the browser
   (Pyodide). Its code lives in the workbook (a ``main.py`` and a ``requirements.txt`` edited in Lite's task pane)
   and its packages come from PyPI or Pyodide. xlsxplan is not on PyPI yet, so :func:`lite_bundle` writes a single
@@ -42,6 +45,7 @@ __all__ = [
     "machine_checks",
     "workbook_checks",
     "vba_module_names",
+    "vba_references",
     "lite_bundle",
     "lite_requirements",
     "bundle_files",
@@ -67,7 +71,13 @@ CLASSIC_STEPS = (
     f'or add a sheet named {SHEET_NAME} with "UDF Modules" in A1 and {UDF_MODULE} in B1. If Excel should use a '
     'Python other than the one on the PATH, set it in the "Interpreter" box.',
     f'Click "Import Functions" on the xlwings tab. It writes the VBA module {VBA_MODULE} into the workbook.',
-    "Save the workbook as an Excel Macro-Enabled Workbook (.xlsm), or the imported functions are lost.",
+    "Open the VBA editor (Alt+F11), select the workbook's project, then Tools > References: tick xlwings and click "
+    f"OK. The functions {VBA_MODULE} declares call Python through the add-in, and without this reference they show "
+    "#NAME? (a workbook made with xlwings quickstart has it already; one made with xlwings quickstart --standalone "
+    "needs none).",
+    "Save the workbook as an Excel Macro-Enabled Workbook (.xlsm), or the imported functions are lost. When you open "
+    'it again, click "Enable Content" in the yellow security bar (or keep it in a Trusted Location): with macros '
+    "disabled, every function shows #NAME?.",
     f"Type {FORMULA} into a cell: it shows {EXPECTED}.",
 )
 """Windows desktop Excel with the classic xlwings add-in."""
@@ -112,6 +122,13 @@ def machine_checks() -> list[Check]:
         checks.append(
             Check(None, f"{system}: classic xlwings UDFs need Windows desktop Excel; use xlwings Lite in Excel here")
         )
+    from .catalog import catalog_problems, user_catalog_dir
+
+    problems = catalog_problems()
+    if problems:
+        checks += [Check(False, f"the user's catalog: {p} (left out; the rest works)") for p in problems]
+    else:
+        checks.append(Check(True, f"the user's catalog ({user_catalog_dir()}) loads, every preset in it"))
     try:
         module = importlib.import_module(UDF_MODULE)
     except Exception as err:  # any failure to import is the finding, reported in one line
@@ -143,13 +160,44 @@ def workbook_checks(path: Path, limits: Limits | None = None) -> list[Check]:
         checks.append(Check(True, f"{path.name} is a macro-enabled workbook ({suffix})"))
     else:
         checks.append(Check(False, f"{path.name} is not .xlsm: after Import Functions, save it as .xlsm"))
-    modules = _vba_modules(zf, path)
+    project = _vba_project(zf, path)
+    modules = _modules_of(project, path)
     if VBA_MODULE in modules:
         checks.append(Check(True, f"the VBA module {VBA_MODULE} is there (Import Functions was run)"))
     else:
         found = f" (it has {', '.join(modules)})" if modules else " (it has no VBA)"
         checks.append(Check(False, f"no VBA module {VBA_MODULE}{found}: click Import Functions, then save"))
+    checks.append(_reference_check(project, modules, path))
+    checks.append(Check(None, NOT_CHECKED))
     return checks
+
+
+NOT_CHECKED = (
+    "not checked, as no file says it: that Excel runs this workbook's macros when it opens it (Enable Content in "
+    "the yellow bar, or a Trusted Location), that Python and xlsxplan are installed where Excel looks, and the "
+    "Interpreter setting"
+)
+"""What ``xlsxplan excel BOOK`` cannot tell from the workbook: Excel decides it on each machine."""
+
+
+def _reference_check(project: bytes | None, modules: list[str], path: Path) -> Check:
+    """Whether the imported functions can find ``XLPy.CallUDF``: it lives in the xlwings add-in's VBA project, which
+    the workbook must reference (VBA editor: Tools > References > xlwings), unless it carries xlwings' VBA itself as
+    the standalone module ``xlwings`` (``xlwings quickstart --standalone``)."""
+    if XLWINGS_MODULE in modules:
+        return Check(True, f"the workbook carries xlwings' own VBA (the standalone module {XLWINGS_MODULE})")
+    fix = ("in the VBA editor (Alt+F11), Tools > References, tick xlwings, then save; without it the imported "
+           "functions cannot call Python and show #NAME?")  # fmt: skip
+    if project is None:
+        return Check(False, f"no reference to the xlwings add-in (no VBA yet): after Import Functions, {fix}")
+    try:
+        references = _references(_ovba_decompress(_cfb_stream(project, "dir")))
+    except (ValueError, IndexError, struct.error) as err:
+        raise WorkbookError(f"cannot read the VBA references of {path}: {err}") from None
+    if any(_is_xlwings(name, libid) for name, libid in references):
+        return Check(True, "the VBA project references the xlwings add-in (Tools > References > xlwings)")
+    found = f"it references {', '.join(dict.fromkeys(n for n, _ in references))}" if references else "no references"
+    return Check(False, f"no reference to the xlwings add-in ({found}): {fix}")
 
 
 def _checked_zip(path: Path, limits: Limits) -> tuple[bytes, zipfile.ZipFile]:
@@ -211,6 +259,10 @@ _END_OF_CHAIN = 0xFFFFFFFE
 _FREE = 0xFFFFFFFF
 
 
+XLWINGS_MODULE = "xlwings"
+"""The VBA project and module name of xlwings' own VBA (the add-in's project, or the standalone module)."""
+
+
 def vba_module_names(path: Path, limits: Limits | None = None) -> list[str]:
     """The standard VBA modules of a workbook (``Module=`` lines of its VBA project), [] if it has no VBA.
 
@@ -220,23 +272,43 @@ def vba_module_names(path: Path, limits: Limits | None = None) -> list[str]:
     """
     path = Path(path)
     _, zf = _checked_zip(path, limits or Limits())
-    return _vba_modules(zf, path)
+    return _modules_of(_vba_project(zf, path), path)
 
 
-def _vba_modules(zf: zipfile.ZipFile, path: Path) -> list[str]:
+def vba_references(path: Path, limits: Limits | None = None) -> list[tuple[str, str]]:
+    """The references of a workbook's VBA project, as (name, libid) pairs ([] if it has no VBA), e.g.
+    ``("xlwings", "*\\C...\\XLSTART\\xlwings.xlam")`` for the xlwings add-in ([MS-OVBA] 2.3.4.2.2)."""
+    path = Path(path)
+    _, zf = _checked_zip(path, limits or Limits())
+    project = _vba_project(zf, path)
+    if project is None:
+        return []
+    try:
+        return _references(_ovba_decompress(_cfb_stream(project, "dir")))
+    except (ValueError, IndexError, struct.error) as err:
+        raise WorkbookError(f"cannot read the VBA references of {path}: {err}") from None
+
+
+def _vba_project(zf: zipfile.ZipFile, path: Path) -> bytes | None:
+    """The bytes of ``xl/vbaProject.bin``, within :data:`MAX_VBA_MB`; None if the workbook has no VBA."""
     try:
         info = zf.getinfo("xl/vbaProject.bin")
     except KeyError:
-        return []
+        return None
     if info.file_size > MAX_VBA_MB * 1024 * 1024:
         raise WorkbookError(
             f"cannot read the VBA project of {path}: it is {info.file_size:,} bytes, and xlsxplan reads VBA projects "
             f"up to {MAX_VBA_MB:g} MiB"
         )
     try:
-        data = zf.read(info)  # never more than the declared size, which was checked
+        return zf.read(info)  # never more than the declared size, which was checked
     except Exception as err:  # zlib.error, BadZipFile (bad CRC), EOFError: a damaged archive
         raise WorkbookError(f"cannot read the VBA project of {path}: {type(err).__name__}: {err}") from None
+
+
+def _modules_of(data: bytes | None, path: Path) -> list[str]:
+    if data is None:
+        return []
     try:
         text = _cfb_stream(data, "PROJECT").decode("latin-1")
     except (ValueError, IndexError, struct.error) as err:
@@ -313,27 +385,135 @@ def _cfb_stream(data: bytes, wanted: str) -> bytes:
     raise ValueError(f"no {wanted} stream")
 
 
+def _ovba_decompress(data: bytes) -> bytes:
+    """A VBA compressed container decompressed ([MS-OVBA] 2.4.1): a 0x01 signature, then chunks of at most 4,096
+    bytes, each either raw or a run of flag bytes with eight tokens each (a literal byte, or a copy of earlier
+    bytes of the same chunk whose offset and length share 16 bits as the chunk's position decides)."""
+    if not data or data[0] != 1:
+        raise ValueError("the dir stream is not a compressed container")
+    out = bytearray()
+    pos = 1
+    while pos + 2 <= len(data):
+        header = int.from_bytes(data[pos : pos + 2], "little")
+        if (header >> 12) & 0b111 != 0b011:
+            raise ValueError(f"a compressed chunk at byte {pos} has no signature")
+        end = min(pos + (header & 0x0FFF) + 3, len(data))
+        pos += 2
+        start = len(out)
+        if not header >> 15:  # stored raw
+            out += data[pos : pos + 4096]
+            pos += 4096
+            continue
+        while pos < end:
+            flags = data[pos]
+            pos += 1
+            for bit in range(8):
+                if pos >= end:
+                    break
+                if not (flags >> bit) & 1:
+                    out.append(data[pos])
+                    pos += 1
+                    continue
+                token = int.from_bytes(data[pos : pos + 2], "little")
+                pos += 2
+                done = len(out) - start
+                if done == 0:
+                    raise ValueError("a copy token before any byte of its chunk")
+                bits = max((done - 1).bit_length(), 4)
+                length = (token & (0xFFFF >> bits)) + 3
+                offset = (token >> (16 - bits)) + 1
+                if offset > done:
+                    raise ValueError("a copy token that points before its chunk")
+                for _ in range(length):
+                    out.append(out[-offset])
+    return bytes(out)
+
+
+def _references(text: bytes) -> list[tuple[str, str]]:
+    """The (name, libid) of each reference in a decompressed dir stream ([MS-OVBA] 2.3.4.2): records of a 2-byte id
+    and a 4-byte size, read up to the modules (0x000F); the project version (0x0009) is the one record whose data
+    is longer than its size says (6 bytes, not 4). Names are in the project's code page, read here as latin-1."""
+    refs: list[tuple[str, str]] = []
+    pos, name = 0, ""
+    while pos + 6 <= len(text):
+        record, size = struct.unpack_from("<HI", text, pos)
+        pos += 6
+        if record == 0x000F:  # PROJECTMODULES: the references are behind us
+            break
+        body = text[pos : pos + (6 if record == 0x0009 else size)]
+        pos += 6 if record == 0x0009 else size
+        if record == 0x0016:  # REFERENCENAME; a control reference repeats its name inside itself
+            if not (refs and refs[-1][0] == body.decode("latin-1")):
+                name = body.decode("latin-1")
+                refs.append((name, ""))
+        elif record in (0x000D, 0x000E, 0x0033) and refs and refs[-1] == (name, ""):
+            # REFERENCEREGISTERED, REFERENCEPROJECT, REFERENCEORIGINAL: a libid follows (after its own length)
+            n = struct.unpack_from("<I", body, 0)[0] if record != 0x0033 else len(body)
+            libid = body[4 : 4 + n] if record != 0x0033 else body
+            refs[-1] = (name, libid.decode("latin-1"))
+    return refs
+
+
+def _is_xlwings(name: str, libid: str) -> bool:
+    """A reference to the xlwings add-in: its project is named xlwings, its file xlwings.xlam."""
+    return name.casefold() == XLWINGS_MODULE or libid.replace("/", "\\").casefold().endswith("\\xlwings.xlam")
+
+
 # --- xlwings Lite ---------------------------------------------------------------------------------------------------
 
 LITE_REQUIREMENTS = ("numpy", "pydantic", "docstring-parser>=0.16", "platformdirs>=3")
 """What the bundled xlsxplan needs in Lite besides xlwings. numpy and pydantic come built for Pyodide, whose
 version Lite decides (its docs: do not pin those); the others are pure Python from PyPI."""
 
-_TEXT_SUFFIXES = (".py", ".toml", ".json", ".csv", ".txt")
-_LEFT_OUT = ("cli/", "__main__.py")  # the command line has no use in a browser
+_DATA_SUFFIXES = (".toml", ".json", ".csv", ".txt")
+
+
+def _imported_modules(root: Path) -> set[Path]:
+    """The files of every xlsxplan module that ``xlsxplan.udfs`` can import, found by reading the import statements
+    of each (those inside functions too), starting from udfs and the package itself; a parent package counts."""
+    def path_of(name: str) -> Path | None:
+        if name.split(".")[0] != "xlsxplan":  # numpy, pydantic, the standard library: not bundled
+            return None
+        base = root.joinpath(*name.split(".")[1:])
+        for candidate in (base / "__init__.py", base.with_suffix(".py")):
+            if candidate.is_file():
+                return candidate
+        return None
+
+    import ast
+
+    found: dict[str, Path] = {}
+    todo = ["xlsxplan", "xlsxplan.udfs"]
+    while todo:
+        name = todo.pop()
+        path = path_of(name) if name not in found else None
+        if path is None:
+            continue
+        found[name] = path
+        parts = name.split(".")
+        todo += [".".join(parts[:i]) for i in range(1, len(parts))]
+        package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom):
+                base = package.split(".")[: len(package.split(".")) - node.level + 1] if node.level else []
+                module = ".".join(base + ([node.module] if node.module else []))
+                todo += [module] + [f"{module}.{a.name}" for a in node.names]
+            elif isinstance(node, ast.Import):
+                todo += [a.name for a in node.names]
+    return set(found.values())
 
 
 def bundle_files() -> dict[str, str]:
-    """The package files a Lite bundle carries: path inside the package -> text, in a stable order."""
+    """The package files a Lite bundle carries, path inside the package -> text, in a stable order: the modules
+    :mod:`xlsxplan.udfs` imports (not the command line, the workbook builders, the headless engine or the OOXML and
+    safety layers, which Lite never uses) and the data files (catalog, calibration) with their packages."""
     root = Path(__file__).resolve().parent
-    files = {}
-    for path in sorted(root.rglob("*")):
-        rel = path.relative_to(root).as_posix()
-        if not path.is_file() or "__pycache__" in rel or rel.startswith(_LEFT_OUT):
-            continue
-        if path.suffix in _TEXT_SUFFIXES:
-            files[f"xlsxplan/{rel}"] = path.read_text(encoding="utf-8")
-    return files
+    wanted = _imported_modules(root)
+    for path in root.rglob("*"):
+        if path.is_file() and path.suffix in _DATA_SUFFIXES and "__pycache__" not in path.parts:
+            wanted |= {path, path.parent / "__init__.py"}  # read through importlib.resources: their package too
+    return {f"xlsxplan/{p.relative_to(root).as_posix()}": p.read_text(encoding="utf-8")
+            for p in sorted(wanted) if p.is_file()}  # fmt: skip
 
 
 def _literal(text: str) -> str:

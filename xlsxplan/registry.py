@@ -6,8 +6,9 @@ defaults and the allowed values are read from the function itself (its numpydoc 
 engine, the command line and the README's function reference all iterate over :data:`FUNCTIONS`.
 
 A docstring's parameter line carries its unit in square brackets at the end (``Transformer layers [count].``);
-building the registry fails at import if a parameter is undocumented, a unit is missing, or a doc names a
-parameter the signature does not have.
+building the registry fails at import if a parameter is undocumented, a unit is missing, a doc names a
+parameter the signature does not have, or a text for Excel's function wizard would not fit its 255 characters
+(nothing is ever cut: see :meth:`Function.description`).
 """
 
 from __future__ import annotations
@@ -62,11 +63,12 @@ class Argument:
         return str(self.default)
 
     def help(self) -> str:
-        """The function wizard's text for this argument, within Excel's 255 characters."""
+        """The function wizard's text for this argument: its doc, unit and default. Building the registry fails
+        if it is over Excel's 255 characters (:data:`EXCEL_TEXT_LIMIT`): it is never cut."""
         text = f"{self.doc} [{self.unit}]"
         if self.optional:
             text += f" Optional, default {self.default_text()}."
-        return _clip(text)
+        return " ".join(text.split())
 
 
 @dataclass(frozen=True)
@@ -83,6 +85,8 @@ class Function:
     notes: str = ""
     spills: bool = False
     """True when the result is a list (MODELS, GPUS) that spills down a column."""
+    whole: bool = False
+    """True when the result is a whole number (the core function returns ``int``: MAX_BATCH, REPLICAS)."""
 
     def __call__(self, *args: Any) -> Any:
         return self.func(*args)
@@ -101,16 +105,33 @@ class Function:
         return f"{self.name}({', '.join(parts)})"
 
     def description(self) -> str:
-        """The function wizard's text: summary and result unit, within 255 characters."""
-        returns = self.returns.rstrip(".")
+        """The function wizard's text: the summary, what it returns and the result unit, composed to fit Excel's
+        255 characters (:data:`EXCEL_TEXT_LIMIT`) without cutting a word.
+
+        When the whole Returns text does not fit, its trailing clauses (after ``;``) are left out, then all of it:
+        the summary and the ``[unit]`` always stay. Building the registry fails if even they do not fit.
+        """
+        returns = " ".join(self.returns.rstrip(".").split())
         if returns[:2].istitle():  # "Tokens per second" reads "returns tokens per second"; "KV cache" stays
             returns = returns[0].lower() + returns[1:]
-        return _clip(f"{self.summary} Returns {returns} [{self.unit}].")
+        summary = " ".join(self.summary.split())
+        clauses = returns.split("; ")
+        for n in range(len(clauses), 0, -1):
+            text = f"{summary} Returns {'; '.join(clauses[:n])} [{self.unit}]."
+            if len(text) <= EXCEL_TEXT_LIMIT:
+                return text
+        return f"{summary} [{self.unit}]."
 
 
-def _clip(text: str, limit: int = EXCEL_TEXT_LIMIT) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 3].rstrip() + "..."
+def _check_excel_limits(fn: Function, where: str) -> None:
+    """Refuse, at import, a summary or an argument's help that Excel's function wizard would cut."""
+    if len(fn.description()) > EXCEL_TEXT_LIMIT:
+        raise TypeError(f"{where}: the summary and unit take {len(fn.description())} characters; Excel shows at most "
+                        f"{EXCEL_TEXT_LIMIT}: shorten the summary line")  # fmt: skip
+    for a in fn.args:
+        if len(a.help()) > EXCEL_TEXT_LIMIT:
+            raise TypeError(f"{where} parameter {a.name}: its help takes {len(a.help())} characters; Excel shows at "
+                            f"most {EXCEL_TEXT_LIMIT}: shorten its description")  # fmt: skip
 
 
 def _split_unit(text: str, where: str) -> tuple[str, str]:
@@ -141,9 +162,11 @@ def describe(name: str, func: Callable[..., Any], category: str) -> Function:
         raise TypeError(f"{where}: no Returns section")
     returns, unit = _split_unit(doc.returns.description or "", f"{where} returns")
     notes = " ".join(m.description or "" for m in doc.meta if m.args == ["notes"])
-    spills = typing.get_origin(typing.get_type_hints(func).get("return")) is list
-    return Function(name, func, doc.short_description.strip(), tuple(args), returns, unit, category,
-                    " ".join(notes.split()), spills)  # fmt: skip
+    result = typing.get_type_hints(func).get("return")
+    fn = Function(name, func, doc.short_description.strip(), tuple(args), returns, unit, category,
+                  " ".join(notes.split()), typing.get_origin(result) is list, result is int)  # fmt: skip
+    _check_excel_limits(fn, where)
+    return fn
 
 
 # The published interface: these names and argument orders stay stable. Order here is the order of the README's

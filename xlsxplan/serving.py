@@ -16,12 +16,14 @@ References
 from __future__ import annotations
 
 import math
+from typing import Annotated
 
 from .domains import (
     BandwidthTBs,
     Batch,
     BytesPerValue,
     Count,
+    Domain,
     Fraction,
     GPUs,
     KvBytes,
@@ -613,14 +615,18 @@ def peak_tokens_per_s(requests_per_day: PerDay, tokens_per_request: Tokens, peak
     return requests_per_day / SECONDS_PER_DAY * peak_factor * tokens_per_request
 
 
+DemandTokensPerS = Annotated[float, Domain("number", 0, 1e15)]
+"""A token rate to serve that may be zero, a quiet row in a sweep (REPLICAS) [tokens/s]."""
+
+
 @checked
-def replicas(demand_tokens_per_s: TokensPerS, capacity_tokens_per_s: TokensPerS, spare: Spare = 0) -> int:
+def replicas(demand_tokens_per_s: DemandTokensPerS, capacity_tokens_per_s: TokensPerS, spare: Spare = 0) -> int:
     """Model replicas needed for a traffic level, plus spares.
 
     Parameters
     ----------
     demand_tokens_per_s : float
-        Tokens per second to serve at peak [tokens/s].
+        Tokens per second to serve at peak; 0 for no traffic [tokens/s].
     capacity_tokens_per_s : float
         Tokens per second one replica makes [tokens/s].
     spare : int, default 0
@@ -634,6 +640,8 @@ def replicas(demand_tokens_per_s: TokensPerS, capacity_tokens_per_s: TokensPerS,
     Notes
     -----
     ``ceil(demand / capacity) + spare`` (seed 000, section 6): 20,833 tokens/s on 4,387-token/s replicas needs 5.
-    Capacity scales linearly with replicas.
+    Capacity scales linearly with replicas. Zero demand needs no serving replica, so the result is the spares alone
+    (``REPLICAS(0, 4387)`` is 0, ``REPLICAS(0, 4387, 1)`` is 1): a sweep's quiet rows stay numbers, and a fleet
+    that must never be empty takes ``MAX(REPLICAS(...), minimum)``.
     """
     return _replicas(demand_tokens_per_s, capacity_tokens_per_s, spare)

@@ -66,6 +66,16 @@ _CVERR = {
 }  # fmt: skip
 _COM_ERRORS = {-2146828288 + number: code for number, code in _CVERR.items()}
 
+# Office.js (xlwings Lite) hands over an error cell as {"type": "Error", "basicValue": "#N/A", "errorType":
+# "NotAvailable"} (Excel JavaScript API, ErrorCellValue); xlwings' officejs engine turns it into the code with
+# err_to_str, but one that reaches a function unconverted is still an error passed in.
+_OFFICEJS_ERRORS = {
+    "Div0": "#DIV/0!", "NotAvailable": "#N/A", "Name": "#NAME?", "Null": "#NULL!", "Num": "#NUM!", "Ref": "#REF!",
+    "Value": "#VALUE!", "Busy": "#BUSY!", "Calc": "#CALC!", "Connect": "#CONNECT!", "Field": "#FIELD!",
+    "GettingData": "#GETTING_DATA", "Spill": "#SPILL!", "Blocked": "#BLOCKED!", "Unknown": "#UNKNOWN!",
+    "Python": "#PYTHON!", "External": "#EXTERNAL!",
+}  # fmt: skip
+
 
 @dataclass(frozen=True)
 class PassedIn(CellError):
@@ -93,18 +103,28 @@ def _error_in(value: object) -> PassedIn | None:
     elif type(value) is int and value in _COM_ERRORS:
         code = _COM_ERRORS[value]
         return PassedIn(code, f"{code} passed in", code)
+    elif isinstance(value, dict) and value.get("type") == "Error":
+        text = value.get("basicValue")
+        passed = _error_in(text) if isinstance(text, str) else None
+        if passed is not None:
+            return passed
+        code = _OFFICEJS_ERRORS.get(value.get("errorType"), "#VALUE!")  # type: ignore[arg-type]
+        return PassedIn(code, f"{code} passed in", code)
     return None
 
 
 def _cell_in(value: Any) -> Any:
     if type(value) is float:  # the common case, first
         return value
+    if isinstance(value, dict) and value.get("type") != "Error" and "basicValue" in value:
+        value = value["basicValue"]  # an Office.js data type (a formatted number...): its plain value
     error = _error_in(value)
     return value if error is None else error
 
 
 def from_excel(value: Any) -> Any:
-    """One argument as xlwings hands it over (a scalar, a 2-D list, a numpy array), with error values recognised."""
+    """One argument as xlwings hands it over (a scalar, a 2-D list, a numpy array), with error values recognised:
+    their text, classic xlwings' COM error numbers, and Office.js error cells (``{"type": "Error", ...}``)."""
     if isinstance(value, (list, tuple)):
         return [[_cell_in(v) for v in row] if isinstance(row, (list, tuple)) else _cell_in(row) for row in value]
     if isinstance(value, np.ndarray):

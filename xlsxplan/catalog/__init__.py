@@ -5,7 +5,9 @@ field name; its source is the preset's ``source`` unless ``sources`` names anoth
 entry of the file's ``[sources]`` table, where the full citation lives once. A figure that does not exist (FP8 on
 an A100) or was never published (an Apple GPU's FLOP/s) is listed under ``unavailable`` with the reason, so a
 missing number is always a decision, never an accident. Loading fails with one line naming the file, the preset
-and the field if a figure is missing, negative, of the wrong kind or without a source.
+and the field if a figure is missing, negative, infinite, of the wrong kind (strict: a TOML boolean or string is
+never a number; a TOML integer is a float figure, and a count must be a TOML integer) or without a source, and when
+two presets share a name as lookups compare names (case-insensitively, spaces and underscores as hyphens).
 
 User presets (``xlsxplan model add``, ``xlsxplan calibrate --save``) live in the user's own catalog folder, never
 inside the installed package: ``$XLSXPLAN_CATALOG_DIR`` if set, else the platform's config folder
@@ -13,7 +15,10 @@ inside the installed package: ``$XLSXPLAN_CATALOG_DIR`` if set, else the platfor
 (looked at no more than once a second; a preset saved through :func:`save_user_preset` at once), and may not take
 the name or alias of a shipped preset: a user preset silently shadowing ``H100`` would change every plan that names
 it. Nor may a user source reuse a shipped source's key for another citation; the keys xlsxplan writes start with
-``user:``.
+``user:``. A hand-edited user file is loud but local: a user preset that breaks a rule is left out (a file that is
+not TOML, all of it), a lookup of one of its names raises :class:`CatalogError` with the reason, naming the file,
+:func:`catalog_problems` lists the reasons (the command line prints them as warnings), and every other preset keeps
+working. :func:`save_user_preset` is strict: it writes nothing that would be left out.
 
 Names are matched case-insensitively, spaces and underscores counting as hyphens, with or without a Hugging Face
 organisation prefix (``Qwen/Qwen2.5-72B-Instruct``), and through each preset's aliases (``H100`` is ``H100-SXM``).
@@ -26,6 +31,8 @@ import os
 import re
 import sys
 import time
+import typing
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any, ClassVar, Literal
@@ -55,6 +62,8 @@ __all__ = [
     "GPU_FIELDS",
     "user_catalog_dir",
     "user_preset_ids",
+    "catalog_problems",
+    "figure_unit",
     "save_user_preset",
     "refresh",
 ]
@@ -65,10 +74,12 @@ Kind = Literal["model", "accelerator"]
 class _Preset(BaseModel):
     """What every preset carries besides its figures."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # strict: a figure is a TOML number, never a boolean (`true` is not 1 GB) or a string ("80"); an integer is
+    # accepted where a float belongs, as pydantic's strict mode allows. allow_inf_nan=False: `inf` is no figure.
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
 
     id: str
-    aliases: tuple[str, ...] = ()
+    aliases: tuple[str, ...] = Field((), strict=False)  # a TOML array is a list, which strict mode refuses as a tuple
     source: str = Field(description="key of the [sources] entry that covers every figure not in `sources`")
     sources: dict[str, str] = Field(default_factory=dict)
     unavailable: dict[str, str] = Field(default_factory=dict)
@@ -97,30 +108,43 @@ class _Preset(BaseModel):
     def source_key(self, field: str) -> str:
         return self.sources.get(field, self.source)
 
+    @classmethod
+    def unit(cls, field: str) -> str:
+        """A figure's unit, from the bracket ending its description: ``GB``, ``TB/s``, ``count``..."""
+        match = re.search(r"\[([^\[\]]+)\]$", cls.model_fields[field].description or "")
+        if match is None:  # pragma: no cover - test_catalog checks every figure has one
+            raise TypeError(f"{cls.__name__}.{field} has no unit in brackets at the end of its description")
+        return match.group(1)
+
+    @classmethod
+    def whole(cls, field: str) -> bool:
+        """True for a figure that is a whole number (a TOML integer): layers, heads, a context length."""
+        return int in (cls.model_fields[field].annotation, *typing.get_args(cls.model_fields[field].annotation))
+
 
 class ModelPreset(_Preset):
     """A model's size and shape, as its publisher's config.json and model card give them."""
 
-    params_b: float = Field(gt=0, description="total parameters [billions]")
-    active_params_b: float | None = Field(None, gt=0, description="parameters used per token [billions]")
-    layers: int = Field(gt=0)
-    hidden: int = Field(gt=0)
-    heads: int = Field(gt=0)
-    kv_heads: int = Field(gt=0)
-    head_dim: int = Field(gt=0)
-    vocab: int = Field(gt=0)
-    context: int = Field(gt=0)
-    intermediate: int | None = Field(None, gt=0)
-    experts: int | None = Field(None, gt=0)
-    experts_per_token: int | None = Field(None, gt=0)
-    shared_experts: int | None = Field(None, ge=0)
-    moe_intermediate: int | None = Field(None, gt=0)
-    dense_layers: int | None = Field(None, ge=0)
-    sliding_window: int | None = Field(None, gt=0)
-    sliding_window_layers: int | None = Field(None, ge=0)
-    kv_lora_rank: int | None = Field(None, gt=0)
-    qk_rope_head_dim: int | None = Field(None, gt=0)
-    q_lora_rank: int | None = Field(None, gt=0)
+    params_b: float = Field(gt=0, description="total parameters [B params]")
+    active_params_b: float | None = Field(None, gt=0, description="parameters used per token [B params]")
+    layers: int = Field(gt=0, description="transformer layers [count]")
+    hidden: int = Field(gt=0, description="model (embedding) width [count]")
+    heads: int = Field(gt=0, description="query heads per layer [count]")
+    kv_heads: int = Field(gt=0, description="key-value heads per layer [count]")
+    head_dim: int = Field(gt=0, description="width of one head [count]")
+    vocab: int = Field(gt=0, description="vocabulary size [tokens]")
+    context: int = Field(gt=0, description="longest context the model was trained for [tokens]")
+    intermediate: int | None = Field(None, gt=0, description="dense MLP width [count]")
+    experts: int | None = Field(None, gt=0, description="routed experts per MoE layer [count]")
+    experts_per_token: int | None = Field(None, gt=0, description="routed experts each token uses [count]")
+    shared_experts: int | None = Field(None, ge=0, description="always-used experts per MoE layer [count]")
+    moe_intermediate: int | None = Field(None, gt=0, description="one expert's MLP width [count]")
+    dense_layers: int | None = Field(None, ge=0, description="leading layers with a dense MLP [count]")
+    sliding_window: int | None = Field(None, gt=0, description="attention window of a window layer [tokens]")
+    sliding_window_layers: int | None = Field(None, ge=0, description="layers with a sliding window [count]")
+    kv_lora_rank: int | None = Field(None, gt=0, description="latent width cached per layer (MLA) [count]")
+    qk_rope_head_dim: int | None = Field(None, gt=0, description="rotary key width cached per layer (MLA) [count]")
+    q_lora_rank: int | None = Field(None, gt=0, description="query latent width (MLA) [count]")
     tied_embeddings: bool = False
 
     FIGURES: ClassVar[tuple[str, ...]] = (
@@ -186,10 +210,21 @@ def _key(name: str) -> str:
 
 
 class _Table:
-    """Presets of one kind, found by id or alias; ``user`` holds the ids that come from the user's own file."""
+    """Presets of one kind, found by id or alias; ``user`` holds the ids that come from the user's own file.
+
+    ``refused`` maps a name (as :func:`_key` spells it) of a user preset that could not be loaded to the one-line
+    reason, which a lookup of that name raises; ``unread`` is why the user's file could not be used at all ("" if
+    it could); ``problems`` lists both, for the command line's warnings.
+    """
 
     def __init__(
-        self, kind: Kind, presets: dict[str, _Preset], sources: dict[str, str], user: frozenset[str] = frozenset()
+        self,
+        kind: Kind,
+        presets: dict[str, _Preset],
+        sources: dict[str, str],
+        user: frozenset[str] = frozenset(),
+        refused: dict[str, str] | None = None,
+        unread: str = "",
     ) -> None:
         self.kind = kind
         self.presets = presets
@@ -199,18 +234,27 @@ class _Table:
         for pid, preset in presets.items():
             for name in (pid, *preset.aliases):
                 self._index.setdefault(_key(name), pid)
+        self.refused = {k: v for k, v in (refused or {}).items() if k not in self._index}  # shipped names win
+        self.unread = unread
+        self.problems = list(dict.fromkeys(([unread] if unread else []) + list((refused or {}).values())))
 
     def names(self) -> list[str]:
         return list(self.presets)
 
     def get(self, name: str) -> _Preset:
         key = _key(name)
-        pid = self._index.get(key) or self._index.get(key.rsplit("/", 1)[-1])
+        tail = key.rsplit("/", 1)[-1]
+        pid = self._index.get(key) or self._index.get(tail)
         if pid is not None:
             return self.presets[pid]
         arg = "model" if self.kind == "model" else "gpu"
+        reason = self.refused.get(key) or self.refused.get(tail)
+        if reason is not None:
+            raise CatalogError(f"{self.kind} preset {name!r} cannot be used: {reason}", arg)
         close = self._suggest(name)
         hint = f"did you mean {', '.join(close)}?" if close else f"see {arg.upper()}S() for the list"
+        if self.unread:
+            hint += f" (and the user's presets are not loaded: {self.unread})"
         raise UnknownPresetError(f"{arg} {name!r} is not in the catalog; {hint}", arg)
 
     def _suggest(self, name: str) -> list[str]:
@@ -252,6 +296,28 @@ class Catalog:
         self.models = models
         self.accelerators = accelerators
 
+    @property
+    def problems(self) -> list[str]:
+        """Why some of the user's presets are not loaded, one line each (empty when all are)."""
+        return self.models.problems + self.accelerators.problems
+
+
+@dataclass
+class _Loaded:
+    """One catalog file as read: the presets that passed, their sources, and the ones refused with the reason."""
+
+    presets: dict[str, _Preset]
+    sources: dict[str, str]
+    refused: dict[str, tuple[tuple[str, ...], str]] = field(default_factory=dict)
+    """preset id -> (its names, the one-line reason)"""
+    unread: str = ""
+    """why the whole file could not be used ("" when it could)"""
+
+    def first_problem(self) -> str | None:
+        if self.unread:
+            return self.unread
+        return next((reason for _, reason in self.refused.values()), None)
+
 
 def _toml(text: str, filename: str) -> dict[str, Any]:
     try:
@@ -267,30 +333,90 @@ def _parse(text: str, filename: str, table: str, cls: type[_Preset]) -> tuple[di
 def _validate(
     raw: dict[str, Any], filename: str, table: str, cls: type[_Preset]
 ) -> tuple[dict[str, _Preset], dict[str, str]]:
+    """The presets and sources of a file that must be right throughout (the shipped ones): CatalogError, one line
+    naming the file, the preset and the field, at the first problem."""
+    loaded = _collect(raw, filename, table, cls)
+    problem = loaded.first_problem()
+    if problem:
+        raise CatalogError(problem)
+    return loaded.presets, loaded.sources
+
+
+def _got(error: Any) -> str:
+    """``, got true`` for a value of the wrong kind, as the TOML file spells it; "" for other errors."""
+    if not error["type"].endswith(("_type", "finite_number")) or "input" not in error:
+        return ""
+    value = error["input"]
+    if isinstance(value, bool):
+        return f", got {str(value).lower()}"
+    if isinstance(value, str):
+        return f", got the text {value[:40]!r}"
+    return f", got {value!r}"[:60] if isinstance(value, (int, float)) else ""
+
+
+def _check_preset(pid: str, body: Any, filename: str, cls: type[_Preset], sources: dict[str, str]) -> _Preset:
+    if not isinstance(body, dict):
+        raise CatalogError(f"{filename}: {pid} must be a table")
+    try:
+        preset = cls.model_validate({"id": pid, **body})
+    except ValidationError as err:
+        first = err.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "preset"
+        raise CatalogError(f"{filename}: {pid}.{where}: {first['msg']}{_got(first)}") from None
+    for name in preset.FIGURES:
+        if preset.figure(name) is None and name not in preset.unavailable:
+            continue
+        key = preset.unavailable.get(name) or preset.source_key(name)
+        if key not in sources:
+            raise CatalogError(f"{filename}: {pid}.{name}: source {key!r} is not in [sources]")
+    return preset
+
+
+def _names_of(pid: str, body: Any) -> tuple[str, ...]:
+    """A preset's id and whatever of its aliases can be read, also when the preset is refused."""
+    aliases = body.get("aliases") if isinstance(body, dict) else None
+    if isinstance(aliases, list):
+        return (pid, *(a for a in aliases if isinstance(a, str)))
+    return (pid,)
+
+
+def _collect(raw: dict[str, Any], filename: str, table: str, cls: type[_Preset]) -> _Loaded:
+    """Every preset of a file checked on its own: the good ones, and each bad one with its reason.
+
+    A problem with the file as a whole (an unexpected top-level table, a malformed [sources]) raises
+    CatalogError. Two presets sharing a name (an id or an alias, compared as lookups compare them:
+    case-insensitively, spaces and underscores as hyphens) are both refused: neither may silently win.
+    """
     unknown = set(raw) - {"sources", table}
     if unknown:
         raise CatalogError(f"{filename}: unexpected top-level table(s) {', '.join(sorted(unknown))}")
     sources = raw.get("sources", {})
     if not isinstance(sources, dict) or not all(isinstance(v, str) and v.strip() for v in sources.values()):
         raise CatalogError(f"{filename}: [sources] must map keys to non-empty citations")
-    presets: dict[str, _Preset] = {}
-    for pid, body in raw.get(table, {}).items():
-        if not isinstance(body, dict):
-            raise CatalogError(f"{filename}: {pid} must be a table")
+    bodies = raw.get(table, {})
+    if not isinstance(bodies, dict):
+        raise CatalogError(f"{filename}: [{table}] must be a table of presets")
+    loaded = _Loaded({}, sources)
+    for pid, body in bodies.items():
         try:
-            preset = cls.model_validate({"id": pid, **body})
-        except ValidationError as err:
-            first = err.errors()[0]
-            where = ".".join(str(p) for p in first["loc"]) or "preset"
-            raise CatalogError(f"{filename}: {pid}.{where}: {first['msg']}") from None
-        for field in preset.FIGURES:
-            if preset.figure(field) is None and field not in preset.unavailable:
+            loaded.presets[pid] = _check_preset(pid, body, filename, cls, sources)
+        except CatalogError as err:
+            loaded.refused[pid] = (_names_of(pid, body), err.message)
+    owner: dict[str, tuple[str, str]] = {}  # name key -> (preset id, the name as written)
+    for pid, preset in list(loaded.presets.items()):
+        for field_name, name in [("id", pid)] + [("aliases", a) for a in preset.aliases]:
+            first = owner.setdefault(_key(name), (pid, name))
+            if first[0] == pid:
                 continue
-            key = preset.unavailable.get(field) or preset.source_key(field)
-            if key not in sources:
-                raise CatalogError(f"{filename}: {pid}.{field}: source {key!r} is not in [sources]")
-        presets[pid] = preset
-    return presets, sources
+            reason = (
+                f"{filename}: {pid}.{field_name}: the name {name!r} is also {first[1]!r} of the preset {first[0]!r} "
+                "(names match case-insensitively, spaces and underscores as hyphens); give each preset its own names"
+            )
+            for clash in (first[0], pid):
+                if clash in loaded.presets:
+                    loaded.refused[clash] = (_names_of(clash, bodies[clash]), reason)
+                    del loaded.presets[clash]
+    return loaded
 
 
 def _load_file(filename: str, table: str, cls: type[_Preset]) -> tuple[dict[str, _Preset], dict[str, str]]:
@@ -314,33 +440,43 @@ def user_catalog_dir() -> Path:
     return platformdirs.user_config_path("xlsxplan") / "catalog"
 
 
-def _merge(
-    kind: Kind,
-    shipped: tuple[dict[str, _Preset], dict[str, str]],
-    user: tuple[dict[str, _Preset], dict[str, str]],
-    origin: str,
-) -> _Table:
-    """The shipped presets plus the user's; a user preset may not take a shipped preset's name or alias, nor a user
-    source the key of a shipped source with another citation (the shipped citation would silently win)."""
+def _merge(kind: Kind, shipped: tuple[dict[str, _Preset], dict[str, str]], user: _Loaded, origin: str) -> _Table:
+    """The shipped presets plus the user's good ones. A user preset is refused (the shipped ones never are) if it
+    takes a shipped preset's name or alias, or cites a user source whose key is a shipped source's with another
+    citation (the shipped citation would silently win)."""
     shipped_table = _Table(kind, *shipped)
     presets, sources = dict(shipped[0]), dict(shipped[1])
-    for pid, preset in user[0].items():
-        for name in (pid, *preset.aliases):
-            hit = shipped_table._index.get(_key(name))
-            if hit is not None:
-                raise CatalogError(
-                    f"{origin}: user preset {pid!r} takes the name {name!r} of the shipped preset {hit!r}; "
-                    "rename it (a user preset may not shadow a shipped one)"
-                )
-        presets[pid] = preset
-    for key, citation in user[1].items():
+    refused = dict(user.refused)
+    clashing = {}
+    for key, citation in user.sources.items():
         if sources.get(key, citation) != citation:
-            raise CatalogError(
+            clashing[key] = (
                 f"{origin}: source {key!r} is the key of a shipped source with another citation; rename it in "
                 f"[sources] and where the presets name it (xlsxplan's own keys start with '{USER_SOURCE_PREFIX}')"
             )
-        sources[key] = citation
-    return _Table(kind, presets, sources, frozenset(user[0]))
+        else:
+            sources[key] = citation
+    user_ids = []
+    for pid, preset in user.presets.items():
+        names = (pid, *preset.aliases)
+        reason = next(
+            (
+                f"{origin}: user preset {pid!r} takes the name {name!r} of the shipped preset {hit!r}; "
+                "rename it (a user preset may not shadow a shipped one)"
+                for name in names
+                if (hit := shipped_table._index.get(_key(name))) is not None
+            ),
+            None,
+        )
+        cited = {preset.source, *preset.sources.values(), *preset.unavailable.values()}
+        reason = reason or next((clashing[k] for k in sorted(cited) if k in clashing), None)
+        if reason:
+            refused[pid] = (names, reason)
+        else:
+            presets[pid] = preset
+            user_ids.append(pid)
+    index = {_key(name): reason for names, reason in refused.values() for name in names}
+    return _Table(kind, presets, sources, frozenset(user_ids), index, user.unread)
 
 
 def _read_user_toml(kind: Kind, folder: Path) -> tuple[Path, dict[str, Any]]:
@@ -355,10 +491,14 @@ def _read_user_toml(kind: Kind, folder: Path) -> tuple[Path, dict[str, Any]]:
     return path, _toml(text, str(path))
 
 
-def _read_user(kind: Kind, folder: Path) -> tuple[dict[str, _Preset], dict[str, str]]:
+def _read_user(kind: Kind, folder: Path) -> _Loaded:
+    """The user's file of this kind, never raising: what cannot be used is kept as the reason."""
     _, table, cls = _FILES[kind]
-    path, raw = _read_user_toml(kind, folder)
-    return _validate(raw, str(path), table, cls)
+    try:
+        path, raw = _read_user_toml(kind, folder)
+        return _collect(raw, str(path), table, cls)
+    except CatalogError as err:
+        return _Loaded({}, {}, unread=err.message)
 
 
 USER_SOURCE_PREFIX = "user:"
@@ -395,6 +535,7 @@ def load_catalog() -> Catalog:
     """The shipped catalog merged with the user's presets; parsed once, re-read when a user file changes.
 
     Whether a user file changed is asked at most once every :data:`STAT_INTERVAL` seconds for the same folder.
+    A bad user file never breaks the shipped presets: see :func:`catalog_problems`.
     """
     env = os.environ.get("XLSXPLAN_CATALOG_DIR")
     now = _now()
@@ -414,8 +555,29 @@ def load_catalog() -> Catalog:
     return _cache["catalog"]
 
 
+def catalog_problems() -> list[str]:
+    """What in the user's catalog files cannot be used, one line each naming the file (empty when all is well).
+
+    A user file that is not valid TOML, or a user preset that breaks the schema, shares a name with another preset
+    or takes a shipped preset's name, is left out; everything else keeps working. A lookup of a name it holds
+    raises CatalogError with the reason (``#VALUE!`` in a cell); the command line prints these lines as warnings.
+    """
+    return load_catalog().problems
+
+
+def figure_unit(kind: Kind, field: str) -> tuple[str, bool]:
+    """The unit of a figure of MODEL_SPEC (``kind="model"``) or GPU_SPEC (``"accelerator"``) and whether it is a
+    whole number: ``("TB/s", False)`` for ``bandwidth_tb_s``, ``("count", True)`` for ``layers``. The field is
+    matched as the lookups match it; KeyError if it is no figure."""
+    cls = _FILES[kind][2]
+    key = field.strip().lower()
+    if key not in cls.FIGURES:
+        raise KeyError(field)
+    return cls.unit(key), cls.whole(key)
+
+
 def user_preset_ids(kind: Kind) -> list[str]:
-    """The ids of the user's own presets of one kind, in file order (``xlsxplan model list`` marks them)."""
+    """The ids of the user's own presets of one kind that are loaded, in file order (``xlsxplan model list``)."""
     catalog = load_catalog()
     table = catalog.models if kind == "model" else catalog.accelerators
     return [pid for pid in table.presets if pid in table.user]
@@ -436,8 +598,9 @@ def save_user_preset(
     """Add a preset to the user's catalog file, validated exactly as shipped presets are; return the file.
 
     ``source`` is the citation for every figure (a file name, a benchmark run), ``field_sources`` per-field ones,
-    ``unavailable`` maps a figure that does not exist to its reason. Refuses a name a shipped preset holds, and an
-    existing user preset unless ``replace``.
+    ``unavailable`` maps a figure that does not exist to its reason. Refuses a name a shipped preset holds, an
+    existing user preset unless ``replace``, and to write a file any of whose presets would not load (CatalogError
+    naming the file, the preset and the field): loading is lenient with a hand-edited file, saving is not.
     """
     import tomli_w
 
@@ -446,9 +609,10 @@ def save_user_preset(
     filename, table, cls = _FILES[kind]
     folder = user_catalog_dir()
     path, data = _read_user_toml(kind, folder)  # a file that is not TOML: CatalogError, naming it
-    _validate(data, str(path), table, cls)  # nor one that breaks the schema
     data.setdefault("sources", {})
     data.setdefault(table, {})
+    if not isinstance(data[table], dict) or not isinstance(data["sources"], dict):
+        _validate(data, str(path), table, cls)  # the one-line reason
     if preset_id in data[table] and not replace:
         raise CatalogError(f"{path}: a user preset {preset_id!r} exists already; pass replace to overwrite it")
     slug = USER_SOURCE_PREFIX + re.sub(r"[^A-Za-z0-9]+", "-", preset_id).strip("-").lower()
@@ -461,18 +625,21 @@ def save_user_preset(
     body.update({k: v for k, v in figures.items() if v is not None})
     if field_sources:
         body["sources"] = {}
-        for field, citation in field_sources.items():
-            data["sources"][f"{slug}-{field}"] = citation
-            body["sources"][field] = f"{slug}-{field}"
+        for name, citation in field_sources.items():
+            data["sources"][f"{slug}-{name}"] = citation
+            body["sources"][name] = f"{slug}-{name}"
     if unavailable:
         body["unavailable"] = {}
-        for field, reason in unavailable.items():
-            data["sources"][f"{slug}-{field}-unavailable"] = reason
-            body["unavailable"][field] = f"{slug}-{field}-unavailable"
+        for name, reason in unavailable.items():
+            data["sources"][f"{slug}-{name}-unavailable"] = reason
+            body["unavailable"][name] = f"{slug}-{name}-unavailable"
     data[table][preset_id] = body
     text = tomli_w.dumps(data)
-    # validate, and refuse shadowing, with the same rules as loading, before anything is written
-    _merge(kind, _load_file(filename, table, cls), _parse(text, str(path), table, cls), str(path))
+    # the file as it would be written, checked with the same rules as loading, before anything is written
+    shipped = _load_file(filename, table, cls)
+    problems = _merge(kind, shipped, _collect(_toml(text, str(path)), str(path), table, cls), str(path)).problems
+    if problems:
+        raise CatalogError(problems[0])
     ensure_folder(folder)
     atomic_write_text(path, text)
     refresh()  # the next lookup sees the new preset

@@ -5,17 +5,17 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .common import EXIT_FORMULA_ERROR, EXIT_OK, format_value
+from .common import EXIT_FORMULA_ERROR, EXIT_OK, format_value, warn_catalog_problems
 
 ORDER = 10
 
+_SPECS = {"MODEL_SPEC": "model", "GPU_SPEC": "accelerator"}
 
-def _outer_unit(formula: str) -> str:
-    """The unit of the formula's result when the whole formula is one registry call, ``=KV_GB(...)``; else "".
 
-    Anything around the call (``=TRAIN_FLOPS(...)/FLOPS_6N(...)`` is seconds, not FLOPs) leaves the unit unknown.
-    Parentheses inside string literals do not count.
-    """
+def _outer_call(formula: str) -> tuple[str, list[str]] | None:
+    """The registry name and the argument texts when the whole formula is one registry call, ``=KV_GB(...)``;
+    else None. Anything around the call (``=TRAIN_FLOPS(...)/FLOPS_6N(...)`` is seconds, not FLOPs) makes it None.
+    Parentheses and commas inside string literals do not count."""
     import re
 
     from .. import registry
@@ -23,25 +23,68 @@ def _outer_unit(formula: str) -> str:
     text = formula.strip().removeprefix("=").strip()
     m = re.match(r"([A-Za-z_][A-Za-z0-9_.]*)\s*\(", text)
     if not m or m.group(1).upper() not in registry.FUNCTIONS:
-        return ""
-    depth, in_string = 0, False
+        return None
+    depth, in_string, args, start = 0, False, [], m.end()
     for i in range(m.end() - 1, len(text)):
         ch = text[i]
         if ch == '"':
             in_string = not in_string  # a doubled "" inside a literal closes and reopens it: same effect
-        elif not in_string and ch == "(":
+        elif not in_string and ch in "({":
             depth += 1
-        elif not in_string and ch == ")":
+        elif not in_string and ch == "," and depth == 1:
+            args.append(text[start:i].strip())
+            start = i + 1
+        elif not in_string and ch in ")}":
             depth -= 1
             if depth == 0:
-                return registry.FUNCTIONS[m.group(1).upper()].unit if not text[i + 1 :].strip() else ""
-    return ""
+                if text[i + 1 :].strip():
+                    return None
+                last = text[start:i].strip()
+                return m.group(1).upper(), args + [last] if args or last else []
+    return None
+
+
+def _literal(arg: str) -> str | None:
+    """The text of a string literal argument (``"layers"``), None for anything else."""
+    if len(arg) >= 2 and arg[0] == arg[-1] == '"' and '"' not in arg[1:-1].replace('""', ""):
+        return arg[1:-1].replace('""', '"')
+    return None
+
+
+def _result_kind(formula: str) -> tuple[str, bool]:
+    """The unit of the formula's result and whether it is a whole number, when the whole formula is one registry
+    call; ("", False) when that is not known.
+
+    MODEL_SPEC and GPU_SPEC take the unit of the figure they return, read from the catalog, when the field is
+    written as text in the formula (``=GPU_SPEC("H200","bandwidth_tb_s")`` is TB/s); otherwise no unit.
+    """
+    from .. import registry
+    from ..catalog import figure_unit
+
+    call = _outer_call(formula)
+    if call is None:
+        return "", False
+    name, args = call
+    if name in _SPECS:
+        field = _literal(args[1]) if len(args) == 2 else None
+        try:
+            return figure_unit(_SPECS[name], field) if field is not None else ("", False)  # type: ignore[arg-type]
+        except KeyError:  # no such figure: the result is an error, printed without a unit anyway
+            return "", False
+    fn = registry.FUNCTIONS[name]
+    return fn.unit, fn.whole
+
+
+def _outer_unit(formula: str) -> str:
+    """The unit of the formula's result when the whole formula is one registry call (see :func:`_result_kind`)."""
+    return _result_kind(formula)[0]
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..cells import collect_warnings
+    from ..cells import CellError, collect_warnings
     from ..engine import evaluate_formula
 
+    warn_catalog_problems()
     with collect_warnings() as warnings:
         result = evaluate_formula(args.formula)
     for warning in warnings:  # a legal but implausible input, e.g. 3350 where TB/s is meant
@@ -49,13 +92,14 @@ def run(args: argparse.Namespace) -> int:
     if result.error is not None:
         print(str(result.error))
         return EXIT_FORMULA_ERROR
-    unit = _outer_unit(args.formula) if args.format else ""
+    unit, whole = _result_kind(args.formula) if args.format else ("", False)
     value = result.value
     if hasattr(value, "shape"):  # an array result: one row per line, tab-separated
         for row in value:
-            print("\t".join(format_value(v, args.format, unit) for v in row))
-    else:
-        print(format_value(value, args.format, unit))
+            print("\t".join(format_value(v, args.format, unit, whole) for v in row))
+        failed = any(isinstance(v, CellError) for v in value.ravel())
+        return EXIT_FORMULA_ERROR if failed else EXIT_OK
+    print(format_value(value, args.format, unit, whole))
     return EXIT_OK
 
 
@@ -64,8 +108,15 @@ def register(sub: argparse._SubParsersAction) -> None:
         "eval",
         help="evaluate one Excel formula and print its value",
         description="Evaluate one Excel formula of constants with every xlsxplan function and Excel's native ones. "
-        "Prints the bare value; an error prints as its Excel value and reason, with exit status 1.",
+        "Prints the bare value; an error prints as its Excel value and reason, with exit status 1. An array result "
+        "prints one row per line, each failed element as its error value and reason, and exits 1 if any element "
+        "failed.",
     )
     p.add_argument("formula", help='an Excel formula, e.g. "=ROUND(DECODE_TOKS(72.7,1,2,3.35),0)"')
-    p.add_argument("--format", action="store_true", help="group digits, round to 4 figures and add the unit")
+    p.add_argument(
+        "--format",
+        action="store_true",
+        help="group digits, round to 4 figures (a whole-number result such as MAX_BATCH, REPLICAS or a layer count "
+        "prints whole) and add the unit when the formula is one xlsxplan call",
+    )
     p.set_defaults(handler=run)

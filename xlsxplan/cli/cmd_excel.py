@@ -75,7 +75,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         "Windows, macOS or the web (xlwings Lite), then check this machine and, if given, a workbook. Exit status 1 "
         "when a check fails.",
     )
-    p.add_argument("workbook", nargs="?", help="a workbook to check: xlwings.conf sheet, .xlsm, imported functions")
+    p.add_argument(
+        "workbook",
+        nargs="?",
+        help="a workbook to check: xlwings.conf sheet, .xlsm, imported functions, reference to xlwings",
+    )
     p.add_argument("--lite", metavar="FOLDER", help="write main.py and requirements.txt for xlwings Lite into FOLDER")
     p.add_argument("--force", action="store_true", help="with --lite, replace files that exist")
     p.add_argument("--checks-only", action="store_true", help="print only the checks, not the steps")

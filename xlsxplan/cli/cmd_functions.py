@@ -48,8 +48,10 @@ def run(args: argparse.Namespace) -> int:
     category = None
     for fn in registry.FUNCTIONS.values():
         if fn.category != category:
+            if category is not None:
+                print()  # a blank line between categories, none before the first
             category = fn.category
-            print(f"\n{category}")
+            print(category)
         print(f"  {fn.signature()}  ->  {fn.unit}")
         print(f"      {fn.summary}")
         for a in fn.args:

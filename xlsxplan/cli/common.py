@@ -3,16 +3,37 @@
 from __future__ import annotations
 
 import math
+import sys
 from typing import Any
 
 EXIT_OK, EXIT_FORMULA_ERROR, EXIT_USAGE = 0, 1, 2
 
+_warned: set[str] = set()
 
-def format_value(value: Any, human: bool = False, unit: str = "") -> str:
+
+def warn_catalog_problems() -> None:
+    """Print, once per process, a warning for each part of the user's catalog that is left out (see
+    :func:`xlsxplan.catalog.catalog_problems`): a hand-edited file that breaks never breaks a command silently."""
+    from ..catalog import catalog_problems
+
+    for problem in catalog_problems():
+        if problem not in _warned:
+            _warned.add(problem)
+            print(f"xlsxplan: warning: {problem} (left out until fixed; the rest of the catalog works)",
+                  file=sys.stderr)  # fmt: skip
+
+
+_NO_UNIT = ("", "name", "names", "text", "count")
+"""Units ``--format`` does not print: text has none, and a count reads right bare (``5``, not ``5 count``)."""
+
+
+def format_value(value: Any, human: bool = False, unit: str = "", whole: bool = False) -> str:
     """A value as the command line prints it: a number as Python prints it (no ``.0`` on integral floats), text as
     is, an error as its value and reason.
 
-    With ``human``, numbers get thousands separators and four significant figures, and the unit is appended.
+    With ``human``, numbers get thousands separators and four significant figures (a ``whole`` result that is a
+    whole number, such as a batch or a replica count, prints without decimals: ``94``), and the unit is appended
+    unless it is one of :data:`_NO_UNIT`.
     """
     from ..cells import CellError
 
@@ -23,8 +44,8 @@ def format_value(value: Any, human: bool = False, unit: str = "") -> str:
     if isinstance(value, (int, float)):
         x = float(value)
         if human:
-            text = human_number(x)
-            return f"{text} {unit}".rstrip() if unit and unit not in ("name", "names", "text") else text
+            text = f"{int(x):,}" if whole and x.is_integer() and abs(x) < 1e15 else human_number(x)
+            return text if unit in _NO_UNIT else f"{text} {unit}"
         if x.is_integer() and abs(x) < 1e16:
             return str(int(x))
         return repr(x)
