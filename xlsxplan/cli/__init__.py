@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 
 from .. import __version__
 from ..errors import XlsxplanError
-from .common import EXIT_FORMULA_ERROR, EXIT_OK, EXIT_USAGE, format_value
+from .common import EXIT_FORMULA_ERROR, EXIT_OK, EXIT_USAGE, format_value, warn_catalog_problems
 
 __all__ = ["main", "format_value", "EXIT_OK", "EXIT_FORMULA_ERROR", "EXIT_USAGE"]
 
@@ -47,6 +47,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     handler: Callable[[argparse.Namespace], int] = args.handler
     try:
+        warn_catalog_problems()  # a broken user preset is reported by every command, not only by eval and model
         return handler(args)
     except XlsxplanError as err:
         print(f"xlsxplan: error: {err.message}", file=sys.stderr)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .common import EXIT_FORMULA_ERROR, EXIT_OK, format_value, warn_catalog_problems
+from .common import EXIT_FORMULA_ERROR, EXIT_OK, format_value
 
 ORDER = 10
 
@@ -84,7 +84,6 @@ def run(args: argparse.Namespace) -> int:
     from ..cells import CellError, collect_warnings
     from ..engine import evaluate_formula
 
-    warn_catalog_problems()
     with collect_warnings() as warnings:
         result = evaluate_formula(args.formula)
     for warning in warnings:  # a legal but implausible input, e.g. 3350 where TB/s is meant

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from .common import EXIT_OK, human_number, warn_catalog_problems
+from .common import EXIT_OK, human_number
 
 ORDER = 40
 
@@ -56,7 +56,6 @@ def list_models(args: argparse.Namespace) -> int:
         preset = table.get(name)
         mark = "  (user)" if name in mine else ""
         print(f"{name:24s} {human_number(preset.params_b):>10}B{mark}")  # type: ignore[attr-defined]
-    warn_catalog_problems()  # a user preset left out is named, with the reason
     return EXIT_OK
 
 
@@ -64,7 +63,6 @@ def show(args: argparse.Namespace) -> int:
     from ..architecture import preset_figures
     from ..catalog import load_catalog
 
-    warn_catalog_problems()
     table = load_catalog().models
     preset = table.get(args.name)  # a user preset left out: CatalogError with the reason, exit 2
     print(preset.id)
