@@ -48,6 +48,7 @@ from .domains import (
     checked,
 )
 from .errors import OutOfRangeError
+from .precision import WeightFormat, lookup
 
 __all__ = [
     "count_params",
@@ -57,6 +58,7 @@ __all__ = [
     "model_kv_bytes_per_token",
     "model_kv_gb",
     "model_weights_gb",
+    "embedding_params",
     "model_expert_params_b",
     "moe_params_read_b",
     "weights_gb_per_gpu",
@@ -329,16 +331,22 @@ def model_kv_gb(
 # --- weights and bandwidth --------------------------------------------------------------------------------------------
 
 
+def embedding_params(m: ModelPreset) -> int:
+    """Token-embedding and output-head parameters of a preset: ``vocab * hidden``, twice unless they are tied."""
+    return m.vocab * m.hidden * (1 if m.tied_embeddings else 2)
+
+
 @checked
-def model_weights_gb(model: Name, bytes_per_param: BytesPerValue = 2) -> float:
-    """Memory a preset model's weights take: every parameter, every expert.
+def model_weights_gb(model: Name, bytes_per_param: WeightFormat = 2) -> float:
+    """Memory a preset model's weights take: every parameter, every expert, embeddings as checkpoints store them.
 
     Parameters
     ----------
     model : str
         A preset model name [name].
     bytes_per_param : float, default 2
-        Bytes per weight, or a precision name such as bf16, fp8, int4_g128, nvfp4 or q4_k_m [bytes].
+        Bytes per weight for every parameter, or a format name (fp8, awq, nvfp4, q4_k_m), stored as its checkpoints
+        are: 16-bit embeddings for fp8, int8, awq, nvfp4 [bytes].
 
     Returns
     -------
@@ -347,10 +355,22 @@ def model_weights_gb(model: Name, bytes_per_param: BytesPerValue = 2) -> float:
 
     Notes
     -----
-    ``params_b * bytes_per_param`` with the catalog's published total (MODEL_SPEC params_b); a mixture-of-experts
-    model holds all its experts (Mixtral of Experts, arXiv:2401.04088: 47B held, 13B used per token).
+    ``(N - E) * b + E * b_emb`` with N the catalog's published total (MODEL_SPEC params_b), ``E = vocab * hidden``
+    (twice when the embeddings are not tied) and ``b_emb`` the format's embedding width (catalog/formats.toml
+    ``embeddings``; FORMAT_SOURCE cites it): AutoAWQ, GPTQ, llm-compressor and ModelOpt quantize only the Linear
+    layers of the decoder blocks. llama.cpp's formats quantize every tensor and their measured bits per weight
+    include the embeddings, so ``b_emb = b``. Llama-3-8B: AWQ 5.73 GB (published checkpoints 4.68 + 1.05 GB), FP8
+    9.08 GB (5 + 4.08 GB), where ``N * b`` alone gives 4.17 and 8.03. A mixture-of-experts model holds all its
+    experts (Mixtral of Experts, arXiv:2401.04088: 47B held, 13B used per token). WEIGHTS_GB stays the plain
+    ``N * b`` of seed 000.
     """
-    return _model(model).params_b * bytes_per_param
+    m = _model(model)
+    fmt = getattr(bytes_per_param, "format", None)
+    total = m.params_b * _GIGA
+    if fmt is None or fmt.embeddings is None:
+        return total * bytes_per_param / _GIGA
+    emb = min(float(embedding_params(m)), total)
+    return ((total - emb) * bytes_per_param + emb * lookup(fmt.embeddings).bytes_per_value) / _GIGA
 
 
 @checked
