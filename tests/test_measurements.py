@@ -42,6 +42,12 @@ def test_validation_by_kind_and_per_row_ratios():
     # TensorRT-LLM's offline throughput rows are never fitted on: prefill plus roofline decode predicts them
     for line, ratio in ((20, 0.886), (21, 0.809), (22, 1.027), (23, 0.961)):
         assert results[line].ratio == pytest.approx(ratio, abs=0.003), line
+    # training rows compared in the sources' own FLOP counts: Megatron's 137 TFLOP/s counts the recomputed forward
+    # pass (Narayanan et al. 2021, section 5.1, Eq. 3), NVIDIA's 744 its own 1.07 x 6N. Line 16 now matches its twin
+    # line 15. Megatron's true MFU (33%) is below what the fit expects of its width, and without parameter golf's run
+    # the small-width evidence is TinyLlama (56%) against Megatron, so golf's rows move from 0.78 / 1.29 to 0.60 / 1.67
+    for line, ratio in ((12, 0.598), (13, 1.673), (14, 1.439), (15, 0.961), (16, 0.961)):
+        assert results[line].ratio == pytest.approx(ratio, abs=0.003), line
     # batch-one decode on Apple GPUs: bandwidth-bound, though Apple publishes no FLOP/s
     assert results[29].ratio == pytest.approx(1.048, abs=0.003)
     assert "bandwidth bound only" in results[29].basis
