@@ -68,13 +68,37 @@ def test_mistral_7b_window_caps_the_cache_eightfold_at_32k():
     assert model_kv_bytes_per_token("Mistral-7B", 4_096) == 131_072  # the window is not full yet
 
 
-def test_gemma_2_9b_half_the_layers_are_local():
-    # Gemma Team 2024, "Gemma 2", arXiv:2408.00118, section 2 and Table 1: 42 layers, 8 KV heads of 256, local
-    # sliding window of 4096 tokens in every other layer, global attention spans 8192. No engine log for Gemma-2-9B
-    # was found; the figure is the architecture's: at 8,192 tokens, 21 layers hold 8,192 and 21 hold 4,096.
-    assert model_kv_bytes_per_token("Gemma-2-9B") == 2 * 42 * 8 * 256 * 2 == 344_064
-    assert model_kv_bytes_per_token("Gemma-2-9B", 8_192) == pytest.approx(344_064 * 0.75)
+def test_gemma_2_9b_against_the_transformers_hybrid_cache():
+    # Gemma Team 2024, "Gemma 2", arXiv:2408.00118, section 2 and Table 1: 42 layers, 8 KV heads of 256, a local
+    # sliding window of 4096 tokens in every other layer, global attention over 8192. How an engine that honours the
+    # window allocates it: github.com/huggingface/transformers src/transformers/models/gemma2/configuration_gemma2.py
+    # @008e5743 (layer_types: "sliding_attention" if (i + 1) % 2 else "full_attention", 21 of each) and
+    # src/transformers/cache_utils.py @004999d9 (StaticSlidingWindowLayer: "[batch_size, num_heads,
+    # min(max_cache_len, sliding_window), head_dim]"; StaticLayer: "[batch_size, num_heads, max_cache_len,
+    # head_dim]"). No engine log with a Gemma-2-9B KV capacity was found to cite.
+    max_cache_len = 8_192
+    sliding = [(i + 1) % 2 == 1 for i in range(42)]
+    allocated = sum(2 * 8 * 256 * 2 * (min(max_cache_len, 4_096) if s else max_cache_len) for s in sliding)
+    assert sum(sliding) == 21 and allocated == 2_113_929_216
+    assert model_kv_gb("Gemma-2-9B", max_cache_len) * 1e9 == pytest.approx(allocated)
+    assert model_kv_bytes_per_token("Gemma-2-9B", 8_192) == pytest.approx(344_064 * 0.75) == 258_048
     assert model_kv_gb("Gemma-2-9B", 8_192) == pytest.approx(kv_bytes_per_sequence(42, 8, 256, 8_192, 4_096, 21) / 1e9)
+    assert model_kv_bytes_per_token("Gemma-2-9B") == 2 * 42 * 8 * 256 * 2 == 344_064  # a short sequence: all layers
+
+
+def test_gemma_2_9b_as_engines_without_window_support_allocate_it():
+    # vLLM's first Gemma 2 support, github.com/vllm-project/vllm pull #5908 (2024-06-27): "Gemma 2 uses sliding
+    # window attention for every other layer. vLLM currently ignores it and uses global attention for all layers",
+    # and vllm issue #6220 quotes the warning "Gemma 2 uses sliding window attention for every odd layer, which is
+    # currently not supported by vLLM. Disabling sliding window and capping the max length to the sliding window
+    # size (4096)". Such an engine allocates every layer in full: 344,064 bytes per token whatever the length.
+    assert model_kv_bytes_per_token("Gemma-2-9B", 8_192, "bf16", 1, 0) == 344_064
+    assert model_kv_gb("Gemma-2-9B", 4_096, 1, "bf16", 1, 0) * 1e9 == 344_064 * 4_096
+    # the window saves a quarter at 8,192 tokens, nothing up to 4,096
+    assert model_kv_gb("Gemma-2-9B", 8_192, 1, 2, 1, 0) * 0.75 == pytest.approx(model_kv_gb("Gemma-2-9B", 8_192))
+    assert model_kv_gb("Gemma-2-9B", 4_096, 1, 2, 1, 0) == pytest.approx(model_kv_gb("Gemma-2-9B", 4_096))
+    # and for Mistral-7B, whose every layer has the window: eight times more at 32k without it
+    assert model_kv_gb("Mistral-7B", 32_768, 1, 2, 1, 0) == pytest.approx(8 * model_kv_gb("Mistral-7B", 32_768))
 
 
 # --- published KV capacities (tests/data/kv_cache_capacity.csv) reproduced within 2% --------------------------------

@@ -39,6 +39,7 @@ from .domains import (
     BytesPerValue,
     Count,
     CountOrZero,
+    Flag,
     GPUs,
     Name,
     ParamsB,
@@ -248,15 +249,18 @@ def _layer_tokens(layers: int, window: int | None, window_layers: int | None, co
     return (layers - window_layers) * context_tokens + window_layers * capped
 
 
-def _cached_layer_tokens(m: ModelPreset, context_tokens: float) -> float:
-    """Layer-tokens a sequence of ``context_tokens`` keeps in a preset model."""
+def _cached_layer_tokens(m: ModelPreset, context_tokens: float, windows: int = 1) -> float:
+    """Layer-tokens a sequence of ``context_tokens`` keeps in a preset model; ``windows`` 0 ignores its windows."""
+    if not windows:
+        return m.layers * context_tokens
     return _layer_tokens(m.layers, m.sliding_window, m.sliding_window_layers, context_tokens)
 
 
 @checked
 def model_kv_bytes_per_token(
-    model: Name, context_tokens: TokensOrZero = 0, bytes_per_value: BytesPerValue = 2, tp: GPUs = 1
-) -> float:
+    model: Name, context_tokens: TokensOrZero = 0, bytes_per_value: BytesPerValue = 2, tp: GPUs = 1,
+    windows: Flag = 1,
+) -> float:  # fmt: skip
     """KV cache per token of a preset model, by its architecture: latent attention, sliding windows, GQA, replicas.
 
     Parameters
@@ -270,6 +274,9 @@ def model_kv_bytes_per_token(
         Bytes per cached number, or a precision name such as bf16, fp8 or q8_0 [bytes].
     tp : int, default 1
         Tensor-parallel GPUs; KV heads are replicated when tp exceeds them, a latent cache on every GPU [count].
+    windows : int, default 1
+        1 caches a window layer's window only; 0 caches every layer in full, as engines without sliding-window
+        support allocate (vLLM's first Gemma 2 support, PR #5908) [flag].
 
     Returns
     -------
@@ -280,14 +287,16 @@ def model_kv_bytes_per_token(
     -----
     Grouped-query: ``2 * ceil(kv_heads / tp) * tp * head_dim * b`` per layer; latent attention: ``tp *
     (kv_lora_rank + qk_rope_head_dim) * b`` per layer (DeepSeek-V2, arXiv:2405.04434). Averaged over a sequence,
-    window layers count ``min(T, window) / T`` (Mistral 7B, arXiv:2310.06825). Llama-3.1-70B: 327,680 bytes;
-    DeepSeek-V3: 70,272; Qwen3-235B-A22B: 192,512.
+    window layers count ``min(T, window) / T`` (Mistral 7B, arXiv:2310.06825), as Hugging Face transformers'
+    static sliding-window cache allocates them (cache_utils.py StaticSlidingWindowLayer). Llama-3.1-70B: 327,680
+    bytes; DeepSeek-V3: 70,272; Qwen3-235B-A22B: 192,512; Gemma-2-9B at 8,192 tokens 258,048, or 344,064 with
+    windows 0.
     """
     m = _model(model)
     per_layer = _kv_bytes_per_layer_token(m, bytes_per_value, tp)
     if context_tokens == 0:
         return per_layer * m.layers
-    return per_layer * _cached_layer_tokens(m, context_tokens) / context_tokens
+    return per_layer * _cached_layer_tokens(m, context_tokens, windows) / context_tokens
 
 
 @checked
@@ -297,6 +306,7 @@ def model_kv_gb(
     sequences: Batch = 1,
     bytes_per_value: BytesPerValue = 2,
     tp: GPUs = 1,
+    windows: Flag = 1,
 ) -> float:
     """KV cache that sequences of a given length hold for a preset model, windows and latent attention included.
 
@@ -312,6 +322,9 @@ def model_kv_gb(
         Bytes per cached number, or a precision name [bytes].
     tp : int, default 1
         Tensor-parallel GPUs; replicated heads count on every GPU that holds them [count].
+    windows : int, default 1
+        1 caches a window layer's window only; 0 every layer in full, as an engine without sliding-window support
+        does [flag].
 
     Returns
     -------
@@ -320,12 +333,12 @@ def model_kv_gb(
 
     Notes
     -----
-    ``sequences * MODEL_KV_BYTES_PER_TOKEN(model, T, b, tp) * T / 1e9``. Mistral-7B at 32,768 tokens: 0.537 GB,
-    one eighth of 4.29 GB without its window (Mistral 7B, arXiv:2310.06825, section 2).
+    ``sequences * MODEL_KV_BYTES_PER_TOKEN(model, T, b, tp, windows) * T / 1e9``. Mistral-7B at 32,768 tokens:
+    0.537 GB, one eighth of 4.29 GB without its window (Mistral 7B, arXiv:2310.06825, section 2).
     """
     m = _model(model)
     per_layer = _kv_bytes_per_layer_token(m, bytes_per_value, tp)
-    return sequences * per_layer * _cached_layer_tokens(m, context_tokens) / _GIGA
+    return sequences * per_layer * _cached_layer_tokens(m, context_tokens, windows) / _GIGA
 
 
 # --- weights and bandwidth --------------------------------------------------------------------------------------------
