@@ -102,13 +102,32 @@ def test_gemma_2_9b_as_engines_without_window_support_allocate_it():
 
 
 # --- published KV capacities (tests/data/kv_cache_capacity.csv) reproduced within 2% --------------------------------
+# Two checks. (1) Bytes per token: the KV memory each engine reports, over MODEL_KV_BYTES_PER_TOKEN, gives the tokens
+# it reports, within 2%: every row. (2) The memory budget: where the source gives the whole budget (the GPU memory the
+# engine saw, its memory fraction, and what it set aside besides weights), the capacity follows from that budget less
+# MODEL_WEIGHTS_GB, within 2%: the two vLLM RTX 3090 rows. Where only the fraction is known (SGLang's 0.93, vLLM's
+# default 0.90 on the Qwen3 rows), the estimate from the catalog's memory is shown, not claimed: the engines' graph,
+# activation and communication reserves are not in it. shared/data/measurements.csv holds no kv_cache_capacity_tokens
+# row (its rows were collected before issue 7); these are offered for it in the same schema.
 
-CAPACITY_MEMORY = {  # the KV memory each source states it had, in bytes, and the tensor-parallel degree
+CAPACITY_MEMORY = {  # the KV memory each source states it had, in bytes, its KV format, the tensor-parallel degree
     "vLLM Qwen3-235B-A22B-FP8 TP4 (8.11 GiB KV memory per GPU)": (8.11 * GIB * 4, "bf16", 4),
     "SGLang Qwen3-235B-A22B-FP8 TP4 (K 8.23 GB + V 8.23 GB per GPU)": (2 * 8.23 * GIB * 4, "bf16", 4),
     "ik_llama.cpp DeepSeek (61 layers) MLA cache q8_0 n_ctx 32768": (1166.62 * MIB, "q8_0", 1),
     "Hugging Face Llama 3.1 blog KV cache at 128k tokens (FP16)": (39.06 * GIB, "fp16", 1),
+    "vLLM Llama-3.1-8B-Instruct on an RTX 3090 (max-model-len 20000)": (3.81 * GIB, "bf16", 1),
+    "vLLM Llama-3.1-8B-Instruct on an RTX 3090 (max-model-len 29000)": (2.89 * GIB, "bf16", 1),
 }
+
+# vllm #10517's "Memory profiling results": the KV cache is total x gpu_memory_utilization - peak_torch_memory -
+# non_torch_memory, and peak_torch_memory is the weights ("took 14.9888 GB", vLLM's GB being GiB) plus the
+# profiling run's activations. Here the weights are MODEL_WEIGHTS_GB's, the rest the log's.
+FULL_BUDGETS = {  # name: (total GPU memory, fraction, activations = peak_torch - logged weights, non-torch memory)
+    "vLLM Llama-3.1-8B-Instruct on an RTX 3090 (max-model-len 20000)": (23.58 * GIB, 0.90, (17.06 - 14.9888) * GIB,
+                                                                        0.35 * GIB),
+    "vLLM Llama-3.1-8B-Instruct on an RTX 3090 (max-model-len 29000)": (23.58 * GIB, 0.90, (17.98 - 14.9888) * GIB,
+                                                                        0.35 * GIB),
+}  # fmt: skip
 
 
 def _capacity_rows():
@@ -116,11 +135,42 @@ def _capacity_rows():
         return [row for row in csv.DictReader(f) if row["metric"] == "kv_cache_capacity_tokens"]
 
 
+def test_every_capacity_row_cites_its_engine_log():
+    for row in _capacity_rows():
+        assert row["name"] in CAPACITY_MEMORY, row["name"]
+        assert ("github.com/" in row["source"] or "huggingface.co/" in row["source"]) and "'" in row["source"], row
+
+
 @pytest.mark.parametrize("row", _capacity_rows(), ids=lambda r: r["name"])
 def test_published_kv_capacities_reproduced_within_2_percent(row):
     memory, kv_precision, tp = CAPACITY_MEMORY[row["name"]]
     tokens = memory / model_kv_bytes_per_token(row["model"], 0, kv_precision, tp)
     assert tokens == pytest.approx(float(row["value"]), rel=0.02)
+
+
+@pytest.mark.parametrize("name", list(FULL_BUDGETS))
+def test_capacity_from_the_engines_memory_budget_within_2_percent(name):
+    row = next(r for r in _capacity_rows() if r["name"] == name)
+    total, fraction, activations, other = FULL_BUDGETS[name]
+    weights = model_weights_gb(row["model"], row["precision"]) * 1e9
+    assert weights / GIB == pytest.approx(14.9888, rel=0.003)  # the log's weights, within 0.3%
+    tokens = (total * fraction - weights - activations - other) / model_kv_bytes_per_token(row["model"])
+    assert tokens == pytest.approx(float(row["value"]), rel=0.02)
+
+
+def test_capacity_from_the_memory_fraction_alone_is_an_estimate_not_a_match():
+    # Qwen3-235B-A22B-FP8 on four H100s (catalog 80 GB each): FP8 weights with 16-bit embeddings, 59.1 GB a GPU.
+    # SGLang's --mem-fraction-static 0.93 leaves 15.3 GB of KV a GPU against the 16.46 GiB (17.7 GB) it logged: it
+    # saw more than 80e9 bytes (an H100's 80 GB of HBM3 are binary gigabytes, about 85e9 bytes less what CUDA keeps;
+    # the catalog keeps the datasheet's 80 for seed 000) and reserved some for CUDA graphs. vLLM's default 0.90 leaves 12.9 GB against its 8.11 GiB: its
+    # profiling run's activations are not in the log.
+    per_gpu_weights = model_weights_gb("Qwen3-235B-A22B", "fp8") / 4
+    assert per_gpu_weights == pytest.approx(59.06, abs=0.01)
+    kv_per_gpu = model_kv_bytes_per_token("Qwen3-235B-A22B", 0, "bf16", 4) / 4
+    sglang = (0.93 * 80 - per_gpu_weights) * 1e9 / kv_per_gpu
+    vllm = (0.90 * 80 - per_gpu_weights) * 1e9 / kv_per_gpu
+    assert sglang / 367_404 == pytest.approx(0.87, abs=0.01)
+    assert vllm / 178_880 == pytest.approx(1.50, abs=0.01)
 
 
 # --- tensor parallelism, windows, latent attention: the pieces ----------------------------------------------------

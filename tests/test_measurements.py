@@ -118,7 +118,12 @@ def test_rows_that_cannot_be_predicted_say_why():
 
 
 def test_kv_cache_capacity_and_the_caches_format():
-    free = 80 * 0.9e9 - 8.03e9  # Llama-3.1-8B in FP8 on one H100: 90% of 80 GB less the weights
+    import xlsxplan as x
+
+    # Llama-3.1-8B in FP8 on one H100: 90% of 80 GB less the weights as the checkpoint stores them (16-bit
+    # embeddings and output head: 9.08 GB, MODEL_WEIGHTS_GB)
+    free = 80 * 0.9e9 - x.model_weights_gb("Llama-3.1-8B", "fp8") * 1e9
+    assert x.model_weights_gb("Llama-3.1-8B", "fp8") == pytest.approx(9.081, abs=0.001)
     rows = rows_from(
         # vLLM and SGLang keep a 16-bit cache for FP8 weights unless told otherwise: 131,072 bytes per token
         "serve,vLLM,Llama-3.1-8B,8.03,,,H100,1,fp8,,,,kv_cache_capacity_tokens,488052,tokens,vLLM log",
@@ -154,7 +159,8 @@ def test_a_preset_models_kv_cache_follows_its_architecture():
     deepseek, mistral = measurements.parse_measurements(text, "test")
     factors = calibration.load_factors()
     assert x.model_kv_bytes_per_token("DeepSeek-V3", 0, "fp8") == 35_136
-    free = 8 * 141e9 * 0.9 - 671e9  # 90% of eight H200s less the FP8 weights
+    free = 8 * 141e9 * 0.9 - x.model_weights_gb("DeepSeek-V3", "fp8") * 1e9  # embeddings and head in BF16
+    assert x.model_weights_gb("DeepSeek-V3", "fp8") == pytest.approx(671 + 2 * 129_280 * 7168 / 1e9)
     predicted, basis = measurements.predict(deepseek, factors)
     assert predicted == pytest.approx(free / (8 * 35_136), rel=1e-12)
     assert "over 281,088 KV bytes per token" in basis
@@ -169,9 +175,13 @@ def test_a_preset_models_kv_cache_follows_its_architecture():
 def test_issue_7_kv_capacity_rows_are_within_2x():
     # tests/data/kv_cache_capacity.csv (issue #7): engine logs of the KV tokens allocated, for the shared data.
     # The two with an accelerator are predicted from 90% of memory less weights with vLLM's and SGLang's 16-bit
-    # cache (the engines reserve activation memory differently, 1.54x and 0.75x); the two without one say so.
+    # cache (the engines reserve activation memory differently, 1.50x and 0.73x); the two without one say so, and
+    # the RTX 3090 is not in the catalog (tests/test_architecture.py checks those rows from their logs' budgets).
     results = measurements.validate(measurements.read_measurements(DATA / "kv_cache_capacity.csv"))
-    assert [round(r.ratio, 2) if r.ratio else r.reason for r in results] == [1.54, 0.75, "no gpu given", "no gpu given"]
+    not_in_catalog = "gpu 'RTX-3090' is not in the catalog; did you mean RTX-4090?"
+    assert [round(r.ratio, 2) if r.ratio else r.reason for r in results] == [
+        1.5, 0.73, "no gpu given", "no gpu given", not_in_catalog, not_in_catalog,
+    ]  # fmt: skip
 
 
 def test_a_model_without_a_preset_has_its_shape_estimated():

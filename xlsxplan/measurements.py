@@ -512,7 +512,10 @@ def predict(m: Measurement, factors: Factors) -> tuple[float, str]:
     gpu = _gpu(m)
     if m.metric == "kv_cache_capacity_tokens":
         kv = _kv_bytes_per_token(m, s, _sequence(m))
-        free = serving._free_bytes(s.params_b, bits / 8.0, _n(m), gpu.memory_gb, USABLE_FRACTION)
+        weight_bytes = bits / 8.0
+        if s.preset and m.precision:  # a checkpoint as published: 16-bit embeddings for fp8, awq, ... (MODEL_WEIGHTS_GB)
+            weight_bytes = architecture.model_weights_gb(s.preset, m.precision) / s.params_b
+        free = serving._free_bytes(s.params_b, weight_bytes, _n(m), gpu.memory_gb, USABLE_FRACTION)
         if free <= 0:
             raise Unpredictable("the weights alone do not fit in 90% of memory")
         return free / kv, f"90% of memory less weights over {kv:,.0f} KV bytes per token; {s.origin}"
