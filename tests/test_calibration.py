@@ -334,9 +334,10 @@ def test_calibration_block_signatures_are_stable():
     assert [FUNCTIONS[n].signature() for n in ("EFFICIENCY", "DECODE_STEP_S", "SERVE_TOKS", "TTFT_S")] == [
         "EFFICIENCY(kind, [gpu=H100-SXM], [precision=bf16], [hidden=4,096], [seq_len=0])",
         "DECODE_STEP_S(params_b, bytes_per_param, batch, kv_bytes_per_token, context_tokens, n_gpus, bandwidth_tb_s, "
-        "tflops, [bandwidth_eff=1], [compute_eff=0.5])",
+        "tflops, [bandwidth_eff=1], [compute_eff=0.5], [active_params_b=0])",
         "SERVE_TOKS(params_b, bytes_per_param, kv_bytes_per_token, prompt_tokens, output_tokens, n_gpus, memory_gb, "
-        "bandwidth_tb_s, tflops, [concurrency=0], [bandwidth_eff=1], [compute_eff=0.5], [usable_fraction=0.9])",
+        "bandwidth_tb_s, tflops, [concurrency=0], [bandwidth_eff=1], [compute_eff=0.5], [usable_fraction=0.9], "
+        "[active_params_b=0], [experts=0], [experts_per_token=0])",
         "TTFT_S(params_b, bytes_per_param, prompt_tokens, layers, hidden, n_gpus, tflops, bandwidth_tb_s, "
         "[compute_eff=0.5], [bandwidth_eff=1], [link_gb_s=0])",
     ]

@@ -96,7 +96,7 @@ def test_rows_that_cannot_be_predicted_say_why():
         "serve,x,Llama-2-7B,6.74,,,H100,1,fp16,,,1,energy_per_token,0.3,J,src",
         "serve,x,Llama-2-7B,lots,,,H100,1,fp16,,128,1,decode_tokens_per_sec,80,tok/s,src",
         "serve,x,,,,,H100,1,fp16,,128,1,decode_tokens_per_sec,80,tok/s,src",
-        "serve,x,Qwen3-235B-A22B,,,,H200,8,fp8,128,128,max,output_tokens_per_sec_total,30429,tok/s,src",
+        "serve,x,,235,22,,H200,8,fp8,128,128,max,output_tokens_per_sec_total,30429,tok/s,src",
         "serve,x,Llama-2-7B,6.74,,,A100-80GB,1,fp8,2048,1,1,ttft,100,ms,src",
     )
     reasons = [r.reason for r in measurements.validate(rows)]
@@ -112,9 +112,38 @@ def test_rows_that_cannot_be_predicted_say_why():
         "decode_tokens_per_sec, output_tokens_per_sec_total, output_tokens_per_sec_per_gpu)",
         "params_b must be a number, got 'lots'",
         "params_b is empty and no preset model is named",
-        "mixture-of-experts throughput needs expert routing, which SERVE_TOKS does not model",
+        "mixture-of-experts throughput needs the experts and experts per token, which only a preset model gives",
         "A100-80GB has no fp8_tflops: the chip has no tensor cores for this precision",
     ]
+
+
+def test_mixture_of_experts_throughput_follows_the_experts_a_batch_touches():
+    # issue 7: validate refused MoE throughput rows. Now a preset's routing (Qwen3-235B-A22B: 128 experts, 8 per
+    # token) goes to SERVE_TOKS: memory holds 235B, a token computes with 22B, a step reads the experts its batch
+    # touches (MOE_PARAMS_READ_B). Against the same model taken as dense, it is faster, and slower than if every
+    # step read only the active parameters.
+    import xlsxplan as x
+
+    (row,) = rows_from("serve,x,Qwen3-235B-A22B,,,,H200,8,fp8,128,128,max,output_tokens_per_sec_total,1,tok/s,src")
+    factors = calibration.load_factors()
+    predicted, basis = measurements.predict(row, factors)
+    e_bw = factors.value("decode_bandwidth", fmt="8-bit")
+    e_c = factors.value("prefill", fmt="8-bit")
+    kv = x.model_kv_bytes_per_token("Qwen3-235B-A22B", 192, 2, 8)
+    args = (235, 1, kv, 128, 128, 8, 141, 4.8, 1978.9, 0, e_bw, e_c, 0.9)
+    assert predicted == pytest.approx(x.serve_tokens_per_s(*args, 22, 128, 8), rel=1e-9)
+    # filling memory, the batch is compute-bound: 2 x 22B FLOPs a token, as fast as a dense 22B model; the same
+    # model taken as dense (235B computed per token) is 10 times slower
+    assert predicted == pytest.approx(x.serve_tokens_per_s(22, 1, kv, 128, 128, 8, 141, 4.8, 1978.9, 0, e_bw, e_c))
+    assert x.serve_tokens_per_s(*args) < predicted / 9
+    # at 16 requests in flight a step is memory-bound and reads the experts 16 tokens touch: 1 - (1 - 8/128)^16 =
+    # 64% of the routed experts, between the 22B a single token reads and all 235B
+    moe16 = x.serve_tokens_per_s(235, 1, kv, 128, 128, 8, 141, 4.8, 1978.9, 16, e_bw, e_c, 0.9, 22, 128, 8)
+    read = x.moe_params_read_b(235, 22, 128, 8, 16)
+    assert 22 < read < 235 and read == pytest.approx(235 - 227.2 + 227.2 * (1 - (120 / 128) ** 16), rel=1e-3)
+    step = x.decode_step_seconds(read, 1, 16, kv, 192, 8, 4.8, 1978.9, e_bw, e_c, 22)
+    prefill = x.prefill_seconds(22, 128, 8, 1978.9, e_c)
+    assert moe16 == pytest.approx(128 / (128 * step / 16 + prefill), rel=1e-9)
 
 
 def test_kv_cache_capacity_and_the_caches_format():

@@ -446,6 +446,11 @@ def moe_params_read_b(
         raise OutOfRangeError(
             f"experts_per_token must be at most experts ({experts:,}), got {experts_per_token:,}", "experts_per_token"
         )
+    return _moe_read(params_b, active_params_b, experts, experts_per_token, batch)
+
+
+def _moe_read(params_b: float, active_params_b: float, experts: int, experts_per_token: int, batch: float) -> float:
+    """MOE_PARAMS_READ_B's arithmetic, for callers whose arguments are already checked."""
     share = experts_per_token / experts
     if share == 1:
         return params_b

@@ -29,7 +29,9 @@ How each metric is predicted
 * ``ttft`` and ``prefill_tokens_per_sec``: TTFT_S, the prefill's arithmetic with causal attention at the
   calibrated ``prefill`` utilisation.
 * ``output_tokens_per_sec_total``/``_per_gpu``: SERVE_TOKS, prefill plus roofline decode with the calibrated
-  decode bandwidth and prefill compute; ``concurrency`` ``max`` fills memory. These rows are never fitted on.
+  decode bandwidth and prefill compute; ``concurrency`` ``max`` fills memory. These rows are never fitted on. A
+  mixture of experts (a preset with experts) holds every parameter, computes with its active ones and reads per
+  decode step the experts its batch is routed to (MOE_PARAMS_READ_B).
 * ``kv_cache_capacity_tokens``: usable memory (90%) less weights, over the KV bytes per token (averaged over a
   sequence of ``input_len + output_len`` tokens when the row gives them, else every layer in full).
 
@@ -331,6 +333,19 @@ def _kv_bytes_per_token(m: Measurement, s: Shape, context: float) -> float:
     return 2.0 * s.layers * s.kv_width * _kv_bytes_per_value(m)
 
 
+def _routing(m: Measurement, s: Shape) -> tuple[int, int]:
+    """Routed experts and experts per token of a mixture of experts (a preset's); (0, 0) for a dense model."""
+    if not s.moe:
+        return 0, 0
+    from .catalog import load_catalog
+
+    p = load_catalog().models.get(s.preset) if s.preset else None
+    if p is None or not p.experts or not p.experts_per_token:
+        raise Unpredictable("mixture-of-experts throughput needs the experts and experts per token, which only a "
+                            "preset model gives")  # fmt: skip
+    return int(p.experts), int(p.experts_per_token)
+
+
 def _train_seq(s: Shape) -> int:
     return min(s.context, TRAIN_SEQ_CAP)
 
@@ -543,13 +558,13 @@ def predict(m: Measurement, factors: Factors) -> tuple[float, str]:
         basis = f"prefill {e_c:.3f}, attention included; {s.origin}"
         return (t / _ttft_scale(m) if m.metric == "ttft" else prompt / t), basis
     # offline or concurrency-limited throughput
-    if s.moe:
-        raise Unpredictable("mixture-of-experts throughput needs expert routing, which SERVE_TOKS does not model")
+    experts, per_token = _routing(m, s)
     prompt = _need(m.input_len, "input_len", m)
     output = _need(m.output_len, "output_len", m)
     conc = 0 if m.concurrency in (None, "max") else int(m.concurrency)  # type: ignore[arg-type]
     total = roofline.serve_tokens_per_s(s.params_b, bits / 8.0, kv, prompt, output, _n(m), gpu.memory_gb, bw,
-                                        peak / 1e12, conc, e_bw, e_c, USABLE_FRACTION)  # fmt: skip
+                                        peak / 1e12, conc, e_bw, e_c, USABLE_FRACTION,
+                                        s.active_b if s.moe else 0, experts, per_token)  # fmt: skip
     if total <= 0:
         raise Unpredictable("the weights or one request do not fit in 90% of memory")
     basis = (f"roofline: decode_bandwidth {e_bw:.3f}, prefill {e_c:.3f}, KV {_kv_bytes_per_value(m):g} byte(s) "
