@@ -9,6 +9,7 @@ import pytest
 
 from xlsxplan import calibration, measurements
 from xlsxplan.cli import main
+from xlsxplan.errors import CatalogError
 from xlsxplan.engine import evaluate_formula
 
 DATA = Path(__file__).parent / "data"
@@ -26,7 +27,7 @@ def test_validate_prints_each_row_and_the_summary(capsys):
     assert code == 0
     lines = out.splitlines()
     assert lines[0].split() == ["line", "name", "metric", "measured", "predicted", "ratio", "note"]
-    assert lines[1].split()[:6] == ["2", "LLaMA-7B", "gpu_hours", "82,432", "79,448", "0.96"]
+    assert lines[1].split()[:6] == ["2", "LLaMA-7B", "gpu_hours", "82,432", "79,441", "0.96"]
     assert lines[-1].startswith(
         "33 rows, 33 predicted (coverage 100.0%); median absolute error 11.4%, within 2x 100.0% (fitted on the "
         "file's rows and the shipped measurements, leaving out each row's run); worst: line 24 Llama-2-7B ttft at 0.58x"
@@ -60,7 +61,8 @@ def test_validate_a_users_file_with_rows_it_cannot_predict(capsys, tmp_path):
     code, out, _ = run(capsys, "validate", "--data", str(path), "--json", "--data-only")
     rows = json.loads(out)["rows"]
     assert code == 0
-    assert rows[0]["predicted"] is not None and rows[0]["reason"] == ""
+    assert rows[0]["predicted"] is not None
+    assert rows[0]["reason"] == "no decode_bandwidth row in this fit: the seeds' 0.70"
     assert rows[1]["predicted"] is None and rows[1]["ratio"] is None
     assert rows[1]["reason"].startswith("gpu 'TPU-v9' is not in the catalog")
     # fitted on the file alone: its one decode row is left out, so decode falls back to seed 000's 70%
@@ -103,11 +105,62 @@ def test_calibrate_fit_writes_the_shipped_factors_again(capsys, tmp_path):
     assert fresh["decode_bandwidth"]["base"] == pytest.approx(stored["decode_bandwidth"]["base"], abs=1e-4)
 
 
-def test_calibrate_fit_on_a_users_file_needs_out(capsys):
-    code, _, err = run(capsys, "calibrate", "--fit", "--data", str(DATA / "trtllm_llama31_8b.csv"))
-    assert code == 2 and "--fit --data FILE needs --out" in err
+def test_a_refit_on_a_users_file_is_one_command_and_used_at_once(capsys, tmp_path, monkeypatch):
+    # issue 6: "changing the data file and re-running the fit is one command". The user's copy of the measurements,
+    # with the FP8 time-to-first-token row made twice as fast: `calibrate --fit --data FILE` writes the user's
+    # factors into the user catalog folder, and EFFICIENCY, validate and the templates use them from then on.
+    import os
+
+    from xlsxplan.catalog import user_catalog_dir
+
+    shipped_fp8 = calibration.efficiency("prefill", "H100", "fp8")
+    text = calibration.measurements_path().read_text(encoding="utf-8").replace(
+        "H100-SXM,1,fp8,2048,1,1,ttft,36,", "H100-SXM,1,fp8,2048,1,1,ttft,18,"
+    )
+    mine = tmp_path / "mine.csv"
+    mine.write_text(text, encoding="utf-8")
+    code, out, _ = run(capsys, "calibrate", "--fit", "--data", str(mine))
+    written = user_catalog_dir() / "calibration.json"
+    assert code == 0 and f"wrote {written} (your factors" in out
+    assert "8-bit (format): no rows, multiplier 1 (assumed)" in out  # decode: no 8-bit row
+    stored = json.loads(written.read_text(encoding="utf-8"))
+    assert stored["data"]["path"] == str(mine.resolve()) and stored["data"]["sha256"] == calibration.sha256(mine)
+    assert calibration.active().origin == "user"
+    assert calibration.efficiency("prefill", "H100", "fp8") == pytest.approx(2 * shipped_fp8, rel=0.03)
+    assert evaluate_formula('=EFFICIENCY("prefill","H100","fp8")').value == pytest.approx(2 * shipped_fp8, rel=0.03)
+    # validate fits on the rows behind the factors in use, and says so
+    code, out, _ = run(capsys, "validate", "--json")
+    summary = json.loads(out)["summary"]
+    assert f"the measurements behind your factors ({mine.resolve()})" in summary["fit"]
+    assert summary["factors"].startswith(f"user factors ({written})")
+    # the choice: the shipped fit on demand, for one command or through the environment
+    code, out, _ = run(capsys, "validate", "--json", "--calibration", "shipped")
+    assert "the shipped measurements" in json.loads(out)["summary"]["fit"]
+    assert os.environ.get(calibration.FACTORS_ENV) is None  # --calibration is for that command only
+    monkeypatch.setenv(calibration.FACTORS_ENV, "shipped")
+    assert calibration.efficiency("prefill", "H100", "fp8") == pytest.approx(shipped_fp8)
+    monkeypatch.setenv(calibration.FACTORS_ENV, str(written))
+    assert calibration.active().origin == "file"
+    monkeypatch.setenv(calibration.FACTORS_ENV, str(tmp_path / "nowhere.json"))
+    with pytest.raises(CatalogError, match=r"XLSXPLAN_CALIBRATION=.*nowhere.json: no such factors file"):
+        calibration.efficiency("prefill")
+    monkeypatch.delenv(calibration.FACTORS_ENV)
+    # a data file that changed after the fit is caught, not silently mixed
+    mine.write_text(text + "\n", encoding="utf-8")
+    code, _, err = run(capsys, "validate")
+    assert code == 2 and "which has changed since: run `xlsxplan calibrate --fit --data" in err
+    written.unlink()
+    calibration.refresh()  # a deleted or edited file is seen within a second; at once after refresh
+    assert calibration.active().origin == "shipped"
+
+
+def test_calibrate_option_errors(capsys):
     code, _, err = run(capsys, "calibrate", "--out", "x.json")
-    assert code == 2 and "--data and --out go with --fit" in err
+    assert code == 2 and "--data, --out and --shipped go with --fit" in err
+    code, _, err = run(capsys, "calibrate", "--fit", "--shipped", "--data", str(DATA / "trtllm_llama31_8b.csv"))
+    assert code == 2 and "--shipped refits the shipped factors on the shipped measurements" in err
+    code, _, err = run(capsys, "calibrate", "--fit", "--shipped", "--out", "x.json")
+    assert code == 2 and "--shipped and --out are two destinations" in err
 
 
 def test_calibrate_quick_measures_sane_figures(capsys):
@@ -233,18 +286,48 @@ def test_a_torch_device_that_is_not_there_is_refused():
     assert [_torch_device(fake(g, m), "auto") for g, m in ((1, True), (0, True), (0, False))] == ["cuda", "mps", "cpu"]
 
 
-def test_calibrate_fit_needs_out_outside_a_source_checkout(capsys, monkeypatch, tmp_path):
-    # Review finding 18: `calibrate --fit` without --out rewrote the installed package's calibration.json
+def test_calibrate_fit_never_rewrites_an_installed_package(capsys, monkeypatch, tmp_path):
+    # Review finding 18: `calibrate --fit` rewrote the installed package's calibration.json. Now it writes the user's
+    # own factors by default, and --shipped (which rewrites the shipped copy) is refused outside a source checkout.
+    from xlsxplan.catalog import user_catalog_dir
+
     installed = tmp_path / "venv" / "lib" / "python3.11" / "site-packages" / "xlsxplan" / "data"
     installed.mkdir(parents=True)
     (installed / "calibration.json").write_text("{}", encoding="utf-8")
     monkeypatch.setattr(calibration, "factors_path", lambda: installed / "calibration.json")
-    code, out, err = run(capsys, "calibrate", "--fit")
+    code, out, err = run(capsys, "calibrate", "--fit", "--shipped")
     assert (code, out) == (2, "")
-    assert err.startswith("xlsxplan: error: --fit needs --out FILE.json here: without it, it rewrites the shipped ")
+    assert err.startswith("xlsxplan: error: --shipped rewrites the shipped factors, which belong to the installed ")
+    assert (installed / "calibration.json").read_text(encoding="utf-8") == "{}"
+    assert run(capsys, "calibrate", "--fit")[0] == 0
+    assert (user_catalog_dir() / "calibration.json").is_file()
     assert (installed / "calibration.json").read_text(encoding="utf-8") == "{}"
     assert run(capsys, "calibrate", "--fit", "--out", str(tmp_path / "mine.json"))[0] == 0
     from xlsxplan.cli.cmd_calibrate import source_checkout
 
     assert source_checkout(Path(__file__).resolve().parents[1] / "xlsxplan" / "data" / "calibration.json")
     assert not source_checkout(installed / "calibration.json")
+
+
+def test_a_preset_measured_by_calibrate_gets_its_own_efficiencies(capsys):
+    # A preset saved by `calibrate --save` holds measured rates, not datasheet peaks: its decode and prefill
+    # factors are 1 (times the weights-format multiplier), its train_mfu the measured 6N rate over the measured
+    # matmul rate; the datacenter GPUs' 0.54 of peak bandwidth says nothing about it.
+    from xlsxplan.catalog import load_catalog
+
+    code, out, _ = run(capsys, "calibrate", "--quick", "--backend", "numpy", "--save", "my-cpu", "--json")
+    f = json.loads(out)
+    assert code == 0 and calibration.gpu_class("my-cpu") == "measured"
+    factors = calibration.load_factors()
+    assert calibration.efficiency("decode_bandwidth", "my-cpu", "bf16") == 1.0
+    assert calibration.efficiency("decode_bandwidth", "my-cpu", "q4_k_m") == pytest.approx(
+        factors.decode_bandwidth.formats["4-bit"]
+    )
+    assert calibration.efficiency("prefill", "my-cpu", "bf16") == 1.0
+    preset = load_catalog().accelerators.get("my-cpu")
+    assert calibration.efficiency("train_mfu", "my-cpu") == pytest.approx(
+        min(1.0, f["train_6n_flops"] / (preset.bf16_tflops * 1e12)), rel=1e-3
+    )
+    assert "a measured preset" in calibration.efficiency_basis("decode_bandwidth", "my-cpu")
+    # a hand-written user preset named like a CPU is not "measured": it is classed by name, as before
+    assert calibration.class_of_id("my-cpu") == "datacenter"

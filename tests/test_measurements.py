@@ -42,6 +42,12 @@ def test_validation_by_kind_and_per_row_ratios():
     # TensorRT-LLM's offline throughput rows are never fitted on: prefill plus roofline decode predicts them
     for line, ratio in ((20, 0.886), (21, 0.809), (22, 1.027), (23, 0.961)):
         assert results[line].ratio == pytest.approx(ratio, abs=0.003), line
+    # training rows compared in the sources' own FLOP counts: Megatron's 137 TFLOP/s counts the recomputed forward
+    # pass (Narayanan et al. 2021, section 5.1, Eq. 3), NVIDIA's 744 its own 1.07 x 6N. Line 16 now matches its twin
+    # line 15. Megatron's true MFU (33%) is below what the fit expects of its width, and without parameter golf's run
+    # the small-width evidence is TinyLlama (56%) against Megatron, so golf's rows move from 0.78 / 1.29 to 0.60 / 1.67
+    for line, ratio in ((12, 0.598), (13, 1.673), (14, 1.439), (15, 0.961), (16, 0.961)):
+        assert results[line].ratio == pytest.approx(ratio, abs=0.003), line
     # batch-one decode on Apple GPUs: bandwidth-bound, though Apple publishes no FLOP/s
     assert results[29].ratio == pytest.approx(1.048, abs=0.003)
     assert "bandwidth bound only" in results[29].basis
@@ -90,7 +96,7 @@ def test_rows_that_cannot_be_predicted_say_why():
         "serve,x,Llama-2-7B,6.74,,,H100,1,fp16,,,1,energy_per_token,0.3,J,src",
         "serve,x,Llama-2-7B,lots,,,H100,1,fp16,,128,1,decode_tokens_per_sec,80,tok/s,src",
         "serve,x,,,,,H100,1,fp16,,128,1,decode_tokens_per_sec,80,tok/s,src",
-        "serve,x,Qwen3-235B-A22B,,,,H200,8,fp8,128,128,max,output_tokens_per_sec_total,30429,tok/s,src",
+        "serve,x,,235,22,,H200,8,fp8,128,128,max,output_tokens_per_sec_total,30429,tok/s,src",
         "serve,x,Llama-2-7B,6.74,,,A100-80GB,1,fp8,2048,1,1,ttft,100,ms,src",
     )
     reasons = [r.reason for r in measurements.validate(rows)]
@@ -106,13 +112,47 @@ def test_rows_that_cannot_be_predicted_say_why():
         "decode_tokens_per_sec, output_tokens_per_sec_total, output_tokens_per_sec_per_gpu)",
         "params_b must be a number, got 'lots'",
         "params_b is empty and no preset model is named",
-        "mixture-of-experts throughput needs expert routing, which SERVE_TOKS does not model",
+        "mixture-of-experts throughput needs the experts and experts per token, which only a preset model gives",
         "A100-80GB has no fp8_tflops: the chip has no tensor cores for this precision",
     ]
 
 
+def test_mixture_of_experts_throughput_follows_the_experts_a_batch_touches():
+    # issue 7: validate refused MoE throughput rows. Now a preset's routing (Qwen3-235B-A22B: 128 experts, 8 per
+    # token) goes to SERVE_TOKS: memory holds 235B, a token computes with 22B, a step reads the experts its batch
+    # touches (MOE_PARAMS_READ_B). Against the same model taken as dense, it is faster, and slower than if every
+    # step read only the active parameters.
+    import xlsxplan as x
+
+    (row,) = rows_from("serve,x,Qwen3-235B-A22B,,,,H200,8,fp8,128,128,max,output_tokens_per_sec_total,1,tok/s,src")
+    factors = calibration.load_factors()
+    predicted, basis = measurements.predict(row, factors)
+    e_bw = factors.value("decode_bandwidth", fmt="8-bit")
+    e_c = factors.value("prefill", fmt="8-bit")
+    kv = x.model_kv_bytes_per_token("Qwen3-235B-A22B", 192, 2, 8)
+    args = (235, 1, kv, 128, 128, 8, 141, 4.8, 1978.9, 0, e_bw, e_c, 0.9)
+    assert predicted == pytest.approx(x.serve_tokens_per_s(*args, 22, 128, 8), rel=1e-9)
+    # filling memory, the batch is compute-bound: 2 x 22B FLOPs a token, as fast as a dense 22B model; the same
+    # model taken as dense (235B computed per token) is 10 times slower
+    assert predicted == pytest.approx(x.serve_tokens_per_s(22, 1, kv, 128, 128, 8, 141, 4.8, 1978.9, 0, e_bw, e_c))
+    assert x.serve_tokens_per_s(*args) < predicted / 9
+    # at 16 requests in flight a step is memory-bound and reads the experts 16 tokens touch: 1 - (1 - 8/128)^16 =
+    # 64% of the routed experts, between the 22B a single token reads and all 235B
+    moe16 = x.serve_tokens_per_s(235, 1, kv, 128, 128, 8, 141, 4.8, 1978.9, 16, e_bw, e_c, 0.9, 22, 128, 8)
+    read = x.moe_params_read_b(235, 22, 128, 8, 16)
+    assert 22 < read < 235 and read == pytest.approx(235 - 227.2 + 227.2 * (1 - (120 / 128) ** 16), rel=1e-3)
+    step = x.decode_step_seconds(read, 1, 16, kv, 192, 8, 4.8, 1978.9, e_bw, e_c, 22)
+    prefill = x.prefill_seconds(22, 128, 8, 1978.9, e_c)
+    assert moe16 == pytest.approx(128 / (128 * step / 16 + prefill), rel=1e-9)
+
+
 def test_kv_cache_capacity_and_the_caches_format():
-    free = 80 * 0.9e9 - 8.03e9  # Llama-3.1-8B in FP8 on one H100: 90% of 80 GB less the weights
+    import xlsxplan as x
+
+    # Llama-3.1-8B in FP8 on one H100: 90% of 80 GB less the weights as the checkpoint stores them (16-bit
+    # embeddings and output head: 9.08 GB, MODEL_WEIGHTS_GB)
+    free = 80 * 0.9e9 - x.model_weights_gb("Llama-3.1-8B", "fp8") * 1e9
+    assert x.model_weights_gb("Llama-3.1-8B", "fp8") == pytest.approx(9.081, abs=0.001)
     rows = rows_from(
         # vLLM and SGLang keep a 16-bit cache for FP8 weights unless told otherwise: 131,072 bytes per token
         "serve,vLLM,Llama-3.1-8B,8.03,,,H100,1,fp8,,,,kv_cache_capacity_tokens,488052,tokens,vLLM log",
@@ -148,7 +188,8 @@ def test_a_preset_models_kv_cache_follows_its_architecture():
     deepseek, mistral = measurements.parse_measurements(text, "test")
     factors = calibration.load_factors()
     assert x.model_kv_bytes_per_token("DeepSeek-V3", 0, "fp8") == 35_136
-    free = 8 * 141e9 * 0.9 - 671e9  # 90% of eight H200s less the FP8 weights
+    free = 8 * 141e9 * 0.9 - x.model_weights_gb("DeepSeek-V3", "fp8") * 1e9  # embeddings and head in BF16
+    assert x.model_weights_gb("DeepSeek-V3", "fp8") == pytest.approx(671 + 2 * 129_280 * 7168 / 1e9)
     predicted, basis = measurements.predict(deepseek, factors)
     assert predicted == pytest.approx(free / (8 * 35_136), rel=1e-12)
     assert "over 281,088 KV bytes per token" in basis
@@ -163,9 +204,13 @@ def test_a_preset_models_kv_cache_follows_its_architecture():
 def test_issue_7_kv_capacity_rows_are_within_2x():
     # tests/data/kv_cache_capacity.csv (issue #7): engine logs of the KV tokens allocated, for the shared data.
     # The two with an accelerator are predicted from 90% of memory less weights with vLLM's and SGLang's 16-bit
-    # cache (the engines reserve activation memory differently, 1.54x and 0.75x); the two without one say so.
+    # cache (the engines reserve activation memory differently, 1.50x and 0.73x); the two without one say so, and
+    # the RTX 3090 is not in the catalog (tests/test_architecture.py checks those rows from their logs' budgets).
     results = measurements.validate(measurements.read_measurements(DATA / "kv_cache_capacity.csv"))
-    assert [round(r.ratio, 2) if r.ratio else r.reason for r in results] == [1.54, 0.75, "no gpu given", "no gpu given"]
+    not_in_catalog = "gpu 'RTX-3090' is not in the catalog; did you mean RTX-4090?"
+    assert [round(r.ratio, 2) if r.ratio else r.reason for r in results] == [
+        1.5, 0.73, "no gpu given", "no gpu given", not_in_catalog, not_in_catalog,
+    ]  # fmt: skip
 
 
 def test_a_model_without_a_preset_has_its_shape_estimated():

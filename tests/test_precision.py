@@ -105,3 +105,73 @@ def test_scales_matter_q4_0_is_12_percent_above_raw_int4():
     assert x.bytes_per_param("q4_0") / x.bytes_per_param("int4") == pytest.approx(1.125)
     # raw INT4 would miss the published 7.32 GB q4_0 file by 11%: the scales are what makes the 3% possible
     assert model_weights_gb("Llama-2-13B", "int4") < 7.32 * 0.9
+
+
+# Quantized safetensors checkpoints keep token embeddings and the output head in 16 bits: AutoAWQ, GPTQ,
+# llm-compressor and ModelOpt quantize only the Linear layers of the decoder blocks (catalog/formats.toml
+# "quantized-linear"). Published sizes are the Hugging Face file listings' safetensors shards, in GB (1e9 bytes):
+PUBLISHED_CHECKPOINTS = [
+    # huggingface.co/SalmanFaroz/Meta-Llama-3-8B-Instruct-AWQ (also solidrust/Meta-Llama-3-8B-Instruct-hf-AWQ
+    # @97670f7e): model-00001-of-00002 4.68 GB + model-00002-of-00002 1.05 GB
+    ("Llama-3-8B", "awq", 4.68 + 1.05),
+    # huggingface.co/hugging-quants/Meta-Llama-3.1-70B-Instruct-AWQ-INT4 @cdc64fda: 4.97 + 6 x 4.89 + 3.36 + 2.1 GB
+    ("Llama-3.1-70B", "awq", 4.97 + 6 * 4.89 + 3.36 + 2.1),
+    # huggingface.co/Qwen/Qwen2.5-7B-Instruct-AWQ @8f368335: 4 GB + 1.57 GB
+    ("Qwen2.5-7B", "awq", 4.0 + 1.57),
+    # huggingface.co/neuralmagic/Meta-Llama-3-8B-Instruct-FP8 @ced56098 (llm-compressor): 5 GB + 4.08 GB; NVIDIA's
+    # ModelOpt checkpoint nvidia/Llama-3.1-8B-Instruct-FP8 (main, f2ce704) has the same 5 GB + 4.08 GB
+    ("Llama-3-8B", "fp8", 5.0 + 4.08),
+    ("Llama-3.1-8B", "fp8", 5.0 + 4.08),
+]
+
+
+@pytest.mark.parametrize("model, fmt, published_gb", PUBLISHED_CHECKPOINTS)
+def test_quantized_checkpoints_with_16_bit_embeddings_within_3_percent(model, fmt, published_gb):
+    assert model_weights_gb(model, fmt) == pytest.approx(published_gb, rel=0.03)
+    # in fact within 0.3%: the listings round each shard to 3 digits
+    assert model_weights_gb(model, fmt) == pytest.approx(published_gb, rel=0.003)
+
+
+def test_16_bit_embeddings_are_what_closes_the_gap():
+    # N * b alone misses the Llama-3-8B AWQ checkpoint (5.73 GB) by 27% and the FP8 one (9.08 GB) by 12%
+    assert x.weights_gb(8.030, "awq") == pytest.approx(4.17, abs=0.01)  # seed 000's formula, unchanged
+    assert x.weights_gb(8.030, "fp8") == pytest.approx(8.03)
+    # Llama-3-8B: 128,256 x 4,096 embeddings, untied, so 1.05B parameters at 2 bytes and 6.98B at the format's width
+    e = 2 * 128_256 * 4_096
+    assert model_weights_gb("Llama-3-8B", "awq") * 1e9 == pytest.approx(e * 2 + (8.030e9 - e) * 4.15625 / 8)
+    assert model_weights_gb("Llama-3-8B", "nvfp4") * 1e9 == pytest.approx(e * 2 + (8.030e9 - e) * 4.5 / 8)
+    # tied embeddings (Gemma 2) count once
+    g = 256_000 * 3_584
+    assert model_weights_gb("Gemma-2-9B", "fp8") * 1e9 == pytest.approx(g * 2 + (9.242e9 - g))
+
+
+def test_a_number_and_llama_cpp_formats_apply_to_every_parameter():
+    # a byte count says nothing about the embeddings: every parameter at that width, as before
+    assert model_weights_gb("Llama-3-8B", 0.5) == pytest.approx(8.030 * 0.5)
+    assert model_weights_gb("Llama-3-8B", x.bytes_per_param("awq")) == pytest.approx(x.weights_gb(8.030, "awq"))
+    # llama.cpp quantizes the embeddings too, and its measured bits per weight include them
+    assert model_weights_gb("Llama-3-8B", "q4_k_m") == pytest.approx(8.030 * 4.84 / 8)
+    assert model_weights_gb("Llama-3-8B", "bf16") == pytest.approx(16.06)
+
+
+def test_formats_name_their_embedding_width_and_multiply():
+    from xlsxplan.precision import lookup
+
+    assert [lookup(n).embeddings for n in ("fp8", "w8a8", "w8a16", "awq", "nvfp4", "mxfp4", "q4_k_m", "bf16")] == [
+        "bf16", "bf16", "bf16", "bf16", "bf16", "bf16", None, None,
+    ]  # fmt: skip
+    assert "Only the weights of the linear operators" in lookup("awq").embeddings_source
+    # W8A16 is weight-only: INT8 storage, 16-bit multiply; W8A8 and FP8 quantize the activations too
+    assert (lookup("w8a16").compute, lookup("w8a8").compute, lookup("fp8").compute, lookup("nvfp4").compute) == (
+        16, 8, 8, 4,
+    )  # fmt: skip
+    assert lookup("int8_w8a16").name == "w8a16" and lookup("W8A8").name == "int8"
+
+
+def test_a_named_byte_count_is_a_plain_number_elsewhere():
+    from xlsxplan.precision import NamedBytes, lookup
+
+    b = NamedBytes(lookup("fp8"))
+    assert b == 1.0 and b * 3 == 3.0 and isinstance(b, float) and b.format.name == "fp8"
+    with pytest.raises(UnknownPresetError, match=r"^bytes_per_param: precision 'fp7' is not a known format"):
+        model_weights_gb("Llama-3-8B", "fp7")

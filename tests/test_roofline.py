@@ -6,6 +6,7 @@ import pytest
 
 from xlsxplan import roofline, serving
 from xlsxplan.errors import OutOfRangeError
+from xlsxplan.roofline import decode_step_seconds, serve_tokens_per_s
 
 # Llama-3.1-8B (meta-llama config.json: 32 layers, 8 KV heads of 128) in FP8 with an FP8 KV cache on one H100 SXM
 # (NVIDIA datasheet: 80 GB, 3.35 TB/s, 1,978.9 dense FP8 TFLOP/s)
@@ -159,3 +160,50 @@ def test_serve_toks_with_calibrated_efficiencies_for_tensorrt_llm_llama31_8b():
     long = roofline.serve_tokens_per_s(N, "fp8", KV_FP8, 1000, 1000, 1, 80, H100_BW, H100_FP8, 0, e_bw, e_c)
     assert (round(short), round(long)) == (25090, 12313)
     assert 0.8 < short / 28312 < 0.9 and 0.8 < long / 15220 < 0.85
+
+
+# --- mixture of experts (issue 7): memory holds every expert, a token computes with its active parameters, a step
+# reads the experts its batch is routed to (Mixtral of Experts, arXiv:2401.04088, section 2; MOE_PARAMS_READ_B)
+
+
+def test_a_dense_model_is_unchanged_by_the_moe_arguments():
+    args = (8.03, "fp8", 65_536, 1000, 1000, 1, 80, 3.35, 1978.9, 0, 0.539, 0.407)
+    assert serve_tokens_per_s(*args) == serve_tokens_per_s(*args, 0.9, 0, 0, 0) == serve_tokens_per_s(
+        *args, 0.9, 8.03, 0, 0
+    )
+
+
+def test_mixtral_decode_reads_the_experts_its_batch_touches():
+    from xlsxplan.architecture import moe_params_read_b
+
+    kv = 2 * 32 * 8 * 128 * 2  # Mixtral-8x7B: 32 layers, 8 KV heads of 128, BF16 cache
+    for batch in (1, 4, 32):
+        read = moe_params_read_b(46.7, 12.9, 8, 2, batch)
+        got = serve_tokens_per_s(46.7, 2, kv, 100, 1000, 2, 80, 3.35, 989.4, batch, 0.539, 0.5, 0.9, 12.9, 8, 2)
+        step = decode_step_seconds(read, 2, batch, kv, 600, 2, 3.35, 989.4, 0.539, 0.5, 12.9)
+        prefill = 2 * 12.9e9 * 100 / (2 * 989.4e12 * 0.5)  # prefill computes with the active parameters
+        assert got == pytest.approx(1000 / (1000 * step / batch + prefill), rel=1e-12), batch
+    # at batch 1 a step reads 12.9B, not 46.7B: 3.6 times faster than the model taken as dense
+    moe = serve_tokens_per_s(46.7, 2, kv, 100, 1000, 2, 80, 3.35, 989.4, 1, 0.539, 0.5, 0.9, 12.9, 8, 2)
+    dense = serve_tokens_per_s(46.7, 2, kv, 100, 1000, 2, 80, 3.35, 989.4, 1, 0.539, 0.5)
+    assert moe / dense == pytest.approx(3.6, abs=0.1)
+
+
+def test_decode_step_computes_with_the_active_parameters():
+    # compute-bound: 2 x active x batch FLOPs, while the memory term reads params_b
+    t = decode_step_seconds(235, 1, 4096, 0, 0, 8, 4.8, 1978.9, 1, 1, 22)
+    assert t == pytest.approx(max(235e9 / (8 * 4.8e12), 2 * 22e9 * 4096 / (8 * 1978.9e12)))
+    with pytest.raises(OutOfRangeError, match=r"^active_params_b cannot exceed params_b"):
+        decode_step_seconds(10, 1, 1, 0, 0, 1, 1, 1, 1, 1, 20)
+
+
+def test_moe_arguments_come_together():
+    args = (46.7, 2, 131_072, 100, 1000, 2, 80, 3.35, 989.4, 0, 0.539, 0.5, 0.9)
+    with pytest.raises(OutOfRangeError, match=r"^experts and experts_per_token must be given \(above 0\) with "):
+        serve_tokens_per_s(*args, 12.9)
+    with pytest.raises(OutOfRangeError, match=r"^experts_per_token must be at most experts \(8\), got 9$"):
+        serve_tokens_per_s(*args, 12.9, 8, 9)
+    with pytest.raises(OutOfRangeError, match=r"^active_params_b cannot exceed params_b$"):
+        serve_tokens_per_s(*args, 50, 8, 2)
+    with pytest.raises(OutOfRangeError, match=r"^active_params_b must be given \(above 0\) with experts"):
+        serve_tokens_per_s(*args, 0, 8, 2)

@@ -39,6 +39,7 @@ from .domains import (
     BytesPerValue,
     Count,
     CountOrZero,
+    Flag,
     GPUs,
     Name,
     ParamsB,
@@ -48,6 +49,7 @@ from .domains import (
     checked,
 )
 from .errors import OutOfRangeError
+from .precision import WeightFormat, lookup
 
 __all__ = [
     "count_params",
@@ -57,6 +59,7 @@ __all__ = [
     "model_kv_bytes_per_token",
     "model_kv_gb",
     "model_weights_gb",
+    "embedding_params",
     "model_expert_params_b",
     "moe_params_read_b",
     "weights_gb_per_gpu",
@@ -246,15 +249,18 @@ def _layer_tokens(layers: int, window: int | None, window_layers: int | None, co
     return (layers - window_layers) * context_tokens + window_layers * capped
 
 
-def _cached_layer_tokens(m: ModelPreset, context_tokens: float) -> float:
-    """Layer-tokens a sequence of ``context_tokens`` keeps in a preset model."""
+def _cached_layer_tokens(m: ModelPreset, context_tokens: float, windows: int = 1) -> float:
+    """Layer-tokens a sequence of ``context_tokens`` keeps in a preset model; ``windows`` 0 ignores its windows."""
+    if not windows:
+        return m.layers * context_tokens
     return _layer_tokens(m.layers, m.sliding_window, m.sliding_window_layers, context_tokens)
 
 
 @checked
 def model_kv_bytes_per_token(
-    model: Name, context_tokens: TokensOrZero = 0, bytes_per_value: BytesPerValue = 2, tp: GPUs = 1
-) -> float:
+    model: Name, context_tokens: TokensOrZero = 0, bytes_per_value: BytesPerValue = 2, tp: GPUs = 1,
+    windows: Flag = 1,
+) -> float:  # fmt: skip
     """KV cache per token of a preset model, by its architecture: latent attention, sliding windows, GQA, replicas.
 
     Parameters
@@ -268,6 +274,9 @@ def model_kv_bytes_per_token(
         Bytes per cached number, or a precision name such as bf16, fp8 or q8_0 [bytes].
     tp : int, default 1
         Tensor-parallel GPUs; KV heads are replicated when tp exceeds them, a latent cache on every GPU [count].
+    windows : int, default 1
+        1 caches a window layer's window only; 0 caches every layer in full, as engines without sliding-window
+        support allocate (vLLM's first Gemma 2 support, PR #5908) [flag].
 
     Returns
     -------
@@ -278,14 +287,16 @@ def model_kv_bytes_per_token(
     -----
     Grouped-query: ``2 * ceil(kv_heads / tp) * tp * head_dim * b`` per layer; latent attention: ``tp *
     (kv_lora_rank + qk_rope_head_dim) * b`` per layer (DeepSeek-V2, arXiv:2405.04434). Averaged over a sequence,
-    window layers count ``min(T, window) / T`` (Mistral 7B, arXiv:2310.06825). Llama-3.1-70B: 327,680 bytes;
-    DeepSeek-V3: 70,272; Qwen3-235B-A22B: 192,512.
+    window layers count ``min(T, window) / T`` (Mistral 7B, arXiv:2310.06825), as Hugging Face transformers'
+    static sliding-window cache allocates them (cache_utils.py StaticSlidingWindowLayer). Llama-3.1-70B: 327,680
+    bytes; DeepSeek-V3: 70,272; Qwen3-235B-A22B: 192,512; Gemma-2-9B at 8,192 tokens 258,048, or 344,064 with
+    windows 0.
     """
     m = _model(model)
     per_layer = _kv_bytes_per_layer_token(m, bytes_per_value, tp)
     if context_tokens == 0:
         return per_layer * m.layers
-    return per_layer * _cached_layer_tokens(m, context_tokens) / context_tokens
+    return per_layer * _cached_layer_tokens(m, context_tokens, windows) / context_tokens
 
 
 @checked
@@ -295,6 +306,7 @@ def model_kv_gb(
     sequences: Batch = 1,
     bytes_per_value: BytesPerValue = 2,
     tp: GPUs = 1,
+    windows: Flag = 1,
 ) -> float:
     """KV cache that sequences of a given length hold for a preset model, windows and latent attention included.
 
@@ -310,6 +322,9 @@ def model_kv_gb(
         Bytes per cached number, or a precision name [bytes].
     tp : int, default 1
         Tensor-parallel GPUs; replicated heads count on every GPU that holds them [count].
+    windows : int, default 1
+        1 caches a window layer's window only; 0 every layer in full, as an engine without sliding-window support
+        does [flag].
 
     Returns
     -------
@@ -318,27 +333,33 @@ def model_kv_gb(
 
     Notes
     -----
-    ``sequences * MODEL_KV_BYTES_PER_TOKEN(model, T, b, tp) * T / 1e9``. Mistral-7B at 32,768 tokens: 0.537 GB,
-    one eighth of 4.29 GB without its window (Mistral 7B, arXiv:2310.06825, section 2).
+    ``sequences * MODEL_KV_BYTES_PER_TOKEN(model, T, b, tp, windows) * T / 1e9``. Mistral-7B at 32,768 tokens:
+    0.537 GB, one eighth of 4.29 GB without its window (Mistral 7B, arXiv:2310.06825, section 2).
     """
     m = _model(model)
     per_layer = _kv_bytes_per_layer_token(m, bytes_per_value, tp)
-    return sequences * per_layer * _cached_layer_tokens(m, context_tokens) / _GIGA
+    return sequences * per_layer * _cached_layer_tokens(m, context_tokens, windows) / _GIGA
 
 
 # --- weights and bandwidth --------------------------------------------------------------------------------------------
 
 
+def embedding_params(m: ModelPreset) -> int:
+    """Token-embedding and output-head parameters of a preset: ``vocab * hidden``, twice unless they are tied."""
+    return m.vocab * m.hidden * (1 if m.tied_embeddings else 2)
+
+
 @checked
-def model_weights_gb(model: Name, bytes_per_param: BytesPerValue = 2) -> float:
-    """Memory a preset model's weights take: every parameter, every expert.
+def model_weights_gb(model: Name, bytes_per_param: WeightFormat = 2) -> float:
+    """Memory a preset model's weights take: every parameter, every expert, embeddings as checkpoints store them.
 
     Parameters
     ----------
     model : str
         A preset model name [name].
     bytes_per_param : float, default 2
-        Bytes per weight, or a precision name such as bf16, fp8, int4_g128, nvfp4 or q4_k_m [bytes].
+        Bytes per weight for every parameter, or a format name (fp8, awq, nvfp4, q4_k_m), stored as its checkpoints
+        are: 16-bit embeddings for fp8, int8, awq, nvfp4 [bytes].
 
     Returns
     -------
@@ -347,10 +368,22 @@ def model_weights_gb(model: Name, bytes_per_param: BytesPerValue = 2) -> float:
 
     Notes
     -----
-    ``params_b * bytes_per_param`` with the catalog's published total (MODEL_SPEC params_b); a mixture-of-experts
-    model holds all its experts (Mixtral of Experts, arXiv:2401.04088: 47B held, 13B used per token).
+    ``(N - E) * b + E * b_emb`` with N the catalog's published total (MODEL_SPEC params_b), ``E = vocab * hidden``
+    (twice when the embeddings are not tied) and ``b_emb`` the format's embedding width (catalog/formats.toml
+    ``embeddings``; FORMAT_SOURCE cites it): AutoAWQ, GPTQ, llm-compressor and ModelOpt quantize only the Linear
+    layers of the decoder blocks. llama.cpp's formats quantize every tensor and their measured bits per weight
+    include the embeddings, so ``b_emb = b``. Llama-3-8B: AWQ 5.73 GB (published checkpoints 4.68 + 1.05 GB), FP8
+    9.08 GB (5 + 4.08 GB), where ``N * b`` alone gives 4.17 and 8.03. A mixture-of-experts model holds all its
+    experts (Mixtral of Experts, arXiv:2401.04088: 47B held, 13B used per token). WEIGHTS_GB stays the plain
+    ``N * b`` of seed 000.
     """
-    return _model(model).params_b * bytes_per_param
+    m = _model(model)
+    fmt = getattr(bytes_per_param, "format", None)
+    total = m.params_b * _GIGA
+    if fmt is None or fmt.embeddings is None:
+        return total * bytes_per_param / _GIGA
+    emb = min(float(embedding_params(m)), total)
+    return ((total - emb) * bytes_per_param + emb * lookup(fmt.embeddings).bytes_per_value) / _GIGA
 
 
 @checked
@@ -413,6 +446,11 @@ def moe_params_read_b(
         raise OutOfRangeError(
             f"experts_per_token must be at most experts ({experts:,}), got {experts_per_token:,}", "experts_per_token"
         )
+    return _moe_read(params_b, active_params_b, experts, experts_per_token, batch)
+
+
+def _moe_read(params_b: float, active_params_b: float, experts: int, experts_per_token: int, batch: float) -> float:
+    """MOE_PARAMS_READ_B's arithmetic, for callers whose arguments are already checked."""
     share = experts_per_token / experts
     if share == 1:
         return params_b

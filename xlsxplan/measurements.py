@@ -12,7 +12,13 @@ How each metric is predicted
   ``achieved_tflops_per_gpu``, ``mfu``): training FLOPs per token ``6 N + 12 L H Q T`` (PaLM, Appendix B;
   TRAIN_FLOPS_PER_TOKEN), at the
   calibrated ``train_mfu`` for the accelerator, precision and model width; ``T`` is the model's context, at most
-  8,192 (pretraining runs at that length or shorter).
+  8,192 (pretraining runs at that length or shorter). An ``achieved_tflops_per_gpu`` figure is compared in the
+  source's own FLOP count: where the same run also reports tokens per second, that count is their ratio (NVIDIA's
+  "Model TFLOP/s" for Llama 3 8B is 1.07 x 6N per token, PaLM's count 1.27 x 6N); where the source counts the
+  recomputed forward pass (hardware FLOPs: an optional ``flops`` column saying ``hardware``, or a source that says
+  it counts activation recomputation), it is 4/3 of PaLM's (Narayanan et al. 2021, arXiv:2104.04473, section 5.1,
+  Eq. 3: ``F = 96 B s l h^2 (1 + s/6h + V/16lh)``, "equation (3) assumes activation recomputation", a fourth pass
+  over every layer against the three of forward and backward). The reason column says which.
 * ``train_flops``: ``6 N D``; ``chinchilla_optimal_tokens``: ``20 N``. No efficiency involved.
 * ``decode_tokens_per_sec``: one over DECODE_STEP_S at the row's batch (1 unless ``concurrency`` says more), with
   the average context ``input_len + output_len / 2`` and weights at their real bits per weight.
@@ -23,7 +29,9 @@ How each metric is predicted
 * ``ttft`` and ``prefill_tokens_per_sec``: TTFT_S, the prefill's arithmetic with causal attention at the
   calibrated ``prefill`` utilisation.
 * ``output_tokens_per_sec_total``/``_per_gpu``: SERVE_TOKS, prefill plus roofline decode with the calibrated
-  decode bandwidth and prefill compute; ``concurrency`` ``max`` fills memory. These rows are never fitted on.
+  decode bandwidth and prefill compute; ``concurrency`` ``max`` fills memory. These rows are never fitted on. A
+  mixture of experts (a preset with experts) holds every parameter, computes with its active ones and reads per
+  decode step the experts its batch is routed to (MOE_PARAMS_READ_B).
 * ``kv_cache_capacity_tokens``: usable memory (90%) less weights, over the KV bytes per token (averaged over a
   sequence of ``input_len + output_len`` tokens when the row gives them, else every layer in full).
 
@@ -40,6 +48,7 @@ import csv
 import dataclasses
 import io
 import math
+import re
 import statistics
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -114,6 +123,11 @@ class Measurement:
     source: str = ""
     kv_precision: str = ""
     """The KV cache's format, from an optional ``kv_precision`` column; empty: the engine's default (see above)."""
+    flops: str = ""
+    """What an achieved_tflops_per_gpu figure counts: ``model`` (the default) or ``hardware`` (recomputation
+    included), from an optional ``flops`` column or the source's own words."""
+    flops_per_token: float | None = None
+    """The source's own FLOPs per token, where the same run reports tokens per second too (see annotate)."""
     problem: str = ""
     """Why the row could not be read (a number that is not one); empty when it was."""
 
@@ -150,7 +164,8 @@ def parse_measurements(text: str, origin: str = "measurements") -> list[Measurem
         raw = {k: (v or "").strip() for k, v in raw.items() if k is not None}
         common = dict(line=i, kind=raw["kind"].lower(), name=raw["name"], metric=raw["metric"].lower(),
                       model=raw["model"], gpu=raw["gpu"], precision=raw["precision"], unit=raw["unit"],
-                      source=raw["source"], kv_precision=raw.get("kv_precision", ""))  # fmt: skip
+                      source=raw["source"], kv_precision=raw.get("kv_precision", ""),
+                      flops=_flops_basis(raw.get("flops", ""), raw["source"]))  # fmt: skip
         try:
             conc_text = raw["concurrency"].lower()
             concurrency: int | str | None = "max" if conc_text == "max" else _number(conc_text, "concurrency", True)
@@ -170,7 +185,33 @@ def parse_measurements(text: str, origin: str = "measurements") -> list[Measurem
             )
         except ValueError as err:
             rows.append(Measurement(**common, value=None, problem=str(err)))
-    return rows
+    return annotate(rows)
+
+
+_HARDWARE_WORDS = re.compile(r"incl\w*\.? activation recomputation|hardware flops|\bHFU\b", re.IGNORECASE)
+
+
+def _flops_basis(column: str, source: str) -> str:
+    """``hardware`` when the optional column says so, or the source says its FLOPs include recomputation."""
+    text = (column or "").strip().lower()
+    if text:
+        if text not in ("model", "hardware"):
+            return "model"
+        return text
+    return "hardware" if _HARDWARE_WORDS.search(source or "") else "model"
+
+
+def annotate(rows: list[Measurement]) -> list[Measurement]:
+    """Give each achieved_tflops_per_gpu row the source's FLOPs per token, where the same run also reports tokens per
+    second per GPU: the two figures' ratio is the source's FLOP convention."""
+    rates = {run_key(m): m.value for m in rows if m.metric == "tokens_per_sec_per_gpu" and m.value and not m.problem}
+    out = []
+    for m in rows:
+        rate = rates.get(run_key(m))
+        if m.metric == "achieved_tflops_per_gpu" and m.value and rate:
+            m = dataclasses.replace(m, flops_per_token=m.value * 1e12 / rate)
+        out.append(m)
+    return out
 
 
 def read_measurements(path: str | Path) -> list[Measurement]:
@@ -292,6 +333,19 @@ def _kv_bytes_per_token(m: Measurement, s: Shape, context: float) -> float:
     return 2.0 * s.layers * s.kv_width * _kv_bytes_per_value(m)
 
 
+def _routing(m: Measurement, s: Shape) -> tuple[int, int]:
+    """Routed experts and experts per token of a mixture of experts (a preset's); (0, 0) for a dense model."""
+    if not s.moe:
+        return 0, 0
+    from .catalog import load_catalog
+
+    p = load_catalog().models.get(s.preset) if s.preset else None
+    if p is None or not p.experts or not p.experts_per_token:
+        raise Unpredictable("mixture-of-experts throughput needs the experts and experts per token, which only a "
+                            "preset model gives")  # fmt: skip
+    return int(p.experts), int(p.experts_per_token)
+
+
 def _train_seq(s: Shape) -> int:
     return min(s.context, TRAIN_SEQ_CAP)
 
@@ -334,7 +388,32 @@ def _efficiency_features(m: Measurement, kind: str) -> dict[str, Any]:
     if kind == "train_mfu":
         s = shape_of(m)
         return {"balance": _peak_flops(m) / _bandwidth(m), "hidden": float(s.hidden)}
-    return {"gpu_class": calibration.gpu_class(_gpu(m).id), "fmt": calibration.format_group(m.precision)}
+    group = calibration.compute_group if kind == "prefill" else calibration.format_group
+    return {"gpu_class": calibration.gpu_class(_gpu(m).id), "fmt": group(m.precision)}
+
+
+def _source_flops_per_token(m: Measurement, s: Shape) -> float:
+    """The FLOPs per token the source's achieved_tflops_per_gpu figure counts (see the module's notes)."""
+    if m.flops_per_token:
+        return m.flops_per_token
+    palm = _train_flops_per_token(s)
+    return palm * 4.0 / 3.0 if m.flops == "hardware" else palm
+
+
+def flops_convention(m: Measurement) -> str:
+    """In words, the FLOP count an achieved_tflops_per_gpu row is compared in; empty for other rows."""
+    if m.metric != "achieved_tflops_per_gpu":
+        return ""
+    s = shape_of(m)
+    six_n = 6.0 * s.active_b * 1e9
+    palm = _train_flops_per_token(s) / six_n
+    if m.flops_per_token:
+        return (f"compared in the source's FLOP count, {m.flops_per_token / six_n:.2f} x 6N per token (its TFLOP/s over "
+                f"its tokens/s), not PaLM's {palm:.2f} x 6N")  # fmt: skip
+    if m.flops == "hardware":
+        return (f"the source counts hardware FLOPs, recomputation included: compared at 4/3 of PaLM's {palm:.2f} x 6N "
+                "(Narayanan et al. 2021, section 5.1, Eq. 3), so its model FLOPs utilisation is 3/4 of the figure over peak")
+    return f"compared in PaLM's FLOP count, {palm:.2f} x 6N per token (the source's own count is not stated)"
 
 
 def kind_of(m: Measurement) -> str | None:
@@ -374,7 +453,7 @@ def implied(m: Measurement) -> Observation:
         if m.metric == "mfu":
             e = value
         elif m.metric == "achieved_tflops_per_gpu":
-            e = value * 1e12 / peak
+            e = value * 1e12 * fpt / _source_flops_per_token(m, s) / peak
         elif m.metric == "tokens_per_sec_per_gpu":
             e = value * fpt / peak
         elif m.metric == "tokens_per_sec_global":
@@ -434,7 +513,7 @@ def predict(m: Measurement, factors: Factors) -> tuple[float, str]:
         if m.metric == "mfu":
             return e, basis
         if m.metric == "achieved_tflops_per_gpu":
-            return e * peak / 1e12, basis
+            return rate * _source_flops_per_token(m, s) / 1e12, basis
         if m.metric == "tokens_per_sec_per_gpu":
             return rate, basis
         if m.metric == "tokens_per_sec_global":
@@ -448,7 +527,10 @@ def predict(m: Measurement, factors: Factors) -> tuple[float, str]:
     gpu = _gpu(m)
     if m.metric == "kv_cache_capacity_tokens":
         kv = _kv_bytes_per_token(m, s, _sequence(m))
-        free = serving._free_bytes(s.params_b, bits / 8.0, _n(m), gpu.memory_gb, USABLE_FRACTION)
+        weight_bytes = bits / 8.0
+        if s.preset and m.precision:  # a checkpoint as published: 16-bit embeddings for fp8, awq, ... (MODEL_WEIGHTS_GB)
+            weight_bytes = architecture.model_weights_gb(s.preset, m.precision) / s.params_b
+        free = serving._free_bytes(s.params_b, weight_bytes, _n(m), gpu.memory_gb, USABLE_FRACTION)
         if free <= 0:
             raise Unpredictable("the weights alone do not fit in 90% of memory")
         return free / kv, f"90% of memory less weights over {kv:,.0f} KV bytes per token; {s.origin}"
@@ -476,13 +558,13 @@ def predict(m: Measurement, factors: Factors) -> tuple[float, str]:
         basis = f"prefill {e_c:.3f}, attention included; {s.origin}"
         return (t / _ttft_scale(m) if m.metric == "ttft" else prompt / t), basis
     # offline or concurrency-limited throughput
-    if s.moe:
-        raise Unpredictable("mixture-of-experts throughput needs expert routing, which SERVE_TOKS does not model")
+    experts, per_token = _routing(m, s)
     prompt = _need(m.input_len, "input_len", m)
     output = _need(m.output_len, "output_len", m)
     conc = 0 if m.concurrency in (None, "max") else int(m.concurrency)  # type: ignore[arg-type]
     total = roofline.serve_tokens_per_s(s.params_b, bits / 8.0, kv, prompt, output, _n(m), gpu.memory_gb, bw,
-                                        peak / 1e12, conc, e_bw, e_c, USABLE_FRACTION)  # fmt: skip
+                                        peak / 1e12, conc, e_bw, e_c, USABLE_FRACTION,
+                                        s.active_b if s.moe else 0, experts, per_token)  # fmt: skip
     if total <= 0:
         raise Unpredictable("the weights or one request do not fit in 90% of memory")
     basis = (f"roofline: decode_bandwidth {e_bw:.3f}, prefill {e_c:.3f}, KV {_kv_bytes_per_value(m):g} byte(s) "
@@ -519,6 +601,11 @@ class _FitCache:
     pool: list[Observation]
     parts: dict[tuple, Any] = field(default_factory=dict)
 
+    def counts(self, key: tuple | None) -> dict[str, dict[str, dict[str, int]]]:
+        """Rows behind each level of the group kinds in the fit without ``key``'s run."""
+        kept = [o for o in self.pool if key is None or o.run != key]
+        return {kind: calibration.level_counts(kind, kept) for kind in ("prefill", "decode_bandwidth")}
+
     def without(self, key: tuple | None) -> Factors:
         components = []
         for kind in calibration.KINDS:
@@ -527,6 +614,43 @@ class _FitCache:
                 self.parts[(kind, kept)] = calibration.fit_kind(kind, [self.pool[i] for i in kept])
             components.append(self.parts[(kind, kept)])
         return Factors(*components)
+
+
+def _kinds_used(m: Measurement) -> tuple[str, ...]:
+    kind = kind_of(m)
+    if kind is not None:
+        return (kind,)
+    return ("decode_bandwidth", "prefill") if m.metric in THROUGHPUT_METRICS else ()
+
+
+_WHAT = {"train_mfu": "peak compute (MFU)", "prefill": "peak compute", "decode_bandwidth": "peak bandwidth"}
+
+
+def notes(m: Measurement, factors: Factors, counts: dict[str, dict[str, dict[str, int]]]) -> list[str]:
+    """What a predicted row's reason column says: a factor the fit would put above 1 (capped), a level no row of the
+    fit supports (multiplier 1 assumed), and the FLOP count a TFLOP/s figure is compared in."""
+    out = []
+    for kind in _kinds_used(m):
+        try:
+            features = _efficiency_features(m, kind)
+        except (Unpredictable, XlsxplanError):
+            continue
+        raw = factors.raw(kind, **features)
+        if raw > 1.0:
+            out.append(f"warning: the fit gives {raw:.2f} of {_WHAT[kind]} for this row, more than the hardware has; "
+                       "capped at 1.00")  # fmt: skip
+        if kind in counts and features.get("gpu_class") != calibration.MEASURED:
+            levels = counts[kind]
+            if not sum(levels["class"].values()):
+                out.append(f"no {kind} row in this fit: the seeds' {calibration.SEED_FACTORS[kind]:.2f}")
+                continue
+            for axis, level in (("class", features["gpu_class"]), ("format", features["fmt"])):
+                if not levels[axis].get(level):
+                    out.append(f"{kind} has no {level} row in this fit: multiplier 1 assumed")
+    convention = flops_convention(m)
+    if convention:
+        out.append(convention)
+    return out
 
 
 def validate(
@@ -550,7 +674,8 @@ def validate(
             why = "the measured value is empty or 0, so there is no ratio"
             results.append(RowResult(m.line, m.name, m.metric, m.value, predicted, None, why, basis, kind))
             continue
-        results.append(RowResult(m.line, m.name, m.metric, m.value, predicted, predicted / m.value, "", basis, kind))
+        said = "; ".join(notes(m, factors, cache.counts(run_key(m) if leave_out else None)))
+        results.append(RowResult(m.line, m.name, m.metric, m.value, predicted, predicted / m.value, said, basis, kind))
     return results
 
 
@@ -574,8 +699,10 @@ def summarise(results: Sequence[RowResult]) -> dict[str, Any]:
     return out
 
 
-def fit_report(rows: Sequence[Measurement], origin: str, digest: str) -> dict[str, Any]:
-    """The calibration file's content: the fit on every row, with the rows used and the fit's errors."""
+def fit_report(rows: Sequence[Measurement], origin: str, digest: str, path: str | None = None) -> dict[str, Any]:
+    """The calibration file's content: the fit on every row, with the rows used, the rows behind every level (a level
+    with none is recorded as assumed), the free parameters and the fit's errors. ``path``: the data file's full path,
+    recorded for a user's refit (validate then fits on the same rows); None for the shipped fit."""
     obs = observations(rows)
     factors = calibration.fit(obs)
     data = factors.to_dict()
@@ -588,13 +715,32 @@ def fit_report(rows: Sequence[Measurement], origin: str, digest: str) -> dict[st
             {"row": o.label, "implied": round(o.value, 4), "fitted": round(factors.predicted(o), 4)} for o in mine
         ]
         data[kind]["rows_used"] = len(mine)
+        data[kind]["runs"] = len({o.run for o in mine})
+        if kind == "train_mfu":
+            data[kind]["free_parameters"] = 2 if mine else 0
+        else:
+            levels = calibration.level_counts(kind, mine)
+            data[kind]["levels"] = levels
+            data[kind]["assumed"] = [
+                f"{level} ({axis}): no rows, multiplier 1"
+                for axis in ("class", "format")
+                for level, n in levels[axis].items()
+                if n == 0
+            ]
+            data[kind]["free_parameters"] = (1 if mine else 0) + sum(
+                1 for axis in ("class", "format") for level, n in list(levels[axis].items())[1:] if n
+            )
+        data[kind]["degrees_of_freedom"] = data[kind]["rows_used"] - data[kind]["free_parameters"]
         data[kind]["median_abs_error"] = round(statistics.median(abs(x - 1) for x in fitted), 4) if mine else None
         data[kind]["leave_one_run_out_median_abs_error"] = (
             round(statistics.median(abs(x - 1) for x in loo), 4) if mine else None
         )
-    return {
-        "about": "Calibrated efficiencies (xlsxplan.calibration). Generated by `xlsxplan calibrate --fit`; "
-        "do not edit by hand. Errors are |fitted / implied - 1| over the rows used.",
-        "data": {"file": origin, "sha256": digest, "rows": len(rows)},
-        **data,
-    }
+    about = ("Calibrated efficiencies (xlsxplan.calibration). Generated by `xlsxplan calibrate --fit`; do not edit "
+             "by hand. Errors are |fitted / implied - 1| over the rows used; with no degrees of freedom left the "
+             "in-sample error is 0 by construction and only the leave-one-run-out error says anything. `levels` "
+             "counts the rows behind each GPU class and weights format; a level with none keeps multiplier 1, "
+             "listed under `assumed`.")  # fmt: skip
+    source: dict[str, Any] = {"file": origin, "sha256": digest, "rows": len(rows)}
+    if path:
+        source["path"] = path
+    return {"about": about, "data": source, **data}

@@ -4,6 +4,16 @@ Wherever a function takes a byte count (``bytes_per_param``, ``bytes_per_value``
 so ``=WEIGHTS_GB(72.7, "fp8")`` reads like the sentence it stands for. The formats and the source of every figure
 live in ``catalog/formats.toml``: plain widths (``bf16``), block formats whose scales and zero-points are counted
 (``q4_0``, ``nvfp4``, ``int4_g128``) and measured checkpoint averages (llama.cpp's ``q4_k_m``).
+
+Two more facts per format, also from ``formats.toml``:
+
+* ``embeddings``: the format a real checkpoint keeps its token embeddings and output head in. AWQ, GPTQ,
+  llm-compressor and ModelOpt quantize the Linear layers of the transformer blocks only, so an FP8, INT8, INT4 or
+  NVFP4 checkpoint keeps both in 16 bits (MODEL_WEIGHTS_GB counts them so); llama.cpp's formats quantize them too
+  and their measured averages already include them.
+* ``compute``: the width of the tensor-core multiply the format runs at: 8 for FP8 and W8A8, 16 for weight-only
+  formats widened before the multiply (W8A16, W4A16 such as AWQ, llama.cpp's 4- and 5-bit blocks), 4 for NVFP4 and
+  MXFP4 on FP4 tensor cores.
 """
 
 from __future__ import annotations
@@ -23,7 +33,8 @@ else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
 __all__ = [
-    "FORMATS", "Format", "bytes_per_param", "format_names", "format_source", "block_bytes_per_param", "format_key",
+    "FORMATS", "Format", "NamedBytes", "StoredFormat", "bytes_per_param", "format_names", "format_source",
+    "block_bytes_per_param", "format_key", "lookup",
 ]  # fmt: skip
 
 Bits = Annotated[int, whole(1, 64)]
@@ -41,6 +52,13 @@ class Format:
     source: str
     """The citation of the figure."""
     aliases: tuple[str, ...] = ()
+    embeddings: str | None = None
+    """The format checkpoints keep token embeddings and the output head in; None: this format, like the rest."""
+    embeddings_source: str = ""
+    """The citation for ``embeddings``."""
+    compute: int | None = None
+    """Bits of the tensor-core multiply (16, 8 or 4); None: by the stored width (16 above 12 bits, 8 above 6, else
+    16 for a format widened before the multiply)."""
 
     @property
     def bytes_per_value(self) -> float:
@@ -73,7 +91,17 @@ def _load() -> dict[str, Format]:
     for name, body in raw.get("formats", {}).items():
         if body.get("source") not in sources:
             raise CatalogError(f"formats.toml: {name}: source {body.get('source')!r} is not in [sources]")
-        formats[name] = Format(name, _bits(name, body), sources[body["source"]], tuple(body.get("aliases", ())))
+        compute = body.get("compute")
+        if compute is not None and compute not in (4, 8, 16):
+            raise CatalogError(f"formats.toml: {name}: compute must be 4, 8 or 16 (bits of the multiply)")
+        embeddings = body.get("embeddings")
+        if embeddings is not None and body.get("embeddings_source") not in sources:
+            raise CatalogError(f"formats.toml: {name}: embeddings needs an embeddings_source from [sources]")
+        formats[name] = Format(name, _bits(name, body), sources[body["source"]], tuple(body.get("aliases", ())),
+                               embeddings, sources.get(body.get("embeddings_source", ""), ""), compute)  # fmt: skip
+    for f in formats.values():
+        if f.embeddings is not None and f.embeddings not in formats:
+            raise CatalogError(f"formats.toml: {f.name}: embeddings {f.embeddings!r} is not a format")
     return formats
 
 
@@ -97,6 +125,17 @@ for _f in _FORMATS.values():
 def format_names() -> list[str]:
     """The precision names :func:`bytes_per_param` accepts (aliases aside), in catalog order."""
     return list(_FORMATS)
+
+
+def lookup(precision: str) -> Format:
+    """The :class:`Format` a name means (aliases, case, hyphens and underscores ignored).
+
+    Raises
+    ------
+    UnknownPresetError
+        If no format has that name, with the closest names.
+    """
+    return _lookup(precision)
 
 
 def _lookup(precision: str) -> Format:
@@ -175,3 +214,36 @@ def block_bytes_per_param(bits: Bits, block_size: BlockSize, scale_bits: MetaBit
     (llama.cpp ggml-common.h); INT4 group 128 with FP16 scale and 4-bit zero is 0.5195 bytes (AWQ, arXiv:2306.00978).
     """
     return (bits * block_size + scale_bits + zero_bits) / block_size / 8
+
+
+class NamedBytes(float):
+    """Bytes per value given as a format's name: a plain float in arithmetic, with ``.format`` (the :class:`Format`)
+    kept for the functions that treat a checkpoint's parts differently (MODEL_WEIGHTS_GB)."""
+
+    format: Format
+
+    def __new__(cls, fmt: Format) -> NamedBytes:
+        obj = super().__new__(cls, fmt.bytes_per_value)
+        obj.format = fmt
+        return obj
+
+    def __reduce__(self) -> tuple:  # pickles and copies as the name it was given
+        return (NamedBytes, (self.format,))
+
+
+@dataclass(frozen=True)
+class StoredFormat(Domain):
+    """A byte count that may be given as a precision name, and remembers the name (:class:`NamedBytes`)."""
+
+    def check(self, name: str, value: object) -> Any:
+        if isinstance(value, str):
+            try:
+                fmt = _lookup(value)
+            except UnknownPresetError as err:
+                raise UnknownPresetError(f"{name}: {err.message}", name) from None
+            return NamedBytes(fmt)
+        return super().check(name, value)
+
+
+WeightFormat = Annotated[float, StoredFormat("bytes", 0, 64, low_open=True, typical=(0.1, 8))]
+"""As domains.BytesPerValue, but a precision name reaches the function as :class:`NamedBytes`."""

@@ -23,17 +23,27 @@ References
    activations twice per layer in the forward pass.
 .. [5] Patarasuk and Yuan 2009, "Bandwidth optimal all-reduce algorithms for clusters of workstations", J.
    Parallel Distrib. Comput. 69(2): a ring all-reduce sends 2(n-1)/n of the data from each GPU.
+.. [6] Jiang et al. 2024, "Mixtral of Experts", arXiv:2401.04088, section 2: every expert held in memory, each token
+   computed by the experts it is routed to; a batch of tokens routed independently touches more of them
+   (MOE_PARAMS_READ_B).
+
+Mixture of experts: memory holds every parameter (``params_b``), a token computes with its active ones
+(``active_params_b``), and a decode step of ``B`` sequences reads the experts any of them is routed to:
+``MOE_PARAMS_READ_B(params_b, active_params_b, experts, experts_per_token, B)``, from the active parameters at
+batch 1 towards all of them.
 """
 
 from __future__ import annotations
 
 from . import serving
+from .architecture import _moe_read
 from .domains import (
     BandwidthTBs,
     Batch,
     BatchOrZero,
     BytesPerValue,
     Count,
+    CountOrZero,
     Fraction,
     GPUs,
     KvBytes,
@@ -41,11 +51,13 @@ from .domains import (
     LinkGBsOrZero,
     MemoryGB,
     ParamsB,
+    ParamsBOrZero,
     TFLOPs,
     Tokens,
     TokensOrZero,
     checked,
 )
+from .errors import OutOfRangeError
 
 __all__ = ["decode_step_seconds", "serve_tokens_per_s", "ttft_seconds", "ACTIVATION_BYTES"]
 
@@ -67,12 +79,38 @@ def _step(
     tflops: float,
     bandwidth_eff: float,
     compute_eff: float,
+    active_params_b: float = 0.0,
 ) -> float:
+    """One decode step: ``params_b`` read, ``active_params_b`` (0: the same) computed per sequence. Unchecked."""
+    computed = active_params_b or params_b
     memory = (params_b * _GIGA * bytes_per_param + batch * kv_bytes_per_token * context_tokens) / (
         n_gpus * bandwidth_tb_s * _TERA * bandwidth_eff
     )
-    compute = 2.0 * params_b * _GIGA * batch / (n_gpus * tflops * _TERA * compute_eff)
+    compute = 2.0 * computed * _GIGA * batch / (n_gpus * tflops * _TERA * compute_eff)
     return max(memory, compute)
+
+
+def _moe(params_b: float, active_params_b: float, experts: int, experts_per_token: int) -> float:
+    """The active parameters (``params_b`` for a dense model), refusing a mixture of experts without its routing."""
+    if active_params_b == 0 or active_params_b == params_b:
+        if experts and experts_per_token and experts_per_token < experts and active_params_b == 0:
+            raise OutOfRangeError(
+                "active_params_b must be given (above 0) with experts: the parameters one token uses", "active_params_b"
+            )
+        return params_b
+    if active_params_b > params_b:
+        raise OutOfRangeError("active_params_b cannot exceed params_b", "active_params_b")
+    if not experts or not experts_per_token:
+        raise OutOfRangeError(
+            "experts and experts_per_token must be given (above 0) with active_params_b below params_b: a batch "
+            "reads the experts its tokens are routed to (MOE_PARAMS_READ_B)",
+            "experts" if not experts else "experts_per_token",
+        )
+    if experts_per_token > experts:
+        raise OutOfRangeError(
+            f"experts_per_token must be at most experts ({experts:,}), got {experts_per_token:,}", "experts_per_token"
+        )
+    return active_params_b
 
 
 @checked
@@ -87,6 +125,7 @@ def decode_step_seconds(
     tflops: TFLOPs,
     bandwidth_eff: Fraction = 1,
     compute_eff: Fraction = 0.5,
+    active_params_b: ParamsBOrZero = 0,
 ) -> float:
     """Time of one decode step, the longer of reading the weights and caches and doing the arithmetic.
 
@@ -114,6 +153,9 @@ def decode_step_seconds(
     compute_eff : float, default 0.5
         Share of peak compute reached; 0.5 is seed 000's prefill figure, EFFICIENCY("prefill") the calibrated
         value [fraction].
+    active_params_b : float, default 0
+        Parameters each sequence computes with, in billions, when fewer than those read (a mixture of experts: its
+        active parameters, with params_b from MOE_PARAMS_READ_B); 0: params_b [B params].
 
     Returns
     -------
@@ -127,11 +169,14 @@ def decode_step_seconds(
     The memory term is seed 000's (section 4); the compute term is 2 FLOPs per parameter per token. Small batches
     are bound by memory, large ones by arithmetic: Llama-3.1-8B in FP8 on one H100 (65,536 KV bytes per token, 192
     tokens of context, e_bw 0.54, e_c 0.41) is bound by memory up to batch 345 and by arithmetic above. Attention's
-    arithmetic on the cache is left out (a few percent below 10k tokens of context).
+    arithmetic on the cache is left out (a few percent below 10k tokens of context). A mixture of experts computes
+    ``2 N_active batch`` FLOPs while reading ``N_read`` parameters.
     """
+    if active_params_b > params_b:
+        raise OutOfRangeError("active_params_b cannot exceed params_b (the parameters read)", "active_params_b")
     return _step(
         params_b, bytes_per_param, batch, kv_bytes_per_token, context_tokens, n_gpus, bandwidth_tb_s, tflops,
-        bandwidth_eff, compute_eff,
+        bandwidth_eff, compute_eff, active_params_b,
     )  # fmt: skip
 
 
@@ -150,13 +195,16 @@ def serve_tokens_per_s(
     bandwidth_eff: Fraction = 1,
     compute_eff: Fraction = 0.5,
     usable_fraction: Fraction = 0.9,
+    active_params_b: ParamsBOrZero = 0,
+    experts: CountOrZero = 0,
+    experts_per_token: CountOrZero = 0,
 ) -> float:
     """Output tokens per second of one model copy serving requests back to back: prefill plus roofline decode.
 
     Parameters
     ----------
     params_b : float
-        Parameters, in billions; a dense model [B params].
+        Parameters held in memory, in billions; every expert of a mixture of experts [B params].
     bytes_per_param : float
         Bytes per weight, or a precision name [bytes].
     kv_bytes_per_token : float
@@ -182,6 +230,12 @@ def serve_tokens_per_s(
         Share of peak compute reached, in prefill and in compute-bound decode [fraction].
     usable_fraction : float, default 0.9
         Share of memory the serving engine can use [fraction].
+    active_params_b : float, default 0
+        Parameters one token uses, in billions (mixture of experts); 0 for a dense model [B params].
+    experts : int, default 0
+        Routed experts per MoE layer; required with active_params_b [count].
+    experts_per_token : int, default 0
+        Routed experts each token uses; required with active_params_b [count].
 
     Returns
     -------
@@ -197,8 +251,11 @@ def serve_tokens_per_s(
     Prefill and decode are counted one after the other, as an engine without chunked-prefill overlap runs them.
     TensorRT-LLM's Llama-3.1-8B FP8 on one H100 makes 28,312 tokens/s at 128/128 and 15,220 at 1000/1000
     (perf-overview.md); with the calibrated efficiencies (0.54 of bandwidth, 0.41 of compute) this gives 25,090 and
-    12,313.
+    12,313. A mixture of experts holds params_b, prefills with ``2 N_active P`` FLOPs and decodes a step of B
+    sequences reading ``MOE_PARAMS_READ_B(N, N_active, experts, experts_per_token, B)`` parameters and computing
+    ``2 N_active B`` FLOPs (Mixtral of Experts, arXiv:2401.04088, section 2).
     """
+    active = _moe(params_b, active_params_b, experts, experts_per_token)
     context = prompt_tokens + output_tokens / 2.0
     fits = serving._max_batch(
         params_b, bytes_per_param, kv_bytes_per_token, context, n_gpus, memory_gb, usable_fraction
@@ -206,11 +263,12 @@ def serve_tokens_per_s(
     batch = fits if concurrency == 0 else min(concurrency, fits)
     if batch < 1:
         return 0.0
+    read = params_b if active == params_b else _moe_read(params_b, active, experts, experts_per_token, batch)
     step = _step(
-        params_b, bytes_per_param, batch, kv_bytes_per_token, context, n_gpus, bandwidth_tb_s, tflops,
-        bandwidth_eff, compute_eff,
+        read, bytes_per_param, batch, kv_bytes_per_token, context, n_gpus, bandwidth_tb_s, tflops,
+        bandwidth_eff, compute_eff, active,
     )  # fmt: skip
-    prefill = serving._prefill_seconds(params_b, prompt_tokens, n_gpus, tflops, compute_eff)
+    prefill = serving._prefill_seconds(active, prompt_tokens, n_gpus, tflops, compute_eff)
     return output_tokens / (output_tokens * step / batch + prefill)
 
 

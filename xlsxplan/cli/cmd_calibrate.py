@@ -29,34 +29,47 @@ def source_checkout(path: Path) -> bool:
 
 def _fit(args: argparse.Namespace) -> int:
     from .. import calibration, measurements
-    from ..fileio import atomic_write_text
+    from ..fileio import atomic_write_text, ensure_folder
 
     shipped = calibration.measurements_path()
     data = Path(args.data) if args.data else shipped
-    if args.out:
-        out = Path(args.out)
-    elif args.data and data.resolve() != shipped.resolve():
-        print("xlsxplan: error: --fit --data FILE needs --out: the shipped factors are fitted on the shipped "
-              f"measurements ({shipped}); copy FILE there to change them", file=sys.stderr)  # fmt: skip
+    is_shipped_data = data.resolve() == shipped.resolve()
+    if args.shipped and args.out:
+        print("xlsxplan: error: --shipped and --out are two destinations; give one", file=sys.stderr)
         return EXIT_USAGE
-    elif not source_checkout(calibration.factors_path()):
-        print("xlsxplan: error: --fit needs --out FILE.json here: without it, it rewrites the shipped factors, "
-              f"which belong to the installed package ({calibration.factors_path()}); rewrite them from a source "
-              "checkout", file=sys.stderr)  # fmt: skip
-        return EXIT_USAGE
+    if args.shipped:
+        if not is_shipped_data:
+            print("xlsxplan: error: --shipped refits the shipped factors on the shipped measurements "
+                  f"({shipped}); copy FILE there to change them, or leave out --shipped to fit FILE for yourself",
+                  file=sys.stderr)  # fmt: skip
+            return EXIT_USAGE
+        if not source_checkout(calibration.factors_path()):
+            print("xlsxplan: error: --shipped rewrites the shipped factors, which belong to the installed package "
+                  f"({calibration.factors_path()}); leave out --shipped to write your own, or run it from a source "
+                  "checkout", file=sys.stderr)  # fmt: skip
+            return EXIT_USAGE
+        out, where = calibration.factors_path(), "the shipped factors"
+    elif args.out:
+        out, where = Path(args.out), f"{calibration.FACTORS_ENV}={args.out} to use it"
     else:
-        out = calibration.factors_path()
+        out, where = calibration.user_factors_path(), "your factors, used by EFFICIENCY, validate and the templates"
     rows = measurements.read_measurements(data)
-    report = measurements.fit_report(rows, data.name, calibration.sha256(data))
+    recorded = None if (args.shipped or is_shipped_data) else str(data.resolve())
+    report = measurements.fit_report(rows, data.name, calibration.sha256(data), recorded)
+    ensure_folder(out.parent)
     atomic_write_text(out, json.dumps(report, indent=2) + "\n")
-    calibration._loaded.clear()
+    calibration.refresh()
     print(f"fitted {sum(report[k]['rows_used'] for k in calibration.KINDS)} of {len(rows)} rows of {data}")
     for kind in calibration.KINDS:
         k = report[kind]
         params = {key: k[key] for key in ("ceiling", "overhead_bytes", "base", "class", "format") if key in k}
         print(f"  {kind}: {params}; {k['rows_used']} rows, median error {k['median_abs_error']}, "
               f"leave-one-run-out {k['leave_one_run_out_median_abs_error']}")  # fmt: skip
-    print(f"wrote {out}")
+        for assumed in k.get("assumed", ()):
+            print(f"    {assumed} (assumed)")
+    print(f"wrote {out} ({where})")
+    if out == calibration.user_factors_path():
+        print(f"  {calibration.FACTORS_ENV}=shipped uses the shipped factors instead; delete the file to go back")
     return EXIT_OK
 
 
@@ -87,7 +100,9 @@ def _save(figures: Any, name: str, replace: bool) -> Path:
     from ..catalog import save_user_preset
 
     today = _dt.date.today().isoformat()
-    source = (f"measured by `xlsxplan calibrate` on {today}: {figures.device}, {figures.backend}; matmul in "
+    from ..calibration import MEASURED_SOURCE
+
+    source = (f"{MEASURED_SOURCE} on {today}: {figures.device}, {figures.backend}; matmul in "
               f"{figures.matmul_dtype}, array copy counting bytes read and written")  # fmt: skip
     figures_out = {
         "memory_gb": round(figures.memory_gb, 3) or None,
@@ -174,8 +189,8 @@ def _measure(args: argparse.Namespace) -> int:
 def run(args: argparse.Namespace) -> int:
     if args.fit:
         return _fit(args)
-    if args.data or args.out:
-        print("xlsxplan: error: --data and --out go with --fit", file=sys.stderr)
+    if args.data or args.out or args.shipped:
+        print("xlsxplan: error: --data, --out and --shipped go with --fit", file=sys.stderr)
         return EXIT_USAGE
     return _measure(args)
 
@@ -188,7 +203,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         "when installed): matrix-multiply FLOP/s, memory bandwidth, and the 6N-equivalent rate of a timed training "
         "step, as seed 003 recommends for sizing a run; --gpu compares them with a catalog datasheet and --save "
         "keeps them as an accelerator preset usable by name in formulas. With --fit: refit the calibrated "
-        "efficiencies on the measurements (default: the shipped copy) and write the factors file.",
+        "efficiencies on the measurements (default: the shipped copy) and write your factors file, calibration.json "
+        "in the user catalog folder, which EFFICIENCY, validate and the templates then use "
+        "(XLSXPLAN_CALIBRATION=shipped|user|FILE chooses); --shipped rewrites the shipped one instead.",
     )
     p.add_argument("--quick", action="store_true", help="small sizes and few repeats: a few seconds")
     p.add_argument("--gpu", metavar="NAME", help="compare with this accelerator's datasheet figures")
@@ -200,6 +217,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true", help="print the figures as JSON")
     p.add_argument("--fit", action="store_true", help="refit the calibrated efficiencies instead of measuring")
     p.add_argument("--data", metavar="FILE.csv", help="with --fit: measurements to fit (default: the shipped copy)")
-    p.add_argument("--out", metavar="FILE.json", help="with --fit: where to write (default: the shipped factors, "
-                   "only from a source checkout; an installed package needs --out)")  # fmt: skip
+    p.add_argument("--out", metavar="FILE.json", help="with --fit: write here instead (use it with "
+                   "XLSXPLAN_CALIBRATION=FILE.json)")  # fmt: skip
+    p.add_argument("--shipped", action="store_true", help="with --fit: rewrite the shipped factors from the shipped "
+                   "measurements (a source checkout only)")  # fmt: skip
     p.set_defaults(handler=run)

@@ -17,15 +17,38 @@ ORDER = 60
 CHECK_COVERAGE, CHECK_MEDIAN_ERROR = 0.9, 0.2
 
 
-def _pool(rows: list, data_only: bool) -> list:
-    """The rows a fit may use: the file's, plus the shipped measurements unless ``data_only``; no row twice."""
+def behind_factors() -> tuple[list, str]:
+    """The measurements the factors in use were fitted on, and in words which: the shipped measurements for the
+    shipped fit, the user's data file (its path is recorded) for a refit by ``calibrate --fit --data``."""
     from .. import calibration, measurements
+    from ..errors import CatalogError
+
+    cal = calibration.active()
+    recorded = cal.data.get("path")
+    if cal.origin == "shipped" or not recorded:
+        path = calibration.measurements_path()
+        label = "the shipped measurements" if cal.origin == "shipped" else f"the shipped measurements ({cal.path})"
+        return measurements.read_measurements(path), label
+    path = Path(recorded)
+    if not path.is_file():
+        raise CatalogError(f"{cal.path} was fitted on {path}, which is no longer there: run `xlsxplan calibrate "
+                           "--fit --data FILE` again, or set XLSXPLAN_CALIBRATION=shipped")  # fmt: skip
+    if calibration.sha256(path) != cal.data.get("sha256"):
+        raise CatalogError(f"{cal.path} was fitted on {path}, which has changed since: run `xlsxplan calibrate --fit "
+                           f"--data {path}` again")  # fmt: skip
+    return measurements.read_measurements(path), f"the measurements behind your factors ({path})"
+
+
+def _pool(rows: list, data_only: bool) -> tuple[list, str]:
+    """The rows a fit may use: the file's, plus those behind the factors in use unless ``data_only``; no row twice."""
+    from .. import measurements
 
     if data_only:
-        return list(rows)
-    shipped = measurements.read_measurements(calibration.measurements_path())
+        return list(rows), "the file's rows"
+    behind, label = behind_factors()
     seen = {(measurements.run_key(m), m.metric, m.value) for m in rows}
-    return list(rows) + [m for m in shipped if (measurements.run_key(m), m.metric, m.value) not in seen]
+    pool = list(rows) + [m for m in behind if (measurements.run_key(m), m.metric, m.value) not in seen]
+    return pool, f"the file's rows and {label}"
 
 
 def _cell(x: float | None) -> str:
@@ -40,6 +63,8 @@ def _table(results: list, summary: dict[str, Any]) -> str:
         ratio = f"{r.ratio:.2f}" if r.ratio is not None else "-"
         flag = "" if r.ratio is None or 0.5 <= r.ratio <= 2 else "  OUTSIDE 2x"
         note = r.basis if r.ratio is not None else f"not predicted: {r.reason}"
+        if r.ratio is not None and r.reason:
+            note += f" [{r.reason}]"
         name = r.name if len(r.name) <= 30 else r.name[:29] + "~"
         lines.append(f"{r.line:>4}  {name:<30} {r.metric:<30} {_cell(r.measured):>14} {_cell(r.predicted):>14} "
                      f"{ratio:>6}  {note}{flag}")  # fmt: skip
@@ -71,15 +96,34 @@ def _passes(s: dict[str, Any]) -> bool:
 
 
 def run(args: argparse.Namespace) -> int:
+    import os
+
+    from .. import calibration
+
+    if not args.calibration:
+        return _run(args)
+    before = os.environ.get(calibration.FACTORS_ENV)
+    os.environ[calibration.FACTORS_ENV] = args.calibration  # for this command only
+    try:
+        return _run(args)
+    finally:
+        if before is None:
+            os.environ.pop(calibration.FACTORS_ENV, None)
+        else:
+            os.environ[calibration.FACTORS_ENV] = before
+
+
+def _run(args: argparse.Namespace) -> int:
     from .. import calibration, measurements
 
     path = Path(args.data) if args.data else calibration.measurements_path()
     rows = measurements.read_measurements(path)
     leave_out = not args.in_sample
-    results = measurements.validate(rows, _pool(rows, args.data_only), leave_out=leave_out)
+    pool_rows, pool = _pool(rows, args.data_only)
+    results = measurements.validate(rows, pool_rows, leave_out=leave_out)
     summary = measurements.summarise(results)
-    pool = "the file's rows" if args.data_only else "the file's rows and the shipped measurements"
     summary["fit"] = f"fitted on {pool}, " + ("leaving out each row's run" if leave_out else "in sample")
+    summary["factors"] = calibration.active().describe()
     summary["data"] = str(path)
     if args.json:
 
@@ -106,14 +150,18 @@ def register(sub: argparse._SubParsersAction) -> None:
         "active_params_b, tokens, gpu, n_gpus, precision, input_len, output_len, concurrency, metric, value, unit, "
         "source), predict every row it can from the catalog and the calibrated efficiencies, and print measured, "
         "predicted and their ratio per row, then coverage, median absolute error and the share within 2x. Each "
-        "row is predicted from a fit that leaves out every row of the same run, so the error shown is honest.",
+        "row is predicted from a fit that leaves out every row of the same run, so the error shown is honest. The fit "
+        "uses the file's rows and the measurements behind the factors in use: the shipped ones, or yours after "
+        "`xlsxplan calibrate --fit --data FILE`.",
     )
     p.add_argument("--data", metavar="FILE.csv", help="measurements to validate (default: the shipped copy)")
     p.add_argument("--json", action="store_true", help='print {"rows": [...], "summary": {...}} as JSON')
     p.add_argument(
-        "--data-only", action="store_true", help="fit only on the file's rows, not also on the shipped measurements"
+        "--data-only", action="store_true", help="fit only on the file's rows, not also on the measurements behind the factors in use"
     )
     p.add_argument("--in-sample", action="store_true", help="fit on every row, the validated one included")
+    p.add_argument("--calibration", metavar="CHOICE", help="whose fit: auto (default: yours after `calibrate --fit`, "
+                   "else the shipped one), shipped, user, or a factors file; as XLSXPLAN_CALIBRATION")  # fmt: skip
     p.add_argument(
         "--check",
         action="store_true",
