@@ -278,6 +278,45 @@ def test_batch_for_ttft_is_capped_like_batch_for_latency():
     assert x.decode_tokens_per_s(1e-4, 1, 1, 1e5, x.batch_for_ttft(1e-4, 10_000_000, 1e9, 1e-3, 1, 1e12)) > 0
 
 
+def test_batch_for_ttft_with_memory_bound_steps_is_consistent_with_the_decode_speed_a_plan_reports():
+    # Review (the audit): at steps of the 60 tokens/s target, batch 46 leaves 6,802 - 46 x 60 = 4,042 tokens/s for
+    # the prompt (2.97 s); but a plan reports batch 46 decoding at its memory-bound 62.4 tokens/s, 2,870 together,
+    # which leaves 3,932: 12,000 tokens in 3.05 s, over the target. Given the memory figures the steps run at that
+    # speed, and the batch is the largest whose DECODE_TOKS_TOTAL leaves 12,000 / 3 = 4,000 tokens/s of compute.
+    compute = x.compute_tokens_per_s(PARAMS_B, N_GPUS * TFLOPS * 0.5)  # 6,801.9 tokens/s
+    assert compute == pytest.approx(6_801.9, abs=0.1)
+    at_46 = x.decode_tokens_per_s_total(PARAMS_B, BPP, N_GPUS, BW_TBS, 46, KV, CONTEXT)
+    assert 12_000 / (compute - at_46) == pytest.approx(3.05, abs=0.005)  # the inconsistency, by hand
+    memory = (BPP, BW_TBS, KV, CONTEXT, 1)
+    batch = x.batch_for_ttft(PARAMS_B, N_GPUS, TFLOPS, 60, 12_000, 3, 0.5, *memory)
+    assert batch == 44
+    ttft = [12_000 / (compute - x.decode_tokens_per_s_total(PARAMS_B, BPP, N_GPUS, BW_TBS, b, KV, CONTEXT))
+            for b in (batch, batch + 1)]  # fmt: skip
+    assert ttft[0] <= 3 < ttft[1] and round(ttft[0], 2) == 2.99
+    assert round(x.decode_tokens_per_s(PARAMS_B, BPP, N_GPUS, BW_TBS, batch, KV, CONTEXT), 1) == 63.3
+    # the target still bounds it: steps never slower than the target (seed 000's pair: 181 at 20 tokens/s, 2 s)
+    assert x.batch_for_ttft(PARAMS_B, N_GPUS, TFLOPS, 20, 2_000, 2, 0.5, *memory) == 181
+    assert x.batch_for_ttft(PARAMS_B, N_GPUS, TFLOPS, 20, 2_000, 2) == 290
+    # a model whose steps cannot use the compute up (7B on one H100): the target's bound alone
+    assert x.batch_for_ttft(7.6, 1, 989, 20, 2_000, 2, 0.5, 2, 3.35, 57_344, 2_300) == x.batch_for_ttft(
+        7.6, 1, 989, 20, 2_000, 2) == 1_576
+    # and the same through the engine, as the serving template calls it
+    assert evaluate_formula("=BATCH_FOR_TTFT(72.7,2,989,60,12000,3,0.5,\"fp8\",3.35,327680,2300)").value == 44
+    with pytest.raises(OutOfRangeError, match=r"^bytes_per_param must be positive when bandwidth_tb_s is given"):
+        x.batch_for_ttft(PARAMS_B, N_GPUS, TFLOPS, 60, 12_000, 3, 0.5, 0, BW_TBS, KV, CONTEXT)
+
+
+def test_traffic_descriptions_fit_the_function_wizard_uncut():
+    # Review (the audit): BATCH_FOR_TTFT's description was cut at Excel's 255 characters ("...even with no o...")
+    from xlsxplan.registry import EXCEL_TEXT_LIMIT, FUNCTIONS
+
+    for fn in FUNCTIONS.values():
+        if fn.func.__module__ == traffic.__name__:
+            text = f"{fn.summary} Returns {fn.returns.rstrip('.')} [{fn.unit}]."
+            assert len(text) <= EXCEL_TEXT_LIMIT, (fn.name, len(text))
+            assert not fn.description().endswith("..."), fn.name
+
+
 # --- Chunked prefill, the prefill/decode mix and disaggregation ------------------------------------------------
 
 
