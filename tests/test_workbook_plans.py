@@ -778,6 +778,13 @@ def test_architecture_aware_presets(plan, name, values, kv):
             assert live["active"] < live["params"] and live["weights"] == pytest.approx(
                 live["params"] * bytes_per_param("q4_k_m")
             )
+            # the audit: decode read the active 12.9B at any batch; a batch of 2-of-8 routings touches nearly
+            # every expert, so a step reads MOE_PARAMS_READ_B's figure, as the roofline (SERVE_TOKS) row does
+            assert (live["experts"], live["experts_per_token"]) == (8, 2)
+            assert live["params_read"] == pytest.approx(architecture.moe_params_read_b(46.7, 12.9, 8, 2,
+                                                                                       live["batch"]))  # fmt: skip
+            assert live["params_read"] > 3 * live["active"]
+            assert live["tps_alone"] == pytest.approx(serving.decode_tokens_per_s(12.9, "q4_k_m", 2, 3.35))
         if model == "Gemma-2-9B":  # half its layers see a 4,096-token window: at 2,300 tokens, none is capped
             assert live["kv_bytes"] == architecture.model_kv_bytes_per_token(model, 0, 2, 1)
             with changed(plan, {"Prompt_Tokens_Per_Request": 8_000, "Tail_Prompt_Tokens": 8_000}):
