@@ -278,6 +278,45 @@ def test_batch_for_ttft_is_capped_like_batch_for_latency():
     assert x.decode_tokens_per_s(1e-4, 1, 1, 1e5, x.batch_for_ttft(1e-4, 10_000_000, 1e9, 1e-3, 1, 1e12)) > 0
 
 
+def test_batch_for_ttft_with_memory_bound_steps_is_consistent_with_the_decode_speed_a_plan_reports():
+    # Review (the audit): at steps of the 60 tokens/s target, batch 46 leaves 6,802 - 46 x 60 = 4,042 tokens/s for
+    # the prompt (2.97 s); but a plan reports batch 46 decoding at its memory-bound 62.4 tokens/s, 2,870 together,
+    # which leaves 3,932: 12,000 tokens in 3.05 s, over the target. Given the memory figures the steps run at that
+    # speed, and the batch is the largest whose DECODE_TOKS_TOTAL leaves 12,000 / 3 = 4,000 tokens/s of compute.
+    compute = x.compute_tokens_per_s(PARAMS_B, N_GPUS * TFLOPS * 0.5)  # 6,801.9 tokens/s
+    assert compute == pytest.approx(6_801.9, abs=0.1)
+    at_46 = x.decode_tokens_per_s_total(PARAMS_B, BPP, N_GPUS, BW_TBS, 46, KV, CONTEXT)
+    assert 12_000 / (compute - at_46) == pytest.approx(3.05, abs=0.005)  # the inconsistency, by hand
+    memory = (BPP, BW_TBS, KV, CONTEXT, 1)
+    batch = x.batch_for_ttft(PARAMS_B, N_GPUS, TFLOPS, 60, 12_000, 3, 0.5, *memory)
+    assert batch == 44
+    ttft = [12_000 / (compute - x.decode_tokens_per_s_total(PARAMS_B, BPP, N_GPUS, BW_TBS, b, KV, CONTEXT))
+            for b in (batch, batch + 1)]  # fmt: skip
+    assert ttft[0] <= 3 < ttft[1] and round(ttft[0], 2) == 2.99
+    assert round(x.decode_tokens_per_s(PARAMS_B, BPP, N_GPUS, BW_TBS, batch, KV, CONTEXT), 1) == 63.3
+    # the target still bounds it: steps never slower than the target (seed 000's pair: 181 at 20 tokens/s, 2 s)
+    assert x.batch_for_ttft(PARAMS_B, N_GPUS, TFLOPS, 20, 2_000, 2, 0.5, *memory) == 181
+    assert x.batch_for_ttft(PARAMS_B, N_GPUS, TFLOPS, 20, 2_000, 2) == 290
+    # a model whose steps cannot use the compute up (7B on one H100): the target's bound alone
+    assert x.batch_for_ttft(7.6, 1, 989, 20, 2_000, 2, 0.5, 2, 3.35, 57_344, 2_300) == x.batch_for_ttft(
+        7.6, 1, 989, 20, 2_000, 2) == 1_576
+    # and the same through the engine, as the serving template calls it
+    assert evaluate_formula("=BATCH_FOR_TTFT(72.7,2,989,60,12000,3,0.5,\"fp8\",3.35,327680,2300)").value == 44
+    with pytest.raises(OutOfRangeError, match=r"^bytes_per_param must be positive when bandwidth_tb_s is given"):
+        x.batch_for_ttft(PARAMS_B, N_GPUS, TFLOPS, 60, 12_000, 3, 0.5, 0, BW_TBS, KV, CONTEXT)
+
+
+def test_traffic_descriptions_fit_the_function_wizard_uncut():
+    # Review (the audit): BATCH_FOR_TTFT's description was cut at Excel's 255 characters ("...even with no o...")
+    from xlsxplan.registry import EXCEL_TEXT_LIMIT, FUNCTIONS
+
+    for fn in FUNCTIONS.values():
+        if fn.func.__module__ == traffic.__name__:
+            text = f"{fn.summary} Returns {fn.returns.rstrip('.')} [{fn.unit}]."
+            assert len(text) <= EXCEL_TEXT_LIMIT, (fn.name, len(text))
+            assert not fn.description().endswith("..."), fn.name
+
+
 # --- Chunked prefill, the prefill/decode mix and disaggregation ------------------------------------------------
 
 
@@ -471,70 +510,101 @@ def test_no_numeric_function_names_an_argument_it_does_not_take():
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def walkthrough() -> list[tuple[str, str]]:
-    """Each ``$ xlsxplan eval ...`` command in the README's traffic section, with the output printed under it."""
+def _section() -> str:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = readme.split("## Plans that survive real traffic", 1)[1].split("\n## ", 1)[0]
+    return readme.split("## Plans that survive real traffic", 1)[1].split("\n## ", 1)[0]
+
+
+def walkthrough() -> list[tuple[str, str]]:
+    """Each ``$ xlsxplan ...`` command in the README's traffic section (a line ending in a backslash goes on), with the
+    output printed under it."""
     pairs = []
-    for block in re.findall(r"```sh\n(.*?)```", section, flags=re.S):
+    for block in re.findall(r"```sh\n(.*?)```", _section(), flags=re.S):
         for chunk in re.split(r"^\$ ", block, flags=re.M)[1:]:
-            command, _, output = chunk.partition("\n")
-            pairs.append((command, output))
+            lines = chunk.split("\n")
+            n = 0
+            while lines[n].endswith("\\"):
+                n += 1
+            command = " ".join(line.rstrip("\\").strip() for line in lines[: n + 1])
+            pairs.append((command, "\n".join(lines[n + 1 :])))
     return pairs
 
 
 def test_the_walkthrough_is_there():
+    # Issue 9: "the README walks through one plan where these change the answer (the 72B FP8 pair of GPUs with a
+    # p95 prompt of 12,000 tokens and a 60 tokens/s target), with the figures the tool prints". Since the audit,
+    # the walk-through is the serving template's own cells, recalculated with those inputs.
     commands = [command for command, _ in walkthrough()]
-    assert len(commands) >= 20 and all(c.startswith("xlsxplan eval ") for c in commands)
+    recalcs = [c for c in commands if c.startswith("xlsxplan recalc workbooks/serving_plan.xlsx -o /tmp/p.xlsx -q ")]
+    assert len(recalcs) == 5
+    for c in recalcs:
+        for given in ("Tail_Prompt_Tokens=12000", "Latency_Target=60", "Time_To_First_Token_Target=3"):
+            assert f"--set {given}" in c, c
     used = {name for c in commands for name in re.findall(r"([A-Z_]+)\(", c)}
-    for name in ("BATCH_FOR_LATENCY", "TAIL_SHARE", "TAIL_SHARE_DATA", "PAGED_BATCH", "BATCH_FOR_TTFT", "PREFILL_SHARE",
-                 "REPLICA_RPS_CHUNKED", "FLEET_REPLICAS", "COST_PER_M_INPUT", "COST_PER_M_OUTPUT", "PREFILL_TOKENS",
-                 "CONTEXT_TOKENS", "TIME_TO_ANSWER_S"):  # fmt: skip
-        assert name in used, name
+    assert {"BATCH_FOR_TTFT", "PAGED_BATCH", "TAIL_SHARE"} <= used
 
 
 @pytest.mark.parametrize("command, printed", walkthrough(), ids=lambda v: v[:60] if v.startswith("x") else "")
-def test_readme_walkthrough_prints_what_the_readme_says(command, printed, capsys):
+def test_readme_walkthrough_prints_what_the_readme_says(command, printed, capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(ROOT)  # the commands name workbooks/serving_plan.xlsx, the shipped template
     argv = shlex.split(command)
     assert argv[0] == "xlsxplan"
+    if argv[1] == "recalc":
+        argv[argv.index("-o") + 1] = str(tmp_path / "p.xlsx")
     code = main(argv[1:])
     assert capsys.readouterr().out == printed
     assert code == (1 if printed.startswith("#") else 0)
 
 
-def test_readme_walkthrough_types_the_results_of_the_steps_before():
-    # the README types the rounded results of earlier steps into later formulas (0.294, 2870, 2.958, 6.944, 6.184,
-    # 1.662): each must be the exact result of the model to within its rounding, or the walkthrough has gone stale
-    def typed(literal, exact):
-        assert literal == pytest.approx(exact, rel=5e-4), (literal, exact)  # 4 significant figures
+def _printed_cells() -> list[dict[str, str]]:
+    """What each recalc step of the walkthrough printed, cell by cell."""
+    return [dict(line.split("  ", 1) for line in printed.splitlines())
+            for command, printed in walkthrough() if " recalc " in f" {command} "]  # fmt: skip
 
-    batch = min(
-        x.batch_for_latency(PARAMS_B, BPP, N_GPUS, BW_TBS, 60, KV, CONTEXT),
-        x.paged_batch(FREE_GB, KV, CONTEXT, 3_500),
-        x.batch_for_ttft(PARAMS_B, N_GPUS, TFLOPS, 60, 12_000, 3),
-    )
-    assert batch == 46
-    total = x.decode_tokens_per_s_total(PARAMS_B, BPP, N_GPUS, BW_TBS, batch, KV, CONTEXT)
-    typed(2_870, total)
-    typed(0.294, PREFILL_S)
-    typed(6.944, PEAK_RPS)
-    per_replica = x.replica_rps_chunked(PREFILL_S, PROMPT, OUTPUT, total)
-    typed(2.958, per_replica)
-    assert x.fleet_replicas(PEAK_RPS, per_replica) * N_GPUS == 8
-    cached_s = x.prefill_seconds(PARAMS_B, x.prefill_tokens(PROMPT, 1_500, 0.8), N_GPUS, TFLOPS)
-    cached = x.replica_rps_chunked(cached_s, 800, OUTPUT, total)
-    typed(6.184, cached)
-    assert x.fleet_replicas(PEAK_RPS, cached) * N_GPUS == 6
-    thinking = x.decode_tokens_per_s_total(PARAMS_B, BPP, N_GPUS, BW_TBS, 36, KV, 3_300)
-    typed(1.662, x.replica_rps_chunked(PREFILL_S, PROMPT, 1_300, thinking))
-    assert x.fleet_replicas(PEAK_RPS, x.replica_rps_chunked(PREFILL_S, PROMPT, 1_300, thinking)) == 6
-    # and the prose: 3 prefill + 1 decode replicas, 13 ms of KV transfer, a $480 day, 67 prompt tokens per step,
-    # 1.76 s to prefill the tail prompt, prefill 74% of the time
-    assert (x.prefill_replicas(PEAK_RPS, PREFILL_S), x.decode_replicas(PEAK_RPS, OUTPUT, total)) == (3, 1)
-    assert round(x.kv_transfer_s(KV, PROMPT, 50) * 1_000) == 13
-    assert 8 * PRICE * 24 == 480 and round(12_000 / (3 * 60)) == 67
-    assert round(x.prefill_seconds(PARAMS_B, 12_000, N_GPUS, TFLOPS), 2) == 1.76
-    assert round(x.prefill_share(PREFILL_S, OUTPUT, total), 2) == 0.74
-    # 85% of the peak covered with 3 replicas and one down; 19.6% busy over the day with 4
-    assert round(x.peak_coverage(PEAK_RPS, per_replica, 3), 2) == 0.85
-    assert round(x.fleet_utilisation(200_000, per_replica, 4), 3) == 0.196
+
+def test_the_walkthrough_prose_quotes_the_figures_its_commands_print():
+    # The prose rounds the printed cells; each claim is formatted from the step's own output, so a change in the
+    # template that moves a figure fails here as well as in the output blocks above.
+    steps = _printed_cells()
+    prose = " ".join(_section().split())
+
+    def n(step: int, cell: str) -> float:
+        return float(steps[step][f"Outputs!{cell}"])
+
+    words = {6: "six", 8: "eight", 12: "twelve", 3: "three"}
+    claims = [
+        f"room for {n(0, 'B26'):.0f} sequences of 12,300 tokens",
+        f"{n(1, 'B28'):.0f} sequences fit but for the 5% overflow",
+        f"may read only so much, {n(1, 'B34'):.0f} sequences",
+        f"{n(1, 'B35'):.0f} sequences decode {n(1, 'B40'):,.0f} tokens/s",
+        f"reads a 12,000-token prompt in {n(1, 'B42'):.2f} s",
+        f"So the batch is {n(1, 'B36'):.0f}, at {n(1, 'B38'):.1f} tokens/s per user",
+        f"that prompt takes {n(1, 'B43'):.2f} s",
+        f"a replica serves {n(2, 'B51'):.2f} requests/s",
+        f"one spare makes {n(2, 'B53'):.0f}: {words[n(2, 'B54')]} GPUs",
+        f"{n(2, 'B56'):.1%} busy over the day",
+        f"share of the arithmetic, {n(2, 'B68'):.0%}",
+        f"costs the same in or out, ${n(2, 'B69'):.2f} per million",
+        f"the same peak needs {n(2, 'B76'):.0f} replicas, {words[n(2, 'B77')]} GPUs",
+        f"a replica serves {n(3, 'B51'):.2f} requests/s, and {words[n(3, 'B53')]} replicas ({words[n(3, 'B54')]} "
+        "GPUs)",
+        f"the first-token target allows {n(3, 'B35'):.0f} and the decode-speed target, {n(3, 'B36'):.0f}, binds",
+        f"${n(3, 'B69'):.2f} against ${n(3, 'B70'):.2f} per million",
+        f"memory holds {n(4, 'B29'):.0f}, the 60 tokens/s target allows {n(4, 'B34'):.0f}",
+        f"users wait {n(4, 'B44'):.0f} s",
+        f"a replica serves {n(4, 'B51'):.2f} requests/s, so the fleet grows to {n(4, 'B53'):.0f} replicas, "
+        f"{words[n(4, 'B54')]} GPUs",
+        f"${n(4, 'B70'):.2f} against ${n(4, 'B69'):.2f} per million",
+    ]
+    for claim in claims:
+        assert claim in prose, claim
+    assert n(2, "B69") == pytest.approx(n(2, "B70"))  # compute binds: a token costs the same in or out
+    assert n(1, "B36") == n(1, "B35") < n(1, "B34") < n(1, "B28")  # the first-token target binds, not memory
+    assert n(4, "B70") > n(4, "B69")  # decode binds with reasoning: output costs more
+    # the hand arithmetic the prose adds: 6,802 compute tokens/s, 0.338 s of compute and 0.108 s of decode steps
+    # per request, a $480 day
+    compute = x.compute_tokens_per_s(PARAMS_B, N_GPUS * TFLOPS * 0.5)
+    assert f"of the {compute:,.0f} tokens/s the two GPUs compute" in prose
+    assert f"{PREFILL_S:.3f} s of compute" in prose and f"{PREFILL_S * 2_300 / 2_000:.3f} s in all" in prose
+    assert f"take {300 / n(1, 'B40'):.3f} s at {n(1, 'B40'):,.0f} tokens/s" in prose
+    assert f"The day's ${8 * PRICE * 24:.0f}" in prose

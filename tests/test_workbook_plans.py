@@ -9,14 +9,16 @@ from :mod:`xlsxplan.serving`, :mod:`xlsxplan.training` and the catalog.
 from __future__ import annotations
 
 import contextlib
+import statistics
 from collections.abc import Iterator
 from typing import Any
 
+import numpy as np
 import pytest
 
 from xlsxplan import architecture, calibration, catalog, roofline, serving, traffic, training, training_memory
 from xlsxplan.cells import CellError
-from xlsxplan.errors import OutOfRangeError
+from xlsxplan.errors import OutOfRangeError, UnknownPresetError, XlsxplanError
 from xlsxplan.precision import bytes_per_param
 from xlsxplan.workbooks import serving as serving_book
 from xlsxplan.workbooks import training as training_book
@@ -86,10 +88,23 @@ def serving_globals(g: dict[str, Any], lengths: list[float]) -> dict[str, Any]:
     """The Demand lines of Calculations, from the Python core. ``g``: the global inputs by defined name;
     ``lengths``: the numbers pasted on the Prompt lengths sheet."""
     req, peak = g["Requests_Per_Day"], g["Peak_Hour_Factor"]
-    prompt, p95, longest = g["Prompt_Tokens_Per_Request"], g["Tail_Prompt_Tokens"], g["Longest_Prompt_Accepted"]
+    longest = g["Longest_Prompt_Accepted"]
     out, reasoning = g["Output_Tokens_Per_Request"], g["Hidden_Reasoning_Tokens_Per_Request"]
     r: dict[str, Any] = {"peak_rps": serving.peak_requests_per_s(req, peak)}
     decode = r["decode_tokens"] = out + reasoning
+    r["pasted"] = len(lengths)
+    if lengths:  # pasted lengths set the mean, the tail and the spread (Excel's AVERAGE, PERCENTILE, STDEVP)
+        prompt = r["prompt_mean"] = statistics.fmean(lengths)
+        p95 = r["prompt_tail"] = float(np.percentile(lengths, 100 * g["Tail_Percentile"]))
+    else:
+        prompt, p95 = r["prompt_mean"], r["prompt_tail"] = g["Prompt_Tokens_Per_Request"], g["Tail_Prompt_Tokens"]
+    try:
+        r["sd_lognormal"] = traffic.length_sd(prompt, p95)
+    except OutOfRangeError:
+        r["sd_lognormal"] = "no log-normal fit"
+    typed = g["Prompt_Length_Spread"]
+    r["sd_typed"] = typed if isinstance(typed, (int, float)) else r["sd_lognormal"]
+    r["prompt_sd"] = statistics.pstdev(lengths) if lengths else r["sd_typed"]
     r["peak_prompt"] = serving.peak_tokens_per_s(req, prompt, peak)
     r["peak_output"] = serving.peak_tokens_per_s(req, decode, peak)
     r["growth_output"] = r["peak_output"] * g["Traffic_Growth_Multiple"]
@@ -97,21 +112,21 @@ def serving_globals(g: dict[str, Any], lengths: list[float]) -> dict[str, Any]:
     r["tail_context"] = traffic.context_tokens(p95, out, reasoning)
     r["longest_request"] = traffic.context_tokens(longest, out, reasoning)
     try:
-        r["prompt_sd"] = traffic.length_sd(prompt, p95)
+        r["tail_share_lognormal"] = traffic.tail_share(longest, prompt, p95)
     except OutOfRangeError:
-        r["prompt_sd"] = "no log-normal fit"
-    r["pasted"] = len(lengths)
-    if lengths:
-        r["tail_share"] = traffic.tail_share_data(tuple(lengths), longest)
-    else:
-        try:
-            r["tail_share"] = traffic.tail_share(longest, prompt, p95)
-        except OutOfRangeError:
-            r["tail_share"] = "no log-normal fit: paste lengths"
+        r["tail_share_lognormal"] = "no log-normal fit: paste lengths"
+    r["tail_share"] = traffic.tail_share_data(tuple(lengths), longest) if lengths else r["tail_share_lognormal"]
     prefix, hit = g["Shared_Prefix_Tokens"], g["Prefix_Cache_Hit_Rate"]
     r["prefill_tokens"] = traffic.prefill_tokens(prompt, prefix, hit)
     r["prefill_tokens_tail"] = traffic.prefill_tokens(p95, prefix, hit)
     return r
+
+
+def _peak_field(precision: str) -> str:
+    try:
+        return calibration.peak_field(precision)
+    except UnknownPresetError:
+        return "none (FP4)"
 
 
 def serving_reference(case: dict[str, Any], g: dict[str, Any], d: dict[str, Any]) -> dict[str, Any]:
@@ -126,13 +141,24 @@ def serving_reference(case: dict[str, Any], g: dict[str, Any], d: dict[str, Any]
     memory = _figure(case["memory_override"], catalog.gpu_spec, gpu, "memory_gb")
     bandwidth = _figure(case["bandwidth_override"], catalog.gpu_spec, gpu, "bandwidth_tb_s")
     tflops = _figure(case["tflops_override"], catalog.gpu_spec, gpu, "bf16_tflops")
+    try:
+        fp8 = catalog.gpu_spec(gpu, "fp8_tflops")
+    except XlsxplanError:  # none published, or not in the catalog
+        fp8 = tflops
     n = case["n_gpus"]
     bw, bkv = bytes_per_param(case["weight_precision"]), bytes_per_param(case["kv_precision"])
     frac, eff, util = g["Usable_Memory_Fraction"], g["Decode_Bandwidth_Efficiency"], g["Prefill_Compute_Utilisation"]
     ctx, tail_ctx = d["context"], d["tail_context"]
+    moe = active < params
+    experts = catalog.model_spec(model, "experts") if moe else 1
+    per_token = catalog.model_spec(model, "experts_per_token") if moe else 1
     r: dict[str, Any] = dict(params=params, active=active, memory=memory, bandwidth=bandwidth, tflops=tflops,
-                             bytes_weight=bw, bytes_kv=bkv)  # fmt: skip
+                             tflops_fp8=fp8, bytes_weight=bw, bytes_kv=bkv, experts=experts,
+                             experts_per_token=per_token)  # fmt: skip
+    r["tflops_weights"] = fp8 if _peak_field(case["weight_precision"]) == "fp8_tflops" else tflops
     r["weights"] = serving.weights_gb(params, bw)
+    expert_params = architecture.model_expert_params_b(model) if moe else 0
+    r["weights_gpu"] = architecture.weights_gb_per_gpu(params, expert_params, n, n, bw)
     r["usable"] = serving.usable_gb(n, memory, frac)
     free = r["free"] = serving.free_gb(params, bw, n, memory, frac)
     if _positive(case["kv_override"]):
@@ -146,29 +172,45 @@ def serving_reference(case: dict[str, Any], g: dict[str, Any], d: dict[str, Any]
     r["fits"] = "fits" if fit >= 1 else NO_FIT
     sd = d["prompt_sd"]
     overflow = g["KV_Cache_Overflow_Accepted"]
-    r["batch_paged"] = traffic.paged_batch(free, kv, ctx, sd, overflow) if not isinstance(sd, str) else sd
+    paged = r["batch_paged"] = traffic.paged_batch(free, kv, ctx, sd, overflow) if not isinstance(sd, str) else (
+        "no spread known")  # fmt: skip
+    use_paged = not isinstance(paged, str) and fit >= 1
+    mem = r["batch_mem"] = paged if use_paged else fit
+    r["batch_basis"] = "paged KV cache" if use_paged else "every slot at the tail"
     r["max_context"] = traffic.max_context_tokens(free, kv)
+
+    def read(batch: int) -> float:  # MOE_PARAMS_READ_B: all the parameters of a dense model
+        return architecture.moe_params_read_b(params, active, experts, per_token, batch)
+
+    r["params_read_mem"] = read(max(1, mem))
     target = g["Latency_Target"]
-    lat = r["batch_latency"] = traffic.batch_for_latency(active, bw, n, bandwidth, target, kv, ctx, eff)
+    lat = r["batch_latency"] = traffic.batch_for_latency(r["params_read_mem"], bw, n, bandwidth, target, kv, ctx, eff)
     ttft = r["batch_ttft"] = traffic.batch_for_ttft(active, n, tflops, target, d["prefill_tokens_tail"],
-                                                    g["Time_To_First_Token_Target"], util)  # fmt: skip
-    cap = min(lat, ttft)
-    batch = r["batch"] = max(1, cap) if cap < fit else fit
-    r["latency_caps"] = "yes" if cap < fit else "no"
+                                                    g["Time_To_First_Token_Target"], util, bw, bandwidth, kv, ctx,
+                                                    eff)  # fmt: skip
+    batch = r["batch"] = min(mem, max(1, lat), max(1, ttft))
+    r["latency_caps"] = "yes" if batch < mem else "no"
+    try:
+        shape = catalog.model_spec(model, "layers"), catalog.model_spec(model, "hidden")
+        r["ttft_alone"] = roofline.ttft_seconds(active, bw, d["prefill_tokens_tail"], *shape, n, tflops, bandwidth,
+                                                util, eff, g["Tensor_Parallel_Link_Bandwidth"])  # fmt: skip
+    except XlsxplanError:  # a model of your own: no layers or width to count attention with
+        r["ttft_alone"] = "needs a preset's shape"
     price, spare, minimum = g["Price_Per_GPU_Hour"], g["Spare_Replicas"], g["Minimum_Replicas"]
     deployed = g["Replicas_Deployed"]
     if batch < 1:
         for line in serving_book.CASE_LINES:
-            if line.formula.startswith("=IF({batch}>=1,"):
+            if line.formula.startswith("=IF(AND(ISNUMBER({batch}),{batch}>=1),"):
                 r[line.key] = NO_FIT
         r["replicas_planned"] = deployed if _positive(deployed) else NO_FIT
-        r["kv_transfer"] = traffic.kv_transfer_s(kv, g["Prompt_Tokens_Per_Request"],
-                                                 g["Prefill_To_Decode_Link_Bandwidth"])  # fmt: skip
+        r["kv_transfer"] = traffic.kv_transfer_s(kv, d["prompt_mean"], g["Prefill_To_Decode_Link_Bandwidth"])
         return r
-    r["tps_user"] = serving.decode_tokens_per_s(active, bw, n, bandwidth, batch, kv, ctx, eff)
+    reads = r["params_read"] = read(batch)
+    r["tps_user"] = serving.decode_tokens_per_s(reads, bw, n, bandwidth, batch, kv, ctx, eff)
     r["tps_alone"] = serving.decode_tokens_per_s(active, bw, n, bandwidth, 1, 0, 0, eff)
-    total = r["tps_total"] = serving.decode_tokens_per_s_total(active, bw, n, bandwidth, batch, kv, ctx, eff)
+    total = r["tps_total"] = serving.decode_tokens_per_s_total(reads, bw, n, bandwidth, batch, kv, ctx, eff)
     prefill = r["prefill"] = serving.prefill_seconds(active, d["prefill_tokens"], n, tflops, util)
+    r["ttft_batch"] = d["prefill_tokens_tail"] / (serving.compute_tokens_per_s(active, n * tflops * util) - total)
     reasoning, decode = g["Hidden_Reasoning_Tokens_Per_Request"], d["decode_tokens"]
     r["time_to_answer"] = traffic.time_to_answer_s(prefill, reasoning, r["tps_user"])
     r["cost_full"] = serving.cost_per_m_tokens(n, price, total)
@@ -188,9 +230,9 @@ def serving_reference(case: dict[str, Any], g: dict[str, Any], d: dict[str, Any]
     r["prefill_replicas"] = traffic.prefill_replicas(peak_rps, prefill, spare)
     r["decode_replicas"] = traffic.decode_replicas(peak_rps, decode, total, spare)
     r["gpus_disagg"] = (r["prefill_replicas"] + r["decode_replicas"]) * n
-    r["kv_transfer"] = traffic.kv_transfer_s(kv, g["Prompt_Tokens_Per_Request"], g["Prefill_To_Decode_Link_Bandwidth"])
-    share = r["prefill_share"] = traffic.prefill_share(prefill, decode, total)
-    r["cost_in"] = traffic.cost_per_m_input(gpus, price, g["Requests_Per_Day"], g["Prompt_Tokens_Per_Request"], share)
+    r["kv_transfer"] = traffic.kv_transfer_s(kv, d["prompt_mean"], g["Prefill_To_Decode_Link_Bandwidth"])
+    share = r["prefill_share"] = prefill * rps  # the prefill's share of a chunked replica's time per request
+    r["cost_in"] = traffic.cost_per_m_input(gpus, price, g["Requests_Per_Day"], d["prompt_mean"], share)
     r["cost_out"] = traffic.cost_per_m_output(gpus, price, g["Requests_Per_Day"], decode, share)
     r["monthly"] = gpus * price * g["Hours_Per_Month"]
     return r
@@ -198,31 +240,37 @@ def serving_reference(case: dict[str, Any], g: dict[str, Any], d: dict[str, Any]
 
 def calibration_reference(case: dict[str, Any], g: dict[str, Any], d: dict[str, Any], live: dict[str, Any]
                           ) -> list[dict[str, Any]]:  # fmt: skip
-    """The Calibration sheet's three columns: the plan's, the calibrated and the measured efficiencies."""
+    """The Calibration sheet's three columns: the plan's, the calibrated and the measured efficiencies. The plan's
+    prefill share is of the BF16 peak (seed 000 §5); the calibrated and measured ones of the peak the weights'
+    precision computes on (EFFICIENCY's prefill share for fp8 is of the FP8 peak)."""
     gpu, prec, n = g["Accelerator"], g["Weight_Precision"], g["GPUs_Per_Replica"]
     active, bw, bandwidth, tflops = live["active"], live["bytes_weight"], live["bandwidth"], live["tflops"]
+    peak = live["tflops_weights"]
     kv, batch, prompt = live["kv_bytes"], live["batch"], g["Prompt_Tokens_In_The_Measurement"]
     cal_bw, cal_pf = calibration.efficiency("decode_bandwidth", gpu, prec), calibration.efficiency("prefill", gpu, prec)
     measured_bw, measured_ttft = g["Measured_Decode_Speed_At_Batch_1"], g["Measured_Time_To_First_Token"]
     yours_bw = (measured_bw / serving.decode_tokens_per_s(active, bw, n, bandwidth, 1, kv, prompt, 1)
                 if _positive(measured_bw) else cal_bw)  # fmt: skip
-    yours_pf = (serving.prefill_seconds(active, prompt, n, tflops, 1) / measured_ttft
+    yours_pf = (serving.prefill_seconds(active, prompt, n, peak, 1) / measured_ttft
                 if _positive(measured_ttft) else cal_pf)  # fmt: skip
     columns = []
-    for eff_bw, eff_pf in ((g["Decode_Bandwidth_Efficiency"], g["Prefill_Compute_Utilisation"]), (cal_bw, cal_pf),
-                           (yours_bw, yours_pf)):  # fmt: skip
-        c: dict[str, Any] = {"eff_bw": eff_bw, "eff_pf": eff_pf}
-        if batch < 1:
+    for eff_bw, col_peak, eff_pf in ((g["Decode_Bandwidth_Efficiency"], tflops, g["Prefill_Compute_Utilisation"]),
+                                     (cal_bw, peak, cal_pf), (yours_bw, peak, yours_pf)):  # fmt: skip
+        c: dict[str, Any] = {"eff_bw": eff_bw, "peak": col_peak, "eff_pf": eff_pf}
+        if not isinstance(batch, int) or batch < 1:
             columns.append({**c, **{line.key: NO_FIT for line in serving_book.CALIBRATION_LINES}})
             continue
-        ctx, price, decode = d["context"], g["Price_Per_GPU_Hour"], d["decode_tokens"]
-        c["cal_tps_user"] = serving.decode_tokens_per_s(active, bw, n, bandwidth, batch, kv, ctx, eff_bw)
-        total = c["cal_tps_total"] = serving.decode_tokens_per_s_total(active, bw, n, bandwidth, batch, kv, ctx, eff_bw)
-        c["cal_prefill"] = serving.prefill_seconds(active, d["prefill_tokens"], n, tflops, eff_pf)
+        ctx, price, decode, reads = d["context"], g["Price_Per_GPU_Hour"], d["decode_tokens"], live["params_read"]
+        c["cal_tps_user"] = serving.decode_tokens_per_s(reads, bw, n, bandwidth, batch, kv, ctx, eff_bw)
+        total = c["cal_tps_total"] = serving.decode_tokens_per_s_total(reads, bw, n, bandwidth, batch, kv, ctx, eff_bw)
+        prefill = c["cal_prefill"] = serving.prefill_seconds(active, d["prefill_tokens"], n, col_peak, eff_pf)
         c["cal_cost_full"] = serving.cost_per_m_tokens(n, price, total)
         c["cal_cost_avg"] = serving.cost_per_m_tokens(n, price, total, g["Average_Utilisation"])
+        rps = c["cal_rps"] = traffic.replica_rps_chunked(prefill, d["prefill_tokens"], decode, total)
+        c["cal_replicas"] = traffic.fleet_replicas(d["peak_rps"], rps, g["Spare_Replicas"], g["Minimum_Replicas"])
+        c["cal_gpus"] = c["cal_replicas"] * n
         toks = c["cal_serve_toks"] = roofline.serve_tokens_per_s(
-            live["params"], bw, kv, d["prefill_tokens"], decode, n, live["memory"], bandwidth, tflops, batch, eff_bw,
+            reads, bw, kv, d["prefill_tokens"], decode, n, live["memory"], bandwidth, col_peak, batch, eff_bw,
             eff_pf, g["Usable_Memory_Fraction"])  # fmt: skip
         c["cal_serve_replicas"] = max(serving.replicas(d["peak_output"], toks, g["Spare_Replicas"]),
                                       g["Minimum_Replicas"])  # fmt: skip
@@ -230,7 +278,8 @@ def calibration_reference(case: dict[str, Any], g: dict[str, Any], d: dict[str, 
     return columns
 
 
-SERVING_GLOBALS = ("Requests_Per_Day", "Prompt_Tokens_Per_Request", "Tail_Prompt_Tokens", "Longest_Prompt_Accepted",
+SERVING_GLOBALS = ("Requests_Per_Day", "Prompt_Tokens_Per_Request", "Tail_Prompt_Tokens", "Prompt_Length_Spread",
+                   "Tail_Percentile", "Tensor_Parallel_Link_Bandwidth", "Longest_Prompt_Accepted",
                    "Output_Tokens_Per_Request", "Hidden_Reasoning_Tokens_Per_Request", "Peak_Hour_Factor",
                    "Shared_Prefix_Tokens", "Prefix_Cache_Hit_Rate", "Usable_Memory_Fraction",
                    "Decode_Bandwidth_Efficiency", "Prefill_Compute_Utilisation", "KV_Cache_Overflow_Accepted",
@@ -392,14 +441,27 @@ def _live(b: Built, *keys: str) -> tuple[Any, ...]:
 
 
 def test_a_longer_tail_prompt_shrinks_the_batch_that_fits_and_the_ttft_batch(plan):
-    # Issue 9's walk-through: the 72B FP8 pair with a 12,000-token p95 prompt and a 60 tokens/s target.
+    # Issue 9's walk-through: the 72B FP8 pair with a 12,000-token p95 prompt and a 60 tokens/s target. With no
+    # spread known (12,000 is 6 x the mean: no log-normal has that tail), memory's batch is seed 000's worst case.
     with changed(plan, {"Tail_Prompt_Tokens": 12_000, "Latency_Target": 60, "Time_To_First_Token_Target": 3}):
         live = check_serving(plan)
         assert live["batch_fit"] == serving.max_batch(72.7, 1, 327_680, 12_300, 2, 80) == 17  # slots of 12,300
-        assert live["batch_ttft"] == 46  # traffic.batch_for_ttft's docstring: K = 113.4; 12,000 tokens in 3 s
+        assert live["prompt_sd"] == "no log-normal fit" and live["batch_paged"] == "no spread known"
+        assert live["batch_mem"] == 17 and live["batch_basis"] == "every slot at the tail"
+        assert live["batch_ttft"] == 44  # traffic.batch_for_ttft's docstring: memory-bound steps leave 2,802 tok/s
         assert live["batch_latency"] == 51  # traffic.batch_for_latency's docstring: 51 for 60 tokens/s
         assert live["batch"] == 17 and live["latency_caps"] == "no"
         assert live["tail_share"] == "no log-normal fit: paste lengths"  # 12,000 is 6 x the mean: above 3.87
+    # the spread typed: a paged cache holds 71, and the first-token target binds
+    with changed(plan, {"Tail_Prompt_Tokens": 12_000, "Prompt_Length_Spread": 3_500, "Latency_Target": 60,
+                        "Time_To_First_Token_Target": 3}):  # fmt: skip
+        live = check_serving(plan)
+        assert live["batch_paged"] == traffic.paged_batch(71.3, 327_680, 2_300, 3_500) == 71
+        assert live["batch_mem"] == 71 and live["batch_basis"] == "paged KV cache"
+        assert live["batch"] == live["batch_ttft"] == 44 and live["latency_caps"] == "yes"
+        assert live["ttft_batch"] <= 3 < live["prefill_tokens_tail"] / (
+            serving.compute_tokens_per_s(72.7, 2 * 989 * 0.5)
+            - serving.decode_tokens_per_s_total(72.7, 1, 2, 3.35, 45, 327_680, 2_300))  # one more would miss it
     before = _live(plan, "batch_fit", "kv_seq", "tail_share", "batch_paged")
     with changed(plan, {"Tail_Prompt_Tokens": 6_000}):
         live = check_serving(plan)
@@ -408,17 +470,33 @@ def test_a_longer_tail_prompt_shrinks_the_batch_that_fits_and_the_ttft_batch(pla
         assert live["tail_share"] > before[2] == 0
         assert live["batch_paged"] > live["batch_fit"]  # a paged cache holds the mean, not every slot at the tail
         assert live["batch_paged"] < before[3]  # but the spread costs it room against no spread
+        assert live["batch_mem"] == live["batch_paged"]  # and the plan runs it
 
 
-def test_pasted_prompt_lengths_give_the_rejected_share(plan):
+def test_pasted_prompt_lengths_set_the_mean_tail_spread_and_rejected_share(plan):
     lengths = [500, 1_000, 2_000, 40_000, 3_000, None, 60_000, 1_500]  # 2 of 7 above 32,768; the empty cell skipped
     first = plan.book.ref("Measured_Prompt_Lengths").row
     values = {f"'Prompt lengths'!B{first + i}": v for i, v in enumerate(lengths)}
+    numbers = [x for x in lengths if x]
     with changed(plan, values):
         live = check_serving(plan)
         assert live["pasted"] == 7 and live["tail_share"] == pytest.approx(2 / 7)
+        assert live["prompt_mean"] == pytest.approx(sum(numbers) / 7)  # the pasted lengths' mean, not the typed
+        assert live["prompt_tail"] == pytest.approx(float(np.percentile(numbers, 95)))  # Excel's PERCENTILE
+        assert live["prompt_sd"] == pytest.approx(statistics.pstdev(numbers))  # Excel's STDEVP
+        tail_slot = live["prompt_tail"] + 300  # about 54,000 tokens: four such slots fit, the paged batch more
+        assert live["batch_fit"] == serving.max_batch(72.7, 1, 327_680, tail_slot, 2, 80) == 4
+        assert live["batch_mem"] == live["batch_paged"] > live["batch_fit"]
     with changed(plan, {**values, "Longest_Prompt_Accepted": 50_000}):
         assert check_serving(plan)["tail_share"] == pytest.approx(1 / 7)
+    # 16 prompts of 2,000 tokens on average with a tail to 6,500: a paged batch from their spread
+    sample = [900, 1_000, 1_100, 1_200, 1_300, 1_400, 1_400, 1_500, 1_500, 1_600, 1_700, 1_800, 2_000, 2_300,
+              4_800, 6_500]  # fmt: skip
+    values = {f"'Prompt lengths'!B{first + i}": v for i, v in enumerate(sample)}
+    with changed(plan, values):
+        live = check_serving(plan)
+        assert live["prompt_mean"] == pytest.approx(2_000) and live["batch_basis"] == "paged KV cache"
+        assert live["batch_paged"] == traffic.paged_batch(71.3, 327_680, 2_300, statistics.pstdev(sample))
 
 
 def test_a_log_normal_that_cannot_fit_is_a_note_not_an_error(plan):
@@ -426,7 +504,7 @@ def test_a_log_normal_that_cannot_fit_is_a_note_not_an_error(plan):
     with changed(plan, {"Tail_Prompt_Tokens": 9_000, "Longest_Prompt_Accepted": 32_768}):
         live = check_serving(plan)
         assert live["tail_share"] == "no log-normal fit: paste lengths"
-        assert live["batch_paged"] == "no log-normal fit"
+        assert live["batch_paged"] == "no spread known" and live["batch_basis"] == "every slot at the tail"
         assert plan.get(plan.book.address("master_check")) == 0
 
 
@@ -452,10 +530,12 @@ def test_prefix_caching_cuts_prefill_and_the_input_price(plan):
 
 
 def test_the_time_to_first_token_target_caps_the_batch(plan):
-    # K = 6,802 tokens/s at 50% / 20 tokens/s = 340 tokens a step; a 2,000-token prompt in 0.4 s needs 250 of them
+    # 6,802 tokens/s of compute at 50%; a 2,000-token prompt in 0.4 s takes 5,000 of them, leaving 1,802 to decode:
+    # at the memory-bound speed, 24 sequences (1,771 tokens/s; at steps of the 20 tokens/s target it would be 90)
     with changed(plan, {"Time_To_First_Token_Target": 0.4}):
         live = check_serving(plan)
-        assert live["batch"] == live["batch_ttft"] == 90 < live["batch_fit"] and live["latency_caps"] == "yes"
+        assert live["batch"] == live["batch_ttft"] == 24 < live["batch_fit"] and live["latency_caps"] == "yes"
+        assert live["ttft_batch"] <= 0.4 and live["tps_total"] == pytest.approx(1_771, abs=1)
     with changed(plan, {"Time_To_First_Token_Target": 0.01}):
         check_serving(plan)
         assert fired(plan) == {"First-token target unreachable even at batch 1"}
@@ -500,9 +580,15 @@ def test_checks_flag_problems_and_only_those(plan):
     cases = {
         "the active case does not fit": ({"Active_Scenario": "72B BF16, 2 GPUs"}, {
             "Weights do not fit in usable memory", "No tail-prompt sequence fits beside the weights",
-            "The longest prompt accepted does not fit at all"}),
+            "The longest prompt accepted does not fit at all",
+            "Peak not covered with the spares down"}),  # a plan that fits nothing serves no peak
         "a cap beyond the memory": ({"Longest_Prompt_Accepted": 250_000, "Tail_Prompt_Tokens": 2_000},
                                     {"The longest prompt accepted does not fit at all"}),
+        # the audit's case: a tail prompt that does not fit at all, with weights that do (217,590 tokens fit alone)
+        "a tail prompt beyond the memory": ({"Tail_Prompt_Tokens": 230_000, "Longest_Prompt_Accepted": 250_000}, {
+            "No tail-prompt sequence fits beside the weights", "The longest prompt accepted does not fit at all",
+            "Peak not covered with the spares down",
+            "First-token target unreachable even at batch 1"}),  # 230,000 tokens of prefill take 34 s, not 2
         "92 tokens/s alone is the ceiling": ({"Latency_Target": 200},
                                              {"Decode-speed target unreachable even at batch 1"}),
         "a tail above the cap": ({"Tail_Prompt_Tokens": 5_000, "Longest_Prompt_Accepted": 4_000},
@@ -534,6 +620,102 @@ def test_checks_flag_problems_and_only_those(plan):
     assert fired(plan) == set() and plan.get(master) == 0
 
 
+# -- classic xlwings: a failed function is text, not an error value ---------------------------------------------------
+@contextlib.contextmanager
+def classic_xlwings() -> Iterator[None]:
+    """Recalculate as classic xlwings (Windows desktop Excel) shows results: a failed registry call returns one line
+    of text, the error value and the reason (``#NUM! ...``), never an error value (xlsxplan.udfs.present), and a
+    cell holding such a line passes it on when another function reads it (xlsxplan.udfs.from_excel). Excel's own
+    functions then behave as they do in Excel: ISERROR and IFERROR see no error in text, SUM and MIN skip text in
+    references, and text compares greater than any number."""
+    from xlsxplan import engine, udfs
+
+    to_formulas, from_formulas = engine._to_formulas, engine._from_formulas
+
+    def text(value: Any) -> Any:
+        return udfs.present(value, lite=False) if isinstance(value, CellError) else value
+
+    def to_classic(result: Any) -> Any:
+        if isinstance(result, np.ndarray):
+            result = np.vectorize(text, otypes=[object])(result)
+        return to_formulas(text(result))
+
+    def from_classic(value: Any) -> Any:
+        value = from_formulas(value)
+        if isinstance(value, np.ndarray):
+            return np.vectorize(udfs.from_excel, otypes=[object])(value)
+        return udfs.from_excel(value)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(engine, "_to_formulas", to_classic)
+        mp.setattr(engine, "_from_formulas", from_classic)
+        yield
+
+
+def _cells_reading(b: Built, value: str) -> list[str]:
+    """The cells of the active case (case 2) that read ``value``: Calculations, Outputs, Cover, Calibration, and its
+    column on Scenarios."""
+    wb = b.workbook
+    found = []
+    for sheet, cols in (("Calculations", "B"), ("Outputs", "B"), ("Cover", "B"), ("Calibration", "CDE"),
+                        ("Scenarios", SIDE_COLUMNS[1])):  # fmt: skip
+        for row in range(1, b.book.ws(sheet).max_row + 1):
+            for col in cols:
+                if wb.get(f"'{sheet}'!{col}{row}") == value:
+                    found.append(f"{sheet}!{col}{row}")
+    return found
+
+
+@pytest.mark.parametrize("name, values, must", [
+    # KV cache beyond KvBytes' 1e12: every call that reads it fails. Classic text ">= 1" would have read "fits".
+    ("a KV cache override out of range", {"kv_override@2": 2e12},
+     {"No tail-prompt sequence fits beside the weights", "Error values on Calculations", "Error values on Scenarios"}),
+    ("not in the catalog", {"model@2": "Our-13B"},
+     {"Weights do not fit in usable memory", "A model or accelerator figure is missing"}),
+    # Only the Calibration sheet fails (DECODE_TOKS refuses an efficiency above 1): text, no error value anywhere.
+    # ISERROR alone missed it; COUNTIF(span, "#*") counts it.
+    ("faster than the ceiling", {"Measured_Decode_Speed_At_Batch_1": 150},
+     {"A measurement beyond the hardware's ceiling", "Error values on Calibration"}),
+    ("a fraction above 1", {"Average_Utilisation": 1.5}, {"Error values on Calculations", "Error values on Scenarios"}),
+])  # fmt: skip
+def test_checks_fire_on_classic_xlwings_text_errors_and_nothing_reads_fits(plan, name, values, must):
+    refs = _refs(plan, values)
+    with changed(plan, refs):
+        headless = fired(plan)
+    try:
+        with classic_xlwings(), changed(plan, refs):
+            texts = [e for e in _error_texts(plan)]
+            assert texts, f"{name}: the simulation made no text errors"
+            assert plan.workbook.errors() == {} or all(  # the only error values left are Excel's own (#N/A of NA())
+                e.code in ("#N/A", "#VALUE!") for e in plan.workbook.errors().values()), name
+            classic = fired(plan)
+            assert must <= classic, name
+            assert classic == headless, name  # the checks read a text error as the headless engine's error value
+            assert plan.get(plan.book.address("master_check")) == 1, name
+            batch_fit = plan.get(plan.book.address("batch_fit"))
+            if not isinstance(batch_fit, (int, float)):
+                assert _cells_reading(plan, "fits") == [], name  # no text compares its way into "fits"
+    finally:
+        plan.workbook.calculate()  # headless again, whatever happened
+
+
+def _error_texts(b: Built) -> list[str]:
+    wb = b.workbook
+    return [v for sheet in ("Calculations", "Scenarios", "Calibration") for row in wb.get(f"'{sheet}'!B6:F120")
+            for v in row if isinstance(v, str) and v.startswith("#")]  # fmt: skip
+
+
+def test_the_shipped_plan_is_clean_under_classic_xlwings(plan):
+    try:
+        with classic_xlwings():
+            plan.workbook.calculate()
+            assert fired(plan) == set() and plan.get(plan.book.address("master_check")) == 0
+            assert _error_texts(plan) == []  # the plan's own words ("no log-normal fit") are not errors
+            assert plan.get(plan.book.address("fits")) == "fits" and plan.get(plan.book.address("batch")) == 94
+    finally:
+        plan.workbook.calculate()
+
+
 # -- issue 6: the calibrated expectation beside the ceiling, and your measurements ------------------------------------
 def test_calibration_sheet_shows_the_ceiling_the_calibrated_and_the_measured(plan):
     def row(key: str) -> list[Any]:
@@ -549,13 +731,25 @@ def test_calibration_sheet_shows_the_ceiling_the_calibrated_and_the_measured(pla
     assert ceiling == pytest.approx(plan.get(plan.book.address("tps_total")))  # the plan's column is the plan
     assert calibrated == pytest.approx(ceiling * cal_bw)  # bandwidth-bound: throughput scales with the share
     assert row("cal_cost_avg")[1] > row("cal_cost_avg")[0]
+    # the audit: EFFICIENCY("prefill", ..., "fp8") is a share of the FP8 peak. The plan's column keeps seed 000's
+    # BF16 peak x 0.5 (0.29 s); the calibrated one applies 40.7% to the FP8 peak: 0.18 s, not 0.36 s
+    fp8 = catalog.gpu_spec("H100-SXM", "fp8_tflops")
+    assert row("peak") == [989, fp8, fp8]
+    assert round(row("cal_prefill")[0], 2) == 0.29
+    cal_pf = calibration.efficiency("prefill", "H100-SXM", "fp8")
+    assert row("cal_prefill")[1] == pytest.approx(serving.prefill_seconds(72.7, 2_000, 2, fp8, cal_pf))
+    assert round(row("cal_prefill")[1], 2) == 0.18
+    # the plan's fleet and the calibrated one, counted the same way (Cover and Outputs show both)
+    assert row("cal_gpus")[0] == plan.get(plan.book.address("gpus_peak")) == 8
+    assert plan.get(plan.book.address("cal_gpus:calibrated")) == row("cal_gpus")[1]
     # measured: 50 tokens/s at batch 1 on the 2,000-token prompt, and a 0.5 s first token
     with changed(plan, {"Measured_Decode_Speed_At_Batch_1": 50, "Measured_Time_To_First_Token": 0.5}):
         live = check_serving(plan)
         implied_bw, implied_pf = row("eff_bw")[2], row("eff_pf")[2]
         assert implied_bw == pytest.approx(50 / serving.decode_tokens_per_s(72.7, 1, 2, 3.35, 1, 327_680, 2_000))
-        assert implied_pf == pytest.approx(serving.prefill_seconds(72.7, 2_000, 2, 989, 1) / 0.5)
-        assert row("cal_prefill")[2] == pytest.approx(live["prefill"] * 0.5 / implied_pf)
+        fp8 = catalog.gpu_spec("H100-SXM", "fp8_tflops")  # the FP8 model's share is of the FP8 peak
+        assert implied_pf == pytest.approx(serving.prefill_seconds(72.7, 2_000, 2, fp8, 1) / 0.5)
+        assert row("cal_prefill")[2] == pytest.approx(live["prefill"] * 989 * 0.5 / (fp8 * implied_pf))
         assert fired(plan) == set()
 
 
@@ -584,6 +778,13 @@ def test_architecture_aware_presets(plan, name, values, kv):
             assert live["active"] < live["params"] and live["weights"] == pytest.approx(
                 live["params"] * bytes_per_param("q4_k_m")
             )
+            # the audit: decode read the active 12.9B at any batch; a batch of 2-of-8 routings touches nearly
+            # every expert, so a step reads MOE_PARAMS_READ_B's figure, as the roofline (SERVE_TOKS) row does
+            assert (live["experts"], live["experts_per_token"]) == (8, 2)
+            assert live["params_read"] == pytest.approx(architecture.moe_params_read_b(46.7, 12.9, 8, 2,
+                                                                                       live["batch"]))  # fmt: skip
+            assert live["params_read"] > 3 * live["active"]
+            assert live["tps_alone"] == pytest.approx(serving.decode_tokens_per_s(12.9, "q4_k_m", 2, 3.35))
         if model == "Gemma-2-9B":  # half its layers see a 4,096-token window: at 2,300 tokens, none is capped
             assert live["kv_bytes"] == architecture.model_kv_bytes_per_token(model, 0, 2, 1)
             with changed(plan, {"Prompt_Tokens_Per_Request": 8_000, "Tail_Prompt_Tokens": 8_000}):
@@ -604,7 +805,9 @@ TRAINING_GLOBALS = ("Model", "Model_Parameters", "Training_Tokens", "Layers", "H
                     "ZeRO_Stage", "Accelerator", "Dense_BF16_Compute_Override", "Memory_Per_GPU_Override", "GPUs",
                     "Model_FLOPs_Utilisation", "Time_Budget", "Cached_Tokens", "Chinchilla_Tokens_Per_Parameter",
                     "Training_Bytes_Per_Parameter", "Optimizer", "Sequence_Parallelism", "Price_Per_GPU_Hour",
-                    "Measured_Training_Throughput", "Measured_GPU_Hours")  # fmt: skip
+                    "Measured_Training_Throughput", "Measured_GPU_Hours", "Reused_Layers",
+                    "Extra_Passes_Per_Reused_Layer", "Share_Of_Steps_With_Recurrence",
+                    "Parameters_Per_Reused_Layer")  # fmt: skip
 
 
 def training_reference(g: dict[str, Any]) -> dict[str, Any]:
@@ -624,6 +827,12 @@ def training_reference(g: dict[str, Any]) -> dict[str, Any]:
     r["flops_token"] = training_memory.train_flops_per_token(n_b, layers, heads, r["head_dim"], seq)
     r["flops_attn"] = r["flops_token"] * tokens
     r["attn_share"] = 1 - r["flops"] / r["flops_attn"]
+    reused = g["Reused_Layers"]
+    applied = r["params_applied"] = training_memory.recurrent_params_b(
+        n_b, g["Parameters_Per_Reused_Layer"] / 1000, reused, g["Extra_Passes_Per_Reused_Layer"],
+        g["Share_Of_Steps_With_Recurrence"]) if reused > 0 else n_b  # fmt: skip
+    r["flops_applied"] = training.train_flops(applied, tokens)
+    r["mfu_applied"] = mfu * applied / n_b
     seconds = r["seconds"] = training.train_seconds(n_b, tokens, gpus, tflops, mfu)
     r["hours"], r["days"] = seconds / 3600, seconds / 86400
     r["within"] = "within budget" if seconds <= budget else "over budget"

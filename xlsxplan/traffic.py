@@ -44,17 +44,20 @@ from __future__ import annotations
 
 import math
 from statistics import NormalDist
+from typing import Annotated
 
 from . import serving
 from .domains import (
     BandwidthTBs,
     BytesPerValue,
     Count,
+    Domain,
     Fraction,
     FractionOrZero,
     FreeGB,
     GPUs,
     KvBytes,
+    KvBytesOrZero,
     LinkGBs,
     ParamsB,
     PerDay,
@@ -73,6 +76,10 @@ from .domains import (
 )
 from .errors import OutOfRangeError
 from .serving import whole_floor
+
+# Optional memory figures of BATCH_FOR_TTFT: 0 leaves them out.
+_BytesOrZero = Annotated[float, Domain("bytes", 0, 64)]
+_BandwidthOrZero = Annotated[float, Domain("number", 0, 1e5)]
 
 __all__ = [
     "tail_share",
@@ -474,46 +481,82 @@ def batch_for_ttft(
     prompt_tokens: Tokens,
     ttft_s: Seconds,
     utilisation: Fraction = 0.5,
+    bytes_per_param: _BytesOrZero = 0,
+    bandwidth_tb_s: _BandwidthOrZero = 0,
+    kv_bytes_per_token: KvBytesOrZero = 0,
+    context_tokens: TokensOrZero = 0,
+    efficiency: Fraction = 1,
 ) -> int:
     """Largest batch that leaves each chunked-prefill step room to read a prompt within a time-to-first-token target.
 
     Parameters
     ----------
     params_b : float
-        Parameters used per token, in billions [B params].
+        Parameters used per token, in billions; a mixture of experts' active ones [B params].
     n_gpus : int
         Accelerators sharing the work [count].
     tflops : float
         Dense throughput of one accelerator at the serving precision [TFLOP/s].
     tokens_per_s_per_user : float
-        Target decode speed each user must see; sets the step time [tokens/s].
+        Decode speed each user must see: the slowest a step may run while a prompt is read [tokens/s].
     prompt_tokens : float
         Tokens to prefill for the prompt that must meet the target, e.g. the 95th percentile [tokens].
     ttft_s : float
         Time-to-first-token target [s].
     utilisation : float, default 0.5
         Share of peak compute reached [fraction].
+    bytes_per_param : float, default 0
+        Bytes per weight, or a precision name; with bandwidth_tb_s, steps run at their memory-bound speed [bytes].
+    bandwidth_tb_s : float, default 0
+        Memory bandwidth of one accelerator; 0 runs every step at the target speed [TB/s].
+    kv_bytes_per_token : float, default 0
+        KV cache per token, read by every decoding sequence [bytes].
+    context_tokens : float, default 0
+        Mean tokens of KV cache each decoding sequence reads per step [tokens].
+    efficiency : float, default 1
+        Share of peak bandwidth reached [fraction].
 
     Returns
     -------
     int
-        Batch size, at most 1,000,000,000 (the largest batch other functions accept); 0 when the prompt cannot be
-        read in time even with no other sequence decoding [sequences].
+        Batch size, at most 1,000,000,000; 0 when the prompt cannot be read in time even alone [sequences].
 
     Notes
     -----
-    With chunked prefill each step carries one token per decoding sequence plus a chunk of a prompt, within a
-    token budget the step time allows (Sarathi-Serve, arXiv:2403.02310, section 4). At the target step time
-    ``1 / target`` the budget is ``K = COMPUTE_TOKS(N, n_gpus * C * utilisation) / target`` tokens; a prompt of
-    ``P`` tokens needs chunks of ``P / (ttft * target)``, so ``B = floor(K - P / (ttft * target))``. Queueing is
-    left out. Qwen2.5-72B on two H100s (989 TFLOP/s, 50%) at 60 tokens/s: K = 113.4; a 12,000-token prompt in
-    3 s leaves 46.
+    With chunked prefill each step carries one token per decoding sequence plus a chunk of a prompt (Sarathi-Serve,
+    arXiv:2403.02310, section 4). The compute left to prompts is ``R = C - decode tokens/s``, with
+    ``C = COMPUTE_TOKS(N, n_gpus * tflops * utilisation)``, and a prompt of ``P`` tokens is read in ``P / R``, so
+    the decode steps may use at most ``C - P / ttft``. Steps run at the target speed (a token budget sized to it):
+    decode uses ``B * target``, so ``B <= (C - P / ttft) / target``. Given the memory figures, a step runs as fast
+    as memory allows (DECODE_TOKS at ``B``, the speed a plan reports), and decode uses DECODE_TOKS_TOTAL at ``B``,
+    which must also be at most ``C - P / ttft``; the batch is the largest meeting both. Queueing, attention and
+    chunk overheads are left out. Qwen2.5-72B in FP8 on two H100s (989 TFLOP/s, 50%): C = 6,802 tokens/s; a
+    12,000-token prompt in 3 s leaves 2,802 for decode: 46 at 60 tokens/s, 44 at the memory-bound speed (63.3
+    tokens/s each, 2,785 together, so the prompt takes 2.99 s). A mixture of experts reads more than
+    ``params_b`` per step, which leaves more compute: the batch is then a safe bound.
     """
     compute_tokens_per_s = serving._compute_tokens_per_s(params_b, tflops) * n_gpus * utilisation
-    budget = compute_tokens_per_s / tokens_per_s_per_user
-    chunk = prompt_tokens / (ttft_s * tokens_per_s_per_user)
-    room = budget - chunk
-    return min(whole_floor(room), _MAX_BATCH) if room >= 1 - 1e-9 else 0
+    room = compute_tokens_per_s - prompt_tokens / ttft_s  # decode tokens/s the target leaves
+    at_target = room / tokens_per_s_per_user
+    if at_target < 1 - 1e-9:
+        return 0
+    batch = min(whole_floor(at_target), _MAX_BATCH)
+    if bandwidth_tb_s <= 0:
+        return batch
+    if bytes_per_param <= 0:
+        raise OutOfRangeError("bytes_per_param must be positive when bandwidth_tb_s is given", "bytes_per_param")
+    args = (params_b, bytes_per_param, n_gpus, bandwidth_tb_s)
+    weights_s = serving._decode_step_seconds(*args, 0, 0, 0, efficiency)  # a step's weight read
+    per_sequence_s = serving._decode_step_seconds(0, 0, n_gpus, bandwidth_tb_s, 1, kv_bytes_per_token, context_tokens,
+                                                  efficiency)  # fmt: skip
+    # B / (weights_s + B per_sequence_s) <= room  <=>  B (1 - room per_sequence_s) <= room weights_s
+    if room * per_sequence_s < 1:
+        batch = min(batch, whole_floor(room * weights_s / (1 - room * per_sequence_s) * (1 + 1e-12)))
+    while batch > 0 and batch / serving._decode_step_seconds(
+        *args, batch, kv_bytes_per_token, context_tokens, efficiency
+    ) > room * (1 + 1e-12):
+        batch -= 1  # float rounding at the boundary: DECODE_TOKS_TOTAL has the last word
+    return batch
 
 
 # --- Chunked prefill, the prefill/decode mix and disaggregated serving -----------------------------------------
@@ -545,7 +588,10 @@ def prefill_share(prefill_s: Seconds, decode_tokens: Tokens, decode_tokens_per_s
     decode_tokens_per_s_total)``. Without chunking, decodes stall while a prompt is read (Sarathi-Serve,
     arXiv:2403.02310, section 3), so each user's speed falls by this share too. Disaggregated pools balance when
     the prefill pool has this share of the GPUs (DistServe, arXiv:2401.09670; Splitwise, arXiv:2311.18677).
-    Seed 000's plan (0.294 s prefill, 300 tokens at 4,387 tokens/s): 0.81.
+    Seed 000's plan (0.294 s prefill, 300 tokens at 4,387 tokens/s): 0.81. It moves with the batch (through the
+    decode throughput) even where the fleet does not: to split the bill of replicas that chunk their prefills,
+    take ``prefill_s * REPLICA_RPS_CHUNKED(...)`` instead, the prefill's share of a chunked replica's time per
+    request, which is ``prompt / (prompt + output)`` (the token-FLOP split) wherever compute binds.
     """
     return prefill_s / (prefill_s + decode_tokens / decode_tokens_per_s_total)
 
@@ -828,10 +874,11 @@ def cost_per_m_input(
     -----
     ``n_gpus * price * 24 * prefill_share / (requests_per_day * prompt_tokens) * 1e6``. Providers price input and
     output tokens separately (OpenAI and Anthropic pricing pages); here the day's GPU-hours are split between them
-    by the time each phase takes per request (PREFILL_SHARE), so input and output costs add up to the bill.
-    For a compute-bound replica with chunked prefill, ``prompt / (prompt + output)`` splits it by arithmetic
-    instead. Prefix caching lowers the prefill time and with it this price. Seed 000's fleet of 4 GPUs at $2.50 serving
-    200,000 requests of 2,000 tokens, prefill share 0.81: $0.49 per million.
+    by the share of time prefill takes per request, so input and output costs add up to the bill. Which share:
+    PREFILL_SHARE for replicas whose phases take turns; ``prefill_s * REPLICA_RPS_CHUNKED(...)`` for replicas
+    that chunk their prefills (the serving template's), which is ``prompt / (prompt + output)`` wherever compute
+    binds. Prefix caching lowers the prefill time and with it this price. Seed 000's fleet of 4 GPUs at $2.50
+    serving 200,000 requests of 2,000 tokens, prefill share 0.81: $0.49 per million.
     """
     return _daily_cost(n_gpus, usd_per_gpu_hour) * prefill_share / (requests_per_day * prompt_tokens) * 1e6
 

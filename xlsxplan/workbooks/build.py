@@ -187,9 +187,9 @@ def serving_summary(built: Built) -> str:
         return "\n".join(lines)
     growth = _number(built.get("Traffic_Growth_Multiple"), "Traffic growth multiple")
     keys = ("replicas_planned", "gpus_peak", "replicas_decode", "replicas_growth", "gpus_growth",
-            "replicas_decode_growth", "batch", "batch_fit", "batch_latency", "batch_ttft", "time_to_answer",
-            "fleet_util", "coverage", "cost_in", "cost_out", "prefill_replicas", "decode_replicas", "gpus_disagg",
-            "kv_transfer")  # fmt: skip
+            "replicas_decode_growth", "batch", "batch_fit", "batch_mem", "batch_latency", "batch_ttft",
+            "time_to_answer", "fleet_util", "coverage", "cost_in", "cost_out", "prefill_share", "prefill_replicas",
+            "decode_replicas", "gpus_disagg", "kv_transfer")  # fmt: skip
     v = {k: _number(_live(built, k), k) for k in keys}
     spare = _number(built.get("Spare_Replicas"), "Spare replicas")
     target = _number(built.get("Latency_Target"), "Latency target")
@@ -197,20 +197,25 @@ def serving_summary(built: Built) -> str:
     cap = _number(built.get("Longest_Prompt_Accepted"), "Longest prompt accepted")
     tail = _live(built, "tail_share")
     tail_text = f"{tail:.1%}" if isinstance(tail, (int, float)) else str(tail)
-    cal = {k: _number(built.get(built.book.address(f"{k}:calibrated")), k) for k in ("cal_tps_total", "cal_cost_avg")}
+    cal = {k: _number(built.get(built.book.address(f"{k}:calibrated")), k)
+           for k in ("cal_tps_total", "cal_cost_avg", "cal_replicas", "cal_gpus")}  # fmt: skip
+    basis = _live(built, "batch_basis")
     lines += [
         f"Active scenario, {name}: {v['replicas_planned']:.0f} replicas, {v['gpus_peak']:.0f} GPUs for the peak "
         f"with {spare:.0f} spare ({v['replicas_decode']:.0f} counting output tokens only, no spares); "
         f"{v['replicas_growth']:.0f} replicas, {v['gpus_growth']:.0f} GPUs at {growth:g}x the peak "
         f"({v['replicas_decode_growth']:.0f} output tokens only)",
-        f"  batch {v['batch']:.0f}: {v['batch_fit']:.0f} fit at the tail prompt, the {target:g} tokens/s target "
-        f"allows {v['batch_latency']:.0f}, the {ttft:g} s first-token target {v['batch_ttft']:.0f}; first visible "
-        f"token after {v['time_to_answer']:.2f} s; prompts over {cap:,.0f} tokens rejected: {tail_text}",
+        f"  batch {v['batch']:.0f}: memory allows {v['batch_mem']:.0f} ({basis}; {v['batch_fit']:.0f} with every "
+        f"slot at the tail), the {target:g} tokens/s target {v['batch_latency']:.0f}, the {ttft:g} s first-token "
+        f"target {v['batch_ttft']:.0f}; first visible token after {v['time_to_answer']:.2f} s; prompts over "
+        f"{cap:,.0f} tokens rejected: {tail_text}",
         f"  fleet utilisation {v['fleet_util']:.1%}, peak covered {v['coverage']:.2f}x with the spares down; "
-        f"${v['cost_in']:.2f} per M input and ${v['cost_out']:.2f} per M output tokens at that; disaggregated: "
-        f"{v['prefill_replicas']:.0f} prefill + {v['decode_replicas']:.0f} decode replicas ({v['gpus_disagg']:.0f} "
-        f"GPUs), KV transfer {v['kv_transfer'] * 1000:,.0f} ms",
+        f"${v['cost_in']:.2f} per M input and ${v['cost_out']:.2f} per M output tokens at that (the bill split by "
+        f"GPU time, {v['prefill_share']:.0%} prefill); disaggregated: {v['prefill_replicas']:.0f} prefill + "
+        f"{v['decode_replicas']:.0f} decode replicas ({v['gpus_disagg']:.0f} GPUs), KV transfer "
+        f"{v['kv_transfer'] * 1000:,.0f} ms",
         f"  at the calibrated efficiencies (Calibration sheet): {cal['cal_tps_total']:,.0f} tokens/s per replica, "
+        f"{cal['cal_replicas']:.0f} replicas ({cal['cal_gpus']:.0f} GPUs) for the peak with {spare:.0f} spare, "
         f"${cal['cal_cost_avg']:.2f} per M output tokens at {util:.0%} average load",
     ]
     return "\n".join(lines)

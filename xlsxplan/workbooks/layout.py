@@ -51,6 +51,8 @@ __all__ = [
     "name_from_label",
     "CASE_COLUMNS",
     "usual_checks",
+    "error_check",
+    "note_block",
 ]
 
 FONT_NAME = "Calibri"
@@ -180,7 +182,12 @@ def _styles() -> list[NamedStyle]:
         NamedStyle("Good", builtinId=26, font=_font(color=_GOOD[1]), fill=PatternFill("solid", fgColor=_GOOD[0])),
         NamedStyle("Bad", builtinId=27, font=_font(color=_BAD[1]), fill=PatternFill("solid", fgColor=_BAD[0])),
         NamedStyle("Label", font=_font()),
-        NamedStyle("Unit", font=_font(color="595959")),
+        NamedStyle("Unit", font=_font(color="595959"), alignment=Alignment(horizontal="left", indent=1)),
+        # the assumptions register beside an input (Source, As-of date, Comment): the Input style's font, no fill,
+        # unlocked, so a user restates each source and date where the sheet asks
+        NamedStyle("Register", font=_font(color="3F3F76"), alignment=Alignment(horizontal="left"),
+                   protection=Protection(locked=False)),
+        NamedStyle("Register Comment", font=_font(italic=True, color="3F3F76"), protection=Protection(locked=False)),
     ]
 
 
@@ -251,8 +258,27 @@ class InputRow:
     label: str
     name: str
     unit: str
-    cells: tuple[str, ...]  # the unlocked cells of the row, e.g. ("B12",) or ("G12", "H12", "I12", "J12")
+    cells: tuple[str, ...]  # the value cells of the row, e.g. ("B12",) or ("G12", "H12", "I12", "J12")
     live: str | None = None  # the Value cell of a scenario row (a formula), else None
+    register: tuple[str, ...] = ()  # its Source, As-of date and Comment cells: unlocked too, for the user to update
+
+
+REGISTER = ("D", "E", "F")
+"""The assumptions register beside each input: Source | As-of date | Comment (FAST 2.04)."""
+
+
+def register_cells(ws: Worksheet, r: int, source: str, as_of: _dt.datetime | None, comment: str) -> tuple[str, ...]:
+    """Write an input row's Source, As-of date and Comment, styled as register cells: unlocked, so that a user
+    can restate where the value comes from and when, as Inputs asks, on a protected sheet."""
+    put_text(ws[f"D{r}"], source, "Register")
+    ws[f"E{r}"].style = "Register"
+    if as_of is not None:
+        ws[f"E{r}"] = as_of
+    ws[f"E{r}"].number_format = FMT["date"]
+    ws[f"F{r}"].style = "Register Comment"
+    if comment:
+        put_text(ws[f"F{r}"], comment)
+    return tuple(f"{col}{r}" for col in REGISTER)
 
 
 _PLACEHOLDER = re.compile(r"\{([\w@:]+)\}")
@@ -281,6 +307,7 @@ class Book:
         self.master_check: Ref | None = None
         self.scenario_name: str | None = None  # the defined name of the active scenario's name
         self.usual: dict[str, tuple[str, str, str]] = {}  # key -> (label, low cell, high cell) on Lists
+        self.texts: dict[str, str] = {}  # placeholders that stand for a fixed reference, e.g. a list on Lists
         # Excel recalculates a workbook on opening when its calcId is older than Excel's own engine (MS-XLS 2.4.215,
         # RecalcId) or fullCalcOnLoad is set, and without the add-in every xlsxplan function would then read #NAME?.
         # The values cached by `xlsxplan build` are current, so the file says so: Excel 2019/365's engine id.
@@ -327,6 +354,8 @@ class Book:
             if local and key in local:
                 target = local[key]
                 return target if isinstance(target, str) else target.text(sheet)
+            if key in self.texts:
+                return self.texts[key]
             return self.ref(key).text(sheet)
 
         return _PLACEHOLDER.sub(sub, template)
@@ -445,6 +474,7 @@ class Sheet:
         else:
             widths, self.unit_col, self.note_col, self.last_col = WIDTHS, "C", "D", "F"
         self.check_rows: list[int] = []
+        self.case_blocks: list[tuple[int, int]] = []  # (heading row, last case row) of each block of cases
         for col, width in widths.items():
             self.ws.column_dimensions[col].width = width
         ws = self.ws
@@ -464,20 +494,8 @@ class Sheet:
 
     def header_status(self) -> None:
         """Row 2: the master check and the active scenario (called once both exist)."""
-        book, ws = self.book, self.ws
-        put_text(ws["A2"], "Master check (0 problems = OK; see Checks)", "Label")
-        master = book.master_check
-        assert master is not None  # noqa: S101 - a builder bug, not user input
-        ws["B2"] = "=" + master.text(self.name)
-        ws["B2"].style = "Check Cell"
-        ws["B2"].number_format = FMT["check"]
-        _check_format(ws, "B2")
-        if book.scenario_name:
-            put_text(ws["C2"], "Scenario", "Unit")
-            ws["C2"].alignment = Alignment(horizontal="right")
-            ws["D2"] = f"={book.scenario_name}"
-            ws["D2"].style = "Link"
-            ws["D2"].alignment = Alignment(horizontal="left")
+        header_status(self.book, self.ws)
+
 
     # -- rows -----------------------------------------------------------------------------------------------------
     def skip(self, n: int = 1) -> None:
@@ -531,18 +549,13 @@ class Sheet:
         cell.style = "Input"
         self._set(cell, value)
         cell.number_format = FMT[fmt]
-        put_text(ws[f"D{r}"], source, "Label")
-        if as_of is not None:
-            ws[f"E{r}"] = as_of
-            ws[f"E{r}"].number_format = FMT["date"]
-        if comment:
-            put_text(ws[f"F{r}"], comment, "Explanatory Text")
+        register = register_cells(ws, r, source, as_of, comment)
         if validation is not None:
             add_validation(ws, validation, f"B{r}")
         self.book.define(name, self.name, f"$B${r}")
         self.book.refs[key or name] = Ref(self.name, r, "B")
         self.book.input_names[key or name] = name
-        self.book.inputs.append(InputRow(self.name, r, label, name, unit, (f"B{r}",)))
+        self.book.inputs.append(InputRow(self.name, r, label, name, unit, (f"B{r}",), register=register))
         self.row += 1
         return name
 
@@ -559,6 +572,7 @@ class Sheet:
             put_text(self.ws[f"{col}{r}"], f"Case {i}", "Column Heading")
             self.ws.column_dimensions[col].width = CASE_WIDTH
         self.last_col = CASE_COLUMNS[-1]
+        self.case_blocks.append((r, r))
         self.row += 1
 
     def case_input(
@@ -593,11 +607,7 @@ class Sheet:
             cells.append(f"{col}{r}")
         if validation is not None:
             add_validation(ws, validation, f"{CASE_COLUMNS[0]}{r}:{CASE_COLUMNS[-1]}{r}")
-        put_text(ws[f"D{r}"], source, "Label")
-        ws[f"E{r}"] = TEMPLATE_DATE
-        ws[f"E{r}"].number_format = FMT["date"]
-        if comment:
-            put_text(ws[f"F{r}"], comment, "Explanatory Text")
+        register = register_cells(ws, r, source, TEMPLATE_DATE, comment)
         span = f"${CASE_COLUMNS[0]}{r}:${CASE_COLUMNS[-1]}{r}"
         live = None
         if selector is not None:
@@ -613,7 +623,9 @@ class Sheet:
         self.book.input_names[key or name] = name
         for i, col in enumerate(CASE_COLUMNS):
             self.book.refs[f"{key or name}@{i}"] = Ref(self.name, r, col)
-        self.book.inputs.append(InputRow(self.name, r, label, name, unit, tuple(cells), live))
+        self.book.inputs.append(InputRow(self.name, r, label, name, unit, tuple(cells), live, register))
+        if self.case_blocks:
+            self.case_blocks[-1] = (self.case_blocks[-1][0], r)
         self.row += 1
         return name
 
@@ -712,6 +724,13 @@ class Sheet:
         if title_rows:
             ws.print_title_rows = f"1:{HEADER_ROWS}"
         page_setup(ws, self.book.title)
+        if self.case_blocks and self.layout == "list":
+            # a sheet with a scenario block prints the register (A to F) across the page, then each block's cases
+            # (G to J) on pages of their own beside the labels and live values, repeated: ten columns on one A4
+            # width would print at 6 pt
+            first, end = CASE_COLUMNS[0], CASE_COLUMNS[-1]
+            ws.print_area = [f"A1:F{last}"] + [f"{first}{a}:{end}{b}" for a, b in self.case_blocks]
+            ws.print_title_cols = "A:B"
 
 
 def _style_of(formula: str, key_result: bool) -> str:
@@ -762,7 +781,8 @@ class Legend:
 
     rows: list[tuple[str, str, str]] = field(
         default_factory=lambda: [
-            ("Input", "1,000", "An input: type your own value (only these cells are unlocked)"),
+            ("Input", "1,000", "An input: type your own value (inputs and their register are unlocked)"),
+            ("Register", "Source", "An input's source, as-of date and comment: restate them with the value"),
             ("Formula", "1,000", "A calculation: do not type over it; click it to read the formula"),
             ("Link", "1,000", "A link to a figure on another sheet (green)"),
             ("Output", "1,000", "A key result"),
@@ -778,15 +798,38 @@ LINE_CHARS = 150
 """Characters per printed line of running text on Cover and Guide (columns A to F)."""
 
 
+_NBSP = "\u00a0"
+_GLUED = re.compile(r"\b(?:seed|Table|section|notes?) (?=\d)|\d (?=§)|\bet (?=al\.)")
+"""Spaces a printed line must not break at: "seed 000", "000 §4", "et al.", "Table 3"."""
+
+
 def paragraph(ws: Worksheet, row: int, text: str, style: str = "Label", col: str = "A", indent: str = "") -> int:
-    """Write ``text`` wrapped into lines of :data:`LINE_CHARS`, one cell per row; returns the next free row."""
+    """Write ``text`` wrapped into lines of :data:`LINE_CHARS`, one cell per row; returns the next free row.
+
+    Lines never break inside a reference such as "seed 000 §4" or "et al." (:data:`_GLUED`)."""
     import textwrap
 
-    lines = textwrap.wrap(text, LINE_CHARS - len(indent), subsequent_indent=" " * len(indent)) or [""]
-    for i, line in enumerate(lines):
-        put_text(ws[f"{col}{row}"], (indent if i == 0 else "") + line, style)
+    glued = _GLUED.sub(lambda m: m.group(0)[:-1] + _NBSP, text)
+    wrapped = textwrap.wrap(glued, LINE_CHARS - len(indent), subsequent_indent=" " * len(indent)) or [""]
+    for i, line in enumerate(wrapped):
+        put_text(ws[f"{col}{row}"], (indent if i == 0 else "") + line.replace(_NBSP, " "), style)
         row += 1
     return row
+
+
+def note_block(ws: Worksheet, first: int, last: int, cols: str = "ABCDEF") -> None:
+    """Rows ``first`` to ``last`` as one Note box: the Note style's fill on every cell, its border around the
+    block only, so no line is drawn through text that runs on over the cells to its right."""
+    side = Side("thin", "B2B2B2")
+    for r in range(first, last + 1):
+        for i, col in enumerate(cols):
+            cell = ws[f"{col}{r}"]
+            keep = cell.value
+            cell.style = "Note"
+            if keep is not None and cell.data_type == "s":
+                set_text(cell, keep)  # the style resets the quote prefix (see put_text)
+            cell.border = Border(left=side if i == 0 else None, right=side if i == len(cols) - 1 else None,
+                                 top=side if r == first else None, bottom=side if r == last else None)  # fmt: skip
 
 
 def lists_sheet(book: Book, usual: Sequence[tuple[str, str, str, Domain]] = ()) -> dict[str, str]:
@@ -801,7 +844,8 @@ def lists_sheet(book: Book, usual: Sequence[tuple[str, str, str, Domain]] = ()) 
     where TB/s is meant). Each becomes a row of low and high bounds below the lists, and ``book.usual[key]`` the
     label and the two cells, for a check that compares the input with them by formula.
     """
-    from .. import catalog, precision
+    from .. import calibration, catalog, precision
+    from ..errors import UnknownPresetError
 
     sh = book.sheet("Lists", "The dropdowns' lists: the catalog's presets and the precision names when this file "
                     "was built (MODELS() and GPUS() list the current catalog).")  # fmt: skip
@@ -820,6 +864,18 @@ def lists_sheet(book: Book, usual: Sequence[tuple[str, str, str, Domain]] = ()) 
         end = HEADER_ROWS + len(names)
         out[kind] = f"{quote_sheetname('Lists')}!${col}${HEADER_ROWS + 1}:${col}${end}"
         last = max(last, end)
+    # beside the precisions, the dense peak each computes on (calibration.peak_field): 8-bit formats on FP8 tensor
+    # cores, the others on BF16 ones; FP4 has no catalog peak
+    put_text(ws[f"F{HEADER_ROWS}"], "Computes on", "Column Heading")
+    ws.column_dimensions["F"].width = 16
+    for i, value in enumerate(columns["precision"][2], start=HEADER_ROWS + 1):
+        try:
+            field = calibration.peak_field(value)
+        except UnknownPresetError:
+            field = "none (FP4)"
+        put_text(ws[f"F{i}"], field, "Label")
+    end = HEADER_ROWS + len(columns["precision"][2])
+    out["precision_peak"] = f"{quote_sheetname('Lists')}!$F${HEADER_ROWS + 1}:$F${end}"
     ws.freeze_panes = f"A{HEADER_ROWS + 1}"
     sh.row = last + 1
     if usual:
@@ -847,13 +903,14 @@ def lists_sheet(book: Book, usual: Sequence[tuple[str, str, str, Domain]] = ()) 
 def cover(
     book: Book,
     purpose: str,
-    key_results: Sequence[tuple[str, str, str, str]],
+    key_results: Sequence[tuple[str, ...]],
     limitations: Sequence[str],
     examples: str,
 ) -> None:
     """The Cover: purpose, version, active scenario, master check, key results, legend, known limitations.
 
-    ``examples`` names where the shipped example values come from."""
+    ``examples`` names where the shipped example values come from; each key result is ``(key, label, unit,
+    format)``, with an optional fifth item, a note printed beside it."""
     ws = book.ws("Cover")
     for col, width in WIDTHS.items():
         ws.column_dimensions[col].width = width
@@ -899,7 +956,9 @@ def cover(
     put_text(ws[f"D{master_row}"], "OK when every row of the Checks sheet is 0", "Explanatory Text")
     row += 1
     heading("Key results (active scenario)")
-    for key, label, unit, fmt in key_results:
+    for key, label, unit, fmt, *note in key_results:
+        if note:
+            put_text(ws[f"D{row}"], note[0], "Explanatory Text")
         pair(label, "=" + book.ref(key).text("Cover"), fmt, "Output", unit)
     row += 1
     heading("Legend")
@@ -923,9 +982,7 @@ def cover(
         "before relying on the results.",
         "Note",
     )
-    for r in range(start, row):
-        for col in "BCDEF":
-            ws[f"{col}{r}"].style = "Note"
+    note_block(ws, start, row - 1)
     ws.print_area = f"A1:F{row - 1}"
     page_setup(ws, book.title)
 
@@ -967,8 +1024,8 @@ def guide(book: Book, steps: Sequence[str], sheets: Sequence[tuple[str, str]]) -
         "Units sit in their own column beside every figure: GB are 1e9 bytes, TB/s 1e12 bytes per second, "
         "TFLOP/s 1e12 operations per second, B params billions of parameters. Formulas contain no numbers except "
         "0, 1 and unit conversions (1,024, 3,600, 86,400, 1E+9, 1E+12, 1E+15).",
-        "Checks return 1 for a problem and 0 for OK; the master check on every sheet's second row is their sum, "
-        "capped at 1 (FAST Standard; ICAEW Financial Modelling Code).",
+        "Checks return 1 for a problem and 0 for OK; the master check, on the Cover and on the second row of every "
+        "other sheet, is 1 if any check is: =MIN(1,SUM(...)) (FAST Standard; ICAEW Financial Modelling Code).",
         "Every figure a preset supplies comes from the catalog, which cites its source: MODEL_SOURCE and "
         "GPU_SOURCE return the citation of any figure.",
     ):
@@ -1021,3 +1078,32 @@ def usual_checks(book: Book, sh: Sheet, usual: Sequence[tuple[str, str, str, Any
         sh.check(f"{label} outside its usual range",
                  f'=IF(COUNTIF({span},"<"&{low})+COUNTIF({span},">"&{high})>0,1,0)',
                  f"Usually {lo} to {hi} {unit} (Lists; xlsxplan.domains); outside: a unit slip?")  # fmt: skip
+
+
+def error_check(sh: Sheet, name: str, span: str, what: str = "") -> Ref:
+    """A Checks row that is 1 when ``span`` holds an error value or an error message as text.
+
+    The headless engine and xlwings Lite leave a failed function's error value in its cell, which ISERROR sees;
+    classic xlwings cannot (it writes the error value and the reason as text, ``#NUM! batch must be ...``), and
+    ISERROR, IFERROR and SUM all pass text by. ``COUNTIF(span,"#*")`` counts those texts: no other text in the
+    templates starts with ``#``."""
+    return sh.check(f"Error values on {name}", f'=IF(SUMPRODUCT(1*ISERROR({span}))+COUNTIF({span},"#*")>0,1,0)',
+                    what or f"Any error value on {name}, or an error message as text (classic xlwings)")
+
+
+def header_status(book: Book, ws: Worksheet) -> None:
+    """Row 2 of a sheet: the master check and the active scenario, as on every sheet but the Cover (which shows
+    them among its own rows) and xlwings.conf (read by the add-in)."""
+    put_text(ws["A2"], "Master check (0 problems = OK; see Checks)", "Label")
+    master = book.master_check
+    assert master is not None  # noqa: S101 - a builder bug, not user input
+    ws["B2"] = "=" + master.text(ws.title)
+    ws["B2"].style = "Check Cell"
+    ws["B2"].number_format = FMT["check"]
+    _check_format(ws, "B2")
+    if book.scenario_name:
+        put_text(ws["C2"], "Scenario", "Unit")
+        ws["C2"].alignment = Alignment(horizontal="right")
+        ws["D2"] = f"={book.scenario_name}"
+        ws["D2"].style = "Link"
+        ws["D2"].alignment = Alignment(horizontal="left")

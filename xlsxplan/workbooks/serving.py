@@ -24,6 +24,7 @@ What later issues added, each an input with a neutral default (seed 000's figure
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -47,9 +48,13 @@ from .layout import (
     add_validation,
     conf_sheet,
     cover,
+    error_check,
     guide,
+    header_status,
     lists_sheet,
+    note_block,
     put_text,
+    register_cells,
     usual_checks,
     validation_for,
     version_log,
@@ -76,6 +81,10 @@ SHEETS = [
 
 SEED = "Seed 000"
 NO_FIT = "does not fit"
+NO_FIT_LOGNORMAL = "no log-normal fit"
+NO_SPREAD = "no spread known"
+PAGED = "paged KV cache"
+PER_SLOT = "every slot at the tail"
 
 
 @dataclass(frozen=True)
@@ -140,12 +149,24 @@ def _spec(field: str, override: str, fn: str, what: str) -> str:
 
 
 def _fit(formula: str) -> str:
-    """``formula`` when a batch fits, else the words "does not fit": a clean answer, never an error value."""
-    return f'=IF({{batch}}>=1,{formula},"{NO_FIT}")'
+    """``formula`` when a batch fits, else the words "does not fit": a clean answer, never an error value. The test
+    is guarded with ISNUMBER: a failed call in classic xlwings is text ("#NUM! ..."), which compares greater than
+    any number, so ``{batch}>=1`` alone would read it as a batch that fits."""
+    return f'=IF(AND(ISNUMBER({{batch}}),{{batch}}>=1),{formula},"{NO_FIT}")'
+
+
+def _moe(field: str) -> str:
+    """A routed-expert figure of the model: MODEL_SPEC's for a mixture of experts, 1 (one expert of one) if dense."""
+    return f'=IF({{active}}<{{params}},MODEL_SPEC({{model}},"{field}"),1)'
+
+
+def _read(batch: str) -> str:
+    """Parameters a decode step reads at a batch: MOE_PARAMS_READ_B (all of them for a dense model)."""
+    return f"MOE_PARAMS_READ_B({{params}},{{active}},{{experts}},{{experts_per_token}},{batch})"
 
 
 # The chain of one case. {key} is another line of the same case, a case input, or a global line of Calculations.
-# Lines with compare=False are computed for the active scenario only (see _ACTIVE_ONLY).
+# Lines with compare=False are computed for the active scenario only (see _COMPARED).
 CASE_LINES: tuple[Line, ...] = (
     # -- the model and accelerator figures
     Line("params", "Parameters", _spec("params_b", "params_override", "MODEL_SPEC", "model"), "B params",
@@ -159,13 +180,28 @@ CASE_LINES: tuple[Line, ...] = (
          "TB/s", 'The override, else GPU_SPEC(accelerator, "bandwidth_tb_s")', "dec2"),
     Line("tflops", "Dense BF16 compute per GPU", _spec("bf16_tflops", "tflops_override", "GPU_SPEC", "gpu"),
          "TFLOP/s", 'The override, else GPU_SPEC(accelerator, "bf16_tflops"): dense, not sparse', "dec1"),
+    Line("tflops_fp8", "Dense FP8 compute per GPU",
+         '=IF(ISNUMBER(GPU_SPEC({gpu},"fp8_tflops")),GPU_SPEC({gpu},"fp8_tflops"),{tflops})', "TFLOP/s",
+         'GPU_SPEC(accelerator, "fp8_tflops"); none published (A100, your own): the BF16 figure', "dec1"),
+    Line("tflops_weights", "Dense compute at the weights' precision",
+         '=IF(INDEX({precision_peaks},MATCH({weight_precision},{precision_names},0))="fp8_tflops",{tflops_fp8},'
+         "{tflops})", "TFLOP/s", "8-bit weights compute on FP8 tensor cores, others on BF16 ones (Lists, column F)",
+         "dec1"),
     Line("bytes_weight", "Bytes per weight", "=BYTES_PER_PARAM({weight_precision})", "bytes",
          "Bits / 8, block scales and zero-points included (xlsxplan precision table)", "dec3"),
     Line("bytes_kv", "Bytes per KV cache value", "=BYTES_PER_PARAM({kv_precision})", "bytes",
          "The KV cache's format, apart from the weights'", "dec3"),
+    Line("experts", "Routed experts per layer", _moe("experts"), "count",
+         'MODEL_SPEC(model, "experts") for a mixture of experts; 1 for a dense model', "int"),
+    Line("experts_per_token", "Routed experts each token uses", _moe("experts_per_token"), "count",
+         'MODEL_SPEC(model, "experts_per_token"); 1 for a dense model', "int"),
     # -- memory
     Line("weights", "Weights", "=WEIGHTS_GB({params},{bytes_weight})", "GB",
          "N x bytes per weight, all experts (seed 000 §2; seed 003 'Storing the Model')", "dec1"),
+    Line("weights_gpu", "Weights per GPU",
+         "=WEIGHTS_GB_PER_GPU({params},IF({active}<{params},MODEL_EXPERT_PARAMS_B({model}),0),{n_gpus},{n_gpus},"
+         "{bytes_weight})", "GB",
+         "Dense part split by tensor parallelism, experts by expert parallelism (GShard)", "dec1"),
     Line("usable", "Usable memory of a replica", "=USABLE_GB({n_gpus},{memory},Usable_Memory_Fraction)", "GB",
          "GPUs x memory x usable fraction (seed 000 §2)", "dec1"),
     Line("free", "Memory left for the KV cache",
@@ -176,46 +212,67 @@ CASE_LINES: tuple[Line, ...] = (
          "The override, else MODEL_KV_BYTES_PER_TOKEN, by architecture (seed 000 §3)", "int"),
     Line("kv_kib", "KV cache per token, in KiB", "={kv_bytes}/1024", "KiB", "Bytes / 1,024", "int"),
     Line("kv_seq", "KV cache of a sequence at the tail prompt", "=KV_GB({kv_bytes},{tail_context})", "GB",
-         "KV per token x (95th-percentile prompt + reasoning + output) (seed 000 §3, §7)", "dec2"),
+         "KV per token x (tail prompt + reasoning + output) (seed 000 §3, §7)", "dec2"),
     Line("batch_fit", "Batch that fits, every slot at the tail prompt",
          "=MAX_BATCH({params},{bytes_weight},{kv_bytes},{tail_context},{n_gpus},{memory},Usable_Memory_Fraction)",
-         "sequences", "floor(free memory / KV of a tail sequence): seed 000 §3 at the 95th percentile (§7)", "int"),
-    Line("fits", "Fits in memory?", f'=IF({{batch_fit}}>=1,"fits","{NO_FIT}")', "text",
-         "At least one tail-length sequence beside the weights", "text", bad=(NO_FIT,)),
+         "sequences", "floor(free memory / KV of a tail sequence): seed 000 §3, at the tail (§7)", "int"),
+    Line("fits", "Fits in memory?", f'=IF(AND(ISNUMBER({{batch_fit}}),{{batch_fit}}>=1),"fits","{NO_FIT}")',
+         "text", "At least one tail-length sequence beside the weights", "text", bad=(NO_FIT,)),
     Line("batch_paged", "Batch a paged KV cache fits",
-         "=IFERROR(PAGED_BATCH({free},{kv_bytes},{context},{prompt_sd},KV_Cache_Overflow_Accepted),"
-         '"no log-normal fit")', "sequences",
-         "Total cache fits but for the accepted overflow (vLLM paging, Kwon et al. 2023); not planned", "int"),
+         "=IF(ISNUMBER({prompt_sd}),PAGED_BATCH({free},{kv_bytes},{context},{prompt_sd},KV_Cache_Overflow_Accepted),"
+         f'"{NO_SPREAD}")', "sequences",
+         "The batch's total cache fits but for the accepted overflow (vLLM paging, Kwon et al. 2023)", "int"),
+    Line("batch_mem", "Batch memory allows",
+         "=IF(AND(ISNUMBER({batch_paged}),ISNUMBER({batch_fit}),{batch_fit}>=1),{batch_paged},{batch_fit})",
+         "sequences",
+         "The plan's: the paged batch; with no spread known (or no tail fit), every slot at the tail", "int"),
+    Line("batch_basis", "How memory's batch is counted",
+         f'=IF(AND(ISNUMBER({{batch_paged}}),ISNUMBER({{batch_fit}}),{{batch_fit}}>=1),"{PAGED}","{PER_SLOT}")', "text",
+         "Paged, as vLLM, TensorRT-LLM and SGLang run; per slot is seed 000's worst case (§3)", "text"),
     Line("max_context", "Longest sequence that fits alone", "=MAX_CONTEXT_TOKENS({free},{kv_bytes})", "tokens",
          "floor(free memory / KV per token): the ceiling on the longest request (seed 000 §1)", "int"),
     # -- speed and the latency targets
+    Line("params_read_mem", "Parameters a step reads at memory's batch", "=" + _read("MAX(1,{batch_mem})"),
+         "B params", "MOE_PARAMS_READ_B: experts the batch touches; all parameters for a dense model", "dec2"),
     Line("batch_latency", "Batch the decode-speed target allows",
-         "=BATCH_FOR_LATENCY({active},{bytes_weight},{n_gpus},{bandwidth},Latency_Target,{kv_bytes},{context},"
-         "Decode_Bandwidth_Efficiency)", "sequences",
+         "=BATCH_FOR_LATENCY({params_read_mem},{bytes_weight},{n_gpus},{bandwidth},Latency_Target,{kv_bytes},"
+         "{context},Decode_Bandwidth_Efficiency)", "sequences",
          "Largest batch still decoding at the target per user; 0 if none (seed 000 §4, §7)", "int"),
     Line("batch_ttft", "Batch the time-to-first-token target allows",
          "=BATCH_FOR_TTFT({active},{n_gpus},{tflops},Latency_Target,{prefill_tokens_tail},Time_To_First_Token_Target,"
-         "Prefill_Compute_Utilisation)", "sequences",
-         "Largest batch whose prefill chunks read a tail prompt in time; 0: none (arXiv:2403.02310)", "int"),
+         "Prefill_Compute_Utilisation,{bytes_weight},{bandwidth},{kv_bytes},{context},Decode_Bandwidth_Efficiency)",
+         "sequences", "Decode leaves compute to read a tail prompt in time; 0: none (arXiv:2403.02310)", "int"),
     Line("batch", "Batch planned",
-         "=MIN({batch_fit},MAX(1,{batch_latency}),MAX(1,{batch_ttft}))",
-         "sequences", "The smallest of the three; at least 1 if one fits (seed 000 §7: the target first)", "int"),
-    Line("latency_caps", "A latency target caps the batch?",
-         '=IF(MIN({batch_latency},{batch_ttft})<{batch_fit},"yes","no")', "text",
+         "=IF(AND(ISNUMBER({batch_mem}),ISNUMBER({batch_latency}),ISNUMBER({batch_ttft})),"
+         "MIN({batch_mem},MAX(1,{batch_latency}),MAX(1,{batch_ttft})),NA())",
+         "sequences", "The smallest of the three, at least 1 if one fits; not available if one is no number", "int"),
+    Line("latency_caps", "A latency target caps the batch?", '=IF({batch}<{batch_mem},"yes","no")', "text",
          "yes: a batch that fits would be slower than a target", "text", bad=("yes",)),
+    Line("params_read", "Parameters a step reads at the planned batch", _fit(_read("{batch}")), "B params",
+         "MOE_PARAMS_READ_B at the planned batch; at batch 1 the active parameters", "dec2"),
     Line("tps_user", "Decode speed per user",
-         _fit("DECODE_TOKS({active},{bytes_weight},{n_gpus},{bandwidth},{batch},{kv_bytes},{context},"
+         _fit("DECODE_TOKS({params_read},{bytes_weight},{n_gpus},{bandwidth},{batch},{kv_bytes},{context},"
               "Decode_Bandwidth_Efficiency)"), "tokens/s",
-         "1 / step time; a step reads the active weights and all KV caches (seed 000 §4)", "dec1"),
+         "1 / step time; a step reads the weights it uses and all KV caches (seed 000 §4)", "dec1"),
     Line("tps_alone", "Decode speed of a request alone",
          _fit("DECODE_TOKS({active},{bytes_weight},{n_gpus},{bandwidth},1,0,0,Decode_Bandwidth_Efficiency)"),
          "tokens/s", "Batch of one, weights only: the fastest a user can get (seed 000 §4)", "dec1"),
     Line("tps_total", "Decode throughput of a replica",
-         _fit("DECODE_TOKS_TOTAL({active},{bytes_weight},{n_gpus},{bandwidth},{batch},{kv_bytes},{context},"
+         _fit("DECODE_TOKS_TOTAL({params_read},{bytes_weight},{n_gpus},{bandwidth},{batch},{kv_bytes},{context},"
               "Decode_Bandwidth_Efficiency)"), "tokens/s", "Batch x decode speed per user (seed 000 §4)", "int"),
     Line("prefill", "Prefill time of a mean prompt",
          _fit("PREFILL_S({active},{prefill_tokens},{n_gpus},{tflops},Prefill_Compute_Utilisation)"), "s",
-         "2N x prompt tokens after caching / (GPUs x compute x utilisation) (seed 000 §5)", "dec2"),
+         "2N x prompt tokens after caching / (GPUs x BF16 compute x utilisation) (seed 000 §5)", "dec2"),
+    Line("ttft_batch", "First token of a tail prompt, at the planned batch",
+         _fit("{prefill_tokens_tail}/(COMPUTE_TOKS({active},{n_gpus}*{tflops}*Prefill_Compute_Utilisation)"
+              "-{tps_total})"), "s",
+         "Tail prompt / (compute tokens/s - decode tokens/s): chunks fill what decode leaves", "dec2"),
+    Line("ttft_alone", "First token of a tail prompt alone, with attention",
+         '=IF(AND(ISNUMBER(MODEL_SPEC({model},"layers")),ISNUMBER(MODEL_SPEC({model},"hidden"))),'
+         'TTFT_S({active},{bytes_weight},{prefill_tokens_tail},MODEL_SPEC({model},"layers"),'
+         'MODEL_SPEC({model},"hidden"),{n_gpus},{tflops},{bandwidth},Prefill_Compute_Utilisation,'
+         "Decode_Bandwidth_Efficiency,Tensor_Parallel_Link_Bandwidth),\"needs a preset's shape\")", "s",
+         "TTFT_S: 2NP + 2LdP^2 FLOPs, a weight read, tensor-parallel all-reduces", "dec2"),
     Line("time_to_answer", "Time to the first visible token",
          _fit("TIME_TO_ANSWER_S({prefill},Hidden_Reasoning_Tokens_Per_Request,{tps_user})"), "s",
          "Prefill + reasoning tokens / decode speed: the answer starts after the reasoning", "dec2"),
@@ -225,7 +282,7 @@ CASE_LINES: tuple[Line, ...] = (
          "GPUs x price / (decode throughput x 3,600) x 1e6 (seed 000 §6)", "usd"),
     Line("cost_avg", "Effective cost per M output tokens at average load",
          _fit("COST_PER_M_TOKENS({n_gpus},Price_Per_GPU_Hour,{tps_total},Average_Utilisation)"), "USD/M tokens",
-         "Full-load cost / average utilisation: GPUs bill busy or idle (seed 000 §6)", "usd"),
+         "Seed 000 §6's method: full-load cost / the average utilisation on Inputs, decode only", "usd"),
     # -- capacity for the traffic
     Line("replicas_decode", "Replicas for the peak, output tokens only",
          _fit("REPLICAS({peak_output},{tps_total})"), "count",
@@ -269,16 +326,15 @@ CASE_LINES: tuple[Line, ...] = (
     Line("gpus_disagg", "GPUs, disaggregated", _fit("({prefill_replicas}+{decode_replicas})*{n_gpus}"), "count",
          "(prefill + decode replicas) x GPUs per replica", "int"),
     Line("kv_transfer", "KV cache transfer to the decode GPUs",
-         "=KV_TRANSFER_S({kv_bytes},Prompt_Tokens_Per_Request,Prefill_To_Decode_Link_Bandwidth)", "s",
+         "=KV_TRANSFER_S({kv_bytes},{prompt_mean},Prefill_To_Decode_Link_Bandwidth)", "s",
          "KV per token x prompt tokens / link bandwidth: added to the time to first token when disaggregated", "dec3"),
     # -- input and output priced apart
-    Line("prefill_share", "Share of GPU time reading prompts",
-         _fit("PREFILL_SHARE({prefill},{decode_tokens},{tps_total})"), "fraction",
-         "Prefill time / (prefill time + generated tokens / decode throughput): splits the bill", "pct1"),
+    Line("prefill_share", "Input's share of the bill",
+         _fit("{prefill}*{replica_rps_chunked}"), "fraction",
+         "Prefill time / a chunked replica's time per request: prompt/(prompt+output) if compute binds", "pct1"),
     Line("cost_in", "Cost per M input tokens, the fleet around the clock",
-         _fit("COST_PER_M_INPUT({gpus_peak},Price_Per_GPU_Hour,Requests_Per_Day,Prompt_Tokens_Per_Request,"
-              "{prefill_share})"), "USD/M tokens",
-         "GPUs x price x 24 x prefill share / (requests per day x prompt tokens) x 1e6", "usd"),
+         _fit("COST_PER_M_INPUT({gpus_peak},Price_Per_GPU_Hour,Requests_Per_Day,{prompt_mean},{prefill_share})"),
+         "USD/M tokens", "GPUs x price x 24 x input's share / (requests per day x prompt tokens) x 1e6", "usd"),
     Line("cost_out", "Cost per M output tokens, the fleet around the clock",
          _fit("COST_PER_M_OUTPUT({gpus_peak},Price_Per_GPU_Hour,Requests_Per_Day,{decode_tokens},{prefill_share})"),
          "USD/M tokens", "The rest of the bill over the generated tokens, reasoning included (billed as output)",
@@ -289,9 +345,10 @@ CASE_LINES: tuple[Line, ...] = (
 )  # fmt: skip
 
 _COMPARED = {
-    "params", "active", "memory", "bandwidth", "tflops", "bytes_weight", "bytes_kv", "weights", "usable",
-    "kv_bytes", "kv_kib", "kv_seq", "batch_fit", "fits", "batch_latency", "batch_ttft", "batch",
-    "tps_user", "tps_alone", "tps_total", "prefill", "cost_full", "cost_avg",
+    "params", "active", "memory", "bandwidth", "tflops", "bytes_weight", "bytes_kv", "experts", "experts_per_token",
+    "weights", "weights_gpu", "usable", "free", "kv_bytes", "kv_kib", "kv_seq", "batch_fit", "fits", "batch_paged",
+    "batch_mem", "params_read_mem", "batch_latency", "batch_ttft", "batch", "params_read", "tps_user", "tps_alone",
+    "tps_total", "prefill", "cost_full", "cost_avg",
 }  # fmt: skip
 """Lines repeated for every case on Scenarios: what seed 000's table compares and what it depends on. Replicas and
 the rest depend on the traffic, not on what distinguishes the cases: Calculations has them for the active one."""
@@ -299,7 +356,7 @@ CASE_LINES = tuple(replace(line, compare=line.key in _COMPARED) for line in CASE
 
 # Calculations' sections, by the first line of each.
 CALC_SECTIONS = {
-    "params": "Model and accelerator", "weights": "Memory", "batch_latency": "Speed and the latency targets",
+    "params": "Model and accelerator", "weights": "Memory", "params_read_mem": "Speed and the latency targets",
     "cost_full": "Cost as seed 000 counts it (output tokens, one replica)",
     "replicas_decode": "Capacity for the traffic", "prefill_replicas": "Separate prefill and decode GPUs",
     "prefill_share": "Input and output tokens priced apart",
@@ -311,8 +368,24 @@ GLOBAL_LINES: tuple[Line, ...] = (
     Line("decode_tokens", "Tokens generated per request",
          "=Output_Tokens_Per_Request+Hidden_Reasoning_Tokens_Per_Request", "tokens",
          "Visible answer + hidden reasoning: both are decoded, and billed as output (seed 000 §7)", "int"),
+    Line("pasted", "Prompt lengths pasted", "=COUNT(Measured_Prompt_Lengths)", "count",
+         "Numbers on the Prompt lengths sheet: with any, they set the mean, tail and spread", "int"),
+    Line("prompt_mean", "Mean prompt used", "=IF({pasted}>0,AVERAGE(Measured_Prompt_Lengths),"
+         "Prompt_Tokens_Per_Request)", "tokens", "Mean of the pasted lengths, else the mean on Inputs", "int"),
+    Line("prompt_tail", "Tail prompt used", "=IF({pasted}>0,PERCENTILE(Measured_Prompt_Lengths,Tail_Percentile),"
+         "Tail_Prompt_Tokens)", "tokens", "Their percentile at Tail percentile, else the 95th percentile on Inputs",
+         "int"),
+    Line("sd_lognormal", "Spread of a log-normal through mean and tail",
+         "=IF(ISNUMBER(LENGTH_SD({prompt_mean},{prompt_tail})),LENGTH_SD({prompt_mean},{prompt_tail}),"
+         f'"{NO_FIT_LOGNORMAL}")', "tokens",
+         "LENGTH_SD: none where the tail is above 3.87 x the mean (heavier than any log-normal)", "int"),
+    Line("sd_typed", "Spread typed, else the log-normal's",
+         "=IF(ISNUMBER(Prompt_Length_Spread),Prompt_Length_Spread,{sd_lognormal})", "tokens",
+         "Prompt length spread on Inputs when filled in", "int"),
+    Line("prompt_sd", "Spread of prompt lengths used", "=IF({pasted}>0,STDEVP(Measured_Prompt_Lengths),{sd_typed})",
+         "tokens", "Standard deviation of the pasted lengths, else the line above: feeds PAGED_BATCH", "int"),
     Line("peak_prompt", "Peak prompt tokens per second",
-         "=PEAK_TOKS(Requests_Per_Day,Prompt_Tokens_Per_Request,Peak_Hour_Factor)", "tokens/s",
+         "=PEAK_TOKS(Requests_Per_Day,{prompt_mean},Peak_Hour_Factor)", "tokens/s",
          "Peak requests/s x mean prompt tokens (seed 000 §1)", "int"),
     Line("peak_output", "Peak output tokens per second",
          "=PEAK_TOKS(Requests_Per_Day,{decode_tokens},Peak_Hour_Factor)", "tokens/s",
@@ -320,60 +393,64 @@ GLOBAL_LINES: tuple[Line, ...] = (
     Line("growth_output", "Grown peak output tokens per second", "={peak_output}*Traffic_Growth_Multiple",
          "tokens/s", "Peak output tokens/s x growth multiple (seed 000 §6)", "int"),
     Line("context", "Tokens per sequence, mean prompt",
-         "=CONTEXT_TOKENS(Prompt_Tokens_Per_Request,Output_Tokens_Per_Request,Hidden_Reasoning_Tokens_Per_Request)",
+         "=CONTEXT_TOKENS({prompt_mean},Output_Tokens_Per_Request,Hidden_Reasoning_Tokens_Per_Request)",
          "tokens", "Prompt + reasoning + output: the KV cache an average sequence reads (seed 000 §3)", "int"),
     Line("tail_context", "Tokens per sequence, tail prompt",
-         "=CONTEXT_TOKENS(Tail_Prompt_Tokens,Output_Tokens_Per_Request,Hidden_Reasoning_Tokens_Per_Request)",
-         "tokens", "95th-percentile prompt + reasoning + output: what each slot is sized for (seed 000 §7)", "int"),
+         "=CONTEXT_TOKENS({prompt_tail},Output_Tokens_Per_Request,Hidden_Reasoning_Tokens_Per_Request)",
+         "tokens", "Tail prompt + reasoning + output: what a slot is sized for (seed 000 §7)", "int"),
     Line("longest_request", "Tokens per sequence, longest prompt accepted",
          "=CONTEXT_TOKENS(Longest_Prompt_Accepted,Output_Tokens_Per_Request,Hidden_Reasoning_Tokens_Per_Request)",
          "tokens", "Longest prompt + reasoning + output: must fit alone (seed 000 §1)", "int"),
-    Line("prompt_sd", "Spread of prompt lengths",
-         '=IFERROR(LENGTH_SD(Prompt_Tokens_Per_Request,Tail_Prompt_Tokens),"no log-normal fit")', "tokens",
-         "Standard deviation of the log-normal through the mean and 95th percentile (0 when they are equal)",
-         "int"),
-    Line("pasted", "Prompt lengths pasted", "=COUNT(Measured_Prompt_Lengths)", "count",
-         "Numbers on the Prompt lengths sheet", "int"),
+    Line("tail_share_lognormal", "Share above the cap, log-normal",
+         "=IF(ISNUMBER(TAIL_SHARE(Longest_Prompt_Accepted,{prompt_mean},{prompt_tail})),"
+         "TAIL_SHARE(Longest_Prompt_Accepted,{prompt_mean},{prompt_tail}),"
+         f'"{NO_FIT_LOGNORMAL}: paste lengths")', "fraction",
+         "TAIL_SHARE: the log-normal through the mean and tail (at most 3.87 x the mean)", "pct1"),
     Line("tail_share", "Share of requests the longest prompt rejects",
-         "=IF({pasted}>0,TAIL_SHARE_DATA(Measured_Prompt_Lengths,Longest_Prompt_Accepted),"
-         'IFERROR(TAIL_SHARE(Longest_Prompt_Accepted,Prompt_Tokens_Per_Request,Tail_Prompt_Tokens),'
-         '"no log-normal fit: paste lengths"))', "fraction",
-         "Pasted lengths above the cap / all; else the log-normal's tail (TAIL_SHARE: p95 up to 3.87 x mean)",
-         "pct1"),
+         "=IF({pasted}>0,TAIL_SHARE_DATA(Measured_Prompt_Lengths,Longest_Prompt_Accepted),{tail_share_lognormal})",
+         "fraction", "Pasted lengths above the cap / all (TAIL_SHARE_DATA); else the log-normal's", "pct1"),
     Line("prefill_tokens", "Prompt tokens to prefill, mean prompt",
-         "=PREFILL_TOKENS(Prompt_Tokens_Per_Request,Shared_Prefix_Tokens,Prefix_Cache_Hit_Rate)", "tokens",
+         "=PREFILL_TOKENS({prompt_mean},Shared_Prefix_Tokens,Prefix_Cache_Hit_Rate)", "tokens",
          "Prompt - hit rate x shared prefix: a cached prefix is not read again (vLLM prefix caching)", "int"),
     Line("prefill_tokens_tail", "Prompt tokens to prefill, tail prompt",
-         "=PREFILL_TOKENS(Tail_Prompt_Tokens,Shared_Prefix_Tokens,Prefix_Cache_Hit_Rate)", "tokens",
-         "The same for the 95th-percentile prompt: the one the time-to-first-token target must meet", "int"),
+         "=PREFILL_TOKENS({prompt_tail},Shared_Prefix_Tokens,Prefix_Cache_Hit_Rate)", "tokens",
+         "The same for the tail prompt: the one the time-to-first-token target must meet", "int"),
 )  # fmt: skip
 
-# The Calibration sheet: the active scenario at three pairs of efficiencies, in columns C, D and E. Each line is one
-# template rendered per column with that column's {eff_bw} and {eff_pf}; the rest are Calculations' lines.
+# The Calibration sheet: the active scenario at three sets of efficiencies, in columns C, D and E. Each line is one
+# template rendered per column with that column's {eff_bw}, {eff_pf} and {peak}; the rest are Calculations' lines.
 CALIBRATION_COLUMNS = ("Plan (Inputs)", "Calibrated", "Your measurements")
 CALIBRATION_LINES: tuple[Line, ...] = (
     Line("cal_tps_user", "Decode speed per user",
-         _fit("DECODE_TOKS({active},{bytes_weight},GPUs_Per_Replica,{bandwidth},{batch},{kv_bytes},{context},"
+         _fit("DECODE_TOKS({params_read},{bytes_weight},GPUs_Per_Replica,{bandwidth},{batch},{kv_bytes},{context},"
               "{eff_bw})"), "tokens/s", "DECODE_TOKS at the planned batch (seed 000 §4)", "dec1"),
     Line("cal_tps_total", "Decode throughput of a replica",
-         _fit("DECODE_TOKS_TOTAL({active},{bytes_weight},GPUs_Per_Replica,{bandwidth},{batch},{kv_bytes},{context},"
-              "{eff_bw})"), "tokens/s", "Batch x decode speed per user", "int"),
+         _fit("DECODE_TOKS_TOTAL({params_read},{bytes_weight},GPUs_Per_Replica,{bandwidth},{batch},{kv_bytes},"
+              "{context},{eff_bw})"), "tokens/s", "Batch x decode speed per user", "int"),
     Line("cal_prefill", "Prefill time of a mean prompt",
-         _fit("PREFILL_S({active},{prefill_tokens},GPUs_Per_Replica,{tflops},{eff_pf})"), "s",
-         "2N x prompt tokens / (GPUs x compute x utilisation) (seed 000 §5)", "dec2"),
+         _fit("PREFILL_S({active},{prefill_tokens},GPUs_Per_Replica,{peak},{eff_pf})"), "s",
+         "2N x prompt tokens / (GPUs x the column's peak x utilisation) (seed 000 §5)", "dec2"),
     Line("cal_cost_full", "List cost per M output tokens at full load",
          _fit("COST_PER_M_TOKENS(GPUs_Per_Replica,Price_Per_GPU_Hour,{cal_tps_total})"), "USD/M tokens",
          "GPUs x price / (decode throughput x 3,600) x 1e6 (seed 000 §6)", "usd"),
     Line("cal_cost_avg", "Effective cost per M output tokens at average load",
          _fit("COST_PER_M_TOKENS(GPUs_Per_Replica,Price_Per_GPU_Hour,{cal_tps_total},Average_Utilisation)"),
-         "USD/M tokens", "Full-load cost / average utilisation (seed 000 §6)", "usd"),
+         "USD/M tokens", "Seed 000 §6's method: full-load cost / average utilisation, decode only", "usd"),
+    Line("cal_rps", "Requests per replica, chunked prefill",
+         _fit("REPLICA_RPS_CHUNKED({cal_prefill},{prefill_tokens},{decode_tokens},{cal_tps_total})"), "requests/s",
+         "REPLICA_RPS_CHUNKED, as Calculations plans it", "dec2"),
+    Line("cal_replicas", "Replicas the peak needs, spares included",
+         _fit("FLEET_REPLICAS({peak_rps},{cal_rps},Spare_Replicas,Minimum_Replicas)"), "count",
+         "FLEET_REPLICAS: the plan's count, at this column's efficiencies", "int"),
+    Line("cal_gpus", "GPUs the peak needs, spares included", _fit("{cal_replicas}*GPUs_Per_Replica"), "count",
+         "Replicas x GPUs per replica", "int"),
     Line("cal_serve_toks", "Output tokens/s of a replica, roofline",
-         _fit("SERVE_TOKS({params},{bytes_weight},{kv_bytes},{prefill_tokens},{decode_tokens},GPUs_Per_Replica,"
-              "{memory},{bandwidth},{tflops},{batch},{eff_bw},{eff_pf},Usable_Memory_Fraction)"), "tokens/s",
+         _fit("SERVE_TOKS({params_read},{bytes_weight},{kv_bytes},{prefill_tokens},{decode_tokens},GPUs_Per_Replica,"
+              "{memory},{bandwidth},{peak},{batch},{eff_bw},{eff_pf},Usable_Memory_Fraction)"), "tokens/s",
          "SERVE_TOKS: prefill, then steps the longer of memory and arithmetic time (roofline)", "int"),
-    Line("cal_serve_replicas", "Replicas the peak needs, roofline",
+    Line("cal_serve_replicas", "Replicas for the peak, roofline, output tokens",
          _fit("MAX(REPLICAS({peak_output},{cal_serve_toks},Spare_Replicas),Minimum_Replicas)"), "count",
-         "ceil(peak output tokens/s / roofline throughput) + spares, at least the minimum", "int"),
+         "ceil(peak output tokens/s / roofline throughput) + spares: prefill not overlapped", "int"),
 )  # fmt: skip
 
 SHOWN_INPUTS = ("scenario_name",)
@@ -394,6 +471,7 @@ USUAL: tuple[tuple[str, str, str, Any], ...] = (
     ("tflops_override", "Dense BF16 compute", "TFLOP/s", domains.TFLOPs),
     ("Price_Per_GPU_Hour", "Price per GPU-hour", "USD/GPU-h", domains.Price),
     ("Prefill_To_Decode_Link_Bandwidth", "Prefill-to-decode link", "GB/s", domains.LinkGBs),
+    ("Tensor_Parallel_Link_Bandwidth", "Tensor-parallel link", "GB/s", domains.LinkGBsOrZero),
 )
 """Inputs whose argument domain has a usual range (xlsxplan.domains): a value outside it gets a Checks row."""
 
@@ -447,60 +525,70 @@ def _inputs(book: Book, lists: dict[str, str]) -> Sheet:
              "Instructions, retrieved documents and the conversation", "int",
              validation_for(tokens, "Prompt tokens per request"))  # fmt: skip
     sh.input("Tail prompt tokens, 95th percentile", 2_000, "tokens", f"{SEED} §7 (example: no spread)",
-             "Memory is sized by the tail, not the mean; equal to the mean: every prompt alike", "int",
+             "Slots are sized at the tail; the mean: no spread", "int",
              validation_for(tokens, "Tail prompt tokens"))  # fmt: skip
+    sh.input("Prompt length spread (standard deviation)", None, "tokens", "Example: empty, the log-normal's",
+             "Empty: a log-normal's through mean and tail", "int",
+             validation_for(tokens0, "Prompt length spread", "leave it empty for a log-normal's"))  # fmt: skip
+    sh.input("Tail percentile, pasted lengths", 0.95, "fraction", f"{SEED} §7 (convention: the 95th)",
+             "Pasted lengths' tail; the typed one is the 95th", "pct",
+             validation_for(domains.Domain("number", 0.5, 1), "Tail percentile"))  # fmt: skip
     sh.input("Longest prompt accepted", 32_768, "tokens", "Example: your product's cap", "Longer requests are "
-             "rejected; seed 000 §1: check the largest request you accept", "int",
+             "refused (seed 000 §1)", "int",
              validation_for(tokens, "Longest prompt accepted"))  # fmt: skip
     sh.input("Output tokens per request", 300, "tokens", f"{SEED} §1 (example)", "Visible answer; measure on real "
              "traffic (seed 000 §7)", "int", validation_for(tokens, "Output tokens per request"))  # fmt: skip
     sh.input("Hidden reasoning tokens per request", 0, "tokens", f"{SEED} §7 (example: none)",
-             "Reasoning models write these before the answer: decoded and billed as output", "int",
+             "Written before the answer; decoded, billed as output", "int",
              validation_for(tokens0, "Hidden reasoning tokens per request"))  # fmt: skip
     sh.input("Peak-hour factor", 3, "ratio", f"{SEED} §1 (example)", "How much busier the peak hour is than the "
              "day's average", "dec1", validation_for(domain_of(domains.PeakFactor), "Peak-hour factor"))  # fmt: skip
     sh.input("Shared prefix tokens", 0, "tokens", f"{SEED} §7 (example: none)", "System prompt and tools every "
              "request starts with", "int", validation_for(tokens0, "Shared prefix tokens"))  # fmt: skip
     sh.input("Prefix cache hit rate", 0, "fraction", f"{SEED} §7 (example: off)", "0 until the prefix is confirmed "
-             "stable; then the share of requests finding it cached", "pct",
+             "stable (seed 000 §7)", "pct",
              validation_for(domain_of(domains.FractionOrZero), "Prefix cache hit rate"))  # fmt: skip
 
     sh.section("Serving assumptions", "Shares of the hardware's peaks the plan counts on, targets, spares")
     sh.input("Usable memory fraction", 0.9, "fraction", f"{SEED} §2 (example)", "Left after the serving "
              "framework's own overhead", "pct", validation_for(frac, "Usable memory fraction"))  # fmt: skip
-    sh.input("Decode bandwidth efficiency", 1, "fraction", f"{SEED} §4 (example)", "1 is the ceiling; the "
-             "Calibration sheet shows the calibrated and your measured value", "pct",
+    sh.input("Decode bandwidth efficiency", 1, "fraction", f"{SEED} §4 (example)", "1 is the ceiling; see "
+             "Calibration for measured ones", "pct",
              validation_for(frac, "Decode bandwidth efficiency"))  # fmt: skip
-    sh.input("Prefill compute utilisation", 0.5, "fraction", f"{SEED} §5 (example)", "Share of dense peak compute "
-             "reached while reading prompts", "pct", validation_for(frac, "Prefill compute utilisation"))  # fmt: skip
-    sh.input("KV cache overflow accepted", 0.05, "fraction", "Example: an engine that pages its KV cache",
-             "Chance a paged batch outgrows memory and preempts a sequence", "pct",
+    sh.input("Prefill compute utilisation", 0.5, "fraction", f"{SEED} §5 (example)", "Share of the dense BF16 peak, "
+             "as seed 000 §5 counts", "pct",
+             validation_for(frac, "Prefill compute utilisation"))  # fmt: skip
+    sh.input("KV cache overflow accepted", 0.05, "fraction", "Example: a paging engine (vLLM)",
+             "Chance a paged batch outgrows memory (preemption)", "pct",
              validation_for(domain_of(domains.TailProbability), "KV cache overflow accepted"))  # fmt: skip
-    sh.input("Latency target", 20, "tokens/s per user", "Example: your product's requirement",
-             "Slowest decode speed a user should see; seed 000 §7 cites 80 for a demanding product", "dec1",
+    sh.input("Latency target, per user", 20, "tokens/s", "Example: your product's requirement",
+             "Slowest decode per user; seed 000 §7 cites 80", "dec1",
              validation_for(domain_of(domains.TokensPerS), "Latency target"))  # fmt: skip
     sh.input("Time-to-first-token target", 2, "s", "Example: your product's requirement", "Longest wait for the "
              "first token of a tail prompt", "dec2", validation_for(domain_of(domains.Seconds),
                                                                    "Time-to-first-token target"))  # fmt: skip
-    sh.input("Spare replicas", 1, "count", f"{SEED} §6 (example)", "Replicas on top of the peak, so one failure or "
-             "deployment leaves it covered", "int",
+    sh.input("Spare replicas", 1, "count", f"{SEED} §6 (example)", "On top of the peak: one failure "
+             "leaves it covered", "int",
              validation_for(domain_of(domains.Spare), "Spare replicas"))  # fmt: skip
     sh.input("Minimum replicas", 2, "count", f"{SEED} §6 (example)", "Seed 000 §6: run at least two replicas in "
              "production", "int", validation_for(domain_of(domains.Count), "Minimum replicas"))  # fmt: skip
     sh.input("Replicas deployed", None, "count", "Example: empty, the plan's count", "Fill in to test a fleet you "
              "have against the peak", "int", validation_for(domain_of(domains.Count), "Replicas deployed",
                                                            "leave it empty for the plan's count"))  # fmt: skip
-    sh.input("Prefill-to-decode link bandwidth", 50, "GB/s", "Example: 400 Gb/s InfiniBand", "Moves the KV cache "
-             "when prefill and decode run on separate GPUs; NVLink about 450", "int",
+    sh.input("Prefill-to-decode link bandwidth", 50, "GB/s", "Example: 400 Gb/s InfiniBand", "KV caches move between "
+             "the pools; NVLink about 450", "int",
              validation_for(domain_of(domains.LinkGBs), "Prefill-to-decode link bandwidth"))  # fmt: skip
+    sh.input("Tensor-parallel link bandwidth", 450, "GB/s", "Example: H100 NVLink, 900 GB/s both ways",
+             "Within a replica, each way; 0 leaves it out", "int",
+             validation_for(domain_of(domains.LinkGBsOrZero), "Tensor-parallel link bandwidth"))  # fmt: skip
     sh.input("Traffic growth multiple", 10, "ratio", f"{SEED} §6 (example)", "The seed sizes ten times the "
              "traffic", "dec1", validation_for(domain_of(domains.PeakFactor), "Traffic growth multiple"))  # fmt: skip
 
     sh.section("Cost and basis of estimate", "Estimate, not a quote: check your provider's current price")
     sh.input("Price per GPU-hour", 2.5, "USD/GPU-h", f"{SEED} §6 (example)", "List price, one GPU for an hour; the "
              "seed's assumption", "usd", validation_for(domain_of(domains.Price), "Price per GPU-hour"))  # fmt: skip
-    sh.input("Average utilisation", 0.3, "fraction", f"{SEED} §6 (example)", "Average load as a share of full "
-             "load; 30% is common for traffic with daily peaks", "pct",
+    sh.input("Average utilisation", 0.3, "fraction", f"{SEED} §6 (example)", "Average load over full load; "
+             "30% is common (§6)", "pct",
              validation_for(frac, "Average utilisation"))  # fmt: skip
     sh.input("Hours per month", 730, "h/month", "Convention: 8,760 h / 12", "GPUs billed around the clock", "int",
              validation_for(domains.Domain("number", 0, 744, low_open=True), "Hours per month"))  # fmt: skip
@@ -516,13 +604,13 @@ def _inputs(book: Book, lists: dict[str, str]) -> Sheet:
     sh.section("Your measurements (optional)", "The active scenario's setup, measured: see the Calibration sheet")
     speed = domain_of(domains.TokensPerS)
     sh.input("Measured decode speed at batch 1", None, "tokens/s", "Example: empty, not measured", "One request "
-             "alone, on the active scenario's model, GPUs and precision", "dec1",
+             "alone, on the active case's setup", "dec1",
              validation_for(speed, "Measured decode speed at batch 1", _NOT_MEASURED))  # fmt: skip
     sh.input("Measured time to first token", None, "s", "Example: empty, not measured", "At batch 1, same setup",
              "dec3", validation_for(domain_of(domains.Seconds), "Measured time to first token",
                                     _NOT_MEASURED))  # fmt: skip
-    sh.input("Prompt tokens in the measurement", 2_000, "tokens", "Example: the mean prompt", "The prompt the "
-             "measurements read; its KV cache is read at every decode step", "int",
+    sh.input("Prompt tokens in the measurement", 2_000, "tokens", "Example: the mean prompt", "The prompt measured; "
+             "its KV cache is read each step", "int",
              validation_for(tokens, "Prompt tokens in the measurement"))  # fmt: skip
     sh.finish()
     return sh
@@ -532,8 +620,8 @@ def _prompt_lengths(book: Book) -> Sheet:
     """A column of input cells for measured prompt lengths; empty ones are skipped."""
     sh = book.sheet(
         "Prompt lengths",
-        "Optional: paste measured prompt lengths (tokens, one per cell) into column B. With any here, the share of "
-        "requests the longest prompt rejects is counted from them (TAIL_SHARE_DATA).",
+        "Optional: paste measured prompt lengths (tokens, one per cell) into column B. With any here, the plan's "
+        "mean, tail and spread of prompt lengths come from them, and the share a cap rejects (TAIL_SHARE_DATA).",
         ["Sample", "Tokens", "Unit", "Source", "As-of date", "Comment"],
     )
     ws = sh.ws
@@ -547,16 +635,14 @@ def _prompt_lengths(book: Book) -> Sheet:
         cell.number_format = FMT["int"]
     put_text(ws[f"A{first}"], "Measured prompt lengths", "Label")
     put_text(ws[f"C{first}"], "tokens", "Unit")
-    put_text(ws[f"D{first}"], "Example: none shipped; your traffic logs", "Label")
-    ws[f"E{first}"] = TEMPLATE_DATE
-    ws[f"E{first}"].number_format = FMT["date"]
-    put_text(ws[f"F{first}"], f"One per cell, B{first} to B{last}; empty cells skipped", "Explanatory Text")
+    register = register_cells(ws, first, "Example: none shipped; your traffic logs", TEMPLATE_DATE,
+                              f"One per cell, B{first} to B{last}; empty cells skipped")  # fmt: skip
     name = "Measured_Prompt_Lengths"
     book.define(name, sh.name, f"$B${first}:$B${last}")
     book.refs[name] = Ref(sh.name, first, "B", None)
     book.input_names[name] = name
     cells = tuple(f"B{r}" for r in range(first, last + 1))
-    book.inputs.append(InputRow(sh.name, first, "Measured prompt lengths", name, "tokens", cells))
+    book.inputs.append(InputRow(sh.name, first, "Measured prompt lengths", name, "tokens", cells, register=register))
     ws.freeze_panes = f"B{first}"
     # only the header and the first row print: a pasted sample is data, its summary is on Calculations
     sh.row = first + 1
@@ -581,7 +667,7 @@ def _calculations(book: Book) -> Sheet:
 
     ws = sh.ws
     ws.row_breaks.append(Break(id=sh.row))  # the chart data starts a printed page of its own
-    sh.section("Decode speed against batch (the chart on Outputs)", "Evenly spaced batches up to the one that fits")
+    sh.section("Decode speed against batch (the chart on Outputs)", "Evenly spaced batches up to memory's")
     headings = {"A": "Chart data", "B": "Batch", "C": "Tokens/s", "D": "Equation and source", "E": "Line: batch",
                 "F": "Latency target line: tokens/s per user"}  # fmt: skip
     for col, text in headings.items():
@@ -593,11 +679,11 @@ def _calculations(book: Book) -> Sheet:
         put_text(ws[f"A{r}"], f"Point {r - head}", "Label")
         put_text(ws[f"D{r}"], "DECODE_TOKS at this batch (seed 000 §4)", "Explanatory Text")
         ws[f"B{r}"] = book.render(
-            f"=MAX(1,ROUND(ROWS($A${first}:A{r})/ROWS($A${first}:$A${last})*{{batch_fit}},0))", sh.name
+            f"=MAX(1,ROUND(ROWS($A${first}:A{r})/ROWS($A${first}:$A${last})*{{batch_mem}},0))", sh.name
         )
         ws[f"C{r}"] = book.render(
-            f"=IF({{batch_fit}}>=1,DECODE_TOKS({{active}},{{bytes_weight}},GPUs_Per_Replica,{{bandwidth}},B{r},"
-            f'{{kv_bytes}},{{context}},Decode_Bandwidth_Efficiency),"{NO_FIT}")',
+            f"=IF(AND(ISNUMBER({{batch_mem}}),{{batch_mem}}>=1),DECODE_TOKS({_read(f'B{r}')},{{bytes_weight}},"
+            f'GPUs_Per_Replica,{{bandwidth}},B{r},{{kv_bytes}},{{context}},Decode_Bandwidth_Efficiency),"{NO_FIT}")',
             sh.name,
         )
         for col, fmt in (("B", "int"), ("C", "dec1")):
@@ -611,8 +697,9 @@ def _calculations(book: Book) -> Sheet:
         ws[f"F{r}"].alignment = Alignment(horizontal="left", indent=1)
     book.chart_rows = (first, last)
     sh.row = last + 1
-    sh.text("Point k of n: batch = round(k / n x batch that fits), at least 1, with k and n counted by ROWS; the "
-            "speed is DECODE_TOKS at that batch; the target runs flat from the first batch to the last.")  # fmt: skip
+    sh.text("Point k of n: batch = round(k / n x the batch memory allows), at least 1, k and n counted by ROWS; "
+            "the speed is DECODE_TOKS at that batch; the target runs flat from the first batch to the "
+            "last.")  # fmt: skip
     sh.finish()
     return sh
 
@@ -634,12 +721,20 @@ def _scenarios(book: Book) -> Sheet:
         if spec.key in SHOWN_INPUTS:
             line = Line(f"{spec.key}:shown", spec.label, "={" + spec.key + "}", spec.unit, "Inputs", spec.fmt)
             book.refs[f"Scenarios:{spec.key}"] = sh.side_by_side(line, locals_)
-    sections = {"params": "Model and accelerator figures", "weights": "Memory", "batch_latency": "Speed",
+    sections = {"params": "Model and accelerator figures", "weights": "Memory", "params_read_mem": "Speed",
                 "cost_full": "Cost"}  # fmt: skip
+    case_keys = {spec.key for spec in CASE_INPUTS}
+    global_keys = {line.key for line in GLOBAL_LINES}
     for line in CASE_LINES:
         if line.key in sections:
             sh.section(sections[line.key])
         if line.compare:
+            # a compared line may use only compared lines, the case's inputs and the global lines: anything else
+            # would silently read the active scenario's figure
+            used = set(re.findall(r"\{(\w+)\}", line.formula)) - case_keys - global_keys - set(book.texts)
+            stray = used - {x.key for x in CASE_LINES if x.compare}
+            if stray:
+                raise ValueError(f"Scenarios line {line.key} uses lines computed for the active case only: {stray}")
             book.refs[f"Scenarios:{line.key}"] = sh.side_by_side(line, locals_)
     sh.skip()
     sh.text("Replicas, GPUs and the cost of the fleet for the traffic: Calculations and Outputs, for the active "
@@ -660,7 +755,7 @@ def _calibration(book: Book) -> Sheet:
     sh.section("Efficiencies", "Measured figures from Inputs, section 'Your measurements'")
     decode_ceiling = ("DECODE_TOKS({active},{bytes_weight},GPUs_Per_Replica,{bandwidth},1,{kv_bytes},"
                       "Prompt_Tokens_In_The_Measurement,1)")  # fmt: skip
-    prefill_ceiling = "PREFILL_S({active},Prompt_Tokens_In_The_Measurement,GPUs_Per_Replica,{tflops},1)"
+    prefill_ceiling = "PREFILL_S({active},Prompt_Tokens_In_The_Measurement,GPUs_Per_Replica,{peak},1)"
     bw = Line("eff_bw", "Decode bandwidth efficiency", "", "fraction",
               'Yours: measured / DECODE_TOKS at batch 1; EFFICIENCY("decode_bandwidth", GPU, precision)',
               "pct1")  # fmt: skip
@@ -671,15 +766,21 @@ def _calibration(book: Book) -> Sheet:
         "=IF(Measured_Decode_Speed_At_Batch_1>0,Measured_Decode_Speed_At_Batch_1/" + decode_ceiling
         + ",{calibrated})",
     ])  # fmt: skip
+    peak = Line("peak", "Dense peak the prefill share is of", "", "TFLOP/s",
+                "Plan: BF16, as seed 000 §5 counts it; calibrated, yours: the weights' precision's",
+                "dec1")  # fmt: skip
+    book.refs["Calibration:peak"] = sh.side_by_side(peak, locals_, ["={tflops}", "={tflops_weights}",
+                                                                    "={tflops_weights}"])  # fmt: skip
     pf = Line("eff_pf", "Prefill compute utilisation", "", "fraction",
-              'Yours: PREFILL_S at 100% / measured TTFT; EFFICIENCY("prefill", GPU, precision)', "pct1")  # fmt: skip
+              'Of the peak above: yours, PREFILL_S at 100% / measured TTFT; EFFICIENCY("prefill", ...)',
+              "pct1")  # fmt: skip
     locals_[2]["calibrated"] = Ref(sh.name, sh.row, SIDE_COLUMNS[1])
     book.refs["Calibration:eff_pf"] = sh.side_by_side(pf, locals_, [
         "=Prefill_Compute_Utilisation",
         '=EFFICIENCY("prefill",Accelerator,Weight_Precision)',
         "=IF(Measured_Time_To_First_Token>0," + prefill_ceiling + "/Measured_Time_To_First_Token,{calibrated})",
     ])  # fmt: skip
-    sh.section("The active scenario at each pair (the batch planned on Calculations)")
+    sh.section("The active scenario at each column's efficiencies (the batch planned on Calculations)")
     for line in CALIBRATION_LINES:
         book.refs[f"Calibration:{line.key}"] = sh.side_by_side(line, locals_)
     sh.skip()
@@ -693,14 +794,24 @@ def _calibration(book: Book) -> Sheet:
 
 # What Outputs shows: (key, note, key result) by section; labels, units and formats come from the line.
 OUTPUT_ROWS: tuple[tuple[str, tuple[tuple[str, str, bool], ...]], ...] = (
+    ("Prompt lengths", (
+        ("pasted", "On the Prompt lengths sheet", False),
+        ("prompt_mean", "Pasted lengths', else typed", False),
+        ("prompt_tail", "What a slot is sized for", False),
+        ("prompt_sd", "What the paged batch allows for", False),
+        ("tail_share", "Requests refused by the cap", True),
+    )),
     ("Memory", (
         ("weights", "Must fit in the usable memory", True),
+        ("weights_gpu", "Experts spread over the GPUs", False),
         ("usable", "", False),
         ("kv_kib", "By the model's architecture", True),
         ("kv_seq", "", False),
-        ("batch_fit", "Conversations in progress at once", True),
+        ("batch_fit", "Seed 000's worst case", False),
         ("fits", "", True),
-        ("batch_paged", "A paging engine's batch, for comparison", False),
+        ("batch_paged", "What a paging engine runs", False),
+        ("batch_mem", "The plan's memory limit", True),
+        ("batch_basis", "", False),
         ("max_context", "Ceiling on the longest request", False),
     )),
     ("Speed and latency", (
@@ -711,19 +822,20 @@ OUTPUT_ROWS: tuple[tuple[str, tuple[tuple[str, str, bool], ...]], ...] = (
         ("tps_user", "At the planned batch", True),
         ("tps_alone", "", False),
         ("tps_total", "", True),
-        ("prefill", "Most of the time to first token", True),
+        ("prefill", "Seed 000's figure, mean prompt", True),
+        ("ttft_batch", "Within the first-token target", True),
+        ("ttft_alone", "Attention and GPU traffic counted", False),
         ("time_to_answer", "Prefill, then any hidden reasoning", True),
     )),
     ("Traffic and capacity", (
         ("peak_rps", "", False),
         ("peak_output", "", False),
         ("peak_prompt", "", False),
-        ("tail_share", "Requests refused by the cap", True),
         ("replica_rps", "Prefill and decode taking turns", False),
         ("replica_rps_chunked", "The plan's capacity per replica", False),
         ("replicas_decode", "Seed 000's count", False),
         ("replicas_planned", "Spares included", True),
-        ("gpus_peak", "", True),
+        ("gpus_peak", "At the plan's efficiencies", True),
         ("coverage", "Below 1: the peak is not served", True),
         ("fleet_util", "Over the day", True),
         ("replicas_decode_growth", "", False),
@@ -735,8 +847,9 @@ OUTPUT_ROWS: tuple[tuple[str, tuple[tuple[str, str, bool], ...]], ...] = (
         ("kv_transfer", "Added to the first token", False),
     )),
     ("Cost", (
-        ("cost_full", "A floor", True),
-        ("cost_avg", "GPUs bill whether busy or idle", True),
+        ("cost_full", "Seed 000's floor: one replica", True),
+        ("cost_avg", "Seed 000's method, decode only", True),
+        ("prefill_share", "How the bill is split", False),
         ("cost_in", "At the fleet's own utilisation", True),
         ("cost_out", "At the fleet's own utilisation", True),
         ("monthly", "", True),
@@ -766,14 +879,17 @@ def _outputs(book: Book) -> Sheet:
             line = lines[key]
             sh.link(key, line.label, line.unit, line.fmt, note, key_result, line.bad)
     sh.section("Calibrated expectation", "The Calibration sheet: the plan at calibrated efficiencies")
-    for key, note in (("cal_tps_total", "At EFFICIENCY's bandwidth share"),
-                      ("cal_cost_avg", "At EFFICIENCY's bandwidth share")):  # fmt: skip
+    for key, label, note, key_result in (
+        ("cal_tps_total", "Decode throughput of a replica, calibrated", "At EFFICIENCY's bandwidth share", False),
+        ("cal_cost_avg", "Cost per M output tokens at average load, calibrated", "Seed 000's method", False),
+        ("cal_replicas", "Replicas the peak needs, calibrated", "Spares included", False),
+        ("cal_gpus", "GPUs the peak needs, calibrated", "Beside the plan's GPUs above", True),
+    ):
         line = next(x for x in CALIBRATION_LINES if x.key == key)
         ref = book.ref(f"Calibration:{key}")
         target = Ref(ref.sheet, ref.row, SIDE_COLUMNS[1])
         book.refs[f"{key}:calibrated"] = target
-        label = line.label.replace("Effective cost", "Cost") + ", calibrated"
-        sh.link(f"{key}:calibrated", label, line.unit, line.fmt, note, False)
+        sh.link(f"{key}:calibrated", label, line.unit, line.fmt, note, key_result)
     sh.section("Basis of estimate", "Estimate, not a quote")
     for name, label, unit, fmt in (
         ("Price_Per_GPU_Hour", "Price per GPU-hour", "USD/GPU-h", "usd"),
@@ -786,8 +902,8 @@ def _outputs(book: Book) -> Sheet:
         sh.line(Line(f"basis:{name}", label, f"={name}", unit, "From Inputs", fmt))
     r = sh.text("This is an estimate, not a quote: cloud prices change and differ by region, commitment and "
                 "provider.", style="Note")  # fmt: skip
-    for col in "BCDEF":
-        sh.ws[f"{col}{r}"].style = "Note"
+    note_block(sh.ws, r, r)
+    sh.ws.row_breaks.append(Break(id=sh.row))  # the chart prints whole, on a page of its own
     sh.section("Decode speed per user against batch")
     anchor = sh.row
     sh.row += 20
@@ -830,35 +946,36 @@ def _checks(book: Book) -> Sheet:
         "Each row is 1 when something is wrong and 0 when it is fine; the master check is 1 if any row is.",
         ["Check", "Result", "Unit", "What it tests", "", ""],
     )
-    sh.section("The active scenario")
-    sh.check("Weights do not fit in usable memory", "=IF({free}<=0,1,0)",
+    sh.section("The active scenario", "A figure that is no number counts as a problem: NOT(ISNUMBER(...))")
+    sh.check("Weights do not fit in usable memory", "=IF(OR(NOT(ISNUMBER({free})),{free}<=0),1,0)",
              "Memory left for the KV cache is not positive (seed 000 §2)")  # fmt: skip
-    sh.check("No tail-prompt sequence fits beside the weights", "=IF({batch_fit}<1,1,0)",
-             "The batch that fits is 0: no batch at all (seed 000 §3, §7)")  # fmt: skip
+    sh.check("No tail-prompt sequence fits beside the weights",
+             "=IF(OR(NOT(ISNUMBER({batch_fit})),{batch_fit}<1),1,0)",
+             "The batch that fits is 0: not even one tail-length sequence (seed 000 §3, §7)")  # fmt: skip
     sh.check(
         "The longest prompt accepted does not fit at all",
-        "=IF({longest_request}>{max_context},1,0)",
+        "=IF(OR(NOT(AND(ISNUMBER({longest_request}),ISNUMBER({max_context}))),{longest_request}>{max_context}),1,0)",
         "Longest prompt + reasoning + output exceeds the longest sequence that fits alone (seed 000 §1)",
     )
     sh.check(
         "Decode-speed target unreachable even at batch 1",
-        "=IF({batch_latency}<1,1,0)",
+        "=IF(OR(NOT(ISNUMBER({batch_latency})),{batch_latency}<1),1,0)",
         "BATCH_FOR_LATENCY is 0: one sequence alone decodes slower than the target (seed 000 §7)",
     )
     sh.check(
         "First-token target unreachable even at batch 1",
-        "=IF({batch_ttft}<1,1,0)",
-        "BATCH_FOR_TTFT is 0: a tail prompt cannot be read in time even alone",
+        "=IF(OR(NOT(ISNUMBER({batch_ttft})),{batch_ttft}<1),1,0)",
+        "BATCH_FOR_TTFT is 0: a tail prompt cannot be read in time beside one decoding sequence",
     )
     sh.check(
         "Peak not covered with the spares down",
-        "=IF(MIN({coverage},1)<1,1,0)",
-        "Peak coverage below 1: a failure or deployment at the peak leaves requests waiting (seed 000 §6)",
+        "=IF(OR(NOT(ISNUMBER({coverage})),{coverage}<1),1,0)",
+        "Peak coverage below 1 (or none: nothing fits): a failure at the peak leaves requests waiting (§6)",
     )
     sh.check("Prompt lengths out of order",
-             "=IF(OR(Tail_Prompt_Tokens<Prompt_Tokens_Per_Request,Longest_Prompt_Accepted<Tail_Prompt_Tokens,"
-             "Shared_Prefix_Tokens>Prompt_Tokens_Per_Request),1,0)",
-             "Shared prefix <= mean <= 95th percentile <= longest accepted")  # fmt: skip
+             "=IF(OR({prompt_tail}<{prompt_mean},Longest_Prompt_Accepted<{prompt_tail},"
+             "Shared_Prefix_Tokens>{prompt_mean}),1,0)",
+             "Shared prefix <= mean <= tail <= longest accepted, as used (pasted or typed)")  # fmt: skip
     sh.check("A share or utilisation outside 0 to 100%",
              "=IF(OR(MAX(Usable_Memory_Fraction,Decode_Bandwidth_Efficiency,Prefill_Compute_Utilisation,"
              "Average_Utilisation)>1,MIN(Usable_Memory_Fraction,Decode_Bandwidth_Efficiency,"
@@ -866,9 +983,10 @@ def _checks(book: Book) -> Sheet:
              "Fractions must be above 0 and at most 1")  # fmt: skip
     bw, pf = book.ref("Calibration:eff_bw"), book.ref("Calibration:eff_pf")
     yours = SIDE_COLUMNS[2]
+    cells = (f"Calibration!${yours}${bw.row}", f"Calibration!${yours}${pf.row}")
     sh.check(
         "A measurement beyond the hardware's ceiling",
-        f"=IF(MAX(Calibration!${yours}${bw.row},Calibration!${yours}${pf.row})>1,1,0)",
+        f"=IF(OR(NOT(AND(ISNUMBER({cells[0]}),ISNUMBER({cells[1]}))),MAX({','.join(cells)})>1),1,0)",
         "Your measurement implies over 100% of peak: check its setup and the accelerator's figures",
     )
     figures = [book.ref(k) for k in ("params", "active", "memory", "bandwidth", "tflops")]
@@ -877,12 +995,11 @@ def _checks(book: Book) -> Sheet:
              "A name not in the catalog needs its overrides filled in")  # fmt: skip
     sh.section("Inputs in their usual range", "A legal value far from the usual range is usually a unit slip")
     usual_checks(book, sh, USUAL)
-    sh.section("Every sheet")
+    sh.section("Every sheet", "Classic xlwings shows a failed function as text (the error and its reason): counted too")
     for name, cols in (("Calculations", ("B", "B")), ("Scenarios", ("C", "F")), ("Calibration", ("C", "E"))):
         ws = book.ws(name)
         span = f"{name}!${cols[0]}$6:${cols[1]}${ws.max_row}"
-        sh.check(f"Error values on {name}", f"=IF(SUMPRODUCT(1*ISERROR({span}))>0,1,0)",
-                 f"Any error value on {name}")  # fmt: skip
+        error_check(sh, name, span)
     sh.skip()
     sh.master()
     sh.finish()
@@ -893,6 +1010,7 @@ def build() -> Book:
     """The serving plan as an openpyxl workbook in a :class:`Book` (formulas only; recalculate to cache values)."""
     book = Book(TITLE, SHEETS)
     lists = lists_sheet(book, [(key, label, unit, domain_of(alias)) for key, label, unit, alias in USUAL])
+    book.texts.update(precision_names=lists["precision"], precision_peaks=lists["precision_peak"])
     _inputs(book, lists)
     _prompt_lengths(book)
     _calculations(book)
@@ -912,25 +1030,33 @@ def build() -> Book:
             ("batch", "Batch planned", "sequences", "int"),
             ("tps_user", "Decode speed per user", "tokens/s", "dec1"),
             ("time_to_answer", "Time to the first visible token", "s", "dec2"),
-            ("gpus_peak", "GPUs in the fleet", "count", "int"),
-            ("cost_full", "List cost per M output tokens at full load", "USD/M tokens", "usd"),
-            ("cost_avg", "Effective cost per M output tokens at average load", "USD/M tokens", "usd"),
-            ("cost_in", "Cost per M input tokens, the fleet around the clock", "USD/M tokens", "usd"),
-            ("cost_out", "Cost per M output tokens, the fleet around the clock", "USD/M tokens", "usd"),
+            ("gpus_peak", "GPUs in the fleet", "count", "int", "At the plan's efficiencies (Inputs)"),
+            ("cal_gpus:calibrated", "GPUs the peak needs, calibrated", "count", "int",
+             "At EFFICIENCY's calibrated shares (Calibration sheet)"),
+            ("cost_full", "List cost per M output tokens at full load", "USD/M tokens", "usd",
+             "Seed 000's method: one replica, decode only"),
+            ("cost_avg", "Effective cost per M output tokens at average load", "USD/M tokens", "usd",
+             "Seed 000's method, at the average utilisation on Inputs"),
+            ("cost_in", "Cost per M input tokens, the fleet around the clock", "USD/M tokens", "usd",
+             "The fleet's bill split by GPU time: the plan's prices"),
+            ("cost_out", "Cost per M output tokens, the fleet around the clock", "USD/M tokens", "usd",
+             "The fleet's bill split by GPU time: the plan's prices"),
         ],
         examples='seed 000, "Back-of-the-Envelope Estimation for LLM Systems" (a support assistant on H100s)',
         limitations=[
-            "Decode speed is a ceiling at the shipped 100% bandwidth efficiency: the Calibration sheet shows "
-            "what published measurements and your own imply (seed 000 §4: perhaps 60-80%).",
-            "Every slot is sized for a tail-length conversation; a paged KV cache (vLLM) fits more, shown for "
-            "comparison (seed 000 §3).",
-            "Prompt lengths are taken as log-normal through the mean and 95th percentile unless measured "
-            "lengths are pasted; real traffic often has a heavier tail (ServeGen, arXiv:2505.09999).",
-            "Prefill at 2 FLOPs per parameter per token underestimates long prompts, whose attention grows "
-            "with the square of their length (seed 000 §5).",
+            "Decode speed is a ceiling at the shipped 100% bandwidth efficiency, and prefill reads at 50% of the "
+            "BF16 peak, as seed 000 §5 counts it; the Calibration sheet shows the fleet at published measurements "
+            "and at yours (seed 000 §4: perhaps 60-80%).",
+            "The batch is what a paged KV cache holds (vLLM, TensorRT-LLM, SGLang) but for the accepted overflow; "
+            "with no spread of prompt lengths known, it is seed 000's worst case, every slot at the tail prompt.",
+            "Prompt lengths are log-normal through the mean and tail unless a spread is typed or measured lengths "
+            "are pasted; real traffic often has a heavier tail (ServeGen, arXiv:2505.09999).",
+            "Prefill at 2 FLOPs per parameter per token underestimates long prompts, whose attention grows with "
+            "the square of their length (seed 000 §5): the tail prompt's time alone, with attention, is beside it.",
             "Chunked prefill is counted at its ceiling, the larger of compute and decode time per request; a "
-            "mixture of experts reads its active parameters per step, more at large batches.",
-            "Cost assumes GPUs billed by the hour, busy or idle; prices are examples, not quotes.",
+            "mixture of experts reads the experts a batch touches under uniform routing, an upper estimate.",
+            "Input and output split the fleet's bill by GPU time, so where compute binds a token costs the same "
+            "either way; GPUs bill by the hour, busy or idle; prices are examples, not quotes.",
         ],
     )
     guide(
@@ -941,9 +1067,11 @@ def build() -> Book:
             "the catalog's figure; fill it to use your own (for a model not in the catalog: parameters, active "
             "parameters and KV cache per token; for a GPU: memory, bandwidth and compute).",
             "Inputs, Active scenario: choose the case that feeds Calculations and Outputs.",
-            "Inputs, Demand: requests per day; the mean, 95th-percentile and longest prompts; output and hidden "
-            "reasoning tokens; the peak-hour factor; a shared prefix and its cache hit rate (0 until confirmed).",
-            "Prompt lengths (optional): paste measured prompt lengths to count the share a cap rejects from them.",
+            "Inputs, Demand: requests per day; the mean, 95th-percentile and longest prompts and, if known, the "
+            "spread of prompt lengths; output and hidden reasoning tokens; the peak-hour factor; a shared prefix "
+            "and its cache hit rate (0 until confirmed).",
+            "Prompt lengths (optional): paste measured prompt lengths; the mean, tail and spread the plan uses, and "
+            "the share a cap rejects, then come from them (Calculations, Demand, shows which).",
             "Inputs, Serving assumptions: usable memory, efficiencies, the decode-speed and time-to-first-token "
             "targets, spares and the minimum fleet, replicas you already run, the prefill-to-decode link.",
             "Inputs, Cost: price per GPU-hour with its date, region and pricing basis; average utilisation.",
@@ -972,6 +1100,8 @@ def build() -> Book:
         ],
     )
     version_log(book)
+    for name in ("Guide", "Version log", "Lists"):  # the master check on every sheet's second row
+        header_status(book, book.ws(name))
     conf_sheet(book)
     book.finish()
     return book

@@ -32,8 +32,11 @@ from .layout import (
     Sheet,
     conf_sheet,
     cover,
+    error_check,
     guide,
+    header_status,
     lists_sheet,
+    note_block,
     usual_checks,
     validation_for,
     version_log,
@@ -120,6 +123,14 @@ SCENARIO_ROWS: tuple[tuple[Any, ...], ...] = (
     ("Cached tokens", (8e9, 2.5e9, 15e12, 1.4e12), "tokens", f"{SEED} 'Which FineWeb?' (example)",
      "8B (80 shards), 2.5B, FineWeb 15T, one pass", "int",
      domain_of(domains.Tokens)),
+    ("Reused layers", (3, 0, 0, 0), "count", f"{SEED} note 7 (example)",
+     "Layers applied more than once: the record reapplies 3-5", "int", domain_of(domains.CountOrZero)),
+    ("Extra passes per reused layer", (2, 0, 0, 0), "passes", f"{SEED} note 7 (example)",
+     "Further applications of each reused layer", "int", domain_of(domains.Passes)),
+    ("Share of steps with recurrence", (round(1 - 2_204 / 4_997, 4), 1, 1, 1), "fraction",
+     f"{SEED} note 7 (example)", "The record's begins at step 2,204 of 4,997", "pct1", domain_of(domains.Fraction)),
+    ("Parameters per reused layer", (2.883584, None, None, None), "M params", "Assumed: d 512, 4 KV heads (example)",
+     "11 d^2 with a 4x MLP; empty where none is reused", "override", _OVERRIDE),
 )  # fmt: skip
 
 BENCHMARKS = (
@@ -153,7 +164,8 @@ _KEYS = {
     "Memory per GPU override": "memory_override", "GPUs": "n_gpus", "Model FLOPs utilisation": "mfu",
     "Time budget": "budget", "Cached tokens": "cached", "Benchmark": "bm_name", "Benchmark parameters": "bm_params_m",
     "Tokens counted": "bm_tokens", "Seconds counted": "bm_seconds", "Accelerators measured": "bm_accelerators",
-    "Dense peak per accelerator": "bm_peak",
+    "Dense peak per accelerator": "bm_peak", "Reused layers": "reused", "Extra passes per reused layer": "passes",
+    "Share of steps with recurrence": "recur_share", "Parameters per reused layer": "layer_params",
 }  # fmt: skip
 
 
@@ -196,12 +208,21 @@ LINES: tuple[tuple[str, Line], ...] = (
               "FLOPs per token x tokens: what the GPUs execute beyond 6ND", "sci")),
     ("", Line("attn_share", "Attention's share of the compute", "=1-{flops}/{flops_attn}", "fraction",
               "12 L H Q T / (6N + 12 L H Q T): large for small models and long sequences (seed 003)", "pct1")),
+    ("", Line("params_applied", "Parameters applied per token",
+              "=IF(Reused_Layers>0,RECURRENT_PARAMS_B({params},Parameters_Per_Reused_Layer/1000,Reused_Layers,"
+              "Extra_Passes_Per_Reused_Layer,Share_Of_Steps_With_Recurrence),{params})", "B params",
+              "RECURRENT_PARAMS_B: N + layer x reused x passes x share (seed 003 note 1)", "small")),
+    ("", Line("flops_applied", "Training compute counting recurrence", "=TRAIN_FLOPS({params_applied},Training_Tokens)",
+              "FLOPs", "6 x parameters applied x tokens: what the GPUs execute, beyond 6ND", "sci")),
+    ("", Line("mfu_applied", "MFU counting recurrence", "=Model_FLOPs_Utilisation*{params_applied}/{params}",
+              "fraction", "The MFU above, against executed FLOPs: the record's 18% is 23% (seed 003)", "pct1")),
     ("", Line("seconds", "Training time",
               "=TRAIN_SECONDS({params},Training_Tokens,GPUs,{tflops},Model_FLOPs_Utilisation)", "s",
               "6ND / (GPUs x dense peak x MFU) (seed 003 'Training Computation')", "dec1", True)),
     ("", Line("hours", "Training time, in hours", "={seconds}/3600", "h", "Seconds / 3,600", "dec2")),
     ("", Line("days", "Training time, in days", "={seconds}/86400", "days", "Seconds / 86,400", "dec2")),
-    ("", Line("within", "Within the time budget?", '=IF({seconds}<=Time_Budget,"within budget","over budget")',
+    ("", Line("within", "Within the time budget?",
+              '=IF(AND(ISNUMBER({seconds}),{seconds}<=Time_Budget),"within budget","over budget")',
               "text", "Training time against the time budget", "text", True, bad=("over budget",))),
     ("", Line("gpu_hours", "GPU-hours", "=GPU_HOURS({seconds},GPUs)", "GPU-h", "Time x GPUs / 3,600", "dec2",
               True)),
@@ -225,7 +246,7 @@ LINES: tuple[tuple[str, Line], ...] = (
               "Above 1: more tokens per parameter than the rule (seed 003 'Actual Competition Runs')", "dec2",
               True)),
     ("", Line("side", "Where the run sits",
-              '=IF({ratio}>1,"data-heavy","model-heavy or on it")', "text",
+              '=IF(AND(ISNUMBER({ratio}),{ratio}>1),"data-heavy","model-heavy or on it")', "text",
               "A landmark, not an optimum, for small or quantised models (seed 003)", "text", True)),
     ("", Line("optimal", "Compute-optimal size for the time budget",
               "=OPTIMAL_PARAMS_B({rate},Time_Budget,Chinchilla_Tokens_Per_Parameter)", "B params",
@@ -240,7 +261,9 @@ LINES: tuple[tuple[str, Line], ...] = (
                              "Parameters x 16 bytes: weights, gradients, master weights, Adam (ZeRO, "
                              "arXiv:1910.02054, 3.1)", "dec2", True)),
     ("", Line("fits_gpu", "Fits on one GPU before activations?",
-              '=IF({train_mem}<={memory},"yes","no: shard it across the GPUs")', "text",
+              '=IF(AND(ISNUMBER({train_mem}),ISNUMBER({memory}),{train_mem}<={memory}),"yes",'
+              '"no: shard it across the GPUs")',
+              "text",
               "The whole state on one GPU, unsharded (seed 003's 16 bytes a parameter)", "text")),
     ("", Line("dp", "Data-parallel GPUs", "=GPUs/Tensor_Parallel_GPUs", "count",
               "GPUs / tensor-parallel GPUs: the replicas ZeRO shards the state over", "int")),
@@ -256,7 +279,8 @@ LINES: tuple[tuple[str, Line], ...] = (
     ("", Line("mem_gpu", "Training memory per GPU", "={state}+{activations}", "GB",
               "State + activations: the record peaked at 41.7 GB per GPU (seed 003 'Parameter Golf')", "dec1",
               True)),
-    ("", Line("fits_mem", "Fits in each GPU's memory?", '=IF({mem_gpu}<={memory},"fits","does not fit")', "text",
+    ("", Line("fits_mem", "Fits in each GPU's memory?",
+              '=IF(AND(ISNUMBER({mem_gpu}),ISNUMBER({memory}),{mem_gpu}<={memory}),"fits","does not fit")', "text",
               "Training memory per GPU against the GPU's memory", "text", True, bad=("does not fit",))),
     ("", Line("passes", "Passes over the cached tokens", "=DATA_PASSES(Training_Tokens,Cached_Tokens)", "passes",
               "Tokens / cached tokens; above 1 repeats data (seed 003 'Which FineWeb?')", "dec2", True)),
@@ -276,7 +300,8 @@ CALIBRATION_LINES: tuple[Line, ...] = (
     Line("cal_seconds", "Training time", "=TRAIN_SECONDS({params},Training_Tokens,GPUs,{tflops},{mfu})", "s",
          "6ND / (GPUs x dense peak x MFU) (seed 003)", "dec1"),
     Line("cal_days", "Training time, in days", "={cal_seconds}/86400", "days", "Seconds / 86,400", "dec2"),
-    Line("cal_within", "Within the time budget?", '=IF({cal_seconds}<=Time_Budget,"within budget","over budget")',
+    Line("cal_within", "Within the time budget?",
+         '=IF(AND(ISNUMBER({cal_seconds}),{cal_seconds}<=Time_Budget),"within budget","over budget")',
          "text", "Training time against the time budget", "text", bad=("over budget",)),
     Line("cal_gpu_hours", "GPU-hours", "=GPU_HOURS({cal_seconds},GPUs)", "GPU-h", "Time x GPUs / 3,600", "dec2"),
     Line("cal_cost", "List cost of the run", "={cal_gpu_hours}*Price_Per_GPU_Hour", "USD",
@@ -364,7 +389,7 @@ def _inputs(book: Book, lists: dict[str, str]) -> Sheet:
         16,
         "bytes",
         "Rule of thumb: ZeRO, arXiv:1910.02054, 3.1",
-        "Mixed-precision Adam: 2 weight + 2 gradient + 4 master + 8 optimiser",
+        "Mixed-precision Adam: 2 + 2 + 4 + 8 bytes",
         "int",
         validation_for(domains.Domain("number", 0, 1000, low_open=True), "Training bytes per parameter"),
     )
@@ -372,10 +397,10 @@ def _inputs(book: Book, lists: dict[str, str]) -> Sheet:
     sh.section("Training setup", "What the memory per GPU depends on besides the model (issue 7)")
     optimizers = DataValidation(type="list", formula1='"' + ",".join(OPTIMIZERS) + '"', showErrorMessage=True)
     optimizers.error = "Optimizer: one of " + ", ".join(OPTIMIZERS)
-    sh.input("Optimizer", "adam", "name", "Example; Rajbhandari et al. 2020, 3.1", "Mixed-precision Adam keeps 12 "
-             "bytes of state a parameter (OPTIMIZER_BYTES)", "text", optimizers)  # fmt: skip
+    sh.input("Optimizer", "adam", "name", "Example; Rajbhandari et al. 2020, 3.1", "Adam keeps 12 bytes a "
+             "parameter (OPTIMIZER_BYTES)", "text", optimizers)  # fmt: skip
     sh.input("Sequence parallelism", 1, "flag", "Example; Korthikanti et al. 2022", "1 splits norms and dropouts "
-             "across the tensor-parallel GPUs; 0 does not", "int",
+             "over the TP GPUs", "int",
              validation_for(domain_of(domains.Flag), "Sequence parallelism"))  # fmt: skip
 
     sh.section("Cost and basis of estimate", "Estimate, not a quote: check your provider's current price")
@@ -397,11 +422,11 @@ def _inputs(book: Book, lists: dict[str, str]) -> Sheet:
     sh.input("Billing currency", "USD", "ISO 4217", "Example", "Every cost line is in this currency", "text")
 
     sh.section("Your measurements (optional)", "Of the active scenario's run: see the Calibration sheet")
-    sh.input("Measured training throughput", None, "tokens/s", "Example: empty, not measured", "All the GPUs "
-             "together, on the active scenario's model and GPUs", "int",
+    sh.input("Measured training throughput", None, "tokens/s", "Example: empty, not measured", "All GPUs "
+             "together, on the active case's model", "int",
              validation_for(domain_of(domains.TokensPerS), "Measured training throughput", _NOT_MEASURED))  # fmt: skip
-    sh.input("Measured GPU-hours", None, "GPU-h", "Example: empty, not measured", "Of the whole run on its "
-             "training tokens; the record: 8 x 599.6 s = 1.33", "dec2",
+    sh.input("Measured GPU-hours", None, "GPU-h", "Example: empty, not measured", "Of the whole run; the "
+             "record: 8 x 599.6 s = 1.33", "dec2",
              validation_for(domains.Domain("number", 0, 1e12, low_open=True), "Measured GPU-hours",
                             _NOT_MEASURED))  # fmt: skip
 
@@ -512,8 +537,7 @@ def _outputs(book: Book) -> Sheet:
         sh.line(Line(f"basis:{name}", label, f"={name}", unit, "From Inputs", fmt))
     r = sh.text("This is an estimate, not a quote: cloud prices change and differ by region, commitment and "
                 "provider.", style="Note")  # fmt: skip
-    for col in "BCDEF":
-        sh.ws[f"{col}{r}"].style = "Note"
+    note_block(sh.ws, r, r)
     sh.finish()
     return sh
 
@@ -524,24 +548,26 @@ def _checks(book: Book) -> Sheet:
         "Each row is 1 when something is wrong and 0 when it is fine; the master check is 1 if any row is.",
         ["Check", "Result", "Unit", "What it tests", "", ""],
     )
-    sh.section("The active scenario")
-    sh.check("Training time over the time budget", "=IF({seconds}>Time_Budget,1,0)",
+    sh.section("The active scenario", "A figure that is no number counts as a problem: NOT(ISNUMBER(...))")
+    sh.check("Training time over the time budget",
+             "=IF(OR(NOT(ISNUMBER({seconds})),{seconds}>Time_Budget),1,0)",
              "The run does not finish within the budget at this MFU")  # fmt: skip
     sh.check("MFU outside 0 to 100%", "=IF(OR(Model_FLOPs_Utilisation>1,Model_FLOPs_Utilisation<=0),1,0)",
              "Model FLOPs utilisation must be above 0 and at most 1 (PaLM, Appendix B)")  # fmt: skip
     sh.check(
         "Training state too big for all the GPUs together",
-        "=IF({train_mem}>GPUs*{memory},1,0)",
+        "=IF(OR(NOT(AND(ISNUMBER({train_mem}),ISNUMBER({memory}))),{train_mem}>GPUs*{memory}),1,0)",
         "Weights, gradients and optimiser state exceed the GPUs' memory even fully sharded (ZeRO-3)",
     )
-    sh.check("Training memory per GPU above the GPU's memory", "=IF({mem_gpu}>{memory},1,0)",
+    sh.check("Training memory per GPU above the GPU's memory",
+             "=IF(OR(NOT(AND(ISNUMBER({mem_gpu}),ISNUMBER({memory}))),{mem_gpu}>{memory}),1,0)",
              "Model state + activations per GPU: shard more (ZeRO), recompute, or cut the micro-batch")  # fmt: skip
     sh.check("GPUs not a whole number of tensor-parallel groups",
              "=IF(ROUND(GPUs/Tensor_Parallel_GPUs,0)*Tensor_Parallel_GPUs<>GPUs,1,0)",
              "The data-parallel GPUs must be a whole number")  # fmt: skip
     sh.check(
         "A measurement beyond the GPUs' peak",
-        "=IF({implied}>1,1,0)",
+        "=IF(OR(NOT(ISNUMBER({implied})),{implied}>1),1,0)",
         "Your throughput or GPU-hours imply an MFU above 100%: check the measurement and the accelerator",
     )
     model = [book.ref(k) for k in ("params", "layers", "hidden", "heads")]
@@ -552,19 +578,14 @@ def _checks(book: Book) -> Sheet:
              "A name not in the catalog needs its figures filled in")  # fmt: skip
     sh.section("Inputs in their usual range", "A legal value far from the usual range is usually a unit slip")
     usual_checks(book, sh, USUAL)
-    sh.section("Every sheet")
+    sh.section("Every sheet", "Classic xlwings shows a failed function as text (the error and its reason): counted too")
     calc_span = f"Calculations!$B$6:$B${book.ws('Calculations').max_row}"
     measured_span = f"'Measured rates'!$C$6:$F${book.ws('Measured rates').max_row}"
     calibration_span = f"Calibration!$C$6:$E${book.ws('Calibration').max_row}"
-    sh.check("Error values on Calculations", f"=IF(SUMPRODUCT(1*ISERROR({calc_span}))>0,1,0)",
-             "Any error value on Calculations")  # fmt: skip
-    sh.check(
-        "Error values on Measured rates",
-        f"=IF(SUMPRODUCT(1*ISERROR({measured_span}))>0,1,0)",
-        "Any error among the benchmarks, e.g. a rate above the accelerators' peak (MFU above 100%)",
-    )
-    sh.check("Error values on Calibration", f"=IF(SUMPRODUCT(1*ISERROR({calibration_span}))>0,1,0)",
-             "Any error value on Calibration")  # fmt: skip
+    error_check(sh, "Calculations", calc_span)
+    error_check(sh, "Measured rates", measured_span, "Any error among the benchmarks (e.g. MFU above 100%), or an "
+                "error message as text")  # fmt: skip
+    error_check(sh, "Calibration", calibration_span)
     sh.skip()
     sh.master()
     sh.finish()
@@ -603,7 +624,8 @@ def build() -> Book:
         examples='seed 003, "Estimating the Compute and Memory Needed for Language Models" (Parameter Golf, the M2)',
         limitations=[
             "6ND counts the parameterised matrix multiplications of a dense transformer; attention (PaLM's "
-            "12 L H Q T per token, shown beside it) and recurrently reapplied layers add work (seed 003).",
+            "12 L H Q T per token) and recurrently reapplied layers (RECURRENT_PARAMS_B) add work, shown beside "
+            "it (seed 003).",
             "MFU is an assumption unless measured: large dense runs report 40-50%, the Parameter Golf record "
             "about 18%; the calibrated MFU is fitted on published runs, and the Calibration sheet takes yours.",
             "Chinchilla's 20 tokens per parameter is a landmark fitted on large dense models, not an optimum for "
@@ -653,6 +675,8 @@ def build() -> Book:
         ],
     )
     version_log(book)
+    for name in ("Guide", "Version log", "Lists"):  # the master check on every sheet's second row
+        header_status(book, book.ws(name))
     conf_sheet(book)
     book.finish()
     return book
