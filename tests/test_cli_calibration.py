@@ -9,8 +9,8 @@ import pytest
 
 from xlsxplan import calibration, measurements
 from xlsxplan.cli import main
-from xlsxplan.errors import CatalogError
 from xlsxplan.engine import evaluate_formula
+from xlsxplan.errors import CatalogError
 
 DATA = Path(__file__).parent / "data"
 HEADER = ",".join(measurements.COLUMNS)

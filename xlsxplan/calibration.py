@@ -75,8 +75,7 @@ if TYPE_CHECKING:  # numpy is only needed to fit, not to look a factor up: `impo
     import numpy as np
 
 from .domains import Count, Name, TokensOrZero, checked
-from .errors import ArgumentError, CatalogError, NotAvailableError, UnknownPresetError
-from .precision import format_key
+from .errors import ArgumentError, CatalogError, NotAvailableError
 from .training import DEFAULT_MFU
 
 __all__ = [

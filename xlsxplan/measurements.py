@@ -408,11 +408,12 @@ def flops_convention(m: Measurement) -> str:
     six_n = 6.0 * s.active_b * 1e9
     palm = _train_flops_per_token(s) / six_n
     if m.flops_per_token:
-        return (f"compared in the source's FLOP count, {m.flops_per_token / six_n:.2f} x 6N per token (its TFLOP/s over "
-                f"its tokens/s), not PaLM's {palm:.2f} x 6N")  # fmt: skip
+        return (f"compared in the source's FLOP count, {m.flops_per_token / six_n:.2f} x 6N per token (its TFLOP/s "
+                f"over its tokens/s), not PaLM's {palm:.2f} x 6N")  # fmt: skip
     if m.flops == "hardware":
         return (f"the source counts hardware FLOPs, recomputation included: compared at 4/3 of PaLM's {palm:.2f} x 6N "
-                "(Narayanan et al. 2021, section 5.1, Eq. 3), so its model FLOPs utilisation is 3/4 of the figure over peak")
+                "(Narayanan et al. 2021, section 5.1, Eq. 3), so its model FLOPs utilisation is 3/4 of the figure over "
+                "peak")
     return f"compared in PaLM's FLOP count, {palm:.2f} x 6N per token (the source's own count is not stated)"
 
 
@@ -528,7 +529,7 @@ def predict(m: Measurement, factors: Factors) -> tuple[float, str]:
     if m.metric == "kv_cache_capacity_tokens":
         kv = _kv_bytes_per_token(m, s, _sequence(m))
         weight_bytes = bits / 8.0
-        if s.preset and m.precision:  # a checkpoint as published: 16-bit embeddings for fp8, awq, ... (MODEL_WEIGHTS_GB)
+        if s.preset and m.precision:  # a checkpoint as published: 16-bit embeddings for fp8, awq... (MODEL_WEIGHTS_GB)
             weight_bytes = architecture.model_weights_gb(s.preset, m.precision) / s.params_b
         free = serving._free_bytes(s.params_b, weight_bytes, _n(m), gpu.memory_gb, USABLE_FRACTION)
         if free <= 0:

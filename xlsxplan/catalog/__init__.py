@@ -91,15 +91,15 @@ class _Preset(BaseModel):
 
     @model_validator(mode="after")
     def _every_figure_accounted_for(self) -> _Preset:
-        for field in self.FIGURES:
-            value = getattr(self, field)
-            if field in self.unavailable and value is not None:
-                raise ValueError(f"{field} is both given and listed as unavailable")
-            if field in self.REQUIRED and value is None and field not in self.unavailable:
-                raise ValueError(f"{field} is missing: give it, or list it under 'unavailable' with the reason")
-        for field in list(self.sources) + list(self.unavailable):
-            if field not in self.FIGURES:
-                raise ValueError(f"'{field}' is not a figure of this preset (figures: {', '.join(self.FIGURES)})")
+        for name in self.FIGURES:
+            value = getattr(self, name)
+            if name in self.unavailable and value is not None:
+                raise ValueError(f"{name} is both given and listed as unavailable")
+            if name in self.REQUIRED and value is None and name not in self.unavailable:
+                raise ValueError(f"{name} is missing: give it, or list it under 'unavailable' with the reason")
+        for name in list(self.sources) + list(self.unavailable):
+            if name not in self.FIGURES:
+                raise ValueError(f"'{name}' is not a figure of this preset (figures: {', '.join(self.FIGURES)})")
         return self
 
     def figure(self, field: str) -> float | int | None:

@@ -47,10 +47,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     handler: Callable[[argparse.Namespace], int] = args.handler
     try:
-        warn_catalog_problems()  # a broken user preset is reported by every command, not only by eval and model
-        return handler(args)
+        status = handler(args)
     except XlsxplanError as err:
         print(f"xlsxplan: error: {err.message}", file=sys.stderr)
+        warn_catalog_problems(already_said=err.message)
         return EXIT_USAGE
     except KeyboardInterrupt:
         print("xlsxplan: interrupted", file=sys.stderr)
@@ -61,3 +61,5 @@ def main(argv: Sequence[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())  # so the interpreter's final flush does not fail again
         return 141  # 128 + SIGPIPE, as a shell reports a command killed by a closed pipe
+    warn_catalog_problems()  # after the command's own output: a user preset left out, reported by every command
+    return status

@@ -157,7 +157,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--data", metavar="FILE.csv", help="measurements to validate (default: the shipped copy)")
     p.add_argument("--json", action="store_true", help='print {"rows": [...], "summary": {...}} as JSON')
     p.add_argument(
-        "--data-only", action="store_true", help="fit only on the file's rows, not also on the measurements behind the factors in use"
+        "--data-only",
+        action="store_true",
+        help="fit only on the file's rows, not also on the measurements behind the factors in use",
     )
     p.add_argument("--in-sample", action="store_true", help="fit on every row, the validated one included")
     p.add_argument("--calibration", metavar="CHOICE", help="whose fit: auto (default: yours after `calibrate --fit`, "

@@ -6,17 +6,26 @@ import math
 import sys
 from typing import Any
 
+from ..errors import XlsxplanError
+
 EXIT_OK, EXIT_FORMULA_ERROR, EXIT_USAGE = 0, 1, 2
 
 _warned: set[str] = set()
 
 
-def warn_catalog_problems() -> None:
+def warn_catalog_problems(already_said: str = "") -> None:
     """Print, once per process, a warning for each part of the user's catalog that is left out (see
-    :func:`xlsxplan.catalog.catalog_problems`): a hand-edited file that breaks never breaks a command silently."""
+    :func:`xlsxplan.catalog.catalog_problems`): a hand-edited file that breaks never breaks a command silently.
+    A problem that ``already_said`` (the command's error line) states is not repeated."""
     from ..catalog import catalog_problems
 
-    for problem in catalog_problems():
+    try:
+        problems = catalog_problems()
+    except XlsxplanError:  # the shipped catalog itself is broken: the command has said so, or will
+        return
+    for problem in problems:
+        if problem in already_said:
+            continue
         if problem not in _warned:
             _warned.add(problem)
             print(f"xlsxplan: warning: {problem} (left out until fixed; the rest of the catalog works)",

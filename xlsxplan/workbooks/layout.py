@@ -845,7 +845,7 @@ def lists_sheet(book: Book, usual: Sequence[tuple[str, str, str, Domain]] = ()) 
     label and the two cells, for a check that compares the input with them by formula.
     """
     from .. import calibration, catalog, precision
-    from ..errors import UnknownPresetError
+    from ..errors import NotAvailableError
 
     sh = book.sheet("Lists", "The dropdowns' lists: the catalog's presets and the precision names when this file "
                     "was built (MODELS() and GPUS() list the current catalog).")  # fmt: skip
@@ -871,7 +871,7 @@ def lists_sheet(book: Book, usual: Sequence[tuple[str, str, str, Domain]] = ()) 
     for i, value in enumerate(columns["precision"][2], start=HEADER_ROWS + 1):
         try:
             field = calibration.peak_field(value)
-        except UnknownPresetError:
+        except NotAvailableError:  # FP4 tensor cores: no catalog peak
             field = "none (FP4)"
         put_text(ws[f"F{i}"], field, "Label")
     end = HEADER_ROWS + len(columns["precision"][2])
