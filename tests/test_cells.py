@@ -211,5 +211,5 @@ def test_one_list_of_excel_errors_for_every_face():
         assert parse_value(code) == CellError(code)
         assert evaluate(WEIGHTS, [code]) == CellError(code, f"params_b is {code}, passed on from its cell")
     # and one normalisation of format names for the precision table and the calibration
-    assert calibration.format_key is precision.format_key
     assert precision.format_key(" Q4_K-M ") == "q4km"
+    assert calibration.format_group(" Q4_K-M ") == calibration.format_group("q4_k_m") == "4-bit"  # via precision

@@ -777,7 +777,10 @@ def _calibration(book: Book) -> Sheet:
     locals_[2]["calibrated"] = Ref(sh.name, sh.row, SIDE_COLUMNS[1])
     book.refs["Calibration:eff_pf"] = sh.side_by_side(pf, locals_, [
         "=Prefill_Compute_Utilisation",
-        '=EFFICIENCY("prefill",Accelerator,Weight_Precision)',
+        # a GPU with no peak at the weights' precision (FP8 on an A100) computes them on its BF16 tensor cores, as
+        # {tflops_fp8} counts it, so its share is the 16-bit one
+        '=IF(ISNUMBER(EFFICIENCY("prefill",Accelerator,Weight_Precision)),EFFICIENCY("prefill",Accelerator,'
+        'Weight_Precision),EFFICIENCY("prefill",Accelerator,"bf16"))',
         "=IF(Measured_Time_To_First_Token>0," + prefill_ceiling + "/Measured_Time_To_First_Token,{calibrated})",
     ])  # fmt: skip
     sh.section("The active scenario at each column's efficiencies (the batch planned on Calculations)")

@@ -96,12 +96,12 @@ SCENARIO_ROWS: tuple[tuple[Any, ...], ...] = (
      "Empty: the preset's (d_model)", "override_int", _OVERRIDE),
     ("Attention heads", (8, 8, None, 64), "count", "Assumed; Chinchilla Table 4 (example)",
      "Empty: the preset's", "override_int", _OVERRIDE),
-    ("Sequence length", (1024, 1024, 4096, 2048), "tokens", "Golf log; Llama 2; Chinchilla (example)",
+    ("Sequence length", (2048, 1024, 4096, 2048), "tokens", "Golf logs; Llama 2; Chinchilla (example)",
      "Tokens per training sequence", "int", domain_of(domains.Tokens)),
-    ("Micro-batch size", (64, 64, 1, 1), "sequences", "Golf: 524,288 / 8 GPUs / 1,024 (example)",
-     "Sequences per GPU per forward pass", "int", domain_of(domains.Batch)),
-    ("Activation recomputation", ("none", "none", "selective", "selective"), "mode",
-     "Example; Korthikanti et al. 2022", "none, selective or full (dropdown)", "text", "recompute"),
+    ("Micro-batch size", (48, 64, 1, 1), "sequences", "Golf logs (example)",
+     "786,432 (record), 524,288 tokens a step / 8 / length", "int", domain_of(domains.Batch)),
+    ("Activation recomputation", ("flash", "flash", "selective", "selective"), "mode",
+     "Example; Korthikanti et al. 2022", "flash, none, selective or full", "text", "recompute"),
     ("Tensor-parallel GPUs", (1, 1, 1, 8), "count", "Example", "GPUs sharing each layer; the rest are data "
      "parallel", "int", domain_of(domains.GPUs)),
     ("ZeRO stage", (0, 0, 1, 1), "stage", "Example; Rajbhandari et al. 2020", "0 none; 1 optimizer, 2 + gradients, 3 + "
@@ -271,14 +271,17 @@ LINES: tuple[tuple[str, Line], ...] = (
               "=TRAIN_STATE_GB({params},OPTIMIZER_BYTES(Optimizer),ZeRO_Stage,{dp},Tensor_Parallel_GPUs)", "GB",
               "Weights + gradients + optimizer states of a slice, sharded by ZeRO (Rajbhandari 2020, Fig. 1)",
               "dec2")),
+    ("", Line("layers_applied", "Layer passes a forward pass makes", "={layers}+Reused_Layers*"
+              "Extra_Passes_Per_Reused_Layer", "count", "Layers + reused layers x extra passes: each pass keeps its "
+              "activations (seed 003 note 7)", "int")),
     ("", Line("activations", "Activations per GPU",
-              "=ACTIVATION_GB(Sequence_Length,Micro_Batch_Size,{hidden},{heads},{layers},Tensor_Parallel_GPUs,"
-              "Sequence_Parallelism,Activation_Recomputation)", "GB",
-              "s b h (34 + 5 a s / h) a layer, less with parallelism, recomputation (Korthikanti 2022, T. 2)",
+              "=ACTIVATION_GB(Sequence_Length,Micro_Batch_Size,{hidden},{heads},{layers_applied},Tensor_Parallel_GPUs,"
+              "Sequence_Parallelism,Activation_Recomputation,Dropout)", "GB",
+              "Per layer pass: s b h 34 (+ 5 a s / h if scores kept), less recomputed (Korthikanti 2022, T. 2)",
               "dec2")),
     ("", Line("mem_gpu", "Training memory per GPU", "={state}+{activations}", "GB",
-              "State + activations: the record peaked at 41.7 GB per GPU (seed 003 'Parameter Golf')", "dec1",
-              True)),
+              "State + activations; logits, loss and allocator slack come on top (seed 003: record 41.7 GB)",
+              "dec1", True)),
     ("", Line("fits_mem", "Fits in each GPU's memory?",
               '=IF(AND(ISNUMBER({mem_gpu}),ISNUMBER({memory}),{mem_gpu}<={memory}),"fits","does not fit")', "text",
               "Training memory per GPU against the GPU's memory", "text", True, bad=("does not fit",))),
@@ -402,6 +405,8 @@ def _inputs(book: Book, lists: dict[str, str]) -> Sheet:
     sh.input("Sequence parallelism", 1, "flag", "Example; Korthikanti et al. 2022", "1 splits norms and dropouts "
              "over the TP GPUs", "int",
              validation_for(domain_of(domains.Flag), "Sequence parallelism"))  # fmt: skip
+    sh.input("Dropout", 0, "flag", "Example; Korthikanti et al. 2022", "1 keeps 1-byte dropout masks; Golf "
+             "runs use none", "int", validation_for(domain_of(domains.Flag), "Dropout"))  # fmt: skip
 
     sh.section("Cost and basis of estimate", "Estimate, not a quote: check your provider's current price")
     sh.input(
