@@ -125,7 +125,10 @@ def test_text_set_as_input_stays_text(plan, tmp_path):
             "the workbook has no sheet named 'Nowhere'; its sheets are: Inputs, Calc, Outputs, xlwings.conf",
         ),
         ("Param_B", "the workbook has no sheet reference or defined name 'Param_B'; did you mean Params_B?"),
-        ("Nothing_Like", "the workbook has no sheet reference or defined name 'Nothing_Like'; its names: Bytes_Per_Param"),
+        (
+            "Nothing_Like",
+            "the workbook has no sheet reference or defined name 'Nothing_Like'; its names: Bytes_Per_Param",
+        ),
         (
             "Inptus!B3",
             "the workbook has no sheet named 'Inptus'; did you mean Inputs? its sheets are: Inputs, Calc, Outputs, xlwings.conf",
