@@ -11,9 +11,9 @@ once and refuses it, with one line, before any XML is parsed when:
 * any XML part declares a **DTD or entities** (the "billion laughs" entity expansion and the quadratic blow-up both
   need one; Excel never writes a DTD), anywhere in the part; or starts with more than :data:`BLANK_MAX` of blank
   space, or holds nothing else (padding that would hide a DTD from a check of the first bytes); or declares an
-  encoding other than UTF-8, UTF-16, ASCII or Latin-1. Every part is read as a stream, whatever its name (a content
-  type can make any part XML), UTF-16 parts as text. openpyxl parses through ``defusedxml`` as well, which refuses
-  entities again: :func:`require_defusedxml` checks that it really does;
+  encoding other than UTF-8, UTF-16 or a single-byte superset of ASCII (Latin-1, Windows-1252). Every part is read
+  as a stream, whatever its name (a content type can make any part XML), UTF-16 parts as text. openpyxl parses
+  through ``defusedxml`` as well, which refuses entities again: :func:`require_defusedxml` checks that it does;
 * it has **external links** (``xl/externalLinks``: formulas reading other workbooks, or DDE links that start
   programs). xlsxplan never follows them; it refuses the file rather than compute with values it cannot see.
   Cell formulas and defined names are checked for external and DDE references too (:func:`formula_threat`);
@@ -357,7 +357,10 @@ def _check_members(zf: zipfile.ZipFile, name: str, limits: Limits) -> int:
 _FIRST_ELEMENT = re.compile(rb"<[A-Za-z_]")
 _DTD = re.compile(rb"<!(DOCTYPE|ENTITY)", re.I)
 _DECLARED_ENCODING = re.compile(rb"""^<\?xml[^>]*?\bencoding\s*=\s*["']([^"']*)["']""")
-_ENCODINGS = {"utf-8", "utf8", "utf-16", "utf16", "us-ascii", "ascii", "iso-8859-1", "latin-1", "latin1"}
+_ENCODINGS = {  # UTF-8 and UTF-16 (what Excel writes), and single-byte supersets of ASCII, in which only "<" is "<"
+    "utf-8", "utf8", "utf-16", "utf16", "us-ascii", "ascii", "iso-8859-1", "latin-1", "latin1", "iso-8859-15",
+    "windows-1252", "cp1252",
+}  # fmt: skip
 _PROLOG_MAX = 64 * 1024
 _BLANK = b" \t\r\n"
 BLANK_MAX = 64 * 1024
