@@ -22,12 +22,21 @@ outside grid        a <dimension> beyond XFD1048576
 duplicate parts     two zip members with the same name
 corrupt deflate     a sheet part whose compressed bytes are damaged
 encrypted part      a sheet part flagged as encrypted
+formatted rows      2.1 million empty formatted <row> records in one sheet (5 MB zipped; openpyxl: about 1 kB
+                    and 25 us each, so a minute and 2 GB)
+shared strings      2.1 million distinct shared strings (about 4 MB zipped; 15 us and 0.2 kB each)
+padded bomb (PART)  an entity bomb behind 70 kB of leading blank space, in each kind of part a workbook has
+blank part          a shared-strings part that is only blank space
 =================== ========================================================================================
+
+The generated files are cached: the larger ones take about a second to build.
 """
 
 from __future__ import annotations
 
+import functools
 import io
+import re
 import zipfile
 
 import openpyxl
@@ -289,6 +298,90 @@ def corrupt_deflate() -> bytes:
     return bytes(data)
 
 
+SHARED_STRINGS_CT = "application/vnd.openxmlformats-officedocument.spreadsheetml.sharedStrings+xml"
+
+
+def _with_shared_strings(parts: dict[str, bytes], xml: bytes) -> dict[str, bytes]:
+    """``parts`` with ``xml`` as xl/sharedStrings.xml, declared in the content types and the workbook's rels."""
+    parts = dict(parts)
+    parts["xl/sharedStrings.xml"] = xml
+    ct = parts["[Content_Types].xml"].decode()
+    if "/xl/sharedStrings.xml" not in ct:
+        ct = ct.replace(
+            "</Types>", f'<Override PartName="/xl/sharedStrings.xml" ContentType="{SHARED_STRINGS_CT}"/></Types>'
+        )
+    parts["[Content_Types].xml"] = ct.encode()
+    rels = parts["xl/_rels/workbook.xml.rels"].decode()
+    if "sharedStrings.xml" not in rels:
+        rels = rels.replace(
+            "</Relationships>",
+            '<Relationship Id="rId98" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/'
+            'sharedStrings" Target="sharedStrings.xml"/></Relationships>',
+        )
+    parts["xl/_rels/workbook.xml.rels"] = rels.encode()
+    return parts
+
+
+@functools.cache
+def formatted_rows(count: int = 2_100_000) -> bytes:
+    """A sheet of ``count`` empty rows, each with a format: 85 MB of XML that zips to 5 MB (issue #8 audit: 3
+    million of them took 105 s and 3.0 GB to load)."""
+    parts = members(plain_xlsx())
+    body = b"".join(b'<row r="%d" s="0" customFormat="1"/>' % r for r in range(10, 10 + count))
+    parts["xl/worksheets/sheet1.xml"] = parts["xl/worksheets/sheet1.xml"].replace(
+        b"</sheetData>", body + b"</sheetData>"
+    )
+    return pack(parts, level=1)
+
+
+@functools.cache
+def many_strings(count: int = 2_100_000) -> bytes:
+    """``count`` distinct shared strings that no cell uses (issue #8 audit: 4 million took 61 s and 760 MB)."""
+    head = b'<sst xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main" count="%d" uniqueCount="%d">'
+    xml = head % (count, count) + b"".join(b"<si><t>%x</t></si>" % i for i in range(count)) + b"</sst>"
+    return pack(_with_shared_strings(members(plain_xlsx()), xml), level=1)
+
+
+_SST = (
+    b'<sst xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main" count="1" uniqueCount="1">'
+    b"<si><t>text</t></si></sst>"
+)
+_BOMB_DTD = (
+    '<!DOCTYPE {root} [<!ENTITY lol0 "lol">'
+    + "".join(f'<!ENTITY lol{i} "{("&lol" + str(i - 1) + ";") * 10}">' for i in range(1, 10))
+    + "]>"
+)
+PADDED_PARTS = [
+    "[Content_Types].xml",
+    "_rels/.rels",
+    "docProps/app.xml",
+    "docProps/core.xml",
+    "xl/workbook.xml",
+    "xl/_rels/workbook.xml.rels",
+    "xl/styles.xml",
+    "xl/theme/theme1.xml",
+    "xl/worksheets/sheet1.xml",
+    "xl/sharedStrings.xml",
+]
+"""Every kind of part a plain workbook has, and shared strings."""
+
+
+def padded_bomb(part: str, padding: int = 70_000, codec: str = "utf-8") -> bytes:
+    """An entity bomb in ``part``, behind ``padding`` bytes of leading blank space (a check that reads only the
+    first 64 KiB sees nothing but spaces); the part written in ``codec``."""
+    parts = _with_shared_strings(members(plain_xlsx()), _SST)
+    text = parts[part].decode("utf-8")
+    if text.startswith("<?xml"):
+        text = text[text.index("?>") + 2 :].lstrip()
+    root = text[1 : len(text) - len(text[1:].lstrip("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ:_"))]
+    parts[part] = (" " * padding + _BOMB_DTD.format(root=root) + text).encode(codec)
+    return pack(parts)
+
+
+def blank_part() -> bytes:
+    return pack(_with_shared_strings(members(plain_xlsx()), b" \r\n\t" * 1_000))
+
+
 CORPUS = {
     "entity bomb": (entity_bomb, "declares a DTD or entities"),
     "quadratic blow-up": (quadratic_blowup, "declares a DTD or entities"),
@@ -311,4 +404,18 @@ CORPUS = {
     "duplicate parts": (duplicate_parts, "has two parts named xl/worksheets/sheet1.xml"),
     "corrupt deflate": (corrupt_deflate, "is corrupt"),
     "encrypted part": (encrypted_flag, r"has encrypted parts; save it unprotected as \.xlsx"),
+    "formatted rows": (
+        formatted_rows,
+        r"has 2,100,002 row records \(2,100,002 in sheet 'Sheet1', which stores 3 cells: formatted empty rows\?\); "
+        r"the limit is 2,000,000",
+    ),
+    "shared strings": (many_strings, r"has 2,100,000 shared strings; the limit is 2,000,000"),
+    **{
+        f"padded bomb ({part})": (
+            functools.partial(padded_bomb, part),
+            rf"the part {re.escape(part)} starts with over 64 KiB of blank space",
+        )
+        for part in PADDED_PARTS
+    },
+    "blank part": (blank_part, r"the part xl/sharedStrings\.xml holds nothing but blank space"),
 }

@@ -90,6 +90,69 @@ def test_json_report(book, capsys, tmp_path):
     assert {e["cell"] for e in report["errors"]} == {"Calc!B16"}
 
 
+def test_a_show_typo_fails_before_calculating_with_the_nearest_name(book, capsys, tmp_path, monkeypatch):
+    from xlsxplan.workbook import Workbook
+
+    def forbidden(self, *args, **kwargs):
+        raise AssertionError("calculated before the references were checked")
+
+    monkeypatch.setattr(Workbook, "calculate", forbidden)
+    out = tmp_path / "o5.xlsx"
+    code, stdout, err = run(capsys, "recalc", book, "-o", out, "--show", "Param_B")
+    assert (code, stdout) == (2, "")
+    assert err == (
+        "xlsxplan: error: the workbook has no sheet reference or defined name 'Param_B'; did you mean Params_B?\n"
+    )
+    code, _, err = run(capsys, "recalc", book, "-o", out, "--show", "Ouputs!B2")
+    assert code == 2 and "no sheet named 'Ouputs'; did you mean Outputs?" in err
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--show", "NoSuch"], "the workbook has no sheet reference or defined name 'NoSuch'; its names: "),
+        (["--set", "Inputs!B3"], "--set 'Inputs!B3': write it as CELL=VALUE or NAME=VALUE, e.g. Inputs!B3=42"),
+        (["--set", "Calc!B5=3"], "Calc!B5 holds a formula (=MAX_BATCH("),
+    ],
+)
+def test_json_failures_print_the_error_as_json_too(book, capsys, tmp_path, argv, message):
+    code, out, err = run(capsys, "recalc", book, "-o", tmp_path / "o.xlsx", "--json", *argv)
+    assert code == 2
+    assert json.loads(out)["error"].startswith(message) and list(json.loads(out)) == ["error"]
+    assert err.startswith("xlsxplan: error: " + message) and err.count("\n") == 1
+    assert not (tmp_path / "o.xlsx").exists()
+
+
+def test_json_refusal_of_a_hostile_file(tmp_path, capsys):
+    path = tmp_path / "hostile.xlsx"
+    path.write_bytes(CORPUS["entity bomb"][0]())
+    code, out, err = run(capsys, "recalc", path, "--json")
+    assert code == 2
+    assert json.loads(out) == {"error": err.removeprefix("xlsxplan: error: ").rstrip("\n")}
+    assert "declares a DTD or entities" in out
+
+
+def test_force_set_replaces_a_formula_in_the_copy(book, capsys, tmp_path):
+    out = tmp_path / "o.xlsx"
+    code, stdout, _ = run(
+        capsys, "recalc", book, "-o", out, "--set", "Calc!B5=3", "--force-set", "--show", "Calc!B5", "-q"
+    )
+    assert (code, stdout) == (0, "Calc!B5  3\n")
+    assert openpyxl.load_workbook(out)["Calc"]["B5"].value == 3
+    assert openpyxl.load_workbook(book)["Calc"]["B5"].value.startswith("=MAX_BATCH(")
+
+
+def test_shown_text_stays_on_one_line(book, capsys, tmp_path):
+    code, out, _ = run(
+        capsys, "recalc", book, "-o", tmp_path / "o.xlsx", "--set", 'Inputs!B2="two\nlines\tand a \\"', "--show",
+        "Inputs!B2", "-q",
+    )  # fmt: skip
+    assert code == 0
+    assert out == "Inputs!B2  two\\nlines\\tand a \\\\\n"
+    assert openpyxl.load_workbook(tmp_path / "o.xlsx")["Inputs"]["B2"].value == "two\nlines\tand a \\"
+
+
 @pytest.mark.parametrize(
     "typed, expected",
     [("Inputs!B3=42", ("Inputs!B3", "42")), ("'A=B'!C1=x", ("'A=B'!C1", "x")), ("Name==1+1", ("Name", "=1+1"))],
@@ -209,7 +272,8 @@ def test_quiet_when_piped(book, tmp_path):
     assert result.returncode == 0
     assert result.stdout == ""
     assert result.stderr.startswith(f"wrote {tmp_path / 'o.xlsx'}; 1 error cell")
-    assert "\r" not in result.stderr and "loading" not in result.stderr
+    assert "\r" not in result.stderr
+    assert not any(phase in result.stderr for phase in ("loading", "calculating", "writing"))
 
 
 def test_progress_bar_on_a_terminal(book, tmp_path):
@@ -236,4 +300,6 @@ def test_progress_bar_on_a_terminal(book, tmp_path):
     shown = b"".join(chunks).decode(errors="replace")
     assert proc.returncode == 0
     assert "loading" in shown and "cell" in shown
+    assert "calculating" in shown and "node" in shown  # the engine's own count, not a frozen 100%
+    assert "writing" in shown and "part" in shown
     assert f"wrote {tmp_path / 'o.xlsx'}" in shown

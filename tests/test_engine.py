@@ -158,3 +158,58 @@ def test_exception_text_fills_or_drops_a_format_left_blank():
     assert exception_text(FormulaError()) == "Not a valid formula"
     assert exception_text(FormulaError("=2+")) == "Not a valid formula: =2+"
     assert exception_text(ValueError()) == "ValueError"
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Omitted arguments (=F(1,,3), =F(1,2,)): empty, as in Excel and xlwings, not 0
+
+
+@pytest.mark.parametrize(
+    "formula_text, value, error",
+    [
+        ("=KV_BYTES_PER_TOKEN(80,8,128,)", 327680, None),  # the default, 2 bytes
+        ("=KV_BYTES_PER_TOKEN(80,8,128)", 327680, None),
+        ("=KV_BYTES_PER_TOKEN(80,,128)", None, ("#VALUE!", "kv_heads is required but the cell is empty")),
+        ("=KV_BYTES_PER_TOKEN(80,8,,)", None, ("#VALUE!", "head_dim is required but the cell is empty")),
+        ('=MODEL_SPEC(,"layers")', None, ("#VALUE!", "model is required but the cell is empty")),
+        ("=SUM(KV_BYTES_PER_TOKEN(80,8,128,),)", 327680, None),
+        # a 0 that is typed, or that a native function returns, stays 0
+        ("=KV_BYTES_PER_TOKEN(80,8,128,0)", None, ("#NUM!", "bytes_per_value must be a positive number")),
+        ("=KV_BYTES_PER_TOKEN(80,8,128,IF(TRUE,,1))", None, ("#NUM!", "bytes_per_value must be a positive number")),
+        # Excel's own functions still see 0 for what is omitted
+        ("=IF(TRUE,,1)", 0, None),
+        ("=SUM(1,,2)", 3, None),
+        ("=ROUND(1.55,)", 2, None),
+    ],
+)
+def test_an_omitted_argument_is_empty_for_registry_functions(formula_text, value, error):
+    result = evaluate_formula(formula_text)
+    if error is None:
+        assert result.error is None and result.value == value
+    else:
+        assert result.error is not None and result.error.code == error[0]
+        assert result.error.message.startswith(error[1])
+
+
+def test_an_omitted_argument_in_a_workbook_and_through_eval(tmp_path, capsys):
+    import openpyxl
+
+    from xlsxplan.cli import main
+    from xlsxplan.engine import Workbook
+
+    wb = openpyxl.Workbook()
+    ws = wb.active
+    ws["A1"] = "=KV_BYTES_PER_TOKEN(80,8,128,)"
+    ws["A2"] = "=KV_BYTES_PER_TOKEN(80,,128)"
+    ws["A3"] = '=MODEL_SPEC(,"layers")'
+    ws["A4"] = "=IF(TRUE,,1)"
+    wb.save(tmp_path / "omitted.xlsx")
+    book = Workbook.load(tmp_path / "omitted.xlsx")
+    assert book.get("Sheet!A1") == 327680
+    assert book.get("Sheet!A2") == CellError("#VALUE!", "kv_heads is required but the cell is empty")
+    assert book.get("Sheet!A3") == CellError("#VALUE!", "model is required but the cell is empty")
+    assert book.get("Sheet!A4") == 0
+    assert main(["eval", "=KV_BYTES_PER_TOKEN(80,8,128,)"]) == 0
+    assert capsys.readouterr().out.strip() == "327680"
+    assert main(["eval", '=MODEL_SPEC(,"layers")']) == 1
+    assert capsys.readouterr().out.strip() == "#VALUE! model is required but the cell is empty"

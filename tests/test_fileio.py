@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import os
+import time
+
 import pytest
 
 from xlsxplan.errors import WorkbookError
-from xlsxplan.fileio import atomic_write_text, ensure_folder
+from xlsxplan.fileio import STALE_AFTER_S, atomic_write_text, ensure_folder, remove_stale_temporaries
 
 
 def test_ensure_folder_makes_missing_parents(tmp_path):
@@ -30,3 +33,23 @@ def test_atomic_write_replaces_whole_and_refuses_a_missing_folder(tmp_path):
     assert [p.name for p in tmp_path.iterdir()] == ["out.txt"]  # no temporary file left behind
     with pytest.raises(WorkbookError, match=r"^cannot write .*: the folder .* does not exist$"):
         atomic_write_text(tmp_path / "nowhere" / "x.txt", "x")
+
+
+def test_temporary_files_of_killed_runs_are_removed_on_the_next_write(tmp_path):
+    target = tmp_path / "out.xlsx"
+    old = time.time() - STALE_AFTER_S - 3600  # written an hour before this process started
+    stale = tmp_path / ".out.xlsx.k3j_9x2a.tmp"
+    fresh = tmp_path / ".out.xlsx.abcdefgh.tmp"  # a run writing right now
+    others = [tmp_path / ".other.xlsx.abcdefgh.tmp", tmp_path / ".out.xlsx.tmp", tmp_path / "out.xlsx.abcdefgh.tmp"]
+    for path in [stale, fresh, *others]:
+        path.write_bytes(b"partial")
+    for path in [stale, *others]:
+        os.utime(path, (old, old))
+    link = tmp_path / ".out.xlsx.linkname.tmp"
+    link.symlink_to(others[0])
+    os.utime(link, (old, old), follow_symlinks=False)
+    atomic_write_text(target, "new")
+    assert target.read_text() == "new"
+    assert not stale.exists()
+    assert fresh.exists() and all(p.exists() for p in others) and link.is_symlink()
+    assert remove_stale_temporaries(target) == []

@@ -5,20 +5,37 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import subprocess
 import sys
 import tracemalloc
+import zipfile
 
 import openpyxl
 import pytest
-from hostile import CORPUS, entity_bomb, members, pack, plain_xlsx, quadratic_blowup, with_parts, zip_bomb
+from hostile import (
+    CORPUS,
+    PADDED_PARTS,
+    entity_bomb,
+    formatted_rows,
+    many_strings,
+    members,
+    pack,
+    padded_bomb,
+    plain_xlsx,
+    quadratic_blowup,
+    with_parts,
+    zip_bomb,
+)
 
 from xlsxplan import engine
 from xlsxplan.engine import Workbook
 from xlsxplan.errors import WorkbookError
 from xlsxplan.safety import (
+    BLANK_MAX,
     EXCEL_TEXT_MAX,
     Limits,
+    _check_prolog,
     clean_text,
     formula_threat,
     inspect_bytes,
@@ -47,12 +64,25 @@ def test_the_hostile_corpus_is_refused_with_one_line(name, tmp_path):
     with pytest.raises(WorkbookError, match=message) as info:
         Workbook.load(path)
     assert "\n" not in info.value.message
-    assert "hostile.xlsx" in info.value.message
+    assert info.value.message.startswith(str(path))  # every refusal names the file by the path given, first
 
 
-@pytest.mark.parametrize(
-    "name", ["entity bomb", "quadratic blow-up", "zip bomb", "external link", "DDE link", "huge merge", "outside grid"]
-)
+BEFORE_PARSING = [
+    "entity bomb",
+    "quadratic blow-up",
+    "zip bomb",
+    "external link",
+    "DDE link",
+    "huge merge",
+    "outside grid",
+    "formatted rows",
+    "shared strings",
+    "blank part",
+    *[name for name in CORPUS if name.startswith("padded bomb")],
+]
+
+
+@pytest.mark.parametrize("name", BEFORE_PARSING)
 def test_refused_before_any_xml_is_parsed(name, tmp_path, no_parsing):
     path = tmp_path / "hostile.xlsx"
     path.write_bytes(CORPUS[name][0]())
@@ -71,6 +101,109 @@ def test_a_zip_bomb_is_refused_without_inflating_it():
     finally:
         tracemalloc.stop()
     assert peak < 5 * 1024 * 1024  # never more than a few MiB, let alone 50
+
+
+def test_cheap_to_write_content_is_refused_in_bounded_memory_without_parsing(no_parsing):
+    # 85 MB of empty formatted rows and 42 MB of shared strings, zipped to about 5 MB each: the scan is a stream
+    for make, message in [(formatted_rows, "row records"), (many_strings, "shared strings")]:
+        data = make()
+        assert len(data) < 6_000_000
+        tracemalloc.start()
+        try:
+            with pytest.raises(WorkbookError, match=message):
+                inspect_bytes(data, "cheap.xlsx")
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+        assert peak < 16 * 1024 * 1024  # a few chunks of 1 MiB, never the inflated part
+
+
+def test_rows_and_strings_count_in_the_memory_estimate():
+    # the audit's files were estimated at 0.16 GB and took 3.0 GB and 0.8 GB: now rows and strings are counted
+    roomy = Limits(max_rows=10**7, max_strings=10**7)
+    rows = inspect_bytes(formatted_rows(), "rows.xlsx", roomy)
+    assert rows.rows == 2_100_002 and rows.estimated_bytes > 2.5e9
+    strings = inspect_bytes(many_strings(), "strings.xlsx", roomy)
+    assert strings.strings == 2_100_000 and strings.elements < 1_000  # <si><t> pairs are read one at a time
+    assert strings.estimated_bytes > 0.6e9
+
+
+@pytest.mark.parametrize("part", PADDED_PARTS)
+def test_an_entity_bomb_behind_blank_space_is_refused_in_every_kind_of_part(part, no_parsing):
+    # within the blank-space allowance, the DTD behind it is found; beyond it, the part is refused for the padding
+    with pytest.raises(WorkbookError, match=rf"the part {re.escape(part)} declares a DTD or entities"):
+        inspect_bytes(padded_bomb(part, padding=BLANK_MAX - 100), "padded.xlsx")
+    with pytest.raises(WorkbookError, match=r"starts with over 64 KiB of blank space"):
+        inspect_bytes(padded_bomb(part, padding=BLANK_MAX + 1), "padded.xlsx")
+    # the check that `xlsxplan excel BOOK` runs on every part, which reads only a part's start, sees it too
+    data = padded_bomb(part, padding=BLANK_MAX - 100)
+    with zipfile.ZipFile(io.BytesIO(data)) as zf:
+        with pytest.raises(WorkbookError, match=r"declares a DTD or entities"):
+            _check_prolog(zf, zf.getinfo(part), "padded.xlsx")
+
+
+@pytest.mark.parametrize("codec", ["utf-16", "utf-16-le", "utf-16-be"])
+def test_utf16_parts_are_read_as_text_by_the_checks(codec, no_parsing):
+    # blank space and a DTD in UTF-16 are found as in UTF-8
+    with pytest.raises(WorkbookError, match=r"the part xl/sharedStrings\.xml declares a DTD or entities"):
+        inspect_bytes(padded_bomb("xl/sharedStrings.xml", padding=1_000, codec=codec), "utf16.xlsx")
+    # and a UTF-16 sheet's cells are counted (they were not: the scan looked for UTF-8 bytes)
+    parts = members(plain_xlsx({f"A{r}": r for r in range(1, 1001)}))
+    sheet = '<?xml version="1.0" encoding="UTF-16"?>' + parts["xl/worksheets/sheet1.xml"].decode()
+    parts["xl/worksheets/sheet1.xml"] = sheet.encode(codec)
+    assert inspect_bytes(pack(parts), "utf16.xlsx").cells == 1_000
+    with pytest.raises(WorkbookError, match=r"has 1,000 cells"):
+        inspect_bytes(pack(parts), "utf16.xlsx", Limits(max_cells=999))
+
+
+def test_an_encoding_excel_never_writes_is_refused(no_parsing):
+    parts = members(plain_xlsx())
+    parts["xl/styles.xml"] = b'<?xml version="1.0" encoding="UTF-7"?>' + parts["xl/styles.xml"]
+    with pytest.raises(WorkbookError, match=r"the part xl/styles\.xml declares the encoding 'UTF-7'; Excel writes"):
+        inspect_bytes(pack(parts), "utf7.xlsx")
+
+
+def test_names_rules_styles_and_single_hyperlinks_are_counted(no_parsing):
+    parts = members(plain_xlsx())
+    workbook = parts["xl/workbook.xml"].decode()
+    names = "".join(f'<definedName name="N{i}">Sheet1!$A$1</definedName>' for i in range(50))
+    parts["xl/workbook.xml"] = workbook.replace("<calcPr", f"<definedNames>{names}</definedNames><calcPr").encode()
+    sheet = parts["xl/worksheets/sheet1.xml"].decode()
+    rules = "".join(
+        f'<conditionalFormatting sqref="A{r}"><cfRule type="expression" priority="{r}"><formula>A1&gt;1</formula>'
+        "</cfRule></conditionalFormatting>"
+        for r in range(1, 31)
+    )
+    checks = "".join(
+        f'<dataValidation type="whole" sqref="A{r}"><formula1>1</formula1></dataValidation>' for r in range(1, 11)
+    )
+    links = "".join(f'<hyperlink ref="C{r}" location="Sheet1!A1"/>' for r in range(1, 21))
+    sheet = sheet.replace(
+        "</sheetData>",
+        f'</sheetData>{rules}<dataValidations count="10">{checks}</dataValidations><hyperlinks>{links}</hyperlinks>',
+    )
+    parts["xl/worksheets/sheet1.xml"] = sheet.encode()
+    data = pack(parts)
+    ins = inspect_bytes(data, "counted.xlsx")
+    assert (ins.names, ins.rules, ins.sheets[0].linked) == (50, 40, 20)
+    with pytest.raises(WorkbookError, match=r"has 1 formula cells and 50 defined names \(1 in sheet 'Sheet1'\)"):
+        inspect_bytes(data, "counted.xlsx", Limits(max_formula_cells=50))
+    with pytest.raises(WorkbookError, match=r"has 40 conditional-format rules and data validations \(40 in xl/work"):
+        inspect_bytes(data, "counted.xlsx", Limits(max_rules=39))
+    with pytest.raises(WorkbookError, match=r"has 23 cells \(with merged and hyperlinked ranges"):
+        inspect_bytes(data, "counted.xlsx", Limits(max_cells=22))
+
+
+def test_elements_are_counted_under_any_prefix_and_outside_cell_data_only(no_parsing):
+    # openpyxl matches namespaces, not prefixes: <x:row> is a row; cell data is read as a stream, the rest as a tree
+    main = "http://schemas.openxmlformats.org/spreadsheetml/2006/main"
+    rows = "".join(f'<x:row r="{r}"><x:c r="A{r}"><x:v>{r}</x:v></x:c></x:row>' for r in range(1, 101))
+    junk = "<x:extLst>" + "".join(f'<x:ext uri="{i}"/>' for i in range(500)) + "</x:extLst>"
+    sheet = f'<x:worksheet xmlns:x="{main}"><x:sheetData>{rows}</x:sheetData>{junk}</x:worksheet>'
+    data = with_parts({"xl/worksheets/sheet1.xml": sheet.encode()})
+    ins = inspect_bytes(data, "prefixed.xlsx")
+    assert (ins.sheets[0].cells, ins.rows) == (100, 100)
+    assert 503 <= ins.parts["xl/worksheets/sheet1.xml"].elements <= 505  # worksheet, sheetData, extLst, 500 ext
 
 
 def test_openpyxl_itself_refuses_entities_through_defusedxml():
@@ -102,7 +235,16 @@ def test_xml_is_never_read_without_defusedxml(monkeypatch, tmp_path):
         (Limits(max_sheets=1), r"has 2 sheets; the limit is 1"),
         (Limits(max_cells=3), r"has 5 cells .*; the limit is 3"),
         (Limits(max_formula_cells=1), r"has 2 formula cells .*compute long columns with one array formula instead"),
-        (Limits(max_memory_gb=0.1), r"would need about 0\.\d GB of memory to recalculate \(5 cells, 2 formulas\)"),
+        (
+            Limits(max_memory_gb=0.1),
+            r"would need about 0\.\d GB of memory to recalculate \(5 cells, 2 formulas, 3 rows, \d+ other XML elements\)",
+        ),
+        (Limits(max_rows=2), r"has 3 row records \(2 in sheet 'Sheet', which stores 2 cells: .*\); the limit is 2"),
+        (
+            Limits(max_styles=1),
+            r"has \d cell formats \(xf and dxf records, \d in xl/styles\.xml\); Excel allows 65,490",
+        ),
+        (Limits(max_elements=100), r"has \d+ XML elements outside cell data \(\d+ in xl/theme/theme1\.xml\)"),
     ],
 )
 def test_each_limit_refuses_with_its_reason(limits, message, tmp_path, no_parsing):

@@ -2,7 +2,9 @@
 
 Property-based tests over numbers (zero, negative, NaN, infinity, 1e308, booleans), text (numbers as text, "1,000",
 units, unicode), empty cells, error values and arrays of these, through each face: the Python core, the shared cell
-layer (what the UDFs and the engine call), and the headless engine evaluating a formula.
+layer (what the UDFs and the engine call), the headless engine evaluating a formula (literals, array constants,
+NA(), 1/0, omitted arguments, booleans, numbers at the edge of the double range, too few and too many arguments),
+and a whole workbook whose formulas read cells and ranges of mixed contents.
 """
 
 from __future__ import annotations
@@ -97,17 +99,120 @@ formula_values = st.one_of(
 )
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def _literal(value: object) -> str:
+    return "TRUE" if value is True else "FALSE" if value is False else excel_literal(value)
+
+
+# What an argument of a formula can be, written as Excel writes it: literals, errors made by functions, omitted
+# arguments, numbers at the edge of the double range, and array constants mixing all of these.
+element_literals = st.one_of(
+    formula_values.map(_literal),
+    st.sampled_from(["#N/A", "#VALUE!", "#DIV/0!", "#NUM!", '""', '"x"', '"1,000"', "TRUE", "-0", "9.99E+307"]),
+)
+array_literals = (
+    st.integers(1, 3)
+    .flatmap(lambda cols: st.lists(st.lists(element_literals, min_size=cols, max_size=cols), min_size=1, max_size=3))
+    .map(lambda rows: "{" + ";".join(",".join(row) for row in rows) + "}")
+)
+argument_literals = st.one_of(
+    formula_values.map(_literal),
+    st.sampled_from(
+        ["NA()", "1/0", "", "TRUE", "FALSE", "9.99E+307", "-9.99E+307", "1E-307", "#N/A", '"80 GB"', '"\u00e9"', "-1"]
+    ),
+    array_literals,
+)
+
+
+def _assert_value_or_clean_error(value: object, where: str) -> None:
+    """A cell's worth: a finite number, text, a bool, empty, or an Excel error with a one-line reason."""
+    if isinstance(value, np.ndarray):
+        for item in value.ravel():
+            _assert_value_or_clean_error(item, where)
+        return
+    if isinstance(value, CellError):
+        assert value.code in EXCEL_ERRORS, where
+        assert value.message == "" or _is_clean_message(value.message), (where, value)
+    elif isinstance(value, float):
+        assert math.isfinite(value), where
+    else:
+        assert value is None or isinstance(value, (bool, int, str)), (where, type(value))
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.sampled_from(FUNCTIONS), st.data())
 def test_engine_face_returns_a_value_or_an_error_value(fn, data):
-    args = [data.draw(formula_values) for _ in fn.args]
-    literals = ["TRUE" if a is True else "FALSE" if a is False else excel_literal(a) for a in args]
-    result = evaluate_formula(f"={fn.name}({','.join(literals)})")
+    # too few arguments, each, and one too many; any literal, error, omitted argument or array constant
+    n = data.draw(st.integers(max(fn.min_args - 1, 0), len(fn.args) + 1))
+    args = [data.draw(argument_literals) for _ in range(n)]
+    text = f"={fn.name}({','.join(args)})"
+    result = evaluate_formula(text)
     if result.error is not None:
-        assert result.error.code in EXCEL_ERRORS
-        assert "\n" not in result.error.message
+        assert result.error.code in EXCEL_ERRORS, text
+        assert _is_clean_message(result.error.message) or result.error.message == "", (text, result.error)
     else:
-        assert result.value is not None
+        assert result.value is not None, text
+        _assert_value_or_clean_error(result.value, text)
+
+
+# Cell contents for the workbook face: what people type, errors typed and computed, empties
+cell_contents = st.one_of(
+    st.none(),
+    formula_values,
+    st.sampled_from([0, -1, 1e308, -1e308, 1e-308, "", " ", "80", "1,000", "80 GB", "fp8", "=1+1", "#N/A", "\u00e9",
+                     "#DIV/0!", "#VALUE!", True, False, "=1/0", "=NA()", '=REPT("x",3)']),
+)  # fmt: skip
+DATA_CELLS = [f"{c}{r}" for c in "AB" for r in range(1, 7)]
+cell_arguments = st.one_of(
+    st.sampled_from([f"Data!{ref}" for ref in DATA_CELLS]),
+    st.sampled_from(["Data!A1:A3", "Data!A1:B2", "Data!B4:B6", "Data!A1:B6", "Data!A6:A6", "Empty!A1:A3"]),
+    argument_literals,
+)
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(st.data())
+def test_workbook_face_every_cell_ends_as_a_value_or_an_error(data):
+    """Formulas over cells holding mixed text, typed and computed errors, empties and ranges, recalculated in one
+    workbook: every cell is a value or an Excel error whose reason is one line, and so is every note written."""
+    import tempfile
+    from pathlib import Path
+
+    import openpyxl
+
+    from xlsxplan.engine import Workbook
+
+    wb = openpyxl.Workbook()
+    sheet = wb.active
+    sheet.title = "Data"
+    for ref in DATA_CELLS:
+        value = data.draw(cell_contents)
+        if isinstance(value, str) and value.startswith("=") and value not in ("=1/0", "=NA()", '=REPT("x",3)'):
+            sheet[ref].value, sheet[ref].data_type = value, "s"  # text that looks like a formula, kept text
+        else:
+            sheet[ref] = value
+    wb.create_sheet("Empty")
+    formulas_sheet = wb.create_sheet("F")
+    chosen = data.draw(st.lists(st.sampled_from(FUNCTIONS), min_size=15, max_size=15))
+    texts = []
+    for row, fn in enumerate(chosen, start=1):
+        n = data.draw(st.integers(max(fn.min_args - 1, 0), len(fn.args)))
+        args = [data.draw(cell_arguments) for _ in range(n)]
+        texts.append(f"={fn.name}({','.join(args)})")
+        formulas_sheet.cell(row, 1).value = texts[-1]
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "mixed.xlsx"
+        wb.save(path)
+        book = Workbook.load(path)
+        for row, text in enumerate(texts, start=1):
+            value = book.get(f"F!A{row}")
+            _assert_value_or_clean_error(value, text)
+        for where, err in book.errors().items():
+            assert _is_clean_message(err.message) or err.message == "", (where, err)
+        out = book.save(Path(tmp) / "mixed.recalc.xlsx")
+        saved = openpyxl.load_workbook(out)["F"]
+        for row in range(1, len(texts) + 1):
+            note = saved.cell(row, 1).comment
+            assert note is None or "\n" not in note.text
 
 
 def test_the_examples_cover_the_registry():

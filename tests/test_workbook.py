@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import io
+import re
 import zipfile
+from pathlib import Path
 
 import openpyxl
 import pytest
@@ -112,19 +114,32 @@ def test_text_set_as_input_stays_text(plan, tmp_path):
 @pytest.mark.parametrize(
     "ref, message",
     [
-        ("Calc!B5", "Calc!B5 holds a formula; only input cells can be set"),
+        (
+            "Calc!B5",
+            "Calc!B5 holds a formula (=MAX_BATCH(Params_B,Bytes_Per_Param,B3,Context,N_GPUs,B4)); set the cells it "
+            "reads instead (Bytes_Per_Param, Context, N_GPUs, Params_B, Calc!B3, Calc!B4), or force it (--force-set) "
+            "to replace the formula with the value in the copy written",
+        ),
         ("Inputs!B2:B3", "'Inputs!B2:B3' is a range (Inputs!B2:B3); set one cell at a time"),
         (
             "Nowhere!B2",
             "the workbook has no sheet named 'Nowhere'; its sheets are: Inputs, Calc, Outputs, xlwings.conf",
         ),
-        ("Param_B", "the workbook has no sheet reference or defined name 'Param_B'; its names: Bytes_Per_Param"),
+        ("Param_B", "the workbook has no sheet reference or defined name 'Param_B'; did you mean Params_B?"),
+        (
+            "Nothing_Like",
+            "the workbook has no sheet reference or defined name 'Nothing_Like'; its names: Bytes_Per_Param",
+        ),
+        (
+            "Inptus!B3",
+            "the workbook has no sheet named 'Inptus'; did you mean Inputs? its sheets are: Inputs, Calc, Outputs, xlwings.conf",
+        ),
         ("B5", "'B5' needs its sheet, e.g. Inputs!B5"),
         ("Inputs!B0", "'Inputs!B0': 'B0' is not a cell or range such as B4 or B4:D9"),
     ],
 )
 def test_set_refuses_what_is_not_an_input_cell(plan_wb, ref, message):
-    with pytest.raises(WorkbookError, match="^" + message.replace("(", r"\(").replace(")", r"\)").replace("$", r"\$")):
+    with pytest.raises(WorkbookError, match="^" + re.escape(message)):
         plan_wb.set(ref, 1)
 
 
@@ -428,3 +443,70 @@ def test_setting_a_blank_cell_writes_it_into_the_file(plan, tmp_path):
     out = openpyxl.load_workbook(wb.save(tmp_path / "out.xlsx"))
     assert out["Inputs"]["D20"].value == 5 and out["Inputs"]["E2"].value is True
     assert out["Outputs"]["A1"].value is None and out["Outputs"]["A1"].font.bold  # cleared, style kept
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Constants that no formula reads stay out of the model, and are still read from the file
+
+
+def test_constants_no_formula_reads_stay_out_of_the_model_but_read_as_before(tmp_path):
+    wb = openpyxl.Workbook()
+    ws = wb.active
+    ws.title = "S"
+    ws["A1"], ws["B1"], ws["C1"] = "GPUs", 4, "count"  # a label, an input, a unit
+    ws["A2"], ws["B2"] = "Typed error", "#N/A"
+    ws["A3"], ws["B3"] = 0.1 + 0.2, "=B1*2"
+    ws["D1"], ws["D2"] = "=SUM(B1:B1)", "=C5"  # reads B1; C5 is empty
+    ws["E1"] = "=Rate*2"
+    wb.create_sheet("T")["A1"] = 2.5
+    wb.defined_names["Rate"] = openpyxl.workbook.defined_name.DefinedName("Rate", attr_text="T!$A$1")
+    wb.save(tmp_path / "constants.xlsx")
+    book = Workbook.load(tmp_path / "constants.xlsx")
+    in_model = {k for k, c in book._model.cells.items() if getattr(c, "range", None) is not None}
+    assert not any(k.endswith("!A1") and "'[BOOK.xlsx]S'" in k for k in in_model)  # the label: not a node
+    assert any(k == "'[BOOK.xlsx]S'!B1" for k in in_model)  # read by B3 and D1
+    assert any(k == "'[BOOK.xlsx]T'!A1" for k in in_model)  # read through the name
+    assert [book.get(f"S!{r}") for r in ("A1", "B1", "C1", "A2", "B3", "D1", "D2", "E1")] == [
+        "GPUs",
+        4,
+        "count",
+        "Typed error",
+        8,
+        4,
+        0,
+        5.0,
+    ]
+    assert book.get("S!A3") == round(0.1 + 0.2, 15)
+    assert book.get("S!A1:C1") == [["GPUs", 4, "count"]]
+    typed = book.get("S!B2")
+    assert typed == CellError("#N/A", "the cell holds this error value (typed, not calculated)")
+    assert book.errors() == {"S!B2": typed}  # a typed error outside the model is still reported
+    book.set("S!A1", "GPU count").set("S!B1", 8)  # an unread cell and a read one
+    assert (book.get("S!A1"), book.get("S!B3")) == ("GPU count", 16)
+    out = openpyxl.load_workbook(book.save(tmp_path / "constants.out.xlsx"), data_only=True)["S"]
+    assert (out["A1"].value, out["B3"].value, out["C1"].value) == ("GPU count", 16, "count")
+
+
+def test_every_cell_of_the_shipped_templates_reads_as_cached_by_the_build():
+    # the templates' cached values were written when they were built: constants and formulas alike read the same
+    for name in ("serving_plan.xlsx", "training_plan.xlsx"):
+        path = Path(__file__).resolve().parents[1] / "workbooks" / name
+        book = Workbook.load(path)
+        cached = openpyxl.load_workbook(path, data_only=True)
+        for ws in cached.worksheets:
+            if ws.title not in book.sheetnames:
+                continue
+            for row in ws.iter_rows():
+                for cell in row:
+                    if cell.value is None:
+                        continue
+                    got = book.get(f"'{ws.title}'!{cell.coordinate}")
+                    where = f"{name} {ws.title}!{cell.coordinate}"
+                    if isinstance(got, CellError):
+                        assert got.code == cell.value, where
+                    elif isinstance(cell.value, float):
+                        assert got == pytest.approx(cell.value, rel=1e-12), where
+                    elif cell.is_date:
+                        continue  # openpyxl turns the serial number into a date
+                    else:
+                        assert got == cell.value, where

@@ -143,10 +143,52 @@ def collect_messages() -> Iterator[Messages]:
             _buckets.pop()
 
 
+class _Omitted(int):
+    """An argument left out of a registry function's call (the middle one of ``=F(1,,3)``, the last of ``=F(1,2,)``).
+
+    ``formulas`` compiles an omitted argument to the number 0, so a registry function could not tell it from a 0
+    typed there (``#NUM! bytes_per_value ... got 0`` for ``=KV_BYTES_PER_TOKEN(80,8,128,)``). In Excel and xlwings
+    an omitted argument is an empty value: the function's default, or "required but the cell is empty". The
+    omitted arguments of registry functions compile to this marker instead, which the adapter reads as an empty
+    cell; Excel's own functions keep the 0 they expect (``=IF(TRUE,,1)`` is 0, ``=SUM(1,,2)`` is 3), also when
+    their result is passed to a registry function. It is an int 0 so that anything else that met it would see 0.
+    """
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "0"
+
+
+OMITTED = _Omitted(0)
+_OMITTED_NODE = "<omitted>"  # the data node of omitted arguments: no Excel operand is written like this
+
+
+def _omitted_arguments() -> None:
+    """Have ``formulas`` compile the omitted arguments of registry functions to :data:`OMITTED` (process-wide, as
+    the function table is): a registry call marks its empty argument tokens as it is built, before they compile."""
+    from formulas.tokens.function import Function
+    from formulas.tokens.operand import Empty
+
+    def update_input_tokens(self: Any, *tokens: Any) -> None:
+        if self.name.upper() in registry.FUNCTIONS:
+            for token in tokens:
+                if type(token) is Empty:
+                    token.attr["name"] = _OMITTED_NODE
+
+    def compile_empty(self: Any) -> Any:
+        return OMITTED if self.attr.get("name") == _OMITTED_NODE else 0
+
+    Function.update_input_tokens = update_input_tokens
+    Empty.compile = compile_empty
+
+
 def _from_formulas(value: Any) -> Any:
     import schedula as sh
     from formulas.tokens.operand import XlError
 
+    if type(value) is _Omitted:
+        return None
     if isinstance(value, np.ndarray):
         if value.ndim == 0:  # formulas nests 0-d arrays, e.g. for -1 inside {80;-1}
             return _from_formulas(value.item())
@@ -207,7 +249,8 @@ def _adapter(fn: registry.Function) -> Any:
 
 
 def register_functions() -> None:
-    """Register every registry function with `formulas` (process-wide, idempotent)."""
+    """Register every registry function with `formulas` (process-wide, idempotent), and have an omitted argument
+    reach them as an empty value (:class:`_Omitted`)."""
     global _registered
     if _registered:
         return
@@ -217,6 +260,7 @@ def register_functions() -> None:
     table = formulas.get_functions()
     for name, fn in registry.FUNCTIONS.items():
         table[name] = wrap_ranges_func(_adapter(fn))
+    _omitted_arguments()
     _registered = True
 
 

@@ -8,13 +8,23 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
+import stat
 import tempfile
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from .errors import WorkbookError
 
-__all__ = ["atomic_write", "atomic_write_text", "atomic_path", "check_writable", "ensure_folder"]
+__all__ = [
+    "atomic_write",
+    "atomic_write_text",
+    "atomic_path",
+    "check_writable",
+    "ensure_folder",
+    "remove_stale_temporaries",
+]
 
 
 def ensure_folder(folder: Path) -> Path:
@@ -47,11 +57,52 @@ def check_writable(path: Path) -> None:
         raise WorkbookError(f"cannot write {path}: it is open in Excel ({lock.name} exists); close it first")
 
 
+_STARTED = time.time()  # when this process imported xlsxplan: an older temporary file is no run's of ours
+STALE_AFTER_S = 60.0
+"""A temporary file of ours untouched for this long [s], and older than this process, belongs to a run that was
+killed: no live run leaves its temporary file unwritten that long (it is written in one go, then renamed)."""
+
+
+def remove_stale_temporaries(path: Path) -> list[Path]:
+    """Remove the temporary files that killed runs left beside ``path``; returns those removed.
+
+    Only files named as :func:`atomic_path` names them (``.NAME.`` + 8 characters of :func:`tempfile.mkstemp` +
+    ``.tmp``), that are regular files owned by this user, and that were last written before this process started
+    and over :data:`STALE_AFTER_S` ago; anything else is left alone, and a file that cannot be removed is skipped.
+    """
+    path = Path(path)
+    pattern = re.compile(rf"^\.{re.escape(path.name)}\.[a-z0-9_]{{8}}\.tmp$")
+    cutoff = min(_STARTED, time.time() - STALE_AFTER_S)
+    removed = []
+    try:
+        entries = list(os.scandir(path.parent))
+    except OSError:
+        return removed
+    for entry in entries:
+        if not pattern.match(entry.name):
+            continue
+        try:
+            info = entry.stat(follow_symlinks=False)
+            if not stat.S_ISREG(info.st_mode) or info.st_mtime >= cutoff:
+                continue
+            if hasattr(os, "getuid") and info.st_uid != os.getuid():
+                continue
+            os.unlink(entry.path)
+        except OSError:
+            continue
+        removed.append(Path(entry.path))
+    return removed
+
+
 @contextlib.contextmanager
 def atomic_path(path: Path) -> Iterator[Path]:
-    """Yield a temporary path beside ``path``; on success it replaces ``path`` in one rename."""
+    """Yield a temporary path beside ``path``; on success it replaces ``path`` in one rename.
+
+    Temporary files that killed runs left for the same target are removed first (:func:`remove_stale_temporaries`).
+    """
     path = Path(path)
     check_writable(path)
+    remove_stale_temporaries(path)
     fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     os.close(fd)
     tmp = Path(tmp_name)

@@ -24,7 +24,7 @@ import math
 import posixpath
 import re
 import zipfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,6 +38,7 @@ __all__ = [
     "Patch",
     "patch_sheet",
     "CommentEdit",
+    "QuotePrefixStyles",
     "write_package",
     "col_index",
     "col_letter",
@@ -292,8 +293,25 @@ class Package:
         for s in self.sheets:
             if s.kind == "worksheet" and s.title.casefold() == title.casefold():
                 return s
-        shown = ", ".join(s.title for s in self.sheets if s.kind == "worksheet")
-        raise WorkbookError(f"the workbook has no sheet named {title!r}; its sheets are: {shown}")
+        titles = [s.title for s in self.sheets if s.kind == "worksheet"]
+        close = closest(title, titles)
+        hint = f"did you mean {' or '.join(close)}? " if close else ""
+        raise WorkbookError(f"the workbook has no sheet named {title!r}; {hint}its sheets are: {', '.join(titles)}")
+
+
+def closest(word: str, candidates: Iterable[str]) -> list[str]:
+    """The candidates nearest to a mistyped ``word`` (case aside): the best match, and any as close as it."""
+    import difflib
+
+    scored = []
+    for candidate in candidates:
+        ratio = difflib.SequenceMatcher(None, word.casefold(), candidate.casefold()).ratio()
+        if ratio >= 0.6:
+            scored.append((ratio, candidate))
+    if not scored:
+        return []
+    best = max(r for r, _ in scored)
+    return [c for r, c in sorted(scored, key=lambda rc: (-rc[0], rc[1])) if r >= best - 0.02][:3]
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -311,6 +329,7 @@ class Patch:
 
     value: Any
     result: bool = True
+    quote_prefix: bool = False  # give the cell a format with quotePrefix="1", so that editing it keeps it text
 
 
 _ATTR_RE = re.compile(r"""([^\s=/>]+)\s*=\s*(?:"([^"]*)"|'([^']*)')""")
@@ -371,13 +390,23 @@ def _value_xml(p: str, patch: Patch) -> tuple[str | None, str]:
     return "inlineStr", f"<{p}is><{p}t{space}>{escape_text(text)}</{p}t></{p}is>"
 
 
-def _cell_xml(p: str, ref: str, attrs: list[tuple[str, str]], body: str, patch: Patch) -> str:
+def _cell_xml(
+    p: str,
+    ref: str,
+    attrs: list[tuple[str, str]],
+    body: str,
+    patch: Patch,
+    quoted: Callable[[str | None], str] | None = None,
+) -> str:
     keep_f = ""
     if patch.result and body:
         m = re.search(rf"<{p}f\b[^>]*/>|<{p}f\b[^>]*>.*?</{p}f>", body, re.S)
         keep_f = m.group(0) if m else ""
     ext = re.search(rf"<{p}extLst\b.*?</{p}extLst>", body, re.S) if body else None
     t, children = _value_xml(p, patch)
+    if patch.quote_prefix and quoted is not None:
+        style = quoted(dict(attrs).get("s"))
+        attrs = [(k, v) for k, v in attrs if k != "s"] + [("s", style)]
     out = [("r", ref)] + [(k, v) for k, v in attrs if k not in ("r", "t")]
     if t is not None:
         out.append(("t", t))
@@ -391,6 +420,7 @@ def _cell_xml(p: str, ref: str, attrs: list[tuple[str, str]], body: str, patch: 
 class _SheetLayout:
     prefix: str
     col_styles: list[tuple[int, int, str]] = field(default_factory=list)
+    quoted: Callable[[str | None], str] | None = None
 
     def style_for(self, row_attrs: Mapping[str, str], col: int) -> str | None:
         if row_attrs.get("customFormat") in ("1", "true") and "s" in row_attrs:
@@ -412,7 +442,7 @@ def _row_xml(layout: _SheetLayout, row: int, attrs: list[tuple[str, str]], body:
     def new_cell(c: int, patch: Patch) -> str:
         style = layout.style_for(row_attrs, c)
         base = [("s", style)] if style else []
-        return _cell_xml(p, f"{col_letter(c)}{row}", base, "", patch)
+        return _cell_xml(p, f"{col_letter(c)}{row}", base, "", patch, layout.quoted)
 
     for m in cell_re.finditer(body):
         cattrs = _attrs(m.group(1))
@@ -427,7 +457,7 @@ def _row_xml(layout: _SheetLayout, row: int, attrs: list[tuple[str, str]], body:
             inserted = True
         if pending and pending[0][0] == col:
             _, patch = pending.pop(0)
-            out.append(_cell_xml(p, f"{col_letter(col)}{row}", cattrs, m.group(2) or "", patch))
+            out.append(_cell_xml(p, f"{col_letter(col)}{row}", cattrs, m.group(2) or "", patch, layout.quoted))
         elif ref:
             out.append(m.group(0))
         else:  # a cell without r: write the position it implies, since cells may be inserted before it
@@ -440,11 +470,14 @@ def _row_xml(layout: _SheetLayout, row: int, attrs: list[tuple[str, str]], body:
     return f"<{p}row{_attr_text(new_attrs)}>{''.join(out)}</{p}row>"
 
 
-def patch_sheet(xml: bytes, patches: Mapping[tuple[int, int], Patch]) -> bytes:
+def patch_sheet(
+    xml: bytes, patches: Mapping[tuple[int, int], Patch], quoted: Callable[[str | None], str] | None = None
+) -> bytes:
     """Write ``patches`` ({(row, col): Patch}) into a worksheet part; every other byte is kept.
 
     Cells that do not exist yet are inserted in order (with the row's or column's style, as Excel does when a value
-    is typed into an empty cell); ``<dimension>`` grows to cover them.
+    is typed into an empty cell); ``<dimension>`` grows to cover them. A patch with ``quote_prefix`` gets the
+    format ``quoted(its current format)`` (see :class:`QuotePrefixStyles`).
     """
     if not patches:
         return xml
@@ -453,7 +486,7 @@ def patch_sheet(xml: bytes, patches: Mapping[tuple[int, int], Patch]) -> bytes:
     if not m:
         raise WorkbookError("a worksheet part has no <sheetData>")
     p = m.group(1)
-    layout = _SheetLayout(p, _col_styles(text, p))
+    layout = _SheetLayout(p, _col_styles(text, p), quoted)
     if m.group(2):  # <sheetData/>: no rows at all
         start, end, body = m.start(), m.end(), ""
         head = text[m.start() : m.end() - 2] + ">"
@@ -492,6 +525,107 @@ def patch_sheet(xml: bytes, patches: Mapping[tuple[int, int], Patch]) -> bytes:
     new_text = text[:start] + head + "".join(out) + f"</{p}sheetData>" + text[end:]
     new_text = _grow_dimension(new_text, p, patches)
     return new_text.encode(encoding)
+
+
+REL_STYLES = DOC_REL + "/styles"
+CT_STYLES = "application/vnd.openxmlformats-officedocument.spreadsheetml.styles+xml"
+_MINIMAL_STYLES = (
+    f'<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n<styleSheet xmlns="{MAIN_NS}">'
+    '<fonts count="1"><font><sz val="11"/><name val="Calibri"/></font></fonts>'
+    '<fills count="2"><fill><patternFill patternType="none"/></fill><fill><patternFill patternType="gray125"/></fill>'
+    '</fills><borders count="1"><border><left/><right/><top/><bottom/><diagonal/></border></borders>'
+    '<cellStyleXfs count="1"><xf numFmtId="0" fontId="0" fillId="0" borderId="0"/></cellStyleXfs>'
+    '<cellXfs count="1"><xf numFmtId="0" fontId="0" fillId="0" borderId="0" xfId="0"/></cellXfs>'
+    '<cellStyles count="1"><cellStyle name="Normal" xfId="0" builtinId="0"/></cellStyles></styleSheet>'
+)
+
+
+class QuotePrefixStyles:
+    """Cell formats like a cell's own but with ``quotePrefix="1"``, added to the workbook's styles part as needed.
+
+    Excel's *quote prefix* (the hidden apostrophe of a cell typed as ``'=1+1``) keeps a text cell text when someone
+    edits it; without it, F2 and Enter on text that starts with ``=`` turn it into a live formula. Calling the
+    object with a cell's ``s`` attribute (None: the default format 0) returns the index of a format that differs
+    from it only by the quote prefix: the same one if it already has it, else a copy appended to ``<cellXfs>``
+    (one per original format). :meth:`finish` writes the changed styles part into ``replaced`` (and creates a
+    minimal one, with its relationship and content type, in a workbook that has none).
+    """
+
+    def __init__(self, pkg: Package, replaced: dict[str, bytes]) -> None:
+        self._edits = _Edits(pkg, replaced)
+        self._made: dict[str, str] = {}
+        self._text: str | None = None
+        self._encoding = "utf-8"
+        self._part = ""
+        self._created = self._needs_rel = self._changed = False
+
+    def _load(self) -> str:
+        if self._text is None:
+            pkg = self._edits.pkg
+            rel = next((r for r in pkg.relationships(pkg.workbook_part) if r.type == REL_STYLES), None)
+            part = resolve_target(pkg.workbook_part, rel.target) if rel and not rel.external else ""
+            data = self._edits.current(part) if part else None
+            if data is None:  # no styles part (a hand-made workbook): start one
+                self._part = part or posixpath.join(posixpath.dirname(pkg.workbook_part), "styles.xml")
+                self._created, self._needs_rel = True, rel is None
+                self._text = _MINIMAL_STYLES
+            else:
+                self._part = part
+                self._text, self._encoding = _decode(data, part)
+        return self._text
+
+    def __call__(self, base: str | None) -> str:
+        key = base if base and base.isdigit() else "0"
+        if key in self._made:
+            return self._made[key]
+        text = self._load()
+        m = re.search(rf"<({_PREFIX})cellXfs\b([^>]*?)(/?)>", text)
+        if m is None:
+            raise WorkbookError(f"{self._part} has no <cellXfs>: cannot give a cell a quote prefix")
+        p = m.group(1)
+        if m.group(3):  # <cellXfs/>: no formats at all
+            body, close, tail = "", m.end(), text[m.end() :]
+        else:
+            close = text.find(f"</{p}cellXfs>", m.end())
+            if close < 0:
+                raise WorkbookError(f"{self._part} has an unterminated <cellXfs>")
+            body, tail = text[m.end() : close], text[close:]
+        xfs = list(
+            re.finditer(
+                rf"<{p}xf\b((?:\s+[^\s=/>]+\s*=\s*(?:\"[^\"]*\"|'[^']*'))*)\s*(?:/>|>(.*?)</{p}xf>)", body, re.S
+            )
+        )
+        index = int(key)
+        if index >= len(xfs):
+            index = 0  # a cell pointing past the formats: Excel shows it with the default
+        if not xfs:
+            xf_attrs: list[tuple[str, str]] = [("numFmtId", "0"), ("fontId", "0"), ("fillId", "0"), ("borderId", "0")]
+            inner = ""
+        else:
+            xf_attrs, inner = _attrs(xfs[index].group(1)), xfs[index].group(2) or ""
+            if dict(xf_attrs).get("quotePrefix") in ("1", "true"):
+                self._made[key] = str(index)
+                return self._made[key]
+        new_attrs = [(k, v) for k, v in xf_attrs if k != "quotePrefix"] + [("quotePrefix", "1")]
+        element = f"<{p}xf{_attr_text(new_attrs)}/>" if not inner else f"<{p}xf{_attr_text(new_attrs)}>{inner}</{p}xf>"
+        head_attrs = [(k, v) for k, v in _attrs(m.group(2)) if k != "count"] + [("count", str(len(xfs) + 1))]
+        if m.group(3):
+            tail = f"</{p}cellXfs>" + tail
+        self._text = text[: m.start()] + f"<{p}cellXfs{_attr_text(head_attrs)}>" + body + element + tail
+        self._changed = True
+        self._made[key] = str(len(xfs))
+        return self._made[key]
+
+    def finish(self) -> None:
+        """Write the styles part (if a format was added) into ``replaced``."""
+        if not self._changed:
+            return
+        self._edits.replaced[self._part] = self._text.encode(self._encoding)
+        if self._created:
+            if self._needs_rel:
+                _add_relationship(self._edits, self._edits.pkg.workbook_part, REL_STYLES, self._part)
+            if self._edits.pkg.content_type(self._part) != CT_STYLES:
+                _add_content_type(self._edits, self._part, None, CT_STYLES)
 
 
 def _decode(xml: bytes, part: str = "a part") -> tuple[str, str]:
@@ -825,11 +959,16 @@ def _insert_legacy_drawing(edits: _Edits, part: str, rid: str) -> None:
 # Writing
 
 
-def write_package(pkg: Package, replaced: Mapping[str, bytes], out: io.BufferedIOBase | str) -> None:
+def write_package(
+    pkg: Package,
+    replaced: Mapping[str, bytes],
+    out: io.BufferedIOBase | str,
+    written: Callable[[], None] | None = None,
+) -> None:
     """Write the package with ``replaced`` parts (new or changed), every other part copied unchanged, in order.
 
     Each member keeps its name, timestamp and compression, so writing the same content twice gives the same
-    bytes. New parts are added at the end with a fixed timestamp.
+    bytes. New parts are added at the end with a fixed timestamp. ``written()`` is called after each member.
     """
     with zipfile.ZipFile(out, "w") as zout:
         for info in pkg.zip.infolist():
@@ -839,7 +978,11 @@ def write_package(pkg: Package, replaced: Mapping[str, bytes], out: io.BufferedI
             copy.compress_type = zipfile.ZIP_STORED if stored else zipfile.ZIP_DEFLATED
             copy.external_attr = info.external_attr
             zout.writestr(copy, data)
+            if written is not None:
+                written()
         for name in sorted(set(replaced) - set(pkg.names)):
             info = zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0))
             info.compress_type = zipfile.ZIP_DEFLATED
             zout.writestr(info, replaced[name])
+            if written is not None:
+                written()

@@ -9,8 +9,11 @@ once and refuses it, with one line, before any XML is parsed when:
   exceed :class:`Limits` (read from the zip's central directory; Python's zip reader never inflates a part beyond
   its declared size, so the declared sizes bound the memory);
 * any XML part declares a **DTD or entities** (the "billion laughs" entity expansion and the quadratic blow-up both
-  need one; Excel never writes a DTD). openpyxl parses through ``defusedxml`` as well, which refuses entities
-  again: :func:`require_defusedxml` checks that it really does;
+  need one; Excel never writes a DTD), anywhere in the part; or starts with more than :data:`BLANK_MAX` of blank
+  space, or holds nothing else (padding that would hide a DTD from a check of the first bytes); or declares an
+  encoding other than UTF-8, UTF-16 or a single-byte superset of ASCII (Latin-1, Windows-1252). Every part is read
+  as a stream, whatever its name (a content type can make any part XML), UTF-16 parts as text. openpyxl parses
+  through ``defusedxml`` as well, which refuses entities again: :func:`require_defusedxml` checks that it does;
 * it has **external links** (``xl/externalLinks``: formulas reading other workbooks, or DDE links that start
   programs). xlsxplan never follows them; it refuses the file rather than compute with values it cannot see.
   Cell formulas and defined names are checked for external and DDE references too (:func:`formula_threat`);
@@ -20,6 +23,11 @@ once and refuses it, with one line, before any XML is parsed when:
   and refused above :attr:`Limits.max_memory_gb`, with the reason. Once the formulas are read (and before the
   engine builds them), the ranges they refer to are added to the estimate, since ``formulas`` keeps every position
   of a referenced range: ``SUM(A1:ZZ1000000)`` would need hundreds of GB (see ``xlsxplan.workbook``).
+* it holds too much of what is **cheap to write and slow to read**, counted in the same scan of every part: row
+  records (millions of empty formatted rows zip to a few MB), shared strings, cell formats, conditional-format rules
+  and data validations, defined names (the engine compiles each as a formula), and XML elements that openpyxl
+  builds as a tree (everything outside the cell data: styles, drawings, charts, pivot caches, extensions). Each has
+  a limit in :class:`Limits` and a share in the memory estimate.
 
 Macros are never run: xlsxplan has no code that executes VBA or Excel 4.0 macro sheets; a ``.xlsm``'s
 ``vbaProject.bin`` is copied into the output untouched.
@@ -30,9 +38,13 @@ stores it as text and never as a formula, whatever it starts with (formula injec
 
 from __future__ import annotations
 
+import codecs
+import collections
 import io
+import itertools
 import re
 import zipfile
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -43,6 +55,7 @@ from .ooxml import MAX_COL, MAX_ROW, Package, range_bounds
 __all__ = [
     "Limits",
     "SheetStats",
+    "PartStats",
     "Inspection",
     "open_package",
     "inspect_bytes",
@@ -66,10 +79,14 @@ MB = 1024 * 1024
 # Peak resident memory of a formulas model, fitted on benchmarks/recalc.py (BENCHMARKS.md, "Headless
 # recalculation") and rounded up: the estimate is 1.1 to 1.4 times what was measured for 100 to 10,000-row scenario
 # sheets (per-cell and array) and a 1,000-sheet workbook.
-BYTES_PER_CELL = 8_000  # every stored cell, constant or formula
-BYTES_PER_FORMULA = 50_000  # on top, for each formula cell
+BYTES_PER_CELL = 8_000  # every stored cell, constant or formula, and every hyperlinked cell (openpyxl gives it a value)
+BYTES_PER_FORMULA = 50_000  # on top, for each formula cell and each defined name (formulas compiles both)
 BYTES_PER_ARRAY_ELEMENT = 4_000  # each cell an array formula fills
-BYTES_PER_MATERIALISED = 400  # each cell openpyxl creates for a merged or hyperlinked range
+BYTES_PER_MATERIALISED = 400  # each cell openpyxl creates for a merged range
+# Measured with benchmarks/load_costs.py (BENCHMARKS.md, "What a workbook costs before its formulas"), rounded up:
+BYTES_PER_ROW = 1_200  # each <row> record: openpyxl keeps a row dimension for it (0.9 kB measured)
+BYTES_PER_STRING = 250  # each shared string (0.15 to 0.19 kB measured)
+BYTES_PER_ELEMENT = 800  # each other XML element openpyxl reads as a tree: styles, rules, drawings (0.6 kB)
 BASE_BYTES = 150 * MB  # Python, numpy, openpyxl, formulas and its function table
 
 
@@ -78,7 +95,8 @@ class Limits:
     """What xlsxplan agrees to open. Every limit is checked before the workbook's XML is parsed.
 
     The defaults let a 10,000-row scenario sheet (50,000 formula cells) and a 1,000-sheet workbook through on a
-    2-core, 24 GiB machine and refuse what would not fit there.
+    2-core, 24 GiB machine and refuse what would not fit there, or what is cheap to write and slow to read
+    (millions of empty formatted rows, shared strings or style records that no cell needs).
 
     Parameters
     ----------
@@ -94,9 +112,23 @@ class Limits:
     max_sheets : int
         Sheets in the workbook [count].
     max_cells : int
-        Cells stored in all sheets, plus those openpyxl creates for merged ranges and hyperlink ranges [count].
+        Cells stored in all sheets, plus those openpyxl creates for merged ranges and hyperlinks [count].
     max_formula_cells : int
-        Formula cells in all sheets; an array formula counts once [count].
+        Formula cells in all sheets, plus defined names (the engine compiles each as a formula); an array formula
+        counts once [count].
+    max_rows : int
+        Row records (``<row>``) in all sheets, empty or not; one sheet holds at most 1,048,576 rows [count].
+    max_strings : int
+        Shared strings (``<si>``) [count].
+    max_styles : int
+        Cell formats and differential formats (``<xf>``, ``<dxf>``); Excel itself allows 65,490 [count].
+    max_rules : int
+        Conditional-format rules and data validations (``<cfRule>``, ``<dataValidation>``): openpyxl spends about
+        0.1 ms on each [count].
+    max_elements : int
+        XML elements that openpyxl builds as a tree, whatever their kind: every element of every part except the
+        cell data of sheets and plain shared strings (styles, rules, drawings, charts, pivot caches, extensions)
+        [count].
     max_memory_gb : float
         Estimated peak memory of the formulas model (:meth:`estimate`) [GB].
     """
@@ -108,14 +140,29 @@ class Limits:
     max_sheets: int = 2_000
     max_cells: int = 5_000_000
     max_formula_cells: int = 200_000
+    max_rows: int = 2_000_000
+    max_strings: int = 2_000_000
+    max_styles: int = 100_000
+    max_rules: int = 50_000
+    max_elements: int = 4_000_000
     max_memory_gb: float = 16
 
     @staticmethod
-    def estimate(cells: int, formulas: int, array_elements: int, materialised: int) -> float:
+    def estimate(
+        cells: int,
+        formulas: int,
+        array_elements: int,
+        materialised: int,
+        rows: int = 0,
+        strings: int = 0,
+        elements: int = 0,
+    ) -> float:
         """Estimated peak memory of loading and calculating a workbook in ``formulas`` [bytes].
 
-        ``150 MiB + 8 kB x cells + 50 kB x formula cells + 4 kB x array-formula elements + 0.4 kB x materialised
-        cells``, fitted on ``benchmarks/recalc.py`` and rounded up (1.1 to 1.4 times the measured peaks).
+        ``150 MiB + 8 kB x cells + 50 kB x formulas + 4 kB x array-formula elements + 0.4 kB x materialised
+        cells + 1.2 kB x rows + 0.25 kB x shared strings + 0.8 kB x other XML elements``: the first four fitted on
+        ``benchmarks/recalc.py``, the last three on ``benchmarks/load_costs.py``, all rounded up (1.1 to 1.4
+        times the measured peaks). ``cells`` includes hyperlinked cells; ``formulas``, defined names.
         """
         return (
             BASE_BYTES
@@ -123,7 +170,33 @@ class Limits:
             + BYTES_PER_FORMULA * formulas
             + BYTES_PER_ARRAY_ELEMENT * array_elements
             + BYTES_PER_MATERIALISED * materialised
+            + BYTES_PER_ROW * rows
+            + BYTES_PER_STRING * strings
+            + BYTES_PER_ELEMENT * elements
         )
+
+
+@dataclass
+class PartStats:
+    """What the stream scan of one XML part found (:func:`inspect_bytes` scans every part, whatever its name).
+
+    ``elements`` counts the elements openpyxl would hold as a tree: all of the part's elements but those inside
+    ``<sheetData>`` (read as a stream) and the ``<si><t>`` pair of each shared string (read one at a time).
+    """
+
+    part: str
+    elements: int = 0
+    cells: int = 0
+    formulas: int = 0
+    array_elements: int = 0
+    materialised: int = 0
+    linked: int = 0
+    rows: int = 0
+    strings: int = 0
+    styles: int = 0
+    rules: int = 0
+    dimension: str | None = None
+    bad_range: tuple[str, str, str] | None = None  # (what, ref, why): reported with the sheet's title
 
 
 @dataclass
@@ -136,6 +209,8 @@ class SheetStats:
     formulas: int = 0
     array_elements: int = 0
     materialised: int = 0
+    linked: int = 0
+    rows: int = 0
     dimension: str | None = None
 
 
@@ -146,6 +221,7 @@ class Inspection:
     package: Package
     sheets: list[SheetStats] = field(default_factory=list)
     uncompressed: int = 0
+    parts: dict[str, PartStats] = field(default_factory=dict)
 
     @property
     def cells(self) -> int:
@@ -156,12 +232,40 @@ class Inspection:
         return sum(s.formulas for s in self.sheets)
 
     @property
+    def names(self) -> int:
+        """Defined names, which the engine compiles as formulas."""
+        return len(self.package.defined_names)
+
+    @property
+    def rows(self) -> int:
+        return sum(s.rows for s in self.sheets)
+
+    @property
+    def strings(self) -> int:
+        return sum(p.strings for p in self.parts.values())
+
+    @property
+    def styles(self) -> int:
+        return sum(p.styles for p in self.parts.values())
+
+    @property
+    def rules(self) -> int:
+        return sum(p.rules for p in self.parts.values())
+
+    @property
+    def elements(self) -> int:
+        return sum(p.elements for p in self.parts.values())
+
+    @property
     def estimated_bytes(self) -> float:
         return Limits.estimate(
-            self.cells,
-            self.formulas,
+            self.cells + sum(s.linked for s in self.sheets),
+            self.formulas + self.names,
             sum(s.array_elements for s in self.sheets),
             sum(s.materialised for s in self.sheets),
+            self.rows,
+            self.strings,
+            self.elements,
         )
 
 
@@ -252,95 +356,271 @@ def _check_members(zf: zipfile.ZipFile, name: str, limits: Limits) -> int:
 
 _FIRST_ELEMENT = re.compile(rb"<[A-Za-z_]")
 _DTD = re.compile(rb"<!(DOCTYPE|ENTITY)", re.I)
+_DECLARED_ENCODING = re.compile(rb"""^<\?xml[^>]*?\bencoding\s*=\s*["']([^"']*)["']""")
+_ENCODINGS = {  # UTF-8 and UTF-16 (what Excel writes), and single-byte supersets of ASCII, in which only "<" is "<"
+    "utf-8", "utf8", "utf-16", "utf16", "us-ascii", "ascii", "iso-8859-1", "latin-1", "latin1", "iso-8859-15",
+    "windows-1252", "cp1252",
+}  # fmt: skip
 _PROLOG_MAX = 64 * 1024
-
-
-def _check_prolog(zf: zipfile.ZipFile, info: zipfile.ZipInfo, name: str) -> None:
-    try:
-        with zf.open(info) as f:
-            head = f.read(_PROLOG_MAX)
-    except Exception as err:  # zlib.error, BadZipFile (bad CRC), EOFError: all mean a damaged archive
-        raise WorkbookError(f"{name} is corrupt: the part {info.filename} cannot be read ({err})") from None
-    if b"\x00" in head[:4] or head[:2] in (b"\xff\xfe", b"\xfe\xff"):
-        head = head.decode("utf-16", errors="ignore").encode("utf-8")
-    if not head.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"<"):
-        return  # not XML (an image, vbaProject.bin): nothing will parse it as XML
-    m = _FIRST_ELEMENT.search(head)
-    prolog = head[: m.start()] if m else head
-    if _DTD.search(prolog):
-        raise WorkbookError(
-            f"{name} is refused: the part {info.filename} declares a DTD or entities (an XML entity bomb?)"
-        )
-    if m is None and len(head) >= _PROLOG_MAX:
-        raise WorkbookError(f"{name} is refused: the part {info.filename} has no XML element in its first 64 KiB")
-
-
-_P = rb"(?:[A-Za-z_][\w.\-]*:)?"
-_CELL = re.compile(rb"<" + _P + rb"c[\s/>]")
-_FORMULA = re.compile(rb"<" + _P + rb"f(?=[\s/>])([^>]*)>")
-_RANGE_ATTR = re.compile(rb"<" + _P + rb"(mergeCell|hyperlink)\b([^>]*)>")
-_DIMENSION = re.compile(rb"<" + _P + rb"dimension\b([^>]*)>")
-_REF = re.compile(rb"""\bref\s*=\s*["']([^"']*)["']""")
-_ARRAY = re.compile(rb"""\bt\s*=\s*["']array["']""")
+_BLANK = b" \t\r\n"
+BLANK_MAX = 64 * 1024
+"""Blank space allowed before a part's first markup [bytes]. Excel writes none; past this, a part is refused rather
+than read on in search of a DTD."""
 _CHUNK = 1 << 20
 
 
-def _area(ref: bytes, sheet: str, what: str) -> int:
+def _utf16(head: bytes) -> str | None:
+    """The UTF-16 codec a part is written in, judged from its first bytes, or None (UTF-8, or not text)."""
+    if head[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        return "utf-16"  # with a byte-order mark, which the decoder consumes
+    if head[:1] == b"\x00":
+        return "utf-16-be"
+    if b"\x00" in head[1:4]:
+        return "utf-16-le"
+    return None
+
+
+def _utf8_chunks(f: Any) -> Iterator[bytes]:
+    """A zip member's bytes in chunks of about 1 MiB, as UTF-8: a UTF-16 part is transcoded, a BOM dropped."""
+    head = f.read(_CHUNK)
+    codec = _utf16(head)
+    if codec is None:
+        yield head[3:] if head.startswith(b"\xef\xbb\xbf") else head
+        while chunk := f.read(_CHUNK):
+            yield chunk
+        return
+    decoder = codecs.getincrementaldecoder(codec)(errors="replace")
+    yield decoder.decode(head).encode("utf-8")
+    while chunk := f.read(_CHUNK):
+        yield decoder.decode(chunk).encode("utf-8")
+    yield decoder.decode(b"", final=True).encode("utf-8")
+
+
+def _first_markup(chunks: Iterator[bytes], part: str, name: str) -> bytes | None:
+    """The part from its first non-blank byte on (the rest of that chunk), or None if it is empty.
+
+    Reads no further than :data:`BLANK_MAX` bytes of blank space: a part that is only blank space, or starts with
+    more than that, is refused.
+    """
+    blank = 0
+    for chunk in chunks:
+        rest = chunk.lstrip(_BLANK)
+        blank += len(chunk) - len(rest)
+        if blank > BLANK_MAX:
+            raise WorkbookError(
+                f"{name} is refused: the part {part} starts with over {BLANK_MAX // 1024} KiB of blank space "
+                "(Excel writes none; it could hide a DTD from a check that reads only the start)"
+            )
+        if rest:
+            return rest
+    if blank:
+        raise WorkbookError(f"{name} is refused: the part {part} holds nothing but blank space")
+    return None
+
+
+def _check_head(buf: bytes, chunks: Iterator[bytes], part: str, name: str) -> bytes:
+    """Refuse a DTD, entities or an unusual encoding in the prolog of a part that starts with ``buf``; return the
+    start of the part read so far (at least its prolog, or 64 KiB)."""
+    while len(buf) < _PROLOG_MAX and not _FIRST_ELEMENT.search(buf):
+        more = next(chunks, b"")
+        if not more:
+            break
+        buf += more
+    m = _FIRST_ELEMENT.search(buf, 0, _PROLOG_MAX)
+    prolog = buf[: m.start()] if m else buf[:_PROLOG_MAX]
+    if _DTD.search(prolog):
+        raise WorkbookError(f"{name} is refused: the part {part} declares a DTD or entities (an XML entity bomb?)")
+    declared = _DECLARED_ENCODING.match(prolog)
+    if declared and declared.group(1).decode("ascii", "replace").strip().lower() not in _ENCODINGS:
+        shown = declared.group(1).decode("ascii", "replace")
+        raise WorkbookError(
+            f"{name} is refused: the part {part} declares the encoding {shown!r}; Excel writes UTF-8 or UTF-16"
+        )
+    if m is None and len(buf) >= _PROLOG_MAX:
+        raise WorkbookError(f"{name} is refused: the part {part} has no XML element in its first 64 KiB")
+    return buf
+
+
+def _open_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, name: str) -> Any:
     try:
-        r1, c1, r2, c2 = range_bounds(ref.decode("ascii", errors="replace").split(" ")[0])
-    except WorkbookError as err:
-        shown = ref.decode(errors="replace")
-        raise WorkbookError(f"sheet {sheet!r} has a {what} with a bad range {shown!r}: {err.message}") from None
+        return zf.open(info)
+    except Exception as err:  # BadZipFile, NotImplementedError: a damaged or unusual member
+        raise WorkbookError(f"{name} is corrupt: the part {info.filename} cannot be read ({err})") from None
+
+
+def _check_prolog(zf: zipfile.ZipFile, info: zipfile.ZipInfo, name: str) -> None:
+    """Refuse a part whose prolog declares a DTD or entities, or that hides its start behind blank space.
+
+    Reads the part only up to its first element (at most :data:`BLANK_MAX` of blank space and 64 KiB of prolog).
+    """
+    try:
+        with _open_member(zf, info, name) as f:
+            chunks = _utf8_chunks(f)
+            buf = _first_markup(chunks, info.filename, name)
+            if buf is not None and buf.startswith(b"<"):
+                _check_head(buf, chunks, info.filename, name)
+    except WorkbookError:
+        raise
+    except Exception as err:  # zlib.error, BadZipFile (bad CRC), EOFError: all mean a damaged archive
+        raise WorkbookError(f"{name} is corrupt: the part {info.filename} cannot be read ({err})") from None
+
+
+_P = rb"(?:[A-Za-z_][\w.\-]*:)?"
+_TAG = re.compile(rb"<([A-Za-z_][\w.\-:]*)")  # a start tag's name, with its prefix if any
+_FORMULA = re.compile(rb"<" + _P + rb"f(?=[\s/>])([^>]*)>")
+_RANGE_ATTR = re.compile(rb"<" + _P + rb"(mergeCell|hyperlink)(?=[\s/>])([^>]*)>")
+_DIMENSION = re.compile(rb"<" + _P + rb"dimension(?=[\s/>])([^>]*)>")
+_SHEET_DATA = re.compile(rb"<" + _P + rb"sheetData\b[^>]*?(/?)>")
+_SHEET_DATA_END = re.compile(rb"</" + _P + rb"sheetData\s*>")
+_REF = re.compile(rb"""\bref\s*=\s*["']([^"']*)["']""")
+_ARRAY = re.compile(rb"""\bt\s*=\s*["']array["']""")
+
+
+def _elements(buf: bytes) -> int:
+    """Start tags in ``buf``: every ``<`` but those of end tags, declarations, processing instructions."""
+    return buf.count(b"<") - buf.count(b"</") - buf.count(b"<!") - buf.count(b"<?")
+
+
+def _area(ref: bytes) -> int:
+    r1, c1, r2, c2 = range_bounds(ref.decode("ascii", errors="replace").split(" ")[0])
     return (r2 - r1 + 1) * (c2 - c1 + 1)
 
 
-def _scan_sheet(zf: zipfile.ZipFile, part: str, title: str) -> SheetStats:
-    """Count cells, formulas and materialised ranges in a worksheet part, as a stream (bounded memory)."""
-    stats = SheetStats(title, part)
-    carry = b""
-    try:
-        with zf.open(part) as f:
-            while True:
-                chunk = f.read(_CHUNK)
-                buf = carry + chunk
-                if chunk:
-                    cut = buf.rfind(b"<")
-                    cut = cut if cut > 0 else len(buf)
-                    buf, carry = buf[:cut], buf[cut:]
+class _PartScan:
+    """Counts in a part's markup, fed as buffers that each end just before a ``<``."""
+
+    def __init__(self, part: str) -> None:
+        self.stats = PartStats(part)
+        self.outside = 0  # elements outside <sheetData>
+        self.in_data = 0  # 0 before <sheetData>, 1 inside it, 2 after it
+
+    def feed(self, buf: bytes) -> None:
+        s = self.stats
+        if self.in_data == 0:  # before <sheetData>, or a part that has none
+            m = _SHEET_DATA.search(buf) if b"sheetData" in buf else None
+            if m is None:
+                self.outside += _elements(buf)
+            else:
+                self.outside += _elements(buf[: m.end()])
+                self.in_data = 2 if m.group(1) else 1
+                if self.in_data == 1:
+                    self._after_data(buf, m.end())
                 else:
-                    carry = b""
-                stats.cells += len(_CELL.findall(buf))
-                for m in _FORMULA.finditer(buf):
-                    stats.formulas += 1
-                    if _ARRAY.search(m.group(1)):
-                        ref = _REF.search(m.group(1))
-                        if ref:
-                            stats.array_elements += _area(ref.group(1), title, "array formula")
-                for m in _RANGE_ATTR.finditer(buf):
-                    ref = _REF.search(m.group(2))
-                    if ref and b":" in ref.group(1):
-                        what = "merged range" if m.group(1) == b"mergeCell" else "hyperlink"
-                        stats.materialised += _area(ref.group(1), title, what)
-                if stats.dimension is None:
-                    dm = _DIMENSION.search(buf)
-                    if dm:
-                        ref = _REF.search(dm.group(1))
-                        stats.dimension = ref.group(1).decode("ascii", errors="replace") if ref else ""
+                    self.outside += _elements(buf[m.end() :])
+        elif self.in_data == 1:
+            self._after_data(buf, 0)
+        else:
+            self.outside += _elements(buf)
+        census: dict[bytes, int] = {}
+        for tag, n in collections.Counter(_TAG.findall(buf)).items():
+            local = tag.rpartition(b":")[2]  # any prefix: openpyxl matches the namespace, not the prefix
+            census[local] = census.get(local, 0) + n
+        s.cells += census.get(b"c", 0)
+        s.formulas += census.get(b"f", 0)
+        s.rows += census.get(b"row", 0)
+        s.strings += census.get(b"si", 0)
+        s.styles += census.get(b"xf", 0) + census.get(b"dxf", 0)
+        s.rules += census.get(b"cfRule", 0) + census.get(b"dataValidation", 0)
+        if census.get(b"f") and b"array" in buf:
+            for m in _FORMULA.finditer(buf):
+                if _ARRAY.search(m.group(1)):
+                    ref = _REF.search(m.group(1))
+                    if ref:
+                        s.array_elements += self._area(ref.group(1), "array formula")
+        if census.get(b"mergeCell") or census.get(b"hyperlink"):
+            for m in _RANGE_ATTR.finditer(buf):
+                ref = _REF.search(m.group(2))
+                if m.group(1) == b"hyperlink":
+                    if ref:  # openpyxl gives each hyperlinked cell a value, which the engine then compiles
+                        s.linked += self._area(ref.group(1), "hyperlink") if b":" in ref.group(1) else 1
+                elif ref and b":" in ref.group(1):
+                    s.materialised += self._area(ref.group(1), "merged range")
+        if s.dimension is None and census.get(b"dimension"):
+            dm = _DIMENSION.search(buf)
+            if dm:
+                ref = _REF.search(dm.group(1))
+                s.dimension = ref.group(1).decode("ascii", errors="replace") if ref else ""
+
+    def _after_data(self, buf: bytes, pos: int) -> None:
+        """Inside <sheetData> from ``pos``: openpyxl reads cell data as a stream; count what follows its end."""
+        end = _SHEET_DATA_END.search(buf, pos) if b"sheetData" in buf else None
+        if end is not None:
+            self.in_data = 2
+            self.outside += _elements(buf[end.start() :])
+
+    def _area(self, ref: bytes, what: str) -> int:
+        try:
+            return _area(ref)
+        except WorkbookError as err:
+            if self.stats.bad_range is None:
+                self.stats.bad_range = (what, ref.decode(errors="replace"), err.message)
+            return 0
+
+    def finish(self) -> PartStats:
+        # a shared string's <si> and <t> are read one string at a time, not kept as a tree
+        self.stats.elements = max(self.outside - 2 * self.stats.strings, 0)
+        return self.stats
+
+
+def _scan_part(zf: zipfile.ZipFile, info: zipfile.ZipInfo, name: str) -> PartStats | None:
+    """Check a part's prolog (:func:`_check_prolog`) and count what it holds, reading it once as a stream in
+    bounded memory; None for a part that is not XML (an image, ``vbaProject.bin``): nothing parses it as XML."""
+    part = info.filename
+    try:
+        with _open_member(zf, info, name) as f:
+            chunks = _utf8_chunks(f)
+            buf = _first_markup(chunks, part, name)
+            if buf is None or not buf.startswith(b"<"):
+                return None
+            buf = _check_head(buf, chunks, part, name)
+            scan = _PartScan(part)
+            carry = b""
+            for chunk in itertools.chain([buf], chunks):
                 if not chunk:
-                    break
+                    continue
+                data = carry + chunk
+                cut = data.rfind(b"<")
+                if cut <= 0:  # one tag or text run longer than a chunk: take it whole
+                    carry = b""
+                else:
+                    data, carry = data[:cut], data[cut:]
+                if b"<!" in data and _DTD.search(data):
+                    raise WorkbookError(f"{name} is refused: the part {part} declares a DTD or entities")
+                scan.feed(data)
+            if carry:
+                if _DTD.search(carry):
+                    raise WorkbookError(f"{name} is refused: the part {part} declares a DTD or entities")
+                scan.feed(carry)
     except WorkbookError:
         raise
-    except Exception as err:
-        raise WorkbookError(f"the part {part} (sheet {title!r}) is corrupt: {err}") from None
+    except Exception as err:  # zlib.error, BadZipFile (bad CRC), EOFError: all mean a damaged archive
+        raise WorkbookError(f"{name} is corrupt: the part {part} cannot be read ({err})") from None
+    return scan.finish()
+
+
+def _sheet_stats(stats: PartStats, title: str) -> SheetStats:
+    if stats.bad_range is not None:
+        what, ref, why = stats.bad_range
+        raise WorkbookError(f"sheet {title!r} has a {what} with a bad range {ref!r}: {why}")
     if stats.dimension:
         try:
-            r1, c1, r2, c2 = range_bounds(stats.dimension)
+            range_bounds(stats.dimension)
         except WorkbookError:
             raise WorkbookError(
                 f"sheet {title!r} declares the dimension {stats.dimension!r}, outside Excel's grid "
                 f"({MAX_ROW:,} rows by {MAX_COL:,} columns)"
             ) from None
-    return stats
+    return SheetStats(
+        title,
+        stats.part,
+        stats.cells,
+        stats.formulas,
+        stats.array_elements,
+        stats.materialised,
+        stats.linked,
+        stats.rows,
+        stats.dimension,
+    )
 
 
 def inspect_bytes(data: bytes, name: str, limits: Limits | None = None) -> Inspection:
@@ -359,9 +639,13 @@ def inspect_bytes(data: bytes, name: str, limits: Limits | None = None) -> Inspe
 def _inspect(data: bytes, name: str, limits: Limits) -> Inspection:
     zf = _open_zip(data, name)
     total = _check_members(zf, name, limits)
+    parts: dict[str, PartStats] = {}
     for info in zf.infolist():  # every part, whatever its name: a content type can make any part XML
         if not info.is_dir():
-            _check_prolog(zf, info, name)
+            stats = _scan_part(zf, info, name)
+            if stats is not None:
+                parts[info.filename] = stats
+    _check_markup(parts, name, limits)  # before anything, xlsxplan's own reading of the structure included, parses
     pkg = Package(data, zf)
     pkg.load_structure()
     links = [n for n in pkg.names if n.lower().startswith("xl/externallinks/") and not n.lower().endswith(".rels")]
@@ -377,36 +661,83 @@ def _inspect(data: bytes, name: str, limits: Limits) -> Inspection:
             raise WorkbookError(f"{name} is refused: the defined name {dn.name} {threat}")
     if len(pkg.sheets) > limits.max_sheets:
         raise WorkbookError(f"{name} has {len(pkg.sheets):,} sheets; the limit is {limits.max_sheets:,}")
-    inspection = Inspection(pkg, uncompressed=total)
+    inspection = Inspection(pkg, uncompressed=total, parts=parts)
     for sheet in pkg.sheets:
         if sheet.kind == "worksheet":
             if not pkg.has(sheet.part):
                 raise WorkbookError(f"{name} is corrupt: sheet {sheet.title!r} has no part {sheet.part}")
-            inspection.sheets.append(_scan_sheet(zf, sheet.part, sheet.title))
+            stats = parts.get(sheet.part) or PartStats(sheet.part)  # not XML: openpyxl will say it is corrupt
+            inspection.sheets.append(_sheet_stats(stats, sheet.title))
     _check_size(inspection, name, limits)
     return inspection
 
 
-def _check_size(ins: Inspection, name: str, limits: Limits) -> None:
-    cells = ins.cells + sum(s.materialised for s in ins.sheets)
-    biggest = max(ins.sheets, key=lambda s: s.cells + s.materialised)
-    if cells > limits.max_cells:
+def _check_markup(parts: Mapping[str, PartStats], name: str, limits: Limits) -> None:
+    """Refuse what is cheap to write and slow to read, counted over every XML part: shared strings, style records,
+    conditional-format rules and data validations, and XML elements that openpyxl builds as a tree."""
+
+    def most(attr: str) -> str:
+        part = max(parts.values(), key=lambda p: getattr(p, attr))
+        return f"{getattr(part, attr):,} in {part.part}"
+
+    strings = sum(p.strings for p in parts.values())
+    if strings > limits.max_strings:
         raise WorkbookError(
-            f"{name} has {cells:,} cells (with merged and hyperlinked ranges; {biggest.cells + biggest.materialised:,} "
-            f"in sheet {biggest.title!r}); the limit is {limits.max_cells:,}"
+            f"{name} has {strings:,} shared strings; the limit is {limits.max_strings:,} (openpyxl reads every one "
+            "before any cell)"
         )
-    if ins.formulas > limits.max_formula_cells:
-        busiest = max(ins.sheets, key=lambda s: s.formulas)
+    styles = sum(p.styles for p in parts.values())
+    if styles > limits.max_styles:
         raise WorkbookError(
-            f"{name} has {ins.formulas:,} formula cells ({busiest.formulas:,} in sheet {busiest.title!r}); the "
-            f"headless engine takes about 3 ms and 50 kB for each, and the limit is "
+            f"{name} has {styles:,} cell formats (xf and dxf records, {most('styles')}); Excel allows 65,490 and "
+            f"the limit is {limits.max_styles:,}"
+        )
+    rules = sum(p.rules for p in parts.values())
+    if rules > limits.max_rules:
+        raise WorkbookError(
+            f"{name} has {rules:,} conditional-format rules and data validations ({most('rules')}); the limit is "
+            f"{limits.max_rules:,}"
+        )
+    elements = sum(p.elements for p in parts.values())
+    if elements > limits.max_elements:
+        raise WorkbookError(
+            f"{name} has {elements:,} XML elements outside cell data ({most('elements')}); openpyxl builds an "
+            f"object for each, and the limit is {limits.max_elements:,}"
+        )
+
+
+def _check_size(ins: Inspection, name: str, limits: Limits) -> None:
+    cells = ins.cells + sum(s.materialised + s.linked for s in ins.sheets)
+    biggest = max(ins.sheets, key=lambda s: s.cells + s.materialised + s.linked)
+    if cells > limits.max_cells:
+        most = biggest.cells + biggest.materialised + biggest.linked
+        raise WorkbookError(
+            f"{name} has {cells:,} cells (with merged and hyperlinked ranges; {most:,} in sheet {biggest.title!r}); "
+            f"the limit is {limits.max_cells:,}"
+        )
+    if ins.rows > limits.max_rows:
+        longest = max(ins.sheets, key=lambda s: s.rows)
+        raise WorkbookError(
+            f"{name} has {ins.rows:,} row records ({longest.rows:,} in sheet {longest.title!r}, which stores "
+            f"{longest.cells:,} cells: formatted empty rows?); the limit is {limits.max_rows:,}"
+        )
+    formulas = ins.formulas + ins.names
+    if formulas > limits.max_formula_cells:
+        busiest = max(ins.sheets, key=lambda s: s.formulas)
+        names = f" and {ins.names:,} defined names" if ins.names else ""
+        raise WorkbookError(
+            f"{name} has {ins.formulas:,} formula cells{names} ({busiest.formulas:,} in sheet "
+            f"{busiest.title!r}); the headless engine takes about 3 ms and 50 kB for each, and the limit is "
             f"{limits.max_formula_cells:,}: compute long columns with one array formula instead"
         )
     need = ins.estimated_bytes / 1e9
     if need > limits.max_memory_gb:
+        extra = [(ins.names, "defined names"), (ins.rows, "rows"), (ins.strings, "shared strings")]
+        extra.append((ins.elements, "other XML elements"))
+        counted = "".join(f", {n:,} {what}" for n, what in extra if n)
         raise WorkbookError(
             f"{name} would need about {need:,.1f} GB of memory to recalculate ({ins.cells:,} cells, "
-            f"{ins.formulas:,} formulas); the limit is {limits.max_memory_gb:,.0f} GB"
+            f"{ins.formulas:,} formulas{counted}); the limit is {limits.max_memory_gb:,.0f} GB"
         )
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import bisect
 import contextlib
+import functools
 import gc
 import logging
 import math
@@ -33,8 +34,27 @@ from . import engine
 from .cells import EXCEL_ERRORS, CellError
 from .errors import WorkbookError
 from .fileio import atomic_write
-from .ooxml import MAX_ROW, CommentEdit, Package, Patch, col_letter, patch_sheet, range_bounds, write_notes
-from .safety import Inspection, Limits, clean_text, formula_threat, open_package, require_defusedxml
+from .ooxml import (
+    MAX_ROW,
+    CommentEdit,
+    Package,
+    Patch,
+    QuotePrefixStyles,
+    closest,
+    col_letter,
+    patch_sheet,
+    range_bounds,
+    write_notes,
+)
+from .safety import (
+    FORMULA_TRIGGERS,
+    Inspection,
+    Limits,
+    clean_text,
+    formula_threat,
+    open_package,
+    require_defusedxml,
+)
 
 BYTES_PER_REFERENCED_CELL = 800
 """Memory formulas spends per cell of a range a formula refers to (``SUM(A:A)``: about 0.7 GB measured)."""
@@ -71,6 +91,20 @@ def _plain(value: Any) -> Any:
         value = value.item()
     if isinstance(value, float) and not math.isfinite(value):
         return CellError("#NUM!", "the result is not a finite number")
+    return value
+
+
+def _constant(value: Any, data_type: str) -> Any:
+    """A constant cell as openpyxl read it (value, data type), as the model would hold it: see Model.push."""
+    if data_type == "e":
+        code = str(value).strip().upper()
+        return CellError(
+            code if code in EXCEL_ERRORS else "#VALUE!", "the cell holds this error value (typed, not calculated)"
+        )
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            return CellError("#NUM!", "the result is not a finite number")
+        return round(value, 15)  # as formulas reads a number cell
     return value
 
 
@@ -220,8 +254,25 @@ def gc_paused() -> Iterator[None]:
             gc.enable()
 
 
+def _collector_paused(method: Callable[..., Any]) -> Callable[..., Any]:
+    """Run a Workbook method with the cyclic garbage collector paused (:func:`gc_paused`).
+
+    Reading values allocates an array per cell, and with the model's objects alive each collection of the oldest
+    generation walks all of them: reading a 1,000-row sheet's 5,000 results took 1.9 s with the collector on and
+    0.3 s paused; saving it, 2.1 s and 0.5 s.
+    """
+
+    @functools.wraps(method)
+    def paused(*args: Any, **kwargs: Any) -> Any:
+        with gc_paused():
+            return method(*args, **kwargs)
+
+    return paused
+
+
 def _model_class() -> type:
     import formulas
+    import schedula as sh
     from formulas.cell import Cell
 
     class Model(formulas.ExcelModel):
@@ -235,6 +286,7 @@ def _model_class() -> type:
             self.problems: dict[str, CellError] = {}
             self.formula_text: dict[str, str] = {}
             self.compile_messages: dict[str, engine.Messages] = {}  # constant parts are evaluated while compiling
+            self.constants: dict[tuple[str, int, int], tuple[Any, str]] = {}  # (sheet, row, col): (value, type)
 
         def add_book(self, book: Any = None, context: Any = None, data_only: bool = False) -> Any:
             if isinstance(book, str) and book.replace("\\", "/").upper() != _BOOK_KEY:
@@ -247,8 +299,39 @@ def _model_class() -> type:
                 text = re.sub(re.escape(quoted), lambda _m, a=alias: f"'{a}'!", text, flags=re.I)
             return text
 
+        def push(self, worksheet: Any, context: Any) -> Any:
+            """formulas' ``push`` of a worksheet, compiling its formula cells only.
+
+            A constant cell (a label, a unit, a note, an input) becomes a node of the model only if a formula or a
+            defined name refers to it: ``finish()`` loads the referenced ranges' stored cells (formulas'
+            ``complete``, the way it loads a model for chosen outputs). The others are kept aside in
+            ``constants`` as (value, data type), and the Workbook reads them from there: about 0.2 ms of load and
+            0.15 ms of every calculation saved per cell (BENCHMARKS.md, "Template recalculation").
+            """
+            worksheet, context = self.add_sheet(worksheet, context)
+            references = self.references
+            formula_references = self.formula_references(context)
+            formula_ranges = self.formula_ranges(context)
+            ctx = {"external_links": self.external_links(context)}
+            ctx.update(context)
+            sheet = context["sheet"]
+            cells = []
+            for row in worksheet.iter_rows():
+                for c in row:
+                    if not hasattr(c, "value"):
+                        continue
+                    if c.data_type != "f":
+                        self.tick(1)
+                        self.constants[(sheet, c.row, c.column)] = (c.value, c.data_type)
+                        continue
+                    cells.append(self.compile_cell(c, ctx, references, formula_references))
+            for compiled in cells:
+                self.add_cell(sh.await_result(compiled), ctx, formula_ranges)
+            return self
+
         def compile_cell(self, cell: Any, context: Any, references: Any, formula_references: Any) -> Any:
-            self.tick(1)
+            if cell.data_type == "f":  # a constant was counted when push() set it aside
+                self.tick(1)
             crd = formula_references.get(cell.coordinate, cell.coordinate)
             text: str | None = None
             if cell.data_type == "f":
@@ -350,6 +433,10 @@ def _sheet_ref(text: str) -> tuple[str | None, str]:
     return sheet, ref.strip().replace("$", "")
 
 
+_INDEX_CASE = re.compile(r"^=\s*INDEX\(\s*([^,()]+?)\s*,\s*([^,()]+?)\s*\)\s*$", re.I)
+_A1 = re.compile(r"\$?[A-Za-z]{1,3}\$?\d+(:\$?[A-Za-z]{1,3}\$?\d+)?")
+
+
 @dataclass(frozen=True)
 class _Array:
     key: str
@@ -429,7 +516,7 @@ class Workbook:
             if progress is not None and (done[0] % 500 == 0 or done[0] == total):
                 progress(min(done[0], total), total)
 
-        name = path.name if path else "the workbook"
+        name = str(path) if path else "the workbook"
         alias: dict[str, str] = {}
         try:
             with _quiet_engine():
@@ -501,6 +588,15 @@ class Workbook:
                 if arr.key in self._formula:
                     cells = with_formula[title]
                     cells.update((r, c) for r in range(arr.r1, arr.r2 + 1) for c in range(arr.c1, arr.c2 + 1))
+        # Constants no formula or name refers to stayed out of the model (Model.push): read from the file instead
+        self._constants: dict[tuple[str, int, int], tuple[Any, str]] = {}
+        for (sheet, r, c), stored in self._model.constants.items():
+            title = self._upper_to_title.get(sheet)
+            if title is None or (title, r, c) in self._single or self._array_at(title, r, c) is not None:
+                continue
+            self._constants[(title, r, c)] = stored
+            if stored[1] == "e":
+                others[title].append((r, c))
         self._formula_cells = {title: sorted(cells) for title, cells in with_formula.items()}
         self._other_cells = {title: sorted(cells) for title, cells in others.items()}
 
@@ -537,8 +633,8 @@ class Workbook:
         if not matches:
             if re.fullmatch(r"\$?[A-Za-z]{1,3}\$?\d+(:\$?[A-Za-z]{1,3}\$?\d+)?", target):
                 raise WorkbookError(f"{ref!r} needs its sheet, e.g. {self.sheetnames[0]}!{target}")
-            shown = ", ".join(sorted(self.names)) or "none"
-            raise WorkbookError(f"the workbook has no sheet reference or defined name {ref!r}; its names: {shown}")
+            hint = self._names_like(target)
+            raise WorkbookError(f"the workbook has no sheet reference or defined name {ref!r}; {hint}")
         name = next((d for d in matches if d.local_sheet is None), matches[0])
         text = name.text.strip().lstrip("=")
         inner_sheet, inner = _sheet_ref(text)
@@ -549,6 +645,28 @@ class Workbook:
                 pass
         return f"'[{BOOK_NAME}]'!{name.name.upper()}"
 
+    def _names_like(self, target: str) -> str:
+        """``did you mean A or B?`` with the defined names closest to ``target``, else a list of the names."""
+        names = sorted(self.names)
+        close = closest(target, names)
+        if close:
+            return f"did you mean {' or '.join(close)}?"
+        if not names:
+            return "it has no defined names; refer to cells as Sheet!B3"
+        shown = ", ".join(names[:20]) + (f" and {len(names) - 20} more" if len(names) > 20 else "")
+        return f"its names: {shown}"
+
+    def address(self, ref: str) -> str:
+        """Where ``ref`` (a cell, a range or a defined name) points: ``Inputs!B3``, ``Outputs!B2:B4``, or the name
+        itself for a name that holds a formula. WorkbookError, with the nearest names or sheets, if it points
+        nowhere. Nothing is calculated: a typo is found before the expensive part."""
+        target = self._resolve(ref)
+        if isinstance(target, str):
+            return ref.strip()
+        title, r1, c1, r2, c2 = target
+        first = f"{_quote_sheet(title)}!{col_letter(c1)}{r1}"
+        return first if (r1, c1) == (r2, c2) else f"{first}:{col_letter(c2)}{r2}"
+
     def _array_at(self, title: str, row: int, col: int) -> _Array | None:
         for arr in self._arrays.get(title, ()):
             if arr.r1 <= row <= arr.r2 and arr.c1 <= col <= arr.c2:
@@ -557,11 +675,14 @@ class Workbook:
 
     # -- inputs -------------------------------------------------------------------------------------------------
 
-    def set(self, ref: str, value: Any) -> Workbook:
+    def set(self, ref: str, value: Any, force: bool = False) -> Workbook:
         """Set an input cell (``"Inputs!C5"``) or the cell a defined name points to (``"Params_B"``).
 
         ``value`` is a number, text (always stored as text, never as a formula), a bool, None (empty) or a
-        :class:`~xlsxplan.cells.CellError`. Cells that hold a formula cannot be set. Returns the workbook.
+        :class:`~xlsxplan.cells.CellError`. A cell that holds a formula is refused, with the input cells behind it
+        (for ``=INDEX(cases, Scenario_Number)``, the active case's cell), unless ``force``: then the value replaces
+        the formula, in the calculation and in the file saved (the input file is never changed). A cell of an
+        array formula is always refused. Returns the workbook.
         """
         target = self._resolve(ref)
         if isinstance(target, str):
@@ -571,21 +692,129 @@ class Workbook:
         if (r1, c1) != (r2, c2):
             raise WorkbookError(f"{ref!r} is a range ({where}:{col_letter(c2)}{r2}); set one cell at a time")
         key = self._single.get((title, r1, c1))
-        if (key is not None and key in self._formula) or self._array_at(title, r1, c1) is not None:
-            raise WorkbookError(f"{where} holds a formula; only input cells can be set")
+        arr = self._array_at(title, r1, c1)
+        if arr is not None:
+            span = f"{col_letter(arr.c1)}{arr.r1}:{col_letter(arr.c2)}{arr.r2}"
+            raise WorkbookError(f"{where} is part of the array formula in {span}; only input cells can be set")
+        if key is not None and key in self._formula and not force:
+            raise WorkbookError(self._formula_refusal(where, key, title))
         value = _check_value(value, f"the value for {where}")
         self._inputs[key or self._key(title, f"{col_letter(c1)}{r1}")] = _to_formulas(value)
         self._sets[(title, r1, c1)] = value
         self._solution = None
         return self
 
+    def _formula_refusal(self, where: str, key: str, title: str) -> str:
+        """Why a formula cell cannot be set, and which cells to set instead."""
+        text = self._model.formula_text.get(key, "")
+        case = self._active_case(text, title)
+        if case is not None:
+            advice = f"set {case} instead"
+        else:
+            behind = self._precedents(key)
+            advice = f"set the cells it reads instead ({behind})" if behind else "set the cells it reads instead"
+        shown = f" ({text})" if text and len(text) <= 80 else ""
+        return (
+            f"{where} holds a formula{shown}; {advice}, or force it (--force-set) to replace the formula with the "
+            "value in the copy written"
+        )
+
+    def _active_case(self, formula: str, title: str) -> str | None:
+        """For ``=INDEX(row or column of cases, selector)``: the cell of the case the selector picks, described."""
+        m = _INDEX_CASE.match(formula)
+        if m is None:
+            return None
+        cases, selector = m.group(1).strip(), m.group(2).strip()
+        try:
+            target = self._resolve(f"{_quote_sheet(title)}!{cases}" if _A1.fullmatch(cases) else cases)
+        except WorkbookError:
+            return None
+        if isinstance(target, str):
+            return None
+        sheet, r1, c1, r2, c2 = target
+        if r1 != r2 and c1 != c2:  # a table, not a row or a column of cases
+            return None
+        n = self._value_of(selector, title)
+        if isinstance(n, bool) or not isinstance(n, (int, float)) or not math.isfinite(n) or n != int(n):
+            return None
+        i = int(n)
+        if not 1 <= i <= max(r2 - r1, c2 - c1) + 1:
+            return None
+        row, col = (r1, c1 + i - 1) if r1 == r2 else (r1 + i - 1, c1)
+        return f"{_quote_sheet(sheet)}!{col_letter(col)}{row} (the active case: {selector} is {i})"
+
+    def _value_of(self, text: str, title: str) -> Any:
+        """The value of a number, cell or defined name in a formula, computing only what it needs (a few ms)."""
+        try:
+            return float(text)
+        except ValueError:
+            pass
+        try:
+            target = self._resolve(f"{_quote_sheet(title)}!{text}" if _A1.fullmatch(text) else text)
+        except WorkbookError:
+            return None
+        if isinstance(target, str):
+            key: str | None = target
+        else:
+            sheet, r, c, r2, c2 = target
+            if (r, c) != (r2, c2):
+                return None
+            if (sheet, r, c) in self._sets:
+                return self._sets[(sheet, r, c)]
+            key = self._single.get((sheet, r, c))
+        if key is None:
+            return None
+        if self._solution is not None:
+            raw = self._raw(key)
+        else:
+            try:
+                with _quiet_engine(), gc_paused():
+                    ranges = self._model.calculate(inputs=dict(self._inputs), outputs=[key]).get(key)
+            except Exception:  # an aid to a message: never the reason a set fails
+                return None
+            raw = None if ranges is None else np.atleast_2d(np.asarray(getattr(ranges, "value", ranges), dtype=object))
+        return None if raw is None else _plain(raw[0, 0])
+
+    def _precedents(self, key: str, most: int = 6) -> str:
+        """The cells, ranges and names a formula reads, as a person writes them."""
+        cell = self._model.cells.get(key)
+        shown = []
+        for k in getattr(cell, "inputs", None) or ():
+            m = re.match(r"^'\[[^\]]*\]([^']*)'!(.+)$", k) if isinstance(k, str) else None
+            if m is None:
+                continue
+            sheet, ref = m.groups()
+            if sheet:
+                shown.append(f"{_quote_sheet(self._upper_to_title.get(sheet, sheet))}!{ref}")
+            else:
+                name = next((n for n in self.names if n.casefold() == ref.casefold()), ref)
+                shown.append(name)
+        extra = f" and {len(shown) - most} more" if len(shown) > most else ""
+        return ", ".join(shown[:most]) + extra
+
     # -- calculation --------------------------------------------------------------------------------------------
 
-    def calculate(self) -> Workbook:
-        """Recompute every formula with the inputs set so far; returns the workbook."""
+    def calculate(self, progress: Callable[[int, int], None] | None = None) -> Workbook:
+        """Recompute every formula with the inputs set so far; returns the workbook.
+
+        ``progress(done, total)`` is called as the engine computes: ``total`` is the number of nodes of the model
+        (each cell, each range a formula reads and each formula), ``done`` those computed so far.
+        """
+        hooks: dict[str, Any] = {}
+        total = len(self._model.dsp.nodes)
+        if progress is not None:
+            done = [0]
+
+            def verbose(_sol: Any, _node: Any, _attr: Any, end: bool) -> None:  # schedula's per-node hook
+                if end:
+                    done[0] += 1
+                    if done[0] % 250 == 0:
+                        progress(min(done[0], total), total)
+
+            hooks["verbose"] = verbose
         with _quiet_engine(), gc_paused():
             try:
-                self._solution = self._model.calculate(inputs=dict(self._inputs))
+                self._solution = self._model.calculate(inputs=dict(self._inputs), **hooks)
             except RecursionError:
                 raise WorkbookError("formulas nest too deeply to evaluate") from None
             except MemoryError:
@@ -595,6 +824,8 @@ class Workbook:
         self._messages = {}
         self._raw_cache = {}
         self._computed_cache = None
+        if progress is not None:
+            progress(total, total)
         return self
 
     def _sol(self) -> Any:
@@ -642,8 +873,12 @@ class Workbook:
             if isinstance(value, CellError):
                 return self._with_message(arr.key, value, (i, j))
             return value
+        stored = self._constants.get((title, row, col))
+        if stored is not None:
+            return _constant(*stored)
         return None
 
+    @_collector_paused
     def get(self, ref: str) -> Any:
         """The value of a cell, a range (a list of rows) or a defined name, after any pending recalculation.
 
@@ -663,6 +898,7 @@ class Workbook:
             return self._cell_value(title, r1, c1)
         return [[self._cell_value(title, r, c) for c in range(c1, c2 + 1)] for r in range(r1, r2 + 1)]
 
+    @_collector_paused
     def cells(self, ref: str) -> list[tuple[str | None, Any]]:
         """Each cell of a reference or defined name with its value, row by row: ``[("Outputs!C7", 94), ...]``.
 
@@ -789,6 +1025,7 @@ class Workbook:
             }
         return self._computed_cache
 
+    @_collector_paused
     def errors(self) -> dict[str, CellError]:
         """Every cell whose value is an error, as ``{"Sheet!B4": CellError(code, reason)}``, in sheet order."""
         computed = self._computed()
@@ -812,7 +1049,8 @@ class Workbook:
             if values:
                 out[parts[title]] = {rc: Patch(value) for rc, value in values.items()}
         for (title, r, c), value in self._sets.items():
-            out.setdefault(parts[title], {})[(r, c)] = Patch(value, result=False)
+            quote = isinstance(value, str) and value.startswith(FORMULA_TRIGGERS)  # text that Excel would take for
+            out.setdefault(parts[title], {})[(r, c)] = Patch(value, result=False, quote_prefix=quote)  # a formula
         return out
 
     def _notes(self) -> list[CommentEdit]:
@@ -827,13 +1065,15 @@ class Workbook:
                     notes[rc] = f"{value.code} {value.message}".strip()
         return [CommentEdit(s, by_title[s.title]) for s in self._pkg.sheets if s.kind == "worksheet"]
 
-    def save(self, path: Path | str, notes: bool = True) -> Path:
+    @_collector_paused
+    def save(self, path: Path | str, notes: bool = True, progress: Callable[[int, int], None] | None = None) -> Path:
         """Write the workbook with every formula kept and its computed value cached; returns the path.
 
         The file is written to a temporary file beside ``path`` and renamed over it, so an interrupted save leaves
         any earlier file intact. Every part of the original package is kept (styles, number formats, defined names,
         data validation, notes, charts, column widths, the ``xlwings.conf`` sheet, VBA); only cached values, the
         inputs set, and xlsxplan's own notes on error cells (``notes=False`` leaves notes alone) change.
+        ``progress(done, total)`` is called as sheets are patched and parts written (``total``: both together).
         """
         path = Path(path)
         suffix = path.suffix.lower()
@@ -846,13 +1086,25 @@ class Workbook:
             )
         self._sol()
         replaced: dict[str, bytes] = {}
-        for part, patches in self._patches().items():
-            replaced[part] = patch_sheet(self._pkg.read(part), patches)
+        all_patches = self._patches()
+        steps = [0, len(all_patches) + len(self._pkg.names)]
+
+        def step() -> None:
+            steps[0] += 1
+            if progress is not None:
+                progress(min(steps[0], steps[1]), steps[1])
+
+        quoted = QuotePrefixStyles(self._pkg, replaced)
+        for part, patches in all_patches.items():
+            replaced[part] = patch_sheet(self._pkg.read(part), patches, quoted)
+            step()
+        quoted.finish()
         if notes:
             write_notes(self._pkg, replaced, self._notes())
+        steps[1] = len(all_patches) + len(set(self._pkg.names) | set(replaced))
         from .ooxml import write_package
 
-        atomic_write(path, lambda tmp: write_package(self._pkg, replaced, str(tmp)))
+        atomic_write(path, lambda tmp: write_package(self._pkg, replaced, str(tmp), written=step))
         return path
 
 

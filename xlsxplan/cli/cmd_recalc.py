@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..errors import WorkbookError
+from ..errors import WorkbookError, XlsxplanError
 from .common import EXIT_FORMULA_ERROR, EXIT_OK, format_value
 
 ORDER = 30
@@ -52,22 +52,64 @@ def _shown(wb: Any, refs: list[str]) -> list[dict[str, Any]]:
     return [{"ref": ref, "cell": cell, "value": value} for ref in refs for cell, value in wb.cells(ref)]
 
 
-def _progress(enabled: bool) -> tuple[Any, Any]:
-    if not enabled:
-        return None, None
-    from tqdm import tqdm
+def _one_line(text: str) -> str:
+    """A value for the ``--show`` table, on one line: a backslash, line breaks and tabs escaped (``\\n``)."""
+    return text.replace("\\", "\\\\").replace("\r", "\\r").replace("\n", "\\n").replace("\t", "\\t")
 
-    bar = tqdm(total=0, unit="cell", desc="loading", leave=False, file=sys.stderr)
 
-    def update(done: int, total: int) -> None:
-        bar.total = total
-        bar.n = done
-        bar.refresh()
+class _Progress:
+    """The progress bar on a terminal: one bar whose description, unit and total follow the phase (loading cells,
+    calculating nodes, writing parts), redrawn twice a second from a thread so that the elapsed time moves even
+    between updates. Does nothing when ``enabled`` is false (output piped, or --quiet)."""
 
-    return bar, update
+    def __init__(self, enabled: bool) -> None:
+        self.bar: Any = None
+        if not enabled:
+            return
+        import threading
+
+        from tqdm import tqdm
+
+        self.bar = tqdm(total=0, unit="cell", desc="loading", leave=False, file=sys.stderr)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._redraw, name="xlsxplan-progress", daemon=True)
+        self._thread.start()
+
+    def _redraw(self) -> None:
+        while not self._stop.wait(0.5):
+            self.bar.refresh()
+
+    def phase(self, desc: str, unit: str) -> Any:
+        """Start a phase; its ``progress(done, total)`` callback (None when there is no bar)."""
+        if self.bar is None:
+            return None
+        self.bar.reset(total=None)
+        self.bar.unit = unit
+        self.bar.set_description(desc)
+        return self.update
+
+    def update(self, done: int, total: int) -> None:
+        self.bar.total = total
+        self.bar.n = done
+        self.bar.refresh()
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self._stop.set()
+            self._thread.join()
+            self.bar.close()
 
 
 def run(args: argparse.Namespace) -> int:
+    try:
+        return _run(args)
+    except XlsxplanError as err:
+        if args.json:  # a program reading stdout gets the reason too; the line on stderr follows, exit status 2
+            print(json.dumps({"error": err.message}, indent=2))
+        raise
+
+
+def _run(args: argparse.Namespace) -> int:
     from ..cells import CellError, collect_warnings
     from ..safety import Limits, limit_address_space
     from ..workbook import Workbook, default_output, parse_value
@@ -81,24 +123,21 @@ def run(args: argparse.Namespace) -> int:
     limits = Limits()
     # a formula can ask for more memory than the file shows (=MUNIT(100000)): let that fail as MemoryError
     limit_address_space(limits.max_memory_gb + address_space_headroom_gb())
-    show_bar = sys.stderr.isatty() and not args.quiet
-    bar, update = _progress(show_bar)
+    bar = _Progress(sys.stderr.isatty() and not args.quiet)
     try:
-        wb = Workbook.load(source, progress=update)
-        if bar is not None:
-            bar.set_description("calculating")
+        wb = Workbook.load(source, progress=bar.phase("loading", "cell"))
         for ref, value in sets:
-            wb.set(ref, value)
+            wb.set(ref, value, force=args.force_set)
+        for ref in args.show or []:  # before calculating: a typo must not cost a whole recalculation
+            wb.address(ref)
         with collect_warnings() as warnings:
-            wb.calculate()
+            wb.calculate(progress=bar.phase("calculating", "node"))
+        bar.phase("reading results", "cell")
         shown = _shown(wb, args.show or [])
         errors = wb.errors()
-        if bar is not None:
-            bar.set_description("writing")
-        wb.save(out, notes=not args.no_notes)
+        wb.save(out, notes=not args.no_notes, progress=bar.phase("writing", "part"))
     finally:
-        if bar is not None:
-            bar.close()
+        bar.close()
     failed = any(isinstance(row["value"], CellError) for row in shown)
     for warning in warnings:
         print(f"xlsxplan: warning: {warning}", file=sys.stderr)
@@ -117,7 +156,7 @@ def run(args: argparse.Namespace) -> int:
         for row in shown:
             label = row["cell"] or row["ref"]
             name = f"  ({row['ref']})" if row["cell"] and "!" not in row["ref"] else ""
-            print(f"{label:<{width}}  {format_value(row['value'])}{name}".rstrip())
+            print(f"{label:<{width}}  {_one_line(format_value(row['value']))}{name}".rstrip())
     if not args.quiet:
         count = len(errors)
         summary = f"wrote {out}"
@@ -146,6 +185,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="REF=VALUE",
         help="set an input cell or defined name first, e.g. --set Inputs!B3=42, --set Params_B=70, "
         "--set GPU=H200, --set Flag=TRUE, --set 'Rate=\"1,5\"' (quotes keep text); repeatable",
+    )
+    p.add_argument(
+        "--force-set",
+        action="store_true",
+        help="let --set replace a formula with the value (in the copy written; without it, a formula cell is "
+        "refused with the input cells to set instead)",
     )
     p.add_argument(
         "--show",
