@@ -50,11 +50,12 @@ def test_a_name_for_the_live_column_points_to_the_active_case(serving):
 def test_force_replaces_the_formula_in_the_calculation_and_the_copy_only(serving, serving_copy, tmp_path):
     before = serving_copy.read_bytes()
     assert serving.get("Outputs!A9") == "GPUs per replica"
-    usable = serving.get("Outputs!B15")  # usable memory of a replica: grows with its GPUs
+    assert serving.get("Outputs!A23") == "Usable memory of a replica"
+    usable = serving.get("Outputs!B23")  # grows with its GPUs
     serving.set("GPUs_Per_Replica", 4, force=True)
     assert serving.get("Inputs!B21") == 4
     assert serving.get("Outputs!B9") == 4
-    assert serving.get("Outputs!B15") == pytest.approx(2 * usable)
+    assert serving.get("Outputs!B23") == pytest.approx(2 * usable)
     out = serving.save(tmp_path / "forced.xlsx")
     cell = openpyxl.load_workbook(out)["Inputs"]["B21"]
     assert (cell.value, cell.data_type) == (4, "n")  # the formula is gone from the copy
