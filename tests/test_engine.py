@@ -8,7 +8,7 @@ from examples import EXAMPLES, formula
 
 from xlsxplan import registry
 from xlsxplan.cells import CellError
-from xlsxplan.engine import evaluate_formula, normalise_formula
+from xlsxplan.engine import add_in_names, evaluate_formula, normalise_formula
 
 
 def test_every_registry_function_has_an_example():
@@ -213,3 +213,14 @@ def test_an_omitted_argument_in_a_workbook_and_through_eval(tmp_path, capsys):
     assert capsys.readouterr().out.strip() == "327680"
     assert main(["eval", '=MODEL_SPEC(,"layers")']) == 1
     assert capsys.readouterr().out.strip() == "#VALUE! model is required but the cell is empty"
+
+
+def test_office_add_in_names_are_the_registry_s():
+    # Excel stores a call to an Office add-in's custom function (xlwings Lite's functions are such) as "_xldudf_"
+    # and the namespaced name; the engine reads the registry function behind it, and nothing else
+    assert evaluate_formula("=_xldudf_XLWINGS_KV_BYTES_PER_TOKEN(80,8,128)").value == 327_680
+    assert evaluate_formula("=_XLDUDF_kv_bytes_per_token(28,4,128)+1").value == 57_345
+    assert evaluate_formula('=LEN("_xldudf_KV_GB(1)")').value == 16  # text in quotes is text
+    unknown = evaluate_formula("=_xldudf_CONTOSO_ADD(1,2)")
+    assert unknown.error is not None and unknown.error.code == "#NAME?"
+    assert add_in_names("=_xldudf_XLWINGS.MAX_BATCH(1)+_xldudf_X_Y_REPLICAS(2,3)") == "=MAX_BATCH(1)+REPLICAS(2,3)"

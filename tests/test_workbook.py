@@ -510,3 +510,17 @@ def test_every_cell_of_the_shipped_templates_reads_as_cached_by_the_build():
                         continue  # openpyxl turns the serial number into a date
                     else:
                         assert got == cell.value, where
+
+
+def test_a_workbook_saved_with_add_in_names_recalculates_and_keeps_them(tmp_path):
+    # a workbook saved by Excel with xlwings Lite's functions stores them as "_xldudf_" calls (see test_engine)
+    wb = openpyxl.Workbook()
+    ws = wb.active
+    ws["A1"] = "=_xldudf_XLWINGS_KV_BYTES_PER_TOKEN(80,8,128)"
+    ws["A2"] = "=A1*2"
+    wb.save(tmp_path / "lite.xlsx")
+    book = Workbook.load(tmp_path / "lite.xlsx").calculate()
+    assert book.get("Sheet!A1") == 327_680 and book.get("Sheet!A2") == 655_360
+    out = book.save(tmp_path / "out.xlsx")
+    assert openpyxl.load_workbook(out)["Sheet"]["A1"].value == "=_xldudf_XLWINGS_KV_BYTES_PER_TOKEN(80,8,128)"
+    assert openpyxl.load_workbook(out, data_only=True)["Sheet"]["A1"].value == 327_680

@@ -43,6 +43,7 @@ __all__ = [
     "collect_messages",
     "Messages",
     "normalise_formula",
+    "add_in_names",
     "exception_text",
     "Workbook",
     "recalc",
@@ -268,7 +269,8 @@ _NUMBER_LITERAL = re.compile(r"(?<![A-Za-z_$\d.])(\d+\.?\d*|\.\d+)[eE]([+-]?)(\d
 
 
 def normalise_formula(formula: str) -> str:
-    """A formula as a person types it, in the form Excel stores it: a leading ``=``, ``1e6`` as ``1E+6``.
+    """A formula as a person types it, in the form Excel stores it: a leading ``=``, ``1e6`` as ``1E+6``, and an
+    add-in's stored name of a registry function as the function (:func:`add_in_names`).
 
     String literals are left alone.
     """
@@ -278,6 +280,35 @@ def normalise_formula(formula: str) -> str:
     parts = re.split(r'("(?:[^"]|"")*")', text)
     for i in range(0, len(parts), 2):  # even parts are outside quotes
         parts[i] = _NUMBER_LITERAL.sub(lambda m: f"{m.group(1)}E{m.group(2) or '+'}{m.group(3)}", parts[i])
+    return add_in_names("".join(parts))
+
+
+_ADD_IN_CALL = re.compile(r"(?<![A-Za-z0-9_.])_xldudf_([A-Za-z0-9_.]+)(?=\s*\()", re.IGNORECASE)
+
+
+def _registry_name(stored: str) -> str | None:
+    """The registry function a stored add-in function name means: the name itself, or the longest tail of it after
+    an ``_`` or ``.`` (the add-in's namespace, ``XLWINGS_`` say, goes before it); None when no tail is one."""
+    upper = stored.upper()
+    if upper in registry.FUNCTIONS:
+        return upper
+    for i, ch in enumerate(upper):
+        if ch in "_." and upper[i + 1 :] in registry.FUNCTIONS:
+            return upper[i + 1 :]
+    return None
+
+
+def add_in_names(formula: str) -> str:
+    """A formula with Office add-in function names read as the registry's: Excel stores a call to a custom function
+    of an Office add-in (xlwings Lite's among them) as ``_xldudf_`` and the namespaced name, such as
+    ``_xldudf_XLWINGS_KV_BYTES_PER_TOKEN(80,8,128)``; a workbook saved that way recalculates here as if typed
+    ``=KV_BYTES_PER_TOKEN(80,8,128)``. Names that are not the registry's, and text in quotes, are left alone (an
+    unknown ``_xldudf_`` function stays ``#NAME?``)."""
+    if "_xldudf_" not in formula.lower():
+        return formula
+    parts = re.split(r'("(?:[^"]|"")*")', formula)
+    for i in range(0, len(parts), 2):  # even parts are outside quotes
+        parts[i] = _ADD_IN_CALL.sub(lambda m: _registry_name(m.group(1)) or m.group(0), parts[i])
     return "".join(parts)
 
 

@@ -343,8 +343,9 @@ def _model_class() -> type:
                 threat = formula_threat(text)
                 if threat:
                     raise WorkbookError(f"the formula in {where} {threat}; xlsxplan refuses such files")
-                if self.alias:
-                    text = self._rewrite(text)
+                rewritten = engine.add_in_names(self._rewrite(text) if self.alias else text)
+                if rewritten != text:  # the engine reads the model's copy; the file keeps the formula as it was
+                    text = rewritten
                     if isinstance(value, str):
                         cell.value = text
                     else:
