@@ -7,6 +7,18 @@ import os
 import pytest
 
 
+def pytest_configure(config):
+    """Before collection, which already reads the catalog (parametrized lists of presets), point the user catalog
+    and factors at an empty folder: a preset or a refit of the person running the tests never changes them."""
+    import shutil
+    import tempfile
+
+    folder = tempfile.mkdtemp(prefix="xlsxplan-user-catalog-")
+    config.add_cleanup(lambda: shutil.rmtree(folder, ignore_errors=True))
+    os.environ["XLSXPLAN_CATALOG_DIR"] = folder
+    os.environ.pop("XLSXPLAN_CALIBRATION", None)
+
+
 @pytest.fixture(autouse=True)
 def _isolated_user_catalog(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("XLSXPLAN_CATALOG_DIR", str(tmp_path_factory.mktemp("user-catalog")))
