@@ -6,6 +6,7 @@ import fcntl
 import json
 import os
 import pty
+import re
 import struct
 import subprocess
 import sys
@@ -55,6 +56,21 @@ def test_recalc_writes_beside_the_input_and_shows_cells_and_names(book, capsys):
     assert err.startswith(f"wrote {written}; 1 error cell, e.g. Calc!B16: #NUM! kv_heads must be")
     assert openpyxl.load_workbook(written, data_only=True)["Outputs"]["B2"].value == batch
     assert openpyxl.load_workbook(written)["Inputs"]["B5"].value == 4  # the input set is saved with the result
+
+
+def test_the_summary_names_the_cause_not_a_cell_that_passes_it_on(capsys, tmp_path):
+    # a wrong model name in the serving template breaks 176 cells downstream of it; the line names the one cell with
+    # a reason of its own, not the first of those that only pass it on
+    from pathlib import Path
+
+    template = Path(__file__).resolve().parents[1] / "workbooks" / "serving_plan.xlsx"
+    ws = openpyxl.load_workbook(template)["Inputs"]
+    row = next(r for r in range(1, ws.max_row + 1) if ws[f"A{r}"].value == "Model")
+    out = tmp_path / "out.xlsx"
+    code, _, err = run(capsys, "recalc", template, "-o", out, "--set", f"Inputs!H{row}=qwen 72b")  # the active case
+    assert code == 0
+    assert re.fullmatch(rf"wrote {re.escape(str(out))}; \d+ error cells, caused by Calculations!B\d+: #N/A model "
+                        r"'qwen 72b' is not in the catalog; did you mean Qwen2\.5-72B, .*\n", err.splitlines(True)[-1])
 
 
 def test_an_error_shown_exits_1_with_its_reason(book, capsys, tmp_path):

@@ -224,3 +224,12 @@ def test_office_add_in_names_are_the_registry_s():
     unknown = evaluate_formula("=_xldudf_CONTOSO_ADD(1,2)")
     assert unknown.error is not None and unknown.error.code == "#NAME?"
     assert add_in_names("=_xldudf_XLWINGS.MAX_BATCH(1)+_xldudf_X_Y_REPLICAS(2,3)") == "=MAX_BATCH(1)+REPLICAS(2,3)"
+
+
+def test_semicolons_between_arguments_get_a_hint():
+    # Excel in many European locales shows ";" between arguments; files and this engine use ","
+    result = evaluate_formula("=KV_BYTES_PER_TOKEN(80;8;128)")
+    assert result.error is not None and result.error.code == "#NAME?"
+    assert result.error.message.endswith("; separate arguments with commas, not semicolons")
+    assert evaluate_formula("=SUM({1;2})").value == 3  # a row separator in an array constant is no slip
+    assert "semicolons" not in evaluate_formula('=LEN("a;b")+').error.message  # nor one inside text

@@ -338,6 +338,16 @@ def exception_text(err: BaseException, subject: str | None = None) -> str:
     return " ".join(text.split()) or type(err).__name__
 
 
+def parse_failure(err: BaseException, formula: str) -> str:
+    """The one-line reason a formula cannot be parsed, with a hint where a common slip explains it: semicolons
+    between arguments, as Excel in many European locales shows them; the file format and this engine use commas."""
+    reason = f"the formula cannot be parsed: {exception_text(err, formula)}"
+    outside_quotes = re.sub(r'"(?:[^"]|"")*"', "", formula)
+    if ";" in outside_quotes and "{" not in outside_quotes:  # in an array constant, ";" separates rows
+        reason += "; separate arguments with commas, not semicolons"
+    return reason
+
+
 def _unknown_functions(tokens: list[Any]) -> list[str]:
     import formulas
     from formulas.functions import not_implemented
@@ -373,7 +383,7 @@ def evaluate_formula(formula: str) -> FormulaResult:
     try:
         tokens, builder = formulas.Parser().ast(text)
     except Exception as err:  # the parser raises a variety of errors on bad syntax
-        return FormulaResult(None, CellError("#NAME?", f"the formula cannot be parsed: {exception_text(err, text)}"))
+        return FormulaResult(None, CellError("#NAME?", parse_failure(err, text)))
     unknown = _unknown_functions(tokens)
     if unknown:
         name = unknown[0]

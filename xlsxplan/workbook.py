@@ -363,8 +363,7 @@ def _model_class() -> type:
             except MemoryError:  # its constant part asked for more memory than there is (=MUNIT(100000))
                 return self._failed(crd, context, references, "#NUM!", "the formula needs more memory than there is")
             except Exception as err:  # the parser refuses a formula: that cell alone becomes an error
-                reason = engine.exception_text(err, text)
-                return self._failed(crd, context, references, "#NAME?", f"the formula cannot be parsed: {reason}")
+                return self._failed(crd, context, references, "#NAME?", engine.parse_failure(err, text))
 
         def _failed(self, crd: str, context: Any, references: Any, code: str, reason: str) -> Any:
             failed = Cell(crd, f"={code}", context=context)

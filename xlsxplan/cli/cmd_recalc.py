@@ -161,8 +161,11 @@ def _run(args: argparse.Namespace) -> int:
         count = len(errors)
         summary = f"wrote {out}"
         if count:
-            first = next(iter(errors.items()))
-            summary += f"; {count} error cell{'s' if count > 1 else ''}, e.g. {first[0]}: {first[1]}"
+            # name a cause, not a cell that only passes an error on: the first error with a reason of its own
+            causes = [item for item in errors.items() if "passed on" not in item[1].message]
+            ref, error = (causes or list(errors.items()))[0]
+            cells = f"{count} error cell{'s' if count > 1 else ''}"
+            summary += f"; {cells}, {'caused by' if causes and count > 1 else 'e.g.'} {ref}: {error}"
         print(summary, file=sys.stderr)
     return EXIT_FORMULA_ERROR if failed else EXIT_OK
 
