@@ -10,17 +10,23 @@ Usage::
 
     python docs/screenshots.py                 # docs/serving_plan.png and docs/training_plan.png
     python docs/screenshots.py --pages DIR     # also every printed page of both workbooks, to look at
+
+Each screenshot records the SHA-256 of the workbook it shows (a PNG text chunk), so a test finds a screenshot that
+no longer shows the committed workbook.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import html
 import re
 import shutil
+import struct
 import subprocess
 import sys
 import tempfile
+import zlib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -84,6 +90,35 @@ def screenshot(pdf: Path, page: int, target: Path) -> None:
         str(pdf), str(target.with_suffix("")))  # fmt: skip
 
 
+SOURCE_KEY = "xlsxplan:workbook-sha256"
+"""The PNG text chunk that records which workbook a screenshot shows: the SHA-256 of its bytes (the build writes the
+same bytes every time, so a rebuilt, changed workbook no longer matches; tests/test_workbooks.py checks it)."""
+
+
+def _chunk(kind: bytes, data: bytes) -> bytes:
+    return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+
+def png_text(png: bytes) -> dict[str, str]:
+    """The ``tEXt`` chunks of a PNG (PNG specification, 11.3.4.3), keyword -> text."""
+    out, pos = {}, 8
+    while pos + 8 <= len(png):
+        length, kind = struct.unpack(">I4s", png[pos : pos + 8])
+        if kind == b"tEXt":
+            key, _, value = png[pos + 8 : pos + 8 + length].partition(b"\0")
+            out[key.decode("latin-1")] = value.decode("latin-1")
+        pos += 12 + length
+    return out
+
+
+def stamp(png: Path, book: Path) -> None:
+    """Record the workbook's SHA-256 in the screenshot, as a ``tEXt`` chunk just before ``IEND``."""
+    data = png.read_bytes()
+    end = data.rindex(b"IEND") - 4  # the IEND chunk's length field
+    text = _chunk(b"tEXt", SOURCE_KEY.encode() + b"\0" + hashlib.sha256(book.read_bytes()).hexdigest().encode())
+    png.write_bytes(data[:end] + text + data[end:])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pages", metavar="DIR", type=Path, help="also write every printed page here, as PNG")
@@ -97,6 +132,7 @@ def main() -> None:
             pdf = to_pdf(ROOT / "workbooks" / book, tmp_path, tmp_path / "profile")
             page = first_page_of(pdf, f"{title}: {sheet}")
             screenshot(pdf, page, ROOT / "docs" / png)
+            stamp(ROOT / "docs" / png, ROOT / "workbooks" / book)
             print(f"docs/{png}: {book}, {sheet} (page {page})")
             if args.pages:
                 args.pages.mkdir(parents=True, exist_ok=True)

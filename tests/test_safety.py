@@ -539,4 +539,16 @@ def test_the_command_line_caps_its_address_space(monkeypatch, tmp_path, capsys):
     path = tmp_path / "plain.xlsx"
     path.write_bytes(plain_xlsx())
     assert main(["recalc", str(path), "-q"]) == 0
-    assert calls == [Limits().max_memory_gb + max(8, os.cpu_count() or 1)]
+    assert calls == [min(Limits().max_memory_gb + max(8, os.cpu_count() or 1), 0.8 * safety.physical_memory_gib())]
+
+
+def test_the_cap_never_exceeds_most_of_the_physical_memory(monkeypatch):
+    # 16 GB of limits and 8 GiB of headroom would be all of a 24 GiB machine: the cap stops at 80% of it
+    from xlsxplan import safety
+
+    monkeypatch.setattr(safety, "physical_memory_gib", lambda: 24.0)
+    assert safety.address_space_cap_gb(Limits()) == pytest.approx(19.2)
+    monkeypatch.setattr(safety, "physical_memory_gib", lambda: 256.0)
+    assert safety.address_space_cap_gb(Limits()) == Limits().max_memory_gb + max(8, os.cpu_count() or 1)
+    monkeypatch.setattr(safety, "physical_memory_gib", lambda: 0.0)  # the platform does not say
+    assert safety.address_space_cap_gb(Limits(max_memory_gb=4)) == 4 + max(8, os.cpu_count() or 1)

@@ -687,3 +687,44 @@ def test_loading_and_calculating_leave_the_callers_garbage_collector_as_it_was(t
     assert gc.isenabled()
     wb = Workbook.load(path).calculate()
     assert gc.isenabled() and wb.get("Sheet!A2") == 4
+
+
+def _screenshots_module():
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[1] / "docs" / "screenshots.py"
+    spec = importlib.util.spec_from_file_location("screenshots", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("book, png", [("serving_plan.xlsx", "serving_plan.png"),
+                                       ("training_plan.xlsx", "training_plan.png")])  # fmt: skip
+def test_the_readme_screenshots_show_the_committed_workbooks(book, png):
+    # issue 5: "the README shows a screenshot of each"; docs/screenshots.py stamps each with the SHA-256 of the
+    # workbook it printed, and the build writes the same bytes every time, so a changed template fails here until
+    # `python docs/screenshots.py` is run again
+    import hashlib
+
+    shots = _screenshots_module()
+    root = Path(__file__).resolve().parents[1]
+    stamped = shots.png_text((root / "docs" / png).read_bytes()).get(shots.SOURCE_KEY)
+    assert stamped == hashlib.sha256((root / "workbooks" / book).read_bytes()).hexdigest(), (
+        f"docs/{png} does not show the committed workbooks/{book}: run python docs/screenshots.py")
+
+
+def test_png_text_reads_what_stamp_writes(tmp_path):
+    import zlib
+
+    shots = _screenshots_module()
+    png = tmp_path / "x.png"  # the smallest PNG: a signature, an IHDR and an IEND
+    ihdr = shots._chunk(b"IHDR", bytes.fromhex("0000000100000001080000000090") [:13])
+    png.write_bytes(b"\x89PNG\r\n\x1a\n" + ihdr + shots._chunk(b"IDAT", zlib.compress(b"\0\0")) + shots._chunk(b"IEND", b""))
+    book = tmp_path / "b.xlsx"
+    book.write_bytes(b"workbook bytes")
+    shots.stamp(png, book)
+    import hashlib
+
+    assert shots.png_text(png.read_bytes()) == {shots.SOURCE_KEY: hashlib.sha256(b"workbook bytes").hexdigest()}
+    assert png.read_bytes().endswith(shots._chunk(b"IEND", b""))

@@ -42,6 +42,7 @@ import codecs
 import collections
 import io
 import itertools
+import os
 import re
 import zipfile
 from collections.abc import Iterator, Mapping
@@ -66,6 +67,7 @@ __all__ = [
     "FORMULA_TRIGGERS",
     "EXCEL_TEXT_MAX",
     "limit_address_space",
+    "address_space_cap_gb",
 ]
 
 EXCEL_TEXT_MAX = 32_767
@@ -798,6 +800,31 @@ def set_text(cell: Any, text: object, what: str = "text") -> Any:
     if value.startswith(FORMULA_TRIGGERS):
         cell.quotePrefix = True
     return cell
+
+
+PHYSICAL_SHARE = 0.8
+"""The share of physical memory the command line's address-space cap never exceeds."""
+
+
+def physical_memory_gib() -> float:
+    """This machine's physical memory [GiB], or 0 when the platform does not say."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 1024**3
+    except (AttributeError, ValueError, OSError):
+        return 0.0
+
+
+def address_space_cap_gb(limits: Limits | None = None) -> float:
+    """The address-space cap the command line sets for itself [GiB] (:func:`limit_address_space`).
+
+    The memory the limits allow a workbook (``max_memory_gb``), plus headroom for what shared libraries, thread
+    stacks and malloc arenas reserve beyond what they use (8 GiB, or 1 GiB per core if that is more), but never
+    more than 80% of the physical memory (:data:`PHYSICAL_SHARE`): an allocation past it fails in its cell instead
+    of the kernel ending the process or the machine swapping (16 + 8 = 24 GiB would be all of a 24 GiB machine).
+    """
+    wanted = (limits or Limits()).max_memory_gb + max(8, os.cpu_count() or 1)
+    physical = physical_memory_gib()
+    return min(wanted, PHYSICAL_SHARE * physical) if physical else wanted
 
 
 def limit_address_space(gigabytes: float) -> bool:

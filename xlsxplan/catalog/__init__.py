@@ -614,7 +614,9 @@ def save_user_preset(
     if not isinstance(data[table], dict) or not isinstance(data["sources"], dict):
         _validate(data, str(path), table, cls)  # the one-line reason
     if preset_id in data[table] and not replace:
-        raise CatalogError(f"{path}: a user preset {preset_id!r} exists already; add --replace (replace=True) to overwrite it")
+        raise CatalogError(
+            f"{path}: a user preset {preset_id!r} exists already; add --replace (replace=True) to overwrite it"
+        )
     slug = USER_SOURCE_PREFIX + re.sub(r"[^A-Za-z0-9]+", "-", preset_id).strip("-").lower()
     data["sources"][slug] = source
     body: dict[str, Any] = {"source": slug}

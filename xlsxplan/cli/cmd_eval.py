@@ -83,7 +83,9 @@ def _outer_unit(formula: str) -> str:
 def run(args: argparse.Namespace) -> int:
     from ..cells import CellError, collect_warnings
     from ..engine import evaluate_formula
+    from ..safety import address_space_cap_gb, limit_address_space
 
+    limit_address_space(address_space_cap_gb())  # =LEN(REPT("x",1E+10)) fails in the formula, not the machine
     with collect_warnings() as warnings:
         result = evaluate_formula(args.formula)
     for warning in warnings:  # a legal but implausible input, e.g. 3350 where TB/s is meant

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -13,12 +12,6 @@ from ..errors import WorkbookError, XlsxplanError
 from .common import EXIT_FORMULA_ERROR, EXIT_OK, format_value
 
 ORDER = 30
-
-
-def address_space_headroom_gb() -> float:
-    """Address space allowed above the memory limit: shared libraries, thread stacks and malloc arenas reserve far
-    more than they use, and more on machines with more cores (8 GB, or 1 GB per core if that is more)."""
-    return float(max(8, os.cpu_count() or 1))
 
 
 def split_assignment(text: str) -> tuple[str, str]:
@@ -111,7 +104,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     from ..cells import CellError, collect_warnings
-    from ..safety import Limits, limit_address_space
+    from ..safety import Limits, address_space_cap_gb, limit_address_space
     from ..workbook import Workbook, default_output, parse_value
 
     source = Path(args.book)
@@ -122,7 +115,7 @@ def _run(args: argparse.Namespace) -> int:
         sets.append((ref, parse_value(typed, f"--set {ref}")))
     limits = Limits()
     # a formula can ask for more memory than the file shows (=MUNIT(100000)): let that fail as MemoryError
-    limit_address_space(limits.max_memory_gb + address_space_headroom_gb())
+    limit_address_space(address_space_cap_gb(limits))
     bar = _Progress(sys.stderr.isatty() and not args.quiet)
     try:
         wb = Workbook.load(source, progress=bar.phase("loading", "cell"))
