@@ -200,18 +200,10 @@ class PartStats:
 
 
 @dataclass
-class SheetStats:
-    """What the stream scan of one worksheet part found."""
+class SheetStats(PartStats):
+    """What the stream scan of one worksheet part found: its :class:`PartStats`, with the sheet's title."""
 
-    title: str
-    part: str
-    cells: int = 0
-    formulas: int = 0
-    array_elements: int = 0
-    materialised: int = 0
-    linked: int = 0
-    rows: int = 0
-    dimension: str | None = None
+    title: str = ""
 
 
 @dataclass
@@ -610,17 +602,7 @@ def _sheet_stats(stats: PartStats, title: str) -> SheetStats:
                 f"sheet {title!r} declares the dimension {stats.dimension!r}, outside Excel's grid "
                 f"({MAX_ROW:,} rows by {MAX_COL:,} columns)"
             ) from None
-    return SheetStats(
-        title,
-        stats.part,
-        stats.cells,
-        stats.formulas,
-        stats.array_elements,
-        stats.materialised,
-        stats.linked,
-        stats.rows,
-        stats.dimension,
-    )
+    return SheetStats(**vars(stats), title=title)
 
 
 def inspect_bytes(data: bytes, name: str, limits: Limits | None = None) -> Inspection:
