@@ -630,7 +630,8 @@ def _measured_train_mfu(gpu: str) -> float:
     return min(1.0, float(hit.group(1)) / (float(preset.figure("bf16_tflops")) * 1e12))  # type: ignore[arg-type]
 
 
-def _prepared(kind: str, gpu: str, precision: str) -> tuple[str, str]:
+def _prepared(kind: str, gpu: str) -> tuple[str, str]:
+    """The kind, checked and lower-cased, and the GPU's class."""
     key = kind.strip().lower()
     if key not in KINDS:
         raise ArgumentError(f"kind must be one of {', '.join(KINDS)}, got {kind!r}", "kind")
@@ -677,7 +678,7 @@ def efficiency(
     ``xlsxplan calibrate --save`` gives 1 for decode and prefill (its figures are measured rates, times the format
     multiplier) and its measured 6N rate over its measured matmul rate for train_mfu.
     """
-    key, cls = _prepared(kind, gpu, precision)
+    key, cls = _prepared(kind, gpu)
     factors = load_factors()
     if key == "train_mfu":
         if gpu.strip().lower() in CLASSES + (MEASURED,):
@@ -705,7 +706,7 @@ def efficiency_basis(kind: str, gpu: str = "H100-SXM", precision: str = "bf16") 
 
     Raises the errors EFFICIENCY raises for the same arguments.
     """
-    key, cls = _prepared(kind, gpu, precision)
+    key, cls = _prepared(kind, gpu)
     cal = active()
     where = f"{cal.origin} factors"
     if cls == MEASURED:
