@@ -209,7 +209,8 @@ def peak_field(precision: str) -> str:
 
 
 def gpu_class(gpu: str) -> str:
-    """``"datacenter"``, ``"consumer"`` or ``"apple"`` for a catalog accelerator (or a class name itself).
+    """``"datacenter"``, ``"consumer"`` or ``"apple"`` for a catalog accelerator, ``"measured"`` for a preset saved
+    by ``xlsxplan calibrate --save`` (:func:`is_measured`), or a class name itself.
 
     Raises
     ------
