@@ -399,8 +399,8 @@ def _fit_group(obs: Sequence[Observation], kind: str) -> GroupFit:
     if not obs:
         return GroupFit(SEED_FACTORS[kind], {c: 1.0 for c in CLASSES[1:]}, {f: 1.0 for f in FORMAT_GROUPS[1:]})
     # a level no row has is not a parameter: it stays at multiplier 1 (recorded as assumed in the provenance)
-    every = [("class", c) for c in CLASSES[1:]] + [("format", f) for f in FORMAT_GROUPS[1:]]
-    levels = [(k, v) for k, v in every if any((o.gpu_class if k == "class" else o.fmt) == v for o in obs)]
+    counts = level_counts(kind, obs)
+    levels = [(k, v) for k in ("class", "format") for v, n in list(counts[k].items())[1:] if n]
     x = np.array([[1.0] + [float((o.gpu_class if k == "class" else o.fmt) == v) for k, v in levels] for o in obs])
     y = np.log([o.value for o in obs])
     penalty = 2.0 * _RIDGE * np.diag([0.0] + [1.0] * len(levels))
