@@ -222,9 +222,9 @@ def test_eval_format_adds_a_unit_only_to_a_formula_that_is_one_registry_call(cap
     ],
 )
 def test_the_unit_of_a_formula(text, unit):
-    from xlsxplan.cli.cmd_eval import _outer_unit
+    from xlsxplan.cli.cmd_eval import _result_kind
 
-    assert _outer_unit(text) == unit
+    assert _result_kind(text)[0] == unit
 
 
 @pytest.mark.parametrize(

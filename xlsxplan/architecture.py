@@ -440,13 +440,18 @@ def moe_params_read_b(
     ``N - R + R * (1 - (1 - k/E)^batch)``. Real routers are less uniform, so this is an upper estimate. Use it as
     DECODE_TOKS's params_b. Mixtral-8x7B (46.7B, 12.9B, 2 of 8) at batch 8 reads 42.2B.
     """
+    _check_moe(params_b, active_params_b, experts, experts_per_token)
+    return _moe_read(params_b, active_params_b, experts, experts_per_token, batch)
+
+
+def _check_moe(params_b: float, active_params_b: float, experts: int, experts_per_token: int) -> None:
+    """MOE_PARAMS_READ_B's checks: the active parameters within the total, the routed experts within the experts."""
     if active_params_b > params_b:
         raise OutOfRangeError("active_params_b cannot exceed params_b", "active_params_b")
     if experts_per_token > experts:
         raise OutOfRangeError(
             f"experts_per_token must be at most experts ({experts:,}), got {experts_per_token:,}", "experts_per_token"
         )
-    return _moe_read(params_b, active_params_b, experts, experts_per_token, batch)
 
 
 def _moe_read(params_b: float, active_params_b: float, experts: int, experts_per_token: int, batch: float) -> float:

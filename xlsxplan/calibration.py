@@ -209,7 +209,8 @@ def peak_field(precision: str) -> str:
 
 
 def gpu_class(gpu: str) -> str:
-    """``"datacenter"``, ``"consumer"`` or ``"apple"`` for a catalog accelerator (or a class name itself).
+    """``"datacenter"``, ``"consumer"`` or ``"apple"`` for a catalog accelerator, ``"measured"`` for a preset saved
+    by ``xlsxplan calibrate --save`` (:func:`is_measured`), or a class name itself.
 
     Raises
     ------
@@ -398,8 +399,8 @@ def _fit_group(obs: Sequence[Observation], kind: str) -> GroupFit:
     if not obs:
         return GroupFit(SEED_FACTORS[kind], {c: 1.0 for c in CLASSES[1:]}, {f: 1.0 for f in FORMAT_GROUPS[1:]})
     # a level no row has is not a parameter: it stays at multiplier 1 (recorded as assumed in the provenance)
-    every = [("class", c) for c in CLASSES[1:]] + [("format", f) for f in FORMAT_GROUPS[1:]]
-    levels = [(k, v) for k, v in every if any((o.gpu_class if k == "class" else o.fmt) == v for o in obs)]
+    counts = level_counts(kind, obs)
+    levels = [(k, v) for k in ("class", "format") for v, n in list(counts[k].items())[1:] if n]
     x = np.array([[1.0] + [float((o.gpu_class if k == "class" else o.fmt) == v) for k, v in levels] for o in obs])
     y = np.log([o.value for o in obs])
     penalty = 2.0 * _RIDGE * np.diag([0.0] + [1.0] * len(levels))
@@ -630,7 +631,8 @@ def _measured_train_mfu(gpu: str) -> float:
     return min(1.0, float(hit.group(1)) / (float(preset.figure("bf16_tflops")) * 1e12))  # type: ignore[arg-type]
 
 
-def _prepared(kind: str, gpu: str, precision: str) -> tuple[str, str]:
+def _prepared(kind: str, gpu: str) -> tuple[str, str]:
+    """The kind, checked and lower-cased, and the GPU's class."""
     key = kind.strip().lower()
     if key not in KINDS:
         raise ArgumentError(f"kind must be one of {', '.join(KINDS)}, got {kind!r}", "kind")
@@ -677,7 +679,7 @@ def efficiency(
     ``xlsxplan calibrate --save`` gives 1 for decode and prefill (its figures are measured rates, times the format
     multiplier) and its measured 6N rate over its measured matmul rate for train_mfu.
     """
-    key, cls = _prepared(kind, gpu, precision)
+    key, cls = _prepared(kind, gpu)
     factors = load_factors()
     if key == "train_mfu":
         if gpu.strip().lower() in CLASSES + (MEASURED,):
@@ -705,7 +707,7 @@ def efficiency_basis(kind: str, gpu: str = "H100-SXM", precision: str = "bf16") 
 
     Raises the errors EFFICIENCY raises for the same arguments.
     """
-    key, cls = _prepared(kind, gpu, precision)
+    key, cls = _prepared(kind, gpu)
     cal = active()
     where = f"{cal.origin} factors"
     if cls == MEASURED:

@@ -305,3 +305,8 @@ TokenSample = Annotated[tuple, Domain("range", 0, 1e18)]
 # issue #6: calibration and the roofline serving model
 BatchOrZero = Annotated[int, Domain("whole", 0, 1_000_000_000)]
 LinkGBsOrZero = Annotated[float, Domain("number", 0, 1e6, typical=(0, 5000))]
+# Rates and figures a function takes as 0 for "none": a quiet row of a sweep (REPLICAS), the memory figures that
+# BATCH_FOR_TTFT leaves out unless given.
+TokensPerSOrZero = Annotated[float, Domain("number", 0, 1e15)]
+BytesPerValueOrZero = Annotated[float, Domain("bytes", 0, 64)]
+BandwidthTBsOrZero = Annotated[float, Domain("number", 0, 1e5)]

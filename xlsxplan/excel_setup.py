@@ -190,10 +190,7 @@ def _reference_check(project: bytes | None, modules: list[str], path: Path) -> C
            "functions cannot call Python and show #NAME?")  # fmt: skip
     if project is None:
         return Check(False, f"no reference to the xlwings add-in (no VBA yet): after Import Functions, {fix}")
-    try:
-        references = _references(_ovba_decompress(_cfb_stream(project, "dir")))
-    except (ValueError, IndexError, struct.error) as err:
-        raise WorkbookError(f"cannot read the VBA references of {path}: {err}") from None
+    references = _references_of(project, path)
     if any(_is_xlwings(name, libid) for name, libid in references):
         return Check(True, "the VBA project references the xlwings add-in (Tools > References > xlwings)")
     found = f"it references {', '.join(dict.fromkeys(n for n, _ in references))}" if references else "no references"
@@ -281,8 +278,11 @@ def vba_references(path: Path, limits: Limits | None = None) -> list[tuple[str, 
     path = Path(path)
     _, zf = _checked_zip(path, limits or Limits())
     project = _vba_project(zf, path)
-    if project is None:
-        return []
+    return [] if project is None else _references_of(project, path)
+
+
+def _references_of(project: bytes, path: Path) -> list[tuple[str, str]]:
+    """The (name, libid) references of a VBA project's bytes; WorkbookError, naming ``path``, if unreadable."""
     try:
         return _references(_ovba_decompress(_cfb_stream(project, "dir")))
     except (ValueError, IndexError, struct.error) as err:

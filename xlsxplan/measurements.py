@@ -333,7 +333,7 @@ def _kv_bytes_per_token(m: Measurement, s: Shape, context: float) -> float:
     return 2.0 * s.layers * s.kv_width * _kv_bytes_per_value(m)
 
 
-def _routing(m: Measurement, s: Shape) -> tuple[int, int]:
+def _routing(s: Shape) -> tuple[int, int]:
     """Routed experts and experts per token of a mixture of experts (a preset's); (0, 0) for a dense model."""
     if not s.moe:
         return 0, 0
@@ -559,7 +559,7 @@ def predict(m: Measurement, factors: Factors) -> tuple[float, str]:
         basis = f"prefill {e_c:.3f}, attention included; {s.origin}"
         return (t / _ttft_scale(m) if m.metric == "ttft" else prompt / t), basis
     # offline or concurrency-limited throughput
-    experts, per_token = _routing(m, s)
+    experts, per_token = _routing(s)
     prompt = _need(m.input_len, "input_len", m)
     output = _need(m.output_len, "output_len", m)
     conc = 0 if m.concurrency in (None, "max") else int(m.concurrency)  # type: ignore[arg-type]

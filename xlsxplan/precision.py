@@ -57,8 +57,8 @@ class Format:
     embeddings_source: str = ""
     """The citation for ``embeddings``."""
     compute: int | None = None
-    """Bits of the tensor-core multiply (16, 8 or 4); None: by the stored width (16 above 12 bits, 8 above 6, else
-    16 for a format widened before the multiply)."""
+    """Bits of the tensor-core multiply (16, 8 or 4); None: by the stored width (16 for 12 bits and wider, 8 for 6 to
+    12 bits, else 16 for a format widened before the multiply), as ``calibration.format_group`` groups it."""
 
     @property
     def bytes_per_value(self) -> float:

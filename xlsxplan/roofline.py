@@ -36,7 +36,7 @@ batch 1 towards all of them.
 from __future__ import annotations
 
 from . import serving
-from .architecture import _moe_read
+from .architecture import _check_moe, _moe_read
 from .domains import (
     BandwidthTBs,
     Batch,
@@ -98,18 +98,13 @@ def _moe(params_b: float, active_params_b: float, experts: int, experts_per_toke
                 "active_params_b must be given (above 0) with experts: the parameters one token uses", "active_params_b"
             )
         return params_b
-    if active_params_b > params_b:
-        raise OutOfRangeError("active_params_b cannot exceed params_b", "active_params_b")
-    if not experts or not experts_per_token:
+    if active_params_b < params_b and (not experts or not experts_per_token):
         raise OutOfRangeError(
             "experts and experts_per_token must be given (above 0) with active_params_b below params_b: a batch "
             "reads the experts its tokens are routed to (MOE_PARAMS_READ_B)",
             "experts" if not experts else "experts_per_token",
         )
-    if experts_per_token > experts:
-        raise OutOfRangeError(
-            f"experts_per_token must be at most experts ({experts:,}), got {experts_per_token:,}", "experts_per_token"
-        )
+    _check_moe(params_b, active_params_b, experts, experts_per_token)
     return active_params_b
 
 

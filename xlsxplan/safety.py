@@ -40,12 +40,13 @@ from __future__ import annotations
 
 import codecs
 import collections
+import contextlib
 import io
 import itertools
 import os
 import re
 import zipfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -202,18 +203,10 @@ class PartStats:
 
 
 @dataclass
-class SheetStats:
-    """What the stream scan of one worksheet part found."""
+class SheetStats(PartStats):
+    """What the stream scan of one worksheet part found: its :class:`PartStats`, with the sheet's title."""
 
-    title: str
-    part: str
-    cells: int = 0
-    formulas: int = 0
-    array_elements: int = 0
-    materialised: int = 0
-    linked: int = 0
-    rows: int = 0
-    dimension: str | None = None
+    title: str = ""
 
 
 @dataclass
@@ -443,11 +436,27 @@ def _check_head(buf: bytes, chunks: Iterator[bytes], part: str, name: str) -> by
     return buf
 
 
-def _open_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, name: str) -> Any:
+@contextlib.contextmanager
+def _reading(zf: zipfile.ZipFile, info: zipfile.ZipInfo, name: str) -> Iterator[Any]:
+    """A zip member, open for a check. A member that cannot be opened or read (BadZipFile for a bad CRC,
+    zlib.error, EOFError, NotImplementedError: a damaged or unusual archive) is WorkbookError, "NAME is corrupt"."""
     try:
-        return zf.open(info)
-    except Exception as err:  # BadZipFile, NotImplementedError: a damaged or unusual member
+        with zf.open(info) as f:
+            yield f
+    except WorkbookError:
+        raise
+    except Exception as err:
         raise WorkbookError(f"{name} is corrupt: the part {info.filename} cannot be read ({err})") from None
+
+
+def _markup(f: Any, part: str, name: str) -> tuple[bytes, Iterator[bytes]] | None:
+    """A part's start, from its first markup, with its prolog checked (:func:`_check_head`), and the chunks that
+    follow; None for a part that is not XML (an image, ``vbaProject.bin``): nothing parses it as XML."""
+    chunks = _utf8_chunks(f)
+    buf = _first_markup(chunks, part, name)
+    if buf is None or not buf.startswith(b"<"):
+        return None
+    return _check_head(buf, chunks, part, name), chunks
 
 
 def _check_prolog(zf: zipfile.ZipFile, info: zipfile.ZipInfo, name: str) -> None:
@@ -455,16 +464,8 @@ def _check_prolog(zf: zipfile.ZipFile, info: zipfile.ZipInfo, name: str) -> None
 
     Reads the part only up to its first element (at most :data:`BLANK_MAX` of blank space and 64 KiB of prolog).
     """
-    try:
-        with _open_member(zf, info, name) as f:
-            chunks = _utf8_chunks(f)
-            buf = _first_markup(chunks, info.filename, name)
-            if buf is not None and buf.startswith(b"<"):
-                _check_head(buf, chunks, info.filename, name)
-    except WorkbookError:
-        raise
-    except Exception as err:  # zlib.error, BadZipFile (bad CRC), EOFError: all mean a damaged archive
-        raise WorkbookError(f"{name} is corrupt: the part {info.filename} cannot be read ({err})") from None
+    with _reading(zf, info, name) as f:
+        _markup(f, info.filename, name)
 
 
 _P = rb"(?:[A-Za-z_][\w.\-]*:)?"
@@ -564,39 +565,36 @@ class _PartScan:
         return self.stats
 
 
-def _scan_part(zf: zipfile.ZipFile, info: zipfile.ZipInfo, name: str) -> PartStats | None:
-    """Check a part's prolog (:func:`_check_prolog`) and count what it holds, reading it once as a stream in
-    bounded memory; None for a part that is not XML (an image, ``vbaProject.bin``): nothing parses it as XML."""
-    part = info.filename
-    try:
-        with _open_member(zf, info, name) as f:
-            chunks = _utf8_chunks(f)
-            buf = _first_markup(chunks, part, name)
-            if buf is None or not buf.startswith(b"<"):
-                return None
-            buf = _check_head(buf, chunks, part, name)
-            scan = _PartScan(part)
+def _tag_aligned(chunks: Iterable[bytes]) -> Iterator[bytes]:
+    """The chunks cut anew so that each buffer ends just before a ``<``: no tag is split between two."""
+    carry = b""
+    for chunk in chunks:
+        if not chunk:
+            continue
+        data = carry + chunk
+        cut = data.rfind(b"<")
+        if cut <= 0:  # one tag or text run longer than a chunk: take it whole
             carry = b""
-            for chunk in itertools.chain([buf], chunks):
-                if not chunk:
-                    continue
-                data = carry + chunk
-                cut = data.rfind(b"<")
-                if cut <= 0:  # one tag or text run longer than a chunk: take it whole
-                    carry = b""
-                else:
-                    data, carry = data[:cut], data[cut:]
-                if b"<!" in data and _DTD.search(data):
-                    raise WorkbookError(f"{name} is refused: the part {part} declares a DTD or entities")
-                scan.feed(data)
-            if carry:
-                if _DTD.search(carry):
-                    raise WorkbookError(f"{name} is refused: the part {part} declares a DTD or entities")
-                scan.feed(carry)
-    except WorkbookError:
-        raise
-    except Exception as err:  # zlib.error, BadZipFile (bad CRC), EOFError: all mean a damaged archive
-        raise WorkbookError(f"{name} is corrupt: the part {part} cannot be read ({err})") from None
+        else:
+            data, carry = data[:cut], data[cut:]
+        yield data
+    if carry:
+        yield carry
+
+
+def _scan_part(zf: zipfile.ZipFile, info: zipfile.ZipInfo, name: str) -> PartStats | None:
+    """Check a part's prolog (as :func:`_check_prolog`), refuse a DTD anywhere after it, and count what the part
+    holds, reading it once as a stream in bounded memory; None for a part that is not XML."""
+    part = info.filename
+    with _reading(zf, info, name) as f:
+        start = _markup(f, part, name)
+        if start is None:
+            return None
+        scan = _PartScan(part)
+        for data in _tag_aligned(itertools.chain([start[0]], start[1])):
+            if b"<!" in data and _DTD.search(data):
+                raise WorkbookError(f"{name} is refused: the part {part} declares a DTD or entities")
+            scan.feed(data)
     return scan.finish()
 
 
@@ -612,17 +610,7 @@ def _sheet_stats(stats: PartStats, title: str) -> SheetStats:
                 f"sheet {title!r} declares the dimension {stats.dimension!r}, outside Excel's grid "
                 f"({MAX_ROW:,} rows by {MAX_COL:,} columns)"
             ) from None
-    return SheetStats(
-        title,
-        stats.part,
-        stats.cells,
-        stats.formulas,
-        stats.array_elements,
-        stats.materialised,
-        stats.linked,
-        stats.rows,
-        stats.dimension,
-    )
+    return SheetStats(**vars(stats), title=title)
 
 
 def inspect_bytes(data: bytes, name: str, limits: Limits | None = None) -> Inspection:

@@ -16,14 +16,12 @@ References
 from __future__ import annotations
 
 import math
-from typing import Annotated
 
 from .domains import (
     BandwidthTBs,
     Batch,
     BytesPerValue,
     Count,
-    Domain,
     Fraction,
     GPUs,
     KvBytes,
@@ -38,6 +36,7 @@ from .domains import (
     Tokens,
     TokensOrZero,
     TokensPerS,
+    TokensPerSOrZero,
     checked,
 )
 from .errors import OutOfRangeError
@@ -615,12 +614,8 @@ def peak_tokens_per_s(requests_per_day: PerDay, tokens_per_request: Tokens, peak
     return requests_per_day / SECONDS_PER_DAY * peak_factor * tokens_per_request
 
 
-DemandTokensPerS = Annotated[float, Domain("number", 0, 1e15)]
-"""A token rate to serve that may be zero, a quiet row in a sweep (REPLICAS) [tokens/s]."""
-
-
 @checked
-def replicas(demand_tokens_per_s: DemandTokensPerS, capacity_tokens_per_s: TokensPerS, spare: Spare = 0) -> int:
+def replicas(demand_tokens_per_s: TokensPerSOrZero, capacity_tokens_per_s: TokensPerS, spare: Spare = 0) -> int:
     """Model replicas needed for a traffic level, plus spares.
 
     Parameters

@@ -44,14 +44,14 @@ from __future__ import annotations
 
 import math
 from statistics import NormalDist
-from typing import Annotated
 
 from . import serving
 from .domains import (
     BandwidthTBs,
+    BandwidthTBsOrZero,
     BytesPerValue,
+    BytesPerValueOrZero,
     Count,
-    Domain,
     Fraction,
     FractionOrZero,
     FreeGB,
@@ -76,10 +76,6 @@ from .domains import (
 )
 from .errors import OutOfRangeError
 from .serving import whole_floor
-
-# Optional memory figures of BATCH_FOR_TTFT: 0 leaves them out.
-_BytesOrZero = Annotated[float, Domain("bytes", 0, 64)]
-_BandwidthOrZero = Annotated[float, Domain("number", 0, 1e5)]
 
 __all__ = [
     "tail_share",
@@ -481,8 +477,8 @@ def batch_for_ttft(
     prompt_tokens: Tokens,
     ttft_s: Seconds,
     utilisation: Fraction = 0.5,
-    bytes_per_param: _BytesOrZero = 0,
-    bandwidth_tb_s: _BandwidthOrZero = 0,
+    bytes_per_param: BytesPerValueOrZero = 0,
+    bandwidth_tb_s: BandwidthTBsOrZero = 0,
     kv_bytes_per_token: KvBytesOrZero = 0,
     context_tokens: TokensOrZero = 0,
     efficiency: Fraction = 1,

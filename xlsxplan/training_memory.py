@@ -15,12 +15,12 @@ References
 .. [2] Korthikanti et al. 2022, "Reducing Activation Recomputation in Large Transformer Models", arXiv:2205.05198,
    section 4 and Table 2 (activation bytes per layer with tensor and sequence parallelism and recomputation).
 .. [3] Chowdhery et al. 2022, "PaLM", arXiv:2204.02311, Appendix B (6N + 12 L H Q T FLOPs per token).
+.. [4] Seed 003, "Estimating the Compute and Memory Needed for Language Models", "Eight H100s: Specification Versus
+   the Record" (layers 3-5 applied two more times after step 2,204; about 1.8 PFLOP/s, 23% of dense peak).
 .. [5] Dao et al. 2022, "FlashAttention", arXiv:2205.14135, section 3.1 (the backward pass recomputes the attention
    matrix from Q, K, V, the output and the softmax statistics, so the s x s scores are never stored); Dao 2023,
    "FlashAttention-2", arXiv:2307.08691, section 3.1.1 (only the logsumexp L, one FP32 number per row per head, is
    kept for the backward pass).
-.. [4] Seed 003, "Estimating the Compute and Memory Needed for Language Models", "Eight H100s: Specification Versus
-   the Record" (layers 3-5 applied two more times after step 2,204; about 1.8 PFLOP/s, 23% of dense peak).
 """
 
 from __future__ import annotations

@@ -631,7 +631,7 @@ class Workbook:
                 raise WorkbookError(f"{ref!r}: {target!r} is not a cell or range such as B4 or B4:D9") from None
         matches = [d for d in self._pkg.defined_names if d.name.casefold() == target.casefold()]
         if not matches:
-            if re.fullmatch(r"\$?[A-Za-z]{1,3}\$?\d+(:\$?[A-Za-z]{1,3}\$?\d+)?", target):
+            if _A1.fullmatch(target):
                 raise WorkbookError(f"{ref!r} needs its sheet, e.g. {self.sheetnames[0]}!{target}")
             hint = self._names_like(target)
             raise WorkbookError(f"the workbook has no sheet reference or defined name {ref!r}; {hint}")

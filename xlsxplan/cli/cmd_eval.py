@@ -75,11 +75,6 @@ def _result_kind(formula: str) -> tuple[str, bool]:
     return fn.unit, fn.whole
 
 
-def _outer_unit(formula: str) -> str:
-    """The unit of the formula's result when the whole formula is one registry call (see :func:`_result_kind`)."""
-    return _result_kind(formula)[0]
-
-
 def run(args: argparse.Namespace) -> int:
     from ..cells import CellError, collect_warnings
     from ..engine import evaluate_formula

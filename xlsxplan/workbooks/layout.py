@@ -492,11 +492,6 @@ class Sheet:
         self.last_col = max(self.last_col, get_column_letter(len(headings)), key=lambda c: (len(c), c))
         self.ws.freeze_panes = f"B{HEADER_ROWS + 1}"
 
-    def header_status(self) -> None:
-        """Row 2: the master check and the active scenario (called once both exist)."""
-        header_status(self.book, self.ws)
-
-
     # -- rows -----------------------------------------------------------------------------------------------------
     def skip(self, n: int = 1) -> None:
         self.row += n
@@ -1089,6 +1084,14 @@ def error_check(sh: Sheet, name: str, span: str, what: str = "") -> Ref:
     templates starts with ``#``."""
     return sh.check(f"Error values on {name}", f'=IF(SUMPRODUCT(1*ISERROR({span}))+COUNTIF({span},"#*")>0,1,0)',
                     what or f"Any error value on {name}, or an error message as text (classic xlwings)")
+
+
+def header_statuses(book: Book) -> None:
+    """Row 2 of every sheet but the Cover (:func:`header_status`): call it once every sheet and the master check
+    exist, before :func:`conf_sheet`."""
+    for ws in book.wb.worksheets:
+        if ws.title != "Cover":
+            header_status(book, ws)
 
 
 def header_status(book: Book, ws: Worksheet) -> None:

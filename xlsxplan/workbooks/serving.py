@@ -50,7 +50,7 @@ from .layout import (
     cover,
     error_check,
     guide,
-    header_status,
+    header_statuses,
     lists_sheet,
     note_block,
     put_text,
@@ -1021,8 +1021,6 @@ def build() -> Book:
     _calibration(book)
     _outputs(book)
     _checks(book)
-    for name in ("Inputs", "Prompt lengths", "Calculations", "Outputs", "Scenarios", "Calibration", "Checks"):
-        book.sheets[name].header_status()
     cover(
         book,
         purpose="How many GPUs, how fast it feels and what it costs to serve an LLM: memory for the weights and "
@@ -1103,8 +1101,7 @@ def build() -> Book:
         ],
     )
     version_log(book)
-    for name in ("Guide", "Version log", "Lists"):  # the master check on every sheet's second row
-        header_status(book, book.ws(name))
+    header_statuses(book)  # the master check on every sheet's second row
     conf_sheet(book)
     book.finish()
     return book

@@ -34,7 +34,7 @@ from .layout import (
     cover,
     error_check,
     guide,
-    header_status,
+    header_statuses,
     lists_sheet,
     note_block,
     usual_checks,
@@ -607,8 +607,6 @@ def build() -> Book:
     _calibration(book)
     _outputs(book)
     _checks(book)
-    for name in ("Inputs", "Calculations", "Outputs", "Measured rates", "Calibration", "Checks"):
-        book.sheets[name].header_status()
     cover(
         book,
         purpose="How big a model, how many tokens, how long and at what cost to train an LLM: 6ND FLOPs, time "
@@ -680,8 +678,7 @@ def build() -> Book:
         ],
     )
     version_log(book)
-    for name in ("Guide", "Version log", "Lists"):  # the master check on every sheet's second row
-        header_status(book, book.ws(name))
+    header_statuses(book)  # the master check on every sheet's second row
     conf_sheet(book)
     book.finish()
     return book
