@@ -535,3 +535,12 @@ def test_the_readme_excel_section_walks_both_set_ups_to_327680():
         assert re.split(r"[<>=]", requirement)[0] in lite
     assert "#NUM! kv_heads must be a whole number from 1 to 1,000,000, got -1" in section
     assert "#776" in section and "#1108" in section and "spill" in section
+
+
+def test_the_committed_lite_files_are_what_this_version_writes():
+    # issue 3: a Mac or web user downloads lite/main.py and lite/requirements.txt from the repository, with no Python
+    # of their own, so the committed copies must be what `xlsxplan excel --lite` writes (regenerate them with
+    # `xlsxplan excel --checks-only --force --lite lite` when this fails)
+    root = Path(__file__).resolve().parents[1] / "lite"
+    assert (root / "main.py").read_text(encoding="utf-8") == lite_bundle(), "run: xlsxplan excel --force --lite lite"
+    assert (root / "requirements.txt").read_text(encoding="utf-8") == excel_setup.lite_requirements()

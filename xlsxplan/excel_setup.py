@@ -85,8 +85,8 @@ CLASSIC_STEPS = (
 LITE_STEPS = (
     "In Excel (Microsoft 365 or Office 2021 or later, on Windows, macOS or the web): Home > Add-ins, search for "
     "xlwings, and add xlwings Lite. Its editor opens on the right (reopen it with the xlwings Lite button).",
-    "On any machine with Python and xlsxplan, run: xlsxplan excel --lite xlsxplan-lite. It writes "
-    "xlsxplan-lite/main.py (xlsxplan's code in one file, as it is not on PyPI yet) and xlsxplan-lite/requirements.txt.",
+    "Download lite/main.py and lite/requirements.txt from xlsxplan's repository (xlsxplan's code in one file, as it "
+    "is not on PyPI yet), or write them on any machine with Python and xlsxplan: xlsxplan excel --lite xlsxplan-lite.",
     "In Lite's editor, open the requirements.txt tab and add the lines of the written requirements.txt to what "
     "is there (keep its xlwings line). Lite installs them (see its Output pane).",
     "Open the main.py tab and replace its content with the written main.py (select all, paste). Lite keeps the "
