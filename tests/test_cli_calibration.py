@@ -331,3 +331,18 @@ def test_a_preset_measured_by_calibrate_gets_its_own_efficiencies(capsys):
     assert "a measured preset" in calibration.efficiency_basis("decode_bandwidth", "my-cpu")
     # a hand-written user preset named like a CPU is not "measured": it is classed by name, as before
     assert calibration.class_of_id("my-cpu") == "datacenter"
+
+
+def test_saving_figures_whose_6n_rate_beats_the_matmul_rate_warns(capsys, monkeypatch):
+    # acceptance finding: a 6N rate of 0.037 TFLOP/s against a matmul rate of 0.0357 was saved silently, though the
+    # preset's training MFU (6N rate / matmul rate) is then held to 100%
+    from xlsxplan import machine
+    from xlsxplan.machine import Figures
+
+    fast = Figures("cpu", "numpy", 0.0357, "float32", 0.02, 0.037e12, 1.0, 1, "mlp", 8.0, 1.0)
+    monkeypatch.setattr(machine, "measure", lambda **kw: fast)
+    code, out, err = run(capsys, "calibrate", "--quick", "--save", "busy-box")
+    assert code == 0 and "saved as accelerator 'busy-box'" in out
+    assert err == ("xlsxplan: warning: the 6N training rate (0.037 TFLOP/s) exceeds the matmul rate (0.0357 TFLOP/s), "
+                   "so 'busy-box' gets a training MFU of 100%; measure again on an idle machine and save with "
+                   "--replace\n")  # fmt: skip

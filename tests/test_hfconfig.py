@@ -196,3 +196,13 @@ def test_model_add_reads_the_config_once(capsys, monkeypatch):
     assert run(capsys, "model", "add", DATA / "qwen2.5-7b.json", "--name", "Q7")[0] == 0
     assert reads.count("qwen2.5-7b.json") == 1
     assert "sha256 " in x.model_source("Q7", "layers")
+
+
+def test_model_add_suggests_formulas_that_parse_whatever_the_name(capsys):
+    # a name with quotes: the suggested formulas double them, as Excel's text literals do, and work as printed
+    code, out, _ = run(capsys, "model", "add", DATA / "qwen2.5-7b.json", "--name", 'My "Q" 7B')
+    assert code == 0
+    line = next(line for line in out.splitlines() if line.strip().startswith("use it as"))
+    first = line.split("use it as", 1)[1].strip().split(", =")[0]
+    assert first == '=MODEL_SPEC("My ""Q"" 7B", "layers")'
+    assert evaluate_formula(first).value == 28

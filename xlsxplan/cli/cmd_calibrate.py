@@ -165,6 +165,11 @@ def _measure(args: argparse.Namespace) -> int:
         more, comparison = _compare(figures, args.gpu)
         lines += more
     saved = _save(figures, args.save, args.replace) if args.save else None
+    if saved and figures.train_6n_flops > figures.matmul_tflops * 1e12:
+        # the preset's train_mfu is the 6N rate over the matmul rate (calibration, class "measured"), held to 100%
+        print(f"xlsxplan: warning: the 6N training rate ({figures.train_6n_flops / 1e12:.4g} TFLOP/s) exceeds the "
+              f"matmul rate ({figures.matmul_tflops:.4g} TFLOP/s), so {args.save!r} gets a training MFU of 100%; "
+              "measure again on an idle machine and save with --replace", file=sys.stderr)  # fmt: skip
     if args.json:
         out = figures.as_dict()
         out["optimal_params_b_10_minutes"] = ten_minutes

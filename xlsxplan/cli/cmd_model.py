@@ -43,7 +43,8 @@ def add(args: argparse.Namespace) -> int:
     print(f"  parameters  {human_number(total)}B total, {human_number(active)}B active per token")  # type: ignore[arg-type]
     kv = architecture.model_kv_bytes_per_token(name)
     print(f"  KV cache    {human_number(kv)} bytes per token in BF16 (before any window)")
-    print(f'  use it as   =MODEL_SPEC("{name}", "layers"), =MODEL_KV_GB("{name}", 8192)')
+    quoted = '"' + name.replace('"', '""') + '"'  # a text literal in a formula doubles its quotes
+    print(f"  use it as   =MODEL_SPEC({quoted}, \"layers\"), =MODEL_KV_GB({quoted}, 8192)")
     return EXIT_OK
 
 
