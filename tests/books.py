@@ -311,3 +311,11 @@ def raw_scenario_rows(rows: int, array: bool) -> str:
             )
         out.append(f'<row r="{r}">{cells}</row>')
     return "".join(out)
+
+
+if __name__ == "__main__":  # python tests/books.py plan.xlsx: the README's recalc example workbook
+    import sys
+
+    if len(sys.argv) != 2:
+        sys.exit("usage: python tests/books.py OUT.xlsx")
+    print(f"wrote {plan_book(Path(sys.argv[1]))}")
