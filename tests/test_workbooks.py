@@ -313,7 +313,7 @@ def test_only_input_cells_are_unlocked_and_styled_as_inputs(shipped):
         assert wb[sheet][cell].style == ("Register Comment" if cell[0] == "F" else "Register"), cell
         if cell[0] == "E":
             assert isinstance(wb[sheet][cell].value, datetime), cell
-    assert "Source and As-of date" in wb["Inputs"]["A3"].value
+    assert "Source and As-of date" in wb["Inputs"]["A3"].value + " " + (wb["Inputs"]["A4"].value or "")
 
 
 def test_every_input_has_one_defined_name_made_from_its_label(shipped):
@@ -351,7 +351,8 @@ def test_inputs_are_documented_rows_with_units_sources_dates_and_examples_marked
     _, book, wb, _ = shipped
     ws = wb["Inputs"]
     assert [ws.cell(5, i).value for i in range(1, 7)] == ["Label", "Value", "Unit", "Source", "As-of date", "Comment"]
-    assert "shipped values are" in ws["A3"].value and "examples" in ws["A3"].value
+    purpose = ws["A3"].value + " " + (ws["A4"].value or "")  # a purpose too long for one printed line takes two
+    assert "shipped values are examples" in purpose
     for row in book.inputs:
         r, ws = row.row, wb[row.sheet]
         assert ws[f"C{r}"].value, f"{row.label}: no unit"
@@ -506,7 +507,8 @@ def test_printing_is_set_up_and_panes_frozen(shipped):
         areas = [range_boundaries(a.split("!")[-1].replace("$", "")) for a in ws.print_area.split(",")]
         if ws.title == "Inputs":  # the register across the page, then each block of cases beside the labels
             assert areas[0][:3] == (1, 1, 6) and all(a[0] == 7 and a[2] == 10 for a in areas[1:]), ws.print_area
-            assert len(areas) == (3 if name == training.FILENAME else 2) and ws.print_title_cols == "$A:$B"
+            # the cases print beside Label, Value and Unit: a case page shows each figure's unit
+            assert len(areas) == (3 if name == training.FILENAME else 2) and ws.print_title_cols == "$A:$C"
         else:
             assert len(areas) == 1, ws.title
         # nothing with a value lies outside the print areas: no cut-off columns or rows

@@ -31,7 +31,7 @@ from openpyxl import Workbook
 from openpyxl.formatting.rule import CellIsRule
 from openpyxl.styles import Alignment, Border, Font, NamedStyle, PatternFill, Protection, Side
 from openpyxl.styles.differential import DifferentialStyle
-from openpyxl.utils import get_column_letter
+from openpyxl.utils import column_index_from_string, get_column_letter
 from openpyxl.workbook.defined_name import DefinedName
 from openpyxl.workbook.properties import CalcProperties
 from openpyxl.worksheet.datavalidation import DataValidation
@@ -719,13 +719,46 @@ class Sheet:
         if title_rows:
             ws.print_title_rows = f"1:{HEADER_ROWS}"
         page_setup(ws, self.book.title)
+        title_cols = f"A:{self.last_col}"
         if self.case_blocks and self.layout == "list":
             # a sheet with a scenario block prints the register (A to F) across the page, then each block's cases
-            # (G to J) on pages of their own beside the labels and live values, repeated: ten columns on one A4
-            # width would print at 6 pt
+            # (G to J) on pages of their own beside the labels, live values and units, repeated: ten columns on
+            # one A4 width would print at 6 pt
             first, end = CASE_COLUMNS[0], CASE_COLUMNS[-1]
             ws.print_area = [f"A1:F{last}"] + [f"{first}{a}:{end}{b}" for a, b in self.case_blocks]
-            ws.print_title_cols = "A:B"
+            title_cols = ws.print_title_cols = f"A:{TITLE_COLUMNS[-1]}"
+        self._wrap_purpose(title_cols)
+
+    def _wrap_purpose(self, cols: str) -> None:
+        """The purpose in row 3, or in rows 3 and 4 when one line would run past what every page prints (the
+        columns ``cols``): text runs on over empty cells only as far as the page's edge, and is cut there."""
+        first, last = (column_index_from_string(c) for c in cols.split(":"))
+        width = sum(self.ws.column_dimensions[get_column_letter(i)].width or 13 for i in range(first, last + 1))
+        chars = int(width * PURPOSE_CHARS_PER_WIDTH)
+        lines = _balanced_lines(self.purpose, chars)
+        if len(lines) > HEADER_ROWS - 3:
+            raise ValueError(f"{self.name}: the purpose needs {len(lines)} lines of {chars} characters; shorten it")
+        for i, text in enumerate(lines):
+            put_text(self.ws[f"A{3 + i}"], text, "Explanatory Text")
+
+
+TITLE_COLUMNS = ("A", "B", "C")
+"""Label, Value and Unit: the columns repeated beside the cases of a scenario block on their own printed pages."""
+
+PURPOSE_CHARS_PER_WIDTH = 1.15
+"""Characters of the purpose's italic 10-point text per character width of a column, with some to spare: an
+Inputs page cut "... the shipped values are exa" after 75 characters in 55 widths (1.36)."""
+
+
+def _balanced_lines(text: str, chars: int) -> list[str]:
+    """``text`` in as few lines of at most ``chars`` characters as it needs, of about the same length."""
+    import textwrap
+
+    n = len(textwrap.wrap(text, chars))
+    width = -(-len(text) // n)
+    while len(lines := textwrap.wrap(text, width)) > n:
+        width += 1
+    return lines
 
 
 def _style_of(formula: str, key_result: bool) -> str:
@@ -1105,8 +1138,14 @@ def header_status(book: Book, ws: Worksheet) -> None:
     ws["B2"].number_format = FMT["check"]
     _check_format(ws, "B2")
     if book.scenario_name:
-        put_text(ws["C2"], "Scenario", "Unit")
-        ws["C2"].alignment = Alignment(horizontal="right")
-        ws["D2"] = f"={book.scenario_name}"
+        sheet = book.sheets.get(ws.title)
+        if sheet is not None and sheet.case_blocks and sheet.layout == "list":
+            # the cases print on pages of their own beside A to C, where a "Scenario" label in C would stand
+            # without its name: the label goes with the name, in D, on the register's pages only
+            ws["D2"] = f'="Scenario: "&{book.scenario_name}'
+        else:
+            put_text(ws["C2"], "Scenario", "Unit")
+            ws["C2"].alignment = Alignment(horizontal="right")
+            ws["D2"] = f"={book.scenario_name}"
         ws["D2"].style = "Link"
         ws["D2"].alignment = Alignment(horizontal="left")

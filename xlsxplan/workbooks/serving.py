@@ -493,8 +493,8 @@ def _validation(book: Book, spec: CaseInput, lists: dict[str, str]) -> DataValid
 def _inputs(book: Book, lists: dict[str, str]) -> Sheet:
     sh = book.sheet(
         "Inputs",
-        "Every assumption, once. Orange cells are inputs; the shipped values are examples (seed 000's assistant): "
-        "replace them, and their Source and As-of date.",
+        "Every assumption, once. Orange cells are inputs; the shipped values are examples (seed 000): replace "
+        "them, and their Source and As-of date.",
         ["Label", "Value", "Unit", "Source", "As-of date", "Comment"],
     )
     sh.section("Scenario", "Pick the active case; its values feed Calculations and Outputs")
