@@ -881,8 +881,10 @@ def lists_sheet(book: Book, usual: Sequence[tuple[str, str, str, Domain]] = ()) 
     columns = {"model": ("A", "Models (MODEL_SPEC)", catalog.model_names()),
                "gpu": ("C", "Accelerators (GPU_SPEC)", catalog.gpu_names()),
                "precision": ("E", "Precisions (BYTES_PER_PARAM)", precision.format_names())}  # fmt: skip
-    for col in "ACE":
-        ws.column_dimensions[col].width = 30
+    # A as on every sheet (its row 2 holds the master check's label); C and E hold names, B and D the usual
+    # ranges' units and upper bounds
+    for col, width in (("A", WIDTHS["A"]), ("B", 15), ("C", 30), ("D", 15), ("E", 30)):
+        ws.column_dimensions[col].width = width
     out = {}
     last = HEADER_ROWS
     for kind, (col, heading, names) in columns.items():
