@@ -70,7 +70,17 @@ CASE_COLUMNS = ("G", "H", "I", "J")
 CASE_WIDTH = 19
 # A side-by-side sheet: Label | Unit | Case 1 .. Case 4 | Equation and source.
 SIDE_COLUMNS = ("C", "D", "E", "F")
-CASE_WIDTHS = {"A": 40, "B": 13, "C": 19, "D": 19, "E": 19, "F": 19, "G": 75}
+NOTE_WIDTH = 56
+CASE_WIDTH_SIDE = 17
+CASE_WIDTHS = {"A": 40, "B": 13, **dict.fromkeys(SIDE_COLUMNS, CASE_WIDTH_SIDE), "G": NOTE_WIDTH}
+"""A side-by-side sheet's equations wrap in a column of 56 widths, two lines at most: with 75 widths, and the cases
+at 19, the seven columns printed at 60% of their size on an A4 width; now at about 80%, as the list sheets."""
+NOTE_EM_PER_WIDTH = 0.675
+"""Printed width of a note's line, in ems of its 10-point text, per character width of its column: lines of 37.6
+ems fitted 56 widths in LibreOffice's render and lines of 38.8 did not, in DejaVu Sans, the font it falls back on
+for Calibri; Calibri's letters are narrower, so a row sized by this is never too short in Excel."""
+LINE_HEIGHT = 13.0
+"""Points per line of 10-point text in a row that holds a wrapped note."""
 HEADER_ROWS = 5
 """Rows 1 to 5 hold the title, master check, purpose and column headings on every list sheet."""
 
@@ -489,6 +499,13 @@ class Sheet:
         for i, text in enumerate(headings):
             col = get_column_letter(i + 1)
             put_text(self.ws[f"{col}{row}"], text, "Column Heading")
+            if self.layout == "cases" and col in SIDE_COLUMNS:
+                # over the figures they head, right-aligned as the figures are
+                self.ws[f"{col}{row}"].alignment = Alignment(horizontal="right", vertical="center")
+                if not text:
+                    self.ws.column_dimensions[col].width = 3  # a case column left empty (Calibration's three)
+            elif self.layout == "cases" and col == self.note_col:
+                self.ws[f"{col}{row}"].alignment = Alignment(horizontal="left", indent=1, vertical="center")
         self.last_col = max(self.last_col, get_column_letter(len(headings)), key=lambda c: (len(c), c))
         self.ws.freeze_panes = f"B{HEADER_ROWS + 1}"
 
@@ -508,9 +525,16 @@ class Sheet:
         self.row += 1
 
     def text(self, text: str, style: str = "Explanatory Text", col: str = "A") -> int:
-        put_text(self.ws[f"{col}{self.row}"], text, style)
-        self.row += 1
-        return self.row - 1
+        """A line of running text from ``col``, on as many rows as it needs to stay within the sheet's printed
+        width (it runs on over the empty cells to its right, and is cut at the page's edge); returns its first
+        row."""
+        first = self.row
+        start, end = column_index_from_string(col), column_index_from_string(self.last_col)
+        width = sum(self.ws.column_dimensions[get_column_letter(i)].width or 13 for i in range(start, end + 1))
+        for line in wrap_em(text, NOTE_EM_PER_WIDTH * width):
+            put_text(self.ws[f"{col}{self.row}"], line, style)
+            self.row += 1
+        return first
 
     def _label(self, label: str, unit: str, note: str | None = None) -> None:
         put_text(self.ws[f"A{self.row}"], label, "Label")
@@ -728,6 +752,37 @@ class Sheet:
             ws.print_area = [f"A1:F{last}"] + [f"{first}{a}:{end}{b}" for a, b in self.case_blocks]
             title_cols = ws.print_title_cols = f"A:{TITLE_COLUMNS[-1]}"
         self._wrap_purpose(title_cols)
+        if self.layout == "cases":
+            self._wrap_notes(last)
+
+    def _wrap_notes(self, last: int) -> None:
+        """The equations in column G, indented clear of the last case's figures and wrapped within the column;
+        a row whose note takes more than one line is as tall as its lines (set, so that every program shows the
+        whole note), its cells aligned to the top."""
+        ws = self.ws
+        for r in range(HEADER_ROWS + 1, last + 1):
+            cell = ws[f"{self.note_col}{r}"]
+            if not isinstance(cell.value, str) or cell.data_type == "f":
+                continue
+            lines = len(wrap_em(cell.value, NOTE_EM_PER_WIDTH * ws.column_dimensions[self.note_col].width))
+            tall = lines > 1 or bool(ws.row_dimensions[r].height)
+            cell.alignment = Alignment(horizontal="left", indent=1, wrap_text=lines > 1,
+                                       vertical="top" if tall else None)  # fmt: skip
+            if lines > 1:
+                self.wrap_row(r, lines)
+
+    def wrap_row(self, row: int, lines: int, cols: Sequence[str] = ()) -> None:
+        """Row ``row`` as tall as ``lines`` lines of text (at least), its cells aligned to the top and those in
+        ``cols`` wrapped: a height set by hand, since neither LibreOffice nor Excel fits a row to wrapped text
+        when it opens a file."""
+        ws = self.ws
+        height = LINE_HEIGHT * lines + 1.5
+        ws.row_dimensions[row].height = max(height, ws.row_dimensions[row].height or 0)
+        for i in range(1, column_index_from_string(self.note_col)):
+            cell = ws.cell(row, i)
+            a = cell.alignment
+            cell.alignment = Alignment(horizontal=a.horizontal, indent=a.indent, vertical="top",
+                                       wrap_text=a.wrap_text or cell.column_letter in cols)  # fmt: skip
 
     def _wrap_purpose(self, cols: str) -> None:
         """The purpose in row 3, or in rows 3 and 4 when one line would run past what every page prints (the
@@ -748,6 +803,34 @@ TITLE_COLUMNS = ("A", "B", "C")
 PURPOSE_CHARS_PER_WIDTH = 1.15
 """Characters of the purpose's italic 10-point text per character width of a column, with some to spare: an
 Inputs page cut "... the shipped values are exa" after 75 characters in 55 widths (1.36)."""
+
+
+_ADVANCE = dict(zip(
+    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 .,:;()\"'/_-\u00a7^+=*%$![]&<>",
+    (1255, 1300, 1126, 1300, 1260, 721, 1300, 1298, 569, 569, 1186, 569, 1995, 1298, 1253, 1300, 1300, 842, 1067, 803,
+     1298, 1212, 1675, 1212, 1212, 1075, 1401, 1405, 1430, 1577, 1294, 1178, 1587, 1540, 604, 604, 1343, 1141, 1767,
+     1532, 1612, 1235, 1612, 1423, 1300, 1251, 1499, 1401, 2025, 1403, 1251, 1403, *(1303,) * 10, 651, 651, 651, 690,
+     690, 799, 799, 940, 563, 690, 1024, 739, 1024, 1716, 1716, 1716, 1024, 1946, 1303, 821, 799, 799, 1595, 1716,
+     1716),
+))  # fmt: skip
+"""Advance widths of DejaVu Sans, in 1/2048 em: the font LibreOffice prints Calibri with where Calibri is missing,
+wider than Calibri, so text that fits in it fits in Excel too."""
+
+
+def text_em(text: str) -> float:
+    """The printed width of ``text`` in ems of its font (DejaVu Sans's advances; an unknown letter as a digit)."""
+    return sum(_ADVANCE.get(c, 1303) for c in text) / 2048
+
+
+def wrap_em(text: str, em: float) -> list[str]:
+    """``text`` broken at spaces into lines no wider than ``em`` ems (a longer word keeps a line of its own)."""
+    lines: list[str] = []
+    for word in text.split():
+        if lines and text_em(lines[-1] + " " + word) <= em:
+            lines[-1] += " " + word
+        else:
+            lines.append(word)
+    return lines or [""]
 
 
 def _balanced_lines(text: str, chars: int) -> list[str]:

@@ -170,10 +170,10 @@ def _read(batch: str) -> str:
 CASE_LINES: tuple[Line, ...] = (
     # -- the model and accelerator figures
     Line("params", "Parameters", _spec("params_b", "params_override", "MODEL_SPEC", "model"), "B params",
-         'The override, else MODEL_SPEC(model, "params_b"): every parameter, every expert', "dec2"),
+         'The override, else MODEL_SPEC(model, "params_b"): every expert', "dec2"),
     Line("active", "Active parameters per token",
          '=IF({active_override}>0,{active_override},MIN({params},MODEL_SPEC({model},"active_params_b")))', "B params",
-         'The override, else MODEL_SPEC(model, "active_params_b"): used per token (MoE)', "dec2"),
+         'The override, else MODEL_SPEC(model, "active_params_b") (MoE)', "dec2"),
     Line("memory", "Memory per GPU", _spec("memory_gb", "memory_override", "GPU_SPEC", "gpu"), "GB",
          'The override, else GPU_SPEC(accelerator, "memory_gb")', "dec1"),
     Line("bandwidth", "Memory bandwidth per GPU", _spec("bandwidth_tb_s", "bandwidth_override", "GPU_SPEC", "gpu"),
@@ -192,16 +192,16 @@ CASE_LINES: tuple[Line, ...] = (
     Line("bytes_kv", "Bytes per KV cache value", "=BYTES_PER_PARAM({kv_precision})", "bytes",
          "The KV cache's format, apart from the weights'", "dec3"),
     Line("experts", "Routed experts per layer", _moe("experts"), "count",
-         'MODEL_SPEC(model, "experts") for a mixture of experts; 1 for a dense model', "int"),
+         'MODEL_SPEC(model, "experts") for a mixture of experts; 1 if dense', "int"),
     Line("experts_per_token", "Routed experts each token uses", _moe("experts_per_token"), "count",
          'MODEL_SPEC(model, "experts_per_token"); 1 for a dense model', "int"),
     # -- memory
     Line("weights", "Weights", "=WEIGHTS_GB({params},{bytes_weight})", "GB",
-         "N x bytes per weight, all experts (seed 000 §2; seed 003 'Storing the Model')", "dec1"),
+         "N x bytes per weight, all experts (seed 000 §2; seed 003)", "dec1"),
     Line("weights_gpu", "Weights per GPU",
          "=WEIGHTS_GB_PER_GPU({params},IF({active}<{params},MODEL_EXPERT_PARAMS_B({model}),0),{n_gpus},{n_gpus},"
          "{bytes_weight})", "GB",
-         "Dense part split by tensor parallelism, experts by expert parallelism (GShard)", "dec1"),
+         "Dense part split by tensor, experts by expert parallelism (GShard)", "dec1"),
     Line("usable", "Usable memory of a replica", "=USABLE_GB({n_gpus},{memory},Usable_Memory_Fraction)", "GB",
          "GPUs x memory x usable fraction (seed 000 §2)", "dec1"),
     Line("free", "Memory left for the KV cache",
@@ -209,7 +209,7 @@ CASE_LINES: tuple[Line, ...] = (
          "Usable memory - weights; negative: the weights do not fit (seed 000 §2)", "dec1"),
     Line("kv_bytes", "KV cache per token",
          "=IF({kv_override}>0,{kv_override},MODEL_KV_BYTES_PER_TOKEN({model},{context},{bytes_kv},{n_gpus}))", "bytes",
-         "The override, else MODEL_KV_BYTES_PER_TOKEN, by architecture (seed 000 §3)", "int"),
+         "The override, else MODEL_KV_BYTES_PER_TOKEN, by architecture (§3)", "int"),
     Line("kv_kib", "KV cache per token, in KiB", "={kv_bytes}/1024", "KiB", "Bytes / 1,024", "int"),
     Line("kv_seq", "KV cache of a sequence at the tail prompt", "=KV_GB({kv_bytes},{tail_context})", "GB",
          "KV per token x (tail prompt + reasoning + output) (seed 000 §3, §7)", "dec2"),
@@ -221,11 +221,11 @@ CASE_LINES: tuple[Line, ...] = (
     Line("batch_paged", "Batch a paged KV cache fits",
          "=IF(ISNUMBER({prompt_sd}),PAGED_BATCH({free},{kv_bytes},{context},{prompt_sd},KV_Cache_Overflow_Accepted),"
          f'"{NO_SPREAD}")', "sequences",
-         "The batch's total cache fits but for the accepted overflow (vLLM paging, Kwon et al. 2023)", "int"),
+         "Its total KV cache fits, but for the overflow accepted (vLLM paging)", "int"),
     Line("batch_mem", "Batch memory allows",
          "=IF(AND(ISNUMBER({batch_paged}),ISNUMBER({batch_fit}),{batch_fit}>=1),{batch_paged},{batch_fit})",
          "sequences",
-         "The plan's: the paged batch; with no spread known (or no tail fit), every slot at the tail", "int"),
+         "The paged batch; no spread known (or no tail fit): every slot at the tail", "int"),
     Line("batch_basis", "How memory's batch is counted",
          f'=IF(AND(ISNUMBER({{batch_paged}}),ISNUMBER({{batch_fit}}),{{batch_fit}}>=1),"{PAGED}","{PER_SLOT}")', "text",
          "Paged, as vLLM, TensorRT-LLM and SGLang run; per slot is seed 000's worst case (§3)", "text"),
@@ -233,27 +233,27 @@ CASE_LINES: tuple[Line, ...] = (
          "floor(free memory / KV per token): the ceiling on the longest request (seed 000 §1)", "int"),
     # -- speed and the latency targets
     Line("params_read_mem", "Parameters a step reads at memory's batch", "=" + _read("MAX(1,{batch_mem})"),
-         "B params", "MOE_PARAMS_READ_B: experts the batch touches; all parameters for a dense model", "dec2"),
+         "B params", "MOE_PARAMS_READ_B: the experts the batch touches; all if dense", "dec2"),
     Line("batch_latency", "Batch the decode-speed target allows",
          "=BATCH_FOR_LATENCY({params_read_mem},{bytes_weight},{n_gpus},{bandwidth},Latency_Target,{kv_bytes},"
          "{context},Decode_Bandwidth_Efficiency)", "sequences",
-         "Largest batch still decoding at the target per user; 0 if none (seed 000 §4, §7)", "int"),
+         "Largest batch decoding at the target per user; 0 if none (seed 000 §4, §7)", "int"),
     Line("batch_ttft", "Batch the time-to-first-token target allows",
          "=BATCH_FOR_TTFT({active},{n_gpus},{tflops},Latency_Target,{prefill_tokens_tail},Time_To_First_Token_Target,"
          "Prefill_Compute_Utilisation,{bytes_weight},{bandwidth},{kv_bytes},{context},Decode_Bandwidth_Efficiency)",
-         "sequences", "Decode leaves compute to read a tail prompt in time; 0: none (arXiv:2403.02310)", "int"),
+         "sequences", "Decode leaves compute for a tail prompt in time; 0: none (Sarathi-Serve)", "int"),
     Line("batch", "Batch planned",
          "=IF(AND(ISNUMBER({batch_mem}),ISNUMBER({batch_latency}),ISNUMBER({batch_ttft})),"
          "MIN({batch_mem},MAX(1,{batch_latency}),MAX(1,{batch_ttft})),NA())",
-         "sequences", "The smallest of the three, at least 1 if one fits; not available if one is no number", "int"),
+         "sequences", "The smallest of the three, at least 1 if one fits; none if one is no number", "int"),
     Line("latency_caps", "A latency target caps the batch?", '=IF({batch}<{batch_mem},"yes","no")', "text",
          "yes: a batch that fits would be slower than a target", "text", bad=("yes",)),
     Line("params_read", "Parameters a step reads at the planned batch", _fit(_read("{batch}")), "B params",
-         "MOE_PARAMS_READ_B at the planned batch; at batch 1 the active parameters", "dec2"),
+         "MOE_PARAMS_READ_B at the planned batch; at batch 1, the active ones", "dec2"),
     Line("tps_user", "Decode speed per user",
          _fit("DECODE_TOKS({params_read},{bytes_weight},{n_gpus},{bandwidth},{batch},{kv_bytes},{context},"
               "Decode_Bandwidth_Efficiency)"), "tokens/s",
-         "1 / step time; a step reads the weights it uses and all KV caches (seed 000 §4)", "dec1"),
+         "1 / step time; a step reads its weights and all KV caches (seed 000 §4)", "dec1"),
     Line("tps_alone", "Decode speed of a request alone",
          _fit("DECODE_TOKS({active},{bytes_weight},{n_gpus},{bandwidth},1,0,0,Decode_Bandwidth_Efficiency)"),
          "tokens/s", "Batch of one, weights only: the fastest a user can get (seed 000 §4)", "dec1"),
@@ -262,7 +262,7 @@ CASE_LINES: tuple[Line, ...] = (
               "Decode_Bandwidth_Efficiency)"), "tokens/s", "Batch x decode speed per user (seed 000 §4)", "int"),
     Line("prefill", "Prefill time of a mean prompt",
          _fit("PREFILL_S({active},{prefill_tokens},{n_gpus},{tflops},Prefill_Compute_Utilisation)"), "s",
-         "2N x prompt tokens after caching / (GPUs x BF16 compute x utilisation) (seed 000 §5)", "dec2"),
+         "2N x uncached prompt / (GPUs x BF16 peak x utilisation) (seed 000 §5)", "dec2"),
     Line("ttft_batch", "First token of a tail prompt, at the planned batch",
          _fit("{prefill_tokens_tail}/(COMPUTE_TOKS({active},{n_gpus}*{tflops}*Prefill_Compute_Utilisation)"
               "-{tps_total})"), "s",
@@ -282,7 +282,7 @@ CASE_LINES: tuple[Line, ...] = (
          "GPUs x price / (decode throughput x 3,600) x 1e6 (seed 000 §6)", "usd"),
     Line("cost_avg", "Effective cost per M output tokens at average load",
          _fit("COST_PER_M_TOKENS({n_gpus},Price_Per_GPU_Hour,{tps_total},Average_Utilisation)"), "USD/M tokens",
-         "Seed 000 §6's method: full-load cost / the average utilisation on Inputs, decode only", "usd"),
+         "Seed 000 §6's method: full-load cost / average utilisation, decode only", "usd"),
     # -- capacity for the traffic
     Line("replicas_decode", "Replicas for the peak, output tokens only",
          _fit("REPLICAS({peak_output},{tps_total})"), "count",
@@ -905,7 +905,7 @@ def _outputs(book: Book) -> Sheet:
         sh.line(Line(f"basis:{name}", label, f"={name}", unit, "From Inputs", fmt))
     r = sh.text("This is an estimate, not a quote: cloud prices change and differ by region, commitment and "
                 "provider.", style="Note")  # fmt: skip
-    note_block(sh.ws, r, r)
+    note_block(sh.ws, r, sh.row - 1)
     sh.ws.row_breaks.append(Break(id=sh.row))  # the chart prints whole, on a page of its own
     sh.section("Decode speed per user against batch")
     anchor = sh.row

@@ -25,6 +25,7 @@ from .. import domains
 from ..domains import domain_of
 from ..training_memory import OPTIMIZERS, RECOMPUTE_MODES
 from .layout import (
+    SIDE_COLUMNS,
     TEMPLATE_DATE,
     Book,
     Line,
@@ -481,7 +482,8 @@ def _measured(book: Book) -> Sheet:
     ]
     sh.section("The benchmarks (from Inputs, columns G to J)")
     line = Line("bm_name:shown", "Benchmark", "={bm_name}", "text", "Inputs", "text")
-    book.refs["Measured rates:bm_name"] = sh.side_by_side(line, locals_)
+    names = book.refs["Measured rates:bm_name"] = sh.side_by_side(line, locals_)
+    sh.wrap_row(names.row, 2, SIDE_COLUMNS)  # a benchmark's name may be longer than its column: two lines
     sh.section("From tokens per second to a model size")
     for line in MEASURED_LINES:
         book.refs[f"Measured rates:{line.key}"] = sh.side_by_side(line, locals_)
@@ -542,7 +544,7 @@ def _outputs(book: Book) -> Sheet:
         sh.line(Line(f"basis:{name}", label, f"={name}", unit, "From Inputs", fmt))
     r = sh.text("This is an estimate, not a quote: cloud prices change and differ by region, commitment and "
                 "provider.", style="Note")  # fmt: skip
-    note_block(sh.ws, r, r)
+    note_block(sh.ws, r, sh.row - 1)
     sh.finish()
     return sh
 
