@@ -155,6 +155,13 @@ def _fit(formula: str) -> str:
     return f'=IF(AND(ISNUMBER({{batch}}),{{batch}}>=1),{formula},"{NO_FIT}")'
 
 
+def _fits_some(formula: str) -> str:
+    """``formula``, or "does not fit" where memory holds no sequence at all: a latency target's batch means nothing
+    then. An error in memory's batch stays an error (AND passes it on; classic xlwings' text reads as no number),
+    so that it is never taken for a configuration that does not fit."""
+    return f'=IF(AND(ISNUMBER({{batch_mem}}),{{batch_mem}}<1),"{NO_FIT}",{formula})'
+
+
 def _moe(field: str) -> str:
     """A routed-expert figure of the model: MODEL_SPEC's for a mixture of experts, 1 (one expert of one) if dense."""
     return f'=IF({{active}}<{{params}},MODEL_SPEC({{model}},"{field}"),1)'
@@ -232,18 +239,19 @@ CASE_LINES: tuple[Line, ...] = (
     Line("max_context", "Longest sequence that fits alone", "=MAX_CONTEXT_TOKENS({free},{kv_bytes})", "tokens",
          "floor(free memory / KV per token): the ceiling on the longest request (seed 000 §1)", "int"),
     # -- speed and the latency targets
-    Line("params_read_mem", "Parameters a step reads at memory's batch", "=" + _read("MAX(1,{batch_mem})"),
+    Line("params_read_mem", "Parameters a step reads at memory's batch", _fits_some(_read("{batch_mem}")),
          "B params", "MOE_PARAMS_READ_B: the experts the batch touches; all if dense", "dec2"),
     Line("batch_latency", "Batch the decode-speed target allows",
-         "=BATCH_FOR_LATENCY({params_read_mem},{bytes_weight},{n_gpus},{bandwidth},Latency_Target,{kv_bytes},"
-         "{context},Decode_Bandwidth_Efficiency)", "sequences",
+         _fits_some("BATCH_FOR_LATENCY({params_read_mem},{bytes_weight},{n_gpus},{bandwidth},Latency_Target,"
+                    "{kv_bytes},{context},Decode_Bandwidth_Efficiency)"), "sequences",
          "Largest batch decoding at the target per user; 0 if none (seed 000 §4, §7)", "int"),
     Line("batch_ttft", "Batch the time-to-first-token target allows",
-         "=BATCH_FOR_TTFT({active},{n_gpus},{tflops},Latency_Target,{prefill_tokens_tail},Time_To_First_Token_Target,"
-         "Prefill_Compute_Utilisation,{bytes_weight},{bandwidth},{kv_bytes},{context},Decode_Bandwidth_Efficiency)",
-         "sequences", "Decode leaves compute for a tail prompt in time; 0: none (Sarathi-Serve)", "int"),
+         _fits_some("BATCH_FOR_TTFT({active},{n_gpus},{tflops},Latency_Target,{prefill_tokens_tail},"
+                    "Time_To_First_Token_Target,Prefill_Compute_Utilisation,{bytes_weight},{bandwidth},{kv_bytes},"
+                    "{context},Decode_Bandwidth_Efficiency)"), "sequences", "Decode leaves compute for a tail prompt in time; 0: none (Sarathi-Serve)", "int"),
     Line("batch", "Batch planned",
-         "=IF(AND(ISNUMBER({batch_mem}),ISNUMBER({batch_latency}),ISNUMBER({batch_ttft})),"
+         # memory's 0 where nothing fits (the targets then read "does not fit", which MAX passes by)
+         "=IF(AND(ISNUMBER({batch_mem}),OR({batch_mem}<1,AND(ISNUMBER({batch_latency}),ISNUMBER({batch_ttft})))),"
          "MIN({batch_mem},MAX(1,{batch_latency}),MAX(1,{batch_ttft})),NA())",
          "sequences", "The smallest of the three, at least 1 if one fits; none if one is no number", "int"),
     Line("latency_caps", "A latency target caps the batch?", '=IF({batch}<{batch_mem},"yes","no")', "text",
@@ -960,14 +968,15 @@ def _checks(book: Book) -> Sheet:
         "=IF(OR(NOT(AND(ISNUMBER({longest_request}),ISNUMBER({max_context}))),{longest_request}>{max_context}),1,0)",
         "Longest prompt + reasoning + output exceeds the longest sequence that fits alone (seed 000 §1)",
     )
+    # a configuration that does not fit is flagged above; its targets' batches read "does not fit"
     sh.check(
         "Decode-speed target unreachable even at batch 1",
-        "=IF(OR(NOT(ISNUMBER({batch_latency})),{batch_latency}<1),1,0)",
+        f'=IF(AND(OR(NOT(ISNUMBER({{batch_latency}})),{{batch_latency}}<1),{{batch_latency}}<>"{NO_FIT}"),1,0)',
         "BATCH_FOR_LATENCY is 0: one sequence alone decodes slower than the target (seed 000 §7)",
     )
     sh.check(
         "First-token target unreachable even at batch 1",
-        "=IF(OR(NOT(ISNUMBER({batch_ttft})),{batch_ttft}<1),1,0)",
+        f'=IF(AND(OR(NOT(ISNUMBER({{batch_ttft}})),{{batch_ttft}}<1),{{batch_ttft}}<>"{NO_FIT}"),1,0)',
         "BATCH_FOR_TTFT is 0: a tail prompt cannot be read in time beside one decoding sequence",
     )
     sh.check(
