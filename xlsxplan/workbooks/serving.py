@@ -1,7 +1,7 @@
 """The serving plan template: how many GPUs, how fast it feels, what it costs (seed 000), for real traffic.
 
 Sheets: Cover, Guide, Inputs (with the scenario block), Prompt lengths (an optional pasted sample), Calculations
-(the active scenario), Outputs, Scenarios (the four cases side by side), Calibration (the plan's efficiencies, the
+(the active scenario), Outputs, Scenarios (the four cases side by side), Calibration (the assumed efficiencies, the
 calibrated ones and what your measurements imply, side by side), Checks, Version log, Lists (the dropdowns and the
 inputs' usual ranges) and ``xlwings.conf``.
 
@@ -427,7 +427,9 @@ GLOBAL_LINES: tuple[Line, ...] = (
 
 # The Calibration sheet: the active scenario at three sets of efficiencies, in columns C, D and E. Each line is one
 # template rendered per column with that column's {eff_bw}, {eff_pf} and {peak}; the rest are Calculations' lines.
-CALIBRATION_COLUMNS = ("Plan (Inputs)", "Calibrated", "Your measurements")
+CALIBRATION_COLUMNS = ("Assumed (Inputs)", "Calibrated", "Measured (yours)")
+"""The plan's efficiencies as Inputs assume them (as shipped, seed 000's assumptions: the full bandwidth, a ceiling,
+and half the BF16 peak for prefill, which is not one for 8-bit weights), the calibrated ones and yours."""
 CALIBRATION_LINES: tuple[Line, ...] = (
     Line("cal_tps_user", "Decode speed per user",
          _fit("DECODE_TOKS({params_read},{bytes_weight},GPUs_Per_Replica,{bandwidth},{batch},{kv_bytes},{context},"
@@ -754,8 +756,8 @@ def _scenarios(book: Book) -> Sheet:
 def _calibration(book: Book) -> Sheet:
     sh = book.sheet(
         "Calibration",
-        "The active scenario at the plan's efficiencies (Inputs: seed 000's ceiling as shipped), at the calibrated "
-        "ones (EFFICIENCY, fitted on published measurements) and at what your measurements on Inputs imply.",
+        "The active scenario at the efficiencies assumed on Inputs (as shipped, seed 000's assumptions), at the "
+        "calibrated ones (EFFICIENCY, fitted on published measurements) and at what your measurements imply.",
         ["Line item", "Unit", *CALIBRATION_COLUMNS, "", "Equation and source"],
         layout="cases",
     )
@@ -775,7 +777,7 @@ def _calibration(book: Book) -> Sheet:
         + ",{calibrated})",
     ])  # fmt: skip
     peak = Line("peak", "Dense peak the prefill share is of", "", "TFLOP/s",
-                "Plan: BF16, as seed 000 §5 counts it; calibrated, yours: the weights' precision's",
+                "Assumed: BF16, as seed 000 §5 counts it; calibrated, yours: the weights' precision's",
                 "dec1")  # fmt: skip
     book.refs["Calibration:peak"] = sh.side_by_side(peak, locals_, ["={tflops}", "={tflops_weights}",
                                                                     "={tflops_weights}"])  # fmt: skip
@@ -799,6 +801,16 @@ def _calibration(book: Book) -> Sheet:
         "Your column falls back to the calibrated efficiency where no measurement is given. A measurement "
         "above 100% of the ceiling means the catalog's figure or the measurement's setup differs: see Checks."
     )
+    sh.skip()
+    r = sh.text(
+        "For 8-bit weights the calibrated prefill share rests on one published measurement: Llama-2-7B in FP8 on "
+        "one H100, 36 ms to the first token (TensorRT-LLM; line 24 of xlsxplan/data/measurements.csv). Fitted "
+        "without it, the model predicts that row at 0.58x, the worst row `xlsxplan validate` shows; the "
+        "measurements hold no 8-bit decode speed, so the 16-bit bandwidth share stands in. A calibrated 8-bit fleet is an "
+        "estimate to confirm with a measurement of your own (Inputs, 'Your measurements').",
+        style="Note",
+    )
+    note_block(sh.ws, r, sh.row - 1, "ABCDEFG")
     sh.finish()
     return sh
 
@@ -846,7 +858,7 @@ OUTPUT_ROWS: tuple[tuple[str, tuple[tuple[str, str, bool], ...]], ...] = (
         ("replica_rps_chunked", "The plan's capacity per replica", False),
         ("replicas_decode", "Seed 000's count", False),
         ("replicas_planned", "Spares included", True),
-        ("gpus_peak", "At the plan's efficiencies", True),
+        ("gpus_peak", "At the efficiencies assumed on Inputs", True),
         ("coverage", "Below 1: the peak is not served", True),
         ("fleet_util", "Over the day", True),
         ("replicas_decode_growth", "", False),
@@ -894,7 +906,7 @@ def _outputs(book: Book) -> Sheet:
         ("cal_tps_total", "Decode throughput of a replica, calibrated", "At EFFICIENCY's bandwidth share", False),
         ("cal_cost_avg", "Cost per M output tokens at average load, calibrated", "Seed 000's method", False),
         ("cal_replicas", "Replicas the peak needs, calibrated", "Spares included", False),
-        ("cal_gpus", "GPUs the peak needs, calibrated", "Beside the plan's GPUs above", True),
+        ("cal_gpus", "GPUs the peak needs, calibrated", "Beside the GPUs at the assumed efficiencies", True),
     ):
         line = next(x for x in CALIBRATION_LINES if x.key == key)
         ref = book.ref(f"Calibration:{key}")
@@ -1054,9 +1066,10 @@ def build() -> Book:
         ],
         examples='seed 000, "Back-of-the-Envelope Estimation for LLM Systems" (a support assistant on H100s)',
         limitations=[
-            "Decode speed is a ceiling at the shipped 100% bandwidth efficiency, and prefill reads at 50% of the "
-            "BF16 peak, as seed 000 §5 counts it; the Calibration sheet shows the fleet at published measurements "
-            "and at yours (seed 000 §4: perhaps 60-80%).",
+            "Decode speed is a ceiling at the shipped 100% bandwidth efficiency (seed 000 §4: perhaps 60-80% in "
+            "practice); prefill at 50% of the BF16 peak, as seed 000 §5 counts it, is an assumption, not a ceiling "
+            "(8-bit weights compute on FP8 tensor cores). The Calibration sheet shows the fleet at published "
+            "measurements and at yours.",
             "The batch is what a paged KV cache holds (vLLM, TensorRT-LLM, SGLang) but for the accepted overflow; "
             "with no spread of prompt lengths known, it is seed 000's worst case, every slot at the tail prompt.",
             "Prompt lengths are log-normal through the mean and tail unless a spread is typed or measured lengths "
@@ -1102,7 +1115,7 @@ def build() -> Book:
             ("Calculations", "The active scenario line by line, with the equation and its source"),
             ("Outputs", "Key results, the basis of estimate and the decode-speed chart"),
             ("Scenarios", "The four cases side by side"),
-            ("Calibration", "The plan at its own, the calibrated and your measured efficiencies"),
+            ("Calibration", "The plan at the assumed, the calibrated and your measured efficiencies"),
             ("Checks", "1 for a problem, 0 for OK; the master check"),
             ("Version log", "What changed, when"),
             ("Lists", "The presets and precision names behind the dropdowns; the inputs' usual ranges"),

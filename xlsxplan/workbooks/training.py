@@ -1,7 +1,7 @@
 """The training plan template: how big a model, how many tokens, how long, what it costs (seed 003).
 
 Sheets: Cover, Guide, Inputs (with the scenario block and the measured-rate table), Calculations (the active
-scenario), Outputs, Measured rates (each benchmark side by side), Calibration (the run at the plan's, the calibrated
+scenario), Outputs, Measured rates (each benchmark side by side), Calibration (the run at the assumed, the calibrated
 and your measured MFU), Checks, Version log, Lists and ``xlwings.conf``.
 
 The shipped cases are seed 003's: the Parameter Golf record (35.95M parameters, 3.927B tokens, eight H100s, ten
@@ -299,7 +299,7 @@ LINES: tuple[tuple[str, Line], ...] = (
 )  # fmt: skip
 
 # The Calibration sheet: the active run at three MFUs, in columns C, D and E ({mfu} is the column's).
-CALIBRATION_COLUMNS = ("Plan (Inputs)", "Calibrated", "Your measurements")
+CALIBRATION_COLUMNS = ("Assumed (Inputs)", "Calibrated", "Measured (yours)")
 CALIBRATION_LINES: tuple[Line, ...] = (
     Line("cal_seconds", "Training time", "=TRAIN_SECONDS({params},Training_Tokens,GPUs,{tflops},{mfu})", "s",
          "6ND / (GPUs x dense peak x MFU) (seed 003)", "dec1"),
@@ -494,7 +494,7 @@ def _measured(book: Book) -> Sheet:
 def _calibration(book: Book) -> Sheet:
     sh = book.sheet(
         "Calibration",
-        "The active scenario's run at the plan's MFU (Inputs), at the calibrated MFU (EFFICIENCY, fitted on "
+        "The active scenario's run at the MFU assumed on Inputs, at the calibrated MFU (EFFICIENCY, fitted on "
         "published runs) and at what your measurements on Inputs imply.",
         ["Line item", "Unit", *CALIBRATION_COLUMNS, "", "Equation and source"],
         layout="cases",
@@ -672,7 +672,7 @@ def build() -> Book:
             ("Calculations", "The active scenario line by line, with the equation and its source"),
             ("Outputs", "Key results and the basis of estimate"),
             ("Measured rates", "Each benchmark's rate, MFU, compute-optimal size and projected time"),
-            ("Calibration", "The run at the plan's, the calibrated and your measured MFU"),
+            ("Calibration", "The run at the assumed, the calibrated and your measured MFU"),
             ("Checks", "1 for a problem, 0 for OK; the master check"),
             ("Version log", "What changed, when"),
             ("Lists", "The presets and precision names behind the dropdowns; the inputs' usual ranges"),
