@@ -277,7 +277,11 @@ def calibration_reference(case: dict[str, Any], g: dict[str, Any], d: dict[str, 
         c["cal_cost_avg"] = serving.cost_per_m_tokens(n, price, total, g["Average_Utilisation"])
         rps = c["cal_rps"] = traffic.replica_rps_chunked(prefill, d["prefill_tokens"], decode, total)
         c["cal_replicas"] = traffic.fleet_replicas(d["peak_rps"], rps, g["Spare_Replicas"], g["Minimum_Replicas"])
-        c["cal_gpus"] = c["cal_replicas"] * n
+        gpus = c["cal_gpus"] = c["cal_replicas"] * n
+        c["cal_monthly"] = gpus * price * g["Hours_Per_Month"]  # the column's fleet, billed as the plan's
+        share = c["cal_share"] = prefill * rps
+        c["cal_cost_in"] = traffic.cost_per_m_input(gpus, price, g["Requests_Per_Day"], d["prompt_mean"], share)
+        c["cal_cost_out"] = traffic.cost_per_m_output(gpus, price, g["Requests_Per_Day"], decode, share)
         toks = c["cal_serve_toks"] = roofline.serve_tokens_per_s(
             reads, bw, kv, d["prefill_tokens"], decode, n, live["memory"], bandwidth, col_peak, batch, eff_bw,
             eff_pf, g["Usable_Memory_Fraction"])  # fmt: skip

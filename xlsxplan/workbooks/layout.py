@@ -35,6 +35,7 @@ from openpyxl.utils import column_index_from_string, get_column_letter
 from openpyxl.workbook.defined_name import DefinedName
 from openpyxl.workbook.properties import CalcProperties
 from openpyxl.worksheet.datavalidation import DataValidation
+from openpyxl.worksheet.pagebreak import Break
 from openpyxl.worksheet.worksheet import Worksheet
 
 from .. import __version__
@@ -43,6 +44,7 @@ from ..safety import set_text
 
 __all__ = [
     "Book",
+    "Result",
     "Sheet",
     "Line",
     "FMT",
@@ -99,6 +101,7 @@ FMT = {
     "pct": "0%",
     "pct1": "0.0%",
     "sci": "0.00E+00",
+    "billions": '#,##0.000,,,',  # a count shown in billions (the unit says so): 3.927 for 3,927,000,000
     "date": "yyyy-mm-dd",
     "text": "@",
     "general": "General",
@@ -539,8 +542,12 @@ class Sheet:
     def _label(self, label: str, unit: str, note: str | None = None) -> None:
         put_text(self.ws[f"A{self.row}"], label, "Label")
         put_text(self.ws[f"{self.unit_col}{self.row}"], unit, "Unit")
-        if note:
-            put_text(self.ws[f"{self.note_col}{self.row}"], note, "Explanatory Text")
+        cell = self.ws[f"{self.note_col}{self.row}"]
+        if note and note.startswith("="):  # a note that states an input's value: "At 10x the peak"
+            cell.value = self.book.render(note, self.name)
+            cell.style = "Explanatory Text"
+        elif note:
+            put_text(cell, note, "Explanatory Text")
 
     def _set(self, cell: Any, value: Any) -> None:
         if isinstance(value, str) and not value.startswith("="):
@@ -1013,17 +1020,33 @@ def lists_sheet(book: Book, usual: Sequence[tuple[str, str, str, Domain]] = ()) 
     return out
 
 
+@dataclass(frozen=True)
+class Result:
+    """A figure the Cover shows: a line item's key (or an input's defined name), its label, unit and format, and a
+    note beside it: text, or a formula when it starts with ``=`` (``{key}`` placeholders allowed)."""
+
+    key: str
+    label: str
+    unit: str
+    fmt: str
+    note: str = ""
+
+
 def cover(
     book: Book,
     purpose: str,
-    key_results: Sequence[tuple[str, ...]],
+    headline: Sequence[Result],
+    drivers: Sequence[Result],
+    blocks: Sequence[tuple[str, Sequence[Result]]],
     limitations: Sequence[str],
     examples: str,
 ) -> None:
-    """The Cover: purpose, version, active scenario, master check, key results, legend, known limitations.
+    """The Cover: purpose, version, active scenario, master check, the plan in brief with its key drivers beside
+    it, the other figures by what they are, then (on a page of its own) the legend and the known limitations.
 
-    ``examples`` names where the shipped example values come from; each key result is ``(key, label, unit,
-    format)``, with an optional fifth item, a note printed beside it."""
+    ``headline`` is the plan a reader signs off, in key-result style; ``drivers`` the inputs that move it most,
+    shown beside it (columns D to F); each of ``blocks`` a heading and further figures, each labelled as what it
+    is (another method's, the calibrated view's). ``examples`` names where the shipped example values come from."""
     ws = book.ws("Cover")
     for col, width in WIDTHS.items():
         ws.column_dimensions[col].width = width
@@ -1032,11 +1055,13 @@ def cover(
     row = paragraph(ws, 2, purpose, "Explanatory Text")
     row += 1
 
-    def heading(text: str) -> None:
+    def heading(text: str, beside: str = "") -> None:
         nonlocal row
         put_text(ws[f"A{row}"], text, "Heading 2")
         for col in "BCDEF":
             ws[f"{col}{row}"].style = "Heading 2"
+        if beside:
+            put_text(ws[f"D{row}"], beside, "Heading 2")
         row += 1
 
     def pair(label: str, formula_or_value: Any, fmt: str, style: str, unit: str = "") -> None:
@@ -1053,6 +1078,9 @@ def cover(
             put_text(ws[f"C{row}"], unit, "Unit")
         row += 1
 
+    def link(key: str) -> str:
+        return "=" + (key if key in book.names else book.ref(key).text("Cover"))
+
     heading("About this workbook")
     about = row
     pair("Version", __version__, "text", "Label")
@@ -1068,11 +1096,43 @@ def cover(
     _check_format(ws, f"B{master_row}")
     put_text(ws[f"D{master_row}"], "OK when every row of the Checks sheet is 0", "Explanatory Text")
     row += 1
-    heading("Key results (active scenario)")
-    for key, label, unit, fmt, *note in key_results:
-        if note:
-            put_text(ws[f"D{row}"], note[0], "Explanatory Text")
-        pair(label, "=" + book.ref(key).text("Cover"), fmt, "Output", unit)
+    heading("The plan in brief (active scenario)", "Key drivers")
+    first = row
+    for result in headline:
+        pair(result.label, link(result.key), result.fmt, "Output", result.unit)
+    for i, result in enumerate(drivers):
+        r = first + i
+        put_text(ws[f"D{r}"], result.label, "Label")
+        cell = ws[f"E{r}"]
+        cell.value = link(result.key)
+        cell.style = "Link"
+        cell.number_format = FMT[result.fmt]
+        if result.fmt == "text":  # a name runs on to the right, over the unit column it leaves empty
+            cell.alignment = Alignment(horizontal="left")
+        elif result.unit:
+            put_text(ws[f"F{r}"], result.unit, "Unit")
+    row = max(row, first + len(drivers))
+    for title, results in blocks:
+        row += 1
+        heading(title)
+        for result in results:
+            if result.note.startswith("="):
+                ws[f"D{row}"] = book.render(result.note, "Cover")
+                ws[f"D{row}"].style = "Explanatory Text"
+            elif result.note:
+                put_text(ws[f"D{row}"], result.note, "Explanatory Text")
+            pair(result.label, link(result.key), result.fmt, "Link", result.unit)
+    row += 1
+    start = row
+    row = paragraph(
+        ws,
+        row,
+        f"This is an estimate, not a quote. The example values come from {examples}; replace them with your own "
+        "before relying on the results.",
+        "Note",
+    )
+    note_block(ws, start, row - 1)
+    ws.row_breaks.append(Break(id=row))  # the legend and the limitations on a page of their own
     row += 1
     heading("Legend")
     for style, sample, meaning in Legend().rows:
@@ -1086,16 +1146,6 @@ def cover(
     heading("Known limitations of the estimate")
     for text in limitations:
         row = paragraph(ws, row, text, "Label", indent="- ")
-    row += 1
-    start = row
-    row = paragraph(
-        ws,
-        row,
-        f"This is an estimate, not a quote. The example values come from {examples}; replace them with your own "
-        "before relying on the results.",
-        "Note",
-    )
-    note_block(ws, start, row - 1)
     ws.print_area = f"A1:F{row - 1}"
     page_setup(ws, book.title)
 

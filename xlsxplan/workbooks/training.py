@@ -30,6 +30,7 @@ from .layout import (
     Book,
     Line,
     Ref,
+    Result,
     Sheet,
     conf_sheet,
     cover,
@@ -615,16 +616,37 @@ def build() -> Book:
         "and GPU-hours at a model FLOPs utilisation, Chinchilla's 20 tokens per parameter, the compute-optimal "
         "size for a time budget, training memory, data passes, and the size a short benchmark's measured rate "
         "supports.",
-        key_results=[
-            ("flops", "Training compute, 6ND", "FLOPs", "sci"),
-            ("seconds", "Training time", "s", "dec1"),
-            ("within", "Within the time budget?", "text", "text"),
-            ("gpu_hours", "GPU-hours", "GPU-h", "dec2"),
-            ("cost", "List cost of the run", "USD", "usd"),
-            ("ratio", "Training tokens over Chinchilla tokens", "ratio", "dec2"),
-            ("optimal_m", "Compute-optimal size for the time budget", "M params", "dec1"),
-            ("seconds_cal", "Training time at the calibrated MFU", "s", "dec1"),
-            ("mem_gpu", "Training memory per GPU", "GB", "dec1"),
+        headline=[
+            Result("seconds", "Training time", "s", "dec1"),
+            Result("days", "Training time, in days", "days", "dec2"),
+            Result("within", "Within the time budget?", "text", "text"),
+            Result("gpu_hours", "GPU-hours", "GPU-h", "dec2"),
+            Result("cost", "List cost of the run", "USD", "usd"),
+            Result("mem_gpu", "Training memory per GPU", "GB", "dec1"),
+            Result("fits_mem", "Fits in each GPU's memory?", "text", "text"),
+        ],
+        drivers=[
+            Result("params_m", "Model parameters", "M params", "dec2"),
+            Result("Training_Tokens", "Training tokens", "B tokens", "billions"),
+            Result("Accelerator", "Accelerator", "", "text"),
+            Result("GPUs", "GPUs", "count", "int"),
+            Result("Model_FLOPs_Utilisation", "Model FLOPs utilisation", "fraction", "pct"),
+            Result("Time_Budget", "Time budget", "s", "int"),
+            Result("Price_Per_GPU_Hour", "Price per GPU-hour", "USD/GPU-h", "usd"),
+        ],
+        blocks=[
+            ("Compute and sizing (Calculations)", [
+                Result("flops", "Training compute, 6ND", "FLOPs", "sci", "6 x parameters x tokens (seed 003)"),
+                Result("ratio", "Training tokens over Chinchilla tokens", "ratio", "dec2",
+                       "Above 1: more tokens per parameter than Chinchilla's 20"),
+                Result("optimal_m", "Compute-optimal size for the time budget", "M params", "dec1",
+                       "The size the budget trains on Chinchilla's tokens (seed 003 'The M2')"),
+            ]),
+            ("The calibrated view (Calibration sheet)", [
+                Result("mfu_cal", "Calibrated MFU", "fraction", "pct1", "EFFICIENCY, fitted on published runs"),
+                Result("seconds_cal", "Training time at the calibrated MFU", "s", "dec1",
+                       "Beside the training time at the MFU assumed on Inputs"),
+            ]),
         ],
         examples='seed 003, "Estimating the Compute and Memory Needed for Language Models" (Parameter Golf, the M2)',
         limitations=[
@@ -657,7 +679,7 @@ def build() -> Book:
             "Inputs, Measured rates: for a machine without a published FLOP/s (a laptop, say), run a short "
             "benchmark and enter the model's parameters, the tokens it processed and in how many seconds.",
             "Inputs, Cost: price per GPU-hour with its date, region and pricing basis.",
-            "Read Outputs (and the Cover's key results); Measured rates turns each benchmark into a model size "
+            "Read the Cover's plan in brief, then Outputs; Measured rates turns each benchmark into a model size "
             "for the time budget and a time for the active scenario's run.",
             "Checks must read OK: an ERROR names the problem (over budget, MFU above 100%, memory per GPU above "
             "the GPU's, a missing figure, an input far outside its usual range).",
@@ -666,7 +688,7 @@ def build() -> Book:
             "`xlsxplan recalc` recalculates a copy without Excel.",
         ],
         sheets=[
-            ("Cover", "Purpose, active scenario, master check, key results, legend, limitations"),
+            ("Cover", "The plan in brief with its key drivers, the other views, legend, limitations"),
             ("Guide", "This page"),
             ("Inputs", "Every assumption, once, with unit, source and date; the scenario block and benchmarks"),
             ("Calculations", "The active scenario line by line, with the equation and its source"),
