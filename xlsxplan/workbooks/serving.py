@@ -121,7 +121,7 @@ def _override(key: str, label: str, unit: str, source: str, comment: str, values
 CASE_INPUTS: tuple[CaseInput, ...] = (
     CaseInput("scenario_name", "Scenario name", CASES, "text", _SECTION6, "Rename a case freely", "text"),
     CaseInput("model", "Model", ("Qwen2.5-72B",) * 3 + ("Qwen2.5-7B",), "preset", _SECTION6,
-              "Catalog preset (dropdown) or your own name", "text", "model"),
+              "Pick a preset in G to J (dropdown), or type a name", "text", "model"),
     _override("params_override", "Parameters override", "B params", _SECTION6, "Seed: 7.6; catalog: 7.61 (model card)",
               (None, None, None, 7.6)),
     _override("active_override", "Active parameters override", "B params", "Catalog (config.json)",
@@ -129,7 +129,7 @@ CASE_INPUTS: tuple[CaseInput, ...] = (
     _override("kv_override", "KV cache per token override", "bytes", "Catalog (config.json)",
               "At the cache's precision, as KV_BYTES_PER_TOKEN gives", fmt="override_int"),
     CaseInput("gpu", "Accelerator", ("H100-SXM",) * 4, "preset", _SECTION6,
-              "Catalog preset (dropdown) or your own name", "text", "gpu"),
+              "Pick a preset in G to J (dropdown), or type a name", "text", "gpu"),
     _override("memory_override", "Memory per GPU override", "GB", "Catalog (datasheet)",
               "Empty: catalog's (H100: 80 GB, as the seed)"),
     _override("bandwidth_override", "Memory bandwidth override", "TB/s", "Catalog (datasheet)",
@@ -137,7 +137,7 @@ CASE_INPUTS: tuple[CaseInput, ...] = (
     _override("tflops_override", "Dense BF16 compute override", "TFLOP/s", f"{SEED} §5 (example)",
               "Seed: 989; catalog: 989.4 (Hopper whitepaper)", (989,) * 4),
     CaseInput("weight_precision", "Weight precision", ("bf16", "fp8", "bf16", "bf16"), "format", _SECTION6,
-              "bf16, fp8, int4_g128, q4_k_m, ... (dropdown)", "text", "precision"),
+              "Pick in G to J: bf16, fp8, int4_g128, q4_k_m, ...", "text", "precision"),
     CaseInput("kv_precision", "KV cache precision", ("bf16",) * 4, "format", f"{SEED} §3 (example)",
               "Apart from the weights'; the seed keeps it in BF16", "text", "precision"),
     CaseInput("n_gpus", "GPUs per replica", (2, 2, 4, 1), "count", _SECTION6, "GPUs holding one copy (tensor "
@@ -519,7 +519,7 @@ def _inputs(book: Book, lists: dict[str, str]) -> Sheet:
         "them, and their Source and As-of date.",
         ["Label", "Value", "Unit", "Source", "As-of date", "Comment"],
     )
-    sh.section("Scenario", "Pick the active case; its values feed Calculations and Outputs")
+    sh.section("Scenario", "Type each case in G to J; column B shows the active case, which feeds the plan")
     sh.case_headings("Scenario block: one column per case", "Active")
     selector_row = sh.row
     name_row = selector_row + 2  # the Scenario name row, written below

@@ -86,7 +86,7 @@ _NOT_GIVEN = {  # inputs the formulas read as "not given" when empty (or 0, IF(x
 SCENARIO_ROWS: tuple[tuple[Any, ...], ...] = (
     ("Scenario name", CASES, "text", "Example", "Rename a case freely", "text", None),
     ("Model", ("Golf 11L 512d", "Golf 9L 512d", "Llama-2-7B", "Chinchilla-70B"), "preset",
-     f"{SEED}; Hoffmann et al. 2022 (example)", "Catalog preset, or your name with its figures", "text", "model"),
+     f"{SEED}; Hoffmann et al. 2022 (example)", "Pick a preset in G to J, or type a name and its figures", "text", "model"),
     ("Model parameters", (0.03595, 0.01706, 7, 70), "B params", f"{SEED} (example)",
      "Empty: the preset's (seed notes 6, 7, 9)", "small",
      domain_of(domains.ParamsB)),
@@ -108,7 +108,7 @@ SCENARIO_ROWS: tuple[tuple[Any, ...], ...] = (
      "parallel", "int", domain_of(domains.GPUs)),
     ("ZeRO stage", (0, 0, 1, 1), "stage", "Example; Rajbhandari et al. 2020", "0 none; 1 optimizer, 2 + gradients, 3 + "
      "weights", "int", domain_of(domains.ZeroStage)),
-    ("Accelerator", ("H100-SXM",) * 4, "preset", f"{SEED} (example)", "A catalog preset (dropdown)", "text",
+    ("Accelerator", ("H100-SXM",) * 4, "preset", f"{SEED} (example)", "Pick a preset in G to J (dropdown)", "text",
      "gpu"),
     ("Dense BF16 compute override", (989.5, 989.5, None, None), "TFLOP/s", f"{SEED} 'Eight H100s' (example)",
      "Seed: about 989.5; catalog: 989.4 (whitepaper)", "override", _OVERRIDE),
@@ -364,7 +364,7 @@ def _inputs(book: Book, lists: dict[str, str]) -> Sheet:
         "them, and their Source and As-of date.",
         ["Label", "Value", "Unit", "Source", "As-of date", "Comment"],
     )
-    sh.section("Scenario", "Pick the active case; its values feed Calculations and Outputs")
+    sh.section("Scenario", "Type each case in G to J; column B shows the active case, which feeds the plan")
     sh.case_headings("Scenario block: one column per case", "Active")
     name_row = sh.row + 2
     dv = DataValidation(type="list", formula1=f"$G${name_row}:$J${name_row}", allow_blank=False)
