@@ -128,6 +128,7 @@ TAB = {
 _THIN_GREY = Side(style="thin", color="7F7F7F")
 _THIN_DARK = Side(style="thin", color="3F3F3F")
 _DOUBLE_DARK = Side(style="double", color="3F3F3F")
+_HEADING_RULE = Side(style="medium", color="A2B8E1")
 _GOOD = ("C6EFCE", "006100")
 _BAD = ("FFC7CE", "9C0006")
 
@@ -145,7 +146,7 @@ def _styles() -> list[NamedStyle]:
             "Heading 2",
             builtinId=17,
             font=_font(size=12, bold=True, color="1F3864"),
-            border=Border(bottom=Side(style="medium", color="A2B8E1")),
+            border=Border(bottom=_HEADING_RULE),
         ),  # fmt: skip
         NamedStyle(
             "Column Heading",
@@ -524,7 +525,9 @@ class Sheet:
         for i in range(2, last + 1):
             self.ws.cell(row=self.row, column=i).style = "Heading 2"
         if note:
-            put_text(self.ws[f"{self.note_col}{self.row}"], note, "Explanatory Text")
+            cell = self.ws[f"{self.note_col}{self.row}"]
+            put_text(cell, note, "Explanatory Text")
+            cell.border = Border(bottom=_HEADING_RULE)  # the heading's rule runs on under its note
         self.row += 1
 
     def text(self, text: str, style: str = "Explanatory Text", col: str = "A") -> int:
@@ -585,8 +588,8 @@ class Sheet:
         self.row += 1
         return name
 
-    def case_headings(self, title: str, first: str = "Live") -> None:
-        """The heading row of a block whose cases sit in columns G to J."""
+    def case_headings(self, title: str, first: str = "Live", each: str = "Case") -> None:
+        """The heading row of a block whose cases sit in columns G to J, headed ``each`` 1 to 4."""
         r = self.row
         for col in CASE_COLUMNS:  # the sheet's column headings run on over the cases
             self.ws[f"{col}{HEADER_ROWS}"].style = "Column Heading"
@@ -595,7 +598,7 @@ class Sheet:
         for col in "CDEF":
             self.ws[f"{col}{r}"].style = "Column Heading"
         for i, col in enumerate(CASE_COLUMNS, start=1):
-            put_text(self.ws[f"{col}{r}"], f"Case {i}", "Column Heading")
+            put_text(self.ws[f"{col}{r}"], f"{each} {i}", "Column Heading")
             self.ws.column_dimensions[col].width = CASE_WIDTH
         self.last_col = CASE_COLUMNS[-1]
         self.case_blocks.append((r, r))
@@ -1157,7 +1160,7 @@ def guide(book: Book, steps: Sequence[str], sheets: Sequence[tuple[str, str]]) -
         ws.column_dimensions[col].width = width
     put_text(ws["A1"], f"{book.title}: Guide", "Title")
     ws.row_dimensions[1].height = 24
-    row = 3
+    row = 4  # below the master check's row
 
     def heading(text: str) -> None:
         nonlocal row

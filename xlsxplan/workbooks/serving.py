@@ -249,7 +249,8 @@ CASE_LINES: tuple[Line, ...] = (
     Line("batch_ttft", "Batch the time-to-first-token target allows",
          _fits_some("BATCH_FOR_TTFT({active},{n_gpus},{tflops},Latency_Target,{prefill_tokens_tail},"
                     "Time_To_First_Token_Target,Prefill_Compute_Utilisation,{bytes_weight},{bandwidth},{kv_bytes},"
-                    "{context},Decode_Bandwidth_Efficiency)"), "sequences", "Decode leaves compute for a tail prompt in time; 0: none (Sarathi-Serve)", "int"),
+                    "{context},Decode_Bandwidth_Efficiency)"), "sequences",
+         "Decode leaves compute for a tail prompt in time; 0: none (Sarathi-Serve)", "int"),
     Line("batch", "Batch planned",
          # memory's 0 where nothing fits (the targets then read "does not fit", which MAX passes by)
          "=IF(AND(ISNUMBER({batch_mem}),OR({batch_mem}<1,AND(ISNUMBER({batch_latency}),ISNUMBER({batch_ttft})))),"
@@ -321,8 +322,8 @@ CASE_LINES: tuple[Line, ...] = (
          "Average requests/s / what the fleet could serve: the plan's own figure for seed 000's 30%", "pct1"),
     Line("replicas_growth", "Replicas the grown peak needs, spares included",
          _fit("FLEET_REPLICAS({peak_rps}*Traffic_Growth_Multiple,{replica_rps_chunked},Spare_Replicas,"
-              "Minimum_Replicas)"), "count", '="As for the peak, at "&Traffic_Growth_Multiple&"x the peak: the growth multiple (seed 000 §6)"',
-         "int"),
+              "Minimum_Replicas)"), "count",
+         '="As for the peak, at "&Traffic_Growth_Multiple&"x the peak: the growth multiple (seed 000 §6)"', "int"),
     Line("gpus_growth", "GPUs for the grown peak", _fit("{replicas_growth}*{n_gpus}"), "count",
          '="Replicas x GPUs per replica, at "&Traffic_Growth_Multiple&"x the peak"', "int"),
     # -- separate prefill and decode GPUs
@@ -401,7 +402,8 @@ GLOBAL_LINES: tuple[Line, ...] = (
          "=PEAK_TOKS(Requests_Per_Day,{decode_tokens},Peak_Hour_Factor)", "tokens/s",
          "Peak requests/s x generated tokens, reasoning included (seed 000 §1)", "int"),
     Line("growth_output", "Grown peak output tokens per second", "={peak_output}*Traffic_Growth_Multiple",
-         "tokens/s", '="Peak output tokens/s x the growth multiple, "&Traffic_Growth_Multiple&"x (seed 000 §6)"', "int"),
+         "tokens/s", '="Peak output tokens/s x the growth multiple, "&Traffic_Growth_Multiple&"x (seed 000 §6)"',
+         "int"),
     Line("context", "Tokens per sequence, mean prompt",
          "=CONTEXT_TOKENS({prompt_mean},Output_Tokens_Per_Request,Hidden_Reasoning_Tokens_Per_Request)",
          "tokens", "Prompt + reasoning + output: the KV cache an average sequence reads (seed 000 §3)", "int"),
@@ -689,17 +691,22 @@ def _calculations(book: Book) -> Sheet:
 
     ws = sh.ws
     ws.row_breaks.append(Break(id=sh.row))  # the chart data starts a printed page of its own
-    sh.section("Decode speed against batch (the chart on Outputs)", "Evenly spaced batches up to memory's")
+    sh.section("Decode speed against batch (the chart on Outputs)", "Evenly spaced batches up to the one memory allows")
     headings = {"A": "Chart data", "B": "Batch", "C": "Tokens/s", "D": "Equation and source", "E": "Line: batch",
                 "F": "Latency target line: tokens/s per user"}  # fmt: skip
     for col, text in headings.items():
         put_text(ws[f"{col}{sh.row}"], text, "Column Heading")
+        if col in "BCE":  # over figures, right-aligned as they are
+            ws[f"{col}{sh.row}"].alignment = Alignment(horizontal="right", vertical="center")
+        elif col in "DF":
+            ws[f"{col}{sh.row}"].alignment = Alignment(horizontal="left", indent=1, vertical="center")
     head = sh.row
     first, last = head + 1, head + CHART_POINTS
     for r in range(first, last + 1):
         # point k of n: ROWS over the labels in column A, which hold no formulas
         put_text(ws[f"A{r}"], f"Point {r - head}", "Label")
         put_text(ws[f"D{r}"], "DECODE_TOKS at this batch (seed 000 §4)", "Explanatory Text")
+        ws[f"D{r}"].alignment = Alignment(horizontal="left", indent=1)  # clear of the figure before it
         ws[f"B{r}"] = book.render(
             f"=MAX(1,ROUND(ROWS($A${first}:A{r})/ROWS($A${first}:$A${last})*{{batch_mem}},0))", sh.name
         )
@@ -810,7 +817,7 @@ def _calibration(book: Book) -> Sheet:
         book.refs[f"Calibration:{line.key}"] = sh.side_by_side(line, locals_)
     sh.skip()
     sh.text(
-        "Your column falls back to the calibrated efficiency where no measurement is given. A measurement "
+        "The measured column falls back to the calibrated efficiency where no measurement is given. A measurement "
         "above 100% of the ceiling means the catalog's figure or the measurement's setup differs: see Checks."
     )
     sh.skip()
@@ -818,8 +825,8 @@ def _calibration(book: Book) -> Sheet:
         "For 8-bit weights the calibrated prefill share rests on one published measurement: Llama-2-7B in FP8 on "
         "one H100, 36 ms to the first token (TensorRT-LLM; line 24 of xlsxplan/data/measurements.csv). Fitted "
         "without it, the model predicts that row at 0.58x, the worst row `xlsxplan validate` shows; the "
-        "measurements hold no 8-bit decode speed, so the 16-bit bandwidth share stands in. A calibrated 8-bit fleet is an "
-        "estimate to confirm with a measurement of your own (Inputs, 'Your measurements').",
+        "measurements hold no 8-bit decode speed, so the 16-bit bandwidth share stands in. A calibrated 8-bit "
+        "fleet is an estimate to confirm with a measurement of your own (Inputs, 'Your measurements').",
         style="Note",
     )
     note_block(sh.ws, r, sh.row - 1, "ABCDEFG")
@@ -1082,9 +1089,11 @@ def build() -> Book:
         ],
         blocks=[
             ("How the fleet is sized (Calculations)", [
-                Result("fits", "Fits in memory?", "text", "text", "At least one tail-length sequence beside the weights"),
+                Result("fits", "Fits in memory?", "text", "text",
+                       "At least one tail-length sequence beside the weights"),
                 Result("batch", "Batch planned", "sequences", "int", "Memory's, or fewer if a latency target caps it"),
-                Result("coverage", "Peak covered with the spares down", "ratio", "dec2", "Below 1: the peak is not served"),
+                Result("coverage", "Peak covered with the spares down", "ratio", "dec2",
+                       "Below 1: the peak is not served"),
                 Result("fleet_util", "Average utilisation of the fleet", "fraction", "pct1",
                        "Average requests over what the fleet could serve"),
                 Result("gpus_growth", "GPUs for the grown peak", "count", "int",
@@ -1099,7 +1108,7 @@ def build() -> Book:
             ]),
             ("The calibrated view (Calibration sheet)", [
                 Result("cal_gpus:calibrated", "GPUs the peak needs, calibrated", "count", "int",
-                       "At published efficiencies; FP8 prefill rests on one measurement"),
+                       "At published efficiencies (8-bit prefill: one measurement)"),
                 Result("cal_monthly:calibrated", "List cost per month, calibrated", "USD", "usd0",
                        "Those GPUs billed around the clock"),
                 Result("cal_cost_in:calibrated", "Cost per M input tokens, calibrated", "USD/M tokens", "usd",

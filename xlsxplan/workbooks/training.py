@@ -86,7 +86,8 @@ _NOT_GIVEN = {  # inputs the formulas read as "not given" when empty (or 0, IF(x
 SCENARIO_ROWS: tuple[tuple[Any, ...], ...] = (
     ("Scenario name", CASES, "text", "Example", "Rename a case freely", "text", None),
     ("Model", ("Golf 11L 512d", "Golf 9L 512d", "Llama-2-7B", "Chinchilla-70B"), "preset",
-     f"{SEED}; Hoffmann et al. 2022 (example)", "Pick a preset in G to J, or type a name and its figures", "text", "model"),
+     f"{SEED}; Hoffmann et al. 2022 (example)", "Pick a preset in G to J, or type a name and its figures", "text",
+     "model"),
     ("Model parameters", (0.03595, 0.01706, 7, 70), "B params", f"{SEED} (example)",
      "Empty: the preset's (seed notes 6, 7, 9)", "small",
      domain_of(domains.ParamsB)),
@@ -438,7 +439,7 @@ def _inputs(book: Book, lists: dict[str, str]) -> Sheet:
                             _NOT_MEASURED))  # fmt: skip
 
     sh.section("Measured rates", "Short benchmarks: their 6N-equivalent rate sizes a run (seed 003 'The M2')")
-    sh.case_headings("Benchmarks: one column per measurement", "")
+    sh.case_headings("Benchmarks: one column per measurement", "", "Benchmark")
     for label, values, unit, source, comment, fmt, kind in BENCHMARK_ROWS:
         sh.case_input(label, values, unit, source, comment, fmt, _validation(label, kind, lists),
                       key=_KEYS[label])  # fmt: skip
@@ -511,9 +512,9 @@ def _calibration(book: Book) -> Sheet:
     for line in CALIBRATION_LINES:
         book.refs[f"Calibration:{line.key}"] = sh.side_by_side(line, locals_)
     sh.skip()
-    sh.text("Your column falls back to the calibrated MFU where no measurement is given; a measured throughput "
-            "wins over measured GPU-hours. An MFU above 100% means the measurement and the accelerator's peak "
-            "disagree: see Checks.")  # fmt: skip
+    sh.text("The measured column falls back to the calibrated MFU where no measurement is given; a measured "
+            "throughput wins over measured GPU-hours. An MFU above 100% means the measurement and the accelerator's "
+            "peak disagree: see Checks.")  # fmt: skip
     sh.finish()
     return sh
 
