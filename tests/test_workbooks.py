@@ -22,14 +22,25 @@ from typing import Any
 import openpyxl
 import pytest
 from openpyxl.formula.tokenizer import Token, Tokenizer
-from openpyxl.utils import range_boundaries
+from openpyxl.utils import column_index_from_string, get_column_letter, range_boundaries
 
 from xlsxplan import registry
 from xlsxplan.cli import main
 from xlsxplan.errors import WorkbookError
 from xlsxplan.workbooks import serving, training
 from xlsxplan.workbooks.build import TEMPLATES, build_template, is_generated
-from xlsxplan.workbooks.layout import ALLOWED_CONSTANTS, FMT, STYLE_NAMES, TAB, Book, name_from_label, quote_sheetname
+from xlsxplan.workbooks.layout import (
+    ALLOWED_CONSTANTS,
+    FMT,
+    LINE_HEIGHT,
+    NOTE_EM_PER_WIDTH,
+    STYLE_NAMES,
+    TAB,
+    Book,
+    name_from_label,
+    quote_sheetname,
+    wrap_em,
+)
 from xlsxplan.xlwings_conf import read_conf_sheet
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -313,7 +324,7 @@ def test_only_input_cells_are_unlocked_and_styled_as_inputs(shipped):
         assert wb[sheet][cell].style == ("Register Comment" if cell[0] == "F" else "Register"), cell
         if cell[0] == "E":
             assert isinstance(wb[sheet][cell].value, datetime), cell
-    assert "Source and As-of date" in wb["Inputs"]["A3"].value
+    assert "Source and As-of date" in wb["Inputs"]["A3"].value + " " + (wb["Inputs"]["A4"].value or "")
 
 
 def test_every_input_has_one_defined_name_made_from_its_label(shipped):
@@ -351,7 +362,8 @@ def test_inputs_are_documented_rows_with_units_sources_dates_and_examples_marked
     _, book, wb, _ = shipped
     ws = wb["Inputs"]
     assert [ws.cell(5, i).value for i in range(1, 7)] == ["Label", "Value", "Unit", "Source", "As-of date", "Comment"]
-    assert "shipped values are" in ws["A3"].value and "examples" in ws["A3"].value
+    purpose = ws["A3"].value + " " + (ws["A4"].value or "")  # a purpose too long for one printed line takes two
+    assert "shipped values are examples" in purpose
     for row in book.inputs:
         r, ws = row.row, wb[row.sheet]
         assert ws[f"C{r}"].value, f"{row.label}: no unit"
@@ -409,16 +421,40 @@ def test_sources_and_comments_on_inputs_fit_their_columns(books):
 
 def test_notes_fit_their_column_when_printed(books):
     # A note runs on over the empty columns to the right of it and is cut at the print area's edge: on a list sheet
-    # D to F (101 character widths), on a side-by-side sheet G alone (75 widths); italic 10-point text fits about
-    # 105 and 90 characters there.
+    # D to F (101 character widths), where italic 10-point text fits about 105 characters. On a side-by-side sheet
+    # the note column (G, 56 widths) is the last: a note wraps there, in two lines at most, in a row tall enough
+    # for them (DejaVu Sans's widths, wider than Calibri's: LibreOffice prints with it where Calibri is missing).
     for name, book in books.items():
         for sheet in book.sheets.values():
-            limit = 105 if sheet.note_col == "D" else 90
-            for row in sheet.ws.iter_rows(min_row=6):
+            ws = sheet.ws
+            for row in ws.iter_rows(min_row=6):
                 for c in row:
                     text = c.value
-                    if c.column_letter == sheet.note_col and isinstance(text, str) and not text.startswith("="):
-                        assert len(text) <= limit, f"{name} {sheet.name}!{c.coordinate}: {text}"
+                    if c.column_letter != sheet.note_col or not isinstance(text, str) or text.startswith("="):
+                        continue
+                    where = f"{name} {sheet.name}!{c.coordinate}: {text}"
+                    if sheet.note_col == "D":
+                        assert len(text) <= 105, where
+                        continue
+                    lines = wrap_em(text, NOTE_EM_PER_WIDTH * ws.column_dimensions["G"].width)
+                    assert len(lines) <= 2, where
+                    if len(lines) > 1:
+                        assert c.alignment.wrap_text and c.alignment.vertical == "top", where
+                        assert ws.row_dimensions[c.row].height >= LINE_HEIGHT * len(lines), where
+
+
+def test_every_printed_page_is_at_most_181_character_widths_wide(books):
+    # Fitting the page width, a sheet prints at about 784 points / (5.25 points a width): 169 widths (the list
+    # sheets) at 86% of their size, 181 at 80%; the side-by-side sheets were 204 widths wide, 6-point type
+    for name, book in books.items():
+        for ws in book.wb.worksheets:
+            titles = ws.print_title_cols
+            repeated = [column_index_from_string(c) for c in titles.replace("$", "").split(":")] if titles else None
+            for area in ws.print_area.split(","):
+                low, _, high, _ = range_boundaries(area.split("!")[-1].replace("$", ""))
+                cols = set(range(low, high + 1)) | (set(range(repeated[0], repeated[1] + 1)) if repeated else set())
+                width = sum(ws.column_dimensions[get_column_letter(i)].width or 13 for i in cols)
+                assert width <= 181, f"{name} {ws.title} {area}: {width} widths"
 
 
 CELL = re.compile(r"\$?[A-Z]{1,3}\$?\d+")
@@ -506,7 +542,8 @@ def test_printing_is_set_up_and_panes_frozen(shipped):
         areas = [range_boundaries(a.split("!")[-1].replace("$", "")) for a in ws.print_area.split(",")]
         if ws.title == "Inputs":  # the register across the page, then each block of cases beside the labels
             assert areas[0][:3] == (1, 1, 6) and all(a[0] == 7 and a[2] == 10 for a in areas[1:]), ws.print_area
-            assert len(areas) == (3 if name == training.FILENAME else 2) and ws.print_title_cols == "$A:$B"
+            # the cases print beside Label, Value and Unit: a case page shows each figure's unit
+            assert len(areas) == (3 if name == training.FILENAME else 2) and ws.print_title_cols == "$A:$C"
         else:
             assert len(areas) == 1, ws.title
         # nothing with a value lies outside the print areas: no cut-off columns or rows

@@ -31,10 +31,11 @@ from openpyxl import Workbook
 from openpyxl.formatting.rule import CellIsRule
 from openpyxl.styles import Alignment, Border, Font, NamedStyle, PatternFill, Protection, Side
 from openpyxl.styles.differential import DifferentialStyle
-from openpyxl.utils import get_column_letter
+from openpyxl.utils import column_index_from_string, get_column_letter
 from openpyxl.workbook.defined_name import DefinedName
 from openpyxl.workbook.properties import CalcProperties
 from openpyxl.worksheet.datavalidation import DataValidation
+from openpyxl.worksheet.pagebreak import Break
 from openpyxl.worksheet.worksheet import Worksheet
 
 from .. import __version__
@@ -43,6 +44,7 @@ from ..safety import set_text
 
 __all__ = [
     "Book",
+    "Result",
     "Sheet",
     "Line",
     "FMT",
@@ -70,7 +72,17 @@ CASE_COLUMNS = ("G", "H", "I", "J")
 CASE_WIDTH = 19
 # A side-by-side sheet: Label | Unit | Case 1 .. Case 4 | Equation and source.
 SIDE_COLUMNS = ("C", "D", "E", "F")
-CASE_WIDTHS = {"A": 40, "B": 13, "C": 19, "D": 19, "E": 19, "F": 19, "G": 75}
+NOTE_WIDTH = 56
+CASE_WIDTH_SIDE = 17
+CASE_WIDTHS = {"A": 40, "B": 13, **dict.fromkeys(SIDE_COLUMNS, CASE_WIDTH_SIDE), "G": NOTE_WIDTH}
+"""A side-by-side sheet's equations wrap in a column of 56 widths, two lines at most: with 75 widths, and the cases
+at 19, the seven columns printed at 60% of their size on an A4 width; now at about 80%, as the list sheets."""
+NOTE_EM_PER_WIDTH = 0.675
+"""Printed width of a note's line, in ems of its 10-point text, per character width of its column: lines of 37.6
+ems fitted 56 widths in LibreOffice's render and lines of 38.8 did not, in DejaVu Sans, the font it falls back on
+for Calibri; Calibri's letters are narrower, so a row sized by this is never too short in Excel."""
+LINE_HEIGHT = 13.0
+"""Points per line of 10-point text in a row that holds a wrapped note."""
 HEADER_ROWS = 5
 """Rows 1 to 5 hold the title, master check, purpose and column headings on every list sheet."""
 
@@ -89,6 +101,7 @@ FMT = {
     "pct": "0%",
     "pct1": "0.0%",
     "sci": "0.00E+00",
+    "billions": '#,##0.000,,,',  # a count shown in billions (the unit says so): 3.927 for 3,927,000,000
     "date": "yyyy-mm-dd",
     "text": "@",
     "general": "General",
@@ -115,6 +128,7 @@ TAB = {
 _THIN_GREY = Side(style="thin", color="7F7F7F")
 _THIN_DARK = Side(style="thin", color="3F3F3F")
 _DOUBLE_DARK = Side(style="double", color="3F3F3F")
+_HEADING_RULE = Side(style="medium", color="A2B8E1")
 _GOOD = ("C6EFCE", "006100")
 _BAD = ("FFC7CE", "9C0006")
 
@@ -132,7 +146,7 @@ def _styles() -> list[NamedStyle]:
             "Heading 2",
             builtinId=17,
             font=_font(size=12, bold=True, color="1F3864"),
-            border=Border(bottom=Side(style="medium", color="A2B8E1")),
+            border=Border(bottom=_HEADING_RULE),
         ),  # fmt: skip
         NamedStyle(
             "Column Heading",
@@ -489,6 +503,13 @@ class Sheet:
         for i, text in enumerate(headings):
             col = get_column_letter(i + 1)
             put_text(self.ws[f"{col}{row}"], text, "Column Heading")
+            if self.layout == "cases" and col in SIDE_COLUMNS:
+                # over the figures they head, right-aligned as the figures are
+                self.ws[f"{col}{row}"].alignment = Alignment(horizontal="right", vertical="center")
+                if not text:
+                    self.ws.column_dimensions[col].width = 3  # a case column left empty (Calibration's three)
+            elif self.layout == "cases" and col == self.note_col:
+                self.ws[f"{col}{row}"].alignment = Alignment(horizontal="left", indent=1, vertical="center")
         self.last_col = max(self.last_col, get_column_letter(len(headings)), key=lambda c: (len(c), c))
         self.ws.freeze_panes = f"B{HEADER_ROWS + 1}"
 
@@ -504,19 +525,32 @@ class Sheet:
         for i in range(2, last + 1):
             self.ws.cell(row=self.row, column=i).style = "Heading 2"
         if note:
-            put_text(self.ws[f"{self.note_col}{self.row}"], note, "Explanatory Text")
+            cell = self.ws[f"{self.note_col}{self.row}"]
+            put_text(cell, note, "Explanatory Text")
+            cell.border = Border(bottom=_HEADING_RULE)  # the heading's rule runs on under its note
         self.row += 1
 
     def text(self, text: str, style: str = "Explanatory Text", col: str = "A") -> int:
-        put_text(self.ws[f"{col}{self.row}"], text, style)
-        self.row += 1
-        return self.row - 1
+        """A line of running text from ``col``, on as many rows as it needs to stay within the sheet's printed
+        width (it runs on over the empty cells to its right, and is cut at the page's edge); returns its first
+        row."""
+        first = self.row
+        start, end = column_index_from_string(col), column_index_from_string(self.last_col)
+        width = sum(self.ws.column_dimensions[get_column_letter(i)].width or 13 for i in range(start, end + 1))
+        for line in wrap_em(text, NOTE_EM_PER_WIDTH * width):
+            put_text(self.ws[f"{col}{self.row}"], line, style)
+            self.row += 1
+        return first
 
     def _label(self, label: str, unit: str, note: str | None = None) -> None:
         put_text(self.ws[f"A{self.row}"], label, "Label")
         put_text(self.ws[f"{self.unit_col}{self.row}"], unit, "Unit")
-        if note:
-            put_text(self.ws[f"{self.note_col}{self.row}"], note, "Explanatory Text")
+        cell = self.ws[f"{self.note_col}{self.row}"]
+        if note and note.startswith("="):  # a note that states an input's value: "At 10x the peak"
+            cell.value = self.book.render(note, self.name)
+            cell.style = "Explanatory Text"
+        elif note:
+            put_text(cell, note, "Explanatory Text")
 
     def _set(self, cell: Any, value: Any) -> None:
         if isinstance(value, str) and not value.startswith("="):
@@ -554,8 +588,8 @@ class Sheet:
         self.row += 1
         return name
 
-    def case_headings(self, title: str, first: str = "Live") -> None:
-        """The heading row of a block whose cases sit in columns G to J."""
+    def case_headings(self, title: str, first: str = "Live", each: str = "Case") -> None:
+        """The heading row of a block whose cases sit in columns G to J, headed ``each`` 1 to 4."""
         r = self.row
         for col in CASE_COLUMNS:  # the sheet's column headings run on over the cases
             self.ws[f"{col}{HEADER_ROWS}"].style = "Column Heading"
@@ -564,7 +598,7 @@ class Sheet:
         for col in "CDEF":
             self.ws[f"{col}{r}"].style = "Column Heading"
         for i, col in enumerate(CASE_COLUMNS, start=1):
-            put_text(self.ws[f"{col}{r}"], f"Case {i}", "Column Heading")
+            put_text(self.ws[f"{col}{r}"], f"{each} {i}", "Column Heading")
             self.ws.column_dimensions[col].width = CASE_WIDTH
         self.last_col = CASE_COLUMNS[-1]
         self.case_blocks.append((r, r))
@@ -719,13 +753,105 @@ class Sheet:
         if title_rows:
             ws.print_title_rows = f"1:{HEADER_ROWS}"
         page_setup(ws, self.book.title)
+        title_cols = f"A:{self.last_col}"
         if self.case_blocks and self.layout == "list":
             # a sheet with a scenario block prints the register (A to F) across the page, then each block's cases
-            # (G to J) on pages of their own beside the labels and live values, repeated: ten columns on one A4
-            # width would print at 6 pt
+            # (G to J) on pages of their own beside the labels, live values and units, repeated: ten columns on
+            # one A4 width would print at 6 pt
             first, end = CASE_COLUMNS[0], CASE_COLUMNS[-1]
             ws.print_area = [f"A1:F{last}"] + [f"{first}{a}:{end}{b}" for a, b in self.case_blocks]
-            ws.print_title_cols = "A:B"
+            title_cols = ws.print_title_cols = f"A:{TITLE_COLUMNS[-1]}"
+        self._wrap_purpose(title_cols)
+        if self.layout == "cases":
+            self._wrap_notes(last)
+
+    def _wrap_notes(self, last: int) -> None:
+        """The equations in column G, indented clear of the last case's figures and wrapped within the column;
+        a row whose note takes more than one line is as tall as its lines (set, so that every program shows the
+        whole note), its cells aligned to the top."""
+        ws = self.ws
+        for r in range(HEADER_ROWS + 1, last + 1):
+            cell = ws[f"{self.note_col}{r}"]
+            if not isinstance(cell.value, str) or cell.data_type == "f":
+                continue
+            lines = len(wrap_em(cell.value, NOTE_EM_PER_WIDTH * ws.column_dimensions[self.note_col].width))
+            tall = lines > 1 or bool(ws.row_dimensions[r].height)
+            cell.alignment = Alignment(horizontal="left", indent=1, wrap_text=lines > 1,
+                                       vertical="top" if tall else None)  # fmt: skip
+            if lines > 1:
+                self.wrap_row(r, lines)
+
+    def wrap_row(self, row: int, lines: int, cols: Sequence[str] = ()) -> None:
+        """Row ``row`` as tall as ``lines`` lines of text (at least), its cells aligned to the top and those in
+        ``cols`` wrapped: a height set by hand, since neither LibreOffice nor Excel fits a row to wrapped text
+        when it opens a file."""
+        ws = self.ws
+        height = LINE_HEIGHT * lines + 1.5
+        ws.row_dimensions[row].height = max(height, ws.row_dimensions[row].height or 0)
+        for i in range(1, column_index_from_string(self.note_col)):
+            cell = ws.cell(row, i)
+            a = cell.alignment
+            cell.alignment = Alignment(horizontal=a.horizontal, indent=a.indent, vertical="top",
+                                       wrap_text=a.wrap_text or cell.column_letter in cols)  # fmt: skip
+
+    def _wrap_purpose(self, cols: str) -> None:
+        """The purpose in row 3, or in rows 3 and 4 when one line would run past what every page prints (the
+        columns ``cols``): text runs on over empty cells only as far as the page's edge, and is cut there."""
+        first, last = (column_index_from_string(c) for c in cols.split(":"))
+        width = sum(self.ws.column_dimensions[get_column_letter(i)].width or 13 for i in range(first, last + 1))
+        chars = int(width * PURPOSE_CHARS_PER_WIDTH)
+        lines = _balanced_lines(self.purpose, chars)
+        if len(lines) > HEADER_ROWS - 3:
+            raise ValueError(f"{self.name}: the purpose needs {len(lines)} lines of {chars} characters; shorten it")
+        for i, text in enumerate(lines):
+            put_text(self.ws[f"A{3 + i}"], text, "Explanatory Text")
+
+
+TITLE_COLUMNS = ("A", "B", "C")
+"""Label, Value and Unit: the columns repeated beside the cases of a scenario block on their own printed pages."""
+
+PURPOSE_CHARS_PER_WIDTH = 1.15
+"""Characters of the purpose's italic 10-point text per character width of a column, with some to spare: an
+Inputs page cut "... the shipped values are exa" after 75 characters in 55 widths (1.36)."""
+
+
+_ADVANCE = dict(zip(
+    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 .,:;()\"'/_-\u00a7^+=*%$![]&<>",
+    (1255, 1300, 1126, 1300, 1260, 721, 1300, 1298, 569, 569, 1186, 569, 1995, 1298, 1253, 1300, 1300, 842, 1067, 803,
+     1298, 1212, 1675, 1212, 1212, 1075, 1401, 1405, 1430, 1577, 1294, 1178, 1587, 1540, 604, 604, 1343, 1141, 1767,
+     1532, 1612, 1235, 1612, 1423, 1300, 1251, 1499, 1401, 2025, 1403, 1251, 1403, *(1303,) * 10, 651, 651, 651, 690,
+     690, 799, 799, 940, 563, 690, 1024, 739, 1024, 1716, 1716, 1716, 1024, 1946, 1303, 821, 799, 799, 1595, 1716,
+     1716),
+))  # fmt: skip
+"""Advance widths of DejaVu Sans, in 1/2048 em: the font LibreOffice prints Calibri with where Calibri is missing,
+wider than Calibri, so text that fits in it fits in Excel too."""
+
+
+def text_em(text: str) -> float:
+    """The printed width of ``text`` in ems of its font (DejaVu Sans's advances; an unknown letter as a digit)."""
+    return sum(_ADVANCE.get(c, 1303) for c in text) / 2048
+
+
+def wrap_em(text: str, em: float) -> list[str]:
+    """``text`` broken at spaces into lines no wider than ``em`` ems (a longer word keeps a line of its own)."""
+    lines: list[str] = []
+    for word in text.split():
+        if lines and text_em(lines[-1] + " " + word) <= em:
+            lines[-1] += " " + word
+        else:
+            lines.append(word)
+    return lines or [""]
+
+
+def _balanced_lines(text: str, chars: int) -> list[str]:
+    """``text`` in as few lines of at most ``chars`` characters as it needs, of about the same length."""
+    import textwrap
+
+    n = len(textwrap.wrap(text, chars))
+    width = -(-len(text) // n)
+    while len(lines := textwrap.wrap(text, width)) > n:
+        width += 1
+    return lines
 
 
 def _style_of(formula: str, key_result: bool) -> str:
@@ -848,8 +974,10 @@ def lists_sheet(book: Book, usual: Sequence[tuple[str, str, str, Domain]] = ()) 
     columns = {"model": ("A", "Models (MODEL_SPEC)", catalog.model_names()),
                "gpu": ("C", "Accelerators (GPU_SPEC)", catalog.gpu_names()),
                "precision": ("E", "Precisions (BYTES_PER_PARAM)", precision.format_names())}  # fmt: skip
-    for col in "ACE":
-        ws.column_dimensions[col].width = 30
+    # A as on every sheet (its row 2 holds the master check's label); C and E hold names, B and D the usual
+    # ranges' units and upper bounds
+    for col, width in (("A", WIDTHS["A"]), ("B", 15), ("C", 30), ("D", 15), ("E", 30)):
+        ws.column_dimensions[col].width = width
     out = {}
     last = HEADER_ROWS
     for kind, (col, heading, names) in columns.items():
@@ -895,17 +1023,33 @@ def lists_sheet(book: Book, usual: Sequence[tuple[str, str, str, Domain]] = ()) 
     return out
 
 
+@dataclass(frozen=True)
+class Result:
+    """A figure the Cover shows: a line item's key (or an input's defined name), its label, unit and format, and a
+    note beside it: text, or a formula when it starts with ``=`` (``{key}`` placeholders allowed)."""
+
+    key: str
+    label: str
+    unit: str
+    fmt: str
+    note: str = ""
+
+
 def cover(
     book: Book,
     purpose: str,
-    key_results: Sequence[tuple[str, ...]],
+    headline: Sequence[Result],
+    drivers: Sequence[Result],
+    blocks: Sequence[tuple[str, Sequence[Result]]],
     limitations: Sequence[str],
     examples: str,
 ) -> None:
-    """The Cover: purpose, version, active scenario, master check, key results, legend, known limitations.
+    """The Cover: purpose, version, active scenario, master check, the plan in brief with its key drivers beside
+    it, the other figures by what they are, then (on a page of its own) the legend and the known limitations.
 
-    ``examples`` names where the shipped example values come from; each key result is ``(key, label, unit,
-    format)``, with an optional fifth item, a note printed beside it."""
+    ``headline`` is the plan a reader signs off, in key-result style; ``drivers`` the inputs that move it most,
+    shown beside it (columns D to F); each of ``blocks`` a heading and further figures, each labelled as what it
+    is (another method's, the calibrated view's). ``examples`` names where the shipped example values come from."""
     ws = book.ws("Cover")
     for col, width in WIDTHS.items():
         ws.column_dimensions[col].width = width
@@ -914,11 +1058,13 @@ def cover(
     row = paragraph(ws, 2, purpose, "Explanatory Text")
     row += 1
 
-    def heading(text: str) -> None:
+    def heading(text: str, beside: str = "") -> None:
         nonlocal row
         put_text(ws[f"A{row}"], text, "Heading 2")
         for col in "BCDEF":
             ws[f"{col}{row}"].style = "Heading 2"
+        if beside:
+            put_text(ws[f"D{row}"], beside, "Heading 2")
         row += 1
 
     def pair(label: str, formula_or_value: Any, fmt: str, style: str, unit: str = "") -> None:
@@ -935,6 +1081,9 @@ def cover(
             put_text(ws[f"C{row}"], unit, "Unit")
         row += 1
 
+    def link(key: str) -> str:
+        return "=" + (key if key in book.names else book.ref(key).text("Cover"))
+
     heading("About this workbook")
     about = row
     pair("Version", __version__, "text", "Label")
@@ -950,11 +1099,43 @@ def cover(
     _check_format(ws, f"B{master_row}")
     put_text(ws[f"D{master_row}"], "OK when every row of the Checks sheet is 0", "Explanatory Text")
     row += 1
-    heading("Key results (active scenario)")
-    for key, label, unit, fmt, *note in key_results:
-        if note:
-            put_text(ws[f"D{row}"], note[0], "Explanatory Text")
-        pair(label, "=" + book.ref(key).text("Cover"), fmt, "Output", unit)
+    heading("The plan in brief (active scenario)", "Key drivers")
+    first = row
+    for result in headline:
+        pair(result.label, link(result.key), result.fmt, "Output", result.unit)
+    for i, result in enumerate(drivers):
+        r = first + i
+        put_text(ws[f"D{r}"], result.label, "Label")
+        cell = ws[f"E{r}"]
+        cell.value = link(result.key)
+        cell.style = "Link"
+        cell.number_format = FMT[result.fmt]
+        if result.fmt == "text":  # a name runs on to the right, over the unit column it leaves empty
+            cell.alignment = Alignment(horizontal="left")
+        elif result.unit:
+            put_text(ws[f"F{r}"], result.unit, "Unit")
+    row = max(row, first + len(drivers))
+    for title, results in blocks:
+        row += 1
+        heading(title)
+        for result in results:
+            if result.note.startswith("="):
+                ws[f"D{row}"] = book.render(result.note, "Cover")
+                ws[f"D{row}"].style = "Explanatory Text"
+            elif result.note:
+                put_text(ws[f"D{row}"], result.note, "Explanatory Text")
+            pair(result.label, link(result.key), result.fmt, "Link", result.unit)
+    row += 1
+    start = row
+    row = paragraph(
+        ws,
+        row,
+        f"This is an estimate, not a quote. The example values come from {examples}; replace them with your own "
+        "before relying on the results.",
+        "Note",
+    )
+    note_block(ws, start, row - 1)
+    ws.row_breaks.append(Break(id=row))  # the legend and the limitations on a page of their own
     row += 1
     heading("Legend")
     for style, sample, meaning in Legend().rows:
@@ -968,16 +1149,6 @@ def cover(
     heading("Known limitations of the estimate")
     for text in limitations:
         row = paragraph(ws, row, text, "Label", indent="- ")
-    row += 1
-    start = row
-    row = paragraph(
-        ws,
-        row,
-        f"This is an estimate, not a quote. The example values come from {examples}; replace them with your own "
-        "before relying on the results.",
-        "Note",
-    )
-    note_block(ws, start, row - 1)
     ws.print_area = f"A1:F{row - 1}"
     page_setup(ws, book.title)
 
@@ -989,7 +1160,7 @@ def guide(book: Book, steps: Sequence[str], sheets: Sequence[tuple[str, str]]) -
         ws.column_dimensions[col].width = width
     put_text(ws["A1"], f"{book.title}: Guide", "Title")
     ws.row_dimensions[1].height = 24
-    row = 3
+    row = 4  # below the master check's row
 
     def heading(text: str) -> None:
         nonlocal row
@@ -1105,8 +1276,14 @@ def header_status(book: Book, ws: Worksheet) -> None:
     ws["B2"].number_format = FMT["check"]
     _check_format(ws, "B2")
     if book.scenario_name:
-        put_text(ws["C2"], "Scenario", "Unit")
-        ws["C2"].alignment = Alignment(horizontal="right")
-        ws["D2"] = f"={book.scenario_name}"
+        sheet = book.sheets.get(ws.title)
+        if sheet is not None and sheet.case_blocks and sheet.layout == "list":
+            # the cases print on pages of their own beside A to C, where a "Scenario" label in C would stand
+            # without its name: the label goes with the name, in D, on the register's pages only
+            ws["D2"] = f'="Scenario: "&{book.scenario_name}'
+        else:
+            put_text(ws["C2"], "Scenario", "Unit")
+            ws["C2"].alignment = Alignment(horizontal="right")
+            ws["D2"] = f"={book.scenario_name}"
         ws["D2"].style = "Link"
         ws["D2"].alignment = Alignment(horizontal="left")

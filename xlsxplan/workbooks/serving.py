@@ -1,7 +1,7 @@
 """The serving plan template: how many GPUs, how fast it feels, what it costs (seed 000), for real traffic.
 
 Sheets: Cover, Guide, Inputs (with the scenario block), Prompt lengths (an optional pasted sample), Calculations
-(the active scenario), Outputs, Scenarios (the four cases side by side), Calibration (the plan's efficiencies, the
+(the active scenario), Outputs, Scenarios (the four cases side by side), Calibration (the assumed efficiencies, the
 calibrated ones and what your measurements imply, side by side), Checks, Version log, Lists (the dropdowns and the
 inputs' usual ranges) and ``xlwings.conf``.
 
@@ -44,6 +44,7 @@ from .layout import (
     InputRow,
     Line,
     Ref,
+    Result,
     Sheet,
     add_validation,
     conf_sheet,
@@ -120,7 +121,7 @@ def _override(key: str, label: str, unit: str, source: str, comment: str, values
 CASE_INPUTS: tuple[CaseInput, ...] = (
     CaseInput("scenario_name", "Scenario name", CASES, "text", _SECTION6, "Rename a case freely", "text"),
     CaseInput("model", "Model", ("Qwen2.5-72B",) * 3 + ("Qwen2.5-7B",), "preset", _SECTION6,
-              "Catalog preset (dropdown) or your own name", "text", "model"),
+              "Pick a preset in G to J (dropdown), or type a name", "text", "model"),
     _override("params_override", "Parameters override", "B params", _SECTION6, "Seed: 7.6; catalog: 7.61 (model card)",
               (None, None, None, 7.6)),
     _override("active_override", "Active parameters override", "B params", "Catalog (config.json)",
@@ -128,7 +129,7 @@ CASE_INPUTS: tuple[CaseInput, ...] = (
     _override("kv_override", "KV cache per token override", "bytes", "Catalog (config.json)",
               "At the cache's precision, as KV_BYTES_PER_TOKEN gives", fmt="override_int"),
     CaseInput("gpu", "Accelerator", ("H100-SXM",) * 4, "preset", _SECTION6,
-              "Catalog preset (dropdown) or your own name", "text", "gpu"),
+              "Pick a preset in G to J (dropdown), or type a name", "text", "gpu"),
     _override("memory_override", "Memory per GPU override", "GB", "Catalog (datasheet)",
               "Empty: catalog's (H100: 80 GB, as the seed)"),
     _override("bandwidth_override", "Memory bandwidth override", "TB/s", "Catalog (datasheet)",
@@ -136,7 +137,7 @@ CASE_INPUTS: tuple[CaseInput, ...] = (
     _override("tflops_override", "Dense BF16 compute override", "TFLOP/s", f"{SEED} §5 (example)",
               "Seed: 989; catalog: 989.4 (Hopper whitepaper)", (989,) * 4),
     CaseInput("weight_precision", "Weight precision", ("bf16", "fp8", "bf16", "bf16"), "format", _SECTION6,
-              "bf16, fp8, int4_g128, q4_k_m, ... (dropdown)", "text", "precision"),
+              "Pick in G to J: bf16, fp8, int4_g128, q4_k_m, ...", "text", "precision"),
     CaseInput("kv_precision", "KV cache precision", ("bf16",) * 4, "format", f"{SEED} §3 (example)",
               "Apart from the weights'; the seed keeps it in BF16", "text", "precision"),
     CaseInput("n_gpus", "GPUs per replica", (2, 2, 4, 1), "count", _SECTION6, "GPUs holding one copy (tensor "
@@ -155,6 +156,13 @@ def _fit(formula: str) -> str:
     return f'=IF(AND(ISNUMBER({{batch}}),{{batch}}>=1),{formula},"{NO_FIT}")'
 
 
+def _fits_some(formula: str) -> str:
+    """``formula``, or "does not fit" where memory holds no sequence at all: a latency target's batch means nothing
+    then. An error in memory's batch stays an error (AND passes it on; classic xlwings' text reads as no number),
+    so that it is never taken for a configuration that does not fit."""
+    return f'=IF(AND(ISNUMBER({{batch_mem}}),{{batch_mem}}<1),"{NO_FIT}",{formula})'
+
+
 def _moe(field: str) -> str:
     """A routed-expert figure of the model: MODEL_SPEC's for a mixture of experts, 1 (one expert of one) if dense."""
     return f'=IF({{active}}<{{params}},MODEL_SPEC({{model}},"{field}"),1)'
@@ -170,10 +178,10 @@ def _read(batch: str) -> str:
 CASE_LINES: tuple[Line, ...] = (
     # -- the model and accelerator figures
     Line("params", "Parameters", _spec("params_b", "params_override", "MODEL_SPEC", "model"), "B params",
-         'The override, else MODEL_SPEC(model, "params_b"): every parameter, every expert', "dec2"),
+         'The override, else MODEL_SPEC(model, "params_b"): every expert', "dec2"),
     Line("active", "Active parameters per token",
          '=IF({active_override}>0,{active_override},MIN({params},MODEL_SPEC({model},"active_params_b")))', "B params",
-         'The override, else MODEL_SPEC(model, "active_params_b"): used per token (MoE)', "dec2"),
+         'The override, else MODEL_SPEC(model, "active_params_b") (MoE)', "dec2"),
     Line("memory", "Memory per GPU", _spec("memory_gb", "memory_override", "GPU_SPEC", "gpu"), "GB",
          'The override, else GPU_SPEC(accelerator, "memory_gb")', "dec1"),
     Line("bandwidth", "Memory bandwidth per GPU", _spec("bandwidth_tb_s", "bandwidth_override", "GPU_SPEC", "gpu"),
@@ -192,16 +200,16 @@ CASE_LINES: tuple[Line, ...] = (
     Line("bytes_kv", "Bytes per KV cache value", "=BYTES_PER_PARAM({kv_precision})", "bytes",
          "The KV cache's format, apart from the weights'", "dec3"),
     Line("experts", "Routed experts per layer", _moe("experts"), "count",
-         'MODEL_SPEC(model, "experts") for a mixture of experts; 1 for a dense model', "int"),
+         'MODEL_SPEC(model, "experts") for a mixture of experts; 1 if dense', "int"),
     Line("experts_per_token", "Routed experts each token uses", _moe("experts_per_token"), "count",
          'MODEL_SPEC(model, "experts_per_token"); 1 for a dense model', "int"),
     # -- memory
     Line("weights", "Weights", "=WEIGHTS_GB({params},{bytes_weight})", "GB",
-         "N x bytes per weight, all experts (seed 000 §2; seed 003 'Storing the Model')", "dec1"),
+         "N x bytes per weight, all experts (seed 000 §2; seed 003)", "dec1"),
     Line("weights_gpu", "Weights per GPU",
          "=WEIGHTS_GB_PER_GPU({params},IF({active}<{params},MODEL_EXPERT_PARAMS_B({model}),0),{n_gpus},{n_gpus},"
          "{bytes_weight})", "GB",
-         "Dense part split by tensor parallelism, experts by expert parallelism (GShard)", "dec1"),
+         "Dense part split by tensor, experts by expert parallelism (GShard)", "dec1"),
     Line("usable", "Usable memory of a replica", "=USABLE_GB({n_gpus},{memory},Usable_Memory_Fraction)", "GB",
          "GPUs x memory x usable fraction (seed 000 §2)", "dec1"),
     Line("free", "Memory left for the KV cache",
@@ -209,7 +217,7 @@ CASE_LINES: tuple[Line, ...] = (
          "Usable memory - weights; negative: the weights do not fit (seed 000 §2)", "dec1"),
     Line("kv_bytes", "KV cache per token",
          "=IF({kv_override}>0,{kv_override},MODEL_KV_BYTES_PER_TOKEN({model},{context},{bytes_kv},{n_gpus}))", "bytes",
-         "The override, else MODEL_KV_BYTES_PER_TOKEN, by architecture (seed 000 §3)", "int"),
+         "The override, else MODEL_KV_BYTES_PER_TOKEN, by architecture (§3)", "int"),
     Line("kv_kib", "KV cache per token, in KiB", "={kv_bytes}/1024", "KiB", "Bytes / 1,024", "int"),
     Line("kv_seq", "KV cache of a sequence at the tail prompt", "=KV_GB({kv_bytes},{tail_context})", "GB",
          "KV per token x (tail prompt + reasoning + output) (seed 000 §3, §7)", "dec2"),
@@ -221,39 +229,41 @@ CASE_LINES: tuple[Line, ...] = (
     Line("batch_paged", "Batch a paged KV cache fits",
          "=IF(ISNUMBER({prompt_sd}),PAGED_BATCH({free},{kv_bytes},{context},{prompt_sd},KV_Cache_Overflow_Accepted),"
          f'"{NO_SPREAD}")', "sequences",
-         "The batch's total cache fits but for the accepted overflow (vLLM paging, Kwon et al. 2023)", "int"),
+         "Its total KV cache fits, but for the overflow accepted (vLLM paging)", "int"),
     Line("batch_mem", "Batch memory allows",
          "=IF(AND(ISNUMBER({batch_paged}),ISNUMBER({batch_fit}),{batch_fit}>=1),{batch_paged},{batch_fit})",
          "sequences",
-         "The plan's: the paged batch; with no spread known (or no tail fit), every slot at the tail", "int"),
+         "The paged batch; no spread known (or no tail fit): every slot at the tail", "int"),
     Line("batch_basis", "How memory's batch is counted",
          f'=IF(AND(ISNUMBER({{batch_paged}}),ISNUMBER({{batch_fit}}),{{batch_fit}}>=1),"{PAGED}","{PER_SLOT}")', "text",
          "Paged, as vLLM, TensorRT-LLM and SGLang run; per slot is seed 000's worst case (§3)", "text"),
     Line("max_context", "Longest sequence that fits alone", "=MAX_CONTEXT_TOKENS({free},{kv_bytes})", "tokens",
          "floor(free memory / KV per token): the ceiling on the longest request (seed 000 §1)", "int"),
     # -- speed and the latency targets
-    Line("params_read_mem", "Parameters a step reads at memory's batch", "=" + _read("MAX(1,{batch_mem})"),
-         "B params", "MOE_PARAMS_READ_B: experts the batch touches; all parameters for a dense model", "dec2"),
+    Line("params_read_mem", "Parameters a step reads at memory's batch", _fits_some(_read("{batch_mem}")),
+         "B params", "MOE_PARAMS_READ_B: the experts the batch touches; all if dense", "dec2"),
     Line("batch_latency", "Batch the decode-speed target allows",
-         "=BATCH_FOR_LATENCY({params_read_mem},{bytes_weight},{n_gpus},{bandwidth},Latency_Target,{kv_bytes},"
-         "{context},Decode_Bandwidth_Efficiency)", "sequences",
-         "Largest batch still decoding at the target per user; 0 if none (seed 000 §4, §7)", "int"),
+         _fits_some("BATCH_FOR_LATENCY({params_read_mem},{bytes_weight},{n_gpus},{bandwidth},Latency_Target,"
+                    "{kv_bytes},{context},Decode_Bandwidth_Efficiency)"), "sequences",
+         "Largest batch decoding at the target per user; 0 if none (seed 000 §4, §7)", "int"),
     Line("batch_ttft", "Batch the time-to-first-token target allows",
-         "=BATCH_FOR_TTFT({active},{n_gpus},{tflops},Latency_Target,{prefill_tokens_tail},Time_To_First_Token_Target,"
-         "Prefill_Compute_Utilisation,{bytes_weight},{bandwidth},{kv_bytes},{context},Decode_Bandwidth_Efficiency)",
-         "sequences", "Decode leaves compute to read a tail prompt in time; 0: none (arXiv:2403.02310)", "int"),
+         _fits_some("BATCH_FOR_TTFT({active},{n_gpus},{tflops},Latency_Target,{prefill_tokens_tail},"
+                    "Time_To_First_Token_Target,Prefill_Compute_Utilisation,{bytes_weight},{bandwidth},{kv_bytes},"
+                    "{context},Decode_Bandwidth_Efficiency)"), "sequences",
+         "Decode leaves compute for a tail prompt in time; 0: none (Sarathi-Serve)", "int"),
     Line("batch", "Batch planned",
-         "=IF(AND(ISNUMBER({batch_mem}),ISNUMBER({batch_latency}),ISNUMBER({batch_ttft})),"
+         # memory's 0 where nothing fits (the targets then read "does not fit", which MAX passes by)
+         "=IF(AND(ISNUMBER({batch_mem}),OR({batch_mem}<1,AND(ISNUMBER({batch_latency}),ISNUMBER({batch_ttft})))),"
          "MIN({batch_mem},MAX(1,{batch_latency}),MAX(1,{batch_ttft})),NA())",
-         "sequences", "The smallest of the three, at least 1 if one fits; not available if one is no number", "int"),
+         "sequences", "The smallest of the three, at least 1 if one fits; none if one is no number", "int"),
     Line("latency_caps", "A latency target caps the batch?", '=IF({batch}<{batch_mem},"yes","no")', "text",
          "yes: a batch that fits would be slower than a target", "text", bad=("yes",)),
     Line("params_read", "Parameters a step reads at the planned batch", _fit(_read("{batch}")), "B params",
-         "MOE_PARAMS_READ_B at the planned batch; at batch 1 the active parameters", "dec2"),
+         "MOE_PARAMS_READ_B at the planned batch; at batch 1, the active ones", "dec2"),
     Line("tps_user", "Decode speed per user",
          _fit("DECODE_TOKS({params_read},{bytes_weight},{n_gpus},{bandwidth},{batch},{kv_bytes},{context},"
               "Decode_Bandwidth_Efficiency)"), "tokens/s",
-         "1 / step time; a step reads the weights it uses and all KV caches (seed 000 §4)", "dec1"),
+         "1 / step time; a step reads its weights and all KV caches (seed 000 §4)", "dec1"),
     Line("tps_alone", "Decode speed of a request alone",
          _fit("DECODE_TOKS({active},{bytes_weight},{n_gpus},{bandwidth},1,0,0,Decode_Bandwidth_Efficiency)"),
          "tokens/s", "Batch of one, weights only: the fastest a user can get (seed 000 §4)", "dec1"),
@@ -262,7 +272,7 @@ CASE_LINES: tuple[Line, ...] = (
               "Decode_Bandwidth_Efficiency)"), "tokens/s", "Batch x decode speed per user (seed 000 §4)", "int"),
     Line("prefill", "Prefill time of a mean prompt",
          _fit("PREFILL_S({active},{prefill_tokens},{n_gpus},{tflops},Prefill_Compute_Utilisation)"), "s",
-         "2N x prompt tokens after caching / (GPUs x BF16 compute x utilisation) (seed 000 §5)", "dec2"),
+         "2N x uncached prompt / (GPUs x BF16 peak x utilisation) (seed 000 §5)", "dec2"),
     Line("ttft_batch", "First token of a tail prompt, at the planned batch",
          _fit("{prefill_tokens_tail}/(COMPUTE_TOKS({active},{n_gpus}*{tflops}*Prefill_Compute_Utilisation)"
               "-{tps_total})"), "s",
@@ -282,7 +292,7 @@ CASE_LINES: tuple[Line, ...] = (
          "GPUs x price / (decode throughput x 3,600) x 1e6 (seed 000 §6)", "usd"),
     Line("cost_avg", "Effective cost per M output tokens at average load",
          _fit("COST_PER_M_TOKENS({n_gpus},Price_Per_GPU_Hour,{tps_total},Average_Utilisation)"), "USD/M tokens",
-         "Seed 000 §6's method: full-load cost / the average utilisation on Inputs, decode only", "usd"),
+         "Seed 000 §6's method: full-load cost / average utilisation, decode only", "usd"),
     # -- capacity for the traffic
     Line("replicas_decode", "Replicas for the peak, output tokens only",
          _fit("REPLICAS({peak_output},{tps_total})"), "count",
@@ -312,9 +322,10 @@ CASE_LINES: tuple[Line, ...] = (
          "Average requests/s / what the fleet could serve: the plan's own figure for seed 000's 30%", "pct1"),
     Line("replicas_growth", "Replicas the grown peak needs, spares included",
          _fit("FLEET_REPLICAS({peak_rps}*Traffic_Growth_Multiple,{replica_rps_chunked},Spare_Replicas,"
-              "Minimum_Replicas)"), "count", "As for the peak, at the peak x growth multiple (seed 000 §6)", "int"),
+              "Minimum_Replicas)"), "count",
+         '="As for the peak, at "&Traffic_Growth_Multiple&"x the peak: the growth multiple (seed 000 §6)"', "int"),
     Line("gpus_growth", "GPUs for the grown peak", _fit("{replicas_growth}*{n_gpus}"), "count",
-         "Replicas x GPUs per replica", "int"),
+         '="Replicas x GPUs per replica, at "&Traffic_Growth_Multiple&"x the peak"', "int"),
     # -- separate prefill and decode GPUs
     Line("prefill_replicas", "Prefill replicas, disaggregated",
          _fit("PREFILL_REPLICAS({peak_rps},{prefill},Spare_Replicas)"), "count",
@@ -391,7 +402,8 @@ GLOBAL_LINES: tuple[Line, ...] = (
          "=PEAK_TOKS(Requests_Per_Day,{decode_tokens},Peak_Hour_Factor)", "tokens/s",
          "Peak requests/s x generated tokens, reasoning included (seed 000 §1)", "int"),
     Line("growth_output", "Grown peak output tokens per second", "={peak_output}*Traffic_Growth_Multiple",
-         "tokens/s", "Peak output tokens/s x growth multiple (seed 000 §6)", "int"),
+         "tokens/s", '="Peak output tokens/s x the growth multiple, "&Traffic_Growth_Multiple&"x (seed 000 §6)"',
+         "int"),
     Line("context", "Tokens per sequence, mean prompt",
          "=CONTEXT_TOKENS({prompt_mean},Output_Tokens_Per_Request,Hidden_Reasoning_Tokens_Per_Request)",
          "tokens", "Prompt + reasoning + output: the KV cache an average sequence reads (seed 000 §3)", "int"),
@@ -419,7 +431,9 @@ GLOBAL_LINES: tuple[Line, ...] = (
 
 # The Calibration sheet: the active scenario at three sets of efficiencies, in columns C, D and E. Each line is one
 # template rendered per column with that column's {eff_bw}, {eff_pf} and {peak}; the rest are Calculations' lines.
-CALIBRATION_COLUMNS = ("Plan (Inputs)", "Calibrated", "Your measurements")
+CALIBRATION_COLUMNS = ("Assumed (Inputs)", "Calibrated", "Measured (yours)")
+"""The plan's efficiencies as Inputs assume them (as shipped, seed 000's assumptions: the full bandwidth, a ceiling,
+and half the BF16 peak for prefill, which is not one for 8-bit weights), the calibrated ones and yours."""
 CALIBRATION_LINES: tuple[Line, ...] = (
     Line("cal_tps_user", "Decode speed per user",
          _fit("DECODE_TOKS({params_read},{bytes_weight},GPUs_Per_Replica,{bandwidth},{batch},{kv_bytes},{context},"
@@ -444,6 +458,16 @@ CALIBRATION_LINES: tuple[Line, ...] = (
          "FLEET_REPLICAS: the plan's count, at this column's efficiencies", "int"),
     Line("cal_gpus", "GPUs the peak needs, spares included", _fit("{cal_replicas}*GPUs_Per_Replica"), "count",
          "Replicas x GPUs per replica", "int"),
+    Line("cal_monthly", "List cost per month of the fleet", _fit("{cal_gpus}*Price_Per_GPU_Hour*Hours_Per_Month"),
+         "USD", "GPUs x price per GPU-hour x hours per month, as for the plan", "usd0"),
+    Line("cal_share", "Input's share of the bill", _fit("{cal_prefill}*{cal_rps}"), "fraction",
+         "Prefill time x requests per replica: the prefill's share of GPU time", "pct1"),
+    Line("cal_cost_in", "Cost per M input tokens, the fleet around the clock",
+         _fit("COST_PER_M_INPUT({cal_gpus},Price_Per_GPU_Hour,Requests_Per_Day,{prompt_mean},{cal_share})"),
+         "USD/M tokens", "COST_PER_M_INPUT of this column's fleet, as Calculations prices the plan", "usd"),
+    Line("cal_cost_out", "Cost per M output tokens, the fleet around the clock",
+         _fit("COST_PER_M_OUTPUT({cal_gpus},Price_Per_GPU_Hour,Requests_Per_Day,{decode_tokens},{cal_share})"),
+         "USD/M tokens", "COST_PER_M_OUTPUT: the rest of the bill over the generated tokens", "usd"),
     Line("cal_serve_toks", "Output tokens/s of a replica, roofline",
          _fit("SERVE_TOKS({params_read},{bytes_weight},{kv_bytes},{prefill_tokens},{decode_tokens},GPUs_Per_Replica,"
               "{memory},{bandwidth},{peak},{batch},{eff_bw},{eff_pf},Usable_Memory_Fraction)"), "tokens/s",
@@ -493,11 +517,11 @@ def _validation(book: Book, spec: CaseInput, lists: dict[str, str]) -> DataValid
 def _inputs(book: Book, lists: dict[str, str]) -> Sheet:
     sh = book.sheet(
         "Inputs",
-        "Every assumption, once. Orange cells are inputs; the shipped values are examples (seed 000's assistant): "
-        "replace them, and their Source and As-of date.",
+        "Every assumption, once. Orange cells are inputs; the shipped values are examples (seed 000): replace "
+        "them, and their Source and As-of date.",
         ["Label", "Value", "Unit", "Source", "As-of date", "Comment"],
     )
-    sh.section("Scenario", "Pick the active case; its values feed Calculations and Outputs")
+    sh.section("Scenario", "Type each case in G to J; column B shows the active case, which feeds the plan")
     sh.case_headings("Scenario block: one column per case", "Active")
     selector_row = sh.row
     name_row = selector_row + 2  # the Scenario name row, written below
@@ -667,17 +691,22 @@ def _calculations(book: Book) -> Sheet:
 
     ws = sh.ws
     ws.row_breaks.append(Break(id=sh.row))  # the chart data starts a printed page of its own
-    sh.section("Decode speed against batch (the chart on Outputs)", "Evenly spaced batches up to memory's")
+    sh.section("Decode speed against batch (the chart on Outputs)", "Evenly spaced batches up to the one memory allows")
     headings = {"A": "Chart data", "B": "Batch", "C": "Tokens/s", "D": "Equation and source", "E": "Line: batch",
                 "F": "Latency target line: tokens/s per user"}  # fmt: skip
     for col, text in headings.items():
         put_text(ws[f"{col}{sh.row}"], text, "Column Heading")
+        if col in "BCE":  # over figures, right-aligned as they are
+            ws[f"{col}{sh.row}"].alignment = Alignment(horizontal="right", vertical="center")
+        elif col in "DF":
+            ws[f"{col}{sh.row}"].alignment = Alignment(horizontal="left", indent=1, vertical="center")
     head = sh.row
     first, last = head + 1, head + CHART_POINTS
     for r in range(first, last + 1):
         # point k of n: ROWS over the labels in column A, which hold no formulas
         put_text(ws[f"A{r}"], f"Point {r - head}", "Label")
         put_text(ws[f"D{r}"], "DECODE_TOKS at this batch (seed 000 §4)", "Explanatory Text")
+        ws[f"D{r}"].alignment = Alignment(horizontal="left", indent=1)  # clear of the figure before it
         ws[f"B{r}"] = book.render(
             f"=MAX(1,ROUND(ROWS($A${first}:A{r})/ROWS($A${first}:$A${last})*{{batch_mem}},0))", sh.name
         )
@@ -746,8 +775,8 @@ def _scenarios(book: Book) -> Sheet:
 def _calibration(book: Book) -> Sheet:
     sh = book.sheet(
         "Calibration",
-        "The active scenario at the plan's efficiencies (Inputs: seed 000's ceiling as shipped), at the calibrated "
-        "ones (EFFICIENCY, fitted on published measurements) and at what your measurements on Inputs imply.",
+        "The active scenario at the efficiencies assumed on Inputs (as shipped, seed 000's assumptions), at the "
+        "calibrated ones (EFFICIENCY, fitted on published measurements) and at what your measurements imply.",
         ["Line item", "Unit", *CALIBRATION_COLUMNS, "", "Equation and source"],
         layout="cases",
     )
@@ -767,7 +796,7 @@ def _calibration(book: Book) -> Sheet:
         + ",{calibrated})",
     ])  # fmt: skip
     peak = Line("peak", "Dense peak the prefill share is of", "", "TFLOP/s",
-                "Plan: BF16, as seed 000 §5 counts it; calibrated, yours: the weights' precision's",
+                "Assumed: BF16, as seed 000 §5 counts it; calibrated, yours: the weights' precision's",
                 "dec1")  # fmt: skip
     book.refs["Calibration:peak"] = sh.side_by_side(peak, locals_, ["={tflops}", "={tflops_weights}",
                                                                     "={tflops_weights}"])  # fmt: skip
@@ -788,9 +817,19 @@ def _calibration(book: Book) -> Sheet:
         book.refs[f"Calibration:{line.key}"] = sh.side_by_side(line, locals_)
     sh.skip()
     sh.text(
-        "Your column falls back to the calibrated efficiency where no measurement is given. A measurement "
+        "The measured column falls back to the calibrated efficiency where no measurement is given. A measurement "
         "above 100% of the ceiling means the catalog's figure or the measurement's setup differs: see Checks."
     )
+    sh.skip()
+    r = sh.text(
+        "For 8-bit weights the calibrated prefill share rests on one published measurement: Llama-2-7B in FP8 on "
+        "one H100, 36 ms to the first token (TensorRT-LLM; line 24 of xlsxplan/data/measurements.csv). Fitted "
+        "without it, the model predicts that row at 0.58x, the worst row `xlsxplan validate` shows; the "
+        "measurements hold no 8-bit decode speed, so the 16-bit bandwidth share stands in. A calibrated 8-bit "
+        "fleet is an estimate to confirm with a measurement of your own (Inputs, 'Your measurements').",
+        style="Note",
+    )
+    note_block(sh.ws, r, sh.row - 1, "ABCDEFG")
     sh.finish()
     return sh
 
@@ -838,12 +877,12 @@ OUTPUT_ROWS: tuple[tuple[str, tuple[tuple[str, str, bool], ...]], ...] = (
         ("replica_rps_chunked", "The plan's capacity per replica", False),
         ("replicas_decode", "Seed 000's count", False),
         ("replicas_planned", "Spares included", True),
-        ("gpus_peak", "At the plan's efficiencies", True),
+        ("gpus_peak", "At the efficiencies assumed on Inputs", True),
         ("coverage", "Below 1: the peak is not served", True),
         ("fleet_util", "Over the day", True),
-        ("replicas_decode_growth", "", False),
-        ("replicas_growth", "Peak x growth multiple", True),
-        ("gpus_growth", "", True),
+        ("replicas_decode_growth", '="At "&Traffic_Growth_Multiple&"x the peak, seed 000\'s count"', False),
+        ("replicas_growth", '="At "&Traffic_Growth_Multiple&"x the peak (growth multiple on Inputs)"', True),
+        ("gpus_growth", '="At "&Traffic_Growth_Multiple&"x the peak (growth multiple on Inputs)"', True),
         ("prefill_replicas", "Separate prefill GPUs", False),
         ("decode_replicas", "Separate decode GPUs", False),
         ("gpus_disagg", "", False),
@@ -886,7 +925,10 @@ def _outputs(book: Book) -> Sheet:
         ("cal_tps_total", "Decode throughput of a replica, calibrated", "At EFFICIENCY's bandwidth share", False),
         ("cal_cost_avg", "Cost per M output tokens at average load, calibrated", "Seed 000's method", False),
         ("cal_replicas", "Replicas the peak needs, calibrated", "Spares included", False),
-        ("cal_gpus", "GPUs the peak needs, calibrated", "Beside the plan's GPUs above", True),
+        ("cal_gpus", "GPUs the peak needs, calibrated", "Beside the GPUs at the assumed efficiencies", True),
+        ("cal_monthly", "List cost per month of the fleet, calibrated", "Its GPUs billed around the clock", True),
+        ("cal_cost_in", "Cost per M input tokens, calibrated", "Its bill split by GPU time", False),
+        ("cal_cost_out", "Cost per M output tokens, calibrated", "Its bill split by GPU time", False),
     ):
         line = next(x for x in CALIBRATION_LINES if x.key == key)
         ref = book.ref(f"Calibration:{key}")
@@ -905,7 +947,7 @@ def _outputs(book: Book) -> Sheet:
         sh.line(Line(f"basis:{name}", label, f"={name}", unit, "From Inputs", fmt))
     r = sh.text("This is an estimate, not a quote: cloud prices change and differ by region, commitment and "
                 "provider.", style="Note")  # fmt: skip
-    note_block(sh.ws, r, r)
+    note_block(sh.ws, r, sh.row - 1)
     sh.ws.row_breaks.append(Break(id=sh.row))  # the chart prints whole, on a page of its own
     sh.section("Decode speed per user against batch")
     anchor = sh.row
@@ -960,14 +1002,15 @@ def _checks(book: Book) -> Sheet:
         "=IF(OR(NOT(AND(ISNUMBER({longest_request}),ISNUMBER({max_context}))),{longest_request}>{max_context}),1,0)",
         "Longest prompt + reasoning + output exceeds the longest sequence that fits alone (seed 000 §1)",
     )
+    # a configuration that does not fit is flagged above; its targets' batches read "does not fit"
     sh.check(
         "Decode-speed target unreachable even at batch 1",
-        "=IF(OR(NOT(ISNUMBER({batch_latency})),{batch_latency}<1),1,0)",
+        f'=IF(AND(OR(NOT(ISNUMBER({{batch_latency}})),{{batch_latency}}<1),{{batch_latency}}<>"{NO_FIT}"),1,0)',
         "BATCH_FOR_LATENCY is 0: one sequence alone decodes slower than the target (seed 000 §7)",
     )
     sh.check(
         "First-token target unreachable even at batch 1",
-        "=IF(OR(NOT(ISNUMBER({batch_ttft})),{batch_ttft}<1),1,0)",
+        f'=IF(AND(OR(NOT(ISNUMBER({{batch_ttft}})),{{batch_ttft}}<1),{{batch_ttft}}<>"{NO_FIT}"),1,0)',
         "BATCH_FOR_TTFT is 0: a tail prompt cannot be read in time beside one decoding sequence",
     )
     sh.check(
@@ -1026,28 +1069,60 @@ def build() -> Book:
         purpose="How many GPUs, how fast it feels and what it costs to serve an LLM: memory for the weights and "
         "KV cache, the batch that fits and the one the latency targets allow, bandwidth-bound decode, "
         "compute-bound prefill, replicas with spares for the peak, and cost per million input and output tokens.",
-        key_results=[
-            ("fits", "Fits in memory?", "text", "text"),
-            ("batch", "Batch planned", "sequences", "int"),
-            ("tps_user", "Decode speed per user", "tokens/s", "dec1"),
-            ("time_to_answer", "Time to the first visible token", "s", "dec2"),
-            ("gpus_peak", "GPUs in the fleet", "count", "int", "At the plan's efficiencies (Inputs)"),
-            ("cal_gpus:calibrated", "GPUs the peak needs, calibrated", "count", "int",
-             "At EFFICIENCY's calibrated shares (Calibration sheet)"),
-            ("cost_full", "List cost per M output tokens at full load", "USD/M tokens", "usd",
-             "Seed 000's method: one replica, decode only"),
-            ("cost_avg", "Effective cost per M output tokens at average load", "USD/M tokens", "usd",
-             "Seed 000's method, at the average utilisation on Inputs"),
-            ("cost_in", "Cost per M input tokens, the fleet around the clock", "USD/M tokens", "usd",
-             "The fleet's bill split by GPU time: the plan's prices"),
-            ("cost_out", "Cost per M output tokens, the fleet around the clock", "USD/M tokens", "usd",
-             "The fleet's bill split by GPU time: the plan's prices"),
+        headline=[
+            Result("replicas_planned", "Replicas in the fleet, spares included", "count", "int"),
+            Result("gpus_peak", "GPUs in the fleet", "count", "int"),
+            Result("monthly", "List cost per month of the fleet", "USD", "usd0"),
+            Result("cost_in", "Cost per M input tokens, this fleet", "USD/M tokens", "usd"),
+            Result("cost_out", "Cost per M output tokens, this fleet", "USD/M tokens", "usd"),
+            Result("tps_user", "Decode speed each user sees", "tokens/s", "dec1"),
+            Result("time_to_answer", "Time to the first visible token", "s", "dec2"),
+        ],
+        drivers=[
+            Result("Requests_Per_Day", "Requests per day", "requests/day", "int"),
+            Result("Peak_Hour_Factor", "Peak-hour factor", "ratio", "dec1"),
+            Result("Price_Per_GPU_Hour", "Price per GPU-hour", "USD/GPU-h", "usd"),
+            Result("Model", "Model", "", "text"),
+            Result("Weight_Precision", "Weight precision", "", "text"),
+            Result("Accelerator", "Accelerator", "", "text"),
+            Result("GPUs_Per_Replica", "GPUs per replica", "count", "int"),
+        ],
+        blocks=[
+            ("How the fleet is sized (Calculations)", [
+                Result("fits", "Fits in memory?", "text", "text",
+                       "At least one tail-length sequence beside the weights"),
+                Result("batch", "Batch planned", "sequences", "int", "Memory's, or fewer if a latency target caps it"),
+                Result("coverage", "Peak covered with the spares down", "ratio", "dec2",
+                       "Below 1: the peak is not served"),
+                Result("fleet_util", "Average utilisation of the fleet", "fraction", "pct1",
+                       "Average requests over what the fleet could serve"),
+                Result("gpus_growth", "GPUs for the grown peak", "count", "int",
+                       '="At "&Traffic_Growth_Multiple&"x the peak (growth multiple on Inputs)"'),
+            ]),
+            ("Seed 000's method: one replica, output tokens only (§6)", [
+                Result("cost_full", "Cost per M output tokens at full load", "USD/M tokens", "usd",
+                       "One replica busy all the time: a floor, not a bill"),
+                Result("Average_Utilisation", "Average utilisation assumed", "fraction", "pct", "From Inputs"),
+                Result("cost_avg", "Cost per M output tokens at that load", "USD/M tokens", "usd",
+                       "The full-load cost over the average utilisation"),
+            ]),
+            ("The calibrated view (Calibration sheet)", [
+                Result("cal_gpus:calibrated", "GPUs the peak needs, calibrated", "count", "int",
+                       "At published efficiencies (8-bit prefill: one measurement)"),
+                Result("cal_monthly:calibrated", "List cost per month, calibrated", "USD", "usd0",
+                       "Those GPUs billed around the clock"),
+                Result("cal_cost_in:calibrated", "Cost per M input tokens, calibrated", "USD/M tokens", "usd",
+                       "The calibrated fleet's bill split by GPU time"),
+                Result("cal_cost_out:calibrated", "Cost per M output tokens, calibrated", "USD/M tokens", "usd",
+                       "The calibrated fleet's bill split by GPU time"),
+            ]),
         ],
         examples='seed 000, "Back-of-the-Envelope Estimation for LLM Systems" (a support assistant on H100s)',
         limitations=[
-            "Decode speed is a ceiling at the shipped 100% bandwidth efficiency, and prefill reads at 50% of the "
-            "BF16 peak, as seed 000 §5 counts it; the Calibration sheet shows the fleet at published measurements "
-            "and at yours (seed 000 §4: perhaps 60-80%).",
+            "Decode speed is a ceiling at the shipped 100% bandwidth efficiency (seed 000 §4: perhaps 60-80% in "
+            "practice); prefill at 50% of the BF16 peak, as seed 000 §5 counts it, is an assumption, not a ceiling "
+            "(8-bit weights compute on FP8 tensor cores). The Calibration sheet shows the fleet at published "
+            "measurements and at yours.",
             "The batch is what a paged KV cache holds (vLLM, TensorRT-LLM, SGLang) but for the accepted overflow; "
             "with no spread of prompt lengths known, it is seed 000's worst case, every slot at the tail prompt.",
             "Prompt lengths are log-normal through the mean and tail unless a spread is typed or measured lengths "
@@ -1078,7 +1153,7 @@ def build() -> Book:
             "Inputs, Cost: price per GPU-hour with its date, region and pricing basis; average utilisation.",
             "Inputs, Your measurements (optional): a batch-1 decode speed and time to first token measured on the "
             "active scenario's setup; the Calibration sheet shows the efficiencies they imply and the plan at them.",
-            "Read Outputs (and the Cover's key results). Scenarios compares the four cases side by side.",
+            "Read the Cover's plan in brief, then Outputs. Scenarios compares the four cases side by side.",
             "Checks must read OK. An ERROR names the problem: weights or a tail prompt that do not fit, a target no "
             "batch reaches, a peak the fleet cannot cover, an input far outside its usual range.",
             "In Excel, install the xlsxplan add-in (xlwings) and click Import Functions: the formulas then "
@@ -1086,14 +1161,14 @@ def build() -> Book:
             "`xlsxplan recalc` recalculates a copy without Excel.",
         ],
         sheets=[
-            ("Cover", "Purpose, active scenario, master check, key results, legend, limitations"),
+            ("Cover", "The plan in brief with its key drivers, the other views, legend, limitations"),
             ("Guide", "This page"),
             ("Inputs", "Every assumption, once, with unit, source and date; the scenario block"),
             ("Prompt lengths", "An optional column of measured prompt lengths"),
             ("Calculations", "The active scenario line by line, with the equation and its source"),
             ("Outputs", "Key results, the basis of estimate and the decode-speed chart"),
             ("Scenarios", "The four cases side by side"),
-            ("Calibration", "The plan at its own, the calibrated and your measured efficiencies"),
+            ("Calibration", "The plan at the assumed, the calibrated and your measured efficiencies"),
             ("Checks", "1 for a problem, 0 for OK; the master check"),
             ("Version log", "What changed, when"),
             ("Lists", "The presets and precision names behind the dropdowns; the inputs' usual ranges"),

@@ -1,7 +1,7 @@
 """The training plan template: how big a model, how many tokens, how long, what it costs (seed 003).
 
 Sheets: Cover, Guide, Inputs (with the scenario block and the measured-rate table), Calculations (the active
-scenario), Outputs, Measured rates (each benchmark side by side), Calibration (the run at the plan's, the calibrated
+scenario), Outputs, Measured rates (each benchmark side by side), Calibration (the run at the assumed, the calibrated
 and your measured MFU), Checks, Version log, Lists and ``xlwings.conf``.
 
 The shipped cases are seed 003's: the Parameter Golf record (35.95M parameters, 3.927B tokens, eight H100s, ten
@@ -25,10 +25,12 @@ from .. import domains
 from ..domains import domain_of
 from ..training_memory import OPTIMIZERS, RECOMPUTE_MODES
 from .layout import (
+    SIDE_COLUMNS,
     TEMPLATE_DATE,
     Book,
     Line,
     Ref,
+    Result,
     Sheet,
     conf_sheet,
     cover,
@@ -84,7 +86,8 @@ _NOT_GIVEN = {  # inputs the formulas read as "not given" when empty (or 0, IF(x
 SCENARIO_ROWS: tuple[tuple[Any, ...], ...] = (
     ("Scenario name", CASES, "text", "Example", "Rename a case freely", "text", None),
     ("Model", ("Golf 11L 512d", "Golf 9L 512d", "Llama-2-7B", "Chinchilla-70B"), "preset",
-     f"{SEED}; Hoffmann et al. 2022 (example)", "Catalog preset, or your name with its figures", "text", "model"),
+     f"{SEED}; Hoffmann et al. 2022 (example)", "Pick a preset in G to J, or type a name and its figures", "text",
+     "model"),
     ("Model parameters", (0.03595, 0.01706, 7, 70), "B params", f"{SEED} (example)",
      "Empty: the preset's (seed notes 6, 7, 9)", "small",
      domain_of(domains.ParamsB)),
@@ -106,7 +109,7 @@ SCENARIO_ROWS: tuple[tuple[Any, ...], ...] = (
      "parallel", "int", domain_of(domains.GPUs)),
     ("ZeRO stage", (0, 0, 1, 1), "stage", "Example; Rajbhandari et al. 2020", "0 none; 1 optimizer, 2 + gradients, 3 + "
      "weights", "int", domain_of(domains.ZeroStage)),
-    ("Accelerator", ("H100-SXM",) * 4, "preset", f"{SEED} (example)", "A catalog preset (dropdown)", "text",
+    ("Accelerator", ("H100-SXM",) * 4, "preset", f"{SEED} (example)", "Pick a preset in G to J (dropdown)", "text",
      "gpu"),
     ("Dense BF16 compute override", (989.5, 989.5, None, None), "TFLOP/s", f"{SEED} 'Eight H100s' (example)",
      "Seed: about 989.5; catalog: 989.4 (whitepaper)", "override", _OVERRIDE),
@@ -298,7 +301,7 @@ LINES: tuple[tuple[str, Line], ...] = (
 )  # fmt: skip
 
 # The Calibration sheet: the active run at three MFUs, in columns C, D and E ({mfu} is the column's).
-CALIBRATION_COLUMNS = ("Plan (Inputs)", "Calibrated", "Your measurements")
+CALIBRATION_COLUMNS = ("Assumed (Inputs)", "Calibrated", "Measured (yours)")
 CALIBRATION_LINES: tuple[Line, ...] = (
     Line("cal_seconds", "Training time", "=TRAIN_SECONDS({params},Training_Tokens,GPUs,{tflops},{mfu})", "s",
          "6ND / (GPUs x dense peak x MFU) (seed 003)", "dec1"),
@@ -362,7 +365,7 @@ def _inputs(book: Book, lists: dict[str, str]) -> Sheet:
         "them, and their Source and As-of date.",
         ["Label", "Value", "Unit", "Source", "As-of date", "Comment"],
     )
-    sh.section("Scenario", "Pick the active case; its values feed Calculations and Outputs")
+    sh.section("Scenario", "Type each case in G to J; column B shows the active case, which feeds the plan")
     sh.case_headings("Scenario block: one column per case", "Active")
     name_row = sh.row + 2
     dv = DataValidation(type="list", formula1=f"$G${name_row}:$J${name_row}", allow_blank=False)
@@ -436,7 +439,7 @@ def _inputs(book: Book, lists: dict[str, str]) -> Sheet:
                             _NOT_MEASURED))  # fmt: skip
 
     sh.section("Measured rates", "Short benchmarks: their 6N-equivalent rate sizes a run (seed 003 'The M2')")
-    sh.case_headings("Benchmarks: one column per measurement", "")
+    sh.case_headings("Benchmarks: one column per measurement", "", "Benchmark")
     for label, values, unit, source, comment, fmt, kind in BENCHMARK_ROWS:
         sh.case_input(label, values, unit, source, comment, fmt, _validation(label, kind, lists),
                       key=_KEYS[label])  # fmt: skip
@@ -481,7 +484,8 @@ def _measured(book: Book) -> Sheet:
     ]
     sh.section("The benchmarks (from Inputs, columns G to J)")
     line = Line("bm_name:shown", "Benchmark", "={bm_name}", "text", "Inputs", "text")
-    book.refs["Measured rates:bm_name"] = sh.side_by_side(line, locals_)
+    names = book.refs["Measured rates:bm_name"] = sh.side_by_side(line, locals_)
+    sh.wrap_row(names.row, 2, SIDE_COLUMNS)  # a benchmark's name may be longer than its column: two lines
     sh.section("From tokens per second to a model size")
     for line in MEASURED_LINES:
         book.refs[f"Measured rates:{line.key}"] = sh.side_by_side(line, locals_)
@@ -492,7 +496,7 @@ def _measured(book: Book) -> Sheet:
 def _calibration(book: Book) -> Sheet:
     sh = book.sheet(
         "Calibration",
-        "The active scenario's run at the plan's MFU (Inputs), at the calibrated MFU (EFFICIENCY, fitted on "
+        "The active scenario's run at the MFU assumed on Inputs, at the calibrated MFU (EFFICIENCY, fitted on "
         "published runs) and at what your measurements on Inputs imply.",
         ["Line item", "Unit", *CALIBRATION_COLUMNS, "", "Equation and source"],
         layout="cases",
@@ -508,9 +512,9 @@ def _calibration(book: Book) -> Sheet:
     for line in CALIBRATION_LINES:
         book.refs[f"Calibration:{line.key}"] = sh.side_by_side(line, locals_)
     sh.skip()
-    sh.text("Your column falls back to the calibrated MFU where no measurement is given; a measured throughput "
-            "wins over measured GPU-hours. An MFU above 100% means the measurement and the accelerator's peak "
-            "disagree: see Checks.")  # fmt: skip
+    sh.text("The measured column falls back to the calibrated MFU where no measurement is given; a measured "
+            "throughput wins over measured GPU-hours. An MFU above 100% means the measurement and the accelerator's "
+            "peak disagree: see Checks.")  # fmt: skip
     sh.finish()
     return sh
 
@@ -542,7 +546,7 @@ def _outputs(book: Book) -> Sheet:
         sh.line(Line(f"basis:{name}", label, f"={name}", unit, "From Inputs", fmt))
     r = sh.text("This is an estimate, not a quote: cloud prices change and differ by region, commitment and "
                 "provider.", style="Note")  # fmt: skip
-    note_block(sh.ws, r, r)
+    note_block(sh.ws, r, sh.row - 1)
     sh.finish()
     return sh
 
@@ -613,16 +617,37 @@ def build() -> Book:
         "and GPU-hours at a model FLOPs utilisation, Chinchilla's 20 tokens per parameter, the compute-optimal "
         "size for a time budget, training memory, data passes, and the size a short benchmark's measured rate "
         "supports.",
-        key_results=[
-            ("flops", "Training compute, 6ND", "FLOPs", "sci"),
-            ("seconds", "Training time", "s", "dec1"),
-            ("within", "Within the time budget?", "text", "text"),
-            ("gpu_hours", "GPU-hours", "GPU-h", "dec2"),
-            ("cost", "List cost of the run", "USD", "usd"),
-            ("ratio", "Training tokens over Chinchilla tokens", "ratio", "dec2"),
-            ("optimal_m", "Compute-optimal size for the time budget", "M params", "dec1"),
-            ("seconds_cal", "Training time at the calibrated MFU", "s", "dec1"),
-            ("mem_gpu", "Training memory per GPU", "GB", "dec1"),
+        headline=[
+            Result("seconds", "Training time", "s", "dec1"),
+            Result("days", "Training time, in days", "days", "dec2"),
+            Result("within", "Within the time budget?", "text", "text"),
+            Result("gpu_hours", "GPU-hours", "GPU-h", "dec2"),
+            Result("cost", "List cost of the run", "USD", "usd"),
+            Result("mem_gpu", "Training memory per GPU", "GB", "dec1"),
+            Result("fits_mem", "Fits in each GPU's memory?", "text", "text"),
+        ],
+        drivers=[
+            Result("params_m", "Model parameters", "M params", "dec2"),
+            Result("Training_Tokens", "Training tokens", "B tokens", "billions"),
+            Result("Accelerator", "Accelerator", "", "text"),
+            Result("GPUs", "GPUs", "count", "int"),
+            Result("Model_FLOPs_Utilisation", "Model FLOPs utilisation", "fraction", "pct"),
+            Result("Time_Budget", "Time budget", "s", "int"),
+            Result("Price_Per_GPU_Hour", "Price per GPU-hour", "USD/GPU-h", "usd"),
+        ],
+        blocks=[
+            ("Compute and sizing (Calculations)", [
+                Result("flops", "Training compute, 6ND", "FLOPs", "sci", "6 x parameters x tokens (seed 003)"),
+                Result("ratio", "Training tokens over Chinchilla tokens", "ratio", "dec2",
+                       "Above 1: more tokens per parameter than Chinchilla's 20"),
+                Result("optimal_m", "Compute-optimal size for the time budget", "M params", "dec1",
+                       "The size the budget trains on Chinchilla's tokens (seed 003 'The M2')"),
+            ]),
+            ("The calibrated view (Calibration sheet)", [
+                Result("mfu_cal", "Calibrated MFU", "fraction", "pct1", "EFFICIENCY, fitted on published runs"),
+                Result("seconds_cal", "Training time at the calibrated MFU", "s", "dec1",
+                       "Beside the training time at the MFU assumed on Inputs"),
+            ]),
         ],
         examples='seed 003, "Estimating the Compute and Memory Needed for Language Models" (Parameter Golf, the M2)',
         limitations=[
@@ -655,7 +680,7 @@ def build() -> Book:
             "Inputs, Measured rates: for a machine without a published FLOP/s (a laptop, say), run a short "
             "benchmark and enter the model's parameters, the tokens it processed and in how many seconds.",
             "Inputs, Cost: price per GPU-hour with its date, region and pricing basis.",
-            "Read Outputs (and the Cover's key results); Measured rates turns each benchmark into a model size "
+            "Read the Cover's plan in brief, then Outputs; Measured rates turns each benchmark into a model size "
             "for the time budget and a time for the active scenario's run.",
             "Checks must read OK: an ERROR names the problem (over budget, MFU above 100%, memory per GPU above "
             "the GPU's, a missing figure, an input far outside its usual range).",
@@ -664,13 +689,13 @@ def build() -> Book:
             "`xlsxplan recalc` recalculates a copy without Excel.",
         ],
         sheets=[
-            ("Cover", "Purpose, active scenario, master check, key results, legend, limitations"),
+            ("Cover", "The plan in brief with its key drivers, the other views, legend, limitations"),
             ("Guide", "This page"),
             ("Inputs", "Every assumption, once, with unit, source and date; the scenario block and benchmarks"),
             ("Calculations", "The active scenario line by line, with the equation and its source"),
             ("Outputs", "Key results and the basis of estimate"),
             ("Measured rates", "Each benchmark's rate, MFU, compute-optimal size and projected time"),
-            ("Calibration", "The run at the plan's, the calibrated and your measured MFU"),
+            ("Calibration", "The run at the assumed, the calibrated and your measured MFU"),
             ("Checks", "1 for a problem, 0 for OK; the master check"),
             ("Version log", "What changed, when"),
             ("Lists", "The presets and precision names behind the dropdowns; the inputs' usual ranges"),
