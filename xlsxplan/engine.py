@@ -23,7 +23,7 @@ import contextlib
 import difflib
 import re
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -265,6 +265,17 @@ def register_functions() -> None:
     _registered = True
 
 
+_TEXT_LITERAL = re.compile(r'("(?:[^"]|"")*")')
+"""A text literal in a formula, quotes doubled inside; split by it, the even parts are outside quotes."""
+
+
+def _outside_quotes(formula: str, change: Callable[[str], str]) -> str:
+    """``formula`` with ``change`` applied to every part outside its text literals, which stay as they are."""
+    parts = _TEXT_LITERAL.split(formula)
+    parts[::2] = [change(part) for part in parts[::2]]
+    return "".join(parts)
+
+
 _NUMBER_LITERAL = re.compile(r"(?<![A-Za-z_$\d.])(\d+\.?\d*|\.\d+)[eE]([+-]?)(\d+)")
 
 
@@ -277,10 +288,9 @@ def normalise_formula(formula: str) -> str:
     text = formula.strip()
     if not text.startswith("="):
         text = "=" + text
-    parts = re.split(r'("(?:[^"]|"")*")', text)
-    for i in range(0, len(parts), 2):  # even parts are outside quotes
-        parts[i] = _NUMBER_LITERAL.sub(lambda m: f"{m.group(1)}E{m.group(2) or '+'}{m.group(3)}", parts[i])
-    return add_in_names("".join(parts))
+    numbers = _outside_quotes(text, lambda part: _NUMBER_LITERAL.sub(
+        lambda m: f"{m.group(1)}E{m.group(2) or '+'}{m.group(3)}", part))  # fmt: skip
+    return add_in_names(numbers)
 
 
 _ADD_IN_CALL = re.compile(r"(?<![A-Za-z0-9_.])_xldudf_([A-Za-z0-9_.]+)(?=\s*\()", re.IGNORECASE)
@@ -306,10 +316,8 @@ def add_in_names(formula: str) -> str:
     unknown ``_xldudf_`` function stays ``#NAME?``)."""
     if "_xldudf_" not in formula.lower():
         return formula
-    parts = re.split(r'("(?:[^"]|"")*")', formula)
-    for i in range(0, len(parts), 2):  # even parts are outside quotes
-        parts[i] = _ADD_IN_CALL.sub(lambda m: _registry_name(m.group(1)) or m.group(0), parts[i])
-    return "".join(parts)
+    return _outside_quotes(formula, lambda part: _ADD_IN_CALL.sub(
+        lambda m: _registry_name(m.group(1)) or m.group(0), part))  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -342,8 +350,8 @@ def parse_failure(err: BaseException, formula: str) -> str:
     """The one-line reason a formula cannot be parsed, with a hint where a common slip explains it: semicolons
     between arguments, as Excel in many European locales shows them; the file format and this engine use commas."""
     reason = f"the formula cannot be parsed: {exception_text(err, formula)}"
-    outside_quotes = re.sub(r'"(?:[^"]|"")*"', "", formula)
-    if ";" in outside_quotes and "{" not in outside_quotes:  # in an array constant, ";" separates rows
+    code = "".join(_TEXT_LITERAL.split(formula)[::2])  # the formula without its text in quotes
+    if ";" in code and "{" not in code:  # in an array constant, ";" separates rows
         reason += "; separate arguments with commas, not semicolons"
     return reason
 

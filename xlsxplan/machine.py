@@ -84,11 +84,11 @@ def torch_available() -> bool:
 
 
 def system_memory_gb() -> float:
-    """Physical memory of this machine [GB], or 0 when the platform does not say."""
-    try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 1e9
-    except (AttributeError, ValueError, OSError):
-        return 0.0
+    """Physical memory of this machine [GB, decimal], or 0 when the platform does not say
+    (:func:`xlsxplan.safety.physical_memory_gib`, which the command line's memory cap reads too)."""
+    from .safety import physical_memory_gib
+
+    return physical_memory_gib() * 1024**3 / 1e9
 
 
 def _best(
