@@ -1,9 +1,9 @@
 """What a workbook costs to load before its formulas: rows, shared strings, style records, rules, names, elements.
 
 Each case is a small real workbook (tests/hostile.py's ``plain_xlsx``) with ``--count`` copies of one kind of record
-added, loaded with ``xlsxplan.engine.Workbook.load`` (openpyxl, then the formulas model) in a fresh process, within
+added, loaded with ``xlsxplan.headless.engine.Workbook.load`` (openpyxl, then the formulas model) in a fresh process, within
 limits wide enough to let it through. The time and peak resident memory of a plain workbook are subtracted, and what
-is left is divided by the count: the per-record costs behind ``xlsxplan.safety.Limits`` and its memory estimate.
+is left is divided by the count: the per-record costs behind ``xlsxplan.headless.untrusted.Limits`` and its memory estimate.
 
 Usage::
 
@@ -79,7 +79,8 @@ def make(kind: str, n: int) -> bytes:
 
 CHILD = """
 import json, resource, sys, time
-from xlsxplan.engine import Workbook, register_functions
+from xlsxplan.headless import Workbook
+from xlsxplan.headless.engine import register_functions
 from xlsxplan.safety import Limits
 register_functions()  # the function table's imports are not what is measured
 roomy = Limits(max_rows=10**8, max_strings=10**8, max_styles=10**8, max_rules=10**8, max_elements=10**9,

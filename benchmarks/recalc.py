@@ -37,8 +37,8 @@ def _measure(path: str, repeats: int) -> dict:
     import resource
 
     t0 = time.perf_counter()
-    from xlsxplan import engine
-    from xlsxplan.workbook import Workbook
+    from xlsxplan.headless import engine
+    from xlsxplan.headless.workbook import Workbook
 
     engine.register_functions()  # imports formulas' function table (scipy.stats among it): a per-process cost
     t1 = time.perf_counter()

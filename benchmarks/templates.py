@@ -40,9 +40,9 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=7, help="warm runs per template (default 7)")
     args = parser.parse_args()
 
-    from xlsxplan.workbooks.build import TEMPLATES, workbook_api
+    from xlsxplan.headless import Workbook as api
+    from xlsxplan.templates.build import TEMPLATES
 
-    api = workbook_api()
     print(f"{os.cpu_count()} CPUs; Python {sys.version.split()[0]}; {args.repeats} warm runs per template "
           "(the Workbook API pauses the garbage collector while it loads and calculates)")  # fmt: skip
     print(f"{'template':<20} {'formulas':>8} {'values':>7} {'cold s':>7} {'load s':>7} {'calc s':>7} {'save s':>7} "

@@ -1,4 +1,4 @@
-"""Array call vs scalar calls of DECODE_TOKS_TOTAL through the UDF layer (xlsxplan.udfs), in one run.
+"""Array call vs scalar calls of DECODE_TOKS_TOTAL through the UDF layer (xlsxplan.excel.udfs), in one run.
 
 A sweep of N scenarios (batch and context length varying, Qwen2.5-72B in FP8 on two H100s otherwise) is evaluated
 three ways, each through the same wrapper Excel calls, with arguments in the form xlwings hands them over
@@ -24,7 +24,8 @@ import statistics
 import time
 from unittest import mock
 
-from xlsxplan import cells, udfs
+from xlsxplan import cells
+from xlsxplan.excel import udfs
 
 
 def main() -> None:
@@ -62,7 +63,7 @@ def main() -> None:
             times[name].append(time.perf_counter() - start)
     medians = {name: statistics.median(t) for name, t in times.items()}
 
-    print(f"DECODE_TOKS_TOTAL over {args.n:,} scenarios through xlsxplan.udfs, median of {args.repeats} repeats")
+    print(f"DECODE_TOKS_TOTAL over {args.n:,} scenarios through xlsxplan.excel.udfs, median of {args.repeats} repeats")
     print(f"Python {platform.python_version()} on {platform.machine()}, {platform.system()}")
     for name, seconds in medians.items():
         print(f"  {name:<22} {seconds * 1000:9.1f} ms   {seconds / args.n * 1e6:6.2f} us per scenario")

@@ -16,8 +16,8 @@ import argparse
 import statistics
 import time
 
-from xlsxplan import calibration, measurements
-from xlsxplan.calibration import Factors, GroupFit, TrainFit
+from xlsxplan import calibration
+from xlsxplan.calibration import Factors, GroupFit, TrainFit, measurements
 from xlsxplan.errors import XlsxplanError
 
 

@@ -48,7 +48,7 @@ EXAMPLES: dict[str, tuple] = {
     "KV_HEADS_PER_GPU": (8, 16),
     "MODEL_KV_BYTES_PER_TOKEN": ("Gemma-2-9B", 8192),
     "MODEL_KV_GB": ("Mistral-7B", 32768),
-    "MODEL_WEIGHTS_GB": ("Llama-2-13B", "q4_k_m"),
+    "MODEL_WEIGHTS_GB": ("Llama-2-13B", "q4_k_m", "q4_k_m"),
     "MODEL_EXPERT_PARAMS_B": ("DeepSeek-V3",),
     "MOE_PARAMS_READ_B": (46.7, 12.9, 8, 2, 8),
     "WEIGHTS_GB_PER_GPU": (671, 653.9, 8, 8, "fp8"),

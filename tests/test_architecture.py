@@ -8,19 +8,21 @@ from pathlib import Path
 import pytest
 
 import xlsxplan as x
-from xlsxplan.architecture import (
+from xlsxplan.catalog import load_catalog
+from xlsxplan.catalog.models import (
     count_params,
-    kv_bytes_per_sequence,
-    kv_bytes_per_token_mla,
-    kv_heads_per_gpu,
     model_expert_params_b,
     model_kv_bytes_per_token,
     model_kv_gb,
     model_weights_gb,
+)
+from xlsxplan.core.architecture import (
+    kv_bytes_per_sequence,
+    kv_bytes_per_token_mla,
+    kv_heads_per_gpu,
     moe_params_read_b,
     weights_gb_per_gpu,
 )
-from xlsxplan.catalog import load_catalog
 from xlsxplan.errors import OutOfRangeError, UnknownPresetError
 
 GIB, MIB = 2**30, 2**20
@@ -205,11 +207,11 @@ def test_kv_bytes_per_sequence_refuses_impossible_windows():
 
 def test_kv_per_sequence_and_model_kv_count_window_layers_with_one_piece_of_arithmetic(monkeypatch):
     # Review finding 20: KV_BYTES_PER_SEQ restated how a preset's window layers stop at the window
-    from xlsxplan import architecture
+    from xlsxplan.core import architecture
 
     calls = []
-    real = architecture._layer_tokens
-    monkeypatch.setattr(architecture, "_layer_tokens", lambda *a: calls.append(a) or real(*a))
+    real = architecture.layer_tokens
+    monkeypatch.setattr(architecture, "layer_tokens", lambda *a: calls.append(a) or real(*a))
     by_shape = kv_bytes_per_sequence(32, 8, 128, 32_768, 4_096, 32)
     by_name = model_kv_gb("Mistral-7B", 32_768) * 1e9
     assert calls == [(32, 4_096, 32, 32_768)] * 2
@@ -270,8 +272,8 @@ def test_catalog_params_b_match_the_count_from_each_presets_shape():
 
 def test_preset_figures_reads_each_figure_once(monkeypatch):
     # Review finding 24: preset_figures asked the preset for every figure twice
-    from xlsxplan.architecture import preset_figures
     from xlsxplan.catalog import ModelPreset, load_catalog
+    from xlsxplan.catalog.models import preset_figures
 
     reads = []
     real = ModelPreset.figure

@@ -9,8 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from xlsxplan import calibration, measurements, training
-from xlsxplan.calibration import Factors, GroupFit, Observation, TrainFit
+from xlsxplan import calibration
+from xlsxplan.calibration import Factors, GroupFit, Observation, TrainFit, measurements
+from xlsxplan.core import training
 from xlsxplan.errors import ArgumentError, NotAvailableError, UnknownPresetError
 
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "measurements.csv"

@@ -9,18 +9,12 @@ from pathlib import Path
 import pytest
 
 import xlsxplan as x
-from xlsxplan.catalog import (
-    GPU_FIELDS,
-    MODEL_FIELDS,
-    AcceleratorPreset,
-    ModelPreset,
-    _parse,
-    load_catalog,
-)
+from xlsxplan.catalog import GPU_FIELDS, MODEL_FIELDS, AcceleratorPreset, ModelPreset, load_catalog
+from xlsxplan.catalog.store import _parse
 from xlsxplan.errors import CatalogError, NotAvailableError, UnknownPresetError
 
 # The package ships a copy of shared/data/measurements.csv (tests/test_calibration.py checks they are the same).
-MEASUREMENTS = Path(__file__).resolve().parents[1] / "xlsxplan" / "data" / "measurements.csv"
+MEASUREMENTS = Path(__file__).resolve().parents[1] / "xlsxplan" / "calibration" / "data" / "measurements.csv"
 DATA_README_GPUS = [
     "A100-80GB", "A100-40GB", "H100-SXM", "H100-PCIe", "H200", "H800", "B200", "L40S", "A40", "RTX-4090", "M2",
     "M2-Ultra", "M3-Max-40c", "M4-Max-40c", "TPU-v4", "V100",
@@ -410,7 +404,7 @@ def test_a_user_preset_cites_its_own_source_never_a_shipped_one(tmp_path, monkey
 def test_lookups_look_at_the_users_files_at_most_once_a_second(tmp_path, monkeypatch):
     # Review finding 14: every lookup stat'ed the user's files (30.8 us of a 42.4 us GPU_SPEC). The count of looks is
     # asserted, on a clock the test moves, never a time.
-    from xlsxplan import catalog
+    from xlsxplan.catalog import store as catalog
 
     monkeypatch.setenv("XLSXPLAN_CATALOG_DIR", str(tmp_path))
     clock = [1000.0]

@@ -7,8 +7,9 @@ from typing import Annotated
 import numpy as np
 import pytest
 
-from xlsxplan.cells import CellError, evaluate, evaluate_broadcast
+from xlsxplan.cells import evaluate, evaluate_broadcast
 from xlsxplan.domains import Domain, checked
+from xlsxplan.errors import CellError
 from xlsxplan.registry import FUNCTIONS
 
 KV = FUNCTIONS["KV_BYTES_PER_TOKEN"]
@@ -201,9 +202,11 @@ def test_the_last_resort_and_passed_on_messages_are_the_same_on_every_path():
 def test_one_list_of_excel_errors_for_every_face():
     # Review finding 19: cells kept seven error values and udfs seventeen, so `recalc --set X=#BLOCKED!` stored the
     # text "#BLOCKED!" and a #BLOCKED! cell reached a function as text to be read as a number.
-    from xlsxplan import calibration, precision, udfs
-    from xlsxplan.cells import EXCEL_ERRORS, as_error
-    from xlsxplan.workbook import parse_value
+    from xlsxplan import calibration, precision
+    from xlsxplan.cells import as_error
+    from xlsxplan.errors import EXCEL_ERRORS
+    from xlsxplan.excel import udfs
+    from xlsxplan.headless.workbook import parse_value
 
     assert udfs.ERROR_CODES is EXCEL_ERRORS
     for code in ("#BLOCKED!", "#CONNECT!", "#BUSY!", "#PYTHON!", "#N/A"):

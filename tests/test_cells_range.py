@@ -12,9 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from xlsxplan.cells import CellError, evaluate, evaluate_broadcast
+from xlsxplan.cells import evaluate, evaluate_broadcast
 from xlsxplan.domains import Domain, Tokens, TokenSample, checked
-from xlsxplan.errors import ArgumentError, OutOfRangeError
+from xlsxplan.errors import ArgumentError, CellError, OutOfRangeError
 from xlsxplan.registry import describe
 
 

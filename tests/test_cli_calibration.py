@@ -7,10 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from xlsxplan import calibration, measurements
+from xlsxplan import calibration
+from xlsxplan.calibration import measurements
 from xlsxplan.cli import main
-from xlsxplan.engine import evaluate_formula
 from xlsxplan.errors import CatalogError
+from xlsxplan.headless.engine import evaluate_formula
 
 DATA = Path(__file__).parent / "data"
 HEADER = ",".join(measurements.COLUMNS)
@@ -204,7 +205,7 @@ def test_calibrate_unknown_gpu_fails_before_measuring(capsys):
 def test_the_numpy_training_step_is_real_backpropagation():
     import numpy as np
 
-    from xlsxplan.machine import _NumpyMLP
+    from xlsxplan.calibration.machine import _NumpyMLP
 
     model = _NumpyMLP(8, 2, dtype=np.float64)
     rng = np.random.default_rng(3)
@@ -223,7 +224,7 @@ def test_the_numpy_training_step_is_real_backpropagation():
 
 
 def test_figures_that_contradict_each_other_carry_a_warning():
-    from xlsxplan.machine import Figures
+    from xlsxplan.calibration.machine import Figures
 
     def figures(matmul_tflops, train_6n_flops):
         return Figures("cpu", "numpy", matmul_tflops, "float32", 0.02, train_6n_flops, 1.0, 1, "mlp", 8.0, 1.0)
@@ -246,7 +247,7 @@ def test_calibrate_with_torch_measures_sane_figures(capsys):
 def test_calibrate_checks_backend_and_device_before_measuring(capsys, monkeypatch):
     # Review finding 3e: --backend torch without PyTorch ended in ModuleNotFoundError, and any --device reached
     # PyTorch unchecked. Both are one line and exit 2 now, before anything is measured.
-    from xlsxplan import machine
+    from xlsxplan.calibration import machine
     from xlsxplan.errors import ArgumentError
 
     monkeypatch.setattr(machine, "torch_available", lambda: False)
@@ -268,8 +269,8 @@ def test_calibrate_checks_backend_and_device_before_measuring(capsys, monkeypatc
 def test_a_torch_device_that_is_not_there_is_refused():
     from types import SimpleNamespace
 
+    from xlsxplan.calibration.machine import _torch_device
     from xlsxplan.errors import ArgumentError
-    from xlsxplan.machine import _torch_device
 
     def fake(gpus: int, mps: bool) -> SimpleNamespace:
         cuda = SimpleNamespace(is_available=lambda: gpus > 0, device_count=lambda: gpus)
@@ -305,7 +306,7 @@ def test_calibrate_fit_never_rewrites_an_installed_package(capsys, monkeypatch, 
     assert run(capsys, "calibrate", "--fit", "--out", str(tmp_path / "mine.json"))[0] == 0
     from xlsxplan.cli.cmd_calibrate import source_checkout
 
-    assert source_checkout(Path(__file__).resolve().parents[1] / "xlsxplan" / "data" / "calibration.json")
+    assert source_checkout(Path(__file__).resolve().parents[1] / "xlsxplan" / "calibration" / "data" / "calibration.json")
     assert not source_checkout(installed / "calibration.json")
 
 
@@ -336,8 +337,8 @@ def test_a_preset_measured_by_calibrate_gets_its_own_efficiencies(capsys):
 def test_saving_figures_whose_6n_rate_beats_the_matmul_rate_warns(capsys, monkeypatch):
     # acceptance finding: a 6N rate of 0.037 TFLOP/s against a matmul rate of 0.0357 was saved silently, though the
     # preset's training MFU (6N rate / matmul rate) is then held to 100%
-    from xlsxplan import machine
-    from xlsxplan.machine import Figures
+    from xlsxplan.calibration import machine
+    from xlsxplan.calibration.machine import Figures
 
     fast = Figures("cpu", "numpy", 0.0357, "float32", 0.02, 0.037e12, 1.0, 1, "mlp", 8.0, 1.0)
     monkeypatch.setattr(machine, "measure", lambda **kw: fast)

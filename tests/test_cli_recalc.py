@@ -107,7 +107,7 @@ def test_json_report(book, capsys, tmp_path):
 
 
 def test_a_show_typo_fails_before_calculating_with_the_nearest_name(book, capsys, tmp_path, monkeypatch):
-    from xlsxplan.workbook import Workbook
+    from xlsxplan.headless.workbook import Workbook
 
     def forbidden(self, *args, **kwargs):
         raise AssertionError("calculated before the references were checked")

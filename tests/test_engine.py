@@ -7,8 +7,8 @@ import pytest
 from examples import EXAMPLES, formula
 
 from xlsxplan import registry
-from xlsxplan.cells import CellError
-from xlsxplan.engine import add_in_names, evaluate_formula, normalise_formula
+from xlsxplan.errors import CellError
+from xlsxplan.headless.engine import add_in_names, evaluate_formula, normalise_formula
 
 
 def test_every_registry_function_has_an_example():
@@ -152,7 +152,7 @@ def test_parse_errors_read_as_one_plain_line(text, message):
 def test_exception_text_fills_or_drops_a_format_left_blank():
     from formulas.errors import FormulaError
 
-    from xlsxplan.engine import exception_text
+    from xlsxplan.headless.engine import exception_text
 
     assert exception_text(FormulaError(), "=1+") == "Not a valid formula: =1+"
     assert exception_text(FormulaError()) == "Not a valid formula"
@@ -195,7 +195,7 @@ def test_an_omitted_argument_in_a_workbook_and_through_eval(tmp_path, capsys):
     import openpyxl
 
     from xlsxplan.cli import main
-    from xlsxplan.engine import Workbook
+    from xlsxplan.headless import Workbook
 
     wb = openpyxl.Workbook()
     ws = wb.active

@@ -18,19 +18,13 @@ from hostile import entity_bomb, members, pack
 from hypothesis import given
 from hypothesis import strategies as st
 
-from xlsxplan import excel_setup, registry
+from xlsxplan import registry
 from xlsxplan.cli import main
-from xlsxplan.excel_setup import (
-    CLASSIC_STEPS,
-    EXPECTED,
-    FORMULA,
-    LITE_REQUIREMENTS,
-    LITE_STEPS,
-    bundle_files,
-    lite_bundle,
-    vba_module_names,
-    vba_references,
-)
+from xlsxplan.excel import lite as lite_module
+from xlsxplan.excel import setup, vba
+from xlsxplan.excel.lite import LITE_REQUIREMENTS, bundle_files, lite_bundle
+from xlsxplan.excel.setup import CLASSIC_STEPS, EXPECTED, FORMULA, LITE_STEPS
+from xlsxplan.excel.vba import vba_module_names, vba_references
 from xlsxplan.xlwings_conf import add_conf_sheet
 
 XLWINGS_DIR = Path(xlwings.__file__).parent  # xlwings ships workbooks saved by Excel, with real VBA projects
@@ -129,7 +123,7 @@ def test_a_damaged_vba_project_is_a_one_line_error(tmp_path):
     path = tmp_path / "broken.xlsm"
     with zipfile.ZipFile(path, "w") as zf:
         zf.writestr("xl/vbaProject.bin", b"not a compound file")
-    with pytest.raises(excel_setup.WorkbookError, match=r"cannot read the VBA project of .*: not a compound file"):
+    with pytest.raises(setup.WorkbookError, match=r"cannot read the VBA project of .*: not a compound file"):
         vba_module_names(path)
 
 
@@ -169,14 +163,14 @@ def test_a_malformed_vba_project_is_a_one_line_error(tmp_path, patch, reason):
     # Review finding 15: a directory without a root entry escaped as StopIteration; a chain that loops was followed
     # as long as the FAT, each time reading a sector again
     assert vba_module_names(_project_file(tmp_path)) == ["xlwings_udfs"]
-    with pytest.raises(excel_setup.WorkbookError, match=rf"^cannot read the VBA project of .*plan\.xlsm: {reason}$"):
+    with pytest.raises(setup.WorkbookError, match=rf"^cannot read the VBA project of .*plan\.xlsm: {reason}$"):
         vba_module_names(_project_file(tmp_path, patch))
 
 
 def test_a_vba_project_over_the_limit_is_refused_before_it_is_read(tmp_path, monkeypatch):
-    monkeypatch.setattr(excel_setup, "MAX_VBA_MB", 0.004)
+    monkeypatch.setattr(vba, "MAX_VBA_MB", 0.004)
     with pytest.raises(
-        excel_setup.WorkbookError,
+        setup.WorkbookError,
         match=r"^cannot read the VBA project of .*plan\.xlsm: it is 5,632 bytes, and xlsxplan reads VBA projects up "
         r"to 0\.004 MiB$",
     ):
@@ -200,7 +194,7 @@ def test_excel_checks_a_workbook_as_untrusted_before_parsing_it(capsys, tmp_path
         f"xlsxplan: error: {entities} is refused: the part xl/sharedStrings.xml declares a DTD or entities (an XML "
         "entity bomb?)\n"
     )
-    assert excel_setup.workbook_checks(ready_xlsm)[0].ok is True  # the same workbook, unharmed, still passes
+    assert setup.workbook_checks(ready_xlsm)[0].ok is True  # the same workbook, unharmed, still passes
 
 
 # --- the reference to the xlwings add-in (audit 23) ---------------------------------------------------------------
@@ -262,9 +256,9 @@ def test_decompression_reproduces_the_specifications_example():
     data = bytes.fromhex(
         "012FB00023616161626364658266007061676869" "6A013808616B6C00306D6E6F700671027004107273747576107778797A003C"
     )
-    assert excel_setup._ovba_decompress(data) == b"#aaabcdefaaaaghijaaaaaklaaamnopqaaaaaaaaaaaarstuvwxyzaaa"
+    assert vba._ovba_decompress(data) == b"#aaabcdefaaaaghijaaaaaklaaamnopqaaaaaaaaaaaarstuvwxyzaaa"
     with pytest.raises(ValueError, match=r"^a copy token before any byte of its chunk$"):
-        excel_setup._ovba_decompress(bytes.fromhex("0103B00100"))
+        vba._ovba_decompress(bytes.fromhex("0103B00100"))
 
 
 def test_vba_references_of_workbooks_saved_by_excel():
@@ -282,7 +276,7 @@ def test_a_workbook_that_references_the_add_in_passes(capsys, tmp_path):
     code, out, _ = run(capsys, "excel", "--checks-only", str(path))
     assert code == 0, out
     assert "ok    the VBA project references the xlwings add-in (Tools > References > xlwings)" in out
-    assert f"info  {excel_setup.NOT_CHECKED}" in out
+    assert f"info  {setup.NOT_CHECKED}" in out
 
 
 def test_a_workbook_without_the_reference_fails_with_what_to_do(capsys, tmp_path):
@@ -307,10 +301,10 @@ def test_a_damaged_dir_stream_is_a_one_line_error(capsys, tmp_path):
     assert (code, err) == (2, f"xlsxplan: error: cannot read the VBA references of {broken}: a compressed chunk at "
                               "byte 1 has no signature\n")  # fmt: skip
     broken = _with_project(tmp_path, ["xlwings_udfs"], [ADDIN], damage=lambda d: b"\x02" + d[1:])
-    with pytest.raises(excel_setup.WorkbookError, match=r": the dir stream is not a compressed container$"):
+    with pytest.raises(setup.WorkbookError, match=r": the dir stream is not a compressed container$"):
         vba_references(broken)
     path = _with_project(tmp_path, ["xlwings_udfs"], None)
-    with pytest.raises(excel_setup.WorkbookError, match=r"^cannot read the VBA references of .*: no dir stream$"):
+    with pytest.raises(setup.WorkbookError, match=r"^cannot read the VBA references of .*: no dir stream$"):
         vba_references(path)
 
 
@@ -324,7 +318,7 @@ def test_excel_prints_both_set_ups_and_passes_its_checks_here(capsys):
         assert step in out
     assert out.index("Windows desktop Excel") < out.index("xlwings Lite add-in") < out.index("Checks on this machine")
     assert f"ok    xlwings {importlib.metadata.version('xlwings')} is installed" in out
-    assert f"ok    xlsxplan.udfs imports and exposes all {len(registry.FUNCTIONS)} functions" in out
+    assert f"ok    xlsxplan.excel.udfs imports and exposes all {len(registry.FUNCTIONS)} functions" in out
     assert re.search(r"info  \w+: ", out)
     assert CLASSIC_STEPS[-1] == LITE_STEPS[-1] == f"Type {FORMULA} into a cell: it shows {EXPECTED}."
     assert EXPECTED == "327680" and FORMULA == "=KV_BYTES_PER_TOKEN(80,8,128,2)"
@@ -333,7 +327,7 @@ def test_excel_prints_both_set_ups_and_passes_its_checks_here(capsys):
 def test_the_classic_steps_name_what_xlwings_needs():
     text = " ".join(CLASSIC_STEPS)
     for needed in ("xlwings addin install", "Trust access to the VBA project object model", '"UDF Modules"',
-                   "xlsxplan.udfs", "xlwings.conf", '"Import Functions"', ".xlsm", "xlwings_udfs"):  # fmt: skip
+                   "xlsxplan.excel.udfs", "xlwings.conf", '"Import Functions"', ".xlsm", "xlwings_udfs"):  # fmt: skip
         assert needed in text
     lite = " ".join(LITE_STEPS)
     for needed in ("Add-ins", "xlwings Lite", "xlsxplan excel --lite", "requirements.txt", "main.py", "macOS", "web"):
@@ -359,13 +353,13 @@ def test_a_udf_module_missing_a_function_fails_the_check(capsys, monkeypatch):
     monkeypatch.setitem(registry.FUNCTIONS, "NOT_IN_UDFS", registry.FUNCTIONS["KV_GB"])
     code, out, _ = run(capsys, "excel", "--checks-only")
     assert code == 1
-    assert "FAIL  xlsxplan.udfs lacks 1 registry functions: NOT_IN_UDFS" in out
+    assert "FAIL  xlsxplan.excel.udfs lacks 1 registry functions: NOT_IN_UDFS" in out
 
 
 def test_a_workbook_set_up_for_classic_xlwings_passes(capsys, ready_xlsm):
     code, out, _ = run(capsys, "excel", "--checks-only", str(ready_xlsm))
     assert code == 0, out
-    assert 'ok    the xlwings.conf sheet names xlsxplan.udfs under "UDF Modules"' in out
+    assert 'ok    the xlwings.conf sheet names xlsxplan.excel.udfs under "UDF Modules"' in out
     assert "ok    plan.xlsm is a macro-enabled workbook (.xlsm)" in out
     assert "ok    the VBA module xlwings_udfs is there (Import Functions was run)" in out
 
@@ -376,24 +370,24 @@ def test_a_workbook_before_import_functions_fails_with_what_to_do(capsys, tmp_pa
     path.write_bytes(src.read_bytes())
     code, out, _ = run(capsys, "excel", "--checks-only", str(path))
     assert code == 1
-    assert 'FAIL  no xlwings.conf sheet: set "UDF Modules" to xlsxplan.udfs (ribbon or that sheet)' in out
+    assert 'FAIL  no xlwings.conf sheet: set "UDF Modules" to xlsxplan.excel.udfs (ribbon or that sheet)' in out
     assert "FAIL  no VBA module xlwings_udfs (it has Module1, xlwings): click Import Functions, then save" in out
 
 
 def test_an_xlsx_with_the_conf_sheet_still_needs_import_and_xlsm(capsys, tmp_path):
     wb = openpyxl.Workbook()
-    add_conf_sheet(wb, {"UDF Modules": "mine;xlsxplan.udfs"})
+    add_conf_sheet(wb, {"UDF Modules": "mine;xlsxplan.excel.udfs"})
     wb.save(tmp_path / "plan.xlsx")
     code, out, _ = run(capsys, "excel", "--checks-only", str(tmp_path / "plan.xlsx"))
     assert code == 1
-    assert 'ok    the xlwings.conf sheet names xlsxplan.udfs under "UDF Modules"' in out
+    assert 'ok    the xlwings.conf sheet names xlsxplan.excel.udfs under "UDF Modules"' in out
     assert "FAIL  plan.xlsx is not .xlsm: after Import Functions, save it as .xlsm" in out
     assert "FAIL  no VBA module xlwings_udfs (it has no VBA)" in out
     wb = openpyxl.Workbook()
     add_conf_sheet(wb, {"UDF Modules": "other.module"})
     wb.save(tmp_path / "other.xlsx")
     _, out, _ = run(capsys, "excel", "--checks-only", str(tmp_path / "other.xlsx"))
-    assert 'FAIL  the xlwings.conf sheet does not name xlsxplan.udfs under "UDF Modules"' in out
+    assert 'FAIL  the xlwings.conf sheet does not name xlsxplan.excel.udfs under "UDF Modules"' in out
 
 
 @pytest.mark.parametrize("content", [None, b"plain text, not a workbook"])
@@ -428,19 +422,21 @@ def test_lite_writes_main_and_requirements_and_never_overwrites_unasked(capsys, 
 
 @given(st.text())
 def test_the_bundle_literal_holds_any_text_exactly(text):
-    assert eval(excel_setup._literal(text)) == text
+    assert eval(lite_module._literal(text)) == text
 
 
 def test_the_bundle_carries_what_the_functions_need_and_nothing_lite_never_uses():
     files = bundle_files()
-    assert {"xlsxplan/__init__.py", "xlsxplan/udfs.py", "xlsxplan/registry.py", "xlsxplan/cells.py"} <= set(files)
+    assert {"xlsxplan/__init__.py", "xlsxplan/excel/udfs.py", "xlsxplan/registry.py", "xlsxplan/cells.py"} <= set(files)
     assert {"xlsxplan/catalog/models.toml", "xlsxplan/catalog/accelerators.toml", "xlsxplan/catalog/formats.toml",
-            "xlsxplan/data/calibration.json", "xlsxplan/data/__init__.py"} <= set(files)  # fmt: skip
-    assert not [f for f in files if f.startswith(("xlsxplan/cli/", "xlsxplan/workbooks/")) or "__pycache__" in f]
-    # audit 23: the 620 KB bundle carried the workbook, OOXML, engine and safety code, which Lite never runs
-    for unused in ("engine", "workbook", "ooxml", "safety", "excel_setup", "measurements", "machine", "hfconfig"):
+            "xlsxplan/calibration/data/calibration.json", "xlsxplan/calibration/data/__init__.py"} <= set(files)  # fmt: skip
+    # the bundle once carried the workbook, OOXML, engine and file-safety code, which Lite never runs
+    faces = ("xlsxplan/cli/", "xlsxplan/templates/", "xlsxplan/headless/")
+    assert not [f for f in files if f.startswith(faces) or "__pycache__" in f]
+    for unused in ("zipfiles", "excel/setup", "excel/vba", "excel/lite", "calibration/measurements",
+                   "calibration/machine", "catalog/hfconfig"):  # fmt: skip
         assert f"xlsxplan/{unused}.py" not in files, unused
-    assert files["xlsxplan/udfs.py"] == (Path(excel_setup.__file__).parent / "udfs.py").read_text(encoding="utf-8")
+    assert files["xlsxplan/excel/udfs.py"] == (Path(lite_module.__file__).parent / "udfs.py").read_text(encoding="utf-8")
     assert len(lite_bundle().encode("utf-8")) < 350_000
 
 
@@ -448,13 +444,13 @@ _LITE_RUN = r"""
 import json, runpy, sys
 before = set(sys.modules)
 import numpy, pydantic.main, xlwings, docstring_parser  # loaded first, under the real platform name
-real, sys.platform = sys.platform, "emscripten"  # what Pyodide reports, so xlsxplan.udfs presents for Lite
+real, sys.platform = sys.platform, "emscripten"  # what Pyodide reports, so xlsxplan.excel.udfs presents for Lite
 try:
     g = runpy.run_path(sys.argv[1], run_name="main")
 finally:
     sys.platform = real
-import xlsxplan, xlsxplan.udfs
-out = {"file": xlsxplan.__file__, "lite": xlsxplan.udfs.LITE, "kv": g["KV_BYTES_PER_TOKEN"](80, 8, 128, 2),
+import xlsxplan, xlsxplan.excel.udfs
+out = {"file": xlsxplan.__file__, "lite": xlsxplan.excel.udfs.LITE, "kv": g["KV_BYTES_PER_TOKEN"](80, 8, 128, 2),
        "layers": g["MODEL_SPEC"]("Qwen2.5-72B", "layers"), "column": g["DECODE_TOKS_TOTAL"](72.7, 1, 2, 3.35, [[1], [94]], 327680, 2300),
        "names": sorted(n for n, v in g.items() if hasattr(v, "__name__") and v.__name__ == n and n.isupper())}
 try:
@@ -479,7 +475,7 @@ def test_the_lite_bundle_runs_alone_and_needs_only_its_requirements(tmp_path):
     main_py.write_text(lite_bundle(), encoding="utf-8")
     from examples import EXAMPLES
 
-    from xlsxplan import udfs
+    from xlsxplan.excel import udfs
 
     proc = subprocess.run(
         [sys.executable, "-c", _LITE_RUN, str(main_py), json.dumps(EXAMPLES)],
@@ -487,7 +483,7 @@ def test_the_lite_bundle_runs_alone_and_needs_only_its_requirements(tmp_path):
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
-    assert "/xlsxplan-" in out["file"] and not out["file"].startswith(str(Path(excel_setup.__file__).parents[1]))
+    assert "/xlsxplan-" in out["file"] and not out["file"].startswith(str(Path(lite_module.__file__).parents[2]))
     assert out["lite"] is True
     assert out["kv"] == 327680.0 and out["layers"] == 80.0
     assert len(out["column"]) == 2 and round(out["column"][1][0]) == 4387  # seed 000 section 4, batch 94
@@ -518,7 +514,7 @@ def test_the_readme_excel_section_walks_both_set_ups_to_327680():
     section = readme.split("## Excel set-up", 1)[1].split("\n## ", 1)[0]
     assert "<!-- section:" not in section
     classic, lite = section.split("(xlwings Lite)", 1)
-    for needed in ("xlwings addin install", "Trust access to the VBA project", "UDF Modules", "xlsxplan.udfs",
+    for needed in ("xlwings addin install", "Trust access to the VBA project", "UDF Modules", "xlsxplan.excel.udfs",
                    "xlwings.conf", "Import Functions", ".xlsm", "xlwings_udfs", FORMULA, EXPECTED):  # fmt: skip
         assert needed in classic, needed
     for needed in (
@@ -543,4 +539,4 @@ def test_the_committed_lite_files_are_what_this_version_writes():
     # `xlsxplan excel --checks-only --force --lite lite` when this fails)
     root = Path(__file__).resolve().parents[1] / "lite"
     assert (root / "main.py").read_text(encoding="utf-8") == lite_bundle(), "run: xlsxplan excel --force --lite lite"
-    assert (root / "requirements.txt").read_text(encoding="utf-8") == excel_setup.lite_requirements()
+    assert (root / "requirements.txt").read_text(encoding="utf-8") == lite_module.lite_requirements()

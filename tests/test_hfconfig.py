@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 
 import xlsxplan as x
-from xlsxplan.architecture import model_kv_bytes_per_token
 from xlsxplan.catalog import user_catalog_dir
+from xlsxplan.catalog.hfconfig import figures_from_config, read_config
+from xlsxplan.catalog.models import model_kv_bytes_per_token
 from xlsxplan.cli import main
-from xlsxplan.engine import evaluate_formula
 from xlsxplan.errors import ArgumentError
-from xlsxplan.hfconfig import figures_from_config, read_config
+from xlsxplan.headless.engine import evaluate_formula
 
 DATA = Path(__file__).parent / "data"
 

@@ -18,8 +18,8 @@ import openpyxl
 import pytest
 from books import native_book
 
-from xlsxplan.cells import CellError
-from xlsxplan.engine import Workbook
+from xlsxplan.errors import CellError
+from xlsxplan.headless import Workbook
 
 SOFFICE = shutil.which("soffice") or shutil.which("libreoffice")
 pytestmark = pytest.mark.skipif(SOFFICE is None, reason="LibreOffice (soffice) is not installed")

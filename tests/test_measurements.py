@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from xlsxplan import calibration, measurements
+from xlsxplan import calibration
+from xlsxplan.calibration import measurements
 from xlsxplan.errors import CatalogError
 
 DATA = Path(__file__).parent / "data"

@@ -1,4 +1,4 @@
-"""Editing sheet XML in place: cached values, inserted cells, and xlsxplan's notes (xlsxplan.ooxml)."""
+"""Editing sheet XML in place: cached values, inserted cells, and xlsxplan's notes (xlsxplan.headless.patch)."""
 
 from __future__ import annotations
 
@@ -9,19 +9,14 @@ import openpyxl
 import pytest
 from hostile import members, pack, plain_xlsx
 
-from xlsxplan.cells import CellError
-from xlsxplan.errors import WorkbookError
-from xlsxplan.ooxml import (
-    COMMENT_AUTHOR,
+from xlsxplan.errors import CellError, WorkbookError
+from xlsxplan.headless.package import COMMENT_AUTHOR, Package, col_index, col_letter, split_ref
+from xlsxplan.headless.patch import (
     CommentEdit,
-    Package,
     Patch,
-    col_index,
-    col_letter,
     escape_text,
     number_text,
     patch_sheet,
-    split_ref,
     write_notes,
     write_package,
 )

@@ -10,8 +10,8 @@ import pytest
 from hostile import members, pack
 from openpyxl.comments import Comment
 
-from xlsxplan.engine import Workbook
 from xlsxplan.errors import WorkbookError
+from xlsxplan.headless import Workbook
 
 NOTE = (
     "#NUM! bytes_per_param must be a positive number of bytes up to 64 or a precision name such as bf16, fp8 or "

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import xlsxplan as x
-from xlsxplan.architecture import model_weights_gb
+from xlsxplan.catalog.models import model_weights_gb
 from xlsxplan.errors import OutOfRangeError, UnknownPresetError
 from xlsxplan.precision import FORMATS, block_bytes_per_param, format_names, format_source
 
@@ -87,7 +87,8 @@ LLAMA2_13B_GGML = [("q4_0", 7.32), ("q4_k_s", 7.37), ("q4_k_m", 7.87), ("q3_k_m"
 
 @pytest.mark.parametrize("fmt, published_gb", LLAMA2_13B_GGML)
 def test_llama2_13b_file_sizes_within_3_percent(fmt, published_gb):
-    assert model_weights_gb("Llama-2-13B", fmt) == pytest.approx(published_gb, rel=0.03)
+    # llama.cpp quantizes the embeddings too: the format is given for them as well
+    assert model_weights_gb("Llama-2-13B", fmt, fmt) == pytest.approx(published_gb, rel=0.03)
 
 
 # llama.cpp examples/quantize/README.md @c392e509, the quantization table (marked outdated), 7B row "file size":
@@ -98,13 +99,13 @@ LLAMA_7B_README = [("q4_0", 3.5), ("q5_0", 4.3), ("q8_0", 6.7)]
 
 @pytest.mark.parametrize("fmt, published_gib", LLAMA_7B_README)
 def test_llama_7b_file_sizes_in_the_llama_cpp_readme_within_3_percent(fmt, published_gib):
-    assert model_weights_gb("LLaMA-7B", fmt) * 1e9 / GIB == pytest.approx(published_gib, rel=0.03)
+    assert model_weights_gb("LLaMA-7B", fmt, fmt) * 1e9 / GIB == pytest.approx(published_gib, rel=0.03)
 
 
 def test_scales_matter_q4_0_is_12_percent_above_raw_int4():
     assert x.bytes_per_param("q4_0") / x.bytes_per_param("int4") == pytest.approx(1.125)
     # raw INT4 would miss the published 7.32 GB q4_0 file by 11%: the scales are what makes the 3% possible
-    assert model_weights_gb("Llama-2-13B", "int4") < 7.32 * 0.9
+    assert model_weights_gb("Llama-2-13B", "int4", "int4") < 7.32 * 0.9
 
 
 # Quantized safetensors checkpoints keep token embeddings and the output head in 16 bits: AutoAWQ, GPTQ,
@@ -145,13 +146,17 @@ def test_16_bit_embeddings_are_what_closes_the_gap():
     assert model_weights_gb("Gemma-2-9B", "fp8") * 1e9 == pytest.approx(g * 2 + (9.242e9 - g))
 
 
-def test_a_number_and_llama_cpp_formats_apply_to_every_parameter():
-    # a byte count says nothing about the embeddings: every parameter at that width, as before
-    assert model_weights_gb("Llama-3-8B", 0.5) == pytest.approx(8.030 * 0.5)
-    assert model_weights_gb("Llama-3-8B", x.bytes_per_param("awq")) == pytest.approx(x.weights_gb(8.030, "awq"))
-    # llama.cpp quantizes the embeddings too, and its measured bits per weight include them
-    assert model_weights_gb("Llama-3-8B", "q4_k_m") == pytest.approx(8.030 * 4.84 / 8)
+def test_the_embedding_width_is_an_argument_of_its_own():
+    e = 2 * 128_256 * 4_096  # Llama-3-8B's untied embeddings and head
+    # 0 (the default): 16-bit below 16-bit weights, the weights' own width otherwise
+    assert model_weights_gb("Llama-3-8B", 0.5) * 1e9 == pytest.approx(e * 2 + (8.030e9 - e) * 0.5)
     assert model_weights_gb("Llama-3-8B", "bf16") == pytest.approx(16.06)
+    assert model_weights_gb("Llama-3-8B", "fp32") == pytest.approx(32.12)
+    # llama.cpp quantizes the embeddings too, and its measured bits per weight include them: give the format twice
+    assert model_weights_gb("Llama-3-8B", "q4_k_m", "q4_k_m") == pytest.approx(8.030 * 4.84 / 8)
+    # every parameter at one width, the embeddings given explicitly
+    assert model_weights_gb("Llama-3-8B", 0.5, 0.5) == pytest.approx(8.030 * 0.5)
+    assert model_weights_gb("Llama-3-8B", "awq", "awq") == pytest.approx(x.weights_gb(8.030, "awq"))
 
 
 def test_formats_name_their_embedding_width_and_multiply():
@@ -168,10 +173,18 @@ def test_formats_name_their_embedding_width_and_multiply():
     assert lookup("int8_w8a16").name == "w8a16" and lookup("W8A8").name == "int8"
 
 
-def test_a_named_byte_count_is_a_plain_number_elsewhere():
-    from xlsxplan.precision import NamedBytes, lookup
+@pytest.mark.parametrize("model", x.model_names())
+def test_a_precision_name_and_its_byte_count_give_the_same_weights_for_every_preset(model):
+    # a name carries no hidden state: "fp8" is 1 byte, whatever function it is given to
+    from xlsxplan.precision import format_names
 
-    b = NamedBytes(lookup("fp8"))
-    assert b == 1.0 and b * 3 == 3.0 and isinstance(b, float) and b.format.name == "fp8"
+    for fmt in format_names():
+        b = x.bytes_per_param(fmt)
+        assert model_weights_gb(model, fmt) == model_weights_gb(model, b), fmt
+        assert model_weights_gb(model, fmt, fmt) == model_weights_gb(model, b, b), fmt
+        assert model_weights_gb(model, fmt, "bf16") == model_weights_gb(model, b, 2), fmt
+
+
+def test_an_unknown_precision_name_is_refused_naming_the_argument():
     with pytest.raises(UnknownPresetError, match=r"^bytes_per_param: precision 'fp7' is not a known format"):
         model_weights_gb("Llama-3-8B", "fp7")

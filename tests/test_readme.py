@@ -94,7 +94,7 @@ def test_benchmarks_quote_the_shipped_templates_formula_counts():
 
 def test_readme_describes_the_master_check_as_the_templates_compute_it():
     # Review finding 17: the README said the master check "adds them up"; it is =MIN(1,SUM(...)), a 0/1 flag
-    from xlsxplan.workbooks import serving, training
+    from xlsxplan.templates import serving, training
 
     section = README.split("## Template workbooks", 1)[1].split("\n## ", 1)[0]
     assert "adds them up" not in section

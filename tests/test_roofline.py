@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from xlsxplan import roofline, serving
+from xlsxplan.core import equations, roofline, serving
+from xlsxplan.core.roofline import decode_step_seconds, serve_tokens_per_s
 from xlsxplan.errors import OutOfRangeError
-from xlsxplan.roofline import decode_step_seconds, serve_tokens_per_s
 
 # Llama-3.1-8B (meta-llama config.json: 32 layers, 8 KV heads of 128) in FP8 with an FP8 KV cache on one H100 SXM
 # (NVIDIA datasheet: 80 GB, 3.35 TB/s, 1,978.9 dense FP8 TFLOP/s)
@@ -66,11 +66,11 @@ def test_serve_toks_sizes_its_batch_and_prefill_with_the_serving_arithmetic(monk
     # they do, so a change to either reaches both.
     kv = serving.kv_bytes_per_token(28, 4, 128)
     calls: list[str] = []
-    for name in ("_max_batch", "_prefill_seconds"):
-        real = getattr(serving, name)
-        monkeypatch.setattr(serving, name, lambda *a, _real=real, _name=name: calls.append(_name) or _real(*a))
+    for name in ("batch_that_fits", "prefill_s"):
+        real = getattr(equations, name)
+        monkeypatch.setattr(equations, name, lambda *a, _real=real, _name=name: calls.append(_name) or _real(*a))
     rate = roofline.serve_tokens_per_s(7.6, 2, kv, 2000, 300, 1, 80, 3.35, H100_BF16, 0, 0.6, 0.5)
-    assert calls == ["_max_batch", "_prefill_seconds"]
+    assert calls == ["batch_that_fits", "prefill_s"]
     batch = serving.max_batch(7.6, 2, kv, 2150, 1, 80)
     step = roofline.decode_step_seconds(7.6, 2, batch, kv, 2150, 1, 3.35, H100_BF16, 0.6, 0.5)
     prefill = serving.prefill_seconds(7.6, 2000, 1, H100_BF16, 0.5)
@@ -174,7 +174,7 @@ def test_a_dense_model_is_unchanged_by_the_moe_arguments():
 
 
 def test_mixtral_decode_reads_the_experts_its_batch_touches():
-    from xlsxplan.architecture import moe_params_read_b
+    from xlsxplan.core.architecture import moe_params_read_b
 
     kv = 2 * 32 * 8 * 128 * 2  # Mixtral-8x7B: 32 layers, 8 KV heads of 128, BF16 cache
     for batch in (1, 4, 32):

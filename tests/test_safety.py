@@ -28,20 +28,11 @@ from hostile import (
     zip_bomb,
 )
 
-from xlsxplan import engine
-from xlsxplan.engine import Workbook
 from xlsxplan.errors import WorkbookError
-from xlsxplan.safety import (
-    BLANK_MAX,
-    EXCEL_TEXT_MAX,
-    Limits,
-    _check_prolog,
-    clean_text,
-    formula_threat,
-    inspect_bytes,
-    require_defusedxml,
-    set_text,
-)
+from xlsxplan.headless import Workbook, engine
+from xlsxplan.headless.untrusted import Limits, formula_threat, inspect_bytes
+from xlsxplan.text import EXCEL_TEXT_MAX, clean_text, set_text
+from xlsxplan.zipfiles import BLANK_MAX, check_prolog, require_defusedxml
 
 
 @pytest.fixture
@@ -139,7 +130,7 @@ def test_an_entity_bomb_behind_blank_space_is_refused_in_every_kind_of_part(part
     data = padded_bomb(part, padding=BLANK_MAX - 100)
     with zipfile.ZipFile(io.BytesIO(data)) as zf:
         with pytest.raises(WorkbookError, match=r"declares a DTD or entities"):
-            _check_prolog(zf, zf.getinfo(part), "padded.xlsx")
+            check_prolog(zf, zf.getinfo(part), "padded.xlsx")
 
 
 @pytest.mark.parametrize("codec", ["utf-16", "utf-16-le", "utf-16-be"])
@@ -502,8 +493,9 @@ def test_formulas_over_huge_ranges_are_refused_before_the_engine_builds_them(for
 _BOMBS = """
 import json, sys
 import openpyxl
-from xlsxplan.engine import Workbook, register_functions
-from xlsxplan.safety import limit_address_space
+from xlsxplan.headless import Workbook
+from xlsxplan.headless.engine import register_functions
+from xlsxplan.system import limit_address_space
 
 register_functions()
 wb = openpyxl.Workbook()
@@ -531,24 +523,24 @@ def test_memory_bombs_in_formulas_become_cell_errors_under_the_address_space_cap
 
 
 def test_the_command_line_caps_its_address_space(monkeypatch, tmp_path, capsys):
-    from xlsxplan import safety
+    from xlsxplan import system
     from xlsxplan.cli import main
 
     calls = []
-    monkeypatch.setattr(safety, "limit_address_space", lambda gb: calls.append(gb) or True)
+    monkeypatch.setattr(system, "limit_address_space", lambda gb: calls.append(gb) or True)
     path = tmp_path / "plain.xlsx"
     path.write_bytes(plain_xlsx())
     assert main(["recalc", str(path), "-q"]) == 0
-    assert calls == [min(Limits().max_memory_gb + max(8, os.cpu_count() or 1), 0.8 * safety.physical_memory_gib())]
+    assert calls == [min(Limits().max_memory_gb + max(8, os.cpu_count() or 1), 0.8 * system.physical_memory_gib())]
 
 
 def test_the_cap_never_exceeds_most_of_the_physical_memory(monkeypatch):
     # 16 GB of limits and 8 GiB of headroom would be all of a 24 GiB machine: the cap stops at 80% of it
-    from xlsxplan import safety
+    from xlsxplan import system
 
-    monkeypatch.setattr(safety, "physical_memory_gib", lambda: 24.0)
-    assert safety.address_space_cap_gb(Limits()) == pytest.approx(19.2)
-    monkeypatch.setattr(safety, "physical_memory_gib", lambda: 256.0)
-    assert safety.address_space_cap_gb(Limits()) == Limits().max_memory_gb + max(8, os.cpu_count() or 1)
-    monkeypatch.setattr(safety, "physical_memory_gib", lambda: 0.0)  # the platform does not say
-    assert safety.address_space_cap_gb(Limits(max_memory_gb=4)) == 4 + max(8, os.cpu_count() or 1)
+    monkeypatch.setattr(system, "physical_memory_gib", lambda: 24.0)
+    assert system.address_space_cap_gb(Limits().max_memory_gb) == pytest.approx(19.2)
+    monkeypatch.setattr(system, "physical_memory_gib", lambda: 256.0)
+    assert system.address_space_cap_gb(Limits().max_memory_gb) == Limits().max_memory_gb + max(8, os.cpu_count() or 1)
+    monkeypatch.setattr(system, "physical_memory_gib", lambda: 0.0)  # the platform does not say
+    assert system.address_space_cap_gb(4) == 4 + max(8, os.cpu_count() or 1)

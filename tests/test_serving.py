@@ -156,7 +156,7 @@ def test_whole_rounding_forgives_a_few_ulps_not_a_share_of_the_number():
     assert x.replicas(2_000_000_001, 2) == 1_000_000_001
     assert x.replicas(999_999_999_999_999, 1e6) == 1_000_000_000
     assert x.replicas(999_999_999_100_000, 1e6) == 1_000_000_000
-    from xlsxplan.serving import whole_ceil, whole_floor
+    from xlsxplan.core.equations import whole_ceil, whole_floor
 
     assert whole_floor(math.nextafter(95.0, 0)) == 95 and whole_ceil(math.nextafter(5.0, 6)) == 5
     assert whole_floor(1e9 - 0.5) == 999_999_999 and whole_ceil(1e9 + 0.5) == 1_000_000_001

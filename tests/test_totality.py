@@ -17,9 +17,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from xlsxplan import registry
-from xlsxplan.cells import EXCEL_ERRORS, CellError, evaluate, evaluate_broadcast
-from xlsxplan.engine import evaluate_formula
-from xlsxplan.errors import XlsxplanError
+from xlsxplan.cells import evaluate, evaluate_broadcast
+from xlsxplan.errors import EXCEL_ERRORS, CellError, XlsxplanError
+from xlsxplan.headless.engine import evaluate_formula
 
 FUNCTIONS = list(registry.FUNCTIONS.values())
 
@@ -179,7 +179,7 @@ def test_workbook_face_every_cell_ends_as_a_value_or_an_error(data):
 
     import openpyxl
 
-    from xlsxplan.engine import Workbook
+    from xlsxplan.headless import Workbook
 
     wb = openpyxl.Workbook()
     sheet = wb.active

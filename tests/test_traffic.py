@@ -17,11 +17,10 @@ from pathlib import Path
 import pytest
 
 import xlsxplan as x
-from xlsxplan import traffic
-from xlsxplan.cells import CellError
 from xlsxplan.cli import main
-from xlsxplan.engine import evaluate_formula
-from xlsxplan.errors import ArgumentError, OutOfRangeError
+from xlsxplan.core import traffic
+from xlsxplan.errors import ArgumentError, CellError, OutOfRangeError
+from xlsxplan.headless.engine import evaluate_formula
 
 PARAMS_B, BPP, N_GPUS, MEMORY_GB, BW_TBS, TFLOPS, PRICE = 72.7, 1, 2, 80, 3.35, 989, 2.50
 KV = 327_680

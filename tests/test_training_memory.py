@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from xlsxplan.errors import ArgumentError, UnknownPresetError
-from xlsxplan.training_memory import (
+from xlsxplan.core.training_memory import (
     activation_gb,
     optimizer_bytes,
     recurrent_params_b,
     train_flops_per_token,
     train_state_gb,
 )
+from xlsxplan.errors import ArgumentError, UnknownPresetError
 
 
 @pytest.mark.parametrize("stage, published_gb", [(0, 120), (1, 31.4), (2, 16.6), (3, 1.9)])

@@ -1,9 +1,9 @@
 """The Excel functions through xlwings, checked without Excel.
 
-On Linux xlwings' decorators do nothing, so importing xlsxplan.udfs proves little. These tests go through xlwings'
+On Linux xlwings' decorators do nothing, so importing xlsxplan.excel.udfs proves little. These tests go through xlwings'
 own classic machinery instead: with empty stand-ins for the Windows-only modules (pythoncom, pywintypes, win32com)
-they import ``xlwings.udfs``, decorate the registry with its real ``xlfunc``/``xlarg`` exactly as xlsxplan.udfs
-does (:func:`xlsxplan.udfs.build`), read the metadata Excel's function wizard gets (``__xlfunc__``), generate the
+they import ``xlwings.udfs``, decorate the registry with its real ``xlfunc``/``xlarg`` exactly as xlsxplan.excel.udfs
+does (:func:`xlsxplan.excel.udfs.build`), read the metadata Excel's function wizard gets (``__xlfunc__``), generate the
 VBA module that Import Functions writes into a workbook, and call every function the way ``xlwings.udfs.call_udf``
 does: each argument through ``xlwings.conversion.read`` with its options, the result through
 ``conversion.write``. Lite mode is checked the same way at the end of this file: the metadata and calls of Lite's
@@ -30,8 +30,8 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from test_registry import VBA_RESERVED
 
-from xlsxplan import udfs
 from xlsxplan.errors import XlsxplanError
+from xlsxplan.excel import udfs
 from xlsxplan.registry import EXCEL_TEXT_LIMIT, FUNCTIONS
 
 MISSING = -2147352572  # what VBA hands xlwings for an omitted optional argument (xlwings.udfs.call_udf)
@@ -98,8 +98,8 @@ def classic() -> Iterator[types.ModuleType]:
 
 @pytest.fixture(scope="module")
 def classic_module(classic) -> types.ModuleType:
-    """What Excel imports under "UDF Modules": xlsxplan.udfs with xlwings' real classic decorators applied."""
-    module = types.ModuleType("xlsxplan.udfs")
+    """What Excel imports under "UDF Modules": xlsxplan.excel.udfs with xlwings' real classic decorators applied."""
+    module = types.ModuleType("xlsxplan.excel.udfs")
     for name, udf in udfs.build(classic.xlfunc, classic.xlarg, lite=False).items():
         setattr(module, name, udf)
     return module
@@ -140,7 +140,7 @@ def test_every_registry_function_is_a_module_attribute_named_as_in_excel():
     for name, fn in FUNCTIONS.items():
         f = getattr(udfs, name)
         assert f.__name__ == name and f.__doc__ == fn.description()
-        assert f.__module__ == "xlsxplan.udfs"
+        assert f.__module__ == "xlsxplan.excel.udfs"
         params = inspect.signature(f).parameters
         assert list(params) == [a.name for a in fn.args]
         for a in fn.args:
@@ -175,7 +175,7 @@ def test_function_wizard_metadata_comes_from_the_registry(classic_module):
 
 def generated_vba(classic, module) -> str:
     out = io.StringIO()
-    classic.generate_vba_wrapper("xlsxplan.udfs", module, out, types.SimpleNamespace(Name="plan.xlsm"))
+    classic.generate_vba_wrapper("xlsxplan.excel.udfs", module, out, types.SimpleNamespace(Name="plan.xlsm"))
     return out.getvalue()
 
 
@@ -186,7 +186,7 @@ def test_the_vba_module_declares_every_function_with_its_parameters(classic, cla
     for name, fn in FUNCTIONS.items():
         expected = ", ".join(f"Optional {a.name}" if a.optional else a.name for a in fn.args)
         assert declared[name] == expected
-        call = f'{name} = XLPy.CallUDF("xlsxplan.udfs", "{name}", Array({", ".join(a.name for a in fn.args)}), '
+        call = f'{name} = XLPy.CallUDF("xlsxplan.excel.udfs", "{name}", Array({", ".join(a.name for a in fn.args)}), '
         assert call + "ThisWorkbook, Application.Caller)" in vba
     kv = "Function KV_BYTES_PER_TOKEN(layers, kv_heads, head_dim, Optional bytes_per_value)"
     assert kv in vba.splitlines()
@@ -562,7 +562,7 @@ def officejs(officejs_engine) -> types.ModuleType:
 
 
 def _lite_module(func_decorator=None, arg_decorator=None) -> types.ModuleType:
-    """What Lite loads from main.py: every function, decorated as xlsxplan.udfs decorates it inside Lite."""
+    """What Lite loads from main.py: every function, decorated as xlsxplan.excel.udfs decorates it inside Lite."""
     module = types.ModuleType("main")
     kwargs = {"func_decorator": func_decorator, "arg_decorator": arg_decorator} if func_decorator else {}
     for name, udf in udfs.build(**kwargs, lite=True).items():

@@ -15,11 +15,10 @@ from openpyxl.worksheet.formula import ArrayFormula
 
 import xlsxplan as x
 from xlsxplan import registry
-from xlsxplan.cells import CellError
-from xlsxplan.engine import Workbook, recalc
-from xlsxplan.errors import WorkbookError
-from xlsxplan.ooxml import COMMENT_AUTHOR
-from xlsxplan.workbook import default_output, parse_value
+from xlsxplan.errors import CellError, WorkbookError
+from xlsxplan.headless import Workbook, recalc
+from xlsxplan.headless.package import COMMENT_AUTHOR
+from xlsxplan.headless.workbook import default_output, parse_value
 
 
 @pytest.fixture(scope="module")
@@ -301,7 +300,7 @@ def test_saved_file_keeps_styles_names_validation_notes_chart_widths_and_conf_sh
     assert len(book["Outputs"]._charts) == 1
     from xlsxplan.xlwings_conf import read_conf_sheet
 
-    assert read_conf_sheet(book) == {"UDF Modules": "xlsxplan.udfs"}
+    assert read_conf_sheet(book) == {"UDF Modules": "xlsxplan.excel.udfs"}
 
 
 def test_a_second_recalc_changes_nothing(plan, tmp_path):

@@ -6,8 +6,8 @@ import openpyxl
 from openpyxl.worksheet.formula import ArrayFormula
 
 from xlsxplan import cells
-from xlsxplan.cells import CellError
-from xlsxplan.engine import Workbook
+from xlsxplan.errors import CellError
+from xlsxplan.headless import Workbook
 
 PARAMS_B = "params_b must be a positive number up to 1,000,000, got -1"
 BYTES_PER_PARAM = (

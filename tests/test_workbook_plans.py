@@ -3,7 +3,7 @@ headless engine (model, accelerator, GPUs, precision, traffic, budget), line by 
 
 Each test changes inputs on a recalculated template (issue 4's Workbook API, loaded once per module), reads every
 line item of Calculations, Scenarios, Measured rates and Outputs, and compares it with a reference computed here
-from :mod:`xlsxplan.serving`, :mod:`xlsxplan.training` and the catalog.
+from :mod:`xlsxplan.core.serving`, :mod:`xlsxplan.core.training` and the catalog.
 """
 
 from __future__ import annotations
@@ -16,21 +16,23 @@ from typing import Any
 import numpy as np
 import pytest
 
-from xlsxplan import architecture, calibration, catalog, roofline, serving, traffic, training, training_memory
-from xlsxplan.cells import CellError
-from xlsxplan.errors import NotAvailableError, OutOfRangeError, UnknownPresetError, XlsxplanError
+from xlsxplan import calibration, catalog
+from xlsxplan.catalog import models
+from xlsxplan.core import architecture, roofline, serving, traffic, training, training_memory
+from xlsxplan.errors import CellError, NotAvailableError, OutOfRangeError, UnknownPresetError, XlsxplanError
+from xlsxplan.headless import Workbook
 from xlsxplan.precision import bytes_per_param
-from xlsxplan.workbooks import serving as serving_book
-from xlsxplan.workbooks import training as training_book
-from xlsxplan.workbooks.build import Built, build_all
-from xlsxplan.workbooks.layout import SIDE_COLUMNS
+from xlsxplan.templates import serving as serving_book
+from xlsxplan.templates import training as training_book
+from xlsxplan.templates.build import Built, build_all
+from xlsxplan.templates.styles import SIDE_COLUMNS
 
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory) -> dict[str, Built]:
     with pytest.MonkeyPatch.context() as mp:  # the shipped catalog only, whatever the user has saved
         mp.setenv("XLSXPLAN_CATALOG_DIR", str(tmp_path_factory.mktemp("no-user-presets")))
-        return build_all(tmp_path_factory.mktemp("workbooks"))
+        return build_all(tmp_path_factory.mktemp("workbooks"), Workbook)
 
 
 @pytest.fixture(scope="module")
@@ -157,14 +159,14 @@ def serving_reference(case: dict[str, Any], g: dict[str, Any], d: dict[str, Any]
                              experts_per_token=per_token)  # fmt: skip
     r["tflops_weights"] = fp8 if _peak_field(case["weight_precision"]) == "fp8_tflops" else tflops
     r["weights"] = serving.weights_gb(params, bw)
-    expert_params = architecture.model_expert_params_b(model) if moe else 0
+    expert_params = models.model_expert_params_b(model) if moe else 0
     r["weights_gpu"] = architecture.weights_gb_per_gpu(params, expert_params, n, n, bw)
     r["usable"] = serving.usable_gb(n, memory, frac)
     free = r["free"] = serving.free_gb(params, bw, n, memory, frac)
     if _positive(case["kv_override"]):
         kv = case["kv_override"]
     else:
-        kv = architecture.model_kv_bytes_per_token(model, ctx, bkv, n)
+        kv = models.model_kv_bytes_per_token(model, ctx, bkv, n)
     r["kv_bytes"] = kv
     r["kv_kib"] = kv / 1024
     r["kv_seq"] = serving.kv_gb(kv, tail_ctx)
@@ -640,11 +642,12 @@ def test_checks_flag_problems_and_only_those(plan):
 @contextlib.contextmanager
 def classic_xlwings() -> Iterator[None]:
     """Recalculate as classic xlwings (Windows desktop Excel) shows results: a failed registry call returns one line
-    of text, the error value and the reason (``#NUM! ...``), never an error value (xlsxplan.udfs.present), and a
-    cell holding such a line passes it on when another function reads it (xlsxplan.udfs.from_excel). Excel's own
+    of text, the error value and the reason (``#NUM! ...``), never an error value (xlsxplan.excel.udfs.present), and a
+    cell holding such a line passes it on when another function reads it (xlsxplan.excel.udfs.from_excel). Excel's own
     functions then behave as they do in Excel: ISERROR and IFERROR see no error in text, SUM and MIN skip text in
     references, and text compares greater than any number."""
-    from xlsxplan import engine, udfs
+    from xlsxplan.excel import udfs
+    from xlsxplan.headless import engine
 
     to_formulas, from_formulas = engine._to_formulas, engine._from_formulas
 
@@ -802,7 +805,7 @@ def test_architecture_aware_presets(plan, name, values, kv):
             assert live["params_read"] > 3 * live["active"]
             assert live["tps_alone"] == pytest.approx(serving.decode_tokens_per_s(12.9, "q4_k_m", 2, 3.35))
         if model == "Gemma-2-9B":  # half its layers see a 4,096-token window: at 2,300 tokens, none is capped
-            assert live["kv_bytes"] == architecture.model_kv_bytes_per_token(model, 0, 2, 1)
+            assert live["kv_bytes"] == models.model_kv_bytes_per_token(model, 0, 2, 1)
             with changed(plan, {"Prompt_Tokens_Per_Request": 8_000, "Tail_Prompt_Tokens": 8_000}):
                 longer = check_serving(plan)["kv_bytes"]
             assert longer < live["kv_bytes"]  # averaged over 8,300 tokens, the window layers hold less per token

@@ -12,8 +12,8 @@ import pytest
 from books import raw_xlsx
 from openpyxl.worksheet.formula import ArrayFormula
 
-from xlsxplan.engine import Workbook
 from xlsxplan.errors import WorkbookError
+from xlsxplan.headless import Workbook
 
 SERVING = Path(__file__).resolve().parents[1] / "workbooks" / "serving_plan.xlsx"
 

@@ -27,20 +27,12 @@ from openpyxl.utils import column_index_from_string, get_column_letter, range_bo
 from xlsxplan import registry
 from xlsxplan.cli import main
 from xlsxplan.errors import WorkbookError
-from xlsxplan.workbooks import serving, training
-from xlsxplan.workbooks.build import TEMPLATES, build_template, is_generated
-from xlsxplan.workbooks.layout import (
-    ALLOWED_CONSTANTS,
-    FMT,
-    LINE_HEIGHT,
-    NOTE_EM_PER_WIDTH,
-    STYLE_NAMES,
-    TAB,
-    Book,
-    name_from_label,
-    quote_sheetname,
-    wrap_em,
-)
+from xlsxplan.headless import Workbook
+from xlsxplan.templates import serving, training
+from xlsxplan.templates.book import Book, name_from_label, quote_sheetname
+from xlsxplan.templates.build import TEMPLATES, build_template, is_generated
+from xlsxplan.templates.metrics import wrap_em
+from xlsxplan.templates.styles import ALLOWED_CONSTANTS, FMT, LINE_HEIGHT, NOTE_EM_PER_WIDTH, STYLE_NAMES, TAB
 from xlsxplan.xlwings_conf import read_conf_sheet
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -223,7 +215,7 @@ def test_committed_workbooks_are_what_build_writes(cli_build, name):
 def test_the_garbage_collector_is_paused_while_a_template_recalculates_and_restored_after():
     import gc
 
-    from xlsxplan.workbook import gc_paused
+    from xlsxplan.headless.workbook import gc_paused
 
     assert gc.isenabled()
     with gc_paused():
@@ -242,10 +234,10 @@ def test_the_garbage_collector_is_paused_while_a_template_recalculates_and_resto
 
 
 def test_building_twice_writes_the_same_bytes(tmp_path):
-    first = build_template(training.FILENAME, tmp_path)
+    first = build_template(training.FILENAME, tmp_path, Workbook)
     copy = tmp_path / "first.xlsx"
     shutil.copy(first.path, copy)
-    second = build_template(training.FILENAME, tmp_path)
+    second = build_template(training.FILENAME, tmp_path, Workbook)
     assert copy.read_bytes() == second.path.read_bytes()
 
 
@@ -264,12 +256,12 @@ def test_build_never_replaces_a_file_someone_saved(cli_build, tmp_path):
     with pytest.raises(
         WorkbookError, match=r"was not written by `xlsxplan build` or has been edited since; pass --force"
     ):
-        build_template(training.FILENAME, tmp_path)
+        build_template(training.FILENAME, tmp_path, Workbook)
     assert edited.read_bytes() == before
     (tmp_path / "serving_plan.xlsx").write_text("my notes")
     with pytest.raises(WorkbookError, match="serving_plan.xlsx was not written by `xlsxplan build`"):
-        build_template(serving.FILENAME, tmp_path)
-    replaced = build_template(training.FILENAME, tmp_path, force=True)  # asked to: replaced, and generated again
+        build_template(serving.FILENAME, tmp_path, Workbook)
+    replaced = build_template(training.FILENAME, tmp_path, Workbook, force=True)  # asked to: replaced, and generated again
     assert is_generated(replaced.path) and replaced.path.read_bytes() != before
 
 
@@ -292,7 +284,7 @@ def test_sheets_in_order_with_a_tab_colour_per_kind(shipped):
              "Lists": "lists", **{sheet: "inputs" for sheet in data}}  # fmt: skip
     for sheet, kind in kinds.items():
         assert wb[sheet].sheet_properties.tabColor.rgb == "00" + TAB[kind], sheet
-    assert read_conf_sheet(wb) == {"UDF Modules": "xlsxplan.udfs"}
+    assert read_conf_sheet(wb) == {"UDF Modules": "xlsxplan.excel.udfs"}
 
 
 def test_nothing_hidden_or_merged_and_every_sheet_protected_without_a_password(shipped):
@@ -602,7 +594,7 @@ def test_dropdowns_for_presets_precisions_and_the_scenario(shipped):
 
 def _validation_accepts(dv, value: float) -> bool:
     """Whether Excel would let ``value`` into the first cell a number validation covers."""
-    from xlsxplan.engine import evaluate_formula
+    from xlsxplan.headless.engine import evaluate_formula
 
     if dv.type == "custom":
         first = str(dv.sqref).split(":")[0].split()[0]
@@ -670,7 +662,7 @@ def test_text_from_the_catalog_is_stored_as_text_never_as_a_formula(monkeypatch,
     lists = openpyxl.load_workbook(path)["Lists"]
     cells = [c for c in lists["A"] if c.value == '=HYPERLINK("http://example.invalid","x")']
     assert len(cells) == 1 and cells[0].data_type == "s"
-    # the quote prefix (xlsxplan.safety.set_text) keeps it text even after someone edits the cell in Excel, and
+    # the quote prefix (xlsxplan.text.set_text) keeps it text even after someone edits the cell in Excel, and
     # survives the named style the cell is given
     assert cells[0].quotePrefix and cells[0].style == "Label"
 
@@ -714,7 +706,7 @@ def test_loading_and_calculating_leave_the_callers_garbage_collector_as_it_was(t
 
     import openpyxl
 
-    from xlsxplan.workbook import Workbook
+    from xlsxplan.headless.workbook import Workbook
 
     book = openpyxl.Workbook()
     book.active["A1"] = 2

@@ -16,7 +16,7 @@ def test_conf_sheet_round_trips_through_a_file(tmp_path):
     again = openpyxl.load_workbook(path)
     assert again.sheetnames.count(SHEET_NAME) == 1
     assert read_conf_sheet(again) == {"UDF Modules": UDF_MODULE}
-    assert UDF_MODULE == "xlsxplan.udfs"
+    assert UDF_MODULE == "xlsxplan.excel.udfs"
 
 
 def test_a_workbook_without_the_sheet_has_no_settings():

@@ -1,6 +1,6 @@
 """xlsxplan: LLM capacity, cost and training planning in Excel.
 
-The core is plain typed functions (:mod:`xlsxplan.serving`, :mod:`xlsxplan.training`, the preset
+The core is plain typed functions (:mod:`xlsxplan.core.serving`, :mod:`xlsxplan.core.training`, the preset
 :mod:`xlsxplan.catalog`); the Excel functions, the headless engine, the command line and the template workbooks
 are generated faces on it (:mod:`xlsxplan.registry`). Importing this package loads no Excel, workbook or CLI
 library.
@@ -10,31 +10,18 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-from .architecture import (
+from .calibration import efficiency
+from .catalog import gpu_names, gpu_source, gpu_spec, model_names, model_source, model_spec
+from .catalog.models import model_expert_params_b, model_kv_bytes_per_token, model_kv_gb, model_weights_gb
+from .core.architecture import (
     kv_bytes_per_sequence,
     kv_bytes_per_token_mla,
     kv_heads_per_gpu,
-    model_expert_params_b,
-    model_kv_bytes_per_token,
-    model_kv_gb,
-    model_weights_gb,
     moe_params_read_b,
     weights_gb_per_gpu,
 )
-from .calibration import efficiency
-from .catalog import gpu_names, gpu_source, gpu_spec, model_names, model_source, model_spec
-from .errors import (
-    ArgumentError,
-    CatalogError,
-    NotAvailableError,
-    OutOfRangeError,
-    UnknownPresetError,
-    WorkbookError,
-    XlsxplanError,
-)
-from .precision import block_bytes_per_param, bytes_per_param, format_source
-from .roofline import decode_step_seconds, serve_tokens_per_s, ttft_seconds
-from .serving import (
+from .core.roofline import decode_step_seconds, serve_tokens_per_s, ttft_seconds
+from .core.serving import (
     compute_tokens_per_s,
     cost_per_m_tokens,
     decode_tokens_per_s,
@@ -52,7 +39,7 @@ from .serving import (
     usable_gb,
     weights_gb,
 )
-from .traffic import (
+from .core.traffic import (
     batch_for_latency,
     batch_for_ttft,
     context_tokens,
@@ -75,7 +62,7 @@ from .traffic import (
     tail_share_data,
     time_to_answer_s,
 )
-from .training import (
+from .core.training import (
     chinchilla_ratio,
     chinchilla_tokens,
     data_passes,
@@ -89,13 +76,23 @@ from .training import (
     train_seconds,
     train_tokens,
 )
-from .training_memory import (
+from .core.training_memory import (
     activation_gb,
     optimizer_bytes,
     recurrent_params_b,
     train_flops_per_token,
     train_state_gb,
 )
+from .errors import (
+    ArgumentError,
+    CatalogError,
+    NotAvailableError,
+    OutOfRangeError,
+    UnknownPresetError,
+    WorkbookError,
+    XlsxplanError,
+)
+from .precision import block_bytes_per_param, bytes_per_param, format_source
 
 __all__ = [
     "ArgumentError",

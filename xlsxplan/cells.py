@@ -27,13 +27,12 @@ import math
 import numbers
 import re
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from .domains import flatten_range, show_value
-from .errors import ArgumentError, XlsxplanError
+from .errors import EXCEL_ERRORS, ArgumentError, CellError, XlsxplanError
 from .registry import Argument, Function
 
 __all__ = ["CellError", "EXCEL_ERRORS", "coerce", "evaluate", "evaluate_broadcast", "as_error", "collect_warnings"]
@@ -68,25 +67,6 @@ def _suspicion(arg: Argument, value: object) -> str | None:
 def _warn(message: str | None) -> None:
     if message and _warning_sinks and message not in _warning_sinks[-1]:
         _warning_sinks[-1].append(message)
-
-
-EXCEL_ERRORS = (
-    "#NULL!", "#DIV/0!", "#VALUE!", "#REF!", "#NAME?", "#NUM!", "#N/A", "#GETTING_DATA", "#SPILL!", "#CALC!",
-    "#CONNECT!", "#BLOCKED!", "#UNKNOWN!", "#FIELD!", "#BUSY!", "#PYTHON!", "#EXTERNAL!",
-)  # fmt: skip
-"""Excel's error values: the classic seven, and the newer ones (dynamic arrays, data types, Python in Excel) that
-xlwings passes as text with ``err_to_str=True``."""
-
-
-@dataclass(frozen=True)
-class CellError:
-    """An Excel error value with the one-line reason behind it."""
-
-    code: str
-    message: str = ""
-
-    def __str__(self) -> str:
-        return f"{self.code} {self.message}".strip()
 
 
 # ASCII digits only: Python's float() would read full-width or Arabic-Indic digits, Excel does not.

@@ -68,8 +68,8 @@ class Domain:
     Parameters
     ----------
     kind : {"number", "whole", "bytes", "text", "range"}
-        ``number`` is any finite real, ``whole`` a whole number, ``bytes`` a byte count that may also be given as
-        a precision name (``"fp8"``, ``"q4_k_m"``), ``text`` a name looked up elsewhere, ``range`` a whole column
+        ``number`` is any finite real, ``whole`` a whole number, ``bytes`` a byte count (whose domain,
+        :class:`xlsxplan.precision.ByteCount`, also takes a precision name such as ``"fp8"``), ``text`` a name looked up elsewhere, ``range`` a whole column
         (or block) of numbers that the function reads as one sample, such as measured prompt lengths. A range
         argument reaches the function as a tuple of floats, empty cells skipped; the adapters pass it whole
         instead of broadcasting over it (:mod:`xlsxplan.cells`).
@@ -118,13 +118,6 @@ class Domain:
             return self._check_text(name, value)
         if self.kind == "range":
             return self._check_range(name, value)
-        if isinstance(value, str) and self.kind == "bytes":
-            from .precision import bytes_per_param  # a name such as "fp8"
-
-            try:
-                return bytes_per_param(value)
-            except XlsxplanError as err:
-                raise type(err)(f"{name}: {err.message}", name) from None
         if isinstance(value, bool) or not isinstance(value, numbers.Real):
             raise ArgumentError(f"{name} must be {self.describe()}, got {show_value(value)}", name)
         x = float(value)
@@ -268,7 +261,6 @@ Spare = Annotated[int, Domain("whole", 0, 1_000_000)]
 ParamsB = Annotated[float, positive(1e6, typical=(1e-4, 1e4))]
 Tokens = Annotated[float, positive(1e18)]
 TokensOrZero = Annotated[float, Domain("number", 0, 1e18)]
-BytesPerValue = Annotated[float, Domain("bytes", 0, 64, low_open=True, typical=(0.1, 8))]
 KvBytes = Annotated[float, positive(1e12)]
 KvBytesOrZero = Annotated[float, Domain("number", 0, 1e12)]
 MemoryGB = Annotated[float, positive(1e9, typical=(1, 2000))]
@@ -282,7 +274,6 @@ TokensPerS = Annotated[float, positive(1e15)]
 PerDay = Annotated[float, positive(1e15)]
 PeakFactor = Annotated[float, Domain("number", 1, 1e4)]
 TokensPerParam = Annotated[float, positive(1e6)]
-TrainBytes = Annotated[float, Domain("bytes", 0, 1000, low_open=True)]
 Name = Annotated[str, Domain("text")]
 # Architecture and training-memory arguments (issue #7).
 CountOrZero = Annotated[int, Domain("whole", 0, 1_000_000)]
@@ -308,5 +299,4 @@ LinkGBsOrZero = Annotated[float, Domain("number", 0, 1e6, typical=(0, 5000))]
 # Rates and figures a function takes as 0 for "none": a quiet row of a sweep (REPLICAS), the memory figures that
 # BATCH_FOR_TTFT leaves out unless given.
 TokensPerSOrZero = Annotated[float, Domain("number", 0, 1e15)]
-BytesPerValueOrZero = Annotated[float, Domain("bytes", 0, 64)]
 BandwidthTBsOrZero = Annotated[float, Domain("number", 0, 1e5)]

@@ -1,11 +1,14 @@
-"""The errors xlsxplan raises.
+"""The errors xlsxplan raises, and the error values a cell shows.
 
 Every error is raised once, in the core, with a one-line message that names the argument at fault and says what
 is allowed. Each class knows the Excel error value it shows as in a cell, so the adapters (xlwings, the headless
-engine, the command line) only decide how to *present* it, never what it is.
+engine, the command line) only decide how to *present* it, never what it is. :class:`CellError` is such a value
+in a cell: the Excel error code with its one-line reason.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 __all__ = [
     "XlsxplanError",
@@ -15,6 +18,8 @@ __all__ = [
     "NotAvailableError",
     "CatalogError",
     "WorkbookError",
+    "CellError",
+    "EXCEL_ERRORS",
 ]
 
 
@@ -69,3 +74,22 @@ class CatalogError(XlsxplanError):
 
 class WorkbookError(XlsxplanError):
     """A workbook that cannot be read or written safely: corrupt, hostile, too large or locked."""
+
+
+EXCEL_ERRORS = (
+    "#NULL!", "#DIV/0!", "#VALUE!", "#REF!", "#NAME?", "#NUM!", "#N/A", "#GETTING_DATA", "#SPILL!", "#CALC!",
+    "#CONNECT!", "#BLOCKED!", "#UNKNOWN!", "#FIELD!", "#BUSY!", "#PYTHON!", "#EXTERNAL!",
+)  # fmt: skip
+"""Excel's error values: the classic seven, and the newer ones (dynamic arrays, data types, Python in Excel) that
+xlwings passes as text with ``err_to_str=True``."""
+
+
+@dataclass(frozen=True)
+class CellError:
+    """An Excel error value with the one-line reason behind it."""
+
+    code: str
+    message: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.code} {self.message}".strip()

@@ -7,10 +7,11 @@ live in ``catalog/formats.toml``: plain widths (``bf16``), block formats whose s
 
 Two more facts per format, also from ``formats.toml``:
 
-* ``embeddings``: the format a real checkpoint keeps its token embeddings and output head in. AWQ, GPTQ,
+* ``embeddings``: the format a published checkpoint keeps its token embeddings and output head in. AWQ, GPTQ,
   llm-compressor and ModelOpt quantize the Linear layers of the transformer blocks only, so an FP8, INT8, INT4 or
-  NVFP4 checkpoint keeps both in 16 bits (MODEL_WEIGHTS_GB counts them so); llama.cpp's formats quantize them too
-  and their measured averages already include them.
+  NVFP4 checkpoint keeps both in 16 bits; llama.cpp's formats quantize them too and their measured averages already
+  include them. A name never carries this into a calculation: MODEL_WEIGHTS_GB takes the embeddings' width as an
+  argument of its own, and the calibration's predictions pass the format's published one explicitly.
 * ``compute``: the width of the tensor-core multiply the format runs at: 8 for FP8 and W8A8, 16 for weight-only
   formats widened before the multiply (W8A16, W4A16 such as AWQ, llama.cpp's 4- and 5-bit blocks), 4 for NVFP4 and
   MXFP4 on FP4 tensor cores.
@@ -33,8 +34,8 @@ else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
 __all__ = [
-    "FORMATS", "Format", "NamedBytes", "StoredFormat", "bytes_per_param", "format_names", "format_source",
-    "block_bytes_per_param", "format_key", "lookup",
+    "FORMATS", "Format", "ByteCount", "BytesPerValue", "BytesPerValueOrZero", "TrainBytes", "bytes_per_param",
+    "format_names", "format_source", "block_bytes_per_param", "format_key", "lookup", "published_embedding_bytes",
 ]  # fmt: skip
 
 Bits = Annotated[int, whole(1, 64)]
@@ -171,6 +172,14 @@ def bytes_per_param(precision: Name) -> float:
     return _lookup(precision).bytes_per_value
 
 
+def published_embedding_bytes(precision: str) -> float:
+    """Bytes per parameter that published checkpoints in this format keep their token embeddings and output head in:
+    16 bits for FP8, INT8, INT4 and NVFP4 checkpoints (``embeddings`` in formats.toml, with its source), the format's
+    own width for llama.cpp's formats and the 16- and 32-bit ones [bytes]. UnknownPresetError for an unknown name."""
+    fmt = _lookup(precision)
+    return _lookup(fmt.embeddings).bytes_per_value if fmt.embeddings else fmt.bytes_per_value
+
+
 @checked
 def format_source(precision: Name) -> str:
     """Where a numeric format's bytes per value come from.
@@ -216,34 +225,26 @@ def block_bytes_per_param(bits: Bits, block_size: BlockSize, scale_bits: MetaBit
     return (bits * block_size + scale_bits + zero_bits) / block_size / 8
 
 
-class NamedBytes(float):
-    """Bytes per value given as a format's name: a plain float in arithmetic, with ``.format`` (the :class:`Format`)
-    kept for the functions that treat a checkpoint's parts differently (MODEL_WEIGHTS_GB)."""
-
-    format: Format
-
-    def __new__(cls, fmt: Format) -> NamedBytes:
-        obj = super().__new__(cls, fmt.bytes_per_value)
-        obj.format = fmt
-        return obj
-
-    def __reduce__(self) -> tuple:  # pickles and copies as the name it was given
-        return (NamedBytes, (self.format,))
-
-
 @dataclass(frozen=True)
-class StoredFormat(Domain):
-    """A byte count that may be given as a precision name, and remembers the name (:class:`NamedBytes`)."""
+class ByteCount(Domain):
+    """A byte count per value that may also be given as a precision name: ``"fp8"`` is 1, ``"q4_0"`` 0.5625.
+
+    The one byte-count domain: a name reaches the function as its byte count (:func:`bytes_per_param`), so a name
+    and its number give the same answer everywhere.
+    """
 
     def check(self, name: str, value: object) -> Any:
         if isinstance(value, str):
             try:
-                fmt = _lookup(value)
+                return _lookup(value).bytes_per_value
             except UnknownPresetError as err:
                 raise UnknownPresetError(f"{name}: {err.message}", name) from None
-            return NamedBytes(fmt)
         return super().check(name, value)
 
 
-WeightFormat = Annotated[float, StoredFormat("bytes", 0, 64, low_open=True, typical=(0.1, 8))]
-"""As domains.BytesPerValue, but a precision name reaches the function as :class:`NamedBytes`."""
+BytesPerValue = Annotated[float, ByteCount("bytes", 0, 64, low_open=True, typical=(0.1, 8))]
+"""Bytes per weight or cached value, or a precision name."""
+BytesPerValueOrZero = Annotated[float, ByteCount("bytes", 0, 64)]
+"""As :data:`BytesPerValue`, 0 allowed (for "none given": the function says what 0 means)."""
+TrainBytes = Annotated[float, ByteCount("bytes", 0, 1000, low_open=True)]
+"""Bytes of training state per parameter (16 for mixed-precision Adam), or a precision name."""

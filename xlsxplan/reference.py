@@ -57,7 +57,7 @@ def full_reference() -> str:
             out.append("")
         if fn.notes:
             out += [f"*Equation and source:* {fn.notes}", ""]
-        out += [f"Python: `{fn.func.__module__}.{fn.python_name}`", ""]
+        out += [f"Python: `xlsxplan.{fn.python_name}`", ""]
     return "\n".join(out)
 
 

@@ -22,7 +22,9 @@ from typing import Any
 
 import docstring_parser
 
-from . import architecture, calibration, catalog, precision, roofline, serving, traffic, training, training_memory
+from . import calibration, catalog, precision
+from .catalog import models
+from .core import architecture, roofline, serving, traffic, training, training_memory
 from .domains import Domain, format_number
 
 __all__ = ["Argument", "Function", "FUNCTIONS", "get", "REQUIRED", "EXCEL_TEXT_LIMIT"]
@@ -229,10 +231,10 @@ _TABLE: list[tuple[str, list[tuple[str, Callable[..., Any]]]]] = [
             ("KV_BYTES_MLA", architecture.kv_bytes_per_token_mla),
             ("KV_BYTES_PER_SEQ", architecture.kv_bytes_per_sequence),
             ("KV_HEADS_PER_GPU", architecture.kv_heads_per_gpu),
-            ("MODEL_KV_BYTES_PER_TOKEN", architecture.model_kv_bytes_per_token),
-            ("MODEL_KV_GB", architecture.model_kv_gb),
-            ("MODEL_WEIGHTS_GB", architecture.model_weights_gb),
-            ("MODEL_EXPERT_PARAMS_B", architecture.model_expert_params_b),
+            ("MODEL_KV_BYTES_PER_TOKEN", models.model_kv_bytes_per_token),
+            ("MODEL_KV_GB", models.model_kv_gb),
+            ("MODEL_WEIGHTS_GB", models.model_weights_gb),
+            ("MODEL_EXPERT_PARAMS_B", models.model_expert_params_b),
             ("MOE_PARAMS_READ_B", architecture.moe_params_read_b),
             ("WEIGHTS_GB_PER_GPU", architecture.weights_gb_per_gpu),
             ("QUANT_BYTES_PER_PARAM", precision.block_bytes_per_param),

@@ -12,13 +12,13 @@ from typing import Any
 __all__ = ["SHEET_NAME", "UDF_MODULE", "add_conf_sheet", "read_conf_sheet"]
 
 SHEET_NAME = "xlwings.conf"
-UDF_MODULE = "xlsxplan.udfs"
+UDF_MODULE = "xlsxplan.excel.udfs"
 
 
 def add_conf_sheet(wb: Any, settings: dict[str, str] | None = None) -> Any:
     """Add (or replace) the ``xlwings.conf`` sheet of an openpyxl workbook, as its last sheet; return the sheet.
 
-    The sheet holds ``UDF Modules = xlsxplan.udfs`` plus any ``settings``; it is left visible (hidden sheets hide
+    The sheet holds ``UDF Modules = xlsxplan.excel.udfs`` plus any ``settings``; it is left visible (hidden sheets hide
     assumptions) and protected, since editing it by accident breaks every function in the workbook.
     """
     if SHEET_NAME in wb.sheetnames:

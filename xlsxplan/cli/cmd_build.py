@@ -11,11 +11,12 @@ ORDER = 30
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..workbooks.build import build_all, master_check, serving_summary, training_summary
-    from ..workbooks.serving import FILENAME as SERVING
-    from ..workbooks.training import FILENAME as TRAINING
+    from ..headless import Workbook
+    from ..templates.build import build_all, master_check, serving_summary, training_summary
+    from ..templates.serving import FILENAME as SERVING
+    from ..templates.training import FILENAME as TRAINING
 
-    built = build_all(Path(args.out), force=args.force)
+    built = build_all(Path(args.out), Workbook, force=args.force)
     print(serving_summary(built[SERVING]))
     print()
     print(training_summary(built[TRAINING]))

@@ -28,7 +28,8 @@ def source_checkout(path: Path) -> bool:
 
 
 def _fit(args: argparse.Namespace) -> int:
-    from .. import calibration, measurements
+    from .. import calibration
+    from ..calibration import measurements
     from ..fileio import atomic_write_text, ensure_folder
 
     shipped = calibration.measurements_path()
@@ -135,8 +136,9 @@ def _check_free(name: str, replace: bool) -> None:
 
 
 def _measure(args: argparse.Namespace) -> int:
-    from .. import machine, training
+    from ..calibration import machine
     from ..catalog import load_catalog
+    from ..core import training
 
     if args.gpu:
         load_catalog().accelerators.get(args.gpu)  # an unknown name fails before the benchmark runs

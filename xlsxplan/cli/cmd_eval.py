@@ -76,11 +76,14 @@ def _result_kind(formula: str) -> tuple[str, bool]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..cells import CellError, collect_warnings
-    from ..engine import evaluate_formula
-    from ..safety import address_space_cap_gb, limit_address_space
+    from ..cells import collect_warnings
+    from ..errors import CellError
+    from ..headless.engine import evaluate_formula
+    from ..headless.untrusted import Limits
+    from ..system import address_space_cap_gb, limit_address_space
 
-    limit_address_space(address_space_cap_gb())  # =LEN(REPT("x",1E+10)) fails in the formula, not the machine
+    # =LEN(REPT("x",1E+10)) fails in the formula, not the machine
+    limit_address_space(address_space_cap_gb(Limits().max_memory_gb))
     with collect_warnings() as warnings:
         result = evaluate_formula(args.formula)
     for warning in warnings:  # a legal but implausible input, e.g. 3350 where TB/s is meant

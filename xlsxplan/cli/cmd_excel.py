@@ -20,15 +20,15 @@ def _steps(title: str, steps: tuple[str, ...]) -> None:
 def _write_lite(folder: Path, force: bool) -> int:
     import sys
 
-    from .. import excel_setup
+    from ..excel import lite
     from ..fileio import atomic_write_text, ensure_folder
 
     if folder.exists() and not folder.is_dir():
         print(f"xlsxplan: error: {folder} is a file, not a folder", file=sys.stderr)
         return EXIT_USAGE
     targets = {
-        folder / "main.py": excel_setup.lite_bundle(),
-        folder / "requirements.txt": excel_setup.lite_requirements(),
+        folder / "main.py": lite.lite_bundle(),
+        folder / "requirements.txt": lite.lite_requirements(),
     }
     existing = [str(p) for p in targets if p.exists()]
     if existing and not force:
@@ -44,22 +44,22 @@ def _write_lite(folder: Path, force: bool) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from .. import excel_setup
+    from ..excel import setup
 
     if args.lite is not None:
         status = _write_lite(Path(args.lite), args.force)
         if status != EXIT_OK:
             return status
     if not args.checks_only:
-        _steps("Windows desktop Excel (classic xlwings add-in)", excel_setup.CLASSIC_STEPS)
-        _steps("Excel on Windows, macOS or the web (xlwings Lite add-in)", excel_setup.LITE_STEPS)
-    checks = excel_setup.machine_checks()
+        _steps("Windows desktop Excel (classic xlwings add-in)", setup.CLASSIC_STEPS)
+        _steps("Excel on Windows, macOS or the web (xlwings Lite add-in)", setup.LITE_STEPS)
+    checks = setup.machine_checks()
     print("Checks on this machine")
     for check in checks:
         print(f"  {check.label:<5} {check.text}")
     if args.workbook:
         path = Path(args.workbook)
-        book_checks = excel_setup.workbook_checks(path)  # WorkbookError -> exit 2 in cli.main
+        book_checks = setup.workbook_checks(path)  # WorkbookError -> exit 2 in cli.main
         print(f"Checks of {path}")
         for check in book_checks:
             print(f"  {check.label:<5} {check.text}")

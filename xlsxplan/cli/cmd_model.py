@@ -20,10 +20,10 @@ def _default_name(config: dict, path: Path) -> str | None:
 
 
 def add(args: argparse.Namespace) -> int:
-    from .. import __version__, architecture
-    from ..catalog import load_catalog, save_user_preset
+    from .. import __version__
+    from ..catalog import load_catalog, models, save_user_preset
+    from ..catalog.hfconfig import figures_from_config, read_config_and_digest
     from ..errors import ArgumentError
-    from ..hfconfig import figures_from_config, read_config_and_digest
 
     path = Path(args.config)
     config, digest = read_config_and_digest(path)
@@ -41,7 +41,7 @@ def add(args: argparse.Namespace) -> int:
     total, active = preset.params_b, preset.figure("active_params_b")
     print(f"added {name} to {saved}")
     print(f"  parameters  {human_number(total)}B total, {human_number(active)}B active per token")  # type: ignore[arg-type]
-    kv = architecture.model_kv_bytes_per_token(name)
+    kv = models.model_kv_bytes_per_token(name)
     print(f"  KV cache    {human_number(kv)} bytes per token in BF16 (before any window)")
     quoted = '"' + name.replace('"', '""') + '"'  # a text literal in a formula doubles its quotes
     print(f"  use it as   =MODEL_SPEC({quoted}, \"layers\"), =MODEL_KV_GB({quoted}, 8192)")
@@ -61,8 +61,8 @@ def list_models(args: argparse.Namespace) -> int:
 
 
 def show(args: argparse.Namespace) -> int:
-    from ..architecture import preset_figures
     from ..catalog import load_catalog
+    from ..catalog.models import preset_figures
 
     table = load_catalog().models
     preset = table.get(args.name)  # a user preset left out: CatalogError with the reason, exit 2

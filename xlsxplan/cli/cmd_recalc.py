@@ -33,7 +33,7 @@ def split_assignment(text: str) -> tuple[str, str]:
 
 
 def _json_value(value: Any) -> Any:
-    from ..cells import CellError
+    from ..errors import CellError
 
     if isinstance(value, CellError):
         return {"error": value.code, "message": value.message}
@@ -103,9 +103,11 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from ..cells import CellError, collect_warnings
-    from ..safety import Limits, address_space_cap_gb, limit_address_space
-    from ..workbook import Workbook, default_output, parse_value
+    from ..cells import collect_warnings
+    from ..errors import CellError
+    from ..headless.untrusted import Limits
+    from ..headless.workbook import Workbook, default_output, parse_value
+    from ..system import address_space_cap_gb, limit_address_space
 
     source = Path(args.book)
     out = Path(args.output) if args.output else default_output(source)
@@ -115,7 +117,7 @@ def _run(args: argparse.Namespace) -> int:
         sets.append((ref, parse_value(typed, f"--set {ref}")))
     limits = Limits()
     # a formula can ask for more memory than the file shows (=MUNIT(100000)): let that fail as MemoryError
-    limit_address_space(address_space_cap_gb(limits))
+    limit_address_space(address_space_cap_gb(limits.max_memory_gb))
     bar = _Progress(sys.stderr.isatty() and not args.quiet)
     try:
         wb = Workbook.load(source, progress=bar.phase("loading", "cell"))

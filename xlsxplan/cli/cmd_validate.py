@@ -20,7 +20,8 @@ CHECK_COVERAGE, CHECK_MEDIAN_ERROR = 0.9, 0.2
 def behind_factors() -> tuple[list, str]:
     """The measurements the factors in use were fitted on, and in words which: the shipped measurements for the
     shipped fit, the user's data file (its path is recorded) for a refit by ``calibrate --fit --data``."""
-    from .. import calibration, measurements
+    from .. import calibration
+    from ..calibration import measurements
     from ..errors import CatalogError
 
     cal = calibration.active()
@@ -41,7 +42,7 @@ def behind_factors() -> tuple[list, str]:
 
 def _pool(rows: list, data_only: bool) -> tuple[list, str]:
     """The rows a fit may use: the file's, plus those behind the factors in use unless ``data_only``; no row twice."""
-    from .. import measurements
+    from ..calibration import measurements
 
     if data_only:
         return list(rows), "the file's rows"
@@ -114,7 +115,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from .. import calibration, measurements
+    from .. import calibration
+    from ..calibration import measurements
 
     path = Path(args.data) if args.data else calibration.measurements_path()
     rows = measurements.read_measurements(path)

@@ -44,7 +44,7 @@ def format_value(value: Any, human: bool = False, unit: str = "", whole: bool = 
     whole number, such as a batch or a replica count, prints without decimals: ``94``), and the unit is appended
     unless it is one of :data:`_NO_UNIT`.
     """
-    from ..cells import CellError
+    from ..errors import CellError
 
     if isinstance(value, CellError):
         return str(value)

@@ -2,10 +2,10 @@
 
 The file is one the user already has (nothing is downloaded). Field names follow the ``transformers`` configuration
 classes of each family; where a config leaves a field out, the family's default applies (Gemma ties its embeddings,
-Llama does not). The parameter count is derived from the shape by :func:`xlsxplan.architecture.count_params`, so a
+Llama does not). The parameter count is derived from the shape by :func:`xlsxplan.catalog.models.count_params`, so a
 preset made here and a shipped one are counted the same way.
 
-Supported ``model_type`` values are those whose weights :func:`~xlsxplan.architecture.count_params` describes: gated
+Supported ``model_type`` values are those whose weights :func:`~xlsxplan.catalog.models.count_params` describes: gated
 MLPs, grouped-query or latent attention, optional routed and shared experts. Others are refused by name rather than
 counted wrongly.
 """
@@ -20,9 +20,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from .architecture import count_params
-from .catalog import ModelPreset
-from .errors import ArgumentError
+from ..errors import ArgumentError
+from . import ModelPreset
+from .models import count_params
 
 __all__ = ["SUPPORTED", "figures_from_config", "read_config", "read_config_and_digest"]
 

@@ -35,18 +35,9 @@ from openpyxl.worksheet.pagebreak import Break
 
 from .. import domains
 from ..domains import domain_of
-from .layout import (
-    FMT,
-    HEADER_ROWS,
-    SIDE_COLUMNS,
-    TEMPLATE_DATE,
-    Book,
-    InputRow,
-    Line,
-    Ref,
+from .book import Book, InputRow, Line, Ref, Sheet, add_validation, put_text, register_cells, validation_for
+from .common import (
     Result,
-    Sheet,
-    add_validation,
     conf_sheet,
     cover,
     error_check,
@@ -54,12 +45,10 @@ from .layout import (
     header_statuses,
     lists_sheet,
     note_block,
-    put_text,
-    register_cells,
     usual_checks,
-    validation_for,
     version_log,
 )
+from .styles import FMT, HEADER_ROWS, SIDE_COLUMNS, TEMPLATE_DATE
 
 __all__ = ["build", "TITLE", "CASES", "CASE_INPUTS", "CASE_LINES", "GLOBAL_LINES", "CALIBRATION_LINES", "FILENAME",
            "PROMPT_SAMPLE_ROWS", "USUAL"]  # fmt: skip
@@ -823,7 +812,7 @@ def _calibration(book: Book) -> Sheet:
     sh.skip()
     r = sh.text(
         "For 8-bit weights the calibrated prefill share rests on one published measurement: Llama-2-7B in FP8 on "
-        "one H100, 36 ms to the first token (TensorRT-LLM; line 24 of xlsxplan/data/measurements.csv). Fitted "
+        "one H100, 36 ms to the first token (TensorRT-LLM; line 24 of xlsxplan/calibration/data/measurements.csv). Fitted "
         "without it, the model predicts that row at 0.58x, the worst row `xlsxplan validate` shows; the "
         "measurements hold no 8-bit decode speed, so the 16-bit bandwidth share stands in. A calibrated 8-bit "
         "fleet is an estimate to confirm with a measurement of your own (Inputs, 'Your measurements').",

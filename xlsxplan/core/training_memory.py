@@ -25,7 +25,7 @@ References
 
 from __future__ import annotations
 
-from .domains import (
+from ..domains import (
     Batch,
     Count,
     CountOrZero,
@@ -37,11 +37,11 @@ from .domains import (
     Passes,
     StateBytes,
     Tokens,
-    TrainBytes,
     ZeroStage,
     checked,
 )
-from .errors import ArgumentError, UnknownPresetError
+from ..errors import ArgumentError, UnknownPresetError
+from ..precision import TrainBytes
 
 __all__ = [
     "OPTIMIZERS",
@@ -100,7 +100,7 @@ def optimizer_bytes(optimizer: Name) -> float:
     -----
     Mixed-precision Adam keeps FP32 master weights, momentum and variance: K = 12 (ZeRO, arXiv:1910.02054,
     section 3.1), making 16 bytes per parameter with the FP16 weight and gradient. The others are listed in
-    xlsxplan.training_memory.OPTIMIZERS with their sources.
+    xlsxplan.core.training_memory.OPTIMIZERS with their sources.
     """
     key = optimizer.strip().lower().replace("-", "_").replace(" ", "_")
     key = _ALIASES.get(key, key)

@@ -6,15 +6,7 @@
 INDEX, XLOOKUP) with ours evaluates as Excel would. Errors become the right Excel error value; the one-line
 reason behind each is kept in a side channel (:func:`collect_messages`) because an error value carries no text.
 
-Whole workbooks: ``Workbook`` and ``recalc`` (implemented in :mod:`xlsxplan.workbook`, importable from here)
-load a file once, set inputs, recalculate and save it with every formula's value cached::
-
-    from xlsxplan.engine import Workbook, recalc
-
-    wb = Workbook.load("plan.xlsx")
-    wb.set("Inputs!C5", 42).calculate()
-    wb.get("Outputs!C7"), wb.errors()
-    wb.save("plan.recalc.xlsx")
+Whole workbooks are :mod:`.workbook`'s (``from xlsxplan.headless import Workbook``).
 """
 
 from __future__ import annotations
@@ -25,16 +17,12 @@ import re
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-from . import cells, registry
-from .cells import CellError
-
-if TYPE_CHECKING:  # imported lazily (module __getattr__): loading a workbook needs more than a formula does
-    from .safety import Limits
-    from .workbook import Workbook, recalc
+from .. import cells, registry
+from ..errors import CellError
 
 __all__ = [
     "register_functions",
@@ -45,23 +33,7 @@ __all__ = [
     "normalise_formula",
     "add_in_names",
     "exception_text",
-    "Workbook",
-    "recalc",
-    "Limits",
 ]
-
-
-def __getattr__(name: str) -> Any:
-    """The workbook API (:mod:`xlsxplan.workbook`), importable from here: ``from xlsxplan.engine import Workbook``."""
-    if name in ("Workbook", "recalc"):
-        from . import workbook
-
-        return getattr(workbook, name)
-    if name == "Limits":
-        from .safety import Limits
-
-        return Limits
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class _Everywhere:

@@ -22,16 +22,11 @@ from typing import Any
 from openpyxl.worksheet.datavalidation import DataValidation
 
 from .. import domains
+from ..core.training_memory import OPTIMIZERS, RECOMPUTE_MODES
 from ..domains import domain_of
-from ..training_memory import OPTIMIZERS, RECOMPUTE_MODES
-from .layout import (
-    SIDE_COLUMNS,
-    TEMPLATE_DATE,
-    Book,
-    Line,
-    Ref,
+from .book import Book, Line, Ref, Sheet, validation_for
+from .common import (
     Result,
-    Sheet,
     conf_sheet,
     cover,
     error_check,
@@ -40,9 +35,9 @@ from .layout import (
     lists_sheet,
     note_block,
     usual_checks,
-    validation_for,
     version_log,
 )
+from .styles import SIDE_COLUMNS, TEMPLATE_DATE
 
 __all__ = ["build", "TITLE", "FILENAME", "CASES", "BENCHMARKS"]
 

@@ -1,7 +1,7 @@
 """Write the templates: build with openpyxl, recalculate headlessly, cache the values, and read the summary back.
 
 ``xlsxplan build`` calls :func:`build_all`. Each template is built to a temporary file, loaded, calculated and
-saved by the Workbook API (:class:`xlsxplan.engine.Workbook`), so the written file carries every formula **and** its
+saved by the Workbook API it is given (:class:`xlsxplan.headless.Workbook`), so the written file carries every formula **and** its
 value, and finally normalised (fixed zip timestamps and document dates) so that building twice writes the same
 bytes. The printed summary is read from the recalculated cells, never computed again in Python: if the workbook is
 wrong, the summary is wrong.
@@ -19,15 +19,15 @@ import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
-from ..cells import CellError
-from ..errors import WorkbookError
+from ..errors import CellError, WorkbookError
 from ..fileio import atomic_write, check_writable, ensure_folder
 from . import serving, training
-from .layout import GENERATOR, SIDE_COLUMNS, TEMPLATE_DATE, Book
+from .book import Book
+from .styles import GENERATOR, SIDE_COLUMNS, TEMPLATE_DATE
 
-__all__ = ["TEMPLATES", "build_all", "build_template", "workbook_api", "serving_summary", "training_summary",
+__all__ = ["TEMPLATES", "WorkbookAPI", "build_all", "build_template", "serving_summary", "training_summary",
            "is_generated", "Built"]  # fmt: skip
 
 TEMPLATES: dict[str, Callable[[], Book]] = {
@@ -40,11 +40,11 @@ _ZIP_DATE = (1980, 1, 1, 0, 0, 0)
 _STAMP = TEMPLATE_DATE.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def workbook_api() -> Any:
-    """The Workbook API the templates are recalculated with (issue 4's :class:`xlsxplan.engine.Workbook`)."""
-    from ..engine import Workbook
+class WorkbookAPI(Protocol):
+    """What the templates are recalculated with: :class:`xlsxplan.headless.Workbook`, passed in by the caller (the
+    command line), so this face never imports another."""
 
-    return Workbook
+    def load(self, path: Path) -> Any: ...
 
 
 @dataclass
@@ -89,8 +89,8 @@ def _normalise(src: Path, dst: Path) -> None:
             zout.writestr(out, data)
 
 
-def build_template(filename: str, out_dir: Path, force: bool = False) -> Built:
-    """Build, recalculate and write one template into ``out_dir``; returns it, recalculated."""
+def build_template(filename: str, out_dir: Path, api: WorkbookAPI, force: bool = False) -> Built:
+    """Build, recalculate with ``api`` and write one template into ``out_dir``; returns it, recalculated."""
     target = Path(out_dir) / filename
     check_writable(target)
     if target.exists() and not force and not is_generated(target):
@@ -99,7 +99,6 @@ def build_template(filename: str, out_dir: Path, force: bool = False) -> Built:
             "pass --force to replace it, or --out to write elsewhere"
         )
     book = TEMPLATES[filename]()
-    api = workbook_api()
     fd, raw_name = tempfile.mkstemp(prefix=f".{filename}.", suffix=".raw.xlsx", dir=target.parent)
     os.close(fd)
     raw = Path(raw_name)
@@ -115,10 +114,11 @@ def build_template(filename: str, out_dir: Path, force: bool = False) -> Built:
     return Built(target, book, workbook)
 
 
-def build_all(out_dir: Path, force: bool = False) -> dict[str, Built]:
-    """Write every template into ``out_dir`` (created if missing; WorkbookError with one line if it cannot be)."""
+def build_all(out_dir: Path, api: WorkbookAPI, force: bool = False) -> dict[str, Built]:
+    """Write every template into ``out_dir`` (created if missing; WorkbookError with one line if it cannot be),
+    recalculated with ``api``."""
     out = ensure_folder(Path(out_dir))
-    return {name: build_template(name, out, force) for name in TEMPLATES}
+    return {name: build_template(name, out, api, force) for name in TEMPLATES}
 
 
 # -- summaries, read from the recalculated cells ---------------------------------------------------------------------

@@ -1,10 +1,10 @@
 """Headless recalculation of a whole workbook: load once, set inputs, calculate, read, save with cached values.
 
-:class:`Workbook` loads a file through the checks of :mod:`xlsxplan.safety`, builds the ``formulas`` model once
+:class:`Workbook` loads a file through the checks of :mod:`xlsxplan.headless.untrusted`, builds the ``formulas`` model once
 (the expensive part: 1.5 to 5 ms per formula cell), and then recalculates as often as needed with inputs changed
 by cell or defined name. :meth:`Workbook.save` writes the original package back with every formula kept and its
 computed value cached beside it, so Excel, LibreOffice, file previewers and ``openpyxl(data_only=True)`` all show
-the numbers (see :mod:`xlsxplan.ooxml` for how the file is edited without a lossy round trip).
+the numbers (see :mod:`xlsxplan.headless.patch` for how the file is edited without a lossy round trip).
 
 Errors stay in their cells: a formula that fails becomes its Excel error value, with the one-line reason from
 the registry (or from the engine) in :meth:`Workbook.errors`, in :meth:`Workbook.get`, and in the saved file as a
@@ -30,31 +30,14 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import EXCEL_ERRORS, CellError, WorkbookError
+from ..fileio import atomic_write
+from ..text import FORMULA_TRIGGERS, clean_text
+from ..zipfiles import require_defusedxml
 from . import engine
-from .cells import EXCEL_ERRORS, CellError
-from .errors import WorkbookError
-from .fileio import atomic_write
-from .ooxml import (
-    MAX_ROW,
-    CommentEdit,
-    Package,
-    Patch,
-    QuotePrefixStyles,
-    closest,
-    col_letter,
-    patch_sheet,
-    range_bounds,
-    write_notes,
-)
-from .safety import (
-    FORMULA_TRIGGERS,
-    Inspection,
-    Limits,
-    clean_text,
-    formula_threat,
-    open_package,
-    require_defusedxml,
-)
+from .package import MAX_ROW, Package, closest, col_letter, range_bounds
+from .patch import CommentEdit, Patch, QuotePrefixStyles, patch_sheet, write_notes
+from .untrusted import Inspection, Limits, formula_threat, open_package
 
 BYTES_PER_REFERENCED_CELL = 800
 """Memory formulas spends per cell of a range a formula refers to (``SUM(A:A)``: about 0.7 GB measured)."""
@@ -484,7 +467,7 @@ class Workbook:
     ) -> Workbook:
         """Check and load a workbook (.xlsx, .xlsm, .xltx, .xltm); WorkbookError with one line if refused.
 
-        ``limits`` overrides :class:`~xlsxplan.safety.Limits`; ``progress(done, total)`` is called as cells are
+        ``limits`` overrides :class:`~xlsxplan.headless.untrusted.Limits`; ``progress(done, total)`` is called as cells are
         compiled (``total`` is the number of cells the file stores).
         """
         path = Path(path)
@@ -928,7 +911,7 @@ class Workbook:
 
         The formula is evaluated again at most once per node and calculation, whatever the number of its elements
         that failed: the reasons of an array's elements are looked up by position in what that one evaluation
-        recorded (:class:`xlsxplan.engine.Messages`).
+        recorded (:class:`xlsxplan.headless.engine.Messages`).
         """
         cache_key = (key, code)
         if cache_key not in self._messages:
@@ -1102,7 +1085,7 @@ class Workbook:
         if notes:
             write_notes(self._pkg, replaced, self._notes())
         steps[1] = len(all_patches) + len(set(self._pkg.names) | set(replaced))
-        from .ooxml import write_package
+        from .patch import write_package
 
         atomic_write(path, lambda tmp: write_package(self._pkg, replaced, str(tmp), written=step))
         return path
@@ -1118,7 +1101,7 @@ def _unknown_function(formula: str) -> str:
     import formulas
     from formulas.functions import not_implemented
 
-    from . import registry
+    from .. import registry
 
     known = formulas.get_functions()
     bare = re.sub(r'"(?:[^"]|"")*"', '""', formula)

@@ -19,20 +19,9 @@ from __future__ import annotations
 
 import math
 
-from .domains import (
-    FLOPsPerS,
-    Fraction,
-    GPUs,
-    ParamsB,
-    Seconds,
-    TFLOPs,
-    Tokens,
-    TokensPerParam,
-    TokensPerS,
-    TrainBytes,
-    checked,
-)
-from .errors import OutOfRangeError
+from ..domains import FLOPsPerS, Fraction, GPUs, ParamsB, Seconds, TFLOPs, Tokens, TokensPerParam, TokensPerS, checked
+from ..errors import OutOfRangeError
+from ..precision import TrainBytes
 
 __all__ = [
     "DEFAULT_MFU",

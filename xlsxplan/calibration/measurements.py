@@ -2,8 +2,8 @@
 
 A measurements file follows the schema of the project's data README (columns ``kind, name, model, params_b,
 active_params_b, tokens, gpu, n_gpus, precision, input_len, output_len, concurrency, metric, value, unit,
-source``). Every row is turned into a prediction with the same functions a workbook uses (:mod:`xlsxplan.training`,
-:mod:`xlsxplan.roofline`, :mod:`xlsxplan.serving`) and the calibrated efficiencies of
+source``). Every row is turned into a prediction with the same functions a workbook uses (:mod:`xlsxplan.core.training`,
+:mod:`xlsxplan.core.roofline`, :mod:`xlsxplan.core.serving`) and the calibrated efficiencies of
 :mod:`xlsxplan.calibration`; a row that cannot be predicted says why.
 
 How each metric is predicted
@@ -55,9 +55,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import architecture, calibration, roofline, serving, training, training_memory
-from .calibration import Factors, Observation
-from .errors import CatalogError, XlsxplanError
+from .. import calibration
+from ..catalog import models
+from ..core import equations, roofline, serving, training, training_memory
+from ..errors import CatalogError, XlsxplanError
+from ..precision import published_embedding_bytes
+from . import Factors, Observation
 
 __all__ = [
     "COLUMNS",
@@ -254,7 +257,7 @@ class Shape:
 
 def shape_of(m: Measurement) -> Shape:
     """The model's shape: from the catalog when ``model`` names a preset, else estimated from ``params_b``."""
-    from .catalog import load_catalog
+    from ..catalog import load_catalog
 
     if m.model:
         try:
@@ -277,7 +280,7 @@ def shape_of(m: Measurement) -> Shape:
 
 
 def _gpu(m: Measurement) -> Any:
-    from .catalog import load_catalog
+    from ..catalog import load_catalog
 
     if not m.gpu:
         raise Unpredictable("no gpu given")
@@ -297,7 +300,7 @@ def _peak_flops(m: Measurement) -> float:
     value = gpu.figure(field_name)
     if value is None:
         why = gpu.unavailable.get(field_name, "")
-        from .catalog import load_catalog
+        from ..catalog import load_catalog
 
         why = load_catalog().accelerators.sources.get(why, why)
         raise Unpredictable(f"{gpu.id} has no {field_name}: {why}")
@@ -329,7 +332,7 @@ def _kv_bytes_per_token(m: Measurement, s: Shape, context: float) -> float:
     full). A preset model's own architecture counts (latent attention, sliding windows, KV heads replicated when the
     GPUs outnumber them: MODEL_KV_BYTES_PER_TOKEN); a shape estimated from ``params_b`` is full attention."""
     if s.preset:
-        return architecture.model_kv_bytes_per_token(s.preset, context, _kv_bytes_per_value(m), _n(m))
+        return models.model_kv_bytes_per_token(s.preset, context, _kv_bytes_per_value(m), _n(m))
     return 2.0 * s.layers * s.kv_width * _kv_bytes_per_value(m)
 
 
@@ -337,7 +340,7 @@ def _routing(s: Shape) -> tuple[int, int]:
     """Routed experts and experts per token of a mixture of experts (a preset's); (0, 0) for a dense model."""
     if not s.moe:
         return 0, 0
-    from .catalog import load_catalog
+    from ..catalog import load_catalog
 
     p = load_catalog().models.get(s.preset) if s.preset else None
     if p is None or not p.experts or not p.experts_per_token:
@@ -530,8 +533,9 @@ def predict(m: Measurement, factors: Factors) -> tuple[float, str]:
         kv = _kv_bytes_per_token(m, s, _sequence(m))
         weight_bytes = bits / 8.0
         if s.preset and m.precision:  # a checkpoint as published: 16-bit embeddings for fp8, awq... (MODEL_WEIGHTS_GB)
-            weight_bytes = architecture.model_weights_gb(s.preset, m.precision) / s.params_b
-        free = serving._free_bytes(s.params_b, weight_bytes, _n(m), gpu.memory_gb, USABLE_FRACTION)
+            embeddings = published_embedding_bytes(m.precision)
+            weight_bytes = models.model_weights_gb(s.preset, m.precision, embeddings) / s.params_b
+        free = equations.free_bytes(s.params_b, weight_bytes, _n(m), gpu.memory_gb, USABLE_FRACTION)
         if free <= 0:
             raise Unpredictable("the weights alone do not fit in 90% of memory")
         return free / kv, f"90% of memory less weights over {kv:,.0f} KV bytes per token; {s.origin}"

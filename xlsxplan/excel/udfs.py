@@ -44,8 +44,9 @@ from typing import Any
 import numpy as np
 from xlwings import arg, func
 
-from . import registry
-from .cells import EXCEL_ERRORS, CellError, evaluate_broadcast
+from .. import registry
+from ..cells import evaluate_broadcast
+from ..errors import EXCEL_ERRORS, CellError
 
 __all__ = ["LITE", "ERROR_CODES", "ExcelError", "PassedIn", "build", "make_udf", "present", "from_excel"]
 
@@ -229,7 +230,7 @@ def build(
 _UDFS = build()
 _clash = set(_UDFS) & set(globals())
 if _clash:  # a registry name must not replace one of this module's own names
-    raise RuntimeError(f"registry names clash with xlsxplan.udfs itself: {sorted(_clash)}")
+    raise RuntimeError(f"registry names clash with xlsxplan.excel.udfs itself: {sorted(_clash)}")
 globals().update(_UDFS)
 __all__ += list(_UDFS)
 del _clash

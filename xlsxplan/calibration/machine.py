@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import ArgumentError
+from ..errors import ArgumentError
 
 __all__ = ["BACKENDS", "Figures", "measure", "system_memory_gb", "torch_available"]
 
@@ -85,8 +85,8 @@ def torch_available() -> bool:
 
 def system_memory_gb() -> float:
     """Physical memory of this machine [GB, decimal], or 0 when the platform does not say
-    (:func:`xlsxplan.safety.physical_memory_gib`, which the command line's memory cap reads too)."""
-    from .safety import physical_memory_gib
+    (:func:`xlsxplan.system.physical_memory_gib`, which the command line's memory cap reads too)."""
+    from ..system import physical_memory_gib
 
     return physical_memory_gib() * 1024**3 / 1e9
 

@@ -7,7 +7,7 @@ longest, and every request's prompt must be read before its answer is written. T
 and nothing else, so their inputs are the seed's: parameters, bytes, bandwidth, dense TFLOP/s, and the two
 efficiencies that :func:`xlsxplan.calibration.efficiency` calibrates on published measurements.
 
-Units as in :mod:`xlsxplan.serving`: parameters in billions, memory in GB, bandwidth in TB/s, compute in dense
+Units as in :mod:`xlsxplan.core.serving`: parameters in billions, memory in GB, bandwidth in TB/s, compute in dense
 TFLOP/s, time in seconds.
 
 References
@@ -35,13 +35,10 @@ batch 1 towards all of them.
 
 from __future__ import annotations
 
-from . import serving
-from .architecture import _check_moe, _moe_read
-from .domains import (
+from ..domains import (
     BandwidthTBs,
     Batch,
     BatchOrZero,
-    BytesPerValue,
     Count,
     CountOrZero,
     Fraction,
@@ -57,7 +54,10 @@ from .domains import (
     TokensOrZero,
     checked,
 )
-from .errors import OutOfRangeError
+from ..errors import OutOfRangeError
+from ..precision import BytesPerValue
+from . import equations
+from .architecture import check_moe
 
 __all__ = ["decode_step_seconds", "serve_tokens_per_s", "ttft_seconds", "ACTIVATION_BYTES"]
 
@@ -104,7 +104,7 @@ def _moe(params_b: float, active_params_b: float, experts: int, experts_per_toke
             "reads the experts its tokens are routed to (MOE_PARAMS_READ_B)",
             "experts" if not experts else "experts_per_token",
         )
-    _check_moe(params_b, active_params_b, experts, experts_per_token)
+    check_moe(params_b, active_params_b, experts, experts_per_token)
     return active_params_b
 
 
@@ -252,18 +252,18 @@ def serve_tokens_per_s(
     """
     active = _moe(params_b, active_params_b, experts, experts_per_token)
     context = prompt_tokens + output_tokens / 2.0
-    fits = serving._max_batch(
+    fits = equations.batch_that_fits(
         params_b, bytes_per_param, kv_bytes_per_token, context, n_gpus, memory_gb, usable_fraction
     )
     batch = fits if concurrency == 0 else min(concurrency, fits)
     if batch < 1:
         return 0.0
-    read = params_b if active == params_b else _moe_read(params_b, active, experts, experts_per_token, batch)
+    read = params_b if active == params_b else equations.moe_params_read(params_b, active, experts, experts_per_token, batch)
     step = _step(
         read, bytes_per_param, batch, kv_bytes_per_token, context, n_gpus, bandwidth_tb_s, tflops,
         bandwidth_eff, compute_eff, active,
     )  # fmt: skip
-    prefill = serving._prefill_seconds(active, prompt_tokens, n_gpus, tflops, compute_eff)
+    prefill = equations.prefill_s(active, prompt_tokens, n_gpus, tflops, compute_eff)
     return output_tokens / (output_tokens * step / batch + prefill)
 
 

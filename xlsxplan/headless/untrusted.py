@@ -1,4 +1,4 @@
-"""Opening workbooks that came from someone else, and writing text that must stay text.
+"""Opening workbooks that came from someone else: the checks made before any of their XML is parsed.
 
 Workbooks travel by e-mail; xlsxplan treats every one it opens as untrusted. :func:`open_package` reads the file
 once and refuses it, with one line, before any XML is parsed when:
@@ -22,7 +22,7 @@ once and refuses it, with one line, before any XML is parsed when:
   a stream, and the memory the ``formulas`` engine would need is estimated from them (:meth:`Limits.estimate`)
   and refused above :attr:`Limits.max_memory_gb`, with the reason. Once the formulas are read (and before the
   engine builds them), the ranges they refer to are added to the estimate, since ``formulas`` keeps every position
-  of a referenced range: ``SUM(A1:ZZ1000000)`` would need hundreds of GB (see ``xlsxplan.workbook``).
+  of a referenced range: ``SUM(A1:ZZ1000000)`` would need hundreds of GB (see ``xlsxplan.headless.workbook``).
 * it holds too much of what is **cheap to write and slow to read**, counted in the same scan of every part: row
   records (millions of empty formatted rows zip to a few MB), shared strings, cell formats, conditional-format rules
   and data validations, defined names (the engine compiles each as a formula), and XML elements that openpyxl
@@ -32,52 +32,26 @@ once and refuses it, with one line, before any XML is parsed when:
 Macros are never run: xlsxplan has no code that executes VBA or Excel 4.0 macro sheets; a ``.xlsm``'s
 ``vbaProject.bin`` is copied into the output untouched.
 
-Text that xlsxplan writes into a cell from user input (a model name, a note) goes through :func:`set_text`, which
-stores it as text and never as a formula, whatever it starts with (formula injection).
+The zip-level and prolog checks are :mod:`xlsxplan.zipfiles`'; the workbook-level ones are here.
 """
 
 from __future__ import annotations
 
-import codecs
 import collections
-import contextlib
-import io
 import itertools
-import os
 import re
 import zipfile
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-from .errors import WorkbookError
-from .ooxml import MAX_COL, MAX_ROW, Package, range_bounds
+from ..errors import WorkbookError
+from ..zipfiles import DTD, MB, ZipLimits, check_members, markup, open_zip, reading
+from .package import MAX_COL, MAX_ROW, Package, range_bounds
 
-__all__ = [
-    "Limits",
-    "SheetStats",
-    "PartStats",
-    "Inspection",
-    "open_package",
-    "inspect_bytes",
-    "formula_threat",
-    "require_defusedxml",
-    "clean_text",
-    "set_text",
-    "FORMULA_TRIGGERS",
-    "EXCEL_TEXT_MAX",
-    "limit_address_space",
-    "address_space_cap_gb",
-]
+__all__ = ["Limits", "SheetStats", "PartStats", "Inspection", "open_package", "inspect_bytes", "formula_threat"]
 
-EXCEL_TEXT_MAX = 32_767
-"""The most characters an Excel cell holds."""
 
-FORMULA_TRIGGERS = ("=", "+", "-", "@", "\t", "\r", "\n")
-"""First characters that make a spreadsheet treat typed text as a formula (OWASP, "CSV Injection")."""
-
-MB = 1024 * 1024
 
 # Peak resident memory of a formulas model, fitted on benchmarks/recalc.py (BENCHMARKS.md, "Headless
 # recalculation") and rounded up: the estimate is 1.1 to 1.4 times what was measured for 100 to 10,000-row scenario
@@ -94,8 +68,9 @@ BASE_BYTES = 150 * MB  # Python, numpy, openpyxl, formulas and its function tabl
 
 
 @dataclass(frozen=True)
-class Limits:
-    """What xlsxplan agrees to open. Every limit is checked before the workbook's XML is parsed.
+class Limits(ZipLimits):
+    """What xlsxplan agrees to open. Every limit is checked before the workbook's XML is parsed; the first four are
+    the zip's own (:class:`xlsxplan.zipfiles.ZipLimits`).
 
     The defaults let a 10,000-row scenario sheet (50,000 formula cells) and a 1,000-sheet workbook through on a
     2-core, 24 GiB machine and refuse what would not fit there, or what is cheap to write and slow to read
@@ -136,10 +111,6 @@ class Limits:
         Estimated peak memory of the formulas model (:meth:`estimate`) [GB].
     """
 
-    max_file_mb: float = 100
-    max_parts: int = 10_000
-    max_uncompressed_mb: float = 1_024
-    max_ratio: float = 200
     max_sheets: int = 2_000
     max_cells: int = 5_000_000
     max_formula_cells: int = 200_000
@@ -264,17 +235,6 @@ class Inspection:
         )
 
 
-def require_defusedxml() -> None:
-    """Refuse to parse untrusted XML unless openpyxl parses through defusedxml (its documented protection)."""
-    import openpyxl
-    from openpyxl.xml import functions
-
-    if not openpyxl.DEFUSEDXML or not functions.iterparse.__module__.startswith("defusedxml"):
-        raise WorkbookError(
-            "openpyxl is not using defusedxml (is OPENPYXL_DEFUSEDXML set to False?); refusing to read workbooks"
-        )
-
-
 def open_package(path: Path | str, limits: Limits | None = None) -> Inspection:
     """Read ``path`` once and check it (see the module's docstring); WorkbookError with the reason if refused."""
     limits = limits or Limits()
@@ -303,169 +263,6 @@ def open_package(path: Path | str, limits: Limits | None = None) -> Inspection:
         raise WorkbookError(f"{path.name} is over {limits.max_file_mb:,.0f} MiB; xlsxplan opens workbooks up to that")
     return inspect_bytes(data, str(path), limits)
 
-
-_OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
-
-
-def _open_zip(data: bytes, name: str) -> zipfile.ZipFile:
-    if data.startswith(_OLE_MAGIC):
-        raise WorkbookError(
-            f"{name} is an old-format .xls or a password-protected workbook; save it unprotected as .xlsx"
-        )
-    if not data.startswith(b"PK"):
-        raise WorkbookError(f"{name} is not an Excel workbook (.xlsx files are zip archives; this is not one)")
-    try:
-        return zipfile.ZipFile(io.BytesIO(data))
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, ValueError, OSError) as err:
-        raise WorkbookError(f"{name} is a truncated or corrupt zip archive ({err})") from None
-
-
-def _check_members(zf: zipfile.ZipFile, name: str, limits: Limits) -> int:
-    infos = zf.infolist()
-    if len(infos) > limits.max_parts:
-        raise WorkbookError(f"{name} has {len(infos):,} parts; xlsxplan opens workbooks of up to {limits.max_parts:,}")
-    seen: set[str] = set()
-    total = 0
-    for info in infos:
-        if info.filename in seen:
-            raise WorkbookError(f"{name} has two parts named {info.filename}: a corrupt or forged archive")
-        seen.add(info.filename)
-        if info.flag_bits & 0x1:
-            raise WorkbookError(f"{name} has encrypted parts; save it unprotected as .xlsx")
-        if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
-            raise WorkbookError(f"{name} uses a compression method Excel does not ({info.compress_type})")
-        total += info.file_size
-        if info.file_size > MB and info.file_size > limits.max_ratio * max(info.compress_size, 1):
-            ratio = info.file_size / max(info.compress_size, 1)
-            raise WorkbookError(
-                f"{name} looks like a zip bomb: {info.filename} inflates {ratio:,.0f} times "
-                f"(to {info.file_size / MB:,.0f} MiB); the limit is {limits.max_ratio:,.0f}"
-            )
-    if total > limits.max_uncompressed_mb * MB:
-        raise WorkbookError(
-            f"{name} inflates to {total / MB:,.0f} MiB; xlsxplan opens workbooks up to "
-            f"{limits.max_uncompressed_mb:,.0f} MiB uncompressed"
-        )
-    return total
-
-
-_FIRST_ELEMENT = re.compile(rb"<[A-Za-z_]")
-_DTD = re.compile(rb"<!(DOCTYPE|ENTITY)", re.I)
-_DECLARED_ENCODING = re.compile(rb"""^<\?xml[^>]*?\bencoding\s*=\s*["']([^"']*)["']""")
-_ENCODINGS = {  # UTF-8 and UTF-16 (what Excel writes), and single-byte supersets of ASCII, in which only "<" is "<"
-    "utf-8", "utf8", "utf-16", "utf16", "us-ascii", "ascii", "iso-8859-1", "latin-1", "latin1", "iso-8859-15",
-    "windows-1252", "cp1252",
-}  # fmt: skip
-_PROLOG_MAX = 64 * 1024
-_BLANK = b" \t\r\n"
-BLANK_MAX = 64 * 1024
-"""Blank space allowed before a part's first markup [bytes]. Excel writes none; past this, a part is refused rather
-than read on in search of a DTD."""
-_CHUNK = 1 << 20
-
-
-def _utf16(head: bytes) -> str | None:
-    """The UTF-16 codec a part is written in, judged from its first bytes, or None (UTF-8, or not text)."""
-    if head[:2] in (b"\xff\xfe", b"\xfe\xff"):
-        return "utf-16"  # with a byte-order mark, which the decoder consumes
-    if head[:1] == b"\x00":
-        return "utf-16-be"
-    if b"\x00" in head[1:4]:
-        return "utf-16-le"
-    return None
-
-
-def _utf8_chunks(f: Any) -> Iterator[bytes]:
-    """A zip member's bytes in chunks of about 1 MiB, as UTF-8: a UTF-16 part is transcoded, a BOM dropped."""
-    head = f.read(_CHUNK)
-    codec = _utf16(head)
-    if codec is None:
-        yield head[3:] if head.startswith(b"\xef\xbb\xbf") else head
-        while chunk := f.read(_CHUNK):
-            yield chunk
-        return
-    decoder = codecs.getincrementaldecoder(codec)(errors="replace")
-    yield decoder.decode(head).encode("utf-8")
-    while chunk := f.read(_CHUNK):
-        yield decoder.decode(chunk).encode("utf-8")
-    yield decoder.decode(b"", final=True).encode("utf-8")
-
-
-def _first_markup(chunks: Iterator[bytes], part: str, name: str) -> bytes | None:
-    """The part from its first non-blank byte on (the rest of that chunk), or None if it is empty.
-
-    Reads no further than :data:`BLANK_MAX` bytes of blank space: a part that is only blank space, or starts with
-    more than that, is refused.
-    """
-    blank = 0
-    for chunk in chunks:
-        rest = chunk.lstrip(_BLANK)
-        blank += len(chunk) - len(rest)
-        if blank > BLANK_MAX:
-            raise WorkbookError(
-                f"{name} is refused: the part {part} starts with over {BLANK_MAX // 1024} KiB of blank space "
-                "(Excel writes none; it could hide a DTD from a check that reads only the start)"
-            )
-        if rest:
-            return rest
-    if blank:
-        raise WorkbookError(f"{name} is refused: the part {part} holds nothing but blank space")
-    return None
-
-
-def _check_head(buf: bytes, chunks: Iterator[bytes], part: str, name: str) -> bytes:
-    """Refuse a DTD, entities or an unusual encoding in the prolog of a part that starts with ``buf``; return the
-    start of the part read so far (at least its prolog, or 64 KiB)."""
-    while len(buf) < _PROLOG_MAX and not _FIRST_ELEMENT.search(buf):
-        more = next(chunks, b"")
-        if not more:
-            break
-        buf += more
-    m = _FIRST_ELEMENT.search(buf, 0, _PROLOG_MAX)
-    prolog = buf[: m.start()] if m else buf[:_PROLOG_MAX]
-    if _DTD.search(prolog):
-        raise WorkbookError(f"{name} is refused: the part {part} declares a DTD or entities (an XML entity bomb?)")
-    declared = _DECLARED_ENCODING.match(prolog)
-    if declared and declared.group(1).decode("ascii", "replace").strip().lower() not in _ENCODINGS:
-        shown = declared.group(1).decode("ascii", "replace")
-        raise WorkbookError(
-            f"{name} is refused: the part {part} declares the encoding {shown!r}; Excel writes UTF-8 or UTF-16"
-        )
-    if m is None and len(buf) >= _PROLOG_MAX:
-        raise WorkbookError(f"{name} is refused: the part {part} has no XML element in its first 64 KiB")
-    return buf
-
-
-@contextlib.contextmanager
-def _reading(zf: zipfile.ZipFile, info: zipfile.ZipInfo, name: str) -> Iterator[Any]:
-    """A zip member, open for a check. A member that cannot be opened or read (BadZipFile for a bad CRC,
-    zlib.error, EOFError, NotImplementedError: a damaged or unusual archive) is WorkbookError, "NAME is corrupt"."""
-    try:
-        with zf.open(info) as f:
-            yield f
-    except WorkbookError:
-        raise
-    except Exception as err:
-        raise WorkbookError(f"{name} is corrupt: the part {info.filename} cannot be read ({err})") from None
-
-
-def _markup(f: Any, part: str, name: str) -> tuple[bytes, Iterator[bytes]] | None:
-    """A part's start, from its first markup, with its prolog checked (:func:`_check_head`), and the chunks that
-    follow; None for a part that is not XML (an image, ``vbaProject.bin``): nothing parses it as XML."""
-    chunks = _utf8_chunks(f)
-    buf = _first_markup(chunks, part, name)
-    if buf is None or not buf.startswith(b"<"):
-        return None
-    return _check_head(buf, chunks, part, name), chunks
-
-
-def _check_prolog(zf: zipfile.ZipFile, info: zipfile.ZipInfo, name: str) -> None:
-    """Refuse a part whose prolog declares a DTD or entities, or that hides its start behind blank space.
-
-    Reads the part only up to its first element (at most :data:`BLANK_MAX` of blank space and 64 KiB of prolog).
-    """
-    with _reading(zf, info, name) as f:
-        _markup(f, info.filename, name)
 
 
 _P = rb"(?:[A-Za-z_][\w.\-]*:)?"
@@ -583,16 +380,16 @@ def _tag_aligned(chunks: Iterable[bytes]) -> Iterator[bytes]:
 
 
 def _scan_part(zf: zipfile.ZipFile, info: zipfile.ZipInfo, name: str) -> PartStats | None:
-    """Check a part's prolog (as :func:`_check_prolog`), refuse a DTD anywhere after it, and count what the part
+    """Check a part's prolog (as :func:`check_prolog`), refuse a DTD anywhere after it, and count what the part
     holds, reading it once as a stream in bounded memory; None for a part that is not XML."""
     part = info.filename
-    with _reading(zf, info, name) as f:
-        start = _markup(f, part, name)
+    with reading(zf, info, name) as f:
+        start = markup(f, part, name)
         if start is None:
             return None
         scan = _PartScan(part)
         for data in _tag_aligned(itertools.chain([start[0]], start[1])):
-            if b"<!" in data and _DTD.search(data):
+            if b"<!" in data and DTD.search(data):
                 raise WorkbookError(f"{name} is refused: the part {part} declares a DTD or entities")
             scan.feed(data)
     return scan.finish()
@@ -627,8 +424,8 @@ def inspect_bytes(data: bytes, name: str, limits: Limits | None = None) -> Inspe
 
 
 def _inspect(data: bytes, name: str, limits: Limits) -> Inspection:
-    zf = _open_zip(data, name)
-    total = _check_members(zf, name, limits)
+    zf = open_zip(data, name)
+    total = check_members(zf, name, limits)
     parts: dict[str, PartStats] = {}
     for info in zf.infolist():  # every part, whatever its name: a content type can make any part XML
         if not info.is_dir():
@@ -757,85 +554,3 @@ def formula_threat(formula: str) -> str | None:
     if m:
         return f"refers to another workbook ({m.group(0)})"
     return None
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# Text that stays text
-
-_ILLEGAL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
-
-
-def clean_text(text: object, what: str = "text") -> str:
-    """``text`` as a cell can hold it: control characters replaced by U+FFFD, at most 32,767 characters."""
-    value = str(text)
-    value = _ILLEGAL.sub("\ufffd", value)
-    if len(value) > EXCEL_TEXT_MAX:
-        raise WorkbookError(f"{what} is {len(value):,} characters long; an Excel cell holds at most {EXCEL_TEXT_MAX:,}")
-    return value
-
-
-def set_text(cell: Any, text: object, what: str = "text") -> Any:
-    """Store ``text`` in an openpyxl cell as text, never as a formula; return the cell.
-
-    openpyxl turns any string that starts with ``=`` into a formula. This helper writes the string as a text
-    cell (``data_type = "s"``) and, when it starts with a character that makes Excel read typed input as a
-    formula (``= + - @``, tab, line break), also sets the cell's *quote prefix* so that Excel keeps it text even
-    after someone edits the cell. Control characters that XML cannot hold become U+FFFD.
-    """
-    value = clean_text(text, what)
-    cell.value = value
-    cell.data_type = "s"
-    if value.startswith(FORMULA_TRIGGERS):
-        cell.quotePrefix = True
-    return cell
-
-
-PHYSICAL_SHARE = 0.8
-"""The share of physical memory the command line's address-space cap never exceeds."""
-
-
-def physical_memory_gib() -> float:
-    """This machine's physical memory [GiB], or 0 when the platform does not say."""
-    try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 1024**3
-    except (AttributeError, ValueError, OSError):
-        return 0.0
-
-
-def address_space_cap_gb(limits: Limits | None = None) -> float:
-    """The address-space cap the command line sets for itself [GiB] (:func:`limit_address_space`).
-
-    The memory the limits allow a workbook (``max_memory_gb``), plus headroom for what shared libraries, thread
-    stacks and malloc arenas reserve beyond what they use (8 GiB, or 1 GiB per core if that is more), but never
-    more than 80% of the physical memory (:data:`PHYSICAL_SHARE`): an allocation past it fails in its cell instead
-    of the kernel ending the process or the machine swapping (16 + 8 = 24 GiB would be all of a 24 GiB machine).
-    """
-    wanted = (limits or Limits()).max_memory_gb + max(8, os.cpu_count() or 1)
-    physical = physical_memory_gib()
-    return min(wanted, PHYSICAL_SHARE * physical) if physical else wanted
-
-
-def limit_address_space(gigabytes: float) -> bool:
-    """Cap this process's address space (``RLIMIT_AS``) so that a runaway allocation raises MemoryError.
-
-    A formula can ask for more memory than any limit on the file can foresee (``=MUNIT(100000)``,
-    ``=REPT("x",1E10)``); with the cap, the allocation fails with MemoryError, which becomes an error value in that
-    cell (or one line and exit status 2), instead of the kernel killing the process or the machine swapping. The
-    command line sets it; the Python API leaves the caller's process alone. Returns False where the platform has
-    no such limit (Windows) or a lower one is already set.
-    """
-    try:
-        import resource
-    except ImportError:
-        return False
-    want = int(gigabytes * 1024**3)
-    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
-    if soft != resource.RLIM_INFINITY and soft <= want:
-        return False
-    if hard != resource.RLIM_INFINITY and hard < want:
-        want = hard
-    try:
-        resource.setrlimit(resource.RLIMIT_AS, (want, hard))
-    except (ValueError, OSError):
-        return False
-    return True

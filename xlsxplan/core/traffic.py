@@ -3,8 +3,8 @@ prefill/decode mix, spares, and input and output priced separately.
 
 Seed 000's section 7 lists where a back-of-the-envelope serving plan goes wrong. Each function here turns one of
 those warnings into an input with a neutral default and a visible effect, built on the seed's own math in
-:mod:`xlsxplan.serving` (batch, decode speed, prefill time, replicas), which this module calls rather than
-restates. Units follow :mod:`xlsxplan.serving`.
+:mod:`xlsxplan.core.serving` (batch, decode speed, prefill time, replicas), which this module calls rather than
+restates. Units follow :mod:`xlsxplan.core.serving`.
 
 The serving model has three parts, each a documented simplification:
 
@@ -45,12 +45,9 @@ from __future__ import annotations
 import math
 from statistics import NormalDist
 
-from . import serving
-from .domains import (
+from ..domains import (
     BandwidthTBs,
     BandwidthTBsOrZero,
-    BytesPerValue,
-    BytesPerValueOrZero,
     Count,
     Fraction,
     FractionOrZero,
@@ -74,8 +71,10 @@ from .domains import (
     checked,
     format_number,
 )
-from .errors import OutOfRangeError
-from .serving import whole_floor
+from ..errors import OutOfRangeError
+from ..precision import BytesPerValue, BytesPerValueOrZero
+from . import equations, serving
+from .equations import whole_floor
 
 __all__ = [
     "tail_share",
@@ -461,7 +460,7 @@ def batch_for_latency(
     batch = min(whole_floor(room), _MAX_BATCH)
     args = (params_b, bytes_per_param, n_gpus, bandwidth_tb_s)
     while batch > 0 and (
-        1.0 / serving._decode_step_seconds(*args, batch, kv_bytes_per_token, context_tokens, efficiency)
+        1.0 / equations.decode_step_s(*args, batch, kv_bytes_per_token, context_tokens, efficiency)
         < tokens_per_s_per_user * (1 - 1e-12)
     ):
         batch -= 1  # float rounding at the boundary: the published decode speed has the last word
@@ -531,7 +530,7 @@ def batch_for_ttft(
     tokens/s each, 2,785 together, so the prompt takes 2.99 s). A mixture of experts reads more than
     ``params_b`` per step, which leaves more compute: the batch is then a safe bound.
     """
-    compute_tokens_per_s = serving._compute_tokens_per_s(params_b, tflops) * n_gpus * utilisation
+    compute_tokens_per_s = equations.compute_tokens_per_s(params_b, tflops) * n_gpus * utilisation
     room = compute_tokens_per_s - prompt_tokens / ttft_s  # decode tokens/s the target leaves
     at_target = room / tokens_per_s_per_user
     if at_target < 1 - 1e-9:
@@ -542,13 +541,13 @@ def batch_for_ttft(
     if bytes_per_param <= 0:
         raise OutOfRangeError("bytes_per_param must be positive when bandwidth_tb_s is given", "bytes_per_param")
     args = (params_b, bytes_per_param, n_gpus, bandwidth_tb_s)
-    weights_s = serving._decode_step_seconds(*args, 0, 0, 0, efficiency)  # a step's weight read
-    per_sequence_s = serving._decode_step_seconds(0, 0, n_gpus, bandwidth_tb_s, 1, kv_bytes_per_token, context_tokens,
+    weights_s = equations.decode_step_s(*args, 0, 0, 0, efficiency)  # a step's weight read
+    per_sequence_s = equations.decode_step_s(0, 0, n_gpus, bandwidth_tb_s, 1, kv_bytes_per_token, context_tokens,
                                                   efficiency)  # fmt: skip
     # B / (weights_s + B per_sequence_s) <= room  <=>  B (1 - room per_sequence_s) <= room weights_s
     if room * per_sequence_s < 1:
         batch = min(batch, whole_floor(room * weights_s / (1 - room * per_sequence_s) * (1 + 1e-12)))
-    while batch > 0 and batch / serving._decode_step_seconds(
+    while batch > 0 and batch / equations.decode_step_s(
         *args, batch, kv_bytes_per_token, context_tokens, efficiency
     ) > room * (1 + 1e-12):
         batch -= 1  # float rounding at the boundary: DECODE_TOKS_TOTAL has the last word
@@ -677,7 +676,7 @@ def prefill_replicas(requests_per_s: RequestsPerS, prefill_s: Seconds, spare: Sp
     second (DistServe, arXiv:2401.09670; Splitwise, arXiv:2311.18677: a prompt pool and a token pool). Seed 000's
     peak of 6.94 requests/s of 0.294 s prefills: 3.
     """
-    return serving._replicas(requests_per_s * prefill_s, 1.0, spare)
+    return equations.replicas_for(requests_per_s * prefill_s, 1.0, spare)
 
 
 @checked
@@ -708,7 +707,7 @@ def decode_replicas(
     (DistServe, arXiv:2401.09670; Splitwise, arXiv:2311.18677). Seed 000's peak at 3,075 tokens/s per replica
     (the 60-tokens/s batch): 1. Add KV_TRANSFER_S to the time to first token.
     """
-    return serving._replicas(requests_per_s * decode_tokens, decode_tokens_per_s_total, spare)
+    return equations.replicas_for(requests_per_s * decode_tokens, decode_tokens_per_s_total, spare)
 
 
 @checked
@@ -770,7 +769,7 @@ def fleet_replicas(
     rule (section 6: "at least two replicas, four GPUs, so that one failure or deployment doesn't take the
     service down"). Seed 000's peak of 6.94 requests/s at 2.96 per replica: 3 for the peak, 4 with a spare.
     """
-    return max(serving._replicas(requests_per_s, requests_per_s_per_replica, spare), min_replicas)
+    return max(equations.replicas_for(requests_per_s, requests_per_s_per_replica, spare), min_replicas)
 
 
 @checked

@@ -15,12 +15,9 @@ References
 
 from __future__ import annotations
 
-import math
-
-from .domains import (
+from ..domains import (
     BandwidthTBs,
     Batch,
-    BytesPerValue,
     Count,
     Fraction,
     GPUs,
@@ -39,7 +36,8 @@ from .domains import (
     TokensPerSOrZero,
     checked,
 )
-from .errors import OutOfRangeError
+from ..precision import BytesPerValue
+from . import equations
 
 __all__ = [
     "kv_bytes_per_token",
@@ -62,90 +60,6 @@ __all__ = [
 
 SECONDS_PER_DAY = 86_400
 SECONDS_PER_HOUR = 3_600
-_GIGA, _TERA = 1e9, 1e12
-
-
-_ULPS = 16
-"""How many units in the last place :func:`whole_floor` and :func:`whole_ceil` forgive: the rounding of a few
-multiplications and divisions, and no more. A tolerance relative to the number itself (1e-9 of it, say) would
-forgive a whole unit above a billion: ``REPLICAS(2000000001, 2)`` must be 1,000,000,001."""
-
-
-def _finite(x: float) -> float:
-    if not math.isfinite(x):
-        raise OutOfRangeError("the result is too large to represent; check the inputs' units")
-    return x
-
-
-def whole_floor(x: float) -> int:
-    """``floor(x)``, forgiving the last few bits of float error (``95 - 1 ulp`` counts as 95)."""
-    above = math.ceil(_finite(x))
-    return above if above - x <= _ULPS * math.ulp(x) else above - 1
-
-
-def whole_ceil(x: float) -> int:
-    """``ceil(x)``, forgiving the last few bits of float error (``5 + 1 ulp`` counts as 5)."""
-    below = math.floor(_finite(x))
-    return below if x - below <= _ULPS * math.ulp(x) else below + 1
-
-
-# --- the arithmetic, unchecked ------------------------------------------------------------------------------------
-# The public functions below check their arguments and call these; so do other modules (traffic, roofline,
-# measurements) whose own arguments are already checked under their own names. Calling the public functions
-# instead would check the values again under names the user never typed ("capacity_tokens_per_s must be ...").
-
-
-def _free_bytes(
-    params_b: float, bytes_per_param: float, n_gpus: int, memory_gb: float, usable_fraction: float
-) -> float:
-    """Usable memory less the weights [bytes]; negative when the weights do not fit."""
-    return n_gpus * memory_gb * usable_fraction * _GIGA - params_b * _GIGA * bytes_per_param
-
-
-def _max_batch(
-    params_b: float,
-    bytes_per_param: float,
-    kv_bytes_per_token: float,
-    context_tokens: float,
-    n_gpus: int,
-    memory_gb: float,
-    usable_fraction: float,
-) -> int:
-    """Whole sequences whose KV cache fits beside the weights; 0 when the weights do not fit (MAX_BATCH)."""
-    free = _free_bytes(params_b, bytes_per_param, n_gpus, memory_gb, usable_fraction)
-    if free <= 0:
-        return 0
-    return whole_floor(free / (kv_bytes_per_token * context_tokens))
-
-
-def _decode_step_seconds(
-    params_b: float,
-    bytes_per_param: float,
-    n_gpus: int,
-    bandwidth_tb_s: float,
-    batch: int,
-    kv_bytes_per_token: float,
-    context_tokens: float,
-    efficiency: float,
-) -> float:
-    """Time of one bandwidth-bound decode step [s] (one over DECODE_TOKS)."""
-    bytes_per_step = params_b * _GIGA * bytes_per_param + batch * kv_bytes_per_token * context_tokens
-    return bytes_per_step / (n_gpus * bandwidth_tb_s * _TERA * efficiency)
-
-
-def _compute_tokens_per_s(params_b: float, tflops: float) -> float:
-    """Tokens per second if arithmetic were the only limit (COMPUTE_TOKS)."""
-    return tflops * _TERA / (2.0 * params_b * _GIGA)
-
-
-def _prefill_seconds(params_b: float, prompt_tokens: float, n_gpus: int, tflops: float, utilisation: float) -> float:
-    """Compute-bound time to read a prompt [s] (PREFILL_S)."""
-    return 2.0 * params_b * _GIGA * prompt_tokens / (n_gpus * tflops * _TERA * utilisation)
-
-
-def _replicas(demand: float, capacity: float, spare: int) -> int:
-    """Whole replicas for a demand, plus spares (REPLICAS); demand and capacity in the same unit."""
-    return whole_ceil(demand / capacity) + spare
 
 
 @checked
@@ -222,7 +136,7 @@ def kv_gb(kv_bytes_per_token: KvBytes, tokens: Tokens, sequences: Batch = 1) -> 
     ``kv_bytes_per_token * tokens * sequences / 1e9`` (seed 000, section 3): one 2,300-token conversation on
     Qwen2.5-72B holds 0.754 GB.
     """
-    return kv_bytes_per_token * tokens * sequences / _GIGA
+    return kv_bytes_per_token * tokens * sequences / equations.GIGA
 
 
 @checked
@@ -325,7 +239,7 @@ def max_batch(
     ``floor((usable - weights) / (kv_bytes_per_token * context_tokens))`` (seed 000, sections 3 and 6). This is the
     worst case where every slot holds a full-length conversation; paged engines such as vLLM fit more.
     """
-    return _max_batch(params_b, bytes_per_param, kv_bytes_per_token, context_tokens, n_gpus, memory_gb, usable_fraction)
+    return equations.batch_that_fits(params_b, bytes_per_param, kv_bytes_per_token, context_tokens, n_gpus, memory_gb, usable_fraction)
 
 
 @checked
@@ -372,7 +286,7 @@ def decode_tokens_per_s(
     "Transferring the Model for Every Token"). Qwen2.5-72B in FP8 on two H100s: 92 tokens/s alone, 46.7 at
     batch 94.
     """
-    return 1.0 / _decode_step_seconds(
+    return 1.0 / equations.decode_step_s(
         params_b, bytes_per_param, n_gpus, bandwidth_tb_s, batch, kv_bytes_per_token, context_tokens, efficiency
     )
 
@@ -419,7 +333,7 @@ def decode_tokens_per_s_total(
     ``batch`` times DECODE_TOKS (seed 000, section 4): Qwen2.5-72B in FP8 on two H100s at batch 94 makes 4,387
     tokens/s.
     """
-    step = _decode_step_seconds(
+    step = equations.decode_step_s(
         params_b, bytes_per_param, n_gpus, bandwidth_tb_s, batch, kv_bytes_per_token, context_tokens, efficiency
     )
     return batch / step
@@ -446,7 +360,7 @@ def compute_tokens_per_s(params_b: ParamsB, tflops: TFLOPs) -> float:
     ``C / (2N)``: a forward pass costs about 2 FLOPs per parameter per token (seed 003, "Inference Computation";
     Kaplan et al. 2020, Table 1).
     """
-    return _compute_tokens_per_s(params_b, tflops)
+    return equations.compute_tokens_per_s(params_b, tflops)
 
 
 @checked
@@ -476,7 +390,7 @@ def tokens_per_s_ceiling(
     ``min(C / 2N, B / (N b))`` (seed 003, "Transferring the Model for Every Token"). At batch one the memory
     term is almost always the lower: about one FLOP per byte at FP16.
     """
-    return min(_compute_tokens_per_s(params_b, tflops), bandwidth_tb_s * _TERA / (params_b * _GIGA * bytes_per_param))
+    return min(equations.compute_tokens_per_s(params_b, tflops), bandwidth_tb_s * equations.TERA / (params_b * equations.GIGA * bytes_per_param))
 
 
 @checked
@@ -500,7 +414,7 @@ def inference_flops(params_b: ParamsB, tokens: Tokens = 1) -> float:
     ``2 N G`` (seed 003, "Inference Computation"): a 7B model needs about 14 billion FLOPs per token.
     Attention's context-dependent work is left out.
     """
-    return 2.0 * params_b * _GIGA * tokens
+    return 2.0 * params_b * equations.GIGA * tokens
 
 
 @checked
@@ -532,7 +446,7 @@ def prefill_seconds(
     ``2 N P / (n_gpus * C * utilisation)`` (seed 000, section 5): 72.7B, 2,000 tokens, two H100s at 989 TFLOP/s
     and 50% take 0.29 s. Attention grows with the square of the prompt, so very long prompts take longer.
     """
-    return _prefill_seconds(params_b, prompt_tokens, n_gpus, tflops, utilisation)
+    return equations.prefill_s(params_b, prompt_tokens, n_gpus, tflops, utilisation)
 
 
 @checked
@@ -639,4 +553,4 @@ def replicas(demand_tokens_per_s: TokensPerSOrZero, capacity_tokens_per_s: Token
     (``REPLICAS(0, 4387)`` is 0, ``REPLICAS(0, 4387, 1)`` is 1): a sweep's quiet rows stay numbers, and a fleet
     that must never be empty takes ``MAX(REPLICAS(...), minimum)``.
     """
-    return _replicas(demand_tokens_per_s, capacity_tokens_per_s, spare)
+    return equations.replicas_for(demand_tokens_per_s, capacity_tokens_per_s, spare)

@@ -1,0 +1,152 @@
+"""The catalog's schema: what a preset model and a preset accelerator carry, validated with pydantic.
+
+Every figure is a number under its field name with a source; a figure that does not exist or was never published is
+listed under ``unavailable`` with the reason (see :mod:`xlsxplan.catalog`).
+"""
+
+from __future__ import annotations
+
+import re
+import typing
+from typing import ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+__all__ = ["Kind", "Preset", "ModelPreset", "AcceleratorPreset", "MODEL_FIELDS", "GPU_FIELDS"]
+
+Kind = Literal["model", "accelerator"]
+
+
+
+class Preset(BaseModel):
+    """What every preset carries besides its figures."""
+
+    # strict: a figure is a TOML number, never a boolean (`true` is not 1 GB) or a string ("80"); an integer is
+    # accepted where a float belongs, as pydantic's strict mode allows. allow_inf_nan=False: `inf` is no figure.
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
+
+    id: str
+    aliases: tuple[str, ...] = Field((), strict=False)  # a TOML array is a list, which strict mode refuses as a tuple
+    source: str = Field(description="key of the [sources] entry that covers every figure not in `sources`")
+    sources: dict[str, str] = Field(default_factory=dict)
+    unavailable: dict[str, str] = Field(default_factory=dict)
+    note: str = ""
+
+    # figures that must be given or declared unavailable; subclasses list them
+    FIGURES: ClassVar[tuple[str, ...]] = ()
+    REQUIRED: ClassVar[tuple[str, ...]] = ()
+
+    @model_validator(mode="after")
+    def _every_figure_accounted_for(self) -> Preset:
+        for name in self.FIGURES:
+            value = getattr(self, name)
+            if name in self.unavailable and value is not None:
+                raise ValueError(f"{name} is both given and listed as unavailable")
+            if name in self.REQUIRED and value is None and name not in self.unavailable:
+                raise ValueError(f"{name} is missing: give it, or list it under 'unavailable' with the reason")
+        for name in list(self.sources) + list(self.unavailable):
+            if name not in self.FIGURES:
+                raise ValueError(f"'{name}' is not a figure of this preset (figures: {', '.join(self.FIGURES)})")
+        return self
+
+    def figure(self, field: str) -> float | int | None:
+        return getattr(self, field)
+
+    def source_key(self, field: str) -> str:
+        return self.sources.get(field, self.source)
+
+    @classmethod
+    def unit(cls, field: str) -> str:
+        """A figure's unit, from the bracket ending its description: ``GB``, ``TB/s``, ``count``..."""
+        match = re.search(r"\[([^\[\]]+)\]$", cls.model_fields[field].description or "")
+        if match is None:  # pragma: no cover - test_catalog checks every figure has one
+            raise TypeError(f"{cls.__name__}.{field} has no unit in brackets at the end of its description")
+        return match.group(1)
+
+    @classmethod
+    def whole(cls, field: str) -> bool:
+        """True for a figure that is a whole number (a TOML integer): layers, heads, a context length."""
+        return int in (cls.model_fields[field].annotation, *typing.get_args(cls.model_fields[field].annotation))
+
+
+class ModelPreset(Preset):
+    """A model's size and shape, as its publisher's config.json and model card give them."""
+
+    params_b: float = Field(gt=0, description="total parameters [B params]")
+    active_params_b: float | None = Field(None, gt=0, description="parameters used per token [B params]")
+    layers: int = Field(gt=0, description="transformer layers [count]")
+    hidden: int = Field(gt=0, description="model (embedding) width [count]")
+    heads: int = Field(gt=0, description="query heads per layer [count]")
+    kv_heads: int = Field(gt=0, description="key-value heads per layer [count]")
+    head_dim: int = Field(gt=0, description="width of one head [count]")
+    vocab: int = Field(gt=0, description="vocabulary size [tokens]")
+    context: int = Field(gt=0, description="longest context the model was trained for [tokens]")
+    intermediate: int | None = Field(None, gt=0, description="dense MLP width [count]")
+    experts: int | None = Field(None, gt=0, description="routed experts per MoE layer [count]")
+    experts_per_token: int | None = Field(None, gt=0, description="routed experts each token uses [count]")
+    shared_experts: int | None = Field(None, ge=0, description="always-used experts per MoE layer [count]")
+    moe_intermediate: int | None = Field(None, gt=0, description="one expert's MLP width [count]")
+    dense_layers: int | None = Field(None, ge=0, description="leading layers with a dense MLP [count]")
+    sliding_window: int | None = Field(None, gt=0, description="attention window of a window layer [tokens]")
+    sliding_window_layers: int | None = Field(None, ge=0, description="layers with a sliding window [count]")
+    kv_lora_rank: int | None = Field(None, gt=0, description="latent width cached per layer (MLA) [count]")
+    qk_rope_head_dim: int | None = Field(None, gt=0, description="rotary key width cached per layer (MLA) [count]")
+    q_lora_rank: int | None = Field(None, gt=0, description="query latent width (MLA) [count]")
+    tied_embeddings: bool = False
+
+    FIGURES: ClassVar[tuple[str, ...]] = (
+        "params_b", "active_params_b", "layers", "hidden", "heads", "kv_heads", "head_dim", "vocab", "context",
+        "intermediate", "experts", "experts_per_token", "shared_experts", "moe_intermediate", "dense_layers",
+        "sliding_window", "sliding_window_layers", "kv_lora_rank", "qk_rope_head_dim", "q_lora_rank",
+    )  # fmt: skip
+    REQUIRED: ClassVar[tuple[str, ...]] = (
+        "params_b", "layers", "hidden", "heads", "kv_heads", "head_dim", "vocab", "context",
+    )  # fmt: skip
+
+    @model_validator(mode="after")
+    def _consistent(self) -> ModelPreset:
+        if self.kv_heads > self.heads:
+            raise ValueError(f"kv_heads ({self.kv_heads}) cannot exceed heads ({self.heads})")
+        if self.heads % self.kv_heads:
+            raise ValueError(f"heads ({self.heads}) must be a multiple of kv_heads ({self.kv_heads})")
+        if self.active_params_b is not None and self.active_params_b > self.params_b:
+            raise ValueError("active_params_b cannot exceed params_b")
+        if (self.experts is None) != (self.experts_per_token is None):
+            raise ValueError("experts and experts_per_token go together")
+        if self.experts is not None and self.experts_per_token > self.experts:  # type: ignore[operator]
+            raise ValueError("experts_per_token cannot exceed experts")
+        if self.sliding_window_layers is not None and self.sliding_window_layers > self.layers:
+            raise ValueError("sliding_window_layers cannot exceed layers")
+        if (self.sliding_window is None) != (self.sliding_window_layers is None):
+            raise ValueError("sliding_window and sliding_window_layers go together")
+        if (self.kv_lora_rank is None) != (self.qk_rope_head_dim is None):
+            raise ValueError("kv_lora_rank and qk_rope_head_dim go together (multi-head latent attention)")
+        if self.dense_layers is not None and self.dense_layers > self.layers:
+            raise ValueError("dense_layers cannot exceed layers")
+        return self
+
+    def figure(self, field: str) -> float | int | None:
+        if field == "active_params_b" and self.active_params_b is None:
+            return self.params_b  # a dense model uses every parameter for every token
+        return getattr(self, field)
+
+    def source_key(self, field: str) -> str:
+        if field == "active_params_b" and self.active_params_b is None:
+            field = "params_b"
+        return self.sources.get(field, self.source)
+
+
+class AcceleratorPreset(Preset):
+    """An accelerator's memory, bandwidth and dense peak throughput, from its datasheet."""
+
+    memory_gb: float = Field(gt=0, description="memory [GB]")
+    bandwidth_tb_s: float = Field(gt=0, description="memory bandwidth [TB/s]")
+    bf16_tflops: float | None = Field(None, gt=0, description="dense 16-bit tensor throughput [TFLOP/s]")
+    fp8_tflops: float | None = Field(None, gt=0, description="dense FP8 tensor throughput [TFLOP/s]")
+
+    FIGURES: ClassVar[tuple[str, ...]] = ("memory_gb", "bandwidth_tb_s", "bf16_tflops", "fp8_tflops")
+    REQUIRED: ClassVar[tuple[str, ...]] = FIGURES
+
+
+MODEL_FIELDS: tuple[str, ...] = ModelPreset.FIGURES
+GPU_FIELDS: tuple[str, ...] = AcceleratorPreset.FIGURES

@@ -1,0 +1,107 @@
+"""The arithmetic behind the checked functions, unchecked: numbers in, numbers out.
+
+The registry's functions (:mod:`.serving`, :mod:`.architecture`) check their arguments under the names the user
+typed, then call these. So do the modules built on them (:mod:`.traffic`, :mod:`.roofline`, the calibration's
+predictions), whose own arguments are already checked under their own names: calling the public functions instead
+would check the values again under names the user never typed ("capacity_tokens_per_s must be ..."). Units are
+:mod:`.serving`'s: parameters in billions, memory in GB, bandwidth in TB/s, compute in dense TFLOP/s, seconds.
+"""
+
+from __future__ import annotations
+
+import math
+
+from ..errors import OutOfRangeError
+
+__all__ = ["GIGA", "TERA", "ULPS", "finite", "whole_floor", "whole_ceil", "free_bytes", "batch_that_fits",
+           "decode_step_s", "compute_tokens_per_s", "prefill_s", "replicas_for", "moe_params_read"]  # fmt: skip
+
+GIGA, TERA = 1e9, 1e12
+
+
+ULPS = 16
+"""How many units in the last place :func:`whole_floor` and :func:`whole_ceil` forgive: the rounding of a few
+multiplications and divisions, and no more. A tolerance relative to the number itself (1e-9 of it, say) would
+forgive a whole unit above a billion: ``REPLICAS(2000000001, 2)`` must be 1,000,000,001."""
+
+
+def finite(x: float) -> float:
+    if not math.isfinite(x):
+        raise OutOfRangeError("the result is too large to represent; check the inputs' units")
+    return x
+
+
+def whole_floor(x: float) -> int:
+    """``floor(x)``, forgiving the last few bits of float error (``95 - 1 ulp`` counts as 95)."""
+    above = math.ceil(finite(x))
+    return above if above - x <= ULPS * math.ulp(x) else above - 1
+
+
+def whole_ceil(x: float) -> int:
+    """``ceil(x)``, forgiving the last few bits of float error (``5 + 1 ulp`` counts as 5)."""
+    below = math.floor(finite(x))
+    return below if x - below <= ULPS * math.ulp(x) else below + 1
+
+
+def free_bytes(
+    params_b: float, bytes_per_param: float, n_gpus: int, memory_gb: float, usable_fraction: float
+) -> float:
+    """Usable memory less the weights [bytes]; negative when the weights do not fit."""
+    return n_gpus * memory_gb * usable_fraction * GIGA - params_b * GIGA * bytes_per_param
+
+
+def batch_that_fits(
+    params_b: float,
+    bytes_per_param: float,
+    kv_bytes_per_token: float,
+    context_tokens: float,
+    n_gpus: int,
+    memory_gb: float,
+    usable_fraction: float,
+) -> int:
+    """Whole sequences whose KV cache fits beside the weights; 0 when the weights do not fit (MAX_BATCH)."""
+    free = free_bytes(params_b, bytes_per_param, n_gpus, memory_gb, usable_fraction)
+    if free <= 0:
+        return 0
+    return whole_floor(free / (kv_bytes_per_token * context_tokens))
+
+
+def decode_step_s(
+    params_b: float,
+    bytes_per_param: float,
+    n_gpus: int,
+    bandwidth_tb_s: float,
+    batch: int,
+    kv_bytes_per_token: float,
+    context_tokens: float,
+    efficiency: float,
+) -> float:
+    """Time of one bandwidth-bound decode step [s] (one over DECODE_TOKS)."""
+    bytes_per_step = params_b * GIGA * bytes_per_param + batch * kv_bytes_per_token * context_tokens
+    return bytes_per_step / (n_gpus * bandwidth_tb_s * TERA * efficiency)
+
+
+def compute_tokens_per_s(params_b: float, tflops: float) -> float:
+    """Tokens per second if arithmetic were the only limit (COMPUTE_TOKS)."""
+    return tflops * TERA / (2.0 * params_b * GIGA)
+
+
+def prefill_s(params_b: float, prompt_tokens: float, n_gpus: int, tflops: float, utilisation: float) -> float:
+    """Compute-bound time to read a prompt [s] (PREFILL_S)."""
+    return 2.0 * params_b * GIGA * prompt_tokens / (n_gpus * tflops * TERA * utilisation)
+
+
+def replicas_for(demand: float, capacity: float, spare: int) -> int:
+    """Whole replicas for a demand, plus spares (REPLICAS); demand and capacity in the same unit."""
+    return whole_ceil(demand / capacity) + spare
+
+
+def moe_params_read(params_b: float, active_params_b: float, experts: int, experts_per_token: int, batch: float) -> float:
+    """Parameters a decode step of ``batch`` sequences reads from a mixture of experts, with uniform routing [B]
+    (MOE_PARAMS_READ_B)."""
+    share = experts_per_token / experts
+    if share == 1:
+        return params_b
+    routed = (params_b - active_params_b) / (1 - share)
+    touched = 1 - (1 - share) ** batch
+    return min(params_b, params_b - routed + routed * touched)

@@ -1,0 +1,414 @@
+"""The sheets and blocks both templates share: Cover, Guide, Lists, the usual checks, xlwings.conf, Version log.
+
+Each takes the :class:`~xlsxplan.templates.book.Book` being built and writes its sheet in the house layout.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from openpyxl.styles import Alignment, Border, Protection, Side
+from openpyxl.worksheet.pagebreak import Break
+from openpyxl.worksheet.worksheet import Worksheet
+
+from .. import __version__
+from ..domains import Domain
+from ..text import set_text
+from .book import Book, Ref, Sheet, check_format, page_setup, put_text, quote_sheetname
+from .styles import CASE_COLUMNS, FMT, GENERATOR, HEADER_ROWS, TEMPLATE_DATE, WIDTHS
+
+
+@dataclass
+class Legend:
+    """The style legend shown on the Cover."""
+
+    rows: list[tuple[str, str, str]] = field(
+        default_factory=lambda: [
+            ("Input", "1,000", "An input: type your own value (inputs and their register are unlocked)"),
+            ("Register", "Source", "An input's source, as-of date and comment: restate them with the value"),
+            ("Formula", "1,000", "A calculation: do not type over it; click it to read the formula"),
+            ("Link", "1,000", "A link to a figure on another sheet (green)"),
+            ("Output", "1,000", "A key result"),
+            ("Check Cell", "OK", "A check: OK, or ERROR with the reason on the Checks sheet"),
+            ("Note", "Note", "A note or statement of basis"),
+            ("Explanatory Text", "Text", "Explanations and sources"),
+        ]
+    )
+
+
+# -- the sheets both templates share -----------------------------------------------------------------------------
+LINE_CHARS = 150
+"""Characters per printed line of running text on Cover and Guide (columns A to F)."""
+
+
+_NBSP = "\u00a0"
+_GLUED = re.compile(r"\b(?:seed|Table|section|notes?) (?=\d)|\d (?=§)|\bet (?=al\.)")
+"""Spaces a printed line must not break at: "seed 000", "000 §4", "et al.", "Table 3"."""
+
+
+def paragraph(ws: Worksheet, row: int, text: str, style: str = "Label", col: str = "A", indent: str = "") -> int:
+    """Write ``text`` wrapped into lines of :data:`LINE_CHARS`, one cell per row; returns the next free row.
+
+    Lines never break inside a reference such as "seed 000 §4" or "et al." (:data:`_GLUED`)."""
+    import textwrap
+
+    glued = _GLUED.sub(lambda m: m.group(0)[:-1] + _NBSP, text)
+    wrapped = textwrap.wrap(glued, LINE_CHARS - len(indent), subsequent_indent=" " * len(indent)) or [""]
+    for i, line in enumerate(wrapped):
+        put_text(ws[f"{col}{row}"], (indent if i == 0 else "") + line.replace(_NBSP, " "), style)
+        row += 1
+    return row
+
+
+def note_block(ws: Worksheet, first: int, last: int, cols: str = "ABCDEF") -> None:
+    """Rows ``first`` to ``last`` as one Note box: the Note style's fill on every cell, its border around the
+    block only, so no line is drawn through text that runs on over the cells to its right."""
+    side = Side("thin", "B2B2B2")
+    for r in range(first, last + 1):
+        for i, col in enumerate(cols):
+            cell = ws[f"{col}{r}"]
+            keep = cell.value
+            cell.style = "Note"
+            if keep is not None and cell.data_type == "s":
+                set_text(cell, keep)  # the style resets the quote prefix (see put_text)
+            cell.border = Border(left=side if i == 0 else None, right=side if i == len(cols) - 1 else None,
+                                 top=side if r == first else None, bottom=side if r == last else None)  # fmt: skip
+
+
+def lists_sheet(book: Book, usual: Sequence[tuple[str, str, str, Domain]] = ()) -> dict[str, str]:
+    """The Lists sheet: the catalog's models and accelerators and the precision names, for the dropdowns, and the
+    usual ranges of the inputs that have one.
+
+    Returns the data-validation source of each list. The names are written as text, as the catalog holds them
+    when the file is built; =MODELS() and =GPUS() list the current catalog once the add-in is installed.
+
+    ``usual`` holds ``(key, label, unit, domain)`` for inputs whose argument domain has a typical range
+    (:attr:`xlsxplan.domains.Domain.typical`: legal values outside it are suspicious, such as a bandwidth of 3,350
+    where TB/s is meant). Each becomes a row of low and high bounds below the lists, and ``book.usual[key]`` the
+    label and the two cells, for a check that compares the input with them by formula.
+    """
+    from .. import calibration, catalog, precision
+    from ..errors import NotAvailableError
+
+    sh = book.sheet("Lists", "The dropdowns' lists: the catalog's presets and the precision names when this file "
+                    "was built (MODELS() and GPUS() list the current catalog).")  # fmt: skip
+    ws = sh.ws
+    columns = {"model": ("A", "Models (MODEL_SPEC)", catalog.model_names()),
+               "gpu": ("C", "Accelerators (GPU_SPEC)", catalog.gpu_names()),
+               "precision": ("E", "Precisions (BYTES_PER_PARAM)", precision.format_names())}  # fmt: skip
+    # A as on every sheet (its row 2 holds the master check's label); C and E hold names, B and D the usual
+    # ranges' units and upper bounds
+    for col, width in (("A", WIDTHS["A"]), ("B", 15), ("C", 30), ("D", 15), ("E", 30)):
+        ws.column_dimensions[col].width = width
+    out = {}
+    last = HEADER_ROWS
+    for kind, (col, heading, names) in columns.items():
+        put_text(ws[f"{col}{HEADER_ROWS}"], heading, "Column Heading")
+        for i, value in enumerate(names, start=HEADER_ROWS + 1):
+            put_text(ws[f"{col}{i}"], value, "Label")
+        end = HEADER_ROWS + len(names)
+        out[kind] = f"{quote_sheetname('Lists')}!${col}${HEADER_ROWS + 1}:${col}${end}"
+        last = max(last, end)
+    # beside the precisions, the dense peak each computes on (calibration.peak_field): 8-bit formats on FP8 tensor
+    # cores, the others on BF16 ones; FP4 has no catalog peak
+    put_text(ws[f"F{HEADER_ROWS}"], "Computes on", "Column Heading")
+    ws.column_dimensions["F"].width = 16
+    for i, value in enumerate(columns["precision"][2], start=HEADER_ROWS + 1):
+        try:
+            field = calibration.peak_field(value)
+        except NotAvailableError:  # FP4 tensor cores: no catalog peak
+            field = "none (FP4)"
+        put_text(ws[f"F{i}"], field, "Label")
+    end = HEADER_ROWS + len(columns["precision"][2])
+    out["precision_peak"] = f"{quote_sheetname('Lists')}!$F${HEADER_ROWS + 1}:$F${end}"
+    ws.freeze_panes = f"A{HEADER_ROWS + 1}"
+    sh.row = last + 1
+    if usual:
+        sh.row += 1
+        for col, text in zip("ABCD", ("Usual range of (xlsxplan.domains)", "Unit", "Low", "High")):
+            put_text(ws[f"{col}{sh.row}"], text, "Column Heading")
+        sh.row += 1
+        for key, label, unit, domain in usual:
+            if domain.typical is None:
+                raise ValueError(f"{label}: its domain has no typical range")
+            r = sh.row
+            put_text(ws[f"A{r}"], label, "Label")
+            put_text(ws[f"B{r}"], unit, "Unit")
+            for col, value in zip("CD", domain.typical):
+                ws[f"{col}{r}"] = value
+                ws[f"{col}{r}"].style = "Label"
+                ws[f"{col}{r}"].number_format = FMT["general"]
+            book.usual[key] = (label, f"Lists!$C${r}", f"Lists!$D${r}")
+            sh.row += 1
+        sh.text("Values outside these ranges are legal but rarely meant: the Checks sheet flags them (a unit slip?).")
+    sh.finish()
+    return out
+
+
+@dataclass(frozen=True)
+class Result:
+    """A figure the Cover shows: a line item's key (or an input's defined name), its label, unit and format, and a
+    note beside it: text, or a formula when it starts with ``=`` (``{key}`` placeholders allowed)."""
+
+    key: str
+    label: str
+    unit: str
+    fmt: str
+    note: str = ""
+
+
+def cover(
+    book: Book,
+    purpose: str,
+    headline: Sequence[Result],
+    drivers: Sequence[Result],
+    blocks: Sequence[tuple[str, Sequence[Result]]],
+    limitations: Sequence[str],
+    examples: str,
+) -> None:
+    """The Cover: purpose, version, active scenario, master check, the plan in brief with its key drivers beside
+    it, the other figures by what they are, then (on a page of its own) the legend and the known limitations.
+
+    ``headline`` is the plan a reader signs off, in key-result style; ``drivers`` the inputs that move it most,
+    shown beside it (columns D to F); each of ``blocks`` a heading and further figures, each labelled as what it
+    is (another method's, the calibrated view's). ``examples`` names where the shipped example values come from."""
+    ws = book.ws("Cover")
+    for col, width in WIDTHS.items():
+        ws.column_dimensions[col].width = width
+    put_text(ws["A1"], book.title, "Title")
+    ws.row_dimensions[1].height = 24
+    row = paragraph(ws, 2, purpose, "Explanatory Text")
+    row += 1
+
+    def heading(text: str, beside: str = "") -> None:
+        nonlocal row
+        put_text(ws[f"A{row}"], text, "Heading 2")
+        for col in "BCDEF":
+            ws[f"{col}{row}"].style = "Heading 2"
+        if beside:
+            put_text(ws[f"D{row}"], beside, "Heading 2")
+        row += 1
+
+    def pair(label: str, formula_or_value: Any, fmt: str, style: str, unit: str = "") -> None:
+        nonlocal row
+        put_text(ws[f"A{row}"], label, "Label")
+        cell = ws[f"B{row}"]
+        cell.style = style
+        if isinstance(formula_or_value, str) and not formula_or_value.startswith("="):
+            put_text(cell, formula_or_value)
+        else:
+            cell.value = formula_or_value
+        cell.number_format = FMT[fmt]
+        if unit:
+            put_text(ws[f"C{row}"], unit, "Unit")
+        row += 1
+
+    def link(key: str) -> str:
+        return "=" + (key if key in book.names else book.ref(key).text("Cover"))
+
+    heading("About this workbook")
+    about = row
+    pair("Version", __version__, "text", "Label")
+    pair("As of", TEMPLATE_DATE, "date", "Label")
+    pair("Built by", f"{GENERATOR} (xlsxplan {__version__})", "text", "Label")
+    if book.scenario_name:
+        pair("Active scenario", f"={book.scenario_name}", "text", "Link")
+    for r in range(about, row):
+        ws[f"B{r}"].alignment = Alignment(horizontal="left")
+    assert book.master_check is not None  # noqa: S101 - builder order
+    master_row = row
+    pair("Master check", "=" + book.master_check.text("Cover"), "check", "Check Cell")
+    check_format(ws, f"B{master_row}")
+    put_text(ws[f"D{master_row}"], "OK when every row of the Checks sheet is 0", "Explanatory Text")
+    row += 1
+    heading("The plan in brief (active scenario)", "Key drivers")
+    first = row
+    for result in headline:
+        pair(result.label, link(result.key), result.fmt, "Output", result.unit)
+    for i, result in enumerate(drivers):
+        r = first + i
+        put_text(ws[f"D{r}"], result.label, "Label")
+        cell = ws[f"E{r}"]
+        cell.value = link(result.key)
+        cell.style = "Link"
+        cell.number_format = FMT[result.fmt]
+        if result.fmt == "text":  # a name runs on to the right, over the unit column it leaves empty
+            cell.alignment = Alignment(horizontal="left")
+        elif result.unit:
+            put_text(ws[f"F{r}"], result.unit, "Unit")
+    row = max(row, first + len(drivers))
+    for title, results in blocks:
+        row += 1
+        heading(title)
+        for result in results:
+            if result.note.startswith("="):
+                ws[f"D{row}"] = book.render(result.note, "Cover")
+                ws[f"D{row}"].style = "Explanatory Text"
+            elif result.note:
+                put_text(ws[f"D{row}"], result.note, "Explanatory Text")
+            pair(result.label, link(result.key), result.fmt, "Link", result.unit)
+    row += 1
+    start = row
+    row = paragraph(
+        ws,
+        row,
+        f"This is an estimate, not a quote. The example values come from {examples}; replace them with your own "
+        "before relying on the results.",
+        "Note",
+    )
+    note_block(ws, start, row - 1)
+    ws.row_breaks.append(Break(id=row))  # the legend and the limitations on a page of their own
+    row += 1
+    heading("Legend")
+    for style, sample, meaning in Legend().rows:
+        put_text(ws[f"A{row}"], style if style != "Check Cell" else "Check", "Label")
+        cell = ws[f"B{row}"]
+        put_text(cell, sample, style)
+        cell.protection = Protection(locked=True)  # a sample, not an input
+        put_text(ws[f"D{row}"], meaning, "Explanatory Text")
+        row += 1
+    row += 1
+    heading("Known limitations of the estimate")
+    for text in limitations:
+        row = paragraph(ws, row, text, "Label", indent="- ")
+    ws.print_area = f"A1:F{row - 1}"
+    page_setup(ws, book.title)
+
+
+def guide(book: Book, steps: Sequence[str], sheets: Sequence[tuple[str, str]]) -> None:
+    """The Guide: how to fill the workbook in, what each sheet holds, the conventions."""
+    ws = book.ws("Guide")
+    for col, width in WIDTHS.items():
+        ws.column_dimensions[col].width = width
+    put_text(ws["A1"], f"{book.title}: Guide", "Title")
+    ws.row_dimensions[1].height = 24
+    row = 4  # below the master check's row
+
+    def heading(text: str) -> None:
+        nonlocal row
+        put_text(ws[f"A{row}"], text, "Heading 2")
+        for col in "BCDEF":
+            ws[f"{col}{row}"].style = "Heading 2"
+        row += 1
+
+    heading("How to fill it in")
+    for i, step in enumerate(steps, start=1):
+        row = paragraph(ws, row, step, "Label", indent=f"{i}. ")
+    row += 1
+    heading("Sheets")
+    for name, what in sheets:
+        put_text(ws[f"A{row}"], name, "Label")
+        put_text(ws[f"B{row}"], what, "Explanatory Text")
+        row += 1
+    row += 1
+    heading("Conventions")
+    for text in (
+        "Each input appears once, on Inputs, as a row: Label | Value | Unit | Source | As-of date | Comment. Only "
+        "input cells (orange) are unlocked; sheets are protected without a password (Review > Unprotect Sheet).",
+        "Every input has a defined name made from its label (Formulas > Name Manager), so formulas read like the "
+        "equation: =MAX_BATCH(Parameters, ...).",
+        "A scenario row keeps one value per case in columns G to J; the Active column shows the chosen case with "
+        "=INDEX(cases, Scenario_Number). No OFFSET, INDIRECT or nested IFs.",
+        "Units sit in their own column beside every figure: GB are 1e9 bytes, TB/s 1e12 bytes per second, "
+        "TFLOP/s 1e12 operations per second, B params billions of parameters. Formulas contain no numbers except "
+        "0, 1 and unit conversions (1,024, 3,600, 86,400, 1E+9, 1E+12, 1E+15).",
+        "Checks return 1 for a problem and 0 for OK; the master check, on the Cover and on the second row of every "
+        "other sheet, is 1 if any check is: =MIN(1,SUM(...)) (FAST Standard; ICAEW Financial Modelling Code).",
+        "Every figure a preset supplies comes from the catalog, which cites its source: MODEL_SOURCE and "
+        "GPU_SOURCE return the citation of any figure.",
+    ):
+        row = paragraph(ws, row, text, "Label", indent="- ")
+    ws.print_area = f"A1:F{row - 1}"
+    page_setup(ws, book.title)
+
+
+def conf_sheet(book: Book) -> Worksheet:
+    """The ``xlwings.conf`` sheet (:func:`xlsxplan.xlwings_conf.add_conf_sheet`), printed like the rest."""
+    from ..xlwings_conf import add_conf_sheet
+
+    ws = add_conf_sheet(book.wb)
+    ws.print_area = f"A1:B{ws.max_row}"
+    page_setup(ws, book.title)
+    return ws
+
+
+def version_log(book: Book) -> None:
+    """The Version log: one row per release of the template."""
+    sh = book.sheet("Version log", "What changed in this template, newest first.", ["Version", "Date", "By",
+                                                                                       "Change", "", ""])  # fmt: skip
+    ws = sh.ws
+    put_text(ws[f"A{sh.row}"], __version__, "Label")
+    ws[f"B{sh.row}"] = TEMPLATE_DATE
+    ws[f"B{sh.row}"].number_format = FMT["date"]
+    put_text(ws[f"C{sh.row}"], "xlsxplan", "Label")
+    put_text(ws[f"D{sh.row}"], "First release: generated by `xlsxplan build` from the catalog and the seeds' "
+             "examples", "Label")  # fmt: skip
+    sh.row += 1
+    sh.finish()
+
+
+def usual_checks(book: Book, sh: Sheet, usual: Sequence[tuple[str, str, str, Any]]) -> None:
+    """A Checks row per input with a usual range (see :func:`lists_sheet`): 1 when any of its cells lies outside
+    the range on Lists. COUNTIF skips empty cells, so an override left empty is never flagged."""
+    from ..domains import domain_of, format_number
+
+    for key, label, unit, alias in usual:
+        _, low, high = book.usual[key]
+        domain = alias if isinstance(alias, Domain) else domain_of(alias)
+        assert domain is not None and domain.typical is not None  # noqa: S101 - lists_sheet checked it
+        lo, hi = (format_number(x) for x in domain.typical)
+        if f"{key}@0" in book.refs:  # a row of the scenario block: all four cases
+            first, last = book.ref(f"{key}@0"), book.ref(f"{key}@{len(CASE_COLUMNS) - 1}")
+            span = f"Inputs!${first.col}${first.row}:${last.col}${last.row}"
+        else:
+            ref = book.ref(key)
+            span = f"{quote_sheetname(ref.sheet)}!${ref.col}${ref.row}"
+        sh.check(f"{label} outside its usual range",
+                 f'=IF(COUNTIF({span},"<"&{low})+COUNTIF({span},">"&{high})>0,1,0)',
+                 f"Usually {lo} to {hi} {unit} (Lists; xlsxplan.domains); outside: a unit slip?")  # fmt: skip
+
+
+def error_check(sh: Sheet, name: str, span: str, what: str = "") -> Ref:
+    """A Checks row that is 1 when ``span`` holds an error value or an error message as text.
+
+    The headless engine and xlwings Lite leave a failed function's error value in its cell, which ISERROR sees;
+    classic xlwings cannot (it writes the error value and the reason as text, ``#NUM! batch must be ...``), and
+    ISERROR, IFERROR and SUM all pass text by. ``COUNTIF(span,"#*")`` counts those texts: no other text in the
+    templates starts with ``#``."""
+    return sh.check(f"Error values on {name}", f'=IF(SUMPRODUCT(1*ISERROR({span}))+COUNTIF({span},"#*")>0,1,0)',
+                    what or f"Any error value on {name}, or an error message as text (classic xlwings)")
+
+
+def header_statuses(book: Book) -> None:
+    """Row 2 of every sheet but the Cover (:func:`header_status`): call it once every sheet and the master check
+    exist, before :func:`conf_sheet`."""
+    for ws in book.wb.worksheets:
+        if ws.title != "Cover":
+            header_status(book, ws)
+
+
+def header_status(book: Book, ws: Worksheet) -> None:
+    """Row 2 of a sheet: the master check and the active scenario, as on every sheet but the Cover (which shows
+    them among its own rows) and xlwings.conf (read by the add-in)."""
+    put_text(ws["A2"], "Master check (0 problems = OK; see Checks)", "Label")
+    master = book.master_check
+    assert master is not None  # noqa: S101 - a builder bug, not user input
+    ws["B2"] = "=" + master.text(ws.title)
+    ws["B2"].style = "Check Cell"
+    ws["B2"].number_format = FMT["check"]
+    check_format(ws, "B2")
+    if book.scenario_name:
+        sheet = book.sheets.get(ws.title)
+        if sheet is not None and sheet.case_blocks and sheet.layout == "list":
+            # the cases print on pages of their own beside A to C, where a "Scenario" label in C would stand
+            # without its name: the label goes with the name, in D, on the register's pages only
+            ws["D2"] = f'="Scenario: "&{book.scenario_name}'
+        else:
+            put_text(ws["C2"], "Scenario", "Unit")
+            ws["C2"].alignment = Alignment(horizontal="right")
+            ws["D2"] = f"={book.scenario_name}"
+        ws["D2"].style = "Link"
+        ws["D2"].alignment = Alignment(horizontal="left")
