@@ -41,16 +41,14 @@ def seed_results(rows):
     return out
 
 
+_GROUPS = {"train_mfu": "training (MFU)", "prefill": "prefill / TTFT", "decode_bandwidth": "batch-1 decode"}
+
+
 def group(r) -> str:
-    if r.metric in measurements.TRAIN_MFU_METRICS:
-        return "training (MFU)"
-    if r.metric in measurements.FORMULA_METRICS:
-        return "formula rows (6ND, 20N)"
-    if r.metric in measurements.PREFILL_METRICS:
-        return "prefill / TTFT"
-    if r.metric in measurements.DECODE_METRICS:
-        return "batch-1 decode"
-    return "offline throughput"
+    spec = measurements.METRICS[r.metric]
+    if spec.kind:
+        return _GROUPS[spec.kind]
+    return "offline throughput" if spec.uses else "formula rows (6ND, 20N)"
 
 
 def main() -> None:

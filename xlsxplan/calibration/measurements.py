@@ -50,7 +50,7 @@ import io
 import math
 import re
 import statistics
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -71,6 +71,11 @@ __all__ = [
     "parse_measurements",
     "observations",
     "predict",
+    "METRICS",
+    "Metric",
+    "TRAIN_RATES",
+    "kind_of",
+    "run_key",
     "validate",
     "summarise",
     "fit_report",
@@ -81,21 +86,15 @@ COLUMNS = (
     "output_len", "concurrency", "metric", "value", "unit", "source",
 )  # fmt: skip
 
-TRAIN_MFU_METRICS = (
-    "gpu_hours", "wall_clock_days", "wall_clock_seconds", "tokens_per_sec_per_gpu", "tokens_per_sec_global",
-    "achieved_tflops_per_gpu", "mfu",
-)  # fmt: skip
-PREFILL_METRICS = ("ttft", "prefill_tokens_per_sec")
-DECODE_METRICS = ("decode_tokens_per_sec",)
-THROUGHPUT_METRICS = ("output_tokens_per_sec_total", "output_tokens_per_sec_per_gpu")
-FORMULA_METRICS = ("train_flops", "chinchilla_optimal_tokens", "kv_cache_capacity_tokens")
-METRICS = TRAIN_MFU_METRICS + FORMULA_METRICS + PREFILL_METRICS + DECODE_METRICS + THROUGHPUT_METRICS
+SECONDS_PER_HOUR = 3_600.0
+SECONDS_PER_DAY = 86_400.0
 
 TRAIN_SEQ_CAP = 8192
 """Longest sequence assumed for pretraining: runs train at their context up to 8,192 tokens (Llama 3's pretraining
 length, Dubey et al. 2024, arXiv:2407.21783, section 3.4); longer contexts come from short extension phases."""
 DEFAULT_SEQ = 2048
 USABLE_FRACTION = 0.9
+"""The share of accelerator memory the weights and KV cache may take in a predicted serving row: seed 000's 90%."""
 ASPECT = 64  # hidden size per layer for a model without a preset
 
 
@@ -422,13 +421,8 @@ def flops_convention(m: Measurement) -> str:
 
 def kind_of(m: Measurement) -> str | None:
     """The efficiency a row's metric measures: train_mfu, prefill, decode_bandwidth, or None."""
-    if m.metric in TRAIN_MFU_METRICS:
-        return "train_mfu"
-    if m.metric in PREFILL_METRICS:
-        return "prefill"
-    if m.metric in DECODE_METRICS:
-        return "decode_bandwidth"
-    return None
+    spec = METRICS.get(m.metric)
+    return spec.kind if spec else None
 
 
 def run_key(m: Measurement) -> tuple:
@@ -454,19 +448,7 @@ def implied(m: Measurement) -> Observation:
         s = shape_of(m)
         fpt = _train_flops_per_token(s)
         peak = _peak_flops(m)
-        if m.metric == "mfu":
-            e = value
-        elif m.metric == "achieved_tflops_per_gpu":
-            e = value * 1e12 * fpt / _source_flops_per_token(m, s) / peak
-        elif m.metric == "tokens_per_sec_per_gpu":
-            e = value * fpt / peak
-        elif m.metric == "tokens_per_sec_global":
-            e = value * fpt / (_need(m.n_gpus, "n_gpus", m) * peak)
-        elif m.metric == "gpu_hours":
-            e = _need(m.tokens, "tokens", m) * fpt / (value * 3600.0 * peak)
-        else:  # wall clock
-            seconds = value * (86400.0 if m.metric == "wall_clock_days" else 1.0)
-            e = _need(m.tokens, "tokens", m) * fpt / (seconds * _need(m.n_gpus, "n_gpus", m) * peak)
+        e = TRAIN_RATES[m.metric].efficiency(m, value, s, peak, fpt)
     elif kind == "prefill":
         s = shape_of(m)
         prompt = _need(m.input_len, "input_len", m)
@@ -495,86 +477,161 @@ def _eff(factors: Factors, m: Measurement, kind: str) -> float:
     return factors.value(kind, **_efficiency_features(m, kind))
 
 
-def predict(m: Measurement, factors: Factors) -> tuple[float, str]:
-    """The row's predicted value in its own unit, and how it was predicted; raises :class:`Unpredictable`."""
-    if m.problem:
-        raise Unpredictable(m.problem)
-    if m.metric not in METRICS:
-        raise Unpredictable(f"metric {m.metric!r} is not one xlsxplan predicts (known: {', '.join(METRICS)})")
-    if m.metric == "chinchilla_optimal_tokens":
-        return training.chinchilla_tokens(_need(m.params_b, "params_b", m)), "20 tokens per parameter"
-    if m.metric == "train_flops":
-        s = shape_of(m)
-        return training.train_flops(s.active_b, _need(m.tokens, "tokens", m)), "6 N D"
-    s = shape_of(m)
-    kind = kind_of(m)
-    if kind == "train_mfu":
-        e = _eff(factors, m, kind)
-        fpt = _train_flops_per_token(s)
-        peak = _peak_flops(m)
-        basis = f"train_mfu {e:.3f}, {fpt / (6 * s.active_b * 1e9):.2f} x 6N FLOPs per token; {s.origin}"
-        rate = e * peak / fpt  # tokens per second per GPU
-        if m.metric == "mfu":
-            return e, basis
-        if m.metric == "achieved_tflops_per_gpu":
-            return rate * _source_flops_per_token(m, s) / 1e12, basis
-        if m.metric == "tokens_per_sec_per_gpu":
-            return rate, basis
-        if m.metric == "tokens_per_sec_global":
-            return rate * _need(m.n_gpus, "n_gpus", m), basis
-        tokens = _need(m.tokens, "tokens", m)
-        if m.metric == "gpu_hours":
-            return tokens / rate / 3600.0, basis
-        seconds = tokens / (rate * _need(m.n_gpus, "n_gpus", m))
-        return (seconds / 86400.0 if m.metric == "wall_clock_days" else seconds), basis
-    bits = _bits(m)
-    gpu = _gpu(m)
-    if m.metric == "kv_cache_capacity_tokens":
-        kv = _kv_bytes_per_token(m, s, _sequence(m))
-        weight_bytes = bits / 8.0
-        if s.preset and m.precision:  # a checkpoint as published: 16-bit embeddings for fp8, awq... (MODEL_WEIGHTS_GB)
-            embeddings = published_embedding_bytes(m.precision)
-            weight_bytes = models.model_weights_gb(s.preset, m.precision, embeddings) / s.params_b
-        free = equations.free_bytes(s.params_b, weight_bytes, _n(m), gpu.memory_gb, USABLE_FRACTION)
-        if free <= 0:
-            raise Unpredictable("the weights alone do not fit in 90% of memory")
-        return free / kv, f"90% of memory less weights over {kv:,.0f} KV bytes per token; {s.origin}"
+# --- prediction, one entry per metric -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TrainRate:
+    """A training metric and the efficiency it measures, both ways: ``value(m, rate, s)`` predicts the row's figure
+    from the tokens per second per GPU that a ``train_mfu`` gives (``rate = mfu * peak / flops_per_token``), and
+    ``efficiency(m, figure, s, peak, flops_per_token)`` is the ``train_mfu`` the row's own figure implies."""
+
+    value: Callable[[Measurement, float, Shape], float]
+    efficiency: Callable[[Measurement, float, Shape, float, float], float]
+
+
+def _tokens(m: Measurement) -> float:
+    return float(_need(m.tokens, "tokens", m))
+
+
+def _gpus(m: Measurement) -> int:
+    return int(_need(m.n_gpus, "n_gpus", m))
+
+
+def _clock(m: Measurement, figure: float) -> float:
+    """A wall-clock figure in seconds."""
+    return figure * (SECONDS_PER_DAY if m.metric == "wall_clock_days" else 1.0)
+
+
+TRAIN_RATES: dict[str, TrainRate] = {
+    "gpu_hours": TrainRate(lambda m, r, s: _tokens(m) / r / SECONDS_PER_HOUR,
+                           lambda m, v, s, peak, fpt: _tokens(m) * fpt / (v * SECONDS_PER_HOUR * peak)),
+    "wall_clock_days": TrainRate(lambda m, r, s: _tokens(m) / (r * _gpus(m)) / SECONDS_PER_DAY,
+                                 lambda m, v, s, peak, fpt: _tokens(m) * fpt / (_clock(m, v) * _gpus(m) * peak)),
+    "wall_clock_seconds": TrainRate(lambda m, r, s: _tokens(m) / (r * _gpus(m)),
+                                    lambda m, v, s, peak, fpt: _tokens(m) * fpt / (_clock(m, v) * _gpus(m) * peak)),
+    "tokens_per_sec_per_gpu": TrainRate(lambda m, r, s: r, lambda m, v, s, peak, fpt: v * fpt / peak),
+    "tokens_per_sec_global": TrainRate(lambda m, r, s: r * _gpus(m),
+                                       lambda m, v, s, peak, fpt: v * fpt / (_gpus(m) * peak)),
+    # the source's own FLOP count per token (see flops_convention)
+    "achieved_tflops_per_gpu": TrainRate(
+        lambda m, r, s: r * _source_flops_per_token(m, s) / 1e12,
+        lambda m, v, s, peak, fpt: v * 1e12 * fpt / _source_flops_per_token(m, s) / peak),
+    # model FLOPs utilisation itself: predicted and implied as the efficiency (the rate's FLOPs over the peak)
+    "mfu": TrainRate(lambda m, r, s: r * _train_flops_per_token(s) / _peak_flops(m), lambda m, v, s, peak, fpt: v),
+}  # fmt: skip
+"""Every training metric, by name: how its figure follows from a training rate, and the rate from its figure."""
+
+
+def _predict_train(m: Measurement, s: Shape, factors: Factors) -> tuple[float, str]:
+    e = _eff(factors, m, "train_mfu")
+    fpt = _train_flops_per_token(s)
+    peak = _peak_flops(m)
+    basis = f"train_mfu {e:.3f}, {fpt / (6 * s.active_b * 1e9):.2f} x 6N FLOPs per token; {s.origin}"
+    if m.metric == "mfu":
+        return e, basis  # the efficiency itself, not a round trip through a rate
+    return TRAIN_RATES[m.metric].value(m, e * peak / fpt, s), basis
+
+
+def _predict_chinchilla(m: Measurement, s: Shape, factors: Factors) -> tuple[float, str]:
+    return training.chinchilla_tokens(_need(m.params_b, "params_b", m)), "20 tokens per parameter"
+
+
+def _predict_train_flops(m: Measurement, s: Shape, factors: Factors) -> tuple[float, str]:
+    return training.train_flops(s.active_b, _tokens(m)), "6 N D"
+
+
+def _predict_kv_capacity(m: Measurement, s: Shape, factors: Factors) -> tuple[float, str]:
+    kv = _kv_bytes_per_token(m, s, _sequence(m))
+    weight_bytes = _bits(m) / 8.0
+    if s.preset and m.precision:  # a checkpoint as published: 16-bit embeddings for fp8, awq... (MODEL_WEIGHTS_GB)
+        embeddings = published_embedding_bytes(m.precision)
+        weight_bytes = models.model_weights_gb(s.preset, m.precision, embeddings) / s.params_b
+    free = equations.free_bytes(s.params_b, weight_bytes, _n(m), _gpu(m).memory_gb, USABLE_FRACTION)
+    if free <= 0:
+        raise Unpredictable(f"the weights alone do not fit in {USABLE_FRACTION:.0%} of memory")
+    return free / kv, f"{USABLE_FRACTION:.0%} of memory less weights over {kv:,.0f} KV bytes per token; {s.origin}"
+
+
+def _predict_decode(m: Measurement, s: Shape, factors: Factors) -> tuple[float, str]:
+    bits, bw = _bits(m), _gpu(m).bandwidth_tb_s
     kv = _kv_bytes_per_token(m, s, _context(m))
     e_bw = _eff(factors, m, "decode_bandwidth")
-    bw = gpu.bandwidth_tb_s
-    if kind == "decode_bandwidth":
-        basis = f"decode_bandwidth {e_bw:.3f}, {bits:g} bits per weight; {s.origin}"
-        try:
-            peak = _peak_flops(m)
-        except Unpredictable as why:  # no published FLOP/s (Apple): the bandwidth ceiling alone, as seed 000 does
-            speed = serving.decode_tokens_per_s(s.active_b, bits / 8.0, _n(m), bw, _batch(m), kv, _context(m), e_bw)
-            return speed, f"{basis}; bandwidth bound only ({why})"
-        e_c = _eff(factors, m, "prefill")
-        step = roofline.decode_step_seconds(
-            s.active_b, bits / 8.0, _batch(m), kv, _context(m), _n(m), bw, peak / 1e12, e_bw, e_c
-        )
-        return 1.0 / step, basis
-    peak = _peak_flops(m)
+    basis = f"decode_bandwidth {e_bw:.3f}, {bits:g} bits per weight; {s.origin}"
+    try:
+        peak = _peak_flops(m)
+    except Unpredictable as why:  # no published FLOP/s (Apple): the bandwidth ceiling alone, as seed 000 does
+        speed = serving.decode_tokens_per_s(s.active_b, bits / 8.0, _n(m), bw, _batch(m), kv, _context(m), e_bw)
+        return speed, f"{basis}; bandwidth bound only ({why})"
     e_c = _eff(factors, m, "prefill")
-    if kind == "prefill":
-        prompt = _need(m.input_len, "input_len", m)
-        t = roofline.ttft_seconds(s.active_b, bits / 8.0, prompt, s.layers, s.attn_width, _n(m), peak / 1e12, bw,
-                                  e_c, e_bw)  # fmt: skip
-        basis = f"prefill {e_c:.3f}, attention included; {s.origin}"
-        return (t / _ttft_scale(m) if m.metric == "ttft" else prompt / t), basis
-    # offline or concurrency-limited throughput
+    step = roofline.decode_step_seconds(s.active_b, bits / 8.0, _batch(m), kv, _context(m), _n(m), bw, peak / 1e12,
+                                        e_bw, e_c)  # fmt: skip
+    return 1.0 / step, basis
+
+
+def _predict_prefill(m: Measurement, s: Shape, factors: Factors) -> tuple[float, str]:
+    peak = _peak_flops(m)
+    e_c, e_bw = _eff(factors, m, "prefill"), _eff(factors, m, "decode_bandwidth")
+    prompt = _need(m.input_len, "input_len", m)
+    t = roofline.ttft_seconds(s.active_b, _bits(m) / 8.0, prompt, s.layers, s.attn_width, _n(m), peak / 1e12,
+                              _gpu(m).bandwidth_tb_s, e_c, e_bw)  # fmt: skip
+    basis = f"prefill {e_c:.3f}, attention included; {s.origin}"
+    return (t / _ttft_scale(m) if m.metric == "ttft" else prompt / t), basis
+
+
+def _predict_throughput(m: Measurement, s: Shape, factors: Factors) -> tuple[float, str]:
+    """Offline or concurrency-limited output throughput, of the instance or per GPU."""
+    gpu, bits = _gpu(m), _bits(m)
+    kv = _kv_bytes_per_token(m, s, _context(m))
+    peak = _peak_flops(m)
+    e_c, e_bw = _eff(factors, m, "prefill"), _eff(factors, m, "decode_bandwidth")
     experts, per_token = _routing(s)
     prompt = _need(m.input_len, "input_len", m)
     output = _need(m.output_len, "output_len", m)
     conc = 0 if m.concurrency in (None, "max") else int(m.concurrency)  # type: ignore[arg-type]
-    total = roofline.serve_tokens_per_s(s.params_b, bits / 8.0, kv, prompt, output, _n(m), gpu.memory_gb, bw,
-                                        peak / 1e12, conc, e_bw, e_c, USABLE_FRACTION,
+    total = roofline.serve_tokens_per_s(s.params_b, bits / 8.0, kv, prompt, output, _n(m), gpu.memory_gb,
+                                        gpu.bandwidth_tb_s, peak / 1e12, conc, e_bw, e_c, USABLE_FRACTION,
                                         s.active_b if s.moe else 0, experts, per_token)  # fmt: skip
     if total <= 0:
-        raise Unpredictable("the weights or one request do not fit in 90% of memory")
+        raise Unpredictable(f"the weights or one request do not fit in {USABLE_FRACTION:.0%} of memory")
     basis = (f"roofline: decode_bandwidth {e_bw:.3f}, prefill {e_c:.3f}, KV {_kv_bytes_per_value(m):g} byte(s) "
              f"per value, average context {_context(m):g}; {s.origin}")  # fmt: skip
     return (total / _n(m) if m.metric.endswith("per_gpu") else total), basis
+
+
+@dataclass(frozen=True)
+class Metric:
+    """How one metric is predicted: the efficiency its figure measures (``kind``, None for one a formula gives),
+    the efficiencies its prediction uses, and the function that predicts it."""
+
+    kind: str | None
+    uses: tuple[str, ...]
+    predict: Callable[[Measurement, Shape, Factors], tuple[float, str]]
+
+
+_SERVE = ("decode_bandwidth", "prefill")
+METRICS: dict[str, Metric] = {
+    **{name: Metric("train_mfu", ("train_mfu",), _predict_train) for name in TRAIN_RATES},
+    "train_flops": Metric(None, (), _predict_train_flops),
+    "chinchilla_optimal_tokens": Metric(None, (), _predict_chinchilla),
+    "kv_cache_capacity_tokens": Metric(None, (), _predict_kv_capacity),
+    "ttft": Metric("prefill", _SERVE, _predict_prefill),
+    "prefill_tokens_per_sec": Metric("prefill", _SERVE, _predict_prefill),
+    "decode_tokens_per_sec": Metric("decode_bandwidth", _SERVE, _predict_decode),
+    "output_tokens_per_sec_total": Metric(None, _SERVE, _predict_throughput),
+    "output_tokens_per_sec_per_gpu": Metric(None, _SERVE, _predict_throughput),
+}
+"""Every metric xlsxplan predicts, by name (the measurements README lists them)."""
+
+
+def predict(m: Measurement, factors: Factors) -> tuple[float, str]:
+    """The row's predicted value in its own unit, and how it was predicted; raises :class:`Unpredictable`."""
+    if m.problem:
+        raise Unpredictable(m.problem)
+    spec = METRICS.get(m.metric)
+    if spec is None:
+        raise Unpredictable(f"metric {m.metric!r} is not one xlsxplan predicts (known: {', '.join(METRICS)})")
+    return spec.predict(m, shape_of(m), factors)
 
 
 # --- validation -------------------------------------------------------------------------------------------------
@@ -622,10 +679,10 @@ class _FitCache:
 
 
 def _kinds_used(m: Measurement) -> tuple[str, ...]:
-    kind = kind_of(m)
-    if kind is not None:
-        return (kind,)
-    return ("decode_bandwidth", "prefill") if m.metric in THROUGHPUT_METRICS else ()
+    spec = METRICS.get(m.metric)
+    if spec is None:
+        return ()
+    return (spec.kind,) if spec.kind else spec.uses
 
 
 _WHAT = {"train_mfu": "peak compute (MFU)", "prefill": "peak compute", "decode_bandwidth": "peak bandwidth"}
