@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,7 +13,6 @@ from xlsxplan.calibration import Factors, GroupFit, Observation, TrainFit, measu
 from xlsxplan.core import training
 from xlsxplan.errors import ArgumentError, NotAvailableError, UnknownPresetError
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "measurements.csv"
 
 
 @pytest.mark.parametrize(
@@ -147,12 +145,6 @@ def test_factors_round_trip_through_their_file_form():
 
 
 # --- the shipped fit --------------------------------------------------------------------------------------------
-
-
-def test_shipped_data_is_the_projects_published_measurements():
-    if not SHARED.is_file():
-        pytest.skip("the shared data folder is not beside this checkout")
-    assert calibration.measurements_path().read_bytes() == SHARED.read_bytes()
 
 
 def test_shipped_factors_are_fitted_on_the_shipped_measurements():

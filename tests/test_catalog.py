@@ -13,7 +13,7 @@ from xlsxplan.catalog import GPU_FIELDS, MODEL_FIELDS, AcceleratorPreset, ModelP
 from xlsxplan.catalog.store import _parse
 from xlsxplan.errors import CatalogError, NotAvailableError, UnknownPresetError
 
-# The package ships a copy of shared/data/measurements.csv (tests/test_calibration.py checks they are the same).
+# The package ships its calibration set, xlsxplan/calibration/data/measurements.csv, each row with its source.
 MEASUREMENTS = Path(__file__).resolve().parents[1] / "xlsxplan" / "calibration" / "data" / "measurements.csv"
 DATA_README_GPUS = [
     "A100-80GB", "A100-40GB", "H100-SXM", "H100-PCIe", "H200", "H800", "B200", "L40S", "A40", "RTX-4090", "M2",

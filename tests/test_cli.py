@@ -90,6 +90,7 @@ def test_format_value(value, text):
     assert format_value(value) == text
 
 
+@pytest.mark.slow
 def test_installed_command_runs_as_a_subprocess():
     proc = subprocess.run(
         [sys.executable, "-m", "xlsxplan", "eval", "=ROUND(DECODE_TOKS(72.7,1,2,3.35),0)"],

@@ -185,6 +185,7 @@ def test_a_malformed_set_is_a_usage_error(book, capsys):
         split_assignment("=42")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(CORPUS))
 def test_hostile_files_exit_2_with_one_line_and_write_nothing(name, tmp_path, capsys):
     path = tmp_path / "hostile.xlsx"
@@ -217,6 +218,7 @@ sys.exit(main(sys.argv[2:]))
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["mid-write", "before-rename"])
 def test_a_killed_recalc_leaves_the_previous_output_intact(book, tmp_path, mode):
     out = tmp_path / "out.xlsx"
@@ -292,6 +294,7 @@ def test_quiet_when_piped(book, tmp_path):
     assert not any(phase in result.stderr for phase in ("loading", "calculating", "writing"))
 
 
+@pytest.mark.slow
 def test_progress_bar_on_a_terminal(book, tmp_path):
     primary, secondary = pty.openpty()
     fcntl.ioctl(secondary, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))  # a terminal 80 columns wide

@@ -22,7 +22,7 @@ from xlsxplan.errors import CellError
 from xlsxplan.headless import Workbook
 
 SOFFICE = shutil.which("soffice") or shutil.which("libreoffice")
-pytestmark = pytest.mark.skipif(SOFFICE is None, reason="LibreOffice (soffice) is not installed")
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(SOFFICE is None, reason="LibreOffice (soffice) is not installed")]
 
 
 @pytest.fixture(scope="module")

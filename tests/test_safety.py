@@ -47,6 +47,7 @@ def no_parsing(monkeypatch):
     monkeypatch.setattr(openpyxl, "load_workbook", forbidden)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(CORPUS))
 def test_the_hostile_corpus_is_refused_with_one_line(name, tmp_path):
     make, message = CORPUS[name]
@@ -73,6 +74,7 @@ BEFORE_PARSING = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", BEFORE_PARSING)
 def test_refused_before_any_xml_is_parsed(name, tmp_path, no_parsing):
     path = tmp_path / "hostile.xlsx"
@@ -94,6 +96,7 @@ def test_a_zip_bomb_is_refused_without_inflating_it():
     assert peak < 5 * 1024 * 1024  # never more than a few MiB, let alone 50
 
 
+@pytest.mark.slow
 def test_cheap_to_write_content_is_refused_in_bounded_memory_without_parsing(no_parsing):
     # 85 MB of empty formatted rows and 42 MB of shared strings, zipped to about 5 MB each: the scan is a stream
     for make, message in [(formatted_rows, "row records"), (many_strings, "shared strings")]:
