@@ -98,7 +98,8 @@ def _window_layers(c: dict[str, Any], model_type: str, layers: int, where: str) 
         )
         count = layers - layers // pattern  # type: ignore[operator]
     elif model_type in ("qwen2", "qwen2_moe", "qwen3", "qwen3_moe"):  # layers from max_window_layers on
-        count = layers - min(layers, _optional(c, "max_window_layers", where, layers))  # type: ignore[type-var]
+        first = _optional(c, "max_window_layers", where, layers)  # a default is given: never None
+        count = layers - min(layers, layers if first is None else first)
     else:  # Mistral-7B v0.1: every layer
         count = layers
     return (window, count) if count else (None, None)

@@ -346,7 +346,7 @@ _cache: dict[str, Any] = {}
 
 
 def _stamp(folder: Path) -> tuple:
-    stamp = [str(folder)]
+    stamp: list[object] = [str(folder)]
     for filename, _, _ in _FILES.values():
         try:
             st = (folder / filename).stat()
