@@ -1,9 +1,10 @@
 """What a workbook costs to load before its formulas: rows, shared strings, style records, rules, names, elements.
 
 Each case is a small real workbook (tests/hostile.py's ``plain_xlsx``) with ``--count`` copies of one kind of record
-added, loaded with ``xlsxplan.headless.engine.Workbook.load`` (openpyxl, then the formulas model) in a fresh process, within
-limits wide enough to let it through. The time and peak resident memory of a plain workbook are subtracted, and what
-is left is divided by the count: the per-record costs behind ``xlsxplan.headless.untrusted.Limits`` and its memory estimate.
+added, loaded with ``xlsxplan.headless.engine.Workbook.load`` (openpyxl, then the formulas model) in a fresh process,
+within limits wide enough to let it through. The time and peak resident memory of a plain workbook are subtracted, and
+what is left is divided by the count: the per-record costs behind ``xlsxplan.headless.untrusted.Limits`` and its memory
+estimate.
 
 Usage::
 

@@ -14,7 +14,6 @@ from xlsxplan.core import training
 from xlsxplan.errors import ArgumentError, NotAvailableError, UnknownPresetError
 
 
-
 @pytest.mark.parametrize(
     "precision, bits, group",
     [
@@ -181,7 +180,10 @@ def test_shipped_factors_provenance():
     assert stored["prefill"]["levels"] == {
         "class": {"datacenter": 2, "consumer": 1, "apple": 0}, "format": {"16-bit": 2, "8-bit": 1, "4-bit": 0},
     }  # fmt: skip
-    assert stored["prefill"]["assumed"] == ["apple (class): no rows, multiplier 1", "4-bit (format): no rows, multiplier 1"]
+    assert stored["prefill"]["assumed"] == [
+        "apple (class): no rows, multiplier 1",
+        "4-bit (format): no rows, multiplier 1",
+    ]
     # three rows, three free parameters (base, consumer, 8-bit): the in-sample error is 0 by construction, only the
     # leave-one-run-out error (26%) says anything
     assert (stored["prefill"]["free_parameters"], stored["prefill"]["degrees_of_freedom"]) == (3, 0)
@@ -298,7 +300,9 @@ def test_megatron_counts_hardware_flops_and_nvidia_its_own():
 
 def test_a_capped_factor_is_a_warning_in_the_reason():
     # line 27, Llama-3-8B FP16 decode on an RTX 4090: without its run, the fit gives 1.15 of peak bandwidth, capped
-    results = {r.line: r for r in measurements.validate(measurements.read_measurements(calibration.measurements_path()))}
+    results = {
+        r.line: r for r in measurements.validate(measurements.read_measurements(calibration.measurements_path()))
+    }
     assert results[27].reason.startswith("warning: the fit gives 1.15 of peak bandwidth for this row, more than the "
                                          "hardware has; capped at 1.00")  # fmt: skip
     assert results[20].reason == "decode_bandwidth has no 8-bit row in this fit: multiplier 1 assumed"

@@ -229,7 +229,9 @@ def test_whole_number_figures_are_toml_integers(new, match):
         _parse(GOOD_MODEL.replace("layers = 32", new, 1), "t.toml", "models", ModelPreset)
 
 
-TWO_GPUS = GOOD_GPU + """
+TWO_GPUS = (
+    GOOD_GPU
+    + """
 [accelerators.Y2]
 source = "ds"
 memory_gb = 40
@@ -237,6 +239,7 @@ bandwidth_tb_s = 2
 bf16_tflops = 100
 fp8_tflops = 200
 """
+)
 
 
 @pytest.mark.parametrize(

@@ -293,8 +293,10 @@ def test_model_list_names_a_user_preset_left_out(capsys, tmp_path, monkeypatch):
         ('=MODEL_SPEC("Qwen2.5-72B","context")', "131,072 tokens"),
         ('=MODEL_SPEC("Qwen2.5-72B","params_b")', "72.70 B params"),
         ('=MODEL_SPEC("Qwen2.5-72B",LOWER("LAYERS"))', "80.00"),  # a field that is not written out: unit unknown
-        ('=MODEL_SPEC("say ""a,b""","layers")', '#N/A model \'say "a,b"\' is not in the catalog; see MODELS() for the '
-                                                "list"),
+        (
+            '=MODEL_SPEC("say ""a,b""","layers")',
+            "#N/A model 'say \"a,b\"' is not in the catalog; see MODELS() for the list",
+        ),
         ("=MAX_BATCH(72.7,1,327680,2300,2,80)", "94 sequences"),
         ("=REPLICAS(20833,4387)", "5"),
         ("=REPLICAS(20833,4387,2)", "7"),

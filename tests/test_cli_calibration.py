@@ -115,8 +115,10 @@ def test_a_refit_on_a_users_file_is_one_command_and_used_at_once(capsys, tmp_pat
     from xlsxplan.catalog import user_catalog_dir
 
     shipped_fp8 = calibration.efficiency("prefill", "H100", "fp8")
-    text = calibration.measurements_path().read_text(encoding="utf-8").replace(
-        "H100-SXM,1,fp8,2048,1,1,ttft,36,", "H100-SXM,1,fp8,2048,1,1,ttft,18,"
+    text = (
+        calibration.measurements_path()
+        .read_text(encoding="utf-8")
+        .replace("H100-SXM,1,fp8,2048,1,1,ttft,36,", "H100-SXM,1,fp8,2048,1,1,ttft,18,")
     )
     mine = tmp_path / "mine.csv"
     mine.write_text(text, encoding="utf-8")
@@ -306,7 +308,9 @@ def test_calibrate_fit_never_rewrites_an_installed_package(capsys, monkeypatch, 
     assert run(capsys, "calibrate", "--fit", "--out", str(tmp_path / "mine.json"))[0] == 0
     from xlsxplan.cli.cmd_calibrate import source_checkout
 
-    assert source_checkout(Path(__file__).resolve().parents[1] / "xlsxplan" / "calibration" / "data" / "calibration.json")
+    assert source_checkout(
+        Path(__file__).resolve().parents[1] / "xlsxplan" / "calibration" / "data" / "calibration.json"
+    )
     assert not source_checkout(installed / "calibration.json")
 
 

@@ -69,8 +69,11 @@ def test_the_summary_names_the_cause_not_a_cell_that_passes_it_on(capsys, tmp_pa
     out = tmp_path / "out.xlsx"
     code, _, err = run(capsys, "recalc", template, "-o", out, "--set", f"Inputs!H{row}=qwen 72b")  # the active case
     assert code == 0
-    assert re.fullmatch(rf"wrote {re.escape(str(out))}; \d+ error cells, caused by Calculations!B\d+: #N/A model "
-                        r"'qwen 72b' is not in the catalog; did you mean Qwen2\.5-72B, .*\n", err.splitlines(True)[-1])
+    assert re.fullmatch(
+        rf"wrote {re.escape(str(out))}; \d+ error cells, caused by Calculations!B\d+: #N/A model "
+        r"'qwen 72b' is not in the catalog; did you mean Qwen2\.5-72B, .*\n",
+        err.splitlines(True)[-1],
+    )
 
 
 def test_an_error_shown_exits_1_with_its_reason(book, capsys, tmp_path):

@@ -216,6 +216,7 @@ def compressed(data: bytes) -> bytes:
 
 def dir_stream(references: list[tuple[str, str]]) -> bytes:
     """A dir stream's records up to the modules: project information, then a REFERENCEPROJECT per reference."""
+
     def record(rid: int, body: bytes) -> bytes:
         return struct.pack("<HI", rid, len(body)) + body
 
@@ -254,7 +255,7 @@ ADDIN = ("xlwings", "*\\CC:\\Users\\me\\AppData\\Roaming\\Microsoft\\Excel\\XLST
 def test_decompression_reproduces_the_specifications_example():
     # [MS-OVBA] 3.2.3, "Example: Copy Tokens": literals, then copy tokens of several lengths and offsets
     data = bytes.fromhex(
-        "012FB00023616161626364658266007061676869" "6A013808616B6C00306D6E6F700671027004107273747576107778797A003C"
+        "012FB000236161616263646582660070616768696A013808616B6C00306D6E6F700671027004107273747576107778797A003C"
     )
     assert vba._ovba_decompress(data) == b"#aaabcdefaaaaghijaaaaaklaaamnopqaaaaaaaaaaaarstuvwxyzaaa"
     with pytest.raises(ValueError, match=r"^a copy token before any byte of its chunk$"):
@@ -436,7 +437,9 @@ def test_the_bundle_carries_what_the_functions_need_and_nothing_lite_never_uses(
     for unused in ("zipfiles", "excel/setup", "excel/vba", "excel/lite", "calibration/measurements",
                    "calibration/machine", "catalog/hfconfig"):  # fmt: skip
         assert f"xlsxplan/{unused}.py" not in files, unused
-    assert files["xlsxplan/excel/udfs.py"] == (Path(lite_module.__file__).parent / "udfs.py").read_text(encoding="utf-8")
+    assert files["xlsxplan/excel/udfs.py"] == (Path(lite_module.__file__).parent / "udfs.py").read_text(
+        encoding="utf-8"
+    )
     assert len(lite_bundle().encode("utf-8")) < 350_000
 
 

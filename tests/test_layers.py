@@ -110,7 +110,9 @@ def test_no_module_imports_another_modules_private_names():
         tree = ast.parse(path.read_text(encoding="utf-8"))
         aliases = {}  # local name -> xlsxplan module it is bound to
         for target, line, names in _imports(module):
-            wrong += [f"{module}:{line} imports {target}.{n}" for n in names if n.startswith("_") and n != "__version__"]
+            wrong += [
+                f"{module}:{line} imports {target}.{n}" for n in names if n.startswith("_") and n != "__version__"
+            ]
         for node in ast.walk(tree):
             if isinstance(node, ast.ImportFrom):
                 target = _resolve(module, path, node)
@@ -141,7 +143,7 @@ def test_no_import_cycles():
             if nxt == "xlsxplan":
                 continue  # every module's parent: `from .. import __version__` reads a constant, not a layer
             if state.get(nxt) == 1:
-                cycles.append(stack[stack.index(nxt):] + [nxt])
+                cycles.append(stack[stack.index(nxt) :] + [nxt])
             elif nxt not in state:
                 visit(nxt, stack + [nxt])
         state[node] = 2
@@ -161,6 +163,8 @@ def test_the_pure_layers_import_no_excel_workbook_or_cli_library(module):
             for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
                 if isinstance(node, ast.Import):
                     found += [f"{name}: {a.name}" for a in node.names if a.name.split(".")[0] in banned]
-                elif isinstance(node, ast.ImportFrom) and not node.level and (node.module or "").split(".")[0] in banned:
+                elif (
+                    isinstance(node, ast.ImportFrom) and not node.level and (node.module or "").split(".")[0] in banned
+                ):
                     found.append(f"{name}: {node.module}")
     assert found == []

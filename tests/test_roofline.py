@@ -168,8 +168,10 @@ def test_serve_toks_with_calibrated_efficiencies_for_tensorrt_llm_llama31_8b():
 
 def test_a_dense_model_is_unchanged_by_the_moe_arguments():
     args = (8.03, "fp8", 65_536, 1000, 1000, 1, 80, 3.35, 1978.9, 0, 0.539, 0.407)
-    assert serve_tokens_per_s(*args) == serve_tokens_per_s(*args, 0.9, 0, 0, 0) == serve_tokens_per_s(
-        *args, 0.9, 8.03, 0, 0
+    assert (
+        serve_tokens_per_s(*args)
+        == serve_tokens_per_s(*args, 0.9, 0, 0, 0)
+        == serve_tokens_per_s(*args, 0.9, 8.03, 0, 0)
     )
 
 

@@ -297,10 +297,13 @@ def test_batch_for_ttft_with_memory_bound_steps_is_consistent_with_the_decode_sp
     assert x.batch_for_ttft(PARAMS_B, N_GPUS, TFLOPS, 20, 2_000, 2, 0.5, *memory) == 181
     assert x.batch_for_ttft(PARAMS_B, N_GPUS, TFLOPS, 20, 2_000, 2) == 290
     # a model whose steps cannot use the compute up (7B on one H100): the target's bound alone
-    assert x.batch_for_ttft(7.6, 1, 989, 20, 2_000, 2, 0.5, 2, 3.35, 57_344, 2_300) == x.batch_for_ttft(
-        7.6, 1, 989, 20, 2_000, 2) == 1_576
+    assert (
+        x.batch_for_ttft(7.6, 1, 989, 20, 2_000, 2, 0.5, 2, 3.35, 57_344, 2_300)
+        == x.batch_for_ttft(7.6, 1, 989, 20, 2_000, 2)
+        == 1_576
+    )
     # and the same through the engine, as the serving template calls it
-    assert evaluate_formula("=BATCH_FOR_TTFT(72.7,2,989,60,12000,3,0.5,\"fp8\",3.35,327680,2300)").value == 44
+    assert evaluate_formula('=BATCH_FOR_TTFT(72.7,2,989,60,12000,3,0.5,"fp8",3.35,327680,2300)').value == 44
     with pytest.raises(OutOfRangeError, match=r"^bytes_per_param must be positive when bandwidth_tb_s is given"):
         x.batch_for_ttft(PARAMS_B, N_GPUS, TFLOPS, 60, 12_000, 3, 0.5, 0, BW_TBS, KV, CONTEXT)
 
@@ -605,8 +608,7 @@ def test_the_walkthrough_prose_quotes_the_figures_its_commands_print():
         f"share of the arithmetic, {n(2, 'B68'):.0%}",
         f"costs the same in or out, ${n(2, 'B69'):.2f} per million",
         f"the same peak needs {n(2, 'B76'):.0f} replicas, {words[n(2, 'B77')]} GPUs",
-        f"a replica serves {n(3, 'B51'):.2f} requests/s, and {words[n(3, 'B53')]} replicas ({words[n(3, 'B54')]} "
-        "GPUs)",
+        f"a replica serves {n(3, 'B51'):.2f} requests/s, and {words[n(3, 'B53')]} replicas ({words[n(3, 'B54')]} GPUs)",
         f"the first-token target allows {n(3, 'B35'):.0f} and the decode-speed target, {n(3, 'B36'):.0f}, binds",
         f"${n(3, 'B69'):.2f} against ${n(3, 'B70'):.2f} per million",
         f"memory holds {n(4, 'B29'):.0f}, the 60 tokens/s target allows {n(4, 'B34'):.0f}",

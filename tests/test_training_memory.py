@@ -60,7 +60,9 @@ def test_selective_recomputation_saves_70_and_65_percent():
 def test_sequence_parallelism_and_selective_recomputation_cut_activations_fivefold():
     # Abstract and Figure 7: together they reduce activation memory about 5x against tensor parallelism alone.
     for cfg in (GPT3, MTNLG):
-        ratio = activation_gb(**cfg, recompute="none") / activation_gb(**cfg, sequence_parallel=1, recompute="selective")
+        ratio = activation_gb(**cfg, recompute="none") / activation_gb(
+            **cfg, sequence_parallel=1, recompute="selective"
+        )
         assert 4.5 < ratio < 6
 
 

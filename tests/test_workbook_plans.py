@@ -476,9 +476,15 @@ def test_a_longer_tail_prompt_shrinks_the_batch_that_fits_and_the_ttft_batch(pla
         assert live["batch_paged"] == traffic.paged_batch(71.3, 327_680, 2_300, 3_500) == 71
         assert live["batch_mem"] == 71 and live["batch_basis"] == "paged KV cache"
         assert live["batch"] == live["batch_ttft"] == 44 and live["latency_caps"] == "yes"
-        assert live["ttft_batch"] <= 3 < live["prefill_tokens_tail"] / (
-            serving.compute_tokens_per_s(72.7, 2 * 989 * 0.5)
-            - serving.decode_tokens_per_s_total(72.7, 1, 2, 3.35, 45, 327_680, 2_300))  # one more would miss it
+        assert (
+            live["ttft_batch"]
+            <= 3
+            < live["prefill_tokens_tail"]
+            / (
+                serving.compute_tokens_per_s(72.7, 2 * 989 * 0.5)
+                - serving.decode_tokens_per_s_total(72.7, 1, 2, 3.35, 45, 327_680, 2_300)
+            )
+        )  # one more would miss it
     before = _live(plan, "batch_fit", "kv_seq", "tail_share", "batch_paged")
     with changed(plan, {"Tail_Prompt_Tokens": 6_000}):
         live = check_serving(plan)
@@ -706,7 +712,8 @@ def test_checks_fire_on_classic_xlwings_text_errors_and_nothing_reads_fits(plan,
             texts = [e for e in _error_texts(plan)]
             assert texts, f"{name}: the simulation made no text errors"
             assert plan.workbook.errors() == {} or all(  # the only error values left are Excel's own (#N/A of NA())
-                e.code in ("#N/A", "#VALUE!") for e in plan.workbook.errors().values()), name
+                e.code in ("#N/A", "#VALUE!") for e in plan.workbook.errors().values()
+            ), name
             classic = fired(plan)
             assert must <= classic, name
             assert classic == headless, name  # the checks read a text error as the headless engine's error value

@@ -181,8 +181,16 @@ def content(path: Path) -> dict[str, Any]:
                                            c.protection.locked, c.protection.hidden)  # fmt: skip
         p = ws.protection
         out[ws.title] = {
-            "protection": (p.sheet, p.password, p.formatColumns, p.formatRows, p.selectLockedCells,
-                           p.selectUnlockedCells, p.insertRows, p.deleteRows),  # fmt: skip
+            "protection": (
+                p.sheet,
+                p.password,
+                p.formatColumns,
+                p.formatRows,
+                p.selectLockedCells,
+                p.selectUnlockedCells,
+                p.insertRows,
+                p.deleteRows,
+            ),  # fmt: skip
             "cells": cells,
             "validation": sorted(
                 (dv.type, dv.formula1, dv.formula2, str(dv.sqref)) for dv in ws.data_validations.dataValidation
@@ -261,7 +269,9 @@ def test_build_never_replaces_a_file_someone_saved(cli_build, tmp_path):
     (tmp_path / "serving_plan.xlsx").write_text("my notes")
     with pytest.raises(WorkbookError, match="serving_plan.xlsx was not written by `xlsxplan build`"):
         build_template(serving.FILENAME, tmp_path, Workbook)
-    replaced = build_template(training.FILENAME, tmp_path, Workbook, force=True)  # asked to: replaced, and generated again
+    replaced = build_template(
+        training.FILENAME, tmp_path, Workbook, force=True
+    )  # asked to: replaced, and generated again
     assert is_generated(replaced.path) and replaced.path.read_bytes() != before
 
 
@@ -473,8 +483,9 @@ def test_formulas_use_no_typed_numbers_offset_indirect_or_nested_ifs(shipped):
                     if tok.type == Token.FUNC and tok.subtype == Token.OPEN:
                         fn = tok.value[:-1].upper()
                         if fn == "IFERROR":  # a check's own wrapper: an error in its figures is a problem
-                            assert ws.title == "Checks" and c.value.startswith("=IFERROR(") and c.value.endswith(
-                                ",1)"), where
+                            assert (
+                                ws.title == "Checks" and c.value.startswith("=IFERROR(") and c.value.endswith(",1)")
+                            ), where
                         else:
                             assert fn in ALLOWED_FUNCTIONS or fn in registry.FUNCTIONS, where
                         assert not (fn == "IF" and "IF" in stack), f"nested IF in {where}"
@@ -740,7 +751,8 @@ def test_the_readme_screenshots_show_the_committed_workbooks(book, png):
     root = Path(__file__).resolve().parents[1]
     stamped = shots.png_text((root / "docs" / png).read_bytes()).get(shots.SOURCE_KEY)
     assert stamped == hashlib.sha256((root / "workbooks" / book).read_bytes()).hexdigest(), (
-        f"docs/{png} does not show the committed workbooks/{book}: run python docs/screenshots.py")
+        f"docs/{png} does not show the committed workbooks/{book}: run python docs/screenshots.py"
+    )
 
 
 def test_png_text_reads_what_stamp_writes(tmp_path):
@@ -748,8 +760,10 @@ def test_png_text_reads_what_stamp_writes(tmp_path):
 
     shots = _screenshots_module()
     png = tmp_path / "x.png"  # the smallest PNG: a signature, an IHDR and an IEND
-    ihdr = shots._chunk(b"IHDR", bytes.fromhex("0000000100000001080000000090") [:13])
-    png.write_bytes(b"\x89PNG\r\n\x1a\n" + ihdr + shots._chunk(b"IDAT", zlib.compress(b"\0\0")) + shots._chunk(b"IEND", b""))
+    ihdr = shots._chunk(b"IHDR", bytes.fromhex("0000000100000001080000000090")[:13])
+    png.write_bytes(
+        b"\x89PNG\r\n\x1a\n" + ihdr + shots._chunk(b"IDAT", zlib.compress(b"\0\0")) + shots._chunk(b"IEND", b"")
+    )
     book = tmp_path / "b.xlsx"
     book.write_bytes(b"workbook bytes")
     shots.stamp(png, book)

@@ -69,10 +69,10 @@ class Domain:
     ----------
     kind : {"number", "whole", "bytes", "text", "range"}
         ``number`` is any finite real, ``whole`` a whole number, ``bytes`` a byte count (whose domain,
-        :class:`xlsxplan.precision.ByteCount`, also takes a precision name such as ``"fp8"``), ``text`` a name looked up elsewhere, ``range`` a whole column
-        (or block) of numbers that the function reads as one sample, such as measured prompt lengths. A range
-        argument reaches the function as a tuple of floats, empty cells skipped; the adapters pass it whole
-        instead of broadcasting over it (:mod:`xlsxplan.cells`).
+        :class:`xlsxplan.precision.ByteCount`, also takes a precision name such as ``"fp8"``), ``text`` a name looked up
+        elsewhere, ``range`` a whole column (or block) of numbers that the function reads as one sample, such as
+        measured prompt lengths. A range argument reaches the function as a tuple of floats, empty cells skipped; the
+        adapters pass it whole instead of broadcasting over it (:mod:`xlsxplan.cells`).
     low, high : float, optional
         Bounds; for a range, the bounds of each value. ``low_open`` makes the lower bound strict (``> low``).
     typical : tuple of float, optional

@@ -131,6 +131,7 @@ def atomic_write(path: Path, write: Callable[[Path], None]) -> None:
 
 def atomic_write_text(path: Path, text: str) -> None:
     """Write ``text`` (UTF-8) to ``path`` atomically."""
+
     def write(tmp: Path) -> None:
         tmp.write_text(text, encoding="utf-8")
 

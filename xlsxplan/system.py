@@ -21,10 +21,10 @@ def physical_memory_gib() -> float:
 def address_space_cap_gb(max_memory_gb: float) -> float:
     """The address-space cap the command line sets for itself [GiB] (:func:`limit_address_space`).
 
-    The memory a workbook may take (``max_memory_gb`` [GB], the headless engine's limit), plus headroom for what shared libraries, thread
-    stacks and malloc arenas reserve beyond what they use (8 GiB, or 1 GiB per core if that is more), but never
-    more than 80% of the physical memory (:data:`PHYSICAL_SHARE`): an allocation past it fails in its cell instead
-    of the kernel ending the process or the machine swapping (16 + 8 = 24 GiB would be all of a 24 GiB machine).
+    The memory a workbook may take (``max_memory_gb`` [GB], the headless engine's limit), plus headroom for what shared
+    libraries, thread stacks and malloc arenas reserve beyond what they use (8 GiB, or 1 GiB per core if that is more),
+    but never more than 80% of the physical memory (:data:`PHYSICAL_SHARE`): an allocation past it fails in its cell
+    instead of the kernel ending the process or the machine swapping (16 + 8 = 24 GiB would be all of a 24 GiB machine).
     """
     wanted = max_memory_gb + max(8, os.cpu_count() or 1)
     physical = physical_memory_gib()

@@ -64,7 +64,6 @@ def require_defusedxml() -> None:
         )
 
 
-
 _OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
 
 

@@ -9,8 +9,8 @@ Three fractions carry almost all of it:
 
 Each is a small model with physical parameters, fitted on ``xlsxplan/calibration/data/measurements.csv`` (a copy of the
 project's published measurements, each row with its source) and stored with the fit's provenance in
-``xlsxplan/calibration/data/calibration.json``: the rows behind every fitted level, the fit's error, and the levels no row
-supports. ``xlsxplan validate`` predicts each measurement from a fit that never saw it.
+``xlsxplan/calibration/data/calibration.json``: the rows behind every fitted level, the fit's error, and the levels no
+row supports. ``xlsxplan validate`` predicts each measurement from a fit that never saw it.
 
 ``xlsxplan calibrate --fit [--data FILE]`` refits in one command and writes the user's own factors file,
 ``calibration.json`` in the user catalog folder (``$XLSXPLAN_CATALOG_DIR``, else the platform config folder, as the

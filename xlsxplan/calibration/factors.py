@@ -236,8 +236,8 @@ def efficiency(
 
     Notes
     -----
-    Fitted on the published measurements (xlsxplan/calibration/data/measurements.csv), or on yours after ``xlsxplan calibrate
-    --fit --data FILE`` (the user catalog folder's calibration.json; ``$XLSXPLAN_CALIBRATION`` chooses);
+    Fitted on the published measurements (xlsxplan/calibration/data/measurements.csv), or on yours after ``xlsxplan
+    calibrate --fit --data FILE`` (the user catalog folder's calibration.json; ``$XLSXPLAN_CALIBRATION`` chooses);
     ``xlsxplan validate`` shows each row's error from a fit without its run. prefill and decode_bandwidth are ``base
     * class * format``, decode's format by storage, prefill's by the width of the multiply (W8A16 computes in 16
     bits); train_mfu is ``ceiling / (1 + overhead_bytes * (C/B) / (72 hidden))`` with C/B the accelerator's dense

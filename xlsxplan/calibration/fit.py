@@ -22,6 +22,7 @@ _HUBER = 0.2  # log units: errors within about 22% count quadratically, larger o
 _RIDGE = 0.01  # penalty on log multipliers: settles what the data cannot separate, shrinks a one-row effect by 2%
 _OVERHEAD_MAX = 1000  # overhead_bytes searched from 0 to this in steps of 1: bytes per hidden unit per layer per token
 
+
 @dataclass(frozen=True)
 class Observation:
     """One measurement turned into the efficiency it implies."""

@@ -45,7 +45,6 @@ MFU (PaLM's 46% less a margin); prefill: seed 000's 50% (section 5); decode: the
 peak bandwidth (section 4)."""
 
 
-
 def bits_per_weight(precision: str) -> float:
     """Bits one weight takes in ``precision``, block scales included (:func:`xlsxplan.precision.bytes_per_param`);
     an empty name is 16-bit.

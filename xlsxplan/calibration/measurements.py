@@ -413,9 +413,11 @@ def flops_convention(m: Measurement) -> str:
         return (f"compared in the source's FLOP count, {m.flops_per_token / six_n:.2f} x 6N per token (its TFLOP/s "
                 f"over its tokens/s), not PaLM's {palm:.2f} x 6N")  # fmt: skip
     if m.flops == "hardware":
-        return (f"the source counts hardware FLOPs, recomputation included: compared at 4/3 of PaLM's {palm:.2f} x 6N "
-                "(Narayanan et al. 2021, section 5.1, Eq. 3), so its model FLOPs utilisation is 3/4 of the figure over "
-                "peak")
+        return (
+            f"the source counts hardware FLOPs, recomputation included: compared at 4/3 of PaLM's {palm:.2f} x 6N "
+            "(Narayanan et al. 2021, section 5.1, Eq. 3), so its model FLOPs utilisation is 3/4 of the figure over "
+            "peak"
+        )
     return f"compared in PaLM's FLOP count, {palm:.2f} x 6N per token (the source's own count is not stated)"
 
 

@@ -1,14 +1,15 @@
 """Preset models and accelerators: TOML data files validated with pydantic, every figure with its source.
 
 The package has three parts: :mod:`.schema` (what a preset carries), :mod:`.store` (loading the
-shipped files and the user's own), and the lookups here. The shipped files sit beside this module (``models.toml``, ``accelerators.toml``). A figure is a number under its
-field name; its source is the preset's ``source`` unless ``sources`` names another for that field; both name an
-entry of the file's ``[sources]`` table, where the full citation lives once. A figure that does not exist (FP8 on
-an A100) or was never published (an Apple GPU's FLOP/s) is listed under ``unavailable`` with the reason, so a
-missing number is always a decision, never an accident. Loading fails with one line naming the file, the preset
-and the field if a figure is missing, negative, infinite, of the wrong kind (strict: a TOML boolean or string is
-never a number; a TOML integer is a float figure, and a count must be a TOML integer) or without a source, and when
-two presets share a name as lookups compare names (case-insensitively, spaces and underscores as hyphens).
+shipped files and the user's own), and the lookups here. The shipped files sit beside this module (``models.toml``,
+``accelerators.toml``). A figure is a number under its field name; its source is the preset's ``source`` unless
+``sources`` names another for that field; both name an entry of the file's ``[sources]`` table, where the full citation
+lives once. A figure that does not exist (FP8 on an A100) or was never published (an Apple GPU's FLOP/s) is listed under
+``unavailable`` with the reason, so a missing number is always a decision, never an accident. Loading fails with one
+line naming the file, the preset and the field if a figure is missing, negative, infinite, of the wrong kind (strict: a
+TOML boolean or string is never a number; a TOML integer is a float figure, and a count must be a TOML integer) or
+without a source, and when two presets share a name as lookups compare names (case-insensitively, spaces and underscores
+as hyphens).
 
 User presets (``xlsxplan model add``, ``xlsxplan calibrate --save``) live in the user's own catalog folder, never
 inside the installed package: ``$XLSXPLAN_CATALOG_DIR`` if set, else the platform's config folder

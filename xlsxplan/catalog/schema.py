@@ -17,7 +17,6 @@ __all__ = ["Kind", "Preset", "ModelPreset", "AcceleratorPreset", "MODEL_FIELDS",
 Kind = Literal["model", "accelerator"]
 
 
-
 class Preset(BaseModel):
     """What every preset carries besides its figures."""
 

@@ -39,6 +39,7 @@ __all__ = [
     "USER_SOURCE_PREFIX",
 ]
 
+
 def _key(name: str) -> str:
     return re.sub(r"[\s_]+", "-", name.strip().casefold())
 
@@ -437,7 +438,6 @@ def save_user_preset(
     naming the file, the preset and the field): loading is lenient with a hand-edited file, saving is not.
     """
     import tomli_w
-
 
     filename, table, cls = _FILES[kind]
     folder = user_catalog_dir()

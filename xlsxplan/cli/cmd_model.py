@@ -44,7 +44,7 @@ def add(args: argparse.Namespace) -> int:
     kv = models.model_kv_bytes_per_token(name)
     print(f"  KV cache    {human_number(kv)} bytes per token in BF16 (before any window)")
     quoted = '"' + name.replace('"', '""') + '"'  # a text literal in a formula doubles its quotes
-    print(f"  use it as   =MODEL_SPEC({quoted}, \"layers\"), =MODEL_KV_GB({quoted}, 8192)")
+    print(f'  use it as   =MODEL_SPEC({quoted}, "layers"), =MODEL_KV_GB({quoted}, 8192)')
     return EXIT_OK
 
 

@@ -260,5 +260,3 @@ def weights_gb_per_gpu(
     if expert_params_b > params_b:
         raise OutOfRangeError("expert_params_b cannot exceed params_b", "expert_params_b")
     return ((params_b - expert_params_b) / tp + expert_params_b / ep) * bytes_per_param
-
-

@@ -43,9 +43,7 @@ def whole_ceil(x: float) -> int:
     return below if x - below <= ULPS * math.ulp(x) else below + 1
 
 
-def free_bytes(
-    params_b: float, bytes_per_param: float, n_gpus: int, memory_gb: float, usable_fraction: float
-) -> float:
+def free_bytes(params_b: float, bytes_per_param: float, n_gpus: int, memory_gb: float, usable_fraction: float) -> float:
     """Usable memory less the weights [bytes]; negative when the weights do not fit."""
     return n_gpus * memory_gb * usable_fraction * GIGA - params_b * GIGA * bytes_per_param
 
@@ -96,7 +94,9 @@ def replicas_for(demand: float, capacity: float, spare: int) -> int:
     return whole_ceil(demand / capacity) + spare
 
 
-def moe_params_read(params_b: float, active_params_b: float, experts: int, experts_per_token: int, batch: float) -> float:
+def moe_params_read(
+    params_b: float, active_params_b: float, experts: int, experts_per_token: int, batch: float
+) -> float:
     """Parameters a decode step of ``batch`` sequences reads from a mixture of experts, with uniform routing [B]
     (MOE_PARAMS_READ_B)."""
     share = experts_per_token / experts

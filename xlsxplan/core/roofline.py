@@ -258,7 +258,11 @@ def serve_tokens_per_s(
     batch = fits if concurrency == 0 else min(concurrency, fits)
     if batch < 1:
         return 0.0
-    read = params_b if active == params_b else equations.moe_params_read(params_b, active, experts, experts_per_token, batch)
+    read = (
+        params_b
+        if active == params_b
+        else equations.moe_params_read(params_b, active, experts, experts_per_token, batch)
+    )
     step = _step(
         read, bytes_per_param, batch, kv_bytes_per_token, context, n_gpus, bandwidth_tb_s, tflops,
         bandwidth_eff, compute_eff, active,

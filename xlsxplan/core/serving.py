@@ -239,7 +239,9 @@ def max_batch(
     ``floor((usable - weights) / (kv_bytes_per_token * context_tokens))`` (seed 000, sections 3 and 6). This is the
     worst case where every slot holds a full-length conversation; paged engines such as vLLM fit more.
     """
-    return equations.batch_that_fits(params_b, bytes_per_param, kv_bytes_per_token, context_tokens, n_gpus, memory_gb, usable_fraction)
+    return equations.batch_that_fits(
+        params_b, bytes_per_param, kv_bytes_per_token, context_tokens, n_gpus, memory_gb, usable_fraction
+    )
 
 
 @checked
@@ -390,7 +392,10 @@ def tokens_per_s_ceiling(
     ``min(C / 2N, B / (N b))`` (seed 003, "Transferring the Model for Every Token"). At batch one the memory
     term is almost always the lower: about one FLOP per byte at FP16.
     """
-    return min(equations.compute_tokens_per_s(params_b, tflops), bandwidth_tb_s * equations.TERA / (params_b * equations.GIGA * bytes_per_param))
+    return min(
+        equations.compute_tokens_per_s(params_b, tflops),
+        bandwidth_tb_s * equations.TERA / (params_b * equations.GIGA * bytes_per_param),
+    )
 
 
 @checked

@@ -24,8 +24,10 @@ _DATA_SUFFIXES = (".toml", ".json", ".csv", ".txt")
 
 
 def _imported_modules(root: Path) -> set[Path]:
-    """The files of every xlsxplan module that ``xlsxplan.excel.udfs`` can import, found by reading the import statements
-    of each (those inside functions too), starting from udfs and the package itself; a parent package counts."""
+    """The files of every xlsxplan module that ``xlsxplan.excel.udfs`` can import, found by reading the import
+    statements of each (those inside functions too), starting from udfs and the package itself; a parent package
+    counts."""
+
     def path_of(name: str) -> Path | None:
         if name.split(".")[0] != "xlsxplan":  # numpy, pydantic, the standard library: not bundled
             return None
@@ -60,8 +62,8 @@ def _imported_modules(root: Path) -> set[Path]:
 
 def bundle_files() -> dict[str, str]:
     """The package files a Lite bundle carries, path inside the package -> text, in a stable order: the modules
-    :mod:`xlsxplan.excel.udfs` imports (not the command line, the workbook builders, the headless engine or the OOXML and
-    safety layers, which Lite never uses) and the data files (catalog, calibration) with their packages."""
+    :mod:`xlsxplan.excel.udfs` imports (not the command line, the workbook builders, the headless engine or the OOXML
+    and safety layers, which Lite never uses) and the data files (catalog, calibration) with their packages."""
     root = Path(__file__).resolve().parents[1]
     wanted = _imported_modules(root)
     for path in root.rglob("*"):

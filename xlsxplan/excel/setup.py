@@ -10,10 +10,10 @@ Two runtimes reach Excel (see :mod:`xlsxplan.excel.udfs`):
   ``xlwings``, and Excel must enable its macros when it opens it.
 * **xlwings Lite**: an Office add-in (Excel on Windows, macOS and the web) that runs Python in the browser
   (Pyodide). Its code lives in the workbook (a ``main.py`` and a ``requirements.txt`` edited in Lite's task pane)
-  and its packages come from PyPI or Pyodide. xlsxplan is not on PyPI yet, so :func:`~xlsxplan.excel.lite.lite_bundle` writes a single
-  ``main.py`` that carries xlsxplan's source as readable text, unpacks it into Pyodide's in-memory file system and
-  exposes every function; :func:`~xlsxplan.excel.lite.lite_requirements` lists what it needs. Once pasted into a workbook, whoever
-  opens that workbook with Lite needs nothing else.
+  and its packages come from PyPI or Pyodide. xlsxplan is not on PyPI yet, so :func:`~xlsxplan.excel.lite.lite_bundle`
+  writes a single ``main.py`` that carries xlsxplan's source as readable text, unpacks it into Pyodide's in-memory file
+  system and exposes every function; :func:`~xlsxplan.excel.lite.lite_requirements` lists what it needs. Once pasted
+  into a workbook, whoever opens that workbook with Lite needs nothing else.
 
 The checks are plain functions returning :class:`Check` results, so the command line only prints them.
 """

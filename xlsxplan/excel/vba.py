@@ -20,6 +20,7 @@ MAX_VBA_MB = 64
 __all__ = ["XLWINGS_MODULE", "MAX_VBA_MB", "checked_zip", "vba_module_names", "vba_references", "vba_project",
            "modules_of", "references_of", "is_xlwings"]  # fmt: skip
 
+
 def checked_zip(path: Path, limits: ZipLimits) -> tuple[bytes, zipfile.ZipFile]:
     """The file's bytes and zip, after the checks :mod:`xlsxplan.zipfiles` gives every untrusted workbook before any
     part is parsed: its size, the number and inflated size of its parts (zip bombs), encryption, and DTDs or

@@ -1,4 +1,5 @@
-"""The parts of an .xlsx/.xlsm package that headless recalculation reads, without a round trip (:mod:`.patch` edits them).
+"""The parts of an .xlsx/.xlsm package that headless recalculation reads, without a round trip (:mod:`.patch` edits
+them).
 
 A workbook is a zip of XML parts (ECMA-376 Part 1): ``[Content_Types].xml``, ``xl/workbook.xml``, one part per
 sheet, relationship parts (``_rels/*.rels``) that link them, plus styles, charts, drawings, comments, VBA. openpyxl

@@ -52,7 +52,6 @@ from .package import MAX_COL, MAX_ROW, Package, range_bounds
 __all__ = ["Limits", "SheetStats", "PartStats", "Inspection", "open_package", "inspect_bytes", "formula_threat"]
 
 
-
 # Peak resident memory of a formulas model, fitted on benchmarks/recalc.py (BENCHMARKS.md, "Headless
 # recalculation") and rounded up: the estimate is 1.1 to 1.4 times what was measured for 100 to 10,000-row scenario
 # sheets (per-cell and array) and a 1,000-sheet workbook.
@@ -262,7 +261,6 @@ def open_package(path: Path | str, limits: Limits | None = None) -> Inspection:
     if len(data) > cap:
         raise WorkbookError(f"{path.name} is over {limits.max_file_mb:,.0f} MiB; xlsxplan opens workbooks up to that")
     return inspect_bytes(data, str(path), limits)
-
 
 
 _P = rb"(?:[A-Za-z_][\w.\-]*:)?"

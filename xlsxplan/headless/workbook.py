@@ -1,7 +1,7 @@
 """Headless recalculation of a whole workbook: load once, set inputs, calculate, read, save with cached values.
 
-:class:`Workbook` loads a file through the checks of :mod:`xlsxplan.headless.untrusted`, builds the ``formulas`` model once
-(the expensive part: 1.5 to 5 ms per formula cell), and then recalculates as often as needed with inputs changed
+:class:`Workbook` loads a file through the checks of :mod:`xlsxplan.headless.untrusted`, builds the ``formulas`` model
+once (the expensive part: 1.5 to 5 ms per formula cell), and then recalculates as often as needed with inputs changed
 by cell or defined name. :meth:`Workbook.save` writes the original package back with every formula kept and its
 computed value cached beside it, so Excel, LibreOffice, file previewers and ``openpyxl(data_only=True)`` all show
 the numbers (see :mod:`xlsxplan.headless.patch` for how the file is edited without a lossy round trip).
@@ -467,8 +467,8 @@ class Workbook:
     ) -> Workbook:
         """Check and load a workbook (.xlsx, .xlsm, .xltx, .xltm); WorkbookError with one line if refused.
 
-        ``limits`` overrides :class:`~xlsxplan.headless.untrusted.Limits`; ``progress(done, total)`` is called as cells are
-        compiled (``total`` is the number of cells the file stores).
+        ``limits`` overrides :class:`~xlsxplan.headless.untrusted.Limits`; ``progress(done, total)`` is called as cells
+        are compiled (``total`` is the number of cells the file stores).
         """
         path = Path(path)
         require_defusedxml()

@@ -662,7 +662,6 @@ class Sheet:
             put_text(self.ws[f"A{3 + i}"], text, "Explanatory Text")
 
 
-
 def _style_of(formula: str, key_result: bool) -> str:
     if key_result:
         return "Output"

@@ -1,9 +1,9 @@
 """Write the templates: build with openpyxl, recalculate headlessly, cache the values, and read the summary back.
 
 ``xlsxplan build`` calls :func:`build_all`. Each template is built to a temporary file, loaded, calculated and
-saved by the Workbook API it is given (:class:`xlsxplan.headless.Workbook`), so the written file carries every formula **and** its
-value, and finally normalised (fixed zip timestamps and document dates) so that building twice writes the same
-bytes. The printed summary is read from the recalculated cells, never computed again in Python: if the workbook is
+saved by the Workbook API it is given (:class:`xlsxplan.headless.Workbook`), so the written file carries every formula
+**and** its value, and finally normalised (fixed zip timestamps and document dates) so that building twice writes the
+same bytes. The printed summary is read from the recalculated cells, never computed again in Python: if the workbook is
 wrong, the summary is wrong.
 
 A file in the output folder is replaced only if this command wrote it and nobody saved it since (its document

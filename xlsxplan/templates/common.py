@@ -378,8 +378,11 @@ def error_check(sh: Sheet, name: str, span: str, what: str = "") -> Ref:
     classic xlwings cannot (it writes the error value and the reason as text, ``#NUM! batch must be ...``), and
     ISERROR, IFERROR and SUM all pass text by. ``COUNTIF(span,"#*")`` counts those texts: no other text in the
     templates starts with ``#``."""
-    return sh.check(f"Error values on {name}", f'=IF(SUMPRODUCT(1*ISERROR({span}))+COUNTIF({span},"#*")>0,1,0)',
-                    what or f"Any error value on {name}, or an error message as text (classic xlwings)")
+    return sh.check(
+        f"Error values on {name}",
+        f'=IF(SUMPRODUCT(1*ISERROR({span}))+COUNTIF({span},"#*")>0,1,0)',
+        what or f"Any error value on {name}, or an error message as text (classic xlwings)",
+    )
 
 
 def header_statuses(book: Book) -> None:

@@ -812,8 +812,8 @@ def _calibration(book: Book) -> Sheet:
     sh.skip()
     r = sh.text(
         "For 8-bit weights the calibrated prefill share rests on one published measurement: Llama-2-7B in FP8 on "
-        "one H100, 36 ms to the first token (TensorRT-LLM; line 24 of xlsxplan/calibration/data/measurements.csv). Fitted "
-        "without it, the model predicts that row at 0.58x, the worst row `xlsxplan validate` shows; the "
+        "one H100, 36 ms to the first token (TensorRT-LLM; line 24 of xlsxplan/calibration/data/measurements.csv). "
+        "Fitted without it, the model predicts that row at 0.58x, the worst row `xlsxplan validate` shows; the "
         "measurements hold no 8-bit decode speed, so the 16-bit bandwidth share stands in. A calibrated 8-bit "
         "fleet is an estimate to confirm with a measurement of your own (Inputs, 'Your measurements').",
         style="Note",
@@ -1077,34 +1077,95 @@ def build() -> Book:
             Result("GPUs_Per_Replica", "GPUs per replica", "count", "int"),
         ],
         blocks=[
-            ("How the fleet is sized (Calculations)", [
-                Result("fits", "Fits in memory?", "text", "text",
-                       "At least one tail-length sequence beside the weights"),
-                Result("batch", "Batch planned", "sequences", "int", "Memory's, or fewer if a latency target caps it"),
-                Result("coverage", "Peak covered with the spares down", "ratio", "dec2",
-                       "Below 1: the peak is not served"),
-                Result("fleet_util", "Average utilisation of the fleet", "fraction", "pct1",
-                       "Average requests over what the fleet could serve"),
-                Result("gpus_growth", "GPUs for the grown peak", "count", "int",
-                       '="At "&Traffic_Growth_Multiple&"x the peak (growth multiple on Inputs)"'),
-            ]),
-            ("Seed 000's method: one replica, output tokens only (§6)", [
-                Result("cost_full", "Cost per M output tokens at full load", "USD/M tokens", "usd",
-                       "One replica busy all the time: a floor, not a bill"),
-                Result("Average_Utilisation", "Average utilisation assumed", "fraction", "pct", "From Inputs"),
-                Result("cost_avg", "Cost per M output tokens at that load", "USD/M tokens", "usd",
-                       "The full-load cost over the average utilisation"),
-            ]),
-            ("The calibrated view (Calibration sheet)", [
-                Result("cal_gpus:calibrated", "GPUs the peak needs, calibrated", "count", "int",
-                       "At published efficiencies (8-bit prefill: one measurement)"),
-                Result("cal_monthly:calibrated", "List cost per month, calibrated", "USD", "usd0",
-                       "Those GPUs billed around the clock"),
-                Result("cal_cost_in:calibrated", "Cost per M input tokens, calibrated", "USD/M tokens", "usd",
-                       "The calibrated fleet's bill split by GPU time"),
-                Result("cal_cost_out:calibrated", "Cost per M output tokens, calibrated", "USD/M tokens", "usd",
-                       "The calibrated fleet's bill split by GPU time"),
-            ]),
+            (
+                "How the fleet is sized (Calculations)",
+                [
+                    Result(
+                        "fits",
+                        "Fits in memory?",
+                        "text",
+                        "text",
+                        "At least one tail-length sequence beside the weights",
+                    ),
+                    Result(
+                        "batch", "Batch planned", "sequences", "int", "Memory's, or fewer if a latency target caps it"
+                    ),
+                    Result(
+                        "coverage",
+                        "Peak covered with the spares down",
+                        "ratio",
+                        "dec2",
+                        "Below 1: the peak is not served",
+                    ),
+                    Result(
+                        "fleet_util",
+                        "Average utilisation of the fleet",
+                        "fraction",
+                        "pct1",
+                        "Average requests over what the fleet could serve",
+                    ),
+                    Result(
+                        "gpus_growth",
+                        "GPUs for the grown peak",
+                        "count",
+                        "int",
+                        '="At "&Traffic_Growth_Multiple&"x the peak (growth multiple on Inputs)"',
+                    ),
+                ],
+            ),
+            (
+                "Seed 000's method: one replica, output tokens only (§6)",
+                [
+                    Result(
+                        "cost_full",
+                        "Cost per M output tokens at full load",
+                        "USD/M tokens",
+                        "usd",
+                        "One replica busy all the time: a floor, not a bill",
+                    ),
+                    Result("Average_Utilisation", "Average utilisation assumed", "fraction", "pct", "From Inputs"),
+                    Result(
+                        "cost_avg",
+                        "Cost per M output tokens at that load",
+                        "USD/M tokens",
+                        "usd",
+                        "The full-load cost over the average utilisation",
+                    ),
+                ],
+            ),
+            (
+                "The calibrated view (Calibration sheet)",
+                [
+                    Result(
+                        "cal_gpus:calibrated",
+                        "GPUs the peak needs, calibrated",
+                        "count",
+                        "int",
+                        "At published efficiencies (8-bit prefill: one measurement)",
+                    ),
+                    Result(
+                        "cal_monthly:calibrated",
+                        "List cost per month, calibrated",
+                        "USD",
+                        "usd0",
+                        "Those GPUs billed around the clock",
+                    ),
+                    Result(
+                        "cal_cost_in:calibrated",
+                        "Cost per M input tokens, calibrated",
+                        "USD/M tokens",
+                        "usd",
+                        "The calibrated fleet's bill split by GPU time",
+                    ),
+                    Result(
+                        "cal_cost_out:calibrated",
+                        "Cost per M output tokens, calibrated",
+                        "USD/M tokens",
+                        "usd",
+                        "The calibrated fleet's bill split by GPU time",
+                    ),
+                ],
+            ),
         ],
         examples='seed 000, "Back-of-the-Envelope Estimation for LLM Systems" (a support assistant on H100s)',
         limitations=[

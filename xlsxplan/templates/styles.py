@@ -55,7 +55,7 @@ FMT = {
     "pct": "0%",
     "pct1": "0.0%",
     "sci": "0.00E+00",
-    "billions": '#,##0.000,,,',  # a count shown in billions (the unit says so): 3.927 for 3,927,000,000
+    "billions": "#,##0.000,,,",  # a count shown in billions (the unit says so): 3.927 for 3,927,000,000
     "date": "yyyy-mm-dd",
     "text": "@",
     "general": "General",
@@ -153,8 +153,12 @@ def named_styles() -> list[NamedStyle]:
         NamedStyle("Unit", font=_font(color="595959"), alignment=Alignment(horizontal="left", indent=1)),
         # the assumptions register beside an input (Source, As-of date, Comment): the Input style's font, no fill,
         # unlocked, so a user restates each source and date where the sheet asks
-        NamedStyle("Register", font=_font(color="3F3F76"), alignment=Alignment(horizontal="left"),
-                   protection=Protection(locked=False)),
+        NamedStyle(
+            "Register",
+            font=_font(color="3F3F76"),
+            alignment=Alignment(horizontal="left"),
+            protection=Protection(locked=False),
+        ),
         NamedStyle("Register Comment", font=_font(italic=True, color="3F3F76"), protection=Protection(locked=False)),
     ]
 

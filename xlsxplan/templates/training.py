@@ -631,18 +631,39 @@ def build() -> Book:
             Result("Price_Per_GPU_Hour", "Price per GPU-hour", "USD/GPU-h", "usd"),
         ],
         blocks=[
-            ("Compute and sizing (Calculations)", [
-                Result("flops", "Training compute, 6ND", "FLOPs", "sci", "6 x parameters x tokens (seed 003)"),
-                Result("ratio", "Training tokens over Chinchilla tokens", "ratio", "dec2",
-                       "Above 1: more tokens per parameter than Chinchilla's 20"),
-                Result("optimal_m", "Compute-optimal size for the time budget", "M params", "dec1",
-                       "The size the budget trains on Chinchilla's tokens (seed 003 'The M2')"),
-            ]),
-            ("The calibrated view (Calibration sheet)", [
-                Result("mfu_cal", "Calibrated MFU", "fraction", "pct1", "EFFICIENCY, fitted on published runs"),
-                Result("seconds_cal", "Training time at the calibrated MFU", "s", "dec1",
-                       "Beside the training time at the MFU assumed on Inputs"),
-            ]),
+            (
+                "Compute and sizing (Calculations)",
+                [
+                    Result("flops", "Training compute, 6ND", "FLOPs", "sci", "6 x parameters x tokens (seed 003)"),
+                    Result(
+                        "ratio",
+                        "Training tokens over Chinchilla tokens",
+                        "ratio",
+                        "dec2",
+                        "Above 1: more tokens per parameter than Chinchilla's 20",
+                    ),
+                    Result(
+                        "optimal_m",
+                        "Compute-optimal size for the time budget",
+                        "M params",
+                        "dec1",
+                        "The size the budget trains on Chinchilla's tokens (seed 003 'The M2')",
+                    ),
+                ],
+            ),
+            (
+                "The calibrated view (Calibration sheet)",
+                [
+                    Result("mfu_cal", "Calibrated MFU", "fraction", "pct1", "EFFICIENCY, fitted on published runs"),
+                    Result(
+                        "seconds_cal",
+                        "Training time at the calibrated MFU",
+                        "s",
+                        "dec1",
+                        "Beside the training time at the MFU assumed on Inputs",
+                    ),
+                ],
+            ),
         ],
         examples='seed 003, "Estimating the Compute and Memory Needed for Language Models" (Parameter Golf, the M2)',
         limitations=[
