@@ -3,8 +3,8 @@
 An example is a fenced block (```sh, ```text, ```console or bare ```) holding lines that start with ``$ ``: each is a
 command (a line ending in a backslash goes on), and the lines under it, up to the next ``$`` line or the end of the
 block, are what it prints (``...`` on a line of its own skips any number of lines). A ```python block with ``>>>``
-prompts is a doctest. The pages: README.md, SECURITY.md, CONTRIBUTING.md and every page in docs/ but the generated
-FUNCTIONS.md.
+prompts is a doctest. The pages: README.md, SECURITY.md, CONTRIBUTING.md, BENCHMARKS.md and every page in docs/ but
+the generated FUNCTIONS.md.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ GENERATED = {"docs/FUNCTIONS.md"}
 
 def pages() -> list[str]:
     """The pages written by hand, as paths relative to the checkout."""
-    found = ["README.md", "SECURITY.md", "CONTRIBUTING.md"]
+    found = ["README.md", "SECURITY.md", "CONTRIBUTING.md", "BENCHMARKS.md"]
     found += sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "docs").glob("*.md"))
     return [p for p in found if p not in GENERATED]
 
