@@ -313,7 +313,7 @@ def raw_scenario_rows(rows: int, array: bool) -> str:
     return "".join(out)
 
 
-if __name__ == "__main__":  # python tests/books.py plan.xlsx: the README's recalc example workbook
+if __name__ == "__main__":  # python tests/books.py plan.xlsx: the recalc example workbook of docs/headless.md
     import sys
 
     if len(sys.argv) != 2:

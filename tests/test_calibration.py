@@ -325,7 +325,7 @@ def test_efficiency_errors_name_the_argument():
 
 
 def test_calibration_block_signatures_are_stable():
-    # the README's "Estimates that match reality" and the templates' Calibration sheets call these by position
+    # docs/calibration.md and the templates' Calibration sheets call these by position
     from xlsxplan.registry import FUNCTIONS
 
     assert [FUNCTIONS[n].signature() for n in ("EFFICIENCY", "DECODE_STEP_S", "SERVE_TOKS", "TTFT_S")] == [

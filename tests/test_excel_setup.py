@@ -512,11 +512,14 @@ def test_the_lite_bundle_runs_alone_and_needs_only_its_requirements(tmp_path):
     assert not {"formulas", "openpyxl", "schedula", "tqdm", "tomli_w"} & set(out["modules"])
 
 
-def test_the_readme_excel_section_walks_both_set_ups_to_327680():
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
-    section = readme.split("## Excel set-up", 1)[1].split("\n## ", 1)[0]
-    assert "<!-- section:" not in section
-    classic, lite = section.split("(xlwings Lite)", 1)
+def test_the_excel_page_walks_both_set_ups_to_327680():
+    # docs/excel.md (the README links to it): each set-up, step by step, ends in the formula and its figure
+    from docpages import read, section, words
+
+    page = read("docs/excel.md")
+    assert "<!-- section:" not in page
+    classic = words(section(page, "Windows desktop Excel (the classic xlwings add-in)"))
+    lite = words(section(page, "Excel on a Mac, on the web, or on Windows (xlwings Lite)"))
     for needed in ("xlwings addin install", "Trust access to the VBA project", "UDF Modules", "xlsxplan.excel.udfs",
                    "xlwings.conf", "Import Functions", ".xlsm", "xlwings_udfs", FORMULA, EXPECTED):  # fmt: skip
         assert needed in classic, needed
@@ -530,10 +533,11 @@ def test_the_readme_excel_section_walks_both_set_ups_to_327680():
         EXPECTED,
     ):
         assert needed in lite, needed
-    for requirement in LITE_REQUIREMENTS:  # the README names what Lite installs
+    for requirement in LITE_REQUIREMENTS:  # the page names what Lite installs
         assert re.split(r"[<>=]", requirement)[0] in lite
-    assert "#NUM! kv_heads must be a whole number from 1 to 1,000,000, got -1" in section
-    assert "#776" in section and "#1108" in section and "spill" in section
+    errors = words(section(page, "How errors look"))
+    assert "#NUM! kv_heads must be a whole number from 1 to 1,000,000, got -1" in errors
+    assert "#776" in errors and "#1108" in errors and "spill" in words(page)
 
 
 def test_the_committed_lite_files_are_what_this_version_writes():

@@ -1,19 +1,21 @@
-"""The README keeps its promises: its commands are the ones CI runs, its function reference is current."""
+"""The README keeps its promises: its commands are the ones CI runs, its function reference is current, it shows each
+face. Every example on it (and in docs/) is run by tests/test_docs.py."""
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
 
+from docpages import read, section, words
+
 from xlsxplan import reference
 
 ROOT = Path(__file__).resolve().parents[1]
-README = (ROOT / "README.md").read_text(encoding="utf-8")
+README = read("README.md")
 
 
 def quickstart_commands() -> list[str]:
-    section = README.split("## Quickstart", 1)[1].split("\n## ", 1)[0]
-    return re.findall(r"```sh\n(.+?)\n```", section)
+    return re.findall(r"```sh\n(.+?)\n```", section(README, "Quickstart"))
 
 
 def test_quickstart_has_two_commands_an_install_and_run_and_a_test_run():
@@ -22,6 +24,10 @@ def test_quickstart_has_two_commands_an_install_and_run_and_a_test_run():
     main_job, tests = commands
     assert "pip install" in main_job and "xlsxplan build" in main_job
     assert "pip install" in tests and "pytest" in tests
+    assert commands == [
+        "python3.11 -m venv .venv && .venv/bin/pip install -q . && .venv/bin/xlsxplan build",
+        'python3.11 -m venv .venv && .venv/bin/pip install -q ".[test]" && .venv/bin/python -m pytest -q',
+    ]
 
 
 def test_ci_runs_the_readme_test_command():
@@ -39,34 +45,15 @@ def test_full_function_reference_is_current():
     assert page == reference.full_reference()
 
 
-def test_readme_recalc_example_is_what_the_command_prints(tmp_path, monkeypatch, capsys):
-    from books import plan_book
-
-    from xlsxplan.cli import main
-
-    section = README.split("## Headless recalculation", 1)[1].split("\n## ", 1)[0]
-    example = re.search(r"```sh\n\$ (xlsxplan recalc .+?)\n(.+?)\n```", section, re.S)
-    command, expected = example.group(1), example.group(2)
-    monkeypatch.chdir(tmp_path)
-    plan_book(tmp_path / "plan.xlsx")
-    code = main(command.split()[1:])
-    out = capsys.readouterr()
-    assert code == 0
-    assert out.out + out.err == expected + "\n"
-
-
-def test_readme_recalc_python_example_runs(tmp_path, monkeypatch):
-    from books import plan_book
-
-    section = README.split("## Headless recalculation", 1)[1].split("\n## ", 1)[0]
-    code = re.search(r"```python\n(.+?)\n```", section, re.S).group(1)
-    monkeypatch.chdir(tmp_path)
-    plan_book(tmp_path / "plan.xlsx")
-    namespace: dict = {}
-    exec(compile(code, "README.md", "exec"), namespace)
-    wb = namespace["wb"]
-    assert list(wb.errors()) == ["Calc!B16"]
-    assert (tmp_path / "plan.recalc.xlsx").exists() and (tmp_path / "out.xlsx").exists()
+def test_the_readme_shows_each_face_on_one_screen():
+    # a formula (xlsxplan eval and the Python API), a template (its screenshot), a recalculation (--set); the
+    # examples themselves run in tests/test_docs.py, the manual for each face is in docs/
+    face = {name: section(README, name) for name in ("A formula", "A template", "A recalculation")}
+    assert "$ xlsxplan eval " in face["A formula"] and ">>> import xlsxplan" in face["A formula"]
+    assert "](docs/serving_plan.png)" in face["A template"] and "](docs/templates.md)" in face["A template"]
+    assert re.search(r"^\$ xlsxplan recalc .+ --set ", face["A recalculation"], re.M)
+    for text in face.values():
+        assert len(text.splitlines()) <= 40
 
 
 def _template_formula_counts() -> dict[str, int]:
@@ -92,15 +79,13 @@ def test_benchmarks_quote_the_shipped_templates_formula_counts():
         assert re.search(rf"^{re.escape(name)} +{n} ", measured, re.M), name
 
 
-def test_readme_describes_the_master_check_as_the_templates_compute_it():
-    # Review finding 17: the README said the master check "adds them up"; it is =MIN(1,SUM(...)), a 0/1 flag
+def test_the_templates_page_describes_the_master_check_as_the_templates_compute_it():
+    # Review finding 17: the manual said the master check "adds them up"; it is =MIN(1,SUM(...)), a 0/1 flag
     from xlsxplan.templates import serving, training
 
-    section = README.split("## Template workbooks", 1)[1].split("\n## ", 1)[0]
-    assert "adds them up" not in section
-    assert "`=MIN(1,SUM(...))`" in section and "1 when any of them is 1 and 0 when all are 0" in " ".join(
-        section.split()
-    )
+    page = words(read("docs/templates.md"))
+    assert "adds them up" not in page
+    assert "`=MIN(1,SUM(...))`" in page and "1 when any of them is 1 and 0 when all are 0" in page
     for build in (serving.build, training.build):
         book = build()
         ref = book.master_check

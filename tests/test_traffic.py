@@ -11,13 +11,11 @@ from __future__ import annotations
 
 import math
 import re
-import shlex
 from pathlib import Path
 
 import pytest
 
 import xlsxplan as x
-from xlsxplan.cli import main
 from xlsxplan.core import traffic
 from xlsxplan.errors import ArgumentError, CellError, OutOfRangeError
 from xlsxplan.headless.engine import evaluate_formula
@@ -527,35 +525,27 @@ def test_no_numeric_function_names_an_argument_it_does_not_take():
     assert checked > 10_000
 
 
-# --- The README walkthrough cannot go stale ----------------------------------------------------------------------
+# --- The walk-through in docs/traffic.md cannot go stale ---------------------------------------------------------
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def _section() -> str:
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    return readme.split("## Plans that survive real traffic", 1)[1].split("\n## ", 1)[0]
+    return (ROOT / "docs" / "traffic.md").read_text(encoding="utf-8")
 
 
 def walkthrough() -> list[tuple[str, str]]:
-    """Each ``$ xlsxplan ...`` command in the README's traffic section (a line ending in a backslash goes on), with the
-    output printed under it."""
-    pairs = []
-    for block in re.findall(r"```sh\n(.*?)```", _section(), flags=re.S):
-        for chunk in re.split(r"^\$ ", block, flags=re.M)[1:]:
-            lines = chunk.split("\n")
-            n = 0
-            while lines[n].endswith("\\"):
-                n += 1
-            command = " ".join(line.rstrip("\\").strip() for line in lines[: n + 1])
-            pairs.append((command, "\n".join(lines[n + 1 :])))
-    return pairs
+    """Each ``$ xlsxplan ...`` command of docs/traffic.md (a line ending in a backslash goes on), with the output
+    printed under it. tests/test_docs.py runs every one of them and compares."""
+    from docpages import commands, shell_blocks
+
+    return [pair for block in shell_blocks("docs/traffic.md") for pair in commands(block)]
 
 
 def test_the_walkthrough_is_there():
-    # Issue 9: "the README walks through one plan where these change the answer (the 72B FP8 pair of GPUs with a
-    # p95 prompt of 12,000 tokens and a 60 tokens/s target), with the figures the tool prints". Since the audit,
-    # the walk-through is the serving template's own cells, recalculated with those inputs.
+    # "the manual walks through one plan where these change the answer (the 72B FP8 pair of GPUs with a p95 prompt
+    # of 12,000 tokens and a 60 tokens/s target), with the figures the tool prints": the serving template's own
+    # cells, recalculated with those inputs.
     commands = [command for command, _ in walkthrough()]
     recalcs = [c for c in commands if c.startswith("xlsxplan recalc workbooks/serving_plan.xlsx -o /tmp/p.xlsx -q ")]
     assert len(recalcs) == 5
@@ -564,18 +554,6 @@ def test_the_walkthrough_is_there():
             assert f"--set {given}" in c, c
     used = {name for c in commands for name in re.findall(r"([A-Z_]+)\(", c)}
     assert {"BATCH_FOR_TTFT", "PAGED_BATCH", "TAIL_SHARE"} <= used
-
-
-@pytest.mark.parametrize("command, printed", walkthrough(), ids=lambda v: v[:60] if v.startswith("x") else "")
-def test_readme_walkthrough_prints_what_the_readme_says(command, printed, capsys, tmp_path, monkeypatch):
-    monkeypatch.chdir(ROOT)  # the commands name workbooks/serving_plan.xlsx, the shipped template
-    argv = shlex.split(command)
-    assert argv[0] == "xlsxplan"
-    if argv[1] == "recalc":
-        argv[argv.index("-o") + 1] = str(tmp_path / "p.xlsx")
-    code = main(argv[1:])
-    assert capsys.readouterr().out == printed
-    assert code == (1 if printed.startswith("#") else 0)
 
 
 def _printed_cells() -> list[dict[str, str]]:

@@ -103,28 +103,27 @@ def test_build_prints_seed_000s_table_read_from_the_workbook(cli_build):
     assert "\n".join(lines[1:]) + "\n" == SEED_000_TABLE
 
 
-def test_readme_shows_what_build_prints(cli_build):
-    # README, "Template workbooks": the example output is the command's, line for line ("..." skips lines)
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = readme.split("## Template workbooks", 1)[1].split("\n## ", 1)[0]
-    shown = re.search(r"```text\n\$ xlsxplan build\n(.+?)\n```", section, re.S).group(1).splitlines()
+def test_the_templates_page_shows_what_build_prints(cli_build):
+    # docs/templates.md: the example output is the command's, line for line ("..." skips lines); tests/test_docs.py
+    # runs the command itself too
+    page = (ROOT / "docs" / "templates.md").read_text(encoding="utf-8")
+    shown = re.search(r"```text\n\$ xlsxplan build\n(.+?)\n```", page, re.S).group(1).splitlines()
     out, text, _ = cli_build
     printed = text.replace(str(out), "workbooks").splitlines()
     at = 0
     for line in shown:
         if line == "...":
             continue
-        assert line in printed[at:], f"README line not printed (in order): {line}"
+        assert line in printed[at:], f"docs/templates.md line not printed (in order): {line}"
         at = printed.index(line, at) + 1
     serving_part = shown[: shown.index("")]
     assert serving_part == printed[: len(serving_part)]  # the serving plan in full
 
 
-def test_formulas_the_readme_quotes_are_in_the_serving_plan():
-    # Review (the audit): the README quoted USABLE_GB(GPUs_Per_Replica,B18,...) after the formula had moved to B24.
-    # Every formula it quotes with a cell reference must be a cell of the shipped serving plan, as written.
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = readme.split("## Template workbooks", 1)[1].split("\n## ", 1)[0]
+def test_formulas_the_templates_page_quotes_are_in_the_serving_plan():
+    # Review: the manual quoted USABLE_GB(GPUs_Per_Replica,B18,...) after the formula had moved to B24. Every
+    # formula docs/templates.md quotes with a cell reference must be a cell of the shipped serving plan, as written.
+    section = (ROOT / "docs" / "templates.md").read_text(encoding="utf-8")
     quoted = [f for f in re.findall(r"`(=[A-Z][^`]*)`", " ".join(section.split())) if re.search(r"\$?B\$?\d", f)]
     assert len(quoted) >= 3
     wb = openpyxl.load_workbook(COMMITTED / serving.FILENAME)
@@ -309,7 +308,7 @@ def test_nothing_hidden_or_merged_and_every_sheet_protected_without_a_password(s
 
 
 def test_only_input_cells_are_unlocked_and_styled_as_inputs(shipped):
-    # Inputs' A3 and the README ask for each row's Source and As-of date to be restated with its value: the
+    # Inputs' A3 and docs/templates.md ask for each row's Source and As-of date to be restated with its value: the
     # register beside every input (D to F) is unlocked too, styled as register cells; nothing else is
     _, book, wb, _ = shipped
     inputs = {(row.sheet, cell) for row in book.inputs for cell in row.cells}
@@ -527,7 +526,7 @@ def test_checks_are_1_or_0_formatted_and_summed_into_a_master_check_shown_everyw
         assert f"B{r}" in formatted
         assert values["Checks"][f"B{r}"].value == 0
     link = f"=Checks!$B${master.row}"
-    for ws in wb.worksheets:  # README and Guide: on the Cover and on every other sheet's second row
+    for ws in wb.worksheets:  # docs/templates.md and Guide: on the Cover and on every other sheet's second row
         if ws.title == "Cover":
             assert any(c.value == link for r in ws.iter_rows() for c in r)
         elif ws.title != "xlwings.conf":
@@ -741,10 +740,10 @@ def _screenshots_module():
 
 @pytest.mark.parametrize("book, png", [("serving_plan.xlsx", "serving_plan.png"),
                                        ("training_plan.xlsx", "training_plan.png")])  # fmt: skip
-def test_the_readme_screenshots_show_the_committed_workbooks(book, png):
-    # issue 5: "the README shows a screenshot of each"; docs/screenshots.py stamps each with the SHA-256 of the
-    # workbook it printed, and the build writes the same bytes every time, so a changed template fails here until
-    # `python docs/screenshots.py` is run again
+def test_the_screenshots_show_the_committed_workbooks(book, png):
+    # issue 5: "the README shows a screenshot of each" (the README shows the serving plan's, docs/templates.md
+    # both); docs/screenshots.py stamps each with the SHA-256 of the workbook it printed, and the build writes the
+    # same bytes every time, so a changed template fails here until `python docs/screenshots.py` is run again
     import hashlib
 
     shots = _screenshots_module()
