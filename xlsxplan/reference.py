@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from . import registry
@@ -21,18 +22,24 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
+def _heading(fn: registry.Function) -> str:
+    return f"`{fn.signature()}`"
+
+
+def anchor(heading: str) -> str:
+    """GitHub's anchor for a Markdown heading: lower case, punctuation dropped, spaces as hyphens."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
 def readme_table() -> str:
-    """One row per function: signature, result unit, summary; grouped by category."""
-    lines: list[str] = []
-    category = None
+    """One row per category: its functions, each linked to its entry in docs/FUNCTIONS.md (arguments, units, the
+    equation and its source). Compact, so the README stays a front door however many functions there are."""
+    rows: dict[str, list[str]] = {}
     for fn in registry.FUNCTIONS.values():
-        if fn.category != category:
-            category = fn.category
-            if lines:
-                lines.append("")
-            lines += [f"**{category.removeprefix('xlsxplan ')}**", "", "| function | returns | what it computes |",
-                      "| --- | --- | --- |"]  # fmt: skip
-        lines.append(f"| `{_cell(fn.signature())}` | {_cell(fn.unit)} | {_cell(fn.summary)} |")
+        link = f"[`{fn.name}`](docs/FUNCTIONS.md#{anchor(_heading(fn))})"
+        rows.setdefault(fn.category.removeprefix("xlsxplan "), []).append(link)
+    lines = ["| category | functions |", "| --- | --- |"]
+    lines += [f"| {category} | {', '.join(links)} |" for category, links in rows.items()]
     return "\n".join(lines)
 
 
@@ -47,7 +54,7 @@ def full_reference() -> str:
         "",
     ]
     for fn in registry.FUNCTIONS.values():
-        out += [f"## `{fn.signature()}`", "", f"{fn.summary} Returns {fn.returns.rstrip('.')} **[{fn.unit}]**.", ""]
+        out += [f"## {_heading(fn)}", "", f"{fn.summary} Returns {fn.returns.rstrip('.')} **[{fn.unit}]**.", ""]
         if fn.args:
             out += ["| argument | unit | allowed | default | meaning |", "| --- | --- | --- | --- | --- |"]
             for a in fn.args:
