@@ -1,4 +1,4 @@
-"""Headless recalculation: load, calculate and write times and peak memory (issue #4; results in BENCHMARKS.md).
+"""Headless recalculation: load, calculate and write times and peak memory (results in BENCHMARKS.md).
 
 Each case runs in a fresh Python process, so the times include nothing cached by an earlier case and the peak
 resident memory is that case's own. Cases:

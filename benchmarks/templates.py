@@ -1,4 +1,4 @@
-"""Template recalculation: how long the shipped templates take from load to written file (issue #5).
+"""Template recalculation: how long the shipped templates take from load to written file.
 
 Each template is built once with openpyxl (not timed), then recalculated ``--repeats`` times in this process the way
 ``xlsxplan build`` does it: ``Workbook.load`` (parse and compile every formula), ``calculate`` and ``save`` (every

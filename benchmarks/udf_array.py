@@ -38,7 +38,7 @@ def main() -> None:
     batch = [[float(1 + i % 256)] for i in range(args.n)]
     context = [[float(500 + (i * 37) % 32_000)] for i in range(args.n)]
     fixed = ([[72.7]], [["fp8"]], [[2.0]], [[3.35]])  # params_b, bytes_per_param, n_gpus, bandwidth_tb_s (H100)
-    kv = [[327_680.0]]  # KV bytes per token of Qwen2.5-72B in BF16 (seed 000)
+    kv = [[327_680.0]]  # KV bytes per token of Qwen2.5-72B in BF16 (Back-of-the-Envelope)
 
     def array():
         return f(*fixed, batch, kv, context, None)

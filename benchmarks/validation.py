@@ -1,13 +1,14 @@
-"""Validation against the published measurements: calibrated (leave one run out) against the seeds' assumptions.
+"""Validation against the published measurements: calibrated (leave one run out) against uncalibrated assumptions.
 
 Run from the repository root:
 
     python benchmarks/validation.py [--data ../shared/data/measurements.csv]
 
 It prints, for the same rows and the same physics, the summary of `xlsxplan validate` (each row predicted from a
-fit that never saw its run) and the summary when every efficiency is the seeds' own assumption instead (decode at
-100% of peak bandwidth and prefill at 50% of peak compute, seed 000 sections 4-5; training MFU 0.4, xlsxplan's
-default), then the median ratio per kind of row, and the time `xlsxplan validate` takes (median of 5 runs).
+fit that never saw its run) and the summary when every efficiency is the uncalibrated assumption instead (decode at
+100% of peak bandwidth and prefill at 50% of peak compute, "Back-of-the-Envelope Estimation for LLM Systems" sections
+4-5; training MFU 0.4, xlsxplan's default), then the median ratio per kind of row, and the time `xlsxplan validate`
+takes (median of 5 runs).
 """
 
 from __future__ import annotations
@@ -21,19 +22,19 @@ from xlsxplan.calibration import Factors, GroupFit, TrainFit, measurements
 from xlsxplan.errors import XlsxplanError
 
 
-def seed_factors() -> Factors:
+def uncalibrated_factors() -> Factors:
     return Factors(
         TrainFit(calibration.SEED_FACTORS["train_mfu"], 0.0),
-        GroupFit(0.5, {}, {}),  # seed 000, section 5
-        GroupFit(1.0, {}, {}),  # seed 000, section 4: the bandwidth ceiling
+        GroupFit(0.5, {}, {}),  # Back-of-the-Envelope §5
+        GroupFit(1.0, {}, {}),  # Back-of-the-Envelope §4: the bandwidth ceiling
     )
 
 
-def seed_results(rows):
+def uncalibrated_results(rows):
     out = []
     for m in rows:
         try:
-            predicted, _ = measurements.predict(m, seed_factors())
+            predicted, _ = measurements.predict(m, uncalibrated_factors())
         except (measurements.Unpredictable, XlsxplanError) as why:
             out.append(measurements.RowResult(m.line, m.name, m.metric, m.value, None, None, str(why)))
             continue
@@ -57,17 +58,17 @@ def main() -> None:
     args = parser.parse_args()
     rows = measurements.read_measurements(args.data)
     calibrated = measurements.validate(rows)
-    seeds = seed_results(rows)
-    for label, results in (("calibrated, leave one run out", calibrated), ("seeds' assumptions", seeds)):
+    uncalibrated = uncalibrated_results(rows)
+    for label, results in (("calibrated, leave one run out", calibrated), ("uncalibrated assumptions", uncalibrated)):
         s = measurements.summarise(results)
         print(f"{label}: {s['predicted']}/{s['rows']} predicted, median |error| {s['median_abs_error']:.1%}, "
               f"within 2x {s['within_2x']:.0%}, outside 2x: lines {s['outside_2x']}")  # fmt: skip
     print()
-    print(f"{'rows':<26} {'n':>3} {'calibrated: median ratio':>25} {'seeds: median ratio':>20}")
+    print(f"{'rows':<26} {'n':>3} {'calibrated: median ratio':>25} {'uncalibrated: median ratio':>27}")
     for name in ("training (MFU)", "formula rows (6ND, 20N)", "prefill / TTFT", "batch-1 decode", "offline throughput"):
         cal = [r.ratio for r in calibrated if group(r) == name and r.ratio is not None]
-        sed = [r.ratio for r in seeds if group(r) == name and r.ratio is not None]
-        print(f"{name:<26} {len(cal):>3} {statistics.median(cal):>25.2f} {statistics.median(sed):>20.2f}")
+        unc = [r.ratio for r in uncalibrated if group(r) == name and r.ratio is not None]
+        print(f"{name:<26} {len(cal):>3} {statistics.median(cal):>25.2f} {statistics.median(unc):>27.2f}")
     times = []
     for _ in range(5):
         start = time.perf_counter()

@@ -28,7 +28,8 @@ def add_name(wb: openpyxl.Workbook, name: str, target: str) -> None:
 
 
 def plan_book(path: Path) -> Path:
-    """Qwen2.5-72B on two H100s (seed 000): inputs, a calculation sheet, outputs, and everything a user adds.
+    """Qwen2.5-72B on two H100s ("Back-of-the-Envelope Estimation for LLM Systems"): inputs, a calculation sheet,
+    outputs, and everything a user adds.
 
     Cross-sheet references, defined names, native functions (IF, IFERROR, ROUND, MIN, MAX, SUM, INDEX/MATCH,
     XLOOKUP), nested registry calls, an error cell, a note, a chart, data validation, number formats, column

@@ -42,7 +42,7 @@ EXAMPLES: dict[str, tuple] = {
     "MODELS": (),
     "GPUS": (),
     "BYTES_PER_PARAM": ("fp8",),
-    # Architecture (issue #7)
+    # Architecture
     "KV_BYTES_MLA": (61, 512, 64, 2),
     "KV_BYTES_PER_SEQ": (32, 8, 128, 32768, 4096, 32),
     "KV_HEADS_PER_GPU": (8, 16),
@@ -59,12 +59,12 @@ EXAMPLES: dict[str, tuple] = {
     "ACTIVATION_GB": (2048, 1, 12288, 96, 96, 8, 1, "selective"),
     "TRAIN_FLOPS_PER_TOKEN": (540.35, 118, 48, 256, 2048),
     "RECURRENT_PARAMS_B": (0.03595, 0.002883584, 3, 2, 0.559),
-    # Calibration (issue #6)
+    # Calibration
     "EFFICIENCY": ("decode_bandwidth", "RTX-4090", "q4_k_m"),
     "DECODE_STEP_S": (8.03, "fp8", 256, 65536, 192, 1, 3.35, 1978.9, 0.54, 0.41),
     "SERVE_TOKS": (8.03, "fp8", 65536, 1000, 1000, 1, 80, 3.35, 1978.9, 0, 0.54, 0.41),
     "TTFT_S": (6.74, "fp8", 2048, 32, 4096, 1, 1978.9, 3.35, 0.41),
-    # Traffic (issue #9): seed 000's support assistant on Qwen2.5-72B, FP8, two H100s, 2,000 + 300 tokens
+    # Traffic: Back-of-the-Envelope's support assistant on Qwen2.5-72B, FP8, two H100s, 2,000 + 300 tokens
     "TAIL_SHARE": (16384, 2000, 6000),
     "LENGTH_SD": (2000, 6000),
     "TAIL_SHARE_DATA": ((600, 900, 1200, 1500, 2000, 2600, 3500, 12000, 20000, 40000), 16384),

@@ -324,8 +324,8 @@ def _with_shared_strings(parts: dict[str, bytes], xml: bytes) -> dict[str, bytes
 
 @functools.cache
 def formatted_rows(count: int = 2_100_000) -> bytes:
-    """A sheet of ``count`` empty rows, each with a format: 85 MB of XML that zips to 5 MB (issue #8 audit: 3
-    million of them took 105 s and 3.0 GB to load)."""
+    """A sheet of ``count`` empty rows, each with a format: 85 MB of XML that zips to 5 MB (3
+    million of them took 105 s and 3.0 GB to load before the limits counted rows)."""
     parts = members(plain_xlsx())
     body = b"".join(b'<row r="%d" s="0" customFormat="1"/>' % r for r in range(10, 10 + count))
     parts["xl/worksheets/sheet1.xml"] = parts["xl/worksheets/sheet1.xml"].replace(
@@ -336,7 +336,8 @@ def formatted_rows(count: int = 2_100_000) -> bytes:
 
 @functools.cache
 def many_strings(count: int = 2_100_000) -> bytes:
-    """``count`` distinct shared strings that no cell uses (issue #8 audit: 4 million took 61 s and 760 MB)."""
+    """``count`` distinct shared strings that no cell uses (4 million took 61 s and 760 MB to load
+    before the limits counted strings)."""
     head = b'<sst xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main" count="%d" uniqueCount="%d">'
     xml = head % (count, count) + b"".join(b"<si><t>%x</t></si>" % i for i in range(count)) + b"</sst>"
     return pack(_with_shared_strings(members(plain_xlsx()), xml), level=1)

@@ -110,7 +110,7 @@ def test_gemma_2_9b_as_engines_without_window_support_allocate_it():
 # MODEL_WEIGHTS_GB, within 2%: the two vLLM RTX 3090 rows. Where only the fraction is known (SGLang's 0.93, vLLM's
 # default 0.90 on the Qwen3 rows), the estimate from the catalog's memory is shown, not claimed: the engines' graph,
 # activation and communication reserves are not in it. shared/data/measurements.csv holds no kv_cache_capacity_tokens
-# row (its rows were collected before issue 7); these are offered for it in the same schema.
+# row (its rows were collected before the architectures were modelled); these are offered for it in the same schema.
 
 CAPACITY_MEMORY = {  # the KV memory each source states it had, in bytes, its KV format, the tensor-parallel degree
     "vLLM Qwen3-235B-A22B-FP8 TP4 (8.11 GiB KV memory per GPU)": (8.11 * GIB * 4, "bf16", 4),
@@ -164,8 +164,8 @@ def test_capacity_from_the_memory_fraction_alone_is_an_estimate_not_a_match():
     # Qwen3-235B-A22B-FP8 on four H100s (catalog 80 GB each): FP8 weights with 16-bit embeddings, 59.1 GB a GPU.
     # SGLang's --mem-fraction-static 0.93 leaves 15.3 GB of KV a GPU against the 16.46 GiB (17.7 GB) it logged: it
     # saw more than 80e9 bytes (an H100's 80 GB of HBM3 are binary gigabytes, about 85e9 bytes less what CUDA keeps;
-    # the catalog keeps the datasheet's 80 for seed 000) and reserved some for CUDA graphs. vLLM's default 0.90 leaves 12.9 GB against its 8.11 GiB: its
-    # profiling run's activations are not in the log.
+    # the catalog keeps the datasheet's 80 for Back-of-the-Envelope) and reserved some for CUDA graphs. vLLM's default
+    # 0.90 leaves 12.9 GB against its 8.11 GiB: its profiling run's activations are not in the log.
     per_gpu_weights = model_weights_gb("Qwen3-235B-A22B", "fp8") / 4
     assert per_gpu_weights == pytest.approx(59.06, abs=0.01)
     kv_per_gpu = model_kv_bytes_per_token("Qwen3-235B-A22B", 0, "bf16", 4) / 4
@@ -197,7 +197,7 @@ def test_kv_bytes_per_sequence_refuses_impossible_windows():
         kv_bytes_per_sequence(32, 8, 128, 1000, 4096, 33)
     with pytest.raises(OutOfRangeError, match=r"^window must be given \(above 0\) when window_layers is above 0$"):
         kv_bytes_per_sequence(32, 8, 128, 1000, 0, 16)
-    # review finding 25: a window with no layers limited to it was silently ignored
+    # A window with no layers limited to it must be refused, not silently ignored
     with pytest.raises(
         OutOfRangeError, match=r"^window_layers must be given \(1 to layers, 32\) when window is above 0"
     ):
@@ -206,7 +206,7 @@ def test_kv_bytes_per_sequence_refuses_impossible_windows():
 
 
 def test_kv_per_sequence_and_model_kv_count_window_layers_with_one_piece_of_arithmetic(monkeypatch):
-    # Review finding 20: KV_BYTES_PER_SEQ restated how a preset's window layers stop at the window
+    # KV_BYTES_PER_SEQ reuses how a preset's window layers stop at the window rather than restating it
     from xlsxplan.core import architecture
 
     calls = []
@@ -271,7 +271,7 @@ def test_catalog_params_b_match_the_count_from_each_presets_shape():
 
 
 def test_preset_figures_reads_each_figure_once(monkeypatch):
-    # Review finding 24: preset_figures asked the preset for every figure twice
+    # preset_figures asks the preset for each figure once, not twice
     from xlsxplan.catalog import ModelPreset, load_catalog
     from xlsxplan.catalog.models import preset_figures
 
@@ -285,7 +285,7 @@ def test_preset_figures_reads_each_figure_once(monkeypatch):
 
 
 def test_registry_entries_carry_no_unused_aliases():
-    # Review finding 24: Function.aliases was never read by any face
+    # Function.aliases, read by no face, is gone
     import dataclasses
 
     from xlsxplan.registry import Function

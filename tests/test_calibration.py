@@ -131,11 +131,11 @@ def test_an_unseen_class_takes_no_multiplier():
     assert g.value("apple", "16-bit") == pytest.approx(g.value("datacenter", "16-bit"))
 
 
-def test_kinds_without_measurements_fall_back_to_the_seeds():
+def test_kinds_without_measurements_fall_back_to_the_uncalibrated_figures():
     f = calibration.fit([])
     assert f.train_mfu == TrainFit(training.DEFAULT_MFU, 0.0)
-    assert f.prefill.base == 0.5  # seed 000, section 5
-    assert f.decode_bandwidth.base == 0.7  # seed 000, section 4: 60 to 80% of peak bandwidth
+    assert f.prefill.base == 0.5  # Back-of-the-Envelope §5
+    assert f.decode_bandwidth.base == 0.7  # Back-of-the-Envelope §4: 60 to 80% of peak bandwidth
 
 
 def test_factors_round_trip_through_their_file_form():

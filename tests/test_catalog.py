@@ -19,7 +19,7 @@ DATA_README_GPUS = [
     "A100-80GB", "A100-40GB", "H100-SXM", "H100-PCIe", "H200", "H800", "B200", "L40S", "A40", "RTX-4090", "M2",
     "M2-Ultra", "M3-Max-40c", "M4-Max-40c", "TPU-v4", "V100",
 ]  # fmt: skip
-SEED_AND_ISSUE_MODELS = [
+NAMED_MODELS = [  # by the two source documents and the project's brief
     "Qwen2.5-7B", "Qwen2.5-72B", "Llama-2-7B", "Llama-2-13B", "Llama-2-70B", "Llama-3-8B", "Llama-3-70B",
     "Llama-3.1-8B", "Llama-3.1-70B", "Llama-3.1-405B", "Llama-3.3-70B", "Mistral-7B", "Mixtral-8x7B", "DeepSeek-V3",
     "Qwen3-235B-A22B", "TinyLlama-1.1B", "Gemma-2-9B", "LLaMA-7B", "LLaMA-13B", "LLaMA-33B", "LLaMA-65B",
@@ -30,8 +30,8 @@ def test_every_accelerator_of_the_data_readme_is_a_preset_under_its_exact_id():
     assert set(DATA_README_GPUS) <= set(x.gpu_names())
 
 
-def test_every_model_named_by_the_seeds_and_issue_is_a_preset():
-    assert set(SEED_AND_ISSUE_MODELS) <= set(x.model_names())
+def test_every_model_the_source_documents_and_the_brief_name_is_a_preset():
+    assert set(NAMED_MODELS) <= set(x.model_names())
 
 
 def test_every_model_and_gpu_in_measurements_csv_resolves():
@@ -47,9 +47,9 @@ def test_every_model_and_gpu_in_measurements_csv_resolves():
 @pytest.mark.parametrize(
     "name, field, value",
     [
-        ("Qwen2.5-72B", "layers", 80),  # issue #2's table
+        ("Qwen2.5-72B", "layers", 80),  # its config.json
         ("Qwen2.5-72B", "kv_heads", 8),
-        ("Qwen2.5-72B", "params_b", 72.7),  # seed 000
+        ("Qwen2.5-72B", "params_b", 72.7),  # Back-of-the-Envelope
         ("qwen/qwen2.5-72b-instruct", "head_dim", 128),  # Hugging Face id, any case
         ("Qwen2.5-7B", "layers", 28),
         ("Llama-3.1-70B", "kv_heads", 8),
@@ -66,13 +66,13 @@ def test_model_spec(name, field, value):
 @pytest.mark.parametrize(
     "name, field, value",
     [
-        ("H200", "bandwidth_tb_s", 4.8),  # issue #2's table; seed 003
+        ("H200", "bandwidth_tb_s", 4.8),  # the H200 datasheet; Compute and Memory
         ("H200", "memory_gb", 141),
-        ("H100", "memory_gb", 80),  # alias of H100-SXM; seed 000
+        ("H100", "memory_gb", 80),  # alias of H100-SXM; Back-of-the-Envelope
         ("h100 sxm", "bandwidth_tb_s", 3.35),
         ("H100-SXM", "bf16_tflops", 989.4),  # dense, not the 1,979 sparse headline
-        ("M2", "bandwidth_tb_s", 0.1),  # seed 003: 100 GB/s
-        ("M2-8GB", "memory_gb", 8),  # seed 003's measured MacBook Air
+        ("M2", "bandwidth_tb_s", 0.1),  # Compute and Memory: 100 GB/s
+        ("M2-8GB", "memory_gb", 8),  # Compute and Memory's measured MacBook Air
     ],
 )
 def test_gpu_spec(name, field, value):
@@ -172,7 +172,7 @@ def test_a_valid_file_parses():
         (("memory_gb = 80", "memory_gb = 80\nwatts = 700"), r"^t\.toml: X1\.watts: Extra inputs are not permitted$"),
         (("[accelerators.X1]", "[accelerators.X1\n"), r"^t\.toml: not valid TOML"),
         (('ds = "A datasheet, 2024"', 'ds = ""'), r"^t\.toml: \[sources\] must map keys to non-empty citations$"),
-        # strict figures (audit 23): a boolean, a string or an infinity is no figure, whatever pydantic could coerce
+        # strict figures: a boolean, a string or an infinity is no figure, whatever pydantic could coerce
         (("memory_gb = 80", "memory_gb = true"), r"^t\.toml: X1\.memory_gb: Input should be a valid number, got true$"),
         (("memory_gb = 80", 'memory_gb = "80"'), r"^t\.toml: X1\.memory_gb: Input should be a valid number, got the "
                                                  r"text '80'$"),
@@ -245,7 +245,7 @@ fp8_tflops = 200
 @pytest.mark.parametrize(
     "x1, y2, match",
     [
-        # the audit's case: two presets sharing an alias, told apart only by case; the first used to win silently
+        # two presets sharing an alias, told apart only by case: refused, where the first used to win silently
         (["H100"], ["h100"], r"^t\.toml: Y2\.aliases: the name 'h100' is also 'H100' of the preset 'X1' \(names "
                              r"match case-insensitively, spaces and underscores as hyphens\); give each preset its "
                              r"own"),
@@ -337,13 +337,13 @@ def test_a_user_preset_may_not_shadow_a_shipped_one(tmp_path, monkeypatch):
         x.gpu_spec("Mine", "memory_gb")
 
 
-# --- review findings: the user's catalog ------------------------------------------------------------------------
+# --- the user's catalog: one line for each way it can be broken -------------------------------------------------
 
 ACCEL = {"memory_gb": 24, "bandwidth_tb_s": 0.9, "bf16_tflops": 80, "fp8_tflops": 160}
 
 
 def test_a_malformed_user_file_is_a_catalog_error_when_saving(tmp_path, monkeypatch):
-    # Review finding 3c: save_user_preset parsed the file itself and let tomllib's TOMLDecodeError escape the CLI
+    # save_user_preset must not parse the file itself and let tomllib's TOMLDecodeError escape the CLI
     from xlsxplan.catalog import save_user_preset
 
     monkeypatch.setenv("XLSXPLAN_CATALOG_DIR", str(tmp_path))
@@ -356,7 +356,7 @@ def test_a_malformed_user_file_is_a_catalog_error_when_saving(tmp_path, monkeypa
 
 
 def test_saving_into_a_folder_that_cannot_be_one_is_one_line(tmp_path, monkeypatch):
-    # Review finding 3d: the catalog folder was made with mkdir, whose FileExistsError escaped
+    # the catalog folder made with mkdir must not let its FileExistsError escape
     from xlsxplan.catalog import save_user_preset
     from xlsxplan.errors import WorkbookError
 
@@ -370,8 +370,8 @@ def test_saving_into_a_folder_that_cannot_be_one_is_one_line(tmp_path, monkeypat
 
 
 def test_a_user_preset_cites_its_own_source_never_a_shipped_one(tmp_path, monkeypatch):
-    # Review finding 7: a user preset named after a shipped source key ("Mixtral-Paper" -> "mixtral-paper") was
-    # cited as the shipped paper, because the shipped citation won the clash.
+    # a user preset named after a shipped source key ("Mixtral-Paper" -> "mixtral-paper") must not be
+    # cited as the shipped paper, as it was when the shipped citation won the clash.
     from xlsxplan import catalog
     from xlsxplan.catalog import save_user_preset
 
@@ -405,7 +405,7 @@ def test_a_user_preset_cites_its_own_source_never_a_shipped_one(tmp_path, monkey
 
 
 def test_lookups_look_at_the_users_files_at_most_once_a_second(tmp_path, monkeypatch):
-    # Review finding 14: every lookup stat'ed the user's files (30.8 us of a 42.4 us GPU_SPEC). The count of looks is
+    # a lookup must not stat the user's files each time (30.8 us of a 42.4 us GPU_SPEC). The count of looks is
     # asserted, on a clock the test moves, never a time.
     from xlsxplan.catalog import store as catalog
 
@@ -447,7 +447,7 @@ def test_user_preset_ids_are_the_users_own(tmp_path, monkeypatch):
     assert user_preset_ids("accelerator") == ["B", "A"] and user_preset_ids("model") == []
 
 
-# --- audit 23: one bad user preset is loud but local --------------------------------------------------------------
+# --- one bad user preset is loud but local ------------------------------------------------------------------------
 
 MINE = (
     '[accelerators.{name}]\nsource = "s"\nmemory_gb = {memory}\nbandwidth_tb_s = 1\nbf16_tflops = 1\nfp8_tflops = 2\n'
@@ -530,7 +530,7 @@ def test_saving_refuses_to_write_a_file_with_a_preset_that_would_be_left_out(tmp
 
 
 def test_every_figure_has_a_unit_and_whole_figures_are_integers():
-    # eval --format prints MODEL_SPEC and GPU_SPEC in the figure's own unit (audit 23)
+    # eval --format prints MODEL_SPEC and GPU_SPEC in the figure's own unit
     from xlsxplan.catalog import figure_unit
 
     assert figure_unit("accelerator", "bandwidth_tb_s") == ("TB/s", False)

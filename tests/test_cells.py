@@ -137,8 +137,8 @@ def test_implausible_values_are_used_but_collected_as_warnings_once_each():
 
 
 def test_a_refused_value_earns_no_warning_on_either_path():
-    # Review finding 11: evaluate noted an "outside the usual range" warning before the domain check, so a value it
-    # then refused was also warned about, while the broadcast path checked first. Both note a value only once the
+    # evaluate must not note an "outside the usual range" warning before the domain check, or a value it
+    # then refuses is also warned about, while the broadcast path checks first. Both note a value only once the
     # call it belongs to succeeded.
     from xlsxplan.cells import collect_warnings
 
@@ -186,7 +186,7 @@ def _broken(x: Annotated[float, Domain("number", 0, 10)]) -> float:
 
 
 def test_the_last_resort_and_passed_on_messages_are_the_same_on_every_path():
-    # Review finding 22 (a refactor: one helper each now) pinned: a core bug ends as the same #VALUE! line, and an
+    # One helper each, pinned: a core bug ends as the same #VALUE! line, and an
     # error value without a reason gets the same one, whether a call is scalar or broadcast.
     from xlsxplan.registry import describe
 
@@ -200,8 +200,8 @@ def test_the_last_resort_and_passed_on_messages_are_the_same_on_every_path():
 
 
 def test_one_list_of_excel_errors_for_every_face():
-    # Review finding 19: cells kept seven error values and udfs seventeen, so `recalc --set X=#BLOCKED!` stored the
-    # text "#BLOCKED!" and a #BLOCKED! cell reached a function as text to be read as a number.
+    # One list of error values for cells and udfs: with seven in one and seventeen in the other, `recalc --set
+    # X=#BLOCKED!` stored the text "#BLOCKED!" and a #BLOCKED! cell reached a function as text to be read as a number.
     from xlsxplan import calibration, precision
     from xlsxplan.cells import as_error
     from xlsxplan.errors import EXCEL_ERRORS

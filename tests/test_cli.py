@@ -19,7 +19,7 @@ def run(capsys, *argv):
 
 
 def test_eval_prints_the_bare_value(capsys):
-    # issue #2: `xlsxplan eval "=ROUND(DECODE_TOKS(72.7,1,2,3.35),0)"` prints `92`
+    # The first example a user tries: `xlsxplan eval "=ROUND(DECODE_TOKS(72.7,1,2,3.35),0)"` prints `92`
     assert run(capsys, "eval", "=ROUND(DECODE_TOKS(72.7,1,2,3.35),0)") == (0, "92\n", "")
     assert run(capsys, "eval", "=KV_BYTES_PER_TOKEN(80,8,128,2)")[1] == "327680\n"
     assert run(capsys, "eval", '=MODEL_SPEC("Qwen2.5-72B","layers")')[1] == "80\n"
@@ -110,7 +110,7 @@ def test_installed_command_runs_as_a_subprocess():
 
 
 def test_eval_warns_about_an_implausible_unit_but_still_answers(capsys):
-    # issue #8: "an accelerator bandwidth of 3350 where TB/s is meant" gets a warning, not a refusal
+    # A bandwidth of 3350 where TB/s is meant is legal but suspicious: a warning, not a refusal
     code, out, err = run(capsys, "eval", "=DECODE_TOKS(72.7,1,2,3350)")
     assert code == 0 and float(out) > 90_000
     assert err == "xlsxplan: warning: bandwidth_tb_s = 3,350 is outside the usual range 0.01 to 50: check its unit\n"
@@ -131,9 +131,9 @@ def test_a_closed_pipe_ends_quietly():
 
 
 def test_eval_array_prints_each_failed_elements_reason(capsys):
-    # Review finding 13: the elements of an array result printed a bare #NUM!
+    # Each failed element of an array result prints its reason, not a bare #NUM!
     code, out, _ = run(capsys, "eval", "=WEIGHTS_GB({-1;7},{2;-1})")
-    assert code == 1  # audit 23: an array with a failed element exits 1, as a failed scalar does
+    assert code == 1  # an array with a failed element exits 1, as a failed scalar does
     assert out == (
         "#NUM! params_b must be a positive number up to 1,000,000, got -1\n"
         "#NUM! bytes_per_param must be a positive number of bytes up to 64 or a precision name such as bf16, fp8 or "
@@ -142,7 +142,7 @@ def test_eval_array_prints_each_failed_elements_reason(capsys):
 
 
 def test_docs_refuses_a_checkout_it_cannot_read_in_one_line(capsys, tmp_path):
-    # Review finding 3a: FileNotFoundError and ValueError tracebacks
+    # A missing root or a bad file is one line and an exit status, never a FileNotFoundError or ValueError traceback
     missing = tmp_path / "missing"
     assert run(capsys, "docs", "--check", "--root", str(missing)) == (
         2,
@@ -179,7 +179,7 @@ def test_docs_refuses_a_checkout_it_cannot_read_in_one_line(capsys, tmp_path):
 
 
 def test_build_and_excel_lite_refuse_an_output_folder_they_cannot_make_in_one_line(capsys, tmp_path):
-    # Review finding 3d: FileExistsError / FileNotFoundError tracebacks from mkdir
+    # A folder that cannot be made is one line, never a FileExistsError / FileNotFoundError traceback from mkdir
     afile = tmp_path / "afile"
     afile.write_text("not a folder", encoding="utf-8")
     assert run(capsys, "build", "--out", str(afile)) == (
@@ -200,7 +200,7 @@ def test_build_and_excel_lite_refuse_an_output_folder_they_cannot_make_in_one_li
 
 
 def test_eval_format_adds_a_unit_only_to_a_formula_that_is_one_registry_call(capsys):
-    # Review finding 9: FLOPs over FLOP/s is seconds, but the first function's unit was printed
+    # FLOPs over FLOP/s is seconds: a formula's unit is the result's, not the first function's
     assert run(capsys, "eval", "--format", "=TRAIN_FLOPS(7,1E11)/FLOPS_6N(7,1000)")[1] == "100,000,000\n"
     assert run(capsys, "eval", "--format", '=WEIGHTS_GB(7)+LEN(")")')[1] == "15.00\n"
     assert run(capsys, "eval", "--format", " = WEIGHTS_GB( 7 , 2 ) ")[1] == "14.00 GB\n"
@@ -241,7 +241,7 @@ def test_the_unit_of_a_formula(text, unit):
     ],
 )
 def test_human_number(x, text):
-    # Review finding 25: zero printed as "0.0"
+    # Zero prints as "0", not "0.0"
     from xlsxplan.cli.common import human_number
 
     assert human_number(x) == text
@@ -252,7 +252,7 @@ def test_eval_format_prints_zero_as_zero(capsys):
 
 
 def test_a_bad_user_preset_is_warned_about_once_and_fails_only_its_own_lookups(capsys, tmp_path, monkeypatch):
-    # audit 23: one hand-edited preset that breaks the schema made every MODEL_SPEC and GPU_SPEC #VALUE!
+    # One hand-edited preset that breaks the schema must not make every MODEL_SPEC and GPU_SPEC #VALUE!
     from xlsxplan import catalog
 
     monkeypatch.setenv("XLSXPLAN_CATALOG_DIR", str(tmp_path))
@@ -285,7 +285,7 @@ def test_model_list_names_a_user_preset_left_out(capsys, tmp_path, monkeypatch):
 @pytest.mark.parametrize(
     "formula, text",
     [
-        # audit 23: *_SPEC printed the placeholder "field unit"; whole counts printed decimals
+        # *_SPEC prints each field's own unit, never the placeholder "field unit", and whole counts without decimals
         ('=GPU_SPEC("H200","bandwidth_tb_s")', "4.800 TB/s"),
         ('=GPU_SPEC("H200", " Memory_GB ")', "141.0 GB"),
         ('=GPU_SPEC("H100","bf16_tflops")', "989.4 TFLOP/s"),

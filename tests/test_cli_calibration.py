@@ -63,10 +63,10 @@ def test_validate_a_users_file_with_rows_it_cannot_predict(capsys, tmp_path):
     rows = json.loads(out)["rows"]
     assert code == 0
     assert rows[0]["predicted"] is not None
-    assert rows[0]["reason"] == "no decode_bandwidth row in this fit: the seeds' 0.70"
+    assert rows[0]["reason"] == "no decode_bandwidth row in this fit: the source documents' 0.70"
     assert rows[1]["predicted"] is None and rows[1]["ratio"] is None
     assert rows[1]["reason"].startswith("gpu 'TPU-v9' is not in the catalog")
-    # fitted on the file alone: its one decode row is left out, so decode falls back to seed 000's 70%
+    # fitted on the file alone: its one decode row is left out, so decode falls back to Back-of-the-Envelope's 70%
     assert rows[0]["basis"].startswith("decode_bandwidth 0.700")
     code, out, _ = run(capsys, "validate", "--data", str(path))
     assert "not predicted: gpu 'TPU-v9' is not in the catalog" in out
@@ -107,7 +107,7 @@ def test_calibrate_fit_writes_the_shipped_factors_again(capsys, tmp_path):
 
 
 def test_a_refit_on_a_users_file_is_one_command_and_used_at_once(capsys, tmp_path, monkeypatch):
-    # issue 6: "changing the data file and re-running the fit is one command". The user's copy of the measurements,
+    # Changing the data file and re-running the fit is one command. The user's copy of the measurements,
     # with the FP8 time-to-first-token row made twice as fast: `calibrate --fit --data FILE` writes the user's
     # factors into the user catalog folder, and EFFICIENCY, validate and the templates use them from then on.
     import os
@@ -247,8 +247,8 @@ def test_calibrate_with_torch_measures_sane_figures(capsys):
 
 
 def test_calibrate_checks_backend_and_device_before_measuring(capsys, monkeypatch):
-    # Review finding 3e: --backend torch without PyTorch ended in ModuleNotFoundError, and any --device reached
-    # PyTorch unchecked. Both are one line and exit 2 now, before anything is measured.
+    # --backend torch without PyTorch must not end in ModuleNotFoundError, nor any --device reach
+    # PyTorch unchecked: both are one line and exit 2, before anything is measured.
     from xlsxplan.calibration import machine
     from xlsxplan.errors import ArgumentError
 
@@ -290,7 +290,7 @@ def test_a_torch_device_that_is_not_there_is_refused():
 
 
 def test_calibrate_fit_never_rewrites_an_installed_package(capsys, monkeypatch, tmp_path):
-    # Review finding 18: `calibrate --fit` rewrote the installed package's calibration.json. Now it writes the user's
+    # `calibrate --fit` must not rewrite the installed package's calibration.json: it writes the user's
     # own factors by default, and --shipped (which rewrites the shipped copy) is refused outside a source checkout.
     from xlsxplan.catalog import user_catalog_dir
 

@@ -1,4 +1,4 @@
-"""`xlsxplan recalc`: the command, its output, its refusals, and nothing lost when it is killed (issues #4, #8)."""
+"""`xlsxplan recalc`: the command, its output, its refusals, and nothing lost when it is killed."""
 
 from __future__ import annotations
 

@@ -160,8 +160,8 @@ def _huge_sectors(data: bytearray) -> None:
     ],
 )
 def test_a_malformed_vba_project_is_a_one_line_error(tmp_path, patch, reason):
-    # Review finding 15: a directory without a root entry escaped as StopIteration; a chain that loops was followed
-    # as long as the FAT, each time reading a sector again
+    # A directory without a root entry must not escape as StopIteration, nor a chain that loops be followed
+    # as long as the FAT, each time reading a sector again: one line each
     assert vba_module_names(_project_file(tmp_path)) == ["xlwings_udfs"]
     with pytest.raises(setup.WorkbookError, match=rf"^cannot read the VBA project of .*plan\.xlsm: {reason}$"):
         vba_module_names(_project_file(tmp_path, patch))
@@ -178,8 +178,8 @@ def test_a_vba_project_over_the_limit_is_refused_before_it_is_read(tmp_path, mon
 
 
 def test_excel_checks_a_workbook_as_untrusted_before_parsing_it(capsys, tmp_path, ready_xlsm):
-    # Review finding 15: `xlsxplan excel BOOK` opened the file with openpyxl and read vbaProject.bin whole, with
-    # none of the checks recalc makes
+    # `xlsxplan excel BOOK` makes recalc's checks before openpyxl opens the file, rather than reading vbaProject.bin
+    # whole unchecked
     parts = members(ready_xlsm.read_bytes())
     bomb = tmp_path / "bomb.xlsm"
     bomb.write_bytes(pack({**parts, "xl/vbaProject.bin": b"\0" * (4 * 1024 * 1024)}, level=9))
@@ -197,7 +197,7 @@ def test_excel_checks_a_workbook_as_untrusted_before_parsing_it(capsys, tmp_path
     assert setup.workbook_checks(ready_xlsm)[0].ok is True  # the same workbook, unharmed, still passes
 
 
-# --- the reference to the xlwings add-in (audit 23) ---------------------------------------------------------------
+# --- the reference to the xlwings add-in ------------------------------------------------------------------------------
 
 
 def compressed(data: bytes) -> bytes:
@@ -489,7 +489,7 @@ def test_the_lite_bundle_runs_alone_and_needs_only_its_requirements(tmp_path):
     assert "/xlsxplan-" in out["file"] and not out["file"].startswith(str(Path(lite_module.__file__).parents[2]))
     assert out["lite"] is True
     assert out["kv"] == 327680.0 and out["layers"] == 80.0
-    assert len(out["column"]) == 2 and round(out["column"][1][0]) == 4387  # seed 000 section 4, batch 94
+    assert len(out["column"]) == 2 and round(out["column"][1][0]) == 4387  # Back-of-the-Envelope §4, batch 94
     assert out["names"] == sorted(registry.FUNCTIONS)
     assert out["error"] == ["ExcelError", "#NUM! kv_heads must be a whole number from 1 to 1,000,000, got -1"]
     lite = udfs.build(lite=True)
@@ -541,7 +541,7 @@ def test_the_excel_page_walks_both_set_ups_to_327680():
 
 
 def test_the_committed_lite_files_are_what_this_version_writes():
-    # issue 3: a Mac or web user downloads lite/main.py and lite/requirements.txt from the repository, with no Python
+    # A Mac or web user downloads lite/main.py and lite/requirements.txt from the repository, with no Python
     # of their own, so the committed copies must be what `xlsxplan excel --lite` writes (regenerate them with
     # `xlsxplan excel --checks-only --force --lite lite` when this fails)
     root = Path(__file__).resolve().parents[1] / "lite"

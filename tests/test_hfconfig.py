@@ -91,7 +91,7 @@ OPTIONAL_FIELDS = (
 @pytest.mark.parametrize("field", OPTIONAL_FIELDS)
 @pytest.mark.parametrize("config_file", ["deepseek-v3.json", "qwen3-30b-a3b.json", "gemma-2-9b.json"])
 def test_optional_fields_that_are_null_or_odd_are_read_or_refused_in_one_line(field, config_file):
-    # Review finding 3b: "first_k_dense_replace": null raised TypeError (int(None)) out of `model add`. A null
+    # "first_k_dense_replace": null must not raise TypeError (int(None)) out of `model add`. A null
     # optional field means "not used"; a value of the wrong kind is an ArgumentError naming the file and the field.
     base = read_config(DATA / config_file)
     config = dict(base, **{field: None})
@@ -174,8 +174,8 @@ def test_model_add_reports_a_bad_file_with_exit_2(capsys, tmp_path):
 
 
 def test_model_add_with_a_broken_user_catalog_or_folder_is_one_line(capsys, tmp_path, monkeypatch):
-    # Review findings 3c and 3d: a malformed models.toml raised TOMLDecodeError, a catalog folder that is a file
-    # FileExistsError, both as tracebacks
+    # A malformed models.toml must not raise TOMLDecodeError, nor a catalog folder that is a file
+    # FileExistsError, as tracebacks: one line each
     (user_catalog_dir() / "models.toml").write_text("[models.Mine\n", encoding="utf-8")
     code, _, err = run(capsys, "model", "add", DATA / "qwen2.5-7b.json", "--name", "Q7")
     assert code == 2 and err.count("\n") == 1 and "models.toml: not valid TOML" in err
@@ -186,7 +186,7 @@ def test_model_add_with_a_broken_user_catalog_or_folder_is_one_line(capsys, tmp_
 
 
 def test_model_add_reads_the_config_once(capsys, monkeypatch):
-    # Review finding 23: the config was read once for its figures and again for its checksum
+    # The config is read once, not once for its figures and again for its checksum
     reads = []
     for method in ("read_bytes", "read_text"):
         real = getattr(Path, method)

@@ -1,4 +1,4 @@
-"""LibreOffice cross-check (issue #4): an independent engine agrees with xlsxplan on every native-only cell.
+"""LibreOffice cross-check: an independent engine agrees with xlsxplan on every native-only cell.
 
 LibreOffice (Debian's 7.4, installed by .ci/run) converts workbooks headlessly. Two checks:
 

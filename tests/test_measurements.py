@@ -37,7 +37,7 @@ def test_validation_summary_is_pinned():
 
 def test_validation_by_kind_and_per_row_ratios():
     results = {r.line: r for r in measurements.validate(shipped_rows())}
-    # seed-formula rows: GPT-3's 3.14e23 FLOPs (arXiv:2005.14165, Table D.1) is 6ND; Chinchilla 20 tokens/param
+    # formula rows: GPT-3's 3.14e23 FLOPs (arXiv:2005.14165, Table D.1) is 6ND; Chinchilla 20 tokens/param
     assert results[17].ratio == pytest.approx(6 * 174.6e9 * 300e9 / 3.14e23, rel=1e-12)
     assert results[18].ratio == pytest.approx(20e9 / 20.2e9, rel=1e-12)
     # TensorRT-LLM's offline throughput rows are never fitted on: prefill plus roofline decode predicts them
@@ -104,7 +104,7 @@ def test_rows_that_cannot_be_predicted_say_why():
     assert reasons == [
         "gpu 'H1000' is not in the catalog; did you mean H100-SXM, V100, H800?",
         "M2-Ultra has no bf16_tflops: Apple publishes no GPU FLOP/s for this chip; measure it with `xlsxplan "
-        "calibrate` (seed 003, 'The M2')",
+        "calibrate` ('Estimating the Compute and Memory Needed for Language Models', 'The M2')",
         "gpu_hours needs tokens, which is empty",
         "wall_clock_days needs n_gpus, which is empty",
         "metric 'energy_per_token' is not one xlsxplan predicts (known: gpu_hours, wall_clock_days, "
@@ -119,10 +119,10 @@ def test_rows_that_cannot_be_predicted_say_why():
 
 
 def test_mixture_of_experts_throughput_follows_the_experts_a_batch_touches():
-    # issue 7: validate refused MoE throughput rows. Now a preset's routing (Qwen3-235B-A22B: 128 experts, 8 per
-    # token) goes to SERVE_TOKS: memory holds 235B, a token computes with 22B, a step reads the experts its batch
-    # touches (MOE_PARAMS_READ_B). Against the same model taken as dense, it is faster, and slower than if every
-    # step read only the active parameters.
+    # validate predicts MoE throughput rows rather than refusing them: a preset's routing (Qwen3-235B-A22B: 128 experts,
+    # 8 per token) goes to SERVE_TOKS: memory holds 235B, a token computes with 22B, a step reads the experts its batch
+    # touches (MOE_PARAMS_READ_B). Against the same model taken as dense, it is faster, and slower than if every step
+    # read only the active parameters.
     import xlsxplan as x
 
     (row,) = rows_from("serve,x,Qwen3-235B-A22B,,,,H200,8,fp8,128,128,max,output_tokens_per_sec_total,1,tok/s,src")
@@ -173,8 +173,8 @@ def test_kv_cache_capacity_and_the_caches_format():
 
 
 def test_a_preset_models_kv_cache_follows_its_architecture():
-    # Review finding 2: validate computed every preset's KV cache as plain GQA. DeepSeek-V3 caches a 576-wide latent
-    # per layer (DeepSeek-V2, arXiv:2405.04434, Table 1): 35,136 bytes per token in FP8, not 2 x 61 x 128 x 128 =
+    # validate computes each preset's KV cache by its architecture, not as plain GQA: DeepSeek-V3 caches a 576-wide
+    # latent per layer (DeepSeek-V2, arXiv:2405.04434, Table 1): 35,136 bytes per token in FP8, not 2 x 61 x 128 x 128 =
     # 3,997,696; on 8 tensor-parallel GPUs every GPU holds the latent, 8 x 35,136 across the group.
     import xlsxplan as x
 
@@ -203,7 +203,7 @@ def test_a_preset_models_kv_cache_follows_its_architecture():
 
 
 def test_issue_7_kv_capacity_rows_are_within_2x():
-    # tests/data/kv_cache_capacity.csv (issue #7): engine logs of the KV tokens allocated, for the shared data.
+    # tests/data/kv_cache_capacity.csv: engine logs of the KV tokens allocated, for the shared data.
     # The two with an accelerator are predicted from 90% of memory less weights with vLLM's and SGLang's 16-bit
     # cache (the engines reserve activation memory differently, 1.50x and 0.73x); the two without one say so, and
     # the RTX 3090 is not in the catalog (tests/test_architecture.py checks those rows from their logs' budgets).
@@ -253,7 +253,7 @@ def test_a_users_own_file_tensorrt_llm_llama31_8b_sequence_lengths():
 
 
 def test_the_fit_report_fits_each_leave_one_run_out_set_once(monkeypatch):
-    # Review finding 23: fit_report built its cache of leave-one-run-out fits inside the loop over kinds, so every
+    # fit_report builds its cache of leave-one-run-out fits once, not inside the loop over kinds, where every
     # fit ran three times. Counted, not timed.
     rows = shipped_rows()
     fits: list[tuple] = []

@@ -1,5 +1,5 @@
 """Parts in UTF-16: the notes xlsxplan writes go into comments, VML, relationships and content types as they are
-encoded (review finding 4: a UTF-16 comments part crashed recalc with UnicodeDecodeError)."""
+encoded (a UTF-16 comments part must not crash recalc with UnicodeDecodeError)."""
 
 from __future__ import annotations
 

@@ -79,7 +79,7 @@ def test_kv_precision_is_separate_from_weight_precision():
     assert x.kv_bytes_per_token(80, 8, 128, "q8_0") == 327_680 * 1.0625 / 2
 
 
-# Weights memory against published file sizes (issue #7 "done when": within 3% for at least three formats).
+# Weights memory against published file sizes: within 3% for at least three formats.
 # localmodels/Llama-2-13B-ggml README.md, "Provided files" (huggingface.co/localmodels/Llama-2-13B-ggml): q4_0
 # 7.32 GB, q4_K_S 7.37 GB, q4_K_M 7.87 GB, q3_K_M 6.31 GB, q2_K 5.51 GB. Parameters: Llama-2-13B 13,015,864,320.
 LLAMA2_13B_GGML = [("q4_0", 7.32), ("q4_k_s", 7.37), ("q4_k_m", 7.87), ("q3_k_m", 6.31), ("q2_k", 5.51)]
@@ -135,7 +135,7 @@ def test_quantized_checkpoints_with_16_bit_embeddings_within_3_percent(model, fm
 
 def test_16_bit_embeddings_are_what_closes_the_gap():
     # N * b alone misses the Llama-3-8B AWQ checkpoint (5.73 GB) by 27% and the FP8 one (9.08 GB) by 12%
-    assert x.weights_gb(8.030, "awq") == pytest.approx(4.17, abs=0.01)  # seed 000's formula, unchanged
+    assert x.weights_gb(8.030, "awq") == pytest.approx(4.17, abs=0.01)  # Back-of-the-Envelope's formula, unchanged
     assert x.weights_gb(8.030, "fp8") == pytest.approx(8.03)
     # Llama-3-8B: 128,256 x 4,096 embeddings, untied, so 1.05B parameters at 2 bytes and 6.98B at the format's width
     e = 2 * 128_256 * 4_096

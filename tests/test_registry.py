@@ -11,7 +11,7 @@ from xlsxplan import registry
 from xlsxplan.domains import Fraction, ParamsB, checked
 from xlsxplan.registry import EXCEL_TEXT_LIMIT, FUNCTIONS, describe
 
-# Issue #2's table: these names and argument orders are a published interface.
+# These names and argument orders are a published interface: workbooks call them, so they never change.
 PUBLISHED = [
     "KV_BYTES_PER_TOKEN(layers, kv_heads, head_dim, [bytes_per_value=2])",
     "WEIGHTS_GB(params_b, [bytes_per_param=2])",
@@ -59,7 +59,7 @@ def test_published_signatures_are_stable():
 
 
 def test_every_function_is_documented_within_excels_limits_and_nothing_is_cut():
-    # audit 23: the texts used to be cut to 255 characters with "...", so a length test could never fail, and
+    # The texts used to be cut to 255 characters with "...", so a length test could never fail, and
     # BATCH_FOR_TTFT's description lost its unit
     for fn in FUNCTIONS.values():
         assert re.fullmatch(r"[A-Z][A-Z0-9_]*", fn.name)
@@ -161,7 +161,8 @@ def test_argument_docs_carry_what_is_allowed():
     kv_heads = FUNCTIONS["KV_BYTES_PER_TOKEN"].args[1]
     assert kv_heads.domain.describe() == "a whole number from 1 to 1,000,000"
     assert FUNCTIONS["USABLE_GB"].args[2].help() == (
-        "Share of memory the serving engine can use (seed 000 plans on 90%). [fraction] Optional, default 0.9."
+        'Share of memory the serving engine can use ("Back-of-the-Envelope Estimation for LLM Systems" plans on 90%). '
+        "[fraction] Optional, default 0.9."
     )
 
 

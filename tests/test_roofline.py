@@ -1,4 +1,5 @@
-"""The roofline serving model: consistent with the seed's functions where they overlap, physical where they don't."""
+"""The roofline serving model: consistent with the serving functions of "Back-of-the-Envelope Estimation for LLM
+Systems" where they overlap, physical where they don't."""
 
 from __future__ import annotations
 
@@ -13,8 +14,8 @@ from xlsxplan.errors import OutOfRangeError
 N, KV_FP8, H100_BW, H100_FP8, H100_BF16 = 8.03, 2 * 32 * 8 * 128 * 1, 3.35, 1978.9, 989.4
 
 
-def test_decode_step_is_the_seeds_bandwidth_step_when_memory_bound():
-    # seed 000, section 4: Qwen2.5-72B in FP8 on two H100s, batch 94 of 2,300 tokens: 46.7 tokens/s per user
+def test_decode_step_is_the_back_of_the_envelope_bandwidth_step_when_memory_bound():
+    # Back-of-the-Envelope §4: Qwen2.5-72B in FP8 on two H100s, batch 94 of 2,300 tokens: 46.7 tokens/s per user
     step = roofline.decode_step_seconds(72.7, "fp8", 94, 327680, 2300, 2, 3.35, H100_FP8, 1, 0.5)
     assert 1 / step == pytest.approx(serving.decode_tokens_per_s(72.7, 1, 2, 3.35, 94, 327680, 2300), rel=1e-12)
     assert 1 / step == pytest.approx(46.7, abs=0.05)
@@ -37,16 +38,17 @@ def test_decode_step_becomes_compute_bound_at_large_batch():
         assert roofline.decode_step_seconds(N, 1, batch, KV_FP8, 192, 1, H100_BW, H100_FP8, 0.54, 0.41) == compute
 
 
-def test_serve_toks_is_the_seeds_full_memory_throughput_when_prefill_and_compute_are_free():
-    # With compute made (nearly) free, SERVE_TOKS is seed 000's DECODE_TOKS_TOTAL at the batch that fits at the
-    # average context: Qwen2.5-7B in BF16 on one H100, 2,000-token prompts, 300-token answers (seed 000, section 6)
+def test_serve_toks_is_the_back_of_the_envelope_full_memory_throughput_when_prefill_and_compute_are_free():
+    # With compute made (nearly) free, SERVE_TOKS is Back-of-the-Envelope's DECODE_TOKS_TOTAL at the batch that fits at
+    # the average context: Qwen2.5-7B in BF16 on one H100, 2,000-token prompts, 300-token answers (Back-of-the-Envelope
+    # §6)
     kv = serving.kv_bytes_per_token(28, 4, 128)
     avg = 2000 + 300 / 2
     batch = serving.max_batch(7.6, 2, kv, avg, 1, 80)
-    seed = serving.decode_tokens_per_s_total(7.6, 2, 1, 3.35, batch, kv, avg)
+    envelope = serving.decode_tokens_per_s_total(7.6, 2, 1, 3.35, batch, kv, avg)
     fast = roofline.serve_tokens_per_s(7.6, 2, kv, 2000, 300, 1, 80, 3.35, 1e9, 0, 1, 1)
-    assert fast == pytest.approx(seed, rel=1e-4)
-    # the average context holds more sequences than the longest one, so it beats the seed's worst case
+    assert fast == pytest.approx(envelope, rel=1e-4)
+    # the average context holds more sequences than the longest one, so it beats Back-of-the-Envelope's worst case
     assert batch > serving.max_batch(7.6, 2, kv, 2300, 1, 80) == 430
 
 
@@ -62,8 +64,8 @@ def test_serve_toks_counts_prefill_time_and_caps_concurrency():
 
 
 def test_serve_toks_sizes_its_batch_and_prefill_with_the_serving_arithmetic(monkeypatch):
-    # Review finding 20: SERVE_TOKS restated MAX_BATCH and PREFILL_S; now it calls the same unchecked arithmetic
-    # they do, so a change to either reaches both.
+    # SERVE_TOKS calls the same unchecked arithmetic as MAX_BATCH and PREFILL_S rather than restating it, so a
+    # change to either reaches both.
     kv = serving.kv_bytes_per_token(28, 4, 128)
     calls: list[str] = []
     for name in ("batch_that_fits", "prefill_s"):
@@ -85,19 +87,19 @@ def test_serve_toks_prefill_bound_limit_is_compute_over_flops_per_output_token()
 
 
 def test_serve_toks_is_zero_when_the_weights_do_not_fit():
-    # seed 000: 72.7B in BF16 (145 GB) does not fit in two H100s' usable 144 GB
+    # Back-of-the-Envelope: 72.7B in BF16 (145 GB) does not fit in two H100s' usable 144 GB
     assert roofline.serve_tokens_per_s(72.7, 2, 327680, 2000, 300, 2, 80, 3.35, H100_BF16) == 0.0
     # nor when one request's cache does not fit beside them
     assert roofline.serve_tokens_per_s(72.7, 1, 327680, 1e6, 300, 2, 80, 3.35, H100_BF16) == 0.0
 
 
-def test_ttft_is_the_seeds_prefill_plus_causal_attention():
-    # seed 000, section 5: Qwen2.5-72B (80 layers, width 8192), 2,000 tokens, two H100s at 989 TFLOP/s, 50%: 0.29 s
-    seed = serving.prefill_seconds(72.7, 2000, 2, 989)
+def test_ttft_is_the_back_of_the_envelope_prefill_plus_causal_attention():
+    # Back-of-the-Envelope §5: Qwen2.5-72B (80 layers, width 8192), 2,000 tokens, two H100s at 989 TFLOP/s, 50%: 0.29 s
+    envelope = serving.prefill_seconds(72.7, 2000, 2, 989)
     ttft = roofline.ttft_seconds(72.7, "fp8", 2000, 80, 8192, 2, 989, 3.35)
     attention = 2 * 80 * 8192 * 2000**2 / (2 * 989e12 * 0.5)
-    assert seed == pytest.approx(0.294, abs=0.001)
-    assert ttft == pytest.approx(seed + attention, rel=1e-12)
+    assert envelope == pytest.approx(0.294, abs=0.001)
+    assert ttft == pytest.approx(envelope + attention, rel=1e-12)
 
 
 def test_ttft_ceiling_for_llama2_7b_on_a100_is_below_the_measurement():
@@ -162,7 +164,7 @@ def test_serve_toks_with_calibrated_efficiencies_for_tensorrt_llm_llama31_8b():
     assert 0.8 < short / 28312 < 0.9 and 0.8 < long / 15220 < 0.85
 
 
-# --- mixture of experts (issue 7): memory holds every expert, a token computes with its active parameters, a step
+# --- mixture of experts: memory holds every expert, a token computes with its active parameters, a step
 # reads the experts its batch is routed to (Mixtral of Experts, arXiv:2401.04088, section 2; MOE_PARAMS_READ_B)
 
 

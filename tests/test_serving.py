@@ -1,6 +1,7 @@
-"""Seed 000's worked example, figure by figure, and the serving functions' edge cases.
+"""The worked example of "Back-of-the-Envelope Estimation for LLM Systems", figure by figure, and the serving
+functions' edge cases.
 
-Seed 000 is "Back-of-the-Envelope Estimation for LLM Systems" (shared/seeds/000_*.txt). Its section 6 prints:
+The document (shared/seeds/000_*.txt; Back-of-the-Envelope below) prints in its section 6:
 
     KV cache per token: 72B 320 KiB, 7B 56 KiB
     peak load: 6.9 requests/s, 2,083 output tokens/s
@@ -9,7 +10,7 @@ Seed 000 is "Back-of-the-Envelope Estimation for LLM Systems" (shared/seeds/000_
     72B, BF16, 4 GPUs: batch 189, 47 tok/s per user (92 if alone), 8,799 tok/s total, prefill 0.15 s, $0.32 ...
     7B, BF16, 1 GPU: batch 430, 47 tok/s per user (220 if alone), 20,031 tok/s total, prefill 0.06 s, $0.03 ...
 
-The seed's own inputs are used here (H100: 80 GB, 3.35 TB/s, 989 TFLOP/s; Qwen2.5-72B 72.7B, Qwen2.5-7B 7.6B).
+The document's own inputs are used here (H100: 80 GB, 3.35 TB/s, 989 TFLOP/s; Qwen2.5-72B 72.7B, Qwen2.5-7B 7.6B).
 """
 
 from __future__ import annotations
@@ -28,34 +29,34 @@ CONTEXT = 2_000 + 300
 PRICE = 2.50
 
 # (label, params_b, bytes_per_param, n_gpus, kv bytes/token) -> printed (batch, per user, alone, total, prefill, $/M)
-SEED_000_TABLE = [
+ENVELOPE_TABLE = [
     ("72B, FP8, 2 GPUs", 72.7, 1, 2, KV_72B, (94, 47, 92, "4,387", "0.29", "0.32")),
     ("72B, BF16, 4 GPUs", 72.7, 2, 4, KV_72B, (189, 47, 92, "8,799", "0.15", "0.32")),
     ("7B, BF16, 1 GPU", 7.6, 2, 1, KV_7B, (430, 47, 220, "20,031", "0.06", "0.03")),
 ]
 
 
-def test_kv_bytes_per_token_seed_000_section_3():
-    # Seed 000 section 3: 2 x 80 x 8 x 128 x 2 = 327,680 bytes (320 KiB); 2 x 28 x 4 x 128 x 2 = 57,344 (56 KiB).
+def test_kv_bytes_per_token_back_of_the_envelope_section_3():
+    # Back-of-the-Envelope §3: 2 x 80 x 8 x 128 x 2 = 327,680 bytes (320 KiB); 2 x 28 x 4 x 128 x 2 = 57,344 (56 KiB).
     assert x.kv_bytes_per_token(80, 8, 128, 2) == 327_680
     assert x.kv_bytes_per_token(28, 4, 128, 2) == 57_344
     assert x.kv_bytes_per_token(80, 8, 128) / 1024 == 320
     assert x.kv_bytes_per_token(28, 4, 128) / 1024 == 56
 
 
-def test_grouped_query_attention_shrinks_cache_eightfold_seed_000_section_3():
+def test_grouped_query_attention_shrinks_cache_eightfold_back_of_the_envelope_section_3():
     # "64 query heads but only 8 KV heads, so its cache is 8 times smaller"
     assert x.kv_bytes_per_token(80, 64, 128) / x.kv_bytes_per_token(80, 8, 128) == 8
 
 
-def test_one_conversation_kv_seed_000_section_3():
+def test_one_conversation_kv_back_of_the_envelope_section_3():
     # "A single 2,300-token conversation on the 72B model therefore holds about 0.75 GB of KV cache."
     assert x.kv_gb(327_680, 2_300) == pytest.approx(0.753664)
     assert round(x.kv_gb(327_680, 2_300), 2) == 0.75
     assert x.kv_gb(327_680, 2_300, 94) == pytest.approx(94 * 0.753664)
 
 
-def test_peak_load_seed_000_section_1():
+def test_peak_load_back_of_the_envelope_section_1():
     # 200,000 requests/day, 2,000 prompt + 300 output tokens, peak 3x: "6.9 requests/s, 2,083 output tokens/s",
     # and "about 14,000 prompt tokens ... per second".
     assert f"{x.peak_requests_per_s(200_000, 3):.1f}" == "6.9"
@@ -63,7 +64,7 @@ def test_peak_load_seed_000_section_1():
     assert round(x.peak_tokens_per_s(200_000, 2_000), -3) == 14_000
 
 
-def test_weights_and_usable_memory_seed_000_section_2():
+def test_weights_and_usable_memory_back_of_the_envelope_section_2():
     # 72B in BF16 needs 145 GB, more than two H100s' usable 144 GB; in FP8 it fits on two.
     assert x.weights_gb(72.7, 2) == pytest.approx(145.4)
     assert f"{x.weights_gb(72.7, 2):.0f}" == "145"
@@ -71,15 +72,15 @@ def test_weights_and_usable_memory_seed_000_section_2():
     assert x.usable_gb(4, 80) > x.weights_gb(72.7, 2) > x.usable_gb(2, 80) > x.weights_gb(72.7, "fp8")
 
 
-def test_72b_bf16_on_two_gpus_does_not_fit_seed_000_section_6():
+def test_72b_bf16_on_two_gpus_does_not_fit_back_of_the_envelope_section_6():
     assert x.max_batch(72.7, 2, KV_72B, CONTEXT, 2, H100_GB) == 0
     assert x.free_gb(72.7, 2, 2, H100_GB) == pytest.approx(-1.4)
 
 
 @pytest.mark.parametrize(
-    "label, params_b, bpp, n_gpus, kv, printed", SEED_000_TABLE, ids=[r[0] for r in SEED_000_TABLE]
+    "label, params_b, bpp, n_gpus, kv, printed", ENVELOPE_TABLE, ids=[r[0] for r in ENVELOPE_TABLE]
 )
-def test_seed_000_section_6_table(label, params_b, bpp, n_gpus, kv, printed):
+def test_back_of_the_envelope_section_6_table(label, params_b, bpp, n_gpus, kv, printed):
     batch, per_user, alone, total, prefill, dollars = printed
     b = x.max_batch(params_b, bpp, kv, CONTEXT, n_gpus, H100_GB)
     assert b == batch
@@ -93,13 +94,13 @@ def test_seed_000_section_6_table(label, params_b, bpp, n_gpus, kv, printed):
     assert f"{x.cost_per_m_tokens(n_gpus, PRICE, throughput):.2f}" == dollars
 
 
-def test_decode_at_batch_94_seed_000_section_4():
-    # "46.7 at batch 94 with 327,680 B/token and 2,300 tokens" (issue #2's table, from seed 000 section 4)
+def test_decode_at_batch_94_back_of_the_envelope_section_4():
+    # 46.7 tokens/s at batch 94 with 327,680 B/token and 2,300 tokens (Back-of-the-Envelope §4 prints 47)
     assert round(x.decode_tokens_per_s(72.7, 1, 2, 3.35, 94, 327_680, 2_300), 1) == 46.7
     assert round(x.decode_tokens_per_s(72.7, 1, 2, 3.35)) == 92
 
 
-def test_full_memory_step_is_about_21_ms_seed_000_section_4():
+def test_full_memory_step_is_about_21_ms_back_of_the_envelope_section_4():
     # "each step reads ... about 72 GB per GPU, so the step takes about 72 GB / 3.35 TB/s = 21 ms ... roughly 47
     # tokens per second" -- whatever the model: weights of 72 GB on one GPU, batch 1, no KV.
     step_ms = 1000 / x.decode_tokens_per_s(72, 1, 1, 3.35)
@@ -107,9 +108,9 @@ def test_full_memory_step_is_about_21_ms_seed_000_section_4():
     assert round(1000 / step_ms) == 47
 
 
-def test_cost_at_thirty_percent_utilisation_seed_000_section_6():
+def test_cost_at_thirty_percent_utilisation_back_of_the_envelope_section_6():
     # "At 30% average utilisation ... divide by 0.3: about $1.05 per million output tokens for the 72B setup."
-    # Unrounded $0.3166/0.3 = $1.0554: the seed quotes it to the cent below.
+    # Unrounded $0.3166/0.3 = $1.0554: the document quotes it to the cent below.
     throughput = x.decode_tokens_per_s_total(72.7, 1, 2, 3.35, 94, KV_72B, CONTEXT)
     full = x.cost_per_m_tokens(2, PRICE, throughput)
     at_30 = x.cost_per_m_tokens(2, PRICE, throughput, 0.3)
@@ -117,7 +118,7 @@ def test_cost_at_thirty_percent_utilisation_seed_000_section_6():
     assert math.floor(at_30 * 100) / 100 == 1.05
 
 
-def test_ten_times_traffic_needs_five_replicas_seed_000_section_6():
+def test_ten_times_traffic_needs_five_replicas_back_of_the_envelope_section_6():
     # "At ten times the traffic, 20,833 output tokens/s, ... 20,833 / 4,387 = 4.7, so 5 replicas and 10 GPUs."
     demand = 10 * x.peak_tokens_per_s(200_000, 300)
     capacity = x.decode_tokens_per_s_total(72.7, 1, 2, 3.35, 94, KV_72B, CONTEXT)
@@ -130,14 +131,14 @@ def test_ten_times_traffic_needs_five_replicas_seed_000_section_6():
     assert x.replicas(x.peak_tokens_per_s(200_000, 300), capacity, 1) == 2
 
 
-def test_7b_is_about_ten_times_cheaper_seed_000_section_6():
+def test_7b_is_about_ten_times_cheaper_back_of_the_envelope_section_6():
     big = x.cost_per_m_tokens(2, PRICE, x.decode_tokens_per_s_total(72.7, 1, 2, 3.35, 94, KV_72B, CONTEXT))
     small = x.cost_per_m_tokens(1, PRICE, x.decode_tokens_per_s_total(7.6, 2, 1, 3.35, 430, KV_7B, CONTEXT))
     assert 9 < big / small < 12
 
 
 def test_zero_demand_needs_only_the_spares():
-    # audit 23: zero demand is a normal row in a sweep (a quiet hour, a product not launched yet), not an error
+    # Zero demand is a normal row in a sweep (a quiet hour, a product not launched yet), not an error
     assert x.replicas(0, 4387) == 0
     assert x.replicas(0, 4387, 2) == 2
     assert x.replicas(0.0, 1e-6, 1) == 1
@@ -152,7 +153,7 @@ def test_replicas_forgives_float_noise_but_not_real_excess():
 
 
 def test_whole_rounding_forgives_a_few_ulps_not_a_share_of_the_number():
-    # Review finding 8: a tolerance of 1e-9 of the number forgave a whole replica above a billion.
+    # A tolerance of 1e-9 of the number would forgive a whole replica above a billion.
     assert x.replicas(2_000_000_001, 2) == 1_000_000_001
     assert x.replicas(999_999_999_999_999, 1e6) == 1_000_000_000
     assert x.replicas(999_999_999_100_000, 1e6) == 1_000_000_000
@@ -169,9 +170,9 @@ def test_max_batch_is_a_whole_count_and_exact_at_the_boundary():
     assert x.max_batch(10, 2, 1e9 / 1000, 1000, 1, 100, 1) == 80
 
 
-def test_seed_003_bandwidth_ceilings_m2_and_h200():
-    # Seed 003, "Apple M2 and NVIDIA H200": ideal batch-one ceilings from the weights alone; the 7B FP16 M2 row is
-    # 7.1 tokens/s, and 70B FP16 on the H200 leaves only about 1 GB of its 141 GB.
+def test_compute_and_memory_bandwidth_ceilings_m2_and_h200():
+    # Compute and Memory, "Apple M2 and NVIDIA H200": ideal batch-one ceilings from the weights alone; the 7B FP16 M2
+    # row is 7.1 tokens/s, and 70B FP16 on the H200 leaves only about 1 GB of its 141 GB.
     assert round(x.decode_tokens_per_s(7, 2, 1, 0.1), 1) == 7.1
     assert round(x.decode_tokens_per_s(7, 2, 1, 4.8), 1) == 342.9
     assert round(x.decode_tokens_per_s(70, 2, 1, 4.8), 1) == 34.3
@@ -181,7 +182,7 @@ def test_seed_003_bandwidth_ceilings_m2_and_h200():
     assert x.free_gb(7, 2, 1, 8, 1) < 0
 
 
-def test_seed_003_inference_compute_ceiling():
+def test_compute_and_memory_inference_compute_ceiling():
     # "A 7-billion-parameter model consequently needs about 14 billion FLOPs for each generated token."
     assert x.inference_flops(7) == 14e9
     # C / 2N on an H200 (989.4 dense BF16 TFLOP/s): about 70,700 tokens/s, far above the memory ceiling.

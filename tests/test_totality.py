@@ -1,4 +1,4 @@
-"""Every function is total (issue #8): any mix of cell contents ends as a value or one clean error.
+"""Every function is total: any mix of cell contents ends as a value or one clean error.
 
 Property-based tests over numbers (zero, negative, NaN, infinity, 1e308, booleans), text (numbers as text, "1,000",
 units, unicode), empty cells, error values and arrays of these, through each face: the Python core, the shared cell

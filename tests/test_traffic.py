@@ -1,10 +1,10 @@
-"""Plans that survive real traffic (issue #9): each function against a case computed by hand, and its effect.
+"""Plans that survive real traffic: each function against a case computed by hand, and its effect.
 
-The plan throughout is seed 000's (shared/seeds/000_*.txt, sections 1-6): Qwen2.5-72B (72.7B parameters, KV
-327,680 bytes/token) in FP8 on two H100s (80 GB, 3.35 TB/s, 989 dense BF16 TFLOP/s at 50% for prefill), 2,000-token
-prompts, 300-token answers, 200,000 requests a day, peak factor 3, $2.50 per GPU-hour. Seed 000 prints batch 94,
-4,387 tokens/s, prefill 0.29 s, and "at least two replicas, four GPUs". Each test states the hand arithmetic, then
-shows which way the new input moves the plan and by how much.
+The plan throughout is the one in "Back-of-the-Envelope Estimation for LLM Systems" (shared/seeds/000_*.txt, sections
+1-6): Qwen2.5-72B (72.7B parameters, KV 327,680 bytes/token) in FP8 on two H100s (80 GB, 3.35 TB/s, 989 dense BF16
+TFLOP/s at 50% for prefill), 2,000-token prompts, 300-token answers, 200,000 requests a day, peak factor 3, $2.50 per
+GPU-hour. The document prints batch 94, 4,387 tokens/s, prefill 0.29 s, and "at least two replicas, four GPUs". Each
+test states the hand arithmetic, then shows which way the new input moves the plan and by how much.
 """
 
 from __future__ import annotations
@@ -25,13 +25,13 @@ KV = 327_680
 PROMPT, OUTPUT, CONTEXT = 2_000, 300, 2_300
 FREE_GB = 2 * 80 * 0.9 - 72.7  # 71.3 GB left for the KV cache
 PEAK_RPS = 200_000 / 86_400 * 3  # 6.944 requests/s
-PREFILL_S = 2 * 72.7e9 * 2_000 / (2 * 989e12 * 0.5)  # 0.29403 s (seed 000 section 5: "about 0.29 seconds")
+PREFILL_S = 2 * 72.7e9 * 2_000 / (2 * 989e12 * 0.5)  # 0.29403 s (Back-of-the-Envelope §5: "about 0.29 seconds")
 T94 = 94 / ((72.7e9 + 94 * KV * CONTEXT) / 6.7e12)  # 4,387.5 tokens/s at the memory-filling batch
 T51 = 51 / ((72.7e9 + 51 * KV * CONTEXT) / 6.7e12)  # 3,074.6 tokens/s at the 60-tokens/s batch
 Z95 = 1.6448536269514722
 
 
-def test_the_hand_constants_are_the_seed_figures():
+def test_the_hand_constants_are_the_back_of_the_envelope_figures():
     assert FREE_GB == pytest.approx(71.3)
     assert (
         PREFILL_S == pytest.approx(x.prefill_seconds(PARAMS_B, PROMPT, N_GPUS, TFLOPS)) and round(PREFILL_S, 2) == 0.29
@@ -70,7 +70,7 @@ def test_tail_share_effect_a_higher_cap_rejects_fewer_a_heavier_tail_more():
 
 
 def test_tail_share_refuses_a_tail_heavier_than_any_lognormal():
-    # the issue's example, a p95 of 12,000 on a mean of 2,000, is six times the mean: no log-normal has that
+    # a p95 of 12,000 on a mean of 2,000 is six times the mean: no log-normal has that
     assert traffic.LOGNORMAL_MAX_P95_OVER_MEAN == pytest.approx(math.exp(Z95**2 / 2)) == pytest.approx(3.8681, abs=1e-4)
     with pytest.raises(
         OutOfRangeError, match=r"^p95_tokens \(12,000\) is 6 times mean_tokens \(2,000\); a log-normal's"
@@ -124,7 +124,7 @@ def test_tail_share_data_refuses_a_bad_cell_naming_its_place():
     assert result.error == CellError("#NUM!", "lengths (value 2 of 3) must be a number from 0 to 1e+18, got -5")
 
 
-def test_paged_batch_without_spread_is_the_seeds_max_batch():
+def test_paged_batch_without_spread_is_the_back_of_the_envelope_max_batch():
     assert x.paged_batch(FREE_GB, KV, CONTEXT, 0) == 94 == x.max_batch(PARAMS_B, BPP, KV, CONTEXT, N_GPUS, MEMORY_GB)
 
 
@@ -154,7 +154,7 @@ def test_paged_batch_effect_more_spread_fewer_sequences_looser_overflow_more():
     assert batches[0] == 94 and batches[3] == 71
     assert batches == sorted(batches, reverse=True) and len(set(batches)) == 5
     assert x.paged_batch(FREE_GB, KV, CONTEXT, 3_500, 0.01) < 71 < x.paged_batch(FREE_GB, KV, CONTEXT, 3_500, 0.2)
-    # far less pessimistic than seed 000's rule of sizing every slot at the 12,000-token p95 tail
+    # far less pessimistic than Back-of-the-Envelope's rule of sizing every slot at the 12,000-token p95 tail
     assert x.max_batch(PARAMS_B, BPP, KV, 12_000 + OUTPUT, N_GPUS, MEMORY_GB) == 17
 
 
@@ -230,8 +230,8 @@ def test_batch_for_latency_by_hand():
 def test_batch_for_latency_effect_and_the_unreachable_target():
     # (6.7e12 / t - 72.7e9) / 7.53664e8 for t = 30, 47, 60, 80: 199.9, 92.7, 51.7, 14.7; at 92.5 below 1
     batches = [x.batch_for_latency(PARAMS_B, BPP, N_GPUS, BW_TBS, t, KV, CONTEXT) for t in (30, 47, 60, 80, 92.5)]
-    assert batches == [199, 92, 51, 14, 0]  # seed 000 section 7: an 80 tokens/s product cannot fill the GPU
-    # 92.2 tokens/s is the batch-of-one ceiling (seed 000: "92 if alone"); 100 is beyond any batch: a clean 0
+    assert batches == [199, 92, 51, 14, 0]  # Back-of-the-Envelope §7: an 80 tokens/s product cannot fill the GPU
+    # 92.2 tokens/s is the batch-of-one ceiling (Back-of-the-Envelope: "92 if alone"); 100 is beyond any batch: 0
     assert x.batch_for_latency(PARAMS_B, BPP, N_GPUS, BW_TBS, 100, KV, CONTEXT) == 0
     # throughput and cost at the capped batch instead of at full memory: 3,075 tokens/s, $0.45 not $0.32
     assert T51 == pytest.approx(3_074.59, abs=0.01)
@@ -269,14 +269,14 @@ def test_batch_for_ttft_effect_and_the_unreachable_target():
 
 
 def test_batch_for_ttft_is_capped_like_batch_for_latency():
-    # Review finding 25: a tiny model on a huge fleet gave 2.5e21; both latency batches stop at the largest batch
+    # A tiny model on a huge fleet must not give 2.5e21: both latency batches stop at the largest batch
     # the other functions accept (1,000,000,000)
     assert x.batch_for_ttft(1e-4, 10_000_000, 1e9, 1e-3, 1, 1e12) == 1_000_000_000
     assert x.decode_tokens_per_s(1e-4, 1, 1, 1e5, x.batch_for_ttft(1e-4, 10_000_000, 1e9, 1e-3, 1, 1e12)) > 0
 
 
 def test_batch_for_ttft_with_memory_bound_steps_is_consistent_with_the_decode_speed_a_plan_reports():
-    # Review (the audit): at steps of the 60 tokens/s target, batch 46 leaves 6,802 - 46 x 60 = 4,042 tokens/s for
+    # At steps of the 60 tokens/s target, batch 46 leaves 6,802 - 46 x 60 = 4,042 tokens/s for
     # the prompt (2.97 s); but a plan reports batch 46 decoding at its memory-bound 62.4 tokens/s, 2,870 together,
     # which leaves 3,932: 12,000 tokens in 3.05 s, over the target. Given the memory figures the steps run at that
     # speed, and the batch is the largest whose DECODE_TOKS_TOTAL leaves 12,000 / 3 = 4,000 tokens/s of compute.
@@ -291,7 +291,8 @@ def test_batch_for_ttft_with_memory_bound_steps_is_consistent_with_the_decode_sp
             for b in (batch, batch + 1)]  # fmt: skip
     assert ttft[0] <= 3 < ttft[1] and round(ttft[0], 2) == 2.99
     assert round(x.decode_tokens_per_s(PARAMS_B, BPP, N_GPUS, BW_TBS, batch, KV, CONTEXT), 1) == 63.3
-    # the target still bounds it: steps never slower than the target (seed 000's pair: 181 at 20 tokens/s, 2 s)
+    # the target still bounds it: steps never slower than the target (Back-of-the-Envelope's pair: 181 at 20 tokens/s,
+    # 2 s)
     assert x.batch_for_ttft(PARAMS_B, N_GPUS, TFLOPS, 20, 2_000, 2, 0.5, *memory) == 181
     assert x.batch_for_ttft(PARAMS_B, N_GPUS, TFLOPS, 20, 2_000, 2) == 290
     # a model whose steps cannot use the compute up (7B on one H100): the target's bound alone
@@ -307,7 +308,7 @@ def test_batch_for_ttft_with_memory_bound_steps_is_consistent_with_the_decode_sp
 
 
 def test_traffic_descriptions_fit_the_function_wizard_uncut():
-    # Review (the audit): BATCH_FOR_TTFT's description was cut at Excel's 255 characters ("...even with no o...")
+    # No description may be cut at Excel's 255 characters, as BATCH_FOR_TTFT's was ("...even with no o...")
     from xlsxplan.registry import EXCEL_TEXT_LIMIT, FUNCTIONS
 
     for fn in FUNCTIONS.values():
@@ -320,7 +321,7 @@ def test_traffic_descriptions_fit_the_function_wizard_uncut():
 # --- Chunked prefill, the prefill/decode mix and disaggregation ------------------------------------------------
 
 
-def test_prefill_share_of_the_seeds_plan():
+def test_prefill_share_of_the_back_of_the_envelope_plan():
     # 0.294 / (0.294 + 300 / 4,387.5) = 0.294 / 0.362412 = 0.8113: most of the replica's time reads prompts
     assert x.prefill_share(PREFILL_S, OUTPUT, T94) == pytest.approx(0.81133, abs=1e-5)
     # so a replica taking turns serves 2.76 requests/s, not the 14.6 that 4,387 tokens/s of 300-token answers suggest
@@ -349,7 +350,7 @@ def test_chunked_prefill_overlaps_compute_with_memory_bound_decode():
     assert x.replica_rps_chunked(short, 100, OUTPUT, T51) == pytest.approx(T51 / OUTPUT)
 
 
-def test_disaggregated_pools_for_the_seeds_peak():
+def test_disaggregated_pools_for_the_back_of_the_envelope_peak():
     # prefill: ceil(6.944 * 0.29403) = ceil(2.042) = 3; decode: ceil(6.944 * 300 / 3,074.6) = ceil(0.678) = 1
     assert x.prefill_replicas(PEAK_RPS, PREFILL_S) == 3
     assert x.decode_replicas(PEAK_RPS, OUTPUT, T51) == 1
@@ -364,17 +365,17 @@ def test_disaggregated_pools_for_the_seeds_peak():
 # --- Spares and availability -----------------------------------------------------------------------------------
 
 
-def test_fleet_replicas_reproduces_seed_000s_two_replicas():
-    # seed 000 section 6: 4,387 tokens/s covers the 2,083 needed, "still ... at least two replicas, four GPUs"
+def test_fleet_replicas_reproduces_the_back_of_the_envelope_two_replicas():
+    # Back-of-the-Envelope §6: 4,387 tokens/s covers the 2,083 needed, "still ... at least two replicas, four GPUs"
     assert x.fleet_replicas(2_083, 4_387) == 2
     assert x.fleet_replicas(2_083, 4_387) * N_GPUS == 4
     assert x.fleet_replicas(2_083, 4_387, 0) == 2  # no spare, but never fewer than two
     assert x.fleet_replicas(2_083, 4_387, 0, 1) == 1
-    # ten times the traffic: 5 replicas for the peak (seed 000: "5 replicas and 10 GPUs"), 6 with a spare
+    # ten times the traffic: 5 replicas for the peak (Back-of-the-Envelope: "5 replicas and 10 GPUs"), 6 with a spare
     assert x.fleet_replicas(20_833, 4_387, 0) == 5 and x.fleet_replicas(20_833, 4_387) == 6
 
 
-def test_fleet_for_the_seeds_peak_with_prefill_counted():
+def test_fleet_for_the_back_of_the_envelope_peak_with_prefill_counted():
     per_replica = x.replica_rps_chunked(PREFILL_S, PROMPT, OUTPUT, T51)
     # ceil(6.944 / 2.957) = 3 for the peak, plus one spare
     assert x.fleet_replicas(PEAK_RPS, per_replica) == 4
@@ -382,7 +383,7 @@ def test_fleet_for_the_seeds_peak_with_prefill_counted():
 
 
 def test_fleet_utilisation_by_hand():
-    # 200,000 / 86,400 = 2.3148 requests/s on average over 4 x 2.957: 19.6%, below seed 000's 30% rule of thumb
+    # 200,000 / 86,400 = 2.3148 requests/s on average over 4 x 2.957: 19.6%, below Back-of-the-Envelope's 30%
     per_replica = x.replica_rps_chunked(PREFILL_S, PROMPT, OUTPUT, T51)
     util = x.fleet_utilisation(200_000, per_replica, 4)
     assert util == pytest.approx(2.31481 / (4 * 2.95736), abs=1e-5) == pytest.approx(0.1957, abs=1e-4)
@@ -402,7 +403,7 @@ def test_peak_coverage_flags_demand_beyond_the_spares():
 # --- Input and output priced separately ------------------------------------------------------------------------
 
 
-def test_input_and_output_cost_by_hand_for_the_seeds_four_gpus():
+def test_input_and_output_cost_by_hand_for_the_back_of_the_envelope_four_gpus():
     share = x.prefill_share(PREFILL_S, OUTPUT, T94)  # 0.81133
     # a day costs 4 * 2.50 * 24 = $240: input 240 * 0.81133 / 400e6 tokens, output 240 * 0.18867 / 60e6 tokens
     assert x.cost_per_m_input(4, PRICE, 200_000, PROMPT, share) == pytest.approx(0.48680, abs=1e-5)
@@ -416,9 +417,9 @@ def test_input_and_output_costs_add_up_to_the_bill():
     assert (cin * PROMPT + cout * (OUTPUT + 1_000)) * 200_000 / 1e6 == pytest.approx(8 * PRICE * 24)
 
 
-def test_on_one_fully_loaded_replica_the_output_price_is_seed_000s_formula():
+def test_on_one_fully_loaded_replica_the_output_price_is_the_back_of_the_envelope_formula():
     # serving exactly REPLICA_RPS around the clock, the decode share of the bill over the output tokens is
-    # COST_PER_M_TOKENS at the decode throughput: seed 000's $0.32 per million output tokens at full load
+    # COST_PER_M_TOKENS at the decode throughput: Back-of-the-Envelope's $0.32 per million output tokens at full load
     rps = x.replica_rps(PREFILL_S, OUTPUT, T94)
     share = x.prefill_share(PREFILL_S, OUTPUT, T94)
     out = x.cost_per_m_output(N_GPUS, PRICE, rps * 86_400, OUTPUT, share)
@@ -457,7 +458,7 @@ def test_bad_arguments_are_refused_naming_the_argument(call, error, match):
 
 
 def test_errors_name_only_arguments_the_user_typed():
-    # Review finding 6: traffic functions called checked serving functions, whose checks then named arguments the
+    # Traffic functions must not call checked serving functions, whose checks would name arguments the
     # caller never typed: =PREFILL_REPLICAS(1,1E-16) said "capacity_tokens_per_s must be ...".
     assert x.prefill_replicas(1, 1e-16) == 1
     assert x.decode_replicas(1e12, 1e6, 1) == 10**18
@@ -543,9 +544,9 @@ def walkthrough() -> list[tuple[str, str]]:
 
 
 def test_the_walkthrough_is_there():
-    # "the manual walks through one plan where these change the answer (the 72B FP8 pair of GPUs with a p95 prompt
-    # of 12,000 tokens and a 60 tokens/s target), with the figures the tool prints": the serving template's own
-    # cells, recalculated with those inputs.
+    # The manual (docs/traffic.md) walks through one plan where these inputs change the answer (the 72B FP8 pair of
+    # GPUs with a p95 prompt of 12,000 tokens and a 60 tokens/s target), with the figures the tool prints: the serving
+    # template's own cells, recalculated with those inputs, so the walk-through cannot drift from the template.
     commands = [command for command, _ in walkthrough()]
     recalcs = [c for c in commands if c.startswith("xlsxplan recalc workbooks/serving_plan.xlsx -o /tmp/p.xlsx -q ")]
     assert len(recalcs) == 5

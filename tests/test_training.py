@@ -1,7 +1,7 @@
-"""Seed 003's worked examples, figure by figure.
+"""The worked examples of "Estimating the Compute and Memory Needed for Language Models", figure by figure.
 
-Seed 003 is "Estimating the Compute and Memory Needed for Language Models" (shared/seeds/003_*.txt). Its figures
-come from the Parameter Golf competition (8 x H100 SXM, 600 s) and measured M2 runs; each test names its section.
+The document (shared/seeds/003_*.txt; Compute and Memory below) takes its figures from the Parameter Golf
+competition (8 x H100 SXM, 600 s) and measured M2 runs; each test names its section.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from xlsxplan.errors import OutOfRangeError
 RECORD_PARAMS_B = 0.03595  # the 35.95M-parameter Calib32 record
 RECORD_TOKENS = 3.927e9
 RECORD_SECONDS = 599.6
-H100_DENSE_BF16 = 989.5  # seed 003: "about 989.5 TFLOP/s per GPU"
+H100_DENSE_BF16 = 989.5  # Compute and Memory: "about 989.5 TFLOP/s per GPU"
 
 
 def test_6nd_example_training_computation():
@@ -55,7 +55,7 @@ def test_record_mfu_is_18_percent():
 
 
 def test_train_tokens_reproduces_the_record_run():
-    # Issue #2's table: (0.03595, 1.413e15, 599.6) -> 3.93e9 tokens; the log says 3.927B.
+    # (0.03595, 1.413e15, 599.6) -> 3.93e9 tokens; the record's log says 3.927B.
     assert round(x.train_tokens(RECORD_PARAMS_B, 1.413e15, RECORD_SECONDS) / 1e9, 2) == 3.93
 
 
@@ -67,9 +67,9 @@ def test_optimal_size_for_ten_minutes_on_eight_h100s():
 
 def test_optimal_size_for_ten_minutes_on_the_m2():
     # "about 1.7-2.4M for the measured M2 dense-transformer rates": the 41.2M dense model at "about 2,400
-    # tokens/s" (B=1, T=2048) and "4,900 tokens/s" (B=4, T=512). 2,400 gives 1.72M. The seed's 2.4M needs a
+    # tokens/s" (B=1, T=2048) and "4,900 tokens/s" (B=4, T=512). 2,400 gives 1.72M. The document's 2.4M needs a
     # rate below 4,857 tokens/s, so the "about 4,900" is a rounded ~4,850: at 4,850 the size is 2.45M; at the
-    # rounded 4,900 it is 2.46M, within 3% of the seed's 2.4M.
+    # rounded 4,900 it is 2.46M, within 3% of the document's 2.4M.
     low = x.optimal_params_b(x.flops_6n(0.0412, 2_400), 600) * 1000
     assert round(low, 1) == 1.7
     high = x.optimal_params_b(x.flops_6n(0.0412, 4_850), 600) * 1000
@@ -79,7 +79,7 @@ def test_optimal_size_for_ten_minutes_on_the_m2():
 
 def test_m2_projection_in_days():
     # "that puts the 35.95M projection at roughly 8-16 days; the small-model anchor gives about 20 days."
-    # Anchor: a 361,608-parameter run of 8,428 steps x 8,192 tokens in five minutes (seed 003, note 10).
+    # Anchor: a 361,608-parameter run of 8,428 steps x 8,192 tokens in five minutes (Compute and Memory, note 10).
     day = 86_400
     slow = x.run_seconds(RECORD_PARAMS_B, RECORD_TOKENS, x.flops_6n(0.0412, 2_400)) / day
     fast = x.run_seconds(RECORD_PARAMS_B, RECORD_TOKENS, x.flops_6n(0.0412, 4_900)) / day

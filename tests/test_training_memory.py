@@ -1,4 +1,5 @@
-"""Training memory in full (ZeRO, activations), PaLM's attention FLOPs and seed 003's recurrent layers."""
+"""Training memory in full (ZeRO, activations), PaLM's attention FLOPs and the recurrent layers of "Estimating the
+Compute and Memory Needed for Language Models"."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ def test_zero_figure_1_seven_and_a_half_billion_on_64_gpus(stage, published_gb):
 
 
 def test_sixteen_bytes_per_parameter_is_the_unsharded_mixed_precision_adam():
-    assert train_state_gb(7, 12) == 112  # seed 003: "roughly 16 bytes per parameter"; 7B -> 112 GB
+    assert train_state_gb(7, 12) == 112  # Compute and Memory: "roughly 16 bytes per parameter"; 7B -> 112 GB
     assert train_state_gb(7, optimizer_bytes("adam_fp32"), 0, 1, 1, "fp32", "fp32") == 112
     assert train_state_gb(7, optimizer_bytes("sgd")) == 56
     # model parallelism divides the model first, ZeRO-3 then divides by the data-parallel GPUs
@@ -86,7 +87,7 @@ def test_flash_attention_stores_no_scores():
     flash = activation_gb(s, b, h, a, L, recompute="flash")
     assert flash * 1e9 == pytest.approx(L * (34 * s * b * h + 4 * a * s * b))
     assert flash == pytest.approx(activation_gb(s, b, h, a, L, recompute="selective"), rel=0.001)
-    # the audit's case: an 8B shape at 8k tokens, 380 GB when the scores are stored, 36.5 GB without them
+    # an 8B shape at 8k tokens: 380 GB when the scores are stored, 36.5 GB without them
     assert activation_gb(s, b, h, a, L, recompute="none") == pytest.approx(380.1, abs=0.1)
     assert flash == pytest.approx(36.5, abs=0.1)
     assert activation_gb(s, b, h, a, L) == flash  # fused attention is the default
@@ -112,13 +113,13 @@ def test_without_dropout_the_masks_go():
 
 
 def test_parameter_golf_record_memory_with_its_own_shape_and_kernel():
-    # Seed 003: a 35.95M Parameter Golf record "peaked at about 41.7 GB per GPU". The closest record in
+    # Compute and Memory: a 35.95M Parameter Golf record "peaked at about 41.7 GB per GPU". The closest record in
     # github.com/openai/parameter-golf @4908dc46 is records/track_10min_16mb/
-    # 2026-04-27_SP8192_LQER_SparseGate_BOSSmearFix_9HpStack_1.0611 (model_params 35,945,671; the seed's own Calib32
+    # 2026-04-27_SP8192_LQER_SparseGate_BOSSmearFix_9HpStack_1.0611 (model_params 35,945,671; the document's own Calib32
     # log is not in the snapshot). Its train_seed42.log: num_layers 11, model_dim 512, num_heads 8 (4 KV heads),
     # mlp_mult 4.0, train_seq_len 2048, train_batch_tokens 786,432 on world_size 8 (48 sequences per GPU), no
     # dropout, layer_loop encoder [0,1,2,3,4,5,3,4] decoder [5,3,4,5,6,7,8,9,10] (17 layer applications once the
-    # loop is on), "peak memory allocated: 41717 MiB" (43.7 GB: the seed's "41.7 GB" is this MiB figure). Its
+    # loop is on), "peak memory allocated: 41717 MiB" (43.7 GB: the document's "41.7 GB" is this MiB figure). Its
     # train_gpt.py attends with flash_attn_interface (FlashAttention 3), so no score is stored.
     peak_gb = 41_717 * 2**20 / 1e9
     kept = activation_gb(2048, 48, 512, 8, 17, 1, 0, "flash", 0)
@@ -144,8 +145,8 @@ def test_palm_attention_term_gives_the_published_46_2_percent_mfu():
 
 
 def test_parameter_golf_recurrence_raises_the_rate_to_1_8_pflops():
-    # Seed 003 "Eight H100s": 35.95M parameters at 6.55M tokens/s is 1.41 PFLOP/s by 6N; layers 3-5 applied two
-    # more times after step 2,204 of 4,997 raise it to about 1.8 PFLOP/s, 23% of 7.92 PFLOP/s dense BF16.
+    # Compute and Memory "Eight H100s": 35.95M parameters at 6.55M tokens/s is 1.41 PFLOP/s by 6N; layers 3-5 applied
+    # two more times after step 2,204 of 4,997 raise it to about 1.8 PFLOP/s, 23% of 7.92 PFLOP/s dense BF16.
     # Assumption: d_model 512, 8 heads / 4 KV heads of 64, MLP 4x (two matrices): 2,883,584 parameters per layer.
     d = 512
     layer = d * d + 2 * d * 256 + d * d + 2 * d * 4 * d

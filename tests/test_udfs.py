@@ -230,8 +230,8 @@ def test_kv_bytes_per_token_of_the_readme_shows_327680(classic_module):
     assert call_like_classic(classic_module, "KV_BYTES_PER_TOKEN", 80.0, 8.0, 128.0, "fp8") == [[163840.0]]
 
 
-def test_seed_figures_through_the_udf_layer(classic_module):
-    # seed 000 section 4: Qwen2.5-72B in FP8 on two H100s decodes ~92 tokens/s at batch 1, 4,387 at batch 94
+def test_back_of_the_envelope_figures_through_the_udf_layer(classic_module):
+    # Back-of-the-Envelope §4: Qwen2.5-72B in FP8 on two H100s decodes ~92 tokens/s at batch 1, 4,387 at batch 94
     assert round(call_like_classic(classic_module, "DECODE_TOKS", 72.7, 1.0, 2.0, 3.35)[0][0]) == 92
     total = call_like_classic(classic_module, "DECODE_TOKS_TOTAL", 72.7, 1.0, 2.0, 3.35, 94.0, 327680.0, 2300.0)
     assert round(total[0][0]) == 4387
@@ -312,7 +312,7 @@ def test_a_column_of_scenarios_is_one_call_equal_to_scalar_calls(classic_module)
     for (batch,), (got,) in zip(batches, column):
         one = call_like_classic(classic_module, "DECODE_TOKS_TOTAL", 72.7, 1.0, 2.0, 3.35, batch, 327680.0, 2300.0)
         assert got == one[0][0]
-    assert round(column[2][0]) == 4387  # seed 000 section 4
+    assert round(column[2][0]) == 4387  # Back-of-the-Envelope §4
     assert column[4][0] == "#NUM! batch must be a whole number from 1 to 1,000,000,000, got 0"
     assert column[7][0] == "#N/A"
     assert column[8][0] == column[0][0]  # an empty cell takes the default batch of 1

@@ -1,7 +1,8 @@
-"""The templates compute what the Python core computes, for the seeds' inputs and for inputs changed through the
+"""The templates compute what the Python core computes, for the inputs of "Back-of-the-Envelope Estimation for LLM
+Systems" and "Estimating the Compute and Memory Needed for Language Models" and for inputs changed through the
 headless engine (model, accelerator, GPUs, precision, traffic, budget), line by line.
 
-Each test changes inputs on a recalculated template (issue 4's Workbook API, loaded once per module), reads every
+Each test changes inputs on a recalculated template (the Workbook API, loaded once per module), reads every
 line item of Calculations, Scenarios, Measured rates and Outputs, and compares it with a reference computed here
 from :mod:`xlsxplan.core.serving`, :mod:`xlsxplan.core.training` and the catalog.
 """
@@ -248,8 +249,9 @@ def serving_reference(case: dict[str, Any], g: dict[str, Any], d: dict[str, Any]
 def calibration_reference(case: dict[str, Any], g: dict[str, Any], d: dict[str, Any], live: dict[str, Any]
                           ) -> list[dict[str, Any]]:  # fmt: skip
     """The Calibration sheet's three columns: the plan's, the calibrated and the measured efficiencies. The plan's
-    prefill share is of the BF16 peak (seed 000 §5); the calibrated and measured ones of the peak the weights'
-    precision computes on (EFFICIENCY's prefill share for fp8 is of the FP8 peak)."""
+    prefill share is of the BF16 peak ("Back-of-the-Envelope Estimation for LLM Systems" §5); the calibrated and
+    measured ones of the peak the weights' precision computes on (EFFICIENCY's prefill share for fp8 is of the FP8
+    peak)."""
     gpu, prec, n = g["Accelerator"], g["Weight_Precision"], g["GPUs_Per_Replica"]
     active, bw, bandwidth, tflops = live["active"], live["bytes_weight"], live["bandwidth"], live["tflops"]
     peak = live["tflops_weights"]
@@ -347,8 +349,9 @@ def fired(b: Built) -> set[str]:
     return {b.get(f"Checks!A{r}") for r in b.book.sheets["Checks"].check_rows if b.get(f"Checks!B{r}") == 1}
 
 
-def test_seed_000_four_cases_come_out_exactly(plan):
-    # Seed 000 §6, the printed table: H100 at 80 GB, 3.35 TB/s, 989 TFLOP/s; Qwen2.5-72B 72.7B, Qwen2.5-7B 7.6B.
+def test_back_of_the_envelope_four_cases_come_out_exactly(plan):
+    # Back-of-the-Envelope §6, the printed table: H100 at 80 GB, 3.35 TB/s, 989 TFLOP/s; Qwen2.5-72B 72.7B,
+    # Qwen2.5-7B 7.6B.
     rows = {}
     for i in range(4):
 
@@ -372,17 +375,17 @@ def test_seed_000_four_cases_come_out_exactly(plan):
                round(c("prefill"), 2), round(c("cost_full"), 2))  # fmt: skip
         assert got == (batch, user, alone, total, prefill, cost), name
     kib = {plan.get(case_cell(plan, "model", i)): rows[n]("kv_kib") for i, n in enumerate(rows, start=1)}
-    assert kib == {"Qwen2.5-72B": 320, "Qwen2.5-7B": 56}  # seed 000 §3
-    assert round(plan.get(plan.book.address("peak_rps")), 1) == 6.9  # seed 000 §1
+    assert kib == {"Qwen2.5-72B": 320, "Qwen2.5-7B": 56}  # Back-of-the-Envelope §3
+    assert round(plan.get(plan.book.address("peak_rps")), 1) == 6.9  # Back-of-the-Envelope §1
     assert round(plan.get(plan.book.address("peak_output"))) == 2083
-    # seed 000 §6: "divide by 0.3: about $1.05 per million output tokens for the 72B setup" (BF16 on 4 GPUs)
+    # Back-of-the-Envelope §6: "divide by 0.3: about $1.05 per million output tokens for the 72B setup" (BF16 on 4 GPUs)
     assert round(rows["72B BF16, 4 GPUs"]("cost_avg"), 2) == 1.05
     assert round(rows["72B FP8, 2 GPUs"]("cost_avg"), 2) == 1.06  # $0.3166 / 0.3 = $1.0552
 
 
-def test_seed_000_reading_the_result(plan):
-    # Seed 000 §6, "Reading the result": ten times the traffic needs 20,833 / 4,387 = 4.7, so 5 replicas (output
-    # tokens only, no spares), and one replica covers today's peak; "in production you'd still run at least two
+def test_back_of_the_envelope_reading_the_result(plan):
+    # Back-of-the-Envelope §6, "Reading the result": ten times the traffic needs 20,833 / 4,387 = 4.7, so 5 replicas
+    # (output tokens only, no spares), and one replica covers today's peak; "in production you'd still run at least two
     # replicas".
     assert plan.get("Scenario_Name") == "72B FP8, 2 GPUs"
     assert plan.get(plan.book.address("replicas_decode_growth")) == 5
@@ -442,7 +445,7 @@ def _refs(b: Built, values: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_latency_target_caps_the_batch(plan):
-    # Seed 000 §7: a product needing 80 tokens/s per user cannot fill the GPU to the 47-tokens/s batch.
+    # Back-of-the-Envelope §7: a product needing 80 tokens/s per user cannot fill the GPU to the 47-tokens/s batch.
     with changed(plan, {"Latency_Target": 80}):
         batch = plan.get(plan.book.address("batch"))
         assert plan.get(plan.book.address("latency_caps")) == "yes"
@@ -452,14 +455,15 @@ def test_latency_target_caps_the_batch(plan):
         assert one_more < 80  # ... and is the largest that does
 
 
-# -- issue 9: each traffic field moves the plan the way it should ------------------------------------------------------
+# -- real traffic: each traffic field moves the plan the way it should -------------------------------------------------
 def _live(b: Built, *keys: str) -> tuple[Any, ...]:
     return tuple(b.get(b.book.address(k)) for k in keys)
 
 
 def test_a_longer_tail_prompt_shrinks_the_batch_that_fits_and_the_ttft_batch(plan):
-    # Issue 9's walk-through: the 72B FP8 pair with a 12,000-token p95 prompt and a 60 tokens/s target. With no
-    # spread known (12,000 is 6 x the mean: no log-normal has that tail), memory's batch is seed 000's worst case.
+    # The README's walk-through: the 72B FP8 pair with a 12,000-token p95 prompt and a 60 tokens/s target. With no
+    # spread known (12,000 is 6 x the mean: no log-normal has that tail), memory's batch is the worst case of
+    # Back-of-the-Envelope.
     with changed(plan, {"Tail_Prompt_Tokens": 12_000, "Latency_Target": 60, "Time_To_First_Token_Target": 3}):
         live = check_serving(plan)
         assert live["batch_fit"] == serving.max_batch(72.7, 1, 327_680, 12_300, 2, 80) == 17  # slots of 12,300
@@ -607,7 +611,7 @@ def test_checks_flag_problems_and_only_those(plan):
             "Peak not covered with the spares down"}),  # a plan that fits nothing serves no peak
         "a cap beyond the memory": ({"Longest_Prompt_Accepted": 250_000, "Tail_Prompt_Tokens": 2_000},
                                     {"The longest prompt accepted does not fit at all"}),
-        # the audit's case: a tail prompt that does not fit at all, with weights that do (217,590 tokens fit alone)
+        # a tail prompt that does not fit at all, with weights that do (217,590 tokens fit alone):
         # nothing fits, so the targets' batches read "does not fit", not a count the target check would flag (the
         # tail's 34 s alone, against the 2 s target, is on Calculations: "First token of a tail prompt alone")
         "a tail prompt beyond the memory": ({"Tail_Prompt_Tokens": 230_000, "Longest_Prompt_Accepted": 250_000}, {
@@ -742,7 +746,7 @@ def test_the_shipped_plan_is_clean_under_classic_xlwings(plan):
         plan.workbook.calculate()
 
 
-# -- issue 6: the calibrated expectation beside the ceiling, and your measurements ------------------------------------
+# -- calibration: the calibrated expectation beside the ceiling, and your measurements --------------------------------
 def test_calibration_sheet_shows_the_ceiling_the_calibrated_and_the_measured(plan):
     def row(key: str) -> list[Any]:
         r = plan.book.ref(f"Calibration:{key}").row
@@ -757,7 +761,7 @@ def test_calibration_sheet_shows_the_ceiling_the_calibrated_and_the_measured(pla
     assert ceiling == pytest.approx(plan.get(plan.book.address("tps_total")))  # the plan's column is the plan
     assert calibrated == pytest.approx(ceiling * cal_bw)  # bandwidth-bound: throughput scales with the share
     assert row("cal_cost_avg")[1] > row("cal_cost_avg")[0]
-    # the audit: EFFICIENCY("prefill", ..., "fp8") is a share of the FP8 peak. The plan's column keeps seed 000's
+    # EFFICIENCY("prefill", ..., "fp8") is a share of the FP8 peak. The plan's column keeps Back-of-the-Envelope's
     # BF16 peak x 0.5 (0.29 s); the calibrated one applies 40.7% to the FP8 peak: 0.18 s, not 0.36 s
     fp8 = catalog.gpu_spec("H100-SXM", "fp8_tflops")
     assert row("peak") == [989, fp8, fp8]
@@ -779,7 +783,7 @@ def test_calibration_sheet_shows_the_ceiling_the_calibrated_and_the_measured(pla
         assert fired(plan) == set()
 
 
-# -- issue 7: architectures and precisions, by preset ------------------------------------------------------------------
+# -- architectures and precisions, by preset ---------------------------------------------------------------------------
 @pytest.mark.parametrize(
     "name, values, kv",
     [
@@ -804,7 +808,7 @@ def test_architecture_aware_presets(plan, name, values, kv):
             assert live["active"] < live["params"] and live["weights"] == pytest.approx(
                 live["params"] * bytes_per_param("q4_k_m")
             )
-            # the audit: decode read the active 12.9B at any batch; a batch of 2-of-8 routings touches nearly
+            # decode must not read only the active 12.9B at any batch: a batch of 2-of-8 routings touches nearly
             # every expert, so a step reads MOE_PARAMS_READ_B's figure, as the roofline (SERVE_TOKS) row does
             assert (live["experts"], live["experts_per_token"]) == (8, 2)
             assert live["params_read"] == pytest.approx(architecture.moe_params_read_b(46.7, 12.9, 8, 2,
@@ -954,9 +958,9 @@ def check_training(b: Built) -> dict[str, Any]:
     return live
 
 
-def test_seed_003_parameter_golf_figures(train):
-    # Seed 003, "Parameter Golf in 10 Minutes" and "Actual Competition Runs": 35.95M parameters, 3.927B tokens,
-    # eight H100s; 20N = 719M tokens; the run saw about 5.5 times that; 36M on 8B cached tokens: half a pass.
+def test_compute_and_memory_parameter_golf_figures(train):
+    # Compute and Memory, "Parameter Golf in 10 Minutes" and "Actual Competition Runs": 35.95M parameters, 3.927B
+    # tokens, eight H100s; 20N = 719M tokens; the run saw about 5.5 times that; 36M on 8B cached tokens: half a pass.
     live = check_training(train)
     assert train.get("Scenario_Name") == "Param. Golf record"
     assert live["flops"] == pytest.approx(6 * 35.95e6 * 3.927e9)
@@ -967,10 +971,10 @@ def test_seed_003_parameter_golf_figures(train):
     assert train.get(train.book.address("within")) == "within budget"
 
 
-def test_seed_003_measured_rates(train):
-    # Seed 003, "Eight H100s" and "The M2": 6.55M tokens/s -> 1.41 PFLOP/s, 18% of the dense peak, 84M optimal for
-    # 600 s; the 41M M2 rates (2,400 and 4,900 tokens/s) -> about 1.7-2.4M optimal and 8-16 days for the 35.95M
-    # run; the 0.36M anchor (8,428 steps x 8,192 tokens in 300 s) -> about 20 days.
+def test_compute_and_memory_measured_rates(train):
+    # Compute and Memory, "Eight H100s" and "The M2": 6.55M tokens/s -> 1.41 PFLOP/s, 18% of the dense peak, 84M optimal
+    # for 600 s; the 41M M2 rates (2,400 and 4,900 tokens/s) -> about 1.7-2.4M optimal and 8-16 days for the 35.95M run;
+    # the 0.36M anchor (8,428 steps x 8,192 tokens in 300 s) -> about 20 days.
     def bench(key: str, i: int) -> Any:
         return train.get(f"'Measured rates'!{SIDE_COLUMNS[i]}{train.book.ref(f'Measured rates:{key}').row}")
 
@@ -978,10 +982,10 @@ def test_seed_003_measured_rates(train):
     assert round(bench("bm_c6n", 0) / 1e15, 2) == 1.41
     assert round(bench("bm_mfu", 0), 2) == 0.18
     assert round(bench("bm_optimal", 0)) == 84
-    assert [round(bench("bm_optimal", i), 1) for i in (1, 2)] == [1.7, 2.5]  # the seed says "about 1.7-2.4M"
+    assert [round(bench("bm_optimal", i), 1) for i in (1, 2)] == [1.7, 2.5]  # the document says "about 1.7-2.4M"
     assert [round(bench("bm_days", i)) for i in (2, 1)] == [8, 17]  # "roughly 8-16 days": 8.1 and 16.5
     assert round(bench("bm_days", 3)) == 20
-    assert train.get(case_cell(train, "bm_tokens", 4)) == 8_428 * 8_192  # seed 003 note 10
+    assert train.get(case_cell(train, "bm_tokens", 4)) == 8_428 * 8_192  # Compute and Memory note 10
     assert bench("bm_mfu", 1) == "no published peak"
 
 
@@ -1064,15 +1068,15 @@ def _train_refs(b: Built, values: dict[str, Any]) -> dict[str, Any]:
     return refs
 
 
-# -- issue 7: the model's shape, training memory in full, attention FLOPs ---------------------------------------------
+# -- the model's shape, training memory in full, attention FLOPs ------------------------------------------------------
 def _tlive(b: Built, *keys: str) -> tuple[Any, ...]:
     return tuple(b.get(b.book.address(k)) for k in keys)
 
 
-def test_the_record_s_memory_per_gpu_against_the_seed_s_measured_peak(train):
-    # Seed 003, "Parameter Golf in 10 Minutes": the 35.95M record "peaked at about 41.7 GB per GPU" (its log's
+def test_the_record_s_memory_per_gpu_against_the_document_s_measured_peak(train):
+    # Compute and Memory, "Parameter Golf in 10 Minutes": the 35.95M record "peaked at about 41.7 GB per GPU" (its log's
     # "peak memory allocated: 41717 MiB", 43.7 GB; see test_training_memory). Its shape: 11 layers of width 512 and 8
-    # heads, 2,048-token sequences, 786,432 tokens a step (the seed's 3.927B tokens over 4,997 steps) on 8 GPUs: 48
+    # heads, 2,048-token sequences, 786,432 tokens a step (the document's 3.927B tokens over 4,997 steps) on 8 GPUs: 48
     # sequences a GPU; layers 3-5 reapplied twice, 17 layer passes; fused attention (no scores kept), no dropout:
     # 32 s b h + 4 a s b bytes a pass (Korthikanti et al. 2022, Table 2; FlashAttention-2's logsumexp).
     live = check_training(train)
@@ -1118,7 +1122,7 @@ def test_each_training_field_moves_the_plan(train):
         assert check_training(train)["state"] == pytest.approx(base[4] * 8 / 16)
 
 
-# -- issue 6: the calibrated MFU beside the plan's, and your measurements ----------------------------------------------
+# -- calibration: the calibrated MFU beside the plan's, and your measurements ------------------------------------------
 def test_calibration_recomputes_the_run_at_the_measured_mfu(train):
     def row(key: str) -> list[Any]:
         r = train.book.ref(f"Calibration:{key}").row
@@ -1127,12 +1131,12 @@ def test_calibration_recomputes_the_run_at_the_measured_mfu(train):
     plan, calibrated, yours = row("mfu")
     assert plan == 0.18 and calibrated == calibration.efficiency("train_mfu", "H100-SXM", "bf16", 512, 2048) == yours
     assert row("cal_seconds")[0] == pytest.approx(train.get(train.book.address("seconds")))
-    # The record's log: 8 GPUs for 599.6 s (seed 003 note 7): 1.3324 GPU-hours imply 17.8% MFU, and the plan at that
-    # MFU takes the measured 599.6 s
+    # The record's log: 8 GPUs for 599.6 s (Compute and Memory note 7): 1.3324 GPU-hours imply 17.8% MFU, and the plan
+    # at that MFU takes the measured 599.6 s
     with changed(train, {"Measured_GPU_Hours": 8 * 599.6 / 3600}):
         check_training(train)
         assert round(row("mfu")[2], 3) == 0.178 and row("cal_seconds")[2] == pytest.approx(599.6)
-        # a measured throughput wins over GPU-hours: 6.55M tokens/s (seed 003) is 17.8% too
+        # a measured throughput wins over GPU-hours: 6.55M tokens/s (Compute and Memory) is 17.8% too
         with changed(train, {"Measured_Training_Throughput": 6.55e6}):
             check_training(train)
             assert row("mfu")[2] == pytest.approx(training.mfu(0.03595, 6.55e6, 8, 989.5))

@@ -73,7 +73,7 @@ def shipped(request, books) -> tuple[str, Book, Any, Any]:
 
 
 # -- what `xlsxplan build` prints -------------------------------------------------------------------------------------
-SEED_000_TABLE = """\
+ENVELOPE_TABLE = """\
 KV cache per token: Qwen2.5-72B 320 KiB, Qwen2.5-7B 56 KiB
 Peak load: 6.9 requests/s, 2,083 output tokens/s (13,889 prompt tokens/s)
 72B BF16, 2 GPUs: does not fit: weights 145 GB, usable memory 144 GB
@@ -88,19 +88,20 @@ Active scenario, 72B FP8, 2 GPUs: 4 replicas, 8 GPUs for the peak with 1 spare (
 """
 
 
-def test_build_prints_seed_000s_table_read_from_the_workbook(cli_build):
-    # Seed 000 §6 prints: KV 320/56 KiB; 6.9 requests/s, 2,083 output tokens/s; 72B BF16 on 2 GPUs does not fit
+def test_build_prints_the_envelope_table_read_from_the_workbook(cli_build):
+    # "Back-of-the-Envelope Estimation for LLM Systems" §6 prints: KV 320/56 KiB; 6.9 requests/s, 2,083 output tokens/s; 72B BF16 on 2 GPUs does not fit
     # (145 GB in 144 GB); 72B FP8 on 2: batch 94, 47 (92) tok/s, 4,387 total, 0.29 s, $0.32; 72B BF16 on 4: 189,
     # 47 (92), 8,799, 0.15 s, $0.32; 7B BF16 on 1: 430, 47 (220), 20,031, 0.06 s, $0.03. "Reading the result": at 30%
     # average utilisation "about $1.05 per million output tokens for the 72B setup" (BF16 on 4 GPUs: $0.3157 / 0.3);
-    # five replicas for ten times the traffic counting output tokens only. The lines after the seed's are issue 9's
-    # plan (spares, targets, the fleet's own utilisation, input and output priced apart) and issue 6's calibration.
+    # five replicas for ten times the traffic counting output tokens only. The lines after the source's table are the
+    # plan it warns about (spares, targets, the fleet's own utilisation, input and output priced apart) and the
+    # calibrated view.
     out, text, code = cli_build
     assert code == 0
     serving_part, training_part = text.split("\n\n")
     lines = serving_part.splitlines()
     assert lines[0] == f"Serving plan: {out / serving.FILENAME} (checks OK)"
-    assert "\n".join(lines[1:]) + "\n" == SEED_000_TABLE
+    assert "\n".join(lines[1:]) + "\n" == ENVELOPE_TABLE
 
 
 def test_the_templates_page_shows_what_build_prints(cli_build):
@@ -132,8 +133,8 @@ def test_formulas_the_templates_page_quotes_are_in_the_serving_plan():
         assert formula in formulas, formula
 
 
-def test_build_prints_seed_003s_figures(cli_build):
-    # Seed 003: 35.95M parameters, 3.927B tokens on eight H100s (7.92 PFLOP/s dense), 20N = 719M tokens, 5.5x;
+def test_build_prints_the_compute_and_memory_figures(cli_build):
+    # "Estimating the Compute and Memory Needed for Language Models": 35.95M parameters, 3.927B tokens on eight H100s (7.92 PFLOP/s dense), 20N = 719M tokens, 5.5x;
     # 8B cached, half a pass; the record's 6.55M tokens/s -> 1.41 PFLOP/s, 18% MFU, 84M optimal for 600 s; the M2
     # rows 1.7-2.4M optimal and 8-16 days; the 0.36M anchor about 20 days.
     out, text, _ = cli_build
@@ -144,10 +145,10 @@ def test_build_prints_seed_003s_figures(cli_build):
     assert "Chinchilla's rule asks 719M; the run has 5.5x that: data-heavy" in lines[3]
     assert lines[4].startswith("Compute-optimal size for 600 s: 84.4M parameters")
     assert lines[4].endswith("0.49 passes over 8.0B cached tokens")
-    # issue 7: PaLM's attention term at the record's 2,048-token sequences (its log; 786,432 tokens a step is the
-    # seed's 3.927B tokens over 4,997 steps): 12 L H Q T = 12 x 11 x 8 x 64 x 2,048 = 138.4M FLOPs a token beside
+    # PaLM's attention term at the record's 2,048-token sequences (its log; 786,432 tokens a step is the source's
+    # 3.927B tokens over 4,997 steps): 12 L H Q T = 12 x 11 x 8 x 64 x 2,048 = 138.4M FLOPs a token beside
     # 6N = 215.7M, 39% of the total; activations in flash mode over the 17 layer passes the recurrence makes
-    # (48 sequences of 2,048 a GPU), with the seed's measured 41.7 GB above it (logits and loss not modelled); issue 6:
+    # (48 sequences of 2,048 a GPU), with the source's measured 41.7 GB above it (logits and loss not modelled); then
     # the calibrated MFU
     assert lines[5] == ("With attention at 2,048-token sequences (PaLM): 1.39e+18 FLOPs, 39% of them attention; "
                         "calibrated MFU 18%: 597.4 s")  # fmt: skip
@@ -741,7 +742,7 @@ def _screenshots_module():
 @pytest.mark.parametrize("book, png", [("serving_plan.xlsx", "serving_plan.png"),
                                        ("training_plan.xlsx", "training_plan.png")])  # fmt: skip
 def test_the_screenshots_show_the_committed_workbooks(book, png):
-    # issue 5: "the README shows a screenshot of each" (the README shows the serving plan's, docs/templates.md
+    # The manual shows a screenshot of each template (the README the serving plan's, docs/templates.md
     # both); docs/screenshots.py stamps each with the SHA-256 of the workbook it printed, and the build writes the
     # same bytes every time, so a changed template fails here until `python docs/screenshots.py` is run again
     import hashlib

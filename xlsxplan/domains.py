@@ -275,7 +275,7 @@ PerDay = Annotated[float, positive(1e15)]
 PeakFactor = Annotated[float, Domain("number", 1, 1e4)]
 TokensPerParam = Annotated[float, positive(1e6)]
 Name = Annotated[str, Domain("text")]
-# Architecture and training-memory arguments (issue #7).
+# Architecture and training-memory arguments.
 CountOrZero = Annotated[int, Domain("whole", 0, 1_000_000)]
 ParamsBOrZero = Annotated[float, Domain("number", 0, 1e6)]
 Flag = Annotated[int, Domain("whole", 0, 1)]
@@ -284,7 +284,7 @@ Multiplier = Annotated[float, Domain("number", 0, 1e6)]
 StateBytes = Annotated[float, Domain("number", 0, 1000)]
 Passes = Annotated[int, Domain("whole", 0, 10_000)]
 
-# Traffic (issue #9): shares that may be zero, tail probabilities, free memory that may be negative, request
+# Traffic: shares that may be zero, tail probabilities, free memory that may be negative, request
 # rates, link bandwidths, and a sample of measured lengths given as a range.
 FractionOrZero = Annotated[float, Domain("number", 0, 1)]
 TailProbability = Annotated[float, Domain("number", 0, 0.5, low_open=True)]
@@ -293,7 +293,7 @@ RequestsPerS = Annotated[float, positive(1e15)]
 LinkGBs = Annotated[float, positive(1e6, typical=(0.1, 10_000))]
 TokenSample = Annotated[tuple, Domain("range", 0, 1e18)]
 
-# issue #6: calibration and the roofline serving model
+# Calibration and the roofline serving model
 BatchOrZero = Annotated[int, Domain("whole", 0, 1_000_000_000)]
 LinkGBsOrZero = Annotated[float, Domain("number", 0, 1e6, typical=(0, 5000))]
 # Rates and figures a function takes as 0 for "none": a quiet row of a sweep (REPLICAS), the memory figures that

@@ -227,7 +227,7 @@ _TABLE: list[tuple[str, list[tuple[str, Callable[..., Any]]]]] = [
     (
         "Architecture",
         [
-            # issue #7: MoE, MLA, sliding windows, quantization formats, training memory
+            # MoE, MLA, sliding windows, quantization formats, training memory
             ("KV_BYTES_MLA", architecture.kv_bytes_per_token_mla),
             ("KV_BYTES_PER_SEQ", architecture.kv_bytes_per_sequence),
             ("KV_HEADS_PER_GPU", architecture.kv_heads_per_gpu),
@@ -249,7 +249,7 @@ _TABLE: list[tuple[str, list[tuple[str, Callable[..., Any]]]]] = [
     (
         "Calibration",
         [
-            # issue #6: calibrated efficiencies and the roofline serving model
+            # calibrated efficiencies and the roofline serving model
             ("EFFICIENCY", calibration.efficiency),
             ("DECODE_STEP_S", roofline.decode_step_seconds),
             ("SERVE_TOKS", roofline.serve_tokens_per_s),
@@ -259,7 +259,7 @@ _TABLE: list[tuple[str, list[tuple[str, Callable[..., Any]]]]] = [
     (
         "Traffic",
         [
-            # issue #9: long-tail prompts, prefix caching, reasoning tokens, latency targets, spares, pricing
+            # long-tail prompts, prefix caching, reasoning tokens, latency targets, spares, pricing
             ("TAIL_SHARE", traffic.tail_share),
             ("LENGTH_SD", traffic.length_sd),
             ("TAIL_SHARE_DATA", traffic.tail_share_data),

@@ -1,6 +1,7 @@
 """Calibrated efficiencies: the share of peak that real runs reach, fitted on published measurements.
 
-The seeds' formulas are ceilings. Real runs reach a fraction of them, and that fraction is where estimates go wrong.
+The formulas of "Back-of-the-Envelope Estimation for LLM Systems" and "Estimating the Compute and Memory Needed for
+Language Models" are ceilings. Real runs reach a fraction of them, and that fraction is where estimates go wrong.
 Three fractions carry almost all of it:
 
 * ``train_mfu``: model FLOPs utilisation in training, counting attention's FLOPs as PaLM defines it;
@@ -51,7 +52,8 @@ References
 ----------
 .. [1] Chowdhery et al. 2022, "PaLM", arXiv:2204.02311, Appendix B: model FLOPs utilisation, with the
    ``6 N + 12 L H Q T`` FLOPs per token that count attention.
-.. [2] Seed 000, sections 4, 5 and 7: 60-80% of peak bandwidth, 40-60% of peak compute, 50% for prefill.
+.. [2] "Back-of-the-Envelope Estimation for LLM Systems", sections 4, 5 and 7: 60-80% of peak bandwidth, 40-60% of peak
+   compute, 50% for prefill.
 .. [3] Huber 1964, "Robust Estimation of a Location Parameter", Ann. Math. Statist. 35(1).
 .. [4] llama.cpp, tools/quantize/README.md: bits per weight of its block formats including their scales
    (Q4_0 4.5, Q8_0 8.5; Q4_K_M 4.84 for Llama 2 7B), as :mod:`xlsxplan.precision` holds them.

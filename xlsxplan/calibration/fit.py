@@ -220,6 +220,7 @@ def fit_kind(kind: str, observations: Sequence[Observation]) -> TrainFit | Group
 
 
 def fit(observations: Iterable[Observation]) -> Factors:
-    """Fit the three models on measurements' implied efficiencies; a kind without any falls back to the seeds."""
+    """Fit the three models on measurements' implied efficiencies; a kind without any falls back to its SEED_FACTORS
+    figure, the one the estimates start from."""
     obs = list(observations)
     return Factors(*(fit_kind(kind, obs) for kind in KINDS))  # type: ignore[arg-type]

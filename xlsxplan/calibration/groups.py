@@ -40,9 +40,9 @@ _SHIPPED_CLASS = {
 }
 
 SEED_FACTORS = {"train_mfu": DEFAULT_MFU, "prefill": 0.5, "decode_bandwidth": 0.7}
-"""What each kind falls back to with no measurement to fit: the seeds' own figures. Training: xlsxplan's default
-MFU (PaLM's 46% less a margin); prefill: seed 000's 50% (section 5); decode: the middle of seed 000's 60-80% of
-peak bandwidth (section 4)."""
+"""What each kind falls back to with no measurement to fit: the figures the estimates start from. Training:
+xlsxplan's default MFU (PaLM's 46% less a margin); prefill: the 50% of "Back-of-the-Envelope Estimation for LLM
+Systems" (section 5); decode: the middle of its 60-80% of peak bandwidth (section 4)."""
 
 
 def bits_per_weight(precision: str) -> float:

@@ -1,15 +1,16 @@
 """Measure this machine: matrix-multiply FLOP/s, memory bandwidth, and the 6N-equivalent rate of a training step.
 
-Seed 003's advice for sizing a run on any machine is to take a 6N-equivalent rate from a short benchmark rather
-than a datasheet peak, because sustained utilisation is unknown until measured. This module measures three
+The advice of "Estimating the Compute and Memory Needed for Language Models" for sizing a run on any machine is to
+take a 6N-equivalent rate from a short benchmark rather than a datasheet peak, because sustained utilisation is
+unknown until measured. This module measures three
 figures in well under a minute:
 
 * **matmul**: a square matrix multiply, ``2 n^3`` FLOPs over its best time. With PyTorch on a GPU, BF16 on its
   tensor cores; otherwise float32 with numpy (a CPU has no faster 16-bit path that numpy reaches).
 * **bandwidth**: copying a large array, counting the bytes read and written (the STREAM "copy" convention,
   McCalpin 1995), over the best time.
-* **train_6n**: a real training step timed end to end, turned into FLOP/s with seed 003's ``C_6N = 6 N
-  (tokens/s)``. With PyTorch, a small causal transformer with AdamW (mixed precision on a GPU). With numpy only, a
+* **train_6n**: a real training step timed end to end, turned into FLOP/s with ``C_6N = 6 N (tokens/s)`` (Compute
+  and Memory). With PyTorch, a small causal transformer with AdamW (mixed precision on a GPU). With numpy only, a
   stack of residual MLP blocks (the transformer's feed-forward half, which holds two thirds of its parameters)
   trained by hand-written backpropagation and Adam: no attention, so it overstates a transformer's rate by about
   attention's share of the FLOPs, ``T / (6 d)``, and it runs numpy's kernels, not a framework's. It is reported as
@@ -20,7 +21,8 @@ reads low rather than erratic.
 
 References
 ----------
-.. [1] Seed 003, "The M2: What the Specification Does and Does Not Tell Us": ``C_6N`` and ``N = sqrt(C t / 120)``.
+.. [1] "Estimating the Compute and Memory Needed for Language Models", "The M2: What the Specification Does and Does
+   Not Tell Us": ``C_6N`` and ``N = sqrt(C t / 120)``.
 .. [2] McCalpin 1995, "Memory Bandwidth and Machine Balance in Current High Performance Computers", IEEE TCCA
    Newsletter: the STREAM copy kernel counts 2 x 8 bytes per element.
 .. [3] Kingma and Ba 2015, "Adam: A Method for Stochastic Optimization", arXiv:1412.6980, Algorithm 1.

@@ -30,7 +30,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="write the serving and training plan templates, recalculated, and print their summaries",
         description="Generate workbooks/serving_plan.xlsx and workbooks/training_plan.xlsx with openpyxl, "
         "recalculate them headlessly so they carry their values, and print the plans for the shipped examples "
-        "(seed 000's support assistant, seed 003's Parameter Golf), read back from the recalculated cells. "
+        '(the support assistant of "Back-of-the-Envelope Estimation for LLM Systems", the Parameter Golf record of '
+        '"Estimating the Compute and Memory Needed for Language Models"), read back from the recalculated cells. '
         "Exit status 1 if a template's master check fails.",
     )
     p.add_argument("--out", default="workbooks", metavar="DIR", help="folder to write into (default: workbooks)")

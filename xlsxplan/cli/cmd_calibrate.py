@@ -185,7 +185,8 @@ def _measure(args: argparse.Namespace) -> int:
         print("\n".join(lines))
         print(
             f"a compute-optimal model for a 10-minute run here: {human_number(ten_minutes * 1e3)}M parameters "
-            f"(=OPTIMAL_PARAMS_B({figures.train_6n_flops:.3g},600) billion; seed 003: N = sqrt(C t / 120))"
+            f'(=OPTIMAL_PARAMS_B({figures.train_6n_flops:.3g},600) billion; N = sqrt(C t / 120), from "Estimating '
+            'the Compute and Memory Needed for Language Models")'
         )
         if saved:
             print(f"saved as accelerator {args.save!r} in {saved}: use it by name, e.g. "
@@ -208,8 +209,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="measure this machine (matmul FLOP/s, bandwidth, 6N training rate); --fit refits the efficiencies",
         description="Without --fit: a short microbenchmark of this machine (numpy on the CPU, or PyTorch on a GPU "
         "when installed): matrix-multiply FLOP/s, memory bandwidth, and the 6N-equivalent rate of a timed training "
-        "step, as seed 003 recommends for sizing a run; --gpu compares them with a catalog datasheet and --save "
-        "keeps them as an accelerator preset usable by name in formulas. With --fit: refit the calibrated "
+        'step, as "Estimating the Compute and Memory Needed for Language Models" recommends for sizing a run; --gpu '
+        "compares them with a catalog datasheet and --save keeps them as an accelerator preset usable by name in "
+        "formulas. With --fit: refit the calibrated "
         "efficiencies on the measurements (default: the shipped copy) and write your factors file, calibration.json "
         "in the user catalog folder, which EFFICIENCY, validate and the templates then use "
         "(XLSXPLAN_CALIBRATION=shipped|user|FILE chooses); --shipped rewrites the shipped one instead.",

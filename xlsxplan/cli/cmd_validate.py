@@ -13,7 +13,8 @@ from .common import EXIT_FORMULA_ERROR, EXIT_OK, human_number
 
 ORDER = 60
 
-# the bar: at least 90% of rows predicted, median absolute error under 20%, every row within 2x
+# the bar the calibration is held to: at least 90% of rows predicted, median absolute error under 20%, every row
+# within 2x
 CHECK_COVERAGE, CHECK_MEDIAN_ERROR = 0.9, 0.2
 
 

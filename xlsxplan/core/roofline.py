@@ -1,10 +1,10 @@
 """Serving with both ceilings: every step takes the longer of its memory time and its compute time.
 
-Seed 000's serving estimate is bandwidth-bound decode at full memory and compute-bound prefill, each on its own.
-Measured offline throughput needs both at once: at a large batch a decode step stops being bound by memory and
-becomes bound by arithmetic (the roofline), the sequences in flight hold their *average* context rather than their
-longest, and every request's prompt must be read before its answer is written. These functions add exactly that
-and nothing else, so their inputs are the seed's: parameters, bytes, bandwidth, dense TFLOP/s, and the two
+The serving estimate of "Back-of-the-Envelope Estimation for LLM Systems" is bandwidth-bound decode at full memory and
+compute-bound prefill, each on its own. Measured offline throughput needs both at once: at a large batch a decode step
+stops being bound by memory and becomes bound by arithmetic (the roofline), the sequences in flight hold their *average*
+context rather than their longest, and every request's prompt must be read before its answer is written. These functions
+add exactly that and nothing else, so their inputs are its own: parameters, bytes, bandwidth, dense TFLOP/s, and the two
 efficiencies that :func:`xlsxplan.calibration.efficiency` calibrates on published measurements.
 
 Units as in :mod:`xlsxplan.core.serving`: parameters in billions, memory in GB, bandwidth in TB/s, compute in dense
@@ -15,7 +15,7 @@ References
 .. [1] Williams, Waterman and Patterson 2009, "Roofline: An Insightful Visual Performance Model for Multicore
    Architectures", Communications of the ACM 52(4): time is the larger of work over peak compute and traffic over
    peak bandwidth.
-.. [2] Seed 000, "Back-of-the-Envelope Estimation for LLM Systems", sections 3-5 (KV cache, bandwidth-bound
+.. [2] "Back-of-the-Envelope Estimation for LLM Systems", sections 3-5 (KV cache, bandwidth-bound
    decode, compute-bound prefill at 50% utilisation).
 .. [3] Kwon et al. 2023, "Efficient Memory Management for Large Language Model Serving with PagedAttention",
    arXiv:2309.06180, section 4: the KV cache is allocated as sequences grow, so memory holds their current length.
@@ -143,11 +143,11 @@ def decode_step_seconds(
     tflops : float
         Dense throughput of one accelerator at the serving precision [TFLOP/s].
     bandwidth_eff : float, default 1
-        Share of peak bandwidth reached; 1 is seed 000's ceiling, EFFICIENCY("decode_bandwidth") the calibrated
-        value [fraction].
+        Share of peak bandwidth reached; 1 is the ceiling of Back-of-the-Envelope, EFFICIENCY("decode_bandwidth") the
+        calibrated value [fraction].
     compute_eff : float, default 0.5
-        Share of peak compute reached; 0.5 is seed 000's prefill figure, EFFICIENCY("prefill") the calibrated
-        value [fraction].
+        Share of peak compute reached; 0.5 is the prefill figure of Back-of-the-Envelope, EFFICIENCY("prefill") the
+        calibrated value [fraction].
     active_params_b : float, default 0
         Parameters each sequence computes with, in billions, when fewer than those read (a mixture of experts: its
         active parameters, with params_b from MOE_PARAMS_READ_B); 0: params_b [B params].
@@ -161,11 +161,11 @@ def decode_step_seconds(
     -----
     ``max((N b + batch kv ctx) / (n B e_bw), 2 N batch / (n C e_c))``: the roofline (Williams, Waterman and
     Patterson 2009) applied to a decode step.
-    The memory term is seed 000's (section 4); the compute term is 2 FLOPs per parameter per token. Small batches
-    are bound by memory, large ones by arithmetic: Llama-3.1-8B in FP8 on one H100 (65,536 KV bytes per token, 192
-    tokens of context, e_bw 0.54, e_c 0.41) is bound by memory up to batch 345 and by arithmetic above. Attention's
-    arithmetic on the cache is left out (a few percent below 10k tokens of context). A mixture of experts computes
-    ``2 N_active batch`` FLOPs while reading ``N_read`` parameters.
+    The memory term is the one in "Back-of-the-Envelope Estimation for LLM Systems" (section 4); the compute term is 2
+    FLOPs per parameter per token. Small batches are bound by memory, large ones by arithmetic: Llama-3.1-8B in FP8 on
+    one H100 (65,536 KV bytes per token, 192 tokens of context, e_bw 0.54, e_c 0.41) is bound by memory up to batch 345
+    and by arithmetic above. Attention's arithmetic on the cache is left out (a few percent below 10k tokens of
+    context). A mixture of experts computes ``2 N_active batch`` FLOPs while reading ``N_read`` parameters.
     """
     if active_params_b > params_b:
         raise OutOfRangeError("active_params_b cannot exceed params_b (the parameters read)", "active_params_b")
@@ -306,7 +306,8 @@ def ttft_seconds(
     bandwidth_tb_s : float
         Memory bandwidth of one accelerator [TB/s].
     compute_eff : float, default 0.5
-        Share of peak compute reached; 0.5 is seed 000's, EFFICIENCY("prefill") the calibrated value [fraction].
+        Share of peak compute reached; 0.5 is the figure of Back-of-the-Envelope, EFFICIENCY("prefill") the calibrated
+        value [fraction].
     bandwidth_eff : float, default 1
         Share of peak bandwidth reached while the weights are read [fraction].
     link_gb_s : float, default 0
@@ -319,11 +320,11 @@ def ttft_seconds(
 
     Notes
     -----
-    Arithmetic ``2 N P + 2 L d P^2``: two FLOPs per parameter per token (seed 000, section 5) plus causal
-    attention's scores and weighted sums, which grow with the square of the prompt (seed 000's "Limit").
-    ``t = max(flops / (n C e_c), N b / (n B e_bw)) + 2 L * 2 (n-1)/n * P d * 2 bytes / link``: the roofline
-    (Williams, Waterman and Patterson 2009), then two all-reduces of 16-bit activations per layer under tensor
-    parallelism (Megatron-LM, arXiv:1909.08053, section 3), each sending 2(n-1)/n of the data (ring all-reduce,
+    Arithmetic ``2 N P + 2 L d P^2``: two FLOPs per parameter per token ("Back-of-the-Envelope Estimation for LLM
+    Systems", section 5) plus causal attention's scores and weighted sums, which grow with the square of the prompt (its
+    "Limit" in section 5). ``t = max(flops / (n C e_c), N b / (n B e_bw)) + 2 L * 2 (n-1)/n * P d * 2 bytes / link``:
+    the roofline (Williams, Waterman and Patterson 2009), then two all-reduces of 16-bit activations per layer under
+    tensor parallelism (Megatron-LM, arXiv:1909.08053, section 3), each sending 2(n-1)/n of the data (ring all-reduce,
     Patarasuk and Yuan 2009). Llama-2-7B, 2,048 tokens, one A100 at 312 TFLOP/s: 92 ms at full utilisation, 133 ms
     measured by TensorRT-LLM (performance.md).
     """

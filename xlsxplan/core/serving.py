@@ -1,14 +1,14 @@
 """Serving an LLM: memory, KV cache, the batch that fits, decode and prefill speed, cost and traffic.
 
-Units follow seed 000 ("Back-of-the-Envelope Estimation for LLM Systems"): parameters in billions, memory in
+Units follow "Back-of-the-Envelope Estimation for LLM Systems": parameters in billions, memory in
 decimal gigabytes (1 GB = 1e9 bytes), bandwidth in TB/s (1e12 bytes/s), compute in TFLOP/s (1e12 FLOP/s), time in
 seconds, bytes and tokens as plain counts. Every function is pure and checks its arguments (see
 :mod:`xlsxplan.domains`).
 
 References
 ----------
-.. [1] Seed 000, "Back-of-the-Envelope Estimation for LLM Systems", sections 1-6.
-.. [2] Seed 003, "Estimating the Compute and Memory Needed for Language Models", sections "Inference
+.. [1] "Back-of-the-Envelope Estimation for LLM Systems", sections 1-6.
+.. [2] "Estimating the Compute and Memory Needed for Language Models", sections "Inference
    Computation" to "Apple M2 and NVIDIA H200".
 .. [3] Kaplan et al. 2020, "Scaling Laws for Neural Language Models", arXiv:2001.08361, Table 1 (2N forward FLOPs).
 """
@@ -84,8 +84,8 @@ def kv_bytes_per_token(layers: Count, kv_heads: Count, head_dim: Count, bytes_pe
 
     Notes
     -----
-    ``2 * layers * kv_heads * head_dim * bytes_per_value``; the 2 is one key and one value (seed 000, section 3).
-    Qwen2.5-72B: 2 x 80 x 8 x 128 x 2 = 327,680 bytes (320 KiB).
+    ``2 * layers * kv_heads * head_dim * bytes_per_value``; the 2 is one key and one value ("Back-of-the-Envelope
+    Estimation for LLM Systems", section 3). Qwen2.5-72B: 2 x 80 x 8 x 128 x 2 = 327,680 bytes (320 KiB).
     """
     return 2.0 * layers * kv_heads * head_dim * bytes_per_value
 
@@ -108,7 +108,8 @@ def weights_gb(params_b: ParamsB, bytes_per_param: BytesPerValue = 2) -> float:
 
     Notes
     -----
-    ``N * b`` (seed 003, "Storing the Model"; seed 000, section 2): 72.7B in BF16 is 145.4 GB.
+    ``N * b`` ("Estimating the Compute and Memory Needed for Language Models", "Storing the Model";
+    "Back-of-the-Envelope Estimation for LLM Systems", section 2): 72.7B in BF16 is 145.4 GB.
     """
     return params_b * bytes_per_param
 
@@ -133,8 +134,8 @@ def kv_gb(kv_bytes_per_token: KvBytes, tokens: Tokens, sequences: Batch = 1) -> 
 
     Notes
     -----
-    ``kv_bytes_per_token * tokens * sequences / 1e9`` (seed 000, section 3): one 2,300-token conversation on
-    Qwen2.5-72B holds 0.754 GB.
+    ``kv_bytes_per_token * tokens * sequences / 1e9`` ("Back-of-the-Envelope Estimation for LLM Systems", section 3):
+    one 2,300-token conversation on Qwen2.5-72B holds 0.754 GB.
     """
     return kv_bytes_per_token * tokens * sequences / equations.GIGA
 
@@ -150,7 +151,8 @@ def usable_gb(n_gpus: GPUs, memory_gb: MemoryGB, usable_fraction: Fraction = 0.9
     memory_gb : float
         Memory of one accelerator [GB].
     usable_fraction : float, default 0.9
-        Share of memory the serving engine can use (seed 000 plans on 90%) [fraction].
+        Share of memory the serving engine can use ("Back-of-the-Envelope Estimation for LLM Systems" plans on 90%)
+        [fraction].
 
     Returns
     -------
@@ -159,7 +161,7 @@ def usable_gb(n_gpus: GPUs, memory_gb: MemoryGB, usable_fraction: Fraction = 0.9
 
     Notes
     -----
-    ``n_gpus * memory_gb * usable_fraction`` (seed 000, section 2): two 80 GB H100s give 144 GB.
+    ``n_gpus * memory_gb * usable_fraction`` (Back-of-the-Envelope, section 2): two 80 GB H100s give 144 GB.
     """
     return n_gpus * memory_gb * usable_fraction
 
@@ -194,8 +196,9 @@ def free_gb(
 
     Notes
     -----
-    ``n_gpus * memory_gb * usable_fraction - params_b * bytes_per_param``. Seed 003: 70B in FP16 on one 141 GB
-    H200 (usable_fraction 1) leaves about 1 GB; seed 000: 72.7B in BF16 on two H100s is 1.4 GB short.
+    ``n_gpus * memory_gb * usable_fraction - params_b * bytes_per_param``. "Estimating the Compute and Memory Needed for
+    Language Models": 70B in FP16 on one 141 GB H200 (usable_fraction 1) leaves about 1 GB; "Back-of-the-Envelope
+    Estimation for LLM Systems": 72.7B in BF16 on two H100s is 1.4 GB short.
     """
     return n_gpus * memory_gb * usable_fraction - params_b * bytes_per_param
 
@@ -236,8 +239,9 @@ def max_batch(
 
     Notes
     -----
-    ``floor((usable - weights) / (kv_bytes_per_token * context_tokens))`` (seed 000, sections 3 and 6). This is the
-    worst case where every slot holds a full-length conversation; paged engines such as vLLM fit more.
+    ``floor((usable - weights) / (kv_bytes_per_token * context_tokens))`` ("Back-of-the-Envelope Estimation for LLM
+    Systems", sections 3 and 6). This is the worst case where every slot holds a full-length conversation; paged engines
+    such as vLLM fit more.
     """
     return equations.batch_that_fits(
         params_b, bytes_per_param, kv_bytes_per_token, context_tokens, n_gpus, memory_gb, usable_fraction
@@ -274,7 +278,8 @@ def decode_tokens_per_s(
     context_tokens : float, default 0
         Tokens of KV cache each sequence reads per step [tokens].
     efficiency : float, default 1
-        Share of peak bandwidth reached; 1 is the ceiling seed 000 uses [fraction].
+        Share of peak bandwidth reached; 1 is the ceiling "Back-of-the-Envelope Estimation for LLM Systems" uses
+        [fraction].
 
     Returns
     -------
@@ -284,9 +289,9 @@ def decode_tokens_per_s(
     Notes
     -----
     A step reads every weight once plus every sequence's KV cache:
-    ``1 / ((N * b + batch * kv * context) / (n_gpus * B * efficiency))`` (seed 000, section 4; seed 003,
-    "Transferring the Model for Every Token"). Qwen2.5-72B in FP8 on two H100s: 92 tokens/s alone, 46.7 at
-    batch 94.
+    ``1 / ((N * b + batch * kv * context) / (n_gpus * B * efficiency))`` (Back-of-the-Envelope, section 4; "Estimating
+    the Compute and Memory Needed for Language Models", "Transferring the Model for Every Token"). Qwen2.5-72B in FP8 on
+    two H100s: 92 tokens/s alone, 46.7 at batch 94.
     """
     return 1.0 / equations.decode_step_s(
         params_b, bytes_per_param, n_gpus, bandwidth_tb_s, batch, kv_bytes_per_token, context_tokens, efficiency
@@ -323,7 +328,8 @@ def decode_tokens_per_s_total(
     context_tokens : float, default 0
         Tokens of KV cache each sequence reads per step [tokens].
     efficiency : float, default 1
-        Share of peak bandwidth reached; 1 is the ceiling seed 000 uses [fraction].
+        Share of peak bandwidth reached; 1 is the ceiling "Back-of-the-Envelope Estimation for LLM Systems" uses
+        [fraction].
 
     Returns
     -------
@@ -332,8 +338,8 @@ def decode_tokens_per_s_total(
 
     Notes
     -----
-    ``batch`` times DECODE_TOKS (seed 000, section 4): Qwen2.5-72B in FP8 on two H100s at batch 94 makes 4,387
-    tokens/s.
+    ``batch`` times DECODE_TOKS (Back-of-the-Envelope, section 4): Qwen2.5-72B in FP8 on two H100s at batch 94 makes
+    4,387 tokens/s.
     """
     step = equations.decode_step_s(
         params_b, bytes_per_param, n_gpus, bandwidth_tb_s, batch, kv_bytes_per_token, context_tokens, efficiency
@@ -359,8 +365,8 @@ def compute_tokens_per_s(params_b: ParamsB, tflops: TFLOPs) -> float:
 
     Notes
     -----
-    ``C / (2N)``: a forward pass costs about 2 FLOPs per parameter per token (seed 003, "Inference Computation";
-    Kaplan et al. 2020, Table 1).
+    ``C / (2N)``: a forward pass costs about 2 FLOPs per parameter per token ("Estimating the Compute and Memory Needed
+    for Language Models", "Inference Computation"; Kaplan et al. 2020, Table 1).
     """
     return equations.compute_tokens_per_s(params_b, tflops)
 
@@ -389,8 +395,8 @@ def tokens_per_s_ceiling(
 
     Notes
     -----
-    ``min(C / 2N, B / (N b))`` (seed 003, "Transferring the Model for Every Token"). At batch one the memory
-    term is almost always the lower: about one FLOP per byte at FP16.
+    ``min(C / 2N, B / (N b))`` ("Estimating the Compute and Memory Needed for Language Models", "Transferring the Model
+    for Every Token"). At batch one the memory term is almost always the lower: about one FLOP per byte at FP16.
     """
     return min(
         equations.compute_tokens_per_s(params_b, tflops),
@@ -416,8 +422,8 @@ def inference_flops(params_b: ParamsB, tokens: Tokens = 1) -> float:
 
     Notes
     -----
-    ``2 N G`` (seed 003, "Inference Computation"): a 7B model needs about 14 billion FLOPs per token.
-    Attention's context-dependent work is left out.
+    ``2 N G`` ("Estimating the Compute and Memory Needed for Language Models", "Inference Computation"): a 7B model
+    needs about 14 billion FLOPs per token. Attention's context-dependent work is left out.
     """
     return 2.0 * params_b * equations.GIGA * tokens
 
@@ -439,7 +445,7 @@ def prefill_seconds(
     tflops : float
         Dense throughput of one accelerator at the serving precision [TFLOP/s].
     utilisation : float, default 0.5
-        Share of peak compute reached; seed 000 assumes 50% [fraction].
+        Share of peak compute reached; "Back-of-the-Envelope Estimation for LLM Systems" assumes 50% [fraction].
 
     Returns
     -------
@@ -448,8 +454,8 @@ def prefill_seconds(
 
     Notes
     -----
-    ``2 N P / (n_gpus * C * utilisation)`` (seed 000, section 5): 72.7B, 2,000 tokens, two H100s at 989 TFLOP/s
-    and 50% take 0.29 s. Attention grows with the square of the prompt, so very long prompts take longer.
+    ``2 N P / (n_gpus * C * utilisation)`` (Back-of-the-Envelope, section 5): 72.7B, 2,000 tokens, two H100s at 989
+    TFLOP/s and 50% take 0.29 s. Attention grows with the square of the prompt, so very long prompts take longer.
     """
     return equations.prefill_s(params_b, prompt_tokens, n_gpus, tflops, utilisation)
 
@@ -469,7 +475,8 @@ def cost_per_m_tokens(
     tokens_per_s : float
         Tokens produced per second at full load [tokens/s].
     utilisation : float, default 1
-        Average load as a share of full load; seed 000 cites 30% for traffic with daily peaks [fraction].
+        Average load as a share of full load; "Back-of-the-Envelope Estimation for LLM Systems" cites 30% for traffic
+        with daily peaks [fraction].
 
     Returns
     -------
@@ -478,8 +485,8 @@ def cost_per_m_tokens(
 
     Notes
     -----
-    ``n_gpus * price / (tokens_per_s * 3600 * utilisation) * 1e6`` (seed 000, section 6): two H100s at $2.50 an
-    hour making 4,387 tokens/s cost $0.32 per million at full load and $1.05 at 30%.
+    ``n_gpus * price / (tokens_per_s * 3600 * utilisation) * 1e6`` (Back-of-the-Envelope, section 6): two H100s at $2.50
+    an hour making 4,387 tokens/s cost $0.32 per million at full load and $1.05 at 30%.
     """
     return n_gpus * usd_per_gpu_hour / (tokens_per_s * SECONDS_PER_HOUR * utilisation) * 1e6
 
@@ -502,7 +509,8 @@ def peak_requests_per_s(requests_per_day: PerDay, peak_factor: PeakFactor = 3) -
 
     Notes
     -----
-    ``requests_per_day / 86400 * peak_factor`` (seed 000, section 1): 200,000 a day peak at 6.9 per second.
+    ``requests_per_day / 86400 * peak_factor`` ("Back-of-the-Envelope Estimation for LLM Systems", section 1): 200,000 a
+    day peak at 6.9 per second.
     """
     return requests_per_day / SECONDS_PER_DAY * peak_factor
 
@@ -527,8 +535,8 @@ def peak_tokens_per_s(requests_per_day: PerDay, tokens_per_request: Tokens, peak
 
     Notes
     -----
-    ``requests_per_day / 86400 * peak_factor * tokens_per_request`` (seed 000, section 1): 200,000 requests of
-    300 output tokens peak at 2,083 output tokens/s.
+    ``requests_per_day / 86400 * peak_factor * tokens_per_request`` ("Back-of-the-Envelope Estimation for LLM Systems",
+    section 1): 200,000 requests of 300 output tokens peak at 2,083 output tokens/s.
     """
     return requests_per_day / SECONDS_PER_DAY * peak_factor * tokens_per_request
 
@@ -553,9 +561,9 @@ def replicas(demand_tokens_per_s: TokensPerSOrZero, capacity_tokens_per_s: Token
 
     Notes
     -----
-    ``ceil(demand / capacity) + spare`` (seed 000, section 6): 20,833 tokens/s on 4,387-token/s replicas needs 5.
-    Capacity scales linearly with replicas. Zero demand needs no serving replica, so the result is the spares alone
-    (``REPLICAS(0, 4387)`` is 0, ``REPLICAS(0, 4387, 1)`` is 1): a sweep's quiet rows stay numbers, and a fleet
-    that must never be empty takes ``MAX(REPLICAS(...), minimum)``.
+    ``ceil(demand / capacity) + spare`` ("Back-of-the-Envelope Estimation for LLM Systems", section 6): 20,833 tokens/s
+    on 4,387-token/s replicas needs 5. Capacity scales linearly with replicas. Zero demand needs no serving replica, so
+    the result is the spares alone (``REPLICAS(0, 4387)`` is 0, ``REPLICAS(0, 4387, 1)`` is 1): a sweep's quiet rows
+    stay numbers, and a fleet that must never be empty takes ``MAX(REPLICAS(...), minimum)``.
     """
     return equations.replicas_for(demand_tokens_per_s, capacity_tokens_per_s, spare)

@@ -1,27 +1,27 @@
 """Plans that survive real traffic: long-tail prompts, reasoning tokens, prefix caching, latency targets, the
 prefill/decode mix, spares, and input and output priced separately.
 
-Seed 000's section 7 lists where a back-of-the-envelope serving plan goes wrong. Each function here turns one of
-those warnings into an input with a neutral default and a visible effect, built on the seed's own math in
-:mod:`xlsxplan.core.serving` (batch, decode speed, prefill time, replicas), which this module calls rather than
-restates. Units follow :mod:`xlsxplan.core.serving`.
+Section 7 of "Back-of-the-Envelope Estimation for LLM Systems" lists where a back-of-the-envelope serving plan goes
+wrong. Each function here turns one of those warnings into an input with a neutral default and a visible effect,
+built on the document's own math in :mod:`xlsxplan.core.serving` (batch, decode speed, prefill time, replicas), which
+this module calls rather than restates. Units follow :mod:`xlsxplan.core.serving`.
 
 The serving model has three parts, each a documented simplification:
 
-* **Memory** holds the weights and every sequence's KV cache. Sizing every slot at a tail prompt (seed 000) is
-  safe for any engine; an engine that pages its KV cache (vLLM) needs only the batch's *total* to fit, which
+* **Memory** holds the weights and every sequence's KV cache. Sizing every slot at a tail prompt (Back-of-the-Envelope)
+  is safe for any engine; an engine that pages its KV cache (vLLM) needs only the batch's *total* to fit, which
   :func:`paged_batch` sizes from the spread of lengths.
-* **Decode** is bound by memory bandwidth and **prefill** by compute (seed 000, sections 4 and 5). A replica that
-  lets them take turns spends, per request, the prefill time plus its share of the decode steps
+* **Decode** is bound by memory bandwidth and **prefill** by compute (Back-of-the-Envelope, sections 4 and 5). A replica
+  that lets them take turns spends, per request, the prefill time plus its share of the decode steps
   (:func:`replica_rps`); one that chunks prefills into decode steps overlaps the two up to the roofline
-  ``max(compute, memory)`` (:func:`replica_rps_chunked`); separate prefill and decode GPUs split the request
-  stream between two pools (:func:`prefill_replicas`, :func:`decode_replicas`).
+  ``max(compute, memory)`` (:func:`replica_rps_chunked`); separate prefill and decode GPUs split the request stream
+  between two pools (:func:`prefill_replicas`, :func:`decode_replicas`).
 * **Cost** is the GPU-hours billed around the clock, spares included, apportioned to input and output tokens by
   the share of time each phase takes (:func:`cost_per_m_input`, :func:`cost_per_m_output`).
 
 References
 ----------
-.. [1] Seed 000, "Back-of-the-Envelope Estimation for LLM Systems", sections 1-7.
+.. [1] "Back-of-the-Envelope Estimation for LLM Systems", sections 1-7.
 .. [2] Agrawal et al. 2024, "Taming Throughput-Latency Tradeoff in LLM Inference with Sarathi-Serve", OSDI 2024,
    arXiv:2403.02310 (chunked prefills, stall-free batching, the token budget per iteration).
 .. [3] Zhong et al. 2024, "DistServe: Disaggregating Prefill and Decoding for Goodput-optimized Large Language
@@ -162,10 +162,11 @@ def tail_share(cap_tokens: Tokens, mean_tokens: Tokens, p95_tokens: Tokens) -> f
     Notes
     -----
     ``1 - Phi((ln cap - mu) / sigma)`` for the log-normal with ``exp(mu + sigma^2/2) = mean`` and
-    ``exp(mu + 1.645 sigma) = p95`` (seed 000, section 7: size by the tail, cap the maximum). Production input
-    lengths fit a mixture of log-normal and Pareto distributions (ServeGen, arXiv:2505.09999), so the log-normal
-    is the light-tailed reading; a p95 above 3.87 times the mean fits no log-normal and is refused (#NUM!): give
-    measured lengths to TAIL_SHARE_DATA. Mean 2,000 and p95 6,000 put 0.32% of prompts above 16,384 tokens.
+    ``exp(mu + 1.645 sigma) = p95`` ("Back-of-the-Envelope Estimation for LLM Systems", section 7: size by the tail, cap
+    the maximum). Production input lengths fit a mixture of log-normal and Pareto distributions (ServeGen,
+    arXiv:2505.09999), so the log-normal is the light-tailed reading; a p95 above 3.87 times the mean fits no log-normal
+    and is refused (#NUM!): give measured lengths to TAIL_SHARE_DATA. Mean 2,000 and p95 6,000 put 0.32% of prompts
+    above 16,384 tokens.
     """
     mu, sigma = lognormal_from_mean_p95(mean_tokens, p95_tokens)
     if sigma == 0:
@@ -218,9 +219,9 @@ def tail_share_data(lengths: TokenSample, cap_tokens: Tokens) -> float:
 
     Notes
     -----
-    ``count(length > cap) / count(length)``: the empirical tail, with no distribution assumed (seed 000,
-    section 7). Use it when the tail is heavier than a log-normal, as production traces often are (ServeGen,
-    arXiv:2505.09999). Equal to ``COUNTIF(range, ">"&cap) / COUNT(range)``.
+    ``count(length > cap) / count(length)``: the empirical tail, with no distribution assumed ("Back-of-the-Envelope
+    Estimation for LLM Systems", section 7). Use it when the tail is heavier than a log-normal, as production traces
+    often are (ServeGen, arXiv:2505.09999). Equal to ``COUNTIF(range, ">"&cap) / COUNT(range)``.
     """
     return sum(1 for x in lengths if x > cap_tokens) / len(lengths)
 
@@ -258,11 +259,12 @@ def paged_batch(
     -----
     A paged engine (vLLM) allocates the cache in blocks as sequences grow and preempts a sequence when blocks run
     out (Kwon et al. 2023, arXiv:2309.06180, sections 4.2 and 4.5), so what must fit is the sum of the batch's
-    contexts, not every slot at a tail length (seed 000's worst case, section 3). With independent requests the
-    sum of ``B`` has mean ``B m`` and variance ``B s^2``; taking it as log-normal (Fenton 1960) gives
-    ``q(B) = B m exp(z t - t^2/2)``, ``t^2 = ln(1 + s^2 / (B m^2))``, ``z = Phi^-1(1 - overflow)``, and the
-    answer is the largest ``B`` with ``q(B) <= free_gb * 1e9 / kv_bytes_per_token``, never above the batch of
-    mean-length sequences. With ``sd_context_tokens = 0`` it equals MAX_BATCH at the mean.
+    contexts, not every slot at a tail length (the worst case of "Back-of-the-Envelope Estimation for LLM Systems",
+    section 3). With independent requests the sum of ``B`` has mean ``B m`` and variance ``B s^2``; taking it as
+    log-normal (Fenton 1960) gives ``q(B) = B m exp(z t - t^2/2)``, ``t^2 = ln(1 + s^2 / (B m^2))``,
+    ``z = Phi^-1(1 - overflow)``, and the answer is the largest ``B`` with
+    ``q(B) <= free_gb * 1e9 / kv_bytes_per_token``, never above the batch of mean-length sequences. With
+    ``sd_context_tokens = 0`` it equals MAX_BATCH at the mean.
     """
     capacity = free_gb * _GIGA / kv_bytes_per_token  # tokens of KV cache that fit
     if capacity <= 0:
@@ -302,9 +304,9 @@ def max_context_tokens(free_gb: FreeGB, kv_bytes_per_token: KvBytes) -> int:
 
     Notes
     -----
-    ``floor(free_gb * 1e9 / kv_bytes_per_token)`` (seed 000, sections 1 and 3: check the largest request you
-    accept). Qwen2.5-72B in FP8 on two H100s leaves 71.3 GB: 217,590 tokens. A cap on prompt plus output above
-    this cannot be served at all.
+    ``floor(free_gb * 1e9 / kv_bytes_per_token)`` ("Back-of-the-Envelope Estimation for LLM Systems", sections 1 and 3:
+    check the largest request you accept). Qwen2.5-72B in FP8 on two H100s leaves 71.3 GB: 217,590 tokens. A cap on
+    prompt plus output above this cannot be served at all.
     """
     if free_gb <= 0:
         return 0
@@ -335,8 +337,9 @@ def context_tokens(prompt_tokens: Tokens, output_tokens: Tokens, reasoning_token
     Notes
     -----
     ``prompt + reasoning + output``. Reasoning tokens are generated one by one like the answer, occupy the context
-    and are billed as output tokens (OpenAI, "Reasoning models" guide); seed 000, section 7: they drive decode
-    cost directly. 2,000 + 300 is seed 000's 2,300; 1,000 reasoning tokens make it 3,300.
+    and are billed as output tokens (OpenAI, "Reasoning models" guide); "Back-of-the-Envelope Estimation for LLM
+    Systems", section 7: they drive decode cost directly. 2,000 + 300 is Back-of-the-Envelope's 2,300; 1,000 reasoning
+    tokens make it 3,300.
     """
     return prompt_tokens + reasoning_tokens + output_tokens
 
@@ -362,8 +365,8 @@ def time_to_answer_s(prefill_s: Seconds, reasoning_tokens: TokensOrZero, tokens_
     Notes
     -----
     ``prefill_s + reasoning_tokens / tokens_per_s_per_user``: the answer starts only after the reasoning is
-    written (OpenAI, "Reasoning models" guide; seed 000, sections 5 and 7). 0.29 s of prefill and 1,000
-    reasoning tokens at 60 tokens/s: 16.96 s.
+    written (OpenAI, "Reasoning models" guide; "Back-of-the-Envelope Estimation for LLM Systems", sections 5 and 7).
+    0.29 s of prefill and 1,000 reasoning tokens at 60 tokens/s: 16.96 s.
     """
     return prefill_s + reasoning_tokens / tokens_per_s_per_user
 
@@ -392,9 +395,10 @@ def prefill_tokens(prompt_tokens: Tokens, prefix_tokens: TokensOrZero = 0, hit_r
     Notes
     -----
     ``prompt - hit_rate * prefix``, at least one token: a hit skips the prefix's prefill and reuses its cached
-    keys and values (vLLM, "Automatic Prefix Caching"; seed 000, section 7: count it only once the prefix is
-    confirmed stable). Engines match whole KV blocks (16 tokens in vLLM), so a prefix is reused to its last full
-    block. 2,000-token prompts sharing a 1,500-token prefix at an 80% hit rate prefill 800 tokens.
+    keys and values (vLLM, "Automatic Prefix Caching"; "Back-of-the-Envelope Estimation for LLM Systems", section 7:
+    count it only once the prefix is confirmed stable). Engines match whole KV blocks (16 tokens in vLLM), so a prefix
+    is reused to its last full block. 2,000-token prompts sharing a 1,500-token prefix at an 80% hit rate prefill 800
+    tokens.
     """
     if prefix_tokens > prompt_tokens:
         raise OutOfRangeError(
@@ -448,9 +452,10 @@ def batch_for_latency(
     Notes
     -----
     The largest ``B`` with DECODE_TOKS at ``B`` at least the target:
-    ``floor((n_gpus * B_w * efficiency / target - N b) / (kv * context))`` (seed 000, sections 4 and 7: pick the
-    batch from the latency target first). Qwen2.5-72B in FP8 on two H100s at 2,300 tokens: 51 for 60 tokens/s;
-    0 for 100 tokens/s, above the 92 it reaches alone. Use the mean context: the step reads the batch's total.
+    ``floor((n_gpus * B_w * efficiency / target - N b) / (kv * context))`` ("Back-of-the-Envelope Estimation for LLM
+    Systems", sections 4 and 7: pick the batch from the latency target first). Qwen2.5-72B in FP8 on two H100s at 2,300
+    tokens: 51 for 60 tokens/s; 0 for 100 tokens/s, above the 92 it reaches alone. Use the mean context: the step reads
+    the batch's total.
     """
     bytes_per_step = n_gpus * bandwidth_tb_s * _TERA * efficiency / tokens_per_s_per_user
     per_sequence = kv_bytes_per_token * context_tokens
@@ -583,10 +588,11 @@ def prefill_share(prefill_s: Seconds, decode_tokens: Tokens, decode_tokens_per_s
     decode_tokens_per_s_total)``. Without chunking, decodes stall while a prompt is read (Sarathi-Serve,
     arXiv:2403.02310, section 3), so each user's speed falls by this share too. Disaggregated pools balance when
     the prefill pool has this share of the GPUs (DistServe, arXiv:2401.09670; Splitwise, arXiv:2311.18677).
-    Seed 000's plan (0.294 s prefill, 300 tokens at 4,387 tokens/s): 0.81. It moves with the batch (through the
-    decode throughput) even where the fleet does not: to split the bill of replicas that chunk their prefills,
-    take ``prefill_s * REPLICA_RPS_CHUNKED(...)`` instead, the prefill's share of a chunked replica's time per
-    request, which is ``prompt / (prompt + output)`` (the token-FLOP split) wherever compute binds.
+    The plan in "Back-of-the-Envelope Estimation for LLM Systems" (0.294 s prefill, 300 tokens at 4,387 tokens/s):
+    0.81. It moves with the batch (through the decode throughput) even where the fleet does not: to split the bill of
+    replicas that chunk their prefills, take ``prefill_s * REPLICA_RPS_CHUNKED(...)`` instead, the prefill's share of a
+    chunked replica's time per request, which is ``prompt / (prompt + output)`` (the token-FLOP split) wherever compute
+    binds.
     """
     return prefill_s / (prefill_s + decode_tokens / decode_tokens_per_s_total)
 
@@ -611,9 +617,10 @@ def replica_rps(prefill_s: Seconds, decode_tokens: Tokens, decode_tokens_per_s_t
 
     Notes
     -----
-    ``1 / (prefill_s + decode_tokens / decode_tokens_per_s_total)``: the time-share of seed 000's two phases
-    (sections 4 and 5), which the seed's throughput figure leaves out. Seed 000's plan: 2.76 requests/s, not the
-    14.6 its 4,387 tokens/s of 300-token answers suggest, because each 2,000-token prompt takes 0.29 s.
+    ``1 / (prefill_s + decode_tokens / decode_tokens_per_s_total)``: the time-share of the two phases of
+    "Back-of-the-Envelope Estimation for LLM Systems" (sections 4 and 5), which its throughput figure leaves out. Its
+    plan: 2.76 requests/s, not the 14.6 its 4,387 tokens/s of 300-token answers suggest, because each 2,000-token prompt
+    takes 0.29 s.
     """
     return 1.0 / (prefill_s + decode_tokens / decode_tokens_per_s_total)
 
@@ -646,7 +653,8 @@ def replica_rps_chunked(
     the compute that memory-bound decode steps leave idle (section 4). At best a request then costs the larger of
     its compute, ``prefill_s * (prefill_tokens + decode_tokens) / prefill_tokens``, and its share of the decode
     steps, ``decode_tokens / decode_tokens_per_s_total``. An upper bound: chunk overheads and attention are left
-    out. Seed 000's plan at the 60-tokens/s batch of 51: 2.96 requests/s, against 2.55 taking turns.
+    out. The plan in "Back-of-the-Envelope Estimation for LLM Systems" at the 60-tokens/s batch of 51: 2.96 requests/s,
+    against 2.55 taking turns.
     """
     compute_s = prefill_s * (prefill_tokens + decode_tokens) / prefill_tokens
     return 1.0 / max(compute_s, decode_tokens / decode_tokens_per_s_total)
@@ -673,8 +681,8 @@ def prefill_replicas(requests_per_s: RequestsPerS, prefill_s: Seconds, spare: Sp
     Notes
     -----
     ``ceil(requests_per_s * prefill_s) + spare``, REPLICAS with a replica reading ``1 / prefill_s`` prompts a
-    second (DistServe, arXiv:2401.09670; Splitwise, arXiv:2311.18677: a prompt pool and a token pool). Seed 000's
-    peak of 6.94 requests/s of 0.294 s prefills: 3.
+    second (DistServe, arXiv:2401.09670; Splitwise, arXiv:2311.18677: a prompt pool and a token pool). The peak in
+    "Back-of-the-Envelope Estimation for LLM Systems", 6.94 requests/s of 0.294 s prefills: 3.
     """
     return equations.replicas_for(requests_per_s * prefill_s, 1.0, spare)
 
@@ -704,8 +712,8 @@ def decode_replicas(
     Notes
     -----
     ``ceil(requests_per_s * decode_tokens / decode_tokens_per_s_total) + spare``, REPLICAS on generated tokens
-    (DistServe, arXiv:2401.09670; Splitwise, arXiv:2311.18677). Seed 000's peak at 3,075 tokens/s per replica
-    (the 60-tokens/s batch): 1. Add KV_TRANSFER_S to the time to first token.
+    (DistServe, arXiv:2401.09670; Splitwise, arXiv:2311.18677). The peak in "Back-of-the-Envelope Estimation for LLM
+    Systems" at 3,075 tokens/s per replica (the 60-tokens/s batch): 1. Add KV_TRANSFER_S to the time to first token.
     """
     return equations.replicas_for(requests_per_s * decode_tokens, decode_tokens_per_s_total, spare)
 
@@ -756,7 +764,8 @@ def fleet_replicas(
     spare : int, default 1
         Replicas added so one failure or deployment leaves the peak covered [count].
     min_replicas : int, default 2
-        Fewest replicas to run whatever the load; seed 000 says at least two [count].
+        Fewest replicas to run whatever the load; "Back-of-the-Envelope Estimation for LLM Systems" says at least two
+        [count].
 
     Returns
     -------
@@ -765,9 +774,10 @@ def fleet_replicas(
 
     Notes
     -----
-    ``max(ceil(requests_per_s / requests_per_s_per_replica) + spare, min_replicas)``, REPLICAS with seed 000's
-    rule (section 6: "at least two replicas, four GPUs, so that one failure or deployment doesn't take the
-    service down"). Seed 000's peak of 6.94 requests/s at 2.96 per replica: 3 for the peak, 4 with a spare.
+    ``max(ceil(requests_per_s / requests_per_s_per_replica) + spare, min_replicas)``, REPLICAS with
+    Back-of-the-Envelope's rule (section 6: "at least two replicas, four GPUs, so that one failure or deployment doesn't
+    take the service down"). Back-of-the-Envelope's peak of 6.94 requests/s at 2.96 per replica: 3 for the peak, 4 with
+    a spare.
     """
     return max(equations.replicas_for(requests_per_s, requests_per_s_per_replica, spare), min_replicas)
 
@@ -792,9 +802,10 @@ def fleet_utilisation(requests_per_day: PerDay, requests_per_s_per_replica: Requ
 
     Notes
     -----
-    ``(requests_per_day / 86400) / (replicas * requests_per_s_per_replica)``: the figure seed 000 assumes at 30%
-    "for traffic with daily peaks" (section 6), computed from the plan instead. Headroom for the peak, rounding
-    up and spares all lower it: seed 000's 200,000 requests a day on 4 replicas of 2.96 requests/s: 19.6%.
+    ``(requests_per_day / 86400) / (replicas * requests_per_s_per_replica)``: the figure "Back-of-the-Envelope
+    Estimation for LLM Systems" assumes at 30% "for traffic with daily peaks" (section 6), computed from the plan
+    instead. Headroom for the peak, rounding up and spares all lower it: Back-of-the-Envelope's 200,000 requests a day
+    on 4 replicas of 2.96 requests/s: 19.6%.
     """
     return requests_per_day / serving.SECONDS_PER_DAY / (replicas * requests_per_s_per_replica)
 
@@ -823,9 +834,10 @@ def peak_coverage(
 
     Notes
     -----
-    ``max(replicas - spare, 0) * requests_per_s_per_replica / requests_per_s`` (seed 000, section 6: a failure
-    or deployment must not take the service down). Below 1 the demand is beyond what the plan serves with its
-    spares out, a Checks-sheet flag. 4 replicas of 2.96 requests/s with one spare at a 6.94 peak: 1.28.
+    ``max(replicas - spare, 0) * requests_per_s_per_replica / requests_per_s`` ("Back-of-the-Envelope Estimation for LLM
+    Systems", section 6: a failure or deployment must not take the service down). Below 1 the demand is beyond what the
+    plan serves with its spares out, a Checks-sheet flag. 4 replicas of 2.96 requests/s with one spare at a 6.94 peak:
+    1.28.
     """
     return max(replicas - spare, 0) * requests_per_s_per_replica / requests_per_s
 
@@ -872,8 +884,8 @@ def cost_per_m_input(
     by the share of time prefill takes per request, so input and output costs add up to the bill. Which share:
     PREFILL_SHARE for replicas whose phases take turns; ``prefill_s * REPLICA_RPS_CHUNKED(...)`` for replicas
     that chunk their prefills (the serving template's), which is ``prompt / (prompt + output)`` wherever compute
-    binds. Prefix caching lowers the prefill time and with it this price. Seed 000's fleet of 4 GPUs at $2.50
-    serving 200,000 requests of 2,000 tokens, prefill share 0.81: $0.49 per million.
+    binds. Prefix caching lowers the prefill time and with it this price. The fleet in "Back-of-the-Envelope Estimation
+    for LLM Systems", 4 GPUs at $2.50 serving 200,000 requests of 2,000 tokens, prefill share 0.81: $0.49 per million.
     """
     return _daily_cost(n_gpus, usd_per_gpu_hour) * prefill_share / (requests_per_day * prompt_tokens) * 1e6
 
@@ -910,7 +922,7 @@ def cost_per_m_output(
     -----
     ``n_gpus * price * 24 * (1 - prefill_share) / (requests_per_day * output_tokens) * 1e6``, the complement of
     COST_PER_M_INPUT, so the two add up to the day's bill. Reasoning tokens are billed as output (OpenAI,
-    "Reasoning models" guide). Seed 000's fleet of 4 GPUs at $2.50 serving 200,000 answers of 300 tokens,
-    prefill share 0.81: $0.75 per million.
+    "Reasoning models" guide). The fleet in "Back-of-the-Envelope Estimation for LLM Systems", 4 GPUs at $2.50 serving
+    200,000 answers of 300 tokens, prefill share 0.81: $0.75 per million.
     """
     return _daily_cost(n_gpus, usd_per_gpu_hour) * (1 - prefill_share) / (requests_per_day * output_tokens) * 1e6

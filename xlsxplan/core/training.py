@@ -5,7 +5,7 @@ accelerator peaks in TFLOP/s (``tflops``), time in seconds, memory in decimal GB
 
 References
 ----------
-.. [1] Seed 003, "Estimating the Compute and Memory Needed for Language Models": "Training Computation",
+.. [1] "Estimating the Compute and Memory Needed for Language Models": "Training Computation",
    "Parameter Golf in 10 Minutes", "Specs, Equations, and Local Equivalents".
 .. [2] Chowdhery et al. 2022, "PaLM: Scaling Language Modeling with Pathways", arXiv:2204.02311, section 4.1 and
    Appendix B (6N FLOPs per token; model FLOPs utilisation).
@@ -44,7 +44,8 @@ _GIGA, _TERA = 1e9, 1e12
 DEFAULT_MFU = 0.4
 """MFU assumed when none is given. Large dense runs report 40-50%: PaLM 540B 46.2% (Chowdhery et al. 2022,
 Table 3); LLaMA-65B's 380 tokens/s/GPU on A100s is 47% of 312 TFLOP/s by 6N (Touvron et al. 2023, section 2.4).
-0.4 sits just below them, since smaller and less tuned runs do worse (seed 003's Parameter Golf record: 18%)."""
+0.4 sits just below them, since smaller and less tuned runs do worse (the Parameter Golf record in
+"Estimating the Compute and Memory Needed for Language Models": 18%)."""
 
 
 @checked
@@ -65,8 +66,9 @@ def train_flops(params_b: ParamsB, tokens: Tokens) -> float:
 
     Notes
     -----
-    ``6 N D``: 2N forward plus 4N backward (PaLM, arXiv:2204.02311, section 4.1; seed 003, "Training
-    Computation"). 7B parameters on 140B tokens: 5.88e21 FLOPs. Self-attention's ``12 L H Q T`` is left out.
+    ``6 N D``: 2N forward plus 4N backward (PaLM, arXiv:2204.02311, section 4.1; "Estimating the Compute and Memory
+    Needed for Language Models", "Training Computation"). 7B parameters on 140B tokens: 5.88e21 FLOPs. Self-attention's
+    ``12 L H Q T`` is left out.
     """
     return 6.0 * params_b * _GIGA * tokens
 
@@ -91,8 +93,9 @@ def train_tokens(params_b: ParamsB, flops_per_s: FLOPsPerS, seconds: Seconds) ->
 
     Notes
     -----
-    ``D = C t / (6 N)`` (seed 003, "The M2: What the Specification Does and Does Not Tell Us"): the 35.95M
-    Parameter Golf record at 1.413e15 FLOP/s for 599.6 s processes 3.93e9 tokens.
+    ``D = C t / (6 N)`` ("Estimating the Compute and Memory Needed for Language Models", "The M2: What the Specification
+    Does and Does Not Tell Us"): the 35.95M Parameter Golf record at 1.413e15 FLOP/s for 599.6 s processes 3.93e9
+    tokens.
     """
     return flops_per_s * seconds / (6.0 * params_b * _GIGA)
 
@@ -115,8 +118,9 @@ def chinchilla_tokens(params_b: ParamsB, tokens_per_param: TokensPerParam = 20) 
 
     Notes
     -----
-    ``D = 20 N`` (Hoffmann et al. 2022, arXiv:2203.15556, Table 3; seed 003): 35.95M parameters call for 7.19e8
-    tokens. A landmark, not an optimum for small, recurrent or quantised models.
+    ``D = 20 N`` (Hoffmann et al. 2022, arXiv:2203.15556, Table 3; "Estimating the Compute and Memory Needed for
+    Language Models"): 35.95M parameters call for 7.19e8 tokens. A landmark, not an optimum for small, recurrent or
+    quantised models.
     """
     return tokens_per_param * params_b * _GIGA
 
@@ -141,7 +145,8 @@ def chinchilla_ratio(params_b: ParamsB, tokens: Tokens, tokens_per_param: Tokens
 
     Notes
     -----
-    ``D / (20 N)`` (seed 003, "Actual Competition Runs"): 3.927B tokens on 35.95M parameters is 5.5 times.
+    ``D / (20 N)`` ("Estimating the Compute and Memory Needed for Language Models", "Actual Competition Runs"): 3.927B
+    tokens on 35.95M parameters is 5.5 times.
     """
     return tokens / (tokens_per_param * params_b * _GIGA)
 
@@ -166,8 +171,8 @@ def optimal_params_b(flops_per_s: FLOPsPerS, seconds: Seconds, tokens_per_param:
 
     Notes
     -----
-    Combining ``D = 20 N`` with ``6 N D = C t`` gives ``N = sqrt(C t / 120)`` (seed 003, "The M2"): the eight-H100
-    record's 1.41e15 FLOP/s for 600 s sizes an 84M model.
+    Combining ``D = 20 N`` with ``6 N D = C t`` gives ``N = sqrt(C t / 120)`` ("Estimating the Compute and Memory Needed
+    for Language Models", "The M2"): the eight-H100 record's 1.41e15 FLOP/s for 600 s sizes an 84M model.
     """
     return math.sqrt(flops_per_s * seconds / (6.0 * tokens_per_param)) / _GIGA
 
@@ -190,8 +195,8 @@ def flops_6n(params_b: ParamsB, tokens_per_s: TokensPerS) -> float:
 
     Notes
     -----
-    ``C_6N = 6 N (tokens/s)`` (seed 003, "Eight H100s"): 35.95M parameters at 6.55M tokens/s is 1.41e15 FLOP/s.
-    Derived from a measurement through an equation, not itself measured.
+    ``C_6N = 6 N (tokens/s)`` ("Estimating the Compute and Memory Needed for Language Models", "Eight H100s"): 35.95M
+    parameters at 6.55M tokens/s is 1.41e15 FLOP/s. Derived from a measurement through an equation, not itself measured.
     """
     return 6.0 * params_b * _GIGA * tokens_per_s
 
@@ -218,8 +223,9 @@ def mfu(params_b: ParamsB, tokens_per_s: TokensPerS, n_gpus: GPUs, tflops: TFLOP
 
     Notes
     -----
-    ``6 N (tokens/s) / (n_gpus * C)`` (PaLM, arXiv:2204.02311, Appendix B; seed 003): the Parameter Golf record
-    on eight H100s at 989.5 TFLOP/s reaches 0.18. A result above 1 is impossible and refused.
+    ``6 N (tokens/s) / (n_gpus * C)`` (PaLM, arXiv:2204.02311, Appendix B; "Estimating the Compute and Memory Needed for
+    Language Models"): the Parameter Golf record on eight H100s at 989.5 TFLOP/s reaches 0.18. A result above 1 is
+    impossible and refused.
     """
     value = 6.0 * params_b * _GIGA * tokens_per_s / (n_gpus * tflops * _TERA)
     if value > 1:
@@ -257,8 +263,8 @@ def train_seconds(
 
     Notes
     -----
-    ``6 N D / (n_gpus * C * mfu)`` (seed 003, "Training Computation"). With ``mfu = 1`` it is the ideal lower
-    bound seed 003 warns about.
+    ``6 N D / (n_gpus * C * mfu)`` ("Estimating the Compute and Memory Needed for Language Models", "Training
+    Computation"). With ``mfu = 1`` it is the ideal lower bound it warns about.
     """
     return 6.0 * params_b * _GIGA * tokens / (n_gpus * tflops * _TERA * mfu)
 
@@ -283,8 +289,8 @@ def run_seconds(params_b: ParamsB, tokens: Tokens, flops_per_s: FLOPsPerS) -> fl
 
     Notes
     -----
-    ``6 N D / C_6N`` (seed 003, "The M2"): a 35.95M model on 3.927B tokens at the 41M M2 rate of 2,400 tokens/s
-    takes about 16 days.
+    ``6 N D / C_6N`` ("Estimating the Compute and Memory Needed for Language Models", "The M2"): a 35.95M model on
+    3.927B tokens at the 41M M2 rate of 2,400 tokens/s takes about 16 days.
     """
     return 6.0 * params_b * _GIGA * tokens / flops_per_s
 
@@ -330,7 +336,8 @@ def train_memory_gb(params_b: ParamsB, bytes_per_param: TrainBytes = 16) -> floa
 
     Notes
     -----
-    ``N * 16`` (ZeRO, arXiv:1910.02054, section 3.1; seed 003, "Storing the Model"): 7B needs 112 GB.
+    ``N * 16`` (ZeRO, arXiv:1910.02054, section 3.1; "Estimating the Compute and Memory Needed for Language Models",
+    "Storing the Model"): 7B needs 112 GB.
     """
     return params_b * bytes_per_param
 
@@ -353,7 +360,7 @@ def data_passes(tokens: Tokens, cached_tokens: Tokens) -> float:
 
     Notes
     -----
-    ``tokens / cached_tokens`` (seed 003, "Which FineWeb?"): the baseline processed 7.225B of 2.5B cached, 2.9
-    passes; the 36M record 3.927B of 8B, about half of one.
+    ``tokens / cached_tokens`` ("Estimating the Compute and Memory Needed for Language Models", "Which FineWeb?"): the
+    baseline processed 7.225B of 2.5B cached, 2.9 passes; the 36M record 3.927B of 8B, about half of one.
     """
     return tokens / cached_tokens

@@ -15,7 +15,7 @@ References
 .. [2] Korthikanti et al. 2022, "Reducing Activation Recomputation in Large Transformer Models", arXiv:2205.05198,
    section 4 and Table 2 (activation bytes per layer with tensor and sequence parallelism and recomputation).
 .. [3] Chowdhery et al. 2022, "PaLM", arXiv:2204.02311, Appendix B (6N + 12 L H Q T FLOPs per token).
-.. [4] Seed 003, "Estimating the Compute and Memory Needed for Language Models", "Eight H100s: Specification Versus
+.. [4] "Estimating the Compute and Memory Needed for Language Models", "Eight H100s: Specification Versus
    the Record" (layers 3-5 applied two more times after step 2,204; about 1.8 PFLOP/s, 23% of dense peak).
 .. [5] Dao et al. 2022, "FlashAttention", arXiv:2205.14135, section 3.1 (the backward pass recomputes the attention
    matrix from Q, K, V, the output and the softmax statistics, so the s x s scores are never stored); Dao 2023,
@@ -287,9 +287,10 @@ def recurrent_params_b(
 
     Notes
     -----
-    ``N + layer_params * reused_layers * extra_passes * share_of_steps`` (seed 003: "Weight-tied recurrent blocks
-    require a count of block applications"). The Parameter Golf record (35.95M stored) applies layers 3-5 two more
-    times after step 2,204 of 4,997; assuming d_model 512, 8 heads with 4 KV heads and a 4x MLP (2,883,584 parameters
-    per layer), it applies 45.6M per token, raising 1.41 PFLOP/s to 1.79 PFLOP/s, 23% of 7.92 PFLOP/s.
+    ``N + layer_params * reused_layers * extra_passes * share_of_steps`` ("Estimating the Compute and Memory Needed for
+    Language Models": "Weight-tied recurrent blocks require a count of block applications"). The Parameter Golf record
+    (35.95M stored) applies layers 3-5 two more times after step 2,204 of 4,997; assuming d_model 512, 8 heads with 4 KV
+    heads and a 4x MLP (2,883,584 parameters per layer), it applies 45.6M per token, raising 1.41 PFLOP/s to 1.79
+    PFLOP/s, 23% of 7.92 PFLOP/s.
     """
     return params_b + layer_params_b * reused_layers * extra_passes * share_of_steps

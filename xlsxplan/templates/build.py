@@ -151,7 +151,8 @@ def _checks_text(value: Any) -> str:
 
 
 def serving_summary(built: Built) -> str:
-    """Seed 000's printed table, read from the recalculated serving plan, and the active scenario's plan."""
+    """The printed table of "Back-of-the-Envelope Estimation for LLM Systems", read from the recalculated serving
+    plan, and the active scenario's plan."""
     lines = [f"Serving plan: {built.path} (checks {_checks_text(master_check(built))})"]
     kib: dict[str, float] = {}
     for i in range(len(SIDE_COLUMNS)):
@@ -227,7 +228,8 @@ def _bench(built: Built, key: str, case: int) -> Any:
 
 
 def training_summary(built: Built) -> str:
-    """Seed 003's figures, read from the recalculated training plan: the active scenario and the measured rates."""
+    """The figures of "Estimating the Compute and Memory Needed for Language Models", read from the recalculated
+    training plan: the active scenario and the measured rates."""
     lines = [f"Training plan: {built.path} (checks {_checks_text(master_check(built))})"]
     v = {k: _live(built, k) for k in ("params_m", "flops", "tflops", "cluster_peak", "seconds", "within",
                                       "gpu_hours", "cost", "tokens_budget", "chinchilla", "ratio", "side",

@@ -3,6 +3,8 @@ prints Calibri with where Calibri is missing (wider than Calibri, so text that f
 
 from __future__ import annotations
 
+import re
+
 PURPOSE_CHARS_PER_WIDTH = 1.15
 """Characters of the purpose's italic 10-point text per character width of a column, with some to spare: an
 Inputs page cut "... the shipped values are exa" after 75 characters in 55 widths (1.36)."""
@@ -36,12 +38,35 @@ def wrap_em(text: str, em: float) -> list[str]:
     return lines or [""]
 
 
+_NBSP, _NBHYPHEN = "\u00a0", "\u2011"
+_GLUED = re.compile(r"\b(?:Table|section|notes?) (?=\d)|\b(?:Envelope|Memory) (?=§)|\bCompute (?=and Memory\b)"
+                    r"|\band (?=Memory\b)|\bet (?=al\.)")  # fmt: skip
+"""Spaces a wrapped line must not break at: inside a short title ("Compute and Memory") or between it and its
+section ("Back-of-the-Envelope §4"), "et al.", "Table 3", "section 5". A full title may break between its words."""
+_HYPHENED = re.compile(r"\bBack-of-the-Envelope\b")
+"""A title whose hyphens a wrapped line must not break at: never "Back-of-" at a line's end."""
+
+
+def keep_together(text: str) -> str:
+    """``text`` with the spaces and hyphens of :data:`_GLUED` and :data:`_HYPHENED` made unbreakable for
+    :mod:`textwrap`; :func:`as_printed` turns a wrapped line back."""
+    text = _GLUED.sub(lambda m: m.group(0)[:-1] + _NBSP, text)
+    return _HYPHENED.sub(lambda m: m.group(0).replace("-", _NBHYPHEN), text)
+
+
+def as_printed(line: str) -> str:
+    """A line wrapped from :func:`keep_together`'s text, with plain spaces and hyphens again."""
+    return line.replace(_NBSP, " ").replace(_NBHYPHEN, "-")
+
+
 def balanced_lines(text: str, chars: int) -> list[str]:
-    """``text`` in as few lines of at most ``chars`` characters as it needs, of about the same length."""
+    """``text`` in as few lines of at most ``chars`` characters as it needs, of about the same length, never broken
+    inside a reference (:func:`keep_together`)."""
     import textwrap
 
+    text = keep_together(text)
     n = len(textwrap.wrap(text, chars))
     width = -(-len(text) // n)
     while len(lines := textwrap.wrap(text, width)) > n:
         width += 1
-    return lines
+    return [as_printed(line) for line in lines]

@@ -1,4 +1,5 @@
-"""The serving plan template: how many GPUs, how fast it feels, what it costs (seed 000), for real traffic.
+"""The serving plan template: how many GPUs, how fast it feels, what it costs ("Back-of-the-Envelope Estimation for
+LLM Systems"), for real traffic.
 
 Sheets: Cover, Guide, Inputs (with the scenario block), Prompt lengths (an optional pasted sample), Calculations
 (the active scenario), Outputs, Scenarios (the four cases side by side), Calibration (the assumed efficiencies, the
@@ -7,18 +8,18 @@ inputs' usual ranges) and ``xlwings.conf``.
 
 The calculation chain of one case is written once, as :data:`CASE_LINES`, and rendered twice: on Calculations
 against the active scenario's named inputs, and on Scenarios once per case column (the lines marked ``compare``).
-The shipped inputs are seed 000's support assistant and its four configurations, with the seed's own figures where
-the catalog's differ (Qwen2.5-7B as 7.6B parameters, the H100 at 989 dense BF16 TFLOP/s), so the seed's printed
-table comes out exactly.
+The shipped inputs are the document's support assistant and its four configurations, with its own figures where the
+catalog's differ (Qwen2.5-7B as 7.6B parameters, the H100 at 989 dense BF16 TFLOP/s), so its printed table comes out
+exactly.
 
-What later issues added, each an input with a neutral default (seed 000's figures stay as they are):
+What the template adds to the document's plan, each an input with a neutral default (its figures stay as they are):
 
-* issue 9 (real traffic): the 95th-percentile and longest prompts, a pasted sample of prompt lengths, hidden
+* real traffic: the 95th-percentile and longest prompts, a pasted sample of prompt lengths, hidden
   reasoning tokens, a shared prefix and its cache hit rate, a time-to-first-token target beside the decode-speed
   target, spares and a minimum fleet, a paged KV cache's accepted overflow, disaggregated prefill and decode, and
   input and output tokens priced apart;
-* issue 6 (calibration): the Calibration sheet;
-* issue 7 (architectures): the KV cache per token by the model's architecture (latent attention, sliding windows,
+* calibration: the Calibration sheet;
+* architectures: the KV cache per token by the model's architecture (latent attention, sliding windows,
   tensor-parallel replicas), active parameters for a mixture of experts, every stored precision format.
 """
 
@@ -37,6 +38,9 @@ from .. import domains
 from ..domains import domain_of
 from .book import Book, InputRow, Line, Ref, Sheet, add_validation, put_text, register_cells, validation_for
 from .common import (
+    COMPUTE_MEMORY_TITLE,
+    ENVELOPE,
+    ENVELOPE_TITLE,
     Result,
     conf_sheet,
     cover,
@@ -69,7 +73,6 @@ SHEETS = [
     ("Lists", "lists"),
 ]
 
-SEED = "Seed 000"
 NO_FIT = "does not fit"
 NO_FIT_LOGNORMAL = "no log-normal fit"
 NO_SPREAD = "no spread known"
@@ -93,13 +96,13 @@ class CaseInput:
     live_fmt: str | None = None
 
 
-# The seed's four configurations (seed 000, section 6).
+# The four configurations of Back-of-the-Envelope, section 6.
 CASES = ("72B BF16, 2 GPUs", "72B FP8, 2 GPUs", "72B BF16, 4 GPUs", "7B BF16, 1 GPU")
 ACTIVE_CASE = 2
 _OVERRIDE = domains.Domain("number", 0, 1e9)
 _CATALOGS = "0 or empty: the catalog's figure"  # what the override formulas, IF(override>0, ...), make of them
 _NOT_MEASURED = "leave it empty when not measured"
-_SECTION6 = f"{SEED} §6 (example)"
+_SECTION6 = f"{ENVELOPE} §6 (example)"
 
 
 def _override(key: str, label: str, unit: str, source: str, comment: str, values: tuple[Any, ...] = (None,) * 4,
@@ -111,8 +114,8 @@ CASE_INPUTS: tuple[CaseInput, ...] = (
     CaseInput("scenario_name", "Scenario name", CASES, "text", _SECTION6, "Rename a case freely", "text"),
     CaseInput("model", "Model", ("Qwen2.5-72B",) * 3 + ("Qwen2.5-7B",), "preset", _SECTION6,
               "Pick a preset in G to J (dropdown), or type a name", "text", "model"),
-    _override("params_override", "Parameters override", "B params", _SECTION6, "Seed: 7.6; catalog: 7.61 (model card)",
-              (None, None, None, 7.6)),
+    _override("params_override", "Parameters override", "B params", _SECTION6,
+              "Source: 7.6; catalog: 7.61 (model card)", (None, None, None, 7.6)),
     _override("active_override", "Active parameters override", "B params", "Catalog (config.json)",
               "Mixture of experts: parameters one token uses"),
     _override("kv_override", "KV cache per token override", "bytes", "Catalog (config.json)",
@@ -120,15 +123,15 @@ CASE_INPUTS: tuple[CaseInput, ...] = (
     CaseInput("gpu", "Accelerator", ("H100-SXM",) * 4, "preset", _SECTION6,
               "Pick a preset in G to J (dropdown), or type a name", "text", "gpu"),
     _override("memory_override", "Memory per GPU override", "GB", "Catalog (datasheet)",
-              "Empty: catalog's (H100: 80 GB, as the seed)"),
+              f"Empty: catalog's (80 GB, as {ENVELOPE})"),
     _override("bandwidth_override", "Memory bandwidth override", "TB/s", "Catalog (datasheet)",
-              "Empty: catalog's (H100: 3.35 TB/s, as the seed)"),
-    _override("tflops_override", "Dense BF16 compute override", "TFLOP/s", f"{SEED} §5 (example)",
-              "Seed: 989; catalog: 989.4 (Hopper whitepaper)", (989,) * 4),
+              f"Empty: catalog's (3.35 TB/s, as {ENVELOPE})"),
+    _override("tflops_override", "Dense BF16 compute override", "TFLOP/s", f"{ENVELOPE} §5 (example)",
+              "Source: 989; catalog: 989.4 (Hopper whitepaper)", (989,) * 4),
     CaseInput("weight_precision", "Weight precision", ("bf16", "fp8", "bf16", "bf16"), "format", _SECTION6,
               "Pick in G to J: bf16, fp8, int4_g128, q4_k_m, ...", "text", "precision"),
-    CaseInput("kv_precision", "KV cache precision", ("bf16",) * 4, "format", f"{SEED} §3 (example)",
-              "Apart from the weights'; the seed keeps it in BF16", "text", "precision"),
+    CaseInput("kv_precision", "KV cache precision", ("bf16",) * 4, "format", f"{ENVELOPE} §3 (example)",
+              "Apart from the weights'; the source keeps it in BF16", "text", "precision"),
     CaseInput("n_gpus", "GPUs per replica", (2, 2, 4, 1), "count", _SECTION6, "GPUs holding one copy (tensor "
               "parallel)", "int", "", domain_of(domains.GPUs)),
 )  # fmt: skip
@@ -194,25 +197,25 @@ CASE_LINES: tuple[Line, ...] = (
          'MODEL_SPEC(model, "experts_per_token"); 1 for a dense model', "int"),
     # -- memory
     Line("weights", "Weights", "=WEIGHTS_GB({params},{bytes_weight})", "GB",
-         "N x bytes per weight, all experts (seed 000 §2; seed 003)", "dec1"),
+         "N x bytes per weight, all experts (Back-of-the-Envelope §2; Compute and Memory)", "dec1"),
     Line("weights_gpu", "Weights per GPU",
          "=WEIGHTS_GB_PER_GPU({params},IF({active}<{params},MODEL_EXPERT_PARAMS_B({model}),0),{n_gpus},{n_gpus},"
          "{bytes_weight})", "GB",
          "Dense part split by tensor, experts by expert parallelism (GShard)", "dec1"),
     Line("usable", "Usable memory of a replica", "=USABLE_GB({n_gpus},{memory},Usable_Memory_Fraction)", "GB",
-         "GPUs x memory x usable fraction (seed 000 §2)", "dec1"),
+         "GPUs x memory x usable fraction (Back-of-the-Envelope §2)", "dec1"),
     Line("free", "Memory left for the KV cache",
          "=FREE_GB({params},{bytes_weight},{n_gpus},{memory},Usable_Memory_Fraction)", "GB",
-         "Usable memory - weights; negative: the weights do not fit (seed 000 §2)", "dec1"),
+         "Usable memory - weights; negative: the weights do not fit (Back-of-the-Envelope §2)", "dec1"),
     Line("kv_bytes", "KV cache per token",
          "=IF({kv_override}>0,{kv_override},MODEL_KV_BYTES_PER_TOKEN({model},{context},{bytes_kv},{n_gpus}))", "bytes",
          "The override, else MODEL_KV_BYTES_PER_TOKEN, by architecture (§3)", "int"),
     Line("kv_kib", "KV cache per token, in KiB", "={kv_bytes}/1024", "KiB", "Bytes / 1,024", "int"),
     Line("kv_seq", "KV cache of a sequence at the tail prompt", "=KV_GB({kv_bytes},{tail_context})", "GB",
-         "KV per token x (tail prompt + reasoning + output) (seed 000 §3, §7)", "dec2"),
+         "KV per token x (tail prompt + reasoning + output) (Back-of-the-Envelope §3, §7)", "dec2"),
     Line("batch_fit", "Batch that fits, every slot at the tail prompt",
          "=MAX_BATCH({params},{bytes_weight},{kv_bytes},{tail_context},{n_gpus},{memory},Usable_Memory_Fraction)",
-         "sequences", "floor(free memory / KV of a tail sequence): seed 000 §3, at the tail (§7)", "int"),
+         "sequences", "floor(free memory / KV of a tail sequence): Back-of-the-Envelope §3, at the tail (§7)", "int"),
     Line("fits", "Fits in memory?", f'=IF(AND(ISNUMBER({{batch_fit}}),{{batch_fit}}>=1),"fits","{NO_FIT}")',
          "text", "At least one tail-length sequence beside the weights", "text", bad=(NO_FIT,)),
     Line("batch_paged", "Batch a paged KV cache fits",
@@ -225,16 +228,17 @@ CASE_LINES: tuple[Line, ...] = (
          "The paged batch; no spread known (or no tail fit): every slot at the tail", "int"),
     Line("batch_basis", "How memory's batch is counted",
          f'=IF(AND(ISNUMBER({{batch_paged}}),ISNUMBER({{batch_fit}}),{{batch_fit}}>=1),"{PAGED}","{PER_SLOT}")', "text",
-         "Paged, as vLLM, TensorRT-LLM and SGLang run; per slot is seed 000's worst case (§3)", "text"),
+         "Paged, as vLLM, TensorRT-LLM and SGLang run; per slot is Back-of-the-Envelope's worst case (§3)",
+         "text"),
     Line("max_context", "Longest sequence that fits alone", "=MAX_CONTEXT_TOKENS({free},{kv_bytes})", "tokens",
-         "floor(free memory / KV per token): the ceiling on the longest request (seed 000 §1)", "int"),
+         "floor(free memory / KV per token): the ceiling on the longest request (Back-of-the-Envelope §1)", "int"),
     # -- speed and the latency targets
     Line("params_read_mem", "Parameters a step reads at memory's batch", _fits_some(_read("{batch_mem}")),
          "B params", "MOE_PARAMS_READ_B: the experts the batch touches; all if dense", "dec2"),
     Line("batch_latency", "Batch the decode-speed target allows",
          _fits_some("BATCH_FOR_LATENCY({params_read_mem},{bytes_weight},{n_gpus},{bandwidth},Latency_Target,"
                     "{kv_bytes},{context},Decode_Bandwidth_Efficiency)"), "sequences",
-         "Largest batch decoding at the target per user; 0 if none (seed 000 §4, §7)", "int"),
+         "Largest batch decoding at the target per user; 0 if none (Back-of-the-Envelope §4, §7)", "int"),
     Line("batch_ttft", "Batch the time-to-first-token target allows",
          _fits_some("BATCH_FOR_TTFT({active},{n_gpus},{tflops},Latency_Target,{prefill_tokens_tail},"
                     "Time_To_First_Token_Target,Prefill_Compute_Utilisation,{bytes_weight},{bandwidth},{kv_bytes},"
@@ -252,16 +256,17 @@ CASE_LINES: tuple[Line, ...] = (
     Line("tps_user", "Decode speed per user",
          _fit("DECODE_TOKS({params_read},{bytes_weight},{n_gpus},{bandwidth},{batch},{kv_bytes},{context},"
               "Decode_Bandwidth_Efficiency)"), "tokens/s",
-         "1 / step time; a step reads its weights and all KV caches (seed 000 §4)", "dec1"),
+         "1 / step time; a step reads its weights and all KV caches (Back-of-the-Envelope §4)", "dec1"),
     Line("tps_alone", "Decode speed of a request alone",
          _fit("DECODE_TOKS({active},{bytes_weight},{n_gpus},{bandwidth},1,0,0,Decode_Bandwidth_Efficiency)"),
-         "tokens/s", "Batch of one, weights only: the fastest a user can get (seed 000 §4)", "dec1"),
+         "tokens/s", "Batch of one, weights only: the fastest a user can get (Back-of-the-Envelope §4)", "dec1"),
     Line("tps_total", "Decode throughput of a replica",
          _fit("DECODE_TOKS_TOTAL({params_read},{bytes_weight},{n_gpus},{bandwidth},{batch},{kv_bytes},{context},"
-              "Decode_Bandwidth_Efficiency)"), "tokens/s", "Batch x decode speed per user (seed 000 §4)", "int"),
+              "Decode_Bandwidth_Efficiency)"), "tokens/s", "Batch x decode speed per user (Back-of-the-Envelope §4)",
+         "int"),
     Line("prefill", "Prefill time of a mean prompt",
          _fit("PREFILL_S({active},{prefill_tokens},{n_gpus},{tflops},Prefill_Compute_Utilisation)"), "s",
-         "2N x uncached prompt / (GPUs x BF16 peak x utilisation) (seed 000 §5)", "dec2"),
+         "2N x uncached prompt / (GPUs x BF16 peak x utilisation) (Back-of-the-Envelope §5)", "dec2"),
     Line("ttft_batch", "First token of a tail prompt, at the planned batch",
          _fit("{prefill_tokens_tail}/(COMPUTE_TOKS({active},{n_gpus}*{tflops}*Prefill_Compute_Utilisation)"
               "-{tps_total})"), "s",
@@ -275,20 +280,20 @@ CASE_LINES: tuple[Line, ...] = (
     Line("time_to_answer", "Time to the first visible token",
          _fit("TIME_TO_ANSWER_S({prefill},Hidden_Reasoning_Tokens_Per_Request,{tps_user})"), "s",
          "Prefill + reasoning tokens / decode speed: the answer starts after the reasoning", "dec2"),
-    # -- cost as seed 000 counts it
+    # -- cost as Back-of-the-Envelope counts it
     Line("cost_full", "List cost per M output tokens at full load",
          _fit("COST_PER_M_TOKENS({n_gpus},Price_Per_GPU_Hour,{tps_total})"), "USD/M tokens",
-         "GPUs x price / (decode throughput x 3,600) x 1e6 (seed 000 §6)", "usd"),
+         "GPUs x price / (decode throughput x 3,600) x 1e6 (Back-of-the-Envelope §6)", "usd"),
     Line("cost_avg", "Effective cost per M output tokens at average load",
          _fit("COST_PER_M_TOKENS({n_gpus},Price_Per_GPU_Hour,{tps_total},Average_Utilisation)"), "USD/M tokens",
-         "Seed 000 §6's method: full-load cost / average utilisation, decode only", "usd"),
+         "The method of Back-of-the-Envelope §6: full-load cost / average utilisation, decode only", "usd"),
     # -- capacity for the traffic
     Line("replicas_decode", "Replicas for the peak, output tokens only",
          _fit("REPLICAS({peak_output},{tps_total})"), "count",
-         "ceil(peak output tokens/s / decode throughput), no spares: seed 000 §6's count", "int"),
+         "ceil(peak output tokens/s / decode throughput), no spares: the count of Back-of-the-Envelope §6", "int"),
     Line("replicas_decode_growth", "Replicas for the grown peak, output tokens only",
          _fit("REPLICAS({growth_output},{tps_total})"), "count",
-         "Seed 000 §6: ten times the traffic needs 20,833 / 4,387 = 4.7, so 5 replicas", "int"),
+         "Back-of-the-Envelope §6: ten times the traffic needs 20,833 / 4,387 = 4.7, so 5 replicas", "int"),
     Line("replica_rps", "Requests per replica, prefill and decode in turn",
          _fit("REPLICA_RPS({prefill},{decode_tokens},{tps_total})"), "requests/s",
          "1 / (prefill time + generated tokens / decode throughput)", "dec2"),
@@ -297,7 +302,8 @@ CASE_LINES: tuple[Line, ...] = (
          "Prompts chunked into the decode steps (Sarathi-Serve, arXiv:2403.02310): the plan's capacity", "dec2"),
     Line("replicas_needed", "Replicas the peak needs, spares included",
          _fit("FLEET_REPLICAS({peak_rps},{replica_rps_chunked},Spare_Replicas,Minimum_Replicas)"), "count",
-         "ceil(peak requests/s / requests per replica) + spares, at least the minimum (seed 000 §6)", "int"),
+         "ceil(peak requests/s / requests per replica) + spares, at least the minimum (Back-of-the-Envelope §6)",
+         "int"),
     Line("replicas_planned", "Replicas planned",
          "=IF(Replicas_Deployed>0,Replicas_Deployed,{replicas_needed})", "count",
          "Replicas deployed, when given; else the replicas the peak needs", "int"),
@@ -308,11 +314,13 @@ CASE_LINES: tuple[Line, ...] = (
          "(replicas - spares) x requests per replica / peak requests/s; below 1 the peak is not served", "dec2"),
     Line("fleet_util", "Average utilisation of the fleet",
          _fit("FLEET_UTILISATION(Requests_Per_Day,{replica_rps_chunked},{replicas_planned})"), "fraction",
-         "Average requests/s / what the fleet could serve: the plan's own figure for seed 000's 30%", "pct1"),
+         "Average requests/s / what the fleet could serve: the plan's own figure for Back-of-the-Envelope's 30%",
+         "pct1"),
     Line("replicas_growth", "Replicas the grown peak needs, spares included",
          _fit("FLEET_REPLICAS({peak_rps}*Traffic_Growth_Multiple,{replica_rps_chunked},Spare_Replicas,"
               "Minimum_Replicas)"), "count",
-         '="As for the peak, at "&Traffic_Growth_Multiple&"x the peak: the growth multiple (seed 000 §6)"', "int"),
+         '="As for the peak, at "&Traffic_Growth_Multiple&"x the peak: the growth multiple (Back-of-the-Envelope §6)"',
+         "int"),
     Line("gpus_growth", "GPUs for the grown peak", _fit("{replicas_growth}*{n_gpus}"), "count",
          '="Replicas x GPUs per replica, at "&Traffic_Growth_Multiple&"x the peak"', "int"),
     # -- separate prefill and decode GPUs
@@ -350,24 +358,26 @@ _COMPARED = {
     "batch_mem", "params_read_mem", "batch_latency", "batch_ttft", "batch", "params_read", "tps_user", "tps_alone",
     "tps_total", "prefill", "cost_full", "cost_avg",
 }  # fmt: skip
-"""Lines repeated for every case on Scenarios: what seed 000's table compares and what it depends on. Replicas and
-the rest depend on the traffic, not on what distinguishes the cases: Calculations has them for the active one."""
+"""Lines repeated for every case on Scenarios: what the table of Back-of-the-Envelope §6 compares and what it depends
+on. Replicas and the rest depend on the traffic, not on what distinguishes the cases: Calculations has them for the
+active one."""
 CASE_LINES = tuple(replace(line, compare=line.key in _COMPARED) for line in CASE_LINES)
 
 # Calculations' sections, by the first line of each.
 CALC_SECTIONS = {
     "params": "Model and accelerator", "weights": "Memory", "params_read_mem": "Speed and the latency targets",
-    "cost_full": "Cost as seed 000 counts it (output tokens, one replica)",
+    "cost_full": "Cost as Back-of-the-Envelope counts it (output tokens, one replica)",
     "replicas_decode": "Capacity for the traffic", "prefill_replicas": "Separate prefill and decode GPUs",
     "prefill_share": "Input and output tokens priced apart",
 }  # fmt: skip
 
 GLOBAL_LINES: tuple[Line, ...] = (
     Line("peak_rps", "Peak requests per second", "=PEAK_RPS(Requests_Per_Day,Peak_Hour_Factor)", "requests/s",
-         "Requests per day / 86,400 x peak factor (seed 000 §1)", "dec1"),
+         "Requests per day / 86,400 x peak factor (Back-of-the-Envelope §1)", "dec1"),
     Line("decode_tokens", "Tokens generated per request",
          "=Output_Tokens_Per_Request+Hidden_Reasoning_Tokens_Per_Request", "tokens",
-         "Visible answer + hidden reasoning: both are decoded, and billed as output (seed 000 §7)", "int"),
+         "Visible answer + hidden reasoning: both are decoded, and billed as output (Back-of-the-Envelope §7)",
+         "int"),
     Line("pasted", "Prompt lengths pasted", "=COUNT(Measured_Prompt_Lengths)", "count",
          "Numbers on the Prompt lengths sheet: with any, they set the mean, tail and spread", "int"),
     Line("prompt_mean", "Mean prompt used", "=IF({pasted}>0,AVERAGE(Measured_Prompt_Lengths),"
@@ -386,22 +396,24 @@ GLOBAL_LINES: tuple[Line, ...] = (
          "tokens", "Standard deviation of the pasted lengths, else the line above: feeds PAGED_BATCH", "int"),
     Line("peak_prompt", "Peak prompt tokens per second",
          "=PEAK_TOKS(Requests_Per_Day,{prompt_mean},Peak_Hour_Factor)", "tokens/s",
-         "Peak requests/s x mean prompt tokens (seed 000 §1)", "int"),
+         "Peak requests/s x mean prompt tokens (Back-of-the-Envelope §1)", "int"),
     Line("peak_output", "Peak output tokens per second",
          "=PEAK_TOKS(Requests_Per_Day,{decode_tokens},Peak_Hour_Factor)", "tokens/s",
-         "Peak requests/s x generated tokens, reasoning included (seed 000 §1)", "int"),
+         "Peak requests/s x generated tokens, reasoning included (Back-of-the-Envelope §1)", "int"),
     Line("growth_output", "Grown peak output tokens per second", "={peak_output}*Traffic_Growth_Multiple",
-         "tokens/s", '="Peak output tokens/s x the growth multiple, "&Traffic_Growth_Multiple&"x (seed 000 §6)"',
+         "tokens/s",
+         '="Peak output tokens/s x the growth multiple, "&Traffic_Growth_Multiple&"x (Back-of-the-Envelope §6)"',
          "int"),
     Line("context", "Tokens per sequence, mean prompt",
          "=CONTEXT_TOKENS({prompt_mean},Output_Tokens_Per_Request,Hidden_Reasoning_Tokens_Per_Request)",
-         "tokens", "Prompt + reasoning + output: the KV cache an average sequence reads (seed 000 §3)", "int"),
+         "tokens", "Prompt + reasoning + output: the KV cache an average sequence reads (Back-of-the-Envelope §3)",
+         "int"),
     Line("tail_context", "Tokens per sequence, tail prompt",
          "=CONTEXT_TOKENS({prompt_tail},Output_Tokens_Per_Request,Hidden_Reasoning_Tokens_Per_Request)",
-         "tokens", "Tail prompt + reasoning + output: what a slot is sized for (seed 000 §7)", "int"),
+         "tokens", "Tail prompt + reasoning + output: what a slot is sized for (Back-of-the-Envelope §7)", "int"),
     Line("longest_request", "Tokens per sequence, longest prompt accepted",
          "=CONTEXT_TOKENS(Longest_Prompt_Accepted,Output_Tokens_Per_Request,Hidden_Reasoning_Tokens_Per_Request)",
-         "tokens", "Longest prompt + reasoning + output: must fit alone (seed 000 §1)", "int"),
+         "tokens", "Longest prompt + reasoning + output: must fit alone (Back-of-the-Envelope §1)", "int"),
     Line("tail_share_lognormal", "Share above the cap, log-normal",
          "=IF(ISNUMBER(TAIL_SHARE(Longest_Prompt_Accepted,{prompt_mean},{prompt_tail})),"
          "TAIL_SHARE(Longest_Prompt_Accepted,{prompt_mean},{prompt_tail}),"
@@ -421,24 +433,26 @@ GLOBAL_LINES: tuple[Line, ...] = (
 # The Calibration sheet: the active scenario at three sets of efficiencies, in columns C, D and E. Each line is one
 # template rendered per column with that column's {eff_bw}, {eff_pf} and {peak}; the rest are Calculations' lines.
 CALIBRATION_COLUMNS = ("Assumed (Inputs)", "Calibrated", "Measured (yours)")
-"""The plan's efficiencies as Inputs assume them (as shipped, seed 000's assumptions: the full bandwidth, a ceiling,
-and half the BF16 peak for prefill, which is not one for 8-bit weights), the calibrated ones and yours."""
+"""The plan's efficiencies as Inputs assume them (as shipped, the assumptions of Back-of-the-Envelope: the full
+bandwidth, a ceiling, and half the BF16 peak for prefill, which is not one for 8-bit weights), the calibrated ones
+and yours."""
 CALIBRATION_LINES: tuple[Line, ...] = (
     Line("cal_tps_user", "Decode speed per user",
          _fit("DECODE_TOKS({params_read},{bytes_weight},GPUs_Per_Replica,{bandwidth},{batch},{kv_bytes},{context},"
-              "{eff_bw})"), "tokens/s", "DECODE_TOKS at the planned batch (seed 000 §4)", "dec1"),
+              "{eff_bw})"), "tokens/s", "DECODE_TOKS at the planned batch (Back-of-the-Envelope §4)", "dec1"),
     Line("cal_tps_total", "Decode throughput of a replica",
          _fit("DECODE_TOKS_TOTAL({params_read},{bytes_weight},GPUs_Per_Replica,{bandwidth},{batch},{kv_bytes},"
               "{context},{eff_bw})"), "tokens/s", "Batch x decode speed per user", "int"),
     Line("cal_prefill", "Prefill time of a mean prompt",
          _fit("PREFILL_S({active},{prefill_tokens},GPUs_Per_Replica,{peak},{eff_pf})"), "s",
-         "2N x prompt tokens / (GPUs x the column's peak x utilisation) (seed 000 §5)", "dec2"),
+         "2N x prompt tokens / (GPUs x the column's peak x utilisation) (Back-of-the-Envelope §5)", "dec2"),
     Line("cal_cost_full", "List cost per M output tokens at full load",
          _fit("COST_PER_M_TOKENS(GPUs_Per_Replica,Price_Per_GPU_Hour,{cal_tps_total})"), "USD/M tokens",
-         "GPUs x price / (decode throughput x 3,600) x 1e6 (seed 000 §6)", "usd"),
+         "GPUs x price / (decode throughput x 3,600) x 1e6 (Back-of-the-Envelope §6)", "usd"),
     Line("cal_cost_avg", "Effective cost per M output tokens at average load",
          _fit("COST_PER_M_TOKENS(GPUs_Per_Replica,Price_Per_GPU_Hour,{cal_tps_total},Average_Utilisation)"),
-         "USD/M tokens", "Seed 000 §6's method: full-load cost / average utilisation, decode only", "usd"),
+         "USD/M tokens", "The method of Back-of-the-Envelope §6: full-load cost / average utilisation, decode only",
+         "usd"),
     Line("cal_rps", "Requests per replica, chunked prefill",
          _fit("REPLICA_RPS_CHUNKED({cal_prefill},{prefill_tokens},{decode_tokens},{cal_tps_total})"), "requests/s",
          "REPLICA_RPS_CHUNKED, as Calculations plans it", "dec2"),
@@ -506,7 +520,7 @@ def _validation(book: Book, spec: CaseInput, lists: dict[str, str]) -> DataValid
 def _inputs(book: Book, lists: dict[str, str]) -> Sheet:
     sh = book.sheet(
         "Inputs",
-        "Every assumption, once. Orange cells are inputs; the shipped values are examples (seed 000): replace "
+        f"Every assumption, once. Orange cells are inputs; shipped values are examples ({ENVELOPE}): replace "
         "them, and their Source and As-of date.",
         ["Label", "Value", "Unit", "Source", "As-of date", "Comment"],
     )
@@ -531,59 +545,59 @@ def _inputs(book: Book, lists: dict[str, str]) -> Sheet:
     book.scenario_name = "Scenario_Name"
 
     tokens, tokens0, frac = domain_of(domains.Tokens), domain_of(domains.TokensOrZero), domain_of(domains.Fraction)
-    sh.section("Demand", "Traffic in requests and tokens (seed 000 §1, §7)")
-    sh.input("Requests per day", 200_000, "requests/day", f"{SEED} §1 (example)", "The support assistant", "int",
+    sh.section("Demand", "Traffic in requests and tokens (Back-of-the-Envelope §1, §7)")
+    sh.input("Requests per day", 200_000, "requests/day", f"{ENVELOPE} §1 (example)", "The support assistant", "int",
              validation_for(domain_of(domains.PerDay), "Requests per day"))  # fmt: skip
-    sh.input("Prompt tokens per request, mean", 2_000, "tokens", f"{SEED} §1 (example)",
+    sh.input("Prompt tokens per request, mean", 2_000, "tokens", f"{ENVELOPE} §1 (example)",
              "Instructions, retrieved documents and the conversation", "int",
              validation_for(tokens, "Prompt tokens per request"))  # fmt: skip
-    sh.input("Tail prompt tokens, 95th percentile", 2_000, "tokens", f"{SEED} §7 (example: no spread)",
+    sh.input("Tail prompt tokens, 95th percentile", 2_000, "tokens", f"{ENVELOPE} §7 (example: no spread)",
              "Slots are sized at the tail; the mean: no spread", "int",
              validation_for(tokens, "Tail prompt tokens"))  # fmt: skip
     sh.input("Prompt length spread (standard deviation)", None, "tokens", "Example: empty, the log-normal's",
              "Empty: a log-normal's through mean and tail", "int",
              validation_for(tokens0, "Prompt length spread", "leave it empty for a log-normal's"))  # fmt: skip
-    sh.input("Tail percentile, pasted lengths", 0.95, "fraction", f"{SEED} §7 (convention: the 95th)",
+    sh.input("Tail percentile, pasted lengths", 0.95, "fraction", f"{ENVELOPE} §7 (convention: 95th)",
              "Pasted lengths' tail; the typed one is the 95th", "pct",
              validation_for(domains.Domain("number", 0.5, 1), "Tail percentile"))  # fmt: skip
     sh.input("Longest prompt accepted", 32_768, "tokens", "Example: your product's cap", "Longer requests are "
-             "refused (seed 000 §1)", "int",
+             "refused (Back-of-the-Envelope §1)", "int",
              validation_for(tokens, "Longest prompt accepted"))  # fmt: skip
-    sh.input("Output tokens per request", 300, "tokens", f"{SEED} §1 (example)", "Visible answer; measure on real "
-             "traffic (seed 000 §7)", "int", validation_for(tokens, "Output tokens per request"))  # fmt: skip
-    sh.input("Hidden reasoning tokens per request", 0, "tokens", f"{SEED} §7 (example: none)",
+    sh.input("Output tokens per request", 300, "tokens", f"{ENVELOPE} §1 (example)", "Visible answer; measure on real "
+             "traffic (§7)", "int", validation_for(tokens, "Output tokens per request"))  # fmt: skip
+    sh.input("Hidden reasoning tokens per request", 0, "tokens", f"{ENVELOPE} §7 (example: none)",
              "Written before the answer; decoded, billed as output", "int",
              validation_for(tokens0, "Hidden reasoning tokens per request"))  # fmt: skip
-    sh.input("Peak-hour factor", 3, "ratio", f"{SEED} §1 (example)", "How much busier the peak hour is than the "
+    sh.input("Peak-hour factor", 3, "ratio", f"{ENVELOPE} §1 (example)", "How much busier the peak hour is than the "
              "day's average", "dec1", validation_for(domain_of(domains.PeakFactor), "Peak-hour factor"))  # fmt: skip
-    sh.input("Shared prefix tokens", 0, "tokens", f"{SEED} §7 (example: none)", "System prompt and tools every "
+    sh.input("Shared prefix tokens", 0, "tokens", f"{ENVELOPE} §7 (example: none)", "System prompt and tools every "
              "request starts with", "int", validation_for(tokens0, "Shared prefix tokens"))  # fmt: skip
-    sh.input("Prefix cache hit rate", 0, "fraction", f"{SEED} §7 (example: off)", "0 until the prefix is confirmed "
-             "stable (seed 000 §7)", "pct",
+    sh.input("Prefix cache hit rate", 0, "fraction", f"{ENVELOPE} §7 (example: off)", "0 until the prefix is confirmed "
+             "stable (§7)", "pct",
              validation_for(domain_of(domains.FractionOrZero), "Prefix cache hit rate"))  # fmt: skip
 
     sh.section("Serving assumptions", "Shares of the hardware's peaks the plan counts on, targets, spares")
-    sh.input("Usable memory fraction", 0.9, "fraction", f"{SEED} §2 (example)", "Left after the serving "
+    sh.input("Usable memory fraction", 0.9, "fraction", f"{ENVELOPE} §2 (example)", "Left after the serving "
              "framework's own overhead", "pct", validation_for(frac, "Usable memory fraction"))  # fmt: skip
-    sh.input("Decode bandwidth efficiency", 1, "fraction", f"{SEED} §4 (example)", "1 is the ceiling; see "
+    sh.input("Decode bandwidth efficiency", 1, "fraction", f"{ENVELOPE} §4 (example)", "1 is the ceiling; see "
              "Calibration for measured ones", "pct",
              validation_for(frac, "Decode bandwidth efficiency"))  # fmt: skip
-    sh.input("Prefill compute utilisation", 0.5, "fraction", f"{SEED} §5 (example)", "Share of the dense BF16 peak, "
-             "as seed 000 §5 counts", "pct",
+    sh.input("Prefill compute utilisation", 0.5, "fraction", f"{ENVELOPE} §5 (example)", "Share of the dense BF16 "
+             "peak, as the source counts", "pct",
              validation_for(frac, "Prefill compute utilisation"))  # fmt: skip
     sh.input("KV cache overflow accepted", 0.05, "fraction", "Example: a paging engine (vLLM)",
              "Chance a paged batch outgrows memory (preemption)", "pct",
              validation_for(domain_of(domains.TailProbability), "KV cache overflow accepted"))  # fmt: skip
     sh.input("Latency target, per user", 20, "tokens/s", "Example: your product's requirement",
-             "Slowest decode per user; seed 000 §7 cites 80", "dec1",
+             f"Slowest decode per user; 80 in {ENVELOPE} §7", "dec1",
              validation_for(domain_of(domains.TokensPerS), "Latency target"))  # fmt: skip
     sh.input("Time-to-first-token target", 2, "s", "Example: your product's requirement", "Longest wait for the "
              "first token of a tail prompt", "dec2", validation_for(domain_of(domains.Seconds),
                                                                    "Time-to-first-token target"))  # fmt: skip
-    sh.input("Spare replicas", 1, "count", f"{SEED} §6 (example)", "On top of the peak: one failure "
+    sh.input("Spare replicas", 1, "count", f"{ENVELOPE} §6 (example)", "On top of the peak: one failure "
              "leaves it covered", "int",
              validation_for(domain_of(domains.Spare), "Spare replicas"))  # fmt: skip
-    sh.input("Minimum replicas", 2, "count", f"{SEED} §6 (example)", "Seed 000 §6: run at least two replicas in "
+    sh.input("Minimum replicas", 2, "count", f"{ENVELOPE} §6 (example)", "§6: run at least two replicas in "
              "production", "int", validation_for(domain_of(domains.Count), "Minimum replicas"))  # fmt: skip
     sh.input("Replicas deployed", None, "count", "Example: empty, the plan's count", "Fill in to test a fleet you "
              "have against the peak", "int", validation_for(domain_of(domains.Count), "Replicas deployed",
@@ -594,13 +608,13 @@ def _inputs(book: Book, lists: dict[str, str]) -> Sheet:
     sh.input("Tensor-parallel link bandwidth", 450, "GB/s", "Example: H100 NVLink, 900 GB/s both ways",
              "Within a replica, each way; 0 leaves it out", "int",
              validation_for(domain_of(domains.LinkGBsOrZero), "Tensor-parallel link bandwidth"))  # fmt: skip
-    sh.input("Traffic growth multiple", 10, "ratio", f"{SEED} §6 (example)", "The seed sizes ten times the "
+    sh.input("Traffic growth multiple", 10, "ratio", f"{ENVELOPE} §6 (example)", "The source sizes ten times the "
              "traffic", "dec1", validation_for(domain_of(domains.PeakFactor), "Traffic growth multiple"))  # fmt: skip
 
     sh.section("Cost and basis of estimate", "Estimate, not a quote: check your provider's current price")
-    sh.input("Price per GPU-hour", 2.5, "USD/GPU-h", f"{SEED} §6 (example)", "List price, one GPU for an hour; the "
-             "seed's assumption", "usd", validation_for(domain_of(domains.Price), "Price per GPU-hour"))  # fmt: skip
-    sh.input("Average utilisation", 0.3, "fraction", f"{SEED} §6 (example)", "Average load over full load; "
+    sh.input("Price per GPU-hour", 2.5, "USD/GPU-h", f"{ENVELOPE} §6 (example)", "List price, one GPU for an hour; the "
+             "source's figure", "usd", validation_for(domain_of(domains.Price), "Price per GPU-hour"))  # fmt: skip
+    sh.input("Average utilisation", 0.3, "fraction", f"{ENVELOPE} §6 (example)", "Average load over full load; "
              "30% is common (§6)", "pct",
              validation_for(frac, "Average utilisation"))  # fmt: skip
     sh.input("Hours per month", 730, "h/month", "Convention: 8,760 h / 12", "GPUs billed around the clock", "int",
@@ -666,7 +680,8 @@ def _prompt_lengths(book: Book) -> Sheet:
 def _calculations(book: Book) -> Sheet:
     sh = book.sheet(
         "Calculations",
-        "The active scenario, line by line. Every cell is a formula: click one to read it. Inputs appear by name.",
+        f'The active scenario, line by line, after "{ENVELOPE_TITLE}" (and "{COMPUTE_MEMORY_TITLE}" for the '
+        "weights). Every cell is a formula: click one to read it. Inputs appear by name.",
         ["Line item", "Value", "Unit", "Equation and source", "", ""],
     )
     sh.section("Demand")
@@ -694,7 +709,7 @@ def _calculations(book: Book) -> Sheet:
     for r in range(first, last + 1):
         # point k of n: ROWS over the labels in column A, which hold no formulas
         put_text(ws[f"A{r}"], f"Point {r - head}", "Label")
-        put_text(ws[f"D{r}"], "DECODE_TOKS at this batch (seed 000 §4)", "Explanatory Text")
+        put_text(ws[f"D{r}"], "DECODE_TOKS at this batch (Back-of-the-Envelope §4)", "Explanatory Text")
         ws[f"D{r}"].alignment = Alignment(horizontal="left", indent=1)  # clear of the figure before it
         ws[f"B{r}"] = book.render(
             f"=MAX(1,ROUND(ROWS($A${first}:A{r})/ROWS($A${first}:$A${last})*{{batch_mem}},0))", sh.name
@@ -725,9 +740,9 @@ def _calculations(book: Book) -> Sheet:
 def _scenarios(book: Book) -> Sheet:
     sh = book.sheet(
         "Scenarios",
-        "Seed 000's four configurations side by side, computed with the same chain as Calculations. The seed's own "
-        "figures are overrides on Inputs where the catalog differs: Qwen2.5-7B at 7.6B parameters (catalog 7.61B) "
-        "and the H100 at 989 TFLOP/s (catalog 989.4).",
+        f'The four configurations of "{ENVELOPE_TITLE}" (§6) side by side, computed with the same chain as '
+        "Calculations. Its own figures are overrides on Inputs where the catalog differs: Qwen2.5-7B at 7.6B "
+        "parameters (catalog 7.61B) and the H100 at 989 TFLOP/s (catalog 989.4).",
         ["Line item", "Unit", *(f"Case {i}" for i in range(1, 5)), "Equation and source"],
         layout="cases",
     )
@@ -764,8 +779,8 @@ def _scenarios(book: Book) -> Sheet:
 def _calibration(book: Book) -> Sheet:
     sh = book.sheet(
         "Calibration",
-        "The active scenario at the efficiencies assumed on Inputs (as shipped, seed 000's assumptions), at the "
-        "calibrated ones (EFFICIENCY, fitted on published measurements) and at what your measurements imply.",
+        f'The active scenario at the efficiencies assumed on Inputs (as shipped, those of "{ENVELOPE_TITLE}"), at '
+        "the calibrated ones (EFFICIENCY, fitted on published measurements) and at what your measurements imply.",
         ["Line item", "Unit", *CALIBRATION_COLUMNS, "", "Equation and source"],
         layout="cases",
     )
@@ -785,7 +800,7 @@ def _calibration(book: Book) -> Sheet:
         + ",{calibrated})",
     ])  # fmt: skip
     peak = Line("peak", "Dense peak the prefill share is of", "", "TFLOP/s",
-                "Assumed: BF16, as seed 000 §5 counts it; calibrated, yours: the weights' precision's",
+                "Assumed: BF16, as Back-of-the-Envelope §5 counts it; calibrated, yours: the weights' precision's",
                 "dec1")  # fmt: skip
     book.refs["Calibration:peak"] = sh.side_by_side(peak, locals_, ["={tflops}", "={tflops_weights}",
                                                                     "={tflops_weights}"])  # fmt: skip
@@ -838,7 +853,7 @@ OUTPUT_ROWS: tuple[tuple[str, tuple[tuple[str, str, bool], ...]], ...] = (
         ("usable", "", False),
         ("kv_kib", "By the model's architecture", True),
         ("kv_seq", "", False),
-        ("batch_fit", "Seed 000's worst case", False),
+        ("batch_fit", "Back-of-the-Envelope's worst case", False),
         ("fits", "", True),
         ("batch_paged", "What a paging engine runs", False),
         ("batch_mem", "The plan's memory limit", True),
@@ -853,7 +868,7 @@ OUTPUT_ROWS: tuple[tuple[str, tuple[tuple[str, str, bool], ...]], ...] = (
         ("tps_user", "At the planned batch", True),
         ("tps_alone", "", False),
         ("tps_total", "", True),
-        ("prefill", "Seed 000's figure, mean prompt", True),
+        ("prefill", "Back-of-the-Envelope's figure, mean prompt", True),
         ("ttft_batch", "Within the first-token target", True),
         ("ttft_alone", "Attention and GPU traffic counted", False),
         ("time_to_answer", "Prefill, then any hidden reasoning", True),
@@ -864,12 +879,12 @@ OUTPUT_ROWS: tuple[tuple[str, tuple[tuple[str, str, bool], ...]], ...] = (
         ("peak_prompt", "", False),
         ("replica_rps", "Prefill and decode taking turns", False),
         ("replica_rps_chunked", "The plan's capacity per replica", False),
-        ("replicas_decode", "Seed 000's count", False),
+        ("replicas_decode", "Back-of-the-Envelope's count", False),
         ("replicas_planned", "Spares included", True),
         ("gpus_peak", "At the efficiencies assumed on Inputs", True),
         ("coverage", "Below 1: the peak is not served", True),
         ("fleet_util", "Over the day", True),
-        ("replicas_decode_growth", '="At "&Traffic_Growth_Multiple&"x the peak, seed 000\'s count"', False),
+        ("replicas_decode_growth", '="At "&Traffic_Growth_Multiple&"x the peak, Back-of-the-Envelope\'s count"', False),
         ("replicas_growth", '="At "&Traffic_Growth_Multiple&"x the peak (growth multiple on Inputs)"', True),
         ("gpus_growth", '="At "&Traffic_Growth_Multiple&"x the peak (growth multiple on Inputs)"', True),
         ("prefill_replicas", "Separate prefill GPUs", False),
@@ -878,8 +893,8 @@ OUTPUT_ROWS: tuple[tuple[str, tuple[tuple[str, str, bool], ...]], ...] = (
         ("kv_transfer", "Added to the first token", False),
     )),
     ("Cost", (
-        ("cost_full", "Seed 000's floor: one replica", True),
-        ("cost_avg", "Seed 000's method, decode only", True),
+        ("cost_full", "Back-of-the-Envelope's floor: one replica", True),
+        ("cost_avg", "Back-of-the-Envelope's method, decode only", True),
         ("prefill_share", "How the bill is split", False),
         ("cost_in", "At the fleet's own utilisation", True),
         ("cost_out", "At the fleet's own utilisation", True),
@@ -912,7 +927,7 @@ def _outputs(book: Book) -> Sheet:
     sh.section("Calibrated expectation", "The Calibration sheet: the plan at calibrated efficiencies")
     for key, label, note, key_result in (
         ("cal_tps_total", "Decode throughput of a replica, calibrated", "At EFFICIENCY's bandwidth share", False),
-        ("cal_cost_avg", "Cost per M output tokens at average load, calibrated", "Seed 000's method", False),
+        ("cal_cost_avg", "Cost per M output tokens at average load, calibrated", f"{ENVELOPE}'s method", False),
         ("cal_replicas", "Replicas the peak needs, calibrated", "Spares included", False),
         ("cal_gpus", "GPUs the peak needs, calibrated", "Beside the GPUs at the assumed efficiencies", True),
         ("cal_monthly", "List cost per month of the fleet, calibrated", "Its GPUs billed around the clock", True),
@@ -982,20 +997,20 @@ def _checks(book: Book) -> Sheet:
     )
     sh.section("The active scenario", "A figure that is no number counts as a problem: NOT(ISNUMBER(...))")
     sh.check("Weights do not fit in usable memory", "=IF(OR(NOT(ISNUMBER({free})),{free}<=0),1,0)",
-             "Memory left for the KV cache is not positive (seed 000 §2)")  # fmt: skip
+             "Memory left for the KV cache is not positive (Back-of-the-Envelope §2)")  # fmt: skip
     sh.check("No tail-prompt sequence fits beside the weights",
              "=IF(OR(NOT(ISNUMBER({batch_fit})),{batch_fit}<1),1,0)",
-             "The batch that fits is 0: not even one tail-length sequence (seed 000 §3, §7)")  # fmt: skip
+             "The batch that fits is 0: not even one tail-length sequence (Back-of-the-Envelope §3, §7)")  # fmt: skip
     sh.check(
         "The longest prompt accepted does not fit at all",
         "=IF(OR(NOT(AND(ISNUMBER({longest_request}),ISNUMBER({max_context}))),{longest_request}>{max_context}),1,0)",
-        "Longest prompt + reasoning + output exceeds the longest sequence that fits alone (seed 000 §1)",
+        "Longest prompt + reasoning + output exceeds the longest sequence fitting alone (Back-of-the-Envelope §1)",
     )
     # a configuration that does not fit is flagged above; its targets' batches read "does not fit"
     sh.check(
         "Decode-speed target unreachable even at batch 1",
         f'=IF(AND(OR(NOT(ISNUMBER({{batch_latency}})),{{batch_latency}}<1),{{batch_latency}}<>"{NO_FIT}"),1,0)',
-        "BATCH_FOR_LATENCY is 0: one sequence alone decodes slower than the target (seed 000 §7)",
+        "BATCH_FOR_LATENCY is 0: one sequence alone decodes slower than the target (Back-of-the-Envelope §7)",
     )
     sh.check(
         "First-token target unreachable even at batch 1",
@@ -1055,9 +1070,10 @@ def build() -> Book:
     _checks(book)
     cover(
         book,
-        purpose="How many GPUs, how fast it feels and what it costs to serve an LLM: memory for the weights and "
-        "KV cache, the batch that fits and the one the latency targets allow, bandwidth-bound decode, "
-        "compute-bound prefill, replicas with spares for the peak, and cost per million input and output tokens.",
+        purpose=f'How many GPUs, how fast it feels and what it costs to serve an LLM, after "{ENVELOPE_TITLE}": '
+        "memory for the weights and KV cache, the batch that fits and the one the latency targets allow, "
+        "bandwidth-bound decode, compute-bound prefill, replicas with spares for the peak, and cost per million "
+        "input and output tokens.",
         headline=[
             Result("replicas_planned", "Replicas in the fleet, spares included", "count", "int"),
             Result("gpus_peak", "GPUs in the fleet", "count", "int"),
@@ -1114,7 +1130,7 @@ def build() -> Book:
                 ],
             ),
             (
-                "Seed 000's method: one replica, output tokens only (§6)",
+                f"{ENVELOPE}'s method: one replica, output tokens only (§6)",
                 [
                     Result(
                         "cost_full",
@@ -1167,18 +1183,19 @@ def build() -> Book:
                 ],
             ),
         ],
-        examples='seed 000, "Back-of-the-Envelope Estimation for LLM Systems" (a support assistant on H100s)',
+        examples=f'"{ENVELOPE_TITLE}" (a support assistant on H100s), cited on the sheets as {ENVELOPE} §1 to §7',
         limitations=[
-            "Decode speed is a ceiling at the shipped 100% bandwidth efficiency (seed 000 §4: perhaps 60-80% in "
-            "practice); prefill at 50% of the BF16 peak, as seed 000 §5 counts it, is an assumption, not a ceiling "
-            "(8-bit weights compute on FP8 tensor cores). The Calibration sheet shows the fleet at published "
+            f"Decode speed is a ceiling at the shipped 100% bandwidth efficiency ({ENVELOPE} §4: perhaps 60-80% in "
+            f"practice); prefill at 50% of the BF16 peak, as {ENVELOPE} §5 counts it, is an assumption, not a "
+            "ceiling (8-bit weights compute on FP8 tensor cores). The Calibration sheet shows the fleet at published "
             "measurements and at yours.",
             "The batch is what a paged KV cache holds (vLLM, TensorRT-LLM, SGLang) but for the accepted overflow; "
-            "with no spread of prompt lengths known, it is seed 000's worst case, every slot at the tail prompt.",
+            f"with no spread of prompt lengths known, it is {ENVELOPE}'s worst case, every slot at the tail prompt.",
             "Prompt lengths are log-normal through the mean and tail unless a spread is typed or measured lengths "
             "are pasted; real traffic often has a heavier tail (ServeGen, arXiv:2505.09999).",
             "Prefill at 2 FLOPs per parameter per token underestimates long prompts, whose attention grows with "
-            "the square of their length (seed 000 §5): the tail prompt's time alone, with attention, is beside it.",
+            f"the square of their length ({ENVELOPE} §5): the tail prompt's time alone, with attention, is beside "
+            "it.",
             "Chunked prefill is counted at its ceiling, the larger of compute and decode time per request; a "
             "mixture of experts reads the experts a batch touches under uniform routing, an upper estimate.",
             "Input and output split the fleet's bill by GPU time, so where compute binds a token costs the same "

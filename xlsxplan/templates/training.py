@@ -1,18 +1,19 @@
-"""The training plan template: how big a model, how many tokens, how long, what it costs (seed 003).
+"""The training plan template: how big a model, how many tokens, how long, what it costs ("Estimating the Compute
+and Memory Needed for Language Models").
 
 Sheets: Cover, Guide, Inputs (with the scenario block and the measured-rate table), Calculations (the active
 scenario), Outputs, Measured rates (each benchmark side by side), Calibration (the run at the assumed, the calibrated
 and your measured MFU), Checks, Version log, Lists and ``xlwings.conf``.
 
-The shipped cases are seed 003's: the Parameter Golf record (35.95M parameters, 3.927B tokens, eight H100s, ten
+The shipped cases are the document's: the Parameter Golf record (35.95M parameters, 3.927B tokens, eight H100s, ten
 minutes) and baseline, the 7B-on-140B-tokens example and Chinchilla's 70B on 1.4T tokens. The measured-rate table
-turns a short benchmark's tokens per second into the 6N-equivalent FLOP rate and sizes a run from it (seed 003,
-"The M2": ``N = sqrt(C t / 120)``), with the seed's H100 record and M2 rows.
+turns a short benchmark's tokens per second into the 6N-equivalent FLOP rate and sizes a run from it ("The M2":
+``N = sqrt(C t / 120)``), with the document's H100 record and M2 rows.
 
-Later issues added: the model's shape from a preset or by hand, training FLOPs with PaLM's attention term, model
-state per GPU by optimizer and ZeRO stage, activations by sequence length, micro-batch, tensor parallelism and
-recomputation (issue 7); the calibrated MFU beside the input one and a Calibration sheet for your own measurements
-(issue 6); usual-range checks on the inputs (issue 8).
+Beyond the document's equations: the model's shape from a preset or by hand, training FLOPs with PaLM's attention
+term, model state per GPU by optimizer and ZeRO stage, activations by sequence length, micro-batch, tensor
+parallelism and recomputation; the calibrated MFU beside the input one and a Calibration sheet for your own
+measurements; usual-range checks on the inputs.
 """
 
 from __future__ import annotations
@@ -26,6 +27,10 @@ from ..core.training_memory import OPTIMIZERS, RECOMPUTE_MODES
 from ..domains import domain_of
 from .book import Book, Line, Ref, Sheet, validation_for
 from .common import (
+    COMPUTE_MEMORY,
+    COMPUTE_MEMORY_TITLE,
+    ENVELOPE,
+    ENVELOPE_TITLE,
     Result,
     conf_sheet,
     cover,
@@ -55,8 +60,7 @@ SHEETS = [
     ("Version log", "log"),
     ("Lists", "lists"),
 ]
-SEED = "Seed 003"
-PG = f"{SEED} 'Parameter Golf' (example)"
+PG = f"{COMPUTE_MEMORY} 'Parameter Golf' (example)"
 
 CASES = ("Param. Golf record", "Param. Golf baseline", "7B, 140B tokens", "Chinchilla 70B")
 ACTIVE_CASE = 1
@@ -76,19 +80,19 @@ _NOT_GIVEN = {  # inputs the formulas read as "not given" when empty (or 0, IF(x
 # (label, values per case, unit, source, comment, format, kind or domain)
 # The shapes: the Parameter Golf baseline is 9 layers of width 512 with 1,024-token sequences and 524,288 tokens a step
 # (github.com/openai/parameter-golf, records/track_10min_16mb/2026-03-17_NaiveBaseline/train.log, as cited in
-# shared/data/measurements.csv); the record starts with 11 layers (seed 003); Chinchilla 70B is 80 layers of width
-# 8,192 with 64 heads of 128 (Hoffmann et al. 2022, Table 4) on 2,048-token sequences.
+# shared/data/measurements.csv); the record starts with 11 layers (Compute and Memory); Chinchilla 70B is 80 layers
+# of width 8,192 with 64 heads of 128 (Hoffmann et al. 2022, Table 4) on 2,048-token sequences.
 SCENARIO_ROWS: tuple[tuple[Any, ...], ...] = (
     ("Scenario name", CASES, "text", "Example", "Rename a case freely", "text", None),
     ("Model", ("Golf 11L 512d", "Golf 9L 512d", "Llama-2-7B", "Chinchilla-70B"), "preset",
-     f"{SEED}; Hoffmann et al. 2022 (example)", "Pick a preset in G to J, or type a name and its figures", "text",
-     "model"),
-    ("Model parameters", (0.03595, 0.01706, 7, 70), "B params", f"{SEED} (example)",
-     "Empty: the preset's (seed notes 6, 7, 9)", "small",
+     f"{COMPUTE_MEMORY}; Chinchilla (example)", "Pick a preset in G to J, or type a name and its figures",
+     "text", "model"),
+    ("Model parameters", (0.03595, 0.01706, 7, 70), "B params", f"{COMPUTE_MEMORY} (example)",
+     "Empty: the preset's (notes 6, 7, 9)", "small",
      domain_of(domains.ParamsB)),
-    ("Training tokens", (3.927e9, 7.225e9, 140e9, 1.4e12), "tokens", f"{SEED} (example)",
+    ("Training tokens", (3.927e9, 7.225e9, 140e9, 1.4e12), "tokens", f"{COMPUTE_MEMORY} (example)",
      "Record 3.927B, baseline 7.225B (notes 6, 7)", "int", domain_of(domains.Tokens)),
-    ("Layers", (11, 9, None, 80), "count", f"{SEED}; Chinchilla Table 4 (example)",
+    ("Layers", (11, 9, None, 80), "count", f"{COMPUTE_MEMORY}; Chinchilla (example)",
      "Empty: the preset's; the record starts with 11 layers", "override_int", _OVERRIDE),
     ("Hidden size", (512, 512, None, 8192), "count", "Golf log; Chinchilla Table 4 (example)",
      "Empty: the preset's (d_model)", "override_int", _OVERRIDE),
@@ -104,29 +108,32 @@ SCENARIO_ROWS: tuple[tuple[Any, ...], ...] = (
      "parallel", "int", domain_of(domains.GPUs)),
     ("ZeRO stage", (0, 0, 1, 1), "stage", "Example; Rajbhandari et al. 2020", "0 none; 1 optimizer, 2 + gradients, 3 + "
      "weights", "int", domain_of(domains.ZeroStage)),
-    ("Accelerator", ("H100-SXM",) * 4, "preset", f"{SEED} (example)", "Pick a preset in G to J (dropdown)", "text",
-     "gpu"),
-    ("Dense BF16 compute override", (989.5, 989.5, None, None), "TFLOP/s", f"{SEED} 'Eight H100s' (example)",
-     "Seed: about 989.5; catalog: 989.4 (whitepaper)", "override", _OVERRIDE),
+    ("Accelerator", ("H100-SXM",) * 4, "preset", f"{COMPUTE_MEMORY} (example)", "Pick a preset in G to J (dropdown)",
+     "text", "gpu"),
+    ("Dense BF16 compute override", (989.5, 989.5, None, None), "TFLOP/s",
+     f"{COMPUTE_MEMORY} 'Eight H100s' (example)", "Source: about 989.5; catalog: 989.4 (whitepaper)", "override",
+     _OVERRIDE),
     ("Memory per GPU override", (None,) * 4, "GB", "Catalog (datasheet)", "Empty: the catalog's figure",
      "override", _OVERRIDE),
-    ("GPUs", (8, 8, 64, 1024), "count", f"{SEED}; cases 3-4 are examples",
+    ("GPUs", (8, 8, 64, 1024), "count", f"{COMPUTE_MEMORY}; cases 3-4 are examples",
      "Eight H100s (Golf rules); 64, 1,024: assumed", "int", domain_of(domains.GPUs)),
-    ("Model FLOPs utilisation", (0.18, 0.18, 0.4, 0.4), "fraction", f"{SEED} 'Eight H100s' (example)",
+    ("Model FLOPs utilisation", (0.18, 0.18, 0.4, 0.4), "fraction",
+     f"{COMPUTE_MEMORY} 'Eight H100s' (example)",
      "Record: 18%; 40%: large dense runs (PaLM 46%)", "pct",
      domain_of(domains.Fraction)),
-    ("Time budget", (600, 600, 604_800, 2_592_000), "s", f"{SEED} (example)",
+    ("Time budget", (600, 600, 604_800, 2_592_000), "s", f"{COMPUTE_MEMORY} (example)",
      "Golf: 10 minutes; 7 and 30 days: examples", "int",
      domain_of(domains.Seconds)),
-    ("Cached tokens", (8e9, 2.5e9, 15e12, 1.4e12), "tokens", f"{SEED} 'Which FineWeb?' (example)",
+    ("Cached tokens", (8e9, 2.5e9, 15e12, 1.4e12), "tokens", f"Example; {COMPUTE_MEMORY} 'Which FineWeb?'",
      "8B (80 shards), 2.5B, FineWeb 15T, one pass", "int",
      domain_of(domains.Tokens)),
-    ("Reused layers", (3, 0, 0, 0), "count", f"{SEED} note 7 (example)",
+    ("Reused layers", (3, 0, 0, 0), "count", f"{COMPUTE_MEMORY} note 7 (example)",
      "Layers applied more than once: the record reapplies 3-5", "int", domain_of(domains.CountOrZero)),
-    ("Extra passes per reused layer", (2, 0, 0, 0), "passes", f"{SEED} note 7 (example)",
+    ("Extra passes per reused layer", (2, 0, 0, 0), "passes", f"{COMPUTE_MEMORY} note 7 (example)",
      "Further applications of each reused layer", "int", domain_of(domains.Passes)),
     ("Share of steps with recurrence", (round(1 - 2_204 / 4_997, 4), 1, 1, 1), "fraction",
-     f"{SEED} note 7 (example)", "The record's begins at step 2,204 of 4,997", "pct1", domain_of(domains.Fraction)),
+     f"{COMPUTE_MEMORY} note 7 (example)", "The record's begins at step 2,204 of 4,997", "pct1",
+     domain_of(domains.Fraction)),
     ("Parameters per reused layer", (2.883584, None, None, None), "M params", "Assumed: d 512, 4 KV heads (example)",
      "11 d^2 with a 4x MLP; empty where none is reused", "override", _OVERRIDE),
 )  # fmt: skip
@@ -138,18 +145,21 @@ BENCHMARKS = (
     "M2 0.36M anchor",
 )
 BENCHMARK_ROWS: tuple[tuple[Any, ...], ...] = (
-    ("Benchmark", BENCHMARKS, "text", f"{SEED}, measured rows (example)", "Rename freely", "text", None),
-    ("Benchmark parameters", (35.95, 41.2, 41.2, 0.361608), "M params", f"{SEED} notes 7, 10, 11 (example)",
+    ("Benchmark", BENCHMARKS, "text", f"{COMPUTE_MEMORY}, measured rows (example)", "Rename freely", "text", None),
+    ("Benchmark parameters", (35.95, 41.2, 41.2, 0.361608), "M params",
+     f"{COMPUTE_MEMORY} notes 7, 10, 11 (example)",
      "Parameters of the model measured", "dec2", domains.Domain("number", 0, 1e12, low_open=True)),
-    ("Tokens counted", (3.927e9, 2_400, 4_900, 69_042_176), "tokens", f"{SEED} notes 7, 10, 11 (example)",
+    ("Tokens counted", (3.927e9, 2_400, 4_900, 69_042_176), "tokens",
+     f"{COMPUTE_MEMORY} notes 7, 10, 11 (example)",
      "M2: rate quoted per second; anchor 8,428 x 8,192", "int",
      domain_of(domains.Tokens)),
-    ("Seconds counted", (599.6, 1, 1, 300), "s", f"{SEED} notes 7, 10, 11 (example)",
+    ("Seconds counted", (599.6, 1, 1, 300), "s", f"{COMPUTE_MEMORY} notes 7, 10, 11 (example)",
      "599.6 s; 1 s for a quoted rate; 300 s", "dec1",
      domain_of(domains.Seconds)),
-    ("Accelerators measured", (8, 1, 1, 1), "count", f"{SEED} notes 2, 7 (example)", "Eight H100s; one M2 GPU", "int",
-     domain_of(domains.GPUs)),
-    ("Dense peak per accelerator", (989.5, None, None, None), "TFLOP/s", f"{SEED} 'Eight H100s' (example)",
+    ("Accelerators measured", (8, 1, 1, 1), "count", f"{COMPUTE_MEMORY} notes 2, 7 (example)",
+     "Eight H100s; one M2 GPU", "int", domain_of(domains.GPUs)),
+    ("Dense peak per accelerator", (989.5, None, None, None), "TFLOP/s",
+     f"{COMPUTE_MEMORY} 'Eight H100s' (example)",
      "Empty: none published (Apple gives no GPU FLOP/s)", "dec1", _OVERRIDE),
 )  # fmt: skip
 
@@ -193,30 +203,32 @@ LINES: tuple[tuple[str, Line], ...] = (
               '=IF(Memory_Per_GPU_Override>0,Memory_Per_GPU_Override,GPU_SPEC(Accelerator,"memory_gb"))', "GB",
               "The override, else GPU_SPEC(accelerator, \"memory_gb\")", "dec1")),
     ("", Line("cluster_peak", "Dense peak of the GPUs", "=GPUs*{tflops}/1000", "PFLOP/s",
-              "GPUs x dense peak: eight H100s give 7.92 PFLOP/s (seed 003 'Eight H100s')", "dec2")),
+              "GPUs x dense peak: eight H100s give 7.92 PFLOP/s (Compute and Memory 'Eight H100s')", "dec2")),
     ("", Line("rate", "Sustained model-FLOP rate", "=GPUs*{tflops}*1E+12*Model_FLOPs_Utilisation", "FLOP/s",
               "Dense peak x MFU (PaLM, arXiv:2204.02311, Appendix B)", "sci")),
     ("", Line("flops", "Training compute, 6ND", "=TRAIN_FLOPS({params},Training_Tokens)", "FLOPs",
-              "6 x parameters x tokens: 2N forward + 4N backward (seed 003 'Training Computation'; PaLM 4.1)",
+              "6 x parameters x tokens: 2N forward + 4N backward (Compute and Memory 'Training Computation'; PaLM 4.1)",
               "sci", True)),
     ("", Line("flops_token", "Training FLOPs per token with attention",
               "=TRAIN_FLOPS_PER_TOKEN({params},{layers},{heads},{head_dim},Sequence_Length)", "FLOPs",
-              "6N + 12 L H Q T (PaLM, arXiv:2204.02311, Appendix B; seed 003)", "sci")),
+              "6N + 12 L H Q T (PaLM, arXiv:2204.02311, Appendix B; Compute and Memory)", "sci")),
     ("", Line("flops_attn", "Training compute with attention", "={flops_token}*Training_Tokens", "FLOPs",
               "FLOPs per token x tokens: what the GPUs execute beyond 6ND", "sci")),
     ("", Line("attn_share", "Attention's share of the compute", "=1-{flops}/{flops_attn}", "fraction",
-              "12 L H Q T / (6N + 12 L H Q T): large for small models and long sequences (seed 003)", "pct1")),
+              "12 L H Q T / (6N + 12 L H Q T): large for small models and long sequences (Compute and Memory)",
+              "pct1")),
     ("", Line("params_applied", "Parameters applied per token",
               "=IF(Reused_Layers>0,RECURRENT_PARAMS_B({params},Parameters_Per_Reused_Layer/1000,Reused_Layers,"
               "Extra_Passes_Per_Reused_Layer,Share_Of_Steps_With_Recurrence),{params})", "B params",
-              "RECURRENT_PARAMS_B: N + layer x reused x passes x share (seed 003 note 1)", "small")),
+              "RECURRENT_PARAMS_B: N + layer x reused x passes x share (Compute and Memory note 1)", "small")),
     ("", Line("flops_applied", "Training compute counting recurrence", "=TRAIN_FLOPS({params_applied},Training_Tokens)",
               "FLOPs", "6 x parameters applied x tokens: what the GPUs execute, beyond 6ND", "sci")),
     ("", Line("mfu_applied", "MFU counting recurrence", "=Model_FLOPs_Utilisation*{params_applied}/{params}",
-              "fraction", "The MFU above, against executed FLOPs: the record's 18% is 23% (seed 003)", "pct1")),
+              "fraction", "The MFU above, against executed FLOPs: the record's 18% is 23% (Compute and Memory)",
+              "pct1")),
     ("", Line("seconds", "Training time",
               "=TRAIN_SECONDS({params},Training_Tokens,GPUs,{tflops},Model_FLOPs_Utilisation)", "s",
-              "6ND / (GPUs x dense peak x MFU) (seed 003 'Training Computation')", "dec1", True)),
+              "6ND / (GPUs x dense peak x MFU) (Compute and Memory 'Training Computation')", "dec1", True)),
     ("", Line("hours", "Training time, in hours", "={seconds}/3600", "h", "Seconds / 3,600", "dec2")),
     ("", Line("days", "Training time, in days", "={seconds}/86400", "days", "Seconds / 86,400", "dec2")),
     ("", Line("within", "Within the time budget?",
@@ -235,20 +247,20 @@ LINES: tuple[tuple[str, Line], ...] = (
               "6ND / (GPUs x dense peak x calibrated MFU): the Calibration sheet has the rest", "dec1", True)),
     ("Sizing", Line("tokens_budget", "Tokens the time budget allows",
                     "=TRAIN_TOKENS({params},{rate},Time_Budget)", "tokens",
-                    "Sustained rate x budget / 6N (seed 003 'The M2')", "int", True)),
+                    "Sustained rate x budget / 6N (Compute and Memory 'The M2')", "int", True)),
     ("", Line("chinchilla", "Chinchilla tokens for the model",
               "=CHINCHILLA_TOKENS({params},Chinchilla_Tokens_Per_Parameter)", "tokens",
-              "20 tokens per parameter (Hoffmann et al. 2022, Table 3; seed 003)", "int")),
+              "20 tokens per parameter (Hoffmann et al. 2022, Table 3; Compute and Memory)", "int")),
     ("", Line("ratio", "Training tokens over Chinchilla tokens",
               "=CHINCHILLA_RATIO({params},Training_Tokens,Chinchilla_Tokens_Per_Parameter)", "ratio",
-              "Above 1: more tokens per parameter than the rule (seed 003 'Actual Competition Runs')", "dec2",
+              "Above 1: more tokens per parameter than the rule (Compute and Memory 'Actual Competition Runs')", "dec2",
               True)),
     ("", Line("side", "Where the run sits",
               '=IF(AND(ISNUMBER({ratio}),{ratio}>1),"data-heavy","model-heavy or on it")', "text",
-              "A landmark, not an optimum, for small or quantised models (seed 003)", "text", True)),
+              "A landmark, not an optimum, for small or quantised models (Compute and Memory)", "text", True)),
     ("", Line("optimal", "Compute-optimal size for the time budget",
               "=OPTIMAL_PARAMS_B({rate},Time_Budget,Chinchilla_Tokens_Per_Parameter)", "B params",
-              "sqrt(rate x budget / (6 x 20)) (seed 003 'The M2')", "small")),
+              "sqrt(rate x budget / (6 x 20)) (Compute and Memory 'The M2')", "small")),
     ("", Line("optimal_m", "Compute-optimal size, in millions", "={optimal}*1000", "M params",
               "Billions x 1,000", "dec1", True)),
     ("", Line("optimal_tokens", "Chinchilla tokens for that size",
@@ -262,7 +274,7 @@ LINES: tuple[tuple[str, Line], ...] = (
               '=IF(AND(ISNUMBER({train_mem}),ISNUMBER({memory}),{train_mem}<={memory}),"yes",'
               '"no: shard it across the GPUs")',
               "text",
-              "The whole state on one GPU, unsharded (seed 003's 16 bytes a parameter)", "text")),
+              "The whole state on one GPU, unsharded (Compute and Memory's 16 bytes a parameter)", "text")),
     ("", Line("dp", "Data-parallel GPUs", "=GPUs/Tensor_Parallel_GPUs", "count",
               "GPUs / tensor-parallel GPUs: the replicas ZeRO shards the state over", "int")),
     ("", Line("state", "Model state per GPU",
@@ -271,20 +283,20 @@ LINES: tuple[tuple[str, Line], ...] = (
               "dec2")),
     ("", Line("layers_applied", "Layer passes a forward pass makes", "={layers}+Reused_Layers*"
               "Extra_Passes_Per_Reused_Layer", "count", "Layers + reused layers x extra passes: each pass keeps its "
-              "activations (seed 003 note 7)", "int")),
+              "activations (Compute and Memory note 7)", "int")),
     ("", Line("activations", "Activations per GPU",
               "=ACTIVATION_GB(Sequence_Length,Micro_Batch_Size,{hidden},{heads},{layers_applied},Tensor_Parallel_GPUs,"
               "Sequence_Parallelism,Activation_Recomputation,Dropout)", "GB",
               "Per layer pass: s b h 34 (+ 5 a s / h if scores kept), less recomputed (Korthikanti 2022, T. 2)",
               "dec2")),
     ("", Line("mem_gpu", "Training memory per GPU", "={state}+{activations}", "GB",
-              "State + activations; logits, loss and allocator slack come on top (seed 003: record 41.7 GB)",
+              "State + activations; logits, loss and allocator slack come on top (Compute and Memory: record 41.7 GB)",
               "dec1", True)),
     ("", Line("fits_mem", "Fits in each GPU's memory?",
               '=IF(AND(ISNUMBER({mem_gpu}),ISNUMBER({memory}),{mem_gpu}<={memory}),"fits","does not fit")', "text",
               "Training memory per GPU against the GPU's memory", "text", True, bad=("does not fit",))),
     ("", Line("passes", "Passes over the cached tokens", "=DATA_PASSES(Training_Tokens,Cached_Tokens)", "passes",
-              "Tokens / cached tokens; above 1 repeats data (seed 003 'Which FineWeb?')", "dec2", True)),
+              "Tokens / cached tokens; above 1 repeats data (Compute and Memory 'Which FineWeb?')", "dec2", True)),
     ("Your measurements", Line("implied_gh", "MFU your GPU-hours imply, else calibrated",
                                "=IF(Measured_GPU_Hours>0,MFU({params},Training_Tokens/(Measured_GPU_Hours*3600),1,"
                                "{tflops}),{mfu_cal})", "fraction",
@@ -299,7 +311,7 @@ LINES: tuple[tuple[str, Line], ...] = (
 CALIBRATION_COLUMNS = ("Assumed (Inputs)", "Calibrated", "Measured (yours)")
 CALIBRATION_LINES: tuple[Line, ...] = (
     Line("cal_seconds", "Training time", "=TRAIN_SECONDS({params},Training_Tokens,GPUs,{tflops},{mfu})", "s",
-         "6ND / (GPUs x dense peak x MFU) (seed 003)", "dec1"),
+         "6ND / (GPUs x dense peak x MFU) (Compute and Memory)", "dec1"),
     Line("cal_days", "Training time, in days", "={cal_seconds}/86400", "days", "Seconds / 86,400", "dec2"),
     Line("cal_within", "Within the time budget?",
          '=IF(AND(ISNUMBER({cal_seconds}),{cal_seconds}<=Time_Budget),"within budget","over budget")',
@@ -309,10 +321,10 @@ CALIBRATION_LINES: tuple[Line, ...] = (
          "GPU-hours x price per GPU-hour", "usd"),
     Line("cal_tokens_budget", "Tokens the time budget allows",
          "=TRAIN_TOKENS({params},GPUs*{tflops}*1E+12*{mfu},Time_Budget)", "tokens",
-         "GPUs x dense peak x MFU x budget / 6N (seed 003 'The M2')", "int"),
+         "GPUs x dense peak x MFU x budget / 6N (Compute and Memory 'The M2')", "int"),
     Line("cal_optimal_m", "Compute-optimal size for the time budget",
          "=OPTIMAL_PARAMS_B(GPUs*{tflops}*1E+12*{mfu},Time_Budget,Chinchilla_Tokens_Per_Parameter)*1000",
-         "M params", "sqrt(rate x budget / 120) (seed 003 'The M2')", "dec1"),
+         "M params", "sqrt(rate x budget / 120) (Compute and Memory 'The M2')", "dec1"),
 )  # fmt: skip
 
 USUAL: tuple[tuple[str, str, str, Any], ...] = (
@@ -330,24 +342,24 @@ MEASURED_LINES: tuple[Line, ...] = (
     Line("bm_params_b", "Benchmark parameters, in billions", "={bm_params_m}/1000", "B params", "Millions / 1,000",
          "small"),
     Line("bm_c6n", "6N-equivalent rate", "=FLOPS_6N({bm_params_b},{bm_tps})", "FLOP/s",
-         "6 x parameters x tokens/s: derived, not measured (seed 003 'The M2')", "sci"),
+         "6 x parameters x tokens/s: derived, not measured (Compute and Memory 'The M2')", "sci"),
     Line("bm_tflops", "6N-equivalent rate, in TFLOP/s", "={bm_c6n}/1E+12", "TFLOP/s",
-         "The record: 1.41 PFLOP/s = 1,413 TFLOP/s (seed 003 'Eight H100s')", "dec2"),
+         "The record: 1.41 PFLOP/s = 1,413 TFLOP/s (Compute and Memory 'Eight H100s')", "dec2"),
     Line("bm_peak_total", "Dense peak of the accelerators",
          '=IF({bm_peak}>0,{bm_accelerators}*{bm_peak},"not published")', "TFLOP/s",
          "Accelerators x dense peak; Apple publishes none for the M2's GPU", "dec1"),
     Line("bm_mfu", "Model FLOPs utilisation",
          '=IF({bm_peak}>0,MFU({bm_params_b},{bm_tps},{bm_accelerators},{bm_peak}),"no published peak")',
-         "fraction", "6N-equivalent rate / dense peak: the record reaches about 18% (seed 003)", "pct"),
+         "fraction", "6N-equivalent rate / dense peak: the record reaches about 18% (Compute and Memory)", "pct"),
     Line("bm_optimal", "Compute-optimal size for the time budget",
          "=OPTIMAL_PARAMS_B({bm_c6n},Time_Budget,Chinchilla_Tokens_Per_Parameter)*1000", "M params",
-         "sqrt(C t / 120): record 84M for 600 s; M2 about 1.7-2.4M (seed 003 'The M2')", "dec2"),
+         "sqrt(C t / 120): record 84M for 600 s; M2 about 1.7-2.4M (Compute and Memory 'The M2')", "dec2"),
     Line("bm_tokens_budget", "Tokens the budget allows the plan's model",
          "=TRAIN_TOKENS({params},{bm_c6n},Time_Budget)", "tokens",
          "Rate x budget / 6N, for the active scenario's model", "int"),
     Line("bm_seconds_run", "Time to train the plan's model on its tokens",
          "=RUN_SECONDS({params},Training_Tokens,{bm_c6n})", "s",
-         "6ND / rate: seed 003 projects 8-16 days on the M2, about 20 from the anchor", "int"),
+         "6ND / rate: Compute and Memory projects 8-16 days on the M2, about 20 from the anchor", "int"),
     Line("bm_days", "Time to train the plan's model, in days", "={bm_seconds_run}/86400", "days",
          "Seconds / 86,400", "dec1"),
 )  # fmt: skip
@@ -356,7 +368,7 @@ MEASURED_LINES: tuple[Line, ...] = (
 def _inputs(book: Book, lists: dict[str, str]) -> Sheet:
     sh = book.sheet(
         "Inputs",
-        "Every assumption, once. Orange cells are inputs; the shipped values are examples (seed 003): replace "
+        f"Every assumption, once. Orange cells are inputs; shipped values are examples ({COMPUTE_MEMORY}): replace "
         "them, and their Source and As-of date.",
         ["Label", "Value", "Unit", "Source", "As-of date", "Comment"],
     )
@@ -395,7 +407,7 @@ def _inputs(book: Book, lists: dict[str, str]) -> Sheet:
         validation_for(domains.Domain("number", 0, 1000, low_open=True), "Training bytes per parameter"),
     )
 
-    sh.section("Training setup", "What the memory per GPU depends on besides the model (issue 7)")
+    sh.section("Training setup", "What the memory per GPU depends on besides the model")
     optimizers = DataValidation(type="list", formula1='"' + ",".join(OPTIMIZERS) + '"', showErrorMessage=True)
     optimizers.error = "Optimizer: one of " + ", ".join(OPTIMIZERS)
     sh.input("Optimizer", "adam", "name", "Example; Rajbhandari et al. 2020, 3.1", "Adam keeps 12 bytes a "
@@ -411,7 +423,7 @@ def _inputs(book: Book, lists: dict[str, str]) -> Sheet:
         "Price per GPU-hour",
         2.5,
         "USD/GPU-h",
-        "Seed 000 §6 (example)",
+        f"{ENVELOPE} §6 (example)",
         "List price of one GPU for an hour",
         "usd",
         validation_for(domain_of(domains.Price), "Price per GPU-hour"),
@@ -433,7 +445,7 @@ def _inputs(book: Book, lists: dict[str, str]) -> Sheet:
              validation_for(domains.Domain("number", 0, 1e12, low_open=True), "Measured GPU-hours",
                             _NOT_MEASURED))  # fmt: skip
 
-    sh.section("Measured rates", "Short benchmarks: their 6N-equivalent rate sizes a run (seed 003 'The M2')")
+    sh.section("Measured rates", "Short benchmarks: their 6N-equivalent rate sizes a run (Compute and Memory 'The M2')")
     sh.case_headings("Benchmarks: one column per measurement", "", "Benchmark")
     for label, values, unit, source, comment, fmt, kind in BENCHMARK_ROWS:
         sh.case_input(label, values, unit, source, comment, fmt, _validation(label, kind, lists),
@@ -455,7 +467,8 @@ def _validation(label: str, kind: Any, lists: dict[str, str]) -> DataValidation 
 def _calculations(book: Book) -> Sheet:
     sh = book.sheet(
         "Calculations",
-        "The active scenario, line by line. Every cell is a formula: click one to read it. Inputs appear by name.",
+        f'The active scenario, line by line, after "{COMPUTE_MEMORY_TITLE}". Every cell is a formula: click one '
+        "to read it. Inputs appear by name.",
         ["Line item", "Value", "Unit", "Equation and source", "", ""],
     )
     for section, line in LINES:
@@ -470,7 +483,7 @@ def _measured(book: Book) -> Sheet:
     sh = book.sheet(
         "Measured rates",
         "Each benchmark's tokens per second turned into a 6N-equivalent rate, then a model size for the time "
-        "budget and a projection of the active scenario's run (seed 003's recipe).",
+        f'budget and a projection of the active scenario\'s run (the recipe of "{COMPUTE_MEMORY_TITLE}").',
         ["Line item", "Unit", *(f"Benchmark {i}" for i in range(1, 5)), "Equation and source"],
         layout="cases",
     )
@@ -608,7 +621,8 @@ def build() -> Book:
     _checks(book)
     cover(
         book,
-        purpose="How big a model, how many tokens, how long and at what cost to train an LLM: 6ND FLOPs, time "
+        purpose=f"How big a model, how many tokens, how long and at what cost to train an LLM, after "
+        f'"{COMPUTE_MEMORY_TITLE}": 6ND FLOPs, time '
         "and GPU-hours at a model FLOPs utilisation, Chinchilla's 20 tokens per parameter, the compute-optimal "
         "size for a time budget, training memory, data passes, and the size a short benchmark's measured rate "
         "supports.",
@@ -634,7 +648,9 @@ def build() -> Book:
             (
                 "Compute and sizing (Calculations)",
                 [
-                    Result("flops", "Training compute, 6ND", "FLOPs", "sci", "6 x parameters x tokens (seed 003)"),
+                    Result(
+                        "flops", "Training compute, 6ND", "FLOPs", "sci", f"6 x parameters x tokens ({COMPUTE_MEMORY})"
+                    ),
                     Result(
                         "ratio",
                         "Training tokens over Chinchilla tokens",
@@ -647,7 +663,7 @@ def build() -> Book:
                         "Compute-optimal size for the time budget",
                         "M params",
                         "dec1",
-                        "The size the budget trains on Chinchilla's tokens (seed 003 'The M2')",
+                        f"The size the budget trains on Chinchilla's tokens ({COMPUTE_MEMORY} 'The M2')",
                     ),
                 ],
             ),
@@ -665,15 +681,16 @@ def build() -> Book:
                 ],
             ),
         ],
-        examples='seed 003, "Estimating the Compute and Memory Needed for Language Models" (Parameter Golf, the M2)',
+        examples=f'"{COMPUTE_MEMORY_TITLE}" (Parameter Golf, the M2), cited on the sheets as {COMPUTE_MEMORY}, and '
+        f'the GPU price from "{ENVELOPE_TITLE}" ({ENVELOPE} §6)',
         limitations=[
             "6ND counts the parameterised matrix multiplications of a dense transformer; attention (PaLM's "
             "12 L H Q T per token) and recurrently reapplied layers (RECURRENT_PARAMS_B) add work, shown beside "
-            "it (seed 003).",
+            f"it ({COMPUTE_MEMORY}).",
             "MFU is an assumption unless measured: large dense runs report 40-50%, the Parameter Golf record "
             "about 18%; the calibrated MFU is fitted on published runs, and the Calibration sheet takes yours.",
             "Chinchilla's 20 tokens per parameter is a landmark fitted on large dense models, not an optimum for "
-            "tens of millions of parameters or quantised models (seed 003).",
+            f"tens of millions of parameters or quantised models ({COMPUTE_MEMORY}).",
             "Activation memory follows Korthikanti et al. (2022) for a standard transformer block; embeddings, "
             "the loss, framework buffers and fragmentation come on top.",
             "A measured rate transfers to another model size only approximately: the projection assumes the "
