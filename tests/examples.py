@@ -86,6 +86,14 @@ EXAMPLES: dict[str, tuple] = {
     "PEAK_COVERAGE": (6.944, 2.957, 4),
     "COST_PER_M_INPUT": (4, 2.5, 200000, 2000, 0.8113),
     "COST_PER_M_OUTPUT": (4, 2.5, 200000, 300, 0.8113),
+    # Queueing: the M/M/c cases the tests quote, and the source document's plan at the 60-tokens/s batch of 51
+    "ERLANG_C": (14, 10),
+    "QUEUE_WAIT_S": (0.0016667, 1200, 3, 0.9),
+    "SERVICE_CV": (0.294, 1.176, 4.976, 1),
+    "SLOT_S": (51, 0.5366, 4.976, 2.957),
+    "TTFT_AT_LOAD_S": (6.944, 3, 51, 0.5366, 4.976, 2.957, 0.99),
+    "REPLICAS_FOR_TTFT": (6.944, 2, 0.99, 51, 0.5366, 4.976, 2.957),
+    "UTILISATION_FOR_TTFT": (2, 0.99, 51, 0.5366, 4.976, 2.957),
 }
 
 

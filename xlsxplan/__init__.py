@@ -20,6 +20,15 @@ from .core.architecture import (
     moe_params_read_b,
     weights_gb_per_gpu,
 )
+from .core.queueing import (
+    erlang_c,
+    queue_wait_s,
+    replicas_for_ttft,
+    service_cv,
+    slot_s,
+    ttft_at_load_s,
+    utilisation_for_ttft,
+)
 from .core.roofline import decode_step_seconds, serve_tokens_per_s, ttft_seconds
 from .core.serving import (
     compute_tokens_per_s,
@@ -121,6 +130,7 @@ __all__ = [
     "decode_tokens_per_s",
     "decode_tokens_per_s_total",
     "efficiency",
+    "erlang_c",
     "fleet_replicas",
     "fleet_utilisation",
     "flops_6n",
@@ -159,12 +169,16 @@ __all__ = [
     "prefill_seconds",
     "prefill_share",
     "prefill_tokens",
+    "queue_wait_s",
     "recurrent_params_b",
     "replica_rps",
     "replica_rps_chunked",
     "replicas",
+    "replicas_for_ttft",
     "run_seconds",
     "serve_tokens_per_s",
+    "service_cv",
+    "slot_s",
     "tail_share",
     "tail_share_data",
     "time_to_answer_s",
@@ -175,8 +189,10 @@ __all__ = [
     "train_seconds",
     "train_state_gb",
     "train_tokens",
+    "ttft_at_load_s",
     "ttft_seconds",
     "usable_gb",
+    "utilisation_for_ttft",
     "weights_gb",
     "weights_gb_per_gpu",
 ]

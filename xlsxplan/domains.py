@@ -74,7 +74,8 @@ class Domain:
         measured prompt lengths. A range argument reaches the function as a tuple of floats, empty cells skipped; the
         adapters pass it whole instead of broadcasting over it (:mod:`xlsxplan.cells`).
     low, high : float, optional
-        Bounds; for a range, the bounds of each value. ``low_open`` makes the lower bound strict (``> low``).
+        Bounds; for a range, the bounds of each value. ``low_open`` makes the lower bound strict (``> low``),
+        ``high_open`` the upper one (``< high``: a percentile is above 0 and below 1).
     typical : tuple of float, optional
         The range real inputs fall in. Values outside it are allowed but suspicious (a bandwidth of 3350 where
         TB/s is meant); the command line and templates warn about them.
@@ -85,17 +86,24 @@ class Domain:
     high: float | None = None
     low_open: bool = False
     typical: tuple[float, float] | None = None
+    high_open: bool = False
 
     def describe(self) -> str:
         """The allowed values in words: ``a whole number from 1 to 1,000,000``."""
         if self.kind == "text":
             return "a name (text)"
         if self.kind == "range":
-            each = Domain("number", self.low, self.high, self.low_open).describe()
+            each = Domain("number", self.low, self.high, self.low_open, high_open=self.high_open).describe()
             return f"a range of cells, each {each} (empty cells are skipped)"
         noun = {"number": "number", "whole": "whole number", "bytes": "number of bytes"}[self.kind]
         low, high = self.low, self.high
         hi = format_number(high) if high is not None else None
+        if self.high_open and high is not None:  # a strict upper bound: a percentile, a utilisation below 1
+            if low == 0 and self.low_open and high == 1:
+                return "a fraction above 0 and below 1 (0.99 for the 99th percentile)"
+            if low is None:
+                return f"a {noun} below {hi}"
+            return f"a {noun} {'above' if self.low_open else 'from'} {format_number(low)} and below {hi}"
         if low == 0 and self.low_open and high == 1:
             phrase = "a fraction above 0 and at most 1 (0.9 for 90%)"
         elif low == 0 and self.low_open:
@@ -124,7 +132,7 @@ class Domain:
         if not math.isfinite(x):
             raise OutOfRangeError(f"{name} must be {self.describe()}, got {show_value(x)}", name)
         too_low = self.low is not None and (x <= self.low if self.low_open else x < self.low)
-        too_high = self.high is not None and x > self.high
+        too_high = self.high is not None and (x >= self.high if self.high_open else x > self.high)
         if too_low or too_high:
             raise OutOfRangeError(f"{name} must be {self.describe()}, got {show_value(x)}", name)
         if self.kind == "whole":
@@ -147,7 +155,7 @@ class Domain:
         items = list(flatten_range(value))
         if len(items) > _MAX_RANGE:
             raise ArgumentError(f"{name} must hold at most {_MAX_RANGE:,} cells, got {len(items):,}", name)
-        each = Domain("number", self.low, self.high, self.low_open)
+        each = Domain("number", self.low, self.high, self.low_open, high_open=self.high_open)
         numbers_: list[float] = []
         for i, item in enumerate(items, 1):
             if item is None or (isinstance(item, str) and not item.strip()):
@@ -300,3 +308,12 @@ LinkGBsOrZero = Annotated[float, Domain("number", 0, 1e6, typical=(0, 5000))]
 # BATCH_FOR_TTFT leaves out unless given.
 TokensPerSOrZero = Annotated[float, Domain("number", 0, 1e15)]
 BandwidthTBsOrZero = Annotated[float, Domain("number", 0, 1e5)]
+
+# Queueing: servers of a queue (a replica's batch slots, or all of a fleet's), the load offered to them in
+# Erlangs, a percentile strictly inside (0, 1), a coefficient of variation, and times that may be zero (a prefill
+# pool's requests decode nothing).
+Servers = Annotated[int, whole(1, 1_000_000_000)]
+Erlangs = Annotated[float, Domain("number", 0, 1e9)]
+Percentile = Annotated[float, Domain("number", 0, 1, low_open=True, high_open=True)]
+CoefficientOfVariation = Annotated[float, Domain("number", 0, 100, typical=(0, 5))]
+SecondsOrZero = Annotated[float, Domain("number", 0, 1e12)]

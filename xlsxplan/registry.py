@@ -24,7 +24,7 @@ import docstring_parser
 
 from . import calibration, catalog, precision
 from .catalog import models
-from .core import architecture, roofline, serving, traffic, training, training_memory
+from .core import architecture, queueing, roofline, serving, traffic, training, training_memory
 from .domains import Domain, format_number
 
 __all__ = ["Argument", "Function", "FUNCTIONS", "get", "REQUIRED", "EXCEL_TEXT_LIMIT"]
@@ -281,6 +281,20 @@ _TABLE: list[tuple[str, list[tuple[str, Callable[..., Any]]]]] = [
             ("PEAK_COVERAGE", traffic.peak_coverage),
             ("COST_PER_M_INPUT", traffic.cost_per_m_input),
             ("COST_PER_M_OUTPUT", traffic.cost_per_m_output),
+        ],
+    ),
+    (
+        "Queueing",
+        [
+            # latency under load: the wait for a batch slot, percentiles of the time to first token, and the
+            # replicas and utilisation a percentile target allows
+            ("ERLANG_C", queueing.erlang_c),
+            ("QUEUE_WAIT_S", queueing.queue_wait_s),
+            ("SERVICE_CV", queueing.service_cv),
+            ("SLOT_S", queueing.slot_s),
+            ("TTFT_AT_LOAD_S", queueing.ttft_at_load_s),
+            ("REPLICAS_FOR_TTFT", queueing.replicas_for_ttft),
+            ("UTILISATION_FOR_TTFT", queueing.utilisation_for_ttft),
         ],
     ),
 ]
