@@ -12,14 +12,26 @@ __version__ = "0.1.0"
 
 from .calibration import efficiency
 from .catalog import gpu_names, gpu_source, gpu_spec, model_names, model_source, model_spec
-from .catalog.models import model_expert_params_b, model_kv_bytes_per_token, model_kv_gb, model_weights_gb
+from .catalog.models import (
+    model_engine_concurrency,
+    model_engine_kv_tokens,
+    model_expert_params_b,
+    model_kv_bytes_per_token,
+    model_kv_gb,
+    model_sequence_bytes,
+    model_state_bytes,
+    model_weights_gb,
+)
 from .core.architecture import (
     kv_bytes_per_sequence,
     kv_bytes_per_token_mla,
     kv_heads_per_gpu,
+    linear_attention_state_bytes,
+    mamba_state_bytes,
     moe_params_read_b,
     weights_gb_per_gpu,
 )
+from .core.engine import engine_kv_gb, engine_kv_tokens, engine_max_concurrency
 from .core.roofline import decode_step_seconds, serve_tokens_per_s, ttft_seconds
 from .core.serving import (
     compute_tokens_per_s,
@@ -38,6 +50,15 @@ from .core.serving import (
     tokens_per_s_ceiling,
     usable_gb,
     weights_gb,
+)
+from .core.speculative import (
+    spec_accept_length,
+    spec_draft_gb,
+    spec_max_batch,
+    spec_speedup,
+    spec_step_seconds,
+    spec_tokens_per_s,
+    spec_tokens_per_step,
 )
 from .core.traffic import (
     batch_for_latency,
@@ -121,6 +142,9 @@ __all__ = [
     "decode_tokens_per_s",
     "decode_tokens_per_s_total",
     "efficiency",
+    "engine_kv_gb",
+    "engine_kv_tokens",
+    "engine_max_concurrency",
     "fleet_replicas",
     "fleet_utilisation",
     "flops_6n",
@@ -138,15 +162,21 @@ __all__ = [
     "kv_heads_per_gpu",
     "kv_transfer_s",
     "length_sd",
+    "linear_attention_state_bytes",
+    "mamba_state_bytes",
     "max_batch",
     "max_context_tokens",
     "mfu",
+    "model_engine_concurrency",
+    "model_engine_kv_tokens",
     "model_expert_params_b",
     "model_kv_bytes_per_token",
     "model_kv_gb",
     "model_names",
+    "model_sequence_bytes",
     "model_source",
     "model_spec",
+    "model_state_bytes",
     "model_weights_gb",
     "moe_params_read_b",
     "optimal_params_b",
@@ -165,6 +195,13 @@ __all__ = [
     "replicas",
     "run_seconds",
     "serve_tokens_per_s",
+    "spec_accept_length",
+    "spec_draft_gb",
+    "spec_max_batch",
+    "spec_speedup",
+    "spec_step_seconds",
+    "spec_tokens_per_s",
+    "spec_tokens_per_step",
     "tail_share",
     "tail_share_data",
     "time_to_answer_s",

@@ -300,3 +300,8 @@ LinkGBsOrZero = Annotated[float, Domain("number", 0, 1e6, typical=(0, 5000))]
 # BATCH_FOR_TTFT leaves out unless given.
 TokensPerSOrZero = Annotated[float, Domain("number", 0, 1e15)]
 BandwidthTBsOrZero = Annotated[float, Domain("number", 0, 1e5)]
+
+# Memory as serving engines allocate it, and speculative decoding: memory that may be zero (weights, a reserve), a
+# sample of acceptance rates given as a range.
+MemoryGBOrZero = Annotated[float, Domain("number", 0, 1e9)]
+FractionSample = Annotated[tuple, Domain("range", 0, 1)]
