@@ -401,8 +401,9 @@ def embedding_bytes(bytes_per_param: float, embedding_bytes_per_param: float = 0
 
 @checked
 def model_weights_gb(
-    model: Name, bytes_per_param: BytesPerValue = 2, embedding_bytes_per_param: BytesPerValueOrZero = 0
-) -> float:
+    model: Name, bytes_per_param: BytesPerValue = 2, embedding_bytes_per_param: BytesPerValueOrZero = 0,
+    expert_bytes_per_param: BytesPerValueOrZero = 0,
+) -> float:  # fmt: skip
     """Memory a preset model's weights take: every parameter, every expert, embeddings as checkpoints store them.
 
     Parameters
@@ -414,6 +415,9 @@ def model_weights_gb(
     embedding_bytes_per_param : float, default 0
         Bytes per weight of the token embeddings and output head, or a format name; 0 as checkpoints are
         published: 16-bit below 16-bit weights, else the weights' own. Give the weights' format for llama.cpp [bytes].
+    expert_bytes_per_param : float, default 0
+        Bytes per weight of the routed experts when they are stored apart (gpt-oss: mxfp4 experts, the rest bf16);
+        0: as the other decoder weights [bytes].
 
     Returns
     -------
@@ -430,16 +434,24 @@ def model_weights_gb(
     byte count give the same result: ``MODEL_WEIGHTS_GB(m, "fp8")`` is ``MODEL_WEIGHTS_GB(m, 1)``. Llama-3-8B: AWQ
     5.73 GB (published checkpoints 4.68 + 1.05 GB), FP8 9.08 GB (5 + 4.08 GB), where ``N * b`` alone gives 4.17 and
     8.03. A mixture-of-experts model holds all its experts (Mixtral of Experts, arXiv:2401.04088: 47B held, 13B used
-    per token). WEIGHTS_GB stays the plain ``N * b`` of "Back-of-the-Envelope Estimation for LLM Systems".
+    per token). With expert_bytes_per_param the routed experts (MODEL_EXPERT_PARAMS_B) take that width instead:
+    gpt-oss-120b with MXFP4 experts (4.25 bits, its model card, arXiv:2508.10925) and the rest in BF16 holds 65.1 GB,
+    which is what lets it fit one 80 GB GPU. WEIGHTS_GB stays the plain ``N * b`` of "Back-of-the-Envelope
+    Estimation for LLM Systems".
     """
-    return weights_gb(_model(model), bytes_per_param, embedding_bytes_per_param)
+    return weights_gb(_model(model), bytes_per_param, embedding_bytes_per_param, expert_bytes_per_param)
 
 
-def weights_gb(m: ModelPreset, bytes_per_param: float, embedding_bytes_per_param: float = 0) -> float:
+def weights_gb(
+    m: ModelPreset, bytes_per_param: float, embedding_bytes_per_param: float = 0, expert_bytes_per_param: float = 0
+) -> float:
     """MODEL_WEIGHTS_GB's arithmetic on a preset, unchecked [GB]."""
     total = m.params_b * _GIGA
     emb = min(float(embedding_params(m)), total)
-    return ((total - emb) * bytes_per_param + emb * embedding_bytes(bytes_per_param, embedding_bytes_per_param)) / _GIGA
+    experts = min(_moe_layers(m) * (m.experts or 0) * _expert_params(m), total - emb) if expert_bytes_per_param else 0
+    rest = total - emb - experts
+    return (rest * bytes_per_param + experts * expert_bytes_per_param
+            + emb * embedding_bytes(bytes_per_param, embedding_bytes_per_param)) / _GIGA  # fmt: skip
 
 
 @checked
