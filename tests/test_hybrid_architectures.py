@@ -311,3 +311,29 @@ def test_presets_without_a_verbatim_config_carry_their_published_shape():
     assert total / 1e9 == pytest.approx(27, rel=0.01)
     assert "no verbatim config.json" in x.model_source("Gemma-3-27B", "layers")
     assert "no verbatim copy" in x.model_source("Mistral-Small-3", "layers")
+
+
+def test_nemotron_h_block_list_and_latent_experts():
+    # Newer Nemotron-H configs list their blocks by name (layers_block_type: mamba, attention, mlp, moe) instead of
+    # the pattern string: the same count. Latent experts (moe_latent_size, Nemotron 3 Super) are refused by name
+    # rather than counted wrongly.
+    nano = read_config(DATA / "nemotron-3-nano-30b-a3b-bf16.json")
+    names = {"M": "mamba", "*": "attention", "-": "mlp", "E": "moe"}
+    listed = {k: v for k, v in nano.items() if k != "hybrid_override_pattern"}
+    listed["layers_block_type"] = [names[ch] for ch in nano["hybrid_override_pattern"]]
+    assert figures_from_config(listed) == figures("nemotron-3-nano-30b-a3b-bf16.json")
+    with pytest.raises(ArgumentError, match=r"^c\.json: moe_latent_size 1024: experts working in a latent space"):
+        figures_from_config(dict(nano, moe_latent_size=1024), "c.json")
+    with pytest.raises(ArgumentError, match=r"layers_block_type holds 'retnet'"):
+        figures_from_config(dict(listed, layers_block_type=["retnet"] * 52), "c.json")
+
+
+def test_a_moe_config_without_a_dense_mlp_needs_no_intermediate_size():
+    config = {k: v for k, v in read_config(DATA / "qwen3-235b-a22b.json").items() if k != "intermediate_size"}
+    f = figures_from_config(config)
+    assert "intermediate" not in f and f["params_b"] == figures("qwen3-235b-a22b.json")["params_b"]
+    dense = {k: v for k, v in read_config(DATA / "llama-3.1-8b.json").items() if k != "intermediate_size"}
+    with pytest.raises(
+        ArgumentError, match=r"^c\.json: intermediate_size must be a positive whole number, got missing"
+    ):
+        figures_from_config(dense, "c.json")

@@ -201,11 +201,25 @@ def _shared_experts(c: dict[str, Any], moe_intermediate: int | None, where: str)
     return None
 
 
+_BLOCK_TYPES = {"mamba": "M", "attention": "*", "mlp": "-", "moe": "E"}
+
+
 def _hybrid_pattern(c: dict[str, Any], layers: int, where: str) -> dict[str, int] | None:
-    """Nemotron-H's blocks from ``hybrid_override_pattern``: counts of Mamba-2, attention, MLP and expert blocks."""
+    """Nemotron-H's blocks from ``hybrid_override_pattern`` (or the newer ``layers_block_type`` list): counts of
+    Mamba-2, attention, MLP and expert blocks."""
     pattern = c.get("hybrid_override_pattern")
+    blocks = c.get("layers_block_type")
+    if pattern is None and isinstance(blocks, list):
+        unknown = sorted({str(b) for b in blocks} - set(_BLOCK_TYPES))
+        if unknown:
+            raise ArgumentError(f"{where}: layers_block_type holds {', '.join(map(repr, unknown))}, which xlsxplan "
+                                f"does not count; known: {', '.join(_BLOCK_TYPES)}", "layers_block_type")  # fmt: skip
+        pattern = "".join(_BLOCK_TYPES[str(b)] for b in blocks)
     if pattern is None:
         return None
+    if c.get("moe_latent_size"):
+        raise ArgumentError(f"{where}: moe_latent_size {c['moe_latent_size']!r}: experts working in a latent space "
+                            "(Nemotron 3 Super) are not counted by xlsxplan", "moe_latent_size")  # fmt: skip
     if not isinstance(pattern, str) or len(pattern) != layers or set(pattern) - set(_PATTERN):
         raise ArgumentError(f"{where}: hybrid_override_pattern must spell one of {''.join(_PATTERN)} per layer "
                             f"({layers:,}), got {str(pattern)[:60]!r}", "hybrid_override_pattern")  # fmt: skip
@@ -306,7 +320,7 @@ def figures_from_config(config: dict[str, Any], where: str = "config.json") -> d
         "head_dim": _whole(c, head_key, where, default=hidden // heads),
         "vocab": _whole(c, "vocab_size", where),
         "context": _whole(c, "max_position_embeddings", where),
-        "intermediate": _whole(c, "intermediate_size_mlp" if llama4 else "intermediate_size", where),
+        "intermediate": _optional(c, "intermediate_size_mlp" if llama4 else "intermediate_size", where, low=1),
         "tied_embeddings": bool(c.get("tie_word_embeddings", model_type in _TIED_BY_DEFAULT)),
         "attention_bias": c.get("attention_bias") is True,
         "mlp_bias": c.get("mlp_bias") is True or gpt_oss,  # gpt-oss's experts and router carry biases
@@ -340,6 +354,8 @@ def figures_from_config(config: dict[str, Any], where: str = "config.json") -> d
             shared_experts=1 if llama4 else _shared_experts(c, moe_intermediate, where),
             dense_layers=dense or None,
         )
+    if figures["intermediate"] is None and (not experts or figures.get("dense_layers")):
+        _whole(c, "intermediate_size", where)  # a dense MLP needs its width: the one-line reason
     if mla:
         figures.update(
             kv_lora_rank=_whole(c, "kv_lora_rank", where),

@@ -177,8 +177,9 @@ def kv_heads_per_gpu(kv_heads: Count, tp: GPUs) -> int:
     Notes
     -----
     ``ceil(kv_heads / tp)`` (heads split across GPUs: Megatron-LM, arXiv:1909.08053, section 3; vLLM and SGLang
-    replicate a KV head when tp exceeds kv_heads). Llama-3.1-70B's 8 KV heads on 16 GPUs: 1 per GPU, so the cache
-    across the group is twice the model's.
+    replicate a KV head when tp exceeds kv_heads). It is vLLM's ``max(1, kv_heads // tp)``
+    (ModelConfig.get_num_kv_heads) wherever one of the two divides the other, which vLLM requires. Llama-3.1-70B's
+    8 KV heads on 16 GPUs: 1 per GPU, so the cache across the group is twice the model's.
     """
     return math.ceil(kv_heads / tp)
 
