@@ -351,9 +351,9 @@ def spec_max_batch(
 
     Notes
     -----
-    ``floor((n M f - N b - N_d b_d) / ((kv + kv_d)(ctx + gamma)))``: MAX_BATCH (seed 000, section 3) with the draft's
-    weights and cache added. A draft is memory the batch does not get: with little memory to spare it can cost more
-    throughput than it gains.
+    ``floor((n M f - N b - N_d b_d) / ((kv + kv_d)(ctx + gamma)))``: MAX_BATCH ("Back-of-the-Envelope Estimation for
+    LLM Systems", section 3) with the draft's weights and cache added. A draft is memory the batch does not get:
+    with little memory to spare it can cost more throughput than it gains.
     """
     free = equations.free_bytes(params_b, bytes_per_param, n_gpus, memory_gb, usable_fraction)
     free -= draft_params_b * equations.GIGA * draft_bytes_per_param
