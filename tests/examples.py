@@ -94,6 +94,23 @@ EXAMPLES: dict[str, tuple] = {
     "TTFT_AT_LOAD_S": (6.944, 3, 51, 0.5366, 4.976, 2.957, 0.99),
     "REPLICAS_FOR_TTFT": (6.944, 2, 0.99, 51, 0.5366, 4.976, 2.957),
     "UTILISATION_FOR_TTFT": (2, 0.99, 51, 0.5366, 4.976, 2.957),
+    # hybrid state, engine memory, speculative decoding
+    "LINEAR_STATE_BYTES": (36, 16, 32, 128, 128, 4),
+    "MAMBA_STATE_BYTES": (54, 256, 64, 256, 8, 4),
+    "MODEL_STATE_BYTES": ("Qwen3-Next-80B-A3B",),
+    "MODEL_SEQ_BYTES": ("Qwen3-Next-80B-A3B", 32768),
+    "ENGINE_KV_GB": (42.31, 14.99, 0.9, 2.6),
+    "ENGINE_KV_TOKENS": (6.99, 163840),
+    "ENGINE_MAX_CONCURRENCY": (6.99, 163840, 32768),
+    "MODEL_ENGINE_KV_TOKENS": ("Llama-3.1-8B", 25.32, 1, 2, 2, 0.9, 2.6),
+    "MODEL_ENGINE_CONCURRENCY": ("Llama-3.1-8B", 25.32, 20000, 1, 2, 2, 0.9, 2.6),
+    "SPEC_TOKENS_PER_STEP": (0.8, 4),
+    "SPEC_ACCEPT_LENGTH": ((0.8, 0.64, 0.512, 0.4096),),
+    "SPEC_SPEEDUP": (0.8, 4, 0.0286),
+    "SPEC_STEP_S": (70, 1, 1, 0, 0, 2, 3.35, 989.4, 4, 1, 2),
+    "SPEC_TOKS": (3.3616, 0.01164),
+    "SPEC_DRAFT_GB": (14, "fp8", 1152, 8192, 64),
+    "SPEC_MAX_BATCH": (70.554, 1, 327680, 8192, 2, 80, 1, 2, 0, 4),
 }
 
 

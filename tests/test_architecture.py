@@ -258,15 +258,29 @@ def test_expert_parallelism_spreads_the_experts():
 # --- the catalog's parameter counts agree with its own shapes -----------------------------------------------------
 
 
+# Where a published total is rounded more coarsely than 1%, or counts what the shape does not: the tolerance and why.
+TOTAL_TOLERANCE = {
+    "LLaMA-7B": 0.006,  # the paper rounds 6.74B to 6.7B
+    "Llama-4-Scout": 0.012,  # the card's 109B counts the vision encoder, which the text config does not describe
+    "Mistral-Small-3": 0.02,  # Mistral's '24B' for a shape that counts 23.57B
+}
+# gpt-oss's card counts active parameters without the token embedding (a lookup, no arithmetic): OpenAI 2025,
+# 'gpt-oss-120b & gpt-oss-20b Model Card', arXiv:2508.10925 (5.1B and 3.6B)
+ACTIVE_WITHOUT_INPUT_EMBEDDING = ("gpt-oss-20b", "gpt-oss-120b")
+
+
 def test_catalog_params_b_match_the_count_from_each_presets_shape():
     # Published totals (catalog [sources]) against the count from layers, hidden, heads, ... : within 1%, except
-    # LLaMA-7B whose paper rounds 6.74B to 6.7B.
+    # where TOTAL_TOLERANCE says why not.
     models = load_catalog().models
     for name in models.names():
         preset = models.get(name)
         total, active = count_params(preset)
-        assert total / 1e9 == pytest.approx(preset.params_b, rel=0.01 if name != "LLaMA-7B" else 0.006), name
-        # active parameters: DeepSeek-V3's 37B is rounded (README_WEIGHTS: 36.6B + 0.9B embedding = 37.5B)
+        assert total / 1e9 == pytest.approx(preset.params_b, rel=TOTAL_TOLERANCE.get(name, 0.01)), name
+        if name in ACTIVE_WITHOUT_INPUT_EMBEDDING:
+            active -= preset.vocab * preset.hidden
+        # active parameters: DeepSeek-V3's 37B is rounded (README_WEIGHTS: 36.6B + 0.9B embedding = 37.5B); Llama 4's
+        # 17B is rounded (the count gives 17.17B and 17.18B)
         assert active / 1e9 == pytest.approx(preset.figure("active_params_b"), rel=0.02), name
 
 

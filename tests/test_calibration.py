@@ -47,8 +47,10 @@ def test_peak_field_by_format():
     # weight-only INT8 (neuralmagic's w8a16 checkpoints) stores 8 bits but multiplies in 16
     assert calibration.peak_field("w8a16") == "bf16_tflops"
     assert calibration.peak_field("") == "bf16_tflops"
-    with pytest.raises(NotAvailableError, match=r"FP4 tensor cores, whose peak the catalog does not hold"):
-        calibration.peak_field("nvfp4")
+    # FP4 multiplies (NVFP4, MXFP4) compute on FP4 tensor cores: B200's dense 9,000 TFLOP/s (NVIDIA HGX page: HGX
+    # B200 FP4 '144 PFLOPS | 72 PFLOPS' sparse | dense for 8 GPUs)
+    assert calibration.peak_field("nvfp4") == calibration.peak_field("mxfp4") == "fp4_tflops"
+    assert calibration.compute_group("nvfp4") == "4-bit"
 
 
 def test_decode_levels_by_storage_prefill_levels_by_the_multiply():
@@ -248,9 +250,12 @@ def test_efficiency_restated_against_6n_for_train_seconds():
 
 
 def test_efficiency_refuses_a_share_of_a_peak_the_catalog_lacks():
-    # a prefill share is a share of a dense peak: none for FP4 tensor cores, Apple GPUs, or FP8 on an A100
-    with pytest.raises(NotAvailableError, match=r"^precision 'nvfp4' computes on FP4 tensor cores, whose peak"):
-        calibration.efficiency("prefill", "B200", "nvfp4")
+    # a prefill share is a share of a dense peak: none for FP4 on a Hopper, Apple GPUs, or FP8 on an A100
+    with pytest.raises(NotAvailableError, match=r"^H100-SXM has no fp4_tflops: the chip has no tensor cores for this "
+                                                r"precision; a prefill share of it is undefined$"):  # fmt: skip
+        calibration.efficiency("prefill", "H100", "nvfp4")
+    f = calibration.load_factors()
+    assert calibration.efficiency("prefill", "B200", "nvfp4") == pytest.approx(f.prefill.value("datacenter", "4-bit"))
     with pytest.raises(NotAvailableError, match=r"^M2-Ultra has no bf16_tflops: Apple publishes no GPU FLOP/s .*; a "
                                                 r"prefill share of it is undefined$"):  # fmt: skip
         calibration.efficiency("prefill", "M2-Ultra", "fp16")
@@ -258,10 +263,8 @@ def test_efficiency_refuses_a_share_of_a_peak_the_catalog_lacks():
         calibration.efficiency("prefill", "apple")
     with pytest.raises(NotAvailableError, match=r"^A100-80GB has no fp8_tflops"):
         calibration.efficiency("prefill", "A100", "fp8")
-    with pytest.raises(NotAvailableError, match=r"FP4 tensor cores"):
-        calibration.efficiency("train_mfu", "B200", "nvfp4")
+    assert 0 < calibration.efficiency("train_mfu", "B200", "nvfp4") < 1  # against B200's FP4 peak
     # decode needs only bandwidth: NVFP4 weights decode at the 4-bit share
-    f = calibration.load_factors()
     assert calibration.efficiency("decode_bandwidth", "B200", "nvfp4") == pytest.approx(
         f.decode_bandwidth.base * f.decode_bandwidth.formats["4-bit"]
     )

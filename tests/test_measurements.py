@@ -208,7 +208,7 @@ def test_issue_7_kv_capacity_rows_are_within_2x():
     # cache (the engines reserve activation memory differently, 1.50x and 0.73x); the two without one say so, and
     # the RTX 3090 is not in the catalog (tests/test_architecture.py checks those rows from their logs' budgets).
     results = measurements.validate(measurements.read_measurements(DATA / "kv_cache_capacity.csv"))
-    not_in_catalog = "gpu 'RTX-3090' is not in the catalog; did you mean RTX-4090?"
+    not_in_catalog = "gpu 'RTX-3090' is not in the catalog; did you mean RTX-5090, RTX-4090, B300?"
     assert [round(r.ratio, 2) if r.ratio else r.reason for r in results] == [
         1.5, 0.73, "no gpu given", "no gpu given", not_in_catalog, not_in_catalog,
     ]  # fmt: skip

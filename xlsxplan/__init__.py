@@ -12,14 +12,26 @@ __version__ = "0.1.0"
 
 from .calibration import efficiency
 from .catalog import gpu_names, gpu_source, gpu_spec, model_names, model_source, model_spec
-from .catalog.models import model_expert_params_b, model_kv_bytes_per_token, model_kv_gb, model_weights_gb
+from .catalog.models import (
+    model_engine_concurrency,
+    model_engine_kv_tokens,
+    model_expert_params_b,
+    model_kv_bytes_per_token,
+    model_kv_gb,
+    model_sequence_bytes,
+    model_state_bytes,
+    model_weights_gb,
+)
 from .core.architecture import (
     kv_bytes_per_sequence,
     kv_bytes_per_token_mla,
     kv_heads_per_gpu,
+    linear_attention_state_bytes,
+    mamba_state_bytes,
     moe_params_read_b,
     weights_gb_per_gpu,
 )
+from .core.engine import engine_kv_gb, engine_kv_tokens, engine_max_concurrency
 from .core.queueing import (
     erlang_c,
     queue_wait_s,
@@ -47,6 +59,15 @@ from .core.serving import (
     tokens_per_s_ceiling,
     usable_gb,
     weights_gb,
+)
+from .core.speculative import (
+    spec_accept_length,
+    spec_draft_gb,
+    spec_max_batch,
+    spec_speedup,
+    spec_step_seconds,
+    spec_tokens_per_s,
+    spec_tokens_per_step,
 )
 from .core.traffic import (
     batch_for_latency,
@@ -130,6 +151,9 @@ __all__ = [
     "decode_tokens_per_s",
     "decode_tokens_per_s_total",
     "efficiency",
+    "engine_kv_gb",
+    "engine_kv_tokens",
+    "engine_max_concurrency",
     "erlang_c",
     "fleet_replicas",
     "fleet_utilisation",
@@ -148,15 +172,21 @@ __all__ = [
     "kv_heads_per_gpu",
     "kv_transfer_s",
     "length_sd",
+    "linear_attention_state_bytes",
+    "mamba_state_bytes",
     "max_batch",
     "max_context_tokens",
     "mfu",
+    "model_engine_concurrency",
+    "model_engine_kv_tokens",
     "model_expert_params_b",
     "model_kv_bytes_per_token",
     "model_kv_gb",
     "model_names",
+    "model_sequence_bytes",
     "model_source",
     "model_spec",
+    "model_state_bytes",
     "model_weights_gb",
     "moe_params_read_b",
     "optimal_params_b",
@@ -179,6 +209,13 @@ __all__ = [
     "serve_tokens_per_s",
     "service_cv",
     "slot_s",
+    "spec_accept_length",
+    "spec_draft_gb",
+    "spec_max_batch",
+    "spec_speedup",
+    "spec_step_seconds",
+    "spec_tokens_per_s",
+    "spec_tokens_per_step",
     "tail_share",
     "tail_share_data",
     "time_to_answer_s",

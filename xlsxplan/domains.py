@@ -317,3 +317,7 @@ Erlangs = Annotated[float, Domain("number", 0, 1e9)]
 Percentile = Annotated[float, Domain("number", 0, 1, low_open=True, high_open=True)]
 CoefficientOfVariation = Annotated[float, Domain("number", 0, 100, typical=(0, 5))]
 SecondsOrZero = Annotated[float, Domain("number", 0, 1e12)]
+# Memory as serving engines allocate it, and speculative decoding: memory that may be zero (weights, a reserve), a
+# sample of acceptance rates given as a range.
+MemoryGBOrZero = Annotated[float, Domain("number", 0, 1e9)]
+FractionSample = Annotated[tuple, Domain("range", 0, 1)]

@@ -24,7 +24,7 @@ import docstring_parser
 
 from . import calibration, catalog, precision
 from .catalog import models
-from .core import architecture, queueing, roofline, serving, traffic, training, training_memory
+from .core import architecture, engine, queueing, roofline, serving, speculative, traffic, training, training_memory
 from .domains import Domain, format_number
 
 __all__ = ["Argument", "Function", "FUNCTIONS", "get", "REQUIRED", "EXCEL_TEXT_LIMIT"]
@@ -295,6 +295,39 @@ _TABLE: list[tuple[str, list[tuple[str, Callable[..., Any]]]]] = [
             ("TTFT_AT_LOAD_S", queueing.ttft_at_load_s),
             ("REPLICAS_FOR_TTFT", queueing.replicas_for_ttft),
             ("UTILISATION_FOR_TTFT", queueing.utilisation_for_ttft),
+        ],
+    ),
+    (
+        "State",
+        [
+            # linear-attention and Mamba-2 layers: a fixed state per sequence beside the attention layers' KV cache
+            ("LINEAR_STATE_BYTES", architecture.linear_attention_state_bytes),
+            ("MAMBA_STATE_BYTES", architecture.mamba_state_bytes),
+            ("MODEL_STATE_BYTES", models.model_state_bytes),
+            ("MODEL_SEQ_BYTES", models.model_sequence_bytes),
+        ],
+    ),
+    (
+        "Engines",
+        [
+            # the KV pool vLLM and SGLang allocate, and the tokens and concurrency they print at start-up
+            ("ENGINE_KV_GB", engine.engine_kv_gb),
+            ("ENGINE_KV_TOKENS", engine.engine_kv_tokens),
+            ("ENGINE_MAX_CONCURRENCY", engine.engine_max_concurrency),
+            ("MODEL_ENGINE_KV_TOKENS", models.model_engine_kv_tokens),
+            ("MODEL_ENGINE_CONCURRENCY", models.model_engine_concurrency),
+        ],
+    ),
+    (
+        "Speculative",
+        [
+            ("SPEC_TOKENS_PER_STEP", speculative.spec_tokens_per_step),
+            ("SPEC_ACCEPT_LENGTH", speculative.spec_accept_length),
+            ("SPEC_SPEEDUP", speculative.spec_speedup),
+            ("SPEC_STEP_S", speculative.spec_step_seconds),
+            ("SPEC_TOKS", speculative.spec_tokens_per_s),
+            ("SPEC_DRAFT_GB", speculative.spec_draft_gb),
+            ("SPEC_MAX_BATCH", speculative.spec_max_batch),
         ],
     ),
 ]

@@ -11,7 +11,6 @@ import re
 from typing import Any
 
 from ..core.training import DEFAULT_MFU
-from ..errors import NotAvailableError
 
 __all__ = [
     "KINDS", "CLASSES", "MEASURED", "MEASURED_SOURCE", "MEASURED_RATE", "FORMAT_GROUPS", "SEED_FACTORS",
@@ -86,8 +85,8 @@ def compute_bits(precision: str) -> int:
 
 def compute_group(precision: str) -> str:
     """The level a prefill efficiency is fitted at: ``"8-bit"`` for an 8-bit multiply (FP8, W8A8, Q8_0),
-    ``"4-bit"`` for formats stored in under 6 bits (widened before the multiply, or FP4), ``"16-bit"`` otherwise,
-    W8A16 included (INT8 storage, 16-bit multiply).
+    ``"4-bit"`` for formats stored in under 6 bits (widened before the multiply, or an FP4 multiply against the FP4
+    peak), ``"16-bit"`` otherwise, W8A16 included (INT8 storage, 16-bit multiply).
 
     Decode is fitted by storage (:func:`format_group`), since it moves bytes; prefill by the multiply.
     """
@@ -103,16 +102,15 @@ def peak_field(precision: str) -> str:
     """The catalog field with the dense peak that computes in ``precision``.
 
     The format's multiply width (formats.toml ``compute``) decides: 8-bit multiplies (FP8, W8A8, and Q8_0 by its
-    width) on FP8 tensor cores (``fp8_tflops``; Hopper's and Ada's dense INT8 rate is the same figure); weight-only
-    formats widened before the multiply (W8A16, AWQ/GPTQ W4A16, llama.cpp's 4- and 5-bit blocks) and 16-bit ones on
-    16-bit tensor cores (``bf16_tflops``). FP4 tensor cores (NVFP4, MXFP4 on Blackwell) have no catalog figure, so
-    an FP4 compute estimate is refused (``#N/A``).
+    width) on FP8 tensor cores (``fp8_tflops``; Hopper's and Ada's dense INT8 rate is the same figure); FP4 multiplies
+    (NVFP4, MXFP4) on FP4 tensor cores (``fp4_tflops``: Blackwell, RTX 50, AMD CDNA 4); weight-only formats widened
+    before the multiply (W8A16, AWQ/GPTQ W4A16, llama.cpp's 4- and 5-bit blocks) and 16-bit ones on 16-bit tensor
+    cores (``bf16_tflops``). An accelerator without the peak (FP4 on a Hopper) says so by name: its ``unavailable``
+    entry gives the reason, and a share of it is ``#N/A``.
     """
     bits = compute_bits(precision)
     if bits == 4:
-        raise NotAvailableError(
-            f"precision {precision!r} computes on FP4 tensor cores, whose peak the catalog does not hold", "precision"
-        )
+        return "fp4_tflops"
     return "fp8_tflops" if bits == 8 else "bf16_tflops"
 
 

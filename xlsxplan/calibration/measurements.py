@@ -94,8 +94,8 @@ TRAIN_SEQ_CAP = 8192
 length, Dubey et al. 2024, arXiv:2407.21783, section 3.4); longer contexts come from short extension phases."""
 DEFAULT_SEQ = 2048
 USABLE_FRACTION = 0.9
-"""The share of accelerator memory the weights and KV cache may take in a predicted serving row: the 90% of "Back-of-the-Envelope
-Estimation for LLM Systems" (section 3)."""
+"""The share of accelerator memory the weights and KV cache may take in a predicted serving row: the 90% of
+"Back-of-the-Envelope Estimation for LLM Systems" (section 3)."""
 ASPECT = 64  # hidden size per layer for a model without a preset
 
 
@@ -563,7 +563,9 @@ def _predict_decode(m: Measurement, s: Shape, factors: Factors) -> tuple[float, 
     basis = f"decode_bandwidth {e_bw:.3f}, {bits:g} bits per weight; {s.origin}"
     try:
         peak = _peak_flops(m)
-    except Unpredictable as why:  # no published FLOP/s (Apple): the bandwidth ceiling alone, as Back-of-the-Envelope does
+    except (
+        Unpredictable
+    ) as why:  # no published FLOP/s (Apple): the bandwidth ceiling alone, as Back-of-the-Envelope does
         speed = serving.decode_tokens_per_s(s.active_b, bits / 8.0, _n(m), bw, _batch(m), kv, _context(m), e_bw)
         return speed, f"{basis}; bandwidth bound only ({why})"
     e_c = _eff(factors, m, "prefill")

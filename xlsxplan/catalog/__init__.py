@@ -101,16 +101,18 @@ def gpu_spec(gpu: Name, field: Name) -> float:
     gpu : str
         An accelerator name or alias, e.g. H100-SXM, H100 or H200 [name].
     field : str
-        memory_gb, bandwidth_tb_s, bf16_tflops or fp8_tflops [name].
+        memory_gb, bandwidth_tb_s, bf16_tflops, fp8_tflops, fp4_tflops, power_w or link_gb_s [name].
 
     Returns
     -------
     float
-        The figure: memory in GB, bandwidth in TB/s, dense throughput in TFLOP/s [field unit].
+        The figure: memory in GB, bandwidth in TB/s, dense throughput in TFLOP/s, power in W, link in GB/s [field unit].
 
     Notes
     -----
-    Datasheet values; compute is the dense figure, never the sparse headline. GPU_SOURCE gives the citation.
+    Datasheet values; compute is the dense figure, never the sparse headline; link_gb_s is per direction (NVLink's
+    bidirectional 900 GB/s is 450). A precision without a peak (FP4 on a Hopper) is #N/A with the reason. GPU_SOURCE
+    gives the citation.
     """
     return load_catalog().accelerators.figure(gpu, field)
 

@@ -1,13 +1,19 @@
 """A model preset from a Hugging Face ``config.json``: architecture fields and the parameter count they imply.
 
-The file is one the user already has (nothing is downloaded). Field names follow the ``transformers`` configuration
-classes of each family; where a config leaves a field out, the family's default applies (Gemma ties its embeddings,
-Llama does not). The parameter count is derived from the shape by :func:`xlsxplan.catalog.models.count_params`, so a
-preset made here and a shipped one are counted the same way.
+The file is one the user already has (nothing is downloaded). What a config says decides what is read: its
+``architectures`` and ``model_type`` name the family, and its layer fields the layers, whatever the family is
+called. ``layer_types`` lists each layer's attention (full, sliding-window, chunked, or linear attention with a
+fixed state); Nemotron-H's ``hybrid_override_pattern`` spells its Mamba-2, attention, MLP and expert blocks; a
+``kv_lora_rank`` means multi-head latent attention under any model_type (Kimi K2 is DeepSeek-V3's shape); DeepSeek
+sparse attention's ``index_head_dim`` adds the indexer's cached keys; a multimodal config's ``text_config`` is the
+language model. Where a config leaves a field out, the family's default applies (Gemma ties its embeddings, Llama
+does not; Llama 4 uses chunked attention on three layers in four, Qwen3-Next full attention on one in
+``full_attention_interval``). The parameter count is derived from the shape by
+:func:`xlsxplan.catalog.models.count_params`, so a preset made here and a shipped one are counted the same way.
 
-Supported ``model_type`` values are those whose weights :func:`~xlsxplan.catalog.models.count_params` describes: gated
-MLPs, grouped-query or latent attention, optional routed and shared experts. Others are refused by name rather than
-counted wrongly.
+Supported families are those whose weights :func:`~xlsxplan.catalog.models.count_params` describes: gated or
+two-matrix MLPs, grouped-query or latent attention, sliding windows and chunks, attention sinks and biases, routed
+and shared experts, Gated DeltaNet and Mamba-2 layers. Others are refused by name rather than counted wrongly.
 """
 
 from __future__ import annotations
@@ -24,14 +30,29 @@ from ..errors import ArgumentError
 from . import ModelPreset
 from .models import count_params
 
-__all__ = ["SUPPORTED", "figures_from_config", "read_config", "read_config_and_digest"]
+__all__ = ["ARCHITECTURES", "SUPPORTED", "figures_from_config", "read_config", "read_config_and_digest"]
 
 SUPPORTED = (
     "llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "gemma", "gemma2", "gemma3",
-    "gemma3_text", "deepseek_v2", "deepseek_v3",
+    "gemma3_text", "deepseek_v2", "deepseek_v3", "deepseek_v32", "kimi_k2", "phi3", "gpt_oss", "llama4",
+    "llama4_text", "qwen3_next", "qwen3_5", "qwen3_5_text", "qwen3_5_moe", "qwen3_5_moe_text", "nemotron_h",
+    "mistral3",
+)  # fmt: skip
+"""model_type values read. A config with another model_type is read when its ``architectures`` names a class in
+:data:`ARCHITECTURES`, or when it carries ``kv_lora_rank`` (latent attention)."""
+
+ARCHITECTURES = (
+    "LlamaForCausalLM", "MistralForCausalLM", "MixtralForCausalLM", "Qwen2ForCausalLM", "Qwen2MoeForCausalLM",
+    "Qwen3ForCausalLM", "Qwen3MoeForCausalLM", "GemmaForCausalLM", "Gemma2ForCausalLM", "Gemma3ForCausalLM",
+    "Gemma3ForConditionalGeneration", "DeepseekV2ForCausalLM", "DeepseekV3ForCausalLM", "DeepseekV32ForCausalLM",
+    "Phi3ForCausalLM", "GptOssForCausalLM", "Llama4ForCausalLM", "Llama4ForConditionalGeneration",
+    "Qwen3NextForCausalLM", "Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration",
+    "NemotronHForCausalLM", "Mistral3ForConditionalGeneration",
 )  # fmt: skip
 
 _TIED_BY_DEFAULT = ("gemma", "gemma2", "gemma3", "gemma3_text")
+_LAYER_TYPES = ("full_attention", "sliding_attention", "chunked_attention", "linear_attention")
+_PATTERN = {"M": "Mamba-2", "*": "attention", "-": "MLP", "E": "experts"}
 
 
 def read_config(path: str | Path) -> dict[str, Any]:
@@ -55,12 +76,27 @@ def read_config_and_digest(path: str | Path) -> tuple[dict[str, Any], str]:
 
 
 def _text_config(config: dict[str, Any]) -> dict[str, Any]:
-    """The language model's part of a config (multimodal configs nest it under ``text_config``)."""
+    """The language model's part of a config (multimodal configs nest it under ``text_config``), with the outer
+    config's ``architectures``, ``model_type`` and ``tie_word_embeddings`` where the inner one has none."""
     if "num_hidden_layers" not in config and isinstance(config.get("text_config"), dict):
         merged = dict(config["text_config"])
-        merged.setdefault("model_type", config.get("model_type"))
+        for key in ("model_type", "architectures", "tie_word_embeddings"):
+            if key in config:
+                merged.setdefault(key, config[key])
+        merged["outer_model_type"] = config.get("model_type")
         return merged
     return config
+
+
+def _architectures(c: dict[str, Any]) -> tuple[str, ...]:
+    names = c.get("architectures")
+    return tuple(n for n in names if isinstance(n, str)) if isinstance(names, list) else ()
+
+
+def _is(c: dict[str, Any], model_types: tuple[str, ...], architectures: tuple[str, ...]) -> bool:
+    """Whether the config's model_type (or the outer one) or an architecture names the family."""
+    kinds = {str(c.get("model_type") or ""), str(c.get("outer_model_type") or "")}
+    return bool(kinds & set(model_types)) or bool(set(_architectures(c)) & set(architectures))
 
 
 def _whole(config: dict[str, Any], key: str, where: str, default: int | None = None) -> int:
@@ -83,13 +119,30 @@ def _optional(config: dict[str, Any], key: str, where: str, default: int | None 
     return value
 
 
-def _window_layers(c: dict[str, Any], model_type: str, layers: int, where: str) -> tuple[int | None, int | None]:
+def _layer_types(c: dict[str, Any], layers: int, where: str) -> list[str] | None:
+    """The config's ``layer_types`` list, checked: one known kind per layer; None when the config has none."""
+    kinds = c.get("layer_types")
+    if kinds is None:
+        return None
+    if not isinstance(kinds, list) or len(kinds) != layers or not all(isinstance(k, str) for k in kinds):
+        raise ArgumentError(f"{where}: layer_types must list one kind per layer ({layers:,}), got {kinds!r}"[:200],
+                            "layer_types")  # fmt: skip
+    unknown = sorted(set(kinds) - set(_LAYER_TYPES))
+    if unknown:
+        raise ArgumentError(f"{where}: layer_types holds {', '.join(map(repr, unknown))}, which xlsxplan does not "
+                            f"count; known: {', '.join(_LAYER_TYPES)}", "layer_types")  # fmt: skip
+    return kinds
+
+
+def _window_layers(
+    c: dict[str, Any], model_type: str, layers: int, where: str, kinds: list[str] | None
+) -> tuple[int | None, int | None]:
     """(sliding_window, layers limited to it), or (None, None) when every layer sees the whole context."""
     window = _optional(c, "sliding_window", where)
     if not window or c.get("use_sliding_window") is False:
         return None, None
-    if isinstance(c.get("layer_types"), list):  # newer configs list every layer
-        count = sum(1 for t in c["layer_types"] if t == "sliding_attention")
+    if kinds is not None:  # newer configs list every layer
+        count = sum(1 for t in kinds if t == "sliding_attention")
     elif model_type == "gemma2":  # even layers are local (Gemma 2, arXiv:2408.00118, section 2)
         count = math.ceil(layers / 2)
     elif model_type in ("gemma3", "gemma3_text"):  # every p-th layer is global (Gemma 3: p = 6)
@@ -100,37 +153,145 @@ def _window_layers(c: dict[str, Any], model_type: str, layers: int, where: str) 
     elif model_type in ("qwen2", "qwen2_moe", "qwen3", "qwen3_moe"):  # layers from max_window_layers on
         first = _optional(c, "max_window_layers", where, layers)  # a default is given: never None
         count = layers - min(layers, layers if first is None else first)
-    else:  # Mistral-7B v0.1: every layer
+    else:  # Mistral-7B v0.1, Phi-3-mini: every layer
         count = layers
     return (window, count) if count else (None, None)
 
 
+def _layer_indices(c: dict[str, Any], key: str, layers: int, where: str) -> list[int] | None:
+    """A list of layer numbers (mlp_only_layers, moe_layers), checked; None when the config has none."""
+    value = c.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, list) or not all(isinstance(i, int) and not isinstance(i, bool) for i in value):
+        raise ArgumentError(f"{where}: {key} must be a list of layer numbers or null, got {value!r}", key)
+    return value
+
+
 def _dense_layers(c: dict[str, Any], model_type: str, layers: int, where: str) -> int:
+    """Layers whose MLP is dense rather than experts: DeepSeek's first k, Llama 4's between its MoE layers, Qwen's
+    decoder_sparse_step and mlp_only_layers."""
     first_k = _optional(c, "first_k_dense_replace", where)
     if first_k is not None:  # DeepSeek: the first k layers keep a dense MLP
         return first_k
+    if _is(c, ("llama4", "llama4_text"), ("Llama4ForCausalLM", "Llama4ForConditionalGeneration")):
+        # Llama4TextConfig: moe_layers, else every interleave_moe_layer_step-th layer from step - 1
+        moe_layers = _layer_indices(c, "moe_layers", layers, where)
+        if moe_layers is None:
+            step = _optional(c, "interleave_moe_layer_step", where, 1, low=1) or 1
+            moe_layers = list(range(step - 1, layers, step))
+        return layers - len(set(moe_layers) & set(range(layers)))
     step = _optional(c, "decoder_sparse_step", where, 1, low=0) or 1
-    only = c.get("mlp_only_layers") or []
-    if not isinstance(only, list) or not all(isinstance(i, int) and not isinstance(i, bool) for i in only):
-        raise ArgumentError(f"{where}: mlp_only_layers must be a list of layer numbers or null, got {only!r}",
-                            "mlp_only_layers")  # fmt: skip
-    moe = sum(1 for i in range(layers) if i not in set(only) and (i + 1) % step == 0)
+    only = set(_layer_indices(c, "mlp_only_layers", layers, where) or [])
+    moe = sum(1 for i in range(layers) if i not in only and (i + 1) % step == 0)
     return layers - moe
 
 
 def _shared_experts(c: dict[str, Any], moe_intermediate: int | None, where: str) -> int | None:
-    if "n_shared_experts" in c:
+    if "n_shared_experts" in c and not c.get("moe_shared_expert_intermediate_size"):
         return _optional(c, "n_shared_experts", where, 0)
-    size = _optional(c, "shared_expert_intermediate_size", where)  # Qwen2-MoE: one wide shared expert
-    if size and moe_intermediate:
-        if size % moe_intermediate:
-            raise ArgumentError(
-                f"{where}: shared_expert_intermediate_size {size} is not a multiple of moe_intermediate_size "
-                f"{moe_intermediate}",
-                "shared_expert_intermediate_size",
-            )
-        return size // moe_intermediate
+    for key in ("shared_expert_intermediate_size", "moe_shared_expert_intermediate_size"):
+        size = _optional(c, key, where)  # Qwen2-MoE, Qwen3-Next, Nemotron-3: one shared expert this wide
+        if size and moe_intermediate:
+            if size % moe_intermediate:
+                raise ArgumentError(
+                    f"{where}: {key} {size} is not a multiple of moe_intermediate_size {moe_intermediate}", key
+                )
+            return size // moe_intermediate
     return None
+
+
+_BLOCK_TYPES = {"mamba": "M", "attention": "*", "mlp": "-", "moe": "E"}
+
+
+def _hybrid_pattern(c: dict[str, Any], layers: int, where: str) -> dict[str, int] | None:
+    """Nemotron-H's blocks from ``hybrid_override_pattern`` (or the newer ``layers_block_type`` list): counts of
+    Mamba-2, attention, MLP and expert blocks."""
+    pattern = c.get("hybrid_override_pattern")
+    blocks = c.get("layers_block_type")
+    if pattern is None and isinstance(blocks, list):
+        unknown = sorted({str(b) for b in blocks} - set(_BLOCK_TYPES))
+        if unknown:
+            raise ArgumentError(f"{where}: layers_block_type holds {', '.join(map(repr, unknown))}, which xlsxplan "
+                                f"does not count; known: {', '.join(_BLOCK_TYPES)}", "layers_block_type")  # fmt: skip
+        pattern = "".join(_BLOCK_TYPES[str(b)] for b in blocks)
+    if pattern is None:
+        return None
+    if c.get("moe_latent_size"):
+        raise ArgumentError(f"{where}: moe_latent_size {c['moe_latent_size']!r}: experts working in a latent space "
+                            "(Nemotron 3 Super) are not counted by xlsxplan", "moe_latent_size")  # fmt: skip
+    if not isinstance(pattern, str) or len(pattern) != layers or set(pattern) - set(_PATTERN):
+        raise ArgumentError(f"{where}: hybrid_override_pattern must spell one of {''.join(_PATTERN)} per layer "
+                            f"({layers:,}), got {str(pattern)[:60]!r}", "hybrid_override_pattern")  # fmt: skip
+    return {kind: pattern.count(kind) for kind in _PATTERN}
+
+
+def _supported(c: dict[str, Any], model_type: str, where: str) -> None:
+    if model_type in SUPPORTED or set(_architectures(c)) & set(ARCHITECTURES) or c.get("kv_lora_rank"):
+        return
+    named = f"model_type {model_type or 'missing'!r}"
+    if _architectures(c):
+        named += f" (architectures {', '.join(_architectures(c))})"
+    raise ArgumentError(f"{where}: {named} is not supported; supported: {', '.join(SUPPORTED)}", "model_type")
+
+
+def _linear_attention(c: dict[str, Any], layers: int, kinds: list[str] | None, where: str) -> dict[str, Any]:
+    """Gated DeltaNet layers and their dimensions (Qwen3-Next), and the full-attention layers beside them."""
+    if kinds is not None:
+        linear = kinds.count("linear_attention")
+    elif c.get("linear_num_value_heads") is not None:  # Qwen3NextConfig: full attention every interval-th layer
+        interval = _optional(c, "full_attention_interval", where, 4, low=1) or 4
+        linear = sum(1 for i in range(layers) if (i + 1) % interval)
+    else:
+        return {}
+    if not linear:
+        return {}
+    return {
+        "attention_layers": layers - linear,
+        "linear_attention_layers": linear,
+        "linear_key_heads": _whole(c, "linear_num_key_heads", where),
+        "linear_value_heads": _whole(c, "linear_num_value_heads", where),
+        "linear_key_head_dim": _whole(c, "linear_key_head_dim", where),
+        "linear_value_head_dim": _whole(c, "linear_value_head_dim", where),
+        "linear_conv_kernel": _whole(c, "linear_conv_kernel_dim", where),
+    }
+
+
+def _chunked(c: dict[str, Any], layers: int, kinds: list[str] | None, where: str) -> dict[str, Any]:
+    """Llama 4's chunked attention: the layers with rotary embeddings attend within chunks of attention_chunk_size."""
+    chunk = _optional(c, "attention_chunk_size", where, low=1)
+    if not chunk:
+        return {}
+    if kinds is not None and "chunked_attention" in kinds:
+        count = kinds.count("chunked_attention")
+    elif _is(c, ("llama4", "llama4_text"), ("Llama4ForCausalLM", "Llama4ForConditionalGeneration")):
+        rope = _layer_indices(c, "no_rope_layers", layers, where)  # 1: rotary and chunked, 0: NoPE and global
+        if not rope:  # Llama4TextConfig's default: a NoPE layer every no_rope_layer_interval-th
+            interval = _optional(c, "no_rope_layer_interval", where, 4, low=1) or 4
+            rope = [int((i + 1) % interval != 0) for i in range(layers)]
+        count = sum(1 for flag in rope[:layers] if flag)
+    else:
+        return {}
+    return {"attention_chunk": chunk, "chunked_layers": count} if count else {}
+
+
+def _nemotron_h(c: dict[str, Any], layers: int, blocks: dict[str, int], where: str) -> dict[str, Any]:
+    """Nemotron-H's hybrid: Mamba-2 blocks, a few attention blocks, squared-ReLU MLP or expert blocks."""
+    figures: dict[str, Any] = {
+        "attention_layers": blocks["*"],
+        "mlp_layers": blocks["-"] + blocks["E"],
+        "gated_mlp": str(c.get("mlp_hidden_act", "relu2")) not in ("relu2", "relu", "gelu"),
+    }
+    if blocks["M"]:
+        figures.update(
+            mamba_layers=blocks["M"],
+            mamba_heads=_whole(c, "mamba_num_heads", where),
+            mamba_head_dim=_whole(c, "mamba_head_dim", where),
+            mamba_state_size=_whole(c, "ssm_state_size", where),
+            mamba_groups=_whole(c, "n_groups", where, default=1),
+            mamba_conv_kernel=_whole(c, "conv_kernel", where),
+        )
+    return figures
 
 
 def figures_from_config(config: dict[str, Any], where: str = "config.json") -> dict[str, Any]:
@@ -141,26 +302,39 @@ def figures_from_config(config: dict[str, Any], where: str = "config.json") -> d
     """
     c = _text_config(config)
     model_type = str(c.get("model_type") or "")
-    if model_type not in SUPPORTED:
-        raise ArgumentError(
-            f"{where}: model_type {model_type or 'missing'!r} is not supported; supported: {', '.join(SUPPORTED)}",
-            "model_type",
-        )
+    _supported(c, model_type, where)
     layers = _whole(c, "num_hidden_layers", where)
     hidden = _whole(c, "hidden_size", where)
     heads = _whole(c, "num_attention_heads", where)
     mla = bool(c.get("kv_lora_rank"))
+    blocks = _hybrid_pattern(c, layers, where)
+    kinds = _layer_types(c, layers, where)
+    head_key = "qk_nope_head_dim" if mla else ("attention_head_dim" if "attention_head_dim" in c else "head_dim")
+    gpt_oss = _is(c, ("gpt_oss",), ("GptOssForCausalLM",))
+    llama4 = _is(c, ("llama4", "llama4_text"), ("Llama4ForCausalLM", "Llama4ForConditionalGeneration"))
     figures: dict[str, Any] = {
         "layers": layers,
         "hidden": hidden,
         "heads": heads,
         "kv_heads": _whole(c, "num_key_value_heads", where, default=heads),
-        "head_dim": _whole(c, "qk_nope_head_dim" if mla else "head_dim", where, default=hidden // heads),
+        "head_dim": _whole(c, head_key, where, default=hidden // heads),
         "vocab": _whole(c, "vocab_size", where),
         "context": _whole(c, "max_position_embeddings", where),
-        "intermediate": _whole(c, "intermediate_size", where),
+        "intermediate": _optional(c, "intermediate_size_mlp" if llama4 else "intermediate_size", where, low=1),
         "tied_embeddings": bool(c.get("tie_word_embeddings", model_type in _TIED_BY_DEFAULT)),
+        "attention_bias": c.get("attention_bias") is True,
+        "mlp_bias": c.get("mlp_bias") is True or gpt_oss,  # gpt-oss's experts and router carry biases
+        "attention_sinks": gpt_oss,  # GptOssAttention: one learned sink logit per head
+        "attention_output_gate": c.get("attn_output_gate") is True
+        or _is(c, ("qwen3_next",), ("Qwen3NextForCausalLM",)),
     }
+    if blocks is not None:
+        figures.update(_nemotron_h(c, layers, blocks, where))
+    figures.update(_linear_attention(c, layers, kinds, where))
+    if kinds is not None and "linear_attention" not in kinds and blocks is None:
+        attention_kinds = ("full_attention", "sliding_attention", "chunked_attention")
+        attention = sum(1 for k in kinds if k in attention_kinds)
+        figures["attention_layers"] = attention if attention < layers else None
     experts = (
         _optional(c, "num_local_experts", where)
         or _optional(c, "num_experts", where)
@@ -168,22 +342,35 @@ def figures_from_config(config: dict[str, Any], where: str = "config.json") -> d
     )
     if experts:
         moe_intermediate = _optional(c, "moe_intermediate_size", where, low=1)
+        if (
+            llama4
+        ):  # Llama 4: experts and the shared expert are intermediate_size wide, dense MLPs intermediate_size_mlp
+            moe_intermediate = _whole(c, "intermediate_size", where)
+        dense = blocks["-"] if blocks is not None else _dense_layers(c, model_type, layers, where)
         figures.update(
             experts=experts,
             experts_per_token=_whole(c, "num_experts_per_tok", where),
             moe_intermediate=moe_intermediate,
-            shared_experts=_shared_experts(c, moe_intermediate, where),
-            dense_layers=_dense_layers(c, model_type, layers, where) or None,
+            shared_experts=1 if llama4 else _shared_experts(c, moe_intermediate, where),
+            dense_layers=dense or None,
         )
+    if figures["intermediate"] is None and (not experts or figures.get("dense_layers")):
+        _whole(c, "intermediate_size", where)  # a dense MLP needs its width: the one-line reason
     if mla:
         figures.update(
             kv_lora_rank=_whole(c, "kv_lora_rank", where),
             qk_rope_head_dim=_whole(c, "qk_rope_head_dim", where),
             q_lora_rank=_optional(c, "q_lora_rank", where) or None,
+            index_heads=_optional(c, "index_n_heads", where, low=1),
+            index_head_dim=_optional(c, "index_head_dim", where, low=1),
         )
-    window, window_layers = _window_layers(c, model_type, layers, where)
+    window, window_layers = _window_layers(c, model_type, layers, where, kinds)
     figures.update(sliding_window=window, sliding_window_layers=window_layers)
-    figures = {k: v for k, v in figures.items() if v is not None}
+    figures.update(_chunked(c, layers, kinds, where))
+    mtp = _optional(c, "num_nextn_predict_layers", where) or _optional(c, "mtp_num_hidden_layers", where)
+    figures["mtp_layers"] = mtp or None
+    defaults = {name: field.default for name, field in ModelPreset.model_fields.items()}
+    figures = {k: v for k, v in figures.items() if v is not None and not (isinstance(v, bool) and v == defaults[k])}
     try:
         shape = ModelPreset.model_validate({"id": "config", "source": "config", "params_b": 1, **figures})
     except ValidationError as err:

@@ -17,8 +17,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ..core import architecture
-from ..domains import Batch, Flag, GPUs, Name, Tokens, TokensOrZero, checked
+from ..core import architecture, engine, equations
+from ..domains import Batch, Count, Flag, Fraction, GPUs, MemoryGB, MemoryGBOrZero, Name, Tokens, TokensOrZero, checked
 from ..precision import BytesPerValue, BytesPerValueOrZero
 from .schema import ModelPreset
 from .store import load_catalog
@@ -30,16 +30,25 @@ __all__ = [
     "embedding_params",
     "model_expert_params_b",
     "model_kv_bytes_per_token",
+    "model_engine_concurrency",
+    "model_engine_kv_tokens",
     "model_kv_gb",
+    "model_sequence_bytes",
+    "model_state_bytes",
     "model_weights_gb",
     "preset_figures",
+    "SPARSE_MLA_SCALE_BLOCK",
+    "latent_bytes_per_layer_token",
+    "sequence_bytes",
+    "state_bytes",
+    "weights_gb",
 ]
 
 _GIGA = 1e9
 
 
 def _attention_params(m: ModelPreset) -> int:
-    """Weights of one attention block: projections only (no biases)."""
+    """Weights of one attention block: projections, and the biases, sinks, output gate and indexer a config has."""
     h, heads, d = m.hidden, m.heads, m.head_dim
     if m.kv_lora_rank is not None:  # multi-head latent attention (DeepSeek-V2/V3 modeling code)
         rope = m.qk_rope_head_dim or 0
@@ -47,37 +56,88 @@ def _attention_params(m: ModelPreset) -> int:
         q = h * q_out if m.q_lora_rank is None else h * m.q_lora_rank + m.q_lora_rank + m.q_lora_rank * q_out
         kv_down = h * (m.kv_lora_rank + rope) + m.kv_lora_rank  # latent + shared rotary key, and the latent's norm
         kv_up = m.kv_lora_rank * heads * (d + d)  # keys without rope and values, head_dim each
-        return q + kv_down + kv_up + heads * d * h
-    return h * d * (heads + 2 * m.kv_heads) + heads * d * h
+        total = q + kv_down + kv_up + heads * d * h
+    else:
+        q_out = heads * d * (2 if m.attention_output_gate else 1)  # Qwen3-Next: query and its output gate
+        total = h * (q_out + 2 * m.kv_heads * d) + heads * d * h
+        if m.attention_bias:  # q, k, v and o biases (gpt-oss; transformers' attention_bias)
+            total += heads * d + 2 * m.kv_heads * d + h
+    if m.attention_sinks:  # one learned logit per head (gpt-oss)
+        total += heads
+    if m.index_heads is not None and m.index_head_dim is not None:
+        # DeepSeek sparse attention's lightning indexer: wq_b from the query latent, wk, k_norm, weights_proj
+        total += (m.q_lora_rank or h) * m.index_heads * m.index_head_dim + h * m.index_head_dim
+        total += 2 * m.index_head_dim + h * m.index_heads
+    return total
+
+
+def _linear_attention_params(m: ModelPreset) -> int:
+    """Weights of one Gated DeltaNet layer (Qwen3-Next): in_proj_qkvz, in_proj_ba, the short convolution, A_log and
+    dt_bias per value head, the gated norm and out_proj."""
+    if not m.linear_attention_layers:
+        return 0
+    nk, nv = m.linear_key_heads or 0, m.linear_value_heads or 0
+    dk, dv = m.linear_key_head_dim or 0, m.linear_value_head_dim or 0
+    conv_dim = 2 * nk * dk + nv * dv
+    return m.hidden * (conv_dim + nv * dv) + m.hidden * 2 * nv + conv_dim * (m.linear_conv_kernel or 0) + 2 * nv + dv \
+        + nv * dv * m.hidden  # fmt: skip
+
+
+def _mamba_params(m: ModelPreset) -> int:
+    """Weights of one Mamba-2 mixer (Nemotron-H): in_proj to z, x, B, C and dt; the convolution with its bias; A_log,
+    D and dt_bias per head; the gated norm; out_proj."""
+    if not m.mamba_layers:
+        return 0
+    inner = (m.mamba_heads or 0) * (m.mamba_head_dim or 0)
+    bc = 2 * (m.mamba_groups or 0) * (m.mamba_state_size or 0)
+    heads = m.mamba_heads or 0
+    conv_dim = inner + bc
+    return m.hidden * (2 * inner + bc + heads) + conv_dim * ((m.mamba_conv_kernel or 0) + 1) + 3 * heads + inner \
+        + inner * m.hidden  # fmt: skip
 
 
 def _moe_layers(m: ModelPreset) -> int:
-    return 0 if m.experts is None else m.layers - (m.dense_layers or 0)
+    return 0 if m.experts is None else m.mlp_layer_count - (m.dense_layers or 0)
+
+
+def _mlp_params(m: ModelPreset, width: int) -> int:
+    """One MLP of ``width``: three matrices if gated, two if not, and their biases if the config has them."""
+    matrices = 3 if m.gated_mlp else 2
+    biases = ((matrices - 1) * width + m.hidden) if m.mlp_bias else 0
+    return matrices * m.hidden * width + biases
 
 
 def _expert_params(m: ModelPreset) -> int:
-    """Weights of one routed expert: a gated MLP (gate, up and down projections)."""
-    return 3 * m.hidden * (m.moe_intermediate or m.intermediate or 0)
+    """Weights of one routed expert: an MLP of the expert width (gate, up and down projections when gated)."""
+    return _mlp_params(m, m.moe_intermediate or m.intermediate or 0)
 
 
 def count_params(m: ModelPreset) -> tuple[int, int]:
     """Total and active parameters of a model from its shape: ``(total, active)``.
 
     Embeddings (once if tied), attention projections (grouped-query, or latent attention with its low-rank
-    projections and norms), gated MLPs (three matrices), routed and shared experts with their router, and two norms
-    per layer plus the final one. Biases and extra norms (Qwen2's QKV bias, Gemma 2's four norms per layer) are left
-    out: under 0.01% of any model here. ``active`` drops the routed experts a token does not use.
+    projections and norms; biases, sinks, an output gate and a sparse-attention indexer where the preset has them),
+    linear-attention (Gated DeltaNet) and Mamba-2 mixers, MLPs (gated: three matrices; else two), routed and shared
+    experts with their router, and one norm per mixer and per MLP plus the final one. Extra norms (Qwen3's and
+    Llama 4's query-key norms, Gemma 2's four per layer) are left out: under 0.01% of any model here. ``active``
+    drops the routed experts a token does not use and keeps both embedding matrices; multi-token-prediction modules
+    (``mtp_layers``) are in neither.
     """
     h = m.hidden
     embeddings = m.vocab * h * (1 if m.tied_embeddings else 2)
+    attention = m.attention_layer_count
+    linear, mamba = m.linear_attention_layers or 0, m.mamba_layers or 0
     moe_layers = _moe_layers(m)
-    dense_layers = m.layers - moe_layers
-    dense_mlp = 3 * h * (m.intermediate or 0)
+    dense_layers = m.mlp_layer_count - moe_layers
     expert = _expert_params(m)
     moe_mlp = 0
     if moe_layers:
         moe_mlp = (m.experts + (m.shared_experts or 0)) * expert + m.experts * h  # type: ignore[operator]
-    total = embeddings + m.layers * (_attention_params(m) + 2 * h) + dense_layers * dense_mlp + moe_layers * moe_mlp + h
+        moe_mlp += m.experts if m.mlp_bias else 0  # type: ignore[operator]  # the router's bias (gpt-oss)
+    norms = (attention + linear + mamba + m.mlp_layer_count + 1) * h
+    total = (embeddings + attention * _attention_params(m) + linear * _linear_attention_params(m)
+             + mamba * _mamba_params(m) + dense_layers * _mlp_params(m, m.intermediate or 0) + moe_layers * moe_mlp
+             + norms)  # fmt: skip
     unused = moe_layers * ((m.experts or 0) - (m.experts_per_token or 0)) * expert
     return total, total - unused
 
@@ -86,34 +146,90 @@ def _model(model: str) -> ModelPreset:
     return load_catalog().models.get(model)  # type: ignore[return-value]
 
 
+SPARSE_MLA_SCALE_BLOCK = 128
+"""Latent values sharing one FP32 scale in the FP8 cache of DeepSeek sparse attention, and indexer-key values sharing
+one in its indexer cache (vLLM FlashMLASparseBackend's 656-byte fp8_ds_mla layout; DeepseekV32IndexerCache's
+``index_head_dim + index_head_dim // 128 * 4`` bytes; SGLang's NSA pools alike)."""
+
+
+def latent_bytes_per_layer_token(m: ModelPreset, bytes_per_value: float) -> float:
+    """Bytes of one token's latent (and indexer key) in one layer on one GPU, under latent attention.
+
+    ``(kv_lora_rank + qk_rope_head_dim) * b``; with DeepSeek's sparse-attention indexer, its key adds
+    ``index_head_dim`` FP8 values and an FP32 scale per 128 (always FP8), and an FP8 latent is stored as the sparse
+    kernels read it: ``kv_lora_rank`` FP8 values, an FP32 scale per 128 and the rotary key kept in 16 bits (656 bytes
+    for DeepSeek-V3.2)."""
+    rope = m.qk_rope_head_dim or 0
+    latent = (m.kv_lora_rank or 0) + rope
+    if m.index_head_dim is None:
+        return latent * bytes_per_value
+    scales = 4 * ((m.kv_lora_rank or 0) // SPARSE_MLA_SCALE_BLOCK)
+    stored = (m.kv_lora_rank or 0) + scales + 2 * rope if bytes_per_value == 1 else latent * bytes_per_value
+    return stored + m.index_head_dim + 4 * (m.index_head_dim // SPARSE_MLA_SCALE_BLOCK)
+
+
 def _kv_bytes_per_layer_token(m: ModelPreset, bytes_per_value: float, tp: int) -> float:
     """Bytes one token adds to one layer's cache, summed over the tensor-parallel group (replicas included)."""
     if m.kv_lora_rank is not None:
-        return tp * (m.kv_lora_rank + (m.qk_rope_head_dim or 0)) * bytes_per_value  # latent replicated on every GPU
+        return tp * latent_bytes_per_layer_token(m, bytes_per_value)  # latent replicated on every GPU
     return tp * 2.0 * math.ceil(m.kv_heads / tp) * m.head_dim * bytes_per_value
 
 
 def _cached_layer_tokens(m: ModelPreset, context_tokens: float, windows: int = 1) -> float:
-    """Layer-tokens a sequence of ``context_tokens`` keeps in a preset model; ``windows`` 0 ignores its windows."""
+    """Layer-tokens a sequence of ``context_tokens`` keeps in a preset model's attention layers; ``windows`` 0
+    ignores its windows and chunks."""
+    attention = m.attention_layer_count
     if not windows:
-        return m.layers * context_tokens
-    return architecture.layer_tokens(m.layers, m.sliding_window, m.sliding_window_layers, context_tokens)
+        return attention * context_tokens
+    chunked = m.chunked_layers or 0
+    kept = architecture.layer_tokens(attention - chunked, m.sliding_window, m.sliding_window_layers, context_tokens)
+    return kept + chunked * min(context_tokens, m.attention_chunk or context_tokens)
+
+
+def state_bytes(
+    m: ModelPreset, state_bytes_per_value: float = 2, conv_bytes_per_value: float = 2, tp: int = 1
+) -> float:
+    """Fixed state of one sequence in a preset's linear-attention and Mamba-2 layers, over the tensor-parallel group
+    [bytes]; 0 for a model with attention only. Unchecked: MODEL_STATE_BYTES and the serving figures."""
+    total = 0.0
+    if m.linear_attention_layers:
+        total += m.linear_attention_layers * architecture.linear_attention_state(
+            m.linear_key_heads or 0, m.linear_value_heads or 0, m.linear_key_head_dim or 0,
+            m.linear_value_head_dim or 0, m.linear_conv_kernel or 1, state_bytes_per_value, conv_bytes_per_value,
+        )  # fmt: skip
+    if m.mamba_layers:
+        total += m.mamba_layers * architecture.mamba_state(
+            m.mamba_heads or 0, m.mamba_head_dim or 0, m.mamba_state_size or 0, m.mamba_groups or 1,
+            m.mamba_conv_kernel or 1, state_bytes_per_value, conv_bytes_per_value, tp,
+        )  # fmt: skip
+    return total
+
+
+def sequence_bytes(
+    m: ModelPreset, context_tokens: float, bytes_per_value: float = 2, tp: int = 1, windows: int = 1,
+    state_bytes_per_value: float = 2,
+) -> float:  # fmt: skip
+    """KV cache plus fixed state of one sequence of ``context_tokens`` in a preset, over the tensor-parallel group
+    [bytes]. Unchecked: MODEL_SEQ_BYTES, MODEL_KV_GB and the engine figures. The convolution state is kept at 2 bytes
+    (the model's 16 bits, as vLLM and SGLang keep it by default)."""
+    kv = _kv_bytes_per_layer_token(m, bytes_per_value, tp) * _cached_layer_tokens(m, context_tokens, windows)
+    return kv + state_bytes(m, state_bytes_per_value, 2, tp)
 
 
 @checked
 def model_kv_bytes_per_token(
     model: Name, context_tokens: TokensOrZero = 0, bytes_per_value: BytesPerValue = 2, tp: GPUs = 1,
-    windows: Flag = 1,
+    windows: Flag = 1, state_bytes_per_value: BytesPerValue = 2,
 ) -> float:  # fmt: skip
-    """KV cache per token of a preset model, by its architecture: latent attention, sliding windows, GQA, replicas.
+    """KV cache per token of a preset model, by its architecture: latent attention, windows, GQA, replicas, state.
 
     Parameters
     ----------
     model : str
         A preset model name, e.g. DeepSeek-V3 or Gemma-2-9B [name].
     context_tokens : float, default 0
-        Sequence length the average is taken over; window layers stop growing past their window. 0 counts every
-        layer in full (a short sequence) [tokens].
+        Sequence length the average is taken over; window and chunked layers stop growing past their window, and a
+        hybrid model's fixed state is shared out over it. 0 counts every attention layer in full and no state [tokens].
     bytes_per_value : float, default 2
         Bytes per cached number, or a precision name such as bf16, fp8 or q8_0 [bytes].
     tp : int, default 1
@@ -121,26 +237,29 @@ def model_kv_bytes_per_token(
     windows : int, default 1
         1 caches a window layer's window only; 0 caches every layer in full, as engines without sliding-window
         support allocate (vLLM's first Gemma 2 support, PR #5908) [flag].
+    state_bytes_per_value : float, default 2
+        Bytes per recurrent-state value of linear-attention and Mamba layers: bf16 as vLLM keeps it, fp32 as SGLang
+        does by default [bytes].
 
     Returns
     -------
     float
-        KV cache per token across the tensor-parallel group, replicas included [bytes].
+        KV cache (and state) per token across the tensor-parallel group, replicas included [bytes].
 
     Notes
     -----
-    Grouped-query: ``2 * ceil(kv_heads / tp) * tp * head_dim * b`` per layer; latent attention: ``tp *
+    Grouped-query: ``2 * ceil(kv_heads / tp) * tp * head_dim * b`` per attention layer; latent attention: ``tp *
     (kv_lora_rank + qk_rope_head_dim) * b`` per layer (DeepSeek-V2, arXiv:2405.04434). Averaged over a sequence,
     window layers count ``min(T, window) / T`` (Mistral 7B, arXiv:2310.06825), as Hugging Face transformers'
-    static sliding-window cache allocates them (cache_utils.py StaticSlidingWindowLayer). Llama-3.1-70B: 327,680
-    bytes; DeepSeek-V3: 70,272; Qwen3-235B-A22B: 192,512; Gemma-2-9B at 8,192 tokens 258,048, or 344,064 with
-    windows 0.
+    static sliding-window cache allocates them (cache_utils.py StaticSlidingWindowLayer), chunked layers
+    ``min(T, chunk) / T``, and MODEL_STATE_BYTES adds ``state / T``. Llama-3.1-70B: 327,680 bytes; DeepSeek-V3:
+    70,272; Qwen3-235B-A22B: 192,512; Gemma-2-9B at 8,192 tokens 258,048, or 344,064 with windows 0.
     """
     m = _model(model)
     per_layer = _kv_bytes_per_layer_token(m, bytes_per_value, tp)
     if context_tokens == 0:
-        return per_layer * m.layers
-    return per_layer * _cached_layer_tokens(m, context_tokens, windows) / context_tokens
+        return per_layer * m.attention_layer_count
+    return sequence_bytes(m, context_tokens, bytes_per_value, tp, windows, state_bytes_per_value) / context_tokens
 
 
 @checked
@@ -151,8 +270,9 @@ def model_kv_gb(
     bytes_per_value: BytesPerValue = 2,
     tp: GPUs = 1,
     windows: Flag = 1,
+    state_bytes_per_value: BytesPerValue = 2,
 ) -> float:
-    """KV cache that sequences of a given length hold for a preset model, windows and latent attention included.
+    """KV cache that sequences hold for a preset model: windows, latent attention and hybrid layers' state included.
 
     Parameters
     ----------
@@ -169,20 +289,92 @@ def model_kv_gb(
     windows : int, default 1
         1 caches a window layer's window only; 0 every layer in full, as an engine without sliding-window support
         does [flag].
+    state_bytes_per_value : float, default 2
+        Bytes per recurrent-state value of linear-attention and Mamba layers (bf16 in vLLM, fp32 in SGLang) [bytes].
 
     Returns
     -------
     float
-        KV cache across the tensor-parallel group [GB].
+        KV cache and fixed state across the tensor-parallel group [GB].
 
     Notes
     -----
-    ``sequences * MODEL_KV_BYTES_PER_TOKEN(model, T, b, tp, windows) * T / 1e9``. Mistral-7B at 32,768 tokens:
-    0.537 GB, one eighth of 4.29 GB without its window (Mistral 7B, arXiv:2310.06825, section 2).
+    ``sequences * MODEL_SEQ_BYTES(model, T, b, b_state, tp, windows) / 1e9``: the cache of the attention layers plus
+    MODEL_STATE_BYTES for each sequence. Mistral-7B at 32,768 tokens: 0.537 GB, one eighth of 4.29 GB without its
+    window (Mistral 7B, arXiv:2310.06825, section 2).
     """
     m = _model(model)
-    per_layer = _kv_bytes_per_layer_token(m, bytes_per_value, tp)
-    return sequences * per_layer * _cached_layer_tokens(m, context_tokens, windows) / _GIGA
+    return sequences * sequence_bytes(m, context_tokens, bytes_per_value, tp, windows, state_bytes_per_value) / _GIGA
+
+
+@checked
+def model_state_bytes(
+    model: Name, state_bytes_per_value: BytesPerValue = 2, conv_bytes_per_value: BytesPerValue = 2, tp: GPUs = 1
+) -> float:
+    """Fixed state one sequence holds in a preset's linear-attention and Mamba layers, whatever its length.
+
+    Parameters
+    ----------
+    model : str
+        A preset model name, e.g. Qwen3-Next-80B-A3B or Nemotron-H-56B [name].
+    state_bytes_per_value : float, default 2
+        Bytes per recurrent-state value, or a precision name: bf16 (vLLM's default, the model's dtype) or fp32
+        (SGLang's default --mamba-ssm-dtype) [bytes].
+    conv_bytes_per_value : float, default 2
+        Bytes per convolution-state value: the model's 16 bits in vLLM and SGLang [bytes].
+    tp : int, default 1
+        Tensor-parallel GPUs; the state is split across them (Mamba groups they do not divide are replicated) [count].
+
+    Returns
+    -------
+    float
+        State of one sequence across the tensor-parallel group; 0 for a model with attention only [bytes].
+
+    Notes
+    -----
+    LINEAR_STATE_BYTES over the preset's linear-attention layers plus MAMBA_STATE_BYTES over its Mamba-2 layers, the
+    state shapes vLLM allocates (mamba_utils.py MambaStateShapeCalculator). Qwen3-Next-80B-A3B: 39,518,208 bytes in
+    BF16, 77,266,944 with an FP32 state; Nemotron-H-56B: 459,620,352 in BF16.
+    """
+    return state_bytes(_model(model), state_bytes_per_value, conv_bytes_per_value, tp)
+
+
+@checked
+def model_sequence_bytes(
+    model: Name, context_tokens: Tokens, bytes_per_value: BytesPerValue = 2,
+    state_bytes_per_value: BytesPerValue = 2, tp: GPUs = 1, windows: Flag = 1,
+) -> float:  # fmt: skip
+    """Memory one sequence holds in a preset model: the attention layers' KV cache plus the fixed state of the rest.
+
+    Parameters
+    ----------
+    model : str
+        A preset model name [name].
+    context_tokens : float
+        Tokens in the sequence, prompt plus output [tokens].
+    bytes_per_value : float, default 2
+        Bytes per cached key or value (or latent), or a precision name such as bf16 or fp8 [bytes].
+    state_bytes_per_value : float, default 2
+        Bytes per recurrent-state value of linear-attention and Mamba layers (bf16 in vLLM, fp32 in SGLang); the
+        convolution state stays 16-bit [bytes].
+    tp : int, default 1
+        Tensor-parallel GPUs; replicated KV heads count on every GPU that holds them [count].
+    windows : int, default 1
+        1 caches a window or chunk layer's window only; 0 every attention layer in full [flag].
+
+    Returns
+    -------
+    float
+        KV cache and state of one sequence across the tensor-parallel group [bytes].
+
+    Notes
+    -----
+    ``KV per layer-token * layer-tokens kept + MODEL_STATE_BYTES`` (KV cache: MODEL_KV_BYTES_PER_TOKEN's
+    arithmetic; state: vLLM's MambaSpec page per sequence). Qwen3-Next-80B-A3B at 32,768 tokens in BF16: 24,576 bytes
+    a token in its 12 attention layers x 32,768 + 39,518,208 of state = 844,824,576 bytes, the state 4.7% of it.
+    """
+    m = _model(model)
+    return sequence_bytes(m, context_tokens, bytes_per_value, tp, windows, state_bytes_per_value)
 
 
 def embedding_params(m: ModelPreset) -> int:
@@ -209,8 +401,9 @@ def embedding_bytes(bytes_per_param: float, embedding_bytes_per_param: float = 0
 
 @checked
 def model_weights_gb(
-    model: Name, bytes_per_param: BytesPerValue = 2, embedding_bytes_per_param: BytesPerValueOrZero = 0
-) -> float:
+    model: Name, bytes_per_param: BytesPerValue = 2, embedding_bytes_per_param: BytesPerValueOrZero = 0,
+    expert_bytes_per_param: BytesPerValueOrZero = 0,
+) -> float:  # fmt: skip
     """Memory a preset model's weights take: every parameter, every expert, embeddings as checkpoints store them.
 
     Parameters
@@ -222,6 +415,9 @@ def model_weights_gb(
     embedding_bytes_per_param : float, default 0
         Bytes per weight of the token embeddings and output head, or a format name; 0 as checkpoints are
         published: 16-bit below 16-bit weights, else the weights' own. Give the weights' format for llama.cpp [bytes].
+    expert_bytes_per_param : float, default 0
+        Bytes per weight of the routed experts when they are stored apart (gpt-oss: mxfp4 experts, the rest bf16);
+        0: as the other decoder weights [bytes].
 
     Returns
     -------
@@ -238,12 +434,24 @@ def model_weights_gb(
     byte count give the same result: ``MODEL_WEIGHTS_GB(m, "fp8")`` is ``MODEL_WEIGHTS_GB(m, 1)``. Llama-3-8B: AWQ
     5.73 GB (published checkpoints 4.68 + 1.05 GB), FP8 9.08 GB (5 + 4.08 GB), where ``N * b`` alone gives 4.17 and
     8.03. A mixture-of-experts model holds all its experts (Mixtral of Experts, arXiv:2401.04088: 47B held, 13B used
-    per token). WEIGHTS_GB stays the plain ``N * b`` of "Back-of-the-Envelope Estimation for LLM Systems".
+    per token). With expert_bytes_per_param the routed experts (MODEL_EXPERT_PARAMS_B) take that width instead:
+    gpt-oss-120b with MXFP4 experts (4.25 bits, its model card, arXiv:2508.10925) and the rest in BF16 holds 65.1 GB,
+    which is what lets it fit one 80 GB GPU. WEIGHTS_GB stays the plain ``N * b`` of "Back-of-the-Envelope
+    Estimation for LLM Systems".
     """
-    m = _model(model)
+    return weights_gb(_model(model), bytes_per_param, embedding_bytes_per_param, expert_bytes_per_param)
+
+
+def weights_gb(
+    m: ModelPreset, bytes_per_param: float, embedding_bytes_per_param: float = 0, expert_bytes_per_param: float = 0
+) -> float:
+    """MODEL_WEIGHTS_GB's arithmetic on a preset, unchecked [GB]."""
     total = m.params_b * _GIGA
     emb = min(float(embedding_params(m)), total)
-    return ((total - emb) * bytes_per_param + emb * embedding_bytes(bytes_per_param, embedding_bytes_per_param)) / _GIGA
+    experts = min(_moe_layers(m) * (m.experts or 0) * _expert_params(m), total - emb) if expert_bytes_per_param else 0
+    rest = total - emb - experts
+    return (rest * bytes_per_param + experts * expert_bytes_per_param
+            + emb * embedding_bytes(bytes_per_param, embedding_bytes_per_param)) / _GIGA  # fmt: skip
 
 
 @checked
@@ -273,3 +481,117 @@ def preset_figures(m: ModelPreset) -> dict[str, Any]:
     """The architecture fields of a preset as a plain dict (for display): the figures it has, in catalog order."""
     figures = {field: m.figure(field) for field in m.FIGURES}
     return {field: value for field, value in figures.items() if value is not None}
+
+
+# --- memory as serving engines allocate it ------------------------------------------------------------------------
+
+
+@checked
+def model_engine_kv_tokens(
+    model: Name,
+    memory_gb: MemoryGB,
+    tp: GPUs = 1,
+    bytes_per_param: BytesPerValue = 2,
+    kv_bytes_per_value: BytesPerValue = 2,
+    memory_fraction: Fraction = 0.9,
+    reserve_gb: MemoryGBOrZero = 0,
+    block_size: Count = 16,
+) -> int:
+    """KV cache tokens a serving engine allocates for a preset model: the "GPU KV cache size" it prints at start-up.
+
+    Parameters
+    ----------
+    model : str
+        A preset model name [name].
+    memory_gb : float
+        Memory of one GPU as CUDA reports it, in GB (an engine's GiB x 1.0737; an 80 GB H100 reports about 85 GB)
+        [GB].
+    tp : int, default 1
+        Tensor-parallel GPUs; the weights and KV heads are split, a GPU keeping at least one head [count].
+    bytes_per_param : float, default 2
+        Bytes per weight, or a format name; embeddings as checkpoints keep them (MODEL_WEIGHTS_GB) [bytes].
+    kv_bytes_per_value : float, default 2
+        Bytes per cached value, or a precision name (vLLM's and SGLang's auto: the activations' 16 bits) [bytes].
+    memory_fraction : float, default 0.9
+        vLLM's gpu_memory_utilization (0.9; 0.92 from v0.22) or SGLang's mem_fraction_static [fraction].
+    reserve_gb : float, default 0
+        Held besides the weights inside that share, per GPU: vLLM's activation peak, non-torch memory and CUDA
+        graphs; SGLang's CUDA context and NCCL buffers [GB].
+    block_size : int, default 16
+        Tokens per block: vLLM's 16; 1 for SGLang [tokens].
+
+    Returns
+    -------
+    int
+        Tokens every GPU of the group holds; 0 when the weights do not fit [tokens].
+
+    Notes
+    -----
+    ENGINE_KV_TOKENS(ENGINE_KV_GB(memory, MODEL_WEIGHTS_GB / tp, fraction, reserve), MODEL_KV_BYTES_PER_TOKEN / tp,
+    block): every attention layer in full, as vLLM counts its printed tokens (a window layer's saving shows in the
+    concurrency, MODEL_ENGINE_CONCURRENCY). vLLM issue #10517, Llama-3.1-8B on an RTX 3090 (23.58 GiB, 0.9, 2.42 GiB
+    of activations and non-torch memory): 31,232 tokens, the 1,952 blocks it logs.
+    """
+    m = _model(model)
+    pool = engine.kv_pool_gb(memory_gb, weights_gb(m, bytes_per_param) / tp, memory_fraction, reserve_gb)
+    per_token = _kv_bytes_per_layer_token(m, kv_bytes_per_value, tp) / tp * m.attention_layer_count
+    return engine.pool_tokens(pool * _GIGA, per_token, block_size)
+
+
+@checked
+def model_engine_concurrency(
+    model: Name,
+    memory_gb: MemoryGB,
+    max_model_len: Tokens,
+    tp: GPUs = 1,
+    bytes_per_param: BytesPerValue = 2,
+    kv_bytes_per_value: BytesPerValue = 2,
+    memory_fraction: Fraction = 0.9,
+    reserve_gb: MemoryGBOrZero = 0,
+    block_size: Count = 16,
+    state_bytes_per_value: BytesPerValue = 2,
+) -> float:
+    """Requests of the full context a serving engine holds at once for a preset: its "Maximum concurrency".
+
+    Parameters
+    ----------
+    model : str
+        A preset model name [name].
+    memory_gb : float
+        Memory of one GPU as CUDA reports it, in GB [GB].
+    max_model_len : float
+        Context length each request may reach (vLLM's max_model_len) [tokens].
+    tp : int, default 1
+        Tensor-parallel GPUs sharing the weights, the KV heads and the state [count].
+    bytes_per_param : float, default 2
+        Bytes per weight, or a format name [bytes].
+    kv_bytes_per_value : float, default 2
+        Bytes per cached value, or a precision name [bytes].
+    memory_fraction : float, default 0.9
+        vLLM's gpu_memory_utilization or SGLang's mem_fraction_static [fraction].
+    reserve_gb : float, default 0
+        Held besides the weights inside that share, per GPU [GB].
+    block_size : int, default 16
+        Tokens per block; a request's cache is rounded up to whole blocks [tokens].
+    state_bytes_per_value : float, default 2
+        Bytes per recurrent-state value of Mamba and linear-attention layers (bf16 in vLLM, fp32 in SGLang) [bytes].
+
+    Returns
+    -------
+    float
+        Requests at max_model_len that fit on the group; 0 when the weights do not fit [requests].
+
+    Notes
+    -----
+    ``pool / (KV of max_model_len tokens in whole blocks + MODEL_STATE_BYTES)``, per GPU: window and chunk layers
+    hold their window, a hybrid model's fixed state counts once per request. For attention alone it is vLLM's
+    num_tokens / max_model_len within a block. Llama-3.1-8B on an RTX 3090 at 20,000 tokens (vLLM issue #10517):
+    1.56x, as logged.
+    """
+    m = _model(model)
+    pool = engine.kv_pool_gb(memory_gb, weights_gb(m, bytes_per_param) / tp, memory_fraction, reserve_gb)
+    if pool <= 0:
+        return 0.0
+    length = equations.whole_ceil(max_model_len / block_size) * block_size
+    kv = _kv_bytes_per_layer_token(m, kv_bytes_per_value, tp) * _cached_layer_tokens(m, length) / tp
+    return pool * _GIGA / (kv + state_bytes(m, state_bytes_per_value, 2, tp) / tp)

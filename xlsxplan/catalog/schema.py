@@ -85,18 +85,65 @@ class ModelPreset(Preset):
     experts_per_token: int | None = Field(None, gt=0, description="routed experts each token uses [count]")
     shared_experts: int | None = Field(None, ge=0, description="always-used experts per MoE layer [count]")
     moe_intermediate: int | None = Field(None, gt=0, description="one expert's MLP width [count]")
-    dense_layers: int | None = Field(None, ge=0, description="leading layers with a dense MLP [count]")
+    dense_layers: int | None = Field(None, ge=0, description="layers with a dense MLP instead of experts [count]")
     sliding_window: int | None = Field(None, gt=0, description="attention window of a window layer [tokens]")
     sliding_window_layers: int | None = Field(None, ge=0, description="layers with a sliding window [count]")
     kv_lora_rank: int | None = Field(None, gt=0, description="latent width cached per layer (MLA) [count]")
     qk_rope_head_dim: int | None = Field(None, gt=0, description="rotary key width cached per layer (MLA) [count]")
     q_lora_rank: int | None = Field(None, gt=0, description="query latent width (MLA) [count]")
+    # Hybrid and state-space layers: attention layers keep a KV cache that grows with the context; linear-attention
+    # (Gated DeltaNet) and Mamba-2 layers keep a fixed state per sequence instead.
+    attention_layers: int | None = Field(None, ge=0, description="layers with attention, whose KV cache grows with "
+                                         "the context; absent: every layer [count]")  # fmt: skip
+    attention_chunk: int | None = Field(None, gt=0, description="attention chunk of a chunked layer (Llama 4) [tokens]")
+    chunked_layers: int | None = Field(None, ge=0, description="layers with chunked attention [count]")
+    mlp_layers: int | None = Field(None, ge=0, description="layers with an MLP or experts; absent: every layer [count]")
+    linear_attention_layers: int | None = Field(None, ge=0, description="linear-attention (Gated DeltaNet) layers "
+                                                "[count]")  # fmt: skip
+    linear_key_heads: int | None = Field(None, gt=0, description="key heads of a linear-attention layer [count]")
+    linear_value_heads: int | None = Field(None, gt=0, description="value heads of a linear-attention layer [count]")
+    linear_key_head_dim: int | None = Field(None, gt=0, description="width of a linear-attention key head [count]")
+    linear_value_head_dim: int | None = Field(None, gt=0, description="width of a linear-attention value head [count]")
+    linear_conv_kernel: int | None = Field(None, gt=0, description="convolution width of a linear-attention layer "
+                                           "[tokens]")  # fmt: skip
+    mamba_layers: int | None = Field(None, ge=0, description="Mamba-2 (state-space) layers [count]")
+    mamba_heads: int | None = Field(None, gt=0, description="heads of a Mamba-2 layer [count]")
+    mamba_head_dim: int | None = Field(None, gt=0, description="width of a Mamba-2 head [count]")
+    mamba_state_size: int | None = Field(None, gt=0, description="state size of a Mamba-2 head (ssm_state_size) "
+                                         "[count]")  # fmt: skip
+    mamba_groups: int | None = Field(None, gt=0, description="B and C groups of a Mamba-2 layer (n_groups) [count]")
+    mamba_conv_kernel: int | None = Field(None, gt=0, description="convolution width of a Mamba-2 layer [tokens]")
+    index_heads: int | None = Field(None, gt=0, description="heads of DeepSeek's sparse-attention indexer [count]")
+    index_head_dim: int | None = Field(None, gt=0, description="key width the sparse-attention indexer caches per "
+                                       "layer [count]")  # fmt: skip
+    mtp_layers: int | None = Field(None, ge=0, description="multi-token-prediction modules shipped beside the model, "
+                                   "not in params_b [count]")  # fmt: skip
     tied_embeddings: bool = False
+    attention_bias: bool = False
+    """Biases on the query, key, value and output projections (config attention_bias; gpt-oss)."""
+    mlp_bias: bool = False
+    """Biases on the MLP and expert projections and the router (gpt-oss's experts)."""
+    attention_sinks: bool = False
+    """One learned sink logit per head and layer (gpt-oss): parameters, nothing cached."""
+    attention_output_gate: bool = False
+    """A sigmoid gate on the attention output, its query projection twice as wide (Qwen3-Next)."""
+    gated_mlp: bool = True
+    """Gated MLPs (gate, up and down projections); False for two-matrix MLPs (Nemotron-H's squared ReLU)."""
 
     FIGURES: ClassVar[tuple[str, ...]] = (
         "params_b", "active_params_b", "layers", "hidden", "heads", "kv_heads", "head_dim", "vocab", "context",
         "intermediate", "experts", "experts_per_token", "shared_experts", "moe_intermediate", "dense_layers",
         "sliding_window", "sliding_window_layers", "kv_lora_rank", "qk_rope_head_dim", "q_lora_rank",
+        "attention_layers", "attention_chunk", "chunked_layers", "mlp_layers", "linear_attention_layers",
+        "linear_key_heads", "linear_value_heads", "linear_key_head_dim", "linear_value_head_dim",
+        "linear_conv_kernel", "mamba_layers", "mamba_heads", "mamba_head_dim", "mamba_state_size", "mamba_groups",
+        "mamba_conv_kernel", "index_heads", "index_head_dim", "mtp_layers",
+    )  # fmt: skip
+    LINEAR_FIELDS: ClassVar[tuple[str, ...]] = (
+        "linear_key_heads", "linear_value_heads", "linear_key_head_dim", "linear_value_head_dim", "linear_conv_kernel",
+    )  # fmt: skip
+    MAMBA_FIELDS: ClassVar[tuple[str, ...]] = (
+        "mamba_heads", "mamba_head_dim", "mamba_state_size", "mamba_groups", "mamba_conv_kernel",
     )  # fmt: skip
     REQUIRED: ClassVar[tuple[str, ...]] = (
         "params_b", "layers", "hidden", "heads", "kv_heads", "head_dim", "vocab", "context",
@@ -122,7 +169,47 @@ class ModelPreset(Preset):
             raise ValueError("kv_lora_rank and qk_rope_head_dim go together (multi-head latent attention)")
         if self.dense_layers is not None and self.dense_layers > self.layers:
             raise ValueError("dense_layers cannot exceed layers")
+        self._hybrid_consistent()
         return self
+
+    def _hybrid_consistent(self) -> None:
+        """The layer kinds add up: attention, linear-attention and Mamba layers within the layers, windows and
+        chunks within the attention layers, each kind's dimensions given together."""
+        attention = self.attention_layer_count
+        for name in ("attention_layers", "mlp_layers"):
+            if (getattr(self, name) or 0) > self.layers:
+                raise ValueError(f"{name} cannot exceed layers")
+        mixers = attention + (self.linear_attention_layers or 0) + (self.mamba_layers or 0)
+        if mixers > self.layers:
+            raise ValueError(f"attention, linear-attention and Mamba layers ({mixers}) cannot exceed layers "
+                             f"({self.layers})")  # fmt: skip
+        if (self.sliding_window_layers or 0) + (self.chunked_layers or 0) > attention:
+            raise ValueError("sliding_window_layers and chunked_layers cannot exceed the attention layers")
+        if (self.attention_chunk is None) != (self.chunked_layers is None):
+            raise ValueError("attention_chunk and chunked_layers go together (chunked attention)")
+        if self.dense_layers is not None and self.mlp_layers is not None and self.dense_layers > self.mlp_layers:
+            raise ValueError("dense_layers cannot exceed mlp_layers")
+        for count, fields in (("linear_attention_layers", self.LINEAR_FIELDS), ("mamba_layers", self.MAMBA_FIELDS)):
+            given = [f for f in fields if getattr(self, f) is not None]
+            if getattr(self, count) and len(given) < len(fields):
+                missing = ", ".join(f for f in fields if f not in given)
+                raise ValueError(f"{count} needs {missing}")
+            if given and not getattr(self, count):
+                raise ValueError(f"{', '.join(given)} need {count}")
+        if (self.index_heads is None) != (self.index_head_dim is None):
+            raise ValueError("index_heads and index_head_dim go together (DeepSeek sparse attention's indexer)")
+        if self.index_heads is not None and self.kv_lora_rank is None:
+            raise ValueError("the sparse-attention indexer needs latent attention (kv_lora_rank)")
+
+    @property
+    def attention_layer_count(self) -> int:
+        """Layers with attention (and a KV cache): ``attention_layers``, else every layer."""
+        return self.layers if self.attention_layers is None else self.attention_layers
+
+    @property
+    def mlp_layer_count(self) -> int:
+        """Layers with an MLP or experts: ``mlp_layers``, else every layer."""
+        return self.layers if self.mlp_layers is None else self.mlp_layers
 
     def figure(self, field: str) -> float | int | None:
         if field == "active_params_b" and self.active_params_b is None:
@@ -142,9 +229,20 @@ class AcceleratorPreset(Preset):
     bandwidth_tb_s: float = Field(gt=0, description="memory bandwidth [TB/s]")
     bf16_tflops: float | None = Field(None, gt=0, description="dense 16-bit tensor throughput [TFLOP/s]")
     fp8_tflops: float | None = Field(None, gt=0, description="dense FP8 tensor throughput [TFLOP/s]")
+    fp4_tflops: float | None = Field(None, gt=0, description="dense FP4 tensor throughput (NVFP4, MXFP4) [TFLOP/s]")
+    power_w: float | None = Field(None, gt=0, description="board power (TDP, TGP or TBP) of one accelerator [W]")
+    link_gb_s: float | None = Field(None, gt=0, description="scale-up link bandwidth of one accelerator to its peers, "
+                                    "per direction (NVLink, Infinity Fabric, ICI) [GB/s]")  # fmt: skip
 
-    FIGURES: ClassVar[tuple[str, ...]] = ("memory_gb", "bandwidth_tb_s", "bf16_tflops", "fp8_tflops")
-    REQUIRED: ClassVar[tuple[str, ...]] = FIGURES
+    FIGURES: ClassVar[tuple[str, ...]] = (
+        "memory_gb", "bandwidth_tb_s", "bf16_tflops", "fp8_tflops", "fp4_tflops", "power_w", "link_gb_s",
+    )  # fmt: skip
+    REQUIRED: ClassVar[tuple[str, ...]] = ("memory_gb", "bandwidth_tb_s", "bf16_tflops", "fp8_tflops")
+    """Given, or listed under ``unavailable`` with the reason, by every preset (a user's too)."""
+    SHIPPED_REQUIRED: ClassVar[tuple[str, ...]] = REQUIRED + ("fp4_tflops", "power_w")
+    """Given or declared unavailable by every shipped preset (tests/test_catalog.py): the FP4 peak and the board power
+    came later, so a user preset saved before them still loads; the scale-up link is optional (PCIe-only cards have
+    none)."""
 
 
 MODEL_FIELDS: tuple[str, ...] = ModelPreset.FIGURES

@@ -112,7 +112,10 @@ class _Table:
         value = preset.figure(key)
         if value is None:
             reason = preset.unavailable.get(key)
-            why = self.sources.get(reason, reason) if reason else "not part of this architecture"
+            if reason:
+                why = self.sources.get(reason, reason)
+            else:
+                why = "not part of this architecture" if self.kind == "model" else "not given for this preset"
             raise NotAvailableError(f"{preset.id} has no {key}: {why}", "field")
         return value
 

@@ -110,7 +110,7 @@ def _save(figures: Any, name: str, replace: bool) -> Path:
         "bandwidth_tb_s": float(f"{figures.bandwidth_tb_s:.4g}"),
         "bf16_tflops": float(f"{figures.matmul_tflops:.4g}"),
     }
-    unavailable = {"fp8_tflops": "not measured by xlsxplan calibrate"}
+    unavailable = {field: "not measured by xlsxplan calibrate" for field in ("fp8_tflops", "fp4_tflops", "power_w")}
     if figures_out["memory_gb"] is None:
         unavailable["memory_gb"] = "the platform did not report its memory"
     note = (f"6N-equivalent training rate {figures.train_6n_flops:.4g} FLOP/s ({figures.train_model}); "

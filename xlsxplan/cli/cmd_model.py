@@ -42,7 +42,13 @@ def add(args: argparse.Namespace) -> int:
     print(f"added {name} to {saved}")
     print(f"  parameters  {human_number(total)}B total, {human_number(active)}B active per token")  # type: ignore[arg-type]
     kv = models.model_kv_bytes_per_token(name)
-    print(f"  KV cache    {human_number(kv)} bytes per token in BF16 (before any window)")
+    attention = getattr(preset, "attention_layer_count", preset.layers)
+    where = "" if attention == preset.layers else f" in its {attention} attention layers"
+    print(f"  KV cache    {human_number(kv)} bytes per token in BF16{where} (before any window)")
+    state = models.model_state_bytes(name)
+    if state:
+        print(f"  state       {human_number(state)} bytes per sequence in BF16, whatever its length "
+              "(linear-attention and Mamba layers)")  # fmt: skip
     quoted = '"' + name.replace('"', '""') + '"'  # a text literal in a formula doubles its quotes
     print(f'  use it as   =MODEL_SPEC({quoted}, "layers"), =MODEL_KV_GB({quoted}, 8192)')
     return EXIT_OK

@@ -11,6 +11,9 @@ full-attention model. Today's models break them in four ways, each handled here:
   it is routed to (active parameters); a batch touches more experts than one token does.
 * **Tensor parallelism** splits KV heads across GPUs, but a GPU cannot hold less than one head: with more GPUs than KV
   heads, heads are replicated. A latent-attention cache is replicated on every tensor-parallel GPU.
+* **State instead of a cache**: a linear-attention layer (Gated DeltaNet, Qwen3-Next) or a Mamba-2 layer (Nemotron-H)
+  keeps one fixed state per sequence, a short convolution's last inputs plus the recurrent state, whatever the
+  context; hybrid models put a few attention layers, whose cache grows, beside many such layers.
 
 These functions take the numbers; those taking a preset ``model`` name read its shape from the catalog and live in
 :mod:`xlsxplan.catalog.models`.
@@ -27,6 +30,14 @@ References
    arXiv:2401.04088, section 2 (47B parameters held, 13B used per token).
 .. [5] Shoeybi et al. 2019, "Megatron-LM", arXiv:1909.08053, section 3 (attention heads split across tensor-parallel
    GPUs).
+.. [6] Yang, Kautz and Hatamizadeh 2024, "Gated Delta Networks: Improving Mamba2 with Delta Rule", arXiv:2412.06464,
+   section 3 (a d_k x d_v state matrix per head); vLLM vllm/model_executor/layers/mamba/mamba_utils.py,
+   MambaStateShapeCalculator.gated_delta_net_state_shape (conv state (conv_kernel - 1, 2 k_heads d_k + v_heads
+   d_v), temporal state (v_heads, d_v, d_k) per sequence).
+.. [7] Dao and Gu 2024, "Transformers are SSMs: Generalized Models and Efficient Algorithms Through Structured State
+   Space Duality" (Mamba-2), arXiv:2405.21060, section 7 (a head_dim x state_size state per head); vLLM
+   mamba_utils.py, mamba2_state_shape (conv state (conv_kernel - 1, heads head_dim + 2 groups state_size), temporal
+   state (heads, head_dim, state_size)).
 """
 
 from __future__ import annotations
@@ -40,6 +51,11 @@ from . import equations
 
 __all__ = [
     "check_moe",
+    "linear_attention_state",
+    "linear_attention_state_bytes",
+    "mamba_groups_held",
+    "mamba_state",
+    "mamba_state_bytes",
     "kv_bytes_per_sequence",
     "kv_bytes_per_token_mla",
     "kv_heads_per_gpu",
@@ -161,8 +177,9 @@ def kv_heads_per_gpu(kv_heads: Count, tp: GPUs) -> int:
     Notes
     -----
     ``ceil(kv_heads / tp)`` (heads split across GPUs: Megatron-LM, arXiv:1909.08053, section 3; vLLM and SGLang
-    replicate a KV head when tp exceeds kv_heads). Llama-3.1-70B's 8 KV heads on 16 GPUs: 1 per GPU, so the cache
-    across the group is twice the model's.
+    replicate a KV head when tp exceeds kv_heads). It is vLLM's ``max(1, kv_heads // tp)``
+    (ModelConfig.get_num_kv_heads) wherever one of the two divides the other, which vLLM requires. Llama-3.1-70B's
+    8 KV heads on 16 GPUs: 1 per GPU, so the cache across the group is twice the model's.
     """
     return math.ceil(kv_heads / tp)
 
@@ -173,6 +190,135 @@ def layer_tokens(layers: int, window: int | None, window_layers: int | None, con
     window_layers = window_layers or 0
     capped = min(context_tokens, window) if window else context_tokens
     return (layers - window_layers) * context_tokens + window_layers * capped
+
+
+# --- fixed state per sequence: linear attention and Mamba-2 ---------------------------------------------------------
+
+
+def linear_attention_state(
+    key_heads: int, value_heads: int, key_head_dim: int, value_head_dim: int, conv_kernel: int,
+    state_bytes: float, conv_bytes: float,
+) -> float:  # fmt: skip
+    """Bytes of one Gated DeltaNet layer's state for one sequence, over every tensor-parallel GPU (the heads and the
+    convolution's channels are split, never replicated). Unchecked: LINEAR_STATE_BYTES and the preset functions."""
+    conv = (conv_kernel - 1) * (2 * key_heads * key_head_dim + value_heads * value_head_dim) * conv_bytes
+    return conv + value_heads * value_head_dim * key_head_dim * state_bytes
+
+
+def mamba_groups_held(groups: int, tp: int) -> int:
+    """B and C groups a Mamba-2 layer holds across ``tp`` GPUs: its own, or as many as the GPUs when they do not divide
+    them (vLLM MambaStateShapeCalculator.extra_groups_for_head_shards replicates them to shard with the heads)."""
+    return groups if groups % tp == 0 else max(groups, tp)
+
+
+def mamba_state(
+    heads: int, head_dim: int, state_size: int, groups: int, conv_kernel: int, state_bytes: float, conv_bytes: float,
+    tp: int = 1,
+) -> float:  # fmt: skip
+    """Bytes of one Mamba-2 layer's state for one sequence, over every tensor-parallel GPU. Unchecked: MAMBA_STATE_BYTES
+    and the preset functions."""
+    conv = (conv_kernel - 1) * (heads * head_dim + 2 * mamba_groups_held(groups, tp) * state_size) * conv_bytes
+    return conv + heads * head_dim * state_size * state_bytes
+
+
+@checked
+def linear_attention_state_bytes(
+    layers: Count,
+    key_heads: Count,
+    value_heads: Count,
+    key_head_dim: Count,
+    value_head_dim: Count,
+    conv_kernel: Count = 4,
+    state_bytes_per_value: BytesPerValue = 2,
+    conv_bytes_per_value: BytesPerValue = 2,
+) -> float:
+    """Fixed state one sequence holds in linear-attention (Gated DeltaNet) layers, whatever its length.
+
+    Parameters
+    ----------
+    layers : int
+        Linear-attention layers (Qwen3-Next: 36 of its 48) [count].
+    key_heads : int
+        Key heads of a layer (config linear_num_key_heads) [count].
+    value_heads : int
+        Value heads of a layer (config linear_num_value_heads) [count].
+    key_head_dim : int
+        Width of a key head (config linear_key_head_dim) [count].
+    value_head_dim : int
+        Width of a value head (config linear_value_head_dim) [count].
+    conv_kernel : int, default 4
+        Width of the short convolution (config linear_conv_kernel_dim); it keeps kernel - 1 inputs [tokens].
+    state_bytes_per_value : float, default 2
+        Bytes per recurrent-state value, or a precision name: bf16 (vLLM's default, the model's dtype) or fp32
+        (SGLang's default --mamba-ssm-dtype) [bytes].
+    conv_bytes_per_value : float, default 2
+        Bytes per convolution-state value: the model's 16 bits in vLLM and SGLang [bytes].
+
+    Returns
+    -------
+    float
+        State of one sequence across all these layers [bytes].
+
+    Notes
+    -----
+    Per layer ``(k - 1)(2 H_k d_k + H_v d_v) b_conv + H_v d_v d_k b_state``: the state shapes of vLLM's
+    MambaStateShapeCalculator.gated_delta_net_state_shape (Gated Delta Networks, arXiv:2412.06464). Qwen3-Next-80B-A3B
+    (16 key and 32 value heads of 128, kernel 4) in BF16: 36 x (49,152 + 1,048,576) = 39,518,208 bytes, the cache of
+    1,608 tokens of its 12 attention layers. Tensor parallelism splits it; the sum over the GPUs is the same.
+    """
+    return layers * linear_attention_state(key_heads, value_heads, key_head_dim, value_head_dim, conv_kernel,
+                                           state_bytes_per_value, conv_bytes_per_value)  # fmt: skip
+
+
+@checked
+def mamba_state_bytes(
+    layers: Count,
+    heads: Count,
+    head_dim: Count,
+    state_size: Count,
+    groups: Count = 1,
+    conv_kernel: Count = 4,
+    state_bytes_per_value: BytesPerValue = 2,
+    conv_bytes_per_value: BytesPerValue = 2,
+    tp: GPUs = 1,
+) -> float:
+    """Fixed state one sequence holds in Mamba-2 layers, whatever its length.
+
+    Parameters
+    ----------
+    layers : int
+        Mamba-2 layers (Nemotron-H-56B: 54 of its 118 blocks) [count].
+    heads : int
+        Heads of a layer (config mamba_num_heads) [count].
+    head_dim : int
+        Width of a head (config mamba_head_dim) [count].
+    state_size : int
+        State size per head (config ssm_state_size) [count].
+    groups : int, default 1
+        B and C groups (config n_groups) [count].
+    conv_kernel : int, default 4
+        Width of the convolution (config conv_kernel); it keeps kernel - 1 inputs [tokens].
+    state_bytes_per_value : float, default 2
+        Bytes per SSM-state value, or a precision name: bf16 (vLLM's default unless mamba_ssm_cache_dtype is set) or
+        fp32 (SGLang's default) [bytes].
+    conv_bytes_per_value : float, default 2
+        Bytes per convolution-state value: the model's 16 bits in vLLM and SGLang [bytes].
+    tp : int, default 1
+        Tensor-parallel GPUs; groups they do not divide are replicated to match them [count].
+
+    Returns
+    -------
+    float
+        State of one sequence across all these layers and GPUs [bytes].
+
+    Notes
+    -----
+    Per layer ``(k - 1)(H P + 2 G N) b_conv + H P N b_state`` (Mamba-2, arXiv:2405.21060; vLLM
+    MambaStateShapeCalculator.mamba2_state_shape, intermediate size H P as NemotronHForCausalLM passes it). Nemotron-H
+    56B (256 heads of 64, state 256, 8 groups, kernel 4) in BF16: 54 x (122,880 + 8,388,608) = 459,620,352 bytes.
+    """
+    return layers * mamba_state(heads, head_dim, state_size, groups, conv_kernel, state_bytes_per_value,
+                                conv_bytes_per_value, tp)  # fmt: skip
 
 
 # --- weights and bandwidth --------------------------------------------------------------------------------------------

@@ -14,7 +14,8 @@ import math
 from ..errors import OutOfRangeError
 
 __all__ = ["GIGA", "TERA", "ULPS", "finite", "whole_floor", "whole_ceil", "free_bytes", "batch_that_fits",
-           "decode_step_s", "compute_tokens_per_s", "prefill_s", "replicas_for", "moe_params_read"]  # fmt: skip
+           "decode_step_s", "compute_tokens_per_s", "prefill_s", "replicas_for", "moe_params_read",
+           "roofline_step_s"]  # fmt: skip
 
 GIGA, TERA = 1e9, 1e12
 
@@ -105,3 +106,20 @@ def moe_params_read(
     routed = (params_b - active_params_b) / (1 - share)
     touched = 1 - (1 - share) ** batch
     return min(params_b, params_b - routed + routed * touched)
+
+
+def roofline_step_s(
+    read_params_b: float,
+    bytes_per_param: float,
+    kv_bytes: float,
+    flops: float,
+    n_gpus: int,
+    bandwidth_tb_s: float,
+    tflops: float,
+    bandwidth_eff: float,
+    compute_eff: float,
+) -> float:
+    """One forward step bound by the slower of its memory traffic (weights read once plus ``kv_bytes``) and its
+    arithmetic (``flops``) [s]: the roofline of DECODE_STEP_S, for the speculative-decoding step."""
+    memory = (read_params_b * GIGA * bytes_per_param + kv_bytes) / (n_gpus * bandwidth_tb_s * TERA * bandwidth_eff)
+    return max(memory, flops / (n_gpus * tflops * TERA * compute_eff))
