@@ -6,13 +6,14 @@ listed under ``unavailable`` with the reason (see :mod:`xlsxplan.catalog`).
 
 from __future__ import annotations
 
+import datetime
 import re
 import typing
 from typing import ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-__all__ = ["Kind", "Preset", "ModelPreset", "AcceleratorPreset", "MODEL_FIELDS", "GPU_FIELDS"]
+__all__ = ["Kind", "Preset", "ModelPreset", "AcceleratorPreset", "PricePreset", "MODEL_FIELDS", "GPU_FIELDS"]
 
 Kind = Literal["model", "accelerator"]
 
@@ -144,6 +145,21 @@ class AcceleratorPreset(Preset):
     fp8_tflops: float | None = Field(None, gt=0, description="dense FP8 tensor throughput [TFLOP/s]")
 
     FIGURES: ClassVar[tuple[str, ...]] = ("memory_gb", "bandwidth_tb_s", "bf16_tflops", "fp8_tflops")
+    REQUIRED: ClassVar[tuple[str, ...]] = FIGURES
+
+
+class PricePreset(Preset):
+    """What renting one accelerator costs for an hour, with the date, kind and place of the offer (prices.toml).
+
+    The preset's id is the id of the accelerator it prices (accelerators.toml); the loader refuses any other.
+    """
+
+    usd_per_gpu_hour: float = Field(gt=0, description="rental price of one accelerator for an hour [USD/GPU-h]")
+    as_of: datetime.date = Field(description="the date the price was in force")
+    basis: str = Field(min_length=1, description="the kind of rental: on-demand, reserved, a capacity block")
+    region: str = Field(min_length=1, description="where the offer holds")
+
+    FIGURES: ClassVar[tuple[str, ...]] = ("usd_per_gpu_hour",)
     REQUIRED: ClassVar[tuple[str, ...]] = FIGURES
 
 
