@@ -42,6 +42,8 @@ EXAMPLES: dict[str, tuple] = {
     "MODELS": (),
     "GPUS": (),
     "BYTES_PER_PARAM": ("fp8",),
+    "GPU_PRICE": ("H100",),
+    "GPU_PRICE_SOURCE": ("H200",),
     # Architecture (issue #7)
     "KV_BYTES_MLA": (61, 512, 64, 2),
     "KV_BYTES_PER_SEQ": (32, 8, 128, 32768, 4096, 32),
@@ -86,6 +88,8 @@ EXAMPLES: dict[str, tuple] = {
     "PEAK_COVERAGE": (6.944, 2.957, 4),
     "COST_PER_M_INPUT": (4, 2.5, 200000, 2000, 0.8113),
     "COST_PER_M_OUTPUT": (4, 2.5, 200000, 300, 0.8113),
+    # Planning: the support assistant on Qwen2.5-72B, H100s at $2.50, a 20 tokens/s target
+    "PLAN_OPTIONS": ("Qwen2.5-72B", 200000, 2000, 300, 3, 20, 0, 1, "H100=2.5"),
 }
 
 

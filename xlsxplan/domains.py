@@ -300,3 +300,5 @@ LinkGBsOrZero = Annotated[float, Domain("number", 0, 1e6, typical=(0, 5000))]
 # BATCH_FOR_TTFT leaves out unless given.
 TokensPerSOrZero = Annotated[float, Domain("number", 0, 1e15)]
 BandwidthTBsOrZero = Annotated[float, Domain("number", 0, 1e5)]
+# The plan search: a time-to-first-token target that 0 leaves out, a list of accelerators (with prices) as text.
+SecondsOrZero = Annotated[float, Domain("number", 0, 1e12)]
