@@ -63,8 +63,10 @@ def main() -> None:
         "print(n, time.perf_counter() - t)\n"
     )
     n, inside = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout.split()
-    print(f"every model x every accelerator in one process: {n} options, {float(inside):.2f} s after import, "
-          f"{time.perf_counter() - start:.2f} s wall")
+    print(
+        f"every model x every accelerator in one process: {n} options, {float(inside):.2f} s after import, "
+        f"{time.perf_counter() - start:.2f} s wall"
+    )
 
 
 if __name__ == "__main__":
