@@ -112,6 +112,11 @@ def plan_book(path: Path) -> Path:
     return path
 
 
+def _first(name: str) -> str:
+    """INDEX's arguments for the first cell of a spilled result: row 1 of a column, row 1 column 1 of a table."""
+    return "1,1" if registry.FUNCTIONS[name].table else "1"
+
+
 def registry_book(path: Path) -> Path:
     """One row per registry function, called on its tests/examples.py arguments.
 
@@ -152,13 +157,17 @@ def registry_book(path: Path) -> Path:
             else:
                 refs.append(f"Args!{cell.coordinate}")
         call = f"{name}({','.join(refs)})"
-        ws.cell(row, 2, f"=INDEX({call},1)" if registry.FUNCTIONS[name].spills else f"={call}")
+        ws.cell(row, 2, f"=INDEX({call},{_first(name)})" if registry.FUNCTIONS[name].spills else f"={call}")
     nested = wb.create_sheet("Nested")
     for row, (name, args) in enumerate(EXAMPLES.items(), start=1):
         literal = f"{name}({','.join(excel_literal(a) for a in args)})"
         nested.cell(row, 1, name)
         nested.cell(
-            row, 2, f"=IFERROR(INDEX({literal},1),-1)" if registry.FUNCTIONS[name].spills else f"=IFERROR({literal},-1)"
+            row,
+            2,
+            f"=IFERROR(INDEX({literal},{_first(name)}),-1)"
+            if registry.FUNCTIONS[name].spills
+            else f"=IFERROR({literal},-1)",
         )
     wb.save(path)
     return path

@@ -42,6 +42,8 @@ EXAMPLES: dict[str, tuple] = {
     "MODELS": (),
     "GPUS": (),
     "BYTES_PER_PARAM": ("fp8",),
+    "GPU_PRICE": ("H100",),
+    "GPU_PRICE_SOURCE": ("H200",),
     # Architecture
     "KV_BYTES_MLA": (61, 512, 64, 2),
     "KV_BYTES_PER_SEQ": (32, 8, 128, 32768, 4096, 32),
@@ -111,6 +113,8 @@ EXAMPLES: dict[str, tuple] = {
     "SPEC_TOKS": (3.3616, 0.01164),
     "SPEC_DRAFT_GB": (14, "fp8", 1152, 8192, 64),
     "SPEC_MAX_BATCH": (70.554, 1, 327680, 8192, 2, 80, 1, 2, 0, 4),
+    # Planning: the support assistant on Qwen2.5-72B, H100s at $2.50, a 20 tokens/s target
+    "PLAN_OPTIONS": ("Qwen2.5-72B", 200000, 2000, 300, 3, 20, 0, 1, "H100=2.5"),
 }
 
 

@@ -54,6 +54,8 @@ def test_python_face_returns_a_value_or_raises_one_clean_xlsxplan_error(fn, data
         return
     if isinstance(result, float):
         assert math.isfinite(result)
+    elif fn.table:  # a table: a 2-D array of cells
+        assert isinstance(result, np.ndarray) and result.ndim == 2
     else:
         assert isinstance(result, (int, str, list))
 
@@ -68,6 +70,8 @@ def test_cell_face_never_raises(fn, data):
         assert _is_clean_message(result.message) or result.message == ""
     elif isinstance(result, float):
         assert math.isfinite(result)
+    elif fn.table:
+        assert isinstance(result, np.ndarray) and result.ndim == 2
     else:
         assert isinstance(result, (int, str, list))
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 __version__ = "0.1.0"
 
 from .calibration import efficiency
-from .catalog import gpu_names, gpu_source, gpu_spec, model_names, model_source, model_spec
+from .catalog import gpu_names, gpu_price, gpu_price_source, gpu_source, gpu_spec, model_names, model_source, model_spec
 from .catalog.models import (
     model_engine_concurrency,
     model_engine_kv_tokens,
@@ -122,6 +122,7 @@ from .errors import (
     WorkbookError,
     XlsxplanError,
 )
+from .plan import plan_options
 from .precision import block_bytes_per_param, bytes_per_param, format_source
 
 __all__ = [
@@ -162,6 +163,8 @@ __all__ = [
     "free_gb",
     "gpu_hours",
     "gpu_names",
+    "gpu_price",
+    "gpu_price_source",
     "gpu_source",
     "gpu_spec",
     "inference_flops",
@@ -195,6 +198,7 @@ __all__ = [
     "peak_coverage",
     "peak_requests_per_s",
     "peak_tokens_per_s",
+    "plan_options",
     "prefill_replicas",
     "prefill_seconds",
     "prefill_share",

@@ -13,6 +13,7 @@ parameter the signature does not have, or a text for Excel's function wizard wou
 
 from __future__ import annotations
 
+import functools
 import inspect
 import re
 import typing
@@ -21,11 +22,13 @@ from dataclasses import dataclass
 from typing import Any
 
 import docstring_parser
+import numpy as np
 
-from . import calibration, catalog, precision
+from . import calibration, catalog, plan, precision
 from .catalog import models
 from .core import architecture, engine, queueing, roofline, serving, speculative, traffic, training, training_memory
 from .domains import Domain, format_number
+from .errors import ArgumentError
 
 __all__ = ["Argument", "Function", "FUNCTIONS", "get", "REQUIRED", "EXCEL_TEXT_LIMIT"]
 
@@ -86,7 +89,11 @@ class Function:
     category: str
     notes: str = ""
     spills: bool = False
-    """True when the result is a list (MODELS, GPUS) that spills down a column."""
+    """True when the result is a list (MODELS, GPUS) that spills down a column, or a table (see ``table``)."""
+    table: bool = False
+    """True when the result is a table, a list of rows with the header row first (PLAN_OPTIONS), that spills down
+    and across. The entry's ``func`` returns it as a 2-D numpy object array, the form every face spills as a grid
+    (the cell layer reads a plain list as one column); the core function itself returns plain lists."""
     whole: bool = False
     """True when the result is a whole number (the core function returns ``int``: MAX_BATCH, REPLICAS)."""
 
@@ -165,10 +172,42 @@ def describe(name: str, func: Callable[..., Any], category: str) -> Function:
     returns, unit = _split_unit(doc.returns.description or "", f"{where} returns")
     notes = " ".join(m.description or "" for m in doc.meta if m.args == ["notes"])
     result = typing.get_type_hints(func).get("return")
-    fn = Function(name, func, doc.short_description.strip(), tuple(args), returns, unit, category,
-                  " ".join(notes.split()), typing.get_origin(result) is list, result is int)  # fmt: skip
+    spills = typing.get_origin(result) is list
+    table = spills and any(typing.get_origin(a) is list for a in typing.get_args(result))
+    entry = _as_grid(func, name) if table else func
+    fn = Function(name, entry, doc.short_description.strip(), tuple(args), returns, unit, category,
+                  " ".join(notes.split()), spills=spills, whole=result is int, table=table)  # fmt: skip
     _check_excel_limits(fn, where)
     return fn
+
+
+def _grid(rows: list[list[Any]]) -> np.ndarray:
+    """A table's rows as a 2-D object array, each cell as it is (numpy would unpack nothing, guess no dtype)."""
+    out = np.empty((len(rows), max((len(r) for r in rows), default=0)), dtype=object)
+    out[:] = ""
+    for i, row in enumerate(rows):
+        for j, value in enumerate(row):
+            out[i, j] = value
+    return out
+
+
+def _as_grid(func: Callable[..., Any], name: str) -> Callable[..., Any]:
+    """``func`` with its table result as a 2-D array (:attr:`Function.table`), its checks and domains kept.
+
+    A table fills a block of cells by itself, so a range in place of one of its arguments (which the cell layer
+    broadcasts, one call per element through ``call_checked``) gets one clean error per element instead of a table
+    inside each cell.
+    """
+
+    @functools.wraps(func)
+    def grid(*args: Any, **kwargs: Any) -> np.ndarray:
+        return _grid(func(*args, **kwargs))
+
+    def per_element(*values: Any) -> Any:
+        raise ArgumentError(f"{name} spills one table: give one value per argument, not a range of them")
+
+    grid.call_checked = per_element  # type: ignore[attr-defined]
+    return grid
 
 
 # The published interface: these names and argument orders stay stable. Order here is the order of the README's
@@ -222,6 +261,8 @@ _TABLE: list[tuple[str, list[tuple[str, Callable[..., Any]]]]] = [
             ("MODELS", catalog.model_names),
             ("GPUS", catalog.gpu_names),
             ("BYTES_PER_PARAM", precision.bytes_per_param),
+            ("GPU_PRICE", catalog.gpu_price),
+            ("GPU_PRICE_SOURCE", catalog.gpu_price_source),
         ],
     ),
     (
@@ -328,6 +369,12 @@ _TABLE: list[tuple[str, list[tuple[str, Callable[..., Any]]]]] = [
             ("SPEC_TOKS", speculative.spec_tokens_per_s),
             ("SPEC_DRAFT_GB", speculative.spec_draft_gb),
             ("SPEC_MAX_BATCH", speculative.spec_max_batch),
+        ],
+    ),
+    (
+        "Planning",
+        [
+            ("PLAN_OPTIONS", plan.plan_options),
         ],
     ),
 ]

@@ -29,13 +29,16 @@ organisation prefix (``Qwen/Qwen2.5-72B-Instruct``), and through each preset's a
 from __future__ import annotations
 
 from ..domains import Name, checked
-from .schema import GPU_FIELDS, MODEL_FIELDS, AcceleratorPreset, Kind, ModelPreset, Preset
+from .schema import GPU_FIELDS, MODEL_FIELDS, AcceleratorPreset, Kind, ModelPreset, Preset, PricePreset
 from .store import (
+    PRICES_FILE,
     USER_SOURCE_PREFIX,
     Catalog,
+    Prices,
     catalog_problems,
     figure_unit,
     load_catalog,
+    load_prices,
     refresh,
     save_user_preset,
     user_catalog_dir,
@@ -50,13 +53,19 @@ __all__ = [
     "MODEL_FIELDS",
     "ModelPreset",
     "Preset",
+    "PRICES_FILE",
+    "PricePreset",
+    "Prices",
     "USER_SOURCE_PREFIX",
     "catalog_problems",
     "figure_unit",
     "gpu_names",
+    "gpu_price",
+    "gpu_price_source",
     "gpu_source",
     "gpu_spec",
     "load_catalog",
+    "load_prices",
     "model_names",
     "model_source",
     "model_spec",
@@ -153,6 +162,46 @@ def gpu_source(gpu: Name, field: Name) -> str:
         The citation [text].
     """
     return load_catalog().accelerators.citation(gpu, field)
+
+
+@checked
+def gpu_price(gpu: Name) -> float:
+    """Default rental price of one accelerator for an hour, dated and sourced; replace it with your own.
+
+    Parameters
+    ----------
+    gpu : str
+        An accelerator name or alias, e.g. H100, H200 or A100-40GB [name].
+
+    Returns
+    -------
+    float
+        Price of one GPU for an hour [USD/GPU-h].
+
+    Notes
+    -----
+    From the catalog's prices.toml, one source for every entry so that accelerators are priced alike: AWS EC2
+    Capacity Blocks' accelerator-hour rates until 1 January 2025 (H100 $4.916, H200 $5.408, A100 40 GB $1.844).
+    GPU_PRICE_SOURCE gives the citation with its date; an accelerator without a price is #N/A.
+    """
+    return load_prices().get(gpu).usd_per_gpu_hour
+
+
+@checked
+def gpu_price_source(gpu: Name) -> str:
+    """Where an accelerator's default rental price comes from, with its date, basis and region.
+
+    Parameters
+    ----------
+    gpu : str
+        An accelerator name or alias [name].
+
+    Returns
+    -------
+    str
+        The citation [text].
+    """
+    return load_prices().citation(gpu)
 
 
 def model_names() -> list[str]:

@@ -6,13 +6,14 @@ listed under ``unavailable`` with the reason (see :mod:`xlsxplan.catalog`).
 
 from __future__ import annotations
 
+import datetime
 import re
 import typing
 from typing import ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-__all__ = ["Kind", "Preset", "ModelPreset", "AcceleratorPreset", "MODEL_FIELDS", "GPU_FIELDS"]
+__all__ = ["Kind", "Preset", "ModelPreset", "AcceleratorPreset", "PricePreset", "MODEL_FIELDS", "GPU_FIELDS"]
 
 Kind = Literal["model", "accelerator"]
 
@@ -243,6 +244,21 @@ class AcceleratorPreset(Preset):
     """Given or declared unavailable by every shipped preset (tests/test_catalog.py): the FP4 peak and the board power
     came later, so a user preset saved before them still loads; the scale-up link is optional (PCIe-only cards have
     none)."""
+
+
+class PricePreset(Preset):
+    """What renting one accelerator costs for an hour, with the date, kind and place of the offer (prices.toml).
+
+    The preset's id is the id of the accelerator it prices (accelerators.toml); the loader refuses any other.
+    """
+
+    usd_per_gpu_hour: float = Field(gt=0, description="rental price of one accelerator for an hour [USD/GPU-h]")
+    as_of: datetime.date = Field(description="the date the price was in force")
+    basis: str = Field(min_length=1, description="the kind of rental: on-demand, reserved, a capacity block")
+    region: str = Field(min_length=1, description="where the offer holds")
+
+    FIGURES: ClassVar[tuple[str, ...]] = ("usd_per_gpu_hour",)
+    REQUIRED: ClassVar[tuple[str, ...]] = FIGURES
 
 
 MODEL_FIELDS: tuple[str, ...] = ModelPreset.FIGURES

@@ -20,7 +20,7 @@ from pydantic import ValidationError
 
 from ..errors import CatalogError, NotAvailableError, UnknownPresetError
 from ..fileio import atomic_write_text, ensure_folder
-from .schema import AcceleratorPreset, Kind, ModelPreset, Preset
+from .schema import AcceleratorPreset, Kind, ModelPreset, Preset, PricePreset
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -29,7 +29,10 @@ else:  # pragma: no cover - Python 3.10
 
 __all__ = [
     "Catalog",
+    "Prices",
+    "PRICES_FILE",
     "load_catalog",
+    "load_prices",
     "refresh",
     "user_catalog_dir",
     "user_preset_ids",
@@ -391,6 +394,64 @@ def load_catalog() -> Catalog:
         _cache["stamp"] = stamp
     _cache["env"], _cache["looked"] = env, now
     return _cache["catalog"]
+
+
+PRICES_FILE = "prices.toml"
+"""The shipped rental prices per GPU-hour, one entry per accelerator id (see :class:`Prices`)."""
+
+
+class Prices:
+    """The shipped rental price of each accelerator that has one, found by any name of the accelerator.
+
+    ``presets`` maps an accelerator id (as accelerators.toml spells it) to its :class:`PricePreset`; ``sources``
+    holds the citations. A name is resolved through the accelerator catalog (``H100`` is ``H100-SXM``), so an
+    accelerator's aliases price it too; a user's accelerator preset has no shipped price.
+    """
+
+    def __init__(self, presets: dict[str, PricePreset], sources: dict[str, str]) -> None:
+        self.presets = presets
+        self.sources = sources
+
+    def ids(self) -> list[str]:
+        """The accelerator ids that have a price, in file order."""
+        return list(self.presets)
+
+    def get(self, gpu: str) -> PricePreset:
+        """The price of an accelerator by any of its names; UnknownPresetError for a name the catalog lacks,
+        NotAvailableError (``#N/A``) for an accelerator without a shipped price."""
+        preset = load_catalog().accelerators.get(gpu)
+        price = self.presets.get(preset.id)
+        if price is None:
+            raise NotAvailableError(
+                f"{preset.id} has no rental price in the catalog ({PRICES_FILE} prices {', '.join(self.presets)}): "
+                "give your own price per GPU-hour",
+                "gpu",
+            )
+        return price
+
+    def citation(self, gpu: str) -> str:
+        """Where the price comes from, with its date, basis and region, in one line."""
+        price = self.get(gpu)
+        return (f"{self.sources[price.source]}; as of {price.as_of.isoformat()}, {price.basis}, "
+                f"{price.region}")  # fmt: skip
+
+
+def load_prices() -> Prices:
+    """The shipped rental prices (``prices.toml``), parsed and validated once: each entry's figure positive, its
+    date a date, its source in [sources], and its id an accelerator of the shipped catalog (CatalogError, one line
+    naming the file and the entry, otherwise)."""
+    if "prices" not in _cache:
+        presets, sources = _load_file(PRICES_FILE, "prices", PricePreset)
+        shipped = _cache.get("shipped") or {kind: _load_file(*spec) for kind, spec in _FILES.items()}
+        accelerators = shipped["accelerator"][0]
+        for pid in presets:
+            if pid not in accelerators:
+                close = difflib.get_close_matches(pid, list(accelerators), n=1)
+                hint = f"; did you mean {close[0]}?" if close else ""
+                raise CatalogError(f"{PRICES_FILE}: {pid} is not an accelerator id of accelerators.toml{hint}")
+        _cache["prices"] = Prices({pid: p for pid, p in presets.items() if isinstance(p, PricePreset)}, sources)
+    prices: Prices = _cache["prices"]
+    return prices
 
 
 def catalog_problems() -> list[str]:

@@ -1,0 +1,344 @@
+"""``xlsxplan plan``: the cheapest deployment that meets the targets, every other option beside it, and why the
+rejected ones fail (:mod:`xlsxplan.plan`)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any, NoReturn
+
+from .common import EXIT_FORMULA_ERROR, EXIT_OK, EXIT_USAGE
+
+ORDER = 25
+
+_FLAGS = {
+    "model": "--model", "requests_per_day": "--requests-per-day", "prompt_tokens": "--prompt-tokens",
+    "output_tokens": "--output-tokens", "prompt_p95": "--prompt-p95", "max_prompt_tokens": "--max-prompt-tokens",
+    "reasoning_tokens": "--reasoning-tokens", "peak_factor": "--peak-factor", "tokens_per_s": "--tokens-per-s",
+    "ttft_s": "--ttft-s", "spare": "--spare", "min_replicas": "--min-replicas", "prompt_sd": "--prompt-sd",
+    "gpus": "--gpu", "top": "--top", "weights": "--weights", "kv": "--kv", "precision": "--weights/--kv",
+}  # fmt: skip
+"""Each argument of :func:`xlsxplan.plan.plan` by the flag that gives it, for error messages."""
+
+
+class _Usage(Exception):
+    pass
+
+
+def _number(args: argparse.Namespace, name: str, whole: bool = False, required: bool = False) -> Any:
+    text = getattr(args, name)
+    flag = _FLAGS[name]
+    if text is None:
+        if required:
+            raise _Usage(f"{flag} is required")
+        return None
+    try:
+        value = float(text.replace("_", ""))
+    except ValueError:
+        raise _Usage(f"{flag} must be a number, got {text!r}") from None
+    if whole:
+        if not value.is_integer():
+            raise _Usage(f"{flag} must be a whole number, got {text!r}")
+        return int(value)
+    return value
+
+
+def _names(text: str | None, flag: str) -> tuple[str, ...] | None:
+    if text is None:
+        return None
+    names = tuple(p.strip() for p in text.split(",") if p.strip())
+    if not names:
+        raise _Usage(f"{flag} must list at least one precision, e.g. bf16,fp8")
+    return names
+
+
+def _inputs(args: argparse.Namespace) -> tuple[Any, ...]:
+    from ..plan import Assumptions, Targets, Traffic, parse_gpus
+
+    if not args.model:
+        raise _Usage("--model is required (a preset name, shipped or imported with `xlsxplan model add`)")
+    traffic = Traffic(
+        requests_per_day=_number(args, "requests_per_day", required=True),
+        prompt_tokens=_number(args, "prompt_tokens", required=True),
+        output_tokens=_number(args, "output_tokens", required=True),
+        peak_factor=3.0 if args.peak_factor is None else _number(args, "peak_factor"),
+        prompt_p95=_number(args, "prompt_p95"),
+        max_prompt_tokens=_number(args, "max_prompt_tokens"),
+        reasoning_tokens=_number(args, "reasoning_tokens") or 0.0,
+        prompt_sd=_number(args, "prompt_sd"),
+    )
+    targets = Targets(_number(args, "tokens_per_s"), _number(args, "ttft_s"))
+    defaults = Assumptions()
+    assumptions = Assumptions(
+        spare=defaults.spare if args.spare is None else _number(args, "spare", whole=True),
+        min_replicas=defaults.min_replicas if args.min_replicas is None else _number(args, "min_replicas", whole=True),
+        weights="params x bytes" if args.weights_as == "params-x-bytes" else "published",
+        weight_precisions=_names(args.weights, "--weights") or defaults.weight_precisions,
+        kv_precisions=_names(args.kv, "--kv") or defaults.kv_precisions,
+    )
+    gpus = parse_gpus(args.gpu or "all")
+    return traffic, targets, assumptions, gpus
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..errors import XlsxplanError
+    from ..plan import plan
+
+    try:
+        traffic, targets, assumptions, gpus = _inputs(args)
+        result = plan(args.model, traffic, targets, gpus, assumptions, args.rank)
+    except _Usage as err:
+        print(f"xlsxplan plan: error: {err}", file=sys.stderr)
+        return EXIT_USAGE
+    except XlsxplanError as err:
+        message, name = err.message, err.argument or ""
+        if name in _FLAGS and name != "model":  # the argument as this command spells it
+            flag = _FLAGS[name]
+            if message.startswith(name) and message[len(name) : len(name) + 1] in (" ", ":"):
+                message = flag + message[len(name) :]
+            elif flag not in message:
+                message = f"{flag}: {message}"
+        print(f"xlsxplan plan: error: {message}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        top = _number(args, "top", whole=True) or 0
+    except _Usage as err:
+        print(f"xlsxplan plan: error: {err}", file=sys.stderr)
+        return EXIT_USAGE
+    if args.json:
+        print(json.dumps(result.to_json(), indent=2))
+    else:
+        print(render(result, top))
+    return EXIT_OK if result.feasible else EXIT_FORMULA_ERROR  # no option meets the targets: a check that failed
+
+
+# --- the table ----------------------------------------------------------------------------------------------------
+
+
+def _n(x: float | None, digits: int = 0, grouped: bool = True) -> str:
+    if x is None:
+        return "inf"
+    return f"{x:,.{digits}f}" if grouped else f"{x:.{digits}f}"
+
+
+def _table(rows: list[list[str]], right: set[int]) -> list[str]:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    out = []
+    for r in rows:
+        cells = [c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths))]
+        out.append("  ".join(cells).rstrip())
+    return out
+
+
+def _variants(covered: list[tuple[str, str]], kvs: tuple[str, ...], servings: tuple[str, ...]) -> str:
+    """Which KV precisions and servings a group of rejected options holds, in words ("" for all of them)."""
+    kv_of = {s: {k for k, s2 in covered if s2 == s} for s in servings}
+    if all(kv_of[s] == set(kvs) for s in servings):
+        return ""
+    full = [s for s in servings if kv_of[s] == set(kvs)]
+    if full and all(kv_of[s] in (set(), set(kvs)) for s in servings):
+        return f" ({', '.join(full)})"
+    kvs_all = [k for k in kvs if all((k, s) in covered for s in servings)]
+    if kvs_all and all(k in kvs_all or all((k, s) not in covered for s in servings) for k in kvs):
+        return f" (KV {', '.join(kvs_all)})"
+    return " (" + "; ".join(f"KV {k} {s}" for k, s in covered) + ")"
+
+
+_SHORT = {"aggregated": "agg", "disaggregated": "disagg", "speed target": "speed", "first-token target": "1st token"}
+"""How the table abbreviates a serving mode and a binding limit (the JSON spells them out)."""
+
+
+def render(result: Any, top: int = 0) -> str:
+    """The plan as a terminal reads it: feasible options ranked (the ``top`` cheapest, 0 for all), the frontier
+    marked, rejected ones with their reasons, and the assumptions that move the result."""
+    from ..calibration import active
+    from ..plan import PARAMS_X_BYTES, figure_text
+
+    t, g, a = result.traffic, result.targets, result.assumptions
+    other = "calibrated" if result.rank_by == "assumed" else "assumed"
+    lines = []
+    reasoning = f" + {t.reasoning_tokens:,.0f} reasoning" if t.reasoning_tokens else ""
+    tail = f", p95 {t.prompt_p95:,.0f}" if t.prompt_p95 is not None else ""
+    longest = f", at most {t.max_prompt_tokens:,.0f}" if t.max_prompt_tokens is not None else ""
+    lines.append(f"{result.model}: {t.requests_per_day:,.0f} requests a day, {t.peak_requests_per_s:.2f} a second at "
+                 f"the peak ({t.peak_factor:g}x the average); prompts {t.prompt_tokens:,.0f} tokens{tail}{longest}, "
+                 f"answers {t.output_tokens:,.0f}{reasoning}")  # fmt: skip
+    given = []
+    if g.tokens_per_s is not None:
+        given.append(f"at least {g.tokens_per_s:g} tokens/s per user")
+    if g.ttft_s is not None:
+        given.append(f"first token of the {t.tail_prompt:,.0f}-token tail prompt within {g.ttft_s:g} s")
+    lines.append(
+        "targets: " + ("; ".join(given) if given else "none given, so none applies (--tokens-per-s, --ttft-s)")
+    )
+    lines.append("prices: " + _prices(result.prices))
+    lines.append("")
+    feasible = result.feasible
+    if feasible:
+        lines.append(f"feasible, cheapest first, ranked at the {result.rank_by} efficiencies "
+                     "(* on the cost-versus-speed frontier)")  # fmt: skip
+        head = ["rank", "gpu", "gpus", "weights", "kv", "serving", "batch", "set by", "tok/s/user", "TTFT s",
+                "replicas", "GPUs", "$/month", "$/M in", "$/M out", f"{other}: GPUs", "$/month"]  # fmt: skip
+        rows = [head]
+        shown = feasible if not top else feasible[:top]
+        for i, o in enumerate(shown, 1):
+            f, c = o.view(result.rank_by), o.view(other)
+            rows.append([f"{i}{'*' if o.frontier else ' '}", o.gpu, str(o.gpus_per_replica), o.weights, o.kv,
+                         _SHORT.get(o.serving, o.serving), str(f.batch), _SHORT.get(f.binding, f.binding),
+                         _n(f.tokens_per_s_per_user, 1), _n(f.ttft_s, 2),
+                         str(f.replicas), str(f.gpus), _n(f.usd_per_month), _n(f.usd_per_m_input, 2),
+                         _n(f.usd_per_m_output, 2), str(c.gpus) if c.feasible else "rejected",
+                         _n(c.usd_per_month) if c.feasible else ""])  # fmt: skip
+        lines += _table(rows, {0, 2, 6, 8, 9, 10, 11, 12, 13, 14, 15, 16})
+        if len(shown) < len(feasible):
+            lines.append(f"  ... and {len(feasible) - len(shown)} more feasible options (--top 0 shows them all)")
+        others = [(i, o) for i, o in enumerate(shown, 1) if not o.view(other).feasible]
+        for i, o in others:
+            lines.append(f"  {other} view rejects rank {i}: {o.view(other).reason}")
+        if any(o.view(result.rank_by).ttft_s is None for o in shown):
+            lines.append("  TTFT inf: decode at that batch takes all the compute the efficiencies allow, so a prompt "
+                         "is never read in time; --ttft-s caps the batch")  # fmt: skip
+    else:
+        lines.append("no option is feasible")
+    rejected = result.rejected
+    if rejected:
+        lines.append("")
+        lines.append(f"rejected ({len(rejected)} options)")
+        groups: dict[tuple[str, str, str], dict[int, list[Any]]] = {}
+        for o in rejected:
+            f = o.view(result.rank_by)
+            limit = f.extra.get("rejected_by")
+            key = (o.gpu, o.weights, "weights" if limit == "weights" else f.reason or "")
+            groups.setdefault(key, {}).setdefault(o.gpus_per_replica, []).append(o)
+        for (gpu, w, reason), by_n in groups.items():
+            ns = [f"{n}{_variants([(o.kv, o.serving) for o in opts], a.kv_precisions, a.servings)}"
+                  for n, opts in by_n.items()]  # fmt: skip
+            if reason == "weights":  # the same weights against each size's memory: the largest says it all
+                fig = [o.view(result.rank_by).extra for opts in by_n.values() for o in opts]
+                most = max(x["usable_gb"] for x in fig)
+                reason = f"weights need {figure_text(fig[0]['weights_gb'])} GB, " + (
+                    f"{figure_text(most)} GB usable" if len(by_n) == 1 else f"at most {figure_text(most)} GB usable"
+                )
+            gpus = ns[0] if len(ns) == 1 else ", ".join(ns[:-1]) + " or " + ns[-1]
+            lines.append(f"  {gpu} {w} on {gpus} GPU{'' if list(by_n) == [1] else 's'}: {reason}")
+    lines.append("")
+    lines.append("assumptions that move the result")
+    lines.append(f"  assumed view: decode at {a.decode_bandwidth_efficiency:.0%} of the peak memory bandwidth, prefill "
+                 f"at {a.prefill_utilisation:.0%} of the dense BF16 peak (\"Back-of-the-Envelope Estimation for LLM "
+                 "Systems\", sections 4-5)")  # fmt: skip
+    lines.append(f"  calibrated view: EFFICIENCY ({active().origin} factors), by weights: " + _calibrated(result))
+    weights = "params x bytes, as the source text counts them"
+    if a.weights != PARAMS_X_BYTES:
+        weights = "as published checkpoints store them (MODEL_WEIGHTS_GB: 16-bit embeddings beside 8-bit weights)"
+    lines.append(f"  memory: {a.usable_fraction:.0%} usable; weights {weights}; "
+                 + "; ".join(n.removeprefix("memory: ") for n in result.notes))  # fmt: skip
+    lines.append(f"  fleet: {a.spare} spare replica{'s' if a.spare != 1 else ''} (in each pool when disaggregated), "
+                 f"at least {a.min_replicas} aggregated; GPUs billed {a.hours_per_month:g} hours a month")  # fmt: skip
+    lines.append(f"  first token: the {t.tail_prompt:,.0f}-token tail prompt, chunked into the decode steps at the "
+                 f"planned batch; disaggregated, read by a prefill replica and its KV cache sent at "
+                 f"{a.kv_link_gb_s:g} GB/s; queueing left out")  # fmt: skip
+    lines.append(f"  tried: weights {', '.join(a.weight_precisions)}; KV cache {', '.join(a.kv_precisions)}; "
+                 f"{', '.join(map(str, a.gpus_per_replica))} GPUs per replica (for a mixture of experts, the experts "
+                 f"spread over them); {' and '.join(a.servings)}")  # fmt: skip
+    return "\n".join(lines)
+
+
+def _prices(prices: dict[str, tuple[float, str]]) -> str:
+    """Each accelerator's price per GPU-hour, and where the ones not given come from."""
+    from ..catalog import load_prices
+
+    shown = [f"{gpu} ${price:,.3f}".rstrip("0").rstrip(".") + "/GPU-h" + (" (given)" if source == "given" else "")
+             for gpu, (price, source) in prices.items()]  # fmt: skip
+    dates = sorted({load_prices().get(gpu).as_of.isoformat() for gpu, (_, s) in prices.items() if s != "given"})
+    if dates:
+        shown[-1] += f"; the catalog's as of {', '.join(dates)} (GPU_PRICE_SOURCE cites them; --gpu NAME=PRICE)"
+    return ", ".join(shown)
+
+
+def _calibrated(result: Any) -> str:
+    """The calibrated shares per weights precision in one phrase: the common value, and the accelerators that
+    differ from it."""
+    by_weights: dict[str, dict[str, str]] = {}
+    for o in result.options:
+        c = o.calibrated
+        if c.decode_bandwidth_efficiency is None:
+            continue
+        peak = "FP8" if c.extra.get("prefill_peak") == "fp8_tflops" else "BF16"
+        share = f"{c.decode_bandwidth_efficiency:.0%} of bandwidth, {c.prefill_efficiency:.0%} of the {peak} peak"
+        by_weights.setdefault(o.weights, {}).setdefault(o.gpu, share)
+    parts = []
+    for w, shares in by_weights.items():
+        values = list(shares.values())
+        common = max(dict.fromkeys(values), key=values.count)
+        odd = [f"{gpu} {v}" for gpu, v in shares.items() if v != common]
+        parts.append(f"{w} {common}" + (f" ({'; '.join(odd)})" if odd else ""))
+    return "; ".join(parts) if parts else "none applies"
+
+
+def _one_line_error(parser: argparse.ArgumentParser) -> Any:
+    def error(message: str) -> NoReturn:
+        print(f"xlsxplan plan: error: {message}", file=sys.stderr)
+        raise SystemExit(EXIT_USAGE)
+
+    return error
+
+
+def _strict(parser: argparse.ArgumentParser) -> Any:
+    """The parser's parse_known_args, refusing what it does not know in its own one line (the top-level parser
+    would print its usage first)."""
+    known = parser.parse_known_args
+
+    def parse(args: Any = None, namespace: Any = None) -> Any:
+        found, extras = known(args, namespace)
+        if extras:
+            parser.error(f"unrecognized arguments: {' '.join(extras)}")
+        return found, extras
+
+    return parse
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "plan",
+        help="search every deployment of a model for a traffic profile; the cheapest that meets the targets first",
+        description="Enumerate accelerator x weight precision x KV-cache precision x GPUs per replica (1, 2, 4, 8) x "
+        "aggregated or disaggregated serving, plan each as the serving template does, at the source text's and "
+        "at the calibrated efficiencies, and rank the feasible ones by monthly cost; each rejected option says "
+        "why. A target applies only when given. Exit status 1 when no option is feasible.",
+    )
+    p.error = _one_line_error(p)  # type: ignore[method-assign]
+    p.parse_known_args = _strict(p)  # type: ignore[method-assign]
+    p.add_argument("--model", help="a model preset, shipped or imported (xlsxplan model add)")
+    p.add_argument("--requests-per-day", metavar="N", help="requests in a day")
+    p.add_argument("--prompt-tokens", metavar="N", help="mean prompt per request, tokens")
+    p.add_argument("--prompt-p95", metavar="N", help="95th-percentile prompt (default: the mean)")
+    p.add_argument("--max-prompt-tokens", metavar="N", help="longest prompt accepted; must fit alone (default: "
+                   "not checked)")  # fmt: skip
+    p.add_argument("--prompt-sd", metavar="N", help="standard deviation of prompt lengths, for a paged KV cache's "
+                   "batch (default: a log-normal's through the mean and p95)")  # fmt: skip
+    p.add_argument("--output-tokens", metavar="N", help="visible answer per request, tokens")
+    p.add_argument("--reasoning-tokens", metavar="N", help="hidden reasoning tokens per request (default 0)")
+    p.add_argument("--peak-factor", metavar="X", help="peak hour over the day's average (default 3)")
+    p.add_argument("--tokens-per-s", metavar="X", help="target: slowest decode per user (default: none)")
+    p.add_argument("--ttft-s", metavar="S", help="target: first token of the tail prompt within S seconds "
+                   "(default: none)")  # fmt: skip
+    p.add_argument("--spare", metavar="N", help="spare replicas, in each pool when disaggregated (default 1)")
+    p.add_argument("--min-replicas", metavar="N", help="fewest aggregated replicas (default 2)")
+    p.add_argument("--gpu", action="append", metavar="NAME[=USD_PER_HOUR]", help="an accelerator to try, with its "
+                   "price per GPU-hour (default: the catalog's); repeatable; without it, every accelerator the "
+                   "catalog prices")  # fmt: skip
+    p.add_argument("--weights", metavar="LIST", help="weight precisions to try (default bf16,fp8)")
+    p.add_argument("--kv", metavar="LIST", help="KV-cache precisions to try (default bf16,fp8)")
+    p.add_argument("--weights-as", choices=("published", "params-x-bytes"), default="published",
+                   help="weights memory: as published checkpoints store them (default), or params x bytes as the "
+                   "source text counts")  # fmt: skip
+    p.add_argument(
+        "--rank",
+        choices=("assumed", "calibrated"),
+        default="assumed",
+        help="rank at the assumed (the source text's) or the calibrated efficiencies (default assumed)",
+    )
+    p.add_argument("--top", metavar="N", help="show the N cheapest feasible options (default: all)")
+    p.add_argument("--json", action="store_true", help="print every option as JSON")
+    p.set_defaults(handler=run)

@@ -1,0 +1,895 @@
+"""The plan search: every way to deploy a model for a traffic profile, the cheapest that meets the targets first.
+
+A question about serving is a choice: which accelerator, in which precision, on how many GPUs a replica, with
+prefill and decode together or apart. :func:`plan` enumerates every option
+
+    accelerator x weight precision x KV-cache precision x GPUs per replica (1, 2, 4, 8) x aggregated or disaggregated
+
+and plans each as the serving template plans its active scenario (:mod:`xlsxplan.templates.serving`, whose chain of
+core functions this module calls in the same order): the batch memory allows, the batches the targets allow, the
+smallest of them, decode speed, prefill time, replicas for the peak with spares, GPUs, the monthly bill and its
+split between input and output tokens. Each option is planned twice: at the efficiencies the assumptions give (by
+default those of "Back-of-the-Envelope Estimation for LLM Systems": the full memory bandwidth and half the dense
+BF16 peak) and at the calibrated ones (:func:`xlsxplan.calibration.efficiency`). Feasible options come first,
+cheapest per month first; every rejected option carries its reason in words; the options no other option beats on
+both cost and speed per user are marked as the frontier.
+
+What the template and this search do differently, and why:
+
+* **Weights** are MODEL_WEIGHTS_GB's, every expert and the embeddings as published checkpoints store them (16-bit
+  beside 8-bit weights), not ``params x bytes``: one weights figure per plan. ``Assumptions(weights="params x
+  bytes")`` gives the source text's own reading, with which its printed batches come out exactly.
+* **A target applies only when given**; with none, memory sets the batch. The template always has both targets.
+* **A mixture of experts**' batch for a speed or first-token target is searched with the experts each batch
+  actually reads (MOE_PARAMS_READ_B at that batch); the template reads the experts of memory's batch at every batch,
+  a safe lower bound. For a dense model the two are the same core functions with the same arguments.
+* **Weights that compute in a precision the accelerator has no peak for** (FP8 on an A100) are rejected with the
+  reason; the template falls back to the BF16 peak. Give ``w8a16`` to plan 8-bit weights widened before the
+  multiply.
+* **The calibrated view** plans afresh at the calibrated efficiencies (its own batch, replicas and feasibility);
+  the template's Calibration sheet keeps the assumed column's batch.
+* **Disaggregated decode** is not capped by the first-token target, since prompts are read elsewhere; its first
+  token is the prefill replica's time for the tail prompt plus the KV-cache transfer. The template prices both pools
+  at the aggregated batch. Both pools use the same GPUs per replica, as the template's do.
+* **The longest prompt accepted** must fit alone beside the weights, or the option is rejected (the template flags
+  it on Checks).
+
+Where other plans plug in: a new input goes into :class:`Traffic`, :class:`Targets` or :class:`Assumptions` (each a
+frozen dataclass with defaults, so older calls keep working); a new per-option figure goes into
+:attr:`Figures.extra` (it reaches the Python API and, by its key, any face that asks for it); a new set of
+efficiencies is one more :class:`View` in :func:`views`.
+
+References
+----------
+.. [1] "Back-of-the-Envelope Estimation for LLM Systems", sections 1-7.
+.. [2] Agrawal et al. 2024, "Taming Throughput-Latency Tradeoff in LLM Inference with Sarathi-Serve",
+   arXiv:2403.02310 (chunked prefill).
+.. [3] Zhong et al. 2024, "DistServe: Disaggregating Prefill and Decoding for Goodput-optimized Large Language Model
+   Serving", arXiv:2401.09670.
+.. [4] Lepikhin et al. 2020, "GShard", arXiv:2006.16668, section 2.2 (experts spread over devices).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from . import calibration, catalog, precision
+from .catalog import models
+from .core import equations, serving, traffic
+from .domains import (
+    Count,
+    Name,
+    PeakFactor,
+    PerDay,
+    SecondsOrZero,
+    Spare,
+    Tokens,
+    TokensOrZero,
+    TokensPerSOrZero,
+    checked,
+    domain_of,
+    format_number,
+)
+from .errors import ArgumentError, NotAvailableError, OutOfRangeError, XlsxplanError
+
+__all__ = [
+    "HOURS_PER_MONTH", "GPUS_PER_REPLICA", "SERVINGS", "Traffic", "Targets", "Assumptions", "View", "Figures",
+    "Option", "Plan", "plan", "views", "parse_gpus", "plan_options", "figure_text", "TABLE_HEADER",
+]  # fmt: skip
+
+HOURS_PER_MONTH = 730
+"""Hours a month that GPUs are billed around the clock: a 365-day year's 8,760 hours over 12 months, the serving
+template's *Hours per month*."""
+
+GPUS_PER_REPLICA = (1, 2, 4, 8)
+"""GPUs per replica the search tries: tensor parallelism within one 8-GPU server, and for a mixture of experts the
+same number of GPUs sharing the experts (expert parallelism)."""
+
+SERVINGS = ("aggregated", "disaggregated")
+"""Prefill and decode on the same replicas (chunked prefill), or on separate pools of them."""
+
+AGGREGATED, DISAGGREGATED = SERVINGS
+MEMORY, SPEED, FIRST_TOKEN = "memory", "speed target", "first-token target"
+PARAMS_X_BYTES, PUBLISHED = "params x bytes", "published"
+_NO_SPEED = 1e-9
+"""The speed BATCH_FOR_TTFT is given when no speed target applies: slow enough that only memory-bound decode and
+the compute it leaves count."""
+
+
+# --- what is asked ------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Traffic:
+    """The traffic a deployment serves: requests, their lengths and how peaked the day is."""
+
+    requests_per_day: float
+    prompt_tokens: float
+    """Mean prompt [tokens]."""
+    output_tokens: float
+    """Visible answer per request [tokens]."""
+    peak_factor: float = 3.0
+    """How much busier the peak hour is than the day's average ("Back-of-the-Envelope", section 1: 3)."""
+    prompt_p95: float | None = None
+    """95th-percentile prompt, what a slot and the first-token target are sized for; None: the mean (no spread)."""
+    max_prompt_tokens: float | None = None
+    """Longest prompt accepted, which must fit alone beside the weights; None: no such check."""
+    reasoning_tokens: float = 0.0
+    """Hidden reasoning tokens per request, decoded and billed as output [tokens]."""
+    prompt_sd: float | None = None
+    """Standard deviation of prompt lengths for a paged KV cache's batch; None: a log-normal's through the mean and
+    p95 where one fits (at most 3.87 times the mean), else every slot at the p95."""
+
+    @property
+    def tail_prompt(self) -> float:
+        return self.prompt_tokens if self.prompt_p95 is None else self.prompt_p95
+
+    @property
+    def decode_tokens(self) -> float:
+        return self.output_tokens + self.reasoning_tokens
+
+    @property
+    def peak_requests_per_s(self) -> float:
+        return serving.peak_requests_per_s(self.requests_per_day, self.peak_factor)
+
+
+@dataclass(frozen=True)
+class Targets:
+    """What users must see. A target that is None does not apply: no default decides a plan unseen."""
+
+    tokens_per_s: float | None = None
+    """Slowest decode per user [tokens/s]."""
+    ttft_s: float | None = None
+    """Longest wait for the first token of the tail prompt [s]."""
+
+
+@dataclass(frozen=True)
+class Assumptions:
+    """What the plan takes as given, each printed beside the result it moves. Defaults: the source text's, and
+    the serving template's where the text has none."""
+
+    usable_fraction: float = 0.9
+    """Share of memory the serving engine can use ("Back-of-the-Envelope", section 2)."""
+    decode_bandwidth_efficiency: float = 1.0
+    """Share of peak bandwidth decode reaches in the assumed view: the ceiling of section 4."""
+    prefill_utilisation: float = 0.5
+    """Share of the dense BF16 peak prefill reaches in the assumed view (section 5)."""
+    kv_overflow: float = 0.05
+    """Chance a paged batch's KV cache outgrows memory at a given moment (PAGED_BATCH)."""
+    spare: int = 1
+    """Replicas added for a failure or a deployment; a disaggregated plan adds them to each pool."""
+    min_replicas: int = 2
+    """Fewest aggregated replicas whatever the load (section 6: at least two)."""
+    kv_link_gb_s: float = 50.0
+    """Bandwidth between prefill and decode pools, for the KV cache's transfer: 400 Gb/s InfiniBand [GB/s]."""
+    weights: str = PUBLISHED
+    """``published``: MODEL_WEIGHTS_GB, embeddings as checkpoints store them; ``params x bytes``: the text's N x b."""
+    hours_per_month: float = HOURS_PER_MONTH
+    weight_precisions: tuple[str, ...] = ("bf16", "fp8")
+    kv_precisions: tuple[str, ...] = ("bf16", "fp8")
+    gpus_per_replica: tuple[int, ...] = GPUS_PER_REPLICA
+    servings: tuple[str, ...] = SERVINGS
+
+
+@dataclass(frozen=True)
+class View:
+    """One set of efficiencies an option is planned at."""
+
+    name: str
+    """``assumed`` or ``calibrated``."""
+    decode_bandwidth: float | None
+    """Share of peak bandwidth in decode; None: EFFICIENCY's for the accelerator and weights."""
+    prefill: float | None
+    """Share of peak compute in prefill; None: EFFICIENCY's."""
+    prefill_peak: str
+    """Which peak the prefill share is of: ``bf16_tflops`` (the source text's) or ``weights`` (the weights')."""
+
+
+def views(assumptions: Assumptions) -> tuple[View, View]:
+    """The two views every option is planned at: the assumed efficiencies and the calibrated ones."""
+    return (
+        View("assumed", assumptions.decode_bandwidth_efficiency, assumptions.prefill_utilisation, "bf16_tflops"),
+        View("calibrated", None, None, "weights"),
+    )
+
+
+# --- what comes back ----------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Figures:
+    """An option planned at one view. A rejected option has ``feasible`` False, ``reason`` in words, and whatever
+    figures were reached before the reason (None for the rest)."""
+
+    feasible: bool = False
+    reason: str | None = None
+    batch: int | None = None
+    binding: str | None = None
+    """What sets the batch: ``memory``, ``speed target`` or ``first-token target``."""
+    tokens_per_s_per_user: float | None = None
+    ttft_s: float | None = None
+    """First token of the tail prompt: at the planned batch with chunked prefill, or on a prefill replica plus the
+    KV-cache transfer when disaggregated; None where decode leaves no compute for prompts."""
+    replicas: int | None = None
+    gpus: int | None = None
+    usd_per_month: float | None = None
+    usd_per_m_input: float | None = None
+    usd_per_m_output: float | None = None
+    decode_bandwidth_efficiency: float | None = None
+    prefill_efficiency: float | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+    """Every other figure of the plan, by name: weights_gb, usable_gb, kv_bytes_per_token, batch_memory,
+    batch_speed, batch_first_token, tokens_per_s_total, prefill_s, requests_per_s_per_replica, prefill_replicas,
+    decode_replicas, prefill_share, usd_per_m_output_full_load..."""
+
+    def reject(self, reason: str, limit: str) -> Figures:
+        """Mark the option rejected: ``reason`` in words, ``limit`` the check it failed (``precision``, ``efficiency``,
+        ``experts``, ``weights``, ``sequence``, ``longest prompt``, ``speed``, ``first token``), kept in ``extra``
+        as ``rejected_by`` for a face that groups rejections."""
+        self.feasible, self.reason = False, reason
+        self.extra["rejected_by"] = limit
+        return self
+
+    def summary(self) -> dict[str, Any]:
+        """The figures the JSON carries, in its order."""
+        keys = ("batch", "binding", "tokens_per_s_per_user", "ttft_s", "replicas", "gpus", "usd_per_month",
+                "usd_per_m_input", "usd_per_m_output", "feasible", "reason")  # fmt: skip
+        return {k: getattr(self, k) for k in keys}
+
+
+@dataclass
+class Option:
+    """One deployment: an accelerator at a price, the weights' and KV cache's precisions, GPUs per replica, serving."""
+
+    gpu: str
+    gpus_per_replica: int
+    weights: str
+    kv: str
+    serving: str
+    usd_per_gpu_hour: float
+    assumed: Figures
+    calibrated: Figures
+    frontier: bool = False
+
+    def view(self, name: str) -> Figures:
+        return self.assumed if name == "assumed" else self.calibrated
+
+    def label(self) -> str:
+        return f"{self.gpu} {self.weights}/{self.kv} x{self.gpus_per_replica} {self.serving}"
+
+    def to_json(self) -> dict[str, Any]:
+        """The option as ``--json`` prints it: the assumed view's figures, then the calibrated view's under
+        ``calibrated`` with its efficiencies. ``frontier`` is that of the view the plan is ranked by."""
+        out: dict[str, Any] = {
+            "gpu": self.gpu, "gpus_per_replica": self.gpus_per_replica, "weights": self.weights, "kv": self.kv,
+            "serving": self.serving,
+        }  # fmt: skip
+        out.update(self.assumed.summary())
+        out["frontier"] = self.frontier
+        calibrated = self.calibrated.summary()
+        calibrated["decode_bandwidth_efficiency"] = self.calibrated.decode_bandwidth_efficiency
+        calibrated["prefill_efficiency"] = self.calibrated.prefill_efficiency
+        out["calibrated"] = calibrated
+        return out
+
+
+@dataclass
+class Plan:
+    """Every option, feasible ones ranked by monthly cost (then GPUs, then speed per user), then the rejected ones."""
+
+    model: str
+    traffic: Traffic
+    targets: Targets
+    assumptions: Assumptions
+    prices: dict[str, tuple[float, str]]
+    """accelerator id -> (USD per GPU-hour, where the price comes from)."""
+    options: list[Option]
+    rank_by: str = "assumed"
+    notes: list[str] = field(default_factory=list)
+    """What the plan assumed about the inputs, in words (the spread of prompt lengths, the memory basis)."""
+
+    @property
+    def feasible(self) -> list[Option]:
+        return [o for o in self.options if o.view(self.rank_by).feasible]
+
+    @property
+    def rejected(self) -> list[Option]:
+        return [o for o in self.options if not o.view(self.rank_by).feasible]
+
+    def inputs(self) -> dict[str, Any]:
+        t, g, a = self.traffic, self.targets, self.assumptions
+        return {
+            "model": self.model,
+            "requests_per_day": t.requests_per_day,
+            "peak_factor": t.peak_factor,
+            "peak_requests_per_s": t.peak_requests_per_s,
+            "prompt_tokens": t.prompt_tokens,
+            "prompt_p95": t.prompt_p95,
+            "max_prompt_tokens": t.max_prompt_tokens,
+            "prompt_sd": t.prompt_sd,
+            "output_tokens": t.output_tokens,
+            "reasoning_tokens": t.reasoning_tokens,
+            "tokens_per_s_target": g.tokens_per_s,
+            "ttft_target_s": g.ttft_s,
+            "spare": a.spare,
+            "min_replicas": a.min_replicas,
+            "gpus": {gpu: {"usd_per_gpu_hour": p, "source": s} for gpu, (p, s) in self.prices.items()},
+            "ranked_by": self.rank_by,
+            "assumptions": {
+                "usable_fraction": a.usable_fraction,
+                "decode_bandwidth_efficiency": a.decode_bandwidth_efficiency,
+                "prefill_utilisation": a.prefill_utilisation,
+                "prefill_peak": "bf16_tflops",
+                "kv_overflow": a.kv_overflow,
+                "kv_link_gb_s": a.kv_link_gb_s,
+                "weights": a.weights,
+                "hours_per_month": a.hours_per_month,
+                "weight_precisions": list(a.weight_precisions),
+                "kv_precisions": list(a.kv_precisions),
+                "gpus_per_replica": list(a.gpus_per_replica),
+                "servings": list(a.servings),
+                "calibration": calibration.active().describe(),
+            },
+            "notes": list(self.notes),
+        }
+
+    def to_json(self) -> dict[str, Any]:
+        return {"inputs": self.inputs(), "options": [o.to_json() for o in self.options]}
+
+    def rows(self) -> list[list[Any]]:
+        """The ranked table, header first: what PLAN_OPTIONS spills."""
+        out: list[list[Any]] = [list(TABLE_HEADER)]
+        feasible = self.feasible
+        for i, o in enumerate(self.options):
+            f = o.view(self.rank_by)
+            c = o.calibrated if self.rank_by == "assumed" else o.assumed
+            out.append([
+                i + 1 if i < len(feasible) else "", o.gpu, o.gpus_per_replica, o.weights, o.kv, o.serving,
+                f.batch, f.binding, f.tokens_per_s_per_user, f.ttft_s, f.replicas, f.gpus, f.usd_per_month,
+                f.usd_per_m_input, f.usd_per_m_output, "yes" if f.feasible else "no", "yes" if o.frontier else "",
+                f.reason or "", c.gpus if c.feasible else "", c.usd_per_month if c.feasible else "",
+                c.reason or "",
+            ])  # fmt: skip
+        return [["" if v is None else v for v in row] for row in out]
+
+
+TABLE_HEADER = (
+    "rank", "gpu", "gpus_per_replica", "weights", "kv", "serving", "batch", "binding", "tokens_per_s_per_user",
+    "ttft_s", "replicas", "gpus", "usd_per_month", "usd_per_m_input", "usd_per_m_output", "feasible", "frontier",
+    "reason", "other_view_gpus", "other_view_usd_per_month", "other_view_reason",
+)  # fmt: skip
+"""The columns of :meth:`Plan.rows`: the ranked view's figures, then the other view's GPUs, cost and reason (the
+calibrated view when ranked by the assumed one)."""
+
+
+# --- checking what is asked ---------------------------------------------------------------------------------------
+
+
+def _check(name: str, annotation: Any, value: Any) -> Any:
+    return domain_of(annotation).check(name, value)  # type: ignore[union-attr]
+
+
+def _checked_inputs(traffic: Traffic, targets: Targets, assumptions: Assumptions) -> None:
+    """One-line errors naming the argument, before any option is planned."""
+    _check("requests_per_day", PerDay, traffic.requests_per_day)
+    _check("prompt_tokens", Tokens, traffic.prompt_tokens)
+    _check("output_tokens", Tokens, traffic.output_tokens)
+    _check("peak_factor", PeakFactor, traffic.peak_factor)
+    _check("reasoning_tokens", TokensOrZero, traffic.reasoning_tokens)
+    for name in ("prompt_p95", "max_prompt_tokens", "prompt_sd"):
+        value = getattr(traffic, name)
+        if value is not None:
+            _check(name, TokensOrZero if name == "prompt_sd" else Tokens, value)
+    if traffic.prompt_p95 is not None and traffic.prompt_p95 < traffic.prompt_tokens:
+        raise OutOfRangeError(
+            f"prompt_p95 must be at least the mean prompt ({format_number(traffic.prompt_tokens)}), "
+            f"got {format_number(traffic.prompt_p95)}",
+            "prompt_p95",
+        )
+    if traffic.max_prompt_tokens is not None and traffic.max_prompt_tokens < traffic.tail_prompt:
+        which = "prompt_p95" if traffic.prompt_p95 is not None else "the mean prompt"
+        raise OutOfRangeError(
+            f"max_prompt_tokens must be at least {which} ({format_number(traffic.tail_prompt)}), "
+            f"got {format_number(traffic.max_prompt_tokens)}",
+            "max_prompt_tokens",
+        )
+    for name, value in (("tokens_per_s", targets.tokens_per_s), ("ttft_s", targets.ttft_s)):
+        if value is not None and not (isinstance(value, (int, float)) and value > 0 and math.isfinite(value)):
+            raise OutOfRangeError(f"{name} target must be a positive number, or none, got {value!r}", name)
+    _check("spare", Spare, assumptions.spare)
+    _check("min_replicas", Count, assumptions.min_replicas)
+    if assumptions.weights not in (PUBLISHED, PARAMS_X_BYTES):
+        raise ArgumentError(f"weights must be {PUBLISHED!r} or {PARAMS_X_BYTES!r}, got {assumptions.weights!r}",
+                            "weights")  # fmt: skip
+    for name, allowed in (("gpus_per_replica", assumptions.gpus_per_replica), ("servings", assumptions.servings)):
+        if not allowed:
+            raise ArgumentError(f"{name} must list at least one choice", name)
+    bad = [s for s in assumptions.servings if s not in SERVINGS]
+    if bad:
+        raise ArgumentError(f"servings must be among {', '.join(SERVINGS)}, got {', '.join(bad)}", "servings")
+
+
+def parse_gpus(text: str | Iterable[str], argument: str = "gpus") -> dict[str, float | None]:
+    """Accelerators with an optional price each, from ``"H100=2.5, H200"`` or ``["H100=2.5", "H200"]``: name ->
+    USD per GPU-hour, None for the catalog's price. ``all`` (or nothing) is every accelerator with a catalog price.
+    The names are the catalog's ids (aliases resolved). An unknown name or a bad price raises a one-line error
+    naming ``argument``."""
+    items = [p.strip() for p in text.split(",")] if isinstance(text, str) else [p.strip() for p in text]
+    items = [p for p in items if p]
+    if not items or items == ["all"]:
+        return {gpu: None for gpu in catalog.load_prices().ids()}
+    table = catalog.load_catalog().accelerators
+    out: dict[str, float | None] = {}
+    for item in items:
+        name, sep, price_text = item.partition("=")
+        try:
+            gpu = table.get(name.strip()).id
+        except XlsxplanError as err:  # an unknown name, with the closest ones
+            raise type(err)(f"{argument}: {err.message.removeprefix('gpu ')}", argument) from None
+        price: float | None = None
+        if sep:
+            try:
+                price = float(price_text.strip())
+            except ValueError:
+                raise ArgumentError(f"{argument} {item!r}: the price after '=' must be a number of USD per GPU-hour",
+                                    argument) from None  # fmt: skip
+            if not (math.isfinite(price) and price > 0):
+                raise OutOfRangeError(f"{argument} {item!r}: the price must be a positive number of USD per GPU-hour",
+                                      argument)  # fmt: skip
+        out[gpu] = price
+    return out
+
+
+def _prices(gpus: Mapping[str, float | None] | None) -> dict[str, tuple[float, str]]:
+    given = parse_gpus("all") if gpus is None else dict(gpus)
+    if not given:
+        raise ArgumentError("gpus must name at least one accelerator", "gpus")
+    table = catalog.load_catalog().accelerators
+    out: dict[str, tuple[float, str]] = {}
+    for name, price in given.items():
+        gpu = table.get(name).id
+        if price is None:
+            try:
+                price = catalog.load_prices().get(gpu).usd_per_gpu_hour
+            except NotAvailableError:
+                raise NotAvailableError(
+                    f"gpus: {gpu} has no rental price in the catalog: give one as {gpu}=USD_PER_HOUR", "gpus"
+                ) from None
+            source = catalog.load_prices().citation(gpu)
+        else:
+            source = "given"
+        out[gpu] = (float(price), source)
+    return out
+
+
+# --- planning one option ------------------------------------------------------------------------------------------
+
+
+def figure_text(x: float) -> str:
+    """A figure as a reason quotes it: three significant figures, ``145``, ``72``, ``75.2``, ``0.754``, ``1,450``."""
+    return f"{x:,.0f}" if abs(x) >= 1000 else f"{x:.3g}"
+
+
+_sig = figure_text
+
+
+@dataclass(frozen=True)
+class _Model:
+    """The figures of the model that do not depend on the option."""
+
+    name: str
+    params: float
+    active: float
+    experts: int
+    experts_per_token: int
+    expert_params: float
+
+    @property
+    def moe(self) -> bool:
+        return self.active < self.params and self.experts > 0
+
+    def read(self, batch: float) -> float:
+        """Parameters a decode step of ``batch`` sequences reads (MOE_PARAMS_READ_B; all of them for a dense model)."""
+        if not self.moe:
+            return self.params
+        return equations.moe_params_read(self.params, self.active, self.experts, self.experts_per_token, batch)
+
+
+def _model(name: str) -> _Model:
+    preset = catalog.load_catalog().models.get(name)
+    params = float(preset.params_b)  # type: ignore[attr-defined]
+    active = min(params, float(preset.figure("active_params_b")))  # type: ignore[arg-type]
+    experts = int(preset.figure("experts") or 0)
+    per_token = int(preset.figure("experts_per_token") or 0)
+    moe = active < params and experts > 0
+    return _Model(preset.id, params, active, experts if moe else 1, per_token if moe else 1,
+                  models.model_expert_params_b(preset.id) if moe else 0.0)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class _Setup:
+    """One option's hardware figures, shared by its views."""
+
+    model: _Model
+    gpu: str
+    memory: float
+    bandwidth: float
+    peaks: dict[str, float | None]
+    weights_name: str
+    kv_name: str
+    n: int
+    weights_gb: float
+    bytes_per_param: float
+    """Bytes per parameter a decode step reads: the weights' memory over the parameters (the embeddings' width
+    counted in, as published), so that every core function reads the same weights figure."""
+    kv_bytes: float
+    """KV cache per token across the replica's GPUs, at the mean context (MODEL_KV_BYTES_PER_TOKEN)."""
+
+
+def _unsupported(setup: _Setup, view: View) -> str | None:
+    """Why the accelerator cannot compute these weights at this view, or None."""
+    gpu, w = setup.gpu, setup.weights_name
+    try:
+        needed = calibration.peak_field(w)
+    except NotAvailableError:
+        return f"{w} weights compute on FP4 tensor cores, whose peak the catalog does not hold"
+    peak = "bf16_tflops" if view.prefill_peak == "bf16_tflops" else needed
+    for f in dict.fromkeys((needed, peak)):
+        if setup.peaks.get(f) is None:
+            if f == "fp8_tflops":
+                return (f"{gpu} has no FP8 tensor cores, which {w} weights compute on "
+                        "(w8a16 plans 8-bit weights widened to 16 bits before the multiply)")  # fmt: skip
+            if f == "fp4_tflops":
+                return (f"{gpu} has no published FP4 peak, which {w} weights compute on (FP4 tensor cores: "
+                        "Blackwell and MI355X; awq or int4_g128 plan 4-bit weights widened to 16 bits)")  # fmt: skip
+            return (f"{gpu} has no published 16-bit peak, so its prefill time is unknown (measure one with "
+                    "`xlsxplan calibrate --save`)")  # fmt: skip
+    return None
+
+
+@dataclass(frozen=True)
+class _Rates:
+    """What an accelerator reaches with these weights at a view, or why it cannot compute them."""
+
+    decode_bandwidth: float = 0.0
+    prefill: float = 0.0
+    peak_tflops: float = 0.0
+    peak_field: str = ""
+    reason: str = ""
+    limit: str = ""
+
+
+def _rates(setup: _Setup, view: View) -> _Rates:
+    """The decode bandwidth share, the prefill share and the peak it is of, at a view; or the reason there are none.
+    The same for every option of one accelerator and weights, so :func:`plan` asks once for each."""
+    why = _unsupported(setup, view)
+    if why:
+        return _Rates(reason=why, limit="precision")
+    try:
+        bw = view.decode_bandwidth
+        if bw is None:
+            bw = calibration.efficiency("decode_bandwidth", setup.gpu, setup.weights_name)
+        pf = view.prefill
+        if pf is None:
+            pf = calibration.efficiency("prefill", setup.gpu, setup.weights_name)
+    except XlsxplanError as err:
+        return _Rates(reason=err.message, limit="efficiency")
+    field_name = "bf16_tflops" if view.prefill_peak == "bf16_tflops" else calibration.peak_field(setup.weights_name)
+    return _Rates(float(bw), float(pf), float(setup.peaks[field_name]), field_name)  # type: ignore[arg-type]
+
+
+def _largest(low_ok: bool, hi: int, ok: Any) -> int:
+    """The largest batch in 1..hi for which ``ok`` holds, ``ok`` holding for all batches below one that holds."""
+    if not low_ok:
+        return 0
+    lo = 1
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if ok(mid):
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def _step_s(s: _Setup, batch: int, context: float, eff_bw: float) -> float:
+    """One bandwidth-bound decode step at ``batch``: DECODE_TOKS's, reading the experts that batch touches."""
+    return equations.decode_step_s(s.model.read(batch), s.bytes_per_param, s.n, s.bandwidth, batch, s.kv_bytes,
+                                   context, eff_bw)  # fmt: skip
+
+
+def _batch_for_speed(s: _Setup, target: float, context: float, eff_bw: float, cap: int) -> int:
+    """Largest batch (at most ``cap``) whose decode reaches ``target`` per user; 0 if none."""
+    if not s.model.moe:
+        return min(cap, traffic.batch_for_latency(s.model.params, s.bytes_per_param, s.n, s.bandwidth, target,
+                                                  s.kv_bytes, context, eff_bw))  # fmt: skip
+    ok = lambda b: 1.0 / _step_s(s, b, context, eff_bw) >= target * (1 - 1e-12)  # noqa: E731
+    return _largest(ok(1), cap, ok)
+
+
+def _batch_for_ttft(s: _Setup, target: Targets, tail_tokens: float, context: float, eff_bw: float, eff_pf: float,
+                    peak: float, cap: int) -> int:  # fmt: skip
+    """Largest batch (at most ``cap``) whose chunked decode leaves compute to read the tail prompt in time."""
+    speed = target.tokens_per_s or _NO_SPEED
+    ttft = float(target.ttft_s)  # type: ignore[arg-type]
+    if not s.model.moe:
+        batch = traffic.batch_for_ttft(s.model.active, s.n, peak, speed, tail_tokens, ttft, eff_pf, s.bytes_per_param,
+                                       s.bandwidth, s.kv_bytes, context, eff_bw)  # fmt: skip
+        return min(cap, batch)
+    room = equations.compute_tokens_per_s(s.model.active, peak) * s.n * eff_pf - tail_tokens / ttft
+    ok = lambda b: b * speed <= room * (1 + 1e-12) and b / _step_s(s, b, context, eff_bw) <= room * (1 + 1e-12)  # noqa: E731
+    return _largest(room > 0 and ok(1), cap, ok)
+
+
+def _plan_view(s: _Setup, rates: _Rates, t: Traffic, g: Targets, a: Assumptions, serving_mode: str, price: float,
+               sd: float | None) -> Figures:  # fmt: skip
+    f = Figures()
+    ex = f.extra
+    if rates.reason:
+        return f.reject(rates.reason, rates.limit)
+    eff_bw, eff_pf, peak, peak_field = rates.decode_bandwidth, rates.prefill, rates.peak_tflops, rates.peak_field
+    f.decode_bandwidth_efficiency, f.prefill_efficiency = eff_bw, eff_pf
+    ex.update(prefill_peak=peak_field, prefill_peak_tflops=peak, weights_gb=s.weights_gb,
+              weights_gb_per_gpu=s.weights_gb / s.n, kv_bytes_per_token=s.kv_bytes)  # fmt: skip
+    usable = serving.usable_gb(s.n, s.memory, a.usable_fraction)
+    free = usable - s.weights_gb
+    ex.update(usable_gb=usable, free_gb=free)
+    if s.model.moe and s.model.experts % s.n:
+        return f.reject(f"{s.model.experts} experts do not split evenly over {s.n} GPUs", "experts")
+    if free <= 0:
+        return f.reject(f"weights need {figure_text(s.weights_gb)} GB, {figure_text(usable)} GB usable", "weights")
+    context = traffic.context_tokens(t.prompt_tokens, t.output_tokens, t.reasoning_tokens)
+    tail_context = traffic.context_tokens(t.tail_prompt, t.output_tokens, t.reasoning_tokens)
+    per_slot = equations.batch_that_fits(s.weights_gb / s.bytes_per_param, s.bytes_per_param, s.kv_bytes,
+                                         tail_context, s.n, s.memory, a.usable_fraction)  # fmt: skip
+    if per_slot < 1:
+        need = s.kv_bytes * tail_context / 1e9
+        tokens = format_number(round(tail_context))
+        return f.reject(f"the weights leave {figure_text(free)} GB, less than one {tokens}-token sequence's KV cache "
+                        f"({figure_text(need)} GB)", "sequence")  # fmt: skip
+    if t.max_prompt_tokens is not None:
+        longest = traffic.context_tokens(t.max_prompt_tokens, t.output_tokens, t.reasoning_tokens)
+        alone = traffic.max_context_tokens(free, s.kv_bytes)
+        ex["max_context_tokens"] = alone
+        if longest > alone:
+            alone_gb = figure_text(s.kv_bytes * longest / 1e9)
+            return f.reject(f"the longest prompt accepted ({format_number(round(longest))} tokens with its answer) "
+                            f"needs {alone_gb} GB of KV cache alone, {figure_text(free)} GB is free",
+                            "longest prompt")  # fmt: skip
+    memory_batch = per_slot if sd is None else traffic.paged_batch(free, s.kv_bytes, context, sd, a.kv_overflow)
+    ex.update(batch_per_slot=per_slot, batch_memory=memory_batch)
+    speed_batch = first_batch = None
+    if g.tokens_per_s is not None:
+        speed_batch = _batch_for_speed(s, g.tokens_per_s, context, eff_bw, memory_batch)
+        ex["batch_speed"] = speed_batch
+        if speed_batch < 1:
+            fastest = 1.0 / _step_s(s, 1, context, eff_bw)
+            return f.reject(f"no batch reaches {format_number(g.tokens_per_s)} tokens/s per user: the fastest is "
+                            f"{_sig(fastest)}", "speed")  # fmt: skip
+    tail_tokens = traffic.prefill_tokens(t.tail_prompt)
+    compute_tokens_per_s = equations.compute_tokens_per_s(s.model.active, peak) * s.n * eff_pf
+    if g.ttft_s is not None and serving_mode == AGGREGATED:
+        first_batch = _batch_for_ttft(s, g, tail_tokens, context, eff_bw, eff_pf, peak, memory_batch)
+        ex["batch_first_token"] = first_batch
+        if first_batch < 1:
+            left = compute_tokens_per_s - 1.0 / _step_s(s, 1, context, eff_bw)
+            took = f"at batch 1 it takes {_sig(tail_tokens / left)} s" if left > 0 else "decode takes all the compute"
+            return f.reject(f"no batch reads the {format_number(round(tail_tokens))}-token tail prompt within "
+                            f"{format_number(g.ttft_s)} s: {took}", "first token")  # fmt: skip
+    batch = min(b for b in (memory_batch, speed_batch, first_batch) if b is not None)
+    f.batch = batch
+    f.binding = MEMORY if batch == memory_batch else SPEED if batch == speed_batch else FIRST_TOKEN
+    step = _step_s(s, batch, context, eff_bw)
+    f.tokens_per_s_per_user = 1.0 / step
+    total = batch / step
+    prefill = serving.prefill_seconds(s.model.active, traffic.prefill_tokens(t.prompt_tokens), s.n, peak, eff_pf)
+    ex.update(params_read_b=s.model.read(batch), tokens_per_s_total=total, prefill_s=prefill,
+              usd_per_m_output_full_load=serving.cost_per_m_tokens(s.n, price, total))  # fmt: skip
+    peak_rps = t.peak_requests_per_s
+    if serving_mode == AGGREGATED:
+        left = compute_tokens_per_s - total
+        f.ttft_s = tail_tokens / left if left > 0 else None
+        rps = traffic.replica_rps_chunked(prefill, traffic.prefill_tokens(t.prompt_tokens), t.decode_tokens, total)
+        f.replicas = traffic.fleet_replicas(peak_rps, rps, a.spare, a.min_replicas)
+        share = prefill * rps
+        ex.update(requests_per_s_per_replica=rps)
+    else:
+        tail_prefill = serving.prefill_seconds(s.model.active, tail_tokens, s.n, peak, eff_pf)
+        transfer = traffic.kv_transfer_s(s.kv_bytes, t.tail_prompt, a.kv_link_gb_s)
+        f.ttft_s = tail_prefill + transfer
+        ex.update(tail_prefill_s=tail_prefill, kv_transfer_s=transfer)
+        if g.ttft_s is not None and f.ttft_s > g.ttft_s * (1 + 1e-12):
+            return f.reject(f"a prefill replica reads the {format_number(round(tail_tokens))}-token tail prompt in "
+                            f"{_sig(tail_prefill)} s and moves its KV cache in {_sig(transfer)} s: over the "
+                            f"{format_number(g.ttft_s)} s target", "first token")  # fmt: skip
+        p = traffic.prefill_replicas(peak_rps, prefill, a.spare)
+        d = traffic.decode_replicas(peak_rps, t.decode_tokens, total, a.spare)
+        f.replicas = p + d
+        share = p / (p + d)
+        ex.update(prefill_replicas=p, decode_replicas=d)
+    f.gpus = f.replicas * s.n
+    f.usd_per_month = f.gpus * price * a.hours_per_month
+    f.usd_per_m_input = traffic.cost_per_m_input(f.gpus, price, t.requests_per_day, t.prompt_tokens, share)
+    f.usd_per_m_output = traffic.cost_per_m_output(f.gpus, price, t.requests_per_day, t.decode_tokens, share)
+    ex.update(prefill_share=share)
+    f.feasible = True
+    return f
+
+
+def _spread(t: Traffic) -> tuple[float | None, str]:
+    """The standard deviation of prompt lengths a paged batch is sized for (None: every slot at the tail), and how
+    it was chosen, in words."""
+    if t.prompt_sd is not None:
+        return t.prompt_sd, f"a paged KV cache, prompt lengths spread {format_number(t.prompt_sd)} tokens (given)"
+    if t.prompt_p95 is None or t.prompt_p95 == t.prompt_tokens:
+        return 0.0, "every prompt at the mean (no p95 or spread given)"
+    try:
+        sd = traffic.length_sd(t.prompt_tokens, t.prompt_p95)
+    except OutOfRangeError:
+        ratio = t.prompt_p95 / t.prompt_tokens
+        return None, (f"every slot at the {format_number(t.prompt_p95)}-token p95: a p95 {ratio:.3g} times the "
+                      f"mean fits no log-normal (at most {traffic.LOGNORMAL_MAX_P95_OVER_MEAN:.3g} times), so no "
+                      "spread is assumed; give the spread of measured lengths (--prompt-sd) for a paged KV cache's "
+                      "batch")  # fmt: skip
+    return sd, (f"a paged KV cache, prompt lengths log-normal through the mean and p95 (spread "
+                f"{format_number(round(sd))} tokens)")  # fmt: skip
+
+
+def plan(
+    model: str,
+    traffic_: Traffic,
+    targets: Targets | None = None,
+    gpus: Mapping[str, float | None] | None = None,
+    assumptions: Assumptions | None = None,
+    rank_by: str = "assumed",
+) -> Plan:
+    """Every option for serving ``model`` to ``traffic_``, ranked.
+
+    ``gpus`` maps accelerator names to a price per GPU-hour (None: the catalog's, :func:`parse_gpus`); without it,
+    every accelerator with a catalog price. ``rank_by`` is ``assumed`` (the assumptions' efficiencies, by default the
+    source text's) or ``calibrated``. Raises an :class:`~xlsxplan.errors.XlsxplanError` with a one-line message for
+    bad input (an unknown model or accelerator, a p95 below the mean, a price that is no number).
+    """
+    targets = targets or Targets()
+    a = assumptions or Assumptions()
+    if rank_by not in ("assumed", "calibrated"):
+        raise ArgumentError(f"rank_by must be assumed or calibrated, got {rank_by!r}", "rank_by")
+    _checked_inputs(traffic_, targets, a)
+    m = _model(model)
+    prices = _prices(gpus)
+    weight_names = tuple(dict.fromkeys(precision.lookup(w).name for w in a.weight_precisions))
+    kv_names = tuple(dict.fromkeys(precision.lookup(k).name for k in a.kv_precisions))
+    a = replace(a, weight_precisions=weight_names, kv_precisions=kv_names)
+    sd, basis = _spread(traffic_)
+    notes = [f"memory: {basis}"]
+    context = traffic.context_tokens(traffic_.prompt_tokens, traffic_.output_tokens, traffic_.reasoning_tokens)
+    kv_bytes = {(kv, n): models.model_kv_bytes_per_token(m.name, context, precision.bytes_per_param(kv), n)
+                for kv in kv_names for n in a.gpus_per_replica}  # fmt: skip
+    both = views(a)
+    table = catalog.load_catalog().accelerators
+    options: list[Option] = []
+    for gpu, (price, _) in prices.items():
+        preset = table.get(gpu)
+        memory, bandwidth = float(preset.figure("memory_gb")), float(preset.figure("bandwidth_tb_s"))  # type: ignore[arg-type]
+        peaks = {f: preset.figure(f) for f in ("bf16_tflops", "fp8_tflops")}
+        for w in weight_names:
+            b = precision.bytes_per_param(w)
+            weights_gb = (
+                models.model_weights_gb(m.name, b) if a.weights == PUBLISHED else serving.weights_gb(m.params, b)
+            )
+            rates: list[_Rates] | None = None
+            for kv in kv_names:
+                for n in a.gpus_per_replica:
+                    setup = _Setup(m, gpu, memory, bandwidth, peaks, w, kv, n, weights_gb, weights_gb / m.params,
+                                   kv_bytes[(kv, n)])  # fmt: skip
+                    rates = rates or [_rates(setup, v) for v in both]
+                    for mode in a.servings:
+                        figures = [_plan_view(setup, r, traffic_, targets, a, mode, price, sd) for r in rates]
+                        options.append(Option(gpu, n, w, kv, mode, price, figures[0], figures[1]))
+    _rank(options, rank_by)
+    return Plan(m.name, traffic_, targets, a, prices, options, rank_by, notes)
+
+
+def _rank(options: list[Option], rank_by: str) -> None:
+    """Feasible first, by monthly cost, then fewer GPUs, then faster per user, then the sooner first token; rejected
+    ones in search order. Marks the cost-versus-speed frontier: an option no option ranked before it (as cheap or
+    cheaper) matches in speed per user; of options equal in both, the first."""
+    order = {id(o): i for i, o in enumerate(options)}
+
+    def key(o: Option) -> tuple:
+        f = o.view(rank_by)
+        if not f.feasible:
+            return (1, 0.0, 0, 0.0, 0.0, order[id(o)])
+        ttft = math.inf if f.ttft_s is None else f.ttft_s
+        return (0, f.usd_per_month, f.gpus, -(f.tokens_per_s_per_user or 0.0), ttft, order[id(o)])
+
+    options.sort(key=key)
+    best_speed = -math.inf
+    for o in options:  # by cost: on the frontier when faster than every cheaper (or equally cheap, earlier) one
+        f = o.view(rank_by)
+        if not f.feasible:
+            break
+        speed = f.tokens_per_s_per_user or 0.0
+        if speed > best_speed * (1 + 1e-12) or best_speed == -math.inf:
+            o.frontier = True
+            best_speed = speed
+
+
+# --- the Excel face -----------------------------------------------------------------------------------------------
+
+
+def _zero_is_none(x: float) -> float | None:
+    return None if x == 0 else x
+
+
+@checked
+def plan_options(
+    model: Name,
+    requests_per_day: PerDay,
+    prompt_tokens: Tokens,
+    output_tokens: Tokens,
+    peak_factor: PeakFactor = 3,
+    tokens_per_s_target: TokensPerSOrZero = 0,
+    ttft_target_s: SecondsOrZero = 0,
+    spare: Spare = 1,
+    gpus: Name = "all",
+    prompt_p95: TokensOrZero = 0,
+    max_prompt_tokens: TokensOrZero = 0,
+    reasoning_tokens: TokensOrZero = 0,
+    min_replicas: Count = 2,
+) -> list[list[Any]]:
+    """Every way to serve a model for a traffic, ranked by monthly cost, with each rejected option's reason.
+
+    Parameters
+    ----------
+    model : str
+        A preset model name, shipped or imported, e.g. Qwen2.5-72B [name].
+    requests_per_day : float
+        Requests in a day [requests/day].
+    prompt_tokens : float
+        Mean prompt per request [tokens].
+    output_tokens : float
+        Visible answer per request [tokens].
+    peak_factor : float, default 3
+        How much busier the peak hour is than the day's average [ratio].
+    tokens_per_s_target : float, default 0
+        Slowest decode each user may see; 0: no speed target [tokens/s].
+    ttft_target_s : float, default 0
+        Longest wait for the first token of the p95 prompt; 0: no first-token target [s].
+    spare : int, default 1
+        Replicas added for a failure or a deployment, to each pool when disaggregated [count].
+    gpus : str, default all
+        Accelerators to try, each with an optional price, e.g. "H100=2.5,H200"; all: every one the catalog prices
+        (GPU_PRICE) [names].
+    prompt_p95 : float, default 0
+        95th-percentile prompt; 0: the mean [tokens].
+    max_prompt_tokens : float, default 0
+        Longest prompt accepted, which must fit alone; 0: not checked [tokens].
+    reasoning_tokens : float, default 0
+        Hidden reasoning tokens per request, decoded and billed as output [tokens].
+    min_replicas : int, default 2
+        Fewest replicas an aggregated plan runs [count].
+
+    Returns
+    -------
+    list of list
+        A table with a header row: rank, accelerator, GPUs per replica, precisions, serving, batch and what sets it,
+        speed, first token, replicas, GPUs, USD a month and per M tokens, feasible, frontier, reason [table].
+
+    Notes
+    -----
+    Each option is planned as the serving template plans its scenario ("Back-of-the-Envelope Estimation for LLM
+    Systems": the batch memory allows, capped by the targets given; chunked prefill, Sarathi-Serve arXiv:2403.02310;
+    disaggregated pools, DistServe arXiv:2401.09670), at the text's efficiencies (full bandwidth, half the BF16
+    peak), with the calibrated view's GPUs and cost beside it. Weights as MODEL_WEIGHTS_GB; 730 hours a month. The
+    support assistant (200,000 requests of 2,000 + 300 tokens on Qwen2.5-72B, H100 at $2.50): FP8 on two GPUs at
+    batch 91, 8 GPUs, $14,600 a month, first.
+    """
+    targets = Targets(_zero_is_none(tokens_per_s_target), _zero_is_none(ttft_target_s))
+    t = Traffic(requests_per_day, prompt_tokens, output_tokens, peak_factor, _zero_is_none(prompt_p95),
+                _zero_is_none(max_prompt_tokens), reasoning_tokens)  # fmt: skip
+    result = plan(model, t, targets, parse_gpus(gpus), Assumptions(spare=spare, min_replicas=min_replicas))
+    return result.rows()
