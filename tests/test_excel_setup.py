@@ -440,7 +440,9 @@ def test_the_bundle_carries_what_the_functions_need_and_nothing_lite_never_uses(
     assert files["xlsxplan/excel/udfs.py"] == (Path(lite_module.__file__).parent / "udfs.py").read_text(
         encoding="utf-8"
     )
-    assert len(lite_bundle().encode("utf-8")) < 350_000
+    # 364 KB with the cost functions and their sourced defaults (catalog/costs.toml); the faces left out above would
+    # add about 300 KB more
+    assert len(lite_bundle().encode("utf-8")) < 400_000
 
 
 _LITE_RUN = r"""

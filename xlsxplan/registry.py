@@ -23,8 +23,8 @@ from typing import Any
 import docstring_parser
 
 from . import calibration, catalog, precision
-from .catalog import models
-from .core import architecture, roofline, serving, traffic, training, training_memory
+from .catalog import costs, models
+from .core import architecture, cost, roofline, serving, traffic, training, training_memory
 from .domains import Domain, format_number
 
 __all__ = ["Argument", "Function", "FUNCTIONS", "get", "REQUIRED", "EXCEL_TEXT_LIMIT"]
@@ -281,6 +281,22 @@ _TABLE: list[tuple[str, list[tuple[str, Callable[..., Any]]]]] = [
             ("PEAK_COVERAGE", traffic.peak_coverage),
             ("COST_PER_M_INPUT", traffic.cost_per_m_input),
             ("COST_PER_M_OUTPUT", traffic.cost_per_m_output),
+        ],
+    ),
+    (
+        "Cost",
+        [
+            # owning against renting: capital recovery, power and hosting, breakevens, commitments
+            ("GPU_HOUR_OWNED", cost.gpu_hour_owned),
+            ("CAPITAL_RECOVERY", cost.capital_recovery_factor),
+            ("COST_PER_M_OWNED", cost.cost_per_m_owned),
+            ("COST_PER_M_RENTED", cost.cost_per_m_rented),
+            ("BREAKEVEN_UTILISATION", cost.breakeven_utilisation),
+            ("BREAKEVEN_MONTH", cost.breakeven_month),
+            ("COMMITTED_COST", cost.committed_cost),
+            ("BEST_COMMITMENT", cost.best_commitment),
+            ("COST_SPEC", costs.cost_spec),
+            ("COST_SOURCE", costs.cost_source),
         ],
     ),
 ]
