@@ -115,6 +115,17 @@ EXAMPLES: dict[str, tuple] = {
     "SPEC_MAX_BATCH": (70.554, 1, 327680, 8192, 2, 80, 1, 2, 0, 4),
     # Planning: the support assistant on Qwen2.5-72B, H100s at $2.50, a 20 tokens/s target
     "PLAN_OPTIONS": ("Qwen2.5-72B", 200000, 2000, 300, 3, 20, 0, 1, "H100=2.5"),
+    # Cost: an owned GPU at $30,000 over 4 years against $2.50 an hour rented
+    "GPU_HOUR_OWNED": (30000, 4, 0.1, 0.08, 1, 1.3, 0.08, 150),
+    "CAPITAL_RECOVERY": (0.08, 4),
+    "COST_PER_M_OWNED": (1.2675, 1000, 0.3),
+    "COST_PER_M_RENTED": (2.5, 1000, 0.3, 0),
+    "BREAKEVEN_UTILISATION": (1.2675, 2.5),
+    "BREAKEVEN_MONTH": (240000, 14600, 1807.36),
+    "COMMITTED_COST": ((8, 8, 16, 24), 8, 2, 3),
+    "BEST_COMMITMENT": ((8, 8, 16, 24), 2, 3),
+    "COST_SPEC": ("H100", "capex_usd"),
+    "COST_SOURCE": ("H100", "pue"),
 }
 
 

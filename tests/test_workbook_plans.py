@@ -430,7 +430,9 @@ def test_every_line_matches_the_python_core_as_shipped(plan):
 def test_changed_inputs_match_the_python_core(plan, name, values):
     with changed(plan, _refs(plan, values)):
         live = check_serving(plan)
-        assert plan.get(plan.book.address("master_check")) == (1 if live["fits"] != "fits" else 0), name
+        # the Costs block (the Timeline's owned case) holds H100-SXM's costs: another accelerator is flagged too
+        stale = plan.get("Accelerator") != plan.get("Accelerator_The_Costs_Are_For")
+        assert plan.get(plan.book.address("master_check")) == (1 if live["fits"] != "fits" or stale else 0), name
 
 
 def _refs(b: Built, values: dict[str, Any]) -> dict[str, Any]:

@@ -286,12 +286,14 @@ def test_build_refusal_exits_2_with_one_line(tmp_path, capsys):
 def test_sheets_in_order_with_a_tab_colour_per_kind(shipped):
     name, book, wb, _ = shipped
     side = SIDE_SHEET[name]
-    data = ["Prompt lengths"] if name == serving.FILENAME else []  # an input sheet of its own: a pasted column
-    assert wb.sheetnames == ["Cover", "Guide", "Inputs", *data, "Calculations", "Outputs", side, "Calibration", "Checks",
-                             "Version log", "Lists", "xlwings.conf"]  # fmt: skip
+    # input sheets of their own (a pasted column each) and the month-by-month plan after Calculations
+    data = ["Prompt lengths", "Monthly requests"] if name == serving.FILENAME else []
+    months = ["Timeline"] if name == serving.FILENAME else []
+    assert wb.sheetnames == ["Cover", "Guide", "Inputs", *data, "Calculations", *months, "Outputs", side, "Calibration",
+                             "Checks", "Version log", "Lists", "xlwings.conf"]  # fmt: skip
     kinds = {"Cover": "cover", "Guide": "guide", "Inputs": "inputs", "Calculations": "calc", "Outputs": "outputs",
              side: "scenarios", "Calibration": "calibration", "Checks": "checks", "Version log": "log",
-             "Lists": "lists", **{sheet: "inputs" for sheet in data}}  # fmt: skip
+             "Lists": "lists", **{sheet: "inputs" for sheet in data}, **{sheet: "calc" for sheet in months}}  # fmt: skip
     for sheet, kind in kinds.items():
         assert wb[sheet].sheet_properties.tabColor.rgb == "00" + TAB[kind], sheet
     assert read_conf_sheet(wb) == {"UDF Modules": "xlsxplan.excel.udfs"}
@@ -462,7 +464,7 @@ def test_every_printed_page_is_at_most_181_character_widths_wide(books):
 CELL = re.compile(r"\$?[A-Z]{1,3}\$?\d+")
 ALLOWED_FUNCTIONS = {"IF", "INDEX", "MATCH", "MIN", "MAX", "ROUND", "ROUNDUP", "ROUNDDOWN", "SUM", "SUMPRODUCT",
                      "ISERROR", "ISNUMBER", "NOT", "NA", "COUNT", "COUNTIF", "ROWS", "OR", "AND", "AVERAGE",
-                     "PERCENTILE", "STDEVP"}  # fmt: skip
+                     "PERCENTILE", "STDEVP", "EDATE"}  # fmt: skip
 """IFERROR is not among them: classic xlwings returns a failed function as text, which IFERROR lets through; a
 fallback tests ISNUMBER instead (the checks' own IFERROR(..., 1) is added by Sheet.check around a 1/0 result)."""
 
@@ -547,18 +549,24 @@ def test_printing_is_set_up_and_panes_frozen(shipped):
             assert areas[0][:3] == (1, 1, 6) and all(a[0] == 7 and a[2] == 10 for a in areas[1:]), ws.print_area
             # the cases print beside Label, Value and Unit: a case page shows each figure's unit
             assert len(areas) == (3 if name == training.FILENAME else 2) and ws.print_title_cols == "$A:$C"
+        elif ws.title == "Timeline":  # labels to equations down the page, then the months a year to a page
+            assert areas[0][:3] == (1, 1, 4) and ws.print_title_cols == "$A:$B", ws.print_area
+            assert [(a[0], a[2]) for a in areas[1:]] == [(5, 16), (17, 28), (29, 40)], ws.print_area
         else:
             assert len(areas) == 1, ws.title
-        # nothing with a value lies outside the print areas: no cut-off columns or rows
+        # nothing with a value lies outside the print areas: no cut-off columns or rows (the title rows, 1 to 5, print
+        # at the top of every page, over whatever columns it holds: the Timeline's month headings)
+        titles = 5 if ws.print_title_rows else 0
         for row in ws.iter_rows():
             for c in row:
                 if c.value is not None:
-                    assert any(a[0] <= c.column <= a[2] and a[1] <= c.row <= a[3] for a in areas), (
+                    assert any(a[0] <= c.column <= a[2] and (a[1] <= c.row <= a[3] or c.row <= titles) for a in areas), (
                         f"{ws.title}!{c.coordinate} is not printed")  # fmt: skip
     for sheet in book.sheets.values():
         ws = wb[sheet.name]
         assert ws.print_title_rows == "$1:$5", sheet.name
-        assert ws.freeze_panes in ("B6", "A6"), sheet.name
+        # the Timeline keeps its units beside the labels as the months scroll by
+        assert ws.freeze_panes in (("C6",) if sheet.name == "Timeline" else ("B6", "A6")), sheet.name
 
 
 def test_named_styles_registered_and_number_formats_read_well(shipped):

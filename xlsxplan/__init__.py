@@ -12,6 +12,7 @@ __version__ = "0.1.0"
 
 from .calibration import efficiency
 from .catalog import gpu_names, gpu_price, gpu_price_source, gpu_source, gpu_spec, model_names, model_source, model_spec
+from .catalog.costs import cost_source, cost_spec, owned_case
 from .catalog.models import (
     model_engine_concurrency,
     model_engine_kv_tokens,
@@ -30,6 +31,18 @@ from .core.architecture import (
     mamba_state_bytes,
     moe_params_read_b,
     weights_gb_per_gpu,
+)
+from .core.cost import (
+    OwnedCase,
+    best_commitment,
+    breakeven_month,
+    breakeven_utilisation,
+    capital_recovery_factor,
+    committed_cost,
+    cost_per_m_owned,
+    cost_per_m_rented,
+    gpu_hour_owned,
+    owned_cost_per_gpu_hour,
 )
 from .core.engine import engine_kv_gb, engine_kv_tokens, engine_max_concurrency
 from .core.queueing import (
@@ -130,6 +143,7 @@ __all__ = [
     "CatalogError",
     "NotAvailableError",
     "OutOfRangeError",
+    "OwnedCase",
     "UnknownPresetError",
     "WorkbookError",
     "XlsxplanError",
@@ -137,15 +151,24 @@ __all__ = [
     "activation_gb",
     "batch_for_latency",
     "batch_for_ttft",
+    "best_commitment",
     "block_bytes_per_param",
+    "breakeven_month",
+    "breakeven_utilisation",
     "bytes_per_param",
+    "capital_recovery_factor",
     "chinchilla_ratio",
     "chinchilla_tokens",
+    "committed_cost",
     "compute_tokens_per_s",
     "context_tokens",
     "cost_per_m_input",
     "cost_per_m_output",
+    "cost_per_m_owned",
+    "cost_per_m_rented",
     "cost_per_m_tokens",
+    "cost_source",
+    "cost_spec",
     "data_passes",
     "decode_replicas",
     "decode_step_seconds",
@@ -161,6 +184,7 @@ __all__ = [
     "flops_6n",
     "format_source",
     "free_gb",
+    "gpu_hour_owned",
     "gpu_hours",
     "gpu_names",
     "gpu_price",
@@ -194,6 +218,8 @@ __all__ = [
     "moe_params_read_b",
     "optimal_params_b",
     "optimizer_bytes",
+    "owned_case",
+    "owned_cost_per_gpu_hour",
     "paged_batch",
     "peak_coverage",
     "peak_requests_per_s",

@@ -25,8 +25,19 @@ import docstring_parser
 import numpy as np
 
 from . import calibration, catalog, plan, precision
-from .catalog import models
-from .core import architecture, engine, queueing, roofline, serving, speculative, traffic, training, training_memory
+from .catalog import costs, models
+from .core import (
+    architecture,
+    cost,
+    engine,
+    queueing,
+    roofline,
+    serving,
+    speculative,
+    traffic,
+    training,
+    training_memory,
+)
 from .domains import Domain, format_number
 from .errors import ArgumentError
 
@@ -375,6 +386,22 @@ _TABLE: list[tuple[str, list[tuple[str, Callable[..., Any]]]]] = [
         "Planning",
         [
             ("PLAN_OPTIONS", plan.plan_options),
+        ],
+    ),
+    (
+        "Cost",
+        [
+            # owning against renting: capital recovery, power and hosting, breakevens, commitments
+            ("GPU_HOUR_OWNED", cost.gpu_hour_owned),
+            ("CAPITAL_RECOVERY", cost.capital_recovery_factor),
+            ("COST_PER_M_OWNED", cost.cost_per_m_owned),
+            ("COST_PER_M_RENTED", cost.cost_per_m_rented),
+            ("BREAKEVEN_UTILISATION", cost.breakeven_utilisation),
+            ("BREAKEVEN_MONTH", cost.breakeven_month),
+            ("COMMITTED_COST", cost.committed_cost),
+            ("BEST_COMMITMENT", cost.best_commitment),
+            ("COST_SPEC", costs.cost_spec),
+            ("COST_SOURCE", costs.cost_source),
         ],
     ),
 ]

@@ -36,6 +36,7 @@ from openpyxl.worksheet.pagebreak import Break
 
 from .. import domains
 from ..domains import domain_of
+from . import timeline
 from .book import Book, InputRow, Line, Ref, Sheet, add_validation, put_text, register_cells, validation_for
 from .common import (
     COMPUTE_MEMORY_TITLE,
@@ -64,7 +65,9 @@ SHEETS = [
     ("Guide", "guide"),
     ("Inputs", "inputs"),
     ("Prompt lengths", "inputs"),
+    (timeline.REQUESTS_SHEET, "inputs"),
     ("Calculations", "calc"),
+    (timeline.SHEET, "calc"),
     ("Outputs", "outputs"),
     ("Scenarios", "scenarios"),
     ("Calibration", "calibration"),
@@ -639,6 +642,7 @@ def _inputs(book: Book, lists: dict[str, str]) -> Sheet:
     sh.input("Prompt tokens in the measurement", 2_000, "tokens", "Example: the mean prompt", "The prompt measured; "
              "its KV cache is read each step", "int",
              validation_for(tokens, "Prompt tokens in the measurement"))  # fmt: skip
+    timeline.inputs(book, sh)
     sh.finish()
     return sh
 
@@ -1044,7 +1048,8 @@ def _checks(book: Book) -> Sheet:
     sh.check("A model or accelerator figure is missing", f"=IF(COUNT({span})<ROWS({span}),1,0)",
              "A name not in the catalog needs its overrides filled in")  # fmt: skip
     sh.section("Inputs in their usual range", "A legal value far from the usual range is usually a unit slip")
-    usual_checks(book, sh, USUAL)
+    usual_checks(book, sh, (*USUAL, *timeline.USUAL))
+    timeline.checks(book, sh)
     sh.section("Every sheet", "Classic xlwings shows a failed function as text (the error and its reason): counted too")
     for name, cols in (("Calculations", ("B", "B")), ("Scenarios", ("C", "F")), ("Calibration", ("C", "E"))):
         ws = book.ws(name)
@@ -1059,11 +1064,14 @@ def _checks(book: Book) -> Sheet:
 def build() -> Book:
     """The serving plan as an openpyxl workbook in a :class:`Book` (formulas only; recalculate to cache values)."""
     book = Book(TITLE, SHEETS)
-    lists = lists_sheet(book, [(key, label, unit, domain_of(alias)) for key, label, unit, alias in USUAL])
+    lists = lists_sheet(book, [(key, label, unit, alias if isinstance(alias, domains.Domain) else domain_of(alias))
+                               for key, label, unit, alias in (*USUAL, *timeline.USUAL)])  # fmt: skip
     book.texts.update(precision_names=lists["precision"], precision_peaks=lists["precision_peak"])
     _inputs(book, lists)
     _prompt_lengths(book)
+    timeline.monthly_requests(book)
     _calculations(book)
+    timeline.timeline_sheet(book)
     _scenarios(book)
     _calibration(book)
     _outputs(book)
@@ -1182,6 +1190,7 @@ def build() -> Book:
                     ),
                 ],
             ),
+            timeline.COVER_BLOCK,
         ],
         examples=f'"{ENVELOPE_TITLE}" (a support assistant on H100s), cited on the sheets as {ENVELOPE} §1 to §7',
         limitations=[
@@ -1200,6 +1209,9 @@ def build() -> Book:
             "mixture of experts reads the experts a batch touches under uniform routing, an upper estimate.",
             "Input and output split the fleet's bill by GPU time, so where compute binds a token costs the same "
             "either way; GPUs bill by the hour, busy or idle; prices are examples, not quotes.",
+            "The Timeline sizes every month for its peak hour, owned or rented; it keeps each server bought (no "
+            "resale within the 36 months), pays capital on arrival and discounts no cash: its breakeven month is a "
+            "cash payback, its cost per token rests on capital recovery at the cost of capital (GPU_HOUR_OWNED).",
         ],
     )
     guide(
@@ -1220,6 +1232,11 @@ def build() -> Book:
             "Inputs, Cost: price per GPU-hour with its date, region and pricing basis; average utilisation.",
             "Inputs, Your measurements (optional): a batch-1 decode speed and time to first token measured on the "
             "active scenario's setup; the Calibration sheet shows the efficiencies they imply and the plan at them.",
+            "Inputs, Costs and Timeline: what an owned GPU costs (capital, life, resale, cost of capital, power, PUE, "
+            "electricity, hosting, lead time: the catalog's sourced defaults, restated with your quotes), the "
+            "committed price, the start month, traffic growth, a change of model or engine, the on-demand price "
+            "trend. Monthly requests (optional): paste a forecast of requests per day, month by month. The Timeline "
+            "sheet then plans the 36 months: GPUs, servers, each plan's cost and when buying pays back.",
             "Read the Cover's plan in brief, then Outputs. Scenarios compares the four cases side by side.",
             "Checks must read OK. An ERROR names the problem: weights or a tail prompt that do not fit, a target no "
             "batch reaches, a peak the fleet cannot cover, an input far outside its usual range.",
@@ -1232,7 +1249,9 @@ def build() -> Book:
             ("Guide", "This page"),
             ("Inputs", "Every assumption, once, with unit, source and date; the scenario block"),
             ("Prompt lengths", "An optional column of measured prompt lengths"),
+            (timeline.REQUESTS_SHEET, "An optional column of requests per day, one per month of the Timeline"),
             ("Calculations", "The active scenario line by line, with the equation and its source"),
+            (timeline.SHEET, "36 months: GPUs, servers bought or rented, cost owned and rented, breakevens"),
             ("Outputs", "Key results, the basis of estimate and the decode-speed chart"),
             ("Scenarios", "The four cases side by side"),
             ("Calibration", "The plan at the assumed, the calibrated and your measured efficiencies"),
