@@ -45,7 +45,7 @@ from .package import (
 )
 
 __all__ = ["Patch", "patch_sheet", "CommentEdit", "QuotePrefixStyles", "write_package", "number_text", "escape_text",
-           "write_notes"]  # fmt: skip
+           "write_notes", "decode_part"]  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -211,7 +211,7 @@ def patch_sheet(
     """
     if not patches:
         return xml
-    text, encoding = _decode(xml, "a worksheet part")
+    text, encoding = decode_part(xml, "a worksheet part")
     m = re.search(rf"<({_PREFIX})sheetData\b[^>]*?(/?)>", text)
     if not m:
         raise WorkbookError("a worksheet part has no <sheetData>")
@@ -301,7 +301,7 @@ class QuotePrefixStyles:
                 self._text = _MINIMAL_STYLES
             else:
                 self._part = part
-                self._text, self._encoding = _decode(data, part)
+                self._text, self._encoding = decode_part(data, part)
         return self._text
 
     def __call__(self, base: str | None) -> str:
@@ -358,7 +358,7 @@ class QuotePrefixStyles:
                 _add_content_type(self._edits, self._part, None, CT_STYLES)
 
 
-def _decode(xml: bytes, part: str = "a part") -> tuple[str, str]:
+def decode_part(xml: bytes, part: str = "a part") -> tuple[str, str]:
     """The text of an XML part and the encoding to write it back in: UTF-8 or UTF-16, the two that Excel writes.
 
     UTF-16 with a byte-order mark is written back with one (``utf-16``); without one (the XML specification asks
@@ -482,7 +482,7 @@ def _add_relationship(edits: _Edits, source: str, rel_type: str, target_part: st
     empty = (
         f'<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n<Relationships xmlns="{PKG_REL}"></Relationships>'
     )
-    text, encoding = _decode(data, name) if data is not None else (empty, "utf-8")
+    text, encoding = decode_part(data, name) if data is not None else (empty, "utf-8")
     ids = set(re.findall(r'\bId\s*=\s*"([^"]*)"', text))
     n = 1
     while f"rId{n}" in ids:
@@ -502,7 +502,7 @@ def _add_relationship(edits: _Edits, source: str, rel_type: str, target_part: st
 
 
 def _add_content_type(edits: _Edits, part: str | None, extension: str | None, ctype: str) -> None:
-    text, encoding = _decode(edits.current("[Content_Types].xml"), "[Content_Types].xml")  # type: ignore[arg-type]
+    text, encoding = decode_part(edits.current("[Content_Types].xml"), "[Content_Types].xml")  # type: ignore[arg-type]
     if part is not None:
         element = f'<Override PartName="/{part}" ContentType="{ctype}"/>'
     else:
@@ -628,7 +628,7 @@ def write_notes(pkg: Package, replaced: dict[str, bytes], edits_list: list[Comme
         user_cells: set[tuple[int, int]] = set()
         cenc = venc = "utf-8"  # parts xlsxplan adds are UTF-8; parts it edits keep their encoding
         if comments is not None and edits.exists(comments):
-            ctext, cenc = _decode(edits.current(comments), comments)  # type: ignore[arg-type]
+            ctext, cenc = decode_part(edits.current(comments), comments)  # type: ignore[arg-type]
             stripped, removed = _edit_comments_text(ctext, {}, set())
             user_cells = _user_comment_cells(stripped)
         else:
@@ -637,7 +637,7 @@ def write_notes(pkg: Package, replaced: dict[str, bytes], edits_list: list[Comme
         if not notes and not removed:
             continue
         if vml is not None and edits.exists(vml):
-            vtext, venc = _decode(edits.current(vml), vml)  # type: ignore[arg-type]
+            vtext, venc = decode_part(edits.current(vml), vml)  # type: ignore[arg-type]
             if "</xml>" not in vtext:
                 continue  # not the VML Excel writes: leave the sheet's notes alone
         else:
@@ -670,7 +670,7 @@ def write_notes(pkg: Package, replaced: dict[str, bytes], edits_list: list[Comme
 
 
 def _insert_legacy_drawing(edits: _Edits, part: str, rid: str) -> None:
-    text, encoding = _decode(edits.current(part), part)  # type: ignore[arg-type]
+    text, encoding = decode_part(edits.current(part), part)  # type: ignore[arg-type]
     root = re.search(rf"<({_PREFIX})worksheet\b", text)
     p = root.group(1) if root else ""
     element = f'<{p}legacyDrawing xmlns:r="{DOC_REL}" r:id="{rid}"/>'

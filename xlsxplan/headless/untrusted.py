@@ -49,21 +49,33 @@ from ..errors import WorkbookError
 from ..zipfiles import DTD, MB, ZipLimits, check_members, markup, open_zip, reading
 from .package import MAX_COL, MAX_ROW, Package, range_bounds
 
-__all__ = ["Limits", "SheetStats", "PartStats", "Inspection", "open_package", "inspect_bytes", "formula_threat"]
+__all__ = [
+    "Limits",
+    "SheetStats",
+    "PartStats",
+    "Inspection",
+    "open_package",
+    "inspect_bytes",
+    "formula_threat",
+    "check_ranges",
+    "range_costs",
+    "RangeCost",
+]
 
 
-# Peak resident memory of a formulas model, fitted on benchmarks/recalc.py (BENCHMARKS.md, "Headless
-# recalculation") and rounded up: the estimate is 1.1 to 1.4 times what was measured for 100 to 10,000-row scenario
-# sheets (per-cell and array) and a 1,000-sheet workbook.
-BYTES_PER_CELL = 8_000  # every stored cell, constant or formula, and every hyperlinked cell (openpyxl gives it a value)
-BYTES_PER_FORMULA = 50_000  # on top, for each formula cell and each defined name (formulas compiles both)
-BYTES_PER_ARRAY_ELEMENT = 4_000  # each cell an array formula fills
-BYTES_PER_MATERIALISED = 400  # each cell openpyxl creates for a merged range
-# Measured with benchmarks/load_costs.py (BENCHMARKS.md, "What a workbook costs before its formulas"), rounded up:
-BYTES_PER_ROW = 1_200  # each <row> record: openpyxl keeps a row dimension for it (0.9 kB measured)
-BYTES_PER_STRING = 250  # each shared string (0.15 to 0.19 kB measured)
-BYTES_PER_ELEMENT = 800  # each other XML element openpyxl reads as a tree: styles, rules, drawings (0.6 kB)
-BASE_BYTES = 150 * MB  # Python, numpy, openpyxl, formulas and its function table
+# Peak resident memory of loading and calculating a workbook in formualizer, fitted on benchmarks/recalc.py and
+# benchmarks/load_costs.py (BENCHMARKS.md, "Headless recalculation" and "What a workbook costs before its formulas")
+# and rounded up. PROVISIONAL: refitted below.
+BYTES_PER_CELL = 200  # every stored cell, constant or formula, and every hyperlinked cell
+BYTES_PER_FORMULA = 3_000  # on top, for each formula cell and each defined name (the engine parses both)
+BYTES_PER_ARRAY_ELEMENT = 500  # each cell an array formula fills
+BYTES_PER_MATERIALISED = 50  # each cell of a merged range
+BYTES_PER_GRID_CELL = 1.2  # the engine's storage of a sheet: its last used column x its last used row, rows
+GRID_ROWS = 32_768  # counted up to this many (0.6 GB for one cell in XFD1, one in A1048576 and A1)
+BYTES_PER_ROW = 100  # each <row> record
+BYTES_PER_STRING = 200  # each shared string
+BYTES_PER_ELEMENT = 100  # each other XML element the engine reads (styles, rules, names)
+BASE_BYTES = 80 * MB  # Python, numpy, formualizer and the registry
 
 
 @dataclass(frozen=True)
@@ -107,7 +119,11 @@ class Limits(ZipLimits):
         cell data of sheets and plain shared strings (styles, rules, drawings, charts, pivot caches, extensions)
         [count].
     max_memory_gb : float
-        Estimated peak memory of the formulas model (:meth:`estimate`) [GB].
+        Estimated peak memory of loading and calculating the workbook (:meth:`estimate`) [GB].
+    max_range_cells : int
+        Cells the engine goes through for the ranges that formulas refer to, summed over the formulas: each
+        range's rows that hold cells times its columns (:func:`range_costs`); a cell handed to an xlsxplan function
+        counts 50 times. At about 10 ns a cell, the default is some 5 seconds [count].
     """
 
     max_sheets: int = 2_000
@@ -119,6 +135,7 @@ class Limits(ZipLimits):
     max_rules: int = 50_000
     max_elements: int = 4_000_000
     max_memory_gb: float = 16
+    max_range_cells: int = 500_000_000
 
     @staticmethod
     def estimate(
@@ -129,6 +146,7 @@ class Limits(ZipLimits):
         rows: int = 0,
         strings: int = 0,
         elements: int = 0,
+        grid: int = 0,
     ) -> float:
         """Estimated peak memory of loading and calculating a workbook in ``formulas`` [bytes].
 
@@ -146,6 +164,7 @@ class Limits(ZipLimits):
             + BYTES_PER_ROW * rows
             + BYTES_PER_STRING * strings
             + BYTES_PER_ELEMENT * elements
+            + BYTES_PER_GRID_CELL * grid
         )
 
 
@@ -168,6 +187,8 @@ class PartStats:
     strings: int = 0
     styles: int = 0
     rules: int = 0
+    max_row: int = 0  # the last row and column that hold a cell (from the cells' own references)
+    max_col: int = 0
     dimension: str | None = None
     bad_range: tuple[str, str, str] | None = None  # (what, ref, why): reported with the sheet's title
 
@@ -231,7 +252,14 @@ class Inspection:
             self.rows,
             self.strings,
             self.elements,
+            self.grid,
         )
+
+    @property
+    def grid(self) -> int:
+        """The cells the engine's storage of each sheet spans: its last used column times its last used row (up to
+        :data:`GRID_ROWS`)."""
+        return sum(s.max_col * min(s.max_row, GRID_ROWS) for s in self.sheets)
 
 
 def open_package(path: Path | str, limits: Limits | None = None) -> Inspection:
@@ -271,7 +299,16 @@ _DIMENSION = re.compile(rb"<" + _P + rb"dimension(?=[\s/>])([^>]*)>")
 _SHEET_DATA = re.compile(rb"<" + _P + rb"sheetData\b[^>]*?(/?)>")
 _SHEET_DATA_END = re.compile(rb"</" + _P + rb"sheetData\s*>")
 _REF = re.compile(rb"""\bref\s*=\s*["']([^"']*)["']""")
+_CELL_AT = re.compile(rb"<" + _P + rb"""c\s[^>]*?\br\s*=\s*["']\$?([A-Za-z]{1,3})\$?(\d{1,7})["']""")
+_ROW_AT = re.compile(rb"<" + _P + rb"""row\s[^>]*?\br\s*=\s*["'](\d{1,7})["']""")
 _ARRAY = re.compile(rb"""\bt\s*=\s*["']array["']""")
+
+
+def _col_number(letters: bytes) -> int:
+    n = 0
+    for ch in letters.upper():
+        n = n * 26 + ch - 64
+    return n
 
 
 def _elements(buf: bytes) -> int:
@@ -314,6 +351,8 @@ class _PartScan:
             local = tag.rpartition(b":")[2]  # any prefix: openpyxl matches the namespace, not the prefix
             census[local] = census.get(local, 0) + n
         s.cells += census.get(b"c", 0)
+        if census.get(b"c") and self.in_data:
+            self._extent(buf)
         s.formulas += census.get(b"f", 0)
         s.rows += census.get(b"row", 0)
         s.strings += census.get(b"si", 0)
@@ -338,6 +377,17 @@ class _PartScan:
             if dm:
                 ref = _REF.search(dm.group(1))
                 s.dimension = ref.group(1).decode("ascii", errors="replace") if ref else ""
+
+    def _extent(self, buf: bytes) -> None:
+        """The last row and column holding a cell: what the engine sizes a sheet's storage by."""
+        s = self.stats
+        rows = _ROW_AT.findall(buf)
+        if rows:
+            s.max_row = max(s.max_row, max(map(int, rows)))
+        cols = set(_CELL_AT.findall(buf))
+        if cols:
+            s.max_col = max(s.max_col, max(_col_number(c) for c, _ in cols))
+            s.max_row = max(s.max_row, max(int(r) for _, r in cols))
 
     def _after_data(self, buf: bytes, pos: int) -> None:
         """Inside <sheetData> from ``pos``: openpyxl reads cell data as a stream; count what follows its end."""
@@ -552,3 +602,148 @@ def formula_threat(formula: str) -> str | None:
     if m:
         return f"refers to another workbook ({m.group(0)})"
     return None
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Ranges that formulas refer to
+
+_QUOTED_TEXT = re.compile(r'"(?:[^"]|"")*"')
+_RANGE_REF = re.compile(
+    r"(?<![\w.$\u00c0-\uffff])(?:('(?:[^']|'')+'|[A-Za-z_\u00c0-\uffff][\w.\u00c0-\uffff]*)!)?"
+    r"(\$?[A-Za-z]{1,3}\$?\d{1,7}:\$?[A-Za-z]{1,3}\$?\d{1,7}|\$?[A-Za-z]{1,3}:\$?[A-Za-z]{1,3}|\$?\d{1,7}:\$?\d{1,7})"
+    r"(?![\w.(!])"
+)
+_PARTS = re.compile(r"^\$?([A-Za-z]{1,3})?\$?(\d+)?$")
+BYTES_PER_VISITED = 1.2
+"""Memory the engine spends per cell it goes through for a range (measured: 0.2 GB for 164 million)."""
+BYTES_PER_PASSED = 250
+"""Memory per cell of a range handed to an xlsxplan function, which gets it as Python values."""
+PASSED_WEIGHT = 50
+"""A cell handed to an xlsxplan function costs about as much time as this many cells gone through in the engine."""
+
+
+@dataclass(frozen=True)
+class RangeCost:
+    """What one range in one formula costs the engine: the cells it goes through (the range's rows in use times its
+    columns) and, when an xlsxplan function is called, the cells it may hand over as Python values."""
+
+    ref: str
+    rows: int
+    cols: int
+    passed: int
+
+    @property
+    def visited(self) -> int:
+        return self.rows * self.cols
+
+
+def range_costs(
+    formula: str, sheet: str, extents: Mapping[str, tuple[int, int]], calls_registry: bool
+) -> list[RangeCost]:
+    """The ranges a formula on ``sheet`` refers to (``A1:C9``, ``A:A``, ``1:3``, ``Other!A:XFD``), each with what
+    it costs: the engine goes through the rows of a range that hold cells (up to the sheet's last used row, from
+    ``extents``: {title: (last row, last column)}), across all its columns but for whole rows, which it cuts at
+    the last used column."""
+    out = []
+    for m in _RANGE_REF.finditer(_QUOTED_TEXT.sub('""', formula)):
+        title = sheet
+        if m.group(1):
+            quoted = m.group(1)
+            title = quoted[1:-1].replace("''", "'") if quoted.startswith("'") else quoted
+        first, _, last = m.group(2).partition(":")
+        a, b = _PARTS.match(first), _PARTS.match(last)
+        if a is None or b is None:
+            continue
+        c1, r1 = a.groups()
+        c2, r2 = b.groups()
+        used_rows, used_cols = _extent(extents, title)
+        whole_rows = c1 is None  # 1:3
+        whole_cols = r1 is None  # A:C
+        lo_r, hi_r = (1, MAX_ROW) if whole_cols else sorted((int(r1), int(r2)))
+        lo_c, hi_c = (1, MAX_COL) if whole_rows else sorted((_col_number(c1.encode()), _col_number(c2.encode())))
+        rows = max(0, min(hi_r, used_rows) - lo_r + 1)
+        cols = max(0, (min(hi_c, used_cols) if whole_rows else hi_c) - lo_c + 1)
+        passed = 0
+        if calls_registry:
+            passed = (rows if whole_cols else hi_r - lo_r + 1) * cols
+        shown = f"{m.group(1)}!{m.group(2)}" if m.group(1) else f"{_quoted(sheet)}!{m.group(2)}"
+        out.append(RangeCost(shown, rows, cols, passed))
+    return out
+
+
+def _extent(extents: Mapping[str, tuple[int, int]], title: str) -> tuple[int, int]:
+    if title in extents:
+        return extents[title]
+    folded = title.casefold()
+    return next((v for k, v in extents.items() if k.casefold() == folded), (0, 0))
+
+
+def _quoted(title: str) -> str:
+    if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.]*", title) and not re.fullmatch(r"[A-Za-z]{1,3}\d+", title):
+        return title
+    return "'" + title.replace("'", "''") + "'"
+
+
+def check_ranges(ins: Inspection, formulas: Mapping[str, Iterable[str]], limits: Limits) -> None:
+    """Refuse, before the engine is given them, formulas whose ranges would take too long or too much memory.
+
+    ``formulas`` is {sheet title: formula texts}. Each range of each formula counts (a defined name's range for
+    each formula that names it): the cells the engine goes through (:func:`range_costs`), refused above
+    :attr:`Limits.max_range_cells`, and their memory, added to the workbook's estimate and refused above
+    :attr:`Limits.max_memory_gb`.
+    """
+    from .engine import calls_registry  # the registry, not needed by the checks before parsing
+
+    extents = {s.title: (s.max_row, s.max_col) for s in ins.sheets}
+    pkg = ins.package
+    titles = [s.title for s in pkg.sheets]
+    named: dict[str, list[tuple[str | None, str]]] = {}
+    for d in pkg.defined_names:
+        if ":" in d.text:
+            scope = titles[d.local_sheet] if d.local_sheet is not None and d.local_sheet < len(titles) else None
+            named.setdefault(d.name.upper(), []).append((scope, d.text))
+    name_re = None
+    if named:
+        alternatives = "|".join(sorted(map(re.escape, named), key=len, reverse=True))
+        name_re = re.compile(rf"(?<![\w.!$])({alternatives})(?![\w.(!])", re.IGNORECASE)
+    visited = passed = 0
+    largest: RangeCost | None = None
+    for title, texts in formulas.items():
+        for text in texts:
+            has_range = ":" in text
+            if not has_range and name_re is None:
+                continue
+            registry = calls_registry(text)
+            costs = range_costs(text, title, extents, registry) if has_range else []
+            if name_re is not None:
+                for m in name_re.finditer(_QUOTED_TEXT.sub('""', text)):
+                    options = named[m.group(1).upper()]
+                    scope, target = next((o for o in options if o[0] == title), None) or next(
+                        (o for o in options if o[0] is None), options[0]
+                    )
+                    costs += range_costs(target, scope or title, extents, registry)
+            for cost in costs:
+                visited += cost.visited
+                passed += cost.passed
+                if largest is None or cost.visited + PASSED_WEIGHT * cost.passed > largest.visited + (
+                    PASSED_WEIGHT * largest.passed
+                ):
+                    largest = cost
+    if largest is None:
+        return
+    work = visited + PASSED_WEIGHT * passed
+    if work > limits.max_range_cells:
+        handed = f", {passed:,} of them handed to xlsxplan's functions" if passed else ""
+        biggest = f"{largest.ref}: {largest.rows:,} rows in use by {largest.cols:,} columns"
+        raise WorkbookError(
+            f"formulas refer to ranges of {visited:,} cells in all{handed} (the largest {biggest}); the limit is "
+            f"{limits.max_range_cells:,}, about 5 seconds of the engine's time: refer to the rows and columns in "
+            "use, not whole rows, whole columns or the whole sheet"
+        )
+    need = (ins.estimated_bytes + BYTES_PER_VISITED * largest.visited + BYTES_PER_PASSED * passed) / 1e9
+    if need > limits.max_memory_gb:
+        raise WorkbookError(
+            f"formulas hand xlsxplan's functions ranges of {passed:,} cells in all (the largest {largest.ref}); "
+            f"recalculating would need about {need:,.1f} GB, and the limit is {limits.max_memory_gb:g} GB: refer to "
+            "the rows in use"
+        )
