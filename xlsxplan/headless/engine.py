@@ -51,6 +51,8 @@ __all__ = [
     "normalise_formula",
     "add_in_names",
     "mark_omitted",
+    "prepare",
+    "function_calls",
     "calls_registry",
     "cell_error",
     "from_engine",
@@ -67,13 +69,12 @@ __all__ = [
     "NATIVE_REASONS",
     "CIRCULAR",
     "OMITTED",
-    "HOOK",
+    "ticking",
+    "qualify",
 ]
 
 OMITTED = "_XLSXPLAN_OMITTED"
 """The function an omitted argument of a registry call is given to the engine as: it returns an empty value."""
-HOOK = "_XLSXPLAN_CELL"
-"""The function a workbook wraps a formula cell in, to learn the cell's value and the reasons behind its errors."""
 PROBE = "_XLSXPLAN_PROBE"
 """The function a value is read through where no cell holds it (a formula of constants, a defined name)."""
 
@@ -266,14 +267,51 @@ def _record(result: Any) -> None:
         bucket.grids.append(grid)
 
 
+class _Ticker:
+    """Counts registry calls as the engine makes them and reports ``(done, total)`` every ``step`` calls."""
+
+    def __init__(self, total: int, report: Callable[[int, int], None]) -> None:
+        self.total, self.report, self.done = total, report, 0
+        self.step = max(25, total // 200)
+
+    def tick(self) -> None:
+        self.done += 1
+        if self.done % self.step == 0 and self.done < self.total:
+            self.report(self.done, self.total)
+
+
+_ticker: _Ticker | None = None
+
+
+@contextlib.contextmanager
+def ticking(total: int, report: Callable[[int, int], None] | None) -> Iterator[None]:
+    """Report progress inside the block as registry functions are called: ``report(done, total)``, ``total`` the
+    calls expected (the calls a calculation makes can be fewer: IF computes one branch); nothing if ``report`` is
+    None."""
+    global _ticker
+    saved = _ticker
+    _ticker = _Ticker(max(total, 1), report) if report is not None else None
+    try:
+        yield
+    finally:
+        _ticker = saved
+
+
 def _callback(fn: registry.Function) -> Callable[..., Any]:
     def call(*args: Any) -> Any:
         try:
-            result = cells.evaluate_broadcast(fn, [from_engine(a) for a in args])
+            if list in map(type, args):
+                result = cells.evaluate_broadcast(fn, [from_engine(a) for a in args])
+            else:  # one value per argument, the common case: what evaluate_broadcast does then, without its checks
+                result = cells.evaluate(fn, [cell_error(a) if type(a) is dict else a for a in args])
+                if isinstance(result, list):  # MODELS(), GPUS(): one column
+                    result = np.array(result, dtype=object).reshape(-1, 1)
         except Exception as err:  # never raise into the engine: ISERROR and ERROR.TYPE would not see the error
             result = CellError("#VALUE!", f"{fn.name}: {type(err).__name__}: {err}")
         if _buckets and isinstance(result, (CellError, np.ndarray)):
             _record(result)
+        if _ticker is not None:
+            _ticker.tick()
         return to_engine(result)
 
     call.__name__ = fn.name
@@ -371,6 +409,7 @@ def lift_arrays(formula: str, multi: Callable[[str], bool] | None = None) -> str
     return b"".join(out).decode("utf-8")
 
 
+_LIFTABLE = LIFTED | {"_XLFN." + name for name in LIFTED}
 _LIFTED_CALL = re.compile(
     r"(?<![A-Za-z0-9_.])(?:_xlfn\.)?(?:" + "|".join(sorted(map(re.escape, LIFTED), key=len, reverse=True)) + r")\s*\(",
     re.IGNORECASE,
@@ -590,6 +629,69 @@ def mark_omitted(formula: str) -> str:
     for pos in inserts:
         out += [raw[last:pos], mark]
         last = pos
+    out.append(raw[last:])
+    return b"".join(out).decode("utf-8")
+
+
+_CALL = re.compile(r"(?<![A-Za-z0-9_.$])([A-Za-z_][A-Za-z0-9_.]*)\s*\(")
+
+
+def function_calls(formula: str) -> list[str]:
+    """The registry functions ``formula`` calls, once per call, in the order written (outside its text literals)."""
+    code = code_text(formula) if '"' in formula else formula
+    return [m.group(1).upper() for m in _CALL.finditer(code) if m.group(1).upper() in registry.FUNCTIONS]
+
+
+def prepare(formula: str, multi: Callable[[str], bool] | None = None) -> tuple[str, bool]:
+    """A formula (with its ``=``) as the engine is given it: add-in names read as the registry's
+    (:func:`add_in_names`), omitted arguments of registry calls empty (:func:`mark_omitted`), native functions of
+    one value lifted over arrays (:func:`lift_arrays`); and whether it calls a registry function. One pass over
+    the function names decides which of these a formula needs: most need none."""
+    code = code_text(formula) if '"' in formula else formula
+    called = {m.group(1).upper() for m in _CALL.finditer(code)}
+    if any(name.startswith("_XLDUDF_") for name in called):
+        formula = add_in_names(formula)
+        code = code_text(formula) if '"' in formula else formula
+        called = {m.group(1).upper() for m in _CALL.finditer(code)}
+    registry_call = not called.isdisjoint(registry.FUNCTIONS)
+    if registry_call and _MAYBE_OMITTED.search(code):
+        formula = mark_omitted(formula)
+    if not called.isdisjoint(_LIFTABLE) and ("{" in code or ":" in code or multi is not None):
+        formula = lift_arrays(formula, multi)
+    return formula, registry_call
+
+
+_CELL_OR_RANGE = re.compile(
+    r"^\$?[A-Za-z]{1,3}\$?\d{1,7}(:\$?[A-Za-z]{1,3}\$?\d{1,7})?$"  # B4, B4:C9
+    r"|^\$?[A-Za-z]{1,3}:\$?[A-Za-z]{1,3}$|^\$?\d{1,7}:\$?\d{1,7}$"  # A:C, 1:3
+)
+
+
+def qualify(formula: str, sheet: str, local: Callable[[str], str | None] | None = None) -> str:
+    """``formula`` as it reads on the sheet ``sheet`` when written elsewhere: each reference without a sheet
+    (``B4``, ``A:A``) given that sheet, and each name scoped to it (``local(NAME)``: what the name refers to, or
+    None) given as what it refers to."""
+    try:
+        tokens = list(fz.tokenize(formula))
+    except Exception:
+        return formula
+    prefix = ("'" + sheet.replace("'", "''") + "'!").encode("utf-8")
+    raw = formula.encode("utf-8")
+    out, last = [], 0
+    for tok in tokens:
+        if str(tok.token_type) != "Operand" or str(tok.subtype) != "Range" or "!" in tok.value:
+            continue
+        value = tok.value
+        if _CELL_OR_RANGE.match(value):
+            out += [raw[last : tok.start], prefix]
+            last = tok.start
+        elif local is not None:
+            target = local(value.upper())
+            if target is not None:
+                out += [raw[last : tok.start], f"({target})".encode()]
+                last = tok.end
+    if not out:
+        return formula
     out.append(raw[last:])
     return b"".join(out).decode("utf-8")
 

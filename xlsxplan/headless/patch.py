@@ -161,9 +161,28 @@ class _SheetLayout:
         return None
 
 
+_R_ONLY = re.compile(r"""(?:^|\s)r\s*=\s*(?:"([^"]*)"|'([^']*)')""")
+_CELL_RES: dict[str, re.Pattern[str]] = {}
+_COLUMNS: dict[str, int] = {}
+
+
+def _column(ref: str) -> int:
+    """The column of a cell reference such as ``B4``, read once per distinct column letters."""
+    letters = ref.rstrip("0123456789$").lstrip("$")
+    col = _COLUMNS.get(letters)
+    if col is None:
+        col = split_ref(ref)[1]
+        if len(_COLUMNS) < 20_000:
+            _COLUMNS[letters] = col
+    return col
+
+
 def _row_xml(layout: _SheetLayout, row: int, attrs: list[tuple[str, str]], body: str, patches: dict[int, Patch]) -> str:
     p = layout.prefix
-    cell_re = re.compile(rf"<{p}c\b((?:\s+[^\s=/>]+\s*=\s*(?:\"[^\"]*\"|'[^']*'))*)\s*(?:/>|>(.*?)</{p}c>)", re.S)
+    cell_re = _CELL_RES.get(p)
+    if cell_re is None:
+        attr = r"(?:\s+[^\s=/>]+\s*=\s*(?:\"[^\"]*\"|'[^']*'))*"
+        cell_re = _CELL_RES[p] = re.compile(rf"<{p}c\b({attr})\s*(?:/>|>(.*?)</{p}c>)", re.S)
     row_attrs = dict(attrs)
     pending = sorted(patches.items())
     out: list[str] = []
@@ -175,10 +194,9 @@ def _row_xml(layout: _SheetLayout, row: int, attrs: list[tuple[str, str]], body:
         return _cell_xml(p, f"{col_letter(c)}{row}", base, "", patch, layout.quoted)
 
     for m in cell_re.finditer(body):
-        cattrs = _attrs(m.group(1))
-        cdict = dict(cattrs)
-        ref = cdict.get("r")
-        col = split_ref(ref)[1] if ref else col + 1
+        found = _R_ONLY.search(m.group(1))
+        ref = (found.group(1) if found.group(1) is not None else found.group(2)) if found else None
+        col = _column(ref) if ref else col + 1
         out.append(body[pos : m.start()])
         pos = m.end()
         while pending and pending[0][0] < col:
@@ -187,6 +205,7 @@ def _row_xml(layout: _SheetLayout, row: int, attrs: list[tuple[str, str]], body:
             inserted = True
         if pending and pending[0][0] == col:
             _, patch = pending.pop(0)
+            cattrs = _attrs(m.group(1))
             out.append(_cell_xml(p, f"{col_letter(col)}{row}", cattrs, m.group(2) or "", patch, layout.quoted))
         elif ref:
             out.append(m.group(0))
@@ -233,24 +252,25 @@ def patch_sheet(
     out: list[str] = []
     pos, row = 0, 0
     pending = sorted(by_row)
+    at = 0  # the next row of `pending` to write
     for rm in row_re.finditer(body):
-        rattrs = _attrs(rm.group(1))
-        r_text = dict(rattrs).get("r")
+        found = _R_ONLY.search(rm.group(1))
+        r_text = (found.group(1) if found.group(1) is not None else found.group(2)) if found else None
         row = int(r_text) if r_text else row + 1
         out.append(body[pos : rm.start()])
         pos = rm.end()
-        while pending and pending[0] < row:
-            r = pending.pop(0)
-            out.append(_row_xml(layout, r, [], "", by_row[r]))
-        if pending and pending[0] == row:
-            pending.pop(0)
-            out.append(_row_xml(layout, row, rattrs, rm.group(2) or "", by_row[row]))
+        while at < len(pending) and pending[at] < row:
+            out.append(_row_xml(layout, pending[at], [], "", by_row[pending[at]]))
+            at += 1
+        if at < len(pending) and pending[at] == row:
+            at += 1
+            out.append(_row_xml(layout, row, _attrs(rm.group(1)), rm.group(2) or "", by_row[row]))
         elif r_text:
             out.append(rm.group(0))
         else:
             out.append(rm.group(0).replace(f"<{p}row", f'<{p}row r="{row}"', 1))
     out.append(body[pos:])
-    for r in pending:
+    for r in pending[at:]:
         out.append(_row_xml(layout, r, [], "", by_row[r]))
     new_text = text[:start] + head + "".join(out) + f"</{p}sheetData>" + text[end:]
     new_text = _grow_dimension(new_text, p, patches)

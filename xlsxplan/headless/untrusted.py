@@ -12,22 +12,25 @@ once and refuses it, with one line, before any XML is parsed when:
   need one; Excel never writes a DTD), anywhere in the part; or starts with more than :data:`BLANK_MAX` of blank
   space, or holds nothing else (padding that would hide a DTD from a check of the first bytes); or declares an
   encoding other than UTF-8, UTF-16 or a single-byte superset of ASCII (Latin-1, Windows-1252). Every part is read
-  as a stream, whatever its name (a content type can make any part XML), UTF-16 parts as text. openpyxl parses
-  through ``defusedxml`` as well, which refuses entities again: :func:`require_defusedxml` checks that it does;
+  as a stream, whatever its name (a content type can make any part XML), UTF-16 parts as text. The small parts
+  xlsxplan reads itself are parsed through ``defusedxml``, which refuses entities again
+  (:func:`require_defusedxml` checks that it is there); the engine is given a package none of whose parts holds one;
 * it has **external links** (``xl/externalLinks``: formulas reading other workbooks, or DDE links that start
   programs). xlsxplan never follows them; it refuses the file rather than compute with values it cannot see.
   Cell formulas and defined names are checked for external and DDE references too (:func:`formula_threat`);
-* a sheet is **too large**: its cells, its formula cells, or the cells that openpyxl creates for merged ranges and
-  hyperlinks (a merged ``A1:XFD1048576`` would be 17 billion objects) are counted by scanning each sheet's XML as
-  a stream, and the memory the ``formulas`` engine would need is estimated from them (:meth:`Limits.estimate`)
-  and refused above :attr:`Limits.max_memory_gb`, with the reason. Once the formulas are read (and before the
-  engine builds them), the ranges they refer to are added to the estimate, since ``formulas`` keeps every position
-  of a referenced range: ``SUM(A1:ZZ1000000)`` would need hundreds of GB (see ``xlsxplan.headless.workbook``).
+* a sheet is **too large**: its cells, its formula cells, or the cells of merged ranges and hyperlinks (a merged
+  ``A1:XFD1048576`` is 17 billion cells to any reader that creates them) are counted by scanning each sheet's XML as
+  a stream, with the last row and column each sheet uses, and the memory the engine (`formualizer`) would need is
+  estimated from them (:meth:`Limits.estimate`) and refused above :attr:`Limits.max_memory_gb`, with the reason.
+  Once the formulas are read (and before the engine is given them), the ranges they refer to are costed
+  (:func:`check_ranges`): the engine goes through every column of a range for each row in use, so ``SUM(A:XFD)``
+  over 100,000 used rows takes it half a minute, which nothing interrupts once it has started; such formulas are
+  refused with the reason, above :attr:`Limits.max_range_cells`.
 * it holds too much of what is **cheap to write and slow to read**, counted in the same scan of every part: row
   records (millions of empty formatted rows zip to a few MB), shared strings, cell formats, conditional-format rules
-  and data validations, defined names (the engine compiles each as a formula), and XML elements that openpyxl
-  builds as a tree (everything outside the cell data: styles, drawings, charts, pivot caches, extensions). Each has
-  a limit in :class:`Limits` and a share in the memory estimate.
+  and data validations, defined names (the engine parses each as a formula), and XML elements outside the cell
+  data (styles, drawings, charts, pivot caches, extensions). Each has a limit in :class:`Limits` and a share in the
+  memory estimate.
 
 Macros are never run: xlsxplan has no code that executes VBA or Excel 4.0 macro sheets; a ``.xlsm``'s
 ``vbaProject.bin`` is copied into the output untouched.
@@ -63,19 +66,20 @@ __all__ = [
 ]
 
 
-# Peak resident memory of loading and calculating a workbook in formualizer, fitted on benchmarks/recalc.py and
-# benchmarks/load_costs.py (BENCHMARKS.md, "Headless recalculation" and "What a workbook costs before its formulas")
-# and rounded up. PROVISIONAL: refitted below.
-BYTES_PER_CELL = 200  # every stored cell, constant or formula, and every hyperlinked cell
-BYTES_PER_FORMULA = 3_000  # on top, for each formula cell and each defined name (the engine parses both)
-BYTES_PER_ARRAY_ELEMENT = 500  # each cell an array formula fills
-BYTES_PER_MATERIALISED = 50  # each cell of a merged range
-BYTES_PER_GRID_CELL = 1.2  # the engine's storage of a sheet: its last used column x its last used row, rows
-GRID_ROWS = 32_768  # counted up to this many (0.6 GB for one cell in XFD1, one in A1048576 and A1)
-BYTES_PER_ROW = 100  # each <row> record
-BYTES_PER_STRING = 200  # each shared string
-BYTES_PER_ELEMENT = 100  # each other XML element the engine reads (styles, rules, names)
-BASE_BYTES = 80 * MB  # Python, numpy, formualizer and the registry
+# Peak resident memory of loading and calculating a workbook with formualizer (and saving it), fitted on
+# benchmarks/recalc.py and benchmarks/load_costs.py (BENCHMARKS.md, "Headless recalculation" and "What a workbook
+# costs before its formulas") and rounded up: the estimate is 1.0 to 1.4 times the peaks measured.
+BYTES_PER_CELL = 250  # every stored cell, constant or formula, and every hyperlinked cell (0.15 kB measured)
+BYTES_PER_FORMULA = 2_000  # on top, for each formula cell and each defined name (1.1 to 1.5 kB measured)
+BYTES_PER_ARRAY_ELEMENT = 1_200  # each cell an array formula fills (0.85 kB)
+BYTES_PER_MATERIALISED = 50  # each cell of a merged range (the engine keeps the range, not its cells)
+BYTES_PER_GRID_CELL = 1.5  # the engine's storage of a sheet: its last used column times its last used row, up to
+GRID_ROWS = 32_768  # this many rows (1.1 bytes measured: 0.6 GB for cells in A1, XFD1 and A1048576)
+BYTES_PER_SHEET = 40_000  # each worksheet (1,000 sheets: 37 MB measured)
+BYTES_PER_ROW = 250  # each <row> record (0.17 kB)
+BYTES_PER_STRING = 200  # each shared string (0.11 kB)
+BYTES_PER_ELEMENT = 500  # each other XML element the engine reads: styles, rules, validations (0.2 to 0.4 kB)
+BASE_BYTES = 70 * MB  # Python, numpy, formualizer and the registry (62 to 69 MB measured)
 
 
 @dataclass(frozen=True)
@@ -101,9 +105,9 @@ class Limits(ZipLimits):
     max_sheets : int
         Sheets in the workbook [count].
     max_cells : int
-        Cells stored in all sheets, plus those openpyxl creates for merged ranges and hyperlinks [count].
+        Cells stored in all sheets, plus those of merged ranges and hyperlinks [count].
     max_formula_cells : int
-        Formula cells in all sheets, plus defined names (the engine compiles each as a formula); an array formula
+        Formula cells in all sheets, plus defined names (the engine parses each as a formula); an array formula
         counts once [count].
     max_rows : int
         Row records (``<row>``) in all sheets, empty or not; one sheet holds at most 1,048,576 rows [count].
@@ -112,12 +116,11 @@ class Limits(ZipLimits):
     max_styles : int
         Cell formats and differential formats (``<xf>``, ``<dxf>``); Excel itself allows 65,490 [count].
     max_rules : int
-        Conditional-format rules and data validations (``<cfRule>``, ``<dataValidation>``): openpyxl spends about
-        0.1 ms on each [count].
+        Conditional-format rules and data validations (``<cfRule>``, ``<dataValidation>``): the engine spends
+        about 10 us on each [count].
     max_elements : int
-        XML elements that openpyxl builds as a tree, whatever their kind: every element of every part except the
-        cell data of sheets and plain shared strings (styles, rules, drawings, charts, pivot caches, extensions)
-        [count].
+        XML elements outside the cell data, whatever their kind: every element of every part except the cell data
+        of sheets and plain shared strings (styles, rules, drawings, charts, pivot caches, extensions) [count].
     max_memory_gb : float
         Estimated peak memory of loading and calculating the workbook (:meth:`estimate`) [GB].
     max_range_cells : int
@@ -147,13 +150,15 @@ class Limits(ZipLimits):
         strings: int = 0,
         elements: int = 0,
         grid: int = 0,
+        sheets: int = 0,
     ) -> float:
-        """Estimated peak memory of loading and calculating a workbook in ``formulas`` [bytes].
+        """Estimated peak memory of loading, calculating and saving a workbook with the engine [bytes].
 
-        ``150 MiB + 8 kB x cells + 50 kB x formulas + 4 kB x array-formula elements + 0.4 kB x materialised
-        cells + 1.2 kB x rows + 0.25 kB x shared strings + 0.8 kB x other XML elements``: the first four fitted on
-        ``benchmarks/recalc.py``, the last three on ``benchmarks/load_costs.py``, all rounded up (1.1 to 1.4
-        times the measured peaks). ``cells`` includes hyperlinked cells; ``formulas``, defined names.
+        ``70 MiB + 0.25 kB x cells + 2 kB x formulas + 1.2 kB x array-formula elements + 0.05 kB x merged cells
+        + 0.25 kB x rows + 0.2 kB x shared strings + 0.5 kB x other XML elements + 1.5 bytes x the grid + 40 kB x
+        sheets``, each fitted on ``benchmarks/recalc.py`` or ``benchmarks/load_costs.py`` and rounded up. ``cells``
+        includes hyperlinked cells; ``formulas``, defined names; ``grid``, each sheet's last used column times its
+        last used row (up to :data:`GRID_ROWS`), which the engine's storage spans whatever the cells between.
         """
         return (
             BASE_BYTES
@@ -165,6 +170,7 @@ class Limits(ZipLimits):
             + BYTES_PER_STRING * strings
             + BYTES_PER_ELEMENT * elements
             + BYTES_PER_GRID_CELL * grid
+            + BYTES_PER_SHEET * sheets
         )
 
 
@@ -172,7 +178,7 @@ class Limits(ZipLimits):
 class PartStats:
     """What the stream scan of one XML part found (:func:`inspect_bytes` scans every part, whatever its name).
 
-    ``elements`` counts the elements openpyxl would hold as a tree: all of the part's elements but those inside
+    ``elements`` counts the elements outside the cell data: all of the part's elements but those inside
     ``<sheetData>`` (read as a stream) and the ``<si><t>`` pair of each shared string (read one at a time).
     """
 
@@ -253,6 +259,7 @@ class Inspection:
             self.strings,
             self.elements,
             self.grid,
+            len(self.sheets),
         )
 
     @property
@@ -348,7 +355,7 @@ class _PartScan:
             self.outside += _elements(buf)
         census: dict[bytes, int] = {}
         for tag, n in collections.Counter(_TAG.findall(buf)).items():
-            local = tag.rpartition(b":")[2]  # any prefix: openpyxl matches the namespace, not the prefix
+            local = tag.rpartition(b":")[2]  # any prefix: readers match the namespace, not the prefix
             census[local] = census.get(local, 0) + n
         s.cells += census.get(b"c", 0)
         if census.get(b"c") and self.in_data:
@@ -368,7 +375,7 @@ class _PartScan:
             for m in _RANGE_ATTR.finditer(buf):
                 ref = _REF.search(m.group(2))
                 if m.group(1) == b"hyperlink":
-                    if ref:  # openpyxl gives each hyperlinked cell a value, which the engine then compiles
+                    if ref:  # a reader that gives each hyperlinked cell a value holds it as a cell
                         s.linked += self._area(ref.group(1), "hyperlink") if b":" in ref.group(1) else 1
                 elif ref and b":" in ref.group(1):
                     s.materialised += self._area(ref.group(1), "merged range")
@@ -390,7 +397,7 @@ class _PartScan:
             s.max_row = max(s.max_row, max(int(r) for _, r in cols))
 
     def _after_data(self, buf: bytes, pos: int) -> None:
-        """Inside <sheetData> from ``pos``: openpyxl reads cell data as a stream; count what follows its end."""
+        """Inside <sheetData> from ``pos``: cell data is read as a stream; count what follows its end."""
         end = _SHEET_DATA_END.search(buf, pos) if b"sheetData" in buf else None
         if end is not None:
             self.in_data = 2
@@ -501,7 +508,7 @@ def _inspect(data: bytes, name: str, limits: Limits) -> Inspection:
         if sheet.kind == "worksheet":
             if not pkg.has(sheet.part):
                 raise WorkbookError(f"{name} is corrupt: sheet {sheet.title!r} has no part {sheet.part}")
-            stats = parts.get(sheet.part) or PartStats(sheet.part)  # not XML: openpyxl will say it is corrupt
+            stats = parts.get(sheet.part) or PartStats(sheet.part)  # not XML: reading it will say it is corrupt
             inspection.sheets.append(_sheet_stats(stats, sheet.title))
     _check_size(inspection, name, limits)
     return inspection
@@ -509,7 +516,7 @@ def _inspect(data: bytes, name: str, limits: Limits) -> Inspection:
 
 def _check_markup(parts: Mapping[str, PartStats], name: str, limits: Limits) -> None:
     """Refuse what is cheap to write and slow to read, counted over every XML part: shared strings, style records,
-    conditional-format rules and data validations, and XML elements that openpyxl builds as a tree."""
+    conditional-format rules and data validations, and XML elements outside the cell data."""
 
     def most(attr: str) -> str:
         part = max(parts.values(), key=lambda p: getattr(p, attr))
@@ -518,7 +525,7 @@ def _check_markup(parts: Mapping[str, PartStats], name: str, limits: Limits) -> 
     strings = sum(p.strings for p in parts.values())
     if strings > limits.max_strings:
         raise WorkbookError(
-            f"{name} has {strings:,} shared strings; the limit is {limits.max_strings:,} (openpyxl reads every one "
+            f"{name} has {strings:,} shared strings; the limit is {limits.max_strings:,} (the engine reads every one "
             "before any cell)"
         )
     styles = sum(p.styles for p in parts.values())
@@ -536,7 +543,7 @@ def _check_markup(parts: Mapping[str, PartStats], name: str, limits: Limits) -> 
     elements = sum(p.elements for p in parts.values())
     if elements > limits.max_elements:
         raise WorkbookError(
-            f"{name} has {elements:,} XML elements outside cell data ({most('elements')}); openpyxl builds an "
+            f"{name} has {elements:,} XML elements outside cell data ({most('elements')}); the engine reads an "
             f"object for each, and the limit is {limits.max_elements:,}"
         )
 
@@ -562,7 +569,7 @@ def _check_size(ins: Inspection, name: str, limits: Limits) -> None:
         names = f" and {ins.names:,} defined names" if ins.names else ""
         raise WorkbookError(
             f"{name} has {ins.formulas:,} formula cells{names} ({busiest.formulas:,} in sheet "
-            f"{busiest.title!r}); the headless engine takes about 3 ms and 50 kB for each, and the limit is "
+            f"{busiest.title!r}); the headless engine takes about 30 us and 2 kB for each, and the limit is "
             f"{limits.max_formula_cells:,}: compute long columns with one array formula instead"
         )
     need = ins.estimated_bytes / 1e9
@@ -572,7 +579,7 @@ def _check_size(ins: Inspection, name: str, limits: Limits) -> None:
         counted = "".join(f", {n:,} {what}" for n, what in extra if n)
         raise WorkbookError(
             f"{name} would need about {need:,.1f} GB of memory to recalculate ({ins.cells:,} cells, "
-            f"{ins.formulas:,} formulas{counted}); the limit is {limits.max_memory_gb:,.0f} GB"
+            f"{ins.formulas:,} formulas{counted}); the limit is {limits.max_memory_gb:g} GB"
         )
 
 

@@ -19,13 +19,13 @@ What the engine is given differs from the file in a few ways, each so that it co
   engine does not (:func:`.engine.lift_arrays`);
 * a sheet-qualified defined name (``Plan!Rate``, a name scoped to the sheet Plan), which the engine does not read,
   is given as what the name refers to;
-* a formula that calls a registry function is given inside ``_XLSXPLAN_CELL(sheet, row, column, formula)``, which
-  hands the cell's value back unchanged and tells the workbook, as the engine calculates, the reasons behind its
-  errors: an error value stored in a cell carries no text, so the reasons are kept here.
 
 Errors stay in their cells: a formula that fails becomes its Excel error value, with the one-line reason from
 the registry (or from the engine) in :meth:`Workbook.errors`, in :meth:`Workbook.get`, and in the saved file as a
-note authored ``xlsxplan`` on the cell. One bad cell never stops the others.
+note authored ``xlsxplan`` on the cell. One bad cell never stops the others. An error value stored in a cell
+carries no text, so the reason behind a registry function's error is found when it is asked for: the cell's formula
+is evaluated once more, on a sheet of its own (its references pointed at the cell's sheet), and the message the
+registry gave is read there; an error that only passes through a cell is traced to the cell it came from.
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ from ..zipfiles import require_defusedxml
 from . import engine
 from .package import Package, closest, col_index, col_letter, range_bounds
 from .patch import CommentEdit, Patch, QuotePrefixStyles, patch_sheet, write_notes
-from .sheets import Formula, SheetIndex, engine_copy, scan_sheet
+from .sheets import Formula, SheetIndex, engine_copy, release, scan_sheet
 from .untrusted import Inspection, Limits, check_ranges, formula_threat, open_package
 
 __all__ = ["Workbook", "recalc", "default_output", "parse_value", "MAX_NOTES_PER_SHEET", "gc_paused"]
@@ -197,47 +197,9 @@ _SHEET_NAME_REF = re.compile(
 )
 
 
-class _Hooks:
-    """What the engine tells the workbook as it calculates: through ``_XLSXPLAN_CELL``, each wrapped cell's value
-    (errors in it carry their messages there) and the failures of the registry calls made for it.
-
-    The engine evaluates one cell at a time on the calling thread, and a cell's registry calls come before its
-    hook, so the calls recorded since the previous hook are this cell's. ``records`` keeps, for each cell whose
-    value holds an error, ``(value, messages)``, keyed by (sheet index, row, column) of the formula.
-    """
-
-    def __init__(self) -> None:
-        self.records: dict[tuple[int, int, int], tuple[Any, engine.Messages]] = {}
-        self.calls = engine.Messages()
-        self.progress: Callable[[int, int], None] | None = None
-        self.done = 0
-        self.total = 0
-        self.step = 1
-
-    def cell(self, sheet: float, row: float, col: float, value: Any) -> Any:
-        key = (int(sheet), int(row), int(col))
-        calls = self.calls
-        if calls or _has_error(value):
-            self.records[key] = (value, calls.take())
-        elif key in self.records:
-            del self.records[key]
-        if self.progress is not None:
-            self.done += 1
-            if self.done % self.step == 0 and self.done < self.total:
-                self.progress(self.done, self.total)
-        return value
-
-
-def _has_error(value: Any) -> bool:
-    if type(value) is dict:
-        return True
-    if type(value) is list:
-        return any(type(x) is dict or (type(x) is list and any(type(y) is dict for y in x)) for x in value)
-    return False
-
-
 class _Probe:
-    """Values read through ``_XLSXPLAN_PROBE``: a defined name's formula, evaluated where no cell holds it."""
+    """Values read through ``_XLSXPLAN_PROBE``: a formula evaluated where no cell holds it (a defined name's, or a
+    cell's evaluated again for the reasons behind its errors)."""
 
     def __init__(self) -> None:
         self.values: list[Any] = []
@@ -264,21 +226,22 @@ class Workbook:
         inspection: Inspection,
         book: Any,
         index: dict[str, SheetIndex],
-        hooks: _Hooks,
         probe: _Probe,
-        wrapped: int,
+        calling: set[tuple[str, int, int]],
+        calls: int,
         source: Path | None,
     ) -> None:
         self._inspection = inspection
         self._pkg: Package = inspection.package
         self._book = book
         self._index = index
-        self._hooks = hooks
         self._probe = probe
-        self._wrapped = wrapped
+        self._calling = calling  # the formula cells that call registry functions
+        self._calls = calls  # the registry calls their formulas write
+        self._records: dict[tuple[str, int, int], tuple[Any, engine.Messages]] = {}
+        self._local = {(t, n): target for (t, n), target in _local_names(inspection.package).items()}
         self.path = source
         self._titles = self.sheetnames
-        self._sheet_no = {title: i for i, title in enumerate(self._titles)}
         self._sets: dict[tuple[str, int, int], Any] = {}
         self._stale = True
         self._reasons: dict[tuple[str, int, int, str], str] = {}
@@ -337,9 +300,9 @@ class Workbook:
             check_ranges(
                 inspection, {t: [f.text for f in idx.formulas.values() if f.text] for t, idx in index.items()}, limits
             )
-            data, wrapped = _engine_package(pkg, index)
-            hooks, probe = _Hooks(), _Probe()
-            book = engine.register_functions(engine.new_book(data), **{engine.HOOK: hooks.cell, engine.PROBE: probe})
+            data, calling, calls = _engine_package(pkg, index)
+            probe = _Probe()
+            book = engine.register_functions(engine.new_book(data), **{engine.PROBE: probe})
         except WorkbookError as err:
             raise WorkbookError(f"{name}: {err.message}") from None
         except MemoryError:
@@ -349,7 +312,7 @@ class Workbook:
             raise WorkbookError(f"{name} cannot be read: {type(err).__name__}: {first}".rstrip(": ")) from None
         if progress is not None:
             progress(total, total)
-        return cls(inspection, book, index, hooks, probe, wrapped, path)
+        return cls(inspection, book, index, probe, calling, calls, path)
 
     # -- addressing ---------------------------------------------------------------------------------------------
 
@@ -473,6 +436,7 @@ class Workbook:
     def _changed(self) -> None:
         self._stale = True
         self._reasons = {}
+        self._records = {}
         self._computed_cache = None
 
     def _formula_refusal(self, where: str, title: str, formula: Formula) -> str:
@@ -563,15 +527,11 @@ class Workbook:
         """Recompute every formula with the inputs set so far; returns the workbook.
 
         The engine recalculates only what an input set since the last calculation reaches. ``progress(done,
-        total)`` is called as the engine computes: ``total`` is the number of formula cells that call xlsxplan's
-        functions, ``done`` those computed so far.
+        total)`` is called as the engine computes: ``total`` is the number of calls of xlsxplan's functions the
+        formulas write, ``done`` those made so far (the end is ``(total, total)``).
         """
-        hooks = self._hooks
-        hooks.progress, hooks.done, hooks.total = progress, 0, self._wrapped
-        hooks.step = max(25, self._wrapped // 200)
         try:
-            with engine.collect_messages() as calls:
-                hooks.calls = calls
+            with engine.ticking(self._calls, progress):
                 self._book.evaluate_all()
         except RecursionError:
             raise WorkbookError("formulas nest too deeply to evaluate") from None
@@ -579,14 +539,12 @@ class Workbook:
             raise WorkbookError("ran out of memory while calculating") from None
         except Exception as err:  # a failure of the engine itself, not of a cell (cells fail one by one)
             raise WorkbookError(f"the engine failed: {' '.join(str(err).split())}") from None
-        finally:
-            hooks.progress = None
-            hooks.calls = engine.Messages()
         self._stale = False
         self._reasons = {}
+        self._records = {}
         self._computed_cache = None
         if progress is not None:
-            progress(self._wrapped, self._wrapped)
+            progress(max(self._calls, 1), max(self._calls, 1))
         return self
 
     def _fresh(self) -> None:
@@ -645,18 +603,23 @@ class Workbook:
             return self._cell_value(title, r1, c1)
         return [[self._cell_value(title, r, c) for c in range(c1, c2 + 1)] for r in range(r1, r2 + 1)]
 
-    def _probe_value(self, formula: str) -> Any:
-        """The value of ``formula`` (a defined name, say) evaluated on a sheet of its own, errors with reasons."""
+    def _evaluate(self, formula: str) -> tuple[Any, engine.Messages]:
+        """The engine's value of ``formula`` (with its ``=``; errors as they came, with the messages they carry),
+        evaluated on a sheet of its own, and the failures of the registry calls it made."""
         if not self._probe_ready:
             self._book.add_sheet(_PROBE_SHEET)
             self._probe_ready = True
         self._probe.values.clear()
+        text, _ = engine.prepare(formula)
         with engine.collect_messages() as calls:
-            self._hooks.calls = calls
-            self._book.set_formula(_PROBE_SHEET, 1, 1, f"={engine.PROBE}({engine.mark_omitted('=' + formula)[1:]})")
-            self._book.evaluate_cell(_PROBE_SHEET, 1, 1)
-        self._hooks.calls = engine.Messages()
-        value = self._probe.values[-1] if self._probe.values else None
+            self._book.set_formula(_PROBE_SHEET, 1, 1, f"={engine.PROBE}({text[1:]})")
+            cell = self._book.evaluate_cell(_PROBE_SHEET, 1, 1)
+        self._book.set_value(_PROBE_SHEET, 1, 1, None)  # no longer a dependent of the cells it read
+        return (self._probe.values[-1] if self._probe.values else cell), calls
+
+    def _probe_value(self, formula: str) -> Any:
+        """The value of ``formula`` (a defined name, say) evaluated on a sheet of its own, errors with reasons."""
+        value, calls = self._evaluate("=" + formula)
 
         def reasoned(item: Any, pos: tuple[int, int] | None) -> Any:
             if type(item) is not dict:
@@ -671,6 +634,23 @@ class Workbook:
                 for i, row in enumerate(value)
             ]
         return reasoned(value, None)
+
+    def _record(self, title: str, f: Formula) -> tuple[Any, engine.Messages]:
+        """A registry-calling formula evaluated once more, as on its own sheet (once per calculation): its value,
+        with the messages its errors carry, and its registry calls' failures."""
+        key = (title, f.row, f.col)
+        if key not in self._records:
+            text = self._text(title, f)
+            local = self._local
+            sheet = title.upper()
+            qualified = engine.qualify(text, title, lambda name: local.get((sheet, name)))
+            if f.kind != "array":
+                qualified = f"=@({qualified[1:]})"
+            try:
+                self._records[key] = self._evaluate(qualified)
+            except Exception:  # an aid to a message: never the reason a read fails
+                self._records[key] = (None, engine.Messages())
+        return self._records[key]
 
     @_collector_paused
     def cells(self, ref: str) -> list[tuple[str | None, Any]]:
@@ -700,9 +680,8 @@ class Workbook:
         return self._reasons[key]
 
     def _find_reason(self, title: str, f: Formula, code: str, pos: tuple[int, int] | None, depth: int) -> str:
-        record = self._hooks.records.get((self._sheet_no[title], f.row, f.col))
-        if record is not None:
-            value, calls = record
+        if (title, f.row, f.col) in self._calling:
+            value, calls = self._record(title, f)
             item = value
             if pos is not None and type(value) is list:
                 i, j = pos
@@ -922,13 +901,11 @@ def _references(formula: str) -> list[str]:
 
 
 def _unwrapped(formula: str) -> str:
-    """A formula the engine holds, without what :func:`_engine_text` put around it."""
+    """A formula the engine holds, without the ``@( )`` :func:`_engine_text` put around it."""
     try:
         tree = fz.parse(formula)
     except Exception:
         return formula
-    if tree.node_type() == "Function" and (tree.get_function_name() or "").upper() == engine.HOOK:
-        tree = tree.children()[-1]
     if tree.node_type() == "UnaryOp" and tree.get_operator() == "@" and len(tree.children()) == 1:
         tree = tree.children()[0]
     return tree.to_formula()
@@ -963,29 +940,16 @@ def _qualified_names(formula: str, local: Mapping[tuple[str, str], str]) -> str:
 
 
 def _engine_text(
-    f: Formula,
-    sheet_no: int,
-    local: Mapping[tuple[str, str], str],
-    names_calling: re.Pattern | None,
-    multi: Callable[[str], bool] | None,
+    f: Formula, local: Mapping[tuple[str, str], str], multi: Callable[[str], bool] | None
 ) -> tuple[str | None, bool]:
-    """What the engine is given for the formula ``f`` (see the module's docstring), and whether it is wrapped in
-    the hook; (None, False) to leave it as it is."""
+    """What the engine is given for the formula ``f`` (see the module's docstring), and whether it calls a registry
+    function; (None, ...) to leave it as it is."""
     text = f.text
     if not text or not text.strip():
         return None, False
-    new = engine.add_in_names(text)
-    new = _qualified_names(new, local)
-    new = engine.lift_arrays(engine.mark_omitted("=" + new), multi)[1:]
-    wrap = engine.calls_registry(new) or (
-        names_calling is not None and names_calling.search(engine.code_text(new)) is not None
-    )
-    if f.kind != "array":
-        new = f"@({new})"
-    if wrap:
-        where = "ROW(),COLUMN()" if f.kind == "shared" else f"{f.row},{f.col}"
-        new = f"{engine.HOOK}({sheet_no},{where},{new})"
-    return (new if new != text else None), wrap
+    new, calling = engine.prepare("=" + _qualified_names(text, local), multi)
+    new = new[1:] if f.kind == "array" else f"@({new[1:]})"
+    return (new if new != text else None), calling
 
 
 def _names_calling_registry(pkg: Package) -> re.Pattern | None:
@@ -998,38 +962,48 @@ def _names_calling_registry(pkg: Package) -> re.Pattern | None:
     return re.compile(rf"(?<![A-Za-z0-9_.!])(?:{names})(?![A-Za-z0-9_.(])", re.IGNORECASE)
 
 
-def _engine_package(pkg: Package, index: Mapping[str, SheetIndex]) -> tuple[bytes, int]:
-    """The package as the engine is given it (sheet parts with their formulas rewritten, stored uncompressed),
-    and the number of formula cells wrapped in the hook."""
+def _engine_package(pkg: Package, index: Mapping[str, SheetIndex]) -> tuple[bytes, set[tuple[str, int, int]], int]:
+    """The package as the engine is given it (sheet parts with their formulas rewritten, stored uncompressed), the
+    formula cells that call registry functions (themselves or through a defined name), and the registry calls the
+    formulas write (shared formulas counted for each of their cells)."""
     local = _local_names(pkg)
     names_calling = _names_calling_registry(pkg)
     ranges = {d.name.upper() for d in pkg.defined_names if ":" in d.text}
     multi = (lambda operand: operand.upper() in ranges) if ranges else None
     parts: dict[str, bytes] = {}
-    wrapped = 0
-    for no, sheet in enumerate(s for s in pkg.sheets if s.kind == "worksheet"):
+    calling: set[tuple[str, int, int]] = set()
+    calls = 0
+    for sheet in (s for s in pkg.sheets if s.kind == "worksheet"):
         idx = index[sheet.title]
         if not idx.formulas:
+            release(idx)
             continue
         texts: dict[tuple[int, int], str] = {}
+        shared: dict[str, bool] = {}
         for rc, f in idx.formulas.items():
-            new, hooked = _engine_text(f, no, local, names_calling, multi)
-            if hooked:
-                wrapped += (
-                    1
-                    if f.kind != "shared" or f.area is None
-                    else (f.area[2] - f.area[0] + 1) * (f.area[3] - f.area[1] + 1)
-                )
+            new, calls_registry = _engine_text(f, local, multi)
+            if not calls_registry and names_calling is not None and f.text:
+                calls_registry = names_calling.search(engine.code_text(f.text)) is not None
+            if f.kind == "shared" and f.shared is not None:
+                if f.text is not None:
+                    shared[f.shared] = calls_registry
+                else:
+                    calls_registry = shared.get(f.shared, False)
+            if calls_registry:
+                calling.add((sheet.title, *rc))
+                calls += max(1, len(engine.function_calls(f.text))) if f.text else 1
             if new is not None:
                 texts[rc] = new
-        parts[sheet.part] = engine_copy(pkg.read(sheet.part), lambda r, c, _f, texts=texts: texts.get((r, c)), idx)
+        parts[sheet.part] = engine_copy(idx, texts, pkg.read(sheet.part))
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_STORED) as zout:
         for info in pkg.zip.infolist():
             if not info.is_dir():
                 with zout.open(info.filename, "w") as member:
                     member.write(parts.get(info.filename) or pkg.read(info.filename))
-    return buf.getvalue(), wrapped
+    for idx in index.values():
+        release(idx)
+    return buf.getvalue(), calling, calls
 
 
 def default_output(source: Path | str) -> Path:
