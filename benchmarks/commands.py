@@ -41,8 +41,9 @@ NS = "http://schemas.openxmlformats.org/spreadsheetml/2006/main"
 REL = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
 
 
-def run(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, float, int]:
-    """(wall seconds, peak resident MB, exit status) of one process."""
+def run(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, float, float]:
+    """(wall seconds, peak resident MB, CPU seconds) of one process. The CPU time (user and system) is what the wall
+    time would be on an idle machine for a process that computes on one thread, as these do."""
     start = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
     _, status, usage = os.wait4(proc.pid, 0)
@@ -51,7 +52,7 @@ def run(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, float
     err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
     if proc.returncode not in (0, 1):
         raise SystemExit(f"{' '.join(cmd)} failed ({proc.returncode}):\n{err}")
-    return wall, usage.ru_maxrss / 1024, proc.returncode
+    return wall, usage.ru_maxrss / 1024, usage.ru_utime + usage.ru_stime
 
 
 def scenario_sheet(path: Path, rows: int, native: bool) -> Path:
@@ -109,12 +110,22 @@ def libreoffice_profile(folder: Path) -> Path:
 def median_run(cmd: list[str], repeats: int) -> dict:
     runs = [run(cmd) for _ in range(repeats)]
     walls = [w for w, _, _ in runs]
-    return {"median_s": statistics.median(walls), "runs_s": walls, "peak_mb": max(m for _, m, _ in runs)}
+    return {
+        "median_s": statistics.median(walls),
+        "runs_s": walls,
+        "cpu_s": statistics.median(c for _, _, c in runs),
+        "peak_mb": max(m for _, m, _ in runs),
+        "load": os.getloadavg()[0],
+    }
 
 
 def show(label: str, row: dict) -> None:
     runs = ", ".join(f"{w:.2f}" for w in row["runs_s"])
-    print(f"{label:<44} median {row['median_s']:7.2f} s  peak {row['peak_mb']:7.0f} MB  (runs: {runs})", flush=True)
+    print(
+        f"{label:<48} median {row['median_s']:7.2f} s  CPU {row['cpu_s']:6.2f} s  peak {row['peak_mb']:6.0f} MB  "
+        f"load {row['load']:4.1f}  (runs: {runs})",
+        flush=True,
+    )
 
 
 def main() -> None:

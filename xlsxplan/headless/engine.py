@@ -63,6 +63,8 @@ __all__ = [
     "outside_quotes",
     "lift_arrays",
     "LIFTED",
+    "FIT",
+    "fit_array",
     "code_text",
     "references",
     "function_names",
@@ -75,6 +77,8 @@ __all__ = [
 
 OMITTED = "_XLSXPLAN_OMITTED"
 """The function an omitted argument of a registry call is given to the engine as: it returns an empty value."""
+FIT = "_XLSXPLAN_FIT"
+"""The function an array formula over a range is given inside: its result fitted to the range, as Excel fits it."""
 PROBE = "_XLSXPLAN_PROBE"
 """The function a value is read through where no cell holds it (a formula of constants, a defined name)."""
 
@@ -332,6 +336,7 @@ def register_functions(book: Any, **hooks: Callable[..., Any]) -> Any:
     for name, call in _CALLBACKS.items():
         book.register_function(name, call, min_args=0, max_args=None)  # cells.evaluate says "at most N"
     book.register_function(OMITTED, _omitted, min_args=0, max_args=0)
+    book.register_function(FIT, fit_array, min_args=3, max_args=3)
     for name, call in hooks.items():
         book.register_function(name, call, min_args=0, max_args=None)
     return book
@@ -490,6 +495,15 @@ def _lifted(name: str) -> Callable[..., Any]:
 
 def _omitted() -> None:
     return None
+
+
+def fit_array(rows: Any, cols: Any, value: Any) -> Any:
+    """An array formula's result fitted to its range of ``rows`` x ``cols`` cells, as Excel fits a legacy (CSE)
+    array: one value fills the range, a row repeats down it, a column across it, and a cell beyond the result is
+    ``#N/A``. Engine difference: formualizer spills the result from the first cell whatever the range, into cells
+    outside it and leaving cells inside it empty."""
+    n, m = int(rows), int(cols)
+    return [[_element(value, i, j) for j in range(m)] for i in range(n)]
 
 
 def new_book(data: bytes | None = None) -> Any:

@@ -49,6 +49,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import WorkbookError
+from ..system import MEMORY_LIMIT_GB
 from ..zipfiles import DTD, MB, ZipLimits, check_members, markup, open_zip, reading
 from .package import MAX_COL, MAX_ROW, Package, range_bounds
 
@@ -137,7 +138,7 @@ class Limits(ZipLimits):
     max_styles: int = 100_000
     max_rules: int = 50_000
     max_elements: int = 4_000_000
-    max_memory_gb: float = 16
+    max_memory_gb: float = MEMORY_LIMIT_GB
     max_range_cells: int = 500_000_000
 
     @staticmethod
@@ -616,7 +617,7 @@ def formula_threat(formula: str) -> str | None:
 
 _QUOTED_TEXT = re.compile(r'"(?:[^"]|"")*"')
 _RANGE_REF = re.compile(
-    r"(?<![\w.$\u00c0-\uffff])(?:('(?:[^']|'')+'|[A-Za-z_\u00c0-\uffff][\w.\u00c0-\uffff]*)!)?"
+    r"(?<![\w.$])(?:('(?:[^']|'')+'|[^\W\d][\w.]*)!)?"
     r"(\$?[A-Za-z]{1,3}\$?\d{1,7}:\$?[A-Za-z]{1,3}\$?\d{1,7}|\$?[A-Za-z]{1,3}:\$?[A-Za-z]{1,3}|\$?\d{1,7}:\$?\d{1,7})"
     r"(?![\w.(!])"
 )

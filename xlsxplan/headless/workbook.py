@@ -192,7 +192,7 @@ _INDEX_CASE = re.compile(r"^=\s*INDEX\(\s*([^,()]+?)\s*,\s*([^,()]+?)\s*\)\s*$",
 _A1 = re.compile(r"\$?[A-Za-z]{1,3}\$?\d+(:\$?[A-Za-z]{1,3}\$?\d+)?")
 _WHOLE = re.compile(r"^\$?([A-Za-z]{1,3})?\$?(\d+)?:\$?([A-Za-z]{1,3})?\$?(\d+)?$")
 _SHEET_NAME_REF = re.compile(
-    r"((?:'(?:[^']|'')+'|[A-Za-z_\u00c0-\uffff][\w.\u00c0-\uffff]*)!)([A-Za-z_\\][\w.]*)"
+    r"((?:'(?:[^']|'')+'|[^\W\d][\w.]*)!)([A-Za-z_\\][\w.]*)"
     r"(?![\w.(!:$\[])"
 )
 
@@ -644,8 +644,7 @@ class Workbook:
             local = self._local
             sheet = title.upper()
             qualified = engine.qualify(text, title, lambda name: local.get((sheet, name)))
-            if f.kind != "array":
-                qualified = f"=@({qualified[1:]})"
+            qualified = "=" + (_fitted(qualified[1:], f) if f.kind == "array" else f"@({qualified[1:]})")
             try:
                 self._records[key] = self._evaluate(qualified)
             except Exception:  # an aid to a message: never the reason a read fails
@@ -901,13 +900,15 @@ def _references(formula: str) -> list[str]:
 
 
 def _unwrapped(formula: str) -> str:
-    """A formula the engine holds, without the ``@( )`` :func:`_engine_text` put around it."""
+    """A formula the engine holds, without what :func:`_engine_text` put around it."""
     try:
         tree = fz.parse(formula)
     except Exception:
         return formula
     if tree.node_type() == "UnaryOp" and tree.get_operator() == "@" and len(tree.children()) == 1:
         tree = tree.children()[0]
+    elif tree.node_type() == "Function" and (tree.get_function_name() or "").upper() == engine.FIT:
+        tree = tree.children()[-1]
     return tree.to_formula()
 
 
@@ -948,8 +949,14 @@ def _engine_text(
     if not text or not text.strip():
         return None, False
     new, calling = engine.prepare("=" + _qualified_names(text, local), multi)
-    new = new[1:] if f.kind == "array" else f"@({new[1:]})"
+    new = _fitted(new[1:], f) if f.kind == "array" else f"@({new[1:]})"
     return (new if new != text else None), calling
+
+
+def _fitted(text: str, f: Formula) -> str:
+    """An array formula's text given to :func:`.engine.fit_array` for its range."""
+    r1, c1, r2, c2 = f.area or (f.row, f.col, f.row, f.col)
+    return f"{engine.FIT}({r2 - r1 + 1},{c2 - c1 + 1},{text})"
 
 
 def _names_calling_registry(pkg: Package) -> re.Pattern | None:
