@@ -110,19 +110,37 @@ def test_whole_rows_and_columns_and_native_functions_over_arrays(book):
     )
 
 
-def test_engine_difference_intersections_unions_and_3d_references_are_a_reasoned_error(tmp_path):
-    # Excel computes SUM(A1:A3 A2:A4) (the intersection, 5), SUM((A1,A2)) (a union, 3) and Sheet1:Sheet2!A1 (each
-    # sheet's A1); formualizer 0.13 gives #N/IMPL!, which no Excel shows: the cell is #VALUE! with the reason
+def test_engine_difference_intersections_and_references_through_sheets(tmp_path):
+    # formualizer 0.13 gives #N/IMPL! (an error no Excel shows) for an intersection (A1:A3 A2:A4), a union
+    # ((A1,A2)) and a reference through several sheets (Jan:Mar!B4). Where the references alone fix the answer,
+    # the adapter writes it out as Excel reads it: the range two references share (#NULL! if none; names too), and
+    # one argument per sheet in SUM, AVERAGE, COUNT, MAX, MIN and the other functions that take such a reference.
+    # What is left (a union, a reference through sheets elsewhere) is #VALUE! with the reason.
     wb = openpyxl.Workbook()
     ws = wb.active
     ws.title = "S"
-    ws["A1"], ws["A2"], ws["A3"], ws["A4"] = 1, 2, 3, 4
-    ws["B1"], ws["B2"] = "=SUM(A1:A3 A2:A4)", "=SUM((A1,A2))"
+    for r in range(1, 5):
+        ws[f"A{r}"], ws[f"B{r}"] = r, 10 * r
+    for name, value in (("Jan", 1), ("Feb", 2), ("Mar", 4)):
+        wb.create_sheet(name)["B4"] = value
+    wb.defined_names["Tens"] = DefinedName("Tens", attr_text="S!$B$1:$B$4")
+    wb.defined_names["Second"] = DefinedName("Second", attr_text="S!$A$2:$B$2")
+    cells = {"C1": "=SUM(A1:A3 A2:A4)", "C2": "=A1:A2 A3:A4", "C3": "=Tens Second", "C4": "=SUM(Jan:Mar!B4)",
+             "C5": "=AVERAGE(Jan:Feb!B4,10)", "C6": "=COUNT(Jan:Mar!B4:B5)", "C7": "=SUM((A1,A2))"}  # fmt: skip
+    for ref, text in cells.items():
+        ws[ref] = text
     wb.save(tmp_path / "refs.xlsx")
     book = Workbook.load(tmp_path / "refs.xlsx")
-    for ref in ("S!B1", "S!B2"):
-        err = book.get(ref)
-        assert err.code == "#VALUE!" and err.message.startswith("not calculated headlessly: a range intersection")
+    assert [book.get(f"S!C{r}") for r in range(1, 7)] == [
+        5,
+        CellError("#NULL!", "ranges that do not intersect"),
+        20,
+        7,
+        pytest.approx(13 / 3),
+        3,
+    ]
+    union = book.get("S!C7")
+    assert union.code == "#VALUE!" and union.message.startswith("not calculated headlessly: a union of ranges")
 
 
 def test_engine_difference_comparisons_and_text_of_computed_numbers_are_not_excels(tmp_path):

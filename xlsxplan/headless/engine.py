@@ -194,8 +194,8 @@ _NOT_EXCEL = {
     "error": ("#NAME?", "the formula cannot be parsed"),
     "nimpl": (
         "#VALUE!",
-        "not calculated headlessly: a range intersection (a space between two ranges), a union of ranges in "
-        "parentheses, or a reference through several sheets (Sheet1:Sheet3!A1)",
+        "not calculated headlessly: a union of ranges in parentheses ((A1,B1)), an intersection of computed ranges, "
+        "or a reference through several sheets (Jan:Dec!B4) outside SUM, AVERAGE, COUNT, MAX, MIN and their kind",
     ),
     "cancelled": ("#VALUE!", "the calculation was cancelled"),
 }

@@ -643,6 +643,7 @@ class Workbook:
             text = self._text(title, f)
             local = self._local
             sheet = title.upper()
+            text = _static_references(_qualified_names(text, self._local), title, _Static(self._pkg))
             qualified = engine.qualify(text, title, lambda name: local.get((sheet, name)))
             qualified = "=" + (_fitted(qualified[1:], f) if f.kind == "array" else f"@({qualified[1:]})")
             try:
@@ -940,15 +941,145 @@ def _qualified_names(formula: str, local: Mapping[tuple[str, str], str]) -> str:
     return engine.outside_quotes(formula, change)
 
 
+THREE_D = frozenset(
+    "SUM AVERAGE AVERAGEA COUNT COUNTA MAX MAXA MIN MINA PRODUCT STDEV STDEVA STDEVP STDEVPA STDEV.S STDEV.P VAR VARA "
+    "VARP VARPA VAR.S VAR.P".split()
+)
+"""The functions Excel lets a reference through several sheets (``Jan:Dec!B4``) be an argument of."""
+
+
+class _Static:
+    """What rewriting references by hand needs: the worksheets in order, and where a defined name points."""
+
+    def __init__(self, pkg: Package) -> None:
+        self.titles = [s.title for s in pkg.sheets if s.kind == "worksheet"]
+        self.folded = {t.casefold(): t for t in self.titles}
+        self.names: dict[str, str] = {}
+        for d in pkg.defined_names:
+            if d.local_sheet is None:
+                self.names[d.name.upper()] = d.text.strip().lstrip("=")
+
+    def area(self, operand: str, sheet: str, depth: int = 0) -> tuple[str, int, int, int, int] | None:
+        """The sheet and bounds a reference (``B4:C9``, ``'My sheet'!B4``) or a global name of one points to."""
+        where, target = _sheet_ref(operand)
+        title = sheet if where is None else self.folded.get(where.casefold())
+        if title is None:
+            return None
+        try:
+            return (title, *range_bounds(target))
+        except WorkbookError:
+            pass
+        if where is None and depth < 3 and operand.upper() in self.names:
+            return self.area(self.names[operand.upper()], sheet, depth + 1)
+        return None
+
+
+def _ref_text(title: str, r1: int, c1: int, r2: int, c2: int) -> str:
+    first = f"{col_letter(c1)}{r1}"
+    return f"{_quote_sheet(title)}!{first}" + ("" if (r1, c1) == (r2, c2) else f":{col_letter(c2)}{r2}")
+
+
+def _static_references(formula: str, sheet: str, static: _Static) -> str:
+    """``formula`` (with its ``=``) on ``sheet`` with what the engine cannot compute but Excel does written out,
+    where the references alone fix it: the intersection of two references (``A1:A3 A2:A4``, ``Jan Revenue`` with
+    names) as the range they share (``#NULL!`` if none), and a reference through several sheets (``Jan:Dec!B4``)
+    given to SUM, AVERAGE, COUNT, MAX, MIN and the other functions Excel lets it be an argument of, as one argument
+    per sheet."""
+    code = engine.code_text(formula)
+    three_d = ":" in code and "!" in code
+    if " " not in code and not three_d:
+        return formula
+    try:
+        tokens = [t for t in fz.tokenize(formula)]
+    except Exception:
+        return formula
+    raw = formula.encode("utf-8")
+    edits: list[tuple[int, int, str]] = []
+    kinds = [(str(t.token_type), str(t.subtype)) for t in tokens]
+    operand = ("Operand", "Range")
+    i = 0
+    while i + 2 < len(tokens):
+        if (
+            kinds[i] == operand
+            and kinds[i + 2] == operand
+            and kinds[i + 1][0] in ("OpInfix", "Whitespace")
+            and (tokens[i + 1].value.strip() == "")
+        ):
+            a, b = static.area(tokens[i].value, sheet), static.area(tokens[i + 2].value, sheet)
+            if a is not None and b is not None and a[0] == b[0]:
+                r1, c1 = max(a[1], b[1]), max(a[2], b[2])
+                r2, c2 = min(a[3], b[3]), min(a[4], b[4])
+                text = _ref_text(a[0], r1, c1, r2, c2) if r1 <= r2 and c1 <= c2 else "#NULL!"
+                edits.append((tokens[i].start, tokens[i + 2].end, text))
+                i += 3
+                continue
+        i += 1
+    if three_d:
+        stack: list[str] = []
+        for k, tok in enumerate(tokens):
+            kind = kinds[k]
+            if kind == ("Func", "Open"):
+                stack.append(tok.value[:-1].strip().upper().removeprefix("_XLFN."))
+            elif kind[0] in ("Paren", "Array") and kind[1] == "Open":
+                stack.append("")
+            elif kind[1] == "Close" and kind[0] in ("Func", "Paren", "Array") and stack:
+                stack.pop()
+            elif kind == operand and stack and stack[-1] in THREE_D:
+                before = next((kinds[j] for j in range(k - 1, -1, -1) if kinds[j][0] != "Whitespace"), None)
+                after = next((kinds[j] for j in range(k + 1, len(kinds)) if kinds[j][0] != "Whitespace"), None)
+                if before in (("Func", "Open"), ("Sep", "Arg")) and after in (("Func", "Close"), ("Sep", "Arg")):
+                    spread = _through_sheets(tok.value, static)
+                    if spread is not None:
+                        edits.append((tok.start, tok.end, spread))
+    if not edits:
+        return formula
+    out, last = [], 0
+    for start, end, text in sorted(edits):
+        if start < last:
+            continue
+        out += [raw[last:start], text.encode("utf-8")]
+        last = end
+    out.append(raw[last:])
+    return b"".join(out).decode("utf-8")
+
+
+def _through_sheets(operand: str, static: _Static) -> str | None:
+    """``Jan:Mar!B4`` as ``Jan!B4,Feb!B4,Mar!B4`` (the worksheets from the first to the last, in workbook order)."""
+    sheets, bang, ref = operand.rpartition("!")
+    if not bang:
+        return None
+    if sheets.startswith("'") and sheets.endswith("'"):
+        sheets = sheets[1:-1].replace("''", "'")
+    first, colon, last = sheets.partition(":")
+    if not colon:
+        return None
+    a, b = static.folded.get(first.strip().casefold()), static.folded.get(last.strip().casefold())
+    try:
+        range_bounds(ref.replace("$", ""))
+    except WorkbookError:
+        return None
+    if a is None or b is None:
+        return None
+    i, j = sorted((static.titles.index(a), static.titles.index(b)))
+    return ",".join(f"{_quote_sheet(t)}!{ref}" for t in static.titles[i : j + 1])
+
+
 def _engine_text(
-    f: Formula, local: Mapping[tuple[str, str], str], multi: Callable[[str], bool] | None
+    f: Formula,
+    local: Mapping[tuple[str, str], str],
+    multi: Callable[[str], bool] | None,
+    sheet: str = "",
+    static: _Static | None = None,
 ) -> tuple[str | None, bool]:
     """What the engine is given for the formula ``f`` (see the module's docstring), and whether it calls a registry
     function; (None, ...) to leave it as it is."""
     text = f.text
     if not text or not text.strip():
         return None, False
-    new, calling = engine.prepare("=" + _qualified_names(text, local), multi)
+    written = "=" + _qualified_names(text, local)
+    if static is not None:
+        written = _static_references(written, sheet, static)
+    new, calling = engine.prepare(written, multi)
     new = _fitted(new[1:], f) if f.kind == "array" else f"@({new[1:]})"
     return (new if new != text else None), calling
 
@@ -974,6 +1105,7 @@ def _engine_package(pkg: Package, index: Mapping[str, SheetIndex]) -> tuple[byte
     formula cells that call registry functions (themselves or through a defined name), and the registry calls the
     formulas write (shared formulas counted for each of their cells)."""
     local = _local_names(pkg)
+    static = _Static(pkg)
     names_calling = _names_calling_registry(pkg)
     ranges = {d.name.upper() for d in pkg.defined_names if ":" in d.text}
     multi = (lambda operand: operand.upper() in ranges) if ranges else None
@@ -988,7 +1120,7 @@ def _engine_package(pkg: Package, index: Mapping[str, SheetIndex]) -> tuple[byte
         texts: dict[tuple[int, int], str] = {}
         shared: dict[str, bool] = {}
         for rc, f in idx.formulas.items():
-            new, calls_registry = _engine_text(f, local, multi)
+            new, calls_registry = _engine_text(f, local, multi, sheet.title, static)
             if not calls_registry and names_calling is not None and f.text:
                 calls_registry = names_calling.search(engine.code_text(f.text)) is not None
             if f.kind == "shared" and f.shared is not None:
