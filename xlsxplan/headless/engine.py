@@ -65,6 +65,8 @@ __all__ = [
     "LIFTED",
     "FIT",
     "fit_array",
+    "lifts",
+    "fatal",
     "code_text",
     "references",
     "function_names",
@@ -372,7 +374,9 @@ def lift_arrays(formula: str, multi: Callable[[str], bool] | None = None) -> str
         return formula
     try:
         tokens = list(fz.tokenize(formula))
-    except Exception:
+    except BaseException as _err:
+        if fatal(_err):
+            raise
         return formula
     stack: list[tuple[str, int]] = []  # open functions and parentheses: (upper-case name or "", token index)
     marked: set[int] = set()
@@ -421,6 +425,12 @@ _LIFTED_CALL = re.compile(
 )
 
 
+def lifts(formula: str) -> bool:
+    """Whether ``formula`` calls a :data:`LIFTED` function (which gets its array arguments as Python values)."""
+    code = code_text(formula) if '"' in formula else formula
+    return _LIFTED_CALL.search(code) is not None
+
+
 def _literal(value: Any) -> str:
     """An engine value written as a formula's literal (an empty value as ``_XLSXPLAN_OMITTED()``)."""
     if value is None:
@@ -437,8 +447,28 @@ def _literal(value: Any) -> str:
 _lift_memo: dict[tuple[Any, ...], Any] = {}
 
 
+def _kind(value: Any) -> str:
+    return str(value.get("kind", "")).lower() if type(value) is dict else ""
+
+
+_IS = {
+    "ISERROR": lambda v: type(v) is dict,
+    "ISERR": lambda v: type(v) is dict and _kind(v) not in ("na", "#n/a"),
+    "ISNA": lambda v: _kind(v) in ("na", "#n/a"),
+    "ISNUMBER": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
+    "ISTEXT": lambda v: isinstance(v, str),
+    "ISNONTEXT": lambda v: not isinstance(v, str),
+    "ISBLANK": lambda v: v is None,
+    "ISLOGICAL": lambda v: isinstance(v, bool),
+}
+"""The IS functions on one value, exact from the value's kind alone (the engine's own takes 12 us a call here)."""
+
+
 def _native_scalar(name: str, args: tuple[Any, ...]) -> Any:
     """The native function ``name`` on one value per argument, as the engine computes it."""
+    test = _IS.get(name)
+    if test is not None and len(args) == 1:
+        return test(args[0])
     key = (name, *((("E", v.get("kind")) if type(v) is dict else (type(v), v)) for v in args))
     try:
         return _lift_memo[key]
@@ -491,6 +521,12 @@ def _lifted(name: str) -> Callable[..., Any]:
 
     call.__name__ = LIFT + name
     return call
+
+
+def fatal(err: BaseException) -> bool:
+    """Whether ``err`` must go on up (an interrupt, an exit) rather than be read as a failure of the engine: a panic
+    in formualizer's Rust code comes up as an exception outside ``Exception``, and is such a failure."""
+    return isinstance(err, (KeyboardInterrupt, SystemExit, GeneratorExit))
 
 
 def _omitted() -> None:
@@ -612,7 +648,9 @@ def mark_omitted(formula: str) -> str:
         return formula
     try:
         tokens = list(fz.tokenize(formula))
-    except Exception:  # the engine will report the formula as unparsable
+    except BaseException as _err:  # the engine will report the formula as unparsable
+        if fatal(_err):
+            raise
         return formula
     raw = formula.encode("utf-8")  # token positions are byte offsets
     inserts: list[int] = []
@@ -687,7 +725,9 @@ def qualify(formula: str, sheet: str, local: Callable[[str], str | None] | None 
     None) given as what it refers to."""
     try:
         tokens = list(fz.tokenize(formula))
-    except Exception:
+    except BaseException as _err:
+        if fatal(_err):
+            raise
         return formula
     prefix = ("'" + sheet.replace("'", "''") + "'!").encode("utf-8")
     raw = formula.encode("utf-8")
@@ -758,7 +798,9 @@ def native_function(name: str) -> bool:
             book.set_formula("Probe", 1, 1, f"={name}()")
             try:
                 value = book.evaluate_cell("Probe", 1, 1)
-            except Exception:
+            except BaseException as _err:
+                if fatal(_err):
+                    raise
                 value = None
             _NATIVE[key] = not (isinstance(value, dict) and str(value.get("kind", "")).lower() == "name")
     return _NATIVE[key]
@@ -768,7 +810,9 @@ def function_names(formula: str) -> list[str]:
     """The functions ``formula`` calls, in the order they appear (``[]`` if it cannot be parsed)."""
     try:
         tree = fz.parse(formula)
-    except Exception:
+    except BaseException as _err:
+        if fatal(_err):
+            raise
         return []
     names: list[str] = []
     stack = [tree]
@@ -875,7 +919,9 @@ def evaluate_formula(formula: str) -> FormulaResult:
     text = normalise_formula(formula)
     try:
         tree = fz.parse(text)
-    except Exception as err:  # the parser's own one-line reason
+    except BaseException as err:  # the parser's own one-line reason
+        if fatal(err):
+            raise
         return FormulaResult(None, CellError("#NAME?", parse_failure(err, text)))
     refs = references(tree)
     if refs:
@@ -891,7 +937,9 @@ def evaluate_formula(formula: str) -> FormulaResult:
         _eval_book.set_formula("Eval", 1, 1, f"={PROBE}({lift_arrays(mark_omitted(text))[1:]})")
         try:
             cell = _eval_book.evaluate_cell("Eval", 1, 1)
-        except Exception as err:  # the engine itself failed (a deadline, a reference it cannot follow)
+        except BaseException as err:  # the engine itself failed (a deadline, a reference it cannot follow)
+            if fatal(err):
+                raise
             return FormulaResult(None, CellError("#VALUE!", f"the engine failed: {' '.join(str(err).split())}"))
         # the probe is not called when its argument failed beyond an error value (an array given to SQRT)
         value = _captured[-1] if _captured else cell

@@ -633,7 +633,8 @@ PASSED_WEIGHT = 50
 @dataclass(frozen=True)
 class RangeCost:
     """What one range in one formula costs the engine: the cells it goes through (the range's rows in use times its
-    columns) and, when an xlsxplan function is called, the cells it may hand over as Python values."""
+    columns) and, when an xlsxplan function (or a native one computed element by element over an array) is called,
+    the cells it may hand over as Python values."""
 
     ref: str
     rows: int
@@ -700,7 +701,7 @@ def check_ranges(ins: Inspection, formulas: Mapping[str, Iterable[str]], limits:
     :attr:`Limits.max_range_cells`, and their memory, added to the workbook's estimate and refused above
     :attr:`Limits.max_memory_gb`.
     """
-    from .engine import calls_registry  # the registry, not needed by the checks before parsing
+    from .engine import calls_registry, lifts  # the registry, not needed by the checks before parsing
 
     extents = {s.title: (s.max_row, s.max_col) for s in ins.sheets}
     pkg = ins.package
@@ -721,7 +722,7 @@ def check_ranges(ins: Inspection, formulas: Mapping[str, Iterable[str]], limits:
             has_range = ":" in text
             if not has_range and name_re is None:
                 continue
-            registry = calls_registry(text)
+            registry = calls_registry(text) or lifts(text)  # either gets its ranges as Python values
             costs = range_costs(text, title, extents, registry) if has_range else []
             if name_re is not None:
                 for m in name_re.finditer(_QUOTED_TEXT.sub('""', text)):

@@ -307,7 +307,9 @@ class Workbook:
             raise WorkbookError(f"{name}: {err.message}") from None
         except MemoryError:
             raise WorkbookError(f"{name}: ran out of memory while loading; see `Limits` to refuse it earlier") from None
-        except Exception as err:  # the engine choked on the content: corrupt for our purposes
+        except BaseException as err:  # the engine choked on the content: corrupt for our purposes
+            if engine.fatal(err):
+                raise
             first = str(err).splitlines()[0] if str(err) else ""
             raise WorkbookError(f"{name} cannot be read: {type(err).__name__}: {first}".rstrip(": ")) from None
         if progress is not None:
@@ -498,7 +500,9 @@ class Workbook:
                 if (sheet, r, c) in self._sets:
                     return self._sets[(sheet, r, c)]
                 raw = self._book.evaluate_cell(sheet, r, c) if self._stale else self._book.get_value(sheet, r, c)
-        except Exception:  # an aid to a message: never the reason a set fails
+        except BaseException as _err:  # an aid to a message: never the reason a set fails
+            if engine.fatal(_err):
+                raise
             return None
         return _number(engine.from_engine(raw))
 
@@ -537,7 +541,9 @@ class Workbook:
             raise WorkbookError("formulas nest too deeply to evaluate") from None
         except MemoryError:
             raise WorkbookError("ran out of memory while calculating") from None
-        except Exception as err:  # a failure of the engine itself, not of a cell (cells fail one by one)
+        except BaseException as err:  # a failure of the engine itself, not of a cell (cells fail one by one)
+            if engine.fatal(err):
+                raise
             raise WorkbookError(f"the engine failed: {' '.join(str(err).split())}") from None
         self._stale = False
         self._reasons = {}
@@ -574,7 +580,9 @@ class Workbook:
         if str(raw.get("kind", "")).lower() == "error":  # the engine could not parse the formula
             try:
                 fz.parse(self._text(title, f))
-            except Exception as parse_err:
+            except BaseException as parse_err:
+                if engine.fatal(parse_err):
+                    raise
                 return CellError(err.code, engine.parse_failure(parse_err, self._text(title, f)))
             return err
         if err.message:
@@ -648,7 +656,9 @@ class Workbook:
             qualified = "=" + (_fitted(qualified[1:], f) if f.kind == "array" else f"@({qualified[1:]})")
             try:
                 self._records[key] = self._evaluate(qualified)
-            except Exception:  # an aid to a message: never the reason a read fails
+            except BaseException as _err:  # an aid to a message: never the reason a read fails
+                if engine.fatal(_err):
+                    raise
                 self._records[key] = (None, engine.Messages())
         return self._records[key]
 
@@ -895,7 +905,9 @@ def _references(formula: str) -> list[str]:
     """The references and names a formula reads, in the order they appear (LET's and LAMBDA's own names aside)."""
     try:
         tree = fz.parse(formula)
-    except Exception:
+    except BaseException as _err:
+        if engine.fatal(_err):
+            raise
         return []
     return engine.references(tree)
 
@@ -904,7 +916,9 @@ def _unwrapped(formula: str) -> str:
     """A formula the engine holds, without what :func:`_engine_text` put around it."""
     try:
         tree = fz.parse(formula)
-    except Exception:
+    except BaseException as _err:
+        if engine.fatal(_err):
+            raise
         return formula
     if tree.node_type() == "UnaryOp" and tree.get_operator() == "@" and len(tree.children()) == 1:
         tree = tree.children()[0]
@@ -991,7 +1005,9 @@ def _static_references(formula: str, sheet: str, static: _Static) -> str:
         return formula
     try:
         tokens = [t for t in fz.tokenize(formula)]
-    except Exception:
+    except BaseException as _err:
+        if engine.fatal(_err):
+            raise
         return formula
     raw = formula.encode("utf-8")
     edits: list[tuple[int, int, str]] = []
