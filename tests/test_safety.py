@@ -214,12 +214,25 @@ def test_openpyxl_itself_refuses_entities_through_defusedxml():
         assert isinstance(cause, EntitiesForbidden)
 
 
-def test_xml_is_never_read_without_defusedxml(monkeypatch, tmp_path):
+def test_the_engine_itself_expands_no_entities():
+    # Defence in depth: even without xlsxplan's DTD check, the engine refuses a DTD in a sheet and reads no entity
+    # of the shared strings (formualizer 0.13), in a few milliseconds and megabytes
+    tracemalloc.start()
+    try:
+        for make in (entity_bomb, quadratic_blowup):
+            with pytest.raises(OSError, match=r"DTD in worksheet XML|not found in shared strings"):
+                engine.new_book(make())
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 16 * 1024 * 1024
+
+
+def test_xml_that_openpyxl_reads_is_never_read_without_defusedxml(monkeypatch):
+    # `xlsxplan excel BOOK` reads workbooks with openpyxl: only through defusedxml
     monkeypatch.setattr(openpyxl, "DEFUSEDXML", False)
-    path = tmp_path / "plain.xlsx"
-    path.write_bytes(plain_xlsx())
     with pytest.raises(WorkbookError, match=r"openpyxl is not using defusedxml .*; refusing to read workbooks"):
-        Workbook.load(path)
+        require_defusedxml()
 
 
 @pytest.mark.parametrize(

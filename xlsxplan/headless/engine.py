@@ -19,7 +19,12 @@ tests/test_workbook_excel.py):
 * error kinds Excel does not have (``#CIRC!``, ``#N/IMPL!``, ``#ERROR!``, ``#CANCELLED!``) become Excel error values
   with their reason (:func:`cell_error`);
 * an add-in's stored name of a registry function (``_xldudf_XLWINGS_KV_GB``) is not the function: it is read as the
-  function's name (:func:`add_in_names`).
+  function's name (:func:`add_in_names`);
+* native functions of one value (SQRT, ROUND, ISERROR, LEN and a hundred more) given an array give ``#VALUE!`` or
+  the first element's result: such calls are computed element by element with the engine's own function
+  (:func:`lift_arrays`), as Excel computes them;
+* an array formula's result spills from its first cell whatever its range: it is fitted to the range as Excel fits
+  it (:func:`fit_array`).
 
 Whole workbooks are :mod:`.workbook`'s (``from xlsxplan.headless import Workbook``).
 """

@@ -13,8 +13,8 @@ once and refuses it, with one line, before any XML is parsed when:
   space, or holds nothing else (padding that would hide a DTD from a check of the first bytes); or declares an
   encoding other than UTF-8, UTF-16 or a single-byte superset of ASCII (Latin-1, Windows-1252). Every part is read
   as a stream, whatever its name (a content type can make any part XML), UTF-16 parts as text. The small parts
-  xlsxplan reads itself are parsed through ``defusedxml``, which refuses entities again
-  (:func:`require_defusedxml` checks that it is there); the engine is given a package none of whose parts holds one;
+  xlsxplan reads itself are parsed through ``defusedxml``, which refuses entities again; the engine is given a
+  package none of whose parts holds one;
 * it has **external links** (``xl/externalLinks``: formulas reading other workbooks, or DDE links that start
   programs). xlsxplan never follows them; it refuses the file rather than compute with values it cannot see.
   Cell formulas and defined names are checked for external and DDE references too (:func:`formula_threat`);

@@ -17,8 +17,11 @@ What the engine is given differs from the file in a few ways, each so that it co
   stored name of a registry function is the function (:func:`.engine.add_in_names`); a native function of one
   value given an array (``SUMPRODUCT(1*ISERROR(B2:B90))``) is computed element by element, as Excel does and the
   engine does not (:func:`.engine.lift_arrays`);
+* an array formula over a range is given inside ``_XLSXPLAN_FIT(rows, columns, formula)``, so that its result
+  fills that range as Excel fills it (:func:`.engine.fit_array`), not spilling from its first cell;
 * a sheet-qualified defined name (``Plan!Rate``, a name scoped to the sheet Plan), which the engine does not read,
-  is given as what the name refers to;
+  is given as what the name refers to; the intersection of two references, and a reference through several sheets
+  in SUM, AVERAGE and their kind, are given as the range or the list of references Excel reads them as.
 
 Errors stay in their cells: a formula that fails becomes its Excel error value, with the one-line reason from
 the registry (or from the engine) in :meth:`Workbook.errors`, in :meth:`Workbook.get`, and in the saved file as a
@@ -47,7 +50,6 @@ import numpy as np
 from ..errors import EXCEL_ERRORS, CellError, WorkbookError
 from ..fileio import atomic_write
 from ..text import FORMULA_TRIGGERS, clean_text
-from ..zipfiles import require_defusedxml
 from . import engine
 from .package import Package, closest, col_index, col_letter, range_bounds
 from .patch import CommentEdit, Patch, QuotePrefixStyles, patch_sheet, write_notes
@@ -239,7 +241,7 @@ class Workbook:
         self._calling = calling  # the formula cells that call registry functions
         self._calls = calls  # the registry calls their formulas write
         self._records: dict[tuple[str, int, int], tuple[Any, engine.Messages]] = {}
-        self._local = {(t, n): target for (t, n), target in _local_names(inspection.package).items()}
+        self._local = _local_names(inspection.package)
         self.path = source
         self._titles = self.sheetnames
         self._sets: dict[tuple[str, int, int], Any] = {}
@@ -268,7 +270,6 @@ class Workbook:
         sheets are read (``total`` is the number of cells the file stores).
         """
         path = Path(path)
-        require_defusedxml()
         with gc_paused():
             inspection = open_package(path, limits)
             return cls._from_inspection(inspection, path, progress, limits or Limits())
