@@ -931,9 +931,6 @@ def evaluate_formula(formula: str) -> FormulaResult:
     refs = references(tree)
     if refs:
         return FormulaResult(None, CellError("#REF!", f"eval takes constants only, not references ({', '.join(refs)})"))
-    unknown = unknown_function(text)
-    if unknown:
-        return FormulaResult(None, CellError("#NAME?", unknown))
     with _lock, collect_messages() as messages:
         if _eval_book is None:
             _eval_book = register_functions(new_book(), **{PROBE: _capture})
@@ -958,6 +955,10 @@ def evaluate_formula(formula: str) -> FormulaResult:
                 for j, item in enumerate(row):
                     grid[i, j] = _reasoned(item, messages, (i, j))
             return FormulaResult(grid)
+    if type(value) is dict and str(value.get("kind", "")).lower() == "name" and not value.get("message"):
+        unknown = unknown_function(text)  # looked for only now: most formulas need no probe of the engine's names
+        if unknown:
+            return FormulaResult(None, CellError("#NAME?", unknown))
     value = _reasoned(value, messages)
     if isinstance(value, CellError):
         return FormulaResult(None, value)

@@ -71,7 +71,8 @@ __all__ = [
 # benchmarks/recalc.py and benchmarks/load_costs.py (BENCHMARKS.md, "Headless recalculation" and "What a workbook
 # costs before its formulas") and rounded up: the estimate is 1.0 to 1.4 times the peaks measured.
 BYTES_PER_CELL = 250  # every stored cell, constant or formula, and every hyperlinked cell (0.15 kB measured)
-BYTES_PER_FORMULA = 2_000  # on top, for each formula cell and each defined name (1.1 to 1.5 kB measured)
+BYTES_PER_FORMULA = 2_000  # on top, for each formula cell (1.1 to 1.5 kB measured)
+BYTES_PER_NAME = 6_000  # each defined name (5.1 kB measured)
 BYTES_PER_ARRAY_ELEMENT = 1_200  # each cell an array formula fills (0.85 kB)
 BYTES_PER_MATERIALISED = 50  # each cell of a merged range (the engine keeps the range, not its cells)
 BYTES_PER_GRID_CELL = 1.5  # the engine's storage of a sheet: its last used column times its last used row, up to
@@ -152,14 +153,15 @@ class Limits(ZipLimits):
         elements: int = 0,
         grid: int = 0,
         sheets: int = 0,
+        names: int = 0,
     ) -> float:
         """Estimated peak memory of loading, calculating and saving a workbook with the engine [bytes].
 
         ``70 MiB + 0.25 kB x cells + 2 kB x formulas + 1.2 kB x array-formula elements + 0.05 kB x merged cells
         + 0.25 kB x rows + 0.2 kB x shared strings + 0.5 kB x other XML elements + 1.5 bytes x the grid + 40 kB x
-        sheets``, each fitted on ``benchmarks/recalc.py`` or ``benchmarks/load_costs.py`` and rounded up. ``cells``
-        includes hyperlinked cells; ``formulas``, defined names; ``grid``, each sheet's last used column times its
-        last used row (up to :data:`GRID_ROWS`), which the engine's storage spans whatever the cells between.
+        sheets + 6 kB x defined names``, each fitted on ``benchmarks/recalc.py`` or ``benchmarks/load_costs.py`` and
+        rounded up. ``cells`` includes hyperlinked cells; ``grid``, each sheet's last used column times its last
+        used row (up to :data:`GRID_ROWS`), which the engine's storage spans whatever the cells between.
         """
         return (
             BASE_BYTES
@@ -172,6 +174,7 @@ class Limits(ZipLimits):
             + BYTES_PER_ELEMENT * elements
             + BYTES_PER_GRID_CELL * grid
             + BYTES_PER_SHEET * sheets
+            + BYTES_PER_NAME * names
         )
 
 
@@ -253,7 +256,7 @@ class Inspection:
     def estimated_bytes(self) -> float:
         return Limits.estimate(
             self.cells + sum(s.linked for s in self.sheets),
-            self.formulas + self.names,
+            self.formulas,
             sum(s.array_elements for s in self.sheets),
             sum(s.materialised for s in self.sheets),
             self.rows,
@@ -261,6 +264,7 @@ class Inspection:
             self.elements,
             self.grid,
             len(self.sheets),
+            self.names,
         )
 
     @property
