@@ -43,7 +43,9 @@ REL = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
 
 def run(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, float, float]:
     """(wall seconds, peak resident MB, CPU seconds) of one process. The CPU time (user and system) is what the wall
-    time would be on an idle machine for a process that computes on one thread, as these do."""
+    time would be on an idle machine for a process that computes on one thread, as these do. The peak is at least
+    this script's own size when it starts the process (Linux carries it over), which stays small: the workbooks are
+    written by a process of their own (:func:`make`)."""
     start = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
     _, status, usage = os.wait4(proc.pid, 0)
@@ -53,6 +55,13 @@ def run(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, float
     if proc.returncode not in (0, 1):
         raise SystemExit(f"{' '.join(cmd)} failed ({proc.returncode}):\n{err}")
     return wall, usage.ru_maxrss / 1024, usage.ru_utime + usage.ru_stime
+
+
+def make(path: Path, rows: int, native: bool) -> Path:
+    """:func:`scenario_sheet`, written by a process of its own so that this one stays small."""
+    flag = ["--native"] if native else []
+    subprocess.run([sys.executable, __file__, "--make", str(path), str(rows), *flag], check=True)
+    return path
 
 
 def scenario_sheet(path: Path, rows: int, native: bool) -> Path:
@@ -142,7 +151,12 @@ def main() -> None:
     parser.add_argument("--no-eval", action="store_true")
     parser.add_argument("--no-libreoffice", action="store_true")
     parser.add_argument("--json", help="also write the results to this JSON file")
+    parser.add_argument("--make", nargs=2, help=argparse.SUPPRESS)
+    parser.add_argument("--native", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.make:
+        scenario_sheet(Path(args.make[0]), int(args.make[1]), args.native)
+        return
     cmd = [args.xlsxplan]
     print(f"{args.xlsxplan}; {os.cpu_count()} CPUs; {platform.platform()}; load {os.getloadavg()[0]:.2f}")
     results: dict[str, dict] = {}
@@ -158,7 +172,7 @@ def main() -> None:
         soffice = None if args.no_libreoffice else shutil.which("soffice") or shutil.which("libreoffice")
         if soffice:
             profile = libreoffice_profile(folder / "lo-profile")
-            warm = scenario_sheet(folder / "warm.xlsx", 10, native=True)  # the profile's first start is not timed
+            warm = make(folder / "warm.xlsx", 10, native=True)  # the profile's first start is not timed
             lo = [
                 soffice,
                 "--headless",
@@ -171,13 +185,13 @@ def main() -> None:
             ]
             run([*lo, str(warm)])
         for n in args.rows:
-            book = scenario_sheet(folder / f"rows{n}.xlsx", n, native=False)
+            book = make(folder / f"rows{n}.xlsx", n, native=False)
             row = results[f"recalc {n} rows"] = median_run(
                 [*cmd, "recalc", str(book), "-o", str(folder / f"rows{n}.out.xlsx"), "-q"], args.row_repeats
             )
             show(f"xlsxplan recalc, {n:,} rows, registry formulas", row)
             if soffice:
-                native = scenario_sheet(folder / f"native{n}.xlsx", n, native=True)
+                native = make(folder / f"native{n}.xlsx", n, native=True)
                 row = results[f"libreoffice {n} rows"] = median_run([*lo, str(native)], args.row_repeats)
                 show(f"LibreOffice recalc, {n:,} rows, native formulas", row)
                 out = folder / "lo" / native.name
