@@ -311,10 +311,11 @@ def ticking(total: int, report: Callable[[int, int], None] | None) -> Iterator[N
 def _callback(fn: registry.Function) -> Callable[..., Any]:
     def call(*args: Any) -> Any:
         try:
+            values = [from_engine(a) for a in args]
             if list in map(type, args):
-                result = cells.evaluate_broadcast(fn, [from_engine(a) for a in args])
+                result = cells.evaluate_broadcast(fn, values)
             else:  # one value per argument, the common case: what evaluate_broadcast does then, without its checks
-                result = cells.evaluate(fn, [cell_error(a) if type(a) is dict else a for a in args])
+                result = cells.evaluate(fn, values)
                 if isinstance(result, list):  # MODELS(), GPUS(): one column
                     result = np.array(result, dtype=object).reshape(-1, 1)
         except Exception as err:  # never raise into the engine: ISERROR and ERROR.TYPE would not see the error
