@@ -130,7 +130,7 @@ def _to_engine(value: Any) -> Any:
 def _number(value: Any) -> Any:
     """A value read from the engine, whose numbers are all floats: a whole number as an int (``94``, not ``94.0``),
     as a reader of the results (``--json``, a program) expects a count to be."""
-    if type(value) is float and value.is_integer() and -(2**53) < value < 2**53:
+    if type(value) is float and value.is_integer() and -1e15 < value < 1e15:  # as patch.number_text writes them
         return int(value)
     return value
 
