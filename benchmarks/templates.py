@@ -1,9 +1,10 @@
-"""Template recalculation: how long the shipped templates take from load to written file.
+"""Template recalculation, in-process warm loops: how long the shipped templates take from load to written file.
 
 Each template is built once with openpyxl (not timed), then recalculated ``--repeats`` times in this process the way
-``xlsxplan build`` does it: ``Workbook.load`` (parse and compile every formula), ``calculate`` and ``save`` (every
-formula kept, its value cached). The first, cold run also pays for importing `formulas` and registering the
-functions; it is reported apart. Target: under 2 s per template on a 2-core machine (medians of the warm runs).
+``xlsxplan build`` does it: ``Workbook.load`` (the checks, reading the sheets, the engine parsing every formula),
+``calculate`` and ``save`` (every formula kept, its value cached). The first, cold run also pays for the engine's
+first workbook and the registry's callbacks; it is reported apart. These are warm loops in one process:
+``benchmarks/commands.py`` times ``xlsxplan recalc`` as a user runs it, Python's start and imports included.
 
 Usage::
 
@@ -26,7 +27,7 @@ sys.path.insert(0, str(ROOT))
 
 
 def _cells(path: Path) -> tuple[int, int]:
-    """Formula cells and value cells (text, numbers, dates): `formulas` makes a node of each."""
+    """Formula cells and value cells (text, numbers, dates)."""
     import openpyxl
 
     book = openpyxl.load_workbook(path)

@@ -109,6 +109,35 @@ def test_installed_command_runs_as_a_subprocess():
     assert "Traceback" not in proc.stdout + proc.stderr
 
 
+_LOADED = """
+import sys
+from xlsxplan.cli import main
+code = main(sys.argv[1:])
+print("loaded:" + ",".join(sorted({m.split(".")[0] for m in sys.modules} & set(sys.argv[0].split(",")))))
+"""
+UNUSED = "openpyxl,xlwings,tqdm,scipy,formulas,schedula,defusedxml"
+
+
+@pytest.mark.parametrize(
+    "argv, unused",
+    [
+        (["eval", "=ROUND(DECODE_TOKS(72.7,1,2,3.35),0)"], UNUSED),  # no workbook: no XML or workbook library
+        (["recalc", "workbooks/training_plan.xlsx", "-o", "{out}", "-q"], "openpyxl,xlwings,tqdm,scipy,formulas"),
+    ],
+)
+def test_a_command_imports_only_what_it_uses(argv, unused, tmp_path):
+    # start-up time: eval and recalc load neither openpyxl (recalc edits the package itself) nor a progress bar
+    # when nothing is shown, nor anything of the Excel face
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    argv = [a.format(out=tmp_path / "out.xlsx") for a in argv]
+    proc = subprocess.run([sys.executable, "-c", _LOADED.replace("sys.argv[0]", repr(unused)), *argv],
+                          capture_output=True, text=True, timeout=120, cwd=root)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines()[-1] == "loaded:"
+
+
 def test_eval_warns_about_an_implausible_unit_but_still_answers(capsys):
     # A bandwidth of 3350 where TB/s is meant is legal but suspicious: a warning, not a refusal
     code, out, err = run(capsys, "eval", "=DECODE_TOKS(72.7,1,2,3350)")

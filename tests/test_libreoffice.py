@@ -87,3 +87,71 @@ def test_libreoffice_shows_xlsxplans_values_in_the_written_file(converted):
     # registry cells LibreOffice cannot compute: it shows the values xlsxplan cached
     assert (wb.get("Calc!C1"), wb.get("Calc!C2")) == (92, 94)
     assert (lo_ours["C1"].value, lo_ours["C2"].value) == (92, 94)
+
+
+RECALC_ON_LOAD = """<?xml version="1.0" encoding="UTF-8"?>
+<oor:items xmlns:oor="http://openoffice.org/2001/registry" xmlns:xs="http://www.w3.org/2001/XMLSchema"
+ xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance">
+<item oor:path="/org.openoffice.Office.Calc/Formula/Load"><prop oor:name="OOXMLRecalcMode" oor:op="fuse">
+<value>0</value></prop></item>
+</oor:items>
+"""
+
+WHOLE_RANGES = [
+    "=SUM(Data!A:A)",
+    "=SUM(Data!1:1)",
+    "=SUM(Data!A1:XFD1048576)",
+    "=SUM(Data!A:XFD)",
+    "=SUM(Data!1:1048576)",
+    "=COUNT(Data!A:XFD)",
+    "=COUNTA(Data!A:C)",
+    "=MAX(Data!B:B)",
+    "=MIN(Data!2:3)",
+    "=AVERAGE(Data!2:3)",
+    "=SUMPRODUCT(Data!A1:A6,Data!B1:B6)",
+    "=MATCH(4,Data!A:A,0)",
+    "=INDEX(Data!A:A,3)",
+    "=INDEX(Data!1:1,1,2)",
+    "=ROWS(Data!A:A)",
+    "=COLUMNS(Data!1:1)",
+    '=SUMIF(Data!A:A,">2")',
+    '=COUNTIF(Data!A1:XFD1048576,">1")',
+    "=SUM(Data!C:E)",
+    "=SUM(Data!Z:Z)+SUM(Data!5000:5000)",
+    "=SUMPRODUCT((Data!A1:A6>2)*Data!B1:B6)",
+    "=SUM(Calc!A:A)",  # the inputs beside these formulas, on their own sheet
+    "=MAX(Data!A1:ZZ100000)",
+]
+
+
+def test_whole_rows_columns_and_the_whole_sheet_agree_with_libreoffice(tmp_path):
+    # whole columns (A:A), whole rows (1:1), the whole grid (A1:XFD1048576, A:XFD, 1:1048576) over a sheet with a
+    # far cell (Z100, AA5000): LibreOffice, recalculating every formula as it loads the file, computes what xlsxplan
+    # does; xlsxplan's engine goes through the rows in use only, so none of these takes long
+    wb = openpyxl.Workbook()
+    data = wb.active
+    data.title = "Data"
+    for r, (a, b) in enumerate([(1, 10), (2, 20), (3, 30), (4, 40), (5, 50), (6, 60)], start=1):
+        data.cell(r, 1, a)
+        data.cell(r, 2, b)
+    data["C2"], data["E3"], data["Z100"], data["AA5000"], data["D1"] = 7.5, -2, 1000, 0.25, "text"
+    calc = wb.create_sheet("Calc")
+    calc["A1"], calc["A2"] = 3, 4
+    for row, text in enumerate(WHOLE_RANGES, start=1):
+        calc.cell(row, 2, text)
+    original = wb.save(tmp_path / "ranges.xlsx") or tmp_path / "ranges.xlsx"
+    ours = Workbook.load(original)
+    profile = tmp_path / "profile"
+    (profile / "user").mkdir(parents=True)
+    (profile / "user" / "registrymodifications.xcu").write_text(RECALC_ON_LOAD)
+    outdir = tmp_path / "converted"
+    subprocess.run(
+        [SOFFICE, "--headless", "--norestore", f"-env:UserInstallation=file://{profile}", "--convert-to", "xlsx",
+         "--outdir", str(outdir), str(original)],
+        check=True, capture_output=True, timeout=240,
+    )  # fmt: skip
+    theirs = openpyxl.load_workbook(outdir / "ranges.xlsx", data_only=True)["Calc"]
+    for row, text in enumerate(WHOLE_RANGES, start=1):
+        value = ours.get(f"Calc!B{row}")
+        assert _same(theirs[f"B{row}"].value, value), (text, theirs[f"B{row}"].value, value)
+    assert ours.get("Calc!B1") == 21 and ours.get("Calc!B15") == 1_048_576 and ours.get("Calc!B16") == 16_384

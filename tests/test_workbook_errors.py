@@ -66,14 +66,14 @@ def test_a_cells_reason_is_the_one_of_the_call_whose_error_reached_it(tmp_path):
     ws.title = "S"
     ws["A1"] = -1
     ws["B1"] = "=IFERROR(WEIGHTS_GB(A1),0)+WEIGHTS_GB(1,A1)"
-    ws["B2"] = "=IFERROR(WEIGHTS_GB(-1),0)+WEIGHTS_GB(1,-1)"  # constants: evaluated while the cell is compiled
+    ws["B2"] = "=IFERROR(WEIGHTS_GB(-1),0)+WEIGHTS_GB(1,-1)"  # constants only
     wb.save(tmp_path / "iferror.xlsx")
     book = Workbook.load(tmp_path / "iferror.xlsx")
     assert book.errors() == {"S!B1": CellError("#NUM!", BYTES_PER_PARAM), "S!B2": CellError("#NUM!", BYTES_PER_PARAM)}
 
 
 def test_a_formula_that_cannot_be_parsed_says_so_in_one_plain_line(tmp_path):
-    # Review finding 12: the parser's %-format came out raw, or with its blank left empty
+    # Review finding 12: the parser's message came out raw (a format with its blank left empty)
     wb = openpyxl.Workbook()
     ws = wb.active
     ws.title = "S"
@@ -81,8 +81,8 @@ def test_a_formula_that_cannot_be_parsed_says_so_in_one_plain_line(tmp_path):
     ws["A2"] = "={1,2;3}"
     wb.save(tmp_path / "parse.xlsx")
     assert Workbook.load(tmp_path / "parse.xlsx").errors() == {
-        "S!A1": CellError("#NAME?", "the formula cannot be parsed: Not a valid formula: =1+"),
-        "S!A2": CellError("#NAME?", "the formula cannot be parsed: Not a valid formula: ={1,2;3}"),
+        "S!A1": CellError("#NAME?", "the formula cannot be parsed: unexpected end of tokens"),
+        "S!A2": CellError("#NAME?", "the formula cannot be parsed: array rows must have equal length"),
     }
 
 

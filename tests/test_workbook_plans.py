@@ -661,7 +661,7 @@ def classic_xlwings() -> Iterator[None]:
     from xlsxplan.excel import udfs
     from xlsxplan.headless import engine
 
-    to_formulas, from_formulas = engine._to_formulas, engine._from_formulas
+    to_engine, from_engine = engine.to_engine, engine.from_engine
 
     def text(value: Any) -> Any:
         return udfs.present(value, lite=False) if isinstance(value, CellError) else value
@@ -669,17 +669,18 @@ def classic_xlwings() -> Iterator[None]:
     def to_classic(result: Any) -> Any:
         if isinstance(result, np.ndarray):
             result = np.vectorize(text, otypes=[object])(result)
-        return to_formulas(text(result))
+        return to_engine(text(result))
 
     def from_classic(value: Any) -> Any:
-        value = from_formulas(value)
-        if isinstance(value, np.ndarray):
-            return np.vectorize(udfs.from_excel, otypes=[object])(value)
+        value = from_engine(value)
+        if isinstance(value, list):
+            return [[udfs.from_excel(v) for v in row] if isinstance(row, list) else udfs.from_excel(row)
+                    for row in value]  # fmt: skip
         return udfs.from_excel(value)
 
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(engine, "_to_formulas", to_classic)
-        mp.setattr(engine, "_from_formulas", from_classic)
+        mp.setattr(engine, "to_engine", to_classic)
+        mp.setattr(engine, "from_engine", from_classic)
         yield
 
 

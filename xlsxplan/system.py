@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["PHYSICAL_SHARE", "physical_memory_gib", "address_space_cap_gb", "limit_address_space"]
+__all__ = ["PHYSICAL_SHARE", "MEMORY_LIMIT_GB", "physical_memory_gib", "address_space_cap_gb", "limit_address_space"]
 
 PHYSICAL_SHARE = 0.8
 """The share of physical memory the command line's address-space cap never exceeds."""
+MEMORY_LIMIT_GB = 16
+"""The memory a workbook may take by default when it is recalculated headlessly [GB]
+(``xlsxplan.headless.untrusted.Limits.max_memory_gb``); ``xlsxplan eval`` caps itself by it too."""
 
 
 def physical_memory_gib() -> float:

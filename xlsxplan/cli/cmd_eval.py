@@ -79,11 +79,10 @@ def run(args: argparse.Namespace) -> int:
     from ..cells import collect_warnings
     from ..errors import CellError
     from ..headless.engine import evaluate_formula
-    from ..headless.untrusted import Limits
-    from ..system import address_space_cap_gb, limit_address_space
+    from ..system import MEMORY_LIMIT_GB, address_space_cap_gb, limit_address_space
 
     # =LEN(REPT("x",1E+10)) fails in the formula, not the machine
-    limit_address_space(address_space_cap_gb(Limits().max_memory_gb))
+    limit_address_space(address_space_cap_gb(MEMORY_LIMIT_GB))
     with collect_warnings() as warnings:
         result = evaluate_formula(args.formula)
     for warning in warnings:  # a legal but implausible input, e.g. 3350 where TB/s is meant

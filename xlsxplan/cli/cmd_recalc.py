@@ -52,8 +52,8 @@ def _one_line(text: str) -> str:
 
 class _Progress:
     """The progress bar on a terminal: one bar whose description, unit and total follow the phase (loading cells,
-    calculating nodes, writing parts), redrawn twice a second from a thread so that the elapsed time moves even
-    between updates. Does nothing when ``enabled`` is false (output piped, or --quiet)."""
+    calling xlsxplan's functions, writing parts), redrawn twice a second from a thread so that the elapsed time moves
+    even between updates. Does nothing when ``enabled`` is false (output piped, or --quiet)."""
 
     def __init__(self, enabled: bool) -> None:
         self.bar: Any = None
@@ -126,7 +126,7 @@ def _run(args: argparse.Namespace) -> int:
         for ref in args.show or []:  # before calculating: a typo must not cost a whole recalculation
             wb.address(ref)
         with collect_warnings() as warnings:
-            wb.calculate(progress=bar.phase("calculating", "node"))
+            wb.calculate(progress=bar.phase("calculating", "call"))
         bar.phase("reading results", "cell")
         shown = _shown(wb, args.show or [])
         errors = wb.errors()

@@ -1,10 +1,30 @@
-"""Headless evaluation over the `formulas` package: every registry function registered as an Excel function.
+"""Headless evaluation over `formualizer`: every registry function registered as an Excel function.
 
-``formulas`` parses and computes Excel formulas in Python. This adapter registers each entry of
-:data:`xlsxplan.registry.FUNCTIONS` with it, translating between its cell values (``sh.EMPTY``, ``XlError``,
-``Array``) and :mod:`xlsxplan.cells`, so a workbook or a one-off formula that mixes native functions (ROUND,
-INDEX, XLOOKUP) with ours evaluates as Excel would. Errors become the right Excel error value; the one-line
-reason behind each is kept in a side channel (:func:`collect_messages`) because an error value carries no text.
+``formualizer`` (a Rust engine with Python bindings) parses and computes Excel formulas, its dependency graph
+recalculating only what changed. This adapter registers each entry of :data:`xlsxplan.registry.FUNCTIONS` with a
+formualizer workbook (:func:`register_functions`), translating between its values (error dicts, lists of rows) and
+:mod:`xlsxplan.cells`, so a workbook or a one-off formula that mixes native functions (ROUND, INDEX, XLOOKUP) with
+ours evaluates as Excel would. Errors become the right Excel error value; the one-line reason behind each travels
+with the value inside a formula, and is kept in a side channel (:func:`collect_messages`) because a value stored in
+a cell carries no text.
+
+Where the engine differs from Excel, the adapter makes up for it (each has a test in tests/test_engine.py or
+tests/test_workbook_excel.py):
+
+* an omitted argument (``=F(1,,3)``) reaches a custom function as 0: the formula is given to the engine with
+  ``_XLSXPLAN_OMITTED()`` (an empty value) in its place (:func:`mark_omitted`), for registry functions only;
+* a callback that raises is not an ordinary error value (ISERROR, ISNUMBER and ERROR.TYPE misread it): callbacks
+  never raise, they return the error;
+* ``nan`` and ``inf`` are stored as numbers: a registry result that is not finite is ``#NUM!``;
+* error kinds Excel does not have (``#CIRC!``, ``#N/IMPL!``, ``#ERROR!``, ``#CANCELLED!``) become Excel error values
+  with their reason (:func:`cell_error`);
+* an add-in's stored name of a registry function (``_xldudf_XLWINGS_KV_GB``) is not the function: it is read as the
+  function's name (:func:`add_in_names`);
+* native functions of one value (SQRT, ROUND, ISERROR, LEN and a hundred more) given an array give ``#VALUE!`` or
+  the first element's result: such calls are computed element by element with the engine's own function
+  (:func:`lift_arrays`), as Excel computes them;
+* an array formula's result spills from its first cell whatever its range: it is fitted to the range as Excel fits
+  it (:func:`fit_array`).
 
 Whole workbooks are :mod:`.workbook`'s (``from xlsxplan.headless import Workbook``).
 """
@@ -13,12 +33,14 @@ from __future__ import annotations
 
 import contextlib
 import difflib
+import math
 import re
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+import formualizer as fz
 import numpy as np
 
 from .. import cells, registry
@@ -26,14 +48,46 @@ from ..errors import CellError
 
 __all__ = [
     "register_functions",
+    "new_book",
     "evaluate_formula",
     "FormulaResult",
     "collect_messages",
     "Messages",
     "normalise_formula",
     "add_in_names",
-    "exception_text",
+    "mark_omitted",
+    "prepare",
+    "function_calls",
+    "calls_registry",
+    "cell_error",
+    "from_engine",
+    "to_engine",
+    "parse_failure",
+    "unknown_function",
+    "native_function",
+    "outside_quotes",
+    "lift_arrays",
+    "LIFTED",
+    "FIT",
+    "fit_array",
+    "lifts",
+    "fatal",
+    "code_text",
+    "references",
+    "function_names",
+    "NATIVE_REASONS",
+    "CIRCULAR",
+    "OMITTED",
+    "ticking",
+    "qualify",
 ]
+
+OMITTED = "_XLSXPLAN_OMITTED"
+"""The function an omitted argument of a registry call is given to the engine as: it returns an empty value."""
+FIT = "_XLSXPLAN_FIT"
+"""The function an array formula over a range is given inside: its result fitted to the range, as Excel fits it."""
+PROBE = "_XLSXPLAN_PROBE"
+"""The function a value is read through where no cell holds it (a formula of constants, a defined name)."""
 
 
 class _Everywhere:
@@ -61,10 +115,14 @@ class Messages(list):
         super().__init__()
         self.grids: list[dict[tuple[int, int], CellError] | _Everywhere] = []
 
-    def extend_from(self, other: Messages) -> None:
-        """Add ``other``'s messages and grids after these."""
-        self.extend(other)
-        self.grids.extend(other.grids)
+    def take(self) -> Messages:
+        """These messages and grids, moved into a new list; this one is left empty."""
+        taken = Messages()
+        taken.extend(self)
+        taken.grids = self.grids
+        self.clear()
+        self.grids = []
+        return taken
 
     def at(self, pos: tuple[int, int], code: str) -> str | None:
         """The reason for the element at ``pos`` of an array result that holds ``code``, if a call put it there.
@@ -86,11 +144,10 @@ class Messages(list):
         return next((m.message for m in reversed(self) if m.code == code and m.message), None)
 
 
-# A stack of message buckets. Not a ContextVar: `formulas` (through schedula) runs cell functions in a context of
-# its own, where a ContextVar set by the caller is not visible. A lock keeps concurrent evaluations apart.
+# A stack of message buckets, plain module state: the engine calls back on the thread that evaluates (parallel
+# evaluation is off, see new_book), one call at a time. A lock keeps concurrent evaluations apart.
 _buckets: list[Messages] = []
 _lock = threading.RLock()
-_registered = False
 
 # What a native error means, for errors that no registry function explained.
 NATIVE_REASONS = {
@@ -101,7 +158,14 @@ NATIVE_REASONS = {
     "#NAME?": "an unknown function or name",
     "#REF!": "a reference to a cell that does not exist",
     "#NULL!": "ranges that do not intersect",
+    "#SPILL!": "an array result has no room to spill into",
+    "#CALC!": "the calculation has no result (an empty array?)",
 }
+
+CIRCULAR = (
+    "no value: the formula is part of a circular reference, or depends on one (Excel shows 0 and warns; turn on "
+    "iterative calculation there, or break the loop)"
+)
 
 
 @contextlib.contextmanager
@@ -116,89 +180,93 @@ def collect_messages() -> Iterator[Messages]:
             _buckets.pop()
 
 
-class _Omitted(int):
-    """An argument left out of a registry function's call (the middle one of ``=F(1,,3)``, the last of ``=F(1,2,)``).
+# ---------------------------------------------------------------------------------------------------------------
+# Values between the engine and xlsxplan.cells
 
-    ``formulas`` compiles an omitted argument to the number 0, so a registry function could not tell it from a 0
-    typed there (``#NUM! bytes_per_value ... got 0`` for ``=KV_BYTES_PER_TOKEN(80,8,128,)``). In Excel and xlwings
-    an omitted argument is an empty value: the function's default, or "required but the cell is empty". The
-    omitted arguments of registry functions compile to this marker instead, which the adapter reads as an empty
-    cell; Excel's own functions keep the 0 they expect (``=IF(TRUE,,1)`` is 0, ``=SUM(1,,2)`` is 3), also when
-    their result is passed to a registry function. It is an int 0 so that anything else that met it would see 0.
-    """
-
-    __slots__ = ()
-
-    def __repr__(self) -> str:
-        return "0"
-
-
-OMITTED = _Omitted(0)
-_OMITTED_NODE = "<omitted>"  # the data node of omitted arguments: no Excel operand is written like this
-
-
-def _omitted_arguments() -> None:
-    """Have ``formulas`` compile the omitted arguments of registry functions to :data:`OMITTED` (process-wide, as
-    the function table is): a registry call marks its empty argument tokens as it is built, before they compile."""
-    from formulas.tokens.function import Function
-    from formulas.tokens.operand import Empty
-
-    def update_input_tokens(self: Any, *tokens: Any) -> None:
-        if self.name.upper() in registry.FUNCTIONS:
-            for token in tokens:
-                if type(token) is Empty:
-                    token.attr["name"] = _OMITTED_NODE
-
-    def compile_empty(self: Any) -> Any:
-        return OMITTED if self.attr.get("name") == _OMITTED_NODE else 0
-
-    Function.update_input_tokens = update_input_tokens
-    Empty.compile = compile_empty
+_KIND_CODES = {
+    "div": "#DIV/0!",
+    "div0": "#DIV/0!",
+    "ref": "#REF!",
+    "name": "#NAME?",
+    "value": "#VALUE!",
+    "num": "#NUM!",
+    "na": "#N/A",
+    "null": "#NULL!",
+    "spill": "#SPILL!",
+    "calc": "#CALC!",
+}
+# Error kinds of the engine that Excel does not have: the Excel value a cell shows instead, and why.
+_NOT_EXCEL = {
+    "circ": ("#REF!", CIRCULAR),
+    "error": ("#NAME?", "the formula cannot be parsed"),
+    "nimpl": (
+        "#VALUE!",
+        "not calculated headlessly: a union of ranges in parentheses ((A1,B1)), an intersection of computed ranges, "
+        "or a reference through several sheets (Jan:Dec!B4) outside SUM, AVERAGE, COUNT, MAX, MIN and their kind",
+    ),
+    "cancelled": ("#VALUE!", "the calculation was cancelled"),
+}
+_ENGINE_KINDS = {code: kind for kind, code in _KIND_CODES.items() if kind != "div0"}
 
 
-def _from_formulas(value: Any) -> Any:
-    import schedula as sh
-    from formulas.tokens.operand import XlError
+def cell_error(value: dict) -> CellError:
+    """An engine error value (``{"type": "Error", "kind": "Num", "message": ...}``) as a :class:`CellError`."""
+    kind = str(value.get("kind", "")).lower()
+    message = value.get("message") or ""
+    code = _KIND_CODES.get(kind)
+    if code is None:
+        code, reason = _NOT_EXCEL.get(kind, ("#VALUE!", ""))
+        return CellError(code, reason if kind != "error" or not message else f"{reason}: {message}")
+    return CellError(code, message)
 
-    if type(value) is _Omitted:
-        return None
-    if isinstance(value, np.ndarray):
-        if value.ndim == 0:  # formulas nests 0-d arrays, e.g. for -1 inside {80;-1}
-            return _from_formulas(value.item())
-        out = np.empty(value.shape, dtype=object)
-        for index, item in np.ndenumerate(value):
-            out[index] = _from_formulas(item)
-        return out
-    if value is sh.EMPTY:
-        return None
-    if isinstance(value, XlError):
-        return CellError(str(value))
+
+def from_engine(value: Any) -> Any:
+    """An engine value as :mod:`xlsxplan.cells` reads cell contents: errors as :class:`CellError`, lists as they
+    are (rows of values), the rest unchanged."""
+    kind = type(value)
+    if kind is dict:
+        return cell_error(value)
+    if kind is list:
+        return [[from_engine(x) for x in row] if type(row) is list else from_engine(row) for row in value]
     return value
 
 
-def _to_formulas(result: Any) -> Any:
-    from formulas.functions import Array
-    from formulas.tokens.operand import Error
+_INT64 = 2**63
 
+
+def to_engine(result: Any) -> Any:
+    """A result of :mod:`xlsxplan.cells` as the engine takes it back: numbers, text, bools, error dicts, and lists
+    of rows for an array (a 1x1 array as its one value)."""
     if isinstance(result, CellError):
-        if _buckets and result.message:
-            _buckets[-1].append(result)
-        return Error.errors.get(result.code, Error.errors["#VALUE!"])
+        code = result.code if result.code in _ENGINE_KINDS else "#VALUE!"
+        if result.message:
+            return {"type": "Error", "kind": code, "message": result.message}
+        return {"type": "Error", "kind": code}
     if isinstance(result, np.ndarray):
-        out = np.empty(result.shape, dtype=object)
-        for index, item in np.ndenumerate(result):
-            out[index] = _to_formulas(item)
-        return out.view(Array)
+        grid = result.reshape(1, 1) if result.ndim == 0 else result.reshape(-1, 1) if result.ndim == 1 else result
+        if grid.size == 1:
+            return to_engine(grid.flat[0])
+        return [[to_engine(x) for x in row] for row in grid.tolist()]
+    if isinstance(result, np.generic):
+        result = result.item()
+    if isinstance(result, float):
+        return (
+            result
+            if math.isfinite(result)
+            else {"type": "Error", "kind": "#NUM!", "message": "the result is not a finite number"}
+        )
+    if isinstance(result, int) and not isinstance(result, bool) and not -_INT64 < result < _INT64:
+        return float(result)
     return result
 
 
-def _record_grid(result: Any) -> None:
-    """Note where a registry call's result failed, with the reasons (see :class:`Messages`)."""
-    if not _buckets:
-        return
+def _record(result: Any) -> None:
+    """Note a registry call's failure in the innermost message bucket (see :class:`Messages`)."""
+    bucket = _buckets[-1]
     if isinstance(result, CellError):
         if result.message:
-            _buckets[-1].grids.append(_Everywhere(result))
+            bucket.append(result)
+            bucket.grids.append(_Everywhere(result))
         return
     grid = {
         (i, j): item
@@ -206,46 +274,310 @@ def _record_grid(result: Any) -> None:
         if isinstance(item, CellError) and item.message
     }
     if grid:
-        _buckets[-1].grids.append(grid)
+        bucket.extend(grid.values())
+        bucket.grids.append(grid)
 
 
-def _adapter(fn: registry.Function) -> Any:
+class _Ticker:
+    """Counts registry calls as the engine makes them and reports ``(done, total)`` every ``step`` calls."""
+
+    def __init__(self, total: int, report: Callable[[int, int], None]) -> None:
+        self.total, self.report, self.done = total, report, 0
+        self.step = max(25, total // 200)
+
+    def tick(self) -> None:
+        self.done += 1
+        if self.done % self.step == 0 and self.done < self.total:
+            self.report(self.done, self.total)
+
+
+_ticker: _Ticker | None = None
+
+
+@contextlib.contextmanager
+def ticking(total: int, report: Callable[[int, int], None] | None) -> Iterator[None]:
+    """Report progress inside the block as registry functions are called: ``report(done, total)``, ``total`` the
+    calls expected (the calls a calculation makes can be fewer: IF computes one branch); nothing if ``report`` is
+    None."""
+    global _ticker
+    saved = _ticker
+    _ticker = _Ticker(max(total, 1), report) if report is not None else None
+    try:
+        yield
+    finally:
+        _ticker = saved
+
+
+def _callback(fn: registry.Function) -> Callable[..., Any]:
     def call(*args: Any) -> Any:
-        result = cells.evaluate_broadcast(fn, [_from_formulas(a) for a in args])
-        if isinstance(result, (np.ndarray, CellError)):
-            _record_grid(result)
-        return _to_formulas(result)
+        try:
+            values = [from_engine(a) for a in args]
+            if list in map(type, args):
+                result = cells.evaluate_broadcast(fn, values)
+            else:  # one value per argument, the common case: what evaluate_broadcast does then, without its checks
+                result = cells.evaluate(fn, values)
+                if isinstance(result, list):  # MODELS(), GPUS(): one column
+                    result = np.array(result, dtype=object).reshape(-1, 1)
+        except Exception as err:  # never raise into the engine: ISERROR and ERROR.TYPE would not see the error
+            result = CellError("#VALUE!", f"{fn.name}: {type(err).__name__}: {err}")
+        if _buckets and isinstance(result, (CellError, np.ndarray)):
+            _record(result)
+        if _ticker is not None:
+            _ticker.tick()
+        return to_engine(result)
 
     call.__name__ = fn.name
     call.__doc__ = fn.description()
     return call
 
 
-def register_functions() -> None:
-    """Register every registry function with `formulas` (process-wide, idempotent), and have an omitted argument
-    reach them as an empty value (:class:`_Omitted`)."""
-    global _registered
-    if _registered:
-        return
-    import formulas
-    from formulas.functions import wrap_ranges_func
+_CALLBACKS: dict[str, Callable[..., Any]] = {}
 
-    table = formulas.get_functions()
-    for name, fn in registry.FUNCTIONS.items():
-        table[name] = wrap_ranges_func(_adapter(fn))
-    _omitted_arguments()
-    _registered = True
 
+def register_functions(book: Any, **hooks: Callable[..., Any]) -> Any:
+    """Register every registry function, the omitted-argument marker, the lifted native functions
+    (:func:`lift_arrays`) and ``hooks`` ({name: callback}) with the engine workbook ``book`` (registrations are
+    per workbook); returns it."""
+    if not _CALLBACKS:
+        _CALLBACKS.update({name: _callback(fn) for name, fn in registry.FUNCTIONS.items()})
+        _CALLBACKS.update({LIFT + name: _lifted(name) for name in LIFTED})
+    for name, call in _CALLBACKS.items():
+        book.register_function(name, call, min_args=0, max_args=None)  # cells.evaluate says "at most N"
+    book.register_function(OMITTED, _omitted, min_args=0, max_args=0)
+    book.register_function(FIT, fit_array, min_args=3, max_args=3)
+    for name, call in hooks.items():
+        book.register_function(name, call, min_args=0, max_args=None)
+    return book
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Native functions over arrays
+
+LIFT = "_XLSXPLAN_LIFT_"
+"""The prefix of the functions that compute a native function element by element (:func:`lift_arrays`)."""
+LIFTED = frozenset(
+    "ABS SQRT ROUND ROUNDUP ROUNDDOWN MROUND INT TRUNC MOD QUOTIENT POWER SIGN LN LOG LOG10 EXP CEILING FLOOR "
+    "CEILING.MATH FLOOR.MATH ODD EVEN FACT DEGREES RADIANS ASIN ACOS ATAN SINH COSH TANH PERMUT COMBIN ERF "
+    "GAMMALN NORM.S.DIST NORM.S.INV NORM.DIST CONVERT DELTA GESTEP BASE DEC2BIN BITAND ROMAN "
+    "ISERROR ISERR ISNA ISNUMBER ISTEXT ISNONTEXT ISBLANK ISLOGICAL ISEVEN ISODD N T NOT "
+    "LEN LEFT RIGHT MID UPPER LOWER PROPER VALUE NUMBERVALUE TEXT FIXED DOLLAR TRIM CLEAN SUBSTITUTE REPLACE REPT "
+    "CODE CHAR UNICHAR FIND SEARCH EXACT "
+    "DATE TIME DATEVALUE YEAR MONTH DAY WEEKDAY HOUR MINUTE EDATE EOMONTH".split()
+)
+"""Native functions of one value per argument that Excel computes element by element over an array (``ABS({1;-2})``
+is ``{1;2}``) and formualizer 0.13 does not: it gives #VALUE!, or the first element's result alone."""
+_PASSES_ARRAYS = frozenset("IF IFERROR IFNA CHOOSE SIN COS TAN ATAN2".split())
+"""Native functions that formualizer computes element by element itself: an array passes through them."""
+
+
+def lift_arrays(formula: str, multi: Callable[[str], bool] | None = None) -> str:
+    """``formula`` with each call of a :data:`LIFTED` native function that may receive an array (a range of
+    several cells, an array constant, or the result of another such call) given to ``_XLSXPLAN_LIFT_<name>``,
+    which computes it element by element as Excel does. ``multi(operand)`` says whether an operand that is not a
+    range (a defined name) refers to several cells. Calls on one value, the usual case, stay as they are."""
+    code = code_text(formula)
+    if not _LIFTED_CALL.search(code) or not ("{" in code or ":" in code or multi is not None):
+        return formula
+    try:
+        tokens = list(fz.tokenize(formula))
+    except BaseException as _err:
+        if fatal(_err):
+            raise
+        return formula
+    stack: list[tuple[str, int]] = []  # open functions and parentheses: (upper-case name or "", token index)
+    marked: set[int] = set()
+
+    def array_here() -> None:
+        for name, at in reversed(stack):
+            plain = name[6:] if name.startswith("_XLFN.") else name
+            if plain in LIFTED:
+                marked.add(at)
+            elif name and plain not in _PASSES_ARRAYS and name not in registry.FUNCTIONS:
+                return  # an aggregate (SUM, INDEX, ROWS) or a function that takes the array whole
+
+    for i, tok in enumerate(tokens):
+        kind, sub = str(tok.token_type), str(tok.subtype)
+        if kind == "Func" and sub == "Open":
+            stack.append((tok.value[:-1].strip().upper(), i))
+        elif kind in ("Paren", "Array") and sub == "Open":
+            if kind == "Array":
+                array_here()
+            stack.append(("" if kind == "Paren" else "{", i))
+        elif sub == "Close" and kind in ("Func", "Paren", "Array"):
+            if stack:
+                stack.pop()
+        elif kind == "Operand" and sub == "Range" and not (stack and stack[-1][0] == "{"):
+            value = tok.value
+            if ":" in value or (multi is not None and multi(value)):
+                array_here()
+    if not marked:
+        return formula
+    raw = formula.encode("utf-8")
+    out, last = [], 0
+    for i in sorted(marked):
+        tok = tokens[i]
+        name = tok.value[:-1].strip()
+        plain = name[6:] if name.upper().startswith("_XLFN.") else name
+        out += [raw[last : tok.start], f"{LIFT}{plain.upper()}(".encode()]
+        last = tok.end
+    out.append(raw[last:])
+    return b"".join(out).decode("utf-8")
+
+
+_LIFTABLE = LIFTED | {"_XLFN." + name for name in LIFTED}
+_LIFTED_CALL = re.compile(
+    r"(?<![A-Za-z0-9_.])(?:_xlfn\.)?(?:" + "|".join(sorted(map(re.escape, LIFTED), key=len, reverse=True)) + r")\s*\(",
+    re.IGNORECASE,
+)
+
+
+def lifts(formula: str) -> bool:
+    """Whether ``formula`` calls a :data:`LIFTED` function (which gets its array arguments as Python values)."""
+    code = code_text(formula) if '"' in formula else formula
+    return _LIFTED_CALL.search(code) is not None
+
+
+def _literal(value: Any) -> str:
+    """An engine value written as a formula's literal (an empty value as ``_XLSXPLAN_OMITTED()``)."""
+    if value is None:
+        return f"{OMITTED}()"
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, (int, float)):
+        return repr(float(value)) if isinstance(value, float) else str(value)
+    if type(value) is dict:
+        return cell_error(value).code
+    return '"' + str(value).replace('"', '""') + '"'
+
+
+_lift_memo: dict[tuple[Any, ...], Any] = {}
+
+
+def _kind(value: Any) -> str:
+    return str(value.get("kind", "")).lower() if type(value) is dict else ""
+
+
+_IS = {
+    "ISERROR": lambda v: type(v) is dict,
+    "ISERR": lambda v: type(v) is dict and _kind(v) not in ("na", "#n/a"),
+    "ISNA": lambda v: _kind(v) in ("na", "#n/a"),
+    "ISNUMBER": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
+    "ISTEXT": lambda v: isinstance(v, str),
+    "ISNONTEXT": lambda v: not isinstance(v, str),
+    "ISBLANK": lambda v: v is None,
+    "ISLOGICAL": lambda v: isinstance(v, bool),
+}
+"""The IS functions on one value, exact from the value's kind alone (the engine's own takes 12 us a call here)."""
+
+
+def _native_scalar(name: str, args: tuple[Any, ...]) -> Any:
+    """The native function ``name`` on one value per argument, as the engine computes it."""
+    test = _IS.get(name)
+    if test is not None and len(args) == 1:
+        return test(args[0])
+    key = (name, *((("E", v.get("kind")) if type(v) is dict else (type(v), v)) for v in args))
+    try:
+        return _lift_memo[key]
+    except KeyError:
+        pass
+    except TypeError:  # unhashable: computed every time
+        key = ()
+    book = _native()
+    book.set_formula("Probe", 2, 1, f"={name}({','.join(_literal(v) for v in args)})")
+    value = book.evaluate_cell("Probe", 2, 1)
+    if key:
+        if len(_lift_memo) > 100_000:
+            _lift_memo.clear()
+        _lift_memo[key] = value
+    return value
+
+
+def _element(arg: Any, i: int, j: int) -> Any:
+    """Element (i, j) of an argument broadcast as Excel does: one value everywhere, a row down, a column across,
+    ``#N/A`` beyond an array's size."""
+    if type(arg) is not list:
+        return arg
+    rows = len(arg)
+    first = arg[0] if rows else []
+    cols = len(first) if type(first) is list else 1
+    if rows == 1 and cols == 1:
+        return first[0] if type(first) is list else first
+    r = 0 if rows == 1 else i
+    c = 0 if cols == 1 else j
+    if r >= rows or c >= cols:
+        return {"type": "Error", "kind": "#N/A"}
+    row = arg[r]
+    return row[c] if type(row) is list else row
+
+
+def _lifted(name: str) -> Callable[..., Any]:
+    def call(*args: Any) -> Any:
+        try:
+            with _lock:
+                shapes = [(len(a), len(a[0]) if a and type(a[0]) is list else 1) for a in args if type(a) is list]
+                if not shapes:
+                    return _native_scalar(name, args)
+                rows, cols = max(r for r, _ in shapes), max(c for _, c in shapes)
+                return [
+                    [_native_scalar(name, tuple(_element(a, i, j) for a in args)) for j in range(cols)]
+                    for i in range(rows)
+                ]
+        except Exception as err:  # never raise into the engine
+            return {"type": "Error", "kind": "#VALUE!", "message": f"{name}: {type(err).__name__}: {err}"}
+
+    call.__name__ = LIFT + name
+    return call
+
+
+def fatal(err: BaseException) -> bool:
+    """Whether ``err`` must go on up (an interrupt, an exit) rather than be read as a failure of the engine: a panic
+    in formualizer's Rust code comes up as an exception outside ``Exception``, and is such a failure."""
+    return isinstance(err, (KeyboardInterrupt, SystemExit, GeneratorExit))
+
+
+def _omitted() -> None:
+    return None
+
+
+def fit_array(rows: Any, cols: Any, value: Any) -> Any:
+    """An array formula's result fitted to its range of ``rows`` x ``cols`` cells, as Excel fits a legacy (CSE)
+    array: one value fills the range, a row repeats down it, a column across it, and a cell beyond the result is
+    ``#N/A``. Engine difference: formualizer spills the result from the first cell whatever the range, into cells
+    outside it and leaving cells inside it empty."""
+    n, m = int(rows), int(cols)
+    return [[_element(value, i, j) for j in range(m)] for i in range(n)]
+
+
+def new_book(data: bytes | None = None) -> Any:
+    """A formualizer workbook (from a package's bytes, or empty) set up as xlsxplan needs it: evaluation on the
+    calling thread, one cell at a time (callbacks share xlsxplan's message and warning state; in parallel they
+    would run on the engine's threads, where that state is not theirs), and dates as serial numbers, as Excel
+    stores them."""
+    cfg = fz.EvaluationConfig()
+    cfg.enable_parallel = False
+    config = fz.WorkbookConfig(eval_config=cfg)
+    book = fz.Workbook(config=config) if data is None else fz.Workbook.from_bytes(data, config=config)
+    book.set_temporal_egress("serial")
+    return book
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Formula text
 
 _TEXT_LITERAL = re.compile(r'("(?:[^"]|"")*")')
 """A text literal in a formula, quotes doubled inside; split by it, the even parts are outside quotes."""
 
 
-def _outside_quotes(formula: str, change: Callable[[str], str]) -> str:
+def outside_quotes(formula: str, change: Callable[[str], str]) -> str:
     """``formula`` with ``change`` applied to every part outside its text literals, which stay as they are."""
     parts = _TEXT_LITERAL.split(formula)
     parts[::2] = [change(part) for part in parts[::2]]
     return "".join(parts)
+
+
+def code_text(formula: str) -> str:
+    """``formula`` with its text literals emptied: what is left is operators, references, names and numbers."""
+    return "".join(_TEXT_LITERAL.split(formula)[::2])
 
 
 _NUMBER_LITERAL = re.compile(r"(?<![A-Za-z_$\d.])(\d+\.?\d*|\.\d+)[eE]([+-]?)(\d+)")
@@ -260,7 +592,7 @@ def normalise_formula(formula: str) -> str:
     text = formula.strip()
     if not text.startswith("="):
         text = "=" + text
-    numbers = _outside_quotes(text, lambda part: _NUMBER_LITERAL.sub(
+    numbers = outside_quotes(text, lambda part: _NUMBER_LITERAL.sub(
         lambda m: f"{m.group(1)}E{m.group(2) or '+'}{m.group(3)}", part))  # fmt: skip
     return add_in_names(numbers)
 
@@ -288,8 +620,234 @@ def add_in_names(formula: str) -> str:
     unknown ``_xldudf_`` function stays ``#NAME?``)."""
     if "_xldudf_" not in formula.lower():
         return formula
-    return _outside_quotes(formula, lambda part: _ADD_IN_CALL.sub(
+    return outside_quotes(formula, lambda part: _ADD_IN_CALL.sub(
         lambda m: _registry_name(m.group(1)) or m.group(0), part))  # fmt: skip
+
+
+_REGISTRY_CALL: re.Pattern[str] | None = None
+
+
+def calls_registry(formula: str) -> bool:
+    """Whether ``formula`` calls a registry function (outside its text literals)."""
+    global _REGISTRY_CALL
+    if _REGISTRY_CALL is None:
+        names = "|".join(sorted(map(re.escape, registry.FUNCTIONS), key=len, reverse=True))
+        _REGISTRY_CALL = re.compile(rf"(?<![A-Za-z0-9_.])(?:{names})\s*\(", re.IGNORECASE)
+    if '"' not in formula:
+        return _REGISTRY_CALL.search(formula) is not None
+    return _REGISTRY_CALL.search(code_text(formula)) is not None
+
+
+_MAYBE_OMITTED = re.compile(r"[(,]\s*[,)]")
+
+
+def mark_omitted(formula: str) -> str:
+    """``formula`` with each omitted argument of a registry call given as ``_XLSXPLAN_OMITTED()``.
+
+    The engine passes an omitted argument (the middle one of ``=F(1,,3)``, the last of ``=F(1,2,)``) to a custom
+    function as the number 0, so ``=KV_BYTES_PER_TOKEN(80,8,128,)`` would read 0 bytes per value. In Excel and
+    xlwings an omitted argument is an empty value: the function's default, or "required but the cell is empty".
+    Excel's own functions keep the 0 they expect (``=IF(TRUE,,1)`` is 0, ``=SUM(1,,2)`` is 3), also when their
+    result is passed to a registry function. ``=F()`` has no argument at all, not an omitted one.
+    """
+    if not _MAYBE_OMITTED.search(code_text(formula)):
+        return formula
+    try:
+        tokens = list(fz.tokenize(formula))
+    except BaseException as _err:  # the engine will report the formula as unparsable
+        if fatal(_err):
+            raise
+        return formula
+    raw = formula.encode("utf-8")  # token positions are byte offsets
+    inserts: list[int] = []
+    stack: list[bool] = []  # for each open parenthesis: is it a registry call's?
+    previous: tuple[str, str] | None = None
+    for tok in tokens:
+        kind, sub = str(tok.token_type), str(tok.subtype)
+        if kind == "Whitespace":
+            continue
+        if kind == "Func" and sub == "Open":
+            stack.append(tok.value[:-1].strip().upper() in registry.FUNCTIONS)
+        elif kind in ("Paren", "Array") and sub == "Open":
+            stack.append(False)
+        elif (kind == "Sep" and sub == "Arg") or (kind == "Func" and sub == "Close"):
+            empty = previous in (("Func", "Open"), ("Sep", "Arg"))
+            bare_call = kind == "Func" and previous == ("Func", "Open")
+            if stack and stack[-1] and empty and not bare_call:
+                inserts.append(tok.start)
+            if kind == "Func" and stack:
+                stack.pop()
+        elif kind in ("Paren", "Array") and sub == "Close" and stack:
+            stack.pop()
+        previous = (kind, sub)
+    if not inserts:
+        return formula
+    mark = f"{OMITTED}()".encode()
+    out, last = [], 0
+    for pos in inserts:
+        out += [raw[last:pos], mark]
+        last = pos
+    out.append(raw[last:])
+    return b"".join(out).decode("utf-8")
+
+
+_CALL = re.compile(r"(?<![A-Za-z0-9_.$])([A-Za-z_][A-Za-z0-9_.]*)\s*\(")
+
+
+def function_calls(formula: str) -> list[str]:
+    """The registry functions ``formula`` calls, once per call, in the order written (outside its text literals)."""
+    code = code_text(formula) if '"' in formula else formula
+    return [m.group(1).upper() for m in _CALL.finditer(code) if m.group(1).upper() in registry.FUNCTIONS]
+
+
+def prepare(formula: str, multi: Callable[[str], bool] | None = None) -> tuple[str, bool]:
+    """A formula (with its ``=``) as the engine is given it: add-in names read as the registry's
+    (:func:`add_in_names`), omitted arguments of registry calls empty (:func:`mark_omitted`), native functions of
+    one value lifted over arrays (:func:`lift_arrays`); and whether it calls a registry function. One pass over
+    the function names decides which of these a formula needs: most need none."""
+    code = code_text(formula) if '"' in formula else formula
+    called = {m.group(1).upper() for m in _CALL.finditer(code)}
+    if any(name.startswith("_XLDUDF_") for name in called):
+        formula = add_in_names(formula)
+        code = code_text(formula) if '"' in formula else formula
+        called = {m.group(1).upper() for m in _CALL.finditer(code)}
+    registry_call = not called.isdisjoint(registry.FUNCTIONS)
+    if registry_call and _MAYBE_OMITTED.search(code):
+        formula = mark_omitted(formula)
+    if not called.isdisjoint(_LIFTABLE) and ("{" in code or ":" in code or multi is not None):
+        formula = lift_arrays(formula, multi)
+    return formula, registry_call
+
+
+_CELL_OR_RANGE = re.compile(
+    r"^\$?[A-Za-z]{1,3}\$?\d{1,7}(:\$?[A-Za-z]{1,3}\$?\d{1,7})?$"  # B4, B4:C9
+    r"|^\$?[A-Za-z]{1,3}:\$?[A-Za-z]{1,3}$|^\$?\d{1,7}:\$?\d{1,7}$"  # A:C, 1:3
+)
+
+
+def qualify(formula: str, sheet: str, local: Callable[[str], str | None] | None = None) -> str:
+    """``formula`` as it reads on the sheet ``sheet`` when written elsewhere: each reference without a sheet
+    (``B4``, ``A:A``) given that sheet, and each name scoped to it (``local(NAME)``: what the name refers to, or
+    None) given as what it refers to."""
+    try:
+        tokens = list(fz.tokenize(formula))
+    except BaseException as _err:
+        if fatal(_err):
+            raise
+        return formula
+    prefix = ("'" + sheet.replace("'", "''") + "'!").encode("utf-8")
+    raw = formula.encode("utf-8")
+    out, last = [], 0
+    for tok in tokens:
+        if str(tok.token_type) != "Operand" or str(tok.subtype) != "Range" or "!" in tok.value:
+            continue
+        value = tok.value
+        if _CELL_OR_RANGE.match(value):
+            out += [raw[last : tok.start], prefix]
+            last = tok.start
+        elif local is not None:
+            target = local(value.upper())
+            if target is not None:
+                out += [raw[last : tok.start], f"({target})".encode()]
+                last = tok.end
+    if not out:
+        return formula
+    out.append(raw[last:])
+    return b"".join(out).decode("utf-8")
+
+
+_TOKEN_SPAN = re.compile(r"TokenSpan \{[^}]*start: (\d+), end: (\d+)[^}]*\}")
+_AT_POSITION = re.compile(r"^\w*Error at position (\d+): ")
+
+
+def parse_failure(err: BaseException | str, formula: str) -> str:
+    """The one-line reason a formula cannot be parsed, with a hint where a common slip explains it: semicolons
+    between arguments, as Excel in many European locales shows them; the file format and this engine use commas."""
+    text = " ".join(str(err).split())
+    raw = formula.encode("utf-8")
+    text = _TOKEN_SPAN.sub(lambda m: repr(raw[int(m.group(1)) : int(m.group(2))].decode("utf-8", "replace")), text)
+    m = _AT_POSITION.match(text)  # the position it gives is not always a character's
+    if m:
+        text = text[m.end() :]
+    reason = f"the formula cannot be parsed: {text[:1].lower() + text[1:]}"
+    code = code_text(formula)
+    if ";" in code and "{" not in code:  # in an array constant, ";" separates rows
+        reason += "; separate arguments with commas, not semicolons"
+    return reason
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Function names: the registry's and the engine's own
+
+_NATIVE: dict[str, bool] = {}
+_native_book: Any = None
+
+
+def _native() -> Any:
+    """A workbook of the engine's own functions only (and the empty-value marker), for probing and for computing
+    them on single values."""
+    global _native_book
+    if _native_book is None:
+        _native_book = new_book()
+        _native_book.add_sheet("Probe")
+        _native_book.register_function(OMITTED, _omitted, min_args=0, max_args=0)
+    return _native_book
+
+
+def native_function(name: str) -> bool:
+    """Whether the engine itself knows the function ``name`` (SUM, _xlfn.XLOOKUP): an unknown one is ``#NAME?``
+    when called without arguments, a known one a value or another error (too few arguments)."""
+    key = name.upper()
+    if key not in _NATIVE:
+        with _lock:
+            book = _native()
+            book.set_formula("Probe", 1, 1, f"={name}()")
+            try:
+                value = book.evaluate_cell("Probe", 1, 1)
+            except BaseException as _err:
+                if fatal(_err):
+                    raise
+                value = None
+            _NATIVE[key] = not (isinstance(value, dict) and str(value.get("kind", "")).lower() == "name")
+    return _NATIVE[key]
+
+
+def function_names(formula: str) -> list[str]:
+    """The functions ``formula`` calls, in the order they appear (``[]`` if it cannot be parsed)."""
+    try:
+        tree = fz.parse(formula)
+    except BaseException as _err:
+        if fatal(_err):
+            raise
+        return []
+    names: list[str] = []
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        if node.node_type() == "Function":
+            name = node.get_function_name()
+            if name:
+                names.append(name)
+        stack.extend(reversed(node.children()))
+    return names
+
+
+def unknown_function(formula: str) -> str:
+    """``unknown function FOO; did you mean ...`` for the first function ``formula`` calls that neither the registry
+    nor the engine knows; "" if there is none."""
+    for name in function_names(formula):
+        upper = name.upper()
+        if upper in registry.FUNCTIONS or native_function(name):
+            continue
+        plain = upper[6:] if upper.startswith("_XLFN.") else upper
+        close = difflib.get_close_matches(plain, list(registry.FUNCTIONS), n=2, cutoff=0.6)
+        hint = f"; did you mean {', '.join(close)}?" if close else ""
+        return f"unknown function {name}{hint}"
+    return ""
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# One formula of constants
 
 
 @dataclass(frozen=True)
@@ -300,52 +858,60 @@ class FormulaResult:
     error: CellError | None = None
 
 
-def exception_text(err: BaseException, subject: str | None = None) -> str:
-    """One line from an exception.
-
-    formulas' errors carry a %-format and its arguments, to be put together; some are raised without the
-    arguments (``=1+`` gives ``'Not a valid formula:\\n%s'`` alone), and then ``subject`` (the formula) fills the
-    blank, or the blank is dropped.
-    """
-    text = str(err)
-    template = err.args[0] if err.args and isinstance(err.args[0], str) else None
-    if template is not None and "%" in template:
-        fill = err.args[1:] or ((subject,) if subject else ())
-        try:
-            text = template % fill
-        except (TypeError, ValueError):
-            text = re.sub(r"\s*%[sr]", "", template).rstrip(" :") if not err.args[1:] else text
-    return " ".join(text.split()) or type(err).__name__
-
-
-def parse_failure(err: BaseException, formula: str) -> str:
-    """The one-line reason a formula cannot be parsed, with a hint where a common slip explains it: semicolons
-    between arguments, as Excel in many European locales shows them; the file format and this engine use commas."""
-    reason = f"the formula cannot be parsed: {exception_text(err, formula)}"
-    code = "".join(_TEXT_LITERAL.split(formula)[::2])  # the formula without its text in quotes
-    if ";" in code and "{" not in code:  # in an array constant, ";" separates rows
-        reason += "; separate arguments with commas, not semicolons"
-    return reason
+def _locals(tree: Any) -> set[str]:
+    """The names LET and LAMBDA define inside a formula (the parser reads them as references to names)."""
+    found: set[str] = set()
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        kids = node.children()
+        if node.node_type() == "Function" and (node.get_function_name() or "").upper() in (
+            "LET",
+            "_XLFN.LET",
+            "LAMBDA",
+            "_XLFN.LAMBDA",
+        ):
+            let = (node.get_function_name() or "").upper().endswith("LET")
+            params = kids[0:-1:2] if let else kids[:-1]
+            found.update((p.get_reference_string() or "").upper() for p in params if p.node_type() == "Reference")
+        stack.extend(kids)
+    return found
 
 
-def _unknown_functions(tokens: list[Any]) -> list[str]:
-    import formulas
-    from formulas.functions import not_implemented
+def references(tree: Any) -> list[str]:
+    """The references and names a parsed formula reads, in order (LET's and LAMBDA's own names aside)."""
+    local = _locals(tree)
+    refs = []
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        if node.node_type() == "Reference":
+            text = node.get_reference_string() or ""
+            if text.upper() not in local:
+                refs.append(text)
+        stack.extend(reversed(node.children()))
+    return refs
 
-    known = formulas.get_functions()  # a defaultdict: unknown names map to not_implemented
-    names = [t.name for t in tokens if type(t).__name__ == "Function"]
-    return [n for n in names if known.get(n.upper(), not_implemented) is not_implemented]
+
+def _reasoned(value: Any, messages: Messages, pos: tuple[int, int] | None = None) -> Any:
+    """An engine value read back, with the reason attached to each error: the message it carried, else the one the
+    registry call that left that error there recorded, else what the error value means."""
+    if type(value) is dict:
+        err = cell_error(value)
+        if err.message:
+            return err
+        found = messages.at(pos, err.code) if pos is not None else messages.last(err.code)
+        return CellError(err.code, found or NATIVE_REASONS.get(err.code, ""))
+    return value
 
 
-def _with_reasons(grid: np.ndarray, messages: Messages) -> np.ndarray:
-    """An array result with the reason attached to each failed element: the registry call's that left that error
-    at that position, else what the error value means (an element no call explains gets no guess)."""
-    out = grid.copy()
-    for (i, j), item in np.ndenumerate(grid):
-        if isinstance(item, CellError) and not item.message:
-            reason = messages.at((i, j), item.code) or NATIVE_REASONS.get(item.code, "")
-            out[i, j] = CellError(item.code, reason)
-    return out
+_eval_book: Any = None
+_captured: list[Any] = []
+
+
+def _capture(*args: Any) -> Any:
+    _captured.append(args[-1] if args else None)
+    return 0
 
 
 def evaluate_formula(formula: str) -> FormulaResult:
@@ -355,33 +921,48 @@ def evaluate_formula(formula: str) -> FormulaResult:
     :class:`CellError` with their reasons) or the Excel error with the registry's one-line message. Cell
     references have no workbook to point into and give ``#REF!``.
     """
-    import formulas
-    from formulas.tokens.operand import XlError
-
-    register_functions()
+    global _eval_book
     text = normalise_formula(formula)
     try:
-        tokens, builder = formulas.Parser().ast(text)
-    except Exception as err:  # the parser raises a variety of errors on bad syntax
+        tree = fz.parse(text)
+    except BaseException as err:  # the parser's own one-line reason
+        if fatal(err):
+            raise
         return FormulaResult(None, CellError("#NAME?", parse_failure(err, text)))
-    unknown = _unknown_functions(tokens)
-    if unknown:
-        name = unknown[0]
-        close = difflib.get_close_matches(name.upper(), list(registry.FUNCTIONS), n=2, cutoff=0.6)
-        hint = f"; did you mean {', '.join(close)}?" if close else ""
-        return FormulaResult(None, CellError("#NAME?", f"unknown function {name}{hint}"))
-    with collect_messages() as messages:  # compile() already evaluates a formula of constants
-        func = builder.compile()
-        if func.inputs:
-            refs = ", ".join(func.inputs)
-            return FormulaResult(None, CellError("#REF!", f"eval takes constants only, not references ({refs})"))
-        value = func()
-    if isinstance(value, np.ndarray):
-        value = value.item() if value.size == 1 else _with_reasons(_from_formulas(np.atleast_2d(value)), messages)
-    if isinstance(value, np.generic):
-        value = value.item()
-    if isinstance(value, XlError):
-        code = str(value)
-        reason = messages.last(code) or NATIVE_REASONS.get(code, "")
-        return FormulaResult(None, CellError(code, reason))
+    refs = references(tree)
+    if refs:
+        return FormulaResult(None, CellError("#REF!", f"eval takes constants only, not references ({', '.join(refs)})"))
+    with _lock, collect_messages() as messages:
+        if _eval_book is None:
+            _eval_book = register_functions(new_book(), **{PROBE: _capture})
+            _eval_book.add_sheet("Eval")
+        _captured.clear()
+        _eval_book.set_formula("Eval", 1, 1, f"={PROBE}({lift_arrays(mark_omitted(text))[1:]})")
+        try:
+            cell = _eval_book.evaluate_cell("Eval", 1, 1)
+        except BaseException as err:  # the engine itself failed (a deadline, a reference it cannot follow)
+            if fatal(err):
+                raise
+            return FormulaResult(None, CellError("#VALUE!", f"the engine failed: {' '.join(str(err).split())}"))
+        # the probe is not called when its argument failed beyond an error value (an array given to SQRT)
+        value = _captured[-1] if _captured else cell
+    if type(value) is list:
+        rows = [row if type(row) is list else [row] for row in value]
+        if len(rows) == 1 and len(rows[0]) == 1:
+            value = rows[0][0]
+        else:
+            grid = np.empty((len(rows), max(len(r) for r in rows)), dtype=object)
+            for i, row in enumerate(rows):
+                for j, item in enumerate(row):
+                    grid[i, j] = _reasoned(item, messages, (i, j))
+            return FormulaResult(grid)
+    if type(value) is dict and str(value.get("kind", "")).lower() == "name" and not value.get("message"):
+        unknown = unknown_function(text)  # looked for only now: most formulas need no probe of the engine's names
+        if unknown:
+            return FormulaResult(None, CellError("#NAME?", unknown))
+    value = _reasoned(value, messages)
+    if isinstance(value, CellError):
+        return FormulaResult(None, value)
+    if value is None:
+        value = 0  # a formula that is an empty value shows 0, as in Excel
     return FormulaResult(value)

@@ -45,7 +45,7 @@ from .package import (
 )
 
 __all__ = ["Patch", "patch_sheet", "CommentEdit", "QuotePrefixStyles", "write_package", "number_text", "escape_text",
-           "write_notes"]  # fmt: skip
+           "write_notes", "decode_part"]  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -161,9 +161,28 @@ class _SheetLayout:
         return None
 
 
+_R_ONLY = re.compile(r"""(?:^|\s)r\s*=\s*(?:"([^"]*)"|'([^']*)')""")
+_CELL_RES: dict[str, re.Pattern[str]] = {}
+_COLUMNS: dict[str, int] = {}
+
+
+def _column(ref: str) -> int:
+    """The column of a cell reference such as ``B4``, read once per distinct column letters."""
+    letters = ref.rstrip("0123456789$").lstrip("$")
+    col = _COLUMNS.get(letters)
+    if col is None:
+        col = split_ref(ref)[1]
+        if len(_COLUMNS) < 20_000:
+            _COLUMNS[letters] = col
+    return col
+
+
 def _row_xml(layout: _SheetLayout, row: int, attrs: list[tuple[str, str]], body: str, patches: dict[int, Patch]) -> str:
     p = layout.prefix
-    cell_re = re.compile(rf"<{p}c\b((?:\s+[^\s=/>]+\s*=\s*(?:\"[^\"]*\"|'[^']*'))*)\s*(?:/>|>(.*?)</{p}c>)", re.S)
+    cell_re = _CELL_RES.get(p)
+    if cell_re is None:
+        attr = r"(?:\s+[^\s=/>]+\s*=\s*(?:\"[^\"]*\"|'[^']*'))*"
+        cell_re = _CELL_RES[p] = re.compile(rf"<{p}c\b({attr})\s*(?:/>|>(.*?)</{p}c>)", re.S)
     row_attrs = dict(attrs)
     pending = sorted(patches.items())
     out: list[str] = []
@@ -175,10 +194,9 @@ def _row_xml(layout: _SheetLayout, row: int, attrs: list[tuple[str, str]], body:
         return _cell_xml(p, f"{col_letter(c)}{row}", base, "", patch, layout.quoted)
 
     for m in cell_re.finditer(body):
-        cattrs = _attrs(m.group(1))
-        cdict = dict(cattrs)
-        ref = cdict.get("r")
-        col = split_ref(ref)[1] if ref else col + 1
+        found = _R_ONLY.search(m.group(1))
+        ref = (found.group(1) if found.group(1) is not None else found.group(2)) if found else None
+        col = _column(ref) if ref else col + 1
         out.append(body[pos : m.start()])
         pos = m.end()
         while pending and pending[0][0] < col:
@@ -187,6 +205,7 @@ def _row_xml(layout: _SheetLayout, row: int, attrs: list[tuple[str, str]], body:
             inserted = True
         if pending and pending[0][0] == col:
             _, patch = pending.pop(0)
+            cattrs = _attrs(m.group(1))
             out.append(_cell_xml(p, f"{col_letter(col)}{row}", cattrs, m.group(2) or "", patch, layout.quoted))
         elif ref:
             out.append(m.group(0))
@@ -211,7 +230,7 @@ def patch_sheet(
     """
     if not patches:
         return xml
-    text, encoding = _decode(xml, "a worksheet part")
+    text, encoding = decode_part(xml, "a worksheet part")
     m = re.search(rf"<({_PREFIX})sheetData\b[^>]*?(/?)>", text)
     if not m:
         raise WorkbookError("a worksheet part has no <sheetData>")
@@ -233,24 +252,25 @@ def patch_sheet(
     out: list[str] = []
     pos, row = 0, 0
     pending = sorted(by_row)
+    at = 0  # the next row of `pending` to write
     for rm in row_re.finditer(body):
-        rattrs = _attrs(rm.group(1))
-        r_text = dict(rattrs).get("r")
+        found = _R_ONLY.search(rm.group(1))
+        r_text = (found.group(1) if found.group(1) is not None else found.group(2)) if found else None
         row = int(r_text) if r_text else row + 1
         out.append(body[pos : rm.start()])
         pos = rm.end()
-        while pending and pending[0] < row:
-            r = pending.pop(0)
-            out.append(_row_xml(layout, r, [], "", by_row[r]))
-        if pending and pending[0] == row:
-            pending.pop(0)
-            out.append(_row_xml(layout, row, rattrs, rm.group(2) or "", by_row[row]))
+        while at < len(pending) and pending[at] < row:
+            out.append(_row_xml(layout, pending[at], [], "", by_row[pending[at]]))
+            at += 1
+        if at < len(pending) and pending[at] == row:
+            at += 1
+            out.append(_row_xml(layout, row, _attrs(rm.group(1)), rm.group(2) or "", by_row[row]))
         elif r_text:
             out.append(rm.group(0))
         else:
             out.append(rm.group(0).replace(f"<{p}row", f'<{p}row r="{row}"', 1))
     out.append(body[pos:])
-    for r in pending:
+    for r in pending[at:]:
         out.append(_row_xml(layout, r, [], "", by_row[r]))
     new_text = text[:start] + head + "".join(out) + f"</{p}sheetData>" + text[end:]
     new_text = _grow_dimension(new_text, p, patches)
@@ -301,7 +321,7 @@ class QuotePrefixStyles:
                 self._text = _MINIMAL_STYLES
             else:
                 self._part = part
-                self._text, self._encoding = _decode(data, part)
+                self._text, self._encoding = decode_part(data, part)
         return self._text
 
     def __call__(self, base: str | None) -> str:
@@ -358,7 +378,7 @@ class QuotePrefixStyles:
                 _add_content_type(self._edits, self._part, None, CT_STYLES)
 
 
-def _decode(xml: bytes, part: str = "a part") -> tuple[str, str]:
+def decode_part(xml: bytes, part: str = "a part") -> tuple[str, str]:
     """The text of an XML part and the encoding to write it back in: UTF-8 or UTF-16, the two that Excel writes.
 
     UTF-16 with a byte-order mark is written back with one (``utf-16``); without one (the XML specification asks
@@ -482,7 +502,7 @@ def _add_relationship(edits: _Edits, source: str, rel_type: str, target_part: st
     empty = (
         f'<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n<Relationships xmlns="{PKG_REL}"></Relationships>'
     )
-    text, encoding = _decode(data, name) if data is not None else (empty, "utf-8")
+    text, encoding = decode_part(data, name) if data is not None else (empty, "utf-8")
     ids = set(re.findall(r'\bId\s*=\s*"([^"]*)"', text))
     n = 1
     while f"rId{n}" in ids:
@@ -502,7 +522,7 @@ def _add_relationship(edits: _Edits, source: str, rel_type: str, target_part: st
 
 
 def _add_content_type(edits: _Edits, part: str | None, extension: str | None, ctype: str) -> None:
-    text, encoding = _decode(edits.current("[Content_Types].xml"), "[Content_Types].xml")  # type: ignore[arg-type]
+    text, encoding = decode_part(edits.current("[Content_Types].xml"), "[Content_Types].xml")  # type: ignore[arg-type]
     if part is not None:
         element = f'<Override PartName="/{part}" ContentType="{ctype}"/>'
     else:
@@ -628,7 +648,7 @@ def write_notes(pkg: Package, replaced: dict[str, bytes], edits_list: list[Comme
         user_cells: set[tuple[int, int]] = set()
         cenc = venc = "utf-8"  # parts xlsxplan adds are UTF-8; parts it edits keep their encoding
         if comments is not None and edits.exists(comments):
-            ctext, cenc = _decode(edits.current(comments), comments)  # type: ignore[arg-type]
+            ctext, cenc = decode_part(edits.current(comments), comments)  # type: ignore[arg-type]
             stripped, removed = _edit_comments_text(ctext, {}, set())
             user_cells = _user_comment_cells(stripped)
         else:
@@ -637,7 +657,7 @@ def write_notes(pkg: Package, replaced: dict[str, bytes], edits_list: list[Comme
         if not notes and not removed:
             continue
         if vml is not None and edits.exists(vml):
-            vtext, venc = _decode(edits.current(vml), vml)  # type: ignore[arg-type]
+            vtext, venc = decode_part(edits.current(vml), vml)  # type: ignore[arg-type]
             if "</xml>" not in vtext:
                 continue  # not the VML Excel writes: leave the sheet's notes alone
         else:
@@ -670,7 +690,7 @@ def write_notes(pkg: Package, replaced: dict[str, bytes], edits_list: list[Comme
 
 
 def _insert_legacy_drawing(edits: _Edits, part: str, rid: str) -> None:
-    text, encoding = _decode(edits.current(part), part)  # type: ignore[arg-type]
+    text, encoding = decode_part(edits.current(part), part)  # type: ignore[arg-type]
     root = re.search(rf"<({_PREFIX})worksheet\b", text)
     p = root.group(1) if root else ""
     element = f'<{p}legacyDrawing xmlns:r="{DOC_REL}" r:id="{rid}"/>'

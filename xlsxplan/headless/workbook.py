@@ -1,106 +1,73 @@
 """Headless recalculation of a whole workbook: load once, set inputs, calculate, read, save with cached values.
 
-:class:`Workbook` loads a file through the checks of :mod:`xlsxplan.headless.untrusted`, builds the ``formulas`` model
-once (the expensive part: 1.5 to 5 ms per formula cell), and then recalculates as often as needed with inputs changed
-by cell or defined name. :meth:`Workbook.save` writes the original package back with every formula kept and its
-computed value cached beside it, so Excel, LibreOffice, file previewers and ``openpyxl(data_only=True)`` all show
-the numbers (see :mod:`xlsxplan.headless.patch` for how the file is edited without a lossy round trip).
+:class:`Workbook` loads a file through the checks of :mod:`xlsxplan.headless.untrusted`, reads which cells hold
+formulas (:mod:`.sheets`), gives the engine (`formualizer`, through :mod:`.engine`) a copy of the package whose
+formulas say what Excel means by them, and then recalculates as often as needed with inputs changed by cell or
+defined name; the engine recalculates only the cells an input reaches. :meth:`Workbook.save` writes the original
+package back with every formula kept and its computed value cached beside it, so Excel, LibreOffice, file
+previewers and ``openpyxl(data_only=True)`` all show the numbers (see :mod:`xlsxplan.headless.patch` for how the
+file is edited without a lossy round trip).
+
+What the engine is given differs from the file in a few ways, each so that it computes what Excel would:
+
+* a plain formula (not an array formula) is one cell's value: the engine is given ``@(formula)``, Excel's implicit
+  intersection, so that an array result shows its first value, as in Excel for a formula that was not entered as a
+  dynamic array, instead of spilling into the cells beside it;
+* an omitted argument of a registry call is an empty value, not 0 (:func:`.engine.mark_omitted`); an add-in's
+  stored name of a registry function is the function (:func:`.engine.add_in_names`); a native function of one
+  value given an array (``SUMPRODUCT(1*ISERROR(B2:B90))``) is computed element by element, as Excel does and the
+  engine does not (:func:`.engine.lift_arrays`);
+* an array formula over a range is given inside ``_XLSXPLAN_FIT(rows, columns, formula)``, so that its result
+  fills that range as Excel fills it (:func:`.engine.fit_array`), not spilling from its first cell;
+* a sheet-qualified defined name (``Plan!Rate``, a name scoped to the sheet Plan), which the engine does not read,
+  is given as what the name refers to; the intersection of two references, and a reference through several sheets
+  in SUM, AVERAGE and their kind, are given as the range or the list of references Excel reads them as.
 
 Errors stay in their cells: a formula that fails becomes its Excel error value, with the one-line reason from
 the registry (or from the engine) in :meth:`Workbook.errors`, in :meth:`Workbook.get`, and in the saved file as a
-note authored ``xlsxplan`` on the cell. One bad cell never stops the others.
+note authored ``xlsxplan`` on the cell. One bad cell never stops the others. An error value stored in a cell
+carries no text, so the reason behind a registry function's error is found when it is asked for: the cell's formula
+is evaluated once more, on a sheet of its own (its references pointed at the cell's sheet), and the message the
+registry gave is read there; an error that only passes through a cell is traced to the cell it came from.
 """
 
 from __future__ import annotations
 
-import bisect
 import contextlib
 import functools
 import gc
-import logging
+import io
 import math
 import re
-import threading
-import types
-import warnings
+import zipfile
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import formualizer as fz
 import numpy as np
 
 from ..errors import EXCEL_ERRORS, CellError, WorkbookError
 from ..fileio import atomic_write
 from ..text import FORMULA_TRIGGERS, clean_text
-from ..zipfiles import require_defusedxml
 from . import engine
-from .package import MAX_ROW, Package, closest, col_letter, range_bounds
+from .package import Package, closest, col_index, col_letter, range_bounds
 from .patch import CommentEdit, Patch, QuotePrefixStyles, patch_sheet, write_notes
-from .untrusted import Inspection, Limits, formula_threat, open_package
+from .sheets import Formula, SheetIndex, engine_copy, release, scan_sheet
+from .untrusted import Inspection, Limits, check_ranges, formula_threat, open_package
 
-BYTES_PER_REFERENCED_CELL = 800
-"""Memory formulas spends per cell of a range a formula refers to (``SUM(A:A)``: about 0.7 GB measured)."""
+__all__ = ["Workbook", "recalc", "default_output", "parse_value", "MAX_NOTES_PER_SHEET", "gc_paused"]
 
-__all__ = ["Workbook", "recalc", "default_output", "parse_value", "MAX_NOTES_PER_SHEET"]
-
-BOOK_NAME = "BOOK.xlsx"  # the name the formulas model knows the workbook by, whatever the file is called
-_BOOK_KEY = BOOK_NAME.upper()
 MAX_NOTES_PER_SHEET = 200
 """Error notes written per sheet; further error cells are reported by :meth:`Workbook.errors` only."""
 
-_NO_VALUE = CellError(
-    "#REF!", "no value: the formula is part of a circular reference, or depends on a cell that could not be calculated"
-)
-_load_lock = threading.RLock()
+_TYPED = "the cell holds this error value (typed, not calculated)"
+_DATA_TABLE = "Excel data tables (What-If Analysis) are not calculated headlessly; use plain formulas"
+_PROBE_SHEET = "_xlsxplan_probe_"
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# Values between Python, formulas and cells
-
-
-def _plain(value: Any) -> Any:
-    """A formulas value as a plain Python value: number, text, bool, None (empty) or CellError."""
-    import schedula as sh
-    from formulas.tokens.operand import XlError
-
-    if isinstance(value, np.ndarray):
-        value = value.item() if value.size == 1 else value.flat[0]
-    if value is sh.EMPTY:
-        return None
-    if isinstance(value, XlError):
-        return CellError(str(value)) if str(value) in EXCEL_ERRORS else CellError("#VALUE!")
-    if isinstance(value, np.generic):
-        value = value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        return CellError("#NUM!", "the result is not a finite number")
-    return value
-
-
-def _constant(value: Any, data_type: str) -> Any:
-    """A constant cell as openpyxl read it (value, data type), as the model would hold it: see Model.push."""
-    if data_type == "e":
-        code = str(value).strip().upper()
-        return CellError(
-            code if code in EXCEL_ERRORS else "#VALUE!", "the cell holds this error value (typed, not calculated)"
-        )
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            return CellError("#NUM!", "the result is not a finite number")
-        return round(value, 15)  # as formulas reads a number cell
-    return value
-
-
-def _to_formulas(value: Any) -> Any:
-    import schedula as sh
-    from formulas.tokens.operand import Error
-
-    if value is None:
-        return [[sh.EMPTY]]
-    if isinstance(value, CellError):
-        return Error.errors.get(value.code, Error.errors["#VALUE!"])
-    return value
-
+# Values typed by people and programs
 
 _NUMBER_TYPED = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?%?$", re.ASCII)
 _GROUPED = re.compile(r"^[+-]?\d{1,3}(,\d{3})+(\.\d+)?$", re.ASCII)
@@ -151,82 +118,35 @@ def _check_value(value: Any, what: str) -> Any:
     raise WorkbookError(f"{what} must be a number, text, TRUE/FALSE or empty, got {type(value).__name__}")
 
 
+def _to_engine(value: Any) -> Any:
+    """A value set into a cell, as the engine takes it."""
+    if isinstance(value, CellError):
+        return {"type": "Error", "kind": value.code}
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 2**63:
+        return float(value)
+    return value
+
+
+def _number(value: Any) -> Any:
+    """A value read from the engine, whose numbers are all floats: a whole number as an int (``94``, not ``94.0``),
+    as a reader of the results (``--json``, a program) expects a count to be."""
+    if type(value) is float and value.is_integer() and -1e15 < value < 1e15:  # as patch.number_text writes them
+        return int(value)
+    return value
+
+
 # ---------------------------------------------------------------------------------------------------------------
-# The formulas model, loaded safely
-
-
-def _sparse_cells_by_row(self: Any, min_col: int, min_row: int, max_col: int, max_row: int, values_only: bool = False):
-    """openpyxl's ``_cells_by_row`` without creating the empty cells of the bounding box.
-
-    ``formulas`` walks ``ws.iter_rows()``, which creates a cell object for every position between A1 and the last
-    used cell: one value typed in XFD1048576 would mean 17 billion cells. Empty cells add nothing to the model, so
-    only stored cells with a value are visited.
-    """
-    index = self.__dict__.get("_xlsxplan_rows")
-    if index is None:
-        rows: dict[int, list[int]] = {}
-        for (r, c), cell in self._cells.items():
-            if cell.value is not None:
-                rows.setdefault(r, []).append(c)
-        index = (sorted(rows), {r: sorted(cs) for r, cs in rows.items()})
-        self.__dict__["_xlsxplan_rows"] = index
-    row_list, cols_by_row = index
-    lo, hi = bisect.bisect_left(row_list, min_row), bisect.bisect_right(row_list, max_row)
-    for r in row_list[lo:hi]:
-        cols = cols_by_row[r]
-        i, j = bisect.bisect_left(cols, min_col), bisect.bisect_right(cols, max_col)
-        if i < j:
-            cells = tuple(self._cells[(r, c)] for c in cols[i:j])
-            yield tuple(c.value for c in cells) if values_only else cells
-
-
-class _LogCapture(logging.Handler):
-    def __init__(self) -> None:
-        super().__init__(logging.DEBUG)
-        self.records: list[str] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.records.append(record.getMessage().splitlines()[0] if record.getMessage() else "")
-
-
-@contextlib.contextmanager
-def _quiet_engine() -> Iterator[_LogCapture]:
-    """Keep formulas' own progress bar and schedula's tracebacks off the user's terminal; capture them instead."""
-    import formulas.excel as fx
-    import tqdm as tqdm_module
-
-    capture = _LogCapture()
-    loggers = [logging.getLogger(n) for n in ("schedula", "formulas")]
-    saved = [(lg, lg.level, lg.propagate) for lg in loggers]
-    quiet = types.SimpleNamespace(tqdm=lambda *a, **k: tqdm_module.tqdm(*a, **{**k, "disable": True}))
-    with _load_lock, warnings.catch_warnings():
-        # openpyxl warns about parts it cannot keep (sparklines, slicers...); xlsxplan never saves through it
-        warnings.filterwarnings("ignore", category=UserWarning, module=r"openpyxl\.")
-        original = fx.tqdm
-        fx.tqdm = quiet
-        for lg in loggers:
-            lg.addHandler(capture)
-            lg.setLevel(logging.WARNING)
-            lg.propagate = False
-        try:
-            yield capture
-        finally:
-            fx.tqdm = original
-            for lg, level, propagate in saved:
-                lg.removeHandler(capture)
-                lg.setLevel(level)
-                lg.propagate = propagate
+# The garbage collector
 
 
 @contextlib.contextmanager
 def gc_paused() -> Iterator[None]:
     """Pause Python's cyclic garbage collector for the block, then restore it as it was.
 
-    Loading a workbook builds tens of thousands of small linked objects (a `formulas` cell and its schedula nodes
-    and edges per cell), and each collection of the oldest generation walks all of them again: about a quarter of
-    a template's load and calculation (BENCHMARKS.md, "Template recalculation"). Nothing is freed late by waiting:
-    the model lives as long as the Workbook. Used inside :meth:`Workbook.load` and :meth:`Workbook.calculate`, so
-    the caller's collector is back as it was when they return.
+    Reading a workbook's results allocates a value per cell, and a collection of the oldest generation in the
+    middle walks every object alive: pausing it costs nothing (nothing is freed late: the objects live as long as
+    the Workbook) and saves its walks. Used inside :meth:`Workbook.load`, :meth:`Workbook.calculate` and the
+    readers, so the caller's collector is back as it was when they return.
     """
     was_enabled = gc.isenabled()
     gc.disable()
@@ -238,12 +158,7 @@ def gc_paused() -> Iterator[None]:
 
 
 def _collector_paused(method: Callable[..., Any]) -> Callable[..., Any]:
-    """Run a Workbook method with the cyclic garbage collector paused (:func:`gc_paused`).
-
-    Reading values allocates an array per cell, and with the model's objects alive each collection of the oldest
-    generation walks all of them: reading a 1,000-row sheet's 5,000 results took 1.9 s with the collector on and
-    0.3 s paused; saving it, 2.1 s and 0.5 s.
-    """
+    """Run a Workbook method with the cyclic garbage collector paused (:func:`gc_paused`)."""
 
     @functools.wraps(method)
     def paused(*args: Any, **kwargs: Any) -> Any:
@@ -253,149 +168,8 @@ def _collector_paused(method: Callable[..., Any]) -> Callable[..., Any]:
     return paused
 
 
-def _model_class() -> type:
-    import formulas
-    import schedula as sh
-    from formulas.cell import Cell
-
-    class Model(formulas.ExcelModel):
-        """An ExcelModel that reads only the one workbook, survives bad cells and refuses DDE/external formulas."""
-
-        def __init__(self, sheet_alias: Mapping[str, str], titles: Mapping[str, str], tick: Callable[[int], None]):
-            super().__init__()
-            self.alias = dict(sheet_alias)  # title with an apostrophe -> its stand-in
-            self.titles = dict(titles)  # formulas' upper-case sheet name -> the title
-            self.tick = tick
-            self.problems: dict[str, CellError] = {}
-            self.formula_text: dict[str, str] = {}
-            self.compile_messages: dict[str, engine.Messages] = {}  # constant parts are evaluated while compiling
-            self.constants: dict[tuple[str, int, int], tuple[Any, str]] = {}  # (sheet, row, col): (value, type)
-
-        def add_book(self, book: Any = None, context: Any = None, data_only: bool = False) -> Any:
-            if isinstance(book, str) and book.replace("\\", "/").upper() != _BOOK_KEY:
-                raise WorkbookError(f"a formula refers to another workbook ({book}); xlsxplan never opens it")
-            return super().add_book(book, context, data_only)
-
-        def _rewrite(self, text: str) -> str:
-            for title, alias in self.alias.items():
-                quoted = "'" + title.replace("'", "''") + "'!"
-                text = re.sub(re.escape(quoted), lambda _m, a=alias: f"'{a}'!", text, flags=re.I)
-            return text
-
-        def push(self, worksheet: Any, context: Any) -> Any:
-            """formulas' ``push`` of a worksheet, compiling its formula cells only.
-
-            A constant cell (a label, a unit, a note, an input) becomes a node of the model only if a formula or a
-            defined name refers to it: ``finish()`` loads the referenced ranges' stored cells (formulas'
-            ``complete``, the way it loads a model for chosen outputs). The others are kept aside in
-            ``constants`` as (value, data type), and the Workbook reads them from there: about 0.2 ms of load and
-            0.15 ms of every calculation saved per cell (BENCHMARKS.md, "Template recalculation").
-            """
-            worksheet, context = self.add_sheet(worksheet, context)
-            references = self.references
-            formula_references = self.formula_references(context)
-            formula_ranges = self.formula_ranges(context)
-            ctx = {"external_links": self.external_links(context)}
-            ctx.update(context)
-            sheet = context["sheet"]
-            cells = []
-            for row in worksheet.iter_rows():
-                for c in row:
-                    if not hasattr(c, "value"):
-                        continue
-                    if c.data_type != "f":
-                        self.tick(1)
-                        self.constants[(sheet, c.row, c.column)] = (c.value, c.data_type)
-                        continue
-                    cells.append(self.compile_cell(c, ctx, references, formula_references))
-            for compiled in cells:
-                self.add_cell(sh.await_result(compiled), ctx, formula_ranges)
-            return self
-
-        def compile_cell(self, cell: Any, context: Any, references: Any, formula_references: Any) -> Any:
-            if cell.data_type == "f":  # a constant was counted when push() set it aside
-                self.tick(1)
-            crd = formula_references.get(cell.coordinate, cell.coordinate)
-            text: str | None = None
-            if cell.data_type == "f":
-                value = cell.value
-                text = value if isinstance(value, str) else getattr(value, "text", None)
-                where = f"{_quote_sheet(self.titles.get(context['sheet'], context['sheet']))}!{cell.coordinate}"
-                if text is None:
-                    return self._failed(crd, context, references, "#N/A", _data_table_reason(value))
-                threat = formula_threat(text)
-                if threat:
-                    raise WorkbookError(f"the formula in {where} {threat}; xlsxplan refuses such files")
-                rewritten = engine.add_in_names(self._rewrite(text) if self.alias else text)
-                if rewritten != text:  # the engine reads the model's copy; the file keeps the formula as it was
-                    text = rewritten
-                    if isinstance(value, str):
-                        cell.value = text
-                    else:
-                        value.text = text
-                key = f"'[{BOOK_NAME}]{context['sheet']}'!{crd}"
-                self.formula_text[key] = text
-            try:
-                with engine.collect_messages() as messages:
-                    compiled = super().compile_cell(cell, context, references, formula_references)
-                if messages:
-                    self.compile_messages[compiled.output] = messages
-                return compiled
-            except WorkbookError:
-                raise
-            except MemoryError:  # its constant part asked for more memory than there is (=MUNIT(100000))
-                return self._failed(crd, context, references, "#NUM!", "the formula needs more memory than there is")
-            except Exception as err:  # the parser refuses a formula: that cell alone becomes an error
-                return self._failed(crd, context, references, "#NAME?", engine.parse_failure(err, text))
-
-        def _failed(self, crd: str, context: Any, references: Any, code: str, reason: str) -> Any:
-            failed = Cell(crd, f"={code}", context=context)
-            failed.compile(references=references, context=context)
-            self.problems[failed.output] = CellError(code, reason)
-            return failed
-
-    return Model
-
-
-def _check_referenced_ranges(model: Any, inspection: Inspection, limits: Limits) -> None:
-    """Refuse, before the engine assembles them, ranges whose cells would not fit in memory.
-
-    ``formulas`` keeps a set of every position of each range a formula refers to, and an array of its values at
-    each calculation, whether the cells hold anything or not: ``SUM(A:A)`` costs about 0.7 GB. The sum of the
-    areas of the distinct ranges referred to is added to the estimate of :meth:`Limits.estimate`.
-    """
-    from formulas.ranges import Ranges
-
-    total, largest, largest_area = 0, "", 0
-    for key in model.dsp.data_nodes:
-        if not isinstance(key, str) or ":" not in key.rpartition("!")[2]:
-            continue
-        try:
-            rng = Ranges.get_range(key)
-        except Exception:  # a name or something else that is not a plain range
-            continue
-        if "r1" not in rng or "n1" not in rng:
-            continue
-        rows = int(rng["r2"] or MAX_ROW) - max(int(rng["r1"] or 1), 1) + 1
-        area = rows * (int(rng["n2"]) - max(int(rng["n1"]), 1) + 1)
-        total += area
-        if area > largest_area:
-            title = model.titles.get(rng.get("sheet", ""), rng.get("sheet", ""))
-            largest, largest_area = f"{_quote_sheet(title)}!{rng.get('ref', '')}", area
-    need = (inspection.estimated_bytes + BYTES_PER_REFERENCED_CELL * total) / 1e9
-    if need > limits.max_memory_gb:
-        raise WorkbookError(
-            f"formulas refer to ranges of {total:,} cells in all (the largest {largest}, {largest_area:,} cells); "
-            f"the engine holds about 0.8 kB per referenced cell, so recalculating would need about {need:,.1f} GB, "
-            f"and the limit is {limits.max_memory_gb:g} GB: refer to the rows in use, not whole columns"
-        )
-
-
-def _data_table_reason(value: Any) -> str:
-    kind = type(value).__name__
-    if kind == "DataTableFormula":
-        return "Excel data tables (What-If Analysis) are not calculated headlessly; use plain formulas"
-    return f"this kind of formula ({kind}) is not calculated headlessly"
+# ---------------------------------------------------------------------------------------------------------------
+# References as people write them
 
 
 def _quote_sheet(title: str) -> str:
@@ -418,15 +192,23 @@ def _sheet_ref(text: str) -> tuple[str | None, str]:
 
 _INDEX_CASE = re.compile(r"^=\s*INDEX\(\s*([^,()]+?)\s*,\s*([^,()]+?)\s*\)\s*$", re.I)
 _A1 = re.compile(r"\$?[A-Za-z]{1,3}\$?\d+(:\$?[A-Za-z]{1,3}\$?\d+)?")
+_WHOLE = re.compile(r"^\$?([A-Za-z]{1,3})?\$?(\d+)?:\$?([A-Za-z]{1,3})?\$?(\d+)?$")
+_SHEET_NAME_REF = re.compile(
+    r"((?:'(?:[^']|'')+'|[^\W\d][\w.]*)!)([A-Za-z_\\][\w.]*)"
+    r"(?![\w.(!:$\[])"
+)
 
 
-@dataclass(frozen=True)
-class _Array:
-    key: str
-    r1: int
-    c1: int
-    r2: int
-    c2: int
+class _Probe:
+    """Values read through ``_XLSXPLAN_PROBE``: a formula evaluated where no cell holds it (a defined name's, or a
+    cell's evaluated again for the reasons behind its errors)."""
+
+    def __init__(self) -> None:
+        self.values: list[Any] = []
+
+    def __call__(self, *args: Any) -> Any:
+        self.values.append(args[-1] if args else None)
+        return 0
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -441,23 +223,40 @@ class Workbook:
     stale.
     """
 
-    def __init__(self, inspection: Inspection, model: Any, source: Path | None, alias: Mapping[str, str]) -> None:
+    def __init__(
+        self,
+        inspection: Inspection,
+        book: Any,
+        index: dict[str, SheetIndex],
+        probe: _Probe,
+        calling: set[tuple[str, int, int]],
+        calls: int,
+        source: Path | None,
+    ) -> None:
         self._inspection = inspection
         self._pkg: Package = inspection.package
-        self._model = model
+        self._book = book
+        self._index = index
+        self._probe = probe
+        self._calling = calling  # the formula cells that call registry functions
+        self._calls = calls  # the registry calls their formulas write
+        self._records: dict[tuple[str, int, int], tuple[Any, engine.Messages]] = {}
+        self._local = _local_names(inspection.package)
         self.path = source
-        self._alias = dict(alias)
-        self._upper_to_title: dict[str, str] = {}
-        for sheet in self._pkg.sheets:
-            if sheet.kind == "worksheet":
-                self._upper_to_title[self._alias.get(sheet.title, sheet.title).upper()] = sheet.title
-        self._inputs: dict[str, Any] = {}
+        self._titles = self.sheetnames
         self._sets: dict[tuple[str, int, int], Any] = {}
-        self._solution: Any = None
-        self._messages: dict[tuple[str, str], tuple[str, engine.Messages | None]] = {}
-        self._raw_cache: dict[str, Any] = {}
+        self._stale = True
+        self._reasons: dict[tuple[str, int, int, str], str] = {}
         self._computed_cache: dict[str, dict[tuple[int, int], Any]] | None = None
-        self._index_cells()
+        self._probe_ready = False
+        self._arrays = {title: idx.arrays for title, idx in index.items()}
+        self._formula_cells: dict[str, list[tuple[int, int]]] = {}
+        for title, idx in index.items():
+            positions = {rc for rc, f in idx.formulas.items() if f.kind not in ("array", "dataTable")}
+            for f in self._arrays[title]:
+                r1, c1, r2, c2 = f.area  # type: ignore[misc]
+                positions.update((r, c) for r in range(r1, r2 + 1) for c in range(c1, c2 + 1))
+            self._formula_cells[title] = sorted(positions)
 
     # -- loading ------------------------------------------------------------------------------------------------
 
@@ -467,11 +266,10 @@ class Workbook:
     ) -> Workbook:
         """Check and load a workbook (.xlsx, .xlsm, .xltx, .xltm); WorkbookError with one line if refused.
 
-        ``limits`` overrides :class:`~xlsxplan.headless.untrusted.Limits`; ``progress(done, total)`` is called as cells
-        are compiled (``total`` is the number of cells the file stores).
+        ``limits`` overrides :class:`~xlsxplan.headless.untrusted.Limits`; ``progress(done, total)`` is called as
+        sheets are read (``total`` is the number of cells the file stores).
         """
         path = Path(path)
-        require_defusedxml()
         with gc_paused():
             inspection = open_package(path, limits)
             return cls._from_inspection(inspection, path, progress, limits or Limits())
@@ -484,104 +282,40 @@ class Workbook:
         progress: Callable[[int, int], None] | None,
         limits: Limits,
     ) -> Workbook:
-        import io
-
-        import schedula as sh
-        from formulas.excel import BOOK
-        from formulas.excel.xlreader import load_workbook
-
-        engine.register_functions()
-        total = max(inspection.cells, 1)
-        done = [0]
-
-        def tick(n: int) -> None:
-            done[0] += n
-            if progress is not None and (done[0] % 500 == 0 or done[0] == total):
-                progress(min(done[0], total), total)
-
         name = str(path) if path else "the workbook"
-        alias: dict[str, str] = {}
+        pkg = inspection.package
+        total = max(inspection.cells, 1)
+        done = 0
         try:
-            with _quiet_engine():
-                book = load_workbook(io.BytesIO(inspection.package.data))
-                for ws in book.worksheets:
-                    ws._cells_by_row = types.MethodType(_sparse_cells_by_row, ws)
-                    if "'" in ws.title:
-                        alias[ws.title] = ws.title.replace("'", "\u02bc")
-                titles = {alias.get(ws.title, ws.title).upper(): ws.title for ws in book.worksheets}
-                model = _model_class()(alias, titles, tick)
-                if alias:
-                    for ws in book.worksheets:
-                        if ws.title in alias:
-                            ws.title = alias[ws.title]
-                    for dn in list(book.defined_names.values()):
-                        dn.attr_text = model._rewrite(dn.attr_text or "")
-                model.basedir = str(Path(".").resolve())
-                sh.get_nested_dicts(model.books, _BOOK_KEY)[BOOK] = book
-                model.load(BOOK_NAME)
-                _check_referenced_ranges(model, inspection, limits)  # before finish() builds them, cell by cell
-                model.finish()
+            index: dict[str, SheetIndex] = {}
+            for sheet, stats in zip([s for s in pkg.sheets if s.kind == "worksheet"], inspection.sheets):
+                idx = index[sheet.title] = scan_sheet(pkg.read(sheet.part))
+                for (r, c), f in idx.formulas.items():
+                    threat = formula_threat(f.text) if f.text else None
+                    if threat:
+                        where = f"{_quote_sheet(sheet.title)}!{col_letter(c)}{r}"
+                        raise WorkbookError(f"the formula in {where} {threat}; xlsxplan refuses such files")
+                done += stats.cells
+                if progress is not None:
+                    progress(min(done, total), total)
+            check_ranges(
+                inspection, {t: [f.text for f in idx.formulas.values() if f.text] for t, idx in index.items()}, limits
+            )
+            data, calling, calls = _engine_package(pkg, index)
+            probe = _Probe()
+            book = engine.register_functions(engine.new_book(data), **{engine.PROBE: probe})
         except WorkbookError as err:
             raise WorkbookError(f"{name}: {err.message}") from None
         except MemoryError:
             raise WorkbookError(f"{name}: ran out of memory while loading; see `Limits` to refuse it earlier") from None
-        except RecursionError:
-            raise WorkbookError(f"{name}: formulas nest too deeply to evaluate") from None
-        except Exception as err:  # openpyxl or formulas choked on the content: corrupt for our purposes
+        except BaseException as err:  # the engine choked on the content: corrupt for our purposes
+            if engine.fatal(err):
+                raise
             first = str(err).splitlines()[0] if str(err) else ""
             raise WorkbookError(f"{name} cannot be read: {type(err).__name__}: {first}".rstrip(": ")) from None
         if progress is not None:
             progress(total, total)
-        return cls(inspection, model, path, alias)
-
-    def _index_cells(self) -> None:
-        from formulas.cell import Ref
-
-        self._single: dict[tuple[str, int, int], str] = {}
-        self._formula: set[str] = set()
-        self._arrays: dict[str, list[_Array]] = {}
-        for key, cell in self._model.cells.items():
-            if isinstance(cell, Ref) or cell.range is None:
-                continue
-            rng = cell.range.ranges[0]
-            title = self._upper_to_title.get(rng.get("sheet", ""))
-            if title is None:
-                continue
-            r1, c1, r2, c2 = int(rng["r1"]), int(rng["n1"]), int(rng["r2"]), int(rng["n2"])
-            if key in self._model.formula_text or key in self._model.problems:  # an <f> in the file, not a literal
-                self._formula.add(key)
-            if (r1, c1) == (r2, c2):
-                self._single[(title, r1, c1)] = key
-            else:
-                self._arrays.setdefault(title, []).append(_Array(key, r1, c1, r2, c2))
-        # A saved array formula's other cells hold its cached values; they belong to the array, not to themselves.
-        for (title, r, c), key in list(self._single.items()):
-            if key not in self._formula and self._array_at(title, r, c) is not None:
-                del self._single[(title, r, c)]
-        # Each sheet's formula cells (an array formula's every cell) and its other stored cells, in sheet order
-        with_formula: dict[str, set[tuple[int, int]]] = {title: set() for title in self.sheetnames}
-        others: dict[str, list[tuple[int, int]]] = {title: [] for title in self.sheetnames}
-        for (title, r, c), key in self._single.items():
-            if key in self._formula:
-                with_formula[title].add((r, c))
-            else:
-                others[title].append((r, c))
-        for title, arrays in self._arrays.items():
-            for arr in arrays:
-                if arr.key in self._formula:
-                    cells = with_formula[title]
-                    cells.update((r, c) for r in range(arr.r1, arr.r2 + 1) for c in range(arr.c1, arr.c2 + 1))
-        # Constants no formula or name refers to stayed out of the model (Model.push): read from the file instead
-        self._constants: dict[tuple[str, int, int], tuple[Any, str]] = {}
-        for (sheet, r, c), stored in self._model.constants.items():
-            title = self._upper_to_title.get(sheet)
-            if title is None or (title, r, c) in self._single or self._array_at(title, r, c) is not None:
-                continue
-            self._constants[(title, r, c)] = stored
-            if stored[1] == "e":
-                others[title].append((r, c))
-        self._formula_cells = {title: sorted(cells) for title, cells in with_formula.items()}
-        self._other_cells = {title: sorted(cells) for title, cells in others.items()}
+        return cls(inspection, book, index, probe, calling, calls, path)
 
     # -- addressing ---------------------------------------------------------------------------------------------
 
@@ -600,11 +334,9 @@ class Workbook:
         """The kind of workbook by its content type: ``.xlsx``, ``.xlsm``, ``.xltx`` or ``.xltm``."""
         return self._pkg.extension
 
-    def _key(self, title: str, ref: str) -> str:
-        return f"'[{BOOK_NAME}]{self._alias.get(title, title).upper()}'!{ref}"
-
     def _resolve(self, ref: str) -> tuple[str, int, int, int, int] | str:
-        """A reference or name as (sheet title, r1, c1, r2, c2), or the formulas key of a name's formula."""
+        """A reference or name as (sheet title, r1, c1, r2, c2), or the name itself for a name that holds a
+        formula."""
         sheet, target = _sheet_ref(ref)
         if sheet is not None:
             title = self._pkg.worksheet(sheet).title
@@ -626,7 +358,7 @@ class Workbook:
                 return (self._pkg.worksheet(inner_sheet).title, *range_bounds(inner))
             except WorkbookError:
                 pass
-        return f"'[{BOOK_NAME}]'!{name.name.upper()}"
+        return name.name
 
     def _names_like(self, target: str) -> str:
         """``did you mean A or B?`` with the defined names closest to ``target``, else a list of the names."""
@@ -650,11 +382,27 @@ class Workbook:
         first = f"{_quote_sheet(title)}!{col_letter(c1)}{r1}"
         return first if (r1, c1) == (r2, c2) else f"{first}:{col_letter(c2)}{r2}"
 
-    def _array_at(self, title: str, row: int, col: int) -> _Array | None:
-        for arr in self._arrays.get(title, ()):
-            if arr.r1 <= row <= arr.r2 and arr.c1 <= col <= arr.c2:
-                return arr
+    def _array_at(self, title: str, row: int, col: int) -> Formula | None:
+        for f in self._arrays.get(title, ()):
+            r1, c1, r2, c2 = f.area  # type: ignore[misc]
+            if r1 <= row <= r2 and c1 <= col <= c2:
+                return f
         return None
+
+    def _formula_at(self, title: str, row: int, col: int) -> Formula | None:
+        """The formula that computes a cell: its own, or the array formula whose range holds it."""
+        f = self._index[title].formulas.get((row, col)) if title in self._index else None
+        if f is not None and f.kind not in ("array", "dataTable"):
+            return f
+        return self._array_at(title, row, col)
+
+    def _text(self, title: str, f: Formula) -> str:
+        """A formula's text with its ``=``: as the file writes it, or for a shared formula's later cell, as the
+        engine derived it from the first."""
+        if f.text is not None:
+            return "=" + f.text
+        derived = self._book.get_formula(title, f.row, f.col) or ""
+        return _unwrapped(derived)
 
     # -- inputs -------------------------------------------------------------------------------------------------
 
@@ -674,27 +422,34 @@ class Workbook:
         where = f"{_quote_sheet(title)}!{col_letter(c1)}{r1}"
         if (r1, c1) != (r2, c2):
             raise WorkbookError(f"{ref!r} is a range ({where}:{col_letter(c2)}{r2}); set one cell at a time")
-        key = self._single.get((title, r1, c1))
         arr = self._array_at(title, r1, c1)
         if arr is not None:
-            span = f"{col_letter(arr.c1)}{arr.r1}:{col_letter(arr.c2)}{arr.r2}"
+            a1, b1, a2, b2 = arr.area  # type: ignore[misc]
+            span = f"{col_letter(b1)}{a1}:{col_letter(b2)}{a2}"
             raise WorkbookError(f"{where} is part of the array formula in {span}; only input cells can be set")
-        if key is not None and key in self._formula and not force:
-            raise WorkbookError(self._formula_refusal(where, key, title))
+        formula = self._formula_at(title, r1, c1)
+        if formula is not None and (title, r1, c1) not in self._sets and not force:
+            raise WorkbookError(self._formula_refusal(where, title, formula))
         value = _check_value(value, f"the value for {where}")
-        self._inputs[key or self._key(title, f"{col_letter(c1)}{r1}")] = _to_formulas(value)
+        self._book.set_value(title, r1, c1, _to_engine(value))
         self._sets[(title, r1, c1)] = value
-        self._solution = None
+        self._changed()
         return self
 
-    def _formula_refusal(self, where: str, key: str, title: str) -> str:
+    def _changed(self) -> None:
+        self._stale = True
+        self._reasons = {}
+        self._records = {}
+        self._computed_cache = None
+
+    def _formula_refusal(self, where: str, title: str, formula: Formula) -> str:
         """Why a formula cell cannot be set, and which cells to set instead."""
-        text = self._model.formula_text.get(key, "")
+        text = self._text(title, formula)
         case = self._active_case(text, title)
         if case is not None:
             advice = f"set {case} instead"
         else:
-            behind = self._precedents(key)
+            behind = self._precedents(text, title)
             advice = f"set the cells it reads instead ({behind})" if behind else "set the cells it reads instead"
         shown = f" ({text})" if text and len(text) <= 80 else ""
         return (
@@ -727,7 +482,7 @@ class Workbook:
         return f"{_quote_sheet(sheet)}!{col_letter(col)}{row} (the active case: {selector} is {i})"
 
     def _value_of(self, text: str, title: str) -> Any:
-        """The value of a number, cell or defined name in a formula, computing only what it needs (a few ms)."""
+        """The value of a number, cell or defined name in a formula, computing only what it needs."""
         try:
             return float(text)
         except ValueError:
@@ -736,130 +491,105 @@ class Workbook:
             target = self._resolve(f"{_quote_sheet(title)}!{text}" if _A1.fullmatch(text) else text)
         except WorkbookError:
             return None
-        if isinstance(target, str):
-            key: str | None = target
-        else:
-            sheet, r, c, r2, c2 = target
-            if (r, c) != (r2, c2):
-                return None
-            if (sheet, r, c) in self._sets:
-                return self._sets[(sheet, r, c)]
-            key = self._single.get((sheet, r, c))
-        if key is None:
+        try:
+            with gc_paused():
+                if isinstance(target, str):
+                    return self._probe_value(target)
+                sheet, r, c, r2, c2 = target
+                if (r, c) != (r2, c2):
+                    return None
+                if (sheet, r, c) in self._sets:
+                    return self._sets[(sheet, r, c)]
+                raw = self._book.evaluate_cell(sheet, r, c) if self._stale else self._book.get_value(sheet, r, c)
+        except BaseException as _err:  # an aid to a message: never the reason a set fails
+            if engine.fatal(_err):
+                raise
             return None
-        if self._solution is not None:
-            raw = self._raw(key)
-        else:
-            try:
-                with _quiet_engine(), gc_paused():
-                    ranges = self._model.calculate(inputs=dict(self._inputs), outputs=[key]).get(key)
-            except Exception:  # an aid to a message: never the reason a set fails
-                return None
-            raw = None if ranges is None else np.atleast_2d(np.asarray(getattr(ranges, "value", ranges), dtype=object))
-        return None if raw is None else _plain(raw[0, 0])
+        return _number(engine.from_engine(raw))
 
-    def _precedents(self, key: str, most: int = 6) -> str:
-        """The cells, ranges and names a formula reads, as a person writes them."""
-        cell = self._model.cells.get(key)
-        shown = []
-        for k in getattr(cell, "inputs", None) or ():
-            m = re.match(r"^'\[[^\]]*\]([^']*)'!(.+)$", k) if isinstance(k, str) else None
-            if m is None:
+    def _precedents(self, formula: str, title: str, most: int = 6) -> str:
+        """The defined names (first, in alphabetical order) and cells a formula reads, as a person writes them."""
+        names: dict[str, str] = {}
+        cells: list[tuple[str, int, int, str]] = []
+        known = {d.name.casefold(): d.name for d in self._pkg.defined_names}
+        for ref in _references(formula):
+            if ref.casefold() in known:
+                names.setdefault(ref.casefold(), known[ref.casefold()])
                 continue
-            sheet, ref = m.groups()
-            if sheet:
-                shown.append(f"{_quote_sheet(self._upper_to_title.get(sheet, sheet))}!{ref}")
-            else:
-                name = next((n for n in self.names if n.casefold() == ref.casefold()), ref)
-                shown.append(name)
-        extra = f" and {len(shown) - most} more" if len(shown) > most else ""
-        return ", ".join(shown[:most]) + extra
+            area = self._area(ref, title)
+            if area is not None:
+                sheet, r1, c1, r2, c2 = area
+                shown = f"{col_letter(c1)}{r1}" + ("" if (r1, c1) == (r2, c2) else f":{col_letter(c2)}{r2}")
+                cells.append((sheet, r1, c1, f"{_quote_sheet(sheet)}!{shown}"))
+        listed = [names[k] for k in sorted(names)] + [c[3] for c in sorted(set(cells))]
+        extra = f" and {len(listed) - most} more" if len(listed) > most else ""
+        return ", ".join(listed[:most]) + extra
 
     # -- calculation --------------------------------------------------------------------------------------------
 
+    @_collector_paused
     def calculate(self, progress: Callable[[int, int], None] | None = None) -> Workbook:
         """Recompute every formula with the inputs set so far; returns the workbook.
 
-        ``progress(done, total)`` is called as the engine computes: ``total`` is the number of nodes of the model
-        (each cell, each range a formula reads and each formula), ``done`` those computed so far.
+        The engine recalculates only what an input set since the last calculation reaches. ``progress(done,
+        total)`` is called as the engine computes: ``total`` is the number of calls of xlsxplan's functions the
+        formulas write, ``done`` those made so far (the end is ``(total, total)``).
         """
-        hooks: dict[str, Any] = {}
-        total = len(self._model.dsp.nodes)
-        if progress is not None:
-            done = [0]
-
-            def verbose(_sol: Any, _node: Any, _attr: Any, end: bool) -> None:  # schedula's per-node hook
-                if end:
-                    done[0] += 1
-                    if done[0] % 250 == 0:
-                        progress(min(done[0], total), total)
-
-            hooks["verbose"] = verbose
-        with _quiet_engine(), gc_paused():
-            try:
-                self._solution = self._model.calculate(inputs=dict(self._inputs), **hooks)
-            except RecursionError:
-                raise WorkbookError("formulas nest too deeply to evaluate") from None
-            except MemoryError:
-                raise WorkbookError("ran out of memory while calculating") from None
-            except Exception as err:  # a failure of the engine itself, not of a cell (cells fail one by one)
-                raise WorkbookError(f"the formulas engine failed: {engine.exception_text(err)}") from None
-        self._messages = {}
-        self._raw_cache = {}
+        try:
+            with engine.ticking(self._calls, progress):
+                self._book.evaluate_all()
+        except RecursionError:
+            raise WorkbookError("formulas nest too deeply to evaluate") from None
+        except MemoryError:
+            raise WorkbookError("ran out of memory while calculating") from None
+        except BaseException as err:  # a failure of the engine itself, not of a cell (cells fail one by one)
+            if engine.fatal(err):
+                raise
+            raise WorkbookError(f"the engine failed: {' '.join(str(err).split())}") from None
+        self._stale = False
+        self._reasons = {}
+        self._records = {}
         self._computed_cache = None
         if progress is not None:
-            progress(total, total)
+            progress(max(self._calls, 1), max(self._calls, 1))
         return self
 
-    def _sol(self) -> Any:
-        if self._solution is None:
+    def _fresh(self) -> None:
+        if self._stale:
             self.calculate()
-        return self._solution
-
-    def _raw(self, key: str) -> Any:
-        """The value of a formulas node as a 2-D object array, or None if it was not calculated."""
-        solution = self._sol()
-        if key in self._raw_cache:
-            return self._raw_cache[key]
-        ranges = solution.get(key)
-        raw = None
-        if ranges is not None:
-            raw = np.atleast_2d(np.asarray(getattr(ranges, "value", ranges), dtype=object))
-        if raw is not None and raw.size > 1:  # array formulas are read cell by cell: convert them once
-            self._raw_cache[key] = raw
-        return raw
 
     def _cell_value(self, title: str, row: int, col: int) -> Any:
         if (title, row, col) in self._sets:
             return self._sets[(title, row, col)]
-        key = self._single.get((title, row, col))
-        if key is not None:
-            raw = self._raw(key)
+        f = self._formula_at(title, row, col)
+        if f is not None:
+            if f.kind == "dataTable":
+                return CellError("#N/A", _DATA_TABLE)
+            raw = self._book.get_value(title, row, col)
             if raw is None:
-                return self._with_message(key, _NO_VALUE) if key in self._formula else None
-            value = _plain(raw[0, 0])
-            if value is None and key in self._formula:
-                value = 0  # a formula that points at an empty cell shows 0, as in Excel
-            return self._with_message(key, value) if isinstance(value, CellError) else value
-        arr = self._array_at(title, row, col)
-        if arr is not None:
-            raw = self._raw(arr.key)
-            if raw is None:
-                return self._with_message(arr.key, _NO_VALUE)
-            i, j = row - arr.r1, col - arr.c1
-            if i >= raw.shape[0] or j >= raw.shape[1]:
-                value = _plain(raw[0, 0]) if raw.shape == (1, 1) else CellError("#N/A")
-            else:
-                value = _plain(raw[i, j])
-            if value is None:
-                value = 0
-            if isinstance(value, CellError):
-                return self._with_message(arr.key, value, (i, j))
-            return value
-        stored = self._constants.get((title, row, col))
-        if stored is not None:
-            return _constant(*stored)
-        return None
+                return 0  # a formula that points at an empty cell shows 0, as in Excel
+            if type(raw) is dict:
+                return self._error(title, row, col, f, raw)
+            return _number(raw)
+        raw = self._book.get_value(title, row, col)
+        if type(raw) is dict:
+            return CellError(engine.cell_error(raw).code, _TYPED)
+        return _number(raw)
+
+    def _error(self, title: str, row: int, col: int, f: Formula, raw: dict) -> CellError:
+        err = engine.cell_error(raw)
+        if str(raw.get("kind", "")).lower() == "error":  # the engine could not parse the formula
+            try:
+                fz.parse(self._text(title, f))
+            except BaseException as parse_err:
+                if engine.fatal(parse_err):
+                    raise
+                return CellError(err.code, engine.parse_failure(parse_err, self._text(title, f)))
+            return err
+        if err.message:
+            return err
+        pos = (row - f.row, col - f.col) if f.kind == "array" else None
+        return CellError(err.code, self._reason(title, f, err.code, pos))
 
     @_collector_paused
     def get(self, ref: str) -> Any:
@@ -868,18 +598,70 @@ class Workbook:
         A value is a number, text, bool, None (empty) or a :class:`~xlsxplan.cells.CellError` carrying the reason.
         """
         target = self._resolve(ref)
+        self._fresh()
         if isinstance(target, str):
-            raw = self._raw(target)
-            if raw is None:
-                return _NO_VALUE
-            values = [[_plain(v) for v in row] for row in raw]
-            return values[0][0] if len(values) == 1 and len(values[0]) == 1 else values
+            value = self._probe_value(target)
+            if isinstance(value, list):
+                values = [[v for v in row] if isinstance(row, list) else [row] for row in value]
+                return values[0][0] if len(values) == 1 and len(values[0]) == 1 else values
+            return value
         title, r1, c1, r2, c2 = target
         if (r2 - r1 + 1) * (c2 - c1 + 1) > 1_000_000:
             raise WorkbookError(f"{ref!r} spans more than a million cells; read a smaller range")
         if (r1, c1) == (r2, c2):
             return self._cell_value(title, r1, c1)
         return [[self._cell_value(title, r, c) for c in range(c1, c2 + 1)] for r in range(r1, r2 + 1)]
+
+    def _evaluate(self, formula: str) -> tuple[Any, engine.Messages]:
+        """The engine's value of ``formula`` (with its ``=``; errors as they came, with the messages they carry),
+        evaluated on a sheet of its own, and the failures of the registry calls it made."""
+        if not self._probe_ready:
+            self._book.add_sheet(_PROBE_SHEET)
+            self._probe_ready = True
+        self._probe.values.clear()
+        text, _ = engine.prepare(formula)
+        with engine.collect_messages() as calls:
+            self._book.set_formula(_PROBE_SHEET, 1, 1, f"={engine.PROBE}({text[1:]})")
+            cell = self._book.evaluate_cell(_PROBE_SHEET, 1, 1)
+        self._book.set_value(_PROBE_SHEET, 1, 1, None)  # no longer a dependent of the cells it read
+        return (self._probe.values[-1] if self._probe.values else cell), calls
+
+    def _probe_value(self, formula: str) -> Any:
+        """The value of ``formula`` (a defined name, say) evaluated on a sheet of its own, errors with reasons."""
+        value, calls = self._evaluate("=" + formula)
+
+        def reasoned(item: Any, pos: tuple[int, int] | None) -> Any:
+            if type(item) is not dict:
+                return _number(item)
+            err = engine.cell_error(item)
+            found = err.message or (calls.at(pos, err.code) if pos else calls.last(err.code))
+            return CellError(err.code, found or engine.NATIVE_REASONS.get(err.code, ""))
+
+        if type(value) is list:
+            return [
+                [reasoned(x, (i, j)) for j, x in enumerate(row if type(row) is list else [row])]
+                for i, row in enumerate(value)
+            ]
+        return reasoned(value, None)
+
+    def _record(self, title: str, f: Formula) -> tuple[Any, engine.Messages]:
+        """A registry-calling formula evaluated once more, as on its own sheet (once per calculation): its value,
+        with the messages its errors carry, and its registry calls' failures."""
+        key = (title, f.row, f.col)
+        if key not in self._records:
+            text = self._text(title, f)
+            local = self._local
+            sheet = title.upper()
+            text = _static_references(_qualified_names(text, self._local), title, _Static(self._pkg))
+            qualified = engine.qualify(text, title, lambda name: local.get((sheet, name)))
+            qualified = "=" + (_fitted(qualified[1:], f) if f.kind == "array" else f"@({qualified[1:]})")
+            try:
+                self._records[key] = self._evaluate(qualified)
+            except BaseException as _err:  # an aid to a message: never the reason a read fails
+                if engine.fatal(_err):
+                    raise
+                self._records[key] = (None, engine.Messages())
+        return self._records[key]
 
     @_collector_paused
     def cells(self, ref: str) -> list[tuple[str | None, Any]]:
@@ -901,106 +683,127 @@ class Workbook:
 
     # -- errors and their reasons -------------------------------------------------------------------------------
 
-    def _with_message(self, key: str, err: CellError, pos: tuple[int, int] | None = None) -> CellError:
-        if err.message:
-            return err
-        return CellError(err.code, self._reason(key, err.code, pos))
+    def _reason(self, title: str, f: Formula, code: str, pos: tuple[int, int] | None, depth: int = 0) -> str:
+        """Why the formula ``f`` (at ``pos`` of its array, if it is one) holds the error ``code``."""
+        key = (title, f.row, f.col, code + (f"@{pos}" if pos else ""))
+        if key not in self._reasons:
+            self._reasons[key] = self._find_reason(title, f, code, pos, depth)
+        return self._reasons[key]
 
-    def _reason(self, key: str, code: str, pos: tuple[int, int] | None = None, depth: int = 0) -> str:
-        """Why the node ``key`` (at ``pos`` of its array, if it is one) holds the error ``code``.
-
-        The formula is evaluated again at most once per node and calculation, whatever the number of its elements
-        that failed: the reasons of an array's elements are looked up by position in what that one evaluation
-        recorded (:class:`xlsxplan.headless.engine.Messages`).
-        """
-        cache_key = (key, code)
-        if cache_key not in self._messages:
-            self._messages[cache_key] = self._find_reason(key, code, depth)
-        reason, recorded = self._messages[cache_key]
-        if pos is not None and recorded is not None:
-            return recorded.at(pos, code) or reason
-        return reason
-
-    def _evaluate_again(self, key: str, cell: Any) -> engine.Messages:
-        """The messages of the registry calls in the formula of ``key``: those of its constant parts, recorded when
-        it was compiled, then those of evaluating it again on its calculated inputs."""
-        messages = engine.Messages()
-        compiled = self._model.compile_messages.get(key)
-        if compiled is not None:
-            messages.extend_from(compiled)
-        sol = self._sol()
-        args = [sol.get(k) for k in cell.inputs]
-        if all(a is not None for a in args):
-            with engine.collect_messages() as bucket:
-                try:
-                    cell.func(*args)
-                except Exception:  # the engine failed on this cell: the messages so far still help
-                    pass
-            messages.extend_from(bucket)
-        return messages
-
-    def _find_reason(self, key: str, code: str, depth: int) -> tuple[str, engine.Messages | None]:
-        """The reason for ``code`` in the node ``key``, and the messages its evaluation recorded (None if it was not
-        evaluated again)."""
-        problem = self._model.problems.get(key)
-        if problem is not None:
-            return problem.message, None
-        cell = self._model.cells.get(key)
-        if cell is None:
-            return engine.NATIVE_REASONS.get(code, ""), None
-        if key not in self._formula or cell.func is None:
-            return "the cell holds this error value (typed, not calculated)", None
+    def _find_reason(self, title: str, f: Formula, code: str, pos: tuple[int, int] | None, depth: int) -> str:
+        if (title, f.row, f.col) in self._calling:
+            value, calls = self._record(title, f)
+            item = value
+            if pos is not None and type(value) is list:
+                i, j = pos
+                row = value[i] if i < len(value) else None
+                item = row[j] if type(row) is list and j < len(row) else row if j == 0 else None
+            if type(item) is dict:
+                err = engine.cell_error(item)
+                if err.code == code and err.message:
+                    return err.message
+            found = calls.at(pos, code) if pos is not None else calls.last(code)
+            if found:
+                return found
+        text = self._text(title, f)
         if code == "#NAME?":
-            unknown = _unknown_function(self._model.formula_text.get(key, ""))
+            unknown = engine.unknown_function(text)
             if unknown:
-                return unknown, None
-        messages = self._evaluate_again(key, cell)
-        same = messages.last(code)
-        return (same if same is not None else self._passed_on(key, cell, code, depth)), messages
-
-    def _passed_on(self, key: str, cell: Any, code: str, depth: int) -> str:
-        """The reason for an error that no registry call in the formula explains: the input it came from."""
-        for k in cell.inputs:
-            book = re.match(r"^'?(.*)\[([^\]]+)\]", k) if isinstance(k, str) else None
-            if book and book.group(2).upper() != _BOOK_KEY:
-                return f"refers to another workbook ({k}), which xlsxplan never opens"
+                return unknown
+        if code == "#REF!":
+            for literal in re.findall(r'"((?:[^"]|"")*)"', text):
+                literal = literal.replace('""', '"')
+                threat = formula_threat(literal)
+                if threat and threat.startswith("refers to another workbook"):
+                    return f"refers to another workbook ({literal}), which xlsxplan never opens"
         if depth < 20:
-            for k in cell.inputs:
-                if not isinstance(k, str):  # an error literal the formula itself holds
-                    continue
-                source = self._first_error(k, code)
+            for ref in _references(text):
+                source = self._first_error(ref, title, code)
                 if source is not None:
-                    src_key, src_ref = source
-                    inner = self._reason(src_key, code, depth=depth + 1) if src_key in self._model.cells else ""
-                    return f"passed on from {src_ref}" + (f": {inner}" if inner else "")
+                    src_title, r, c = source
+                    inner = self._source_reason(src_title, r, c, code, depth)
+                    where = f"{_quote_sheet(src_title)}!{col_letter(c)}{r}"
+                    return f"passed on from {where}" + (f": {inner}" if inner else "")
         return engine.NATIVE_REASONS.get(code, "")
 
-    def _first_error(self, key: str, code: str) -> tuple[str, str] | None:
-        """The first cell holding ``code`` in the node ``key`` (a cell or a range): (its formulas key, its ref)."""
-        ranges = self._sol().get(key)
-        if ranges is None or not hasattr(ranges, "ranges") or not ranges.ranges:
+    def _source_reason(self, title: str, row: int, col: int, code: str, depth: int) -> str:
+        if (title, row, col) in self._sets:
+            value = self._sets[(title, row, col)]
+            return value.message if isinstance(value, CellError) else ""
+        f = self._formula_at(title, row, col)
+        if f is None:
+            return _TYPED
+        if f.kind == "dataTable":
+            return _DATA_TABLE
+        pos = (row - f.row, col - f.col) if f.kind == "array" else None
+        value = self._cell_value(title, row, col) if depth == 0 else None
+        if isinstance(value, CellError) and value.message:
+            return value.message
+        return self._reason(title, f, code, pos, depth + 1)
+
+    def _area(self, ref: str, title: str, depth: int = 0) -> tuple[str, int, int, int, int] | None:
+        """What a reference in a formula on sheet ``title`` points to (a defined name's range, whole rows and
+        columns over the rows and columns in use), or None."""
+        sheet, target = _sheet_ref(ref)
+        where = title
+        if sheet is not None:
+            try:
+                where = self._pkg.worksheet(sheet).title
+            except WorkbookError:
+                return None
+        try:
+            return (where, *range_bounds(target))
+        except WorkbookError:
+            pass
+        m = _WHOLE.match(target)
+        if m and (m.group(1) or m.group(2)):
+            stats = next((s for s in self._inspection.sheets if s.title == where), None)
+            rows, cols = (stats.max_row, stats.max_col) if stats else (1, 1)
+            c1, r1, c2, r2 = m.groups()
+            if c1 and c2 and not r1 and not r2:  # A:C
+                return (where, 1, col_index(c1), max(rows, 1), col_index(c2))
+            if r1 and r2 and not c1 and not c2:  # 1:3
+                return (where, int(r1), 1, int(r2), max(cols, 1))
             return None
-        raw = np.atleast_2d(np.asarray(getattr(ranges, "value", ranges), dtype=object))
-        rng = ranges.ranges[0]
-        ours = str(rng.get("filename", BOOK_NAME)).upper() == _BOOK_KEY and not rng.get("directory")
-        title = self._upper_to_title.get(rng.get("sheet", "")) if ours else None
-        for (i, j), v in np.ndenumerate(raw):
-            if str(v) == code and isinstance(_plain(v), CellError):
-                if title is None or "r1" not in rng:
-                    return key, key
-                row, col = int(rng["r1"]) + i, int(rng["n1"]) + j
-                ref = f"{_quote_sheet(title)}!{col_letter(col)}{row}"
-                cell_key = self._single.get((title, row, col))
-                if cell_key is None:
-                    arr = self._array_at(title, row, col)
-                    cell_key = arr.key if arr else key
-                return cell_key, ref
+        if depth < 5 and sheet is None:
+            local = self._titles.index(title) if title in self._titles else None
+            named = [d for d in self._pkg.defined_names if d.name.casefold() == target.casefold()]
+            chosen = next((d for d in named if d.local_sheet == local), None) or next(
+                (d for d in named if d.local_sheet is None), None
+            )
+            if chosen is not None:
+                return self._area(chosen.text.strip().lstrip("="), title, depth + 1)
         return None
+
+    def _first_error(self, ref: str, title: str, code: str) -> tuple[str, int, int] | None:
+        """The first cell (in reading order) of what ``ref`` points to that holds the error ``code``."""
+        area = self._area(ref, title)
+        if area is None:
+            return None
+        sheet, r1, c1, r2, c2 = area
+        if sheet not in self._index:
+            return None
+        idx = self._index[sheet]
+        candidates = set(self._formula_cells.get(sheet, ())) | set(idx.errors)
+        candidates |= {(r, c) for (t, r, c) in self._sets if t == sheet}
+        for r, c in sorted(candidates):
+            if r1 <= r <= r2 and c1 <= c <= c2:
+                value = self._cell_value(sheet, r, c) if (sheet, r, c) in self._sets else self._raw_error(sheet, r, c)
+                if isinstance(value, CellError) and value.code == code:
+                    return sheet, r, c
+        return None
+
+    def _raw_error(self, title: str, row: int, col: int) -> CellError | None:
+        f = self._formula_at(title, row, col)
+        if f is not None and f.kind == "dataTable":
+            return CellError("#N/A")
+        raw = self._book.get_value(title, row, col)
+        return engine.cell_error(raw) if type(raw) is dict else None
 
     def _computed(self) -> dict[str, dict[tuple[int, int], Any]]:
         """The value of every formula cell, ``{title: {(row, col): value}}`` in sheet order, after any pending
         recalculation; read once per calculation and shared by :meth:`errors` and :meth:`save`."""
-        self._sol()
+        self._fresh()
         if self._computed_cache is None:
             self._computed_cache = {
                 title: {(r, c): self._cell_value(title, r, c) for r, c in positions}
@@ -1015,10 +818,14 @@ class Workbook:
         out: dict[str, CellError] = {}
         for title in self.sheetnames:
             found = {rc: v for rc, v in computed[title].items() if isinstance(v, CellError)}
-            for r, c in self._other_cells[title]:  # typed error values, and inputs set to one
-                value = self._cell_value(title, r, c)
-                if isinstance(value, CellError):
-                    found[(r, c)] = value
+            others = set(self._index[title].errors) | {(r, c) for (t, r, c) in self._sets if t == title}
+            for r, c in others:  # typed error values, and inputs set to one
+                if (r, c) not in computed[title] or (title, r, c) in self._sets:
+                    value = self._cell_value(title, r, c)
+                    if isinstance(value, CellError):
+                        found[(r, c)] = value
+                    else:
+                        found.pop((r, c), None)
             for r, c in sorted(found):
                 out[f"{_quote_sheet(title)}!{col_letter(c)}{r}"] = found[(r, c)]
         return out
@@ -1044,7 +851,7 @@ class Workbook:
             for rc, value in computed[title].items():
                 if len(notes) >= MAX_NOTES_PER_SHEET:
                     break
-                if isinstance(value, CellError):
+                if isinstance(value, CellError) and (title, *rc) not in self._sets:
                     notes[rc] = f"{value.code} {value.message}".strip()
         return [CommentEdit(s, by_title[s.title]) for s in self._pkg.sheets if s.kind == "worksheet"]
 
@@ -1067,7 +874,7 @@ class Workbook:
                 f"cannot write {path}: this workbook is a {self.extension} file (by its content), so the output "
                 f"must end in {self.extension} too, or Excel refuses to open it"
             )
-        self._sol()
+        self._fresh()
         replaced: dict[str, bytes] = {}
         all_patches = self._patches()
         steps = [0, len(all_patches) + len(self._pkg.names)]
@@ -1091,34 +898,268 @@ class Workbook:
         return path
 
 
-_FUNCTION_CALL = re.compile(r"(?<![A-Za-z0-9_.])([A-Za-z_][A-Za-z0-9_.]*)\s*\(")
+# ---------------------------------------------------------------------------------------------------------------
+# What the engine is given
 
 
-def _unknown_function(formula: str) -> str:
-    """``unknown function FOO; did you mean ...`` for the first function ``formula`` calls that is not known."""
-    import difflib
+def _references(formula: str) -> list[str]:
+    """The references and names a formula reads, in the order they appear (LET's and LAMBDA's own names aside)."""
+    try:
+        tree = fz.parse(formula)
+    except BaseException as _err:
+        if engine.fatal(_err):
+            raise
+        return []
+    return engine.references(tree)
 
-    import formulas
-    from formulas.functions import not_implemented
 
-    from .. import registry
+def _unwrapped(formula: str) -> str:
+    """A formula the engine holds, without what :func:`_engine_text` put around it."""
+    try:
+        tree = fz.parse(formula)
+    except BaseException as _err:
+        if engine.fatal(_err):
+            raise
+        return formula
+    if tree.node_type() == "UnaryOp" and tree.get_operator() == "@" and len(tree.children()) == 1:
+        tree = tree.children()[0]
+    elif tree.node_type() == "Function" and (tree.get_function_name() or "").upper() == engine.FIT:
+        tree = tree.children()[-1]
+    return tree.to_formula()
 
-    known = formulas.get_functions()
-    bare = re.sub(r'"(?:[^"]|"")*"', '""', formula)
-    for m in _FUNCTION_CALL.finditer(bare):
-        name = m.group(1).upper()
-        if name in ("INDIRECT", "_XLFN.ANCHORARRAY", "ANCHORARRAY"):  # the parser resolves these itself
-            if name == "INDIRECT":
-                return (
-                    'INDIRECT works headlessly only on a reference into this workbook, as text: INDIRECT("Sheet1!A1")'
-                )
+
+def _local_names(pkg: Package) -> dict[tuple[str, str], str]:
+    """{(sheet title, name): what it refers to} for the names scoped to one sheet, upper-cased."""
+    out = {}
+    for d in pkg.defined_names:
+        if d.local_sheet is not None and 0 <= d.local_sheet < len(pkg.sheets):
+            out[(pkg.sheets[d.local_sheet].title.upper(), d.name.upper())] = d.text.strip().lstrip("=")
+    return out
+
+
+def _qualified_names(formula: str, local: Mapping[tuple[str, str], str]) -> str:
+    """``formula`` with each sheet-qualified name scoped to that sheet (``Plan!Rate``) replaced by what it refers
+    to, in parentheses: the engine reads ``Plan!Rate`` as an unknown name (#NAME?), Excel as the name."""
+    if "!" not in formula or not local:
+        return formula
+
+    def change(part: str) -> str:
+        def sub(m: re.Match[str]) -> str:
+            sheet = m.group(1)[:-1]
+            if sheet.startswith("'"):
+                sheet = sheet[1:-1].replace("''", "'")
+            target = local.get((sheet.upper(), m.group(2).upper()))
+            return f"({target})" if target is not None else m.group(0)
+
+        return _SHEET_NAME_REF.sub(sub, part)
+
+    return engine.outside_quotes(formula, change)
+
+
+THREE_D = frozenset(
+    "SUM AVERAGE AVERAGEA COUNT COUNTA MAX MAXA MIN MINA PRODUCT STDEV STDEVA STDEVP STDEVPA STDEV.S STDEV.P VAR VARA "
+    "VARP VARPA VAR.S VAR.P".split()
+)
+"""The functions Excel lets a reference through several sheets (``Jan:Dec!B4``) be an argument of."""
+
+
+class _Static:
+    """What rewriting references by hand needs: the worksheets in order, and where a defined name points."""
+
+    def __init__(self, pkg: Package) -> None:
+        self.titles = [s.title for s in pkg.sheets if s.kind == "worksheet"]
+        self.folded = {t.casefold(): t for t in self.titles}
+        self.names: dict[str, str] = {}
+        for d in pkg.defined_names:
+            if d.local_sheet is None:
+                self.names[d.name.upper()] = d.text.strip().lstrip("=")
+
+    def area(self, operand: str, sheet: str, depth: int = 0) -> tuple[str, int, int, int, int] | None:
+        """The sheet and bounds a reference (``B4:C9``, ``'My sheet'!B4``) or a global name of one points to."""
+        where, target = _sheet_ref(operand)
+        title = sheet if where is None else self.folded.get(where.casefold())
+        if title is None:
+            return None
+        try:
+            return (title, *range_bounds(target))
+        except WorkbookError:
+            pass
+        if where is None and depth < 3 and operand.upper() in self.names:
+            return self.area(self.names[operand.upper()], sheet, depth + 1)
+        return None
+
+
+def _ref_text(title: str, r1: int, c1: int, r2: int, c2: int) -> str:
+    first = f"{col_letter(c1)}{r1}"
+    return f"{_quote_sheet(title)}!{first}" + ("" if (r1, c1) == (r2, c2) else f":{col_letter(c2)}{r2}")
+
+
+def _static_references(formula: str, sheet: str, static: _Static) -> str:
+    """``formula`` (with its ``=``) on ``sheet`` with what the engine cannot compute but Excel does written out,
+    where the references alone fix it: the intersection of two references (``A1:A3 A2:A4``, ``Jan Revenue`` with
+    names) as the range they share (``#NULL!`` if none), and a reference through several sheets (``Jan:Dec!B4``)
+    given to SUM, AVERAGE, COUNT, MAX, MIN and the other functions Excel lets it be an argument of, as one argument
+    per sheet."""
+    code = engine.code_text(formula)
+    three_d = ":" in code and "!" in code
+    if " " not in code and not three_d:
+        return formula
+    try:
+        tokens = [t for t in fz.tokenize(formula)]
+    except BaseException as _err:
+        if engine.fatal(_err):
+            raise
+        return formula
+    raw = formula.encode("utf-8")
+    edits: list[tuple[int, int, str]] = []
+    kinds = [(str(t.token_type), str(t.subtype)) for t in tokens]
+    operand = ("Operand", "Range")
+    i = 0
+    while i + 2 < len(tokens):
+        if (
+            kinds[i] == operand
+            and kinds[i + 2] == operand
+            and kinds[i + 1][0] in ("OpInfix", "Whitespace")
+            and (tokens[i + 1].value.strip() == "")
+        ):
+            a, b = static.area(tokens[i].value, sheet), static.area(tokens[i + 2].value, sheet)
+            if a is not None and b is not None and a[0] == b[0]:
+                r1, c1 = max(a[1], b[1]), max(a[2], b[2])
+                r2, c2 = min(a[3], b[3]), min(a[4], b[4])
+                text = _ref_text(a[0], r1, c1, r2, c2) if r1 <= r2 and c1 <= c2 else "#NULL!"
+                edits.append((tokens[i].start, tokens[i + 2].end, text))
+                i += 3
+                continue
+        i += 1
+    if three_d:
+        stack: list[str] = []
+        for k, tok in enumerate(tokens):
+            kind = kinds[k]
+            if kind == ("Func", "Open"):
+                stack.append(tok.value[:-1].strip().upper().removeprefix("_XLFN."))
+            elif kind[0] in ("Paren", "Array") and kind[1] == "Open":
+                stack.append("")
+            elif kind[1] == "Close" and kind[0] in ("Func", "Paren", "Array") and stack:
+                stack.pop()
+            elif kind == operand and stack and stack[-1] in THREE_D:
+                before = next((kinds[j] for j in range(k - 1, -1, -1) if kinds[j][0] != "Whitespace"), None)
+                after = next((kinds[j] for j in range(k + 1, len(kinds)) if kinds[j][0] != "Whitespace"), None)
+                if before in (("Func", "Open"), ("Sep", "Arg")) and after in (("Func", "Close"), ("Sep", "Arg")):
+                    spread = _through_sheets(tok.value, static)
+                    if spread is not None:
+                        edits.append((tok.start, tok.end, spread))
+    if not edits:
+        return formula
+    out, last = [], 0
+    for start, end, text in sorted(edits):
+        if start < last:
             continue
-        plain = name[6:] if name.startswith("_XLFN.") else name
-        if known.get(name, not_implemented) is not_implemented and known.get(plain, not_implemented) is not_implemented:
-            close = difflib.get_close_matches(plain, list(registry.FUNCTIONS), n=2, cutoff=0.6)
-            hint = f"; did you mean {', '.join(close)}?" if close else ""
-            return f"unknown function {m.group(1)}{hint}"
-    return ""
+        out += [raw[last:start], text.encode("utf-8")]
+        last = end
+    out.append(raw[last:])
+    return b"".join(out).decode("utf-8")
+
+
+def _through_sheets(operand: str, static: _Static) -> str | None:
+    """``Jan:Mar!B4`` as ``Jan!B4,Feb!B4,Mar!B4`` (the worksheets from the first to the last, in workbook order)."""
+    sheets, bang, ref = operand.rpartition("!")
+    if not bang:
+        return None
+    if sheets.startswith("'") and sheets.endswith("'"):
+        sheets = sheets[1:-1].replace("''", "'")
+    first, colon, last = sheets.partition(":")
+    if not colon:
+        return None
+    a, b = static.folded.get(first.strip().casefold()), static.folded.get(last.strip().casefold())
+    try:
+        range_bounds(ref.replace("$", ""))
+    except WorkbookError:
+        return None
+    if a is None or b is None:
+        return None
+    i, j = sorted((static.titles.index(a), static.titles.index(b)))
+    return ",".join(f"{_quote_sheet(t)}!{ref}" for t in static.titles[i : j + 1])
+
+
+def _engine_text(
+    f: Formula,
+    local: Mapping[tuple[str, str], str],
+    multi: Callable[[str], bool] | None,
+    sheet: str = "",
+    static: _Static | None = None,
+) -> tuple[str | None, bool]:
+    """What the engine is given for the formula ``f`` (see the module's docstring), and whether it calls a registry
+    function; (None, ...) to leave it as it is."""
+    text = f.text
+    if not text or not text.strip():
+        return None, False
+    written = "=" + _qualified_names(text, local)
+    if static is not None:
+        written = _static_references(written, sheet, static)
+    new, calling = engine.prepare(written, multi)
+    new = _fitted(new[1:], f) if f.kind == "array" else f"@({new[1:]})"
+    return (new if new != text else None), calling
+
+
+def _fitted(text: str, f: Formula) -> str:
+    """An array formula's text given to :func:`.engine.fit_array` for its range."""
+    r1, c1, r2, c2 = f.area or (f.row, f.col, f.row, f.col)
+    return f"{engine.FIT}({r2 - r1 + 1},{c2 - c1 + 1},{text})"
+
+
+def _names_calling_registry(pkg: Package) -> re.Pattern | None:
+    """A pattern for the defined names whose formulas call a registry function: a cell that reads one makes
+    registry calls of its own, and is wrapped in the hook for them."""
+    calling = [d.name for d in pkg.defined_names if engine.calls_registry(d.text)]
+    if not calling:
+        return None
+    names = "|".join(sorted(map(re.escape, set(calling)), key=len, reverse=True))
+    return re.compile(rf"(?<![A-Za-z0-9_.!])(?:{names})(?![A-Za-z0-9_.(])", re.IGNORECASE)
+
+
+def _engine_package(pkg: Package, index: Mapping[str, SheetIndex]) -> tuple[bytes, set[tuple[str, int, int]], int]:
+    """The package as the engine is given it (sheet parts with their formulas rewritten, stored uncompressed), the
+    formula cells that call registry functions (themselves or through a defined name), and the registry calls the
+    formulas write (shared formulas counted for each of their cells)."""
+    local = _local_names(pkg)
+    static = _Static(pkg)
+    names_calling = _names_calling_registry(pkg)
+    ranges = {d.name.upper() for d in pkg.defined_names if ":" in d.text}
+    multi = (lambda operand: operand.upper() in ranges) if ranges else None
+    parts: dict[str, bytes] = {}
+    calling: set[tuple[str, int, int]] = set()
+    calls = 0
+    for sheet in (s for s in pkg.sheets if s.kind == "worksheet"):
+        idx = index[sheet.title]
+        if not idx.formulas:
+            release(idx)
+            continue
+        texts: dict[tuple[int, int], str] = {}
+        shared: dict[str, bool] = {}
+        for rc, f in idx.formulas.items():
+            new, calls_registry = _engine_text(f, local, multi, sheet.title, static)
+            if not calls_registry and names_calling is not None and f.text:
+                calls_registry = names_calling.search(engine.code_text(f.text)) is not None
+            if f.kind == "shared" and f.shared is not None:
+                if f.text is not None:
+                    shared[f.shared] = calls_registry
+                else:
+                    calls_registry = shared.get(f.shared, False)
+            if calls_registry:
+                calling.add((sheet.title, *rc))
+                calls += max(1, len(engine.function_calls(f.text))) if f.text else 1
+            if new is not None:
+                texts[rc] = new
+        parts[sheet.part] = engine_copy(idx, texts, pkg.read(sheet.part))
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_STORED) as zout:
+        for info in pkg.zip.infolist():
+            if not info.is_dir():
+                with zout.open(info.filename, "w") as member:
+                    member.write(parts.get(info.filename) or pkg.read(info.filename))
+    for idx in index.values():
+        release(idx)
+    return buf.getvalue(), calling, calls
 
 
 def default_output(source: Path | str) -> Path:
