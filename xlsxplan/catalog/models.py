@@ -14,11 +14,11 @@ References
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from ..core import architecture
 from ..domains import Batch, Flag, GPUs, Name, Tokens, TokensOrZero, checked
+from ..elementwise import ceil, is_array, maximum, where
 from ..precision import BytesPerValue, BytesPerValueOrZero
 from .schema import ModelPreset
 from .store import load_catalog
@@ -90,17 +90,18 @@ def _kv_bytes_per_layer_token(m: ModelPreset, bytes_per_value: float, tp: int) -
     """Bytes one token adds to one layer's cache, summed over the tensor-parallel group (replicas included)."""
     if m.kv_lora_rank is not None:
         return tp * (m.kv_lora_rank + (m.qk_rope_head_dim or 0)) * bytes_per_value  # latent replicated on every GPU
-    return tp * 2.0 * math.ceil(m.kv_heads / tp) * m.head_dim * bytes_per_value
+    return tp * 2.0 * ceil(m.kv_heads / tp) * m.head_dim * bytes_per_value
 
 
 def _cached_layer_tokens(m: ModelPreset, context_tokens: float, windows: int = 1) -> float:
     """Layer-tokens a sequence of ``context_tokens`` keeps in a preset model; ``windows`` 0 ignores its windows."""
-    if not windows:
+    if not is_array(windows) and not windows:
         return m.layers * context_tokens
-    return architecture.layer_tokens(m.layers, m.sliding_window, m.sliding_window_layers, context_tokens)
+    windowed = architecture.layer_tokens(m.layers, m.sliding_window, m.sliding_window_layers, context_tokens)
+    return where(windows == 0, m.layers * context_tokens, windowed)
 
 
-@checked
+@checked(arrays=True)
 def model_kv_bytes_per_token(
     model: Name, context_tokens: TokensOrZero = 0, bytes_per_value: BytesPerValue = 2, tp: GPUs = 1,
     windows: Flag = 1,
@@ -138,12 +139,14 @@ def model_kv_bytes_per_token(
     """
     m = _model(model)
     per_layer = _kv_bytes_per_layer_token(m, bytes_per_value, tp)
-    if context_tokens == 0:
+    if not is_array(context_tokens) and context_tokens == 0:
         return per_layer * m.layers
-    return per_layer * _cached_layer_tokens(m, context_tokens, windows) / context_tokens
+    none = context_tokens == 0  # over arrays: a divisor of 1 keeps these elements harmless
+    averaged = per_layer * _cached_layer_tokens(m, context_tokens, windows) / where(none, 1.0, context_tokens)
+    return where(none, per_layer * m.layers, averaged)
 
 
-@checked
+@checked(arrays=True)
 def model_kv_gb(
     model: Name,
     context_tokens: Tokens,
@@ -202,12 +205,13 @@ def embedding_bytes(bytes_per_param: float, embedding_bytes_per_param: float = 0
     0 means as checkpoints are published: 16 bits (:data:`PUBLISHED_EMBEDDING_BYTES`) when the weights are narrower
     than that, else the weights' own width (a BF16 or FP32 checkpoint stores every tensor alike). Unchecked.
     """
-    if embedding_bytes_per_param:
+    if not is_array(embedding_bytes_per_param) and embedding_bytes_per_param:
         return embedding_bytes_per_param
-    return max(bytes_per_param, PUBLISHED_EMBEDDING_BYTES)
+    return where(embedding_bytes_per_param != 0, embedding_bytes_per_param,
+                 maximum(bytes_per_param, PUBLISHED_EMBEDDING_BYTES))  # fmt: skip
 
 
-@checked
+@checked(arrays=True)
 def model_weights_gb(
     model: Name, bytes_per_param: BytesPerValue = 2, embedding_bytes_per_param: BytesPerValueOrZero = 0
 ) -> float:

@@ -17,9 +17,8 @@ References
 
 from __future__ import annotations
 
-import math
-
 from ..domains import FLOPsPerS, Fraction, GPUs, ParamsB, Seconds, TFLOPs, Tokens, TokensPerParam, TokensPerS, checked
+from ..elementwise import refused, sqrt
 from ..errors import OutOfRangeError
 from ..precision import TrainBytes
 
@@ -47,7 +46,7 @@ Table 3); LLaMA-65B's 380 tokens/s/GPU on A100s is 47% of 312 TFLOP/s by 6N (Tou
 0.4 sits just below them, since smaller and less tuned runs do worse (seed 003's Parameter Golf record: 18%)."""
 
 
-@checked
+@checked(arrays=True)
 def train_flops(params_b: ParamsB, tokens: Tokens) -> float:
     """Training compute of a dense transformer: 6 FLOPs per parameter per token.
 
@@ -71,7 +70,7 @@ def train_flops(params_b: ParamsB, tokens: Tokens) -> float:
     return 6.0 * params_b * _GIGA * tokens
 
 
-@checked
+@checked(arrays=True)
 def train_tokens(params_b: ParamsB, flops_per_s: FLOPsPerS, seconds: Seconds) -> float:
     """Tokens a run can process at a sustained 6N-equivalent rate in a time budget.
 
@@ -97,7 +96,7 @@ def train_tokens(params_b: ParamsB, flops_per_s: FLOPsPerS, seconds: Seconds) ->
     return flops_per_s * seconds / (6.0 * params_b * _GIGA)
 
 
-@checked
+@checked(arrays=True)
 def chinchilla_tokens(params_b: ParamsB, tokens_per_param: TokensPerParam = 20) -> float:
     """Compute-optimal training tokens by the Chinchilla rule of thumb.
 
@@ -121,7 +120,7 @@ def chinchilla_tokens(params_b: ParamsB, tokens_per_param: TokensPerParam = 20) 
     return tokens_per_param * params_b * _GIGA
 
 
-@checked
+@checked(arrays=True)
 def chinchilla_ratio(params_b: ParamsB, tokens: Tokens, tokens_per_param: TokensPerParam = 20) -> float:
     """How far a run sits from the Chinchilla rule: its tokens over 20 per parameter.
 
@@ -146,7 +145,7 @@ def chinchilla_ratio(params_b: ParamsB, tokens: Tokens, tokens_per_param: Tokens
     return tokens / (tokens_per_param * params_b * _GIGA)
 
 
-@checked
+@checked(arrays=True)
 def optimal_params_b(flops_per_s: FLOPsPerS, seconds: Seconds, tokens_per_param: TokensPerParam = 20) -> float:
     """Compute-optimal model size for a time budget at a sustained 6N-equivalent rate.
 
@@ -169,10 +168,10 @@ def optimal_params_b(flops_per_s: FLOPsPerS, seconds: Seconds, tokens_per_param:
     Combining ``D = 20 N`` with ``6 N D = C t`` gives ``N = sqrt(C t / 120)`` (seed 003, "The M2"): the eight-H100
     record's 1.41e15 FLOP/s for 600 s sizes an 84M model.
     """
-    return math.sqrt(flops_per_s * seconds / (6.0 * tokens_per_param)) / _GIGA
+    return sqrt(flops_per_s * seconds / (6.0 * tokens_per_param)) / _GIGA
 
 
-@checked
+@checked(arrays=True)
 def flops_6n(params_b: ParamsB, tokens_per_s: TokensPerS) -> float:
     """The 6N-equivalent FLOP rate of an observed training throughput.
 
@@ -196,7 +195,7 @@ def flops_6n(params_b: ParamsB, tokens_per_s: TokensPerS) -> float:
     return 6.0 * params_b * _GIGA * tokens_per_s
 
 
-@checked
+@checked(arrays=True)
 def mfu(params_b: ParamsB, tokens_per_s: TokensPerS, n_gpus: GPUs, tflops: TFLOPs) -> float:
     """Model FLOPs utilisation: the 6N-equivalent rate as a share of the accelerators' dense peak.
 
@@ -222,7 +221,7 @@ def mfu(params_b: ParamsB, tokens_per_s: TokensPerS, n_gpus: GPUs, tflops: TFLOP
     on eight H100s at 989.5 TFLOP/s reaches 0.18. A result above 1 is impossible and refused.
     """
     value = 6.0 * params_b * _GIGA * tokens_per_s / (n_gpus * tflops * _TERA)
-    if value > 1:
+    if refused(value > 1):
         raise OutOfRangeError(
             f"tokens_per_s implies {value:.0%} of peak, more than the hardware can do: "
             "check tflops is the dense peak per GPU and n_gpus the accelerators used",
@@ -231,7 +230,7 @@ def mfu(params_b: ParamsB, tokens_per_s: TokensPerS, n_gpus: GPUs, tflops: TFLOP
     return value
 
 
-@checked
+@checked(arrays=True)
 def train_seconds(
     params_b: ParamsB, tokens: Tokens, n_gpus: GPUs, tflops: TFLOPs, mfu: Fraction = DEFAULT_MFU
 ) -> float:
@@ -263,7 +262,7 @@ def train_seconds(
     return 6.0 * params_b * _GIGA * tokens / (n_gpus * tflops * _TERA * mfu)
 
 
-@checked
+@checked(arrays=True)
 def run_seconds(params_b: ParamsB, tokens: Tokens, flops_per_s: FLOPsPerS) -> float:
     """Training time at a measured 6N-equivalent rate.
 
@@ -289,7 +288,7 @@ def run_seconds(params_b: ParamsB, tokens: Tokens, flops_per_s: FLOPsPerS) -> fl
     return 6.0 * params_b * _GIGA * tokens / flops_per_s
 
 
-@checked
+@checked(arrays=True)
 def gpu_hours(seconds: Seconds, n_gpus: GPUs) -> float:
     """Accelerator-hours a job bills.
 
@@ -312,7 +311,7 @@ def gpu_hours(seconds: Seconds, n_gpus: GPUs) -> float:
     return seconds * n_gpus / 3600.0
 
 
-@checked
+@checked(arrays=True)
 def train_memory_gb(params_b: ParamsB, bytes_per_param: TrainBytes = 16) -> float:
     """Memory for weights, gradients and optimiser states in training, before activations.
 
@@ -335,7 +334,7 @@ def train_memory_gb(params_b: ParamsB, bytes_per_param: TrainBytes = 16) -> floa
     return params_b * bytes_per_param
 
 
-@checked
+@checked(arrays=True)
 def data_passes(tokens: Tokens, cached_tokens: Tokens) -> float:
     """Passes a run makes over the data it has cached (epochs).
 
