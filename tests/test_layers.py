@@ -18,6 +18,7 @@ ROOT = Path(__file__).resolve().parents[1] / "xlsxplan"
 # (rank FACE) never imports another face. The longest matching prefix decides.
 LAYERS = [
     ("xlsxplan.errors", 0, "basics"),
+    ("xlsxplan.elementwise", 1, "basics"),
     ("xlsxplan.domains", 1, "basics"),
     ("xlsxplan.fileio", 1, "basics"),
     ("xlsxplan.text", 1, "basics"),

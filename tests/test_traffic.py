@@ -608,3 +608,15 @@ def test_the_walkthrough_prose_quotes_the_figures_its_commands_print():
     assert f"{PREFILL_S:.3f} s of compute" in prose and f"{PREFILL_S * 2_300 / 2_000:.3f} s in all" in prose
     assert f"take {300 / n(1, 'B40'):.3f} s at {n(1, 'B40'):,.0f} tokens/s" in prose
     assert f"The day's ${8 * PRICE * 24:.0f}" in prose
+
+
+def test_costs_per_token_refuse_a_token_count_that_rounds_to_zero():
+    # 1e-308 requests a day of 1e-308 tokens each: both legal, their product below the smallest double (it was a
+    # ZeroDivisionError out of the Python face)
+    from xlsxplan import cost_per_m_input, cost_per_m_output
+    from xlsxplan.errors import OutOfRangeError
+
+    with pytest.raises(OutOfRangeError, match=r"^requests_per_day x prompt_tokens is too small for a double"):
+        cost_per_m_input(1, 2.5, 1e-308, 1e-308, 0.5)
+    with pytest.raises(OutOfRangeError, match=r"^requests_per_day x output_tokens is too small for a double"):
+        cost_per_m_output(1, 2.5, 1e-308, 1e-308, 0.5)

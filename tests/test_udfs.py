@@ -376,7 +376,7 @@ def test_office_js_error_cells_reaching_a_function_unconverted_are_errors_passed
 
 
 def test_an_unexpected_failure_is_still_one_line(monkeypatch):
-    def broken(fn, args):
+    def broken(fn, args, read_cell=None, floats=False):
         raise KeyError("a bug\nover two lines")
 
     monkeypatch.setattr(udfs, "evaluate_broadcast", broken)

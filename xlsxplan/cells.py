@@ -11,13 +11,19 @@ text, booleans, error values, whole ranges. This module decides, once, what each
   mistake.
 * **Error value** (``#N/A`` from a lookup, say): the result is that same error, as in Excel; the first error in
   argument order wins.
-* **Ranges and arrays**: broadcast against each other like numpy (a column against a row makes a grid), one call
-  per element, each element ending as a value or an error of its own. A 1-D list counts as a column.
+* **Ranges and arrays**: broadcast against each other like numpy (a column against a row makes a grid), each
+  element ending as a value or an error of its own, exactly what a call with that element's values gives. A 1-D
+  list counts as a column. With numpy installed, a function whose arithmetic is array-safe
+  (:func:`~xlsxplan.domains.checked` with ``arrays=True``) runs it once over whole columns: the arguments are read
+  and checked as arrays, and only the elements that fail a check, or that a check inside the function refuses,
+  are taken one by one, for their messages. Other functions, and every function where numpy is missing (xlwings
+  Lite may lack it), go element by element, reading and checking each distinct input cell once.
 * **Range arguments** (domain kind ``range``, e.g. a column of measured prompt lengths): passed whole, never
   broadcast over, while the other arguments still broadcast. Inside such a range empty cells are skipped (as
   Excel's AVERAGE does), numbers typed as text are read, and the first error value is passed on.
 
-Results come back as plain Python values, :class:`CellError` for errors, or a 2-D numpy object array.
+Results come back as plain Python values, :class:`CellError` for errors, or a 2-D grid: a numpy object array where
+numpy is installed, else a list of rows (lists). numpy is imported on the first array call, never at import.
 """
 
 from __future__ import annotations
@@ -26,12 +32,13 @@ import contextlib
 import math
 import numbers
 import re
-from collections.abc import Iterator, Sequence
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from itertools import chain
 from typing import Any
 
-import numpy as np
-
 from .domains import flatten_range, show_value
+from .elementwise import is_array
 from .errors import EXCEL_ERRORS, ArgumentError, CellError, XlsxplanError
 from .registry import Argument, Function
 
@@ -143,8 +150,8 @@ def _coerce_range(arg: Argument, raw: object) -> tuple[object, ...]:
     out: list[object] = []
     cells = _cells(raw)
     for i, item in enumerate(cells, 1):
-        if isinstance(item, np.generic):
-            item = item.item()
+        if _is_numpy_scalar(item):
+            item = item.item()  # type: ignore[attr-defined]
         if isinstance(item, str) and item.strip():
             try:
                 item = _number_from_text(arg, item)
@@ -166,8 +173,8 @@ def coerce(arg: Argument, raw: object) -> Any:
         raise ArgumentError(f"{arg.name} is required but the cell is empty", arg.name)
     if _is_range(arg):
         return _coerce_range(arg, raw)
-    if isinstance(raw, np.generic):
-        raw = raw.item()
+    if _is_numpy_scalar(raw):
+        raw = raw.item()  # type: ignore[attr-defined]
     if arg.domain is not None and arg.domain.kind == "text":
         return raw  # the domain check explains a number where a name belongs
     if isinstance(raw, str):
@@ -179,8 +186,14 @@ def coerce(arg: Argument, raw: object) -> Any:
     raise ArgumentError(f"{arg.name} must be a number, got {show_value(raw)}", arg.name)
 
 
+def _is_numpy_scalar(value: object) -> bool:
+    """True for a numpy scalar (asked without importing numpy: if nothing has imported it, nothing is one)."""
+    np = sys.modules.get("numpy")
+    return np is not None and isinstance(value, np.generic)
+
+
 def _plain(result: Any) -> Any:
-    if isinstance(result, np.generic):
+    if _is_numpy_scalar(result):
         result = result.item()
     if isinstance(result, float) and not math.isfinite(result):
         return CellError("#NUM!", "the result is not a finite number")
@@ -220,57 +233,201 @@ def _single(raw: object) -> object:
     common case of one formula per scenario, spared building arrays."""
     if type(raw) in (list, tuple) and len(raw) == 1:  # type: ignore[arg-type]
         row = raw[0]  # type: ignore[index]
-        if type(row) in (list, tuple) and len(row) == 1 and not isinstance(row[0], (list, tuple, np.ndarray)):
+        if type(row) in (list, tuple) and len(row) == 1 and not _is_sequence(row[0]):
             return row[0]
     return raw
 
 
-def _as_array(raw: object) -> np.ndarray | None:
-    if isinstance(raw, (list, tuple, np.ndarray)):
-        arr = np.array(raw, dtype=object)
-        if arr.ndim == 0:
-            return arr.reshape(1, 1)
-        if arr.ndim == 1:
-            arr = arr.reshape(-1, 1)
-        if arr.ndim != 2:
-            raise ArgumentError(f"a range must be one- or two-dimensional, got {arr.ndim} dimensions")
-        return arr
-    return None
+# --- Grids: a range argument's cells, read without numpy ---------------------------------------------------------
 
 
-def evaluate_broadcast(fn: Function, raw_args: Sequence[object]) -> Any:
-    """Like :func:`evaluate`, with ranges broadcast: a scalar, a :class:`CellError` or a 2-D object array.
+def _is_sequence(value: object) -> bool:
+    return isinstance(value, (list, tuple)) or is_array(value)
+
+
+def _sequence_kind(kind: type) -> bool:
+    """True for a type whose values :func:`_grid` reads as a further dimension (a list, a tuple, a numpy array)."""
+    np = sys.modules.get("numpy")
+    return issubclass(kind, (list, tuple)) or (np is not None and issubclass(kind, np.ndarray))
+
+
+class _Grid:
+    """One argument's cells: ``rows`` x ``cols`` of them, in reading order, and the set of their types."""
+
+    __slots__ = ("rows", "cols", "cells", "kinds")
+
+    def __init__(self, rows: int, cols: int, cells: list[Any], kinds: set[type] | None = None) -> None:
+        self.rows, self.cols, self.cells = rows, cols, cells
+        self.kinds = set(map(type, cells)) if kinds is None else kinds
+
+    @property
+    def size(self) -> int:
+        return self.rows * self.cols
+
+    def index(self, r: int, c: int) -> int:
+        """The cell that element ``(r, c)`` of a broadcast reads: a single row or column repeats."""
+        return (r if self.rows != 1 else 0) * self.cols + (c if self.cols != 1 else 0)
+
+
+def _grid(raw: object) -> _Grid | None:
+    """``raw`` as a 2-D grid of cells if it is a range (a list, tuple or numpy array), else None (one value).
+
+    Nested lists are read as numpy reads them with ``dtype=object``: as many dimensions as the nesting is regular
+    (a ragged list of rows is a column of lists, each refused as a cell); more than two is an error.
+    """
+    if is_array(raw):
+        shape = raw.shape  # type: ignore[attr-defined]
+        if len(shape) > 2:
+            raise ArgumentError(f"a range must be one- or two-dimensional, got {len(shape)} dimensions")
+        rows, cols = (1, 1) if not shape else (shape[0], 1) if len(shape) == 1 else shape
+        return _Grid(rows, cols, raw.ravel().tolist())  # type: ignore[attr-defined]
+    if not isinstance(raw, (list, tuple)):
+        return None
+    if raw and set(map(type, raw)) <= {list, tuple}:  # the common case first: a column, one cell per row
+        try:
+            column = [cell for (cell,) in raw]
+        except ValueError:  # a row of another length: the general reading below
+            pass
+        else:
+            column_kinds = set(map(type, column))
+            if not any(map(_sequence_kind, column_kinds)):
+                return _Grid(len(column), 1, column, column_kinds)
+    dims = [len(raw)]
+    level: list[Any] = list(raw)
+    kinds: set[type] | None = None
+    while level:
+        level_kinds = set(map(type, level))
+        if not level_kinds <= {list, tuple} and not all(_is_sequence(item) for item in level):
+            kinds = level_kinds  # the cells' types, known already
+            break
+        lengths = set(map(len, level))
+        if len(lengths) != 1:
+            break
+        dims.append(lengths.pop())
+        level = list(chain.from_iterable(level))
+        if len(dims) > 2:
+            break
+    if len(dims) > 2:  # how many numpy would count, for the message
+        while level and all(_is_sequence(item) for item in level) and len(set(map(len, level))) == 1:
+            dims.append(len(level[0]))
+            level = list(chain.from_iterable(level))
+        raise ArgumentError(f"a range must be one- or two-dimensional, got {len(dims)} dimensions")
+    rows, cols = (dims[0], 1) if len(dims) == 1 else (dims[0], dims[1])
+    return _Grid(rows, cols, level, kinds)
+
+
+def _broadcast_shape(shapes: list[tuple[int, int]]) -> tuple[int, int] | None:
+    """The shape grids of ``shapes`` broadcast to, as numpy's rules give it (a 1 repeats), or None if they clash."""
+    out = []
+    for sizes in zip(*shapes):
+        other = {n for n in sizes if n != 1}
+        if len(other) > 1:
+            return None
+        out.append(other.pop() if other else 1)
+    return out[0], out[1]
+
+
+def _spread(grid: _Grid, items: list[Any], shape: tuple[int, int]) -> list[Any]:
+    """``items`` (one per cell of ``grid``) repeated to the broadcast ``shape``, in reading order."""
+    rows, cols = shape
+    if (grid.rows, grid.cols) == shape:
+        return items
+    lines = [items[r * grid.cols : (r + 1) * grid.cols] for r in range(grid.rows)]
+    if grid.cols == 1 and cols > 1:
+        lines = [line * cols for line in lines]
+    if grid.rows == 1 and rows > 1:
+        lines = lines * rows
+    return list(chain.from_iterable(lines))
+
+
+_numpy_module: Any = None
+_numpy_tried = False
+
+
+def _numpy() -> Any:
+    """numpy, imported on first use, or None where it is not installed (a bundle in Pyodide without it)."""
+    global _numpy_module, _numpy_tried
+    if not _numpy_tried:
+        try:
+            import numpy
+        except ImportError:
+            numpy = None  # type: ignore[assignment]
+        _numpy_module, _numpy_tried = numpy, True
+    return _numpy_module
+
+
+def _as_result(items: list[Any], shape: tuple[int, int]) -> Any:
+    """A broadcast's results, in reading order, as the 2-D grid :func:`evaluate_broadcast` returns."""
+    np = _numpy()
+    rows, cols = shape
+    if np is None:
+        return [items[r * cols : (r + 1) * cols] for r in range(rows)]
+    out = np.empty(len(items), dtype=object)
+    for k, item in enumerate(items):  # one by one: numpy would unpack a list or tuple among them
+        out[k] = item
+    return out.reshape(shape)
+
+
+def evaluate_broadcast(
+    fn: Function, raw_args: Sequence[object], read_cell: Callable[[Any], Any] | None = None, floats: bool = False
+) -> Any:
+    """Like :func:`evaluate`, with ranges broadcast: a scalar, a :class:`CellError` or a 2-D grid of results (a
+    numpy object array, or a list of rows where numpy is not installed).
 
     A function that returns a list (MODELS, GPUS) gives it as one column. A range argument is passed whole.
+    ``read_cell``, when given, is applied first to each cell of an argument given as a list or tuple (a range
+    argument's excepted) that is not a float: an adapter's own encoding of cells, such as the error values xlwings
+    hands over, read in the pass that reads the range anyway. With ``floats``, a grid whose every element is a
+    number may come back as a float64 array instead (Excel holds every number as a double; whole numbers convert
+    exactly), sparing an adapter that wants doubles the object array.
     """
     whole = [i < len(fn.args) and _is_range(fn.args[i]) for i in range(len(raw_args))]
+    listed = [read_cell is not None and not keep and isinstance(raw, (list, tuple))
+              for raw, keep in zip(raw_args, whole)]  # fmt: skip
     raw_args = [raw if keep else _single(raw) for raw, keep in zip(raw_args, whole)]
     try:
-        arrays = [None if keep else _as_array(raw) for raw, keep in zip(raw_args, whole)]
+        grids = [None if keep else _grid(raw) for raw, keep in zip(raw_args, whole)]
     except (ArgumentError, ValueError) as err:
         return CellError("#VALUE!", f"{fn.name}: {err}")
-    if all(a is None or a.size == 1 for a in arrays):
-        scalars = [raw if a is None else a.item(0) for raw, a in zip(raw_args, arrays)]
+    for i, grid in enumerate(grids):
+        if not listed[i]:
+            continue
+        if grid is None:  # a one-cell range, unwrapped
+            raw_args[i] = raw_args[i] if type(raw_args[i]) is float else read_cell(raw_args[i])  # type: ignore[misc]
+        elif not grid.kinds <= {float}:
+            grid.cells = [c if type(c) is float else read_cell(c) for c in grid.cells]  # type: ignore[misc]
+            grid.kinds = set(map(type, grid.cells))
+    if all(g is None or g.size == 1 for g in grids):
+        scalars = [raw if g is None else g.cells[0] for raw, g in zip(raw_args, grids)]
         result = evaluate(fn, scalars)
         if isinstance(result, list):
-            return np.array(result, dtype=object).reshape(-1, 1)
+            return _as_result(result, (len(result), 1))
         return result
-    shapes = [a.shape for a in arrays if a is not None]
-    try:
-        shape = np.broadcast_shapes(*shapes)
-    except ValueError:
+    shapes = [(g.rows, g.cols) for g in grids if g is not None]
+    shape = _broadcast_shape(shapes)
+    if shape is None:
         shown = " and ".join(f"{r}x{c}" for r, c in shapes)
         return CellError("#VALUE!", f"{fn.name}: ranges of {shown} cells cannot be matched up element by element")
     if 0 in shape:
         return CellError("#VALUE!", f"{fn.name}: a range with no cells")
-    fast = _broadcast_checked(fn, raw_args, arrays, shape)
-    if fast is not None:
-        return fast
-    views = [None if a is None else np.broadcast_to(a, shape) for a in arrays]
-    out = np.empty(shape, dtype=object)
-    for index in np.ndindex(shape):
-        out[index] = evaluate(fn, [raw if v is None else v[index] for raw, v in zip(raw_args, views)])
-    return out
+    np = _numpy()
+    if np is not None:
+        fast = _vectorised(fn, raw_args, grids, shape, np, floats)
+        if fast is not None:
+            return fast
+    results = _broadcast_checked(fn, raw_args, grids, shape)
+    if results is None:
+        results = [evaluate(fn, row) for row in zip(*_columns(raw_args, grids, shape))]
+    return _as_result(results, shape)
+
+
+def _columns(raw_args: Sequence[object], grids: list[_Grid | None], shape: tuple[int, int]) -> list[list[Any]]:
+    """Each argument's value for every element of the broadcast, in reading order."""
+    size = shape[0] * shape[1]
+    return [[raw] * size if g is None else _spread(g, g.cells, shape) for raw, g in zip(raw_args, grids)]
+
+
+# --- Element by element, each distinct input cell read and checked once -------------------------------------------
 
 
 class _Failure:
@@ -304,56 +461,81 @@ def _prepare(fn: Function, arg: Argument, raw: object) -> Any:
     return checked
 
 
+def _prepare_given(fn: Function, arg: Argument, i: int, raw_args: Sequence[object]) -> Any:
+    """Argument ``i`` given as one value for every element (or not given at all), prepared once."""
+    if i < len(raw_args):
+        return _prepare(fn, arg, raw_args[i])
+    if arg.optional:  # not given at all: the default ...
+        return _prepare(fn, arg, None)
+    # ... or the error evaluate gives for a required argument
+    return _Failure(1, CellError("#VALUE!", f"{fn.name} needs {arg.name} (argument {i + 1}): {arg.doc}"))
+
+
+def _prepared_cells(fn: Function, arg: Argument, cells: list[Any]) -> list[Any]:
+    """:func:`_prepare` of each cell, each distinct value prepared once."""
+    cache: dict[tuple[Any, ...], Any] = {}
+    prepared = []
+    for raw in cells:
+        try:
+            key: tuple[Any, ...] = (type(raw), raw)
+            if type(raw) is float and raw == 0:
+                key = (float, raw, math.copysign(1.0, raw))  # -0.0 equals 0.0, but is another cell
+            value = cache[key]
+        except KeyError:
+            value = cache[key] = _prepare(fn, arg, raw)
+        except TypeError:  # unhashable: prepare it every time
+            value = _prepare(fn, arg, raw)
+        prepared.append(value)
+    return prepared
+
+
+def _checked_call(fn: Function, call: Any, row: Sequence[Any]) -> tuple[Any, bool]:
+    """``call_checked`` on one element's checked values: (its cell value, whether it succeeded)."""
+    try:
+        return _plain(call(*row)), True
+    except XlsxplanError as err:
+        return CellError(err.excel_error, err.message), False
+    except (ArithmeticError, ValueError, TypeError) as err:
+        return _unexpected(fn, err), False
+
+
 def _broadcast_checked(
-    fn: Function, raw_args: Sequence[object], arrays: list[np.ndarray | None], shape: tuple[int, ...]
-) -> np.ndarray | None:
-    """The broadcast of :func:`evaluate` over ``shape``, reading and checking each distinct input cell once.
+    fn: Function, raw_args: Sequence[object], grids: list[_Grid | None], shape: tuple[int, int]
+) -> list[Any] | None:
+    """The broadcast of :func:`evaluate` over ``shape``, in reading order, reading and checking each distinct input
+    cell once.
 
     Gives exactly what calling :func:`evaluate` element by element gives (tests hold it to that), several times
     faster on a column of scenarios: an argument given as one cell is read and checked once, not once per row.
-    None when ``fn`` is not a :func:`~xlsxplan.domains.checked` function, which then takes the plain path.
+    None when ``fn`` is not a :func:`~xlsxplan.domains.checked` function, which then takes the plain path. Pure
+    Python: this is also the whole broadcast where numpy is not installed.
     """
     call = getattr(fn.func, "call_checked", None)
     if call is None or len(raw_args) > len(fn.args) or any(a.domain is None for a in fn.args):
         return None
-    size = int(np.prod(shape))
+    size = shape[0] * shape[1]
     columns: list[list[Any]] = []
     failing: list[int] = []  # the arguments with a failure in some element: only these are looked at per element
-    noted: list[tuple[int, list[str | None]]] = []  # given arguments with an implausible value in some element
+    noted: list[list[str | None]] = []  # per given argument with an implausible value in some element
     for i, arg in enumerate(fn.args):
-        if i < len(raw_args) and arrays[i] is not None:
-            cache: dict[tuple[type, object], Any] = {}
-            prepared = []
-            has_failure = False
-            for raw in arrays[i].ravel().tolist():
-                try:
-                    key = (type(raw), raw)
-                    value = cache[key]
-                except KeyError:
-                    value = cache[key] = _prepare(fn, arg, raw)
-                except TypeError:  # unhashable: prepare it every time
-                    value = _prepare(fn, arg, raw)
-                has_failure = has_failure or value.__class__ is _Failure
-                prepared.append(value)
-            grid = _object_array(prepared).reshape(arrays[i].shape)
-            columns.append(np.broadcast_to(grid, shape).ravel().tolist())
+        grid = grids[i] if i < len(raw_args) else None
+        if grid is not None:
+            prepared = _prepared_cells(fn, arg, grid.cells)
+            has_failure = any(v.__class__ is _Failure for v in prepared)
+            columns.append(_spread(grid, prepared, shape))
             if _warning_sinks and arg.domain.typical is not None:  # type: ignore[union-attr]
                 seen: dict[object, str | None] = {}
-                notes = [seen[v] if v in seen else seen.setdefault(v, _suspicion(arg, v)) for v in grid.ravel()]
+                notes = [None if v.__class__ is _Failure else seen[v] if v in seen
+                         else seen.setdefault(v, _suspicion(arg, v)) for v in prepared]  # fmt: skip
                 if any(notes):
-                    noted.append((i, np.broadcast_to(_object_array(notes).reshape(grid.shape), shape).ravel().tolist()))
+                    noted.append(_spread(grid, notes, shape))
         else:  # one value for every element
-            if i < len(raw_args):
-                value = _prepare(fn, arg, raw_args[i])
-            elif arg.optional:  # not given at all: the default ...
-                value = _prepare(fn, arg, None)
-            else:  # ... or the error evaluate gives for a required argument
-                value = _Failure(1, CellError("#VALUE!", f"{fn.name} needs {arg.name} (argument {i + 1}): {arg.doc}"))
+            value = _prepare_given(fn, arg, i, raw_args)
             has_failure = value.__class__ is _Failure
             columns.append([value] * size)
             note = _suspicion(arg, value) if i < len(raw_args) and not has_failure and _warning_sinks else None
             if note:
-                noted.append((i, [note] * size))
+                noted.append([note] * size)
         if has_failure:
             failing.append(i)
     results = []
@@ -363,24 +545,203 @@ def _broadcast_checked(
             if failures:
                 results.append(min(failures, key=_stage).error)  # min keeps the first of equals: argument order
                 continue
-        try:
-            results.append(_plain(call(*row)))
-            for _, notes in noted:  # as evaluate does: the values of a call that succeeded
+        value, ok = _checked_call(fn, call, row)
+        results.append(value)
+        if ok:
+            for notes in noted:  # as evaluate does: the values of a call that succeeded
                 _warn(notes[k])
-        except XlsxplanError as err:
-            results.append(CellError(err.excel_error, err.message))
-        except (ArithmeticError, ValueError, TypeError) as err:
-            results.append(_unexpected(fn, err))
-    return _object_array(results).reshape(shape)
-
-
-def _object_array(items: list[Any]) -> np.ndarray:
-    """A 1-D object array holding ``items`` as they are (numpy would unpack a list or tuple among them)."""
-    out = np.empty(len(items), dtype=object)
-    for k, item in enumerate(items):
-        out[k] = item
-    return out
+    return results
 
 
 def _stage(failure: _Failure) -> int:
     return failure.stage
+
+
+# --- Vectorised: the arithmetic once over numpy columns -----------------------------------------------------------
+
+_NUMBER_KINDS = ("number", "whole", "bytes")
+
+
+class _Checked:
+    """A grid argument's checked values, as a numpy array in reading order."""
+
+    __slots__ = ("grid", "values")
+
+    def __init__(self, grid: _Grid, values: Any) -> None:
+        self.grid, self.values = grid, values
+
+    def at(self, r: int, c: int) -> Any:
+        """The checked value element ``(r, c)`` of the broadcast reads, as a Python number."""
+        return self.values[self.grid.index(r, c)].item()
+
+
+def _stand_in(arg: Argument) -> Any:
+    """A value ``arg``'s domain accepts, put where an element failed so the array arithmetic stays harmless there
+    (the element's result is its failure, whatever the arithmetic gives)."""
+    domain = arg.domain
+    for candidate in (1, arg.default if arg.optional else None, domain.low, domain.high):  # type: ignore[union-attr]
+        if isinstance(candidate, (int, float)) and not isinstance(candidate, bool):
+            try:
+                return domain.check(arg.name, candidate)  # type: ignore[union-attr]
+            except XlsxplanError:
+                continue
+    return None
+
+
+def _read_column(fn: Function, arg: Argument, grid: _Grid, np: Any) -> tuple[Any, dict[int, _Failure]] | None:
+    """A grid of cells for a number argument, read and checked as arrays: (the checked values in reading order, the
+    failures by cell). Cells that are plain numbers are checked all at once (:meth:`Domain.check_array`), the rest
+    (text, empty cells, error values, precision names) one by one, each distinct value once, as the element path
+    does, and every refused cell asks the element path for its failure, so the messages are its messages. None
+    when the grid cannot be read as numbers here (the caller then goes element by element)."""
+    cells = grid.cells
+    failures: dict[int, _Failure] = {}
+    try:
+        if grid.kinds <= {float}:
+            x = np.fromiter(cells, np.float64, len(cells))
+        elif grid.kinds <= {float, int}:
+            x = np.array(cells, dtype=np.float64)  # an int beyond a double's range: OverflowError
+        else:
+            x = np.empty(len(cells), dtype=np.float64)
+            odd = [k for k, raw in enumerate(cells) if type(raw) is not float and type(raw) is not int]
+            plain = np.ones(len(cells), dtype=bool)
+            plain[odd] = False
+            x[plain] = [raw for raw, ok in zip(cells, plain.tolist()) if ok]
+            stand_in = _stand_in(arg)
+            for k, value in zip(odd, _prepared_cells(fn, arg, [cells[k] for k in odd])):
+                if value.__class__ is _Failure:
+                    failures[k] = value
+                    value = stand_in
+                if not isinstance(value, (int, float)) or isinstance(value, bool):
+                    return None
+                x[k] = value
+    except (OverflowError, TypeError, ValueError):  # an int beyond a float's range, say
+        return None
+    checked = arg.domain.check_array(x)  # type: ignore[union-attr]
+    if checked is None:
+        return None
+    values, refused = checked
+    bad = np.flatnonzero(refused).tolist() if refused.any() else []
+    if bad:
+        stand_in = _stand_in(arg)
+        if stand_in is None:
+            return None
+        for k in bad:
+            if k in failures:
+                continue
+            failure = _prepare(fn, arg, cells[k])
+            if failure.__class__ is not _Failure:  # the array check refused what the cell's own check accepts
+                return None
+            failures[k] = failure
+        values[refused] = stand_in
+    return values, failures
+
+
+def _vectorised(
+    fn: Function, raw_args: Sequence[object], grids: list[_Grid | None], shape: tuple[int, int], np: Any,
+    floats: bool = False,
+) -> Any:  # fmt: skip
+    """The broadcast of :func:`evaluate` over ``shape`` with ``fn``'s arithmetic run once over numpy arrays (its
+    ``call_array``), as a 2-D object array; None when ``fn`` has no array form or this call cannot use it (a range
+    of names, a value failing for every element, anything the arithmetic raises), and the element path decides.
+
+    Every element is what :func:`evaluate` gives for it: a failing input cell gives the failure the element path
+    gives (earliest step, then argument order), and the elements the arithmetic defers (a check inside the function
+    refused them, or the result is not finite) are called one by one through ``call_checked``.
+    """
+    call_array = getattr(fn.func, "call_array", None)
+    if call_array is None or len(raw_args) > len(fn.args) or any(a.domain is None for a in fn.args):
+        return None
+    rows, cols = shape
+    size = rows * cols
+    arrays: list[Any] = []  # what call_array receives, one per argument
+    elements: list[Any] = []  # per argument: its checked value for each element (lazily), or one value for all
+    failed: list[tuple[_Grid, dict[int, _Failure], Any]] = []  # arguments with failing cells, and where
+    for i, arg in enumerate(fn.args):
+        grid = grids[i] if i < len(raw_args) else None
+        if grid is not None:
+            if arg.domain.kind not in _NUMBER_KINDS:  # type: ignore[union-attr]
+                return None  # a range of names: looked up one by one
+            column = _read_column(fn, arg, grid, np)
+            if column is None:
+                return None
+            values, failures = column
+            arrays.append(values.reshape(grid.rows, grid.cols))
+            elements.append(_Checked(grid, values))
+            if failures:
+                mask = np.zeros(grid.size, dtype=bool)
+                mask[list(failures)] = True
+                failed.append((grid, failures, mask.reshape(grid.rows, grid.cols)))
+        else:
+            value = _prepare_given(fn, arg, i, raw_args)
+            if value.__class__ is _Failure:
+                return None  # every element fails: the element path is as fast
+            if arg.domain.kind in _NUMBER_KINDS:  # type: ignore[union-attr]
+                arrays.append(np.array([[value]]))
+            else:
+                arrays.append(value)
+            elements.append(value)
+    try:
+        result, deferred = call_array(*arrays)
+        if result.dtype.kind not in ("iu" if fn.whole else "f"):
+            return None
+        if deferred is not None and not deferred.any():
+            deferred = None
+        if floats and not failed and deferred is None:  # numbers only: as doubles, no object array at all
+            if _warning_sinks:
+                _warn_array(fn, elements, np.ones(size, dtype=bool), shape, np)
+            return np.broadcast_to(result, shape).astype(np.float64)
+        out = np.broadcast_to(result, shape).astype(object)  # Python floats (ints), made at C speed
+    except Exception:  # noqa: BLE001 - whatever the arithmetic raises over arrays, each element on its own decides
+        return None
+    flat = out.reshape(size)  # a view: writing an element writes out
+    ok = np.ones(size, dtype=bool)
+    if failed:
+        failing = np.zeros(shape, dtype=bool)
+        for _, _, mask in failed:
+            failing |= mask
+        for k in np.flatnonzero(failing).tolist():
+            r, c = divmod(k, cols)
+            found = [f[g.index(r, c)] for g, f, _ in failed if g.index(r, c) in f]
+            flat[k] = min(found, key=_stage).error  # min keeps the first of equals: argument order
+            ok[k] = False
+
+    def element(k: int) -> list[Any]:
+        r, c = divmod(k, cols)
+        return [e.at(r, c) if isinstance(e, _Checked) else e for e in elements]
+
+    if deferred is not None:
+        later = np.broadcast_to(deferred, shape).ravel() & ok
+        call = fn.func.call_checked  # type: ignore[attr-defined]
+        for k in np.flatnonzero(later).tolist():
+            flat[k], ok[k] = _checked_call(fn, call, element(k))
+    if _warning_sinks:
+        _warn_array(fn, elements, ok, shape, np)
+    return out
+
+
+def _warn_array(fn: Function, elements: list[Any], ok: Any, shape: tuple[int, int], np: Any) -> None:
+    """The warnings of the elements that succeeded, in the element path's order (element, then argument)."""
+    rows, cols = shape
+    notes = []  # per argument with a legal but implausible value somewhere: where, broadcast
+    for arg, e in zip(fn.args, elements):
+        domain = arg.domain
+        if domain is None or domain.typical is None:
+            continue
+        low, high = domain.typical
+        if isinstance(e, _Checked):
+            mask = ((e.values < low) | (e.values > high)).reshape(e.grid.rows, e.grid.cols)
+            if mask.any():
+                notes.append((arg, e, np.broadcast_to(mask, shape).ravel()))
+        elif _suspicion(arg, e):
+            notes.append((arg, e, np.ones(rows * cols, dtype=bool)))
+    if not notes:
+        return
+    anywhere = np.zeros(rows * cols, dtype=bool)
+    for _, _, mask in notes:
+        anywhere |= mask
+    for k in np.flatnonzero(anywhere & ok).tolist():
+        r, c = divmod(k, cols)
+        for arg, e, mask in notes:
+            if mask[k]:
+                _warn(_suspicion(arg, e.at(r, c) if isinstance(e, _Checked) else e))

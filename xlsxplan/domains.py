@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Annotated, Any, TypeVar
 
+from .elementwise import deferring
 from .errors import ArgumentError, OutOfRangeError, XlsxplanError
 
 __all__ = ["Domain", "checked", "domain_of", "format_number", "show_value"]
@@ -141,6 +142,33 @@ class Domain:
             return int(x)
         return x
 
+    def check_array(self, x: Any) -> tuple[Any, Any] | None:
+        """The checks of :meth:`check` on a numpy float64 array of numbers, all at once: ``(values, refused)``.
+
+        ``values`` are what :meth:`check` returns for each element (int64 for a whole number; 0 where refused),
+        ``refused`` a boolean mask of the elements :meth:`check` raises for (asked of that element alone, it gives
+        the message). None for a kind that is not a number (a name, a range) or a whole-number domain wider than
+        int64 holds exactly: the caller then checks each element with :meth:`check`.
+        """
+        if self.kind not in ("number", "whole", "bytes"):
+            return None
+        if type(self).check is not Domain.check and "check_array" not in vars(type(self)):
+            return None  # a subclass with checks of its own says how they run on arrays, or they run one by one
+        if self.kind == "whole" and any(b is None or abs(b) > 2**53 for b in (self.low, self.high)):
+            return None
+        import numpy as np
+
+        with np.errstate(invalid="ignore"):
+            bad = ~np.isfinite(x)
+            if self.low is not None:
+                bad |= (x <= self.low) if self.low_open else (x < self.low)
+            if self.high is not None:
+                bad |= x > self.high
+            if self.kind == "whole":
+                bad |= np.floor(x) != x
+                return np.where(bad, 0.0, x).astype(np.int64), bad
+        return np.where(bad, 0.0, x), bad
+
     def _check_text(self, name: str, value: object) -> str:
         if not isinstance(value, str):
             raise ArgumentError(f"{name} must be {self.describe()}, got {show_value(value)}", name)
@@ -210,7 +238,15 @@ def domain_of(annotation: object) -> Domain | None:
     return None
 
 
-def checked(func: F) -> F:
+@typing.overload
+def checked(func: F) -> F: ...
+
+
+@typing.overload
+def checked(*, arrays: bool = False) -> Callable[[F], F]: ...
+
+
+def checked(func: F | None = None, *, arrays: bool = False) -> F | Callable[[F], F]:
     """Validate every call of ``func`` against the domains in its annotations, and its result.
 
     The wrapper keeps the signature (``inspect.signature`` follows ``__wrapped__``) and exposes the domains as
@@ -220,7 +256,17 @@ def checked(func: F) -> F:
     ``wrapper.call_checked(*values)`` runs the function on values that have already passed their domains' checks
     (every argument given, in order) and checks the result as a call would. Array adapters use it to check each
     distinct input once rather than once per element of a broadcast (:func:`xlsxplan.cells.evaluate_broadcast`).
+
+    ``@checked(arrays=True)`` declares that the body is array-safe (operators and the helpers of
+    :mod:`xlsxplan.elementwise` only), and adds ``wrapper.call_array(*values)``: the body run once over numpy
+    arrays of checked values (see :func:`_call_array`).
     """
+    if func is None:
+        return lambda f: _checked(f, arrays)
+    return _checked(func, arrays)
+
+
+def _checked(func: F, arrays: bool) -> F:
     sig = inspect.signature(func)
     hints = typing.get_type_hints(func, include_extras=True)
     params = list(sig.parameters.values())
@@ -257,7 +303,29 @@ def checked(func: F) -> F:
 
     wrapper.domains = dict(zip(names, domains))  # type: ignore[attr-defined]
     wrapper.call_checked = call_checked  # type: ignore[attr-defined]
+    if arrays:
+        wrapper.call_array = functools.partial(_call_array, func)  # type: ignore[attr-defined]
     return wrapper  # type: ignore[return-value]
+
+
+def _call_array(func: Callable[..., Any], *checked_values: Any) -> tuple[Any, Any]:
+    """Run an array-safe ``func`` once over checked values: numbers as numpy arrays that broadcast together, names
+    and ranges as the one value every element shares. Returns ``(result, deferred)``: the result as a numpy array,
+    and a boolean mask (broadcastable to it) of the elements to take through ``call_checked`` one by one instead,
+    those a check in the body refused (:func:`xlsxplan.elementwise.refused`) and those whose result is not finite
+    (which ``call_checked`` turns into its error). None when there are none.
+
+    A division by zero or an invalid operation (``0 / 0``, ``inf - inf``) raises FloatingPointError, where Python's
+    own arithmetic would raise or give NaN: whatever escapes, the caller takes every element on its own.
+    """
+    import numpy as np
+
+    with deferring() as masks, np.errstate(divide="raise", invalid="raise", over="ignore", under="ignore"):
+        result = np.asarray(func(*checked_values))
+    deferred = ~np.isfinite(result) if result.dtype.kind == "f" else None
+    for mask in masks:
+        deferred = mask if deferred is None else deferred | mask
+    return result, deferred
 
 
 # The argument kinds used across the core. Bounds are physical or practical limits, wide enough for any real

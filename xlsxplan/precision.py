@@ -197,7 +197,7 @@ def format_source(precision: Name) -> str:
     return _lookup(precision).source
 
 
-@checked
+@checked(arrays=True)
 def block_bytes_per_param(bits: Bits, block_size: BlockSize, scale_bits: MetaBits, zero_bits: MetaBits = 0) -> float:
     """Bytes per parameter of a block-quantized format: the values plus their share of each block's scale and zero.
 
@@ -240,6 +240,11 @@ class ByteCount(Domain):
             except UnknownPresetError as err:
                 raise UnknownPresetError(f"{name}: {err.message}", name) from None
         return super().check(name, value)
+
+    def check_array(self, x: Any) -> tuple[Any, Any] | None:
+        """The number checks on an array (:meth:`Domain.check_array`): a precision name never reaches one, it is
+        read cell by cell before."""
+        return super().check_array(x)
 
 
 BytesPerValue = Annotated[float, ByteCount("bytes", 0, 64, low_open=True, typical=(0.1, 8))]

@@ -42,9 +42,10 @@ References
 
 from __future__ import annotations
 
-import math
+from typing import Any
 
 from ..domains import Batch, Count, CountOrZero, GPUs, ParamsB, ParamsBOrZero, Tokens, checked
+from ..elementwise import ceil, minimum, refused, where
 from ..errors import OutOfRangeError
 from ..precision import BytesPerValue
 from . import equations
@@ -70,7 +71,7 @@ _GIGA = 1e9
 # --- KV cache ---------------------------------------------------------------------------------------------------------
 
 
-@checked
+@checked(arrays=True)
 def kv_bytes_per_token_mla(
     layers: Count, kv_lora_rank: Count, qk_rope_head_dim: Count, bytes_per_value: BytesPerValue = 2
 ) -> float:
@@ -98,10 +99,10 @@ def kv_bytes_per_token_mla(
     (d_c + d_h^R) l elements). DeepSeek-V3 in BF16: 61 x 576 x 2 = 70,272 bytes, against 2 x 61 x 128 x 128 x 2 =
     3,997,696 for the same 128 heads cached in full: 57 times less.
     """
-    return float(layers * (kv_lora_rank + qk_rope_head_dim) * bytes_per_value)
+    return layers * (kv_lora_rank + qk_rope_head_dim) * bytes_per_value  # a float: the byte count is one
 
 
-@checked
+@checked(arrays=True)
 def kv_bytes_per_sequence(
     layers: Count,
     kv_heads: Count,
@@ -143,13 +144,13 @@ def kv_bytes_per_sequence(
     tokens with a 4,096 window on all 32 layers holds 8 times less than without it, as its paper says. A window and
     the layers it limits go together: one without the other is refused (#NUM!) rather than guessed.
     """
-    if window_layers > layers:
+    if refused(window_layers > layers):
         raise OutOfRangeError(
             f"window_layers must be at most layers ({layers:,}), got {window_layers:,}", "window_layers"
         )
-    if window_layers and not window:
+    if refused((window_layers != 0) & (window == 0)):
         raise OutOfRangeError("window must be given (above 0) when window_layers is above 0", "window")
-    if window and not window_layers:
+    if refused((window != 0) & (window_layers == 0)):
         raise OutOfRangeError(
             f"window_layers must be given (1 to layers, {layers:,}) when window is above 0: the layers limited to "
             "the window (all of them for Mistral-7B v0.1, half for Gemma 2)",
@@ -158,7 +159,7 @@ def kv_bytes_per_sequence(
     return 2.0 * kv_heads * head_dim * bytes_per_value * layer_tokens(layers, window, window_layers, context_tokens)
 
 
-@checked
+@checked(arrays=True)
 def kv_heads_per_gpu(kv_heads: Count, tp: GPUs) -> int:
     """Key-value heads each tensor-parallel GPU holds: a share of the heads, but never less than one whole head.
 
@@ -181,14 +182,15 @@ def kv_heads_per_gpu(kv_heads: Count, tp: GPUs) -> int:
     (ModelConfig.get_num_kv_heads) wherever one of the two divides the other, which vLLM requires. Llama-3.1-70B's
     8 KV heads on 16 GPUs: 1 per GPU, so the cache across the group is twice the model's.
     """
-    return math.ceil(kv_heads / tp)
+    return ceil(kv_heads / tp)
 
 
 def layer_tokens(layers: int, window: int | None, window_layers: int | None, context_tokens: float) -> float:
     """Layer-tokens a sequence of ``context_tokens`` keeps: window layers stop at the window [tokens x layers].
     Unchecked: the arithmetic behind KV_BYTES_PER_SEQ and the preset functions."""
-    window_layers = window_layers or 0
-    capped = min(context_tokens, window) if window else context_tokens
+    window_layers = 0 if window_layers is None else window_layers
+    window = 0 if window is None else window
+    capped = where(window != 0, minimum(context_tokens, window), context_tokens)
     return (layers - window_layers) * context_tokens + window_layers * capped
 
 
@@ -324,7 +326,7 @@ def mamba_state_bytes(
 # --- weights and bandwidth --------------------------------------------------------------------------------------------
 
 
-@checked
+@checked(arrays=True)
 def moe_params_read_b(
     params_b: ParamsB, active_params_b: ParamsB, experts: Count, experts_per_token: Count, batch: Batch = 1
 ) -> float:
@@ -359,17 +361,18 @@ def moe_params_read_b(
     return equations.moe_params_read(params_b, active_params_b, experts, experts_per_token, batch)
 
 
-def check_moe(params_b: float, active_params_b: float, experts: int, experts_per_token: int) -> None:
-    """MOE_PARAMS_READ_B's checks: the active parameters within the total, the routed experts within the experts."""
-    if active_params_b > params_b:
+def check_moe(params_b: float, active_params_b: float, experts: int, experts_per_token: int, among: Any = True) -> None:
+    """MOE_PARAMS_READ_B's checks: the active parameters within the total, the routed experts within the experts;
+    over arrays, for the elements where ``among`` holds."""
+    if refused(among & (active_params_b > params_b)):
         raise OutOfRangeError("active_params_b cannot exceed params_b", "active_params_b")
-    if experts_per_token > experts:
+    if refused(among & (experts_per_token > experts)):
         raise OutOfRangeError(
             f"experts_per_token must be at most experts ({experts:,}), got {experts_per_token:,}", "experts_per_token"
         )
 
 
-@checked
+@checked(arrays=True)
 def weights_gb_per_gpu(
     params_b: ParamsB,
     expert_params_b: ParamsBOrZero,
@@ -403,6 +406,6 @@ def weights_gb_per_gpu(
     arXiv:2006.16668, section 2.2; tensor parallelism: Megatron-LM, arXiv:1909.08053). DeepSeek-V3 in FP8 on 8 GPUs
     (tp 8, ep 8) holds 83.9 GB per GPU.
     """
-    if expert_params_b > params_b:
+    if refused(expert_params_b > params_b):
         raise OutOfRangeError("expert_params_b cannot exceed params_b", "expert_params_b")
     return ((params_b - expert_params_b) / tp + expert_params_b / ep) * bytes_per_param

@@ -10,7 +10,9 @@ would check the values again under names the user never typed ("capacity_tokens_
 from __future__ import annotations
 
 import math
+from typing import Any
 
+from ..elementwise import is_array, minimum, power, refused, where
 from ..errors import OutOfRangeError
 
 __all__ = ["GIGA", "TERA", "ULPS", "finite", "whole_floor", "whole_ceil", "free_bytes", "batch_that_fits",
@@ -26,20 +28,49 @@ multiplications and divisions, and no more. A tolerance relative to the number i
 forgive a whole unit above a billion: ``REPLICAS(2000000001, 2)`` must be 1,000,000,001."""
 
 
+_EXACT_WHOLE = 2.0**62
+"""Above this magnitude an array element of :func:`whole_floor` or :func:`whole_ceil` is left to the one-call path,
+whose Python int has no limit: int64 holds up to 2**63."""
+
+
 def finite(x: float) -> float:
     if not math.isfinite(x):
         raise OutOfRangeError("the result is too large to represent; check the inputs' units")
     return x
 
 
+def _whole_array(x: Any) -> tuple[Any, Any]:
+    """``x`` with the elements :func:`finite` refuses, or too large for int64, left to the one-call path (and set to
+    0 here), and the ulp of each, as :func:`math.ulp` gives it."""
+    import numpy as np
+
+    refused(~np.isfinite(x) | (np.abs(x) >= _EXACT_WHOLE))
+    x = np.where(np.isfinite(x) & (np.abs(x) < _EXACT_WHOLE), x, 0.0)
+    return x, np.spacing(np.abs(x))
+
+
 def whole_floor(x: float) -> int:
-    """``floor(x)``, forgiving the last few bits of float error (``95 - 1 ulp`` counts as 95)."""
+    """``floor(x)``, forgiving the last few bits of float error (``95 - 1 ulp`` counts as 95). Element by element
+    over a numpy array (int64), identically."""
+    if is_array(x):
+        import numpy as np
+
+        x, ulp = _whole_array(x)
+        above = np.ceil(x)
+        return np.where(above - x <= ULPS * ulp, above, above - 1).astype(np.int64)
     above = math.ceil(finite(x))
     return above if above - x <= ULPS * math.ulp(x) else above - 1
 
 
 def whole_ceil(x: float) -> int:
-    """``ceil(x)``, forgiving the last few bits of float error (``5 + 1 ulp`` counts as 5)."""
+    """``ceil(x)``, forgiving the last few bits of float error (``5 + 1 ulp`` counts as 5). Element by element over
+    a numpy array (int64), identically."""
+    if is_array(x):
+        import numpy as np
+
+        x, ulp = _whole_array(x)
+        below = np.floor(x)
+        return np.where(x - below <= ULPS * ulp, below, below + 1).astype(np.int64)
     below = math.floor(finite(x))
     return below if x - below <= ULPS * math.ulp(x) else below + 1
 
@@ -60,9 +91,11 @@ def batch_that_fits(
 ) -> int:
     """Whole sequences whose KV cache fits beside the weights; 0 when the weights do not fit (MAX_BATCH)."""
     free = free_bytes(params_b, bytes_per_param, n_gpus, memory_gb, usable_fraction)
-    if free <= 0:
-        return 0
-    return whole_floor(free / (kv_bytes_per_token * context_tokens))
+    if not is_array(free):
+        if free <= 0:
+            return 0
+        return whole_floor(free / (kv_bytes_per_token * context_tokens))
+    return where(free <= 0, 0, whole_floor(free / (kv_bytes_per_token * context_tokens)))
 
 
 def decode_step_s(
@@ -101,11 +134,12 @@ def moe_params_read(
     """Parameters a decode step of ``batch`` sequences reads from a mixture of experts, with uniform routing [B]
     (MOE_PARAMS_READ_B)."""
     share = experts_per_token / experts
-    if share == 1:
+    if not is_array(share) and share == 1:
         return params_b
-    routed = (params_b - active_params_b) / (1 - share)
-    touched = 1 - (1 - share) ** batch
-    return min(params_b, params_b - routed + routed * touched)
+    dense = share == 1  # over arrays: these elements read every parameter (a divisor of 1 keeps the rest harmless)
+    routed = (params_b - active_params_b) / where(dense, 1.0, 1 - share)
+    touched = 1 - power(1 - share, batch)
+    return where(dense, params_b, minimum(params_b, params_b - routed + routed * touched))
 
 
 def roofline_step_s(

@@ -54,6 +54,7 @@ from ..domains import (
     TokensOrZero,
     checked,
 )
+from ..elementwise import is_array, maximum, minimum, negated, power, refused, where
 from ..errors import OutOfRangeError
 from ..precision import BytesPerValue
 from . import equations
@@ -82,33 +83,36 @@ def _step(
     active_params_b: float = 0.0,
 ) -> float:
     """One decode step: ``params_b`` read, ``active_params_b`` (0: the same) computed per sequence. Unchecked."""
-    computed = active_params_b or params_b
+    computed = where(active_params_b != 0, active_params_b, params_b)
     memory = (params_b * _GIGA * bytes_per_param + batch * kv_bytes_per_token * context_tokens) / (
         n_gpus * bandwidth_tb_s * _TERA * bandwidth_eff
     )
     compute = 2.0 * computed * _GIGA * batch / (n_gpus * tflops * _TERA * compute_eff)
-    return max(memory, compute)
+    return maximum(memory, compute)
 
 
 def _moe(params_b: float, active_params_b: float, experts: int, experts_per_token: int) -> float:
     """The active parameters (``params_b`` for a dense model), refusing a mixture of experts without its routing."""
-    if active_params_b == 0 or active_params_b == params_b:
-        if experts and experts_per_token and experts_per_token < experts and active_params_b == 0:
-            raise OutOfRangeError(
-                "active_params_b must be given (above 0) with experts: the parameters one token uses", "active_params_b"
-            )
+    dense = (active_params_b == 0) | (active_params_b == params_b)
+    routed = (experts != 0) & (experts_per_token != 0)
+    if refused(dense & routed & (experts_per_token < experts) & (active_params_b == 0)):
+        raise OutOfRangeError(
+            "active_params_b must be given (above 0) with experts: the parameters one token uses", "active_params_b"
+        )
+    if not is_array(dense) and dense:
         return params_b
-    if active_params_b < params_b and (not experts or not experts_per_token):
+    mixture = negated(dense)
+    if refused(mixture & (active_params_b < params_b) & negated(routed)):
         raise OutOfRangeError(
             "experts and experts_per_token must be given (above 0) with active_params_b below params_b: a batch "
             "reads the experts its tokens are routed to (MOE_PARAMS_READ_B)",
             "experts" if not experts else "experts_per_token",
         )
-    check_moe(params_b, active_params_b, experts, experts_per_token)
-    return active_params_b
+    check_moe(params_b, active_params_b, experts, experts_per_token, among=mixture)
+    return where(dense, params_b, active_params_b)
 
 
-@checked
+@checked(arrays=True)
 def decode_step_seconds(
     params_b: ParamsB,
     bytes_per_param: BytesPerValue,
@@ -167,7 +171,7 @@ def decode_step_seconds(
     and by arithmetic above. Attention's arithmetic on the cache is left out (a few percent below 10k tokens of
     context). A mixture of experts computes ``2 N_active batch`` FLOPs while reading ``N_read`` parameters.
     """
-    if active_params_b > params_b:
+    if refused(active_params_b > params_b):
         raise OutOfRangeError("active_params_b cannot exceed params_b (the parameters read)", "active_params_b")
     return _step(
         params_b, bytes_per_param, batch, kv_bytes_per_token, context_tokens, n_gpus, bandwidth_tb_s, tflops,
@@ -175,7 +179,7 @@ def decode_step_seconds(
     )  # fmt: skip
 
 
-@checked
+@checked(arrays=True)
 def serve_tokens_per_s(
     params_b: ParamsB,
     bytes_per_param: BytesPerValue,
@@ -255,23 +259,31 @@ def serve_tokens_per_s(
     fits = equations.batch_that_fits(
         params_b, bytes_per_param, kv_bytes_per_token, context, n_gpus, memory_gb, usable_fraction
     )
-    batch = fits if concurrency == 0 else min(concurrency, fits)
-    if batch < 1:
-        return 0.0
-    read = (
-        params_b
-        if active == params_b
-        else equations.moe_params_read(params_b, active, experts, experts_per_token, batch)
-    )
+    batch = where(concurrency == 0, fits, minimum(concurrency, fits))
+    if not is_array(batch):
+        if batch < 1:
+            return 0.0
+        read = (
+            params_b
+            if active == params_b
+            else equations.moe_params_read(params_b, active, experts, experts_per_token, batch)
+        )
+    else:  # the same for each element; a stand-in batch of 1 where none fits, and 1 of 1 experts where dense
+        empty = batch < 1
+        batch = where(empty, 1, batch)
+        dense = (active == params_b) | (experts == 0) | (experts_per_token == 0)  # the last two: refused by _moe
+        read = where(dense, params_b, equations.moe_params_read(
+            params_b, active, where(dense, 1, experts), where(dense, 1, experts_per_token), batch))  # fmt: skip
     step = _step(
         read, bytes_per_param, batch, kv_bytes_per_token, context, n_gpus, bandwidth_tb_s, tflops,
         bandwidth_eff, compute_eff, active,
     )  # fmt: skip
     prefill = equations.prefill_s(active, prompt_tokens, n_gpus, tflops, compute_eff)
-    return output_tokens / (output_tokens * step / batch + prefill)
+    tokens_per_s = output_tokens / (output_tokens * step / batch + prefill)
+    return where(empty, 0.0, tokens_per_s) if is_array(batch) else tokens_per_s
 
 
-@checked
+@checked(arrays=True)
 def ttft_seconds(
     params_b: ParamsB,
     bytes_per_param: BytesPerValue,
@@ -328,11 +340,10 @@ def ttft_seconds(
     Patarasuk and Yuan 2009). Llama-2-7B, 2,048 tokens, one A100 at 312 TFLOP/s: 92 ms at full utilisation, 133 ms
     measured by TensorRT-LLM (performance.md).
     """
-    flops = 2.0 * params_b * _GIGA * prompt_tokens + 2.0 * layers * hidden * prompt_tokens**2
+    flops = 2.0 * params_b * _GIGA * prompt_tokens + 2.0 * layers * hidden * power(prompt_tokens, 2)
     compute = flops / (n_gpus * tflops * _TERA * compute_eff)
     memory = params_b * _GIGA * bytes_per_param / (n_gpus * bandwidth_tb_s * _TERA * bandwidth_eff)
-    exchange = 0.0
-    if n_gpus > 1 and link_gb_s > 0:
-        sent = 2 * layers * 2.0 * (n_gpus - 1) / n_gpus * prompt_tokens * hidden * ACTIVATION_BYTES
-        exchange = sent / (link_gb_s * _GIGA)
-    return max(compute, memory) + exchange
+    exchanges = (n_gpus > 1) & (link_gb_s > 0)
+    sent = 2 * layers * 2.0 * (n_gpus - 1) / n_gpus * prompt_tokens * hidden * ACTIVATION_BYTES
+    exchange = where(exchanges, sent / (where(exchanges, link_gb_s, 1.0) * _GIGA), 0.0)
+    return maximum(compute, memory) + exchange

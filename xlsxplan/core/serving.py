@@ -36,6 +36,7 @@ from ..domains import (
     TokensPerSOrZero,
     checked,
 )
+from ..elementwise import minimum
 from ..precision import BytesPerValue
 from . import equations
 
@@ -62,7 +63,7 @@ SECONDS_PER_DAY = 86_400
 SECONDS_PER_HOUR = 3_600
 
 
-@checked
+@checked(arrays=True)
 def kv_bytes_per_token(layers: Count, kv_heads: Count, head_dim: Count, bytes_per_value: BytesPerValue = 2) -> float:
     """KV cache one token occupies: a key and a value vector per layer per KV head.
 
@@ -90,7 +91,7 @@ def kv_bytes_per_token(layers: Count, kv_heads: Count, head_dim: Count, bytes_pe
     return 2.0 * layers * kv_heads * head_dim * bytes_per_value
 
 
-@checked
+@checked(arrays=True)
 def weights_gb(params_b: ParamsB, bytes_per_param: BytesPerValue = 2) -> float:
     """Memory the model weights take.
 
@@ -114,7 +115,7 @@ def weights_gb(params_b: ParamsB, bytes_per_param: BytesPerValue = 2) -> float:
     return params_b * bytes_per_param
 
 
-@checked
+@checked(arrays=True)
 def kv_gb(kv_bytes_per_token: KvBytes, tokens: Tokens, sequences: Batch = 1) -> float:
     """KV cache held by one or more sequences of a given length.
 
@@ -140,7 +141,7 @@ def kv_gb(kv_bytes_per_token: KvBytes, tokens: Tokens, sequences: Batch = 1) -> 
     return kv_bytes_per_token * tokens * sequences / equations.GIGA
 
 
-@checked
+@checked(arrays=True)
 def usable_gb(n_gpus: GPUs, memory_gb: MemoryGB, usable_fraction: Fraction = 0.9) -> float:
     """GPU memory left for weights and KV cache after the serving framework's overhead.
 
@@ -166,7 +167,7 @@ def usable_gb(n_gpus: GPUs, memory_gb: MemoryGB, usable_fraction: Fraction = 0.9
     return n_gpus * memory_gb * usable_fraction
 
 
-@checked
+@checked(arrays=True)
 def free_gb(
     params_b: ParamsB,
     bytes_per_param: BytesPerValue,
@@ -203,7 +204,7 @@ def free_gb(
     return n_gpus * memory_gb * usable_fraction - params_b * bytes_per_param
 
 
-@checked
+@checked(arrays=True)
 def max_batch(
     params_b: ParamsB,
     bytes_per_param: BytesPerValue,
@@ -248,7 +249,7 @@ def max_batch(
     )
 
 
-@checked
+@checked(arrays=True)
 def decode_tokens_per_s(
     params_b: ParamsB,
     bytes_per_param: BytesPerValue,
@@ -298,7 +299,7 @@ def decode_tokens_per_s(
     )
 
 
-@checked
+@checked(arrays=True)
 def decode_tokens_per_s_total(
     params_b: ParamsB,
     bytes_per_param: BytesPerValue,
@@ -347,7 +348,7 @@ def decode_tokens_per_s_total(
     return batch / step
 
 
-@checked
+@checked(arrays=True)
 def compute_tokens_per_s(params_b: ParamsB, tflops: TFLOPs) -> float:
     """Arithmetic ceiling on generation speed: tokens per second if compute were the only limit.
 
@@ -371,7 +372,7 @@ def compute_tokens_per_s(params_b: ParamsB, tflops: TFLOPs) -> float:
     return equations.compute_tokens_per_s(params_b, tflops)
 
 
-@checked
+@checked(arrays=True)
 def tokens_per_s_ceiling(
     params_b: ParamsB, bytes_per_param: BytesPerValue, tflops: TFLOPs, bandwidth_tb_s: BandwidthTBs
 ) -> float:
@@ -398,13 +399,13 @@ def tokens_per_s_ceiling(
     ``min(C / 2N, B / (N b))`` ("Estimating the Compute and Memory Needed for Language Models", "Transferring the Model
     for Every Token"). At batch one the memory term is almost always the lower: about one FLOP per byte at FP16.
     """
-    return min(
+    return minimum(
         equations.compute_tokens_per_s(params_b, tflops),
         bandwidth_tb_s * equations.TERA / (params_b * equations.GIGA * bytes_per_param),
     )
 
 
-@checked
+@checked(arrays=True)
 def inference_flops(params_b: ParamsB, tokens: Tokens = 1) -> float:
     """Arithmetic to process or generate tokens in a forward pass.
 
@@ -428,7 +429,7 @@ def inference_flops(params_b: ParamsB, tokens: Tokens = 1) -> float:
     return 2.0 * params_b * equations.GIGA * tokens
 
 
-@checked
+@checked(arrays=True)
 def prefill_seconds(
     params_b: ParamsB, prompt_tokens: Tokens, n_gpus: GPUs, tflops: TFLOPs, utilisation: Fraction = 0.5
 ) -> float:
@@ -460,7 +461,7 @@ def prefill_seconds(
     return equations.prefill_s(params_b, prompt_tokens, n_gpus, tflops, utilisation)
 
 
-@checked
+@checked(arrays=True)
 def cost_per_m_tokens(
     n_gpus: GPUs, usd_per_gpu_hour: Price, tokens_per_s: TokensPerS, utilisation: Fraction = 1
 ) -> float:
@@ -491,7 +492,7 @@ def cost_per_m_tokens(
     return n_gpus * usd_per_gpu_hour / (tokens_per_s * SECONDS_PER_HOUR * utilisation) * 1e6
 
 
-@checked
+@checked(arrays=True)
 def peak_requests_per_s(requests_per_day: PerDay, peak_factor: PeakFactor = 3) -> float:
     """Requests per second in the peak hour.
 
@@ -515,7 +516,7 @@ def peak_requests_per_s(requests_per_day: PerDay, peak_factor: PeakFactor = 3) -
     return requests_per_day / SECONDS_PER_DAY * peak_factor
 
 
-@checked
+@checked(arrays=True)
 def peak_tokens_per_s(requests_per_day: PerDay, tokens_per_request: Tokens, peak_factor: PeakFactor = 3) -> float:
     """Tokens per second in the peak hour.
 
@@ -541,7 +542,7 @@ def peak_tokens_per_s(requests_per_day: PerDay, tokens_per_request: Tokens, peak
     return requests_per_day / SECONDS_PER_DAY * peak_factor * tokens_per_request
 
 
-@checked
+@checked(arrays=True)
 def replicas(demand_tokens_per_s: TokensPerSOrZero, capacity_tokens_per_s: TokensPerS, spare: Spare = 0) -> int:
     """Model replicas needed for a traffic level, plus spares.
 

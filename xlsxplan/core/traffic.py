@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import math
 from statistics import NormalDist
+from typing import Any
 
 from ..domains import (
     BandwidthTBs,
@@ -71,6 +72,7 @@ from ..domains import (
     checked,
     format_number,
 )
+from ..elementwise import apply, count_above, is_array, maximum, minimum, negated, power, refused, sqrt, where
 from ..errors import OutOfRangeError
 from ..precision import BytesPerValue, BytesPerValueOrZero
 from . import equations, serving
@@ -123,25 +125,25 @@ def lognormal_from_mean_p95(mean_tokens: float, p95_tokens: float) -> tuple[floa
     root needs ``p95 / mean <= exp(z^2 / 2)``, about 3.87: a longer p95 is a tail heavier than any log-normal.
     """
     ratio = p95_tokens / mean_tokens
-    if ratio < 1:
+    if refused(ratio < 1):
         raise OutOfRangeError(
             f"p95_tokens must be at least mean_tokens ({format_number(mean_tokens)}) for a log-normal fit, "
             f"got {format_number(p95_tokens)}",
             "p95_tokens",
         )
-    log_ratio = math.log(ratio)
-    if 2 * log_ratio > _Z95**2 * (1 + 1e-12):
+    log_ratio = apply(math.log, ratio)
+    if refused(2 * log_ratio > _Z95**2 * (1 + 1e-12)):
         raise OutOfRangeError(
             f"p95_tokens ({format_number(p95_tokens)}) is {ratio:.3g} times mean_tokens ({format_number(mean_tokens)})"
             f"; a log-normal's 95th percentile is at most {LOGNORMAL_MAX_P95_OVER_MEAN:.3g} times its mean, so this "
             "tail is heavier: use measured lengths instead (TAIL_SHARE_DATA, STDEV.P)",
             "p95_tokens",
         )
-    sigma = _Z95 - math.sqrt(max(_Z95**2 - 2 * log_ratio, 0.0))
-    return math.log(mean_tokens) - sigma**2 / 2, sigma
+    sigma = _Z95 - sqrt(maximum(_Z95**2 - 2 * log_ratio, 0.0))
+    return apply(math.log, mean_tokens) - power(sigma, 2) / 2, sigma
 
 
-@checked
+@checked(arrays=True)
 def tail_share(cap_tokens: Tokens, mean_tokens: Tokens, p95_tokens: Tokens) -> float:
     """Share of requests longer than a cap, with lengths log-normal through the given mean and 95th percentile.
 
@@ -169,12 +171,14 @@ def tail_share(cap_tokens: Tokens, mean_tokens: Tokens, p95_tokens: Tokens) -> f
     above 16,384 tokens.
     """
     mu, sigma = lognormal_from_mean_p95(mean_tokens, p95_tokens)
-    if sigma == 0:
+    if not is_array(sigma) and sigma == 0:
         return 1.0 if cap_tokens < mean_tokens else 0.0
-    return _NORMAL.cdf(-(math.log(cap_tokens) - mu) / sigma)
+    point = sigma == 0  # over arrays: these elements' lengths are all the mean (a divisor of 1 keeps the rest harmless)
+    share = apply(_NORMAL.cdf, -(apply(math.log, cap_tokens) - mu) / where(point, 1.0, sigma))
+    return where(point, where(cap_tokens < mean_tokens, 1.0, 0.0), share)
 
 
-@checked
+@checked(arrays=True)
 def length_sd(mean_tokens: Tokens, p95_tokens: Tokens) -> float:
     """Standard deviation of lengths that are log-normal through the given mean and 95th percentile.
 
@@ -198,10 +202,10 @@ def length_sd(mean_tokens: Tokens, p95_tokens: Tokens) -> float:
     2,352 tokens.
     """
     _, sigma = lognormal_from_mean_p95(mean_tokens, p95_tokens)
-    return mean_tokens * math.sqrt(math.expm1(sigma**2))
+    return mean_tokens * sqrt(apply(math.expm1, power(sigma, 2)))
 
 
-@checked
+@checked(arrays=True)
 def tail_share_data(lengths: TokenSample, cap_tokens: Tokens) -> float:
     """Share of measured requests longer than a cap: give the lengths as a column.
 
@@ -223,10 +227,10 @@ def tail_share_data(lengths: TokenSample, cap_tokens: Tokens) -> float:
     Estimation for LLM Systems", section 7). Use it when the tail is heavier than a log-normal, as production traces
     often are (ServeGen, arXiv:2505.09999). Equal to ``COUNTIF(range, ">"&cap) / COUNT(range)``.
     """
-    return sum(1 for x in lengths if x > cap_tokens) / len(lengths)
+    return count_above(lengths, cap_tokens) / len(lengths)
 
 
-@checked
+@checked(arrays=True)
 def paged_batch(
     free_gb: FreeGB,
     kv_bytes_per_token: KvBytes,
@@ -267,6 +271,8 @@ def paged_batch(
     ``sd_context_tokens = 0`` it equals MAX_BATCH at the mean.
     """
     capacity = free_gb * _GIGA / kv_bytes_per_token  # tokens of KV cache that fit
+    if is_array(capacity):
+        return _paged_batch_array(capacity, mean_context_tokens, sd_context_tokens, overflow)
     if capacity <= 0:
         return 0
     z = _NORMAL.inv_cdf(1 - overflow)
@@ -286,7 +292,45 @@ def paged_batch(
     return low
 
 
-@checked
+def _paged_batch_array(capacity: Any, mean_context_tokens: Any, sd_context_tokens: Any, overflow: Any) -> Any:
+    """:func:`paged_batch` over numpy arrays: the same bisection for every element at once, so each element takes
+    the steps (and reaches the answer) of its own call.
+
+    Each step's quantile is computed with numpy's exp and log1p, which may differ from the math module's in the last
+    bits; a comparison that close to its limit (within 1e-9 of it, a million times any such difference) is decided
+    again with the math module's own functions, so every decision is the one-call path's.
+    """
+    import numpy as np
+
+    fits = capacity > 0
+    z = apply(_NORMAL.inv_cdf, 1 - overflow)
+    cv2 = power(sd_context_tokens / mean_context_tokens, 2)
+    limit = capacity * (1 + 1e-12)
+    low = np.zeros(np.broadcast(capacity, mean_context_tokens, sd_context_tokens, overflow).shape, dtype=np.int64)
+    high = where(fits, whole_floor(where(fits, capacity, 0.0) / mean_context_tokens), 0)
+    while True:
+        searching = low < high
+        if not searching.any():
+            return low
+        mid = (low + high + 1) // 2
+        batch = where(searching, mid, 1)  # a stand-in of 1 where the search is over
+        t = np.sqrt(np.log1p(cv2 / batch))
+        growth = np.exp(z * t - t * t / 2)
+        refused(searching & ~(growth < 1e300))  # math.exp raises where this overflows: the one-call path says so
+        quantile = batch * mean_context_tokens * growth
+        ok = quantile <= limit
+        close = np.abs(quantile - limit) <= 1e-9 * np.abs(limit)
+        if close.any():
+            b, m, c, zz, lim = (
+                np.broadcast_to(x, close.shape)[close] for x in (batch, mean_context_tokens, cv2, z, limit)
+            )
+            t_math = sqrt(apply(math.log1p, c / b))
+            ok[close] = b * m * apply(math.exp, zz * t_math - t_math * t_math / 2) <= lim
+        low = where(searching & ok, mid, low)
+        high = where(searching & negated(ok), mid - 1, high)
+
+
+@checked(arrays=True)
 def max_context_tokens(free_gb: FreeGB, kv_bytes_per_token: KvBytes) -> int:
     """Longest single sequence whose KV cache fits beside the weights: the ceiling on a request cap.
 
@@ -308,15 +352,17 @@ def max_context_tokens(free_gb: FreeGB, kv_bytes_per_token: KvBytes) -> int:
     check the largest request you accept). Qwen2.5-72B in FP8 on two H100s leaves 71.3 GB: 217,590 tokens. A cap on
     prompt plus output above this cannot be served at all.
     """
-    if free_gb <= 0:
-        return 0
-    return whole_floor(free_gb * _GIGA / kv_bytes_per_token)
+    if not is_array(free_gb):
+        if free_gb <= 0:
+            return 0
+        return whole_floor(free_gb * _GIGA / kv_bytes_per_token)
+    return where(free_gb <= 0, 0, whole_floor(free_gb * _GIGA / kv_bytes_per_token))
 
 
 # --- Output length and reasoning tokens ------------------------------------------------------------------------
 
 
-@checked
+@checked(arrays=True)
 def context_tokens(prompt_tokens: Tokens, output_tokens: Tokens, reasoning_tokens: TokensOrZero = 0) -> float:
     """Tokens a sequence holds in its KV cache by its last step: prompt, hidden reasoning and visible answer.
 
@@ -344,7 +390,7 @@ def context_tokens(prompt_tokens: Tokens, output_tokens: Tokens, reasoning_token
     return prompt_tokens + reasoning_tokens + output_tokens
 
 
-@checked
+@checked(arrays=True)
 def time_to_answer_s(prefill_s: Seconds, reasoning_tokens: TokensOrZero, tokens_per_s_per_user: TokensPerS) -> float:
     """Time a user waits for the first visible token: prefill, then the hidden reasoning.
 
@@ -374,7 +420,7 @@ def time_to_answer_s(prefill_s: Seconds, reasoning_tokens: TokensOrZero, tokens_
 # --- Prefix caching --------------------------------------------------------------------------------------------
 
 
-@checked
+@checked(arrays=True)
 def prefill_tokens(prompt_tokens: Tokens, prefix_tokens: TokensOrZero = 0, hit_rate: FractionOrZero = 0) -> float:
     """Prompt tokens a request still has to prefill on average when a shared prefix is served from cache.
 
@@ -400,19 +446,19 @@ def prefill_tokens(prompt_tokens: Tokens, prefix_tokens: TokensOrZero = 0, hit_r
     is reused to its last full block. 2,000-token prompts sharing a 1,500-token prefix at an 80% hit rate prefill 800
     tokens.
     """
-    if prefix_tokens > prompt_tokens:
+    if refused(prefix_tokens > prompt_tokens):
         raise OutOfRangeError(
             f"prefix_tokens must be at most prompt_tokens ({format_number(prompt_tokens)}), "
             f"got {format_number(prefix_tokens)}",
             "prefix_tokens",
         )
-    return max(prompt_tokens - hit_rate * prefix_tokens, min(prompt_tokens, 1.0))
+    return maximum(prompt_tokens - hit_rate * prefix_tokens, minimum(prompt_tokens, 1.0))
 
 
 # --- Latency targets cap the batch -----------------------------------------------------------------------------
 
 
-@checked
+@checked(arrays=True)
 def batch_for_latency(
     params_b: ParamsB,
     bytes_per_param: BytesPerValue,
@@ -460,10 +506,18 @@ def batch_for_latency(
     bytes_per_step = n_gpus * bandwidth_tb_s * _TERA * efficiency / tokens_per_s_per_user
     per_sequence = kv_bytes_per_token * context_tokens
     room = (bytes_per_step - params_b * _GIGA * bytes_per_param) / per_sequence
+    args = (params_b, bytes_per_param, n_gpus, bandwidth_tb_s)
+    if is_array(room):  # the same, each element stepping down on its own until its speed meets the target
+        batch = where(room < 1 - 1e-9, 0, minimum(whole_floor(room), _MAX_BATCH))
+        while True:
+            step = equations.decode_step_s(*args, batch, kv_bytes_per_token, context_tokens, efficiency)
+            slow = (batch > 0) & (1.0 / step < tokens_per_s_per_user * (1 - 1e-12))
+            if not slow.any():
+                return batch
+            batch = where(slow, batch - 1, batch)
     if room < 1 - 1e-9:
         return 0
     batch = min(whole_floor(room), _MAX_BATCH)
-    args = (params_b, bytes_per_param, n_gpus, bandwidth_tb_s)
     while batch > 0 and (
         1.0 / equations.decode_step_s(*args, batch, kv_bytes_per_token, context_tokens, efficiency)
         < tokens_per_s_per_user * (1 - 1e-12)
@@ -472,7 +526,7 @@ def batch_for_latency(
     return batch
 
 
-@checked
+@checked(arrays=True)
 def batch_for_ttft(
     params_b: ParamsB,
     n_gpus: GPUs,
@@ -538,6 +592,11 @@ def batch_for_ttft(
     compute_tokens_per_s = equations.compute_tokens_per_s(params_b, tflops) * n_gpus * utilisation
     room = compute_tokens_per_s - prompt_tokens / ttft_s  # decode tokens/s the target leaves
     at_target = room / tokens_per_s_per_user
+    if is_array(at_target):
+        return _batch_for_ttft_array(
+            params_b, n_gpus, room, at_target, bytes_per_param, bandwidth_tb_s, kv_bytes_per_token, context_tokens,
+            efficiency,
+        )  # fmt: skip
     if at_target < 1 - 1e-9:
         return 0
     batch = min(whole_floor(at_target), _MAX_BATCH)
@@ -559,10 +618,38 @@ def batch_for_ttft(
     return batch
 
 
+def _batch_for_ttft_array(
+    params_b: Any, n_gpus: Any, room: Any, at_target: Any, bytes_per_param: Any, bandwidth_tb_s: Any,
+    kv_bytes_per_token: Any, context_tokens: Any, efficiency: Any,
+) -> Any:  # fmt: skip
+    """:func:`batch_for_ttft` over numpy arrays, from ``at_target`` on: every element as its own call gives it (the
+    elements without a bandwidth keep the compute-bound batch; stand-ins keep the memory-bound arithmetic harmless
+    there)."""
+    some = at_target >= 1 - 1e-9
+    batch = where(some, minimum(whole_floor(at_target), _MAX_BATCH), 0)
+    memory = some & (bandwidth_tb_s > 0)
+    if refused(memory & (bytes_per_param <= 0)):
+        raise OutOfRangeError("bytes_per_param must be positive when bandwidth_tb_s is given", "bytes_per_param")
+    bandwidth = where(memory, bandwidth_tb_s, 1.0)
+    args = (params_b, where(memory, bytes_per_param, 1.0), n_gpus, bandwidth)
+    weights_s = equations.decode_step_s(*args, 0, 0, 0, efficiency)
+    per_sequence_s = equations.decode_step_s(0, 0, n_gpus, bandwidth, 1, kv_bytes_per_token, context_tokens,
+                                             efficiency)  # fmt: skip
+    tight = memory & (room * per_sequence_s < 1)
+    bound = whole_floor(room * weights_s / where(tight, 1 - room * per_sequence_s, 1.0) * (1 + 1e-12))
+    batch = where(tight, minimum(batch, bound), batch)
+    while True:
+        step = equations.decode_step_s(*args, batch, kv_bytes_per_token, context_tokens, efficiency)
+        fast = memory & (batch > 0) & (batch / step > room * (1 + 1e-12))
+        if not fast.any():
+            return batch
+        batch = where(fast, batch - 1, batch)
+
+
 # --- Chunked prefill, the prefill/decode mix and disaggregated serving -----------------------------------------
 
 
-@checked
+@checked(arrays=True)
 def prefill_share(prefill_s: Seconds, decode_tokens: Tokens, decode_tokens_per_s_total: TokensPerS) -> float:
     """Share of a replica's time spent reading prompts when prefill and decode take turns: decode throughput lost.
 
@@ -597,7 +684,7 @@ def prefill_share(prefill_s: Seconds, decode_tokens: Tokens, decode_tokens_per_s
     return prefill_s / (prefill_s + decode_tokens / decode_tokens_per_s_total)
 
 
-@checked
+@checked(arrays=True)
 def replica_rps(prefill_s: Seconds, decode_tokens: Tokens, decode_tokens_per_s_total: TokensPerS) -> float:
     """Requests per second one replica serves when prefill and decode take turns.
 
@@ -625,7 +712,7 @@ def replica_rps(prefill_s: Seconds, decode_tokens: Tokens, decode_tokens_per_s_t
     return 1.0 / (prefill_s + decode_tokens / decode_tokens_per_s_total)
 
 
-@checked
+@checked(arrays=True)
 def replica_rps_chunked(
     prefill_s: Seconds, prefill_tokens: Tokens, decode_tokens: Tokens, decode_tokens_per_s_total: TokensPerS
 ) -> float:
@@ -657,10 +744,10 @@ def replica_rps_chunked(
     against 2.55 taking turns.
     """
     compute_s = prefill_s * (prefill_tokens + decode_tokens) / prefill_tokens
-    return 1.0 / max(compute_s, decode_tokens / decode_tokens_per_s_total)
+    return 1.0 / maximum(compute_s, decode_tokens / decode_tokens_per_s_total)
 
 
-@checked
+@checked(arrays=True)
 def prefill_replicas(requests_per_s: RequestsPerS, prefill_s: Seconds, spare: Spare = 0) -> int:
     """Prefill-only replicas for a request rate, when prefill and decode run on separate GPUs.
 
@@ -687,7 +774,7 @@ def prefill_replicas(requests_per_s: RequestsPerS, prefill_s: Seconds, spare: Sp
     return equations.replicas_for(requests_per_s * prefill_s, 1.0, spare)
 
 
-@checked
+@checked(arrays=True)
 def decode_replicas(
     requests_per_s: RequestsPerS, decode_tokens: Tokens, decode_tokens_per_s_total: TokensPerS, spare: Spare = 0
 ) -> int:
@@ -718,7 +805,7 @@ def decode_replicas(
     return equations.replicas_for(requests_per_s * decode_tokens, decode_tokens_per_s_total, spare)
 
 
-@checked
+@checked(arrays=True)
 def kv_transfer_s(kv_bytes_per_token: KvBytes, prompt_tokens: Tokens, link_gb_s: LinkGBs) -> float:
     """Time to move a prompt's KV cache from a prefill GPU to a decode GPU.
 
@@ -749,7 +836,7 @@ def kv_transfer_s(kv_bytes_per_token: KvBytes, prompt_tokens: Tokens, link_gb_s:
 # --- Spares and availability -----------------------------------------------------------------------------------
 
 
-@checked
+@checked(arrays=True)
 def fleet_replicas(
     requests_per_s: RequestsPerS, requests_per_s_per_replica: RequestsPerS, spare: Spare = 1, min_replicas: Count = 2
 ) -> int:
@@ -779,10 +866,10 @@ def fleet_replicas(
     take the service down"). Back-of-the-Envelope's peak of 6.94 requests/s at 2.96 per replica: 3 for the peak, 4 with
     a spare.
     """
-    return max(equations.replicas_for(requests_per_s, requests_per_s_per_replica, spare), min_replicas)
+    return maximum(equations.replicas_for(requests_per_s, requests_per_s_per_replica, spare), min_replicas)
 
 
-@checked
+@checked(arrays=True)
 def fleet_utilisation(requests_per_day: PerDay, requests_per_s_per_replica: RequestsPerS, replicas: Count) -> float:
     """Average load of a fleet over the day, as a share of what its replicas could serve.
 
@@ -810,7 +897,7 @@ def fleet_utilisation(requests_per_day: PerDay, requests_per_s_per_replica: Requ
     return requests_per_day / serving.SECONDS_PER_DAY / (replicas * requests_per_s_per_replica)
 
 
-@checked
+@checked(arrays=True)
 def peak_coverage(
     requests_per_s: RequestsPerS, requests_per_s_per_replica: RequestsPerS, replicas: Count, spare: Spare = 1
 ) -> float:
@@ -839,7 +926,7 @@ def peak_coverage(
     plan serves with its spares out, a Checks-sheet flag. 4 replicas of 2.96 requests/s with one spare at a 6.94 peak:
     1.28.
     """
-    return max(replicas - spare, 0) * requests_per_s_per_replica / requests_per_s
+    return maximum(replicas - spare, 0) * requests_per_s_per_replica / requests_per_s
 
 
 # --- Input and output priced separately ------------------------------------------------------------------------
@@ -849,7 +936,18 @@ def _daily_cost(n_gpus: int, usd_per_gpu_hour: float) -> float:
     return n_gpus * usd_per_gpu_hour * _HOURS_PER_DAY
 
 
-@checked
+def _tokens_per_day(requests_per_day: float, tokens_per_request: float, name: str) -> Any:
+    """Tokens billed a day, refused where the product of two legal values underflows to 0 (it would divide by 0)."""
+    tokens = requests_per_day * tokens_per_request
+    if refused(tokens == 0):
+        raise OutOfRangeError(
+            f"requests_per_day x {name} is too small for a double (it rounds to 0 tokens a day); check their units",
+            "requests_per_day",
+        )
+    return where(tokens == 0, 1.0, tokens)  # over arrays, a harmless divisor where refused
+
+
+@checked(arrays=True)
 def cost_per_m_input(
     n_gpus: GPUs,
     usd_per_gpu_hour: Price,
@@ -887,10 +985,11 @@ def cost_per_m_input(
     binds. Prefix caching lowers the prefill time and with it this price. The fleet in "Back-of-the-Envelope Estimation
     for LLM Systems", 4 GPUs at $2.50 serving 200,000 requests of 2,000 tokens, prefill share 0.81: $0.49 per million.
     """
-    return _daily_cost(n_gpus, usd_per_gpu_hour) * prefill_share / (requests_per_day * prompt_tokens) * 1e6
+    tokens = _tokens_per_day(requests_per_day, prompt_tokens, "prompt_tokens")
+    return _daily_cost(n_gpus, usd_per_gpu_hour) * prefill_share / tokens * 1e6
 
 
-@checked
+@checked(arrays=True)
 def cost_per_m_output(
     n_gpus: GPUs,
     usd_per_gpu_hour: Price,
@@ -925,4 +1024,5 @@ def cost_per_m_output(
     "Reasoning models" guide). The fleet in "Back-of-the-Envelope Estimation for LLM Systems", 4 GPUs at $2.50 serving
     200,000 answers of 300 tokens, prefill share 0.81: $0.75 per million.
     """
-    return _daily_cost(n_gpus, usd_per_gpu_hour) * (1 - prefill_share) / (requests_per_day * output_tokens) * 1e6
+    tokens = _tokens_per_day(requests_per_day, output_tokens, "output_tokens")
+    return _daily_cost(n_gpus, usd_per_gpu_hour) * (1 - prefill_share) / tokens * 1e6

@@ -17,9 +17,8 @@ References
 
 from __future__ import annotations
 
-import math
-
 from ..domains import FLOPsPerS, Fraction, GPUs, ParamsB, Seconds, TFLOPs, Tokens, TokensPerParam, TokensPerS, checked
+from ..elementwise import refused, sqrt
 from ..errors import OutOfRangeError
 from ..precision import TrainBytes
 
@@ -48,7 +47,7 @@ Table 3); LLaMA-65B's 380 tokens/s/GPU on A100s is 47% of 312 TFLOP/s by 6N (Tou
 "Estimating the Compute and Memory Needed for Language Models": 18%)."""
 
 
-@checked
+@checked(arrays=True)
 def train_flops(params_b: ParamsB, tokens: Tokens) -> float:
     """Training compute of a dense transformer: 6 FLOPs per parameter per token.
 
@@ -73,7 +72,7 @@ def train_flops(params_b: ParamsB, tokens: Tokens) -> float:
     return 6.0 * params_b * _GIGA * tokens
 
 
-@checked
+@checked(arrays=True)
 def train_tokens(params_b: ParamsB, flops_per_s: FLOPsPerS, seconds: Seconds) -> float:
     """Tokens a run can process at a sustained 6N-equivalent rate in a time budget.
 
@@ -100,7 +99,7 @@ def train_tokens(params_b: ParamsB, flops_per_s: FLOPsPerS, seconds: Seconds) ->
     return flops_per_s * seconds / (6.0 * params_b * _GIGA)
 
 
-@checked
+@checked(arrays=True)
 def chinchilla_tokens(params_b: ParamsB, tokens_per_param: TokensPerParam = 20) -> float:
     """Compute-optimal training tokens by the Chinchilla rule of thumb.
 
@@ -125,7 +124,7 @@ def chinchilla_tokens(params_b: ParamsB, tokens_per_param: TokensPerParam = 20) 
     return tokens_per_param * params_b * _GIGA
 
 
-@checked
+@checked(arrays=True)
 def chinchilla_ratio(params_b: ParamsB, tokens: Tokens, tokens_per_param: TokensPerParam = 20) -> float:
     """How far a run sits from the Chinchilla rule: its tokens over 20 per parameter.
 
@@ -151,7 +150,7 @@ def chinchilla_ratio(params_b: ParamsB, tokens: Tokens, tokens_per_param: Tokens
     return tokens / (tokens_per_param * params_b * _GIGA)
 
 
-@checked
+@checked(arrays=True)
 def optimal_params_b(flops_per_s: FLOPsPerS, seconds: Seconds, tokens_per_param: TokensPerParam = 20) -> float:
     """Compute-optimal model size for a time budget at a sustained 6N-equivalent rate.
 
@@ -174,10 +173,10 @@ def optimal_params_b(flops_per_s: FLOPsPerS, seconds: Seconds, tokens_per_param:
     Combining ``D = 20 N`` with ``6 N D = C t`` gives ``N = sqrt(C t / 120)`` ("Estimating the Compute and Memory Needed
     for Language Models", "The M2"): the eight-H100 record's 1.41e15 FLOP/s for 600 s sizes an 84M model.
     """
-    return math.sqrt(flops_per_s * seconds / (6.0 * tokens_per_param)) / _GIGA
+    return sqrt(flops_per_s * seconds / (6.0 * tokens_per_param)) / _GIGA
 
 
-@checked
+@checked(arrays=True)
 def flops_6n(params_b: ParamsB, tokens_per_s: TokensPerS) -> float:
     """The 6N-equivalent FLOP rate of an observed training throughput.
 
@@ -201,7 +200,7 @@ def flops_6n(params_b: ParamsB, tokens_per_s: TokensPerS) -> float:
     return 6.0 * params_b * _GIGA * tokens_per_s
 
 
-@checked
+@checked(arrays=True)
 def mfu(params_b: ParamsB, tokens_per_s: TokensPerS, n_gpus: GPUs, tflops: TFLOPs) -> float:
     """Model FLOPs utilisation: the 6N-equivalent rate as a share of the accelerators' dense peak.
 
@@ -228,7 +227,7 @@ def mfu(params_b: ParamsB, tokens_per_s: TokensPerS, n_gpus: GPUs, tflops: TFLOP
     impossible and refused.
     """
     value = 6.0 * params_b * _GIGA * tokens_per_s / (n_gpus * tflops * _TERA)
-    if value > 1:
+    if refused(value > 1):
         raise OutOfRangeError(
             f"tokens_per_s implies {value:.0%} of peak, more than the hardware can do: "
             "check tflops is the dense peak per GPU and n_gpus the accelerators used",
@@ -237,7 +236,7 @@ def mfu(params_b: ParamsB, tokens_per_s: TokensPerS, n_gpus: GPUs, tflops: TFLOP
     return value
 
 
-@checked
+@checked(arrays=True)
 def train_seconds(
     params_b: ParamsB, tokens: Tokens, n_gpus: GPUs, tflops: TFLOPs, mfu: Fraction = DEFAULT_MFU
 ) -> float:
@@ -269,7 +268,7 @@ def train_seconds(
     return 6.0 * params_b * _GIGA * tokens / (n_gpus * tflops * _TERA * mfu)
 
 
-@checked
+@checked(arrays=True)
 def run_seconds(params_b: ParamsB, tokens: Tokens, flops_per_s: FLOPsPerS) -> float:
     """Training time at a measured 6N-equivalent rate.
 
@@ -295,7 +294,7 @@ def run_seconds(params_b: ParamsB, tokens: Tokens, flops_per_s: FLOPsPerS) -> fl
     return 6.0 * params_b * _GIGA * tokens / flops_per_s
 
 
-@checked
+@checked(arrays=True)
 def gpu_hours(seconds: Seconds, n_gpus: GPUs) -> float:
     """Accelerator-hours a job bills.
 
@@ -318,7 +317,7 @@ def gpu_hours(seconds: Seconds, n_gpus: GPUs) -> float:
     return seconds * n_gpus / 3600.0
 
 
-@checked
+@checked(arrays=True)
 def train_memory_gb(params_b: ParamsB, bytes_per_param: TrainBytes = 16) -> float:
     """Memory for weights, gradients and optimiser states in training, before activations.
 
@@ -342,7 +341,7 @@ def train_memory_gb(params_b: ParamsB, bytes_per_param: TrainBytes = 16) -> floa
     return params_b * bytes_per_param
 
 
-@checked
+@checked(arrays=True)
 def data_passes(tokens: Tokens, cached_tokens: Tokens) -> float:
     """Passes a run makes over the data it has cached (epochs).
 

@@ -40,6 +40,7 @@ from ..domains import (
     ZeroStage,
     checked,
 )
+from ..elementwise import pick, where
 from ..errors import ArgumentError, UnknownPresetError
 from ..precision import TrainBytes
 
@@ -109,7 +110,7 @@ def optimizer_bytes(optimizer: Name) -> float:
     return OPTIMIZERS[key][0]
 
 
-@checked
+@checked(arrays=True)
 def train_state_gb(
     params_b: ParamsB,
     optimizer_bytes: StateBytes = 12,
@@ -151,11 +152,11 @@ def train_state_gb(
     """
     n = params_b * _GIGA / model_parallel
     w, g, o = n * weight_bytes, n * grad_bytes, n * optimizer_bytes
-    sharded = {0: 0.0, 1: o, 2: g + o, 3: w + g + o}[zero_stage]
+    sharded = pick(zero_stage, (0.0, o, g + o, w + g + o))
     return ((w + g + o - sharded) + sharded / dp) / _GIGA
 
 
-@checked
+@checked(arrays=True)
 def activation_gb(
     seq_len: Tokens,
     micro_batch: Batch,
@@ -214,20 +215,23 @@ def activation_gb(
         raise ArgumentError(f"recompute must be one of {', '.join(RECOMPUTE_MODES)}, got {recompute!r}", "recompute")
     s, b, h, a, t = seq_len, micro_batch, hidden, heads, tp
     sbh = s * b * h
-    masks = 2 if dropout else 0  # sbh of the two 1-byte dropout masks (attention output, MLP output)
-    attention = (5 if dropout else 2) * a * s / h  # scores, softmax, dropout mask and output: what flash drops
+    masks = where(dropout != 0, 2, 0)  # sbh of the two 1-byte dropout masks (attention output, MLP output)
+    attention = where(dropout != 0, 5, 2) * a * s / h  # scores, softmax, dropout mask and output: what flash drops
+    parallel = sequence_parallel != 0
     if mode == "full":
-        per_layer = 2 * sbh / (t if sequence_parallel else 1)
-    elif sequence_parallel:
-        per_layer = sbh / t * (32 + masks + (attention if mode == "none" else 0))
+        per_layer = 2 * sbh / where(parallel, t, 1)
     else:
-        per_layer = sbh * (8 + masks + 24 / t + (attention / t if mode == "none" else 0))
+        per_layer = where(
+            parallel,
+            sbh / t * (32 + masks + (attention if mode == "none" else 0)),
+            sbh * (8 + masks + 24 / t + (attention / t if mode == "none" else 0)),
+        )
     if mode == "flash":
         per_layer += 4 * a * s * b / t  # FP32 logsumexp per row per head, heads split across the t GPUs
     return layers * per_layer / _GIGA
 
 
-@checked
+@checked(arrays=True)
 def train_flops_per_token(params_b: ParamsB, layers: Count, heads: Count, head_dim: Count, seq_len: Tokens) -> float:
     """Training FLOPs per token with self-attention counted: 6N plus PaLM's 12 L H Q T.
 
@@ -257,7 +261,7 @@ def train_flops_per_token(params_b: ParamsB, layers: Count, heads: Count, head_d
     return 6.0 * params_b * _GIGA + 12.0 * layers * heads * head_dim * seq_len
 
 
-@checked
+@checked(arrays=True)
 def recurrent_params_b(
     params_b: ParamsB,
     layer_params_b: ParamsB,

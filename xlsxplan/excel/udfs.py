@@ -39,13 +39,14 @@ import re
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from itertools import chain
 from typing import Any
 
-import numpy as np
 from xlwings import arg, func
 
 from .. import registry
 from ..cells import evaluate_broadcast
+from ..elementwise import is_array
 from ..errors import EXCEL_ERRORS, CellError
 
 __all__ = ["LITE", "ERROR_CODES", "ExcelError", "PassedIn", "build", "make_udf", "present", "from_excel"]
@@ -127,16 +128,29 @@ def from_excel(value: Any) -> Any:
     """One argument as xlwings hands it over (a scalar, a 2-D list, a numpy array), with error values recognised:
     their text, classic xlwings' COM error numbers, and Office.js error cells (``{"type": "Error", ...}``)."""
     if isinstance(value, (list, tuple)):
+        if _only_floats(value):  # the common case, a block of numbers: nothing to recognise
+            return value
         return [[_cell_in(v) for v in row] if isinstance(row, (list, tuple)) else _cell_in(row) for row in value]
-    if isinstance(value, np.ndarray):
+    if is_array(value):
         if value.dtype.kind in "biuf":  # numbers only: nothing to recognise
             return value
         return from_excel(value.tolist()) if value.ndim else _cell_in(value.item())
     return _cell_in(value)
 
 
+def _only_floats(value: list[Any] | tuple[Any, ...]) -> bool:
+    """True when ``value`` (a list of cells, or of rows of cells) holds floats only, asked at C speed."""
+    if type(value[0] if value else None) in (list, tuple):  # rows: one pass over their cells (a row that is not a
+        try:  # list shows among them: a number stops the pass, text gives str cells, a dict its keys' types)
+            return set(map(type, chain.from_iterable(value))) <= {float}
+        except TypeError:
+            return False
+    return set(map(type, value)) <= {float}
+
+
 def _to_cell(value: Any) -> Any:
-    if isinstance(value, np.generic):
+    np = sys.modules.get("numpy")  # a numpy scalar only if something has imported numpy
+    if np is not None and isinstance(value, np.generic):
         value = value.item()
     if isinstance(value, int) and not isinstance(value, bool):
         return float(value)
@@ -158,8 +172,18 @@ def _element(value: Any, lite: bool) -> Any:
 def present(result: Any, lite: bool = LITE) -> Any:
     """What the cell receives for a result of :func:`~xlsxplan.cells.evaluate_broadcast`: the one place where
     the way an error looks is decided (see the module docstring). Raises :class:`ExcelError` only when ``lite``."""
-    if isinstance(result, np.ndarray):
-        return [[_element(v, lite) for v in row] for row in result.tolist()]
+    if is_array(result):
+        np = sys.modules["numpy"]
+        if result.dtype.kind == "f" and result.size and np.isfinite(result).all():  # numbers only, as doubles
+            return result.tolist()
+        kinds = set(map(type, result.reshape(-1).tolist()))
+        if kinds and kinds <= {float, int}:  # the common case, numbers only: as floats, at C speed
+            numbers = result.astype(np.float64)
+            if numbers.size and math.isfinite(numbers.sum()):  # any inf or NaN makes the sum one
+                return numbers.tolist()
+        return _rows(result.tolist(), lite)
+    if isinstance(result, list) and result and all(isinstance(row, list) for row in result):
+        return _rows(result, lite)  # the grid evaluate_broadcast returns where numpy is not installed
     if isinstance(result, PassedIn):
         return result.code if lite else result.text
     if isinstance(result, CellError):
@@ -171,13 +195,32 @@ def present(result: Any, lite: bool = LITE) -> Any:
     return _to_cell(result)
 
 
+def _rows(rows: list[list[Any]], lite: bool) -> list[list[Any]]:
+    """A 2-D grid of results as the cells receive it; a grid of finite floats (the common case) as it is."""
+    kinds = set(map(type, chain.from_iterable(rows)))
+    if kinds == {float} and math.isfinite(sum(chain.from_iterable(rows))):  # any inf or NaN makes the sum one
+        return rows
+    if kinds == {int}:  # whole numbers (MAX_BATCH, REPLICAS): as floats
+        return [[float(v) for v in row] for row in rows]
+    return [[_element(v, lite) for v in row] for row in rows]
+
+
 def _one_line(err: BaseException) -> str:
     return " ".join(f"{type(err).__name__}: {err}".split())
 
 
+def _whole(fn: registry.Function, i: int) -> bool:
+    """True when argument ``i`` of ``fn`` is a range argument, read whole (not broadcast)."""
+    domain = fn.args[i].domain if i < len(fn.args) else None
+    return domain is not None and domain.kind == "range"
+
+
 def _call(fn: registry.Function, args: Sequence[Any], lite: bool) -> Any:
     try:
-        result = evaluate_broadcast(fn, [from_excel(a) for a in args])
+        # a list's cells are read in the pass that reads the range (read_cell); a range argument's, a value's and a
+        # numpy array's here
+        given = [a if isinstance(a, (list, tuple)) and not _whole(fn, i) else from_excel(a) for i, a in enumerate(args)]
+        result = evaluate_broadcast(fn, given, read_cell=_cell_in, floats=True)
     except Exception as err:  # the last guard: a bug in xlsxplan must still be one line in the cell
         result = CellError("#VALUE!", f"{fn.name}: {_one_line(err)}")
     return present(result, lite)
