@@ -584,7 +584,8 @@ def test_the_lite_bundle_imports_and_computes_without_numpy(tmp_path):
         except udfs.ExcelError as err:
             expected = f"ExcelError: {err}"
         assert out[key] == expected, key
-    assert out["KV_BYTES_PER_TOKEN"] == "327680.0" and out["whole"] == "[[94.0], [47.0]]"  # "Back-of-the-Envelope Estimation for LLM Systems", sections 3, 6
+    # "Back-of-the-Envelope Estimation for LLM Systems", sections 3 and 6
+    assert out["KV_BYTES_PER_TOKEN"] == "327680.0" and out["whole"] == "[[94.0], [47.0]]"
     assert out["grid"] == "[[131072.0, 262144.0], [327680.0, 655360.0]]"
 
 

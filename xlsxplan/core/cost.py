@@ -250,8 +250,8 @@ def cost_per_m_owned(usd_per_gpu_hour_owned: Price, tokens_per_s: TokensPerS, ut
     Notes
     -----
     ``owned / (tokens_per_s x 3600 x utilisation) x 1e6``: an owned GPU costs the same busy or idle, so its cost per
-    token rises as its load falls ("Back-of-the-Envelope Estimation for LLM Systems", section 6's method, at the owned price). $1.2675 an hour at 1,000
-    tokens/s and 30%: $1.17 per million.
+    token rises as its load falls (the method of "Back-of-the-Envelope Estimation for LLM Systems", section 6, at the
+    owned price). $1.2675 an hour at 1,000 tokens/s and 30%: $1.17 per million.
     """
     return _per_m_tokens(usd_per_gpu_hour_owned / utilisation, tokens_per_s)
 
