@@ -2,7 +2,8 @@
 
 For each function a sweep of N scenarios (one argument varying down a column, or two, the others one cell: the
 worked examples of "Back-of-the-Envelope Estimation for LLM Systems" and of the catalog) is evaluated three ways,
-each through the same wrapper Excel calls, with arguments in the form xlwings hands them over (``ndim=2``: 2-D lists of floats):
+each through the same wrapper Excel calls, with arguments in the form xlwings hands them over (``ndim=2``: 2-D
+lists of floats):
 
 * ``array``: one call with N x 1 columns (what one spilled formula does): the function's arithmetic runs once over
   numpy columns (``cells`` vectorised path);
