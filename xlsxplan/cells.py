@@ -400,7 +400,7 @@ def evaluate_broadcast(
     if all(g is None or g.size == 1 for g in grids):
         scalars = [raw if g is None else g.cells[0] for raw, g in zip(raw_args, grids)]
         result = evaluate(fn, scalars)
-        if isinstance(result, list):
+        if isinstance(result, list) and not fn.table:  # a table without numpy is its rows already
             return _as_result(result, (len(result), 1))
         return result
     shapes = [(g.rows, g.cols) for g in grids if g is not None]
