@@ -437,7 +437,7 @@ def committed_cost(
     return hours_per_period * (committed + excess)
 
 
-@checked
+@checked(arrays=True)
 def best_commitment(
     demand_gpus: GPUDemand, usd_per_gpu_hour_committed: Price, usd_per_gpu_hour_on_demand: PricePositive
 ) -> float:
@@ -466,6 +466,16 @@ def best_commitment(
     """
     allowed = len(demand_gpus) * usd_per_gpu_hour_committed
     ordered = sorted(demand_gpus)
+    if is_array(allowed) or is_array(usd_per_gpu_hour_on_demand):
+        # over arrays: every level tested, from the highest down, each element keeping the lowest that passes (the
+        # one the loop below returns first); the highest always passes, no period being above it
+        best = ordered[-1]
+        for k in range(len(ordered), -1, -1):
+            level = ordered[k - 1] if k else 0.0
+            if k < len(ordered) and ordered[k] == level:
+                continue
+            best = where(usd_per_gpu_hour_on_demand * (len(ordered) - k) <= allowed, level, best)
+        return best
     # at level ordered[k - 1] (0 for k = 0) the periods above it are those after the last one equal to it
     for k in range(len(ordered) + 1):
         level = ordered[k - 1] if k else 0.0
