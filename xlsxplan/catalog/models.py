@@ -18,7 +18,7 @@ from typing import Any
 
 from ..core import architecture, engine, equations
 from ..domains import Batch, Count, Flag, Fraction, GPUs, MemoryGB, MemoryGBOrZero, Name, Tokens, TokensOrZero, checked
-from ..elementwise import ceil, is_array, maximum, minimum, where
+from ..elementwise import ceil, is_array, maximum, minimum, refused, where
 from ..precision import BytesPerValue, BytesPerValueOrZero
 from .schema import ModelPreset
 from .store import load_catalog
@@ -603,5 +603,7 @@ def model_engine_concurrency(
     if not is_array(pool) and pool <= 0:
         return 0.0
     length = equations.whole_ceil(max_model_len / block_size) * block_size
+    if is_array(length):  # layer-tokens past int64's exact whole numbers: the one-call path, whose ints have no limit
+        refused(length * float(m.attention_layer_count) >= equations.EXACT_INT64)
     kv = _kv_bytes_per_layer_token(m, kv_bytes_per_value, tp) * _cached_layer_tokens(m, length) / tp
     return where(pool <= 0, 0.0, pool * _GIGA / (kv + state_bytes(m, state_bytes_per_value, 2, tp) / tp))

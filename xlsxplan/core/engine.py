@@ -48,7 +48,7 @@ from ..domains import (
     Tokens,
     checked,
 )
-from ..elementwise import is_array, where
+from ..elementwise import is_array, refused, where
 from . import equations
 
 __all__ = [
@@ -75,7 +75,9 @@ def pool_tokens(pool_bytes: float, kv_bytes_per_token: float, block_size: int) -
         if pool_bytes <= 0:
             return 0
         return equations.whole_floor(pool_bytes / (kv_bytes_per_token * block_size)) * block_size
-    return where(pool_bytes <= 0, 0, equations.whole_floor(pool_bytes / (kv_bytes_per_token * block_size)) * block_size)
+    blocks = pool_bytes / (kv_bytes_per_token * block_size)
+    refused(blocks * block_size >= equations.EXACT_INT64)  # past int64's exact whole numbers: the one-call path
+    return where(pool_bytes <= 0, 0, equations.whole_floor(blocks) * block_size)
 
 
 @checked(arrays=True)
