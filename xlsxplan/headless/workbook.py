@@ -417,15 +417,16 @@ class Workbook:
             return None
         return self._text(title, f)
 
-    def active_case(self, ref: str) -> str | None:
+    def active_case(self, ref: str) -> tuple[str, int] | None:
         """For a scenario row's cell, ``=INDEX(row or column of cases, selector)``, the case cell its selector
-        picks now (``Inputs!H11``): the input to set for it. None for any other cell."""
+        picks now and the case's number (``("Inputs!H11", 2)``): the input to set for it. None for any other
+        cell."""
         title, row, col = self._cell(ref)
         f = self._formula_at(title, row, col)
         if f is None or f.kind == "dataTable" or (title, row, col) in self._sets:
             return None
         found = self._case_cell(self._text(title, f), title)
-        return None if found is None else found[0]
+        return None if found is None else (found[0], found[2])
 
     def number_format(self, ref: str) -> str:
         """The number format code of a cell, as its style gives it (``#,##0``, ``yyyy-mm-dd``, ``General``)."""
