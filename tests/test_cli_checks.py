@@ -72,7 +72,7 @@ def test_every_failed_check_is_listed(capsys, tmp_path):
         checks["Decode-speed target unreachable even at batch 1"],
         checks["First-token target unreachable even at batch 1"],
     ]
-    assert err.splitlines()[0].endswith(", 2 of %d checks failed" % len(checks))
+    assert err.splitlines()[0].endswith(f", 2 of {len(checks)} checks failed")
 
 
 @pytest.mark.parametrize("template", [SERVING, TRAINING], ids=["serving", "training"])

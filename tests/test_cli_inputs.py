@@ -61,7 +61,7 @@ def _scenario_number(wb) -> int:
 def test_every_settable_input_of_a_template_is_listed(template, capsys):
     listed = _listed(capsys, template)
     expected = _expected(template)
-    assert {n: r for n, r in listed.items() if r["cells"] == 1} .keys() == expected.keys()
+    assert {n: r for n, r in listed.items() if r["cells"] == 1}.keys() == expected.keys()
     for name, (cell, value, unit) in expected.items():
         row = listed[name]
         assert row["cell"] == cell, name

@@ -27,7 +27,10 @@ def test_every_unknown_name_is_reported_at_once_with_suggestions(capsys, tmp_pat
     err = capsys.readouterr().err.splitlines()
     assert code == 2
     assert not out.exists()
-    assert err[0] == "xlsxplan: error: --set Requests_Per_Dy: no input or cell of that name; did you mean Requests_Per_Day?"
+    assert (
+        err[0]
+        == "xlsxplan: error: --set Requests_Per_Dy: no input or cell of that name; did you mean Requests_Per_Day?"
+    )
     assert err[1] == (
         "xlsxplan: error: --set Time_To_First_Token_Targt: no input or cell of that name; did you mean "
         "Time_To_First_Token_Target?"
@@ -41,7 +44,9 @@ def test_a_sheet_typo_and_a_name_typo_together(capsys, tmp_path):
                  "Peak_Hour_Factr=2"])  # fmt: skip
     err = capsys.readouterr().err.splitlines()
     assert code == 2
-    assert err[0].startswith("xlsxplan: error: --set Inptus!B24: the workbook has no sheet named 'Inptus'; did you mean Inputs?")
+    assert err[0].startswith(
+        "xlsxplan: error: --set Inptus!B24: the workbook has no sheet named 'Inptus'; did you mean Inputs?"
+    )
     assert err[1].endswith("did you mean Peak_Hour_Factor?")
 
 

@@ -252,9 +252,13 @@ def run(args: argparse.Namespace) -> int:
         report = {
             "book": str(args.book),
             "inputs": [
-                {**row, "value": _json_value(row["value"]),
-                 "allowed": row["allowed"] if isinstance(row["allowed"], str) else
-                 [_json_value(v) for v in row["allowed"]]}  # fmt: skip
+                {
+                    **row,
+                    "value": _json_value(row["value"]),
+                    "allowed": row["allowed"]
+                    if isinstance(row["allowed"], str)
+                    else [_json_value(v) for v in row["allowed"]],
+                }  # fmt: skip
                 for row in rows
             ],
         }

@@ -141,11 +141,11 @@ def read_checks(wb: Any) -> dict[str, Any] | None:
             formulas[(r, c)] = wb.formula(f"{quoted}!{col_letter(c + 1)}{r + 1}") is not None
         return formulas[(r, c)]
 
+    master: tuple[int, int] | None = None
     if master_ref is not None:
         row, col = split_ref(master_ref.rpartition("!")[2])
         master = (row - 1, col - 1)
     else:
-        master = None
         for r, values in enumerate(grid):
             for c, v in enumerate(values):
                 if isinstance(v, str) and v.strip().casefold().startswith(_MASTER_LABEL):
@@ -178,8 +178,12 @@ def read_checks(wb: Any) -> dict[str, Any] | None:
                            "value": values[mc]})  # fmt: skip
     value = grid[mr][mc] if mr < len(grid) and mc < len(grid[mr]) else None
     return {
-        "master": {"cell": f"{quoted}!{col_letter(mc + 1)}{mr + 1}", "label": _label(grid[mr], mc) if mr < len(grid)
-                   else "", "value": value, "ok": not _fails(value)},  # fmt: skip
+        "master": {
+            "cell": f"{quoted}!{col_letter(mc + 1)}{mr + 1}",
+            "label": _label(grid[mr], mc) if mr < len(grid) else "",
+            "value": value,
+            "ok": not _fails(value),
+        },  # fmt: skip
         "count": checks,
         "failed": failed,
     }

@@ -114,7 +114,8 @@ class Layout:
         if self._date1904 is None:
             text = decode_part(self._pkg.read(self._pkg.workbook_part), self._pkg.workbook_part)[0]
             m = re.search(rf"<{_P}workbookPr\b([^>]*)>", text)
-            self._date1904 = bool(m) and _attrs(m.group(1).rstrip("/")).get("date1904") in ("1", "true")  # type: ignore[union-attr]
+            flag = _attrs(m.group(1).rstrip("/")).get("date1904") if m else None
+            self._date1904 = flag in ("1", "true")
         return self._date1904
 
     def _cell_formats(self) -> list[str]:

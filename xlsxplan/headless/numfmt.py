@@ -194,7 +194,7 @@ def format_value(value: Any, code: str | None, date1904: bool = False) -> str:
     parsed = [_tokens(s) for s in sections[:3]]
     if any(cond is not None for _, cond in parsed[:2]):
         chosen = None
-        for i, (tokens, cond) in enumerate(parsed):
+        for i, (_, cond) in enumerate(parsed):
             if cond is not None and _holds(cond, x):
                 chosen = i
                 break
@@ -286,7 +286,7 @@ def _digits_into(places: list[str], digits: str, grouped: bool) -> list[str]:
         joined = "".join(shown)
         lead = len(joined) - len(joined.lstrip(" "))
         body = joined[lead:]
-        groups = []
+        groups: list[str] = []
         while len(body) > 3:
             body, tail = body[:-3], body[-3:]
             groups.insert(0, tail)
@@ -448,7 +448,7 @@ def _date(x: float, tokens: list[tuple[str, str]], date1904: bool) -> str | None
         return None
     # fractional seconds: digit placeholders after a point that follows seconds
     sub = 0
-    for i, (kind, text) in enumerate(tokens):
+    for i, (kind, _) in enumerate(tokens):
         if kind == "point" and i > 0 and any(k in ("date", "elapsed") and t.startswith("s") for k, t in tokens[:i]):
             j = i + 1
             while j < len(tokens) and tokens[j] == ("digit", "0"):
