@@ -298,7 +298,11 @@ def _run(args: argparse.Namespace) -> int:
             bar.phase("reading results", "cell")
             shown = _shown(wb, args.show or [])
             errors = wb.errors()
-            checks = read_checks(wb)
+            try:
+                checks = read_checks(wb)
+            except WorkbookError as err:  # a Checks sheet past what can be read at once: say so, never hide it
+                checks = None
+                warnings.append(f"the workbook's checks were not read: {err.message}")
             wb.save(out, notes=not args.no_notes, progress=bar.phase("writing", "part"))
     finally:
         bar.close()
