@@ -1,0 +1,653 @@
+"""The registry functions as native spreadsheet formulas: one source for the add-in and the portable editions.
+
+A portable workbook computes with the spreadsheet's own functions, so it recalculates with no add-in (Excel 2016 and
+later, LibreOffice Calc, Google Sheets). Each registry function the templates use has here a *native form*: a formula
+template over its arguments (``{params_b}*{bytes_per_param}``), which :func:`formula` fills with the argument cells or
+expressions, the optional ones it is not given taking their registry defaults (:data:`xlsxplan.registry.FUNCTIONS`).
+Only functions Excel 2016 has are used: arithmetic, ``INT``, ``MIN``, ``MAX``, ``IF``, ``AND``, ``EXP``, ``LN``,
+``SQRT``, ``NORMSDIST``, ``INDEX``, ``MATCH``, ``COUNTIF``, ``COUNT``, ``SUBSTITUTE``, ``TRIM``; never ``LET``,
+``LAMBDA``, ``XLOOKUP`` or a dynamic-array function.
+
+What a function refuses, a native formula does not: it computes. :func:`check` gives the other half, a formula that is
+TRUE exactly when the Python function accepts the arguments, built from each argument's
+:class:`~xlsxplan.domains.Domain` (a number, its bounds, a whole number) and from the function's own rules beyond the
+domains (``Native.rules``: more experts per token than experts, an MFU above 1). A portable template puts it on its
+Checks sheet, so a bad input is flagged in words, never silently computed. A ``bytes`` argument (bytes per weight) is
+a number in the native form: a precision name is looked up first (:meth:`CatalogTables.bytes_per_param`).
+
+Whole-number results (MAX_BATCH, REPLICAS) round as the Python core does, forgiving the last few bits of float
+error (:func:`xlsxplan.core.equations.whole_floor`): ``INT(x*(1+T))`` with ``T = 16 * 2**-52``. Python forgives 16
+units in the last place, which is between ``8 T`` and ``16 T`` relative: within that band of a whole number (never
+reached but by an input built to land there) the two may differ by one.
+
+The preset lookups (MODEL_SPEC, GPU_SPEC, BYTES_PER_PARAM, GPU_PRICE, OPTIMIZER_BYTES, MODELS, GPUS) read tables the
+workbook carries: :func:`write_catalog` writes the catalog's models, accelerators, prices, formats and optimizers,
+with the source of every figure, into a worksheet, and returns the :class:`CatalogTables` whose methods give the
+``INDEX``/``MATCH`` formulas over them. Functions with no native form are in :data:`PYTHON_ONLY` with the reason.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from statistics import NormalDist
+from typing import Any
+
+from . import catalog, precision, registry
+from .core import training_memory
+from .errors import ArgumentError
+
+__all__ = [
+    "CatalogTables",
+    "NATIVE",
+    "Native",
+    "PYTHON_ONLY",
+    "Table",
+    "WHOLE_TOLERANCE",
+    "check",
+    "formula",
+    "write_catalog",
+]
+
+WHOLE_TOLERANCE = 16 * 2.0**-52
+"""The relative slack of a native whole-number rounding, ``16 * 2**-52``: at least the 16 units in the last place
+:func:`xlsxplan.core.equations.whole_floor` forgives."""
+
+_T = "3.5527136788005E-15"  # WHOLE_TOLERANCE as Excel reads it (15 significant digits)
+_Z95 = repr(NormalDist().inv_cdf(0.95))  # the 95th percentile of the standard normal, as the traffic core has it
+
+
+def _floor(x: str) -> str:
+    """``floor(x)`` for ``x >= 0``, forgiving float error below a whole number."""
+    return f"INT(({x})*(1+{_T}))"
+
+
+def _ceil(x: str) -> str:
+    """``ceil(x)`` for ``x >= 0``, forgiving float error above a whole number."""
+    return f"-INT(-({x})*(1-{_T}))"
+
+
+@dataclass(frozen=True)
+class Native:
+    """The native form of one registry function.
+
+    ``template`` is the formula (no ``=``) with ``{argument}`` for each argument; ``rules`` are conditions, in the
+    same form, that the Python function requires beyond its arguments' domains (``{result}`` is the function's
+    value), each with the reason it refuses; ``note`` says where the native form departs from the Python one.
+    """
+
+    name: str
+    template: str
+    rules: tuple[tuple[str, str], ...] = ()
+    note: str = ""
+
+
+def _n(name: str, template: str, *rules: tuple[str, str], note: str = "") -> Native:
+    return Native(name, template, tuple(rules), note)
+
+
+_CRF = "IF({r}=0,1/{n},{r}*(1+{r})^{n}/((1+{r})^{n}-1))"
+
+
+def _crf(r: str, n: str) -> str:
+    return _CRF.format(r=r, n=n)
+
+
+_DECODE_BYTES = "({params_b}*1E9*{bytes_per_param}+{batch}*{kv_bytes_per_token}*{context_tokens})"
+_DECODE_RATE = "({n_gpus}*{bandwidth_tb_s}*1E12*{efficiency})"
+_SIGMA = f"({_Z95}-SQRT(MAX({_Z95}^2-2*LN({{p95_tokens}}/{{mean_tokens}}),0)))"
+_LOGNORMAL_RULES = (
+    ("{p95_tokens}>={mean_tokens}", "p95_tokens must be at least mean_tokens"),
+    (f"2*LN({{p95_tokens}}/{{mean_tokens}})<={_Z95}^2*(1+1E-12)", "p95_tokens is a tail heavier than a log-normal's"),
+)
+_S2 = f"{_SIGMA}^2"
+_EXPM1_S2 = f"IF({_S2}<1E-5,{_S2}*(1+{_S2}/2*(1+{_S2}/3*(1+{_S2}/4))),EXP({_S2})-1)"
+_MU = f"(LN({{mean_tokens}})-{_SIGMA}^2/2)"
+_MOE_SHARE = "({experts_per_token}/{experts})"
+_MOE_ROUTED = f"(({{params_b}}-{{active_params_b}})/IF({_MOE_SHARE}=1,1,1-{_MOE_SHARE}))"
+_MOE_READ = (
+    f"IF({_MOE_SHARE}=1,{{params_b}},MIN({{params_b}},{{params_b}}-{_MOE_ROUTED}"
+    f"+{_MOE_ROUTED}*(1-(1-{_MOE_SHARE})^{{batch}})))"
+)
+_TTFT_EXCHANGE = "2*{layers}*2*({n_gpus}-1)/{n_gpus}*{prompt_tokens}*{hidden}*2"
+_FLASH = "4*{heads}*{seq_len}*{micro_batch}/{tp}"
+_ACT_SBH = "({seq_len}*{micro_batch}*{hidden})"
+_ACT_MASKS = "IF({dropout}<>0,2,0)"
+_ACT_ATTENTION = "(IF({dropout}<>0,5,2)*{heads}*{seq_len}/{hidden})"
+_ACT_PARTIAL = (
+    "IF({sequence_parallel}<>0,"
+    f"{_ACT_SBH}/{{tp}}*(32+{_ACT_MASKS}+IF({{mode}}=\"none\",{_ACT_ATTENTION},0)),"
+    f"{_ACT_SBH}*(8+{_ACT_MASKS}+24/{{tp}}+IF({{mode}}=\"none\",{_ACT_ATTENTION}/{{tp}},0)))"
+)
+_ACT_PER_LAYER = (
+    f"IF({{mode}}=\"full\",2*{_ACT_SBH}/IF({{sequence_parallel}}<>0,{{tp}},1),{_ACT_PARTIAL})"
+    f"+IF({{mode}}=\"flash\",{_FLASH},0)"
+)
+_ZERO_N = "({params_b}*1E9/{model_parallel})"
+_ZERO_W, _ZERO_G, _ZERO_O = (f"({_ZERO_N}*{{{b}}})" for b in ("weight_bytes", "grad_bytes", "optimizer_bytes"))
+_ZERO_SHARDED = f"CHOOSE({{zero_stage}}+1,0,{_ZERO_O},{_ZERO_G}+{_ZERO_O},{_ZERO_W}+{_ZERO_G}+{_ZERO_O})"
+
+_FORMS: list[Native] = [
+    # Serving
+    _n("WEIGHTS_GB", "{params_b}*{bytes_per_param}"),
+    _n("KV_GB", "{kv_bytes_per_token}*{tokens}*{sequences}/1E9"),
+    _n("USABLE_GB", "{n_gpus}*{memory_gb}*{usable_fraction}"),
+    _n("FREE_GB", "{n_gpus}*{memory_gb}*{usable_fraction}-{params_b}*{bytes_per_param}"),
+    _n(
+        "MAX_BATCH",
+        "IF({n_gpus}*{memory_gb}*{usable_fraction}*1E9-{params_b}*1E9*{bytes_per_param}<=0,0,"
+        + _floor(
+            "({n_gpus}*{memory_gb}*{usable_fraction}*1E9-{params_b}*1E9*{bytes_per_param})"
+            "/({kv_bytes_per_token}*{context_tokens})"
+        )
+        + ")",
+    ),
+    _n("DECODE_TOKS", f"1/({_DECODE_BYTES}/{_DECODE_RATE})"),
+    _n("DECODE_TOKS_TOTAL", f"{{batch}}/({_DECODE_BYTES}/{_DECODE_RATE})"),
+    _n("COMPUTE_TOKS", "{tflops}*1E12/(2*{params_b}*1E9)"),
+    _n("INFER_FLOPS", "2*{params_b}*1E9*{tokens}"),
+    _n(
+        "TOKS_CEILING",
+        "MIN({tflops}*1E12/(2*{params_b}*1E9),{bandwidth_tb_s}*1E12/({params_b}*1E9*{bytes_per_param}))",
+    ),
+    _n("PREFILL_S", "2*{params_b}*1E9*{prompt_tokens}/({n_gpus}*{tflops}*1E12*{utilisation})"),
+    _n("COST_PER_M_TOKENS", "{n_gpus}*{usd_per_gpu_hour}/({tokens_per_s}*3600*{utilisation})*1E6"),
+    _n("PEAK_RPS", "{requests_per_day}/86400*{peak_factor}"),
+    _n("PEAK_TOKS", "{requests_per_day}/86400*{peak_factor}*{tokens_per_request}"),
+    _n("REPLICAS", _ceil("{demand_tokens_per_s}/{capacity_tokens_per_s}") + "+{spare}"),
+    # Training
+    _n("TRAIN_FLOPS", "6*{params_b}*1E9*{tokens}"),
+    _n("TRAIN_TOKENS", "{flops_per_s}*{seconds}/(6*{params_b}*1E9)"),
+    _n("CHINCHILLA_TOKENS", "{tokens_per_param}*{params_b}*1E9"),
+    _n("CHINCHILLA_RATIO", "{tokens}/({tokens_per_param}*{params_b}*1E9)"),
+    _n("OPTIMAL_PARAMS_B", "SQRT({flops_per_s}*{seconds}/(6*{tokens_per_param}))/1E9"),
+    _n("FLOPS_6N", "6*{params_b}*1E9*{tokens_per_s}"),
+    _n(
+        "MFU",
+        "6*{params_b}*1E9*{tokens_per_s}/({n_gpus}*{tflops}*1E12)",
+        ("{result}<=1", "tokens_per_s implies more than the hardware's peak"),
+    ),
+    _n("TRAIN_SECONDS", "6*{params_b}*1E9*{tokens}/({n_gpus}*{tflops}*1E12*{mfu})"),
+    _n("RUN_SECONDS", "6*{params_b}*1E9*{tokens}/{flops_per_s}"),
+    _n("GPU_HOURS", "{seconds}*{n_gpus}/3600"),
+    _n("TRAIN_MEMORY_GB", "{params_b}*{bytes_per_param}"),
+    _n("DATA_PASSES", "{tokens}/{cached_tokens}"),
+    # Architecture
+    _n(
+        "MOE_PARAMS_READ_B",
+        _MOE_READ,
+        ("{active_params_b}<={params_b}", "active_params_b cannot exceed params_b"),
+        ("{experts_per_token}<={experts}", "experts_per_token must be at most experts"),
+    ),
+    _n(
+        "WEIGHTS_GB_PER_GPU",
+        "(({params_b}-{expert_params_b})/{tp}+{expert_params_b}/{ep})*{bytes_per_param}",
+        ("{expert_params_b}<={params_b}", "expert_params_b cannot exceed params_b"),
+    ),
+    _n(
+        "TRAIN_STATE_GB",
+        f"(({_ZERO_W}+{_ZERO_G}+{_ZERO_O}-{_ZERO_SHARDED})+{_ZERO_SHARDED}/{{dp}})/1E9",
+    ),
+    _n(
+        "ACTIVATION_GB",
+        "{layers}*(" + _ACT_PER_LAYER.replace("{mode}", "LOWER(TRIM({recompute}))") + ")/1E9",
+        (
+            'OR(LOWER(TRIM({recompute}))="none",LOWER(TRIM({recompute}))="selective",'
+            'LOWER(TRIM({recompute}))="full",LOWER(TRIM({recompute}))="flash")',
+            "recompute must be none, selective, full or flash",
+        ),
+    ),
+    _n("TRAIN_FLOPS_PER_TOKEN", "6*{params_b}*1E9+12*{layers}*{heads}*{head_dim}*{seq_len}"),
+    _n("RECURRENT_PARAMS_B", "{params_b}+{layer_params_b}*{reused_layers}*{extra_passes}*{share_of_steps}"),
+    # Calibration and the roofline
+    _n(
+        "TTFT_S",
+        "MAX((2*{params_b}*1E9*{prompt_tokens}+2*{layers}*{hidden}*{prompt_tokens}^2)"
+        "/({n_gpus}*{tflops}*1E12*{compute_eff}),"
+        "{params_b}*1E9*{bytes_per_param}/({n_gpus}*{bandwidth_tb_s}*1E12*{bandwidth_eff}))"
+        f"+IF(AND({{n_gpus}}>1,{{link_gb_s}}>0),{_TTFT_EXCHANGE}/(IF(AND({{n_gpus}}>1,{{link_gb_s}}>0),"
+        "{link_gb_s},1)*1E9),0)",
+    ),
+    # Traffic
+    _n(
+        "TAIL_SHARE",
+        f"IF({_SIGMA}=0,IF({{cap_tokens}}<{{mean_tokens}},1,0),"
+        f"NORMSDIST(-(LN({{cap_tokens}})-{_MU})/IF({_SIGMA}=0,1,{_SIGMA})))",
+        *_LOGNORMAL_RULES,
+        note="NORMSDIST is the spreadsheet's normal distribution: Python's agrees to about 1e-15 in the body and "
+        "loses relative accuracy only in a far tail (a share below 1e-12)",
+    ),
+    _n("LENGTH_SD", f"{{mean_tokens}}*SQRT({_EXPM1_S2})", *_LOGNORMAL_RULES),
+    _n(
+        "TAIL_SHARE_DATA",
+        'COUNTIF({lengths},">"&{cap_tokens})/COUNT({lengths})',
+        note="lengths is a range; its empty cells are skipped as the Python function skips them",
+    ),
+    _n(
+        "MAX_CONTEXT_TOKENS",
+        "IF({free_gb}<=0,0," + _floor("{free_gb}*1E9/{kv_bytes_per_token}") + ")",
+    ),
+    _n("CONTEXT_TOKENS", "{prompt_tokens}+{reasoning_tokens}+{output_tokens}"),
+    _n("TIME_TO_ANSWER_S", "{prefill_s}+{reasoning_tokens}/{tokens_per_s_per_user}"),
+    _n(
+        "PREFILL_TOKENS",
+        "MAX({prompt_tokens}-{hit_rate}*{prefix_tokens},MIN({prompt_tokens},1))",
+        ("{prefix_tokens}<={prompt_tokens}", "prefix_tokens cannot exceed prompt_tokens"),
+    ),
+    _n(
+        "BATCH_FOR_LATENCY",
+        "IF(({n_gpus}*{bandwidth_tb_s}*1E12*{efficiency}/{tokens_per_s_per_user}-{params_b}*1E9*{bytes_per_param})"
+        "/({kv_bytes_per_token}*{context_tokens})<1-1E-9,0,MIN("
+        + _floor(
+            "({n_gpus}*{bandwidth_tb_s}*1E12*{efficiency}/{tokens_per_s_per_user}-{params_b}*1E9*{bytes_per_param})"
+            "/({kv_bytes_per_token}*{context_tokens})"
+        )
+        + ",1E9))",
+        note="Python then steps the batch down while float rounding puts its speed a hair under the target; the "
+        "native form does not, so at that boundary (a few ulps) it may be one higher",
+    ),
+    _n("PREFILL_SHARE", "{prefill_s}/({prefill_s}+{decode_tokens}/{decode_tokens_per_s_total})"),
+    _n("REPLICA_RPS", "1/({prefill_s}+{decode_tokens}/{decode_tokens_per_s_total})"),
+    _n(
+        "REPLICA_RPS_CHUNKED",
+        "1/MAX({prefill_s}*({prefill_tokens}+{decode_tokens})/{prefill_tokens},"
+        "{decode_tokens}/{decode_tokens_per_s_total})",
+    ),
+    _n("PREFILL_REPLICAS", _ceil("{requests_per_s}*{prefill_s}/1") + "+{spare}"),
+    _n("DECODE_REPLICAS", _ceil("{requests_per_s}*{decode_tokens}/{decode_tokens_per_s_total}") + "+{spare}"),
+    _n("KV_TRANSFER_S", "{kv_bytes_per_token}*{prompt_tokens}/({link_gb_s}*1E9)"),
+    _n(
+        "FLEET_REPLICAS",
+        "MAX(" + _ceil("{requests_per_s}/{requests_per_s_per_replica}") + "+{spare},{min_replicas})",
+    ),
+    _n("FLEET_UTILISATION", "{requests_per_day}/86400/({replicas}*{requests_per_s_per_replica})"),
+    _n("PEAK_COVERAGE", "MAX({replicas}-{spare},0)*{requests_per_s_per_replica}/{requests_per_s}"),
+    _n(
+        "COST_PER_M_INPUT",
+        "{n_gpus}*{usd_per_gpu_hour}*24*{prefill_share}/({requests_per_day}*{prompt_tokens})*1E6",
+        ("{requests_per_day}*{prompt_tokens}<>0", "requests_per_day times prompt_tokens is no tokens"),
+    ),
+    _n(
+        "COST_PER_M_OUTPUT",
+        "{n_gpus}*{usd_per_gpu_hour}*24*(1-{prefill_share})/({requests_per_day}*{output_tokens})*1E6",
+        ("{requests_per_day}*{output_tokens}<>0", "requests_per_day times output_tokens is no tokens"),
+    ),
+    # Cost
+    _n("CAPITAL_RECOVERY", _crf("{annual_rate}", "{years}")),
+    _n(
+        "GPU_HOUR_OWNED",
+        "({capex_usd}-{capex_usd}*{residual_fraction}/(1+{annual_rate})^{years})*"
+        + _crf("{annual_rate}", "{years}")
+        + "/8760+{kw}*{pue}*{usd_per_kwh}+{usd_per_kw_month}*{kw}*12/8760",
+        note="(1 + rate)^years - 1 is computed as written, where Python uses expm1 and log1p: for a rate below "
+        "1e-6 the two differ by about 2e-16 / (rate * years) relative",
+    ),
+    _n("COST_PER_M_OWNED", "{usd_per_gpu_hour_owned}/{utilisation}/({tokens_per_s}*3600)*1E6"),
+    _n(
+        "COST_PER_M_RENTED",
+        "{usd_per_gpu_hour}*(({utilisation}+{idle_billed}*(1-{utilisation}))/{utilisation})/({tokens_per_s}*3600)*1E6",
+    ),
+    _n(
+        "BREAKEVEN_UTILISATION",
+        "MAX(({usd_per_gpu_hour_owned}/{usd_per_gpu_hour_rented}-{idle_billed})/(1-{idle_billed}),0)",
+        ("{idle_billed}<1", "idle_billed must be below 1: a rental billed around the clock never breaks even"),
+    ),
+    _n(
+        "BREAKEVEN_MONTH",
+        "IF({loan_years}=0,{capex_usd}/({rent_usd_per_month}-{running_usd_per_month}),"
+        "IF({capex_usd}*" + _crf("{annual_rate}/12", "(12*{loan_years})") + "+{running_usd_per_month}"
+        "<={rent_usd_per_month},0,12*{loan_years}*{capex_usd}*" + _crf("{annual_rate}/12", "(12*{loan_years})")
+        + "/({rent_usd_per_month}-{running_usd_per_month})))",
+        ("{rent_usd_per_month}>{running_usd_per_month}", "the rent must be above the running cost"),
+        note="as GPU_HOUR_OWNED, the monthly rate's growth is computed as written, not with expm1",
+    ),
+]
+
+NATIVE: dict[str, Native] = {n.name: n for n in _FORMS}
+"""Each registry function that has a native formula, by name."""
+
+PYTHON_ONLY: dict[str, str] = {
+    "PLAN_OPTIONS": "a search over models, accelerators, precisions and parallelism that spills a table: the "
+    "portable template keeps its result as values with the inputs and date it was computed for",
+    "PAGED_BATCH": "a bisection over the batch (the largest whose log-normal quantile fits): no closed form",
+    "BATCH_FOR_TTFT": "its memory bound and its float-boundary corrections branch three ways; the portable "
+    "template keeps it as a value computed by Python",
+    "SERVE_TOKS": "the roofline with a mixture of experts' routing: to be built as line items "
+    "(MAX_BATCH, MOE_PARAMS_READ_B, a decode step, PREFILL_S), not one formula",
+    "EFFICIENCY": "the calibration fit (a ceiling and overhead over the accelerator's FLOP/s per byte, class and "
+    "format multipliers): its values travel as a table computed by Python",
+    "MODEL_KV_BYTES_PER_TOKEN": "the architecture walk over attention, sliding-window, MLA and state layers of a "
+    "preset: its values travel as a column of the models table computed by Python",
+    "MODEL_EXPERT_PARAMS_B": "counted from a preset's expert shapes by Python: its values travel as a column of "
+    "the models table",
+    "BEST_COMMITMENT": "a scan of the sorted demand levels: no Excel 2016 formula without array functions",
+}
+"""Registry functions the templates use that have no native formula, with the reason."""
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Filling a template
+
+_SIMPLE = re.compile(r"^(?:\$?[A-Za-z]{1,3}\$?\d+(?::\$?[A-Za-z]{1,3}\$?\d+)?|[A-Za-z_][A-Za-z0-9_.]*"
+                     r"|'[^']+'!\$?[A-Za-z]{1,3}\$?\d+(?::\$?[A-Za-z]{1,3}\$?\d+)?"
+                     r"|[A-Za-z_][A-Za-z0-9_]*!\$?[A-Za-z]{1,3}\$?\d+(?::\$?[A-Za-z]{1,3}\$?\d+)?"
+                     r"|\d+(?:\.\d+)?(?:[eE][+-]?\d+)?|\"[^\"]*\")$")  # fmt: skip
+"""An argument that needs no parentheses: a cell or range reference, a name, a non-negative number, a text."""
+
+
+def literal(value: Any) -> str:
+    """A Python value as a formula literal: a number exactly (17 significant digits), a text quoted."""
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, (int, float)):
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ArgumentError(f"a formula cannot hold {value!r}")
+        if float(value).is_integer() and abs(value) < 1e15:
+            return str(int(value))
+        text = repr(float(value))
+        return text.upper().replace("E+", "E")
+    if isinstance(value, str):
+        return '"' + value.replace('"', '""') + '"'
+    raise ArgumentError(f"a formula literal must be a number or a text, got {type(value).__name__}")
+
+
+def _operand(expr: Any) -> str:
+    text = expr if isinstance(expr, str) and not isinstance(expr, bool) else literal(expr)
+    text = text.strip()
+    return text if _SIMPLE.match(text) else f"({text})"
+
+
+def _arguments(name: str, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> dict[str, str]:
+    fn = registry.get(name)
+    names = [a.name for a in fn.args]
+    if len(args) > len(names):
+        raise ArgumentError(f"{fn.name} takes at most {len(names)} arguments, got {len(args)}")
+    unknown = sorted(set(kwargs) - set(names))
+    if unknown:
+        raise ArgumentError(f"{fn.name} has no argument {unknown[0]}: its arguments are {', '.join(names)}")
+    given = dict(zip(names, args)) | dict(kwargs)
+    out = {}
+    for a in fn.args:
+        value = given.get(a.name)
+        if value is None or (isinstance(value, str) and not value.strip()):
+            if not a.optional:
+                raise ArgumentError(f"{fn.name}: {a.name} is required")
+            value = literal(a.default)
+        out[a.name] = _operand(value if isinstance(value, str) else literal(value))
+    return out
+
+
+def formula(name: str, *args: Any, **kwargs: Any) -> str:
+    """The native formula of registry function ``name`` over argument expressions, without the ``=``.
+
+    Each argument is a cell reference (``"Inputs!C5"``), any formula expression, or a Python number or text (written
+    as a literal). An optional argument not given takes its registry default, as the add-in does::
+
+        formula("KV_GB", "B2", "B3")  # 'B2*B3*1/1E9'
+    """
+    key = name.strip().upper()
+    if key not in NATIVE:
+        why = PYTHON_ONLY.get(key)
+        raise ArgumentError(f"{key} has no native form" + (f": {why}" if why else ""))
+    return NATIVE[key].template.format(**_arguments(key, args, kwargs))
+
+
+def _domain_checks(name: str, values: dict[str, str]) -> list[str]:
+    conditions = []
+    for a in registry.get(name).args:
+        d, x = a.domain, values[a.name]
+        if d is None or d.kind not in ("number", "whole", "bytes"):
+            continue
+        parts = [f"ISNUMBER({x})"]
+        if d.low is not None:
+            parts.append(f"{x}{'>' if d.low_open else '>='}{literal(d.low)}")
+        if d.high is not None:
+            parts.append(f"{x}{'<' if d.high_open else '<='}{literal(d.high)}")
+        if d.kind == "whole":
+            parts.append(f"{x}=INT({x})")
+        conditions += parts
+    return conditions
+
+
+def check(name: str, *args: Any, result: str | None = None, **kwargs: Any) -> str:
+    """A formula, without the ``=``, that is TRUE when the Python function accepts these arguments and FALSE when it
+    would refuse them: every argument in its domain and the function's own rules (``Native.rules``).
+
+    ``result`` is the cell holding the native value, for a rule about it (MFU at most 1); without it the rule
+    repeats the formula. An argument that is an error value makes the check FALSE.
+    """
+    key = name.strip().upper()
+    values = _arguments(key, args, kwargs)
+    conditions = _domain_checks(key, values)
+    native = NATIVE.get(key)
+    if native is not None and native.rules:
+        values["result"] = _operand(result) if result else f"({formula(key, *args, **kwargs)})"
+        # a rule over an out-of-domain argument may itself fail (LN of a negative): it is only read when the
+        # domains hold
+        rules = [rule.format(**values) for rule, _ in native.rules]
+        inner = rules[0] if len(rules) == 1 else f"AND({','.join(rules)})"
+        if conditions:
+            return f"IFERROR(IF(AND({','.join(conditions)}),{inner},FALSE),FALSE)"
+        return f"IFERROR({inner},FALSE)"
+    if not conditions:
+        return "TRUE"
+    return f"IFERROR(AND({','.join(conditions)}),FALSE)"
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The catalog as tables
+
+
+@dataclass(frozen=True)
+class Table:
+    """A block of a worksheet: a header row of ``columns`` over one row per key, the keys in the first column.
+
+    ``first_row`` and ``first_col`` (1-based) are where the header's first cell is; the keys start a row below.
+    """
+
+    sheet: str
+    first_row: int
+    first_col: int
+    keys: tuple[str, ...]
+    columns: tuple[str, ...]
+
+    def _ref(self, row0: int, col0: int, row1: int, col1: int) -> str:
+        sheet = "'" + self.sheet.replace("'", "''") + "'"
+        return f"{sheet}!${_col(col0)}${row0}:${_col(col1)}${row1}"
+
+    @property
+    def key_range(self) -> str:
+        """The key column, header excluded."""
+        r = self.first_row + 1
+        return self._ref(r, self.first_col, r + len(self.keys) - 1, self.first_col)
+
+    @property
+    def header_range(self) -> str:
+        """The header row over the value columns (the key column's header excluded)."""
+        c = self.first_col + 1
+        return self._ref(self.first_row, c, self.first_row, c + len(self.columns) - 1)
+
+    @property
+    def body_range(self) -> str:
+        """The values: one row per key, one column per entry of ``columns``."""
+        r, c = self.first_row + 1, self.first_col + 1
+        return self._ref(r, c, r + len(self.keys) - 1, c + len(self.columns) - 1)
+
+    def column_range(self, column: str) -> str:
+        """One value column, header excluded."""
+        c = self.first_col + 1 + self.columns.index(column)
+        r = self.first_row + 1
+        return self._ref(r, c, r + len(self.keys) - 1, c)
+
+
+def _col(n: int) -> str:
+    out = ""
+    while n:
+        n, rem = divmod(n - 1, 26)
+        out = chr(65 + rem) + out
+    return out
+
+
+def _hyphens(x: str) -> str:
+    """A name as the catalog matches it: trimmed, spaces and underscores as hyphens (MATCH ignores case)."""
+    return f'SUBSTITUTE(SUBSTITUTE(TRIM({x})," ","-"),"_","-")'
+
+
+def _squeezed(x: str) -> str:
+    """A precision name as formats match it: spaces, hyphens and underscores removed (MATCH ignores case)."""
+    return f'SUBSTITUTE(SUBSTITUTE(SUBSTITUTE({x},"-",""),"_","")," ","")'
+
+
+@dataclass(frozen=True)
+class CatalogTables:
+    """Where :func:`write_catalog` put each table, and the native lookups over them.
+
+    ``models`` and ``accelerators`` hold one row per preset and one column per figure (``#N/A`` where a figure does
+    not exist), ``*_names`` one row per accepted name (ids and aliases, as the catalog matches them) with the row of
+    its preset, ``formats`` and ``optimizers`` bytes per value by name, ``prices`` the rental price per accelerator,
+    each row with its source.
+    """
+
+    models: Table
+    model_names: Table
+    accelerators: Table
+    accelerator_names: Table
+    formats: Table
+    optimizers: Table
+    prices: Table
+
+    def _preset(self, table: Table, names: Table, name: str, field: str) -> str:
+        row = f"INDEX({names.column_range('row')},MATCH({_hyphens(name)},{names.key_range},0))"
+        return f"INDEX({table.body_range},{row},MATCH(TRIM({field}),{table.header_range},0))"
+
+    def model_spec(self, model: Any, field: Any) -> str:
+        """MODEL_SPEC(model, field): ``#N/A`` for an unknown name or field, or a figure the model does not have."""
+        return self._preset(self.models, self.model_names, _operand(model), _operand(field))
+
+    def gpu_spec(self, gpu: Any, field: Any) -> str:
+        """GPU_SPEC(gpu, field): ``#N/A`` for an unknown name or field, or a figure not published."""
+        return self._preset(self.accelerators, self.accelerator_names, _operand(gpu), _operand(field))
+
+    def bytes_per_param(self, precision_name: Any) -> str:
+        """BYTES_PER_PARAM(precision): ``#N/A`` for an unknown format."""
+        x = _operand(precision_name)
+        return f"INDEX({self.formats.column_range('bytes')},MATCH({_squeezed(f'TRIM({x})')},{self.formats.key_range},0))"
+
+    def bytes_or_name(self, value: Any) -> str:
+        """A ``bytes`` argument as the Python domain reads it: a number as it is, a precision name looked up."""
+        x = _operand(value)
+        return f"IF(ISNUMBER({x}),{x},{self.bytes_per_param(x)})"
+
+    def optimizer_bytes(self, optimizer: Any) -> str:
+        """OPTIMIZER_BYTES(optimizer): ``#N/A`` for an unknown optimizer."""
+        x = _operand(optimizer)
+        key = f'SUBSTITUTE(SUBSTITUTE(LOWER(TRIM({x})),"-","_")," ","_")'
+        return f"INDEX({self.optimizers.column_range('bytes')},MATCH({key},{self.optimizers.key_range},0))"
+
+    def gpu_price(self, gpu: Any) -> str:
+        """GPU_PRICE(gpu): the rental price, ``#N/A`` for an accelerator without one."""
+        x = _operand(gpu)
+        acc = f"INDEX({self.accelerator_names.column_range('id')},MATCH({_hyphens(x)},{self.accelerator_names.key_range},0))"
+        return f"INDEX({self.prices.column_range('usd_per_gpu_hour')},MATCH({acc},{self.prices.key_range},0))"
+
+    def models_list(self) -> str:
+        """MODELS(): the range of preset model names, for a data-validation list."""
+        return self.models.key_range
+
+    def gpus_list(self) -> str:
+        """GPUS(): the range of preset accelerator names, for a data-validation list."""
+        return self.accelerators.key_range
+
+    def lookup(self, name: str, *args: Any) -> str:
+        """The native lookup of registry function ``name`` (MODEL_SPEC, GPU_SPEC, BYTES_PER_PARAM, GPU_PRICE,
+        OPTIMIZER_BYTES, MODELS, GPUS) over argument expressions."""
+        methods = {"MODEL_SPEC": self.model_spec, "GPU_SPEC": self.gpu_spec, "BYTES_PER_PARAM": self.bytes_per_param,
+                   "GPU_PRICE": self.gpu_price, "OPTIMIZER_BYTES": self.optimizer_bytes,
+                   "MODELS": self.models_list, "GPUS": self.gpus_list}  # fmt: skip
+        key = name.strip().upper()
+        if key not in methods:
+            raise ArgumentError(f"{key} is not a catalog lookup: lookups are {', '.join(methods)}")
+        return methods[key](*args)
+
+
+LOOKUPS = ("MODEL_SPEC", "GPU_SPEC", "BYTES_PER_PARAM", "GPU_PRICE", "OPTIMIZER_BYTES", "MODELS", "GPUS")
+"""The registry functions whose native form is a :class:`CatalogTables` lookup."""
+
+
+def _name_key(name: str) -> str:
+    return re.sub(r"[\s_]+", "-", name.strip().casefold())
+
+
+def write_catalog(ws: Any, top: int = 1, left: int = 1) -> CatalogTables:
+    """Write the catalog's tables into worksheet ``ws`` (openpyxl), one below another from row ``top``, and return
+    where each is.
+
+    Every figure is a number (``=NA()`` where the catalog has none: a figure a preset lacks, a peak never published),
+    and every row carries its source: the citation of the preset's figures (a field with a source of its own names
+    it in a note column), of the format, of the price.
+    """
+    cat = catalog.load_catalog()
+    row = top
+
+    def title(text: str) -> None:
+        nonlocal row
+        ws.cell(row=row, column=left, value=text)
+        row += 1
+
+    def block(keys: list[str], columns: list[str], rows: list[list[Any]], heading: str) -> Table:
+        nonlocal row
+        title(heading)
+        first = row
+        ws.cell(row=row, column=left, value="name")
+        for j, c in enumerate(columns, 1):
+            ws.cell(row=row, column=left + j, value=c)
+        for i, (k, values) in enumerate(zip(keys, rows), 1):
+            ws.cell(row=first + i, column=left, value=k)
+            for j, v in enumerate(values, 1):
+                ws.cell(row=first + i, column=left + j, value="=NA()" if v is None else v)
+        row = first + len(keys) + 2
+        return Table(ws.title, first, left, tuple(keys), tuple(columns))
+
+    def presets(kind: str, table: Any, fields: tuple[str, ...]) -> tuple[Table, Table]:
+        ids = table.names()
+        body = []
+        for pid in ids:
+            p = table.get(pid)
+            own = {f: table.sources[p.source_key(f)] for f in fields
+                   if p.figure(f) is not None and p.source_key(f) != p.source}  # fmt: skip
+            notes = "; ".join(f"{f}: {s}" for f, s in own.items())
+            body.append([p.figure(f) for f in fields] + [table.sources[p.source], notes])
+        figures = block(ids, [*fields, "source", "other sources"], body, f"{kind} presets (figures and sources)")
+        names: dict[str, tuple[int, str]] = {}
+        for i, pid in enumerate(ids, 1):
+            for n in (pid, *table.get(pid).aliases):
+                names.setdefault(_name_key(n), (i, pid))
+        named = block(list(names), ["row", "id"], [list(v) for v in names.values()], f"{kind} names and aliases")
+        return figures, named
+
+    models, model_names = presets("Model", cat.models, catalog.MODEL_FIELDS)
+    accelerators, accelerator_names = presets("Accelerator", cat.accelerators, catalog.GPU_FIELDS)
+    fmt_rows: dict[str, list[Any]] = {}
+    for fname, (bytes_, source) in precision.FORMATS.items():
+        fmt = precision.lookup(fname)
+        for n in (fname, *fmt.aliases):
+            fmt_rows.setdefault(precision.format_key(n), [bytes_, fname, source])
+    formats = block(list(fmt_rows), ["bytes", "format", "source"], list(fmt_rows.values()),
+                    "Numeric formats (bytes per value, scales included)")  # fmt: skip
+    opt_names = list(training_memory.OPTIMIZERS)
+    opt_rows = [[b, s] for b, s in training_memory.OPTIMIZERS.values()]
+    for alias in ("adam_mixed", "adamw_mixed", "adam8bit", "momentum"):
+        try:
+            opt_rows.append([training_memory.optimizer_bytes(alias), "an alias: see the row of the same bytes"])
+            opt_names.append(alias)
+        except ArgumentError:
+            continue
+    optimizers = block(opt_names, ["bytes", "source"], opt_rows, "Optimizers (state bytes per parameter)")
+    prices_ = catalog.load_prices()
+    price_ids = [pid for pid in prices_.ids()]
+    price_rows = [[prices_.get(pid).usd_per_gpu_hour, prices_.citation(pid)] for pid in price_ids]
+    prices = block(price_ids, ["usd_per_gpu_hour", "source"], price_rows, "Rental prices (USD per GPU-hour)")
+    return CatalogTables(models, model_names, accelerators, accelerator_names, formats, optimizers, prices)
+
