@@ -4,8 +4,8 @@ A portable workbook computes with the spreadsheet's own functions, so it recalcu
 later, LibreOffice Calc, Google Sheets). Each registry function the templates use has here a *native form*: a formula
 template over its arguments (``{params_b}*{bytes_per_param}``), which :func:`formula` fills with the argument cells or
 expressions, the optional ones it is not given taking their registry defaults (:data:`xlsxplan.registry.FUNCTIONS`).
-Only functions Excel 2016 has are used: arithmetic, ``INT``, ``MIN``, ``MAX``, ``IF``, ``AND``, ``EXP``, ``LN``,
-``SQRT``, ``NORMSDIST``, ``INDEX``, ``MATCH``, ``COUNTIF``, ``COUNT``, ``SUBSTITUTE``, ``TRIM``; never ``LET``,
+Only functions Excel 2016 has are used: arithmetic, ``INT``, ``LOG``, ``MIN``, ``MAX``, ``IF``, ``AND``, ``EXP``,
+``LN``, ``SQRT``, ``ERFC``, ``INDEX``, ``MATCH``, ``COUNTIF``, ``COUNT``, ``SUBSTITUTE``, ``TRIM``; never ``LET``,
 ``LAMBDA``, ``XLOOKUP`` or a dynamic-array function.
 
 What a function refuses, a native formula does not: it computes. :func:`check` gives the other half, a formula that is
@@ -16,9 +16,10 @@ Checks sheet, so a bad input is flagged in words, never silently computed. A ``b
 a number in the native form: a precision name is looked up first (:meth:`CatalogTables.bytes_per_param`).
 
 Whole-number results (MAX_BATCH, REPLICAS) round as the Python core does, forgiving the last few bits of float
-error (:func:`xlsxplan.core.equations.whole_floor`): ``INT(x*(1+T))`` with ``T = 16 * 2**-52``. Python forgives 16
-units in the last place, which is between ``8 T`` and ``16 T`` relative: within that band of a whole number (never
-reached but by an input built to land there) the two may differ by one.
+error (:func:`xlsxplan.core.equations.whole_floor`): the whole number next to ``x`` when ``x`` is within 16 units in
+the last place of it, ``2^(INT(LOG(x,2))-48)``. A spreadsheet holds whole numbers exactly up to ``2**53``, Python's
+ints all, and LibreOffice rounds to 15 significant digits before ``INT``: a count above ``1e15`` (a million billion
+tokens) is beyond the native form.
 
 The preset lookups (MODEL_SPEC, GPU_SPEC, BYTES_PER_PARAM, GPU_PRICE, OPTIMIZER_BYTES, MODELS, GPUS) read tables the
 workbook carries: :func:`write_catalog` writes the catalog's models, accelerators, prices, formats and optimizers,
@@ -45,28 +46,32 @@ __all__ = [
     "Native",
     "PYTHON_ONLY",
     "Table",
-    "WHOLE_TOLERANCE",
     "check",
     "formula",
     "write_catalog",
 ]
 
-WHOLE_TOLERANCE = 16 * 2.0**-52
-"""The relative slack of a native whole-number rounding, ``16 * 2**-52``: at least the 16 units in the last place
-:func:`xlsxplan.core.equations.whole_floor` forgives."""
-
-_T = "3.5527136788005E-15"  # WHOLE_TOLERANCE as Excel reads it (15 significant digits)
 _Z95 = repr(NormalDist().inv_cdf(0.95))  # the 95th percentile of the standard normal, as the traffic core has it
+_SQRT2 = repr(math.sqrt(2.0))
+
+
+def _forgiven(x: str) -> str:
+    """16 units in the last place of ``x`` (> 0), as :func:`math.ulp` counts them: ``2^(floor(log2 x) - 48)``."""
+    return f"2^(INT(LOG(MAX({x},1E-300),2))-48)"
 
 
 def _floor(x: str) -> str:
-    """``floor(x)`` for ``x >= 0``, forgiving float error below a whole number."""
-    return f"INT(({x})*(1+{_T}))"
+    """``floor(x)`` for ``x >= 0``, forgiving float error below a whole number as the Python core does: the whole
+    number above ``x`` when ``x`` is within 16 units in the last place of it, else the one below."""
+    x = f"({x})"
+    return f"(-INT(-{x})-IF(-INT(-{x})-{x}<={_forgiven(x)},0,1))"
 
 
 def _ceil(x: str) -> str:
-    """``ceil(x)`` for ``x >= 0``, forgiving float error above a whole number."""
-    return f"-INT(-({x})*(1-{_T}))"
+    """``ceil(x)`` for ``x >= 0``, forgiving float error above a whole number as the Python core does: the whole
+    number below ``x`` when ``x`` is within 16 units in the last place of it, else the one above."""
+    x = f"({x})"
+    return f"(INT({x})+IF({x}-INT({x})<={_forgiven(x)},0,1))"
 
 
 @dataclass(frozen=True)
@@ -88,7 +93,7 @@ def _n(name: str, template: str, *rules: tuple[str, str], note: str = "") -> Nat
     return Native(name, template, tuple(rules), note)
 
 
-_CRF = "IF({r}=0,1/{n},{r}*(1+{r})^{n}/((1+{r})^{n}-1))"
+_CRF = "IF((1+{r})^{n}=1,1/{n},{r}*(1+{r})^{n}/((1+{r})^{n}-1))"
 
 
 def _crf(r: str, n: str) -> str:
@@ -118,12 +123,12 @@ _ACT_MASKS = "IF({dropout}<>0,2,0)"
 _ACT_ATTENTION = "(IF({dropout}<>0,5,2)*{heads}*{seq_len}/{hidden})"
 _ACT_PARTIAL = (
     "IF({sequence_parallel}<>0,"
-    f"{_ACT_SBH}/{{tp}}*(32+{_ACT_MASKS}+IF({{mode}}=\"none\",{_ACT_ATTENTION},0)),"
-    f"{_ACT_SBH}*(8+{_ACT_MASKS}+24/{{tp}}+IF({{mode}}=\"none\",{_ACT_ATTENTION}/{{tp}},0)))"
+    f'{_ACT_SBH}/{{tp}}*(32+{_ACT_MASKS}+IF({{mode}}="none",{_ACT_ATTENTION},0)),'
+    f'{_ACT_SBH}*(8+{_ACT_MASKS}+24/{{tp}}+IF({{mode}}="none",{_ACT_ATTENTION}/{{tp}},0)))'
 )
 _ACT_PER_LAYER = (
-    f"IF({{mode}}=\"full\",2*{_ACT_SBH}/IF({{sequence_parallel}}<>0,{{tp}},1),{_ACT_PARTIAL})"
-    f"+IF({{mode}}=\"flash\",{_FLASH},0)"
+    f'IF({{mode}}="full",2*{_ACT_SBH}/IF({{sequence_parallel}}<>0,{{tp}},1),{_ACT_PARTIAL})'
+    f'+IF({{mode}}="flash",{_FLASH},0)'
 )
 _ZERO_N = "({params_b}*1E9/{model_parallel})"
 _ZERO_W, _ZERO_G, _ZERO_O = (f"({_ZERO_N}*{{{b}}})" for b in ("weight_bytes", "grad_bytes", "optimizer_bytes"))
@@ -214,10 +219,10 @@ _FORMS: list[Native] = [
     _n(
         "TAIL_SHARE",
         f"IF({_SIGMA}=0,IF({{cap_tokens}}<{{mean_tokens}},1,0),"
-        f"NORMSDIST(-(LN({{cap_tokens}})-{_MU})/IF({_SIGMA}=0,1,{_SIGMA})))",
+        f"ERFC((LN({{cap_tokens}})-{_MU})/IF({_SIGMA}=0,1,{_SIGMA})/{_SQRT2})/2)",
         *_LOGNORMAL_RULES,
-        note="NORMSDIST is the spreadsheet's normal distribution: Python's agrees to about 1e-15 in the body and "
-        "loses relative accuracy only in a far tail (a share below 1e-12)",
+        note="the normal tail is ERFC(z / sqrt 2) / 2, as the Python core has it: exact in the far tail, where "
+        "1 - NORMSDIST(z) would lose the digits",
     ),
     _n("LENGTH_SD", f"{{mean_tokens}}*SQRT({_EXPM1_S2})", *_LOGNORMAL_RULES),
     _n(
@@ -298,7 +303,8 @@ _FORMS: list[Native] = [
         "BREAKEVEN_MONTH",
         "IF({loan_years}=0,{capex_usd}/({rent_usd_per_month}-{running_usd_per_month}),"
         "IF({capex_usd}*" + _crf("{annual_rate}/12", "(12*{loan_years})") + "+{running_usd_per_month}"
-        "<={rent_usd_per_month},0,12*{loan_years}*{capex_usd}*" + _crf("{annual_rate}/12", "(12*{loan_years})")
+        "<={rent_usd_per_month},0,12*{loan_years}*{capex_usd}*"
+        + _crf("{annual_rate}/12", "(12*{loan_years})")
         + "/({rent_usd_per_month}-{running_usd_per_month})))",
         ("{rent_usd_per_month}>{running_usd_per_month}", "the rent must be above the running cost"),
         note="as GPU_HOUR_OWNED, the monthly rate's growth is computed as written, not with expm1",
@@ -533,7 +539,9 @@ class CatalogTables:
     def bytes_per_param(self, precision_name: Any) -> str:
         """BYTES_PER_PARAM(precision): ``#N/A`` for an unknown format."""
         x = _operand(precision_name)
-        return f"INDEX({self.formats.column_range('bytes')},MATCH({_squeezed(f'TRIM({x})')},{self.formats.key_range},0))"
+        return (
+            f"INDEX({self.formats.column_range('bytes')},MATCH({_squeezed(f'TRIM({x})')},{self.formats.key_range},0))"
+        )
 
     def bytes_or_name(self, value: Any) -> str:
         """A ``bytes`` argument as the Python domain reads it: a number as it is, a precision name looked up."""
@@ -549,7 +557,8 @@ class CatalogTables:
     def gpu_price(self, gpu: Any) -> str:
         """GPU_PRICE(gpu): the rental price, ``#N/A`` for an accelerator without one."""
         x = _operand(gpu)
-        acc = f"INDEX({self.accelerator_names.column_range('id')},MATCH({_hyphens(x)},{self.accelerator_names.key_range},0))"
+        names = self.accelerator_names
+        acc = f"INDEX({names.column_range('id')},MATCH({_hyphens(x)},{names.key_range},0))"
         return f"INDEX({self.prices.column_range('usd_per_gpu_hour')},MATCH({acc},{self.prices.key_range},0))"
 
     def models_list(self) -> str:
@@ -650,4 +659,3 @@ def write_catalog(ws: Any, top: int = 1, left: int = 1) -> CatalogTables:
     price_rows = [[prices_.get(pid).usd_per_gpu_hour, prices_.citation(pid)] for pid in price_ids]
     prices = block(price_ids, ["usd_per_gpu_hour", "source"], price_rows, "Rental prices (USD per GPU-hour)")
     return CatalogTables(models, model_names, accelerators, accelerator_names, formats, optimizers, prices)
-
