@@ -36,9 +36,9 @@ from dataclasses import dataclass
 from statistics import NormalDist
 from typing import Any
 
-from . import catalog, precision, registry
+from . import calibration, catalog, precision, registry
 from .core import training_memory
-from .errors import ArgumentError
+from .errors import ArgumentError, XlsxplanError
 
 __all__ = [
     "CatalogTables",
@@ -322,12 +322,9 @@ PYTHON_ONLY: dict[str, str] = {
     "template keeps it as a value computed by Python",
     "SERVE_TOKS": "the roofline with a mixture of experts' routing: to be built as line items "
     "(MAX_BATCH, MOE_PARAMS_READ_B, a decode step, PREFILL_S), not one formula",
-    "EFFICIENCY": "the calibration fit (a ceiling and overhead over the accelerator's FLOP/s per byte, class and "
-    "format multipliers): its values travel as a table computed by Python",
-    "MODEL_KV_BYTES_PER_TOKEN": "the architecture walk over attention, sliding-window, MLA and state layers of a "
-    "preset: its values travel as a column of the models table computed by Python",
-    "MODEL_EXPERT_PARAMS_B": "counted from a preset's expert shapes by Python: its values travel as a column of "
-    "the models table",
+    "MODEL_KV_BYTES_PER_TOKEN": "the architecture walk over a preset's attention, sliding-window, MLA and state "
+    "layers, at a context, precision and tensor parallelism: the portable template keeps it as a value computed "
+    "by Python for the inputs it records",
     "BEST_COMMITMENT": "a scan of the sorted demand levels: no Excel 2016 formula without array functions",
 }
 """Registry functions the templates use that have no native formula, with the reason."""
@@ -513,7 +510,10 @@ class CatalogTables:
     ``models`` and ``accelerators`` hold one row per preset and one column per figure (``#N/A`` where a figure does
     not exist), ``*_names`` one row per accepted name (ids and aliases, as the catalog matches them) with the row of
     its preset, ``formats`` and ``optimizers`` bytes per value by name, ``prices`` the rental price per accelerator,
-    each row with its source.
+    each row with its source. ``derived`` holds figures Python counts from a preset's shapes (MODEL_EXPERT_PARAMS_B).
+    ``efficiencies`` are the calibrated factors in use, one table per EFFICIENCY kind, a row per accelerator and
+    class, a column per format: the value for decode_bandwidth and prefill, the accelerator's FLOP per byte at the
+    precision for train_mfu, whose ``(ceiling, overhead_bytes)`` are ``train_mfu``.
     """
 
     models: Table
@@ -523,6 +523,9 @@ class CatalogTables:
     formats: Table
     optimizers: Table
     prices: Table
+    derived: Table
+    efficiencies: dict[str, Table]
+    train_mfu: tuple[float, float]
 
     def _preset(self, table: Table, names: Table, name: str, field: str) -> str:
         row = f"INDEX({names.column_range('row')},MATCH({_hyphens(name)},{names.key_range},0))"
@@ -561,6 +564,36 @@ class CatalogTables:
         acc = f"INDEX({names.column_range('id')},MATCH({_hyphens(x)},{names.key_range},0))"
         return f"INDEX({self.prices.column_range('usd_per_gpu_hour')},MATCH({acc},{self.prices.key_range},0))"
 
+    def model_expert_params_b(self, model: Any) -> str:
+        """MODEL_EXPERT_PARAMS_B(model): the routed experts' parameters (0 for a dense model), counted by Python."""
+        x = _operand(model)
+        row = f"INDEX({self.model_names.column_range('row')},MATCH({_hyphens(x)},{self.model_names.key_range},0))"
+        return f"INDEX({self.derived.column_range('expert_params_b')},{row})"
+
+    def efficiency(self, kind: Any, gpu: Any = None, precision_name: Any = None, hidden: Any = None,
+                   seq_len: Any = None) -> str:  # fmt: skip
+        """EFFICIENCY(kind, [gpu], [precision], [hidden], [seq_len]) over the calibrated tables: ``#N/A`` where the
+        Python function refuses (an unknown name, a share of a peak the catalog lacks, train_mfu of a class)."""
+        v = _arguments("EFFICIENCY", (kind, gpu, precision_name, hidden, seq_len), {})
+        k, g, p, h, t = (v[a] for a in ("kind", "gpu", "precision", "hidden", "seq_len"))
+        names = self.accelerator_names
+        first = self.efficiencies["decode_bandwidth"]
+        acc = f"IFERROR(INDEX({names.column_range('id')},MATCH({_hyphens(g)},{names.key_range},0)),TRIM({g}))"
+        row = f"MATCH({acc},{first.key_range},0)"
+        fmt = (
+            f"INDEX({self.formats.column_range('format')},MATCH({_squeezed(f'TRIM({p})')},{self.formats.key_range},0))"
+        )
+        col = f"MATCH({fmt},{first.header_range},0)"
+
+        def at(kind_name: str) -> str:
+            return f"INDEX({self.efficiencies[kind_name].body_range},{row},{col})"
+
+        ceiling, overhead = (literal(x) for x in self.train_mfu)
+        mfu = f"MIN(1,{ceiling}/(1+{overhead}*{at('train_mfu')}/(72*{h})))/IF({t}>0,1+{t}/(6*{h}),1)"
+        kind_key = f"LOWER(TRIM({k}))"
+        return (f'IF({kind_key}="train_mfu",{mfu},IF({kind_key}="prefill",{at("prefill")},'
+                f'IF({kind_key}="decode_bandwidth",{at("decode_bandwidth")},NA())))')  # fmt: skip
+
     def models_list(self) -> str:
         """MODELS(): the range of preset model names, for a data-validation list."""
         return self.models.key_range
@@ -574,14 +607,25 @@ class CatalogTables:
         OPTIMIZER_BYTES, MODELS, GPUS) over argument expressions."""
         methods = {"MODEL_SPEC": self.model_spec, "GPU_SPEC": self.gpu_spec, "BYTES_PER_PARAM": self.bytes_per_param,
                    "GPU_PRICE": self.gpu_price, "OPTIMIZER_BYTES": self.optimizer_bytes,
-                   "MODELS": self.models_list, "GPUS": self.gpus_list}  # fmt: skip
+                   "MODELS": self.models_list, "GPUS": self.gpus_list,
+                   "MODEL_EXPERT_PARAMS_B": self.model_expert_params_b, "EFFICIENCY": self.efficiency}  # fmt: skip
         key = name.strip().upper()
         if key not in methods:
             raise ArgumentError(f"{key} is not a catalog lookup: lookups are {', '.join(methods)}")
         return methods[key](*args)
 
 
-LOOKUPS = ("MODEL_SPEC", "GPU_SPEC", "BYTES_PER_PARAM", "GPU_PRICE", "OPTIMIZER_BYTES", "MODELS", "GPUS")
+LOOKUPS = (
+    "MODEL_SPEC",
+    "GPU_SPEC",
+    "BYTES_PER_PARAM",
+    "GPU_PRICE",
+    "OPTIMIZER_BYTES",
+    "MODELS",
+    "GPUS",
+    "MODEL_EXPERT_PARAMS_B",
+    "EFFICIENCY",
+)
 """The registry functions whose native form is a :class:`CatalogTables` lookup."""
 
 
@@ -658,4 +702,38 @@ def write_catalog(ws: Any, top: int = 1, left: int = 1) -> CatalogTables:
     price_ids = [pid for pid in prices_.ids()]
     price_rows = [[prices_.get(pid).usd_per_gpu_hour, prices_.citation(pid)] for pid in price_ids]
     prices = block(price_ids, ["usd_per_gpu_hour", "source"], price_rows, "Rental prices (USD per GPU-hour)")
-    return CatalogTables(models, model_names, accelerators, accelerator_names, formats, optimizers, prices)
+    expert = registry.FUNCTIONS["MODEL_EXPERT_PARAMS_B"]
+    derived = block(list(cat.models.names()), ["expert_params_b", "source"],
+                    [[_or_none(expert, pid), "counted from the preset's shapes (MODEL_EXPERT_PARAMS_B)"]
+                     for pid in cat.models.names()], "Model figures counted from the shapes")  # fmt: skip
+    cal = calibration.active()
+    basis = f"calibrated efficiencies: {cal.describe()}"
+    gpus = [*cat.accelerators.names(), *calibration.CLASSES]
+    formats_ = list(precision.FORMATS)
+    efficiencies = {}
+    for kind in ("decode_bandwidth", "prefill", "train_mfu"):
+        cells = [[_efficiency_cell(kind, g, f) for f in formats_] for g in gpus]
+        heading = f"EFFICIENCY {kind}" + (" (FLOP per byte at the precision)" if kind == "train_mfu" else "")
+        efficiencies[kind] = block(gpus, formats_, cells, f"{heading}; {basis}")
+    fit = cal.factors.train_mfu
+    return CatalogTables(models, model_names, accelerators, accelerator_names, formats, optimizers, prices, derived,
+                         efficiencies, (fit.ceiling, fit.overhead_bytes))  # fmt: skip
+
+
+def _or_none(fn: registry.Function, *args: Any) -> Any:
+    try:
+        return fn(*args)
+    except XlsxplanError:
+        return None
+
+
+def _efficiency_cell(kind: str, gpu: str, fmt: str) -> float | None:
+    """EFFICIENCY's value (decode_bandwidth, prefill), or for train_mfu the FLOP per byte it is computed from; None
+    where EFFICIENCY refuses."""
+    if _or_none(registry.FUNCTIONS["EFFICIENCY"], kind, gpu, fmt) is None:
+        return None
+    if kind != "train_mfu":
+        return float(calibration.efficiency(kind, gpu, fmt))
+    return float(
+        catalog.gpu_spec(gpu, calibration.peak_field(fmt)) * 1e12 / (catalog.gpu_spec(gpu, "bandwidth_tb_s") * 1e12)
+    )
