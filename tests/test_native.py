@@ -33,6 +33,7 @@ RELATIVE = 1e-9
 TEMPLATES = Path(__file__).resolve().parents[1] / "xlsxplan" / "templates"
 
 TEXT_CHOICES = {("ACTIVATION_GB", "recompute"): ["none", "selective", "full", "flash", " Flash ", "FULL"]}
+LONGEST_FORMULA = 8192  # Excel's limit on a formula's length
 
 
 @dataclass(frozen=True)
@@ -128,6 +129,7 @@ class Sheet:
         self.book = new_book()
         self.book.add_sheet("Case")
         self.widths: dict[int, int] = {}
+        self.rows: dict[str, int] = {}
 
     def refs(self, values: list[Any]) -> list[str]:
         refs = []
@@ -139,6 +141,17 @@ class Sheet:
             end = native._col(2 + len(cells))
             refs.append(f"C{i}" if not isinstance(v, list) else f"C{i}:{end}{i}")
         return refs
+
+    def place(self, key: str) -> str:
+        """Where a line item sits: column B, a row per key."""
+        return f"B{self.rows.setdefault(key, len(self.rows) + 1)}"
+
+    def evaluate_items(self, items: list[tuple[str, str, str]]) -> Any:
+        for key, _, text in items:
+            ref = self.place(key)
+            self.book.set_formula("Case", int(ref[1:]), 2, "=" + text)
+        last = self.place(items[-1][0])
+        return self.book.evaluate_cell("Case", int(last[1:]), 2)
 
     def evaluate(self, text: str) -> Any:
         self.book.set_formula("Case", 1, 1, "=" + text)
@@ -179,6 +192,8 @@ def test_each_native_form_equals_the_python_function_over_random_valid_inputs(na
         got = SHEET.evaluate(native.formula(name, *args))
         assert agrees(got, want, fn.whole), (name, given_values, got, want)
         assert SHEET.evaluate(native.check(name, *args)) is True, (name, given_values)
+        if native.NATIVE[name].steps:  # the same as line items, one step a cell
+            assert agrees(SHEET.evaluate_items(native.line_items(name, SHEET.place, *args)), want, fn.whole)
 
     run()
 
@@ -260,7 +275,7 @@ def test_a_formula_refuses_an_unknown_function_argument_or_missing_one():
 # --- portability -----------------------------------------------------------------------------------------------
 
 EXCEL_2016 = {"ABS", "AND", "CHOOSE", "COUNT", "COUNTIF", "EXP", "IF", "IFERROR", "INDEX", "INT", "ISNUMBER", "LN", "LOG",
-              "LOWER", "MATCH", "MAX", "MIN", "NA", "ERFC", "OR", "SQRT", "SUBSTITUTE", "TRIM"}  # fmt: skip
+              "LOWER", "MATCH", "MAX", "MIN", "NA", "NOT", "ERFC", "OR", "SQRT", "SUBSTITUTE", "TRIM"}  # fmt: skip
 
 
 def _functions(text: str) -> set[str]:
@@ -466,3 +481,16 @@ def test_libreoffice_computes_the_native_forms_as_python_does(tmp_path):
         elif not agrees(value, want, whole) or ok is not True:
             wrong.append((r, name, value, want, ok))
     assert len(rows) == len(ARITHMETIC) * CASES_PER_FUNCTION + len(lookups) and wrong == []
+
+
+def test_every_native_formula_fits_excel_and_line_items_keep_each_step_short():
+    for name in ARITHMETIC:
+        fn = registry.FUNCTIONS[name]
+        args = [f"'Inputs sheet'!$C${i}" for i in range(1, len(fn.args) + 1)]
+        short = [f"A{i}" for i in range(1, len(fn.args) + 1)]
+        stepped = bool(native.NATIVE[name].steps)  # inlined, a stepped form is for a test's eyes, not a cell's
+        assert len(native.formula(name, *(short if stepped else args))) < LONGEST_FORMULA, name
+        items = native.line_items(name, lambda key: f"Calc!$D${len(key)}", *args)
+        assert items[-1][0] == "result" and all(label for _, label, _ in items)
+        if native.NATIVE[name].steps:
+            assert max(len(text) for _, _, text in items) < 400, name

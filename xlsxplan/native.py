@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from statistics import NormalDist
 from typing import Any
@@ -48,6 +48,7 @@ __all__ = [
     "Table",
     "check",
     "formula",
+    "line_items",
     "write_catalog",
 ]
 
@@ -81,12 +82,17 @@ class Native:
     ``template`` is the formula (no ``=``) with ``{argument}`` for each argument; ``rules`` are conditions, in the
     same form, that the Python function requires beyond its arguments' domains (``{result}`` is the function's
     value), each with the reason it refuses; ``note`` says where the native form departs from the Python one.
+
+    A function too long for one readable formula is a list of ``steps``, line items ``(key, label, template)`` whose
+    templates refer to the arguments and to earlier steps by their key; the last step is the result.
+    :func:`line_items` gives them with the cells they sit in, :func:`formula` the one formula they make inlined.
     """
 
     name: str
     template: str
     rules: tuple[tuple[str, str], ...] = ()
     note: str = ""
+    steps: tuple[tuple[str, str, str], ...] = ()
 
 
 def _n(name: str, template: str, *rules: tuple[str, str], note: str = "") -> Native:
@@ -112,10 +118,10 @@ _EXPM1_S2 = f"IF({_S2}<1E-5,{_S2}*(1+{_S2}/2*(1+{_S2}/3*(1+{_S2}/4))),EXP({_S2})
 _MU = f"(LN({{mean_tokens}})-{_SIGMA}^2/2)"
 _MOE_SHARE = "({experts_per_token}/{experts})"
 _MOE_ROUTED = f"(({{params_b}}-{{active_params_b}})/IF({_MOE_SHARE}=1,1,1-{_MOE_SHARE}))"
-_MOE_READ = (
-    f"IF({_MOE_SHARE}=1,{{params_b}},MIN({{params_b}},{{params_b}}-{_MOE_ROUTED}"
-    f"+{_MOE_ROUTED}*(1-(1-{_MOE_SHARE})^{{batch}})))"
-)
+# the share of experts a batch touches, 1 - (1 - share)^batch: 1 where the power is below 1e-304 (as it is in
+# floats), which LibreOffice's POWER would give as #NUM! once it underflows
+_MOE_TOUCHED = f"IF({{batch}}*LN(1-{_MOE_SHARE})<-700,1,1-(1-{_MOE_SHARE})^{{batch}})"
+_MOE_READ = f"IF({_MOE_SHARE}=1,{{params_b}},MIN({{params_b}},{{params_b}}-{_MOE_ROUTED}+{_MOE_ROUTED}*{_MOE_TOUCHED}))"
 _TTFT_EXCHANGE = "2*{layers}*2*({n_gpus}-1)/{n_gpus}*{prompt_tokens}*{hidden}*2"
 _FLASH = "4*{heads}*{seq_len}*{micro_batch}/{tp}"
 _ACT_SBH = "({seq_len}*{micro_batch}*{hidden})"
@@ -311,6 +317,126 @@ _FORMS: list[Native] = [
     ),
 ]
 
+
+def _fill(template: str, **values: str) -> str:
+    """``template`` with some placeholders filled and the others kept (``{params_b}`` stays ``{params_b}``)."""
+    return re.sub(r"\{(\w+)\}", lambda m: values.get(m.group(1), m.group(0)), template)
+
+
+def _stepped(name: str, steps: list[tuple[str, str, str]], *rules: tuple[str, str], note: str = "") -> Native:
+    return Native(name, "", tuple(rules), note, tuple(steps))
+
+
+_MOE_DENSE = "OR({active_params_b}=0,{active_params_b}={params_b})"
+_FORMS += [
+    _stepped(
+        "SERVE_TOKS",
+        [
+            ("active", "parameters one token computes [B]", f"IF({_MOE_DENSE},{{params_b}},{{active_params_b}})"),
+            ("context", "mean tokens a decoding sequence holds", "{prompt_tokens}+{output_tokens}/2"),
+            (
+                "free",
+                "bytes free for the KV cache beside the weights",
+                "{n_gpus}*{memory_gb}*{usable_fraction}*1E9-{params_b}*1E9*{bytes_per_param}",
+            ),
+            (
+                "fits",
+                "sequences that fit beside the weights",
+                "IF({free}<=0,0," + _floor("{free}/({kv_bytes_per_token}*{context})") + ")",
+            ),
+            ("batch", "sequences decoded together", "IF({concurrency}=0,{fits},MIN({concurrency},{fits}))"),
+            (
+                "share",
+                "share of the experts a token is routed to",
+                "IF({active}={params_b},1,{experts_per_token}/{experts})",
+            ),
+            (
+                "routed",
+                "parameters in the routed experts [B]",
+                "IF({share}=1,0,({params_b}-{active})/(1-{share}))",
+            ),
+            (
+                "touched",
+                "share of the routed experts the batch reads",
+                "IF({share}=1,1,IF({batch}*LN(1-{share})<-700,1,1-(1-{share})^{batch}))",
+            ),
+            (
+                "read",
+                "parameters a decode step reads [B]",
+                "IF({share}=1,{params_b},MIN({params_b},{params_b}-{routed}+{routed}*{touched}))",
+            ),
+            (
+                "step",
+                "one decode step, the slower of memory and compute [s]",
+                "MAX(({read}*1E9*{bytes_per_param}+{batch}*{kv_bytes_per_token}*{context})"
+                "/({n_gpus}*{bandwidth_tb_s}*1E12*{bandwidth_eff}),"
+                "2*{active}*1E9*{batch}/({n_gpus}*{tflops}*1E12*{compute_eff}))",
+            ),
+            (
+                "prefill",
+                "one prompt's prefill [s]",
+                "2*{active}*1E9*{prompt_tokens}/({n_gpus}*{tflops}*1E12*{compute_eff})",
+            ),
+            (
+                "result",
+                "output tokens per second of the model copy",
+                "IF({batch}<1,0,{output_tokens}/({output_tokens}*{step}/{batch}+{prefill}))",
+            ),
+        ],
+        (
+            "NOT(AND({active_params_b}=0,{experts}<>0,{experts_per_token}<>0,{experts_per_token}<{experts}))",
+            "active_params_b must be given with experts",
+        ),
+        (
+            f"OR({_MOE_DENSE},AND({{active_params_b}}<{{params_b}},{{experts}}<>0,{{experts_per_token}}<>0,"
+            "{experts_per_token}<={experts}))",
+            "a mixture of experts needs its experts and experts_per_token, and active_params_b within params_b",
+        ),
+    ),
+    _stepped(
+        "BATCH_FOR_TTFT",
+        [
+            (
+                "compute",
+                "tokens per second the compute allows",
+                "{tflops}*1E12/(2*{params_b}*1E9)*{n_gpus}*{utilisation}",
+            ),
+            ("room", "decode tokens per second the target leaves", "{compute}-{prompt_tokens}/{ttft_s}"),
+            ("at_target", "sequences at the target speed", "{room}/{tokens_per_s_per_user}"),
+            (
+                "batch",
+                "whole sequences, at most a billion",
+                "IF({at_target}<1-1E-9,0,MIN(" + _floor("{at_target}") + ",1E9))",
+            ),
+            (
+                "weights_s",
+                "a step's read of the weights [s]",
+                "IF({bandwidth_tb_s}<=0,0,{params_b}*1E9*{bytes_per_param}/({n_gpus}*{bandwidth_tb_s}*1E12*{efficiency}))",
+            ),
+            (
+                "sequence_s",
+                "a step's read of one sequence's KV cache [s]",
+                "IF({bandwidth_tb_s}<=0,0,{kv_bytes_per_token}*{context_tokens}/({n_gpus}*{bandwidth_tb_s}*1E12*{efficiency}))",
+            ),
+            (
+                "result",
+                "the batch meeting both the compute and the memory bound",
+                "IF(OR({batch}=0,{bandwidth_tb_s}<=0,{room}*{sequence_s}>=1),{batch},MIN({batch},"
+                + _floor("{room}*{weights_s}/(1-{room}*{sequence_s})*(1+1E-12)")
+                + "))",
+            ),
+        ],
+        (
+            "OR({bandwidth_tb_s}<=0,{bytes_per_param}>0,({tflops}*1E12/(2*{params_b}*1E9)*{n_gpus}*{utilisation}"
+            "-{prompt_tokens}/{ttft_s})/{tokens_per_s_per_user}<1-1E-9)",
+            "bytes_per_param must be positive when bandwidth_tb_s is given",
+        ),
+        note="Python then steps the batch down while float rounding puts DECODE_TOKS_TOTAL a hair over the room; the "
+        "native form does not, so at that boundary (a few ulps) it may be one higher",
+    ),
+]
+
+
 NATIVE: dict[str, Native] = {n.name: n for n in _FORMS}
 """Each registry function that has a native formula, by name."""
 
@@ -318,10 +444,6 @@ PYTHON_ONLY: dict[str, str] = {
     "PLAN_OPTIONS": "a search over models, accelerators, precisions and parallelism that spills a table: the "
     "portable template keeps its result as values with the inputs and date it was computed for",
     "PAGED_BATCH": "a bisection over the batch (the largest whose log-normal quantile fits): no closed form",
-    "BATCH_FOR_TTFT": "its memory bound and its float-boundary corrections branch three ways; the portable "
-    "template keeps it as a value computed by Python",
-    "SERVE_TOKS": "the roofline with a mixture of experts' routing: to be built as line items "
-    "(MAX_BATCH, MOE_PARAMS_READ_B, a decode step, PREFILL_S), not one formula",
     "MODEL_KV_BYTES_PER_TOKEN": "the architecture walk over a preset's attention, sliding-window, MLA and state "
     "layers, at a context, precision and tensor parallelism: the portable template keeps it as a value computed "
     "by Python for the inputs it records",
@@ -389,12 +511,37 @@ def formula(name: str, *args: Any, **kwargs: Any) -> str:
     as a literal). An optional argument not given takes its registry default, as the add-in does::
 
         formula("KV_GB", "B2", "B3")  # 'B2*B3*1/1E9'
+
+    A function of several steps (SERVE_TOKS, BATCH_FOR_TTFT) comes inlined, its steps repeated where they are
+    used: thousands of characters, which a template writes as :func:`line_items` instead.
     """
     key = name.strip().upper()
     if key not in NATIVE:
         why = PYTHON_ONLY.get(key)
         raise ArgumentError(f"{key} has no native form" + (f": {why}" if why else ""))
-    return NATIVE[key].template.format(**_arguments(key, args, kwargs))
+    native = NATIVE[key]
+    values = _arguments(key, args, kwargs)
+    if not native.steps:
+        return native.template.format(**values)
+    for step, _, template in native.steps:
+        values[step] = f"({template.format(**values)})"
+    return values[native.steps[-1][0]][1:-1]
+
+
+def line_items(name: str, place: Callable[[str], str], *args: Any, **kwargs: Any) -> list[tuple[str, str, str]]:
+    """The native form of ``name`` as line items, one step a row as the FAST standard asks: ``(key, label, formula)``
+    for each, the last the result. ``place(key)`` is the cell a step sits in, which later steps refer to. A function
+    of one formula is one line item."""
+    key = name.strip().upper()
+    native = NATIVE.get(key)
+    if native is None or not native.steps:
+        return [("result", registry.get(key).summary, formula(key, *args, **kwargs))]
+    values = _arguments(key, args, kwargs)
+    out = []
+    for step, label, template in native.steps:
+        out.append((step, label, template.format(**values)))
+        values[step] = _operand(place(step))
+    return out
 
 
 def _domain_checks(name: str, values: dict[str, str]) -> list[str]:
@@ -603,9 +750,9 @@ class CatalogTables:
         return self.accelerators.key_range
 
     def lookup(self, name: str, *args: Any) -> str:
-        """The native lookup of registry function ``name`` (MODEL_SPEC, GPU_SPEC, BYTES_PER_PARAM, GPU_PRICE,
-        OPTIMIZER_BYTES, MODELS, GPUS) over argument expressions."""
-        methods = {"MODEL_SPEC": self.model_spec, "GPU_SPEC": self.gpu_spec, "BYTES_PER_PARAM": self.bytes_per_param,
+        """The native lookup of registry function ``name`` (one of :data:`LOOKUPS`) over argument expressions."""
+        methods: dict[str, Callable[..., str]] = {
+                   "MODEL_SPEC": self.model_spec, "GPU_SPEC": self.gpu_spec, "BYTES_PER_PARAM": self.bytes_per_param,
                    "GPU_PRICE": self.gpu_price, "OPTIMIZER_BYTES": self.optimizer_bytes,
                    "MODELS": self.models_list, "GPUS": self.gpus_list,
                    "MODEL_EXPERT_PARAMS_B": self.model_expert_params_b, "EFFICIENCY": self.efficiency}  # fmt: skip
