@@ -51,6 +51,7 @@ OVERRIDES = {
     # a cost of capital is 0 or at least 0.01%: below 1e-6 a year the native (1 + r)^n - 1 (Excel has no EXPM1)
     # loses the digits Python's expm1 keeps (see the note of GPU_HOUR_OWNED's native form)
     "annual_rate": Spec("log", 1e-4, 1.0, zero=True),
+    "demand_gpus": Spec("range_whole", 0, 64),  # whole GPUs, so that levels repeat
 }
 
 
@@ -84,6 +85,8 @@ def strategy(s: Spec) -> st.SearchStrategy[Any]:
         return st.integers(int(s.low), int(s.high))
     if s.kind == "linear":
         return st.floats(s.low, s.high, allow_nan=False)
+    if s.kind == "range_whole":
+        return st.lists(st.integers(int(s.low), int(s.high)).map(float), min_size=1, max_size=12)
     if s.kind == "range":
         return st.lists(st.floats(math.log10(s.low), math.log10(s.high)).map(lambda e: float(10**e)), min_size=1,
                         max_size=12)  # fmt: skip
@@ -99,6 +102,8 @@ def sample(s: Spec, rng: random.Random) -> Any:
         return rng.randint(int(s.low), int(s.high))
     if s.kind == "linear":
         return rng.uniform(s.low, s.high)
+    if s.kind == "range_whole":
+        return [float(rng.randint(int(s.low), int(s.high))) for _ in range(rng.randint(1, 12))]
     if s.kind == "range":
         return [10 ** rng.uniform(math.log10(s.low), math.log10(s.high)) for _ in range(rng.randint(1, 12))]
     if s.zero and rng.random() < 0.1:
@@ -216,7 +221,10 @@ def maybe_bad(name: str) -> st.SearchStrategy[list[Any]]:
     parts = []
     for a in fn.args:
         s = spec_of(name, a)
-        if s.kind in ("text", "range"):
+        if s.kind in ("range", "range_whole"):  # a value out of bounds or a text among the numbers
+            spoilt = st.tuples(strategy(s), st.sampled_from([-1.0, "abc", 2e18])).map(lambda t: [*t[0], t[1]])
+            parts.append(st.one_of(strategy(s), spoilt))
+        elif s.kind == "text":
             parts.append(strategy(s))
         else:
             parts.append(st.one_of(strategy(s), st.sampled_from(edge_values(s, a))))
@@ -275,7 +283,7 @@ def test_a_formula_refuses_an_unknown_function_argument_or_missing_one():
 # --- portability -----------------------------------------------------------------------------------------------
 
 EXCEL_2016 = {"ABS", "AND", "CHOOSE", "COUNT", "COUNTIF", "EXP", "IF", "IFERROR", "INDEX", "INT", "ISNUMBER", "LN", "LOG",
-              "LOWER", "MATCH", "MAX", "MIN", "NA", "NOT", "ERFC", "OR", "SQRT", "SUBSTITUTE", "TRIM"}  # fmt: skip
+              "LOWER", "MATCH", "MAX", "MIN", "SMALL", "COUNTA", "NA", "NOT", "ERFC", "OR", "SQRT", "SUBSTITUTE", "TRIM"}  # fmt: skip
 
 
 def _functions(text: str) -> set[str]:

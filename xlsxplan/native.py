@@ -4,9 +4,8 @@ A portable workbook computes with the spreadsheet's own functions, so it recalcu
 later, LibreOffice Calc, Google Sheets). Each registry function the templates use has here a *native form*: a formula
 template over its arguments (``{params_b}*{bytes_per_param}``), which :func:`formula` fills with the argument cells or
 expressions, the optional ones it is not given taking their registry defaults (:data:`xlsxplan.registry.FUNCTIONS`).
-Only functions Excel 2016 has are used: arithmetic, ``INT``, ``LOG``, ``MIN``, ``MAX``, ``IF``, ``AND``, ``EXP``,
-``LN``, ``SQRT``, ``ERFC``, ``INDEX``, ``MATCH``, ``COUNTIF``, ``COUNT``, ``SUBSTITUTE``, ``TRIM``; never ``LET``,
-``LAMBDA``, ``XLOOKUP`` or a dynamic-array function.
+Only functions Excel 2016 has are used (tests/test_native.py lists them: ``IF``, ``INT``, ``LOG``, ``ERFC``, ``INDEX``,
+``MATCH``, ``SMALL``, ``COUNTIF`` and the like); never ``LET``, ``LAMBDA``, ``XLOOKUP`` or a dynamic-array function.
 
 What a function refuses, a native formula does not: it computes. :func:`check` gives the other half, a formula that is
 TRUE exactly when the Python function accepts the arguments, built from each argument's
@@ -394,6 +393,31 @@ _FORMS += [
         ),
     ),
     _stepped(
+        "BEST_COMMITMENT",
+        [
+            ("periods", "periods of demand", "COUNT({demand_gpus})"),
+            ("allowed", "committed price times the periods", "{periods}*{usd_per_gpu_hour_committed}"),
+            (
+                "guess",
+                "periods above the commitment, as the prices' ratio allows",
+                "INT({allowed}/{usd_per_gpu_hour_on_demand})",
+            ),
+            (
+                "above",
+                "the most periods the commitment may leave above it",
+                "{guess}+IF({usd_per_gpu_hour_on_demand}*({guess}+1)<={allowed},1,0)"
+                "-IF({usd_per_gpu_hour_on_demand}*{guess}>{allowed},1,0)",
+            ),
+            (
+                "result",
+                "the lowest demand level exceeded in no more periods",
+                "IF({above}>={periods},0,SMALL({demand_gpus},{periods}-{above}))",
+            ),
+        ],
+        note="the cheapest level is the lowest exceeded in at most T x committed / on_demand periods: SMALL picks "
+        "it from the demand itself, where Python scans the sorted levels",
+    ),
+    _stepped(
         "BATCH_FOR_TTFT",
         [
             (
@@ -447,7 +471,6 @@ PYTHON_ONLY: dict[str, str] = {
     "MODEL_KV_BYTES_PER_TOKEN": "the architecture walk over a preset's attention, sliding-window, MLA and state "
     "layers, at a context, precision and tensor parallelism: the portable template keeps it as a value computed "
     "by Python for the inputs it records",
-    "BEST_COMMITMENT": "a scan of the sorted demand levels: no Excel 2016 formula without array functions",
 }
 """Registry functions the templates use that have no native formula, with the reason."""
 
@@ -548,6 +571,13 @@ def _domain_checks(name: str, values: dict[str, str]) -> list[str]:
     conditions = []
     for a in registry.get(name).args:
         d, x = a.domain, values[a.name]
+        if d is not None and d.kind == "range":  # numbers only (empty cells skipped), at least one, each in bounds
+            conditions += [f"COUNT({x})>0", f"COUNT({x})=COUNTA({x})"]
+            if d.low is not None:
+                conditions.append(f'COUNTIF({x},"{"<=" if d.low_open else "<"}{literal(d.low)}")=0')
+            if d.high is not None:
+                conditions.append(f'COUNTIF({x},"{">=" if d.high_open else ">"}{literal(d.high)}")=0')
+            continue
         if d is None or d.kind not in ("number", "whole", "bytes"):
             continue
         parts = [f"ISNUMBER({x})"]
