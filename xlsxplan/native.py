@@ -17,8 +17,9 @@ a number in the native form: a precision name is looked up first (:meth:`Catalog
 Whole-number results (MAX_BATCH, REPLICAS) round as the Python core does, forgiving the last few bits of float
 error (:func:`xlsxplan.core.equations.whole_floor`): the whole number next to ``x`` when ``x`` is within 16 units in
 the last place of it, ``2^(INT(LOG(x,2))-48)``. A spreadsheet holds whole numbers exactly up to ``2**53``, Python's
-ints all, and LibreOffice rounds to 15 significant digits before ``INT``: a count above ``1e15`` (a million billion
-tokens) is beyond the native form.
+ints all; LibreOffice subtracts numbers within ``2**-48`` of each other to 0, so for a count above about ``1e12`` (a
+trillion tokens) its rounding may forgive up to twice as much as Python's, and above ``1e15`` it is beyond the native
+form.
 
 The preset lookups (MODEL_SPEC, GPU_SPEC, BYTES_PER_PARAM, GPU_PRICE, OPTIMIZER_BYTES, MODELS, GPUS) read tables the
 workbook carries: :func:`write_catalog` writes the catalog's models, accelerators, prices, formats and optimizers,
@@ -36,6 +37,7 @@ from statistics import NormalDist
 from typing import Any
 
 from . import calibration, catalog, precision, registry
+from .catalog import models
 from .core import training_memory
 from .errors import ArgumentError, XlsxplanError
 
@@ -47,6 +49,7 @@ __all__ = [
     "Table",
     "check",
     "formula",
+    "catalog_line_items",
     "line_items",
     "write_catalog",
 ]
@@ -56,8 +59,9 @@ _SQRT2 = repr(math.sqrt(2.0))
 
 
 def _forgiven(x: str) -> str:
-    """16 units in the last place of ``x`` (> 0), as :func:`math.ulp` counts them: ``2^(floor(log2 x) - 48)``."""
-    return f"2^(INT(LOG(MAX({x},1E-300),2))-48)"
+    """16 units in the last place of ``x`` (> 0), as :func:`math.ulp` counts them: ``2^(floor(log2 x) - 48)``. Below
+    1e-250 it stays at 16 ulps of 1e-250: LibreOffice's POWER gives #NUM! for a result that underflows."""
+    return f"2^(INT(LOG(MAX({x},1E-250),2))-48)"
 
 
 def _floor(x: str) -> str:
@@ -468,9 +472,6 @@ PYTHON_ONLY: dict[str, str] = {
     "PLAN_OPTIONS": "a search over models, accelerators, precisions and parallelism that spills a table: the "
     "portable template keeps its result as values with the inputs and date it was computed for",
     "PAGED_BATCH": "a bisection over the batch (the largest whose log-normal quantile fits): no closed form",
-    "MODEL_KV_BYTES_PER_TOKEN": "the architecture walk over a preset's attention, sliding-window, MLA and state "
-    "layers, at a context, precision and tensor parallelism: the portable template keeps it as a value computed "
-    "by Python for the inputs it records",
 }
 """Registry functions the templates use that have no native formula, with the reason."""
 
@@ -546,9 +547,24 @@ def formula(name: str, *args: Any, **kwargs: Any) -> str:
     values = _arguments(key, args, kwargs)
     if not native.steps:
         return native.template.format(**values)
-    for step, _, template in native.steps:
+    return _inline(native.steps, values)
+
+
+def _inline(steps: Any, values: dict[str, str]) -> str:
+    """Steps ``(key, label, template)`` as one formula, each step's formula in place of its key."""
+    values = dict(values)
+    for step, _, template in steps:
         values[step] = f"({template.format(**values)})"
-    return values[native.steps[-1][0]][1:-1]
+    return values[steps[-1][0]][1:-1]
+
+
+def _items(steps: Any, values: dict[str, str], place: Callable[[str], str]) -> list[tuple[str, str, str]]:
+    values = dict(values)
+    out = []
+    for step, label, template in steps:
+        out.append((step, label, template.format(**values)))
+        values[step] = _operand(place(step))
+    return out
 
 
 def line_items(name: str, place: Callable[[str], str], *args: Any, **kwargs: Any) -> list[tuple[str, str, str]]:
@@ -559,12 +575,15 @@ def line_items(name: str, place: Callable[[str], str], *args: Any, **kwargs: Any
     native = NATIVE.get(key)
     if native is None or not native.steps:
         return [("result", registry.get(key).summary, formula(key, *args, **kwargs))]
-    values = _arguments(key, args, kwargs)
-    out = []
-    for step, label, template in native.steps:
-        out.append((step, label, template.format(**values)))
-        values[step] = _operand(place(step))
-    return out
+    return _items(native.steps, _arguments(key, args, kwargs), place)
+
+
+def catalog_line_items(tables: CatalogTables, name: str, place: Callable[[str], str], *args: Any) -> list[
+        tuple[str, str, str]]:  # fmt: skip
+    """A catalog lookup as line items (MODEL_KV_BYTES_PER_TOKEN's steps), or as one line item."""
+    if name.strip().upper() == "MODEL_KV_BYTES_PER_TOKEN":
+        return _items(tables.model_kv_steps(*args), {}, place)
+    return [("result", registry.get(name).summary, tables.lookup(name, *args))]
 
 
 def _domain_checks(name: str, values: dict[str, str]) -> list[str]:
@@ -747,6 +766,60 @@ class CatalogTables:
         row = f"INDEX({self.model_names.column_range('row')},MATCH({_hyphens(x)},{self.model_names.key_range},0))"
         return f"INDEX({self.derived.column_range('expert_params_b')},{row})"
 
+    def model_kv_steps(self, *args: Any) -> list[tuple[str, str, str]]:
+        """MODEL_KV_BYTES_PER_TOKEN(model, [context_tokens], [bytes_per_value], [tp], [windows],
+        [state_bytes_per_value]) as steps ``(key, label, template)`` over the derived table (``{row}`` and the other
+        keys are the earlier steps): for :func:`line_items` or inlined by :meth:`model_kv_bytes_per_token`."""
+        v = _arguments("MODEL_KV_BYTES_PER_TOKEN", args, {})
+        ctx, b, tp, w, sb = (v[a] for a in ("context_tokens", "bytes_per_value", "tp", "windows",
+                                            "state_bytes_per_value"))  # fmt: skip
+
+        def f(column: str) -> str:
+            return f"INDEX({self.derived.column_range(column)},{{row}})"
+
+        names = self.model_names
+        latent = (
+            f"IF({f('sparse')}=1,IF({b}=1,{f('sparse_fp8')},{f('latent')}*{b})+{f('index_bytes')},{f('latent')}*{b})"
+        )
+        held = f"IF(MOD({f('m_groups')},{tp})=0,{f('m_groups')},MAX({f('m_groups')},{tp}))"
+        window = f"IF({f('window')}<>0,MIN({ctx},{f('window')}),{ctx})"
+        chunk = f"MIN({ctx},IF({f('chunk')}=0,{ctx},{f('chunk')}))"
+        return [
+            (
+                "row",
+                "the preset's row",
+                f"INDEX({names.column_range('row')},MATCH({_hyphens(v['model'])},{names.key_range},0))",
+            ),
+            (
+                "per_layer",
+                "bytes a token adds to one attention layer, over the GPUs",
+                f"IF({f('mla')}=1,{tp}*{latent},{tp}*2*(-INT(-{f('kv_heads')}/{tp}))*{f('head_dim')}*{b})",
+            ),
+            ("attention", "attention layers", f("attention")),
+            (
+                "cached",
+                "layer-tokens the sequence keeps",
+                f"IF({w}=0,{{attention}}*{ctx},({{attention}}-{f('chunked')}-{f('window_layers')})*{ctx}"
+                f"+{f('window_layers')}*{window}+{f('chunked')}*{chunk})",
+            ),
+            (
+                "state",
+                "fixed state of one sequence in linear-attention and Mamba layers [bytes]",
+                f"{f('la_layers')}*({f('la_conv')}*2+{f('la_state')}*{sb})+{f('m_layers')}*({f('m_conv')}*"
+                f"({f('m_width')}+2*{held}*{f('m_state_size')})*2+{f('m_state')}*{sb})",
+            ),
+            (
+                "result",
+                "KV cache (and state) per token [bytes]",
+                f"IF({ctx}=0,{{per_layer}}*{{attention}},({{per_layer}}*{{cached}}+{{state}})/{ctx})",
+            ),
+        ]
+
+    def model_kv_bytes_per_token(self, *args: Any) -> str:
+        """MODEL_KV_BYTES_PER_TOKEN inlined: ``#N/A`` for an unknown model. A template writes its line items
+        (:meth:`model_kv_steps` through :func:`line_items`)."""
+        return _inline(self.model_kv_steps(*args), {})
+
     def efficiency(self, kind: Any, gpu: Any = None, precision_name: Any = None, hidden: Any = None,
                    seq_len: Any = None) -> str:  # fmt: skip
         """EFFICIENCY(kind, [gpu], [precision], [hidden], [seq_len]) over the calibrated tables: ``#N/A`` where the
@@ -785,7 +858,8 @@ class CatalogTables:
                    "MODEL_SPEC": self.model_spec, "GPU_SPEC": self.gpu_spec, "BYTES_PER_PARAM": self.bytes_per_param,
                    "GPU_PRICE": self.gpu_price, "OPTIMIZER_BYTES": self.optimizer_bytes,
                    "MODELS": self.models_list, "GPUS": self.gpus_list,
-                   "MODEL_EXPERT_PARAMS_B": self.model_expert_params_b, "EFFICIENCY": self.efficiency}  # fmt: skip
+                   "MODEL_EXPERT_PARAMS_B": self.model_expert_params_b, "EFFICIENCY": self.efficiency,
+                   "MODEL_KV_BYTES_PER_TOKEN": self.model_kv_bytes_per_token}  # fmt: skip
         key = name.strip().upper()
         if key not in methods:
             raise ArgumentError(f"{key} is not a catalog lookup: lookups are {', '.join(methods)}")
@@ -802,6 +876,7 @@ LOOKUPS = (
     "GPUS",
     "MODEL_EXPERT_PARAMS_B",
     "EFFICIENCY",
+    "MODEL_KV_BYTES_PER_TOKEN",
 )
 """The registry functions whose native form is a :class:`CatalogTables` lookup."""
 
@@ -880,9 +955,12 @@ def write_catalog(ws: Any, top: int = 1, left: int = 1) -> CatalogTables:
     price_rows = [[prices_.get(pid).usd_per_gpu_hour, prices_.citation(pid)] for pid in price_ids]
     prices = block(price_ids, ["usd_per_gpu_hour", "source"], price_rows, "Rental prices (USD per GPU-hour)")
     expert = registry.FUNCTIONS["MODEL_EXPERT_PARAMS_B"]
-    derived = block(list(cat.models.names()), ["expert_params_b", "source"],
-                    [[_or_none(expert, pid), "counted from the preset's shapes (MODEL_EXPERT_PARAMS_B)"]
-                     for pid in cat.models.names()], "Model figures counted from the shapes")  # fmt: skip
+    derived_rows = []
+    for pid in cat.models.names():
+        shapes = _cache_shapes(cat.models.get(pid))
+        derived_rows.append([_or_none(expert, pid), *shapes.values(), "counted from the preset's figures above"])
+    heading = "Model figures counted from the shapes (MODEL_EXPERT_PARAMS_B, MODEL_KV_BYTES_PER_TOKEN)"
+    derived = block(list(cat.models.names()), ["expert_params_b", *_CACHE_SHAPES, "source"], derived_rows, heading)
     cal = calibration.active()
     basis = f"calibrated efficiencies: {cal.describe()}"
     gpus = [*cat.accelerators.names(), *calibration.CLASSES]
@@ -895,6 +973,32 @@ def write_catalog(ws: Any, top: int = 1, left: int = 1) -> CatalogTables:
     fit = cal.factors.train_mfu
     return CatalogTables(models, model_names, accelerators, accelerator_names, formats, optimizers, prices, derived,
                          efficiencies, (fit.ceiling, fit.overhead_bytes))  # fmt: skip
+
+
+_CACHE_SHAPES = ("attention", "mla", "latent", "sparse", "sparse_fp8", "index_bytes", "kv_heads", "head_dim",
+                 "chunked", "chunk", "window", "window_layers", "la_layers", "la_conv", "la_state", "m_layers",
+                 "m_conv", "m_width", "m_groups", "m_state_size", "m_state")  # fmt: skip
+"""The derived table's columns behind MODEL_KV_BYTES_PER_TOKEN (see :func:`_cache_shapes`)."""
+
+
+def _cache_shapes(m: Any) -> dict[str, int]:
+    """What a preset's KV cache and state per sequence are counted from, each 0 where the preset lacks it: attention
+    layers; latent attention (1), its latent width, DeepSeek's sparse indexer (1), the FP8 latent's bytes and the
+    indexer key's; KV heads and head width; chunked layers and chunk; window and window layers; linear-attention
+    layers, their convolution and state values per layer; Mamba layers, their convolution kernel less one, width
+    (heads x head dim), groups, state size and state values per layer."""
+    rank, rope, index = m.kv_lora_rank or 0, m.qk_rope_head_dim or 0, m.index_head_dim or 0
+    block = models.SPARSE_MLA_SCALE_BLOCK
+    kh, vh, kd, vd = (m.linear_key_heads or 0, m.linear_value_heads or 0, m.linear_key_head_dim or 0,
+                      m.linear_value_head_dim or 0)  # fmt: skip
+    heads, hd, ss = m.mamba_heads or 0, m.mamba_head_dim or 0, m.mamba_state_size or 0
+    values = (m.attention_layer_count, int(m.kv_lora_rank is not None), rank + rope, int(m.index_head_dim is not None),
+              rank + 4 * (rank // block) + 2 * rope, index + 4 * (index // block), m.kv_heads or 0, m.head_dim or 0,
+              m.chunked_layers or 0, m.attention_chunk or 0, m.sliding_window or 0, m.sliding_window_layers or 0,
+              m.linear_attention_layers or 0, ((m.linear_conv_kernel or 1) - 1) * (2 * kh * kd + vh * vd),
+              vh * vd * kd, m.mamba_layers or 0, (m.mamba_conv_kernel or 1) - 1, heads * hd, m.mamba_groups or 1, ss,
+              heads * hd * ss)  # fmt: skip
+    return dict(zip(_CACHE_SHAPES, values))
 
 
 def _or_none(fn: registry.Function, *args: Any) -> Any:
