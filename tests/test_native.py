@@ -184,7 +184,7 @@ ARITHMETIC = sorted(native.NATIVE)
 def test_each_native_form_equals_the_python_function_over_random_valid_inputs(name):
     fn = registry.FUNCTIONS[name]
 
-    @settings(max_examples=40, deadline=None, database=None,
+    @settings(max_examples=30, deadline=None, database=None,
               suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])  # fmt: skip
     @given(case(name))
     def run(values):
@@ -233,7 +233,7 @@ def maybe_bad(name: str) -> st.SearchStrategy[list[Any]]:
 
 @pytest.mark.parametrize("name", ARITHMETIC)
 def test_each_native_check_is_true_exactly_where_python_accepts(name):
-    @settings(max_examples=40, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
+    @settings(max_examples=30, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
     @given(maybe_bad(name))
     def run(values):
         try:
@@ -371,7 +371,7 @@ def _lookup_cases() -> list[tuple[str, list[Any]]]:
         for hidden, seq in ((1024, 0), (8192, 4096), (2048, 1e5)):
             cases += [("EFFICIENCY", ["train_mfu", g, f, hidden, seq]) for f in ("bf16", "fp8")]
     rng = random.Random(7)
-    for _ in range(1500):  # every preset's cache: contexts around the windows, cache precisions, TP, windows, state
+    for _ in range(600):  # the presets' caches: contexts around the windows, cache precisions, TP, windows, state
         args = [rng.choice(cat.models.names()), rng.choice([0, 1, 100, 1000.5, 4096, 8192, 32768, 131072]),
                 rng.choice([2, 1, 0.5625, 4]), rng.choice([1, 2, 3, 4, 8, 16, 64]), rng.choice([0, 1]),
                 rng.choice([2, 4, 1])]  # fmt: skip
@@ -529,3 +529,14 @@ def test_every_native_formula_fits_excel_and_line_items_keep_each_step_short():
         assert items[-1][0] == "result" and all(label for _, label, _ in items)
         if native.NATIVE[name].steps:
             assert max(len(text) for _, _, text in items) < 400, name
+
+
+def test_the_checks_say_in_words_what_they_test():
+    """The Checks sheet's words name every argument the check reads, with its allowed values, and every rule."""
+    for name in ARITHMETIC:
+        words = native.check_words(name)
+        for a in registry.FUNCTIONS[name].args:
+            if a.domain is not None and a.domain.kind != "text":
+                assert f"{a.name} {a.domain.describe()}" in words, (name, a.name)
+        assert all(reason in words for _, reason in native.NATIVE[name].rules), name
+    assert native.check_words("MFU").endswith("tokens_per_s within the hardware's peak (MFU at most 1)")

@@ -48,6 +48,7 @@ __all__ = [
     "PYTHON_ONLY",
     "Table",
     "check",
+    "check_words",
     "formula",
     "catalog_line_items",
     "line_items",
@@ -84,7 +85,8 @@ class Native:
 
     ``template`` is the formula (no ``=``) with ``{argument}`` for each argument; ``rules`` are conditions, in the
     same form, that the Python function requires beyond its arguments' domains (``{result}`` is the function's
-    value), each with the reason it refuses; ``note`` says where the native form departs from the Python one.
+    value), each with the requirement in words (:func:`check_words`); ``note`` says where the native form departs
+    from the Python one.
 
     A function too long for one readable formula is a list of ``steps``, line items ``(key, label, template)`` whose
     templates refer to the arguments and to earlier steps by their key; the last step is the result.
@@ -113,8 +115,11 @@ _DECODE_BYTES = "({params_b}*1E9*{bytes_per_param}+{batch}*{kv_bytes_per_token}*
 _DECODE_RATE = "({n_gpus}*{bandwidth_tb_s}*1E12*{efficiency})"
 _SIGMA = f"({_Z95}-SQRT(MAX({_Z95}^2-2*LN({{p95_tokens}}/{{mean_tokens}}),0)))"
 _LOGNORMAL_RULES = (
-    ("{p95_tokens}>={mean_tokens}", "p95_tokens must be at least mean_tokens"),
-    (f"2*LN({{p95_tokens}}/{{mean_tokens}})<={_Z95}^2*(1+1E-12)", "p95_tokens is a tail heavier than a log-normal's"),
+    ("{p95_tokens}>={mean_tokens}", "p95_tokens at least mean_tokens"),
+    (
+        f"2*LN({{p95_tokens}}/{{mean_tokens}})<={_Z95}^2*(1+1E-12)",
+        "p95_tokens at most about 3.87 times mean_tokens (a log-normal's limit)",
+    ),
 )
 _S2 = f"{_SIGMA}^2"
 _EXPM1_S2 = f"IF({_S2}<1E-5,{_S2}*(1+{_S2}/2*(1+{_S2}/3*(1+{_S2}/4))),EXP({_S2})-1)"
@@ -181,7 +186,7 @@ _FORMS: list[Native] = [
     _n(
         "MFU",
         "6*{params_b}*1E9*{tokens_per_s}/({n_gpus}*{tflops}*1E12)",
-        ("{result}<=1", "tokens_per_s implies more than the hardware's peak"),
+        ("{result}<=1", "tokens_per_s within the hardware's peak (MFU at most 1)"),
     ),
     _n("TRAIN_SECONDS", "6*{params_b}*1E9*{tokens}/({n_gpus}*{tflops}*1E12*{mfu})"),
     _n("RUN_SECONDS", "6*{params_b}*1E9*{tokens}/{flops_per_s}"),
@@ -192,13 +197,13 @@ _FORMS: list[Native] = [
     _n(
         "MOE_PARAMS_READ_B",
         _MOE_READ,
-        ("{active_params_b}<={params_b}", "active_params_b cannot exceed params_b"),
-        ("{experts_per_token}<={experts}", "experts_per_token must be at most experts"),
+        ("{active_params_b}<={params_b}", "active_params_b at most params_b"),
+        ("{experts_per_token}<={experts}", "experts_per_token at most experts"),
     ),
     _n(
         "WEIGHTS_GB_PER_GPU",
         "(({params_b}-{expert_params_b})/{tp}+{expert_params_b}/{ep})*{bytes_per_param}",
-        ("{expert_params_b}<={params_b}", "expert_params_b cannot exceed params_b"),
+        ("{expert_params_b}<={params_b}", "expert_params_b at most params_b"),
     ),
     _n(
         "TRAIN_STATE_GB",
@@ -210,7 +215,7 @@ _FORMS: list[Native] = [
         (
             'OR(LOWER(TRIM({recompute}))="none",LOWER(TRIM({recompute}))="selective",'
             'LOWER(TRIM({recompute}))="full",LOWER(TRIM({recompute}))="flash")',
-            "recompute must be none, selective, full or flash",
+            "recompute one of none, selective, full or flash",
         ),
     ),
     _n("TRAIN_FLOPS_PER_TOKEN", "6*{params_b}*1E9+12*{layers}*{heads}*{head_dim}*{seq_len}"),
@@ -248,7 +253,7 @@ _FORMS: list[Native] = [
     _n(
         "PREFILL_TOKENS",
         "MAX({prompt_tokens}-{hit_rate}*{prefix_tokens},MIN({prompt_tokens},1))",
-        ("{prefix_tokens}<={prompt_tokens}", "prefix_tokens cannot exceed prompt_tokens"),
+        ("{prefix_tokens}<={prompt_tokens}", "prefix_tokens at most prompt_tokens"),
     ),
     _n(
         "BATCH_FOR_LATENCY",
@@ -281,12 +286,12 @@ _FORMS: list[Native] = [
     _n(
         "COST_PER_M_INPUT",
         "{n_gpus}*{usd_per_gpu_hour}*24*{prefill_share}/({requests_per_day}*{prompt_tokens})*1E6",
-        ("{requests_per_day}*{prompt_tokens}<>0", "requests_per_day times prompt_tokens is no tokens"),
+        ("{requests_per_day}*{prompt_tokens}<>0", "requests_per_day times prompt_tokens above 0"),
     ),
     _n(
         "COST_PER_M_OUTPUT",
         "{n_gpus}*{usd_per_gpu_hour}*24*(1-{prefill_share})/({requests_per_day}*{output_tokens})*1E6",
-        ("{requests_per_day}*{output_tokens}<>0", "requests_per_day times output_tokens is no tokens"),
+        ("{requests_per_day}*{output_tokens}<>0", "requests_per_day times output_tokens above 0"),
     ),
     # Cost
     _n("CAPITAL_RECOVERY", _crf("{annual_rate}", "{years}")),
@@ -306,7 +311,7 @@ _FORMS: list[Native] = [
     _n(
         "BREAKEVEN_UTILISATION",
         "MAX(({usd_per_gpu_hour_owned}/{usd_per_gpu_hour_rented}-{idle_billed})/(1-{idle_billed}),0)",
-        ("{idle_billed}<1", "idle_billed must be below 1: a rental billed around the clock never breaks even"),
+        ("{idle_billed}<1", "idle_billed below 1 (a rental billed around the clock never breaks even)"),
     ),
     _n(
         "BREAKEVEN_MONTH",
@@ -315,7 +320,7 @@ _FORMS: list[Native] = [
         "<={rent_usd_per_month},0,12*{loan_years}*{capex_usd}*"
         + _crf("{annual_rate}/12", "(12*{loan_years})")
         + "/({rent_usd_per_month}-{running_usd_per_month})))",
-        ("{rent_usd_per_month}>{running_usd_per_month}", "the rent must be above the running cost"),
+        ("{rent_usd_per_month}>{running_usd_per_month}", "rent_usd_per_month above running_usd_per_month"),
         note="as GPU_HOUR_OWNED, the monthly rate's growth is computed as written, not with expm1",
     ),
 ]
@@ -388,12 +393,12 @@ _FORMS += [
         ],
         (
             "NOT(AND({active_params_b}=0,{experts}<>0,{experts_per_token}<>0,{experts_per_token}<{experts}))",
-            "active_params_b must be given with experts",
+            "active_params_b given (above 0) with experts",
         ),
         (
             f"OR({_MOE_DENSE},AND({{active_params_b}}<{{params_b}},{{experts}}<>0,{{experts_per_token}}<>0,"
             "{experts_per_token}<={experts}))",
-            "a mixture of experts needs its experts and experts_per_token, and active_params_b within params_b",
+            "a mixture of experts with its experts and experts_per_token, active_params_b within params_b",
         ),
     ),
     _stepped(
@@ -457,7 +462,7 @@ _FORMS += [
         (
             "OR({bandwidth_tb_s}<=0,{bytes_per_param}>0,({tflops}*1E12/(2*{params_b}*1E9)*{n_gpus}*{utilisation}"
             "-{prompt_tokens}/{ttft_s})/{tokens_per_s_per_user}<1-1E-9)",
-            "bytes_per_param must be positive when bandwidth_tb_s is given",
+            "bytes_per_param above 0 when bandwidth_tb_s is given",
         ),
         note="Python then steps the batch down while float rounding puts DECODE_TOKS_TOTAL a hair over the room; the "
         "native form does not, so at that boundary (a few ulps) it may be one higher",
@@ -608,6 +613,19 @@ def _domain_checks(name: str, values: dict[str, str]) -> list[str]:
             parts.append(f"{x}=INT({x})")
         conditions += parts
     return conditions
+
+
+def check_words(name: str) -> str:
+    """What :func:`check` tests, in words, for the Checks sheet's row: each argument's allowed values (from its
+    domain) and the function's own rules, e.g. ``MFU: params_b a positive number up to 1,000,000; ...; tokens_per_s
+    within the hardware's peak (MFU at most 1)``."""
+    key = name.strip().upper()
+    fn = registry.get(key)
+    parts = [f"{a.name} {a.domain.describe()}" for a in fn.args
+             if a.domain is not None and a.domain.kind != "text"]  # fmt: skip
+    native = NATIVE.get(key)
+    rules = [reason for _, reason in native.rules] if native is not None else []
+    return f"{key}: " + "; ".join(parts + rules)
 
 
 def check(name: str, *args: Any, result: str | None = None, **kwargs: Any) -> str:
