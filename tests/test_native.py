@@ -22,6 +22,7 @@ import openpyxl
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
+from openpyxl.utils import get_column_letter
 
 from xlsxplan import catalog, native, precision, registry
 from xlsxplan.core import training_memory
@@ -143,7 +144,7 @@ class Sheet:
             for j in range(max(len(cells), self.widths.get(i, 0))):  # clear what a longer case left
                 self.book.set_value("Case", i, 3 + j, cells[j] if j < len(cells) else None)
             self.widths[i] = len(cells)
-            end = native._col(2 + len(cells))
+            end = get_column_letter(2 + len(cells))
             refs.append(f"C{i}" if not isinstance(v, list) else f"C{i}:{end}{i}")
         return refs
 
@@ -391,7 +392,7 @@ def test_the_native_lookups_give_every_catalog_figure_python_gives(catalog_book)
         refs = []
         for j, v in enumerate(args):
             book.set_value("Case", i, 2 + j, v)
-            refs.append(f"{native._col(2 + j)}{i}")
+            refs.append(f"{get_column_letter(2 + j)}{i}")
         book.set_formula("Case", i, 1, "=" + tables.lookup(name, *refs))
     book.evaluate_all()
     for i, (name, args) in enumerate(cases, 1):
@@ -482,7 +483,7 @@ def test_libreoffice_computes_the_native_forms_as_python_does(tmp_path):
             cells = v if isinstance(v, list) else [v]
             for j, x in enumerate(cells):
                 sheet.cell(row=r, column=col + j, value=x)
-            first, last = native._col(col), native._col(col + len(cells) - 1)
+            first, last = get_column_letter(col), get_column_letter(col + len(cells) - 1)
             refs.append((f"{first}{r}:{last}{r}" if isinstance(v, list) else f"{first}{r}") if g else None)
             col += len(cells)
         sheet.cell(row=r, column=1, value=name)
@@ -496,7 +497,9 @@ def test_libreoffice_computes_the_native_forms_as_python_does(tmp_path):
             sheet.cell(row=r, column=5 + j, value=v)
         sheet.cell(row=r, column=1, value=name)
         sheet.cell(
-            row=r, column=3, value="=" + tables.lookup(name, *[f"{native._col(5 + j)}{r}" for j in range(len(args))])
+            row=r,
+            column=3,
+            value="=" + tables.lookup(name, *[f"{get_column_letter(5 + j)}{r}" for j in range(len(args))]),
         )
         sheet.cell(row=r, column=4, value=True)
         rows.append((name, python_value(name, args), False))
