@@ -543,3 +543,25 @@ def test_the_checks_say_in_words_what_they_test():
                 assert f"{a.name} {a.domain.describe()}" in words, (name, a.name)
         assert all(reason in words for _, reason in native.NATIVE[name].rules), name
     assert native.check_words("MFU").endswith("tokens_per_s within the hardware's peak (MFU at most 1)")
+
+
+def test_the_lists_and_a_bytes_argument_given_by_name_read_the_tables(catalog_book):
+    """MODELS() and GPUS() are the tables' name columns, in catalog order, for the dropdowns; a bytes argument
+    holding a precision name reads the formats table, a number passes through (as the Python domain reads both)."""
+    book, tables = catalog_book
+    for i in range(1, len(catalog.model_names()) + 1):
+        book.set_formula("Case", 200 + i, 1, f"=INDEX({tables.models_list()},{i})")
+    for i in range(1, len(catalog.gpu_names()) + 1):
+        book.set_formula("Case", 300 + i, 1, f"=INDEX({tables.gpus_list()},{i})")
+    for i, value in enumerate(["fp8", " Q4_K-M", 0.75, "int4_g128"], 1):
+        book.set_value("Case", 400 + i, 2, value)
+        book.set_formula(
+            "Case", 400 + i, 1, "=" + native.formula("WEIGHTS_GB", 70, tables.bytes_or_name(f"B{400 + i}"))
+        )
+    book.evaluate_all()
+    assert [
+        book.get_value("Case", 200 + i, 1) for i in range(1, len(catalog.model_names()) + 1)
+    ] == catalog.model_names()
+    assert [book.get_value("Case", 300 + i, 1) for i in range(1, len(catalog.gpu_names()) + 1)] == catalog.gpu_names()
+    for i, value in enumerate(["fp8", " Q4_K-M", 0.75, "int4_g128"], 1):
+        assert agrees(book.get_value("Case", 400 + i, 1), registry.FUNCTIONS["WEIGHTS_GB"](70, value), False), value
