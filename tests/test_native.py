@@ -49,9 +49,8 @@ class Spec:
 
 
 OVERRIDES = {
-    # a cost of capital is 0 or at least 0.01%: below 1e-6 a year the native (1 + r)^n - 1 (Excel has no EXPM1)
-    # loses the digits Python's expm1 keeps (see the note of GPU_HOUR_OWNED's native form)
-    "annual_rate": Spec("log", 1e-4, 1.0, zero=True),
+    # a cost of capital from 1e-12 to 100% a year, or 0: log1p and expm1 in their native forms keep the last digits
+    "annual_rate": Spec("log", 1e-12, 1.0, zero=True),
     "demand_gpus": Spec("range_whole", 0, 64),  # whole GPUs, so that levels repeat
 }
 

@@ -104,13 +104,6 @@ def _n(name: str, template: str, *rules: tuple[str, str], note: str = "") -> Nat
     return Native(name, template, tuple(rules), note)
 
 
-_CRF = "IF((1+{r})^{n}=1,1/{n},{r}*(1+{r})^{n}/((1+{r})^{n}-1))"
-
-
-def _crf(r: str, n: str) -> str:
-    return _CRF.format(r=r, n=n)
-
-
 _DECODE_BYTES = "({params_b}*1E9*{bytes_per_param}+{batch}*{kv_bytes_per_token}*{context_tokens})"
 _DECODE_RATE = "({n_gpus}*{bandwidth_tb_s}*1E12*{efficiency})"
 _SIGMA = f"({_Z95}-SQRT(MAX({_Z95}^2-2*LN({{p95_tokens}}/{{mean_tokens}}),0)))"
@@ -121,9 +114,6 @@ _LOGNORMAL_RULES = (
         "p95_tokens at most about 3.87 times mean_tokens (a log-normal's limit)",
     ),
 )
-_S2 = f"{_SIGMA}^2"
-_EXPM1_S2 = f"IF({_S2}<1E-5,{_S2}*(1+{_S2}/2*(1+{_S2}/3*(1+{_S2}/4))),EXP({_S2})-1)"
-_MU = f"(LN({{mean_tokens}})-{_SIGMA}^2/2)"
 _MOE_SHARE = "({experts_per_token}/{experts})"
 _MOE_ROUTED = f"(({{params_b}}-{{active_params_b}})/IF({_MOE_SHARE}=1,1,1-{_MOE_SHARE}))"
 # the share of experts a batch touches, 1 - (1 - share)^batch: 1 where the power is below 1e-304 (as it is in
@@ -231,15 +221,6 @@ _FORMS: list[Native] = [
     ),
     # Traffic
     _n(
-        "TAIL_SHARE",
-        f"IF({_SIGMA}=0,IF({{cap_tokens}}<{{mean_tokens}},1,0),"
-        f"ERFC((LN({{cap_tokens}})-{_MU})/IF({_SIGMA}=0,1,{_SIGMA})/{_SQRT2})/2)",
-        *_LOGNORMAL_RULES,
-        note="the normal tail is ERFC(z / sqrt 2) / 2, as the Python core has it: exact in the far tail, where "
-        "1 - NORMSDIST(z) would lose the digits",
-    ),
-    _n("LENGTH_SD", f"{{mean_tokens}}*SQRT({_EXPM1_S2})", *_LOGNORMAL_RULES),
-    _n(
         "TAIL_SHARE_DATA",
         'COUNTIF({lengths},">"&{cap_tokens})/COUNT({lengths})',
         note="lengths is a range; its empty cells are skipped as the Python function skips them",
@@ -294,15 +275,6 @@ _FORMS: list[Native] = [
         ("{requests_per_day}*{output_tokens}<>0", "requests_per_day times output_tokens above 0"),
     ),
     # Cost
-    _n("CAPITAL_RECOVERY", _crf("{annual_rate}", "{years}")),
-    _n(
-        "GPU_HOUR_OWNED",
-        "({capex_usd}-{capex_usd}*{residual_fraction}/(1+{annual_rate})^{years})*"
-        + _crf("{annual_rate}", "{years}")
-        + "/8760+{kw}*{pue}*{usd_per_kwh}+{usd_per_kw_month}*{kw}*12/8760",
-        note="(1 + rate)^years - 1 is computed as written, where Python uses expm1 and log1p: for a rate below "
-        "1e-6 the two differ by about 2e-16 / (rate * years) relative",
-    ),
     _n("COST_PER_M_OWNED", "{usd_per_gpu_hour_owned}/{utilisation}/({tokens_per_s}*3600)*1E6"),
     _n(
         "COST_PER_M_RENTED",
@@ -312,16 +284,6 @@ _FORMS: list[Native] = [
         "BREAKEVEN_UTILISATION",
         "MAX(({usd_per_gpu_hour_owned}/{usd_per_gpu_hour_rented}-{idle_billed})/(1-{idle_billed}),0)",
         ("{idle_billed}<1", "idle_billed below 1 (a rental billed around the clock never breaks even)"),
-    ),
-    _n(
-        "BREAKEVEN_MONTH",
-        "IF({loan_years}=0,{capex_usd}/({rent_usd_per_month}-{running_usd_per_month}),"
-        "IF({capex_usd}*" + _crf("{annual_rate}/12", "(12*{loan_years})") + "+{running_usd_per_month}"
-        "<={rent_usd_per_month},0,12*{loan_years}*{capex_usd}*"
-        + _crf("{annual_rate}/12", "(12*{loan_years})")
-        + "/({rent_usd_per_month}-{running_usd_per_month})))",
-        ("{rent_usd_per_month}>{running_usd_per_month}", "rent_usd_per_month above running_usd_per_month"),
-        note="as GPU_HOUR_OWNED, the monthly rate's growth is computed as written, not with expm1",
     ),
 ]
 
@@ -466,6 +428,95 @@ _FORMS += [
         ),
         note="Python then steps the batch down while float rounding puts DECODE_TOKS_TOTAL a hair over the room; the "
         "native form does not, so at that boundary (a few ulps) it may be one higher",
+    ),
+]
+
+
+def _log1p(x: str) -> str:
+    """``ln(1 + x)`` to the last digits for a small ``x`` (Goldberg's form: the rounding of ``1 + x`` cancels)."""
+    return f"IF(1+{x}=1,{x},LN(1+{x})*{x}/((1+{x})-1))"
+
+
+def _expm1(y: str) -> str:
+    """``exp(y) - 1`` to the last digits for a small ``y`` (Kahan's form)."""
+    return f"IF(EXP({y})=1,{y},(EXP({y})-1)*{y}/LN(EXP({y})))"
+
+
+_CRF_STEPS = [
+    ("log1p", "ln(1 + rate), exact for a small rate", _log1p("{annual_rate}")),
+    ("growth", "(1 + rate)^years - 1", _expm1("{years}*{log1p}")),
+    ("crf", "capital recovery factor", "IF({growth}=0,1/{years},{annual_rate}*({growth}+1)/{growth})"),
+]
+_FORMS += [
+    _stepped("CAPITAL_RECOVERY", [*_CRF_STEPS[:2], ("result", *_CRF_STEPS[2][1:])]),
+    _stepped(
+        "GPU_HOUR_OWNED",
+        [
+            *_CRF_STEPS,
+            (
+                "capital",
+                "capital a year, the residual's present value deducted [USD]",
+                "({capex_usd}-{capex_usd}*{residual_fraction}*EXP(-{years}*{log1p}))*{crf}",
+            ),
+            (
+                "result",
+                "cost per GPU-hour: capital, power and hosting [USD]",
+                "{capital}/8760+{kw}*{pue}*{usd_per_kwh}+{usd_per_kw_month}*{kw}*12/8760",
+            ),
+        ],
+    ),
+    _stepped(
+        "BREAKEVEN_MONTH",
+        [
+            ("saving", "rent less the running cost, a month [USD]", "{rent_usd_per_month}-{running_usd_per_month}"),
+            ("months", "months of the loan", "12*{loan_years}"),
+            ("rate", "the loan's rate a month", "{annual_rate}/12"),
+            ("log1p", "ln(1 + monthly rate), exact for a small rate", _log1p("{rate}")),
+            ("growth", "(1 + monthly rate)^months - 1", _expm1("{months}*{log1p}")),
+            (
+                "payment",
+                "the loan's payment a month [USD]",
+                "IF({months}=0,0,{capex_usd}*IF({growth}=0,1/{months},{rate}*({growth}+1)/{growth}))",
+            ),
+            (
+                "result",
+                "months until buying has cost less than renting",
+                "IF({loan_years}=0,{capex_usd}/{saving},IF({payment}+{running_usd_per_month}<={rent_usd_per_month},0,"
+                "{months}*{payment}/{saving}))",
+            ),
+        ],
+        ("{rent_usd_per_month}>{running_usd_per_month}", "rent_usd_per_month above running_usd_per_month"),
+    ),
+]
+
+
+_LOGNORMAL_STEPS = [
+    ("sigma", "the log-normal's sigma matching the mean and 95th percentile", _SIGMA[1:-1]),
+    ("mu", "the log-normal's mu", "LN({mean_tokens})-{sigma}^2/2"),
+]
+_FORMS += [
+    _stepped(
+        "TAIL_SHARE",
+        [
+            *_LOGNORMAL_STEPS,
+            (
+                "result",
+                "share of prompts longer than the cap",
+                f"IF({{sigma}}=0,IF({{cap_tokens}}<{{mean_tokens}},1,0),"
+                f"ERFC((LN({{cap_tokens}})-{{mu}})/IF({{sigma}}=0,1,{{sigma}})/{_SQRT2})/2)",
+            ),
+        ],
+        *_LOGNORMAL_RULES,
+        note="the normal tail is ERFC(z / sqrt 2) / 2, as the Python core has it: exact in the far tail, where "
+        "1 - NORMSDIST(z) would lose the digits",
+    ),
+    _stepped(
+        "LENGTH_SD",
+        [
+            _LOGNORMAL_STEPS[0],
+            ("result", "standard deviation of the lengths", "{mean_tokens}*SQRT(" + _expm1("{sigma}^2") + ")"),
+        ],
+        *_LOGNORMAL_RULES,
     ),
 ]
 
