@@ -45,6 +45,7 @@ __all__ = [
     "CatalogTables",
     "NATIVE",
     "Native",
+    "LONGEST_FORMULA",
     "PYTHON_ONLY",
     "Table",
     "check",
@@ -521,13 +522,77 @@ _FORMS += [
 ]
 
 
+_NEWTON_STEPS = 8
+"""Newton steps PAGED_BATCH's native form takes on ``ln B``, kept within ``[0, ln(high + 1)]``: from the top of the
+range, with a slope of at least about 0.66, eight leave it far below one sequence (the whole batches beside it are
+then checked)."""
+
+
+def _paged_quantile(batch: str, t: str) -> str:
+    """PAGED_BATCH's quantile of a batch's total context, ``B mean exp(z t - t^2/2)`` (0 for no sequences)."""
+    return f"IF({batch}<1,0,{batch}*{{mean_context_tokens}}*EXP({{z}}*{t}-{t}*{t}/2))"
+
+
+def _paged_spread(batch: str) -> str:
+    """``t = sqrt(log1p(cv2 / B))`` at a batch (0 for none)."""
+    return f"IF({batch}<1,0,SQRT({_log1p('{cv2}/' + batch)}))"
+
+
+def _paged_steps() -> list[tuple[str, str, str]]:
+    steps = [
+        ("capacity", "tokens of KV cache that fit", "{free_gb}*1E9/{kv_bytes_per_token}"),
+        (
+            "high",
+            "sequences of the mean length that fit",
+            "IF({capacity}<=0,0," + _floor("{capacity}/{mean_context_tokens}") + ")",
+        ),
+        ("limit", "the capacity, with a float's slack", "{capacity}*(1+1E-12)"),
+        ("z", "the normal quantile of 1 - overflow", "NORMSINV(1-{overflow})"),
+        ("cv2", "the lengths' squared coefficient of variation", "({sd_context_tokens}/{mean_context_tokens})^2"),
+        ("u_max", "ln of one more than the sequences that fit", "LN({high}+1)"),
+        ("u0", "ln of the batch: a start at or above the root", "{u_max}"),
+    ]
+    for k in range(1, _NEWTON_STEPS + 1):
+        u = f"{{u{k - 1}}}"
+        r = f"({{cv2}}/EXP({u}))"
+        steps.append((f"t{k}", f"Newton step {k}: the spread t at that batch", f"SQRT(LN(1+{r}))"))
+        t = f"{{t{k}}}"
+        newton = (f"{u}-({u}+LN({{mean_context_tokens}})+{{z}}*{t}-{t}^2/2-LN({{limit}}))"
+                  f"/IF({t}=0,1,1-({{z}}-{t})*{r}/(2*{t}*(1+{r})))")  # fmt: skip
+        steps.append((f"u{k}", f"Newton step {k}: ln of the batch, kept within 0 and ln(high + 1)",
+                      f"MIN(MAX({newton},0),{{u_max}})"))  # fmt: skip
+    last = f"{{u{_NEWTON_STEPS}}}"
+    steps += [
+        ("b0", "the whole batch below the root", f"MAX(0,MIN({{high}},INT(EXP({last}))))"),
+        ("t_up", "the spread t at one more", _paged_spread("({b0}+1)")),
+        ("up", "one more still fits", f"AND({{b0}}+1<={{high}},{_paged_quantile('({b0}+1)', '{t_up}')}<={{limit}})"),
+        ("t_b0", "the spread t at the batch", _paged_spread("{b0}")),
+        ("fits", "the batch itself fits", f"{_paged_quantile('{b0}', '{t_b0}')}<={{limit}}"),
+        (
+            "result",
+            "the largest batch whose quantile fits",
+            "IF({capacity}<=0,0,IF({up},{b0}+1,IF({fits},{b0},MAX({b0}-1,0))))",
+        ),
+    ]
+    return steps
+
+
+_FORMS += [
+    _stepped(
+        "PAGED_BATCH",
+        _paged_steps(),
+        note="Python bisects over the batch; the native form takes Newton steps on ln B to the continuous root, then "
+        "checks the whole batches beside it with Python's quantile",
+    ),
+]
+
+
 NATIVE: dict[str, Native] = {n.name: n for n in _FORMS}
 """Each registry function that has a native formula, by name."""
 
 PYTHON_ONLY: dict[str, str] = {
     "PLAN_OPTIONS": "a search over models, accelerators, precisions and parallelism that spills a table: the "
     "portable template keeps its result as values with the inputs and date it was computed for",
-    "PAGED_BATCH": "a bisection over the batch (the largest whose log-normal quantile fits): no closed form",
 }
 """Registry functions the templates use that have no native formula, with the reason."""
 
@@ -593,7 +658,8 @@ def formula(name: str, *args: Any, **kwargs: Any) -> str:
         formula("KV_GB", "B2", "B3")  # 'B2*B3*1/1E9'
 
     A function of several steps (SERVE_TOKS, BATCH_FOR_TTFT) comes inlined, its steps repeated where they are
-    used: thousands of characters, which a template writes as :func:`line_items` instead.
+    used: thousands of characters, which a template writes as :func:`line_items` instead; where the inlined formula
+    would pass Excel's 8,192 characters (PAGED_BATCH) it is an ArgumentError.
     """
     key = name.strip().upper()
     if key not in NATIVE:
@@ -606,11 +672,19 @@ def formula(name: str, *args: Any, **kwargs: Any) -> str:
     return _inline(native.steps, values)
 
 
+LONGEST_FORMULA = 8192
+"""Excel's limit on the length of a formula."""
+
+
 def _inline(steps: Any, values: dict[str, str]) -> str:
-    """Steps ``(key, label, template)`` as one formula, each step's formula in place of its key."""
+    """Steps ``(key, label, template)`` as one formula, each step's formula in place of its key; an ArgumentError
+    when that is longer than Excel takes (PAGED_BATCH's Newton steps nest past it)."""
     values = dict(values)
     for step, _, template in steps:
         values[step] = f"({template.format(**values)})"
+        if len(values[step]) > LONGEST_FORMULA:
+            raise ArgumentError(f"inlined, these line items pass Excel's {LONGEST_FORMULA:,} characters at {step}: "
+                                "write them one a cell (line_items)")  # fmt: skip
     return values[steps[-1][0]][1:-1]
 
 
@@ -691,7 +765,8 @@ def check(name: str, *args: Any, result: str | None = None, **kwargs: Any) -> st
     conditions = _domain_checks(key, values)
     native = NATIVE.get(key)
     if native is not None and native.rules:
-        values["result"] = _operand(result) if result else f"({formula(key, *args, **kwargs)})"
+        if any("{result}" in rule for rule, _ in native.rules):
+            values["result"] = _operand(result) if result else f"({formula(key, *args, **kwargs)})"
         # a rule over an out-of-domain argument may itself fail (LN of a negative): it is only read when the
         # domains hold
         rules = [rule.format(**values) for rule, _ in native.rules]
