@@ -555,7 +555,9 @@ def _paged_steps() -> list[tuple[str, str, str]]:
     for k in range(1, _NEWTON_STEPS + 1):
         u = f"{{u{k - 1}}}"
         r = f"({{cv2}}/EXP({u}))"
-        steps.append((f"t{k}", f"Newton step {k}: the spread t at that batch", f"SQRT(LN(1+{r}))"))
+        steps.append((f"r{k}", f"Newton step {k}: cv2 over the batch", f"{{cv2}}/EXP({u})"))
+        r = f"{{r{k}}}"
+        steps.append((f"t{k}", f"Newton step {k}: the spread t at that batch", f"SQRT({_log1p(r)})"))
         t = f"{{t{k}}}"
         newton = (f"{u}-({u}+LN({{mean_context_tokens}})+{{z}}*{t}-{t}^2/2-LN({{limit}}))"
                   f"/IF({t}=0,1,1-({{z}}-{t})*{r}/(2*{t}*(1+{r})))")  # fmt: skip
@@ -582,7 +584,8 @@ _FORMS += [
         "PAGED_BATCH",
         _paged_steps(),
         note="Python bisects over the batch; the native form takes Newton steps on ln B to the continuous root, then "
-        "checks the whole batches beside it with Python's quantile",
+        "checks the whole batches beside it with Python's quantile: the same batch below about 1e12 sequences, "
+        "above which one sequence moves the quantile less than its float rounding",
     ),
 ]
 
