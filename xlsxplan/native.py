@@ -21,10 +21,17 @@ ints all; LibreOffice subtracts numbers within ``2**-48`` of each other to 0, so
 trillion tokens) its rounding may forgive up to twice as much as Python's, and above ``1e15`` it is beyond the native
 form.
 
-The preset lookups (MODEL_SPEC, GPU_SPEC, BYTES_PER_PARAM, GPU_PRICE, OPTIMIZER_BYTES, MODELS, GPUS) read tables the
-workbook carries: :func:`write_catalog` writes the catalog's models, accelerators, prices, formats and optimizers,
-with the source of every figure, into a worksheet, and returns the :class:`CatalogTables` whose methods give the
-``INDEX``/``MATCH`` formulas over them. Functions with no native form are in :data:`PYTHON_ONLY` with the reason.
+Functions too long for one readable formula (SERVE_TOKS, BATCH_FOR_TTFT, PAGED_BATCH, GPU_HOUR_OWNED and a few more)
+are line items, one step a cell as the FAST standard asks: :func:`line_items` gives each step's formula over the cells
+of the earlier ones. ``ln(1 + x)`` and ``exp(y) - 1``, which Excel lacks, are written in Goldberg's and Kahan's forms,
+exact to the last digits for a small rate.
+
+The preset lookups (MODEL_SPEC, GPU_SPEC, BYTES_PER_PARAM, GPU_PRICE, OPTIMIZER_BYTES, MODELS, GPUS,
+MODEL_EXPERT_PARAMS_B, MODEL_KV_BYTES_PER_TOKEN, EFFICIENCY) read tables the workbook carries: :func:`write_catalog`
+writes the catalog's models, accelerators, prices, formats, optimizers, the figures counted from the models' shapes
+and the calibrated efficiencies in use, with the source of every row, into a worksheet, and returns the
+:class:`CatalogTables` whose methods give the ``INDEX``/``MATCH`` formulas over them (``#N/A`` where the Python
+lookup refuses). Functions with no native form are in :data:`PYTHON_ONLY` with the reason.
 """
 
 from __future__ import annotations
