@@ -30,6 +30,7 @@ LAYERS = [
     ("xlsxplan.calibration", 5, "calibration"),
     ("xlsxplan.registry", 6, "registry"),
     ("xlsxplan.cells", 6, "registry"),
+    ("xlsxplan.native", 6, "registry"),  # the registry functions as native formulas, the catalog as tables
     ("xlsxplan.xlwings_conf", 6, "registry"),
     ("xlsxplan", 6, "registry"),  # the package itself: its public API, over the core and the data
     ("xlsxplan.excel", 7, "excel"),

@@ -108,6 +108,14 @@ _GIGA, _TERA = 1e9, 1e12
 _MAX_BATCH = 1_000_000_000  # the largest batch the functions taking one accept (domains.Batch)
 _HOURS_PER_DAY = 24
 _NORMAL = NormalDist()
+
+
+def _upper_tail(z: float) -> float:
+    """``P(Z > z)`` for a standard normal, as ``erfc(z / sqrt 2) / 2``: exact to the last digits in the far tail,
+    where ``1 - cdf`` (and ``NormalDist.cdf``, which is ``(1 + erf) / 2``) loses them to cancellation."""
+    return 0.5 * math.erfc(z / math.sqrt(2.0))
+
+
 _Z95 = _NORMAL.inv_cdf(0.95)
 
 LOGNORMAL_MAX_P95_OVER_MEAN = math.exp(_Z95**2 / 2)
@@ -174,7 +182,7 @@ def tail_share(cap_tokens: Tokens, mean_tokens: Tokens, p95_tokens: Tokens) -> f
     if not is_array(sigma) and sigma == 0:
         return 1.0 if cap_tokens < mean_tokens else 0.0
     point = sigma == 0  # over arrays: these elements' lengths are all the mean (a divisor of 1 keeps the rest harmless)
-    share = apply(_NORMAL.cdf, -(apply(math.log, cap_tokens) - mu) / where(point, 1.0, sigma))
+    share = apply(_upper_tail, (apply(math.log, cap_tokens) - mu) / where(point, 1.0, sigma))
     return where(point, where(cap_tokens < mean_tokens, 1.0, 0.0), share)
 
 

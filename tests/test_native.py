@@ -1,0 +1,582 @@
+"""The native forms (xlsxplan.native) against the Python functions they stand for.
+
+Each registry function with a native formula is evaluated by the headless engine (formualizer) over random valid
+inputs drawn from its arguments' domains (hypothesis) and must equal the Python function within 1e-9 relative (whole
+numbers exactly); its native check must be TRUE there, and over inputs at and beyond the domains' edges it must be
+TRUE exactly when the Python function accepts them. LibreOffice recalculates one workbook of the same kind of cases
+(tests/test_native.py::test_libreoffice_computes_the_native_forms_as_python_does).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import openpyxl
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+from openpyxl.utils import get_column_letter
+
+from xlsxplan import catalog, native, precision, registry
+from xlsxplan.core import training_memory
+from xlsxplan.errors import XlsxplanError
+from xlsxplan.headless.engine import new_book
+
+SOFFICE = shutil.which("soffice") or shutil.which("libreoffice")
+RELATIVE = 1e-9
+TEMPLATES = Path(__file__).resolve().parents[1] / "xlsxplan" / "templates"
+
+TEXT_CHOICES = {("ACTIVATION_GB", "recompute"): ["none", "selective", "full", "flash", " Flash ", "FULL"]}
+LONGEST_FORMULA = native.LONGEST_FORMULA
+TOO_LONG_INLINED = {"PAGED_BATCH"}  # Newton steps: line items only
+WHOLE_LIMIT = {"PAGED_BATCH": 1e12}
+"""Whole results are compared below 2**53, the whole numbers a spreadsheet holds exactly; a paged batch below 1e12
+sequences, above which one sequence moves its quantile less than the float rounding of Python's bisection."""
+
+
+@dataclass(frozen=True)
+class Spec:
+    """How one argument's test values are drawn: ``kind`` whole, log (log-uniform), linear, text or range."""
+
+    kind: str
+    low: float = 0.0
+    high: float = 0.0
+    zero: bool = False  # 0 is also allowed (a closed lower bound at 0)
+    choices: tuple[str, ...] = ()
+
+
+OVERRIDES = {
+    # a cost of capital from 1e-12 to 100% a year, or 0: log1p and expm1 in their native forms keep the last digits
+    "annual_rate": Spec("log", 1e-12, 1.0, zero=True),
+    "demand_gpus": Spec("range_whole", 0, 64),  # whole GPUs, so that levels repeat
+}
+
+
+def spec_of(name: str, arg: registry.Argument) -> Spec:
+    if arg.name in OVERRIDES:
+        return OVERRIDES[arg.name]
+    d = arg.domain
+    assert d is not None
+    if d.kind == "text":
+        return Spec("text", choices=tuple(TEXT_CHOICES[(name, arg.name)]))
+    if d.kind == "range":
+        return Spec("range", 1.0, 1e6)
+    low = -math.inf if d.low is None else d.low
+    high = math.inf if d.high is None else d.high
+    if d.kind == "whole":
+        lo = int(low)
+        return Spec("whole", lo, min(high, max(lo, 1) * 1000))
+    if high <= 1:  # a fraction: uniform, away from an open bound
+        return Spec("linear", max(low, 0.0) + (1e-3 if d.low_open else 0.0), high - (1e-3 if d.high_open else 0.0))
+    if low < 0:  # free memory, may be negative
+        return Spec("linear", max(low, -1e4), min(high, 1e4))
+    lo, hi = d.typical or (max(low, 1e-3), min(high, 1e9))
+    lo = max(lo, 1e-3, low if low > 0 else 0)
+    return Spec("log", lo, min(hi, high), zero=(low == 0 and not d.low_open))
+
+
+def strategy(s: Spec) -> st.SearchStrategy[Any]:
+    if s.kind == "text":
+        return st.sampled_from(s.choices)
+    if s.kind == "whole":
+        return st.integers(int(s.low), int(s.high))
+    if s.kind == "linear":
+        return st.floats(s.low, s.high, allow_nan=False)
+    if s.kind == "range_whole":
+        return st.lists(st.integers(int(s.low), int(s.high)).map(float), min_size=1, max_size=12)
+    if s.kind == "range":
+        return st.lists(st.floats(math.log10(s.low), math.log10(s.high)).map(lambda e: float(10**e)), min_size=1,
+                        max_size=12)  # fmt: skip
+    log = st.floats(math.log10(s.low), math.log10(s.high)).map(lambda e: float(10**e))
+    return st.one_of(st.just(0.0), log) if s.zero else log
+
+
+def sample(s: Spec, rng: random.Random) -> Any:
+    """One value as :func:`strategy` draws it, from a seeded generator (for the LibreOffice workbook)."""
+    if s.kind == "text":
+        return rng.choice(s.choices)
+    if s.kind == "whole":
+        return rng.randint(int(s.low), int(s.high))
+    if s.kind == "linear":
+        return rng.uniform(s.low, s.high)
+    if s.kind == "range_whole":
+        return [float(rng.randint(int(s.low), int(s.high))) for _ in range(rng.randint(1, 12))]
+    if s.kind == "range":
+        return [10 ** rng.uniform(math.log10(s.low), math.log10(s.high)) for _ in range(rng.randint(1, 12))]
+    if s.zero and rng.random() < 0.1:
+        return 0.0
+    return 10 ** rng.uniform(math.log10(s.low), math.log10(s.high))
+
+
+def python_value(name: str, values: list[Any]) -> Any:
+    """The registry function's value, or None where it refuses (or its result does not fit a float)."""
+    try:
+        return registry.FUNCTIONS[name](*values)
+    except XlsxplanError:
+        return None
+
+
+def agrees(got: Any, want: Any, whole: bool) -> bool:
+    if isinstance(got, bool) or not isinstance(got, (int, float)):
+        return False
+    if whole:
+        return got == want
+    return math.isclose(got, want, rel_tol=RELATIVE, abs_tol=0.0) or got == want
+
+
+class Sheet:
+    """A formualizer book with one argument per row (a range argument across its row), the native formula in B."""
+
+    def __init__(self) -> None:
+        self.book = new_book()
+        self.book.add_sheet("Case")
+        self.widths: dict[int, int] = {}
+        self.rows: dict[str, int] = {}
+
+    def refs(self, values: list[Any]) -> list[str]:
+        refs = []
+        for i, v in enumerate(values, 1):
+            cells = v if isinstance(v, list) else [v]
+            for j in range(max(len(cells), self.widths.get(i, 0))):  # clear what a longer case left
+                self.book.set_value("Case", i, 3 + j, cells[j] if j < len(cells) else None)
+            self.widths[i] = len(cells)
+            end = get_column_letter(2 + len(cells))
+            refs.append(f"C{i}" if not isinstance(v, list) else f"C{i}:{end}{i}")
+        return refs
+
+    def place(self, key: str) -> str:
+        """Where a line item sits: column B, a row per key."""
+        return f"B{self.rows.setdefault(key, len(self.rows) + 1)}"
+
+    def evaluate_items(self, items: list[tuple[str, str, str]]) -> Any:
+        for key, _, text in items:
+            ref = self.place(key)
+            self.book.set_formula("Case", int(ref[1:]), 2, "=" + text)
+        last = self.place(items[-1][0])
+        return self.book.evaluate_cell("Case", int(last[1:]), 2)
+
+    def evaluate(self, text: str) -> Any:
+        self.book.set_formula("Case", 1, 1, "=" + text)
+        value = self.book.evaluate_cell("Case", 1, 1)
+        return value
+
+
+SHEET = Sheet()
+
+
+def case(name: str) -> st.SearchStrategy[list[Any]]:
+    """Every argument of ``name``, an optional one sometimes left out (None: its default)."""
+    fn = registry.FUNCTIONS[name]
+    parts = []
+    for a in fn.args:
+        value = strategy(spec_of(name, a))
+        parts.append(st.one_of(st.none(), value) if a.optional else value)
+    return st.tuples(*parts).map(list)
+
+
+ARITHMETIC = sorted(native.NATIVE)
+
+
+@pytest.mark.parametrize("name", ARITHMETIC)
+def test_each_native_form_equals_the_python_function_over_random_valid_inputs(name):
+    fn = registry.FUNCTIONS[name]
+
+    @settings(max_examples=30, deadline=None, database=None,
+              suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])  # fmt: skip
+    @given(case(name))
+    def run(values):
+        given_values = [v if v is not None else a.default for v, a in zip(values, fn.args)]
+        want = python_value(name, given_values)
+        assume(want is not None)
+        assume(not fn.whole or want < WHOLE_LIMIT.get(name, 2**53))
+        refs = SHEET.refs([v for v in given_values])
+        args = [r if v is not None else None for r, v in zip(refs, values)]
+        got = SHEET.evaluate_items(native.line_items(name, SHEET.place, *args))
+        assert agrees(got, want, fn.whole), (name, given_values, got, want)
+        assert SHEET.evaluate(native.check(name, *args, result=SHEET.place("result"))) is True, (name, given_values)
+        if name not in TOO_LONG_INLINED:  # the same as one formula
+            assert agrees(SHEET.evaluate(native.formula(name, *args)), want, fn.whole), (name, given_values)
+
+    run()
+
+
+def edge_values(s: Spec, arg: registry.Argument) -> list[Any]:
+    """Values at and past an argument's domain: its bounds, just beyond them, a fraction for a whole number, text."""
+    d = arg.domain
+    assert d is not None
+    out: list[Any] = ["abc"]
+    for bound in (d.low, d.high):
+        if bound is not None:
+            out += [bound, bound - 1, bound + 1, bound * (1 + 1e-9) if bound else 1e-9]
+    if d.kind == "whole":
+        out.append((d.low or 0) + 1.5)
+    return out
+
+
+def maybe_bad(name: str) -> st.SearchStrategy[list[Any]]:
+    fn = registry.FUNCTIONS[name]
+    parts = []
+    for a in fn.args:
+        s = spec_of(name, a)
+        if s.kind in ("range", "range_whole"):  # a value out of bounds or a text among the numbers
+            spoilt = st.tuples(strategy(s), st.sampled_from([-1.0, "abc", 2e18])).map(lambda t: [*t[0], t[1]])
+            parts.append(st.one_of(strategy(s), spoilt))
+        elif s.kind == "text":
+            parts.append(strategy(s))
+        else:
+            parts.append(st.one_of(strategy(s), st.sampled_from(edge_values(s, a))))
+    return st.tuples(*parts).map(list)
+
+
+@pytest.mark.parametrize("name", ARITHMETIC)
+def test_each_native_check_is_true_exactly_where_python_accepts(name):
+    @settings(max_examples=30, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(maybe_bad(name))
+    def run(values):
+        try:
+            registry.FUNCTIONS[name](*values)
+            accepted = True
+        except XlsxplanError as err:
+            assume("too large to represent" not in str(err))  # an overflow: the native form gives #NUM!
+            accepted = False
+        got = SHEET.evaluate(native.check(name, *SHEET.refs(values)))
+        assert got is accepted, (name, values, got)
+
+    run()
+
+
+def test_a_rule_beyond_the_domains_is_checked_on_the_result_cell():
+    """MFU's own refusal (above 1) reads the result cell when given, and flags a too-high throughput."""
+    sheet = Sheet()
+    refs = sheet.refs([7.0, 1e7, 8, 989.5])
+    sheet.book.set_formula("Case", 9, 1, "=" + native.formula("MFU", *refs))
+    assert python_value("MFU", [7.0, 1e7, 8, 989.5]) is None
+    assert sheet.evaluate(native.check("MFU", *refs, result="A9")) is False
+    refs = sheet.refs([7.0, 1e5, 8, 989.5])
+    assert sheet.evaluate(native.check("MFU", *refs, result="A9")) is True
+
+
+def test_optional_arguments_take_the_registry_defaults():
+    """Left out, an optional argument is its registry default (KV_GB's sequences 1, PREFILL_S's utilisation 0.5)."""
+    for name in ARITHMETIC:
+        fn = registry.FUNCTIONS[name]
+        given = [f"X{i}" for i, a in enumerate(fn.args) if not a.optional]
+        text = " ".join(t for _, _, t in native.line_items(name, lambda key: "Z1", *given))
+        for a in fn.args:
+            if a.optional:
+                assert native.literal(a.default) in text, (name, a.name)
+    assert native.formula("PREFILL_S", "A1", "A2", "A3", "A4") == "2*A1*1E9*A2/(A3*A4*1E12*0.5)"
+
+
+def test_a_formula_refuses_an_unknown_function_argument_or_missing_one():
+    with pytest.raises(XlsxplanError, match="PLAN_OPTIONS has no native form: a search"):
+        native.formula("PLAN_OPTIONS")
+    with pytest.raises(XlsxplanError, match="KV_GB has no argument layers"):
+        native.formula("KV_GB", "A1", "A2", layers="A3")
+    with pytest.raises(XlsxplanError, match="KV_GB: tokens is required"):
+        native.formula("KV_GB", "A1")
+
+
+# --- portability -----------------------------------------------------------------------------------------------
+
+EXCEL_2016 = {"ABS", "AND", "CHOOSE", "COUNT", "COUNTIF", "EXP", "IF", "IFERROR", "INDEX", "INT", "ISNUMBER", "LN", "LOG",
+              "LOWER", "MATCH", "MAX", "MIN", "MOD", "SMALL", "COUNTA", "NA", "NOT", "NORMSINV", "ERFC", "OR", "SQRT", "SUBSTITUTE", "TRIM"}  # fmt: skip
+
+
+def _functions(text: str) -> set[str]:
+    return set(re.findall(r"\b([A-Z][A-Z0-9.]*)\(", re.sub(r'"[^"]*"', '""', text)))
+
+
+def test_the_native_forms_use_only_excel_2016_functions():
+    used = set()
+    for name in ARITHMETIC:
+        fn = registry.FUNCTIONS[name]
+        args = [f"A{i}" for i in range(1, len(fn.args) + 1)]
+        items = native.line_items(name, lambda key: f"Z{len(key)}", *args)
+        used |= set().union(*(_functions(text) for _, _, text in items)) | _functions(native.check(name, *args))
+    tables = _tables()
+    for lookup in native.LOOKUPS:
+        arity = len(registry.FUNCTIONS[lookup].args)
+        used |= _functions(tables.lookup(lookup, *[f"A{i}" for i in range(1, arity + 1)]))
+    assert used <= EXCEL_2016, used - EXCEL_2016
+
+
+# --- coverage --------------------------------------------------------------------------------------------------
+
+
+def template_functions() -> set[str]:
+    names = set()
+    for path in TEMPLATES.glob("*.py"):
+        names |= set(re.findall(r"\b([A-Z][A-Z0-9_]{2,})\(", path.read_text(encoding="utf-8")))
+    return names & set(registry.FUNCTIONS)
+
+
+def test_every_registry_function_the_templates_use_has_a_native_form_or_a_reason():
+    covered = set(native.NATIVE) | set(native.LOOKUPS) | set(native.PYTHON_ONLY)
+    assert template_functions() and template_functions() - covered == set()
+    assert set(native.NATIVE) | set(native.LOOKUPS) | set(native.PYTHON_ONLY) <= set(registry.FUNCTIONS)
+    assert not (set(native.NATIVE) & set(native.PYTHON_ONLY)) and all(native.PYTHON_ONLY.values())
+
+
+# --- the catalog as tables --------------------------------------------------------------------------------------
+
+
+def _tables(ws: Any = None) -> native.CatalogTables:
+    if ws is None:
+        ws = openpyxl.Workbook().active
+        ws.title = "Catalog"
+    return native.write_catalog(ws)
+
+
+@pytest.fixture(scope="module")
+def catalog_book():
+    """A formualizer book holding the catalog tables, and where they are."""
+    wb = openpyxl.Workbook()
+    ws = wb.active
+    ws.title = "Catalog"
+    tables = native.write_catalog(ws)
+    wb.create_sheet("Case")
+    import io
+
+    data = io.BytesIO()
+    wb.save(data)
+    return new_book(data.getvalue()), tables
+
+
+def _lookup_cases() -> list[tuple[str, list[Any]]]:
+    cat = catalog.load_catalog()
+    cases: list[tuple[str, list[Any]]] = []
+    for pid in cat.models.names():
+        preset = cat.models.get(pid)
+        for name in {pid, *preset.aliases[:1], pid.lower().replace("-", " ")}:
+            cases += [("MODEL_SPEC", [name, f]) for f in catalog.MODEL_FIELDS]
+    for pid in cat.accelerators.names():
+        for name in {pid, *cat.accelerators.get(pid).aliases}:
+            cases += [("GPU_SPEC", [name, f]) for f in catalog.GPU_FIELDS]
+            cases.append(("GPU_PRICE", [name]))
+    for fname in precision.FORMATS:
+        for name in (fname, *precision.lookup(fname).aliases, fname.upper().replace("_", "-")):
+            cases.append(("BYTES_PER_PARAM", [name]))
+    for opt in (*training_memory.OPTIMIZERS, "Adam-8bit", "momentum"):
+        cases.append(("OPTIMIZER_BYTES", [opt]))
+    for pid in cat.models.names():
+        cases.append(("MODEL_EXPERT_PARAMS_B", [pid]))
+    gpus = [*cat.accelerators.names(), "H100", "Datacenter", "consumer", "apple", "no-such-gpu"]
+    formats = [*precision.FORMATS, "FP8", "Q4_K-M", "fp7"]
+    for kind in ("decode_bandwidth", "prefill", "train_mfu", "Train_MFU "):
+        cases += [("EFFICIENCY", [kind, g, f]) for g in gpus for f in formats]
+    for g in cat.accelerators.names():
+        for hidden, seq in ((1024, 0), (8192, 4096), (2048, 1e5)):
+            cases += [("EFFICIENCY", ["train_mfu", g, f, hidden, seq]) for f in ("bf16", "fp8")]
+    rng = random.Random(7)
+    for _ in range(600):  # the presets' caches: contexts around the windows, cache precisions, TP, windows, state
+        args = [rng.choice(cat.models.names()), rng.choice([0, 1, 100, 1000.5, 4096, 8192, 32768, 131072]),
+                rng.choice([2, 1, 0.5625, 4]), rng.choice([1, 2, 3, 4, 8, 16, 64]), rng.choice([0, 1]),
+                rng.choice([2, 4, 1])]  # fmt: skip
+        cases.append(("MODEL_KV_BYTES_PER_TOKEN", args[: rng.randint(1, 6)]))
+    cases += [("EFFICIENCY", ["nothing", "H100", "bf16"]), ("MODEL_EXPERT_PARAMS_B", ["no-such-model"])]
+    cases += [("MODEL_SPEC", ["no-such-model", "layers"]), ("MODEL_SPEC", ["Qwen2.5-72B", "no_field"]),
+              ("GPU_SPEC", ["H200", "memory"]), ("BYTES_PER_PARAM", ["fp7"]), ("OPTIMIZER_BYTES", ["lion"])]  # fmt: skip
+    return cases
+
+
+def test_the_native_lookups_give_every_catalog_figure_python_gives(catalog_book):
+    """Every figure of every preset by its id and an alias, every format and optimizer by every name, every price:
+    the INDEX/MATCH over the tables equals the Python lookup, and is #N/A exactly where the lookup refuses."""
+    book, tables = catalog_book
+    wrong, cases = [], _lookup_cases()
+    for i, (name, args) in enumerate(cases, 1):
+        refs = []
+        for j, v in enumerate(args):
+            book.set_value("Case", i, 2 + j, v)
+            refs.append(f"{get_column_letter(2 + j)}{i}")
+        book.set_formula("Case", i, 1, "=" + tables.lookup(name, *refs))
+    book.evaluate_all()
+    for i, (name, args) in enumerate(cases, 1):
+        got = book.get_value("Case", i, 1)
+        want = python_value(name, args)
+        if want is None:
+            if not (isinstance(got, dict) or (isinstance(got, str) and got.startswith("#"))):
+                wrong.append((name, args, got, "an error"))
+        elif not agrees(got, want, False):
+            wrong.append((name, args, got, want))
+    assert len(cases) > 1000 and wrong == []
+
+
+def test_a_preset_kv_cache_as_line_items_equals_the_inlined_lookup(catalog_book):
+    book, tables = catalog_book
+    rows: dict[str, int] = {}
+
+    def place(key: str) -> str:
+        return f"Z{rows.setdefault(key, 100 + len(rows))}"
+
+    for model, want in (("Qwen2.5-72B", 327680), ("DeepSeek-V3", 70272), ("Gemma-2-9B", 258048)):
+        for i, v in enumerate([model, 8192 if model == "Gemma-2-9B" else 0], 1):
+            book.set_value("Case", 90 + i, 2, v)
+        items = native.catalog_line_items(tables, "MODEL_KV_BYTES_PER_TOKEN", place, "B91", "B92")
+        for key, _, text in items:
+            book.set_formula("Case", int(place(key)[1:]), 26, "=" + text)
+        book.evaluate_all()
+        assert book.get_value("Case", int(place("result")[1:]), 26) == want  # the figures in its docstring's Notes
+
+
+def test_the_catalog_tables_carry_a_source_for_every_row():
+    ws = openpyxl.Workbook().active
+    tables = native.write_catalog(ws)
+    for table in (tables.models, tables.accelerators, tables.formats, tables.optimizers, tables.prices):
+        col = table.first_col + 1 + table.columns.index("source")
+        for r in range(table.first_row + 1, table.first_row + 1 + len(table.keys)):
+            assert str(ws.cell(row=r, column=col).value or "").strip(), (table.keys, r)
+    assert tables.models.keys == tuple(catalog.model_names())
+    assert tables.accelerators.keys == tuple(catalog.gpu_names())
+
+
+# --- LibreOffice ----------------------------------------------------------------------------------------------
+
+CASES_PER_FUNCTION = 8
+
+
+def _libreoffice_cases(rng: random.Random) -> list[tuple[str, list[Any], list[bool], Any]]:
+    """(function, arguments, which are given, Python's value) for CASES_PER_FUNCTION accepted cases of each native
+    form, drawn as the hypothesis strategies draw them.
+
+    Whole results are kept below 2**32: LibreOffice subtracts two numbers within 2**-48 of each other to 0 (its
+    approxSub), so above about 1e12 its rounding forgives up to twice what Python's does (xlsxplan.native's
+    docstring)."""
+    out = []
+    for name in ARITHMETIC:
+        fn = registry.FUNCTIONS[name]
+        found = 0
+        for _ in range(2000):
+            given = [not a.optional or rng.random() < 0.7 for a in fn.args]
+            values = [sample(spec_of(name, a), rng) if g else a.default for a, g in zip(fn.args, given)]
+            want = python_value(name, values)
+            if want is None or (fn.whole and want >= 2**32):  # see below
+                continue
+            out.append((name, values, given, want))
+            found += 1
+            if found == CASES_PER_FUNCTION:
+                break
+        assert found == CASES_PER_FUNCTION, name
+    return out
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(SOFFICE is None, reason="LibreOffice (soffice) is not installed")
+def test_libreoffice_computes_the_native_forms_as_python_does(tmp_path):
+    """One workbook, one conversion: LibreOffice recalculates every native form over cases drawn at random (and a
+    sample of the catalog lookups), and every value equals Python's within 1e-9 relative, every check is TRUE."""
+    wb = openpyxl.Workbook()
+    ws = wb.active
+    ws.title = "Catalog"
+    tables = native.write_catalog(ws)
+    sheet = wb.create_sheet("Cases")
+    rng = random.Random(20261201)
+    rows: list[tuple[str, Any, bool]] = []
+    for r, (name, values, present, want) in enumerate(_libreoffice_cases(rng), 1):
+        refs = []
+        col = 5
+        for v, g in zip(values, present):
+            cells = v if isinstance(v, list) else [v]
+            for j, x in enumerate(cells):
+                sheet.cell(row=r, column=col + j, value=x)
+            first, last = get_column_letter(col), get_column_letter(col + len(cells) - 1)
+            refs.append((f"{first}{r}:{last}{r}" if isinstance(v, list) else f"{first}{r}") if g else None)
+            col += len(cells)
+        sheet.cell(row=r, column=1, value=name)
+        steps: dict[str, int] = {}  # line items to the right of the inputs, one a cell
+
+        def place(key: str, r: int = r, steps: dict[str, int] = steps) -> str:
+            return f"{get_column_letter(steps.setdefault(key, 40 + len(steps)))}{r}"
+
+        for key, _, text in native.line_items(name, place, *refs):
+            sheet[place(key)] = "=" + text
+        sheet.cell(row=r, column=3, value="=" + place("result"))
+        sheet.cell(row=r, column=4, value="=" + native.check(name, *refs, result=f"C{r}"))
+        rows.append((name, want, registry.FUNCTIONS[name].whole))
+    lookups = rng.sample(_lookup_cases(), 200)
+    for name, args in lookups:
+        r = len(rows) + 1
+        for j, v in enumerate(args):
+            sheet.cell(row=r, column=5 + j, value=v)
+        sheet.cell(row=r, column=1, value=name)
+        sheet.cell(
+            row=r,
+            column=3,
+            value="=" + tables.lookup(name, *[f"{get_column_letter(5 + j)}{r}" for j in range(len(args))]),
+        )
+        sheet.cell(row=r, column=4, value=True)
+        rows.append((name, python_value(name, args), False))
+    original = tmp_path / "native.xlsx"
+    wb.save(original)
+    outdir = tmp_path / "converted"
+    subprocess.run([SOFFICE, "--headless", "--norestore", f"-env:UserInstallation=file://{tmp_path / 'profile'}",
+                    "--convert-to", "xlsx", "--outdir", str(outdir), str(original)],
+                   check=True, capture_output=True, timeout=240)  # fmt: skip
+    got = openpyxl.load_workbook(outdir / "native.xlsx", data_only=True)["Cases"]
+    wrong = []
+    for r, (name, want, whole) in enumerate(rows, 1):
+        value, ok = got.cell(row=r, column=3).value, got.cell(row=r, column=4).value
+        if want is None:
+            if not (isinstance(value, str) and value.startswith("#")):
+                wrong.append((r, name, value, "an error"))
+        elif not agrees(value, want, whole) or ok is not True:
+            wrong.append((r, name, value, want, ok))
+    assert len(rows) == len(ARITHMETIC) * CASES_PER_FUNCTION + len(lookups) and wrong == []
+
+
+def test_every_native_formula_fits_excel_and_line_items_keep_each_step_short():
+    for name in ARITHMETIC:
+        fn = registry.FUNCTIONS[name]
+        args = [f"'Inputs sheet'!$C${i}" for i in range(1, len(fn.args) + 1)]
+        short = [f"A{i}" for i in range(1, len(fn.args) + 1)]
+        stepped = bool(native.NATIVE[name].steps)  # inlined, a stepped form is for a test's eyes, not a cell's
+        if name in TOO_LONG_INLINED:
+            with pytest.raises(XlsxplanError, match="pass Excel's 8,192 characters"):
+                native.formula(name, *short)
+        else:
+            assert len(native.formula(name, *(short if stepped else args))) < LONGEST_FORMULA, name
+        items = native.line_items(name, lambda key: f"Calc!$D${len(key)}", *args)
+        assert items[-1][0] == "result" and all(label for _, label, _ in items)
+        if native.NATIVE[name].steps:
+            assert max(len(text) for _, _, text in items) < 400, name
+
+
+def test_the_checks_say_in_words_what_they_test():
+    """The Checks sheet's words name every argument the check reads, with its allowed values, and every rule."""
+    for name in ARITHMETIC:
+        words = native.check_words(name)
+        for a in registry.FUNCTIONS[name].args:
+            if a.domain is not None and a.domain.kind != "text":
+                assert f"{a.name} {a.domain.describe()}" in words, (name, a.name)
+        assert all(reason in words for _, reason in native.NATIVE[name].rules), name
+    assert native.check_words("MFU").endswith("tokens_per_s within the hardware's peak (MFU at most 1)")
+
+
+def test_the_lists_and_a_bytes_argument_given_by_name_read_the_tables(catalog_book):
+    """MODELS() and GPUS() are the tables' name columns, in catalog order, for the dropdowns; a bytes argument
+    holding a precision name reads the formats table, a number passes through (as the Python domain reads both)."""
+    book, tables = catalog_book
+    for i in range(1, len(catalog.model_names()) + 1):
+        book.set_formula("Case", 200 + i, 1, f"=INDEX({tables.models_list()},{i})")
+    for i in range(1, len(catalog.gpu_names()) + 1):
+        book.set_formula("Case", 300 + i, 1, f"=INDEX({tables.gpus_list()},{i})")
+    for i, value in enumerate(["fp8", " Q4_K-M", 0.75, "int4_g128"], 1):
+        book.set_value("Case", 400 + i, 2, value)
+        book.set_formula(
+            "Case", 400 + i, 1, "=" + native.formula("WEIGHTS_GB", 70, tables.bytes_or_name(f"B{400 + i}"))
+        )
+    book.evaluate_all()
+    assert [
+        book.get_value("Case", 200 + i, 1) for i in range(1, len(catalog.model_names()) + 1)
+    ] == catalog.model_names()
+    assert [book.get_value("Case", 300 + i, 1) for i in range(1, len(catalog.gpu_names()) + 1)] == catalog.gpu_names()
+    for i, value in enumerate(["fp8", " Q4_K-M", 0.75, "int4_g128"], 1):
+        assert agrees(book.get_value("Case", 400 + i, 1), registry.FUNCTIONS["WEIGHTS_GB"](70, value), False), value
