@@ -51,6 +51,7 @@ from pathlib import Path
 from ..errors import WorkbookError
 from ..system import MEMORY_LIMIT_GB
 from ..zipfiles import DTD, MB, ZipLimits, check_members, markup, open_zip, reading
+from . import references
 from .package import MAX_COL, MAX_ROW, Package, range_bounds
 
 __all__ = [
@@ -591,29 +592,11 @@ def _check_size(ins: Inspection, name: str, limits: Limits) -> None:
 # ---------------------------------------------------------------------------------------------------------------
 # Formulas that reach outside the workbook
 
-_STRING_LITERAL = re.compile(r'"(?:[^"]|"")*"')
-_QUOTED_NAME = re.compile(r"'(?:[^']|'')*'")
-_EXTERNAL_BARE = re.compile(r"\[[^\[\]]*\][^\[\]\s!(),;+\-*/^&=<>%{}]*!")
-
 
 def formula_threat(formula: str) -> str | None:
-    """Why a formula (or a defined name's text) must not be evaluated, or None.
-
-    A DDE call (``=cmd|' /C calc'!A0``: a ``|`` outside text and quoted sheet names) asks Excel to start a
-    program; an external reference (``[1]Sheet1!A1``, ``'C:\\data\\[rates.xlsx]Sheet1'!A1``) reads another file.
-    Structured table references (``Table1[Column]``) are neither.
-    """
-    bare = _STRING_LITERAL.sub('""', formula)
-    for quoted in _QUOTED_NAME.findall(bare):
-        if "[" in quoted and "]" in quoted:
-            return f"refers to another workbook ({quoted})"
-    unquoted = _QUOTED_NAME.sub("''", bare)
-    if "|" in unquoted:
-        return "holds a DDE call (a reference with '|', which asks Excel to start a program)"
-    m = _EXTERNAL_BARE.search(unquoted)
-    if m:
-        return f"refers to another workbook ({m.group(0)})"
-    return None
+    """Why a formula (or a defined name's text) must not be evaluated, or None: a DDE call, a reference to another
+    workbook or one outside Excel's grid, decided on the engine's own tokens (:func:`.references.threat`)."""
+    return references.threat(formula)
 
 
 # ---------------------------------------------------------------------------------------------------------------
