@@ -18,6 +18,8 @@ from pathlib import Path
 from .errors import WorkbookError
 
 __all__ = [
+    "read_regular",
+    "file_kind",
     "atomic_write",
     "atomic_write_text",
     "atomic_path",
@@ -25,6 +27,63 @@ __all__ = [
     "ensure_folder",
     "remove_stale_temporaries",
 ]
+
+
+_KINDS = (
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISDIR, "a folder"),
+)
+
+
+def file_kind(mode: int) -> str | None:
+    """What a file of ``mode`` (``os.stat().st_mode``) is when it is not a regular file, or None for a regular
+    file."""
+    if stat.S_ISREG(mode):
+        return None
+    return next((what for test, what in _KINDS if test(mode)), "not a regular file")
+
+
+def read_regular(path: Path | str, max_bytes: int, what: str = "file") -> bytes:
+    """The bytes of the regular file ``path``, read without ever blocking on something that is not one.
+
+    The file is opened with ``O_NONBLOCK`` (an open of a FIFO with no writer returns at once instead of waiting
+    for one) and checked on the open descriptor (``fstat``: no window between the check and the read), so a FIFO,
+    a device or a socket is refused with one line and nothing read from it. At most ``max_bytes`` + 1 bytes are
+    read (the caller refuses a longer file); WorkbookError for a file that cannot be read.
+    """
+    path = Path(path)
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
+    try:
+        fd = os.open(path, flags)
+    except FileNotFoundError:
+        raise WorkbookError(f"cannot read {path}: no such file") from None
+    except IsADirectoryError:
+        raise WorkbookError(f"cannot read {path}: it is a folder") from None
+    except OSError as err:
+        raise WorkbookError(f"cannot read {path}: {err.strerror or err}") from None
+    try:
+        info = os.fstat(fd)
+        kind = file_kind(info.st_mode)
+        if kind is not None:
+            raise WorkbookError(f"cannot read {path}: it is {kind}, not a regular {what}")
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)
+        chunks: list[bytes] = []
+        size = 0
+        while size <= max_bytes:
+            chunk = os.read(fd, min(max_bytes + 1 - size, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        return b"".join(chunks)
+    except OSError as err:
+        raise WorkbookError(f"cannot read {path}: {err.strerror or err}") from None
+    finally:
+        os.close(fd)
 
 
 def ensure_folder(folder: Path) -> Path:
@@ -45,8 +104,13 @@ def check_writable(path: Path) -> None:
     folder = path.parent
     if not folder.is_dir():
         raise WorkbookError(f"cannot write {path}: the folder {folder} does not exist")
-    if path.is_dir():
-        raise WorkbookError(f"cannot write {path}: it is a folder")
+    try:
+        mode: int | None = path.stat().st_mode
+    except OSError:
+        mode = None
+    kind = file_kind(mode) if mode is not None else None
+    if kind is not None:  # a FIFO or a device would be replaced by a regular file, silently
+        raise WorkbookError(f"cannot write {path}: it is {kind}, not a regular file; name a file to write")
     if path.exists() and (not os.access(path, os.W_OK) or not path.stat().st_mode & 0o222):
         # the mode bits too: a superuser may write anything, but a file marked read-only was marked so on purpose
         raise WorkbookError(f"cannot write {path}: the file is read-only")

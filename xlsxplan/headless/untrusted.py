@@ -41,17 +41,20 @@ The zip-level and prolog checks are :mod:`xlsxplan.zipfiles`'; the workbook-leve
 from __future__ import annotations
 
 import collections
+import contextlib
 import itertools
 import re
+import stat
 import zipfile
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import WorkbookError
+from ..fileio import read_regular
 from ..system import MEMORY_LIMIT_GB
 from ..zipfiles import DTD, MB, ZipLimits, check_members, markup, open_zip, reading
-from . import references
+from . import references as refs
 from .package import MAX_COL, MAX_ROW, Package, range_bounds
 
 __all__ = [
@@ -279,26 +282,14 @@ def open_package(path: Path | str, limits: Limits | None = None) -> Inspection:
     """Read ``path`` once and check it (see the module's docstring); WorkbookError with the reason if refused."""
     limits = limits or Limits()
     path = Path(path)
-    try:
-        size = path.stat().st_size
-    except FileNotFoundError:
-        raise WorkbookError(f"cannot read {path}: no such file") from None
-    except OSError as err:
-        raise WorkbookError(f"cannot read {path}: {err.strerror or err}") from None
-    if path.is_dir():
-        raise WorkbookError(f"cannot read {path}: it is a folder")
-    if size > limits.max_file_mb * MB:
-        raise WorkbookError(
-            f"{path.name} is {size / MB:,.0f} MiB; xlsxplan opens workbooks up to {limits.max_file_mb:,.0f} MiB"
-        )
     cap = int(limits.max_file_mb * MB)
-    try:
-        with open(path, "rb") as f:
-            data = f.read(min(size, cap) + 1)  # not read(cap): that allocates the whole cap up front
-            while len(data) <= cap and (more := f.read(min(cap + 1 - len(data), MB))):
-                data += more  # the file grew since stat()
-    except OSError as err:
-        raise WorkbookError(f"cannot read {path}: {err.strerror or err}") from None
+    with contextlib.suppress(OSError):  # stat() never blocks; what the path is, read_regular decides
+        size = path.stat().st_size
+        if size > cap and stat.S_ISREG(path.stat().st_mode):
+            raise WorkbookError(
+                f"{path.name} is {size / MB:,.0f} MiB; xlsxplan opens workbooks up to {limits.max_file_mb:,.0f} MiB"
+            )
+    data = read_regular(path, cap, "workbook")  # a FIFO or a device is refused, never waited on
     if len(data) > cap:
         raise WorkbookError(f"{path.name} is over {limits.max_file_mb:,.0f} MiB; xlsxplan opens workbooks up to that")
     return inspect_bytes(data, str(path), limits)
@@ -596,19 +587,12 @@ def _check_size(ins: Inspection, name: str, limits: Limits) -> None:
 def formula_threat(formula: str) -> str | None:
     """Why a formula (or a defined name's text) must not be evaluated, or None: a DDE call, a reference to another
     workbook or one outside Excel's grid, decided on the engine's own tokens (:func:`.references.threat`)."""
-    return references.threat(formula)
+    return refs.threat(formula)
 
 
 # ---------------------------------------------------------------------------------------------------------------
 # Ranges that formulas refer to
 
-_QUOTED_TEXT = re.compile(r'"(?:[^"]|"")*"')
-_RANGE_REF = re.compile(
-    r"(?<![\w.$])(?:('(?:[^']|'')+'|[^\W\d][\w.]*)!)?"
-    r"(\$?[A-Za-z]{1,3}\$?\d{1,7}:\$?[A-Za-z]{1,3}\$?\d{1,7}|\$?[A-Za-z]{1,3}:\$?[A-Za-z]{1,3}|\$?\d{1,7}:\$?\d{1,7})"
-    r"(?![\w.(!])"
-)
-_PARTS = re.compile(r"^\$?([A-Za-z]{1,3})?\$?(\d+)?$")
 BYTES_PER_VISITED = 1.2
 """Memory the engine spends per cell it goes through for a range (measured: 0.2 GB for 164 million)."""
 BYTES_PER_PASSED = 250
@@ -641,28 +625,21 @@ def range_costs(
     ``extents``: {title: (last row, last column)}), across all its columns but for whole rows, which it cuts at
     the last used column."""
     out = []
-    for m in _RANGE_REF.finditer(_QUOTED_TEXT.sub('""', formula)):
-        title = sheet
-        if m.group(1):
-            quoted = m.group(1)
-            title = quoted[1:-1].replace("''", "'") if quoted.startswith("'") else quoted
-        first, _, last = m.group(2).partition(":")
-        a, b = _PARTS.match(first), _PARTS.match(last)
-        if a is None or b is None:
+    for op, area in refs.areas(formula) or ():
+        if ":" not in op.ref:
             continue
-        c1, r1 = a.groups()
-        c2, r2 = b.groups()
+        title = op.sheets[0] if op.sheets else sheet
         used_rows, used_cols = _extent(extents, title)
-        whole_rows = c1 is None  # 1:3
-        whole_cols = r1 is None  # A:C
-        lo_r, hi_r = (1, MAX_ROW) if whole_cols else sorted((int(r1), int(r2)))
-        lo_c, hi_c = (1, MAX_COL) if whole_rows else sorted((_col_number(c1.encode()), _col_number(c2.encode())))
+        for other in op.sheets[1:]:  # Jan:Dec!A:A: as costly as the widest of the sheets named
+            more = _extent(extents, other)
+            used_rows, used_cols = max(used_rows, more[0]), max(used_cols, more[1])
+        lo_r, hi_r, lo_c, hi_c = area.r1, area.r2, area.c1, area.c2
         rows = max(0, min(hi_r, used_rows) - lo_r + 1)
-        cols = max(0, (min(hi_c, used_cols) if whole_rows else hi_c) - lo_c + 1)
+        cols = max(0, (min(hi_c, used_cols) if area.rows else hi_c) - lo_c + 1)
         passed = 0
         if calls_registry:
-            passed = (rows if whole_cols else hi_r - lo_r + 1) * cols
-        shown = f"{m.group(1)}!{m.group(2)}" if m.group(1) else f"{_quoted(sheet)}!{m.group(2)}"
+            passed = (rows if area.cols else hi_r - lo_r + 1) * cols
+        shown = op.text if op.prefix is not None else f"{_quoted(sheet)}!{op.ref}"
         out.append(RangeCost(shown, rows, cols, passed))
     return out
 
@@ -678,6 +655,20 @@ def _quoted(title: str) -> str:
     if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.]*", title) and not re.fullmatch(r"[A-Za-z]{1,3}\d+", title):
         return title
     return "'" + title.replace("'", "''") + "'"
+
+
+def _calls_on_tokens(formula: str) -> bool:
+    """Whether the engine's tokens of ``formula`` call a registry function or a native one computed element by
+    element (either gets its ranges as Python values)."""
+    from .. import registry
+    from .engine import LIFTED
+
+    for tok in refs.tokens(formula) or ():
+        if str(tok.token_type) == "Func" and str(tok.subtype) == "Open":
+            name = tok.value[:-1].strip().upper().removeprefix("_XLFN.")
+            if name in registry.FUNCTIONS or name in LIFTED:
+                return True
+    return False
 
 
 def check_ranges(ins: Inspection, formulas: Mapping[str, Iterable[str]], limits: Limits) -> None:
@@ -699,21 +690,26 @@ def check_ranges(ins: Inspection, formulas: Mapping[str, Iterable[str]], limits:
             scope = titles[d.local_sheet] if d.local_sheet is not None and d.local_sheet < len(titles) else None
             named.setdefault(d.name.upper(), []).append((scope, d.text))
     name_re = None
-    if named:
+    if named:  # a prefilter only: which names a formula reads is decided on its tokens
         alternatives = "|".join(sorted(map(re.escape, named), key=len, reverse=True))
-        name_re = re.compile(rf"(?<![\w.!$])({alternatives})(?![\w.(!])", re.IGNORECASE)
+        name_re = re.compile(rf"({alternatives})", re.IGNORECASE)
     visited = passed = 0
     largest: RangeCost | None = None
     for title, texts in formulas.items():
         for text in texts:
-            has_range = ":" in text
+            has_range = ":" in text  # a range needs one (1:3 too); a name, its name
             if not has_range and name_re is None:
                 continue
             registry = calls_registry(text) or lifts(text)  # either gets its ranges as Python values
+            if not registry and "'" in text:  # a '"' in a quoted sheet name hides calls from a text search
+                registry = _calls_on_tokens(text)
             costs = range_costs(text, title, extents, registry) if has_range else []
-            if name_re is not None:
-                for m in name_re.finditer(_QUOTED_TEXT.sub('""', text)):
-                    options = named[m.group(1).upper()]
+            if name_re is not None and name_re.search(text):
+                toks = refs.tokens(text) or []
+                for op in refs.operands(toks):
+                    if op.prefix is not None or op.ref.upper() not in named:
+                        continue
+                    options = named[op.ref.upper()]
                     scope, target = next((o for o in options if o[0] == title), None) or next(
                         (o for o in options if o[0] is None), options[0]
                     )
