@@ -1,8 +1,9 @@
 """Array calls vs scalar calls through the UDF layer (xlsxplan.excel.udfs), per function, in one run.
 
 For each function a sweep of N scenarios (one argument varying down a column, or two, the others one cell: the
-worked examples of seed 000 and of the catalog) is evaluated three ways, each through the same wrapper Excel calls,
-with arguments in the form xlwings hands them over (``ndim=2``: 2-D lists of floats):
+worked examples of "Back-of-the-Envelope Estimation for LLM Systems" and of the catalog) is evaluated three ways,
+each through the same wrapper Excel calls, with arguments in the form xlwings hands them over (``ndim=2``: 2-D
+lists of floats):
 
 * ``array``: one call with N x 1 columns (what one spilled formula does): the function's arithmetic runs once over
   numpy columns (``cells`` vectorised path);
@@ -61,8 +62,8 @@ def sweeps(n: int) -> dict[str, Callable[[], list]]:
         return _column(100 + (i * 53) % 16_000)
 
     return {
-        # seed 000: Qwen2.5-72B (80 layers, 8 KV heads of 128), FP8 on two 80 GB H100s at 3.35 TB/s; one argument
-        # varies down the column, as in a sweep
+        # "Back-of-the-Envelope Estimation for LLM Systems": Qwen2.5-72B (80 layers, 8 KV heads of 128), FP8 on two
+        # 80 GB H100s at 3.35 TB/s; one argument varies down the column, as in a sweep
         "KV_BYTES_PER_TOKEN": lambda: [_column(1 + i % 128), [[8.0]], [[128.0]], [[2.0]]],
         "DECODE_TOKS_TOTAL": lambda: [
             [[72.7]],

@@ -22,8 +22,15 @@ ELEMENT_BY_ELEMENT = {
     # names in, looked up in the catalog: a range of names is a lookup per name (a single name with columns of
     # numbers does run vectorised, e.g. MODEL_KV_GB)
     "MODEL_SPEC", "GPU_SPEC", "MODEL_SOURCE", "GPU_SOURCE", "BYTES_PER_PARAM", "FORMAT_SOURCE", "OPTIMIZER_BYTES",
-    "MODEL_EXPERT_PARAMS_B",
+    "MODEL_EXPERT_PARAMS_B", "GPU_PRICE", "GPU_PRICE_SOURCE", "COST_SPEC", "COST_SOURCE",
     "MODELS", "GPUS",  # no arguments: nothing to broadcast
+    "SPEC_ACCEPT_LENGTH",  # its one argument is a range, read whole: nothing to broadcast
+    # the Erlang B recursion runs from a start set by the load up to the servers, stopping once below its floor: a
+    # number of steps that differs from element to element
+    "ERLANG_C", "QUEUE_WAIT_S", "TTFT_AT_LOAD_S",
+    # a root search on the load (regula falsi, then a bracket on the replica count) that iterates until it converges
+    "REPLICAS_FOR_TTFT", "UTILISATION_FOR_TTFT",
+    "PLAN_OPTIONS",  # spills one table per call: a range in place of an argument is one error per element
     "EFFICIENCY",  # calibration factors looked up by kind, accelerator class and format, with the width inside
 }  # fmt: skip
 
@@ -121,7 +128,7 @@ def _elements(fn, args, shape):
 _SETTINGS = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
-@pytest.mark.parametrize("name", sorted(n for n, fn in FUNCTIONS.items() if fn.args))
+@pytest.mark.parametrize("name", sorted(n for n, fn in FUNCTIONS.items() if fn.args and not fn.table))
 @_SETTINGS
 @given(data=st.data())
 def test_every_element_of_an_array_call_is_the_scalar_call_of_its_cells(name, data):
@@ -144,6 +151,25 @@ def test_every_element_of_an_array_call_is_the_scalar_call_of_its_cells(name, da
         assert _same(out[r, c], expected), (r, c, cells_)
         assert _same(by_element[r, c], expected), (r, c, cells_)
         assert _same(plain[r][c], expected), (r, c, cells_)
+
+
+@pytest.mark.parametrize("name", sorted(n for n, fn in FUNCTIONS.items() if fn.table))
+def test_a_table_spills_from_one_call_and_a_range_of_arguments_is_one_error_per_element(name):
+    # a table fills a block by itself (PLAN_OPTIONS), so it is the one exception to the test above: its one call is
+    # the table, and a range in place of an argument gives each element one error, never a table inside a cell
+    fn = FUNCTIONS[name]
+    base = _base(name)
+    table = evaluate_broadcast(fn, base)
+    assert isinstance(table, np.ndarray) and table.ndim == 2 and table.shape[0] > 1 and table.shape[1] > 1
+    assert _same(table.tolist(), evaluate(fn, base).tolist())
+    i = _numeric(name)[0]
+    args = list(base)
+    args[i] = [[base[i]], [base[i]]]
+    out = evaluate_broadcast(fn, args)
+    assert out.shape == (2, 1)
+    for got in out.ravel().tolist():
+        assert isinstance(got, CellError) and got.code == "#VALUE!"
+        assert got.message == f"{name} spills one table: give one value per argument, not a range of them"
 
 
 def _valid_column(name: str, i: int, n: int) -> list[list[object]]:
@@ -210,7 +236,7 @@ def test_bad_cells_are_errors_in_their_own_cells_with_the_scalar_message():
     assert out[2, 0] == CellError("#NUM!", "batch must be a whole number from 1 to 1,000,000,000, got 0")
     assert out[3, 0] == CellError("#VALUE!", "batch must be a number, got text 'x'")
     assert out[7, 0] == CellError("#NUM!", "batch must be a whole number from 1 to 1,000,000,000, got 2.5")
-    assert out[9, 0] == out[1, 0] and round(out[1, 0]) == 4387  # "94" read as 94; seed 000, section 4
+    assert out[9, 0] == out[1, 0] and round(out[1, 0]) == 4387  # "94" read as 94; "Back-of-the-Envelope Estimation for LLM Systems", section 4
     for (b,), got in zip(batch, out[:, 0]):
         assert got == evaluate(fn, [72.7, "fp8", 2, 3.35, b, 327680, 2300])
 

@@ -47,9 +47,10 @@ def test_recalc_writes_beside_the_input_and_shows_cells_and_names(book, capsys):
     assert code == 0
     batch = x.max_batch(72.7, 1, 327680, 2300, 4, 80)
     total = x.decode_tokens_per_s_total(72.7, 1, 4, 3.35, batch, 327680, 2300)
+    decimals = 10 - len(str(int(total)))  # General shows 11 characters: the integer digits, the point, decimals
     assert out.splitlines() == [
         f"Outputs!B2  {batch}",
-        f"Outputs!B3  {total!r}",
+        f"Outputs!B3  {total:.{decimals}f}".rstrip("0").rstrip("."),
         "Inputs!B3   72.7  (Params_B)",
     ]
     written = book.with_name("plan.recalc.xlsx")
@@ -101,7 +102,8 @@ def test_json_report(book, capsys, tmp_path):
     report = json.loads(out)
     assert code == 1
     assert report["output"] == str(out_path)
-    assert report["shown"][0] == {"ref": "Calc!B2", "cell": "Calc!B2", "value": x.model_spec("Qwen2.5-7B", "layers")}
+    layers = x.model_spec("Qwen2.5-7B", "layers")
+    assert report["shown"][0] == {"ref": "Calc!B2", "cell": "Calc!B2", "value": layers, "text": str(layers)}
     assert report["shown"][1]["value"] == {
         "error": "#NUM!",
         "message": "kv_heads must be a whole number from 1 to 1,000,000, got -1",

@@ -100,7 +100,7 @@ def test_cost_per_million_tokens_owned_and_rented_by_hand():
     assert x.cost_per_m_rented(2.5, 1000, 0.3, 1) == pytest.approx(x.cost_per_m_owned(2.5, 1000, 0.3))
     # half the idle hours billed: (0.3 + 0.5 x 0.7) / 0.3 = 2.1667 hours billed per hour worked: 1.504630
     assert x.cost_per_m_rented(2.5, 1000, 0.3, 0.5) == pytest.approx(1.504630, abs=1e-6)
-    # the owned cost is seed 000's COST_PER_M_TOKENS for one GPU at the owned price
+    # the owned cost is "Back-of-the-Envelope Estimation for LLM Systems"'s COST_PER_M_TOKENS for one GPU at the owned price
     assert x.cost_per_m_owned(1.2675, 1000, 0.3) == pytest.approx(x.cost_per_m_tokens(1, 1.2675, 1000, 0.3))
 
 

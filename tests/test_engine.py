@@ -33,7 +33,7 @@ def test_every_function_evaluates_to_the_python_value(name):
 
 
 def test_nesting_and_native_functions():
-    # issue #2: `xlsxplan eval "=ROUND(DECODE_TOKS(72.7,1,2,3.35),0)"` prints 92
+    # `xlsxplan eval "=ROUND(DECODE_TOKS(72.7,1,2,3.35),0)"` prints 92
     assert evaluate_formula("=ROUND(DECODE_TOKS(72.7,1,2,3.35),0)").value == 92
     nested = '=MAX_BATCH(72.7,1,KV_BYTES_PER_TOKEN(MODEL_SPEC("Qwen2.5-72B","layers"),8,128),2300,2,GPU_SPEC("H100","memory_gb"))'
     assert evaluate_formula(nested).value == 94

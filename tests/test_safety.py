@@ -1,4 +1,4 @@
-"""Untrusted workbooks (issue #8, "Files"): refused with one line, in bounded memory, before any XML is parsed."""
+"""Untrusted workbooks: refused with one line, in bounded memory, before any XML is parsed."""
 
 from __future__ import annotations
 
@@ -401,7 +401,7 @@ def test_with_parts_helper_keeps_a_valid_workbook():
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# Load (issue #8): big workbooks fit the default limits or are refused up front
+# Load: big workbooks fit the default limits or are refused up front
 
 
 def test_default_limits_admit_a_10000_row_scenario_sheet_and_a_1000_sheet_workbook():

@@ -213,7 +213,7 @@ def check_timeline(b: Built) -> dict[str, Any]:
 
 def test_the_shipped_timeline_is_what_python_computes_and_what_the_hand_gives(plan):
     r = check_timeline(plan)
-    # month 1 is seed 000's plan: 200,000 requests a day at peak factor 3 = 6.94 requests/s, 2.957 per replica:
+    # month 1 is the plan of "Back-of-the-Envelope Estimation for LLM Systems": 200,000 requests a day at peak factor 3 = 6.94 requests/s, 2.957 per replica:
     # 3 replicas + 1 spare = 4, of 2 GPUs: 8 GPUs, one server; growth 5% a month: 200,000 x 1.05^35 = 1,103,203
     assert r["requests"][0] == 200_000 and r["gpus"][0] == 8 and r["servers_needed"][0] == 1
     assert r["requests"][-1] == pytest.approx(200_000 * 1.05**35) == pytest.approx(1_103_203.07, abs=0.01)

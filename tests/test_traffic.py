@@ -569,8 +569,9 @@ def test_the_walkthrough_prose_quotes_the_figures_its_commands_print():
     steps = _printed_cells()
     prose = " ".join(_section().split())
 
-    def n(step: int, cell: str) -> float:
-        return float(steps[step][f"Outputs!{cell}"])
+    def n(step: int, cell: str) -> float:  # a figure as its cell's number format prints it: 2,785, $1.04, 19.6%
+        text = steps[step][f"Outputs!{cell}"].replace(",", "").replace("$", "")
+        return float(text[:-1]) / 100 if text.endswith("%") else float(text)
 
     words = {6: "six", 8: "eight", 12: "twelve", 3: "three"}
     claims = [

@@ -63,7 +63,7 @@ def test_every_registry_function_recalculates_to_the_python_value(registry_wb, n
 
 
 def test_plan_book_matches_python_across_sheets_names_and_native_functions(plan_wb):
-    # seed 000: Qwen2.5-72B in FP8 on two H100s with a 2,300-token context fits a batch of 94
+    # "Back-of-the-Envelope Estimation for LLM Systems": Qwen2.5-72B in FP8 on two H100s with a 2,300-token context fits a batch of 94
     kv = x.kv_bytes_per_token(80, 8, 128)
     batch = x.max_batch(72.7, 1, kv, 2300, 2, 80)
     total = x.decode_tokens_per_s_total(72.7, 1, 2, 3.35, batch, kv, 2300)

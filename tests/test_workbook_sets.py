@@ -1,5 +1,5 @@
 """Setting inputs: the cells behind a formula, --force-set, text that stays text when edited, references checked
-before calculating, and progress through calculation and writing (issue #4, #8 audit)."""
+before calculating, and progress through calculation and writing."""
 
 from __future__ import annotations
 

@@ -400,7 +400,7 @@ def evaluate_broadcast(
     if all(g is None or g.size == 1 for g in grids):
         scalars = [raw if g is None else g.cells[0] for raw, g in zip(raw_args, grids)]
         result = evaluate(fn, scalars)
-        if isinstance(result, list):
+        if isinstance(result, list) and not fn.table:  # a table without numpy is its rows already
             return _as_result(result, (len(result), 1))
         return result
     shapes = [(g.rows, g.cols) for g in grids if g is not None]
@@ -691,7 +691,9 @@ def _vectorised(
             if _warning_sinks:
                 _warn_array(fn, elements, np.ones(size, dtype=bool), shape, np)
             return np.broadcast_to(result, shape).astype(np.float64)
-        out = np.broadcast_to(result, shape).astype(object)  # Python floats (ints), made at C speed
+        # Python floats (ints), made at C speed; in C order, so that `flat` below is a view of it (a result that
+        # broadcasts along rows would otherwise come out in another order, and flat be a copy)
+        out = np.broadcast_to(result, shape).astype(object, order="C")
     except Exception:  # noqa: BLE001 - whatever the arithmetic raises over arrays, each element on its own decides
         return None
     flat = out.reshape(size)  # a view: writing an element writes out

@@ -163,7 +163,7 @@ class Domain:
             if self.low is not None:
                 bad |= (x <= self.low) if self.low_open else (x < self.low)
             if self.high is not None:
-                bad |= x > self.high
+                bad |= (x >= self.high) if self.high_open else (x > self.high)
             if self.kind == "whole":
                 bad |= np.floor(x) != x
                 return np.where(bad, 0.0, x).astype(np.int64), bad

@@ -72,13 +72,14 @@ def pick(index: Any, options: tuple[Any, ...]) -> Any:
 
 
 def minimum(a: Any, b: Any) -> Any:
-    """``min(a, b)``, element by element."""
-    return _np().minimum(a, b) if _any_array(a, b) else min(a, b)
+    """``min(a, b)``, element by element: ``b`` where it is below ``a``, else ``a``, as Python's ``min`` chooses (so
+    ``min(-0.0, 0.0)`` is ``-0.0`` and ``min(0.0, -0.0)`` is ``0.0``, where numpy's ``minimum`` may pick either)."""
+    return _np().where(b < a, b, a) if _any_array(a, b) else min(a, b)
 
 
 def maximum(a: Any, b: Any) -> Any:
-    """``max(a, b)``, element by element."""
-    return _np().maximum(a, b) if _any_array(a, b) else max(a, b)
+    """``max(a, b)``, element by element: ``b`` where it is above ``a``, else ``a``, as Python's ``max`` chooses."""
+    return _np().where(b > a, b, a) if _any_array(a, b) else max(a, b)
 
 
 def negated(condition: Any) -> Any:

@@ -19,10 +19,9 @@ import re
 import typing
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import docstring_parser
-import numpy as np
 
 from . import calibration, catalog, plan, precision
 from .catalog import costs, models
@@ -40,6 +39,9 @@ from .core import (
 )
 from .domains import Domain, format_number
 from .errors import ArgumentError
+
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = ["Argument", "Function", "FUNCTIONS", "get", "REQUIRED", "EXCEL_TEXT_LIMIT"]
 
@@ -192,9 +194,19 @@ def describe(name: str, func: Callable[..., Any], category: str) -> Function:
     return fn
 
 
-def _grid(rows: list[list[Any]]) -> np.ndarray:
-    """A table's rows as a 2-D object array, each cell as it is (numpy would unpack nothing, guess no dtype)."""
-    out = np.empty((len(rows), max((len(r) for r in rows), default=0)), dtype=object)
+def _grid(rows: list[list[Any]]) -> np.ndarray | list[list[Any]]:
+    """A table's rows as a 2-D object array, each cell as it is (numpy would unpack nothing, guess no dtype).
+
+    numpy is imported here, when a table is asked for, never when the registry is: ``import xlsxplan`` stays free of
+    it. Where it is not installed (the Lite bundle in Pyodide), the same grid as a list of rows, padded with empty
+    text, which every face spills as the array's rows.
+    """
+    width = max((len(r) for r in rows), default=0)
+    try:
+        import numpy as np
+    except ImportError:
+        return [list(row) + [""] * (width - len(row)) for row in rows]
+    out = np.empty((len(rows), width), dtype=object)
     out[:] = ""
     for i, row in enumerate(rows):
         for j, value in enumerate(row):
@@ -211,7 +223,7 @@ def _as_grid(func: Callable[..., Any], name: str) -> Callable[..., Any]:
     """
 
     @functools.wraps(func)
-    def grid(*args: Any, **kwargs: Any) -> np.ndarray:
+    def grid(*args: Any, **kwargs: Any) -> np.ndarray | list[list[Any]]:
         return _grid(func(*args, **kwargs))
 
     def per_element(*values: Any) -> Any:

@@ -14,11 +14,11 @@ References
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from ..core import architecture, engine, equations
 from ..domains import Batch, Count, Flag, Fraction, GPUs, MemoryGB, MemoryGBOrZero, Name, Tokens, TokensOrZero, checked
+from ..elementwise import ceil, is_array, maximum, minimum, refused, where
 from ..precision import BytesPerValue, BytesPerValueOrZero
 from .schema import ModelPreset
 from .store import load_catalog
@@ -164,7 +164,7 @@ def latent_bytes_per_layer_token(m: ModelPreset, bytes_per_value: float) -> floa
     if m.index_head_dim is None:
         return latent * bytes_per_value
     scales = 4 * ((m.kv_lora_rank or 0) // SPARSE_MLA_SCALE_BLOCK)
-    stored = (m.kv_lora_rank or 0) + scales + 2 * rope if bytes_per_value == 1 else latent * bytes_per_value
+    stored = where(bytes_per_value == 1, (m.kv_lora_rank or 0) + scales + 2 * rope, latent * bytes_per_value)
     return stored + m.index_head_dim + 4 * (m.index_head_dim // SPARSE_MLA_SCALE_BLOCK)
 
 
@@ -172,18 +172,19 @@ def _kv_bytes_per_layer_token(m: ModelPreset, bytes_per_value: float, tp: int) -
     """Bytes one token adds to one layer's cache, summed over the tensor-parallel group (replicas included)."""
     if m.kv_lora_rank is not None:
         return tp * latent_bytes_per_layer_token(m, bytes_per_value)  # latent replicated on every GPU
-    return tp * 2.0 * math.ceil(m.kv_heads / tp) * m.head_dim * bytes_per_value
+    return tp * 2.0 * ceil(m.kv_heads / tp) * m.head_dim * bytes_per_value
 
 
 def _cached_layer_tokens(m: ModelPreset, context_tokens: float, windows: int = 1) -> float:
     """Layer-tokens a sequence of ``context_tokens`` keeps in a preset model's attention layers; ``windows`` 0
     ignores its windows and chunks."""
     attention = m.attention_layer_count
-    if not windows:
+    if not is_array(windows) and not windows:
         return attention * context_tokens
     chunked = m.chunked_layers or 0
     kept = architecture.layer_tokens(attention - chunked, m.sliding_window, m.sliding_window_layers, context_tokens)
-    return kept + chunked * min(context_tokens, m.attention_chunk or context_tokens)
+    windowed = kept + chunked * minimum(context_tokens, m.attention_chunk or context_tokens)
+    return windowed if not is_array(windows) else where(windows == 0, attention * context_tokens, windowed)
 
 
 def state_bytes(
@@ -216,7 +217,7 @@ def sequence_bytes(
     return kv + state_bytes(m, state_bytes_per_value, 2, tp)
 
 
-@checked
+@checked(arrays=True)
 def model_kv_bytes_per_token(
     model: Name, context_tokens: TokensOrZero = 0, bytes_per_value: BytesPerValue = 2, tp: GPUs = 1,
     windows: Flag = 1, state_bytes_per_value: BytesPerValue = 2,
@@ -257,12 +258,16 @@ def model_kv_bytes_per_token(
     """
     m = _model(model)
     per_layer = _kv_bytes_per_layer_token(m, bytes_per_value, tp)
-    if context_tokens == 0:
+    if not is_array(context_tokens) and context_tokens == 0:
         return per_layer * m.attention_layer_count
-    return sequence_bytes(m, context_tokens, bytes_per_value, tp, windows, state_bytes_per_value) / context_tokens
+    none = context_tokens == 0  # over arrays: a divisor of 1 keeps these elements harmless
+    averaged = sequence_bytes(m, context_tokens, bytes_per_value, tp, windows, state_bytes_per_value) / where(
+        none, 1.0, context_tokens
+    )
+    return where(none, per_layer * m.attention_layer_count, averaged)
 
 
-@checked
+@checked(arrays=True)
 def model_kv_gb(
     model: Name,
     context_tokens: Tokens,
@@ -307,7 +312,7 @@ def model_kv_gb(
     return sequences * sequence_bytes(m, context_tokens, bytes_per_value, tp, windows, state_bytes_per_value) / _GIGA
 
 
-@checked
+@checked(arrays=True)
 def model_state_bytes(
     model: Name, state_bytes_per_value: BytesPerValue = 2, conv_bytes_per_value: BytesPerValue = 2, tp: GPUs = 1
 ) -> float:
@@ -339,7 +344,7 @@ def model_state_bytes(
     return state_bytes(_model(model), state_bytes_per_value, conv_bytes_per_value, tp)
 
 
-@checked
+@checked(arrays=True)
 def model_sequence_bytes(
     model: Name, context_tokens: Tokens, bytes_per_value: BytesPerValue = 2,
     state_bytes_per_value: BytesPerValue = 2, tp: GPUs = 1, windows: Flag = 1,
@@ -394,12 +399,13 @@ def embedding_bytes(bytes_per_param: float, embedding_bytes_per_param: float = 0
     0 means as checkpoints are published: 16 bits (:data:`PUBLISHED_EMBEDDING_BYTES`) when the weights are narrower
     than that, else the weights' own width (a BF16 or FP32 checkpoint stores every tensor alike). Unchecked.
     """
-    if embedding_bytes_per_param:
+    if not is_array(embedding_bytes_per_param) and embedding_bytes_per_param:
         return embedding_bytes_per_param
-    return max(bytes_per_param, PUBLISHED_EMBEDDING_BYTES)
+    return where(embedding_bytes_per_param != 0, embedding_bytes_per_param,
+                 maximum(bytes_per_param, PUBLISHED_EMBEDDING_BYTES))  # fmt: skip
 
 
-@checked
+@checked(arrays=True)
 def model_weights_gb(
     model: Name, bytes_per_param: BytesPerValue = 2, embedding_bytes_per_param: BytesPerValueOrZero = 0,
     expert_bytes_per_param: BytesPerValueOrZero = 0,
@@ -448,7 +454,11 @@ def weights_gb(
     """MODEL_WEIGHTS_GB's arithmetic on a preset, unchecked [GB]."""
     total = m.params_b * _GIGA
     emb = min(float(embedding_params(m)), total)
-    experts = min(_moe_layers(m) * (m.experts or 0) * _expert_params(m), total - emb) if expert_bytes_per_param else 0
+    held = min(_moe_layers(m) * (m.experts or 0) * _expert_params(m), total - emb)
+    if not is_array(expert_bytes_per_param):
+        experts = held if expert_bytes_per_param else 0
+    else:
+        experts = where(expert_bytes_per_param != 0, held, 0)
     rest = total - emb - experts
     return (rest * bytes_per_param + experts * expert_bytes_per_param
             + emb * embedding_bytes(bytes_per_param, embedding_bytes_per_param)) / _GIGA  # fmt: skip
@@ -486,7 +496,7 @@ def preset_figures(m: ModelPreset) -> dict[str, Any]:
 # --- memory as serving engines allocate it ------------------------------------------------------------------------
 
 
-@checked
+@checked(arrays=True)
 def model_engine_kv_tokens(
     model: Name,
     memory_gb: MemoryGB,
@@ -538,7 +548,7 @@ def model_engine_kv_tokens(
     return engine.pool_tokens(pool * _GIGA, per_token, block_size)
 
 
-@checked
+@checked(arrays=True)
 def model_engine_concurrency(
     model: Name,
     memory_gb: MemoryGB,
@@ -590,8 +600,10 @@ def model_engine_concurrency(
     """
     m = _model(model)
     pool = engine.kv_pool_gb(memory_gb, weights_gb(m, bytes_per_param) / tp, memory_fraction, reserve_gb)
-    if pool <= 0:
+    if not is_array(pool) and pool <= 0:
         return 0.0
     length = equations.whole_ceil(max_model_len / block_size) * block_size
+    if is_array(length):  # layer-tokens past int64's exact whole numbers: the one-call path, whose ints have no limit
+        refused(length * float(m.attention_layer_count) >= equations.EXACT_INT64)
     kv = _kv_bytes_per_layer_token(m, kv_bytes_per_value, tp) * _cached_layer_tokens(m, length) / tp
-    return pool * _GIGA / (kv + state_bytes(m, state_bytes_per_value, 2, tp) / tp)
+    return where(pool <= 0, 0.0, pool * _GIGA / (kv + state_bytes(m, state_bytes_per_value, 2, tp) / tp))

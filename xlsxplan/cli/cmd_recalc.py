@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import WorkbookError, XlsxplanError
-from .common import EXIT_FORMULA_ERROR, EXIT_OK, format_value
+from .common import EXIT_FORMULA_ERROR, EXIT_OK, EXIT_USAGE, format_value
 
 ORDER = 30
 
@@ -41,8 +41,169 @@ def _json_value(value: Any) -> Any:
 
 
 def _shown(wb: Any, refs: list[str]) -> list[dict[str, Any]]:
-    """One row per cell of each ``--show`` reference: the reference asked for, the cell, its value."""
-    return [{"ref": ref, "cell": cell, "value": value} for ref in refs for cell, value in wb.cells(ref)]
+    """One row per cell of each ``--show`` reference: the reference asked for, the cell, its value, and the value
+    as the cell's number format shows it (a name for a formula, which has no cell, as the command line prints)."""
+    return [
+        {"ref": ref, "cell": cell, "value": value, "text": wb.shown(cell, value) if cell else format_value(value)}
+        for ref in refs
+        for cell, value in wb.cells(ref)
+    ]
+
+
+def _unknown(wb: Any, refs: list[str], flag: str) -> list[str]:
+    """One line for each of ``refs`` that points nowhere in the workbook. For ``--set``: the name with the names
+    nearest to it (difflib), or why the reference is not one; for ``--show``, the workbook's own reason."""
+    from ..headless.package import closest
+
+    names = sorted(wb.names)
+    problems = []
+    for ref in refs:
+        try:
+            wb.address(ref)
+        except WorkbookError as err:
+            if flag != "--set":
+                problems.append(err.message)
+                continue
+            if "!" in ref or ref.strip().casefold() in {n.casefold() for n in names}:
+                problems.append(f"{flag} {ref}: {err.message}")
+                continue
+            near = closest(ref.strip(), names)
+            hint = f"did you mean {' or '.join(near)}?" if near else f"`xlsxplan inputs {wb.path}` lists the inputs"
+            problems.append(f"{flag} {ref}: no input or cell of that name; {hint}")
+    return problems
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The workbook's own checks
+
+_MASTER_LABEL = "master check"
+
+
+def _fails(value: Any) -> bool:
+    """Whether a check's value reports a problem: an error value, TRUE, a number other than 0, or ERROR."""
+    from ..errors import CellError
+
+    if isinstance(value, CellError):
+        return True
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, (int, float)):
+        return value != 0
+    return isinstance(value, str) and value.strip().upper() in ("ERROR", "FAIL", "FAILED")
+
+
+def _label(row: list[Any], col: int) -> str:
+    """The first text left of column ``col`` (0-based) in a row: a check's label."""
+    return next((v.strip() for v in row[:col] if isinstance(v, str) and v.strip()), "")
+
+
+def read_checks(wb: Any) -> dict[str, Any] | None:
+    """The workbook's master check and the checks it sums, as the templates lay them out, or None when it has none.
+
+    The master check is the cell of a defined name ``Master_Check`` (any case, with or without the underscore);
+    else, on a worksheet named Checks, the first formula to the right of the last label that begins "Master check".
+    The checks are the other formulas in the master check's column of that sheet, each labelled by the first text
+    to its left and explained by the first text to its right (not in a column headed Unit). A check fails when its
+    value is an error, TRUE, a number other than 0 or the text ERROR; the master check says ERROR when it fails.
+    Returns ``{"master": {"cell", "label", "value", "ok"}, "count": checks, "failed": [{"cell", "label",
+    "detail", "value"}]}``.
+    """
+    from ..headless.package import col_letter, split_ref
+
+    master_ref = None
+    for name in wb.names:
+        if name.replace("_", "").replace(".", "").casefold() == "mastercheck":
+            try:
+                master_ref = wb.address(name)
+            except WorkbookError:
+                continue
+            if ":" in master_ref or "!" not in master_ref:
+                master_ref = None
+                continue
+            break
+    if master_ref is not None:
+        sheet = master_ref.rpartition("!")[0]
+        sheet = sheet[1:-1].replace("''", "'") if sheet.startswith("'") else sheet
+    else:
+        sheet = next((t for t in wb.sheetnames if t.casefold() == "checks"), None)
+        if sheet is None:
+            return None
+    used = wb.used_range(sheet)
+    if used is None:
+        return None
+    quoted = wb.address(f"'{sheet}'!A1").rpartition("!")[0]
+    grid = wb.get(f"{quoted}!{used}")
+    grid = grid if isinstance(grid, list) else [[grid]]
+    formulas = {}
+
+    def formula_at(r: int, c: int) -> bool:
+        if (r, c) not in formulas:
+            formulas[(r, c)] = wb.formula(f"{quoted}!{col_letter(c + 1)}{r + 1}") is not None
+        return formulas[(r, c)]
+
+    master: tuple[int, int] | None = None
+    if master_ref is not None:
+        row, col = split_ref(master_ref.rpartition("!")[2])
+        master = (row - 1, col - 1)
+    else:
+        for r, values in enumerate(grid):
+            for c, v in enumerate(values):
+                if isinstance(v, str) and v.strip().casefold().startswith(_MASTER_LABEL):
+                    right = next((k for k in range(c + 1, len(values)) if formula_at(r, k)), None)
+                    if right is not None:
+                        master = (r, right)
+                    break
+        if master is None:
+            return None
+    mr, mc = master
+    unit_col = None
+    checks, failed = 0, []
+    for r, values in enumerate(grid):
+        texts = [v.strip().casefold() if isinstance(v, str) else "" for v in values]
+        if "unit" in texts or "units" in texts:
+            unit_col = texts.index("unit") if "unit" in texts else texts.index("units")
+        if r == mr or mc >= len(values) or not formula_at(r, mc):
+            continue
+        label = _label(values, mc)
+        if label.casefold().startswith(_MASTER_LABEL):  # a sheet's header repeating the master check
+            continue
+        checks += 1
+        if _fails(values[mc]):
+            detail = next(
+                (v.strip() for k, v in enumerate(values[mc + 1 :], start=mc + 1)
+                 if isinstance(v, str) and v.strip() and k != unit_col),
+                "",
+            )  # fmt: skip
+            failed.append({"cell": f"{quoted}!{col_letter(mc + 1)}{r + 1}", "label": label, "detail": detail,
+                           "value": values[mc]})  # fmt: skip
+    value = grid[mr][mc] if mr < len(grid) and mc < len(grid[mr]) else None
+    return {
+        "master": {
+            "cell": f"{quoted}!{col_letter(mc + 1)}{mr + 1}",
+            "label": _label(grid[mr], mc) if mr < len(grid) else "",
+            "value": value,
+            "ok": not _fails(value),
+        },  # fmt: skip
+        "count": checks,
+        "failed": failed,
+    }
+
+
+def _check_lines(checks: dict[str, Any]) -> list[str]:
+    """What stderr says about the checks: the master check, then each failed check with what it tests."""
+    master, failed, count = checks["master"], checks["failed"], checks["count"]
+    if master["ok"] and not failed:
+        return [f"master check {master['cell']}: OK, all {count} checks pass"]
+    state = "OK" if master["ok"] else "ERROR"
+    if failed:
+        state += f", {len(failed)} of {count} checks failed"
+    elif not isinstance(master["value"], (int, float)) or isinstance(master["value"], bool):
+        state += f" ({format_value(master['value'])})"
+    lines = [f"master check {master['cell']}: {state}"]
+    for check in failed:
+        detail = f" ({check['detail']})" if check["detail"] else ""
+        lines.append(f"  {check['cell']}  {check['label'] or '(no label)'}{detail}")
+    return lines
 
 
 def _one_line(text: str) -> str:
@@ -115,24 +276,47 @@ def _run(args: argparse.Namespace) -> int:
     for text in args.set or []:
         ref, typed = split_assignment(text)
         sets.append((ref, parse_value(typed, f"--set {ref}")))
+    problems: list[str] = []
     limits = Limits()
     # a formula can ask for more memory than the file shows (=MUNIT(100000)): let that fail as MemoryError
     limit_address_space(address_space_cap_gb(limits.max_memory_gb))
     bar = _Progress(sys.stderr.isatty() and not args.quiet)
     try:
         wb = Workbook.load(source, progress=bar.phase("loading", "cell"))
-        for ref, value in sets:
-            wb.set(ref, value, force=args.force_set)
-        for ref in args.show or []:  # before calculating: a typo must not cost a whole recalculation
-            wb.address(ref)
-        with collect_warnings() as warnings:
-            wb.calculate(progress=bar.phase("calculating", "call"))
-        bar.phase("reading results", "cell")
-        shown = _shown(wb, args.show or [])
-        errors = wb.errors()
-        wb.save(out, notes=not args.no_notes, progress=bar.phase("writing", "part"))
+        # every reference first, all of them reported at once: a typo must not cost a whole recalculation, nor
+        # one run per typo
+        problems = _unknown(wb, [ref for ref, _ in sets], "--set") + _unknown(wb, args.show or [], "--show")
+        if not problems:
+            for ref, value in sets:
+                try:
+                    wb.set(ref, value, force=args.force_set)
+                except WorkbookError as err:
+                    problems.append(err.message)
+        if not problems:
+            with collect_warnings() as warnings:
+                wb.calculate(progress=bar.phase("calculating", "call"))
+            bar.phase("reading results", "cell")
+            shown = _shown(wb, args.show or [])
+            errors = wb.errors()
+            try:
+                checks = read_checks(wb)
+            except WorkbookError as err:  # a Checks sheet past what can be read at once: say so, never hide it
+                checks = None
+                warnings.append(f"the workbook's checks were not read: {err.message}")
+            wb.save(out, notes=not args.no_notes, progress=bar.phase("writing", "part"))
     finally:
         bar.close()
+    if problems:
+        if len(problems) == 1:
+            raise WorkbookError(problems[0])
+        if args.json:
+            print(json.dumps({"error": problems[0], "errors": problems}, indent=2))
+        for problem in problems:
+            print(f"xlsxplan: error: {problem}", file=sys.stderr)
+        return EXIT_USAGE
+    check_lines = _check_lines(checks) if checks is not None else []
+    alarm = checks is not None and (not checks["master"]["ok"] or bool(checks["failed"]))
+    strict = bool(args.strict and checks is not None and not checks["master"]["ok"])
     failed = any(isinstance(row["value"], CellError) for row in shown)
     for warning in warnings:
         print(f"xlsxplan: warning: {warning}", file=sys.stderr)
@@ -143,15 +327,26 @@ def _run(args: argparse.Namespace) -> int:
             "warnings": warnings,
             "shown": [{**row, "value": _json_value(row["value"])} for row in shown],
             "errors": [{"cell": cell, "error": e.code, "message": e.message} for cell, e in errors.items()],
-        }
+            "checks": None if checks is None else {
+                "master": {**checks["master"], "value": _json_value(checks["master"]["value"])},
+                "count": checks["count"],
+                "failed": [{**c, "value": _json_value(c["value"])} for c in checks["failed"]],
+            },
+        }  # fmt: skip
         print(json.dumps(report, indent=2))
-        return EXIT_FORMULA_ERROR if failed else EXIT_OK
+        if alarm:  # a program may read stdout only; a person watching sees the warning
+            for line in check_lines:
+                print(line, file=sys.stderr)
+        return EXIT_FORMULA_ERROR if failed or strict else EXIT_OK
     if shown:
         width = max(len(row["cell"] or row["ref"]) for row in shown)
         for row in shown:
             label = row["cell"] or row["ref"]
             name = f"  ({row['ref']})" if row["cell"] and "!" not in row["ref"] else ""
-            print(f"{label:<{width}}  {_one_line(format_value(row['value']))}{name}".rstrip())
+            print(f"{label:<{width}}  {_one_line(row['text'])}{name}".rstrip())
+    if alarm or not args.quiet:  # a plan the workbook's own checks reject is never shown as if clean, even -q
+        for line in check_lines:
+            print(line, file=sys.stderr)
     if not args.quiet:
         count = len(errors)
         summary = f"wrote {out}"
@@ -162,7 +357,7 @@ def _run(args: argparse.Namespace) -> int:
             cells = f"{count} error cell{'s' if count > 1 else ''}"
             summary += f"; {cells}, {'caused by' if causes and count > 1 else 'e.g.'} {ref}: {error}"
         print(summary, file=sys.stderr)
-    return EXIT_FORMULA_ERROR if failed else EXIT_OK
+    return EXIT_FORMULA_ERROR if failed or strict else EXIT_OK
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -172,8 +367,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Recalculate every formula of BOOK (xlsxplan functions and Excel's native ones) and write a "
         "copy in which each formula keeps its text and carries its computed value, so Excel, LibreOffice, file "
         "previewers and openpyxl(data_only=True) show the numbers. The input is never changed unless -o names it. "
-        "Error cells get their Excel error value and a note with the reason. Exit status: 0 written; 1 a --show "
-        "cell is an error; 2 the file cannot be read, is refused as unsafe, or cannot be written.",
+        "Error cells get their Excel error value and a note with the reason. A workbook with checks (a master "
+        "check on a Checks sheet, or a name Master_Check) has its master check and every failed check printed on "
+        "stderr. Exit status: 0 written; 1 a --show cell is an error, or with --strict the master check says "
+        "ERROR; 2 a reference points nowhere (every one is listed), or the file cannot be read, is refused as "
+        "unsafe, or cannot be written.",
     )
     p.add_argument("book", help="the workbook to recalculate (.xlsx, .xlsm, .xltx, .xltm)")
     p.add_argument("-o", "--output", help="where to write (default: BOOK.recalc.xlsx beside BOOK; overwritten)")
@@ -196,7 +394,15 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="REF",
         help="print a cell, range or defined name after recalculating (errors with their reason); repeatable",
     )
-    p.add_argument("--json", action="store_true", help="print a JSON report (shown values, every error cell)")
+    p.add_argument(
+        "--strict",
+        action="store_true",
+        help="exit 1 when the workbook's master check says ERROR (the master check and every failed check are "
+        "printed on stderr with or without it)",
+    )
+    p.add_argument(
+        "--json", action="store_true", help="print a JSON report (shown values, every error cell, the checks)"
+    )
     p.add_argument("--no-notes", action="store_true", help="do not write notes with the reasons on error cells")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar and no summary line")
     p.set_defaults(handler=run)

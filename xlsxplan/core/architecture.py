@@ -45,7 +45,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..domains import Batch, Count, CountOrZero, GPUs, ParamsB, ParamsBOrZero, Tokens, checked
-from ..elementwise import ceil, minimum, refused, where
+from ..elementwise import ceil, is_array, maximum, minimum, refused, where
 from ..errors import OutOfRangeError
 from ..precision import BytesPerValue
 from . import equations
@@ -210,7 +210,9 @@ def linear_attention_state(
 def mamba_groups_held(groups: int, tp: int) -> int:
     """B and C groups a Mamba-2 layer holds across ``tp`` GPUs: its own, or as many as the GPUs when they do not divide
     them (vLLM MambaStateShapeCalculator.extra_groups_for_head_shards replicates them to shard with the heads)."""
-    return groups if groups % tp == 0 else max(groups, tp)
+    if not is_array(groups) and not is_array(tp):
+        return groups if groups % tp == 0 else max(groups, tp)
+    return where(groups % tp == 0, groups, maximum(groups, tp))
 
 
 def mamba_state(
@@ -219,11 +221,15 @@ def mamba_state(
 ) -> float:  # fmt: skip
     """Bytes of one Mamba-2 layer's state for one sequence, over every tensor-parallel GPU. Unchecked: MAMBA_STATE_BYTES
     and the preset functions."""
-    conv = (conv_kernel - 1) * (heads * head_dim + 2 * mamba_groups_held(groups, tp) * state_size) * conv_bytes
+    held = mamba_groups_held(groups, tp)
+    if is_array(held) or is_array(conv_kernel) or is_array(heads) or is_array(head_dim) or is_array(state_size):
+        # whole numbers multiply exactly as Python ints up to int64's limit: elements past it take the one-call path
+        refused((conv_kernel - 1.0) * (heads * 1.0 * head_dim + 2.0 * held * state_size) >= equations.EXACT_INT64)
+    conv = (conv_kernel - 1) * (heads * head_dim + 2 * held * state_size) * conv_bytes
     return conv + heads * head_dim * state_size * state_bytes
 
 
-@checked
+@checked(arrays=True)
 def linear_attention_state_bytes(
     layers: Count,
     key_heads: Count,
@@ -272,7 +278,7 @@ def linear_attention_state_bytes(
                                            state_bytes_per_value, conv_bytes_per_value)  # fmt: skip
 
 
-@checked
+@checked(arrays=True)
 def mamba_state_bytes(
     layers: Count,
     heads: Count,

@@ -65,6 +65,7 @@ from ..domains import (
     checked,
     format_number,
 )
+from ..elementwise import apply, is_array, maximum, refused, where
 from ..errors import OutOfRangeError
 
 __all__ = [
@@ -97,20 +98,23 @@ def crf(rate: float, periods: float) -> float:
 
     ``(1 + rate)^periods - 1`` is computed as ``expm1(periods * log1p(rate))``, exact for a rate so small that
     ``1 + rate`` rounds to 1."""
-    growth = math.expm1(periods * math.log1p(rate))
-    if growth == 0:
-        return 1 / periods
-    return rate * (growth + 1) / growth
+    growth = apply(math.expm1, periods * apply(math.log1p, rate))
+    if not is_array(growth):
+        if growth == 0:
+            return 1 / periods
+        return rate * (growth + 1) / growth
+    flat = growth == 0  # over arrays: a divisor of 1 keeps these elements harmless
+    return where(flat, 1 / periods, rate * (growth + 1) / where(flat, 1.0, growth))
 
 
 def _capital_per_year(capex_usd: float, years: float, residual_fraction: float, annual_rate: float) -> float:
     """The capital an owned asset costs a year: ``(P - S / (1 + r)^n) * CRF(r, n)`` [USD/year]."""
     residual = capex_usd * residual_fraction
-    present_residual = residual * math.exp(-years * math.log1p(annual_rate))
+    present_residual = residual * apply(math.exp, -years * apply(math.log1p, annual_rate))
     return (capex_usd - present_residual) * crf(annual_rate, years)
 
 
-@checked
+@checked(arrays=True)
 def capital_recovery_factor(annual_rate: AnnualRate, years: Years) -> float:
     """The share of a capital sum that repays it, with interest, in equal yearly amounts over a life.
 
@@ -135,7 +139,7 @@ def capital_recovery_factor(annual_rate: AnnualRate, years: Years) -> float:
     return crf(annual_rate, years)
 
 
-@checked
+@checked(arrays=True)
 def gpu_hour_owned(
     capex_usd: CapexUSD,
     years: Years,
@@ -229,7 +233,7 @@ def _per_m_tokens(usd_per_hour_worked: float, tokens_per_s: float) -> float:
     return usd_per_hour_worked / (tokens_per_s * _SECONDS_PER_HOUR) * 1e6
 
 
-@checked
+@checked(arrays=True)
 def cost_per_m_owned(usd_per_gpu_hour_owned: Price, tokens_per_s: TokensPerS, utilisation: Fraction) -> float:
     """What a million tokens cost on an owned GPU, paid for every hour, that works only part of them.
 
@@ -250,13 +254,13 @@ def cost_per_m_owned(usd_per_gpu_hour_owned: Price, tokens_per_s: TokensPerS, ut
     Notes
     -----
     ``owned / (tokens_per_s x 3600 x utilisation) x 1e6``: an owned GPU costs the same busy or idle, so its cost per
-    token rises as its load falls (seed 000's method, section 6, at the owned price). $1.2675 an hour at 1,000
-    tokens/s and 30%: $1.17 per million.
+    token rises as its load falls (the method of "Back-of-the-Envelope Estimation for LLM Systems", section 6, at the
+    owned price). $1.2675 an hour at 1,000 tokens/s and 30%: $1.17 per million.
     """
     return _per_m_tokens(usd_per_gpu_hour_owned / utilisation, tokens_per_s)
 
 
-@checked
+@checked(arrays=True)
 def cost_per_m_rented(
     usd_per_gpu_hour: Price, tokens_per_s: TokensPerS, utilisation: Fraction, idle_billed: FractionOrZero = 0
 ) -> float:
@@ -289,7 +293,7 @@ def cost_per_m_rented(
     return _per_m_tokens(usd_per_gpu_hour * billed_per_worked, tokens_per_s)
 
 
-@checked
+@checked(arrays=True)
 def breakeven_utilisation(
     usd_per_gpu_hour_owned: Price, usd_per_gpu_hour_rented: PricePositive, idle_billed: FractionOrZero = 0
 ) -> float:
@@ -316,20 +320,21 @@ def breakeven_utilisation(
     around the clock (b = 1) costs the same at every load: no utilisation breaks even. $1.2675 owned against $2.50
     rented: 50.7%.
     """
-    if idle_billed >= 1:
+    if refused(idle_billed >= 1):
         raise OutOfRangeError(
             "idle_billed must be below 1: a rental billed around the clock costs the same at every utilisation, so "
             "none breaks even; compare GPU_HOUR_OWNED with the rent itself",
             "idle_billed",
         )
     ratio = usd_per_gpu_hour_owned / usd_per_gpu_hour_rented
-    return max((ratio - idle_billed) / (1 - idle_billed), 0.0)
+    unbilled = where(idle_billed >= 1, 1.0, 1 - idle_billed)  # over arrays, refused elements kept harmless
+    return maximum((ratio - idle_billed) / unbilled, 0.0)
 
 
 # --- When buying pays back -------------------------------------------------------------------------------------
 
 
-@checked
+@checked(arrays=True)
 def breakeven_month(
     capex_usd: CapexUSD,
     rent_usd_per_month: USDPerMonthPositive,
@@ -367,26 +372,33 @@ def breakeven_month(
     hosting): 18.8 months.
     """
     saving = rent_usd_per_month - running_usd_per_month
-    if saving <= 0:
+    if refused(saving <= 0):
         raise OutOfRangeError(
             f"rent_usd_per_month ({format_number(rent_usd_per_month)}) must exceed running_usd_per_month "
             f"({format_number(running_usd_per_month)}): renting costs no more than running what is owned, so buying "
             "never pays back",
             "rent_usd_per_month",
         )
-    if loan_years == 0:
-        return capex_usd / saving
-    months = MONTHS_PER_YEAR * loan_years
+    if not any(map(is_array, (capex_usd, saving, loan_years, annual_rate))):
+        if loan_years == 0:
+            return capex_usd / saving
+        months = MONTHS_PER_YEAR * loan_years
+        payment = capex_usd * crf(annual_rate / MONTHS_PER_YEAR, months)
+        if payment + running_usd_per_month <= rent_usd_per_month:
+            return 0.0
+        return months * payment / saving
+    # over arrays: refused savings and up-front rows kept harmless (a divisor of 1, a loan of a year), then not chosen
+    saving = where(saving <= 0, 1.0, saving)
+    months = MONTHS_PER_YEAR * where(loan_years == 0, 1.0, loan_years)
     payment = capex_usd * crf(annual_rate / MONTHS_PER_YEAR, months)
-    if payment + running_usd_per_month <= rent_usd_per_month:
-        return 0.0
-    return months * payment / saving
+    financed = where(payment + running_usd_per_month <= rent_usd_per_month, 0.0, months * payment / saving)
+    return where(loan_years == 0, capex_usd / saving, financed)
 
 
 # --- Committing ------------------------------------------------------------------------------------------------
 
 
-@checked
+@checked(arrays=True)
 def committed_cost(
     demand_gpus: GPUDemand,
     committed_gpus: GPUsOrZero,
@@ -421,11 +433,11 @@ def committed_cost(
     8, 8, 16, 24 GPUs with 8 committed at $2.00 and on-demand at $3.00, 730 hours: $99,280.
     """
     committed = committed_gpus * usd_per_gpu_hour_committed * len(demand_gpus)
-    excess = sum(max(d - committed_gpus, 0.0) for d in demand_gpus) * usd_per_gpu_hour_on_demand
+    excess = sum(maximum(d - committed_gpus, 0.0) for d in demand_gpus) * usd_per_gpu_hour_on_demand
     return hours_per_period * (committed + excess)
 
 
-@checked
+@checked(arrays=True)
 def best_commitment(
     demand_gpus: GPUDemand, usd_per_gpu_hour_committed: Price, usd_per_gpu_hour_on_demand: PricePositive
 ) -> float:
@@ -454,6 +466,16 @@ def best_commitment(
     """
     allowed = len(demand_gpus) * usd_per_gpu_hour_committed
     ordered = sorted(demand_gpus)
+    if is_array(allowed) or is_array(usd_per_gpu_hour_on_demand):
+        # over arrays: every level tested, from the highest down, each element keeping the lowest that passes (the
+        # one the loop below returns first); the highest always passes, no period being above it
+        best = ordered[-1]
+        for k in range(len(ordered), -1, -1):
+            level = ordered[k - 1] if k else 0.0
+            if k < len(ordered) and ordered[k] == level:
+                continue
+            best = where(usd_per_gpu_hour_on_demand * (len(ordered) - k) <= allowed, level, best)
+        return best
     # at level ordered[k - 1] (0 for k = 0) the periods above it are those after the last one equal to it
     for k in range(len(ordered) + 1):
         level = ordered[k - 1] if k else 0.0

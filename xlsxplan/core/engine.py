@@ -48,6 +48,7 @@ from ..domains import (
     Tokens,
     checked,
 )
+from ..elementwise import is_array, refused, where
 from . import equations
 
 __all__ = [
@@ -70,12 +71,16 @@ def kv_pool_gb(memory_gb: float, weights_gb: float, memory_fraction: float, rese
 def pool_tokens(pool_bytes: float, kv_bytes_per_token: float, block_size: int) -> int:
     """Tokens in whole blocks that ``pool_bytes`` holds at ``kv_bytes_per_token`` [tokens]; 0 for an empty pool.
     Unchecked."""
-    if pool_bytes <= 0:
-        return 0
-    return equations.whole_floor(pool_bytes / (kv_bytes_per_token * block_size)) * block_size
+    if not is_array(pool_bytes):
+        if pool_bytes <= 0:
+            return 0
+        return equations.whole_floor(pool_bytes / (kv_bytes_per_token * block_size)) * block_size
+    blocks = pool_bytes / (kv_bytes_per_token * block_size)
+    refused(blocks * block_size >= equations.EXACT_INT64)  # past int64's exact whole numbers: the one-call path
+    return where(pool_bytes <= 0, 0, equations.whole_floor(blocks) * block_size)
 
 
-@checked
+@checked(arrays=True)
 def engine_kv_gb(
     memory_gb: MemoryGB, weights_gb: MemoryGBOrZero, memory_fraction: Fraction = 0.9, reserve_gb: MemoryGBOrZero = 0
 ) -> float:
@@ -110,7 +115,7 @@ def engine_kv_gb(
     return kv_pool_gb(memory_gb, weights_gb, memory_fraction, reserve_gb)
 
 
-@checked
+@checked(arrays=True)
 def engine_kv_tokens(kv_gb: FreeGB, kv_bytes_per_token: KvBytes, block_size: Count = 16) -> int:
     """KV cache tokens a pool holds, in whole blocks: the "GPU KV cache size" an engine prints at start-up.
 
@@ -138,7 +143,7 @@ def engine_kv_tokens(kv_gb: FreeGB, kv_bytes_per_token: KvBytes, block_size: Cou
     return pool_tokens(kv_gb * equations.GIGA, kv_bytes_per_token, block_size)
 
 
-@checked
+@checked(arrays=True)
 def engine_max_concurrency(
     kv_gb: FreeGB,
     kv_bytes_per_token: KvBytes,
@@ -182,7 +187,7 @@ def concurrency(
 ) -> float:
     """Requests of ``max_model_len`` tokens a pool holds, each rounded up to whole blocks, plus its fixed state
     [requests]; 0 for an empty pool. Unchecked: ENGINE_MAX_CONCURRENCY and MODEL_ENGINE_CONCURRENCY."""
-    if pool_bytes <= 0:
+    if not is_array(pool_bytes) and pool_bytes <= 0:
         return 0.0
     per_request = kv_bytes_per_token * equations.whole_ceil(max_model_len / block_size) * block_size
-    return pool_bytes / (per_request + state_bytes)
+    return where(pool_bytes <= 0, 0.0, pool_bytes / (per_request + state_bytes))

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ..elementwise import is_array, minimum, power, refused, where
+from ..elementwise import is_array, maximum, minimum, power, refused, where
 from ..errors import OutOfRangeError
 
 __all__ = ["GIGA", "TERA", "ULPS", "finite", "whole_floor", "whole_ceil", "free_bytes", "batch_that_fits",
@@ -28,7 +28,11 @@ multiplications and divisions, and no more. A tolerance relative to the number i
 forgive a whole unit above a billion: ``REPLICAS(2000000001, 2)`` must be 1,000,000,001."""
 
 
-_EXACT_WHOLE = 2.0**62
+EXACT_INT64 = 2.0**62
+"""Below this magnitude a product of whole numbers in int64 is exact (int64 holds up to 2**63): an array element whose
+product may pass it is left to the one-call path, whose Python int has no limit."""
+
+_EXACT_WHOLE = EXACT_INT64
 """Above this magnitude an array element of :func:`whole_floor` or :func:`whole_ceil` is left to the one-call path,
 whose Python int has no limit: int64 holds up to 2**63."""
 
@@ -156,4 +160,4 @@ def roofline_step_s(
     """One forward step bound by the slower of its memory traffic (weights read once plus ``kv_bytes``) and its
     arithmetic (``flops``) [s]: the roofline of DECODE_STEP_S, for the speculative-decoding step."""
     memory = (read_params_b * GIGA * bytes_per_param + kv_bytes) / (n_gpus * bandwidth_tb_s * TERA * bandwidth_eff)
-    return max(memory, flops / (n_gpus * tflops * TERA * compute_eff))
+    return maximum(memory, flops / (n_gpus * tflops * TERA * compute_eff))

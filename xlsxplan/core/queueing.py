@@ -58,6 +58,7 @@ from ..domains import (
     checked,
     format_number,
 )
+from ..elementwise import apply, maximum
 from ..errors import OutOfRangeError
 from .equations import whole_ceil
 
@@ -233,7 +234,7 @@ def queue_wait_s(
     return wait_quantile(requests_per_s, service_s, servers, percentile, service_cv)
 
 
-@checked
+@checked(arrays=True)
 def service_cv(
     prefill_s: Seconds, prompt_cv: CoefficientOfVariation, decode_s: SecondsOrZero, output_cv: CoefficientOfVariation
 ) -> float:
@@ -263,15 +264,15 @@ def service_cv(
     input lengths a log-normal-Pareto mixture (ServeGen, arXiv:2505.09999). 0.294 s prefills of prompts with a
     spread of 1.18 (mean 2,000, p95 6,000) and 5 s of exponential decode: 0.947.
     """
-    spread = math.hypot(prefill_s * prompt_cv, decode_s * output_cv)
+    spread = apply(math.hypot, prefill_s * prompt_cv, decode_s * output_cv)
     return spread / (prefill_s + decode_s)
 
 
 def _slot(batch: int, prefill_s: float, decode_s: float, requests_per_s_per_replica: float) -> float:
-    return max(prefill_s + decode_s, batch / requests_per_s_per_replica)
+    return maximum(prefill_s + decode_s, batch / requests_per_s_per_replica)
 
 
-@checked
+@checked(arrays=True)
 def slot_s(
     batch: Count, prefill_s: Seconds, decode_s: SecondsOrZero, requests_per_s_per_replica: RequestsPerS
 ) -> float:

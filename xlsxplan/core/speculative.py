@@ -52,6 +52,7 @@ from ..domains import (
     TokensOrZero,
     checked,
 )
+from ..elementwise import is_array, power, refused, where
 from ..errors import OutOfRangeError
 from ..precision import BytesPerValue
 from . import equations
@@ -70,12 +71,17 @@ __all__ = [
 
 def expected_tokens(acceptance: float, draft_tokens: int) -> float:
     """Leviathan et al.'s Eq. 1, ``(1 - a^(g+1)) / (1 - a)``, and ``g + 1`` at a = 1 [tokens]. Unchecked."""
-    if acceptance >= 1:
-        return float(draft_tokens + 1)
-    return (1.0 - acceptance ** (draft_tokens + 1)) / (1.0 - acceptance)
+    if not is_array(acceptance) and not is_array(draft_tokens):
+        if acceptance >= 1:
+            return float(draft_tokens + 1)
+        return (1.0 - acceptance ** (draft_tokens + 1)) / (1.0 - acceptance)
+    every = acceptance >= 1  # over arrays: a divisor of 1 keeps these elements harmless
+    return where(
+        every, draft_tokens + 1.0, (1.0 - power(acceptance, draft_tokens + 1)) / where(every, 1.0, 1.0 - acceptance)
+    )
 
 
-@checked
+@checked(arrays=True)
 def spec_tokens_per_step(acceptance: FractionOrZero, draft_tokens: Count) -> float:
     """Tokens one target step yields under speculative decoding, from a draft's acceptance rate.
 
@@ -133,7 +139,7 @@ def spec_accept_length(acceptance_rates: FractionSample) -> float:
     return 1.0 + sum(acceptance_rates)
 
 
-@checked
+@checked(arrays=True)
 def spec_speedup(acceptance: FractionOrZero, draft_tokens: Count, cost_ratio: Multiplier) -> float:
     """Decode speed-up at batch one from speculative decoding: tokens per step over the step's cost with the draft.
 
@@ -161,7 +167,7 @@ def spec_speedup(acceptance: FractionOrZero, draft_tokens: Count, cost_ratio: Mu
     return expected_tokens(acceptance, draft_tokens) / (draft_tokens * cost_ratio + 1.0)
 
 
-@checked
+@checked(arrays=True)
 def spec_step_seconds(
     params_b: ParamsB,
     bytes_per_param: BytesPerValue,
@@ -226,9 +232,9 @@ def spec_step_seconds(
     once per step). The draft's own KV cache reads are left out (one small layer for an MTP head). A 70B FP8 target
     on two H100s with a 1B BF16 draft, gamma 4, batch 1: 10.45 + 4 x 0.30 = 11.64 ms.
     """
-    if active_params_b > params_b:
+    if refused(active_params_b > params_b):
         raise OutOfRangeError("active_params_b cannot exceed params_b (the parameters read)", "active_params_b")
-    computed = active_params_b or params_b
+    computed = where(active_params_b == 0, params_b, active_params_b)  # 0: every parameter computed
     draft = equations.roofline_step_s(draft_params_b, draft_bytes_per_param, 0.0,
                                       2.0 * draft_params_b * equations.GIGA * batch, n_gpus, bandwidth_tb_s, tflops,
                                       bandwidth_eff, compute_eff)  # fmt: skip
@@ -238,7 +244,7 @@ def spec_step_seconds(
     return draft_tokens * draft + verify
 
 
-@checked
+@checked(arrays=True)
 def spec_tokens_per_s(tokens_per_step: Tokens, step_seconds: Seconds, batch: Batch = 1) -> float:
     """Output tokens per second under speculative decoding: tokens per step over the step's time, times the batch.
 
@@ -265,7 +271,7 @@ def spec_tokens_per_s(tokens_per_step: Tokens, step_seconds: Seconds, batch: Bat
     return batch * tokens_per_step / step_seconds
 
 
-@checked
+@checked(arrays=True)
 def spec_draft_gb(
     draft_params_b: ParamsBOrZero,
     draft_bytes_per_param: BytesPerValue = 2,
@@ -303,7 +309,7 @@ def spec_draft_gb(
     return draft_params_b * draft_bytes_per_param + sequences * draft_kv_bytes_per_token * context_tokens / 1e9
 
 
-@checked
+@checked(arrays=True)
 def spec_max_batch(
     params_b: ParamsB,
     bytes_per_param: BytesPerValue,
@@ -356,11 +362,14 @@ def spec_max_batch(
     with little memory to spare it can cost more throughput than it gains.
     """
     free = equations.free_bytes(params_b, bytes_per_param, n_gpus, memory_gb, usable_fraction)
-    free -= draft_params_b * equations.GIGA * draft_bytes_per_param
+    free = free - draft_params_b * equations.GIGA * draft_bytes_per_param
     per_sequence = (kv_bytes_per_token + draft_kv_bytes_per_token) * (context_tokens + draft_tokens)
-    if free <= 0:
+    if not is_array(free) and free <= 0:
         return 0
-    if per_sequence <= 0:
+    if refused((free > 0) & (per_sequence <= 0)):
         raise OutOfRangeError("kv_bytes_per_token or draft_kv_bytes_per_token must be above 0: the batch that fits "
                               "is set by the caches", "kv_bytes_per_token")  # fmt: skip
-    return equations.whole_floor(free / per_sequence)
+    if not is_array(free) and not is_array(per_sequence):
+        return equations.whole_floor(free / per_sequence)
+    fits = equations.whole_floor(free / where(per_sequence <= 0, 1.0, per_sequence))  # refused ones kept harmless
+    return where(free <= 0, 0, fits)

@@ -51,12 +51,14 @@ from ..errors import EXCEL_ERRORS, CellError, WorkbookError
 from ..fileio import atomic_write
 from ..text import FORMULA_TRIGGERS, clean_text
 from . import engine
+from .layout import Layout, Validation
+from .numfmt import format_value
 from .package import Package, closest, col_index, col_letter, range_bounds
 from .patch import CommentEdit, Patch, QuotePrefixStyles, patch_sheet, write_notes
 from .sheets import Formula, SheetIndex, engine_copy, release, scan_sheet
 from .untrusted import Inspection, Limits, check_ranges, formula_threat, open_package
 
-__all__ = ["Workbook", "recalc", "default_output", "parse_value", "MAX_NOTES_PER_SHEET", "gc_paused"]
+__all__ = ["Workbook", "recalc", "default_output", "parse_value", "MAX_NOTES_PER_SHEET", "gc_paused", "Validation"]
 
 MAX_NOTES_PER_SHEET = 200
 """Error notes written per sheet; further error cells are reported by :meth:`Workbook.errors` only."""
@@ -64,6 +66,7 @@ MAX_NOTES_PER_SHEET = 200
 _TYPED = "the cell holds this error value (typed, not calculated)"
 _DATA_TABLE = "Excel data tables (What-If Analysis) are not calculated headlessly; use plain formulas"
 _PROBE_SHEET = "_xlsxplan_probe_"
+_UNREAD: Any = object()  # a value not given: read the cell's
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -242,6 +245,7 @@ class Workbook:
         self._calls = calls  # the registry calls their formulas write
         self._records: dict[tuple[str, int, int], tuple[Any, engine.Messages]] = {}
         self._local = _local_names(inspection.package)
+        self._layout = Layout(inspection.package)
         self.path = source
         self._titles = self.sheetnames
         self._sets: dict[tuple[str, int, int], Any] = {}
@@ -382,6 +386,72 @@ class Workbook:
         first = f"{_quote_sheet(title)}!{col_letter(c1)}{r1}"
         return first if (r1, c1) == (r2, c2) else f"{first}:{col_letter(c2)}{r2}"
 
+    # -- what the file says about its cells (read only) ---------------------------------------------------------
+
+    def _cell(self, ref: str) -> tuple[str, int, int]:
+        """A reference or name of one cell as (sheet title, row, column); WorkbookError for a range or a name that
+        holds a formula."""
+        target = self._resolve(ref)
+        if isinstance(target, str):
+            raise WorkbookError(f"{ref!r} is a defined name for a formula, not a cell")
+        title, r1, c1, r2, c2 = target
+        if (r1, c1) != (r2, c2):
+            raise WorkbookError(f"{ref!r} is a range; name one cell")
+        return title, r1, c1
+
+    def used_range(self, sheet: str) -> str | None:
+        """The range from A1 to the last row and column that hold a cell (``A1:J84``), or None for an empty
+        sheet."""
+        title = self._pkg.worksheet(sheet).title
+        stats = next((s for s in self._inspection.sheets if s.title == title), None)
+        if stats is None or not stats.max_row or not stats.max_col:
+            return None
+        return f"A1:{col_letter(stats.max_col)}{stats.max_row}"
+
+    def formula(self, ref: str) -> str | None:
+        """The formula that computes a cell, with its ``=`` (an array formula's for each cell of its range), or
+        None for a cell that holds a value; an input set with ``force`` holds the value."""
+        title, row, col = self._cell(ref)
+        f = self._formula_at(title, row, col)
+        if f is None or (title, row, col) in self._sets or f.kind == "dataTable":
+            return None
+        return self._text(title, f)
+
+    def active_case(self, ref: str) -> tuple[str, int] | None:
+        """For a scenario row's cell, ``=INDEX(row or column of cases, selector)``, the case cell its selector
+        picks now and the case's number (``("Inputs!H11", 2)``): the input to set for it. None for any other
+        cell."""
+        title, row, col = self._cell(ref)
+        f = self._formula_at(title, row, col)
+        if f is None or f.kind == "dataTable" or (title, row, col) in self._sets:
+            return None
+        found = self._case_cell(self._text(title, f), title)
+        return None if found is None else (found[0], found[2])
+
+    def number_format(self, ref: str) -> str:
+        """The number format code of a cell, as its style gives it (``#,##0``, ``yyyy-mm-dd``, ``General``)."""
+        title, row, col = self._cell(ref)
+        return self._layout.number_format(title, row, col)
+
+    @property
+    def date1904(self) -> bool:
+        """Whether the workbook counts dates from 1904 rather than 1900."""
+        return self._layout.date1904
+
+    def shown(self, ref: str, value: Any = _UNREAD) -> str:
+        """A cell's value as its number format shows it in Excel (``1,234``, ``95%``, ``2026-11-01``, ``OK``); an
+        error as its value and reason. ``value`` stands for the cell's value when given (one already read)."""
+        title, row, col = self._cell(ref)
+        if value is _UNREAD:
+            value = self.get(ref)
+        if isinstance(value, CellError):
+            return str(value)
+        return format_value(value, self._layout.number_format(title, row, col), self._layout.date1904)
+
+    def validations(self, sheet: str) -> list[Validation]:
+        """The data validation rules of a worksheet (:class:`~xlsxplan.headless.layout.Validation`)."""
+        return self._layout.validations(self._pkg.worksheet(sheet).title)
+
     def _array_at(self, title: str, row: int, col: int) -> Formula | None:
         for f in self._arrays.get(title, ()):
             r1, c1, r2, c2 = f.area  # type: ignore[misc]
@@ -459,6 +529,15 @@ class Workbook:
 
     def _active_case(self, formula: str, title: str) -> str | None:
         """For ``=INDEX(row or column of cases, selector)``: the cell of the case the selector picks, described."""
+        found = self._case_cell(formula, title)
+        if found is None:
+            return None
+        cell, selector, i = found
+        return f"{cell} (the active case: {selector} is {i})"
+
+    def _case_cell(self, formula: str, title: str) -> tuple[str, str, int] | None:
+        """For ``=INDEX(row or column of cases, selector)``: the case cell the selector picks, the selector, and
+        the case's number."""
         m = _INDEX_CASE.match(formula)
         if m is None:
             return None
@@ -479,7 +558,7 @@ class Workbook:
         if not 1 <= i <= max(r2 - r1, c2 - c1) + 1:
             return None
         row, col = (r1, c1 + i - 1) if r1 == r2 else (r1 + i - 1, c1)
-        return f"{_quote_sheet(sheet)}!{col_letter(col)}{row} (the active case: {selector} is {i})"
+        return f"{_quote_sheet(sheet)}!{col_letter(col)}{row}", selector, i
 
     def _value_of(self, text: str, title: str) -> Any:
         """The value of a number, cell or defined name in a formula, computing only what it needs."""
