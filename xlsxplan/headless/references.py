@@ -18,6 +18,7 @@ Three uses, each decided on the tokens:
 from __future__ import annotations
 
 import re
+import string
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -159,6 +160,8 @@ def threat(formula: str) -> str | None:
     a reference outside Excel's grid (``XFE1``, ``A1:A1048577``) is not one Excel can hold, so no number computed
     for it would be Excel's. Structured table references (``Table1[Column]``) are none of these.
     """
+    if not _maybe_threat(formula):
+        return None
     toks = tokens(formula)
     if toks is None:
         if "|" in formula or "[" in formula:
@@ -190,6 +193,24 @@ def threat(formula: str) -> str | None:
         if area is not None and not area.inside:
             return _outside(op.ref)
     return None
+
+
+_CLASSES = str.maketrans({**dict.fromkeys(string.ascii_letters, "a"), **dict.fromkeys("123456789", "1"), "0": "z"})
+_OUTSIDE_SHAPES = ("aaa1", "aaaz", "aaa$1", "aaa$z", ":aaa", ":$aaa", "aaa:", "az", "$z", ":z", "z:")
+"""What a reference outside the grid looks like with letters as ``a``, digits 1-9 as ``1`` and 0 as ``z``: a
+column of three letters (XFE1, A:XFE), or a row 0 (A0, 0:3); a row of seven digits is tested apart."""
+
+
+def _maybe_threat(formula: str) -> bool:
+    """Whether ``formula`` may hold a DDE call, another workbook or a reference outside the grid: a test over the
+    raw text, text literals included, that errs towards yes (what it lets through, the tokens decide) and spares
+    the tokenizer for almost every formula. Each of those needs one of the characters ``| [ ] \\``, a quote with
+    a ``/``, ``?`` or ``*`` (which only a path quoted as a sheet name holds), a column of three letters, a row of
+    seven digits, or a row 0."""
+    if any(ch in formula for ch in "|[]\\") or ("'" in formula and any(ch in formula for ch in "/?*")):
+        return True
+    shape = formula.translate(_CLASSES)
+    return any(s in shape for s in _OUTSIDE_SHAPES) or "1111111" in shape.replace("z", "1")
 
 
 def _operand(tok: Any) -> bool:
