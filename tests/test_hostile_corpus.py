@@ -131,6 +131,10 @@ ON_THE_ROW = [
 for formula in ON_THE_ROW:
     _add(f"range {formula}", {"kind": "book", "make": lambda f=formula: _row_book(f), "ref": "Out!A1",
                               "value": ROW})  # fmt: skip
+for formula, value in [("=INDEX(Data!1:1,1,16384)", 0), ("=INDEX(Data!A:A,1048576)", 0), ("=INDEX(Data!A:XFD,3,3)", 0),
+                       ("=SUM(Data!A1:INDEX(Data!1:1,16384))", ROW)]:  # fmt: skip
+    _add(f"range {formula}", {"kind": "book", "make": lambda f=formula: _row_book(f), "ref": "Out!A1",
+                              "value": value})  # fmt: skip
 _add("range whole sheet holding its own cell", {"kind": "book", "make": lambda: _row_book("=SUM(A1:XFD1048576)", True),
      "ref": "Data!A6", "error": "circular reference"})  # fmt: skip
 

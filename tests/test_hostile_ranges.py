@@ -188,6 +188,51 @@ def test_the_red_teams_row_agrees_with_libreoffice(tmp_path):
         assert _same(theirs.cell(row, 1).value, ours.get(f"Out!A{row}")), text
 
 
+# INDEX over a whole row, column or sheet, past the last cell in use: Excel's value is the empty cell there (0); the
+# engine cut such ranges at the last cell in use and gave #REF! (it is given the rectangle itself)
+INDEXED = [
+    ("=INDEX(Data!1:1,1,16384)", 0),
+    ("=INDEX(Data!1:1,3)", 0),
+    ("=INDEX(Data!A:A,1000)", 0),
+    ("=INDEX(Data!A:A,1048576)", 0),
+    ("=INDEX(Data!A:XFD,3,3)", 0),
+    ("=INDEX(Data!$1:$1,2)", 72.7),
+    ("=INDEX(Data!A:A,2)", 5),
+    ("=SUM(Data!A1:INDEX(Data!A:A,1000))", 6),
+    ("=SUM(Data!A1:INDEX(Data!1:1,16384))", 1 + 72.7),
+    ("=MATCH(72.7,Data!1:1,0)", 2),
+    ("=COUNTBLANK(Data!1:1)", 16_382),
+]
+
+
+def _indexed_book(path):
+    wb = openpyxl.Workbook()
+    data = wb.active
+    data.title = "Data"
+    data["A1"], data["B1"], data["A2"] = 1, 72.7, 5
+    out = wb.create_sheet("Out")
+    for row, (text, _) in enumerate(INDEXED, start=1):
+        out.cell(row, 1, text)
+    wb.save(path)
+    return path
+
+
+def test_index_over_whole_rows_and_columns_past_the_cells_in_use_is_excels_value(tmp_path):
+    ours = Workbook.load(_indexed_book(tmp_path / "index.xlsx"))
+    for row, (text, expected) in enumerate(INDEXED, start=1):
+        assert ours.get(f"Out!A{row}") == pytest.approx(expected), text
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(SOFFICE is None, reason="LibreOffice (soffice) is not installed")
+def test_index_over_whole_rows_and_columns_agrees_with_libreoffice(tmp_path):
+    path = _indexed_book(tmp_path / "index.xlsx")
+    ours = Workbook.load(path)
+    theirs = _libreoffice(path, tmp_path)["Out"]
+    for row, (text, _) in enumerate(INDEXED, start=1):
+        assert _same(theirs.cell(row, 1).value, ours.get(f"Out!A{row}")), text
+
+
 @pytest.mark.parametrize(
     "formula, shown",
     [
@@ -229,6 +274,11 @@ def test_references_outside_the_grid_are_refused_with_the_reference(tmp_path, fo
         ('="é"&SUM(B1:A1)', '="é"&SUM(A1:B1)'),  # byte offsets, not characters
         ("=SUM(A1:B2)", "=SUM(A1:B2)"),
         ("=SUM(Jan:Dec!B4)", "=SUM(Jan:Dec!B4)"),
+        ("=INDEX(Data!1:1,1,16384)", "=INDEX(Data!$A1:$XFD1,1,16384)"),
+        ("=INDEX($A:$C,3,3)", "=INDEX($A$1:$C$1048576,3,3)"),
+        ("=INDEX(3:1,2)", "=INDEX($A1:$XFD3,2)"),
+        ("=SUM(A:A)+INDEX(B:B,2)", "=SUM(A:A)+INDEX(B$1:B$1048576,2)"),  # only what INDEX reads
+        ("=INDEX(A1:B2,1,A:A)", "=INDEX(A1:B2,1,A:A)"),
     ],
 )
 def test_reversed_ranges_and_chains_are_given_to_the_engine_as_excel_reads_them(formula, engine_text):

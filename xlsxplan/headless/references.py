@@ -25,7 +25,23 @@ from typing import Any
 
 from .package import MAX_COL, MAX_ROW, col_index, col_letter
 
-__all__ = ["Area", "Operand", "tokens", "operands", "threat", "ordered", "areas", "SHEET_FORBIDDEN"]
+__all__ = [
+    "Area",
+    "Operand",
+    "tokens",
+    "operands",
+    "threat",
+    "ordered",
+    "areas",
+    "computed_range",
+    "COMPUTED_RANGE",
+    "SHEET_FORBIDDEN",
+]
+
+COMPUTED_RANGE = (
+    "not calculated headlessly: a range whose corner is a function's result ({shown}); Excel computes it, the engine "
+    "gives #REF!: refer to the range itself, or use OFFSET"
+)
 
 SHEET_FORBIDDEN = frozenset("\\/?*[]")
 """Characters Excel forbids in a sheet name (``:`` too, which separates the sheets of a 3-D reference)."""
@@ -254,8 +270,11 @@ def _ordered_ref(ref: str) -> str | None:
 def ordered(formula: str) -> str:
     """``formula`` with each reversed range written corner first (``SUM(XFD1:A1)`` as ``SUM(A1:XFD1)``, ``4:1`` as
     ``1:4``, ``$B$1:A1`` as ``A1:$B$1``) and each chain of ranges on one sheet (``A1:B1:XFD1``) as the range that
-    holds them, as Excel reads them; the formula itself when there is nothing to change."""
-    if ":" not in formula or not _maybe_reversed(formula):
+    holds them, as Excel reads them; and a whole row or column that INDEX reads (``INDEX(1:1,16384)``) as the
+    rectangle it is (``$A1:$XFD1``): the engine cuts whole rows and columns at the last cell in use, so that INDEX
+    past it is ``#REF!`` where Excel's is the empty cell there. The formula itself when there is nothing to
+    change."""
+    if ":" not in formula or not (_maybe_reversed(formula) or "INDEX" in formula.upper()):
         return formula
     toks = tokens(formula)
     if toks is None:
@@ -264,6 +283,7 @@ def ordered(formula: str) -> str:
     raw = formula.encode("utf-8")
     edits: list[tuple[int, int, str]] = []
     ops = {op.start: op for op in operands(toks)}
+    indexed = _indexed_whole(toks, ops)
     i = 0
     while i < len(toks):
         tok = toks[i]
@@ -288,6 +308,8 @@ def ordered(formula: str) -> str:
             i = j + 1
             continue
         new = _ordered_ref(op.ref)
+        if op.start in indexed:
+            new = _bounded(new or op.ref)
         if new is not None:
             edits.append((op.start, op.end, (f"{op.prefix}!" if op.prefix is not None else "") + new))
         i += 1
@@ -299,6 +321,43 @@ def ordered(formula: str) -> str:
         last = end - offset
     out.append(raw[last:])
     return b"".join(out).decode("utf-8")
+
+
+def _indexed_whole(toks: list[Any], ops: dict[int, Operand]) -> set[int]:
+    """The start offsets of the whole-row and whole-column references that are INDEX's first argument."""
+    found: set[int] = set()
+    stack: list[tuple[str, int]] = []  # (function name or "", argument number)
+    for k, tok in enumerate(toks):
+        kind, sub = str(tok.token_type), str(tok.subtype)
+        if kind == "Func" and sub == "Open":
+            stack.append((tok.value[:-1].strip().upper().removeprefix("_XLFN."), 0))
+        elif kind in ("Paren", "Array") and sub == "Open":
+            stack.append(("", 0))
+        elif sub == "Close" and kind in ("Func", "Paren", "Array"):
+            if stack:
+                stack.pop()
+        elif kind == "Sep" and sub == "Arg" and stack:
+            stack[-1] = (stack[-1][0], stack[-1][1] + 1)
+        elif tok.start in ops and stack and stack[-1] == ("INDEX", 0):
+            area = ops[tok.start].area()
+            nxt = toks[k + 1] if k + 1 < len(toks) else None
+            alone = nxt is None or str(nxt.token_type) in ("Sep", "Func", "Whitespace")
+            if area is not None and (area.rows or area.cols) and area.inside and alone:
+                found.add(tok.start)
+    return found
+
+
+def _bounded(ref: str) -> str | None:
+    """A whole-row (``1:3``, ``$1:$3``) or whole-column (``A:C``) reference as the rectangle it spans."""
+    first, _, last = ref.partition(":")
+    a, b = _part(first), _part(last)
+    if a is None or b is None:
+        return None
+    if a[1] is None and b[1] is None:  # rows: every column, fixed
+        return f"$A{a[2]}{a[3]}:$XFD{b[2]}{b[3]}"
+    if a[3] is None and b[3] is None:  # columns: every row, fixed
+        return f"{a[0]}{col_letter(a[1])}$1:{b[0]}{col_letter(b[1])}${MAX_ROW}"  # type: ignore[arg-type]
+    return None
 
 
 def _merge(chain: list[Operand]) -> str | None:
@@ -345,6 +404,29 @@ def _maybe_reversed(formula: str) -> bool:
         if r1 and r2 and int(r1) > int(r2):
             return True
     return False
+
+
+def computed_range(formula: str) -> str | None:
+    """The first range of ``formula`` that the range operator builds from a function's result
+    (``A1:INDEX(A:A,5)``, ``OFFSET(A1,0,0):B9``), as written around its ``:``; None if there is none."""
+    if ":" not in formula or "(" not in formula:
+        return None
+    toks = tokens(formula)
+    if toks is None:
+        return None
+    raw = (formula if formula.startswith("=") else "=" + formula).encode("utf-8")
+    for i, tok in enumerate(toks):
+        if str(tok.token_type) != "OpInfix" or tok.value != ":" or not 0 < i < len(toks) - 1:
+            continue
+        before, after = toks[i - 1], toks[i + 1]
+        if (str(before.token_type), str(before.subtype)) == ("Func", "Close") or (
+            str(after.token_type),
+            str(after.subtype),
+        ) == ("Func", "Open"):
+            start = before.start if str(before.token_type) == "Operand" else max(0, tok.start - 24)
+            end = after.end if str(after.token_type) == "Operand" else min(len(raw), tok.end + 24)
+            return raw[start:end].decode("utf-8", "replace") + ("..." if end < len(raw) else "")
+    return None
 
 
 def areas(formula: str) -> list[tuple[Operand, Area]] | None:

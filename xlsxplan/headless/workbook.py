@@ -55,6 +55,7 @@ from .layout import Layout, Validation
 from .numfmt import format_value
 from .package import Package, closest, col_index, col_letter, range_bounds
 from .patch import CommentEdit, Patch, QuotePrefixStyles, patch_sheet, write_notes
+from .references import COMPUTED_RANGE, computed_range
 from .sheets import Formula, SheetIndex, engine_copy, release, scan_sheet
 from .untrusted import Inspection, Limits, check_ranges, formula_threat, open_package
 
@@ -790,6 +791,9 @@ class Workbook:
             if unknown:
                 return unknown
         if code == "#REF!":
+            built = computed_range(text)
+            if built is not None:
+                return COMPUTED_RANGE.format(shown=built)
             for literal in re.findall(r'"((?:[^"]|"")*)"', text):
                 literal = literal.replace('""', '"')
                 threat = formula_threat(literal)
