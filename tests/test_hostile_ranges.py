@@ -312,3 +312,20 @@ def test_blank_cells_past_the_rows_in_use_count_as_excel_counts_them(tmp_path, f
     wb.create_sheet("Out")["A1"] = formula
     wb.save(tmp_path / "blanks.xlsx")
     assert Workbook.load(tmp_path / "blanks.xlsx").get("Out!A1") == expected
+
+
+def test_a_defined_name_of_a_reversed_range_is_read_as_excel_reads_it(tmp_path):
+    # Rng = Data!$B$1:$A$1: the engine left such a name undefined (#NAME?); it is given Data!$A$1:$B$1, and the file
+    # written keeps the name as it was
+    from openpyxl.workbook.defined_name import DefinedName
+
+    wb = openpyxl.Workbook()
+    ws = wb.active
+    ws.title = "Data"
+    ws["A1"], ws["B1"], ws["A5"] = 1, 72.7, "=SUM(Rng)"
+    wb.defined_names["Rng"] = DefinedName("Rng", attr_text="Data!$B$1:$A$1")
+    wb.save(tmp_path / "names.xlsx")
+    book = Workbook.load(tmp_path / "names.xlsx")
+    assert book.get("Data!A5") == pytest.approx(1 + 72.7)
+    book.save(tmp_path / "out.xlsx")
+    assert openpyxl.load_workbook(tmp_path / "out.xlsx").defined_names["Rng"].attr_text == "Data!$B$1:$A$1"
