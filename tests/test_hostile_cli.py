@@ -61,7 +61,7 @@ def test_debug_anywhere_on_the_line_shows_the_traceback(broken, capsys, argv):
     assert err.rstrip().splitlines()[-1] == "xlsxplan: error: unexpected RuntimeError: something nobody foresaw"
 
 
-def test_a_first_line_only_and_no_debug_hint_with_debug(broken, capsys):
+def test_only_the_first_line_of_what_escapes_is_said(broken, capsys):
     assert main(["functions"]) == 2
     err = capsys.readouterr().err
     assert "second line" not in err and err.count("\n") == 1
