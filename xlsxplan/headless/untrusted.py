@@ -219,7 +219,7 @@ class PartStats:
     dimension: str | None = None
     bad_range: tuple[str, str, str] | None = None  # (what, ref, why): reported with the sheet's title
     junk: int = 0  # elements inside <sheetData> that are not cell data (counted in ``elements``)
-    text_bytes: int = 0  # bytes outside markup
+    text_bytes: int = 0  # bytes of text outside markup, in runs of TEXT_RUN_COUNTED bytes or more
     too_long: tuple[str, int, int, str] | None = None  # (formula or text, characters, limit, element)
 
 
@@ -349,8 +349,10 @@ def _area(ref: bytes) -> int:
 _CELL_DATA = (b"c", b"row", b"v", b"f", b"is", b"t")
 """Elements of cell data inside ``<sheetData>``, read as a stream: any other element there (junk between rows, in
 a row, in a cell) is counted with the elements read as a tree."""
-_LONG_RUN = re.compile(rb">([^<]{%d,})" % (MAX_FORMULA_CHARS + 1))
-_MARKUP = re.compile(rb"<[^>]*>?")
+TEXT_RUN_COUNTED = 256
+"""A run of text this long or longer [bytes] counts byte for byte in :attr:`PartStats.text_bytes`; a shorter one
+counts with the element it sits in (each element and cell has its share of the memory estimate)."""
+_TEXT_RUN = re.compile(rb">[^<]{%d,}" % TEXT_RUN_COUNTED)
 _ENTITY = re.compile(rb"&#?\w{1,10};")
 _TEXT_LIMITS = {b"f": MAX_FORMULA_CHARS, b"definedName": MAX_FORMULA_CHARS, b"t": MAX_TEXT_CHARS,
                 b"v": MAX_TEXT_CHARS}  # fmt: skip
@@ -436,7 +438,7 @@ class _PartScan:
         return census
 
     def _text(self, buf: bytes) -> None:
-        """Count the text bytes (everything outside markup) and check the long runs of text against Excel's
+        """Count the text bytes (runs of :data:`TEXT_RUN_COUNTED` or more) and check the long runs against Excel's
         limits: a cell's text (``<t>``, ``<v>``) at most 32,767 characters, a formula (``<f>``, a defined name) at
         most 8,192; a run that spans buffers is followed from one to the next."""
         s = self.stats
@@ -445,12 +447,16 @@ class _PartScan:
             s.text_bytes += len(buf)
             self._carry(buf)
             return
-        s.text_bytes += len(buf) - sum(map(len, _MARKUP.findall(buf)))
         if first:
+            s.text_bytes += first
             self._carry(buf[:first])
         self.run_tag, self.run_chars = None, 0
-        for m in _LONG_RUN.finditer(buf):
-            self._check(self._tag_before(buf, m.start()), _chars(m.group(1)), m.group(1))
+        for m in _TEXT_RUN.finditer(buf):  # no object per tag: a match per long run only
+            start, end = m.start() + 1, m.end()
+            s.text_bytes += end - start
+            if end - start > MAX_FORMULA_CHARS:
+                run = buf[start:end]
+                self._check(self._tag_before(buf, m.start()), _chars(run), run)
         gt = buf.rfind(b">")
         if gt >= 0 and gt + 1 < len(buf):  # a run at the end: a longer one may go on in the next buffer
             self.run_tag = self._tag_before(buf, gt)
