@@ -236,7 +236,9 @@ def test_bad_cells_are_errors_in_their_own_cells_with_the_scalar_message():
     assert out[2, 0] == CellError("#NUM!", "batch must be a whole number from 1 to 1,000,000,000, got 0")
     assert out[3, 0] == CellError("#VALUE!", "batch must be a number, got text 'x'")
     assert out[7, 0] == CellError("#NUM!", "batch must be a whole number from 1 to 1,000,000,000, got 2.5")
-    assert out[9, 0] == out[1, 0] and round(out[1, 0]) == 4387  # "94" read as 94; "Back-of-the-Envelope Estimation for LLM Systems", section 4
+    assert (
+        out[9, 0] == out[1, 0] and round(out[1, 0]) == 4387
+    )  # "94" read as 94; "Back-of-the-Envelope Estimation for LLM Systems", section 4
     for (b,), got in zip(batch, out[:, 0]):
         assert got == evaluate(fn, [72.7, "fp8", 2, 3.35, b, 327680, 2300])
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +31,47 @@ from ..errors import ArgumentError
 from . import ModelPreset
 from .models import count_params
 
-__all__ = ["ARCHITECTURES", "SUPPORTED", "figures_from_config", "read_config", "read_config_and_digest"]
+__all__ = [
+    "ARCHITECTURES",
+    "BOUNDS",
+    "MAX_CONFIG_BYTES",
+    "MAX_DEPTH",
+    "MAX_DIGITS",
+    "MAX_NAME_CHARS",
+    "SUPPORTED",
+    "check_name",
+    "figures_from_config",
+    "read_config",
+    "read_config_and_digest",
+]
+
+MAX_CONFIG_BYTES = 16 * 2**20
+"""The largest config.json read [bytes]: published ones are a few kB (the largest, with per-layer lists, ~100 kB)."""
+MAX_DEPTH = 64
+"""The deepest nesting of objects and lists read: published configs nest at most four deep [count]."""
+MAX_DIGITS = 30
+"""The most digits a number in a config may have: a 64-bit integer has at most 20 [count]."""
+MAX_NAME_CHARS = 128
+"""The longest preset name [characters]."""
+BOUNDS = {
+    "num_hidden_layers": 10_000,  # the deepest published: 126 (Llama 3.1 405B)
+    "hidden_size": 1_048_576,  # the widest: 25,600 (Megatron-Turing NLG 530B: 20,480)
+    "num_attention_heads": 65_536,  # 128 (DeepSeek-V3, Llama 3.1 405B)
+    "num_key_value_heads": 65_536,
+    "head_dim": 65_536,  # 256 (Gemma), 512 (Gemma 3 global)
+    "vocab_size": 16_777_216,  # the largest: 262,144 (Gemma 3)
+    "max_position_embeddings": 2**32,  # the longest: 10,485,760 (Llama 4 Scout)
+    "intermediate_size": 16_777_216,  # 53,248 (Llama 3.1 405B)
+    "moe_intermediate_size": 16_777_216,
+    "num_local_experts": 1_048_576,  # the most: 384 (Kimi K2)
+    "num_experts": 1_048_576,
+    "n_routed_experts": 1_048_576,
+    "num_experts_per_tok": 1_048_576,
+}
+"""Upper bounds on a config's figures, each some 40 to 100 times the largest published model's: a config past one
+is not a model (a vocabulary of 10^15 would make its embeddings alone 2 million TB), and is refused with the bound.
+Any other whole number is bounded by 2^32."""
+_DEFAULT_BOUND = 2**32
 
 SUPPORTED = (
     "llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "gemma", "gemma2", "gemma3",
@@ -60,16 +101,55 @@ def read_config(path: str | Path) -> dict[str, Any]:
     return read_config_and_digest(path)[0]
 
 
+def _depth(raw: bytes) -> int:
+    """The deepest nesting of objects and lists in a JSON text (brackets inside strings aside), without parsing it."""
+    text = re.sub(rb'"(?:[^"\\]|\\.)*"', b"", raw)  # bytes outside strings: brackets there are structure
+    deepest = depth = 0
+    for m in re.finditer(rb"[\[\]{}]", text):
+        depth += 1 if m.group(0) in (b"[", b"{") else -1
+        deepest = max(deepest, depth)
+    return deepest
+
+
+def _int(text: str) -> int:
+    digits = len(text.lstrip("-"))
+    if digits > MAX_DIGITS:
+        raise ValueError(f"a number of {digits:,} digits; a config's numbers have at most {MAX_DIGITS}")
+    return int(text)
+
+
+def _float(text: str) -> float:
+    if len(text) > 64:
+        raise ValueError(f"a number written with {len(text):,} characters; a config's have at most 64")
+    return float(text)
+
+
 def read_config_and_digest(path: str | Path) -> tuple[dict[str, Any], str]:
-    """:func:`read_config`, and the SHA-256 of the bytes it read (hex), from one read of the file."""
+    """:func:`read_config`, and the SHA-256 of the bytes it read (hex), from one read of the file.
+
+    The file must be a regular file (a FIFO or a device is refused, never waited on) of at most
+    :data:`MAX_CONFIG_BYTES`, nesting at most :data:`MAX_DEPTH` deep, with numbers of at most :data:`MAX_DIGITS`
+    digits."""
+    from ..errors import WorkbookError
+    from ..fileio import read_regular
+
     p = Path(path)
     try:
-        raw = p.read_bytes()
-        data = json.loads(raw.decode("utf-8"))
-    except OSError as err:
-        raise ArgumentError(f"{p}: cannot be read: {err.strerror or err}", "config") from None
+        raw = read_regular(p, MAX_CONFIG_BYTES, "config file")
+    except WorkbookError as err:
+        reason = err.message.removeprefix(f"cannot read {p}: ")
+        raise ArgumentError(f"{p}: cannot be read: {reason}", "config") from None
+    if len(raw) > MAX_CONFIG_BYTES:
+        raise ArgumentError(f"{p}: over {MAX_CONFIG_BYTES // 2**20} MiB; a config.json is a few kB", "config")
+    depth = _depth(raw)
+    if depth > MAX_DEPTH:
+        raise ArgumentError(f"{p}: nests {depth:,} deep; a config.json nests at most {MAX_DEPTH} deep", "config")
+    try:
+        data = json.loads(raw.decode("utf-8"), parse_int=_int, parse_float=_float)
     except (UnicodeDecodeError, json.JSONDecodeError) as err:
         raise ArgumentError(f"{p}: not a JSON config file: {err}", "config") from None
+    except (ValueError, RecursionError) as err:
+        raise ArgumentError(f"{p}: not a config xlsxplan reads: {str(err) or type(err).__name__}", "config") from None
     if not isinstance(data, dict):
         raise ArgumentError(f"{p}: a config.json holds one JSON object, got {type(data).__name__}", "config")
     return data, hashlib.sha256(raw).hexdigest()
@@ -99,12 +179,36 @@ def _is(c: dict[str, Any], model_types: tuple[str, ...], architectures: tuple[st
     return bool(kinds & set(model_types)) or bool(set(_architectures(c)) & set(architectures))
 
 
+def _bounded(value: int, key: str, where: str) -> int:
+    bound = BOUNDS.get(key, _DEFAULT_BOUND)
+    if value > bound:
+        raise ArgumentError(
+            f"{where}: {key} {value:,} is past any published model's; xlsxplan reads up to {bound:,}", key
+        )
+    return value
+
+
+def check_name(name: str) -> str:
+    """A preset name as given (``--name``, a config's ``_name_or_path``), checked: 1 to :data:`MAX_NAME_CHARS`
+    printable characters, no line breaks or other control characters, no blanks around it."""
+    if not isinstance(name, str) or not name or name != name.strip():
+        raise ArgumentError(f"the preset name {name!r} must be non-empty, without blanks around it", "name")
+    if len(name) > MAX_NAME_CHARS:
+        raise ArgumentError(f"the preset name has {len(name):,} characters; the limit is {MAX_NAME_CHARS}", "name")
+    if not name.isprintable():
+        raise ArgumentError(
+            f"the preset name {name!r} holds a line break or another control character; use printable characters",
+            "name",
+        )
+    return name
+
+
 def _whole(config: dict[str, Any], key: str, where: str, default: int | None = None) -> int:
     value = config.get(key, default)
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
         shown = "missing" if key not in config else f"{value!r}"
         raise ArgumentError(f"{where}: {key} must be a positive whole number, got {shown}", key)
-    return value
+    return _bounded(value, key, where)
 
 
 def _optional(config: dict[str, Any], key: str, where: str, default: int | None = None, low: int = 0) -> int | None:
@@ -115,8 +219,8 @@ def _optional(config: dict[str, Any], key: str, where: str, default: int | None 
         return default
     if isinstance(value, bool) or not isinstance(value, int) or value < low:
         kind = "a positive whole number" if low > 0 else "a whole number of at least 0"
-        raise ArgumentError(f"{where}: {key} must be {kind} or null, got {value!r}", key)
-    return value
+        raise ArgumentError(f"{where}: {key} must be {kind} or null, got {value!r}"[:300], key)
+    return _bounded(value, key, where)
 
 
 def _layer_types(c: dict[str, Any], layers: int, where: str) -> list[str] | None:

@@ -4,8 +4,9 @@ Each command lives in its own module in this package and exposes ``ORDER`` (its 
 ``register(subparsers)``, which adds its parser and sets ``handler``; commands are discovered, not listed, so adding
 one touches no other file.
 
-Exit status: 0 success; 1 the result is an Excel error or a check failed; 2 bad usage, or a file that cannot be read
-or written; 130 interrupted; 141 the reader of the output went away (``| head``).
+Exit status: 0 success; 1 the result is an Excel error or a check failed; 2 bad usage, a file that cannot be read
+or written, or a failure nothing foresaw (one line; ``--debug`` prints its traceback); 130 interrupted; 141 the
+reader of the output went away (``| head``).
 """
 
 from __future__ import annotations
@@ -18,7 +19,15 @@ from collections.abc import Callable, Sequence
 
 from .. import __version__
 from ..errors import XlsxplanError
-from .common import EXIT_FORMULA_ERROR, EXIT_OK, EXIT_USAGE, format_value, warn_catalog_problems
+from .common import (
+    EXIT_FORMULA_ERROR,
+    EXIT_OK,
+    EXIT_USAGE,
+    format_value,
+    strip_debug,
+    unexpected,
+    warn_catalog_problems,
+)
 
 __all__ = ["main", "format_value", "EXIT_OK", "EXIT_FORMULA_ERROR", "EXIT_USAGE"]
 
@@ -30,6 +39,9 @@ def _parser() -> argparse.ArgumentParser:
         "headless recalculation.",
     )
     parser.add_argument("--version", action="version", version=f"xlsxplan {__version__}")
+    parser.add_argument(
+        "--debug", action="store_true", help="on an unexpected failure, print the traceback (anywhere on the line)"
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     modules = []
@@ -44,6 +56,8 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
     parser = _parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    debug = strip_debug(argv)
     args = parser.parse_args(argv)
     handler: Callable[[argparse.Namespace], int] = args.handler
     try:
@@ -61,5 +75,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())  # so the interpreter's final flush does not fail again
         return 141  # 128 + SIGPIPE, as a shell reports a command killed by a closed pipe
+    except (Exception, RecursionError, MemoryError) as err:  # what escaped: one line, never a traceback
+        return unexpected(err, debug)
     warn_catalog_problems()  # after the command's own output: a user preset left out, reported by every command
     return status

@@ -22,7 +22,7 @@ def _default_name(config: dict, path: Path) -> str | None:
 def add(args: argparse.Namespace) -> int:
     from .. import __version__
     from ..catalog import load_catalog, models, save_user_preset
-    from ..catalog.hfconfig import figures_from_config, read_config_and_digest
+    from ..catalog.hfconfig import check_name, figures_from_config, read_config_and_digest
     from ..errors import ArgumentError
 
     path = Path(args.config)
@@ -30,6 +30,7 @@ def add(args: argparse.Namespace) -> int:
     name = args.name or _default_name(config, path)
     if not name:
         raise ArgumentError("give the preset a name with --name", "name")
+    check_name(name)
     figures = figures_from_config(config, str(path))
     source = (
         f"{path.name} (sha256 {digest[:12]}...), a Hugging Face config.json, imported by xlsxplan {__version__}: "

@@ -9,6 +9,37 @@ from typing import Any
 from ..errors import XlsxplanError
 
 EXIT_OK, EXIT_FORMULA_ERROR, EXIT_USAGE = 0, 1, 2
+DEBUG_FLAG = "--debug"
+
+
+def strip_debug(argv: list[str]) -> bool:
+    """Remove ``--debug`` from ``argv`` wherever it stands before a ``--`` (in place); whether it was there."""
+    end = argv.index("--") if "--" in argv else len(argv)
+    found = DEBUG_FLAG in argv[:end]
+    if found:
+        argv[:end] = [a for a in argv[:end] if a != DEBUG_FLAG]
+    return found
+
+
+def unexpected(err: BaseException, debug: bool) -> int:
+    """Report a failure that no check foresaw: one line on stderr (the traceback too with ``--debug``); exit 2.
+
+    A deep recursion or an exhausted memory is said as such; anything else by its kind and first line."""
+    if debug:
+        import traceback
+
+        traceback.print_exception(err)
+    if isinstance(err, RecursionError):
+        what = "the input nests too deeply to process (Python's recursion limit)"
+    elif isinstance(err, MemoryError):
+        what = "ran out of memory"
+    else:
+        first = next((line for line in str(err).splitlines() if line.strip()), "")
+        what = f"unexpected {type(err).__name__}" + (f": {first[:300]}" if first else "")
+    hint = "" if debug else " (run with --debug for the traceback)"
+    print(f"xlsxplan: error: {what}{hint}", file=sys.stderr)
+    return EXIT_USAGE
+
 
 _warned: set[str] = set()
 

@@ -30,6 +30,7 @@ from pathlib import Path
 
 from .. import registry
 from ..errors import WorkbookError
+from ..fileio import file_kind
 from ..xlwings_conf import SHEET_NAME, UDF_MODULE
 from ..zipfiles import ZipLimits
 from .vba import XLWINGS_MODULE, checked_zip, is_xlwings, modules_of, references_of, vba_project
@@ -139,8 +140,12 @@ def workbook_checks(path: Path, limits: ZipLimits | None = None) -> list[Check]:
     zip bombs, DTDs and entities, checked before anything parses it), and only those checked bytes are read on.
     """
     path = Path(path)
-    if not path.is_file():
-        raise WorkbookError(f"cannot read {path}: no such file")
+    try:
+        kind = file_kind(path.stat().st_mode)  # stat() never blocks, as opening a FIFO would
+    except OSError:
+        raise WorkbookError(f"cannot read {path}: no such file") from None
+    if kind is not None:
+        raise WorkbookError(f"cannot read {path}: it is {kind}, not a regular workbook")
     if not zipfile.is_zipfile(path):
         raise WorkbookError(f"cannot read {path}: not an Excel workbook (.xlsx or .xlsm)")
     data, zf = checked_zip(path, limits or ZipLimits())

@@ -12,6 +12,7 @@ import zipfile
 from pathlib import Path
 
 from ..errors import WorkbookError
+from ..fileio import read_regular
 from ..zipfiles import MB, ZipLimits, check_members, check_prolog, open_zip
 
 MAX_VBA_MB = 64
@@ -27,15 +28,7 @@ def checked_zip(path: Path, limits: ZipLimits) -> tuple[bytes, zipfile.ZipFile]:
     entities in any XML part. Unlike the headless engine's ``open_package`` it accepts add-ins (.xlam) and any zip
     holding a VBA project, and sets no limit on cells: nothing here calculates the workbook."""
     name = str(path)
-    try:
-        size = path.stat().st_size
-        if size > limits.max_file_mb * MB:
-            raise WorkbookError(f"{name} is {size / MB:,.0f} MiB; xlsxplan opens workbooks up to "
-                                f"{limits.max_file_mb:,.0f} MiB")  # fmt: skip
-        with open(path, "rb") as f:
-            data = f.read(int(limits.max_file_mb * MB) + 1)
-    except OSError as err:
-        raise WorkbookError(f"cannot read {path}: {err.strerror or err}") from None
+    data = read_regular(path, int(limits.max_file_mb * MB), "workbook")  # a FIFO or a device: refused, not waited on
     if len(data) > limits.max_file_mb * MB:
         raise WorkbookError(f"{name} is over {limits.max_file_mb:,.0f} MiB; xlsxplan opens workbooks up to that")
     zf = open_zip(data, name)

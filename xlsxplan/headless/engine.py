@@ -45,6 +45,7 @@ import numpy as np
 
 from .. import cells, registry
 from ..errors import CellError
+from .references import ordered as ordered_ranges
 
 __all__ = [
     "register_functions",
@@ -701,10 +702,12 @@ def function_calls(formula: str) -> list[str]:
 
 
 def prepare(formula: str, multi: Callable[[str], bool] | None = None) -> tuple[str, bool]:
-    """A formula (with its ``=``) as the engine is given it: add-in names read as the registry's
+    """A formula (with its ``=``) as the engine is given it: reversed ranges in order and chains of ranges as one
+    (:func:`.references.ordered`), add-in names read as the registry's
     (:func:`add_in_names`), omitted arguments of registry calls empty (:func:`mark_omitted`), native functions of
     one value lifted over arrays (:func:`lift_arrays`); and whether it calls a registry function. One pass over
     the function names decides which of these a formula needs: most need none."""
+    formula = ordered_ranges(formula)
     code = code_text(formula) if '"' in formula else formula
     called = {m.group(1).upper() for m in _CALL.finditer(code)}
     if any(name.startswith("_XLDUDF_") for name in called):

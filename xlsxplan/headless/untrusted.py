@@ -41,17 +41,26 @@ The zip-level and prolog checks are :mod:`xlsxplan.zipfiles`'; the workbook-leve
 from __future__ import annotations
 
 import collections
+import contextlib
 import itertools
 import re
+import stat
 import zipfile
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import WorkbookError
+from ..fileio import read_regular
 from ..system import MEMORY_LIMIT_GB
 from ..zipfiles import DTD, MB, ZipLimits, check_members, markup, open_zip, reading
+from . import references as refs
 from .package import MAX_COL, MAX_ROW, Package, range_bounds
+
+MAX_TEXT_CHARS = 32_767
+"""Excel's limit on the text of a cell [characters]."""
+MAX_FORMULA_CHARS = 8_192
+"""Excel's limit on the length of a formula [characters]."""
 
 __all__ = [
     "Limits",
@@ -81,6 +90,7 @@ BYTES_PER_SHEET = 40_000  # each worksheet (1,000 sheets: 37 MB measured)
 BYTES_PER_ROW = 250  # each <row> record (0.17 kB)
 BYTES_PER_STRING = 200  # each shared string (0.11 kB)
 BYTES_PER_ELEMENT = 500  # each other XML element the engine reads: styles, rules, validations (0.2 to 0.4 kB)
+BYTES_PER_TEXT_BYTE = 10  # each byte of text in any part (a 200 MB inline string: 1.7 GB measured)
 BASE_BYTES = 70 * MB  # Python, numpy, formualizer and the registry (62 to 69 MB measured)
 
 
@@ -125,6 +135,9 @@ class Limits(ZipLimits):
         of sheets and plain shared strings (styles, rules, drawings, charts, pivot caches, extensions) [count].
     max_memory_gb : float
         Estimated peak memory of loading and calculating the workbook (:meth:`estimate`) [GB].
+    max_text_mb : float
+        Text in all parts, outside markup: cell values, strings, formulas [MiB]. Each cell's text is also held to
+        Excel's own limits: 32,767 characters, and 8,192 for a formula.
     max_range_cells : int
         Cells the engine goes through for the ranges that formulas refer to, summed over the formulas: each
         range's rows that hold cells times its columns (:func:`range_costs`); a cell handed to an xlsxplan function
@@ -140,6 +153,7 @@ class Limits(ZipLimits):
     max_rules: int = 50_000
     max_elements: int = 4_000_000
     max_memory_gb: float = MEMORY_LIMIT_GB
+    max_text_mb: float = 256
     max_range_cells: int = 500_000_000
 
     @staticmethod
@@ -154,12 +168,14 @@ class Limits(ZipLimits):
         grid: int = 0,
         sheets: int = 0,
         names: int = 0,
+        text: int = 0,
     ) -> float:
         """Estimated peak memory of loading, calculating and saving a workbook with the engine [bytes].
 
         ``70 MiB + 0.25 kB x cells + 2 kB x formulas + 1.2 kB x array-formula elements + 0.05 kB x merged cells
         + 0.25 kB x rows + 0.2 kB x shared strings + 0.5 kB x other XML elements + 1.5 bytes x the grid + 40 kB x
-        sheets + 6 kB x defined names``, each fitted on ``benchmarks/recalc.py`` or ``benchmarks/load_costs.py`` and
+        sheets + 6 kB x defined names + 10 bytes x bytes of text``, each fitted on ``benchmarks/recalc.py`` or
+        ``benchmarks/load_costs.py`` and
         rounded up. ``cells`` includes hyperlinked cells; ``grid``, each sheet's last used column times its last
         used row (up to :data:`GRID_ROWS`), which the engine's storage spans whatever the cells between.
         """
@@ -175,6 +191,7 @@ class Limits(ZipLimits):
             + BYTES_PER_GRID_CELL * grid
             + BYTES_PER_SHEET * sheets
             + BYTES_PER_NAME * names
+            + BYTES_PER_TEXT_BYTE * text
         )
 
 
@@ -201,6 +218,9 @@ class PartStats:
     max_col: int = 0
     dimension: str | None = None
     bad_range: tuple[str, str, str] | None = None  # (what, ref, why): reported with the sheet's title
+    junk: int = 0  # elements inside <sheetData> that are not cell data (counted in ``elements``)
+    text_bytes: int = 0  # bytes of text outside markup, in runs of TEXT_RUN_COUNTED bytes or more
+    too_long: tuple[str, int, int, str] | None = None  # (formula or text, characters, limit, element)
 
 
 @dataclass
@@ -265,7 +285,12 @@ class Inspection:
             self.grid,
             len(self.sheets),
             self.names,
+            self.text_bytes,
         )
+
+    @property
+    def text_bytes(self) -> int:
+        return sum(p.text_bytes for p in self.parts.values())
 
     @property
     def grid(self) -> int:
@@ -278,26 +303,14 @@ def open_package(path: Path | str, limits: Limits | None = None) -> Inspection:
     """Read ``path`` once and check it (see the module's docstring); WorkbookError with the reason if refused."""
     limits = limits or Limits()
     path = Path(path)
-    try:
-        size = path.stat().st_size
-    except FileNotFoundError:
-        raise WorkbookError(f"cannot read {path}: no such file") from None
-    except OSError as err:
-        raise WorkbookError(f"cannot read {path}: {err.strerror or err}") from None
-    if path.is_dir():
-        raise WorkbookError(f"cannot read {path}: it is a folder")
-    if size > limits.max_file_mb * MB:
-        raise WorkbookError(
-            f"{path.name} is {size / MB:,.0f} MiB; xlsxplan opens workbooks up to {limits.max_file_mb:,.0f} MiB"
-        )
     cap = int(limits.max_file_mb * MB)
-    try:
-        with open(path, "rb") as f:
-            data = f.read(min(size, cap) + 1)  # not read(cap): that allocates the whole cap up front
-            while len(data) <= cap and (more := f.read(min(cap + 1 - len(data), MB))):
-                data += more  # the file grew since stat()
-    except OSError as err:
-        raise WorkbookError(f"cannot read {path}: {err.strerror or err}") from None
+    with contextlib.suppress(OSError):  # stat() never blocks; what the path is, read_regular decides
+        size = path.stat().st_size
+        if size > cap and stat.S_ISREG(path.stat().st_mode):
+            raise WorkbookError(
+                f"{path.name} is {size / MB:,.0f} MiB; xlsxplan opens workbooks up to {limits.max_file_mb:,.0f} MiB"
+            )
+    data = read_regular(path, cap, "workbook")  # a FIFO or a device is refused, never waited on
     if len(data) > cap:
         raise WorkbookError(f"{path.name} is over {limits.max_file_mb:,.0f} MiB; xlsxplan opens workbooks up to that")
     return inspect_bytes(data, str(path), limits)
@@ -311,8 +324,8 @@ _DIMENSION = re.compile(rb"<" + _P + rb"dimension(?=[\s/>])([^>]*)>")
 _SHEET_DATA = re.compile(rb"<" + _P + rb"sheetData\b[^>]*?(/?)>")
 _SHEET_DATA_END = re.compile(rb"</" + _P + rb"sheetData\s*>")
 _REF = re.compile(rb"""\bref\s*=\s*["']([^"']*)["']""")
-_CELL_AT = re.compile(rb"<" + _P + rb"""c\s[^>]*?\br\s*=\s*["']\$?([A-Za-z]{1,3})\$?(\d{1,7})["']""")
-_ROW_AT = re.compile(rb"<" + _P + rb"""row\s[^>]*?\br\s*=\s*["'](\d{1,7})["']""")
+_CELL_AT = re.compile(rb"<" + _P + rb"""c\s[^>]*?\br\s*=\s*["']\$?([A-Za-z]{1,9})\$?(\d{1,12})["']""")
+_ROW_AT = re.compile(rb"<" + _P + rb"""row\s[^>]*?\br\s*=\s*["'](\d{1,12})["']""")
 _ARRAY = re.compile(rb"""\bt\s*=\s*["']array["']""")
 
 
@@ -333,16 +346,39 @@ def _area(ref: bytes) -> int:
     return (r2 - r1 + 1) * (c2 - c1 + 1)
 
 
+_CELL_DATA = (b"c", b"row", b"v", b"f", b"is", b"t")
+"""Elements of cell data inside ``<sheetData>``, read as a stream: any other element there (junk between rows, in
+a row, in a cell) is counted with the elements read as a tree."""
+TEXT_RUN_COUNTED = 256
+"""A run of text this long or longer [bytes] counts byte for byte in :attr:`PartStats.text_bytes`; a shorter one
+counts with the element it sits in (each element and cell has its share of the memory estimate)."""
+_TEXT_RUN = re.compile(rb">[^<]{%d,}" % TEXT_RUN_COUNTED)
+_ENTITY = re.compile(rb"&#?\w{1,10};")
+_TEXT_LIMITS = {b"f": MAX_FORMULA_CHARS, b"definedName": MAX_FORMULA_CHARS, b"t": MAX_TEXT_CHARS,
+                b"v": MAX_TEXT_CHARS}  # fmt: skip
+
+
+def _chars(raw: bytes) -> int:
+    """Characters of a run of UTF-8 text as written in XML (``&amp;`` one character)."""
+    saved = sum(len(m) - 1 for m in _ENTITY.findall(raw)) if b"&" in raw else 0
+    return len(raw.decode("utf-8", "ignore")) - saved
+
+
 class _PartScan:
-    """Counts in a part's markup, fed as buffers that each end just before a ``<``."""
+    """Counts in a part's markup, fed as buffers that each end just before a ``<`` (or, for a text run longer
+    than a chunk, inside it)."""
 
     def __init__(self, part: str) -> None:
         self.stats = PartStats(part)
         self.outside = 0  # elements outside <sheetData>
         self.in_data = 0  # 0 before <sheetData>, 1 inside it, 2 after it
+        self.run_tag: bytes | None = None  # the element the text run at the end of the last buffer is in
+        self.run_chars = 0  # and its characters so far
 
     def feed(self, buf: bytes) -> None:
         s = self.stats
+        self._text(buf)
+        inside = b""  # the part of buf inside <sheetData>
         if self.in_data == 0:  # before <sheetData>, or a part that has none
             m = _SHEET_DATA.search(buf) if b"sheetData" in buf else None
             if m is None:
@@ -351,17 +387,20 @@ class _PartScan:
                 self.outside += _elements(buf[: m.end()])
                 self.in_data = 2 if m.group(1) else 1
                 if self.in_data == 1:
-                    self._after_data(buf, m.end())
+                    inside = self._after_data(buf, m.end())
                 else:
                     self.outside += _elements(buf[m.end() :])
         elif self.in_data == 1:
-            self._after_data(buf, 0)
+            inside = self._after_data(buf, 0)
         else:
             self.outside += _elements(buf)
         census: dict[bytes, int] = {}
         for tag, n in collections.Counter(_TAG.findall(buf)).items():
             local = tag.rpartition(b":")[2]  # any prefix: readers match the namespace, not the prefix
             census[local] = census.get(local, 0) + n
+        if inside:
+            data = census if len(inside) == len(buf) else self._census(inside)
+            s.junk += max(0, _elements(inside) - sum(data.get(t, 0) for t in _CELL_DATA))
         s.cells += census.get(b"c", 0)
         if census.get(b"c") and self.in_data:
             self._extent(buf)
@@ -390,6 +429,57 @@ class _PartScan:
                 ref = _REF.search(dm.group(1))
                 s.dimension = ref.group(1).decode("ascii", errors="replace") if ref else ""
 
+    @staticmethod
+    def _census(buf: bytes) -> dict[bytes, int]:
+        census: dict[bytes, int] = {}
+        for tag, n in collections.Counter(_TAG.findall(buf)).items():
+            local = tag.rpartition(b":")[2]
+            census[local] = census.get(local, 0) + n
+        return census
+
+    def _text(self, buf: bytes) -> None:
+        """Count the text bytes (runs of :data:`TEXT_RUN_COUNTED` or more) and check the long runs against Excel's
+        limits: a cell's text (``<t>``, ``<v>``) at most 32,767 characters, a formula (``<f>``, a defined name) at
+        most 8,192; a run that spans buffers is followed from one to the next."""
+        s = self.stats
+        first = buf.find(b"<")
+        if first < 0:  # all text: the run the last buffer ended with goes on
+            s.text_bytes += len(buf)
+            self._carry(buf)
+            return
+        if first:
+            s.text_bytes += first
+            self._carry(buf[:first])
+        self.run_tag, self.run_chars = None, 0
+        for m in _TEXT_RUN.finditer(buf):  # no object per tag: a match per long run only
+            start, end = m.start() + 1, m.end()
+            s.text_bytes += end - start
+            if end - start > MAX_FORMULA_CHARS:
+                run = buf[start:end]
+                self._check(self._tag_before(buf, m.start()), _chars(run), run)
+        gt = buf.rfind(b">")
+        if gt >= 0 and gt + 1 < len(buf):  # a run at the end: a longer one may go on in the next buffer
+            self.run_tag = self._tag_before(buf, gt)
+            self.run_chars = _chars(buf[gt + 1 :])
+
+    def _carry(self, piece: bytes) -> None:
+        if self.run_tag is not None:
+            self.run_chars += _chars(piece)
+            self._check(self.run_tag, self.run_chars, piece[:40])
+
+    @staticmethod
+    def _tag_before(buf: bytes, gt: int) -> bytes | None:
+        """The local name of the start tag that ends at ``gt`` (None for an end tag or anything else)."""
+        lt = buf.rfind(b"<", 0, gt + 1)
+        m = _TAG.match(buf, lt) if lt >= 0 else None
+        return m.group(1).rpartition(b":")[2] if m else None
+
+    def _check(self, tag: bytes | None, chars: int, sample: bytes) -> None:
+        limit = _TEXT_LIMITS.get(tag or b"")
+        if limit is not None and chars > limit and self.stats.too_long is None:
+            what = "formula" if limit == MAX_FORMULA_CHARS else "text"
+            self.stats.too_long = (what, chars, limit, tag.decode() if tag else "")
+
     def _extent(self, buf: bytes) -> None:
         """The last row and column holding a cell: what the engine sizes a sheet's storage by."""
         s = self.stats
@@ -401,12 +491,15 @@ class _PartScan:
             s.max_col = max(s.max_col, max(_col_number(c) for c, _ in cols))
             s.max_row = max(s.max_row, max(int(r) for _, r in cols))
 
-    def _after_data(self, buf: bytes, pos: int) -> None:
-        """Inside <sheetData> from ``pos``: cell data is read as a stream; count what follows its end."""
+    def _after_data(self, buf: bytes, pos: int) -> bytes:
+        """Inside <sheetData> from ``pos``: cell data is read as a stream; count what follows its end. Returns
+        the part of ``buf`` inside it."""
         end = _SHEET_DATA_END.search(buf, pos) if b"sheetData" in buf else None
         if end is not None:
             self.in_data = 2
             self.outside += _elements(buf[end.start() :])
+            return buf[pos : end.start()]
+        return buf[pos:] if pos else buf
 
     def _area(self, ref: bytes, what: str) -> int:
         try:
@@ -416,9 +509,18 @@ class _PartScan:
                 self.stats.bad_range = (what, ref.decode(errors="replace"), err.message)
             return 0
 
+    def over(self, limits: Limits) -> bool:
+        """Whether this part alone is past a limit already, so that scanning on would only cost time."""
+        s = self.stats
+        return (
+            self.outside + s.junk - 2 * s.strings > limits.max_elements
+            or s.text_bytes > limits.max_text_mb * MB
+            or s.too_long is not None
+        )
+
     def finish(self) -> PartStats:
         # a shared string's <si> and <t> are read one string at a time, not kept as a tree
-        self.stats.elements = max(self.outside - 2 * self.stats.strings, 0)
+        self.stats.elements = max(self.outside - 2 * self.stats.strings, 0) + self.stats.junk
         return self.stats
 
 
@@ -439,7 +541,7 @@ def _tag_aligned(chunks: Iterable[bytes]) -> Iterator[bytes]:
         yield carry
 
 
-def _scan_part(zf: zipfile.ZipFile, info: zipfile.ZipInfo, name: str) -> PartStats | None:
+def _scan_part(zf: zipfile.ZipFile, info: zipfile.ZipInfo, name: str, limits: Limits | None = None) -> PartStats | None:
     """Check a part's prolog (as :func:`check_prolog`), refuse a DTD anywhere after it, and count what the part
     holds, reading it once as a stream in bounded memory; None for a part that is not XML."""
     part = info.filename
@@ -452,10 +554,26 @@ def _scan_part(zf: zipfile.ZipFile, info: zipfile.ZipInfo, name: str) -> PartSta
             if b"<!" in data and DTD.search(data):
                 raise WorkbookError(f"{name} is refused: the part {part} declares a DTD or entities")
             scan.feed(data)
+            if limits is not None and scan.over(limits):
+                break  # refused once counted (_check_markup): the rest need not be read
     return scan.finish()
 
 
+def _too_long(found: tuple[str, int, int, str], where: str) -> str:
+    what, chars, limit, tag = found
+    if what == "formula":
+        return f"{where} holds a formula of {chars:,} characters (<{tag}>); Excel's limit is {limit:,}"
+    return f"{where} holds a text of {chars:,} characters (<{tag}>); Excel holds at most {limit:,} in a cell"
+
+
 def _sheet_stats(stats: PartStats, title: str) -> SheetStats:
+    if stats.too_long is not None:
+        raise WorkbookError(_too_long(stats.too_long, f"sheet {title!r}"))
+    if stats.max_row > MAX_ROW or stats.max_col > MAX_COL:
+        raise WorkbookError(
+            f"sheet {title!r} has a cell outside Excel's grid (its cells reach row {stats.max_row:,} and column "
+            f"{stats.max_col:,}; the grid is {MAX_ROW:,} rows by {MAX_COL:,} columns)"
+        )
     if stats.bad_range is not None:
         what, ref, why = stats.bad_range
         raise WorkbookError(f"sheet {title!r} has a {what} with a bad range {ref!r}: {why}")
@@ -489,7 +607,7 @@ def _inspect(data: bytes, name: str, limits: Limits) -> Inspection:
     parts: dict[str, PartStats] = {}
     for info in zf.infolist():  # every part, whatever its name: a content type can make any part XML
         if not info.is_dir():
-            stats = _scan_part(zf, info, name)
+            stats = _scan_part(zf, info, name, limits)
             if stats is not None:
                 parts[info.filename] = stats
     _check_markup(parts, name, limits)  # before anything, xlsxplan's own reading of the structure included, parses
@@ -527,6 +645,15 @@ def _check_markup(parts: Mapping[str, PartStats], name: str, limits: Limits) -> 
         part = max(parts.values(), key=lambda p: getattr(p, attr))
         return f"{getattr(part, attr):,} in {part.part}"
 
+    for p in parts.values():
+        if p.too_long is not None and not p.part.startswith("xl/worksheets/"):  # a sheet's says its title
+            raise WorkbookError(_too_long(p.too_long, f"the part {p.part}"))
+    text = sum(p.text_bytes for p in parts.values())
+    if text > limits.max_text_mb * MB:
+        raise WorkbookError(
+            f"{name} holds {text / MB:,.0f} MiB of text ({most('text_bytes')} bytes); the limit is "
+            f"{limits.max_text_mb:,.0f} MiB"
+        )
     strings = sum(p.strings for p in parts.values())
     if strings > limits.max_strings:
         raise WorkbookError(
@@ -591,41 +718,16 @@ def _check_size(ins: Inspection, name: str, limits: Limits) -> None:
 # ---------------------------------------------------------------------------------------------------------------
 # Formulas that reach outside the workbook
 
-_STRING_LITERAL = re.compile(r'"(?:[^"]|"")*"')
-_QUOTED_NAME = re.compile(r"'(?:[^']|'')*'")
-_EXTERNAL_BARE = re.compile(r"\[[^\[\]]*\][^\[\]\s!(),;+\-*/^&=<>%{}]*!")
-
 
 def formula_threat(formula: str) -> str | None:
-    """Why a formula (or a defined name's text) must not be evaluated, or None.
-
-    A DDE call (``=cmd|' /C calc'!A0``: a ``|`` outside text and quoted sheet names) asks Excel to start a
-    program; an external reference (``[1]Sheet1!A1``, ``'C:\\data\\[rates.xlsx]Sheet1'!A1``) reads another file.
-    Structured table references (``Table1[Column]``) are neither.
-    """
-    bare = _STRING_LITERAL.sub('""', formula)
-    for quoted in _QUOTED_NAME.findall(bare):
-        if "[" in quoted and "]" in quoted:
-            return f"refers to another workbook ({quoted})"
-    unquoted = _QUOTED_NAME.sub("''", bare)
-    if "|" in unquoted:
-        return "holds a DDE call (a reference with '|', which asks Excel to start a program)"
-    m = _EXTERNAL_BARE.search(unquoted)
-    if m:
-        return f"refers to another workbook ({m.group(0)})"
-    return None
+    """Why a formula (or a defined name's text) must not be evaluated, or None: a DDE call, a reference to another
+    workbook or one outside Excel's grid, decided on the engine's own tokens (:func:`.references.threat`)."""
+    return refs.threat(formula)
 
 
 # ---------------------------------------------------------------------------------------------------------------
 # Ranges that formulas refer to
 
-_QUOTED_TEXT = re.compile(r'"(?:[^"]|"")*"')
-_RANGE_REF = re.compile(
-    r"(?<![\w.$])(?:('(?:[^']|'')+'|[^\W\d][\w.]*)!)?"
-    r"(\$?[A-Za-z]{1,3}\$?\d{1,7}:\$?[A-Za-z]{1,3}\$?\d{1,7}|\$?[A-Za-z]{1,3}:\$?[A-Za-z]{1,3}|\$?\d{1,7}:\$?\d{1,7})"
-    r"(?![\w.(!])"
-)
-_PARTS = re.compile(r"^\$?([A-Za-z]{1,3})?\$?(\d+)?$")
 BYTES_PER_VISITED = 1.2
 """Memory the engine spends per cell it goes through for a range (measured: 0.2 GB for 164 million)."""
 BYTES_PER_PASSED = 250
@@ -658,28 +760,21 @@ def range_costs(
     ``extents``: {title: (last row, last column)}), across all its columns but for whole rows, which it cuts at
     the last used column."""
     out = []
-    for m in _RANGE_REF.finditer(_QUOTED_TEXT.sub('""', formula)):
-        title = sheet
-        if m.group(1):
-            quoted = m.group(1)
-            title = quoted[1:-1].replace("''", "'") if quoted.startswith("'") else quoted
-        first, _, last = m.group(2).partition(":")
-        a, b = _PARTS.match(first), _PARTS.match(last)
-        if a is None or b is None:
+    for op, area in refs.areas(formula) or ():
+        if ":" not in op.ref:
             continue
-        c1, r1 = a.groups()
-        c2, r2 = b.groups()
+        title = op.sheets[0] if op.sheets else sheet
         used_rows, used_cols = _extent(extents, title)
-        whole_rows = c1 is None  # 1:3
-        whole_cols = r1 is None  # A:C
-        lo_r, hi_r = (1, MAX_ROW) if whole_cols else sorted((int(r1), int(r2)))
-        lo_c, hi_c = (1, MAX_COL) if whole_rows else sorted((_col_number(c1.encode()), _col_number(c2.encode())))
+        for other in op.sheets[1:]:  # Jan:Dec!A:A: as costly as the widest of the sheets named
+            more = _extent(extents, other)
+            used_rows, used_cols = max(used_rows, more[0]), max(used_cols, more[1])
+        lo_r, hi_r, lo_c, hi_c = area.r1, area.r2, area.c1, area.c2
         rows = max(0, min(hi_r, used_rows) - lo_r + 1)
-        cols = max(0, (min(hi_c, used_cols) if whole_rows else hi_c) - lo_c + 1)
+        cols = max(0, (min(hi_c, used_cols) if area.rows else hi_c) - lo_c + 1)
         passed = 0
         if calls_registry:
-            passed = (rows if whole_cols else hi_r - lo_r + 1) * cols
-        shown = f"{m.group(1)}!{m.group(2)}" if m.group(1) else f"{_quoted(sheet)}!{m.group(2)}"
+            passed = (rows if area.cols else hi_r - lo_r + 1) * cols
+        shown = op.text if op.prefix is not None else f"{_quoted(sheet)}!{op.ref}"
         out.append(RangeCost(shown, rows, cols, passed))
     return out
 
@@ -695,6 +790,20 @@ def _quoted(title: str) -> str:
     if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.]*", title) and not re.fullmatch(r"[A-Za-z]{1,3}\d+", title):
         return title
     return "'" + title.replace("'", "''") + "'"
+
+
+def _calls_on_tokens(formula: str) -> bool:
+    """Whether the engine's tokens of ``formula`` call a registry function or a native one computed element by
+    element (either gets its ranges as Python values)."""
+    from .. import registry
+    from .engine import LIFTED
+
+    for tok in refs.tokens(formula) or ():
+        if str(tok.token_type) == "Func" and str(tok.subtype) == "Open":
+            name = tok.value[:-1].strip().upper().removeprefix("_XLFN.")
+            if name in registry.FUNCTIONS or name in LIFTED:
+                return True
+    return False
 
 
 def check_ranges(ins: Inspection, formulas: Mapping[str, Iterable[str]], limits: Limits) -> None:
@@ -716,21 +825,26 @@ def check_ranges(ins: Inspection, formulas: Mapping[str, Iterable[str]], limits:
             scope = titles[d.local_sheet] if d.local_sheet is not None and d.local_sheet < len(titles) else None
             named.setdefault(d.name.upper(), []).append((scope, d.text))
     name_re = None
-    if named:
+    if named:  # a prefilter only: which names a formula reads is decided on its tokens
         alternatives = "|".join(sorted(map(re.escape, named), key=len, reverse=True))
-        name_re = re.compile(rf"(?<![\w.!$])({alternatives})(?![\w.(!])", re.IGNORECASE)
+        name_re = re.compile(rf"({alternatives})", re.IGNORECASE)
     visited = passed = 0
     largest: RangeCost | None = None
     for title, texts in formulas.items():
         for text in texts:
-            has_range = ":" in text
+            has_range = ":" in text  # a range needs one (1:3 too); a name, its name
             if not has_range and name_re is None:
                 continue
             registry = calls_registry(text) or lifts(text)  # either gets its ranges as Python values
+            if not registry and "'" in text:  # a '"' in a quoted sheet name hides calls from a text search
+                registry = _calls_on_tokens(text)
             costs = range_costs(text, title, extents, registry) if has_range else []
-            if name_re is not None:
-                for m in name_re.finditer(_QUOTED_TEXT.sub('""', text)):
-                    options = named[m.group(1).upper()]
+            if name_re is not None and name_re.search(text):
+                toks = refs.tokens(text) or []
+                for op in refs.operands(toks):
+                    if op.prefix is not None or op.ref.upper() not in named:
+                        continue
+                    options = named[op.ref.upper()]
                     scope, target = next((o for o in options if o[0] == title), None) or next(
                         (o for o in options if o[0] is None), options[0]
                     )

@@ -55,6 +55,8 @@ from .layout import Layout, Validation
 from .numfmt import format_value
 from .package import Package, closest, col_index, col_letter, range_bounds
 from .patch import CommentEdit, Patch, QuotePrefixStyles, patch_sheet, write_notes
+from .references import COMPUTED_RANGE, computed_range
+from .references import ordered as ordered_ranges
 from .sheets import Formula, SheetIndex, engine_copy, release, scan_sheet
 from .untrusted import Inspection, Limits, check_ranges, formula_threat, open_package
 
@@ -790,6 +792,9 @@ class Workbook:
             if unknown:
                 return unknown
         if code == "#REF!":
+            built = computed_range(text)
+            if built is not None:
+                return COMPUTED_RANGE.format(shown=built)
             for literal in re.findall(r'"((?:[^"]|"")*)"', text):
                 literal = literal.replace('""', '"')
                 threat = formula_threat(literal)
@@ -1230,6 +1235,10 @@ def _engine_package(pkg: Package, index: Mapping[str, SheetIndex]) -> tuple[byte
             if new is not None:
                 texts[rc] = new
         parts[sheet.part] = engine_copy(idx, texts, pkg.read(sheet.part))
+    if pkg.defined_names and pkg.workbook_part:
+        names = _ordered_names(pkg.read(pkg.workbook_part))
+        if names is not None:
+            parts[pkg.workbook_part] = names
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_STORED) as zout:
         for info in pkg.zip.infolist():
@@ -1239,6 +1248,31 @@ def _engine_package(pkg: Package, index: Mapping[str, SheetIndex]) -> tuple[byte
     for idx in index.values():
         release(idx)
     return buf.getvalue(), calling, calls
+
+
+_DEFINED_NAME = re.compile(rb"(<(?:\w+:)?definedName\b[^>]*>)([^<]*)(</(?:\w+:)?definedName\s*>)")
+
+
+def _ordered_names(xml: bytes) -> bytes | None:
+    """The workbook part with each defined name's reversed ranges and chains of ranges written as Excel reads them
+    (:func:`.references.ordered`; the engine leaves a name it cannot read undefined: ``#NAME?``), or None if no
+    name needs it."""
+    import html
+
+    changed = False
+
+    def edit(m: re.Match[bytes]) -> bytes:
+        nonlocal changed
+        text = html.unescape(m.group(2).decode("utf-8"))
+        new = ordered_ranges("=" + text.lstrip("="))[1:]
+        if new == text.lstrip("="):
+            return m.group(0)
+        changed = True
+        escaped = new.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+        return m.group(1) + escaped.encode("utf-8") + m.group(3)
+
+    out = _DEFINED_NAME.sub(edit, xml)
+    return out if changed else None
 
 
 def default_output(source: Path | str) -> Path:
