@@ -58,9 +58,10 @@ from typing import Any
 
 from . import calibration, catalog, precision
 from .catalog import models
-from .core import equations, serving, traffic
+from .core import cost, equations, serving, traffic
 from .domains import (
     Count,
+    Fraction,
     Name,
     PeakFactor,
     PerDay,
@@ -77,7 +78,8 @@ from .errors import ArgumentError, NotAvailableError, OutOfRangeError, XlsxplanE
 
 __all__ = [
     "HOURS_PER_MONTH", "GPUS_PER_REPLICA", "SERVINGS", "Traffic", "Targets", "Assumptions", "View", "Figures",
-    "Option", "Plan", "plan", "views", "parse_gpus", "plan_options", "figure_text", "TABLE_HEADER",
+    "Option", "Plan", "plan", "views", "parse_gpus", "plan_options", "figure_text", "TABLE_HEADER", "Owned",
+    "OWNED_FIELDS",
 ]  # fmt: skip
 
 HOURS_PER_MONTH = 730
@@ -172,6 +174,32 @@ class Assumptions:
     kv_precisions: tuple[str, ...] = ("bf16", "fp8")
     gpus_per_replica: tuple[int, ...] = GPUS_PER_REPLICA
     servings: tuple[str, ...] = SERVINGS
+    owned: Owned | None = None
+    """The owned-case assumptions; None: the plan prices rented GPUs only."""
+
+
+OWNED_FIELDS = ("capex_usd", "years", "residual_fraction", "annual_rate", "kw", "pue", "usd_per_kwh",
+                "usd_per_kw_month")  # fmt: skip
+"""The assumptions of an owned GPU-hour, in GPU_HOUR_OWNED's order (:class:`xlsxplan.core.cost.OwnedCase`)."""
+_OWNED_UNITS = {"capex_usd": "USD", "years": "years", "residual_fraction": "fraction", "annual_rate": "fraction/year",
+                "kw": "kW", "pue": "ratio", "usd_per_kwh": "USD/kWh", "usd_per_kw_month": "USD/kW-month"}  # fmt: skip
+_COSTS_KEY = {"kw": "server_kw_per_gpu"}
+"""The costs.toml figure an owned-case field defaults to, where its name differs."""
+
+
+@dataclass(frozen=True)
+class Owned:
+    """What owning the GPUs costs, beside renting them: the assumptions GPU_HOUR_OWNED takes, each defaulted from the
+    catalog's sourced figures (``catalog/costs.toml``; the power per GPU from the server's draw there, else the
+    board's ``power_w`` in accelerators.toml) unless given here."""
+
+    given: Mapping[str, float] = field(default_factory=dict)
+    """Field of :data:`OWNED_FIELDS` -> value, for every accelerator."""
+    per_gpu: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+    """Accelerator id -> field -> value, for one accelerator (before :attr:`given`)."""
+    utilisation: float | None = None
+    """Average load of the owned GPUs over full load, across every hour, if other work fills the hours this traffic
+    leaves idle; None: the fleet's own utilisation (this traffic alone)."""
 
 
 @dataclass(frozen=True)
@@ -240,6 +268,11 @@ class Figures:
         return {k: getattr(self, k) for k in keys}
 
 
+_OPTIONAL_JSON = ("owned", "ttft_percentiles_s", "engine", "speculative")
+"""Keys of :attr:`Figures.extra` the JSON carries when a plan computed them (``--own``, ``--ttft-percentile``, the
+engine's memory, a speculative draft); absent otherwise, so a plan without them prints what it always printed."""
+
+
 @dataclass
 class Option:
     """One deployment: an accelerator at a price, the weights' and KV cache's precisions, GPUs per replica, serving."""
@@ -272,6 +305,11 @@ class Option:
         calibrated = self.calibrated.summary()
         calibrated["decode_bandwidth_efficiency"] = self.calibrated.decode_bandwidth_efficiency
         calibrated["prefill_efficiency"] = self.calibrated.prefill_efficiency
+        for key in _OPTIONAL_JSON:  # figures only an option of a plan asked for them carries
+            if key in self.assumed.extra:
+                out[key] = self.assumed.extra[key]
+            if key in self.calibrated.extra:
+                calibrated[key] = self.calibrated.extra[key]
         out["calibrated"] = calibrated
         return out
 
@@ -290,6 +328,10 @@ class Plan:
     rank_by: str = "assumed"
     notes: list[str] = field(default_factory=list)
     """What the plan assumed about the inputs, in words (the spread of prompt lengths, the memory basis)."""
+    owned: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """accelerator id -> the owned case: ``usd_per_gpu_hour``, ``running_usd_per_gpu_hour``,
+    ``breakeven_utilisation``, ``payback_months``, ``assumptions`` (field -> value, unit, source, as_of) or
+    ``reason`` where a figure is missing; empty without :attr:`Assumptions.owned`."""
 
     @property
     def feasible(self) -> list[Option]:
@@ -334,6 +376,7 @@ class Plan:
                 "calibration": calibration.active().describe(),
             },
             "notes": list(self.notes),
+            **({"owned": {"utilisation": a.owned.utilisation, "gpus": self.owned}} if a.owned else {}),
         }
 
     def to_json(self) -> dict[str, Any]:
@@ -407,6 +450,14 @@ def _checked_inputs(traffic: Traffic, targets: Targets, assumptions: Assumptions
     for name, allowed in (("gpus_per_replica", assumptions.gpus_per_replica), ("servings", assumptions.servings)):
         if not allowed:
             raise ArgumentError(f"{name} must list at least one choice", name)
+    owned = assumptions.owned
+    if owned is not None:
+        for name in [*owned.given, *(k for v in owned.per_gpu.values() for k in v)]:
+            if name not in OWNED_FIELDS:
+                raise ArgumentError(f"owned: {name!r} is not an owned-case assumption ({', '.join(OWNED_FIELDS)})",
+                                    "owned")  # fmt: skip
+        if owned.utilisation is not None:
+            _check("utilisation", Fraction, owned.utilisation)
     bad = [s for s in assumptions.servings if s not in SERVINGS]
     if bad:
         raise ArgumentError(f"servings must be among {', '.join(SERVINGS)}, got {', '.join(bad)}", "servings")
@@ -789,8 +840,89 @@ def plan(
                     for mode in a.servings:
                         figures = [_plan_view(setup, r, traffic_, targets, a, mode, price, sd) for r in rates]
                         options.append(Option(gpu, n, w, kv, mode, price, figures[0], figures[1]))
+    owned: dict[str, dict[str, Any]] = {}
+    if a.owned is not None:
+        owned = {gpu: _owned_case(gpu, price, a.owned, a.hours_per_month) for gpu, (price, _) in prices.items()}
+        for o in options:
+            for f in (o.assumed, o.calibrated):
+                _own(f, owned[o.gpu], traffic_, a.owned, o.usd_per_gpu_hour, a.hours_per_month)
     _rank(options, rank_by)
-    return Plan(m.name, traffic_, targets, a, prices, options, rank_by, notes)
+    return Plan(m.name, traffic_, targets, a, prices, options, rank_by, notes, owned)
+
+
+# --- owning the GPUs ---------------------------------------------------------------------------------------------
+
+
+def _owned_case(gpu: str, rent: float, owned: Owned, hours_per_month: float) -> dict[str, Any]:
+    """One accelerator's owned case: each assumption with its unit and source, the owned GPU-hour (GPU_HOUR_OWNED),
+    its running part (power and hosting), the utilisation at which owning and renting cost the same per token
+    (BREAKEVEN_UTILISATION) and the months until buying has cost less than renting around the clock
+    (BREAKEVEN_MONTH); or the reason a figure is missing."""
+    from .catalog.costs import cost_figure, load_costs
+
+    costs = load_costs()
+    values: dict[str, float] = {}
+    shown: dict[str, dict[str, Any]] = {}
+    for name in OWNED_FIELDS:
+        given = owned.per_gpu.get(gpu, {}).get(name, owned.given.get(name))
+        if given is not None:
+            values[name] = float(given)
+            shown[name] = {"value": values[name], "unit": _OWNED_UNITS[name], "source": "given", "as_of": None}
+            continue
+        try:
+            figure = cost_figure(gpu, _COSTS_KEY.get(name, name))
+        except NotAvailableError as err:
+            board = catalog.load_catalog().accelerators.get(gpu).figure("power_w") if name == "kw" else None
+            if board is None:
+                flag = "--own-capex" if name == "capex_usd" else "--own-kw"
+                return {"reason": f"{err.message} (give it: {flag} {gpu}={_OWNED_UNITS[name]})", "field": name,
+                        "assumptions": shown}  # fmt: skip
+            values[name] = float(board) / 1000
+            shown[name] = {"value": values[name], "unit": "kW", "as_of": None,
+                           "source": "the board power, GPU_SPEC power_w (no server share in costs.toml)"}  # fmt: skip
+            continue
+        values[name] = figure.value
+        shown[name] = {"value": figure.value, "unit": _OWNED_UNITS[name], "source": costs.titles[figure.source],
+                       "as_of": figure.as_of.isoformat()}  # fmt: skip
+    case = cost.OwnedCase(**values)
+    hour = cost.owned_cost_per_gpu_hour(case)
+    running = cost.owned_cost_per_gpu_hour(replace(case, capex_usd=0.0))
+    rent_month, running_month = rent * hours_per_month, running * hours_per_month
+    payback = (cost.breakeven_month(case.capex_usd, rent_month, running_month) if rent_month > running_month
+               else None)  # fmt: skip
+    return {"usd_per_gpu_hour": hour, "running_usd_per_gpu_hour": running,
+            "breakeven_utilisation": cost.breakeven_utilisation(hour, rent), "payback_months": payback,
+            "assumptions": shown}  # fmt: skip
+
+
+def _busy_share(f: Figures, t: Traffic) -> float:
+    """Share of the fleet's replica-hours this traffic keeps busy, on the day's average: requests per second times
+    what one request takes of a replica, over the replicas (FLEET_UTILISATION for aggregated serving)."""
+    ex = f.extra
+    average = t.requests_per_day / serving.SECONDS_PER_DAY
+    if "requests_per_s_per_replica" in ex:
+        return traffic.fleet_utilisation(t.requests_per_day, ex["requests_per_s_per_replica"], f.replicas)
+    per_request = ex["prefill_s"] + t.decode_tokens / ex["tokens_per_s_total"]
+    return average * per_request / f.replicas  # type: ignore[operator]
+
+
+def _own(f: Figures, case: dict[str, Any], t: Traffic, owned: Owned, price: float, hours_per_month: float) -> None:
+    """The option's owned figures into ``f.extra["owned"]``: the same GPUs owned, paid for every hour, their cost a
+    month and per million input and output tokens at the fleet's own utilisation (or the one given)."""
+    if not f.feasible:
+        return
+    if "reason" in case:
+        f.extra["owned"] = {"reason": case["reason"]}
+        return
+    hour = case["usd_per_gpu_hour"]
+    busy = _busy_share(f, t)
+    at = owned.utilisation if owned.utilisation is not None else busy
+    scale = hour / price * busy / at  # the rented split at the owned price, then at the utilisation given
+    f.extra["owned"] = {
+        "usd_per_gpu_hour": hour, "usd_per_month": f.gpus * hour * hours_per_month,  # type: ignore[operator]
+        "usd_per_m_input": f.usd_per_m_input * scale, "usd_per_m_output": f.usd_per_m_output * scale,  # type: ignore[operator]
+        "fleet_utilisation": busy, "utilisation": at,
+    }  # fmt: skip
 
 
 def _rank(options: list[Option], rank_by: str) -> None:

@@ -18,6 +18,9 @@ _FLAGS = {
     "reasoning_tokens": "--reasoning-tokens", "peak_factor": "--peak-factor", "tokens_per_s": "--tokens-per-s",
     "ttft_s": "--ttft-s", "spare": "--spare", "min_replicas": "--min-replicas", "prompt_sd": "--prompt-sd",
     "gpus": "--gpu", "top": "--top", "weights": "--weights", "kv": "--kv", "precision": "--weights/--kv",
+    "capex_usd": "--own-capex", "years": "--own-years", "residual_fraction": "--own-residual",
+    "annual_rate": "--own-rate", "kw": "--own-kw", "pue": "--own-pue", "usd_per_kwh": "--own-usd-per-kwh",
+    "usd_per_kw_month": "--own-usd-per-kw-month", "utilisation": "--own-utilisation",
 }  # fmt: skip
 """Each argument of :func:`xlsxplan.plan.plan` by the flag that gives it, for error messages."""
 
@@ -26,9 +29,10 @@ class _Usage(Exception):
     pass
 
 
-def _number(args: argparse.Namespace, name: str, whole: bool = False, required: bool = False) -> Any:
+def _number(args: argparse.Namespace, name: str, whole: bool = False, required: bool = False,
+            flag: str | None = None) -> Any:  # fmt: skip
     text = getattr(args, name)
-    flag = _FLAGS[name]
+    flag = flag or _FLAGS[name]
     if text is None:
         if required:
             raise _Usage(f"{flag} is required")
@@ -51,6 +55,64 @@ def _names(text: str | None, flag: str) -> tuple[str, ...] | None:
     if not names:
         raise _Usage(f"{flag} must list at least one precision, e.g. bf16,fp8")
     return names
+
+
+_OWN_SINGLE = ("years", "residual_fraction", "annual_rate", "pue", "usd_per_kwh", "usd_per_kw_month")
+_OWN_PER_GPU = ("capex_usd", "kw")
+"""The owned-case flags: one number for every accelerator, or (these two) ``NAME=VALUE`` for one, repeatable."""
+
+
+_OWN_HELP = (
+    ("--own-capex", "capex_usd", "[NAME=]USD", "capital cost per GPU with its share of the server and network; "
+     "NAME=USD for one accelerator, repeatable"),
+    ("--own-years", "years", "N", "life the capital is recovered over"),
+    ("--own-residual", "residual_fraction", "F", "resale value at the end of the life, a share of the capital"),
+    ("--own-rate", "annual_rate", "F", "cost of capital a year, 0.08 for 8%%"),
+    ("--own-kw", "kw", "[NAME=]KW", "power per GPU with its share of the server (default: costs.toml's, else the "
+     "board's power_w); NAME=KW for one accelerator, repeatable"),
+    ("--own-pue", "pue", "X", "power usage effectiveness of the data centre"),
+    ("--own-usd-per-kwh", "usd_per_kwh", "USD", "price of electricity"),
+    ("--own-usd-per-kw-month", "usd_per_kw_month", "USD", "hosting per kW of IT load a month"),
+    ("--own-utilisation", "utilisation", "F", "average load of the owned GPUs, if other work fills the hours this "
+     "traffic leaves idle (default: the fleet's own)"),
+)  # fmt: skip
+
+
+def _owned(args: argparse.Namespace) -> Any:
+    """The owned-case assumptions the flags give, or None when no --own flag is given."""
+    from ..catalog import load_catalog
+    from ..plan import Owned
+
+    names = (*_OWN_SINGLE, *_OWN_PER_GPU, "utilisation")
+    if not args.own and all(getattr(args, f"own_{n}") is None for n in names):
+        return None
+    given: dict[str, float] = {}
+    per_gpu: dict[str, dict[str, float]] = {}
+    for name in _OWN_SINGLE:
+        value = _number(args, f"own_{name}", flag=_FLAGS[name])
+        if value is not None:
+            given[name] = value
+    for name in _OWN_PER_GPU:
+        for item in getattr(args, f"own_{name}") or ():
+            gpu, sep, text = item.rpartition("=")
+            value = _parse(text, _FLAGS[name], item)
+            if not sep:
+                given[name] = value
+                continue
+            try:
+                gpu_id = load_catalog().accelerators.get(gpu.strip()).id
+            except Exception as err:  # an unknown accelerator, with the closest names
+                message = getattr(err, "message", str(err)).removeprefix("gpu ")
+                raise _Usage(f"{_FLAGS[name]} {item!r}: {message}") from None
+            per_gpu.setdefault(gpu_id, {})[name] = value
+    return Owned(given, per_gpu, _number(args, "own_utilisation", flag=_FLAGS["utilisation"]))
+
+
+def _parse(text: str, flag: str, item: str) -> float:
+    try:
+        return float(text.strip().replace("_", ""))
+    except ValueError:
+        raise _Usage(f"{flag} must be a number, or NAME=NUMBER for one accelerator, got {item!r}") from None
 
 
 def _inputs(args: argparse.Namespace) -> tuple[Any, ...]:
@@ -76,6 +138,7 @@ def _inputs(args: argparse.Namespace) -> tuple[Any, ...]:
         weights="params x bytes" if args.weights_as == "params-x-bytes" else "published",
         weight_precisions=_names(args.weights, "--weights") or defaults.weight_precisions,
         kv_precisions=_names(args.kv, "--kv") or defaults.kv_precisions,
+        owned=_owned(args),
     )
     gpus = parse_gpus(args.gpu or "all")
     return traffic, targets, assumptions, gpus
@@ -190,7 +253,9 @@ def render(result: Any, top: int = 0) -> str:
                          str(f.replicas), str(f.gpus), _n(f.usd_per_month), _n(f.usd_per_m_input, 2),
                          _n(f.usd_per_m_output, 2), str(c.gpus) if c.feasible else "rejected",
                          _n(c.usd_per_month) if c.feasible else ""])  # fmt: skip
-        lines += _table(rows, {0, 2, 6, 8, 9, 10, 11, 12, 13, 14, 15, 16})
+            rows[-1] += _extra_cells(result, f)
+        rows[0] += _extra_head(result)
+        lines += _table(rows, {0, 2, 6, 8, 9, 10, 11, 12, 13, 14, 15, 16} | set(range(17, len(rows[0]))))
         if len(shown) < len(feasible):
             lines.append(f"  ... and {len(feasible) - len(shown)} more feasible options (--top 0 shows them all)")
         others = [(i, o) for i, o in enumerate(shown, 1) if not o.view(other).feasible]
@@ -238,10 +303,61 @@ def render(result: Any, top: int = 0) -> str:
     lines.append(f"  first token: the {t.tail_prompt:,.0f}-token tail prompt, chunked into the decode steps at the "
                  f"planned batch; disaggregated, read by a prefill replica and its KV cache sent at "
                  f"{a.kv_link_gb_s:g} GB/s; queueing left out")  # fmt: skip
+    lines += _owned_lines(result)
     lines.append(f"  tried: weights {', '.join(a.weight_precisions)}; KV cache {', '.join(a.kv_precisions)}; "
                  f"{', '.join(map(str, a.gpus_per_replica))} GPUs per replica (for a mixture of experts, the experts "
                  f"spread over them); {' and '.join(a.servings)}")  # fmt: skip
     return "\n".join(lines)
+
+
+def _extra_head(result: Any) -> list[str]:
+    """Columns a plan adds to the ranked table for what it was asked beyond the base search."""
+    return ["owned $/month", "$/M in", "$/M out"] if result.assumptions.owned else []
+
+
+def _extra_cells(result: Any, f: Any) -> list[str]:
+    if not result.assumptions.owned:
+        return []
+    owned = f.extra.get("owned", {})
+    if "usd_per_month" not in owned:
+        return ["n/a", "", ""]
+    return [_n(owned["usd_per_month"]), _n(owned["usd_per_m_input"], 2), _n(owned["usd_per_m_output"], 2)]
+
+
+_OWNED_LABELS = {"capex_usd": ("${:,.0f} capital", 1), "years": ("{:g} years", 1),
+                 "residual_fraction": ("{:.0%} residual", 100), "annual_rate": ("{:.0%} a year", 100),
+                 "kw": ("{:g} kW", 1), "pue": ("PUE {:g}", 1), "usd_per_kwh": ("${:g}/kWh", 1),
+                 "usd_per_kw_month": ("${:g}/kW-month", 1)}  # fmt: skip
+
+
+def _owned_lines(result: Any) -> list[str]:
+    """The owned case of each accelerator, every assumption with its source, and what it comes to."""
+    owned = result.assumptions.owned
+    if owned is None:
+        return []
+    at = ("the fleet's own utilisation (this traffic alone; --own-utilisation for other work in the idle hours)"
+          if owned.utilisation is None else f"{owned.utilisation:.0%} utilisation (given)")  # fmt: skip
+    lines = [f"  owned: the same GPUs bought, paid for every hour (GPU_HOUR_OWNED: capital recovered over the life at "
+             f"the cost of capital, the residual's present value deducted, power x PUE, hosting per kW), per M tokens "
+             f"at {at}"]  # fmt: skip
+    for gpu, case in result.owned.items():
+        parts = []
+        for name, figure in case.get("assumptions", {}).items():
+            text = _OWNED_LABELS[name][0].format(figure["value"])
+            source = "given" if figure["source"] == "given" else figure["source"]
+            parts.append(f"{text} ({source})")
+        if "reason" in case:
+            lines.append(f"    {gpu}: not priced owned: {case['reason']}")
+            continue
+        rent = result.prices[gpu][0]
+        payback = case["payback_months"]
+        pays = (f"buying pays back in {payback:.1f} months against renting around the clock" if payback is not None
+                else "renting costs less than running owned GPUs: buying never pays back")  # fmt: skip
+        lines.append(f"    {gpu}: {'; '.join(parts)}: ${case['usd_per_gpu_hour']:.4f} per GPU-hour owned (of which "
+                     f"${case['running_usd_per_gpu_hour']:.4f} power and hosting) against ${rent:g} rented; owning "
+                     f"costs less per token than renting only the hours used above "
+                     f"{case['breakeven_utilisation']:.1%} utilisation; {pays}")  # fmt: skip
+    return lines
 
 
 def _prices(prices: dict[str, tuple[float, str]]) -> str:
@@ -339,6 +455,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         default="assumed",
         help="rank at the assumed (the source text's) or the calibrated efficiencies (default assumed)",
     )
+    own = p.add_argument_group("owning the GPUs (any of these prices the same fleet owned beside rented; defaults: "
+                               "the catalog's sourced figures, COST_SPEC and COST_SOURCE)")  # fmt: skip
+    own.add_argument("--own", action="store_true", help="price every option owned as well as rented")
+    for flag, name, metavar, text in _OWN_HELP:
+        own.add_argument(flag, dest=f"own_{name}", metavar=metavar, action="append" if name in _OWN_PER_GPU else None,
+                         help=text)  # fmt: skip
     p.add_argument("--top", metavar="N", help="show the N cheapest feasible options (default: all)")
     p.add_argument("--json", action="store_true", help="print every option as JSON")
     p.set_defaults(handler=run)
