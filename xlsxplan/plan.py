@@ -58,11 +58,13 @@ from typing import Any
 
 from . import calibration, catalog, precision
 from .catalog import models
-from .core import cost, equations, serving, traffic
+from .core import cost, equations, queueing, serving, traffic
 from .domains import (
+    CoefficientOfVariation,
     Count,
     Fraction,
     Name,
+    Percentile,
     PeakFactor,
     PerDay,
     SecondsOrZero,
@@ -146,6 +148,10 @@ class Targets:
     """Slowest decode per user [tokens/s]."""
     ttft_s: float | None = None
     """Longest wait for the first token of the tail prompt [s]."""
+    ttft_percentile: float | None = None
+    """With ``ttft_s``: the share of requests whose first token, queueing for a batch slot at the peak included,
+    must come within ``ttft_s`` (0.99 for P99); replicas are added until it holds with the spares down. Given alone,
+    the plan only reports the P50, P90 and P99 under load. None: the first token of a request that never waits."""
 
 
 @dataclass(frozen=True)
@@ -174,6 +180,9 @@ class Assumptions:
     kv_precisions: tuple[str, ...] = ("bf16", "fp8")
     gpus_per_replica: tuple[int, ...] = GPUS_PER_REPLICA
     servings: tuple[str, ...] = SERVINGS
+    service_cv: float = 1.0
+    """Coefficient of variation of the time a request holds a batch slot, for the queue in front of the slots
+    (QUEUE_WAIT_S): 1 is exponential, the M/M/c case; other values use the Allen-Cunneen approximation."""
     owned: Owned | None = None
     """The owned-case assumptions; None: the plan prices rented GPUs only."""
 
@@ -268,7 +277,7 @@ class Figures:
         return {k: getattr(self, k) for k in keys}
 
 
-_OPTIONAL_JSON = ("owned", "ttft_percentiles_s", "engine", "speculative")
+_OPTIONAL_JSON = ("ttft_percentiles_s", "replicas_binding", "owned", "engine", "speculative")
 """Keys of :attr:`Figures.extra` the JSON carries when a plan computed them (``--own``, ``--ttft-percentile``, the
 engine's memory, a speculative draft); absent otherwise, so a plan without them prints what it always printed."""
 
@@ -376,6 +385,11 @@ class Plan:
                 "calibration": calibration.active().describe(),
             },
             "notes": list(self.notes),
+            **(
+                {"ttft_percentile": g.ttft_percentile, "service_cv": a.service_cv}
+                if g.ttft_percentile is not None
+                else {}
+            ),
             **({"owned": {"utilisation": a.owned.utilisation, "gpus": self.owned}} if a.owned else {}),
         }
 
@@ -442,6 +456,9 @@ def _checked_inputs(traffic: Traffic, targets: Targets, assumptions: Assumptions
     for name, value in (("tokens_per_s", targets.tokens_per_s), ("ttft_s", targets.ttft_s)):
         if value is not None and not (isinstance(value, (int, float)) and value > 0 and math.isfinite(value)):
             raise OutOfRangeError(f"{name} target must be a positive number, or none, got {value!r}", name)
+    if targets.ttft_percentile is not None:
+        _check("ttft_percentile", Percentile, targets.ttft_percentile)
+        _check("service_cv", CoefficientOfVariation, assumptions.service_cv)
     _check("spare", Spare, assumptions.spare)
     _check("min_replicas", Count, assumptions.min_replicas)
     if assumptions.weights not in (PUBLISHED, PARAMS_X_BYTES):
@@ -747,6 +764,12 @@ def _plan_view(s: _Setup, rates: _Rates, t: Traffic, g: Targets, a: Assumptions,
         f.replicas = traffic.fleet_replicas(peak_rps, rps, a.spare, a.min_replicas)
         share = prefill * rps
         ex.update(requests_per_s_per_replica=rps)
+        if g.ttft_percentile is not None:
+            mean_tokens = traffic.prefill_tokens(t.prompt_tokens)
+            why = _queue(f, g, a, peak_rps, batch, mean_tokens / left if left > 0 else None,
+                         t.decode_tokens * step, rps, f.ttft_s, "replicas")  # fmt: skip
+            if why:
+                return f.reject(why, "first token")
     else:
         tail_prefill = serving.prefill_seconds(s.model.active, tail_tokens, s.n, peak, eff_pf)
         transfer = traffic.kv_transfer_s(s.kv_bytes, t.tail_prompt, a.kv_link_gb_s)
@@ -758,6 +781,8 @@ def _plan_view(s: _Setup, rates: _Rates, t: Traffic, g: Targets, a: Assumptions,
                             f"{format_number(g.ttft_s)} s target", "first token")  # fmt: skip
         p = traffic.prefill_replicas(peak_rps, prefill, a.spare)
         d = traffic.decode_replicas(peak_rps, t.decode_tokens, total, a.spare)
+        if g.ttft_percentile is not None:
+            p = _prefill_queue(f, g, a, peak_rps, p, prefill, f.ttft_s)
         f.replicas = p + d
         share = p / (p + d)
         ex.update(prefill_replicas=p, decode_replicas=d)
@@ -768,6 +793,76 @@ def _plan_view(s: _Setup, rates: _Rates, t: Traffic, g: Targets, a: Assumptions,
     ex.update(prefill_share=share)
     f.feasible = True
     return f
+
+
+PERCENTILES = (0.5, 0.9, 0.99)
+"""The percentiles of the time to first token a plan with a percentile target reports."""
+
+
+def _queue(f: Figures, g: Targets, a: Assumptions, peak_rps: float, servers: int, mean_s: float | None,
+           decode_s: float, capacity: float, tail_s: float | None, pool: str) -> str | None:  # fmt: skip
+    """Replicas for a percentile of the time to first token under load, and P50/P90/P99 at the planned fleet.
+
+    ``f.replicas`` holds the replicas the load needs (the pool's, ``pool`` naming it in ``extra``); each is a queue
+    of ``servers`` slots held ``mean_s + decode_s`` (SLOT_S, with the replica's ``capacity``), ``mean_s`` the mean
+    prompt's first token without a wait and ``tail_s`` the tail prompt's: the first token of the tail prompt at a
+    percentile is the wait at that percentile plus ``tail_s``. With a target, REPLICAS_FOR_TTFT sizes the replicas so
+    that it holds with the spares down, given the target less what the tail prompt adds to the mean's. Returns the
+    reason the option fails, or None."""
+    if mean_s is None or tail_s is None:  # decode leaves no compute to read a prompt: it is never read
+        f.extra["ttft_percentiles_s"] = {f"p{round(q * 100)}": None for q in PERCENTILES}
+        return None
+    extra_s = tail_s - mean_s
+    f.extra["replicas_binding"] = "peak load"
+    if g.ttft_s is not None:
+        target = g.ttft_s - extra_s
+        if target < mean_s * (1 - 1e-9):  # the cap on the batch keeps the tail prompt's own time within the target
+            return (f"the {_sig(tail_s)} s first token of the tail prompt leaves no room to wait within the "
+                    f"{format_number(g.ttft_s)} s target")  # fmt: skip
+        target = max(target, mean_s)
+        need = queueing.replicas_for_ttft(peak_rps, target, g.ttft_percentile, servers, mean_s, decode_s, capacity,
+                                          a.service_cv) + a.spare  # fmt: skip
+        f.extra[f"{pool}_for_ttft"] = need
+        if need > f.replicas:  # type: ignore[operator]
+            f.replicas = need
+            f.extra["replicas_binding"] = f"P{format_number(g.ttft_percentile * 100)} first-token target"
+    at: dict[str, float | None] = {}
+    for q in PERCENTILES:
+        try:
+            at[f"p{round(q * 100)}"] = extra_s + queueing.ttft_at_load_s(
+                peak_rps, f.replicas, servers, mean_s, decode_s, capacity, q, a.service_cv
+            )  # type: ignore[arg-type]
+        except OutOfRangeError:  # slots held longer than the load's sizing assumed: the queue grows without bound
+            at[f"p{round(q * 100)}"] = None
+    f.extra["ttft_percentiles_s"] = at
+    return None
+
+
+def _prefill_queue(f: Figures, g: Targets, a: Assumptions, peak_rps: float, replicas: int, mean_s: float,
+                   tail_s: float) -> int:  # fmt: skip
+    """Prefill replicas for a percentile of the time to first token, and P50/P90/P99 at the planned pool.
+
+    The pool is one queue (the router hands the next prompt to the first prefill replica that frees), each replica
+    a server reading one prompt in ``mean_s`` on average (QUEUE_WAIT_S with ``replicas`` servers); the tail prompt's
+    first token is the wait plus ``tail_s`` (its prefill and KV-cache transfer). With a target, replicas are added
+    until it holds with the spares down."""
+    f.extra["replicas_binding"] = "peak load"
+
+    def at(q: float, servers: int) -> float | None:
+        if peak_rps * mean_s >= servers:
+            return None
+        return tail_s + queueing.queue_wait_s(peak_rps, mean_s, servers, q, a.service_cv)
+
+    if g.ttft_s is not None:
+        need = max(replicas - a.spare, 1)
+        while (t := at(g.ttft_percentile, need)) is None or t > g.ttft_s:  # type: ignore[arg-type]
+            need += 1
+        f.extra["prefill_replicas_for_ttft"] = need + a.spare
+        if need + a.spare > replicas:
+            replicas = need + a.spare
+            f.extra["replicas_binding"] = f"P{format_number(g.ttft_percentile * 100)} first-token target"  # type: ignore[operator]
+    f.extra["ttft_percentiles_s"] = {f"p{round(q * 100)}": at(q, replicas) for q in PERCENTILES}
+    return replicas
 
 
 def _spread(t: Traffic) -> tuple[float | None, str]:

@@ -21,6 +21,7 @@ _FLAGS = {
     "capex_usd": "--own-capex", "years": "--own-years", "residual_fraction": "--own-residual",
     "annual_rate": "--own-rate", "kw": "--own-kw", "pue": "--own-pue", "usd_per_kwh": "--own-usd-per-kwh",
     "usd_per_kw_month": "--own-usd-per-kw-month", "utilisation": "--own-utilisation",
+    "ttft_percentile": "--ttft-percentile", "service_cv": "--service-cv",
 }  # fmt: skip
 """Each argument of :func:`xlsxplan.plan.plan` by the flag that gives it, for error messages."""
 
@@ -130,7 +131,9 @@ def _inputs(args: argparse.Namespace) -> tuple[Any, ...]:
         reasoning_tokens=_number(args, "reasoning_tokens") or 0.0,
         prompt_sd=_number(args, "prompt_sd"),
     )
-    targets = Targets(_number(args, "tokens_per_s"), _number(args, "ttft_s"))
+    targets = Targets(_number(args, "tokens_per_s"), _number(args, "ttft_s"), _number(args, "ttft_percentile"))
+    if args.service_cv is not None and targets.ttft_percentile is None:
+        raise _Usage("--service-cv shapes the queue of --ttft-percentile: give --ttft-percentile too")
     defaults = Assumptions()
     assumptions = Assumptions(
         spare=defaults.spare if args.spare is None else _number(args, "spare", whole=True),
@@ -139,6 +142,7 @@ def _inputs(args: argparse.Namespace) -> tuple[Any, ...]:
         weight_precisions=_names(args.weights, "--weights") or defaults.weight_precisions,
         kv_precisions=_names(args.kv, "--kv") or defaults.kv_precisions,
         owned=_owned(args),
+        service_cv=defaults.service_cv if args.service_cv is None else _number(args, "service_cv"),
     )
     gpus = parse_gpus(args.gpu or "all")
     return traffic, targets, assumptions, gpus
@@ -230,7 +234,11 @@ def render(result: Any, top: int = 0) -> str:
     given = []
     if g.tokens_per_s is not None:
         given.append(f"at least {g.tokens_per_s:g} tokens/s per user")
-    if g.ttft_s is not None:
+    if g.ttft_s is not None and g.ttft_percentile is not None:
+        share = f"{g.ttft_percentile * 100:.6g}"
+        given.append(f"first token of the {t.tail_prompt:,.0f}-token tail prompt within {g.ttft_s:g} s for {share}% "
+                     f"of requests at the peak (P{share}), waiting for a batch slot included")  # fmt: skip
+    elif g.ttft_s is not None:
         given.append(f"first token of the {t.tail_prompt:,.0f}-token tail prompt within {g.ttft_s:g} s")
     lines.append(
         "targets: " + ("; ".join(given) if given else "none given, so none applies (--tokens-per-s, --ttft-s)")
@@ -302,7 +310,7 @@ def render(result: Any, top: int = 0) -> str:
                  f"at least {a.min_replicas} aggregated; GPUs billed {a.hours_per_month:g} hours a month")  # fmt: skip
     lines.append(f"  first token: the {t.tail_prompt:,.0f}-token tail prompt, chunked into the decode steps at the "
                  f"planned batch; disaggregated, read by a prefill replica and its KV cache sent at "
-                 f"{a.kv_link_gb_s:g} GB/s; queueing left out")  # fmt: skip
+                 f"{a.kv_link_gb_s:g} GB/s; " + _queue_text(result))  # fmt: skip
     lines += _owned_lines(result)
     lines.append(f"  tried: weights {', '.join(a.weight_precisions)}; KV cache {', '.join(a.kv_precisions)}; "
                  f"{', '.join(map(str, a.gpus_per_replica))} GPUs per replica (for a mixture of experts, the experts "
@@ -312,22 +320,48 @@ def render(result: Any, top: int = 0) -> str:
 
 def _extra_head(result: Any) -> list[str]:
     """Columns a plan adds to the ranked table for what it was asked beyond the base search."""
-    return ["owned $/month", "$/M in", "$/M out"] if result.assumptions.owned else []
+    head = []
+    if result.targets.ttft_percentile is not None:
+        head += ["P50 s", "P90 s", "P99 s", "replicas set by"]
+    if result.assumptions.owned:
+        head += ["owned $/month", "$/M in", "$/M out"]
+    return head
 
 
 def _extra_cells(result: Any, f: Any) -> list[str]:
+    cells = []
+    if result.targets.ttft_percentile is not None:
+        at = f.extra.get("ttft_percentiles_s", {})
+        cells += [_n(at.get(k), 2) for k in ("p50", "p90", "p99")]
+        binding = f.extra.get("replicas_binding", "")
+        cells.append("load" if binding == "peak load" else binding.removesuffix(" first-token target"))
     if not result.assumptions.owned:
-        return []
+        return cells
     owned = f.extra.get("owned", {})
     if "usd_per_month" not in owned:
-        return ["n/a", "", ""]
-    return [_n(owned["usd_per_month"]), _n(owned["usd_per_m_input"], 2), _n(owned["usd_per_m_output"], 2)]
+        return [*cells, "n/a", "", ""]
+    return [*cells, _n(owned["usd_per_month"]), _n(owned["usd_per_m_input"], 2), _n(owned["usd_per_m_output"], 2)]
 
 
 _OWNED_LABELS = {"capex_usd": ("${:,.0f} capital", 1), "years": ("{:g} years", 1),
                  "residual_fraction": ("{:.0%} residual", 100), "annual_rate": ("{:.0%} a year", 100),
                  "kw": ("{:g} kW", 1), "pue": ("PUE {:g}", 1), "usd_per_kwh": ("${:g}/kWh", 1),
                  "usd_per_kw_month": ("${:g}/kW-month", 1)}  # fmt: skip
+
+
+def _queue_text(result: Any) -> str:
+    """How the first token's wait for a batch slot is counted, in words."""
+    if result.targets.ttft_percentile is None:
+        return "queueing left out"
+    cv = result.assumptions.service_cv
+    law = ("exponential slot times, the exact M/M/c case" if cv == 1 else
+           f"slot times spread {cv:g} times their mean, the Allen-Cunneen approximation")  # fmt: skip
+    return (
+        f"P50/P90/P99 at the peak on the planned fleet: the wait for a batch slot (Erlang C; each replica a "
+        f"queue of batch slots fed its share of Poisson arrivals, {law}; a disaggregated prefill pool one "
+        "queue, a server per replica) plus the tail prompt's first token; replicas for a percentile target "
+        "hold it with the spares down (REPLICAS_FOR_TTFT)"
+    )
 
 
 def _owned_lines(result: Any) -> list[str]:
@@ -439,6 +473,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--tokens-per-s", metavar="X", help="target: slowest decode per user (default: none)")
     p.add_argument("--ttft-s", metavar="S", help="target: first token of the tail prompt within S seconds "
                    "(default: none)")  # fmt: skip
+    p.add_argument("--ttft-percentile", metavar="P", help="with --ttft-s: the share of requests whose first token, "
+                   "queueing for a batch slot at the peak included, comes within S seconds (0.99 for P99); replicas "
+                   "are added until it holds with the spares down. Alone: report P50, P90 and P99 under load")  # fmt: skip
+    p.add_argument("--service-cv", metavar="X", help="spread of the time a request holds a batch slot over its mean, "
+                   "for --ttft-percentile (default 1: exponential, the exact M/M/c case)")  # fmt: skip
     p.add_argument("--spare", metavar="N", help="spare replicas, in each pool when disaggregated (default 1)")
     p.add_argument("--min-replicas", metavar="N", help="fewest aggregated replicas (default 2)")
     p.add_argument("--gpu", action="append", metavar="NAME[=USD_PER_HOUR]", help="an accelerator to try, with its "
