@@ -474,8 +474,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--ttft-s", metavar="S", help="target: first token of the tail prompt within S seconds "
                    "(default: none)")  # fmt: skip
     p.add_argument("--ttft-percentile", metavar="P", help="with --ttft-s: the share of requests whose first token, "
-                   "queueing for a batch slot at the peak included, comes within S seconds (0.99 for P99); replicas "
-                   "are added until it holds with the spares down. Alone: report P50, P90 and P99 under load")  # fmt: skip
+                   "queueing for a batch slot at the peak included, comes within S seconds (0.99 for P99); "
+                   "replicas are added until it holds with the spares down. Alone: report P50, P90 and P99 under "
+                   "load")  # fmt: skip
     p.add_argument("--service-cv", metavar="X", help="spread of the time a request holds a batch slot over its mean, "
                    "for --ttft-percentile (default 1: exponential, the exact M/M/c case)")  # fmt: skip
     p.add_argument("--spare", metavar="N", help="spare replicas, in each pool when disaggregated (default 1)")
