@@ -748,8 +748,15 @@ def _plan_view(s: _Setup, rates: _Rates, t: Traffic, g: Targets, a: Assumptions,
             return f.reject(f"no batch reads the {format_number(round(tail_tokens))}-token tail prompt within "
                             f"{format_number(g.ttft_s)} s: {took}", "first token")  # fmt: skip
     batch = min(b for b in (memory_batch, speed_batch, first_batch) if b is not None)
-    f.batch = batch
     f.binding = MEMORY if batch == memory_batch else SPEED if batch == speed_batch else FIRST_TOKEN
+    if g.ttft_percentile is not None and g.ttft_s is not None and serving_mode == AGGREGATED:
+        mean_prefill = serving.prefill_seconds(s.model.active, traffic.prefill_tokens(t.prompt_tokens), s.n, peak,
+                                               eff_pf)  # fmt: skip
+        queued = _batch_for_percentile(s, t, g, a, batch, context, eff_bw, compute_tokens_per_s, mean_prefill)
+        if queued < batch:
+            batch, f.binding = queued, FIRST_TOKEN
+        ex["batch_for_percentile"] = queued
+    f.batch = batch
     step = _step_s(s, batch, context, eff_bw)
     f.tokens_per_s_per_user = 1.0 / step
     total = batch / step
@@ -793,6 +800,36 @@ def _plan_view(s: _Setup, rates: _Rates, t: Traffic, g: Targets, a: Assumptions,
     ex.update(prefill_share=share)
     f.feasible = True
     return f
+
+
+_BATCH_SHARES = (1, 0.95, 0.9, 0.85, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2, 0.1)
+"""Shares of the largest batch the targets allow that a percentile target tries: a smaller batch reads the tail
+prompt sooner and leaves time to wait for a slot, at the cost of fewer slots and less throughput a replica."""
+
+
+def _batch_for_percentile(s: _Setup, t: Traffic, g: Targets, a: Assumptions, cap: int, context: float,
+                          eff_bw: float, compute_tokens_per_s: float, prefill: float) -> int:  # fmt: skip
+    """The batch (at most ``cap``, among :data:`_BATCH_SHARES` of it) that needs the fewest replicas for the
+    percentile target at the peak; of batches needing as many, the largest."""
+    mean_tokens, tail_tokens = traffic.prefill_tokens(t.prompt_tokens), traffic.prefill_tokens(t.tail_prompt)
+    best: tuple[int, int] | None = None
+    for b in sorted({max(1, round(cap * k)) for k in _BATCH_SHARES}, reverse=True):
+        step = _step_s(s, b, context, eff_bw)
+        total = b / step
+        left = compute_tokens_per_s - total
+        if left <= 0:
+            continue
+        mean_s, tail_s = mean_tokens / left, tail_tokens / left
+        target = g.ttft_s - (tail_s - mean_s)  # type: ignore[operator]
+        if target < mean_s:
+            continue
+        rps = traffic.replica_rps_chunked(prefill, mean_tokens, t.decode_tokens, total)
+        need = max(traffic.fleet_replicas(t.peak_requests_per_s, rps, a.spare, a.min_replicas),
+                   queueing.replicas_for_ttft(t.peak_requests_per_s, target, g.ttft_percentile, b, mean_s,
+                                              t.decode_tokens * step, rps, a.service_cv) + a.spare)  # fmt: skip
+        if best is None or need < best[0]:
+            best = (need, b)
+    return cap if best is None else best[1]
 
 
 PERCENTILES = (0.5, 0.9, 0.99)
