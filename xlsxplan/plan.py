@@ -58,12 +58,15 @@ from typing import Any
 
 from . import calibration, catalog, precision
 from .catalog import models
-from .core import cost, equations, queueing, serving, traffic
+from .core import cost, engine, equations, queueing, serving, speculative, traffic
 from .domains import (
     CoefficientOfVariation,
     Count,
     Fraction,
+    FractionOrZero,
+    MemoryGBOrZero,
     Name,
+    ParamsB,
     PeakFactor,
     Percentile,
     PerDay,
@@ -81,7 +84,7 @@ from .errors import ArgumentError, NotAvailableError, OutOfRangeError, XlsxplanE
 __all__ = [
     "HOURS_PER_MONTH", "GPUS_PER_REPLICA", "SERVINGS", "Traffic", "Targets", "Assumptions", "View", "Figures",
     "Option", "Plan", "plan", "views", "parse_gpus", "plan_options", "figure_text", "TABLE_HEADER", "Owned",
-    "OWNED_FIELDS",
+    "OWNED_FIELDS", "Engine", "Speculative",
 ]  # fmt: skip
 
 HOURS_PER_MONTH = 730
@@ -185,6 +188,53 @@ class Assumptions:
     (QUEUE_WAIT_S): 1 is exponential, the M/M/c case; other values use the Allen-Cunneen approximation."""
     owned: Owned | None = None
     """The owned-case assumptions; None: the plan prices rented GPUs only."""
+    engine: Engine | None = None
+    """Memory as a serving engine allocates it; None: :attr:`usable_fraction` of memory, less the weights."""
+    speculative: Speculative | None = None
+    """A draft (a model or a multi-token-prediction head) proposing tokens the target checks; None: plain decode."""
+
+
+@dataclass(frozen=True)
+class Engine:
+    """The KV cache as vLLM allocates it on each GPU (ENGINE_KV_GB, ENGINE_KV_TOKENS): ``memory_fraction`` of the
+    GPU's memory, less its share of the weights (and a draft's) and ``reserve_gb``, cut into whole blocks of
+    ``block_size`` tokens; each sequence holds whole blocks."""
+
+    memory_fraction: float = 0.9
+    """vLLM's gpu_memory_utilization (0.9; 0.92 from v0.22), SGLang's mem_fraction_static [fraction]."""
+    reserve_gb: float = 0.0
+    """Held per GPU besides the weights inside that share: the profiling run's activation peak, non-torch memory and
+    CUDA graphs [GB]."""
+    block_size: int = 16
+    """Tokens per KV block: vLLM's 16 on CUDA; 1 for SGLang's token pool [tokens]."""
+
+
+@dataclass(frozen=True)
+class Speculative:
+    """Speculative decoding: a draft proposes ``draft_tokens`` tokens a step, the target checks them in one pass.
+
+    The draft is a preset model (``draft``) or a head of ``draft_params_b`` billion parameters (a model's own
+    multi-token-prediction module, or an EAGLE head); acceptance is one rate ``acceptance`` for every drafted token
+    (SPEC_TOKENS_PER_STEP) or measured rates per position ``acceptance_rates`` (SPEC_ACCEPT_LENGTH, whose length
+    is then the drafted tokens)."""
+
+    draft_tokens: int = 1
+    acceptance: float | None = None
+    acceptance_rates: tuple[float, ...] = ()
+    draft: str | None = None
+    draft_params_b: float | None = None
+    draft_weights: str = "bf16"
+    """Precision of the draft's weights (a precision name of the catalog)."""
+
+    @property
+    def gamma(self) -> int:
+        return len(self.acceptance_rates) if self.acceptance_rates else self.draft_tokens
+
+    def tokens_per_step(self) -> float:
+        """Expected tokens a target step yields."""
+        if self.acceptance_rates:
+            return speculative.spec_accept_length(tuple(self.acceptance_rates))
+        return speculative.spec_tokens_per_step(self.acceptance, self.draft_tokens)
 
 
 OWNED_FIELDS = ("capex_usd", "years", "residual_fraction", "annual_rate", "kw", "pue", "usd_per_kwh",
@@ -295,12 +345,16 @@ class Option:
     assumed: Figures
     calibrated: Figures
     frontier: bool = False
+    speculative: bool = False
+    """Decoded with the plan's speculative draft (:attr:`Assumptions.speculative`); a plan with one tries every
+    option with it and without it."""
 
     def view(self, name: str) -> Figures:
         return self.assumed if name == "assumed" else self.calibrated
 
     def label(self) -> str:
-        return f"{self.gpu} {self.weights}/{self.kv} x{self.gpus_per_replica} {self.serving}"
+        draft = " with the draft" if self.speculative else ""
+        return f"{self.gpu} {self.weights}/{self.kv} x{self.gpus_per_replica} {self.serving}{draft}"
 
     def to_json(self) -> dict[str, Any]:
         """The option as ``--json`` prints it: the assumed view's figures, then the calibrated view's under
@@ -383,6 +437,32 @@ class Plan:
                 "gpus_per_replica": list(a.gpus_per_replica),
                 "servings": list(a.servings),
                 "calibration": calibration.active().describe(),
+                **(
+                    {
+                        "engine": {
+                            "gpu_memory_utilization": a.engine.memory_fraction,
+                            "reserve_gb": a.engine.reserve_gb,
+                            "block_size": a.engine.block_size,
+                        }
+                    }
+                    if a.engine
+                    else {}
+                ),
+                **(
+                    {
+                        "speculative": {
+                            "draft": a.speculative.draft,
+                            "draft_params_b": a.speculative.draft_params_b,
+                            "draft_weights": a.speculative.draft_weights,
+                            "draft_tokens": a.speculative.gamma,
+                            "acceptance": a.speculative.acceptance,
+                            "acceptance_rates": list(a.speculative.acceptance_rates),
+                            "tokens_per_step": a.speculative.tokens_per_step(),
+                        }
+                    }
+                    if a.speculative
+                    else {}
+                ),
             },
             "notes": list(self.notes),
             **(
@@ -394,7 +474,11 @@ class Plan:
         }
 
     def to_json(self) -> dict[str, Any]:
-        return {"inputs": self.inputs(), "options": [o.to_json() for o in self.options]}
+        options = [o.to_json() for o in self.options]
+        if self.assumptions.speculative is not None:  # which options decode with the draft
+            for o, out in zip(self.options, options):
+                out["speculative"] = o.speculative
+        return {"inputs": self.inputs(), "options": options}
 
     def rows(self) -> list[list[Any]]:
         """The ranked table, header first: what PLAN_OPTIONS spills."""
@@ -475,9 +559,37 @@ def _checked_inputs(traffic: Traffic, targets: Targets, assumptions: Assumptions
                                     "owned")  # fmt: skip
         if owned.utilisation is not None:
             _check("utilisation", Fraction, owned.utilisation)
+    if assumptions.engine is not None:
+        e = assumptions.engine
+        _check("gpu_memory_utilization", Fraction, e.memory_fraction)
+        _check("reserve_gb", MemoryGBOrZero, e.reserve_gb)
+        _check("block_size", Count, e.block_size)
+    if assumptions.speculative is not None:
+        _checked_speculative(assumptions.speculative)
     bad = [s for s in assumptions.servings if s not in SERVINGS]
     if bad:
         raise ArgumentError(f"servings must be among {', '.join(SERVINGS)}, got {', '.join(bad)}", "servings")
+
+
+def _checked_speculative(sp: Speculative) -> None:
+    if (sp.draft is None) == (sp.draft_params_b is None):
+        raise ArgumentError("speculative decoding needs one draft: a preset model (draft) or a head's parameters in "
+                            "billions (draft_params_b)", "draft")  # fmt: skip
+    if sp.draft is not None:
+        _model(sp.draft)  # an unknown name, with the closest ones
+    else:
+        _check("draft_params_b", ParamsB, sp.draft_params_b)
+    if (sp.acceptance is None) == (not sp.acceptance_rates):
+        raise ArgumentError("speculative decoding needs one acceptance: a rate for every drafted token (acceptance) "
+                            "or measured rates per position (acceptance_rates)", "acceptance")  # fmt: skip
+    if sp.acceptance is not None:
+        _check("acceptance", FractionOrZero, sp.acceptance)
+        _check("draft_tokens", Count, sp.draft_tokens)
+    else:
+        for rate in sp.acceptance_rates:
+            _check("acceptance_rates", FractionOrZero, rate)
+        sp.tokens_per_step()  # rates that rise with the position are refused, naming acceptance_rates
+    precision.lookup(sp.draft_weights)
 
 
 def parse_gpus(text: str | Iterable[str], argument: str = "gpus") -> dict[str, float | None]:
@@ -595,6 +707,29 @@ class _Setup:
     counted in, as published), so that every core function reads the same weights figure."""
     kv_bytes: float
     """KV cache per token across the replica's GPUs, at the mean context (MODEL_KV_BYTES_PER_TOKEN)."""
+    spec: _Spec | None = None
+    compute: tuple[float, float] = (0.0, 0.0)
+    """The view's peak [TFLOP/s] and share of it, for a speculative verify step's roofline (set per view)."""
+
+    @property
+    def decode_compute(self) -> float:
+        """Tokens the target (and draft) compute per token decoded: 1 for plain decoding; with a draft,
+        ``(gamma + 1 + gamma N_draft / N_active) / tokens_per_step``."""
+        return 1.0 if self.spec is None else self.spec.compute_per_token
+
+
+@dataclass(frozen=True)
+class _Spec:
+    """A draft's figures for one option: what it holds and reads, and what a target step yields."""
+
+    draft_tokens: int
+    tokens_per_step: float
+    draft_params_b: float
+    draft_bytes_per_param: float
+    weights_gb: float
+    kv_bytes: float
+    """The draft's KV cache per token across the replica's GPUs; 0 for a head whose cache is left out."""
+    compute_per_token: float
 
 
 def _unsupported(setup: _Setup, view: View) -> str | None:
@@ -664,14 +799,24 @@ def _largest(low_ok: bool, hi: int, ok: Any) -> int:
 
 
 def _step_s(s: _Setup, batch: int, context: float, eff_bw: float) -> float:
-    """One bandwidth-bound decode step at ``batch``: DECODE_TOKS's, reading the experts that batch touches."""
+    """One bandwidth-bound decode step at ``batch``: DECODE_TOKS's, reading the experts that batch touches. With a
+    draft, the time per token each sequence sees: SPEC_STEP_S (the draft's steps and the target's verify pass over
+    gamma + 1 tokens a sequence, each a roofline, the experts that many tokens touch) over the tokens a step
+    yields."""
+    if s.spec is not None:
+        sp, (peak, eff) = s.spec, s.compute
+        step = speculative.spec_step_seconds(
+            s.model.read(batch * (sp.draft_tokens + 1)), s.bytes_per_param, batch, s.kv_bytes, context, s.n,
+            s.bandwidth, peak, sp.draft_tokens, sp.draft_params_b, sp.draft_bytes_per_param, eff_bw, eff,
+            s.model.active if s.model.moe else 0.0)  # fmt: skip
+        return step / sp.tokens_per_step
     return equations.decode_step_s(s.model.read(batch), s.bytes_per_param, s.n, s.bandwidth, batch, s.kv_bytes,
                                    context, eff_bw)  # fmt: skip
 
 
 def _batch_for_speed(s: _Setup, target: float, context: float, eff_bw: float, cap: int) -> int:
     """Largest batch (at most ``cap``) whose decode reaches ``target`` per user; 0 if none."""
-    if not s.model.moe:
+    if not s.model.moe and s.spec is None:
         return min(cap, traffic.batch_for_latency(s.model.params, s.bytes_per_param, s.n, s.bandwidth, target,
                                                   s.kv_bytes, context, eff_bw))  # fmt: skip
     ok = lambda b: 1.0 / _step_s(s, b, context, eff_bw) >= target * (1 - 1e-12)  # noqa: E731
@@ -683,12 +828,13 @@ def _batch_for_ttft(s: _Setup, target: Targets, tail_tokens: float, context: flo
     """Largest batch (at most ``cap``) whose chunked decode leaves compute to read the tail prompt in time."""
     speed = target.tokens_per_s or _NO_SPEED
     ttft = float(target.ttft_s)  # type: ignore[arg-type]
-    if not s.model.moe:
+    if not s.model.moe and s.spec is None:
         batch = traffic.batch_for_ttft(s.model.active, s.n, peak, speed, tail_tokens, ttft, eff_pf, s.bytes_per_param,
                                        s.bandwidth, s.kv_bytes, context, eff_bw)  # fmt: skip
         return min(cap, batch)
     room = equations.compute_tokens_per_s(s.model.active, peak) * s.n * eff_pf - tail_tokens / ttft
-    ok = lambda b: b * speed <= room * (1 + 1e-12) and b / _step_s(s, b, context, eff_bw) <= room * (1 + 1e-12)  # noqa: E731
+    k = s.decode_compute
+    ok = lambda b: b * speed * k <= room * (1 + 1e-12) and k * b / _step_s(s, b, context, eff_bw) <= room * (1 + 1e-12)  # noqa: E731
     return _largest(room > 0 and ok(1), cap, ok)
 
 
@@ -702,32 +848,61 @@ def _plan_view(s: _Setup, rates: _Rates, t: Traffic, g: Targets, a: Assumptions,
     f.decode_bandwidth_efficiency, f.prefill_efficiency = eff_bw, eff_pf
     ex.update(prefill_peak=peak_field, prefill_peak_tflops=peak, weights_gb=s.weights_gb,
               weights_gb_per_gpu=s.weights_gb / s.n, kv_bytes_per_token=s.kv_bytes)  # fmt: skip
-    usable = serving.usable_gb(s.n, s.memory, a.usable_fraction)
-    free = usable - s.weights_gb
+    sp, e = s.spec, a.engine
+    if sp is not None:
+        s = replace(s, compute=(peak, eff_pf))
+    draft_gb = sp.weights_gb if sp else 0.0
+    seq_kv = s.kv_bytes + (sp.kv_bytes if sp else 0.0)  # each sequence holds the target's cache and the draft's
+    more = sp.draft_tokens if sp else 0  # the drafted tokens cached while they are checked
+    held = s.weights_gb + draft_gb
+    if e is None:
+        usable = serving.usable_gb(s.n, s.memory, a.usable_fraction)
+        free = usable - held
+    else:
+        usable = s.n * s.memory * e.memory_fraction
+        pool = engine.kv_pool_gb(s.memory, held / s.n, e.memory_fraction, e.reserve_gb)
+        tokens = engine.pool_tokens(pool * equations.GIGA, seq_kv / s.n, e.block_size)
+        free = tokens * seq_kv / equations.GIGA if pool > 0 else pool * s.n
+        ex["engine"] = {"kv_pool_gb_per_gpu": pool, "kv_cache_tokens": tokens}
     ex.update(usable_gb=usable, free_gb=free)
     if s.model.moe and s.model.experts % s.n:
         return f.reject(f"{s.model.experts} experts do not split evenly over {s.n} GPUs", "experts")
     if free <= 0:
-        return f.reject(f"weights need {figure_text(s.weights_gb)} GB, {figure_text(usable)} GB usable", "weights")
+        what = "weights" if sp is None else "weights and the draft"
+        if e is None:
+            return f.reject(f"{what} need {figure_text(held)} GB, {figure_text(usable)} GB usable", "weights")
+        return f.reject(f"{what} need {figure_text(held / s.n)} GB a GPU, the engine's {e.memory_fraction:g} of "
+                        f"{figure_text(s.memory)} GB less {figure_text(e.reserve_gb)} GB reserved leaves "
+                        f"{figure_text(s.memory * e.memory_fraction - e.reserve_gb)}", "weights")  # fmt: skip
     context = traffic.context_tokens(t.prompt_tokens, t.output_tokens, t.reasoning_tokens)
     tail_context = traffic.context_tokens(t.tail_prompt, t.output_tokens, t.reasoning_tokens)
-    per_slot = equations.batch_that_fits(s.weights_gb / s.bytes_per_param, s.bytes_per_param, s.kv_bytes,
-                                         tail_context, s.n, s.memory, a.usable_fraction)  # fmt: skip
+    if e is None and sp is None:
+        per_slot = equations.batch_that_fits(s.weights_gb / s.bytes_per_param, s.bytes_per_param, s.kv_bytes,
+                                             tail_context, s.n, s.memory, a.usable_fraction)  # fmt: skip
+    else:
+        block = e.block_size if e else 1
+        per_sequence = seq_kv * equations.whole_ceil((tail_context + more) / block) * block
+        per_slot = equations.whole_floor(free * equations.GIGA / per_sequence)
     if per_slot < 1:
-        need = s.kv_bytes * tail_context / 1e9
-        tokens = format_number(round(tail_context))
-        return f.reject(f"the weights leave {figure_text(free)} GB, less than one {tokens}-token sequence's KV cache "
-                        f"({figure_text(need)} GB)", "sequence")  # fmt: skip
+        need = seq_kv * tail_context / 1e9
+        tokens_text = format_number(round(tail_context))
+        return f.reject(f"the weights leave {figure_text(free)} GB, less than one {tokens_text}-token sequence's KV "
+                        f"cache ({figure_text(need)} GB)", "sequence")  # fmt: skip
     if t.max_prompt_tokens is not None:
         longest = traffic.context_tokens(t.max_prompt_tokens, t.output_tokens, t.reasoning_tokens)
-        alone = traffic.max_context_tokens(free, s.kv_bytes)
+        alone = traffic.max_context_tokens(free, seq_kv)
         ex["max_context_tokens"] = alone
         if longest > alone:
-            alone_gb = figure_text(s.kv_bytes * longest / 1e9)
+            alone_gb = figure_text(seq_kv * longest / 1e9)
             return f.reject(f"the longest prompt accepted ({format_number(round(longest))} tokens with its answer) "
                             f"needs {alone_gb} GB of KV cache alone, {figure_text(free)} GB is free",
                             "longest prompt")  # fmt: skip
-    memory_batch = per_slot if sd is None else traffic.paged_batch(free, s.kv_bytes, context, sd, a.kv_overflow)
+    if e is not None:
+        length = tail_context if t.max_prompt_tokens is None else longest
+        ex["engine"].update(max_model_len=length, max_concurrency=engine.concurrency(
+            tokens * seq_kv / s.n, seq_kv / s.n, length, e.block_size, 0.0))  # fmt: skip
+    memory_batch = (per_slot if sd is None else
+                    traffic.paged_batch(free, seq_kv, context + more, sd, a.kv_overflow))  # fmt: skip
     ex.update(batch_per_slot=per_slot, batch_memory=memory_batch)
     speed_batch = first_batch = None
     if g.tokens_per_s is not None:
@@ -743,7 +918,7 @@ def _plan_view(s: _Setup, rates: _Rates, t: Traffic, g: Targets, a: Assumptions,
         first_batch = _batch_for_ttft(s, g, tail_tokens, context, eff_bw, eff_pf, peak, memory_batch)
         ex["batch_first_token"] = first_batch
         if first_batch < 1:
-            left = compute_tokens_per_s - 1.0 / _step_s(s, 1, context, eff_bw)
+            left = compute_tokens_per_s - s.decode_compute / _step_s(s, 1, context, eff_bw)
             took = f"at batch 1 it takes {_sig(tail_tokens / left)} s" if left > 0 else "decode takes all the compute"
             return f.reject(f"no batch reads the {format_number(round(tail_tokens))}-token tail prompt within "
                             f"{format_number(g.ttft_s)} s: {took}", "first token")  # fmt: skip
@@ -761,13 +936,21 @@ def _plan_view(s: _Setup, rates: _Rates, t: Traffic, g: Targets, a: Assumptions,
     f.tokens_per_s_per_user = 1.0 / step
     total = batch / step
     prefill = serving.prefill_seconds(s.model.active, traffic.prefill_tokens(t.prompt_tokens), s.n, peak, eff_pf)
+    if sp is not None:
+        plain = 1.0 / _step_s(replace(s, spec=None), batch, context, eff_bw)
+        ex["speculative"] = {"tokens_per_step": sp.tokens_per_step, "draft_tokens": sp.draft_tokens,
+                             "draft_gb": sp.weights_gb, "draft_kv_bytes_per_token": sp.kv_bytes,
+                             "tokens_per_s_per_user_without": plain, "speedup": f.tokens_per_s_per_user / plain,
+                             "compute_per_token": sp.compute_per_token}  # fmt: skip
     ex.update(params_read_b=s.model.read(batch), tokens_per_s_total=total, prefill_s=prefill,
               usd_per_m_output_full_load=serving.cost_per_m_tokens(s.n, price, total))  # fmt: skip
     peak_rps = t.peak_requests_per_s
     if serving_mode == AGGREGATED:
-        left = compute_tokens_per_s - total
+        k = s.decode_compute  # a draft's verify pass computes more tokens than it keeps
+        left = compute_tokens_per_s - total * k
         f.ttft_s = tail_tokens / left if left > 0 else None
-        rps = traffic.replica_rps_chunked(prefill, traffic.prefill_tokens(t.prompt_tokens), t.decode_tokens, total)
+        rps = traffic.replica_rps_chunked(prefill, traffic.prefill_tokens(t.prompt_tokens), t.decode_tokens * k,
+                                          total * k)  # fmt: skip
         f.replicas = traffic.fleet_replicas(peak_rps, rps, a.spare, a.min_replicas)
         share = prefill * rps
         ex.update(requests_per_s_per_replica=rps)
@@ -816,14 +999,15 @@ def _batch_for_percentile(s: _Setup, t: Traffic, g: Targets, a: Assumptions, cap
     for b in sorted({max(1, round(cap * k)) for k in _BATCH_SHARES}, reverse=True):
         step = _step_s(s, b, context, eff_bw)
         total = b / step
-        left = compute_tokens_per_s - total
+        left = compute_tokens_per_s - total * s.decode_compute
         if left <= 0:
             continue
         mean_s, tail_s = mean_tokens / left, tail_tokens / left
         target = g.ttft_s - (tail_s - mean_s)  # type: ignore[operator]
         if target < mean_s:
             continue
-        rps = traffic.replica_rps_chunked(prefill, mean_tokens, t.decode_tokens, total)
+        rps = traffic.replica_rps_chunked(prefill, mean_tokens, t.decode_tokens * s.decode_compute,
+                                          total * s.decode_compute)  # fmt: skip
         need = max(traffic.fleet_replicas(t.peak_requests_per_s, rps, a.spare, a.min_replicas),
                    queueing.replicas_for_ttft(t.peak_requests_per_s, target, g.ttft_percentile, b, mean_s,
                                               t.decode_tokens * step, rps, a.service_cv) + a.spare)  # fmt: skip
@@ -951,6 +1135,8 @@ def plan(
     context = traffic.context_tokens(traffic_.prompt_tokens, traffic_.output_tokens, traffic_.reasoning_tokens)
     kv_bytes = {(kv, n): models.model_kv_bytes_per_token(m.name, context, precision.bytes_per_param(kv), n)
                 for kv in kv_names for n in a.gpus_per_replica}  # fmt: skip
+    specs = {} if a.speculative is None else {(kv, n): _spec(a.speculative, m, kv, n, context)
+                                              for kv in kv_names for n in a.gpus_per_replica}  # fmt: skip
     both = views(a)
     table = catalog.load_catalog().accelerators
     options: list[Option] = []
@@ -966,12 +1152,14 @@ def plan(
             rates: list[_Rates] | None = None
             for kv in kv_names:
                 for n in a.gpus_per_replica:
-                    setup = _Setup(m, gpu, memory, bandwidth, peaks, w, kv, n, weights_gb, weights_gb / m.params,
-                                   kv_bytes[(kv, n)])  # fmt: skip
-                    rates = rates or [_rates(setup, v) for v in both]
-                    for mode in a.servings:
-                        figures = [_plan_view(setup, r, traffic_, targets, a, mode, price, sd) for r in rates]
-                        options.append(Option(gpu, n, w, kv, mode, price, figures[0], figures[1]))
+                    for draft in (None, specs[(kv, n)]) if specs else (None,):  # with a draft: both ways
+                        setup = _Setup(m, gpu, memory, bandwidth, peaks, w, kv, n, weights_gb,
+                                       weights_gb / m.params, kv_bytes[(kv, n)], draft)  # fmt: skip
+                        rates = rates or [_rates(setup, v) for v in both]
+                        for mode in a.servings:
+                            figures = [_plan_view(setup, r, traffic_, targets, a, mode, price, sd) for r in rates]
+                            options.append(Option(gpu, n, w, kv, mode, price, figures[0], figures[1],
+                                                  speculative=draft is not None))  # fmt: skip
     owned: dict[str, dict[str, Any]] = {}
     if a.owned is not None:
         owned = {gpu: _owned_case(gpu, price, a.owned, a.hours_per_month) for gpu, (price, _) in prices.items()}
@@ -980,6 +1168,27 @@ def plan(
                 _own(f, owned[o.gpu], traffic_, a.owned, o.usd_per_gpu_hour, a.hours_per_month)
     _rank(options, rank_by)
     return Plan(m.name, traffic_, targets, a, prices, options, rank_by, notes, owned)
+
+
+# --- a speculative draft ----------------------------------------------------------------------------------------
+
+
+def _spec(sp: Speculative, m: _Model, kv: str, n: int, context: float) -> _Spec:
+    """The draft's figures beside one option: its weights (MODEL_WEIGHTS_GB for a preset draft, SPEC_DRAFT_GB for a
+    head), its KV cache per token at the KV cache's precision over ``n`` GPUs (a head's one layer left out), the
+    parameters a draft step reads, and the compute a kept token costs."""
+    draft_bytes = precision.bytes_per_param(sp.draft_weights)
+    if sp.draft is not None:
+        draft = _model(sp.draft)
+        params, weights = draft.params, models.model_weights_gb(draft.name, draft_bytes)
+        kv_bytes = models.model_kv_bytes_per_token(draft.name, context, precision.bytes_per_param(kv), n)
+        active = draft.active
+    else:
+        params = active = float(sp.draft_params_b)  # type: ignore[arg-type]
+        weights, kv_bytes = speculative.spec_draft_gb(params, draft_bytes), 0.0
+    per_step = sp.tokens_per_step()
+    compute = (sp.gamma + 1 + sp.gamma * active / m.active) / per_step
+    return _Spec(sp.gamma, per_step, active, weights / params, weights, kv_bytes, compute)
 
 
 # --- owning the GPUs ---------------------------------------------------------------------------------------------

@@ -22,6 +22,9 @@ _FLAGS = {
     "annual_rate": "--own-rate", "kw": "--own-kw", "pue": "--own-pue", "usd_per_kwh": "--own-usd-per-kwh",
     "usd_per_kw_month": "--own-usd-per-kw-month", "utilisation": "--own-utilisation",
     "ttft_percentile": "--ttft-percentile", "service_cv": "--service-cv",
+    "gpu_memory_utilization": "--gpu-memory-utilization", "reserve_gb": "--activation-reserve-gb",
+    "block_size": "--block-size", "draft": "--spec-draft", "draft_params_b": "--spec-draft-params-b",
+    "acceptance": "--spec-acceptance", "acceptance_rates": "--spec-acceptance-rates", "draft_tokens": "--spec-tokens",
 }  # fmt: skip
 """Each argument of :func:`xlsxplan.plan.plan` by the flag that gives it, for error messages."""
 
@@ -116,6 +119,45 @@ def _parse(text: str, flag: str, item: str) -> float:
         raise _Usage(f"{flag} must be a number, or NAME=NUMBER for one accelerator, got {item!r}") from None
 
 
+def _engine(args: argparse.Namespace) -> Any:
+    """The engine's memory rule the flags give, or None when none of them is given."""
+    from ..plan import Engine
+
+    if all(getattr(args, n) is None for n in ("gpu_memory_utilization", "reserve_gb", "block_size")):
+        return None
+    d = Engine()
+    fraction = _number(args, "gpu_memory_utilization")
+    reserve = _number(args, "reserve_gb")
+    block = _number(args, "block_size", whole=True)
+    return Engine(d.memory_fraction if fraction is None else fraction, d.reserve_gb if reserve is None else reserve,
+                  d.block_size if block is None else block)  # fmt: skip
+
+
+def _speculative(args: argparse.Namespace) -> Any:
+    """The speculative draft the flags give, or None when none of them is given."""
+    from ..errors import XlsxplanError
+    from ..plan import Speculative
+    from ..precision import lookup
+
+    names = ("draft", "draft_params_b", "draft_weights", "draft_tokens", "acceptance", "acceptance_rates")
+    if all(getattr(args, n) is None for n in names):
+        return None
+    if args.acceptance_rates is not None and args.draft_tokens is not None:
+        raise _Usage("--spec-tokens is the length of --spec-acceptance-rates: give one or the other")
+    rates: tuple[float, ...] = ()
+    if args.acceptance_rates is not None:
+        rates = tuple(_parse(x, "--spec-acceptance-rates", args.acceptance_rates)
+                      for x in args.acceptance_rates.split(","))  # fmt: skip
+    weights = args.draft_weights or "bf16"
+    try:
+        weights = lookup(weights).name
+    except XlsxplanError as err:
+        raise _Usage(f"--spec-draft-weights: {err.message}") from None
+    tokens = _number(args, "draft_tokens", whole=True)
+    return Speculative(1 if tokens is None else tokens, _number(args, "acceptance"), rates, args.draft,
+                       _number(args, "draft_params_b"), weights)  # fmt: skip
+
+
 def _inputs(args: argparse.Namespace) -> tuple[Any, ...]:
     from ..plan import Assumptions, Targets, Traffic, parse_gpus
 
@@ -143,6 +185,8 @@ def _inputs(args: argparse.Namespace) -> tuple[Any, ...]:
         kv_precisions=_names(args.kv, "--kv") or defaults.kv_precisions,
         owned=_owned(args),
         service_cv=defaults.service_cv if args.service_cv is None else _number(args, "service_cv"),
+        engine=_engine(args),
+        speculative=_speculative(args),
     )
     gpus = parse_gpus(args.gpu or "all")
     return traffic, targets, assumptions, gpus
@@ -282,7 +326,9 @@ def render(result: Any, top: int = 0) -> str:
         for o in rejected:
             f = o.view(result.rank_by)
             limit = f.extra.get("rejected_by")
-            key = (o.gpu, o.weights, "weights" if limit == "weights" else f.reason or "")
+            plain = not (a.engine or a.speculative)  # the weights against a flat usable share: grouped by size
+            draft = " with the draft" if o.speculative else ""
+            key = (o.gpu, o.weights + draft, "weights" if limit == "weights" and plain else f.reason or "")
             groups.setdefault(key, {}).setdefault(o.gpus_per_replica, []).append(o)
         for (gpu, w, reason), by_n in groups.items():
             ns = [f"{n}{_variants([(o.kv, o.serving) for o in opts], a.kv_precisions, a.servings)}"
@@ -304,13 +350,21 @@ def render(result: Any, top: int = 0) -> str:
     weights = "params x bytes, as the source text counts them"
     if a.weights != PARAMS_X_BYTES:
         weights = "as published checkpoints store them (MODEL_WEIGHTS_GB: 16-bit embeddings beside 8-bit weights)"
-    lines.append(f"  memory: {a.usable_fraction:.0%} usable; weights {weights}; "
+    usable = f"{a.usable_fraction:.0%} usable"
+    if a.engine:
+        e = a.engine
+        usable = (f"as vLLM allocates it: {e.memory_fraction:g} of each GPU's memory (the catalog's figure; CUDA "
+                  f"reports about 7% more on an H100) less its share of the weights and {e.reserve_gb:g} GB reserved "
+                  f"for activations, in whole blocks of {e.block_size} tokens (ENGINE_KV_TOKENS; KV tokens and "
+                  "maximum concurrency at the longest request, as vLLM prints them)")  # fmt: skip
+    lines.append(f"  memory: {usable}; weights {weights}; "
                  + "; ".join(n.removeprefix("memory: ") for n in result.notes))  # fmt: skip
     lines.append(f"  fleet: {a.spare} spare replica{'s' if a.spare != 1 else ''} (in each pool when disaggregated), "
                  f"at least {a.min_replicas} aggregated; GPUs billed {a.hours_per_month:g} hours a month")  # fmt: skip
     lines.append(f"  first token: the {t.tail_prompt:,.0f}-token tail prompt, chunked into the decode steps at the "
                  f"planned batch; disaggregated, read by a prefill replica and its KV cache sent at "
                  f"{a.kv_link_gb_s:g} GB/s; " + _queue_text(result))  # fmt: skip
+    lines += _speculative_lines(result)
     lines += _owned_lines(result)
     lines.append(f"  tried: weights {', '.join(a.weight_precisions)}; KV cache {', '.join(a.kv_precisions)}; "
                  f"{', '.join(map(str, a.gpus_per_replica))} GPUs per replica (for a mixture of experts, the experts "
@@ -323,6 +377,10 @@ def _extra_head(result: Any) -> list[str]:
     head = []
     if result.targets.ttft_percentile is not None:
         head += ["P50 s", "P90 s", "P99 s", "replicas set by"]
+    if result.assumptions.engine:
+        head += ["KV tokens", "max conc"]
+    if result.assumptions.speculative:
+        head += ["draft", "spec x"]
     if result.assumptions.owned:
         head += ["owned $/month", "$/M in", "$/M out"]
     return head
@@ -335,6 +393,12 @@ def _extra_cells(result: Any, f: Any) -> list[str]:
         cells += [_n(at.get(k), 2) for k in ("p50", "p90", "p99")]
         binding = f.extra.get("replicas_binding", "")
         cells.append("load" if binding == "peak load" else binding.removesuffix(" first-token target"))
+    if result.assumptions.engine:
+        e = f.extra.get("engine", {})
+        cells += [_n(e.get("kv_cache_tokens")), _n(e.get("max_concurrency"), 1)]
+    if result.assumptions.speculative:
+        sp = f.extra.get("speculative", {})
+        cells += ["yes" if sp else "no", f"{sp['speedup']:.2f}" if "speedup" in sp else ""]
     if not result.assumptions.owned:
         return cells
     owned = f.extra.get("owned", {})
@@ -347,6 +411,23 @@ _OWNED_LABELS = {"capex_usd": ("${:,.0f} capital", 1), "years": ("{:g} years", 1
                  "residual_fraction": ("{:.0%} residual", 100), "annual_rate": ("{:.0%} a year", 100),
                  "kw": ("{:g} kW", 1), "pue": ("PUE {:g}", 1), "usd_per_kwh": ("${:g}/kWh", 1),
                  "usd_per_kw_month": ("${:g}/kW-month", 1)}  # fmt: skip
+
+
+def _speculative_lines(result: Any) -> list[str]:
+    """The draft, its acceptance and what a target step yields, in words."""
+    sp = result.assumptions.speculative
+    if sp is None:
+        return []
+    draft = (
+        f"draft {sp.draft}" if sp.draft else f"a draft head of {sp.draft_params_b:g}B parameters (its cache left out)"
+    )
+    accept = (f"each of {sp.gamma} drafted tokens accepted at {sp.acceptance:g}" if not sp.acceptance_rates else
+              "per-position acceptance " + ", ".join(f"{r:g}" for r in sp.acceptance_rates))  # fmt: skip
+    return [f"  speculative: {draft} in {sp.draft_weights}; {accept}: {sp.tokens_per_step():.4g} tokens per target "
+            "step (Leviathan, Kalman and Matias 2023); a step is the draft's steps and the target's verify pass over "
+            f"{sp.gamma + 1} tokens a sequence, each a roofline (SPEC_STEP_S), so the gain shrinks as the batch "
+            "grows (spec x: speed per user over plain decoding at the planned batch); the draft's weights and cache "
+            "take memory from the batch, its verify compute from the prompts' (SPEC_MAX_BATCH)"]  # fmt: skip
 
 
 def _queue_text(result: Any) -> str:
@@ -495,6 +576,25 @@ def register(sub: argparse._SubParsersAction) -> None:
         default="assumed",
         help="rank at the assumed (the source text's) or the calibrated efficiencies (default assumed)",
     )
+    eng = p.add_argument_group("memory as a serving engine allocates it (any of these: vLLM's rule in place of a "
+                               "flat usable share)")  # fmt: skip
+    eng.add_argument("--gpu-memory-utilization", metavar="F", help="the engine's share of each GPU's memory "
+                     "(vLLM's gpu_memory_utilization, default 0.9; SGLang's mem_fraction_static)")  # fmt: skip
+    eng.add_argument("--activation-reserve-gb", dest="reserve_gb", metavar="GB", help="held per GPU besides the "
+                     "weights: activation peak, non-torch memory, CUDA graphs (default 0)")  # fmt: skip
+    eng.add_argument("--block-size", metavar="N", help="tokens per KV block (vLLM 16, the default; SGLang 1)")
+    spec = p.add_argument_group("speculative decoding (a draft model or a multi-token-prediction head)")
+    spec.add_argument("--spec-draft", dest="draft", metavar="MODEL", help="a preset model that drafts tokens")
+    spec.add_argument("--spec-draft-params-b", dest="draft_params_b", metavar="B", help="or a draft head of B "
+                      "billion parameters (an MTP module, an EAGLE head), its KV cache left out")  # fmt: skip
+    spec.add_argument("--spec-draft-weights", dest="draft_weights", metavar="PRECISION", help="the draft's weights "
+                      "(default bf16)")  # fmt: skip
+    spec.add_argument("--spec-tokens", dest="draft_tokens", metavar="N", help="tokens drafted a step (default 1)")
+    spec.add_argument("--spec-acceptance", dest="acceptance", metavar="A", help="chance each drafted token is "
+                      "accepted (SPEC_TOKENS_PER_STEP)")  # fmt: skip
+    spec.add_argument("--spec-acceptance-rates", dest="acceptance_rates", metavar="LIST",
+                      help="or measured rates per position, e.g. 0.8,0.6,0.45 (vLLM's per-position acceptance rate; "
+                      "SPEC_ACCEPT_LENGTH)")  # fmt: skip
     own = p.add_argument_group("owning the GPUs (any of these prices the same fleet owned beside rented; defaults: "
                                "the catalog's sourced figures, COST_SPEC and COST_SOURCE)")  # fmt: skip
     own.add_argument("--own", action="store_true", help="price every option owned as well as rented")
