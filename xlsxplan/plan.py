@@ -234,7 +234,7 @@ class Speculative:
         """Expected tokens a target step yields."""
         if self.acceptance_rates:
             return speculative.spec_accept_length(tuple(self.acceptance_rates))
-        return speculative.spec_tokens_per_step(self.acceptance, self.draft_tokens)
+        return speculative.spec_tokens_per_step(self.acceptance or 0.0, self.draft_tokens)
 
 
 OWNED_FIELDS = ("capex_usd", "years", "residual_fraction", "annual_rate", "kw", "pue", "usd_per_kwh",
@@ -995,6 +995,7 @@ def _batch_for_percentile(s: _Setup, t: Traffic, g: Targets, a: Assumptions, cap
     """The batch (at most ``cap``, among :data:`_BATCH_SHARES` of it) that needs the fewest replicas for the
     percentile target at the peak; of batches needing as many, the largest."""
     mean_tokens, tail_tokens = traffic.prefill_tokens(t.prompt_tokens), traffic.prefill_tokens(t.tail_prompt)
+    assert g.ttft_s is not None and g.ttft_percentile is not None  # the caller's condition
     best: tuple[int, int] | None = None
     for b in sorted({max(1, round(cap * k)) for k in _BATCH_SHARES}, reverse=True):
         step = _step_s(s, b, context, eff_bw)
@@ -1003,7 +1004,7 @@ def _batch_for_percentile(s: _Setup, t: Traffic, g: Targets, a: Assumptions, cap
         if left <= 0:
             continue
         mean_s, tail_s = mean_tokens / left, tail_tokens / left
-        target = g.ttft_s - (tail_s - mean_s)  # type: ignore[operator]
+        target = g.ttft_s - (tail_s - mean_s)
         if target < mean_s:
             continue
         rps = traffic.replica_rps_chunked(prefill, mean_tokens, t.decode_tokens * s.decode_compute,
@@ -1035,24 +1036,25 @@ def _queue(f: Figures, g: Targets, a: Assumptions, peak_rps: float, servers: int
         return None
     extra_s = tail_s - mean_s
     f.extra["replicas_binding"] = "peak load"
+    percentile = g.ttft_percentile or 0.5  # the caller's condition: given
     if g.ttft_s is not None:
         target = g.ttft_s - extra_s
         if target < mean_s * (1 - 1e-9):  # the cap on the batch keeps the tail prompt's own time within the target
             return (f"the {_sig(tail_s)} s first token of the tail prompt leaves no room to wait within the "
                     f"{format_number(g.ttft_s)} s target")  # fmt: skip
         target = max(target, mean_s)
-        need = queueing.replicas_for_ttft(peak_rps, target, g.ttft_percentile, servers, mean_s, decode_s, capacity,
+        need = queueing.replicas_for_ttft(peak_rps, target, percentile, servers, mean_s, decode_s, capacity,
                                           a.service_cv) + a.spare  # fmt: skip
         f.extra[f"{pool}_for_ttft"] = need
-        if need > f.replicas:  # type: ignore[operator]
+        if need > (f.replicas or 0):
             f.replicas = need
-            f.extra["replicas_binding"] = f"P{format_number(g.ttft_percentile * 100)} first-token target"
+            f.extra["replicas_binding"] = f"P{format_number(percentile * 100)} first-token target"
     at: dict[str, float | None] = {}
     for q in PERCENTILES:
         try:
-            at[f"p{round(q * 100)}"] = extra_s + queueing.ttft_at_load_s(
-                peak_rps, f.replicas, servers, mean_s, decode_s, capacity, q, a.service_cv
-            )  # type: ignore[arg-type]
+            wait = queueing.ttft_at_load_s(peak_rps, f.replicas or 1, servers, mean_s, decode_s, capacity, q,
+                                           a.service_cv)  # fmt: skip
+            at[f"p{round(q * 100)}"] = extra_s + wait
         except OutOfRangeError:  # slots held longer than the load's sizing assumed: the queue grows without bound
             at[f"p{round(q * 100)}"] = None
     f.extra["ttft_percentiles_s"] = at
@@ -1068,6 +1070,7 @@ def _prefill_queue(f: Figures, g: Targets, a: Assumptions, peak_rps: float, repl
     first token is the wait plus ``tail_s`` (its prefill and KV-cache transfer). With a target, replicas are added
     until it holds with the spares down."""
     f.extra["replicas_binding"] = "peak load"
+    percentile = g.ttft_percentile or 0.5  # the caller's condition: given
 
     def at(q: float, servers: int) -> float | None:
         if peak_rps * mean_s >= servers:
@@ -1076,12 +1079,12 @@ def _prefill_queue(f: Figures, g: Targets, a: Assumptions, peak_rps: float, repl
 
     if g.ttft_s is not None:
         need = max(replicas - a.spare, 1)
-        while (t := at(g.ttft_percentile, need)) is None or t > g.ttft_s:  # type: ignore[arg-type]
+        while (t := at(percentile, need)) is None or t > g.ttft_s:
             need += 1
         f.extra["prefill_replicas_for_ttft"] = need + a.spare
         if need + a.spare > replicas:
             replicas = need + a.spare
-            f.extra["replicas_binding"] = f"P{format_number(g.ttft_percentile * 100)} first-token target"  # type: ignore[operator]
+            f.extra["replicas_binding"] = f"P{format_number(percentile * 100)} first-token target"
     f.extra["ttft_percentiles_s"] = {f"p{round(q * 100)}": at(q, replicas) for q in PERCENTILES}
     return replicas
 
@@ -1242,9 +1245,9 @@ def _busy_share(f: Figures, t: Traffic) -> float:
     ex = f.extra
     average = t.requests_per_day / serving.SECONDS_PER_DAY
     if "requests_per_s_per_replica" in ex:
-        return traffic.fleet_utilisation(t.requests_per_day, ex["requests_per_s_per_replica"], f.replicas)
+        return traffic.fleet_utilisation(t.requests_per_day, ex["requests_per_s_per_replica"], f.replicas or 1)
     per_request = ex["prefill_s"] + t.decode_tokens / ex["tokens_per_s_total"]
-    return average * per_request / f.replicas  # type: ignore[operator]
+    return average * per_request / (f.replicas or 1)
 
 
 def _own(f: Figures, case: dict[str, Any], t: Traffic, owned: Owned, price: float, hours_per_month: float) -> None:
@@ -1259,9 +1262,10 @@ def _own(f: Figures, case: dict[str, Any], t: Traffic, owned: Owned, price: floa
     busy = _busy_share(f, t)
     at = owned.utilisation if owned.utilisation is not None else busy
     scale = hour / price * busy / at  # the rented split at the owned price, then at the utilisation given
+    gpus, per_m_in, per_m_out = f.gpus or 0, f.usd_per_m_input or 0.0, f.usd_per_m_output or 0.0  # set: feasible
     f.extra["owned"] = {
-        "usd_per_gpu_hour": hour, "usd_per_month": f.gpus * hour * hours_per_month,  # type: ignore[operator]
-        "usd_per_m_input": f.usd_per_m_input * scale, "usd_per_m_output": f.usd_per_m_output * scale,  # type: ignore[operator]
+        "usd_per_gpu_hour": hour, "usd_per_month": gpus * hour * hours_per_month,
+        "usd_per_m_input": per_m_in * scale, "usd_per_m_output": per_m_out * scale,
         "fleet_utilisation": busy, "utilisation": at,
     }  # fmt: skip
 
