@@ -201,3 +201,29 @@ def test_bad_python_input_names_the_argument():
         plan("Llama-3.1-70B", ASSISTANT, gpus={"H100": 2.5},
              assumptions=Assumptions(speculative=Speculative(acceptance=0.8)))  # fmt: skip
     assert err.value.argument == "draft"
+
+
+# --- PLAN_OPTIONS ---------------------------------------------------------------------------------------------------
+
+
+def test_plan_options_takes_the_new_inputs_as_trailing_arguments_and_keeps_its_old_table():
+    from xlsxplan.plan import TABLE_HEADER, Owned, plan_options
+
+    old = plan_options("Qwen2.5-72B", 200_000, 2_000, 300, 3, 20, 2, 1, "H100=2.5", 6_000)
+    assert old[0] == list(TABLE_HEADER)  # without the new arguments, the table it always spilled
+    table = plan_options("Qwen2.5-72B", 200_000, 2_000, 300, 3, 20, 2, 1, "H100=2.5", 6_000, 0, 0, 2, 0.99, 0.9, 2,
+                         16, "Qwen2.5-7B", 0.7, 3, 1)  # fmt: skip
+    head = table[0]
+    assert head[: len(TABLE_HEADER)] == list(TABLE_HEADER)
+    assert head[len(TABLE_HEADER) :] == ["ttft_p50_s", "ttft_p90_s", "ttft_p99_s", "replicas_binding",
+                                         "kv_cache_tokens", "max_concurrency", "speculative", "spec_speedup",
+                                         "owned_usd_per_month", "owned_usd_per_m_input", "owned_usd_per_m_output"]  # fmt: skip
+    a = Assumptions(engine=Engine(0.9, 2, 16), speculative=Speculative(3, 0.7, (), "Qwen2.5-7B"), owned=Owned())
+    result = plan("Qwen2.5-72B", Traffic(200_000, 2_000, 300, 3, prompt_p95=6_000),
+                  Targets(20, 2, 0.99), {"H100": 2.5}, a)  # fmt: skip
+    first, row = result.feasible[0], dict(zip(head, table[1]))
+    f = first.assumed
+    assert row["usd_per_month"] == f.usd_per_month and row["ttft_p99_s"] == f.extra["ttft_percentiles_s"]["p99"]
+    assert row["kv_cache_tokens"] == f.extra["engine"]["kv_cache_tokens"]
+    assert row["speculative"] == ("yes" if first.speculative else "no")
+    assert row["owned_usd_per_month"] == f.extra["owned"]["usd_per_month"]

@@ -62,6 +62,7 @@ from .core import cost, engine, equations, queueing, serving, speculative, traff
 from .domains import (
     CoefficientOfVariation,
     Count,
+    Flag,
     Fraction,
     FractionOrZero,
     MemoryGBOrZero,
@@ -480,9 +481,38 @@ class Plan:
                 out["speculative"] = o.speculative
         return {"inputs": self.inputs(), "options": options}
 
+    def extra_columns(self) -> list[str]:
+        """The columns a plan adds after :data:`TABLE_HEADER` for what it was asked beyond the base search: none
+        without a percentile target, the engine's memory, a draft or the owned case."""
+        a, cols = self.assumptions, []
+        if self.targets.ttft_percentile is not None:
+            cols += ["ttft_p50_s", "ttft_p90_s", "ttft_p99_s", "replicas_binding"]
+        if a.engine is not None:
+            cols += ["kv_cache_tokens", "max_concurrency"]
+        if a.speculative is not None:
+            cols += ["speculative", "spec_speedup"]
+        if a.owned is not None:
+            cols += ["owned_usd_per_month", "owned_usd_per_m_input", "owned_usd_per_m_output"]
+        return cols
+
+    def _extra_cells(self, o: Option, f: Figures) -> list[Any]:
+        ex, cells = f.extra, []
+        a = self.assumptions
+        if self.targets.ttft_percentile is not None:
+            at = ex.get("ttft_percentiles_s", {})
+            cells += [at.get("p50"), at.get("p90"), at.get("p99"), ex.get("replicas_binding")]
+        if a.engine is not None:
+            cells += [ex.get("engine", {}).get("kv_cache_tokens"), ex.get("engine", {}).get("max_concurrency")]
+        if a.speculative is not None:
+            cells += ["yes" if o.speculative else "no", ex.get("speculative", {}).get("speedup")]
+        if a.owned is not None:
+            owned = ex.get("owned", {})
+            cells += [owned.get("usd_per_month"), owned.get("usd_per_m_input"), owned.get("usd_per_m_output")]
+        return cells
+
     def rows(self) -> list[list[Any]]:
         """The ranked table, header first: what PLAN_OPTIONS spills."""
-        out: list[list[Any]] = [list(TABLE_HEADER)]
+        out: list[list[Any]] = [list(TABLE_HEADER) + self.extra_columns()]
         feasible = self.feasible
         for i, o in enumerate(self.options):
             f = o.view(self.rank_by)
@@ -492,7 +522,7 @@ class Plan:
                 f.batch, f.binding, f.tokens_per_s_per_user, f.ttft_s, f.replicas, f.gpus, f.usd_per_month,
                 f.usd_per_m_input, f.usd_per_m_output, "yes" if f.feasible else "no", "yes" if o.frontier else "",
                 f.reason or "", c.gpus if c.feasible else "", c.usd_per_month if c.feasible else "",
-                c.reason or "",
+                c.reason or "", *self._extra_cells(o, f),
             ])  # fmt: skip
         return [["" if v is None else v for v in row] for row in out]
 
@@ -1317,6 +1347,14 @@ def plan_options(
     max_prompt_tokens: TokensOrZero = 0,
     reasoning_tokens: TokensOrZero = 0,
     min_replicas: Count = 2,
+    ttft_percentile: FractionOrZero = 0,
+    gpu_memory_utilization: FractionOrZero = 0,
+    reserve_gb: MemoryGBOrZero = 0,
+    block_size: Count = 16,
+    spec_draft: Name = "none",
+    spec_acceptance: FractionOrZero = 0,
+    spec_tokens: Count = 1,
+    own: Flag = 0,
 ) -> list[list[Any]]:
     """Every way to serve a model for a traffic, ranked by monthly cost, with each rejected option's reason.
 
@@ -1349,12 +1387,33 @@ def plan_options(
         Hidden reasoning tokens per request, decoded and billed as output [tokens].
     min_replicas : int, default 2
         Fewest replicas an aggregated plan runs [count].
+    ttft_percentile : float, default 0
+        Share of requests whose first token, the wait for a batch slot at the peak included, must come within
+        ttft_target_s (0.99 for P99; replicas are added until it holds); 0: a request that never waits [fraction].
+    gpu_memory_utilization : float, default 0
+        The serving engine's share of each GPU's memory (vLLM's 0.9), the KV cache in whole blocks; 0: the flat 90%
+        usable of the source text [fraction].
+    reserve_gb : float, default 0
+        With gpu_memory_utilization: memory held per GPU besides the weights (activations, CUDA graphs) [GB].
+    block_size : int, default 16
+        With gpu_memory_utilization: tokens per KV block (vLLM 16, SGLang 1) [tokens].
+    spec_draft : str, default none
+        A preset model that drafts tokens for speculative decoding; every option is then tried with and without
+        it; none: no draft [name].
+    spec_acceptance : float, default 0
+        With spec_draft: chance each drafted token is accepted [fraction].
+    spec_tokens : int, default 1
+        With spec_draft: tokens drafted a step [count].
+    own : int, default 0
+        1 adds the same fleet owned (GPU_HOUR_OWNED with the catalog's sourced defaults, COST_SPEC): cost a month
+        and per M input and output tokens [flag].
 
     Returns
     -------
     list of list
         A table with a header row: rank, accelerator, GPUs per replica, precisions, serving, batch and what sets it,
-        speed, first token, replicas, GPUs, USD a month and per M tokens, feasible, frontier, reason [table].
+        speed, first token, replicas, GPUs, USD a month and per M tokens, feasible, frontier, reason; then the
+        columns of the optional arguments given (P50/P90/P99 first token, KV tokens, the draft, owned cost) [table].
 
     Notes
     -----
@@ -1365,8 +1424,12 @@ def plan_options(
     support assistant (200,000 requests of 2,000 + 300 tokens on Qwen2.5-72B, H100 at $2.50): FP8 on two GPUs at
     batch 91, 8 GPUs, $14,600 a month, first.
     """
-    targets = Targets(_zero_is_none(tokens_per_s_target), _zero_is_none(ttft_target_s))
+    targets = Targets(_zero_is_none(tokens_per_s_target), _zero_is_none(ttft_target_s), _zero_is_none(ttft_percentile))
     t = Traffic(requests_per_day, prompt_tokens, output_tokens, peak_factor, _zero_is_none(prompt_p95),
                 _zero_is_none(max_prompt_tokens), reasoning_tokens)  # fmt: skip
-    result = plan(model, t, targets, parse_gpus(gpus), Assumptions(spare=spare, min_replicas=min_replicas))
+    engine_ = Engine(gpu_memory_utilization, reserve_gb, block_size) if gpu_memory_utilization else None
+    draft = Speculative(spec_tokens, spec_acceptance, (), spec_draft) if spec_draft.strip().lower() != "none" else None
+    a = Assumptions(spare=spare, min_replicas=min_replicas, engine=engine_, speculative=draft,
+                    owned=Owned() if own else None)  # fmt: skip
+    result = plan(model, t, targets, parse_gpus(gpus), a)
     return result.rows()
