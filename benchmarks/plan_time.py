@@ -6,7 +6,9 @@ Run from the repository root:
 
 Times, in a subprocess each, the search over every accelerator the catalog prices and over every accelerator in the
 catalog (each given a price), for a dense model and a mixture of experts, with both targets and a p95 prompt; then
-the in-process search over every model and every accelerator. Prints the median wall time with the number of
+the in-process search over every model and every accelerator. The fourth case adds every optional input at once: a P99
+first-token target (a queue per option and view, with smaller batches tried), vLLM's memory rule, a speculative draft
+(every option with and without it) and the owned case. Prints the median wall time with the number of
 options planned.
 """
 
@@ -40,6 +42,9 @@ def main() -> None:
         ("every accelerator", "Qwen2.5-72B", _gpus()),
         ("every accelerator, 4 weight formats", "DeepSeek-V3",
          _gpus() + ["--weights", "bf16,fp8,int4_g128,nvfp4"]),
+        ("every accelerator, a P99 target, vLLM's memory, a draft, owned", "Qwen2.5-72B",
+         _gpus() + ["--ttft-percentile", "0.99", "--gpu-memory-utilization", "0.9", "--spec-draft", "Qwen2.5-7B",
+                    "--spec-acceptance", "0.7", "--spec-tokens", "3", "--own"]),
     ]  # fmt: skip
     for label, model, extra in cases:
         walls, options = [], 0

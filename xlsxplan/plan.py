@@ -606,7 +606,10 @@ def _checked_speculative(sp: Speculative) -> None:
         raise ArgumentError("speculative decoding needs one draft: a preset model (draft) or a head's parameters in "
                             "billions (draft_params_b)", "draft")  # fmt: skip
     if sp.draft is not None:
-        _model(sp.draft)  # an unknown name, with the closest ones
+        try:
+            _model(sp.draft)
+        except XlsxplanError as err:  # an unknown name, with the closest ones
+            raise type(err)(f"draft: {err.message}", "draft") from None
     else:
         _check("draft_params_b", ParamsB, sp.draft_params_b)
     if (sp.acceptance is None) == (not sp.acceptance_rates):
@@ -1428,7 +1431,14 @@ def plan_options(
     t = Traffic(requests_per_day, prompt_tokens, output_tokens, peak_factor, _zero_is_none(prompt_p95),
                 _zero_is_none(max_prompt_tokens), reasoning_tokens)  # fmt: skip
     engine_ = Engine(gpu_memory_utilization, reserve_gb, block_size) if gpu_memory_utilization else None
-    draft = Speculative(spec_tokens, spec_acceptance, (), spec_draft) if spec_draft.strip().lower() != "none" else None
+    draft = None
+    if spec_draft.strip().lower() != "none":
+        draft = Speculative(spec_tokens, spec_acceptance, (), spec_draft)
+        try:
+            _checked_speculative(draft)
+        except XlsxplanError as err:  # named as this function spells it
+            raise type(err)("spec_" + err.message if err.argument in ("draft", "acceptance") else err.message,
+                            "spec_" + (err.argument or "draft")) from None  # fmt: skip
     a = Assumptions(spare=spare, min_replicas=min_replicas, engine=engine_, speculative=draft,
                     owned=Owned() if own else None)  # fmt: skip
     result = plan(model, t, targets, parse_gpus(gpus), a)
