@@ -72,6 +72,29 @@ def main() -> None:
         f"every model x every accelerator in one process: {n} options, {float(inside):.2f} s after import, "
         f"{time.perf_counter() - start:.2f} s wall"
     )
+    optional_inputs()
+
+
+def optional_inputs() -> None:
+    """CPU time of one search over every accelerator, in process, with each optional input (the best of 5)."""
+    from xlsxplan.catalog import gpu_names
+    from xlsxplan.plan import Assumptions, Engine, Owned, Speculative, Targets, Traffic, plan
+
+    t, gpus = Traffic(200000, 2000, 300, prompt_p95=6000), {g: 2.0 for g in gpu_names()}
+    cases = [
+        ("none", Targets(20, 2), Assumptions()),
+        ("--ttft-percentile 0.99", Targets(20, 2, 0.99), Assumptions()),
+        ("--gpu-memory-utilization 0.9", Targets(20, 2), Assumptions(engine=Engine())),
+        ("--spec-draft Qwen2.5-7B", Targets(20, 2), Assumptions(speculative=Speculative(3, 0.7, (), "Qwen2.5-7B"))),
+        ("--own", Targets(20, 2), Assumptions(owned=Owned())),
+    ]
+    for label, targets, assumptions in cases:
+        times = []
+        for _ in range(5):
+            start = time.process_time()
+            options = len(plan("Qwen2.5-72B", t, targets, gpus, assumptions).options)
+            times.append(time.process_time() - start)
+        print(f"in process, Qwen2.5-72B over every accelerator, {label}: {options} options, {min(times):.2f} s CPU")
 
 
 if __name__ == "__main__":

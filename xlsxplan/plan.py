@@ -1026,7 +1026,8 @@ prompt sooner and leaves time to wait for a slot, at the cost of fewer slots and
 def _batch_for_percentile(s: _Setup, t: Traffic, g: Targets, a: Assumptions, cap: int, context: float,
                           eff_bw: float, compute_tokens_per_s: float, prefill: float) -> int:  # fmt: skip
     """The batch (at most ``cap``, among :data:`_BATCH_SHARES` of it) that needs the fewest replicas for the
-    percentile target at the peak; of batches needing as many, the largest."""
+    percentile target at the peak; of batches needing as many, the largest. A replica's capacity falls with its
+    batch, so once the replicas the load alone needs reach the best found, no smaller batch is tried."""
     mean_tokens, tail_tokens = traffic.prefill_tokens(t.prompt_tokens), traffic.prefill_tokens(t.tail_prompt)
     assert g.ttft_s is not None and g.ttft_percentile is not None  # the caller's condition
     best: tuple[int, int] | None = None
@@ -1042,9 +1043,11 @@ def _batch_for_percentile(s: _Setup, t: Traffic, g: Targets, a: Assumptions, cap
             continue
         rps = traffic.replica_rps_chunked(prefill, mean_tokens, t.decode_tokens * s.decode_compute,
                                           total * s.decode_compute)  # fmt: skip
-        need = max(traffic.fleet_replicas(t.peak_requests_per_s, rps, a.spare, a.min_replicas),
-                   queueing.replicas_for_ttft(t.peak_requests_per_s, target, g.ttft_percentile, b, mean_s,
-                                              t.decode_tokens * step, rps, a.service_cv) + a.spare)  # fmt: skip
+        load = traffic.fleet_replicas(t.peak_requests_per_s, rps, a.spare, a.min_replicas)
+        if best is not None and load >= best[0]:  # a smaller batch serves no more a replica: none does better
+            break
+        need = max(load, queueing.replicas_for_ttft(t.peak_requests_per_s, target, g.ttft_percentile, b, mean_s,
+                                                    t.decode_tokens * step, rps, a.service_cv) + a.spare)  # fmt: skip
         if best is None or need < best[0]:
             best = (need, b)
     return cap if best is None else best[1]
