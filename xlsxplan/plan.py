@@ -34,6 +34,22 @@ What the template and this search do differently, and why:
 * **The longest prompt accepted** must fit alone beside the weights, or the option is rejected (the template flags
   it on Checks).
 
+Optional inputs, each absent unless given, so that a plan without them is the plan it always was:
+
+* **A percentile target for the first token** (:attr:`Targets.ttft_percentile`): each aggregated replica is a queue
+  of ``batch`` slots fed its share of the peak's Poisson arrivals (SLOT_S, Erlang C), a disaggregated prefill pool
+  one queue with a server per replica; replicas are added until the percentile holds with the spares down
+  (REPLICAS_FOR_TTFT), smaller batches are tried where they leave time to wait, and P50/P90/P99 at the planned
+  fleet are reported (:mod:`xlsxplan.core.queueing`).
+* **Memory as vLLM allocates it** (:class:`Engine`): the engine's share of each GPU less the weights and a reserve,
+  in whole blocks (ENGINE_KV_TOKENS), in place of the flat usable share.
+* **A speculative draft** (:class:`Speculative`): every option is planned with it and without it; with it a token
+  costs SPEC_STEP_S over the tokens a step yields, the draft's weights and cache take memory, and its verify pass
+  takes compute from the prompts (:mod:`xlsxplan.core.speculative`).
+* **The owned case** (:class:`Owned`): the same fleet bought, GPU_HOUR_OWNED with the catalog's sourced defaults
+  (:func:`xlsxplan.catalog.costs.cost_figure`), per month and per million tokens beside the rent
+  (:mod:`xlsxplan.core.cost`).
+
 Where other plans plug in: a new input goes into :class:`Traffic`, :class:`Targets` or :class:`Assumptions` (each a
 frozen dataclass with defaults, so older calls keep working); a new per-option figure goes into
 :attr:`Figures.extra` (it reaches the Python API and, by its key, any face that asks for it); a new set of

@@ -284,6 +284,8 @@ def render(result: Any, top: int = 0) -> str:
                      f"of requests at the peak (P{share}), waiting for a batch slot included")  # fmt: skip
     elif g.ttft_s is not None:
         given.append(f"first token of the {t.tail_prompt:,.0f}-token tail prompt within {g.ttft_s:g} s")
+    elif g.ttft_percentile is not None:
+        given.append("none on the first token (--ttft-s), whose P50, P90 and P99 under load are reported")
     lines.append(
         "targets: " + ("; ".join(given) if given else "none given, so none applies (--tokens-per-s, --ttft-s)")
     )
