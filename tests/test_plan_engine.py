@@ -166,10 +166,10 @@ def test_the_json_and_the_table_carry_the_draft(capsys):
     data = json.loads(capsys.readouterr().out)
     spec = data["inputs"]["assumptions"]["speculative"]
     assert spec["draft"] == "Llama-3.1-8B" and spec["draft_tokens"] == 4 and spec["tokens_per_step"] == 3.3616
-    assert {o["speculative"] for o in data["options"]} == {True, False}
-    assert all(("speculative" in o) for o in data["options"])
-    drafted = [o for o in data["options"] if o["speculative"] and o["feasible"]]
-    assert drafted and all(o["speculative"] is True for o in drafted)
+    assert {o["draft"] for o in data["options"]} == {True, False}
+    drafted = [o for o in data["options"] if o["draft"] and o["feasible"]]
+    assert drafted and all(o["speculative"]["tokens_per_step"] == 3.3616 for o in drafted)
+    assert all("speculative" not in o for o in data["options"] if not o["draft"])
     assert main([*args, "--top", "2"]) == 0
     out = capsys.readouterr().out
     assert "draft  spec x" in out and "3.362 tokens per target step" in out

@@ -494,7 +494,7 @@ class Plan:
         options = [o.to_json() for o in self.options]
         if self.assumptions.speculative is not None:  # which options decode with the draft
             for o, out in zip(self.options, options):
-                out["speculative"] = o.speculative
+                out["draft"] = o.speculative
         return {"inputs": self.inputs(), "options": options}
 
     def extra_columns(self) -> list[str]:
