@@ -227,3 +227,13 @@ def test_plan_options_takes_the_new_inputs_as_trailing_arguments_and_keeps_its_o
     assert row["kv_cache_tokens"] == f.extra["engine"]["kv_cache_tokens"]
     assert row["speculative"] == ("yes" if first.speculative else "no")
     assert row["owned_usd_per_month"] == f.extra["owned"]["usd_per_month"]
+
+
+def test_a_fleet_beyond_any_size_is_a_rejection_with_its_reason_not_an_error():
+    # a trillion requests a day: the text's 2.96 requests/s a replica of two H100s needs 23 million GPUs at the peak
+    result = plan("Qwen2.5-72B", Traffic(1e12, 2_000, 300, 3), gpus={"H100": 2.5}, assumptions=TEXT)
+    f = _option(result, kv="bf16")
+    replicas = math.ceil(1e12 / 86_400 * 3 / f.extra["requests_per_s_per_replica"]) + 1
+    assert not f.feasible and f.extra["rejected_by"] == "fleet"
+    assert f.reason == f"the peak needs {2 * replicas:,} GPUs, more than any fleet (10,000,000)"
+    assert not result.feasible

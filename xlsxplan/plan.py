@@ -118,6 +118,8 @@ SERVINGS = ("aggregated", "disaggregated")
 AGGREGATED, DISAGGREGATED = SERVINGS
 MEMORY, SPEED, FIRST_TOKEN = "memory", "speed target", "first-token target"
 PARAMS_X_BYTES, PUBLISHED = "params x bytes", "published"
+MOST_GPUS = 10_000_000
+"""The most GPUs a plan may need (the GPU counts the cost functions accept); an option that needs more is rejected."""
 _NO_SPEED = 1e-9
 """The speed BATCH_FOR_TTFT is given when no speed target applies: slow enough that only memory-bound decode and
 the compute it leaves count."""
@@ -331,8 +333,8 @@ class Figures:
 
     def reject(self, reason: str, limit: str) -> Figures:
         """Mark the option rejected: ``reason`` in words, ``limit`` the check it failed (``precision``, ``efficiency``,
-        ``experts``, ``weights``, ``sequence``, ``longest prompt``, ``speed``, ``first token``), kept in ``extra``
-        as ``rejected_by`` for a face that groups rejections."""
+        ``experts``, ``weights``, ``sequence``, ``longest prompt``, ``speed``, ``first token``, ``fleet``), kept in
+        ``extra`` as ``rejected_by`` for a face that groups rejections."""
         self.feasible, self.reason = False, reason
         self.extra["rejected_by"] = limit
         return self
@@ -1026,6 +1028,9 @@ def _plan_view(s: _Setup, rates: _Rates, t: Traffic, g: Targets, a: Assumptions,
         share = p / (p + d)
         ex.update(prefill_replicas=p, decode_replicas=d)
     f.gpus = f.replicas * s.n
+    if f.gpus > MOST_GPUS:
+        return f.reject(f"the peak needs {format_number(f.gpus)} GPUs, more than any fleet "
+                        f"({format_number(MOST_GPUS)})", "fleet")  # fmt: skip
     f.usd_per_month = f.gpus * price * a.hours_per_month
     f.usd_per_m_input = traffic.cost_per_m_input(f.gpus, price, t.requests_per_day, t.prompt_tokens, share)
     f.usd_per_m_output = traffic.cost_per_m_output(f.gpus, price, t.requests_per_day, t.decode_tokens, share)
@@ -1296,8 +1301,8 @@ def _busy_share(f: Figures, t: Traffic) -> float:
     what one request takes of a replica, over the replicas (FLEET_UTILISATION for aggregated serving)."""
     ex = f.extra
     average = t.requests_per_day / serving.SECONDS_PER_DAY
-    if "requests_per_s_per_replica" in ex:
-        return traffic.fleet_utilisation(t.requests_per_day, ex["requests_per_s_per_replica"], f.replicas or 1)
+    if "requests_per_s_per_replica" in ex:  # FLEET_UTILISATION's arithmetic, for fleets of any size
+        return average / ((f.replicas or 1) * ex["requests_per_s_per_replica"])
     per_request = ex["prefill_s"] + t.decode_tokens / ex["tokens_per_s_total"]
     return average * per_request / (f.replicas or 1)
 
