@@ -6,7 +6,9 @@ Run from the repository root:
 
 Times, in a subprocess each, the search over every accelerator the catalog prices and over every accelerator in the
 catalog (each given a price), for a dense model and a mixture of experts, with both targets and a p95 prompt; then
-the in-process search over every model and every accelerator. Prints the median wall time with the number of
+the in-process search over every model and every accelerator. The fourth case adds every optional input at once: a P99
+first-token target (a queue per option and view, with smaller batches tried), vLLM's memory rule, a speculative draft
+(every option with and without it) and the owned case. Prints the median wall time with the number of
 options planned.
 """
 
@@ -40,6 +42,9 @@ def main() -> None:
         ("every accelerator", "Qwen2.5-72B", _gpus()),
         ("every accelerator, 4 weight formats", "DeepSeek-V3",
          _gpus() + ["--weights", "bf16,fp8,int4_g128,nvfp4"]),
+        ("every accelerator, a P99 target, vLLM's memory, a draft, owned", "Qwen2.5-72B",
+         _gpus() + ["--ttft-percentile", "0.99", "--gpu-memory-utilization", "0.9", "--spec-draft", "Qwen2.5-7B",
+                    "--spec-acceptance", "0.7", "--spec-tokens", "3", "--own"]),
     ]  # fmt: skip
     for label, model, extra in cases:
         walls, options = [], 0
@@ -67,6 +72,29 @@ def main() -> None:
         f"every model x every accelerator in one process: {n} options, {float(inside):.2f} s after import, "
         f"{time.perf_counter() - start:.2f} s wall"
     )
+    optional_inputs()
+
+
+def optional_inputs() -> None:
+    """CPU time of one search over every accelerator, in process, with each optional input (the best of 5)."""
+    from xlsxplan.catalog import gpu_names
+    from xlsxplan.plan import Assumptions, Engine, Owned, Speculative, Targets, Traffic, plan
+
+    t, gpus = Traffic(200000, 2000, 300, prompt_p95=6000), {g: 2.0 for g in gpu_names()}
+    cases = [
+        ("none", Targets(20, 2), Assumptions()),
+        ("--ttft-percentile 0.99", Targets(20, 2, 0.99), Assumptions()),
+        ("--gpu-memory-utilization 0.9", Targets(20, 2), Assumptions(engine=Engine())),
+        ("--spec-draft Qwen2.5-7B", Targets(20, 2), Assumptions(speculative=Speculative(3, 0.7, (), "Qwen2.5-7B"))),
+        ("--own", Targets(20, 2), Assumptions(owned=Owned())),
+    ]
+    for label, targets, assumptions in cases:
+        times = []
+        for _ in range(5):
+            start = time.process_time()
+            options = len(plan("Qwen2.5-72B", t, targets, gpus, assumptions).options)
+            times.append(time.process_time() - start)
+        print(f"in process, Qwen2.5-72B over every accelerator, {label}: {options} options, {min(times):.2f} s CPU")
 
 
 if __name__ == "__main__":

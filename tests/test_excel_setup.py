@@ -441,9 +441,10 @@ def test_the_bundle_carries_what_the_functions_need_and_nothing_lite_never_uses(
     assert files["xlsxplan/excel/udfs.py"] == (Path(lite_module.__file__).parent / "udfs.py").read_text(
         encoding="utf-8"
     )
-    # the functions and the catalog they need, the plan search behind PLAN_OPTIONS included, no more (the faces left
-    # out above would add several hundred KB)
-    assert len(lite_bundle().encode("utf-8")) < 600_000
+    # the functions and the catalog they need, the plan search behind PLAN_OPTIONS included (with its percentile
+    # target, engine memory, speculative draft and owned case: 612 KB), no more (the faces left out above would add
+    # several hundred KB)
+    assert len(lite_bundle().encode("utf-8")) < 650_000
 
 
 _LITE_RUN = r"""

@@ -34,6 +34,22 @@ What the template and this search do differently, and why:
 * **The longest prompt accepted** must fit alone beside the weights, or the option is rejected (the template flags
   it on Checks).
 
+Optional inputs, each absent unless given, so that a plan without them is the plan it always was:
+
+* **A percentile target for the first token** (:attr:`Targets.ttft_percentile`): each aggregated replica is a queue
+  of ``batch`` slots fed its share of the peak's Poisson arrivals (SLOT_S, Erlang C), a disaggregated prefill pool
+  one queue with a server per replica; replicas are added until the percentile holds with the spares down
+  (REPLICAS_FOR_TTFT), smaller batches are tried where they leave time to wait, and P50/P90/P99 at the planned
+  fleet are reported (:mod:`xlsxplan.core.queueing`).
+* **Memory as vLLM allocates it** (:class:`Engine`): the engine's share of each GPU less the weights and a reserve,
+  in whole blocks (ENGINE_KV_TOKENS), in place of the flat usable share.
+* **A speculative draft** (:class:`Speculative`): every option is planned with it and without it; with it a token
+  costs SPEC_STEP_S over the tokens a step yields, the draft's weights and cache take memory, and its verify pass
+  takes compute from the prompts (:mod:`xlsxplan.core.speculative`).
+* **The owned case** (:class:`Owned`): the same fleet bought, GPU_HOUR_OWNED with the catalog's sourced defaults
+  (:func:`xlsxplan.catalog.costs.cost_figure`), per month and per million tokens beside the rent
+  (:mod:`xlsxplan.core.cost`).
+
 Where other plans plug in: a new input goes into :class:`Traffic`, :class:`Targets` or :class:`Assumptions` (each a
 frozen dataclass with defaults, so older calls keep working); a new per-option figure goes into
 :attr:`Figures.extra` (it reaches the Python API and, by its key, any face that asks for it); a new set of
@@ -58,11 +74,18 @@ from typing import Any
 
 from . import calibration, catalog, precision
 from .catalog import models
-from .core import equations, serving, traffic
+from .core import cost, engine, equations, queueing, serving, speculative, traffic
 from .domains import (
+    CoefficientOfVariation,
     Count,
+    Flag,
+    Fraction,
+    FractionOrZero,
+    MemoryGBOrZero,
     Name,
+    ParamsB,
     PeakFactor,
+    Percentile,
     PerDay,
     SecondsOrZero,
     Spare,
@@ -77,7 +100,8 @@ from .errors import ArgumentError, NotAvailableError, OutOfRangeError, XlsxplanE
 
 __all__ = [
     "HOURS_PER_MONTH", "GPUS_PER_REPLICA", "SERVINGS", "Traffic", "Targets", "Assumptions", "View", "Figures",
-    "Option", "Plan", "plan", "views", "parse_gpus", "plan_options", "figure_text", "TABLE_HEADER",
+    "Option", "Plan", "plan", "views", "parse_gpus", "plan_options", "figure_text", "TABLE_HEADER", "Owned",
+    "OWNED_FIELDS", "Engine", "Speculative",
 ]  # fmt: skip
 
 HOURS_PER_MONTH = 730
@@ -94,6 +118,8 @@ SERVINGS = ("aggregated", "disaggregated")
 AGGREGATED, DISAGGREGATED = SERVINGS
 MEMORY, SPEED, FIRST_TOKEN = "memory", "speed target", "first-token target"
 PARAMS_X_BYTES, PUBLISHED = "params x bytes", "published"
+MOST_GPUS = 10_000_000
+"""The most GPUs a plan may need (the GPU counts the cost functions accept); an option that needs more is rejected."""
 _NO_SPEED = 1e-9
 """The speed BATCH_FOR_TTFT is given when no speed target applies: slow enough that only memory-bound decode and
 the compute it leaves count."""
@@ -144,6 +170,10 @@ class Targets:
     """Slowest decode per user [tokens/s]."""
     ttft_s: float | None = None
     """Longest wait for the first token of the tail prompt [s]."""
+    ttft_percentile: float | None = None
+    """With ``ttft_s``: the share of requests whose first token, queueing for a batch slot at the peak included,
+    must come within ``ttft_s`` (0.99 for P99); replicas are added until it holds with the spares down. Given alone,
+    the plan only reports the P50, P90 and P99 under load. None: the first token of a request that never waits."""
 
 
 @dataclass(frozen=True)
@@ -172,6 +202,82 @@ class Assumptions:
     kv_precisions: tuple[str, ...] = ("bf16", "fp8")
     gpus_per_replica: tuple[int, ...] = GPUS_PER_REPLICA
     servings: tuple[str, ...] = SERVINGS
+    service_cv: float = 1.0
+    """Coefficient of variation of the time a request holds a batch slot, for the queue in front of the slots
+    (QUEUE_WAIT_S): 1 is exponential, the M/M/c case; other values use the Allen-Cunneen approximation."""
+    owned: Owned | None = None
+    """The owned-case assumptions; None: the plan prices rented GPUs only."""
+    engine: Engine | None = None
+    """Memory as a serving engine allocates it; None: :attr:`usable_fraction` of memory, less the weights."""
+    speculative: Speculative | None = None
+    """A draft (a model or a multi-token-prediction head) proposing tokens the target checks; None: plain decode."""
+
+
+@dataclass(frozen=True)
+class Engine:
+    """The KV cache as vLLM allocates it on each GPU (ENGINE_KV_GB, ENGINE_KV_TOKENS): ``memory_fraction`` of the
+    GPU's memory, less its share of the weights (and a draft's) and ``reserve_gb``, cut into whole blocks of
+    ``block_size`` tokens; each sequence holds whole blocks."""
+
+    memory_fraction: float = 0.9
+    """vLLM's gpu_memory_utilization (0.9; 0.92 from v0.22), SGLang's mem_fraction_static [fraction]."""
+    reserve_gb: float = 0.0
+    """Held per GPU besides the weights inside that share: the profiling run's activation peak, non-torch memory and
+    CUDA graphs [GB]."""
+    block_size: int = 16
+    """Tokens per KV block: vLLM's 16 on CUDA; 1 for SGLang's token pool [tokens]."""
+
+
+@dataclass(frozen=True)
+class Speculative:
+    """Speculative decoding: a draft proposes ``draft_tokens`` tokens a step, the target checks them in one pass.
+
+    The draft is a preset model (``draft``) or a head of ``draft_params_b`` billion parameters (a model's own
+    multi-token-prediction module, or an EAGLE head); acceptance is one rate ``acceptance`` for every drafted token
+    (SPEC_TOKENS_PER_STEP) or measured rates per position ``acceptance_rates`` (SPEC_ACCEPT_LENGTH, whose length
+    is then the drafted tokens)."""
+
+    draft_tokens: int = 1
+    acceptance: float | None = None
+    acceptance_rates: tuple[float, ...] = ()
+    draft: str | None = None
+    draft_params_b: float | None = None
+    draft_weights: str = "bf16"
+    """Precision of the draft's weights (a precision name of the catalog)."""
+
+    @property
+    def gamma(self) -> int:
+        return len(self.acceptance_rates) if self.acceptance_rates else self.draft_tokens
+
+    def tokens_per_step(self) -> float:
+        """Expected tokens a target step yields."""
+        if self.acceptance_rates:
+            return speculative.spec_accept_length(tuple(self.acceptance_rates))
+        return speculative.spec_tokens_per_step(self.acceptance or 0.0, self.draft_tokens)
+
+
+OWNED_FIELDS = ("capex_usd", "years", "residual_fraction", "annual_rate", "kw", "pue", "usd_per_kwh",
+                "usd_per_kw_month")  # fmt: skip
+"""The assumptions of an owned GPU-hour, in GPU_HOUR_OWNED's order (:class:`xlsxplan.core.cost.OwnedCase`)."""
+_OWNED_UNITS = {"capex_usd": "USD", "years": "years", "residual_fraction": "fraction", "annual_rate": "fraction/year",
+                "kw": "kW", "pue": "ratio", "usd_per_kwh": "USD/kWh", "usd_per_kw_month": "USD/kW-month"}  # fmt: skip
+_COSTS_KEY = {"kw": "server_kw_per_gpu"}
+"""The costs.toml figure an owned-case field defaults to, where its name differs."""
+
+
+@dataclass(frozen=True)
+class Owned:
+    """What owning the GPUs costs, beside renting them: the assumptions GPU_HOUR_OWNED takes, each defaulted from the
+    catalog's sourced figures (``catalog/costs.toml``; the power per GPU from the server's draw there, else the
+    board's ``power_w`` in accelerators.toml) unless given here."""
+
+    given: Mapping[str, float] = field(default_factory=dict)
+    """Field of :data:`OWNED_FIELDS` -> value, for every accelerator."""
+    per_gpu: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+    """Accelerator id -> field -> value, for one accelerator (before :attr:`given`)."""
+    utilisation: float | None = None
+    """Average load of the owned GPUs over full load, across every hour, if other work fills the hours this traffic
+    leaves idle; None: the fleet's own utilisation (this traffic alone)."""
 
 
 @dataclass(frozen=True)
@@ -227,8 +333,8 @@ class Figures:
 
     def reject(self, reason: str, limit: str) -> Figures:
         """Mark the option rejected: ``reason`` in words, ``limit`` the check it failed (``precision``, ``efficiency``,
-        ``experts``, ``weights``, ``sequence``, ``longest prompt``, ``speed``, ``first token``), kept in ``extra``
-        as ``rejected_by`` for a face that groups rejections."""
+        ``experts``, ``weights``, ``sequence``, ``longest prompt``, ``speed``, ``first token``, ``fleet``), kept in
+        ``extra`` as ``rejected_by`` for a face that groups rejections."""
         self.feasible, self.reason = False, reason
         self.extra["rejected_by"] = limit
         return self
@@ -238,6 +344,11 @@ class Figures:
         keys = ("batch", "binding", "tokens_per_s_per_user", "ttft_s", "replicas", "gpus", "usd_per_month",
                 "usd_per_m_input", "usd_per_m_output", "feasible", "reason")  # fmt: skip
         return {k: getattr(self, k) for k in keys}
+
+
+_OPTIONAL_JSON = ("ttft_percentiles_s", "replicas_binding", "owned", "engine", "speculative")
+"""Keys of :attr:`Figures.extra` the JSON carries when a plan computed them (``--own``, ``--ttft-percentile``, the
+engine's memory, a speculative draft); absent otherwise, so a plan without them prints what it always printed."""
 
 
 @dataclass
@@ -253,12 +364,16 @@ class Option:
     assumed: Figures
     calibrated: Figures
     frontier: bool = False
+    speculative: bool = False
+    """Decoded with the plan's speculative draft (:attr:`Assumptions.speculative`); a plan with one tries every
+    option with it and without it."""
 
     def view(self, name: str) -> Figures:
         return self.assumed if name == "assumed" else self.calibrated
 
     def label(self) -> str:
-        return f"{self.gpu} {self.weights}/{self.kv} x{self.gpus_per_replica} {self.serving}"
+        draft = " with the draft" if self.speculative else ""
+        return f"{self.gpu} {self.weights}/{self.kv} x{self.gpus_per_replica} {self.serving}{draft}"
 
     def to_json(self) -> dict[str, Any]:
         """The option as ``--json`` prints it: the assumed view's figures, then the calibrated view's under
@@ -272,6 +387,11 @@ class Option:
         calibrated = self.calibrated.summary()
         calibrated["decode_bandwidth_efficiency"] = self.calibrated.decode_bandwidth_efficiency
         calibrated["prefill_efficiency"] = self.calibrated.prefill_efficiency
+        for key in _OPTIONAL_JSON:  # figures only an option of a plan asked for them carries
+            if key in self.assumed.extra:
+                out[key] = self.assumed.extra[key]
+            if key in self.calibrated.extra:
+                calibrated[key] = self.calibrated.extra[key]
         out["calibrated"] = calibrated
         return out
 
@@ -290,6 +410,10 @@ class Plan:
     rank_by: str = "assumed"
     notes: list[str] = field(default_factory=list)
     """What the plan assumed about the inputs, in words (the spread of prompt lengths, the memory basis)."""
+    owned: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """accelerator id -> the owned case: ``usd_per_gpu_hour``, ``running_usd_per_gpu_hour``,
+    ``breakeven_utilisation``, ``payback_months``, ``assumptions`` (field -> value, unit, source, as_of) or
+    ``reason`` where a figure is missing; empty without :attr:`Assumptions.owned`."""
 
     @property
     def feasible(self) -> list[Option]:
@@ -332,16 +456,81 @@ class Plan:
                 "gpus_per_replica": list(a.gpus_per_replica),
                 "servings": list(a.servings),
                 "calibration": calibration.active().describe(),
+                **(
+                    {
+                        "engine": {
+                            "gpu_memory_utilization": a.engine.memory_fraction,
+                            "reserve_gb": a.engine.reserve_gb,
+                            "block_size": a.engine.block_size,
+                        }
+                    }
+                    if a.engine
+                    else {}
+                ),
+                **(
+                    {
+                        "speculative": {
+                            "draft": a.speculative.draft,
+                            "draft_params_b": a.speculative.draft_params_b,
+                            "draft_weights": a.speculative.draft_weights,
+                            "draft_tokens": a.speculative.gamma,
+                            "acceptance": a.speculative.acceptance,
+                            "acceptance_rates": list(a.speculative.acceptance_rates),
+                            "tokens_per_step": a.speculative.tokens_per_step(),
+                        }
+                    }
+                    if a.speculative
+                    else {}
+                ),
             },
             "notes": list(self.notes),
+            **(
+                {"ttft_percentile": g.ttft_percentile, "service_cv": a.service_cv}
+                if g.ttft_percentile is not None
+                else {}
+            ),
+            **({"owned": {"utilisation": a.owned.utilisation, "gpus": self.owned}} if a.owned else {}),
         }
 
     def to_json(self) -> dict[str, Any]:
-        return {"inputs": self.inputs(), "options": [o.to_json() for o in self.options]}
+        options = [o.to_json() for o in self.options]
+        if self.assumptions.speculative is not None:  # which options decode with the draft
+            for o, out in zip(self.options, options):
+                out["draft"] = o.speculative
+        return {"inputs": self.inputs(), "options": options}
+
+    def extra_columns(self) -> list[str]:
+        """The columns a plan adds after :data:`TABLE_HEADER` for what it was asked beyond the base search: none
+        without a percentile target, the engine's memory, a draft or the owned case."""
+        a, cols = self.assumptions, []
+        if self.targets.ttft_percentile is not None:
+            cols += ["ttft_p50_s", "ttft_p90_s", "ttft_p99_s", "replicas_binding"]
+        if a.engine is not None:
+            cols += ["kv_cache_tokens", "max_concurrency"]
+        if a.speculative is not None:
+            cols += ["speculative", "spec_speedup"]
+        if a.owned is not None:
+            cols += ["owned_usd_per_month", "owned_usd_per_m_input", "owned_usd_per_m_output"]
+        return cols
+
+    def _extra_cells(self, o: Option, f: Figures) -> list[Any]:
+        ex, cells = f.extra, []
+        a = self.assumptions
+        if self.targets.ttft_percentile is not None:
+            at = ex.get("ttft_percentiles_s", {})
+            cells += [at.get("p50"), at.get("p90"), at.get("p99"), ex.get("replicas_binding")]
+        if a.engine is not None:
+            cells += [ex.get("engine", {}).get("kv_cache_tokens"), ex.get("engine", {}).get("max_concurrency")]
+        if a.speculative is not None:
+            cells += ["yes" if o.speculative else "no", ex.get("speculative", {}).get("speedup")]
+        if a.owned is not None:
+            owned = ex.get("owned", {})
+            cells += [owned.get("usd_per_month"), owned.get("usd_per_m_input"), owned.get("usd_per_m_output")]
+        return cells
 
     def rows(self) -> list[list[Any]]:
         """The ranked table, header first: what PLAN_OPTIONS spills."""
-        out: list[list[Any]] = [list(TABLE_HEADER)]
+        out: list[list[Any]] = [list(TABLE_HEADER) + self.extra_columns()]
         feasible = self.feasible
         for i, o in enumerate(self.options):
             f = o.view(self.rank_by)
@@ -351,7 +540,7 @@ class Plan:
                 f.batch, f.binding, f.tokens_per_s_per_user, f.ttft_s, f.replicas, f.gpus, f.usd_per_month,
                 f.usd_per_m_input, f.usd_per_m_output, "yes" if f.feasible else "no", "yes" if o.frontier else "",
                 f.reason or "", c.gpus if c.feasible else "", c.usd_per_month if c.feasible else "",
-                c.reason or "",
+                c.reason or "", *self._extra_cells(o, f),
             ])  # fmt: skip
         return [["" if v is None else v for v in row] for row in out]
 
@@ -399,6 +588,9 @@ def _checked_inputs(traffic: Traffic, targets: Targets, assumptions: Assumptions
     for name, value in (("tokens_per_s", targets.tokens_per_s), ("ttft_s", targets.ttft_s)):
         if value is not None and not (isinstance(value, (int, float)) and value > 0 and math.isfinite(value)):
             raise OutOfRangeError(f"{name} target must be a positive number, or none, got {value!r}", name)
+    if targets.ttft_percentile is not None:
+        _check("ttft_percentile", Percentile, targets.ttft_percentile)
+        _check("service_cv", CoefficientOfVariation, assumptions.service_cv)
     _check("spare", Spare, assumptions.spare)
     _check("min_replicas", Count, assumptions.min_replicas)
     if assumptions.weights not in (PUBLISHED, PARAMS_X_BYTES):
@@ -407,9 +599,48 @@ def _checked_inputs(traffic: Traffic, targets: Targets, assumptions: Assumptions
     for name, allowed in (("gpus_per_replica", assumptions.gpus_per_replica), ("servings", assumptions.servings)):
         if not allowed:
             raise ArgumentError(f"{name} must list at least one choice", name)
+    owned = assumptions.owned
+    if owned is not None:
+        for name in [*owned.given, *(k for v in owned.per_gpu.values() for k in v)]:
+            if name not in OWNED_FIELDS:
+                raise ArgumentError(f"owned: {name!r} is not an owned-case assumption ({', '.join(OWNED_FIELDS)})",
+                                    "owned")  # fmt: skip
+        if owned.utilisation is not None:
+            _check("utilisation", Fraction, owned.utilisation)
+    if assumptions.engine is not None:
+        e = assumptions.engine
+        _check("gpu_memory_utilization", Fraction, e.memory_fraction)
+        _check("reserve_gb", MemoryGBOrZero, e.reserve_gb)
+        _check("block_size", Count, e.block_size)
+    if assumptions.speculative is not None:
+        _checked_speculative(assumptions.speculative)
     bad = [s for s in assumptions.servings if s not in SERVINGS]
     if bad:
         raise ArgumentError(f"servings must be among {', '.join(SERVINGS)}, got {', '.join(bad)}", "servings")
+
+
+def _checked_speculative(sp: Speculative) -> None:
+    if (sp.draft is None) == (sp.draft_params_b is None):
+        raise ArgumentError("speculative decoding needs one draft: a preset model (draft) or a head's parameters in "
+                            "billions (draft_params_b)", "draft")  # fmt: skip
+    if sp.draft is not None:
+        try:
+            _model(sp.draft)
+        except XlsxplanError as err:  # an unknown name, with the closest ones
+            raise type(err)(f"draft: {err.message}", "draft") from None
+    else:
+        _check("draft_params_b", ParamsB, sp.draft_params_b)
+    if (sp.acceptance is None) == (not sp.acceptance_rates):
+        raise ArgumentError("speculative decoding needs one acceptance: a rate for every drafted token (acceptance) "
+                            "or measured rates per position (acceptance_rates)", "acceptance")  # fmt: skip
+    if sp.acceptance is not None:
+        _check("acceptance", FractionOrZero, sp.acceptance)
+        _check("draft_tokens", Count, sp.draft_tokens)
+    else:
+        for rate in sp.acceptance_rates:
+            _check("acceptance_rates", FractionOrZero, rate)
+        sp.tokens_per_step()  # rates that rise with the position are refused, naming acceptance_rates
+    precision.lookup(sp.draft_weights)
 
 
 def parse_gpus(text: str | Iterable[str], argument: str = "gpus") -> dict[str, float | None]:
@@ -527,6 +758,29 @@ class _Setup:
     counted in, as published), so that every core function reads the same weights figure."""
     kv_bytes: float
     """KV cache per token across the replica's GPUs, at the mean context (MODEL_KV_BYTES_PER_TOKEN)."""
+    spec: _Spec | None = None
+    compute: tuple[float, float] = (0.0, 0.0)
+    """The view's peak [TFLOP/s] and share of it, for a speculative verify step's roofline (set per view)."""
+
+    @property
+    def decode_compute(self) -> float:
+        """Tokens the target (and draft) compute per token decoded: 1 for plain decoding; with a draft,
+        ``(gamma + 1 + gamma N_draft / N_active) / tokens_per_step``."""
+        return 1.0 if self.spec is None else self.spec.compute_per_token
+
+
+@dataclass(frozen=True)
+class _Spec:
+    """A draft's figures for one option: what it holds and reads, and what a target step yields."""
+
+    draft_tokens: int
+    tokens_per_step: float
+    draft_params_b: float
+    draft_bytes_per_param: float
+    weights_gb: float
+    kv_bytes: float
+    """The draft's KV cache per token across the replica's GPUs; 0 for a head whose cache is left out."""
+    compute_per_token: float
 
 
 def _unsupported(setup: _Setup, view: View) -> str | None:
@@ -596,14 +850,24 @@ def _largest(low_ok: bool, hi: int, ok: Any) -> int:
 
 
 def _step_s(s: _Setup, batch: int, context: float, eff_bw: float) -> float:
-    """One bandwidth-bound decode step at ``batch``: DECODE_TOKS's, reading the experts that batch touches."""
+    """One bandwidth-bound decode step at ``batch``: DECODE_TOKS's, reading the experts that batch touches. With a
+    draft, the time per token each sequence sees: SPEC_STEP_S (the draft's steps and the target's verify pass over
+    gamma + 1 tokens a sequence, each a roofline, the experts that many tokens touch) over the tokens a step
+    yields."""
+    if s.spec is not None:
+        sp, (peak, eff) = s.spec, s.compute
+        step = speculative.spec_step_seconds(
+            s.model.read(batch * (sp.draft_tokens + 1)), s.bytes_per_param, batch, s.kv_bytes, context, s.n,
+            s.bandwidth, peak, sp.draft_tokens, sp.draft_params_b, sp.draft_bytes_per_param, eff_bw, eff,
+            s.model.active if s.model.moe else 0.0)  # fmt: skip
+        return step / sp.tokens_per_step
     return equations.decode_step_s(s.model.read(batch), s.bytes_per_param, s.n, s.bandwidth, batch, s.kv_bytes,
                                    context, eff_bw)  # fmt: skip
 
 
 def _batch_for_speed(s: _Setup, target: float, context: float, eff_bw: float, cap: int) -> int:
     """Largest batch (at most ``cap``) whose decode reaches ``target`` per user; 0 if none."""
-    if not s.model.moe:
+    if not s.model.moe and s.spec is None:
         return min(cap, traffic.batch_for_latency(s.model.params, s.bytes_per_param, s.n, s.bandwidth, target,
                                                   s.kv_bytes, context, eff_bw))  # fmt: skip
     ok = lambda b: 1.0 / _step_s(s, b, context, eff_bw) >= target * (1 - 1e-12)  # noqa: E731
@@ -615,12 +879,13 @@ def _batch_for_ttft(s: _Setup, target: Targets, tail_tokens: float, context: flo
     """Largest batch (at most ``cap``) whose chunked decode leaves compute to read the tail prompt in time."""
     speed = target.tokens_per_s or _NO_SPEED
     ttft = float(target.ttft_s)  # type: ignore[arg-type]
-    if not s.model.moe:
+    if not s.model.moe and s.spec is None:
         batch = traffic.batch_for_ttft(s.model.active, s.n, peak, speed, tail_tokens, ttft, eff_pf, s.bytes_per_param,
                                        s.bandwidth, s.kv_bytes, context, eff_bw)  # fmt: skip
         return min(cap, batch)
     room = equations.compute_tokens_per_s(s.model.active, peak) * s.n * eff_pf - tail_tokens / ttft
-    ok = lambda b: b * speed <= room * (1 + 1e-12) and b / _step_s(s, b, context, eff_bw) <= room * (1 + 1e-12)  # noqa: E731
+    k = s.decode_compute
+    ok = lambda b: b * speed * k <= room * (1 + 1e-12) and k * b / _step_s(s, b, context, eff_bw) <= room * (1 + 1e-12)  # noqa: E731
     return _largest(room > 0 and ok(1), cap, ok)
 
 
@@ -634,32 +899,61 @@ def _plan_view(s: _Setup, rates: _Rates, t: Traffic, g: Targets, a: Assumptions,
     f.decode_bandwidth_efficiency, f.prefill_efficiency = eff_bw, eff_pf
     ex.update(prefill_peak=peak_field, prefill_peak_tflops=peak, weights_gb=s.weights_gb,
               weights_gb_per_gpu=s.weights_gb / s.n, kv_bytes_per_token=s.kv_bytes)  # fmt: skip
-    usable = serving.usable_gb(s.n, s.memory, a.usable_fraction)
-    free = usable - s.weights_gb
+    sp, e = s.spec, a.engine
+    if sp is not None:
+        s = replace(s, compute=(peak, eff_pf))
+    draft_gb = sp.weights_gb if sp else 0.0
+    seq_kv = s.kv_bytes + (sp.kv_bytes if sp else 0.0)  # each sequence holds the target's cache and the draft's
+    more = sp.draft_tokens if sp else 0  # the drafted tokens cached while they are checked
+    held = s.weights_gb + draft_gb
+    if e is None:
+        usable = serving.usable_gb(s.n, s.memory, a.usable_fraction)
+        free = usable - held
+    else:
+        usable = s.n * s.memory * e.memory_fraction
+        pool = engine.kv_pool_gb(s.memory, held / s.n, e.memory_fraction, e.reserve_gb)
+        tokens = engine.pool_tokens(pool * equations.GIGA, seq_kv / s.n, e.block_size)
+        free = tokens * seq_kv / equations.GIGA if pool > 0 else pool * s.n
+        ex["engine"] = {"kv_pool_gb_per_gpu": pool, "kv_cache_tokens": tokens}
     ex.update(usable_gb=usable, free_gb=free)
     if s.model.moe and s.model.experts % s.n:
         return f.reject(f"{s.model.experts} experts do not split evenly over {s.n} GPUs", "experts")
     if free <= 0:
-        return f.reject(f"weights need {figure_text(s.weights_gb)} GB, {figure_text(usable)} GB usable", "weights")
+        what = "weights" if sp is None else "weights and the draft"
+        if e is None:
+            return f.reject(f"{what} need {figure_text(held)} GB, {figure_text(usable)} GB usable", "weights")
+        return f.reject(f"{what} need {figure_text(held / s.n)} GB a GPU, the engine's {e.memory_fraction:g} of "
+                        f"{figure_text(s.memory)} GB less {figure_text(e.reserve_gb)} GB reserved leaves "
+                        f"{figure_text(s.memory * e.memory_fraction - e.reserve_gb)}", "weights")  # fmt: skip
     context = traffic.context_tokens(t.prompt_tokens, t.output_tokens, t.reasoning_tokens)
     tail_context = traffic.context_tokens(t.tail_prompt, t.output_tokens, t.reasoning_tokens)
-    per_slot = equations.batch_that_fits(s.weights_gb / s.bytes_per_param, s.bytes_per_param, s.kv_bytes,
-                                         tail_context, s.n, s.memory, a.usable_fraction)  # fmt: skip
+    if e is None and sp is None:
+        per_slot = equations.batch_that_fits(s.weights_gb / s.bytes_per_param, s.bytes_per_param, s.kv_bytes,
+                                             tail_context, s.n, s.memory, a.usable_fraction)  # fmt: skip
+    else:
+        block = e.block_size if e else 1
+        per_sequence = seq_kv * equations.whole_ceil((tail_context + more) / block) * block
+        per_slot = equations.whole_floor(free * equations.GIGA / per_sequence)
     if per_slot < 1:
-        need = s.kv_bytes * tail_context / 1e9
-        tokens = format_number(round(tail_context))
-        return f.reject(f"the weights leave {figure_text(free)} GB, less than one {tokens}-token sequence's KV cache "
-                        f"({figure_text(need)} GB)", "sequence")  # fmt: skip
+        need = seq_kv * tail_context / 1e9
+        tokens_text = format_number(round(tail_context))
+        return f.reject(f"the weights leave {figure_text(free)} GB, less than one {tokens_text}-token sequence's KV "
+                        f"cache ({figure_text(need)} GB)", "sequence")  # fmt: skip
     if t.max_prompt_tokens is not None:
         longest = traffic.context_tokens(t.max_prompt_tokens, t.output_tokens, t.reasoning_tokens)
-        alone = traffic.max_context_tokens(free, s.kv_bytes)
+        alone = traffic.max_context_tokens(free, seq_kv)
         ex["max_context_tokens"] = alone
         if longest > alone:
-            alone_gb = figure_text(s.kv_bytes * longest / 1e9)
+            alone_gb = figure_text(seq_kv * longest / 1e9)
             return f.reject(f"the longest prompt accepted ({format_number(round(longest))} tokens with its answer) "
                             f"needs {alone_gb} GB of KV cache alone, {figure_text(free)} GB is free",
                             "longest prompt")  # fmt: skip
-    memory_batch = per_slot if sd is None else traffic.paged_batch(free, s.kv_bytes, context, sd, a.kv_overflow)
+    if e is not None:
+        length = tail_context if t.max_prompt_tokens is None else longest
+        ex["engine"].update(max_model_len=length, max_concurrency=engine.concurrency(
+            tokens * seq_kv / s.n, seq_kv / s.n, length, e.block_size, 0.0))  # fmt: skip
+    memory_batch = (per_slot if sd is None else
+                    traffic.paged_batch(free, seq_kv, context + more, sd, a.kv_overflow))  # fmt: skip
     ex.update(batch_per_slot=per_slot, batch_memory=memory_batch)
     speed_batch = first_batch = None
     if g.tokens_per_s is not None:
@@ -675,27 +969,48 @@ def _plan_view(s: _Setup, rates: _Rates, t: Traffic, g: Targets, a: Assumptions,
         first_batch = _batch_for_ttft(s, g, tail_tokens, context, eff_bw, eff_pf, peak, memory_batch)
         ex["batch_first_token"] = first_batch
         if first_batch < 1:
-            left = compute_tokens_per_s - 1.0 / _step_s(s, 1, context, eff_bw)
+            left = compute_tokens_per_s - s.decode_compute / _step_s(s, 1, context, eff_bw)
             took = f"at batch 1 it takes {_sig(tail_tokens / left)} s" if left > 0 else "decode takes all the compute"
             return f.reject(f"no batch reads the {format_number(round(tail_tokens))}-token tail prompt within "
                             f"{format_number(g.ttft_s)} s: {took}", "first token")  # fmt: skip
     batch = min(b for b in (memory_batch, speed_batch, first_batch) if b is not None)
-    f.batch = batch
     f.binding = MEMORY if batch == memory_batch else SPEED if batch == speed_batch else FIRST_TOKEN
+    if g.ttft_percentile is not None and g.ttft_s is not None and serving_mode == AGGREGATED:
+        mean_prefill = serving.prefill_seconds(s.model.active, traffic.prefill_tokens(t.prompt_tokens), s.n, peak,
+                                               eff_pf)  # fmt: skip
+        queued = _batch_for_percentile(s, t, g, a, batch, context, eff_bw, compute_tokens_per_s, mean_prefill)
+        if queued < batch:
+            batch, f.binding = queued, FIRST_TOKEN
+        ex["batch_for_percentile"] = queued
+    f.batch = batch
     step = _step_s(s, batch, context, eff_bw)
     f.tokens_per_s_per_user = 1.0 / step
     total = batch / step
     prefill = serving.prefill_seconds(s.model.active, traffic.prefill_tokens(t.prompt_tokens), s.n, peak, eff_pf)
+    if sp is not None:
+        plain = 1.0 / _step_s(replace(s, spec=None), batch, context, eff_bw)
+        ex["speculative"] = {"tokens_per_step": sp.tokens_per_step, "draft_tokens": sp.draft_tokens,
+                             "draft_gb": sp.weights_gb, "draft_kv_bytes_per_token": sp.kv_bytes,
+                             "tokens_per_s_per_user_without": plain, "speedup": f.tokens_per_s_per_user / plain,
+                             "compute_per_token": sp.compute_per_token}  # fmt: skip
     ex.update(params_read_b=s.model.read(batch), tokens_per_s_total=total, prefill_s=prefill,
               usd_per_m_output_full_load=serving.cost_per_m_tokens(s.n, price, total))  # fmt: skip
     peak_rps = t.peak_requests_per_s
     if serving_mode == AGGREGATED:
-        left = compute_tokens_per_s - total
+        k = s.decode_compute  # a draft's verify pass computes more tokens than it keeps
+        left = compute_tokens_per_s - total * k
         f.ttft_s = tail_tokens / left if left > 0 else None
-        rps = traffic.replica_rps_chunked(prefill, traffic.prefill_tokens(t.prompt_tokens), t.decode_tokens, total)
+        rps = traffic.replica_rps_chunked(prefill, traffic.prefill_tokens(t.prompt_tokens), t.decode_tokens * k,
+                                          total * k)  # fmt: skip
         f.replicas = traffic.fleet_replicas(peak_rps, rps, a.spare, a.min_replicas)
         share = prefill * rps
         ex.update(requests_per_s_per_replica=rps)
+        if g.ttft_percentile is not None:
+            mean_tokens = traffic.prefill_tokens(t.prompt_tokens)
+            why = _queue(f, g, a, peak_rps, batch, mean_tokens / left if left > 0 else None,
+                         t.decode_tokens * step, rps, f.ttft_s, "replicas")  # fmt: skip
+            if why:
+                return f.reject(why, "first token")
     else:
         tail_prefill = serving.prefill_seconds(s.model.active, tail_tokens, s.n, peak, eff_pf)
         transfer = traffic.kv_transfer_s(s.kv_bytes, t.tail_prompt, a.kv_link_gb_s)
@@ -707,16 +1022,128 @@ def _plan_view(s: _Setup, rates: _Rates, t: Traffic, g: Targets, a: Assumptions,
                             f"{format_number(g.ttft_s)} s target", "first token")  # fmt: skip
         p = traffic.prefill_replicas(peak_rps, prefill, a.spare)
         d = traffic.decode_replicas(peak_rps, t.decode_tokens, total, a.spare)
+        if g.ttft_percentile is not None:
+            p = _prefill_queue(f, g, a, peak_rps, p, prefill, f.ttft_s)
         f.replicas = p + d
         share = p / (p + d)
         ex.update(prefill_replicas=p, decode_replicas=d)
     f.gpus = f.replicas * s.n
+    if f.gpus > MOST_GPUS:
+        return f.reject(f"the peak needs {format_number(f.gpus)} GPUs, more than any fleet "
+                        f"({format_number(MOST_GPUS)})", "fleet")  # fmt: skip
     f.usd_per_month = f.gpus * price * a.hours_per_month
     f.usd_per_m_input = traffic.cost_per_m_input(f.gpus, price, t.requests_per_day, t.prompt_tokens, share)
     f.usd_per_m_output = traffic.cost_per_m_output(f.gpus, price, t.requests_per_day, t.decode_tokens, share)
     ex.update(prefill_share=share)
     f.feasible = True
     return f
+
+
+_BATCH_SHARES = (1, 0.95, 0.9, 0.85, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2, 0.1)
+"""Shares of the largest batch the targets allow that a percentile target tries: a smaller batch reads the tail
+prompt sooner and leaves time to wait for a slot, at the cost of fewer slots and less throughput a replica."""
+
+
+def _batch_for_percentile(s: _Setup, t: Traffic, g: Targets, a: Assumptions, cap: int, context: float,
+                          eff_bw: float, compute_tokens_per_s: float, prefill: float) -> int:  # fmt: skip
+    """The batch (at most ``cap``, among :data:`_BATCH_SHARES` of it) that needs the fewest replicas for the
+    percentile target at the peak; of batches needing as many, the largest. A replica's capacity falls with its
+    batch, so once the replicas the load alone needs reach the best found, no smaller batch is tried."""
+    mean_tokens, tail_tokens = traffic.prefill_tokens(t.prompt_tokens), traffic.prefill_tokens(t.tail_prompt)
+    assert g.ttft_s is not None and g.ttft_percentile is not None  # the caller's condition
+    best: tuple[int, int] | None = None
+    for b in sorted({max(1, round(cap * k)) for k in _BATCH_SHARES}, reverse=True):
+        step = _step_s(s, b, context, eff_bw)
+        total = b / step
+        left = compute_tokens_per_s - total * s.decode_compute
+        if left <= 0:
+            continue
+        mean_s, tail_s = mean_tokens / left, tail_tokens / left
+        target = g.ttft_s - (tail_s - mean_s)
+        if target < mean_s:
+            continue
+        rps = traffic.replica_rps_chunked(prefill, mean_tokens, t.decode_tokens * s.decode_compute,
+                                          total * s.decode_compute)  # fmt: skip
+        load = traffic.fleet_replicas(t.peak_requests_per_s, rps, a.spare, a.min_replicas)
+        if best is not None and load >= best[0]:  # a smaller batch serves no more a replica: none does better
+            break
+        need = max(load, queueing.replicas_for_ttft(t.peak_requests_per_s, target, g.ttft_percentile, b, mean_s,
+                                                    t.decode_tokens * step, rps, a.service_cv) + a.spare)  # fmt: skip
+        if best is None or need < best[0]:
+            best = (need, b)
+    return cap if best is None else best[1]
+
+
+PERCENTILES = (0.5, 0.9, 0.99)
+"""The percentiles of the time to first token a plan with a percentile target reports."""
+
+
+def _queue(f: Figures, g: Targets, a: Assumptions, peak_rps: float, servers: int, mean_s: float | None,
+           decode_s: float, capacity: float, tail_s: float | None, pool: str) -> str | None:  # fmt: skip
+    """Replicas for a percentile of the time to first token under load, and P50/P90/P99 at the planned fleet.
+
+    ``f.replicas`` holds the replicas the load needs (the pool's, ``pool`` naming it in ``extra``); each is a queue
+    of ``servers`` slots held ``mean_s + decode_s`` (SLOT_S, with the replica's ``capacity``), ``mean_s`` the mean
+    prompt's first token without a wait and ``tail_s`` the tail prompt's: the first token of the tail prompt at a
+    percentile is the wait at that percentile plus ``tail_s``. With a target, REPLICAS_FOR_TTFT sizes the replicas so
+    that it holds with the spares down, given the target less what the tail prompt adds to the mean's. Returns the
+    reason the option fails, or None."""
+    if mean_s is None or tail_s is None:  # decode leaves no compute to read a prompt: it is never read
+        f.extra["ttft_percentiles_s"] = {f"p{round(q * 100)}": None for q in PERCENTILES}
+        return None
+    extra_s = tail_s - mean_s
+    f.extra["replicas_binding"] = "peak load"
+    percentile = g.ttft_percentile or 0.5  # the caller's condition: given
+    if g.ttft_s is not None:
+        target = g.ttft_s - extra_s
+        if target < mean_s * (1 - 1e-9):  # the cap on the batch keeps the tail prompt's own time within the target
+            return (f"the {_sig(tail_s)} s first token of the tail prompt leaves no room to wait within the "
+                    f"{format_number(g.ttft_s)} s target")  # fmt: skip
+        target = max(target, mean_s)
+        need = queueing.replicas_for_ttft(peak_rps, target, percentile, servers, mean_s, decode_s, capacity,
+                                          a.service_cv) + a.spare  # fmt: skip
+        f.extra[f"{pool}_for_ttft"] = need
+        if need > (f.replicas or 0):
+            f.replicas = need
+            f.extra["replicas_binding"] = f"P{format_number(percentile * 100)} first-token target"
+    at: dict[str, float | None] = {}
+    for q in PERCENTILES:
+        try:
+            wait = queueing.ttft_at_load_s(peak_rps, f.replicas or 1, servers, mean_s, decode_s, capacity, q,
+                                           a.service_cv)  # fmt: skip
+            at[f"p{round(q * 100)}"] = extra_s + wait
+        except OutOfRangeError:  # slots held longer than the load's sizing assumed: the queue grows without bound
+            at[f"p{round(q * 100)}"] = None
+    f.extra["ttft_percentiles_s"] = at
+    return None
+
+
+def _prefill_queue(f: Figures, g: Targets, a: Assumptions, peak_rps: float, replicas: int, mean_s: float,
+                   tail_s: float) -> int:  # fmt: skip
+    """Prefill replicas for a percentile of the time to first token, and P50/P90/P99 at the planned pool.
+
+    The pool is one queue (the router hands the next prompt to the first prefill replica that frees), each replica
+    a server reading one prompt in ``mean_s`` on average (QUEUE_WAIT_S with ``replicas`` servers); the tail prompt's
+    first token is the wait plus ``tail_s`` (its prefill and KV-cache transfer). With a target, replicas are added
+    until it holds with the spares down."""
+    f.extra["replicas_binding"] = "peak load"
+    percentile = g.ttft_percentile or 0.5  # the caller's condition: given
+
+    def at(q: float, servers: int) -> float | None:
+        if peak_rps * mean_s >= servers:
+            return None
+        return tail_s + queueing.queue_wait_s(peak_rps, mean_s, servers, q, a.service_cv)
+
+    if g.ttft_s is not None:
+        need = max(replicas - a.spare, 1)
+        while (t := at(percentile, need)) is None or t > g.ttft_s:
+            need += 1
+        f.extra["prefill_replicas_for_ttft"] = need + a.spare
+        if need + a.spare > replicas:
+            replicas = need + a.spare
+            f.extra["replicas_binding"] = f"P{format_number(percentile * 100)} first-token target"
+    f.extra["ttft_percentiles_s"] = {f"p{round(q * 100)}": at(q, replicas) for q in PERCENTILES}
+    return replicas
 
 
 def _spread(t: Traffic) -> tuple[float | None, str]:
@@ -768,6 +1195,8 @@ def plan(
     context = traffic.context_tokens(traffic_.prompt_tokens, traffic_.output_tokens, traffic_.reasoning_tokens)
     kv_bytes = {(kv, n): models.model_kv_bytes_per_token(m.name, context, precision.bytes_per_param(kv), n)
                 for kv in kv_names for n in a.gpus_per_replica}  # fmt: skip
+    specs = {} if a.speculative is None else {(kv, n): _spec(a.speculative, m, kv, n, context)
+                                              for kv in kv_names for n in a.gpus_per_replica}  # fmt: skip
     both = views(a)
     table = catalog.load_catalog().accelerators
     options: list[Option] = []
@@ -783,14 +1212,119 @@ def plan(
             rates: list[_Rates] | None = None
             for kv in kv_names:
                 for n in a.gpus_per_replica:
-                    setup = _Setup(m, gpu, memory, bandwidth, peaks, w, kv, n, weights_gb, weights_gb / m.params,
-                                   kv_bytes[(kv, n)])  # fmt: skip
-                    rates = rates or [_rates(setup, v) for v in both]
-                    for mode in a.servings:
-                        figures = [_plan_view(setup, r, traffic_, targets, a, mode, price, sd) for r in rates]
-                        options.append(Option(gpu, n, w, kv, mode, price, figures[0], figures[1]))
+                    for draft in (None, specs[(kv, n)]) if specs else (None,):  # with a draft: both ways
+                        setup = _Setup(m, gpu, memory, bandwidth, peaks, w, kv, n, weights_gb,
+                                       weights_gb / m.params, kv_bytes[(kv, n)], draft)  # fmt: skip
+                        rates = rates or [_rates(setup, v) for v in both]
+                        for mode in a.servings:
+                            figures = [_plan_view(setup, r, traffic_, targets, a, mode, price, sd) for r in rates]
+                            options.append(Option(gpu, n, w, kv, mode, price, figures[0], figures[1],
+                                                  speculative=draft is not None))  # fmt: skip
+    owned: dict[str, dict[str, Any]] = {}
+    if a.owned is not None:
+        owned = {gpu: _owned_case(gpu, price, a.owned, a.hours_per_month) for gpu, (price, _) in prices.items()}
+        for o in options:
+            for f in (o.assumed, o.calibrated):
+                _own(f, owned[o.gpu], traffic_, a.owned, o.usd_per_gpu_hour, a.hours_per_month)
     _rank(options, rank_by)
-    return Plan(m.name, traffic_, targets, a, prices, options, rank_by, notes)
+    return Plan(m.name, traffic_, targets, a, prices, options, rank_by, notes, owned)
+
+
+# --- a speculative draft ----------------------------------------------------------------------------------------
+
+
+def _spec(sp: Speculative, m: _Model, kv: str, n: int, context: float) -> _Spec:
+    """The draft's figures beside one option: its weights (MODEL_WEIGHTS_GB for a preset draft, SPEC_DRAFT_GB for a
+    head), its KV cache per token at the KV cache's precision over ``n`` GPUs (a head's one layer left out), the
+    parameters a draft step reads, and the compute a kept token costs."""
+    draft_bytes = precision.bytes_per_param(sp.draft_weights)
+    if sp.draft is not None:
+        draft = _model(sp.draft)
+        params, weights = draft.params, models.model_weights_gb(draft.name, draft_bytes)
+        kv_bytes = models.model_kv_bytes_per_token(draft.name, context, precision.bytes_per_param(kv), n)
+        active = draft.active
+    else:
+        params = active = float(sp.draft_params_b)  # type: ignore[arg-type]
+        weights, kv_bytes = speculative.spec_draft_gb(params, draft_bytes), 0.0
+    per_step = sp.tokens_per_step()
+    compute = (sp.gamma + 1 + sp.gamma * active / m.active) / per_step
+    return _Spec(sp.gamma, per_step, active, weights / params, weights, kv_bytes, compute)
+
+
+# --- owning the GPUs ---------------------------------------------------------------------------------------------
+
+
+def _owned_case(gpu: str, rent: float, owned: Owned, hours_per_month: float) -> dict[str, Any]:
+    """One accelerator's owned case: each assumption with its unit and source, the owned GPU-hour (GPU_HOUR_OWNED),
+    its running part (power and hosting), the utilisation at which owning and renting cost the same per token
+    (BREAKEVEN_UTILISATION) and the months until buying has cost less than renting around the clock
+    (BREAKEVEN_MONTH); or the reason a figure is missing."""
+    from .catalog.costs import cost_figure, load_costs
+
+    costs = load_costs()
+    values: dict[str, float] = {}
+    shown: dict[str, dict[str, Any]] = {}
+    for name in OWNED_FIELDS:
+        given = owned.per_gpu.get(gpu, {}).get(name, owned.given.get(name))
+        if given is not None:
+            values[name] = float(given)
+            shown[name] = {"value": values[name], "unit": _OWNED_UNITS[name], "source": "given", "as_of": None}
+            continue
+        try:
+            figure = cost_figure(gpu, _COSTS_KEY.get(name, name))
+        except NotAvailableError as err:
+            board = catalog.load_catalog().accelerators.get(gpu).figure("power_w") if name == "kw" else None
+            if board is None:
+                flag = "--own-capex" if name == "capex_usd" else "--own-kw"
+                return {"reason": f"{err.message} (give it: {flag} {gpu}={_OWNED_UNITS[name]})", "field": name,
+                        "assumptions": shown}  # fmt: skip
+            values[name] = float(board) / 1000
+            shown[name] = {"value": values[name], "unit": "kW", "as_of": None,
+                           "source": "the board power, GPU_SPEC power_w (no server share in costs.toml)"}  # fmt: skip
+            continue
+        values[name] = figure.value
+        shown[name] = {"value": figure.value, "unit": _OWNED_UNITS[name], "source": costs.titles[figure.source],
+                       "as_of": figure.as_of.isoformat()}  # fmt: skip
+    case = cost.OwnedCase(**values)
+    hour = cost.owned_cost_per_gpu_hour(case)
+    running = cost.owned_cost_per_gpu_hour(replace(case, capex_usd=0.0))
+    rent_month, running_month = rent * hours_per_month, running * hours_per_month
+    payback = (cost.breakeven_month(case.capex_usd, rent_month, running_month) if rent_month > running_month
+               else None)  # fmt: skip
+    return {"usd_per_gpu_hour": hour, "running_usd_per_gpu_hour": running,
+            "breakeven_utilisation": cost.breakeven_utilisation(hour, rent), "payback_months": payback,
+            "assumptions": shown}  # fmt: skip
+
+
+def _busy_share(f: Figures, t: Traffic) -> float:
+    """Share of the fleet's replica-hours this traffic keeps busy, on the day's average: requests per second times
+    what one request takes of a replica, over the replicas (FLEET_UTILISATION for aggregated serving)."""
+    ex = f.extra
+    average = t.requests_per_day / serving.SECONDS_PER_DAY
+    if "requests_per_s_per_replica" in ex:  # FLEET_UTILISATION's arithmetic, for fleets of any size
+        return average / ((f.replicas or 1) * ex["requests_per_s_per_replica"])
+    per_request = ex["prefill_s"] + t.decode_tokens / ex["tokens_per_s_total"]
+    return average * per_request / (f.replicas or 1)
+
+
+def _own(f: Figures, case: dict[str, Any], t: Traffic, owned: Owned, price: float, hours_per_month: float) -> None:
+    """The option's owned figures into ``f.extra["owned"]``: the same GPUs owned, paid for every hour, their cost a
+    month and per million input and output tokens at the fleet's own utilisation (or the one given)."""
+    if not f.feasible:
+        return
+    if "reason" in case:
+        f.extra["owned"] = {"reason": case["reason"]}
+        return
+    hour = case["usd_per_gpu_hour"]
+    busy = _busy_share(f, t)
+    at = owned.utilisation if owned.utilisation is not None else busy
+    scale = hour / price * busy / at  # the rented split at the owned price, then at the utilisation given
+    gpus, per_m_in, per_m_out = f.gpus or 0, f.usd_per_m_input or 0.0, f.usd_per_m_output or 0.0  # set: feasible
+    f.extra["owned"] = {
+        "usd_per_gpu_hour": hour, "usd_per_month": gpus * hour * hours_per_month,
+        "usd_per_m_input": per_m_in * scale, "usd_per_m_output": per_m_out * scale,
+        "fleet_utilisation": busy, "utilisation": at,
+    }  # fmt: skip
 
 
 def _rank(options: list[Option], rank_by: str) -> None:
@@ -840,6 +1374,14 @@ def plan_options(
     max_prompt_tokens: TokensOrZero = 0,
     reasoning_tokens: TokensOrZero = 0,
     min_replicas: Count = 2,
+    ttft_percentile: FractionOrZero = 0,
+    gpu_memory_utilization: FractionOrZero = 0,
+    reserve_gb: MemoryGBOrZero = 0,
+    block_size: Count = 16,
+    spec_draft: Name = "none",
+    spec_acceptance: FractionOrZero = 0,
+    spec_tokens: Count = 1,
+    own: Flag = 0,
 ) -> list[list[Any]]:
     """Every way to serve a model for a traffic, ranked by monthly cost, with each rejected option's reason.
 
@@ -872,12 +1414,33 @@ def plan_options(
         Hidden reasoning tokens per request, decoded and billed as output [tokens].
     min_replicas : int, default 2
         Fewest replicas an aggregated plan runs [count].
+    ttft_percentile : float, default 0
+        Share of requests whose first token, the wait for a batch slot at the peak included, must come within
+        ttft_target_s (0.99 for P99; replicas are added until it holds); 0: a request that never waits [fraction].
+    gpu_memory_utilization : float, default 0
+        The serving engine's share of each GPU's memory (vLLM's 0.9), the KV cache in whole blocks; 0: the flat 90%
+        usable of the source text [fraction].
+    reserve_gb : float, default 0
+        With gpu_memory_utilization: memory held per GPU besides the weights (activations, CUDA graphs) [GB].
+    block_size : int, default 16
+        With gpu_memory_utilization: tokens per KV block (vLLM 16, SGLang 1) [tokens].
+    spec_draft : str, default none
+        A preset model that drafts tokens for speculative decoding; every option is then tried with and without
+        it; none: no draft [name].
+    spec_acceptance : float, default 0
+        With spec_draft: chance each drafted token is accepted [fraction].
+    spec_tokens : int, default 1
+        With spec_draft: tokens drafted a step [count].
+    own : int, default 0
+        1 adds the same fleet owned (GPU_HOUR_OWNED with the catalog's sourced defaults, COST_SPEC): cost a month
+        and per M input and output tokens [flag].
 
     Returns
     -------
     list of list
         A table with a header row: rank, accelerator, GPUs per replica, precisions, serving, batch and what sets it,
-        speed, first token, replicas, GPUs, USD a month and per M tokens, feasible, frontier, reason [table].
+        speed, first token, replicas, GPUs, USD a month and per M tokens, feasible, frontier, reason; then the
+        columns of the optional arguments given (P50/P90/P99 first token, KV tokens, the draft, owned cost) [table].
 
     Notes
     -----
@@ -888,8 +1451,19 @@ def plan_options(
     support assistant (200,000 requests of 2,000 + 300 tokens on Qwen2.5-72B, H100 at $2.50): FP8 on two GPUs at
     batch 91, 8 GPUs, $14,600 a month, first.
     """
-    targets = Targets(_zero_is_none(tokens_per_s_target), _zero_is_none(ttft_target_s))
+    targets = Targets(_zero_is_none(tokens_per_s_target), _zero_is_none(ttft_target_s), _zero_is_none(ttft_percentile))
     t = Traffic(requests_per_day, prompt_tokens, output_tokens, peak_factor, _zero_is_none(prompt_p95),
                 _zero_is_none(max_prompt_tokens), reasoning_tokens)  # fmt: skip
-    result = plan(model, t, targets, parse_gpus(gpus), Assumptions(spare=spare, min_replicas=min_replicas))
+    engine_ = Engine(gpu_memory_utilization, reserve_gb, block_size) if gpu_memory_utilization else None
+    draft = None
+    if spec_draft.strip().lower() != "none":
+        draft = Speculative(spec_tokens, spec_acceptance, (), spec_draft)
+        try:
+            _checked_speculative(draft)
+        except XlsxplanError as err:  # named as this function spells it
+            raise type(err)("spec_" + err.message if err.argument in ("draft", "acceptance") else err.message,
+                            "spec_" + (err.argument or "draft")) from None  # fmt: skip
+    a = Assumptions(spare=spare, min_replicas=min_replicas, engine=engine_, speculative=draft,
+                    owned=Owned() if own else None)  # fmt: skip
+    result = plan(model, t, targets, parse_gpus(gpus), a)
     return result.rows()

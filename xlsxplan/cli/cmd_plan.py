@@ -18,6 +18,13 @@ _FLAGS = {
     "reasoning_tokens": "--reasoning-tokens", "peak_factor": "--peak-factor", "tokens_per_s": "--tokens-per-s",
     "ttft_s": "--ttft-s", "spare": "--spare", "min_replicas": "--min-replicas", "prompt_sd": "--prompt-sd",
     "gpus": "--gpu", "top": "--top", "weights": "--weights", "kv": "--kv", "precision": "--weights/--kv",
+    "capex_usd": "--own-capex", "years": "--own-years", "residual_fraction": "--own-residual",
+    "annual_rate": "--own-rate", "kw": "--own-kw", "pue": "--own-pue", "usd_per_kwh": "--own-usd-per-kwh",
+    "usd_per_kw_month": "--own-usd-per-kw-month", "utilisation": "--own-utilisation",
+    "ttft_percentile": "--ttft-percentile", "service_cv": "--service-cv",
+    "gpu_memory_utilization": "--gpu-memory-utilization", "reserve_gb": "--activation-reserve-gb",
+    "block_size": "--block-size", "draft": "--spec-draft", "draft_params_b": "--spec-draft-params-b",
+    "acceptance": "--spec-acceptance", "acceptance_rates": "--spec-acceptance-rates", "draft_tokens": "--spec-tokens",
 }  # fmt: skip
 """Each argument of :func:`xlsxplan.plan.plan` by the flag that gives it, for error messages."""
 
@@ -26,9 +33,10 @@ class _Usage(Exception):
     pass
 
 
-def _number(args: argparse.Namespace, name: str, whole: bool = False, required: bool = False) -> Any:
+def _number(args: argparse.Namespace, name: str, whole: bool = False, required: bool = False,
+            flag: str | None = None) -> Any:  # fmt: skip
     text = getattr(args, name)
-    flag = _FLAGS[name]
+    flag = flag or _FLAGS[name]
     if text is None:
         if required:
             raise _Usage(f"{flag} is required")
@@ -53,6 +61,103 @@ def _names(text: str | None, flag: str) -> tuple[str, ...] | None:
     return names
 
 
+_OWN_SINGLE = ("years", "residual_fraction", "annual_rate", "pue", "usd_per_kwh", "usd_per_kw_month")
+_OWN_PER_GPU = ("capex_usd", "kw")
+"""The owned-case flags: one number for every accelerator, or (these two) ``NAME=VALUE`` for one, repeatable."""
+
+
+_OWN_HELP = (
+    ("--own-capex", "capex_usd", "[NAME=]USD", "capital cost per GPU with its share of the server and network; "
+     "NAME=USD for one accelerator, repeatable"),
+    ("--own-years", "years", "N", "life the capital is recovered over"),
+    ("--own-residual", "residual_fraction", "F", "resale value at the end of the life, a share of the capital"),
+    ("--own-rate", "annual_rate", "F", "cost of capital a year, 0.08 for 8%%"),
+    ("--own-kw", "kw", "[NAME=]KW", "power per GPU with its share of the server (default: costs.toml's, else the "
+     "board's power_w); NAME=KW for one accelerator, repeatable"),
+    ("--own-pue", "pue", "X", "power usage effectiveness of the data centre"),
+    ("--own-usd-per-kwh", "usd_per_kwh", "USD", "price of electricity"),
+    ("--own-usd-per-kw-month", "usd_per_kw_month", "USD", "hosting per kW of IT load a month"),
+    ("--own-utilisation", "utilisation", "F", "average load of the owned GPUs, if other work fills the hours this "
+     "traffic leaves idle (default: the fleet's own)"),
+)  # fmt: skip
+
+
+def _owned(args: argparse.Namespace) -> Any:
+    """The owned-case assumptions the flags give, or None when no --own flag is given."""
+    from ..catalog import load_catalog
+    from ..plan import Owned
+
+    names = (*_OWN_SINGLE, *_OWN_PER_GPU, "utilisation")
+    if not args.own and all(getattr(args, f"own_{n}") is None for n in names):
+        return None
+    given: dict[str, float] = {}
+    per_gpu: dict[str, dict[str, float]] = {}
+    for name in _OWN_SINGLE:
+        value = _number(args, f"own_{name}", flag=_FLAGS[name])
+        if value is not None:
+            given[name] = value
+    for name in _OWN_PER_GPU:
+        for item in getattr(args, f"own_{name}") or ():
+            gpu, sep, text = item.rpartition("=")
+            value = _parse(text, _FLAGS[name], item)
+            if not sep:
+                given[name] = value
+                continue
+            try:
+                gpu_id = load_catalog().accelerators.get(gpu.strip()).id
+            except Exception as err:  # an unknown accelerator, with the closest names
+                message = getattr(err, "message", str(err)).removeprefix("gpu ")
+                raise _Usage(f"{_FLAGS[name]} {item!r}: {message}") from None
+            per_gpu.setdefault(gpu_id, {})[name] = value
+    return Owned(given, per_gpu, _number(args, "own_utilisation", flag=_FLAGS["utilisation"]))
+
+
+def _parse(text: str, flag: str, item: str) -> float:
+    try:
+        return float(text.strip().replace("_", ""))
+    except ValueError:
+        raise _Usage(f"{flag} must be a number, or NAME=NUMBER for one accelerator, got {item!r}") from None
+
+
+def _engine(args: argparse.Namespace) -> Any:
+    """The engine's memory rule the flags give, or None when none of them is given."""
+    from ..plan import Engine
+
+    if all(getattr(args, n) is None for n in ("gpu_memory_utilization", "reserve_gb", "block_size")):
+        return None
+    d = Engine()
+    fraction = _number(args, "gpu_memory_utilization")
+    reserve = _number(args, "reserve_gb")
+    block = _number(args, "block_size", whole=True)
+    return Engine(d.memory_fraction if fraction is None else fraction, d.reserve_gb if reserve is None else reserve,
+                  d.block_size if block is None else block)  # fmt: skip
+
+
+def _speculative(args: argparse.Namespace) -> Any:
+    """The speculative draft the flags give, or None when none of them is given."""
+    from ..errors import XlsxplanError
+    from ..plan import Speculative
+    from ..precision import lookup
+
+    names = ("draft", "draft_params_b", "draft_weights", "draft_tokens", "acceptance", "acceptance_rates")
+    if all(getattr(args, n) is None for n in names):
+        return None
+    if args.acceptance_rates is not None and args.draft_tokens is not None:
+        raise _Usage("--spec-tokens is the length of --spec-acceptance-rates: give one or the other")
+    rates: tuple[float, ...] = ()
+    if args.acceptance_rates is not None:
+        rates = tuple(_parse(x, "--spec-acceptance-rates", args.acceptance_rates)
+                      for x in args.acceptance_rates.split(","))  # fmt: skip
+    weights = args.draft_weights or "bf16"
+    try:
+        weights = lookup(weights).name
+    except XlsxplanError as err:
+        raise _Usage(f"--spec-draft-weights: {err.message}") from None
+    tokens = _number(args, "draft_tokens", whole=True)
+    return Speculative(1 if tokens is None else tokens, _number(args, "acceptance"), rates, args.draft,
+                       _number(args, "draft_params_b"), weights)  # fmt: skip
+
+
 def _inputs(args: argparse.Namespace) -> tuple[Any, ...]:
     from ..plan import Assumptions, Targets, Traffic, parse_gpus
 
@@ -68,7 +173,9 @@ def _inputs(args: argparse.Namespace) -> tuple[Any, ...]:
         reasoning_tokens=_number(args, "reasoning_tokens") or 0.0,
         prompt_sd=_number(args, "prompt_sd"),
     )
-    targets = Targets(_number(args, "tokens_per_s"), _number(args, "ttft_s"))
+    targets = Targets(_number(args, "tokens_per_s"), _number(args, "ttft_s"), _number(args, "ttft_percentile"))
+    if args.service_cv is not None and targets.ttft_percentile is None:
+        raise _Usage("--service-cv shapes the queue of --ttft-percentile: give --ttft-percentile too")
     defaults = Assumptions()
     assumptions = Assumptions(
         spare=defaults.spare if args.spare is None else _number(args, "spare", whole=True),
@@ -76,6 +183,10 @@ def _inputs(args: argparse.Namespace) -> tuple[Any, ...]:
         weights="params x bytes" if args.weights_as == "params-x-bytes" else "published",
         weight_precisions=_names(args.weights, "--weights") or defaults.weight_precisions,
         kv_precisions=_names(args.kv, "--kv") or defaults.kv_precisions,
+        owned=_owned(args),
+        service_cv=defaults.service_cv if args.service_cv is None else _number(args, "service_cv"),
+        engine=_engine(args),
+        speculative=_speculative(args),
     )
     gpus = parse_gpus(args.gpu or "all")
     return traffic, targets, assumptions, gpus
@@ -167,8 +278,14 @@ def render(result: Any, top: int = 0) -> str:
     given = []
     if g.tokens_per_s is not None:
         given.append(f"at least {g.tokens_per_s:g} tokens/s per user")
-    if g.ttft_s is not None:
+    if g.ttft_s is not None and g.ttft_percentile is not None:
+        share = f"{g.ttft_percentile * 100:.6g}"
+        given.append(f"first token of the {t.tail_prompt:,.0f}-token tail prompt within {g.ttft_s:g} s for {share}% "
+                     f"of requests at the peak (P{share}), waiting for a batch slot included")  # fmt: skip
+    elif g.ttft_s is not None:
         given.append(f"first token of the {t.tail_prompt:,.0f}-token tail prompt within {g.ttft_s:g} s")
+    elif g.ttft_percentile is not None:
+        given.append("none on the first token (--ttft-s), whose P50, P90 and P99 under load are reported")
     lines.append(
         "targets: " + ("; ".join(given) if given else "none given, so none applies (--tokens-per-s, --ttft-s)")
     )
@@ -190,7 +307,9 @@ def render(result: Any, top: int = 0) -> str:
                          str(f.replicas), str(f.gpus), _n(f.usd_per_month), _n(f.usd_per_m_input, 2),
                          _n(f.usd_per_m_output, 2), str(c.gpus) if c.feasible else "rejected",
                          _n(c.usd_per_month) if c.feasible else ""])  # fmt: skip
-        lines += _table(rows, {0, 2, 6, 8, 9, 10, 11, 12, 13, 14, 15, 16})
+            rows[-1] += _extra_cells(result, f)
+        rows[0] += _extra_head(result)
+        lines += _table(rows, {0, 2, 6, 8, 9, 10, 11, 12, 13, 14, 15, 16} | set(range(17, len(rows[0]))))
         if len(shown) < len(feasible):
             lines.append(f"  ... and {len(feasible) - len(shown)} more feasible options (--top 0 shows them all)")
         others = [(i, o) for i, o in enumerate(shown, 1) if not o.view(other).feasible]
@@ -209,7 +328,9 @@ def render(result: Any, top: int = 0) -> str:
         for o in rejected:
             f = o.view(result.rank_by)
             limit = f.extra.get("rejected_by")
-            key = (o.gpu, o.weights, "weights" if limit == "weights" else f.reason or "")
+            plain = not (a.engine or a.speculative)  # the weights against a flat usable share: grouped by size
+            draft = " with the draft" if o.speculative else ""
+            key = (o.gpu, o.weights + draft, "weights" if limit == "weights" and plain else f.reason or "")
             groups.setdefault(key, {}).setdefault(o.gpus_per_replica, []).append(o)
         for (gpu, w, reason), by_n in groups.items():
             ns = [f"{n}{_variants([(o.kv, o.serving) for o in opts], a.kv_precisions, a.servings)}"
@@ -231,17 +352,129 @@ def render(result: Any, top: int = 0) -> str:
     weights = "params x bytes, as the source text counts them"
     if a.weights != PARAMS_X_BYTES:
         weights = "as published checkpoints store them (MODEL_WEIGHTS_GB: 16-bit embeddings beside 8-bit weights)"
-    lines.append(f"  memory: {a.usable_fraction:.0%} usable; weights {weights}; "
+    usable = f"{a.usable_fraction:.0%} usable"
+    if a.engine:
+        e = a.engine
+        usable = (f"as vLLM allocates it: {e.memory_fraction:g} of each GPU's memory (the catalog's figure; CUDA "
+                  f"reports about 7% more on an H100) less its share of the weights and {e.reserve_gb:g} GB reserved "
+                  f"for activations, in whole blocks of {e.block_size} tokens (ENGINE_KV_TOKENS; KV tokens and "
+                  "maximum concurrency at the longest request, as vLLM prints them)")  # fmt: skip
+    lines.append(f"  memory: {usable}; weights {weights}; "
                  + "; ".join(n.removeprefix("memory: ") for n in result.notes))  # fmt: skip
     lines.append(f"  fleet: {a.spare} spare replica{'s' if a.spare != 1 else ''} (in each pool when disaggregated), "
                  f"at least {a.min_replicas} aggregated; GPUs billed {a.hours_per_month:g} hours a month")  # fmt: skip
     lines.append(f"  first token: the {t.tail_prompt:,.0f}-token tail prompt, chunked into the decode steps at the "
                  f"planned batch; disaggregated, read by a prefill replica and its KV cache sent at "
-                 f"{a.kv_link_gb_s:g} GB/s; queueing left out")  # fmt: skip
+                 f"{a.kv_link_gb_s:g} GB/s; " + _queue_text(result))  # fmt: skip
+    lines += _speculative_lines(result)
+    lines += _owned_lines(result)
     lines.append(f"  tried: weights {', '.join(a.weight_precisions)}; KV cache {', '.join(a.kv_precisions)}; "
                  f"{', '.join(map(str, a.gpus_per_replica))} GPUs per replica (for a mixture of experts, the experts "
                  f"spread over them); {' and '.join(a.servings)}")  # fmt: skip
     return "\n".join(lines)
+
+
+def _extra_head(result: Any) -> list[str]:
+    """Columns a plan adds to the ranked table for what it was asked beyond the base search."""
+    head = []
+    if result.targets.ttft_percentile is not None:
+        head += ["P50 s", "P90 s", "P99 s", "replicas set by"]
+    if result.assumptions.engine:
+        head += ["KV tokens", "max conc"]
+    if result.assumptions.speculative:
+        head += ["draft", "spec x"]
+    if result.assumptions.owned:
+        head += ["owned $/month", "$/M in", "$/M out"]
+    return head
+
+
+def _extra_cells(result: Any, f: Any) -> list[str]:
+    cells = []
+    if result.targets.ttft_percentile is not None:
+        at = f.extra.get("ttft_percentiles_s", {})
+        cells += [_n(at.get(k), 2) for k in ("p50", "p90", "p99")]
+        binding = f.extra.get("replicas_binding", "")
+        cells.append("load" if binding == "peak load" else binding.removesuffix(" first-token target"))
+    if result.assumptions.engine:
+        e = f.extra.get("engine", {})
+        cells += [_n(e.get("kv_cache_tokens")), _n(e.get("max_concurrency"), 1)]
+    if result.assumptions.speculative:
+        sp = f.extra.get("speculative", {})
+        cells += ["yes" if sp else "no", f"{sp['speedup']:.2f}" if "speedup" in sp else ""]
+    if not result.assumptions.owned:
+        return cells
+    owned = f.extra.get("owned", {})
+    if "usd_per_month" not in owned:
+        return [*cells, "n/a", "", ""]
+    return [*cells, _n(owned["usd_per_month"]), _n(owned["usd_per_m_input"], 2), _n(owned["usd_per_m_output"], 2)]
+
+
+_OWNED_LABELS = {"capex_usd": ("${:,.0f} capital", 1), "years": ("{:g} years", 1),
+                 "residual_fraction": ("{:.0%} residual", 100), "annual_rate": ("{:.0%} a year", 100),
+                 "kw": ("{:g} kW", 1), "pue": ("PUE {:g}", 1), "usd_per_kwh": ("${:g}/kWh", 1),
+                 "usd_per_kw_month": ("${:g}/kW-month", 1)}  # fmt: skip
+
+
+def _speculative_lines(result: Any) -> list[str]:
+    """The draft, its acceptance and what a target step yields, in words."""
+    sp = result.assumptions.speculative
+    if sp is None:
+        return []
+    draft = (
+        f"draft {sp.draft}" if sp.draft else f"a draft head of {sp.draft_params_b:g}B parameters (its cache left out)"
+    )
+    accept = (f"each of {sp.gamma} drafted tokens accepted at {sp.acceptance:g}" if not sp.acceptance_rates else
+              "per-position acceptance " + ", ".join(f"{r:g}" for r in sp.acceptance_rates))  # fmt: skip
+    return [f"  speculative: {draft} in {sp.draft_weights}; {accept}: {sp.tokens_per_step():.4g} tokens per target "
+            "step (Leviathan, Kalman and Matias 2023); a step is the draft's steps and the target's verify pass over "
+            f"{sp.gamma + 1} tokens a sequence, each a roofline (SPEC_STEP_S), so the gain shrinks as the batch "
+            "grows (spec x: speed per user over plain decoding at the planned batch); the draft's weights and cache "
+            "take memory from the batch, its verify compute from the prompts' (SPEC_MAX_BATCH)"]  # fmt: skip
+
+
+def _queue_text(result: Any) -> str:
+    """How the first token's wait for a batch slot is counted, in words."""
+    if result.targets.ttft_percentile is None:
+        return "queueing left out"
+    cv = result.assumptions.service_cv
+    law = ("exponential slot times, the exact M/M/c case" if cv == 1 else
+           f"slot times spread {cv:g} times their mean, the Allen-Cunneen approximation")  # fmt: skip
+    return (
+        f"P50/P90/P99 at the peak on the planned fleet: the wait for a batch slot (Erlang C; each replica a "
+        f"queue of batch slots fed its share of Poisson arrivals, {law}; a disaggregated prefill pool one "
+        "queue, a server per replica) plus the tail prompt's first token; replicas for a percentile target "
+        "hold it with the spares down (REPLICAS_FOR_TTFT)"
+    )
+
+
+def _owned_lines(result: Any) -> list[str]:
+    """The owned case of each accelerator, every assumption with its source, and what it comes to."""
+    owned = result.assumptions.owned
+    if owned is None:
+        return []
+    at = ("the fleet's own utilisation (this traffic alone; --own-utilisation for other work in the idle hours)"
+          if owned.utilisation is None else f"{owned.utilisation:.0%} utilisation (given)")  # fmt: skip
+    lines = [f"  owned: the same GPUs bought, paid for every hour (GPU_HOUR_OWNED: capital recovered over the life at "
+             f"the cost of capital, the residual's present value deducted, power x PUE, hosting per kW), per M tokens "
+             f"at {at}"]  # fmt: skip
+    for gpu, case in result.owned.items():
+        parts = []
+        for name, figure in case.get("assumptions", {}).items():
+            text = _OWNED_LABELS[name][0].format(figure["value"])
+            source = "given" if figure["source"] == "given" else figure["source"]
+            parts.append(f"{text} ({source})")
+        if "reason" in case:
+            lines.append(f"    {gpu}: not priced owned: {case['reason']}")
+            continue
+        rent = result.prices[gpu][0]
+        payback = case["payback_months"]
+        pays = (f"buying pays back in {payback:.1f} months against renting around the clock" if payback is not None
+                else "renting costs less than running owned GPUs: buying never pays back")  # fmt: skip
+        lines.append(f"    {gpu}: {'; '.join(parts)}: ${case['usd_per_gpu_hour']:.4f} per GPU-hour owned (of which "
+                     f"${case['running_usd_per_gpu_hour']:.4f} power and hosting) against ${rent:g} rented; owning "
+                     f"costs less per token than renting only the hours used above "
+                     f"{case['breakeven_utilisation']:.1%} utilisation; {pays}")  # fmt: skip
+    return lines
 
 
 def _prices(prices: dict[str, tuple[float, str]]) -> str:
@@ -323,6 +556,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--tokens-per-s", metavar="X", help="target: slowest decode per user (default: none)")
     p.add_argument("--ttft-s", metavar="S", help="target: first token of the tail prompt within S seconds "
                    "(default: none)")  # fmt: skip
+    p.add_argument("--ttft-percentile", metavar="P", help="with --ttft-s: the share of requests whose first token, "
+                   "queueing for a batch slot at the peak included, comes within S seconds (0.99 for P99); "
+                   "replicas are added until it holds with the spares down. Alone: report P50, P90 and P99 under "
+                   "load")  # fmt: skip
+    p.add_argument("--service-cv", metavar="X", help="spread of the time a request holds a batch slot over its mean, "
+                   "for --ttft-percentile (default 1: exponential, the exact M/M/c case)")  # fmt: skip
     p.add_argument("--spare", metavar="N", help="spare replicas, in each pool when disaggregated (default 1)")
     p.add_argument("--min-replicas", metavar="N", help="fewest aggregated replicas (default 2)")
     p.add_argument("--gpu", action="append", metavar="NAME[=USD_PER_HOUR]", help="an accelerator to try, with its "
@@ -339,6 +578,31 @@ def register(sub: argparse._SubParsersAction) -> None:
         default="assumed",
         help="rank at the assumed (the source text's) or the calibrated efficiencies (default assumed)",
     )
+    eng = p.add_argument_group("memory as a serving engine allocates it (any of these: vLLM's rule in place of a "
+                               "flat usable share)")  # fmt: skip
+    eng.add_argument("--gpu-memory-utilization", metavar="F", help="the engine's share of each GPU's memory "
+                     "(vLLM's gpu_memory_utilization, default 0.9; SGLang's mem_fraction_static)")  # fmt: skip
+    eng.add_argument("--activation-reserve-gb", dest="reserve_gb", metavar="GB", help="held per GPU besides the "
+                     "weights: activation peak, non-torch memory, CUDA graphs (default 0)")  # fmt: skip
+    eng.add_argument("--block-size", metavar="N", help="tokens per KV block (vLLM 16, the default; SGLang 1)")
+    spec = p.add_argument_group("speculative decoding (a draft model or a multi-token-prediction head)")
+    spec.add_argument("--spec-draft", dest="draft", metavar="MODEL", help="a preset model that drafts tokens")
+    spec.add_argument("--spec-draft-params-b", dest="draft_params_b", metavar="B", help="or a draft head of B "
+                      "billion parameters (an MTP module, an EAGLE head), its KV cache left out")  # fmt: skip
+    spec.add_argument("--spec-draft-weights", dest="draft_weights", metavar="PRECISION", help="the draft's weights "
+                      "(default bf16)")  # fmt: skip
+    spec.add_argument("--spec-tokens", dest="draft_tokens", metavar="N", help="tokens drafted a step (default 1)")
+    spec.add_argument("--spec-acceptance", dest="acceptance", metavar="A", help="chance each drafted token is "
+                      "accepted (SPEC_TOKENS_PER_STEP)")  # fmt: skip
+    spec.add_argument("--spec-acceptance-rates", dest="acceptance_rates", metavar="LIST",
+                      help="or measured rates per position, e.g. 0.8,0.6,0.45 (vLLM's per-position acceptance rate; "
+                      "SPEC_ACCEPT_LENGTH)")  # fmt: skip
+    own = p.add_argument_group("owning the GPUs (any of these prices the same fleet owned beside rented; defaults: "
+                               "the catalog's sourced figures, COST_SPEC and COST_SOURCE)")  # fmt: skip
+    own.add_argument("--own", action="store_true", help="price every option owned as well as rented")
+    for flag, name, metavar, text in _OWN_HELP:
+        own.add_argument(flag, dest=f"own_{name}", metavar=metavar, action="append" if name in _OWN_PER_GPU else None,
+                         help=text)  # fmt: skip
     p.add_argument("--top", metavar="N", help="show the N cheapest feasible options (default: all)")
     p.add_argument("--json", action="store_true", help="print every option as JSON")
     p.set_defaults(handler=run)
