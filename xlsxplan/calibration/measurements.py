@@ -57,7 +57,7 @@ from typing import Any
 
 from .. import calibration
 from ..catalog import models
-from ..core import equations, roofline, serving, training, training_memory
+from ..core import effects, equations, roofline, serving, training, training_memory
 from ..errors import CatalogError, XlsxplanError
 from ..precision import published_embedding_bytes
 from . import Factors, Observation
@@ -129,6 +129,12 @@ class Measurement:
     flops: str = ""
     """What an achieved_tflops_per_gpu figure counts: ``model`` (the default) or ``hardware`` (recomputation
     included), from an optional ``flops`` column or the source's own words."""
+    gpus_per_node: int = 8
+    """GPUs per node (optional ``gpus_per_node`` column, 8 by default): what a ``..._per_node`` metric counts, and the
+    GPUs sharing the scale-up link (an NVL72 rack is one NVLink domain of 72)."""
+    ep: int | None = None
+    """Expert-parallel group of a mixture-of-experts training run (optional ``ep`` column); empty: the experts over
+    ``min(experts, n_gpus, gpus_per_node)`` GPUs."""
     flops_per_token: float | None = None
     """The source's own FLOPs per token, where the same run reports tokens per second too (see annotate)."""
     problem: str = ""
@@ -173,9 +179,14 @@ def parse_measurements(text: str, origin: str = "measurements") -> list[Measurem
             conc_text = raw["concurrency"].lower()
             concurrency: int | str | None = "max" if conc_text == "max" else _number(conc_text, "concurrency", True)
             value = _number(raw["value"], "value")
+            per_node = _number(raw.get("gpus_per_node", ""), "gpus_per_node", True)
+            if per_node is not None and per_node < 1:
+                raise ValueError(f"gpus_per_node must be a whole number of at least 1, got {raw['gpus_per_node']!r}")
             rows.append(
                 Measurement(
                     **common,
+                    gpus_per_node=int(per_node or 8),
+                    ep=_number(raw.get("ep", ""), "ep", True) or None,  # type: ignore[arg-type]
                     value=value,
                     params_b=_number(raw["params_b"], "params_b"),
                     active_params_b=_number(raw["active_params_b"], "active_params_b"),
@@ -387,10 +398,53 @@ def _ttft_scale(m: Measurement) -> float:
     return 1.0 if m.unit.strip().lower() in ("s", "sec", "second", "seconds") else 1e-3
 
 
+def moe_layout(s: Shape) -> tuple[int, int, int]:
+    """Routed experts, experts per token and layers with experts of a preset mixture of experts; (0, 0, 0) for a
+    dense model or a shape without a preset."""
+    if not s.moe or not s.preset:
+        return 0, 0, 0
+    from ..catalog import load_catalog
+
+    p = load_catalog().models.get(s.preset)
+    if not p.experts or not p.experts_per_token:
+        return 0, 0, 0
+    layers = (p.mlp_layers or p.layers) - (p.dense_layers or 0)
+    return int(p.experts), int(p.experts_per_token), int(layers)
+
+
+def expert_parallel(m: Measurement, experts: int) -> int:
+    """The expert-parallel group: the ``ep`` column, else the experts over ``min(experts, n_gpus, gpus_per_node)``."""
+    if m.ep:
+        return int(m.ep)
+    return max(1, min(experts, _n(m), m.gpus_per_node))
+
+
+def moe_train_features(m: Measurement, s: Shape) -> tuple[float, float, str]:
+    """A mixture of experts' two training features (see :class:`xlsxplan.calibration.Observation`) and in words how
+    its all-to-all was counted: ``routed`` (MOE_ROUTED_BYTES_PER_TOKEN per byte per routed value, over the token's
+    FLOPs at peak times the accelerator's FLOP per byte) and ``comm`` (:func:`xlsxplan.core.effects.
+    moe_all_to_all_seconds` for one token, over its FLOPs at peak). (0, 0, "") for a dense model."""
+    experts, per_token, layers = moe_layout(s)
+    if not experts:
+        return 0.0, 0.0, ""
+    peak, fpt = _peak_flops(m), _train_flops_per_token(s)
+    routed = effects.moe_routed_bytes_per_token(s.hidden, layers, per_token, 1.0) * (peak / _bandwidth(m)) / fpt
+    ep = expert_parallel(m, experts)
+    link = _gpu(m).link_gb_s
+    if ep > 1 and not link:
+        return routed, 0.0, f"{_gpu(m).id} has no link_gb_s: the all-to-all is left out"
+    seconds = effects.moe_all_to_all_seconds(1.0, s.hidden, layers, per_token, ep, float(link or 0.0),
+                                             gpus_per_node=m.gpus_per_node)  # fmt: skip
+    where = f"{min(ep, m.gpus_per_node)} per node at {link:g} GB/s" + (
+        f", the rest at {effects.SCALE_OUT_GB_S:g} GB/s between nodes" if ep > m.gpus_per_node else "")
+    return routed, seconds * peak / fpt, f"all-to-all over {ep}-way expert parallelism ({where})"
+
+
 def _efficiency_features(m: Measurement, kind: str) -> dict[str, Any]:
     if kind == "train_mfu":
         s = shape_of(m)
-        return {"balance": _peak_flops(m) / _bandwidth(m), "hidden": float(s.hidden)}
+        routed, comm, _ = moe_train_features(m, s)
+        return {"balance": _peak_flops(m) / _bandwidth(m), "hidden": float(s.hidden), "routed": routed, "comm": comm}
     group = calibration.compute_group if kind == "prefill" else calibration.format_group
     return {"gpu_class": calibration.gpu_class(_gpu(m).id), "fmt": group(m.precision)}
 
@@ -784,7 +838,7 @@ def fit_report(rows: Sequence[Measurement], origin: str, digest: str, path: str 
         data[kind]["rows_used"] = len(mine)
         data[kind]["runs"] = len({o.run for o in mine})
         if kind == "train_mfu":
-            data[kind]["free_parameters"] = 2 if mine else 0
+            data[kind]["free_parameters"] = (3 if any(o.routed for o in mine) else 2) if mine else 0
         else:
             levels = calibration.level_counts(kind, mine)
             data[kind]["levels"] = levels

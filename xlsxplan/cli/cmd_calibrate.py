@@ -63,7 +63,8 @@ def _fit(args: argparse.Namespace) -> int:
     print(f"fitted {sum(report[k]['rows_used'] for k in calibration.KINDS)} of {len(rows)} rows of {data}")
     for kind in calibration.KINDS:
         k = report[kind]
-        params = {key: k[key] for key in ("ceiling", "overhead_bytes", "base", "class", "format") if key in k}
+        params = {key: k[key] for key in ("ceiling", "overhead_bytes", "routed_bytes", "base", "class", "format")
+                  if key in k}
         print(f"  {kind}: {params}; {k['rows_used']} rows, median error {k['median_abs_error']}, "
               f"leave-one-run-out {k['leave_one_run_out_median_abs_error']}")  # fmt: skip
         for assumed in k.get("assumed", ()):
