@@ -23,8 +23,8 @@ How each metric is predicted
 * ``decode_tokens_per_sec``: one over DECODE_STEP_S at the row's batch (1 unless ``concurrency`` says more), with
   the average context ``input_len + output_len / 2`` and weights at their real bits per weight.
 * The KV cache's format is the optional ``kv_precision`` column where a file has it; otherwise the engine's
-  default, as the row names it: FP8 for FP8 weights on TensorRT-LLM (NVIDIA's ModelOpt FP8 checkpoints carry FP8
-  KV-cache scales, and its Llama-2-7B FP8 row at batch 768 would not fit a 16-bit cache), 16-bit everywhere else
+  default, as the row names it: FP8 for FP8 and NVFP4 weights on TensorRT-LLM (NVIDIA's ModelOpt FP8 and NVFP4
+  checkpoints carry ``"kv_cache_quant_algo": "FP8"`` in their hf_quant_config.json, and its Llama-2-7B FP8 row at batch 768 would not fit a 16-bit cache), 16-bit everywhere else
   (vLLM's and SGLang's ``auto`` cache type is the activations' 16 bits; llama.cpp's default is f16).
 * ``ttft`` and ``prefill_tokens_per_sec``: TTFT_S, the prefill's arithmetic with causal attention at the
   calibrated ``prefill`` utilisation.
@@ -335,7 +335,8 @@ def _kv_bytes_per_value(m: Measurement) -> float:
         return _bits(dataclasses.replace(m, precision=m.kv_precision)) / 8.0
     text = f"{m.name} {m.source}".lower()
     trtllm = any(word in text for word in ("tensorrt", "trt-llm", "trtllm"))
-    return 1.0 if trtllm and calibration.format_group(m.precision) == "8-bit" else 2.0
+    modelopt = calibration.format_group(m.precision) == "8-bit" or m.precision.lower() == "nvfp4"
+    return 1.0 if trtllm and modelopt else 2.0
 
 
 def _kv_bytes_per_token(m: Measurement, s: Shape, context: float) -> float:
@@ -633,29 +634,65 @@ def _predict_prefill(m: Measurement, s: Shape, factors: Factors) -> tuple[float,
     e_c, e_bw = _eff(factors, m, "prefill"), _eff(factors, m, "decode_bandwidth")
     prompt = _need(m.input_len, "input_len", m)
     t = roofline.ttft_seconds(s.active_b, _bits(m) / 8.0, prompt, s.layers, s.attn_width, _n(m), peak / 1e12,
-                              _gpu(m).bandwidth_tb_s, e_c, e_bw)  # fmt: skip
+                              _gpu(m).bandwidth_tb_s, e_c, e_bw, _link(m) if _n(m) > 1 else 0.0)  # fmt: skip
     basis = f"prefill {e_c:.3f}, attention included; {s.origin}"
     return (t / _ttft_scale(m) if m.metric == "ttft" else prompt / t), basis
 
 
-def _predict_throughput(m: Measurement, s: Shape, factors: Factors) -> tuple[float, str]:
-    """Offline or concurrency-limited output throughput, of the instance or per GPU."""
-    gpu, bits = _gpu(m), _bits(m)
+def _link(m: Measurement) -> float:
+    """The accelerator's scale-up link per direction [GB/s]; 0 when the catalog has none (PCIe cards)."""
+    return float(_gpu(m).link_gb_s or 0.0)
+
+
+def serve_step_seconds(m: Measurement, s: Shape, factors: Factors, batch: int) -> tuple[float, dict[str, float]]:
+    """One decode step of ``batch`` sequences with the effects: the roofline's memory and compute (attention's
+    arithmetic over the cache included), then the tensor-parallel all-reduces over the link. Returns the step and
+    its parts in seconds."""
+    gpu, bits, n = _gpu(m), _bits(m), _n(m)
     kv = _kv_bytes_per_token(m, s, _context(m))
     peak = _peak_flops(m)
     e_c, e_bw = _eff(factors, m, "prefill"), _eff(factors, m, "decode_bandwidth")
     experts, per_token = _routing(s)
+    read = s.params_b if not s.moe else equations.moe_params_read(s.params_b, s.active_b, experts, per_token, batch)
+    memory = (read * 1e9 * bits / 8.0 + batch * kv * _context(m)) / (n * gpu.bandwidth_tb_s * 1e12 * e_bw)
+    attention = effects.attention_decode_flops_per_token(s.layers, s.attn_width, _context(m))
+    compute = (2.0 * s.active_b * 1e9 + attention) * batch / (n * peak * e_c)
+    link = _link(m)
+    exchange = effects.tp_allreduce_seconds(batch, s.hidden, s.layers, n, link) if n > 1 and link else 0.0
+    return max(memory, compute) + exchange, {"memory": memory, "compute": compute, "all-reduce": exchange}
+
+
+def _predict_throughput(m: Measurement, s: Shape, factors: Factors) -> tuple[float, str]:
+    """Offline or concurrency-limited output throughput, of the instance, per GPU or per node.
+
+    SERVE_TOKS's model (every request's prefill, then decode slots of ``step / B``) with the effects of
+    :mod:`xlsxplan.core.effects`: attention's arithmetic in the prefill and in every decode step, and the
+    tensor-parallel all-reduces of both over the accelerator's link."""
+    gpu, bits, n = _gpu(m), _bits(m), _n(m)
+    kv = _kv_bytes_per_token(m, s, _context(m))
+    peak = _peak_flops(m)
+    e_c, e_bw = _eff(factors, m, "prefill"), _eff(factors, m, "decode_bandwidth")
     prompt = _need(m.input_len, "input_len", m)
     output = _need(m.output_len, "output_len", m)
     conc = 0 if m.concurrency in (None, "max") else int(m.concurrency)  # type: ignore[arg-type]
-    total = roofline.serve_tokens_per_s(s.params_b, bits / 8.0, kv, prompt, output, _n(m), gpu.memory_gb,
-                                        gpu.bandwidth_tb_s, peak / 1e12, conc, e_bw, e_c, USABLE_FRACTION,
-                                        s.active_b if s.moe else 0, experts, per_token)  # fmt: skip
-    if total <= 0:
+    fits = equations.batch_that_fits(s.params_b, bits / 8.0, kv, _context(m), n, gpu.memory_gb, USABLE_FRACTION)
+    batch = int(fits if conc == 0 else min(conc, fits))
+    if batch < 1:
         raise Unpredictable(f"the weights or one request do not fit in {USABLE_FRACTION:.0%} of memory")
-    basis = (f"roofline: decode_bandwidth {e_bw:.3f}, prefill {e_c:.3f}, KV {_kv_bytes_per_value(m):g} byte(s) "
-             f"per value, average context {_context(m):g}; {s.origin}")  # fmt: skip
-    return (total / _n(m) if m.metric.endswith("per_gpu") else total), basis
+    step, parts = serve_step_seconds(m, s, factors, batch)
+    link = _link(m)
+    prefill = (2.0 * s.active_b * 1e9 * prompt + effects.attention_prefill_flops(s.layers, s.attn_width, prompt)) / (
+        n * peak * e_c) + (effects.tp_allreduce_seconds(prompt, s.hidden, s.layers, n, link) if n > 1 and link else 0.0)
+    total = output / (output * step / batch + prefill)
+    shares = ", ".join(f"{k} {v * 1e3:.2f} ms" for k, v in parts.items() if v)
+    basis = (f"roofline with effects at batch {batch}: decode_bandwidth {e_bw:.3f}, prefill {e_c:.3f}, KV "
+             f"{_kv_bytes_per_value(m):g} byte(s) per value, average context {_context(m):g}; step {shares}; "
+             f"{s.origin}")  # fmt: skip
+    if m.metric.endswith("per_gpu"):
+        return total / n, basis
+    if m.metric.endswith("per_node"):
+        return total / n * m.gpus_per_node, basis + f"; {m.gpus_per_node} GPUs per node"
+    return total, basis
 
 
 @dataclass(frozen=True)
