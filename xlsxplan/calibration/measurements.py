@@ -571,6 +571,10 @@ TRAIN_RATES: dict[str, TrainRate] = {
     "tokens_per_sec_per_gpu": TrainRate(lambda m, r, s: r, lambda m, v, s, peak, fpt: v * fpt / peak),
     "tokens_per_sec_global": TrainRate(lambda m, r, s: r * _gpus(m),
                                        lambda m, v, s, peak, fpt: v * fpt / (_gpus(m) * peak)),
+    "tokens_per_sec_per_node": TrainRate(lambda m, r, s: r * m.gpus_per_node,
+                                         lambda m, v, s, peak, fpt: v * fpt / (m.gpus_per_node * peak)),
+    "gpu_hours_per_trillion_tokens": TrainRate(lambda m, r, s: 1e12 / r / SECONDS_PER_HOUR,
+                                               lambda m, v, s, peak, fpt: 1e12 * fpt / (v * SECONDS_PER_HOUR * peak)),
     # the source's own FLOP count per token (see flops_convention)
     "achieved_tflops_per_gpu": TrainRate(
         lambda m, r, s: r * _source_flops_per_token(m, s) / 1e12,
@@ -716,6 +720,7 @@ METRICS: dict[str, Metric] = {
     "decode_tokens_per_sec": Metric("decode_bandwidth", _SERVE, _predict_decode),
     "output_tokens_per_sec_total": Metric(None, _SERVE, _predict_throughput),
     "output_tokens_per_sec_per_gpu": Metric(None, _SERVE, _predict_throughput),
+    "output_tokens_per_sec_per_node": Metric(None, _SERVE, _predict_throughput),
 }
 """Every metric xlsxplan predicts, by name (the measurements README lists them)."""
 
@@ -812,15 +817,19 @@ def notes(m: Measurement, factors: Factors, counts: dict[str, dict[str, dict[str
 
 
 def validate(
-    rows: Sequence[Measurement], pool: Sequence[Measurement] | None = None, leave_out: bool = True
+    rows: Sequence[Measurement],
+    pool: Sequence[Measurement] | None = None,
+    leave_out: bool = True,
+    factors_as_is: Factors | None = None,
 ) -> list[RowResult]:
-    """Predict every row; with ``leave_out``, from a fit on ``pool`` (default: the rows) without the row's run."""
+    """Predict every row; with ``leave_out``, from a fit on ``pool`` (default: the rows) without the row's run;
+    with ``factors_as_is``, from those factors for every row, refitting nothing (``validate --factors-as-is``)."""
     cache = _FitCache(observations(rows if pool is None else pool))
     results = []
     for m in rows:
         kind = kind_of(m) or ""
         try:
-            factors = cache.without(run_key(m) if leave_out else None)
+            factors = factors_as_is or cache.without(run_key(m) if leave_out else None)
             predicted, basis = predict(m, factors)
         except Unpredictable as why:
             results.append(RowResult(m.line, m.name, m.metric, m.value, None, None, str(why), kind=kind))

@@ -122,10 +122,16 @@ def _run(args: argparse.Namespace) -> int:
     path = Path(args.data) if args.data else calibration.measurements_path()
     rows = measurements.read_measurements(path)
     leave_out = not args.in_sample
-    pool_rows, pool = _pool(rows, args.data_only)
-    results = measurements.validate(rows, pool_rows, leave_out=leave_out)
-    summary = measurements.summarise(results)
-    summary["fit"] = f"fitted on {pool}, " + ("leaving out each row's run" if leave_out else "in sample")
+    if args.factors_as_is:
+        cal = calibration.active()
+        results = measurements.validate(rows, factors_as_is=cal.factors)
+        summary = measurements.summarise(results)
+        summary["fit"] = f"the {cal.describe()}, as they are: nothing refitted"
+    else:
+        pool_rows, pool = _pool(rows, args.data_only)
+        results = measurements.validate(rows, pool_rows, leave_out=leave_out)
+        summary = measurements.summarise(results)
+        summary["fit"] = f"fitted on {pool}, " + ("leaving out each row's run" if leave_out else "in sample")
     summary["factors"] = calibration.active().describe()
     summary["data"] = str(path)
     if args.json:
@@ -165,6 +171,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="fit only on the file's rows, not also on the measurements behind the factors in use",
     )
     p.add_argument("--in-sample", action="store_true", help="fit on every row, the validated one included")
+    p.add_argument(
+        "--factors-as-is",
+        action="store_true",
+        help="predict with the factors in use (shipped, or yours after `calibrate --fit`) without refitting: how "
+        "well do they predict these measurements?",
+    )
     p.add_argument("--calibration", metavar="CHOICE", help="whose fit: auto (default: yours after `calibrate --fit`, "
                    "else the shipped one), shipped, user, or a factors file; as XLSXPLAN_CALIBRATION")  # fmt: skip
     p.add_argument(
