@@ -60,7 +60,7 @@ from ..catalog import models
 from ..core import effects, equations, roofline, serving, training, training_memory
 from ..errors import CatalogError, XlsxplanError
 from ..precision import published_embedding_bytes
-from . import Factors, Observation
+from . import Factors, Observation, bands
 
 __all__ = [
     "COLUMNS",
@@ -751,10 +751,95 @@ class RowResult:
     reason: str
     basis: str = ""
     kind: str = ""
+    p10: float | None = None
+    """The low end of the row's P10-P90 range, in its unit, from the other runs' residuals (see with_bands)."""
+    p90: float | None = None
+    inside: bool | None = None
+    """Whether the measured figure lies inside the row's own P10-P90 range; None without a range."""
 
     def as_json(self) -> dict[str, Any]:
         return {"name": self.name, "metric": self.metric, "measured": self.measured, "predicted": self.predicted,
-                "ratio": self.ratio, "reason": self.reason, "basis": self.basis, "line": self.line}  # fmt: skip
+                "ratio": self.ratio, "p10": self.p10, "p90": self.p90, "inside_p10_p90": self.inside,
+                "reason": self.reason, "basis": self.basis, "line": self.line}  # fmt: skip
+
+
+TIME_METRICS = frozenset({"gpu_hours", "wall_clock_days", "wall_clock_seconds", "ttft", "gpu_hours_per_trillion_tokens"})
+"""Metrics that are one over a speed: a faster run has less of them."""
+
+
+def band_kind(metric: str) -> str | None:
+    """The kind of calibrated figure a metric is (bands.BAND_KINDS), or None for one a formula gives exactly."""
+    if metric in TRAIN_RATES:
+        return "train"
+    if metric == "decode_tokens_per_sec":
+        return "decode"
+    if metric in ("ttft", "prefill_tokens_per_sec"):
+        return "prefill"
+    if metric.startswith("output_tokens_per_sec"):
+        return "throughput"
+    return None
+
+
+def speed_residual(metric: str, measured: float, predicted: float) -> float:
+    """``log(measured / predicted)`` as a speed: for a time-like metric, ``log(predicted / measured)``."""
+    r = math.log(measured / predicted)
+    return -r if metric in TIME_METRICS else r
+
+
+def figure_range(metric: str, predicted: float, multipliers: tuple[float, float]) -> tuple[float, float]:
+    """A predicted figure's P10 and P90 from the kind's speed multipliers: a speed is multiplied, a time divided."""
+    low, high = multipliers
+    return (predicted / high, predicted / low) if metric in TIME_METRICS else (predicted * low, predicted * high)
+
+
+def residuals_by_kind(results: Sequence[RowResult], rows: Sequence[Measurement]) -> dict[str, list[tuple[tuple, float]]]:
+    """Each band kind's held-out residuals, with the run each comes from."""
+    runs = {m.line: run_key(m) for m in rows}
+    out: dict[str, list[tuple[tuple, float]]] = {}
+    for r in results:
+        kind = band_kind(r.metric)
+        if kind and r.ratio is not None and r.measured and r.predicted:
+            out.setdefault(kind, []).append((runs.get(r.line, (r.line,)), speed_residual(r.metric, r.measured,
+                                                                                           r.predicted)))
+    return out
+
+
+def with_bands(results: Sequence[RowResult], rows: Sequence[Measurement],
+               pooled: dict[str, list[float]] | None = None) -> list[RowResult]:  # fmt: skip
+    """Each predicted row with its P10-P90 range and whether the measurement lies inside it.
+
+    The range comes from the residuals of the row's kind in *other* runs (leave-one-run-out, so a row never widens
+    its own band), or from ``pooled`` residuals (a factors file's ``bands``) when given, as for a user's rows."""
+    by_kind = residuals_by_kind(results, rows)
+    runs = {m.line: run_key(m) for m in rows}
+    out = []
+    for r in results:
+        kind = band_kind(r.metric)
+        if not kind or r.predicted is None:
+            out.append(r)
+            continue
+        run = runs.get(r.line, (r.line,))
+        others = (pooled or {}).get(kind) or [x for key, x in by_kind.get(kind, []) if key != run]
+        if len(others) < 2:
+            out.append(r)
+            continue
+        p10, p90 = figure_range(r.metric, r.predicted, bands.band_multipliers(others))
+        hit = None if r.measured is None or r.ratio is None else bool(p10 <= r.measured <= p90)
+        out.append(dataclasses.replace(r, p10=p10, p90=p90, inside=hit))
+    return out
+
+
+def band_table(results: Sequence[RowResult], rows: Sequence[Measurement]) -> dict[str, Any]:
+    """Each kind's residuals and P10/P90 speed multipliers, as a factors file records them (``bands``)."""
+    out: dict[str, Any] = {}
+    for kind, pairs in residuals_by_kind(results, rows).items():
+        values = [x for _, x in pairs]
+        if len(values) < 2:
+            continue
+        low, high = bands.band_multipliers(values)
+        out[kind] = {"rows": len(values), "p10": round(low, 4), "p90": round(high, 4),
+                     "residuals": sorted(round(x, 4) for x in values)}  # fmt: skip
+    return out
 
 
 @dataclass
@@ -843,7 +928,7 @@ def validate(
             continue
         said = "; ".join(notes(m, factors, cache.counts(run_key(m) if leave_out else None)))
         results.append(RowResult(m.line, m.name, m.metric, m.value, predicted, predicted / m.value, said, basis, kind))
-    return results
+    return with_bands(results, rows)
 
 
 def summarise(results: Sequence[RowResult]) -> dict[str, Any]:
@@ -860,6 +945,9 @@ def summarise(results: Sequence[RowResult]) -> dict[str, Any]:
         "outside_2x": [r.line for r in results if r.ratio is not None and not 0.5 <= r.ratio <= 2.0],
         "worst_ratio": None,
     }
+    banded = [r.inside for r in results if r.inside is not None]
+    out["rows_with_band"] = len(banded)
+    out["band_coverage"] = sum(banded) / len(banded) if banded else None
     if ratios:
         worst = max((r for r in results if r.ratio is not None), key=lambda r: abs(math.log(r.ratio)))  # type: ignore[arg-type]
         out["worst_ratio"] = {"line": worst.line, "name": worst.name, "metric": worst.metric, "ratio": worst.ratio}
@@ -907,6 +995,11 @@ def fit_report(rows: Sequence[Measurement], origin: str, digest: str, path: str 
              "in-sample error is 0 by construction and only the leave-one-run-out error says anything. `levels` "
              "counts the rows behind each GPU class and weights format; a level with none keeps multiplier 1, "
              "listed under `assumed`.")  # fmt: skip
+    data["bands"] = {
+        "about": "P10-P90 ranges (xlsxplan.calibration.bands): per kind of figure, the leave-one-run-out residuals "
+        "log(measured / predicted) as speed ratios, and the split-conformal P10 and P90 speed multipliers they give",
+        **band_table(validate(rows), rows),
+    }
     source: dict[str, Any] = {"file": origin, "sha256": digest, "rows": len(rows)}
     if path:
         source["path"] = path

@@ -60,16 +60,18 @@ def _cell(x: float | None) -> str:
 
 
 def _table(results: list, summary: dict[str, Any]) -> str:
-    lines = [f"{'line':>4}  {'name':<30} {'metric':<30} {'measured':>14} {'predicted':>14} {'ratio':>6}  note"]
+    lines = [f"{'line':>4}  {'name':<30} {'metric':<30} {'measured':>14} {'predicted':>14} {'P10-P90':>23} "
+             f"{'ratio':>6}  note"]  # fmt: skip
     for r in results:
         ratio = f"{r.ratio:.2f}" if r.ratio is not None else "-"
+        band = "-" if r.p10 is None else f"{_cell(r.p10)}-{_cell(r.p90)}" + ("" if r.inside is not False else "*")
         flag = "" if r.ratio is None or 0.5 <= r.ratio <= 2 else "  OUTSIDE 2x"
         note = r.basis if r.ratio is not None else f"not predicted: {r.reason}"
         if r.ratio is not None and r.reason:
             note += f" [{r.reason}]"
         name = r.name if len(r.name) <= 30 else r.name[:29] + "~"
         lines.append(f"{r.line:>4}  {name:<30} {r.metric:<30} {_cell(r.measured):>14} {_cell(r.predicted):>14} "
-                     f"{ratio:>6}  {note}{flag}")  # fmt: skip
+                     f"{band:>23} {ratio:>6}  {note}{flag}")  # fmt: skip
     lines.append("")
     lines.append(_summary_line(summary))
     return "\n".join(lines)
@@ -80,7 +82,8 @@ def _summary_line(s: dict[str, Any]) -> str:
         return "n/a" if x is None else f"{100 * x:.1f}%"
 
     text = (f"{s['rows']} rows, {s['predicted']} predicted (coverage {pct(s['coverage'])}); "
-            f"median absolute error {pct(s['median_abs_error'])}, within 2x {pct(s['within_2x'])} "
+            f"median absolute error {pct(s['median_abs_error'])}, within 2x {pct(s['within_2x'])}; "
+            f"inside their own P10-P90 range {pct(s.get('band_coverage'))} of {s.get('rows_with_band', 0)} "
             f"({s['fit']})")  # fmt: skip
     if s.get("worst_ratio"):
         w = s["worst_ratio"]
