@@ -279,9 +279,8 @@ def efficiency(
         Training sequence length; train_mfu only: when given, the MFU is restated against 6N FLOPs for
         TRAIN_SECONDS and MFU, else it counts attention as PaLM does [tokens].
     quantile : float, default 0.5
-        Where in the range of published runs: 0.1 for the P10 (slow) end, 0.9 for the P90 (fast) end, 0.5 for the
-        fit itself; the ends are the fit times the split-conformal quantile of the kind's leave-one-run-out
-        residuals, at most 1 [fraction].
+        Where in the range of published runs: 0.1 for P10 (slow), 0.9 for P90 (fast), 0.5 the fit itself; the
+        fit times a quantile of the kind's leave-one-run-out residuals [fraction].
 
     Returns
     -------

@@ -70,6 +70,14 @@ def _fit(args: argparse.Namespace) -> int:
         for assumed in k.get("assumed", ()):
             print(f"    {assumed} (assumed)")
     print(f"wrote {out} ({where})")
+    if args.shipped:
+        from ..calibration import figures
+
+        root = calibration.factors_path().resolve().parents[2]
+        fig = figures.regenerate(root)
+        loo = fig["leave_one_run_out"]
+        print(f"wrote {figures.figures_path()} and the figures in {', '.join(figures.DOCUMENTS)}: leave one run out, "
+              f"median error {loo['median_abs_error']:.1%}, inside their own P10-P90 range {loo['band_coverage']:.1%}")
     if out == calibration.user_factors_path():
         print(f"  {calibration.FACTORS_ENV}=shipped uses the shipped factors instead; delete the file to go back")
     return EXIT_OK
