@@ -53,7 +53,8 @@ def compute(rows: Sequence[measurements.Measurement]) -> dict[str, Any]:
     by_kind: dict[str, list[float]] = {}
     for r in loo:
         if r.ratio is not None:
-            by_kind.setdefault(measurements.band_kind(r.metric) or "formula", []).append(abs(r.ratio - 1.0))
+            other = "kv capacity" if r.metric == "kv_cache_capacity_tokens" else "formula"
+            by_kind.setdefault(measurements.band_kind(r.metric) or other, []).append(abs(r.ratio - 1.0))
     report = measurements.fit_report(rows, "measurements.csv", "")
     free = {k: report[k]["free_parameters"] for k in calibration.KINDS}
     return {
@@ -65,6 +66,7 @@ def compute(rows: Sequence[measurements.Measurement]) -> dict[str, Any]:
         "free_parameters": {**free, "total": sum(free.values())},
         "bands": {k: {key: v[key] for key in ("rows", "p10", "p90")} for k, v in report["bands"].items()
                   if isinstance(v, dict)},  # fmt: skip
+        "efficiency_examples": efficiency_examples(),
         "rows": [
             {"line": r.line, "name": r.name, "metric": r.metric, "measured": r.measured,
              "predicted": None if r.predicted is None else float(f"{r.predicted:.4g}"),
@@ -74,6 +76,30 @@ def compute(rows: Sequence[measurements.Measurement]) -> dict[str, Any]:
             for r in loo
         ],  # fmt: skip
     }
+
+
+EXAMPLES = (
+    ("decode_bandwidth", "H100-SXM", "bf16", 4096, "batch-one decode on an HBM datacenter GPU"),
+    ("decode_bandwidth", "RTX-4090", "fp16", 4096, "... on a consumer GPU"),
+    ("decode_bandwidth", "M2-Ultra", "fp16", 4096, "... on Apple silicon"),
+    ("decode_bandwidth", "RTX-4090", "q4_k_m", 4096, "llama.cpp Q4_K_M, 4.84 bits per weight with its scales"),
+    ("prefill", "A100-80GB", "fp16", 4096, "prefill in 16-bit"),
+    ("prefill", "H100-SXM", "fp8", 4096, "prefill in FP8, against the doubled FP8 peak"),
+    ("train_mfu", "A100-80GB", "bf16", 8192, "a 65B-class dense model on A100s"),
+    ("train_mfu", "H100-SXM", "fp8", 4096, "an 8B dense model in FP8 on H100s"),
+    ("train_mfu", "H100-SXM", "bf16", 512, "a 17M model (parameter golf's width) on H100s"),
+)
+"""EFFICIENCY calls the calibration page quotes, with what each says."""
+
+
+def efficiency_examples() -> list[dict[str, Any]]:
+    """Each EXAMPLES call's P10, fit and P90 with the factors in use."""
+    out = []
+    for kind, gpu, precision, hidden, what in EXAMPLES:
+        values = [calibration.efficiency(kind, gpu, precision, hidden, 0, q) for q in (0.1, 0.5, 0.9)]
+        out.append({"call": [kind, gpu, precision, hidden], "what": what,
+                    "p10": round(values[0], 3), "value": round(values[1], 3), "p90": round(values[2], 3)})  # fmt: skip
+    return out
 
 
 def _pct(x: float | None) -> str:
@@ -114,8 +140,15 @@ def blocks(fig: dict[str, Any]) -> dict[str, str]:
         ratio = "-" if r["ratio"] is None else f"{r['ratio']:.2f}"
         table.append(f"| {r['line']} | {r['name']} | {r['metric']} | {_num(r['measured'])} | {_num(r['predicted'])} "
                      f"| {band} | {ratio} |")  # fmt: skip
+    eff = ["| formula | P10 | value | P90 | what it says |", "| --- | ---: | ---: | ---: | --- |"]
+    for e in fig["efficiency_examples"]:
+        kind, gpu, precision, hidden = e["call"]
+        args = f'"{kind}","{gpu}"' + (f',"{precision}"' if precision != "bf16" or hidden != 4096 else "")
+        args += f",{hidden}" if hidden != 4096 else ""
+        eff.append(f"| `=EFFICIENCY({args})` | {e['p10']:.2f} | {e['value']:.2f} | {e['p90']:.2f} | {e['what']} |")
     count = f"{loo['rows']} rows"
-    return {"summary": summary, "kinds": "\n".join(kinds) + "\n", "table": "\n".join(table) + "\n", "count": count + "\n"}
+    return {"summary": summary, "kinds": "\n".join(kinds) + "\n", "table": "\n".join(table) + "\n", "count": count + "\n",
+            "efficiencies": "\n".join(eff) + "\n"}
 
 
 def render_into(text: str, fig: dict[str, Any]) -> str:

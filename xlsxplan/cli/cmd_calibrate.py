@@ -73,7 +73,7 @@ def _fit(args: argparse.Namespace) -> int:
     if args.shipped:
         from ..calibration import figures
 
-        root = calibration.factors_path().resolve().parents[2]
+        root = calibration.factors_path().resolve().parents[3]
         fig = figures.regenerate(root)
         loo = fig["leave_one_run_out"]
         print(f"wrote {figures.figures_path()} and the figures in {', '.join(figures.DOCUMENTS)}: leave one run out, "
