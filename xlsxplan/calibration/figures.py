@@ -1,7 +1,8 @@
 """The validation figures the documentation quotes, regenerated in one command: ``xlsxplan calibrate --fit --shipped``.
 
 The figures (coverage, median errors, the share of rows inside their own P10-P90 range, per kind and per row) are
-computed from the shipped measurements and the shipped fit, written to ``xlsxplan/calibration/data/figures.json``, and
+computed from the shipped measurements and the shipped fit, written to ``docs/calibration_figures.json`` (in a source
+checkout; the installed package does not carry it, nor does the Lite bundle), and
 rendered into the marked blocks of the documents that quote them (``<!-- calibration:NAME -->`` ... ``<!--
 /calibration:NAME -->`` in BENCHMARKS.md, docs/calibration.md and docs/references.md). Tests compare the stored file with
 a fresh computation and the documents' blocks with the stored file, so a figure is never edited by hand and never
@@ -22,7 +23,7 @@ from . import measurements
 
 __all__ = ["FIGURES_FILE", "DOCUMENTS", "compute", "blocks", "render_into", "figures_path", "regenerate"]
 
-FIGURES_FILE = "figures.json"
+FIGURES_FILE = "docs/calibration_figures.json"
 DOCUMENTS = ("BENCHMARKS.md", "docs/calibration.md", "docs/references.md")
 """The documents, relative to a source checkout's root, whose marked blocks quote the figures."""
 
@@ -30,7 +31,8 @@ _BLOCK = re.compile(r"(<!-- calibration:(?P<name>[a-z-]+) -->\n)(?P<body>.*?)(<!
 
 
 def figures_path() -> Path:
-    return calibration.measurements_path().parent / FIGURES_FILE
+    """Where the figures live in a source checkout: docs/calibration_figures.json."""
+    return calibration.factors_path().resolve().parents[3] / FIGURES_FILE
 
 
 def _summary(results: Sequence[measurements.RowResult]) -> dict[str, Any]:

@@ -966,9 +966,6 @@ def fit_report(rows: Sequence[Measurement], origin: str, digest: str, path: str 
         mine = [o for o in obs if o.kind == kind]
         fitted = [factors.predicted(o) / o.value for o in mine]
         loo = [cache.without(o.run).predicted(o) / o.value for o in mine]
-        data[kind]["rows"] = [
-            {"row": o.label, "implied": round(o.value, 4), "fitted": round(factors.predicted(o), 4)} for o in mine
-        ]
         data[kind]["rows_used"] = len(mine)
         data[kind]["runs"] = len({o.run for o in mine})
         if kind == "train_mfu":
