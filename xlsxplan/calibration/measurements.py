@@ -906,10 +906,12 @@ def validate(
     pool: Sequence[Measurement] | None = None,
     leave_out: bool = True,
     factors_as_is: Factors | None = None,
+    cache: _FitCache | None = None,
 ) -> list[RowResult]:
     """Predict every row; with ``leave_out``, from a fit on ``pool`` (default: the rows) without the row's run;
-    with ``factors_as_is``, from those factors for every row, refitting nothing (``validate --factors-as-is``)."""
-    cache = _FitCache(observations(rows if pool is None else pool))
+    with ``factors_as_is``, from those factors for every row, refitting nothing (``validate --factors-as-is``).
+    ``cache``: leave-one-run-out fits already made on the same pool (fit_report passes its own)."""
+    cache = cache or _FitCache(observations(rows if pool is None else pool))
     results = []
     for m in rows:
         kind = kind_of(m) or ""
@@ -995,7 +997,7 @@ def fit_report(rows: Sequence[Measurement], origin: str, digest: str, path: str 
     data["bands"] = {
         "about": "P10-P90 ranges (xlsxplan.calibration.bands): per kind of figure, the leave-one-run-out residuals "
         "log(measured / predicted) as speed ratios, and the split-conformal P10 and P90 speed multipliers they give",
-        **band_table(validate(rows), rows),
+        **band_table(validate(rows, cache=cache), rows),
     }
     source: dict[str, Any] = {"file": origin, "sha256": digest, "rows": len(rows)}
     if path:
