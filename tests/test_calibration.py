@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-
 import json
 import math
 
@@ -170,7 +169,9 @@ def test_shipped_factors_provenance():
     stored = json.loads(calibration.factors_path().read_text(encoding="utf-8"))
     rows = measurements.read_measurements(calibration.measurements_path())
     obs = measurements.observations(rows)
-    assert [stored[k]["rows_used"] for k in calibration.KINDS] == [sum(o.kind == k for o in obs) for k in calibration.KINDS]
+    assert [stored[k]["rows_used"] for k in calibration.KINDS] == [
+        sum(o.kind == k for o in obs) for k in calibration.KINDS
+    ]
     for kind in calibration.KINDS:
         assert 0 <= stored[kind]["median_abs_error"] <= stored[kind]["leave_one_run_out_median_abs_error"] < 0.3
         assert stored[kind]["degrees_of_freedom"] == stored[kind]["rows_used"] - stored[kind]["free_parameters"]
@@ -252,8 +253,11 @@ def test_efficiency_restated_against_6n_for_train_seconds():
     hours = training.train_seconds(6.738, 2e12, 1, 312, e6) / 3600
     assert hours == pytest.approx(184_320, rel=0.15)
     fast, slow = (calibration.efficiency("train_mfu", "A100", "bf16", 4096, 4096, q) for q in (0.9, 0.1))
-    assert training.train_seconds(6.738, 2e12, 1, 312, fast) / 3600 < 184_320 < (
-        training.train_seconds(6.738, 2e12, 1, 312, slow) / 3600)
+    assert (
+        training.train_seconds(6.738, 2e12, 1, 312, fast) / 3600
+        < 184_320
+        < (training.train_seconds(6.738, 2e12, 1, 312, slow) / 3600)
+    )
 
 
 def test_efficiency_refuses_a_share_of_a_peak_the_catalog_lacks():

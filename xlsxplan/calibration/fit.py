@@ -38,7 +38,8 @@ class Observation:
     """Model width (train_mfu only)."""
     routed: float = 0.0
     """Mixture of experts (train_mfu only): ``k d L_moe (C/B) / F``, the routed copies' traffic per byte per routed
-    value, in units of the token's FLOPs at peak (:func:`xlsxplan.core.effects.moe_routed_bytes_per_token`); 0 for a dense model."""
+    value, in units of the token's FLOPs at peak (:func:`xlsxplan.core.effects.moe_routed_bytes_per_token`); 0 for a
+    dense model."""
     comm: float = 0.0
     """Mixture of experts (train_mfu only): the expert-parallel all-to-all's time per token over the token's FLOPs
     at peak (:func:`xlsxplan.core.effects.moe_all_to_all_seconds`); 0 for a dense model or one GPU."""

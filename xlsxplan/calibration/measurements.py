@@ -24,8 +24,9 @@ How each metric is predicted
   the average context ``input_len + output_len / 2`` and weights at their real bits per weight.
 * The KV cache's format is the optional ``kv_precision`` column where a file has it; otherwise the engine's
   default, as the row names it: FP8 for FP8 and NVFP4 weights on TensorRT-LLM (NVIDIA's ModelOpt FP8 and NVFP4
-  checkpoints carry ``"kv_cache_quant_algo": "FP8"`` in their hf_quant_config.json, and its Llama-2-7B FP8 row at batch 768 would not fit a 16-bit cache), 16-bit everywhere else
-  (vLLM's and SGLang's ``auto`` cache type is the activations' 16 bits; llama.cpp's default is f16).
+  checkpoints carry ``"kv_cache_quant_algo": "FP8"`` in their hf_quant_config.json, and its Llama-2-7B FP8 row at
+  batch 768 would not fit a 16-bit cache), 16-bit everywhere else (vLLM's and SGLang's ``auto`` cache type is the
+  activations' 16 bits; llama.cpp's default is f16).
 * ``ttft`` and ``prefill_tokens_per_sec``: TTFT_S, the prefill's arithmetic with causal attention at the
   calibrated ``prefill`` utilisation.
 * ``output_tokens_per_sec_total``/``_per_gpu``: SERVE_TOKS, prefill plus roofline decode with the calibrated
@@ -437,7 +438,8 @@ def moe_train_features(m: Measurement, s: Shape) -> tuple[float, float, str]:
     seconds = effects.moe_all_to_all_seconds(1.0, s.hidden, layers, per_token, ep, float(link or 0.0),
                                              gpus_per_node=m.gpus_per_node)  # fmt: skip
     where = f"{min(ep, m.gpus_per_node)} per node at {link:g} GB/s" + (
-        f", the rest at {effects.SCALE_OUT_GB_S:g} GB/s between nodes" if ep > m.gpus_per_node else "")
+        f", the rest at {effects.SCALE_OUT_GB_S:g} GB/s between nodes" if ep > m.gpus_per_node else ""
+    )
     return routed, seconds * peak / fpt, f"all-to-all over {ep}-way expert parallelism ({where})"
 
 
@@ -686,7 +688,8 @@ def _predict_throughput(m: Measurement, s: Shape, factors: Factors) -> tuple[flo
     step, parts = serve_step_seconds(m, s, factors, batch)
     link = _link(m)
     prefill = (2.0 * s.active_b * 1e9 * prompt + effects.attention_prefill_flops(s.layers, s.attn_width, prompt)) / (
-        n * peak * e_c) + (effects.tp_allreduce_seconds(prompt, s.hidden, s.layers, n, link) if n > 1 and link else 0.0)
+        n * peak * e_c
+    ) + (effects.tp_allreduce_seconds(prompt, s.hidden, s.layers, n, link) if n > 1 and link else 0.0)
     total = output / (output * step / batch + prefill)
     shares = ", ".join(f"{k} {v * 1e3:.2f} ms" for k, v in parts.items() if v)
     basis = (f"roofline with effects at batch {batch}: decode_bandwidth {e_bw:.3f}, prefill {e_c:.3f}, KV "
@@ -763,7 +766,9 @@ class RowResult:
                 "reason": self.reason, "basis": self.basis, "line": self.line}  # fmt: skip
 
 
-TIME_METRICS = frozenset({"gpu_hours", "wall_clock_days", "wall_clock_seconds", "ttft", "gpu_hours_per_trillion_tokens"})
+TIME_METRICS = frozenset(
+    {"gpu_hours", "wall_clock_days", "wall_clock_seconds", "ttft", "gpu_hours_per_trillion_tokens"}
+)
 """Metrics that are one over a speed: a faster run has less of them."""
 
 
@@ -792,15 +797,18 @@ def figure_range(metric: str, predicted: float, multipliers: tuple[float, float]
     return (predicted / high, predicted / low) if metric in TIME_METRICS else (predicted * low, predicted * high)
 
 
-def residuals_by_kind(results: Sequence[RowResult], rows: Sequence[Measurement]) -> dict[str, list[tuple[tuple, float]]]:
+def residuals_by_kind(
+    results: Sequence[RowResult], rows: Sequence[Measurement]
+) -> dict[str, list[tuple[tuple, float]]]:
     """Each band kind's held-out residuals, with the run each comes from."""
     runs = {m.line: run_key(m) for m in rows}
     out: dict[str, list[tuple[tuple, float]]] = {}
     for r in results:
         kind = band_kind(r.metric)
         if kind and r.ratio is not None and r.measured and r.predicted:
-            out.setdefault(kind, []).append((runs.get(r.line, (r.line,)), speed_residual(r.metric, r.measured,
-                                                                                           r.predicted)))
+            out.setdefault(kind, []).append(
+                (runs.get(r.line, (r.line,)), speed_residual(r.metric, r.measured, r.predicted))
+            )
     return out
 
 
