@@ -161,8 +161,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Read measurements in the schema of the data README (kind, name, model, params_b, "
         "active_params_b, tokens, gpu, n_gpus, precision, input_len, output_len, concurrency, metric, value, unit, "
         "source), predict every row it can from the catalog and the calibrated efficiencies, and print measured, "
-        "predicted and their ratio per row, then coverage, median absolute error and the share within 2x. Each "
-        "row is predicted from a fit that leaves out every row of the same run, so the error shown is honest. The fit "
+        "predicted, its P10-P90 range and their ratio per row, then coverage, median absolute error, the share within "
+        "2x and the share inside its own range. Each row is predicted from a fit that leaves out every row of the same "
+        "run, and its range comes from the other runs' residuals, so the error shown is honest. The fit "
         "uses the file's rows and the measurements behind the factors in use: the shipped ones, or yours after "
         "`xlsxplan calibrate --fit --data FILE`.",
     )
