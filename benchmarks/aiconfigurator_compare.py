@@ -8,8 +8,8 @@ bundled kernel database):
 
 For every throughput row of ``xlsxplan/calibration/data/measurements.csv`` (offline ``max`` rows of TensorRT-LLM's
 perf-overview), AIConfigurator's ``cli estimate`` (aggregated serving, TensorRT-LLM backend, the row's tensor
-parallelism and quantization) is run at batch sizes 64, 256, 1,024, 2,048 and 4,096, and its answer is the highest throughput whose
-memory fits the GPU (95% of it, the ``kv_cache_free_gpu_mem_fraction`` perf-overview uses). xlsxplan's answer is
+parallelism and quantization) is run at batch sizes 64, 256, 1,024, 2,048 and 4,096, and its answer is the highest
+throughput whose memory fits the GPU (95% of it, the ``kv_cache_free_gpu_mem_fraction`` perf-overview uses). xlsxplan's answer is
 ``xlsxplan validate``'s: the row predicted from a fit that never saw its run, with its P10-P90 range. A row
 AIConfigurator has no model config or system for is listed with the reason; xlsxplan still predicts it.
 
@@ -150,8 +150,9 @@ def main() -> None:
               f"{m.value:,.0f} | {a} | {ar} | {x} | {r.ratio:.2f} |")  # fmt: skip
     print()
     if both_aic:
-        print(f"rows both predict: {len(both_aic)}; median absolute error AIConfigurator "
-              f"{statistics.median(both_aic):.1%}, xlsxplan (leave one run out) {statistics.median(both_ours):.1%}")  # fmt: skip
+        aic, ours_error = statistics.median(both_aic), statistics.median(both_ours)
+        print(f"rows both predict: {len(both_aic)}; median absolute error AIConfigurator {aic:.1%}, xlsxplan (leave "
+              f"one run out) {ours_error:.1%}")  # fmt: skip
     if only_ours:
         print(f"rows only xlsxplan predicts: {len(only_ours)}; its median absolute error there "
               f"{statistics.median(only_ours):.1%}")  # fmt: skip
