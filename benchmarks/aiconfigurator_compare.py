@@ -9,9 +9,9 @@ bundled kernel database):
 For every throughput row of ``xlsxplan/calibration/data/measurements.csv`` (offline ``max`` rows of TensorRT-LLM's
 perf-overview), AIConfigurator's ``cli estimate`` (aggregated serving, TensorRT-LLM backend, the row's tensor
 parallelism and quantization) is run at batch sizes 64, 256, 1,024, 2,048 and 4,096, and its answer is the highest
-throughput whose memory fits the GPU (95% of it, the ``kv_cache_free_gpu_mem_fraction`` perf-overview uses). xlsxplan's answer is
-``xlsxplan validate``'s: the row predicted from a fit that never saw its run, with its P10-P90 range. A row
-AIConfigurator has no model config or system for is listed with the reason; xlsxplan still predicts it.
+throughput whose memory fits the GPU (95% of it, the ``kv_cache_free_gpu_mem_fraction`` perf-overview uses).
+xlsxplan's answer is ``xlsxplan validate``'s: the row predicted from a fit that never saw its run, with its P10-P90
+range. A row AIConfigurator has no model config or system for is listed with the reason; xlsxplan still predicts it.
 
 Prints a Markdown table and the two median absolute errors over the rows both predict. ``--cache FILE`` keeps
 AIConfigurator's answers between runs (default: /tmp/aic_compare_cache.json).
