@@ -23,32 +23,55 @@ def run(capsys, *argv):
     return code, out.out, out.err
 
 
+FIGURES = Path(__file__).resolve().parents[1] / "docs" / "calibration_figures.json"
+
+
 def test_validate_prints_each_row_and_the_summary(capsys):
+    # the figures are docs/calibration_figures.json's, which `calibrate --fit --shipped` regenerates
+    fig = json.loads(FIGURES.read_text(encoding="utf-8"))
+    loo, first = fig["leave_one_run_out"], fig["rows"][0]
     code, out, _ = run(capsys, "validate", "--data", str(calibration.measurements_path()), "--check")
     assert code == 0
     lines = out.splitlines()
-    assert lines[0].split() == ["line", "name", "metric", "measured", "predicted", "ratio", "note"]
-    assert lines[1].split()[:6] == ["2", "LLaMA-7B", "gpu_hours", "82,432", "79,441", "0.96"]
+    assert lines[0].split() == ["line", "name", "metric", "measured", "predicted", "P10-P90", "ratio", "note"]
+    assert lines[1].split()[:4] == ["2", "LLaMA-7B", "gpu_hours", "82,432"]
+    assert lines[1].split()[6] == f"{first['ratio']:.2f}"
+    worst = loo["worst_ratio"]
     assert lines[-1].startswith(
-        "33 rows, 33 predicted (coverage 100.0%); median absolute error 11.4%, within 2x 100.0% (fitted on the "
-        "file's rows and the shipped measurements, leaving out each row's run); worst: line 24 Llama-2-7B ttft at 0.58x"
+        f"{loo['rows']} rows, {loo['predicted']} predicted (coverage 100.0%); median absolute error "
+        f"{100 * loo['median_abs_error']:.1f}%, within 2x 100.0%; inside their own P10-P90 range "
+        f"{100 * loo['band_coverage']:.1f}% of {loo['rows_with_band']} (fitted on the file's rows and the shipped "
+        f"measurements, leaving out each row's run); worst: line {worst['line']} {worst['name']}"
     )
+
+
+def test_validate_factors_as_is_refits_nothing(capsys):
+    fig = json.loads(FIGURES.read_text(encoding="utf-8"))["factors_as_is"]
+    code, out, _ = run(capsys, "validate", "--factors-as-is", "--json")
+    summary = json.loads(out)["summary"]
+    assert code == 0 and summary["fit"].startswith("the shipped factors (") and "nothing refitted" in summary["fit"]
+    assert summary["median_abs_error"] == pytest.approx(fig["median_abs_error"], abs=1e-4)
+    # the shipped factors were fitted on these rows: as they are, they do at least as well as leaving each run out
+    code, out, _ = run(capsys, "validate", "--json")
+    assert summary["median_abs_error"] <= json.loads(out)["summary"]["median_abs_error"]
 
 
 def test_validate_json_has_one_row_per_input_row_in_order(capsys):
     code, out, _ = run(capsys, "validate", "--json")
     data = json.loads(out)
     rows = measurements.read_measurements(calibration.measurements_path())
-    assert code == 0 and len(data["rows"]) == len(rows) == 33
+    assert code == 0 and len(data["rows"]) == len(rows) >= 80
     assert [(r["name"], r["metric"], r["measured"]) for r in data["rows"]] == [
         (m.name, m.metric, m.value) for m in rows
     ]
     first = data["rows"][0]
-    assert {"name", "metric", "measured", "predicted", "ratio", "reason"} <= set(first)
+    assert {"name", "metric", "measured", "predicted", "ratio", "p10", "p90", "inside_p10_p90", "reason"} <= set(first)
     assert first["ratio"] == pytest.approx(first["predicted"] / first["measured"])
+    assert first["p10"] < first["predicted"] < first["p90"]
     summary = data["summary"]
-    assert (summary["rows"], summary["predicted"], summary["within_2x"]) == (33, 33, 1.0)
-    assert summary["median_abs_error"] == pytest.approx(0.1139, abs=0.0005)
+    assert (summary["rows"], summary["predicted"], summary["within_2x"]) == (len(rows), len(rows), 1.0)
+    inside = [r["inside_p10_p90"] for r in data["rows"] if r["inside_p10_p90"] is not None]
+    assert summary["band_coverage"] == pytest.approx(sum(inside) / len(inside))
 
 
 def test_validate_a_users_file_with_rows_it_cannot_predict(capsys, tmp_path):
@@ -98,7 +121,9 @@ def test_validate_refuses_a_file_without_the_schema(capsys, tmp_path):
 def test_calibrate_fit_writes_the_shipped_factors_again(capsys, tmp_path):
     out_path = tmp_path / "calibration.json"
     code, out, _ = run(capsys, "calibrate", "--fit", "--out", str(out_path))
-    assert code == 0 and "fitted 26 of 33 rows" in out
+    rows = measurements.read_measurements(calibration.measurements_path())
+    used = len(measurements.observations(rows))
+    assert code == 0 and f"fitted {used} of {len(rows)} rows" in out
     fresh = json.loads(out_path.read_text(encoding="utf-8"))
     stored = json.loads(calibration.factors_path().read_text(encoding="utf-8"))
     assert fresh["data"] == stored["data"]

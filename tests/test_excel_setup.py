@@ -438,6 +438,9 @@ def test_the_bundle_carries_what_the_functions_need_and_nothing_lite_never_uses(
     for unused in ("zipfiles", "excel/setup", "excel/vba", "excel/lite", "calibration/measurements",
                    "calibration/machine", "catalog/hfconfig"):  # fmt: skip
         assert f"xlsxplan/{unused}.py" not in files, unused
+    # the calibration fit's 100-odd published rows stay behind: the functions read only the fitted factors
+    assert "xlsxplan/calibration/data/measurements.csv" not in files
+    assert "xlsxplan/calibration/data/calibration.json" in files
     assert files["xlsxplan/excel/udfs.py"] == (Path(lite_module.__file__).parent / "udfs.py").read_text(
         encoding="utf-8"
     )

@@ -26,6 +26,7 @@ LAYERS = [
     ("xlsxplan.zipfiles", 1, "basics"),
     ("xlsxplan.precision", 2, "basics"),
     ("xlsxplan.core", 3, "core"),
+    ("xlsxplan.core.effects", 3, "core"),  # communication and attention effects (calibration uses them)
     ("xlsxplan.catalog", 4, "catalog"),
     ("xlsxplan.calibration", 5, "calibration"),
     ("xlsxplan.registry", 6, "registry"),

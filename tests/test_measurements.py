@@ -20,19 +20,45 @@ def shipped_rows():
     return measurements.read_measurements(SHIPPED)
 
 
-def test_validation_summary_is_pinned():
-    # BENCHMARKS.md, "Validation against published measurements": every row of the published data predicted from a
-    # fit that never saw its run. A change to the physics, the fit or the data that moves these fails here.
-    summary = measurements.summarise(measurements.validate(shipped_rows()))
-    assert summary["rows"] == 33
-    assert summary["predicted"] == 33
-    assert summary["coverage"] == 1.0
-    assert summary["median_abs_error"] == pytest.approx(0.1139, abs=0.0005)
-    assert summary["within_2x"] == 1.0
-    assert summary["outside_2x"] == []
-    # the worst row: FP8 prefill on an H100, which no other row says anything about
-    assert summary["worst_ratio"]["line"] == 24
-    assert summary["worst_ratio"]["ratio"] == pytest.approx(0.579, abs=0.002)
+FIGURES = Path(__file__).resolve().parents[1] / "docs" / "calibration_figures.json"
+
+
+def stored_figures() -> dict:
+    import json
+
+    return json.loads(FIGURES.read_text(encoding="utf-8"))
+
+
+def test_validation_summary_meets_the_bar_and_matches_the_regenerated_figures():
+    # BENCHMARKS.md and docs/calibration.md quote docs/calibration_figures.json, which `xlsxplan calibrate --fit
+    # --shipped` regenerates: a change to the physics, the fit or the data that moves a figure fails here until it is
+    # rerun. The bar (issue-independent, the one `validate --check` holds): coverage at least 90%, every row within 2x,
+    # and a P10-P90 range that is honest (between 75% and 90% of rows inside their own band).
+    fresh = measurements.summarise(measurements.validate(shipped_rows()))
+    stored = stored_figures()["leave_one_run_out"]
+    assert stored["rows"] == fresh["rows"] == len(shipped_rows()) >= 80
+    assert stored["predicted"] == fresh["predicted"]
+    for key in ("coverage", "median_abs_error", "within_2x", "band_coverage"):
+        assert stored[key] == pytest.approx(fresh[key], abs=1e-4), key
+    assert fresh["coverage"] >= 0.9 and fresh["within_2x"] == 1.0 and fresh["outside_2x"] == []
+    assert fresh["median_abs_error"] < 0.2
+    assert 0.75 <= fresh["band_coverage"] <= 0.9
+    assert fresh["rows_with_band"] >= 0.9 * fresh["rows"]
+
+
+def test_every_rows_prediction_and_range_match_the_regenerated_figures():
+    results = {r.line: r for r in measurements.validate(shipped_rows())}
+    rows = stored_figures()["rows"]
+    assert [r["line"] for r in rows] == list(results)
+    for r in rows:
+        got = results[r["line"]]
+        if r["ratio"] is None:
+            assert got.ratio is None, r["line"]
+            continue
+        assert got.ratio == pytest.approx(r["ratio"], abs=6e-4), r["line"]
+        if r["p10"] is not None:
+            assert (got.p10, got.p90) == (pytest.approx(r["p10"], rel=1e-3), pytest.approx(r["p90"], rel=1e-3))
+            assert got.inside == r["inside"]
 
 
 def test_validation_by_kind_and_per_row_ratios():
@@ -40,18 +66,51 @@ def test_validation_by_kind_and_per_row_ratios():
     # formula rows: GPT-3's 3.14e23 FLOPs (arXiv:2005.14165, Table D.1) is 6ND; Chinchilla 20 tokens/param
     assert results[17].ratio == pytest.approx(6 * 174.6e9 * 300e9 / 3.14e23, rel=1e-12)
     assert results[18].ratio == pytest.approx(20e9 / 20.2e9, rel=1e-12)
-    # TensorRT-LLM's offline throughput rows are never fitted on: prefill plus roofline decode predicts them
-    for line, ratio in ((20, 0.886), (21, 0.809), (22, 1.027), (23, 0.961)):
-        assert results[line].ratio == pytest.approx(ratio, abs=0.003), line
-    # training rows compared in the sources' own FLOP counts: Megatron's 137 TFLOP/s counts the recomputed forward
-    # pass (Narayanan et al. 2021, section 5.1, Eq. 3), NVIDIA's 744 its own 1.07 x 6N. Line 16 now matches its twin
-    # line 15. Megatron's true MFU (33%) is below what the fit expects of its width, and without parameter golf's run
-    # the small-width evidence is TinyLlama (56%) against Megatron, so golf's rows move from 0.78 / 1.29 to 0.60 / 1.67
-    for line, ratio in ((12, 0.598), (13, 1.673), (14, 1.439), (15, 0.961), (16, 0.961)):
-        assert results[line].ratio == pytest.approx(ratio, abs=0.003), line
     # batch-one decode on Apple GPUs: bandwidth-bound, though Apple publishes no FLOP/s
-    assert results[29].ratio == pytest.approx(1.048, abs=0.003)
     assert "bandwidth bound only" in results[29].basis
+    # DeepSeek-V3's GPU-hours (line 94) and its GPU-hours per trillion tokens (line 110, arXiv:2412.19437 section 1:
+    # 2,664K H800 GPU-hours for 14.8T tokens, "180K H800 GPU hours" per trillion) are the same run, predicted alike
+    assert results[94].ratio == pytest.approx(results[110].ratio * (2664e3 / 14.8) / 180e3, rel=1e-9)
+    assert measurements.run_key(next(m for m in shipped_rows() if m.line == 94)) == measurements.run_key(
+        next(m for m in shipped_rows() if m.line == 110)
+    )
+
+
+def test_factors_as_is_predicts_every_row_with_the_factors_in_use():
+    # validate --factors-as-is: no refit, so a row's prediction is the same whatever the other rows say
+    rows = shipped_rows()
+    factors = calibration.load_factors()
+    as_is = {r.line: r.predicted for r in measurements.validate(rows, factors_as_is=factors)}
+    for m in rows[:40]:
+        if as_is[m.line] is not None:
+            assert as_is[m.line] == pytest.approx(measurements.predict(m, factors)[0], rel=1e-12), m.line
+    bent = [dataclasses.replace(m, value=m.value * 0.5) if m.line == 3 else m for m in rows]
+    assert {r.line: r.predicted for r in measurements.validate(bent, factors_as_is=factors)} == as_is
+
+
+def test_per_node_and_per_trillion_token_metrics():
+    # a per-node figure is the per-GPU figure times gpus_per_node (8 unless the column says otherwise); GPU-hours per
+    # trillion tokens is 1e12 over the rate per GPU, in hours
+    header = HEADER + ",gpus_per_node"
+    text = "\n".join([
+        header,
+        "train,a,Llama-3-8B,,,,H100-SXM,8,fp8,,,,tokens_per_sec_per_gpu,1,tok/s,src,",
+        "train,a,Llama-3-8B,,,,H100-SXM,8,fp8,,,,tokens_per_sec_per_node,1,tok/s,src,",
+        "train,a,Llama-3-8B,,,,H100-SXM,8,fp8,,,,tokens_per_sec_per_node,1,tok/s,src,4",
+        "train,a,Llama-3-8B,,,,H100-SXM,8,fp8,,,,gpu_hours_per_trillion_tokens,1,GPU-h,src,",
+        "serve,b,Llama-3.1-8B,,,,H100-SXM,1,fp8,128,128,max,output_tokens_per_sec_per_gpu,1,tok/s,src,",
+        "serve,b,Llama-3.1-8B,,,,H100-SXM,1,fp8,128,128,max,output_tokens_per_sec_per_node,1,tok/s,src,",
+    ]) + "\n"  # fmt: skip
+    rows = measurements.parse_measurements(text, "test")
+    factors = calibration.load_factors()
+    per_gpu, node8, node4, per_t, serve_gpu, serve_node = (measurements.predict(m, factors)[0] for m in rows)
+    assert node8 == pytest.approx(8 * per_gpu) and node4 == pytest.approx(4 * per_gpu)
+    assert per_t == pytest.approx(1e12 / per_gpu / 3600)
+    assert serve_node == pytest.approx(8 * serve_gpu)
+    with pytest.raises(measurements.Unpredictable):
+        measurements.predict(measurements.parse_measurements(
+            header + "\ntrain,a,Llama-3-8B,,,,H100-SXM,8,fp8,,,,tokens_per_sec_per_node,1,tok/s,src,0\n", "t")[0],
+            factors)  # fmt: skip
 
 
 def test_a_row_never_predicts_itself():
@@ -108,9 +167,10 @@ def test_rows_that_cannot_be_predicted_say_why():
         "gpu_hours needs tokens, which is empty",
         "wall_clock_days needs n_gpus, which is empty",
         "metric 'energy_per_token' is not one xlsxplan predicts (known: gpu_hours, wall_clock_days, "
-        "wall_clock_seconds, tokens_per_sec_per_gpu, tokens_per_sec_global, achieved_tflops_per_gpu, mfu, "
-        "train_flops, chinchilla_optimal_tokens, kv_cache_capacity_tokens, ttft, prefill_tokens_per_sec, "
-        "decode_tokens_per_sec, output_tokens_per_sec_total, output_tokens_per_sec_per_gpu)",
+        "wall_clock_seconds, tokens_per_sec_per_gpu, tokens_per_sec_global, tokens_per_sec_per_node, "
+        "gpu_hours_per_trillion_tokens, achieved_tflops_per_gpu, mfu, train_flops, chinchilla_optimal_tokens, "
+        "kv_cache_capacity_tokens, ttft, prefill_tokens_per_sec, decode_tokens_per_sec, output_tokens_per_sec_total, "
+        "output_tokens_per_sec_per_gpu, output_tokens_per_sec_per_node)",
         "params_b must be a number, got 'lots'",
         "params_b is empty and no preset model is named",
         "mixture-of-experts throughput needs the experts and experts per token, which only a preset model gives",
@@ -127,7 +187,15 @@ def test_mixture_of_experts_throughput_follows_the_experts_a_batch_touches():
 
     (row,) = rows_from("serve,x,Qwen3-235B-A22B,,,,H200,8,fp8,128,128,max,output_tokens_per_sec_total,1,tok/s,src")
     factors = calibration.load_factors()
-    predicted, basis = measurements.predict(row, factors)
+    with_effects, _ = measurements.predict(row, factors)
+    # the effects (xlsxplan.core.effects) left out, validate's throughput is SERVE_TOKS's
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(measurements.effects, "tp_allreduce_seconds", lambda *a, **k: 0.0)
+        mp.setattr(measurements.effects, "attention_decode_flops_per_token", lambda *a, **k: 0.0)
+        mp.setattr(measurements.effects, "attention_prefill_flops", lambda *a, **k: 0.0)
+        predicted, basis = measurements.predict(row, factors)
+    # eight H200s all-reduce every layer's activations per step: the effects make it slower, not faster
+    assert with_effects < predicted
     e_bw = factors.value("decode_bandwidth", fmt="8-bit")
     e_c = factors.value("prefill", fmt="8-bit")
     kv = x.model_kv_bytes_per_token("Qwen3-235B-A22B", 192, 2, 8)

@@ -61,10 +61,12 @@ References
 
 from __future__ import annotations
 
+from .bands import BAND_KINDS, conformal_quantile
 from .factors import (
     FACTORS_ENV,
     Calibration,
     active,
+    band,
     efficiency,
     efficiency_basis,
     factors_path,
@@ -91,6 +93,7 @@ from .groups import (
 )
 
 __all__ = [
+    "BAND_KINDS",
     "CLASSES",
     "Calibration",
     "FACTORS_ENV",
@@ -104,9 +107,11 @@ __all__ = [
     "SEED_FACTORS",
     "TrainFit",
     "active",
+    "band",
     "bits_per_weight",
     "class_of_id",
     "compute_group",
+    "conformal_quantile",
     "efficiency",
     "efficiency_basis",
     "factors_path",

@@ -9,13 +9,14 @@ import hashlib
 import json
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from ..domains import Count, Name, TokensOrZero, checked
+from ..domains import Count, Fraction, Name, TokensOrZero, checked
 from ..errors import ArgumentError, CatalogError, NotAvailableError
+from .bands import BAND_KINDS, conformal_quantile
 from .fit import Factors
 from .groups import CLASSES, KINDS, MEASURED, MEASURED_RATE, compute_group, format_group, gpu_class, peak_field
 
@@ -51,6 +52,8 @@ class Calibration:
     """The provenance's ``data`` entry: the measurements file it was fitted on, its sha256 and rows."""
     levels: dict[str, dict[str, dict[str, int]]]
     """Rows behind each level, per group kind (empty for a file written before levels were recorded)."""
+    bands: dict[str, list[float]] = field(default_factory=dict)
+    """Leave-one-run-out residuals per band kind (:mod:`xlsxplan.calibration.bands`); empty in an older file."""
 
     def describe(self) -> str:
         fitted = self.data.get("path") or self.data.get("file", "?")
@@ -112,7 +115,10 @@ def _read(origin: str, path: Path) -> Calibration:
     except CatalogError as err:
         raise CatalogError(f"{path}: {err.message}") from None
     levels = {k: data[k]["levels"] for k in ("prefill", "decode_bandwidth") if isinstance(data[k].get("levels"), dict)}
-    return Calibration(factors, origin, path, dict(data.get("data") or {}), levels)
+    found = data.get("bands") if isinstance(data.get("bands"), dict) else {}
+    residuals = {k: [float(x) for x in v["residuals"]] for k, v in found.items()
+                 if isinstance(v, dict) and isinstance(v.get("residuals"), list)}  # fmt: skip
+    return Calibration(factors, origin, path, dict(data.get("data") or {}), levels, residuals)
 
 
 def refresh() -> None:
@@ -208,9 +214,53 @@ def _prepared(kind: str, gpu: str) -> tuple[str, str]:
     return key, gpu_class(gpu)
 
 
+BAND_OF = {"train_mfu": "train", "prefill": "prefill", "decode_bandwidth": "decode"}
+"""The band kind (:mod:`xlsxplan.calibration.bands`) whose residuals give each efficiency's range."""
+
+
+def band(kind: str, quantile: float) -> float:
+    """The speed multiplier at ``quantile`` of a kind of calibrated figure: the figure's prediction times it is that
+    quantile of what published runs reached (a time or a GPU count is divided by it).
+
+    Parameters
+    ----------
+    kind : str
+        A band kind (train, decode, prefill, throughput) or an efficiency kind (train_mfu, prefill,
+        decode_bandwidth) [name].
+    quantile : float
+        0.1 for P10, 0.9 for P90; 0.5 gives 1, the prediction itself [fraction].
+
+    Returns
+    -------
+    float
+        ``exp`` of the split-conformal quantile of the kind's leave-one-run-out residuals, as the factors file in use
+        records them [ratio].
+
+    Raises
+    ------
+    NotAvailableError
+        If the factors file records no residuals for the kind (a file written before ranges, or no measured rows).
+    """
+    key = BAND_OF.get(kind.strip().lower(), kind.strip().lower())
+    if key not in BAND_KINDS:
+        raise ArgumentError(f"kind must be one of {', '.join(BAND_KINDS + tuple(BAND_OF))}, got {kind!r}", "kind")
+    residuals = active().bands.get(key)
+    if not residuals:
+        raise NotAvailableError(f"the factors in use record no {key} residuals: refit with `xlsxplan calibrate --fit`",
+                                "kind")  # fmt: skip
+    import math
+
+    return math.exp(conformal_quantile(residuals, quantile))
+
+
 @checked
 def efficiency(
-    kind: Name, gpu: Name = "H100-SXM", precision: Name = "bf16", hidden: Count = 4096, seq_len: TokensOrZero = 0
+    kind: Name,
+    gpu: Name = "H100-SXM",
+    precision: Name = "bf16",
+    hidden: Count = 4096,
+    seq_len: TokensOrZero = 0,
+    quantile: Fraction = 0.5,
 ) -> float:
     """Calibrated share of peak that real runs reach: training MFU, prefill compute, or decode bandwidth.
 
@@ -228,6 +278,9 @@ def efficiency(
     seq_len : float, default 0
         Training sequence length; train_mfu only: when given, the MFU is restated against 6N FLOPs for
         TRAIN_SECONDS and MFU, else it counts attention as PaLM does [tokens].
+    quantile : float, default 0.5
+        Where in the range of published runs: 0.1 for P10 (slow), 0.9 for P90 (fast), 0.5 the fit itself; the
+        fit times a quantile of the kind's leave-one-run-out residuals [fraction].
 
     Returns
     -------
@@ -248,6 +301,17 @@ def efficiency(
     ``xlsxplan calibrate --save`` gives 1 for decode and prefill (its figures are measured rates, times the format
     multiplier) and its measured 6N rate over its measured matmul rate for train_mfu.
     """
+    if not 0.0 < quantile < 1.0:
+        from ..errors import OutOfRangeError
+
+        raise OutOfRangeError(f"quantile must be between 0 and 1 (exclusive), got {quantile!r}", "quantile")
+    value = _efficiency(kind, gpu, precision, hidden, seq_len)
+    if quantile == 0.5:
+        return value
+    return min(1.0, value * band(kind, quantile))
+
+
+def _efficiency(kind: str, gpu: str, precision: str, hidden: int, seq_len: float) -> float:
     key, cls = _prepared(kind, gpu)
     factors = load_factors()
     if key == "train_mfu":

@@ -21,6 +21,7 @@ __all__ = ["Observation", "TrainFit", "GroupFit", "Factors", "level_counts", "fi
 _HUBER = 0.2  # log units: errors within about 22% count quadratically, larger ones linearly
 _RIDGE = 0.01  # penalty on log multipliers: settles what the data cannot separate, shrinks a one-row effect by 2%
 _OVERHEAD_MAX = 1000  # overhead_bytes searched from 0 to this in steps of 1: bytes per hidden unit per layer per token
+_ROUTED_MAX = 400  # routed_bytes searched from 0 to this in steps of 1: bytes per routed value per token
 
 
 @dataclass(frozen=True)
@@ -35,23 +36,36 @@ class Observation:
     """FLOP per byte of the accelerator at the precision: dense peak over bandwidth (train_mfu only)."""
     hidden: float = 0.0
     """Model width (train_mfu only)."""
+    routed: float = 0.0
+    """Mixture of experts (train_mfu only): ``k d L_moe (C/B) / F``, the routed copies' traffic per byte per routed
+    value, in units of the token's FLOPs at peak (:func:`xlsxplan.core.effects.moe_routed_bytes_per_token`); 0 for a
+    dense model."""
+    comm: float = 0.0
+    """Mixture of experts (train_mfu only): the expert-parallel all-to-all's time per token over the token's FLOPs
+    at peak (:func:`xlsxplan.core.effects.moe_all_to_all_seconds`); 0 for a dense model or one GPU."""
     label: str = ""
     run: tuple = ()
 
 
 @dataclass(frozen=True)
 class TrainFit:
-    """``train_mfu = ceiling / (1 + overhead_bytes * balance / (72 * hidden))``."""
+    """``train_mfu = 1 / ((1 + overhead_bytes * balance / (72 * hidden) + routed_bytes * routed) / ceiling + comm)``.
+
+    Three free parameters: the ``ceiling`` share of peak, the dense ``overhead_bytes`` per hidden unit per layer and
+    the ``routed_bytes`` per routed value of a mixture of experts; ``comm`` (the all-to-all) is physics, not fitted.
+    """
 
     ceiling: float
     overhead_bytes: float
+    routed_bytes: float = 0.0
 
-    def raw(self, balance: float, hidden: float) -> float:
+    def raw(self, balance: float, hidden: float, routed: float = 0.0, comm: float = 0.0) -> float:
         """The model's value before the cap at 1."""
-        return self.ceiling / (1.0 + self.overhead_bytes * balance / (72.0 * hidden))
+        slow = 1.0 + self.overhead_bytes * balance / (72.0 * hidden) + self.routed_bytes * routed
+        return 1.0 / (slow / self.ceiling + comm)
 
-    def value(self, balance: float, hidden: float) -> float:
-        return min(1.0, self.raw(balance, hidden))
+    def value(self, balance: float, hidden: float, routed: float = 0.0, comm: float = 0.0) -> float:
+        return min(1.0, self.raw(balance, hidden, routed, comm))
 
 
 @dataclass(frozen=True)
@@ -85,10 +99,10 @@ class Factors:
     decode_bandwidth: GroupFit
 
     def raw(self, kind: str, gpu_class: str = "datacenter", fmt: str = "16-bit", balance: float = 0.0,
-            hidden: float = 4096.0) -> float:  # fmt: skip
+            hidden: float = 4096.0, routed: float = 0.0, comm: float = 0.0) -> float:  # fmt: skip
         """The model's value before the cap at 1: above 1, the fit says more than the hardware can do."""
         if kind == "train_mfu":
-            return self.train_mfu.raw(balance, hidden)
+            return self.train_mfu.raw(balance, hidden, routed, comm)
         if kind == "prefill":
             return self.prefill.raw(gpu_class, fmt)
         if kind == "decode_bandwidth":
@@ -96,18 +110,20 @@ class Factors:
         raise ArgumentError(f"kind must be one of {', '.join(KINDS)}, got {kind!r}", "kind")
 
     def value(self, kind: str, gpu_class: str = "datacenter", fmt: str = "16-bit", balance: float = 0.0,
-              hidden: float = 4096.0) -> float:  # fmt: skip
-        return min(1.0, self.raw(kind, gpu_class, fmt, balance, hidden))
+              hidden: float = 4096.0, routed: float = 0.0, comm: float = 0.0) -> float:  # fmt: skip
+        return min(1.0, self.raw(kind, gpu_class, fmt, balance, hidden, routed, comm))
 
     def predicted(self, obs: Observation) -> float:
-        return self.value(obs.kind, obs.gpu_class, obs.fmt, obs.balance, obs.hidden)
+        return self.value(obs.kind, obs.gpu_class, obs.fmt, obs.balance, obs.hidden, obs.routed, obs.comm)
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
             "train_mfu": {
-                "model": "ceiling / (1 + overhead_bytes * (peak FLOP/s / bandwidth) / (72 * hidden))",
+                "model": "1 / ((1 + overhead_bytes * (peak FLOP/s / bandwidth) / (72 * hidden) + routed_bytes * "
+                "routed) / ceiling + all_to_all)",
                 "ceiling": round(self.train_mfu.ceiling, 4),
                 "overhead_bytes": self.train_mfu.overhead_bytes,
+                "routed_bytes": self.train_mfu.routed_bytes,
             }
         }
         for kind in ("prefill", "decode_bandwidth"):
@@ -128,8 +144,8 @@ class Factors:
                 kind: GroupFit(float(data[kind]["base"]), dict(data[kind]["class"]), dict(data[kind]["format"]))
                 for kind in ("prefill", "decode_bandwidth")
             }
-            return cls(TrainFit(float(t["ceiling"]), float(t["overhead_bytes"])), groups["prefill"],
-                       groups["decode_bandwidth"])  # fmt: skip
+            train = TrainFit(float(t["ceiling"]), float(t["overhead_bytes"]), float(t.get("routed_bytes", 0.0)))
+            return cls(train, groups["prefill"], groups["decode_bandwidth"])
         except (KeyError, TypeError, ValueError, AttributeError) as err:
             raise CatalogError(f"calibration file: missing or malformed entry {err}") from None
 
@@ -190,15 +206,10 @@ def _fit_group(obs: Sequence[Observation], kind: str) -> GroupFit:
     )
 
 
-def _fit_train(obs: Sequence[Observation]) -> TrainFit:
-    """Grid search over overhead_bytes; for each, the ceiling is the Huber location of the de-penalised logs."""
+def _huber_location(z: np.ndarray) -> np.ndarray:
+    """Row-wise Huber location of ``z`` (rows: grid points), started from the median."""
     import numpy as np
 
-    grid = np.arange(0.0, _OVERHEAD_MAX + 1.0, 1.0)
-    if not obs:
-        return TrainFit(SEED_FACTORS["train_mfu"], 0.0)
-    x = np.array([o.balance / (72.0 * o.hidden) for o in obs])
-    z = np.log([o.value for o in obs])[None, :] + np.log1p(grid[:, None] * x[None, :])
     mu = np.median(z, axis=1)
     for _ in range(100):
         w = _huber_weights(z - mu[:, None])
@@ -207,10 +218,48 @@ def _fit_train(obs: Sequence[Observation]) -> TrainFit:
         mu = new
         if done:
             break
-    mu = np.minimum(mu, 0.0)  # nothing reaches more than its peak
-    loss = _huber_loss(z - mu[:, None]).sum(axis=1)
-    best = int(np.argmin(loss + 1e-9 * grid))  # ties go to the smaller overhead
-    return TrainFit(float(math.exp(mu[best])), float(grid[best]))
+    return mu
+
+
+def _train_grid(obs: Sequence[Observation], overhead: np.ndarray, routed: np.ndarray) -> tuple[float, float, float]:
+    """Best (loss, ceiling, index) over paired grids of overhead_bytes and routed_bytes."""
+    import numpy as np
+
+    x = np.array([o.balance / (72.0 * o.hidden) for o in obs])
+    r = np.array([o.routed for o in obs])
+    comm = np.array([o.comm for o in obs])
+    e = np.array([o.value for o in obs])
+    slow = 1.0 + overhead[:, None] * x[None, :] + routed[:, None] * r[None, :]
+    # the ceiling each row implies at these parameters; a row faster than its all-to-all allows implies the cap
+    room = np.maximum(1.0 / e - comm, 1e-6)
+    mu = np.minimum(_huber_location(np.log(slow / room[None, :])), 0.0)  # nothing reaches more than its peak
+    predicted = 1.0 / (slow / np.exp(mu)[:, None] + comm[None, :])
+    loss = _huber_loss(np.log(e)[None, :] - np.log(predicted)).sum(axis=1)
+    best = int(np.argmin(loss + 1e-9 * (overhead + routed)))  # ties go to the smaller overheads
+    return float(loss[best]), float(math.exp(mu[best])), best
+
+
+def _fit_train(obs: Sequence[Observation]) -> TrainFit:
+    """Grid search over overhead_bytes and routed_bytes, alternating one then the other; for each pair the ceiling is
+    the Huber location of the logs of the ceilings the rows imply."""
+    import numpy as np
+
+    if not obs:
+        return TrainFit(SEED_FACTORS["train_mfu"], 0.0, 0.0)
+    grid = np.arange(0.0, _OVERHEAD_MAX + 1.0, 1.0)
+    routed_grid = np.arange(0.0, _ROUTED_MAX + 1.0, 1.0)
+    moe = any(o.routed > 0 for o in obs)
+    overhead, routed, ceiling = 0.0, 0.0, SEED_FACTORS["train_mfu"]
+    for _ in range(6 if moe else 1):
+        _, ceiling, i = _train_grid(obs, grid, np.full_like(grid, routed))
+        overhead = float(grid[i])
+        if not moe:
+            break
+        _, ceiling, j = _train_grid(obs, np.full_like(routed_grid, overhead), routed_grid)
+        if float(routed_grid[j]) == routed and _ > 0:
+            break
+        routed = float(routed_grid[j])
+    return TrainFit(ceiling, overhead, routed)
 
 
 def fit_kind(kind: str, observations: Sequence[Observation]) -> TrainFit | GroupFit:

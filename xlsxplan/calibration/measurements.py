@@ -23,9 +23,10 @@ How each metric is predicted
 * ``decode_tokens_per_sec``: one over DECODE_STEP_S at the row's batch (1 unless ``concurrency`` says more), with
   the average context ``input_len + output_len / 2`` and weights at their real bits per weight.
 * The KV cache's format is the optional ``kv_precision`` column where a file has it; otherwise the engine's
-  default, as the row names it: FP8 for FP8 weights on TensorRT-LLM (NVIDIA's ModelOpt FP8 checkpoints carry FP8
-  KV-cache scales, and its Llama-2-7B FP8 row at batch 768 would not fit a 16-bit cache), 16-bit everywhere else
-  (vLLM's and SGLang's ``auto`` cache type is the activations' 16 bits; llama.cpp's default is f16).
+  default, as the row names it: FP8 for FP8 and NVFP4 weights on TensorRT-LLM (NVIDIA's ModelOpt FP8 and NVFP4
+  checkpoints carry ``"kv_cache_quant_algo": "FP8"`` in their hf_quant_config.json, and its Llama-2-7B FP8 row at
+  batch 768 would not fit a 16-bit cache), 16-bit everywhere else (vLLM's and SGLang's ``auto`` cache type is the
+  activations' 16 bits; llama.cpp's default is f16).
 * ``ttft`` and ``prefill_tokens_per_sec``: TTFT_S, the prefill's arithmetic with causal attention at the
   calibrated ``prefill`` utilisation.
 * ``output_tokens_per_sec_total``/``_per_gpu``: SERVE_TOKS, prefill plus roofline decode with the calibrated
@@ -57,10 +58,10 @@ from typing import Any
 
 from .. import calibration
 from ..catalog import models
-from ..core import equations, roofline, serving, training, training_memory
+from ..core import effects, equations, roofline, serving, training, training_memory
 from ..errors import CatalogError, XlsxplanError
 from ..precision import published_embedding_bytes
-from . import Factors, Observation
+from . import Factors, Observation, bands
 
 __all__ = [
     "COLUMNS",
@@ -129,6 +130,12 @@ class Measurement:
     flops: str = ""
     """What an achieved_tflops_per_gpu figure counts: ``model`` (the default) or ``hardware`` (recomputation
     included), from an optional ``flops`` column or the source's own words."""
+    gpus_per_node: int = 8
+    """GPUs per node (optional ``gpus_per_node`` column, 8 by default): what a ``..._per_node`` metric counts, and the
+    GPUs sharing the scale-up link (an NVL72 rack is one NVLink domain of 72)."""
+    ep: int | None = None
+    """Expert-parallel group of a mixture-of-experts training run (optional ``ep`` column); empty: the experts over
+    ``min(experts, n_gpus, gpus_per_node)`` GPUs."""
     flops_per_token: float | None = None
     """The source's own FLOPs per token, where the same run reports tokens per second too (see annotate)."""
     problem: str = ""
@@ -173,9 +180,14 @@ def parse_measurements(text: str, origin: str = "measurements") -> list[Measurem
             conc_text = raw["concurrency"].lower()
             concurrency: int | str | None = "max" if conc_text == "max" else _number(conc_text, "concurrency", True)
             value = _number(raw["value"], "value")
+            per_node = _number(raw.get("gpus_per_node", ""), "gpus_per_node", True)
+            if per_node is not None and per_node < 1:
+                raise ValueError(f"gpus_per_node must be a whole number of at least 1, got {raw['gpus_per_node']!r}")
             rows.append(
                 Measurement(
                     **common,
+                    gpus_per_node=int(per_node or 8),
+                    ep=_number(raw.get("ep", ""), "ep", True) or None,  # type: ignore[arg-type]
                     value=value,
                     params_b=_number(raw["params_b"], "params_b"),
                     active_params_b=_number(raw["active_params_b"], "active_params_b"),
@@ -324,7 +336,8 @@ def _kv_bytes_per_value(m: Measurement) -> float:
         return _bits(dataclasses.replace(m, precision=m.kv_precision)) / 8.0
     text = f"{m.name} {m.source}".lower()
     trtllm = any(word in text for word in ("tensorrt", "trt-llm", "trtllm"))
-    return 1.0 if trtllm and calibration.format_group(m.precision) == "8-bit" else 2.0
+    modelopt = calibration.format_group(m.precision) == "8-bit" or m.precision.lower() == "nvfp4"
+    return 1.0 if trtllm and modelopt else 2.0
 
 
 def _kv_bytes_per_token(m: Measurement, s: Shape, context: float) -> float:
@@ -387,10 +400,54 @@ def _ttft_scale(m: Measurement) -> float:
     return 1.0 if m.unit.strip().lower() in ("s", "sec", "second", "seconds") else 1e-3
 
 
+def moe_layout(s: Shape) -> tuple[int, int, int]:
+    """Routed experts, experts per token and layers with experts of a preset mixture of experts; (0, 0, 0) for a
+    dense model or a shape without a preset."""
+    if not s.moe or not s.preset:
+        return 0, 0, 0
+    from ..catalog import load_catalog
+
+    p = load_catalog().models.get(s.preset)
+    if not p.experts or not p.experts_per_token:
+        return 0, 0, 0
+    layers = (p.mlp_layers or p.layers) - (p.dense_layers or 0)
+    return int(p.experts), int(p.experts_per_token), int(layers)
+
+
+def expert_parallel(m: Measurement, experts: int) -> int:
+    """The expert-parallel group: the ``ep`` column, else the experts over ``min(experts, n_gpus, gpus_per_node)``."""
+    if m.ep:
+        return int(m.ep)
+    return max(1, min(experts, _n(m), m.gpus_per_node))
+
+
+def moe_train_features(m: Measurement, s: Shape) -> tuple[float, float, str]:
+    """A mixture of experts' two training features (see :class:`xlsxplan.calibration.Observation`) and in words how
+    its all-to-all was counted: ``routed`` (MOE_ROUTED_BYTES_PER_TOKEN per byte per routed value, over the token's
+    FLOPs at peak times the accelerator's FLOP per byte) and ``comm`` (:func:`xlsxplan.core.effects.
+    moe_all_to_all_seconds` for one token, over its FLOPs at peak). (0, 0, "") for a dense model."""
+    experts, per_token, layers = moe_layout(s)
+    if not experts:
+        return 0.0, 0.0, ""
+    peak, fpt = _peak_flops(m), _train_flops_per_token(s)
+    routed = effects.moe_routed_bytes_per_token(s.hidden, layers, per_token, 1.0) * (peak / _bandwidth(m)) / fpt
+    ep = expert_parallel(m, experts)
+    link = _gpu(m).link_gb_s
+    if ep > 1 and not link:
+        return routed, 0.0, f"{_gpu(m).id} has no link_gb_s: the all-to-all is left out"
+    seconds = effects.moe_all_to_all_seconds(1.0, s.hidden, layers, per_token, ep, float(link or 0.0),
+                                             gpus_per_node=m.gpus_per_node)  # fmt: skip
+    where = f"{min(ep, m.gpus_per_node)} per node at {link:g} GB/s" + (
+        f", the rest at {effects.SCALE_OUT_GB_S:g} GB/s between nodes" if ep > m.gpus_per_node else ""
+    )
+    return routed, seconds * peak / fpt, f"all-to-all over {ep}-way expert parallelism ({where})"
+
+
 def _efficiency_features(m: Measurement, kind: str) -> dict[str, Any]:
     if kind == "train_mfu":
         s = shape_of(m)
-        return {"balance": _peak_flops(m) / _bandwidth(m), "hidden": float(s.hidden)}
+        routed, comm, _ = moe_train_features(m, s)
+        return {"balance": _peak_flops(m) / _bandwidth(m), "hidden": float(s.hidden), "routed": routed, "comm": comm}
     group = calibration.compute_group if kind == "prefill" else calibration.format_group
     return {"gpu_class": calibration.gpu_class(_gpu(m).id), "fmt": group(m.precision)}
 
@@ -516,6 +573,10 @@ TRAIN_RATES: dict[str, TrainRate] = {
     "tokens_per_sec_per_gpu": TrainRate(lambda m, r, s: r, lambda m, v, s, peak, fpt: v * fpt / peak),
     "tokens_per_sec_global": TrainRate(lambda m, r, s: r * _gpus(m),
                                        lambda m, v, s, peak, fpt: v * fpt / (_gpus(m) * peak)),
+    "tokens_per_sec_per_node": TrainRate(lambda m, r, s: r * m.gpus_per_node,
+                                         lambda m, v, s, peak, fpt: v * fpt / (m.gpus_per_node * peak)),
+    "gpu_hours_per_trillion_tokens": TrainRate(lambda m, r, s: 1e12 / r / SECONDS_PER_HOUR,
+                                               lambda m, v, s, peak, fpt: 1e12 * fpt / (v * SECONDS_PER_HOUR * peak)),
     # the source's own FLOP count per token (see flops_convention)
     "achieved_tflops_per_gpu": TrainRate(
         lambda m, r, s: r * _source_flops_per_token(m, s) / 1e12,
@@ -579,29 +640,66 @@ def _predict_prefill(m: Measurement, s: Shape, factors: Factors) -> tuple[float,
     e_c, e_bw = _eff(factors, m, "prefill"), _eff(factors, m, "decode_bandwidth")
     prompt = _need(m.input_len, "input_len", m)
     t = roofline.ttft_seconds(s.active_b, _bits(m) / 8.0, prompt, s.layers, s.attn_width, _n(m), peak / 1e12,
-                              _gpu(m).bandwidth_tb_s, e_c, e_bw)  # fmt: skip
+                              _gpu(m).bandwidth_tb_s, e_c, e_bw, _link(m) if _n(m) > 1 else 0.0)  # fmt: skip
     basis = f"prefill {e_c:.3f}, attention included; {s.origin}"
     return (t / _ttft_scale(m) if m.metric == "ttft" else prompt / t), basis
 
 
-def _predict_throughput(m: Measurement, s: Shape, factors: Factors) -> tuple[float, str]:
-    """Offline or concurrency-limited output throughput, of the instance or per GPU."""
-    gpu, bits = _gpu(m), _bits(m)
+def _link(m: Measurement) -> float:
+    """The accelerator's scale-up link per direction [GB/s]; 0 when the catalog has none (PCIe cards)."""
+    return float(_gpu(m).link_gb_s or 0.0)
+
+
+def serve_step_seconds(m: Measurement, s: Shape, factors: Factors, batch: int) -> tuple[float, dict[str, float]]:
+    """One decode step of ``batch`` sequences with the effects: the roofline's memory and compute (attention's
+    arithmetic over the cache included), then the tensor-parallel all-reduces over the link. Returns the step and
+    its parts in seconds."""
+    gpu, bits, n = _gpu(m), _bits(m), _n(m)
     kv = _kv_bytes_per_token(m, s, _context(m))
     peak = _peak_flops(m)
     e_c, e_bw = _eff(factors, m, "prefill"), _eff(factors, m, "decode_bandwidth")
     experts, per_token = _routing(s)
+    read = s.params_b if not s.moe else equations.moe_params_read(s.params_b, s.active_b, experts, per_token, batch)
+    memory = (read * 1e9 * bits / 8.0 + batch * kv * _context(m)) / (n * gpu.bandwidth_tb_s * 1e12 * e_bw)
+    attention = effects.attention_decode_flops_per_token(s.layers, s.attn_width, _context(m))
+    compute = (2.0 * s.active_b * 1e9 + attention) * batch / (n * peak * e_c)
+    link = _link(m)
+    exchange = effects.tp_allreduce_seconds(batch, s.hidden, s.layers, n, link) if n > 1 and link else 0.0
+    return max(memory, compute) + exchange, {"memory": memory, "compute": compute, "all-reduce": exchange}
+
+
+def _predict_throughput(m: Measurement, s: Shape, factors: Factors) -> tuple[float, str]:
+    """Offline or concurrency-limited output throughput, of the instance, per GPU or per node.
+
+    SERVE_TOKS's model (every request's prefill, then decode slots of ``step / B``) with the effects of
+    :mod:`xlsxplan.core.effects`: attention's arithmetic in the prefill and in every decode step, and the
+    tensor-parallel all-reduces of both over the accelerator's link."""
+    gpu, bits, n = _gpu(m), _bits(m), _n(m)
+    kv = _kv_bytes_per_token(m, s, _context(m))
+    peak = _peak_flops(m)
+    e_c, e_bw = _eff(factors, m, "prefill"), _eff(factors, m, "decode_bandwidth")
     prompt = _need(m.input_len, "input_len", m)
     output = _need(m.output_len, "output_len", m)
     conc = 0 if m.concurrency in (None, "max") else int(m.concurrency)  # type: ignore[arg-type]
-    total = roofline.serve_tokens_per_s(s.params_b, bits / 8.0, kv, prompt, output, _n(m), gpu.memory_gb,
-                                        gpu.bandwidth_tb_s, peak / 1e12, conc, e_bw, e_c, USABLE_FRACTION,
-                                        s.active_b if s.moe else 0, experts, per_token)  # fmt: skip
-    if total <= 0:
+    fits = equations.batch_that_fits(s.params_b, bits / 8.0, kv, _context(m), n, gpu.memory_gb, USABLE_FRACTION)
+    batch = int(fits if conc == 0 else min(conc, fits))
+    if batch < 1:
         raise Unpredictable(f"the weights or one request do not fit in {USABLE_FRACTION:.0%} of memory")
-    basis = (f"roofline: decode_bandwidth {e_bw:.3f}, prefill {e_c:.3f}, KV {_kv_bytes_per_value(m):g} byte(s) "
-             f"per value, average context {_context(m):g}; {s.origin}")  # fmt: skip
-    return (total / _n(m) if m.metric.endswith("per_gpu") else total), basis
+    step, parts = serve_step_seconds(m, s, factors, batch)
+    link = _link(m)
+    prefill = (2.0 * s.active_b * 1e9 * prompt + effects.attention_prefill_flops(s.layers, s.attn_width, prompt)) / (
+        n * peak * e_c
+    ) + (effects.tp_allreduce_seconds(prompt, s.hidden, s.layers, n, link) if n > 1 and link else 0.0)
+    total = output / (output * step / batch + prefill)
+    shares = ", ".join(f"{k} {v * 1e3:.2f} ms" for k, v in parts.items() if v)
+    basis = (f"roofline with effects at batch {batch}: decode_bandwidth {e_bw:.3f}, prefill {e_c:.3f}, KV "
+             f"{_kv_bytes_per_value(m):g} byte(s) per value, average context {_context(m):g}; step {shares}; "
+             f"{s.origin}")  # fmt: skip
+    if m.metric.endswith("per_gpu"):
+        return total / n, basis
+    if m.metric.endswith("per_node"):
+        return total / n * m.gpus_per_node, basis + f"; {m.gpus_per_node} GPUs per node"
+    return total, basis
 
 
 @dataclass(frozen=True)
@@ -625,6 +723,7 @@ METRICS: dict[str, Metric] = {
     "decode_tokens_per_sec": Metric("decode_bandwidth", _SERVE, _predict_decode),
     "output_tokens_per_sec_total": Metric(None, _SERVE, _predict_throughput),
     "output_tokens_per_sec_per_gpu": Metric(None, _SERVE, _predict_throughput),
+    "output_tokens_per_sec_per_node": Metric(None, _SERVE, _predict_throughput),
 }
 """Every metric xlsxplan predicts, by name (the measurements README lists them)."""
 
@@ -655,10 +754,100 @@ class RowResult:
     reason: str
     basis: str = ""
     kind: str = ""
+    p10: float | None = None
+    """The low end of the row's P10-P90 range, in its unit, from the other runs' residuals (see with_bands)."""
+    p90: float | None = None
+    inside: bool | None = None
+    """Whether the measured figure lies inside the row's own P10-P90 range; None without a range."""
 
     def as_json(self) -> dict[str, Any]:
         return {"name": self.name, "metric": self.metric, "measured": self.measured, "predicted": self.predicted,
-                "ratio": self.ratio, "reason": self.reason, "basis": self.basis, "line": self.line}  # fmt: skip
+                "ratio": self.ratio, "p10": self.p10, "p90": self.p90, "inside_p10_p90": self.inside,
+                "reason": self.reason, "basis": self.basis, "line": self.line}  # fmt: skip
+
+
+TIME_METRICS = frozenset(
+    {"gpu_hours", "wall_clock_days", "wall_clock_seconds", "ttft", "gpu_hours_per_trillion_tokens"}
+)
+"""Metrics that are one over a speed: a faster run has less of them."""
+
+
+def band_kind(metric: str) -> str | None:
+    """The kind of calibrated figure a metric is (bands.BAND_KINDS), or None for one a formula gives exactly."""
+    if metric in TRAIN_RATES:
+        return "train"
+    if metric == "decode_tokens_per_sec":
+        return "decode"
+    if metric in ("ttft", "prefill_tokens_per_sec"):
+        return "prefill"
+    if metric.startswith("output_tokens_per_sec"):
+        return "throughput"
+    return None
+
+
+def speed_residual(metric: str, measured: float, predicted: float) -> float:
+    """``log(measured / predicted)`` as a speed: for a time-like metric, ``log(predicted / measured)``."""
+    r = math.log(measured / predicted)
+    return -r if metric in TIME_METRICS else r
+
+
+def figure_range(metric: str, predicted: float, multipliers: tuple[float, float]) -> tuple[float, float]:
+    """A predicted figure's P10 and P90 from the kind's speed multipliers: a speed is multiplied, a time divided."""
+    low, high = multipliers
+    return (predicted / high, predicted / low) if metric in TIME_METRICS else (predicted * low, predicted * high)
+
+
+def residuals_by_kind(
+    results: Sequence[RowResult], rows: Sequence[Measurement]
+) -> dict[str, list[tuple[tuple, float]]]:
+    """Each band kind's held-out residuals, with the run each comes from."""
+    runs = {m.line: run_key(m) for m in rows}
+    out: dict[str, list[tuple[tuple, float]]] = {}
+    for r in results:
+        kind = band_kind(r.metric)
+        if kind and r.ratio is not None and r.measured and r.predicted:
+            out.setdefault(kind, []).append(
+                (runs.get(r.line, (r.line,)), speed_residual(r.metric, r.measured, r.predicted))
+            )
+    return out
+
+
+def with_bands(results: Sequence[RowResult], rows: Sequence[Measurement],
+               pooled: dict[str, list[float]] | None = None) -> list[RowResult]:  # fmt: skip
+    """Each predicted row with its P10-P90 range and whether the measurement lies inside it.
+
+    The range comes from the residuals of the row's kind in *other* runs (leave-one-run-out, so a row never widens
+    its own band), or from ``pooled`` residuals (a factors file's ``bands``) when given, as for a user's rows."""
+    by_kind = residuals_by_kind(results, rows)
+    runs = {m.line: run_key(m) for m in rows}
+    out = []
+    for r in results:
+        kind = band_kind(r.metric)
+        if not kind or r.predicted is None:
+            out.append(r)
+            continue
+        run = runs.get(r.line, (r.line,))
+        others = (pooled or {}).get(kind) or [x for key, x in by_kind.get(kind, []) if key != run]
+        if len(others) < 2:
+            out.append(r)
+            continue
+        p10, p90 = figure_range(r.metric, r.predicted, bands.band_multipliers(others))
+        hit = None if r.measured is None or r.ratio is None else bool(p10 <= r.measured <= p90)
+        out.append(dataclasses.replace(r, p10=p10, p90=p90, inside=hit))
+    return out
+
+
+def band_table(results: Sequence[RowResult], rows: Sequence[Measurement]) -> dict[str, Any]:
+    """Each kind's residuals and P10/P90 speed multipliers, as a factors file records them (``bands``)."""
+    out: dict[str, Any] = {}
+    for kind, pairs in residuals_by_kind(results, rows).items():
+        values = [x for _, x in pairs]
+        if len(values) < 2:
+            continue
+        low, high = bands.band_multipliers(values)
+        out[kind] = {"rows": len(values), "p10": round(low, 4), "p90": round(high, 4),
+                     "residuals": sorted(round(x, 4) for x in values)}  # fmt: skip
+    return out
 
 
 @dataclass
@@ -721,15 +910,21 @@ def notes(m: Measurement, factors: Factors, counts: dict[str, dict[str, dict[str
 
 
 def validate(
-    rows: Sequence[Measurement], pool: Sequence[Measurement] | None = None, leave_out: bool = True
+    rows: Sequence[Measurement],
+    pool: Sequence[Measurement] | None = None,
+    leave_out: bool = True,
+    factors_as_is: Factors | None = None,
+    cache: _FitCache | None = None,
 ) -> list[RowResult]:
-    """Predict every row; with ``leave_out``, from a fit on ``pool`` (default: the rows) without the row's run."""
-    cache = _FitCache(observations(rows if pool is None else pool))
+    """Predict every row; with ``leave_out``, from a fit on ``pool`` (default: the rows) without the row's run;
+    with ``factors_as_is``, from those factors for every row, refitting nothing (``validate --factors-as-is``).
+    ``cache``: leave-one-run-out fits already made on the same pool (fit_report passes its own)."""
+    cache = cache or _FitCache(observations(rows if pool is None else pool))
     results = []
     for m in rows:
         kind = kind_of(m) or ""
         try:
-            factors = cache.without(run_key(m) if leave_out else None)
+            factors = factors_as_is or cache.without(run_key(m) if leave_out else None)
             predicted, basis = predict(m, factors)
         except Unpredictable as why:
             results.append(RowResult(m.line, m.name, m.metric, m.value, None, None, str(why), kind=kind))
@@ -743,7 +938,7 @@ def validate(
             continue
         said = "; ".join(notes(m, factors, cache.counts(run_key(m) if leave_out else None)))
         results.append(RowResult(m.line, m.name, m.metric, m.value, predicted, predicted / m.value, said, basis, kind))
-    return results
+    return with_bands(results, rows)
 
 
 def summarise(results: Sequence[RowResult]) -> dict[str, Any]:
@@ -760,6 +955,9 @@ def summarise(results: Sequence[RowResult]) -> dict[str, Any]:
         "outside_2x": [r.line for r in results if r.ratio is not None and not 0.5 <= r.ratio <= 2.0],
         "worst_ratio": None,
     }
+    banded = [r.inside for r in results if r.inside is not None]
+    out["rows_with_band"] = len(banded)
+    out["band_coverage"] = sum(banded) / len(banded) if banded else None
     if ratios:
         worst = max((r for r in results if r.ratio is not None), key=lambda r: abs(math.log(r.ratio)))  # type: ignore[arg-type]
         out["worst_ratio"] = {"line": worst.line, "name": worst.name, "metric": worst.metric, "ratio": worst.ratio}
@@ -778,13 +976,10 @@ def fit_report(rows: Sequence[Measurement], origin: str, digest: str, path: str 
         mine = [o for o in obs if o.kind == kind]
         fitted = [factors.predicted(o) / o.value for o in mine]
         loo = [cache.without(o.run).predicted(o) / o.value for o in mine]
-        data[kind]["rows"] = [
-            {"row": o.label, "implied": round(o.value, 4), "fitted": round(factors.predicted(o), 4)} for o in mine
-        ]
         data[kind]["rows_used"] = len(mine)
         data[kind]["runs"] = len({o.run for o in mine})
         if kind == "train_mfu":
-            data[kind]["free_parameters"] = 2 if mine else 0
+            data[kind]["free_parameters"] = (3 if any(o.routed for o in mine) else 2) if mine else 0
         else:
             levels = calibration.level_counts(kind, mine)
             data[kind]["levels"] = levels
@@ -807,6 +1002,11 @@ def fit_report(rows: Sequence[Measurement], origin: str, digest: str, path: str 
              "in-sample error is 0 by construction and only the leave-one-run-out error says anything. `levels` "
              "counts the rows behind each GPU class and weights format; a level with none keeps multiplier 1, "
              "listed under `assumed`.")  # fmt: skip
+    data["bands"] = {
+        "about": "P10-P90 ranges (xlsxplan.calibration.bands): per kind of figure, the leave-one-run-out residuals "
+        "log(measured / predicted) as speed ratios, and the split-conformal P10 and P90 speed multipliers they give",
+        **band_table(validate(rows, cache=cache), rows),
+    }
     source: dict[str, Any] = {"file": origin, "sha256": digest, "rows": len(rows)}
     if path:
         source["path"] = path

@@ -63,12 +63,24 @@ def _fit(args: argparse.Namespace) -> int:
     print(f"fitted {sum(report[k]['rows_used'] for k in calibration.KINDS)} of {len(rows)} rows of {data}")
     for kind in calibration.KINDS:
         k = report[kind]
-        params = {key: k[key] for key in ("ceiling", "overhead_bytes", "base", "class", "format") if key in k}
+        params = {
+            key: k[key] for key in ("ceiling", "overhead_bytes", "routed_bytes", "base", "class", "format") if key in k
+        }
         print(f"  {kind}: {params}; {k['rows_used']} rows, median error {k['median_abs_error']}, "
               f"leave-one-run-out {k['leave_one_run_out_median_abs_error']}")  # fmt: skip
         for assumed in k.get("assumed", ()):
             print(f"    {assumed} (assumed)")
     print(f"wrote {out} ({where})")
+    if args.shipped:
+        from ..calibration import figures
+
+        root = calibration.factors_path().resolve().parents[3]
+        fig = figures.regenerate(root)
+        loo = fig["leave_one_run_out"]
+        print(
+            f"wrote {figures.figures_path()} and the figures in {', '.join(figures.DOCUMENTS)}: leave one run out, "
+            f"median error {loo['median_abs_error']:.1%}, inside their own P10-P90 range {loo['band_coverage']:.1%}"
+        )
     if out == calibration.user_factors_path():
         print(f"  {calibration.FACTORS_ENV}=shipped uses the shipped factors instead; delete the file to go back")
     return EXIT_OK

@@ -60,16 +60,18 @@ def _cell(x: float | None) -> str:
 
 
 def _table(results: list, summary: dict[str, Any]) -> str:
-    lines = [f"{'line':>4}  {'name':<30} {'metric':<30} {'measured':>14} {'predicted':>14} {'ratio':>6}  note"]
+    lines = [f"{'line':>4}  {'name':<30} {'metric':<30} {'measured':>14} {'predicted':>14} {'P10-P90':>23} "
+             f"{'ratio':>6}  note"]  # fmt: skip
     for r in results:
         ratio = f"{r.ratio:.2f}" if r.ratio is not None else "-"
+        band = "-" if r.p10 is None else f"{_cell(r.p10)}-{_cell(r.p90)}" + ("" if r.inside is not False else "*")
         flag = "" if r.ratio is None or 0.5 <= r.ratio <= 2 else "  OUTSIDE 2x"
         note = r.basis if r.ratio is not None else f"not predicted: {r.reason}"
         if r.ratio is not None and r.reason:
             note += f" [{r.reason}]"
         name = r.name if len(r.name) <= 30 else r.name[:29] + "~"
         lines.append(f"{r.line:>4}  {name:<30} {r.metric:<30} {_cell(r.measured):>14} {_cell(r.predicted):>14} "
-                     f"{ratio:>6}  {note}{flag}")  # fmt: skip
+                     f"{band:>23} {ratio:>6}  {note}{flag}")  # fmt: skip
     lines.append("")
     lines.append(_summary_line(summary))
     return "\n".join(lines)
@@ -80,7 +82,8 @@ def _summary_line(s: dict[str, Any]) -> str:
         return "n/a" if x is None else f"{100 * x:.1f}%"
 
     text = (f"{s['rows']} rows, {s['predicted']} predicted (coverage {pct(s['coverage'])}); "
-            f"median absolute error {pct(s['median_abs_error'])}, within 2x {pct(s['within_2x'])} "
+            f"median absolute error {pct(s['median_abs_error'])}, within 2x {pct(s['within_2x'])}; "
+            f"inside their own P10-P90 range {pct(s.get('band_coverage'))} of {s.get('rows_with_band', 0)} "
             f"({s['fit']})")  # fmt: skip
     if s.get("worst_ratio"):
         w = s["worst_ratio"]
@@ -122,10 +125,16 @@ def _run(args: argparse.Namespace) -> int:
     path = Path(args.data) if args.data else calibration.measurements_path()
     rows = measurements.read_measurements(path)
     leave_out = not args.in_sample
-    pool_rows, pool = _pool(rows, args.data_only)
-    results = measurements.validate(rows, pool_rows, leave_out=leave_out)
-    summary = measurements.summarise(results)
-    summary["fit"] = f"fitted on {pool}, " + ("leaving out each row's run" if leave_out else "in sample")
+    if args.factors_as_is:
+        cal = calibration.active()
+        results = measurements.validate(rows, factors_as_is=cal.factors)
+        summary = measurements.summarise(results)
+        summary["fit"] = f"the {cal.describe()}, as they are: nothing refitted"
+    else:
+        pool_rows, pool = _pool(rows, args.data_only)
+        results = measurements.validate(rows, pool_rows, leave_out=leave_out)
+        summary = measurements.summarise(results)
+        summary["fit"] = f"fitted on {pool}, " + ("leaving out each row's run" if leave_out else "in sample")
     summary["factors"] = calibration.active().describe()
     summary["data"] = str(path)
     if args.json:
@@ -152,8 +161,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Read measurements in the schema of the data README (kind, name, model, params_b, "
         "active_params_b, tokens, gpu, n_gpus, precision, input_len, output_len, concurrency, metric, value, unit, "
         "source), predict every row it can from the catalog and the calibrated efficiencies, and print measured, "
-        "predicted and their ratio per row, then coverage, median absolute error and the share within 2x. Each "
-        "row is predicted from a fit that leaves out every row of the same run, so the error shown is honest. The fit "
+        "predicted, its P10-P90 range and their ratio per row, then coverage, median absolute error, the share within "
+        "2x and the share inside its own range. Each row is predicted from a fit that leaves out every row of the same "
+        "run, and its range comes from the other runs' residuals, so the error shown is honest. The fit "
         "uses the file's rows and the measurements behind the factors in use: the shipped ones, or yours after "
         "`xlsxplan calibrate --fit --data FILE`.",
     )
@@ -165,6 +175,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="fit only on the file's rows, not also on the measurements behind the factors in use",
     )
     p.add_argument("--in-sample", action="store_true", help="fit on every row, the validated one included")
+    p.add_argument(
+        "--factors-as-is",
+        action="store_true",
+        help="predict with the factors in use (shipped, or yours after `calibrate --fit`) without refitting: how "
+        "well do they predict these measurements?",
+    )
     p.add_argument("--calibration", metavar="CHOICE", help="whose fit: auto (default: yours after `calibrate --fit`, "
                    "else the shipped one), shipped, user, or a factors file; as XLSXPLAN_CALIBRATION")  # fmt: skip
     p.add_argument(

@@ -34,6 +34,11 @@ megabytes). A sheet with array formulas over thousands of rows gains from adding
 then uses."""
 
 _DATA_SUFFIXES = (".toml", ".json", ".csv", ".txt")
+_NOT_BUNDLED = {
+    "calibration/data/measurements.csv": "the calibration fit's input (xlsxplan calibrate, validate); the functions read "
+    "only the fitted factors, calibration.json",
+}
+"""Data files of the package a Lite bundle leaves out, and why: nothing the registry functions call reads them."""
 
 
 def _imported_modules(root: Path) -> set[Path]:
@@ -80,6 +85,8 @@ def bundle_files() -> dict[str, str]:
     root = Path(__file__).resolve().parents[1]
     wanted = _imported_modules(root)
     for path in root.rglob("*"):
+        if path.relative_to(root).as_posix() in _NOT_BUNDLED:
+            continue
         if path.is_file() and path.suffix in _DATA_SUFFIXES and "__pycache__" not in path.parts:
             wanted |= {path, path.parent / "__init__.py"}  # read through importlib.resources: their package too
     return {f"xlsxplan/{p.relative_to(root).as_posix()}": p.read_text(encoding="utf-8")

@@ -1,0 +1,162 @@
+"""xlsxplan beside NVIDIA's AIConfigurator on the calibration set's serving rows that both can predict.
+
+Run from the repository root, with AIConfigurator installed in its own virtual environment (it runs offline from its
+bundled kernel database):
+
+    python3.11 -m venv /work/research/aic-venv && /work/research/aic-venv/bin/pip install aiconfigurator
+    .venv/bin/python benchmarks/aiconfigurator_compare.py --aic /work/research/aic-venv/bin/aiconfigurator
+
+For every throughput row of ``xlsxplan/calibration/data/measurements.csv`` (offline ``max`` rows of TensorRT-LLM's
+perf-overview), AIConfigurator's ``cli estimate`` (aggregated serving, TensorRT-LLM backend, the row's tensor
+parallelism and quantization) is run at batch sizes 64, 256, 1,024, 2,048 and 4,096, and its answer is the highest
+throughput whose memory fits the GPU (95% of it, the ``kv_cache_free_gpu_mem_fraction`` perf-overview uses).
+xlsxplan's answer is ``xlsxplan validate``'s: the row predicted from a fit that never saw its run, with its P10-P90
+range. A row AIConfigurator has no model config or system for is listed with the reason; xlsxplan still predicts it.
+
+Prints a Markdown table and the two median absolute errors over the rows both predict. ``--cache FILE`` keeps
+AIConfigurator's answers between runs (default: /tmp/aic_compare_cache.json).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import statistics
+import subprocess
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from xlsxplan import calibration
+from xlsxplan.calibration import measurements
+from xlsxplan.catalog import load_catalog
+
+BATCHES = (64, 256, 1024, 2048, 4096)
+MEMORY_FRACTION = 0.95
+
+SYSTEMS = {"H100-SXM": "h100_sxm", "H200": "h200_sxm", "B200": "b200_sxm", "GB200": "gb200", "A100-80GB": "a100_sxm",
+           "L40S": "l40s"}  # fmt: skip
+MODELS = {  # xlsxplan preset -> AIConfigurator's bundled config (same architecture)
+    "Llama-3.1-8B": "meta-llama/Meta-Llama-3.1-8B",
+    "Llama-3-8B": "meta-llama/Meta-Llama-3.1-8B",
+    "Llama-3-70B": "meta-llama/Meta-Llama-3.1-70B",
+    "Qwen3-235B-A22B": "Qwen/Qwen3-235B-A22B",
+    "Qwen3-30B-A3B": "Qwen/Qwen3-30B-A3B",
+    "Llama-4-Maverick": "meta-llama/Llama-4-Maverick-17B-128E-Instruct",
+}
+QUANT = {  # the row's weights -> AIConfigurator's quant modes (ModelOpt checkpoints: FP8 KV cache)
+    "fp8": ["--gemm-quant-mode", "fp8", "--moe-quant-mode", "fp8", "--kvcache-quant-mode", "fp8"],
+    "nvfp4": ["--gemm-quant-mode", "nvfp4", "--moe-quant-mode", "nvfp4", "--kvcache-quant-mode", "fp8"],
+    "fp16": ["--gemm-quant-mode", "bfloat16", "--moe-quant-mode", "bfloat16", "--kvcache-quant-mode", "bfloat16"],
+    "bf16": ["--gemm-quant-mode", "bfloat16", "--moe-quant-mode", "bfloat16", "--kvcache-quant-mode", "bfloat16"],
+}
+
+
+def why_not(m: measurements.Measurement) -> str:
+    """Why AIConfigurator cannot predict a row; empty when it can."""
+    if not m.metric.startswith("output_tokens_per_sec"):
+        return "not a throughput row"
+    if m.gpu not in SYSTEMS:
+        return f"no AIConfigurator system for {m.gpu}"
+    if measurements.shape_of(m).preset not in MODELS:
+        return f"no AIConfigurator model config for {m.model or m.params_b}"
+    if m.precision not in QUANT:
+        return f"no AIConfigurator quant mode for {m.precision}"
+    if m.concurrency not in ("max", None):
+        return "a fixed concurrency (compared only at max)"
+    return ""
+
+
+def estimate(aic: str, m: measurements.Measurement, batch: int) -> tuple[float, float] | None:
+    """AIConfigurator's (tokens/s, GPU memory in GB) at ``batch``; None when it finds no answer."""
+    preset = measurements.shape_of(m).preset
+    moe = measurements.shape_of(m).moe
+    n = m.n_gpus or 1
+    cmd = [aic, "cli", "estimate", "--model-path", MODELS[preset], "--system", SYSTEMS[m.gpu], "--backend", "trtllm",
+           "--isl", str(int(m.input_len or 0)), "--osl", str(int(m.output_len or 0)), "--batch-size", str(batch),
+           "--tp-size", str(n), *QUANT[m.precision]]  # fmt: skip
+    if moe:
+        cmd += ["--moe-tp-size", "1", "--moe-ep-size", str(n)]
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=600, cwd="/tmp").stdout
+    except subprocess.TimeoutExpired:
+        return None
+    tps = re.search(r"^\s*tokens/s:\s*([\d,.]+)", out, re.M)
+    mem = re.search(r"^\s*Memory \(GPU\):\s*([\d,.]+)\s*GB", out, re.M)
+    if not tps or not mem:
+        return None
+    return float(tps.group(1).replace(",", "")), float(mem.group(1).replace(",", ""))
+
+
+def aic_best(m: measurements.Measurement, cache: dict) -> tuple[float | None, int | None]:
+    """The highest throughput whose memory fits, over BATCHES, and its batch."""
+    gpu = load_catalog().accelerators.get(m.gpu)
+    best: tuple[float | None, int | None] = (None, None)
+    for batch in BATCHES:
+        got = cache.get(f"{m.line}:{batch}")
+        if got is None:
+            continue
+        tps, memory = got
+        if memory <= MEMORY_FRACTION * float(gpu.memory_gb) and (best[0] is None or tps > best[0]):
+            best = (tps, batch)
+    return best
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--aic", default="/work/research/aic-venv/bin/aiconfigurator")
+    parser.add_argument("--cache", default="/tmp/aic_compare_cache.json")
+    parser.add_argument("--jobs", type=int, default=8)
+    args = parser.parse_args()
+    cache_path = Path(args.cache)
+    cache = json.loads(cache_path.read_text()) if cache_path.is_file() else {}
+
+    rows = measurements.read_measurements(calibration.measurements_path())
+    ours = {r.line: r for r in measurements.validate(rows)}
+    serving = [m for m in rows if m.metric.startswith("output_tokens_per_sec")]
+    able = [m for m in serving if not why_not(m)]
+    todo = [(m, b) for m in able for b in BATCHES if f"{m.line}:{b}" not in cache]
+    lock = threading.Lock()
+
+    def one(task: tuple[measurements.Measurement, int]) -> None:
+        m, batch = task
+        got = estimate(args.aic, m, batch)
+        with lock:  # kept after every answer: a stopped run loses nothing
+            cache[f"{m.line}:{batch}"] = got
+            cache_path.write_text(json.dumps(cache))
+
+    with ThreadPoolExecutor(args.jobs) as pool:
+        list(pool.map(one, todo))
+    answers = {m.line: aic_best(m, cache) for m in able}
+
+    print("| line | row | GPU, TP, weights | ISL/OSL | measured | AIConfigurator (batch) | ratio | xlsxplan (P10-P90) "
+          "| ratio |")  # fmt: skip
+    print("| ---: | --- | --- | --- | ---: | ---: | ---: | ---: | ---: |")
+    both_aic, both_ours, only_ours = [], [], []
+    for m in serving:
+        r = ours[m.line]
+        x = f"{r.predicted:,.0f} ({r.p10:,.0f}-{r.p90:,.0f})" if r.p10 else f"{r.predicted:,.0f}"
+        reason = why_not(m)
+        tps, batch = answers.get(m.line, (None, None))
+        if reason or tps is None:
+            only_ours.append(abs(r.ratio - 1))
+            a, ar = f"- ({reason or 'no answer that fits'})", "-"
+        else:
+            both_aic.append(abs(tps / m.value - 1))
+            both_ours.append(abs(r.ratio - 1))
+            a, ar = f"{tps:,.0f} ({batch})", f"{tps / m.value:.2f}"
+        print(f"| {m.line} | {m.name} | {m.gpu} TP{m.n_gpus} {m.precision} | {m.input_len:g}/{m.output_len:g} | "
+              f"{m.value:,.0f} | {a} | {ar} | {x} | {r.ratio:.2f} |")  # fmt: skip
+    print()
+    if both_aic:
+        aic, ours_error = statistics.median(both_aic), statistics.median(both_ours)
+        print(f"rows both predict: {len(both_aic)}; median absolute error AIConfigurator {aic:.1%}, xlsxplan (leave "
+              f"one run out) {ours_error:.1%}")  # fmt: skip
+    if only_ours:
+        print(f"rows only xlsxplan predicts: {len(only_ours)}; its median absolute error there "
+              f"{statistics.median(only_ours):.1%}")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,78 @@
+"""P10-P90 ranges: conformal bands from the leave-one-run-out residuals of each kind of calibrated figure.
+
+Every calibrated figure is a prediction whose error on published measurements is known: ``xlsxplan validate``
+predicts each row from a fit that never saw its run. Those errors, as speed ratios ``log(measured / predicted)``
+(a time or a GPU count is one over a speed), are the residuals of the figure's kind. A range at quantile ``q`` is the
+prediction times ``exp`` of the residuals' ``q`` quantile: a split-conformal band (Vovk, Gammerman and Shafer 2005;
+Lei et al. 2018), honest in that it says how far such predictions have been from measurements, not how far a model
+thinks it might be.
+
+The kinds (BAND_KINDS): ``train`` (training MFU, tokens per second, time, GPU-hours), ``decode`` (decode speed at
+batch 1), ``prefill`` (first-token time, prompt throughput) and ``throughput`` (serving output throughput); KV-cache
+capacity has no measured row in the shipped data and no band. The expected figure stays the model's own; only the
+ends of the range come from the residuals.
+
+References
+----------
+.. [1] Vovk, Gammerman and Shafer 2005, "Algorithmic Learning in a Random World", Springer, chapter 2: conformal
+   prediction.
+.. [2] Lei, G'Sell, Rinaldo, Tibshirani and Wasserman 2018, "Distribution-Free Predictive Inference for
+   Regression", J. Am. Stat. Assoc. 113(523), section 2.2: split conformal intervals from held-out residuals, the
+   ``ceil((n + 1) q)``-th smallest of ``n`` residuals bounding a new one with probability at least ``q``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from ..errors import OutOfRangeError
+
+__all__ = ["BAND_KINDS", "LOW", "HIGH", "conformal_quantile", "band_multipliers", "inside"]
+
+BAND_KINDS = ("train", "decode", "prefill", "throughput")
+LOW, HIGH = 0.1, 0.9
+"""The quantiles of the P10-P90 range."""
+
+
+def conformal_quantile(residuals: Sequence[float], quantile: float) -> float:
+    """The split-conformal ``quantile`` of held-out residuals (Lei et al. 2018, section 2.2).
+
+    Parameters
+    ----------
+    residuals : sequence of float
+        Held-out residuals, here ``log(measured / predicted)`` speed ratios [log ratio].
+    quantile : float
+        Between 0 and 1 [fraction].
+
+    Returns
+    -------
+    float
+        The ``ceil((n + 1) q)``-th smallest residual for an upper quantile (q above 0.5), the ``floor((n + 1) q)``-th
+        for a lower one, clipped to the sample; 0 (the prediction itself) at 0.5 [log ratio].
+
+    Notes
+    -----
+    With 50 residuals, P10 is the 5th smallest and P90 the 46th: a new residual falls between them with probability
+    at least 80% when residuals are exchangeable. The rank rule widens a small sample's band rather than narrowing it.
+    """
+    if not 0.0 < quantile < 1.0:
+        raise OutOfRangeError(f"quantile must be between 0 and 1 (exclusive), got {quantile!r}", "quantile")
+    if not residuals:
+        raise OutOfRangeError("no residuals to take a quantile of: the kind has no measured rows", "residuals")
+    if quantile == 0.5:
+        return 0.0
+    ordered = sorted(residuals)
+    n = len(ordered)
+    rank = math.ceil((n + 1) * quantile) if quantile > 0.5 else math.floor((n + 1) * quantile)
+    return ordered[min(max(rank, 1), n) - 1]
+
+
+def band_multipliers(residuals: Sequence[float], low: float = LOW, high: float = HIGH) -> tuple[float, float]:
+    """Speed multipliers at the two quantiles: the prediction times these brackets the measured speed."""
+    return math.exp(conformal_quantile(residuals, low)), math.exp(conformal_quantile(residuals, high))
+
+
+def inside(residual: float, others: Sequence[float], low: float = LOW, high: float = HIGH) -> bool:
+    """Whether a held-out residual falls inside the band the other runs' residuals give."""
+    return conformal_quantile(others, low) <= residual <= conformal_quantile(others, high)

@@ -1,0 +1,296 @@
+"""The effects that a single efficiency per kind cannot carry: communication and attention, as physics.
+
+A calibrated share of peak (:mod:`xlsxplan.calibration`) covers what every run of a kind loses in the same
+proportion. Three losses do not scale that way, and each is computed here from the model's shape and the
+accelerator's datasheet, with no free parameter:
+
+* **expert-parallel all-to-all** in mixture-of-experts training: every routed copy of a token's hidden vector is sent
+  to the GPU holding its expert and sent back, forward and backward, over the scale-up link (``link_gb_s``);
+* **tensor-parallel all-reduce** per layer per decode step: two all-reduces of the batch's activations per layer,
+  which grow with the batch while the weights read per step do not;
+* **attention's arithmetic at long context**: the scores and weighted sums over the cache, ``4 L d ctx`` FLOPs per
+  decoded token, which the ``2 N`` of "Back-of-the-Envelope Estimation for LLM Systems" (section 4) leaves out and
+  which at 20,000 tokens of context rival the weights' own.
+
+One further loss is fitted rather than computed (it has no datasheet figure): the memory-bound work each *routed*
+copy of a token costs in a mixture of experts (permuting and un-permuting tokens, the router, the experts' activation
+functions). :func:`moe_routed_bytes_per_token` gives its traffic for a number of bytes per routed value that the
+calibration fits (``routed_bytes`` in ``calibration.json``).
+
+Units: hidden sizes and counts are plain numbers, bandwidth in GB/s per direction (the catalog's ``link_gb_s``), time
+in seconds, FLOPs and bytes as counts.
+
+References
+----------
+.. [1] Lepikhin et al. 2020, "GShard: Scaling Giant Models with Conditional Computation and Automatic Sharding",
+   arXiv:2006.16668, section 3.2 and Figure 3: expert parallelism dispatches tokens to their experts with one
+   all-to-all and combines them with another.
+.. [2] DeepSeek-AI 2024, "DeepSeek-V3 Technical Report", arXiv:2412.19437, section 3.2.2: each token is dispatched
+   to its 8 routed experts and combined back, forward and backward; the all-to-all is what DualPipe overlaps.
+.. [3] Shoeybi et al. 2019, "Megatron-LM", arXiv:1909.08053, section 3: tensor parallelism all-reduces the
+   activations twice per layer (after attention and after the MLP) in the forward pass.
+.. [4] Patarasuk and Yuan 2009, "Bandwidth optimal all-reduce algorithms for clusters of workstations", J.
+   Parallel Distrib. Comput. 69(2): a ring all-reduce sends ``2 (n-1)/n`` of the data from each GPU; an all-to-all
+   sends ``(n-1)/n`` of it.
+.. [5] Kaplan et al. 2020, "Scaling Laws for Neural Language Models", arXiv:2001.08361, Table 1: the forward pass
+   costs ``2 N + 2 n_layer n_ctx d_attn`` FLOPs per token, the second term being attention over the context; the
+   scores and the weighted sum each cost ``2 L d ctx``, hence ``4 L d ctx`` for both without the causal halving that
+   a decoded token, which sees its whole context, does not get.
+"""
+
+from __future__ import annotations
+
+from ..errors import OutOfRangeError
+
+__all__ = [
+    "ACTIVATION_BYTES",
+    "ALL_TO_ALL_PASSES",
+    "ALL_REDUCES_PER_LAYER",
+    "SCALE_OUT_GB_S",
+    "attention_decode_flops_per_token",
+    "attention_prefill_flops",
+    "moe_all_to_all_seconds",
+    "moe_routed_bytes_per_token",
+    "tp_allreduce_seconds",
+]
+
+_GIGA = 1e9
+
+ACTIVATION_BYTES = 2.0
+"""Bytes per activation value sent between GPUs: 16-bit, as Megatron-LM and the serving engines send them."""
+ALL_REDUCES_PER_LAYER = 2
+"""All-reduces per layer per forward pass under tensor parallelism (Megatron-LM, section 3)."""
+ALL_TO_ALL_PASSES = 4
+"""All-to-alls per MoE layer per training step: dispatch and combine forward, and their transposes backward
+(GShard, section 3.2; DeepSeek-V3, section 3.2.2)."""
+
+
+SCALE_OUT_GB_S = 50.0
+"""GPU-to-GPU bandwidth between nodes, per GPU and direction: one 400 Gb/s InfiniBand port per GPU, "IB (50 GB/s)"
+in DeepSeek-V3's cluster (DeepSeek-V3 Technical Report, section 3.2.2) [GB/s]."""
+
+
+def _positive(value: float, name: str, allowed: str = "above 0") -> None:
+    if not value > 0:
+        raise OutOfRangeError(f"{name} must be {allowed}, got {value!r}", name)
+
+
+def _at_least(value: float, floor: float, name: str) -> None:
+    if not value >= floor:
+        raise OutOfRangeError(f"{name} must be at least {floor:g}, got {value!r}", name)
+
+
+def tp_allreduce_seconds(
+    tokens: float,
+    hidden: float,
+    layers: float,
+    n_gpus: int,
+    link_gb_s: float,
+    bytes_per_value: float = ACTIVATION_BYTES,
+) -> float:
+    """Time the tensor-parallel all-reduces of one forward pass over ``tokens`` tokens take, over the link.
+
+    Parameters
+    ----------
+    tokens : float
+        Tokens in the pass: the batch of a decode step, the prompt of a prefill [tokens].
+    hidden : float
+        Model width, the size of each all-reduced activation [count].
+    layers : float
+        Transformer layers [count].
+    n_gpus : int
+        GPUs sharing each layer by tensor parallelism; 1 exchanges nothing [count].
+    link_gb_s : float
+        GPU-to-GPU bandwidth per direction, the catalog's ``link_gb_s`` (450 for H100 NVLink) [GB/s].
+    bytes_per_value : float, default 2
+        Bytes per activation value sent [bytes].
+
+    Returns
+    -------
+    float
+        Seconds spent all-reducing, in addition to the pass's arithmetic and memory traffic [s].
+
+    Notes
+    -----
+    ``2 L * 2 (n-1)/n * tokens * d * bytes / link``: two all-reduces per layer (Megatron-LM, section 3), each
+    sending ``2 (n-1)/n`` of the activations from every GPU (ring all-reduce, Patarasuk and Yuan 2009). A decode step
+    of 512 sequences of Llama-3-70B (80 layers, width 8,192) on 8 H100s (450 GB/s) sends 2 x 80 x 1.75 x 512 x
+    8,192 x 2 bytes: 2.35 GB, 5.2 ms, against 4.9 ms to read an eighth of the FP8 weights at 53% of 3.35 TB/s. The
+    weights read per step are split n ways; the activations sent are not, which is why tensor-parallel serving at a
+    large batch falls short of n times one GPU.
+    """
+    _at_least(tokens, 0, "tokens")
+    _positive(hidden, "hidden")
+    _at_least(layers, 0, "layers")
+    _at_least(n_gpus, 1, "n_gpus")
+    if n_gpus == 1:
+        return 0.0
+    _positive(link_gb_s, "link_gb_s", "above 0 for more than one GPU (the accelerator's link_gb_s)")
+    sent = ALL_REDUCES_PER_LAYER * layers * 2.0 * (n_gpus - 1) / n_gpus * tokens * hidden * bytes_per_value
+    return sent / (link_gb_s * _GIGA)
+
+
+def moe_all_to_all_seconds(
+    tokens: float,
+    hidden: float,
+    moe_layers: float,
+    experts_per_token: float,
+    ep: int,
+    link_gb_s: float,
+    bytes_per_value: float = ACTIVATION_BYTES,
+    passes: int = ALL_TO_ALL_PASSES,
+    gpus_per_node: int = 0,
+    scale_out_gb_s: float = SCALE_OUT_GB_S,
+) -> float:
+    """Time the expert-parallel all-to-alls for ``tokens`` tokens of one GPU take, over the link, left un-overlapped.
+
+    Parameters
+    ----------
+    tokens : float
+        Tokens the GPU processes [tokens].
+    hidden : float
+        Model width: the size of each dispatched hidden vector [count].
+    moe_layers : float
+        Layers with routed experts [count].
+    experts_per_token : float
+        Routed experts each token goes to (top-k) [count].
+    ep : int
+        Expert-parallel group: GPUs the experts are spread over; 1 sends nothing [count].
+    link_gb_s : float
+        GPU-to-GPU bandwidth per direction within the group [GB/s].
+    bytes_per_value : float, default 2
+        Bytes per dispatched value: 2 for BF16 dispatch, 1 for DeepSeek-V3's FP8 dispatch [bytes].
+    passes : int, default 4
+        All-to-alls per MoE layer: 4 in training (dispatch and combine, forward and backward), 2 in inference [count].
+    gpus_per_node : int, default 0
+        GPUs sharing the scale-up link; an expert group larger than this sends ``(ep - gpus_per_node) / ep`` of its
+        traffic between nodes at ``scale_out_gb_s``; 0: the whole group on the link [count].
+    scale_out_gb_s : float, default 50
+        Bandwidth between nodes per GPU and direction (SCALE_OUT_GB_S) [GB/s].
+
+    Returns
+    -------
+    float
+        Seconds of all-to-all; an upper bound on what the step loses, as a schedule can hide it behind arithmetic [s].
+
+    Notes
+    -----
+    ``passes * L_moe * k * d * bytes * (ep-1)/ep * tokens / link``: every routed copy of a token's hidden vector is
+    dispatched to its expert's GPU and combined back (GShard, section 3.2; DeepSeek-V3, section 3.2.2), and of an
+    even spread over ``ep`` GPUs a share ``(ep-1)/ep`` leaves the GPU. Qwen3-30B-A3B (48 MoE layers, width 2,048, 8
+    experts per token) with experts over 8 H100s (450 GB/s) sends 4 x 48 x 8 x 2,048 x 2 x 7/8 bytes = 5.5 MB per
+    token: 12.2 us per token, a quarter of the 49 us its 3.9e10 training FLOPs take at 40% of the H100's FP8 peak.
+    DeepSeek-V3's 64-way expert parallelism over 8 nodes sends 7/8 of it between nodes, at 50 GB/s.
+    """
+    _at_least(tokens, 0, "tokens")
+    _positive(hidden, "hidden")
+    _at_least(moe_layers, 0, "moe_layers")
+    _at_least(experts_per_token, 0, "experts_per_token")
+    _at_least(ep, 1, "ep")
+    _at_least(passes, 0, "passes")
+    if ep == 1:
+        return 0.0
+    _positive(link_gb_s, "link_gb_s", "above 0 for more than one GPU (the accelerator's link_gb_s)")
+    _at_least(gpus_per_node, 0, "gpus_per_node")
+    per_copy = passes * moe_layers * experts_per_token * hidden * bytes_per_value * tokens
+    if gpus_per_node and ep > gpus_per_node:
+        _positive(scale_out_gb_s, "scale_out_gb_s")
+        inside, outside = (gpus_per_node - 1) / ep, (ep - gpus_per_node) / ep
+        return per_copy * (inside / (link_gb_s * _GIGA) + outside / (scale_out_gb_s * _GIGA))
+    return per_copy * (ep - 1) / ep / (link_gb_s * _GIGA)
+
+
+def moe_routed_bytes_per_token(
+    hidden: float, moe_layers: float, experts_per_token: float, bytes_per_routed_value: float
+) -> float:
+    """Memory traffic per token of the work each routed copy of it costs outside the experts' matrix multiplies.
+
+    Parameters
+    ----------
+    hidden : float
+        Model width [count].
+    moe_layers : float
+        Layers with routed experts [count].
+    experts_per_token : float
+        Routed experts each token goes to (top-k) [count].
+    bytes_per_routed_value : float
+        Bytes moved per value of each routed copy, forward and backward: the calibration's fitted ``routed_bytes``
+        [bytes].
+
+    Returns
+    -------
+    float
+        Bytes per token, to be read at the accelerator's memory bandwidth [bytes].
+
+    Notes
+    -----
+    ``bytes_per_routed_value * k * d * L_moe``. Permuting tokens into expert order and back, gathering the router's
+    weights and the experts' activation functions each touch every routed copy of the hidden vector (DeepSeek-V3,
+    section 3.2.2 lists the permutation and the combine as memory-bound steps it fuses), so the traffic grows with
+    the experts per token while a dense layer's grows only with its width. The work is memory-bound: its time is
+    these bytes over the bandwidth, and its share of a step grows with the accelerator's FLOP per byte, as the dense
+    overhead of :mod:`xlsxplan.calibration` does.
+    """
+    _positive(hidden, "hidden")
+    _at_least(moe_layers, 0, "moe_layers")
+    _at_least(experts_per_token, 0, "experts_per_token")
+    _at_least(bytes_per_routed_value, 0, "bytes_per_routed_value")
+    return bytes_per_routed_value * experts_per_token * hidden * moe_layers
+
+
+def attention_decode_flops_per_token(layers: float, attn_width: float, context: float) -> float:
+    """Attention's arithmetic for one decoded token over its context: scores and weighted sum.
+
+    Parameters
+    ----------
+    layers : float
+        Layers with attention over the context [count].
+    attn_width : float
+        Query heads times head dimension [count].
+    context : float
+        Tokens of cache the token attends to [tokens].
+
+    Returns
+    -------
+    float
+        FLOPs per decoded token, beyond the ``2 N`` of its weights [FLOPs].
+
+    Notes
+    -----
+    ``4 L d_attn ctx``: ``Q K^T`` and ``softmax(.) V`` each cost ``2 L d_attn ctx`` (Kaplan et al. 2020, Table 1,
+    the ``2 n_layer n_ctx d_attn`` of the forward pass, counted for both products). Llama-3.1-8B (32 layers, 4,096
+    wide) at 21,000 tokens of context: 11.0 GFLOPs per token, 69% of its 2 N = 16.1 GFLOPs; at 1,152 tokens, 3.8%.
+    A decode step is bound by memory at a small batch and by arithmetic at a large one, where this term counts.
+    """
+    _at_least(layers, 0, "layers")
+    _at_least(attn_width, 0, "attn_width")
+    _at_least(context, 0, "context")
+    return 4.0 * layers * attn_width * context
+
+
+def attention_prefill_flops(layers: float, attn_width: float, prompt_tokens: float) -> float:
+    """Causal attention's arithmetic over a whole prompt: every token attends to the ones before it.
+
+    Parameters
+    ----------
+    layers : float
+        Layers with attention over the context [count].
+    attn_width : float
+        Query heads times head dimension [count].
+    prompt_tokens : float
+        Tokens in the prompt [tokens].
+
+    Returns
+    -------
+    float
+        FLOPs for the prompt, beyond ``2 N P`` [FLOPs].
+
+    Notes
+    -----
+    ``2 L d_attn P^2``: the decode figure summed over a causal prompt, ``sum_t 4 L d t = 2 L d P^2`` (the
+    ``2 L d P^2`` term of TTFT_S). Llama-3.1-8B, a 20,000-token prompt: 105 TFLOPs against 2 N P = 321 TFLOPs.
+    """
+    _at_least(layers, 0, "layers")
+    _at_least(attn_width, 0, "attn_width")
+    _at_least(prompt_tokens, 0, "prompt_tokens")
+    return 2.0 * layers * attn_width * prompt_tokens**2
