@@ -975,11 +975,13 @@ class CatalogTables:
         return _inline(self.model_kv_steps(*args), {})
 
     def efficiency(self, kind: Any, gpu: Any = None, precision_name: Any = None, hidden: Any = None,
-                   seq_len: Any = None) -> str:  # fmt: skip
-        """EFFICIENCY(kind, [gpu], [precision], [hidden], [seq_len]) over the calibrated tables: ``#N/A`` where the
-        Python function refuses (an unknown name, a share of a peak the catalog lacks, train_mfu of a class)."""
-        v = _arguments("EFFICIENCY", (kind, gpu, precision_name, hidden, seq_len), {})
-        k, g, p, h, t = (v[a] for a in ("kind", "gpu", "precision", "hidden", "seq_len"))
+                   seq_len: Any = None, quantile: Any = None) -> str:  # fmt: skip
+        """EFFICIENCY(kind, [gpu], [precision], [hidden], [seq_len], [quantile]) over the calibrated tables: ``#N/A``
+        where the Python function refuses (an unknown name, a share of a peak the catalog lacks, train_mfu of a
+        class). The median only: a quantile other than 0.5 (a P10 or P90 of the calibration's range) is ``#N/A``
+        here, computed by the Python function alone."""
+        v = _arguments("EFFICIENCY", (kind, gpu, precision_name, hidden, seq_len, quantile), {})
+        k, g, p, h, t, q = (v[a] for a in ("kind", "gpu", "precision", "hidden", "seq_len", "quantile"))
         names = self.accelerator_names
         first = self.efficiencies["decode_bandwidth"]
         acc = f"IFERROR(INDEX({names.column_range('id')},MATCH({_hyphens(g)},{names.key_range},0)),TRIM({g}))"
@@ -995,8 +997,8 @@ class CatalogTables:
         ceiling, overhead = (literal(x) for x in self.train_mfu)
         mfu = f"MIN(1,{ceiling}/(1+{overhead}*{at('train_mfu')}/(72*{h})))/IF({t}>0,1+{t}/(6*{h}),1)"
         kind_key = f"LOWER(TRIM({k}))"
-        return (f'IF({kind_key}="train_mfu",{mfu},IF({kind_key}="prefill",{at("prefill")},'
-                f'IF({kind_key}="decode_bandwidth",{at("decode_bandwidth")},NA())))')  # fmt: skip
+        return (f'IF({q}<>0.5,NA(),IF({kind_key}="train_mfu",{mfu},IF({kind_key}="prefill",{at("prefill")},'
+                f'IF({kind_key}="decode_bandwidth",{at("decode_bandwidth")},NA()))))')  # fmt: skip
 
     def models_list(self) -> str:
         """MODELS(): the range of preset model names, for a data-validation list."""
