@@ -35,8 +35,8 @@ then uses."""
 
 _DATA_SUFFIXES = (".toml", ".json", ".csv", ".txt")
 _NOT_BUNDLED = {
-    "calibration/data/measurements.csv": "the calibration fit's input (xlsxplan calibrate, validate); the functions read "
-    "only the fitted factors, calibration.json",
+    "calibration/data/measurements.csv": "the calibration fit's input (xlsxplan calibrate, validate); the functions "
+    "read only the fitted factors, calibration.json",
 }
 """Data files of the package a Lite bundle leaves out, and why: nothing the registry functions call reads them."""
 
