@@ -25,6 +25,7 @@ ELEMENT_BY_ELEMENT = {
     "MODEL_EXPERT_PARAMS_B",
     "MODELS", "GPUS",  # no arguments: nothing to broadcast
     "EFFICIENCY",  # calibration factors looked up by kind, accelerator class and format, with the width inside
+    "PLAN_OPTIONS_AT",  # one cell of a search over the catalog, planned once per set of arguments and remembered
 }  # fmt: skip
 
 

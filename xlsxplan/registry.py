@@ -24,7 +24,7 @@ from typing import Any
 import docstring_parser
 import numpy as np
 
-from . import calibration, catalog, plan, precision
+from . import calibration, catalog, plan, plan_cells, precision
 from .catalog import costs, models
 from .core import (
     architecture,
@@ -386,6 +386,7 @@ _TABLE: list[tuple[str, list[tuple[str, Callable[..., Any]]]]] = [
         "Planning",
         [
             ("PLAN_OPTIONS", plan.plan_options),
+            ("PLAN_OPTIONS_AT", plan_cells.plan_options_at),
         ],
     ),
     (

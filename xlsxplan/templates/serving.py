@@ -31,17 +31,32 @@ from typing import Any
 
 from openpyxl.chart import Reference, ScatterChart, Series
 from openpyxl.styles import Alignment
+from openpyxl.utils import column_index_from_string, get_column_letter
 from openpyxl.worksheet.datavalidation import DataValidation
+from openpyxl.worksheet.formula import ArrayFormula
 from openpyxl.worksheet.pagebreak import Break
 
-from .. import domains
+from .. import catalog, domains
+from .. import plan as plan_search
 from ..domains import domain_of
 from . import timeline
-from .book import Book, InputRow, Line, Ref, Sheet, add_validation, put_text, register_cells, validation_for
+from .book import (
+    Book,
+    InputRow,
+    Line,
+    Ref,
+    Sheet,
+    add_validation,
+    flag_good,
+    put_text,
+    register_cells,
+    validation_for,
+)
 from .common import (
     COMPUTE_MEMORY_TITLE,
     ENVELOPE,
     ENVELOPE_TITLE,
+    PriceExample,
     Result,
     conf_sheet,
     cover,
@@ -70,6 +85,7 @@ SHEETS = [
     (timeline.SHEET, "calc"),
     ("Outputs", "outputs"),
     ("Scenarios", "scenarios"),
+    ("Options", "scenarios"),
     ("Calibration", "calibration"),
     ("Checks", "checks"),
     ("Version log", "log"),
@@ -112,6 +128,9 @@ def _override(key: str, label: str, unit: str, source: str, comment: str, values
               fmt: str = "override") -> CaseInput:  # fmt: skip
     return CaseInput(key, label, values, unit, source, comment, fmt, "", _OVERRIDE)
 
+
+PRICE_EXAMPLES = {"H100-SXM": PriceExample(2.5, _SECTION6, "The source's figure; catalog: $4.916 (AWS, 2024)")}
+"""The source document's own price in place of the catalog's, so that its printed costs come out."""
 
 CASE_INPUTS: tuple[CaseInput, ...] = (
     CaseInput("scenario_name", "Scenario name", CASES, "text", _SECTION6, "Rename a case freely", "text"),
@@ -190,6 +209,8 @@ CASE_LINES: tuple[Line, ...] = (
          '=IF(INDEX({precision_peaks},MATCH({weight_precision},{precision_names},0))="fp8_tflops",{tflops_fp8},'
          "{tflops})", "TFLOP/s", "8-bit weights compute on FP8 tensor cores, others on BF16 ones (Lists, column F)",
          "dec1"),
+    Line("price", "Price per GPU-hour", "=INDEX({gpu_prices},MATCH({gpu},{gpu_names},0))", "USD/GPU-h",
+         "The accelerator's row of the price table on Lists (GPU_PRICE's default, or your quote)", "usd"),
     Line("bytes_weight", "Bytes per weight", "=BYTES_PER_PARAM({weight_precision})", "bytes",
          "Bits / 8, block scales and zero-points included (xlsxplan precision table)", "dec3"),
     Line("bytes_kv", "Bytes per KV cache value", "=BYTES_PER_PARAM({kv_precision})", "bytes",
@@ -285,10 +306,10 @@ CASE_LINES: tuple[Line, ...] = (
          "Prefill + reasoning tokens / decode speed: the answer starts after the reasoning", "dec2"),
     # -- cost as Back-of-the-Envelope counts it
     Line("cost_full", "List cost per M output tokens at full load",
-         _fit("COST_PER_M_TOKENS({n_gpus},Price_Per_GPU_Hour,{tps_total})"), "USD/M tokens",
+         _fit("COST_PER_M_TOKENS({n_gpus},{price},{tps_total})"), "USD/M tokens",
          "GPUs x price / (decode throughput x 3,600) x 1e6 (Back-of-the-Envelope §6)", "usd"),
     Line("cost_avg", "Effective cost per M output tokens at average load",
-         _fit("COST_PER_M_TOKENS({n_gpus},Price_Per_GPU_Hour,{tps_total},Average_Utilisation)"), "USD/M tokens",
+         _fit("COST_PER_M_TOKENS({n_gpus},{price},{tps_total},Average_Utilisation)"), "USD/M tokens",
          "The method of Back-of-the-Envelope §6: full-load cost / average utilisation, decode only", "usd"),
     # -- capacity for the traffic
     Line("replicas_decode", "Replicas for the peak, output tokens only",
@@ -344,21 +365,21 @@ CASE_LINES: tuple[Line, ...] = (
          _fit("{prefill}*{replica_rps_chunked}"), "fraction",
          "Prefill time / a chunked replica's time per request: prompt/(prompt+output) if compute binds", "pct1"),
     Line("cost_in", "Cost per M input tokens, the fleet around the clock",
-         _fit("COST_PER_M_INPUT({gpus_peak},Price_Per_GPU_Hour,Requests_Per_Day,{prompt_mean},{prefill_share})"),
+         _fit("COST_PER_M_INPUT({gpus_peak},{price},Requests_Per_Day,{prompt_mean},{prefill_share})"),
          "USD/M tokens", "GPUs x price x 24 x input's share / (requests per day x prompt tokens) x 1e6", "usd"),
     Line("cost_out", "Cost per M output tokens, the fleet around the clock",
-         _fit("COST_PER_M_OUTPUT({gpus_peak},Price_Per_GPU_Hour,Requests_Per_Day,{decode_tokens},{prefill_share})"),
+         _fit("COST_PER_M_OUTPUT({gpus_peak},{price},Requests_Per_Day,{decode_tokens},{prefill_share})"),
          "USD/M tokens", "The rest of the bill over the generated tokens, reasoning included (billed as output)",
          "usd"),
     Line("monthly", "List cost per month of the fleet",
-         _fit("{gpus_peak}*Price_Per_GPU_Hour*Hours_Per_Month"), "USD",
+         _fit("{gpus_peak}*{price}*Hours_Per_Month"), "USD",
          "GPUs x price per GPU-hour x hours per month, billed around the clock", "usd0"),
 )  # fmt: skip
 
 _COMPARED = {
-    "params", "active", "memory", "bandwidth", "tflops", "bytes_weight", "bytes_kv", "experts", "experts_per_token",
-    "weights", "weights_gpu", "usable", "free", "kv_bytes", "kv_kib", "kv_seq", "batch_fit", "fits", "batch_paged",
-    "batch_mem", "params_read_mem", "batch_latency", "batch_ttft", "batch", "params_read", "tps_user", "tps_alone",
+    "params", "active", "memory", "bandwidth", "tflops", "price", "bytes_weight", "bytes_kv", "experts",
+    "experts_per_token", "weights", "weights_gpu", "usable", "free", "kv_bytes", "kv_kib", "kv_seq", "batch_fit",
+    "fits", "batch_paged", "batch_mem", "params_read_mem", "batch_latency", "batch_ttft", "batch", "params_read", "tps_user", "tps_alone",
     "tps_total", "prefill", "cost_full", "cost_avg",
 }  # fmt: skip
 """Lines repeated for every case on Scenarios: what the table of Back-of-the-Envelope §6 compares and what it depends
@@ -450,10 +471,10 @@ CALIBRATION_LINES: tuple[Line, ...] = (
          _fit("PREFILL_S({active},{prefill_tokens},GPUs_Per_Replica,{peak},{eff_pf})"), "s",
          "2N x prompt tokens / (GPUs x the column's peak x utilisation) (Back-of-the-Envelope §5)", "dec2"),
     Line("cal_cost_full", "List cost per M output tokens at full load",
-         _fit("COST_PER_M_TOKENS(GPUs_Per_Replica,Price_Per_GPU_Hour,{cal_tps_total})"), "USD/M tokens",
+         _fit("COST_PER_M_TOKENS(GPUs_Per_Replica,{price},{cal_tps_total})"), "USD/M tokens",
          "GPUs x price / (decode throughput x 3,600) x 1e6 (Back-of-the-Envelope §6)", "usd"),
     Line("cal_cost_avg", "Effective cost per M output tokens at average load",
-         _fit("COST_PER_M_TOKENS(GPUs_Per_Replica,Price_Per_GPU_Hour,{cal_tps_total},Average_Utilisation)"),
+         _fit("COST_PER_M_TOKENS(GPUs_Per_Replica,{price},{cal_tps_total},Average_Utilisation)"),
          "USD/M tokens", "The method of Back-of-the-Envelope §6: full-load cost / average utilisation, decode only",
          "usd"),
     Line("cal_rps", "Requests per replica, chunked prefill",
@@ -464,15 +485,15 @@ CALIBRATION_LINES: tuple[Line, ...] = (
          "FLEET_REPLICAS: the plan's count, at this column's efficiencies", "int"),
     Line("cal_gpus", "GPUs the peak needs, spares included", _fit("{cal_replicas}*GPUs_Per_Replica"), "count",
          "Replicas x GPUs per replica", "int"),
-    Line("cal_monthly", "List cost per month of the fleet", _fit("{cal_gpus}*Price_Per_GPU_Hour*Hours_Per_Month"),
+    Line("cal_monthly", "List cost per month of the fleet", _fit("{cal_gpus}*{price}*Hours_Per_Month"),
          "USD", "GPUs x price per GPU-hour x hours per month, as for the plan", "usd0"),
     Line("cal_share", "Input's share of the bill", _fit("{cal_prefill}*{cal_rps}"), "fraction",
          "Prefill time x requests per replica: the prefill's share of GPU time", "pct1"),
     Line("cal_cost_in", "Cost per M input tokens, the fleet around the clock",
-         _fit("COST_PER_M_INPUT({cal_gpus},Price_Per_GPU_Hour,Requests_Per_Day,{prompt_mean},{cal_share})"),
+         _fit("COST_PER_M_INPUT({cal_gpus},{price},Requests_Per_Day,{prompt_mean},{cal_share})"),
          "USD/M tokens", "COST_PER_M_INPUT of this column's fleet, as Calculations prices the plan", "usd"),
     Line("cal_cost_out", "Cost per M output tokens, the fleet around the clock",
-         _fit("COST_PER_M_OUTPUT({cal_gpus},Price_Per_GPU_Hour,Requests_Per_Day,{decode_tokens},{cal_share})"),
+         _fit("COST_PER_M_OUTPUT({cal_gpus},{price},Requests_Per_Day,{decode_tokens},{cal_share})"),
          "USD/M tokens", "COST_PER_M_OUTPUT: the rest of the bill over the generated tokens", "usd"),
     Line("cal_serve_toks", "Output tokens/s of a replica, roofline",
          _fit("SERVE_TOKS({params_read},{bytes_weight},{kv_bytes},{prefill_tokens},{decode_tokens},GPUs_Per_Replica,"
@@ -499,7 +520,7 @@ USUAL: tuple[tuple[str, str, str, Any], ...] = (
     ("memory_override", "Memory per GPU", "GB", domains.MemoryGB),
     ("bandwidth_override", "Memory bandwidth", "TB/s", domains.BandwidthTBs),
     ("tflops_override", "Dense BF16 compute", "TFLOP/s", domains.TFLOPs),
-    ("Price_Per_GPU_Hour", "Price per GPU-hour", "USD/GPU-h", domains.Price),
+    ("gpu_prices", "Price per GPU-hour", "USD/GPU-h", domains.Price),
     ("Prefill_To_Decode_Link_Bandwidth", "Prefill-to-decode link", "GB/s", domains.LinkGBs),
     ("Tensor_Parallel_Link_Bandwidth", "Tensor-parallel link", "GB/s", domains.LinkGBsOrZero),
 )
@@ -615,8 +636,6 @@ def _inputs(book: Book, lists: dict[str, str]) -> Sheet:
              "traffic", "dec1", validation_for(domain_of(domains.PeakFactor), "Traffic growth multiple"))  # fmt: skip
 
     sh.section("Cost and basis of estimate", "Estimate, not a quote: check your provider's current price")
-    sh.input("Price per GPU-hour", 2.5, "USD/GPU-h", f"{ENVELOPE} §6 (example)", "List price, one GPU for an hour; the "
-             "source's figure", "usd", validation_for(domain_of(domains.Price), "Price per GPU-hour"))  # fmt: skip
     sh.input("Average utilisation", 0.3, "fraction", f"{ENVELOPE} §6 (example)", "Average load over full load; "
              "30% is common (§6)", "pct",
              validation_for(frac, "Average utilisation"))  # fmt: skip
@@ -778,6 +797,133 @@ def _scenarios(book: Book) -> Sheet:
             "scenario.")  # fmt: skip
     sh.finish()
     return sh
+
+
+# The Options sheet: PLAN_OPTIONS's table, a column each, with its heading, width and format.
+OPTION_COLUMNS: tuple[tuple[str, str, int, str], ...] = (
+    ("rank", "Rank", 6, "int"), ("gpu", "Accelerator", 12, "text"), ("gpus_per_replica", "GPUs a replica", 8, "int"),
+    ("weights", "Weights", 8, "text"), ("kv", "KV cache", 8, "text"), ("serving", "Serving", 13, "text"),
+    ("batch", "Batch", 7, "int"), ("binding", "Batch set by", 16, "text"),
+    ("tokens_per_s_per_user", "Tokens/s a user", 9, "dec1"), ("ttft_s", "First token, s", 8, "dec2"),
+    ("replicas", "Replicas", 8, "int"), ("gpus", "GPUs", 7, "int"), ("usd_per_month", "USD a month", 11, "usd0"),
+    ("usd_per_m_input", "USD/M input", 9, "usd"), ("usd_per_m_output", "USD/M output", 9, "usd"),
+    ("feasible", "Feasible", 8, "text"), ("frontier", "Frontier", 8, "text"), ("reason", "Why rejected", 70, "text"),
+    ("other_view_gpus", "GPUs, calibrated", 10, "int"), ("other_view_usd_per_month", "USD a month, calibrated", 12,
+                                                           "usd0"),
+    ("other_view_reason", "Why rejected, calibrated", 70, "text"),
+)  # fmt: skip
+OPTIONS_FIRST_ROW = HEADER_ROWS + 1
+"""The row of the table's own header (PLAN_OPTIONS's first row); the options follow it."""
+
+
+def options_per_accelerator() -> int:
+    """Options the search plans for one accelerator: weight precisions x KV-cache precisions x GPUs per replica x
+    servings, rejected ones included."""
+    a = plan_search.Assumptions()
+    return len(a.weight_precisions) * len(a.kv_precisions) * len(a.gpus_per_replica) * len(a.servings)
+
+
+def priced_accelerators() -> list[str]:
+    """The accelerators the price table on Lists ships with a price: the catalog's, and the examples'."""
+    table = catalog.load_prices().ids()
+    return [gpu for gpu in catalog.gpu_names() if gpu in table or gpu in PRICE_EXAMPLES]
+
+
+OPTIONS_FORMULA = (
+    # the cell's row and column in the table, counted from the heading row's first cell (text, not a formula)
+    f"PLAN_OPTIONS_AT(ROW()-ROW($A${HEADER_ROWS}),COLUMN()-COLUMN($A${HEADER_ROWS}),Model,Requests_Per_Day,"
+    "{prompt_mean},Output_Tokens_Per_Request,Peak_Hour_Factor,Latency_Target,"
+    "Time_To_First_Token_Target,Spare_Replicas,{options_gpus},{prompt_tail},"
+    "MAX({prompt_tail},Longest_Prompt_Accepted),Hidden_Reasoning_Tokens_Per_Request,Minimum_Replicas)"
+)
+"""The search the Options sheet shows: every accelerator priced on Lists, for the active scenario's model and the
+traffic, targets and spares on Inputs."""
+OPTIONS_GPUS = '=TEXTJOIN(",",TRUE,IF(ISNUMBER({gpu_prices}),{gpu_names}&"="&{gpu_prices},""))'
+"""The priced accelerators as PLAN_OPTIONS reads them, ``H100-SXM=2.5,H200=5.408``: an array formula of one cell."""
+
+
+def _options(book: Book) -> Sheet:
+    """The Options sheet: every way to serve the active scenario's model on the accelerators priced on Lists,
+    ranked by monthly cost (PLAN_OPTIONS's table, a cell each: PLAN_OPTIONS_AT(row, column, ...), which plans the
+    table once and remembers it), in rows enough for the accelerators priced when the file was built, the active
+    scenario's row marked.
+
+    Cell by cell rather than one array formula over the range: a saved array formula's other cells hold their cached
+    values, which the headless engine reads as occupied when the file is opened again (#SPILL!); and INDEX over
+    PLAN_OPTIONS in each cell would hand the engine the whole table once per cell."""
+    n_gpus = len(priced_accelerators())
+    rows = 1 + options_per_accelerator() * n_gpus
+    sh = book.sheet(
+        "Options",
+        "Every way to serve the active scenario's model on the accelerators priced on Lists: PLAN_OPTIONS, ranked by "
+        f"monthly cost at the efficiencies of {ENVELOPE}; each rejected option says why.",
+        ["Active scenario", *(heading for _, heading, _, _ in OPTION_COLUMNS)],
+    )
+    ws = sh.ws
+    ws.column_dimensions["A"].width = 16
+    cols = [get_column_letter(i + 2) for i in range(len(OPTION_COLUMNS))]
+    for col, (_, _, width, _) in zip(cols, OPTION_COLUMNS):
+        ws.column_dimensions[col].width = width
+        ws[f"{col}{HEADER_ROWS}"].alignment = Alignment(horizontal="left", vertical="center", wrap_text=True)
+    ws.row_dimensions[HEADER_ROWS].height = 30
+    first, last = OPTIONS_FIRST_ROW, OPTIONS_FIRST_ROW + rows - 1
+    gpus_row = last + 2  # the accelerators searched, below the table
+    book.refs["options_gpus"] = Ref(sh.name, gpus_row, "B")
+    search = "=" + book.render(OPTIONS_FORMULA, sh.name)
+    g = dict(zip((key for key, _, _, _ in OPTION_COLUMNS), cols))
+    for r in range(first, last + 1):
+        for col, (_, _, _, fmt) in zip(cols, OPTION_COLUMNS):
+            cell = ws[f"{col}{r}"]
+            cell.value = search
+            cell.style = "Formula" if r > first else "Explanatory Text"
+            cell.number_format = FMT[fmt]
+        if r > first:
+            ws[f"A{r}"] = (f'=IF(AND({g["gpu"]}{r}=Accelerator,{g["gpus_per_replica"]}{r}=GPUs_Per_Replica,'
+                           f'{g["weights"]}{r}=Weight_Precision,{g["kv"]}{r}=KV_Cache_Precision,'
+                           f'{g["serving"]}{r}="aggregated"),"{ACTIVE_MARK}","no")')  # fmt: skip
+            ws[f"A{r}"].style = "Formula"
+    flag_good(ws, f"A{first + 1}:A{last}", ACTIVE_MARK)
+    put_text(ws[f"A{first}"], "PLAN_OPTIONS", "Explanatory Text")
+    book.refs["Options:table"] = Ref(sh.name, first, cols[0], cols[-1])
+    sh.row = last + 2
+    put_text(ws[f"A{gpus_row}"], "Accelerators searched", "Label")
+    ws[f"B{gpus_row}"] = ArrayFormula(f"B{gpus_row}", book.render(OPTIONS_GPUS, sh.name))
+    ws[f"B{gpus_row}"].style = "Formula"
+    put_text(ws[f"C{gpus_row}"], "USD/GPU-h", "Unit")
+    put_text(ws[f"D{gpus_row}"], "Each priced accelerator at its price on Lists", "Explanatory Text")
+    sh.row += 1
+    sh.line(Line("options_priced", "Accelerators priced on Lists", "=COUNT({gpu_prices})", "count",
+                 "Every one is searched; the cheapest options show first", "int"))  # fmt: skip
+    r = sh.row
+    put_text(ws[f"A{r}"], "Accelerators the table has room for", "Label")
+    ws[f"B{r}"] = n_gpus
+    ws[f"B{r}"].style, ws[f"B{r}"].number_format = "Label", FMT["int"]
+    put_text(ws[f"C{r}"], "count", "Unit")
+    put_text(
+        ws[f"D{r}"],
+        f"{options_per_accelerator()} options each, as built: `xlsxplan plan` lists every one",
+        "Explanatory Text",
+    )
+    book.refs["options_room"] = Ref(sh.name, r, "B")
+    sh.row += 1
+    for text in (
+        "The search plans the model of the active scenario for the traffic, targets and spares on Inputs (a target "
+        "left empty does not apply), at the text's efficiencies (full bandwidth, half the BF16 peak) and 90% usable "
+        "memory, weights as MODEL_WEIGHTS_GB; the calibrated view's GPUs and cost are in the last columns.",
+        "Fewer accelerators priced than the sheet was built for leave #REF! at its foot (Checks flags it); more are "
+        "ranked, and the cheapest options show. A model of your own (not in the catalog) cannot be searched: #N/A.",
+    ):
+        sh.text(text)
+    sh.finish()
+    # the table across two pages, the marked column repeated: up to the frontier, then the reasons
+    reason = cols[[k for k, _, _, _ in OPTION_COLUMNS].index("reason")]
+    before = get_column_letter(column_index_from_string(reason) - 1)
+    ws.print_area = [f"A1:{before}{sh.row - 1}", f"{reason}1:{cols[-1]}{sh.row - 1}"]
+    ws.print_title_cols = "A:A"
+    return sh
+
+
+ACTIVE_MARK = "yes"
 
 
 def _calibration(book: Book) -> Sheet:
@@ -944,8 +1090,17 @@ def _outputs(book: Book) -> Sheet:
         book.refs[f"{key}:calibrated"] = target
         sh.link(f"{key}:calibrated", label, line.unit, line.fmt, note, key_result)
     sh.section("Basis of estimate", "Estimate, not a quote")
+    sh.line(
+        Line(
+            "basis:price",
+            "Price per GPU-hour",
+            "={price}",
+            "USD/GPU-h",
+            "The active accelerator's, from the price table on Lists",
+            "usd",
+        )
+    )
     for name, label, unit, fmt in (
-        ("Price_Per_GPU_Hour", "Price per GPU-hour", "USD/GPU-h", "usd"),
         ("Pricing_Basis", "Pricing basis", "text", "text"),
         ("Price_Date", "Price date", "date", "date"),
         ("Region", "Region", "text", "text"),
@@ -1043,6 +1198,11 @@ def _checks(book: Book) -> Sheet:
         f"=IF(OR(NOT(AND(ISNUMBER({cells[0]}),ISNUMBER({cells[1]}))),MAX({','.join(cells)})>1),1,0)",
         "Your measurement implies over 100% of peak: check its setup and the accelerator's figures",
     )
+    sh.check(
+        "Fewer accelerators priced than Options has room for",
+        "=IF({options_priced}<{options_room},1,0)",
+        "Its last rows would read #N/A: price another accelerator on Lists (or rebuild the template)",
+    )
     figures = [book.ref(k) for k in ("params", "active", "memory", "bandwidth", "tflops")]
     span = f"Calculations!${figures[0].col}${figures[0].row}:${figures[-1].col}${figures[-1].row}"
     sh.check("A model or accelerator figure is missing", f"=IF(COUNT({span})<ROWS({span}),1,0)",
@@ -1065,14 +1225,21 @@ def build() -> Book:
     """The serving plan as an openpyxl workbook in a :class:`Book` (formulas only; recalculate to cache values)."""
     book = Book(TITLE, SHEETS)
     lists = lists_sheet(book, [(key, label, unit, alias if isinstance(alias, domains.Domain) else domain_of(alias))
-                               for key, label, unit, alias in (*USUAL, *timeline.USUAL)])  # fmt: skip
-    book.texts.update(precision_names=lists["precision"], precision_peaks=lists["precision_peak"])
+                               for key, label, unit, alias in (*USUAL, *timeline.USUAL)], prices=True,
+                        price_examples=PRICE_EXAMPLES)  # fmt: skip
+    book.texts.update(
+        precision_names=lists["precision"],
+        precision_peaks=lists["precision_peak"],
+        gpu_names=lists["gpu"],
+        gpu_prices=lists["price"],
+    )
     _inputs(book, lists)
     _prompt_lengths(book)
     timeline.monthly_requests(book)
     _calculations(book)
     timeline.timeline_sheet(book)
     _scenarios(book)
+    _options(book)
     _calibration(book)
     _outputs(book)
     _checks(book)
@@ -1094,7 +1261,7 @@ def build() -> Book:
         drivers=[
             Result("Requests_Per_Day", "Requests per day", "requests/day", "int"),
             Result("Peak_Hour_Factor", "Peak-hour factor", "ratio", "dec1"),
-            Result("Price_Per_GPU_Hour", "Price per GPU-hour", "USD/GPU-h", "usd"),
+            Result("price", "Price per GPU-hour, the active accelerator", "USD/GPU-h", "usd"),
             Result("Model", "Model", "", "text"),
             Result("Weight_Precision", "Weight precision", "", "text"),
             Result("Accelerator", "Accelerator", "", "text"),
@@ -1229,7 +1396,8 @@ def build() -> Book:
             "the share a cap rejects, then come from them (Calculations, Demand, shows which).",
             "Inputs, Serving assumptions: usable memory, efficiencies, the decode-speed and time-to-first-token "
             "targets, spares and the minimum fleet, replicas you already run, the prefill-to-decode link.",
-            "Inputs, Cost: price per GPU-hour with its date, region and pricing basis; average utilisation.",
+            "Lists, Price per GPU-hour: each accelerator's price (the catalog's dated default, or your quote, with "
+            "its source and date); Inputs, Cost: the region, pricing basis and average utilisation.",
             "Inputs, Your measurements (optional): a batch-1 decode speed and time to first token measured on the "
             "active scenario's setup; the Calibration sheet shows the efficiencies they imply and the plan at them.",
             "Inputs, Costs and Timeline: what an owned GPU costs (capital, life, resale, cost of capital, power, PUE, "
@@ -1237,7 +1405,9 @@ def build() -> Book:
             "committed price, the start month, traffic growth, a change of model or engine, the on-demand price "
             "trend. Monthly requests (optional): paste a forecast of requests per day, month by month. The Timeline "
             "sheet then plans the 36 months: GPUs, servers, each plan's cost and when buying pays back.",
-            "Read the Cover's plan in brief, then Outputs. Scenarios compares the four cases side by side.",
+            "Read the Cover's plan in brief, then Outputs. Scenarios compares the four cases side by side; Options "
+            "ranks every accelerator, precision, GPU count and serving mode for the active model, with the reason "
+            "each rejected one fails.",
             "Checks must read OK. An ERROR names the problem: weights or a tail prompt that do not fit, a target no "
             "batch reaches, a peak the fleet cannot cover, an input far outside its usual range.",
             "In Excel, install the xlsxplan add-in (xlwings) and click Import Functions: the formulas then "
@@ -1254,10 +1424,11 @@ def build() -> Book:
             (timeline.SHEET, "36 months: GPUs, servers bought or rented, cost owned and rented, breakevens"),
             ("Outputs", "Key results, the basis of estimate and the decode-speed chart"),
             ("Scenarios", "The four cases side by side"),
+            ("Options", "Every way to serve the active model on the priced accelerators, ranked (PLAN_OPTIONS)"),
             ("Calibration", "The plan at the assumed, the calibrated and your measured efficiencies"),
             ("Checks", "1 for a problem, 0 for OK; the master check"),
             ("Version log", "What changed, when"),
-            ("Lists", "The presets and precision names behind the dropdowns; the inputs' usual ranges"),
+            ("Lists", "The presets and precision names behind the dropdowns, usual ranges, each accelerator's price"),
             ("xlwings.conf", "Tells the add-in which Python module holds the functions; leave it as is"),
         ],
     )

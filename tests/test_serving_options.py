@@ -1,0 +1,188 @@
+"""The serving template's Options sheet and price table: PLAN_OPTIONS for the template's inputs, recalculated
+headlessly, is what `xlsxplan plan --json` prints for the same inputs; every accelerator is priced from one table
+on Lists (GPU_PRICE's dated, sourced defaults), so options and cases on different accelerators are priced apart.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from xlsxplan import catalog
+from xlsxplan.cli import main
+from xlsxplan.headless import Workbook
+from xlsxplan.plan import TABLE_HEADER
+from xlsxplan.templates import serving as serving_book
+from xlsxplan.templates.book import name_from_label
+from xlsxplan.templates.build import Built, build_all
+from xlsxplan.templates.common import price_label
+from xlsxplan.templates.styles import SIDE_COLUMNS
+
+
+@pytest.fixture(scope="module")
+def plan(tmp_path_factory) -> Built:
+    with pytest.MonkeyPatch.context() as mp:  # the shipped catalog only, whatever the user has saved
+        mp.setenv("XLSXPLAN_CATALOG_DIR", str(tmp_path_factory.mktemp("no-user-presets")))
+        return build_all(tmp_path_factory.mktemp("workbooks"), Workbook)[serving_book.FILENAME]
+
+
+@contextlib.contextmanager
+def changed(b: Built, values: dict[str, Any]) -> Iterator[Built]:
+    wb = b.workbook
+    old = {ref: wb.get(ref) for ref in values}
+    try:
+        for ref, value in values.items():
+            wb.set(ref, value)
+        wb.calculate()
+        yield b
+    finally:
+        for ref, value in old.items():
+            wb.set(ref, value)
+        wb.calculate()
+
+
+def price_name(gpu: str) -> str:
+    return name_from_label(price_label(gpu))
+
+
+def line(b: Built, key: str) -> Any:
+    return b.get(b.book.address(key))
+
+
+def options(b: Built) -> list[dict[str, Any]]:
+    """The Options sheet's table, a dict per option (keyed by PLAN_OPTIONS's header), with the marked column."""
+    ref = b.book.ref("Options:table")
+    first = ref.row
+    cols = [c for c in "BCDEFGHIJKLMNOPQRSTUV"]
+    assert [b.get(f"Options!{c}{first}") for c in cols] == list(TABLE_HEADER)
+    rows = []
+    r = first + 1
+    while b.get(f"Options!C{r}") not in (None, ""):
+        row = {key: b.get(f"Options!{c}{r}") for key, c in zip(TABLE_HEADER, cols)}
+        row["active"] = b.get(f"Options!A{r}")
+        rows.append(row)
+        r += 1
+    return rows
+
+
+def cli_plan(b: Built, capsys) -> dict[str, Any]:
+    """`xlsxplan plan --json` for the inputs the workbook holds now: its active model, its traffic and targets
+    (an empty target is none) and every accelerator priced on Lists at its price there."""
+    argv = ["plan", "--model", b.get("Model"), "--requests-per-day", str(b.get("Requests_Per_Day")),
+            "--prompt-tokens", repr(line(b, "prompt_mean")), "--prompt-p95", repr(line(b, "prompt_tail")),
+            "--max-prompt-tokens", repr(b.get("Longest_Prompt_Accepted")),
+            "--output-tokens", repr(b.get("Output_Tokens_Per_Request")),
+            "--reasoning-tokens", repr(b.get("Hidden_Reasoning_Tokens_Per_Request")),
+            "--peak-factor", repr(b.get("Peak_Hour_Factor")), "--spare", str(b.get("Spare_Replicas")),
+            "--min-replicas", str(b.get("Minimum_Replicas")), "--json"]  # fmt: skip
+    for flag, name in (("--tokens-per-s", "Latency_Target"), ("--ttft-s", "Time_To_First_Token_Target")):
+        if isinstance(b.get(name), (int, float)) and b.get(name) > 0:
+            argv += [flag, repr(b.get(name))]
+    for gpu in catalog.gpu_names():
+        price = b.get(price_name(gpu))
+        if isinstance(price, (int, float)):
+            argv += ["--gpu", f"{gpu}={price!r}"]
+    capsys.readouterr()
+    main(argv)
+    return json.loads(capsys.readouterr().out)
+
+
+def _same(sheet: Any, cli: Any, where: str) -> None:
+    if isinstance(cli, float) and isinstance(sheet, (int, float)):
+        assert sheet == pytest.approx(cli, rel=1e-12), where
+    else:
+        assert sheet == cli, where
+
+
+def assert_matches_the_cli(b: Built, capsys) -> list[dict[str, Any]]:
+    rows, data = options(b), cli_plan(b, capsys)
+    assert len(rows) == len(data["options"]) > 0
+    feasible = sum(o["feasible"] for o in data["options"])
+    for i, (row, o) in enumerate(zip(rows, data["options"])):
+        where = f"option {i + 1}: {row['gpu']} {row['weights']}/{row['kv']} x{row['gpus_per_replica']} {row['serving']}"
+        _same(row["rank"], i + 1 if i < feasible else "", where + " rank")
+        for key in ("gpu", "gpus_per_replica", "weights", "kv", "serving", "batch", "binding", "tokens_per_s_per_user",
+                    "ttft_s", "replicas", "gpus", "usd_per_month", "usd_per_m_input", "usd_per_m_output"):  # fmt: skip
+            _same(row[key], "" if o[key] is None else o[key], f"{where} {key}")
+        assert row["feasible"] == ("yes" if o["feasible"] else "no"), where
+        assert row["frontier"] == ("yes" if o["frontier"] else ""), where
+        assert row["reason"] == (o["reason"] or ""), where
+        c = o["calibrated"]
+        _same(row["other_view_gpus"], c["gpus"] if c["feasible"] else "", where + " calibrated GPUs")
+        _same(row["other_view_usd_per_month"], c["usd_per_month"] if c["feasible"] else "", where + " calibrated $")
+        assert row["other_view_reason"] == (c["reason"] or ""), where
+    return rows
+
+
+def test_the_options_sheet_is_what_xlsxplan_plan_prints_for_the_same_inputs(plan, capsys):
+    rows = assert_matches_the_cli(plan, capsys)
+    # every accelerator priced on Lists is searched, 32 options each; rejected ones say why
+    priced = serving_book.priced_accelerators()
+    assert {r["gpu"] for r in rows} == set(priced) and len(rows) == 32 * len(priced)
+    assert all(r["reason"] for r in rows if r["feasible"] == "no")
+
+
+@pytest.mark.parametrize("values", [
+    {"Requests_Per_Day": 1_000_000, "Output_Tokens_Per_Request": 800, "Tail_Prompt_Tokens": 6_000},
+    {"Active_Scenario": "7B BF16, 1 GPU", "Hidden_Reasoning_Tokens_Per_Request": 500, "Spare_Replicas": 2},
+])  # fmt: skip
+def test_the_options_follow_the_inputs_as_the_cli_does(plan, capsys, values):
+    with changed(plan, values):
+        assert_matches_the_cli(plan, capsys)
+
+
+def test_prices_on_lists_price_each_option_at_its_own_accelerator(plan, capsys):
+    before = options(plan)
+    assert before[0]["gpu"] == "H100-SXM"  # $2.50 an hour, the source's example, is the cheapest per GPU
+    with changed(plan, {price_name("H100-SXM"): 9.0, price_name("A100-40GB"): 1.0}):
+        rows = assert_matches_the_cli(plan, capsys)
+        for r in rows:
+            if r["feasible"] == "yes":  # GPUs x the accelerator's own price x 730 hours
+                assert r["usd_per_month"] == pytest.approx(r["gpus"] * plan.get(price_name(r["gpu"])) * 730)
+        assert rows[0]["gpu"] != "H100-SXM" and rows != before
+
+
+def test_the_active_scenario_is_marked(plan):
+    marked = [r for r in options(plan) if r["active"] == "yes"]
+    assert [(r["gpu"], r["gpus_per_replica"], r["weights"], r["kv"], r["serving"]) for r in marked] == [
+        ("H100-SXM", 2, "fp8", "bf16", "aggregated")
+    ]  # 72B FP8, 2 GPUs
+    with changed(plan, {"Active_Scenario": "72B BF16, 4 GPUs"}):
+        marked = [r for r in options(plan) if r["active"] == "yes"]
+        assert [(r["gpus_per_replica"], r["weights"]) for r in marked] == [(4, "bf16")]
+
+
+def test_the_price_table_holds_the_catalogs_dated_sourced_prices(plan):
+    prices = catalog.load_prices()
+    for gpu in catalog.gpu_names():
+        ref = plan.book.ref(price_name(gpu))
+        value, source, as_of = (plan.get(f"Lists!{c}{ref.row}") for c in "BDE")
+        if gpu in serving_book.PRICE_EXAMPLES:  # the source document's own figure, marked as an example
+            assert value == serving_book.PRICE_EXAMPLES[gpu].usd_per_gpu_hour and "example" in source
+        elif gpu in prices.ids():
+            entry = prices.get(gpu)
+            assert value == catalog.gpu_price(gpu) and entry.source in source
+            assert dt.date(1899, 12, 30) + dt.timedelta(days=as_of) == entry.as_of
+        else:
+            assert value is None and "no price" in source
+
+
+def test_every_cost_figure_reads_its_accelerators_price(plan):
+    # case 4 on an H200: its price is the H200's row on Lists, not the active case's
+    ref = plan.book.ref("gpu@3")
+    price_row = plan.book.ref("Scenarios:price").row
+    cost_row = plan.book.ref("Scenarios:cost_full").row
+    before = plan.get(f"Scenarios!{SIDE_COLUMNS[3]}{cost_row}")
+    with changed(plan, {f"Inputs!{ref.col}{ref.row}": "H200", "Inputs!J" + str(plan.book.ref("tflops_override@3").row):
+                        None}):  # fmt: skip
+        assert plan.get(f"Scenarios!{SIDE_COLUMNS[3]}{price_row}") == catalog.gpu_price("H200") == 5.408
+        assert plan.get(f"Scenarios!{SIDE_COLUMNS[2]}{price_row}") == 2.5  # the H100 cases keep theirs
+        assert plan.get(f"Scenarios!{SIDE_COLUMNS[3]}{cost_row}") != before
+    with changed(plan, {price_name("H100-SXM"): 5.0}):  # the active case's fleet is billed at the new price
+        assert line(plan, "monthly") == pytest.approx(line(plan, "gpus_peak") * 5.0 * 730)
+        assert plan.get(plan.book.address("basis:price")) == 5.0
