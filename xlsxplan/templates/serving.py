@@ -379,8 +379,8 @@ CASE_LINES: tuple[Line, ...] = (
 _COMPARED = {
     "params", "active", "memory", "bandwidth", "tflops", "price", "bytes_weight", "bytes_kv", "experts",
     "experts_per_token", "weights", "weights_gpu", "usable", "free", "kv_bytes", "kv_kib", "kv_seq", "batch_fit",
-    "fits", "batch_paged", "batch_mem", "params_read_mem", "batch_latency", "batch_ttft", "batch", "params_read", "tps_user", "tps_alone",
-    "tps_total", "prefill", "cost_full", "cost_avg",
+    "fits", "batch_paged", "batch_mem", "params_read_mem", "batch_latency", "batch_ttft", "batch", "params_read",
+    "tps_user", "tps_alone", "tps_total", "prefill", "cost_full", "cost_avg",
 }  # fmt: skip
 """Lines repeated for every case on Scenarios: what the table of Back-of-the-Envelope §6 compares and what it depends
 on. Replicas and the rest depend on the traffic, not on what distinguishes the cases: Calculations has them for the
