@@ -186,3 +186,32 @@ def test_every_cost_figure_reads_its_accelerators_price(plan):
     with changed(plan, {price_name("H100-SXM"): 5.0}):  # the active case's fleet is billed at the new price
         assert line(plan, "monthly") == pytest.approx(line(plan, "gpus_peak") * 5.0 * 730)
         assert plan.get(plan.book.address("basis:price")) == 5.0
+
+
+# -- a planner that cannot be silently misled ------------------------------------------------------------------------
+def test_no_target_is_shipped_and_a_target_not_given_does_not_apply(plan):
+    # The shipped 2-second first-token target, unreachable for a long tail prompt, used to cut the batch to 1 unseen.
+    assert plan.get("Latency_Target") is None and plan.get("Time_To_First_Token_Target") is None
+    assert (line(plan, "batch_latency"), line(plan, "batch_ttft")) == ("no target", "no target")
+    with changed(plan, {"Tail_Prompt_Tokens": 12_000}):
+        assert line(plan, "batch") == line(plan, "batch_mem") == 17 and line(plan, "binding") == "memory"
+        assert plan.get(plan.book.address("master_check")) == 0
+        with changed(plan, {"Time_To_First_Token_Target": 2}):  # given, it binds, and the sheets say so
+            assert line(plan, "batch") == line(plan, "batch_ttft") < 17
+            assert line(plan, "binding") == "the first-token target"
+
+
+def test_the_sheets_say_beside_the_batch_which_target_set_it(plan):
+    def beside() -> str:
+        calc = plan.book.ref("batch")
+        out = plan.book.ref("Outputs:batch")
+        return plan.get(f"Calculations!D{calc.row}"), plan.get(f"Outputs!D{out.row}")
+
+    rest = "; the smallest of the three, at least 1 if one fits"
+    assert beside() == ("Set by memory" + rest, "Set by memory")
+    with changed(plan, {"Latency_Target": 80}):  # Back-of-the-Envelope §7: 80 tokens/s caps the batch at 14
+        by = "Set by the decode-speed target"
+        assert line(plan, "batch") == 14 and beside() == (by + rest, by)
+    with changed(plan, {"Time_To_First_Token_Target": 0.4}):
+        by = "Set by the first-token target"
+        assert line(plan, "batch") == 24 and beside() == (by + rest, by)

@@ -102,6 +102,9 @@ def serving_globals(g: dict[str, Any], lengths: list[float]) -> dict[str, Any]:
     longest = g["Longest_Prompt_Accepted"]
     out, reasoning = g["Output_Tokens_Per_Request"], g["Hidden_Reasoning_Tokens_Per_Request"]
     r: dict[str, Any] = {"peak_rps": serving.peak_requests_per_s(req, peak)}
+    for key, name in (("speed", "Latency_Target"), ("ttft", "Time_To_First_Token_Target")):  # none when empty
+        r[f"{key}_given"] = "yes" if _positive(g[name]) else "no"
+        r[f"{key}_unset"] = NO_FIT if _positive(g[name]) else "no target"
     decode = r["decode_tokens"] = out + reasoning
     r["pasted"] = len(lengths)
     if lengths:  # pasted lengths set the mean, the tail and the spread (Excel's AVERAGE, PERCENTILE, STDEVP)
@@ -193,18 +196,33 @@ def serving_reference(case: dict[str, Any], g: dict[str, Any], d: dict[str, Any]
     def read(batch: int) -> float:  # MOE_PARAMS_READ_B: all the parameters of a dense model
         return architecture.moe_params_read_b(params, active, experts, per_token, batch)
 
-    target = g["Latency_Target"]
+    target, ttft_target = g["Latency_Target"], g["Time_To_First_Token_Target"]
+    speed_given, ttft_given = _positive(target), _positive(ttft_target)
     if mem < 1:  # nothing fits: the targets' batches mean nothing, and the batch planned is memory's 0
-        r["params_read_mem"] = r["batch_latency"] = r["batch_ttft"] = NO_FIT
+        r["params_read_mem"] = r["speed_floor"] = NO_FIT
+        r["speed_for_ttft"] = target if speed_given else NO_FIT
+        r["batch_latency"] = d["speed_unset"]
+        r["batch_ttft"] = d["ttft_unset"]
+        r["cap_latency"] = r["batch_latency"] if speed_given else mem
+        r["cap_ttft"] = r["batch_ttft"] if ttft_given else mem
         batch = r["batch"] = mem
     else:
         r["params_read_mem"] = read(mem)
-        lat = r["batch_latency"] = traffic.batch_for_latency(r["params_read_mem"], bw, n, bandwidth, target, kv, ctx,
-                                                             eff)  # fmt: skip
-        ttft = r["batch_ttft"] = traffic.batch_for_ttft(active, n, tflops, target, d["prefill_tokens_tail"],
-                                                        g["Time_To_First_Token_Target"], util, bw, bandwidth, kv, ctx,
-                                                        eff)  # fmt: skip
-        batch = r["batch"] = min(mem, max(1, lat), max(1, ttft))
+        floor = r["speed_floor"] = serving.decode_tokens_per_s(r["params_read_mem"], bw, n, bandwidth, mem, kv, ctx,
+                                                               eff)  # fmt: skip
+        speed = r["speed_for_ttft"] = target if speed_given else floor
+        lat = r["batch_latency"] = (traffic.batch_for_latency(r["params_read_mem"], bw, n, bandwidth, target, kv, ctx,
+                                                              eff) if speed_given else "no target")  # fmt: skip
+        ttft = r["batch_ttft"] = (traffic.batch_for_ttft(active, n, tflops, speed, d["prefill_tokens_tail"],
+                                                         ttft_target, util, bw, bandwidth, kv, ctx, eff)
+                                  if ttft_given else "no target")  # fmt: skip
+        cap_l = r["cap_latency"] = lat if speed_given else mem
+        cap_t = r["cap_ttft"] = ttft if ttft_given else mem
+        batch = r["batch"] = min(mem, max(1, cap_l), max(1, cap_t))
+    cap_l = r["cap_latency"]
+    r["binding"] = ("memory", "the decode-speed target", "the first-token target")[
+        (batch < mem) + (batch < min(mem, max(1, cap_l if isinstance(cap_l, (int, float)) else 1)))
+    ]
     r["latency_caps"] = "yes" if batch < mem else "no"
     try:
         shape = catalog.model_spec(model, "layers"), catalog.model_spec(model, "hidden")
@@ -376,8 +394,10 @@ def test_back_of_the_envelope_four_cases_come_out_exactly(plan):
     c1 = rows["72B BF16, 2 GPUs"]
     assert (round(c1("weights")), round(c1("usable")), c1("fits")) == (145, 144, NO_FIT)
     assert c1("tps_user") == NO_FIT and c1("cost_full") == NO_FIT
-    # what fits nothing allows no batch at any target: not the 251 and 290 the targets alone would allow
-    assert (c1("batch_latency"), c1("batch_ttft"), c1("batch")) == (NO_FIT, NO_FIT, 0)
+    # no target is given as shipped: none applies (memory sets every batch)
+    assert (c1("batch_latency"), c1("batch_ttft"), c1("batch"), c1("binding")) == ("no target", "no target", 0,
+                                                                                  "memory")  # fmt: skip
+    assert {rows[n]("binding") for n in rows} == {"memory"}
     expected = {  # batch, tok/s per user, alone, total, prefill s, $ per M output tokens at full load
         "72B FP8, 2 GPUs": (94, 47, 92, 4387, 0.29, 0.32),
         "72B BF16, 4 GPUs": (189, 47, 92, 8799, 0.15, 0.32),
@@ -563,10 +583,12 @@ def test_reasoning_tokens_lengthen_the_wait_and_the_decode_work(plan):
 
 
 def test_prefix_caching_cuts_prefill_and_the_input_price(plan):
-    before = _live(plan, "prefill", "prefill_share", "cost_in", "batch_ttft")
+    target = {"Time_To_First_Token_Target": 2}
+    with changed(plan, target):
+        before = _live(plan, "prefill", "prefill_share", "cost_in", "batch_ttft")
     with changed(plan, {"Shared_Prefix_Tokens": 1_500}):  # a stable prefix, but caching still off: no change
         assert _live(plan, "prefill", "cost_in") == before[::2]
-    with changed(plan, {"Shared_Prefix_Tokens": 1_500, "Prefix_Cache_Hit_Rate": 0.8}):
+    with changed(plan, {**target, "Shared_Prefix_Tokens": 1_500, "Prefix_Cache_Hit_Rate": 0.8}):
         live = check_serving(plan)
         assert live["prefill_tokens"] == 800  # traffic.prefill_tokens' docstring
         assert live["prefill"] == pytest.approx(before[0] * 800 / 2000)
@@ -642,9 +664,12 @@ def test_checks_flag_problems_and_only_those(plan):
                                                                "Error values on Calculations",
                                                                "Error values on Scenarios",
                                                                "Error values on Calibration"}),
+        # (no target given: the targets' checks have nothing to test)
         "not in the catalog": ({"model@2": "Our-13B"}, ACTIVE_CHECKS - {"Prompt lengths out of order",
                                                                         "A share or utilisation outside 0 to 100%",
-                                                                        "A measurement beyond the hardware's ceiling"}
+                                                                        "A measurement beyond the hardware's ceiling",
+                                                                        "Decode-speed target unreachable even at batch 1",
+                                                                        "First-token target unreachable even at batch 1"}
                                | {"Error values on Calculations", "Error values on Scenarios",
                                   "Error values on Calibration"}),
         "TB/s typed as GB/s": ({"bandwidth_override@3": 3350},

@@ -94,6 +94,7 @@ SHEETS = [
 
 NO_FIT = "does not fit"
 NO_FIT_LOGNORMAL = "no log-normal fit"
+NO_TARGET = "no target"
 NO_SPREAD = "no spread known"
 PAGED = "paged KV cache"
 PER_SLOT = "every slot at the tail"
@@ -161,6 +162,10 @@ CASE_INPUTS: tuple[CaseInput, ...] = (
 
 def _spec(field: str, override: str, fn: str, what: str) -> str:
     return f'=IF({{{override}}}>0,{{{override}}},{fn}({{{what}}},"{field}"))'
+
+
+BINDING = ("memory", "the decode-speed target", "the first-token target")
+"""What sets the batch planned, as the sheets say beside it."""
 
 
 def _fit(formula: str) -> str:
@@ -259,20 +264,42 @@ CASE_LINES: tuple[Line, ...] = (
     # -- speed and the latency targets
     Line("params_read_mem", "Parameters a step reads at memory's batch", _fits_some(_read("{batch_mem}")),
          "B params", "MOE_PARAMS_READ_B: the experts the batch touches; all if dense", "dec2"),
+    Line("speed_floor", "Decode speed per user at memory's batch",
+         _fits_some("DECODE_TOKS({params_read_mem},{bytes_weight},{n_gpus},{bandwidth},{batch_mem},{kv_bytes},"
+                    "{context},Decode_Bandwidth_Efficiency)"), "tokens/s",
+         "The slowest any batch that fits decodes at: what the first-token batch counts with no speed target",
+         "dec1"),
+    Line("speed_for_ttft", "Decode speed the first-token batch is sized at",
+         '=IF({speed_given}="yes",Latency_Target,{speed_floor})', "tokens/s",
+         "The decode-speed target if given, else memory's batch speed (no target then binds)", "dec1"),
     Line("batch_latency", "Batch the decode-speed target allows",
-         _fits_some("BATCH_FOR_LATENCY({params_read_mem},{bytes_weight},{n_gpus},{bandwidth},Latency_Target,"
-                    "{kv_bytes},{context},Decode_Bandwidth_Efficiency)"), "sequences",
+         '=IF(AND({speed_given}="yes",COUNTIF({batch_mem},"<1")=0),'
+         "BATCH_FOR_LATENCY({params_read_mem},{bytes_weight},{n_gpus},{bandwidth},Latency_Target,{kv_bytes},"
+         "{context},Decode_Bandwidth_Efficiency),{speed_unset})", "sequences",
          "Largest batch decoding at the target per user; 0 if none (Back-of-the-Envelope §4, §7)", "int"),
+    # COUNTIF(batch,"<1") is 1 only for a number below 1: an error in memory's batch reaches a given target's batch
+    # (and the checks), while a target not given reads "no target" whatever memory's batch holds
     Line("batch_ttft", "Batch the time-to-first-token target allows",
-         _fits_some("BATCH_FOR_TTFT({active},{n_gpus},{tflops},Latency_Target,{prefill_tokens_tail},"
-                    "Time_To_First_Token_Target,Prefill_Compute_Utilisation,{bytes_weight},{bandwidth},{kv_bytes},"
-                    "{context},Decode_Bandwidth_Efficiency)"), "sequences",
+         '=IF(AND({ttft_given}="yes",COUNTIF({batch_mem},"<1")=0),'
+         "BATCH_FOR_TTFT({active},{n_gpus},{tflops},{speed_for_ttft},{prefill_tokens_tail},"
+         "Time_To_First_Token_Target,Prefill_Compute_Utilisation,{bytes_weight},{bandwidth},{kv_bytes},"
+         "{context},Decode_Bandwidth_Efficiency),{ttft_unset})", "sequences",
          "Decode leaves compute for a tail prompt in time; 0: none (Sarathi-Serve)", "int"),
+    Line("cap_latency", "Cap the decode-speed target sets",
+         '=IF({speed_given}="yes",{batch_latency},{batch_mem})', "sequences",
+         "Its batch when the target is given; memory's when not: a target not given does not apply", "int"),
+    Line("cap_ttft", "Cap the first-token target sets",
+         '=IF({ttft_given}="yes",{batch_ttft},{batch_mem})', "sequences",
+         "Its batch when the target is given; memory's when not", "int"),
     Line("batch", "Batch planned",
          # memory's 0 where nothing fits (the targets then read "does not fit", which MAX passes by)
-         "=IF(AND(ISNUMBER({batch_mem}),OR({batch_mem}<1,AND(ISNUMBER({batch_latency}),ISNUMBER({batch_ttft})))),"
-         "MIN({batch_mem},MAX(1,{batch_latency}),MAX(1,{batch_ttft})),NA())",
+         "=IF(AND(ISNUMBER({batch_mem}),OR({batch_mem}<1,AND(ISNUMBER({cap_latency}),ISNUMBER({cap_ttft})))),"
+         "MIN({batch_mem},MAX(1,{cap_latency}),MAX(1,{cap_ttft})),NA())",
          "sequences", "The smallest of the three, at least 1 if one fits; none if one is no number", "int"),
+    Line("binding", "What sets the batch",
+         f'=INDEX({{"{BINDING[0]}","{BINDING[1]}","{BINDING[2]}"}},1+({{batch}}<{{batch_mem}})'
+         "+({batch}<MIN({batch_mem},MAX(1,{cap_latency}))))", "text",
+         "Memory, or the target that caps it: printed beside the batch it moved", "text"),
     Line("latency_caps", "A latency target caps the batch?", '=IF({batch}<{batch_mem},"yes","no")', "text",
          "yes: a batch that fits would be slower than a target", "text", bad=("yes",)),
     Line("params_read", "Parameters a step reads at the planned batch", _fit(_read("{batch}")), "B params",
@@ -379,7 +406,8 @@ CASE_LINES: tuple[Line, ...] = (
 _COMPARED = {
     "params", "active", "memory", "bandwidth", "tflops", "price", "bytes_weight", "bytes_kv", "experts",
     "experts_per_token", "weights", "weights_gpu", "usable", "free", "kv_bytes", "kv_kib", "kv_seq", "batch_fit",
-    "fits", "batch_paged", "batch_mem", "params_read_mem", "batch_latency", "batch_ttft", "batch", "params_read",
+    "fits", "batch_paged", "batch_mem", "params_read_mem", "speed_floor", "speed_for_ttft", "batch_latency",
+    "batch_ttft", "cap_latency", "cap_ttft", "batch", "binding", "params_read",
     "tps_user", "tps_alone", "tps_total", "prefill", "cost_full", "cost_avg",
 }  # fmt: skip
 """Lines repeated for every case on Scenarios: what the table of Back-of-the-Envelope §6 compares and what it depends
@@ -396,6 +424,18 @@ CALC_SECTIONS = {
 }  # fmt: skip
 
 GLOBAL_LINES: tuple[Line, ...] = (
+    Line("speed_given", "Decode-speed target given?",
+         '=IF(AND(ISNUMBER(Latency_Target),Latency_Target>0),"yes","no")', "text",
+         "Empty on Inputs: no speed target applies, and memory (or the other target) sets the batch", "text"),
+    Line("ttft_given", "Time-to-first-token target given?",
+         '=IF(AND(ISNUMBER(Time_To_First_Token_Target),Time_To_First_Token_Target>0),"yes","no")', "text",
+         "Empty on Inputs: no first-token target applies", "text"),
+    Line("speed_unset", "The speed target's batch where none is computed",
+         f'=IF({{speed_given}}="yes","{NO_FIT}","{NO_TARGET}")', "text",
+         f"{NO_FIT}: memory holds no sequence; {NO_TARGET}: none given", "text"),
+    Line("ttft_unset", "The first-token target's batch where none is computed",
+         f'=IF({{ttft_given}}="yes","{NO_FIT}","{NO_TARGET}")', "text",
+         f"{NO_FIT}: memory holds no sequence; {NO_TARGET}: none given", "text"),
     Line("peak_rps", "Peak requests per second", "=PEAK_RPS(Requests_Per_Day,Peak_Hour_Factor)", "requests/s",
          "Requests per day / 86,400 x peak factor (Back-of-the-Envelope §1)", "dec1"),
     Line("decode_tokens", "Tokens generated per request",
@@ -612,12 +652,14 @@ def _inputs(book: Book, lists: dict[str, str]) -> Sheet:
     sh.input("KV cache overflow accepted", 0.05, "fraction", "Example: a paging engine (vLLM)",
              "Chance a paged batch outgrows memory (preemption)", "pct",
              validation_for(domain_of(domains.TailProbability), "KV cache overflow accepted"))  # fmt: skip
-    sh.input("Latency target, per user", 20, "tokens/s", "Example: your product's requirement",
+    sh.input("Latency target, per user", None, "tokens/s", "Example: empty, no target; your product's",
              f"Slowest decode per user; 80 in {ENVELOPE} §7", "dec1",
-             validation_for(domain_of(domains.TokensPerS), "Latency target"))  # fmt: skip
-    sh.input("Time-to-first-token target", 2, "s", "Example: your product's requirement", "Longest wait for the "
-             "first token of a tail prompt", "dec2", validation_for(domain_of(domains.Seconds),
-                                                                   "Time-to-first-token target"))  # fmt: skip
+             validation_for(domain_of(domains.TokensPerS), "Latency target",
+                            "leave it empty for no speed target"))  # fmt: skip
+    sh.input("Time-to-first-token target", None, "s", "Example: empty, no target; your product's",
+             "Longest wait for the first token of a tail prompt", "dec2",
+             validation_for(domain_of(domains.Seconds), "Time-to-first-token target",
+                            "leave it empty for no first-token target"))  # fmt: skip
     sh.input("Spare replicas", 1, "count", f"{ENVELOPE} §6 (example)", "On top of the peak: one failure "
              "leaves it covered", "int",
              validation_for(domain_of(domains.Spare), "Spare replicas"))  # fmt: skip
@@ -717,6 +759,10 @@ def _calculations(book: Book) -> Sheet:
         sh.line(line, live)
 
     ws = sh.ws
+    # beside the batch, what set it: a target that binds says so where it moved the figure
+    batch = book.ref("batch")
+    ws[f"D{batch.row}"] = book.render('="Set by "&{binding}&"; the smallest of the three, at least 1 if one fits"',
+                                      sh.name)  # fmt: skip
     ws.row_breaks.append(Break(id=sh.row))  # the chart data starts a printed page of its own
     sh.section("Decode speed against batch (the chart on Outputs)", "Evenly spaced batches up to the one memory allows")
     headings = {"A": "Chart data", "B": "Batch", "C": "Tokens/s", "D": "Equation and source", "E": "Line: batch",
@@ -1013,7 +1059,8 @@ OUTPUT_ROWS: tuple[tuple[str, tuple[tuple[str, str, bool], ...]], ...] = (
     ("Speed and latency", (
         ("batch_latency", "", False),
         ("batch_ttft", "", False),
-        ("batch", "The smallest of the three", True),
+        ("batch", '="Set by "&{binding}', True),
+        ("binding", "A target not given does not apply", False),
         ("latency_caps", "yes: fewer users per replica", True),
         ("tps_user", "At the planned batch", True),
         ("tps_alone", "", False),
@@ -1168,12 +1215,14 @@ def _checks(book: Book) -> Sheet:
     # a configuration that does not fit is flagged above; its targets' batches read "does not fit"
     sh.check(
         "Decode-speed target unreachable even at batch 1",
-        f'=IF(AND(OR(NOT(ISNUMBER({{batch_latency}})),{{batch_latency}}<1),{{batch_latency}}<>"{NO_FIT}"),1,0)',
+        f'=IF(AND(OR(NOT(ISNUMBER({{batch_latency}})),{{batch_latency}}<1),{{batch_latency}}<>"{NO_FIT}",'
+        f'{{batch_latency}}<>"{NO_TARGET}"),1,0)',
         "BATCH_FOR_LATENCY is 0: one sequence alone decodes slower than the target (Back-of-the-Envelope §7)",
     )
     sh.check(
         "First-token target unreachable even at batch 1",
-        f'=IF(AND(OR(NOT(ISNUMBER({{batch_ttft}})),{{batch_ttft}}<1),{{batch_ttft}}<>"{NO_FIT}"),1,0)',
+        f'=IF(AND(OR(NOT(ISNUMBER({{batch_ttft}})),{{batch_ttft}}<1),{{batch_ttft}}<>"{NO_FIT}",'
+        f'{{batch_ttft}}<>"{NO_TARGET}"),1,0)',
         "BATCH_FOR_TTFT is 0: a tail prompt cannot be read in time beside one decoding sequence",
     )
     sh.check(
