@@ -215,3 +215,17 @@ def test_the_sheets_say_beside_the_batch_which_target_set_it(plan):
     with changed(plan, {"Time_To_First_Token_Target": 0.4}):
         by = "Set by the first-token target"
         assert line(plan, "batch") == 24 and beside() == (by + rest, by)
+
+
+def test_a_tail_no_log_normal_fits_says_what_was_assumed_and_how_to_do_better(plan):
+    # 9,000 tokens at the p95 over a 2,000 mean: 4.5 times, above the 3.87 any log-normal reaches. The plan sizes every
+    # slot at the tail, and says so in words beside the batch's basis, with the two ways to give a better tail.
+    assert line(plan, "spread_basis") == "a log-normal through the mean and tail"
+    with changed(plan, {"Tail_Prompt_Tokens": 9_000}):
+        said = line(plan, "spread_basis")
+        assert said.startswith("none fits: every slot sized at the tail") and "paste lengths or type a spread" in said
+        assert line(plan, "batch_basis") == "every slot at the tail"
+        assert plan.get(plan.book.address("Outputs:spread_basis")) == said
+        with changed(plan, {"Prompt_Length_Spread": 3_000}):  # a spread given: a paged batch, and it says why
+            assert line(plan, "spread_basis") == "the spread typed on Inputs"
+            assert line(plan, "batch_basis") == "paged KV cache"

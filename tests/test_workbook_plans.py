@@ -119,6 +119,9 @@ def serving_globals(g: dict[str, Any], lengths: list[float]) -> dict[str, Any]:
     typed = g["Prompt_Length_Spread"]
     r["sd_typed"] = typed if isinstance(typed, (int, float)) else r["sd_lognormal"]
     r["prompt_sd"] = statistics.pstdev(lengths) if lengths else r["sd_typed"]
+    basis = serving_book.SPREAD_BASIS
+    r["spread_basis"] = (basis[0] if lengths else basis[1] if isinstance(typed, (int, float))
+                         else basis[2] if not isinstance(r["sd_lognormal"], str) else basis[3])  # fmt: skip
     r["peak_prompt"] = serving.peak_tokens_per_s(req, prompt, peak)
     r["peak_output"] = serving.peak_tokens_per_s(req, decode, peak)
     r["growth_output"] = r["peak_output"] * g["Traffic_Growth_Multiple"]

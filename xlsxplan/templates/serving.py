@@ -95,6 +95,14 @@ SHEETS = [
 NO_FIT = "does not fit"
 NO_FIT_LOGNORMAL = "no log-normal fit"
 NO_TARGET = "no target"
+SPREAD_BASIS = (
+    "the pasted lengths",
+    "the spread typed on Inputs",
+    "a log-normal through the mean and tail",
+    "none fits: every slot sized at the tail; paste lengths or type a spread",
+)
+"""What the spread of prompt lengths a paged batch is sized for rests on, in words: the last where only a mean and a
+p95 no log-normal can fit are known (a tail above 3.87 times the mean), with how to give a better one."""
 NO_SPREAD = "no spread known"
 PAGED = "paged KV cache"
 PER_SLOT = "every slot at the tail"
@@ -458,6 +466,11 @@ GLOBAL_LINES: tuple[Line, ...] = (
          "Prompt length spread on Inputs when filled in", "int"),
     Line("prompt_sd", "Spread of prompt lengths used", "=IF({pasted}>0,STDEVP(Measured_Prompt_Lengths),{sd_typed})",
          "tokens", "Standard deviation of the pasted lengths, else the line above: feeds PAGED_BATCH", "int"),
+    Line("spread_basis", "What the spread of prompt lengths rests on",
+         f'=INDEX({{"{SPREAD_BASIS[0]}","{SPREAD_BASIS[1]}","{SPREAD_BASIS[2]}","{SPREAD_BASIS[3]}"}},'
+         "1+({pasted}=0)*(1+NOT(ISNUMBER(Prompt_Length_Spread))*(1+NOT(ISNUMBER({sd_lognormal})))))", "text",
+         "Pasted lengths, a typed spread, a log-normal through mean and tail, or none: then every slot at the tail",
+         "text", bad=(SPREAD_BASIS[3],)),
     Line("peak_prompt", "Peak prompt tokens per second",
          "=PEAK_TOKS(Requests_Per_Day,{prompt_mean},Peak_Hour_Factor)", "tokens/s",
          "Peak requests/s x mean prompt tokens (Back-of-the-Envelope §1)", "int"),
@@ -1041,6 +1054,7 @@ OUTPUT_ROWS: tuple[tuple[str, tuple[tuple[str, str, bool], ...]], ...] = (
         ("prompt_mean", "Pasted lengths', else typed", False),
         ("prompt_tail", "What a slot is sized for", False),
         ("prompt_sd", "What the paged batch allows for", False),
+        ("spread_basis", "Measured lengths or a spread give a paged batch", True),
         ("tail_share", "Requests refused by the cap", True),
     )),
     ("Memory", (
