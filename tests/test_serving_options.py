@@ -229,3 +229,20 @@ def test_a_tail_no_log_normal_fits_says_what_was_assumed_and_how_to_do_better(pl
         with changed(plan, {"Prompt_Length_Spread": 3_000}):  # a spread given: a paged batch, and it says why
             assert line(plan, "spread_basis") == "the spread typed on Inputs"
             assert line(plan, "batch_basis") == "paged KV cache"
+
+
+def test_a_case_carries_no_other_models_overrides(plan):
+    # Case 4 ships the source's 7.6B parameters for Qwen2.5-7B (catalog: 7.61) and its 989 TFLOP/s for the H100.
+    # Another model in that case drops them: every figure of the case is the new model's.
+    def case4(key: str) -> Any:
+        return plan.get(f"Scenarios!{SIDE_COLUMNS[3]}{plan.book.ref(f'Scenarios:{key}').row}")
+
+    assert case4("params") == 7.6 and case4("tflops") == 989
+    model, gpu = plan.book.ref("model@3"), plan.book.ref("gpu@3")
+    with changed(plan, {f"Inputs!{model.col}{model.row}": "Llama-3.1-8B"}):
+        assert case4("params") == catalog.model_spec("Llama-3.1-8B", "params_b") and case4("model_overrides") == "no"
+        assert case4("described") == "Llama-3.1-8B, bf16 weights, 1 x H100-SXM"
+        assert case4("tflops") == 989  # the accelerator is still the one its override was typed for
+    with changed(plan, {f"Inputs!{gpu.col}{gpu.row}": "H200"}):
+        assert case4("tflops") == catalog.gpu_spec("H200", "bf16_tflops") and case4("gpu_overrides") == "no"
+        assert case4("params") == 7.6

@@ -150,6 +150,14 @@ def serving_reference(case: dict[str, Any], g: dict[str, Any], d: dict[str, Any]
     """Every line item of one serving case, from the Python core. ``case``: the scenario-block values; ``g``: the
     global inputs, by defined name; ``d``: the Demand lines (:func:`serving_globals`)."""
     model, gpu = case["model"], case["gpu"]
+    # a case's overrides apply to the model (accelerator) they were typed for, to any when that is empty, and to
+    # one of your own (not in the catalog); another preset drops them
+    mine = case["overrides_model"] in (None, "", model) or model not in catalog.model_names()
+    theirs = case["overrides_gpu"] in (None, "", gpu) or gpu not in catalog.gpu_names()
+    if not mine:
+        case = {**case, "params_override": None, "active_override": None, "kv_override": None}
+    if not theirs:
+        case = {**case, "memory_override": None, "bandwidth_override": None, "tflops_override": None}
     params = _figure(case["params_override"], catalog.model_spec, model, "params_b")
     if _positive(case["active_override"]):
         active = case["active_override"]
@@ -169,7 +177,9 @@ def serving_reference(case: dict[str, Any], g: dict[str, Any], d: dict[str, Any]
     moe = active < params
     experts = catalog.model_spec(model, "experts") if moe else 1
     per_token = catalog.model_spec(model, "experts_per_token") if moe else 1
-    r: dict[str, Any] = dict(params=params, active=active, memory=memory, bandwidth=bandwidth, tflops=tflops,
+    r: dict[str, Any] = dict(model_overrides="yes" if mine else "no", gpu_overrides="yes" if theirs else "no",
+                             described=f"{model}, {case['weight_precision']} weights, {case['n_gpus']} x {gpu}",
+                             params=params, active=active, memory=memory, bandwidth=bandwidth, tflops=tflops,
                              tflops_fp8=fp8, bytes_weight=bw, bytes_kv=bkv, experts=experts,
                              experts_per_token=per_token)  # fmt: skip
     r["tflops_weights"] = fp8 if _peak_field(case["weight_precision"]) == "fp8_tflops" else tflops

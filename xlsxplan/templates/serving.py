@@ -145,6 +145,8 @@ CASE_INPUTS: tuple[CaseInput, ...] = (
     CaseInput("scenario_name", "Scenario name", CASES, "text", _SECTION6, "Rename a case freely", "text"),
     CaseInput("model", "Model", ("Qwen2.5-72B",) * 3 + ("Qwen2.5-7B",), "preset", _SECTION6,
               "Pick a preset in G to J (dropdown), or type a name", "text", "model"),
+    CaseInput("overrides_model", "Model the overrides below are for", ("Qwen2.5-72B",) * 3 + ("Qwen2.5-7B",), "preset",
+              _SECTION6, "Another model in the case drops them; empty: any model", "text", "model"),
     _override("params_override", "Parameters override", "B params", _SECTION6,
               "Source: 7.6; catalog: 7.61 (model card)", (None, None, None, 7.6)),
     _override("active_override", "Active parameters override", "B params", "Catalog (config.json)",
@@ -153,6 +155,8 @@ CASE_INPUTS: tuple[CaseInput, ...] = (
               "At the cache's precision, as KV_BYTES_PER_TOKEN gives", fmt="override_int"),
     CaseInput("gpu", "Accelerator", ("H100-SXM",) * 4, "preset", _SECTION6,
               "Pick a preset in G to J (dropdown), or type a name", "text", "gpu"),
+    CaseInput("overrides_gpu", "Accelerator the overrides below are for", ("H100-SXM",) * 4, "preset", _SECTION6,
+              "Another accelerator drops them; empty: any", "text", "gpu"),
     _override("memory_override", "Memory per GPU override", "GB", "Catalog (datasheet)",
               f"Empty: catalog's (80 GB, as {ENVELOPE})"),
     _override("bandwidth_override", "Memory bandwidth override", "TB/s", "Catalog (datasheet)",
@@ -169,7 +173,10 @@ CASE_INPUTS: tuple[CaseInput, ...] = (
 
 
 def _spec(field: str, override: str, fn: str, what: str) -> str:
-    return f'=IF({{{override}}}>0,{{{override}}},{fn}({{{what}}},"{field}"))'
+    """The override where it applies (typed for this case's model or accelerator, or for one not in the catalog),
+    else the catalog's figure: a case never carries another model's overrides."""
+    applies = "model_overrides" if what == "model" else "gpu_overrides"
+    return f'=IF(AND({{{override}}}>0,{{{applies}}}="yes"),{{{override}}},{fn}({{{what}}},"{field}"))'
 
 
 BINDING = ("memory", "the decode-speed target", "the first-token target")
@@ -204,10 +211,21 @@ def _read(batch: str) -> str:
 # Lines with compare=False are computed for the active scenario only (see _COMPARED).
 CASE_LINES: tuple[Line, ...] = (
     # -- the model and accelerator figures
+    Line("model_overrides", "The model's overrides apply?",
+         '=IF(OR({overrides_model}="",{overrides_model}={model},NOT(ISNUMBER(MATCH({model},{model_names},0)))),'
+         '"yes","no")', "text", "Typed for this model, or for any, or the model is your own: else the catalog's",
+         "text"),
+    Line("gpu_overrides", "The accelerator's overrides apply?",
+         '=IF(OR({overrides_gpu}="",{overrides_gpu}={gpu},NOT(ISNUMBER(MATCH({gpu},{gpu_names},0)))),"yes","no")',
+         "text", "Typed for this accelerator, or for any, or it is your own: else the catalog's", "text"),
+    Line("described", "The case as its inputs read",
+         '={model}&", "&{weight_precision}&" weights, "&{n_gpus}&" x "&{gpu}', "text",
+         "Follows the inputs, whatever the case's name says", "text"),
     Line("params", "Parameters", _spec("params_b", "params_override", "MODEL_SPEC", "model"), "B params",
          'The override, else MODEL_SPEC(model, "params_b"): every expert', "dec2"),
     Line("active", "Active parameters per token",
-         '=IF({active_override}>0,{active_override},MIN({params},MODEL_SPEC({model},"active_params_b")))', "B params",
+         '=IF(AND({active_override}>0,{model_overrides}="yes"),{active_override},'
+         'MIN({params},MODEL_SPEC({model},"active_params_b")))', "B params",
          'The override, else MODEL_SPEC(model, "active_params_b") (MoE)', "dec2"),
     Line("memory", "Memory per GPU", _spec("memory_gb", "memory_override", "GPU_SPEC", "gpu"), "GB",
          'The override, else GPU_SPEC(accelerator, "memory_gb")', "dec1"),
@@ -245,7 +263,8 @@ CASE_LINES: tuple[Line, ...] = (
          "=FREE_GB({params},{bytes_weight},{n_gpus},{memory},Usable_Memory_Fraction)", "GB",
          "Usable memory - weights; negative: the weights do not fit (Back-of-the-Envelope §2)", "dec1"),
     Line("kv_bytes", "KV cache per token",
-         "=IF({kv_override}>0,{kv_override},MODEL_KV_BYTES_PER_TOKEN({model},{context},{bytes_kv},{n_gpus}))", "bytes",
+         '=IF(AND({kv_override}>0,{model_overrides}="yes"),{kv_override},'
+         "MODEL_KV_BYTES_PER_TOKEN({model},{context},{bytes_kv},{n_gpus}))", "bytes",
          "The override, else MODEL_KV_BYTES_PER_TOKEN, by architecture (§3)", "int"),
     Line("kv_kib", "KV cache per token, in KiB", "={kv_bytes}/1024", "KiB", "Bytes / 1,024", "int"),
     Line("kv_seq", "KV cache of a sequence at the tail prompt", "=KV_GB({kv_bytes},{tail_context})", "GB",
@@ -412,9 +431,9 @@ CASE_LINES: tuple[Line, ...] = (
 )  # fmt: skip
 
 _COMPARED = {
-    "params", "active", "memory", "bandwidth", "tflops", "price", "bytes_weight", "bytes_kv", "experts",
-    "experts_per_token", "weights", "weights_gpu", "usable", "free", "kv_bytes", "kv_kib", "kv_seq", "batch_fit",
-    "fits", "batch_paged", "batch_mem", "params_read_mem", "speed_floor", "speed_for_ttft", "batch_latency",
+    "model_overrides", "gpu_overrides", "described", "params", "active", "memory", "bandwidth", "tflops", "price",
+    "bytes_weight", "bytes_kv", "experts", "experts_per_token", "weights", "weights_gpu", "usable", "free",
+    "kv_bytes", "kv_kib", "kv_seq", "batch_fit", "fits", "batch_paged", "batch_mem", "params_read_mem", "speed_floor", "speed_for_ttft", "batch_latency",
     "batch_ttft", "cap_latency", "cap_ttft", "batch", "binding", "params_read",
     "tps_user", "tps_alone", "tps_total", "prefill", "cost_full", "cost_avg",
 }  # fmt: skip
@@ -425,7 +444,7 @@ CASE_LINES = tuple(replace(line, compare=line.key in _COMPARED) for line in CASE
 
 # Calculations' sections, by the first line of each.
 CALC_SECTIONS = {
-    "params": "Model and accelerator", "weights": "Memory", "params_read_mem": "Speed and the latency targets",
+    "model_overrides": "Model and accelerator", "weights": "Memory", "params_read_mem": "Speed and the latency targets",
     "cost_full": "Cost as Back-of-the-Envelope counts it (output tokens, one replica)",
     "replicas_decode": "Capacity for the traffic", "prefill_replicas": "Separate prefill and decode GPUs",
     "prefill_share": "Input and output tokens priced apart",
@@ -768,7 +787,7 @@ def _calculations(book: Book) -> Sheet:
     live: dict[str, Ref | str] = {spec.key: book.input_names[spec.key] for spec in CASE_INPUTS}
     for line in CASE_LINES:
         if line.key in CALC_SECTIONS:
-            sh.section(CALC_SECTIONS[line.key], "The active scenario" if line.key == "params" else "")
+            sh.section(CALC_SECTIONS[line.key], "The active scenario" if line.key == "model_overrides" else "")
         sh.line(line, live)
 
     ws = sh.ws
@@ -836,7 +855,7 @@ def _scenarios(book: Book) -> Sheet:
         if spec.key in SHOWN_INPUTS:
             line = Line(f"{spec.key}:shown", spec.label, "={" + spec.key + "}", spec.unit, "Inputs", spec.fmt)
             book.refs[f"Scenarios:{spec.key}"] = sh.side_by_side(line, locals_)
-    sections = {"params": "Model and accelerator figures", "weights": "Memory", "params_read_mem": "Speed",
+    sections = {"model_overrides": "Model and accelerator figures", "weights": "Memory", "params_read_mem": "Speed",
                 "cost_full": "Cost"}  # fmt: skip
     case_keys = {spec.key for spec in CASE_INPUTS}
     global_keys = {line.key for line in GLOBAL_LINES}
@@ -1295,6 +1314,7 @@ def build() -> Book:
         precision_peaks=lists["precision_peak"],
         gpu_names=lists["gpu"],
         gpu_prices=lists["price"],
+        model_names=lists["model"],
     )
     _inputs(book, lists)
     _prompt_lengths(book)
