@@ -432,9 +432,9 @@ CASE_LINES: tuple[Line, ...] = (
 
 _COMPARED = {
     "model_overrides", "gpu_overrides", "described", "params", "active", "memory", "bandwidth", "tflops", "price",
-    "bytes_weight", "bytes_kv", "experts", "experts_per_token", "weights", "weights_gpu", "usable", "free",
-    "kv_bytes", "kv_kib", "kv_seq", "batch_fit", "fits", "batch_paged", "batch_mem", "params_read_mem", "speed_floor", "speed_for_ttft", "batch_latency",
-    "batch_ttft", "cap_latency", "cap_ttft", "batch", "binding", "params_read",
+    "bytes_weight", "bytes_kv", "experts", "experts_per_token", "weights", "weights_gpu", "usable", "free", "kv_bytes",
+    "kv_kib", "kv_seq", "batch_fit", "fits", "batch_paged", "batch_mem", "params_read_mem", "speed_floor",
+    "speed_for_ttft", "batch_latency", "batch_ttft", "cap_latency", "cap_ttft", "batch", "binding", "params_read",
     "tps_user", "tps_alone", "tps_total", "prefill", "cost_full", "cost_avg",
 }  # fmt: skip
 """Lines repeated for every case on Scenarios: what the table of Back-of-the-Envelope §6 compares and what it depends
