@@ -246,3 +246,29 @@ def test_a_case_carries_no_other_models_overrides(plan):
     with changed(plan, {f"Inputs!{gpu.col}{gpu.row}": "H200"}):
         assert case4("tflops") == catalog.gpu_spec("H200", "bf16_tflops") and case4("gpu_overrides") == "no"
         assert case4("params") == 7.6
+
+
+# -- latency under load: a percentile first-token target sizes the fleet ---------------------------------------------
+def test_a_tighter_p99_first_token_target_grows_the_fleet_as_python_says(plan):
+    from xlsxplan.core import queueing
+
+    # As shipped no percentile target applies: the fleet is the load's, and P50/P90/P99 at the peak are shown.
+    assert line(plan, "replicas_ttft_pct") == "no target"
+    assert line(plan, "replicas_needed") == line(plan, "replicas_load") == 4
+    p50, p90, p99 = (line(plan, k) for k in ("ttft_p50", "ttft_p90", "ttft_p99"))
+    assert line(plan, "prefill_chunked") <= p50 <= p90 <= p99
+    fleets = []
+    for target in (5.0, 1.0, 0.9):
+        with changed(plan, {"First_Token_Target_At_The_Percentile": target}):
+            args = (
+                [line(plan, k) for k in ("peak_rps",)]
+                + [target, 0.99]
+                + [line(plan, k) for k in ("batch", "prefill_chunked", "decode_s", "replica_rps_chunked")]
+            )
+            expected = queueing.replicas_for_ttft(*args) + 1  # and the spare
+            assert line(plan, "replicas_ttft_pct") == expected
+            assert line(plan, "replicas_needed") == max(expected, line(plan, "replicas_load"))
+            fleets.append(line(plan, "gpus_peak"))
+            # at the fleet planned, the P99 meets the target (all replicas serving)
+            assert line(plan, "ttft_p99") <= target
+    assert fleets[0] <= fleets[1] <= fleets[2] and fleets[2] > fleets[0]  # tighter targets, more GPUs

@@ -582,25 +582,25 @@ def test_the_walkthrough_prose_quotes_the_figures_its_commands_print():
         f"So the batch is {n(1, 'B37'):.0f}, at {n(1, 'B40'):.1f} tokens/s per user",
         f"that prompt takes {n(1, 'B45'):.2f} s",
         f"a replica serves {n(2, 'B53'):.2f} requests/s",
-        f"one spare makes {n(2, 'B55'):.0f}: {words[n(2, 'B56')]} GPUs",
-        f"{n(2, 'B58'):.1%} busy over the day",
-        f"share of the arithmetic, {n(2, 'B70'):.0%}",
-        f"costs the same in or out, ${n(2, 'B71'):.2f} per million",
-        f"the same peak needs {n(2, 'B78'):.0f} replicas, {words[n(2, 'B79')]} GPUs",
-        f"a replica serves {n(3, 'B53'):.2f} requests/s, and {words[n(3, 'B55')]} replicas ({words[n(3, 'B56')]} GPUs)",
+        f"one spare makes {n(2, 'B56'):.0f}: {words[n(2, 'B57')]} GPUs",
+        f"{n(2, 'B62'):.1%} busy over the day",
+        f"share of the arithmetic, {n(2, 'B74'):.0%}",
+        f"costs the same in or out, ${n(2, 'B75'):.2f} per million",
+        f"the same peak needs {n(2, 'B82'):.0f} replicas, {words[n(2, 'B83')]} GPUs",
+        f"a replica serves {n(3, 'B53'):.2f} requests/s, and {words[n(3, 'B56')]} replicas ({words[n(3, 'B57')]} GPUs)",
         f"the first-token target allows {n(3, 'B36'):.0f} and the decode-speed target, {n(3, 'B37'):.0f}, binds",
-        f"${n(3, 'B71'):.2f} against ${n(3, 'B72'):.2f} per million",
+        f"${n(3, 'B75'):.2f} against ${n(3, 'B76'):.2f} per million",
         f"memory holds {n(4, 'B30'):.0f}, the 60 tokens/s target allows {n(4, 'B35'):.0f}",
         f"users wait {n(4, 'B46'):.0f} s",
-        f"a replica serves {n(4, 'B53'):.2f} requests/s, so the fleet grows to {n(4, 'B55'):.0f} replicas, "
-        f"{words[n(4, 'B56')]} GPUs",
-        f"${n(4, 'B72'):.2f} against ${n(4, 'B71'):.2f} per million",
+        f"a replica serves {n(4, 'B53'):.2f} requests/s, so the fleet grows to {n(4, 'B56'):.0f} replicas, "
+        f"{words[n(4, 'B57')]} GPUs",
+        f"${n(4, 'B76'):.2f} against ${n(4, 'B75'):.2f} per million",
     ]
     for claim in claims:
         assert claim in prose, claim
-    assert n(2, "B71") == pytest.approx(n(2, "B72"))  # compute binds: a token costs the same in or out
+    assert n(2, "B75") == pytest.approx(n(2, "B76"))  # compute binds: a token costs the same in or out
     assert n(1, "B37") == n(1, "B36") < n(1, "B35") < n(1, "B29")  # the first-token target binds, not memory
-    assert n(4, "B72") > n(4, "B71")  # decode binds with reasoning: output costs more
+    assert n(4, "B76") > n(4, "B75")  # decode binds with reasoning: output costs more
     # the hand arithmetic the prose adds: 6,802 compute tokens/s, 0.338 s of compute and 0.108 s of decode steps
     # per request, a $480 day
     compute = x.compute_tokens_per_s(PARAMS_B, N_GPUS * TFLOPS * 0.5)

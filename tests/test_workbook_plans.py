@@ -19,7 +19,7 @@ import pytest
 
 from xlsxplan import calibration, catalog
 from xlsxplan.catalog import models
-from xlsxplan.core import architecture, roofline, serving, traffic, training, training_memory
+from xlsxplan.core import architecture, queueing, roofline, serving, traffic, training, training_memory
 from xlsxplan.errors import CellError, NotAvailableError, OutOfRangeError, UnknownPresetError, XlsxplanError
 from xlsxplan.headless import Workbook
 from xlsxplan.precision import bytes_per_param
@@ -105,6 +105,7 @@ def serving_globals(g: dict[str, Any], lengths: list[float]) -> dict[str, Any]:
     for key, name in (("speed", "Latency_Target"), ("ttft", "Time_To_First_Token_Target")):  # none when empty
         r[f"{key}_given"] = "yes" if _positive(g[name]) else "no"
         r[f"{key}_unset"] = NO_FIT if _positive(g[name]) else "no target"
+    r["pct_given"] = "yes" if _positive(g["First_Token_Target_At_The_Percentile"]) else "no"
     decode = r["decode_tokens"] = out + reasoning
     r["pasted"] = len(lengths)
     if lengths:  # pasted lengths set the mean, the tail and the spread (Excel's AVERAGE, PERCENTILE, STDEVP)
@@ -251,6 +252,9 @@ def serving_reference(case: dict[str, Any], g: dict[str, Any], d: dict[str, Any]
             if line.formula.startswith("=IF(AND(ISNUMBER({batch}),{batch}>=1),"):
                 r[line.key] = NO_FIT
         r["replicas_planned"] = deployed if _positive(deployed) else NO_FIT
+        r["replicas_ttft_pct"] = "no target"
+        r["queue_state"] = NO_FIT
+        r["ttft_p50"] = r["ttft_p90"] = r["ttft_p99"] = NO_FIT
         r["kv_transfer"] = traffic.kv_transfer_s(kv, d["prompt_mean"], g["Prefill_To_Decode_Link_Bandwidth"])
         return r
     reads = r["params_read"] = read(batch)
@@ -268,8 +272,22 @@ def serving_reference(case: dict[str, Any], g: dict[str, Any], d: dict[str, Any]
     r["replica_rps"] = traffic.replica_rps(prefill, decode, total)
     rps = r["replica_rps_chunked"] = traffic.replica_rps_chunked(prefill, d["prefill_tokens"], decode, total)
     peak_rps = d["peak_rps"]
-    r["replicas_needed"] = traffic.fleet_replicas(peak_rps, rps, spare, minimum)
+    load = r["replicas_load"] = traffic.fleet_replicas(peak_rps, rps, spare, minimum)
+    room = serving.compute_tokens_per_s(active, n * tflops * util) - total
+    chunked = r["prefill_chunked"] = max(prefill, d["prefill_tokens"] / room)
+    decode_s = r["decode_s"] = decode / r["tps_user"]
+    pct_target = g["First_Token_Target_At_The_Percentile"]
+    r["replicas_ttft_pct"] = (queueing.replicas_for_ttft(peak_rps, pct_target, g["First_Token_Percentile"], batch,
+                                                         chunked, decode_s, rps) + spare
+                              if _positive(pct_target) else "no target")  # fmt: skip
+    r["replicas_needed"] = max(load, r["replicas_ttft_pct"] if _positive(pct_target) else 0)
     planned = r["replicas_planned"] = deployed if _positive(deployed) else r["replicas_needed"]
+    load = r["queue_load"] = peak_rps / planned * queueing.slot_s(batch, chunked, decode_s, rps) / batch
+    r["queue_state"] = "queue overloaded" if load >= 1 else NO_FIT
+    for key, name in (("ttft_p50", "Low"), ("ttft_p90", "Middle"), ("ttft_p99", "High")):
+        r[key] = (queueing.ttft_at_load_s(peak_rps, planned, batch, chunked, decode_s, rps,
+                                          g[f"{name}_First_Token_Percentile_Shown"])
+                  if load < 1 else r["queue_state"])  # fmt: skip
     gpus = r["gpus_peak"] = planned * n
     r["coverage"] = traffic.peak_coverage(peak_rps, rps, planned, spare)
     r["fleet_util"] = traffic.fleet_utilisation(g["Requests_Per_Day"], rps, planned)
@@ -342,7 +360,9 @@ SERVING_GLOBALS = ("Requests_Per_Day", "Prompt_Tokens_Per_Request", "Tail_Prompt
                    "Decode_Bandwidth_Efficiency", "Prefill_Compute_Utilisation", "KV_Cache_Overflow_Accepted",
                    "Latency_Target", "Time_To_First_Token_Target", "Spare_Replicas", "Minimum_Replicas",
                    "Replicas_Deployed", "Prefill_To_Decode_Link_Bandwidth", "Traffic_Growth_Multiple",
-                   "Average_Utilisation", "Hours_Per_Month", "Measured_Decode_Speed_At_Batch_1",
+                   "Average_Utilisation", "First_Token_Target_At_The_Percentile", "First_Token_Percentile",
+                   "Low_First_Token_Percentile_Shown", "Middle_First_Token_Percentile_Shown",
+                   "High_First_Token_Percentile_Shown", "Hours_Per_Month", "Measured_Decode_Speed_At_Batch_1",
                    "Measured_Time_To_First_Token", "Prompt_Tokens_In_The_Measurement", "Accelerator",
                    "Weight_Precision", "GPUs_Per_Replica")  # fmt: skip
 

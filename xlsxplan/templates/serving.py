@@ -95,6 +95,7 @@ SHEETS = [
 NO_FIT = "does not fit"
 NO_FIT_LOGNORMAL = "no log-normal fit"
 NO_TARGET = "no target"
+OVERLOADED = "queue overloaded"
 SPREAD_BASIS = (
     "the pasted lengths",
     "the spread typed on Inputs",
@@ -378,9 +379,25 @@ CASE_LINES: tuple[Line, ...] = (
     Line("replica_rps_chunked", "Requests per replica, chunked prefill",
          _fit("REPLICA_RPS_CHUNKED({prefill},{prefill_tokens},{decode_tokens},{tps_total})"), "requests/s",
          "Prompts chunked into the decode steps (Sarathi-Serve, arXiv:2403.02310): the plan's capacity", "dec2"),
-    Line("replicas_needed", "Replicas the peak needs, spares included",
+    Line("replicas_load", "Replicas the peak's load needs, spares included",
          _fit("FLEET_REPLICAS({peak_rps},{replica_rps_chunked},Spare_Replicas,Minimum_Replicas)"), "count",
          "ceil(peak requests/s / requests per replica) + spares, at least the minimum (Back-of-the-Envelope §6)",
+         "int"),
+    Line("prefill_chunked", "Prefill of a mean prompt beside the planned batch",
+         _fit("MAX({prefill},{prefill_tokens}/(COMPUTE_TOKS({active},{n_gpus}*{tflops}*Prefill_Compute_Utilisation)"
+              "-{tps_total}))"), "s",
+         "Prompt / (compute tokens/s - decode tokens/s); the prefill alone where decode leaves no compute",
+         "dec3"),
+    Line("decode_s", "Decode time of a request", _fit("{decode_tokens}/{tps_user}"), "s",
+         "Generated tokens / decode speed per user: the rest of a slot's time", "dec2"),
+    Line("replicas_ttft_pct", "Replicas for the percentile first-token target",
+         '=IF(AND({pct_given}="yes",ISNUMBER({batch}),{batch}>=1),REPLICAS_FOR_TTFT({peak_rps},'
+         "First_Token_Target_At_The_Percentile,First_Token_Percentile,{batch},{prefill_chunked},{decode_s},"
+         '{replica_rps_chunked})+Spare_Replicas,"no target")', "count",
+         "REPLICAS_FOR_TTFT: each replica batch servers for a Poisson queue (Erlang C), + spares", "int"),
+    Line("replicas_needed", "Replicas the peak needs, spares included",
+         _fit("MAX({replicas_load},{replicas_ttft_pct})"), "count",
+         "The load's count, or more where the percentile first-token target needs them (MAX skips no target)",
          "int"),
     Line("replicas_planned", "Replicas planned",
          "=IF(Replicas_Deployed>0,Replicas_Deployed,{replicas_needed})", "count",
@@ -390,6 +407,25 @@ CASE_LINES: tuple[Line, ...] = (
     Line("coverage", "Peak covered with the spares down",
          _fit("PEAK_COVERAGE({peak_rps},{replica_rps_chunked},{replicas_planned},Spare_Replicas)"), "ratio",
          "(replicas - spares) x requests per replica / peak requests/s; below 1 the peak is not served", "dec2"),
+    Line("queue_load", "Slots busy at the peak, the planned fleet",
+         _fit("{peak_rps}/{replicas_planned}*SLOT_S({batch},{prefill_chunked},{decode_s},{replica_rps_chunked})"
+              "/{batch}"), "fraction",
+         "Peak requests per replica x SLOT_S / batch: at 1 or above the queue grows without bound", "pct1"),
+    Line("queue_state", "The queue where it has no steady state",
+         f'=IF(COUNTIF({{queue_load}},">=1")=1,"{OVERLOADED}","{NO_FIT}")', "text",
+         "What the percentiles read when none is computed", "text"),
+    Line("ttft_p50", "First token at the peak, P50, the planned fleet",
+         '=IF(AND(ISNUMBER({queue_load}),{queue_load}<1),TTFT_AT_LOAD_S({peak_rps},{replicas_planned},{batch},'
+         "{prefill_chunked},{decode_s},{replica_rps_chunked},Low_First_Token_Percentile_Shown),{queue_state})",
+         "s", "TTFT_AT_LOAD_S: the wait for a slot (Erlang C, M/M/c) plus the prefill, all replicas serving", "dec2"),
+    Line("ttft_p90", "First token at the peak, P90, the planned fleet",
+         '=IF(AND(ISNUMBER({queue_load}),{queue_load}<1),TTFT_AT_LOAD_S({peak_rps},{replicas_planned},{batch},'
+         "{prefill_chunked},{decode_s},{replica_rps_chunked},Middle_First_Token_Percentile_Shown),{queue_state})",
+         "s", "As above, at the middle percentile shown (Inputs)", "dec2"),
+    Line("ttft_p99", "First token at the peak, P99, the planned fleet",
+         '=IF(AND(ISNUMBER({queue_load}),{queue_load}<1),TTFT_AT_LOAD_S({peak_rps},{replicas_planned},{batch},'
+         "{prefill_chunked},{decode_s},{replica_rps_chunked},High_First_Token_Percentile_Shown),{queue_state})",
+         "s", "As above, at the high percentile shown (Inputs)", "dec2"),
     Line("fleet_util", "Average utilisation of the fleet",
          _fit("FLEET_UTILISATION(Requests_Per_Day,{replica_rps_chunked},{replicas_planned})"), "fraction",
          "Average requests/s / what the fleet could serve: the plan's own figure for Back-of-the-Envelope's 30%",
@@ -457,6 +493,9 @@ GLOBAL_LINES: tuple[Line, ...] = (
     Line("ttft_given", "Time-to-first-token target given?",
          '=IF(AND(ISNUMBER(Time_To_First_Token_Target),Time_To_First_Token_Target>0),"yes","no")', "text",
          "Empty on Inputs: no first-token target applies", "text"),
+    Line("pct_given", "Percentile first-token target given?",
+         '=IF(AND(ISNUMBER(First_Token_Target_At_The_Percentile),First_Token_Target_At_The_Percentile>0),"yes","no")',
+         "text", "Empty on Inputs: the fleet is sized for its load alone", "text"),
     Line("speed_unset", "The speed target's batch where none is computed",
          f'=IF({{speed_given}}="yes","{NO_FIT}","{NO_TARGET}")', "text",
          f"{NO_FIT}: memory holds no sequence; {NO_TARGET}: none given", "text"),
@@ -692,6 +731,17 @@ def _inputs(book: Book, lists: dict[str, str]) -> Sheet:
              "Longest wait for the first token of a tail prompt", "dec2",
              validation_for(domain_of(domains.Seconds), "Time-to-first-token target",
                             "leave it empty for no first-token target"))  # fmt: skip
+    sh.input("First-token percentile", 0.99, "fraction", "Example: P99, a common objective",
+             "Share of requests the target below must hold for", "pct",
+             validation_for(domain_of(domains.Percentile), "First-token percentile"))  # fmt: skip
+    sh.input("First-token target at the percentile", None, "s", "Example: empty, no target; e.g. 2 s at P99",
+             "Replicas are added until the peak's queue meets it", "dec2",
+             validation_for(domain_of(domains.Seconds), "First-token target at the percentile",
+                            "leave it empty for no percentile target"))  # fmt: skip
+    for word, value in (("Low", 0.5), ("Middle", 0.9), ("High", 0.99)):
+        sh.input(f"{word} first-token percentile shown", value, "fraction", "Convention: P50, P90 and P99",
+                 "Calculations shows the first token at the peak there", "pct",
+                 validation_for(domain_of(domains.Percentile), f"{word} first-token percentile shown"))  # fmt: skip
     sh.input("Spare replicas", 1, "count", f"{ENVELOPE} §6 (example)", "On top of the peak: one failure "
              "leaves it covered", "int",
              validation_for(domain_of(domains.Spare), "Spare replicas"))  # fmt: skip
@@ -1110,9 +1160,13 @@ OUTPUT_ROWS: tuple[tuple[str, tuple[tuple[str, str, bool], ...]], ...] = (
         ("replica_rps", "Prefill and decode taking turns", False),
         ("replica_rps_chunked", "The plan's capacity per replica", False),
         ("replicas_decode", "Back-of-the-Envelope's count", False),
+        ("replicas_ttft_pct", "Only where a percentile target is given", False),
         ("replicas_planned", "Spares included", True),
         ("gpus_peak", "At the efficiencies assumed on Inputs", True),
         ("coverage", "Below 1: the peak is not served", True),
+        ("ttft_p50", "Queueing at the peak: the median user", True),
+        ("ttft_p90", "", False),
+        ("ttft_p99", "The tail service-level objectives are written on", True),
         ("fleet_util", "Over the day", True),
         ("replicas_decode_growth", '="At "&Traffic_Growth_Multiple&"x the peak, Back-of-the-Envelope\'s count"', False),
         ("replicas_growth", '="At "&Traffic_Growth_Multiple&"x the peak (growth multiple on Inputs)"', True),
