@@ -272,3 +272,24 @@ def test_a_tighter_p99_first_token_target_grows_the_fleet_as_python_says(plan):
             # at the fleet planned, the P99 meets the target (all replicas serving)
             assert line(plan, "ttft_p99") <= target
     assert fleets[0] <= fleets[1] <= fleets[2] and fleets[2] > fleets[0]  # tighter targets, more GPUs
+
+
+# -- memory as serving engines allocate it ---------------------------------------------------------------------------
+def test_the_engines_memory_fraction_reserve_and_blocks_give_its_true_concurrency(plan):
+    from xlsxplan.core import engine
+
+    # The active case, Qwen2.5-72B in FP8 on two H100s: 80 GB x 0.9 - 36.35 GB of weights per GPU leaves each GPU's
+    # pool; KV of 327,680 bytes a token over two GPUs, in blocks of 16 tokens.
+    pool = 80 * 0.9 - line(plan, "weights_gpu")
+    assert line(plan, "engine_pool") == pytest.approx(pool)
+    tokens = int(pool * 1e9 // (327_680 / 2) // 16 * 16)
+    assert line(plan, "engine_tokens") == tokens == engine.engine_kv_tokens(pool, 327_680 / 2, 16)
+    # the longest request accepted, 32,768 + 300 tokens, rounded up to blocks: vLLM's "Maximum concurrency"
+    per_request = 327_680 / 2 * (-(-(32_768 + 300) // 16) * 16)
+    assert line(plan, "engine_concurrency") == pytest.approx(pool * 1e9 / per_request)
+    before = line(plan, "engine_concurrency")
+    with changed(plan, {"Engine_Memory_Fraction": 0.95, "Engine_Activation_And_Graph_Reserve": 3}):
+        assert line(plan, "engine_pool") == pytest.approx(80 * 0.95 - line(plan, "weights_gpu") - 3)
+        assert line(plan, "engine_concurrency") != before
+    with changed(plan, {"Engine_Activation_And_Graph_Reserve": 60}):  # no pool left: nothing runs
+        assert line(plan, "engine_tokens") == 0 and line(plan, "engine_concurrency") == 0

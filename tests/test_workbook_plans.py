@@ -19,7 +19,7 @@ import pytest
 
 from xlsxplan import calibration, catalog
 from xlsxplan.catalog import models
-from xlsxplan.core import architecture, queueing, roofline, serving, traffic, training, training_memory
+from xlsxplan.core import architecture, engine, queueing, roofline, serving, traffic, training, training_memory
 from xlsxplan.errors import CellError, NotAvailableError, OutOfRangeError, UnknownPresetError, XlsxplanError
 from xlsxplan.headless import Workbook
 from xlsxplan.precision import bytes_per_param
@@ -206,6 +206,14 @@ def serving_reference(case: dict[str, Any], g: dict[str, Any], d: dict[str, Any]
     mem = r["batch_mem"] = paged if use_paged else fit
     r["batch_basis"] = "paged KV cache" if use_paged else "every slot at the tail"
     r["max_context"] = traffic.max_context_tokens(free, kv)
+    # memory as a serving engine allocates it (xlsxplan.core.engine: vLLM's and SGLang's start-up arithmetic)
+    pool = r["engine_pool"] = engine.engine_kv_gb(memory, r["weights_gpu"], g["Engine_Memory_Fraction"],
+                                                  g["Engine_Activation_And_Graph_Reserve"])  # fmt: skip
+    block = g["Engine_KV_Block_Size"]
+    r["engine_tokens"] = engine.engine_kv_tokens(pool, kv / n, block) if pool > 0 else 0
+    r["engine_concurrency"] = (engine.engine_max_concurrency(pool, kv / n, d["longest_request"], block)
+                               if pool > 0 else 0)  # fmt: skip
+    r["engine_batch"] = engine.engine_max_concurrency(pool, kv / n, tail_ctx, block) if pool > 0 else 0
 
     def read(batch: int) -> float:  # MOE_PARAMS_READ_B: all the parameters of a dense model
         return architecture.moe_params_read_b(params, active, experts, per_token, batch)
@@ -362,7 +370,8 @@ SERVING_GLOBALS = ("Requests_Per_Day", "Prompt_Tokens_Per_Request", "Tail_Prompt
                    "Replicas_Deployed", "Prefill_To_Decode_Link_Bandwidth", "Traffic_Growth_Multiple",
                    "Average_Utilisation", "First_Token_Target_At_The_Percentile", "First_Token_Percentile",
                    "Low_First_Token_Percentile_Shown", "Middle_First_Token_Percentile_Shown",
-                   "High_First_Token_Percentile_Shown", "Hours_Per_Month", "Measured_Decode_Speed_At_Batch_1",
+                   "High_First_Token_Percentile_Shown", "Engine_Memory_Fraction",
+                   "Engine_Activation_And_Graph_Reserve", "Engine_KV_Block_Size", "Hours_Per_Month", "Measured_Decode_Speed_At_Batch_1",
                    "Measured_Time_To_First_Token", "Prompt_Tokens_In_The_Measurement", "Accelerator",
                    "Weight_Precision", "GPUs_Per_Replica")  # fmt: skip
 

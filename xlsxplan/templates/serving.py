@@ -287,6 +287,21 @@ CASE_LINES: tuple[Line, ...] = (
          f'=IF(AND(ISNUMBER({{batch_paged}}),ISNUMBER({{batch_fit}}),{{batch_fit}}>=1),"{PAGED}","{PER_SLOT}")', "text",
          "Paged, as vLLM, TensorRT-LLM and SGLang run; per slot is Back-of-the-Envelope's worst case (§3)",
          "text"),
+    Line("engine_pool", "KV cache pool the engine sets aside, per GPU",
+         "=ENGINE_KV_GB({memory},{weights_gpu},Engine_Memory_Fraction,Engine_Activation_And_Graph_Reserve)", "GB",
+         "Memory x the engine's fraction - weights - reserve (vLLM determine_available_memory; SGLang)", "dec1",
+         compare=False),
+    Line("engine_tokens", "KV cache tokens the engine allocates",
+         '=IF({engine_pool}>0,ENGINE_KV_TOKENS({engine_pool},{kv_bytes}/{n_gpus},Engine_KV_Block_Size),0)', "tokens",
+         "Whole blocks of the pool per GPU: the 'GPU KV cache size' vLLM prints at start-up", "int", compare=False),
+    Line("engine_concurrency", "Maximum concurrency at the longest request",
+         '=IF({engine_pool}>0,ENGINE_MAX_CONCURRENCY({engine_pool},{kv_bytes}/{n_gpus},{longest_request},'
+         "Engine_KV_Block_Size),0)", "requests", "Requests of the longest accepted length at once, as vLLM prints",
+         "dec2", compare=False),
+    Line("engine_batch", "Tail-prompt sequences the engine's pool holds",
+         '=IF({engine_pool}>0,ENGINE_MAX_CONCURRENCY({engine_pool},{kv_bytes}/{n_gpus},{tail_context},'
+         "Engine_KV_Block_Size),0)", "sequences", "The engine-true counterpart of the batch that fits, block-rounded",
+         "dec1", compare=False),
     Line("max_context", "Longest sequence that fits alone", "=MAX_CONTEXT_TOKENS({free},{kv_bytes})", "tokens",
          "floor(free memory / KV per token): the ceiling on the longest request (Back-of-the-Envelope §1)", "int"),
     # -- speed and the latency targets
@@ -738,6 +753,15 @@ def _inputs(book: Book, lists: dict[str, str]) -> Sheet:
              "Replicas are added until the peak's queue meets it", "dec2",
              validation_for(domain_of(domains.Seconds), "First-token target at the percentile",
                             "leave it empty for no percentile target"))  # fmt: skip
+    sh.input("Engine memory fraction", 0.9, "fraction", "Example: vLLM gpu_memory_utilization",
+             "SGLang's mem_fraction_static is about 0.8 to 0.93", "pct",
+             validation_for(frac, "Engine memory fraction"))  # fmt: skip
+    sh.input("Engine activation and graph reserve", 0, "GB", "Example: none; the engine logs it",
+             "Per GPU; vLLM issue #16570 logs 2.85 GiB", "dec2",
+             validation_for(domain_of(domains.MemoryGBOrZero), "Engine activation and graph reserve"))  # fmt: skip
+    sh.input("Engine KV block size", 16, "tokens", "Example: vLLM's default block",
+             "A sequence's cache is rounded up to whole blocks", "int",
+             validation_for(domain_of(domains.Count), "Engine KV block size"))  # fmt: skip
     for word, value in (("Low", 0.5), ("Middle", 0.9), ("High", 0.99)):
         sh.input(f"{word} first-token percentile shown", value, "fraction", "Convention: P50, P90 and P99",
                  "Calculations shows the first token at the peak there", "pct",
@@ -1138,6 +1162,8 @@ OUTPUT_ROWS: tuple[tuple[str, tuple[tuple[str, str, bool], ...]], ...] = (
         ("batch_mem", "The plan's memory limit", True),
         ("batch_basis", "", False),
         ("max_context", "Ceiling on the longest request", False),
+        ("engine_tokens", "As the engine prints it at start-up", False),
+        ("engine_concurrency", "Engine-true: its memory fraction and reserve", True),
     )),
     ("Speed and latency", (
         ("batch_latency", "", False),
