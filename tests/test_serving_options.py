@@ -293,3 +293,22 @@ def test_the_engines_memory_fraction_reserve_and_blocks_give_its_true_concurrenc
         assert line(plan, "engine_concurrency") != before
     with changed(plan, {"Engine_Activation_And_Graph_Reserve": 60}):  # no pool left: nothing runs
         assert line(plan, "engine_tokens") == 0 and line(plan, "engine_concurrency") == 0
+
+
+def test_speculative_decoding_speeds_decode_and_cuts_its_cost_as_the_hand_says(plan):
+    from xlsxplan.core import serving, speculative
+
+    assert line(plan, "spec_tps_user") == "off"  # no draft tokens given
+    with changed(plan, {"Draft_Tokens_Per_Step": 4}):
+        # alpha 0.8, gamma 4: (1 - 0.8^5) / 0.2 = 3.36 tokens a step (Leviathan et al. 2023, equation 1)
+        assert line(plan, "spec_tokens") == pytest.approx((1 - 0.8**5) / 0.2)
+        batch = line(plan, "batch")
+        step = speculative.spec_step_seconds(line(plan, "params_read"), 1, batch, 327_680, 2_300, 2, 3.35,
+                                             line(plan, "tflops_weights"), 4, 1, 2, 1, 0.5)  # fmt: skip
+        assert line(plan, "spec_step") == pytest.approx(step)
+        tokens = (1 - 0.8**5) / 0.2
+        assert line(plan, "spec_tps_user") == pytest.approx(tokens / step)
+        assert line(plan, "spec_cost_full") == pytest.approx(serving.cost_per_m_tokens(2, 2.5, batch * tokens / step))
+        faster = line(plan, "spec_tps_user") / line(plan, "tps_user")
+        with changed(plan, {"Draft_Acceptance_Rate": 0.5}):  # a poorer draft: fewer tokens a step, slower
+            assert line(plan, "spec_tps_user") / line(plan, "tps_user") < faster

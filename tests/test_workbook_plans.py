@@ -19,7 +19,17 @@ import pytest
 
 from xlsxplan import calibration, catalog
 from xlsxplan.catalog import models
-from xlsxplan.core import architecture, engine, queueing, roofline, serving, traffic, training, training_memory
+from xlsxplan.core import (
+    architecture,
+    engine,
+    queueing,
+    roofline,
+    serving,
+    speculative,
+    traffic,
+    training,
+    training_memory,
+)
 from xlsxplan.errors import CellError, NotAvailableError, OutOfRangeError, UnknownPresetError, XlsxplanError
 from xlsxplan.headless import Workbook
 from xlsxplan.precision import bytes_per_param
@@ -263,6 +273,7 @@ def serving_reference(case: dict[str, Any], g: dict[str, Any], d: dict[str, Any]
         r["replicas_ttft_pct"] = "no target"
         r["queue_state"] = NO_FIT
         r["ttft_p50"] = r["ttft_p90"] = r["ttft_p99"] = NO_FIT
+        r["spec_tokens"] = r["spec_step"] = r["spec_tps_user"] = r["spec_cost_full"] = "off"
         r["kv_transfer"] = traffic.kv_transfer_s(kv, d["prompt_mean"], g["Prefill_To_Decode_Link_Bandwidth"])
         return r
     reads = r["params_read"] = read(batch)
@@ -274,6 +285,16 @@ def serving_reference(case: dict[str, Any], g: dict[str, Any], d: dict[str, Any]
     reasoning, decode = g["Hidden_Reasoning_Tokens_Per_Request"], d["decode_tokens"]
     r["time_to_answer"] = traffic.time_to_answer_s(prefill, reasoning, r["tps_user"])
     r["cost_full"] = serving.cost_per_m_tokens(n, price, total)
+    gamma = g["Draft_Tokens_Per_Step"]  # speculative decoding, beside the plan (xlsxplan.core.speculative)
+    if _positive(gamma):
+        step_tokens = r["spec_tokens"] = speculative.spec_tokens_per_step(g["Draft_Acceptance_Rate"], gamma)
+        step = r["spec_step"] = speculative.spec_step_seconds(reads, bw, batch, kv, ctx, n, bandwidth,
+                                                              r["tflops_weights"], gamma, g["Draft_Model_Parameters"],
+                                                              2, eff, util)  # fmt: skip
+        r["spec_tps_user"] = step_tokens / step
+        r["spec_cost_full"] = serving.cost_per_m_tokens(n, price, batch * r["spec_tps_user"])
+    else:
+        r["spec_tokens"] = r["spec_step"] = r["spec_tps_user"] = r["spec_cost_full"] = "off"
     r["cost_avg"] = serving.cost_per_m_tokens(n, price, total, g["Average_Utilisation"])
     r["replicas_decode"] = serving.replicas(d["peak_output"], total)
     r["replicas_decode_growth"] = serving.replicas(d["growth_output"], total)
@@ -371,7 +392,8 @@ SERVING_GLOBALS = ("Requests_Per_Day", "Prompt_Tokens_Per_Request", "Tail_Prompt
                    "Average_Utilisation", "First_Token_Target_At_The_Percentile", "First_Token_Percentile",
                    "Low_First_Token_Percentile_Shown", "Middle_First_Token_Percentile_Shown",
                    "High_First_Token_Percentile_Shown", "Engine_Memory_Fraction",
-                   "Engine_Activation_And_Graph_Reserve", "Engine_KV_Block_Size", "Hours_Per_Month", "Measured_Decode_Speed_At_Batch_1",
+                   "Engine_Activation_And_Graph_Reserve", "Engine_KV_Block_Size", "Draft_Tokens_Per_Step",
+                   "Draft_Acceptance_Rate", "Draft_Model_Parameters", "Hours_Per_Month", "Measured_Decode_Speed_At_Batch_1",
                    "Measured_Time_To_First_Token", "Prompt_Tokens_In_The_Measurement", "Accelerator",
                    "Weight_Precision", "GPUs_Per_Replica")  # fmt: skip
 

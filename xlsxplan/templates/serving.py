@@ -95,6 +95,9 @@ SHEETS = [
 NO_FIT = "does not fit"
 NO_FIT_LOGNORMAL = "no log-normal fit"
 NO_TARGET = "no target"
+SPEC_OFF = "off"
+_SPEC_ON = "=IF(AND(ISNUMBER(Draft_Tokens_Per_Step),Draft_Tokens_Per_Step>=1,ISNUMBER({batch}),{batch}>=1),"
+"""The speculative lines' test: draft tokens given, and a batch that fits."""
 OVERLOADED = "queue overloaded"
 SPREAD_BASIS = (
     "the pasted lengths",
@@ -374,6 +377,24 @@ CASE_LINES: tuple[Line, ...] = (
     Line("time_to_answer", "Time to the first visible token",
          _fit("TIME_TO_ANSWER_S({prefill},Hidden_Reasoning_Tokens_Per_Request,{tps_user})"), "s",
          "Prefill + reasoning tokens / decode speed: the answer starts after the reasoning", "dec2"),
+    # -- speculative decoding, beside the plan (Leviathan et al. 2023): what a draft does to decode speed and cost
+    Line("spec_tokens", "Tokens a verify step yields, speculative",
+         _SPEC_ON + 'SPEC_TOKENS_PER_STEP(Draft_Acceptance_Rate,Draft_Tokens_Per_Step),"off")',
+         "tokens",
+         "(1 - alpha^(gamma+1)) / (1 - alpha): Leviathan, Kalman and Matias 2023 (arXiv:2211.17192)", "dec2"),
+    Line("spec_step", "Step time with the draft, at the planned batch",
+         _SPEC_ON + "SPEC_STEP_S({params_read},{bytes_weight},{batch},{kv_bytes},{context},{n_gpus},{bandwidth},"
+         '{tflops_weights},Draft_Tokens_Per_Step,Draft_Model_Parameters,BYTES_PER_PARAM("bf16"),'
+         'Decode_Bandwidth_Efficiency,Prefill_Compute_Utilisation),"off")', "s",
+         "SPEC_STEP_S: gamma draft steps, then one verify pass over gamma + 1 tokens a sequence", "dec3"),
+    Line("spec_tps_user", "Decode speed per user, speculative",
+         _SPEC_ON + '{spec_tokens}/{spec_step},"off")',
+         "tokens/s",
+         "Tokens a step / step time, beside the plan's decode speed per user", "dec1"),
+    Line("spec_cost_full", "Cost per M output tokens at full load, speculative",
+         _SPEC_ON + 'COST_PER_M_TOKENS({n_gpus},{price},{batch}*{spec_tps_user}),"off")',
+         "USD/M tokens",
+         "As Back-of-the-Envelope §6, at the speculative decode throughput", "usd"),
     # -- cost as Back-of-the-Envelope counts it
     Line("cost_full", "List cost per M output tokens at full load",
          _fit("COST_PER_M_TOKENS({n_gpus},{price},{tps_total})"), "USD/M tokens",
@@ -753,6 +774,16 @@ def _inputs(book: Book, lists: dict[str, str]) -> Sheet:
              "Replicas are added until the peak's queue meets it", "dec2",
              validation_for(domain_of(domains.Seconds), "First-token target at the percentile",
                             "leave it empty for no percentile target"))  # fmt: skip
+    sh.input("Draft tokens per step", None, "count", "Example: empty, no speculative decoding",
+             "Gamma: tokens a draft model or MTP head proposes", "int",
+             validation_for(domain_of(domains.Count), "Draft tokens per step",
+                            "leave it empty for no speculative decoding"))  # fmt: skip
+    sh.input("Draft acceptance rate", 0.8, "fraction", "Example: Leviathan et al. 2023 (alpha)",
+             "Chance a drafted token is accepted; measure yours", "pct",
+             validation_for(domain_of(domains.FractionOrZero), "Draft acceptance rate"))  # fmt: skip
+    sh.input("Draft model parameters", 1, "B params", "Example: a 1B draft (Leviathan et al.)",
+             "Read once per draft step, in BF16", "dec2",
+             validation_for(domain_of(domains.ParamsB), "Draft model parameters"))  # fmt: skip
     sh.input("Engine memory fraction", 0.9, "fraction", "Example: vLLM gpu_memory_utilization",
              "SGLang's mem_fraction_static is about 0.8 to 0.93", "pct",
              validation_for(frac, "Engine memory fraction"))  # fmt: skip
@@ -1178,6 +1209,8 @@ OUTPUT_ROWS: tuple[tuple[str, tuple[tuple[str, str, bool], ...]], ...] = (
         ("ttft_batch", "Within the first-token target", True),
         ("ttft_alone", "Attention and GPU traffic counted", False),
         ("time_to_answer", "Prefill, then any hidden reasoning", True),
+        ("spec_tps_user", "Off until draft tokens are given", False),
+        ("spec_cost_full", "Beside the plan's full-load cost", False),
     )),
     ("Traffic and capacity", (
         ("peak_rps", "", False),
