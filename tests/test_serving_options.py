@@ -312,3 +312,24 @@ def test_speculative_decoding_speeds_decode_and_cuts_its_cost_as_the_hand_says(p
         faster = line(plan, "spec_tps_user") / line(plan, "tps_user")
         with changed(plan, {"Draft_Acceptance_Rate": 0.5}):  # a poorer draft: fewer tokens a step, slower
             assert line(plan, "spec_tps_user") / line(plan, "tps_user") < faster
+
+
+def test_each_view_shows_one_cost_per_m_input_and_one_per_m_output_labelled(plan):
+    # Outputs: the plan's costs, the calibrated view's, and the source's own method, each in a section of its own
+    # whose heading says what it assumes; no section quotes two output prices side by side.
+    ws = plan.book.ws("Outputs")
+    sections: dict[str, list[str]] = {}
+    current = ""
+    for r in range(6, ws.max_row + 1):
+        label = ws[f"A{r}"].value
+        if ws[f"A{r}"].style == "Heading 2":
+            current = label
+        elif isinstance(label, str):
+            sections.setdefault(current, []).append(label)
+    for heading, labels in sections.items():
+        assert sum("per M input" in x for x in labels) <= 1, heading
+        assert sum("per M output" in x for x in labels) <= 1 or "method" in heading, heading
+    plan_costs = sections[serving_book.OUTPUT_COST_SECTION]
+    assert sum("per M input" in x for x in plan_costs) == sum("per M output" in x for x in plan_costs) == 1
+    calibrated = sections["Calibrated expectation"]
+    assert sum("per M input" in x for x in calibrated) == sum("per M output" in x for x in calibrated) == 1

@@ -584,23 +584,23 @@ def test_the_walkthrough_prose_quotes_the_figures_its_commands_print():
         f"a replica serves {n(2, 'B57'):.2f} requests/s",
         f"one spare makes {n(2, 'B60'):.0f}: {words[n(2, 'B61')]} GPUs",
         f"{n(2, 'B66'):.1%} busy over the day",
-        f"share of the arithmetic, {n(2, 'B78'):.0%}",
-        f"costs the same in or out, ${n(2, 'B79'):.2f} per million",
-        f"the same peak needs {n(2, 'B86'):.0f} replicas, {words[n(2, 'B87')]} GPUs",
+        f"share of the arithmetic, {n(2, 'B76'):.0%}",
+        f"costs the same in or out, ${n(2, 'B77'):.2f} per million",
+        f"the same peak needs {n(2, 'B87'):.0f} replicas, {words[n(2, 'B88')]} GPUs",
         f"a replica serves {n(3, 'B57'):.2f} requests/s, and {words[n(3, 'B60')]} replicas ({words[n(3, 'B61')]} GPUs)",
         f"the first-token target allows {n(3, 'B38'):.0f} and the decode-speed target, {n(3, 'B39'):.0f}, binds",
-        f"${n(3, 'B79'):.2f} against ${n(3, 'B80'):.2f} per million",
+        f"${n(3, 'B77'):.2f} against ${n(3, 'B78'):.2f} per million",
         f"memory holds {n(4, 'B30'):.0f}, the 60 tokens/s target allows {n(4, 'B37'):.0f}",
         f"users wait {n(4, 'B48'):.0f} s",
         f"a replica serves {n(4, 'B57'):.2f} requests/s, so the fleet grows to {n(4, 'B60'):.0f} replicas, "
         f"{words[n(4, 'B61')]} GPUs",
-        f"${n(4, 'B80'):.2f} against ${n(4, 'B79'):.2f} per million",
+        f"${n(4, 'B78'):.2f} against ${n(4, 'B77'):.2f} per million",
     ]
     for claim in claims:
         assert claim in prose, claim
-    assert n(2, "B79") == pytest.approx(n(2, "B80"))  # compute binds: a token costs the same in or out
+    assert n(2, "B77") == pytest.approx(n(2, "B78"))  # compute binds: a token costs the same in or out
     assert n(1, "B39") == n(1, "B38") < n(1, "B37") < n(1, "B29")  # the first-token target binds, not memory
-    assert n(4, "B80") > n(4, "B79")  # decode binds with reasoning: output costs more
+    assert n(4, "B78") > n(4, "B77")  # decode binds with reasoning: output costs more
     # the hand arithmetic the prose adds: 6,802 compute tokens/s, 0.338 s of compute and 0.108 s of decode steps
     # per request, a $480 day
     compute = x.compute_tokens_per_s(PARAMS_B, N_GPUS * TFLOPS * 0.5)

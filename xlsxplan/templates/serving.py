@@ -1171,6 +1171,9 @@ def _calibration(book: Book) -> Sheet:
     return sh
 
 
+OUTPUT_COST_SECTION = "Cost of the plan: the fleet around the clock, at the efficiencies on Inputs"
+"""The Outputs section with the plan's one cost per M input and one per M output tokens."""
+
 # What Outputs shows: (key, note, key result) by section; labels, units and formats come from the line.
 OUTPUT_ROWS: tuple[tuple[str, tuple[tuple[str, str, bool], ...]], ...] = (
     ("Prompt lengths", (
@@ -1235,13 +1238,15 @@ OUTPUT_ROWS: tuple[tuple[str, tuple[tuple[str, str, bool], ...]], ...] = (
         ("gpus_disagg", "", False),
         ("kv_transfer", "Added to the first token", False),
     )),
-    ("Cost", (
-        ("cost_full", "Back-of-the-Envelope's floor: one replica", True),
-        ("cost_avg", "Back-of-the-Envelope's method, decode only", True),
+    (OUTPUT_COST_SECTION, (
         ("prefill_share", "How the bill is split", False),
         ("cost_in", "At the fleet's own utilisation", True),
         ("cost_out", "At the fleet's own utilisation", True),
         ("monthly", "", True),
+    )),
+    (f"{ENVELOPE}'s method: output tokens only, one replica (not the plan's bill)", (
+        ("cost_full", "Back-of-the-Envelope's floor: one replica", True),
+        ("cost_avg", "Back-of-the-Envelope's method, decode only", True),
     )),
 )  # fmt: skip
 
@@ -1268,9 +1273,10 @@ def _outputs(book: Book) -> Sheet:
             line = lines[key]
             sh.link(key, line.label, line.unit, line.fmt, note, key_result, line.bad)
     sh.section("Calibrated expectation", "The Calibration sheet: the plan at calibrated efficiencies")
+    avg = book.ref("Calibration:cal_cost_avg")  # the source's method at calibrated efficiencies: Calibration only
+    book.refs["cal_cost_avg:calibrated"] = Ref(avg.sheet, avg.row, SIDE_COLUMNS[1])
     for key, label, note, key_result in (
         ("cal_tps_total", "Decode throughput of a replica, calibrated", "At EFFICIENCY's bandwidth share", False),
-        ("cal_cost_avg", "Cost per M output tokens at average load, calibrated", f"{ENVELOPE}'s method", False),
         ("cal_replicas", "Replicas the peak needs, calibrated", "Spares included", False),
         ("cal_gpus", "GPUs the peak needs, calibrated", "Beside the GPUs at the assumed efficiencies", True),
         ("cal_monthly", "List cost per month of the fleet, calibrated", "Its GPUs billed around the clock", True),
