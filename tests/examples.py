@@ -115,6 +115,7 @@ EXAMPLES: dict[str, tuple] = {
     "SPEC_MAX_BATCH": (70.554, 1, 327680, 8192, 2, 80, 1, 2, 0, 4),
     # Planning: the support assistant on Qwen2.5-72B, H100s at $2.50, a 20 tokens/s target
     "PLAN_OPTIONS": ("Qwen2.5-72B", 200000, 2000, 300, 3, 20, 0, 1, "H100=2.5"),
+    "PLAN_OPTIONS_AT": (2, 13, "Qwen2.5-72B", 200000, 2000, 300, 3, 20, 0, 1, "H100=2.5"),
     # Cost: an owned GPU at $30,000 over 4 years against $2.50 an hour rented
     "GPU_HOUR_OWNED": (30000, 4, 0.1, 0.08, 1, 1.3, 0.08, 150),
     "CAPITAL_RECOVERY": (0.08, 4),

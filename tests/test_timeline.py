@@ -28,7 +28,9 @@ from xlsxplan.core import cost, serving, traffic
 from xlsxplan.headless import Workbook
 from xlsxplan.templates import serving as serving_book
 from xlsxplan.templates import timeline
+from xlsxplan.templates.book import name_from_label
 from xlsxplan.templates.build import Built, build_template
+from xlsxplan.templates.common import price_label
 from xlsxplan.templates.metrics import text_em
 from xlsxplan.templates.styles import NOTE_EM_PER_WIDTH
 
@@ -72,6 +74,14 @@ def total_of(b: Built, key: str) -> Any:
     return b.get(f"{timeline.SHEET}!C{_row(b, key)}")
 
 
+def price_name(gpu: str) -> str:
+    """The defined name of an accelerator's price on Lists."""
+    return name_from_label(price_label(gpu))
+
+
+H100_PRICE = price_name("H100-SXM")
+
+
 def _number(x: Any) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool)
 
@@ -80,7 +90,7 @@ NAMES = ("Requests_Per_Day", "Traffic_Growth_Per_Month", "Peak_Hour_Factor", "Ch
          "Capacity_Multiple_After_The_Change", "Spare_Replicas", "Minimum_Replicas", "GPUs_Per_Replica",
          "GPUs_Per_Server", "Lead_Time_For_Servers", "Capital_Cost_Per_GPU", "Capital_Recovery_Life", "Residual_Value",
          "Cost_Of_Capital", "Power_Per_GPU", "Power_Usage_Effectiveness", "Electricity_Price", "Hosting_Per_KW_Month",
-         "Price_Per_GPU_Hour", "On_Demand_Price_Change_Per_Month", "Committed_Price_Per_GPU_Hour", "Committed_GPUs",
+         "On_Demand_Price_Change_Per_Month", "Committed_Price_Per_GPU_Hour", "Committed_GPUs",
          "Hours_Per_Month", "Timeline_Start")  # fmt: skip
 
 
@@ -97,6 +107,7 @@ def reference(b: Built) -> dict[str, Any]:
     """The Timeline computed in Python from the workbook's inputs and the Calculations lines it starts from: each
     month row as a list of 36, each single figure as a value."""
     g = {name: b.get(name) for name in NAMES}
+    g["Price_Per_GPU_Hour"] = b.get(price_name(b.get("Accelerator")))  # the active accelerator's, on Lists
     calc = {key: b.get(b.book.address(key)) for key in ("replica_rps_chunked", "prompt_mean", "decode_tokens",
                                                          "fleet_util")}  # fmt: skip
     pasted = [row[0] for row in b.get("Monthly_Requests_Per_Day")]
@@ -263,11 +274,11 @@ def test_the_costs_block_is_costs_toml_with_each_figures_unit_source_and_date(pl
     [
         ("growth 10% a month", {"Traffic_Growth_Per_Month": 0.10}),
         ("traffic falling 3% a month, servers of 4 GPUs, on demand at $4.50",
-         {"Traffic_Growth_Per_Month": -0.03, "GPUs_Per_Server": 4, "Price_Per_GPU_Hour": 4.5}),
+         {"Traffic_Growth_Per_Month": -0.03, "GPUs_Per_Server": 4, H100_PRICE: 4.5}),
         ("a lead time of 8 months, on-demand prices falling 2% a month",
          {"Lead_Time_For_Servers": 8, "On_Demand_Price_Change_Per_Month": -0.02}),
         ("on demand at $4.00, committed at $3.00, 20 GPUs committed",
-         {"Price_Per_GPU_Hour": 4.0, "Committed_Price_Per_GPU_Hour": 3.0, "Committed_GPUs": 20}),
+         {H100_PRICE: 4.0, "Committed_Price_Per_GPU_Hour": 3.0, "Committed_GPUs": 20}),
         ("an engine twice as fast from month 6", {"Change_Month": 6, "Capacity_Multiple_After_The_Change": 2}),
         ("a forecast pasted for months 1, 2 and 36; cheaper servers and power",
          {"'Monthly requests'!B6": 500_000, "'Monthly requests'!B7": 50_000, "'Monthly requests'!B41": 2_000_000,
@@ -297,7 +308,7 @@ def test_the_cash_breakeven_of_a_flat_plan_is_breakeven_months(plan):
     # 8 GPUs every month, bought at once (no lead time), against $4.00 on demand: cumulative cash owned is
     # 400,000 + 8 x 0.501772 x 730 m = 400,000 + 2,930.35 m, on demand 8 x 4 x 730 m = 23,360 m; they cross at
     # m = 400,000 / (23,360 - 2,930.35) = 19.58, so month 20 is the first the owned plan has cost less
-    flat = {"Traffic_Growth_Per_Month": 0, "Change_Month": 0, "Lead_Time_For_Servers": 0, "Price_Per_GPU_Hour": 4.0}
+    flat = {"Traffic_Growth_Per_Month": 0, "Change_Month": 0, "Lead_Time_For_Servers": 0, H100_PRICE: 4.0}
     with changed(plan, flat):
         r = check_timeline(plan)
         running = 8 * r["running_hour"] * 730

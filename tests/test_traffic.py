@@ -575,39 +575,39 @@ def test_the_walkthrough_prose_quotes_the_figures_its_commands_print():
 
     words = {6: "six", 8: "eight", 12: "twelve", 3: "three"}
     claims = [
-        f"room for {n(0, 'B26'):.0f} sequences of 12,300 tokens",
-        f"{n(1, 'B28'):.0f} sequences fit but for the 5% overflow",
-        f"may read only so much, {n(1, 'B34'):.0f} sequences",
-        f"{n(1, 'B35'):.0f} sequences decode {n(1, 'B40'):,.0f} tokens/s",
-        f"reads a 12,000-token prompt in {n(1, 'B42'):.2f} s",
-        f"So the batch is {n(1, 'B36'):.0f}, at {n(1, 'B38'):.1f} tokens/s per user",
-        f"that prompt takes {n(1, 'B43'):.2f} s",
-        f"a replica serves {n(2, 'B51'):.2f} requests/s",
-        f"one spare makes {n(2, 'B53'):.0f}: {words[n(2, 'B54')]} GPUs",
-        f"{n(2, 'B56'):.1%} busy over the day",
-        f"share of the arithmetic, {n(2, 'B68'):.0%}",
-        f"costs the same in or out, ${n(2, 'B69'):.2f} per million",
-        f"the same peak needs {n(2, 'B76'):.0f} replicas, {words[n(2, 'B77')]} GPUs",
-        f"a replica serves {n(3, 'B51'):.2f} requests/s, and {words[n(3, 'B53')]} replicas ({words[n(3, 'B54')]} GPUs)",
-        f"the first-token target allows {n(3, 'B35'):.0f} and the decode-speed target, {n(3, 'B36'):.0f}, binds",
-        f"${n(3, 'B69'):.2f} against ${n(3, 'B70'):.2f} per million",
-        f"memory holds {n(4, 'B29'):.0f}, the 60 tokens/s target allows {n(4, 'B34'):.0f}",
-        f"users wait {n(4, 'B44'):.0f} s",
-        f"a replica serves {n(4, 'B51'):.2f} requests/s, so the fleet grows to {n(4, 'B53'):.0f} replicas, "
-        f"{words[n(4, 'B54')]} GPUs",
-        f"${n(4, 'B70'):.2f} against ${n(4, 'B69'):.2f} per million",
+        f"room for {n(0, 'B27'):.0f} sequences of 12,300 tokens",
+        f"{n(1, 'B29'):.0f} sequences fit but for the 5% overflow",
+        f"may read only so much, {n(1, 'B37'):.0f} sequences",
+        f"{n(1, 'B38'):.0f} sequences decode {n(1, 'B44'):,.0f} tokens/s",
+        f"reads a 12,000-token prompt in {n(1, 'B46'):.2f} s",
+        f"So the batch is {n(1, 'B39'):.0f}, at {n(1, 'B42'):.1f} tokens/s per user",
+        f"that prompt takes {n(1, 'B47'):.2f} s",
+        f"a replica serves {n(2, 'B57'):.2f} requests/s",
+        f"one spare makes {n(2, 'B60'):.0f}: {words[n(2, 'B61')]} GPUs",
+        f"{n(2, 'B66'):.1%} busy over the day",
+        f"share of the arithmetic, {n(2, 'B76'):.0%}",
+        f"costs the same in or out, ${n(2, 'B77'):.2f} per million",
+        f"the same peak needs {n(2, 'B87'):.0f} replicas, {words[n(2, 'B88')]} GPUs",
+        f"a replica serves {n(3, 'B57'):.2f} requests/s, and {words[n(3, 'B60')]} replicas ({words[n(3, 'B61')]} GPUs)",
+        f"the first-token target allows {n(3, 'B38'):.0f} and the decode-speed target, {n(3, 'B39'):.0f}, binds",
+        f"${n(3, 'B77'):.2f} against ${n(3, 'B78'):.2f} per million",
+        f"memory holds {n(4, 'B30'):.0f}, the 60 tokens/s target allows {n(4, 'B37'):.0f}",
+        f"users wait {n(4, 'B48'):.0f} s",
+        f"a replica serves {n(4, 'B57'):.2f} requests/s, so the fleet grows to {n(4, 'B60'):.0f} replicas, "
+        f"{words[n(4, 'B61')]} GPUs",
+        f"${n(4, 'B78'):.2f} against ${n(4, 'B77'):.2f} per million",
     ]
     for claim in claims:
         assert claim in prose, claim
-    assert n(2, "B69") == pytest.approx(n(2, "B70"))  # compute binds: a token costs the same in or out
-    assert n(1, "B36") == n(1, "B35") < n(1, "B34") < n(1, "B28")  # the first-token target binds, not memory
-    assert n(4, "B70") > n(4, "B69")  # decode binds with reasoning: output costs more
+    assert n(2, "B77") == pytest.approx(n(2, "B78"))  # compute binds: a token costs the same in or out
+    assert n(1, "B39") == n(1, "B38") < n(1, "B37") < n(1, "B29")  # the first-token target binds, not memory
+    assert n(4, "B78") > n(4, "B77")  # decode binds with reasoning: output costs more
     # the hand arithmetic the prose adds: 6,802 compute tokens/s, 0.338 s of compute and 0.108 s of decode steps
     # per request, a $480 day
     compute = x.compute_tokens_per_s(PARAMS_B, N_GPUS * TFLOPS * 0.5)
     assert f"of the {compute:,.0f} tokens/s the two GPUs compute" in prose
     assert f"{PREFILL_S:.3f} s of compute" in prose and f"{PREFILL_S * 2_300 / 2_000:.3f} s in all" in prose
-    assert f"take {300 / n(1, 'B40'):.3f} s at {n(1, 'B40'):,.0f} tokens/s" in prose
+    assert f"take {300 / n(1, 'B44'):.3f} s at {n(1, 'B44'):,.0f} tokens/s" in prose
     assert f"The day's ${8 * PRICE * 24:.0f}" in prose
 
 

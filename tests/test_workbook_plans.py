@@ -19,13 +19,25 @@ import pytest
 
 from xlsxplan import calibration, catalog
 from xlsxplan.catalog import models
-from xlsxplan.core import architecture, roofline, serving, traffic, training, training_memory
+from xlsxplan.core import (
+    architecture,
+    engine,
+    queueing,
+    roofline,
+    serving,
+    speculative,
+    traffic,
+    training,
+    training_memory,
+)
 from xlsxplan.errors import CellError, NotAvailableError, OutOfRangeError, UnknownPresetError, XlsxplanError
 from xlsxplan.headless import Workbook
 from xlsxplan.precision import bytes_per_param
 from xlsxplan.templates import serving as serving_book
 from xlsxplan.templates import training as training_book
+from xlsxplan.templates.book import name_from_label
 from xlsxplan.templates.build import Built, build_all
+from xlsxplan.templates.common import price_label
 from xlsxplan.templates.styles import SIDE_COLUMNS
 
 
@@ -76,6 +88,12 @@ def same(actual: Any, expected: Any, where: str) -> None:
 
 
 # -- the serving plan ------------------------------------------------------------------------------------------------
+def price_name(gpu: str) -> str:
+    """The defined name of an accelerator's price on Lists."""
+    return name_from_label(price_label(gpu))
+
+
+H100_PRICE = price_name("H100-SXM")
 NO_FIT = "does not fit"
 
 
@@ -94,6 +112,10 @@ def serving_globals(g: dict[str, Any], lengths: list[float]) -> dict[str, Any]:
     longest = g["Longest_Prompt_Accepted"]
     out, reasoning = g["Output_Tokens_Per_Request"], g["Hidden_Reasoning_Tokens_Per_Request"]
     r: dict[str, Any] = {"peak_rps": serving.peak_requests_per_s(req, peak)}
+    for key, name in (("speed", "Latency_Target"), ("ttft", "Time_To_First_Token_Target")):  # none when empty
+        r[f"{key}_given"] = "yes" if _positive(g[name]) else "no"
+        r[f"{key}_unset"] = NO_FIT if _positive(g[name]) else "no target"
+    r["pct_given"] = "yes" if _positive(g["First_Token_Target_At_The_Percentile"]) else "no"
     decode = r["decode_tokens"] = out + reasoning
     r["pasted"] = len(lengths)
     if lengths:  # pasted lengths set the mean, the tail and the spread (Excel's AVERAGE, PERCENTILE, STDEVP)
@@ -108,6 +130,9 @@ def serving_globals(g: dict[str, Any], lengths: list[float]) -> dict[str, Any]:
     typed = g["Prompt_Length_Spread"]
     r["sd_typed"] = typed if isinstance(typed, (int, float)) else r["sd_lognormal"]
     r["prompt_sd"] = statistics.pstdev(lengths) if lengths else r["sd_typed"]
+    basis = serving_book.SPREAD_BASIS
+    r["spread_basis"] = (basis[0] if lengths else basis[1] if isinstance(typed, (int, float))
+                         else basis[2] if not isinstance(r["sd_lognormal"], str) else basis[3])  # fmt: skip
     r["peak_prompt"] = serving.peak_tokens_per_s(req, prompt, peak)
     r["peak_output"] = serving.peak_tokens_per_s(req, decode, peak)
     r["growth_output"] = r["peak_output"] * g["Traffic_Growth_Multiple"]
@@ -136,6 +161,14 @@ def serving_reference(case: dict[str, Any], g: dict[str, Any], d: dict[str, Any]
     """Every line item of one serving case, from the Python core. ``case``: the scenario-block values; ``g``: the
     global inputs, by defined name; ``d``: the Demand lines (:func:`serving_globals`)."""
     model, gpu = case["model"], case["gpu"]
+    # a case's overrides apply to the model (accelerator) they were typed for, to any when that is empty, and to
+    # one of your own (not in the catalog); another preset drops them
+    mine = case["overrides_model"] in (None, "", model) or model not in catalog.model_names()
+    theirs = case["overrides_gpu"] in (None, "", gpu) or gpu not in catalog.gpu_names()
+    if not mine:
+        case = {**case, "params_override": None, "active_override": None, "kv_override": None}
+    if not theirs:
+        case = {**case, "memory_override": None, "bandwidth_override": None, "tflops_override": None}
     params = _figure(case["params_override"], catalog.model_spec, model, "params_b")
     if _positive(case["active_override"]):
         active = case["active_override"]
@@ -155,7 +188,9 @@ def serving_reference(case: dict[str, Any], g: dict[str, Any], d: dict[str, Any]
     moe = active < params
     experts = catalog.model_spec(model, "experts") if moe else 1
     per_token = catalog.model_spec(model, "experts_per_token") if moe else 1
-    r: dict[str, Any] = dict(params=params, active=active, memory=memory, bandwidth=bandwidth, tflops=tflops,
+    r: dict[str, Any] = dict(model_overrides="yes" if mine else "no", gpu_overrides="yes" if theirs else "no",
+                             described=f"{model}, {case['weight_precision']} weights, {case['n_gpus']} x {gpu}",
+                             params=params, active=active, memory=memory, bandwidth=bandwidth, tflops=tflops,
                              tflops_fp8=fp8, bytes_weight=bw, bytes_kv=bkv, experts=experts,
                              experts_per_token=per_token)  # fmt: skip
     r["tflops_weights"] = fp8 if _peak_field(case["weight_precision"]) == "fp8_tflops" else tflops
@@ -181,22 +216,45 @@ def serving_reference(case: dict[str, Any], g: dict[str, Any], d: dict[str, Any]
     mem = r["batch_mem"] = paged if use_paged else fit
     r["batch_basis"] = "paged KV cache" if use_paged else "every slot at the tail"
     r["max_context"] = traffic.max_context_tokens(free, kv)
+    # memory as a serving engine allocates it (xlsxplan.core.engine: vLLM's and SGLang's start-up arithmetic)
+    pool = r["engine_pool"] = engine.engine_kv_gb(memory, r["weights_gpu"], g["Engine_Memory_Fraction"],
+                                                  g["Engine_Activation_And_Graph_Reserve"])  # fmt: skip
+    block = g["Engine_KV_Block_Size"]
+    r["engine_tokens"] = engine.engine_kv_tokens(pool, kv / n, block) if pool > 0 else 0
+    r["engine_concurrency"] = (engine.engine_max_concurrency(pool, kv / n, d["longest_request"], block)
+                               if pool > 0 else 0)  # fmt: skip
+    r["engine_batch"] = engine.engine_max_concurrency(pool, kv / n, tail_ctx, block) if pool > 0 else 0
 
     def read(batch: int) -> float:  # MOE_PARAMS_READ_B: all the parameters of a dense model
         return architecture.moe_params_read_b(params, active, experts, per_token, batch)
 
-    target = g["Latency_Target"]
+    target, ttft_target = g["Latency_Target"], g["Time_To_First_Token_Target"]
+    speed_given, ttft_given = _positive(target), _positive(ttft_target)
     if mem < 1:  # nothing fits: the targets' batches mean nothing, and the batch planned is memory's 0
-        r["params_read_mem"] = r["batch_latency"] = r["batch_ttft"] = NO_FIT
+        r["params_read_mem"] = r["speed_floor"] = NO_FIT
+        r["speed_for_ttft"] = target if speed_given else NO_FIT
+        r["batch_latency"] = d["speed_unset"]
+        r["batch_ttft"] = d["ttft_unset"]
+        r["cap_latency"] = r["batch_latency"] if speed_given else mem
+        r["cap_ttft"] = r["batch_ttft"] if ttft_given else mem
         batch = r["batch"] = mem
     else:
         r["params_read_mem"] = read(mem)
-        lat = r["batch_latency"] = traffic.batch_for_latency(r["params_read_mem"], bw, n, bandwidth, target, kv, ctx,
-                                                             eff)  # fmt: skip
-        ttft = r["batch_ttft"] = traffic.batch_for_ttft(active, n, tflops, target, d["prefill_tokens_tail"],
-                                                        g["Time_To_First_Token_Target"], util, bw, bandwidth, kv, ctx,
-                                                        eff)  # fmt: skip
-        batch = r["batch"] = min(mem, max(1, lat), max(1, ttft))
+        floor = r["speed_floor"] = serving.decode_tokens_per_s(r["params_read_mem"], bw, n, bandwidth, mem, kv, ctx,
+                                                               eff)  # fmt: skip
+        speed = r["speed_for_ttft"] = target if speed_given else floor
+        lat = r["batch_latency"] = (traffic.batch_for_latency(r["params_read_mem"], bw, n, bandwidth, target, kv, ctx,
+                                                              eff) if speed_given else "no target")  # fmt: skip
+        ttft = r["batch_ttft"] = (traffic.batch_for_ttft(active, n, tflops, speed, d["prefill_tokens_tail"],
+                                                         ttft_target, util, bw, bandwidth, kv, ctx, eff)
+                                  if ttft_given else "no target")  # fmt: skip
+        cap_l = r["cap_latency"] = lat if speed_given else mem
+        cap_t = r["cap_ttft"] = ttft if ttft_given else mem
+        batch = r["batch"] = min(mem, max(1, cap_l), max(1, cap_t))
+    cap_l = r["cap_latency"]
+    r["binding"] = ("memory", "the decode-speed target", "the first-token target")[
+        (batch < mem) + (batch < min(mem, max(1, cap_l if isinstance(cap_l, (int, float)) else 1)))
+    ]
     r["latency_caps"] = "yes" if batch < mem else "no"
     try:
         shape = catalog.model_spec(model, "layers"), catalog.model_spec(model, "hidden")
@@ -204,13 +262,18 @@ def serving_reference(case: dict[str, Any], g: dict[str, Any], d: dict[str, Any]
                                                 util, eff, g["Tensor_Parallel_Link_Bandwidth"])  # fmt: skip
     except XlsxplanError:  # a model of your own: no layers or width to count attention with
         r["ttft_alone"] = "needs a preset's shape"
-    price, spare, minimum = g["Price_Per_GPU_Hour"], g["Spare_Replicas"], g["Minimum_Replicas"]
+    price = r["price"] = g["prices"].get(gpu)  # the accelerator's row of the price table on Lists
+    spare, minimum = g["Spare_Replicas"], g["Minimum_Replicas"]
     deployed = g["Replicas_Deployed"]
     if batch < 1:
         for line in serving_book.CASE_LINES:
             if line.formula.startswith("=IF(AND(ISNUMBER({batch}),{batch}>=1),"):
                 r[line.key] = NO_FIT
         r["replicas_planned"] = deployed if _positive(deployed) else NO_FIT
+        r["replicas_ttft_pct"] = "no target"
+        r["queue_state"] = NO_FIT
+        r["ttft_p50"] = r["ttft_p90"] = r["ttft_p99"] = NO_FIT
+        r["spec_tokens"] = r["spec_step"] = r["spec_tps_user"] = r["spec_cost_full"] = "off"
         r["kv_transfer"] = traffic.kv_transfer_s(kv, d["prompt_mean"], g["Prefill_To_Decode_Link_Bandwidth"])
         return r
     reads = r["params_read"] = read(batch)
@@ -222,14 +285,38 @@ def serving_reference(case: dict[str, Any], g: dict[str, Any], d: dict[str, Any]
     reasoning, decode = g["Hidden_Reasoning_Tokens_Per_Request"], d["decode_tokens"]
     r["time_to_answer"] = traffic.time_to_answer_s(prefill, reasoning, r["tps_user"])
     r["cost_full"] = serving.cost_per_m_tokens(n, price, total)
+    gamma = g["Draft_Tokens_Per_Step"]  # speculative decoding, beside the plan (xlsxplan.core.speculative)
+    if _positive(gamma):
+        step_tokens = r["spec_tokens"] = speculative.spec_tokens_per_step(g["Draft_Acceptance_Rate"], gamma)
+        step = r["spec_step"] = speculative.spec_step_seconds(reads, bw, batch, kv, ctx, n, bandwidth,
+                                                              r["tflops_weights"], gamma, g["Draft_Model_Parameters"],
+                                                              2, eff, util)  # fmt: skip
+        r["spec_tps_user"] = step_tokens / step
+        r["spec_cost_full"] = serving.cost_per_m_tokens(n, price, batch * r["spec_tps_user"])
+    else:
+        r["spec_tokens"] = r["spec_step"] = r["spec_tps_user"] = r["spec_cost_full"] = "off"
     r["cost_avg"] = serving.cost_per_m_tokens(n, price, total, g["Average_Utilisation"])
     r["replicas_decode"] = serving.replicas(d["peak_output"], total)
     r["replicas_decode_growth"] = serving.replicas(d["growth_output"], total)
     r["replica_rps"] = traffic.replica_rps(prefill, decode, total)
     rps = r["replica_rps_chunked"] = traffic.replica_rps_chunked(prefill, d["prefill_tokens"], decode, total)
     peak_rps = d["peak_rps"]
-    r["replicas_needed"] = traffic.fleet_replicas(peak_rps, rps, spare, minimum)
+    load = r["replicas_load"] = traffic.fleet_replicas(peak_rps, rps, spare, minimum)
+    room = serving.compute_tokens_per_s(active, n * tflops * util) - total
+    chunked = r["prefill_chunked"] = max(prefill, d["prefill_tokens"] / room)
+    decode_s = r["decode_s"] = decode / r["tps_user"]
+    pct_target = g["First_Token_Target_At_The_Percentile"]
+    r["replicas_ttft_pct"] = (queueing.replicas_for_ttft(peak_rps, pct_target, g["First_Token_Percentile"], batch,
+                                                         chunked, decode_s, rps) + spare
+                              if _positive(pct_target) else "no target")  # fmt: skip
+    r["replicas_needed"] = max(load, r["replicas_ttft_pct"] if _positive(pct_target) else 0)
     planned = r["replicas_planned"] = deployed if _positive(deployed) else r["replicas_needed"]
+    load = r["queue_load"] = peak_rps / planned * queueing.slot_s(batch, chunked, decode_s, rps) / batch
+    r["queue_state"] = "queue overloaded" if load >= 1 else NO_FIT
+    for key, name in (("ttft_p50", "Low"), ("ttft_p90", "Middle"), ("ttft_p99", "High")):
+        r[key] = (queueing.ttft_at_load_s(peak_rps, planned, batch, chunked, decode_s, rps,
+                                          g[f"{name}_First_Token_Percentile_Shown"])
+                  if load < 1 else r["queue_state"])  # fmt: skip
     gpus = r["gpus_peak"] = planned * n
     r["coverage"] = traffic.peak_coverage(peak_rps, rps, planned, spare)
     r["fleet_util"] = traffic.fleet_utilisation(g["Requests_Per_Day"], rps, planned)
@@ -302,7 +389,11 @@ SERVING_GLOBALS = ("Requests_Per_Day", "Prompt_Tokens_Per_Request", "Tail_Prompt
                    "Decode_Bandwidth_Efficiency", "Prefill_Compute_Utilisation", "KV_Cache_Overflow_Accepted",
                    "Latency_Target", "Time_To_First_Token_Target", "Spare_Replicas", "Minimum_Replicas",
                    "Replicas_Deployed", "Prefill_To_Decode_Link_Bandwidth", "Traffic_Growth_Multiple",
-                   "Price_Per_GPU_Hour", "Average_Utilisation", "Hours_Per_Month", "Measured_Decode_Speed_At_Batch_1",
+                   "Average_Utilisation", "First_Token_Target_At_The_Percentile", "First_Token_Percentile",
+                   "Low_First_Token_Percentile_Shown", "Middle_First_Token_Percentile_Shown",
+                   "High_First_Token_Percentile_Shown", "Engine_Memory_Fraction",
+                   "Engine_Activation_And_Graph_Reserve", "Engine_KV_Block_Size", "Draft_Tokens_Per_Step",
+                   "Draft_Acceptance_Rate", "Draft_Model_Parameters", "Hours_Per_Month", "Measured_Decode_Speed_At_Batch_1",
                    "Measured_Time_To_First_Token", "Prompt_Tokens_In_The_Measurement", "Accelerator",
                    "Weight_Precision", "GPUs_Per_Replica")  # fmt: skip
 
@@ -313,6 +404,8 @@ def serving_inputs(b: Built) -> tuple[list[dict[str, Any]], dict[str, Any], list
     cases = [{spec.key: b.get(case_cell(b, spec.key, i)) for spec in serving_book.CASE_INPUTS} for i in range(1, 5)]
     lengths = [row[0] for row in b.get("Measured_Prompt_Lengths") if isinstance(row[0], (int, float))]
     g = {name: b.get(name) for name in SERVING_GLOBALS}
+    g["prices"] = {gpu: b.get(price_name(gpu)) for gpu in catalog.gpu_names()}  # the price table on Lists
+    g["Price_Per_GPU_Hour"] = g["prices"].get(g["Accelerator"])  # the active scenario's
     return cases, g, lengths, b.get("Scenario_Number")
 
 
@@ -320,7 +413,10 @@ def check_serving(b: Built) -> dict[str, Any]:
     """Compare every line of Calculations, Scenarios, Calibration and Outputs with the reference; returns the
     active case's lines."""
     cases, g, lengths, active = serving_inputs(b)
-    assert b.workbook.errors() == {}
+    errors = b.workbook.errors()
+    if b.get("Model") not in catalog.model_names():  # the Options sheet's search plans catalog models only
+        errors = {cell: e for cell, e in errors.items() if not cell.startswith("Options!")}
+    assert errors == {}
     d = serving_globals(g, lengths)
     for key, value in d.items():
         same(b.get(b.book.address(key)), value, f"Calculations {key}")
@@ -362,8 +458,10 @@ def test_back_of_the_envelope_four_cases_come_out_exactly(plan):
     c1 = rows["72B BF16, 2 GPUs"]
     assert (round(c1("weights")), round(c1("usable")), c1("fits")) == (145, 144, NO_FIT)
     assert c1("tps_user") == NO_FIT and c1("cost_full") == NO_FIT
-    # what fits nothing allows no batch at any target: not the 251 and 290 the targets alone would allow
-    assert (c1("batch_latency"), c1("batch_ttft"), c1("batch")) == (NO_FIT, NO_FIT, 0)
+    # no target is given as shipped: none applies (memory sets every batch)
+    assert (c1("batch_latency"), c1("batch_ttft"), c1("batch"), c1("binding")) == ("no target", "no target", 0,
+                                                                                  "memory")  # fmt: skip
+    assert {rows[n]("binding") for n in rows} == {"memory"}
     expected = {  # batch, tok/s per user, alone, total, prefill s, $ per M output tokens at full load
         "72B FP8, 2 GPUs": (94, 47, 92, 4387, 0.29, 0.32),
         "72B BF16, 4 GPUs": (189, 47, 92, 8799, 0.15, 0.32),
@@ -413,14 +511,15 @@ def test_every_line_matches_the_python_core_as_shipped(plan):
         ("model Llama-3.1-70B on 4 GPUs, int4 weights", {"model@2": "Llama-3.1-70B", "n_gpus@2": 4,
                                                          "weight_precision@2": "int4_g128"}),
         ("accelerator H200, FP8 KV cache", {"gpu@2": "H200", "tflops_override@2": None, "kv_precision@2": "fp8"}),
-        ("Mistral-7B on an A100 80GB, 8 GPUs", {"model@2": "Mistral-7B", "gpu@2": "A100-80GB",
-                                                "tflops_override@2": None, "n_gpus@2": 8}),
+        ("Mistral-7B on an A100 80GB, 8 GPUs, at your quote", {"model@2": "Mistral-7B", "gpu@2": "A100-80GB",
+                                                              "tflops_override@2": None, "n_gpus@2": 8,
+                                                              price_name("A100-80GB"): 1.9}),
         ("traffic: 1M requests of 8,000 + 1,000 tokens, peak x2",
          {"Requests_Per_Day": 1_000_000, "Prompt_Tokens_Per_Request": 8000, "Tail_Prompt_Tokens": 8000,
           "Output_Tokens_Per_Request": 1000, "Peak_Hour_Factor": 2}),
         ("latency target 80 tokens/s caps the batch", {"Latency_Target": 80}),
         ("efficiencies, spares and price", {"Decode_Bandwidth_Efficiency": 0.7, "Prefill_Compute_Utilisation": 0.4,
-                                            "Spare_Replicas": 2, "Price_Per_GPU_Hour": 4.1, "Average_Utilisation": 0.5,
+                                            "Spare_Replicas": 2, H100_PRICE: 4.1, "Average_Utilisation": 0.5,
                                             "Usable_Memory_Fraction": 0.85, "Traffic_Growth_Multiple": 3}),
         ("a model not in the catalog, every override filled",
          {"model@2": "Our-13B", "params_override@2": 13.2, "active_override@2": 13.2,
@@ -548,10 +647,12 @@ def test_reasoning_tokens_lengthen_the_wait_and_the_decode_work(plan):
 
 
 def test_prefix_caching_cuts_prefill_and_the_input_price(plan):
-    before = _live(plan, "prefill", "prefill_share", "cost_in", "batch_ttft")
+    target = {"Time_To_First_Token_Target": 2}
+    with changed(plan, target):
+        before = _live(plan, "prefill", "prefill_share", "cost_in", "batch_ttft")
     with changed(plan, {"Shared_Prefix_Tokens": 1_500}):  # a stable prefix, but caching still off: no change
         assert _live(plan, "prefill", "cost_in") == before[::2]
-    with changed(plan, {"Shared_Prefix_Tokens": 1_500, "Prefix_Cache_Hit_Rate": 0.8}):
+    with changed(plan, {**target, "Shared_Prefix_Tokens": 1_500, "Prefix_Cache_Hit_Rate": 0.8}):
         live = check_serving(plan)
         assert live["prefill_tokens"] == 800  # traffic.prefill_tokens' docstring
         assert live["prefill"] == pytest.approx(before[0] * 800 / 2000)
@@ -627,14 +728,19 @@ def test_checks_flag_problems_and_only_those(plan):
                                                                "Error values on Calculations",
                                                                "Error values on Scenarios",
                                                                "Error values on Calibration"}),
+        # (no target given: the targets' checks have nothing to test)
         "not in the catalog": ({"model@2": "Our-13B"}, ACTIVE_CHECKS - {"Prompt lengths out of order",
                                                                         "A share or utilisation outside 0 to 100%",
-                                                                        "A measurement beyond the hardware's ceiling"}
+                                                                        "A measurement beyond the hardware's ceiling",
+                                                                        "Decode-speed target unreachable even at batch 1",
+                                                                        "First-token target unreachable even at batch 1"}
                                | {"Error values on Calculations", "Error values on Scenarios",
                                   "Error values on Calibration"}),
         "TB/s typed as GB/s": ({"bandwidth_override@3": 3350},
                                {"Memory bandwidth outside its usual range"}),
-        "a price in cents": ({"Price_Per_GPU_Hour": 250}, {"Price per GPU-hour outside its usual range"}),
+        "a price in cents": ({H100_PRICE: 250}, {"Price per GPU-hour outside its usual range"}),
+        "an accelerator's price removed": ({price_name("A100-40GB"): None},
+                                           {"Fewer accelerators priced than Options has room for"}),
         "faster than the ceiling": ({"Measured_Decode_Speed_At_Batch_1": 150},
                                     {"A measurement beyond the hardware's ceiling", "Error values on Calibration"}),
     }  # fmt: skip

@@ -33,40 +33,40 @@ def serving(serving_copy):
 
 
 def test_a_name_for_the_live_column_points_to_the_active_case(serving):
-    # GPUs_Per_Replica is =INDEX($G21:$J21,Scenario_Number): the active scenario's case is the input to set
+    # GPUs_Per_Replica is =INDEX($G23:$J23,Scenario_Number): the active scenario's case is the input to set
     with pytest.raises(
         WorkbookError,
-        match=r"^Inputs!B21 holds a formula \(=INDEX\(\$G21:\$J21,Scenario_Number\)\); set Inputs!H21 \(the active "
+        match=r"^Inputs!B23 holds a formula \(=INDEX\(\$G23:\$J23,Scenario_Number\)\); set Inputs!H23 \(the active "
         r"case: Scenario_Number is 2\) instead, or force it \(--force-set\) to replace the formula with the value",
     ):
         serving.set("GPUs_Per_Replica", 4)
     # another active scenario (set first, not yet calculated) names its own case
     serving.set("Active_Scenario", serving.get("Inputs!I10"))
-    with pytest.raises(WorkbookError, match=r"set Inputs!I21 \(the active case: Scenario_Number is 3\) instead"):
+    with pytest.raises(WorkbookError, match=r"set Inputs!I23 \(the active case: Scenario_Number is 3\) instead"):
         serving.set("GPUs_Per_Replica", 4)
     # and the advice is right: setting that case changes the live value
-    serving.set("Inputs!I21", 8)
+    serving.set("Inputs!I23", 8)
     assert serving.get("GPUs_Per_Replica") == 8
 
 
 def test_force_replaces_the_formula_in_the_calculation_and_the_copy_only(serving, serving_copy, tmp_path):
     before = serving_copy.read_bytes()
     assert serving.get("Outputs!A9") == "GPUs per replica"
-    assert serving.get("Outputs!A23") == "Usable memory of a replica"
-    usable = serving.get("Outputs!B23")  # grows with its GPUs
+    assert serving.get("Outputs!A24") == "Usable memory of a replica"
+    usable = serving.get("Outputs!B24")  # grows with its GPUs
     serving.set("GPUs_Per_Replica", 4, force=True)
-    assert serving.get("Inputs!B21") == 4
+    assert serving.get("Inputs!B23") == 4
     assert serving.get("Outputs!B9") == 4
-    assert serving.get("Outputs!B23") == pytest.approx(2 * usable)
+    assert serving.get("Outputs!B24") == pytest.approx(2 * usable)
     out = serving.save(tmp_path / "forced.xlsx")
-    cell = openpyxl.load_workbook(out)["Inputs"]["B21"]
+    cell = openpyxl.load_workbook(out)["Inputs"]["B23"]
     assert (cell.value, cell.data_type) == (4, "n")  # the formula is gone from the copy
     assert openpyxl.load_workbook(out)["Inputs"]["B11"].value.startswith("=INDEX(")  # the others stay
     assert serving_copy.read_bytes() == before
     again = Workbook.load(out)
     assert again.get("GPUs_Per_Replica") == 4
     again.set("GPUs_Per_Replica", 2)  # an input cell now
-    assert again.get("Inputs!B21") == 2
+    assert again.get("Inputs!B23") == 2
 
 
 def test_a_cell_of_an_array_formula_is_never_set(tmp_path):
@@ -120,8 +120,8 @@ def test_address_checks_a_reference_without_calculating(serving, monkeypatch):
         raise AssertionError("calculated")
 
     monkeypatch.setattr(Workbook, "calculate", forbidden)
-    assert serving.address("GPUs_Per_Replica") == "Inputs!B21"
-    assert serving.address("Inputs!G21:J21") == "Inputs!G21:J21"
+    assert serving.address("GPUs_Per_Replica") == "Inputs!B23"
+    assert serving.address("Inputs!G23:J23") == "Inputs!G23:J23"
     with pytest.raises(WorkbookError, match=r"defined name 'GPUs_Per_Replca'; did you mean GPUs_Per_Replica"):
         serving.address("GPUs_Per_Replca")
     with pytest.raises(WorkbookError, match=r"no sheet named 'Input'; did you mean Inputs\?"):
@@ -146,4 +146,4 @@ def test_calculate_and_save_report_progress(serving_copy, tmp_path):
     book.save(tmp_path / "progress.xlsx", progress=lambda done, total: writes.append((done, total)))
     parts = len(zipfile.ZipFile(tmp_path / "progress.xlsx").namelist())
     assert writes[-1][0] == writes[-1][1] >= parts  # the sheets patched, then every part written
-    assert openpyxl.load_workbook(io.BytesIO((tmp_path / "progress.xlsx").read_bytes()))["Inputs"]["B21"].value
+    assert openpyxl.load_workbook(io.BytesIO((tmp_path / "progress.xlsx").read_bytes()))["Inputs"]["B23"].value

@@ -23,6 +23,7 @@ import openpyxl
 import pytest
 from openpyxl.formula.tokenizer import Token, Tokenizer
 from openpyxl.utils import column_index_from_string, get_column_letter, range_boundaries
+from openpyxl.worksheet.formula import ArrayFormula
 
 from xlsxplan import registry
 from xlsxplan.cli import main
@@ -31,6 +32,7 @@ from xlsxplan.headless import Workbook
 from xlsxplan.templates import serving, training
 from xlsxplan.templates.book import Book, name_from_label, quote_sheetname
 from xlsxplan.templates.build import TEMPLATES, build_template, is_generated
+from xlsxplan.templates.common import price_label
 from xlsxplan.templates.metrics import wrap_em
 from xlsxplan.templates.styles import ALLOWED_CONSTANTS, FMT, LINE_HEIGHT, NOTE_EM_PER_WIDTH, STYLE_NAMES, TAB
 from xlsxplan.xlwings_conf import read_conf_sheet
@@ -82,7 +84,7 @@ Peak load: 6.9 requests/s, 2,083 output tokens/s (13,889 prompt tokens/s)
 7B BF16, 1 GPU: batch 430, 47 tokens/s per user (220 alone), 20,031 tokens/s total, prefill 0.06 s, $0.03 per M output tokens at full load
 Effective cost per M output tokens at 30% average load: 72B FP8, 2 GPUs: $1.06; 72B BF16, 4 GPUs: $1.05; 7B BF16, 1 GPU: $0.12
 Active scenario, 72B FP8, 2 GPUs: 4 replicas, 8 GPUs for the peak with 1 spare (1 counting output tokens only, no spares); 25 replicas, 50 GPUs at 10x the peak (5 output tokens only)
-  batch 94: memory allows 94 (paged KV cache; 94 with every slot at the tail), the 20 tokens/s target 348, the 2 s first-token target 181; first visible token after 0.29 s; prompts over 32,768 tokens rejected: 0.0%
+  batch 94, set by memory: memory allows 94 (paged KV cache; 94 with every slot at the tail), no latency target given; first visible token after 0.29 s; prompts over 32,768 tokens rejected: 0.0%
   fleet utilisation 19.6%, peak covered 1.28x with the spares down; $1.04 per M input and $1.04 per M output tokens at that (the bill split by GPU time, 87% prefill); disaggregated: 4 prefill + 2 decode replicas (12 GPUs), KV transfer 13 ms
   at the calibrated efficiencies (Calibration sheet): 2,340 tokens/s per replica, 3 replicas (6 GPUs) for the peak with 1 spare, $1.98 per M output tokens at 30% average load
 """
@@ -177,7 +179,8 @@ def content(path: Path) -> dict[str, Any]:
         for row in ws.iter_rows():
             for c in row:
                 if c.value is not None or c.has_style:
-                    cells[c.coordinate] = (c.value, c.data_type, c.style, c.number_format, cached[c.coordinate].value,
+                    value = (c.value.ref, c.value.text) if isinstance(c.value, ArrayFormula) else c.value
+                    cells[c.coordinate] = (value, c.data_type, c.style, c.number_format, cached[c.coordinate].value,
                                            c.protection.locked, c.protection.hidden)  # fmt: skip
         p = ws.protection
         out[ws.title] = {
@@ -289,11 +292,13 @@ def test_sheets_in_order_with_a_tab_colour_per_kind(shipped):
     # input sheets of their own (a pasted column each) and the month-by-month plan after Calculations
     data = ["Prompt lengths", "Monthly requests"] if name == serving.FILENAME else []
     months = ["Timeline"] if name == serving.FILENAME else []
-    assert wb.sheetnames == ["Cover", "Guide", "Inputs", *data, "Calculations", *months, "Outputs", side, "Calibration",
-                             "Checks", "Version log", "Lists", "xlwings.conf"]  # fmt: skip
+    options = ["Options"] if name == serving.FILENAME else []  # the plan search beside the cases
+    assert wb.sheetnames == ["Cover", "Guide", "Inputs", *data, "Calculations", *months, "Outputs", side, *options,
+                             "Calibration", "Checks", "Version log", "Lists", "xlwings.conf"]  # fmt: skip
     kinds = {"Cover": "cover", "Guide": "guide", "Inputs": "inputs", "Calculations": "calc", "Outputs": "outputs",
              side: "scenarios", "Calibration": "calibration", "Checks": "checks", "Version log": "log",
-             "Lists": "lists", **{sheet: "inputs" for sheet in data}, **{sheet: "calc" for sheet in months}}  # fmt: skip
+             "Lists": "lists", **{sheet: "inputs" for sheet in data}, **{sheet: "calc" for sheet in months},
+             **{sheet: "scenarios" for sheet in options}}  # fmt: skip
     for sheet, kind in kinds.items():
         assert wb[sheet].sheet_properties.tabColor.rgb == "00" + TAB[kind], sheet
     assert read_conf_sheet(wb) == {"UDF Modules": "xlsxplan.excel.udfs"}
@@ -402,7 +407,7 @@ def test_labels_fit_their_column_when_a_value_sits_beside_them(books):
             ws = sheet.ws
             for row in ws.iter_rows(min_row=6, max_col=1):
                 label, beside = row[0].value, ws.cell(row[0].row, 2).value
-                if isinstance(label, str) and beside is not None:
+                if isinstance(label, str) and not label.startswith("=") and beside is not None:
                     assert len(label) <= 53, f"{name} {sheet.name}!A{row[0].row}: {label}"
 
 
@@ -464,8 +469,10 @@ def test_every_printed_page_is_at_most_181_character_widths_wide(books):
 CELL = re.compile(r"\$?[A-Z]{1,3}\$?\d+")
 ALLOWED_FUNCTIONS = {"IF", "INDEX", "MATCH", "MIN", "MAX", "ROUND", "ROUNDUP", "ROUNDDOWN", "SUM", "SUMPRODUCT",
                      "ISERROR", "ISNUMBER", "NOT", "NA", "COUNT", "COUNTIF", "ROWS", "OR", "AND", "AVERAGE",
-                     "PERCENTILE", "STDEVP", "EDATE"}  # fmt: skip
-"""IFERROR is not among them: classic xlwings returns a failed function as text, which IFERROR lets through; a
+                     "PERCENTILE", "STDEVP", "EDATE", "TEXTJOIN", "ROW", "COLUMN"}  # fmt: skip
+"""TEXTJOIN spells the priced accelerators for the Options sheet's search (Excel 2019, LibreOffice 5.2); ROW() and
+COLUMN() place each of its cells in the table.
+IFERROR is not among them: classic xlwings returns a failed function as text, which IFERROR lets through; a
 fallback tests ISNUMBER instead (the checks' own IFERROR(..., 1) is added by Sheet.check around a 1/0 result)."""
 
 
@@ -479,9 +486,10 @@ def test_formulas_use_no_typed_numbers_offset_indirect_or_nested_ifs(shipped):
                 if c.data_type != "f":
                     continue
                 count += 1
-                where = f"{ws.title}!{c.coordinate}: {c.value}"
+                text = c.value.text if isinstance(c.value, ArrayFormula) else c.value  # the Options sheet's table
+                where = f"{ws.title}!{c.coordinate}: {text}"
                 stack: list[str] = []
-                for tok in Tokenizer(c.value).items:
+                for tok in Tokenizer(text).items:
                     if tok.type == Token.FUNC and tok.subtype == Token.OPEN:
                         fn = tok.value[:-1].upper()
                         if fn == "IFERROR":  # a check's own wrapper: an error in its figures is a problem
@@ -508,6 +516,8 @@ def test_values_are_cached_and_none_is_an_error(shipped):
             for c in row:
                 if c.data_type == "f":
                     cached = values[ws.title][c.coordinate].value
+                    if cached is None and str(c.value).startswith("=PLAN_OPTIONS_AT("):
+                        continue  # a figure a rejected option has not: the empty text, which openpyxl reads as None
                     assert cached is not None, f"{ws.title}!{c.coordinate} has no cached value"
                     assert not (isinstance(cached, str) and cached.startswith("#")), (
                         f"{ws.title}!{c.coordinate}: {cached}"
@@ -549,6 +559,8 @@ def test_printing_is_set_up_and_panes_frozen(shipped):
             assert areas[0][:3] == (1, 1, 6) and all(a[0] == 7 and a[2] == 10 for a in areas[1:]), ws.print_area
             # the cases print beside Label, Value and Unit: a case page shows each figure's unit
             assert len(areas) == (3 if name == training.FILENAME else 2) and ws.print_title_cols == "$A:$C"
+        elif ws.title == "Options":  # the ranked table to the frontier, then the reasons, beside the marked column
+            assert [(a[0], a[1]) for a in areas] == [(1, 1), (areas[0][2] + 1, 1)] and ws.print_title_cols == "$A:$A"
         elif ws.title == "Timeline":  # labels to equations down the page, then the months a year to a page
             assert areas[0][:3] == (1, 1, 4) and ws.print_title_cols == "$A:$B", ws.print_area
             assert [(a[0], a[2]) for a in areas[1:]] == [(5, 16), (17, 28), (29, 40)], ws.print_area
@@ -572,8 +584,11 @@ def test_printing_is_set_up_and_panes_frozen(shipped):
 def test_named_styles_registered_and_number_formats_read_well(shipped):
     name, book, wb, _ = shipped
     assert set(STYLE_NAMES) <= set(wb.named_styles)
-    inputs = wb["Inputs"]
-    assert inputs["B" + str(book.ref("Price_Per_GPU_Hour").row)].number_format == '"$"#,##0.00'
+    if name == serving.FILENAME:  # the prices of the accelerators, on Lists
+        ref = book.ref(name_from_label(price_label("H100-SXM")))
+        assert wb[ref.sheet][f"B{ref.row}"].number_format == '"$"#,##0.00'
+    else:
+        assert wb["Inputs"]["B" + str(book.ref("Price_Per_GPU_Hour").row)].number_format == '"$"#,##0.00'
     if name == serving.FILENAME:
         calc = wb["Calculations"]
         assert calc[book.address("cost_full").split("!")[1]].number_format == '"$"#,##0.00'
@@ -657,9 +672,12 @@ def test_basis_of_estimate(shipped):
     text = " ".join(str(c.value) for r in wb["Outputs"].iter_rows() for c in r if isinstance(c.value, str))
     assert "estimate, not a quote" in text
     labels = {c.value for c in wb["Inputs"]["A"]}
-    assert {"Price per GPU-hour", "Price date", "Region", "Pricing basis", "Billing currency"} <= labels
-    if name == serving.FILENAME:
-        assert "Hours per month" in labels
+    assert {"Price date", "Region", "Pricing basis", "Billing currency"} <= labels
+    if name == serving.FILENAME:  # each accelerator's price on Lists, the active one's on Outputs
+        assert "Hours per month" in labels and "H100-SXM price per GPU-hour" in {c.value for c in wb["Lists"]["A"]}
+        assert "Price per GPU-hour" in {c.value for c in wb["Outputs"]["A"]}
+    else:
+        assert "Price per GPU-hour" in labels
 
 
 def test_serving_plan_has_its_chart_of_speed_against_batch(books):

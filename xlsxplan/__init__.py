@@ -136,6 +136,7 @@ from .errors import (
     XlsxplanError,
 )
 from .plan import plan_options
+from .plan_cells import plan_options_at
 from .precision import block_bytes_per_param, bytes_per_param, format_source
 
 __all__ = [
@@ -225,6 +226,7 @@ __all__ = [
     "peak_requests_per_s",
     "peak_tokens_per_s",
     "plan_options",
+    "plan_options_at",
     "prefill_replicas",
     "prefill_seconds",
     "prefill_share",

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import docstring_parser
 
-from . import calibration, catalog, plan, precision
+from . import calibration, catalog, plan, plan_cells, precision
 from .catalog import costs, models
 from .core import (
     architecture,
@@ -398,6 +398,7 @@ _TABLE: list[tuple[str, list[tuple[str, Callable[..., Any]]]]] = [
         "Planning",
         [
             ("PLAN_OPTIONS", plan.plan_options),
+            ("PLAN_OPTIONS_AT", plan_cells.plan_options_at),
         ],
     ),
     (

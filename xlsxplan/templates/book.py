@@ -276,6 +276,13 @@ def flag_bad(ws: Worksheet, ref: str, values: Sequence[str]) -> None:
         ws.conditional_formatting.add(ref, rule)
 
 
+def flag_good(ws: Worksheet, ref: str, value: str) -> None:
+    """Show this text result in Excel's Good colours: the row a reader looks for (the active scenario's)."""
+    good = DifferentialStyle(font=Font(color=GOOD[1], bold=True), fill=PatternFill(bgColor=GOOD[0]))
+    ws.conditional_formatting.add(ref, CellIsRule(operator="equal", formula=[f'"{value}"'], font=good.font,
+                                                  fill=good.fill))  # fmt: skip
+
+
 ANCHOR = "{cell}"
 """Stands for the first cell a custom validation rule applies to, until :func:`add_validation` attaches it."""
 

@@ -188,13 +188,20 @@ def serving_summary(built: Built) -> str:
         return "\n".join(lines)
     growth = _number(built.get("Traffic_Growth_Multiple"), "Traffic growth multiple")
     keys = ("replicas_planned", "gpus_peak", "replicas_decode", "replicas_growth", "gpus_growth",
-            "replicas_decode_growth", "batch", "batch_fit", "batch_mem", "batch_latency", "batch_ttft",
-            "time_to_answer", "fleet_util", "coverage", "cost_in", "cost_out", "prefill_share", "prefill_replicas",
-            "decode_replicas", "gpus_disagg", "kv_transfer")  # fmt: skip
+            "replicas_decode_growth", "batch", "batch_fit", "batch_mem", "time_to_answer", "fleet_util", "coverage",
+            "cost_in", "cost_out", "prefill_share", "prefill_replicas", "decode_replicas", "gpus_disagg",
+            "kv_transfer")  # fmt: skip
     v = {k: _number(_live(built, k), k) for k in keys}
     spare = _number(built.get("Spare_Replicas"), "Spare replicas")
-    target = _number(built.get("Latency_Target"), "Latency target")
-    ttft = _number(built.get("Time_To_First_Token_Target"), "Time-to-first-token target")
+    targets = []  # a target not given does not apply: none is printed
+    for target_name, what, key in (
+        ("Latency_Target", "{:g} tokens/s target", "batch_latency"),
+        ("Time_To_First_Token_Target", "{:g} s first-token target", "batch_ttft"),
+    ):
+        given = built.get(target_name)
+        if isinstance(given, (int, float)) and given > 0:
+            targets.append(f", the {what.format(given)} {_number(_live(built, key), key):.0f}")
+    binding = _live(built, "binding")
     cap = _number(built.get("Longest_Prompt_Accepted"), "Longest prompt accepted")
     tail = _live(built, "tail_share")
     tail_text = f"{tail:.1%}" if isinstance(tail, (int, float)) else str(tail)
@@ -206,9 +213,9 @@ def serving_summary(built: Built) -> str:
         f"with {spare:.0f} spare ({v['replicas_decode']:.0f} counting output tokens only, no spares); "
         f"{v['replicas_growth']:.0f} replicas, {v['gpus_growth']:.0f} GPUs at {growth:g}x the peak "
         f"({v['replicas_decode_growth']:.0f} output tokens only)",
-        f"  batch {v['batch']:.0f}: memory allows {v['batch_mem']:.0f} ({basis}; {v['batch_fit']:.0f} with every "
-        f"slot at the tail), the {target:g} tokens/s target {v['batch_latency']:.0f}, the {ttft:g} s first-token "
-        f"target {v['batch_ttft']:.0f}; first visible token after {v['time_to_answer']:.2f} s; prompts over "
+        f"  batch {v['batch']:.0f}, set by {binding}: memory allows {v['batch_mem']:.0f} ({basis}; "
+        f"{v['batch_fit']:.0f} with every slot at the tail){''.join(targets) or ', no latency target given'}; "
+        f"first visible token after {v['time_to_answer']:.2f} s; prompts over "
         f"{cap:,.0f} tokens rejected: {tail_text}",
         f"  fleet utilisation {v['fleet_util']:.1%}, peak covered {v['coverage']:.2f}x with the spares down; "
         f"${v['cost_in']:.2f} per M input and ${v['cost_out']:.2f} per M output tokens at that (the bill split by "

@@ -86,7 +86,17 @@ def note_block(ws: Worksheet, first: int, last: int, cols: str = "ABCDEF") -> No
                                  top=side if r == first else None, bottom=side if r == last else None)  # fmt: skip
 
 
-def lists_sheet(book: Book, usual: Sequence[tuple[str, str, str, Domain]] = ()) -> dict[str, str]:
+@dataclass(frozen=True)
+class PriceExample:
+    """A price a template ships in place of the catalog's for one accelerator (the source document's own figure)."""
+
+    usd_per_gpu_hour: float
+    source: str
+    comment: str
+
+
+def lists_sheet(book: Book, usual: Sequence[tuple[str, str, str, Domain]] = (), prices: bool = False,
+                price_examples: dict[str, PriceExample] | None = None) -> dict[str, str]:  # fmt: skip
     """The Lists sheet: the catalog's models and accelerators and the precision names, for the dropdowns, and the
     usual ranges of the inputs that have one.
 
@@ -97,6 +107,12 @@ def lists_sheet(book: Book, usual: Sequence[tuple[str, str, str, Domain]] = ()) 
     (:attr:`xlsxplan.domains.Domain.typical`: legal values outside it are suspicious, such as a bandwidth of 3,350
     where TB/s is meant). Each becomes a row of low and high bounds below the lists, and ``book.usual[key]`` the
     label and the two cells, for a check that compares the input with them by formula.
+
+    With ``prices``, a table of the price per GPU-hour of every accelerator of the catalog follows, in the catalog's
+    order (that of the accelerators' list, so that ``INDEX(prices, MATCH(accelerator, accelerators, 0))`` finds
+    one): an input row each, its default GPU_PRICE's with the price's source and date (``price_examples`` replaces
+    it for the accelerators a template's example prices otherwise), empty where the catalog has none.
+    ``out["price"]`` is the span of the prices.
     """
     from .. import calibration, catalog, precision
     from ..errors import NotAvailableError
@@ -109,7 +125,9 @@ def lists_sheet(book: Book, usual: Sequence[tuple[str, str, str, Domain]] = ()) 
                "precision": ("E", "Precisions (BYTES_PER_PARAM)", precision.format_names())}  # fmt: skip
     # A as on every sheet (its row 2 holds the master check's label); C and E hold names, B and D the usual
     # ranges' units and upper bounds
-    for col, width in (("A", WIDTHS["A"]), ("B", 15), ("C", 30), ("D", 15), ("E", 30)):
+    widths = (("A", WIDTHS["A"]), ("B", 15), ("C", 22), ("D", 40), ("E", 12), ("F", 50)) if prices else (
+        ("A", WIDTHS["A"]), ("B", 15), ("C", 30), ("D", 15), ("E", 30))  # fmt: skip
+    for col, width in widths:
         ws.column_dimensions[col].width = width
     out = {}
     last = HEADER_ROWS
@@ -123,7 +141,8 @@ def lists_sheet(book: Book, usual: Sequence[tuple[str, str, str, Domain]] = ()) 
     # beside the precisions, the dense peak each computes on (calibration.peak_field): 8-bit formats on FP8 tensor
     # cores, the others on BF16 ones; FP4 has no catalog peak
     put_text(ws[f"F{HEADER_ROWS}"], "Computes on", "Column Heading")
-    ws.column_dimensions["F"].width = 16
+    if not prices:
+        ws.column_dimensions["F"].width = 16
     for i, value in enumerate(columns["precision"][2], start=HEADER_ROWS + 1):
         try:
             field = calibration.peak_field(value)
@@ -152,8 +171,57 @@ def lists_sheet(book: Book, usual: Sequence[tuple[str, str, str, Domain]] = ()) 
             book.usual[key] = (label, f"Lists!$C${r}", f"Lists!$D${r}")
             sh.row += 1
         sh.text("Values outside these ranges are legal but rarely meant: the Checks sheet flags them (a unit slip?).")
+    if prices:
+        out.update(_price_table(book, sh, price_examples or {}))
     sh.finish()
     return out
+
+
+def price_label(gpu: str) -> str:
+    """The label of an accelerator's row in the price table on Lists; its defined name is the label's
+    (``H100-SXM`` -> ``H100_SXM_Price_Per_GPU_Hour``)."""
+    return f"{gpu} price per GPU-hour"
+
+
+def _price_table(book: Book, sh: Sheet, examples: dict[str, PriceExample]) -> dict[str, str]:
+    """The Lists table of prices per GPU-hour, one input row per accelerator of the catalog (see
+    :func:`lists_sheet`)."""
+    import datetime as _dt
+
+    from .. import catalog, domains
+    from ..errors import NotAvailableError
+    from .book import validation_for
+
+    ws = sh.ws
+    sh.section("Price per GPU-hour of each accelerator",
+               "Type your quotes over these: every cost figure, and the Options sheet, reads this table")  # fmt: skip
+    for col, text in zip("ABCDEF", ("Accelerator (GPU_PRICE)", "Price", "Unit", "Source", "As-of date", "Comment")):
+        put_text(ws[f"{col}{sh.row}"], text, "Column Heading")
+    sh.row += 1
+    first = sh.row
+    table = catalog.load_prices()
+    domain = domains.domain_of(domains.Price)
+    for gpu in catalog.gpu_names():
+        label = price_label(gpu)
+        example = examples.get(gpu)
+        try:
+            entry = table.get(gpu)
+        except NotAvailableError:
+            entry = None
+        if example is not None:
+            value, source, as_of, comment = example.usd_per_gpu_hour, example.source, TEMPLATE_DATE, example.comment
+        elif entry is not None:
+            value, source = entry.usd_per_gpu_hour, f"Catalog (GPU_PRICE): {entry.source}"
+            as_of = _dt.datetime(entry.as_of.year, entry.as_of.month, entry.as_of.day)
+            comment = f"{entry.basis}, {entry.region}"
+        else:
+            value, source, as_of, comment = None, "Catalog: no price; type your quote", TEMPLATE_DATE, ""
+        sh.input(label, value, "USD/GPU-h", source, comment, "usd",
+                 validation_for(domain, label, "leave it empty for an accelerator you do not rent"),
+                 as_of=as_of)  # fmt: skip
+    last = sh.row - 1
+    sh.text("An empty price leaves the accelerator out of the Options sheet; a case on it has no cost figures.")
+    return {"price": f"{quote_sheetname('Lists')}!$B${first}:$B${last}"}
 
 
 @dataclass(frozen=True)
@@ -368,7 +436,9 @@ def usual_checks(book: Book, sh: Sheet, usual: Sequence[tuple[str, str, str, Any
         domain = alias if isinstance(alias, Domain) else domain_of(alias)
         assert domain is not None and domain.typical is not None  # noqa: S101 - lists_sheet checked it
         lo, hi = (format_number(x) for x in domain.typical)
-        if f"{key}@0" in book.refs:  # a row of the scenario block: all four cases
+        if key in book.texts:  # a table of inputs (the prices on Lists): every cell of it
+            span = book.texts[key]
+        elif f"{key}@0" in book.refs:  # a row of the scenario block: all four cases
             first, last = book.ref(f"{key}@0"), book.ref(f"{key}@{len(CASE_COLUMNS) - 1}")
             span = f"Inputs!${first.col}${first.row}:${last.col}${last.row}"
         else:

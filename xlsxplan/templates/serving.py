@@ -31,17 +31,32 @@ from typing import Any
 
 from openpyxl.chart import Reference, ScatterChart, Series
 from openpyxl.styles import Alignment
+from openpyxl.utils import column_index_from_string, get_column_letter
 from openpyxl.worksheet.datavalidation import DataValidation
+from openpyxl.worksheet.formula import ArrayFormula
 from openpyxl.worksheet.pagebreak import Break
 
-from .. import domains
+from .. import catalog, domains
+from .. import plan as plan_search
 from ..domains import domain_of
 from . import timeline
-from .book import Book, InputRow, Line, Ref, Sheet, add_validation, put_text, register_cells, validation_for
+from .book import (
+    Book,
+    InputRow,
+    Line,
+    Ref,
+    Sheet,
+    add_validation,
+    flag_good,
+    put_text,
+    register_cells,
+    validation_for,
+)
 from .common import (
     COMPUTE_MEMORY_TITLE,
     ENVELOPE,
     ENVELOPE_TITLE,
+    PriceExample,
     Result,
     conf_sheet,
     cover,
@@ -70,6 +85,7 @@ SHEETS = [
     (timeline.SHEET, "calc"),
     ("Outputs", "outputs"),
     ("Scenarios", "scenarios"),
+    ("Options", "scenarios"),
     ("Calibration", "calibration"),
     ("Checks", "checks"),
     ("Version log", "log"),
@@ -78,6 +94,19 @@ SHEETS = [
 
 NO_FIT = "does not fit"
 NO_FIT_LOGNORMAL = "no log-normal fit"
+NO_TARGET = "no target"
+SPEC_OFF = "off"
+_SPEC_ON = "=IF(AND(ISNUMBER(Draft_Tokens_Per_Step),Draft_Tokens_Per_Step>=1,ISNUMBER({batch}),{batch}>=1),"
+"""The speculative lines' test: draft tokens given, and a batch that fits."""
+OVERLOADED = "queue overloaded"
+SPREAD_BASIS = (
+    "the pasted lengths",
+    "the spread typed on Inputs",
+    "a log-normal through the mean and tail",
+    "none fits: every slot sized at the tail; paste lengths or type a spread",
+)
+"""What the spread of prompt lengths a paged batch is sized for rests on, in words: the last where only a mean and a
+p95 no log-normal can fit are known (a tail above 3.87 times the mean), with how to give a better one."""
 NO_SPREAD = "no spread known"
 PAGED = "paged KV cache"
 PER_SLOT = "every slot at the tail"
@@ -113,10 +142,15 @@ def _override(key: str, label: str, unit: str, source: str, comment: str, values
     return CaseInput(key, label, values, unit, source, comment, fmt, "", _OVERRIDE)
 
 
+PRICE_EXAMPLES = {"H100-SXM": PriceExample(2.5, _SECTION6, "The source's figure; catalog: $4.916 (AWS, 2024)")}
+"""The source document's own price in place of the catalog's, so that its printed costs come out."""
+
 CASE_INPUTS: tuple[CaseInput, ...] = (
     CaseInput("scenario_name", "Scenario name", CASES, "text", _SECTION6, "Rename a case freely", "text"),
     CaseInput("model", "Model", ("Qwen2.5-72B",) * 3 + ("Qwen2.5-7B",), "preset", _SECTION6,
               "Pick a preset in G to J (dropdown), or type a name", "text", "model"),
+    CaseInput("overrides_model", "Model the overrides below are for", ("Qwen2.5-72B",) * 3 + ("Qwen2.5-7B",), "preset",
+              _SECTION6, "Another model in the case drops them; empty: any model", "text", "model"),
     _override("params_override", "Parameters override", "B params", _SECTION6,
               "Source: 7.6; catalog: 7.61 (model card)", (None, None, None, 7.6)),
     _override("active_override", "Active parameters override", "B params", "Catalog (config.json)",
@@ -125,6 +159,8 @@ CASE_INPUTS: tuple[CaseInput, ...] = (
               "At the cache's precision, as KV_BYTES_PER_TOKEN gives", fmt="override_int"),
     CaseInput("gpu", "Accelerator", ("H100-SXM",) * 4, "preset", _SECTION6,
               "Pick a preset in G to J (dropdown), or type a name", "text", "gpu"),
+    CaseInput("overrides_gpu", "Accelerator the overrides below are for", ("H100-SXM",) * 4, "preset", _SECTION6,
+              "Another accelerator drops them; empty: any", "text", "gpu"),
     _override("memory_override", "Memory per GPU override", "GB", "Catalog (datasheet)",
               f"Empty: catalog's (80 GB, as {ENVELOPE})"),
     _override("bandwidth_override", "Memory bandwidth override", "TB/s", "Catalog (datasheet)",
@@ -141,7 +177,14 @@ CASE_INPUTS: tuple[CaseInput, ...] = (
 
 
 def _spec(field: str, override: str, fn: str, what: str) -> str:
-    return f'=IF({{{override}}}>0,{{{override}}},{fn}({{{what}}},"{field}"))'
+    """The override where it applies (typed for this case's model or accelerator, or for one not in the catalog),
+    else the catalog's figure: a case never carries another model's overrides."""
+    applies = "model_overrides" if what == "model" else "gpu_overrides"
+    return f'=IF(AND({{{override}}}>0,{{{applies}}}="yes"),{{{override}}},{fn}({{{what}}},"{field}"))'
+
+
+BINDING = ("memory", "the decode-speed target", "the first-token target")
+"""What sets the batch planned, as the sheets say beside it."""
 
 
 def _fit(formula: str) -> str:
@@ -172,10 +215,21 @@ def _read(batch: str) -> str:
 # Lines with compare=False are computed for the active scenario only (see _COMPARED).
 CASE_LINES: tuple[Line, ...] = (
     # -- the model and accelerator figures
+    Line("model_overrides", "The model's overrides apply?",
+         '=IF(OR({overrides_model}="",{overrides_model}={model},NOT(ISNUMBER(MATCH({model},{model_names},0)))),'
+         '"yes","no")', "text", "Typed for this model, or for any, or the model is your own: else the catalog's",
+         "text"),
+    Line("gpu_overrides", "The accelerator's overrides apply?",
+         '=IF(OR({overrides_gpu}="",{overrides_gpu}={gpu},NOT(ISNUMBER(MATCH({gpu},{gpu_names},0)))),"yes","no")',
+         "text", "Typed for this accelerator, or for any, or it is your own: else the catalog's", "text"),
+    Line("described", "The case as its inputs read",
+         '={model}&", "&{weight_precision}&" weights, "&{n_gpus}&" x "&{gpu}', "text",
+         "Follows the inputs, whatever the case's name says", "text"),
     Line("params", "Parameters", _spec("params_b", "params_override", "MODEL_SPEC", "model"), "B params",
          'The override, else MODEL_SPEC(model, "params_b"): every expert', "dec2"),
     Line("active", "Active parameters per token",
-         '=IF({active_override}>0,{active_override},MIN({params},MODEL_SPEC({model},"active_params_b")))', "B params",
+         '=IF(AND({active_override}>0,{model_overrides}="yes"),{active_override},'
+         'MIN({params},MODEL_SPEC({model},"active_params_b")))', "B params",
          'The override, else MODEL_SPEC(model, "active_params_b") (MoE)', "dec2"),
     Line("memory", "Memory per GPU", _spec("memory_gb", "memory_override", "GPU_SPEC", "gpu"), "GB",
          'The override, else GPU_SPEC(accelerator, "memory_gb")', "dec1"),
@@ -190,6 +244,8 @@ CASE_LINES: tuple[Line, ...] = (
          '=IF(INDEX({precision_peaks},MATCH({weight_precision},{precision_names},0))="fp8_tflops",{tflops_fp8},'
          "{tflops})", "TFLOP/s", "8-bit weights compute on FP8 tensor cores, others on BF16 ones (Lists, column F)",
          "dec1"),
+    Line("price", "Price per GPU-hour", "=INDEX({gpu_prices},MATCH({gpu},{gpu_names},0))", "USD/GPU-h",
+         "The accelerator's row of the price table on Lists (GPU_PRICE's default, or your quote)", "usd"),
     Line("bytes_weight", "Bytes per weight", "=BYTES_PER_PARAM({weight_precision})", "bytes",
          "Bits / 8, block scales and zero-points included (xlsxplan precision table)", "dec3"),
     Line("bytes_kv", "Bytes per KV cache value", "=BYTES_PER_PARAM({kv_precision})", "bytes",
@@ -211,7 +267,8 @@ CASE_LINES: tuple[Line, ...] = (
          "=FREE_GB({params},{bytes_weight},{n_gpus},{memory},Usable_Memory_Fraction)", "GB",
          "Usable memory - weights; negative: the weights do not fit (Back-of-the-Envelope §2)", "dec1"),
     Line("kv_bytes", "KV cache per token",
-         "=IF({kv_override}>0,{kv_override},MODEL_KV_BYTES_PER_TOKEN({model},{context},{bytes_kv},{n_gpus}))", "bytes",
+         '=IF(AND({kv_override}>0,{model_overrides}="yes"),{kv_override},'
+         "MODEL_KV_BYTES_PER_TOKEN({model},{context},{bytes_kv},{n_gpus}))", "bytes",
          "The override, else MODEL_KV_BYTES_PER_TOKEN, by architecture (§3)", "int"),
     Line("kv_kib", "KV cache per token, in KiB", "={kv_bytes}/1024", "KiB", "Bytes / 1,024", "int"),
     Line("kv_seq", "KV cache of a sequence at the tail prompt", "=KV_GB({kv_bytes},{tail_context})", "GB",
@@ -233,25 +290,62 @@ CASE_LINES: tuple[Line, ...] = (
          f'=IF(AND(ISNUMBER({{batch_paged}}),ISNUMBER({{batch_fit}}),{{batch_fit}}>=1),"{PAGED}","{PER_SLOT}")', "text",
          "Paged, as vLLM, TensorRT-LLM and SGLang run; per slot is Back-of-the-Envelope's worst case (§3)",
          "text"),
+    Line("engine_pool", "KV cache pool the engine sets aside, per GPU",
+         "=ENGINE_KV_GB({memory},{weights_gpu},Engine_Memory_Fraction,Engine_Activation_And_Graph_Reserve)", "GB",
+         "Memory x the engine's fraction - weights - reserve (vLLM determine_available_memory; SGLang)", "dec1",
+         compare=False),
+    Line("engine_tokens", "KV cache tokens the engine allocates",
+         '=IF({engine_pool}>0,ENGINE_KV_TOKENS({engine_pool},{kv_bytes}/{n_gpus},Engine_KV_Block_Size),0)', "tokens",
+         "Whole blocks of the pool per GPU: the 'GPU KV cache size' vLLM prints at start-up", "int", compare=False),
+    Line("engine_concurrency", "Maximum concurrency at the longest request",
+         '=IF({engine_pool}>0,ENGINE_MAX_CONCURRENCY({engine_pool},{kv_bytes}/{n_gpus},{longest_request},'
+         "Engine_KV_Block_Size),0)", "requests", "Requests of the longest accepted length at once, as vLLM prints",
+         "dec2", compare=False),
+    Line("engine_batch", "Tail-prompt sequences the engine's pool holds",
+         '=IF({engine_pool}>0,ENGINE_MAX_CONCURRENCY({engine_pool},{kv_bytes}/{n_gpus},{tail_context},'
+         "Engine_KV_Block_Size),0)", "sequences", "The engine-true counterpart of the batch that fits, block-rounded",
+         "dec1", compare=False),
     Line("max_context", "Longest sequence that fits alone", "=MAX_CONTEXT_TOKENS({free},{kv_bytes})", "tokens",
          "floor(free memory / KV per token): the ceiling on the longest request (Back-of-the-Envelope §1)", "int"),
     # -- speed and the latency targets
     Line("params_read_mem", "Parameters a step reads at memory's batch", _fits_some(_read("{batch_mem}")),
          "B params", "MOE_PARAMS_READ_B: the experts the batch touches; all if dense", "dec2"),
+    Line("speed_floor", "Decode speed per user at memory's batch",
+         _fits_some("DECODE_TOKS({params_read_mem},{bytes_weight},{n_gpus},{bandwidth},{batch_mem},{kv_bytes},"
+                    "{context},Decode_Bandwidth_Efficiency)"), "tokens/s",
+         "The slowest any batch that fits decodes at: what the first-token batch counts with no speed target",
+         "dec1"),
+    Line("speed_for_ttft", "Decode speed the first-token batch is sized at",
+         '=IF({speed_given}="yes",Latency_Target,{speed_floor})', "tokens/s",
+         "The decode-speed target if given, else memory's batch speed (no target then binds)", "dec1"),
     Line("batch_latency", "Batch the decode-speed target allows",
-         _fits_some("BATCH_FOR_LATENCY({params_read_mem},{bytes_weight},{n_gpus},{bandwidth},Latency_Target,"
-                    "{kv_bytes},{context},Decode_Bandwidth_Efficiency)"), "sequences",
+         '=IF(AND({speed_given}="yes",COUNTIF({batch_mem},"<1")=0),'
+         "BATCH_FOR_LATENCY({params_read_mem},{bytes_weight},{n_gpus},{bandwidth},Latency_Target,{kv_bytes},"
+         "{context},Decode_Bandwidth_Efficiency),{speed_unset})", "sequences",
          "Largest batch decoding at the target per user; 0 if none (Back-of-the-Envelope §4, §7)", "int"),
+    # COUNTIF(batch,"<1") is 1 only for a number below 1: an error in memory's batch reaches a given target's batch
+    # (and the checks), while a target not given reads "no target" whatever memory's batch holds
     Line("batch_ttft", "Batch the time-to-first-token target allows",
-         _fits_some("BATCH_FOR_TTFT({active},{n_gpus},{tflops},Latency_Target,{prefill_tokens_tail},"
-                    "Time_To_First_Token_Target,Prefill_Compute_Utilisation,{bytes_weight},{bandwidth},{kv_bytes},"
-                    "{context},Decode_Bandwidth_Efficiency)"), "sequences",
+         '=IF(AND({ttft_given}="yes",COUNTIF({batch_mem},"<1")=0),'
+         "BATCH_FOR_TTFT({active},{n_gpus},{tflops},{speed_for_ttft},{prefill_tokens_tail},"
+         "Time_To_First_Token_Target,Prefill_Compute_Utilisation,{bytes_weight},{bandwidth},{kv_bytes},"
+         "{context},Decode_Bandwidth_Efficiency),{ttft_unset})", "sequences",
          "Decode leaves compute for a tail prompt in time; 0: none (Sarathi-Serve)", "int"),
+    Line("cap_latency", "Cap the decode-speed target sets",
+         '=IF({speed_given}="yes",{batch_latency},{batch_mem})', "sequences",
+         "Its batch when the target is given; memory's when not: a target not given does not apply", "int"),
+    Line("cap_ttft", "Cap the first-token target sets",
+         '=IF({ttft_given}="yes",{batch_ttft},{batch_mem})', "sequences",
+         "Its batch when the target is given; memory's when not", "int"),
     Line("batch", "Batch planned",
          # memory's 0 where nothing fits (the targets then read "does not fit", which MAX passes by)
-         "=IF(AND(ISNUMBER({batch_mem}),OR({batch_mem}<1,AND(ISNUMBER({batch_latency}),ISNUMBER({batch_ttft})))),"
-         "MIN({batch_mem},MAX(1,{batch_latency}),MAX(1,{batch_ttft})),NA())",
+         "=IF(AND(ISNUMBER({batch_mem}),OR({batch_mem}<1,AND(ISNUMBER({cap_latency}),ISNUMBER({cap_ttft})))),"
+         "MIN({batch_mem},MAX(1,{cap_latency}),MAX(1,{cap_ttft})),NA())",
          "sequences", "The smallest of the three, at least 1 if one fits; none if one is no number", "int"),
+    Line("binding", "What sets the batch",
+         f'=INDEX({{"{BINDING[0]}","{BINDING[1]}","{BINDING[2]}"}},1+({{batch}}<{{batch_mem}})'
+         "+({batch}<MIN({batch_mem},MAX(1,{cap_latency}))))", "text",
+         "Memory, or the target that caps it: printed beside the batch it moved", "text"),
     Line("latency_caps", "A latency target caps the batch?", '=IF({batch}<{batch_mem},"yes","no")', "text",
          "yes: a batch that fits would be slower than a target", "text", bad=("yes",)),
     Line("params_read", "Parameters a step reads at the planned batch", _fit(_read("{batch}")), "B params",
@@ -283,12 +377,30 @@ CASE_LINES: tuple[Line, ...] = (
     Line("time_to_answer", "Time to the first visible token",
          _fit("TIME_TO_ANSWER_S({prefill},Hidden_Reasoning_Tokens_Per_Request,{tps_user})"), "s",
          "Prefill + reasoning tokens / decode speed: the answer starts after the reasoning", "dec2"),
+    # -- speculative decoding, beside the plan (Leviathan et al. 2023): what a draft does to decode speed and cost
+    Line("spec_tokens", "Tokens a verify step yields, speculative",
+         _SPEC_ON + 'SPEC_TOKENS_PER_STEP(Draft_Acceptance_Rate,Draft_Tokens_Per_Step),"off")',
+         "tokens",
+         "(1 - alpha^(gamma+1)) / (1 - alpha): Leviathan, Kalman and Matias 2023 (arXiv:2211.17192)", "dec2"),
+    Line("spec_step", "Step time with the draft, at the planned batch",
+         _SPEC_ON + "SPEC_STEP_S({params_read},{bytes_weight},{batch},{kv_bytes},{context},{n_gpus},{bandwidth},"
+         '{tflops_weights},Draft_Tokens_Per_Step,Draft_Model_Parameters,BYTES_PER_PARAM("bf16"),'
+         'Decode_Bandwidth_Efficiency,Prefill_Compute_Utilisation),"off")', "s",
+         "SPEC_STEP_S: gamma draft steps, then one verify pass over gamma + 1 tokens a sequence", "dec3"),
+    Line("spec_tps_user", "Decode speed per user, speculative",
+         _SPEC_ON + '{spec_tokens}/{spec_step},"off")',
+         "tokens/s",
+         "Tokens a step / step time, beside the plan's decode speed per user", "dec1"),
+    Line("spec_cost_full", "Cost per M output tokens at full load, speculative",
+         _SPEC_ON + 'COST_PER_M_TOKENS({n_gpus},{price},{batch}*{spec_tps_user}),"off")',
+         "USD/M tokens",
+         "As Back-of-the-Envelope §6, at the speculative decode throughput", "usd"),
     # -- cost as Back-of-the-Envelope counts it
     Line("cost_full", "List cost per M output tokens at full load",
-         _fit("COST_PER_M_TOKENS({n_gpus},Price_Per_GPU_Hour,{tps_total})"), "USD/M tokens",
+         _fit("COST_PER_M_TOKENS({n_gpus},{price},{tps_total})"), "USD/M tokens",
          "GPUs x price / (decode throughput x 3,600) x 1e6 (Back-of-the-Envelope §6)", "usd"),
     Line("cost_avg", "Effective cost per M output tokens at average load",
-         _fit("COST_PER_M_TOKENS({n_gpus},Price_Per_GPU_Hour,{tps_total},Average_Utilisation)"), "USD/M tokens",
+         _fit("COST_PER_M_TOKENS({n_gpus},{price},{tps_total},Average_Utilisation)"), "USD/M tokens",
          "The method of Back-of-the-Envelope §6: full-load cost / average utilisation, decode only", "usd"),
     # -- capacity for the traffic
     Line("replicas_decode", "Replicas for the peak, output tokens only",
@@ -303,9 +415,25 @@ CASE_LINES: tuple[Line, ...] = (
     Line("replica_rps_chunked", "Requests per replica, chunked prefill",
          _fit("REPLICA_RPS_CHUNKED({prefill},{prefill_tokens},{decode_tokens},{tps_total})"), "requests/s",
          "Prompts chunked into the decode steps (Sarathi-Serve, arXiv:2403.02310): the plan's capacity", "dec2"),
-    Line("replicas_needed", "Replicas the peak needs, spares included",
+    Line("replicas_load", "Replicas the peak's load needs, spares included",
          _fit("FLEET_REPLICAS({peak_rps},{replica_rps_chunked},Spare_Replicas,Minimum_Replicas)"), "count",
          "ceil(peak requests/s / requests per replica) + spares, at least the minimum (Back-of-the-Envelope §6)",
+         "int"),
+    Line("prefill_chunked", "Prefill of a mean prompt beside the planned batch",
+         _fit("MAX({prefill},{prefill_tokens}/(COMPUTE_TOKS({active},{n_gpus}*{tflops}*Prefill_Compute_Utilisation)"
+              "-{tps_total}))"), "s",
+         "Prompt / (compute tokens/s - decode tokens/s); the prefill alone where decode leaves no compute",
+         "dec3"),
+    Line("decode_s", "Decode time of a request", _fit("{decode_tokens}/{tps_user}"), "s",
+         "Generated tokens / decode speed per user: the rest of a slot's time", "dec2"),
+    Line("replicas_ttft_pct", "Replicas for the percentile first-token target",
+         '=IF(AND({pct_given}="yes",ISNUMBER({batch}),{batch}>=1),REPLICAS_FOR_TTFT({peak_rps},'
+         "First_Token_Target_At_The_Percentile,First_Token_Percentile,{batch},{prefill_chunked},{decode_s},"
+         '{replica_rps_chunked})+Spare_Replicas,"no target")', "count",
+         "REPLICAS_FOR_TTFT: each replica batch servers for a Poisson queue (Erlang C), + spares", "int"),
+    Line("replicas_needed", "Replicas the peak needs, spares included",
+         _fit("MAX({replicas_load},{replicas_ttft_pct})"), "count",
+         "The load's count, or more where the percentile first-token target needs them (MAX skips no target)",
          "int"),
     Line("replicas_planned", "Replicas planned",
          "=IF(Replicas_Deployed>0,Replicas_Deployed,{replicas_needed})", "count",
@@ -315,6 +443,25 @@ CASE_LINES: tuple[Line, ...] = (
     Line("coverage", "Peak covered with the spares down",
          _fit("PEAK_COVERAGE({peak_rps},{replica_rps_chunked},{replicas_planned},Spare_Replicas)"), "ratio",
          "(replicas - spares) x requests per replica / peak requests/s; below 1 the peak is not served", "dec2"),
+    Line("queue_load", "Slots busy at the peak, the planned fleet",
+         _fit("{peak_rps}/{replicas_planned}*SLOT_S({batch},{prefill_chunked},{decode_s},{replica_rps_chunked})"
+              "/{batch}"), "fraction",
+         "Peak requests per replica x SLOT_S / batch: at 1 or above the queue grows without bound", "pct1"),
+    Line("queue_state", "The queue where it has no steady state",
+         f'=IF(COUNTIF({{queue_load}},">=1")=1,"{OVERLOADED}","{NO_FIT}")', "text",
+         "What the percentiles read when none is computed", "text"),
+    Line("ttft_p50", "First token at the peak, P50, the planned fleet",
+         '=IF(AND(ISNUMBER({queue_load}),{queue_load}<1),TTFT_AT_LOAD_S({peak_rps},{replicas_planned},{batch},'
+         "{prefill_chunked},{decode_s},{replica_rps_chunked},Low_First_Token_Percentile_Shown),{queue_state})",
+         "s", "TTFT_AT_LOAD_S: the wait for a slot (Erlang C, M/M/c) plus the prefill, all replicas serving", "dec2"),
+    Line("ttft_p90", "First token at the peak, P90, the planned fleet",
+         '=IF(AND(ISNUMBER({queue_load}),{queue_load}<1),TTFT_AT_LOAD_S({peak_rps},{replicas_planned},{batch},'
+         "{prefill_chunked},{decode_s},{replica_rps_chunked},Middle_First_Token_Percentile_Shown),{queue_state})",
+         "s", "As above, at the middle percentile shown (Inputs)", "dec2"),
+    Line("ttft_p99", "First token at the peak, P99, the planned fleet",
+         '=IF(AND(ISNUMBER({queue_load}),{queue_load}<1),TTFT_AT_LOAD_S({peak_rps},{replicas_planned},{batch},'
+         "{prefill_chunked},{decode_s},{replica_rps_chunked},High_First_Token_Percentile_Shown),{queue_state})",
+         "s", "As above, at the high percentile shown (Inputs)", "dec2"),
     Line("fleet_util", "Average utilisation of the fleet",
          _fit("FLEET_UTILISATION(Requests_Per_Day,{replica_rps_chunked},{replicas_planned})"), "fraction",
          "Average requests/s / what the fleet could serve: the plan's own figure for Back-of-the-Envelope's 30%",
@@ -344,22 +491,23 @@ CASE_LINES: tuple[Line, ...] = (
          _fit("{prefill}*{replica_rps_chunked}"), "fraction",
          "Prefill time / a chunked replica's time per request: prompt/(prompt+output) if compute binds", "pct1"),
     Line("cost_in", "Cost per M input tokens, the fleet around the clock",
-         _fit("COST_PER_M_INPUT({gpus_peak},Price_Per_GPU_Hour,Requests_Per_Day,{prompt_mean},{prefill_share})"),
+         _fit("COST_PER_M_INPUT({gpus_peak},{price},Requests_Per_Day,{prompt_mean},{prefill_share})"),
          "USD/M tokens", "GPUs x price x 24 x input's share / (requests per day x prompt tokens) x 1e6", "usd"),
     Line("cost_out", "Cost per M output tokens, the fleet around the clock",
-         _fit("COST_PER_M_OUTPUT({gpus_peak},Price_Per_GPU_Hour,Requests_Per_Day,{decode_tokens},{prefill_share})"),
+         _fit("COST_PER_M_OUTPUT({gpus_peak},{price},Requests_Per_Day,{decode_tokens},{prefill_share})"),
          "USD/M tokens", "The rest of the bill over the generated tokens, reasoning included (billed as output)",
          "usd"),
     Line("monthly", "List cost per month of the fleet",
-         _fit("{gpus_peak}*Price_Per_GPU_Hour*Hours_Per_Month"), "USD",
+         _fit("{gpus_peak}*{price}*Hours_Per_Month"), "USD",
          "GPUs x price per GPU-hour x hours per month, billed around the clock", "usd0"),
 )  # fmt: skip
 
 _COMPARED = {
-    "params", "active", "memory", "bandwidth", "tflops", "bytes_weight", "bytes_kv", "experts", "experts_per_token",
-    "weights", "weights_gpu", "usable", "free", "kv_bytes", "kv_kib", "kv_seq", "batch_fit", "fits", "batch_paged",
-    "batch_mem", "params_read_mem", "batch_latency", "batch_ttft", "batch", "params_read", "tps_user", "tps_alone",
-    "tps_total", "prefill", "cost_full", "cost_avg",
+    "model_overrides", "gpu_overrides", "described", "params", "active", "memory", "bandwidth", "tflops", "price",
+    "bytes_weight", "bytes_kv", "experts", "experts_per_token", "weights", "weights_gpu", "usable", "free", "kv_bytes",
+    "kv_kib", "kv_seq", "batch_fit", "fits", "batch_paged", "batch_mem", "params_read_mem", "speed_floor",
+    "speed_for_ttft", "batch_latency", "batch_ttft", "cap_latency", "cap_ttft", "batch", "binding", "params_read",
+    "tps_user", "tps_alone", "tps_total", "prefill", "cost_full", "cost_avg",
 }  # fmt: skip
 """Lines repeated for every case on Scenarios: what the table of Back-of-the-Envelope §6 compares and what it depends
 on. Replicas and the rest depend on the traffic, not on what distinguishes the cases: Calculations has them for the
@@ -368,13 +516,28 @@ CASE_LINES = tuple(replace(line, compare=line.key in _COMPARED) for line in CASE
 
 # Calculations' sections, by the first line of each.
 CALC_SECTIONS = {
-    "params": "Model and accelerator", "weights": "Memory", "params_read_mem": "Speed and the latency targets",
+    "model_overrides": "Model and accelerator", "weights": "Memory", "params_read_mem": "Speed and the latency targets",
     "cost_full": "Cost as Back-of-the-Envelope counts it (output tokens, one replica)",
     "replicas_decode": "Capacity for the traffic", "prefill_replicas": "Separate prefill and decode GPUs",
     "prefill_share": "Input and output tokens priced apart",
 }  # fmt: skip
 
 GLOBAL_LINES: tuple[Line, ...] = (
+    Line("speed_given", "Decode-speed target given?",
+         '=IF(AND(ISNUMBER(Latency_Target),Latency_Target>0),"yes","no")', "text",
+         "Empty on Inputs: no speed target applies, and memory (or the other target) sets the batch", "text"),
+    Line("ttft_given", "Time-to-first-token target given?",
+         '=IF(AND(ISNUMBER(Time_To_First_Token_Target),Time_To_First_Token_Target>0),"yes","no")', "text",
+         "Empty on Inputs: no first-token target applies", "text"),
+    Line("pct_given", "Percentile first-token target given?",
+         '=IF(AND(ISNUMBER(First_Token_Target_At_The_Percentile),First_Token_Target_At_The_Percentile>0),"yes","no")',
+         "text", "Empty on Inputs: the fleet is sized for its load alone", "text"),
+    Line("speed_unset", "The speed target's batch where none is computed",
+         f'=IF({{speed_given}}="yes","{NO_FIT}","{NO_TARGET}")', "text",
+         f"{NO_FIT}: memory holds no sequence; {NO_TARGET}: none given", "text"),
+    Line("ttft_unset", "The first-token target's batch where none is computed",
+         f'=IF({{ttft_given}}="yes","{NO_FIT}","{NO_TARGET}")', "text",
+         f"{NO_FIT}: memory holds no sequence; {NO_TARGET}: none given", "text"),
     Line("peak_rps", "Peak requests per second", "=PEAK_RPS(Requests_Per_Day,Peak_Hour_Factor)", "requests/s",
          "Requests per day / 86,400 x peak factor (Back-of-the-Envelope §1)", "dec1"),
     Line("decode_tokens", "Tokens generated per request",
@@ -397,6 +560,11 @@ GLOBAL_LINES: tuple[Line, ...] = (
          "Prompt length spread on Inputs when filled in", "int"),
     Line("prompt_sd", "Spread of prompt lengths used", "=IF({pasted}>0,STDEVP(Measured_Prompt_Lengths),{sd_typed})",
          "tokens", "Standard deviation of the pasted lengths, else the line above: feeds PAGED_BATCH", "int"),
+    Line("spread_basis", "What the spread of prompt lengths rests on",
+         f'=INDEX({{"{SPREAD_BASIS[0]}","{SPREAD_BASIS[1]}","{SPREAD_BASIS[2]}","{SPREAD_BASIS[3]}"}},'
+         "1+({pasted}=0)*(1+NOT(ISNUMBER(Prompt_Length_Spread))*(1+NOT(ISNUMBER({sd_lognormal})))))", "text",
+         "Pasted lengths, a typed spread, a log-normal through mean and tail, or none: then every slot at the tail",
+         "text", bad=(SPREAD_BASIS[3],)),
     Line("peak_prompt", "Peak prompt tokens per second",
          "=PEAK_TOKS(Requests_Per_Day,{prompt_mean},Peak_Hour_Factor)", "tokens/s",
          "Peak requests/s x mean prompt tokens (Back-of-the-Envelope §1)", "int"),
@@ -450,10 +618,10 @@ CALIBRATION_LINES: tuple[Line, ...] = (
          _fit("PREFILL_S({active},{prefill_tokens},GPUs_Per_Replica,{peak},{eff_pf})"), "s",
          "2N x prompt tokens / (GPUs x the column's peak x utilisation) (Back-of-the-Envelope §5)", "dec2"),
     Line("cal_cost_full", "List cost per M output tokens at full load",
-         _fit("COST_PER_M_TOKENS(GPUs_Per_Replica,Price_Per_GPU_Hour,{cal_tps_total})"), "USD/M tokens",
+         _fit("COST_PER_M_TOKENS(GPUs_Per_Replica,{price},{cal_tps_total})"), "USD/M tokens",
          "GPUs x price / (decode throughput x 3,600) x 1e6 (Back-of-the-Envelope §6)", "usd"),
     Line("cal_cost_avg", "Effective cost per M output tokens at average load",
-         _fit("COST_PER_M_TOKENS(GPUs_Per_Replica,Price_Per_GPU_Hour,{cal_tps_total},Average_Utilisation)"),
+         _fit("COST_PER_M_TOKENS(GPUs_Per_Replica,{price},{cal_tps_total},Average_Utilisation)"),
          "USD/M tokens", "The method of Back-of-the-Envelope §6: full-load cost / average utilisation, decode only",
          "usd"),
     Line("cal_rps", "Requests per replica, chunked prefill",
@@ -464,15 +632,15 @@ CALIBRATION_LINES: tuple[Line, ...] = (
          "FLEET_REPLICAS: the plan's count, at this column's efficiencies", "int"),
     Line("cal_gpus", "GPUs the peak needs, spares included", _fit("{cal_replicas}*GPUs_Per_Replica"), "count",
          "Replicas x GPUs per replica", "int"),
-    Line("cal_monthly", "List cost per month of the fleet", _fit("{cal_gpus}*Price_Per_GPU_Hour*Hours_Per_Month"),
+    Line("cal_monthly", "List cost per month of the fleet", _fit("{cal_gpus}*{price}*Hours_Per_Month"),
          "USD", "GPUs x price per GPU-hour x hours per month, as for the plan", "usd0"),
     Line("cal_share", "Input's share of the bill", _fit("{cal_prefill}*{cal_rps}"), "fraction",
          "Prefill time x requests per replica: the prefill's share of GPU time", "pct1"),
     Line("cal_cost_in", "Cost per M input tokens, the fleet around the clock",
-         _fit("COST_PER_M_INPUT({cal_gpus},Price_Per_GPU_Hour,Requests_Per_Day,{prompt_mean},{cal_share})"),
+         _fit("COST_PER_M_INPUT({cal_gpus},{price},Requests_Per_Day,{prompt_mean},{cal_share})"),
          "USD/M tokens", "COST_PER_M_INPUT of this column's fleet, as Calculations prices the plan", "usd"),
     Line("cal_cost_out", "Cost per M output tokens, the fleet around the clock",
-         _fit("COST_PER_M_OUTPUT({cal_gpus},Price_Per_GPU_Hour,Requests_Per_Day,{decode_tokens},{cal_share})"),
+         _fit("COST_PER_M_OUTPUT({cal_gpus},{price},Requests_Per_Day,{decode_tokens},{cal_share})"),
          "USD/M tokens", "COST_PER_M_OUTPUT: the rest of the bill over the generated tokens", "usd"),
     Line("cal_serve_toks", "Output tokens/s of a replica, roofline",
          _fit("SERVE_TOKS({params_read},{bytes_weight},{kv_bytes},{prefill_tokens},{decode_tokens},GPUs_Per_Replica,"
@@ -499,7 +667,7 @@ USUAL: tuple[tuple[str, str, str, Any], ...] = (
     ("memory_override", "Memory per GPU", "GB", domains.MemoryGB),
     ("bandwidth_override", "Memory bandwidth", "TB/s", domains.BandwidthTBs),
     ("tflops_override", "Dense BF16 compute", "TFLOP/s", domains.TFLOPs),
-    ("Price_Per_GPU_Hour", "Price per GPU-hour", "USD/GPU-h", domains.Price),
+    ("gpu_prices", "Price per GPU-hour", "USD/GPU-h", domains.Price),
     ("Prefill_To_Decode_Link_Bandwidth", "Prefill-to-decode link", "GB/s", domains.LinkGBs),
     ("Tensor_Parallel_Link_Bandwidth", "Tensor-parallel link", "GB/s", domains.LinkGBsOrZero),
 )
@@ -591,12 +759,44 @@ def _inputs(book: Book, lists: dict[str, str]) -> Sheet:
     sh.input("KV cache overflow accepted", 0.05, "fraction", "Example: a paging engine (vLLM)",
              "Chance a paged batch outgrows memory (preemption)", "pct",
              validation_for(domain_of(domains.TailProbability), "KV cache overflow accepted"))  # fmt: skip
-    sh.input("Latency target, per user", 20, "tokens/s", "Example: your product's requirement",
+    sh.input("Latency target, per user", None, "tokens/s", "Example: empty, no target; your product's",
              f"Slowest decode per user; 80 in {ENVELOPE} §7", "dec1",
-             validation_for(domain_of(domains.TokensPerS), "Latency target"))  # fmt: skip
-    sh.input("Time-to-first-token target", 2, "s", "Example: your product's requirement", "Longest wait for the "
-             "first token of a tail prompt", "dec2", validation_for(domain_of(domains.Seconds),
-                                                                   "Time-to-first-token target"))  # fmt: skip
+             validation_for(domain_of(domains.TokensPerS), "Latency target",
+                            "leave it empty for no speed target"))  # fmt: skip
+    sh.input("Time-to-first-token target", None, "s", "Example: empty, no target; your product's",
+             "Longest wait for the first token of a tail prompt", "dec2",
+             validation_for(domain_of(domains.Seconds), "Time-to-first-token target",
+                            "leave it empty for no first-token target"))  # fmt: skip
+    sh.input("First-token percentile", 0.99, "fraction", "Example: P99, a common objective",
+             "Share of requests the target below must hold for", "pct",
+             validation_for(domain_of(domains.Percentile), "First-token percentile"))  # fmt: skip
+    sh.input("First-token target at the percentile", None, "s", "Example: empty, no target; e.g. 2 s at P99",
+             "Replicas are added until the peak's queue meets it", "dec2",
+             validation_for(domain_of(domains.Seconds), "First-token target at the percentile",
+                            "leave it empty for no percentile target"))  # fmt: skip
+    sh.input("Draft tokens per step", None, "count", "Example: empty, no speculative decoding",
+             "Gamma: tokens a draft model or MTP head proposes", "int",
+             validation_for(domain_of(domains.Count), "Draft tokens per step",
+                            "leave it empty for no speculative decoding"))  # fmt: skip
+    sh.input("Draft acceptance rate", 0.8, "fraction", "Example: Leviathan et al. 2023 (alpha)",
+             "Chance a drafted token is accepted; measure yours", "pct",
+             validation_for(domain_of(domains.FractionOrZero), "Draft acceptance rate"))  # fmt: skip
+    sh.input("Draft model parameters", 1, "B params", "Example: a 1B draft (Leviathan et al.)",
+             "Read once per draft step, in BF16", "dec2",
+             validation_for(domain_of(domains.ParamsB), "Draft model parameters"))  # fmt: skip
+    sh.input("Engine memory fraction", 0.9, "fraction", "Example: vLLM gpu_memory_utilization",
+             "SGLang's mem_fraction_static is about 0.8 to 0.93", "pct",
+             validation_for(frac, "Engine memory fraction"))  # fmt: skip
+    sh.input("Engine activation and graph reserve", 0, "GB", "Example: none; the engine logs it",
+             "Per GPU; vLLM issue #16570 logs 2.85 GiB", "dec2",
+             validation_for(domain_of(domains.MemoryGBOrZero), "Engine activation and graph reserve"))  # fmt: skip
+    sh.input("Engine KV block size", 16, "tokens", "Example: vLLM's default block",
+             "A sequence's cache is rounded up to whole blocks", "int",
+             validation_for(domain_of(domains.Count), "Engine KV block size"))  # fmt: skip
+    for word, value in (("Low", 0.5), ("Middle", 0.9), ("High", 0.99)):
+        sh.input(f"{word} first-token percentile shown", value, "fraction", "Convention: P50, P90 and P99",
+                 "Calculations shows the first token at the peak there", "pct",
+                 validation_for(domain_of(domains.Percentile), f"{word} first-token percentile shown"))  # fmt: skip
     sh.input("Spare replicas", 1, "count", f"{ENVELOPE} §6 (example)", "On top of the peak: one failure "
              "leaves it covered", "int",
              validation_for(domain_of(domains.Spare), "Spare replicas"))  # fmt: skip
@@ -615,8 +815,6 @@ def _inputs(book: Book, lists: dict[str, str]) -> Sheet:
              "traffic", "dec1", validation_for(domain_of(domains.PeakFactor), "Traffic growth multiple"))  # fmt: skip
 
     sh.section("Cost and basis of estimate", "Estimate, not a quote: check your provider's current price")
-    sh.input("Price per GPU-hour", 2.5, "USD/GPU-h", f"{ENVELOPE} §6 (example)", "List price, one GPU for an hour; the "
-             "source's figure", "usd", validation_for(domain_of(domains.Price), "Price per GPU-hour"))  # fmt: skip
     sh.input("Average utilisation", 0.3, "fraction", f"{ENVELOPE} §6 (example)", "Average load over full load; "
              "30% is common (§6)", "pct",
              validation_for(frac, "Average utilisation"))  # fmt: skip
@@ -694,10 +892,14 @@ def _calculations(book: Book) -> Sheet:
     live: dict[str, Ref | str] = {spec.key: book.input_names[spec.key] for spec in CASE_INPUTS}
     for line in CASE_LINES:
         if line.key in CALC_SECTIONS:
-            sh.section(CALC_SECTIONS[line.key], "The active scenario" if line.key == "params" else "")
+            sh.section(CALC_SECTIONS[line.key], "The active scenario" if line.key == "model_overrides" else "")
         sh.line(line, live)
 
     ws = sh.ws
+    # beside the batch, what set it: a target that binds says so where it moved the figure
+    batch = book.ref("batch")
+    ws[f"D{batch.row}"] = book.render('="Set by "&{binding}&"; the smallest of the three, at least 1 if one fits"',
+                                      sh.name)  # fmt: skip
     ws.row_breaks.append(Break(id=sh.row))  # the chart data starts a printed page of its own
     sh.section("Decode speed against batch (the chart on Outputs)", "Evenly spaced batches up to the one memory allows")
     headings = {"A": "Chart data", "B": "Batch", "C": "Tokens/s", "D": "Equation and source", "E": "Line: batch",
@@ -758,7 +960,7 @@ def _scenarios(book: Book) -> Sheet:
         if spec.key in SHOWN_INPUTS:
             line = Line(f"{spec.key}:shown", spec.label, "={" + spec.key + "}", spec.unit, "Inputs", spec.fmt)
             book.refs[f"Scenarios:{spec.key}"] = sh.side_by_side(line, locals_)
-    sections = {"params": "Model and accelerator figures", "weights": "Memory", "params_read_mem": "Speed",
+    sections = {"model_overrides": "Model and accelerator figures", "weights": "Memory", "params_read_mem": "Speed",
                 "cost_full": "Cost"}  # fmt: skip
     case_keys = {spec.key for spec in CASE_INPUTS}
     global_keys = {line.key for line in GLOBAL_LINES}
@@ -778,6 +980,133 @@ def _scenarios(book: Book) -> Sheet:
             "scenario.")  # fmt: skip
     sh.finish()
     return sh
+
+
+# The Options sheet: PLAN_OPTIONS's table, a column each, with its heading, width and format.
+OPTION_COLUMNS: tuple[tuple[str, str, int, str], ...] = (
+    ("rank", "Rank", 6, "int"), ("gpu", "Accelerator", 12, "text"), ("gpus_per_replica", "GPUs a replica", 8, "int"),
+    ("weights", "Weights", 8, "text"), ("kv", "KV cache", 8, "text"), ("serving", "Serving", 13, "text"),
+    ("batch", "Batch", 7, "int"), ("binding", "Batch set by", 16, "text"),
+    ("tokens_per_s_per_user", "Tokens/s a user", 9, "dec1"), ("ttft_s", "First token, s", 8, "dec2"),
+    ("replicas", "Replicas", 8, "int"), ("gpus", "GPUs", 7, "int"), ("usd_per_month", "USD a month", 11, "usd0"),
+    ("usd_per_m_input", "USD/M input", 9, "usd"), ("usd_per_m_output", "USD/M output", 9, "usd"),
+    ("feasible", "Feasible", 8, "text"), ("frontier", "Frontier", 8, "text"), ("reason", "Why rejected", 70, "text"),
+    ("other_view_gpus", "GPUs, calibrated", 10, "int"), ("other_view_usd_per_month", "USD a month, calibrated", 12,
+                                                           "usd0"),
+    ("other_view_reason", "Why rejected, calibrated", 70, "text"),
+)  # fmt: skip
+OPTIONS_FIRST_ROW = HEADER_ROWS + 1
+"""The row of the table's own header (PLAN_OPTIONS's first row); the options follow it."""
+
+
+def options_per_accelerator() -> int:
+    """Options the search plans for one accelerator: weight precisions x KV-cache precisions x GPUs per replica x
+    servings, rejected ones included."""
+    a = plan_search.Assumptions()
+    return len(a.weight_precisions) * len(a.kv_precisions) * len(a.gpus_per_replica) * len(a.servings)
+
+
+def priced_accelerators() -> list[str]:
+    """The accelerators the price table on Lists ships with a price: the catalog's, and the examples'."""
+    table = catalog.load_prices().ids()
+    return [gpu for gpu in catalog.gpu_names() if gpu in table or gpu in PRICE_EXAMPLES]
+
+
+OPTIONS_FORMULA = (
+    # the cell's row and column in the table, counted from the heading row's first cell (text, not a formula)
+    f"PLAN_OPTIONS_AT(ROW()-ROW($A${HEADER_ROWS}),COLUMN()-COLUMN($A${HEADER_ROWS}),Model,Requests_Per_Day,"
+    "{prompt_mean},Output_Tokens_Per_Request,Peak_Hour_Factor,Latency_Target,"
+    "Time_To_First_Token_Target,Spare_Replicas,{options_gpus},{prompt_tail},"
+    "MAX({prompt_tail},Longest_Prompt_Accepted),Hidden_Reasoning_Tokens_Per_Request,Minimum_Replicas)"
+)
+"""The search the Options sheet shows: every accelerator priced on Lists, for the active scenario's model and the
+traffic, targets and spares on Inputs."""
+OPTIONS_GPUS = '=TEXTJOIN(",",TRUE,IF(ISNUMBER({gpu_prices}),{gpu_names}&"="&{gpu_prices},""))'
+"""The priced accelerators as PLAN_OPTIONS reads them, ``H100-SXM=2.5,H200=5.408``: an array formula of one cell."""
+
+
+def _options(book: Book) -> Sheet:
+    """The Options sheet: every way to serve the active scenario's model on the accelerators priced on Lists,
+    ranked by monthly cost (PLAN_OPTIONS's table, a cell each: PLAN_OPTIONS_AT(row, column, ...), which plans the
+    table once and remembers it), in rows enough for the accelerators priced when the file was built, the active
+    scenario's row marked.
+
+    Cell by cell rather than one array formula over the range: a saved array formula's other cells hold their cached
+    values, which the headless engine reads as occupied when the file is opened again (#SPILL!); and INDEX over
+    PLAN_OPTIONS in each cell would hand the engine the whole table once per cell."""
+    n_gpus = len(priced_accelerators())
+    rows = 1 + options_per_accelerator() * n_gpus
+    sh = book.sheet(
+        "Options",
+        "Every way to serve the active scenario's model on the accelerators priced on Lists: PLAN_OPTIONS, ranked by "
+        f"monthly cost at the efficiencies of {ENVELOPE}; each rejected option says why.",
+        ["Active scenario", *(heading for _, heading, _, _ in OPTION_COLUMNS)],
+    )
+    ws = sh.ws
+    ws.column_dimensions["A"].width = 16
+    cols = [get_column_letter(i + 2) for i in range(len(OPTION_COLUMNS))]
+    for col, (_, _, width, _) in zip(cols, OPTION_COLUMNS):
+        ws.column_dimensions[col].width = width
+        ws[f"{col}{HEADER_ROWS}"].alignment = Alignment(horizontal="left", vertical="center", wrap_text=True)
+    ws.row_dimensions[HEADER_ROWS].height = 30
+    first, last = OPTIONS_FIRST_ROW, OPTIONS_FIRST_ROW + rows - 1
+    gpus_row = last + 2  # the accelerators searched, below the table
+    book.refs["options_gpus"] = Ref(sh.name, gpus_row, "B")
+    search = "=" + book.render(OPTIONS_FORMULA, sh.name)
+    g = dict(zip((key for key, _, _, _ in OPTION_COLUMNS), cols))
+    for r in range(first, last + 1):
+        for col, (_, _, _, fmt) in zip(cols, OPTION_COLUMNS):
+            cell = ws[f"{col}{r}"]
+            cell.value = search
+            cell.style = "Formula" if r > first else "Explanatory Text"
+            cell.number_format = FMT[fmt]
+        if r > first:
+            ws[f"A{r}"] = (f'=IF(AND({g["gpu"]}{r}=Accelerator,{g["gpus_per_replica"]}{r}=GPUs_Per_Replica,'
+                           f'{g["weights"]}{r}=Weight_Precision,{g["kv"]}{r}=KV_Cache_Precision,'
+                           f'{g["serving"]}{r}="aggregated"),"{ACTIVE_MARK}","no")')  # fmt: skip
+            ws[f"A{r}"].style = "Formula"
+    flag_good(ws, f"A{first + 1}:A{last}", ACTIVE_MARK)
+    put_text(ws[f"A{first}"], "PLAN_OPTIONS", "Explanatory Text")
+    book.refs["Options:table"] = Ref(sh.name, first, cols[0], cols[-1])
+    sh.row = last + 2
+    put_text(ws[f"A{gpus_row}"], "Accelerators searched", "Label")
+    ws[f"B{gpus_row}"] = ArrayFormula(f"B{gpus_row}", book.render(OPTIONS_GPUS, sh.name))
+    ws[f"B{gpus_row}"].style = "Formula"
+    put_text(ws[f"C{gpus_row}"], "USD/GPU-h", "Unit")
+    put_text(ws[f"D{gpus_row}"], "Each priced accelerator at its price on Lists", "Explanatory Text")
+    sh.row += 1
+    sh.line(Line("options_priced", "Accelerators priced on Lists", "=COUNT({gpu_prices})", "count",
+                 "Every one is searched; the cheapest options show first", "int"))  # fmt: skip
+    r = sh.row
+    put_text(ws[f"A{r}"], "Accelerators the table has room for", "Label")
+    ws[f"B{r}"] = n_gpus
+    ws[f"B{r}"].style, ws[f"B{r}"].number_format = "Label", FMT["int"]
+    put_text(ws[f"C{r}"], "count", "Unit")
+    put_text(
+        ws[f"D{r}"],
+        f"{options_per_accelerator()} options each, as built: `xlsxplan plan` lists every one",
+        "Explanatory Text",
+    )
+    book.refs["options_room"] = Ref(sh.name, r, "B")
+    sh.row += 1
+    for text in (
+        "The search plans the model of the active scenario for the traffic, targets and spares on Inputs (a target "
+        "left empty does not apply), at the text's efficiencies (full bandwidth, half the BF16 peak) and 90% usable "
+        "memory, weights as MODEL_WEIGHTS_GB; the calibrated view's GPUs and cost are in the last columns.",
+        "Fewer accelerators priced than the sheet was built for leave #REF! at its foot (Checks flags it); more are "
+        "ranked, and the cheapest options show. A model of your own (not in the catalog) cannot be searched: #N/A.",
+    ):
+        sh.text(text)
+    sh.finish()
+    # the table across two pages, the marked column repeated: up to the frontier, then the reasons
+    reason = cols[[k for k, _, _, _ in OPTION_COLUMNS].index("reason")]
+    before = get_column_letter(column_index_from_string(reason) - 1)
+    ws.print_area = [f"A1:{before}{sh.row - 1}", f"{reason}1:{cols[-1]}{sh.row - 1}"]
+    ws.print_title_cols = "A:A"
+    return sh
+
+
+ACTIVE_MARK = "yes"
 
 
 def _calibration(book: Book) -> Sheet:
@@ -832,7 +1161,7 @@ def _calibration(book: Book) -> Sheet:
     r = sh.text(
         "For 8-bit weights the calibrated prefill share rests on one published measurement: Llama-2-7B in FP8 on "
         "one H100, 36 ms to the first token (TensorRT-LLM; line 24 of xlsxplan/calibration/data/measurements.csv). "
-        "Fitted without it, the model predicts that row at 0.58x, the worst row `xlsxplan validate` shows; the "
+        "Fitted without it, the model predicts that row at 0.58x (`xlsxplan validate`, line 24); the "
         "measurements hold no 8-bit decode speed, so the 16-bit bandwidth share stands in. A calibrated 8-bit "
         "fleet is an estimate to confirm with a measurement of your own (Inputs, 'Your measurements').",
         style="Note",
@@ -842,6 +1171,9 @@ def _calibration(book: Book) -> Sheet:
     return sh
 
 
+OUTPUT_COST_SECTION = "Cost of the plan: the fleet around the clock, at the efficiencies on Inputs"
+"""The Outputs section with the plan's one cost per M input and one per M output tokens."""
+
 # What Outputs shows: (key, note, key result) by section; labels, units and formats come from the line.
 OUTPUT_ROWS: tuple[tuple[str, tuple[tuple[str, str, bool], ...]], ...] = (
     ("Prompt lengths", (
@@ -849,6 +1181,7 @@ OUTPUT_ROWS: tuple[tuple[str, tuple[tuple[str, str, bool], ...]], ...] = (
         ("prompt_mean", "Pasted lengths', else typed", False),
         ("prompt_tail", "What a slot is sized for", False),
         ("prompt_sd", "What the paged batch allows for", False),
+        ("spread_basis", "Measured lengths or a spread give a paged batch", True),
         ("tail_share", "Requests refused by the cap", True),
     )),
     ("Memory", (
@@ -863,11 +1196,14 @@ OUTPUT_ROWS: tuple[tuple[str, tuple[tuple[str, str, bool], ...]], ...] = (
         ("batch_mem", "The plan's memory limit", True),
         ("batch_basis", "", False),
         ("max_context", "Ceiling on the longest request", False),
+        ("engine_tokens", "As the engine prints it at start-up", False),
+        ("engine_concurrency", "Engine-true: its memory fraction and reserve", True),
     )),
     ("Speed and latency", (
         ("batch_latency", "", False),
         ("batch_ttft", "", False),
-        ("batch", "The smallest of the three", True),
+        ("batch", '="Set by "&{binding}', True),
+        ("binding", "A target not given does not apply", False),
         ("latency_caps", "yes: fewer users per replica", True),
         ("tps_user", "At the planned batch", True),
         ("tps_alone", "", False),
@@ -876,6 +1212,8 @@ OUTPUT_ROWS: tuple[tuple[str, tuple[tuple[str, str, bool], ...]], ...] = (
         ("ttft_batch", "Within the first-token target", True),
         ("ttft_alone", "Attention and GPU traffic counted", False),
         ("time_to_answer", "Prefill, then any hidden reasoning", True),
+        ("spec_tps_user", "Off until draft tokens are given", False),
+        ("spec_cost_full", "Beside the plan's full-load cost", False),
     )),
     ("Traffic and capacity", (
         ("peak_rps", "", False),
@@ -884,9 +1222,13 @@ OUTPUT_ROWS: tuple[tuple[str, tuple[tuple[str, str, bool], ...]], ...] = (
         ("replica_rps", "Prefill and decode taking turns", False),
         ("replica_rps_chunked", "The plan's capacity per replica", False),
         ("replicas_decode", "Back-of-the-Envelope's count", False),
+        ("replicas_ttft_pct", "Only where a percentile target is given", False),
         ("replicas_planned", "Spares included", True),
         ("gpus_peak", "At the efficiencies assumed on Inputs", True),
         ("coverage", "Below 1: the peak is not served", True),
+        ("ttft_p50", "Queueing at the peak: the median user", True),
+        ("ttft_p90", "", False),
+        ("ttft_p99", "The tail service-level objectives are written on", True),
         ("fleet_util", "Over the day", True),
         ("replicas_decode_growth", '="At "&Traffic_Growth_Multiple&"x the peak, Back-of-the-Envelope\'s count"', False),
         ("replicas_growth", '="At "&Traffic_Growth_Multiple&"x the peak (growth multiple on Inputs)"', True),
@@ -896,13 +1238,15 @@ OUTPUT_ROWS: tuple[tuple[str, tuple[tuple[str, str, bool], ...]], ...] = (
         ("gpus_disagg", "", False),
         ("kv_transfer", "Added to the first token", False),
     )),
-    ("Cost", (
-        ("cost_full", "Back-of-the-Envelope's floor: one replica", True),
-        ("cost_avg", "Back-of-the-Envelope's method, decode only", True),
+    (OUTPUT_COST_SECTION, (
         ("prefill_share", "How the bill is split", False),
         ("cost_in", "At the fleet's own utilisation", True),
         ("cost_out", "At the fleet's own utilisation", True),
         ("monthly", "", True),
+    )),
+    (f"{ENVELOPE}'s method: output tokens only, one replica (not the plan's bill)", (
+        ("cost_full", "Back-of-the-Envelope's floor: one replica", True),
+        ("cost_avg", "Back-of-the-Envelope's method, decode only", True),
     )),
 )  # fmt: skip
 
@@ -929,9 +1273,10 @@ def _outputs(book: Book) -> Sheet:
             line = lines[key]
             sh.link(key, line.label, line.unit, line.fmt, note, key_result, line.bad)
     sh.section("Calibrated expectation", "The Calibration sheet: the plan at calibrated efficiencies")
+    avg = book.ref("Calibration:cal_cost_avg")  # the source's method at calibrated efficiencies: Calibration only
+    book.refs["cal_cost_avg:calibrated"] = Ref(avg.sheet, avg.row, SIDE_COLUMNS[1])
     for key, label, note, key_result in (
         ("cal_tps_total", "Decode throughput of a replica, calibrated", "At EFFICIENCY's bandwidth share", False),
-        ("cal_cost_avg", "Cost per M output tokens at average load, calibrated", f"{ENVELOPE}'s method", False),
         ("cal_replicas", "Replicas the peak needs, calibrated", "Spares included", False),
         ("cal_gpus", "GPUs the peak needs, calibrated", "Beside the GPUs at the assumed efficiencies", True),
         ("cal_monthly", "List cost per month of the fleet, calibrated", "Its GPUs billed around the clock", True),
@@ -944,8 +1289,17 @@ def _outputs(book: Book) -> Sheet:
         book.refs[f"{key}:calibrated"] = target
         sh.link(f"{key}:calibrated", label, line.unit, line.fmt, note, key_result)
     sh.section("Basis of estimate", "Estimate, not a quote")
+    sh.line(
+        Line(
+            "basis:price",
+            "Price per GPU-hour",
+            "={price}",
+            "USD/GPU-h",
+            "The active accelerator's, from the price table on Lists",
+            "usd",
+        )
+    )
     for name, label, unit, fmt in (
-        ("Price_Per_GPU_Hour", "Price per GPU-hour", "USD/GPU-h", "usd"),
         ("Pricing_Basis", "Pricing basis", "text", "text"),
         ("Price_Date", "Price date", "date", "date"),
         ("Region", "Region", "text", "text"),
@@ -1013,12 +1367,14 @@ def _checks(book: Book) -> Sheet:
     # a configuration that does not fit is flagged above; its targets' batches read "does not fit"
     sh.check(
         "Decode-speed target unreachable even at batch 1",
-        f'=IF(AND(OR(NOT(ISNUMBER({{batch_latency}})),{{batch_latency}}<1),{{batch_latency}}<>"{NO_FIT}"),1,0)',
+        f'=IF(AND(OR(NOT(ISNUMBER({{batch_latency}})),{{batch_latency}}<1),{{batch_latency}}<>"{NO_FIT}",'
+        f'{{batch_latency}}<>"{NO_TARGET}"),1,0)',
         "BATCH_FOR_LATENCY is 0: one sequence alone decodes slower than the target (Back-of-the-Envelope §7)",
     )
     sh.check(
         "First-token target unreachable even at batch 1",
-        f'=IF(AND(OR(NOT(ISNUMBER({{batch_ttft}})),{{batch_ttft}}<1),{{batch_ttft}}<>"{NO_FIT}"),1,0)',
+        f'=IF(AND(OR(NOT(ISNUMBER({{batch_ttft}})),{{batch_ttft}}<1),{{batch_ttft}}<>"{NO_FIT}",'
+        f'{{batch_ttft}}<>"{NO_TARGET}"),1,0)',
         "BATCH_FOR_TTFT is 0: a tail prompt cannot be read in time beside one decoding sequence",
     )
     sh.check(
@@ -1043,6 +1399,11 @@ def _checks(book: Book) -> Sheet:
         f"=IF(OR(NOT(AND(ISNUMBER({cells[0]}),ISNUMBER({cells[1]}))),MAX({','.join(cells)})>1),1,0)",
         "Your measurement implies over 100% of peak: check its setup and the accelerator's figures",
     )
+    sh.check(
+        "Fewer accelerators priced than Options has room for",
+        "=IF({options_priced}<{options_room},1,0)",
+        "Its last rows would read #N/A: price another accelerator on Lists (or rebuild the template)",
+    )
     figures = [book.ref(k) for k in ("params", "active", "memory", "bandwidth", "tflops")]
     span = f"Calculations!${figures[0].col}${figures[0].row}:${figures[-1].col}${figures[-1].row}"
     sh.check("A model or accelerator figure is missing", f"=IF(COUNT({span})<ROWS({span}),1,0)",
@@ -1065,14 +1426,22 @@ def build() -> Book:
     """The serving plan as an openpyxl workbook in a :class:`Book` (formulas only; recalculate to cache values)."""
     book = Book(TITLE, SHEETS)
     lists = lists_sheet(book, [(key, label, unit, alias if isinstance(alias, domains.Domain) else domain_of(alias))
-                               for key, label, unit, alias in (*USUAL, *timeline.USUAL)])  # fmt: skip
-    book.texts.update(precision_names=lists["precision"], precision_peaks=lists["precision_peak"])
+                               for key, label, unit, alias in (*USUAL, *timeline.USUAL)], prices=True,
+                        price_examples=PRICE_EXAMPLES)  # fmt: skip
+    book.texts.update(
+        precision_names=lists["precision"],
+        precision_peaks=lists["precision_peak"],
+        gpu_names=lists["gpu"],
+        gpu_prices=lists["price"],
+        model_names=lists["model"],
+    )
     _inputs(book, lists)
     _prompt_lengths(book)
     timeline.monthly_requests(book)
     _calculations(book)
     timeline.timeline_sheet(book)
     _scenarios(book)
+    _options(book)
     _calibration(book)
     _outputs(book)
     _checks(book)
@@ -1094,7 +1463,7 @@ def build() -> Book:
         drivers=[
             Result("Requests_Per_Day", "Requests per day", "requests/day", "int"),
             Result("Peak_Hour_Factor", "Peak-hour factor", "ratio", "dec1"),
-            Result("Price_Per_GPU_Hour", "Price per GPU-hour", "USD/GPU-h", "usd"),
+            Result("price", "Price per GPU-hour, the active accelerator", "USD/GPU-h", "usd"),
             Result("Model", "Model", "", "text"),
             Result("Weight_Precision", "Weight precision", "", "text"),
             Result("Accelerator", "Accelerator", "", "text"),
@@ -1229,7 +1598,8 @@ def build() -> Book:
             "the share a cap rejects, then come from them (Calculations, Demand, shows which).",
             "Inputs, Serving assumptions: usable memory, efficiencies, the decode-speed and time-to-first-token "
             "targets, spares and the minimum fleet, replicas you already run, the prefill-to-decode link.",
-            "Inputs, Cost: price per GPU-hour with its date, region and pricing basis; average utilisation.",
+            "Lists, Price per GPU-hour: each accelerator's price (the catalog's dated default, or your quote, with "
+            "its source and date); Inputs, Cost: the region, pricing basis and average utilisation.",
             "Inputs, Your measurements (optional): a batch-1 decode speed and time to first token measured on the "
             "active scenario's setup; the Calibration sheet shows the efficiencies they imply and the plan at them.",
             "Inputs, Costs and Timeline: what an owned GPU costs (capital, life, resale, cost of capital, power, PUE, "
@@ -1237,7 +1607,9 @@ def build() -> Book:
             "committed price, the start month, traffic growth, a change of model or engine, the on-demand price "
             "trend. Monthly requests (optional): paste a forecast of requests per day, month by month. The Timeline "
             "sheet then plans the 36 months: GPUs, servers, each plan's cost and when buying pays back.",
-            "Read the Cover's plan in brief, then Outputs. Scenarios compares the four cases side by side.",
+            "Read the Cover's plan in brief, then Outputs. Scenarios compares the four cases side by side; Options "
+            "ranks every accelerator, precision, GPU count and serving mode for the active model, with the reason "
+            "each rejected one fails.",
             "Checks must read OK. An ERROR names the problem: weights or a tail prompt that do not fit, a target no "
             "batch reaches, a peak the fleet cannot cover, an input far outside its usual range.",
             "In Excel, install the xlsxplan add-in (xlwings) and click Import Functions: the formulas then "
@@ -1254,10 +1626,11 @@ def build() -> Book:
             (timeline.SHEET, "36 months: GPUs, servers bought or rented, cost owned and rented, breakevens"),
             ("Outputs", "Key results, the basis of estimate and the decode-speed chart"),
             ("Scenarios", "The four cases side by side"),
+            ("Options", "Every way to serve the active model on the priced accelerators, ranked (PLAN_OPTIONS)"),
             ("Calibration", "The plan at the assumed, the calibrated and your measured efficiencies"),
             ("Checks", "1 for a problem, 0 for OK; the master check"),
             ("Version log", "What changed, when"),
-            ("Lists", "The presets and precision names behind the dropdowns; the inputs' usual ranges"),
+            ("Lists", "The presets and precision names behind the dropdowns, usual ranges, each accelerator's price"),
             ("xlwings.conf", "Tells the add-in which Python module holds the functions; leave it as is"),
         ],
     )

@@ -116,14 +116,14 @@ ROWS: tuple[tuple[str, tuple[Row, ...]], ...] = (
         Row("committed", "GPUs committed every month", "GPUs",
             "Inputs' committed GPUs; empty: BEST_COMMITMENT of GPUs needed",
             None, "=IF(ISNUMBER(Committed_GPUs),Committed_GPUs,BEST_COMMITMENT({gpus:all},"
-            "Committed_Price_Per_GPU_Hour,Price_Per_GPU_Hour))"),
+            "Committed_Price_Per_GPU_Hour,{price}))"),
         Row("breakeven_util", "Breakeven utilisation, owned or on demand", "fraction",
             "BREAKEVEN_UTILISATION: owned / on-demand GPU-hour", None,
-            "=BREAKEVEN_UTILISATION({owned_hour},Price_Per_GPU_Hour)", "pct1", "pct1", key_result=True),
+            "=BREAKEVEN_UTILISATION({owned_hour},{price})", "pct1", "pct1", key_result=True),
         Row("payback", "One server, paid up front, busy, pays back in", "months",
             "BREAKEVEN_MONTH against on demand around the clock", None,
-            '=IF(Price_Per_GPU_Hour>{running_hour},BREAKEVEN_MONTH(GPUs_Per_Server*Capital_Cost_Per_GPU,'
-            'GPUs_Per_Server*Price_Per_GPU_Hour*Hours_Per_Month,GPUs_Per_Server*{running_hour}*Hours_Per_Month),'
+            '=IF({price}>{running_hour},BREAKEVEN_MONTH(GPUs_Per_Server*Capital_Cost_Per_GPU,'
+            'GPUs_Per_Server*{price}*Hours_Per_Month,GPUs_Per_Server*{running_hour}*Hours_Per_Month),'
             '"never")', "dec1", "dec1"),
         Row("fits", "The active scenario fits in memory", "flag",
             "1: Calculations plans requests per replica; 0: nothing fits", None,
@@ -137,7 +137,7 @@ ROWS: tuple[tuple[str, tuple[Row, ...]], ...] = (
             f'=IF({{fits}}=1,COST_PER_M_OWNED({{owned_hour}},{{tps_gpu}},{{fleet_util}}),"{NO_FIT}")', "usd", "usd"),
         Row("cpm_rented_util", "Per M tokens rented, held around the clock", "USD/M tokens",
             "COST_PER_M_RENTED, idle hours billed: the plan's own cost", None,
-            f'=IF({{fits}}=1,COST_PER_M_RENTED(Price_Per_GPU_Hour,{{tps_gpu}},{{fleet_util}},1),"{NO_FIT}")', "usd",
+            f'=IF({{fits}}=1,COST_PER_M_RENTED({{price}},{{tps_gpu}},{{fleet_util}},1),"{NO_FIT}")', "usd",
             "usd"),
     )),
     ("When buying pays back, in cash", (
@@ -200,7 +200,7 @@ ROWS: tuple[tuple[str, tuple[Row, ...]], ...] = (
     ("Prices each month", (
         Row("od_price", "On-demand price per GPU-hour", "USD/GPU-h",
             "Price per GPU-hour x (1 + price change)^(month - 1)",
-            "=Price_Per_GPU_Hour*(1+On_Demand_Price_Change_Per_Month)^({month}-1)", None, "usd"),
+            "={price}*(1+On_Demand_Price_Change_Per_Month)^({month}-1)", None, "usd"),
     )),
     ("Cost each month", (
         Row("owned_cost", "Owned GPUs, capital recovery and running", "USD",
@@ -565,7 +565,7 @@ def checks(book: Book, sh: Sheet) -> None:
     sh.section("Owning against renting (Timeline)", "The Costs block and the Timeline sheet")
     sh.check("The costs are for another accelerator", "=IF(Accelerator_The_Costs_Are_For<>Accelerator,1,0)",
              "Restate the Costs block for the active scenario's accelerator")  # fmt: skip
-    sh.check("Committed price at or above on demand", "=IF(Committed_Price_Per_GPU_Hour>=Price_Per_GPU_Hour,1,0)",
+    sh.check("Committed price at or above on demand", "=IF(Committed_Price_Per_GPU_Hour>={price},1,0)",
              "A commitment costs less per hour than on demand, or it buys nothing")  # fmt: skip
     last = book.ref(f"{SHEET}:{_all_rows()[-1].key}").row
     error_check(sh, SHEET, f"{SHEET}!$C${HEADER_ROWS + 1}:${MONTH_COLUMNS[-1]}${last}")

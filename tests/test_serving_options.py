@@ -1,0 +1,335 @@
+"""The serving template's Options sheet and price table: PLAN_OPTIONS for the template's inputs, recalculated
+headlessly, is what `xlsxplan plan --json` prints for the same inputs; every accelerator is priced from one table
+on Lists (GPU_PRICE's dated, sourced defaults), so options and cases on different accelerators are priced apart.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from xlsxplan import catalog
+from xlsxplan.cli import main
+from xlsxplan.headless import Workbook
+from xlsxplan.plan import TABLE_HEADER
+from xlsxplan.templates import serving as serving_book
+from xlsxplan.templates.book import name_from_label
+from xlsxplan.templates.build import Built, build_all
+from xlsxplan.templates.common import price_label
+from xlsxplan.templates.styles import SIDE_COLUMNS
+
+
+@pytest.fixture(scope="module")
+def plan(tmp_path_factory) -> Built:
+    with pytest.MonkeyPatch.context() as mp:  # the shipped catalog only, whatever the user has saved
+        mp.setenv("XLSXPLAN_CATALOG_DIR", str(tmp_path_factory.mktemp("no-user-presets")))
+        return build_all(tmp_path_factory.mktemp("workbooks"), Workbook)[serving_book.FILENAME]
+
+
+@contextlib.contextmanager
+def changed(b: Built, values: dict[str, Any]) -> Iterator[Built]:
+    wb = b.workbook
+    old = {ref: wb.get(ref) for ref in values}
+    try:
+        for ref, value in values.items():
+            wb.set(ref, value)
+        wb.calculate()
+        yield b
+    finally:
+        for ref, value in old.items():
+            wb.set(ref, value)
+        wb.calculate()
+
+
+def price_name(gpu: str) -> str:
+    return name_from_label(price_label(gpu))
+
+
+def line(b: Built, key: str) -> Any:
+    return b.get(b.book.address(key))
+
+
+def options(b: Built) -> list[dict[str, Any]]:
+    """The Options sheet's table, a dict per option (keyed by PLAN_OPTIONS's header), with the marked column."""
+    ref = b.book.ref("Options:table")
+    first = ref.row
+    cols = [c for c in "BCDEFGHIJKLMNOPQRSTUV"]
+    assert [b.get(f"Options!{c}{first}") for c in cols] == list(TABLE_HEADER)
+    rows = []
+    r = first + 1
+    while b.get(f"Options!C{r}") not in (None, ""):
+        row = {key: b.get(f"Options!{c}{r}") for key, c in zip(TABLE_HEADER, cols)}
+        row["active"] = b.get(f"Options!A{r}")
+        rows.append(row)
+        r += 1
+    return rows
+
+
+def cli_plan(b: Built, capsys) -> dict[str, Any]:
+    """`xlsxplan plan --json` for the inputs the workbook holds now: its active model, its traffic and targets
+    (an empty target is none) and every accelerator priced on Lists at its price there."""
+    argv = ["plan", "--model", b.get("Model"), "--requests-per-day", str(b.get("Requests_Per_Day")),
+            "--prompt-tokens", repr(line(b, "prompt_mean")), "--prompt-p95", repr(line(b, "prompt_tail")),
+            "--max-prompt-tokens", repr(b.get("Longest_Prompt_Accepted")),
+            "--output-tokens", repr(b.get("Output_Tokens_Per_Request")),
+            "--reasoning-tokens", repr(b.get("Hidden_Reasoning_Tokens_Per_Request")),
+            "--peak-factor", repr(b.get("Peak_Hour_Factor")), "--spare", str(b.get("Spare_Replicas")),
+            "--min-replicas", str(b.get("Minimum_Replicas")), "--json"]  # fmt: skip
+    for flag, name in (("--tokens-per-s", "Latency_Target"), ("--ttft-s", "Time_To_First_Token_Target")):
+        if isinstance(b.get(name), (int, float)) and b.get(name) > 0:
+            argv += [flag, repr(b.get(name))]
+    for gpu in catalog.gpu_names():
+        price = b.get(price_name(gpu))
+        if isinstance(price, (int, float)):
+            argv += ["--gpu", f"{gpu}={price!r}"]
+    capsys.readouterr()
+    main(argv)
+    return json.loads(capsys.readouterr().out)
+
+
+def _same(sheet: Any, cli: Any, where: str) -> None:
+    if isinstance(cli, float) and isinstance(sheet, (int, float)):
+        assert sheet == pytest.approx(cli, rel=1e-12), where
+    else:
+        assert sheet == cli, where
+
+
+def assert_matches_the_cli(b: Built, capsys) -> list[dict[str, Any]]:
+    rows, data = options(b), cli_plan(b, capsys)
+    assert len(rows) == len(data["options"]) > 0
+    feasible = sum(o["feasible"] for o in data["options"])
+    for i, (row, o) in enumerate(zip(rows, data["options"])):
+        where = f"option {i + 1}: {row['gpu']} {row['weights']}/{row['kv']} x{row['gpus_per_replica']} {row['serving']}"
+        _same(row["rank"], i + 1 if i < feasible else "", where + " rank")
+        for key in ("gpu", "gpus_per_replica", "weights", "kv", "serving", "batch", "binding", "tokens_per_s_per_user",
+                    "ttft_s", "replicas", "gpus", "usd_per_month", "usd_per_m_input", "usd_per_m_output"):  # fmt: skip
+            _same(row[key], "" if o[key] is None else o[key], f"{where} {key}")
+        assert row["feasible"] == ("yes" if o["feasible"] else "no"), where
+        assert row["frontier"] == ("yes" if o["frontier"] else ""), where
+        assert row["reason"] == (o["reason"] or ""), where
+        c = o["calibrated"]
+        _same(row["other_view_gpus"], c["gpus"] if c["feasible"] else "", where + " calibrated GPUs")
+        _same(row["other_view_usd_per_month"], c["usd_per_month"] if c["feasible"] else "", where + " calibrated $")
+        assert row["other_view_reason"] == (c["reason"] or ""), where
+    return rows
+
+
+def test_the_options_sheet_is_what_xlsxplan_plan_prints_for_the_same_inputs(plan, capsys):
+    rows = assert_matches_the_cli(plan, capsys)
+    # every accelerator priced on Lists is searched, 32 options each; rejected ones say why
+    priced = serving_book.priced_accelerators()
+    assert {r["gpu"] for r in rows} == set(priced) and len(rows) == 32 * len(priced)
+    assert all(r["reason"] for r in rows if r["feasible"] == "no")
+
+
+@pytest.mark.parametrize("values", [
+    {"Requests_Per_Day": 1_000_000, "Output_Tokens_Per_Request": 800, "Tail_Prompt_Tokens": 6_000},
+    {"Active_Scenario": "7B BF16, 1 GPU", "Hidden_Reasoning_Tokens_Per_Request": 500, "Spare_Replicas": 2},
+])  # fmt: skip
+def test_the_options_follow_the_inputs_as_the_cli_does(plan, capsys, values):
+    with changed(plan, values):
+        assert_matches_the_cli(plan, capsys)
+
+
+def test_prices_on_lists_price_each_option_at_its_own_accelerator(plan, capsys):
+    before = options(plan)
+    assert before[0]["gpu"] == "H100-SXM"  # $2.50 an hour, the source's example, is the cheapest per GPU
+    with changed(plan, {price_name("H100-SXM"): 9.0, price_name("A100-40GB"): 1.0}):
+        rows = assert_matches_the_cli(plan, capsys)
+        for r in rows:
+            if r["feasible"] == "yes":  # GPUs x the accelerator's own price x 730 hours
+                assert r["usd_per_month"] == pytest.approx(r["gpus"] * plan.get(price_name(r["gpu"])) * 730)
+        assert rows[0]["gpu"] != "H100-SXM" and rows != before
+
+
+def test_the_active_scenario_is_marked(plan):
+    marked = [r for r in options(plan) if r["active"] == "yes"]
+    assert [(r["gpu"], r["gpus_per_replica"], r["weights"], r["kv"], r["serving"]) for r in marked] == [
+        ("H100-SXM", 2, "fp8", "bf16", "aggregated")
+    ]  # 72B FP8, 2 GPUs
+    with changed(plan, {"Active_Scenario": "72B BF16, 4 GPUs"}):
+        marked = [r for r in options(plan) if r["active"] == "yes"]
+        assert [(r["gpus_per_replica"], r["weights"]) for r in marked] == [(4, "bf16")]
+
+
+def test_the_price_table_holds_the_catalogs_dated_sourced_prices(plan):
+    prices = catalog.load_prices()
+    for gpu in catalog.gpu_names():
+        ref = plan.book.ref(price_name(gpu))
+        value, source, as_of = (plan.get(f"Lists!{c}{ref.row}") for c in "BDE")
+        if gpu in serving_book.PRICE_EXAMPLES:  # the source document's own figure, marked as an example
+            assert value == serving_book.PRICE_EXAMPLES[gpu].usd_per_gpu_hour and "example" in source
+        elif gpu in prices.ids():
+            entry = prices.get(gpu)
+            assert value == catalog.gpu_price(gpu) and entry.source in source
+            assert dt.date(1899, 12, 30) + dt.timedelta(days=as_of) == entry.as_of
+        else:
+            assert value is None and "no price" in source
+
+
+def test_every_cost_figure_reads_its_accelerators_price(plan):
+    # case 4 on an H200: its price is the H200's row on Lists, not the active case's
+    ref = plan.book.ref("gpu@3")
+    price_row = plan.book.ref("Scenarios:price").row
+    cost_row = plan.book.ref("Scenarios:cost_full").row
+    before = plan.get(f"Scenarios!{SIDE_COLUMNS[3]}{cost_row}")
+    with changed(plan, {f"Inputs!{ref.col}{ref.row}": "H200", "Inputs!J" + str(plan.book.ref("tflops_override@3").row):
+                        None}):  # fmt: skip
+        assert plan.get(f"Scenarios!{SIDE_COLUMNS[3]}{price_row}") == catalog.gpu_price("H200") == 5.408
+        assert plan.get(f"Scenarios!{SIDE_COLUMNS[2]}{price_row}") == 2.5  # the H100 cases keep theirs
+        assert plan.get(f"Scenarios!{SIDE_COLUMNS[3]}{cost_row}") != before
+    with changed(plan, {price_name("H100-SXM"): 5.0}):  # the active case's fleet is billed at the new price
+        assert line(plan, "monthly") == pytest.approx(line(plan, "gpus_peak") * 5.0 * 730)
+        assert plan.get(plan.book.address("basis:price")) == 5.0
+
+
+# -- a planner that cannot be silently misled ------------------------------------------------------------------------
+def test_no_target_is_shipped_and_a_target_not_given_does_not_apply(plan):
+    # The shipped 2-second first-token target, unreachable for a long tail prompt, used to cut the batch to 1 unseen.
+    assert plan.get("Latency_Target") is None and plan.get("Time_To_First_Token_Target") is None
+    assert (line(plan, "batch_latency"), line(plan, "batch_ttft")) == ("no target", "no target")
+    with changed(plan, {"Tail_Prompt_Tokens": 12_000}):
+        assert line(plan, "batch") == line(plan, "batch_mem") == 17 and line(plan, "binding") == "memory"
+        assert plan.get(plan.book.address("master_check")) == 0
+        with changed(plan, {"Time_To_First_Token_Target": 2}):  # given, it binds, and the sheets say so
+            assert line(plan, "batch") == line(plan, "batch_ttft") < 17
+            assert line(plan, "binding") == "the first-token target"
+
+
+def test_the_sheets_say_beside_the_batch_which_target_set_it(plan):
+    def beside() -> str:
+        calc = plan.book.ref("batch")
+        out = plan.book.ref("Outputs:batch")
+        return plan.get(f"Calculations!D{calc.row}"), plan.get(f"Outputs!D{out.row}")
+
+    rest = "; the smallest of the three, at least 1 if one fits"
+    assert beside() == ("Set by memory" + rest, "Set by memory")
+    with changed(plan, {"Latency_Target": 80}):  # Back-of-the-Envelope §7: 80 tokens/s caps the batch at 14
+        by = "Set by the decode-speed target"
+        assert line(plan, "batch") == 14 and beside() == (by + rest, by)
+    with changed(plan, {"Time_To_First_Token_Target": 0.4}):
+        by = "Set by the first-token target"
+        assert line(plan, "batch") == 24 and beside() == (by + rest, by)
+
+
+def test_a_tail_no_log_normal_fits_says_what_was_assumed_and_how_to_do_better(plan):
+    # 9,000 tokens at the p95 over a 2,000 mean: 4.5 times, above the 3.87 any log-normal reaches. The plan sizes every
+    # slot at the tail, and says so in words beside the batch's basis, with the two ways to give a better tail.
+    assert line(plan, "spread_basis") == "a log-normal through the mean and tail"
+    with changed(plan, {"Tail_Prompt_Tokens": 9_000}):
+        said = line(plan, "spread_basis")
+        assert said.startswith("none fits: every slot sized at the tail") and "paste lengths or type a spread" in said
+        assert line(plan, "batch_basis") == "every slot at the tail"
+        assert plan.get(plan.book.address("Outputs:spread_basis")) == said
+        with changed(plan, {"Prompt_Length_Spread": 3_000}):  # a spread given: a paged batch, and it says why
+            assert line(plan, "spread_basis") == "the spread typed on Inputs"
+            assert line(plan, "batch_basis") == "paged KV cache"
+
+
+def test_a_case_carries_no_other_models_overrides(plan):
+    # Case 4 ships the source's 7.6B parameters for Qwen2.5-7B (catalog: 7.61) and its 989 TFLOP/s for the H100.
+    # Another model in that case drops them: every figure of the case is the new model's.
+    def case4(key: str) -> Any:
+        return plan.get(f"Scenarios!{SIDE_COLUMNS[3]}{plan.book.ref(f'Scenarios:{key}').row}")
+
+    assert case4("params") == 7.6 and case4("tflops") == 989
+    model, gpu = plan.book.ref("model@3"), plan.book.ref("gpu@3")
+    with changed(plan, {f"Inputs!{model.col}{model.row}": "Llama-3.1-8B"}):
+        assert case4("params") == catalog.model_spec("Llama-3.1-8B", "params_b") and case4("model_overrides") == "no"
+        assert case4("described") == "Llama-3.1-8B, bf16 weights, 1 x H100-SXM"
+        assert case4("tflops") == 989  # the accelerator is still the one its override was typed for
+    with changed(plan, {f"Inputs!{gpu.col}{gpu.row}": "H200"}):
+        assert case4("tflops") == catalog.gpu_spec("H200", "bf16_tflops") and case4("gpu_overrides") == "no"
+        assert case4("params") == 7.6
+
+
+# -- latency under load: a percentile first-token target sizes the fleet ---------------------------------------------
+def test_a_tighter_p99_first_token_target_grows_the_fleet_as_python_says(plan):
+    from xlsxplan.core import queueing
+
+    # As shipped no percentile target applies: the fleet is the load's, and P50/P90/P99 at the peak are shown.
+    assert line(plan, "replicas_ttft_pct") == "no target"
+    assert line(plan, "replicas_needed") == line(plan, "replicas_load") == 4
+    p50, p90, p99 = (line(plan, k) for k in ("ttft_p50", "ttft_p90", "ttft_p99"))
+    assert line(plan, "prefill_chunked") <= p50 <= p90 <= p99
+    fleets = []
+    for target in (5.0, 1.0, 0.9):
+        with changed(plan, {"First_Token_Target_At_The_Percentile": target}):
+            args = (
+                [line(plan, k) for k in ("peak_rps",)]
+                + [target, 0.99]
+                + [line(plan, k) for k in ("batch", "prefill_chunked", "decode_s", "replica_rps_chunked")]
+            )
+            expected = queueing.replicas_for_ttft(*args) + 1  # and the spare
+            assert line(plan, "replicas_ttft_pct") == expected
+            assert line(plan, "replicas_needed") == max(expected, line(plan, "replicas_load"))
+            fleets.append(line(plan, "gpus_peak"))
+            # at the fleet planned, the P99 meets the target (all replicas serving)
+            assert line(plan, "ttft_p99") <= target
+    assert fleets[0] <= fleets[1] <= fleets[2] and fleets[2] > fleets[0]  # tighter targets, more GPUs
+
+
+# -- memory as serving engines allocate it ---------------------------------------------------------------------------
+def test_the_engines_memory_fraction_reserve_and_blocks_give_its_true_concurrency(plan):
+    from xlsxplan.core import engine
+
+    # The active case, Qwen2.5-72B in FP8 on two H100s: 80 GB x 0.9 - 36.35 GB of weights per GPU leaves each GPU's
+    # pool; KV of 327,680 bytes a token over two GPUs, in blocks of 16 tokens.
+    pool = 80 * 0.9 - line(plan, "weights_gpu")
+    assert line(plan, "engine_pool") == pytest.approx(pool)
+    tokens = int(pool * 1e9 // (327_680 / 2) // 16 * 16)
+    assert line(plan, "engine_tokens") == tokens == engine.engine_kv_tokens(pool, 327_680 / 2, 16)
+    # the longest request accepted, 32,768 + 300 tokens, rounded up to blocks: vLLM's "Maximum concurrency"
+    per_request = 327_680 / 2 * (-(-(32_768 + 300) // 16) * 16)
+    assert line(plan, "engine_concurrency") == pytest.approx(pool * 1e9 / per_request)
+    before = line(plan, "engine_concurrency")
+    with changed(plan, {"Engine_Memory_Fraction": 0.95, "Engine_Activation_And_Graph_Reserve": 3}):
+        assert line(plan, "engine_pool") == pytest.approx(80 * 0.95 - line(plan, "weights_gpu") - 3)
+        assert line(plan, "engine_concurrency") != before
+    with changed(plan, {"Engine_Activation_And_Graph_Reserve": 60}):  # no pool left: nothing runs
+        assert line(plan, "engine_tokens") == 0 and line(plan, "engine_concurrency") == 0
+
+
+def test_speculative_decoding_speeds_decode_and_cuts_its_cost_as_the_hand_says(plan):
+    from xlsxplan.core import serving, speculative
+
+    assert line(plan, "spec_tps_user") == "off"  # no draft tokens given
+    with changed(plan, {"Draft_Tokens_Per_Step": 4}):
+        # alpha 0.8, gamma 4: (1 - 0.8^5) / 0.2 = 3.36 tokens a step (Leviathan et al. 2023, equation 1)
+        assert line(plan, "spec_tokens") == pytest.approx((1 - 0.8**5) / 0.2)
+        batch = line(plan, "batch")
+        step = speculative.spec_step_seconds(line(plan, "params_read"), 1, batch, 327_680, 2_300, 2, 3.35,
+                                             line(plan, "tflops_weights"), 4, 1, 2, 1, 0.5)  # fmt: skip
+        assert line(plan, "spec_step") == pytest.approx(step)
+        tokens = (1 - 0.8**5) / 0.2
+        assert line(plan, "spec_tps_user") == pytest.approx(tokens / step)
+        assert line(plan, "spec_cost_full") == pytest.approx(serving.cost_per_m_tokens(2, 2.5, batch * tokens / step))
+        faster = line(plan, "spec_tps_user") / line(plan, "tps_user")
+        with changed(plan, {"Draft_Acceptance_Rate": 0.5}):  # a poorer draft: fewer tokens a step, slower
+            assert line(plan, "spec_tps_user") / line(plan, "tps_user") < faster
+
+
+def test_each_view_shows_one_cost_per_m_input_and_one_per_m_output_labelled(plan):
+    # Outputs: the plan's costs, the calibrated view's, and the source's own method, each in a section of its own
+    # whose heading says what it assumes; no section quotes two output prices side by side.
+    ws = plan.book.ws("Outputs")
+    sections: dict[str, list[str]] = {}
+    current = ""
+    for r in range(6, ws.max_row + 1):
+        label = ws[f"A{r}"].value
+        if ws[f"A{r}"].style == "Heading 2":
+            current = label
+        elif isinstance(label, str):
+            sections.setdefault(current, []).append(label)
+    for heading, labels in sections.items():
+        assert sum("per M input" in x for x in labels) <= 1, heading
+        assert sum("per M output" in x for x in labels) <= 1 or "method" in heading, heading
+    plan_costs = sections[serving_book.OUTPUT_COST_SECTION]
+    assert sum("per M input" in x for x in plan_costs) == sum("per M output" in x for x in plan_costs) == 1
+    calibrated = sections["Calibrated expectation"]
+    assert sum("per M input" in x for x in calibrated) == sum("per M output" in x for x in calibrated) == 1

@@ -1,0 +1,125 @@
+"""The plan search's table one cell at a time, for a sheet that shows it cell by cell.
+
+PLAN_OPTIONS spills the ranked table (:func:`xlsxplan.plan.plan_options`). A sheet that cannot hold a spilled or
+array result for good (a saved array formula's other cells keep cached values, which a headless engine that spills
+reads as occupied) shows the table a cell each; PLAN_OPTIONS_AT gives the cell at a row and column of the same
+table, so that every cell carries one value rather than the whole table. The table is planned once for a set of
+arguments and remembered (the last few), read against the same catalog, prices and calibration.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import calibration, catalog
+from .domains import (
+    Count,
+    Name,
+    PeakFactor,
+    PerDay,
+    SecondsOrZero,
+    Spare,
+    Tokens,
+    TokensOrZero,
+    TokensPerSOrZero,
+    checked,
+    format_number,
+)
+from .errors import OutOfRangeError
+from .plan import plan_options
+
+__all__ = ["plan_options_at"]
+
+_REMEMBERED = 8
+_tables: list[tuple[tuple[Any, ...], tuple[Any, ...], list[list[Any]]]] = []
+
+
+def _table(args: tuple[Any, ...]) -> list[list[Any]]:
+    """PLAN_OPTIONS's table for these arguments: remembered while the catalog, its prices and the calibration are
+    the very objects they were (each is reloaded when its files change)."""
+    state = (catalog.load_catalog(), catalog.load_prices(), calibration.active())
+    for key, seen, rows in _tables:
+        if key == args and all(a is b for a, b in zip(seen, state)):
+            return rows
+    rows = plan_options(*args)
+    _tables.insert(0, (args, state, rows))
+    del _tables[_REMEMBERED:]
+    return rows
+
+
+@checked
+def plan_options_at(
+    row: Count,
+    column: Count,
+    model: Name,
+    requests_per_day: PerDay,
+    prompt_tokens: Tokens,
+    output_tokens: Tokens,
+    peak_factor: PeakFactor = 3,
+    tokens_per_s_target: TokensPerSOrZero = 0,
+    ttft_target_s: SecondsOrZero = 0,
+    spare: Spare = 1,
+    gpus: Name = "all",
+    prompt_p95: TokensOrZero = 0,
+    max_prompt_tokens: TokensOrZero = 0,
+    reasoning_tokens: TokensOrZero = 0,
+    min_replicas: Count = 2,
+) -> float | str:
+    """One cell of PLAN_OPTIONS's ranked table: the value at a row and column, the header being row 1.
+
+    Parameters
+    ----------
+    row : int
+        Row of the table, 1 for its header, 2 for the cheapest feasible option [row].
+    column : int
+        Column of the table, 1 for the rank, 2 for the accelerator (PLAN_OPTIONS's header names them) [column].
+    model : str
+        A preset model name, shipped or imported, e.g. Qwen2.5-72B [name].
+    requests_per_day : float
+        Requests in a day [requests/day].
+    prompt_tokens : float
+        Mean prompt per request [tokens].
+    output_tokens : float
+        Visible answer per request [tokens].
+    peak_factor : float, default 3
+        How much busier the peak hour is than the day's average [ratio].
+    tokens_per_s_target : float, default 0
+        Slowest decode each user may see; 0: no speed target [tokens/s].
+    ttft_target_s : float, default 0
+        Longest wait for the first token of the p95 prompt; 0: no first-token target [s].
+    spare : int, default 1
+        Replicas added for a failure or a deployment, to each pool when disaggregated [count].
+    gpus : str, default all
+        Accelerators to try, each with an optional price, e.g. "H100=2.5,H200"; all: every one the catalog prices
+        [names].
+    prompt_p95 : float, default 0
+        95th-percentile prompt; 0: the mean [tokens].
+    max_prompt_tokens : float, default 0
+        Longest prompt accepted, which must fit alone; 0: not checked [tokens].
+    reasoning_tokens : float, default 0
+        Hidden reasoning tokens per request, decoded and billed as output [tokens].
+    min_replicas : int, default 2
+        Fewest replicas an aggregated plan runs [count].
+
+    Returns
+    -------
+    float or str
+        The table's value there: a figure, a name, "yes", a reason, or "" where the option has none [as the column].
+
+    Notes
+    -----
+    The table of PLAN_OPTIONS for the same arguments (the search of "Back-of-the-Envelope Estimation for LLM
+    Systems"'s plan over accelerators, precisions, GPUs per replica and serving modes), planned once and remembered.
+    The support assistant on an H100 at $2.50: row 2, column 2 is H100-SXM, column 13 its $14,600 a month.
+    """
+    args = (model, requests_per_day, prompt_tokens, output_tokens, peak_factor, tokens_per_s_target, ttft_target_s,
+            spare, gpus, prompt_p95, max_prompt_tokens, reasoning_tokens, min_replicas)  # fmt: skip
+    rows = _table(args)
+    if row > len(rows):
+        raise OutOfRangeError(f"row must be at most {format_number(len(rows))}, the table's rows, got "
+                              f"{format_number(row)}", "row")  # fmt: skip
+    if column > len(rows[0]):
+        raise OutOfRangeError(f"column must be at most {len(rows[0])}, the table's columns, got "
+                              f"{format_number(column)}", "column")  # fmt: skip
+    value: float | str = rows[row - 1][column - 1]
+    return value
