@@ -16,6 +16,7 @@ import pytest
 from xlsxplan import catalog
 from xlsxplan.cli import main
 from xlsxplan.headless import Workbook
+from xlsxplan.plan_cells import NONE_SHOWN
 from xlsxplan.plan import TABLE_HEADER
 from xlsxplan.templates import serving as serving_book
 from xlsxplan.templates.book import name_from_label
@@ -54,6 +55,10 @@ def line(b: Built, key: str) -> Any:
     return b.get(b.book.address(key))
 
 
+def _none(value: Any) -> Any:
+    return "" if value == NONE_SHOWN else value
+
+
 def options(b: Built) -> list[dict[str, Any]]:
     """The Options sheet's table, a dict per option (keyed by PLAN_OPTIONS's header), with the marked column."""
     ref = b.book.ref("Options:table")
@@ -63,7 +68,8 @@ def options(b: Built) -> list[dict[str, Any]]:
     rows = []
     r = first + 1
     while b.get(f"Options!C{r}") not in (None, ""):
-        row = {key: b.get(f"Options!{c}{r}") for key, c in zip(TABLE_HEADER, cols)}
+        # a figure the option has none of shows "-" (PLAN_OPTIONS_AT), the table's empty text
+        row = {key: _none(b.get(f"Options!{c}{r}")) for key, c in zip(TABLE_HEADER, cols)}
         row["active"] = b.get(f"Options!A{r}")
         rows.append(row)
         r += 1

@@ -600,9 +600,20 @@ _FORMS += [
 NATIVE: dict[str, Native] = {n.name: n for n in _FORMS}
 """Each registry function that has a native formula, by name."""
 
+_NOT_YET = "no native form yet: the template line came after the native forms were written"
 PYTHON_ONLY: dict[str, str] = {
     "PLAN_OPTIONS": "a search over models, accelerators, precisions and parallelism that spills a table: the "
     "portable template keeps its result as values with the inputs and date it was computed for",
+    "PLAN_OPTIONS_AT": "one cell of PLAN_OPTIONS's table: the same search",
+    "TTFT_AT_LOAD_S": "an Erlang B recursion whose length depends on the servers: " + _NOT_YET,
+    "REPLICAS_FOR_TTFT": "a search for the fewest replicas: " + _NOT_YET,
+    "ENGINE_KV_GB": _NOT_YET,
+    "ENGINE_KV_TOKENS": _NOT_YET,
+    "ENGINE_MAX_CONCURRENCY": _NOT_YET,
+    "SLOT_S": _NOT_YET,
+    "SPEC_STEP_S": _NOT_YET,
+    "SPEC_TOKENS_PER_STEP": _NOT_YET,
+    "SPEC_TOKS": _NOT_YET,
 }
 """Registry functions the templates use that have no native formula, with the reason."""
 

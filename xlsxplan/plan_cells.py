@@ -28,7 +28,11 @@ from .domains import (
 from .errors import OutOfRangeError
 from .plan import plan_options
 
-__all__ = ["plan_options_at"]
+__all__ = ["NONE_SHOWN", "plan_options_at"]
+
+NONE_SHOWN = "-"
+"""What a cell shows where the option has no such figure (PLAN_OPTIONS's empty text): a cell whose cached value is
+empty text is recalculated by LibreOffice when it opens the file, and this function is not one of its own."""
 
 _REMEMBERED = 8
 _tables: list[tuple[tuple[Any, ...], tuple[Any, ...], list[list[Any]]]] = []
@@ -104,7 +108,8 @@ def plan_options_at(
     Returns
     -------
     float or str
-        The table's value there: a figure, a name, "yes", a reason, or "" where the option has none [as the column].
+        The table's value there: a figure, a name, "yes", a reason, or "-" where the option has none (PLAN_OPTIONS
+        leaves such a cell empty) [as the column].
 
     Notes
     -----
@@ -122,4 +127,4 @@ def plan_options_at(
         raise OutOfRangeError(f"column must be at most {len(rows[0])}, the table's columns, got "
                               f"{format_number(column)}", "column")  # fmt: skip
     value: float | str = rows[row - 1][column - 1]
-    return value
+    return NONE_SHOWN if value == "" else value

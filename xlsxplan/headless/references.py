@@ -17,6 +17,7 @@ Three uses, each decided on the tokens:
 
 from __future__ import annotations
 
+import functools
 import re
 import string
 from collections.abc import Iterator
@@ -168,6 +169,7 @@ def _area(ref: str) -> Area | None:
     return None
 
 
+@functools.lru_cache(maxsize=4096)  # a column of one formula, a table's cells: decided once per text
 def threat(formula: str) -> str | None:
     """Why a formula (or a defined name's text) must not be evaluated, or None; decided on the engine's tokens.
 

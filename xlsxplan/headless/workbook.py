@@ -1220,10 +1220,18 @@ def _engine_package(pkg: Package, index: Mapping[str, SheetIndex]) -> tuple[byte
             continue
         texts: dict[tuple[int, int], str] = {}
         shared: dict[str, bool] = {}
+        # the same text on the same sheet is rewritten the same way (a column of one formula, a table's cells):
+        # rewritten once (an array formula's rewrite also depends on its range)
+        seen: dict[tuple[object, ...], tuple[str | None, bool, int]] = {}
         for rc, f in idx.formulas.items():
-            new, calls_registry = _engine_text(f, local, multi, sheet.title, static)
-            if not calls_registry and names_calling is not None and f.text:
-                calls_registry = names_calling.search(engine.code_text(f.text)) is not None
+            key = (f.text, f.kind, (f.area, f.row, f.col) if f.kind == "array" else None)
+            if key not in seen:
+                new, calls_registry = _engine_text(f, local, multi, sheet.title, static)
+                if not calls_registry and names_calling is not None and f.text:
+                    calls_registry = names_calling.search(engine.code_text(f.text)) is not None
+                n_calls = max(1, len(engine.function_calls(f.text))) if f.text and calls_registry else 1
+                seen[key] = (new, calls_registry, n_calls)
+            new, calls_registry, n_calls = seen[key]
             if f.kind == "shared" and f.shared is not None:
                 if f.text is not None:
                     shared[f.shared] = calls_registry
@@ -1231,7 +1239,7 @@ def _engine_package(pkg: Package, index: Mapping[str, SheetIndex]) -> tuple[byte
                     calls_registry = shared.get(f.shared, False)
             if calls_registry:
                 calling.add((sheet.title, *rc))
-                calls += max(1, len(engine.function_calls(f.text))) if f.text else 1
+                calls += n_calls if f.text else 1
             if new is not None:
                 texts[rc] = new
         parts[sheet.part] = engine_copy(idx, texts, pkg.read(sheet.part))

@@ -788,7 +788,7 @@ def _inputs(book: Book, lists: dict[str, str]) -> Sheet:
              "SGLang's mem_fraction_static is about 0.8 to 0.93", "pct",
              validation_for(frac, "Engine memory fraction"))  # fmt: skip
     sh.input("Engine activation and graph reserve", 0, "GB", "Example: none; the engine logs it",
-             "Per GPU; vLLM issue #16570 logs 2.85 GiB", "dec2",
+             "Per GPU; a logged vLLM start-up shows 2.85 GiB", "dec2",
              validation_for(domain_of(domains.MemoryGBOrZero), "Engine activation and graph reserve"))  # fmt: skip
     sh.input("Engine KV block size", 16, "tokens", "Example: vLLM's default block",
              "A sequence's cache is rounded up to whole blocks", "int",
@@ -1021,7 +1021,7 @@ OPTIONS_FORMULA = (
 )
 """The search the Options sheet shows: every accelerator priced on Lists, for the active scenario's model and the
 traffic, targets and spares on Inputs."""
-OPTIONS_GPUS = '=TEXTJOIN(",",TRUE,IF(ISNUMBER({gpu_prices}),{gpu_names}&"="&{gpu_prices},""))'
+OPTIONS_GPUS = '=_xlfn.TEXTJOIN(",",TRUE,IF(ISNUMBER({gpu_prices}),{gpu_names}&"="&{gpu_prices},""))'
 """The priced accelerators as PLAN_OPTIONS reads them, ``H100-SXM=2.5,H200=5.408``: an array formula of one cell."""
 
 
@@ -1051,7 +1051,7 @@ def _options(book: Book) -> Sheet:
     ws.row_dimensions[HEADER_ROWS].height = 30
     first, last = OPTIONS_FIRST_ROW, OPTIONS_FIRST_ROW + rows - 1
     gpus_row = last + 2  # the accelerators searched, below the table
-    book.refs["options_gpus"] = Ref(sh.name, gpus_row, "B")
+    book.refs["options_gpus"] = Ref(sh.name, gpus_row, "D")
     search = "=" + book.render(OPTIONS_FORMULA, sh.name)
     g = dict(zip((key for key, _, _, _ in OPTION_COLUMNS), cols))
     for r in range(first, last + 1):
@@ -1070,10 +1070,10 @@ def _options(book: Book) -> Sheet:
     book.refs["Options:table"] = Ref(sh.name, first, cols[0], cols[-1])
     sh.row = last + 2
     put_text(ws[f"A{gpus_row}"], "Accelerators searched", "Label")
-    ws[f"B{gpus_row}"] = ArrayFormula(f"B{gpus_row}", book.render(OPTIONS_GPUS, sh.name))
-    ws[f"B{gpus_row}"].style = "Formula"
+    # in the wide column D: the list of name=price pairs is too long for a value column (LibreOffice prints ###)
+    ws[f"D{gpus_row}"] = ArrayFormula(f"D{gpus_row}", book.render(OPTIONS_GPUS, sh.name))
+    ws[f"D{gpus_row}"].style = "Formula"
     put_text(ws[f"C{gpus_row}"], "USD/GPU-h", "Unit")
-    put_text(ws[f"D{gpus_row}"], "Each priced accelerator at its price on Lists", "Explanatory Text")
     sh.row += 1
     sh.line(Line("options_priced", "Accelerators priced on Lists", "=COUNT({gpu_prices})", "count",
                  "Every one is searched; the cheapest options show first", "int"))  # fmt: skip
@@ -1093,8 +1093,9 @@ def _options(book: Book) -> Sheet:
         "The search plans the model of the active scenario for the traffic, targets and spares on Inputs (a target "
         "left empty does not apply), at the text's efficiencies (full bandwidth, half the BF16 peak) and 90% usable "
         "memory, weights as MODEL_WEIGHTS_GB; the calibrated view's GPUs and cost are in the last columns.",
-        "Fewer accelerators priced than the sheet was built for leave #REF! at its foot (Checks flags it); more are "
-        "ranked, and the cheapest options show. A model of your own (not in the catalog) cannot be searched: #N/A.",
+        "Fewer accelerators priced than the sheet was built for leave its last rows as reference errors (Checks flags "
+        "it); more are ranked, and the cheapest options show. A model of your own (not in the catalog) cannot be "
+        "searched: the table is N/A errors.",
     ):
         sh.text(text)
     sh.finish()
@@ -1402,7 +1403,7 @@ def _checks(book: Book) -> Sheet:
     sh.check(
         "Fewer accelerators priced than Options has room for",
         "=IF({options_priced}<{options_room},1,0)",
-        "Its last rows would read #N/A: price another accelerator on Lists (or rebuild the template)",
+        "Its last rows would be N/A errors: price another accelerator on Lists (or rebuild the template)",
     )
     figures = [book.ref(k) for k in ("params", "active", "memory", "bandwidth", "tflops")]
     span = f"Calculations!${figures[0].col}${figures[0].row}:${figures[-1].col}${figures[-1].row}"
