@@ -16,8 +16,8 @@ import pytest
 from xlsxplan import catalog
 from xlsxplan.cli import main
 from xlsxplan.headless import Workbook
-from xlsxplan.plan_cells import NONE_SHOWN
 from xlsxplan.plan import TABLE_HEADER
+from xlsxplan.plan_cells import NONE_SHOWN
 from xlsxplan.templates import serving as serving_book
 from xlsxplan.templates.book import name_from_label
 from xlsxplan.templates.build import Built, build_all
