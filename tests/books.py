@@ -6,7 +6,10 @@ Every workbook here is written without cached values (openpyxl never computes), 
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import openpyxl
 from examples import EXAMPLES, excel_literal
@@ -18,6 +21,7 @@ from openpyxl.worksheet.datavalidation import DataValidation
 from openpyxl.worksheet.formula import ArrayFormula
 
 from xlsxplan import registry
+from xlsxplan.templates.build import Built
 from xlsxplan.xlwings_conf import add_conf_sheet
 
 INPUT_FILL = PatternFill("solid", fgColor="FFCC99")
@@ -329,3 +333,19 @@ if __name__ == "__main__":  # python tests/books.py plan.xlsx: the recalc exampl
     if len(sys.argv) != 2:
         sys.exit("usage: python tests/books.py OUT.xlsx")
     print(f"wrote {plan_book(Path(sys.argv[1]))}")
+
+
+@contextlib.contextmanager
+def changed(b: Built, values: dict[str, Any]) -> Iterator[Built]:
+    """Set inputs of a built template (cells or defined names), recalculate, and put the old values back afterwards."""
+    wb = b.workbook
+    old = {ref: wb.get(ref) for ref in values}
+    try:
+        for ref, value in values.items():
+            wb.set(ref, value)
+        wb.calculate()
+        yield b
+    finally:
+        for ref, value in old.items():
+            wb.set(ref, value)
+        wb.calculate()

@@ -5,13 +5,12 @@ on Lists (GPU_PRICE's dated, sourced defaults), so options and cases on differen
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from books import changed
 
 from xlsxplan import catalog
 from xlsxplan.cli import main
@@ -30,21 +29,6 @@ def plan(tmp_path_factory) -> Built:
     with pytest.MonkeyPatch.context() as mp:  # the shipped catalog only, whatever the user has saved
         mp.setenv("XLSXPLAN_CATALOG_DIR", str(tmp_path_factory.mktemp("no-user-presets")))
         return build_all(tmp_path_factory.mktemp("workbooks"), Workbook)[serving_book.FILENAME]
-
-
-@contextlib.contextmanager
-def changed(b: Built, values: dict[str, Any]) -> Iterator[Built]:
-    wb = b.workbook
-    old = {ref: wb.get(ref) for ref in values}
-    try:
-        for ref, value in values.items():
-            wb.set(ref, value)
-        wb.calculate()
-        yield b
-    finally:
-        for ref, value in old.items():
-            wb.set(ref, value)
-        wb.calculate()
 
 
 def price_name(gpu: str) -> str:

@@ -9,18 +9,17 @@ Calculations lines the Timeline starts from. Hand-worked figures pin the referen
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 import itertools
 import math
 import re
 import shutil
 import subprocess
-from collections.abc import Iterator
 from typing import Any
 
 import openpyxl
 import pytest
+from books import changed
 from openpyxl.formula.translate import Translator
 
 from xlsxplan.catalog import costs
@@ -43,22 +42,6 @@ def plan(tmp_path_factory) -> Built:
     with pytest.MonkeyPatch.context() as mp:  # the shipped catalog only
         mp.setenv("XLSXPLAN_CATALOG_DIR", str(tmp_path_factory.mktemp("no-user-presets")))
         return build_template(serving_book.FILENAME, tmp_path_factory.mktemp("timeline"), Workbook)
-
-
-@contextlib.contextmanager
-def changed(b: Built, values: dict[str, Any]) -> Iterator[Built]:
-    """Set inputs (cells or defined names), recalculate, and put the old values back afterwards."""
-    wb = b.workbook
-    old = {ref: wb.get(ref) for ref in values}
-    try:
-        for ref, value in values.items():
-            wb.set(ref, value)
-        wb.calculate()
-        yield b
-    finally:
-        for ref, value in old.items():
-            wb.set(ref, value)
-        wb.calculate()
 
 
 def _row(b: Built, key: str) -> int:

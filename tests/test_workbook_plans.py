@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from books import changed
 
 from xlsxplan import calibration, catalog
 from xlsxplan.catalog import models
@@ -56,22 +57,6 @@ def plan(built) -> Built:
 @pytest.fixture(scope="module")
 def train(built) -> Built:
     return built[training_book.FILENAME]
-
-
-@contextlib.contextmanager
-def changed(b: Built, values: dict[str, Any]) -> Iterator[Built]:
-    """Set inputs (cells or names), recalculate, and put the old values back afterwards."""
-    wb = b.workbook
-    old = {ref: wb.get(ref) for ref in values}
-    try:
-        for ref, value in values.items():
-            wb.set(ref, value)
-        wb.calculate()
-        yield b
-    finally:
-        for ref, value in old.items():
-            wb.set(ref, value)
-        wb.calculate()
 
 
 def case_cell(b: Built, key: str, case: int) -> str:
