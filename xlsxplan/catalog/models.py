@@ -539,8 +539,8 @@ def model_engine_kv_tokens(
     -----
     ENGINE_KV_TOKENS(ENGINE_KV_GB(memory, MODEL_WEIGHTS_GB / tp, fraction, reserve), MODEL_KV_BYTES_PER_TOKEN / tp,
     block): every attention layer in full, as vLLM counts its printed tokens (a window layer's saving shows in the
-    concurrency, MODEL_ENGINE_CONCURRENCY). vLLM issue #10517, Llama-3.1-8B on an RTX 3090 (23.58 GiB, 0.9, 2.42 GiB
-    of activations and non-torch memory): 31,232 tokens, the 1,952 blocks it logs.
+    concurrency, MODEL_ENGINE_CONCURRENCY). github.com/vllm-project/vllm/issues/10517, Llama-3.1-8B on an RTX 3090
+    (23.58 GiB, 0.9, 2.42 GiB of activations and non-torch memory): 31,232 tokens, the 1,952 blocks it logs.
     """
     m = _model(model)
     pool = engine.kv_pool_gb(memory_gb, weights_gb(m, bytes_per_param) / tp, memory_fraction, reserve_gb)
@@ -595,8 +595,8 @@ def model_engine_concurrency(
     -----
     ``pool / (KV of max_model_len tokens in whole blocks + MODEL_STATE_BYTES)``, per GPU: window and chunk layers
     hold their window, a hybrid model's fixed state counts once per request. For attention alone it is vLLM's
-    num_tokens / max_model_len within a block. Llama-3.1-8B on an RTX 3090 at 20,000 tokens (vLLM issue #10517):
-    1.56x, as logged.
+    num_tokens / max_model_len within a block. Llama-3.1-8B on an RTX 3090 at 20,000 tokens
+    (github.com/vllm-project/vllm/issues/10517): 1.56x, as logged.
     """
     m = _model(model)
     pool = engine.kv_pool_gb(memory_gb, weights_gb(m, bytes_per_param) / tp, memory_fraction, reserve_gb)

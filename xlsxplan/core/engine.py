@@ -22,10 +22,10 @@ in xlsxplan; the engines print GiB (2^30 bytes, 1.0737 GB).
 References
 ----------
 .. [1] vLLM, vllm/v1/worker/gpu_worker.py, ``determine_available_memory``: ``total_gpu_memory *
-   gpu_memory_utilization - peak_memory``, the profiling run's peak plus non-torch allocations; vllm issue #16570
-   prints the terms ("total_gpu_memory (39.38GiB) x gpu_memory_utilization (0.95) = 37.41GiB ... model weights take
-   34.43GiB; non_torch_memory takes 0.34GiB; PyTorch activation peak memory takes 2.51GiB; the rest of the memory
-   reserved for KV Cache is 0.13GiB").
+   gpu_memory_utilization - peak_memory``, the profiling run's peak plus non-torch allocations;
+   github.com/vllm-project/vllm/issues/16570 prints the terms ("total_gpu_memory (39.38GiB) x
+   gpu_memory_utilization (0.95) = 37.41GiB ... model weights take 34.43GiB; non_torch_memory takes 0.34GiB;
+   PyTorch activation peak memory takes 2.51GiB; the rest of the memory reserved for KV Cache is 0.13GiB").
 .. [2] vLLM, vllm/v1/core/kv_cache_utils.py: ``num_blocks = available_memory // page_size // num_layers``,
    ``num_tokens = num_blocks * block_size``, ``max_concurrency = num_tokens / max_model_len``.
 .. [3] SGLang, python/sglang/srt/model_executor/model_runner_kv_cache_mixin.py: ``rest_memory =
@@ -109,8 +109,8 @@ def engine_kv_gb(
     Notes
     -----
     ``memory * fraction - weights - reserve``: vLLM's determine_available_memory (gpu_worker.py), SGLang's
-    rest_memory (model_runner_kv_cache_mixin.py). vLLM issue #16570, Qwen2.5-VL-72B on four 40 GB A100s: 39.38 GiB x
-    0.95 - 34.43 - (0.34 + 2.51) GiB = 0.13 GiB, as the engine logs.
+    rest_memory (model_runner_kv_cache_mixin.py). github.com/vllm-project/vllm/issues/16570, Qwen2.5-VL-72B on four
+    40 GB A100s: 39.38 GiB x 0.95 - 34.43 - (0.34 + 2.51) GiB = 0.13 GiB, as the engine logs.
     """
     return kv_pool_gb(memory_gb, weights_gb, memory_fraction, reserve_gb)
 
@@ -138,7 +138,7 @@ def engine_kv_tokens(kv_gb: FreeGB, kv_bytes_per_token: KvBytes, block_size: Cou
     ``floor(pool / (kv * block)) * block`` (vLLM kv_cache_utils.py: num_blocks = available_memory // page_size //
     num_layers; num_tokens = num_blocks * block_size; SGLang: rest_memory // cell_size). Qwen3-14B (40 layers, 8 KV
     heads of 128, BF16: 163,840 bytes) with vLLM's "Available KV cache memory: 6.51 GiB" holds 42,656 tokens, the
-    "GPU KV cache size" LMCache issue #1739 logs.
+    "GPU KV cache size" github.com/LMCache/LMCache/issues/1739 logs.
     """
     return pool_tokens(kv_gb * equations.GIGA, kv_bytes_per_token, block_size)
 
@@ -177,7 +177,7 @@ def engine_max_concurrency(
     -----
     ``pool / (kv * ceil(L / block) * block + state)``, 0 for an empty pool: for attention alone, within a block of
     vLLM's ``num_tokens / max_model_len`` (kv_cache_utils.py). Qwen3-14B's 6.51 GiB pool at 32,768 tokens per
-    request: 1.30x, as LMCache issue #1739 logs.
+    request: 1.30x, as github.com/LMCache/LMCache/issues/1739 logs.
     """
     return concurrency(kv_gb * equations.GIGA, kv_bytes_per_token, max_model_len, block_size, state_bytes_per_sequence)
 

@@ -16,10 +16,10 @@ result spills as a 2-D array in Excel 365; values and messages are those of ever
 How an error looks in a cell (decided here, in :func:`present`, and nowhere else)
 --------------------------------------------------------------------------------
 * **Classic xlwings** (Windows desktop Excel, VBA-wrapped functions) cannot return a real error value from a
-  Python function (xlwings issue #776: a VT_ERROR VARIANT does not reach the cell), and shows a raised exception
-  as the whole Python traceback (issue #1108). So a failed call returns one line of text, the error value and the
-  reason, as PyXLL does: ``#NUM! kv_heads must be a whole number from 1 to 1,000,000, got -1``. In an array,
-  each failed element is such a line and the others are numbers.
+  Python function (github.com/xlwings/xlwings/issues/776: a VT_ERROR VARIANT does not reach the cell), and shows a
+  raised exception as the whole Python traceback (github.com/xlwings/xlwings/issues/1108). So a failed call returns
+  one line of text, the error value and the reason, as PyXLL does: ``#NUM! kv_heads must be a whole number from 1
+  to 1,000,000, got -1``. In an array, each failed element is such a line and the others are numbers.
 * **xlwings Lite** (Excel on Windows, macOS and the web; Python in the browser) shows a raised exception as
   ``#VALUE!`` with the message on hover. So a failed scalar call raises :class:`ExcelError` with that same one
   line; in an array, failed elements are the same text as in classic (raising would lose the whole array).
