@@ -379,11 +379,8 @@ def lift_arrays(formula: str, multi: Callable[[str], bool] | None = None) -> str
     code = code_text(formula)
     if not _LIFTED_CALL.search(code) or not ("{" in code or ":" in code or multi is not None):
         return formula
-    try:
-        tokens = list(fz.tokenize(formula))
-    except BaseException as _err:
-        if fatal(_err):
-            raise
+    tokens = tokenized(formula)
+    if tokens is None:  # the engine will report the formula as unparsable
         return formula
     stack: list[tuple[str, int]] = []  # open functions and parentheses: (upper-case name or "", token index)
     marked: set[int] = set()
@@ -536,6 +533,17 @@ def fatal(err: BaseException) -> bool:
     return isinstance(err, (KeyboardInterrupt, SystemExit, GeneratorExit))
 
 
+def tokenized(formula: str) -> list[Any] | None:
+    """The engine's tokens of ``formula`` as given (token positions are byte offsets into it), or None where the
+    engine cannot tokenize it: the caller then leaves the formula as it is, and the engine reports it."""
+    try:
+        return list(fz.tokenize(formula))
+    except BaseException as _err:
+        if fatal(_err):
+            raise
+        return None
+
+
 def _omitted() -> None:
     return None
 
@@ -653,11 +661,8 @@ def mark_omitted(formula: str) -> str:
     """
     if not _MAYBE_OMITTED.search(code_text(formula)):
         return formula
-    try:
-        tokens = list(fz.tokenize(formula))
-    except BaseException as _err:  # the engine will report the formula as unparsable
-        if fatal(_err):
-            raise
+    tokens = tokenized(formula)
+    if tokens is None:  # the engine will report the formula as unparsable
         return formula
     raw = formula.encode("utf-8")  # token positions are byte offsets
     inserts: list[int] = []
@@ -732,11 +737,8 @@ def qualify(formula: str, sheet: str, local: Callable[[str], str | None] | None 
     """``formula`` as it reads on the sheet ``sheet`` when written elsewhere: each reference without a sheet
     (``B4``, ``A:A``) given that sheet, and each name scoped to it (``local(NAME)``: what the name refers to, or
     None) given as what it refers to."""
-    try:
-        tokens = list(fz.tokenize(formula))
-    except BaseException as _err:
-        if fatal(_err):
-            raise
+    tokens = tokenized(formula)
+    if tokens is None:  # the engine will report the formula as unparsable
         return formula
     prefix = ("'" + sheet.replace("'", "''") + "'!").encode("utf-8")
     raw = formula.encode("utf-8")

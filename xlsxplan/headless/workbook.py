@@ -1088,11 +1088,8 @@ def _static_references(formula: str, sheet: str, static: _Static) -> str:
     three_d = ":" in code and "!" in code
     if " " not in code and not three_d:
         return formula
-    try:
-        tokens = [t for t in fz.tokenize(formula)]
-    except BaseException as _err:
-        if engine.fatal(_err):
-            raise
+    tokens = engine.tokenized(formula)
+    if tokens is None:
         return formula
     raw = formula.encode("utf-8")
     edits: list[tuple[int, int, str]] = []
