@@ -11,7 +11,6 @@ documents' blocks with the stored file, so a figure is never edited by hand and 
 from __future__ import annotations
 
 import dataclasses
-
 import json
 import re
 import statistics

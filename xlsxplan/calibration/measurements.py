@@ -29,10 +29,15 @@ How each metric is predicted
   activations' 16 bits; llama.cpp's default is f16).
 * ``ttft`` and ``prefill_tokens_per_sec``: TTFT_S, the prefill's arithmetic with causal attention at the
   calibrated ``prefill`` utilisation.
-* ``output_tokens_per_sec_total``/``_per_gpu``: SERVE_TOKS, prefill plus roofline decode with the calibrated
-  decode bandwidth and prefill compute; ``concurrency`` ``max`` fills memory. These rows are never fitted on. A
-  mixture of experts (a preset with experts) holds every parameter, computes with its active ones and reads per
-  decode step the experts its batch is routed to (MOE_PARAMS_READ_B).
+* ``output_tokens_per_sec_total``/``_per_gpu``: a decode step costed operator by operator (the linear layers'
+  roofline, attention's over the cache, a mixture of experts' routed traffic, the tensor-parallel all-reduces, one
+  after another; Yuan et al. 2024, "LLM Inference Unveiled: Survey and Roofline Model Insights", arXiv:2402.16363,
+  whose LLM-Viewer applies the roofline to each operator of a layer), with the calibrated decode bandwidth and
+  prefill compute; a continuous-batching engine prefills its prompts inside the steps (:func:`xlsxplan.core.effects.
+  prefill_tokens_per_step`), a ``static`` one (optional ``batching`` column) before them; ``concurrency`` ``max``
+  fills memory. These rows fit one parameter only, the ``serving`` scale (:func:`fit_serving`). A mixture of experts
+  (a preset with experts) holds every parameter, computes with its active ones and reads per decode step the experts
+  its batch is routed to (MOE_PARAMS_READ_B).
 * ``kv_cache_capacity_tokens``: usable memory (90%) less weights, over the KV bytes per token (averaged over a
   sequence of ``input_len + output_len`` tokens when the row gives them, else every layer in full).
 
