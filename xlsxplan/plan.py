@@ -1054,7 +1054,7 @@ def _add_range(f: Figures, t: Traffic, a: Assumptions, serving_mode: str, price:
     decode band, the first-token time divided by the prefill band. A time-like or count-like figure's low end comes
     from the fast multiplier. A percentile target's queue is not re-solved at the ends: the range is of the fleet the
     load needs. Nothing is added to a rejected option or when the factors file records no bands."""
-    if not f.feasible or f.replicas is None:
+    if not f.feasible or f.replicas is None or f.gpus is None:
         return
     try:
         mult = {kind: (calibration.band(kind, 0.1), calibration.band(kind, 0.9)) for kind in set(RANGE_KINDS.values())}
@@ -1070,9 +1070,10 @@ def _add_range(f: Figures, t: Traffic, a: Assumptions, serving_mode: str, price:
         d = traffic.decode_replicas(peak_rps, t.decode_tokens, ex["tokens_per_s_total"] * m, a.spare)
         return p + d
 
-    n = f.gpus // f.replicas
+    planned: int = f.gpus
+    n = planned // f.replicas
     low, high = mult["throughput"]
-    gpus = (min(f.gpus, replicas(high) * n), max(f.gpus, replicas(low) * n))
+    gpus = (min(planned, replicas(high) * n), max(planned, replicas(low) * n))
     out: dict[str, Any] = {"quantiles": [0.1, 0.9], "gpus": list(gpus),
                            "usd_per_month": [g * price * a.hours_per_month for g in gpus]}  # fmt: skip
     if f.tokens_per_s_per_user is not None:
