@@ -347,3 +347,16 @@ def test_the_fit_report_fits_each_leave_one_run_out_set_once(monkeypatch):
     runs = {measurements.run_key(m) for m in rows if measurements.kind_of(m)}
     assert len(fits) <= len(calibration.KINDS) * (len(runs) + 1) + len(calibration.KINDS)
     assert report["decode_bandwidth"]["rows_used"] > 0
+
+
+def test_the_batching_column_says_how_the_engine_batched():
+    # optional column: continuous (the default) prefills prompts inside the decode steps, static before them; another
+    # word is refused by name
+    head = HEADER + ",batching\n"
+    row = "serve,x,Llama-2-7B,6.74,,,H100-SXM,1,fp8,2048,128,80,output_tokens_per_sec_per_gpu,2244,tok/s/GPU,src,"
+    static, default, wrong = measurements.parse_measurements(head + row + "static\n" + row + "\n" + row + "dynamic\n")
+    assert (static.batching, default.batching) == ("static", "continuous") and not static.problem
+    assert wrong.problem == "batching must be one of continuous, static, got 'dynamic'"
+    factors = calibration.load_factors()
+    # the static batch's prompts queue before its steps: slower than the same row batched continuously
+    assert measurements.predict(static, factors)[0] < measurements.predict(default, factors)[0]

@@ -945,7 +945,9 @@ class _FitCache:
         serve = tuple(i for i, m in enumerate(self.rows) if is_serving_row(m) and (key is None or run_key(m) != key))
         if not serve:
             return factors
-        skey = ("serving", *ids, serve)
+        # a serving prediction uses the training fit only through routed_bytes: folds that leave out a training run
+        # with the same routed_bytes share one scale
+        skey = ("serving", ids[1], ids[2], factors.train_mfu.routed_bytes, serve)
         if skey not in self.parts:
             self.parts[skey] = fit_serving([self.rows[i] for i in serve], factors)
         return dataclasses.replace(factors, serving=self.parts[skey])
