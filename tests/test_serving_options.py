@@ -323,3 +323,72 @@ def test_each_view_shows_one_cost_per_m_input_and_one_per_m_output_labelled(plan
     assert sum("per M input" in x for x in plan_costs) == sum("per M output" in x for x in plan_costs) == 1
     calibrated = sections["Calibrated expectation"]
     assert sum("per M input" in x for x in calibrated) == sum("per M output" in x for x in calibrated) == 1
+
+
+# -- one weights figure per plan --------------------------------------------------------------------------------------
+def test_the_weights_are_model_weights_gb_for_the_preset_and_precision(plan):
+    from xlsxplan.catalog import models
+
+    # As shipped, the embeddings and output head are counted at the weights' width, the source's N x b: the weights
+    # are MODEL_WEIGHTS_GB with that width for the embeddings, and the worked example's batch of 94 stands.
+    assert plan.get("Embedding_Precision") == serving_book.EMBEDDING_AS_WEIGHTS
+    assert line(plan, "bytes_embedding") == 1
+    assert line(plan, "weights") == pytest.approx(models.model_weights_gb("Qwen2.5-72B", "fp8", "fp8"), rel=1e-12)
+    assert line(plan, "batch") == 94
+    # As published (16-bit embeddings beside 8-bit weights), the weights are MODEL_WEIGHTS_GB's default, the figure
+    # `xlsxplan plan` and the Options sheet use; memory left, the batch that fits and the batch follow them.
+    with changed(plan, {"Embedding_Precision": serving_book.EMBEDDING_AS_PUBLISHED}):
+        weights = models.model_weights_gb("Qwen2.5-72B", "fp8")
+        assert line(plan, "bytes_embedding") == 2
+        assert line(plan, "weights") == pytest.approx(weights, rel=1e-12)
+        assert weights > models.model_weights_gb("Qwen2.5-72B", "fp8", "fp8") + 1  # 1.09B embedding parameters
+        assert line(plan, "free") == pytest.approx(2 * 80 * 0.9 - weights, rel=1e-12)
+        assert line(plan, "weights_gpu") == pytest.approx(weights / 2, rel=1e-12)
+        assert line(plan, "batch") < 94
+        marked = [r for r in options(plan) if r["active"] == "yes"]
+        assert [r["batch"] for r in marked] == [line(plan, "batch")]  # the same batch as the search plans
+    with changed(plan, {"Embedding_Precision": "bf16"}):  # a format name: that width for the embeddings
+        assert line(plan, "weights") == pytest.approx(models.model_weights_gb("Qwen2.5-72B", "fp8", "bf16"))
+
+
+def test_the_weights_of_every_case_are_model_weights_gb(plan):
+    from xlsxplan.catalog import models
+
+    def case(i: int, key: str) -> Any:
+        return plan.get(f"Scenarios!{SIDE_COLUMNS[i]}{plan.book.ref(f'Scenarios:{key}').row}")
+
+    with changed(plan, {"Embedding_Precision": serving_book.EMBEDDING_AS_PUBLISHED}):
+        for i, precision in enumerate(("bf16", "fp8", "bf16")):  # the 72B cases, no override
+            assert case(i, "weights") == pytest.approx(models.model_weights_gb("Qwen2.5-72B", precision), rel=1e-12)
+        # case 4's 7.6B parameters override (catalog: 7.61B) moves the weights by its difference at 2 bytes
+        expected = (
+            models.model_weights_gb("Qwen2.5-7B", "bf16") + (7.6 - catalog.model_spec("Qwen2.5-7B", "params_b")) * 2
+        )
+        assert case(3, "weights") == pytest.approx(expected, rel=1e-12)
+
+
+# -- a case's name follows its inputs or says it is the user's own ---------------------------------------------------
+def test_a_case_name_follows_its_inputs_or_says_it_is_your_own(plan):
+    def case(i: int, key: str) -> Any:
+        return plan.get(f"Scenarios!{SIDE_COLUMNS[i]}{plan.book.ref(f'Scenarios:{key}').row}")
+
+    # The source's four names are the names their inputs give: each says so, with the accelerator it runs on.
+    for i, name in enumerate(serving_book.CASES):
+        assert case(i, "scenario_name") == name == case(i, "name_inputs")
+        assert case(i, "name_follows") == "yes, on H100-SXM"
+    model, prec = plan.book.ref("model@3"), plan.book.ref("weight_precision@1")
+    # Another model in case 4: every figure is the new model's, and the name "7B BF16, 1 GPU" no longer passes
+    # for its inputs: the case says the name is your own and gives the one its inputs give.
+    with changed(plan, {f"Inputs!{model.col}{model.row}": "Llama-3.1-8B"}):
+        assert case(3, "scenario_name") == "7B BF16, 1 GPU"
+        assert case(3, "name_inputs") == "8B BF16, 1 GPU"
+        assert case(3, "name_follows") == "no, your own name: the inputs give 8B BF16, 1 GPU on H100-SXM"
+        assert case(0, "name_follows") == "yes, on H100-SXM"  # the other cases are as they were
+    # The active case in BF16 where its name says FP8: the Calculations and Outputs say so too.
+    with changed(plan, {f"Inputs!{prec.col}{prec.row}": "bf16"}):
+        said = "no, your own name: the inputs give 72B BF16, 2 GPUs on H100-SXM"
+        assert line(plan, "name_follows") == said
+        assert plan.get(plan.book.address("Outputs:name_follows")) == said
+    name = plan.book.ref("scenario_name@0")
+    with changed(plan, {f"Inputs!{name.col}{name.row}": "Our pilot"}):  # a name of your own says so
+        assert case(0, "name_follows") == "no, your own name: the inputs give 72B BF16, 2 GPUs on H100-SXM"

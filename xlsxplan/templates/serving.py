@@ -107,6 +107,15 @@ SPREAD_BASIS = (
 )
 """What the spread of prompt lengths a paged batch is sized for rests on, in words: the last where only a mean and a
 p95 no log-normal can fit are known (a tail above 3.87 times the mean), with how to give a better one."""
+NAME_FOLLOWS = "yes, on "
+NAME_OWN = "no, your own name: the inputs give "
+"""How a case's name reads against its inputs: the name the inputs give (the model's size, the weights' precision and
+the GPUs, as the source names its cases; the accelerator follows), or the user's own name, with the one they give."""
+EMBEDDING_AS_WEIGHTS = "as the weights"
+EMBEDDING_AS_PUBLISHED = "as published"
+"""The Embedding precision input's words: the weights' own width for the token embeddings and output head (the
+source documents' N x bytes, so their worked examples come out), or 16 bits beside narrower weights, as quantized
+checkpoints are published (MODEL_WEIGHTS_GB's default); a format name gives that format."""
 NO_SPREAD = "no spread known"
 PAGED = "paged KV cache"
 PER_SLOT = "every slot at the tail"
@@ -225,6 +234,14 @@ CASE_LINES: tuple[Line, ...] = (
     Line("described", "The case as its inputs read",
          '={model}&", "&{weight_precision}&" weights, "&{n_gpus}&" x "&{gpu}', "text",
          "Follows the inputs, whatever the case's name says", "text"),
+    Line("name_inputs", "The name the inputs give",
+         '=TRIM(RIGHT(SUBSTITUTE({model},"-",REPT(" ",100)),100))&" "&UPPER({weight_precision})&", "&{n_gpus}'
+         '&" GPU"&IF({n_gpus}=1,"","s")', "text",
+         "The model's size (its name's last part), weights, GPUs: the source's way of naming a case", "text"),
+    Line("name_follows", "Does the case's name follow its inputs?",
+         f'=IF({{scenario_name}}={{name_inputs}},"{NAME_FOLLOWS}"&{{gpu}},"{NAME_OWN}"&{{name_inputs}}&" on "'
+         "&{gpu})", "text",
+         "The name typed against the name the inputs give: a stale or free name says it is your own", "text"),
     Line("params", "Parameters", _spec("params_b", "params_override", "MODEL_SPEC", "model"), "B params",
          'The override, else MODEL_SPEC(model, "params_b"): every expert', "dec2"),
     Line("active", "Active parameters per token",
@@ -255,16 +272,25 @@ CASE_LINES: tuple[Line, ...] = (
     Line("experts_per_token", "Routed experts each token uses", _moe("experts_per_token"), "count",
          'MODEL_SPEC(model, "experts_per_token"); 1 for a dense model', "int"),
     # -- memory
-    Line("weights", "Weights", "=WEIGHTS_GB({params},{bytes_weight})", "GB",
-         "N x bytes per weight, all experts (Back-of-the-Envelope §2; Compute and Memory)", "dec1"),
+    Line("bytes_embedding", "Bytes per embedding and output-head weight",
+         f'=IF(Embedding_Precision="{EMBEDDING_AS_WEIGHTS}",{{bytes_weight}},IF(Embedding_Precision='
+         f'"{EMBEDDING_AS_PUBLISHED}",MAX({{bytes_weight}},BYTES_PER_PARAM("bf16")),'
+         "BYTES_PER_PARAM(Embedding_Precision)))", "bytes",
+         "Embedding precision on Inputs: the weights' (the source's N x b), 16-bit as published, or a format",
+         "dec3"),
+    Line("weights", "Weights",
+         "=IF(ISNUMBER(MODEL_WEIGHTS_GB({model},{bytes_weight},{bytes_embedding},0)),"
+         "MODEL_WEIGHTS_GB({model},{bytes_weight},{bytes_embedding},0)"
+         '+({params}-MODEL_SPEC({model},"params_b"))*{bytes_weight},WEIGHTS_GB({params},{bytes_weight}))', "GB",
+         "MODEL_WEIGHTS_GB, all experts; a parameters override adds its difference x bytes; your own model: N x b",
+         "dec1"),
     Line("weights_gpu", "Weights per GPU",
-         "=WEIGHTS_GB_PER_GPU({params},IF({active}<{params},MODEL_EXPERT_PARAMS_B({model}),0),{n_gpus},{n_gpus},"
-         "{bytes_weight})", "GB",
-         "Dense part split by tensor, experts by expert parallelism (GShard)", "dec1"),
+         "=WEIGHTS_GB_PER_GPU({weights}/{bytes_weight},IF({active}<{params},MODEL_EXPERT_PARAMS_B({model}),0),"
+         "{n_gpus},{n_gpus},{bytes_weight})", "GB",
+         "Dense part split by tensor, experts by expert parallelism (GShard): the weights over the GPUs", "dec1"),
     Line("usable", "Usable memory of a replica", "=USABLE_GB({n_gpus},{memory},Usable_Memory_Fraction)", "GB",
          "GPUs x memory x usable fraction (Back-of-the-Envelope §2)", "dec1"),
-    Line("free", "Memory left for the KV cache",
-         "=FREE_GB({params},{bytes_weight},{n_gpus},{memory},Usable_Memory_Fraction)", "GB",
+    Line("free", "Memory left for the KV cache", "={usable}-{weights}", "GB",
          "Usable memory - weights; negative: the weights do not fit (Back-of-the-Envelope §2)", "dec1"),
     Line("kv_bytes", "KV cache per token",
          '=IF(AND({kv_override}>0,{model_overrides}="yes"),{kv_override},'
@@ -274,8 +300,9 @@ CASE_LINES: tuple[Line, ...] = (
     Line("kv_seq", "KV cache of a sequence at the tail prompt", "=KV_GB({kv_bytes},{tail_context})", "GB",
          "KV per token x (tail prompt + reasoning + output) (Back-of-the-Envelope §3, §7)", "dec2"),
     Line("batch_fit", "Batch that fits, every slot at the tail prompt",
-         "=MAX_BATCH({params},{bytes_weight},{kv_bytes},{tail_context},{n_gpus},{memory},Usable_Memory_Fraction)",
-         "sequences", "floor(free memory / KV of a tail sequence): Back-of-the-Envelope §3, at the tail (§7)", "int"),
+         "=MAX_BATCH({weights}/{bytes_weight},{bytes_weight},{kv_bytes},{tail_context},{n_gpus},{memory},"
+         "Usable_Memory_Fraction)", "sequences",
+         "floor(free memory / KV of a tail sequence): Back-of-the-Envelope §3, at the tail (§7)", "int"),
     Line("fits", "Fits in memory?", f'=IF(AND(ISNUMBER({{batch_fit}}),{{batch_fit}}>=1),"fits","{NO_FIT}")',
          "text", "At least one tail-length sequence beside the weights", "text", bad=(NO_FIT,)),
     Line("batch_paged", "Batch a paged KV cache fits",
@@ -503,9 +530,9 @@ CASE_LINES: tuple[Line, ...] = (
 )  # fmt: skip
 
 _COMPARED = {
-    "model_overrides", "gpu_overrides", "described", "params", "active", "memory", "bandwidth", "tflops", "price",
-    "bytes_weight", "bytes_kv", "experts", "experts_per_token", "weights", "weights_gpu", "usable", "free", "kv_bytes",
-    "kv_kib", "kv_seq", "batch_fit", "fits", "batch_paged", "batch_mem", "params_read_mem", "speed_floor",
+    "model_overrides", "gpu_overrides", "described", "name_inputs", "name_follows", "params", "active", "memory",
+    "bandwidth", "tflops", "price", "bytes_weight", "bytes_embedding", "bytes_kv", "experts", "experts_per_token",
+    "weights", "weights_gpu", "usable", "free", "kv_bytes", "kv_kib", "kv_seq", "batch_fit", "fits", "batch_paged", "batch_mem", "params_read_mem", "speed_floor",
     "speed_for_ttft", "batch_latency", "batch_ttft", "cap_latency", "cap_ttft", "batch", "binding", "params_read",
     "tps_user", "tps_alone", "tps_total", "prefill", "cost_full", "cost_avg",
 }  # fmt: skip
@@ -756,6 +783,10 @@ def _inputs(book: Book, lists: dict[str, str]) -> Sheet:
     sh.input("Prefill compute utilisation", 0.5, "fraction", f"{ENVELOPE} §5 (example)", "Share of the dense BF16 "
              "peak, as the source counts", "pct",
              validation_for(frac, "Prefill compute utilisation"))  # fmt: skip
+    emb = DataValidation(type="list", formula1=f'"{EMBEDDING_AS_WEIGHTS},{EMBEDDING_AS_PUBLISHED}"')
+    emb.showErrorMessage = False  # a format name (bf16, q4_k_m, ...) is allowed too: BYTES_PER_PARAM reads it
+    sh.input("Embedding precision", EMBEDDING_AS_WEIGHTS, "format", f"{ENVELOPE} §2 (example: N x b)",
+             "Or as published (16-bit), or a format name", "text", emb)  # fmt: skip
     sh.input("KV cache overflow accepted", 0.05, "fraction", "Example: a paging engine (vLLM)",
              "Chance a paged batch outgrows memory (preemption)", "pct",
              validation_for(domain_of(domains.TailProbability), "KV cache overflow accepted"))  # fmt: skip
@@ -1268,6 +1299,10 @@ def _outputs(book: Book) -> Sheet:
     ):
         sh.line(Line(f"config:{name}", label, f"={name}", unit, "The active scenario, from Inputs", "text"))
     lines = {line.key: line for line in (*GLOBAL_LINES, *CASE_LINES)}
+    follows = lines["name_follows"]
+    sh.link(
+        "name_follows", follows.label, follows.unit, follows.fmt, "Your own name, or the name its inputs give", False
+    )
     for section, rows in OUTPUT_ROWS:
         sh.section(section)
         for key, note, key_result in rows:
@@ -1474,6 +1509,13 @@ def build() -> Book:
             (
                 "How the fleet is sized (Calculations)",
                 [
+                    Result(
+                        "name_follows",
+                        "Does the case's name follow its inputs?",
+                        "text",
+                        "text",
+                        "Else your own name, with the one its inputs give",
+                    ),
                     Result(
                         "fits",
                         "Fits in memory?",
