@@ -47,13 +47,15 @@ def options(b: Built) -> list[dict[str, Any]]:
     """The Options sheet's table, a dict per option (keyed by PLAN_OPTIONS's header), with the marked column."""
     ref = b.book.ref("Options:table")
     first = ref.row
-    cols = [c for c in "BCDEFGHIJKLMNOPQRSTUV"]
-    assert [b.get(f"Options!{c}{first}") for c in cols] == list(TABLE_HEADER)
+    cols = [c for c in "BCDEFGHIJKLMNOPQRSTUVWXYZ"]
+    extra = ["ttft_p50_s", "ttft_p90_s", "ttft_p99_s", "replicas_binding"]  # with a percentile target
+    header = list(TABLE_HEADER) + extra
+    assert [b.get(f"Options!{c}{first}") for c in cols] == header
     rows = []
     r = first + 1
     while b.get(f"Options!C{r}") not in (None, ""):
         # a figure the option has none of shows "-" (PLAN_OPTIONS_AT), the table's empty text
-        row = {key: _none(b.get(f"Options!{c}{r}")) for key, c in zip(TABLE_HEADER, cols)}
+        row = {key: _none(b.get(f"Options!{c}{r}")) for key, c in zip(header, cols)}
         row["active"] = b.get(f"Options!A{r}")
         rows.append(row)
         r += 1
@@ -70,7 +72,13 @@ def cli_plan(b: Built, capsys) -> dict[str, Any]:
             "--reasoning-tokens", repr(b.get("Hidden_Reasoning_Tokens_Per_Request")),
             "--peak-factor", repr(b.get("Peak_Hour_Factor")), "--spare", str(b.get("Spare_Replicas")),
             "--min-replicas", str(b.get("Minimum_Replicas")), "--json"]  # fmt: skip
-    for flag, name in (("--tokens-per-s", "Latency_Target"), ("--ttft-s", "Time_To_First_Token_Target")):
+    percentile = b.get("First_Token_Target_At_The_Percentile")
+    if isinstance(percentile, (int, float)) and percentile > 0:  # that target, at its percentile
+        first_token = ("--ttft-s", "First_Token_Target_At_The_Percentile")
+        argv += ["--ttft-percentile", repr(b.get("First_Token_Percentile"))]
+    else:
+        first_token = ("--ttft-s", "Time_To_First_Token_Target")
+    for flag, name in (("--tokens-per-s", "Latency_Target"), first_token):
         if isinstance(b.get(name), (int, float)) and b.get(name) > 0:
             argv += [flag, repr(b.get(name))]
     for gpu in catalog.gpu_names():
@@ -102,6 +110,10 @@ def assert_matches_the_cli(b: Built, capsys) -> list[dict[str, Any]]:
         assert row["feasible"] == ("yes" if o["feasible"] else "no"), where
         assert row["frontier"] == ("yes" if o["frontier"] else ""), where
         assert row["reason"] == (o["reason"] or ""), where
+        at = o.get("ttft_percentiles_s")  # the percentile target's columns, "-" on the sheet without one
+        for q in ("p50", "p90", "p99"):
+            _same(row[f"ttft_{q}_s"], "" if at is None or at.get(q) is None else at[q], f"{where} {q}")
+        _same(row["replicas_binding"], o.get("replicas_binding") or "", f"{where} replicas set by")
         c = o["calibrated"]
         _same(row["other_view_gpus"], c["gpus"] if c["feasible"] else "", where + " calibrated GPUs")
         _same(row["other_view_usd_per_month"], c["usd_per_month"] if c["feasible"] else "", where + " calibrated $")
@@ -124,6 +136,58 @@ def test_the_options_sheet_is_what_xlsxplan_plan_prints_for_the_same_inputs(plan
 def test_the_options_follow_the_inputs_as_the_cli_does(plan, capsys, values):
     with changed(plan, values):
         assert_matches_the_cli(plan, capsys)
+
+
+def test_the_options_follow_a_percentile_first_token_target_as_the_cli_does(plan, capsys):
+    # a P99 target of 1 s at the peak, the wait for a slot included: the search adds replicas until it holds, and
+    # shows the P50, P90 and P99 at the fleet it plans, as `xlsxplan plan --ttft-percentile` does
+    before = options(plan)
+    assert {r["ttft_p99_s"] for r in before} == {""}  # none without a percentile target
+    with changed(plan, {"First_Token_Target_At_The_Percentile": 1.0}):
+        assert plan.get(plan.book.address("options_ttft")) == 1.0
+        assert plan.get(plan.book.address("options_percentile")) == 0.99
+        rows = assert_matches_the_cli(plan, capsys)
+        assert rows != before
+        feasible = [r for r in rows if r["feasible"] == "yes"]
+        assert feasible and all(r["ttft_p99_s"] <= 1.0 for r in feasible if r["serving"] == "aggregated")
+        assert any(r["replicas_binding"] == "P99 first-token target" for r in feasible)
+        with changed(plan, {"First_Token_Percentile": 0.9, "Time_To_First_Token_Target": 3}):
+            assert plan.get(plan.book.address("options_percentile")) == 0.9
+            assert_matches_the_cli(plan, capsys)
+
+
+def test_plan_options_at_checks_its_arguments_once_per_search_and_gives_what_plan_options_does():
+    from xlsxplan.errors import OutOfRangeError, XlsxplanError
+    from xlsxplan.plan import plan_options
+    from xlsxplan.plan_cells import plan_options_at
+
+    args = ("Qwen2.5-72B", 200_000, 2_000, 300, 3, 0, 1.0, 1, "H100-SXM=2.5", 2_000, 0, 0, 2, 0.99)
+    table = plan_options(*args)
+    for r in (1, 2, len(table)):
+        for c in (1, 2, 13, len(table[0])):
+            assert plan_options_at(r, c, *args) == (table[r - 1][c - 1] if table[r - 1][c - 1] != "" else NONE_SHOWN)
+    assert len(table[0]) == len(TABLE_HEADER) + 4  # the percentile target's columns
+    # every argument is still checked: a bad one is a clear error, the first time and after a good call
+    for bad, argument in (((*args[:4], 0.5), "peak_factor"), ((*args[:13], 1.5), "ttft_percentile"),
+                          ((*args, 0, 0, 16, "none", 0, 1, 2), "own")):  # fmt: skip
+        for _ in range(2):
+            with pytest.raises(XlsxplanError) as err:
+                plan_options_at(2, 2, *bad)
+            assert err.value.argument == argument
+    with pytest.raises(OutOfRangeError, match="row must be at most"):
+        plan_options_at(len(table) + 1, 1, *args)
+    with pytest.raises(OutOfRangeError, match="column must be at most"):
+        plan_options_at(1, len(table[0]) + 1, *args)
+    # an Excel TRUE equals 1, but is remembered apart from it: it is checked as what it is, as PLAN_OPTIONS does
+    assert plan_options_at(2, 2, *args[:7], 1, *args[8:]) == table[1][1]
+    with_true = (*args[:7], True, *args[8:])
+    try:
+        expected: Any = plan_options(*with_true)[1][1]
+    except XlsxplanError as err:
+        with pytest.raises(type(err), match=err.message):
+            plan_options_at(2, 2, *with_true)
+    else:
+        assert plan_options_at(2, 2, *with_true) == expected
 
 
 def test_prices_on_lists_price_each_option_at_its_own_accelerator(plan, capsys):

@@ -38,6 +38,7 @@ from openpyxl.worksheet.pagebreak import Break
 
 from .. import catalog, domains
 from .. import plan as plan_search
+from ..plan_cells import NONE_SHOWN
 from ..domains import domain_of
 from . import timeline
 from .book import (
@@ -235,8 +236,8 @@ CASE_LINES: tuple[Line, ...] = (
          '={model}&", "&{weight_precision}&" weights, "&{n_gpus}&" x "&{gpu}', "text",
          "Follows the inputs, whatever the case's name says", "text"),
     Line("name_inputs", "The name the inputs give",
-         '=TRIM(RIGHT(SUBSTITUTE({model},"-",REPT(" ",100)),100))&" "&UPPER({weight_precision})&", "&{n_gpus}'
-         '&" GPU"&IF({n_gpus}=1,"","s")', "text",
+         '=TRIM(RIGHT(SUBSTITUTE({model},"-",REPT(" ",LEN({model}))),LEN({model})))&" "&UPPER({weight_precision})'
+         '&", "&{n_gpus}&" GPU"&IF({n_gpus}=1,"","s")', "text",
          "The model's size (its name's last part), weights, GPUs: the source's way of naming a case", "text"),
     Line("name_follows", "Does the case's name follow its inputs?",
          f'=IF({{scenario_name}}={{name_inputs}},"{NAME_FOLLOWS}"&{{gpu}},"{NAME_OWN}"&{{name_inputs}}&" on "'
@@ -273,9 +274,9 @@ CASE_LINES: tuple[Line, ...] = (
          'MODEL_SPEC(model, "experts_per_token"); 1 for a dense model', "int"),
     # -- memory
     Line("bytes_embedding", "Bytes per embedding and output-head weight",
-         f'=IF(Embedding_Precision="{EMBEDDING_AS_WEIGHTS}",{{bytes_weight}},IF(Embedding_Precision='
-         f'"{EMBEDDING_AS_PUBLISHED}",MAX({{bytes_weight}},BYTES_PER_PARAM("bf16")),'
-         "BYTES_PER_PARAM(Embedding_Precision)))", "bytes",
+         f'=IF(OR(Embedding_Precision="{EMBEDDING_AS_WEIGHTS}",Embedding_Precision="{EMBEDDING_AS_PUBLISHED}"),'
+         f'{{bytes_weight}}+(Embedding_Precision="{EMBEDDING_AS_PUBLISHED}")*MAX(0,BYTES_PER_PARAM("bf16")'
+         "-{bytes_weight}),BYTES_PER_PARAM(Embedding_Precision))", "bytes",
          "Embedding precision on Inputs: the weights' (the source's N x b), 16-bit as published, or a format",
          "dec3"),
     Line("weights", "Weights",
@@ -1025,7 +1026,13 @@ OPTION_COLUMNS: tuple[tuple[str, str, int, str], ...] = (
     ("other_view_gpus", "GPUs, calibrated", 10, "int"), ("other_view_usd_per_month", "USD a month, calibrated", 12,
                                                            "usd0"),
     ("other_view_reason", "Why rejected, calibrated", 70, "text"),
+    # the columns PLAN_OPTIONS adds with a percentile first-token target; "-" without one
+    ("ttft_p50_s", "First token P50 at the peak, s", 9, "dec2"), ("ttft_p90_s", "First token P90 at the peak, s",
+                                                                   9, "dec2"),
+    ("ttft_p99_s", "First token P99 at the peak, s", 9, "dec2"), ("replicas_binding", "Replicas set by", 22, "text"),
 )  # fmt: skip
+PERCENTILE_COLUMNS = ("ttft_p50_s", "ttft_p90_s", "ttft_p99_s", "replicas_binding")
+"""The Options columns shown only where a percentile first-token target is given (PLAN_OPTIONS's extra columns)."""
 OPTIONS_FIRST_ROW = HEADER_ROWS + 1
 """The row of the table's own header (PLAN_OPTIONS's first row); the options follow it."""
 
@@ -1047,11 +1054,15 @@ OPTIONS_FORMULA = (
     # the cell's row and column in the table, counted from the heading row's first cell (text, not a formula)
     f"PLAN_OPTIONS_AT(ROW()-ROW($A${HEADER_ROWS}),COLUMN()-COLUMN($A${HEADER_ROWS}),Model,Requests_Per_Day,"
     "{prompt_mean},Output_Tokens_Per_Request,Peak_Hour_Factor,Latency_Target,"
-    "Time_To_First_Token_Target,Spare_Replicas,{options_gpus},{prompt_tail},"
-    "MAX({prompt_tail},Longest_Prompt_Accepted),Hidden_Reasoning_Tokens_Per_Request,Minimum_Replicas)"
+    '{options_ttft},Spare_Replicas,{options_gpus},{prompt_tail},'
+    "MAX({prompt_tail},Longest_Prompt_Accepted),Hidden_Reasoning_Tokens_Per_Request,Minimum_Replicas,"
+    '{options_percentile},0,0,Engine_KV_Block_Size,"none",0,1,0)'
 )
 """The search the Options sheet shows: every accelerator priced on Lists, for the active scenario's model and the
-traffic, targets and spares on Inputs."""
+traffic, targets and spares on Inputs; with a percentile first-token target, that target at its percentile (the
+wait for a slot at the peak included), else the first-token target of a request that never waits. Memory is the
+flat usable share, as Calculations plans it (its engine lines are beside the plan), and a draft is not searched
+(Calculations shows it beside the plan too)."""
 OPTIONS_GPUS = '=_xlfn.TEXTJOIN(",",TRUE,IF(ISNUMBER({gpu_prices}),{gpu_names}&"="&{gpu_prices},""))'
 """The priced accelerators as PLAN_OPTIONS reads them, ``H100-SXM=2.5,H200=5.408``: an array formula of one cell."""
 
@@ -1083,12 +1094,20 @@ def _options(book: Book) -> Sheet:
     first, last = OPTIONS_FIRST_ROW, OPTIONS_FIRST_ROW + rows - 1
     gpus_row = last + 2  # the accelerators searched, below the table
     book.refs["options_gpus"] = Ref(sh.name, gpus_row, "D")
+    # the first-token target the search applies, and its percentile, beside the table
+    ttft_row = gpus_row + 3
+    book.refs["options_ttft"] = Ref(sh.name, ttft_row, "B")
+    book.refs["options_percentile"] = Ref(sh.name, ttft_row + 1, "B")
     search = "=" + book.render(OPTIONS_FORMULA, sh.name)
+    given = f'IF({book.ref("pct_given").text(sh.name)}="yes",'
     g = dict(zip((key for key, _, _, _ in OPTION_COLUMNS), cols))
     for r in range(first, last + 1):
-        for col, (_, _, _, fmt) in zip(cols, OPTION_COLUMNS):
+        for col, (key, _, _, fmt) in zip(cols, OPTION_COLUMNS):
             cell = ws[f"{col}{r}"]
-            cell.value = search
+            if key in PERCENTILE_COLUMNS:  # PLAN_OPTIONS has them only with a percentile target
+                cell.value = f'={given}{search[1:]},"{key if r == first else NONE_SHOWN}")'
+            else:
+                cell.value = search
             cell.style = "Formula" if r > first else "Explanatory Text"
             cell.number_format = FMT[fmt]
         if r > first:
@@ -1120,10 +1139,20 @@ def _options(book: Book) -> Sheet:
     )
     book.refs["options_room"] = Ref(sh.name, r, "B")
     sh.row += 1
+    assert sh.row == ttft_row  # noqa: S101 - layout invariant: the search reads these two cells
+    sh.line(Line("options_ttft", "First-token target the search applies",
+                 '=IF({pct_given}="yes",First_Token_Target_At_The_Percentile,SUM(Time_To_First_Token_Target))', "s",
+                 "The percentile target when given, else the one of a request that never waits; 0: none",
+                 "dec2"))  # fmt: skip
+    sh.line(Line("options_percentile", "Share of requests it holds for",
+                 '=IF({pct_given}="yes",First_Token_Percentile,0)', "fraction",
+                 "First-token percentile on Inputs, with a percentile target; 0: a request that never waits",
+                 "pct"))  # fmt: skip
     for text in (
         "The search plans the model of the active scenario for the traffic, targets and spares on Inputs (a target "
         "left empty does not apply), at the text's efficiencies (full bandwidth, half the BF16 peak) and 90% usable "
-        "memory, weights as MODEL_WEIGHTS_GB; the calibrated view's GPUs and cost are in the last columns.",
+        "memory, weights as MODEL_WEIGHTS_GB with the embeddings as published (Embedding precision 'as published' on "
+        "Inputs plans Calculations so too); the calibrated view's GPUs and cost follow the reasons.",
         "Fewer accelerators priced than the sheet was built for leave its last rows as reference errors (Checks flags "
         "it); more are ranked, and the cheapest options show. A model of your own (not in the catalog) cannot be "
         "searched: the table is N/A errors.",
@@ -1133,7 +1162,10 @@ def _options(book: Book) -> Sheet:
     # the table across two pages, the marked column repeated: up to the frontier, then the reasons
     reason = cols[[k for k, _, _, _ in OPTION_COLUMNS].index("reason")]
     before = get_column_letter(column_index_from_string(reason) - 1)
-    ws.print_area = [f"A1:{before}{sh.row - 1}", f"{reason}1:{cols[-1]}{sh.row - 1}"]
+    percentiles = cols[[k for k, _, _, _ in OPTION_COLUMNS].index(PERCENTILE_COLUMNS[0])]
+    upto = get_column_letter(column_index_from_string(percentiles) - 1)
+    ws.print_area = [f"A1:{before}{sh.row - 1}", f"{reason}1:{upto}{sh.row - 1}",
+                     f"{percentiles}1:{cols[-1]}{sh.row - 1}"]  # fmt: skip
     ws.print_title_cols = "A:A"
     return sh
 
