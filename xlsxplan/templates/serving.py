@@ -66,9 +66,15 @@ from .common import (
     header_statuses,
     lists_sheet,
     note_block,
+    range_block,
+    range_cells,
+    range_headings,
+    range_inputs,
+    range_sentence,
     usual_checks,
     version_log,
 )
+from .common import RANGE_HIGH, RANGE_LOW
 from .styles import FMT, HEADER_ROWS, SIDE_COLUMNS, TEMPLATE_DATE
 
 __all__ = ["build", "TITLE", "CASES", "CASE_INPUTS", "CASE_LINES", "GLOBAL_LINES", "CALIBRATION_LINES", "FILENAME",
@@ -861,6 +867,7 @@ def _inputs(book: Book, lists: dict[str, str]) -> Sheet:
              "text", basis)  # fmt: skip
     sh.input("Billing currency", "USD", "ISO 4217", "Example", "Every cost line is in this currency", "text")
 
+    range_inputs(book, sh)
     sh.section("Your measurements (optional)", "The active scenario's setup, measured: see the Calibration sheet")
     speed = domain_of(domains.TokensPerS)
     sh.input("Measured decode speed at batch 1", None, "tokens/s", "Example: empty, not measured", "One request "
@@ -1216,6 +1223,26 @@ def _calibration(book: Book) -> Sheet:
     sh.section("The active scenario at each column's efficiencies (the batch planned on Calculations)")
     for line in CALIBRATION_LINES:
         book.refs[f"Calibration:{line.key}"] = sh.side_by_side(line, locals_)
+
+    def calibrated(key: str) -> str:  # the calibrated column's cell of an efficiency row
+        ref = book.ref(f"Calibration:{key}")
+        return "=" + Ref(ref.sheet, ref.row, SIDE_COLUMNS[1]).text(sh.name)
+
+    def at(kind: str, precision: str, q: str) -> str:  # hidden and sequence length count for training only
+        return f'EFFICIENCY("{kind}",Accelerator,{precision},1,0,{q})'
+
+    def prefill(q: str) -> str:  # as the calibrated column: the 16-bit share where the precision has no peak
+        return f'=IF(ISNUMBER({at("prefill", "Weight_Precision", q)}),{at("prefill", "Weight_Precision", q)},' \
+               f'{at("prefill", chr(34) + "bf16" + chr(34), q)})'
+
+    range_block(book, sh, [
+        (replace(bw, note="EFFICIENCY at the quantile: its fit times that quantile of the kind's residuals"),
+         ["=" + at("decode_bandwidth", "Weight_Precision", RANGE_LOW), calibrated("eff_bw"),
+          "=" + at("decode_bandwidth", "Weight_Precision", RANGE_HIGH)]),
+        (peak, ["={tflops_weights}"] * 3),
+        (replace(pf, note="EFFICIENCY(\"prefill\", ...) at the quantile, as the calibrated column"),
+         [prefill(RANGE_LOW), calibrated("eff_pf"), prefill(RANGE_HIGH)]),
+    ], CALIBRATION_LINES, "The same formulas at the efficiencies of the quantiles on Inputs")  # fmt: skip
     sh.skip()
     sh.text(
         "The measured column falls back to the calibrated efficiency where no measurement is given. A measurement "
@@ -1340,7 +1367,8 @@ def _outputs(book: Book) -> Sheet:
         for key, note, key_result in rows:
             line = lines[key]
             sh.link(key, line.label, line.unit, line.fmt, note, key_result, line.bad)
-    sh.section("Calibrated expectation", "The Calibration sheet: the plan at calibrated efficiencies")
+    sh.section("Calibrated expectation", "Calibration sheet; low to high: P10 to P90")
+    range_headings(sh)
     avg = book.ref("Calibration:cal_cost_avg")  # the source's method at calibrated efficiencies: Calibration only
     book.refs["cal_cost_avg:calibrated"] = Ref(avg.sheet, avg.row, SIDE_COLUMNS[1])
     for key, label, note, key_result in (
@@ -1356,6 +1384,14 @@ def _outputs(book: Book) -> Sheet:
         target = Ref(ref.sheet, ref.row, SIDE_COLUMNS[1])
         book.refs[f"{key}:calibrated"] = target
         sh.link(f"{key}:calibrated", label, line.unit, line.fmt, note, key_result)
+        range_cells(book, sh, key, line.fmt)
+    for key, label, formula in (
+        ("cal_gpus_range", "GPUs the peak needs, calibrated, with its range",
+         range_sentence("{cal_gpus:calibrated}", "{cal_gpus:low}", "{cal_gpus:high}", 0, " GPUs")),
+        ("cal_monthly_range", "List cost per month, calibrated, with its range",
+         range_sentence("{cal_monthly:calibrated}", "{cal_monthly:low}", "{cal_monthly:high}", 0, " USD a month")),
+    ):
+        sh.line(Line(key, label, formula, "text", "The low and high quantiles' figures beside it", "text"))
     sh.section("Basis of estimate", "Estimate, not a quote")
     sh.line(
         Line(
@@ -1490,6 +1526,13 @@ def _checks(book: Book) -> Sheet:
     return sh
 
 
+def likely(key: str, otherwise: str) -> str:
+    """A Cover note giving a calibrated figure's range, "Likely 34 to 52 (P10 to P90)", else ``otherwise``."""
+    low, high = f"{{{key}:low}}", f"{{{key}:high}}"
+    return (f'=IF(AND(ISNUMBER({low}),ISNUMBER({high})),"Likely "&FIXED({low},0)&" to "&FIXED({high},0)&'
+            f'" (the range\'s quantiles on Inputs)","{otherwise}")')
+
+
 def build() -> Book:
     """The serving plan as an openpyxl workbook in a :class:`Book` (formulas only; recalculate to cache values)."""
     book = Book(TITLE, SHEETS)
@@ -1527,6 +1570,7 @@ def build() -> Book:
             Result("cost_out", "Cost per M output tokens, this fleet", "USD/M tokens", "usd"),
             Result("tps_user", "Decode speed each user sees", "tokens/s", "dec1"),
             Result("time_to_answer", "Time to the first visible token", "s", "dec2"),
+            Result("cal_gpus_range", "GPUs at published efficiencies, and their range", "", "text"),
         ],
         drivers=[
             Result("Requests_Per_Day", "Requests per day", "requests/day", "int"),
@@ -1609,14 +1653,14 @@ def build() -> Book:
                         "GPUs the peak needs, calibrated",
                         "count",
                         "int",
-                        "At published efficiencies (8-bit prefill: one measurement)",
+                        likely("cal_gpus", "At published efficiencies (8-bit prefill: one measurement)"),
                     ),
                     Result(
                         "cal_monthly:calibrated",
                         "List cost per month, calibrated",
                         "USD",
                         "usd0",
-                        "Those GPUs billed around the clock",
+                        likely("cal_monthly", "Those GPUs billed around the clock"),
                     ),
                     Result(
                         "cal_cost_in:calibrated",
