@@ -536,7 +536,7 @@ def range_block(
     return columns
 
 
-def range_cells(book: Book, sh: Sheet, key: str, fmt: str) -> None:
+def range_cells(book: Book, sh: Sheet, key: str, fmt: str, figure_key: str | None = None) -> None:
     """On the row just written (an Outputs link to a calibrated figure), its low and high in columns E and F: the
     least and the most of the figure at the three efficiencies of the range block (a lower efficiency gives more
     GPUs and a longer run, a higher one fewer), or the figure itself where they are not all numbers."""
@@ -544,14 +544,14 @@ def range_cells(book: Book, sh: Sheet, key: str, fmt: str) -> None:
     span = ref.text(sh.name)
     cells = [Ref(ref.sheet, ref.row, col).text(sh.name) for col in "CDE"]
     numbers = "AND(" + ",".join(f"ISNUMBER({c})" for c in cells) + ")"
-    figure = book.ref(f"{key}:calibrated").text(sh.name)
+    figure = book.ref(figure_key or f"{key}:calibrated").text(sh.name)
     r = sh.row - 1
     for col, fn, what in (("E", "MIN", "low"), ("F", "MAX", "high")):
         cell = sh.ws[f"{col}{r}"]
         cell.value = f"=IF({numbers},{fn}({span}),{figure})"
         cell.style = "Link"
         cell.number_format = FMT[fmt]
-        book.refs[f"{key}:{what}"] = Ref(sh.name, r, col)
+        book.refs[f"{figure_key or key}:{what}"] = Ref(sh.name, r, col)
 
 
 def range_headings(sh: Sheet) -> None:
