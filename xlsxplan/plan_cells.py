@@ -192,7 +192,7 @@ def plan_options_at(*args: Any, **kwargs: Any) -> float | str:
         return _checked_at(*args)
     state = _state()
     if hit is None or not all(a is b for a, b in zip(hit[0], state)):
-        values = list(args) + list(_DEFAULTS[len(_DEFAULTS) - (len(_ARGS) - len(args)):])
+        values = list(args) + list(_DEFAULTS[len(_DEFAULTS) - (len(_ARGS) - len(args)) :])
         checked_args = tuple(domain.check(name, v) for (name, domain), v in zip(_ARGS[2:], values[2:]))
         hit = _seen[key] = (state, _table(checked_args, state))
         while len(_seen) > _REMEMBERED:

@@ -555,7 +555,7 @@ def range_cells(book: Book, sh: Sheet, key: str, fmt: str, figure_key: str | Non
 
 
 def range_headings(sh: Sheet) -> None:
-    """"Low" and "High" over columns E and F of the section just begun (its heading row)."""
+    """ "Low" and "High" over columns E and F of the section just begun (its heading row)."""
     r = sh.row - 1
     for col, text in (("E", "Low"), ("F", "High")):
         put_text(sh.ws[f"{col}{r}"], text, "Heading 2")
@@ -567,5 +567,4 @@ def range_sentence(figure: str, low: str, high: str, decimals: int, unit: str) -
     the range is not all numbers (a configuration that does not fit reads as it does)."""
     d = decimals
     numbers = f"AND(ISNUMBER({figure}),ISNUMBER({low}),ISNUMBER({high}))"
-    return (f'=IF({numbers},FIXED({figure},{d})&"{unit}, likely "&FIXED({low},{d})&" to "&FIXED({high},{d}),'
-            f"{figure})")
+    return f'=IF({numbers},FIXED({figure},{d})&"{unit}, likely "&FIXED({low},{d})&" to "&FIXED({high},{d}),{figure})'

@@ -38,8 +38,8 @@ from openpyxl.worksheet.pagebreak import Break
 
 from .. import catalog, domains
 from .. import plan as plan_search
-from ..plan_cells import NONE_SHOWN
 from ..domains import domain_of
+from ..plan_cells import NONE_SHOWN
 from . import timeline
 from .book import (
     Book,
@@ -57,6 +57,8 @@ from .common import (
     COMPUTE_MEMORY_TITLE,
     ENVELOPE,
     ENVELOPE_TITLE,
+    RANGE_HIGH,
+    RANGE_LOW,
     PriceExample,
     Result,
     conf_sheet,
@@ -74,7 +76,6 @@ from .common import (
     usual_checks,
     version_log,
 )
-from .common import RANGE_HIGH, RANGE_LOW
 from .styles import FMT, HEADER_ROWS, SIDE_COLUMNS, TEMPLATE_DATE
 
 __all__ = ["build", "TITLE", "CASES", "CASE_INPUTS", "CASE_LINES", "GLOBAL_LINES", "CALIBRATION_LINES", "FILENAME",
@@ -539,7 +540,8 @@ CASE_LINES: tuple[Line, ...] = (
 _COMPARED = {
     "model_overrides", "gpu_overrides", "described", "name_inputs", "name_follows", "params", "active", "memory",
     "bandwidth", "tflops", "price", "bytes_weight", "bytes_embedding", "bytes_kv", "experts", "experts_per_token",
-    "weights", "weights_gpu", "usable", "free", "kv_bytes", "kv_kib", "kv_seq", "batch_fit", "fits", "batch_paged", "batch_mem", "params_read_mem", "speed_floor",
+    "weights", "weights_gpu", "usable", "free", "kv_bytes", "kv_kib", "kv_seq", "batch_fit", "fits", "batch_paged",
+    "batch_mem", "params_read_mem", "speed_floor",
     "speed_for_ttft", "batch_latency", "batch_ttft", "cap_latency", "cap_ttft", "batch", "binding", "params_read",
     "tps_user", "tps_alone", "tps_total", "prefill", "cost_full", "cost_avg",
 }  # fmt: skip
@@ -1061,7 +1063,7 @@ OPTIONS_FORMULA = (
     # the cell's row and column in the table, counted from the heading row's first cell (text, not a formula)
     f"PLAN_OPTIONS_AT(ROW()-ROW($A${HEADER_ROWS}),COLUMN()-COLUMN($A${HEADER_ROWS}),Model,Requests_Per_Day,"
     "{prompt_mean},Output_Tokens_Per_Request,Peak_Hour_Factor,Latency_Target,"
-    '{options_ttft},Spare_Replicas,{options_gpus},{prompt_tail},'
+    "{options_ttft},Spare_Replicas,{options_gpus},{prompt_tail},"
     "MAX({prompt_tail},Longest_Prompt_Accepted),Hidden_Reasoning_Tokens_Per_Request,Minimum_Replicas,"
     '{options_percentile},0,0,Engine_KV_Block_Size,"none",0,1,0)'
 )
@@ -1232,8 +1234,10 @@ def _calibration(book: Book) -> Sheet:
         return f'EFFICIENCY("{kind}",Accelerator,{precision},1,0,{q})'
 
     def prefill(q: str) -> str:  # as the calibrated column: the 16-bit share where the precision has no peak
-        return f'=IF(ISNUMBER({at("prefill", "Weight_Precision", q)}),{at("prefill", "Weight_Precision", q)},' \
-               f'{at("prefill", chr(34) + "bf16" + chr(34), q)})'
+        return (
+            f"=IF(ISNUMBER({at('prefill', 'Weight_Precision', q)}),{at('prefill', 'Weight_Precision', q)},"
+            f"{at('prefill', chr(34) + 'bf16' + chr(34), q)})"
+        )
 
     range_block(book, sh, [
         (replace(bw, note="EFFICIENCY at the quantile: its fit times that quantile of the kind's residuals"),
@@ -1386,10 +1390,16 @@ def _outputs(book: Book) -> Sheet:
         sh.link(f"{key}:calibrated", label, line.unit, line.fmt, note, key_result)
         range_cells(book, sh, key, line.fmt)
     for key, label, formula in (
-        ("cal_gpus_range", "GPUs the peak needs, calibrated, with its range",
-         range_sentence("{cal_gpus:calibrated}", "{cal_gpus:low}", "{cal_gpus:high}", 0, " GPUs")),
-        ("cal_monthly_range", "List cost per month, calibrated, with its range",
-         range_sentence("{cal_monthly:calibrated}", "{cal_monthly:low}", "{cal_monthly:high}", 0, " USD a month")),
+        (
+            "cal_gpus_range",
+            "GPUs the peak needs, calibrated, with its range",
+            range_sentence("{cal_gpus:calibrated}", "{cal_gpus:low}", "{cal_gpus:high}", 0, " GPUs"),
+        ),
+        (
+            "cal_monthly_range",
+            "List cost per month, calibrated, with its range",
+            range_sentence("{cal_monthly:calibrated}", "{cal_monthly:low}", "{cal_monthly:high}", 0, " USD a month"),
+        ),
     ):
         sh.line(Line(key, label, formula, "text", "The low and high quantiles' figures beside it", "text"))
     sh.section("Basis of estimate", "Estimate, not a quote")
@@ -1529,8 +1539,10 @@ def _checks(book: Book) -> Sheet:
 def likely(key: str, otherwise: str) -> str:
     """A Cover note giving a calibrated figure's range, "Likely 34 to 52 (P10 to P90)", else ``otherwise``."""
     low, high = f"{{{key}:low}}", f"{{{key}:high}}"
-    return (f'=IF(AND(ISNUMBER({low}),ISNUMBER({high})),"Likely "&FIXED({low},0)&" to "&FIXED({high},0)&'
-            f'" (the range\'s quantiles on Inputs)","{otherwise}")')
+    return (
+        f'=IF(AND(ISNUMBER({low}),ISNUMBER({high})),"Likely "&FIXED({low},0)&" to "&FIXED({high},0)&'
+        f'" (the range\'s quantiles on Inputs)","{otherwise}")'
+    )
 
 
 def build() -> Book:

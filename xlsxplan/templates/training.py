@@ -31,6 +31,8 @@ from .common import (
     COMPUTE_MEMORY_TITLE,
     ENVELOPE,
     ENVELOPE_TITLE,
+    RANGE_HIGH,
+    RANGE_LOW,
     Result,
     conf_sheet,
     cover,
@@ -47,7 +49,6 @@ from .common import (
     usual_checks,
     version_log,
 )
-from .common import RANGE_HIGH, RANGE_LOW
 from .styles import SIDE_COLUMNS, TEMPLATE_DATE
 
 __all__ = ["build", "TITLE", "FILENAME", "CASES", "BENCHMARKS"]
@@ -535,8 +536,14 @@ def _calibration(book: Book) -> Sheet:
     def at(q: str) -> str:
         return f'=EFFICIENCY("train_mfu",Accelerator,"bf16",{{hidden}},Sequence_Length,{q})'
 
-    ranged = Line("mfu", "Model FLOPs utilisation", "", "fraction",
-                  "EFFICIENCY at the quantile: its fit times that quantile of train_mfu's residuals", "pct1")
+    ranged = Line(
+        "mfu",
+        "Model FLOPs utilisation",
+        "",
+        "fraction",
+        "EFFICIENCY at the quantile: its fit times that quantile of train_mfu's residuals",
+        "pct1",
+    )
     range_block(book, sh, [(ranged, [at(RANGE_LOW), "={mfu_cal}", at(RANGE_HIGH)])], CALIBRATION_LINES,
                 "The same formulas at the MFU of the quantiles on Inputs")  # fmt: skip
     sh.skip()
