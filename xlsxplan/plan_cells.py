@@ -191,10 +191,11 @@ def plan_options_at(*args: Any, **kwargs: Any) -> float | str:
     except TypeError:  # an unhashable value (a range): the plain path
         return _checked_at(*args)
     state = _state()
+    row, column = _ROW.check("row", args[0]), _COLUMN.check("column", args[1])  # in argument order, as checked
     if hit is None or not all(a is b for a, b in zip(hit[0], state)):
         values = list(args) + list(_DEFAULTS[len(_DEFAULTS) - (len(_ARGS) - len(args)) :])
         checked_args = tuple(domain.check(name, v) for (name, domain), v in zip(_ARGS[2:], values[2:]))
         hit = _seen[key] = (state, _table(checked_args, state))
         while len(_seen) > _REMEMBERED:
             del _seen[next(iter(_seen))]
-    return _cell(hit[1], _ROW.check("row", args[0]), _COLUMN.check("column", args[1]))
+    return _cell(hit[1], row, column)

@@ -1362,10 +1362,6 @@ def _outputs(book: Book) -> Sheet:
     ):
         sh.line(Line(f"config:{name}", label, f"={name}", unit, "The active scenario, from Inputs", "text"))
     lines = {line.key: line for line in (*GLOBAL_LINES, *CASE_LINES)}
-    follows = lines["name_follows"]
-    sh.link(
-        "name_follows", follows.label, follows.unit, follows.fmt, "Your own name, or the name its inputs give", False
-    )
     for section, rows in OUTPUT_ROWS:
         sh.section(section)
         for key, note, key_result in rows:
@@ -1403,6 +1399,10 @@ def _outputs(book: Book) -> Sheet:
     ):
         sh.line(Line(key, label, formula, "text", "The low and high quantiles' figures beside it", "text"))
     sh.section("Basis of estimate", "Estimate, not a quote")
+    follows = lines["name_follows"]
+    sh.link(
+        "name_follows", follows.label, follows.unit, follows.fmt, "Your own name, or the name its inputs give", False
+    )
     sh.line(
         Line(
             "basis:price",
@@ -1727,12 +1727,14 @@ def build() -> Book:
             "and its cache hit rate (0 until confirmed).",
             "Prompt lengths (optional): paste measured prompt lengths; the mean, tail and spread the plan uses, and "
             "the share a cap rejects, then come from them (Calculations, Demand, shows which).",
-            "Inputs, Serving assumptions: usable memory, efficiencies, the decode-speed and time-to-first-token "
+            "Inputs, Serving assumptions: usable memory, efficiencies, the embeddings' precision (as the weights, "
+            "the source's N x b, or as published checkpoints keep them), the decode-speed and time-to-first-token "
             "targets, spares and the minimum fleet, replicas you already run, the prefill-to-decode link.",
             "Lists, Price per GPU-hour: each accelerator's price (the catalog's dated default, or your quote, with "
             "its source and date); Inputs, Cost: the region, pricing basis and average utilisation.",
             "Inputs, Your measurements (optional): a batch-1 decode speed and time to first token measured on the "
-            "active scenario's setup; the Calibration sheet shows the efficiencies they imply and the plan at them.",
+            "active scenario's setup; the Calibration sheet shows the efficiencies they imply and the plan at them. "
+            "Inputs, Ranges: the quantiles of published runs each calibrated figure's low and high are read at.",
             "Inputs, Costs and Timeline: what an owned GPU costs (capital, life, resale, cost of capital, power, PUE, "
             "electricity, hosting, lead time: the catalog's sourced defaults, restated with your quotes), the "
             "committed price, the start month, traffic growth, a change of model or engine, the on-demand price "

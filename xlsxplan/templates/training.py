@@ -761,7 +761,8 @@ def build() -> Book:
             "Inputs, Active scenario: choose the case that feeds Calculations and Outputs.",
             "Inputs, Training setup: the optimizer and whether tensor parallelism splits the sequence too.",
             "Inputs, Your measurements (optional): the throughput or the GPU-hours of the active scenario's run; "
-            "the Calibration sheet shows the MFU they imply and the run at it, beside the calibrated MFU.",
+            "the Calibration sheet shows the MFU they imply and the run at it, beside the calibrated MFU. Inputs, "
+            "Ranges: the quantiles of published runs the calibrated MFU's low and high are read at.",
             "Inputs, Measured rates: for a machine without a published FLOP/s (a laptop, say), run a short "
             "benchmark and enter the model's parameters, the tokens it processed and in how many seconds.",
             "Inputs, Cost: price per GPU-hour with its date, region and pricing basis.",
