@@ -4,7 +4,9 @@ PLAN_OPTIONS spills the ranked table (:func:`xlsxplan.plan.plan_options`). A she
 array result for good (a saved array formula's other cells keep cached values, which a headless engine that spills
 reads as occupied) shows the table a cell each; PLAN_OPTIONS_AT gives the cell at a row and column of the same
 table, so that every cell carries one value rather than the whole table. The table is planned once for a set of
-arguments and remembered (the last few), read against the same catalog, prices and calibration.
+arguments and remembered (the last few), read against the same catalog, prices and calibration; the arguments of a
+search are checked once per distinct set (as the cells gave them, each with its type), each cell's row and column
+every call, so that a sheet of thousands of cells pays for its arguments once.
 """
 
 from __future__ import annotations
@@ -176,7 +178,8 @@ _REQUIRED = len(_ARGS) - len(_DEFAULTS)
 _ROW, _COLUMN = _ARGS[0][1], _ARGS[1][1]
 _seen: dict[tuple[Any, ...], tuple[tuple[Any, ...], list[list[Any]]]] = {}
 """Tables by the arguments as the cells gave them (each with its type), so that every other cell of the same search
-checks its row and column only: a sheet of 2,300 cells checks the search's 21 arguments once, not 2,300 times."""
+checks its row and column only: the serving template's 2,425 cells check the search's 21 arguments once, not once a
+cell."""
 
 
 @functools.wraps(_checked_at)
