@@ -18,8 +18,12 @@ What the template and this search do differently, and why:
 
 * **Weights** are MODEL_WEIGHTS_GB's, every expert and the embeddings as published checkpoints store them (16-bit
   beside 8-bit weights), not ``params x bytes``: one weights figure per plan. ``Assumptions(weights="params x
-  bytes")`` gives the source text's own reading, with which its printed batches come out exactly.
-* **A target applies only when given**; with none, memory sets the batch. The template always has both targets.
+  bytes")`` gives the source text's own reading, with which its printed batches come out exactly. The template's
+  weights are MODEL_WEIGHTS_GB too, its *Embedding precision* input choosing between the two readings ("as the
+  weights", the source text's, by default; "as published", this search's).
+* **A target applies only when given**; with none, memory sets the batch, in the template as here. Where the
+  template is given both a mean and a percentile first-token target, its Options sheet searches at the percentile
+  one (a search has one first-token target).
 * **A mixture of experts**' batch for a speed or first-token target is searched with the experts each batch
   actually reads (MOE_PARAMS_READ_B at that batch); the template reads the experts of memory's batch at every batch,
   a safe lower bound. For a dense model the two are the same core functions with the same arguments.
