@@ -44,6 +44,9 @@ from statistics import NormalDist
 from typing import Any
 
 from . import calibration, catalog, precision, registry
+from .calibration.bands import HIGH as BAND_HIGH
+from .calibration.bands import LOW as BAND_LOW
+from .calibration.factors import BAND_OF
 from .catalog import models
 from .core import training_memory
 from .errors import ArgumentError, XlsxplanError
@@ -728,8 +731,9 @@ def _replica_steps() -> list[tuple[str, str, str]]:
         lo = f"{{lo{k - 1}}}"
         steps.append((f"load{k}", f"step {k}: load on each of {lo[1:-1]} + {width} replicas [Erlangs]",
                       f"{{requests_per_s}}/({lo}+{width})*{{slot}}"))  # fmt: skip
-        b = _erlang_b("{batch}", f"{{load{k}}}")
-        c = _erlang_c(f"({b})", "{batch}", f"{{load{k}}}")
+        steps.append((f"b{k}", f"step {k}: Erlang B at that load",
+                      f"IF({{load{k}}}>={{batch}},1,{_erlang_b('{batch}', f'{{load{k}}}')})"))  # fmt: skip
+        c = _erlang_c(f"{{b{k}}}", "{batch}", f"{{load{k}}}")
         meets = f"{{prefill_s}}+{{scale}}/({{batch}}-{{load{k}}})*LN(MAX({c},{{miss}})/{{miss}})<={{ttft_target_s}}"
         steps.append((f"lo{k}", f"step {k}: the most replicas known to miss the target",
                       f"{lo}+IF({{load{k}}}>={{batch}},{width},IF({meets},0,{width}))"))  # fmt: skip
@@ -1028,7 +1032,9 @@ class CatalogTables:
     each row with its source. ``derived`` holds figures Python counts from a preset's shapes (MODEL_EXPERT_PARAMS_B).
     ``efficiencies`` are the calibrated factors in use, one table per EFFICIENCY kind, a row per accelerator and
     class, a column per format: the value for decode_bandwidth and prefill, the accelerator's FLOP per byte at the
-    precision for train_mfu, whose ``(ceiling, overhead_bytes)`` are ``train_mfu``.
+    precision for train_mfu, whose ``(ceiling, overhead_bytes)`` are ``train_mfu``. ``bands`` holds, a row per
+    efficiency kind, the count ``n`` of its leave-one-run-out residuals, its P10 and P90 speed multipliers and the
+    residuals in ascending order (``r1`` ...), for EFFICIENCY's quantile (None in tables written without them).
     """
 
     models: Table
@@ -1041,6 +1047,7 @@ class CatalogTables:
     derived: Table
     efficiencies: dict[str, Table]
     train_mfu: tuple[float, float]
+    bands: Table | None = None
 
     def _preset(self, table: Table, names: Table, name: str, field: str) -> str:
         row = f"INDEX({names.column_range('row')},MATCH({_hyphens(name)},{names.key_range},0))"
@@ -1143,8 +1150,15 @@ class CatalogTables:
                    seq_len: Any = None, quantile: Any = None) -> str:  # fmt: skip
         """EFFICIENCY(kind, [gpu], [precision], [hidden], [seq_len], [quantile]) over the calibrated tables: ``#N/A``
         where the Python function refuses (an unknown name, a share of a peak the catalog lacks, train_mfu of a
-        class). The median only: a quantile other than 0.5 (a P10 or P90 of the calibration's range) is ``#N/A``
-        here, computed by the Python function alone."""
+        class, a quantile outside 0 to 1 exclusive, a kind whose factors record no residuals).
+
+        A quantile other than 0.5 is ``MIN(1, value x exp(r))``, ``r`` the split-conformal quantile of the kind's
+        leave-one-run-out residuals (:func:`xlsxplan.calibration.conformal_quantile`) from the ``bands`` table:
+        at 0.1 and 0.9 (P10 and P90, the quantiles the templates use) the multiplier Python computed, written in the
+        table; at any other the ``ceil((n + 1) q)``-th (above 0.5) or ``floor((n + 1) q)``-th smallest residual,
+        ranked by the formula. That rank is Python's except where ``(n + 1) q`` lies within about 1e-15 relative of
+        a whole number without being one: LibreOffice's INT snaps such a number to the whole one (its approxFloor),
+        and picks the neighbouring residual."""
         v = _arguments("EFFICIENCY", (kind, gpu, precision_name, hidden, seq_len, quantile), {})
         k, g, p, h, t, q = (v[a] for a in ("kind", "gpu", "precision", "hidden", "seq_len", "quantile"))
         names = self.accelerator_names
@@ -1162,8 +1176,23 @@ class CatalogTables:
         ceiling, overhead = (literal(x) for x in self.train_mfu)
         mfu = f"MIN(1,{ceiling}/(1+{overhead}*{at('train_mfu')}/(72*{h})))/IF({t}>0,1+{t}/(6*{h}),1)"
         kind_key = f"LOWER(TRIM({k}))"
-        return (f'IF({q}<>0.5,NA(),IF({kind_key}="train_mfu",{mfu},IF({kind_key}="prefill",{at("prefill")},'
-                f'IF({kind_key}="decode_bandwidth",{at("decode_bandwidth")},NA()))))')  # fmt: skip
+        value = (f'IF({kind_key}="train_mfu",{mfu},IF({kind_key}="prefill",{at("prefill")},'
+                 f'IF({kind_key}="decode_bandwidth",{at("decode_bandwidth")},NA())))')  # fmt: skip
+        if self.bands is None:  # tables written before the bands: the median only
+            return f"IF({q}<>0.5,NA(),{value})"
+        bands = self.bands
+        band_row = f"MATCH({kind_key},{bands.key_range},0)"
+
+        def band(column: str) -> str:
+            return f"INDEX({bands.body_range},{band_row},{bands.columns.index(column) + 1})"
+
+        n = band("n")
+        rank = f"MIN(MAX(IF({q}>0.5,-INT(-({n}+1)*{q}),INT(({n}+1)*{q})),1),{n})"
+        first = bands.columns.index("r1") + 1
+        ranked = f"EXP(INDEX({bands.body_range},{band_row},{first - 1}+{rank}))"
+        multiplier = f"IF({n}<1,NA(),IF({q}=0.1,{band('p10')},IF({q}=0.9,{band('p90')},{ranked})))"
+        return (f"IF(OR(NOT(ISNUMBER({q})),{q}<=0,{q}>=1),NA(),IF({q}=0.5,{value},"
+                f"MIN(1,{value}*{multiplier})))")  # fmt: skip
 
     def models_list(self) -> str:
         """MODELS(): the range of preset model names, for a data-validation list."""
@@ -1291,9 +1320,20 @@ def write_catalog(ws: Any, top: int = 1, left: int = 1) -> CatalogTables:
         cells = [[_efficiency_cell(kind, g, f) for f in formats_] for g in gpus]
         heading = f"EFFICIENCY {kind}" + (" (FLOP per byte at the precision)" if kind == "train_mfu" else "")
         efficiencies[kind] = block(gpus, formats_, cells, f"{heading}; {basis}")
+    band_kinds = list(BAND_OF)
+    residuals = {k: sorted(cal.bands.get(BAND_OF[k]) or []) for k in band_kinds}
+    longest = max((len(r) for r in residuals.values()), default=0)
+    band_rows = []
+    for k in band_kinds:
+        r = residuals[k]
+        ends = [calibration.band(k, q) if r else None for q in (BAND_LOW, BAND_HIGH)]
+        band_rows.append([len(r), *ends, *r, *([""] * (longest - len(r)))])
+    heading = ("EFFICIENCY ranges: leave-one-run-out residuals ln(measured / predicted), ascending, and the P10 / P90 "
+               f"multipliers (split-conformal ranks); {basis}")  # fmt: skip
+    bands = block(band_kinds, ["n", "p10", "p90", *(f"r{i}" for i in range(1, longest + 1))], band_rows, heading)
     fit = cal.factors.train_mfu
     return CatalogTables(models, model_names, accelerators, accelerator_names, formats, optimizers, prices, derived,
-                         efficiencies, (fit.ceiling, fit.overhead_bytes))  # fmt: skip
+                         efficiencies, (fit.ceiling, fit.overhead_bytes), bands)  # fmt: skip
 
 
 _CACHE_SHAPES = ("attention", "mla", "latent", "sparse", "sparse_fp8", "index_bytes", "kv_heads", "head_dim",
