@@ -398,6 +398,11 @@ def _lookup_cases() -> list[tuple[str, list[Any]]]:
                 rng.choice([2, 1, 0.5625, 4]), rng.choice([1, 2, 3, 4, 8, 16, 64]), rng.choice([0, 1]),
                 rng.choice([2, 4, 1])]  # fmt: skip
         cases.append(("MODEL_KV_BYTES_PER_TOKEN", args[: rng.randint(1, 6)]))
+    for kind in ("decode_bandwidth", "prefill", "train_mfu"):  # the quantiles: P10, P90, others, and out of range
+        for g in ("H100-SXM", "H100", "datacenter", "consumer", "apple"):
+            for f in ("bf16", "fp8", "q4_k_m"):
+                cases += [("EFFICIENCY", [kind, g, f, 4096, 0, q]) for q in (0.1, 0.9, 0.5, 0.3, 0.75, 0.02, 0.999,
+                                                                             1, 0, -0.1)]  # fmt: skip
     cases += [("EFFICIENCY", ["nothing", "H100", "bf16"]), ("MODEL_EXPERT_PARAMS_B", ["no-such-model"])]
     cases += [("MODEL_SPEC", ["no-such-model", "layers"]), ("MODEL_SPEC", ["Qwen2.5-72B", "no_field"]),
               ("GPU_SPEC", ["H200", "memory"]), ("BYTES_PER_PARAM", ["fp7"]), ("OPTIMIZER_BYTES", ["lion"])]  # fmt: skip
