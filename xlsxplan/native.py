@@ -98,7 +98,7 @@ class Native:
     same form, that the Python function requires beyond its arguments' domains (``{result}`` is the function's
     value), each with the requirement in words (:func:`check_words`); ``note`` says where the native form departs
     from the Python one. ``limits`` are conditions of the same form that the Python function does not have but the
-    native form needs to equal it (TTFT_AT_LOAD_S's servers within the range the spreadsheets' POISSON.DIST is exact
+    native form needs to equal it (TTFT_AT_LOAD_S's servers within the range the spreadsheets' POISSON is exact
     in, REPLICAS_FOR_TTFT's search within its bound): :func:`check` includes them, so an input beyond them is
     flagged in words rather than computed wrongly.
 
@@ -655,8 +655,9 @@ _FORMS += [
 ERLANG_SERVERS = 1000
 """The most servers (a replica's batch slots) the native Erlang B is tested to 1e-9 relative in both engines.
 
-Erlang B is ``POISSON.DIST(c, a, FALSE) / POISSON.DIST(c, a, TRUE)``, the Poisson probability of ``c`` over that of
-at most ``c`` (Excel 2010 and later, LibreOffice, Google Sheets): no recursion, so any ``c`` is one formula. Against
+Erlang B is ``POISSON(c, a, FALSE) / POISSON(c, a, TRUE)``, the Poisson probability of ``c`` over that of at most
+``c``: no recursion, so any ``c`` is one formula. POISSON is the name every spreadsheet reads (Excel keeps it beside
+POISSON.DIST, which an .xlsx must store as ``_xlfn.POISSON.DIST`` or LibreOffice reads #NAME?; Google Sheets). Against
 the Python recursion, with loads from far below to just below the servers, LibreOffice 7's POISSON is within 1e-12
 relative to 3,000 servers, 3e-11 to 1e4, 2e-10 to 1e5 and 1e-9 to 1e6; the headless engine (formualizer) is within
 1e-10 to 1,000 servers and then loses digits (2e-9 at 1,200, 2e-6 at 2,000: its incomplete gamma function), so the
@@ -668,7 +669,7 @@ _ERLANG_LIMIT = (f"{{batch}}<={ERLANG_SERVERS}",
 
 def _erlang_b(servers: str, load: str) -> str:
     """Erlang B through the Poisson distribution: ``P(N = c) / P(N <= c)`` for ``N`` Poisson of mean ``a``."""
-    return f"IF({load}<=0,0,POISSON.DIST({servers},{load},FALSE)/POISSON.DIST({servers},{load},TRUE))"
+    return f"IF({load}<=0,0,POISSON({servers},{load},FALSE)/POISSON({servers},{load},TRUE))"
 
 
 def _erlang_c(b: str, servers: str, load: str) -> str:
