@@ -621,7 +621,10 @@ _FORMS += [
     _n("SLOT_S", "MAX({prefill_s}+{decode_s},{batch}/{requests_per_s_per_replica})"),
     _n(
         "SPEC_TOKENS_PER_STEP",
-        "IF({acceptance}>=1,{draft_tokens}+1,(1-{acceptance}^({draft_tokens}+1))/(1-{acceptance}))",
+        "IF({acceptance}>=1,{draft_tokens}+1,(1-IF({acceptance}=0,0,IF(({draft_tokens}+1)*LN({acceptance})<-700,0,"
+        "{acceptance}^({draft_tokens}+1))))/(1-{acceptance}))",
+        note="a power below 1e-304 is 0, as it is to 1 minus it in floats: LibreOffice's POWER gives #NUM! once it "
+        "underflows",
     ),
     _n("SPEC_TOKS", "{batch}*{tokens_per_step}/{step_seconds}"),
 ]
