@@ -69,7 +69,9 @@ _QUEUE = {
     "requests_per_s_per_replica": Spec("log", 1e-2, 100.0),
     "ttft_target_s": Spec("log", 1e-2, 1e3),
 }
-FUNCTION_OVERRIDES = {(f, a): spec for f in ("TTFT_AT_LOAD_S", "REPLICAS_FOR_TTFT", "SLOT_S") for a, spec in _QUEUE.items()}
+FUNCTION_OVERRIDES = {
+    (f, a): spec for f in ("TTFT_AT_LOAD_S", "REPLICAS_FOR_TTFT", "SLOT_S") for a, spec in _QUEUE.items()
+}
 """Per-function test ranges: the domains' own (up to 1e15 requests a second, 1e12 s) are almost all overloaded or
 idle queues, so hypothesis would find few accepted cases."""
 
@@ -317,7 +319,9 @@ def test_the_native_forms_use_only_excel_2016_functions():
         fn = registry.FUNCTIONS[name]
         args = [f"A{i}" for i in range(1, len(fn.args) + 1)]
         items = native.line_items(name, lambda key: f"Z{len(key)}", *args)
-        used |= set().union(*(_functions(text) for _, _, text in items)) | _functions(native.check(name, *args, result="Z1"))
+        used |= set().union(*(_functions(text) for _, _, text in items)) | _functions(
+            native.check(name, *args, result="Z1")
+        )
     tables = _tables()
     for lookup in native.LOOKUPS:
         arity = len(registry.FUNCTIONS[lookup].args)

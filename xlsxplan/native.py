@@ -647,8 +647,11 @@ _FORMS += [
                 "/({n_gpus}*{bandwidth_tb_s}*1E12*{bandwidth_eff}),"
                 "2*{computed}*1E9*{batch}*({draft_tokens}+1)/({n_gpus}*{tflops}*1E12*{compute_eff}))",
             ),
-            ("result", "one speculative step: the draft's steps and the verify pass [s]",
-             "{draft_tokens}*{draft}+{verify}"),  # fmt: skip
+            (
+                "result",
+                "one speculative step: the draft's steps and the verify pass [s]",
+                "{draft_tokens}*{draft}+{verify}",
+            ),  # fmt: skip
         ],
         ("{active_params_b}<={params_b}", "active_params_b at most params_b"),
     ),
@@ -666,8 +669,10 @@ relative to 3,000 servers, 3e-11 to 1e4, 2e-10 to 1e5 and 1e-9 to 1e6; the headl
 1e-10 to 1,000 servers and then loses digits (2e-9 at 1,200, 2e-6 at 2,000: its incomplete gamma function), so the
 native form's check flags a batch above 1,000 (a limit, :attr:`Native.limits`), which the add-in edition computes."""
 
-_ERLANG_LIMIT = (f"{{batch}}<={ERLANG_SERVERS}",
-                 f"batch at most {ERLANG_SERVERS:,} slots (beyond, the native Erlang C loses digits: use the add-in)")  # fmt: skip
+_ERLANG_LIMIT = (
+    f"{{batch}}<={ERLANG_SERVERS}",
+    f"batch at most {ERLANG_SERVERS:,} slots (beyond, the native Erlang C loses digits: use the add-in)",
+)
 
 
 def _erlang_b(servers: str, load: str) -> str:
@@ -688,9 +693,16 @@ _FORMS += [
             ("per", "requests per second each replica takes", "{requests_per_s}/{replicas}"),
             ("slot", "time a request holds a batch slot (SLOT_S) [s]", _SLOT),
             ("load", "load offered to one replica's slots [Erlangs]", "{per}*{slot}"),
-            ("erlang_b", "Erlang B: the Poisson probability of batch over that of at most batch",
-             _erlang_b("{batch}", "{load}")),  # fmt: skip
-            ("erlang_c", "Erlang C: the probability that a request waits", _erlang_c("{erlang_b}", "{batch}", "{load}")),
+            (
+                "erlang_b",
+                "Erlang B: the Poisson probability of batch over that of at most batch",
+                _erlang_b("{batch}", "{load}"),
+            ),  # fmt: skip
+            (
+                "erlang_c",
+                "Erlang C: the probability that a request waits",
+                _erlang_c("{erlang_b}", "{batch}", "{load}"),
+            ),
             (
                 "wait",
                 "the wait at the percentile, Allen-Cunneen's factor for service_cv [s]",
@@ -727,8 +739,11 @@ def _replica_steps() -> list[tuple[str, str, str]]:
         ("slot", "time a request holds a batch slot (SLOT_S) [s]", _SLOT),
         ("scale", "the wait's scale, (1 + service_cv^2) / 2 x the slot [s]", "(1+{service_cv}*{service_cv})/2*{slot}"),
         ("miss", "share of requests allowed past the target", "1-{percentile}"),
-        ("lo0", "replicas surely overloaded: the search starts above",
-         "MAX(INT({requests_per_s}*{slot}/{batch})-1,0)"),  # fmt: skip
+        (
+            "lo0",
+            "replicas surely overloaded: the search starts above",
+            "MAX(INT({requests_per_s}*{slot}/{batch})-1,0)",
+        ),  # fmt: skip
     ]
     for k in range(1, REPLICA_SEARCH_STEPS + 1):
         width = str(2 ** (REPLICA_SEARCH_STEPS - k))
@@ -753,8 +768,13 @@ _FORMS += [
         limits=(
             _ERLANG_LIMIT,
             (
-                _meets("{result}", _SLOT, f"(1+{{service_cv}}*{{service_cv}})/2*{_SLOT}", "(1-{percentile})",
-                       f"({{requests_per_s}}/{{result}}*{_SLOT})"),  # fmt: skip
+                _meets(
+                    "{result}",
+                    _SLOT,
+                    f"(1+{{service_cv}}*{{service_cv}})/2*{_SLOT}",
+                    "(1-{percentile})",
+                    f"({{requests_per_s}}/{{result}}*{_SLOT})",
+                ),  # fmt: skip
                 f"the fewest replicas within {2**REPLICA_SEARCH_STEPS:,} of the overloaded count (the native "
                 "search's bound: beyond, use the add-in)",
             ),
@@ -1192,8 +1212,8 @@ class CatalogTables:
 
         n = band("n")
         rank = f"MIN(MAX(IF({q}>0.5,-INT(-({n}+1)*{q}),INT(({n}+1)*{q})),1),{n})"
-        first = bands.columns.index("r1") + 1
-        ranked = f"EXP(INDEX({bands.body_range},{band_row},{first - 1}+{rank}))"
+        r1_col = bands.columns.index("r1") + 1
+        ranked = f"EXP(INDEX({bands.body_range},{band_row},{r1_col - 1}+{rank}))"
         multiplier = f"IF({n}<1,NA(),IF({q}=0.1,{band('p10')},IF({q}=0.9,{band('p90')},{ranked})))"
         return (f"IF(OR(NOT(ISNUMBER({q})),{q}<=0,{q}>=1),NA(),IF({q}=0.5,{value},"
                 f"MIN(1,{value}*{multiplier})))")  # fmt: skip
