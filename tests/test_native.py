@@ -305,7 +305,7 @@ def test_a_formula_refuses_an_unknown_function_argument_or_missing_one():
 
 # --- portability -----------------------------------------------------------------------------------------------
 
-EXCEL_2016 = {"POISSON", "ABS", "AND", "CHOOSE", "COUNT", "COUNTIF", "EXP", "IF", "IFERROR", "INDEX", "INT", "ISNUMBER", "LN", "LOG",
+EXCEL_2016 = {"POISSON", "PI", "ABS", "AND", "CHOOSE", "COUNT", "COUNTIF", "EXP", "IF", "IFERROR", "INDEX", "INT", "ISNUMBER", "LN", "LOG",
               "LOWER", "MATCH", "MAX", "MIN", "MOD", "SMALL", "COUNTA", "NA", "NOT", "NORMSINV", "ERFC", "OR", "SQRT", "SUBSTITUTE", "TRIM"}  # fmt: skip
 
 
