@@ -35,7 +35,8 @@ TEMPLATES = Path(__file__).resolve().parents[1] / "xlsxplan" / "templates"
 
 TEXT_CHOICES = {("ACTIVATION_GB", "recompute"): ["none", "selective", "full", "flash", " Flash ", "FULL"]}
 LONGEST_FORMULA = native.LONGEST_FORMULA
-TOO_LONG_INLINED = {"PAGED_BATCH", "REPLICAS_FOR_TTFT"}  # Newton steps, a bisection: line items only
+TOO_LONG_INLINED = {"PAGED_BATCH", "REPLICAS_FOR_TTFT", "TTFT_AT_LOAD_S"}  # Newton steps, a bisection, Temme's
+# expansion: line items only
 WHOLE_LIMIT = {"PAGED_BATCH": 1e12}
 """Whole results are compared below 2**53, the whole numbers a spreadsheet holds exactly; a paged batch below 1e12
 sequences, above which one sequence moves its quantile less than the float rounding of Python's bisection."""

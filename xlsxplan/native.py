@@ -98,8 +98,8 @@ class Native:
     same form, that the Python function requires beyond its arguments' domains (``{result}`` is the function's
     value), each with the requirement in words (:func:`check_words`); ``note`` says where the native form departs
     from the Python one. ``limits`` are conditions of the same form that the Python function does not have but the
-    native form needs to equal it (REPLICAS_FOR_TTFT's search within its bound): :func:`check` includes them, so an input beyond them is
-    flagged in words rather than computed wrongly.
+    native form needs to equal it (REPLICAS_FOR_TTFT's search within its bound): :func:`check` includes them, so an
+    input beyond them is flagged in words rather than computed wrongly.
 
     A function too long for one readable formula is a list of ``steps``, line items ``(key, label, template)`` whose
     templates refer to the arguments and to earlier steps by their key; the last step is the result.
@@ -819,8 +819,9 @@ def _replica_steps() -> list[tuple[str, str, str]]:
         steps += _erlang_b_steps(f"{key}_", f"{{{key}_load}}", f"exact Erlang B {what}")
     steps.append(("at_meets", "the count meets the target",
                   f"IF({{at_load}}>={{batch}},FALSE,{_meets('{at_b}', '{at_load}')})"))  # fmt: skip
+    below = _meets("{below_b}", "{below_load}")
     steps.append(("below_meets", "one fewer meets it too",
-                  f"IF(OR({{count}}<=1,{{below_load}}>={{batch}}),FALSE,{_meets('{below_b}', '{below_load}')})"))  # fmt: skip
+                  f"IF(OR({{count}}<=1,{{below_load}}>={{batch}}),FALSE,{below})"))  # fmt: skip
     steps.append(("result", "fewest replicas meeting the target, confirmed (else #N/A)",
                   "IF(AND({at_meets},NOT({below_meets})),{count},NA())"))  # fmt: skip
     return steps
