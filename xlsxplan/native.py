@@ -5,7 +5,8 @@ later, LibreOffice Calc, Google Sheets). Each registry function the templates us
 template over its arguments (``{params_b}*{bytes_per_param}``), which :func:`formula` fills with the argument cells or
 expressions, the optional ones it is not given taking their registry defaults (:data:`xlsxplan.registry.FUNCTIONS`).
 Only functions Excel 2016 has are used (tests/test_native.py lists them: ``IF``, ``INT``, ``LOG``, ``ERFC``, ``INDEX``,
-``MATCH``, ``SMALL``, ``COUNTIF`` and the like); never ``LET``, ``LAMBDA``, ``XLOOKUP`` or a dynamic-array function.
+``MATCH``, ``SMALL``, ``COUNTIF``, ``POISSON`` and the like); never ``LET``, ``LAMBDA``, ``XLOOKUP`` or a dynamic-array
+function, nor one an .xlsx must store with the ``_xlfn.`` prefix (``POISSON.DIST``: LibreOffice reads it as #NAME?).
 
 What a function refuses, a native formula does not: it computes. :func:`check` gives the other half, a formula that is
 TRUE exactly when the Python function accepts the arguments, built from each argument's
@@ -21,16 +22,20 @@ ints all; LibreOffice subtracts numbers within ``2**-48`` of each other to 0, so
 trillion tokens) its rounding may forgive up to twice as much as Python's, and above ``1e15`` it is beyond the native
 form.
 
-Functions too long for one readable formula (SERVE_TOKS, BATCH_FOR_TTFT, PAGED_BATCH, GPU_HOUR_OWNED and a few more)
-are line items, one step a cell as the FAST standard asks: :func:`line_items` gives each step's formula over the cells
-of the earlier ones. ``ln(1 + x)`` and ``exp(y) - 1``, which Excel lacks, are written in Goldberg's and Kahan's forms,
-exact to the last digits for a small rate.
+Functions too long for one readable formula (SERVE_TOKS, BATCH_FOR_TTFT, PAGED_BATCH, GPU_HOUR_OWNED, TTFT_AT_LOAD_S,
+REPLICAS_FOR_TTFT and a few more) are line items, one step a cell as the FAST standard asks: :func:`line_items` gives
+each step's formula over the cells of the earlier ones. Erlang B, which Python computes by a recursion, is the Poisson
+ratio up to 500 slots and Temme's uniform expansion of the incomplete gamma function above (:data:`POISSON_SERVERS`);
+REPLICAS_FOR_TTFT's search is a bisection of :data:`REPLICA_SEARCH_STEPS` steps whose count is then confirmed, #N/A
+and flagged by its check where it is not (``Native.limits``). ``ln(1 + x)`` and ``exp(y) - 1``, which Excel lacks,
+are written in Goldberg's and Kahan's forms, exact to the last digits for a small rate.
 
 The preset lookups (MODEL_SPEC, GPU_SPEC, BYTES_PER_PARAM, GPU_PRICE, OPTIMIZER_BYTES, MODELS, GPUS,
 MODEL_EXPERT_PARAMS_B, MODEL_KV_BYTES_PER_TOKEN, EFFICIENCY) read tables the workbook carries: :func:`write_catalog`
 writes the catalog's models, accelerators, prices, formats, optimizers, the figures counted from the models' shapes
-and the calibrated efficiencies in use, with the source of every row, into a worksheet, and returns the
-:class:`CatalogTables` whose methods give the ``INDEX``/``MATCH`` formulas over them (``#N/A`` where the Python
+and the calibrated efficiencies in use with their leave-one-run-out residuals (EFFICIENCY's quantile: P10 and P90 as
+Python computed them, any other ranked by the formula), with the source of every row, into a worksheet, and returns
+the :class:`CatalogTables` whose methods give the ``INDEX``/``MATCH`` formulas over them (``#N/A`` where the Python
 lookup refuses). Functions with no native form are in :data:`PYTHON_ONLY` with the reason.
 """
 
