@@ -57,6 +57,8 @@ from .core import training_memory
 from .errors import ArgumentError, XlsxplanError
 
 __all__ = [
+    "POISSON_SERVERS",
+    "REPLICA_SEARCH_STEPS",
     "CatalogTables",
     "NATIVE",
     "Native",
@@ -827,7 +829,7 @@ def _replica_steps() -> list[tuple[str, str, str]]:
     below = _meets("{below_b}", "{below_load}")
     steps.append(("below_meets", "one fewer meets it too",
                   f"IF(OR({{count}}<=1,{{below_load}}>={{batch}}),FALSE,{below})"))  # fmt: skip
-    steps.append(("result", "fewest replicas meeting the target, confirmed (else #N/A)",
+    steps.append(("result", "fewest replicas meeting the target, confirmed (else NA())",
                   "IF(AND({at_meets},NOT({below_meets})),{count},NA())"))  # fmt: skip
     return steps
 
