@@ -20,6 +20,7 @@ from openpyxl.utils import get_column_letter
 
 from xlsxplan import native, registry
 from xlsxplan.core.queueing import erlang_c_value
+from xlsxplan.errors import XlsxplanError
 from xlsxplan.headless.engine import new_book
 
 SOFFICE = shutil.which("soffice") or shutil.which("libreoffice")
@@ -286,3 +287,12 @@ def test_libreoffice_computes_erlang_ttft_replicas_and_efficiency_quantiles_as_p
         if not _agrees(value, want):
             wrong.append((args, value, want))
     assert wrong == []
+
+
+def test_the_replicas_check_asks_for_its_result_cell():
+    """Its bound is a rule on the result, whose formula is line items only: the check names what it needs."""
+    refs = [f"A{i}" for i in range(1, 8)]
+    with pytest.raises(XlsxplanError, match="give result, the cell holding it"):
+        native.check("REPLICAS_FOR_TTFT", *refs)
+    assert "A9" in native.check("REPLICAS_FOR_TTFT", *refs, result="A9")
+    assert "ISNUMBER(A9)" not in native.check("REPLICAS_FOR_TTFT", *refs, result="A9", limits=False)

@@ -942,6 +942,9 @@ def formula(name: str, *args: Any, **kwargs: Any) -> str:
 LONGEST_FORMULA = 8192
 """Excel's limit on the length of a formula."""
 
+_LINE_ITEMS_ONLY = frozenset({"REPLICAS_FOR_TTFT"})
+"""Native forms with a rule on ``{result}`` whose inlined formula passes :data:`LONGEST_FORMULA`."""
+
 
 def _inline(steps: Any, values: dict[str, str]) -> str:
     """Steps ``(key, label, template)`` as one formula, each step's formula in place of its key; an ArgumentError
@@ -1036,6 +1039,9 @@ def check(name: str, *args: Any, result: str | None = None, limits: bool = True,
     if native is not None and (native.rules or (limits and native.limits)):
         every = native.rules + (native.limits if limits else ())
         if any("{result}" in rule for rule, _ in every):
+            if not result and key in _LINE_ITEMS_ONLY:
+                raise ArgumentError(f"{key}'s check reads its result, whose formula is line items only: give result, "
+                                    "the cell holding it")  # fmt: skip
             values["result"] = _operand(result) if result else f"({formula(key, *args, **kwargs)})"
         # a rule over an out-of-domain argument may itself fail (LN of a negative): it is only read when the
         # domains hold
