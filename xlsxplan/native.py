@@ -5,7 +5,8 @@ later, LibreOffice Calc, Google Sheets). Each registry function the templates us
 template over its arguments (``{params_b}*{bytes_per_param}``), which :func:`formula` fills with the argument cells or
 expressions, the optional ones it is not given taking their registry defaults (:data:`xlsxplan.registry.FUNCTIONS`).
 Only functions Excel 2016 has are used (tests/test_native.py lists them: ``IF``, ``INT``, ``LOG``, ``ERFC``, ``INDEX``,
-``MATCH``, ``SMALL``, ``COUNTIF`` and the like); never ``LET``, ``LAMBDA``, ``XLOOKUP`` or a dynamic-array function.
+``MATCH``, ``SMALL``, ``COUNTIF``, ``POISSON`` and the like); never ``LET``, ``LAMBDA``, ``XLOOKUP`` or a dynamic-array
+function, nor one an .xlsx must store with the ``_xlfn.`` prefix (``POISSON.DIST``: LibreOffice reads it as #NAME?).
 
 What a function refuses, a native formula does not: it computes. :func:`check` gives the other half, a formula that is
 TRUE exactly when the Python function accepts the arguments, built from each argument's
@@ -21,16 +22,20 @@ ints all; LibreOffice subtracts numbers within ``2**-48`` of each other to 0, so
 trillion tokens) its rounding may forgive up to twice as much as Python's, and above ``1e15`` it is beyond the native
 form.
 
-Functions too long for one readable formula (SERVE_TOKS, BATCH_FOR_TTFT, PAGED_BATCH, GPU_HOUR_OWNED and a few more)
-are line items, one step a cell as the FAST standard asks: :func:`line_items` gives each step's formula over the cells
-of the earlier ones. ``ln(1 + x)`` and ``exp(y) - 1``, which Excel lacks, are written in Goldberg's and Kahan's forms,
-exact to the last digits for a small rate.
+Functions too long for one readable formula (SERVE_TOKS, BATCH_FOR_TTFT, PAGED_BATCH, GPU_HOUR_OWNED, TTFT_AT_LOAD_S,
+REPLICAS_FOR_TTFT and a few more) are line items, one step a cell as the FAST standard asks: :func:`line_items` gives
+each step's formula over the cells of the earlier ones. Erlang B, which Python computes by a recursion, is the Poisson
+ratio up to 500 slots and Temme's uniform expansion of the incomplete gamma function above (:data:`POISSON_SERVERS`);
+REPLICAS_FOR_TTFT's search is a bisection of :data:`REPLICA_SEARCH_STEPS` steps whose count is then confirmed, #N/A
+and flagged by its check where it is not (``Native.limits``). ``ln(1 + x)`` and ``exp(y) - 1``, which Excel lacks,
+are written in Goldberg's and Kahan's forms, exact to the last digits for a small rate.
 
 The preset lookups (MODEL_SPEC, GPU_SPEC, BYTES_PER_PARAM, GPU_PRICE, OPTIMIZER_BYTES, MODELS, GPUS,
 MODEL_EXPERT_PARAMS_B, MODEL_KV_BYTES_PER_TOKEN, EFFICIENCY) read tables the workbook carries: :func:`write_catalog`
 writes the catalog's models, accelerators, prices, formats, optimizers, the figures counted from the models' shapes
-and the calibrated efficiencies in use, with the source of every row, into a worksheet, and returns the
-:class:`CatalogTables` whose methods give the ``INDEX``/``MATCH`` formulas over them (``#N/A`` where the Python
+and the calibrated efficiencies in use with their leave-one-run-out residuals (EFFICIENCY's quantile: P10 and P90 as
+Python computed them, any other ranked by the formula), with the source of every row, into a worksheet, and returns
+the :class:`CatalogTables` whose methods give the ``INDEX``/``MATCH`` formulas over them (``#N/A`` where the Python
 lookup refuses). Functions with no native form are in :data:`PYTHON_ONLY` with the reason.
 """
 
@@ -44,11 +49,16 @@ from statistics import NormalDist
 from typing import Any
 
 from . import calibration, catalog, precision, registry
+from .calibration.bands import HIGH as BAND_HIGH
+from .calibration.bands import LOW as BAND_LOW
+from .calibration.factors import BAND_OF
 from .catalog import models
 from .core import training_memory
 from .errors import ArgumentError, XlsxplanError
 
 __all__ = [
+    "POISSON_SERVERS",
+    "REPLICA_SEARCH_STEPS",
     "CatalogTables",
     "NATIVE",
     "Native",
@@ -94,7 +104,9 @@ class Native:
     ``template`` is the formula (no ``=``) with ``{argument}`` for each argument; ``rules`` are conditions, in the
     same form, that the Python function requires beyond its arguments' domains (``{result}`` is the function's
     value), each with the requirement in words (:func:`check_words`); ``note`` says where the native form departs
-    from the Python one.
+    from the Python one. ``limits`` are conditions of the same form that the Python function does not have but the
+    native form needs to equal it (REPLICAS_FOR_TTFT's search within its bound): :func:`check` includes them, so an
+    input beyond them is flagged in words rather than computed wrongly.
 
     A function too long for one readable formula is a list of ``steps``, line items ``(key, label, template)`` whose
     templates refer to the arguments and to earlier steps by their key; the last step is the result.
@@ -106,6 +118,7 @@ class Native:
     rules: tuple[tuple[str, str], ...] = ()
     note: str = ""
     steps: tuple[tuple[str, str, str], ...] = ()
+    limits: tuple[tuple[str, str], ...] = ()
 
 
 def _n(name: str, template: str, *rules: tuple[str, str], note: str = "") -> Native:
@@ -301,8 +314,9 @@ def _fill(template: str, **values: str) -> str:
     return re.sub(r"\{(\w+)\}", lambda m: values.get(m.group(1), m.group(0)), template)
 
 
-def _stepped(name: str, steps: list[tuple[str, str, str]], *rules: tuple[str, str], note: str = "") -> Native:
-    return Native(name, "", tuple(rules), note, tuple(steps))
+def _stepped(name: str, steps: list[tuple[str, str, str]], *rules: tuple[str, str], note: str = "",
+             limits: tuple[tuple[str, str], ...] = ()) -> Native:  # fmt: skip
+    return Native(name, "", tuple(rules), note, tuple(steps), tuple(limits))
 
 
 _MOE_DENSE = "OR({active_params_b}=0,{active_params_b}={params_b})"
@@ -597,23 +611,255 @@ _FORMS += [
 ]
 
 
+# Engines' memory, batch slots and speculative decoding
+_FORMS += [
+    _n("ENGINE_KV_GB", "{memory_gb}*{memory_fraction}-{weights_gb}-{reserve_gb}"),
+    _n(
+        "ENGINE_KV_TOKENS",
+        "IF({kv_gb}*1E9<=0,0," + _floor("{kv_gb}*1E9/({kv_bytes_per_token}*{block_size})") + "*{block_size})",
+    ),
+    _n(
+        "ENGINE_MAX_CONCURRENCY",
+        "IF({kv_gb}*1E9<=0,0,{kv_gb}*1E9/({kv_bytes_per_token}*"
+        + _ceil("{max_model_len}/{block_size}")
+        + "*{block_size}+{state_bytes_per_sequence}))",
+    ),
+    _n("SLOT_S", "MAX({prefill_s}+{decode_s},{batch}/{requests_per_s_per_replica})"),
+    _n(
+        "SPEC_TOKENS_PER_STEP",
+        "IF({acceptance}>=1,{draft_tokens}+1,(1-IF({acceptance}=0,0,IF(({draft_tokens}+1)*LN({acceptance})<-700,0,"
+        "{acceptance}^({draft_tokens}+1))))/(1-{acceptance}))",
+        note="a power below 1e-304 is 0, as it is to 1 minus it in floats: LibreOffice's POWER gives #NUM! once it "
+        "underflows",
+    ),
+    _n("SPEC_TOKS", "{batch}*{tokens_per_step}/{step_seconds}"),
+]
+_SPEC_COMPUTED = "IF({active_params_b}=0,{params_b},{active_params_b})"
+_FORMS += [
+    _stepped(
+        "SPEC_STEP_S",
+        [
+            (
+                "draft",
+                "one draft step, the slower of memory and compute [s]",
+                "MAX({draft_params_b}*1E9*{draft_bytes_per_param}/({n_gpus}*{bandwidth_tb_s}*1E12*{bandwidth_eff}),"
+                "2*{draft_params_b}*1E9*{batch}/({n_gpus}*{tflops}*1E12*{compute_eff}))",
+            ),
+            ("computed", "target parameters each token computes [B]", _SPEC_COMPUTED),
+            (
+                "verify",
+                "the target's verify pass over draft_tokens + 1 tokens a sequence [s]",
+                "MAX(({params_b}*1E9*{bytes_per_param}+{batch}*{kv_bytes_per_token}*{context_tokens})"
+                "/({n_gpus}*{bandwidth_tb_s}*1E12*{bandwidth_eff}),"
+                "2*{computed}*1E9*{batch}*({draft_tokens}+1)/({n_gpus}*{tflops}*1E12*{compute_eff}))",
+            ),
+            (
+                "result",
+                "one speculative step: the draft's steps and the verify pass [s]",
+                "{draft_tokens}*{draft}+{verify}",
+            ),  # fmt: skip
+        ],
+        ("{active_params_b}<={params_b}", "active_params_b at most params_b"),
+    ),
+]
+
+
+POISSON_SERVERS = 500
+"""Up to this many servers the native Erlang B is the Poisson ratio; above, Temme's uniform expansion.
+
+``B(c, a) = P(N = c) / P(N <= c)`` for ``N`` Poisson of mean ``a``: up to 500 servers ``POISSON(c, a, FALSE) /
+POISSON(c, a, TRUE)``, no recursion (POISSON is the name every spreadsheet reads: Excel keeps it beside POISSON.DIST,
+which an .xlsx must store as ``_xlfn.POISSON.DIST`` or LibreOffice reads #NAME?). The spreadsheets' Poisson
+distribution is not exact for many servers: against the Python recursion LibreOffice 7's POISSON is within 1e-12
+relative to 3,000 servers and 1e-9 at 1e6, but the headless engine (formualizer) loses digits from about 1,000 (2e-9
+at 1,200, 2e-6 at 2,000, 7% at 1e5: its incomplete gamma function). Above 500 servers the native form therefore
+computes both probabilities itself, with ``alpha = c + 1``, ``x = a``, ``u = (x - alpha) / alpha`` and ``alpha eta^2 /
+2 = alpha (u - ln(1 + u))`` (``eta < 0``): ``P(N <= c) = Q(alpha, x) = erfc(eta sqrt(alpha / 2)) / 2 + exp(-alpha
+eta^2 / 2) / sqrt(2 pi alpha) S`` with ``S = c_0(eta) + c_1(eta) / alpha + c_2(eta) / alpha^2 + c_3(eta) /
+alpha^3`` (Temme 1979, "The asymptotic expansion of the incomplete gamma functions", SIAM J. Math. Anal. 10, 757-766;
+DLMF 8.12.3 and 8.12.8-8.12.10), and ``P(N = c) = alpha / x exp(-alpha eta^2 / 2) / (sqrt(2 pi alpha)
+Gamma*(alpha))``, ``ln Gamma*(alpha) = 1/(12 alpha) - 1/(360 alpha^3) + 1/(1260 alpha^5)`` (Stirling's series). The
+``c_k`` are their Taylor polynomials about ``eta = 0`` (:data:`_TEMME`). Where ``eta < -0.5`` (a load below about 60%
+of the servers) or the exponent passes 700, B is below 1e-27 and is 0: Erlang C is then far below any percentile's
+share, ``1 - p >= 2^-53``, and the wait is 0 as in Python. Tested to 1e-9 relative against the recursion from 1 to
+1e6 servers in both engines (tests/test_native_queueing.py)."""
+
+_TEMME = (
+    (-0.3333333333333333, 0.08333333333333333, -0.014814814814814815, 0.0011574074074074073, 0.0003527336860670194,
+     -0.0001787551440329218, 3.919263178522438e-05, -2.185448510679992e-06, -1.85406221071516e-06,
+     8.296711340953087e-07, -1.7665952736826078e-07, 6.707853543401498e-09, 1.0261809784240309e-08),
+    (-0.001851851851851852, -0.003472222222222222, 0.0026455026455026454, -0.0009902263374485596,
+     0.00020576131687242798, -4.018775720164609e-07, -1.8098550334489977e-05, 7.64916091608111e-06),
+    (0.004133597883597883, -0.0026813271604938273, 0.0007716049382716049, 2.0093878600823047e-06,
+     -0.0001073665322636516),
+    (0.0006494341563786008, 0.00022947209362139917),
+)  # fmt: skip
+"""Taylor coefficients about ``eta = 0`` of Temme's ``c_0`` to ``c_3`` (DLMF 8.12.8-8.12.10: ``c_0 = 1/(lambda - 1) -
+1/eta``, ``c_k = c'_{k-1} / eta + (-1)^k gamma_k / (lambda - 1)``, ``gamma_k`` Stirling's coefficients 1/12, 1/288,
+-139/51840), computed in 50-digit arithmetic from the Cauchy integral on ``|eta| = 1`` (their radius of convergence is
+``2 sqrt(pi)``). ``c_0`` begins ``-1/3 + eta/12 - 2 eta^2/135 + eta^3/864``, ``c_1(0) = -1/540`` and ``c_2(0) =
+25/6048``, as DLMF 8.12.9 gives. Truncated to degrees 12, 7, 4 and 1 they give ``Q(alpha, x)`` within 5e-16 relative
+for ``alpha > 500`` and ``-0.5 <= eta <= 0`` (against mpmath's gammainc)."""
+
+
+def _horner(coefficients: tuple[float, ...], x: str) -> str:
+    """The polynomial ``sum c_j x^j`` in Horner's form, each coefficient to its 17 digits."""
+
+    def number(c: float) -> str:
+        return repr(c).upper()
+
+    text = number(coefficients[-1])
+    for c in reversed(coefficients[:-1]):
+        text = f"({text})*{x}{'+' if c >= 0 else ''}{number(c)}"
+    return text
+
+
+def _erlang_b_steps(prefix: str, load: str, what: str) -> list[tuple[str, str, str]]:
+    """Erlang B of ``{batch}`` servers at ``load`` (a step's key in braces) as line items keyed ``prefix`` + ``alpha``,
+    ``u``, ``half``, ``eta``, ``c0_high``, ``c0``, ``c1``, ``series``, ``b``: the Poisson ratio up to
+    :data:`POISSON_SERVERS` servers, Temme's expansion above."""
+    p = prefix
+
+    def key(name: str) -> str:
+        return "{" + p + name + "}"
+
+    alpha, eta = key("alpha"), key("eta")
+    factor = f"EXP(-{key('half')})/SQRT(2*PI()*{alpha})"
+    gamma_star = f"EXP(1/(12*{alpha})-1/(360*{alpha}^3)+1/(1260*{alpha}^5))"
+    temme = f"{alpha}/{load}*{factor}/{gamma_star}/(ERFC({eta}*SQRT({alpha}/2))/2+{factor}*{key('series')})"
+    c2, c3 = _horner(_TEMME[2], eta), _horner(_TEMME[3], eta)
+    return [
+        (f"{p}alpha", f"{what}: alpha, the servers + 1", "{batch}+1"),
+        (f"{p}u", f"{what}: the load's distance below alpha, relative", f"({load}-{alpha})/{alpha}"),
+        (f"{p}half", f"{what}: alpha eta^2 / 2, Temme's exponent", f"{alpha}*({key('u')}-{_log1p(key('u'))})"),
+        (f"{p}eta", f"{what}: Temme's eta (below 0)", f"-SQRT(2*{key('half')}/{alpha})"),
+        (f"{p}c0_high", f"{what}: Temme's c_0(eta), its terms from eta^7", _horner(_TEMME[0][7:], eta)),
+        (f"{p}c0", f"{what}: Temme's c_0(eta)", f"{_horner(_TEMME[0][:7], eta)}+{eta}^7*{key('c0_high')}"),
+        (f"{p}c1", f"{what}: Temme's c_1(eta)", _horner(_TEMME[1], eta)),
+        (f"{p}series", f"{what}: Temme's series c_0 + c_1 / alpha + c_2 / alpha^2 + c_3 / alpha^3",
+         f"{key('c0')}+({key('c1')}+({c2}+({c3})/{alpha})/{alpha})/{alpha}"),
+        (f"{p}b", f"{what}: Erlang B (Poisson ratio to {POISSON_SERVERS} slots, Temme's expansion above)",
+         f"IF({{batch}}<={POISSON_SERVERS},{_erlang_b('{batch}', load)},"
+         f"IF(OR({eta}<-0.5,{key('half')}>700),0,{temme}))"),
+    ]  # fmt: skip
+
+
+def _erlang_b(servers: str, load: str) -> str:
+    """Erlang B through the Poisson distribution: ``P(N = c) / P(N <= c)`` for ``N`` Poisson of mean ``a``."""
+    return f"IF({load}<=0,0,POISSON({servers},{load},FALSE)/POISSON({servers},{load},TRUE))"
+
+
+def _erlang_c(b: str, servers: str, load: str) -> str:
+    """Erlang C from Erlang B, ``B / (1 - rho + rho B)`` with ``rho = a / c``, as the Python core has it."""
+    return f"{b}/(1-{load}/{servers}+{load}/{servers}*{b})"
+
+
+_SLOT = "MAX({prefill_s}+{decode_s},{batch}/{requests_per_s_per_replica})"
+_FORMS += [
+    _stepped(
+        "TTFT_AT_LOAD_S",
+        [
+            ("per", "requests per second each replica takes", "{requests_per_s}/{replicas}"),
+            ("slot", "time a request holds a batch slot (SLOT_S) [s]", _SLOT),
+            ("load", "load offered to one replica's slots [Erlangs]", "{per}*{slot}"),
+            *_erlang_b_steps("", "{load}", "Erlang B"),
+            ("erlang_c", "Erlang C: the probability that a request waits", _erlang_c("{b}", "{batch}", "{load}")),
+            (
+                "wait",
+                "the wait at the percentile, Allen-Cunneen's factor for service_cv [s]",
+                "IF({erlang_c}<=1-{percentile},0,(1+{service_cv}*{service_cv})/2*{slot}/({batch}-{load})"
+                "*LN({erlang_c}/(1-{percentile})))",
+            ),
+            ("result", "time to first token at the percentile [s]", "{prefill_s}+{wait}"),
+        ],
+        (
+            f"{{requests_per_s}}/{{replicas}}*{_SLOT}<{{batch}}",
+            "requests_per_s / replicas below what a replica serves (batch / SLOT_S): else the queue grows",
+        ),
+    ),
+]
+
+REPLICA_SEARCH_STEPS = 20
+"""Bisection steps REPLICAS_FOR_TTFT's native form takes: it finds the fewest replicas within ``2**20`` (1,048,576)
+above ``floor(requests_per_s * SLOT_S / batch) - 1``, the most that are surely overloaded.
+
+The search's steps use the Poisson ratio for Erlang B at every batch (one line item a step; above 500 slots the
+headless engine's may be a little off, which moves a step only at the boundary). The count found and the one below
+it are then checked with the exact Erlang B (:data:`POISSON_SERVERS`): the result is the count when it meets the
+target and the one below does not, else #N/A, which the check flags (a count beyond the bound, or a search the
+Poisson ratio misled)."""
+
+
+def _meets(b: str, load: str) -> str:
+    """The time to first token at the percentile within the target, from Erlang B ``b`` at ``load`` (the load below
+    the batch)."""
+    c = _erlang_c(b, "{batch}", load)
+    return f"{{prefill_s}}+{{scale}}/({{batch}}-{load})*LN(MAX({c},{{miss}})/{{miss}})<={{ttft_target_s}}"
+
+
+def _replica_steps() -> list[tuple[str, str, str]]:
+    steps = [
+        ("slot", "time a request holds a batch slot (SLOT_S) [s]", _SLOT),
+        ("scale", "the wait's scale, (1 + service_cv^2) / 2 x the slot [s]", "(1+{service_cv}*{service_cv})/2*{slot}"),
+        ("miss", "share of requests allowed past the target", "1-{percentile}"),
+        (
+            "lo0",
+            "replicas surely overloaded: the search starts above",
+            "MAX(INT({requests_per_s}*{slot}/{batch})-1,0)",
+        ),  # fmt: skip
+    ]
+    for k in range(1, REPLICA_SEARCH_STEPS + 1):
+        width = str(2 ** (REPLICA_SEARCH_STEPS - k))
+        lo = f"{{lo{k - 1}}}"
+        steps.append((f"load{k}", f"step {k}: load on each of lo{k - 1} + {width} replicas [Erlangs]",
+                      f"{{requests_per_s}}/({lo}+{width})*{{slot}}"))  # fmt: skip
+        steps.append((f"b{k}", f"step {k}: Erlang B at that load (the Poisson ratio)",
+                      f"IF({{load{k}}}>={{batch}},1,{_erlang_b('{batch}', f'{{load{k}}}')})"))  # fmt: skip
+        meets = _meets(f"{{b{k}}}", f"{{load{k}}}")
+        steps.append((f"lo{k}", f"step {k}: the most replicas known to miss the target",
+                      f"{lo}+IF({{load{k}}}>={{batch}},{width},IF({meets},0,{width}))"))  # fmt: skip
+    last = f"{{lo{REPLICA_SEARCH_STEPS}}}"
+    steps.append(("count", "the count the search found", f"{last}+1"))
+    for key, count, what in (("at", "{count}", "at the count"), ("below", "MAX({count}-1,1)", "one fewer")):
+        steps.append((f"{key}_load", f"load on each replica {what} [Erlangs]",
+                      f"{{requests_per_s}}/{count}*{{slot}}"))  # fmt: skip
+        steps += _erlang_b_steps(f"{key}_", f"{{{key}_load}}", f"exact Erlang B {what}")
+    steps.append(("at_meets", "the count meets the target",
+                  f"IF({{at_load}}>={{batch}},FALSE,{_meets('{at_b}', '{at_load}')})"))  # fmt: skip
+    below = _meets("{below_b}", "{below_load}")
+    steps.append(("below_meets", "one fewer meets it too",
+                  f"IF(OR({{count}}<=1,{{below_load}}>={{batch}}),FALSE,{below})"))  # fmt: skip
+    steps.append(("result", "fewest replicas meeting the target, confirmed (else NA())",
+                  "IF(AND({at_meets},NOT({below_meets})),{count},NA())"))  # fmt: skip
+    return steps
+
+
+_FORMS += [
+    _stepped(
+        "REPLICAS_FOR_TTFT",
+        _replica_steps(),
+        ("{ttft_target_s}>={prefill_s}", "ttft_target_s at least prefill_s (the time to first token with no wait)"),
+        limits=(
+            (
+                "ISNUMBER({result})",
+                f"the fewest replicas found within {2**REPLICA_SEARCH_STEPS:,} of the overloaded count and confirmed "
+                "by the exact Erlang C (the native search's bound: beyond, use the add-in)",
+            ),
+        ),
+        note="Python brackets and bisects around ceil(requests_per_s / r), r the most one replica takes; the native "
+        f"form bisects {REPLICA_SEARCH_STEPS} times over the counts above the overloaded ones, checking each "
+        "candidate's time to first token as Python does, then confirms the count and the one below it",
+    ),
+]
+
+
 NATIVE: dict[str, Native] = {n.name: n for n in _FORMS}
 """Each registry function that has a native formula, by name."""
 
-_NOT_YET = "no native form yet: the template line came after the native forms were written"
 PYTHON_ONLY: dict[str, str] = {
     "PLAN_OPTIONS": "a search over models, accelerators, precisions and parallelism that spills a table: the "
     "portable template keeps its result as values with the inputs and date it was computed for",
     "PLAN_OPTIONS_AT": "one cell of PLAN_OPTIONS's table: the same search",
-    "TTFT_AT_LOAD_S": "an Erlang B recursion whose length depends on the servers: " + _NOT_YET,
-    "REPLICAS_FOR_TTFT": "a search for the fewest replicas: " + _NOT_YET,
-    "ENGINE_KV_GB": _NOT_YET,
-    "ENGINE_KV_TOKENS": _NOT_YET,
-    "ENGINE_MAX_CONCURRENCY": _NOT_YET,
-    "SLOT_S": _NOT_YET,
-    "SPEC_STEP_S": _NOT_YET,
-    "SPEC_TOKENS_PER_STEP": _NOT_YET,
-    "SPEC_TOKS": _NOT_YET,
 }
 """Registry functions the templates use that have no native formula, with the reason."""
 
@@ -696,6 +942,9 @@ def formula(name: str, *args: Any, **kwargs: Any) -> str:
 LONGEST_FORMULA = 8192
 """Excel's limit on the length of a formula."""
 
+_LINE_ITEMS_ONLY = frozenset({"REPLICAS_FOR_TTFT"})
+"""Native forms with a rule on ``{result}`` whose inlined formula passes :data:`LONGEST_FORMULA`."""
+
 
 def _inline(steps: Any, values: dict[str, str]) -> str:
     """Steps ``(key, label, template)`` as one formula, each step's formula in place of its key; an ArgumentError
@@ -770,13 +1019,15 @@ def check_words(name: str) -> str:
     parts = [f"{a.name} {a.domain.describe()}" for a in fn.args
              if a.domain is not None and a.domain.kind != "text"]  # fmt: skip
     native = NATIVE.get(key)
-    rules = [reason for _, reason in native.rules] if native is not None else []
+    rules = [reason for _, reason in native.rules + native.limits] if native is not None else []
     return f"{key}: " + "; ".join(parts + rules)
 
 
-def check(name: str, *args: Any, result: str | None = None, **kwargs: Any) -> str:
+def check(name: str, *args: Any, result: str | None = None, limits: bool = True, **kwargs: Any) -> str:
     """A formula, without the ``=``, that is TRUE when the Python function accepts these arguments and FALSE when it
-    would refuse them: every argument in its domain and the function's own rules (``Native.rules``).
+    would refuse them: every argument in its domain and the function's own rules (``Native.rules``); with
+    ``limits`` (the default) also FALSE beyond the native form's own limits (``Native.limits``: REPLICAS_FOR_TTFT's
+    search bound), where Python computes but the native form would not equal it.
 
     ``result`` is the cell holding the native value, for a rule about it (MFU at most 1); without it the rule
     repeats the formula. An argument that is an error value makes the check FALSE.
@@ -785,12 +1036,16 @@ def check(name: str, *args: Any, result: str | None = None, **kwargs: Any) -> st
     values = _arguments(key, args, kwargs)
     conditions = _domain_checks(key, values)
     native = NATIVE.get(key)
-    if native is not None and native.rules:
-        if any("{result}" in rule for rule, _ in native.rules):
+    if native is not None and (native.rules or (limits and native.limits)):
+        every = native.rules + (native.limits if limits else ())
+        if any("{result}" in rule for rule, _ in every):
+            if not result and key in _LINE_ITEMS_ONLY:
+                raise ArgumentError(f"{key}'s check reads its result, whose formula is line items only: give result, "
+                                    "the cell holding it")  # fmt: skip
             values["result"] = _operand(result) if result else f"({formula(key, *args, **kwargs)})"
         # a rule over an out-of-domain argument may itself fail (LN of a negative): it is only read when the
         # domains hold
-        rules = [rule.format(**values) for rule, _ in native.rules]
+        rules = [rule.format(**values) for rule, _ in every]
         inner = rules[0] if len(rules) == 1 else f"AND({','.join(rules)})"
         if conditions:
             return f"IFERROR(IF(AND({','.join(conditions)}),{inner},FALSE),FALSE)"
@@ -874,7 +1129,9 @@ class CatalogTables:
     each row with its source. ``derived`` holds figures Python counts from a preset's shapes (MODEL_EXPERT_PARAMS_B).
     ``efficiencies`` are the calibrated factors in use, one table per EFFICIENCY kind, a row per accelerator and
     class, a column per format: the value for decode_bandwidth and prefill, the accelerator's FLOP per byte at the
-    precision for train_mfu, whose ``(ceiling, overhead_bytes)`` are ``train_mfu``.
+    precision for train_mfu, whose ``(ceiling, overhead_bytes)`` are ``train_mfu``. ``bands`` holds, a row per
+    efficiency kind, the count ``n`` of its leave-one-run-out residuals, its P10 and P90 speed multipliers and the
+    residuals in ascending order (``r1`` ...), for EFFICIENCY's quantile (None in tables written without them).
     """
 
     models: Table
@@ -887,6 +1144,7 @@ class CatalogTables:
     derived: Table
     efficiencies: dict[str, Table]
     train_mfu: tuple[float, float]
+    bands: Table | None = None
 
     def _preset(self, table: Table, names: Table, name: str, field: str) -> str:
         row = f"INDEX({names.column_range('row')},MATCH({_hyphens(name)},{names.key_range},0))"
@@ -989,8 +1247,15 @@ class CatalogTables:
                    seq_len: Any = None, quantile: Any = None) -> str:  # fmt: skip
         """EFFICIENCY(kind, [gpu], [precision], [hidden], [seq_len], [quantile]) over the calibrated tables: ``#N/A``
         where the Python function refuses (an unknown name, a share of a peak the catalog lacks, train_mfu of a
-        class). The median only: a quantile other than 0.5 (a P10 or P90 of the calibration's range) is ``#N/A``
-        here, computed by the Python function alone."""
+        class, a quantile outside 0 to 1 exclusive, a kind whose factors record no residuals).
+
+        A quantile other than 0.5 is ``MIN(1, value x exp(r))``, ``r`` the split-conformal quantile of the kind's
+        leave-one-run-out residuals (:func:`xlsxplan.calibration.conformal_quantile`) from the ``bands`` table:
+        at 0.1 and 0.9 (P10 and P90, the quantiles the templates use) the multiplier Python computed, written in the
+        table; at any other the ``ceil((n + 1) q)``-th (above 0.5) or ``floor((n + 1) q)``-th smallest residual,
+        ranked by the formula. That rank is Python's except where ``(n + 1) q`` lies within about 1e-15 relative of
+        a whole number without being one: LibreOffice's INT snaps such a number to the whole one (its approxFloor),
+        and picks the neighbouring residual."""
         v = _arguments("EFFICIENCY", (kind, gpu, precision_name, hidden, seq_len, quantile), {})
         k, g, p, h, t, q = (v[a] for a in ("kind", "gpu", "precision", "hidden", "seq_len", "quantile"))
         names = self.accelerator_names
@@ -1008,8 +1273,23 @@ class CatalogTables:
         ceiling, overhead = (literal(x) for x in self.train_mfu)
         mfu = f"MIN(1,{ceiling}/(1+{overhead}*{at('train_mfu')}/(72*{h})))/IF({t}>0,1+{t}/(6*{h}),1)"
         kind_key = f"LOWER(TRIM({k}))"
-        return (f'IF({q}<>0.5,NA(),IF({kind_key}="train_mfu",{mfu},IF({kind_key}="prefill",{at("prefill")},'
-                f'IF({kind_key}="decode_bandwidth",{at("decode_bandwidth")},NA()))))')  # fmt: skip
+        value = (f'IF({kind_key}="train_mfu",{mfu},IF({kind_key}="prefill",{at("prefill")},'
+                 f'IF({kind_key}="decode_bandwidth",{at("decode_bandwidth")},NA())))')  # fmt: skip
+        if self.bands is None:  # tables written before the bands: the median only
+            return f"IF({q}<>0.5,NA(),{value})"
+        bands = self.bands
+        band_row = f"MATCH({kind_key},{bands.key_range},0)"
+
+        def band(column: str) -> str:
+            return f"INDEX({bands.body_range},{band_row},{bands.columns.index(column) + 1})"
+
+        n = band("n")
+        rank = f"MIN(MAX(IF({q}>0.5,-INT(-({n}+1)*{q}),INT(({n}+1)*{q})),1),{n})"
+        r1_col = bands.columns.index("r1") + 1
+        ranked = f"EXP(INDEX({bands.body_range},{band_row},{r1_col - 1}+{rank}))"
+        multiplier = f"IF({n}<1,NA(),IF({q}=0.1,{band('p10')},IF({q}=0.9,{band('p90')},{ranked})))"
+        return (f"IF(OR(NOT(ISNUMBER({q})),{q}<=0,{q}>=1),NA(),IF({q}=0.5,{value},"
+                f"MIN(1,{value}*{multiplier})))")  # fmt: skip
 
     def models_list(self) -> str:
         """MODELS(): the range of preset model names, for a data-validation list."""
@@ -1137,9 +1417,20 @@ def write_catalog(ws: Any, top: int = 1, left: int = 1) -> CatalogTables:
         cells = [[_efficiency_cell(kind, g, f) for f in formats_] for g in gpus]
         heading = f"EFFICIENCY {kind}" + (" (FLOP per byte at the precision)" if kind == "train_mfu" else "")
         efficiencies[kind] = block(gpus, formats_, cells, f"{heading}; {basis}")
+    band_kinds = list(BAND_OF)
+    residuals = {k: sorted(cal.bands.get(BAND_OF[k]) or []) for k in band_kinds}
+    longest = max((len(r) for r in residuals.values()), default=0)
+    band_rows = []
+    for k in band_kinds:
+        r = residuals[k]
+        ends = [calibration.band(k, q) if r else None for q in (BAND_LOW, BAND_HIGH)]
+        band_rows.append([len(r), *ends, *r, *([""] * (longest - len(r)))])
+    heading = ("EFFICIENCY ranges: leave-one-run-out residuals ln(measured / predicted), ascending, and the P10 / P90 "
+               f"multipliers (split-conformal ranks); {basis}")  # fmt: skip
+    bands = block(band_kinds, ["n", "p10", "p90", *(f"r{i}" for i in range(1, longest + 1))], band_rows, heading)
     fit = cal.factors.train_mfu
     return CatalogTables(models, model_names, accelerators, accelerator_names, formats, optimizers, prices, derived,
-                         efficiencies, (fit.ceiling, fit.overhead_bytes))  # fmt: skip
+                         efficiencies, (fit.ceiling, fit.overhead_bytes), bands)  # fmt: skip
 
 
 _CACHE_SHAPES = ("attention", "mla", "latent", "sparse", "sparse_fp8", "index_bytes", "kv_heads", "head_dim",
