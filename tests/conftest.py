@@ -7,6 +7,17 @@ import os
 import pytest
 
 
+def pytest_addoption(parser, pluginmanager):
+    """pyproject.toml's addopts run the suite on pytest-xdist's workers (``-n auto --dist loadfile``). Where xdist is
+    not loaded (``-p no:xdist``, or an environment installed before it joined the test extra), accept and ignore
+    those two options, so that the same command runs every test in this one process instead of failing to parse."""
+    if pluginmanager.has_plugin("xdist"):
+        return
+    group = parser.getgroup("xdist", "distributed testing (pytest-xdist is not loaded: tests run in one process)")
+    group._addoption("-n", "--numprocesses", dest="numprocesses", default=None, help="ignored without pytest-xdist")
+    group.addoption("--dist", dest="dist", default="no", help="ignored without pytest-xdist")
+
+
 def pytest_configure(config):
     """Before collection, which already reads the catalog (parametrized lists of presets), point the user catalog
     and factors at an empty folder: a preset or a refit of the person running the tests never changes them."""

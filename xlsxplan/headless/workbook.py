@@ -33,6 +33,7 @@ registry gave is read there; an error that only passes through a cell is traced 
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import functools
 import gc
@@ -254,6 +255,8 @@ class Workbook:
         self._stale = True
         self._reasons: dict[tuple[str, int, int, str], str] = {}
         self._computed_cache: dict[str, dict[tuple[int, int], Any]] | None = None
+        self._error_cells: dict[str, list[tuple[int, int]]] = {}
+        self._names_by_fold: dict[str, list[Any]] | None = None
         self._probe_ready = False
         self._arrays = {title: idx.arrays for title, idx in index.items()}
         self._formula_cells: dict[str, list[tuple[int, int]]] = {}
@@ -350,7 +353,7 @@ class Workbook:
                 return (title, *range_bounds(target))
             except WorkbookError:
                 raise WorkbookError(f"{ref!r}: {target!r} is not a cell or range such as B4 or B4:D9") from None
-        matches = [d for d in self._pkg.defined_names if d.name.casefold() == target.casefold()]
+        matches = self._names_folded().get(target.casefold(), [])
         if not matches:
             if _A1.fullmatch(target):
                 raise WorkbookError(f"{ref!r} needs its sheet, e.g. {self.sheetnames[0]}!{target}")
@@ -513,6 +516,7 @@ class Workbook:
         self._reasons = {}
         self._records = {}
         self._computed_cache = None
+        self._error_cells = {}
 
     def _formula_refusal(self, where: str, title: str, formula: Formula) -> str:
         """Why a formula cell cannot be set, and which cells to set instead."""
@@ -851,13 +855,21 @@ class Workbook:
             return None
         if depth < 5 and sheet is None:
             local = self._titles.index(title) if title in self._titles else None
-            named = [d for d in self._pkg.defined_names if d.name.casefold() == target.casefold()]
+            named = self._names_folded().get(target.casefold(), [])
             chosen = next((d for d in named if d.local_sheet == local), None) or next(
                 (d for d in named if d.local_sheet is None), None
             )
             if chosen is not None:
                 return self._area(chosen.text.strip().lstrip("="), title, depth + 1)
         return None
+
+    def _names_folded(self) -> dict[str, list[Any]]:
+        """The package's defined names by their casefolded name, in file order (names never change after loading)."""
+        if self._names_by_fold is None:
+            self._names_by_fold = {}
+            for d in self._pkg.defined_names:
+                self._names_by_fold.setdefault(d.name.casefold(), []).append(d)
+        return self._names_by_fold
 
     def _first_error(self, ref: str, title: str, code: str) -> tuple[str, int, int] | None:
         """The first cell (in reading order) of what ``ref`` points to that holds the error ``code``."""
@@ -867,11 +879,17 @@ class Workbook:
         sheet, r1, c1, r2, c2 = area
         if sheet not in self._index:
             return None
-        idx = self._index[sheet]
-        candidates = set(self._formula_cells.get(sheet, ())) | set(idx.errors)
-        candidates |= {(r, c) for (t, r, c) in self._sets if t == sheet}
-        for r, c in sorted(candidates):
-            if r1 <= r <= r2 and c1 <= c <= c2:
+        cells = self._error_cells.get(sheet)
+        if cells is None:  # sorted once per sheet until a cell is set: a reason's search reads it for every reference
+            idx = self._index[sheet]
+            candidates = set(self._formula_cells.get(sheet, ())) | set(idx.errors)
+            candidates |= {(r, c) for (t, r, c) in self._sets if t == sheet}
+            cells = self._error_cells[sheet] = sorted(candidates)
+        for i in range(bisect.bisect_left(cells, (r1, 0)), len(cells)):
+            r, c = cells[i]
+            if r > r2:
+                break
+            if c1 <= c <= c2:
                 value = self._cell_value(sheet, r, c) if (sheet, r, c) in self._sets else self._raw_error(sheet, r, c)
                 if isinstance(value, CellError) and value.code == code:
                     return sheet, r, c
