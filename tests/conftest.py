@@ -5,6 +5,12 @@ from __future__ import annotations
 import os
 
 import pytest
+from hypothesis import settings
+
+# No per-example deadline by default: the suite runs on two workers beside LibreOffice and child processes on two
+# cores, where a pause for CPU says nothing about the code. A test's own @settings still apply.
+settings.register_profile("xlsxplan", deadline=None)
+settings.load_profile("xlsxplan")  # --hypothesis-profile NAME still chooses another
 
 
 def pytest_addoption(parser, pluginmanager):

@@ -25,8 +25,11 @@ def test_unrelated_skip():
 """
 
 
-@pytest.mark.parametrize("required, code, outcome", [(None, 0, "2 skipped"), ("1", 1, "1 skipped, 1 error")])
-def test_a_libreoffice_skip_fails_only_where_ci_requires_it(tmp_path, required, code, outcome):
+@pytest.mark.parametrize(
+    "required, code, outcome, workers",
+    [(None, 0, "2 skipped", "0"), ("1", 1, "1 skipped, 1 error", "0"), ("1", 1, "1 skipped, 1 error", "2")],
+)  # the suite runs on pytest-xdist's workers (pyproject.toml): the failure must reach the summary from a worker too
+def test_a_libreoffice_skip_fails_only_where_ci_requires_it(tmp_path, required, code, outcome, workers):
     shutil.copy(ROOT / "tests" / "conftest.py", tmp_path / "conftest.py")
     (tmp_path / "test_skipping.py").write_text(SKIPPING)
     env = {k: v for k, v in os.environ.items() if k != "XLSXPLAN_REQUIRE_LIBREOFFICE"}
@@ -34,7 +37,7 @@ def test_a_libreoffice_skip_fails_only_where_ci_requires_it(tmp_path, required, 
     if required:
         env["XLSXPLAN_REQUIRE_LIBREOFFICE"] = required
     result = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(tmp_path)],
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", workers, str(tmp_path)],
         capture_output=True,
         text=True,
         cwd=tmp_path,
@@ -52,3 +55,15 @@ def test_ci_requires_libreoffice_and_fails_when_it_cannot_install_it():
     assert "export XLSXPLAN_REQUIRE_LIBREOFFICE=1" in ci
     assert "will be skipped" not in ci
     assert "exit 1" in ci and "for tool in soffice pdftotext" in ci
+
+
+@pytest.mark.parametrize("option, workers", [([], True), (["-p", "no:xdist"], False), (["-n", "0"], False)])
+def test_the_suite_runs_on_workers_unless_xdist_is_off_or_given_none(option, workers):
+    # pyproject.toml's addopts start pytest-xdist's workers; without the plugin (tests/conftest.py then accepts and
+    # ignores its options) or with -n 0, the same command runs the tests in this one process
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *option, "tests/test_xlwings_conf.py"],
+        capture_output=True, text=True, cwd=ROOT, timeout=120,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert " passed" in result.stdout and ("bringing up nodes" in result.stdout) == workers, result.stdout

@@ -8,6 +8,7 @@ runs the wrong way.
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 import pytest
@@ -70,11 +71,18 @@ def _resolve(module: str, path: Path, node: ast.ImportFrom) -> str:
     return ".".join(base + ([node.module] if node.module else []))
 
 
-def _imports(module: str) -> list[tuple[str, int, list[str]]]:
+@functools.cache
+def _tree(module: str) -> ast.Module:
+    """The parsed source of ``module``, parsed once for all the tests (none of them changes a tree)."""
+    return ast.parse(MODULES[module].read_text(encoding="utf-8"))
+
+
+@functools.cache
+def _imports(module: str) -> tuple[tuple[str, int, list[str]], ...]:
     """(imported xlsxplan module, line, names imported from it) for every import in ``module``."""
     path = MODULES[module]
     out = []
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in ast.walk(_tree(module)):
         if isinstance(node, ast.Import):
             out += [(a.name, node.lineno, []) for a in node.names if a.name.split(".")[0] == "xlsxplan"]
         elif isinstance(node, ast.ImportFrom):
@@ -87,7 +95,7 @@ def _imports(module: str) -> list[tuple[str, int, list[str]]]:
             rest = [n for n in names if n not in submodules]
             if rest or not submodules:
                 out.append((target, node.lineno, rest))
-    return out
+    return tuple(out)
 
 
 def test_the_layers_cover_every_module():
@@ -110,7 +118,7 @@ def test_every_import_runs_down_the_layers_and_no_face_imports_another():
 def test_no_module_imports_another_modules_private_names():
     wrong = []
     for module, path in MODULES.items():
-        tree = ast.parse(path.read_text(encoding="utf-8"))
+        tree = _tree(module)
         aliases = {}  # local name -> xlsxplan module it is bound to
         for target, line, names in _imports(module):
             wrong += [
