@@ -74,7 +74,6 @@ class _Table:
                 self._index.setdefault(_key(name), pid)
         self.refused = {k: v for k, v in (refused or {}).items() if k not in self._index}  # shipped names win
         self.unread = unread
-        self._suggested: dict[str, list[str]] = {}  # _suggest's answers: the index never changes after this
         self.problems = list(dict.fromkeys(([unread] if unread else []) + list((refused or {}).values())))
 
     def names(self) -> list[str]:
@@ -97,16 +96,9 @@ class _Table:
         raise UnknownPresetError(f"{arg} {name!r} is not in the catalog; {hint}", arg)
 
     def _suggest(self, name: str) -> list[str]:
-        """Up to three preset ids whose id or alias is close to ``name`` (difflib's ratio of at least 0.6).
-
-        Remembered per name: a sheet that names one unknown model in many cells asks for the same hint each time."""
-        key = _key(name)
-        if key not in self._suggested:
-            if len(self._suggested) >= 4096:
-                self._suggested.clear()
-            matches = difflib.get_close_matches(key, list(self._index), n=6, cutoff=0.6)
-            self._suggested[key] = list(dict.fromkeys(self._index[m] for m in matches))[:3]
-        return list(self._suggested[key])
+        """Up to three preset ids whose id or alias is close to ``name``."""
+        matches = difflib.get_close_matches(_key(name), list(self._index), n=6, cutoff=0.6)
+        return list(dict.fromkeys(self._index[m] for m in matches))[:3]
 
     def field(self, preset: Preset, field: str) -> str:
         key = field.strip().lower()
