@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import importlib.metadata
 import math
+import os
 import re
 import struct
 import subprocess
@@ -478,6 +479,12 @@ print(json.dumps(out))
 """
 
 
+def _own_temp(tmp_path: Path) -> dict[str, str]:
+    """The environment for a run of the bundle, which unpacks itself into the temporary folder: the test's own, so
+    that runs beside it (another worker, another checkout) never write the same files at the same time."""
+    return {**os.environ, "TMPDIR": str(tmp_path)}
+
+
 def test_the_lite_bundle_runs_alone_and_needs_only_its_requirements(tmp_path):
     import json
 
@@ -489,7 +496,7 @@ def test_the_lite_bundle_runs_alone_and_needs_only_its_requirements(tmp_path):
 
     proc = subprocess.run(
         [sys.executable, "-c", _LITE_RUN, str(main_py), json.dumps(EXAMPLES)],
-        capture_output=True, text=True, timeout=120, cwd=tmp_path,
+        capture_output=True, text=True, timeout=120, cwd=tmp_path, env=_own_temp(tmp_path),
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
@@ -576,7 +583,7 @@ def test_the_lite_bundle_imports_and_computes_without_numpy(tmp_path):
     calls = {**{k: list(v) for k, v in _RANGE_CALLS.items()}, **{n: [n, list(a)] for n, a in EXAMPLES.items()}}
     proc = subprocess.run(
         [sys.executable, "-c", _NO_NUMPY_RUN, str(main_py), json.dumps(calls)],
-        capture_output=True, text=True, timeout=120, cwd=tmp_path,
+        capture_output=True, text=True, timeout=120, cwd=tmp_path, env=_own_temp(tmp_path),
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
