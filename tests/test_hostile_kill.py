@@ -28,8 +28,8 @@ pytestmark = [
 
 
 def _book(path: Path) -> Path:
-    # 6,000 rows: its write (about 60 ms) is long enough to be caught in (the watcher looks every 0.5 ms), short
-    # enough for 20 runs
+    # 6,000 rows: its write (about 60 ms) is long enough to be caught in (the watcher looks every 2 ms, some 30
+    # times in it; looking every 0.5 ms spent a quarter of the test's CPU on the four watchers), short enough for 20 runs
     wb = openpyxl.Workbook()
     ws = wb.active
     ws.title = "Data"
@@ -71,7 +71,7 @@ def _kill_in_write(source: Path, folder: Path) -> tuple[bool, bytes, set[str]]:
             os.kill(proc.pid, signal.SIGKILL)
             caught = True
             break
-        time.sleep(0.0005)
+        time.sleep(0.002)
     proc.wait(timeout=60)
     return caught, out.read_bytes(), set(os.listdir(folder))
 
