@@ -58,12 +58,15 @@ def test_ci_requires_libreoffice_and_fails_when_it_cannot_install_it():
 
 
 @pytest.mark.parametrize("option, workers", [([], True), (["-p", "no:xdist"], False), (["-n", "0"], False)])
-def test_the_suite_runs_on_workers_unless_xdist_is_off_or_given_none(option, workers):
+def test_the_suite_runs_on_workers_unless_xdist_is_off_or_given_none(tmp_path, option, workers):
     # pyproject.toml's addopts start pytest-xdist's workers; without the plugin (tests/conftest.py then accepts and
     # ignores its options) or with -n 0, the same command runs the tests in this one process
+    shutil.copy(ROOT / "tests" / "conftest.py", tmp_path / "conftest.py")
+    (tmp_path / "test_one.py").write_text("def test_one():\n    pass\n")
     result = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *option, "tests/test_xlwings_conf.py"],
-        capture_output=True, text=True, cwd=ROOT, timeout=120,
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-c", str(ROOT / "pyproject.toml"),
+         "--rootdir", str(tmp_path), *option, str(tmp_path)],
+        capture_output=True, text=True, cwd=tmp_path, timeout=120,
     )  # fmt: skip
     assert result.returncode == 0, result.stdout + result.stderr
-    assert " passed" in result.stdout and ("bringing up nodes" in result.stdout) == workers, result.stdout
+    assert "1 passed" in result.stdout and ("bringing up nodes" in result.stdout) == workers, result.stdout
