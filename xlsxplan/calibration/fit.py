@@ -16,7 +16,7 @@ if TYPE_CHECKING:  # numpy is only needed to fit, not to look a factor up: `impo
 from ..errors import ArgumentError, CatalogError
 from .groups import CLASSES, FORMAT_GROUPS, KINDS, MEASURED, SEED_FACTORS
 
-__all__ = ["Observation", "TrainFit", "GroupFit", "Factors", "level_counts", "fit", "fit_kind"]
+__all__ = ["Observation", "TrainFit", "GroupFit", "Factors", "level_counts", "fit", "fit_kind", "huber_location"]
 
 _HUBER = 0.2  # log units: errors within about 22% count quadratically, larger ones linearly
 _RIDGE = 0.01  # penalty on log multipliers: settles what the data cannot separate, shrinks a one-row effect by 2%
@@ -216,8 +216,9 @@ def _fit_group(obs: Sequence[Observation], kind: str) -> GroupFit:
     )
 
 
-def _huber_location(z: np.ndarray) -> np.ndarray:
-    """Row-wise Huber location of ``z`` (rows: grid points), started from the median."""
+def huber_location(z: np.ndarray) -> np.ndarray:
+    """Row-wise Huber location of ``z`` (rows: grid points; log units), started from the median: the M-estimate of
+    Huber (1964) with the threshold ``_HUBER``, by iteratively reweighted means."""
     import numpy as np
 
     mu = np.median(z, axis=1)
@@ -242,7 +243,7 @@ def _train_grid(obs: Sequence[Observation], overhead: np.ndarray, routed: np.nda
     slow = 1.0 + overhead[:, None] * x[None, :] + routed[:, None] * r[None, :]
     # the ceiling each row implies at these parameters; a row faster than its all-to-all allows implies the cap
     room = np.maximum(1.0 / e - comm, 1e-6)
-    mu = np.minimum(_huber_location(np.log(slow / room[None, :])), 0.0)  # nothing reaches more than its peak
+    mu = np.minimum(huber_location(np.log(slow / room[None, :])), 0.0)  # nothing reaches more than its peak
     predicted = 1.0 / (slow / np.exp(mu)[:, None] + comm[None, :])
     loss = _huber_loss(np.log(e)[None, :] - np.log(predicted)).sum(axis=1)
     best = int(np.argmin(loss + 1e-9 * (overhead + routed)))  # ties go to the smaller overheads

@@ -901,7 +901,7 @@ def fit_serving(rows: Sequence[Measurement], factors: Factors) -> float:
     the shares fitted on batch-one rows (decode bandwidth from llama.cpp, prefill from batch-one first-token times)."""
     import numpy as np
 
-    from .fit import _huber_location
+    from .fit import huber_location
 
     base = dataclasses.replace(factors, serving=1.0)
     logs = []
@@ -915,7 +915,7 @@ def fit_serving(rows: Sequence[Measurement], factors: Factors) -> float:
         logs.append(math.log(float(m.value) / predicted))  # type: ignore[arg-type]
     if not logs:
         return 1.0
-    return float(math.exp(_huber_location(np.array([logs]))[0]))
+    return float(math.exp(huber_location(np.array([logs]))[0]))
 
 
 @dataclass
