@@ -1,0 +1,571 @@
+"""The portable edition: a built add-in template turned into one that recalculates with no add-in.
+
+:func:`make_portable` is one generic pass over a built :class:`~.book.Book` (the add-in edition, registry functions
+in its cells) and the add-in edition's recalculated values; the serving and training builders know nothing of it.
+It
+
+1. writes the catalog's presets, formats, optimizers, prices and calibrated efficiencies, with their sources, on a
+   **Catalog** sheet (:func:`xlsxplan.native.write_catalog`); the catalog lookups (MODEL_SPEC, GPU_SPEC,
+   BYTES_PER_PARAM, GPU_PRICE, EFFICIENCY, ...) become ``INDEX``/``MATCH`` over those tables, and MODELS()/GPUS() in a
+   dropdown the table's name column;
+2. tokenizes every formula (openpyxl's tokenizer) and replaces each registry call, innermost first, by its native
+   form (:func:`xlsxplan.native.formula`). A function of several steps (SERVE_TOKS, PAGED_BATCH, TAIL_SHARE, ...)
+   becomes visible line items, one step a row, on a **Workings** sheet (labels from
+   :func:`xlsxplan.native.line_items`), and the cell points at its last row; so does an argument too long to repeat
+   inside a native formula. References in what moves to Workings are qualified with the sheet they came from;
+3. guards every call whose arguments the Python function may refuse: a Workings row holds
+   :func:`xlsxplan.native.check` (TRUE when Python accepts them) or, when it does not, the error the add-in gives
+   (``#VALUE!`` when a numeric argument is not a number, ``#NUM!`` otherwise), and the cell reads
+   ``IF(Workings!Bn,<native>)``: a refused input shows an error, never a silently computed number. A Checks row per
+   guarded call, in the words of :func:`xlsxplan.native.check_words`, is 1 when the cell shows an error and its
+   arguments are refused, and feeds the master check;
+4. freezes what only Python computes (a call of a function in :data:`xlsxplan.native.PYTHON_ONLY`: the option search
+   on the Options sheet, and any function still without a native form): the cell holds the add-in edition's
+   recalculated value. Workings lists, for each group of frozen cells, every input their formulas read (a range cell
+   by cell) with its value when computed, its value now, and whether they are equal; a Checks row per group turns
+   the master check to ERROR when an input has changed, telling the user to run ``xlsxplan recalc`` or open the
+   add-in edition. A cell such a cell reads that uses a function newer than Excel 2016 (``_xlfn.``: the option
+   search's TEXTJOIN of prices) is frozen with it, its own inputs taking its place;
+5. drops the xlwings.conf sheet, which only the add-in reads.
+
+Limits: a registry call inside an array formula, or over an array argument that is not a reference, has no line
+items (its Workings rows would read one cell); the templates have none. Dropdowns and conditional formats get the
+one-formula native form, without a guard. The frozen values are as exact as the add-in edition's, and a changed
+input is flagged, not recomputed.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from openpyxl.formula.tokenizer import Token, Tokenizer
+from openpyxl.utils import get_column_letter, range_boundaries
+from openpyxl.worksheet.formula import ArrayFormula
+from openpyxl.worksheet.worksheet import Worksheet
+
+from .. import native, registry
+from ..errors import CellError, WorkbookError
+from .book import Book, check_format, put_text, quote_sheetname
+from .styles import FMT, TEMPLATE_DATE
+
+__all__ = ["CATALOG", "WORKINGS", "make_portable", "registry_calls", "Portable"]
+
+CATALOG = "Catalog"
+WORKINGS = "Workings"
+_ADDIN_ONLY_SHEETS = ("xlwings.conf",)
+_A1 = re.compile(r"^\$?[A-Za-z]{1,3}\$?\d+(?::\$?[A-Za-z]{1,3}\$?\d+)?$|^\$?[A-Za-z]{1,3}:\$?[A-Za-z]{1,3}$|^\$?\d+:\$?\d+$")
+_LONG_ARGUMENT = 60
+"""An argument longer than this (and not a plain reference) moves to a Workings row of its own."""
+_ERROR_FORMULAS = {"#N/A": "NA()", "#NUM!": "SQRT(-1)", "#DIV/0!": "1/0", "#VALUE!": 'VALUE("x")'}
+"""A formula for each error value a frozen cell may hold: Excel 2016 has no error literal every program reads."""
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Formulas as trees of calls
+
+
+@dataclass
+class Call:
+    """One function call of a formula: its name as written and each argument as a list of parts."""
+
+    name: str
+    args: list[list[Any]]
+
+
+@dataclass
+class _Frame:
+    kind: str  # "top", "func", "paren", "array"
+    name: str = ""
+    args: list[list[Any]] = field(default_factory=lambda: [[]])
+
+
+def parse(formula: str) -> list[Any]:
+    """``formula`` (with its ``=``) as a list of texts and :class:`Call`s; WorkbookError when it does not tokenize."""
+    try:
+        items = Tokenizer(formula).items
+    except Exception as err:  # openpyxl raises a bare TokenizerError
+        raise WorkbookError(f"cannot tokenize the formula {formula[:80]!r}: {err}") from None
+    stack = [_Frame("top")]
+    for tok in items:
+        top = stack[-1]
+        if tok.type == Token.FUNC and tok.subtype == Token.OPEN:
+            stack.append(_Frame("func", tok.value[:-1]))
+        elif tok.type == Token.PAREN and tok.subtype == Token.OPEN:
+            stack.append(_Frame("paren"))
+        elif tok.type == Token.ARRAY and tok.subtype == Token.OPEN:
+            stack.append(_Frame("array"))
+        elif tok.type == Token.SEP and tok.subtype == Token.ARG and top.kind == "func":
+            top.args.append([])
+        elif tok.type == Token.SEP:
+            top.args[-1].append(tok.value)
+        elif tok.subtype == Token.CLOSE and tok.type in (Token.FUNC, Token.PAREN, Token.ARRAY):
+            done = stack.pop()
+            parent = stack[-1].args[-1]
+            if done.kind == "func":
+                parent.append(Call(done.name, done.args))
+            else:
+                parent += ["(" if done.kind == "paren" else "{", *done.args[0], ")" if done.kind == "paren" else "}"]
+        elif tok.type == Token.WSPACE:
+            top.args[-1].append(" ")
+        else:
+            top.args[-1].append(tok.value)
+    if len(stack) != 1:
+        raise WorkbookError(f"unbalanced formula {formula[:80]!r}")
+    return stack[0].args[0]
+
+
+def render(parts: list[Any], call: Callable[[Call, list[str]], str] | None = None) -> str:
+    """The formula text of ``parts`` (no ``=``); ``call(node, args)`` gives each call's text from its rendered
+    arguments, innermost first (by default the call as written)."""
+    out = []
+    for p in parts:
+        if isinstance(p, Call):
+            args = [render(a, call) for a in p.args]
+            out.append(call(p, args) if call else f"{p.name}({','.join(args)})")
+        else:
+            out.append(p)
+    return "".join(out)
+
+
+def _calls(parts: list[Any]) -> list[str]:
+    found = []
+    for p in parts:
+        if isinstance(p, Call):
+            found.append(p.name.upper())
+            for a in p.args:
+                found += _calls(a)
+    return found
+
+
+def registry_calls(formula: str) -> list[str]:
+    """The registry functions ``formula`` calls, by name, innermost last (a test scans the portable edition)."""
+    return [n for n in _calls(parse(formula)) if n in registry.FUNCTIONS]
+
+
+def _references(parts: list[Any]) -> list[str]:
+    """The reference operands (cells, ranges, defined names) of ``parts``, as written."""
+    refs = []
+    for p in parts:
+        if isinstance(p, Call):
+            for a in p.args:
+                refs += _references(a)
+    text = "=" + render(parts)
+    for tok in Tokenizer(text).items:
+        if tok.type == Token.OPERAND and tok.subtype == Token.RANGE and tok.value not in refs:
+            refs.append(tok.value)
+    return refs
+
+
+def qualify(expr: str, sheet: str) -> str:
+    """``expr`` (no ``=``) with each unqualified cell or range reference qualified with ``sheet``: it may then be
+    written on another sheet."""
+    out = []
+    for tok in Tokenizer("=" + expr).items:
+        v = tok.value
+        if tok.type == Token.OPERAND and tok.subtype == Token.RANGE and "!" not in v and _A1.match(v):
+            v = f"{quote_sheetname(sheet)}!{v}"
+        elif tok.type == Token.WSPACE:
+            v = " "
+        out.append(v)
+    return "".join(out)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The pass
+
+
+@dataclass
+class Portable:
+    """What :func:`make_portable` did: the frozen cells (``Sheet!A1`` -> value), the guarded calls, the registry
+    calls replaced, the Workings rows written and the longest formula (Excel takes 8,192 characters)."""
+
+    frozen: dict[str, Any] = field(default_factory=dict)
+    inputs: dict[str, list[str]] = field(default_factory=dict)  # sheet of frozen cells -> the inputs they read
+    guarded: int = 0
+    replaced: int = 0
+    longest: int = 0
+    workings_rows: int = 0
+
+
+class _Frozen(Exception):
+    """A registry call that only Python computes: its cell is frozen."""
+
+
+def _cell_ref(sheet: str, coord: str) -> str:
+    col, row = re.match(r"([A-Z]+)(\d+)", coord).groups()  # type: ignore[union-attr]
+    return f"{quote_sheetname(sheet)}!${col}${row}"
+
+
+def _split(ref: str, default_sheet: str) -> tuple[str, str]:
+    """``'Sheet'!$A$1:$B$2`` -> (sheet, ``A1:B2``)."""
+    if "!" in ref:
+        sheet, rng = ref.rsplit("!", 1)
+        if sheet.startswith("'"):
+            sheet = sheet[1:-1].replace("''", "'")
+    else:
+        sheet, rng = default_sheet, ref
+    return sheet, rng.replace("$", "")
+
+
+class _Pass:
+    def __init__(self, book: Book, computed: Callable[[str], Any]) -> None:
+        self.book, self.computed = book, computed
+        wb = book.wb
+        for name in _ADDIN_ONLY_SHEETS:
+            if name in wb.sheetnames:
+                wb.remove(wb[name])
+        self.catalog_ws = wb.create_sheet(CATALOG)
+        self.workings = wb.create_sheet(WORKINGS)
+        self.tables = native.write_catalog(self.catalog_ws, top=6)
+        self.row = 6
+        self.out = Portable()
+        self.checks: list[tuple[str, str]] = []  # (label, formula) for the Checks sheet
+        self.sheet = ""
+        self.cell = ""
+        self._places: dict[str, int] = {}
+
+    # -- Workings rows --------------------------------------------------------------------------------------------
+    def put(self, label: str, formula: str, where: str = "") -> str:
+        """A Workings row: label, formula (no ``=``) and the cell it serves; returns its reference."""
+        r = self.row
+        ws = self.workings
+        put_text(ws[f"A{r}"], label[:250], "Label")
+        self.write(ws, f"B{r}", formula)
+        if where:
+            put_text(ws[f"C{r}"], where, "Unit")
+        self.row += 1
+        self.out.workings_rows += 1
+        return f"{WORKINGS}!$B${r}"
+
+    def write(self, ws: Worksheet, coord: str, formula: str) -> None:
+        text = "=" + formula
+        if len(text) > native.LONGEST_FORMULA:
+            raise WorkbookError(f"{ws.title}!{coord}: the portable formula has {len(text):,} characters, over "
+                                f"Excel's {native.LONGEST_FORMULA:,}")  # fmt: skip
+        self.out.longest = max(self.out.longest, len(text))
+        ws[coord] = text
+
+    def where(self) -> str:
+        return f"{self.sheet} {self.cell}" if self.sheet else ""
+
+    # -- one call -------------------------------------------------------------------------------------------------
+    def hoisted(self, name: str, args: list[str]) -> list[str]:
+        """Arguments too long to repeat inside a native formula, each moved to a Workings row (not in a validation
+        or a format, which have no Workings)."""
+        if not self.sheet:
+            return args
+        fn = registry.get(name)
+        out = []
+        for i, a in enumerate(args):
+            if len(a) > _LONG_ARGUMENT and not native._SIMPLE.match(a):
+                what = fn.args[i].name if i < len(fn.args) else f"argument {i + 1}"
+                a = self.put(f"{name}: {what}", qualify(a, self.sheet), self.where())
+            out.append(a)
+        return out
+
+    def guard(self, name: str, args: list[str | None], body: str, result: str | None = None) -> str:
+        """``body`` guarded by the check of ``name`` over ``args`` (as seen from Workings)."""
+        ok = native.check(name, *args, result=result)
+        if ok == "TRUE":
+            return body
+        fn = registry.get(name)
+        numeric = [a for a, spec in zip(args, fn.args)
+                   if a and spec.domain is not None and spec.domain.kind in ("number", "whole")]  # fmt: skip
+        is_num = ("AND(" + ",".join(f"ISNUMBER({native._operand(a)})" for a in numeric) + ")") if numeric else "TRUE"
+        flag = self.put(f"{name}: the arguments are accepted (else the add-in's error)",
+                        f'IF({ok},TRUE,IF({is_num},SQRT(-1),VALUE("x")))', self.where())  # fmt: skip
+        origin = _cell_ref(self.sheet, self.cell)
+        self.checks.append((f"{self.where()}: {native.check_words(name)}",
+                            f"IF(ISERROR({origin}),IF(ISERROR({flag}),1,0),0)"))  # fmt: skip
+        self.out.guarded += 1
+        return f"IF({flag},{body})"
+
+    def _place(self, key: str) -> str:
+        return f"{WORKINGS}!$B${self._places[key]}"
+
+    def line_items(self, name: str, keys: list[str], make: Callable[[Callable[[str], str]], Any],
+                   args: list[str | None]) -> str:  # fmt: skip
+        """Write ``make(place)``'s line items, one a Workings row, and guard the last; returns its reference."""
+        self._places = {k: self.row + i for i, k in enumerate(keys)}
+        items = make(self._place)
+        for i, (key, label, formula) in enumerate(items):
+            assert self._places[key] == self.row  # noqa: S101 - line items come in their steps' order
+            last = i == len(items) - 1
+            result = self._place(key)
+            if last:
+                formula_ = formula
+                self.put(f"{name}: {label}", formula_, self.where())
+            else:
+                self.put(f"{name}: {label}", formula, self.where())
+        return self.guard(name, args, result, result=result) if name in native.NATIVE else result
+
+    def call(self, node: Call, args: list[str]) -> str:
+        name = node.name.upper()
+        if name not in registry.FUNCTIONS:
+            return f"{node.name}({','.join(args)})"
+        if name in native.PYTHON_ONLY:
+            raise _Frozen(name)
+        self.out.replaced += 1
+        args = [a.strip() for a in args]
+        while args and not args[-1]:
+            args.pop()
+        args = self.hoisted(name, args)
+        given: list[str | None] = [a or None for a in args]
+        if name in native.LOOKUPS:
+            if name in ("MODELS", "GPUS"):
+                return self.tables.lookup(name)
+            if name == "MODEL_KV_BYTES_PER_TOKEN" and self.sheet:
+                q = [qualify(a, self.sheet) if a else "" for a in args]
+                steps = self.tables.model_kv_steps(*q)
+                return self.line_items(name, [k for k, _, _ in steps],
+                                       lambda place: native.catalog_line_items(self.tables, name, place, *q), [])
+            return "(" + self.tables.lookup(name, *args) + ")"
+        form = native.NATIVE[name]
+        if form.steps and self.sheet:
+            q = [qualify(a, self.sheet) if a else None for a in args]
+            return self.line_items(name, [k for k, _, _ in form.steps],
+                                   lambda place: native.line_items(name, place, *q), q)  # fmt: skip
+        body = "(" + native.formula(name, *given) + ")"
+        if not self.sheet:  # a validation or a format: no guard
+            return body
+        q = [qualify(a, self.sheet) if a else None for a in args]
+        return self.guard(name, q, body)
+
+    # -- cells ----------------------------------------------------------------------------------------------------
+    def rewrite(self, formula: str, sheet: str, cell: str) -> str:
+        """``formula`` (with ``=``) in native form (no ``=``); _Frozen if it calls a Python-only function."""
+        self.sheet, self.cell = sheet, cell
+        return render(parse(formula), self.call)
+
+
+def _text(value: Any) -> str | None:
+    if isinstance(value, ArrayFormula):
+        return value.text
+    return value if isinstance(value, str) and value.startswith("=") else None
+
+
+def _error_code(value: Any) -> str | None:
+    if isinstance(value, CellError):
+        return str(getattr(value, "code", None) or value)
+    if isinstance(value, str) and value in _ERROR_FORMULAS:
+        return value
+    return None
+
+
+_ERROR_TYPE = {"#NULL!": 1, "#DIV/0!": 2, "#VALUE!": 3, "#REF!": 4, "#NAME?": 5, "#NUM!": 6, "#N/A": 7}
+
+
+def make_portable(book: Book, computed: Callable[[str], Any]) -> Portable:
+    """Turn the built add-in edition ``book`` into the portable edition, in place (module docstring).
+
+    ``computed(ref)`` gives the add-in edition's recalculated value of ``'Sheet'!$A$1`` (its cells and its frozen
+    values' inputs). Returns what was done; WorkbookError if a formula would pass Excel's 8,192 characters."""
+    p = _Pass(book, computed)
+    wb = book.wb
+    sheets = [ws for ws in wb.worksheets if ws.title not in (CATALOG, WORKINGS)]
+    formulas = {(ws.title, c.coordinate): t for ws in sheets for row in ws.iter_rows() for c in row
+                if (t := _text(c.value)) is not None}  # fmt: skip
+    # which cells only Python computes, and the cells newer than Excel 2016 that they read
+    frozen: dict[tuple[str, str], list[str]] = {}
+    todo = [k for k, t in formulas.items() if set(registry_calls(t)) & set(native.PYTHON_ONLY)]
+    while todo:
+        key = todo.pop()
+        if key in frozen:
+            continue
+        refs = _references(parse(formulas[key]))
+        frozen[key] = refs
+        for ref in refs:
+            target = _resolve(book, ref, key[0])
+            if target is None:
+                continue
+            sheet, rng = target
+            if ":" not in rng and "_xlfn." in formulas.get((sheet, rng), ""):
+                todo.append((sheet, rng))
+    # every other formula in native form
+    for (sheet, coord), text in formulas.items():
+        if (sheet, coord) in frozen:
+            continue
+        ws = wb[sheet]
+        array = isinstance(ws[coord].value, ArrayFormula)
+        try:
+            new = p.rewrite(text, "" if array else sheet, coord)
+        except _Frozen:  # a Python-only call reached through a name or a validation: never in these templates
+            raise WorkbookError(f"{sheet}!{coord} calls a Python-only function the pass did not freeze") from None
+        if new == text[1:]:
+            continue
+        if array:
+            ws[coord] = ArrayFormula(ws[coord].value.ref, "=" + new)
+        else:
+            p.write(ws, coord, new)
+    _freeze(p, frozen)
+    _names_and_rules(p)
+    _checks(p)
+    _dress(p)
+    return p.out
+
+
+def _resolve(book: Book, ref: str, sheet: str) -> tuple[str, str] | None:
+    """A reference (or a defined name) as ``(sheet, "A1")`` or ``(sheet, "A1:B2")``; None for something else."""
+    name = ref.split("!")[-1] if "!" not in ref else None
+    if name is not None and not _A1.match(name):
+        dn = book.wb.defined_names.get(name)
+        if dn is None:
+            return None
+        ref = dn.attr_text
+    s, rng = _split(ref, sheet)
+    if s not in book.wb.sheetnames:
+        return None
+    return s, rng
+
+
+def _cells(rng: str) -> list[str]:
+    if ":" not in rng:
+        return [rng]
+    c0, r0, c1, r1 = range_boundaries(rng)
+    return [f"{get_column_letter(c)}{r}" for r in range(r0, r1 + 1) for c in range(c0, c1 + 1)]  # type: ignore[arg-type]
+
+
+def _literal_or_error(value: Any) -> str:
+    code = _error_code(value)
+    if code is not None:
+        return _ERROR_FORMULAS.get(code, "NA()")
+    if value is None:
+        return '""'
+    return native.literal(value)
+
+
+def _freeze(p: _Pass, frozen: dict[tuple[str, str], list[str]]) -> None:
+    """Write the frozen values, and per sheet of frozen cells the inputs they were computed for, with a check."""
+    wb, book = p.book.wb, p.book
+    by_sheet: dict[str, list[tuple[str, str]]] = {}
+    for key in frozen:
+        by_sheet.setdefault(key[0], []).append(key)
+    stamp = TEMPLATE_DATE.strftime("%Y-%m-%d")
+    for sheet, keys in by_sheet.items():
+        inputs: list[tuple[str, str]] = []
+        for key in keys:
+            for ref in frozen[key]:
+                target = _resolve(book, ref, key[0])
+                if target is None:
+                    continue
+                for c in _cells(target[1]):
+                    k = (target[0], c)
+                    if k not in frozen and k not in inputs:
+                        inputs.append(k)
+        for s, coord in keys:
+            value = p.computed(_cell_ref(s, coord))
+            p.out.frozen[f"{s}!{coord}"] = value
+            ws = wb[s]
+            code = _error_code(value)
+            if isinstance(ws[coord].value, ArrayFormula):
+                ws[coord] = None
+            if code is not None:
+                ws[coord] = "=" + _ERROR_FORMULAS.get(code, "NA()")
+            else:
+                ws[coord] = value
+        ws = p.workings
+        p.row += 1
+        put_text(ws[f"A{p.row}"], f"Computed by Python for {sheet}: {len(keys)} cells hold the add-in edition's "
+                 f"values of {stamp}, for these inputs", "Label")  # fmt: skip
+        p.row += 1
+        for h, col in (("Input", "A"), ("Now", "B"), ("Sheet", "C"), ("When computed", "D"), ("Unchanged", "E")):
+            put_text(ws[f"{col}{p.row}"], h, "Label")
+        p.row += 1
+        first = p.row
+        for s, coord in inputs:
+            ref = _cell_ref(s, coord)
+            put_text(ws[f"A{p.row}"], f"{s} {coord}", "Label")
+            p.write(ws, f"B{p.row}", f'IF(ISERROR({ref}),"error "&ERROR.TYPE({ref}),IF(ISBLANK({ref}),"(empty)",{ref}))')
+            put_text(ws[f"C{p.row}"], sheet, "Unit")
+            was = p.computed(ref)
+            code = _error_code(was)
+            if code is not None:
+                ws[f"D{p.row}"] = f"error {_ERROR_TYPE.get(code, 7)}"
+            elif was is None:
+                ws[f"D{p.row}"] = "(empty)"
+            else:
+                ws[f"D{p.row}"] = was
+            b, d = f"B{p.row}", f"D{p.row}"
+            p.write(ws, f"E{p.row}", f"IF(ISNUMBER({d}),IF(ISNUMBER({b}),ABS({b}-{d})<=1E-12*ABS({d}),FALSE),"
+                                     f"IF(ISNUMBER({b}),FALSE,EXACT({b},{d})))")  # fmt: skip
+            p.row += 1
+        p.out.inputs[sheet] = [f"{s}!{c}" for s, c in inputs]
+        if inputs:
+            p.checks.append((f"{sheet}: values computed by Python on {stamp} for other inputs (Workings): run "
+                             "xlsxplan recalc, or open the add-in edition",
+                             f"IF(COUNTIF({WORKINGS}!$E${first}:$E${p.row - 1},FALSE)>0,1,0)"))  # fmt: skip
+
+
+def _names_and_rules(p: _Pass) -> None:
+    """Defined names, data validations and conditional formats in one-formula native form."""
+    wb = p.book.wb
+
+    def native_text(text: str) -> str:
+        if not any(f in text.upper() for f in registry.FUNCTIONS):
+            return text
+        return render(parse("=" + text), p.call) if registry_calls("=" + text) else text
+
+    p.sheet = p.cell = ""
+    for dn in wb.defined_names.values():
+        dn.attr_text = native_text(dn.attr_text)
+    for ws in wb.worksheets:
+        for dv in ws.data_validations.dataValidation:
+            for attr in ("formula1", "formula2"):
+                text = getattr(dv, attr)
+                if text:
+                    setattr(dv, attr, native_text(text))
+        for rng in ws.conditional_formatting:
+            for rule in rng.rules:
+                rule.formula = [native_text(f) for f in (rule.formula or [])]
+
+
+def _checks(p: _Pass) -> None:
+    """The guards' and the frozen values' rows on the Checks sheet, below the master check, which counts them."""
+    master = p.book.master_check
+    if master is None or not p.checks:
+        return
+    ws = p.book.wb[master.sheet]
+    cell = ws[f"{master.col}{master.row}"]
+    r = master.row + 2
+    put_text(ws[f"A{r}"], "Portable edition: refused inputs and values computed by Python", "Heading 2")
+    r += 1
+    first = r
+    for label, formula in p.checks:
+        put_text(ws[f"A{r}"], label.replace("#", "number"), "Label")
+        p.write(ws, f"B{r}", f"IFERROR({formula},1)")
+        ws[f"B{r}"].style = "Check Cell"
+        ws[f"B{r}"].number_format = FMT["check"]
+        check_format(ws, f"B{r}")
+        r += 1
+    old = str(cell.value)
+    m = re.fullmatch(r"=MIN\(1,(.*)\)", old)
+    inner = m.group(1) if m else f"({old[1:]})"
+    cell.value = f"=MIN(1,{inner}+SUM({master.col}{first}:{master.col}{r - 1}))"
+
+
+def _dress(p: _Pass) -> None:
+    """Titles, the master check on row 2, and protection, as the other sheets have."""
+    title = p.book.title
+    master = p.book.master_check
+    for ws, purpose in (
+        (p.workings, "Line items of the functions of several steps, one step a row (FAST), the checks of each "
+         "function's arguments, and the inputs of the values only Python computes."),
+        (p.catalog_ws, "The catalog the plan reads: model and accelerator presets, numeric formats, optimizers, "
+         "prices and calibrated efficiencies, each row with its source."),
+    ):
+        put_text(ws["A1"], f"{title}: {ws.title}", "Title")
+        if master is not None:
+            put_text(ws["A2"], "Master check (0 problems = OK; see Checks)", "Label")
+            ws["B2"] = "=" + master.text(ws.title)
+            ws["B2"].style = "Check Cell"
+            ws["B2"].number_format = FMT["check"]
+            check_format(ws, "B2")
+        put_text(ws["A3"], purpose, "Explanatory Text")
+        ws.column_dimensions["A"].width = 60
+        ws.column_dimensions["B"].width = 18
+        ws.protection.sheet = True
+        ws.protection.formatColumns = False
+        ws.protection.formatRows = False
