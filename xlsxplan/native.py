@@ -94,7 +94,10 @@ class Native:
     ``template`` is the formula (no ``=``) with ``{argument}`` for each argument; ``rules`` are conditions, in the
     same form, that the Python function requires beyond its arguments' domains (``{result}`` is the function's
     value), each with the requirement in words (:func:`check_words`); ``note`` says where the native form departs
-    from the Python one.
+    from the Python one. ``limits`` are conditions of the same form that the Python function does not have but the
+    native form needs to equal it (TTFT_AT_LOAD_S's servers within the range the spreadsheets' POISSON.DIST is exact
+    in, REPLICAS_FOR_TTFT's search within its bound): :func:`check` includes them, so an input beyond them is
+    flagged in words rather than computed wrongly.
 
     A function too long for one readable formula is a list of ``steps``, line items ``(key, label, template)`` whose
     templates refer to the arguments and to earlier steps by their key; the last step is the result.
@@ -106,6 +109,7 @@ class Native:
     rules: tuple[tuple[str, str], ...] = ()
     note: str = ""
     steps: tuple[tuple[str, str, str], ...] = ()
+    limits: tuple[tuple[str, str], ...] = ()
 
 
 def _n(name: str, template: str, *rules: tuple[str, str], note: str = "") -> Native:
@@ -301,8 +305,9 @@ def _fill(template: str, **values: str) -> str:
     return re.sub(r"\{(\w+)\}", lambda m: values.get(m.group(1), m.group(0)), template)
 
 
-def _stepped(name: str, steps: list[tuple[str, str, str]], *rules: tuple[str, str], note: str = "") -> Native:
-    return Native(name, "", tuple(rules), note, tuple(steps))
+def _stepped(name: str, steps: list[tuple[str, str, str]], *rules: tuple[str, str], note: str = "",
+             limits: tuple[tuple[str, str], ...] = ()) -> Native:  # fmt: skip
+    return Native(name, "", tuple(rules), note, tuple(steps), tuple(limits))
 
 
 _MOE_DENSE = "OR({active_params_b}=0,{active_params_b}={params_b})"
@@ -597,23 +602,169 @@ _FORMS += [
 ]
 
 
+# Engines' memory, batch slots and speculative decoding
+_FORMS += [
+    _n("ENGINE_KV_GB", "{memory_gb}*{memory_fraction}-{weights_gb}-{reserve_gb}"),
+    _n(
+        "ENGINE_KV_TOKENS",
+        "IF({kv_gb}*1E9<=0,0," + _floor("{kv_gb}*1E9/({kv_bytes_per_token}*{block_size})") + "*{block_size})",
+    ),
+    _n(
+        "ENGINE_MAX_CONCURRENCY",
+        "IF({kv_gb}*1E9<=0,0,{kv_gb}*1E9/({kv_bytes_per_token}*"
+        + _ceil("{max_model_len}/{block_size}")
+        + "*{block_size}+{state_bytes_per_sequence}))",
+    ),
+    _n("SLOT_S", "MAX({prefill_s}+{decode_s},{batch}/{requests_per_s_per_replica})"),
+    _n(
+        "SPEC_TOKENS_PER_STEP",
+        "IF({acceptance}>=1,{draft_tokens}+1,(1-{acceptance}^({draft_tokens}+1))/(1-{acceptance}))",
+    ),
+    _n("SPEC_TOKS", "{batch}*{tokens_per_step}/{step_seconds}"),
+]
+_SPEC_COMPUTED = "IF({active_params_b}=0,{params_b},{active_params_b})"
+_FORMS += [
+    _stepped(
+        "SPEC_STEP_S",
+        [
+            (
+                "draft",
+                "one draft step, the slower of memory and compute [s]",
+                "MAX({draft_params_b}*1E9*{draft_bytes_per_param}/({n_gpus}*{bandwidth_tb_s}*1E12*{bandwidth_eff}),"
+                "2*{draft_params_b}*1E9*{batch}/({n_gpus}*{tflops}*1E12*{compute_eff}))",
+            ),
+            ("computed", "target parameters each token computes [B]", _SPEC_COMPUTED),
+            (
+                "verify",
+                "the target's verify pass over draft_tokens + 1 tokens a sequence [s]",
+                "MAX(({params_b}*1E9*{bytes_per_param}+{batch}*{kv_bytes_per_token}*{context_tokens})"
+                "/({n_gpus}*{bandwidth_tb_s}*1E12*{bandwidth_eff}),"
+                "2*{computed}*1E9*{batch}*({draft_tokens}+1)/({n_gpus}*{tflops}*1E12*{compute_eff}))",
+            ),
+            ("result", "one speculative step: the draft's steps and the verify pass [s]",
+             "{draft_tokens}*{draft}+{verify}"),  # fmt: skip
+        ],
+        ("{active_params_b}<={params_b}", "active_params_b at most params_b"),
+    ),
+]
+
+
+ERLANG_SERVERS = 1000
+"""The most servers (a replica's batch slots) the native Erlang B is tested to 1e-9 relative in both engines.
+
+Erlang B is ``POISSON.DIST(c, a, FALSE) / POISSON.DIST(c, a, TRUE)``, the Poisson probability of ``c`` over that of
+at most ``c`` (Excel 2010 and later, LibreOffice, Google Sheets): no recursion, so any ``c`` is one formula. Against
+the Python recursion, with loads from far below to just below the servers, LibreOffice 7's POISSON is within 1e-12
+relative to 3,000 servers, 3e-11 to 1e4, 2e-10 to 1e5 and 1e-9 to 1e6; the headless engine (formualizer) is within
+1e-10 to 1,000 servers and then loses digits (2e-9 at 1,200, 2e-6 at 2,000: its incomplete gamma function), so the
+native form's check flags a batch above 1,000 (a limit, :attr:`Native.limits`), which the add-in edition computes."""
+
+_ERLANG_LIMIT = (f"{{batch}}<={ERLANG_SERVERS}",
+                 f"batch at most {ERLANG_SERVERS:,} slots (beyond, the native Erlang C loses digits: use the add-in)")  # fmt: skip
+
+
+def _erlang_b(servers: str, load: str) -> str:
+    """Erlang B through the Poisson distribution: ``P(N = c) / P(N <= c)`` for ``N`` Poisson of mean ``a``."""
+    return f"IF({load}<=0,0,POISSON.DIST({servers},{load},FALSE)/POISSON.DIST({servers},{load},TRUE))"
+
+
+def _erlang_c(b: str, servers: str, load: str) -> str:
+    """Erlang C from Erlang B, ``B / (1 - rho + rho B)`` with ``rho = a / c``, as the Python core has it."""
+    return f"{b}/(1-{load}/{servers}+{load}/{servers}*{b})"
+
+
+_SLOT = "MAX({prefill_s}+{decode_s},{batch}/{requests_per_s_per_replica})"
+_FORMS += [
+    _stepped(
+        "TTFT_AT_LOAD_S",
+        [
+            ("per", "requests per second each replica takes", "{requests_per_s}/{replicas}"),
+            ("slot", "time a request holds a batch slot (SLOT_S) [s]", _SLOT),
+            ("load", "load offered to one replica's slots [Erlangs]", "{per}*{slot}"),
+            ("erlang_b", "Erlang B: the Poisson probability of batch over that of at most batch",
+             _erlang_b("{batch}", "{load}")),  # fmt: skip
+            ("erlang_c", "Erlang C: the probability that a request waits", _erlang_c("{erlang_b}", "{batch}", "{load}")),
+            (
+                "wait",
+                "the wait at the percentile, Allen-Cunneen's factor for service_cv [s]",
+                "IF({erlang_c}<=1-{percentile},0,(1+{service_cv}*{service_cv})/2*{slot}/({batch}-{load})"
+                "*LN({erlang_c}/(1-{percentile})))",
+            ),
+            ("result", "time to first token at the percentile [s]", "{prefill_s}+{wait}"),
+        ],
+        (
+            f"{{requests_per_s}}/{{replicas}}*{_SLOT}<{{batch}}",
+            "requests_per_s / replicas below what a replica serves (batch / SLOT_S): else the queue grows",
+        ),
+        limits=(_ERLANG_LIMIT,),
+    ),
+]
+
+REPLICA_SEARCH_STEPS = 20
+"""Bisection steps REPLICAS_FOR_TTFT's native form takes: it finds the fewest replicas within ``2**20`` (1,048,576)
+above ``floor(requests_per_s * SLOT_S / batch) - 1``, the most that are surely overloaded; its check turns FALSE
+when the count found does not meet the target (the answer lies beyond that bound)."""
+
+
+def _meets(replicas: str, slot: str, scale: str, miss: str, load: str) -> str:
+    """TRUE when the percentile's time to first token at ``replicas`` is within the target: ``load`` is the load
+    offered to each (``requests_per_s / replicas * slot``), given as an expression of its own."""
+    b = _erlang_b("{batch}", load)
+    c = _erlang_c(f"({b})", "{batch}", load)
+    return (f"IF({load}>={{batch}},FALSE,{{prefill_s}}+{scale}/({{batch}}-{load})*LN(MAX({c},{miss})/{miss})"
+            "<={ttft_target_s})")  # fmt: skip
+
+
+def _replica_steps() -> list[tuple[str, str, str]]:
+    steps = [
+        ("slot", "time a request holds a batch slot (SLOT_S) [s]", _SLOT),
+        ("scale", "the wait's scale, (1 + service_cv^2) / 2 x the slot [s]", "(1+{service_cv}*{service_cv})/2*{slot}"),
+        ("miss", "share of requests allowed past the target", "1-{percentile}"),
+        ("lo0", "replicas surely overloaded: the search starts above",
+         "MAX(INT({requests_per_s}*{slot}/{batch})-1,0)"),  # fmt: skip
+    ]
+    for k in range(1, REPLICA_SEARCH_STEPS + 1):
+        width = str(2 ** (REPLICA_SEARCH_STEPS - k))
+        lo = f"{{lo{k - 1}}}"
+        steps.append((f"load{k}", f"step {k}: load on each of {lo[1:-1]} + {width} replicas [Erlangs]",
+                      f"{{requests_per_s}}/({lo}+{width})*{{slot}}"))  # fmt: skip
+        b = _erlang_b("{batch}", f"{{load{k}}}")
+        c = _erlang_c(f"({b})", "{batch}", f"{{load{k}}}")
+        meets = f"{{prefill_s}}+{{scale}}/({{batch}}-{{load{k}}})*LN(MAX({c},{{miss}})/{{miss}})<={{ttft_target_s}}"
+        steps.append((f"lo{k}", f"step {k}: the most replicas known to miss the target",
+                      f"{lo}+IF({{load{k}}}>={{batch}},{width},IF({meets},0,{width}))"))  # fmt: skip
+    steps.append(("result", "fewest replicas meeting the target", f"{{lo{REPLICA_SEARCH_STEPS}}}+1"))
+    return steps
+
+
+_FORMS += [
+    _stepped(
+        "REPLICAS_FOR_TTFT",
+        _replica_steps(),
+        ("{ttft_target_s}>={prefill_s}", "ttft_target_s at least prefill_s (the time to first token with no wait)"),
+        limits=(
+            _ERLANG_LIMIT,
+            (
+                _meets("{result}", _SLOT, f"(1+{{service_cv}}*{{service_cv}})/2*{_SLOT}", "(1-{percentile})",
+                       f"({{requests_per_s}}/{{result}}*{_SLOT})"),  # fmt: skip
+                f"the fewest replicas within {2**REPLICA_SEARCH_STEPS:,} of the overloaded count (the native "
+                "search's bound: beyond, use the add-in)",
+            ),
+        ),
+        note="Python brackets and bisects around ceil(requests_per_s / r), r the most one replica takes; the native "
+        f"form bisects {REPLICA_SEARCH_STEPS} times over the counts above the overloaded ones, checking each "
+        "candidate's time to first token as Python does",
+    ),
+]
+
+
 NATIVE: dict[str, Native] = {n.name: n for n in _FORMS}
 """Each registry function that has a native formula, by name."""
 
-_NOT_YET = "no native form yet: the template line came after the native forms were written"
 PYTHON_ONLY: dict[str, str] = {
     "PLAN_OPTIONS": "a search over models, accelerators, precisions and parallelism that spills a table: the "
     "portable template keeps its result as values with the inputs and date it was computed for",
     "PLAN_OPTIONS_AT": "one cell of PLAN_OPTIONS's table: the same search",
-    "TTFT_AT_LOAD_S": "an Erlang B recursion whose length depends on the servers: " + _NOT_YET,
-    "REPLICAS_FOR_TTFT": "a search for the fewest replicas: " + _NOT_YET,
-    "ENGINE_KV_GB": _NOT_YET,
-    "ENGINE_KV_TOKENS": _NOT_YET,
-    "ENGINE_MAX_CONCURRENCY": _NOT_YET,
-    "SLOT_S": _NOT_YET,
-    "SPEC_STEP_S": _NOT_YET,
-    "SPEC_TOKENS_PER_STEP": _NOT_YET,
-    "SPEC_TOKS": _NOT_YET,
 }
 """Registry functions the templates use that have no native formula, with the reason."""
 
@@ -770,13 +921,15 @@ def check_words(name: str) -> str:
     parts = [f"{a.name} {a.domain.describe()}" for a in fn.args
              if a.domain is not None and a.domain.kind != "text"]  # fmt: skip
     native = NATIVE.get(key)
-    rules = [reason for _, reason in native.rules] if native is not None else []
+    rules = [reason for _, reason in native.rules + native.limits] if native is not None else []
     return f"{key}: " + "; ".join(parts + rules)
 
 
-def check(name: str, *args: Any, result: str | None = None, **kwargs: Any) -> str:
+def check(name: str, *args: Any, result: str | None = None, limits: bool = True, **kwargs: Any) -> str:
     """A formula, without the ``=``, that is TRUE when the Python function accepts these arguments and FALSE when it
-    would refuse them: every argument in its domain and the function's own rules (``Native.rules``).
+    would refuse them: every argument in its domain and the function's own rules (``Native.rules``); with
+    ``limits`` (the default) also FALSE beyond the native form's own limits (``Native.limits``: TTFT_AT_LOAD_S's
+    batch within :data:`ERLANG_SERVERS`), where Python computes but the native form would not equal it.
 
     ``result`` is the cell holding the native value, for a rule about it (MFU at most 1); without it the rule
     repeats the formula. An argument that is an error value makes the check FALSE.
@@ -785,12 +938,13 @@ def check(name: str, *args: Any, result: str | None = None, **kwargs: Any) -> st
     values = _arguments(key, args, kwargs)
     conditions = _domain_checks(key, values)
     native = NATIVE.get(key)
-    if native is not None and native.rules:
-        if any("{result}" in rule for rule, _ in native.rules):
+    if native is not None and (native.rules or (limits and native.limits)):
+        every = native.rules + (native.limits if limits else ())
+        if any("{result}" in rule for rule, _ in every):
             values["result"] = _operand(result) if result else f"({formula(key, *args, **kwargs)})"
         # a rule over an out-of-domain argument may itself fail (LN of a negative): it is only read when the
         # domains hold
-        rules = [rule.format(**values) for rule, _ in native.rules]
+        rules = [rule.format(**values) for rule, _ in every]
         inner = rules[0] if len(rules) == 1 else f"AND({','.join(rules)})"
         if conditions:
             return f"IFERROR(IF(AND({','.join(conditions)}),{inner},FALSE),FALSE)"
