@@ -15,7 +15,8 @@ It
    inside a native formula. References in what moves to Workings are qualified with the sheet they came from;
 3. guards every call whose arguments the Python function may refuse: a Workings row holds
    :func:`xlsxplan.native.check` (TRUE when Python accepts them) or, when it does not, the error the add-in gives
-   (``#VALUE!`` when a numeric argument is not a number, ``#NUM!`` otherwise), and the cell reads
+   (an argument's own error passed on, else ``#VALUE!`` when a numeric argument is not a number, ``#NUM!``
+   otherwise), and the cell reads
    ``IF(Workings!Bn,<native>)``: a refused input shows an error, never a silently computed number. A Checks row per
    guarded call, in the words of :func:`xlsxplan.native.check_words`, is 1 when the cell shows an error and its
    arguments are refused, and feeds the master check;
@@ -275,8 +276,11 @@ class _Pass:
         numeric = [a for a, spec in zip(args, fn.args)
                    if a and spec.domain is not None and spec.domain.kind in ("number", "whole")]  # fmt: skip
         is_num = ("AND(" + ",".join(f"ISNUMBER({native._operand(a)})" for a in numeric) + ")") if numeric else "TRUE"
+        refused = f'IF({is_num},SQRT(-1),VALUE("x"))'
+        for a in reversed([native._operand(a) for a in args if a]):  # an argument's error passes on, as in the add-in
+            refused = f"IF(ISERROR({a}),{a},{refused})"
         flag = self.put(f"{name}: the arguments are accepted (else the add-in's error)",
-                        f'IF({ok},TRUE,IF({is_num},SQRT(-1),VALUE("x")))', self.where())  # fmt: skip
+                        f"IF({ok},TRUE,{refused})", self.where())  # fmt: skip
         origin = _cell_ref(self.sheet, self.cell)
         self.checks.append((f"{self.where()}: {native.check_words(name)}",
                             f"IF(ISERROR({origin}),IF(ISERROR({flag}),1,0),0)"))  # fmt: skip
