@@ -60,8 +60,29 @@ _ADDIN_ONLY_SHEETS = ("xlwings.conf",)
 _A1 = re.compile(r"^\$?[A-Za-z]{1,3}\$?\d+(?::\$?[A-Za-z]{1,3}\$?\d+)?$|^\$?[A-Za-z]{1,3}:\$?[A-Za-z]{1,3}$|^\$?\d+:\$?\d+$")
 _LONG_ARGUMENT = 60
 """An argument longer than this (and not a plain reference) moves to a Workings row of its own."""
-_ERROR_FORMULAS = {"#N/A": "NA()", "#NUM!": "SQRT(-1)", "#DIV/0!": "1/0", "#VALUE!": 'VALUE("x")'}
-"""A formula for each error value a frozen cell may hold: Excel 2016 has no error literal every program reads."""
+_XLFN = ("POISSON.DIST", "NORM.S.INV", "NORM.S.DIST", "NORM.DIST", "NORM.INV", "ERF.PRECISE", "ERFC.PRECISE",
+         "GAMMALN.PRECISE", "CEILING.MATH", "FLOOR.MATH", "STDEV.P", "STDEV.S", "PERCENTILE.INC", "PERCENTILE.EXC",
+         "EXPON.DIST", "GAMMA.DIST", "LOGNORM.DIST", "LOGNORM.INV", "BINOM.DIST", "CHISQ.DIST", "IFNA", "XOR")
+"""Functions of Excel 2010 and 2013 (all in Excel 2016) that a file stores with the ``_xlfn.`` prefix (ECMA-376
+Part 1, 18.17.7; [MS-XLSX] 2.3.3): without it Excel and LibreOffice read ``#NAME?``. A native form writes them
+plain; :func:`stored` adds the prefix."""
+_XLFN_CALL = re.compile(r"(?<![\w.])(" + "|".join(re.escape(f) for f in _XLFN) + r")\(", re.IGNORECASE)
+_NEWER = ("TEXTJOIN", "CONCAT", "IFS", "SWITCH", "MAXIFS", "MINIFS", "XLOOKUP", "XMATCH", "LET", "LAMBDA", "FILTER",
+          "SORT", "SORTBY", "UNIQUE", "SEQUENCE", "RANDARRAY")
+"""Functions newer than Excel 2016 (Office 2019 and 365): a cell of the add-in edition that uses one and feeds only
+frozen cells is frozen with them; the portable edition has none (tests/test_portable.py scans)."""
+
+
+def stored(formula: str) -> str:
+    """``formula`` with the functions of :data:`_XLFN` written as a file stores them (``_xlfn.POISSON.DIST``)."""
+    parts = re.split(r'("(?:[^"]|"")*")', formula)  # never inside a text literal
+    return "".join(p if i % 2 else _XLFN_CALL.sub(lambda m: "_xlfn." + m.group(1).upper() + "(", p)
+                   for i, p in enumerate(parts))  # fmt: skip
+
+
+_ERROR_FORMULAS = {"#N/A": "NA()", "#NUM!": "ASIN(2)", "#DIV/0!": "1/0", "#VALUE!": 'VALUE("x")'}
+"""A formula for each error value a frozen cell or a refused call gives: Excel, LibreOffice and the headless engine
+read it as that error (LibreOffice gives ``#VALUE!`` for ``SQRT(-1)``, ``#NUM!`` for ``ASIN(2)``)."""
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -247,7 +268,7 @@ class _Pass:
             raise WorkbookError(f"{ws.title}!{coord}: the portable formula has {len(text):,} characters, over "
                                 f"Excel's {native.LONGEST_FORMULA:,}")  # fmt: skip
         self.out.longest = max(self.out.longest, len(text))
-        ws[coord] = text
+        ws[coord] = stored(text)
 
     def where(self) -> str:
         return f"{self.sheet} {self.cell}" if self.sheet else ""
@@ -276,7 +297,7 @@ class _Pass:
         numeric = [a for a, spec in zip(args, fn.args)
                    if a and spec.domain is not None and spec.domain.kind in ("number", "whole")]  # fmt: skip
         is_num = ("AND(" + ",".join(f"ISNUMBER({native._operand(a)})" for a in numeric) + ")") if numeric else "TRUE"
-        refused = f'IF({is_num},SQRT(-1),VALUE("x"))'
+        refused = f'IF({is_num},ASIN(2),VALUE("x"))'
         for a in reversed([native._operand(a) for a in args if a]):  # an argument's error passes on, as in the add-in
             refused = f"IF(ISERROR({a}),{a},{refused})"
         flag = self.put(f"{name}: the arguments are accepted (else the add-in's error)",
@@ -386,7 +407,8 @@ def make_portable(book: Book, computed: Callable[[str], Any]) -> Portable:
             if target is None:
                 continue
             sheet, rng = target
-            if ":" not in rng and "_xlfn." in formulas.get((sheet, rng), ""):
+            newer = [f for f in _calls(parse(formulas.get((sheet, rng), "="))) if f.removeprefix("_XLFN.") in _NEWER]
+            if ":" not in rng and newer:
                 todo.append((sheet, rng))
     # every other formula in native form
     for (sheet, coord), text in formulas.items():
@@ -401,7 +423,7 @@ def make_portable(book: Book, computed: Callable[[str], Any]) -> Portable:
         if new == text[1:]:
             continue
         if array:
-            ws[coord] = ArrayFormula(ws[coord].value.ref, "=" + new)
+            ws[coord] = ArrayFormula(ws[coord].value.ref, stored("=" + new))
         else:
             p.write(ws, coord, new)
     _freeze(p, frozen)
@@ -510,7 +532,7 @@ def _names_and_rules(p: _Pass) -> None:
     def native_text(text: str) -> str:
         if not any(f in text.upper() for f in registry.FUNCTIONS):
             return text
-        return render(parse("=" + text), p.call) if registry_calls("=" + text) else text
+        return stored(render(parse("=" + text), p.call)) if registry_calls("=" + text) else text
 
     p.sheet = p.cell = ""
     for dn in wb.defined_names.values():
