@@ -222,7 +222,7 @@ def test_a_stale_python_only_value_turns_its_check_to_error(built):
     assert port.get(layout.stale[0]) == 1 and port.get(layout.master) == 1
     ws = openpyxl.load_workbook(built / serving.FILENAME)["Checks"]
     label = ws[layout.stale[0].replace("'Checks'!B", "A")].value
-    assert "xlsxplan recalc" in label and "add-in edition" in label
+    assert "xlsxplan recalc" in label and "serving_plan_functions.xlsx" in label
     # the same value typed back: unchanged again
     port = _set(Workbook.load(built / serving.FILENAME), {"Requests_Per_Day": 200_000})
     assert port.get(layout.stale[0]) == 0

@@ -133,7 +133,7 @@ def build_template(filename: str, out_dir: Path, api: WorkbookAPI, force: bool =
         if edition == "portable":
             from .portable import make_portable
 
-            make_portable(book, workbook.get)
+            make_portable(book, workbook.get, edition_filename(filename, "functions"))
             book.wb.properties.description = (
                 f"{book.wb.properties.description} Portable edition: native formulas only, no add-in needed."
             )

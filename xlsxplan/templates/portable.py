@@ -58,6 +58,8 @@ CATALOG = "Catalog"
 WORKINGS = "Workings"
 _ADDIN_ONLY_SHEETS = ("xlwings.conf",)
 _A1 = re.compile(r"^\$?[A-Za-z]{1,3}\$?\d+(?::\$?[A-Za-z]{1,3}\$?\d+)?$|^\$?[A-Za-z]{1,3}:\$?[A-Za-z]{1,3}$|^\$?\d+:\$?\d+$")
+_REFERENCE = re.compile(r"^(?:'[^']+'!|[A-Za-z_][A-Za-z0-9_.]*!)?\$?[A-Za-z]{1,3}\$?\d+$|^[A-Za-z_][A-Za-z0-9_.]*$")
+"""One cell, or a defined name."""
 _LONG_ARGUMENT = 60
 """An argument longer than this (and not a plain reference) moves to a Workings row of its own."""
 _XLFN = ("POISSON.DIST", "NORM.S.INV", "NORM.S.DIST", "NORM.DIST", "NORM.INV", "ERF.PRECISE", "ERFC.PRECISE",
@@ -248,6 +250,9 @@ class _Pass:
         self.sheet = ""
         self.cell = ""
         self._places: dict[str, int] = {}
+        self._calls_here: dict[tuple[str, str, str], int] = {}
+        self.addin_file = "the add-in edition"
+        self.formula_cells: set[tuple[str, str]] = set()
 
     # -- Workings rows --------------------------------------------------------------------------------------------
     def put(self, label: str, formula: str, where: str = "") -> str:
@@ -290,23 +295,38 @@ class _Pass:
 
     def guard(self, name: str, args: list[str | None], body: str, result: str | None = None) -> str:
         """``body`` guarded by the check of ``name`` over ``args`` (as seen from Workings)."""
-        ok = native.check(name, *args, result=result)
+        fn = registry.get(name)
+        tested = [self.valued(a) if a and spec.domain is not None and spec.domain.kind in ("number", "whole") else a
+                  for a, spec in zip(args, fn.args)] + list(args[len(fn.args):])  # fmt: skip
+        ok = native.check(name, *tested, result=result)
         if ok == "TRUE":
             return body
-        fn = registry.get(name)
-        numeric = [a for a, spec in zip(args, fn.args)
+        numeric = [a for a, spec in zip(tested, fn.args)
                    if a and spec.domain is not None and spec.domain.kind in ("number", "whole")]  # fmt: skip
         is_num = ("AND(" + ",".join(f"ISNUMBER({native._operand(a)})" for a in numeric) + ")") if numeric else "TRUE"
         refused = f'IF({is_num},ASIN(2),VALUE("x"))'
-        for a in reversed([native._operand(a) for a in args if a]):  # an argument's error passes on, as in the add-in
+        # an argument's error passes on, as in the add-in (one cell's: a range would be intersected with the row)
+        for a in reversed([native._operand(a) for a in args if a and ":" not in a]):
             refused = f"IF(ISERROR({a}),{a},{refused})"
         flag = self.put(f"{name}: the arguments are accepted (else the add-in's error)",
                         f"IF({ok},TRUE,{refused})", self.where())  # fmt: skip
         origin = _cell_ref(self.sheet, self.cell)
-        self.checks.append((f"{self.where()}: {native.check_words(name)}",
+        seen = self._calls_here.setdefault((self.sheet, self.cell, name), 0) + 1
+        self._calls_here[(self.sheet, self.cell, name)] = seen
+        which = f" (call {seen} in the cell)" if seen > 1 else ""
+        self.checks.append((f"{self.where()}{which}: {native.check_words(name)}",
                             f"IF(ISERROR({origin}),IF(ISERROR({flag}),1,0),0)"))  # fmt: skip
         self.out.guarded += 1
         return f"IF({flag},{body})"
+
+    def valued(self, arg: str) -> str:
+        """A numeric argument as its check reads it: a reference to a formula cell plus 0. Excel reads a formula that
+        returns an empty cell (an INDEX of an unpriced accelerator's price) as 0, a number, as the add-in receives
+        it; LibreOffice and Google Sheets keep it empty, and ISNUMBER would refuse it there."""
+        target = _resolve(self.book, arg, self.sheet) if _REFERENCE.match(arg) else None
+        if target is not None and ":" not in target[1] and target in self.formula_cells:
+            return f"({arg}+0)"
+        return arg
 
     def _place(self, key: str) -> str:
         return f"{WORKINGS}!$B${self._places[key]}"
@@ -383,16 +403,19 @@ def _error_code(value: Any) -> str | None:
 _ERROR_TYPE = {"#NULL!": 1, "#DIV/0!": 2, "#VALUE!": 3, "#REF!": 4, "#NAME?": 5, "#NUM!": 6, "#N/A": 7}
 
 
-def make_portable(book: Book, computed: Callable[[str], Any]) -> Portable:
+def make_portable(book: Book, computed: Callable[[str], Any], addin_file: str = "the add-in edition") -> Portable:
     """Turn the built add-in edition ``book`` into the portable edition, in place (module docstring).
 
     ``computed(ref)`` gives the add-in edition's recalculated value of ``'Sheet'!$A$1`` (its cells and its frozen
-    values' inputs). Returns what was done; WorkbookError if a formula would pass Excel's 8,192 characters."""
+    values' inputs); ``addin_file`` is the add-in edition's file name, for the staleness check's words. Returns what
+    was done; WorkbookError if a formula would pass Excel's 8,192 characters."""
     p = _Pass(book, computed)
+    p.addin_file = addin_file
     wb = book.wb
     sheets = [ws for ws in wb.worksheets if ws.title not in (CATALOG, WORKINGS)]
     formulas = {(ws.title, c.coordinate): t for ws in sheets for row in ws.iter_rows() for c in row
                 if (t := _text(c.value)) is not None}  # fmt: skip
+    p.formula_cells = set(formulas)
     # which cells only Python computes, and the cells newer than Excel 2016 that they read
     frozen: dict[tuple[str, str], list[str]] = {}
     todo = [k for k, t in formulas.items() if set(registry_calls(t)) & set(native.PYTHON_ONLY)]
@@ -520,8 +543,9 @@ def _freeze(p: _Pass, frozen: dict[tuple[str, str], list[str]]) -> None:
             p.row += 1
         p.out.inputs[sheet] = [f"{s}!{c}" for s, c in inputs]
         if inputs:
-            p.checks.append((f"{sheet}: values computed by Python on {stamp} for other inputs (Workings): run "
-                             "xlsxplan recalc, or open the add-in edition",
+            p.checks.append((f"{sheet}: values computed by Python on {stamp} for other inputs (Workings): set them "
+                             f"in the add-in edition ({p.addin_file}) and run xlsxplan recalc on it, or "
+                             "open it with the add-in",
                              f"IF(COUNTIF({WORKINGS}!$E${first}:$E${p.row - 1},FALSE)>0,1,0)"))  # fmt: skip
 
 
