@@ -40,11 +40,19 @@ SERVING = {
     "as built": {},
     "H200 for every case": _cases(16, "H200") | _cases(17, "H200"),
     "MI300X, 1 GPU": _cases(16, "MI300X") | _cases(17, "MI300X") | _cases(23, 1),
-    "Llama-3.1-8B on one L40S": _cases(11, "Llama-3.1-8B") | _cases(12, "Llama-3.1-8B") | _cases(16, "L40S")
-    | _cases(17, "L40S") | _cases(23, 1),
+    "Llama-3.1-8B on one L40S": _cases(11, "Llama-3.1-8B")
+    | _cases(12, "Llama-3.1-8B")
+    | _cases(16, "L40S")
+    | _cases(17, "L40S")
+    | _cases(23, 1),
     "Mixtral-8x7B (experts) in int8": _cases(11, "Mixtral-8x7B") | _cases(12, "Mixtral-8x7B") | _cases(21, "int8"),
-    "DeepSeek-V3 (latent attention) on 8 H200 in fp8": _cases(11, "DeepSeek-V3") | _cases(12, "DeepSeek-V3")
-    | _cases(16, "H200") | _cases(17, "H200") | _cases(21, "fp8") | _cases(22, "fp8") | _cases(23, 8),
+    "DeepSeek-V3 (latent attention) on 8 H200 in fp8": _cases(11, "DeepSeek-V3")
+    | _cases(12, "DeepSeek-V3")
+    | _cases(16, "H200")
+    | _cases(17, "H200")
+    | _cases(21, "fp8")
+    | _cases(22, "fp8")
+    | _cases(23, 8),
     "int4 weights, fp8 cache": _cases(21, "int4") | _cases(22, "fp8"),
     "ten times the traffic": {"Requests_Per_Day": 2_000_000, "Peak_Hour_Factor": 2},
     "longer prompts and answers": {"Inputs!B27": 4000, "Inputs!B28": 9000, "Output_Tokens_Per_Request": 800},

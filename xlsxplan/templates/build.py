@@ -55,6 +55,7 @@ def edition_filename(filename: str, edition: str = "portable") -> str:
         raise ValueError(f"edition must be one of {', '.join(EDITIONS)}, got {edition!r}")
     return filename if edition == "portable" else filename.removesuffix(".xlsx") + "_functions.xlsx"
 
+
 _ZIP_DATE = (1980, 1, 1, 0, 0, 0)
 _STAMP = TEMPLATE_DATE.strftime("%Y-%m-%dT%H:%M:%SZ")
 

@@ -38,7 +38,7 @@ input is flagged, not recomputed.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -57,20 +57,59 @@ __all__ = ["CATALOG", "WORKINGS", "make_portable", "registry_calls", "Portable"]
 CATALOG = "Catalog"
 WORKINGS = "Workings"
 _ADDIN_ONLY_SHEETS = ("xlwings.conf",)
-_A1 = re.compile(r"^\$?[A-Za-z]{1,3}\$?\d+(?::\$?[A-Za-z]{1,3}\$?\d+)?$|^\$?[A-Za-z]{1,3}:\$?[A-Za-z]{1,3}$|^\$?\d+:\$?\d+$")
+_A1 = re.compile(
+    r"^\$?[A-Za-z]{1,3}\$?\d+(?::\$?[A-Za-z]{1,3}\$?\d+)?$|^\$?[A-Za-z]{1,3}:\$?[A-Za-z]{1,3}$|^\$?\d+:\$?\d+$"
+)
 _REFERENCE = re.compile(r"^(?:'[^']+'!|[A-Za-z_][A-Za-z0-9_.]*!)?\$?[A-Za-z]{1,3}\$?\d+$|^[A-Za-z_][A-Za-z0-9_.]*$")
 """One cell, or a defined name."""
 _LONG_ARGUMENT = 60
 """An argument longer than this (and not a plain reference) moves to a Workings row of its own."""
-_XLFN = ("POISSON.DIST", "NORM.S.INV", "NORM.S.DIST", "NORM.DIST", "NORM.INV", "ERF.PRECISE", "ERFC.PRECISE",
-         "GAMMALN.PRECISE", "CEILING.MATH", "FLOOR.MATH", "STDEV.P", "STDEV.S", "PERCENTILE.INC", "PERCENTILE.EXC",
-         "EXPON.DIST", "GAMMA.DIST", "LOGNORM.DIST", "LOGNORM.INV", "BINOM.DIST", "CHISQ.DIST", "IFNA", "XOR")
+_XLFN = (
+    "POISSON.DIST",
+    "NORM.S.INV",
+    "NORM.S.DIST",
+    "NORM.DIST",
+    "NORM.INV",
+    "ERF.PRECISE",
+    "ERFC.PRECISE",
+    "GAMMALN.PRECISE",
+    "CEILING.MATH",
+    "FLOOR.MATH",
+    "STDEV.P",
+    "STDEV.S",
+    "PERCENTILE.INC",
+    "PERCENTILE.EXC",
+    "EXPON.DIST",
+    "GAMMA.DIST",
+    "LOGNORM.DIST",
+    "LOGNORM.INV",
+    "BINOM.DIST",
+    "CHISQ.DIST",
+    "IFNA",
+    "XOR",
+)
 """Functions of Excel 2010 and 2013 (all in Excel 2016) that a file stores with the ``_xlfn.`` prefix (ECMA-376
 Part 1, 18.17.7; [MS-XLSX] 2.3.3): without it Excel and LibreOffice read ``#NAME?``. A native form writes them
 plain; :func:`stored` adds the prefix."""
 _XLFN_CALL = re.compile(r"(?<![\w.])(" + "|".join(re.escape(f) for f in _XLFN) + r")\(", re.IGNORECASE)
-_NEWER = ("TEXTJOIN", "CONCAT", "IFS", "SWITCH", "MAXIFS", "MINIFS", "XLOOKUP", "XMATCH", "LET", "LAMBDA", "FILTER",
-          "SORT", "SORTBY", "UNIQUE", "SEQUENCE", "RANDARRAY")
+_NEWER = (
+    "TEXTJOIN",
+    "CONCAT",
+    "IFS",
+    "SWITCH",
+    "MAXIFS",
+    "MINIFS",
+    "XLOOKUP",
+    "XMATCH",
+    "LET",
+    "LAMBDA",
+    "FILTER",
+    "SORT",
+    "SORTBY",
+    "UNIQUE",
+    "SEQUENCE",
+    "RANDARRAY",
+)
 """Functions newer than Excel 2016 (Office 2019 and 365): a cell of the add-in edition that uses one and feeds only
 frozen cells is frozen with them; the portable edition has none (tests/test_portable.py scans)."""
 
@@ -293,7 +332,7 @@ class _Pass:
             out.append(a)
         return out
 
-    def guard(self, name: str, args: list[str | None], body: str, result: str | None = None) -> str:
+    def guard(self, name: str, args: Sequence[str | None], body: str, result: str | None = None) -> str:
         """``body`` guarded by the check of ``name`` over ``args`` (as seen from Workings)."""
         fn = registry.get(name)
         tested = [self.valued(a) if a and spec.domain is not None and spec.domain.kind in ("number", "whole") else a
@@ -332,19 +371,13 @@ class _Pass:
         return f"{WORKINGS}!$B${self._places[key]}"
 
     def line_items(self, name: str, keys: list[str], make: Callable[[Callable[[str], str]], Any],
-                   args: list[str | None]) -> str:  # fmt: skip
+                   args: Sequence[str | None]) -> str:  # fmt: skip
         """Write ``make(place)``'s line items, one a Workings row, and guard the last; returns its reference."""
         self._places = {k: self.row + i for i, k in enumerate(keys)}
-        items = make(self._place)
-        for i, (key, label, formula) in enumerate(items):
+        result = ""
+        for key, label, formula in make(self._place):
             assert self._places[key] == self.row  # noqa: S101 - line items come in their steps' order
-            last = i == len(items) - 1
-            result = self._place(key)
-            if last:
-                formula_ = formula
-                self.put(f"{name}: {label}", formula_, self.where())
-            else:
-                self.put(f"{name}: {label}", formula, self.where())
+            result = self.put(f"{name}: {label}", formula, self.where())
         return self.guard(name, args, result, result=result) if name in native.NATIVE else result
 
     def call(self, node: Call, args: list[str]) -> str:
@@ -363,20 +396,23 @@ class _Pass:
             if name in ("MODELS", "GPUS"):
                 return self.tables.lookup(name)
             if name == "MODEL_KV_BYTES_PER_TOKEN" and self.sheet:
-                q = [qualify(a, self.sheet) if a else "" for a in args]
-                steps = self.tables.model_kv_steps(*q)
-                return self.line_items(name, [k for k, _, _ in steps],
-                                       lambda place: native.catalog_line_items(self.tables, name, place, *q), [])
+                kv = [qualify(a, self.sheet) if a else "" for a in args]
+                steps = self.tables.model_kv_steps(*kv)
+                return self.line_items(
+                    name,
+                    [k for k, _, _ in steps],
+                    lambda place: native.catalog_line_items(self.tables, name, place, *kv),
+                    [],
+                )
             return "(" + self.tables.lookup(name, *args) + ")"
         form = native.NATIVE[name]
+        q: list[str | None] = [qualify(a, self.sheet) if a else None for a in args]
         if form.steps and self.sheet:
-            q = [qualify(a, self.sheet) if a else None for a in args]
             return self.line_items(name, [k for k, _, _ in form.steps],
                                    lambda place: native.line_items(name, place, *q), q)  # fmt: skip
         body = "(" + native.formula(name, *given) + ")"
         if not self.sheet:  # a validation or a format: no guard
             return body
-        q = [qualify(a, self.sheet) if a else None for a in args]
         return self.guard(name, q, body)
 
     # -- cells ----------------------------------------------------------------------------------------------------
@@ -474,7 +510,7 @@ def _cells(rng: str) -> list[str]:
     if ":" not in rng:
         return [rng]
     c0, r0, c1, r1 = range_boundaries(rng)
-    return [f"{get_column_letter(c)}{r}" for r in range(r0, r1 + 1) for c in range(c0, c1 + 1)]  # type: ignore[arg-type]
+    return [f"{get_column_letter(c)}{r}" for r in range(r0, r1 + 1) for c in range(c0, c1 + 1)]
 
 
 def _literal_or_error(value: Any) -> str:
@@ -527,7 +563,9 @@ def _freeze(p: _Pass, frozen: dict[tuple[str, str], list[str]]) -> None:
         for s, coord in inputs:
             ref = _cell_ref(s, coord)
             put_text(ws[f"A{p.row}"], f"{s} {coord}", "Label")
-            p.write(ws, f"B{p.row}", f'IF(ISERROR({ref}),"error "&ERROR.TYPE({ref}),IF(ISBLANK({ref}),"(empty)",{ref}))')
+            p.write(
+                ws, f"B{p.row}", f'IF(ISERROR({ref}),"error "&ERROR.TYPE({ref}),IF(ISBLANK({ref}),"(empty)",{ref}))'
+            )
             put_text(ws[f"C{p.row}"], sheet, "Unit")
             was = p.computed(ref)
             code = _error_code(was)
@@ -601,10 +639,16 @@ def _dress(p: _Pass) -> None:
     title = p.book.title
     master = p.book.master_check
     for ws, purpose in (
-        (p.workings, "Line items of the functions of several steps, one step a row (FAST), the checks of each "
-         "function's arguments, and the inputs of the values only Python computes."),
-        (p.catalog_ws, "The catalog the plan reads: model and accelerator presets, numeric formats, optimizers, "
-         "prices and calibrated efficiencies, each row with its source."),
+        (
+            p.workings,
+            "Line items of the functions of several steps, one step a row (FAST), the checks of each "
+            "function's arguments, and the inputs of the values only Python computes.",
+        ),
+        (
+            p.catalog_ws,
+            "The catalog the plan reads: model and accelerator presets, numeric formats, optimizers, "
+            "prices and calibrated efficiencies, each row with its source.",
+        ),
     ):
         put_text(ws["A1"], f"{title}: {ws.title}", "Title")
         if master is not None:
