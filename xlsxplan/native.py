@@ -44,6 +44,9 @@ from statistics import NormalDist
 from typing import Any
 
 from . import calibration, catalog, precision, registry
+from .calibration.bands import HIGH as BAND_HIGH
+from .calibration.bands import LOW as BAND_LOW
+from .calibration.factors import BAND_OF
 from .catalog import models
 from .core import training_memory
 from .errors import ArgumentError, XlsxplanError
@@ -95,7 +98,7 @@ class Native:
     same form, that the Python function requires beyond its arguments' domains (``{result}`` is the function's
     value), each with the requirement in words (:func:`check_words`); ``note`` says where the native form departs
     from the Python one. ``limits`` are conditions of the same form that the Python function does not have but the
-    native form needs to equal it (TTFT_AT_LOAD_S's servers within the range the spreadsheets' POISSON.DIST is exact
+    native form needs to equal it (TTFT_AT_LOAD_S's servers within the range the spreadsheets' POISSON is exact
     in, REPLICAS_FOR_TTFT's search within its bound): :func:`check` includes them, so an input beyond them is
     flagged in words rather than computed wrongly.
 
@@ -618,7 +621,10 @@ _FORMS += [
     _n("SLOT_S", "MAX({prefill_s}+{decode_s},{batch}/{requests_per_s_per_replica})"),
     _n(
         "SPEC_TOKENS_PER_STEP",
-        "IF({acceptance}>=1,{draft_tokens}+1,(1-{acceptance}^({draft_tokens}+1))/(1-{acceptance}))",
+        "IF({acceptance}>=1,{draft_tokens}+1,(1-IF({acceptance}=0,0,IF(({draft_tokens}+1)*LN({acceptance})<-700,0,"
+        "{acceptance}^({draft_tokens}+1))))/(1-{acceptance}))",
+        note="a power below 1e-304 is 0, as it is to 1 minus it in floats: LibreOffice's POWER gives #NUM! once it "
+        "underflows",
     ),
     _n("SPEC_TOKS", "{batch}*{tokens_per_step}/{step_seconds}"),
 ]
@@ -641,8 +647,11 @@ _FORMS += [
                 "/({n_gpus}*{bandwidth_tb_s}*1E12*{bandwidth_eff}),"
                 "2*{computed}*1E9*{batch}*({draft_tokens}+1)/({n_gpus}*{tflops}*1E12*{compute_eff}))",
             ),
-            ("result", "one speculative step: the draft's steps and the verify pass [s]",
-             "{draft_tokens}*{draft}+{verify}"),  # fmt: skip
+            (
+                "result",
+                "one speculative step: the draft's steps and the verify pass [s]",
+                "{draft_tokens}*{draft}+{verify}",
+            ),  # fmt: skip
         ],
         ("{active_params_b}<={params_b}", "active_params_b at most params_b"),
     ),
@@ -652,20 +661,23 @@ _FORMS += [
 ERLANG_SERVERS = 1000
 """The most servers (a replica's batch slots) the native Erlang B is tested to 1e-9 relative in both engines.
 
-Erlang B is ``POISSON.DIST(c, a, FALSE) / POISSON.DIST(c, a, TRUE)``, the Poisson probability of ``c`` over that of
-at most ``c`` (Excel 2010 and later, LibreOffice, Google Sheets): no recursion, so any ``c`` is one formula. Against
+Erlang B is ``POISSON(c, a, FALSE) / POISSON(c, a, TRUE)``, the Poisson probability of ``c`` over that of at most
+``c``: no recursion, so any ``c`` is one formula. POISSON is the name every spreadsheet reads (Excel keeps it beside
+POISSON.DIST, which an .xlsx must store as ``_xlfn.POISSON.DIST`` or LibreOffice reads #NAME?; Google Sheets). Against
 the Python recursion, with loads from far below to just below the servers, LibreOffice 7's POISSON is within 1e-12
 relative to 3,000 servers, 3e-11 to 1e4, 2e-10 to 1e5 and 1e-9 to 1e6; the headless engine (formualizer) is within
 1e-10 to 1,000 servers and then loses digits (2e-9 at 1,200, 2e-6 at 2,000: its incomplete gamma function), so the
 native form's check flags a batch above 1,000 (a limit, :attr:`Native.limits`), which the add-in edition computes."""
 
-_ERLANG_LIMIT = (f"{{batch}}<={ERLANG_SERVERS}",
-                 f"batch at most {ERLANG_SERVERS:,} slots (beyond, the native Erlang C loses digits: use the add-in)")  # fmt: skip
+_ERLANG_LIMIT = (
+    f"{{batch}}<={ERLANG_SERVERS}",
+    f"batch at most {ERLANG_SERVERS:,} slots (beyond, the native Erlang C loses digits: use the add-in)",
+)
 
 
 def _erlang_b(servers: str, load: str) -> str:
     """Erlang B through the Poisson distribution: ``P(N = c) / P(N <= c)`` for ``N`` Poisson of mean ``a``."""
-    return f"IF({load}<=0,0,POISSON.DIST({servers},{load},FALSE)/POISSON.DIST({servers},{load},TRUE))"
+    return f"IF({load}<=0,0,POISSON({servers},{load},FALSE)/POISSON({servers},{load},TRUE))"
 
 
 def _erlang_c(b: str, servers: str, load: str) -> str:
@@ -681,9 +693,16 @@ _FORMS += [
             ("per", "requests per second each replica takes", "{requests_per_s}/{replicas}"),
             ("slot", "time a request holds a batch slot (SLOT_S) [s]", _SLOT),
             ("load", "load offered to one replica's slots [Erlangs]", "{per}*{slot}"),
-            ("erlang_b", "Erlang B: the Poisson probability of batch over that of at most batch",
-             _erlang_b("{batch}", "{load}")),  # fmt: skip
-            ("erlang_c", "Erlang C: the probability that a request waits", _erlang_c("{erlang_b}", "{batch}", "{load}")),
+            (
+                "erlang_b",
+                "Erlang B: the Poisson probability of batch over that of at most batch",
+                _erlang_b("{batch}", "{load}"),
+            ),  # fmt: skip
+            (
+                "erlang_c",
+                "Erlang C: the probability that a request waits",
+                _erlang_c("{erlang_b}", "{batch}", "{load}"),
+            ),
             (
                 "wait",
                 "the wait at the percentile, Allen-Cunneen's factor for service_cv [s]",
@@ -720,16 +739,20 @@ def _replica_steps() -> list[tuple[str, str, str]]:
         ("slot", "time a request holds a batch slot (SLOT_S) [s]", _SLOT),
         ("scale", "the wait's scale, (1 + service_cv^2) / 2 x the slot [s]", "(1+{service_cv}*{service_cv})/2*{slot}"),
         ("miss", "share of requests allowed past the target", "1-{percentile}"),
-        ("lo0", "replicas surely overloaded: the search starts above",
-         "MAX(INT({requests_per_s}*{slot}/{batch})-1,0)"),  # fmt: skip
+        (
+            "lo0",
+            "replicas surely overloaded: the search starts above",
+            "MAX(INT({requests_per_s}*{slot}/{batch})-1,0)",
+        ),  # fmt: skip
     ]
     for k in range(1, REPLICA_SEARCH_STEPS + 1):
         width = str(2 ** (REPLICA_SEARCH_STEPS - k))
         lo = f"{{lo{k - 1}}}"
         steps.append((f"load{k}", f"step {k}: load on each of {lo[1:-1]} + {width} replicas [Erlangs]",
                       f"{{requests_per_s}}/({lo}+{width})*{{slot}}"))  # fmt: skip
-        b = _erlang_b("{batch}", f"{{load{k}}}")
-        c = _erlang_c(f"({b})", "{batch}", f"{{load{k}}}")
+        steps.append((f"b{k}", f"step {k}: Erlang B at that load",
+                      f"IF({{load{k}}}>={{batch}},1,{_erlang_b('{batch}', f'{{load{k}}}')})"))  # fmt: skip
+        c = _erlang_c(f"{{b{k}}}", "{batch}", f"{{load{k}}}")
         meets = f"{{prefill_s}}+{{scale}}/({{batch}}-{{load{k}}})*LN(MAX({c},{{miss}})/{{miss}})<={{ttft_target_s}}"
         steps.append((f"lo{k}", f"step {k}: the most replicas known to miss the target",
                       f"{lo}+IF({{load{k}}}>={{batch}},{width},IF({meets},0,{width}))"))  # fmt: skip
@@ -745,8 +768,13 @@ _FORMS += [
         limits=(
             _ERLANG_LIMIT,
             (
-                _meets("{result}", _SLOT, f"(1+{{service_cv}}*{{service_cv}})/2*{_SLOT}", "(1-{percentile})",
-                       f"({{requests_per_s}}/{{result}}*{_SLOT})"),  # fmt: skip
+                _meets(
+                    "{result}",
+                    _SLOT,
+                    f"(1+{{service_cv}}*{{service_cv}})/2*{_SLOT}",
+                    "(1-{percentile})",
+                    f"({{requests_per_s}}/{{result}}*{_SLOT})",
+                ),  # fmt: skip
                 f"the fewest replicas within {2**REPLICA_SEARCH_STEPS:,} of the overloaded count (the native "
                 "search's bound: beyond, use the add-in)",
             ),
@@ -1028,7 +1056,9 @@ class CatalogTables:
     each row with its source. ``derived`` holds figures Python counts from a preset's shapes (MODEL_EXPERT_PARAMS_B).
     ``efficiencies`` are the calibrated factors in use, one table per EFFICIENCY kind, a row per accelerator and
     class, a column per format: the value for decode_bandwidth and prefill, the accelerator's FLOP per byte at the
-    precision for train_mfu, whose ``(ceiling, overhead_bytes)`` are ``train_mfu``.
+    precision for train_mfu, whose ``(ceiling, overhead_bytes)`` are ``train_mfu``. ``bands`` holds, a row per
+    efficiency kind, the count ``n`` of its leave-one-run-out residuals, its P10 and P90 speed multipliers and the
+    residuals in ascending order (``r1`` ...), for EFFICIENCY's quantile (None in tables written without them).
     """
 
     models: Table
@@ -1041,6 +1071,7 @@ class CatalogTables:
     derived: Table
     efficiencies: dict[str, Table]
     train_mfu: tuple[float, float]
+    bands: Table | None = None
 
     def _preset(self, table: Table, names: Table, name: str, field: str) -> str:
         row = f"INDEX({names.column_range('row')},MATCH({_hyphens(name)},{names.key_range},0))"
@@ -1143,8 +1174,15 @@ class CatalogTables:
                    seq_len: Any = None, quantile: Any = None) -> str:  # fmt: skip
         """EFFICIENCY(kind, [gpu], [precision], [hidden], [seq_len], [quantile]) over the calibrated tables: ``#N/A``
         where the Python function refuses (an unknown name, a share of a peak the catalog lacks, train_mfu of a
-        class). The median only: a quantile other than 0.5 (a P10 or P90 of the calibration's range) is ``#N/A``
-        here, computed by the Python function alone."""
+        class, a quantile outside 0 to 1 exclusive, a kind whose factors record no residuals).
+
+        A quantile other than 0.5 is ``MIN(1, value x exp(r))``, ``r`` the split-conformal quantile of the kind's
+        leave-one-run-out residuals (:func:`xlsxplan.calibration.conformal_quantile`) from the ``bands`` table:
+        at 0.1 and 0.9 (P10 and P90, the quantiles the templates use) the multiplier Python computed, written in the
+        table; at any other the ``ceil((n + 1) q)``-th (above 0.5) or ``floor((n + 1) q)``-th smallest residual,
+        ranked by the formula. That rank is Python's except where ``(n + 1) q`` lies within about 1e-15 relative of
+        a whole number without being one: LibreOffice's INT snaps such a number to the whole one (its approxFloor),
+        and picks the neighbouring residual."""
         v = _arguments("EFFICIENCY", (kind, gpu, precision_name, hidden, seq_len, quantile), {})
         k, g, p, h, t, q = (v[a] for a in ("kind", "gpu", "precision", "hidden", "seq_len", "quantile"))
         names = self.accelerator_names
@@ -1162,8 +1200,23 @@ class CatalogTables:
         ceiling, overhead = (literal(x) for x in self.train_mfu)
         mfu = f"MIN(1,{ceiling}/(1+{overhead}*{at('train_mfu')}/(72*{h})))/IF({t}>0,1+{t}/(6*{h}),1)"
         kind_key = f"LOWER(TRIM({k}))"
-        return (f'IF({q}<>0.5,NA(),IF({kind_key}="train_mfu",{mfu},IF({kind_key}="prefill",{at("prefill")},'
-                f'IF({kind_key}="decode_bandwidth",{at("decode_bandwidth")},NA()))))')  # fmt: skip
+        value = (f'IF({kind_key}="train_mfu",{mfu},IF({kind_key}="prefill",{at("prefill")},'
+                 f'IF({kind_key}="decode_bandwidth",{at("decode_bandwidth")},NA())))')  # fmt: skip
+        if self.bands is None:  # tables written before the bands: the median only
+            return f"IF({q}<>0.5,NA(),{value})"
+        bands = self.bands
+        band_row = f"MATCH({kind_key},{bands.key_range},0)"
+
+        def band(column: str) -> str:
+            return f"INDEX({bands.body_range},{band_row},{bands.columns.index(column) + 1})"
+
+        n = band("n")
+        rank = f"MIN(MAX(IF({q}>0.5,-INT(-({n}+1)*{q}),INT(({n}+1)*{q})),1),{n})"
+        r1_col = bands.columns.index("r1") + 1
+        ranked = f"EXP(INDEX({bands.body_range},{band_row},{r1_col - 1}+{rank}))"
+        multiplier = f"IF({n}<1,NA(),IF({q}=0.1,{band('p10')},IF({q}=0.9,{band('p90')},{ranked})))"
+        return (f"IF(OR(NOT(ISNUMBER({q})),{q}<=0,{q}>=1),NA(),IF({q}=0.5,{value},"
+                f"MIN(1,{value}*{multiplier})))")  # fmt: skip
 
     def models_list(self) -> str:
         """MODELS(): the range of preset model names, for a data-validation list."""
@@ -1291,9 +1344,20 @@ def write_catalog(ws: Any, top: int = 1, left: int = 1) -> CatalogTables:
         cells = [[_efficiency_cell(kind, g, f) for f in formats_] for g in gpus]
         heading = f"EFFICIENCY {kind}" + (" (FLOP per byte at the precision)" if kind == "train_mfu" else "")
         efficiencies[kind] = block(gpus, formats_, cells, f"{heading}; {basis}")
+    band_kinds = list(BAND_OF)
+    residuals = {k: sorted(cal.bands.get(BAND_OF[k]) or []) for k in band_kinds}
+    longest = max((len(r) for r in residuals.values()), default=0)
+    band_rows = []
+    for k in band_kinds:
+        r = residuals[k]
+        ends = [calibration.band(k, q) if r else None for q in (BAND_LOW, BAND_HIGH)]
+        band_rows.append([len(r), *ends, *r, *([""] * (longest - len(r)))])
+    heading = ("EFFICIENCY ranges: leave-one-run-out residuals ln(measured / predicted), ascending, and the P10 / P90 "
+               f"multipliers (split-conformal ranks); {basis}")  # fmt: skip
+    bands = block(band_kinds, ["n", "p10", "p90", *(f"r{i}" for i in range(1, longest + 1))], band_rows, heading)
     fit = cal.factors.train_mfu
     return CatalogTables(models, model_names, accelerators, accelerator_names, formats, optimizers, prices, derived,
-                         efficiencies, (fit.ceiling, fit.overhead_bytes))  # fmt: skip
+                         efficiencies, (fit.ceiling, fit.overhead_bytes), bands)  # fmt: skip
 
 
 _CACHE_SHAPES = ("attention", "mla", "latent", "sparse", "sparse_fp8", "index_bytes", "kv_heads", "head_dim",
