@@ -25,7 +25,7 @@ from xlsxplan.errors import CellError
 from xlsxplan.headless import Workbook
 from xlsxplan.templates import serving, training
 from xlsxplan.templates.build import build_all, edition_filename
-from xlsxplan.templates.portable import _NEWER, _XLFN, CATALOG, WORKINGS, registry_calls
+from xlsxplan.templates.portable import _NEWER, _XLFN, CATALOG, WORKINGS, registry_calls, stored
 
 SOFFICE = shutil.which("soffice") or shutil.which("libreoffice")
 CASES = "GHIJ"
@@ -104,11 +104,14 @@ def _functions(formula: str) -> list[str]:
 
 def test_functions_newer_than_excel_2007_are_stored_with_their_prefix(built):
     """Excel and LibreOffice read POISSON.DIST written without ``_xlfn.`` as ``#NAME?``."""
-    texts = _formulas(built / serving.FILENAME).values()
-    stored = [f for t in texts for f in Tokenizer(t).items if f.type == Token.FUNC and f.subtype == Token.OPEN]
-    names = {t.value[:-1].upper() for t in stored}
-    assert "_XLFN.POISSON.DIST" in names
-    assert not names & set(_XLFN), names & set(_XLFN)
+    assert stored('=IF(A1,poisson.dist(1,B2,FALSE),"POISSON.DIST(")') == (
+        '=IF(A1,_xlfn.POISSON.DIST(1,B2,FALSE),"POISSON.DIST(")'
+    )
+    for name in TEMPLATES:
+        texts = _formulas(built / name).values()
+        calls = [f for t in texts for f in Tokenizer(t).items if f.type == Token.FUNC and f.subtype == Token.OPEN]
+        names = {t.value[:-1].upper() for t in calls}
+        assert not names & set(_XLFN), names & set(_XLFN)
 
 
 class _Layout:

@@ -62,6 +62,8 @@ _A1 = re.compile(
 )
 _REFERENCE = re.compile(r"^(?:'[^']+'!|[A-Za-z_][A-Za-z0-9_.]*!)?\$?[A-Za-z]{1,3}\$?\d+$|^[A-Za-z_][A-Za-z0-9_.]*$")
 """One cell, or a defined name."""
+_LONG_BODY = 1500
+"""A native formula or lookup longer than this moves to a Workings row of its own, which the cell reads."""
 _LONG_ARGUMENT = 60
 """An argument longer than this (and not a plain reference) moves to a Workings row of its own."""
 _XLFN = (
@@ -404,7 +406,10 @@ class _Pass:
                     lambda place: native.catalog_line_items(self.tables, name, place, *kv),
                     [],
                 )
-            return "(" + self.tables.lookup(name, *args) + ")"
+            body = self.tables.lookup(name, *args)
+            if len(body) > _LONG_BODY and self.sheet:  # a Workings row of its own, read by the cell
+                return self.put(f"{name}: the lookup", self.tables.lookup(name, *self._qualified(args)), self.where())
+            return f"({body})"
         form = native.NATIVE[name]
         q: list[str | None] = [qualify(a, self.sheet) if a else None for a in args]
         if form.steps and self.sheet:
@@ -413,7 +418,12 @@ class _Pass:
         body = "(" + native.formula(name, *given) + ")"
         if not self.sheet:  # a validation or a format: no guard
             return body
+        if len(body) > _LONG_BODY:
+            body = self.put(f"{name}: the value, before its check", native.formula(name, *q), self.where())
         return self.guard(name, q, body)
+
+    def _qualified(self, args: list[str]) -> list[str]:
+        return [qualify(a, self.sheet) if a else "" for a in args]
 
     # -- cells ----------------------------------------------------------------------------------------------------
     def rewrite(self, formula: str, sheet: str, cell: str) -> str:
