@@ -644,8 +644,29 @@ def _checks(p: _Pass) -> None:
     cell.value = f"=MIN(1,{inner}+SUM({master.col}{first}:{master.col}{r - 1}))"
 
 
+def _guide(p: _Pass) -> None:
+    """The Guide's words on the add-in and on the xlwings.conf sheet, for the portable edition."""
+    if "Guide" not in p.book.wb.sheetnames:
+        return
+    ws = p.book.wb["Guide"]
+    for r in range(1, ws.max_row + 1):
+        text = ws[f"A{r}"].value
+        if not isinstance(text, str):
+            continue
+        step = re.match(r"(\d+)\. In Excel, install the xlsxplan add-in", text)
+        if step:
+            first = "This is the portable edition: native formulas only, which recalculate in Excel 2016 and later,"
+            ws[f"A{r}"].value = f"{step.group(1)}. {first} LibreOffice and Google Sheets with no add-in."
+            second = f"the add-in edition ({p.addin_file}) has xlsxplan's functions in the cells."
+            ws[f"A{r + 1}"].value = f"   Workings shows each function's steps and constants; {second}"
+        elif text == "xlwings.conf":
+            ws[f"A{r}"].value = "Workings, Catalog"
+            ws[f"B{r}"].value = "Each function's steps and argument checks; the catalog's tables with sources"
+
+
 def _dress(p: _Pass) -> None:
     """Titles, the master check on row 2, and protection, as the other sheets have."""
+    _guide(p)
     title = p.book.title
     master = p.book.master_check
     for ws, purpose in (
