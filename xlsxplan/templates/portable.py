@@ -12,11 +12,14 @@ It
    form (:func:`xlsxplan.native.formula`). A function of several steps (SERVE_TOKS, PAGED_BATCH, TAIL_SHARE, ...)
    becomes visible line items, one step a row, on a **Workings** sheet (labels from
    :func:`xlsxplan.native.line_items`), and the cell points at its last row; so does an argument too long to repeat
-   inside a native formula. References in what moves to Workings are qualified with the sheet they came from;
+   inside a native formula, and a native formula or lookup over 1,500 characters. References in what moves to
+   Workings are qualified with the sheet they came from. Functions of Excel 2010 and 2013 are stored with their
+   ``_xlfn.`` prefix (:func:`stored`);
 3. guards every call whose arguments the Python function may refuse: a Workings row holds
    :func:`xlsxplan.native.check` (TRUE when Python accepts them) or, when it does not, the error the add-in gives
    (an argument's own error passed on, else ``#VALUE!`` when a numeric argument is not a number, ``#NUM!``
-   otherwise), and the cell reads
+   otherwise, as ``VALUE("x")`` and ``ASIN(2)``, which every engine reads alike; a formula cell's value is read plus
+   0, as Excel reads an INDEX of an empty cell), and the cell reads
    ``IF(Workings!Bn,<native>)``: a refused input shows an error, never a silently computed number. A Checks row per
    guarded call, in the words of :func:`xlsxplan.native.check_words`, is 1 when the cell shows an error and its
    arguments are refused, and feeds the master check;
@@ -24,15 +27,17 @@ It
    on the Options sheet, and any function still without a native form): the cell holds the add-in edition's
    recalculated value. Workings lists, for each group of frozen cells, every input their formulas read (a range cell
    by cell) with its value when computed, its value now, and whether they are equal; a Checks row per group turns
-   the master check to ERROR when an input has changed, telling the user to run ``xlsxplan recalc`` or open the
-   add-in edition. A cell such a cell reads that uses a function newer than Excel 2016 (``_xlfn.``: the option
-   search's TEXTJOIN of prices) is frozen with it, its own inputs taking its place;
-5. drops the xlwings.conf sheet, which only the add-in reads.
+   the master check to ERROR when an input has changed, telling the user to set them in the add-in edition and run
+   ``xlsxplan recalc`` on it, or open it with the add-in. A cell such a cell reads that uses a function newer than
+   Excel 2016 (:data:`_NEWER`: the option search's TEXTJOIN of prices) is frozen with it, its own inputs taking its
+   place;
+5. drops the xlwings.conf sheet, which only the add-in reads, and says so on the Guide.
 
-Limits: a registry call inside an array formula, or over an array argument that is not a reference, has no line
-items (its Workings rows would read one cell); the templates have none. Dropdowns and conditional formats get the
-one-formula native form, without a guard. The frozen values are as exact as the add-in edition's, and a changed
-input is flagged, not recomputed.
+Limits (docs/portable.md): the frozen table is not recomputed, only flagged; a catalog figure a preset lacks is
+``#N/A`` on Catalog and the line items of a branch the template does not take may hold error values on Workings, so
+recalc counts them and a print shows them; a registry call inside an array formula, or over an array argument that
+is not a reference, has no line items (its Workings rows would read one cell): the templates have none. Dropdowns
+and conditional formats get the one-formula native form, without a guard.
 """
 
 from __future__ import annotations
