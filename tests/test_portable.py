@@ -224,6 +224,17 @@ def test_no_cell_name_validation_or_format_of_a_portable_edition_calls_a_registr
         assert {CATALOG, WORKINGS} <= set(wb.sheetnames) and "xlwings.conf" not in wb.sheetnames
 
 
+def test_the_preset_dropdowns_read_the_catalog_sheet(built):
+    for name, rows in ((serving.FILENAME, ("G11", "G16")), (training.FILENAME, ("G11", "G22"))):
+        wb = openpyxl.load_workbook(built / name)
+        lists = {str(dv.sqref).split(":")[0]: dv.formula1 for dv in wb["Inputs"].data_validations.dataValidation}
+        for cell in rows:
+            assert lists[cell].startswith(f"'{CATALOG}'!"), (name, cell, lists[cell])
+            sheet, rng = lists[cell].split("!")
+            names = [c.value for row in wb[CATALOG][rng.replace("$", "")] for c in row]
+            assert len(names) > 20 and ("Qwen2.5-72B" in names or "H100-SXM" in names)
+
+
 def test_a_stale_python_only_value_turns_its_check_to_error(built):
     layout = _Layout(built, serving.FILENAME)
     assert len(layout.frozen) > 1000 and len(layout.stale) == 1

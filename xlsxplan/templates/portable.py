@@ -6,8 +6,8 @@ It
 
 1. writes the catalog's presets, formats, optimizers, prices and calibrated efficiencies, with their sources, on a
    **Catalog** sheet (:func:`xlsxplan.native.write_catalog`); the catalog lookups (MODEL_SPEC, GPU_SPEC,
-   BYTES_PER_PARAM, GPU_PRICE, EFFICIENCY, ...) become ``INDEX``/``MATCH`` over those tables, and MODELS()/GPUS() in a
-   dropdown the table's name column;
+   BYTES_PER_PARAM, GPU_PRICE, EFFICIENCY, ...) become ``INDEX``/``MATCH`` over those tables, and a dropdown of the
+   models or accelerators (MODELS(), GPUS(), or a list of the same presets) reads the table's name column;
 2. tokenizes every formula (openpyxl's tokenizer) and replaces each registry call, innermost first, by its native
    form (:func:`xlsxplan.native.formula`). A function of several steps (SERVE_TOKS, PAGED_BATCH, TAIL_SHARE, ...)
    becomes visible line items, one step a row, on a **Workings** sheet (labels from
@@ -612,6 +612,17 @@ def _names_and_rules(p: _Pass) -> None:
         return stored(render(parse("=" + text), p.call)) if registry_calls("=" + text) else text
 
     p.sheet = p.cell = ""
+    tables = {
+        p.tables.models.keys: p.tables.models.key_range,
+        p.tables.accelerators.keys: p.tables.accelerators.key_range,
+    }
+    for ws in wb.worksheets:  # a dropdown of the catalog's presets reads the Catalog's table of them
+        for dv in ws.data_validations.dataValidation:
+            target = _resolve(p.book, dv.formula1 or "", ws.title) if dv.type == "list" else None
+            if target is not None and ":" in target[1]:
+                keys = tuple(wb[target[0]][c].value for c in _cells(target[1]))
+                if keys in tables:
+                    dv.formula1 = tables[keys]
     for dn in wb.defined_names.values():
         dn.attr_text = native_text(dn.attr_text)
     for ws in wb.worksheets:
