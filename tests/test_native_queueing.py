@@ -1,9 +1,9 @@
-"""The native queueing forms (xlsxplan.native): Erlang B through POISSON.DIST, TTFT_AT_LOAD_S and REPLICAS_FOR_TTFT,
+"""The native queueing forms (xlsxplan.native): Erlang B (POISSON, Temme), TTFT_AT_LOAD_S and REPLICAS_FOR_TTFT,
 against the Python recursion and search, in the headless engine and in LibreOffice, and their limits flagged.
 
-tests/test_native.py property-tests every native form over random valid inputs; here the servers are swept across the
-range the native Erlang B claims (1 to native.ERLANG_SERVERS slots), with loads from far below to just below the
-servers, where the Poisson ratio has the most digits to lose, and the limits' checks turn FALSE beyond them.
+tests/test_native.py property-tests every native form over random valid inputs; here the servers are swept from 1 to
+the domain's million slots, across native.POISSON_SERVERS where the Poisson ratio gives way to Temme's expansion, with
+loads from far below to just below the servers, and REPLICAS_FOR_TTFT's check turns FALSE beyond its search's bound.
 """
 
 from __future__ import annotations
@@ -20,17 +20,23 @@ from openpyxl.utils import get_column_letter
 
 from xlsxplan import native, registry
 from xlsxplan.core.queueing import erlang_c_value
+from xlsxplan.errors import XlsxplanError
 from xlsxplan.headless.engine import new_book
 
 SOFFICE = shutil.which("soffice") or shutil.which("libreoffice")
 RELATIVE = 1e-9
-SERVERS = (1, 2, 3, 5, 8, 13, 21, 34, 51, 89, 144, 233, 377, 500, 610, 750, 900, 987, 1000)
+SERVERS = (1, 2, 3, 5, 8, 13, 21, 34, 51, 89, 144, 233, 377, 499, 500, 501, 610, 987, 1000, 1597, 2584, 4181, 10946,
+           28657, 100_000, 317_811, 1_000_000)  # fmt: skip
+"""Both sides of native.POISSON_SERVERS, where the Poisson ratio gives way to Temme's expansion, and up to the
+domain's million slots."""
+NEVER_WAITS = 1e-17
+"""Erlang C below this gives a wait of 0 at every percentile (xlsxplan.core.queueing.NEVER_WAITS): compared above."""
 
 
 def _loads(n: int, rng: random.Random) -> list[float]:
     """Loads on ``n`` servers from a tenth of them to within a hair of them, most within a few sqrt(n) below."""
-    out = [n * 0.1, n * 0.5, n * (1 - 1e-6), n - 0.5 * math.sqrt(n) if n > 1 else 0.7]
-    out += [n - rng.uniform(0, 6) * math.sqrt(n) for _ in range(6)]
+    out = [n * 0.1, n * 0.5, n * 0.62, n * (1 - 1e-6), n - 0.5 * math.sqrt(n) if n > 1 else 0.7]
+    out += [n - rng.uniform(0, 8) * math.sqrt(n) for _ in range(6)]
     return [a for a in out if 0 < a < n]
 
 
@@ -39,9 +45,31 @@ def _erlang_cases() -> list[tuple[int, float, float]]:
     return [(n, a, erlang_c_value(n, a, 0.0)) for n in SERVERS for a in _loads(n, rng)]
 
 
-def _erlang_c_formula(servers: str, load: str) -> str:
-    b = native._erlang_b(servers, load)
-    return native._erlang_c(f"({b})", servers, load)
+def _erlang_c_items(servers: str, load: str, place: Any) -> list[tuple[str, str, str]]:
+    """Erlang C as the native forms write it: Erlang B's line items, then ``B / (1 - rho + rho B)``."""
+    steps = [*native._erlang_b_steps("", "{load}", "Erlang B"),
+             ("result", "Erlang C", native._erlang_c("{b}", "{batch}", "{load}"))]  # fmt: skip
+    return native._items(steps, {"batch": servers, "load": load}, place)
+
+
+def _write_erlang(cases: list[tuple[int, float, float]], set_value: Any, set_formula: Any) -> None:
+    for i, (n, a, _) in enumerate(cases, 1):
+        set_value(i, 1, n)
+        set_value(i, 2, a)
+        cols: dict[str, int] = {}
+
+        def place(key: str, i: int = i, cols: dict[str, int] = cols) -> str:
+            return f"{get_column_letter(cols.setdefault(key, 4 + len(cols)))}{i}"
+
+        for key, _, text in _erlang_c_items(f"A{i}", f"B{i}", place):
+            set_formula(i, cols[key], "=" + text)
+        set_formula(i, 3, "=" + place("result"))
+
+
+def _erlang_wrong(cases: list[tuple[int, float, float]], value: Any) -> list[Any]:
+    return [(n, a, value(i), want) for i, (n, a, want) in enumerate(cases, 1)
+            if not (_agrees(value(i), want) or (want < NEVER_WAITS and isinstance(value(i), (int, float))
+                                                 and 0 <= value(i) < NEVER_WAITS))]  # fmt: skip
 
 
 def _agrees(got: Any, want: float) -> bool:
@@ -50,21 +78,17 @@ def _agrees(got: Any, want: float) -> bool:
     return math.isclose(got, want, rel_tol=RELATIVE, abs_tol=0.0) or got == want
 
 
-def test_erlang_c_through_poisson_equals_the_recursion_up_to_the_limit():
-    """C(n, a) from the Poisson ratio equals the Python recursion within 1e-9 relative in the headless engine for
-    every server count up to the limit and loads up to a millionth below saturation (C above 1e-200: below, both
-    are far under any percentile's share and the wait is 0)."""
+def test_erlang_c_equals_the_recursion_from_one_to_a_million_servers():
+    """Erlang C from the native Erlang B (the Poisson ratio to 500 servers, Temme's expansion above) equals the
+    Python recursion within 1e-9 relative in the headless engine, from 1 to 1e6 servers and loads from a tenth of
+    them to a millionth below; where Python's is below 1e-17 (no percentile waits) the native one is too."""
     book = new_book()
     book.add_sheet("S")
     cases = _erlang_cases()
-    for i, (n, a, _) in enumerate(cases, 1):
-        book.set_value("S", i, 1, n)
-        book.set_value("S", i, 2, a)
-        book.set_formula("S", i, 3, "=" + _erlang_c_formula(f"A{i}", f"B{i}"))
+    _write_erlang(cases, lambda r, c, v: book.set_value("S", r, c, v), lambda r, c, f: book.set_formula("S", r, c, f))
     book.evaluate_all()
-    wrong = [(n, a, book.get_value("S", i, 3), want) for i, (n, a, want) in enumerate(cases, 1)
-             if want > 1e-200 and not _agrees(book.get_value("S", i, 3), want)]  # fmt: skip
-    assert len(cases) > 150 and wrong == []
+    assert len(cases) > 250 and _erlang_wrong(cases, lambda i: book.get_value("S", i, 3)) == []
+    assert sum(want > 1e-3 and n > native.POISSON_SERVERS for n, _, want in cases) > 40
 
 
 # --- scenarios: a replica's queue and the fleet sized for a target ----------------------------------------------
@@ -80,7 +104,7 @@ def _scenarios() -> list[tuple[str, list[Any]]]:
         ("REPLICAS_FOR_TTFT", [6.94, 3, 0.99, 51, 0.54, 4.98, 2.96, 1]),  # 4
     ]
     while len(out) < 120:
-        batch = rng.choice([1, 2, 8, 16, 51, 128, 256, 512, 1000])
+        batch = rng.choice([1, 2, 8, 16, 51, 128, 256, 500, 501, 1000, 2048, 10_000, 100_000])
         prefill, decode = 10 ** rng.uniform(-2, 0.5), 10 ** rng.uniform(-1, 1.5)
         capacity = batch / (prefill + decode) * rng.uniform(0.3, 1.0)  # chunked: at most the slots' own rate
         rps = capacity * 10 ** rng.uniform(-1, 3.5)
@@ -169,17 +193,15 @@ def _check(name: str, args: list[Any], limits: bool = True) -> Any:
     return book.get_value("S", 1, 3), book.get_value("S", int(place("result")[1:]), 2)
 
 
-def test_a_batch_beyond_the_native_erlang_range_is_flagged():
-    """Python computes 2,000 slots; the native check turns FALSE (its POISSON.DIST loses digits there in the headless
-    engine), and the Checks sheet's words say why."""
-    args = [100.0, 3, native.ERLANG_SERVERS + 1, 0.5, 5.0, 200.0, 0.99, 1]
-    assert registry.FUNCTIONS["TTFT_AT_LOAD_S"](*args) > 0
-    assert _check("TTFT_AT_LOAD_S", args)[0] is False
-    assert _check("TTFT_AT_LOAD_S", args, limits=False)[0] is True
-    args[2] = native.ERLANG_SERVERS
-    assert _check("TTFT_AT_LOAD_S", args)[0] is True
-    for name in ("TTFT_AT_LOAD_S", "REPLICAS_FOR_TTFT"):
-        assert f"batch at most {native.ERLANG_SERVERS:,} slots" in native.check_words(name)
+def test_many_slots_are_computed_not_refused():
+    """Thousands of slots a replica (Temme's expansion): the native value equals Python's and the check is TRUE."""
+    for batch in (2000, 50_000):
+        args = [3 * batch / 5.5 * 0.97, 3, batch, 0.5, 5.0, batch / 5.0, 0.99, 1]  # 97% of the slots busy
+        ok, got = _check("TTFT_AT_LOAD_S", args)
+        assert ok is True and _agrees(got, registry.FUNCTIONS["TTFT_AT_LOAD_S"](*args)), (batch, got)
+        args = [args[0], 0.6, 0.99, batch, 0.5, 5.0, args[5], 1]
+        ok, got = _check("REPLICAS_FOR_TTFT", args)
+        assert ok is True and got == registry.FUNCTIONS["REPLICAS_FOR_TTFT"](*args), (batch, got)
 
 
 def test_replicas_beyond_the_search_bound_are_flagged():
@@ -190,7 +212,7 @@ def test_replicas_beyond_the_search_bound_are_flagged():
     want = registry.FUNCTIONS["REPLICAS_FOR_TTFT"](*args)
     assert want > 1e6 + 2**native.REPLICA_SEARCH_STEPS
     ok, got = _check("REPLICAS_FOR_TTFT", args)
-    assert ok is False and got < want
+    assert ok is False and not isinstance(got, (int, float))  # #N/A: not a count
     assert _check("REPLICAS_FOR_TTFT", args, limits=False)[0] is True
     args[0] = 1e3  # a thousand requests a second: about 1e5 replicas, within the bound
     ok, got = _check("REPLICAS_FOR_TTFT", args)
@@ -230,10 +252,8 @@ def test_libreoffice_computes_erlang_ttft_replicas_and_efficiency_quantiles_as_p
     tables = native.write_catalog(cat)
     erl, scen, eff = wb.create_sheet("Erlang"), wb.create_sheet("Scenarios"), wb.create_sheet("Efficiency")
     erlang = _erlang_cases()
-    for i, (n, a, _) in enumerate(erlang, 1):
-        erl.cell(row=i, column=1, value=n)
-        erl.cell(row=i, column=2, value=a)
-        erl.cell(row=i, column=3, value="=" + _erlang_c_formula(f"A{i}", f"B{i}"))
+    _write_erlang(erlang, lambda r, c, v: erl.cell(row=r, column=c, value=v),
+                  lambda r, c, f: erl.cell(row=r, column=c, value=f))  # fmt: skip
     cases = _scenarios()
     w = _Book(None, "Scenarios")
     for r, (name, args) in enumerate(cases, 1):
@@ -252,9 +272,7 @@ def test_libreoffice_computes_erlang_ttft_replicas_and_efficiency_quantiles_as_p
                     "--convert-to", "xlsx", "--outdir", str(outdir), str(original)],
                    check=True, capture_output=True, timeout=240)  # fmt: skip
     got = openpyxl.load_workbook(outdir / "queueing.xlsx", data_only=True)
-    wrong: list[Any] = [(n, a, got["Erlang"].cell(row=i, column=3).value, want)
-                        for i, (n, a, want) in enumerate(erlang, 1)
-                        if want > 1e-200 and not _agrees(got["Erlang"].cell(row=i, column=3).value, want)]  # fmt: skip
+    wrong: list[Any] = _erlang_wrong(erlang, lambda i: got["Erlang"].cell(row=i, column=3).value)
     s = got["Scenarios"]
     wrong += _wrong([(s.cell(row=r, column=1).value, s.cell(row=r, column=26).value)
                      for r in range(1, len(cases) + 1)], cases)  # fmt: skip
@@ -269,3 +287,12 @@ def test_libreoffice_computes_erlang_ttft_replicas_and_efficiency_quantiles_as_p
         if not _agrees(value, want):
             wrong.append((args, value, want))
     assert wrong == []
+
+
+def test_the_replicas_check_asks_for_its_result_cell():
+    """Its bound is a rule on the result, whose formula is line items only: the check names what it needs."""
+    refs = [f"A{i}" for i in range(1, 8)]
+    with pytest.raises(XlsxplanError, match="give result, the cell holding it"):
+        native.check("REPLICAS_FOR_TTFT", *refs)
+    assert "A9" in native.check("REPLICAS_FOR_TTFT", *refs, result="A9")
+    assert "ISNUMBER(A9)" not in native.check("REPLICAS_FOR_TTFT", *refs, result="A9", limits=False)

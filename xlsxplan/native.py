@@ -5,7 +5,8 @@ later, LibreOffice Calc, Google Sheets). Each registry function the templates us
 template over its arguments (``{params_b}*{bytes_per_param}``), which :func:`formula` fills with the argument cells or
 expressions, the optional ones it is not given taking their registry defaults (:data:`xlsxplan.registry.FUNCTIONS`).
 Only functions Excel 2016 has are used (tests/test_native.py lists them: ``IF``, ``INT``, ``LOG``, ``ERFC``, ``INDEX``,
-``MATCH``, ``SMALL``, ``COUNTIF`` and the like); never ``LET``, ``LAMBDA``, ``XLOOKUP`` or a dynamic-array function.
+``MATCH``, ``SMALL``, ``COUNTIF``, ``POISSON`` and the like); never ``LET``, ``LAMBDA``, ``XLOOKUP`` or a dynamic-array
+function, nor one an .xlsx must store with the ``_xlfn.`` prefix (``POISSON.DIST``: LibreOffice reads it as #NAME?).
 
 What a function refuses, a native formula does not: it computes. :func:`check` gives the other half, a formula that is
 TRUE exactly when the Python function accepts the arguments, built from each argument's
@@ -21,16 +22,20 @@ ints all; LibreOffice subtracts numbers within ``2**-48`` of each other to 0, so
 trillion tokens) its rounding may forgive up to twice as much as Python's, and above ``1e15`` it is beyond the native
 form.
 
-Functions too long for one readable formula (SERVE_TOKS, BATCH_FOR_TTFT, PAGED_BATCH, GPU_HOUR_OWNED and a few more)
-are line items, one step a cell as the FAST standard asks: :func:`line_items` gives each step's formula over the cells
-of the earlier ones. ``ln(1 + x)`` and ``exp(y) - 1``, which Excel lacks, are written in Goldberg's and Kahan's forms,
-exact to the last digits for a small rate.
+Functions too long for one readable formula (SERVE_TOKS, BATCH_FOR_TTFT, PAGED_BATCH, GPU_HOUR_OWNED, TTFT_AT_LOAD_S,
+REPLICAS_FOR_TTFT and a few more) are line items, one step a cell as the FAST standard asks: :func:`line_items` gives
+each step's formula over the cells of the earlier ones. Erlang B, which Python computes by a recursion, is the Poisson
+ratio up to 500 slots and Temme's uniform expansion of the incomplete gamma function above (:data:`POISSON_SERVERS`);
+REPLICAS_FOR_TTFT's search is a bisection of :data:`REPLICA_SEARCH_STEPS` steps whose count is then confirmed, #N/A
+and flagged by its check where it is not (``Native.limits``). ``ln(1 + x)`` and ``exp(y) - 1``, which Excel lacks,
+are written in Goldberg's and Kahan's forms, exact to the last digits for a small rate.
 
 The preset lookups (MODEL_SPEC, GPU_SPEC, BYTES_PER_PARAM, GPU_PRICE, OPTIMIZER_BYTES, MODELS, GPUS,
 MODEL_EXPERT_PARAMS_B, MODEL_KV_BYTES_PER_TOKEN, EFFICIENCY) read tables the workbook carries: :func:`write_catalog`
 writes the catalog's models, accelerators, prices, formats, optimizers, the figures counted from the models' shapes
-and the calibrated efficiencies in use, with the source of every row, into a worksheet, and returns the
-:class:`CatalogTables` whose methods give the ``INDEX``/``MATCH`` formulas over them (``#N/A`` where the Python
+and the calibrated efficiencies in use with their leave-one-run-out residuals (EFFICIENCY's quantile: P10 and P90 as
+Python computed them, any other ranked by the formula), with the source of every row, into a worksheet, and returns
+the :class:`CatalogTables` whose methods give the ``INDEX``/``MATCH`` formulas over them (``#N/A`` where the Python
 lookup refuses). Functions with no native form are in :data:`PYTHON_ONLY` with the reason.
 """
 
@@ -52,6 +57,8 @@ from .core import training_memory
 from .errors import ArgumentError, XlsxplanError
 
 __all__ = [
+    "POISSON_SERVERS",
+    "REPLICA_SEARCH_STEPS",
     "CatalogTables",
     "NATIVE",
     "Native",
@@ -98,9 +105,8 @@ class Native:
     same form, that the Python function requires beyond its arguments' domains (``{result}`` is the function's
     value), each with the requirement in words (:func:`check_words`); ``note`` says where the native form departs
     from the Python one. ``limits`` are conditions of the same form that the Python function does not have but the
-    native form needs to equal it (TTFT_AT_LOAD_S's servers within the range the spreadsheets' POISSON is exact
-    in, REPLICAS_FOR_TTFT's search within its bound): :func:`check` includes them, so an input beyond them is
-    flagged in words rather than computed wrongly.
+    native form needs to equal it (REPLICAS_FOR_TTFT's search within its bound): :func:`check` includes them, so an
+    input beyond them is flagged in words rather than computed wrongly.
 
     A function too long for one readable formula is a list of ``steps``, line items ``(key, label, template)`` whose
     templates refer to the arguments and to earlier steps by their key; the last step is the result.
@@ -658,21 +664,84 @@ _FORMS += [
 ]
 
 
-ERLANG_SERVERS = 1000
-"""The most servers (a replica's batch slots) the native Erlang B is tested to 1e-9 relative in both engines.
+POISSON_SERVERS = 500
+"""Up to this many servers the native Erlang B is the Poisson ratio; above, Temme's uniform expansion.
 
-Erlang B is ``POISSON(c, a, FALSE) / POISSON(c, a, TRUE)``, the Poisson probability of ``c`` over that of at most
-``c``: no recursion, so any ``c`` is one formula. POISSON is the name every spreadsheet reads (Excel keeps it beside
-POISSON.DIST, which an .xlsx must store as ``_xlfn.POISSON.DIST`` or LibreOffice reads #NAME?; Google Sheets). Against
-the Python recursion, with loads from far below to just below the servers, LibreOffice 7's POISSON is within 1e-12
-relative to 3,000 servers, 3e-11 to 1e4, 2e-10 to 1e5 and 1e-9 to 1e6; the headless engine (formualizer) is within
-1e-10 to 1,000 servers and then loses digits (2e-9 at 1,200, 2e-6 at 2,000: its incomplete gamma function), so the
-native form's check flags a batch above 1,000 (a limit, :attr:`Native.limits`), which the add-in edition computes."""
+``B(c, a) = P(N = c) / P(N <= c)`` for ``N`` Poisson of mean ``a``: up to 500 servers ``POISSON(c, a, FALSE) /
+POISSON(c, a, TRUE)``, no recursion (POISSON is the name every spreadsheet reads: Excel keeps it beside POISSON.DIST,
+which an .xlsx must store as ``_xlfn.POISSON.DIST`` or LibreOffice reads #NAME?). The spreadsheets' Poisson
+distribution is not exact for many servers: against the Python recursion LibreOffice 7's POISSON is within 1e-12
+relative to 3,000 servers and 1e-9 at 1e6, but the headless engine (formualizer) loses digits from about 1,000 (2e-9
+at 1,200, 2e-6 at 2,000, 7% at 1e5: its incomplete gamma function). Above 500 servers the native form therefore
+computes both probabilities itself, with ``alpha = c + 1``, ``x = a``, ``u = (x - alpha) / alpha`` and ``alpha eta^2 /
+2 = alpha (u - ln(1 + u))`` (``eta < 0``): ``P(N <= c) = Q(alpha, x) = erfc(eta sqrt(alpha / 2)) / 2 + exp(-alpha
+eta^2 / 2) / sqrt(2 pi alpha) S`` with ``S = c_0(eta) + c_1(eta) / alpha + c_2(eta) / alpha^2 + c_3(eta) /
+alpha^3`` (Temme 1979, "The asymptotic expansion of the incomplete gamma functions", SIAM J. Math. Anal. 10, 757-766;
+DLMF 8.12.3 and 8.12.8-8.12.10), and ``P(N = c) = alpha / x exp(-alpha eta^2 / 2) / (sqrt(2 pi alpha)
+Gamma*(alpha))``, ``ln Gamma*(alpha) = 1/(12 alpha) - 1/(360 alpha^3) + 1/(1260 alpha^5)`` (Stirling's series). The
+``c_k`` are their Taylor polynomials about ``eta = 0`` (:data:`_TEMME`). Where ``eta < -0.5`` (a load below about 60%
+of the servers) or the exponent passes 700, B is below 1e-27 and is 0: Erlang C is then far below any percentile's
+share, ``1 - p >= 2^-53``, and the wait is 0 as in Python. Tested to 1e-9 relative against the recursion from 1 to
+1e6 servers in both engines (tests/test_native_queueing.py)."""
 
-_ERLANG_LIMIT = (
-    f"{{batch}}<={ERLANG_SERVERS}",
-    f"batch at most {ERLANG_SERVERS:,} slots (beyond, the native Erlang C loses digits: use the add-in)",
-)
+_TEMME = (
+    (-0.3333333333333333, 0.08333333333333333, -0.014814814814814815, 0.0011574074074074073, 0.0003527336860670194,
+     -0.0001787551440329218, 3.919263178522438e-05, -2.185448510679992e-06, -1.85406221071516e-06,
+     8.296711340953087e-07, -1.7665952736826078e-07, 6.707853543401498e-09, 1.0261809784240309e-08),
+    (-0.001851851851851852, -0.003472222222222222, 0.0026455026455026454, -0.0009902263374485596,
+     0.00020576131687242798, -4.018775720164609e-07, -1.8098550334489977e-05, 7.64916091608111e-06),
+    (0.004133597883597883, -0.0026813271604938273, 0.0007716049382716049, 2.0093878600823047e-06,
+     -0.0001073665322636516),
+    (0.0006494341563786008, 0.00022947209362139917),
+)  # fmt: skip
+"""Taylor coefficients about ``eta = 0`` of Temme's ``c_0`` to ``c_3`` (DLMF 8.12.8-8.12.10: ``c_0 = 1/(lambda - 1) -
+1/eta``, ``c_k = c'_{k-1} / eta + (-1)^k gamma_k / (lambda - 1)``, ``gamma_k`` Stirling's coefficients 1/12, 1/288,
+-139/51840), computed in 50-digit arithmetic from the Cauchy integral on ``|eta| = 1`` (their radius of convergence is
+``2 sqrt(pi)``). ``c_0`` begins ``-1/3 + eta/12 - 2 eta^2/135 + eta^3/864``, ``c_1(0) = -1/540`` and ``c_2(0) =
+25/6048``, as DLMF 8.12.9 gives. Truncated to degrees 12, 7, 4 and 1 they give ``Q(alpha, x)`` within 5e-16 relative
+for ``alpha > 500`` and ``-0.5 <= eta <= 0`` (against mpmath's gammainc)."""
+
+
+def _horner(coefficients: tuple[float, ...], x: str) -> str:
+    """The polynomial ``sum c_j x^j`` in Horner's form, each coefficient to its 17 digits."""
+
+    def number(c: float) -> str:
+        return repr(c).upper()
+
+    text = number(coefficients[-1])
+    for c in reversed(coefficients[:-1]):
+        text = f"({text})*{x}{'+' if c >= 0 else ''}{number(c)}"
+    return text
+
+
+def _erlang_b_steps(prefix: str, load: str, what: str) -> list[tuple[str, str, str]]:
+    """Erlang B of ``{batch}`` servers at ``load`` (a step's key in braces) as line items keyed ``prefix`` + ``alpha``,
+    ``u``, ``half``, ``eta``, ``c0_high``, ``c0``, ``c1``, ``series``, ``b``: the Poisson ratio up to
+    :data:`POISSON_SERVERS` servers, Temme's expansion above."""
+    p = prefix
+
+    def key(name: str) -> str:
+        return "{" + p + name + "}"
+
+    alpha, eta = key("alpha"), key("eta")
+    factor = f"EXP(-{key('half')})/SQRT(2*PI()*{alpha})"
+    gamma_star = f"EXP(1/(12*{alpha})-1/(360*{alpha}^3)+1/(1260*{alpha}^5))"
+    temme = f"{alpha}/{load}*{factor}/{gamma_star}/(ERFC({eta}*SQRT({alpha}/2))/2+{factor}*{key('series')})"
+    c2, c3 = _horner(_TEMME[2], eta), _horner(_TEMME[3], eta)
+    return [
+        (f"{p}alpha", f"{what}: alpha, the servers + 1", "{batch}+1"),
+        (f"{p}u", f"{what}: the load's distance below alpha, relative", f"({load}-{alpha})/{alpha}"),
+        (f"{p}half", f"{what}: alpha eta^2 / 2, Temme's exponent", f"{alpha}*({key('u')}-{_log1p(key('u'))})"),
+        (f"{p}eta", f"{what}: Temme's eta (below 0)", f"-SQRT(2*{key('half')}/{alpha})"),
+        (f"{p}c0_high", f"{what}: Temme's c_0(eta), its terms from eta^7", _horner(_TEMME[0][7:], eta)),
+        (f"{p}c0", f"{what}: Temme's c_0(eta)", f"{_horner(_TEMME[0][:7], eta)}+{eta}^7*{key('c0_high')}"),
+        (f"{p}c1", f"{what}: Temme's c_1(eta)", _horner(_TEMME[1], eta)),
+        (f"{p}series", f"{what}: Temme's series c_0 + c_1 / alpha + c_2 / alpha^2 + c_3 / alpha^3",
+         f"{key('c0')}+({key('c1')}+({c2}+({c3})/{alpha})/{alpha})/{alpha}"),
+        (f"{p}b", f"{what}: Erlang B (Poisson ratio to {POISSON_SERVERS} slots, Temme's expansion above)",
+         f"IF({{batch}}<={POISSON_SERVERS},{_erlang_b('{batch}', load)},"
+         f"IF(OR({eta}<-0.5,{key('half')}>700),0,{temme}))"),
+    ]  # fmt: skip
 
 
 def _erlang_b(servers: str, load: str) -> str:
@@ -693,16 +762,8 @@ _FORMS += [
             ("per", "requests per second each replica takes", "{requests_per_s}/{replicas}"),
             ("slot", "time a request holds a batch slot (SLOT_S) [s]", _SLOT),
             ("load", "load offered to one replica's slots [Erlangs]", "{per}*{slot}"),
-            (
-                "erlang_b",
-                "Erlang B: the Poisson probability of batch over that of at most batch",
-                _erlang_b("{batch}", "{load}"),
-            ),  # fmt: skip
-            (
-                "erlang_c",
-                "Erlang C: the probability that a request waits",
-                _erlang_c("{erlang_b}", "{batch}", "{load}"),
-            ),
+            *_erlang_b_steps("", "{load}", "Erlang B"),
+            ("erlang_c", "Erlang C: the probability that a request waits", _erlang_c("{b}", "{batch}", "{load}")),
             (
                 "wait",
                 "the wait at the percentile, Allen-Cunneen's factor for service_cv [s]",
@@ -715,23 +776,25 @@ _FORMS += [
             f"{{requests_per_s}}/{{replicas}}*{_SLOT}<{{batch}}",
             "requests_per_s / replicas below what a replica serves (batch / SLOT_S): else the queue grows",
         ),
-        limits=(_ERLANG_LIMIT,),
     ),
 ]
 
 REPLICA_SEARCH_STEPS = 20
 """Bisection steps REPLICAS_FOR_TTFT's native form takes: it finds the fewest replicas within ``2**20`` (1,048,576)
-above ``floor(requests_per_s * SLOT_S / batch) - 1``, the most that are surely overloaded; its check turns FALSE
-when the count found does not meet the target (the answer lies beyond that bound)."""
+above ``floor(requests_per_s * SLOT_S / batch) - 1``, the most that are surely overloaded.
+
+The search's steps use the Poisson ratio for Erlang B at every batch (one line item a step; above 500 slots the
+headless engine's may be a little off, which moves a step only at the boundary). The count found and the one below
+it are then checked with the exact Erlang B (:data:`POISSON_SERVERS`): the result is the count when it meets the
+target and the one below does not, else #N/A, which the check flags (a count beyond the bound, or a search the
+Poisson ratio misled)."""
 
 
-def _meets(replicas: str, slot: str, scale: str, miss: str, load: str) -> str:
-    """TRUE when the percentile's time to first token at ``replicas`` is within the target: ``load`` is the load
-    offered to each (``requests_per_s / replicas * slot``), given as an expression of its own."""
-    b = _erlang_b("{batch}", load)
-    c = _erlang_c(f"({b})", "{batch}", load)
-    return (f"IF({load}>={{batch}},FALSE,{{prefill_s}}+{scale}/({{batch}}-{load})*LN(MAX({c},{miss})/{miss})"
-            "<={ttft_target_s})")  # fmt: skip
+def _meets(b: str, load: str) -> str:
+    """The time to first token at the percentile within the target, from Erlang B ``b`` at ``load`` (the load below
+    the batch)."""
+    c = _erlang_c(b, "{batch}", load)
+    return f"{{prefill_s}}+{{scale}}/({{batch}}-{load})*LN(MAX({c},{{miss}})/{{miss}})<={{ttft_target_s}}"
 
 
 def _replica_steps() -> list[tuple[str, str, str]]:
@@ -748,15 +811,26 @@ def _replica_steps() -> list[tuple[str, str, str]]:
     for k in range(1, REPLICA_SEARCH_STEPS + 1):
         width = str(2 ** (REPLICA_SEARCH_STEPS - k))
         lo = f"{{lo{k - 1}}}"
-        steps.append((f"load{k}", f"step {k}: load on each of {lo[1:-1]} + {width} replicas [Erlangs]",
+        steps.append((f"load{k}", f"step {k}: load on each of lo{k - 1} + {width} replicas [Erlangs]",
                       f"{{requests_per_s}}/({lo}+{width})*{{slot}}"))  # fmt: skip
-        steps.append((f"b{k}", f"step {k}: Erlang B at that load",
+        steps.append((f"b{k}", f"step {k}: Erlang B at that load (the Poisson ratio)",
                       f"IF({{load{k}}}>={{batch}},1,{_erlang_b('{batch}', f'{{load{k}}}')})"))  # fmt: skip
-        c = _erlang_c(f"{{b{k}}}", "{batch}", f"{{load{k}}}")
-        meets = f"{{prefill_s}}+{{scale}}/({{batch}}-{{load{k}}})*LN(MAX({c},{{miss}})/{{miss}})<={{ttft_target_s}}"
+        meets = _meets(f"{{b{k}}}", f"{{load{k}}}")
         steps.append((f"lo{k}", f"step {k}: the most replicas known to miss the target",
                       f"{lo}+IF({{load{k}}}>={{batch}},{width},IF({meets},0,{width}))"))  # fmt: skip
-    steps.append(("result", "fewest replicas meeting the target", f"{{lo{REPLICA_SEARCH_STEPS}}}+1"))
+    last = f"{{lo{REPLICA_SEARCH_STEPS}}}"
+    steps.append(("count", "the count the search found", f"{last}+1"))
+    for key, count, what in (("at", "{count}", "at the count"), ("below", "MAX({count}-1,1)", "one fewer")):
+        steps.append((f"{key}_load", f"load on each replica {what} [Erlangs]",
+                      f"{{requests_per_s}}/{count}*{{slot}}"))  # fmt: skip
+        steps += _erlang_b_steps(f"{key}_", f"{{{key}_load}}", f"exact Erlang B {what}")
+    steps.append(("at_meets", "the count meets the target",
+                  f"IF({{at_load}}>={{batch}},FALSE,{_meets('{at_b}', '{at_load}')})"))  # fmt: skip
+    below = _meets("{below_b}", "{below_load}")
+    steps.append(("below_meets", "one fewer meets it too",
+                  f"IF(OR({{count}}<=1,{{below_load}}>={{batch}}),FALSE,{below})"))  # fmt: skip
+    steps.append(("result", "fewest replicas meeting the target, confirmed (else NA())",
+                  "IF(AND({at_meets},NOT({below_meets})),{count},NA())"))  # fmt: skip
     return steps
 
 
@@ -766,22 +840,15 @@ _FORMS += [
         _replica_steps(),
         ("{ttft_target_s}>={prefill_s}", "ttft_target_s at least prefill_s (the time to first token with no wait)"),
         limits=(
-            _ERLANG_LIMIT,
             (
-                _meets(
-                    "{result}",
-                    _SLOT,
-                    f"(1+{{service_cv}}*{{service_cv}})/2*{_SLOT}",
-                    "(1-{percentile})",
-                    f"({{requests_per_s}}/{{result}}*{_SLOT})",
-                ),  # fmt: skip
-                f"the fewest replicas within {2**REPLICA_SEARCH_STEPS:,} of the overloaded count (the native "
-                "search's bound: beyond, use the add-in)",
+                "ISNUMBER({result})",
+                f"the fewest replicas found within {2**REPLICA_SEARCH_STEPS:,} of the overloaded count and confirmed "
+                "by the exact Erlang C (the native search's bound: beyond, use the add-in)",
             ),
         ),
         note="Python brackets and bisects around ceil(requests_per_s / r), r the most one replica takes; the native "
         f"form bisects {REPLICA_SEARCH_STEPS} times over the counts above the overloaded ones, checking each "
-        "candidate's time to first token as Python does",
+        "candidate's time to first token as Python does, then confirms the count and the one below it",
     ),
 ]
 
@@ -875,6 +942,9 @@ def formula(name: str, *args: Any, **kwargs: Any) -> str:
 LONGEST_FORMULA = 8192
 """Excel's limit on the length of a formula."""
 
+_LINE_ITEMS_ONLY = frozenset({"REPLICAS_FOR_TTFT"})
+"""Native forms with a rule on ``{result}`` whose inlined formula passes :data:`LONGEST_FORMULA`."""
+
 
 def _inline(steps: Any, values: dict[str, str]) -> str:
     """Steps ``(key, label, template)`` as one formula, each step's formula in place of its key; an ArgumentError
@@ -956,8 +1026,8 @@ def check_words(name: str) -> str:
 def check(name: str, *args: Any, result: str | None = None, limits: bool = True, **kwargs: Any) -> str:
     """A formula, without the ``=``, that is TRUE when the Python function accepts these arguments and FALSE when it
     would refuse them: every argument in its domain and the function's own rules (``Native.rules``); with
-    ``limits`` (the default) also FALSE beyond the native form's own limits (``Native.limits``: TTFT_AT_LOAD_S's
-    batch within :data:`ERLANG_SERVERS`), where Python computes but the native form would not equal it.
+    ``limits`` (the default) also FALSE beyond the native form's own limits (``Native.limits``: REPLICAS_FOR_TTFT's
+    search bound), where Python computes but the native form would not equal it.
 
     ``result`` is the cell holding the native value, for a rule about it (MFU at most 1); without it the rule
     repeats the formula. An argument that is an error value makes the check FALSE.
@@ -969,6 +1039,9 @@ def check(name: str, *args: Any, result: str | None = None, limits: bool = True,
     if native is not None and (native.rules or (limits and native.limits)):
         every = native.rules + (native.limits if limits else ())
         if any("{result}" in rule for rule, _ in every):
+            if not result and key in _LINE_ITEMS_ONLY:
+                raise ArgumentError(f"{key}'s check reads its result, whose formula is line items only: give result, "
+                                    "the cell holding it")  # fmt: skip
             values["result"] = _operand(result) if result else f"({formula(key, *args, **kwargs)})"
         # a rule over an out-of-domain argument may itself fail (LN of a negative): it is only read when the
         # domains hold
