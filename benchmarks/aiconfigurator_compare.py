@@ -3,8 +3,8 @@
 Run from the repository root, with AIConfigurator installed in its own virtual environment (it runs offline from its
 bundled kernel database):
 
-    python3.11 -m venv /work/research/aic-venv && /work/research/aic-venv/bin/pip install aiconfigurator
-    .venv/bin/python benchmarks/aiconfigurator_compare.py --aic /work/research/aic-venv/bin/aiconfigurator
+    python3.11 -m venv /work/notes/aic-venv && /work/notes/aic-venv/bin/pip install aiconfigurator
+    .venv/bin/python benchmarks/aiconfigurator_compare.py --aic /work/notes/aic-venv/bin/aiconfigurator
 
 For every throughput row of ``xlsxplan/calibration/data/measurements.csv`` (offline ``max`` rows of TensorRT-LLM's
 perf-overview), AIConfigurator's ``cli estimate`` (aggregated serving, TensorRT-LLM backend, the row's tensor
@@ -13,8 +13,12 @@ throughput whose memory fits the GPU (95% of it, the ``kv_cache_free_gpu_mem_fra
 xlsxplan's answer is ``xlsxplan validate``'s: the row predicted from a fit that never saw its run, with its P10-P90
 range. A row AIConfigurator has no model config or system for is listed with the reason; xlsxplan still predicts it.
 
-Prints a Markdown table and the two median absolute errors over the rows both predict. ``--cache FILE`` keeps
-AIConfigurator's answers between runs (default: /tmp/aic_compare_cache.json).
+Prints a Markdown table and the two median absolute errors over the rows both predict. AIConfigurator's answers are
+kept in ``--cache FILE`` (default: benchmarks/aiconfigurator_cache.json, committed), keyed by what the estimate was
+asked (model, system, tensor parallelism, quantization, ISL/OSL, batch), not by the row's line, so adding rows to the
+calibration set reuses every answer; the file records the command and AIConfigurator version that made it. Without
+``--aic`` (or with ``--cache-only``) nothing is estimated and the cached answers are compared as they are: xlsxplan's
+side is recomputed on every run, so the comparison is cheap to repeat after a refit.
 """
 
 from __future__ import annotations
@@ -22,8 +26,10 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import shlex
 import statistics
 import subprocess
+import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -33,6 +39,7 @@ from xlsxplan.calibration import measurements
 from xlsxplan.catalog import load_catalog
 
 BATCHES = (64, 256, 1024, 2048, 4096)
+CACHE = Path(__file__).with_name("aiconfigurator_cache.json")
 MEMORY_FRACTION = 0.95
 
 SYSTEMS = {"H100-SXM": "h100_sxm", "H200": "h200_sxm", "B200": "b200_sxm", "GB200": "gb200", "A100-80GB": "a100_sxm",
@@ -89,12 +96,30 @@ def estimate(aic: str, m: measurements.Measurement, batch: int) -> tuple[float, 
     return float(tps.group(1).replace(",", "")), float(mem.group(1).replace(",", ""))
 
 
+def cache_key(m: measurements.Measurement, batch: int) -> str:
+    """What an estimate was asked, as the cache keys it: the same question for a row on another line is one answer."""
+    preset = measurements.shape_of(m).preset
+    return (f"{MODELS[preset]}|{SYSTEMS[m.gpu]}|tp{m.n_gpus or 1}|{m.precision}|{int(m.input_len or 0)}/"
+            f"{int(m.output_len or 0)}|batch {batch}")  # fmt: skip
+
+
+def aiconfigurator_version(aic: str) -> str:
+    """The installed AIConfigurator's version, from the pip metadata beside its executable; empty if unknown."""
+    pip = Path(aic).with_name("pip")
+    try:
+        out = subprocess.run([str(pip), "show", "aiconfigurator"], capture_output=True, text=True, timeout=120).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    found = re.search(r"^Version:\s*(\S+)", out, re.M)
+    return found.group(1) if found else ""
+
+
 def aic_best(m: measurements.Measurement, cache: dict) -> tuple[float | None, int | None]:
     """The highest throughput whose memory fits, over BATCHES, and its batch."""
     gpu = load_catalog().accelerators.get(m.gpu)
     best: tuple[float | None, int | None] = (None, None)
     for batch in BATCHES:
-        got = cache.get(f"{m.line}:{batch}")
+        got = cache.get(cache_key(m, batch))
         if got is None:
             continue
         tps, memory = got
@@ -105,29 +130,41 @@ def aic_best(m: measurements.Measurement, cache: dict) -> tuple[float | None, in
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--aic", default="/work/research/aic-venv/bin/aiconfigurator")
-    parser.add_argument("--cache", default="/tmp/aic_compare_cache.json")
-    parser.add_argument("--jobs", type=int, default=8)
+    parser.add_argument("--aic", default="", help="AIConfigurator's executable; empty: use the cached answers only")
+    parser.add_argument("--cache", default=str(CACHE))
+    parser.add_argument("--cache-only", action="store_true", help="estimate nothing, compare the cached answers")
+    parser.add_argument("--jobs", type=int, default=2)
     args = parser.parse_args()
     cache_path = Path(args.cache)
-    cache = json.loads(cache_path.read_text()) if cache_path.is_file() else {}
+    stored = json.loads(cache_path.read_text()) if cache_path.is_file() else {}
+    cache: dict = stored.get("answers", {})
+    about = {k: v for k, v in stored.items() if k != "answers"}
 
     rows = measurements.read_measurements(calibration.measurements_path())
     ours = {r.line: r for r in measurements.validate(rows)}
     serving = [m for m in rows if m.metric.startswith("output_tokens_per_sec")]
     able = [m for m in serving if not why_not(m)]
-    todo = [(m, b) for m in able for b in BATCHES if f"{m.line}:{b}" not in cache]
-    lock = threading.Lock()
+    todo = [(m, b) for m in able for b in BATCHES if cache_key(m, b) not in cache]
+    if todo and args.aic and not args.cache_only:
+        lock = threading.Lock()
+        about = {
+            "about": "AIConfigurator's answers for benchmarks/aiconfigurator_compare.py: [tokens/s, GPU memory GB] per "
+            "question, null where it gave none. Generated; do not edit by hand.",
+            "command": "benchmarks/aiconfigurator_compare.py " + shlex.join(sys.argv[1:]),
+            "aiconfigurator": aiconfigurator_version(args.aic) or about.get("aiconfigurator", ""),
+        }
 
-    def one(task: tuple[measurements.Measurement, int]) -> None:
-        m, batch = task
-        got = estimate(args.aic, m, batch)
-        with lock:  # kept after every answer: a stopped run loses nothing
-            cache[f"{m.line}:{batch}"] = got
-            cache_path.write_text(json.dumps(cache))
+        def one(task: tuple[measurements.Measurement, int]) -> None:
+            m, batch = task
+            got = estimate(args.aic, m, batch)
+            with lock:  # kept after every answer: a stopped run loses nothing
+                cache[cache_key(m, batch)] = got
+                cache_path.write_text(json.dumps({**about, "answers": dict(sorted(cache.items()))}, indent=1) + "\n")
 
-    with ThreadPoolExecutor(args.jobs) as pool:
-        list(pool.map(one, todo))
+        with ThreadPoolExecutor(args.jobs) as pool:
+            list(pool.map(one, todo))
+    elif todo:
+        print(f"{len(todo)} estimate(s) not in {cache_path}: those rows show no AIConfigurator answer (pass --aic)\n")
     answers = {m.line: aic_best(m, cache) for m in able}
 
     print("| line | row | GPU, TP, weights | ISL/OSL | measured | AIConfigurator (batch) | ratio | xlsxplan (P10-P90) "

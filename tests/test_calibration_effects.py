@@ -39,14 +39,50 @@ def test_tp_allreduce_is_two_ring_all_reduces_per_layer():
 
 def test_tp_allreduce_brings_tensor_parallel_serving_to_the_measured_throughput():
     # TensorRT-LLM perf-overview.md @00f37686, Qwen3-235B-A22B on 8 H200s (TP8, FP8), 1000/1000: 23,789 tokens/s
-    # (line 105). Without the all-reduces the roofline is 1.4x too fast; with them within 15%.
+    # (line 105). Without the all-reduces the per-operator roofline is over 1.2x too fast; with them within 15%.
     with_effect = predict(105)
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(measurements.effects, "tp_allreduce_seconds", lambda *a, **k: 0.0)
         without = predict(105)
     assert ROWS[105].value == 23789
-    assert without / 23789 > 1.3
+    assert without / 23789 > 1.2
     assert with_effect / 23789 == pytest.approx(1.0, abs=0.15)
+
+
+# --- prompts prefilled inside decode steps ----------------------------------------------------------------------
+
+
+def test_prefill_tokens_per_step_is_the_steady_state_of_iteration_level_scheduling():
+    # Orca (OSDI '22) section 3.2, Sarathi-Serve (arXiv:2403.02310) section 4: B/O requests join per step, each with
+    # P prompt tokens. Llama-3.1-8B at 2,048 in and 128 out with 462 sequences in flight: 7,392 prompt tokens a step
+    assert effects.prefill_tokens_per_step(462, 2048, 128) == 7392
+    assert effects.prefill_tokens_per_step(462, 0, 128) == 0
+    with pytest.raises(OutOfRangeError, match="^output_tokens must be above 0") as err:
+        effects.prefill_tokens_per_step(462, 2048, 0)
+    assert err.value.argument == "output_tokens"
+
+
+def test_prompts_inside_decode_steps_match_trtllm_bench_at_long_prompts():
+    # TensorRT-LLM perf-overview.md @00f37686, Llama-3.1-8B FP8 on one H200, 20,000 in / 2,000 out: 1,804 tokens/s
+    # (line 99), continuous batching. Prefilled inside the decode steps the prediction is within 15%; the same row as
+    # a static batch (all prompts first, then the decode) is slower
+    m = ROWS[99]
+    assert m.value == 1804 and m.batching == "continuous"
+    continuous = predict(99)
+    static = measurements.predict(dataclasses.replace(m, batching="static"), calibration.load_factors())[0]
+    assert continuous / 1804 == pytest.approx(1.0, abs=0.15)
+    assert static < continuous
+
+
+def test_routed_traffic_brings_moe_serving_to_the_measured_throughput():
+    # TensorRT-LLM perf-overview.md @00f37686, Qwen3-30B-A3B NVFP4 on one B200, 1000/1000: 25,828 tokens/s (line
+    # 108). The memory-bound work per routed copy (the training fit's routed_bytes, a third of it for the forward
+    # pass) takes the prediction from over 1.6x too fast to within 15%
+    f = calibration.load_factors()
+    assert ROWS[108].value == 25828 and f.train_mfu.routed_bytes > 0
+    none = dataclasses.replace(f, train_mfu=calibration.TrainFit(f.train_mfu.ceiling, f.train_mfu.overhead_bytes, 0.0))
+    assert measurements.predict(ROWS[108], none)[0] / 25828 > 1.6
+    assert predict(108) / 25828 == pytest.approx(1.0, abs=0.15)
 
 
 # --- expert-parallel all-to-all ---------------------------------------------------------------------------------

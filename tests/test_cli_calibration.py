@@ -133,7 +133,7 @@ def test_calibrate_fit_writes_the_shipped_factors_again(capsys, tmp_path):
 
 def test_a_refit_on_a_users_file_is_one_command_and_used_at_once(capsys, tmp_path, monkeypatch):
     # Changing the data file and re-running the fit is one command. The user's copy of the measurements,
-    # with the FP8 time-to-first-token row made twice as fast: `calibrate --fit --data FILE` writes the user's
+    # with the FP8 time-to-first-token rows made twice as fast: `calibrate --fit --data FILE` writes the user's
     # factors into the user catalog folder, and EFFICIENCY, validate and the templates use them from then on.
     import os
 
@@ -144,6 +144,8 @@ def test_a_refit_on_a_users_file_is_one_command_and_used_at_once(capsys, tmp_pat
         calibration.measurements_path()
         .read_text(encoding="utf-8")
         .replace("H100-SXM,1,fp8,2048,1,1,ttft,36,", "H100-SXM,1,fp8,2048,1,1,ttft,18,")
+        .replace("H100-SXM,4,fp8,2048,1,1,ttft,109,", "H100-SXM,4,fp8,2048,1,1,ttft,54.5,")
+        .replace("L40S,1,fp8,2048,1,1,ttft,73,", "L40S,1,fp8,2048,1,1,ttft,36.5,")
     )
     mine = tmp_path / "mine.csv"
     mine.write_text(text, encoding="utf-8")

@@ -188,31 +188,31 @@ def test_rows_that_cannot_be_predicted_say_why():
 
 def test_mixture_of_experts_throughput_follows_the_experts_a_batch_touches():
     # validate predicts MoE throughput rows rather than refusing them: a preset's routing (Qwen3-235B-A22B: 128 experts,
-    # 8 per token) goes to SERVE_TOKS: memory holds 235B, a token computes with 22B, a step reads the experts its batch
-    # touches (MOE_PARAMS_READ_B). Against the same model taken as dense, it is faster, and slower than if every step
-    # read only the active parameters.
-    import xlsxplan as x
+    # 8 per token): memory holds 235B, a token computes with 22B, a step reads the experts its batch touches
+    # (MOE_PARAMS_READ_B). Reading every parameter each step is slower; reading only the active ones faster.
+    from xlsxplan.core import equations
 
-    (row,) = rows_from("serve,x,Qwen3-235B-A22B,,,,H200,8,fp8,128,128,max,output_tokens_per_sec_total,1,tok/s,src")
+    # At 8 requests a step touches about 40 of the 128 experts of each layer (1 - (1 - 8/128)^64), not all of them.
+    (row,) = rows_from("serve,x,Qwen3-235B-A22B,,,,H200,8,fp8,128,128,8,output_tokens_per_sec_total,1,tok/s,src")
     factors = calibration.load_factors()
-    with_effects, _ = measurements.predict(row, factors)
-    # the effects (xlsxplan.core.effects) left out, validate's throughput is SERVE_TOKS's
+    with_effects, basis = measurements.predict(row, factors)
+    assert "routed" in basis and "all-reduce" in basis
+    # eight H200s all-reduce every layer's activations per step: the effect makes it slower, not faster
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(measurements.effects, "tp_allreduce_seconds", lambda *a, **k: 0.0)
-        mp.setattr(measurements.effects, "attention_decode_flops_per_token", lambda *a, **k: 0.0)
-        mp.setattr(measurements.effects, "attention_prefill_flops", lambda *a, **k: 0.0)
-        predicted, basis = measurements.predict(row, factors)
-    # eight H200s all-reduce every layer's activations per step: the effects make it slower, not faster
-    assert with_effects < predicted
+        assert measurements.predict(row, factors)[0] > with_effects
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(equations, "moe_params_read", lambda total, active, *a: total)
+        every = measurements.predict(row, factors)[0]
+        mp.setattr(equations, "moe_params_read", lambda total, active, *a: active)
+        active_only = measurements.predict(row, factors)[0]
+    assert every < with_effects < active_only
+    # SERVE_TOKS itself (the workbooks' function) reads the same experts
+    import xlsxplan as x
+
     e_bw = factors.value("decode_bandwidth", fmt="8-bit")
     e_c = factors.value("prefill", fmt="8-bit")
     kv = x.model_kv_bytes_per_token("Qwen3-235B-A22B", 192, 2, 8)
-    args = (235, 1, kv, 128, 128, 8, 141, 4.8, 1978.9, 0, e_bw, e_c, 0.9)
-    assert predicted == pytest.approx(x.serve_tokens_per_s(*args, 22, 128, 8), rel=1e-9)
-    # filling memory, the batch is compute-bound: 2 x 22B FLOPs a token, as fast as a dense 22B model; the same
-    # model taken as dense (235B computed per token) is 10 times slower
-    assert predicted == pytest.approx(x.serve_tokens_per_s(22, 1, kv, 128, 128, 8, 141, 4.8, 1978.9, 0, e_bw, e_c))
-    assert x.serve_tokens_per_s(*args) < predicted / 9
     # at 16 requests in flight a step is memory-bound and reads the experts 16 tokens touch: 1 - (1 - 8/128)^16 =
     # 64% of the routed experts, between the 22B a single token reads and all 235B
     moe16 = x.serve_tokens_per_s(235, 1, kv, 128, 128, 8, 141, 4.8, 1978.9, 16, e_bw, e_c, 0.9, 22, 128, 8)
@@ -315,17 +315,22 @@ def test_a_file_without_the_schema_is_refused():
 
 def test_a_users_own_file_tensorrt_llm_llama31_8b_sequence_lengths():
     # tests/data: the rest of TensorRT-LLM's perf-overview.md "Llama 3.1 8B" table (H100 and H200, FP8, ten
-    # input/output lengths each), of which the shipped data holds only two. Predicted by a fit on the shipped
-    # measurements (which contain no throughput row), every one within 2x; the long-prompt shapes run low because
-    # the FP8 prefill utilisation comes from one batch-one time-to-first-token row.
+    # input/output lengths each), of which the shipped data holds seven. Leave one row out, with the shipped
+    # measurements' throughput rows set aside (the serving scale then comes from the other 19 of this table): the
+    # per-operator roofline with the prompts inside the decode steps follows all ten shapes, 128/128 to 20000/2000,
+    # within about 10%. With the shipped factors as they are (the scale fitted on the shipped rows, MoE and tensor
+    # parallel ones included), every row runs low, 0.84-0.97, and the median error is about 13%.
     rows = measurements.read_measurements(DATA / "trtllm_llama31_8b.csv")
     pool = rows + [m for m in shipped_rows() if m.kind == "train" or m.metric != "output_tokens_per_sec_total"]
     results = measurements.validate(rows, pool)
     summary = measurements.summarise(results)
     assert summary["predicted"] == 20 and summary["outside_2x"] == []
-    assert summary["median_abs_error"] == pytest.approx(0.2, abs=0.03)
+    assert summary["median_abs_error"] < 0.08
     ratios = {(r.line, r.measured): r.ratio for r in results}
-    assert min(ratios.values()) > 0.65 and max(ratios.values()) < 1.25
+    assert min(ratios.values()) > 0.9 and max(ratios.values()) < 1.15
+    as_is = measurements.validate(rows, factors_as_is=calibration.load_factors())
+    assert measurements.summarise(as_is)["median_abs_error"] < 0.15
+    assert all(0.8 < r.ratio < 1.0 for r in as_is)
 
 
 def test_the_fit_report_fits_each_leave_one_run_out_set_once(monkeypatch):
@@ -342,3 +347,16 @@ def test_the_fit_report_fits_each_leave_one_run_out_set_once(monkeypatch):
     runs = {measurements.run_key(m) for m in rows if measurements.kind_of(m)}
     assert len(fits) <= len(calibration.KINDS) * (len(runs) + 1) + len(calibration.KINDS)
     assert report["decode_bandwidth"]["rows_used"] > 0
+
+
+def test_the_batching_column_says_how_the_engine_batched():
+    # optional column: continuous (the default) prefills prompts inside the decode steps, static before them; another
+    # word is refused by name
+    head = HEADER + ",batching\n"
+    row = "serve,x,Llama-2-7B,6.74,,,H100-SXM,1,fp8,2048,128,80,output_tokens_per_sec_per_gpu,2244,tok/s/GPU,src,"
+    static, default, wrong = measurements.parse_measurements(head + row + "static\n" + row + "\n" + row + "dynamic\n")
+    assert (static.batching, default.batching) == ("static", "continuous") and not static.problem
+    assert wrong.problem == "batching must be one of continuous, static, got 'dynamic'"
+    factors = calibration.load_factors()
+    # the static batch's prompts queue before its steps: slower than the same row batched continuously
+    assert measurements.predict(static, factors)[0] < measurements.predict(default, factors)[0]

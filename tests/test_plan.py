@@ -96,6 +96,25 @@ def test_the_calibrated_view_plans_afresh_at_the_calibrated_efficiencies():
     assert c.replicas == math.ceil(PEAK_RPS / rps) + 1 == 3 and c.gpus == 6
 
 
+def test_the_calibrated_view_carries_p10_p90_ranges_from_the_serving_residuals():
+    # P10-P90 of the calibrated fleet: a replica's capacity times the throughput band's multipliers (the conformal
+    # quantiles of validate's leave-one-run-out residuals, calibration.band), replicas recounted as REPLICAS does
+    result = plan("Qwen2.5-72B", ASSISTANT, gpus={"H100": 2.5}, assumptions=TEXT)
+    o = _option(result)
+    c, r = o.calibrated, o.calibrated.extra["range"]
+    low, high = calibration.band("throughput", 0.1), calibration.band("throughput", 0.9)
+    assert low < 1 < high
+    rps = c.extra["requests_per_s_per_replica"]
+    slow = max(math.ceil(PEAK_RPS / (rps * low)) + 1, 2) * o.gpus_per_replica
+    fast = max(math.ceil(PEAK_RPS / (rps * high)) + 1, 2) * o.gpus_per_replica
+    assert r["gpus"] == [min(fast, c.gpus), max(slow, c.gpus)] and r["gpus"][0] <= c.gpus <= r["gpus"][1]
+    assert r["usd_per_month"] == [g * 2.5 * HOURS_PER_MONTH for g in r["gpus"]]
+    d = calibration.band("decode", 0.1), calibration.band("decode", 0.9)
+    assert r["tokens_per_s_per_user"] == pytest.approx([c.tokens_per_s_per_user * d[0], c.tokens_per_s_per_user * d[1]])
+    assert o.to_json()["calibrated"]["range"] == r
+    assert "range" not in o.assumed.extra  # the assumed view is the texts' figures, with no residuals behind them
+
+
 # --- hand-computed cases ----------------------------------------------------------------------------------------
 
 

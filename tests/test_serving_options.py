@@ -47,13 +47,15 @@ def options(b: Built) -> list[dict[str, Any]]:
     """The Options sheet's table, a dict per option (keyed by PLAN_OPTIONS's header), with the marked column."""
     ref = b.book.ref("Options:table")
     first = ref.row
-    cols = [c for c in "BCDEFGHIJKLMNOPQRSTUV"]
-    assert [b.get(f"Options!{c}{first}") for c in cols] == list(TABLE_HEADER)
+    cols = [c for c in "BCDEFGHIJKLMNOPQRSTUVWXYZ"]
+    extra = ["ttft_p50_s", "ttft_p90_s", "ttft_p99_s", "replicas_binding"]  # with a percentile target
+    header = list(TABLE_HEADER) + extra
+    assert [b.get(f"Options!{c}{first}") for c in cols] == header
     rows = []
     r = first + 1
     while b.get(f"Options!C{r}") not in (None, ""):
         # a figure the option has none of shows "-" (PLAN_OPTIONS_AT), the table's empty text
-        row = {key: _none(b.get(f"Options!{c}{r}")) for key, c in zip(TABLE_HEADER, cols)}
+        row = {key: _none(b.get(f"Options!{c}{r}")) for key, c in zip(header, cols)}
         row["active"] = b.get(f"Options!A{r}")
         rows.append(row)
         r += 1
@@ -70,7 +72,13 @@ def cli_plan(b: Built, capsys) -> dict[str, Any]:
             "--reasoning-tokens", repr(b.get("Hidden_Reasoning_Tokens_Per_Request")),
             "--peak-factor", repr(b.get("Peak_Hour_Factor")), "--spare", str(b.get("Spare_Replicas")),
             "--min-replicas", str(b.get("Minimum_Replicas")), "--json"]  # fmt: skip
-    for flag, name in (("--tokens-per-s", "Latency_Target"), ("--ttft-s", "Time_To_First_Token_Target")):
+    percentile = b.get("First_Token_Target_At_The_Percentile")
+    if isinstance(percentile, (int, float)) and percentile > 0:  # that target, at its percentile
+        first_token = ("--ttft-s", "First_Token_Target_At_The_Percentile")
+        argv += ["--ttft-percentile", repr(b.get("First_Token_Percentile"))]
+    else:
+        first_token = ("--ttft-s", "Time_To_First_Token_Target")
+    for flag, name in (("--tokens-per-s", "Latency_Target"), first_token):
         if isinstance(b.get(name), (int, float)) and b.get(name) > 0:
             argv += [flag, repr(b.get(name))]
     for gpu in catalog.gpu_names():
@@ -102,6 +110,10 @@ def assert_matches_the_cli(b: Built, capsys) -> list[dict[str, Any]]:
         assert row["feasible"] == ("yes" if o["feasible"] else "no"), where
         assert row["frontier"] == ("yes" if o["frontier"] else ""), where
         assert row["reason"] == (o["reason"] or ""), where
+        at = o.get("ttft_percentiles_s")  # the percentile target's columns, "-" on the sheet without one
+        for q in ("p50", "p90", "p99"):
+            _same(row[f"ttft_{q}_s"], "" if at is None or at.get(q) is None else at[q], f"{where} {q}")
+        _same(row["replicas_binding"], o.get("replicas_binding") or "", f"{where} replicas set by")
         c = o["calibrated"]
         _same(row["other_view_gpus"], c["gpus"] if c["feasible"] else "", where + " calibrated GPUs")
         _same(row["other_view_usd_per_month"], c["usd_per_month"] if c["feasible"] else "", where + " calibrated $")
@@ -124,6 +136,58 @@ def test_the_options_sheet_is_what_xlsxplan_plan_prints_for_the_same_inputs(plan
 def test_the_options_follow_the_inputs_as_the_cli_does(plan, capsys, values):
     with changed(plan, values):
         assert_matches_the_cli(plan, capsys)
+
+
+def test_the_options_follow_a_percentile_first_token_target_as_the_cli_does(plan, capsys):
+    # a P99 target of 1 s at the peak, the wait for a slot included: the search adds replicas until it holds, and
+    # shows the P50, P90 and P99 at the fleet it plans, as `xlsxplan plan --ttft-percentile` does
+    before = options(plan)
+    assert {r["ttft_p99_s"] for r in before} == {""}  # none without a percentile target
+    with changed(plan, {"First_Token_Target_At_The_Percentile": 1.0}):
+        assert plan.get(plan.book.address("options_ttft")) == 1.0
+        assert plan.get(plan.book.address("options_percentile")) == 0.99
+        rows = assert_matches_the_cli(plan, capsys)
+        assert rows != before
+        feasible = [r for r in rows if r["feasible"] == "yes"]
+        assert feasible and all(r["ttft_p99_s"] <= 1.0 for r in feasible if r["serving"] == "aggregated")
+        assert any(r["replicas_binding"] == "P99 first-token target" for r in feasible)
+        with changed(plan, {"First_Token_Percentile": 0.9, "Time_To_First_Token_Target": 3}):
+            assert plan.get(plan.book.address("options_percentile")) == 0.9
+            assert_matches_the_cli(plan, capsys)
+
+
+def test_plan_options_at_checks_its_arguments_once_per_search_and_gives_what_plan_options_does():
+    from xlsxplan.errors import OutOfRangeError, XlsxplanError
+    from xlsxplan.plan import plan_options
+    from xlsxplan.plan_cells import plan_options_at
+
+    args = ("Qwen2.5-72B", 200_000, 2_000, 300, 3, 0, 1.0, 1, "H100-SXM=2.5", 2_000, 0, 0, 2, 0.99)
+    table = plan_options(*args)
+    for r in (1, 2, len(table)):
+        for c in (1, 2, 13, len(table[0])):
+            assert plan_options_at(r, c, *args) == (table[r - 1][c - 1] if table[r - 1][c - 1] != "" else NONE_SHOWN)
+    assert len(table[0]) == len(TABLE_HEADER) + 4  # the percentile target's columns
+    # every argument is still checked: a bad one is a clear error, the first time and after a good call
+    for bad, argument in (((*args[:4], 0.5), "peak_factor"), ((*args[:13], 1.5), "ttft_percentile"),
+                          ((*args, 0, 0, 16, "none", 0, 1, 2), "own")):  # fmt: skip
+        for _ in range(2):
+            with pytest.raises(XlsxplanError) as err:
+                plan_options_at(2, 2, *bad)
+            assert err.value.argument == argument
+    with pytest.raises(OutOfRangeError, match="row must be at most"):
+        plan_options_at(len(table) + 1, 1, *args)
+    with pytest.raises(OutOfRangeError, match="column must be at most"):
+        plan_options_at(1, len(table[0]) + 1, *args)
+    # an Excel TRUE equals 1, but is remembered apart from it: it is checked as what it is, as PLAN_OPTIONS does
+    assert plan_options_at(2, 2, *args[:7], 1, *args[8:]) == table[1][1]
+    with_true = (*args[:7], True, *args[8:])
+    try:
+        expected: Any = plan_options(*with_true)[1][1]
+    except XlsxplanError as err:
+        with pytest.raises(type(err), match=err.message):
+            plan_options_at(2, 2, *with_true)
+    else:
+        assert plan_options_at(2, 2, *with_true) == expected
 
 
 def test_prices_on_lists_price_each_option_at_its_own_accelerator(plan, capsys):
@@ -323,3 +387,72 @@ def test_each_view_shows_one_cost_per_m_input_and_one_per_m_output_labelled(plan
     assert sum("per M input" in x for x in plan_costs) == sum("per M output" in x for x in plan_costs) == 1
     calibrated = sections["Calibrated expectation"]
     assert sum("per M input" in x for x in calibrated) == sum("per M output" in x for x in calibrated) == 1
+
+
+# -- one weights figure per plan --------------------------------------------------------------------------------------
+def test_the_weights_are_model_weights_gb_for_the_preset_and_precision(plan):
+    from xlsxplan.catalog import models
+
+    # As shipped, the embeddings and output head are counted at the weights' width, the source's N x b: the weights
+    # are MODEL_WEIGHTS_GB with that width for the embeddings, and the worked example's batch of 94 stands.
+    assert plan.get("Embedding_Precision") == serving_book.EMBEDDING_AS_WEIGHTS
+    assert line(plan, "bytes_embedding") == 1
+    assert line(plan, "weights") == pytest.approx(models.model_weights_gb("Qwen2.5-72B", "fp8", "fp8"), rel=1e-12)
+    assert line(plan, "batch") == 94
+    # As published (16-bit embeddings beside 8-bit weights), the weights are MODEL_WEIGHTS_GB's default, the figure
+    # `xlsxplan plan` and the Options sheet use; memory left, the batch that fits and the batch follow them.
+    with changed(plan, {"Embedding_Precision": serving_book.EMBEDDING_AS_PUBLISHED}):
+        weights = models.model_weights_gb("Qwen2.5-72B", "fp8")
+        assert line(plan, "bytes_embedding") == 2
+        assert line(plan, "weights") == pytest.approx(weights, rel=1e-12)
+        assert weights > models.model_weights_gb("Qwen2.5-72B", "fp8", "fp8") + 1  # 1.09B embedding parameters
+        assert line(plan, "free") == pytest.approx(2 * 80 * 0.9 - weights, rel=1e-12)
+        assert line(plan, "weights_gpu") == pytest.approx(weights / 2, rel=1e-12)
+        assert line(plan, "batch") < 94
+        marked = [r for r in options(plan) if r["active"] == "yes"]
+        assert [r["batch"] for r in marked] == [line(plan, "batch")]  # the same batch as the search plans
+    with changed(plan, {"Embedding_Precision": "bf16"}):  # a format name: that width for the embeddings
+        assert line(plan, "weights") == pytest.approx(models.model_weights_gb("Qwen2.5-72B", "fp8", "bf16"))
+
+
+def test_the_weights_of_every_case_are_model_weights_gb(plan):
+    from xlsxplan.catalog import models
+
+    def case(i: int, key: str) -> Any:
+        return plan.get(f"Scenarios!{SIDE_COLUMNS[i]}{plan.book.ref(f'Scenarios:{key}').row}")
+
+    with changed(plan, {"Embedding_Precision": serving_book.EMBEDDING_AS_PUBLISHED}):
+        for i, precision in enumerate(("bf16", "fp8", "bf16")):  # the 72B cases, no override
+            assert case(i, "weights") == pytest.approx(models.model_weights_gb("Qwen2.5-72B", precision), rel=1e-12)
+        # case 4's 7.6B parameters override (catalog: 7.61B) moves the weights by its difference at 2 bytes
+        expected = (
+            models.model_weights_gb("Qwen2.5-7B", "bf16") + (7.6 - catalog.model_spec("Qwen2.5-7B", "params_b")) * 2
+        )
+        assert case(3, "weights") == pytest.approx(expected, rel=1e-12)
+
+
+# -- a case's name follows its inputs or says it is the user's own ---------------------------------------------------
+def test_a_case_name_follows_its_inputs_or_says_it_is_your_own(plan):
+    def case(i: int, key: str) -> Any:
+        return plan.get(f"Scenarios!{SIDE_COLUMNS[i]}{plan.book.ref(f'Scenarios:{key}').row}")
+
+    # The source's four names are the names their inputs give: each says so, with the accelerator it runs on.
+    for i, name in enumerate(serving_book.CASES):
+        assert case(i, "scenario_name") == name == case(i, "name_inputs")
+        assert case(i, "name_follows") == "yes, on H100-SXM"
+    model, prec = plan.book.ref("model@3"), plan.book.ref("weight_precision@1")
+    # Another model in case 4: every figure is the new model's, and the name "7B BF16, 1 GPU" no longer passes
+    # for its inputs: the case says the name is your own and gives the one its inputs give.
+    with changed(plan, {f"Inputs!{model.col}{model.row}": "Llama-3.1-8B"}):
+        assert case(3, "scenario_name") == "7B BF16, 1 GPU"
+        assert case(3, "name_inputs") == "8B BF16, 1 GPU"
+        assert case(3, "name_follows") == "no, your own name: the inputs give 8B BF16, 1 GPU on H100-SXM"
+        assert case(0, "name_follows") == "yes, on H100-SXM"  # the other cases are as they were
+    # The active case in BF16 where its name says FP8: the Calculations and Outputs say so too.
+    with changed(plan, {f"Inputs!{prec.col}{prec.row}": "bf16"}):
+        said = "no, your own name: the inputs give 72B BF16, 2 GPUs on H100-SXM"
+        assert line(plan, "name_follows") == said
+        assert plan.get(plan.book.address("Outputs:name_follows")) == said
+    name = plan.book.ref("scenario_name@0")
+    with changed(plan, {f"Inputs!{name.col}{name.row}": "Our pilot"}):  # a name of your own says so
+        assert case(0, "name_follows") == "no, your own name: the inputs give 72B BF16, 2 GPUs on H100-SXM"

@@ -178,12 +178,26 @@ def serving_reference(case: dict[str, Any], g: dict[str, Any], d: dict[str, Any]
                              params=params, active=active, memory=memory, bandwidth=bandwidth, tflops=tflops,
                              tflops_fp8=fp8, bytes_weight=bw, bytes_kv=bkv, experts=experts,
                              experts_per_token=per_token)  # fmt: skip
+    # the source's way of naming a case (its model's size, the weights, the GPUs) against the name typed
+    size = " ".join(str(model).rsplit("-", 1)[-1].split())
+    given = r["name_inputs"] = f"{size} {case['weight_precision'].upper()}, {n:g} GPU{'' if n == 1 else 's'}"
+    follows = str(case["scenario_name"]).lower() == given.lower()
+    r["name_follows"] = (serving_book.NAME_FOLLOWS + gpu if follows else
+                         f"{serving_book.NAME_OWN}{given} on {gpu}")  # fmt: skip
     r["tflops_weights"] = fp8 if _peak_field(case["weight_precision"]) == "fp8_tflops" else tflops
-    r["weights"] = serving.weights_gb(params, bw)
+    # the embeddings and output head: the weights' width (the source's N x b), 16-bit as published, or a format
+    emb = g["Embedding_Precision"]
+    b_emb = r["bytes_embedding"] = (bw if emb == serving_book.EMBEDDING_AS_WEIGHTS else max(bw, 2.0)
+                                    if emb == serving_book.EMBEDDING_AS_PUBLISHED else bytes_per_param(emb))  # fmt: skip
+    if model in catalog.model_names():  # MODEL_WEIGHTS_GB; a parameters override adds its difference at b
+        weights = models.model_weights_gb(model, bw, b_emb) + (params - catalog.model_spec(model, "params_b")) * bw
+    else:
+        weights = serving.weights_gb(params, bw)
+    r["weights"] = weights
     expert_params = models.model_expert_params_b(model) if moe else 0
-    r["weights_gpu"] = architecture.weights_gb_per_gpu(params, expert_params, n, n, bw)
+    r["weights_gpu"] = architecture.weights_gb_per_gpu(weights / bw, expert_params, n, n, bw)
     r["usable"] = serving.usable_gb(n, memory, frac)
-    free = r["free"] = serving.free_gb(params, bw, n, memory, frac)
+    free = r["free"] = r["usable"] - weights
     if _positive(case["kv_override"]):
         kv = case["kv_override"]
     else:
@@ -191,7 +205,7 @@ def serving_reference(case: dict[str, Any], g: dict[str, Any], d: dict[str, Any]
     r["kv_bytes"] = kv
     r["kv_kib"] = kv / 1024
     r["kv_seq"] = serving.kv_gb(kv, tail_ctx)
-    fit = r["batch_fit"] = serving.max_batch(params, bw, kv, tail_ctx, n, memory, frac)
+    fit = r["batch_fit"] = serving.max_batch(weights / bw, bw, kv, tail_ctx, n, memory, frac)
     r["fits"] = "fits" if fit >= 1 else NO_FIT
     sd = d["prompt_sd"]
     overflow = g["KV_Cache_Overflow_Accepted"]
@@ -370,7 +384,7 @@ def calibration_reference(case: dict[str, Any], g: dict[str, Any], d: dict[str, 
 SERVING_GLOBALS = ("Requests_Per_Day", "Prompt_Tokens_Per_Request", "Tail_Prompt_Tokens", "Prompt_Length_Spread",
                    "Tail_Percentile", "Tensor_Parallel_Link_Bandwidth", "Longest_Prompt_Accepted",
                    "Output_Tokens_Per_Request", "Hidden_Reasoning_Tokens_Per_Request", "Peak_Hour_Factor",
-                   "Shared_Prefix_Tokens", "Prefix_Cache_Hit_Rate", "Usable_Memory_Fraction",
+                   "Shared_Prefix_Tokens", "Prefix_Cache_Hit_Rate", "Usable_Memory_Fraction", "Embedding_Precision",
                    "Decode_Bandwidth_Efficiency", "Prefill_Compute_Utilisation", "KV_Cache_Overflow_Accepted",
                    "Latency_Target", "Time_To_First_Token_Target", "Spare_Replicas", "Minimum_Replicas",
                    "Replicas_Deployed", "Prefill_To_Decode_Link_Bandwidth", "Traffic_Growth_Multiple",
@@ -506,6 +520,11 @@ def test_every_line_matches_the_python_core_as_shipped(plan):
         ("efficiencies, spares and price", {"Decode_Bandwidth_Efficiency": 0.7, "Prefill_Compute_Utilisation": 0.4,
                                             "Spare_Replicas": 2, H100_PRICE: 4.1, "Average_Utilisation": 0.5,
                                             "Usable_Memory_Fraction": 0.85, "Traffic_Growth_Multiple": 3}),
+        ("int4 weights, embeddings as published", {"model@2": "Llama-3.1-70B", "n_gpus@2": 4,
+                                                   "weight_precision@2": "int4_g128",
+                                                   "Embedding_Precision": serving_book.EMBEDDING_AS_PUBLISHED}),
+        ("a mixture of experts, embeddings in q8_0", {"model@2": "Mixtral-8x7B", "n_gpus@2": 2,
+                                                      "Embedding_Precision": "q8_0"}),
         ("a model not in the catalog, every override filled",
          {"model@2": "Our-13B", "params_override@2": 13.2, "active_override@2": 13.2,
           "kv_override@2": 2 * 40 * 8 * 128 * 2, "memory_override@2": 96, "bandwidth_override@2": 4}),

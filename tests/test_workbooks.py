@@ -475,9 +475,12 @@ def test_every_printed_page_is_at_most_181_character_widths_wide(books):
 CELL = re.compile(r"\$?[A-Z]{1,3}\$?\d+")
 ALLOWED_FUNCTIONS = {"IF", "INDEX", "MATCH", "MIN", "MAX", "ROUND", "ROUNDUP", "ROUNDDOWN", "SUM", "SUMPRODUCT",
                      "ISERROR", "ISNUMBER", "NOT", "NA", "COUNT", "COUNTIF", "ROWS", "OR", "AND", "AVERAGE",
-                     "PERCENTILE", "STDEVP", "EDATE", "TEXTJOIN", "ROW", "COLUMN"}  # fmt: skip
+                     "PERCENTILE", "STDEVP", "EDATE", "TEXTJOIN", "ROW", "COLUMN", "LEN", "RIGHT", "SUBSTITUTE",
+                     "REPT", "TRIM", "UPPER", "FIXED"}  # fmt: skip
 """TEXTJOIN spells the priced accelerators for the Options sheet's search (Excel 2019, LibreOffice 5.2); ROW() and
-COLUMN() place each of its cells in the table.
+COLUMN() place each of its cells in the table. LEN, RIGHT, SUBSTITUTE, REPT, TRIM and UPPER spell the name a
+scenario's inputs give (Excel and LibreOffice text functions of every version); FIXED writes a range's figures in a
+sentence ("40 GPUs, likely 34 to 52"), with thousands separators and no format code.
 IFERROR is not among them: classic xlwings returns a failed function as text, which IFERROR lets through; a
 fallback tests ISNUMBER instead (the checks' own IFERROR(..., 1) is added by Sheet.check around a 1/0 result)."""
 
@@ -565,8 +568,9 @@ def test_printing_is_set_up_and_panes_frozen(shipped):
             assert areas[0][:3] == (1, 1, 6) and all(a[0] == 7 and a[2] == 10 for a in areas[1:]), ws.print_area
             # the cases print beside Label, Value and Unit: a case page shows each figure's unit
             assert len(areas) == (3 if name == training.FILENAME else 2) and ws.print_title_cols == "$A:$C"
-        elif ws.title == "Options":  # the ranked table to the frontier, then the reasons, beside the marked column
-            assert [(a[0], a[1]) for a in areas] == [(1, 1), (areas[0][2] + 1, 1)] and ws.print_title_cols == "$A:$A"
+        elif ws.title == "Options":  # the table to the frontier, the reasons, the percentile target's columns
+            starts = [(1, 1), (areas[0][2] + 1, 1), (areas[1][2] + 1, 1)]
+            assert [(a[0], a[1]) for a in areas] == starts and ws.print_title_cols == "$A:$A"
         elif ws.title == "Timeline":  # labels to equations down the page, then the months a year to a page
             assert areas[0][:3] == (1, 1, 4) and ws.print_title_cols == "$A:$B", ws.print_area
             assert [(a[0], a[2]) for a in areas[1:]] == [(5, 16), (17, 28), (29, 40)], ws.print_area

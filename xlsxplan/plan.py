@@ -18,8 +18,12 @@ What the template and this search do differently, and why:
 
 * **Weights** are MODEL_WEIGHTS_GB's, every expert and the embeddings as published checkpoints store them (16-bit
   beside 8-bit weights), not ``params x bytes``: one weights figure per plan. ``Assumptions(weights="params x
-  bytes")`` gives the source text's own reading, with which its printed batches come out exactly.
-* **A target applies only when given**; with none, memory sets the batch. The template always has both targets.
+  bytes")`` gives the source text's own reading, with which its printed batches come out exactly. The template's
+  weights are MODEL_WEIGHTS_GB too, its *Embedding precision* input choosing between the two readings ("as the
+  weights", the source text's, by default; "as published", this search's).
+* **A target applies only when given**; with none, memory sets the batch, in the template as here. Where the
+  template is given both a mean and a percentile first-token target, its Options sheet searches at the percentile
+  one (a search has one first-token target).
 * **A mixture of experts**' batch for a speed or first-token target is searched with the experts each batch
   actually reads (MOE_PARAMS_READ_B at that batch); the template reads the experts of memory's batch at every batch,
   a safe lower bound. For a dense model the two are the same core functions with the same arguments.
@@ -346,7 +350,7 @@ class Figures:
         return {k: getattr(self, k) for k in keys}
 
 
-_OPTIONAL_JSON = ("ttft_percentiles_s", "replicas_binding", "owned", "engine", "speculative")
+_OPTIONAL_JSON = ("ttft_percentiles_s", "replicas_binding", "owned", "engine", "speculative", "range")
 """Keys of :attr:`Figures.extra` the JSON carries when a plan computed them (``--own``, ``--ttft-percentile``, the
 engine's memory, a speculative draft); absent otherwise, so a plan without them prints what it always printed."""
 
@@ -1039,6 +1043,52 @@ def _plan_view(s: _Setup, rates: _Rates, t: Traffic, g: Targets, a: Assumptions,
     return f
 
 
+RANGE_KINDS = {"gpus": "throughput", "usd_per_month": "throughput", "tokens_per_s_per_user": "decode",
+               "ttft_s": "prefill"}  # fmt: skip
+"""The band kind (:mod:`xlsxplan.calibration.bands`) each calibrated plan figure's P10-P90 range comes from."""
+
+
+def _add_range(f: Figures, t: Traffic, a: Assumptions, serving_mode: str, price: float) -> None:
+    """The calibrated view's P10-P90 ranges, in ``f.extra["range"]``: each figure at the kind's P10 and P90 speed
+    multipliers (:func:`xlsxplan.calibration.band`, split-conformal quantiles of the leave-one-run-out residuals of
+    published serving rows).
+
+    Replicas are recounted from a replica's capacity times the multiplier (REPLICAS' ceiling and spares applied
+    again), so the GPU range is whole replicas; monthly cost follows the GPUs. The per-user speed is multiplied by the
+    decode band, the first-token time divided by the prefill band. A time-like or count-like figure's low end comes
+    from the fast multiplier. A percentile target's queue is not re-solved at the ends: the range is of the fleet the
+    load needs. Nothing is added to a rejected option or when the factors file records no bands."""
+    if not f.feasible or f.replicas is None or f.gpus is None:
+        return
+    try:
+        mult = {kind: (calibration.band(kind, 0.1), calibration.band(kind, 0.9)) for kind in set(RANGE_KINDS.values())}
+    except XlsxplanError:
+        return
+    ex = f.extra
+    peak_rps = t.peak_requests_per_s
+
+    def replicas(m: float) -> int:
+        if serving_mode == AGGREGATED:
+            return traffic.fleet_replicas(peak_rps, ex["requests_per_s_per_replica"] * m, a.spare, a.min_replicas)
+        p = traffic.prefill_replicas(peak_rps, ex["prefill_s"] / m, a.spare)
+        d = traffic.decode_replicas(peak_rps, t.decode_tokens, ex["tokens_per_s_total"] * m, a.spare)
+        return p + d
+
+    planned: int = f.gpus
+    n = planned // f.replicas
+    low, high = mult["throughput"]
+    gpus = (min(planned, replicas(high) * n), max(planned, replicas(low) * n))
+    out: dict[str, Any] = {"quantiles": [0.1, 0.9], "gpus": list(gpus),
+                           "usd_per_month": [g * price * a.hours_per_month for g in gpus]}  # fmt: skip
+    if f.tokens_per_s_per_user is not None:
+        lo, hi = mult["decode"]
+        out["tokens_per_s_per_user"] = [f.tokens_per_s_per_user * lo, f.tokens_per_s_per_user * hi]
+    if f.ttft_s is not None:
+        lo, hi = mult["prefill"]
+        out["ttft_s"] = [f.ttft_s / hi, f.ttft_s / lo]
+    ex["range"] = out
+
+
 _BATCH_SHARES = (1, 0.95, 0.9, 0.85, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2, 0.1)
 """Shares of the largest batch the targets allow that a percentile target tries: a smaller batch reads the tail
 prompt sooner and leaves time to wait for a slot, at the cost of fewer slots and less throughput a replica."""
@@ -1218,6 +1268,7 @@ def plan(
                         rates = rates or [_rates(setup, v) for v in both]
                         for mode in a.servings:
                             figures = [_plan_view(setup, r, traffic_, targets, a, mode, price, sd) for r in rates]
+                            _add_range(figures[1], traffic_, a, mode, price)
                             options.append(Option(gpu, n, w, kv, mode, price, figures[0], figures[1],
                                                   speculative=draft is not None))  # fmt: skip
     owned: dict[str, dict[str, Any]] = {}

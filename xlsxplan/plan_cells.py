@@ -4,16 +4,22 @@ PLAN_OPTIONS spills the ranked table (:func:`xlsxplan.plan.plan_options`). A she
 array result for good (a saved array formula's other cells keep cached values, which a headless engine that spills
 reads as occupied) shows the table a cell each; PLAN_OPTIONS_AT gives the cell at a row and column of the same
 table, so that every cell carries one value rather than the whole table. The table is planned once for a set of
-arguments and remembered (the last few), read against the same catalog, prices and calibration.
+arguments and remembered (the last few), read against the same catalog, prices and calibration; the arguments of a
+search are checked once per distinct set (as the cells gave them, each with its type), each cell's row and column
+every call, so that a sheet of thousands of cells pays for its arguments once.
 """
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from . import calibration, catalog
 from .domains import (
     Count,
+    Flag,
+    FractionOrZero,
+    MemoryGBOrZero,
     Name,
     PeakFactor,
     PerDay,
@@ -38,10 +44,15 @@ _REMEMBERED = 8
 _tables: list[tuple[tuple[Any, ...], tuple[Any, ...], list[list[Any]]]] = []
 
 
-def _table(args: tuple[Any, ...]) -> list[list[Any]]:
-    """PLAN_OPTIONS's table for these arguments: remembered while the catalog, its prices and the calibration are
-    the very objects they were (each is reloaded when its files change)."""
-    state = (catalog.load_catalog(), catalog.load_prices(), calibration.active())
+def _state() -> tuple[Any, ...]:
+    """What a remembered table was planned against: the catalog, its prices and the calibration, each reloaded as a
+    new object when its files change."""
+    return (catalog.load_catalog(), catalog.load_prices(), calibration.active())
+
+
+def _table(args: tuple[Any, ...], state: tuple[Any, ...]) -> list[list[Any]]:
+    """PLAN_OPTIONS's table for these (checked) arguments: remembered while the catalog, its prices and the
+    calibration are the very objects they were."""
     for key, seen, rows in _tables:
         if key == args and all(a is b for a, b in zip(seen, state)):
             return rows
@@ -51,8 +62,19 @@ def _table(args: tuple[Any, ...]) -> list[list[Any]]:
     return rows
 
 
-@checked
-def plan_options_at(
+def _cell(rows: list[list[Any]], row: int, column: int) -> float | str:
+    """The table's value at a row and column (the header row 1), "-" for its empty text."""
+    if row > len(rows):
+        raise OutOfRangeError(f"row must be at most {format_number(len(rows))}, the table's rows, got "
+                              f"{format_number(row)}", "row")  # fmt: skip
+    if column > len(rows[0]):
+        raise OutOfRangeError(f"column must be at most {len(rows[0])}, the table's columns, got "
+                              f"{format_number(column)}", "column")  # fmt: skip
+    value: float | str = rows[row - 1][column - 1]
+    return NONE_SHOWN if value == "" else value
+
+
+def _plan_options_at(
     row: Count,
     column: Count,
     model: Name,
@@ -68,6 +90,14 @@ def plan_options_at(
     max_prompt_tokens: TokensOrZero = 0,
     reasoning_tokens: TokensOrZero = 0,
     min_replicas: Count = 2,
+    ttft_percentile: FractionOrZero = 0,
+    gpu_memory_utilization: FractionOrZero = 0,
+    reserve_gb: MemoryGBOrZero = 0,
+    block_size: Count = 16,
+    spec_draft: Name = "none",
+    spec_acceptance: FractionOrZero = 0,
+    spec_tokens: Count = 1,
+    own: Flag = 0,
 ) -> float | str:
     """One cell of PLAN_OPTIONS's ranked table: the value at a row and column, the header being row 1.
 
@@ -104,6 +134,24 @@ def plan_options_at(
         Hidden reasoning tokens per request, decoded and billed as output [tokens].
     min_replicas : int, default 2
         Fewest replicas an aggregated plan runs [count].
+    ttft_percentile : float, default 0
+        Share of requests whose first token, the wait for a batch slot at the peak included, must come within
+        ttft_target_s (0.99 for P99); 0: a request that never waits [fraction].
+    gpu_memory_utilization : float, default 0
+        The serving engine's share of each GPU's memory (vLLM's 0.9), the KV cache in whole blocks; 0: the flat 90%
+        usable of the source text [fraction].
+    reserve_gb : float, default 0
+        With gpu_memory_utilization: memory held per GPU besides the weights [GB].
+    block_size : int, default 16
+        With gpu_memory_utilization: tokens per KV block [tokens].
+    spec_draft : str, default none
+        A preset model that drafts tokens for speculative decoding; none: no draft [name].
+    spec_acceptance : float, default 0
+        With spec_draft: chance each drafted token is accepted [fraction].
+    spec_tokens : int, default 1
+        With spec_draft: tokens drafted a step [count].
+    own : int, default 0
+        1 adds the same fleet owned: cost a month and per M input and output tokens [flag].
 
     Returns
     -------
@@ -118,13 +166,39 @@ def plan_options_at(
     The support assistant on an H100 at $2.50: row 2, column 2 is H100-SXM, column 13 its $14,600 a month.
     """
     args = (model, requests_per_day, prompt_tokens, output_tokens, peak_factor, tokens_per_s_target, ttft_target_s,
-            spare, gpus, prompt_p95, max_prompt_tokens, reasoning_tokens, min_replicas)  # fmt: skip
-    rows = _table(args)
-    if row > len(rows):
-        raise OutOfRangeError(f"row must be at most {format_number(len(rows))}, the table's rows, got "
-                              f"{format_number(row)}", "row")  # fmt: skip
-    if column > len(rows[0]):
-        raise OutOfRangeError(f"column must be at most {len(rows[0])}, the table's columns, got "
-                              f"{format_number(column)}", "column")  # fmt: skip
-    value: float | str = rows[row - 1][column - 1]
-    return NONE_SHOWN if value == "" else value
+            spare, gpus, prompt_p95, max_prompt_tokens, reasoning_tokens, min_replicas, ttft_percentile,
+            gpu_memory_utilization, reserve_gb, block_size, spec_draft, spec_acceptance, spec_tokens, own)  # fmt: skip
+    return _cell(_table(args, _state()), row, column)
+
+
+_checked_at = checked(_plan_options_at)
+_ARGS = tuple(_checked_at.domains.items())  # type: ignore[attr-defined]
+_DEFAULTS = _plan_options_at.__defaults__ or ()
+_REQUIRED = len(_ARGS) - len(_DEFAULTS)
+_ROW, _COLUMN = _ARGS[0][1], _ARGS[1][1]
+_seen: dict[tuple[Any, ...], tuple[tuple[Any, ...], list[list[Any]]]] = {}
+"""Tables by the arguments as the cells gave them (each with its type), so that every other cell of the same search
+checks its row and column only: the serving template's 2,425 cells check the search's 21 arguments once, not once a
+cell."""
+
+
+@functools.wraps(_checked_at)
+def plan_options_at(*args: Any, **kwargs: Any) -> float | str:
+    """PLAN_OPTIONS_AT, checked as every xlsxplan function is; the search's arguments are checked once per distinct
+    set (:data:`_seen`), the row and column every call."""
+    if kwargs or not _REQUIRED <= len(args) <= len(_ARGS):
+        return _checked_at(*args, **kwargs)
+    try:
+        key = tuple((type(a), a) for a in args[2:])
+        hit = _seen.get(key)
+    except TypeError:  # an unhashable value (a range): the plain path
+        return _checked_at(*args)
+    state = _state()
+    row, column = _ROW.check("row", args[0]), _COLUMN.check("column", args[1])  # in argument order, as checked
+    if hit is None or not all(a is b for a, b in zip(hit[0], state)):
+        values = list(args) + list(_DEFAULTS[len(_DEFAULTS) - (len(_ARGS) - len(args)) :])
+        checked_args = tuple(domain.check(name, v) for (name, domain), v in zip(_ARGS[2:], values[2:]))
+        hit = _seen[key] = (state, _table(checked_args, state))
+        while len(_seen) > _REMEMBERED:
+            del _seen[next(iter(_seen))]
+    return _cell(hit[1], row, column)

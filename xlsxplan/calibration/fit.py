@@ -97,6 +97,10 @@ class Factors:
     train_mfu: TrainFit
     prefill: GroupFit
     decode_bandwidth: GroupFit
+    serving: float = 1.0
+    """Continuous-batching serving throughput over the per-operator roofline at the batch-one shares (one free
+    parameter, fitted on the serving throughput rows: :func:`xlsxplan.calibration.measurements.fit_serving`); 1 in a
+    file written before it was fitted."""
 
     def raw(self, kind: str, gpu_class: str = "datacenter", fmt: str = "16-bit", balance: float = 0.0,
             hidden: float = 4096.0, routed: float = 0.0, comm: float = 0.0) -> float:  # fmt: skip
@@ -126,6 +130,11 @@ class Factors:
                 "routed_bytes": self.train_mfu.routed_bytes,
             }
         }
+        out["serving"] = {
+            "model": "throughput = serving * batch / (max(weights, linear) + max(cache, attention) + routed + "
+            "all-reduce), per-operator roofline of a continuous-batching decode step with its prompts",
+            "scale": round(self.serving, 4),
+        }
         for kind in ("prefill", "decode_bandwidth"):
             g: GroupFit = getattr(self, kind)
             out[kind] = {
@@ -145,7 +154,8 @@ class Factors:
                 for kind in ("prefill", "decode_bandwidth")
             }
             train = TrainFit(float(t["ceiling"]), float(t["overhead_bytes"]), float(t.get("routed_bytes", 0.0)))
-            return cls(train, groups["prefill"], groups["decode_bandwidth"])
+            serving = float(data.get("serving", {}).get("scale", 1.0))
+            return cls(train, groups["prefill"], groups["decode_bandwidth"], serving)
         except (KeyError, TypeError, ValueError, AttributeError) as err:
             raise CatalogError(f"calibration file: missing or malformed entry {err}") from None
 

@@ -29,10 +29,15 @@ How each metric is predicted
   activations' 16 bits; llama.cpp's default is f16).
 * ``ttft`` and ``prefill_tokens_per_sec``: TTFT_S, the prefill's arithmetic with causal attention at the
   calibrated ``prefill`` utilisation.
-* ``output_tokens_per_sec_total``/``_per_gpu``: SERVE_TOKS, prefill plus roofline decode with the calibrated
-  decode bandwidth and prefill compute; ``concurrency`` ``max`` fills memory. These rows are never fitted on. A
-  mixture of experts (a preset with experts) holds every parameter, computes with its active ones and reads per
-  decode step the experts its batch is routed to (MOE_PARAMS_READ_B).
+* ``output_tokens_per_sec_total``/``_per_gpu``: a decode step costed operator by operator (the linear layers'
+  roofline, attention's over the cache, a mixture of experts' routed traffic, the tensor-parallel all-reduces, one
+  after another; Yuan et al. 2024, "LLM Inference Unveiled: Survey and Roofline Model Insights", arXiv:2402.16363,
+  whose LLM-Viewer applies the roofline to each operator of a layer), with the calibrated decode bandwidth and
+  prefill compute; a continuous-batching engine prefills its prompts inside the steps (:func:`xlsxplan.core.effects.
+  prefill_tokens_per_step`), a ``static`` one (optional ``batching`` column) before them; ``concurrency`` ``max``
+  fills memory. These rows fit one parameter only, the ``serving`` scale (:func:`fit_serving`). A mixture of experts
+  (a preset with experts) holds every parameter, computes with its active ones and reads per decode step the experts
+  its batch is routed to (MOE_PARAMS_READ_B).
 * ``kv_cache_capacity_tokens``: usable memory (90%) less weights, over the KV bytes per token (averaged over a
   sequence of ``input_len + output_len`` tokens when the row gives them, else every layer in full).
 
@@ -87,6 +92,8 @@ COLUMNS = (
     "output_len", "concurrency", "metric", "value", "unit", "source",
 )  # fmt: skip
 
+BATCHING = ("continuous", "static")
+"""The values of the optional ``batching`` column (see Measurement.batching)."""
 SECONDS_PER_HOUR = 3_600.0
 SECONDS_PER_DAY = 86_400.0
 
@@ -136,6 +143,10 @@ class Measurement:
     ep: int | None = None
     """Expert-parallel group of a mixture-of-experts training run (optional ``ep`` column); empty: the experts over
     ``min(experts, n_gpus, gpus_per_node)`` GPUs."""
+    batching: str = "continuous"
+    """How a serving row's engine batched (optional ``batching`` column): ``continuous`` (the default: iteration-level
+    scheduling, prompts prefilled inside the running batch's decode steps, as trtllm-bench, vLLM and SGLang do) or
+    ``static`` (one batch prefilled together, then decoded to the end: TensorRT-LLM's legacy gptSessionBenchmark)."""
     flops_per_token: float | None = None
     """The source's own FLOPs per token, where the same run reports tokens per second too (see annotate)."""
     problem: str = ""
@@ -181,12 +192,16 @@ def parse_measurements(text: str, origin: str = "measurements") -> list[Measurem
             concurrency: int | str | None = "max" if conc_text == "max" else _number(conc_text, "concurrency", True)
             value = _number(raw["value"], "value")
             per_node = _number(raw.get("gpus_per_node", ""), "gpus_per_node", True)
+            batching = (raw.get("batching", "") or "continuous").lower()
+            if batching not in BATCHING:
+                raise ValueError(f"batching must be one of {', '.join(BATCHING)}, got {raw['batching']!r}")
             if per_node is not None and per_node < 1:
                 raise ValueError(f"gpus_per_node must be a whole number of at least 1, got {raw['gpus_per_node']!r}")
             rows.append(
                 Measurement(
                     **common,
                     gpus_per_node=int(per_node or 8),
+                    batching=batching,
                     ep=_number(raw.get("ep", ""), "ep", True) or None,  # type: ignore[arg-type]
                     value=value,
                     params_b=_number(raw["params_b"], "params_b"),
@@ -650,33 +665,50 @@ def _link(m: Measurement) -> float:
     return float(_gpu(m).link_gb_s or 0.0)
 
 
-def serve_step_seconds(m: Measurement, s: Shape, factors: Factors, batch: int) -> tuple[float, dict[str, float]]:
+def serve_step_seconds(m: Measurement, s: Shape, factors: Factors, batch: int,
+                       prefill_tokens: float = 0.0) -> tuple[float, dict[str, float]]:  # fmt: skip
     """One decode step of ``batch`` sequences with the effects: the roofline's memory and compute (attention's
-    arithmetic over the cache included), then the tensor-parallel all-reduces over the link. Returns the step and
-    its parts in seconds."""
+    arithmetic over the cache included), then the tensor-parallel all-reduces over the link. ``prefill_tokens``:
+    prompt tokens prefilled in the same step (:func:`xlsxplan.core.effects.prefill_tokens_per_step`), whose arithmetic
+    joins the step's and whose activations are all-reduced with the decoded tokens'. Returns the step and its parts
+    in seconds."""
     gpu, bits, n = _gpu(m), _bits(m), _n(m)
     kv = _kv_bytes_per_token(m, s, _context(m))
     peak = _peak_flops(m)
     e_c, e_bw = _eff(factors, m, "prefill"), _eff(factors, m, "decode_bandwidth")
     experts, per_token = _routing(s)
     read = s.params_b if not s.moe else equations.moe_params_read(s.params_b, s.active_b, experts, per_token, batch)
-    memory = (read * 1e9 * bits / 8.0 + batch * kv * _context(m)) / (n * gpu.bandwidth_tb_s * 1e12 * e_bw)
-    attention = effects.attention_decode_flops_per_token(s.layers, s.attn_width, _context(m))
-    compute = (2.0 * s.active_b * 1e9 + attention) * batch / (n * peak * e_c)
+    bandwidth = n * gpu.bandwidth_tb_s * 1e12 * e_bw
+    weights, cache = read * 1e9 * bits / 8.0 / bandwidth, batch * kv * _context(m) / bandwidth
+    rate = n * peak * e_c
+    linear = 2.0 * s.active_b * 1e9 * (batch + prefill_tokens) / rate
+    attention = effects.attention_decode_flops_per_token(s.layers, s.attn_width, _context(m)) * batch / rate
+    if prefill_tokens > 0:
+        prompt = float(m.input_len or 0.0)
+        attention += effects.attention_prefill_flops(s.layers, s.attn_width, prompt) * prefill_tokens / prompt / rate
+    routed = 0.0
+    _, per_token, moe_layers = moe_layout(s)
+    if per_token:
+        per = effects.moe_routed_bytes_per_token(s.hidden, moe_layers, per_token, factors.train_mfu.routed_bytes / 3.0)
+        routed = per * (batch + prefill_tokens) / bandwidth
     link = _link(m)
-    exchange = effects.tp_allreduce_seconds(batch, s.hidden, s.layers, n, link) if n > 1 and link else 0.0
-    return max(memory, compute) + exchange, {"memory": memory, "compute": compute, "all-reduce": exchange}
+    sent = batch + prefill_tokens
+    exchange = effects.tp_allreduce_seconds(sent, s.hidden, s.layers, n, link) if n > 1 and link else 0.0
+    parts = {"weights": weights, "linear": linear, "cache": cache, "attention": attention, "routed": routed,
+             "all-reduce": exchange}  # fmt: skip
+    return max(weights, linear) + max(cache, attention) + routed + exchange, parts
 
 
 def _predict_throughput(m: Measurement, s: Shape, factors: Factors) -> tuple[float, str]:
     """Offline or concurrency-limited output throughput, of the instance, per GPU or per node.
 
-    SERVE_TOKS's model (every request's prefill, then decode slots of ``step / B``) with the effects of
-    :mod:`xlsxplan.core.effects`: attention's arithmetic in the prefill and in every decode step, and the
-    tensor-parallel all-reduces of both over the accelerator's link."""
+    A continuous-batching engine's steady state (:func:`xlsxplan.core.effects.prefill_tokens_per_step`): every decode
+    step of ``B`` sequences also prefills ``B P / O`` prompt tokens, whose arithmetic joins the step's roofline
+    instead of queueing behind it, so ``B`` tokens come out per step. The step has the effects of
+    :mod:`xlsxplan.core.effects`: attention's arithmetic over the cache and over the prompts, and the tensor-parallel
+    all-reduces of every token's activations over the accelerator's link."""
     gpu, bits, n = _gpu(m), _bits(m), _n(m)
     kv = _kv_bytes_per_token(m, s, _context(m))
-    peak = _peak_flops(m)
     e_c, e_bw = _eff(factors, m, "prefill"), _eff(factors, m, "decode_bandwidth")
     prompt = _need(m.input_len, "input_len", m)
     output = _need(m.output_len, "output_len", m)
@@ -685,14 +717,20 @@ def _predict_throughput(m: Measurement, s: Shape, factors: Factors) -> tuple[flo
     batch = int(fits if conc == 0 else min(conc, fits))
     if batch < 1:
         raise Unpredictable(f"the weights or one request do not fit in {USABLE_FRACTION:.0%} of memory")
-    step, parts = serve_step_seconds(m, s, factors, batch)
-    link = _link(m)
-    prefill = (2.0 * s.active_b * 1e9 * prompt + effects.attention_prefill_flops(s.layers, s.attn_width, prompt)) / (
-        n * peak * e_c
-    ) + (effects.tp_allreduce_seconds(prompt, s.hidden, s.layers, n, link) if n > 1 and link else 0.0)
-    total = output / (output * step / batch + prefill)
+    if m.batching == "static":  # the batch's prompts first, then its decode steps: O B tokens in B prefills + O steps
+        step, parts = serve_step_seconds(m, s, factors, batch)
+        peak, link = _peak_flops(m), _link(m)
+        flops = 2.0 * s.active_b * 1e9 * prompt + effects.attention_prefill_flops(s.layers, s.attn_width, prompt)
+        exchange = effects.tp_allreduce_seconds(prompt, s.hidden, s.layers, n, link) if n > 1 and link else 0.0
+        prefill = flops / (n * peak * e_c) + exchange
+        total = factors.serving * output / (output * step / batch + prefill)
+        parts["prefill"] = prefill
+    else:
+        step, parts = serve_step_seconds(m, s, factors, batch, effects.prefill_tokens_per_step(batch, prompt, output))
+        total = factors.serving * batch / step
     shares = ", ".join(f"{k} {v * 1e3:.2f} ms" for k, v in parts.items() if v)
-    basis = (f"roofline with effects at batch {batch}: decode_bandwidth {e_bw:.3f}, prefill {e_c:.3f}, KV "
+    scale = f"serving {factors.serving:.3f} x " + ("static batch, " if m.batching == "static" else "")
+    basis = (f"{scale}roofline with effects at batch {batch}: decode_bandwidth {e_bw:.3f}, prefill {e_c:.3f}, KV "
              f"{_kv_bytes_per_value(m):g} byte(s) per value, average context {_context(m):g}; step {shares}; "
              f"{s.origin}")  # fmt: skip
     if m.metric.endswith("per_gpu"):
@@ -850,11 +888,43 @@ def band_table(results: Sequence[RowResult], rows: Sequence[Measurement]) -> dic
     return out
 
 
+def is_serving_row(m: Measurement) -> bool:
+    """A serving throughput row at a large batch, continuous or static: what the ``serving`` scale is fitted on."""
+    return m.metric.startswith("output_tokens_per_sec") and not m.problem and bool(m.value)
+
+
+def fit_serving(rows: Sequence[Measurement], factors: Factors) -> float:
+    """The ``serving`` scale: the Huber location (in log space) of measured over predicted continuous-batching
+    throughput at scale 1, over ``rows``' serving rows; 1 when there are none.
+
+    One free parameter: what a continuous-batching engine reaches at large batch beyond the per-operator roofline at
+    the shares fitted on batch-one rows (decode bandwidth from llama.cpp, prefill from batch-one first-token times)."""
+    import numpy as np
+
+    from .fit import _huber_location
+
+    base = dataclasses.replace(factors, serving=1.0)
+    logs = []
+    for m in rows:
+        if not is_serving_row(m):
+            continue
+        try:
+            predicted, _ = predict(m, base)
+        except (Unpredictable, XlsxplanError):
+            continue
+        logs.append(math.log(float(m.value) / predicted))  # type: ignore[arg-type]
+    if not logs:
+        return 1.0
+    return float(math.exp(_huber_location(np.array([logs]))[0]))
+
+
 @dataclass
 class _FitCache:
-    """Fits without one run, each kind refitted only when that run had rows of that kind."""
+    """Fits without one run, each kind refitted only when that run had rows of that kind; the serving scale refitted
+    on the serving rows of ``rows`` outside the run."""
 
     pool: list[Observation]
+    rows: Sequence[Measurement] = ()
     parts: dict[tuple, Any] = field(default_factory=dict)
 
     def counts(self, key: tuple | None) -> dict[str, dict[str, dict[str, int]]]:
@@ -864,12 +934,23 @@ class _FitCache:
 
     def without(self, key: tuple | None) -> Factors:
         components = []
+        ids = []
         for kind in calibration.KINDS:
             kept = tuple(i for i, o in enumerate(self.pool) if o.kind == kind and (key is None or o.run != key))
             if (kind, kept) not in self.parts:
                 self.parts[(kind, kept)] = calibration.fit_kind(kind, [self.pool[i] for i in kept])
             components.append(self.parts[(kind, kept)])
-        return Factors(*components)
+            ids.append(kept)
+        factors = Factors(*components)
+        serve = tuple(i for i, m in enumerate(self.rows) if is_serving_row(m) and (key is None or run_key(m) != key))
+        if not serve:
+            return factors
+        # a serving prediction uses the training fit only through routed_bytes: folds that leave out a training run
+        # with the same routed_bytes share one scale
+        skey = ("serving", ids[1], ids[2], factors.train_mfu.routed_bytes, serve)
+        if skey not in self.parts:
+            self.parts[skey] = fit_serving([self.rows[i] for i in serve], factors)
+        return dataclasses.replace(factors, serving=self.parts[skey])
 
 
 def _kinds_used(m: Measurement) -> tuple[str, ...]:
@@ -919,7 +1000,8 @@ def validate(
     """Predict every row; with ``leave_out``, from a fit on ``pool`` (default: the rows) without the row's run;
     with ``factors_as_is``, from those factors for every row, refitting nothing (``validate --factors-as-is``).
     ``cache``: leave-one-run-out fits already made on the same pool (fit_report passes its own)."""
-    cache = cache or _FitCache(observations(rows if pool is None else pool))
+    fitted_on = rows if pool is None else pool
+    cache = cache or _FitCache(observations(fitted_on), list(fitted_on))
     results = []
     for m in rows:
         kind = kind_of(m) or ""
@@ -970,8 +1052,9 @@ def fit_report(rows: Sequence[Measurement], origin: str, digest: str, path: str 
     recorded for a user's refit (validate then fits on the same rows); None for the shipped fit."""
     obs = observations(rows)
     factors = calibration.fit(obs)
+    factors = dataclasses.replace(factors, serving=fit_serving(rows, factors))
     data = factors.to_dict()
-    cache = _FitCache(obs)  # once: each run's leave-out fit serves every kind
+    cache = _FitCache(obs, list(rows))  # once: each run's leave-out fit serves every kind
     for kind in calibration.KINDS:
         mine = [o for o in obs if o.kind == kind]
         fitted = [factors.predicted(o) / o.value for o in mine]
@@ -997,6 +1080,9 @@ def fit_report(rows: Sequence[Measurement], origin: str, digest: str, path: str 
         data[kind]["leave_one_run_out_median_abs_error"] = (
             round(statistics.median(abs(x - 1) for x in loo), 4) if mine else None
         )
+    serving_rows = [m for m in rows if is_serving_row(m)]
+    data["serving"]["rows_used"] = len(serving_rows)
+    data["serving"]["free_parameters"] = 1 if serving_rows else 0
     about = ("Calibrated efficiencies (xlsxplan.calibration). Generated by `xlsxplan calibrate --fit`; do not edit "
              "by hand. Errors are |fitted / implied - 1| over the rows used; with no degrees of freedom left the "
              "in-sample error is 0 by construction and only the leave-one-run-out error says anything. `levels` "

@@ -296,7 +296,8 @@ def render(result: Any, top: int = 0) -> str:
         lines.append(f"feasible, cheapest first, ranked at the {result.rank_by} efficiencies "
                      "(* on the cost-versus-speed frontier)")  # fmt: skip
         head = ["rank", "gpu", "gpus", "weights", "kv", "serving", "batch", "set by", "tok/s/user", "TTFT s",
-                "replicas", "GPUs", "$/month", "$/M in", "$/M out", f"{other}: GPUs", "$/month"]  # fmt: skip
+                "replicas", "GPUs", "$/month", "$/M in", "$/M out", f"{other}: GPUs", "$/month",
+                "calibrated P10-P90: GPUs", "$/month"]  # fmt: skip
         rows = [head]
         shown = feasible if not top else feasible[:top]
         for i, o in enumerate(shown, 1):
@@ -307,9 +308,13 @@ def render(result: Any, top: int = 0) -> str:
                          str(f.replicas), str(f.gpus), _n(f.usd_per_month), _n(f.usd_per_m_input, 2),
                          _n(f.usd_per_m_output, 2), str(c.gpus) if c.feasible else "rejected",
                          _n(c.usd_per_month) if c.feasible else ""])  # fmt: skip
+            rows[-1] += _range_cells(o.calibrated)
             rows[-1] += _extra_cells(result, f)
         rows[0] += _extra_head(result)
         lines += _table(rows, {0, 2, 6, 8, 9, 10, 11, 12, 13, 14, 15, 16} | set(range(17, len(rows[0]))))
+        if any("range" in o.calibrated.extra for o in shown):
+            lines.append("  calibrated P10-P90: the calibrated fleet at the P10 and P90 of published serving rows' "
+                         "throughput against xlsxplan's leave-one-run-out prediction (xlsxplan validate)")  # fmt: skip
         if len(shown) < len(feasible):
             lines.append(f"  ... and {len(feasible) - len(shown)} more feasible options (--top 0 shows them all)")
         others = [(i, o) for i, o in enumerate(shown, 1) if not o.view(other).feasible]
@@ -372,6 +377,15 @@ def render(result: Any, top: int = 0) -> str:
                  f"{', '.join(map(str, a.gpus_per_replica))} GPUs per replica (for a mixture of experts, the experts "
                  f"spread over them); {' and '.join(a.servings)}")  # fmt: skip
     return "\n".join(lines)
+
+
+def _range_cells(c: Any) -> list[str]:
+    """The calibrated view's P10-P90 GPUs and monthly cost, ``lo-hi``; empty where it has no range."""
+    r = c.extra.get("range") if c.feasible else None
+    if not r:
+        return ["", ""]
+    g, usd = r["gpus"], r["usd_per_month"]
+    return [f"{g[0]}-{g[1]}", f"{_n(usd[0])}-{_n(usd[1])}"]
 
 
 def _extra_head(result: Any) -> list[str]:

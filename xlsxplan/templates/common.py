@@ -493,3 +493,78 @@ def header_status(book: Book, ws: Worksheet) -> None:
             ws["D2"] = f"={book.scenario_name}"
         ws["D2"].style = "Link"
         ws["D2"].alignment = Alignment(horizontal="left")
+
+
+# --- ranges: the calibrated figures at a low and a high quantile of published runs ------------------------------
+RANGE_LOW, RANGE_HIGH = "Low_Quantile_Of_The_Range", "High_Quantile_Of_The_Range"
+"""The defined names of the quantiles a calibrated figure's range is read at (EFFICIENCY's quantile argument)."""
+RANGE_COLUMNS = ("At the low quantile", "Calibrated", "At the high quantile")
+RANGE_SECTION = "The calibrated column's range (P10 to P90 of published runs, as shipped)"
+
+
+def range_inputs(book: Book, sh: Sheet) -> None:
+    """The section of Inputs with the two quantiles every calibrated range is read at: P10 and P90 as shipped, the
+    band of the leave-one-run-out residuals of published measurements (xlsxplan.calibration.bands)."""
+    from ..domains import Percentile, domain_of
+    from .book import validation_for
+
+    sh.section("Ranges of the calibrated figures", "Where in the spread of published runs: Calibration sheet")
+    for word, value, what in (("Low", 0.1, "slow"), ("High", 0.9, "fast")):
+        label = f"{word} quantile of the range"
+        sh.input(label, value, "fraction", "Convention: P10 and P90 of published runs",
+                 f"Efficiency at this quantile: the {what} end", "pct",
+                 validation_for(domain_of(Percentile), label))  # fmt: skip
+
+
+def range_block(
+    book: Book, sh: Sheet, efficiencies: Sequence[tuple[Any, Sequence[str]]], lines: Sequence[Any], note: str
+) -> list[dict[str, Ref | str]]:
+    """A Calibration sheet's range block: the calibrated column's figures again, by the same formulas, at the
+    efficiencies of the low quantile, the fit and the high quantile (columns C, D and E).
+
+    ``efficiencies`` gives each efficiency row (a :class:`~xlsxplan.templates.book.Line` for its label) with its
+    three formulas; ``lines`` are the calibrated lines, rendered per column against those rows. Each figure's cells
+    are ``book.refs["Range:KEY"]``. Returns the three columns' references."""
+    sh.section(RANGE_SECTION, note)
+    sh.headings(["Line item", "Unit", *RANGE_COLUMNS, "", "Equation and source"], row=sh.row)
+    sh.row += 1
+    columns: list[dict[str, Ref | str]] = [{}, {}, {}]
+    for line, formulas in efficiencies:
+        book.refs[f"Range:{line.key}"] = sh.side_by_side(line, columns, list(formulas))
+    for line in lines:
+        book.refs[f"Range:{line.key}"] = sh.side_by_side(line, columns)
+    return columns
+
+
+def range_cells(book: Book, sh: Sheet, key: str, fmt: str, figure_key: str | None = None) -> None:
+    """On the row just written (an Outputs link to a calibrated figure), its low and high in columns E and F: the
+    least and the most of the figure at the three efficiencies of the range block (a lower efficiency gives more
+    GPUs and a longer run, a higher one fewer), or the figure itself where they are not all numbers."""
+    ref = book.ref(f"Range:{key}")
+    span = ref.text(sh.name)
+    cells = [Ref(ref.sheet, ref.row, col).text(sh.name) for col in "CDE"]
+    numbers = "AND(" + ",".join(f"ISNUMBER({c})" for c in cells) + ")"
+    figure = book.ref(figure_key or f"{key}:calibrated").text(sh.name)
+    r = sh.row - 1
+    for col, fn, what in (("E", "MIN", "low"), ("F", "MAX", "high")):
+        cell = sh.ws[f"{col}{r}"]
+        cell.value = f"=IF({numbers},{fn}({span}),{figure})"
+        cell.style = "Link"
+        cell.number_format = FMT[fmt]
+        book.refs[f"{figure_key or key}:{what}"] = Ref(sh.name, r, col)
+
+
+def range_headings(sh: Sheet) -> None:
+    """ "Low" and "High" over columns E and F of the section just begun (its heading row)."""
+    r = sh.row - 1
+    for col, text in (("E", "Low"), ("F", "High")):
+        put_text(sh.ws[f"{col}{r}"], text, "Heading 2")
+        sh.ws[f"{col}{r}"].alignment = Alignment(horizontal="right")
+
+
+def range_sentence(figure: str, low: str, high: str, decimals: int, unit: str) -> str:
+    """A formula writing a figure and its range as a sentence, "40 GPUs, likely 34 to 52"; the figure alone where
+    the range is not all numbers (a configuration that does not fit reads as it does)."""
+    d = decimals
+    numbers = f"AND(ISNUMBER({figure}),ISNUMBER({low}),ISNUMBER({high}))"
+    return f'=IF({numbers},FIXED({figure},{d})&"{unit}, likely "&FIXED({low},{d})&" to "&FIXED({high},{d}),{figure})'

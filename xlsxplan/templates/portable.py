@@ -23,10 +23,10 @@ It
    ``IF(Workings!Bn,<native>)``: a refused input shows an error, never a silently computed number. A Checks row per
    guarded call, in the words of :func:`xlsxplan.native.check_words`, is 1 when the cell shows an error and its
    arguments are refused, and feeds the master check;
-4. freezes what only Python computes (a call of a function in :data:`xlsxplan.native.PYTHON_ONLY`: the option search
-   on the Options sheet, and any function still without a native form): the cell holds the add-in edition's
-   recalculated value. Workings lists, for each group of frozen cells, every input their formulas read (a range cell
-   by cell) with its value when computed, its value now, and whether they are equal; a Checks row per group turns
+4. freezes what only Python computes (a call of a function in :data:`xlsxplan.native.PYTHON_ONLY`, the option search
+   on the Options sheet, or of any registry function still without a native form: :func:`python_only`; a few get a
+   form here, :data:`_OWN`): the cell holds the add-in edition's recalculated value. Workings lists, for each group
+   of frozen cells, every input their formulas read (a range cell by cell) with its value when computed, its value now, and whether they are equal; a Checks row per group turns
    the master check to ERROR when an input has changed, telling the user to set them in the add-in edition and run
    ``xlsxplan recalc`` on it, or open it with the add-in. A cell such a cell reads that uses a function newer than
    Excel 2016 (:data:`_NEWER`: the option search's TEXTJOIN of prices) is frozen with it, its own inputs taking its
@@ -57,7 +57,7 @@ from ..errors import CellError, WorkbookError
 from .book import Book, check_format, put_text, quote_sheetname
 from .styles import FMT, TEMPLATE_DATE
 
-__all__ = ["CATALOG", "WORKINGS", "make_portable", "registry_calls", "Portable"]
+__all__ = ["CATALOG", "WORKINGS", "make_portable", "python_only", "registry_calls", "Portable"]
 
 CATALOG = "Catalog"
 WORKINGS = "Workings"
@@ -210,6 +210,18 @@ def _calls(parts: list[Any]) -> list[str]:
     return found
 
 
+def python_only(name: str) -> bool:
+    """True for a registry function the portable edition keeps as values: one in :data:`xlsxplan.native.PYTHON_ONLY`,
+    or one a template calls before it has a native form (a native form, or a catalog lookup)."""
+    key = name.upper()
+    return key in registry.FUNCTIONS and key not in native.NATIVE and key not in native.LOOKUPS and key not in _OWN
+
+
+_OWN = ("MODEL_WEIGHTS_GB",)
+"""Registry functions the templates call that :mod:`xlsxplan.native` has no form for yet, given one here
+(:meth:`_Pass.model_weights_gb`); a native form there takes precedence."""
+
+
 def registry_calls(formula: str) -> list[str]:
     """The registry functions ``formula`` calls, by name, innermost last (a test scans the portable edition)."""
     return [n for n in _calls(parse(formula)) if n in registry.FUNCTIONS]
@@ -260,6 +272,27 @@ class Portable:
     workings_rows: int = 0
 
 
+def _own_table(ws: Worksheet, top: int) -> native.Table:
+    """The figures :meth:`_Pass.model_weights_steps` reads, one row per preset model in the models table's order:
+    embedding and head parameters (``vocab * hidden``, twice unless tied) and routed-expert parameters (``moe_layers *
+    experts * 3 * hidden * moe_intermediate``), counted by :mod:`xlsxplan.catalog.models` from the preset's shape."""
+    from ..catalog import load_catalog
+    from ..catalog import models as presets
+
+    cat = load_catalog().models
+    ids = list(cat.names())
+    ws.cell(row=top, column=1, value="Model figures counted from the shapes (MODEL_WEIGHTS_GB)")
+    head = top + 1
+    for j, text in enumerate(("name", "embedding_params", "expert_params", "source")):
+        ws.cell(row=head, column=1 + j, value=text)
+    for i, pid in enumerate(ids, 1):
+        m = cat.get(pid)
+        held = presets._moe_layers(m) * (m.experts or 0) * presets._expert_params(m)
+        for j, v in enumerate((pid, presets.embedding_params(m), held, "counted from the preset's figures above")):
+            ws.cell(row=head + i, column=1 + j, value=v)
+    return native.Table(ws.title, head, 1, tuple(ids), ("embedding_params", "expert_params", "source"))
+
+
 class _Frozen(Exception):
     """A registry call that only Python computes: its cell is frozen."""
 
@@ -290,6 +323,7 @@ class _Pass:
         self.catalog_ws = wb.create_sheet(CATALOG)
         self.workings = wb.create_sheet(WORKINGS)
         self.tables = native.write_catalog(self.catalog_ws, top=6)
+        self.own_table = _own_table(self.catalog_ws, self.catalog_ws.max_row + 2)
         self.row = 6
         self.out = Portable()
         self.checks: list[tuple[str, str]] = []  # (label, formula) for the Checks sheet
@@ -374,6 +408,34 @@ class _Pass:
             return f"({arg}+0)"
         return arg
 
+    def model_weights_steps(self, model: str | None, b: str | None = None, emb_b: str | None = None,
+                            expert_b: str | None = None) -> list[tuple[str, str, str]]:  # fmt: skip
+        """MODEL_WEIGHTS_GB(model, [bytes_per_param], [embedding_bytes_per_param], [expert_bytes_per_param]) as line
+        items ``(key, label, template)``, the arithmetic of :func:`xlsxplan.catalog.models.weights_gb` in its order:
+        ``((N - E - X) b + X b_x + E b_e) / 1e9`` with N the published total, E the embeddings (capped at N), X the
+        routed experts held apart (capped at N - E, 0 unless b_x is given) and b_e the embeddings' width (0: 16-bit
+        below 16-bit weights, else the weights'). ``#N/A`` for a model not in the catalog."""
+        t = self.tables
+        bv = t.bytes_or_name(b or "2")
+        ev = t.bytes_or_name(emb_b or "0")
+        xv = t.bytes_or_name(expert_b or "0")
+        names = t.model_names
+        own = self.own_table
+        return [
+            ("row", "the preset's row",
+             f"INDEX({names.column_range('row')},MATCH({native._hyphens(native._operand(model))},{names.key_range},0))"),
+            ("total", "published parameters [count]", f"INDEX({t.models.column_range('params_b')},{{row}})*1E9"),
+            ("emb", "embedding and head parameters, at most the total",
+             f"MIN(INDEX({own.column_range('embedding_params')},{{row}}),{{total}})"),
+            ("held", "routed-expert parameters, at most the rest",
+             f"MIN(INDEX({own.column_range('expert_params')},{{row}}),{{total}}-{{emb}})"),
+            ("experts", "routed experts stored apart (their width given)", f"IF({xv}<>0,{{held}},0)"),
+            ("emb_bytes", "bytes per embedding weight (0: 16-bit as published, or the weights' if wider)",
+             f"IF({ev}<>0,{ev},MAX({bv},2))"),
+            ("result", "weights memory [GB]",
+             f"(({{total}}-{{emb}}-{{experts}})*{bv}+{{experts}}*{xv}+{{emb}}*{{emb_bytes}})/1E9"),
+        ]  # fmt: skip
+
     def _place(self, key: str) -> str:
         return f"{WORKINGS}!$B${self._places[key]}"
 
@@ -385,13 +447,13 @@ class _Pass:
         for key, label, formula in make(self._place):
             assert self._places[key] == self.row  # noqa: S101 - line items come in their steps' order
             result = self.put(f"{name}: {label}", formula, self.where())
-        return self.guard(name, args, result, result=result) if name in native.NATIVE else result
+        return self.guard(name, args, result, result=result) if name in native.NATIVE or name in _OWN else result
 
     def call(self, node: Call, args: list[str]) -> str:
         name = node.name.upper()
         if name not in registry.FUNCTIONS:
             return f"{node.name}({','.join(args)})"
-        if name in native.PYTHON_ONLY:
+        if python_only(name):
             raise _Frozen(name)
         self.out.replaced += 1
         args = [a.strip() for a in args]
@@ -399,6 +461,10 @@ class _Pass:
             args.pop()
         args = self.hoisted(name, args)
         given: list[str | None] = [a or None for a in args]
+        if name in _OWN and name not in native.NATIVE and self.sheet:
+            own = [qualify(a, self.sheet) if a else None for a in args]
+            steps = self.model_weights_steps(*own)
+            return self.line_items(name, [k for k, _, _ in steps], lambda place: native._items(steps, {}, place), own)
         if name in native.LOOKUPS:
             if name in ("MODELS", "GPUS"):
                 return self.tables.lookup(name)
@@ -469,7 +535,7 @@ def make_portable(book: Book, computed: Callable[[str], Any], addin_file: str = 
     p.formula_cells = set(formulas)
     # which cells only Python computes, and the cells newer than Excel 2016 that they read
     frozen: dict[tuple[str, str], list[str]] = {}
-    todo = [k for k, t in formulas.items() if set(registry_calls(t)) & set(native.PYTHON_ONLY)]
+    todo = [k for k, t in formulas.items() if any(python_only(n) for n in registry_calls(t))]
     while todo:
         key = todo.pop()
         if key in frozen:

@@ -39,6 +39,7 @@ from openpyxl.worksheet.pagebreak import Break
 from .. import catalog, domains
 from .. import plan as plan_search
 from ..domains import domain_of
+from ..plan_cells import NONE_SHOWN
 from . import timeline
 from .book import (
     Book,
@@ -56,6 +57,8 @@ from .common import (
     COMPUTE_MEMORY_TITLE,
     ENVELOPE,
     ENVELOPE_TITLE,
+    RANGE_HIGH,
+    RANGE_LOW,
     PriceExample,
     Result,
     conf_sheet,
@@ -65,6 +68,11 @@ from .common import (
     header_statuses,
     lists_sheet,
     note_block,
+    range_block,
+    range_cells,
+    range_headings,
+    range_inputs,
+    range_sentence,
     usual_checks,
     version_log,
 )
@@ -107,6 +115,15 @@ SPREAD_BASIS = (
 )
 """What the spread of prompt lengths a paged batch is sized for rests on, in words: the last where only a mean and a
 p95 no log-normal can fit are known (a tail above 3.87 times the mean), with how to give a better one."""
+NAME_FOLLOWS = "yes, on "
+NAME_OWN = "no, your own name: the inputs give "
+"""How a case's name reads against its inputs: the name the inputs give (the model's size, the weights' precision and
+the GPUs, as the source names its cases; the accelerator follows), or the user's own name, with the one they give."""
+EMBEDDING_AS_WEIGHTS = "as the weights"
+EMBEDDING_AS_PUBLISHED = "as published"
+"""The Embedding precision input's words: the weights' own width for the token embeddings and output head (the
+source documents' N x bytes, so their worked examples come out), or 16 bits beside narrower weights, as quantized
+checkpoints are published (MODEL_WEIGHTS_GB's default); a format name gives that format."""
 NO_SPREAD = "no spread known"
 PAGED = "paged KV cache"
 PER_SLOT = "every slot at the tail"
@@ -225,6 +242,14 @@ CASE_LINES: tuple[Line, ...] = (
     Line("described", "The case as its inputs read",
          '={model}&", "&{weight_precision}&" weights, "&{n_gpus}&" x "&{gpu}', "text",
          "Follows the inputs, whatever the case's name says", "text"),
+    Line("name_inputs", "The name the inputs give",
+         '=TRIM(RIGHT(SUBSTITUTE({model},"-",REPT(" ",LEN({model}))),LEN({model})))&" "&UPPER({weight_precision})'
+         '&", "&{n_gpus}&" GPU"&IF({n_gpus}=1,"","s")', "text",
+         "The model's size (its name's last part), weights, GPUs: the source's way of naming a case", "text"),
+    Line("name_follows", "Does the case's name follow its inputs?",
+         f'=IF({{scenario_name}}={{name_inputs}},"{NAME_FOLLOWS}"&{{gpu}},"{NAME_OWN}"&{{name_inputs}}&" on "'
+         "&{gpu})", "text",
+         "The name typed against the name the inputs give: a stale or free name says it is your own", "text"),
     Line("params", "Parameters", _spec("params_b", "params_override", "MODEL_SPEC", "model"), "B params",
          'The override, else MODEL_SPEC(model, "params_b"): every expert', "dec2"),
     Line("active", "Active parameters per token",
@@ -255,16 +280,25 @@ CASE_LINES: tuple[Line, ...] = (
     Line("experts_per_token", "Routed experts each token uses", _moe("experts_per_token"), "count",
          'MODEL_SPEC(model, "experts_per_token"); 1 for a dense model', "int"),
     # -- memory
-    Line("weights", "Weights", "=WEIGHTS_GB({params},{bytes_weight})", "GB",
-         "N x bytes per weight, all experts (Back-of-the-Envelope §2; Compute and Memory)", "dec1"),
+    Line("bytes_embedding", "Bytes per embedding and output-head weight",
+         f'=IF(OR(Embedding_Precision="{EMBEDDING_AS_WEIGHTS}",Embedding_Precision="{EMBEDDING_AS_PUBLISHED}"),'
+         f'{{bytes_weight}}+(Embedding_Precision="{EMBEDDING_AS_PUBLISHED}")*MAX(0,BYTES_PER_PARAM("bf16")'
+         "-{bytes_weight}),BYTES_PER_PARAM(Embedding_Precision))", "bytes",
+         "Embedding precision on Inputs: the weights' (the source's N x b), 16-bit as published, or a format",
+         "dec3"),
+    Line("weights", "Weights",
+         "=IF(ISNUMBER(MODEL_WEIGHTS_GB({model},{bytes_weight},{bytes_embedding},0)),"
+         "MODEL_WEIGHTS_GB({model},{bytes_weight},{bytes_embedding},0)"
+         '+({params}-MODEL_SPEC({model},"params_b"))*{bytes_weight},WEIGHTS_GB({params},{bytes_weight}))', "GB",
+         "MODEL_WEIGHTS_GB, all experts; a parameters override adds its difference x bytes; your own model: N x b",
+         "dec1"),
     Line("weights_gpu", "Weights per GPU",
-         "=WEIGHTS_GB_PER_GPU({params},IF({active}<{params},MODEL_EXPERT_PARAMS_B({model}),0),{n_gpus},{n_gpus},"
-         "{bytes_weight})", "GB",
-         "Dense part split by tensor, experts by expert parallelism (GShard)", "dec1"),
+         "=WEIGHTS_GB_PER_GPU({weights}/{bytes_weight},IF({active}<{params},MODEL_EXPERT_PARAMS_B({model}),0),"
+         "{n_gpus},{n_gpus},{bytes_weight})", "GB",
+         "Dense part split by tensor, experts by expert parallelism (GShard): the weights over the GPUs", "dec1"),
     Line("usable", "Usable memory of a replica", "=USABLE_GB({n_gpus},{memory},Usable_Memory_Fraction)", "GB",
          "GPUs x memory x usable fraction (Back-of-the-Envelope §2)", "dec1"),
-    Line("free", "Memory left for the KV cache",
-         "=FREE_GB({params},{bytes_weight},{n_gpus},{memory},Usable_Memory_Fraction)", "GB",
+    Line("free", "Memory left for the KV cache", "={usable}-{weights}", "GB",
          "Usable memory - weights; negative: the weights do not fit (Back-of-the-Envelope §2)", "dec1"),
     Line("kv_bytes", "KV cache per token",
          '=IF(AND({kv_override}>0,{model_overrides}="yes"),{kv_override},'
@@ -274,8 +308,9 @@ CASE_LINES: tuple[Line, ...] = (
     Line("kv_seq", "KV cache of a sequence at the tail prompt", "=KV_GB({kv_bytes},{tail_context})", "GB",
          "KV per token x (tail prompt + reasoning + output) (Back-of-the-Envelope §3, §7)", "dec2"),
     Line("batch_fit", "Batch that fits, every slot at the tail prompt",
-         "=MAX_BATCH({params},{bytes_weight},{kv_bytes},{tail_context},{n_gpus},{memory},Usable_Memory_Fraction)",
-         "sequences", "floor(free memory / KV of a tail sequence): Back-of-the-Envelope §3, at the tail (§7)", "int"),
+         "=MAX_BATCH({weights}/{bytes_weight},{bytes_weight},{kv_bytes},{tail_context},{n_gpus},{memory},"
+         "Usable_Memory_Fraction)", "sequences",
+         "floor(free memory / KV of a tail sequence): Back-of-the-Envelope §3, at the tail (§7)", "int"),
     Line("fits", "Fits in memory?", f'=IF(AND(ISNUMBER({{batch_fit}}),{{batch_fit}}>=1),"fits","{NO_FIT}")',
          "text", "At least one tail-length sequence beside the weights", "text", bad=(NO_FIT,)),
     Line("batch_paged", "Batch a paged KV cache fits",
@@ -503,9 +538,10 @@ CASE_LINES: tuple[Line, ...] = (
 )  # fmt: skip
 
 _COMPARED = {
-    "model_overrides", "gpu_overrides", "described", "params", "active", "memory", "bandwidth", "tflops", "price",
-    "bytes_weight", "bytes_kv", "experts", "experts_per_token", "weights", "weights_gpu", "usable", "free", "kv_bytes",
-    "kv_kib", "kv_seq", "batch_fit", "fits", "batch_paged", "batch_mem", "params_read_mem", "speed_floor",
+    "model_overrides", "gpu_overrides", "described", "name_inputs", "name_follows", "params", "active", "memory",
+    "bandwidth", "tflops", "price", "bytes_weight", "bytes_embedding", "bytes_kv", "experts", "experts_per_token",
+    "weights", "weights_gpu", "usable", "free", "kv_bytes", "kv_kib", "kv_seq", "batch_fit", "fits", "batch_paged",
+    "batch_mem", "params_read_mem", "speed_floor",
     "speed_for_ttft", "batch_latency", "batch_ttft", "cap_latency", "cap_ttft", "batch", "binding", "params_read",
     "tps_user", "tps_alone", "tps_total", "prefill", "cost_full", "cost_avg",
 }  # fmt: skip
@@ -756,6 +792,10 @@ def _inputs(book: Book, lists: dict[str, str]) -> Sheet:
     sh.input("Prefill compute utilisation", 0.5, "fraction", f"{ENVELOPE} §5 (example)", "Share of the dense BF16 "
              "peak, as the source counts", "pct",
              validation_for(frac, "Prefill compute utilisation"))  # fmt: skip
+    emb = DataValidation(type="list", formula1=f'"{EMBEDDING_AS_WEIGHTS},{EMBEDDING_AS_PUBLISHED}"')
+    emb.showErrorMessage = False  # a format name (bf16, q4_k_m, ...) is allowed too: BYTES_PER_PARAM reads it
+    sh.input("Embedding precision", EMBEDDING_AS_WEIGHTS, "format", f"{ENVELOPE} §2 (example: N x b)",
+             "Or as published (16-bit), or a format name", "text", emb)  # fmt: skip
     sh.input("KV cache overflow accepted", 0.05, "fraction", "Example: a paging engine (vLLM)",
              "Chance a paged batch outgrows memory (preemption)", "pct",
              validation_for(domain_of(domains.TailProbability), "KV cache overflow accepted"))  # fmt: skip
@@ -829,6 +869,7 @@ def _inputs(book: Book, lists: dict[str, str]) -> Sheet:
              "text", basis)  # fmt: skip
     sh.input("Billing currency", "USD", "ISO 4217", "Example", "Every cost line is in this currency", "text")
 
+    range_inputs(book, sh)
     sh.section("Your measurements (optional)", "The active scenario's setup, measured: see the Calibration sheet")
     speed = domain_of(domains.TokensPerS)
     sh.input("Measured decode speed at batch 1", None, "tokens/s", "Example: empty, not measured", "One request "
@@ -994,7 +1035,13 @@ OPTION_COLUMNS: tuple[tuple[str, str, int, str], ...] = (
     ("other_view_gpus", "GPUs, calibrated", 10, "int"), ("other_view_usd_per_month", "USD a month, calibrated", 12,
                                                            "usd0"),
     ("other_view_reason", "Why rejected, calibrated", 70, "text"),
+    # the columns PLAN_OPTIONS adds with a percentile first-token target; "-" without one
+    ("ttft_p50_s", "First token P50 at the peak, s", 9, "dec2"), ("ttft_p90_s", "First token P90 at the peak, s",
+                                                                   9, "dec2"),
+    ("ttft_p99_s", "First token P99 at the peak, s", 9, "dec2"), ("replicas_binding", "Replicas set by", 22, "text"),
 )  # fmt: skip
+PERCENTILE_COLUMNS = ("ttft_p50_s", "ttft_p90_s", "ttft_p99_s", "replicas_binding")
+"""The Options columns shown only where a percentile first-token target is given (PLAN_OPTIONS's extra columns)."""
 OPTIONS_FIRST_ROW = HEADER_ROWS + 1
 """The row of the table's own header (PLAN_OPTIONS's first row); the options follow it."""
 
@@ -1016,11 +1063,15 @@ OPTIONS_FORMULA = (
     # the cell's row and column in the table, counted from the heading row's first cell (text, not a formula)
     f"PLAN_OPTIONS_AT(ROW()-ROW($A${HEADER_ROWS}),COLUMN()-COLUMN($A${HEADER_ROWS}),Model,Requests_Per_Day,"
     "{prompt_mean},Output_Tokens_Per_Request,Peak_Hour_Factor,Latency_Target,"
-    "Time_To_First_Token_Target,Spare_Replicas,{options_gpus},{prompt_tail},"
-    "MAX({prompt_tail},Longest_Prompt_Accepted),Hidden_Reasoning_Tokens_Per_Request,Minimum_Replicas)"
+    "{options_ttft},Spare_Replicas,{options_gpus},{prompt_tail},"
+    "MAX({prompt_tail},Longest_Prompt_Accepted),Hidden_Reasoning_Tokens_Per_Request,Minimum_Replicas,"
+    '{options_percentile},0,0,Engine_KV_Block_Size,"none",0,1,0)'
 )
 """The search the Options sheet shows: every accelerator priced on Lists, for the active scenario's model and the
-traffic, targets and spares on Inputs."""
+traffic, targets and spares on Inputs; with a percentile first-token target, that target at its percentile (the
+wait for a slot at the peak included), else the first-token target of a request that never waits. Memory is the
+flat usable share, as Calculations plans it (its engine lines are beside the plan), and a draft is not searched
+(Calculations shows it beside the plan too)."""
 OPTIONS_GPUS = '=_xlfn.TEXTJOIN(",",TRUE,IF(ISNUMBER({gpu_prices}),{gpu_names}&"="&{gpu_prices},""))'
 """The priced accelerators as PLAN_OPTIONS reads them, ``H100-SXM=2.5,H200=5.408``: an array formula of one cell."""
 
@@ -1052,12 +1103,20 @@ def _options(book: Book) -> Sheet:
     first, last = OPTIONS_FIRST_ROW, OPTIONS_FIRST_ROW + rows - 1
     gpus_row = last + 2  # the accelerators searched, below the table
     book.refs["options_gpus"] = Ref(sh.name, gpus_row, "D")
+    # the first-token target the search applies, and its percentile, beside the table
+    ttft_row = gpus_row + 3
+    book.refs["options_ttft"] = Ref(sh.name, ttft_row, "B")
+    book.refs["options_percentile"] = Ref(sh.name, ttft_row + 1, "B")
     search = "=" + book.render(OPTIONS_FORMULA, sh.name)
+    given = f'IF({book.ref("pct_given").text(sh.name)}="yes",'
     g = dict(zip((key for key, _, _, _ in OPTION_COLUMNS), cols))
     for r in range(first, last + 1):
-        for col, (_, _, _, fmt) in zip(cols, OPTION_COLUMNS):
+        for col, (key, _, _, fmt) in zip(cols, OPTION_COLUMNS):
             cell = ws[f"{col}{r}"]
-            cell.value = search
+            if key in PERCENTILE_COLUMNS:  # PLAN_OPTIONS has them only with a percentile target
+                cell.value = f'={given}{search[1:]},"{key if r == first else NONE_SHOWN}")'
+            else:
+                cell.value = search
             cell.style = "Formula" if r > first else "Explanatory Text"
             cell.number_format = FMT[fmt]
         if r > first:
@@ -1089,10 +1148,20 @@ def _options(book: Book) -> Sheet:
     )
     book.refs["options_room"] = Ref(sh.name, r, "B")
     sh.row += 1
+    assert sh.row == ttft_row  # noqa: S101 - layout invariant: the search reads these two cells
+    sh.line(Line("options_ttft", "First-token target the search applies",
+                 '=IF({pct_given}="yes",First_Token_Target_At_The_Percentile,SUM(Time_To_First_Token_Target))', "s",
+                 "The percentile target when given, else the one of a request that never waits; 0: none",
+                 "dec2"))  # fmt: skip
+    sh.line(Line("options_percentile", "Share of requests it holds for",
+                 '=IF({pct_given}="yes",First_Token_Percentile,0)', "fraction",
+                 "First-token percentile on Inputs, with a percentile target; 0: a request that never waits",
+                 "pct"))  # fmt: skip
     for text in (
         "The search plans the model of the active scenario for the traffic, targets and spares on Inputs (a target "
         "left empty does not apply), at the text's efficiencies (full bandwidth, half the BF16 peak) and 90% usable "
-        "memory, weights as MODEL_WEIGHTS_GB; the calibrated view's GPUs and cost are in the last columns.",
+        "memory, weights as MODEL_WEIGHTS_GB with the embeddings as published (Embedding precision 'as published' on "
+        "Inputs plans Calculations so too); the calibrated view's GPUs and cost follow the reasons.",
         "Fewer accelerators priced than the sheet was built for leave its last rows as reference errors (Checks flags "
         "it); more are ranked, and the cheapest options show. A model of your own (not in the catalog) cannot be "
         "searched: the table is N/A errors.",
@@ -1102,7 +1171,10 @@ def _options(book: Book) -> Sheet:
     # the table across two pages, the marked column repeated: up to the frontier, then the reasons
     reason = cols[[k for k, _, _, _ in OPTION_COLUMNS].index("reason")]
     before = get_column_letter(column_index_from_string(reason) - 1)
-    ws.print_area = [f"A1:{before}{sh.row - 1}", f"{reason}1:{cols[-1]}{sh.row - 1}"]
+    percentiles = cols[[k for k, _, _, _ in OPTION_COLUMNS].index(PERCENTILE_COLUMNS[0])]
+    upto = get_column_letter(column_index_from_string(percentiles) - 1)
+    ws.print_area = [f"A1:{before}{sh.row - 1}", f"{reason}1:{upto}{sh.row - 1}",
+                     f"{percentiles}1:{cols[-1]}{sh.row - 1}"]  # fmt: skip
     ws.print_title_cols = "A:A"
     return sh
 
@@ -1153,6 +1225,28 @@ def _calibration(book: Book) -> Sheet:
     sh.section("The active scenario at each column's efficiencies (the batch planned on Calculations)")
     for line in CALIBRATION_LINES:
         book.refs[f"Calibration:{line.key}"] = sh.side_by_side(line, locals_)
+
+    def calibrated(key: str) -> str:  # the calibrated column's cell of an efficiency row
+        ref = book.ref(f"Calibration:{key}")
+        return "=" + Ref(ref.sheet, ref.row, SIDE_COLUMNS[1]).text(sh.name)
+
+    def at(kind: str, precision: str, q: str) -> str:  # hidden and sequence length count for training only
+        return f'EFFICIENCY("{kind}",Accelerator,{precision},1,0,{q})'
+
+    def prefill(q: str) -> str:  # as the calibrated column: the 16-bit share where the precision has no peak
+        return (
+            f"=IF(ISNUMBER({at('prefill', 'Weight_Precision', q)}),{at('prefill', 'Weight_Precision', q)},"
+            f"{at('prefill', chr(34) + 'bf16' + chr(34), q)})"
+        )
+
+    range_block(book, sh, [
+        (replace(bw, note="EFFICIENCY at the quantile: its fit times that quantile of the kind's residuals"),
+         ["=" + at("decode_bandwidth", "Weight_Precision", RANGE_LOW), calibrated("eff_bw"),
+          "=" + at("decode_bandwidth", "Weight_Precision", RANGE_HIGH)]),
+        (peak, ["={tflops_weights}"] * 3),
+        (replace(pf, note="EFFICIENCY(\"prefill\", ...) at the quantile, as the calibrated column"),
+         [prefill(RANGE_LOW), calibrated("eff_pf"), prefill(RANGE_HIGH)]),
+    ], CALIBRATION_LINES, "The same formulas at the efficiencies of the quantiles on Inputs")  # fmt: skip
     sh.skip()
     sh.text(
         "The measured column falls back to the calibrated efficiency where no measurement is given. A measurement "
@@ -1273,7 +1367,8 @@ def _outputs(book: Book) -> Sheet:
         for key, note, key_result in rows:
             line = lines[key]
             sh.link(key, line.label, line.unit, line.fmt, note, key_result, line.bad)
-    sh.section("Calibrated expectation", "The Calibration sheet: the plan at calibrated efficiencies")
+    sh.section("Calibrated expectation", "Calibration sheet; low to high: P10 to P90")
+    range_headings(sh)
     avg = book.ref("Calibration:cal_cost_avg")  # the source's method at calibrated efficiencies: Calibration only
     book.refs["cal_cost_avg:calibrated"] = Ref(avg.sheet, avg.row, SIDE_COLUMNS[1])
     for key, label, note, key_result in (
@@ -1289,7 +1384,25 @@ def _outputs(book: Book) -> Sheet:
         target = Ref(ref.sheet, ref.row, SIDE_COLUMNS[1])
         book.refs[f"{key}:calibrated"] = target
         sh.link(f"{key}:calibrated", label, line.unit, line.fmt, note, key_result)
+        range_cells(book, sh, key, line.fmt)
+    for key, label, formula in (
+        (
+            "cal_gpus_range",
+            "GPUs the peak needs, calibrated, with its range",
+            range_sentence("{cal_gpus:calibrated}", "{cal_gpus:low}", "{cal_gpus:high}", 0, " GPUs"),
+        ),
+        (
+            "cal_monthly_range",
+            "List cost per month, calibrated, with its range",
+            range_sentence("{cal_monthly:calibrated}", "{cal_monthly:low}", "{cal_monthly:high}", 0, " USD a month"),
+        ),
+    ):
+        sh.line(Line(key, label, formula, "text", "The low and high quantiles' figures beside it", "text"))
     sh.section("Basis of estimate", "Estimate, not a quote")
+    follows = lines["name_follows"]
+    sh.link(
+        "name_follows", follows.label, follows.unit, follows.fmt, "Your own name, or the name its inputs give", False
+    )
     sh.line(
         Line(
             "basis:price",
@@ -1423,6 +1536,15 @@ def _checks(book: Book) -> Sheet:
     return sh
 
 
+def likely(key: str, otherwise: str) -> str:
+    """A Cover note giving a calibrated figure's range, "Likely 34 to 52 (P10 to P90)", else ``otherwise``."""
+    low, high = f"{{{key}:low}}", f"{{{key}:high}}"
+    return (
+        f'=IF(AND(ISNUMBER({low}),ISNUMBER({high})),"Likely "&FIXED({low},0)&" to "&FIXED({high},0)&'
+        f'" (the range\'s quantiles on Inputs)","{otherwise}")'
+    )
+
+
 def build() -> Book:
     """The serving plan as an openpyxl workbook in a :class:`Book` (formulas only; recalculate to cache values)."""
     book = Book(TITLE, SHEETS)
@@ -1460,6 +1582,7 @@ def build() -> Book:
             Result("cost_out", "Cost per M output tokens, this fleet", "USD/M tokens", "usd"),
             Result("tps_user", "Decode speed each user sees", "tokens/s", "dec1"),
             Result("time_to_answer", "Time to the first visible token", "s", "dec2"),
+            Result("cal_gpus_range", "GPUs at published efficiencies, and their range", "", "text"),
         ],
         drivers=[
             Result("Requests_Per_Day", "Requests per day", "requests/day", "int"),
@@ -1474,6 +1597,13 @@ def build() -> Book:
             (
                 "How the fleet is sized (Calculations)",
                 [
+                    Result(
+                        "name_follows",
+                        "Does the case's name follow its inputs?",
+                        "text",
+                        "text",
+                        "Else your own name, with the one its inputs give",
+                    ),
                     Result(
                         "fits",
                         "Fits in memory?",
@@ -1535,14 +1665,14 @@ def build() -> Book:
                         "GPUs the peak needs, calibrated",
                         "count",
                         "int",
-                        "At published efficiencies (8-bit prefill: one measurement)",
+                        likely("cal_gpus", "At published efficiencies (8-bit prefill: one measurement)"),
                     ),
                     Result(
                         "cal_monthly:calibrated",
                         "List cost per month, calibrated",
                         "USD",
                         "usd0",
-                        "Those GPUs billed around the clock",
+                        likely("cal_monthly", "Those GPUs billed around the clock"),
                     ),
                     Result(
                         "cal_cost_in:calibrated",
@@ -1597,12 +1727,14 @@ def build() -> Book:
             "and its cache hit rate (0 until confirmed).",
             "Prompt lengths (optional): paste measured prompt lengths; the mean, tail and spread the plan uses, and "
             "the share a cap rejects, then come from them (Calculations, Demand, shows which).",
-            "Inputs, Serving assumptions: usable memory, efficiencies, the decode-speed and time-to-first-token "
+            "Inputs, Serving assumptions: usable memory, efficiencies, the embeddings' precision (as the weights, "
+            "the source's N x b, or as published checkpoints keep them), the decode-speed and time-to-first-token "
             "targets, spares and the minimum fleet, replicas you already run, the prefill-to-decode link.",
             "Lists, Price per GPU-hour: each accelerator's price (the catalog's dated default, or your quote, with "
             "its source and date); Inputs, Cost: the region, pricing basis and average utilisation.",
             "Inputs, Your measurements (optional): a batch-1 decode speed and time to first token measured on the "
-            "active scenario's setup; the Calibration sheet shows the efficiencies they imply and the plan at them.",
+            "active scenario's setup; the Calibration sheet shows the efficiencies they imply and the plan at them. "
+            "Inputs, Ranges: the quantiles of published runs each calibrated figure's low and high are read at.",
             "Inputs, Costs and Timeline: what an owned GPU costs (capital, life, resale, cost of capital, power, PUE, "
             "electricity, hosting, lead time: the catalog's sourced defaults, restated with your quotes), the "
             "committed price, the start month, traffic growth, a change of model or engine, the on-demand price "

@@ -31,6 +31,8 @@ from .common import (
     COMPUTE_MEMORY_TITLE,
     ENVELOPE,
     ENVELOPE_TITLE,
+    RANGE_HIGH,
+    RANGE_LOW,
     Result,
     conf_sheet,
     cover,
@@ -39,6 +41,11 @@ from .common import (
     header_statuses,
     lists_sheet,
     note_block,
+    range_block,
+    range_cells,
+    range_headings,
+    range_inputs,
+    range_sentence,
     usual_checks,
     version_log,
 )
@@ -307,6 +314,11 @@ LINES: tuple[tuple[str, Line], ...] = (
               "pct1")),
 )  # fmt: skip
 
+RANGED = "Calibrated expectation"
+"""The Outputs section whose figures carry their range (low and high in columns E and F)."""
+RANGED_LINES = {"mfu_cal": "mfu", "seconds_cal": "cal_seconds"}
+"""Outputs lines with a range, and the Calibration range block's line each is read from."""
+
 # The Calibration sheet: the active run at three MFUs, in columns C, D and E ({mfu} is the column's).
 CALIBRATION_COLUMNS = ("Assumed (Inputs)", "Calibrated", "Measured (yours)")
 CALIBRATION_LINES: tuple[Line, ...] = (
@@ -436,6 +448,7 @@ def _inputs(book: Book, lists: dict[str, str]) -> Sheet:
     sh.input("Pricing basis", "On-demand", "text", "Example", "On-demand, committed or spot", "text", basis)
     sh.input("Billing currency", "USD", "ISO 4217", "Example", "Every cost line is in this currency", "text")
 
+    range_inputs(book, sh)
     sh.section("Your measurements (optional)", "Of the active scenario's run: see the Calibration sheet")
     sh.input("Measured training throughput", None, "tokens/s", "Example: empty, not measured", "All GPUs "
              "together, on the active case's model", "int",
@@ -519,6 +532,20 @@ def _calibration(book: Book) -> Sheet:
     sh.section("The active scenario's run at each MFU")
     for line in CALIBRATION_LINES:
         book.refs[f"Calibration:{line.key}"] = sh.side_by_side(line, locals_)
+
+    def at(q: str) -> str:
+        return f'=EFFICIENCY("train_mfu",Accelerator,"bf16",{{hidden}},Sequence_Length,{q})'
+
+    ranged = Line(
+        "mfu",
+        "Model FLOPs utilisation",
+        "",
+        "fraction",
+        "EFFICIENCY at the quantile: its fit times that quantile of train_mfu's residuals",
+        "pct1",
+    )
+    range_block(book, sh, [(ranged, [at(RANGE_LOW), "={mfu_cal}", at(RANGE_HIGH)])], CALIBRATION_LINES,
+                "The same formulas at the MFU of the quantiles on Inputs")  # fmt: skip
     sh.skip()
     sh.text("The measured column falls back to the calibrated MFU where no measurement is given; a measured "
             "throughput wins over measured GPU-hours. An MFU above 100% means the measurement and the accelerator's "
@@ -541,8 +568,21 @@ def _outputs(book: Book) -> Sheet:
         sh.line(Line(f"config:{name}", label, f"={name}", unit, "The active scenario, from Inputs", fmt))
     for section, line in LINES:
         if section:
-            sh.section(section)
+            sh.section(section, "Low to high: P10 to P90 of published runs" if section == RANGED else "")
+            if section == RANGED:
+                range_headings(sh)
         sh.link(line.key, line.label, line.unit, line.fmt, "", line.key_result, line.bad)
+        if line.key in RANGED_LINES:  # its low and high beside it, from the Calibration sheet's range block
+            range_cells(book, sh, RANGED_LINES[line.key], line.fmt, line.key)
+        if line.key == "seconds_cal":  # the run's cost at the calibrated MFU, with its range
+            cost = book.ref("Calibration:cal_cost")
+            book.refs["cal_cost:calibrated"] = Ref(cost.sheet, cost.row, SIDE_COLUMNS[1])
+            sh.link("cal_cost:calibrated", "List cost of the run at the calibrated MFU", "USD", "usd",
+                    "The Calibration sheet's calibrated column", False)  # fmt: skip
+            range_cells(book, sh, "cal_cost", "usd")
+            sh.line(Line("seconds_cal_range", "Training time at the calibrated MFU, with its range",
+                         range_sentence("{seconds_cal}", "{seconds_cal:low}", "{seconds_cal:high}", 1, " s"),
+                         "text", "The low and high quantiles' figures beside it", "text"))  # fmt: skip
     sh.section("Basis of estimate", "Estimate, not a quote")
     for name, label, unit, fmt in (
         ("Price_Per_GPU_Hour", "Price per GPU-hour", "USD/GPU-h", "usd"),
@@ -634,6 +674,7 @@ def build() -> Book:
             Result("cost", "List cost of the run", "USD", "usd"),
             Result("mem_gpu", "Training memory per GPU", "GB", "dec1"),
             Result("fits_mem", "Fits in each GPU's memory?", "text", "text"),
+            Result("seconds_cal_range", "At the calibrated MFU, and its range", "", "text"),
         ],
         drivers=[
             Result("params_m", "Model parameters", "M params", "dec2"),
@@ -676,7 +717,18 @@ def build() -> Book:
                         "Training time at the calibrated MFU",
                         "s",
                         "dec1",
-                        "Beside the training time at the MFU assumed on Inputs",
+                        '=IF(AND(ISNUMBER({seconds_cal:low}),ISNUMBER({seconds_cal:high})),"Likely "&'
+                        'FIXED({seconds_cal:low},1)&" to "&FIXED({seconds_cal:high},1)&" s (the range\'s quantiles '
+                        'on Inputs)","Beside the training time at the MFU assumed on Inputs")',
+                    ),
+                    Result(
+                        "cal_cost:calibrated",
+                        "List cost of the run at the calibrated MFU",
+                        "USD",
+                        "usd",
+                        '=IF(AND(ISNUMBER({cal_cost:low}),ISNUMBER({cal_cost:high})),"Likely "&'
+                        'FIXED({cal_cost:low},({cal_cost:low}<1000)*1)&" to "&FIXED({cal_cost:high},'
+                        '({cal_cost:high}<1000)*1)&" USD","From the Calibration sheet")',
                     ),
                 ],
             ),
@@ -709,7 +761,8 @@ def build() -> Book:
             "Inputs, Active scenario: choose the case that feeds Calculations and Outputs.",
             "Inputs, Training setup: the optimizer and whether tensor parallelism splits the sequence too.",
             "Inputs, Your measurements (optional): the throughput or the GPU-hours of the active scenario's run; "
-            "the Calibration sheet shows the MFU they imply and the run at it, beside the calibrated MFU.",
+            "the Calibration sheet shows the MFU they imply and the run at it, beside the calibrated MFU. Inputs, "
+            "Ranges: the quantiles of published runs the calibrated MFU's low and high are read at.",
             "Inputs, Measured rates: for a machine without a published FLOP/s (a laptop, say), run a short "
             "benchmark and enter the model's parameters, the tokens it processed and in how many seconds.",
             "Inputs, Cost: price per GPU-hour with its date, region and pricing basis.",
