@@ -26,7 +26,8 @@ It
 4. freezes what only Python computes (a call of a function in :data:`xlsxplan.native.PYTHON_ONLY`, the option search
    on the Options sheet, or of any registry function still without a native form: :func:`python_only`; a few get a
    form here, :data:`_OWN`): the cell holds the add-in edition's recalculated value. Workings lists, for each group
-   of frozen cells, every input their formulas read (a range cell by cell) with its value when computed, its value now, and whether they are equal; a Checks row per group turns
+   of frozen cells, every input their formulas read (a range cell by cell) with its value when computed, its value
+   now, and whether they are equal; a Checks row per group turns
    the master check to ERROR when an input has changed, telling the user to set them in the add-in edition and run
    ``xlsxplan recalc`` on it, or open it with the add-in. A cell such a cell reads that uses a function newer than
    Excel 2016 (:data:`_NEWER`: the option search's TEXTJOIN of prices) is frozen with it, its own inputs taking its
@@ -286,7 +287,7 @@ def _own_table(ws: Worksheet, top: int) -> native.Table:
     for j, text in enumerate(("name", "embedding_params", "expert_params", "source")):
         ws.cell(row=head, column=1 + j, value=text)
     for i, pid in enumerate(ids, 1):
-        m = cat.get(pid)
+        m: Any = cat.get(pid)  # a ModelPreset
         held = presets._moe_layers(m) * (m.experts or 0) * presets._expert_params(m)
         for j, v in enumerate((pid, presets.embedding_params(m), held, "counted from the preset's figures above")):
             ws.cell(row=head + i, column=1 + j, value=v)
