@@ -64,7 +64,8 @@ def test_the_summary_names_the_cause_not_a_cell_that_passes_it_on(capsys, tmp_pa
     # a reason of its own, not the first of those that only pass it on
     from pathlib import Path
 
-    template = Path(__file__).resolve().parents[1] / "workbooks" / "serving_plan.xlsx"
+    # the add-in edition, whose MODEL_SPEC gives the reason (the portable edition's lookup is a plain #N/A)
+    template = Path(__file__).resolve().parents[1] / "workbooks" / "serving_plan_functions.xlsx"
     ws = openpyxl.load_workbook(template)["Inputs"]
     row = next(r for r in range(1, ws.max_row + 1) if ws[f"A{r}"].value == "Model")
     out = tmp_path / "out.xlsx"

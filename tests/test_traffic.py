@@ -548,7 +548,9 @@ def test_the_walkthrough_is_there():
     # GPUs with a p95 prompt of 12,000 tokens and a 60 tokens/s target), with the figures the tool prints: the serving
     # template's own cells, recalculated with those inputs, so the walk-through cannot drift from the template.
     commands = [command for command, _ in walkthrough()]
-    recalcs = [c for c in commands if c.startswith("xlsxplan recalc workbooks/serving_plan.xlsx -o /tmp/p.xlsx -q ")]
+    recalcs = [
+        c for c in commands if c.startswith("xlsxplan recalc workbooks/serving_plan_functions.xlsx -o /tmp/p.xlsx -q ")
+    ]
     assert len(recalcs) == 5
     for c in recalcs:
         for given in ("Tail_Prompt_Tokens=12000", "Latency_Target=60", "Time_To_First_Token_Target=3"):

@@ -17,7 +17,8 @@ from xlsxplan import registry
 from xlsxplan.errors import WorkbookError
 from xlsxplan.headless import Workbook
 
-SERVING = Path(__file__).resolve().parents[1] / "workbooks" / "serving_plan.xlsx"
+# the add-in edition: these tests count and find xlsxplan's functions in its cells
+SERVING = Path(__file__).resolve().parents[1] / "workbooks" / "serving_plan_functions.xlsx"
 
 
 @pytest.fixture(scope="module")

@@ -31,7 +31,7 @@ from xlsxplan.errors import WorkbookError
 from xlsxplan.headless import Workbook
 from xlsxplan.templates import serving, training
 from xlsxplan.templates.book import Book, name_from_label, quote_sheetname
-from xlsxplan.templates.build import TEMPLATES, build_template, is_generated
+from xlsxplan.templates.build import EDITIONS, TEMPLATES, build_template, edition_filename, is_generated
 from xlsxplan.templates.common import price_label
 from xlsxplan.templates.metrics import wrap_em
 from xlsxplan.templates.styles import ALLOWED_CONSTANTS, FMT, LINE_HEIGHT, NOTE_EM_PER_WIDTH, STYLE_NAMES, TAB
@@ -45,13 +45,16 @@ SIDE_SHEET = {serving.FILENAME: "Scenarios", training.FILENAME: "Measured rates"
 
 @pytest.fixture(scope="module")
 def cli_build(tmp_path_factory) -> tuple[Path, str, int]:
-    """`xlsxplan build --out DIR` run once: the folder, what it printed, its exit status."""
+    """`xlsxplan build --out DIR` run once: the folder, what it printed, its exit status; and `--functions` into the
+    same folder (the add-in edition, kept beside the portable one)."""
     out = tmp_path_factory.mktemp("built")
     text = io.StringIO()
     with pytest.MonkeyPatch.context() as mp, contextlib.redirect_stdout(text):
         mp.setenv("XLSXPLAN_CATALOG_DIR", str(tmp_path_factory.mktemp("no-user-presets")))
         code = main(["build", "--out", str(out)])
-    return out, text.getvalue(), code
+        printed = text.getvalue()
+        assert main(["build", "--out", str(out), "--functions"]) == code
+    return out, printed, code
 
 
 @pytest.fixture(scope="module")
@@ -64,8 +67,9 @@ def books() -> dict[str, Book]:
 
 @pytest.fixture(scope="module", params=list(TEMPLATES))
 def shipped(request, books) -> tuple[str, Book, Any, Any]:
-    """A committed template: its name, layout, and the file opened with formulas and with cached values."""
-    path = COMMITTED / request.param
+    """A committed template's add-in edition (the registry functions in its cells): its name, layout, and the file
+    opened with formulas and with cached values. The portable edition's own tests are in tests/test_portable.py."""
+    path = COMMITTED / edition_filename(request.param, "functions")
     return (
         request.param,
         books[request.param],
@@ -129,7 +133,7 @@ def test_formulas_the_templates_page_quotes_are_in_the_serving_plan():
     section = (ROOT / "docs" / "templates.md").read_text(encoding="utf-8")
     quoted = [f for f in re.findall(r"`(=[A-Z][^`]*)`", " ".join(section.split())) if re.search(r"\$?B\$?\d", f)]
     assert len(quoted) >= 3
-    wb = openpyxl.load_workbook(COMMITTED / serving.FILENAME)
+    wb = openpyxl.load_workbook(COMMITTED / edition_filename(serving.FILENAME, "functions"))
     formulas = {c.value for ws in wb.worksheets for r in ws.iter_rows() for c in r if c.data_type == "f"}
     for formula in quoted:
         assert formula in formulas, formula
@@ -213,8 +217,10 @@ def _chart_parts(path: Path) -> dict[str, bytes]:
         return {n: z.read(n) for n in sorted(z.namelist()) if n.startswith("xl/charts/")}
 
 
-@pytest.mark.parametrize("name", list(TEMPLATES))
-def test_committed_workbooks_are_what_build_writes(cli_build, name):
+@pytest.mark.parametrize("edition", EDITIONS)
+@pytest.mark.parametrize("template", list(TEMPLATES))
+def test_committed_workbooks_are_what_build_writes(cli_build, template, edition):
+    name = edition_filename(template, edition)
     fresh, committed = content(cli_build[0] / name), content(COMMITTED / name)
     assert set(committed) == set(fresh)
     for key in fresh:

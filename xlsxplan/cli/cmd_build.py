@@ -1,4 +1,6 @@
-"""``xlsxplan build [--out DIR]``: write the template workbooks, recalculated, and print their summaries."""
+"""``xlsxplan build [--out DIR] [--functions] [--force]``: write the template workbooks, recalculated, and print their
+summaries: the portable edition (native formulas, no add-in needed) by default, the functions (add-in) edition with
+``--functions`` (``serving_plan_functions.xlsx``, ...; :mod:`xlsxplan.templates.build`)."""
 
 from __future__ import annotations
 
@@ -16,7 +18,8 @@ def run(args: argparse.Namespace) -> int:
     from ..templates.serving import FILENAME as SERVING
     from ..templates.training import FILENAME as TRAINING
 
-    built = build_all(Path(args.out), Workbook, force=args.force)
+    edition = "functions" if args.functions else "portable"
+    built = build_all(Path(args.out), Workbook, force=args.force, edition=edition)
     print(serving_summary(built[SERVING]))
     print()
     print(training_summary(built[TRAINING]))
@@ -35,6 +38,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         "Exit status 1 if a template's master check fails.",
     )
     p.add_argument("--out", default="workbooks", metavar="DIR", help="folder to write into (default: workbooks)")
+    p.add_argument("--functions", action="store_true",
+                   help="write the add-in edition (xlsxplan's functions in the cells) as *_functions.xlsx")  # fmt: skip
     p.add_argument("--force", action="store_true",
                    help="replace files in DIR even if they were edited since they were built")  # fmt: skip
     p.set_defaults(handler=run)

@@ -1,5 +1,13 @@
 """Write the templates: build with openpyxl, recalculate headlessly, cache the values, and read the summary back.
 
+Two editions come from the same builders (:data:`EDITIONS`). The **portable** edition (``serving_plan.xlsx``,
+``training_plan.xlsx``, what ``xlsxplan build`` writes) computes with the spreadsheet's own functions, so it
+recalculates with no add-in in Excel 2016 and later, LibreOffice Calc and Google Sheets: the add-in edition is built,
+recalculated, and turned into it by :func:`xlsxplan.templates.portable.make_portable` (its docstring and
+docs/portable.md say how, and its limits). The **functions** edition (``serving_plan_functions.xlsx``, ...,
+``xlsxplan build --functions``) has the registry functions in its cells and needs the add-in (xlwings or xlwings Lite)
+to recalculate. The two names differ, so a user can keep both in one folder.
+
 ``xlsxplan build`` calls :func:`build_all`. Each template is built to a temporary file, loaded, calculated and
 saved by the Workbook API it is given (:class:`xlsxplan.headless.Workbook`), so the written file carries every formula
 **and** its value, and finally normalised (fixed zip timestamps and document dates) so that building twice writes the
@@ -27,14 +35,26 @@ from . import serving, training
 from .book import Book
 from .styles import GENERATOR, SIDE_COLUMNS, TEMPLATE_DATE
 
-__all__ = ["TEMPLATES", "WorkbookAPI", "build_all", "build_template", "serving_summary", "training_summary",
-           "is_generated", "Built"]  # fmt: skip
+__all__ = ["EDITIONS", "TEMPLATES", "WorkbookAPI", "build_all", "build_template", "edition_filename",
+           "serving_summary", "training_summary", "is_generated", "Built"]  # fmt: skip
 
 TEMPLATES: dict[str, Callable[[], Book]] = {
     serving.FILENAME: serving.build,
     training.FILENAME: training.build,
 }
-"""File name -> builder, in the order they are written."""
+"""File name (of the portable edition) -> builder, in the order they are written."""
+
+EDITIONS = ("portable", "functions")
+"""The editions :func:`build_template` writes: native formulas only, or the registry functions (the add-in's)."""
+
+
+def edition_filename(filename: str, edition: str = "portable") -> str:
+    """The file name of ``edition`` of template ``filename``: ``serving_plan.xlsx`` for the portable edition,
+    ``serving_plan_functions.xlsx`` for the functions (add-in) edition."""
+    if edition not in EDITIONS:
+        raise ValueError(f"edition must be one of {', '.join(EDITIONS)}, got {edition!r}")
+    return filename if edition == "portable" else filename.removesuffix(".xlsx") + "_functions.xlsx"
+
 
 _ZIP_DATE = (1980, 1, 1, 0, 0, 0)
 _STAMP = TEMPLATE_DATE.strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -89,9 +109,14 @@ def _normalise(src: Path, dst: Path) -> None:
             zout.writestr(out, data)
 
 
-def build_template(filename: str, out_dir: Path, api: WorkbookAPI, force: bool = False) -> Built:
-    """Build, recalculate with ``api`` and write one template into ``out_dir``; returns it, recalculated."""
-    target = Path(out_dir) / filename
+def build_template(filename: str, out_dir: Path, api: WorkbookAPI, force: bool = False,
+                   edition: str = "portable") -> Built:  # fmt: skip
+    """Build, recalculate with ``api`` and write one template (``filename`` a key of :data:`TEMPLATES`) into
+    ``out_dir`` as ``edition`` (:func:`edition_filename`); returns it, recalculated.
+
+    The portable edition is the add-in edition recalculated (its values stand in for what only Python computes),
+    turned portable, and recalculated again."""
+    target = Path(out_dir) / edition_filename(filename, edition)
     check_writable(target)
     if target.exists() and not force and not is_generated(target):
         raise WorkbookError(
@@ -106,6 +131,15 @@ def build_template(filename: str, out_dir: Path, api: WorkbookAPI, force: bool =
     try:
         book.wb.save(raw)
         workbook = api.load(raw).calculate()  # the Workbook API pauses the garbage collector while it works
+        if edition == "portable":
+            from .portable import make_portable
+
+            make_portable(book, workbook.get, edition_filename(filename, "functions"))
+            book.wb.properties.description = (
+                f"{book.wb.properties.description} Portable edition: native formulas only, no add-in needed."
+            )
+            book.wb.save(raw)
+            workbook = api.load(raw).calculate()
         workbook.save(calculated)
         atomic_write(target, lambda tmp: _normalise(calculated, tmp))
     finally:
@@ -114,11 +148,11 @@ def build_template(filename: str, out_dir: Path, api: WorkbookAPI, force: bool =
     return Built(target, book, workbook)
 
 
-def build_all(out_dir: Path, api: WorkbookAPI, force: bool = False) -> dict[str, Built]:
-    """Write every template into ``out_dir`` (created if missing; WorkbookError with one line if it cannot be),
-    recalculated with ``api``."""
+def build_all(out_dir: Path, api: WorkbookAPI, force: bool = False, edition: str = "portable") -> dict[str, Built]:
+    """Write every template into ``out_dir`` (created if missing; WorkbookError with one line if it cannot be) as
+    ``edition``, recalculated with ``api``; keyed by :data:`TEMPLATES`' names."""
     out = ensure_folder(Path(out_dir))
-    return {name: build_template(name, out, api, force) for name in TEMPLATES}
+    return {name: build_template(name, out, api, force, edition) for name in TEMPLATES}
 
 
 # -- summaries, read from the recalculated cells ---------------------------------------------------------------------

@@ -1,0 +1,779 @@
+"""The portable edition: a built add-in template turned into one that recalculates with no add-in.
+
+:func:`make_portable` is one generic pass over a built :class:`~.book.Book` (the add-in edition, registry functions
+in its cells) and the add-in edition's recalculated values; the serving and training builders know nothing of it.
+It
+
+1. writes the catalog's presets, formats, optimizers, prices and calibrated efficiencies, with their sources, on a
+   **Catalog** sheet (:func:`xlsxplan.native.write_catalog`); the catalog lookups (MODEL_SPEC, GPU_SPEC,
+   BYTES_PER_PARAM, GPU_PRICE, EFFICIENCY, ...) become ``INDEX``/``MATCH`` over those tables, and a dropdown of the
+   models or accelerators (MODELS(), GPUS(), or a list of the same presets) reads the table's name column;
+2. tokenizes every formula (openpyxl's tokenizer) and replaces each registry call, innermost first, by its native
+   form (:func:`xlsxplan.native.formula`). A function of several steps (SERVE_TOKS, PAGED_BATCH, TAIL_SHARE, ...)
+   becomes visible line items, one step a row, on a **Workings** sheet (labels from
+   :func:`xlsxplan.native.line_items`), and the cell points at its last row; so does an argument too long to repeat
+   inside a native formula, and a native formula or lookup over 1,500 characters. References in what moves to
+   Workings are qualified with the sheet they came from. Functions of Excel 2010 and 2013 are stored with their
+   ``_xlfn.`` prefix (:func:`stored`);
+3. guards every call whose arguments the Python function may refuse: a Workings row holds
+   :func:`xlsxplan.native.check` (TRUE when Python accepts them) or, when it does not, the error the add-in gives
+   (an argument's own error passed on, else ``#VALUE!`` when a numeric argument is not a number, ``#NUM!``
+   otherwise, as ``VALUE("x")`` and ``ASIN(2)``, which every engine reads alike; a formula cell's value is read plus
+   0, as Excel reads an INDEX of an empty cell), and the cell reads
+   ``IF(Workings!Bn,<native>)``: a refused input shows an error, never a silently computed number. A Checks row per
+   guarded call, in the words of :func:`xlsxplan.native.check_words`, is 1 when the cell shows an error and its
+   arguments are refused, and feeds the master check;
+4. freezes what only Python computes (a call of a function in :data:`xlsxplan.native.PYTHON_ONLY`, the option search
+   on the Options sheet, or of any registry function still without a native form: :func:`python_only`; a few get a
+   form here, :data:`_OWN`): the cell holds the add-in edition's recalculated value. Workings lists, for each group
+   of frozen cells, every input their formulas read (a range cell by cell) with its value when computed, its value
+   now, and whether they are equal; a Checks row per group turns
+   the master check to ERROR when an input has changed, telling the user to set them in the add-in edition and run
+   ``xlsxplan recalc`` on it, or open it with the add-in. A cell such a cell reads that uses a function newer than
+   Excel 2016 (:data:`_NEWER`: the option search's TEXTJOIN of prices) is frozen with it, its own inputs taking its
+   place;
+5. drops the xlwings.conf sheet, which only the add-in reads, and says so on the Guide.
+
+Limits (docs/portable.md): the frozen table is not recomputed, only flagged; a catalog figure a preset lacks is
+``#N/A`` on Catalog and the line items of a branch the template does not take may hold error values on Workings, so
+recalc counts them and a print shows them; a registry call inside an array formula, or over an array argument that
+is not a reference, has no line items (its Workings rows would read one cell): the templates have none. Dropdowns
+and conditional formats get the one-formula native form, without a guard.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from openpyxl.formula.tokenizer import Token, Tokenizer
+from openpyxl.utils import get_column_letter, range_boundaries
+from openpyxl.worksheet.formula import ArrayFormula
+from openpyxl.worksheet.worksheet import Worksheet
+
+from .. import native, registry
+from ..errors import CellError, WorkbookError
+from .book import Book, check_format, put_text, quote_sheetname
+from .styles import FMT, TEMPLATE_DATE
+
+__all__ = ["CATALOG", "WORKINGS", "make_portable", "python_only", "registry_calls", "Portable"]
+
+CATALOG = "Catalog"
+WORKINGS = "Workings"
+_ADDIN_ONLY_SHEETS = ("xlwings.conf",)
+_A1 = re.compile(
+    r"^\$?[A-Za-z]{1,3}\$?\d+(?::\$?[A-Za-z]{1,3}\$?\d+)?$|^\$?[A-Za-z]{1,3}:\$?[A-Za-z]{1,3}$|^\$?\d+:\$?\d+$"
+)
+_REFERENCE = re.compile(r"^(?:'[^']+'!|[A-Za-z_][A-Za-z0-9_.]*!)?\$?[A-Za-z]{1,3}\$?\d+$|^[A-Za-z_][A-Za-z0-9_.]*$")
+"""One cell, or a defined name."""
+_LONG_BODY = 1500
+"""A native formula or lookup longer than this moves to a Workings row of its own, which the cell reads."""
+_LONG_ARGUMENT = 60
+"""An argument longer than this (and not a plain reference) moves to a Workings row of its own."""
+_XLFN = (
+    "POISSON.DIST",
+    "NORM.S.INV",
+    "NORM.S.DIST",
+    "NORM.DIST",
+    "NORM.INV",
+    "ERF.PRECISE",
+    "ERFC.PRECISE",
+    "GAMMALN.PRECISE",
+    "CEILING.MATH",
+    "FLOOR.MATH",
+    "STDEV.P",
+    "STDEV.S",
+    "PERCENTILE.INC",
+    "PERCENTILE.EXC",
+    "EXPON.DIST",
+    "GAMMA.DIST",
+    "LOGNORM.DIST",
+    "LOGNORM.INV",
+    "BINOM.DIST",
+    "CHISQ.DIST",
+    "IFNA",
+    "XOR",
+)
+"""Functions of Excel 2010 and 2013 (all in Excel 2016) that a file stores with the ``_xlfn.`` prefix (ECMA-376
+Part 1, 18.17.7; [MS-XLSX] 2.3.3): without it Excel and LibreOffice read ``#NAME?``. A native form writes them
+plain; :func:`stored` adds the prefix."""
+_XLFN_CALL = re.compile(r"(?<![\w.])(" + "|".join(re.escape(f) for f in _XLFN) + r")\(", re.IGNORECASE)
+_NEWER = (
+    "TEXTJOIN",
+    "CONCAT",
+    "IFS",
+    "SWITCH",
+    "MAXIFS",
+    "MINIFS",
+    "XLOOKUP",
+    "XMATCH",
+    "LET",
+    "LAMBDA",
+    "FILTER",
+    "SORT",
+    "SORTBY",
+    "UNIQUE",
+    "SEQUENCE",
+    "RANDARRAY",
+)
+"""Functions newer than Excel 2016 (Office 2019 and 365): a cell of the add-in edition that uses one and feeds only
+frozen cells is frozen with them; the portable edition has none (tests/test_portable.py scans)."""
+
+
+def stored(formula: str) -> str:
+    """``formula`` with the functions of :data:`_XLFN` written as a file stores them (``_xlfn.POISSON.DIST``)."""
+    parts = re.split(r'("(?:[^"]|"")*")', formula)  # never inside a text literal
+    return "".join(p if i % 2 else _XLFN_CALL.sub(lambda m: "_xlfn." + m.group(1).upper() + "(", p)
+                   for i, p in enumerate(parts))  # fmt: skip
+
+
+_ERROR_FORMULAS = {"#N/A": "NA()", "#NUM!": "ASIN(2)", "#DIV/0!": "1/0", "#VALUE!": 'VALUE("x")'}
+"""A formula for each error value a frozen cell or a refused call gives: Excel, LibreOffice and the headless engine
+read it as that error (LibreOffice gives ``#VALUE!`` for ``SQRT(-1)``, ``#NUM!`` for ``ASIN(2)``)."""
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Formulas as trees of calls
+
+
+@dataclass
+class Call:
+    """One function call of a formula: its name as written and each argument as a list of parts."""
+
+    name: str
+    args: list[list[Any]]
+
+
+@dataclass
+class _Frame:
+    kind: str  # "top", "func", "paren", "array"
+    name: str = ""
+    args: list[list[Any]] = field(default_factory=lambda: [[]])
+
+
+def parse(formula: str) -> list[Any]:
+    """``formula`` (with its ``=``) as a list of texts and :class:`Call`s; WorkbookError when it does not tokenize."""
+    try:
+        items = Tokenizer(formula).items
+    except Exception as err:  # openpyxl raises a bare TokenizerError
+        raise WorkbookError(f"cannot tokenize the formula {formula[:80]!r}: {err}") from None
+    stack = [_Frame("top")]
+    for tok in items:
+        top = stack[-1]
+        if tok.type == Token.FUNC and tok.subtype == Token.OPEN:
+            stack.append(_Frame("func", tok.value[:-1]))
+        elif tok.type == Token.PAREN and tok.subtype == Token.OPEN:
+            stack.append(_Frame("paren"))
+        elif tok.type == Token.ARRAY and tok.subtype == Token.OPEN:
+            stack.append(_Frame("array"))
+        elif tok.type == Token.SEP and tok.subtype == Token.ARG and top.kind == "func":
+            top.args.append([])
+        elif tok.type == Token.SEP:
+            top.args[-1].append(tok.value)
+        elif tok.subtype == Token.CLOSE and tok.type in (Token.FUNC, Token.PAREN, Token.ARRAY):
+            done = stack.pop()
+            parent = stack[-1].args[-1]
+            if done.kind == "func":
+                parent.append(Call(done.name, done.args))
+            else:
+                parent += ["(" if done.kind == "paren" else "{", *done.args[0], ")" if done.kind == "paren" else "}"]
+        elif tok.type == Token.WSPACE:
+            top.args[-1].append(" ")
+        else:
+            top.args[-1].append(tok.value)
+    if len(stack) != 1:
+        raise WorkbookError(f"unbalanced formula {formula[:80]!r}")
+    return stack[0].args[0]
+
+
+def render(parts: list[Any], call: Callable[[Call, list[str]], str] | None = None) -> str:
+    """The formula text of ``parts`` (no ``=``); ``call(node, args)`` gives each call's text from its rendered
+    arguments, innermost first (by default the call as written)."""
+    out = []
+    for p in parts:
+        if isinstance(p, Call):
+            args = [render(a, call) for a in p.args]
+            out.append(call(p, args) if call else f"{p.name}({','.join(args)})")
+        else:
+            out.append(p)
+    return "".join(out)
+
+
+def _calls(parts: list[Any]) -> list[str]:
+    found = []
+    for p in parts:
+        if isinstance(p, Call):
+            found.append(p.name.upper())
+            for a in p.args:
+                found += _calls(a)
+    return found
+
+
+def python_only(name: str) -> bool:
+    """True for a registry function the portable edition keeps as values: one in :data:`xlsxplan.native.PYTHON_ONLY`,
+    or one a template calls before it has a native form (a native form, or a catalog lookup)."""
+    key = name.upper()
+    return key in registry.FUNCTIONS and key not in native.NATIVE and key not in native.LOOKUPS and key not in _OWN
+
+
+_OWN = ("MODEL_WEIGHTS_GB",)
+"""Registry functions the templates call that :mod:`xlsxplan.native` has no form for yet, given one here
+(:meth:`_Pass.model_weights_gb`); a native form there takes precedence."""
+
+
+def registry_calls(formula: str) -> list[str]:
+    """The registry functions ``formula`` calls, by name, innermost last (a test scans the portable edition)."""
+    return [n for n in _calls(parse(formula)) if n in registry.FUNCTIONS]
+
+
+def _references(parts: list[Any]) -> list[str]:
+    """The reference operands (cells, ranges, defined names) of ``parts``, as written."""
+    refs = []
+    for p in parts:
+        if isinstance(p, Call):
+            for a in p.args:
+                refs += _references(a)
+    text = "=" + render(parts)
+    for tok in Tokenizer(text).items:
+        if tok.type == Token.OPERAND and tok.subtype == Token.RANGE and tok.value not in refs:
+            refs.append(tok.value)
+    return refs
+
+
+def qualify(expr: str, sheet: str) -> str:
+    """``expr`` (no ``=``) with each unqualified cell or range reference qualified with ``sheet``: it may then be
+    written on another sheet."""
+    out = []
+    for tok in Tokenizer("=" + expr).items:
+        v = tok.value
+        if tok.type == Token.OPERAND and tok.subtype == Token.RANGE and "!" not in v and _A1.match(v):
+            v = f"{quote_sheetname(sheet)}!{v}"
+        elif tok.type == Token.WSPACE:
+            v = " "
+        out.append(v)
+    return "".join(out)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The pass
+
+
+@dataclass
+class Portable:
+    """What :func:`make_portable` did: the frozen cells (``Sheet!A1`` -> value), the guarded calls, the registry
+    calls replaced, the Workings rows written and the longest formula (Excel takes 8,192 characters)."""
+
+    frozen: dict[str, Any] = field(default_factory=dict)
+    inputs: dict[str, list[str]] = field(default_factory=dict)  # sheet of frozen cells -> the inputs they read
+    guarded: int = 0
+    replaced: int = 0
+    longest: int = 0
+    workings_rows: int = 0
+
+
+def _own_table(ws: Worksheet, top: int) -> native.Table:
+    """The figures :meth:`_Pass.model_weights_steps` reads, one row per preset model in the models table's order:
+    embedding and head parameters (``vocab * hidden``, twice unless tied) and routed-expert parameters (``moe_layers *
+    experts * 3 * hidden * moe_intermediate``), counted by :mod:`xlsxplan.catalog.models` from the preset's shape."""
+    from ..catalog import load_catalog
+    from ..catalog import models as presets
+
+    cat = load_catalog().models
+    ids = list(cat.names())
+    ws.cell(row=top, column=1, value="Model figures counted from the shapes (MODEL_WEIGHTS_GB)")
+    head = top + 1
+    for j, text in enumerate(("name", "embedding_params", "expert_params", "source")):
+        ws.cell(row=head, column=1 + j, value=text)
+    for i, pid in enumerate(ids, 1):
+        m: Any = cat.get(pid)  # a ModelPreset
+        held = presets._moe_layers(m) * (m.experts or 0) * presets._expert_params(m)
+        for j, v in enumerate((pid, presets.embedding_params(m), held, "counted from the preset's figures above")):
+            ws.cell(row=head + i, column=1 + j, value=v)
+    return native.Table(ws.title, head, 1, tuple(ids), ("embedding_params", "expert_params", "source"))
+
+
+class _Frozen(Exception):
+    """A registry call that only Python computes: its cell is frozen."""
+
+
+def _cell_ref(sheet: str, coord: str) -> str:
+    col, row = re.match(r"([A-Z]+)(\d+)", coord).groups()  # type: ignore[union-attr]
+    return f"{quote_sheetname(sheet)}!${col}${row}"
+
+
+def _split(ref: str, default_sheet: str) -> tuple[str, str]:
+    """``'Sheet'!$A$1:$B$2`` -> (sheet, ``A1:B2``)."""
+    if "!" in ref:
+        sheet, rng = ref.rsplit("!", 1)
+        if sheet.startswith("'"):
+            sheet = sheet[1:-1].replace("''", "'")
+    else:
+        sheet, rng = default_sheet, ref
+    return sheet, rng.replace("$", "")
+
+
+class _Pass:
+    def __init__(self, book: Book, computed: Callable[[str], Any]) -> None:
+        self.book, self.computed = book, computed
+        wb = book.wb
+        for name in _ADDIN_ONLY_SHEETS:
+            if name in wb.sheetnames:
+                wb.remove(wb[name])
+        self.catalog_ws = wb.create_sheet(CATALOG)
+        self.workings = wb.create_sheet(WORKINGS)
+        self.tables = native.write_catalog(self.catalog_ws, top=6)
+        self.own_table = _own_table(self.catalog_ws, self.catalog_ws.max_row + 2)
+        self.row = 6
+        self.out = Portable()
+        self.checks: list[tuple[str, str]] = []  # (label, formula) for the Checks sheet
+        self.sheet = ""
+        self.cell = ""
+        self._places: dict[str, int] = {}
+        self._calls_here: dict[tuple[str, str, str], int] = {}
+        self.addin_file = "the add-in edition"
+        self.formula_cells: set[tuple[str, str]] = set()
+
+    # -- Workings rows --------------------------------------------------------------------------------------------
+    def put(self, label: str, formula: str, where: str = "") -> str:
+        """A Workings row: label, formula (no ``=``) and the cell it serves; returns its reference."""
+        r = self.row
+        ws = self.workings
+        put_text(ws[f"A{r}"], label[:250], "Label")
+        self.write(ws, f"B{r}", formula)
+        if where:
+            put_text(ws[f"C{r}"], where, "Unit")
+        self.row += 1
+        self.out.workings_rows += 1
+        return f"{WORKINGS}!$B${r}"
+
+    def write(self, ws: Worksheet, coord: str, formula: str) -> None:
+        text = "=" + formula
+        if len(text) > native.LONGEST_FORMULA:
+            raise WorkbookError(f"{ws.title}!{coord}: the portable formula has {len(text):,} characters, over "
+                                f"Excel's {native.LONGEST_FORMULA:,}")  # fmt: skip
+        self.out.longest = max(self.out.longest, len(text))
+        ws[coord] = stored(text)
+
+    def where(self) -> str:
+        return f"{self.sheet} {self.cell}" if self.sheet else ""
+
+    # -- one call -------------------------------------------------------------------------------------------------
+    def hoisted(self, name: str, args: list[str]) -> list[str]:
+        """Arguments too long to repeat inside a native formula, each moved to a Workings row (not in a validation
+        or a format, which have no Workings)."""
+        if not self.sheet:
+            return args
+        fn = registry.get(name)
+        out = []
+        for i, a in enumerate(args):
+            if len(a) > _LONG_ARGUMENT and not native._SIMPLE.match(a):
+                what = fn.args[i].name if i < len(fn.args) else f"argument {i + 1}"
+                a = self.put(f"{name}: {what}", qualify(a, self.sheet), self.where())
+            out.append(a)
+        return out
+
+    def guard(self, name: str, args: Sequence[str | None], body: str, result: str | None = None) -> str:
+        """``body`` guarded by the check of ``name`` over ``args`` (as seen from Workings)."""
+        fn = registry.get(name)
+        tested = [self.valued(a) if a and spec.domain is not None and spec.domain.kind in ("number", "whole") else a
+                  for a, spec in zip(args, fn.args)] + list(args[len(fn.args):])  # fmt: skip
+        ok = native.check(name, *tested, result=result)
+        if ok == "TRUE":
+            return body
+        numeric = [a for a, spec in zip(tested, fn.args)
+                   if a and spec.domain is not None and spec.domain.kind in ("number", "whole")]  # fmt: skip
+        is_num = ("AND(" + ",".join(f"ISNUMBER({native._operand(a)})" for a in numeric) + ")") if numeric else "TRUE"
+        refused = f'IF({is_num},ASIN(2),VALUE("x"))'
+        # an argument's error passes on, as in the add-in (one cell's: a range would be intersected with the row)
+        for a in reversed([native._operand(a) for a in args if a and ":" not in a]):
+            refused = f"IF(ISERROR({a}),{a},{refused})"
+        flag = self.put(f"{name}: the arguments are accepted (else the add-in's error)",
+                        f"IF({ok},TRUE,{refused})", self.where())  # fmt: skip
+        origin = _cell_ref(self.sheet, self.cell)
+        seen = self._calls_here.setdefault((self.sheet, self.cell, name), 0) + 1
+        self._calls_here[(self.sheet, self.cell, name)] = seen
+        which = f" (call {seen} in the cell)" if seen > 1 else ""
+        self.checks.append((f"{self.where()}{which}: {native.check_words(name)}",
+                            f"IF(ISERROR({origin}),IF(ISERROR({flag}),1,0),0)"))  # fmt: skip
+        self.out.guarded += 1
+        return f"IF({flag},{body})"
+
+    def valued(self, arg: str) -> str:
+        """A numeric argument as its check reads it: a reference to a formula cell plus 0. Excel reads a formula that
+        returns an empty cell (an INDEX of an unpriced accelerator's price) as 0, a number, as the add-in receives
+        it; LibreOffice and Google Sheets keep it empty, and ISNUMBER would refuse it there."""
+        target = _resolve(self.book, arg, self.sheet) if _REFERENCE.match(arg) else None
+        if target is not None and ":" not in target[1] and target in self.formula_cells:
+            return f"({arg}+0)"
+        return arg
+
+    def model_weights_steps(self, model: str | None, b: str | None = None, emb_b: str | None = None,
+                            expert_b: str | None = None) -> list[tuple[str, str, str]]:  # fmt: skip
+        """MODEL_WEIGHTS_GB(model, [bytes_per_param], [embedding_bytes_per_param], [expert_bytes_per_param]) as line
+        items ``(key, label, template)``, the arithmetic of :func:`xlsxplan.catalog.models.weights_gb` in its order:
+        ``((N - E - X) b + X b_x + E b_e) / 1e9`` with N the published total, E the embeddings (capped at N), X the
+        routed experts held apart (capped at N - E, 0 unless b_x is given) and b_e the embeddings' width (0: 16-bit
+        below 16-bit weights, else the weights'). ``#N/A`` for a model not in the catalog."""
+        t = self.tables
+        bv = t.bytes_or_name(b or "2")
+        ev = t.bytes_or_name(emb_b or "0")
+        xv = t.bytes_or_name(expert_b or "0")
+        names = t.model_names
+        own = self.own_table
+        return [
+            ("row", "the preset's row",
+             f"INDEX({names.column_range('row')},MATCH({native._hyphens(native._operand(model))},{names.key_range},0))"),
+            ("total", "published parameters [count]", f"INDEX({t.models.column_range('params_b')},{{row}})*1E9"),
+            ("emb", "embedding and head parameters, at most the total",
+             f"MIN(INDEX({own.column_range('embedding_params')},{{row}}),{{total}})"),
+            ("held", "routed-expert parameters, at most the rest",
+             f"MIN(INDEX({own.column_range('expert_params')},{{row}}),{{total}}-{{emb}})"),
+            ("experts", "routed experts stored apart (their width given)", f"IF({xv}<>0,{{held}},0)"),
+            ("emb_bytes", "bytes per embedding weight (0: 16-bit as published, or the weights' if wider)",
+             f"IF({ev}<>0,{ev},MAX({bv},2))"),
+            ("result", "weights memory [GB]",
+             f"(({{total}}-{{emb}}-{{experts}})*{bv}+{{experts}}*{xv}+{{emb}}*{{emb_bytes}})/1E9"),
+        ]  # fmt: skip
+
+    def _place(self, key: str) -> str:
+        return f"{WORKINGS}!$B${self._places[key]}"
+
+    def line_items(self, name: str, keys: list[str], make: Callable[[Callable[[str], str]], Any],
+                   args: Sequence[str | None]) -> str:  # fmt: skip
+        """Write ``make(place)``'s line items, one a Workings row, and guard the last; returns its reference."""
+        self._places = {k: self.row + i for i, k in enumerate(keys)}
+        result = ""
+        for key, label, formula in make(self._place):
+            assert self._places[key] == self.row  # noqa: S101 - line items come in their steps' order
+            result = self.put(f"{name}: {label}", formula, self.where())
+        return self.guard(name, args, result, result=result) if name in native.NATIVE or name in _OWN else result
+
+    def call(self, node: Call, args: list[str]) -> str:
+        name = node.name.upper()
+        if name not in registry.FUNCTIONS:
+            return f"{node.name}({','.join(args)})"
+        if python_only(name):
+            raise _Frozen(name)
+        self.out.replaced += 1
+        args = [a.strip() for a in args]
+        while args and not args[-1]:
+            args.pop()
+        args = self.hoisted(name, args)
+        given: list[str | None] = [a or None for a in args]
+        if name in _OWN and name not in native.NATIVE and self.sheet:
+            own = [qualify(a, self.sheet) if a else None for a in args]
+            steps = self.model_weights_steps(*own)
+            return self.line_items(name, [k for k, _, _ in steps], lambda place: native._items(steps, {}, place), own)
+        if name in native.LOOKUPS:
+            if name in ("MODELS", "GPUS"):
+                return self.tables.lookup(name)
+            if name == "MODEL_KV_BYTES_PER_TOKEN" and self.sheet:
+                kv = [qualify(a, self.sheet) if a else "" for a in args]
+                steps = self.tables.model_kv_steps(*kv)
+                return self.line_items(
+                    name,
+                    [k for k, _, _ in steps],
+                    lambda place: native.catalog_line_items(self.tables, name, place, *kv),
+                    [],
+                )
+            body = self.tables.lookup(name, *args)
+            if len(body) > _LONG_BODY and self.sheet:  # a Workings row of its own, read by the cell
+                return self.put(f"{name}: the lookup", self.tables.lookup(name, *self._qualified(args)), self.where())
+            return f"({body})"
+        form = native.NATIVE[name]
+        q: list[str | None] = [qualify(a, self.sheet) if a else None for a in args]
+        if form.steps and self.sheet:
+            return self.line_items(name, [k for k, _, _ in form.steps],
+                                   lambda place: native.line_items(name, place, *q), q)  # fmt: skip
+        body = "(" + native.formula(name, *given) + ")"
+        if not self.sheet:  # a validation or a format: no guard
+            return body
+        if len(body) > _LONG_BODY:
+            body = self.put(f"{name}: the value, before its check", native.formula(name, *q), self.where())
+        return self.guard(name, q, body)
+
+    def _qualified(self, args: list[str]) -> list[str]:
+        return [qualify(a, self.sheet) if a else "" for a in args]
+
+    # -- cells ----------------------------------------------------------------------------------------------------
+    def rewrite(self, formula: str, sheet: str, cell: str) -> str:
+        """``formula`` (with ``=``) in native form (no ``=``); _Frozen if it calls a Python-only function."""
+        self.sheet, self.cell = sheet, cell
+        return render(parse(formula), self.call)
+
+
+def _text(value: Any) -> str | None:
+    if isinstance(value, ArrayFormula):
+        return value.text
+    return value if isinstance(value, str) and value.startswith("=") else None
+
+
+def _error_code(value: Any) -> str | None:
+    if isinstance(value, CellError):
+        return str(getattr(value, "code", None) or value)
+    if isinstance(value, str) and value in _ERROR_FORMULAS:
+        return value
+    return None
+
+
+_ERROR_TYPE = {"#NULL!": 1, "#DIV/0!": 2, "#VALUE!": 3, "#REF!": 4, "#NAME?": 5, "#NUM!": 6, "#N/A": 7}
+
+
+def make_portable(book: Book, computed: Callable[[str], Any], addin_file: str = "the add-in edition") -> Portable:
+    """Turn the built add-in edition ``book`` into the portable edition, in place (module docstring).
+
+    ``computed(ref)`` gives the add-in edition's recalculated value of ``'Sheet'!$A$1`` (its cells and its frozen
+    values' inputs); ``addin_file`` is the add-in edition's file name, for the staleness check's words. Returns what
+    was done; WorkbookError if a formula would pass Excel's 8,192 characters."""
+    p = _Pass(book, computed)
+    p.addin_file = addin_file
+    wb = book.wb
+    sheets = [ws for ws in wb.worksheets if ws.title not in (CATALOG, WORKINGS)]
+    formulas = {(ws.title, c.coordinate): t for ws in sheets for row in ws.iter_rows() for c in row
+                if (t := _text(c.value)) is not None}  # fmt: skip
+    p.formula_cells = set(formulas)
+    # which cells only Python computes, and the cells newer than Excel 2016 that they read
+    frozen: dict[tuple[str, str], list[str]] = {}
+    todo = [k for k, t in formulas.items() if any(python_only(n) for n in registry_calls(t))]
+    while todo:
+        key = todo.pop()
+        if key in frozen:
+            continue
+        refs = _references(parse(formulas[key]))
+        frozen[key] = refs
+        for ref in refs:
+            target = _resolve(book, ref, key[0])
+            if target is None:
+                continue
+            sheet, rng = target
+            newer = [f for f in _calls(parse(formulas.get((sheet, rng), "="))) if f.removeprefix("_XLFN.") in _NEWER]
+            if ":" not in rng and newer:
+                todo.append((sheet, rng))
+    # every other formula in native form
+    for (sheet, coord), text in formulas.items():
+        if (sheet, coord) in frozen:
+            continue
+        ws = wb[sheet]
+        array = isinstance(ws[coord].value, ArrayFormula)
+        try:
+            new = p.rewrite(text, "" if array else sheet, coord)
+        except _Frozen:  # a Python-only call reached through a name or a validation: never in these templates
+            raise WorkbookError(f"{sheet}!{coord} calls a Python-only function the pass did not freeze") from None
+        if new == text[1:]:
+            continue
+        if array:
+            ws[coord] = ArrayFormula(ws[coord].value.ref, stored("=" + new))
+        else:
+            p.write(ws, coord, new)
+    _freeze(p, frozen)
+    _names_and_rules(p)
+    _checks(p)
+    _dress(p)
+    return p.out
+
+
+def _resolve(book: Book, ref: str, sheet: str) -> tuple[str, str] | None:
+    """A reference (or a defined name) as ``(sheet, "A1")`` or ``(sheet, "A1:B2")``; None for something else."""
+    name = ref.split("!")[-1] if "!" not in ref else None
+    if name is not None and not _A1.match(name):
+        dn = book.wb.defined_names.get(name)
+        if dn is None:
+            return None
+        ref = dn.attr_text
+    s, rng = _split(ref, sheet)
+    if s not in book.wb.sheetnames:
+        return None
+    return s, rng
+
+
+def _cells(rng: str) -> list[str]:
+    if ":" not in rng:
+        return [rng]
+    c0, r0, c1, r1 = range_boundaries(rng)
+    return [f"{get_column_letter(c)}{r}" for r in range(r0, r1 + 1) for c in range(c0, c1 + 1)]
+
+
+def _literal_or_error(value: Any) -> str:
+    code = _error_code(value)
+    if code is not None:
+        return _ERROR_FORMULAS.get(code, "NA()")
+    if value is None:
+        return '""'
+    return native.literal(value)
+
+
+def _freeze(p: _Pass, frozen: dict[tuple[str, str], list[str]]) -> None:
+    """Write the frozen values, and per sheet of frozen cells the inputs they were computed for, with a check."""
+    wb, book = p.book.wb, p.book
+    by_sheet: dict[str, list[tuple[str, str]]] = {}
+    for key in frozen:
+        by_sheet.setdefault(key[0], []).append(key)
+    stamp = TEMPLATE_DATE.strftime("%Y-%m-%d")
+    for sheet, keys in by_sheet.items():
+        inputs: list[tuple[str, str]] = []
+        for key in keys:
+            for ref in frozen[key]:
+                target = _resolve(book, ref, key[0])
+                if target is None:
+                    continue
+                for c in _cells(target[1]):
+                    k = (target[0], c)
+                    if k not in frozen and k not in inputs:
+                        inputs.append(k)
+        for s, coord in keys:
+            value = p.computed(_cell_ref(s, coord))
+            p.out.frozen[f"{s}!{coord}"] = value
+            ws = wb[s]
+            code = _error_code(value)
+            if isinstance(ws[coord].value, ArrayFormula):
+                ws[coord] = None
+            if code is not None:
+                ws[coord] = "=" + _ERROR_FORMULAS.get(code, "NA()")
+            else:
+                ws[coord] = value
+        ws = p.workings
+        p.row += 1
+        put_text(ws[f"A{p.row}"], f"Computed by Python for {sheet}: {len(keys)} cells hold the add-in edition's "
+                 f"values of {stamp}, for these inputs", "Label")  # fmt: skip
+        p.row += 1
+        for h, col in (("Input", "A"), ("Now", "B"), ("Sheet", "C"), ("When computed", "D"), ("Unchanged", "E")):
+            put_text(ws[f"{col}{p.row}"], h, "Label")
+        p.row += 1
+        first = p.row
+        for s, coord in inputs:
+            ref = _cell_ref(s, coord)
+            put_text(ws[f"A{p.row}"], f"{s} {coord}", "Label")
+            p.write(
+                ws, f"B{p.row}", f'IF(ISERROR({ref}),"error "&ERROR.TYPE({ref}),IF(ISBLANK({ref}),"(empty)",{ref}))'
+            )
+            put_text(ws[f"C{p.row}"], sheet, "Unit")
+            was = p.computed(ref)
+            code = _error_code(was)
+            if code is not None:
+                ws[f"D{p.row}"] = f"error {_ERROR_TYPE.get(code, 7)}"
+            elif was is None:
+                ws[f"D{p.row}"] = "(empty)"
+            else:
+                ws[f"D{p.row}"] = was
+            b, d = f"B{p.row}", f"D{p.row}"
+            p.write(ws, f"E{p.row}", f"IF(ISNUMBER({d}),IF(ISNUMBER({b}),ABS({b}-{d})<=1E-12*ABS({d}),FALSE),"
+                                     f"IF(ISNUMBER({b}),FALSE,EXACT({b},{d})))")  # fmt: skip
+            p.row += 1
+        p.out.inputs[sheet] = [f"{s}!{c}" for s, c in inputs]
+        if inputs:
+            p.checks.append((f"{sheet}: values computed by Python on {stamp} for other inputs (Workings): set them "
+                             f"in the add-in edition ({p.addin_file}) and run xlsxplan recalc on it, or "
+                             "open it with the add-in",
+                             f"IF(COUNTIF({WORKINGS}!$E${first}:$E${p.row - 1},FALSE)>0,1,0)"))  # fmt: skip
+
+
+def _names_and_rules(p: _Pass) -> None:
+    """Defined names, data validations and conditional formats in one-formula native form."""
+    wb = p.book.wb
+
+    def native_text(text: str) -> str:
+        if not any(f in text.upper() for f in registry.FUNCTIONS):
+            return text
+        return stored(render(parse("=" + text), p.call)) if registry_calls("=" + text) else text
+
+    p.sheet = p.cell = ""
+    tables = {
+        p.tables.models.keys: p.tables.models.key_range,
+        p.tables.accelerators.keys: p.tables.accelerators.key_range,
+    }
+    for ws in wb.worksheets:  # a dropdown of the catalog's presets reads the Catalog's table of them
+        for dv in ws.data_validations.dataValidation:
+            target = _resolve(p.book, dv.formula1 or "", ws.title) if dv.type == "list" else None
+            if target is not None and ":" in target[1]:
+                keys = tuple(wb[target[0]][c].value for c in _cells(target[1]))
+                if keys in tables:
+                    dv.formula1 = tables[keys]
+    for dn in wb.defined_names.values():
+        dn.attr_text = native_text(dn.attr_text)
+    for ws in wb.worksheets:
+        for dv in ws.data_validations.dataValidation:
+            for attr in ("formula1", "formula2"):
+                text = getattr(dv, attr)
+                if text:
+                    setattr(dv, attr, native_text(text))
+        for rng in ws.conditional_formatting:
+            for rule in rng.rules:
+                rule.formula = [native_text(f) for f in (rule.formula or [])]
+
+
+def _checks(p: _Pass) -> None:
+    """The guards' and the frozen values' rows on the Checks sheet, below the master check, which counts them."""
+    master = p.book.master_check
+    if master is None or not p.checks:
+        return
+    ws = p.book.wb[master.sheet]
+    cell = ws[f"{master.col}{master.row}"]
+    r = master.row + 2
+    put_text(ws[f"A{r}"], "Portable edition: refused inputs and values computed by Python", "Heading 2")
+    r += 1
+    first = r
+    for label, formula in p.checks:
+        put_text(ws[f"A{r}"], label.replace("#", "number"), "Label")
+        p.write(ws, f"B{r}", f"IFERROR({formula},1)")
+        ws[f"B{r}"].style = "Check Cell"
+        ws[f"B{r}"].number_format = FMT["check"]
+        check_format(ws, f"B{r}")
+        r += 1
+    old = str(cell.value)
+    m = re.fullmatch(r"=MIN\(1,(.*)\)", old)
+    inner = m.group(1) if m else f"({old[1:]})"
+    cell.value = f"=MIN(1,{inner}+SUM({master.col}{first}:{master.col}{r - 1}))"
+
+
+def _guide(p: _Pass) -> None:
+    """The Guide's words on the add-in and on the xlwings.conf sheet, for the portable edition."""
+    if "Guide" not in p.book.wb.sheetnames:
+        return
+    ws = p.book.wb["Guide"]
+    for r in range(1, ws.max_row + 1):
+        text = ws[f"A{r}"].value
+        if not isinstance(text, str):
+            continue
+        step = re.match(r"(\d+)\. In Excel, install the xlsxplan add-in", text)
+        if step:
+            first = "This is the portable edition: native formulas only, which recalculate in Excel 2016 and later,"
+            ws[f"A{r}"].value = f"{step.group(1)}. {first} LibreOffice and Google Sheets with no add-in."
+            second = f"the add-in edition ({p.addin_file}) has xlsxplan's functions in the cells."
+            ws[f"A{r + 1}"].value = f"   Workings shows each function's steps and constants; {second}"
+        elif text == "xlwings.conf":
+            ws[f"A{r}"].value = "Workings, Catalog"
+            ws[f"B{r}"].value = "Each function's steps and argument checks; the catalog's tables with sources"
+
+
+def _dress(p: _Pass) -> None:
+    """Titles, the master check on row 2, and protection, as the other sheets have."""
+    _guide(p)
+    title = p.book.title
+    master = p.book.master_check
+    for ws, purpose in (
+        (
+            p.workings,
+            "Line items of the functions of several steps, one step a row (FAST), the checks of each "
+            "function's arguments, and the inputs of the values only Python computes.",
+        ),
+        (
+            p.catalog_ws,
+            "The catalog the plan reads: model and accelerator presets, numeric formats, optimizers, "
+            "prices and calibrated efficiencies, each row with its source.",
+        ),
+    ):
+        put_text(ws["A1"], f"{title}: {ws.title}", "Title")
+        if master is not None:
+            put_text(ws["A2"], "Master check (0 problems = OK; see Checks)", "Label")
+            ws["B2"] = "=" + master.text(ws.title)
+            ws["B2"].style = "Check Cell"
+            ws["B2"].number_format = FMT["check"]
+            check_format(ws, "B2")
+        put_text(ws["A3"], purpose, "Explanatory Text")
+        ws.column_dimensions["A"].width = 60
+        ws.column_dimensions["B"].width = 18
+        ws.protection.sheet = True
+        ws.protection.formatColumns = False
+        ws.protection.formatRows = False
