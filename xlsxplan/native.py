@@ -31,12 +31,13 @@ and flagged by its check where it is not (``Native.limits``). ``ln(1 + x)`` and 
 are written in Goldberg's and Kahan's forms, exact to the last digits for a small rate.
 
 The preset lookups (MODEL_SPEC, GPU_SPEC, BYTES_PER_PARAM, GPU_PRICE, OPTIMIZER_BYTES, MODELS, GPUS,
-MODEL_EXPERT_PARAMS_B, MODEL_KV_BYTES_PER_TOKEN, EFFICIENCY) read tables the workbook carries: :func:`write_catalog`
-writes the catalog's models, accelerators, prices, formats, optimizers, the figures counted from the models' shapes
-and the calibrated efficiencies in use with their leave-one-run-out residuals (EFFICIENCY's quantile: P10 and P90 as
-Python computed them, any other ranked by the formula), with the source of every row, into a worksheet, and returns
-the :class:`CatalogTables` whose methods give the ``INDEX``/``MATCH`` formulas over them (``#N/A`` where the Python
-lookup refuses). Functions with no native form are in :data:`PYTHON_ONLY` with the reason.
+MODEL_EXPERT_PARAMS_B, MODEL_KV_BYTES_PER_TOKEN, MODEL_WEIGHTS_GB, EFFICIENCY) read tables the workbook carries:
+:func:`write_catalog` writes the catalog's models, accelerators, prices, formats, optimizers, the figures counted from
+the models' shapes and the calibrated efficiencies in use with their leave-one-run-out residuals (EFFICIENCY's quantile:
+P10 and P90 as Python computed them, any other ranked by the formula), with the source of every row, into a worksheet,
+and returns the :class:`CatalogTables` whose methods give the ``INDEX``/``MATCH`` formulas over them (``#N/A`` where the
+Python lookup refuses; a figure a table lacks is the text :data:`MISSING`, so no cell of the tables is an error).
+Functions with no native form are in :data:`PYTHON_ONLY` with the reason.
 """
 
 from __future__ import annotations
@@ -58,11 +59,13 @@ from .errors import ArgumentError, XlsxplanError
 
 __all__ = [
     "POISSON_SERVERS",
+    "STEPPED_LOOKUPS",
     "REPLICA_SEARCH_STEPS",
     "CatalogTables",
     "NATIVE",
     "Native",
     "LONGEST_FORMULA",
+    "MISSING",
     "PYTHON_ONLY",
     "Table",
     "check",
@@ -582,8 +585,8 @@ def _paged_steps() -> list[tuple[str, str, str]]:
         t = f"{{t{k}}}"
         newton = (f"{u}-({u}+LN({{mean_context_tokens}})+{{z}}*{t}-{t}^2/2-LN({{limit}}))"
                   f"/IF({t}=0,1,1-({{z}}-{t})*{r}/(2*{t}*(1+{r})))")  # fmt: skip
-        steps.append((f"u{k}", f"Newton step {k}: ln of the batch, kept within 0 and ln(high + 1)",
-                      f"MIN(MAX({newton},0),{{u_max}})"))  # fmt: skip
+        steps.append((f"u{k}", f"Newton step {k}: ln of the batch, kept within 0 and ln(high + 1) (0 if none fit)",
+                      f"IF({{capacity}}<=0,0,MIN(MAX({newton},0),{{u_max}}))"))  # fmt: skip
     last = f"{{u{_NEWTON_STEPS}}}"
     steps += [
         ("b0", "the whole batch below the root", f"MAX(0,MIN({{high}},INT(EXP({last}))))"),
@@ -980,9 +983,13 @@ def line_items(name: str, place: Callable[[str], str], *args: Any, **kwargs: Any
 
 def catalog_line_items(tables: CatalogTables, name: str, place: Callable[[str], str], *args: Any) -> list[
         tuple[str, str, str]]:  # fmt: skip
-    """A catalog lookup as line items (MODEL_KV_BYTES_PER_TOKEN's steps), or as one line item."""
-    if name.strip().upper() == "MODEL_KV_BYTES_PER_TOKEN":
+    """A catalog lookup as line items (MODEL_KV_BYTES_PER_TOKEN's and MODEL_WEIGHTS_GB's steps), or as one line
+    item."""
+    key = name.strip().upper()
+    if key == "MODEL_KV_BYTES_PER_TOKEN":
         return _items(tables.model_kv_steps(*args), {}, place)
+    if key == "MODEL_WEIGHTS_GB":
+        return _items(tables.model_weights_steps(*args), {}, place)
     return [("result", registry.get(name).summary, tables.lookup(name, *args))]
 
 
@@ -1023,21 +1030,26 @@ def check_words(name: str) -> str:
     return f"{key}: " + "; ".join(parts + rules)
 
 
-def check(name: str, *args: Any, result: str | None = None, limits: bool = True, **kwargs: Any) -> str:
+def check(name: str, *args: Any, result: str | None = None, limits: bool = True, on_result: bool = True,
+          **kwargs: Any) -> str:  # fmt: skip
     """A formula, without the ``=``, that is TRUE when the Python function accepts these arguments and FALSE when it
     would refuse them: every argument in its domain and the function's own rules (``Native.rules``); with
     ``limits`` (the default) also FALSE beyond the native form's own limits (``Native.limits``: REPLICAS_FOR_TTFT's
     search bound), where Python computes but the native form would not equal it.
 
     ``result`` is the cell holding the native value, for a rule about it (MFU at most 1); without it the rule
-    repeats the formula. An argument that is an error value makes the check FALSE.
+    repeats the formula. Without ``on_result`` the rules and limits on the result are left out: what a template
+    tests before it computes the line items (the result's rules tested after them). An argument that is an error
+    value makes the check FALSE.
     """
     key = name.strip().upper()
     values = _arguments(key, args, kwargs)
     conditions = _domain_checks(key, values)
     native = NATIVE.get(key)
-    if native is not None and (native.rules or (limits and native.limits)):
-        every = native.rules + (native.limits if limits else ())
+    every = () if native is None else native.rules + (native.limits if limits else ())
+    if not on_result:
+        every = tuple(r for r in every if "{result}" not in r[0])
+    if every:
         if any("{result}" in rule for rule, _ in every):
             if not result and key in _LINE_ITEMS_ONLY:
                 raise ArgumentError(f"{key}'s check reads its result, whose formula is line items only: give result, "
@@ -1109,6 +1121,17 @@ def _col(n: int) -> str:
     return out
 
 
+MISSING = "-"
+"""What a catalog table holds for a figure it does not have (a figure a preset lacks, a peak never published, a
+price not listed): a visible text, never an error cell; the lookups over it give ``#N/A`` there, as Python refuses."""
+
+
+def _figure(x: str) -> str:
+    """A catalog cell ``x`` (an INDEX) as a lookup gives it: its number, ``#N/A`` where the table holds
+    :data:`MISSING` (the error kind of Python's NotAvailableError); an error of ``x`` (an unknown name) passes on."""
+    return f"IF(ISNUMBER({x}),{x},NA())"
+
+
 def _hyphens(x: str) -> str:
     """A name as the catalog matches it: trimmed, spaces and underscores as hyphens (MATCH ignores case)."""
     return f'SUBSTITUTE(SUBSTITUTE(TRIM({x})," ","-"),"_","-")'
@@ -1123,10 +1146,11 @@ def _squeezed(x: str) -> str:
 class CatalogTables:
     """Where :func:`write_catalog` put each table, and the native lookups over them.
 
-    ``models`` and ``accelerators`` hold one row per preset and one column per figure (``#N/A`` where a figure does
-    not exist), ``*_names`` one row per accepted name (ids and aliases, as the catalog matches them) with the row of
-    its preset, ``formats`` and ``optimizers`` bytes per value by name, ``prices`` the rental price per accelerator,
-    each row with its source. ``derived`` holds figures Python counts from a preset's shapes (MODEL_EXPERT_PARAMS_B).
+    ``models`` and ``accelerators`` hold one row per preset and one column per figure (:data:`MISSING` where a figure
+    does not exist, which the lookups give as ``#N/A``), ``*_names`` one row per accepted name (ids and aliases, as the
+    catalog matches them) with the row of its preset, ``formats`` and ``optimizers`` bytes per value by name, ``prices``
+    the rental price per accelerator, each row with its source. ``derived`` holds figures Python counts from a preset's
+    shapes (MODEL_EXPERT_PARAMS_B, MODEL_KV_BYTES_PER_TOKEN, MODEL_WEIGHTS_GB).
     ``efficiencies`` are the calibrated factors in use, one table per EFFICIENCY kind, a row per accelerator and
     class, a column per format: the value for decode_bandwidth and prefill, the accelerator's FLOP per byte at the
     precision for train_mfu, whose ``(ceiling, overhead_bytes)`` are ``train_mfu``. ``bands`` holds, a row per
@@ -1148,7 +1172,7 @@ class CatalogTables:
 
     def _preset(self, table: Table, names: Table, name: str, field: str) -> str:
         row = f"INDEX({names.column_range('row')},MATCH({_hyphens(name)},{names.key_range},0))"
-        return f"INDEX({table.body_range},{row},MATCH(TRIM({field}),{table.header_range},0))"
+        return _figure(f"INDEX({table.body_range},{row},MATCH(TRIM({field}),{table.header_range},0))")
 
     def model_spec(self, model: Any, field: Any) -> str:
         """MODEL_SPEC(model, field): ``#N/A`` for an unknown name or field, or a figure the model does not have."""
@@ -1181,13 +1205,13 @@ class CatalogTables:
         x = _operand(gpu)
         names = self.accelerator_names
         acc = f"INDEX({names.column_range('id')},MATCH({_hyphens(x)},{names.key_range},0))"
-        return f"INDEX({self.prices.column_range('usd_per_gpu_hour')},MATCH({acc},{self.prices.key_range},0))"
+        return _figure(f"INDEX({self.prices.column_range('usd_per_gpu_hour')},MATCH({acc},{self.prices.key_range},0))")
 
     def model_expert_params_b(self, model: Any) -> str:
         """MODEL_EXPERT_PARAMS_B(model): the routed experts' parameters (0 for a dense model), counted by Python."""
         x = _operand(model)
         row = f"INDEX({self.model_names.column_range('row')},MATCH({_hyphens(x)},{self.model_names.key_range},0))"
-        return f"INDEX({self.derived.column_range('expert_params_b')},{row})"
+        return _figure(f"INDEX({self.derived.column_range('expert_params_b')},{row})")
 
     def model_kv_steps(self, *args: Any) -> list[tuple[str, str, str]]:
         """MODEL_KV_BYTES_PER_TOKEN(model, [context_tokens], [bytes_per_value], [tp], [windows],
@@ -1238,6 +1262,49 @@ class CatalogTables:
             ),
         ]
 
+    def model_weights_steps(self, *args: Any) -> list[tuple[str, str, str]]:
+        """MODEL_WEIGHTS_GB(model, [bytes_per_param], [embedding_bytes_per_param], [expert_bytes_per_param]) as steps
+        ``(key, label, template)`` over the derived table, the arithmetic of
+        :func:`xlsxplan.catalog.models.weights_gb` in its order: ``((N - E - X) b + X b_x + E b_e) / 1e9`` [GB] with
+        N the published total (params_b x 1e9), E the embedding and head parameters (capped at N), X the routed
+        experts held apart (capped at N - E; 0 unless b_x is given) and b_e the embeddings' width (0: 16-bit below
+        16-bit weights, else the weights', :data:`xlsxplan.catalog.models.PUBLISHED_EMBEDDING_BYTES`). A bytes
+        argument may be a number or a precision name (:meth:`bytes_or_name`). ``#N/A`` for a model not in the
+        catalog; :func:`check` flags a width Python refuses. For :func:`line_items` through
+        :func:`catalog_line_items`, or inlined by :meth:`model_weights_gb`."""
+        v = _arguments("MODEL_WEIGHTS_GB", args, {})
+        names = self.model_names
+
+        def width(a: str) -> str:
+            return a if re.fullmatch(r"\d+(?:\.\d+)?(?:[eE][+-]?\d+)?", a) else self.bytes_or_name(a)
+
+        published = literal(models.PUBLISHED_EMBEDDING_BYTES)
+        total = _figure(f"INDEX({self.models.column_range('params_b')},{{row}})")
+        return [
+            ("row", "the preset's row",
+             f"INDEX({names.column_range('row')},MATCH({_hyphens(v['model'])},{names.key_range},0))"),
+            ("b", "bytes per weight of the decoder blocks", width(v["bytes_per_param"])),
+            ("b_emb", "bytes per embedding weight given (0: as published)", width(v["embedding_bytes_per_param"])),
+            ("b_x", "bytes per routed-expert weight given (0: as the others)", width(v["expert_bytes_per_param"])),
+            ("total", "published parameters [count]",
+             f"{total}*1E9"),
+            ("emb", "embedding and head parameters, at most the total [count]",
+             f"MIN(INDEX({self.derived.column_range('embedding_params')},{{row}}),{{total}})"),
+            ("held", "routed-expert parameters, at most the rest [count]",
+             f"MIN(INDEX({self.derived.column_range('routed_params')},{{row}}),{{total}}-{{emb}})"),
+            ("experts", "routed-expert parameters stored apart (their width given) [count]",
+             "IF({b_x}<>0,{held},0)"),
+            ("emb_bytes", "bytes per embedding weight (0: 16-bit as published, or the weights' if wider)",
+             f"IF({{b_emb}}<>0,{{b_emb}},MAX({{b}},{published}))"),
+            ("result", "weights memory [GB]",
+             "(({total}-{emb}-{experts})*{b}+{experts}*{b_x}+{emb}*{emb_bytes})/1E9"),
+        ]  # fmt: skip
+
+    def model_weights_gb(self, *args: Any) -> str:
+        """MODEL_WEIGHTS_GB inlined: ``#N/A`` for an unknown model. A template writes its line items
+        (:meth:`model_weights_steps` through :func:`catalog_line_items`)."""
+        return _inline(self.model_weights_steps(*args), {})
+
     def model_kv_bytes_per_token(self, *args: Any) -> str:
         """MODEL_KV_BYTES_PER_TOKEN inlined: ``#N/A`` for an unknown model. A template writes its line items
         (:meth:`model_kv_steps` through :func:`line_items`)."""
@@ -1268,7 +1335,7 @@ class CatalogTables:
         col = f"MATCH({fmt},{first.header_range},0)"
 
         def at(kind_name: str) -> str:
-            return f"INDEX({self.efficiencies[kind_name].body_range},{row},{col})"
+            return _figure(f"INDEX({self.efficiencies[kind_name].body_range},{row},{col})")
 
         ceiling, overhead = (literal(x) for x in self.train_mfu)
         mfu = f"MIN(1,{ceiling}/(1+{overhead}*{at('train_mfu')}/(72*{h})))/IF({t}>0,1+{t}/(6*{h}),1)"
@@ -1306,7 +1373,8 @@ class CatalogTables:
                    "GPU_PRICE": self.gpu_price, "OPTIMIZER_BYTES": self.optimizer_bytes,
                    "MODELS": self.models_list, "GPUS": self.gpus_list,
                    "MODEL_EXPERT_PARAMS_B": self.model_expert_params_b, "EFFICIENCY": self.efficiency,
-                   "MODEL_KV_BYTES_PER_TOKEN": self.model_kv_bytes_per_token}  # fmt: skip
+                   "MODEL_KV_BYTES_PER_TOKEN": self.model_kv_bytes_per_token,
+                   "MODEL_WEIGHTS_GB": self.model_weights_gb}  # fmt: skip
         key = name.strip().upper()
         if key not in methods:
             raise ArgumentError(f"{key} is not a catalog lookup: lookups are {', '.join(methods)}")
@@ -1324,8 +1392,12 @@ LOOKUPS = (
     "MODEL_EXPERT_PARAMS_B",
     "EFFICIENCY",
     "MODEL_KV_BYTES_PER_TOKEN",
+    "MODEL_WEIGHTS_GB",
 )
 """The registry functions whose native form is a :class:`CatalogTables` lookup."""
+
+STEPPED_LOOKUPS = ("MODEL_KV_BYTES_PER_TOKEN", "MODEL_WEIGHTS_GB")
+"""The lookups a template writes as line items (:func:`catalog_line_items`)."""
 
 
 def _name_key(name: str) -> str:
@@ -1336,8 +1408,9 @@ def write_catalog(ws: Any, top: int = 1, left: int = 1) -> CatalogTables:
     """Write the catalog's tables into worksheet ``ws`` (openpyxl), one below another from row ``top``, and return
     where each is.
 
-    Every figure is a number (``=NA()`` where the catalog has none: a figure a preset lacks, a peak never published),
-    and every row carries its source: the citation of the preset's figures (a field with a source of its own names
+    Every figure is a number, or the text :data:`MISSING` where the catalog has none (a figure a preset lacks, a peak
+    never published): no cell of the tables is an error, and the lookups give ``#N/A`` there as Python refuses. Every
+    row carries its source: the citation of the preset's figures (a field with a source of its own names
     it in a note column), of the format, of the price.
     """
     cat = catalog.load_catalog()
@@ -1358,7 +1431,7 @@ def write_catalog(ws: Any, top: int = 1, left: int = 1) -> CatalogTables:
         for i, (k, values) in enumerate(zip(keys, rows), 1):
             ws.cell(row=first + i, column=left, value=k)
             for j, v in enumerate(values, 1):
-                ws.cell(row=first + i, column=left + j, value="=NA()" if v is None else v)
+                ws.cell(row=first + i, column=left + j, value=MISSING if v is None else v)
         row = first + len(keys) + 2
         return Table(ws.title, first, left, tuple(keys), tuple(columns))
 
@@ -1405,9 +1478,13 @@ def write_catalog(ws: Any, top: int = 1, left: int = 1) -> CatalogTables:
     derived_rows = []
     for pid in cat.models.names():
         shapes = _cache_shapes(cat.models.get(pid))
-        derived_rows.append([_or_none(expert, pid), *shapes.values(), "counted from the preset's figures above"])
-    heading = "Model figures counted from the shapes (MODEL_EXPERT_PARAMS_B, MODEL_KV_BYTES_PER_TOKEN)"
-    derived = block(list(cat.models.names()), ["expert_params_b", *_CACHE_SHAPES, "source"], derived_rows, heading)
+        derived_rows.append([_or_none(expert, pid), *shapes.values(), *_weight_counts(cat.models.get(pid)),
+                             "counted from the preset's figures above"])  # fmt: skip
+    heading = (
+        "Model figures counted from the shapes (MODEL_EXPERT_PARAMS_B, MODEL_KV_BYTES_PER_TOKEN, MODEL_WEIGHTS_GB)"
+    )
+    derived = block(list(cat.models.names()), ["expert_params_b", *_CACHE_SHAPES, *_WEIGHT_COUNTS, "source"],
+                    derived_rows, heading)  # fmt: skip
     cal = calibration.active()
     basis = f"calibrated efficiencies: {cal.describe()}"
     gpus = [*cat.accelerators.names(), *calibration.CLASSES]
@@ -1437,6 +1514,17 @@ _CACHE_SHAPES = ("attention", "mla", "latent", "sparse", "sparse_fp8", "index_by
                  "chunked", "chunk", "window", "window_layers", "la_layers", "la_conv", "la_state", "m_layers",
                  "m_conv", "m_width", "m_groups", "m_state_size", "m_state")  # fmt: skip
 """The derived table's columns behind MODEL_KV_BYTES_PER_TOKEN (see :func:`_cache_shapes`)."""
+
+
+_WEIGHT_COUNTS = ("embedding_params", "routed_params")
+"""The derived table's columns behind MODEL_WEIGHTS_GB (see :func:`_weight_counts`)."""
+
+
+def _weight_counts(m: Any) -> tuple[int, int]:
+    """What MODEL_WEIGHTS_GB counts from a preset's shape (:func:`xlsxplan.catalog.models.weights_gb`): embedding and
+    output-head parameters (``vocab * hidden``, twice unless tied) and routed-expert parameters (``moe_layers *
+    experts * expert_params``, 0 for a dense model) [count]."""
+    return models.embedding_params(m), models._moe_layers(m) * (m.experts or 0) * models._expert_params(m)
 
 
 def _cache_shapes(m: Any) -> dict[str, int]:

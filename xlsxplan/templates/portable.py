@@ -15,17 +15,20 @@ It
    inside a native formula, and a native formula or lookup over 1,500 characters. References in what moves to
    Workings are qualified with the sheet they came from. Functions of Excel 2010 and 2013 are stored with their
    ``_xlfn.`` prefix (:func:`stored`);
-3. guards every call whose arguments the Python function may refuse: a Workings row holds
-   :func:`xlsxplan.native.check` (TRUE when Python accepts them) or, when it does not, the error the add-in gives
-   (an argument's own error passed on, else ``#VALUE!`` when a numeric argument is not a number, ``#NUM!``
-   otherwise, as ``VALUE("x")`` and ``ASIN(2)``, which every engine reads alike; a formula cell's value is read plus
-   0, as Excel reads an INDEX of an empty cell), and the cell reads
-   ``IF(Workings!Bn,<native>)``: a refused input shows an error, never a silently computed number. A Checks row per
-   guarded call, in the words of :func:`xlsxplan.native.check_words`, is 1 when the cell shows an error and its
-   arguments are refused, and feeds the master check;
+3. guards every call whose arguments the Python function may refuse: a Workings row is 0 when
+   :func:`xlsxplan.native.check` passes (Python accepts them), else the number of the error the add-in gives (an
+   argument's own error passed on, else ``#VALUE!`` when a numeric argument is not a number, ``#NUM!`` otherwise,
+   as ``VALUE("x")`` and ``ASIN(2)``, which every engine reads alike; a formula cell's value is read plus 0, as
+   Excel reads an INDEX of an empty cell), and the cell reads ``IF(Workings!Bn=0,<native>,CHOOSE(Workings!Bn,
+   <arguments>,ASIN(2),VALUE("x")))``: a refused input shows the add-in's error, never a silently computed number,
+   and the Workings row itself is never an error. The line items of a guarded call are computed only when its
+   arguments pass (else "-"), so a call the template does not reach leaves no error value on Workings; a step that
+   fails with its arguments accepted still shows its error. A Checks row per guarded call, in the words of
+   :func:`xlsxplan.native.check_words`, is 1 when the cell shows an error and its arguments are refused, and feeds
+   the master check;
 4. freezes what only Python computes (a call of a function in :data:`xlsxplan.native.PYTHON_ONLY`, the option search
    on the Options sheet, or of any registry function still without a native form: :func:`python_only`; a few get a
-   form here, :data:`_OWN`): the cell holds the add-in edition's recalculated value. Workings lists, for each group
+   form yet): the cell holds the add-in edition's recalculated value. Workings lists, for each group
    of frozen cells, every input their formulas read (a range cell by cell) with its value when computed, its value
    now, and whether they are equal; a Checks row per group turns
    the master check to ERROR when an input has changed, telling the user to set them in the add-in edition and run
@@ -34,11 +37,9 @@ It
    place;
 5. drops the xlwings.conf sheet, which only the add-in reads, and says so on the Guide.
 
-Limits (docs/portable.md): the frozen table is not recomputed, only flagged; a catalog figure a preset lacks is
-``#N/A`` on Catalog and the line items of a branch the template does not take may hold error values on Workings, so
-recalc counts them and a print shows them; a registry call inside an array formula, or over an array argument that
-is not a reference, has no line items (its Workings rows would read one cell): the templates have none. Dropdowns
-and conditional formats get the one-formula native form, without a guard.
+Limits (docs/portable.md): the frozen table is not recomputed, only flagged; a registry call inside an array formula, or
+over an array argument that is not a reference, has no line items (its Workings rows would read one cell): the templates
+have none. Dropdowns and conditional formats get the one-formula native form, without a guard.
 """
 
 from __future__ import annotations
@@ -215,12 +216,11 @@ def python_only(name: str) -> bool:
     """True for a registry function the portable edition keeps as values: one in :data:`xlsxplan.native.PYTHON_ONLY`,
     or one a template calls before it has a native form (a native form, or a catalog lookup)."""
     key = name.upper()
-    return key in registry.FUNCTIONS and key not in native.NATIVE and key not in native.LOOKUPS and key not in _OWN
+    return key in registry.FUNCTIONS and key not in native.NATIVE and key not in native.LOOKUPS
 
 
-_OWN = ("MODEL_WEIGHTS_GB",)
-"""Registry functions the templates call that :mod:`xlsxplan.native` has no form for yet, given one here
-(:meth:`_Pass.model_weights_gb`); a native form there takes precedence."""
+_GUARDED_LOOKUPS = ("MODEL_WEIGHTS_GB",)
+"""Catalog lookups whose line items are guarded as the native forms' are (their bytes arguments may be refused)."""
 
 
 def registry_calls(formula: str) -> list[str]:
@@ -273,27 +273,6 @@ class Portable:
     workings_rows: int = 0
 
 
-def _own_table(ws: Worksheet, top: int) -> native.Table:
-    """The figures :meth:`_Pass.model_weights_steps` reads, one row per preset model in the models table's order:
-    embedding and head parameters (``vocab * hidden``, twice unless tied) and routed-expert parameters (``moe_layers *
-    experts * 3 * hidden * moe_intermediate``), counted by :mod:`xlsxplan.catalog.models` from the preset's shape."""
-    from ..catalog import load_catalog
-    from ..catalog import models as presets
-
-    cat = load_catalog().models
-    ids = list(cat.names())
-    ws.cell(row=top, column=1, value="Model figures counted from the shapes (MODEL_WEIGHTS_GB)")
-    head = top + 1
-    for j, text in enumerate(("name", "embedding_params", "expert_params", "source")):
-        ws.cell(row=head, column=1 + j, value=text)
-    for i, pid in enumerate(ids, 1):
-        m: Any = cat.get(pid)  # a ModelPreset
-        held = presets._moe_layers(m) * (m.experts or 0) * presets._expert_params(m)
-        for j, v in enumerate((pid, presets.embedding_params(m), held, "counted from the preset's figures above")):
-            ws.cell(row=head + i, column=1 + j, value=v)
-    return native.Table(ws.title, head, 1, tuple(ids), ("embedding_params", "expert_params", "source"))
-
-
 class _Frozen(Exception):
     """A registry call that only Python computes: its cell is frozen."""
 
@@ -324,7 +303,6 @@ class _Pass:
         self.catalog_ws = wb.create_sheet(CATALOG)
         self.workings = wb.create_sheet(WORKINGS)
         self.tables = native.write_catalog(self.catalog_ws, top=6)
-        self.own_table = _own_table(self.catalog_ws, self.catalog_ws.max_row + 2)
         self.row = 6
         self.out = Portable()
         self.checks: list[tuple[str, str]] = []  # (label, formula) for the Checks sheet
@@ -374,31 +352,53 @@ class _Pass:
             out.append(a)
         return out
 
-    def guard(self, name: str, args: Sequence[str | None], body: str, result: str | None = None) -> str:
-        """``body`` guarded by the check of ``name`` over ``args`` (as seen from Workings)."""
+    def accepted(self, name: str, args: Sequence[str | None], result: str | None = None,
+                 on_result: bool = True) -> tuple[str, str] | None:  # fmt: skip
+        """The Workings row that guards a call of ``name`` over ``args`` (as seen from Workings), and the error the
+        add-in gives when it refuses them; None when nothing is refused.
+
+        The row is 0 when :func:`xlsxplan.native.check` passes, else which error the add-in gives, a number that
+        picks it from ``CHOOSE(row, argument..., ASIN(2), VALUE("x"))`` (the second part returned): an argument's
+        own error passed on (one cell's: a range would be intersected with the row), else ``#NUM!`` when every
+        numeric argument is a number, ``#VALUE!`` otherwise. A number, never an error, so a call the template does
+        not reach (a branch it does not take) leaves no error on Workings. Without ``on_result`` it is a gate the
+        line items read (the check without the rules on the result) and adds no Checks row."""
         fn = registry.get(name)
         tested = [self.valued(a) if a and spec.domain is not None and spec.domain.kind in ("number", "whole") else a
                   for a, spec in zip(args, fn.args)] + list(args[len(fn.args):])  # fmt: skip
-        ok = native.check(name, *tested, result=result)
+        ok = native.check(name, *tested, result=result, on_result=on_result)
         if ok == "TRUE":
-            return body
+            return None
         numeric = [a for a, spec in zip(tested, fn.args)
                    if a and spec.domain is not None and spec.domain.kind in ("number", "whole")]  # fmt: skip
         is_num = ("AND(" + ",".join(f"ISNUMBER({native._operand(a)})" for a in numeric) + ")") if numeric else "TRUE"
-        refused = f'IF({is_num},ASIN(2),VALUE("x"))'
-        # an argument's error passes on, as in the add-in (one cell's: a range would be intersected with the row)
-        for a in reversed([native._operand(a) for a in args if a and ":" not in a]):
-            refused = f"IF(ISERROR({a}),{a},{refused})"
-        flag = self.put(f"{name}: the arguments are accepted (else the add-in's error)",
-                        f"IF({ok},TRUE,{refused})", self.where())  # fmt: skip
-        origin = _cell_ref(self.sheet, self.cell)
-        seen = self._calls_here.setdefault((self.sheet, self.cell, name), 0) + 1
-        self._calls_here[(self.sheet, self.cell, name)] = seen
-        which = f" (call {seen} in the cell)" if seen > 1 else ""
-        self.checks.append((f"{self.where()}{which}: {native.check_words(name)}",
-                            f"IF(ISERROR({origin}),IF(ISERROR({flag}),1,0),0)"))  # fmt: skip
-        self.out.guarded += 1
-        return f"IF({flag},{body})"
+        singles = [native._operand(a) for a in args if a and ":" not in a]
+        code = f"IF({is_num},{len(singles) + 1},{len(singles) + 2})"
+        for i, a in reversed(list(enumerate(singles, 1))):
+            code = f"IF(ISERROR({a}),{i},{code})"
+        what = ("0 when the arguments are accepted, else which error the add-in gives" if on_result else
+                "0 when the arguments are accepted (the steps are computed), else not")  # fmt: skip
+        flag = self.put(f"{name}: {what}", f"IF({ok},0,{code})", self.where())
+        if on_result:
+            origin = _cell_ref(self.sheet, self.cell)
+            seen = self._calls_here.setdefault((self.sheet, self.cell, name), 0) + 1
+            self._calls_here[(self.sheet, self.cell, name)] = seen
+            which = f" (call {seen} in the cell)" if seen > 1 else ""
+            self.checks.append((f"{self.where()}{which}: {native.check_words(name)}",
+                                f"IF(ISERROR({origin}),IF({flag}<>0,1,0),0)"))  # fmt: skip
+            self.out.guarded += 1
+        errors = ",".join([*singles, _ERROR_FORMULAS["#NUM!"], _ERROR_FORMULAS["#VALUE!"]])
+        return flag, f"CHOOSE({flag},{errors})"
+
+    def guard(self, name: str, args: Sequence[str | None], body: str, result: str | None = None) -> str:
+        """``body`` guarded by the check of ``name`` over ``args`` (as seen from Workings): the add-in's error where
+        Python refuses them (:meth:`accepted`)."""
+        flag = self.accepted(name, args, result)
+        return body if flag is None else self.guarded(flag, body)
+
+    @staticmethod
+    def guarded(flag: tuple[str, str], body: str) -> str:
+        return f"IF({flag[0]}=0,{body},{flag[1]})"
 
     def valued(self, arg: str) -> str:
         """A numeric argument as its check reads it: a reference to a formula cell plus 0. Excel reads a formula that
@@ -409,46 +409,36 @@ class _Pass:
             return f"({arg}+0)"
         return arg
 
-    def model_weights_steps(self, model: str | None, b: str | None = None, emb_b: str | None = None,
-                            expert_b: str | None = None) -> list[tuple[str, str, str]]:  # fmt: skip
-        """MODEL_WEIGHTS_GB(model, [bytes_per_param], [embedding_bytes_per_param], [expert_bytes_per_param]) as line
-        items ``(key, label, template)``, the arithmetic of :func:`xlsxplan.catalog.models.weights_gb` in its order:
-        ``((N - E - X) b + X b_x + E b_e) / 1e9`` with N the published total, E the embeddings (capped at N), X the
-        routed experts held apart (capped at N - E, 0 unless b_x is given) and b_e the embeddings' width (0: 16-bit
-        below 16-bit weights, else the weights'). ``#N/A`` for a model not in the catalog."""
-        t = self.tables
-        bv = t.bytes_or_name(b or "2")
-        ev = t.bytes_or_name(emb_b or "0")
-        xv = t.bytes_or_name(expert_b or "0")
-        names = t.model_names
-        own = self.own_table
-        return [
-            ("row", "the preset's row",
-             f"INDEX({names.column_range('row')},MATCH({native._hyphens(native._operand(model))},{names.key_range},0))"),
-            ("total", "published parameters [count]", f"INDEX({t.models.column_range('params_b')},{{row}})*1E9"),
-            ("emb", "embedding and head parameters, at most the total",
-             f"MIN(INDEX({own.column_range('embedding_params')},{{row}}),{{total}})"),
-            ("held", "routed-expert parameters, at most the rest",
-             f"MIN(INDEX({own.column_range('expert_params')},{{row}}),{{total}}-{{emb}})"),
-            ("experts", "routed experts stored apart (their width given)", f"IF({xv}<>0,{{held}},0)"),
-            ("emb_bytes", "bytes per embedding weight (0: 16-bit as published, or the weights' if wider)",
-             f"IF({ev}<>0,{ev},MAX({bv},2))"),
-            ("result", "weights memory [GB]",
-             f"(({{total}}-{{emb}}-{{experts}})*{bv}+{{experts}}*{xv}+{{emb}}*{{emb_bytes}})/1E9"),
-        ]  # fmt: skip
-
     def _place(self, key: str) -> str:
         return f"{WORKINGS}!$B${self._places[key]}"
 
     def line_items(self, name: str, keys: list[str], make: Callable[[Callable[[str], str]], Any],
-                   args: Sequence[str | None]) -> str:  # fmt: skip
-        """Write ``make(place)``'s line items, one a Workings row, and guard the last; returns its reference."""
+                   args: Sequence[str | None], guard: bool = True) -> str:  # fmt: skip
+        """Write ``make(place)``'s line items, one a Workings row, and guard the last; returns its reference.
+
+        With ``guard``, a row before them tests the arguments and each step is computed only when it passes (else
+        the text "-"): a call whose arguments are refused, in a branch the template does not take or not, leaves
+        no error value in its steps, while a step that fails with its arguments accepted still shows its error.
+        When the function has rules on its result (REPLICAS_FOR_TTFT's search bound), that gate is the check
+        without them, and the guard after the steps the whole check."""
+        gate = flag = None
+        if guard:
+            native_form = native.NATIVE.get(name)
+            on_result = native_form is not None and any(
+                "{result}" in r for r, _ in native_form.rules + native_form.limits
+            )
+            gate = self.accepted(name, args, on_result=False) if on_result else self.accepted(name, args)
+            flag = gate if not on_result else None
         self._places = {k: self.row + i for i, k in enumerate(keys)}
         result = ""
         for key, label, formula in make(self._place):
             assert self._places[key] == self.row  # noqa: S101 - line items come in their steps' order
+            if gate is not None:
+                formula = f'IF({gate[0]}=0,{formula},"-")'
             result = self.put(f"{name}: {label}", formula, self.where())
-        return self.guard(name, args, result, result=result) if name in native.NATIVE or name in _OWN else result
+        if guard and flag is None:
+            flag = self.accepted(name, args, result)
+        return result if flag is None else self.guarded(flag, result)
 
     def call(self, node: Call, args: list[str]) -> str:
         name = node.name.upper()
@@ -462,22 +452,15 @@ class _Pass:
             args.pop()
         args = self.hoisted(name, args)
         given: list[str | None] = [a or None for a in args]
-        if name in _OWN and name not in native.NATIVE and self.sheet:
-            own = [qualify(a, self.sheet) if a else None for a in args]
-            steps = self.model_weights_steps(*own)
-            return self.line_items(name, [k for k, _, _ in steps], lambda place: native._items(steps, {}, place), own)
         if name in native.LOOKUPS:
             if name in ("MODELS", "GPUS"):
                 return self.tables.lookup(name)
-            if name == "MODEL_KV_BYTES_PER_TOKEN" and self.sheet:
+            if name in native.STEPPED_LOOKUPS and self.sheet:
                 kv = [qualify(a, self.sheet) if a else "" for a in args]
-                steps = self.tables.model_kv_steps(*kv)
-                return self.line_items(
-                    name,
-                    [k for k, _, _ in steps],
-                    lambda place: native.catalog_line_items(self.tables, name, place, *kv),
-                    [],
-                )
+                keys = [k for k, _, _ in native.catalog_line_items(self.tables, name, lambda k: "A1", *kv)]
+                return self.line_items(name, keys,
+                                       lambda place: native.catalog_line_items(self.tables, name, place, *kv),
+                                       [a or None for a in kv], guard=name in _GUARDED_LOOKUPS)  # fmt: skip
             body = self.tables.lookup(name, *args)
             if len(body) > _LONG_BODY and self.sheet:  # a Workings row of its own, read by the cell
                 return self.put(f"{name}: the lookup", self.tables.lookup(name, *self._qualified(args)), self.where())
@@ -490,9 +473,12 @@ class _Pass:
         body = "(" + native.formula(name, *given) + ")"
         if not self.sheet:  # a validation or a format: no guard
             return body
+        flag = self.accepted(name, q)
         if len(body) > _LONG_BODY:
-            body = self.put(f"{name}: the value, before its check", native.formula(name, *q), self.where())
-        return self.guard(name, q, body)
+            value = native.formula(name, *q)
+            body = self.put(f"{name}: the value, before its check",
+                            value if flag is None else f'IF({flag[0]}=0,{value},"-")', self.where())  # fmt: skip
+        return body if flag is None else self.guarded(flag, body)
 
     def _qualified(self, args: list[str]) -> list[str]:
         return [qualify(a, self.sheet) if a else "" for a in args]
