@@ -9,6 +9,8 @@ TRUE exactly when the Python function accepts them. LibreOffice recalculates one
 
 from __future__ import annotations
 
+import functools
+import io
 import math
 import random
 import re
@@ -27,7 +29,7 @@ from openpyxl.utils import get_column_letter
 from xlsxplan import catalog, native, precision, registry
 from xlsxplan.core import training_memory
 from xlsxplan.errors import XlsxplanError
-from xlsxplan.headless.engine import new_book
+from xlsxplan.headless.engine import cell_error, new_book
 
 SOFFICE = shutil.which("soffice") or shutil.which("libreoffice")
 RELATIVE = 1e-9
@@ -608,3 +610,209 @@ def test_the_lists_and_a_bytes_argument_given_by_name_read_the_tables(catalog_bo
     assert [book.get_value("Case", 300 + i, 1) for i in range(1, len(catalog.gpu_names()) + 1)] == catalog.gpu_names()
     for i, value in enumerate(["fp8", " Q4_K-M", 0.75, "int4_g128"], 1):
         assert agrees(book.get_value("Case", 400 + i, 1), registry.FUNCTIONS["WEIGHTS_GB"](70, value), False), value
+
+
+# --- what a preset lacks, and MODEL_WEIGHTS_GB --------------------------------------------------------------------
+
+
+def _error_code(value: Any) -> str | None:
+    """An engine's error value (formualizer's dict, LibreOffice's text) as its Excel code, else None."""
+    if isinstance(value, dict):
+        return cell_error(value).code
+    if isinstance(value, str) and value.startswith("#"):
+        return value
+    return None
+
+
+def _python_error(name: str, args: list[Any]) -> str | None:
+    """The Excel error the add-in shows for the registry function's refusal, or None where it accepts."""
+    try:
+        registry.FUNCTIONS[name](*args)
+    except XlsxplanError as err:
+        return err.excel_error
+    return None
+
+
+def _missing_figures() -> list[tuple[str, list[Any]]]:
+    cat = catalog.load_catalog()
+    cases: list[tuple[str, list[Any]]] = []
+    for kind, table, fields in (("MODEL_SPEC", cat.models, catalog.MODEL_FIELDS),
+                                ("GPU_SPEC", cat.accelerators, catalog.GPU_FIELDS)):  # fmt: skip
+        for pid in table.names():
+            cases += [(kind, [pid, f]) for f in fields if table.get(pid).figure(f) is None]
+    return cases
+
+
+def test_a_figure_a_preset_lacks_is_a_text_on_catalog_and_the_lookup_gives_pythons_error(catalog_book):
+    """No cell of the catalog tables is an error (a finance reader would see #N/A all over the sheet): a figure a
+    preset lacks is the text native.MISSING, and its lookup still gives the error the add-in gives, #N/A."""
+    ws = openpyxl.Workbook().active
+    ws.title = "Catalog"
+    tables = native.write_catalog(ws)
+    texts = [c.value for row in ws.iter_rows() for c in row if isinstance(c.value, str)]
+    assert not [t for t in texts if t.startswith("=")], "a catalog cell is a formula (an error)"
+    cases = _missing_figures()
+    assert len(cases) > 500
+    for kind, (pid, field) in cases[:50]:
+        table = tables.models if kind == "MODEL_SPEC" else tables.accelerators
+        r = table.first_row + 1 + table.keys.index(pid)
+        assert ws.cell(row=r, column=table.first_col + 1 + table.columns.index(field)).value == native.MISSING
+    book, tables = catalog_book
+    cases += [("GPU_PRICE", [g]) for g in catalog.gpu_names()] + [("MODEL_EXPERT_PARAMS_B", [m])
+                                                                   for m in catalog.model_names()]  # fmt: skip
+    cases += [("EFFICIENCY", [k, g, f]) for k in ("decode_bandwidth", "prefill", "train_mfu")
+              for g in catalog.gpu_names() for f in ("fp4", "fp8", "bf16")]  # fmt: skip
+    for i, (name, args) in enumerate(cases, 1):
+        refs = []
+        for j, v in enumerate(args):
+            book.set_value("Case", 1000 + i, 2 + j, v)
+            refs.append(f"{get_column_letter(2 + j)}{1000 + i}")
+        book.set_formula("Case", 1000 + i, 1, "=" + tables.lookup(name, *refs))
+    book.evaluate_all()
+    wrong, refused = [], 0
+    for i, (name, args) in enumerate(cases, 1):
+        got, want = book.get_value("Case", 1000 + i, 1), _python_error(name, args)
+        refused += want is not None
+        if want is not None and _error_code(got) != want:
+            wrong.append((name, args, got, want))
+        elif want is None and not agrees(got, python_value(name, args), False):
+            wrong.append((name, args, got, python_value(name, args)))
+    assert refused > 500 and wrong == []
+
+
+_WIDTHS = [*precision.FORMATS, 0.5, 1, 2, 4, 0.5625, 64]
+"""Widths for MODEL_WEIGHTS_GB's bytes arguments: every format by name, and numbers."""
+
+
+def _weights_case(rng: random.Random) -> list[Any]:
+    """MODEL_WEIGHTS_GB's arguments: a preset (by id or an alias), and widths by name or number, the optional ones
+    sometimes left out or 0 (as published, as the other weights)."""
+    cat = catalog.load_catalog()
+    pid = rng.choice(cat.models.names())
+    name = rng.choice([pid, *cat.models.get(pid).aliases[:1]])
+    args = [name, rng.choice(_WIDTHS), rng.choice([0, *_WIDTHS]), rng.choice([0, 0, *_WIDTHS])]
+    return args[: rng.randint(1, 4)]
+
+
+def _numeric(args: list[Any]) -> list[Any]:
+    """The same arguments with each width a number (the check reads a bytes argument as a number)."""
+    return [args[0], *(precision.bytes_per_param(a) if isinstance(a, str) else a for a in args[1:])]
+
+
+@functools.cache
+def _weights_book() -> tuple[Any, native.CatalogTables]:
+    """A formualizer book holding the catalog tables, and where they are (for MODEL_WEIGHTS_GB's cases)."""
+    wb = openpyxl.Workbook()
+    ws = wb.active
+    ws.title = "Catalog"
+    tables = native.write_catalog(ws)
+    wb.create_sheet("Case")
+    data = io.BytesIO()
+    wb.save(data)
+    return new_book(data.getvalue()), tables
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.randoms(use_true_random=False), st.booleans())
+def test_model_weights_gb_as_line_items_equals_the_python_function(rng, refused):
+    """Random presets and precisions (names and numbers): the catalog line items and the inlined lookup equal
+    MODEL_WEIGHTS_GB within 1e-9 relative, and its check is TRUE; with a width Python refuses (a negative one, one
+    over 64 bytes, no bytes per weight), the check is FALSE."""
+    book, tables = _weights_book()
+    args = _weights_case(rng)
+    if refused:  # one width out of its domain
+        args = [*_numeric(args), 2, 0, 0][:4]
+        i = rng.randint(1, 3)
+        args[i] = rng.choice([-1, 65, 0] if i == 1 else [-1, 65])
+    for r, values in ((1, args), (2, _numeric(args))):
+        for j in range(4):
+            book.set_value("Case", r, 2 + j, values[j] if j < len(values) else None)
+    refs = [f"{get_column_letter(2 + j)}1" for j in range(len(args))]
+    rows: dict[str, int] = {}
+
+    def place(key: str) -> str:
+        return f"A{rows.setdefault(key, 10 + len(rows))}"
+
+    items = native.catalog_line_items(tables, "MODEL_WEIGHTS_GB", place, *refs)
+    assert items[-1][0] == "result" and all("#" not in label for _, label, _ in items)
+    for key, _, text in items:
+        book.set_formula("Case", int(place(key)[1:]), 1, "=" + text)
+    book.set_formula("Case", 3, 1, "=" + tables.lookup("MODEL_WEIGHTS_GB", *refs))
+    book.set_formula("Case", 4, 1, "=" + native.check("MODEL_WEIGHTS_GB", *[r.replace("1", "2") for r in refs]))
+    book.evaluate_all()
+    got, inlined = book.get_value("Case", int(place("result")[1:]), 1), book.get_value("Case", 3, 1)
+    ok = book.get_value("Case", 4, 1)
+    want = python_value("MODEL_WEIGHTS_GB", args)
+    if refused:
+        assert want is None and ok is False, (args, want, ok)
+    else:
+        assert want is not None and ok is True, (args, ok)
+        assert agrees(got, want, False) and agrees(inlined, want, False), (args, got, inlined, want)
+
+
+def test_model_weights_gb_of_the_docstring_and_an_unknown_model():
+    """The figures of MODEL_WEIGHTS_GB's Notes (Llama-3-8B AWQ 5.73 GB and FP8 9.08 GB; gpt-oss-120b with MXFP4
+    experts 65.1 GB), and #N/A for a model not in the catalog, as the add-in gives."""
+    book, tables = _weights_book()
+    cases = [(["Llama-3-8B", "awq"], 5.73), (["Llama-3-8B", "fp8"], 9.08),
+             (["gpt-oss-120b", "bf16", 0, "mxfp4"], 65.1), (["no-such-model"], None)]  # fmt: skip
+    for i, (args, _) in enumerate(cases, 1):
+        for j, v in enumerate(args):
+            book.set_value("Case", 100 + i, 2 + j, v)
+        refs = [f"{get_column_letter(2 + j)}{100 + i}" for j in range(len(args))]
+        book.set_formula("Case", 100 + i, 1, "=" + tables.lookup("MODEL_WEIGHTS_GB", *refs))
+    book.evaluate_all()
+    for i, (args, figure) in enumerate(cases, 1):
+        got = book.get_value("Case", 100 + i, 1)
+        if figure is None:
+            assert _error_code(got) == _python_error("MODEL_WEIGHTS_GB", args) == "#N/A", got
+        else:
+            assert round(got, len(str(figure).split(".")[1])) == figure and agrees(
+                got, python_value("MODEL_WEIGHTS_GB", args), False
+            ), args
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(SOFFICE is None, reason="LibreOffice (soffice) is not installed")
+def test_libreoffice_computes_model_weights_gb_and_the_missing_figures_as_python_does(tmp_path):
+    """One workbook, one conversion: MODEL_WEIGHTS_GB's line items over random presets and precisions equal Python
+    within 1e-9 relative in LibreOffice, and a figure a preset lacks looks up as #N/A there."""
+    wb = openpyxl.Workbook()
+    ws = wb.active
+    ws.title = "Catalog"
+    tables = native.write_catalog(ws)
+    sheet = wb.create_sheet("Cases")
+    rng = random.Random(20261202)
+    rows: list[tuple[list[Any], Any]] = []
+    for r in range(1, 151):
+        args = _weights_case(rng)
+        for j, v in enumerate(args):
+            sheet.cell(row=r, column=5 + j, value=v)
+        refs = [f"{get_column_letter(5 + j)}{r}" for j in range(len(args))]
+        steps: dict[str, int] = {}
+
+        def place(key: str, r: int = r, steps: dict[str, int] = steps) -> str:
+            return f"{get_column_letter(steps.setdefault(key, 20 + len(steps)))}{r}"
+
+        for key, _, text in native.catalog_line_items(tables, "MODEL_WEIGHTS_GB", place, *refs):
+            sheet[place(key)] = "=" + text
+        sheet.cell(row=r, column=3, value="=" + place("result"))
+        rows.append((args, python_value("MODEL_WEIGHTS_GB", args)))
+    missing = rng.sample(_missing_figures(), 100)
+    for i, (name, args) in enumerate(missing, 1):
+        r = 200 + i
+        for j, v in enumerate(args):
+            sheet.cell(row=r, column=5 + j, value=v)
+        sheet.cell(row=r, column=3, value="=" + tables.lookup(name, f"E{r}", f"F{r}"))
+    original = tmp_path / "weights.xlsx"
+    wb.save(original)
+    outdir = tmp_path / "converted"
+    subprocess.run([SOFFICE, "--headless", "--norestore", f"-env:UserInstallation=file://{tmp_path / 'profile'}",
+                    "--convert-to", "xlsx", "--outdir", str(outdir), str(original)],
+                   check=True, capture_output=True, timeout=240)  # fmt: skip
+    got = openpyxl.load_workbook(outdir / "weights.xlsx", data_only=True)["Cases"]
+    wrong = [(r, args, got.cell(row=r, column=3).value, want) for r, (args, want) in enumerate(rows, 1)
+             if want is None or not agrees(got.cell(row=r, column=3).value, want, False)]  # fmt: skip
+    wrong += [(name, args, got.cell(row=200 + i, column=3).value) for i, (name, args) in enumerate(missing, 1)
+              if got.cell(row=200 + i, column=3).value != _python_error(name, args)]  # fmt: skip
+    assert wrong == []

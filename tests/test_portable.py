@@ -11,6 +11,7 @@ where a scenario changes their inputs, the portable edition must flag it (its ch
 from __future__ import annotations
 
 import datetime
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -289,3 +290,63 @@ def test_libreoffice_recalculates_the_portable_editions_to_the_python_core(built
         wrong = _compare(layout, addin, get, stale)
         assert not wrong, (name, scenario, len(wrong), wrong[:8])
         assert get(layout.master) == (1 if stale else addin.get(layout.master)), (name, scenario)
+
+
+def _errors(path: Path) -> dict[str, str]:
+    """Every cell of a workbook that is an error, recalculated by the headless engine (a formula) or as stored (an
+    error constant): ``'Sheet'!A1`` -> its code."""
+    wb = openpyxl.load_workbook(path)
+    calc = Workbook.load(path).calculate()
+    formulas = set(_formulas(path))
+    out = {}
+    for ws in wb.worksheets:
+        for row in ws.iter_rows():
+            for c in row:
+                ref = f"'{ws.title}'!{c.coordinate}"
+                if c.data_type == "e":
+                    out[ref] = str(c.value)
+                elif ref in formulas:
+                    value = calc.get(ref)
+                    if isinstance(value, CellError):
+                        out[ref] = value.code
+    return out
+
+
+@pytest.mark.parametrize("name", list(TEMPLATES))
+def test_a_portable_edition_as_built_has_no_error_cell_the_add_in_edition_lacks(built, name):
+    """No #N/A on Catalog for a figure a preset lacks, no error in the line items of a branch the template does not
+    take: recalculated headlessly, the portable edition has an error only where the add-in edition has the same
+    error in the same cell (a finance reader, xlsxplan recalc and a print see none); the cached values the build
+    wrote agree."""
+    port = _errors(built / name)
+    addin = _errors(built / edition_filename(name, "functions"))
+    extra = {ref: code for ref, code in port.items() if addin.get(ref) != code}
+    assert extra == {}, (len(extra), list(extra.items())[:8])
+    cached = openpyxl.load_workbook(built / name, data_only=True)
+    stored_errors = [f"'{ws.title}'!{c.coordinate}" for ws in cached.worksheets for row in ws.iter_rows() for c in row
+                     if isinstance(c.value, str) and c.value in ("#N/A", "#NUM!", "#VALUE!", "#DIV/0!")]  # fmt: skip
+    assert [ref for ref in stored_errors if ref not in addin] == []
+
+
+def test_the_line_items_of_a_refused_call_show_a_dash_and_a_failing_step_is_never_masked(built):
+    """Each step of a guarded call reads its guard's Workings row: computed as the native form has it when the
+    arguments are accepted (never wrapped in IFERROR, so a step that fails then still shows its error), else "-";
+    with a refused input the cell shows the add-in's error and its steps the dash."""
+    wb = openpyxl.load_workbook(built / serving.FILENAME)
+    ws = wb[WORKINGS]
+    guards = {r for r in range(1, ws.max_row + 1) if "0 when the arguments are accepted" in str(ws[f"A{r}"].value)}
+    gated = {}
+    for r in range(1, ws.max_row + 1):
+        text = str(ws[f"B{r}"].value)
+        m = re.fullmatch(r"=IF\(Workings!\$B\$(\d+)=0,(.*),\"-\"\)", text)
+        if m and int(m.group(1)) in guards:
+            gated[r] = (int(m.group(1)), m.group(2))
+    assert len(gated) > 300 and all("IFERROR(" not in inner and "ISERROR(" not in inner for _, inner in gated.values())
+    inputs = {"Time_To_First_Token_Target": -1}  # BATCH_FOR_TTFT refuses a negative target
+    port = _set(Workbook.load(built / serving.FILENAME), inputs)
+    addin = _set(Workbook.load(built / edition_filename(serving.FILENAME, "functions")), inputs)
+    refused = [r for r, (g, _) in gated.items() if port.get(f"{WORKINGS}!B{g}") != 0]
+    assert refused and all(port.get(f"{WORKINGS}!B{r}") == "-" for r in refused)
+    assert all(isinstance(port.get(f"{WORKINGS}!B{g}"), (int, float)) for g in guards)
+    layout = _Layout(built, serving.FILENAME)
+    assert _compare(layout, addin, port.get, stale=True) == []
