@@ -816,3 +816,40 @@ def test_libreoffice_computes_model_weights_gb_and_the_missing_figures_as_python
     wrong += [(name, args, got.cell(row=200 + i, column=3).value) for i, (name, args) in enumerate(missing, 1)
               if got.cell(row=200 + i, column=3).value != _python_error(name, args)]  # fmt: skip
     assert wrong == []
+
+
+def test_efficiency_as_line_items_equals_the_inlined_lookup_and_python(catalog_book):
+    """EFFICIENCY's steps (the template's Workings rows, each table read once) give what the one formula gives,
+    and Python's value, or an error where Python refuses, over every kind, accelerator, class, format and quantile of
+    the lookup cases."""
+    book, tables = catalog_book
+    cases = [args for name, args in _lookup_cases() if name == "EFFICIENCY"]
+    for i, args in enumerate(cases):
+        r = 2000 + i
+        for j, v in enumerate(args):
+            book.set_value("Case", r, 2 + j, v)
+        refs = [f"{get_column_letter(2 + j)}{r}" for j in range(len(args))]
+        columns: dict[str, int] = {}
+
+        def place(key: str, r: int = r, columns: dict[str, int] = columns) -> str:
+            return f"{get_column_letter(columns.setdefault(key, 10 + len(columns)))}{r}"
+
+        items = native.catalog_line_items(tables, "EFFICIENCY", place, *refs)
+        assert items[-1][0] == "result" and all(len(text) < 1500 and "#" not in label for _, label, text in items)
+        for key, _, text in items:
+            place(key)
+            book.set_formula("Case", r, columns[key], "=" + text)
+        book.set_formula("Case", r, 8, f"={place('result')}")
+        book.set_formula("Case", r, 1, "=" + tables.lookup("EFFICIENCY", *refs))
+    book.evaluate_all()
+    wrong = []
+    for i, args in enumerate(cases):
+        got, inlined = book.get_value("Case", 2000 + i, 8), book.get_value("Case", 2000 + i, 1)
+        want = _python_error("EFFICIENCY", args)
+        if want is not None:
+            # an error, the one formula's (#N/A; the add-in gives #VALUE! for train_mfu of a class)
+            if _error_code(got) is None or _error_code(got) != _error_code(inlined):
+                wrong.append((args, got, inlined, want))
+        elif not (agrees(got, python_value("EFFICIENCY", args), False) and got == inlined):
+            wrong.append((args, got, inlined, python_value("EFFICIENCY", args)))
+    assert len(cases) > 500 and wrong == []

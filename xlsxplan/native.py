@@ -983,13 +983,15 @@ def line_items(name: str, place: Callable[[str], str], *args: Any, **kwargs: Any
 
 def catalog_line_items(tables: CatalogTables, name: str, place: Callable[[str], str], *args: Any) -> list[
         tuple[str, str, str]]:  # fmt: skip
-    """A catalog lookup as line items (MODEL_KV_BYTES_PER_TOKEN's and MODEL_WEIGHTS_GB's steps), or as one line
-    item."""
+    """A catalog lookup as line items (the steps of MODEL_KV_BYTES_PER_TOKEN, MODEL_WEIGHTS_GB and EFFICIENCY), or
+    as one line item."""
     key = name.strip().upper()
     if key == "MODEL_KV_BYTES_PER_TOKEN":
         return _items(tables.model_kv_steps(*args), {}, place)
     if key == "MODEL_WEIGHTS_GB":
         return _items(tables.model_weights_steps(*args), {}, place)
+    if key == "EFFICIENCY":
+        return _items(tables.efficiency_steps(*args), {}, place)
     return [("result", registry.get(name).summary, tables.lookup(name, *args))]
 
 
@@ -1358,6 +1360,57 @@ class CatalogTables:
         return (f"IF(OR(NOT(ISNUMBER({q})),{q}<=0,{q}>=1),NA(),IF({q}=0.5,{value},"
                 f"MIN(1,{value}*{multiplier})))")  # fmt: skip
 
+    def efficiency_steps(self, kind: Any, gpu: Any = None, precision_name: Any = None, hidden: Any = None,
+                         seq_len: Any = None, quantile: Any = None) -> list[tuple[str, str, str]]:  # fmt: skip
+        """EFFICIENCY as steps ``(key, label, template)`` over the calibrated tables, for :func:`catalog_line_items`:
+        the arithmetic of :meth:`efficiency` (its docstring has the method), each table read once, the figure a table
+        lacks (:data:`MISSING`) ``#N/A``. Inlined they would pass Excel's 8,192 characters: :meth:`efficiency` is
+        the one formula, reading the tables where it uses them."""
+        v = _arguments("EFFICIENCY", (kind, gpu, precision_name, hidden, seq_len, quantile), {})
+        k, g, p, h, t, q = (v[a] for a in ("kind", "gpu", "precision", "hidden", "seq_len", "quantile"))
+        names = self.accelerator_names
+        first = self.efficiencies["decode_bandwidth"]
+
+        def at(kind_name: str) -> str:
+            return f"INDEX({self.efficiencies[kind_name].body_range},{{row}},{{col}})"
+
+        ceiling, overhead = (literal(x) for x in self.train_mfu)
+        mfu = f"MIN(1,{ceiling}/(1+{overhead}*{{figure}}/(72*{h})))/IF({t}>0,1+{t}/(6*{h}),1)"
+        steps = [
+            ("accelerator", "the accelerator's id, or a class",
+             f"IFERROR(INDEX({names.column_range('id')},MATCH({_hyphens(g)},{names.key_range},0)),TRIM({g}))"),
+            ("row", "its row in the efficiency tables", f"MATCH({{accelerator}},{first.key_range},0)"),
+            ("format", "the precision's format",
+             f"INDEX({self.formats.column_range('format')},MATCH({_squeezed(f'TRIM({p})')},{self.formats.key_range},0))"),
+            ("col", "its column in the efficiency tables", f"MATCH({{format}},{first.header_range},0)"),
+            ("kind", "the kind asked for", f"LOWER(TRIM({k}))"),
+            ("figure", "the calibrated figure (train_mfu: FLOP per byte at the precision)",
+             f'IF({{kind}}="train_mfu",{at("train_mfu")},IF({{kind}}="prefill",{at("prefill")},'
+             f'IF({{kind}}="decode_bandwidth",{at("decode_bandwidth")},NA())))'),
+            ("value", "the median efficiency (NA() where the catalog lacks the figure)",
+             f'IF(ISNUMBER({{figure}}),IF({{kind}}="train_mfu",{mfu},{{figure}}),NA())'),
+        ]  # fmt: skip
+        if self.bands is None:  # tables written before the bands: the median only
+            return [*steps, ("result", "the efficiency (the median only)", f"IF({q}<>0.5,NA(),{{value}})")]
+        bands = self.bands
+
+        def band(column: str) -> str:
+            return f"INDEX({bands.body_range},{{band_row}},{bands.columns.index(column) + 1})"
+
+        r1_col = bands.columns.index("r1") + 1
+        ranked = f"EXP(INDEX({bands.body_range},{{band_row}},{r1_col - 1}+{{rank}}))"
+        return [
+            *steps,
+            ("band_row", "the kind's row of residuals", f"MATCH({{kind}},{bands.key_range},0)"),
+            ("n", "leave-one-run-out residuals of the kind", band("n")),
+            ("rank", "the quantile's split-conformal rank",
+             f"MIN(MAX(IF({q}>0.5,-INT(-({{n}}+1)*{q}),INT(({{n}}+1)*{q})),1),{{n}})"),
+            ("multiplier", "the speed multiplier at the quantile (1 at the median)",
+             f"IF({q}=0.5,1,IF({{n}}<1,NA(),IF({q}=0.1,{band('p10')},IF({q}=0.9,{band('p90')},{ranked}))))"),
+            ("result", "the efficiency at the quantile",
+             f"IF(OR(NOT(ISNUMBER({q})),{q}<=0,{q}>=1),NA(),IF({q}=0.5,{{value}},MIN(1,{{value}}*{{multiplier}})))"),
+        ]  # fmt: skip
+
     def models_list(self) -> str:
         """MODELS(): the range of preset model names, for a data-validation list."""
         return self.models.key_range
@@ -1396,7 +1449,7 @@ LOOKUPS = (
 )
 """The registry functions whose native form is a :class:`CatalogTables` lookup."""
 
-STEPPED_LOOKUPS = ("MODEL_KV_BYTES_PER_TOKEN", "MODEL_WEIGHTS_GB")
+STEPPED_LOOKUPS = ("MODEL_KV_BYTES_PER_TOKEN", "MODEL_WEIGHTS_GB", "EFFICIENCY")
 """The lookups a template writes as line items (:func:`catalog_line_items`)."""
 
 
