@@ -16,8 +16,8 @@ Unchanged is not TRUE, and writes the values, the inputs' values now as When com
 
 The blocks are the file's, so they are checked as a hostile file's would be: each formula must tokenize, carry no
 threat (:func:`.untrusted.formula_threat`: DDE, other workbooks), call only registry and engine functions and at
-least one that only Python computes (:func:`xlsxplan.templates.portable.python_only`, or a function newer than Excel
-2016 that the pass freezes with them), and its cells must be on a worksheet, at most :data:`MAX_CELLS` in all, and
+least one that only Python computes (a registry function without a native form in :mod:`xlsxplan.native`), or one
+newer than Excel 2016 that the pass freezes with them (:data:`NEWER_THAN_2016`), and its cells must be on a worksheet, at most :data:`MAX_CELLS` in all, and
 hold values (a value, or an error formula such as ``=NA()``), never another formula. A block that fails is refused
 with one line naming the cell (WorkbookError), as an unsafe formula in a cell is.
 """
@@ -46,6 +46,26 @@ MAX_CELLS = 200_000
 """Frozen cells a workbook may ask recalc to compute (the serving plan has 2,426)."""
 ERROR_FORMULAS = frozenset({"NA()", "ASIN(2)", "1/0", 'VALUE("x")'})
 """The formulas a frozen error value is written as (:data:`xlsxplan.templates.portable._ERROR_FORMULAS`)."""
+NEWER_THAN_2016 = (
+    "TEXTJOIN",
+    "CONCAT",
+    "IFS",
+    "SWITCH",
+    "MAXIFS",
+    "MINIFS",
+    "XLOOKUP",
+    "XMATCH",
+    "LET",
+    "LAMBDA",
+    "FILTER",
+    "SORT",
+    "SORTBY",
+    "UNIQUE",
+    "SEQUENCE",
+    "RANDARRAY",
+)
+"""Functions newer than Excel 2016 (Office 2019 and 365): a cell of the add-in edition that uses one and feeds only
+frozen cells is frozen with them (:data:`xlsxplan.templates.portable._NEWER`)."""
 _RANGE = re.compile(r"^\$?([A-Za-z]{1,3})\$?(\d{1,7})(?::\$?([A-Za-z]{1,3})\$?(\d{1,7}))?$")
 
 
@@ -89,8 +109,8 @@ def _cells(text: str, where: str) -> list[tuple[int, int]]:
 
 def check_formula(text: str, where: str) -> None:
     """Refuse (WorkbookError, one line) a kept formula that is not one the portable pass freezes."""
+    from .. import native
     from ..registry import FUNCTIONS
-    from ..templates.portable import _NEWER, python_only
     from . import engine
     from .untrusted import formula_threat
 
@@ -105,7 +125,8 @@ def check_formula(text: str, where: str) -> None:
     for name in called:
         if name not in FUNCTIONS and not engine.native_function(name):
             raise WorkbookError(f"{where}: the formula kept there calls {name}, which neither xlsxplan nor Excel has")
-    if not any(python_only(n) or n.removeprefix("_XLFN.") in _NEWER for n in called):
+    python_only = [n for n in called if n in FUNCTIONS and n not in native.NATIVE and n not in native.LOOKUPS]
+    if not python_only and not any(n.removeprefix("_XLFN.") in NEWER_THAN_2016 for n in called):
         raise WorkbookError(
             f"{where}: the formula kept there calls no function only Python computes ({', '.join(called[:4])}); "
             "the table of values computed by Python was edited"

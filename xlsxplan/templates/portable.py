@@ -102,24 +102,7 @@ _XLFN = (
 Part 1, 18.17.7; [MS-XLSX] 2.3.3): without it Excel and LibreOffice read ``#NAME?``. A native form writes them
 plain; :func:`stored` adds the prefix."""
 _XLFN_CALL = re.compile(r"(?<![\w.])(" + "|".join(re.escape(f) for f in _XLFN) + r")\(", re.IGNORECASE)
-_NEWER = (
-    "TEXTJOIN",
-    "CONCAT",
-    "IFS",
-    "SWITCH",
-    "MAXIFS",
-    "MINIFS",
-    "XLOOKUP",
-    "XMATCH",
-    "LET",
-    "LAMBDA",
-    "FILTER",
-    "SORT",
-    "SORTBY",
-    "UNIQUE",
-    "SEQUENCE",
-    "RANDARRAY",
-)
+_NEWER = frozen_layout.NEWER_THAN_2016
 """Functions newer than Excel 2016 (Office 2019 and 365): a cell of the add-in edition that uses one and feeds only
 frozen cells is frozen with them; the portable edition has none (tests/test_portable.py scans)."""
 
