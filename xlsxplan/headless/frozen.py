@@ -17,9 +17,10 @@ Unchanged is not TRUE, and writes the values, the inputs' values now as When com
 The blocks are the file's, so they are checked as a hostile file's would be: each formula must tokenize, carry no
 threat (:func:`.untrusted.formula_threat`: DDE, other workbooks), call only registry and engine functions and at
 least one that only Python computes (a registry function without a native form in :mod:`xlsxplan.native`), or one
-newer than Excel 2016 that the pass freezes with them (:data:`NEWER_THAN_2016`), and its cells must be on a worksheet, at most :data:`MAX_CELLS` in all, and
-hold values (a value, or an error formula such as ``=NA()``), never another formula. A block that fails is refused
-with one line naming the cell (WorkbookError), as an unsafe formula in a cell is.
+newer than Excel 2016 that the pass freezes with them (:data:`NEWER_THAN_2016`); its cells must be on a worksheet, at
+most :data:`MAX_CELLS` in all, and hold values (a value, or an error formula such as ``=NA()``), never another
+formula. A block that fails is refused with one line naming the cell (WorkbookError), as an unsafe formula in a cell
+is.
 """
 
 from __future__ import annotations
@@ -180,7 +181,7 @@ def read_frozen(
             r += 1
         if r > r2:
             raise WorkbookError(f"{d.name}: no formulas of the values computed by Python below the inputs")
-        for r in range(r + 1, r2 + 1):
+        for r in range(r + 1, r2 + 1):  # noqa: B020 - the formulas' rows follow their header
             cells_text, kept, group, kind = (_text(value(title, r, c)) for c in (1, 2, 3, 4))
             if not cells_text and not kept:
                 continue

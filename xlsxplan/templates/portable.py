@@ -27,14 +27,16 @@ It
    on the Options sheet, or of any registry function still without a native form: :func:`python_only`; a few get a
    form here, :data:`_OWN`): the cell holds the add-in edition's recalculated value. Workings lists, for each group
    of frozen cells, every input their formulas read (a range cell by cell) with its value when computed, its value
-   now, and whether they are equal; a Checks row per group turns
-   the master check to ERROR when an input has changed, telling the user to set them in the add-in edition and run
-   ``xlsxplan recalc`` on it, or open it with the add-in. A cell such a cell reads that uses a function newer than
+   now, and whether they are equal, then each add-in formula of the group with the cells that hold it, under a hidden
+   name (:mod:`xlsxplan.headless.frozen`); a Checks row per group turns the master check to ERROR when an input has
+   changed, telling the user to run ``xlsxplan recalc`` on this file (which computes the kept formulas again), or
+   open the add-in edition. A cell such a cell reads that uses a function newer than
    Excel 2016 (:data:`_NEWER`: the option search's TEXTJOIN of prices) is frozen with it, its own inputs taking its
    place;
 5. drops the xlwings.conf sheet, which only the add-in reads, and says so on the Guide.
 
-Limits (docs/portable.md): the frozen table is not recomputed, only flagged; a catalog figure a preset lacks is
+Limits (docs/portable.md): a spreadsheet application does not recompute the frozen table, only flags it (``xlsxplan
+recalc`` does); a catalog figure a preset lacks is
 ``#N/A`` on Catalog and the line items of a branch the template does not take may hold error values on Workings, so
 recalc counts them and a print shows them; a registry call inside an array formula, or over an array argument that
 is not a reference, has no line items (its Workings rows would read one cell): the templates have none. Dropdowns
@@ -55,8 +57,8 @@ from openpyxl.worksheet.formula import ArrayFormula
 from openpyxl.worksheet.worksheet import Worksheet
 
 from .. import native, registry
-from ..headless import frozen as frozen_layout
 from ..errors import CellError, WorkbookError
+from ..headless import frozen as frozen_layout
 from .book import Book, check_format, put_text, quote_sheetname
 from .styles import FMT, TEMPLATE_DATE
 
@@ -609,7 +611,9 @@ def _freeze(p: _Pass, frozen: dict[tuple[str, str], list[str]]) -> None:
                     k = (target[0], c)
                     if k not in frozen and k not in inputs:
                         inputs.append(k)
-        arrays = {(s, coord): wb[s][coord].value.ref for s, coord in keys if isinstance(wb[s][coord].value, ArrayFormula)}
+        arrays = {
+            (s, coord): wb[s][coord].value.ref for s, coord in keys if isinstance(wb[s][coord].value, ArrayFormula)
+        }
         for s, coord in keys:
             value = p.computed(_cell_ref(s, coord))
             p.out.frozen[f"{s}!{coord}"] = value
