@@ -46,7 +46,9 @@ from xlsxplan.templates.styles import SIDE_COLUMNS
 def built(tmp_path_factory) -> dict[str, Built]:
     with pytest.MonkeyPatch.context() as mp:  # the shipped catalog only, whatever the user has saved
         mp.setenv("XLSXPLAN_CATALOG_DIR", str(tmp_path_factory.mktemp("no-user-presets")))
-        return build_all(tmp_path_factory.mktemp("workbooks"), Workbook)
+        # The functions (add-in) edition: what these tests check is each registry call against the Python core,
+        # and classic xlwings' text errors; tests/test_portable.py checks the portable edition against this one.
+        return build_all(tmp_path_factory.mktemp("workbooks"), Workbook, edition="functions")
 
 
 @pytest.fixture(scope="module")
