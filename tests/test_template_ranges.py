@@ -85,7 +85,7 @@ def test_the_range_block_is_the_calibrated_column_at_the_quantiles_efficiencies(
 def test_each_calibrated_figure_on_outputs_is_bracketed_by_its_range_the_right_way(plan):
     for key in SERVING_FIGURES:
         low, expected, high = outputs(plan, key)
-        assert low <= expected <= high, key
+        assert low <= expected * (1 + 1e-12) and expected <= high * (1 + 1e-12), key  # the same figure by another route may differ in the last bits
         slow, _, fast = ranged(plan, key)
         assert (low, high) == (min(slow, fast, expected), max(slow, fast, expected)), key
     # a lower efficiency decodes slower and needs more replicas, GPUs and money; a higher one fewer
@@ -95,7 +95,7 @@ def test_each_calibrated_figure_on_outputs_is_bracketed_by_its_range_the_right_w
         slow, expected, fast = ranged(plan, key)
         assert slow >= expected >= fast, key
     slow, _, fast = ranged(plan, "cal_gpus")
-    assert slow > fast  # the shipped plan: 8 GPUs at P10, 6 at P90
+    assert slow > fast  # the shipped plan: more GPUs at P10 than at P90
 
 
 def test_the_range_moves_with_the_quantiles(plan):
@@ -104,7 +104,7 @@ def test_the_range_moves_with_the_quantiles(plan):
         for key in SERVING_FIGURES:
             low, expected, high = outputs(plan, key)
             assert expected == before[key][1], key
-            assert low <= before[key][0] and high >= before[key][2], key
+            assert low <= before[key][0] * (1 + 1e-12) and high * (1 + 1e-12) >= before[key][2], key
         assert outputs(plan, "cal_tps_total")[0] < before["cal_tps_total"][0]
         assert outputs(plan, "cal_tps_total")[2] > before["cal_tps_total"][2]
     with changed(plan, {RANGE_LOW: 0.5, RANGE_HIGH: 0.5}):  # the fit itself at both ends: no range
@@ -138,7 +138,7 @@ def test_a_range_on_every_calibrated_figure_follows_another_accelerator(plan):
         assert high == pytest.approx(calibration.efficiency("decode_bandwidth", "H200", "fp8", 1, 0, 0.9), rel=1e-12)
         for key in SERVING_FIGURES:
             low, expected, high = outputs(plan, key)
-            assert low <= expected <= high, key
+            assert low <= expected * (1 + 1e-12) and expected <= high * (1 + 1e-12), key  # the same figure by another route may differ in the last bits
 
 
 # -- the training plan -------------------------------------------------------------------------------------------
