@@ -351,3 +351,16 @@ def changed(b: Built, values: dict[str, Any]) -> Iterator[Built]:
     finally:
         for ref, value in old.items():
             wb.set(ref, value)
+
+
+def built_templates(tmp_path_factory: Any, edition: str = "functions") -> dict[str, Built]:
+    """Both templates built, recalculated and written into a temporary folder, from the shipped catalog only
+    (whatever the user has saved); the functions (add-in) edition unless ``edition`` says otherwise."""
+    import pytest
+
+    from xlsxplan.headless import Workbook
+    from xlsxplan.templates.build import build_all
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("XLSXPLAN_CATALOG_DIR", str(tmp_path_factory.mktemp("no-user-presets")))
+        return build_all(tmp_path_factory.mktemp("workbooks"), Workbook, edition=edition)

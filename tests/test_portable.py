@@ -134,7 +134,7 @@ class _Layout:
         wb = openpyxl.load_workbook(folder / name)
         ws = wb[m.sheet]
         self.stale = [f"'{m.sheet}'!B{r}" for r in range(m.row + 1, ws.max_row + 1)
-                      if "values computed by Python on" in str(ws[f"A{r}"].value)]  # fmt: skip
+                      if "values computed by Python for other inputs" in str(ws[f"A{r}"].value)]  # fmt: skip
 
 
 def _same(got: Any, want: Any) -> bool:

@@ -12,13 +12,12 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from books import changed
+from books import built_templates, changed
 
 from xlsxplan import calibration
-from xlsxplan.headless import Workbook
 from xlsxplan.templates import serving as serving_book
 from xlsxplan.templates import training as training_book
-from xlsxplan.templates.build import Built, build_all
+from xlsxplan.templates.build import Built
 from xlsxplan.templates.common import RANGE_HIGH, RANGE_LOW
 
 SERVING_FIGURES = ("cal_tps_total", "cal_replicas", "cal_gpus", "cal_monthly", "cal_cost_in", "cal_cost_out")
@@ -27,9 +26,9 @@ SERVING_FIGURES = ("cal_tps_total", "cal_replicas", "cal_gpus", "cal_monthly", "
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory) -> dict[str, Built]:
-    with pytest.MonkeyPatch.context() as mp:  # the shipped catalog only, whatever the user has saved
-        mp.setenv("XLSXPLAN_CATALOG_DIR", str(tmp_path_factory.mktemp("no-user-presets")))
-        return build_all(tmp_path_factory.mktemp("workbooks"), Workbook)
+    # the functions (add-in) edition: these tests check each registry call against the Python core;
+    # tests/test_portable.py checks the portable edition against this one
+    return built_templates(tmp_path_factory)
 
 
 @pytest.fixture(scope="module")
@@ -85,7 +84,9 @@ def test_the_range_block_is_the_calibrated_column_at_the_quantiles_efficiencies(
 def test_each_calibrated_figure_on_outputs_is_bracketed_by_its_range_the_right_way(plan):
     for key in SERVING_FIGURES:
         low, expected, high = outputs(plan, key)
-        assert low <= expected <= high, key
+        assert low <= expected * (1 + 1e-12) and expected <= high * (1 + 1e-12), (
+            key
+        )  # the same figure by another route may differ in the last bits
         slow, _, fast = ranged(plan, key)
         assert (low, high) == (min(slow, fast, expected), max(slow, fast, expected)), key
     # a lower efficiency decodes slower and needs more replicas, GPUs and money; a higher one fewer
@@ -95,7 +96,7 @@ def test_each_calibrated_figure_on_outputs_is_bracketed_by_its_range_the_right_w
         slow, expected, fast = ranged(plan, key)
         assert slow >= expected >= fast, key
     slow, _, fast = ranged(plan, "cal_gpus")
-    assert slow > fast  # the shipped plan: 8 GPUs at P10, 6 at P90
+    assert slow > fast  # the shipped plan: more GPUs at P10 than at P90
 
 
 def test_the_range_moves_with_the_quantiles(plan):
@@ -104,7 +105,7 @@ def test_the_range_moves_with_the_quantiles(plan):
         for key in SERVING_FIGURES:
             low, expected, high = outputs(plan, key)
             assert expected == before[key][1], key
-            assert low <= before[key][0] and high >= before[key][2], key
+            assert low <= before[key][0] * (1 + 1e-12) and high * (1 + 1e-12) >= before[key][2], key
         assert outputs(plan, "cal_tps_total")[0] < before["cal_tps_total"][0]
         assert outputs(plan, "cal_tps_total")[2] > before["cal_tps_total"][2]
     with changed(plan, {RANGE_LOW: 0.5, RANGE_HIGH: 0.5}):  # the fit itself at both ends: no range
@@ -138,7 +139,9 @@ def test_a_range_on_every_calibrated_figure_follows_another_accelerator(plan):
         assert high == pytest.approx(calibration.efficiency("decode_bandwidth", "H200", "fp8", 1, 0, 0.9), rel=1e-12)
         for key in SERVING_FIGURES:
             low, expected, high = outputs(plan, key)
-            assert low <= expected <= high, key
+            assert low <= expected * (1 + 1e-12) and expected <= high * (1 + 1e-12), (
+                key
+            )  # the same figure by another route may differ in the last bits
 
 
 # -- the training plan -------------------------------------------------------------------------------------------

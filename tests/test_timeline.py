@@ -41,7 +41,10 @@ MONTHS = timeline.MONTHS
 def plan(tmp_path_factory) -> Built:
     with pytest.MonkeyPatch.context() as mp:  # the shipped catalog only
         mp.setenv("XLSXPLAN_CATALOG_DIR", str(tmp_path_factory.mktemp("no-user-presets")))
-        return build_template(serving_book.FILENAME, tmp_path_factory.mktemp("timeline"), Workbook)
+        # the functions edition: these tests check the month formulas as written and against the Python core;
+        # tests/test_portable.py checks the portable edition's values against this one
+        return build_template(serving_book.FILENAME, tmp_path_factory.mktemp("timeline"), Workbook,
+                              edition="functions")  # fmt: skip
 
 
 def _row(b: Built, key: str) -> int:

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from books import changed
+from books import built_templates, changed
 
 from xlsxplan import calibration, catalog
 from xlsxplan.catalog import models
@@ -32,21 +32,20 @@ from xlsxplan.core import (
     training_memory,
 )
 from xlsxplan.errors import CellError, NotAvailableError, OutOfRangeError, UnknownPresetError, XlsxplanError
-from xlsxplan.headless import Workbook
 from xlsxplan.precision import bytes_per_param
 from xlsxplan.templates import serving as serving_book
 from xlsxplan.templates import training as training_book
 from xlsxplan.templates.book import name_from_label
-from xlsxplan.templates.build import Built, build_all
+from xlsxplan.templates.build import Built
 from xlsxplan.templates.common import price_label
 from xlsxplan.templates.styles import SIDE_COLUMNS
 
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory) -> dict[str, Built]:
-    with pytest.MonkeyPatch.context() as mp:  # the shipped catalog only, whatever the user has saved
-        mp.setenv("XLSXPLAN_CATALOG_DIR", str(tmp_path_factory.mktemp("no-user-presets")))
-        return build_all(tmp_path_factory.mktemp("workbooks"), Workbook)
+    # the functions (add-in) edition: these tests check each registry call against the Python core;
+    # tests/test_portable.py checks the portable edition against this one
+    return built_templates(tmp_path_factory)
 
 
 @pytest.fixture(scope="module")

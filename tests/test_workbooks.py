@@ -127,6 +127,20 @@ def test_the_templates_page_shows_what_build_prints(cli_build):
     assert serving_part == printed[: len(serving_part)]  # the serving plan in full
 
 
+def test_the_ranges_the_templates_page_quotes_are_the_covers():
+    # docs/templates.md quotes each Cover's calibrated headline with its P10-P90 range: those figures move with every
+    # refit, so the page must quote what the committed workbooks' Covers hold, never a figure typed once
+    page = " ".join((ROOT / "docs" / "templates.md").read_text(encoding="utf-8").split())
+    quoted = re.findall(r'"([^"]*likely[^"]*)"', page, re.I)
+    assert len(quoted) >= 3
+    covers = set()
+    for name in (serving.FILENAME, training.FILENAME):
+        ws = openpyxl.load_workbook(COMMITTED / edition_filename(name, "functions"), data_only=True)["Cover"]
+        covers |= {c.value.split(" (")[0] for r in ws.iter_rows() for c in r if isinstance(c.value, str)}
+    for text in quoted:
+        assert text in covers, f"docs/templates.md quotes {text!r}, which no Cover shows"
+
+
 def test_formulas_the_templates_page_quotes_are_in_the_serving_plan():
     # Review: the manual quoted USABLE_GB(GPUs_Per_Replica,B18,...) after the formula had moved to B24. Every
     # formula docs/templates.md quotes with a cell reference must be a cell of the shipped serving plan, as written.
@@ -156,8 +170,13 @@ def test_build_prints_the_compute_and_memory_figures(cli_build):
     # 6N = 215.7M, 39% of the total; activations in flash mode over the 17 layer passes the recurrence makes
     # (48 sequences of 2,048 a GPU), with the source's measured 41.7 GB above it (logits and loss not modelled); then
     # the calibrated MFU
+    # the calibrated MFU (fitted: the record's hidden size 512 at 2,048 tokens on H100s), and 6ND at it
+    from xlsxplan.calibration import efficiency
+
+    mfu = efficiency("train_mfu", "H100-SXM", "bf16", 512, 2048)
+    seconds = 6 * 35.95e6 * 3.927e9 / (8 * 989.5e12 * mfu)
     assert lines[5] == ("With attention at 2,048-token sequences (PaLM): 1.39e+18 FLOPs, 39% of them attention; "
-                        "calibrated MFU 17%: 627.5 s")  # fmt: skip
+                        f"calibrated MFU {mfu:.0%}: {seconds:.1f} s")  # fmt: skip
     assert lines[6] == ("Memory per GPU: 0.58 GB of model state + 27.43 GB of activations = 28.0 GB of 80 GB: "
                         "fits")  # fmt: skip
     assert (

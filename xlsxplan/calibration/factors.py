@@ -57,7 +57,9 @@ class Calibration:
 
     def describe(self) -> str:
         fitted = self.data.get("path") or self.data.get("file", "?")
-        return f"{self.origin} factors ({self.path}), fitted on {fitted}"
+        # the shipped file by its place in the package, never this machine's path (a workbook carries this text)
+        where = f"xlsxplan/calibration/data/{FACTORS_FILE}" if self.origin == "shipped" else self.path
+        return f"{self.origin} factors ({where}), fitted on {fitted}"
 
 
 _loaded: dict[str, Any] = {}

@@ -385,7 +385,11 @@ def _range_cells(c: Any) -> list[str]:
     if not r:
         return ["", ""]
     g, usd = r["gpus"], r["usd_per_month"]
-    return [f"{g[0]}-{g[1]}", f"{_n(usd[0])}-{_n(usd[1])}"]
+
+    def span(lo: str, hi: str) -> str:
+        return lo if lo == hi else f"{lo}-{hi}"  # a range the band does not widen is one figure
+
+    return [span(str(g[0]), str(g[1])), span(_n(usd[0]), _n(usd[1]))]
 
 
 def _extra_head(result: Any) -> list[str]:

@@ -277,6 +277,7 @@ def _run(args: argparse.Namespace) -> int:
         ref, typed = split_assignment(text)
         sets.append((ref, parse_value(typed, f"--set {ref}")))
     problems: list[str] = []
+    refreshed: list[Any] = []
     limits = Limits()
     # a formula can ask for more memory than the file shows (=MUNIT(100000)): let that fail as MemoryError
     limit_address_space(address_space_cap_gb(limits.max_memory_gb))
@@ -295,6 +296,10 @@ def _run(args: argparse.Namespace) -> int:
         if not problems:
             with collect_warnings() as warnings:
                 wb.calculate(progress=bar.phase("calculating", "call"))
+                # a portable edition's values only Python computes, computed again when their inputs changed
+                if wb.frozen:
+                    refreshed = wb.refresh_frozen(progress=bar.phase("computing again what only Python computes",
+                                                                     "call"))  # fmt: skip
             bar.phase("reading results", "cell")
             shown = _shown(wb, args.show or [])
             errors = wb.errors()
@@ -320,11 +325,15 @@ def _run(args: argparse.Namespace) -> int:
     failed = any(isinstance(row["value"], CellError) for row in shown)
     for warning in warnings:
         print(f"xlsxplan: warning: {warning}", file=sys.stderr)
+    refresh_lines = [f"computed again the {b.cells:,} values only Python computes on {b.group} (their inputs on "
+                     f"{b.sheet} had changed)" for b in refreshed]  # fmt: skip
     if args.json:
         report = {
             "input": str(source),
             "output": str(out),
             "warnings": warnings,
+            "refreshed": [{"sheet": b.group, "cells": b.cells, "inputs": f"{b.sheet} (the name {b.name})"}
+                          for b in refreshed],  # fmt: skip
             "shown": [{**row, "value": _json_value(row["value"])} for row in shown],
             "errors": [{"cell": cell, "error": e.code, "message": e.message} for cell, e in errors.items()],
             "checks": None if checks is None else {
@@ -344,6 +353,9 @@ def _run(args: argparse.Namespace) -> int:
             label = row["cell"] or row["ref"]
             name = f"  ({row['ref']})" if row["cell"] and "!" not in row["ref"] else ""
             print(f"{label:<{width}}  {_one_line(row['text'])}{name}".rstrip())
+    if not args.quiet:
+        for line in refresh_lines:
+            print(line, file=sys.stderr)
     if alarm or not args.quiet:  # a plan the workbook's own checks reject is never shown as if clean, even -q
         for line in check_lines:
             print(line, file=sys.stderr)
@@ -367,6 +379,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Recalculate every formula of BOOK (xlsxplan functions and Excel's native ones) and write a "
         "copy in which each formula keeps its text and carries its computed value, so Excel, LibreOffice, file "
         "previewers and openpyxl(data_only=True) show the numbers. The input is never changed unless -o names it. "
+        "In a portable edition of a template (serving_plan.xlsx) the values only Python computes (the Options "
+        "table) are computed again, as the add-in edition computes them, when their inputs have changed. "
         "Error cells get their Excel error value and a note with the reason. A workbook with checks (a master "
         "check on a Checks sheet, or a name Master_Check) has its master check and every failed check printed on "
         "stderr. Exit status: 0 written; 1 a --show cell is an error, or with --strict the master check says "

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import bisect
 import contextlib
+import datetime
 import functools
 import gc
 import io
@@ -52,6 +53,7 @@ from ..errors import EXCEL_ERRORS, CellError, WorkbookError
 from ..fileio import atomic_write
 from ..text import FORMULA_TRIGGERS, clean_text
 from . import engine
+from .frozen import NAME_PREFIX, TITLE_PREFIX, Frozen, read_frozen
 from .layout import Layout, Validation
 from .numfmt import format_value
 from .package import Package, closest, col_index, col_letter, range_bounds
@@ -260,6 +262,7 @@ class Workbook:
         self._probe_ready = False
         self._arrays = {title: idx.arrays for title, idx in index.items()}
         self._formula_cells: dict[str, list[tuple[int, int]]] = {}
+        self._frozen: list[Frozen] = []  # a portable edition's values only Python computes (.frozen)
         for title, idx in index.items():
             positions = {rc for rc, f in idx.formulas.items() if f.kind not in ("array", "dataTable")}
             for f in self._arrays[title]:
@@ -313,6 +316,7 @@ class Workbook:
             data, calling, calls = _engine_package(pkg, index)
             probe = _Probe()
             book = engine.register_functions(engine.new_book(data), **{engine.PROBE: probe})
+            frozen = _read_frozen(inspection, index, book, limits)
         except WorkbookError as err:
             raise WorkbookError(f"{name}: {err.message}") from None
         except MemoryError:
@@ -324,7 +328,9 @@ class Workbook:
             raise WorkbookError(f"{name} cannot be read: {type(err).__name__}: {first}".rstrip(": ")) from None
         if progress is not None:
             progress(total, total)
-        return cls(inspection, book, index, probe, calling, calls, path)
+        wb = cls(inspection, book, index, probe, calling, calls, path)
+        wb._frozen = frozen
+        return wb
 
     # -- addressing ---------------------------------------------------------------------------------------------
 
@@ -642,6 +648,75 @@ class Workbook:
     def _fresh(self) -> None:
         if self._stale:
             self.calculate()
+
+    @property
+    def frozen(self) -> list[Frozen]:
+        """A portable edition's blocks of values only Python computes (:mod:`.frozen`); [] for another workbook."""
+        return list(self._frozen)
+
+    def stale_frozen(self) -> list[Frozen]:
+        """The blocks of :attr:`frozen` one of whose inputs has changed since the values were computed (its
+        Unchanged cell is not TRUE), after any pending recalculation."""
+        self._fresh()
+        return [b for b in self._frozen if any(self._cell_value(b.sheet, r, 5) is not True for r in b.inputs)]
+
+    @_collector_paused
+    def refresh_frozen(self, progress: Callable[[int, int], None] | None = None) -> list[Frozen]:
+        """Compute again a portable edition's values only Python computes whose inputs have changed, as the
+        add-in edition computes them; returns the blocks refreshed ([] when none was stale, or the workbook has
+        none). ``xlsxplan recalc`` calls it after :meth:`calculate`; :meth:`calculate` alone computes what a
+        spreadsheet application would, leaving them stale and flagged.
+
+        Each kept formula (:mod:`.frozen`) is given to the engine in each of its cells, with the registry's
+        functions, as the add-in edition's cell is; the values computed (an error value where the formula now
+        fails, as in the add-in) replace the kept ones, each input's value now becomes its value when computed, the
+        block's title says today's date, and the workbook is recalculated, so the staleness check clears. All of it
+        is written by :meth:`save`, as inputs set are.
+        """
+        stale = self.stale_frozen()
+        if not stale:
+            return []
+        static = _Static(self._pkg)
+        ranges = {d.name.upper() for d in self._pkg.defined_names if ":" in d.text}
+        multi = (lambda operand: operand.upper() in ranges) if ranges else None
+        formulas: dict[tuple[str, int, int], str] = {}
+        for block in stale:
+            for text, cells, _, array in block.formulas:
+                seen: dict[str, str] = {}
+                for title, r, c in cells:
+                    if title not in seen or array:  # an array formula of one cell is fitted to it
+                        f = Formula(r, c, text, "array", (r, c, r, c)) if array else Formula(r, c, text)
+                        new, _ = _engine_text(f, self._local, multi, title, static)
+                        seen[title] = "=" + (new if new is not None else text)
+                    formulas[(title, r, c)] = seen[title]
+        for title, r, c, run in _runs(formulas):  # a row's cells at once: ten times faster than one by one
+            self._book.set_formulas_batch(title, r, c, [run])
+        self._changed()
+        self.calculate(progress)
+        values: dict[tuple[str, int, int], Any] = {}
+        for block in stale:
+            for _, cells, _, _ in block.formulas:
+                for title, r, c in cells:
+                    raw = self._book.get_value(title, r, c)
+                    if raw is None:
+                        values[(title, r, c)] = 0  # a formula that points at an empty cell shows 0, as in Excel
+                    elif type(raw) is dict:
+                        values[(title, r, c)] = engine.cell_error(raw)
+                    else:
+                        values[(title, r, c)] = _check_value(_number(raw), "a value computed by Python")
+            for r in block.inputs:  # the value now, as the Now column shows it, is the value when computed
+                values[(block.sheet, r, 4)] = self._cell_value(block.sheet, r, 2)
+            today = datetime.datetime.now(datetime.timezone.utc).date().isoformat()
+            values[(block.sheet, block.title_row, 1)] = (
+                f"{TITLE_PREFIX}{block.group}: {block.cells} cells hold the values xlsxplan recalc computed on "
+                f"{today}, for these inputs"
+            )
+        for title, r, c, run in _runs({k: _to_engine(v) for k, v in values.items()}):
+            self._book.set_values_batch(title, r, c, [run])
+        self._sets.update(values)
+        self._changed()
+        self.calculate()
+        return stale
 
     def _cell_value(self, title: str, row: int, col: int) -> Any:
         if (title, row, col) in self._sets:
@@ -1000,6 +1075,41 @@ class Workbook:
         return path
 
 
+def _runs(cells: Mapping[tuple[str, int, int], Any]) -> list[tuple[str, int, int, list[Any]]]:
+    """``{(sheet, row, col): item}`` as runs of adjacent cells of a row, ``(sheet, row, first col, items)``."""
+    out: list[tuple[str, int, int, list[Any]]] = []
+    for (title, r, c), item in sorted(cells.items(), key=lambda kv: kv[0]):
+        if out and out[-1][:2] == (title, r) and out[-1][2] + len(out[-1][3]) == c:
+            out[-1][3].append(item)
+        else:
+            out.append((title, r, c, [item]))
+    return out
+
+
+def _read_frozen(inspection: Inspection, index: Mapping[str, SheetIndex], book: Any, limits: Limits) -> list[Frozen]:
+    """A portable edition's blocks of values only Python computes, checked (:func:`.frozen.read_frozen`), their
+    formulas' ranges within ``limits`` as a cell's are; [] for a workbook without them."""
+    pkg = inspection.package
+    if not any(d.name.lower().startswith(NAME_PREFIX) for d in pkg.defined_names):
+        return []
+
+    def formula(title: str, r: int, c: int) -> str | None:
+        f = index[title].formulas.get((r, c)) if title in index else None
+        return None if f is None else (f.text if f.text is not None else "(shared)")
+
+    def value(title: str, r: int, c: int) -> Any:
+        return book.get_value(title, r, c)
+
+    blocks = read_frozen(pkg.defined_names, [s.title for s in pkg.sheets if s.kind == "worksheet"], value, formula)
+    texts: dict[str, list[str]] = {}
+    for block in blocks:
+        for text, cells, _, _ in block.formulas:
+            for title in {t for t, _, _ in cells}:
+                texts.setdefault(title, []).append(text)
+    check_ranges(inspection, texts, limits)
+    return blocks
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # What the engine is given
 
@@ -1310,7 +1420,9 @@ def recalc(
     sets: Mapping[str, Any] | None = None,
     limits: Limits | None = None,
 ) -> Workbook:
-    """Load ``src``, set ``sets`` ({cell or name: value}), calculate and save to ``out``; returns the Workbook.
+    """Load ``src``, set ``sets`` ({cell or name: value}), calculate, refresh a portable edition's values only
+    Python computes where their inputs changed (:meth:`Workbook.refresh_frozen`), as ``xlsxplan recalc`` does, and
+    save to ``out``; returns the Workbook.
 
     ``out`` defaults to :func:`default_output` (``BOOK.recalc.xlsx``); the input is overwritten only when ``out``
     names it.
@@ -1319,5 +1431,6 @@ def recalc(
     for ref, value in (sets or {}).items():
         wb.set(ref, value)
     wb.calculate()
+    wb.refresh_frozen()
     wb.save(out if out is not None else default_output(src))
     return wb

@@ -30,16 +30,18 @@ It
    on the Options sheet, or of any registry function still without a native form: :func:`python_only`; a few get a
    form yet): the cell holds the add-in edition's recalculated value. Workings lists, for each group
    of frozen cells, every input their formulas read (a range cell by cell) with its value when computed, its value
-   now, and whether they are equal; a Checks row per group turns
-   the master check to ERROR when an input has changed, telling the user to set them in the add-in edition and run
-   ``xlsxplan recalc`` on it, or open it with the add-in. A cell such a cell reads that uses a function newer than
+   now, and whether they are equal, then each add-in formula of the group with the cells that hold it, under a hidden
+   name (:mod:`xlsxplan.headless.frozen`); a Checks row per group turns the master check to ERROR when an input has
+   changed, telling the user to run ``xlsxplan recalc`` on this file (which computes the kept formulas again), or
+   open the add-in edition. A cell such a cell reads that uses a function newer than
    Excel 2016 (:data:`_NEWER`: the option search's TEXTJOIN of prices) is frozen with it, its own inputs taking its
    place;
 5. drops the xlwings.conf sheet, which only the add-in reads, and says so on the Guide.
 
-Limits (docs/portable.md): the frozen table is not recomputed, only flagged; a registry call inside an array formula, or
-over an array argument that is not a reference, has no line items (its Workings rows would read one cell): the templates
-have none. Dropdowns and conditional formats get the one-formula native form, without a guard.
+Limits (docs/portable.md): a spreadsheet application does not recompute the frozen table, only flags it (``xlsxplan
+recalc`` does); a registry call inside an array formula, or over an array argument that is not a reference, has no
+line items (its Workings rows would read one cell): the templates have none. Dropdowns and conditional formats get
+the one-formula native form, without a guard.
 """
 
 from __future__ import annotations
@@ -51,11 +53,13 @@ from typing import Any
 
 from openpyxl.formula.tokenizer import Token, Tokenizer
 from openpyxl.utils import get_column_letter, range_boundaries
+from openpyxl.workbook.defined_name import DefinedName
 from openpyxl.worksheet.formula import ArrayFormula
 from openpyxl.worksheet.worksheet import Worksheet
 
 from .. import native, registry
 from ..errors import CellError, WorkbookError
+from ..headless import frozen as frozen_layout
 from .book import Book, check_format, put_text, quote_sheetname
 from .styles import FMT, TEMPLATE_DATE
 
@@ -101,24 +105,7 @@ _XLFN = (
 Part 1, 18.17.7; [MS-XLSX] 2.3.3): without it Excel and LibreOffice read ``#NAME?``. A native form writes them
 plain; :func:`stored` adds the prefix."""
 _XLFN_CALL = re.compile(r"(?<![\w.])(" + "|".join(re.escape(f) for f in _XLFN) + r")\(", re.IGNORECASE)
-_NEWER = (
-    "TEXTJOIN",
-    "CONCAT",
-    "IFS",
-    "SWITCH",
-    "MAXIFS",
-    "MINIFS",
-    "XLOOKUP",
-    "XMATCH",
-    "LET",
-    "LAMBDA",
-    "FILTER",
-    "SORT",
-    "SORTBY",
-    "UNIQUE",
-    "SEQUENCE",
-    "RANDARRAY",
-)
+_NEWER = frozen_layout.NEWER_THAN_2016
 """Functions newer than Excel 2016 (Office 2019 and 365): a cell of the add-in edition that uses one and feeds only
 frozen cells is frozen with them; the portable edition has none (tests/test_portable.py scans)."""
 
@@ -312,6 +299,7 @@ class _Pass:
         self._calls_here: dict[tuple[str, str, str], int] = {}
         self.addin_file = "the add-in edition"
         self.formula_cells: set[tuple[str, str]] = set()
+        self.formulas: dict[tuple[str, str], str] = {}
 
     # -- Workings rows --------------------------------------------------------------------------------------------
     def put(self, label: str, formula: str, where: str = "") -> str:
@@ -520,6 +508,7 @@ def make_portable(book: Book, computed: Callable[[str], Any], addin_file: str = 
     formulas = {(ws.title, c.coordinate): t for ws in sheets for row in ws.iter_rows() for c in row
                 if (t := _text(c.value)) is not None}  # fmt: skip
     p.formula_cells = set(formulas)
+    p.formulas = formulas
     # which cells only Python computes, and the cells newer than Excel 2016 that they read
     frozen: dict[tuple[str, str], list[str]] = {}
     todo = [k for k, t in formulas.items() if any(python_only(n) for n in registry_calls(t))]
@@ -608,6 +597,9 @@ def _freeze(p: _Pass, frozen: dict[tuple[str, str], list[str]]) -> None:
                     k = (target[0], c)
                     if k not in frozen and k not in inputs:
                         inputs.append(k)
+        arrays = {
+            (s, coord): wb[s][coord].value.ref for s, coord in keys if isinstance(wb[s][coord].value, ArrayFormula)
+        }
         for s, coord in keys:
             value = p.computed(_cell_ref(s, coord))
             p.out.frozen[f"{s}!{coord}"] = value
@@ -621,10 +613,11 @@ def _freeze(p: _Pass, frozen: dict[tuple[str, str], list[str]]) -> None:
                 ws[coord] = value
         ws = p.workings
         p.row += 1
-        put_text(ws[f"A{p.row}"], f"Computed by Python for {sheet}: {len(keys)} cells hold the add-in edition's "
+        top = p.row
+        put_text(ws[f"A{p.row}"], f"{frozen_layout.TITLE_PREFIX}{sheet}: {len(keys)} cells hold the add-in edition's "
                  f"values of {stamp}, for these inputs", "Label")  # fmt: skip
         p.row += 1
-        for h, col in (("Input", "A"), ("Now", "B"), ("Sheet", "C"), ("When computed", "D"), ("Unchanged", "E")):
+        for h, col in zip(frozen_layout.INPUTS_HEADER, "ABCDE"):
             put_text(ws[f"{col}{p.row}"], h, "Label")
         p.row += 1
         first = p.row
@@ -649,10 +642,62 @@ def _freeze(p: _Pass, frozen: dict[tuple[str, str], list[str]]) -> None:
             p.row += 1
         p.out.inputs[sheet] = [f"{s}!{c}" for s, c in inputs]
         if inputs:
-            p.checks.append((f"{sheet}: values computed by Python on {stamp} for other inputs (Workings): set them "
-                             f"in the add-in edition ({p.addin_file}) and run xlsxplan recalc on it, or "
-                             "open it with the add-in",
+            p.checks.append((f"{sheet}: values computed by Python for other inputs (Workings): run xlsxplan recalc "
+                             f"on this file, or open the add-in edition ({p.addin_file})",
                              f"IF(COUNTIF({WORKINGS}!$E${first}:$E${p.row - 1},FALSE)>0,1,0)"))  # fmt: skip
+        _kept_formulas(p, sheet, keys, top, arrays)
+
+
+def _rectangles(cells: list[str]) -> list[str]:
+    """``cells`` (``B6``, ``C6``, ...) as the rectangles that runs of columns repeated on consecutive rows make
+    (``B6:V105``)."""
+    rows: dict[int, list[tuple[int, int]]] = {}
+    for col, row in sorted(range_boundaries(a)[:2] for a in cells):
+        runs = rows.setdefault(row, [])
+        if runs and runs[-1][1] == col - 1:
+            runs[-1] = (runs[-1][0], col)
+        elif not runs or runs[-1][1] < col:
+            runs.append((col, col))
+    active: dict[tuple[int, int], int] = {}  # a run of columns -> the first row it spans
+    out: list[tuple[int, int, int, int]] = []
+    prev = 0
+    for r in sorted(rows):
+        for run in [run for run in active if run not in rows[r] or prev != r - 1]:
+            out.append((active.pop(run), run[0], prev, run[1]))
+        for run in rows[r]:
+            active.setdefault(run, r)
+        prev = r
+    out += [(r0, run[0], prev, run[1]) for run, r0 in active.items()]
+    return [f"{get_column_letter(c1)}{r1}" + ("" if (r1, c1) == (r2, c2) else f":{get_column_letter(c2)}{r2}")
+            for r1, c1, r2, c2 in sorted(out)]  # fmt: skip
+
+
+def _kept_formulas(p: _Pass, sheet: str, keys: list[tuple[str, str]], top: int, arrays: dict[tuple[str, str], str]
+                   ) -> None:  # fmt: skip
+    """Below a block's inputs, each add-in formula of its frozen cells with the cells that hold it (an array formula
+    of one cell said so), and a hidden defined name over the block (:mod:`xlsxplan.headless.frozen`): ``xlsxplan
+    recalc`` computes them again when an input has changed. A block with an array formula over several cells gets no
+    name: recalc leaves it as it is, flagged."""
+    if any(":" in ref.replace("$", "").strip() for ref in arrays.values()):
+        return
+    by_text: dict[tuple[str, str], list[str]] = {}
+    for key in keys:
+        kind = frozen_layout.ARRAY if key in arrays else frozen_layout.PLAIN
+        by_text.setdefault((p.formulas[key][1:], kind), []).append(key[1])
+    ws = p.workings
+    for h, col in zip(frozen_layout.FORMULAS_HEADER, "ABCD"):
+        put_text(ws[f"{col}{p.row}"], h, "Label")
+    p.row += 1
+    for (text, kind), cells in by_text.items():
+        rects = _rectangles(cells)
+        for i in range(0, len(rects), 200):  # a cell holds 32,767 characters
+            for col, value in zip("ABCD", (",".join(rects[i : i + 200]), text, sheet, kind)):
+                ws[f"{col}{p.row}"] = value
+                ws[f"{col}{p.row}"].style = "Explanatory Text"
+            p.row += 1
+    n = sum(1 for name in p.book.wb.defined_names if name.startswith(frozen_layout.NAME_PREFIX)) + 1
+    name = f"{frozen_layout.NAME_PREFIX}{n}"
+    p.book.wb.defined_names[name] = DefinedName(name, attr_text=f"{WORKINGS}!$A${top}:$E${p.row - 1}", hidden=True)
 
 
 def _names_and_rules(p: _Pass) -> None:

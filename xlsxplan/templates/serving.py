@@ -1253,14 +1253,7 @@ def _calibration(book: Book) -> Sheet:
         "above 100% of the ceiling means the catalog's figure or the measurement's setup differs: see Checks."
     )
     sh.skip()
-    r = sh.text(
-        "For 8-bit weights the calibrated prefill share rests on one published measurement: Llama-2-7B in FP8 on "
-        "one H100, 36 ms to the first token (TensorRT-LLM; line 24 of xlsxplan/calibration/data/measurements.csv). "
-        "Fitted without it, the model predicts that row at 0.58x (`xlsxplan validate`, line 24); the "
-        "measurements hold no 8-bit decode speed, so the 16-bit bandwidth share stands in. A calibrated 8-bit "
-        "fleet is an estimate to confirm with a measurement of your own (Inputs, 'Your measurements').",
-        style="Note",
-    )
+    r = sh.text(_eight_bit_note(), style="Note")
     note_block(sh.ws, r, sh.row - 1, "ABCDEFG")
     sh.finish()
     return sh
@@ -1344,6 +1337,28 @@ OUTPUT_ROWS: tuple[tuple[str, tuple[tuple[str, str, bool], ...]], ...] = (
         ("cost_avg", "Back-of-the-Envelope's method, decode only", True),
     )),
 )  # fmt: skip
+
+
+def _eight_bit_note() -> str:
+    """What the calibrated 8-bit figures rest on, read from the shipped measurements (never typed: a refit with more
+    rows changes it)."""
+    from ..calibration import measurements_path
+    from ..calibration.measurements import read_measurements
+
+    rows = [m for m in read_measurements(measurements_path())
+            if m.metric == "ttft" and m.precision in ("fp8", "int8", "w8a8")]  # fmt: skip
+    lines = ", ".join(str(m.line) for m in rows)
+    shown = sorted({f"{m.model} on {m.n_gpus} {m.gpu}" for m in rows})
+    rest = (
+        f"rests on {len(rows)} published first-token times ({'; '.join(shown)}: lines {lines} of "
+        "xlsxplan/calibration/data/measurements.csv; `xlsxplan validate` shows each one predicted with its run left "
+        "out)"
+    )
+    return (
+        f"For 8-bit weights the calibrated prefill share {rest}; the measurements hold no 8-bit decode speed at "
+        "batch one, so the 16-bit bandwidth share stands in. A calibrated 8-bit fleet is an estimate to confirm "
+        "with a measurement of your own (Inputs, 'Your measurements')."
+    )
 
 
 def _outputs(book: Book) -> Sheet:
