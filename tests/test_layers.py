@@ -34,6 +34,7 @@ LAYERS = [
     ("xlsxplan.cells", 6, "registry"),
     ("xlsxplan.native", 6, "registry"),  # the registry functions as native formulas, the catalog as tables
     ("xlsxplan.xlwings_conf", 6, "registry"),
+    ("xlsxplan.portable_layout", 6, "registry"),  # the frozen-values block the portable builder writes, recalc reads
     ("xlsxplan", 6, "registry"),  # the package itself: its public API, over the core and the data
     ("xlsxplan.excel", 7, "excel"),
     ("xlsxplan.headless", 7, "headless"),

@@ -58,6 +58,8 @@ from .core import training_memory
 from .errors import ArgumentError, XlsxplanError
 
 __all__ = [
+    "is_simple",
+    "operand",
     "POISSON_SERVERS",
     "STEPPED_LOOKUPS",
     "REPLICA_SEARCH_STEPS",
@@ -893,7 +895,14 @@ def literal(value: Any) -> str:
     raise ArgumentError(f"a formula literal must be a number or a text, got {type(value).__name__}")
 
 
-def _operand(expr: Any) -> str:
+def is_simple(expr: str) -> bool:
+    """Whether ``expr`` needs no parentheses as an operand (:data:`_SIMPLE`)."""
+    return _SIMPLE.match(expr) is not None
+
+
+def operand(expr: Any) -> str:
+    """``expr`` (a formula's text, or a Python value as a literal) ready to be an operand: in parentheses unless it
+    is a reference, a name, a non-negative number or a text."""
     text = expr if isinstance(expr, str) and not isinstance(expr, bool) else literal(expr)
     text = text.strip()
     return text if _SIMPLE.match(text) else f"({text})"
@@ -915,7 +924,7 @@ def _arguments(name: str, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> d
             if not a.optional:
                 raise ArgumentError(f"{fn.name}: {a.name} is required")
             value = literal(a.default)
-        out[a.name] = _operand(value if isinstance(value, str) else literal(value))
+        out[a.name] = operand(value if isinstance(value, str) else literal(value))
     return out
 
 
@@ -966,7 +975,7 @@ def _items(steps: Any, values: dict[str, str], place: Callable[[str], str]) -> l
     out = []
     for step, label, template in steps:
         out.append((step, label, template.format(**values)))
-        values[step] = _operand(place(step))
+        values[step] = operand(place(step))
     return out
 
 
@@ -1056,7 +1065,7 @@ def check(name: str, *args: Any, result: str | None = None, limits: bool = True,
             if not result and key in _LINE_ITEMS_ONLY:
                 raise ArgumentError(f"{key}'s check reads its result, whose formula is line items only: give result, "
                                     "the cell holding it")  # fmt: skip
-            values["result"] = _operand(result) if result else f"({formula(key, *args, **kwargs)})"
+            values["result"] = operand(result) if result else f"({formula(key, *args, **kwargs)})"
         # a rule over an out-of-domain argument may itself fail (LN of a negative): it is only read when the
         # domains hold
         rules = [rule.format(**values) for rule, _ in every]
@@ -1178,40 +1187,40 @@ class CatalogTables:
 
     def model_spec(self, model: Any, field: Any) -> str:
         """MODEL_SPEC(model, field): ``#N/A`` for an unknown name or field, or a figure the model does not have."""
-        return self._preset(self.models, self.model_names, _operand(model), _operand(field))
+        return self._preset(self.models, self.model_names, operand(model), operand(field))
 
     def gpu_spec(self, gpu: Any, field: Any) -> str:
         """GPU_SPEC(gpu, field): ``#N/A`` for an unknown name or field, or a figure not published."""
-        return self._preset(self.accelerators, self.accelerator_names, _operand(gpu), _operand(field))
+        return self._preset(self.accelerators, self.accelerator_names, operand(gpu), operand(field))
 
     def bytes_per_param(self, precision_name: Any) -> str:
         """BYTES_PER_PARAM(precision): ``#N/A`` for an unknown format."""
-        x = _operand(precision_name)
+        x = operand(precision_name)
         return (
             f"INDEX({self.formats.column_range('bytes')},MATCH({_squeezed(f'TRIM({x})')},{self.formats.key_range},0))"
         )
 
     def bytes_or_name(self, value: Any) -> str:
         """A ``bytes`` argument as the Python domain reads it: a number as it is, a precision name looked up."""
-        x = _operand(value)
+        x = operand(value)
         return f"IF(ISNUMBER({x}),{x},{self.bytes_per_param(x)})"
 
     def optimizer_bytes(self, optimizer: Any) -> str:
         """OPTIMIZER_BYTES(optimizer): ``#N/A`` for an unknown optimizer."""
-        x = _operand(optimizer)
+        x = operand(optimizer)
         key = f'SUBSTITUTE(SUBSTITUTE(LOWER(TRIM({x})),"-","_")," ","_")'
         return f"INDEX({self.optimizers.column_range('bytes')},MATCH({key},{self.optimizers.key_range},0))"
 
     def gpu_price(self, gpu: Any) -> str:
         """GPU_PRICE(gpu): the rental price, ``#N/A`` for an accelerator without one."""
-        x = _operand(gpu)
+        x = operand(gpu)
         names = self.accelerator_names
         acc = f"INDEX({names.column_range('id')},MATCH({_hyphens(x)},{names.key_range},0))"
         return _figure(f"INDEX({self.prices.column_range('usd_per_gpu_hour')},MATCH({acc},{self.prices.key_range},0))")
 
     def model_expert_params_b(self, model: Any) -> str:
         """MODEL_EXPERT_PARAMS_B(model): the routed experts' parameters (0 for a dense model), counted by Python."""
-        x = _operand(model)
+        x = operand(model)
         row = f"INDEX({self.model_names.column_range('row')},MATCH({_hyphens(x)},{self.model_names.key_range},0))"
         return _figure(f"INDEX({self.derived.column_range('expert_params_b')},{row})")
 
@@ -1577,7 +1586,7 @@ def _weight_counts(m: Any) -> tuple[int, int]:
     """What MODEL_WEIGHTS_GB counts from a preset's shape (:func:`xlsxplan.catalog.models.weights_gb`): embedding and
     output-head parameters (``vocab * hidden``, twice unless tied) and routed-expert parameters (``moe_layers *
     experts * expert_params``, 0 for a dense model) [count]."""
-    return models.embedding_params(m), models._moe_layers(m) * (m.experts or 0) * models._expert_params(m)
+    return models.embedding_params(m), models.routed_expert_params(m)
 
 
 def _cache_shapes(m: Any) -> dict[str, int]:

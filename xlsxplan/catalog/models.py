@@ -24,6 +24,7 @@ from .schema import ModelPreset
 from .store import load_catalog
 
 __all__ = [
+    "routed_expert_params",
     "count_params",
     "PUBLISHED_EMBEDDING_BYTES",
     "embedding_bytes",
@@ -382,6 +383,12 @@ def model_sequence_bytes(
     return sequence_bytes(m, context_tokens, bytes_per_value, tp, windows, state_bytes_per_value)
 
 
+def routed_expert_params(m: ModelPreset) -> int:
+    """Routed-expert parameters of a preset: ``moe_layers * experts * expert_params`` (gated expert MLPs; 0 for a
+    dense model) [count]."""
+    return _moe_layers(m) * (m.experts or 0) * _expert_params(m)
+
+
 def embedding_params(m: ModelPreset) -> int:
     """Token-embedding and output-head parameters of a preset: ``vocab * hidden``, twice unless they are tied."""
     return m.vocab * m.hidden * (1 if m.tied_embeddings else 2)
@@ -454,7 +461,7 @@ def weights_gb(
     """MODEL_WEIGHTS_GB's arithmetic on a preset, unchecked [GB]."""
     total = m.params_b * _GIGA
     emb = min(float(embedding_params(m)), total)
-    held = min(_moe_layers(m) * (m.experts or 0) * _expert_params(m), total - emb)
+    held = min(routed_expert_params(m), total - emb)
     if not is_array(expert_bytes_per_param):
         experts = held if expert_bytes_per_param else 0
     else:
@@ -484,7 +491,7 @@ def model_expert_params_b(model: Name) -> float:
     dense_layers). DeepSeek-V3: 58 x 256 x 3 x 7168 x 2048 = 653.9B of its 671B. Feed it to WEIGHTS_GB_PER_GPU.
     """
     m = _model(model)
-    return _moe_layers(m) * (m.experts or 0) * _expert_params(m) / _GIGA
+    return routed_expert_params(m) / _GIGA
 
 
 def preset_figures(m: ModelPreset) -> dict[str, Any]:

@@ -35,38 +35,18 @@ from ..errors import WorkbookError
 __all__ = ["NAME_PREFIX", "TITLE_PREFIX", "INPUTS_HEADER", "FORMULAS_HEADER", "PLAIN", "ARRAY", "Frozen", "read_frozen",
            "check_formula", "MAX_CELLS"]  # fmt: skip
 
-NAME_PREFIX = "_xlsxplan_frozen_"
-"""The hidden defined names of the blocks, numbered from 1."""
-TITLE_PREFIX = "Computed by Python for "
-INPUTS_HEADER = ("Input", "Now", "Sheet", "When computed", "Unchanged")
-FORMULAS_HEADER = ("Cells computed by Python", "Their formula in the add-in edition", "Sheet", "Entered as")
-PLAIN = "a formula"
-ARRAY = "an array formula (Ctrl+Shift+Enter) in each cell"
-"""How a kept formula was entered in the add-in edition (column D)."""
-MAX_CELLS = 200_000
-"""Frozen cells a workbook may ask recalc to compute (the serving plan has 2,426)."""
-ERROR_FORMULAS = frozenset({"NA()", "ASIN(2)", "1/0", 'VALUE("x")'})
-"""The formulas a frozen error value is written as (:data:`xlsxplan.templates.portable._ERROR_FORMULAS`)."""
-NEWER_THAN_2016 = (
-    "TEXTJOIN",
-    "CONCAT",
-    "IFS",
-    "SWITCH",
-    "MAXIFS",
-    "MINIFS",
-    "XLOOKUP",
-    "XMATCH",
-    "LET",
-    "LAMBDA",
-    "FILTER",
-    "SORT",
-    "SORTBY",
-    "UNIQUE",
-    "SEQUENCE",
-    "RANDARRAY",
+from ..portable_layout import (  # noqa: F401  (re-exported: the layout is read here)
+    ARRAY,
+    ERROR_FORMULAS,
+    FORMULAS_HEADER,
+    INPUTS_HEADER,
+    MAX_CELLS,
+    NAME_PREFIX,
+    NEWER_THAN_2016,
+    PLAIN,
+    TITLE_PREFIX,
 )
-"""Functions newer than Excel 2016 (Office 2019 and 365): a cell of the add-in edition that uses one and feeds only
-frozen cells is frozen with them (:data:`xlsxplan.templates.portable._NEWER`)."""
+
 _RANGE = re.compile(r"^\$?([A-Za-z]{1,3})\$?(\d{1,7})(?::\$?([A-Za-z]{1,3})\$?(\d{1,7}))?$")
 
 

@@ -58,8 +58,8 @@ from openpyxl.worksheet.formula import ArrayFormula
 from openpyxl.worksheet.worksheet import Worksheet
 
 from .. import native, registry
+from .. import portable_layout as frozen_layout
 from ..errors import CellError, WorkbookError
-from ..headless import frozen as frozen_layout
 from .book import Book, check_format, put_text, quote_sheetname
 from .styles import FMT, TEMPLATE_DATE
 
@@ -334,7 +334,7 @@ class _Pass:
         fn = registry.get(name)
         out = []
         for i, a in enumerate(args):
-            if len(a) > _LONG_ARGUMENT and not native._SIMPLE.match(a):
+            if len(a) > _LONG_ARGUMENT and not native.is_simple(a):
                 what = fn.args[i].name if i < len(fn.args) else f"argument {i + 1}"
                 a = self.put(f"{name}: {what}", qualify(a, self.sheet), self.where())
             out.append(a)
@@ -359,8 +359,8 @@ class _Pass:
             return None
         numeric = [a for a, spec in zip(tested, fn.args)
                    if a and spec.domain is not None and spec.domain.kind in ("number", "whole")]  # fmt: skip
-        is_num = ("AND(" + ",".join(f"ISNUMBER({native._operand(a)})" for a in numeric) + ")") if numeric else "TRUE"
-        singles = [native._operand(a) for a in args if a and ":" not in a]
+        is_num = ("AND(" + ",".join(f"ISNUMBER({native.operand(a)})" for a in numeric) + ")") if numeric else "TRUE"
+        singles = [native.operand(a) for a in args if a and ":" not in a]
         code = f"IF({is_num},{len(singles) + 1},{len(singles) + 2})"
         for i, a in reversed(list(enumerate(singles, 1))):
             code = f"IF(ISERROR({a}),{i},{code})"
