@@ -160,7 +160,10 @@ def test_serve_toks_with_calibrated_efficiencies_for_tensorrt_llm_llama31_8b():
     e_bw, e_c = efficiency("decode_bandwidth", "H100", "fp8"), efficiency("prefill", "H100", "fp8")
     short = roofline.serve_tokens_per_s(N, "fp8", KV_FP8, 128, 128, 1, 80, H100_BW, H100_FP8, 0, e_bw, e_c)
     long = roofline.serve_tokens_per_s(N, "fp8", KV_FP8, 1000, 1000, 1, 80, H100_BW, H100_FP8, 0, e_bw, e_c)
-    assert (round(short), round(long)) == (25085, 12216)
+    # the docstring's figures are the function's at the shipped efficiencies: a refit must restate them
+    doc = " ".join((roofline.serve_tokens_per_s.__doc__ or "").split())
+    assert f"this gives {round(short):,} and {round(long):,}" in doc
+    assert 0.8 < short / 28312 < 0.95 and 0.75 < long / 15220 < 0.85  # and within a fifth or so of the measurement
     assert 0.8 < short / 28312 < 0.9 and 0.8 < long / 15220 < 0.85
 
 

@@ -28,7 +28,9 @@ from xlsxplan.templates.styles import SIDE_COLUMNS
 def plan(tmp_path_factory) -> Built:
     with pytest.MonkeyPatch.context() as mp:  # the shipped catalog only, whatever the user has saved
         mp.setenv("XLSXPLAN_CATALOG_DIR", str(tmp_path_factory.mktemp("no-user-presets")))
-        return build_all(tmp_path_factory.mktemp("workbooks"), Workbook)[serving_book.FILENAME]
+        # the functions edition: the Options sheet computed live (the portable edition freezes it as values, and
+        # xlsxplan recalc computes it again: tests/test_portable_recalc.py)
+        return build_all(tmp_path_factory.mktemp("workbooks"), Workbook, edition="functions")[serving_book.FILENAME]
 
 
 def price_name(gpu: str) -> str:
