@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import contextlib
 import difflib
+import functools
 import math
 import re
 import threading
@@ -377,7 +378,7 @@ def lift_arrays(formula: str, multi: Callable[[str], bool] | None = None) -> str
     which computes it element by element as Excel does. ``multi(operand)`` says whether an operand that is not a
     range (a defined name) refers to several cells. Calls on one value, the usual case, stay as they are."""
     code = code_text(formula)
-    if not _LIFTED_CALL.search(code) or not ("{" in code or ":" in code or multi is not None):
+    if not _calls_lifted(code) or not ("{" in code or ":" in code or multi is not None):
         return formula
     tokens = tokenized(formula)
     if tokens is None:  # the engine will report the formula as unparsable
@@ -423,16 +424,19 @@ def lift_arrays(formula: str, multi: Callable[[str], bool] | None = None) -> str
 
 
 _LIFTABLE = LIFTED | {"_XLFN." + name for name in LIFTED}
-_LIFTED_CALL = re.compile(
-    r"(?<![A-Za-z0-9_.])(?:_xlfn\.)?(?:" + "|".join(sorted(map(re.escape, LIFTED), key=len, reverse=True)) + r")\s*\(",
-    re.IGNORECASE,
-)
 
 
+def _calls_lifted(code: str) -> bool:
+    """Whether ``code`` (a formula outside its text literals) calls a :data:`LIFTED` function, ``_xlfn.`` or not."""
+    if "(" not in code:
+        return False
+    return any(m.group(1).upper().removeprefix("_XLFN.") in LIFTED for m in _CALLED.finditer(code))
+
+
+@functools.lru_cache(maxsize=8192)
 def lifts(formula: str) -> bool:
     """Whether ``formula`` calls a :data:`LIFTED` function (which gets its array arguments as Python values)."""
-    code = code_text(formula) if '"' in formula else formula
-    return _LIFTED_CALL.search(code) is not None
+    return _calls_lifted(code_text(formula) if '"' in formula else formula)
 
 
 def _literal(value: Any) -> str:
@@ -633,18 +637,19 @@ def add_in_names(formula: str) -> str:
         lambda m: _registry_name(m.group(1)) or m.group(0), part))  # fmt: skip
 
 
-_REGISTRY_CALL: re.Pattern[str] | None = None
+_CALLED = re.compile(r"(?<![A-Za-z0-9_.])([A-Za-z_][A-Za-z0-9_.]*)\s*\(")
+"""A function name where a call opens: a name not inside another (after a letter, digit, ``_`` or ``.``)."""
 
 
+@functools.lru_cache(maxsize=8192)  # the checks, the range costs and the engine's rewriting each ask of one text
 def calls_registry(formula: str) -> bool:
-    """Whether ``formula`` calls a registry function (outside its text literals)."""
-    global _REGISTRY_CALL
-    if _REGISTRY_CALL is None:
-        names = "|".join(sorted(map(re.escape, registry.FUNCTIONS), key=len, reverse=True))
-        _REGISTRY_CALL = re.compile(rf"(?<![A-Za-z0-9_.])(?:{names})\s*\(", re.IGNORECASE)
-    if '"' not in formula:
-        return _REGISTRY_CALL.search(formula) is not None
-    return _REGISTRY_CALL.search(code_text(formula)) is not None
+    """Whether ``formula`` calls a registry function (outside its text literals): a called name, whole and in any
+    case, that is a registry function's (one pass over the text and a set lookup per call, not an alternation of
+    every function's name tried at every character)."""
+    code = formula if '"' not in formula else code_text(formula)
+    if "(" not in code:
+        return False
+    return any(m.group(1).upper() in registry.FUNCTIONS for m in _CALLED.finditer(code))
 
 
 _MAYBE_OMITTED = re.compile(r"[(,]\s*[,)]")
