@@ -241,3 +241,26 @@ def test_semicolons_between_arguments_get_a_hint():
     assert result.error.message.endswith("; separate arguments with commas, not semicolons")
     assert evaluate_formula("=SUM({1;2})").value == 3  # a row separator in an array constant is no slip
     assert "semicolons" not in evaluate_formula('=LEN("a;b")+').error.message  # nor one inside text
+
+
+@pytest.mark.parametrize(
+    ("formula", "registry_call", "lifted_call"),
+    [
+        ("=MFU(1,2,3,4)", True, False),
+        ("=mfu (1,2,3,4)", True, False),  # any case, a space before the parenthesis
+        ("=Inputs!A1+KV_GB(1,2)", True, False),
+        ("=_xlfn.MFU(1)", False, False),  # a name inside another (after a dot) is not the registry's
+        ("=x_MFU(1)+MFUX(2)+A1MFU(3)", False, False),
+        ('="MFU(1)"&ABS(2)', False, True),  # text literals are not calls
+        ("=MFU", False, False),  # a name, not a call
+        ("=_xlfn.NORM.S.DIST(1,TRUE)", False, True),
+        ("=CEILING.MATH(A1:A3)", False, True),
+        ("=FLOOR.X(1)+ABSX(2)", False, False),
+        ("=IF(ISNUMBER(MAX_BATCH(72.7,1,327680,2300,2,80)),1,0)", True, True),
+    ],
+)
+def test_the_call_search_finds_whole_called_names_outside_text(formula, registry_call, lifted_call):
+    from xlsxplan.headless.engine import calls_registry, lifts
+
+    assert calls_registry(formula) is registry_call
+    assert lifts(formula) is lifted_call
