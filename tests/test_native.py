@@ -359,19 +359,23 @@ def _tables(ws: Any = None) -> native.CatalogTables:
     return native.write_catalog(ws)
 
 
-@pytest.fixture(scope="module")
-def catalog_book():
-    """A formualizer book holding the catalog tables, and where they are."""
+def _catalog_book() -> tuple[Any, native.CatalogTables]:
+    """A formualizer book holding the catalog tables on Catalog and an empty sheet Case, and where the tables are."""
+
     wb = openpyxl.Workbook()
     ws = wb.active
     ws.title = "Catalog"
     tables = native.write_catalog(ws)
     wb.create_sheet("Case")
-    import io
-
     data = io.BytesIO()
     wb.save(data)
     return new_book(data.getvalue()), tables
+
+
+@pytest.fixture(scope="module")
+def catalog_book():
+    """A formualizer book holding the catalog tables, and where they are."""
+    return _catalog_book()
 
 
 def _lookup_cases() -> list[tuple[str, list[Any]]]:
@@ -701,15 +705,8 @@ def _numeric(args: list[Any]) -> list[Any]:
 
 @functools.cache
 def _weights_book() -> tuple[Any, native.CatalogTables]:
-    """A formualizer book holding the catalog tables, and where they are (for MODEL_WEIGHTS_GB's cases)."""
-    wb = openpyxl.Workbook()
-    ws = wb.active
-    ws.title = "Catalog"
-    tables = native.write_catalog(ws)
-    wb.create_sheet("Case")
-    data = io.BytesIO()
-    wb.save(data)
-    return new_book(data.getvalue()), tables
+    """A book of the catalog tables of its own, for MODEL_WEIGHTS_GB's cases (hypothesis calls it per example)."""
+    return _catalog_book()
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
