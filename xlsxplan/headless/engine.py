@@ -378,7 +378,7 @@ def lift_arrays(formula: str, multi: Callable[[str], bool] | None = None) -> str
     which computes it element by element as Excel does. ``multi(operand)`` says whether an operand that is not a
     range (a defined name) refers to several cells. Calls on one value, the usual case, stay as they are."""
     code = code_text(formula)
-    if not _calls_lifted(code) or not ("{" in code or ":" in code or multi is not None):
+    if called_names(formula).isdisjoint(_LIFTABLE) or not ("{" in code or ":" in code or multi is not None):
         return formula
     tokens = tokenized(formula)
     if tokens is None:  # the engine will report the formula as unparsable
@@ -426,17 +426,9 @@ def lift_arrays(formula: str, multi: Callable[[str], bool] | None = None) -> str
 _LIFTABLE = LIFTED | {"_XLFN." + name for name in LIFTED}
 
 
-def _calls_lifted(code: str) -> bool:
-    """Whether ``code`` (a formula outside its text literals) calls a :data:`LIFTED` function, ``_xlfn.`` or not."""
-    if "(" not in code:
-        return False
-    return any(m.group(1).upper().removeprefix("_XLFN.") in LIFTED for m in _CALLED.finditer(code))
-
-
-@functools.lru_cache(maxsize=8192)
 def lifts(formula: str) -> bool:
     """Whether ``formula`` calls a :data:`LIFTED` function (which gets its array arguments as Python values)."""
-    return _calls_lifted(code_text(formula) if '"' in formula else formula)
+    return not called_names(formula).isdisjoint(_LIFTABLE)
 
 
 def _literal(value: Any) -> str:
@@ -637,19 +629,9 @@ def add_in_names(formula: str) -> str:
         lambda m: _registry_name(m.group(1)) or m.group(0), part))  # fmt: skip
 
 
-_CALLED = re.compile(r"(?<![A-Za-z0-9_.])([A-Za-z_][A-Za-z0-9_.]*)\s*\(")
-"""A function name where a call opens: a name not inside another (after a letter, digit, ``_`` or ``.``)."""
-
-
-@functools.lru_cache(maxsize=8192)  # the checks, the range costs and the engine's rewriting each ask of one text
 def calls_registry(formula: str) -> bool:
-    """Whether ``formula`` calls a registry function (outside its text literals): a called name, whole and in any
-    case, that is a registry function's (one pass over the text and a set lookup per call, not an alternation of
-    every function's name tried at every character)."""
-    code = formula if '"' not in formula else code_text(formula)
-    if "(" not in code:
-        return False
-    return any(m.group(1).upper() in registry.FUNCTIONS for m in _CALLED.finditer(code))
+    """Whether ``formula`` calls a registry function (outside its text literals)."""
+    return not called_names(formula).isdisjoint(registry.FUNCTIONS)
 
 
 _MAYBE_OMITTED = re.compile(r"[(,]\s*[,)]")
@@ -705,6 +687,15 @@ def mark_omitted(formula: str) -> str:
 _CALL = re.compile(r"(?<![A-Za-z0-9_.$])([A-Za-z_][A-Za-z0-9_.]*)\s*\(")
 
 
+@functools.lru_cache(maxsize=8192)  # the checks, the range costs and the engine's rewriting each ask of one text
+def called_names(formula: str) -> frozenset[str]:
+    """The names ``formula`` calls, upper case, outside its text literals: one pass over the text, which
+    :func:`calls_registry`, :func:`lifts` and :func:`prepare` each compare with a set of names (not an alternation
+    of every function's name tried at every character)."""
+    code = code_text(formula) if '"' in formula else formula
+    return frozenset(m.group(1).upper() for m in _CALL.finditer(code)) if "(" in code else frozenset()
+
+
 def function_calls(formula: str) -> list[str]:
     """The registry functions ``formula`` calls, once per call, in the order written (outside its text literals)."""
     code = code_text(formula) if '"' in formula else formula
@@ -719,11 +710,11 @@ def prepare(formula: str, multi: Callable[[str], bool] | None = None) -> tuple[s
     the function names decides which of these a formula needs: most need none."""
     formula = ordered_ranges(formula)
     code = code_text(formula) if '"' in formula else formula
-    called = {m.group(1).upper() for m in _CALL.finditer(code)}
+    called = called_names(formula)
     if any(name.startswith("_XLDUDF_") for name in called):
         formula = add_in_names(formula)
         code = code_text(formula) if '"' in formula else formula
-        called = {m.group(1).upper() for m in _CALL.finditer(code)}
+        called = called_names(formula)
     registry_call = not called.isdisjoint(registry.FUNCTIONS)
     if registry_call and _MAYBE_OMITTED.search(code):
         formula = mark_omitted(formula)
