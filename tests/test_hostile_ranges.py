@@ -9,25 +9,15 @@ references outside Excel's grid, which no Excel workbook can hold, are refused w
 from __future__ import annotations
 
 import random
-import shutil
-import subprocess
 
 import openpyxl
 import pytest
+from office import SOFFICE, convert
 
 from xlsxplan.errors import CellError, WorkbookError
 from xlsxplan.headless import Workbook
 from xlsxplan.headless.package import col_letter
 from xlsxplan.headless.references import ordered, threat
-
-SOFFICE = shutil.which("soffice") or shutil.which("libreoffice")
-RECALC_ON_LOAD = """<?xml version="1.0" encoding="UTF-8"?>
-<oor:items xmlns:oor="http://openoffice.org/2001/registry" xmlns:xs="http://www.w3.org/2001/XMLSchema"
- xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance">
-<item oor:path="/org.openoffice.Office.Calc/Formula/Load"><prop oor:name="OOXMLRecalcMode" oor:op="fuse">
-<value>0</value></prop></item>
-</oor:items>
-"""
 
 # the red team's row: 1 and 72.7 side by side
 ROW = {"A1": 1, "B1": 72.7}
@@ -54,16 +44,7 @@ ON_THE_ROW = [
 
 
 def _libreoffice(path, tmp_path):
-    profile = tmp_path / "profile"
-    (profile / "user").mkdir(parents=True)
-    (profile / "user" / "registrymodifications.xcu").write_text(RECALC_ON_LOAD)
-    outdir = tmp_path / "converted"
-    subprocess.run(
-        [SOFFICE, "--headless", "--norestore", f"-env:UserInstallation=file://{profile}", "--convert-to", "xlsx",
-         "--outdir", str(outdir), str(path)],
-        check=True, capture_output=True, timeout=240,
-    )  # fmt: skip
-    return openpyxl.load_workbook(outdir / path.name, data_only=True)
+    return openpyxl.load_workbook(convert([path], tmp_path, recalc_on_load=True) / path.name, data_only=True)
 
 
 def _same(theirs, ours):

@@ -11,17 +11,14 @@ Skipped, not failed, where ``soffice`` is not installed.
 
 from __future__ import annotations
 
-import shutil
-import subprocess
-
 import openpyxl
 import pytest
 from books import native_book
+from office import SOFFICE, convert
 
 from xlsxplan.errors import CellError
 from xlsxplan.headless import Workbook
 
-SOFFICE = shutil.which("soffice") or shutil.which("libreoffice")
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(SOFFICE is None, reason="LibreOffice (soffice) is not installed")]
 
 
@@ -32,25 +29,7 @@ def converted(tmp_path_factory):
     original = native_book(folder / "native.xlsx")
     wb = Workbook.load(original)
     ours = wb.save(folder / "native_recalc.xlsx")
-    outdir = folder / "converted"
-    profile = folder / "profile"
-    subprocess.run(
-        [
-            SOFFICE,
-            "--headless",
-            "--norestore",
-            f"-env:UserInstallation=file://{profile}",
-            "--convert-to",
-            "xlsx",
-            "--outdir",
-            str(outdir),
-            str(original),
-            str(ours),
-        ],
-        check=True,
-        capture_output=True,
-        timeout=240,
-    )
+    outdir = convert([original, ours], folder)
     return (
         wb,
         openpyxl.load_workbook(outdir / "native.xlsx", data_only=True)["Calc"],
@@ -88,14 +67,6 @@ def test_libreoffice_shows_xlsxplans_values_in_the_written_file(converted):
     assert (wb.get("Calc!C1"), wb.get("Calc!C2")) == (92, 94)
     assert (lo_ours["C1"].value, lo_ours["C2"].value) == (92, 94)
 
-
-RECALC_ON_LOAD = """<?xml version="1.0" encoding="UTF-8"?>
-<oor:items xmlns:oor="http://openoffice.org/2001/registry" xmlns:xs="http://www.w3.org/2001/XMLSchema"
- xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance">
-<item oor:path="/org.openoffice.Office.Calc/Formula/Load"><prop oor:name="OOXMLRecalcMode" oor:op="fuse">
-<value>0</value></prop></item>
-</oor:items>
-"""
 
 WHOLE_RANGES = [
     "=SUM(Data!A:A)",
@@ -141,15 +112,7 @@ def test_whole_rows_columns_and_the_whole_sheet_agree_with_libreoffice(tmp_path)
         calc.cell(row, 2, text)
     original = wb.save(tmp_path / "ranges.xlsx") or tmp_path / "ranges.xlsx"
     ours = Workbook.load(original)
-    profile = tmp_path / "profile"
-    (profile / "user").mkdir(parents=True)
-    (profile / "user" / "registrymodifications.xcu").write_text(RECALC_ON_LOAD)
-    outdir = tmp_path / "converted"
-    subprocess.run(
-        [SOFFICE, "--headless", "--norestore", f"-env:UserInstallation=file://{profile}", "--convert-to", "xlsx",
-         "--outdir", str(outdir), str(original)],
-        check=True, capture_output=True, timeout=240,
-    )  # fmt: skip
+    outdir = convert([original], tmp_path, recalc_on_load=True)
     theirs = openpyxl.load_workbook(outdir / "ranges.xlsx", data_only=True)["Calc"]
     for row, text in enumerate(WHOLE_RANGES, start=1):
         value = ours.get(f"Calc!B{row}")

@@ -14,8 +14,6 @@ import io
 import math
 import random
 import re
-import shutil
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,6 +22,7 @@ import openpyxl
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
+from office import SOFFICE, convert
 from openpyxl.utils import get_column_letter
 
 from xlsxplan import catalog, native, precision, registry
@@ -31,7 +30,6 @@ from xlsxplan.core import training_memory
 from xlsxplan.errors import XlsxplanError
 from xlsxplan.headless.engine import cell_error, new_book
 
-SOFFICE = shutil.which("soffice") or shutil.which("libreoffice")
 RELATIVE = 1e-9
 TEMPLATES = Path(__file__).resolve().parents[1] / "xlsxplan" / "templates"
 
@@ -549,10 +547,7 @@ def test_libreoffice_computes_the_native_forms_as_python_does(tmp_path):
         rows.append((name, python_value(name, args), False))
     original = tmp_path / "native.xlsx"
     wb.save(original)
-    outdir = tmp_path / "converted"
-    subprocess.run([SOFFICE, "--headless", "--norestore", f"-env:UserInstallation=file://{tmp_path / 'profile'}",
-                    "--convert-to", "xlsx", "--outdir", str(outdir), str(original)],
-                   check=True, capture_output=True, timeout=240)  # fmt: skip
+    outdir = convert([original], tmp_path)
     got = openpyxl.load_workbook(outdir / "native.xlsx", data_only=True)["Cases"]
     wrong = []
     for r, (name, want, whole) in enumerate(rows, 1):
@@ -803,10 +798,7 @@ def test_libreoffice_computes_model_weights_gb_and_the_missing_figures_as_python
         sheet.cell(row=r, column=3, value="=" + tables.lookup(name, f"E{r}", f"F{r}"))
     original = tmp_path / "weights.xlsx"
     wb.save(original)
-    outdir = tmp_path / "converted"
-    subprocess.run([SOFFICE, "--headless", "--norestore", f"-env:UserInstallation=file://{tmp_path / 'profile'}",
-                    "--convert-to", "xlsx", "--outdir", str(outdir), str(original)],
-                   check=True, capture_output=True, timeout=240)  # fmt: skip
+    outdir = convert([original], tmp_path)
     got = openpyxl.load_workbook(outdir / "weights.xlsx", data_only=True)["Cases"]
     wrong = [(r, args, got.cell(row=r, column=3).value, want) for r, (args, want) in enumerate(rows, 1)
              if want is None or not agrees(got.cell(row=r, column=3).value, want, False)]  # fmt: skip

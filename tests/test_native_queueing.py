@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import math
 import random
-import shutil
-import subprocess
 from typing import Any
 
 import openpyxl
 import pytest
+from office import SOFFICE, convert
 from openpyxl.utils import get_column_letter
 
 from xlsxplan import native, registry
@@ -23,7 +22,6 @@ from xlsxplan.core.queueing import erlang_c_value
 from xlsxplan.errors import XlsxplanError
 from xlsxplan.headless.engine import new_book
 
-SOFFICE = shutil.which("soffice") or shutil.which("libreoffice")
 RELATIVE = 1e-9
 SERVERS = (1, 2, 3, 5, 8, 13, 21, 34, 51, 89, 144, 233, 377, 499, 500, 501, 610, 987, 1000, 1597, 2584, 4181, 10946,
            28657, 100_000, 317_811, 1_000_000)  # fmt: skip
@@ -267,10 +265,7 @@ def test_libreoffice_computes_erlang_ttft_replicas_and_efficiency_quantiles_as_p
         eff.cell(row=i, column=1, value="=" + tables.lookup("EFFICIENCY", *refs))
     original = tmp_path / "queueing.xlsx"
     wb.save(original)
-    outdir = tmp_path / "converted"
-    subprocess.run([SOFFICE, "--headless", "--norestore", f"-env:UserInstallation=file://{tmp_path / 'profile'}",
-                    "--convert-to", "xlsx", "--outdir", str(outdir), str(original)],
-                   check=True, capture_output=True, timeout=240)  # fmt: skip
+    outdir = convert([original], tmp_path)
     got = openpyxl.load_workbook(outdir / "queueing.xlsx", data_only=True)
     wrong: list[Any] = _erlang_wrong(erlang, lambda i: got["Erlang"].cell(row=i, column=3).value)
     s = got["Scenarios"]

@@ -13,12 +13,12 @@ from __future__ import annotations
 import datetime
 import re
 import shutil
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import openpyxl
 import pytest
+from office import SOFFICE, convert
 from openpyxl.formula.tokenizer import Token, Tokenizer
 
 from xlsxplan import native
@@ -28,7 +28,6 @@ from xlsxplan.templates import serving, training
 from xlsxplan.templates.build import edition_filename
 from xlsxplan.templates.portable import _NEWER, _XLFN, CATALOG, WORKINGS, registry_calls, stored
 
-SOFFICE = shutil.which("soffice") or shutil.which("libreoffice")
 CASES = "GHIJ"
 
 
@@ -275,12 +274,7 @@ def test_libreoffice_recalculates_the_portable_editions_to_the_python_core(built
             path = tmp_path / f"{Path(name).stem}_{i}.xlsx"
             wb.save(path)
             jobs.append((name, scenario, inputs, path))
-    outdir = tmp_path / "converted"
-    subprocess.run(
-        [SOFFICE, "--headless", "--norestore", f"-env:UserInstallation=file://{tmp_path / 'profile'}",
-         "--convert-to", "xlsx", "--outdir", str(outdir), *(str(j[3]) for j in jobs)],
-        check=True, capture_output=True, timeout=900,
-    )  # fmt: skip
+    outdir = convert([j[3] for j in jobs], tmp_path, timeout=900)
     layouts = {name: _Layout(built, name) for name in TEMPLATES}
     bases = {name: Workbook.load(built / edition_filename(name, "functions")).calculate() for name in TEMPLATES}
     for name, scenario, inputs, path in jobs:
