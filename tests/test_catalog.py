@@ -598,3 +598,15 @@ def test_every_figure_has_a_unit_and_whole_figures_are_integers():
             assert unit and whole == ("int" in str(cls.model_fields[name].annotation)), (kind, name)
     with pytest.raises(KeyError, match=r"watts"):
         figure_unit("accelerator", "watts")
+
+
+def test_an_unknown_model_field_is_named_in_one_short_line():
+    # hypothesis found MODEL_SPEC(model, "80") answering with all 39 figure names, 625 characters: an error is one line
+    import xlsxplan
+    from xlsxplan.errors import UnknownPresetError
+
+    with pytest.raises(
+        UnknownPresetError, match=r"field '80' is not a model figure; fields: params_b, .* more$"
+    ) as err:
+        xlsxplan.model_spec("Qwen2.5-72B", "80")
+    assert len(err.value.message) < 200 and "\n" not in err.value.message
