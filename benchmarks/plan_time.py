@@ -60,7 +60,7 @@ def main() -> None:
     code = (
         "import time; t = time.perf_counter()\n"
         "from xlsxplan.catalog import gpu_names, model_names\n"
-        "from xlsxplan.plan import Targets, Traffic, plan\n"
+        "from xlsxplan.plan.search import Targets, Traffic, plan\n"
         "n = 0\n"
         "for m in model_names():\n"
         "    n += len(plan(m, Traffic(200000, 2000, 300, prompt_p95=6000), Targets(20, 2),"
@@ -78,7 +78,7 @@ def main() -> None:
 def optional_inputs() -> None:
     """CPU time of one search over every accelerator, in process, with each optional input (the best of 5)."""
     from xlsxplan.catalog import gpu_names
-    from xlsxplan.plan import Assumptions, Engine, Owned, Speculative, Targets, Traffic, plan
+    from xlsxplan.plan.search import Assumptions, Engine, Owned, Speculative, Targets, Traffic, plan
 
     t, gpus = Traffic(200000, 2000, 300, prompt_p95=6000), {g: 2.0 for g in gpu_names()}
     cases = [

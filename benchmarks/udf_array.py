@@ -34,8 +34,8 @@ from unittest import mock
 
 import numpy as np
 
-from xlsxplan import cells
 from xlsxplan.excel import udfs
+from xlsxplan.sheet import cells
 
 
 def _column(values) -> list[list[float]]:

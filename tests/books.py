@@ -21,8 +21,8 @@ from openpyxl.worksheet.datavalidation import DataValidation
 from openpyxl.worksheet.formula import ArrayFormula
 
 from xlsxplan import registry
+from xlsxplan.sheet.xlwings_conf import add_conf_sheet
 from xlsxplan.templates.build import Built
-from xlsxplan.xlwings_conf import add_conf_sheet
 
 INPUT_FILL = PatternFill("solid", fgColor="FFCC99")
 

@@ -65,9 +65,9 @@ def _shown_like(printed: str, shown: str) -> str:
 
 def refresh(block: Block) -> str | None:
     """The block's new text, or None if every command prints what it shows."""
-    import xlsxplan.system
+    import xlsxplan.infra.system
 
-    xlsxplan.system.limit_address_space = lambda gigabytes: False  # the command line's cap, off in this process
+    xlsxplan.infra.system.limit_address_space = lambda gigabytes: False  # the command line's cap, off in this process
     changed, pieces = False, []
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)

@@ -1,4 +1,4 @@
-"""How cell contents become arguments: the rules every adapter shares (see xlsxplan.cells)."""
+"""How cell contents become arguments: the rules every adapter shares (see xlsxplan.sheet.cells)."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ from typing import Annotated
 import numpy as np
 import pytest
 
-from xlsxplan.cells import evaluate, evaluate_broadcast
 from xlsxplan.domains import Domain, checked
 from xlsxplan.errors import CellError
 from xlsxplan.registry import FUNCTIONS
+from xlsxplan.sheet.cells import evaluate, evaluate_broadcast
 
 KV = FUNCTIONS["KV_BYTES_PER_TOKEN"]
 USABLE = FUNCTIONS["USABLE_GB"]
@@ -122,7 +122,7 @@ def test_a_range_with_no_cells_is_one_clear_error():
 
 
 def test_implausible_values_are_used_but_collected_as_warnings_once_each():
-    from xlsxplan.cells import collect_warnings
+    from xlsxplan.sheet.cells import collect_warnings
 
     decode = FUNCTIONS["DECODE_TOKS"]
     with collect_warnings() as warnings:
@@ -140,7 +140,7 @@ def test_a_refused_value_earns_no_warning_on_either_path():
     # evaluate must not note an "outside the usual range" warning before the domain check, or a value it
     # then refuses is also warned about, while the broadcast path checks first. Both note a value only once the
     # call it belongs to succeeded.
-    from xlsxplan.cells import collect_warnings
+    from xlsxplan.sheet.cells import collect_warnings
 
     moe = FUNCTIONS["MOE_PARAMS_READ_B"]  # refuses active_params_b above params_b after both pass their domains
     calls = [
@@ -203,10 +203,10 @@ def test_one_list_of_excel_errors_for_every_face():
     # One list of error values for cells and udfs: with seven in one and seventeen in the other, `recalc --set
     # X=#BLOCKED!` stored the text "#BLOCKED!" and a #BLOCKED! cell reached a function as text to be read as a number.
     from xlsxplan import calibration, precision
-    from xlsxplan.cells import as_error
     from xlsxplan.errors import EXCEL_ERRORS
     from xlsxplan.excel import udfs
     from xlsxplan.headless.workbook import parse_value
+    from xlsxplan.sheet.cells import as_error
 
     assert udfs.ERROR_CODES is EXCEL_ERRORS
     for code in ("#BLOCKED!", "#CONNECT!", "#BUSY!", "#PYTHON!", "#N/A"):

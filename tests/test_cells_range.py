@@ -12,10 +12,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from xlsxplan.cells import evaluate, evaluate_broadcast
 from xlsxplan.domains import Domain, Tokens, TokenSample, checked
 from xlsxplan.errors import ArgumentError, CellError, OutOfRangeError
 from xlsxplan.registry import describe
+from xlsxplan.sheet.cells import evaluate, evaluate_broadcast
 
 
 @checked

@@ -1,5 +1,5 @@
 """One array call runs a function's arithmetic once over numpy columns, and gives, element by element, exactly what a
-call with that element's cells gives (xlsxplan.cells: the vectorised path, the element path, the pure-Python one)."""
+call with that element's cells gives (xlsxplan.sheet.cells: the vectorised path, the element path, the pure-Python one)."""
 
 from __future__ import annotations
 
@@ -12,10 +12,11 @@ from examples import EXAMPLES
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from xlsxplan import cells, elementwise
-from xlsxplan.cells import evaluate, evaluate_broadcast
 from xlsxplan.errors import CellError
+from xlsxplan.infra import elementwise
 from xlsxplan.registry import FUNCTIONS
+from xlsxplan.sheet import cells
+from xlsxplan.sheet.cells import evaluate, evaluate_broadcast
 
 # Where the math does not allow one pass over arrays, and why; every other registry function runs vectorised.
 ELEMENT_BY_ELEMENT = {
@@ -292,7 +293,8 @@ def test_numpy_is_imported_by_the_first_array_call_and_not_before():
 
     code = (
         "import sys\n"
-        "from xlsxplan import cells, registry\n"
+        "from xlsxplan import registry\n"
+        "from xlsxplan.sheet import cells\n"
         "kv = registry.FUNCTIONS['KV_BYTES_PER_TOKEN']\n"
         "assert cells.evaluate_broadcast(kv, [[[80]], 8, 128]) == 327680.0\n"  # one cell, as xlwings hands it
         "before = 'numpy' in sys.modules\n"

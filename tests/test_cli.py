@@ -186,7 +186,7 @@ def test_docs_refuses_a_checkout_it_cannot_read_in_one_line(capsys, tmp_path):
         assert (code, out) == (2, "")
         assert err.startswith(f"xlsxplan: error: {tmp_path / 'README.md'} has no function-reference markers: put ")
         assert err.count("\n") == 1
-    from xlsxplan.reference import END, START
+    from xlsxplan.cli.reference import END, START
 
     (tmp_path / "README.md").write_text(f"# Stale\n{START}\nold\n{END}\n", encoding="utf-8")
     assert run(capsys, "docs", "--check", "--root", str(tmp_path)) == (

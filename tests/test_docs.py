@@ -45,7 +45,7 @@ def _folder(tmp_path: Path, text: str) -> Path:
 @pytest.fixture
 def quiet_machine(monkeypatch):
     """The command line caps its own address space; the test process keeps its own."""
-    monkeypatch.setattr("xlsxplan.system.limit_address_space", lambda gigabytes: False)
+    monkeypatch.setattr("xlsxplan.infra.system.limit_address_space", lambda gigabytes: False)
 
 
 @pytest.mark.parametrize("block", shell_blocks(), ids=lambda b: b.where)
@@ -213,7 +213,7 @@ def test_the_references_name_every_source_of_the_calibration_measurements():
 def test_security_states_the_limits_the_code_enforces():
     from xlsxplan.excel.vba import MAX_VBA_MB
     from xlsxplan.headless import Limits
-    from xlsxplan.zipfiles import BLANK_MAX
+    from xlsxplan.infra.zipfiles import BLANK_MAX
 
     security = read("SECURITY.md")
     table = re.findall(r"^\| [^|]+ \| `(max_\w+)` \| ([\d,]+)(?: (?:MiB|GB))? \|$", security, re.M)

@@ -27,7 +27,7 @@ from xlsxplan.excel import setup, vba
 from xlsxplan.excel.lite import LITE_REQUIREMENTS, bundle_files, lite_bundle
 from xlsxplan.excel.setup import CLASSIC_STEPS, EXPECTED, FORMULA, LITE_STEPS
 from xlsxplan.excel.vba import vba_module_names, vba_references
-from xlsxplan.xlwings_conf import add_conf_sheet
+from xlsxplan.sheet.xlwings_conf import add_conf_sheet
 
 XLWINGS_DIR = Path(xlwings.__file__).parent  # xlwings ships workbooks saved by Excel, with real VBA projects
 
@@ -430,13 +430,15 @@ def test_the_bundle_literal_holds_any_text_exactly(text):
 
 def test_the_bundle_carries_what_the_functions_need_and_nothing_lite_never_uses():
     files = bundle_files()
-    assert {"xlsxplan/__init__.py", "xlsxplan/excel/udfs.py", "xlsxplan/registry.py", "xlsxplan/cells.py"} <= set(files)
+    assert {"xlsxplan/__init__.py", "xlsxplan/excel/udfs.py", "xlsxplan/registry.py", "xlsxplan/sheet/cells.py"} <= set(
+        files
+    )
     assert {"xlsxplan/catalog/models.toml", "xlsxplan/catalog/accelerators.toml", "xlsxplan/catalog/formats.toml",
             "xlsxplan/calibration/data/calibration.json", "xlsxplan/calibration/data/__init__.py"} <= set(files)  # fmt: skip
     # the bundle once carried the workbook, OOXML, engine and file-safety code, which Lite never runs
     faces = ("xlsxplan/cli/", "xlsxplan/templates/", "xlsxplan/headless/")
     assert not [f for f in files if f.startswith(faces) or "__pycache__" in f]
-    for unused in ("zipfiles", "excel/setup", "excel/vba", "excel/lite", "calibration/measurements",
+    for unused in ("infra/zipfiles", "excel/setup", "excel/vba", "excel/lite", "calibration/measurements",
                    "calibration/machine", "catalog/hfconfig"):  # fmt: skip
         assert f"xlsxplan/{unused}.py" not in files, unused
     # the calibration fit's 100-odd published rows stay behind: the functions read only the fitted factors

@@ -8,7 +8,7 @@ import time
 import pytest
 
 from xlsxplan.errors import WorkbookError
-from xlsxplan.fileio import STALE_AFTER_S, atomic_write_text, ensure_folder, remove_stale_temporaries
+from xlsxplan.infra.fileio import STALE_AFTER_S, atomic_write_text, ensure_folder, remove_stale_temporaries
 
 
 def test_ensure_folder_makes_missing_parents(tmp_path):

@@ -187,7 +187,7 @@ def test_model_add_with_a_broken_user_catalog_or_folder_is_one_line(capsys, tmp_
 
 def test_model_add_reads_the_config_once(capsys, monkeypatch):
     # The config is read once, not once for its figures and again for its checksum
-    import xlsxplan.fileio
+    import xlsxplan.infra.fileio
 
     reads = []
     for method in ("read_bytes", "read_text"):
@@ -195,9 +195,11 @@ def test_model_add_reads_the_config_once(capsys, monkeypatch):
         monkeypatch.setattr(
             Path, method, lambda self, *a, _real=real, **k: reads.append(self.name) or _real(self, *a, **k)
         )
-    regular = xlsxplan.fileio.read_regular  # what reads it: a regular file only, never blocking
+    regular = xlsxplan.infra.fileio.read_regular  # what reads it: a regular file only, never blocking
     monkeypatch.setattr(
-        xlsxplan.fileio, "read_regular", lambda path, *a, **k: reads.append(Path(path).name) or regular(path, *a, **k)
+        xlsxplan.infra.fileio,
+        "read_regular",
+        lambda path, *a, **k: reads.append(Path(path).name) or regular(path, *a, **k),
     )
     assert run(capsys, "model", "add", DATA / "qwen2.5-7b.json", "--name", "Q7")[0] == 0
     assert reads.count("qwen2.5-7b.json") == 1

@@ -10,8 +10,8 @@ import pytest
 from hostile import plain_xlsx
 
 from xlsxplan.errors import WorkbookError
-from xlsxplan.fileio import atomic_write_text, file_kind, read_regular
 from xlsxplan.headless import Workbook
+from xlsxplan.infra.fileio import atomic_write_text, file_kind, read_regular
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="FIFOs are POSIX")
 

@@ -1,7 +1,7 @@
 """kill -9 inside the write phase of ``xlsxplan recalc``: the old output stays byte for byte, and no temporary file
 is left.
 
-The write goes to a file with no name (Linux's ``O_TMPFILE``, see :func:`xlsxplan.fileio.atomic_path`), named only
+The write goes to a file with no name (Linux's ``O_TMPFILE``, see :func:`xlsxplan.infra.fileio.atomic_path`), named only
 for the moment between its last byte and the rename. The test watches the running command's open files
 (``/proc/PID/fd``) and kills it the moment such a nameless file in the output's folder is open: the kill lands in
 the write phase itself, not before it (the test fails if it never sees one). 20 runs, four at a time.

@@ -1,4 +1,4 @@
-"""The native forms (xlsxplan.native) against the Python functions they stand for.
+"""The native forms (xlsxplan.sheet.native) against the Python functions they stand for.
 
 Each registry function with a native formula is evaluated by the headless engine (formualizer) over random valid
 inputs drawn from its arguments' domains (hypothesis) and must equal the Python function within 1e-9 relative (whole
@@ -25,10 +25,11 @@ from hypothesis import strategies as st
 from office import SOFFICE, convert
 from openpyxl.utils import get_column_letter
 
-from xlsxplan import catalog, native, precision, registry
+from xlsxplan import catalog, precision, registry
 from xlsxplan.core import training_memory
 from xlsxplan.errors import XlsxplanError
 from xlsxplan.headless.engine import cell_error, new_book
+from xlsxplan.sheet import native
 
 RELATIVE = 1e-9
 TEMPLATES = Path(__file__).resolve().parents[1] / "xlsxplan" / "templates"
@@ -479,7 +480,7 @@ def _libreoffice_cases(rng: random.Random) -> list[tuple[str, list[Any], list[bo
     form, drawn as the hypothesis strategies draw them.
 
     Whole results are kept below 2**32: LibreOffice subtracts two numbers within 2**-48 of each other to 0 (its
-    approxSub), so above about 1e12 its rounding forgives up to twice what Python's does (xlsxplan.native's
+    approxSub), so above about 1e12 its rounding forgives up to twice what Python's does (xlsxplan.sheet.native's
     docstring)."""
     out = []
     for name in ARITHMETIC:

@@ -1,4 +1,4 @@
-"""The native queueing forms (xlsxplan.native): Erlang B (POISSON, Temme), TTFT_AT_LOAD_S and REPLICAS_FOR_TTFT,
+"""The native queueing forms (xlsxplan.sheet.native): Erlang B (POISSON, Temme), TTFT_AT_LOAD_S and REPLICAS_FOR_TTFT,
 against the Python recursion and search, in the headless engine and in LibreOffice, and their limits flagged.
 
 tests/test_native.py property-tests every native form over random valid inputs; here the servers are swept from 1 to
@@ -17,10 +17,11 @@ import pytest
 from office import SOFFICE, convert
 from openpyxl.utils import get_column_letter
 
-from xlsxplan import native, registry
+from xlsxplan import registry
 from xlsxplan.core.queueing import erlang_c_value
 from xlsxplan.errors import XlsxplanError
 from xlsxplan.headless.engine import new_book
+from xlsxplan.sheet import native
 
 RELATIVE = 1e-9
 SERVERS = (1, 2, 3, 5, 8, 13, 21, 34, 51, 89, 144, 233, 377, 499, 500, 501, 610, 987, 1000, 1597, 2584, 4181, 10946,

@@ -19,7 +19,7 @@ from xlsxplan import calibration, registry
 from xlsxplan.catalog import gpu_price, gpu_price_source, load_catalog, load_prices, model_names
 from xlsxplan.cli import main
 from xlsxplan.errors import NotAvailableError, UnknownPresetError, XlsxplanError
-from xlsxplan.plan import HOURS_PER_MONTH, TABLE_HEADER, Assumptions, Targets, Traffic, plan, plan_options
+from xlsxplan.plan.search import HOURS_PER_MONTH, TABLE_HEADER, Assumptions, Targets, Traffic, plan, plan_options
 
 ASSISTANT = Traffic(200_000, 2_000, 300, 3)
 TEXT = Assumptions(weights="params x bytes")  # the source text counts the weights as parameters x bytes

@@ -17,7 +17,7 @@ import pytest
 
 from xlsxplan.cli import main
 from xlsxplan.errors import XlsxplanError
-from xlsxplan.plan import Assumptions, Engine, Speculative, Targets, Traffic, plan
+from xlsxplan.plan.search import Assumptions, Engine, Speculative, Targets, Traffic, plan
 
 ASSISTANT = Traffic(200_000, 2_000, 300, 3)
 TEXT = Assumptions(weights="params x bytes")
@@ -207,7 +207,7 @@ def test_bad_python_input_names_the_argument():
 
 
 def test_plan_options_takes_the_new_inputs_as_trailing_arguments_and_keeps_its_old_table():
-    from xlsxplan.plan import TABLE_HEADER, Owned, plan_options
+    from xlsxplan.plan.search import TABLE_HEADER, Owned, plan_options
 
     old = plan_options("Qwen2.5-72B", 200_000, 2_000, 300, 3, 20, 2, 1, "H100=2.5", 6_000)
     assert old[0] == list(TABLE_HEADER)  # without the new arguments, the table it always spilled

@@ -13,7 +13,7 @@ import pytest
 
 from xlsxplan.cli import main
 from xlsxplan.errors import XlsxplanError
-from xlsxplan.plan import Assumptions, Owned, Traffic, plan
+from xlsxplan.plan.search import Assumptions, Owned, Traffic, plan
 
 ASSISTANT = Traffic(200_000, 2_000, 300, 3)
 CASE = {"capex_usd": 30_000, "years": 4, "residual_fraction": 0.1, "annual_rate": 0.08, "kw": 1, "pue": 1.3,

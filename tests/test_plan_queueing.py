@@ -15,7 +15,7 @@ import math
 import pytest
 
 from xlsxplan.cli import main
-from xlsxplan.plan import Assumptions, Targets, Traffic, plan
+from xlsxplan.plan.search import Assumptions, Targets, Traffic, plan
 
 TAILED = Traffic(200_000, 2_000, 300, 3, prompt_p95=6_000)
 TEXT = Assumptions(weights="params x bytes")

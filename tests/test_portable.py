@@ -21,9 +21,9 @@ import pytest
 from office import SOFFICE, convert
 from openpyxl.formula.tokenizer import Token, Tokenizer
 
-from xlsxplan import native
 from xlsxplan.errors import CellError
 from xlsxplan.headless import Workbook
+from xlsxplan.sheet import native
 from xlsxplan.templates import serving, training
 from xlsxplan.templates.build import edition_filename
 from xlsxplan.templates.portable import _NEWER, _XLFN, CATALOG, WORKINGS, registry_calls, stored

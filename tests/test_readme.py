@@ -8,7 +8,7 @@ from pathlib import Path
 
 from docpages import read, section, words
 
-from xlsxplan import reference
+from xlsxplan.cli import reference
 
 ROOT = Path(__file__).resolve().parents[1]
 README = read("README.md")

@@ -31,8 +31,8 @@ from hostile import (
 from xlsxplan.errors import WorkbookError
 from xlsxplan.headless import Workbook, engine
 from xlsxplan.headless.untrusted import Limits, formula_threat, inspect_bytes
-from xlsxplan.text import EXCEL_TEXT_MAX, clean_text, set_text
-from xlsxplan.zipfiles import BLANK_MAX, check_prolog, require_defusedxml
+from xlsxplan.infra.text import EXCEL_TEXT_MAX, clean_text, set_text
+from xlsxplan.infra.zipfiles import BLANK_MAX, check_prolog, require_defusedxml
 
 
 @pytest.fixture
@@ -541,7 +541,7 @@ _BOMBS = """
 import json, sys
 import openpyxl
 from xlsxplan.headless import Workbook
-from xlsxplan.system import limit_address_space
+from xlsxplan.infra.system import limit_address_space
 
 wb = openpyxl.Workbook()
 ws = wb.active
@@ -568,8 +568,8 @@ def test_memory_bombs_in_formulas_become_cell_errors_under_the_address_space_cap
 
 
 def test_the_command_line_caps_its_address_space(monkeypatch, tmp_path, capsys):
-    from xlsxplan import system
     from xlsxplan.cli import main
+    from xlsxplan.infra import system
 
     calls = []
     monkeypatch.setattr(system, "limit_address_space", lambda gb: calls.append(gb) or True)
@@ -581,7 +581,7 @@ def test_the_command_line_caps_its_address_space(monkeypatch, tmp_path, capsys):
 
 def test_the_cap_never_exceeds_most_of_the_physical_memory(monkeypatch):
     # 16 GB of limits and 8 GiB of headroom would be all of a 24 GiB machine: the cap stops at 80% of it
-    from xlsxplan import system
+    from xlsxplan.infra import system
 
     monkeypatch.setattr(system, "physical_memory_gib", lambda: 24.0)
     assert system.address_space_cap_gb(Limits().max_memory_gb) == pytest.approx(19.2)

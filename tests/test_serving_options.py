@@ -15,8 +15,8 @@ from books import changed
 from xlsxplan import catalog
 from xlsxplan.cli import main
 from xlsxplan.headless import Workbook
-from xlsxplan.plan import TABLE_HEADER
-from xlsxplan.plan_cells import NONE_SHOWN
+from xlsxplan.plan.cells import NONE_SHOWN
+from xlsxplan.plan.search import TABLE_HEADER
 from xlsxplan.templates import serving as serving_book
 from xlsxplan.templates.book import name_from_label
 from xlsxplan.templates.build import Built, build_all
@@ -160,8 +160,8 @@ def test_the_options_follow_a_percentile_first_token_target_as_the_cli_does(plan
 
 def test_plan_options_at_checks_its_arguments_once_per_search_and_gives_what_plan_options_does():
     from xlsxplan.errors import OutOfRangeError, XlsxplanError
-    from xlsxplan.plan import plan_options
-    from xlsxplan.plan_cells import plan_options_at
+    from xlsxplan.plan.cells import plan_options_at
+    from xlsxplan.plan.search import plan_options
 
     args = ("Qwen2.5-72B", 200_000, 2_000, 300, 3, 0, 1.0, 1, "H100-SXM=2.5", 2_000, 0, 0, 2, 0.99)
     table = plan_options(*args)

@@ -17,9 +17,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from xlsxplan import registry
-from xlsxplan.cells import evaluate, evaluate_broadcast
 from xlsxplan.errors import EXCEL_ERRORS, CellError, XlsxplanError
 from xlsxplan.headless.engine import evaluate_formula
+from xlsxplan.sheet.cells import evaluate, evaluate_broadcast
 
 FUNCTIONS = list(registry.FUNCTIONS.values())
 

@@ -300,7 +300,7 @@ def test_saved_file_keeps_styles_names_validation_notes_chart_widths_and_conf_sh
     dv = book["Inputs"].data_validations.dataValidation[0]
     assert (dv.type, dv.formula1, dv.formula2, str(dv.sqref)) == ("whole", "1", "64", "B5")
     assert len(book["Outputs"]._charts) == 1
-    from xlsxplan.xlwings_conf import read_conf_sheet
+    from xlsxplan.sheet.xlwings_conf import read_conf_sheet
 
     assert read_conf_sheet(book) == {"UDF Modules": "xlsxplan.excel.udfs"}
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import openpyxl
 from openpyxl.worksheet.formula import ArrayFormula
 
-from xlsxplan import cells
 from xlsxplan.errors import CellError
 from xlsxplan.headless import Workbook
+from xlsxplan.sheet import cells
 
 PARAMS_B = "params_b must be a positive number up to 1,000,000, got -1"
 BYTES_PER_PARAM = (

@@ -29,13 +29,13 @@ from xlsxplan import registry
 from xlsxplan.cli import main
 from xlsxplan.errors import WorkbookError
 from xlsxplan.headless import Workbook
+from xlsxplan.sheet.xlwings_conf import read_conf_sheet
 from xlsxplan.templates import serving, training
 from xlsxplan.templates.book import Book, name_from_label, quote_sheetname
 from xlsxplan.templates.build import EDITIONS, TEMPLATES, build_template, edition_filename, is_generated
 from xlsxplan.templates.common import price_label
 from xlsxplan.templates.metrics import wrap_em
 from xlsxplan.templates.styles import ALLOWED_CONSTANTS, FMT, LINE_HEIGHT, NOTE_EM_PER_WIDTH, STYLE_NAMES, TAB
-from xlsxplan.xlwings_conf import read_conf_sheet
 
 ROOT = Path(__file__).resolve().parents[1]
 COMMITTED = ROOT / "workbooks"
@@ -728,7 +728,7 @@ def test_text_from_the_catalog_is_stored_as_text_never_as_a_formula(monkeypatch,
     lists = openpyxl.load_workbook(path)["Lists"]
     cells = [c for c in lists["A"] if c.value == '=HYPERLINK("http://example.invalid","x")']
     assert len(cells) == 1 and cells[0].data_type == "s"
-    # the quote prefix (xlsxplan.text.set_text) keeps it text even after someone edits the cell in Excel, and
+    # the quote prefix (xlsxplan.infra.text.set_text) keeps it text even after someone edits the cell in Excel, and
     # survives the named style the cell is given
     assert cells[0].quotePrefix and cells[0].style == "Label"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import openpyxl
 
-from xlsxplan.xlwings_conf import SHEET_NAME, UDF_MODULE, add_conf_sheet, read_conf_sheet
+from xlsxplan.sheet.xlwings_conf import SHEET_NAME, UDF_MODULE, add_conf_sheet, read_conf_sheet
 
 
 def test_conf_sheet_round_trips_through_a_file(tmp_path):

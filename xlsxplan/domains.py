@@ -5,7 +5,7 @@ A core function declares its arguments with the annotated aliases below (``layer
 the arguments in Excel's function wizard and in the README, so the rule and its wording live in one place.
 
 Core functions take numbers (and, for names, text). Turning what a spreadsheet cell holds (numbers typed as
-text, empty cells, error values, booleans) into those numbers is the adapters' job: see :mod:`xlsxplan.cells`.
+text, empty cells, error values, booleans) into those numbers is the adapters' job: see :mod:`xlsxplan.sheet.cells`.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Annotated, Any, TypeVar
 
-from .elementwise import deferring
 from .errors import ArgumentError, OutOfRangeError, XlsxplanError
+from .infra.elementwise import deferring
 
 __all__ = ["Domain", "checked", "domain_of", "format_number", "show_value"]
 
@@ -73,7 +73,7 @@ class Domain:
         :class:`xlsxplan.precision.ByteCount`, also takes a precision name such as ``"fp8"``), ``text`` a name looked up
         elsewhere, ``range`` a whole column (or block) of numbers that the function reads as one sample, such as
         measured prompt lengths. A range argument reaches the function as a tuple of floats, empty cells skipped; the
-        adapters pass it whole instead of broadcasting over it (:mod:`xlsxplan.cells`).
+        adapters pass it whole instead of broadcasting over it (:mod:`xlsxplan.sheet.cells`).
     low, high : float, optional
         Bounds; for a range, the bounds of each value. ``low_open`` makes the lower bound strict (``> low``),
         ``high_open`` the upper one (``< high``: a percentile is above 0 and below 1).
@@ -255,10 +255,10 @@ def checked(func: F | None = None, *, arrays: bool = False) -> F | Callable[[F],
 
     ``wrapper.call_checked(*values)`` runs the function on values that have already passed their domains' checks
     (every argument given, in order) and checks the result as a call would. Array adapters use it to check each
-    distinct input once rather than once per element of a broadcast (:func:`xlsxplan.cells.evaluate_broadcast`).
+    distinct input once rather than once per element of a broadcast (:func:`xlsxplan.sheet.cells.evaluate_broadcast`).
 
     ``@checked(arrays=True)`` declares that the body is array-safe (operators and the helpers of
-    :mod:`xlsxplan.elementwise` only), and adds ``wrapper.call_array(*values)``: the body run once over numpy
+    :mod:`xlsxplan.infra.elementwise` only), and adds ``wrapper.call_array(*values)``: the body run once over numpy
     arrays of checked values (see :func:`_call_array`).
     """
     if func is None:
@@ -312,7 +312,7 @@ def _call_array(func: Callable[..., Any], *checked_values: Any) -> tuple[Any, An
     """Run an array-safe ``func`` once over checked values: numbers as numpy arrays that broadcast together, names
     and ranges as the one value every element shares. Returns ``(result, deferred)``: the result as a numpy array,
     and a boolean mask (broadcastable to it) of the elements to take through ``call_checked`` one by one instead,
-    those a check in the body refused (:func:`xlsxplan.elementwise.refused`) and those whose result is not finite
+    those a check in the body refused (:func:`xlsxplan.infra.elementwise.refused`) and those whose result is not finite
     (which ``call_checked`` turns into its error). None when there are none.
 
     A division by zero or an invalid operation (``0 / 0``, ``inf - inf``) raises FloatingPointError, where Python's

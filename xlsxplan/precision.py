@@ -20,6 +20,7 @@ Two more facts per format, also from ``formats.toml``:
 from __future__ import annotations
 
 import difflib
+import functools
 import sys
 from dataclasses import dataclass
 from importlib import resources
@@ -27,11 +28,6 @@ from typing import Annotated, Any
 
 from .domains import Domain, Name, checked, whole
 from .errors import CatalogError, UnknownPresetError
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib
 
 __all__ = [
     "FORMATS", "Format", "ByteCount", "BytesPerValue", "BytesPerValueOrZero", "TrainBytes", "bytes_per_param",
@@ -84,8 +80,16 @@ def _bits(name: str, body: dict[str, Any]) -> float:
     return (bits * block + body["scale_bits"] + body.get("zero_bits", 0)) / block
 
 
-def _load() -> dict[str, Format]:
-    text = resources.files("xlsxplan.catalog").joinpath("formats.toml").read_text(encoding="utf-8")
+@functools.cache
+def _formats() -> dict[str, Format]:
+    """The formats of ``catalog/formats.toml``, read and checked on first use (never at import: ``import
+    xlsxplan.core`` reads no file and loads no TOML parser), by name in file order."""
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - Python 3.10
+        import tomli as tomllib
+    # read as a file of the package, not through the xlsxplan.catalog package, whose import loads pydantic
+    text = resources.files("xlsxplan").joinpath("catalog").joinpath("formats.toml").read_text(encoding="utf-8")
     raw = tomllib.loads(text)
     sources: dict[str, str] = raw.get("sources", {})
     formats: dict[str, Format] = {}
@@ -106,10 +110,15 @@ def _load() -> dict[str, Format]:
     return formats
 
 
-_FORMATS = _load()
+FORMATS: dict[str, tuple[float, str]]  # declared for the checkers; made by __getattr__ on first use
 
-FORMATS: dict[str, tuple[float, str]] = {f.name: (f.bytes_per_value, f.source) for f in _FORMATS.values()}
-"""name -> (bytes per value including scales, citation), in the order of formats.toml."""
+
+def __getattr__(name: str) -> Any:
+    """``FORMATS``: name -> (bytes per value including scales, citation), in the order of formats.toml, built on
+    first use (PEP 562) like the rest of the table."""
+    if name == "FORMATS":
+        return {f.name: (f.bytes_per_value, f.source) for f in _formats().values()}
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def format_key(name: str) -> str:
@@ -117,15 +126,19 @@ def format_key(name: str) -> str:
     return name.strip().lower().replace("-", "").replace("_", "").replace(" ", "")
 
 
-_INDEX: dict[str, Format] = {}
-for _f in _FORMATS.values():
-    for _n in (_f.name, *_f.aliases):
-        _INDEX.setdefault(format_key(_n), _f)
+@functools.cache
+def _index() -> dict[str, Format]:
+    """Every format by the key of its name and of each alias (the first format to claim a key keeps it)."""
+    index: dict[str, Format] = {}
+    for f in _formats().values():
+        for n in (f.name, *f.aliases):
+            index.setdefault(format_key(n), f)
+    return index
 
 
 def format_names() -> list[str]:
     """The precision names :func:`bytes_per_param` accepts (aliases aside), in catalog order."""
-    return list(_FORMATS)
+    return list(_formats())
 
 
 def lookup(precision: str) -> Format:
@@ -140,11 +153,11 @@ def lookup(precision: str) -> Format:
 
 
 def _lookup(precision: str) -> Format:
-    hit = _INDEX.get(format_key(precision))
+    hit = _index().get(format_key(precision))
     if hit is not None:
         return hit
-    close = difflib.get_close_matches(precision.strip().lower(), list(_FORMATS), n=3, cutoff=0.5)
-    hint = f"; did you mean {', '.join(close)}?" if close else f"; known: {', '.join(_FORMATS)}"
+    close = difflib.get_close_matches(precision.strip().lower(), list(_formats()), n=3, cutoff=0.5)
+    hint = f"; did you mean {', '.join(close)}?" if close else f"; known: {', '.join(_formats())}"
     raise UnknownPresetError(f"precision {precision!r} is not a known format{hint}", "precision")
 
 

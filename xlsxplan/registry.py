@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import docstring_parser
 
-from . import calibration, catalog, plan, plan_cells, precision
+from . import calibration, catalog, precision
 from .catalog import costs, models
 from .core import (
     architecture,
@@ -39,6 +39,8 @@ from .core import (
 )
 from .domains import Domain, format_number
 from .errors import ArgumentError
+from .plan import cells as plan_cells
+from .plan import search as plan_search
 
 if TYPE_CHECKING:
     import numpy as np
@@ -397,7 +399,7 @@ _TABLE: list[tuple[str, list[tuple[str, Callable[..., Any]]]]] = [
     (
         "Planning",
         [
-            ("PLAN_OPTIONS", plan.plan_options),
+            ("PLAN_OPTIONS", plan_search.plan_options),
             ("PLAN_OPTIONS_AT", plan_cells.plan_options_at),
         ],
     ),

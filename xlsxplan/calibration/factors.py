@@ -117,7 +117,8 @@ def _read(origin: str, path: Path) -> Calibration:
     except CatalogError as err:
         raise CatalogError(f"{path}: {err.message}") from None
     levels = {k: data[k]["levels"] for k in ("prefill", "decode_bandwidth") if isinstance(data[k].get("levels"), dict)}
-    found = data.get("bands") if isinstance(data.get("bands"), dict) else {}
+    bands = data.get("bands")
+    found = bands if isinstance(bands, dict) else {}
     residuals = {k: [float(x) for x in v["residuals"]] for k, v in found.items()
                  if isinstance(v, dict) and isinstance(v.get("residuals"), list)}  # fmt: skip
     return Calibration(factors, origin, path, dict(data.get("data") or {}), levels, residuals)
@@ -134,7 +135,7 @@ def active() -> Calibration:
     env = (os.environ.get(FACTORS_ENV), os.environ.get("XLSXPLAN_CATALOG_DIR"))
     now = time.monotonic()
     if _loaded.get("env") == env and now - _loaded.get("looked", -STAT_INTERVAL) < STAT_INTERVAL:
-        return _loaded["calibration"]  # type: ignore[no-any-return]
+        return _loaded["calibration"]
     origin, path = selected()
     try:
         st = path.stat()
@@ -145,7 +146,7 @@ def active() -> Calibration:
         _loaded["calibration"] = _read(origin, path)
         _loaded["stamp"] = stamp
     _loaded["env"], _loaded["looked"] = env, now
-    return _loaded["calibration"]  # type: ignore[no-any-return]
+    return _loaded["calibration"]
 
 
 def load_factors() -> Factors:

@@ -191,7 +191,7 @@ def render_into(text: str, fig: dict[str, Any]) -> str:
 def regenerate(root: Path | None) -> dict[str, Any]:
     """Compute the figures on the shipped measurements, write figures.json and, with a source checkout's ``root``,
     rewrite the documents' marked blocks. Returns the figures."""
-    from ..fileio import atomic_write_text
+    from ..infra.fileio import atomic_write_text
 
     fig = compute(measurements.read_measurements(calibration.measurements_path()))
     atomic_write_text(figures_path(), json.dumps(fig, indent=2) + "\n")

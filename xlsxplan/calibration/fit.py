@@ -232,7 +232,7 @@ def huber_location(z: np.ndarray) -> np.ndarray:
     return mu
 
 
-def _train_grid(obs: Sequence[Observation], overhead: np.ndarray, routed: np.ndarray) -> tuple[float, float, float]:
+def _train_grid(obs: Sequence[Observation], overhead: np.ndarray, routed: np.ndarray) -> tuple[float, float, int]:
     """Best (loss, ceiling, index) over paired grids of overhead_bytes and routed_bytes."""
     import numpy as np
 

@@ -87,8 +87,8 @@ def torch_available() -> bool:
 
 def system_memory_gb() -> float:
     """Physical memory of this machine [GB, decimal], or 0 when the platform does not say
-    (:func:`xlsxplan.system.physical_memory_gib`, which the command line's memory cap reads too)."""
-    from ..system import physical_memory_gib
+    (:func:`xlsxplan.infra.system.physical_memory_gib`, which the command line's memory cap reads too)."""
+    from ..infra.system import physical_memory_gib
 
     return physical_memory_gib() * 1024**3 / 1e9
 

@@ -59,7 +59,7 @@ import statistics
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, cast, overload
 
 from .. import calibration
 from ..catalog import models
@@ -157,6 +157,14 @@ class Measurement:
         return f"line {self.line}: {self.name} {self.metric}{where}"
 
 
+@overload
+def _number(text: str, column: str, whole: Literal[True]) -> int | None: ...
+
+
+@overload
+def _number(text: str, column: str, whole: Literal[False] = False) -> float | None: ...
+
+
 def _number(text: str, column: str, whole: bool = False) -> float | int | None:
     text = (text or "").strip()
     if not text:
@@ -183,10 +191,11 @@ def parse_measurements(text: str, origin: str = "measurements") -> list[Measurem
     rows = []
     for i, raw in enumerate(reader, start=2):
         raw = {k: (v or "").strip() for k, v in raw.items() if k is not None}
-        common = dict(line=i, kind=raw["kind"].lower(), name=raw["name"], metric=raw["metric"].lower(),
-                      model=raw["model"], gpu=raw["gpu"], precision=raw["precision"], unit=raw["unit"],
-                      source=raw["source"], kv_precision=raw.get("kv_precision", ""),
-                      flops=_flops_basis(raw.get("flops", ""), raw["source"]))  # fmt: skip
+        common: dict[str, Any] = dict(line=i, kind=raw["kind"].lower(), name=raw["name"],
+                                      metric=raw["metric"].lower(), model=raw["model"], gpu=raw["gpu"],
+                                      precision=raw["precision"], unit=raw["unit"], source=raw["source"],
+                                      kv_precision=raw.get("kv_precision", ""),
+                                      flops=_flops_basis(raw.get("flops", ""), raw["source"]))  # fmt: skip
         try:
             conc_text = raw["concurrency"].lower()
             concurrency: int | str | None = "max" if conc_text == "max" else _number(conc_text, "concurrency", True)
@@ -202,12 +211,12 @@ def parse_measurements(text: str, origin: str = "measurements") -> list[Measurem
                     **common,
                     gpus_per_node=int(per_node or 8),
                     batching=batching,
-                    ep=_number(raw.get("ep", ""), "ep", True) or None,  # type: ignore[arg-type]
+                    ep=_number(raw.get("ep", ""), "ep", True) or None,
                     value=value,
                     params_b=_number(raw["params_b"], "params_b"),
                     active_params_b=_number(raw["active_params_b"], "active_params_b"),
                     tokens=_number(raw["tokens"], "tokens"),
-                    n_gpus=_number(raw["n_gpus"], "n_gpus", True),  # type: ignore[arg-type]
+                    n_gpus=_number(raw["n_gpus"], "n_gpus", True),
                     input_len=_number(raw["input_len"], "input_len"),
                     output_len=_number(raw["output_len"], "output_len"),
                     concurrency=concurrency,
@@ -625,7 +634,8 @@ def _predict_kv_capacity(m: Measurement, s: Shape, factors: Factors) -> tuple[fl
     weight_bytes = _bits(m) / 8.0
     if s.preset and m.precision:  # a checkpoint as published: 16-bit embeddings for fp8, awq... (MODEL_WEIGHTS_GB)
         embeddings = published_embedding_bytes(m.precision)
-        weight_bytes = models.model_weights_gb(s.preset, m.precision, embeddings) / s.params_b
+        # a format name: @checked reads it as its byte count, where the signature it keeps says float
+        weight_bytes = models.model_weights_gb(s.preset, cast(float, m.precision), embeddings) / s.params_b
     free = equations.free_bytes(s.params_b, weight_bytes, _n(m), _gpu(m).memory_gb, USABLE_FRACTION)
     if free <= 0:
         raise Unpredictable(f"the weights alone do not fit in {USABLE_FRACTION:.0%} of memory")
@@ -712,7 +722,7 @@ def _predict_throughput(m: Measurement, s: Shape, factors: Factors) -> tuple[flo
     e_c, e_bw = _eff(factors, m, "prefill"), _eff(factors, m, "decode_bandwidth")
     prompt = _need(m.input_len, "input_len", m)
     output = _need(m.output_len, "output_len", m)
-    conc = 0 if m.concurrency in (None, "max") else int(m.concurrency)  # type: ignore[arg-type]
+    conc = 0 if m.concurrency in (None, "max") else int(m.concurrency)
     fits = equations.batch_that_fits(s.params_b, bits / 8.0, kv, _context(m), n, gpu.memory_gb, USABLE_FRACTION)
     batch = int(fits if conc == 0 else min(conc, fits))
     if batch < 1:
@@ -1015,8 +1025,8 @@ def validate(
             results.append(RowResult(m.line, m.name, m.metric, m.value, None, None, err.message, kind=kind))
             continue
         if m.value is None or m.value <= 0:
-            why = "the measured value is empty or 0, so there is no ratio"
-            results.append(RowResult(m.line, m.name, m.metric, m.value, predicted, None, why, basis, kind))
+            reason = "the measured value is empty or 0, so there is no ratio"
+            results.append(RowResult(m.line, m.name, m.metric, m.value, predicted, None, reason, basis, kind))
             continue
         said = "; ".join(notes(m, factors, cache.counts(run_key(m) if leave_out else None)))
         results.append(RowResult(m.line, m.name, m.metric, m.value, predicted, predicted / m.value, said, basis, kind))

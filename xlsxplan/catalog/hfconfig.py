@@ -131,7 +131,7 @@ def read_config_and_digest(path: str | Path) -> tuple[dict[str, Any], str]:
     :data:`MAX_CONFIG_BYTES`, nesting at most :data:`MAX_DEPTH` deep, with numbers of at most :data:`MAX_DIGITS`
     digits."""
     from ..errors import WorkbookError
-    from ..fileio import read_regular
+    from ..infra.fileio import read_regular
 
     p = Path(path)
     try:

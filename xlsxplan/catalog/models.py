@@ -18,7 +18,7 @@ from typing import Any
 
 from ..core import architecture, engine, equations
 from ..domains import Batch, Count, Flag, Fraction, GPUs, MemoryGB, MemoryGBOrZero, Name, Tokens, TokensOrZero, checked
-from ..elementwise import ceil, is_array, maximum, minimum, refused, where
+from ..infra.elementwise import ceil, is_array, maximum, minimum, refused, where
 from ..precision import BytesPerValue, BytesPerValueOrZero
 from .schema import ModelPreset
 from .store import load_catalog
@@ -144,7 +144,7 @@ def count_params(m: ModelPreset) -> tuple[int, int]:
 
 
 def _model(model: str) -> ModelPreset:
-    return load_catalog().models.get(model)  # type: ignore[return-value]
+    return load_catalog().models.get(model)
 
 
 SPARSE_MLA_SCALE_BLOCK = 128

@@ -14,18 +14,20 @@ import time
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar, cast
 
 from pydantic import ValidationError
 
 from ..errors import CatalogError, NotAvailableError, UnknownPresetError
-from ..fileio import atomic_write_text, ensure_folder
+from ..infra.fileio import atomic_write_text, ensure_folder
 from .schema import AcceleratorPreset, Kind, ModelPreset, Preset, PricePreset
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
+
+_P = TypeVar("_P", bound=Preset)
 
 __all__ = [
     "Catalog",
@@ -47,7 +49,7 @@ def _key(name: str) -> str:
     return re.sub(r"[\s_]+", "-", name.strip().casefold())
 
 
-class _Table:
+class _Table(Generic[_P]):
     """Presets of one kind, found by id or alias; ``user`` holds the ids that come from the user's own file.
 
     ``refused`` maps a name (as :func:`_key` spells it) of a user preset that could not be loaded to the one-line
@@ -58,7 +60,7 @@ class _Table:
     def __init__(
         self,
         kind: Kind,
-        presets: dict[str, Preset],
+        presets: dict[str, _P],
         sources: dict[str, str],
         user: frozenset[str] = frozenset(),
         refused: dict[str, str] | None = None,
@@ -79,7 +81,7 @@ class _Table:
     def names(self) -> list[str]:
         return list(self.presets)
 
-    def get(self, name: str) -> Preset:
+    def get(self, name: str) -> _P:
         key = _key(name)
         tail = key.rsplit("/", 1)[-1]
         pid = self._index.get(key) or self._index.get(tail)
@@ -135,7 +137,7 @@ class _Table:
 class Catalog:
     """The models and accelerators xlsxplan knows, with the sources of their figures."""
 
-    def __init__(self, models: _Table, accelerators: _Table) -> None:
+    def __init__(self, models: _Table[ModelPreset], accelerators: _Table[AcceleratorPreset]) -> None:
         self.models = models
         self.accelerators = accelerators
 
@@ -283,7 +285,7 @@ def user_catalog_dir() -> Path:
     return platformdirs.user_config_path("xlsxplan") / "catalog"
 
 
-def _merge(kind: Kind, shipped: tuple[dict[str, Preset], dict[str, str]], user: _Loaded, origin: str) -> _Table:
+def _merge(kind: Kind, shipped: tuple[dict[str, Preset], dict[str, str]], user: _Loaded, origin: str) -> _Table[Preset]:
     """The shipped presets plus the user's good ones. A user preset is refused (the shipped ones never are) if it
     takes a shipped preset's name or alias, or cites a user source whose key is a shipped source's with another
     citation (the shipped citation would silently win)."""
@@ -392,7 +394,10 @@ def load_catalog() -> Catalog:
         shipped = _cache["shipped"]
         tables = {kind: _merge(kind, shipped[kind], _read_user(kind, folder), str(folder / _FILES[kind][0]))
                   for kind in _FILES}  # fmt: skip
-        _cache["catalog"] = Catalog(tables["model"], tables["accelerator"])
+        # each kind's presets are of the class _FILES gives it
+        models = cast("_Table[ModelPreset]", tables["model"])
+        accelerators = cast("_Table[AcceleratorPreset]", tables["accelerator"])
+        _cache["catalog"] = Catalog(models, accelerators)
         _cache["stamp"] = stamp
     _cache["env"], _cache["looked"] = env, now
     return _cache["catalog"]

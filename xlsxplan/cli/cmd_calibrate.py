@@ -30,7 +30,7 @@ def source_checkout(path: Path) -> bool:
 def _fit(args: argparse.Namespace) -> int:
     from .. import calibration
     from ..calibration import measurements
-    from ..fileio import atomic_write_text, ensure_folder
+    from ..infra.fileio import atomic_write_text, ensure_folder
 
     shipped = calibration.measurements_path()
     data = Path(args.data) if args.data else shipped

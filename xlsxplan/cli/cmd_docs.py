@@ -11,7 +11,7 @@ ORDER = 90
 
 
 def run(args: argparse.Namespace) -> int:
-    from .. import reference
+    from . import reference
 
     root = Path(args.root)
     if args.check:

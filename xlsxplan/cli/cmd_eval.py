@@ -76,10 +76,10 @@ def _result_kind(formula: str) -> tuple[str, bool]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..cells import collect_warnings
     from ..errors import CellError
     from ..headless.engine import evaluate_formula
-    from ..system import MEMORY_LIMIT_GB, address_space_cap_gb, limit_address_space
+    from ..infra.system import MEMORY_LIMIT_GB, address_space_cap_gb, limit_address_space
+    from ..sheet.cells import collect_warnings
 
     # =LEN(REPT("x",1E+10)) fails in the formula, not the machine
     limit_address_space(address_space_cap_gb(MEMORY_LIMIT_GB))

@@ -21,7 +21,7 @@ def _write_lite(folder: Path, force: bool) -> int:
     import sys
 
     from ..excel import lite
-    from ..fileio import atomic_write_text, ensure_folder
+    from ..infra.fileio import atomic_write_text, ensure_folder
 
     if folder.exists() and not folder.is_dir():
         print(f"xlsxplan: error: {folder} is a file, not a folder", file=sys.stderr)

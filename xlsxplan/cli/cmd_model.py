@@ -63,7 +63,7 @@ def list_models(args: argparse.Namespace) -> int:
     for name in table.names():
         preset = table.get(name)
         mark = "  (user)" if name in mine else ""
-        print(f"{name:24s} {human_number(preset.params_b):>10}B{mark}")  # type: ignore[attr-defined]
+        print(f"{name:24s} {human_number(preset.params_b):>10}B{mark}")
     return EXIT_OK
 
 
@@ -75,7 +75,7 @@ def show(args: argparse.Namespace) -> int:
     preset = table.get(args.name)  # a user preset left out: CatalogError with the reason, exit 2
     print(preset.id)
     cited: dict[str, list[str]] = {}
-    for field, value in preset_figures(preset).items():  # type: ignore[arg-type]
+    for field, value in preset_figures(preset).items():
         print(f"  {field:22s} {value}")
         cited.setdefault(table.citation(preset.id, field), []).append(field)
     print("sources")

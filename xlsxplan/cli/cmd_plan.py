@@ -1,5 +1,5 @@
 """``xlsxplan plan``: the cheapest deployment that meets the targets, every other option beside it, and why the
-rejected ones fail (:mod:`xlsxplan.plan`)."""
+rejected ones fail (:mod:`xlsxplan.plan.search`)."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ _FLAGS = {
     "block_size": "--block-size", "draft": "--spec-draft", "draft_params_b": "--spec-draft-params-b",
     "acceptance": "--spec-acceptance", "acceptance_rates": "--spec-acceptance-rates", "draft_tokens": "--spec-tokens",
 }  # fmt: skip
-"""Each argument of :func:`xlsxplan.plan.plan` by the flag that gives it, for error messages."""
+"""Each argument of :func:`xlsxplan.plan.search.plan` by the flag that gives it, for error messages."""
 
 
 class _Usage(Exception):
@@ -85,7 +85,7 @@ _OWN_HELP = (
 def _owned(args: argparse.Namespace) -> Any:
     """The owned-case assumptions the flags give, or None when no --own flag is given."""
     from ..catalog import load_catalog
-    from ..plan import Owned
+    from ..plan.search import Owned
 
     names = (*_OWN_SINGLE, *_OWN_PER_GPU, "utilisation")
     if not args.own and all(getattr(args, f"own_{n}") is None for n in names):
@@ -121,7 +121,7 @@ def _parse(text: str, flag: str, item: str) -> float:
 
 def _engine(args: argparse.Namespace) -> Any:
     """The engine's memory rule the flags give, or None when none of them is given."""
-    from ..plan import Engine
+    from ..plan.search import Engine
 
     if all(getattr(args, n) is None for n in ("gpu_memory_utilization", "reserve_gb", "block_size")):
         return None
@@ -136,7 +136,7 @@ def _engine(args: argparse.Namespace) -> Any:
 def _speculative(args: argparse.Namespace) -> Any:
     """The speculative draft the flags give, or None when none of them is given."""
     from ..errors import XlsxplanError
-    from ..plan import Speculative
+    from ..plan.search import Speculative
     from ..precision import lookup
 
     names = ("draft", "draft_params_b", "draft_weights", "draft_tokens", "acceptance", "acceptance_rates")
@@ -159,7 +159,7 @@ def _speculative(args: argparse.Namespace) -> Any:
 
 
 def _inputs(args: argparse.Namespace) -> tuple[Any, ...]:
-    from ..plan import Assumptions, Targets, Traffic, parse_gpus
+    from ..plan.search import Assumptions, Targets, Traffic, parse_gpus
 
     if not args.model:
         raise _Usage("--model is required (a preset name, shipped or imported with `xlsxplan model add`)")
@@ -194,7 +194,7 @@ def _inputs(args: argparse.Namespace) -> tuple[Any, ...]:
 
 def run(args: argparse.Namespace) -> int:
     from ..errors import XlsxplanError
-    from ..plan import plan
+    from ..plan.search import plan
 
     try:
         traffic, targets, assumptions, gpus = _inputs(args)
@@ -264,7 +264,7 @@ def render(result: Any, top: int = 0) -> str:
     """The plan as a terminal reads it: feasible options ranked (the ``top`` cheapest, 0 for all), the frontier
     marked, rejected ones with their reasons, and the assumptions that move the result."""
     from ..calibration import active
-    from ..plan import PARAMS_X_BYTES, figure_text
+    from ..plan.search import PARAMS_X_BYTES, figure_text
 
     t, g, a = result.traffic, result.targets, result.assumptions
     other = "calibrated" if result.rank_by == "assumed" else "assumed"
@@ -558,8 +558,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         "at the calibrated efficiencies, and rank the feasible ones by monthly cost; each rejected option says "
         "why. A target applies only when given. Exit status 1 when no option is feasible.",
     )
-    p.error = _one_line_error(p)  # type: ignore[method-assign]
-    p.parse_known_args = _strict(p)  # type: ignore[method-assign]
+    p.error = _one_line_error(p)
+    p.parse_known_args = _strict(p)
     p.add_argument("--model", help="a model preset, shipped or imported (xlsxplan model add)")
     p.add_argument("--requests-per-day", metavar="N", help="requests in a day")
     p.add_argument("--prompt-tokens", metavar="N", help="mean prompt per request, tokens")

@@ -264,11 +264,11 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from ..cells import collect_warnings
     from ..errors import CellError
     from ..headless.untrusted import Limits
     from ..headless.workbook import Workbook, default_output, parse_value
-    from ..system import address_space_cap_gb, limit_address_space
+    from ..infra.system import address_space_cap_gb, limit_address_space
+    from ..sheet.cells import collect_warnings
 
     source = Path(args.book)
     out = Path(args.output) if args.output else default_output(source)

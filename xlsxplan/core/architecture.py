@@ -45,8 +45,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..domains import Batch, Count, CountOrZero, GPUs, ParamsB, ParamsBOrZero, Tokens, checked
-from ..elementwise import ceil, is_array, maximum, minimum, refused, where
 from ..errors import OutOfRangeError
+from ..infra.elementwise import ceil, is_array, maximum, minimum, refused, where
 from ..precision import BytesPerValue
 from . import equations
 

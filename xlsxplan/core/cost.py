@@ -65,8 +65,8 @@ from ..domains import (
     checked,
     format_number,
 )
-from ..elementwise import apply, is_array, maximum, refused, where
 from ..errors import OutOfRangeError
+from ..infra.elementwise import apply, is_array, maximum, refused, where
 
 __all__ = [
     "HOURS_PER_YEAR",

@@ -48,7 +48,7 @@ from ..domains import (
     Tokens,
     checked,
 )
-from ..elementwise import is_array, refused, where
+from ..infra.elementwise import is_array, refused, where
 from . import equations
 
 __all__ = [

@@ -58,8 +58,8 @@ from ..domains import (
     checked,
     format_number,
 )
-from ..elementwise import apply, maximum
 from ..errors import OutOfRangeError
+from ..infra.elementwise import apply, maximum
 from .equations import whole_ceil
 
 __all__ = [

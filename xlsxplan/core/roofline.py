@@ -54,8 +54,8 @@ from ..domains import (
     TokensOrZero,
     checked,
 )
-from ..elementwise import is_array, maximum, minimum, negated, power, refused, where
 from ..errors import OutOfRangeError
+from ..infra.elementwise import is_array, maximum, minimum, negated, power, refused, where
 from ..precision import BytesPerValue
 from . import equations
 from .architecture import check_moe

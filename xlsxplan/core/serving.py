@@ -36,7 +36,7 @@ from ..domains import (
     TokensPerSOrZero,
     checked,
 )
-from ..elementwise import minimum
+from ..infra.elementwise import minimum
 from ..precision import BytesPerValue
 from . import equations
 

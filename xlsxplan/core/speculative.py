@@ -52,8 +52,8 @@ from ..domains import (
     TokensOrZero,
     checked,
 )
-from ..elementwise import is_array, power, refused, where
 from ..errors import OutOfRangeError
+from ..infra.elementwise import is_array, power, refused, where
 from ..precision import BytesPerValue
 from . import equations
 

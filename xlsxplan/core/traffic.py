@@ -72,8 +72,8 @@ from ..domains import (
     checked,
     format_number,
 )
-from ..elementwise import apply, count_above, is_array, maximum, minimum, negated, power, refused, sqrt, where
 from ..errors import OutOfRangeError
+from ..infra.elementwise import apply, count_above, is_array, maximum, minimum, negated, power, refused, sqrt, where
 from ..precision import BytesPerValue, BytesPerValueOrZero
 from . import equations, serving
 from .equations import whole_floor

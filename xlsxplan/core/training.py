@@ -18,8 +18,8 @@ References
 from __future__ import annotations
 
 from ..domains import FLOPsPerS, Fraction, GPUs, ParamsB, Seconds, TFLOPs, Tokens, TokensPerParam, TokensPerS, checked
-from ..elementwise import refused, sqrt
 from ..errors import OutOfRangeError
+from ..infra.elementwise import refused, sqrt
 from ..precision import TrainBytes
 
 __all__ = [

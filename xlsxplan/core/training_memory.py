@@ -40,8 +40,8 @@ from ..domains import (
     ZeroStage,
     checked,
 )
-from ..elementwise import pick, where
 from ..errors import ArgumentError, UnknownPresetError
+from ..infra.elementwise import pick, where
 from ..precision import TrainBytes
 
 __all__ = [

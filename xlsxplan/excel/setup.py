@@ -30,9 +30,9 @@ from pathlib import Path
 
 from .. import registry
 from ..errors import WorkbookError
-from ..fileio import file_kind
-from ..xlwings_conf import SHEET_NAME, UDF_MODULE
-from ..zipfiles import ZipLimits
+from ..infra.fileio import file_kind
+from ..infra.zipfiles import ZipLimits
+from ..sheet.xlwings_conf import SHEET_NAME, UDF_MODULE
 from .vba import XLWINGS_MODULE, checked_zip, is_xlwings, modules_of, references_of, vba_project
 
 __all__ = [
@@ -136,7 +136,7 @@ def machine_checks() -> list[Check]:
 def workbook_checks(path: Path, limits: ZipLimits | None = None) -> list[Check]:
     """Whether a workbook is set up for classic xlwings. Raises :class:`WorkbookError` if it cannot be read.
 
-    The file is untrusted: it is read once, within ``limits`` (:class:`~xlsxplan.zipfiles.ZipLimits`: file size, parts,
+    The file is untrusted: it is read once, within ``limits`` (:class:`~.infra.zipfiles.ZipLimits`: file size, parts,
     zip bombs, DTDs and entities, checked before anything parses it), and only those checked bytes are read on.
     """
     path = Path(path)
@@ -197,8 +197,8 @@ def _conf_check(path: Path, data: bytes) -> Check:
 
     import openpyxl
 
-    from ..xlwings_conf import read_conf_sheet
-    from ..zipfiles import require_defusedxml
+    from ..infra.zipfiles import require_defusedxml
+    from ..sheet.xlwings_conf import read_conf_sheet
 
     require_defusedxml()
     try:

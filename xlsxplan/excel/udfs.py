@@ -9,7 +9,7 @@ module loads in both runtimes; :func:`build` applies any given decorators, which
 xlwings' real classic machinery, what Excel would receive.
 
 Every argument arrives two-dimensional (``ndim=2``) with Excel error values as their text (``err_to_str=True``),
-and every call goes through :func:`xlsxplan.cells.evaluate_broadcast`, the same code the headless engine uses: a
+and every call goes through :func:`xlsxplan.sheet.cells.evaluate_broadcast`, the same code the headless engine uses: a
 range broadcasts against the other arguments (a 10,000-row column of scenarios is one call, not 10,000) and the
 result spills as a 2-D array in Excel 365; values and messages are those of every other face.
 
@@ -45,9 +45,9 @@ from typing import Any
 from xlwings import arg, func
 
 from .. import registry
-from ..cells import evaluate_broadcast
-from ..elementwise import is_array
 from ..errors import EXCEL_ERRORS, CellError
+from ..infra.elementwise import is_array
+from ..sheet.cells import evaluate_broadcast
 
 __all__ = ["LITE", "ERROR_CODES", "ExcelError", "PassedIn", "build", "make_udf", "present", "from_excel"]
 
@@ -55,7 +55,7 @@ LITE = sys.platform == "emscripten"
 """True inside xlwings Lite (Pyodide), where a raised exception shows as #VALUE! with its message on hover."""
 
 ERROR_CODES = EXCEL_ERRORS
-"""Excel's error values, as xlwings passes them with ``err_to_str=True`` (:data:`xlsxplan.cells.EXCEL_ERRORS`)."""
+"""Excel's error values, as xlwings passes them with ``err_to_str=True`` (:data:`xlsxplan.sheet.cells.EXCEL_ERRORS`)."""
 
 _ERROR_TEXT = re.compile("^(" + "|".join(re.escape(c) for c in ERROR_CODES) + r")(?: (.+))?$", re.DOTALL)
 
@@ -170,7 +170,7 @@ def _element(value: Any, lite: bool) -> Any:
 
 
 def present(result: Any, lite: bool = LITE) -> Any:
-    """What the cell receives for a result of :func:`~xlsxplan.cells.evaluate_broadcast`: the one place where
+    """What the cell receives for a result of :func:`~xlsxplan.sheet.cells.evaluate_broadcast`: the one place where
     the way an error looks is decided (see the module docstring). Raises :class:`ExcelError` only when ``lite``."""
     if is_array(result):
         np = sys.modules["numpy"]

@@ -1,7 +1,7 @@
 """Reading the VBA project inside an .xlsm: which modules it has and which projects it references.
 
 A ``vbaProject.bin`` is a compound file (MS-CFB) whose ``dir`` stream, compressed as MS-OVBA describes, lists the
-modules and references. The file is untrusted: it is read within :class:`~xlsxplan.zipfiles.ZipLimits`, and the
+modules and references. The file is untrusted: it is read within :class:`~xlsxplan.infra.zipfiles.ZipLimits`, and the
 reader bounds every chain it follows (a self-looping sector chain or a root entry of the wrong type is refused).
 """
 
@@ -12,8 +12,8 @@ import zipfile
 from pathlib import Path
 
 from ..errors import WorkbookError
-from ..fileio import read_regular
-from ..zipfiles import MB, ZipLimits, check_members, check_prolog, open_zip
+from ..infra.fileio import read_regular
+from ..infra.zipfiles import MB, ZipLimits, check_members, check_prolog, open_zip
 
 MAX_VBA_MB = 64
 """The largest VBA project (``xl/vbaProject.bin``) read [MiB]; Excel's are kilobytes to a few megabytes."""
@@ -23,7 +23,7 @@ __all__ = ["XLWINGS_MODULE", "MAX_VBA_MB", "checked_zip", "vba_module_names", "v
 
 
 def checked_zip(path: Path, limits: ZipLimits) -> tuple[bytes, zipfile.ZipFile]:
-    """The file's bytes and zip, after the checks :mod:`xlsxplan.zipfiles` gives every untrusted workbook before any
+    """The file's bytes and zip, after the checks :mod:`~.infra.zipfiles` gives every untrusted workbook before any
     part is parsed: its size, the number and inflated size of its parts (zip bombs), encryption, and DTDs or
     entities in any XML part. Unlike the headless engine's ``open_package`` it accepts add-ins (.xlam) and any zip
     holding a VBA project, and sets no limit on cells: nothing here calculates the workbook."""
@@ -129,9 +129,9 @@ def _cfb_stream(data: bytes, wanted: str) -> bytes:
     fat_sectors = [s for s in struct.unpack_from("<109I", data, 0x4C) if s != _FREE]
     sid = first_difat
     for _ in range(n_difat):  # further FAT sector numbers, 127 per DIFAT sector plus a link
-        entries = struct.unpack(f"<{sector_size // 4}I", sector(sid))
-        fat_sectors += [s for s in entries[:-1] if s != _FREE]
-        sid = entries[-1]
+        links = struct.unpack(f"<{sector_size // 4}I", sector(sid))
+        fat_sectors += [s for s in links[:-1] if s != _FREE]
+        sid = links[-1]
     fat: list[int] = []
     for s in fat_sectors:
         fat += struct.unpack(f"<{sector_size // 4}I", sector(s))

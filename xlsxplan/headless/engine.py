@@ -3,7 +3,7 @@
 ``formualizer`` (a Rust engine with Python bindings) parses and computes Excel formulas, its dependency graph
 recalculating only what changed. This adapter registers each entry of :data:`xlsxplan.registry.FUNCTIONS` with a
 formualizer workbook (:func:`register_functions`), translating between its values (error dicts, lists of rows) and
-:mod:`xlsxplan.cells`, so a workbook or a one-off formula that mixes native functions (ROUND, INDEX, XLOOKUP) with
+:mod:`xlsxplan.sheet.cells`, so a workbook or a one-off formula that mixes native functions (ROUND, INDEX, XLOOKUP) with
 ours evaluates as Excel would. Errors become the right Excel error value; the one-line reason behind each travels
 with the value inside a formula, and is kept in a side channel (:func:`collect_messages`) because a value stored in
 a cell carries no text.
@@ -44,8 +44,9 @@ from typing import Any
 import formualizer as fz
 import numpy as np
 
-from .. import cells, registry
+from .. import registry
 from ..errors import CellError
+from ..sheet import cells
 from .references import ordered as ordered_ranges
 
 __all__ = [
@@ -183,7 +184,7 @@ def collect_messages() -> Iterator[Messages]:
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# Values between the engine and xlsxplan.cells
+# Values between the engine and xlsxplan.sheet.cells
 
 _KIND_CODES = {
     "div": "#DIV/0!",
@@ -223,7 +224,7 @@ def cell_error(value: dict) -> CellError:
 
 
 def from_engine(value: Any) -> Any:
-    """An engine value as :mod:`xlsxplan.cells` reads cell contents: errors as :class:`CellError`, lists as they
+    """An engine value as :mod:`xlsxplan.sheet.cells` reads cell contents: errors as :class:`CellError`, lists as they
     are (rows of values), the rest unchanged."""
     kind = type(value)
     if kind is dict:
@@ -237,7 +238,7 @@ _INT64 = 2**63
 
 
 def to_engine(result: Any) -> Any:
-    """A result of :mod:`xlsxplan.cells` as the engine takes it back: numbers, text, bools, error dicts, and lists
+    """A result of :mod:`xlsxplan.sheet.cells` as the engine takes it back: numbers, text, bools, error dicts, and lists
     of rows for an array (a 1x1 array as its one value)."""
     if isinstance(result, CellError):
         code = result.code if result.code in _ENGINE_KINDS else "#VALUE!"

@@ -16,7 +16,7 @@ Unchanged is not TRUE, and writes the values, the inputs' values now as When com
 
 The blocks are the file's, so they are checked as a hostile file's would be: each formula must tokenize, carry no
 threat (:func:`.untrusted.formula_threat`: DDE, other workbooks), call only registry and engine functions and at
-least one that only Python computes (a registry function without a native form in :mod:`xlsxplan.native`), or one
+least one that only Python computes (a registry function without a native form in :mod:`xlsxplan.sheet.native`), or one
 newer than Excel 2016 that the pass freezes with them (:data:`NEWER_THAN_2016`); its cells must be on a worksheet, at
 most :data:`MAX_CELLS` in all, and hold values (a value, or an error formula such as ``=NA()``), never another
 formula. A block that fails is refused with one line naming the cell (WorkbookError), as an unsafe formula in a cell
@@ -35,7 +35,7 @@ from ..errors import WorkbookError
 __all__ = ["NAME_PREFIX", "TITLE_PREFIX", "INPUTS_HEADER", "FORMULAS_HEADER", "PLAIN", "ARRAY", "Frozen", "read_frozen",
            "check_formula", "MAX_CELLS"]  # fmt: skip
 
-from ..portable_layout import (  # noqa: F401  (re-exported: the layout is read here)
+from ..sheet.portable_layout import (
     ARRAY,
     ERROR_FORMULAS,
     FORMULAS_HEADER,
@@ -90,8 +90,8 @@ def _cells(text: str, where: str) -> list[tuple[int, int]]:
 
 def check_formula(text: str, where: str) -> None:
     """Refuse (WorkbookError, one line) a kept formula that is not one the portable pass freezes."""
-    from .. import native
     from ..registry import FUNCTIONS
+    from ..sheet import native
     from . import engine
     from .untrusted import formula_threat
 

@@ -370,7 +370,7 @@ class QuotePrefixStyles:
         """Write the styles part (if a format was added) into ``replaced``."""
         if not self._changed:
             return
-        self._edits.replaced[self._part] = self._text.encode(self._encoding)
+        self._edits.replaced[self._part] = self._load().encode(self._encoding)  # loaded: a format was added
         if self._created:
             if self._needs_rel:
                 _add_relationship(self._edits, self._edits.pkg.workbook_part, REL_STYLES, self._part)
@@ -536,7 +536,7 @@ def _add_content_type(edits: _Edits, part: str | None, extension: str | None, ct
 
 
 def _used_idmap_blocks(edits: _Edits) -> set[int]:
-    used = set()
+    used: set[int] = set()
     for name in set(edits.pkg.names) | set(edits.replaced):
         if name.lower().endswith(".vml"):
             data = edits.current(name) or b""
@@ -662,7 +662,7 @@ def write_notes(pkg: Package, replaced: dict[str, bytes], edits_list: list[Comme
                 continue  # not the VML Excel writes: leave the sheet's notes alone
         else:
             vml, vtext = None, None
-        if ctext is None:
+        if comments is None or ctext is None:  # both None or neither
             comments = edits.unused("xl/comments{}.xml")
             ctext = (
                 '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>\n'
@@ -671,8 +671,8 @@ def write_notes(pkg: Package, replaced: dict[str, bytes], edits_list: list[Comme
             _add_relationship(edits, sheet.part, REL_COMMENTS, comments)
             _add_content_type(edits, comments, None, CT_COMMENTS)
         new_ctext, _ = _edit_comments_text(ctext, notes, user_cells)
-        edits.replaced[comments] = new_ctext.encode(cenc)  # type: ignore[index]
-        if vtext is None:
+        edits.replaced[comments] = new_ctext.encode(cenc)
+        if vml is None or vtext is None:  # both None or neither
             used = _used_idmap_blocks(edits)
             block = 1
             while block in used:

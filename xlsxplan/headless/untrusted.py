@@ -35,7 +35,7 @@ once and refuses it, with one line, before any XML is parsed when:
 Macros are never run: xlsxplan has no code that executes VBA or Excel 4.0 macro sheets; a ``.xlsm``'s
 ``vbaProject.bin`` is copied into the output untouched.
 
-The zip-level and prolog checks are :mod:`xlsxplan.zipfiles`'; the workbook-level ones are here.
+The zip-level and prolog checks are :mod:`xlsxplan.infra.zipfiles`'; the workbook-level ones are here.
 """
 
 from __future__ import annotations
@@ -51,9 +51,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import WorkbookError
-from ..fileio import read_regular
-from ..system import MEMORY_LIMIT_GB
-from ..zipfiles import DTD, MB, ZipLimits, check_members, markup, open_zip, reading
+from ..infra.fileio import read_regular
+from ..infra.system import MEMORY_LIMIT_GB
+from ..infra.zipfiles import DTD, MB, ZipLimits, check_members, markup, open_zip, reading
 from . import references as refs
 from .package import MAX_COL, MAX_ROW, Package, range_bounds
 
@@ -97,7 +97,7 @@ BASE_BYTES = 70 * MB  # Python, numpy, formualizer and the registry (62 to 69 MB
 @dataclass(frozen=True)
 class Limits(ZipLimits):
     """What xlsxplan agrees to open. Every limit is checked before the workbook's XML is parsed; the first four are
-    the zip's own (:class:`xlsxplan.zipfiles.ZipLimits`).
+    the zip's own (:class:`xlsxplan.infra.zipfiles.ZipLimits`).
 
     The defaults let a 10,000-row scenario sheet (50,000 formula cells) and a 1,000-sheet workbook through on a
     2-core, 24 GiB machine and refuse what would not fit there, or what is cheap to write and slow to read

@@ -50,8 +50,8 @@ import formualizer as fz
 import numpy as np
 
 from ..errors import EXCEL_ERRORS, CellError, WorkbookError
-from ..fileio import atomic_write
-from ..text import FORMULA_TRIGGERS, clean_text
+from ..infra.fileio import atomic_write
+from ..infra.text import FORMULA_TRIGGERS, clean_text
 from . import engine
 from .frozen import NAME_PREFIX, TITLE_PREFIX, Frozen, read_frozen
 from .layout import Layout, Validation
@@ -491,7 +491,7 @@ class Workbook:
         """Set an input cell (``"Inputs!C5"``) or the cell a defined name points to (``"Params_B"``).
 
         ``value`` is a number, text (always stored as text, never as a formula), a bool, None (empty) or a
-        :class:`~xlsxplan.cells.CellError`. A cell that holds a formula is refused, with the input cells behind it
+        :class:`~xlsxplan.sheet.cells.CellError`. A cell that holds a formula is refused, with the input cells behind it
         (for ``=INDEX(cases, Scenario_Number)``, the active case's cell), unless ``force``: then the value replaces
         the formula, in the calculation and in the file saved (the input file is never changed). A cell of an
         array formula is always refused. Returns the workbook.
@@ -755,7 +755,7 @@ class Workbook:
     def get(self, ref: str) -> Any:
         """The value of a cell, a range (a list of rows) or a defined name, after any pending recalculation.
 
-        A value is a number, text, bool, None (empty) or a :class:`~xlsxplan.cells.CellError` carrying the reason.
+        A value is a number, text, bool, None (empty) or a :class:`~xlsxplan.sheet.cells.CellError` carrying the reason.
         """
         target = self._resolve(ref)
         self._fresh()

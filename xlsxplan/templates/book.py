@@ -40,7 +40,7 @@ from openpyxl.worksheet.worksheet import Worksheet
 
 from .. import __version__
 from ..domains import Domain
-from ..text import set_text
+from ..infra.text import set_text
 from .metrics import PURPOSE_CHARS_PER_WIDTH, balanced_lines, wrap_em
 from .styles import (
     BAD,
@@ -251,7 +251,7 @@ def quote_sheetname(name: str) -> str:
 def put_text(cell: Any, text: str, style: str | None = None) -> Any:
     """Write ``text`` as text, never as a formula, whatever it starts with, in the named ``style``.
 
-    The text goes through :func:`xlsxplan.text.set_text`, which also sets the quote prefix on text that Excel
+    The text goes through :func:`xlsxplan.infra.text.set_text`, which also sets the quote prefix on text that Excel
     would read as a formula once edited (``=``, ``+``, ``-``, ``@``). Setting a named style afterwards resets the
     quote prefix, so the style is applied first.
     """

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ..errors import CellError, WorkbookError
-from ..fileio import atomic_write, check_writable, ensure_folder
+from ..infra.fileio import atomic_write, check_writable, ensure_folder
 from . import serving, training
 from .book import Book
 from .styles import GENERATOR, SIDE_COLUMNS, TEMPLATE_DATE

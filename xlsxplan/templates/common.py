@@ -15,7 +15,7 @@ from openpyxl.worksheet.worksheet import Worksheet
 
 from .. import __version__
 from ..domains import Domain
-from ..text import set_text
+from ..infra.text import set_text
 from .book import Book, Ref, Sheet, check_format, page_setup, put_text, quote_sheetname
 from .metrics import as_printed, keep_together
 from .styles import CASE_COLUMNS, FMT, GENERATOR, HEADER_ROWS, TEMPLATE_DATE, WIDTHS
@@ -95,7 +95,7 @@ class PriceExample:
     comment: str
 
 
-def lists_sheet(book: Book, usual: Sequence[tuple[str, str, str, Domain]] = (), prices: bool = False,
+def lists_sheet(book: Book, usual: Sequence[tuple[str, str, str, Domain | None]] = (), prices: bool = False,
                 price_examples: dict[str, PriceExample] | None = None) -> dict[str, str]:  # fmt: skip
     """The Lists sheet: the catalog's models and accelerators and the precision names, for the dropdowns, and the
     usual ranges of the inputs that have one.
@@ -159,13 +159,13 @@ def lists_sheet(book: Book, usual: Sequence[tuple[str, str, str, Domain]] = (), 
             put_text(ws[f"{col}{sh.row}"], text, "Column Heading")
         sh.row += 1
         for key, label, unit, domain in usual:
-            if domain.typical is None:
+            if domain is None or domain.typical is None:
                 raise ValueError(f"{label}: its domain has no typical range")
             r = sh.row
             put_text(ws[f"A{r}"], label, "Label")
             put_text(ws[f"B{r}"], unit, "Unit")
-            for col, value in zip("CD", domain.typical):
-                ws[f"{col}{r}"] = value
+            for col, bound in zip("CD", domain.typical):
+                ws[f"{col}{r}"] = bound
                 ws[f"{col}{r}"].style = "Label"
                 ws[f"{col}{r}"].number_format = FMT["general"]
             book.usual[key] = (label, f"Lists!$C${r}", f"Lists!$D${r}")
@@ -402,8 +402,8 @@ def guide(book: Book, steps: Sequence[str], sheets: Sequence[tuple[str, str]]) -
 
 
 def conf_sheet(book: Book) -> Worksheet:
-    """The ``xlwings.conf`` sheet (:func:`xlsxplan.xlwings_conf.add_conf_sheet`), printed like the rest."""
-    from ..xlwings_conf import add_conf_sheet
+    """The ``xlwings.conf`` sheet (:func:`xlsxplan.sheet.xlwings_conf.add_conf_sheet`), printed like the rest."""
+    from ..sheet.xlwings_conf import add_conf_sheet
 
     ws = add_conf_sheet(book.wb)
     ws.print_area = f"A1:B{ws.max_row}"

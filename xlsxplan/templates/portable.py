@@ -5,18 +5,18 @@ in its cells) and the add-in edition's recalculated values; the serving and trai
 It
 
 1. writes the catalog's presets, formats, optimizers, prices and calibrated efficiencies, with their sources, on a
-   **Catalog** sheet (:func:`xlsxplan.native.write_catalog`); the catalog lookups (MODEL_SPEC, GPU_SPEC,
+   **Catalog** sheet (:func:`xlsxplan.sheet.native.write_catalog`); the catalog lookups (MODEL_SPEC, GPU_SPEC,
    BYTES_PER_PARAM, GPU_PRICE, EFFICIENCY, ...) become ``INDEX``/``MATCH`` over those tables, and a dropdown of the
    models or accelerators (MODELS(), GPUS(), or a list of the same presets) reads the table's name column;
 2. tokenizes every formula (openpyxl's tokenizer) and replaces each registry call, innermost first, by its native
-   form (:func:`xlsxplan.native.formula`). A function of several steps (SERVE_TOKS, PAGED_BATCH, TAIL_SHARE, ...)
+   form (:func:`xlsxplan.sheet.native.formula`). A function of several steps (SERVE_TOKS, PAGED_BATCH, TAIL_SHARE, ...)
    becomes visible line items, one step a row, on a **Workings** sheet (labels from
-   :func:`xlsxplan.native.line_items`), and the cell points at its last row; so does an argument too long to repeat
+   :func:`~.native.line_items`), and the cell points at its last row; so does an argument too long to repeat
    inside a native formula, and a native formula or lookup over 1,500 characters. References in what moves to
    Workings are qualified with the sheet they came from. Functions of Excel 2010 and 2013 are stored with their
    ``_xlfn.`` prefix (:func:`stored`);
 3. guards every call whose arguments the Python function may refuse: a Workings row is 0 when
-   :func:`xlsxplan.native.check` passes (Python accepts them), else the number of the error the add-in gives (an
+   :func:`xlsxplan.sheet.native.check` passes (Python accepts them), else the number of the error the add-in gives (an
    argument's own error passed on, else ``#VALUE!`` when a numeric argument is not a number, ``#NUM!`` otherwise,
    as ``VALUE("x")`` and ``ASIN(2)``, which every engine reads alike; a formula cell's value is read plus 0, as
    Excel reads an INDEX of an empty cell), and the cell reads ``IF(Workings!Bn=0,<native>,CHOOSE(Workings!Bn,
@@ -24,9 +24,9 @@ It
    and the Workings row itself is never an error. The line items of a guarded call are computed only when its
    arguments pass (else "-"), so a call the template does not reach leaves no error value on Workings; a step that
    fails with its arguments accepted still shows its error. A Checks row per guarded call, in the words of
-   :func:`xlsxplan.native.check_words`, is 1 when the cell shows an error and its arguments are refused, and feeds
+   :func:`xlsxplan.sheet.native.check_words`, is 1 when the cell shows an error and its arguments are refused, and feeds
    the master check;
-4. freezes what only Python computes (a call of a function in :data:`xlsxplan.native.PYTHON_ONLY`, the option search
+4. freezes what only Python computes (a call of a function in :data:`~.native.PYTHON_ONLY`, the option search
    on the Options sheet, or of any registry function still without a native form: :func:`python_only`; a few get a
    form yet): the cell holds the add-in edition's recalculated value. Workings lists, for each group
    of frozen cells, every input their formulas read (a range cell by cell) with its value when computed, its value
@@ -57,9 +57,10 @@ from openpyxl.workbook.defined_name import DefinedName
 from openpyxl.worksheet.formula import ArrayFormula
 from openpyxl.worksheet.worksheet import Worksheet
 
-from .. import native, registry
-from .. import portable_layout as frozen_layout
+from .. import registry
 from ..errors import CellError, WorkbookError
+from ..sheet import native
+from ..sheet import portable_layout as frozen_layout
 from .book import Book, check_format, put_text, quote_sheetname
 from .styles import FMT, TEMPLATE_DATE
 
@@ -200,7 +201,7 @@ def _calls(parts: list[Any]) -> list[str]:
 
 
 def python_only(name: str) -> bool:
-    """True for a registry function the portable edition keeps as values: one in :data:`xlsxplan.native.PYTHON_ONLY`,
+    """True for a registry function the portable edition keeps as values: one in :data:`~.native.PYTHON_ONLY`,
     or one a template calls before it has a native form (a native form, or a catalog lookup)."""
     key = name.upper()
     return key in registry.FUNCTIONS and key not in native.NATIVE and key not in native.LOOKUPS
@@ -345,7 +346,7 @@ class _Pass:
         """The Workings row that guards a call of ``name`` over ``args`` (as seen from Workings), and the error the
         add-in gives when it refuses them; None when nothing is refused.
 
-        The row is 0 when :func:`xlsxplan.native.check` passes, else which error the add-in gives, a number that
+        The row is 0 when :func:`xlsxplan.sheet.native.check` passes, else which error the add-in gives, a number that
         picks it from ``CHOOSE(row, argument..., ASIN(2), VALUE("x"))`` (the second part returned): an argument's
         own error passed on (one cell's: a range would be intersected with the row), else ``#NUM!`` when every
         numeric argument is a number, ``#VALUE!`` otherwise. A number, never an error, so a call the template does

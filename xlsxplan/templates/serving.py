@@ -37,9 +37,9 @@ from openpyxl.worksheet.formula import ArrayFormula
 from openpyxl.worksheet.pagebreak import Break
 
 from .. import catalog, domains
-from .. import plan as plan_search
 from ..domains import domain_of
-from ..plan_cells import NONE_SHOWN
+from ..plan import search as plan_search
+from ..plan.cells import NONE_SHOWN
 from . import timeline
 from .book import (
     Book,
@@ -970,8 +970,8 @@ def _calculations(book: Book) -> Sheet:
             ws[f"{col}{r}"].style = "Formula"
             ws[f"{col}{r}"].number_format = FMT[fmt]
     # the latency target as a flat line from the first batch to the last
-    for r, batch in ((first, f"B{first}"), (first + 1, f"B{last}")):
-        ws[f"E{r}"], ws[f"F{r}"] = f"={batch}", "=Latency_Target"
+    for r, batch_cell in ((first, f"B{first}"), (first + 1, f"B{last}")):
+        ws[f"E{r}"], ws[f"F{r}"] = f"={batch_cell}", "=Latency_Target"
         ws[f"E{r}"].style, ws[f"F{r}"].style = "Formula", "Link"
         ws[f"E{r}"].number_format, ws[f"F{r}"].number_format = FMT["int"], FMT["dec1"]
         ws[f"F{r}"].alignment = Alignment(horizontal="left", indent=1)

@@ -76,10 +76,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from . import calibration, catalog, precision
-from .catalog import models
-from .core import cost, engine, equations, queueing, serving, speculative, traffic
-from .domains import (
+from .. import calibration, catalog, precision
+from ..catalog import models
+from ..core import cost, engine, equations, queueing, serving, speculative, traffic
+from ..domains import (
     CoefficientOfVariation,
     Count,
     Flag,
@@ -100,7 +100,7 @@ from .domains import (
     domain_of,
     format_number,
 )
-from .errors import ArgumentError, NotAvailableError, OutOfRangeError, XlsxplanError
+from ..errors import ArgumentError, NotAvailableError, OutOfRangeError, XlsxplanError
 
 __all__ = [
     "HOURS_PER_MONTH", "GPUS_PER_REPLICA", "SERVINGS", "Traffic", "Targets", "Assumptions", "View", "Figures",
@@ -735,7 +735,7 @@ class _Model:
 
 def _model(name: str) -> _Model:
     preset = catalog.load_catalog().models.get(name)
-    params = float(preset.params_b)  # type: ignore[attr-defined]
+    params = float(preset.params_b)
     active = min(params, float(preset.figure("active_params_b")))  # type: ignore[arg-type]
     experts = int(preset.figure("experts") or 0)
     per_token = int(preset.figure("experts_per_token") or 0)
@@ -1310,7 +1310,7 @@ def _owned_case(gpu: str, rent: float, owned: Owned, hours_per_month: float) -> 
     its running part (power and hosting), the utilisation at which owning and renting cost the same per token
     (BREAKEVEN_UTILISATION) and the months until buying has cost less than renting around the clock
     (BREAKEVEN_MONTH); or the reason a figure is missing."""
-    from .catalog.costs import cost_figure, load_costs
+    from ..catalog.costs import cost_figure, load_costs
 
     costs = load_costs()
     values: dict[str, float] = {}

@@ -1,6 +1,6 @@
 """The plan search's table one cell at a time, for a sheet that shows it cell by cell.
 
-PLAN_OPTIONS spills the ranked table (:func:`xlsxplan.plan.plan_options`). A sheet that cannot hold a spilled or
+PLAN_OPTIONS spills the ranked table (:func:`xlsxplan.plan.search.plan_options`). A sheet that cannot hold a spilled or
 array result for good (a saved array formula's other cells keep cached values, which a headless engine that spills
 reads as occupied) shows the table a cell each; PLAN_OPTIONS_AT gives the cell at a row and column of the same
 table, so that every cell carries one value rather than the whole table. The table is planned once for a set of
@@ -14,8 +14,8 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from . import calibration, catalog
-from .domains import (
+from .. import calibration, catalog
+from ..domains import (
     Count,
     Flag,
     FractionOrZero,
@@ -31,8 +31,8 @@ from .domains import (
     checked,
     format_number,
 )
-from .errors import OutOfRangeError
-from .plan import plan_options
+from ..errors import OutOfRangeError
+from .search import plan_options
 
 __all__ = ["NONE_SHOWN", "plan_options_at"]
 

@@ -3,7 +3,7 @@
 A core function whose body uses only operators and the helpers below computes, when its arguments are numpy arrays,
 every element exactly as a call with that element's numbers would: the same IEEE operations in the same order, so the
 same bits. :func:`xlsxplan.domains.checked` with ``arrays=True`` marks such a function, and the array path of
-:func:`xlsxplan.cells.evaluate_broadcast` then runs its arithmetic once over whole columns instead of once per row.
+:func:`~.sheet.cells.evaluate_broadcast` then runs its arithmetic once over whole columns instead of once per row.
 
 With plain numbers every helper is the plain Python it replaces (``minimum`` is ``min``, ``where`` a conditional
 expression), so a function's one-call path is unchanged. numpy is imported only when an array arrives: importing

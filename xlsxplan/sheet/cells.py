@@ -37,10 +37,10 @@ from collections.abc import Callable, Iterator, Sequence
 from itertools import chain
 from typing import Any
 
-from .domains import flatten_range, show_value
-from .elementwise import is_array
-from .errors import EXCEL_ERRORS, ArgumentError, CellError, XlsxplanError
-from .registry import Argument, Function
+from ..domains import flatten_range, show_value
+from ..errors import EXCEL_ERRORS, ArgumentError, CellError, XlsxplanError
+from ..infra.elementwise import is_array
+from ..registry import Argument, Function
 
 __all__ = ["CellError", "EXCEL_ERRORS", "coerce", "evaluate", "evaluate_broadcast", "as_error", "collect_warnings"]
 

@@ -49,13 +49,13 @@ from dataclasses import dataclass
 from statistics import NormalDist
 from typing import Any
 
-from . import calibration, catalog, precision, registry
-from .calibration.bands import HIGH as BAND_HIGH
-from .calibration.bands import LOW as BAND_LOW
-from .calibration.factors import BAND_OF
-from .catalog import models
-from .core import training_memory
-from .errors import ArgumentError, XlsxplanError
+from .. import calibration, catalog, precision, registry
+from ..calibration.bands import HIGH as BAND_HIGH
+from ..calibration.bands import LOW as BAND_LOW
+from ..calibration.factors import BAND_OF
+from ..catalog import models
+from ..core import training_memory
+from ..errors import ArgumentError, XlsxplanError
 
 __all__ = [
     "is_simple",

@@ -8,9 +8,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from . import registry
-from .errors import WorkbookError
-from .fileio import atomic_write_text, ensure_folder
+from .. import registry
+from ..errors import WorkbookError
+from ..infra.fileio import atomic_write_text, ensure_folder
 
 __all__ = ["readme_table", "full_reference", "splice", "stale", "write", "START", "END"]
 

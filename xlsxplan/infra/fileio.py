@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from .errors import WorkbookError
+from ..errors import WorkbookError
 
 __all__ = [
     "read_regular",

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .errors import WorkbookError
+from ..errors import WorkbookError
 
 __all__ = ["EXCEL_TEXT_MAX", "FORMULA_TRIGGERS", "clean_text", "set_text"]
 

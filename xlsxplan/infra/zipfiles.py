@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import WorkbookError
+from ..errors import WorkbookError
 
 __all__ = ["MB", "BLANK_MAX", "DTD", "ZipLimits", "open_zip", "check_members", "check_prolog", "reading", "markup",
            "require_defusedxml"]  # fmt: skip
