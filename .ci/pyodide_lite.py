@@ -3,8 +3,9 @@
 Installs Node's ``pyodide`` package (npm) and, from PyPI, the wheels lite/requirements.txt names, built for that
 Pyodide (pydantic-core and xlwings have emscripten wheels there; numpy has none, and the bundle does without it),
 loads main.py as Lite does, and checks that every registry function is registered with its parameters in order and
-that every function's worked example (tests/examples.py) gives in Pyodide, without numpy, what the same bundle gives
-in CPython. Prints the results; exits 1 on any difference. Usage: ``.venv/bin/python .ci/pyodide_lite.py [CACHE]``.
+that every function's worked example (tests/helpers/examples.py) gives in Pyodide, without numpy, what the same
+bundle gives in CPython. Prints the results; exits 1 on any difference.
+Usage: ``.venv/bin/python .ci/pyodide_lite.py [CACHE]``.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """What a workbook costs to load before its formulas: rows, shared strings, style records, rules, names, elements.
 
-Each case is a small real workbook (tests/hostile.py's ``plain_xlsx``) with ``--count`` copies of one kind of record
-added, loaded with ``xlsxplan.headless.Workbook.load`` (the checks, xlsxplan's reading of the sheets, then the
+Each case is a small real workbook (tests/helpers/hostile.py's ``plain_xlsx``) with ``--count`` copies of one kind
+of record added, loaded with ``xlsxplan.headless.Workbook.load`` (the checks, xlsxplan's reading of the sheets, then the
 engine's) and calculated in a fresh process, within limits wide enough to let it through. The time and peak
 resident memory of a plain workbook are subtracted, and what is left is divided by the count: the per-record costs
 behind ``xlsxplan.headless.untrusted.Limits`` and its memory estimate.
@@ -23,13 +23,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests"))
 
 MAIN = "http://schemas.openxmlformats.org/spreadsheetml/2006/main"
 
 
 def _sheet_with(before_end: str = "", in_data: str = "") -> bytes:
-    from hostile import members, pack, plain_xlsx
+    from tests.helpers.hostile import members, pack, plain_xlsx
 
     parts = members(plain_xlsx())
     sheet = parts["xl/worksheets/sheet1.xml"].decode()
@@ -39,7 +38,7 @@ def _sheet_with(before_end: str = "", in_data: str = "") -> bytes:
 
 
 def make(kind: str, n: int) -> bytes:
-    from hostile import _with_shared_strings, members, pack, plain_xlsx
+    from tests.helpers.hostile import _with_shared_strings, members, pack, plain_xlsx
 
     if kind == "plain":
         return plain_xlsx()
@@ -88,7 +87,7 @@ def make(kind: str, n: int) -> bytes:
 
 
 def _wide(n: int) -> bytes:
-    from hostile import members, pack, plain_xlsx
+    from tests.helpers.hostile import members, pack, plain_xlsx
 
     parts = members(plain_xlsx())
     sheet = parts["xl/worksheets/sheet1.xml"].decode()

@@ -92,7 +92,7 @@ def screenshot(pdf: Path, page: int, target: Path) -> None:
 
 SOURCE_KEY = "xlsxplan:workbook-sha256"
 """The PNG text chunk that records which workbook a screenshot shows: the SHA-256 of its bytes (the build writes the
-same bytes every time, so a rebuilt, changed workbook no longer matches; tests/test_workbooks.py checks it)."""
+same bytes every time, so a rebuilt, changed workbook no longer matches; tests/templates/test_build.py checks it)."""
 
 
 def _chunk(kind: bytes, data: bytes) -> bytes:

@@ -13,7 +13,9 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1] / "xlsxplan"
+from tests.helpers import REPO
+
+ROOT = REPO / "xlsxplan"
 
 # The rank of every top-level name of the package: a module at the top, or a folder whose modules all share its rank.
 # A module may import a module of a lower rank, or of its own rank and group; a face (rank FACE) never imports

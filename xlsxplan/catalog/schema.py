@@ -241,9 +241,9 @@ class AcceleratorPreset(Preset):
     REQUIRED: ClassVar[tuple[str, ...]] = ("memory_gb", "bandwidth_tb_s", "bf16_tflops", "fp8_tflops")
     """Given, or listed under ``unavailable`` with the reason, by every preset (a user's too)."""
     SHIPPED_REQUIRED: ClassVar[tuple[str, ...]] = REQUIRED + ("fp4_tflops", "power_w")
-    """Given or declared unavailable by every shipped preset (tests/test_catalog.py): the FP4 peak and the board power
-    came later, so a user preset saved before them still loads; the scale-up link is optional (PCIe-only cards have
-    none)."""
+    """Given or declared unavailable by every shipped preset (tests/catalog/test_catalog.py): the FP4 peak and the
+    board power came later, so a user preset saved before them still loads; the scale-up link is optional (PCIe-only
+    cards have none)."""
 
 
 class PricePreset(Preset):

@@ -8,8 +8,8 @@ ours evaluates as Excel would. Errors become the right Excel error value; the on
 with the value inside a formula, and is kept in a side channel (:func:`collect_messages`) because a value stored in
 a cell carries no text.
 
-Where the engine differs from Excel, the adapter makes up for it (each has a test in tests/test_engine.py or
-tests/test_workbook_excel.py):
+Where the engine differs from Excel, the adapter makes up for it (each has a test in tests/headless/test_engine.py or
+tests/headless/test_workbook_excel.py):
 
 * an omitted argument (``=F(1,,3)``) reaches a custom function as 0: the formula is given to the engine with
   ``_XLSXPLAN_OMITTED()`` (an empty value) in its place (:func:`mark_omitted`), for registry functions only;

@@ -4,9 +4,10 @@ A portable workbook computes with the spreadsheet's own functions, so it recalcu
 later, LibreOffice Calc, Google Sheets). Each registry function the templates use has here a *native form*: a formula
 template over its arguments (``{params_b}*{bytes_per_param}``), which :func:`formula` fills with the argument cells or
 expressions, the optional ones it is not given taking their registry defaults (:data:`xlsxplan.registry.FUNCTIONS`).
-Only functions Excel 2016 has are used (tests/test_native.py lists them: ``IF``, ``INT``, ``LOG``, ``ERFC``, ``INDEX``,
-``MATCH``, ``SMALL``, ``COUNTIF``, ``POISSON`` and the like); never ``LET``, ``LAMBDA``, ``XLOOKUP`` or a dynamic-array
-function, nor one an .xlsx must store with the ``_xlfn.`` prefix (``POISSON.DIST``: LibreOffice reads it as #NAME?).
+Only functions Excel 2016 has are used (tests/sheet/test_native.py lists them: ``IF``, ``INT``, ``LOG``, ``ERFC``,
+``INDEX``, ``MATCH``, ``SMALL``, ``COUNTIF``, ``POISSON`` and the like); never ``LET``, ``LAMBDA``, ``XLOOKUP`` or a
+dynamic-array function, nor one an .xlsx must store with the ``_xlfn.`` prefix (``POISSON.DIST``: LibreOffice reads
+it as #NAME?).
 
 What a function refuses, a native formula does not: it computes. :func:`check` gives the other half, a formula that is
 TRUE exactly when the Python function accepts the arguments, built from each argument's
@@ -687,7 +688,7 @@ Gamma*(alpha))``, ``ln Gamma*(alpha) = 1/(12 alpha) - 1/(360 alpha^3) + 1/(1260 
 ``c_k`` are their Taylor polynomials about ``eta = 0`` (:data:`_TEMME`). Where ``eta < -0.5`` (a load below about 60%
 of the servers) or the exponent passes 700, B is below 1e-27 and is 0: Erlang C is then far below any percentile's
 share, ``1 - p >= 2^-53``, and the wait is 0 as in Python. Tested to 1e-9 relative against the recursion from 1 to
-1e6 servers in both engines (tests/test_native_queueing.py)."""
+1e6 servers in both engines (tests/sheet/test_native_queueing.py)."""
 
 _TEMME = (
     (-0.3333333333333333, 0.08333333333333333, -0.014814814814814815, 0.0011574074074074073, 0.0003527336860670194,

@@ -108,7 +108,7 @@ plain; :func:`stored` adds the prefix."""
 _XLFN_CALL = re.compile(r"(?<![\w.])(" + "|".join(re.escape(f) for f in _XLFN) + r")\(", re.IGNORECASE)
 _NEWER = frozen_layout.NEWER_THAN_2016
 """Functions newer than Excel 2016 (Office 2019 and 365): a cell of the add-in edition that uses one and feeds only
-frozen cells is frozen with them; the portable edition has none (tests/test_portable.py scans)."""
+frozen cells is frozen with them; the portable edition has none (tests/templates/test_portable.py scans)."""
 
 
 def stored(formula: str) -> str:

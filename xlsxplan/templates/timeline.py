@@ -251,7 +251,8 @@ ROWS: tuple[tuple[str, tuple[Row, ...]], ...] = (
             "usd", key_result=True),
     )),
 )  # fmt: skip
-"""The Timeline's rows. A note fits column D on one printed line (56 widths): tests/test_timeline.py checks it."""
+"""The Timeline's rows. A note fits column D on one printed line (56 widths): tests/templates/test_timeline.py checks
+it."""
 
 _PLACEHOLDER = re.compile(r"\{(\w+)(?::(all|sofar|before|total))?\}")
 

@@ -1,0 +1,217 @@
+"""Importing a model from its Hugging Face config.json: the derived counts against published totals, and the CLI."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import xlsxplan as x
+from tests.helpers import DATA
+from xlsxplan.catalog import user_catalog_dir
+from xlsxplan.catalog.hfconfig import figures_from_config, read_config
+from xlsxplan.catalog.models import model_kv_bytes_per_token
+from xlsxplan.cli import main
+from xlsxplan.errors import ArgumentError
+from xlsxplan.headless.engine import evaluate_formula
+
+DATA = DATA
+
+# (config file, published total, published active or None, citation)
+PUBLISHED = [
+    ("llama-3.1-8b.json", 8_030_261_248, None, "meta-llama/Llama-3.1-8B safetensors total (catalog llama31-card)"),
+    ("llama-3.1-70b.json", 70_553_706_496, None, "meta-llama/Llama-3.1-70B safetensors total (catalog llama31-card)"),
+    ("qwen2.5-7b.json", 7.61e9, None, "Qwen/Qwen2.5-7B-Instruct model card: Number of Parameters 7.61B"),
+    ("qwen3-30b-a3b.json", 30.5e9, 3.3e9, "Qwen/Qwen3-30B-A3B model card: 30.5B in total and 3.3B activated"),
+    ("mixtral-8x7b-v0.1.json", 46.7e9, 12.9e9, "Mixtral of Experts, arXiv:2401.04088; model card 46.7B / 12.9B"),
+    ("deepseek-v3.json", 671e9, 37e9, "DeepSeek-V3 Technical Report, arXiv:2412.19437: 671B total, 37B activated"),
+    ("gemma-2-9b.json", 9_241_705_984, None, "google/gemma-2-9b safetensors total (catalog gemma2-9b-config)"),
+]
+
+
+@pytest.mark.parametrize("filename, total, active, citation", PUBLISHED, ids=[p[0] for p in PUBLISHED])
+def test_parameter_counts_from_configs_match_published_totals(filename, total, active, citation):
+    figures = figures_from_config(read_config(DATA / filename), filename)
+    assert figures["params_b"] * 1e9 == pytest.approx(total, rel=0.01), citation
+    if active is None:
+        assert "active_params_b" not in figures
+    else:
+        # published active counts are rounded to two or three figures (3.3B, 37B): 2%
+        assert figures["active_params_b"] * 1e9 == pytest.approx(active, rel=0.02), citation
+
+
+def test_architecture_fields_from_configs():
+    ds = figures_from_config(read_config(DATA / "deepseek-v3.json"))
+    assert (ds["kv_lora_rank"], ds["qk_rope_head_dim"], ds["q_lora_rank"]) == (512, 64, 1536)
+    assert (ds["experts"], ds["experts_per_token"], ds["shared_experts"], ds["dense_layers"]) == (256, 8, 1, 3)
+    gemma = figures_from_config(read_config(DATA / "gemma-2-9b.json"))
+    assert (gemma["sliding_window"], gemma["sliding_window_layers"], gemma["tied_embeddings"]) == (4096, 21, True)
+    qwen = figures_from_config(read_config(DATA / "qwen2.5-7b.json"))
+    assert "sliding_window" not in qwen  # use_sliding_window false: every layer sees the whole context
+    mixtral = figures_from_config(read_config(DATA / "mixtral-8x7b-v0.1.json"))
+    assert "moe_intermediate" not in mixtral and mixtral["intermediate"] == 14336  # experts as wide as the MLP
+
+
+def test_gemma3_pattern_and_layer_types():
+    base = {"model_type": "gemma3_text", "num_hidden_layers": 48, "hidden_size": 3840, "num_attention_heads": 16,
+            "num_key_value_heads": 8, "head_dim": 256, "vocab_size": 262208, "max_position_embeddings": 131072,
+            "intermediate_size": 15360, "sliding_window": 1024, "sliding_window_pattern": 6}  # fmt: skip
+    assert figures_from_config(base)["sliding_window_layers"] == 40  # 5 local in 6 (Gemma 3 report, Figure 6)
+    listed = dict(base, layer_types=["sliding_attention"] * 47 + ["full_attention"])
+    assert figures_from_config(listed)["sliding_window_layers"] == 47
+
+
+def test_unsupported_or_broken_configs_are_refused_with_the_reason(tmp_path):
+    with pytest.raises(ArgumentError, match=r"^c\.json: model_type 'gpt2' is not supported; supported: llama"):
+        figures_from_config({"model_type": "gpt2"}, "c.json")
+    config = read_config(DATA / "llama-3.1-8b.json")
+    del config["num_hidden_layers"]
+    with pytest.raises(
+        ArgumentError, match=r"^c\.json: num_hidden_layers must be a positive whole number, got missing$"
+    ):
+        figures_from_config(config, "c.json")
+    odd = dict(read_config(DATA / "llama-3.1-8b.json"), num_key_value_heads=5)
+    with pytest.raises(ArgumentError, match=r"heads \(32\) must be a multiple of kv_heads \(5\)"):
+        figures_from_config(odd, "c.json")
+    bad = tmp_path / "config.json"
+    bad.write_text("{not json", encoding="utf-8")
+    with pytest.raises(ArgumentError, match=r"config\.json: not a JSON config file"):
+        read_config(bad)
+    with pytest.raises(ArgumentError, match=r"nope\.json: cannot be read"):
+        read_config(tmp_path / "nope.json")
+
+
+OPTIONAL_FIELDS = (
+    "first_k_dense_replace", "q_lora_rank", "n_shared_experts", "moe_intermediate_size", "n_routed_experts",
+    "num_experts", "num_local_experts", "decoder_sparse_step", "max_window_layers", "sliding_window",
+    "sliding_window_pattern", "shared_expert_intermediate_size", "mlp_only_layers",
+)  # fmt: skip
+
+
+@pytest.mark.parametrize("field", OPTIONAL_FIELDS)
+@pytest.mark.parametrize("config_file", ["deepseek-v3.json", "qwen3-30b-a3b.json", "gemma-2-9b.json"])
+def test_optional_fields_that_are_null_or_odd_are_read_or_refused_in_one_line(field, config_file):
+    # "first_k_dense_replace": null must not raise TypeError (int(None)) out of `model add`. A null
+    # optional field means "not used"; a value of the wrong kind is an ArgumentError naming the file and the field.
+    base = read_config(DATA / config_file)
+    config = dict(base, **{field: None})
+    figures_from_config(config, "c.json")
+    for odd in ("3", -1, 1.5, True, {"a": 1}):
+        try:
+            figures_from_config(dict(base, **{field: odd}), "c.json")
+        except ArgumentError as err:
+            assert "\n" not in err.message and err.message.startswith("c.json: "), err.message
+        except Exception as err:  # noqa: BLE001 - what the finding is about
+            pytest.fail(f"{field}={odd!r}: {type(err).__name__}: {err}")
+
+
+def test_a_null_first_k_dense_replace_counts_every_layer_as_moe():
+    config = dict(read_config(DATA / "deepseek-v3.json"), first_k_dense_replace=None)
+    figures = figures_from_config(config, "c.json")
+    assert "dense_layers" not in figures and figures["experts"] == 256
+    with pytest.raises(ArgumentError, match=r"^c\.json: first_k_dense_replace must be a whole number of at least 0 or "
+                                            r"null, got 'three'$"):  # fmt: skip
+        figures_from_config(dict(config, first_k_dense_replace="three"), "c.json")
+
+
+def run(capsys, *argv):
+    code = main([str(a) for a in argv])
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_model_add_saves_a_user_preset_usable_in_formulas(capsys):
+    code, out, err = run(capsys, "model", "add", DATA / "deepseek-v3.json", "--name", "My-DeepSeek")
+    assert (code, err) == (0, "")
+    assert "671.0B total, 37.55B active per token" in out
+    assert "70,272 bytes per token" in out
+    saved = user_catalog_dir() / "models.toml"
+    assert saved.is_file() and "My-DeepSeek" in saved.read_text(encoding="utf-8")
+    assert x.model_spec("My-DeepSeek", "kv_lora_rank") == 512
+    assert model_kv_bytes_per_token("My-DeepSeek") == 70_272
+    assert evaluate_formula('=MODEL_SPEC("My-DeepSeek","params_b")').value == pytest.approx(671.026404)
+    assert "sha256" in x.model_source("My-DeepSeek", "params_b")
+    code, out, _ = run(capsys, "model", "list")
+    assert code == 0 and "My-DeepSeek" in out and "(user)" in out
+    code, out, _ = run(capsys, "model", "show", "My-DeepSeek")
+    assert code == 0 and "kv_lora_rank           512" in out
+
+
+def test_model_add_names_the_preset_after_the_file(capsys, tmp_path):
+    folder = tmp_path / "my-llama"
+    folder.mkdir()
+    (folder / "config.json").write_text((DATA / "llama-3.1-8b.json").read_text(encoding="utf-8"), encoding="utf-8")
+    code, out, _ = run(capsys, "model", "add", folder / "config.json")
+    assert code == 0 and out.startswith("added my-llama to ")
+    assert x.model_spec("my-llama", "kv_heads") == 8
+
+
+def test_model_add_refuses_to_shadow_a_shipped_preset_or_replace_silently(capsys):
+    code, _, err = run(capsys, "model", "add", DATA / "gemma-2-9b.json")  # named gemma-2-9b: a shipped alias
+    assert code == 2
+    assert "user preset 'gemma-2-9b' takes the name 'gemma-2-9b' of the shipped preset 'Gemma-2-9B'" in err
+    assert run(capsys, "model", "add", DATA / "qwen2.5-7b.json", "--name", "Q7")[0] == 0
+    code, _, err = run(capsys, "model", "add", DATA / "qwen2.5-7b.json", "--name", "Q7")
+    assert code == 2 and "a user preset 'Q7' exists already" in err
+    assert run(capsys, "model", "add", DATA / "qwen2.5-7b.json", "--name", "Q7", "--replace")[0] == 0
+
+
+def test_model_add_with_a_null_field_exits_cleanly(capsys, tmp_path):
+    path = tmp_path / "ds.json"
+    path.write_text(json.dumps(dict(read_config(DATA / "deepseek-v3.json"), first_k_dense_replace=None)))
+    assert run(capsys, "model", "add", path, "--name", "DS-null")[0] == 0
+    path.write_text(json.dumps(dict(read_config(DATA / "deepseek-v3.json"), first_k_dense_replace=[3])))
+    code, out, err = run(capsys, "model", "add", path, "--name", "DS-list")
+    assert code == 2 and err.count("\n") == 1 and "first_k_dense_replace must be a whole number" in err
+
+
+def test_model_add_reports_a_bad_file_with_exit_2(capsys, tmp_path):
+    path = tmp_path / "broken.json"
+    path.write_text(json.dumps({"model_type": "llama"}), encoding="utf-8")
+    code, _, err = run(capsys, "model", "add", path)
+    assert code == 2
+    assert err.startswith("xlsxplan: error: ") and "num_hidden_layers must be a positive whole number" in err
+
+
+def test_model_add_with_a_broken_user_catalog_or_folder_is_one_line(capsys, tmp_path, monkeypatch):
+    # A malformed models.toml must not raise TOMLDecodeError, nor a catalog folder that is a file
+    # FileExistsError, as tracebacks: one line each
+    (user_catalog_dir() / "models.toml").write_text("[models.Mine\n", encoding="utf-8")
+    code, _, err = run(capsys, "model", "add", DATA / "qwen2.5-7b.json", "--name", "Q7")
+    assert code == 2 and err.count("\n") == 1 and "models.toml: not valid TOML" in err
+    (tmp_path / "file").write_text("x", encoding="utf-8")
+    monkeypatch.setenv("XLSXPLAN_CATALOG_DIR", str(tmp_path / "file"))
+    code, _, err = run(capsys, "model", "add", DATA / "qwen2.5-7b.json", "--name", "Q7")
+    assert code == 2 and err.count("\n") == 1 and "as a folder: it is a file" in err
+
+
+def test_model_add_reads_the_config_once(capsys, monkeypatch):
+    # The config is read once, not once for its figures and again for its checksum
+    import xlsxplan.infra.fileio
+
+    reads = []
+    for method in ("read_bytes", "read_text"):
+        real = getattr(Path, method)
+        monkeypatch.setattr(
+            Path, method, lambda self, *a, _real=real, **k: reads.append(self.name) or _real(self, *a, **k)
+        )
+    regular = xlsxplan.infra.fileio.read_regular  # what reads it: a regular file only, never blocking
+    monkeypatch.setattr(
+        xlsxplan.infra.fileio,
+        "read_regular",
+        lambda path, *a, **k: reads.append(Path(path).name) or regular(path, *a, **k),
+    )
+    assert run(capsys, "model", "add", DATA / "qwen2.5-7b.json", "--name", "Q7")[0] == 0
+    assert reads.count("qwen2.5-7b.json") == 1
+    assert "sha256 " in x.model_source("Q7", "layers")
+
+
+def test_model_add_suggests_formulas_that_parse_whatever_the_name(capsys):
+    # a name with quotes: the suggested formulas double them, as Excel's text literals do, and work as printed
+    code, out, _ = run(capsys, "model", "add", DATA / "qwen2.5-7b.json", "--name", 'My "Q" 7B')
+    assert code == 0
+    line = next(line for line in out.splitlines() if line.strip().startswith("use it as"))
+    first = line.split("use it as", 1)[1].strip().split(", =")[0]
+    assert first == '=MODEL_SPEC("My ""Q"" 7B", "layers")'
+    assert evaluate_formula(first).value == 28

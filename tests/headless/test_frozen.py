@@ -1,0 +1,238 @@
+"""`xlsxplan recalc` on a portable edition computes its frozen values again (xlsxplan/headless/frozen.py).
+
+The portable serving plan keeps the option search (the Options table, PLAN_OPTIONS_AT) as the add-in edition's values
+of the build, with the inputs they were computed for and a check that turns ERROR when one has changed. `xlsxplan
+recalc --set` on the portable file must give, in every cell of the Options sheet, what `xlsxplan recalc --set` gives
+on the add-in edition for the same inputs (the add-in edition is the Python core's answer: its cells call the
+registry), with the check OK again. A file whose kept formulas were edited is refused; one without the hidden name
+that marks them is recalculated as before, its values flagged stale.
+"""
+
+from __future__ import annotations
+
+import datetime
+import re
+from pathlib import Path
+from typing import Any
+
+import openpyxl
+import pytest
+
+from tests.helpers import REPO
+from xlsxplan.cli import main
+from xlsxplan.errors import CellError, WorkbookError
+from xlsxplan.headless import Workbook, recalc
+from xlsxplan.headless.frozen import FORMULAS_HEADER, NAME_PREFIX, TITLE_PREFIX
+from xlsxplan.templates.portable import _rectangles
+
+ROOT = REPO
+PORTABLE = ROOT / "workbooks" / "serving_plan.xlsx"
+ADDIN = ROOT / "workbooks" / "serving_plan_functions.xlsx"
+CASES = "GHIJ"
+STALE_WORDS = "values computed by Python for other inputs"
+
+
+def _cases(row: int, value: Any) -> list[str]:
+    return [f"--set=Inputs!{c}{row}={value}" for c in CASES]
+
+
+SCENARIO = ["--set=Requests_Per_Day=700000", *_cases(11, "Llama-3.1-70B"), *_cases(12, "Llama-3.1-70B")]
+"""Another model (every scenario case) and three and a half times the traffic."""
+
+
+def run(capsys: Any, *argv: Any) -> tuple[int, str, str]:
+    code = main([str(a) for a in argv])
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def _values(path: Path, sheet: str) -> dict[str, Any]:
+    ws = openpyxl.load_workbook(path, data_only=True)[sheet]
+    return {c.coordinate: c.value for row in ws.iter_rows() for c in row}
+
+
+def _same(got: Any, want: Any) -> bool:
+    if isinstance(want, (int, float)) and isinstance(got, (int, float)) and not isinstance(want, bool):
+        return abs(got - want) <= 1e-9 * max(abs(want), abs(got)) or got == want
+    if want in (None, "") and got in (None, ""):
+        return True
+    return got == want
+
+
+def _stale_check(path: Path) -> str:
+    ws = openpyxl.load_workbook(path)["Checks"]
+    rows = [r for r in range(1, ws.max_row + 1) if STALE_WORDS in str(ws[f"A{r}"].value)]
+    assert len(rows) == 1, rows
+    return f"B{rows[0]}"
+
+
+def _block(path: Path) -> tuple[openpyxl.Workbook, str, int, int]:
+    """The portable file (openpyxl), and its frozen block: the defined name, first and last row on Workings."""
+    wb = openpyxl.load_workbook(path)
+    names = [n for n in wb.defined_names if n.startswith(NAME_PREFIX)]
+    assert names == [f"{NAME_PREFIX}1"], names
+    m = re.fullmatch(r"Workings!\$A\$(\d+):\$E\$(\d+)", wb.defined_names[names[0]].attr_text)
+    assert m is not None and wb.defined_names[names[0]].hidden
+    return wb, names[0], int(m.group(1)), int(m.group(2))
+
+
+@pytest.fixture(scope="module")
+def both(tmp_path_factory) -> dict[str, Path]:
+    """The shipped portable plan and add-in plan, each recalculated by the command line for :data:`SCENARIO`."""
+    folder = tmp_path_factory.mktemp("recalc")
+    out = {"portable": folder / "portable.xlsx", "addin": folder / "addin.xlsx"}
+    for key, src in (("portable", PORTABLE), ("addin", ADDIN)):
+        assert main(["recalc", str(src), "-o", str(out[key]), "-q", *SCENARIO]) == 0
+    return out
+
+
+def test_the_options_table_equals_the_addin_editions_for_the_same_inputs(both):
+    got, want = _values(both["portable"], "Options"), _values(both["addin"], "Options")
+    before = _values(PORTABLE, "Options")
+    from xlsxplan.headless.package import col_letter
+
+    frozen = [f"{col_letter(c)}{r}" for _, cells, _, _ in Workbook.load(PORTABLE).frozen[0].formulas
+              for _, r, c in cells]  # fmt: skip
+    assert len(frozen) == 2426 and "D104" in frozen and "B6" in frozen
+    wrong = [f"{k}: {got.get(k)!r}, the add-in {want[k]!r}" for k in want if not _same(got.get(k), want[k])]
+    assert not wrong, (len(wrong), wrong[:8])
+    # the scenario moved the table: the test would fail on the values of the build
+    moved = [k for k in frozen if not _same(before.get(k), want[k])]
+    assert len(moved) > 100, len(moved)
+    assert before["C6"] == want["C6"] == "gpu"  # the headers, from the search, are unchanged
+
+
+def test_the_stale_check_is_ok_and_the_inputs_are_those_computed_for(both):
+    checks = _values(both["portable"], "Checks")
+    assert checks[_stale_check(both["portable"])] == 0
+    assert checks["B50"] == 0  # the master check
+    wb, _, top, last = _block(both["portable"])
+    values = _values(both["portable"], "Workings")
+    ws = wb["Workings"]
+    rows = range(top + 2, next(r for r in range(top, last + 1) if ws[f"A{r}"].value == FORMULAS_HEADER[0]))
+    assert len(rows) > 50
+    assert all(values[f"E{r}"] is True for r in rows)
+    assert all(ws[f"D{r}"].value == values[f"B{r}"] for r in rows)  # when computed: the value now
+    requests = next(r for r in rows if ws[f"A{r}"].value == "Inputs B26")
+    assert ws[f"D{requests}"].value == 700000
+    today = datetime.datetime.now(datetime.timezone.utc).date().isoformat()
+    assert ws[f"A{top}"].value == (
+        f"{TITLE_PREFIX}Options: 2426 cells hold the values xlsxplan recalc computed on {today}, for these inputs"
+    )
+    # the cells hold values, never the add-in's formula: the file still needs no add-in
+    held = [c.value for row in openpyxl.load_workbook(both["portable"])["Options"]["B6:Z102"] for c in row]
+    assert not [v for v in held if isinstance(v, str) and v.startswith("=")]
+
+
+def test_the_stale_check_words_say_to_run_recalc_on_this_file():
+    ws = openpyxl.load_workbook(PORTABLE)["Checks"]
+    label = ws[_stale_check(PORTABLE).replace("B", "A")].value
+    assert "run xlsxplan recalc on this file, or open the add-in edition (serving_plan_functions.xlsx)" in label
+
+
+def test_the_command_says_it_computed_them_again(capsys, tmp_path):
+    code, _, err = run(capsys, "recalc", PORTABLE, "-o", tmp_path / "a.xlsx", "--set", "Requests_Per_Day=300000")
+    assert code == 0
+    assert "computed again the 2,426 values only Python computes on Options" in err
+    assert "master check Checks!B50: OK" in err
+    # inputs as built: nothing to compute again, and the file's values and date stay
+    code, _, err = run(capsys, "recalc", PORTABLE, "-o", tmp_path / "b.xlsx")
+    assert code == 0 and "computed again" not in err
+    assert _values(tmp_path / "b.xlsx", "Workings") == _values(PORTABLE, "Workings")
+
+
+def test_a_search_that_now_fails_gives_the_addins_error(tmp_path):
+    """A model of one's own (not in the catalog) cannot be searched: the add-in's table is errors, so is this."""
+    sets = {f"Inputs!{c}{r}": "My-own-model" for c in CASES for r in (11, 12)}
+    port = recalc(PORTABLE, tmp_path / "p.xlsx", sets)
+    addin = recalc(ADDIN, tmp_path / "a.xlsx", sets)
+    for cell in ("Options!B6", "Options!N7", "Options!S20"):
+        want, got = addin.get(cell), port.get(cell)
+        assert isinstance(want, CellError) and isinstance(got, CellError) and got.code == want.code, (cell, got)
+    ws = openpyxl.load_workbook(tmp_path / "p.xlsx")["Options"]
+    assert ws["N7"].value == want.code and ws["N7"].data_type == "e"  # a typed error value, as the add-in shows
+
+
+def test_the_workbook_api_calculates_as_a_spreadsheet_and_refreshes_when_asked():
+    wb = Workbook.load(PORTABLE)
+    check = f"Checks!{_stale_check(PORTABLE)}"
+    assert wb.frozen and wb.frozen[0].cells == 2426 and not wb.stale_frozen()
+    wb.set("Requests_Per_Day", 450000).calculate()
+    assert wb.get(check) == 1 and wb.get("Checks!B50") == 1  # what Excel or LibreOffice would show
+    assert [b.name for b in wb.refresh_frozen()] == [f"{NAME_PREFIX}1"]
+    assert wb.get(check) == 0 and wb.get("Checks!B50") == 0
+    addin = Workbook.load(ADDIN).set("Requests_Per_Day", 450000).calculate()
+    for cell in ("Options!N6", "Options!N7", "Options!L8", "Options!U9", "Options!D104"):
+        assert _same(wb.get(cell), addin.get(cell)), cell
+    assert wb.refresh_frozen() == []  # up to date: nothing to do
+
+
+def _tampered(tmp_path: Path, edit: Any) -> Path:
+    wb, name, top, last = _block(PORTABLE)
+    ws = wb["Workings"]
+    first = next(r for r in range(top, last + 1) if ws[f"A{r}"].value == FORMULAS_HEADER[0]) + 1
+    edit(wb, ws, first, name)
+    path = tmp_path / "tampered.xlsx"
+    wb.save(path)
+    return path
+
+
+@pytest.mark.parametrize(
+    "kept, why",
+    [
+        ("SUM(Inputs!B26)*2", "calls no function only Python computes"),
+        ("NOT_A_FUNCTION(Model)+PLAN_OPTIONS_AT(1,1,Model)", "calls NOT_A_FUNCTION, which neither"),
+        ("PLAN_OPTIONS_AT(1,1,[1]Sheet1!A1)", "another workbook"),
+        ("=PLAN_OPTIONS_AT(1,1,Model)", "with '='"),
+    ],
+)
+def test_a_file_whose_kept_formula_was_edited_is_refused(capsys, tmp_path, kept, why):
+    def edit(wb: Any, ws: Any, first: int, name: str) -> None:
+        ws[f"B{first}"] = kept
+
+    path = _tampered(tmp_path, edit)
+    out = tmp_path / "out.xlsx"
+    code, _, err = run(capsys, "recalc", path, "-o", out, "--set", "Requests_Per_Day=300000")
+    assert code == 2 and not out.exists()
+    assert len(err.strip().splitlines()) == 1 and err.startswith("xlsxplan: error: "), err
+    assert why in err and "Workings!B" in err, err
+    with pytest.raises(WorkbookError, match=re.escape(why)):
+        Workbook.load(path)
+
+
+def test_a_file_whose_kept_cells_point_at_a_formula_is_refused(capsys, tmp_path):
+    def edit(wb: Any, ws: Any, first: int, name: str) -> None:
+        ws[f"A{first}"] = "A7"  # Options!A7: =IF(AND(C7=Accelerator,...),"yes","no"), a formula of the portable file
+
+    path = _tampered(tmp_path, edit)
+    code, _, err = run(capsys, "recalc", path, "-o", tmp_path / "out.xlsx")
+    assert code == 2 and "Options!A7, which holds a formula of its own" in err, err
+
+
+def test_without_the_marker_nothing_is_computed_again(capsys, tmp_path):
+    def edit(wb: Any, ws: Any, first: int, name: str) -> None:
+        del wb.defined_names[name]
+
+    path = _tampered(tmp_path, edit)
+    out = tmp_path / "out.xlsx"
+    code, _, err = run(capsys, "recalc", path, "-o", out, "--set", "Requests_Per_Day=300000")
+    assert code == 0 and "computed again" not in err
+    assert "master check Checks!B50: ERROR" in err and STALE_WORDS in err
+    got, before = _values(out, "Options"), _values(PORTABLE, "Options")
+    kept = [f"{c.coordinate}" for row in openpyxl.load_workbook(PORTABLE)["Options"]["B6:Z102"] for c in row]
+    assert len(kept) == 2425 and all(_same(got[k], before[k]) for k in [*kept, "D104"])  # the build's, flagged
+    assert Workbook.load(path).frozen == []
+    # the add-in edition has none either, and recalculates as before
+    assert Workbook.load(ADDIN).frozen == []
+
+
+def test_rectangles_cover_exactly_the_cells():
+    cells = [f"{c}{r}" for r in range(6, 11) for c in "BCDE"] + ["W6", "X6", "D104", "B12", "C12"]
+    rects = _rectangles(cells)
+    assert rects == ["B6:E10", "W6:X6", "B12:C12", "D104"]
+    covered = []
+    for rect in rects:
+        a, _, b = rect.partition(":")
+        b = b or a
+        covered += [f"{chr(c)}{r}" for r in range(int(a[1:]), int(b[1:]) + 1) for c in range(ord(a[0]), ord(b[0]) + 1)]
+    assert sorted(covered) == sorted(cells)

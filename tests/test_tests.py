@@ -1,0 +1,115 @@
+"""The tests' own rules: they mirror the package folder by folder, no test asserts a wall-clock time, and the fast
+loop (``pytest -m "not slow"``) runs tests in every folder.
+
+A time bound in a unit test fails on a busy machine while nothing is wrong: speed lives in ``benchmarks/`` and
+BENCHMARKS.md, and a test bounds the work instead (elements scanned, bytes read, calls made).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import subprocess
+import sys
+
+import pytest
+
+from tests.helpers import REPO, TESTS
+
+PACKAGE = REPO / "xlsxplan"
+NOT_MIRRORS = {"helpers": "what the tests share", "data": "published measurements and config copies",
+               "e2e": "end to end: the README, the docs' examples, CI"}  # fmt: skip
+TIME_CALLS = re.compile(r"perf_counter|process_time|thread_time|monotonic|time\.time\(|datetime\.now\(")
+TIME_WORDS = re.compile(r"seconds|elapsed|duration|wall|took", re.I)
+TIME_BOUND = re.compile(r"^[A-Z][A-Z0-9_]*(_S|_SECONDS|_MS)$")
+
+
+def _folders(root) -> set[str]:
+    return {p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith((".", "_"))}
+
+
+def _packages() -> set[str]:
+    """The package's folders of modules (core/ and excel/ are namespace packages: no ``__init__.py``)."""
+    return {p.name for p in PACKAGE.iterdir() if p.is_dir() and any(p.glob("*.py"))}
+
+
+def test_the_tests_mirror_the_package_folder_by_folder():
+    packages = _packages()
+    assert _folders(TESTS) - set(NOT_MIRRORS) == packages
+    for folder in packages:
+        assert any((TESTS / folder).glob("test_*.py")), folder
+    tested = {p.stem.removeprefix("test_") for p in TESTS.glob("test_*.py")}
+    assert {"package", "precision", "registry", "layers"} <= tested  # the top-level modules and the package's shape
+
+
+def time_assertions(source: str) -> list[str]:
+    """The ``assert`` statements in ``source`` that bound a wall-clock time: any that calls a clock, and any
+    comparison with ``<``, ``<=``, ``>`` or ``>=`` between something timed (a variable, item or attribute named for
+    seconds, elapsed, duration or wall time) and a number or a constant named like a time limit (``CASE_S``,
+    ``LIMIT_SECONDS``). A model's seconds computed by a call (``train_seconds(...) < 184_320``) are not a clock."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.Assert):
+            continue
+        text = ast.unparse(node)
+        if TIME_CALLS.search(text):
+            found.append(text)
+            continue
+        for cmp in (n for n in ast.walk(node.test) if isinstance(n, ast.Compare)):
+            sides = [cmp.left, *cmp.comparators]
+            if not any(isinstance(op, (ast.Lt, ast.LtE, ast.Gt, ast.GtE)) for op in cmp.ops):
+                continue
+            # a measured time is held in a variable, an item or an attribute; a model's seconds come from a call
+            held = (ast.Name, ast.Subscript, ast.Attribute)
+            timed = any(isinstance(s, held) and TIME_WORDS.search(ast.unparse(s)) for s in sides)
+            bound = any(
+                (isinstance(s, ast.Name) and TIME_BOUND.match(s.id)) or isinstance(s, ast.Constant) for s in sides
+            )
+            named = any(isinstance(s, ast.Name) and TIME_BOUND.match(s.id) for s in sides)
+            if (timed and bound) or (named and timed):
+                found.append(text)
+                break
+    return found
+
+
+@pytest.mark.parametrize(
+    "source, caught",
+    [
+        ('assert got["seconds"] < CASE_S, got', True),
+        ("assert time.perf_counter() - start < 2", True),
+        ("assert elapsed <= 1.5", True),
+        ("assert wall_s < LIMIT_SECONDS", True),
+        ("assert slower < x.replica_rps(PREFILL_S, OUTPUT, T94)", False),  # a model's prefill seconds, not a clock
+        ("assert scanned <= 4 * rows", False),
+        ("assert train_seconds(6.7, 2e12, 1, 312, fast) / 3600 < 184_320", False),
+        ('assert got["peak_mb"] < PEAK_MB', False),
+    ],
+)
+def test_the_time_assertion_search_finds_clocks_and_time_bounds(source, caught):
+    assert bool(time_assertions(source)) is caught
+
+
+def test_no_test_asserts_a_wall_clock_time():
+    found = []
+    for path in sorted(TESTS.rglob("*.py")):
+        if path == TESTS / "test_tests.py":
+            continue  # this file's examples of what is refused
+        found += [f"{path.relative_to(REPO)}: {t}" for t in time_assertions(path.read_text(encoding="utf-8"))]
+    assert found == []
+
+
+@pytest.mark.slow
+def test_the_fast_loop_runs_tests_in_every_folder():
+    """``pytest -m "not slow"`` collects tests in every mirrored folder and at the top: the fast loop touches every
+    package (slow = LibreOffice, hostile corpora, kill tests, big books)."""
+    out = subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-m", "not slow", "-p", "no:xdist",
+         "-p", "no:cacheprovider", str(TESTS)],
+        capture_output=True, text=True, cwd=REPO, timeout=600,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+    ids = [line for line in out.stdout.splitlines() if "::" in line]
+    folders = {line.split("::")[0].removeprefix("tests/").split("/")[0] for line in ids}
+    folders = {f if not f.endswith(".py") else "." for f in folders}
+    packages = _packages()
+    assert folders >= packages | {".", "e2e"}, sorted(folders)
