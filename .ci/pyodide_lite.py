@@ -52,17 +52,17 @@ def expected(examples: dict) -> tuple[dict, dict]:
 
 
 def main(cache: Path) -> int:
-    sys.path.insert(0, str(ROOT / "tests"))
-    from examples import EXAMPLES
-
+    sys.path.insert(0, str(ROOT))
+    from tests.helpers.examples import EXAMPLES
     from xlsxplan.excel.lite import lite_bundle
 
     if shutil.which("node") is None or shutil.which("npm") is None:
         print("pyodide: error: node and npm are needed (apt-get install nodejs npm)", file=sys.stderr)
         return 1
     cache.mkdir(parents=True, exist_ok=True)
-    subprocess.run(["npm", "install", "--prefix", str(cache), "--no-audit", "--no-fund", "--silent", PYODIDE],
-                   check=True)  # fmt: skip
+    subprocess.run(
+        ["npm", "install", "--prefix", str(cache), "--no-audit", "--no-fund", "--silent", PYODIDE], check=True
+    )
     dist = cache / "node_modules" / "pyodide"
     info = json.loads((dist / "pyodide-lock.json").read_text(encoding="utf-8"))["info"]
     major, minor = info["python"].split(".")[:2]
@@ -71,12 +71,32 @@ def main(cache: Path) -> int:
         work = Path(tmp)
         wheels = work / "wheels"
         subprocess.run(
-            [sys.executable, "-m", "pip", "download", "-q", "--only-binary=:all:", "--platform", platform,
-             "--platform", "any", "--python-version", f"{major}.{minor}", "--implementation", "cp",
-             "--abi", f"cp{major}{minor}", "--abi", "none", "-d", str(wheels),
-             "-r", str(ROOT / "lite" / "requirements.txt")],
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "download",
+                "-q",
+                "--only-binary=:all:",
+                "--platform",
+                platform,
+                "--platform",
+                "any",
+                "--python-version",
+                f"{major}.{minor}",
+                "--implementation",
+                "cp",
+                "--abi",
+                f"cp{major}{minor}",
+                "--abi",
+                "none",
+                "-d",
+                str(wheels),
+                "-r",
+                str(ROOT / "lite" / "requirements.txt"),
+            ],
             check=True,
-        )  # fmt: skip
+        )
         main_py = work / "main.py"
         main_py.write_text(lite_bundle(), encoding="utf-8")
         given = work / "input.json"
@@ -85,8 +105,10 @@ def main(cache: Path) -> int:
         here = ROOT / ".ci" / "pyodide"
         proc = subprocess.run(
             ["node", str(here / "run.mjs"), str(dist), str(wheels), str(main_py), str(here / "check.py"), str(given)],
-            capture_output=True, text=True, timeout=600,
-        )  # fmt: skip
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
         if proc.returncode != 0:
             print(f"pyodide: error: lite/main.py failed in Pyodide:\n{proc.stderr}", file=sys.stderr)
             return 1
@@ -108,9 +130,11 @@ def main(cache: Path) -> int:
     print(
         f"pyodide: Python {got['python']} on {got['platform']} ({PYODIDE}, {platform}); wheels: {', '.join(installed)}"
     )
-    print(f"pyodide: {len(got['meta'])} functions registered ({len(params)} in the registry); "
-          f"{sum(got['calls'].get(n) == v for n, v in calls.items())} of {len(calls)} worked examples as in CPython; "
-          f"numpy {'loaded' if got['numpy'] else 'not loaded'}")  # fmt: skip
+    print(
+        f"pyodide: {len(got['meta'])} functions registered ({len(params)} in the registry); "
+        f"{sum(got['calls'].get(n) == v for n, v in calls.items())} of {len(calls)} worked examples as in CPython; "
+        f"numpy {'loaded' if got['numpy'] else 'not loaded'}"
+    )
     for key in ("KV_BYTES_PER_TOKEN", "MAX_BATCH", "DECODE_TOKS_TOTAL"):
         print(f"pyodide:   {key}{tuple(examples[key])} = {got['calls'].get(key)}")
     for problem in problems:

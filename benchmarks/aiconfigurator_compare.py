@@ -42,8 +42,14 @@ BATCHES = (64, 256, 1024, 2048, 4096)
 CACHE = Path(__file__).with_name("aiconfigurator_cache.json")
 MEMORY_FRACTION = 0.95
 
-SYSTEMS = {"H100-SXM": "h100_sxm", "H200": "h200_sxm", "B200": "b200_sxm", "GB200": "gb200", "A100-80GB": "a100_sxm",
-           "L40S": "l40s"}  # fmt: skip
+SYSTEMS = {
+    "H100-SXM": "h100_sxm",
+    "H200": "h200_sxm",
+    "B200": "b200_sxm",
+    "GB200": "gb200",
+    "A100-80GB": "a100_sxm",
+    "L40S": "l40s",
+}
 MODELS = {  # xlsxplan preset -> AIConfigurator's bundled config (same architecture)
     "Llama-3.1-8B": "meta-llama/Meta-Llama-3.1-8B",
     "Llama-3-8B": "meta-llama/Meta-Llama-3.1-8B",
@@ -80,9 +86,26 @@ def estimate(aic: str, m: measurements.Measurement, batch: int) -> tuple[float, 
     preset = measurements.shape_of(m).preset
     moe = measurements.shape_of(m).moe
     n = m.n_gpus or 1
-    cmd = [aic, "cli", "estimate", "--model-path", MODELS[preset], "--system", SYSTEMS[m.gpu], "--backend", "trtllm",
-           "--isl", str(int(m.input_len or 0)), "--osl", str(int(m.output_len or 0)), "--batch-size", str(batch),
-           "--tp-size", str(n), *QUANT[m.precision]]  # fmt: skip
+    cmd = [
+        aic,
+        "cli",
+        "estimate",
+        "--model-path",
+        MODELS[preset],
+        "--system",
+        SYSTEMS[m.gpu],
+        "--backend",
+        "trtllm",
+        "--isl",
+        str(int(m.input_len or 0)),
+        "--osl",
+        str(int(m.output_len or 0)),
+        "--batch-size",
+        str(batch),
+        "--tp-size",
+        str(n),
+        *QUANT[m.precision],
+    ]
     if moe:
         cmd += ["--moe-tp-size", "1", "--moe-ep-size", str(n)]
     try:
@@ -99,8 +122,10 @@ def estimate(aic: str, m: measurements.Measurement, batch: int) -> tuple[float, 
 def cache_key(m: measurements.Measurement, batch: int) -> str:
     """What an estimate was asked, as the cache keys it: the same question for a row on another line is one answer."""
     preset = measurements.shape_of(m).preset
-    return (f"{MODELS[preset]}|{SYSTEMS[m.gpu]}|tp{m.n_gpus or 1}|{m.precision}|{int(m.input_len or 0)}/"
-            f"{int(m.output_len or 0)}|batch {batch}")  # fmt: skip
+    return (
+        f"{MODELS[preset]}|{SYSTEMS[m.gpu]}|tp{m.n_gpus or 1}|{m.precision}|{int(m.input_len or 0)}/"
+        f"{int(m.output_len or 0)}|batch {batch}"
+    )
 
 
 def aiconfigurator_version(aic: str) -> str:
@@ -167,8 +192,10 @@ def main() -> None:
         print(f"{len(todo)} estimate(s) not in {cache_path}: those rows show no AIConfigurator answer (pass --aic)\n")
     answers = {m.line: aic_best(m, cache) for m in able}
 
-    print("| line | row | GPU, TP, weights | ISL/OSL | measured | AIConfigurator (batch) | ratio | xlsxplan (P10-P90) "
-          "| ratio |")  # fmt: skip
+    print(
+        "| line | row | GPU, TP, weights | ISL/OSL | measured | AIConfigurator (batch) | ratio | xlsxplan (P10-P90) "
+        "| ratio |"
+    )
     print("| ---: | --- | --- | --- | ---: | ---: | ---: | ---: | ---: |")
     both_aic, both_ours, only_ours = [], [], []
     for m in serving:
@@ -183,16 +210,22 @@ def main() -> None:
             both_aic.append(abs(tps / m.value - 1))
             both_ours.append(abs(r.ratio - 1))
             a, ar = f"{tps:,.0f} ({batch})", f"{tps / m.value:.2f}"
-        print(f"| {m.line} | {m.name} | {m.gpu} TP{m.n_gpus} {m.precision} | {m.input_len:g}/{m.output_len:g} | "
-              f"{m.value:,.0f} | {a} | {ar} | {x} | {r.ratio:.2f} |")  # fmt: skip
+        print(
+            f"| {m.line} | {m.name} | {m.gpu} TP{m.n_gpus} {m.precision} | {m.input_len:g}/{m.output_len:g} | "
+            f"{m.value:,.0f} | {a} | {ar} | {x} | {r.ratio:.2f} |"
+        )
     print()
     if both_aic:
         aic, ours_error = statistics.median(both_aic), statistics.median(both_ours)
-        print(f"rows both predict: {len(both_aic)}; median absolute error AIConfigurator {aic:.1%}, xlsxplan (leave "
-              f"one run out) {ours_error:.1%}")  # fmt: skip
+        print(
+            f"rows both predict: {len(both_aic)}; median absolute error AIConfigurator {aic:.1%}, xlsxplan (leave "
+            f"one run out) {ours_error:.1%}"
+        )
     if only_ours:
-        print(f"rows only xlsxplan predicts: {len(only_ours)}; its median absolute error there "
-              f"{statistics.median(only_ours):.1%}")  # fmt: skip
+        print(
+            f"rows only xlsxplan predicts: {len(only_ours)}; its median absolute error there "
+            f"{statistics.median(only_ours):.1%}"
+        )
 
 
 if __name__ == "__main__":

@@ -40,12 +40,18 @@ def main() -> None:
         start = time.perf_counter()
         proc = subprocess.run(
             [sys.executable, str(ROOT / "tests" / "helpers" / "hostile_run.py"), str(folder / "jobs.json")],
-            capture_output=True, text=True, timeout=corpus.TOTAL_S, env=env, preexec_fn=corpus._cap,
-        )  # fmt: skip
+            capture_output=True,
+            text=True,
+            timeout=corpus.TOTAL_S,
+            env=env,
+            preexec_fn=corpus._cap,
+        )
         ran = time.perf_counter() - start
     records = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
-    print(f"{len(records)} cases: built in {built:.1f} s, run in {ran:.1f} s (one process, imports included); "
-          f"peak resident memory {max(r['peak_mb'] for r in records):,.0f} MB")  # fmt: skip
+    print(
+        f"{len(records)} cases: built in {built:.1f} s, run in {ran:.1f} s (one process, imports included); "
+        f"peak resident memory {max(r['peak_mb'] for r in records):,.0f} MB"
+    )
     for r in sorted(records, key=lambda r: -r["seconds"])[:8]:
         print(f"  {r['seconds']:6.2f} s  {r['name']}")
     slow = [r["name"] for r in records if r["seconds"] >= CASE_S]

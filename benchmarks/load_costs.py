@@ -51,17 +51,24 @@ def make(kind: str, n: int) -> bytes:
         parts = members(plain_xlsx())
         styles = parts["xl/styles.xml"].decode()
         i, j = styles.index("<cellXfs"), styles.index("</cellXfs>")
-        xfs = "".join(f'<xf numFmtId="0" fontId="0" fillId="0" borderId="0" xfId="0" applyAlignment="{r}"/>'
-                      for r in range(n))  # fmt: skip
+        xfs = "".join(
+            f'<xf numFmtId="0" fontId="0" fillId="0" borderId="0" xfId="0" applyAlignment="{r}"/>' for r in range(n)
+        )
         parts["xl/styles.xml"] = (styles[:i] + f'<cellXfs count="{n}">' + xfs + styles[j:]).encode()
         return pack(parts, level=1)
     if kind == "conditional formats":
-        return _sheet_with("".join(
-            f'<conditionalFormatting sqref="A{r}"><cfRule type="expression" priority="{r}"><formula>A1&gt;1</formula>'
-            "</cfRule></conditionalFormatting>" for r in range(1, n + 1)))  # fmt: skip
+        return _sheet_with(
+            "".join(
+                f'<conditionalFormatting sqref="A{r}"><cfRule type="expression" priority="{r}">'
+                "<formula>A1&gt;1</formula></cfRule></conditionalFormatting>"
+                for r in range(1, n + 1)
+            )
+        )
     if kind == "data validations":
-        body = "".join(f'<dataValidation type="whole" sqref="A{r}"><formula1>1</formula1></dataValidation>'
-                       for r in range(1, n + 1))  # fmt: skip
+        body = "".join(
+            f'<dataValidation type="whole" sqref="A{r}"><formula1>1</formula1></dataValidation>'
+            for r in range(1, n + 1)
+        )
         return _sheet_with(f'<dataValidations count="{n}">{body}</dataValidations>')
     if kind == "single hyperlinks":
         links = "".join(f'<hyperlink ref="C{r}" location="Sheet1!A1"/>' for r in range(1, n + 1))

@@ -22,8 +22,20 @@ import subprocess
 import sys
 import time
 
-TRAFFIC = ["--requests-per-day", "200000", "--prompt-tokens", "2000", "--prompt-p95", "6000", "--output-tokens",
-           "300", "--tokens-per-s", "20", "--ttft-s", "2"]  # fmt: skip
+TRAFFIC = [
+    "--requests-per-day",
+    "200000",
+    "--prompt-tokens",
+    "2000",
+    "--prompt-p95",
+    "6000",
+    "--output-tokens",
+    "300",
+    "--tokens-per-s",
+    "20",
+    "--ttft-s",
+    "2",
+]
 
 
 def _gpus() -> list[str]:
@@ -40,22 +52,42 @@ def main() -> None:
     cases = [
         ("priced accelerators", "Qwen2.5-72B", []),
         ("every accelerator", "Qwen2.5-72B", _gpus()),
-        ("every accelerator, 4 weight formats", "DeepSeek-V3",
-         _gpus() + ["--weights", "bf16,fp8,int4_g128,nvfp4"]),
-        ("every accelerator, a P99 target, vLLM's memory, a draft, owned", "Qwen2.5-72B",
-         _gpus() + ["--ttft-percentile", "0.99", "--gpu-memory-utilization", "0.9", "--spec-draft", "Qwen2.5-7B",
-                    "--spec-acceptance", "0.7", "--spec-tokens", "3", "--own"]),
-    ]  # fmt: skip
+        ("every accelerator, 4 weight formats", "DeepSeek-V3", _gpus() + ["--weights", "bf16,fp8,int4_g128,nvfp4"]),
+        (
+            "every accelerator, a P99 target, vLLM's memory, a draft, owned",
+            "Qwen2.5-72B",
+            _gpus()
+            + [
+                "--ttft-percentile",
+                "0.99",
+                "--gpu-memory-utilization",
+                "0.9",
+                "--spec-draft",
+                "Qwen2.5-7B",
+                "--spec-acceptance",
+                "0.7",
+                "--spec-tokens",
+                "3",
+                "--own",
+            ],
+        ),
+    ]
     for label, model, extra in cases:
         walls, options = [], 0
         for _ in range(args.runs):
             start = time.perf_counter()
-            out = subprocess.run([sys.executable, "-m", "xlsxplan", "plan", "--model", model, *TRAFFIC, *extra,
-                                  "--json"], check=True, capture_output=True, text=True).stdout  # fmt: skip
+            out = subprocess.run(
+                [sys.executable, "-m", "xlsxplan", "plan", "--model", model, *TRAFFIC, *extra, "--json"],
+                check=True,
+                capture_output=True,
+                text=True,
+            ).stdout
             walls.append(time.perf_counter() - start)
             options = len(json.loads(out)["options"])
-        print(f"xlsxplan plan --model {model}, {label}: {options} options, median {statistics.median(walls):.2f} s "
-              f"wall (runs: {', '.join(f'{w:.2f}' for w in walls)})")  # fmt: skip
+        print(
+            f"xlsxplan plan --model {model}, {label}: {options} options, median {statistics.median(walls):.2f} s "
+            f"wall (runs: {', '.join(f'{w:.2f}' for w in walls)})"
+        )
     start = time.perf_counter()
     code = (
         "import time; t = time.perf_counter()\n"

@@ -34,7 +34,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT))
 
 
 def peak_mb() -> float:
@@ -141,7 +141,7 @@ def main() -> None:
         print(json.dumps(_measure(args.child, args.repeats)))
         return
 
-    from books import raw_scenario_rows, raw_xlsx
+    from tests.helpers.books import raw_scenario_rows, raw_xlsx
 
     rows = []
     with tempfile.TemporaryDirectory() as tmp:

@@ -44,10 +44,14 @@ def main() -> None:
     from xlsxplan.headless import Workbook as api
     from xlsxplan.templates.build import TEMPLATES
 
-    print(f"{os.cpu_count()} CPUs; Python {sys.version.split()[0]}; {args.repeats} warm runs per template "
-          "(the Workbook API pauses the garbage collector while it loads and calculates)")  # fmt: skip
-    print(f"{'template':<20} {'formulas':>8} {'values':>7} {'cold s':>7} {'load s':>7} {'calc s':>7} {'save s':>7} "
-          f"{'total s':>8} {'min s':>6} {'max s':>6} {'CPU s':>6}")  # fmt: skip
+    print(
+        f"{os.cpu_count()} CPUs; Python {sys.version.split()[0]}; {args.repeats} warm runs per template "
+        "(the Workbook API pauses the garbage collector while it loads and calculates)"
+    )
+    print(
+        f"{'template':<20} {'formulas':>8} {'values':>7} {'cold s':>7} {'load s':>7} {'calc s':>7} {'save s':>7} "
+        f"{'total s':>8} {'min s':>6} {'max s':>6} {'CPU s':>6}"
+    )
     with tempfile.TemporaryDirectory() as tmp:
         for name, builder in TEMPLATES.items():
             raw = Path(tmp) / f"raw_{name}"
@@ -70,8 +74,10 @@ def main() -> None:
 
             totals = [r[0] for r in warm]
             formulas, values = _cells(raw)
-            print(f"{name:<20} {formulas:>8} {values:>7} {cold[0]:>7.2f} {med(1):>7.2f} {med(2):>7.2f} "
-                  f"{med(3):>7.2f} {med(0):>8.2f} {min(totals):>6.2f} {max(totals):>6.2f} {med(4):>6.2f}")  # fmt: skip
+            print(
+                f"{name:<20} {formulas:>8} {values:>7} {cold[0]:>7.2f} {med(1):>7.2f} {med(2):>7.2f} "
+                f"{med(3):>7.2f} {med(0):>8.2f} {min(totals):>6.2f} {max(totals):>6.2f} {med(4):>6.2f}"
+            )
 
 
 if __name__ == "__main__":

@@ -93,7 +93,7 @@ def sweeps(n: int) -> dict[str, Callable[[], list]]:
             [[0.0]],
             [[0.54]],
             [[0.41]],
-        ],  # fmt: skip
+        ],
         "TAIL_SHARE": lambda: [_column(2_000 + 3 * i), [[2_000.0]], [[6_000.0]]],
         "MODEL_KV_GB": lambda: [[["Mistral-7B"]], context()],
         "BATCH_FOR_LATENCY": lambda: [
@@ -137,9 +137,11 @@ def main() -> None:
 
     built = udfs.build(lite=False)
     clock = time.perf_counter if args.wall else time.process_time
-    print(f"Array calls over {args.n:,} scenarios vs {args.n:,} scalar calls, through xlsxplan.excel.udfs; "
-          f"{'wall-clock' if args.wall else 'CPU'} time, "
-          f"median of {args.repeats} repeats, every way run once before timing")  # fmt: skip
+    print(
+        f"Array calls over {args.n:,} scenarios vs {args.n:,} scalar calls, through xlsxplan.excel.udfs; "
+        f"{'wall-clock' if args.wall else 'CPU'} time, "
+        f"median of {args.repeats} repeats, every way run once before timing"
+    )
     print(f"Python {platform.python_version()} on {platform.machine()}, {platform.system()}, numpy {np.__version__}")
     print(
         f"  {'function':<30} {'array':>10} {'element':>10} {'scalar':>10}   {'scalar/array':>12} {'element/array':>13}"
@@ -175,8 +177,10 @@ def main() -> None:
                 times[way].append(clock() - start)
                 del out  # freed outside the timing: what Excel does with it next is not the call's cost
         med = {way: statistics.median(t) for way, t in times.items()}
-        print(f"  {name:<30} {med['array'] * 1e3:7.1f} ms {med['element'] * 1e3:7.1f} ms {med['scalar'] * 1e3:7.1f} ms"
-              f"   {med['scalar'] / med['array']:11.0f}x {med['element'] / med['array']:12.1f}x")  # fmt: skip
+        print(
+            f"  {name:<30} {med['array'] * 1e3:7.1f} ms {med['element'] * 1e3:7.1f} ms {med['scalar'] * 1e3:7.1f} ms"
+            f"   {med['scalar'] / med['array']:11.0f}x {med['element'] / med['array']:12.1f}x"
+        )
 
 
 if __name__ == "__main__":

@@ -61,8 +61,10 @@ def main() -> None:
     uncalibrated = uncalibrated_results(rows)
     for label, results in (("calibrated, leave one run out", calibrated), ("uncalibrated assumptions", uncalibrated)):
         s = measurements.summarise(results)
-        print(f"{label}: {s['predicted']}/{s['rows']} predicted, median |error| {s['median_abs_error']:.1%}, "
-              f"within 2x {s['within_2x']:.0%}, outside 2x: lines {s['outside_2x']}")  # fmt: skip
+        print(
+            f"{label}: {s['predicted']}/{s['rows']} predicted, median |error| {s['median_abs_error']:.1%}, "
+            f"within 2x {s['within_2x']:.0%}, outside 2x: lines {s['outside_2x']}"
+        )
     print()
     print(f"{'rows':<26} {'n':>3} {'calibrated: median ratio':>25} {'uncalibrated: median ratio':>27}")
     for name in ("training (MFU)", "formula rows (6ND, 20N)", "prefill / TTFT", "batch-1 decode", "offline throughput"):

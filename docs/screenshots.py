@@ -49,8 +49,16 @@ def run(*args: str) -> str:
 
 
 def to_pdf(book: Path, out: Path, profile: Path) -> Path:
-    run("soffice", "--headless", f"-env:UserInstallation=file://{profile}", "--convert-to", "pdf", "--outdir",
-        str(out), str(book))  # fmt: skip
+    run(
+        "soffice",
+        "--headless",
+        f"-env:UserInstallation=file://{profile}",
+        "--convert-to",
+        "pdf",
+        "--outdir",
+        str(out),
+        str(book),
+    )
     return out / book.with_suffix(".pdf").name
 
 
@@ -85,9 +93,27 @@ def screenshot(pdf: Path, page: int, target: Path) -> None:
     x, y, w, h = content_box(pdf, page)
     dpi = WIDTH_PX / (w / 72)
     scale = dpi / 72
-    run("pdftoppm", "-f", str(page), "-l", str(page), "-r", f"{dpi:.2f}", "-x", str(round(x * scale)), "-y",
-        str(round(y * scale)), "-W", str(round(w * scale)), "-H", str(round(h * scale)), "-png", "-singlefile",
-        str(pdf), str(target.with_suffix("")))  # fmt: skip
+    run(
+        "pdftoppm",
+        "-f",
+        str(page),
+        "-l",
+        str(page),
+        "-r",
+        f"{dpi:.2f}",
+        "-x",
+        str(round(x * scale)),
+        "-y",
+        str(round(y * scale)),
+        "-W",
+        str(round(w * scale)),
+        "-H",
+        str(round(h * scale)),
+        "-png",
+        "-singlefile",
+        str(pdf),
+        str(target.with_suffix("")),
+    )
 
 
 SOURCE_KEY = "xlsxplan:workbook-sha256"

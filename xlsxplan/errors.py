@@ -77,9 +77,24 @@ class WorkbookError(XlsxplanError):
 
 
 EXCEL_ERRORS = (
-    "#NULL!", "#DIV/0!", "#VALUE!", "#REF!", "#NAME?", "#NUM!", "#N/A", "#GETTING_DATA", "#SPILL!", "#CALC!",
-    "#CONNECT!", "#BLOCKED!", "#UNKNOWN!", "#FIELD!", "#BUSY!", "#PYTHON!", "#EXTERNAL!",
-)  # fmt: skip
+    "#NULL!",
+    "#DIV/0!",
+    "#VALUE!",
+    "#REF!",
+    "#NAME?",
+    "#NUM!",
+    "#N/A",
+    "#GETTING_DATA",
+    "#SPILL!",
+    "#CALC!",
+    "#CONNECT!",
+    "#BLOCKED!",
+    "#UNKNOWN!",
+    "#FIELD!",
+    "#BUSY!",
+    "#PYTHON!",
+    "#EXTERNAL!",
+)
 """Excel's error values: the classic seven, and the newer ones (dynamic arrays, data types, Python in Excel) that
 xlwings passes as text with ``err_to_str=True``."""
 

@@ -30,9 +30,20 @@ from .domains import Domain, Name, checked, whole
 from .errors import CatalogError, UnknownPresetError
 
 __all__ = [
-    "FORMATS", "Format", "ByteCount", "BytesPerValue", "BytesPerValueOrZero", "TrainBytes", "bytes_per_param",
-    "format_names", "format_source", "block_bytes_per_param", "format_key", "lookup", "published_embedding_bytes",
-]  # fmt: skip
+    "FORMATS",
+    "Format",
+    "ByteCount",
+    "BytesPerValue",
+    "BytesPerValueOrZero",
+    "TrainBytes",
+    "bytes_per_param",
+    "format_names",
+    "format_source",
+    "block_bytes_per_param",
+    "format_key",
+    "lookup",
+    "published_embedding_bytes",
+]
 
 Bits = Annotated[int, whole(1, 64)]
 BlockSize = Annotated[int, whole(1, 1_000_000)]
@@ -102,8 +113,15 @@ def _formats() -> dict[str, Format]:
         embeddings = body.get("embeddings")
         if embeddings is not None and body.get("embeddings_source") not in sources:
             raise CatalogError(f"formats.toml: {name}: embeddings needs an embeddings_source from [sources]")
-        formats[name] = Format(name, _bits(name, body), sources[body["source"]], tuple(body.get("aliases", ())),
-                               embeddings, sources.get(body.get("embeddings_source", ""), ""), compute)  # fmt: skip
+        formats[name] = Format(
+            name,
+            _bits(name, body),
+            sources[body["source"]],
+            tuple(body.get("aliases", ())),
+            embeddings,
+            sources.get(body.get("embeddings_source", ""), ""),
+            compute,
+        )
     for f in formats.values():
         if f.embeddings is not None and f.embeddings not in formats:
             raise CatalogError(f"formats.toml: {f.name}: embeddings {f.embeddings!r} is not a format")

@@ -150,12 +150,16 @@ class Function:
 def _check_excel_limits(fn: Function, where: str) -> None:
     """Refuse, at import, a summary or an argument's help that Excel's function wizard would cut."""
     if len(fn.description()) > EXCEL_TEXT_LIMIT:
-        raise TypeError(f"{where}: the summary and unit take {len(fn.description())} characters; Excel shows at most "
-                        f"{EXCEL_TEXT_LIMIT}: shorten the summary line")  # fmt: skip
+        raise TypeError(
+            f"{where}: the summary and unit take {len(fn.description())} characters; Excel shows at most "
+            f"{EXCEL_TEXT_LIMIT}: shorten the summary line"
+        )
     for a in fn.args:
         if len(a.help()) > EXCEL_TEXT_LIMIT:
-            raise TypeError(f"{where} parameter {a.name}: its help takes {len(a.help())} characters; Excel shows at "
-                            f"most {EXCEL_TEXT_LIMIT}: shorten its description")  # fmt: skip
+            raise TypeError(
+                f"{where} parameter {a.name}: its help takes {len(a.help())} characters; Excel shows at "
+                f"most {EXCEL_TEXT_LIMIT}: shorten its description"
+            )
 
 
 def _split_unit(text: str, where: str) -> tuple[str, str]:
@@ -190,8 +194,19 @@ def describe(name: str, func: Callable[..., Any], category: str) -> Function:
     spills = typing.get_origin(result) is list
     table = spills and any(typing.get_origin(a) is list for a in typing.get_args(result))
     entry = _as_grid(func, name) if table else func
-    fn = Function(name, entry, doc.short_description.strip(), tuple(args), returns, unit, category,
-                  " ".join(notes.split()), spills=spills, whole=result is int, table=table)  # fmt: skip
+    fn = Function(
+        name,
+        entry,
+        doc.short_description.strip(),
+        tuple(args),
+        returns,
+        unit,
+        category,
+        " ".join(notes.split()),
+        spills=spills,
+        whole=result is int,
+        table=table,
+    )
     _check_excel_limits(fn, where)
     return fn
 

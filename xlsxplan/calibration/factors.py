@@ -21,10 +21,22 @@ from .fit import Factors
 from .groups import CLASSES, KINDS, MEASURED, MEASURED_RATE, compute_group, format_group, gpu_class, peak_field
 
 __all__ = [
-    "DATA_PACKAGE", "MEASUREMENTS_FILE", "FACTORS_FILE", "FACTORS_ENV", "Calibration", "factors_path",
-    "user_factors_path", "measurements_path", "sha256", "selected", "refresh", "active", "load_factors",
-    "efficiency", "efficiency_basis",
-]  # fmt: skip
+    "DATA_PACKAGE",
+    "MEASUREMENTS_FILE",
+    "FACTORS_FILE",
+    "FACTORS_ENV",
+    "Calibration",
+    "factors_path",
+    "user_factors_path",
+    "measurements_path",
+    "sha256",
+    "selected",
+    "refresh",
+    "active",
+    "load_factors",
+    "efficiency",
+    "efficiency_basis",
+]
 
 # --- the stored fit ---------------------------------------------------------------------------------------------
 
@@ -119,8 +131,11 @@ def _read(origin: str, path: Path) -> Calibration:
     levels = {k: data[k]["levels"] for k in ("prefill", "decode_bandwidth") if isinstance(data[k].get("levels"), dict)}
     bands = data.get("bands")
     found = bands if isinstance(bands, dict) else {}
-    residuals = {k: [float(x) for x in v["residuals"]] for k, v in found.items()
-                 if isinstance(v, dict) and isinstance(v.get("residuals"), list)}  # fmt: skip
+    residuals = {
+        k: [float(x) for x in v["residuals"]]
+        for k, v in found.items()
+        if isinstance(v, dict) and isinstance(v.get("residuals"), list)
+    }
     return Calibration(factors, origin, path, dict(data.get("data") or {}), levels, residuals)
 
 
@@ -181,8 +196,10 @@ def _require_peak(gpu: str, cls: str, precision: str) -> None:
             from ..precision import lookup
 
             if lookup(precision).name in ("fp8", "fp8_block128", "mxfp8"):
-                hint = ("; FP8 weights there run weight-only, widened to 16 bits before the multiply (vLLM docs, "
-                        "'FP8 W8A8': W8A16 with FP8 Marlin on Turing and Ampere): give precision w8a16")  # fmt: skip
+                hint = (
+                    "; FP8 weights there run weight-only, widened to 16 bits before the multiply (vLLM docs, "
+                    "'FP8 W8A8': W8A16 with FP8 Marlin on Turing and Ampere): give precision w8a16"
+                )
             else:
                 hint = "; the catalog holds no INT8 tensor rate"
         raise NotAvailableError(f"{err.message}; a prefill share of it is undefined{hint}", "gpu") from None
@@ -249,8 +266,9 @@ def band(kind: str, quantile: float) -> float:
         raise ArgumentError(f"kind must be one of {', '.join(BAND_KINDS + tuple(BAND_OF))}, got {kind!r}", "kind")
     residuals = active().bands.get(key)
     if not residuals:
-        raise NotAvailableError(f"the factors in use record no {key} residuals: refit with `xlsxplan calibrate --fit`",
-                                "kind")  # fmt: skip
+        raise NotAvailableError(
+            f"the factors in use record no {key} residuals: refit with `xlsxplan calibrate --fit`", "kind"
+        )
     import math
 
     return math.exp(conformal_quantile(residuals, quantile))

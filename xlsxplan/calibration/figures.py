@@ -37,8 +37,17 @@ def figures_path() -> Path:
 
 def _summary(results: Sequence[measurements.RowResult]) -> dict[str, Any]:
     s = measurements.summarise(results)
-    keep = ("rows", "predicted", "coverage", "median_abs_error", "within_2x", "outside_2x", "rows_with_band",
-            "band_coverage", "worst_ratio")  # fmt: skip
+    keep = (
+        "rows",
+        "predicted",
+        "coverage",
+        "median_abs_error",
+        "within_2x",
+        "outside_2x",
+        "rows_with_band",
+        "band_coverage",
+        "worst_ratio",
+    )
     out = {k: s[k] for k in keep}
     for k in ("coverage", "median_abs_error", "within_2x", "band_coverage"):
         out[k] = None if out[k] is None else round(out[k], 4)
@@ -66,13 +75,13 @@ def compute(rows: Sequence[measurements.Measurement]) -> dict[str, Any]:
         "factors_as_is": _summary(as_is),
         "by_kind": {
             k: {"rows": len(v), "median_abs_error": round(statistics.median(v), 4)} for k, v in sorted(by_kind.items())
-        },  # fmt: skip
+        },
         "free_parameters": {**free, "total": sum(free.values())},
         "bands": {
             k: {key: v[key] for key in ("rows", "p10", "p90")}
             for k, v in report["bands"].items()
             if isinstance(v, dict)
-        },  # fmt: skip
+        },
         "efficiency_examples": efficiency_examples(),
         "rows": [
             {
@@ -87,7 +96,7 @@ def compute(rows: Sequence[measurements.Measurement]) -> dict[str, Any]:
                 "inside": r.inside,
             }
             for r in loo
-        ],  # fmt: skip
+        ],
     }
 
 
@@ -110,8 +119,15 @@ def efficiency_examples() -> list[dict[str, Any]]:
     out = []
     for kind, gpu, precision, hidden, what in EXAMPLES:
         values = [calibration.efficiency(kind, gpu, precision, hidden, 0, q) for q in (0.1, 0.5, 0.9)]
-        out.append({"call": [kind, gpu, precision, hidden], "what": what,
-                    "p10": round(values[0], 3), "value": round(values[1], 3), "p90": round(values[2], 3)})  # fmt: skip
+        out.append(
+            {
+                "call": [kind, gpu, precision, hidden],
+                "what": what,
+                "p10": round(values[0], 3),
+                "value": round(values[1], 3),
+                "p90": round(values[2], 3),
+            }
+        )
     return out
 
 
@@ -148,8 +164,10 @@ def blocks(fig: dict[str, Any]) -> dict[str, str]:
     ]
     for k, v in fig["by_kind"].items():
         b = fig["bands"].get(k)
-        kinds.append(f"| {k} | {v['rows']} | {_pct(v['median_abs_error'])} | "
-                     + (f"{b['p10']:.2f} / {b['p90']:.2f} |" if b else "- |"))  # fmt: skip
+        kinds.append(
+            f"| {k} | {v['rows']} | {_pct(v['median_abs_error'])} | "
+            + (f"{b['p10']:.2f} / {b['p90']:.2f} |" if b else "- |")
+        )
     table = [
         "| line | row | metric | measured | predicted | P10-P90 | ratio |",
         "| ---: | --- | --- | ---: | ---: | --- | ---: |",
@@ -157,8 +175,10 @@ def blocks(fig: dict[str, Any]) -> dict[str, str]:
     for r in fig["rows"]:
         band = "-" if r["p10"] is None else f"{_num(r['p10'])}-{_num(r['p90'])}" + ("" if r["inside"] else " (outside)")
         ratio = "-" if r["ratio"] is None else f"{r['ratio']:.2f}"
-        table.append(f"| {r['line']} | {r['name']} | {r['metric']} | {_num(r['measured'])} | {_num(r['predicted'])} "
-                     f"| {band} | {ratio} |")  # fmt: skip
+        table.append(
+            f"| {r['line']} | {r['name']} | {r['metric']} | {_num(r['measured'])} | {_num(r['predicted'])} "
+            f"| {band} | {ratio} |"
+        )
     eff = ["| formula | P10 | value | P90 | what it says |", "| --- | ---: | ---: | ---: | --- |"]
     for e in fig["efficiency_examples"]:
         kind, gpu, precision, hidden = e["call"]

@@ -102,8 +102,16 @@ class Factors:
     parameter, fitted on the serving throughput rows: :func:`xlsxplan.calibration.measurements.fit_serving`); 1 in a
     file written before it was fitted."""
 
-    def raw(self, kind: str, gpu_class: str = "datacenter", fmt: str = "16-bit", balance: float = 0.0,
-            hidden: float = 4096.0, routed: float = 0.0, comm: float = 0.0) -> float:  # fmt: skip
+    def raw(
+        self,
+        kind: str,
+        gpu_class: str = "datacenter",
+        fmt: str = "16-bit",
+        balance: float = 0.0,
+        hidden: float = 4096.0,
+        routed: float = 0.0,
+        comm: float = 0.0,
+    ) -> float:
         """The model's value before the cap at 1: above 1, the fit says more than the hardware can do."""
         if kind == "train_mfu":
             return self.train_mfu.raw(balance, hidden, routed, comm)
@@ -113,8 +121,16 @@ class Factors:
             return self.decode_bandwidth.raw(gpu_class, fmt)
         raise ArgumentError(f"kind must be one of {', '.join(KINDS)}, got {kind!r}", "kind")
 
-    def value(self, kind: str, gpu_class: str = "datacenter", fmt: str = "16-bit", balance: float = 0.0,
-              hidden: float = 4096.0, routed: float = 0.0, comm: float = 0.0) -> float:  # fmt: skip
+    def value(
+        self,
+        kind: str,
+        gpu_class: str = "datacenter",
+        fmt: str = "16-bit",
+        balance: float = 0.0,
+        hidden: float = 4096.0,
+        routed: float = 0.0,
+        comm: float = 0.0,
+    ) -> float:
         return min(1.0, self.raw(kind, gpu_class, fmt, balance, hidden, routed, comm))
 
     def predicted(self, obs: Observation) -> float:

@@ -13,10 +13,22 @@ from typing import Any
 from ..core.training import DEFAULT_MFU
 
 __all__ = [
-    "KINDS", "CLASSES", "MEASURED", "MEASURED_SOURCE", "MEASURED_RATE", "FORMAT_GROUPS", "SEED_FACTORS",
-    "bits_per_weight", "format_group", "compute_bits", "compute_group", "peak_field", "gpu_class", "is_measured",
+    "KINDS",
+    "CLASSES",
+    "MEASURED",
+    "MEASURED_SOURCE",
+    "MEASURED_RATE",
+    "FORMAT_GROUPS",
+    "SEED_FACTORS",
+    "bits_per_weight",
+    "format_group",
+    "compute_bits",
+    "compute_group",
+    "peak_field",
+    "gpu_class",
+    "is_measured",
     "class_of_id",
-]  # fmt: skip
+]
 
 KINDS = ("train_mfu", "prefill", "decode_bandwidth")
 CLASSES = ("datacenter", "consumer", "apple")

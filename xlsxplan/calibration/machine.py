@@ -76,8 +76,10 @@ class Figures:
         transformer), so its 6N rate cannot honestly exceed the matmul rate by much.
         """
         if self.train_6n_flops > 1.1 * self.matmul_tflops * 1e12:
-            return ("the 6N training rate exceeds the matmul rate, which a quiet machine cannot do: another "
-                    "process was probably busy while one of them ran; run again on an idle machine")  # fmt: skip
+            return (
+                "the 6N training rate exceeds the matmul rate, which a quiet machine cannot do: another "
+                "process was probably busy while one of them ran; run again on an idle machine"
+            )
         return ""
 
 
@@ -258,8 +260,9 @@ def _torch_measure(wanted: str, quick: bool) -> Figures:
     width, depth, seq, batch = (512, 4, 512, 8) if accel else (256, 2, 256, 4)
     if quick and accel:
         depth = 2
-    layer = torch.nn.TransformerEncoderLayer(width, width // 64, 4 * width, dropout=0.0, batch_first=True,
-                                             norm_first=True)  # fmt: skip
+    layer = torch.nn.TransformerEncoderLayer(
+        width, width // 64, 4 * width, dropout=0.0, batch_first=True, norm_first=True
+    )
     model = torch.nn.TransformerEncoder(layer, depth, enable_nested_tensor=False).to(device)
     head = torch.nn.Linear(width, width).to(device)
     params = sum(p.numel() for p in model.parameters()) + sum(p.numel() for p in head.parameters())
@@ -270,8 +273,7 @@ def _torch_measure(wanted: str, quick: bool) -> Figures:
 
     def train_step() -> None:
         opt.zero_grad(set_to_none=True)
-        with torch.autocast(device_type="cuda" if cuda else "cpu", dtype=torch.bfloat16,
-                            enabled=cuda):  # fmt: skip
+        with torch.autocast(device_type="cuda" if cuda else "cpu", dtype=torch.bfloat16, enabled=cuda):
             y = head(model(x, mask=mask, is_causal=True))
             loss = torch.nn.functional.mse_loss(y.float(), target)
         loss.backward()

@@ -88,9 +88,23 @@ __all__ = [
 ]
 
 COLUMNS = (
-    "kind", "name", "model", "params_b", "active_params_b", "tokens", "gpu", "n_gpus", "precision", "input_len",
-    "output_len", "concurrency", "metric", "value", "unit", "source",
-)  # fmt: skip
+    "kind",
+    "name",
+    "model",
+    "params_b",
+    "active_params_b",
+    "tokens",
+    "gpu",
+    "n_gpus",
+    "precision",
+    "input_len",
+    "output_len",
+    "concurrency",
+    "metric",
+    "value",
+    "unit",
+    "source",
+)
 
 BATCHING = ("continuous", "static")
 """The values of the optional ``batching`` column (see Measurement.batching)."""
@@ -191,11 +205,19 @@ def parse_measurements(text: str, origin: str = "measurements") -> list[Measurem
     rows = []
     for i, raw in enumerate(reader, start=2):
         raw = {k: (v or "").strip() for k, v in raw.items() if k is not None}
-        common: dict[str, Any] = dict(line=i, kind=raw["kind"].lower(), name=raw["name"],
-                                      metric=raw["metric"].lower(), model=raw["model"], gpu=raw["gpu"],
-                                      precision=raw["precision"], unit=raw["unit"], source=raw["source"],
-                                      kv_precision=raw.get("kv_precision", ""),
-                                      flops=_flops_basis(raw.get("flops", ""), raw["source"]))  # fmt: skip
+        common: dict[str, Any] = dict(
+            line=i,
+            kind=raw["kind"].lower(),
+            name=raw["name"],
+            metric=raw["metric"].lower(),
+            model=raw["model"],
+            gpu=raw["gpu"],
+            precision=raw["precision"],
+            unit=raw["unit"],
+            source=raw["source"],
+            kv_precision=raw.get("kv_precision", ""),
+            flops=_flops_basis(raw.get("flops", ""), raw["source"]),
+        )
         try:
             conc_text = raw["concurrency"].lower()
             concurrency: int | str | None = "max" if conc_text == "max" else _number(conc_text, "concurrency", True)
@@ -303,16 +325,35 @@ def shape_of(m: Measurement) -> Shape:
         if p is not None:
             params = m.params_b or p.params_b
             active = m.active_params_b or p.figure("active_params_b") * params / p.params_b  # type: ignore[operator]
-            return Shape(params, active, p.layers, p.hidden, p.heads, p.head_dim, p.kv_heads * p.head_dim,
-                         p.context, f"shape of preset {p.id}", p.id)  # fmt: skip
+            return Shape(
+                params,
+                active,
+                p.layers,
+                p.hidden,
+                p.heads,
+                p.head_dim,
+                p.kv_heads * p.head_dim,
+                p.context,
+                f"shape of preset {p.id}",
+                p.id,
+            )
         if not m.params_b:
             raise Unpredictable(f"model {m.model!r} is not in the catalog and params_b is empty")
     if not m.params_b:
         raise Unpredictable("params_b is empty and no preset model is named")
     hidden = max(ASPECT, round((ASPECT / 12.0 * m.params_b * 1e9) ** (1 / 3) / ASPECT) * ASPECT)
     layers = max(1, round(hidden / ASPECT))
-    return Shape(m.params_b, m.active_params_b or m.params_b, layers, hidden, hidden // ASPECT, ASPECT, hidden,
-                 DEFAULT_SEQ, f"shape estimated from params_b ({layers} layers of width {hidden})")  # fmt: skip
+    return Shape(
+        m.params_b,
+        m.active_params_b or m.params_b,
+        layers,
+        hidden,
+        hidden // ASPECT,
+        ASPECT,
+        hidden,
+        DEFAULT_SEQ,
+        f"shape estimated from params_b ({layers} layers of width {hidden})",
+    )
 
 
 def _gpu(m: Measurement) -> Any:
@@ -381,8 +422,9 @@ def _routing(s: Shape) -> tuple[int, int]:
 
     p = load_catalog().models.get(s.preset) if s.preset else None
     if p is None or not p.experts or not p.experts_per_token:
-        raise Unpredictable("mixture-of-experts throughput needs the experts and experts per token, which only a "
-                            "preset model gives")  # fmt: skip
+        raise Unpredictable(
+            "mixture-of-experts throughput needs the experts and experts per token, which only a preset model gives"
+        )
     return int(p.experts), int(p.experts_per_token)
 
 
@@ -459,8 +501,9 @@ def moe_train_features(m: Measurement, s: Shape) -> tuple[float, float, str]:
     link = _gpu(m).link_gb_s
     if ep > 1 and not link:
         return routed, 0.0, f"{_gpu(m).id} has no link_gb_s: the all-to-all is left out"
-    seconds = effects.moe_all_to_all_seconds(1.0, s.hidden, layers, per_token, ep, float(link or 0.0),
-                                             gpus_per_node=m.gpus_per_node)  # fmt: skip
+    seconds = effects.moe_all_to_all_seconds(
+        1.0, s.hidden, layers, per_token, ep, float(link or 0.0), gpus_per_node=m.gpus_per_node
+    )
     where = f"{min(ep, m.gpus_per_node)} per node at {link:g} GB/s" + (
         f", the rest at {effects.SCALE_OUT_GB_S:g} GB/s between nodes" if ep > m.gpus_per_node else ""
     )
@@ -492,8 +535,10 @@ def flops_convention(m: Measurement) -> str:
     six_n = 6.0 * s.active_b * 1e9
     palm = _train_flops_per_token(s) / six_n
     if m.flops_per_token:
-        return (f"compared in the source's FLOP count, {m.flops_per_token / six_n:.2f} x 6N per token (its TFLOP/s "
-                f"over its tokens/s), not PaLM's {palm:.2f} x 6N")  # fmt: skip
+        return (
+            f"compared in the source's FLOP count, {m.flops_per_token / six_n:.2f} x 6N per token (its TFLOP/s "
+            f"over its tokens/s), not PaLM's {palm:.2f} x 6N"
+        )
     if m.flops == "hardware":
         return (
             f"the source counts hardware FLOPs, recomputation included: compared at 4/3 of PaLM's {palm:.2f} x 6N "
@@ -655,8 +700,9 @@ def _predict_decode(m: Measurement, s: Shape, factors: Factors) -> tuple[float, 
         speed = serving.decode_tokens_per_s(s.active_b, bits / 8.0, _n(m), bw, _batch(m), kv, _context(m), e_bw)
         return speed, f"{basis}; bandwidth bound only ({why})"
     e_c = _eff(factors, m, "prefill")
-    step = roofline.decode_step_seconds(s.active_b, bits / 8.0, _batch(m), kv, _context(m), _n(m), bw, peak / 1e12,
-                                        e_bw, e_c)  # fmt: skip
+    step = roofline.decode_step_seconds(
+        s.active_b, bits / 8.0, _batch(m), kv, _context(m), _n(m), bw, peak / 1e12, e_bw, e_c
+    )
     return 1.0 / step, basis
 
 
@@ -664,8 +710,19 @@ def _predict_prefill(m: Measurement, s: Shape, factors: Factors) -> tuple[float,
     peak = _peak_flops(m)
     e_c, e_bw = _eff(factors, m, "prefill"), _eff(factors, m, "decode_bandwidth")
     prompt = _need(m.input_len, "input_len", m)
-    t = roofline.ttft_seconds(s.active_b, _bits(m) / 8.0, prompt, s.layers, s.attn_width, _n(m), peak / 1e12,
-                              _gpu(m).bandwidth_tb_s, e_c, e_bw, _link(m) if _n(m) > 1 else 0.0)  # fmt: skip
+    t = roofline.ttft_seconds(
+        s.active_b,
+        _bits(m) / 8.0,
+        prompt,
+        s.layers,
+        s.attn_width,
+        _n(m),
+        peak / 1e12,
+        _gpu(m).bandwidth_tb_s,
+        e_c,
+        e_bw,
+        _link(m) if _n(m) > 1 else 0.0,
+    )
     basis = f"prefill {e_c:.3f}, attention included; {s.origin}"
     return (t / _ttft_scale(m) if m.metric == "ttft" else prompt / t), basis
 
@@ -675,8 +732,9 @@ def _link(m: Measurement) -> float:
     return float(_gpu(m).link_gb_s or 0.0)
 
 
-def serve_step_seconds(m: Measurement, s: Shape, factors: Factors, batch: int,
-                       prefill_tokens: float = 0.0) -> tuple[float, dict[str, float]]:  # fmt: skip
+def serve_step_seconds(
+    m: Measurement, s: Shape, factors: Factors, batch: int, prefill_tokens: float = 0.0
+) -> tuple[float, dict[str, float]]:
     """One decode step of ``batch`` sequences with the effects: the roofline's memory and compute (attention's
     arithmetic over the cache included), then the tensor-parallel all-reduces over the link. ``prefill_tokens``:
     prompt tokens prefilled in the same step (:func:`xlsxplan.core.effects.prefill_tokens_per_step`), whose arithmetic
@@ -704,8 +762,14 @@ def serve_step_seconds(m: Measurement, s: Shape, factors: Factors, batch: int,
     link = _link(m)
     sent = batch + prefill_tokens
     exchange = effects.tp_allreduce_seconds(sent, s.hidden, s.layers, n, link) if n > 1 and link else 0.0
-    parts = {"weights": weights, "linear": linear, "cache": cache, "attention": attention, "routed": routed,
-             "all-reduce": exchange}  # fmt: skip
+    parts = {
+        "weights": weights,
+        "linear": linear,
+        "cache": cache,
+        "attention": attention,
+        "routed": routed,
+        "all-reduce": exchange,
+    }
     return max(weights, linear) + max(cache, attention) + routed + exchange, parts
 
 
@@ -740,9 +804,11 @@ def _predict_throughput(m: Measurement, s: Shape, factors: Factors) -> tuple[flo
         total = factors.serving * batch / step
     shares = ", ".join(f"{k} {v * 1e3:.2f} ms" for k, v in parts.items() if v)
     scale = f"serving {factors.serving:.3f} x " + ("static batch, " if m.batching == "static" else "")
-    basis = (f"{scale}roofline with effects at batch {batch}: decode_bandwidth {e_bw:.3f}, prefill {e_c:.3f}, KV "
-             f"{_kv_bytes_per_value(m):g} byte(s) per value, average context {_context(m):g}; step {shares}; "
-             f"{s.origin}")  # fmt: skip
+    basis = (
+        f"{scale}roofline with effects at batch {batch}: decode_bandwidth {e_bw:.3f}, prefill {e_c:.3f}, KV "
+        f"{_kv_bytes_per_value(m):g} byte(s) per value, average context {_context(m):g}; step {shares}; "
+        f"{s.origin}"
+    )
     if m.metric.endswith("per_gpu"):
         return total / n, basis
     if m.metric.endswith("per_node"):
@@ -809,9 +875,19 @@ class RowResult:
     """Whether the measured figure lies inside the row's own P10-P90 range; None without a range."""
 
     def as_json(self) -> dict[str, Any]:
-        return {"name": self.name, "metric": self.metric, "measured": self.measured, "predicted": self.predicted,
-                "ratio": self.ratio, "p10": self.p10, "p90": self.p90, "inside_p10_p90": self.inside,
-                "reason": self.reason, "basis": self.basis, "line": self.line}  # fmt: skip
+        return {
+            "name": self.name,
+            "metric": self.metric,
+            "measured": self.measured,
+            "predicted": self.predicted,
+            "ratio": self.ratio,
+            "p10": self.p10,
+            "p90": self.p90,
+            "inside_p10_p90": self.inside,
+            "reason": self.reason,
+            "basis": self.basis,
+            "line": self.line,
+        }
 
 
 TIME_METRICS = frozenset(
@@ -860,8 +936,9 @@ def residuals_by_kind(
     return out
 
 
-def with_bands(results: Sequence[RowResult], rows: Sequence[Measurement],
-               pooled: dict[str, list[float]] | None = None) -> list[RowResult]:  # fmt: skip
+def with_bands(
+    results: Sequence[RowResult], rows: Sequence[Measurement], pooled: dict[str, list[float]] | None = None
+) -> list[RowResult]:
     """Each predicted row with its P10-P90 range and whether the measurement lies inside it.
 
     The range comes from the residuals of the row's kind in *other* runs (leave-one-run-out, so a row never widens
@@ -893,8 +970,12 @@ def band_table(results: Sequence[RowResult], rows: Sequence[Measurement]) -> dic
         if len(values) < 2:
             continue
         low, high = bands.band_multipliers(values)
-        out[kind] = {"rows": len(values), "p10": round(low, 4), "p90": round(high, 4),
-                     "residuals": sorted(round(x, 4) for x in values)}  # fmt: skip
+        out[kind] = {
+            "rows": len(values),
+            "p10": round(low, 4),
+            "p90": round(high, 4),
+            "residuals": sorted(round(x, 4) for x in values),
+        }
     return out
 
 
@@ -984,8 +1065,10 @@ def notes(m: Measurement, factors: Factors, counts: dict[str, dict[str, dict[str
             continue
         raw = factors.raw(kind, **features)
         if raw > 1.0:
-            out.append(f"warning: the fit gives {raw:.2f} of {_WHAT[kind]} for this row, more than the hardware has; "
-                       "capped at 1.00")  # fmt: skip
+            out.append(
+                f"warning: the fit gives {raw:.2f} of {_WHAT[kind]} for this row, more than the hardware has; "
+                "capped at 1.00"
+            )
         if kind in counts and features.get("gpu_class") != calibration.MEASURED:
             levels = counts[kind]
             if not sum(levels["class"].values()):
@@ -1093,11 +1176,13 @@ def fit_report(rows: Sequence[Measurement], origin: str, digest: str, path: str 
     serving_rows = [m for m in rows if is_serving_row(m)]
     data["serving"]["rows_used"] = len(serving_rows)
     data["serving"]["free_parameters"] = 1 if serving_rows else 0
-    about = ("Calibrated efficiencies (xlsxplan.calibration). Generated by `xlsxplan calibrate --fit`; do not edit "
-             "by hand. Errors are |fitted / implied - 1| over the rows used; with no degrees of freedom left the "
-             "in-sample error is 0 by construction and only the leave-one-run-out error says anything. `levels` "
-             "counts the rows behind each GPU class and weights format; a level with none keeps multiplier 1, "
-             "listed under `assumed`.")  # fmt: skip
+    about = (
+        "Calibrated efficiencies (xlsxplan.calibration). Generated by `xlsxplan calibrate --fit`; do not edit "
+        "by hand. Errors are |fitted / implied - 1| over the rows used; with no degrees of freedom left the "
+        "in-sample error is 0 by construction and only the leave-one-run-out error says anything. `levels` "
+        "counts the rows behind each GPU class and weights format; a level with none keeps multiplier 1, "
+        "listed under `assumed`."
+    )
     data["bands"] = {
         "about": "P10-P90 ranges (xlsxplan.calibration.bands): per kind of figure, the leave-one-run-out residuals "
         "log(measured / predicted) as speed ratios, and the split-conformal P10 and P90 speed multipliers they give",

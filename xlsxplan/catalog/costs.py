@@ -165,8 +165,9 @@ def parse_costs(text: str, filename: str = COSTS_FILE) -> Costs:
     for key in sources:
         title = titles.get(key)
         if not isinstance(title, str) or not title.strip() or len(title) > TITLE_CHARS:
-            raise CatalogError(f"{filename}: titles.{key}: give every source a short title of 1 to {TITLE_CHARS} "
-                               "characters")  # fmt: skip
+            raise CatalogError(
+                f"{filename}: titles.{key}: give every source a short title of 1 to {TITLE_CHARS} characters"
+            )
     stray = set(titles) - set(sources)
     if stray:
         raise CatalogError(f"{filename}: titles.{sorted(stray)[0]}: not a key of [sources]")
@@ -201,8 +202,9 @@ def parse_costs(text: str, filename: str = COSTS_FILE) -> Costs:
                 raise CatalogError(f"{where}.unavailable.{field}: source {key!r} is not in [sources]")
         for field, spec in COST_FIELDS.items():
             if spec.scope == "accelerator" and field not in body and field not in missing:
-                raise CatalogError(f"{where}.{field} is missing: give it, or list it under 'unavailable' with the "
-                                   "reason")  # fmt: skip
+                raise CatalogError(
+                    f"{where}.{field} is missing: give it, or list it under 'unavailable' with the reason"
+                )
         accelerators[pid] = {field: _figure(value, where, field, sources) for field, value in body.items()}
         unavailable[pid] = dict(missing)
     return Costs(sources, titles, site, accelerators, unavailable)
@@ -238,8 +240,9 @@ def cost_figure(gpu: str, field: str) -> CostFigure:
     reason = costs.unavailable.get(pid, {}).get(key)
     if reason is not None:
         raise NotAvailableError(f"{pid} has no {key} in costs.toml: {costs.sources[reason]}", "field")
-    raise NotAvailableError(f"costs.toml has no figures for {pid}: type your own {key} ({COST_FIELDS[key].unit})",
-                            "gpu")  # fmt: skip
+    raise NotAvailableError(
+        f"costs.toml has no figures for {pid}: type your own {key} ({COST_FIELDS[key].unit})", "gpu"
+    )
 
 
 @checked
@@ -299,12 +302,20 @@ def owned_case(gpu: str, **overrides: float) -> OwnedCase:
     (``GPU_SPEC(gpu, "power_w") / 1000``) to leave the server's share out. A figure costs.toml lacks for this
     accelerator must be given (NotAvailableError naming it otherwise); an unknown override is a TypeError.
     """
-    fields = {"capex_usd": "capex_usd", "years": "years", "residual_fraction": "residual_fraction",
-              "annual_rate": "annual_rate", "kw": "server_kw_per_gpu", "pue": "pue", "usd_per_kwh": "usd_per_kwh",
-              "usd_per_kw_month": "usd_per_kw_month"}  # fmt: skip
+    fields = {
+        "capex_usd": "capex_usd",
+        "years": "years",
+        "residual_fraction": "residual_fraction",
+        "annual_rate": "annual_rate",
+        "kw": "server_kw_per_gpu",
+        "pue": "pue",
+        "usd_per_kwh": "usd_per_kwh",
+        "usd_per_kw_month": "usd_per_kw_month",
+    }
     unknown = set(overrides) - set(fields)
     if unknown:
         raise TypeError(f"owned_case() got unknown assumption(s) {', '.join(sorted(unknown))}")
-    values = {name: overrides[name] if name in overrides else cost_figure(gpu, key).value
-              for name, key in fields.items()}  # fmt: skip
+    values = {
+        name: overrides[name] if name in overrides else cost_figure(gpu, key).value for name, key in fields.items()
+    }
     return replace(OwnedCase(values["capex_usd"], values["years"]), **values)

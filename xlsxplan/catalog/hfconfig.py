@@ -74,22 +74,61 @@ Any other whole number is bounded by 2^32."""
 _DEFAULT_BOUND = 2**32
 
 SUPPORTED = (
-    "llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "gemma", "gemma2", "gemma3",
-    "gemma3_text", "deepseek_v2", "deepseek_v3", "deepseek_v32", "kimi_k2", "phi3", "gpt_oss", "llama4",
-    "llama4_text", "qwen3_next", "qwen3_5", "qwen3_5_text", "qwen3_5_moe", "qwen3_5_moe_text", "nemotron_h",
+    "llama",
+    "mistral",
+    "mixtral",
+    "qwen2",
+    "qwen2_moe",
+    "qwen3",
+    "qwen3_moe",
+    "gemma",
+    "gemma2",
+    "gemma3",
+    "gemma3_text",
+    "deepseek_v2",
+    "deepseek_v3",
+    "deepseek_v32",
+    "kimi_k2",
+    "phi3",
+    "gpt_oss",
+    "llama4",
+    "llama4_text",
+    "qwen3_next",
+    "qwen3_5",
+    "qwen3_5_text",
+    "qwen3_5_moe",
+    "qwen3_5_moe_text",
+    "nemotron_h",
     "mistral3",
-)  # fmt: skip
+)
 """model_type values read. A config with another model_type is read when its ``architectures`` names a class in
 :data:`ARCHITECTURES`, or when it carries ``kv_lora_rank`` (latent attention)."""
 
 ARCHITECTURES = (
-    "LlamaForCausalLM", "MistralForCausalLM", "MixtralForCausalLM", "Qwen2ForCausalLM", "Qwen2MoeForCausalLM",
-    "Qwen3ForCausalLM", "Qwen3MoeForCausalLM", "GemmaForCausalLM", "Gemma2ForCausalLM", "Gemma3ForCausalLM",
-    "Gemma3ForConditionalGeneration", "DeepseekV2ForCausalLM", "DeepseekV3ForCausalLM", "DeepseekV32ForCausalLM",
-    "Phi3ForCausalLM", "GptOssForCausalLM", "Llama4ForCausalLM", "Llama4ForConditionalGeneration",
-    "Qwen3NextForCausalLM", "Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration",
-    "NemotronHForCausalLM", "Mistral3ForConditionalGeneration",
-)  # fmt: skip
+    "LlamaForCausalLM",
+    "MistralForCausalLM",
+    "MixtralForCausalLM",
+    "Qwen2ForCausalLM",
+    "Qwen2MoeForCausalLM",
+    "Qwen3ForCausalLM",
+    "Qwen3MoeForCausalLM",
+    "GemmaForCausalLM",
+    "Gemma2ForCausalLM",
+    "Gemma3ForCausalLM",
+    "Gemma3ForConditionalGeneration",
+    "DeepseekV2ForCausalLM",
+    "DeepseekV3ForCausalLM",
+    "DeepseekV32ForCausalLM",
+    "Phi3ForCausalLM",
+    "GptOssForCausalLM",
+    "Llama4ForCausalLM",
+    "Llama4ForConditionalGeneration",
+    "Qwen3NextForCausalLM",
+    "Qwen3_5ForConditionalGeneration",
+    "Qwen3_5MoeForConditionalGeneration",
+    "NemotronHForCausalLM",
+    "Mistral3ForConditionalGeneration",
+)
 
 _TIED_BY_DEFAULT = ("gemma", "gemma2", "gemma3", "gemma3_text")
 _LAYER_TYPES = ("full_attention", "sliding_attention", "chunked_attention", "linear_attention")
@@ -229,12 +268,16 @@ def _layer_types(c: dict[str, Any], layers: int, where: str) -> list[str] | None
     if kinds is None:
         return None
     if not isinstance(kinds, list) or len(kinds) != layers or not all(isinstance(k, str) for k in kinds):
-        raise ArgumentError(f"{where}: layer_types must list one kind per layer ({layers:,}), got {kinds!r}"[:200],
-                            "layer_types")  # fmt: skip
+        raise ArgumentError(
+            f"{where}: layer_types must list one kind per layer ({layers:,}), got {kinds!r}"[:200], "layer_types"
+        )
     unknown = sorted(set(kinds) - set(_LAYER_TYPES))
     if unknown:
-        raise ArgumentError(f"{where}: layer_types holds {', '.join(map(repr, unknown))}, which xlsxplan does not "
-                            f"count; known: {', '.join(_LAYER_TYPES)}", "layer_types")  # fmt: skip
+        raise ArgumentError(
+            f"{where}: layer_types holds {', '.join(map(repr, unknown))}, which xlsxplan does not "
+            f"count; known: {', '.join(_LAYER_TYPES)}",
+            "layer_types",
+        )
     return kinds
 
 
@@ -316,17 +359,26 @@ def _hybrid_pattern(c: dict[str, Any], layers: int, where: str) -> dict[str, int
     if pattern is None and isinstance(blocks, list):
         unknown = sorted({str(b) for b in blocks} - set(_BLOCK_TYPES))
         if unknown:
-            raise ArgumentError(f"{where}: layers_block_type holds {', '.join(map(repr, unknown))}, which xlsxplan "
-                                f"does not count; known: {', '.join(_BLOCK_TYPES)}", "layers_block_type")  # fmt: skip
+            raise ArgumentError(
+                f"{where}: layers_block_type holds {', '.join(map(repr, unknown))}, which xlsxplan "
+                f"does not count; known: {', '.join(_BLOCK_TYPES)}",
+                "layers_block_type",
+            )
         pattern = "".join(_BLOCK_TYPES[str(b)] for b in blocks)
     if pattern is None:
         return None
     if c.get("moe_latent_size"):
-        raise ArgumentError(f"{where}: moe_latent_size {c['moe_latent_size']!r}: experts working in a latent space "
-                            "(Nemotron 3 Super) are not counted by xlsxplan", "moe_latent_size")  # fmt: skip
+        raise ArgumentError(
+            f"{where}: moe_latent_size {c['moe_latent_size']!r}: experts working in a latent space "
+            "(Nemotron 3 Super) are not counted by xlsxplan",
+            "moe_latent_size",
+        )
     if not isinstance(pattern, str) or len(pattern) != layers or set(pattern) - set(_PATTERN):
-        raise ArgumentError(f"{where}: hybrid_override_pattern must spell one of {''.join(_PATTERN)} per layer "
-                            f"({layers:,}), got {str(pattern)[:60]!r}", "hybrid_override_pattern")  # fmt: skip
+        raise ArgumentError(
+            f"{where}: hybrid_override_pattern must spell one of {''.join(_PATTERN)} per layer "
+            f"({layers:,}), got {str(pattern)[:60]!r}",
+            "hybrid_override_pattern",
+        )
     return {kind: pattern.count(kind) for kind in _PATTERN}
 
 

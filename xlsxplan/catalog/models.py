@@ -80,8 +80,14 @@ def _linear_attention_params(m: ModelPreset) -> int:
     nk, nv = m.linear_key_heads or 0, m.linear_value_heads or 0
     dk, dv = m.linear_key_head_dim or 0, m.linear_value_head_dim or 0
     conv_dim = 2 * nk * dk + nv * dv
-    return m.hidden * (conv_dim + nv * dv) + m.hidden * 2 * nv + conv_dim * (m.linear_conv_kernel or 0) + 2 * nv + dv \
-        + nv * dv * m.hidden  # fmt: skip
+    return (
+        m.hidden * (conv_dim + nv * dv)
+        + m.hidden * 2 * nv
+        + conv_dim * (m.linear_conv_kernel or 0)
+        + 2 * nv
+        + dv
+        + nv * dv * m.hidden
+    )
 
 
 def _mamba_params(m: ModelPreset) -> int:
@@ -93,8 +99,13 @@ def _mamba_params(m: ModelPreset) -> int:
     bc = 2 * (m.mamba_groups or 0) * (m.mamba_state_size or 0)
     heads = m.mamba_heads or 0
     conv_dim = inner + bc
-    return m.hidden * (2 * inner + bc + heads) + conv_dim * ((m.mamba_conv_kernel or 0) + 1) + 3 * heads + inner \
-        + inner * m.hidden  # fmt: skip
+    return (
+        m.hidden * (2 * inner + bc + heads)
+        + conv_dim * ((m.mamba_conv_kernel or 0) + 1)
+        + 3 * heads
+        + inner
+        + inner * m.hidden
+    )
 
 
 def _moe_layers(m: ModelPreset) -> int:
@@ -136,9 +147,15 @@ def count_params(m: ModelPreset) -> tuple[int, int]:
         moe_mlp = (m.experts + (m.shared_experts or 0)) * expert + m.experts * h  # type: ignore[operator]
         moe_mlp += m.experts if m.mlp_bias else 0  # type: ignore[operator]  # the router's bias (gpt-oss)
     norms = (attention + linear + mamba + m.mlp_layer_count + 1) * h
-    total = (embeddings + attention * _attention_params(m) + linear * _linear_attention_params(m)
-             + mamba * _mamba_params(m) + dense_layers * _mlp_params(m, m.intermediate or 0) + moe_layers * moe_mlp
-             + norms)  # fmt: skip
+    total = (
+        embeddings
+        + attention * _attention_params(m)
+        + linear * _linear_attention_params(m)
+        + mamba * _mamba_params(m)
+        + dense_layers * _mlp_params(m, m.intermediate or 0)
+        + moe_layers * moe_mlp
+        + norms
+    )
     unused = moe_layers * ((m.experts or 0) - (m.experts_per_token or 0)) * expert
     return total, total - unused
 
@@ -196,21 +213,36 @@ def state_bytes(
     total = 0.0
     if m.linear_attention_layers:
         total += m.linear_attention_layers * architecture.linear_attention_state(
-            m.linear_key_heads or 0, m.linear_value_heads or 0, m.linear_key_head_dim or 0,
-            m.linear_value_head_dim or 0, m.linear_conv_kernel or 1, state_bytes_per_value, conv_bytes_per_value,
-        )  # fmt: skip
+            m.linear_key_heads or 0,
+            m.linear_value_heads or 0,
+            m.linear_key_head_dim or 0,
+            m.linear_value_head_dim or 0,
+            m.linear_conv_kernel or 1,
+            state_bytes_per_value,
+            conv_bytes_per_value,
+        )
     if m.mamba_layers:
         total += m.mamba_layers * architecture.mamba_state(
-            m.mamba_heads or 0, m.mamba_head_dim or 0, m.mamba_state_size or 0, m.mamba_groups or 1,
-            m.mamba_conv_kernel or 1, state_bytes_per_value, conv_bytes_per_value, tp,
-        )  # fmt: skip
+            m.mamba_heads or 0,
+            m.mamba_head_dim or 0,
+            m.mamba_state_size or 0,
+            m.mamba_groups or 1,
+            m.mamba_conv_kernel or 1,
+            state_bytes_per_value,
+            conv_bytes_per_value,
+            tp,
+        )
     return total
 
 
 def sequence_bytes(
-    m: ModelPreset, context_tokens: float, bytes_per_value: float = 2, tp: int = 1, windows: int = 1,
+    m: ModelPreset,
+    context_tokens: float,
+    bytes_per_value: float = 2,
+    tp: int = 1,
+    windows: int = 1,
     state_bytes_per_value: float = 2,
-) -> float:  # fmt: skip
+) -> float:
     """KV cache plus fixed state of one sequence of ``context_tokens`` in a preset, over the tensor-parallel group
     [bytes]. Unchecked: MODEL_SEQ_BYTES, MODEL_KV_GB and the engine figures. The convolution state is kept at 2 bytes
     (the model's 16 bits, as vLLM and SGLang keep it by default)."""
@@ -220,9 +252,13 @@ def sequence_bytes(
 
 @checked(arrays=True)
 def model_kv_bytes_per_token(
-    model: Name, context_tokens: TokensOrZero = 0, bytes_per_value: BytesPerValue = 2, tp: GPUs = 1,
-    windows: Flag = 1, state_bytes_per_value: BytesPerValue = 2,
-) -> float:  # fmt: skip
+    model: Name,
+    context_tokens: TokensOrZero = 0,
+    bytes_per_value: BytesPerValue = 2,
+    tp: GPUs = 1,
+    windows: Flag = 1,
+    state_bytes_per_value: BytesPerValue = 2,
+) -> float:
     """KV cache per token of a preset model, by its architecture: latent attention, windows, GQA, replicas, state.
 
     Parameters
@@ -347,9 +383,13 @@ def model_state_bytes(
 
 @checked(arrays=True)
 def model_sequence_bytes(
-    model: Name, context_tokens: Tokens, bytes_per_value: BytesPerValue = 2,
-    state_bytes_per_value: BytesPerValue = 2, tp: GPUs = 1, windows: Flag = 1,
-) -> float:  # fmt: skip
+    model: Name,
+    context_tokens: Tokens,
+    bytes_per_value: BytesPerValue = 2,
+    state_bytes_per_value: BytesPerValue = 2,
+    tp: GPUs = 1,
+    windows: Flag = 1,
+) -> float:
     """Memory one sequence holds in a preset model: the attention layers' KV cache plus the fixed state of the rest.
 
     Parameters
@@ -408,15 +448,18 @@ def embedding_bytes(bytes_per_param: float, embedding_bytes_per_param: float = 0
     """
     if not is_array(embedding_bytes_per_param) and embedding_bytes_per_param:
         return embedding_bytes_per_param
-    return where(embedding_bytes_per_param != 0, embedding_bytes_per_param,
-                 maximum(bytes_per_param, PUBLISHED_EMBEDDING_BYTES))  # fmt: skip
+    return where(
+        embedding_bytes_per_param != 0, embedding_bytes_per_param, maximum(bytes_per_param, PUBLISHED_EMBEDDING_BYTES)
+    )
 
 
 @checked(arrays=True)
 def model_weights_gb(
-    model: Name, bytes_per_param: BytesPerValue = 2, embedding_bytes_per_param: BytesPerValueOrZero = 0,
+    model: Name,
+    bytes_per_param: BytesPerValue = 2,
+    embedding_bytes_per_param: BytesPerValueOrZero = 0,
     expert_bytes_per_param: BytesPerValueOrZero = 0,
-) -> float:  # fmt: skip
+) -> float:
     """Memory a preset model's weights take: every parameter, every expert, embeddings as checkpoints store them.
 
     Parameters
@@ -467,8 +510,11 @@ def weights_gb(
     else:
         experts = where(expert_bytes_per_param != 0, held, 0)
     rest = total - emb - experts
-    return (rest * bytes_per_param + experts * expert_bytes_per_param
-            + emb * embedding_bytes(bytes_per_param, embedding_bytes_per_param)) / _GIGA  # fmt: skip
+    return (
+        rest * bytes_per_param
+        + experts * expert_bytes_per_param
+        + emb * embedding_bytes(bytes_per_param, embedding_bytes_per_param)
+    ) / _GIGA
 
 
 @checked

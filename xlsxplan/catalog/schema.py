@@ -94,31 +94,39 @@ class ModelPreset(Preset):
     q_lora_rank: int | None = Field(None, gt=0, description="query latent width (MLA) [count]")
     # Hybrid and state-space layers: attention layers keep a KV cache that grows with the context; linear-attention
     # (Gated DeltaNet) and Mamba-2 layers keep a fixed state per sequence instead.
-    attention_layers: int | None = Field(None, ge=0, description="layers with attention, whose KV cache grows with "
-                                         "the context; absent: every layer [count]")  # fmt: skip
+    attention_layers: int | None = Field(
+        None,
+        ge=0,
+        description="layers with attention, whose KV cache grows with the context; absent: every layer [count]",
+    )
     attention_chunk: int | None = Field(None, gt=0, description="attention chunk of a chunked layer (Llama 4) [tokens]")
     chunked_layers: int | None = Field(None, ge=0, description="layers with chunked attention [count]")
     mlp_layers: int | None = Field(None, ge=0, description="layers with an MLP or experts; absent: every layer [count]")
-    linear_attention_layers: int | None = Field(None, ge=0, description="linear-attention (Gated DeltaNet) layers "
-                                                "[count]")  # fmt: skip
+    linear_attention_layers: int | None = Field(
+        None, ge=0, description="linear-attention (Gated DeltaNet) layers [count]"
+    )
     linear_key_heads: int | None = Field(None, gt=0, description="key heads of a linear-attention layer [count]")
     linear_value_heads: int | None = Field(None, gt=0, description="value heads of a linear-attention layer [count]")
     linear_key_head_dim: int | None = Field(None, gt=0, description="width of a linear-attention key head [count]")
     linear_value_head_dim: int | None = Field(None, gt=0, description="width of a linear-attention value head [count]")
-    linear_conv_kernel: int | None = Field(None, gt=0, description="convolution width of a linear-attention layer "
-                                           "[tokens]")  # fmt: skip
+    linear_conv_kernel: int | None = Field(
+        None, gt=0, description="convolution width of a linear-attention layer [tokens]"
+    )
     mamba_layers: int | None = Field(None, ge=0, description="Mamba-2 (state-space) layers [count]")
     mamba_heads: int | None = Field(None, gt=0, description="heads of a Mamba-2 layer [count]")
     mamba_head_dim: int | None = Field(None, gt=0, description="width of a Mamba-2 head [count]")
-    mamba_state_size: int | None = Field(None, gt=0, description="state size of a Mamba-2 head (ssm_state_size) "
-                                         "[count]")  # fmt: skip
+    mamba_state_size: int | None = Field(
+        None, gt=0, description="state size of a Mamba-2 head (ssm_state_size) [count]"
+    )
     mamba_groups: int | None = Field(None, gt=0, description="B and C groups of a Mamba-2 layer (n_groups) [count]")
     mamba_conv_kernel: int | None = Field(None, gt=0, description="convolution width of a Mamba-2 layer [tokens]")
     index_heads: int | None = Field(None, gt=0, description="heads of DeepSeek's sparse-attention indexer [count]")
-    index_head_dim: int | None = Field(None, gt=0, description="key width the sparse-attention indexer caches per "
-                                       "layer [count]")  # fmt: skip
-    mtp_layers: int | None = Field(None, ge=0, description="multi-token-prediction modules shipped beside the model, "
-                                   "not in params_b [count]")  # fmt: skip
+    index_head_dim: int | None = Field(
+        None, gt=0, description="key width the sparse-attention indexer caches per layer [count]"
+    )
+    mtp_layers: int | None = Field(
+        None, ge=0, description="multi-token-prediction modules shipped beside the model, not in params_b [count]"
+    )
     tied_embeddings: bool = False
     attention_bias: bool = False
     """Biases on the query, key, value and output projections (config attention_bias; gpt-oss)."""
@@ -132,23 +140,70 @@ class ModelPreset(Preset):
     """Gated MLPs (gate, up and down projections); False for two-matrix MLPs (Nemotron-H's squared ReLU)."""
 
     FIGURES: ClassVar[tuple[str, ...]] = (
-        "params_b", "active_params_b", "layers", "hidden", "heads", "kv_heads", "head_dim", "vocab", "context",
-        "intermediate", "experts", "experts_per_token", "shared_experts", "moe_intermediate", "dense_layers",
-        "sliding_window", "sliding_window_layers", "kv_lora_rank", "qk_rope_head_dim", "q_lora_rank",
-        "attention_layers", "attention_chunk", "chunked_layers", "mlp_layers", "linear_attention_layers",
-        "linear_key_heads", "linear_value_heads", "linear_key_head_dim", "linear_value_head_dim",
-        "linear_conv_kernel", "mamba_layers", "mamba_heads", "mamba_head_dim", "mamba_state_size", "mamba_groups",
-        "mamba_conv_kernel", "index_heads", "index_head_dim", "mtp_layers",
-    )  # fmt: skip
+        "params_b",
+        "active_params_b",
+        "layers",
+        "hidden",
+        "heads",
+        "kv_heads",
+        "head_dim",
+        "vocab",
+        "context",
+        "intermediate",
+        "experts",
+        "experts_per_token",
+        "shared_experts",
+        "moe_intermediate",
+        "dense_layers",
+        "sliding_window",
+        "sliding_window_layers",
+        "kv_lora_rank",
+        "qk_rope_head_dim",
+        "q_lora_rank",
+        "attention_layers",
+        "attention_chunk",
+        "chunked_layers",
+        "mlp_layers",
+        "linear_attention_layers",
+        "linear_key_heads",
+        "linear_value_heads",
+        "linear_key_head_dim",
+        "linear_value_head_dim",
+        "linear_conv_kernel",
+        "mamba_layers",
+        "mamba_heads",
+        "mamba_head_dim",
+        "mamba_state_size",
+        "mamba_groups",
+        "mamba_conv_kernel",
+        "index_heads",
+        "index_head_dim",
+        "mtp_layers",
+    )
     LINEAR_FIELDS: ClassVar[tuple[str, ...]] = (
-        "linear_key_heads", "linear_value_heads", "linear_key_head_dim", "linear_value_head_dim", "linear_conv_kernel",
-    )  # fmt: skip
+        "linear_key_heads",
+        "linear_value_heads",
+        "linear_key_head_dim",
+        "linear_value_head_dim",
+        "linear_conv_kernel",
+    )
     MAMBA_FIELDS: ClassVar[tuple[str, ...]] = (
-        "mamba_heads", "mamba_head_dim", "mamba_state_size", "mamba_groups", "mamba_conv_kernel",
-    )  # fmt: skip
+        "mamba_heads",
+        "mamba_head_dim",
+        "mamba_state_size",
+        "mamba_groups",
+        "mamba_conv_kernel",
+    )
     REQUIRED: ClassVar[tuple[str, ...]] = (
-        "params_b", "layers", "hidden", "heads", "kv_heads", "head_dim", "vocab", "context",
-    )  # fmt: skip
+        "params_b",
+        "layers",
+        "hidden",
+        "heads",
+        "kv_heads",
+        "head_dim",
+        "vocab",
+        "context",
+    )
 
     @model_validator(mode="after")
     def _consistent(self) -> ModelPreset:
@@ -182,8 +237,9 @@ class ModelPreset(Preset):
                 raise ValueError(f"{name} cannot exceed layers")
         mixers = attention + (self.linear_attention_layers or 0) + (self.mamba_layers or 0)
         if mixers > self.layers:
-            raise ValueError(f"attention, linear-attention and Mamba layers ({mixers}) cannot exceed layers "
-                             f"({self.layers})")  # fmt: skip
+            raise ValueError(
+                f"attention, linear-attention and Mamba layers ({mixers}) cannot exceed layers ({self.layers})"
+            )
         if (self.sliding_window_layers or 0) + (self.chunked_layers or 0) > attention:
             raise ValueError("sliding_window_layers and chunked_layers cannot exceed the attention layers")
         if (self.attention_chunk is None) != (self.chunked_layers is None):
@@ -232,12 +288,22 @@ class AcceleratorPreset(Preset):
     fp8_tflops: float | None = Field(None, gt=0, description="dense FP8 tensor throughput [TFLOP/s]")
     fp4_tflops: float | None = Field(None, gt=0, description="dense FP4 tensor throughput (NVFP4, MXFP4) [TFLOP/s]")
     power_w: float | None = Field(None, gt=0, description="board power (TDP, TGP or TBP) of one accelerator [W]")
-    link_gb_s: float | None = Field(None, gt=0, description="scale-up link bandwidth of one accelerator to its peers, "
-                                    "per direction (NVLink, Infinity Fabric, ICI) [GB/s]")  # fmt: skip
+    link_gb_s: float | None = Field(
+        None,
+        gt=0,
+        description="scale-up link bandwidth of one accelerator to its peers, "
+        "per direction (NVLink, Infinity Fabric, ICI) [GB/s]",
+    )
 
     FIGURES: ClassVar[tuple[str, ...]] = (
-        "memory_gb", "bandwidth_tb_s", "bf16_tflops", "fp8_tflops", "fp4_tflops", "power_w", "link_gb_s",
-    )  # fmt: skip
+        "memory_gb",
+        "bandwidth_tb_s",
+        "bf16_tflops",
+        "fp8_tflops",
+        "fp4_tflops",
+        "power_w",
+        "link_gb_s",
+    )
     REQUIRED: ClassVar[tuple[str, ...]] = ("memory_gb", "bandwidth_tb_s", "bf16_tflops", "fp8_tflops")
     """Given, or listed under ``unavailable`` with the reason, by every preset (a user's too)."""
     SHIPPED_REQUIRED: ClassVar[tuple[str, ...]] = REQUIRED + ("fp4_tflops", "power_w")

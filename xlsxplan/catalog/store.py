@@ -392,8 +392,10 @@ def load_catalog() -> Catalog:
     stamp = _stamp(folder)
     if _cache.get("stamp") != stamp:
         shipped = _cache["shipped"]
-        tables = {kind: _merge(kind, shipped[kind], _read_user(kind, folder), str(folder / _FILES[kind][0]))
-                  for kind in _FILES}  # fmt: skip
+        tables = {
+            kind: _merge(kind, shipped[kind], _read_user(kind, folder), str(folder / _FILES[kind][0]))
+            for kind in _FILES
+        }
         # each kind's presets are of the class _FILES gives it
         models = cast("_Table[ModelPreset]", tables["model"])
         accelerators = cast("_Table[AcceleratorPreset]", tables["accelerator"])
@@ -439,8 +441,7 @@ class Prices:
     def citation(self, gpu: str) -> str:
         """Where the price comes from, with its date, basis and region, in one line."""
         price = self.get(gpu)
-        return (f"{self.sources[price.source]}; as of {price.as_of.isoformat()}, {price.basis}, "
-                f"{price.region}")  # fmt: skip
+        return f"{self.sources[price.source]}; as of {price.as_of.isoformat()}, {price.basis}, {price.region}"
 
 
 def load_prices() -> Prices:

@@ -38,8 +38,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         "Exit status 1 if a template's master check fails.",
     )
     p.add_argument("--out", default="workbooks", metavar="DIR", help="folder to write into (default: workbooks)")
-    p.add_argument("--functions", action="store_true",
-                   help="write the add-in edition (xlsxplan's functions in the cells) as *_functions.xlsx")  # fmt: skip
-    p.add_argument("--force", action="store_true",
-                   help="replace files in DIR even if they were edited since they were built")  # fmt: skip
+    p.add_argument(
+        "--functions",
+        action="store_true",
+        help="write the add-in edition (xlsxplan's functions in the cells) as *_functions.xlsx",
+    )
+    p.add_argument(
+        "--force", action="store_true", help="replace files in DIR even if they were edited since they were built"
+    )
     p.set_defaults(handler=run)

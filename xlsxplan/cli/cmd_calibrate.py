@@ -40,14 +40,19 @@ def _fit(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     if args.shipped:
         if not is_shipped_data:
-            print("xlsxplan: error: --shipped refits the shipped factors on the shipped measurements "
-                  f"({shipped}); copy FILE there to change them, or leave out --shipped to fit FILE for yourself",
-                  file=sys.stderr)  # fmt: skip
+            print(
+                "xlsxplan: error: --shipped refits the shipped factors on the shipped measurements "
+                f"({shipped}); copy FILE there to change them, or leave out --shipped to fit FILE for yourself",
+                file=sys.stderr,
+            )
             return EXIT_USAGE
         if not source_checkout(calibration.factors_path()):
-            print("xlsxplan: error: --shipped rewrites the shipped factors, which belong to the installed package "
-                  f"({calibration.factors_path()}); leave out --shipped to write your own, or run it from a source "
-                  "checkout", file=sys.stderr)  # fmt: skip
+            print(
+                "xlsxplan: error: --shipped rewrites the shipped factors, which belong to the installed package "
+                f"({calibration.factors_path()}); leave out --shipped to write your own, or run it from a source "
+                "checkout",
+                file=sys.stderr,
+            )
             return EXIT_USAGE
         out, where = calibration.factors_path(), "the shipped factors"
     elif args.out:
@@ -66,8 +71,10 @@ def _fit(args: argparse.Namespace) -> int:
         params = {
             key: k[key] for key in ("ceiling", "overhead_bytes", "routed_bytes", "base", "class", "format") if key in k
         }
-        print(f"  {kind}: {params}; {k['rows_used']} rows, median error {k['median_abs_error']}, "
-              f"leave-one-run-out {k['leave_one_run_out_median_abs_error']}")  # fmt: skip
+        print(
+            f"  {kind}: {params}; {k['rows_used']} rows, median error {k['median_abs_error']}, "
+            f"leave-one-run-out {k['leave_one_run_out_median_abs_error']}"
+        )
         for assumed in k.get("assumed", ()):
             print(f"    {assumed} (assumed)")
     print(f"wrote {out} ({where})")
@@ -103,8 +110,10 @@ def _compare(figures: Any, gpu: str) -> tuple[list[str], dict[str, Any]]:
         if sheet is None:
             lines.append(f"  {label:<22} {human_number(measured):>10} {unit}   datasheet: not published")
         else:
-            lines.append(f"  {label:<22} {human_number(measured):>10} {unit}   datasheet {human_number(sheet)} "
-                         f"{unit}: {measured / sheet:.1%} of it")  # fmt: skip
+            lines.append(
+                f"  {label:<22} {human_number(measured):>10} {unit}   datasheet {human_number(sheet)} "
+                f"{unit}: {measured / sheet:.1%} of it"
+            )
     lines.append("  (the 6N rate over the dense 16-bit peak is this step's model FLOPs utilisation)")
     return lines, data
 
@@ -115,8 +124,10 @@ def _save(figures: Any, name: str, replace: bool) -> Path:
     today = _dt.date.today().isoformat()
     from ..calibration import MEASURED_SOURCE
 
-    source = (f"{MEASURED_SOURCE} on {today}: {figures.device}, {figures.backend}; matmul in "
-              f"{figures.matmul_dtype}, array copy counting bytes read and written")  # fmt: skip
+    source = (
+        f"{MEASURED_SOURCE} on {today}: {figures.device}, {figures.backend}; matmul in "
+        f"{figures.matmul_dtype}, array copy counting bytes read and written"
+    )
     figures_out = {
         "memory_gb": round(figures.memory_gb, 3) or None,
         "bandwidth_tb_s": float(f"{figures.bandwidth_tb_s:.4g}"),
@@ -125,10 +136,13 @@ def _save(figures: Any, name: str, replace: bool) -> Path:
     unavailable = {field: "not measured by xlsxplan calibrate" for field in ("fp8_tflops", "fp4_tflops", "power_w")}
     if figures_out["memory_gb"] is None:
         unavailable["memory_gb"] = "the platform did not report its memory"
-    note = (f"6N-equivalent training rate {figures.train_6n_flops:.4g} FLOP/s ({figures.train_model}); "
-            f"bf16_tflops holds the measured {figures.matmul_dtype} matmul rate")  # fmt: skip
-    return save_user_preset("accelerator", name, figures_out, source, unavailable=unavailable, note=note,
-                            replace=replace)  # fmt: skip
+    note = (
+        f"6N-equivalent training rate {figures.train_6n_flops:.4g} FLOP/s ({figures.train_model}); "
+        f"bf16_tflops holds the measured {figures.matmul_dtype} matmul rate"
+    )
+    return save_user_preset(
+        "accelerator", name, figures_out, source, unavailable=unavailable, note=note, replace=replace
+    )
 
 
 def _check_free(name: str, replace: bool) -> None:
@@ -181,9 +195,12 @@ def _measure(args: argparse.Namespace) -> int:
     saved = _save(figures, args.save, args.replace) if args.save else None
     if saved and figures.train_6n_flops > figures.matmul_tflops * 1e12:
         # the preset's train_mfu is the 6N rate over the matmul rate (calibration, class "measured"), held to 100%
-        print(f"xlsxplan: warning: the 6N training rate ({figures.train_6n_flops / 1e12:.4g} TFLOP/s) exceeds the "
-              f"matmul rate ({figures.matmul_tflops:.4g} TFLOP/s), so {args.save!r} gets a training MFU of 100%; "
-              "measure again on an idle machine and save with --replace", file=sys.stderr)  # fmt: skip
+        print(
+            f"xlsxplan: warning: the 6N training rate ({figures.train_6n_flops / 1e12:.4g} TFLOP/s) exceeds the "
+            f"matmul rate ({figures.matmul_tflops:.4g} TFLOP/s), so {args.save!r} gets a training MFU of 100%; "
+            "measure again on an idle machine and save with --replace",
+            file=sys.stderr,
+        )
     if args.json:
         out = figures.as_dict()
         out["optimal_params_b_10_minutes"] = ten_minutes
@@ -201,8 +218,10 @@ def _measure(args: argparse.Namespace) -> int:
             'the Compute and Memory Needed for Language Models")'
         )
         if saved:
-            print(f"saved as accelerator {args.save!r} in {saved}: use it by name, e.g. "
-                  f'=GPU_SPEC("{args.save}","bandwidth_tb_s")')  # fmt: skip
+            print(
+                f"saved as accelerator {args.save!r} in {saved}: use it by name, e.g. "
+                f'=GPU_SPEC("{args.save}","bandwidth_tb_s")'
+            )
     return EXIT_OK
 
 
@@ -232,14 +251,19 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--gpu", metavar="NAME", help="compare with this accelerator's datasheet figures")
     p.add_argument("--save", metavar="NAME", help="save the figures as a user accelerator preset called NAME")
     p.add_argument("--replace", action="store_true", help="with --save, replace a user preset of that name")
-    p.add_argument("--backend", choices=("auto", "numpy", "torch"), default="auto",
-                   help="auto: PyTorch if installed, else numpy")  # fmt: skip
+    p.add_argument(
+        "--backend", choices=("auto", "numpy", "torch"), default="auto", help="auto: PyTorch if installed, else numpy"
+    )
     p.add_argument("--device", default="auto", help="PyTorch device: auto, cpu, cuda, cuda:N or mps")
     p.add_argument("--json", action="store_true", help="print the figures as JSON")
     p.add_argument("--fit", action="store_true", help="refit the calibrated efficiencies instead of measuring")
     p.add_argument("--data", metavar="FILE.csv", help="with --fit: measurements to fit (default: the shipped copy)")
-    p.add_argument("--out", metavar="FILE.json", help="with --fit: write here instead (use it with "
-                   "XLSXPLAN_CALIBRATION=FILE.json)")  # fmt: skip
-    p.add_argument("--shipped", action="store_true", help="with --fit: rewrite the shipped factors from the shipped "
-                   "measurements (a source checkout only)")  # fmt: skip
+    p.add_argument(
+        "--out", metavar="FILE.json", help="with --fit: write here instead (use it with XLSXPLAN_CALIBRATION=FILE.json)"
+    )
+    p.add_argument(
+        "--shipped",
+        action="store_true",
+        help="with --fit: rewrite the shipped factors from the shipped measurements (a source checkout only)",
+    )
     p.set_defaults(handler=run)

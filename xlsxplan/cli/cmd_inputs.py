@@ -129,8 +129,13 @@ def allowed(wb: Any, sheet: str, row: int, col: int, unit: str) -> list[Any] | s
         return _choices(wb, rule.formula1, sheet)
     if rule.type == "custom":
         return rule.error or f"={rule.formula1}"
-    kind = {"whole": "a whole number", "decimal": "a number", "date": "a date", "time": "a time",
-            "textLength": "text of a length"}.get(rule.type, rule.type)  # fmt: skip
+    kind = {
+        "whole": "a whole number",
+        "decimal": "a number",
+        "date": "a date",
+        "time": "a time",
+        "textLength": "text of a length",
+    }.get(rule.type, rule.type)
 
     def word(text: str) -> str:
         value = _bound(wb, text, sheet)
@@ -258,7 +263,7 @@ def run(args: argparse.Namespace) -> int:
                     "allowed": row["allowed"]
                     if isinstance(row["allowed"], str)
                     else [_json_value(v) for v in row["allowed"]],
-                }  # fmt: skip
+                }
                 for row in rows
             ],
         }
@@ -272,8 +277,10 @@ def run(args: argparse.Namespace) -> int:
     for r in table:
         print(("  ".join(f"{r[i]:<{widths[i]}}" for i in range(4)) + "  " + r[4]).rstrip())
     if any(row["case"] is not None for row in rows):
-        print("A scenario row (case N) is set by its cell, the active case's: --set CELL=VALUE; every other input "
-              "by its name: --set NAME=VALUE.")  # fmt: skip
+        print(
+            "A scenario row (case N) is set by its cell, the active case's: --set CELL=VALUE; every other input "
+            "by its name: --set NAME=VALUE."
+        )
     return EXIT_OK
 
 

@@ -48,8 +48,10 @@ def add(args: argparse.Namespace) -> int:
     print(f"  KV cache    {human_number(kv)} bytes per token in BF16{where} (before any window)")
     state = models.model_state_bytes(name)
     if state:
-        print(f"  state       {human_number(state)} bytes per sequence in BF16, whatever its length "
-              "(linear-attention and Mamba layers)")  # fmt: skip
+        print(
+            f"  state       {human_number(state)} bytes per sequence in BF16, whatever its length "
+            "(linear-attention and Mamba layers)"
+        )
     quoted = '"' + name.replace('"', '""') + '"'  # a text literal in a formula doubles its quotes
     print(f'  use it as   =MODEL_SPEC({quoted}, "layers"), =MODEL_KV_GB({quoted}, 8192)')
     return EXIT_OK

@@ -13,19 +13,44 @@ from .common import EXIT_FORMULA_ERROR, EXIT_OK, EXIT_USAGE
 ORDER = 25
 
 _FLAGS = {
-    "model": "--model", "requests_per_day": "--requests-per-day", "prompt_tokens": "--prompt-tokens",
-    "output_tokens": "--output-tokens", "prompt_p95": "--prompt-p95", "max_prompt_tokens": "--max-prompt-tokens",
-    "reasoning_tokens": "--reasoning-tokens", "peak_factor": "--peak-factor", "tokens_per_s": "--tokens-per-s",
-    "ttft_s": "--ttft-s", "spare": "--spare", "min_replicas": "--min-replicas", "prompt_sd": "--prompt-sd",
-    "gpus": "--gpu", "top": "--top", "weights": "--weights", "kv": "--kv", "precision": "--weights/--kv",
-    "capex_usd": "--own-capex", "years": "--own-years", "residual_fraction": "--own-residual",
-    "annual_rate": "--own-rate", "kw": "--own-kw", "pue": "--own-pue", "usd_per_kwh": "--own-usd-per-kwh",
-    "usd_per_kw_month": "--own-usd-per-kw-month", "utilisation": "--own-utilisation",
-    "ttft_percentile": "--ttft-percentile", "service_cv": "--service-cv",
-    "gpu_memory_utilization": "--gpu-memory-utilization", "reserve_gb": "--activation-reserve-gb",
-    "block_size": "--block-size", "draft": "--spec-draft", "draft_params_b": "--spec-draft-params-b",
-    "acceptance": "--spec-acceptance", "acceptance_rates": "--spec-acceptance-rates", "draft_tokens": "--spec-tokens",
-}  # fmt: skip
+    "model": "--model",
+    "requests_per_day": "--requests-per-day",
+    "prompt_tokens": "--prompt-tokens",
+    "output_tokens": "--output-tokens",
+    "prompt_p95": "--prompt-p95",
+    "max_prompt_tokens": "--max-prompt-tokens",
+    "reasoning_tokens": "--reasoning-tokens",
+    "peak_factor": "--peak-factor",
+    "tokens_per_s": "--tokens-per-s",
+    "ttft_s": "--ttft-s",
+    "spare": "--spare",
+    "min_replicas": "--min-replicas",
+    "prompt_sd": "--prompt-sd",
+    "gpus": "--gpu",
+    "top": "--top",
+    "weights": "--weights",
+    "kv": "--kv",
+    "precision": "--weights/--kv",
+    "capex_usd": "--own-capex",
+    "years": "--own-years",
+    "residual_fraction": "--own-residual",
+    "annual_rate": "--own-rate",
+    "kw": "--own-kw",
+    "pue": "--own-pue",
+    "usd_per_kwh": "--own-usd-per-kwh",
+    "usd_per_kw_month": "--own-usd-per-kw-month",
+    "utilisation": "--own-utilisation",
+    "ttft_percentile": "--ttft-percentile",
+    "service_cv": "--service-cv",
+    "gpu_memory_utilization": "--gpu-memory-utilization",
+    "reserve_gb": "--activation-reserve-gb",
+    "block_size": "--block-size",
+    "draft": "--spec-draft",
+    "draft_params_b": "--spec-draft-params-b",
+    "acceptance": "--spec-acceptance",
+    "acceptance_rates": "--spec-acceptance-rates",
+    "draft_tokens": "--spec-tokens",
+}
 """Each argument of :func:`xlsxplan.plan.search.plan` by the flag that gives it, for error messages."""
 
 
@@ -33,8 +58,9 @@ class _Usage(Exception):
     pass
 
 
-def _number(args: argparse.Namespace, name: str, whole: bool = False, required: bool = False,
-            flag: str | None = None) -> Any:  # fmt: skip
+def _number(
+    args: argparse.Namespace, name: str, whole: bool = False, required: bool = False, flag: str | None = None
+) -> Any:
     text = getattr(args, name)
     flag = flag or _FLAGS[name]
     if text is None:
@@ -129,8 +155,11 @@ def _engine(args: argparse.Namespace) -> Any:
     fraction = _number(args, "gpu_memory_utilization")
     reserve = _number(args, "reserve_gb")
     block = _number(args, "block_size", whole=True)
-    return Engine(d.memory_fraction if fraction is None else fraction, d.reserve_gb if reserve is None else reserve,
-                  d.block_size if block is None else block)  # fmt: skip
+    return Engine(
+        d.memory_fraction if fraction is None else fraction,
+        d.reserve_gb if reserve is None else reserve,
+        d.block_size if block is None else block,
+    )
 
 
 def _speculative(args: argparse.Namespace) -> Any:
@@ -146,16 +175,23 @@ def _speculative(args: argparse.Namespace) -> Any:
         raise _Usage("--spec-tokens is the length of --spec-acceptance-rates: give one or the other")
     rates: tuple[float, ...] = ()
     if args.acceptance_rates is not None:
-        rates = tuple(_parse(x, "--spec-acceptance-rates", args.acceptance_rates)
-                      for x in args.acceptance_rates.split(","))  # fmt: skip
+        rates = tuple(
+            _parse(x, "--spec-acceptance-rates", args.acceptance_rates) for x in args.acceptance_rates.split(",")
+        )
     weights = args.draft_weights or "bf16"
     try:
         weights = lookup(weights).name
     except XlsxplanError as err:
         raise _Usage(f"--spec-draft-weights: {err.message}") from None
     tokens = _number(args, "draft_tokens", whole=True)
-    return Speculative(1 if tokens is None else tokens, _number(args, "acceptance"), rates, args.draft,
-                       _number(args, "draft_params_b"), weights)  # fmt: skip
+    return Speculative(
+        1 if tokens is None else tokens,
+        _number(args, "acceptance"),
+        rates,
+        args.draft,
+        _number(args, "draft_params_b"),
+        weights,
+    )
 
 
 def _inputs(args: argparse.Namespace) -> tuple[Any, ...]:
@@ -272,16 +308,20 @@ def render(result: Any, top: int = 0) -> str:
     reasoning = f" + {t.reasoning_tokens:,.0f} reasoning" if t.reasoning_tokens else ""
     tail = f", p95 {t.prompt_p95:,.0f}" if t.prompt_p95 is not None else ""
     longest = f", at most {t.max_prompt_tokens:,.0f}" if t.max_prompt_tokens is not None else ""
-    lines.append(f"{result.model}: {t.requests_per_day:,.0f} requests a day, {t.peak_requests_per_s:.2f} a second at "
-                 f"the peak ({t.peak_factor:g}x the average); prompts {t.prompt_tokens:,.0f} tokens{tail}{longest}, "
-                 f"answers {t.output_tokens:,.0f}{reasoning}")  # fmt: skip
+    lines.append(
+        f"{result.model}: {t.requests_per_day:,.0f} requests a day, {t.peak_requests_per_s:.2f} a second at "
+        f"the peak ({t.peak_factor:g}x the average); prompts {t.prompt_tokens:,.0f} tokens{tail}{longest}, "
+        f"answers {t.output_tokens:,.0f}{reasoning}"
+    )
     given = []
     if g.tokens_per_s is not None:
         given.append(f"at least {g.tokens_per_s:g} tokens/s per user")
     if g.ttft_s is not None and g.ttft_percentile is not None:
         share = f"{g.ttft_percentile * 100:.6g}"
-        given.append(f"first token of the {t.tail_prompt:,.0f}-token tail prompt within {g.ttft_s:g} s for {share}% "
-                     f"of requests at the peak (P{share}), waiting for a batch slot included")  # fmt: skip
+        given.append(
+            f"first token of the {t.tail_prompt:,.0f}-token tail prompt within {g.ttft_s:g} s for {share}% "
+            f"of requests at the peak (P{share}), waiting for a batch slot included"
+        )
     elif g.ttft_s is not None:
         given.append(f"first token of the {t.tail_prompt:,.0f}-token tail prompt within {g.ttft_s:g} s")
     elif g.ttft_percentile is not None:
@@ -293,36 +333,75 @@ def render(result: Any, top: int = 0) -> str:
     lines.append("")
     feasible = result.feasible
     if feasible:
-        lines.append(f"feasible, cheapest first, ranked at the {result.rank_by} efficiencies "
-                     "(* on the cost-versus-speed frontier)")  # fmt: skip
-        head = ["rank", "gpu", "gpus", "weights", "kv", "serving", "batch", "set by", "tok/s/user", "TTFT s",
-                "replicas", "GPUs", "$/month", "$/M in", "$/M out", f"{other}: GPUs", "$/month",
-                "calibrated P10-P90: GPUs", "$/month"]  # fmt: skip
+        lines.append(
+            f"feasible, cheapest first, ranked at the {result.rank_by} efficiencies "
+            "(* on the cost-versus-speed frontier)"
+        )
+        head = [
+            "rank",
+            "gpu",
+            "gpus",
+            "weights",
+            "kv",
+            "serving",
+            "batch",
+            "set by",
+            "tok/s/user",
+            "TTFT s",
+            "replicas",
+            "GPUs",
+            "$/month",
+            "$/M in",
+            "$/M out",
+            f"{other}: GPUs",
+            "$/month",
+            "calibrated P10-P90: GPUs",
+            "$/month",
+        ]
         rows = [head]
         shown = feasible if not top else feasible[:top]
         for i, o in enumerate(shown, 1):
             f, c = o.view(result.rank_by), o.view(other)
-            rows.append([f"{i}{'*' if o.frontier else ' '}", o.gpu, str(o.gpus_per_replica), o.weights, o.kv,
-                         _SHORT.get(o.serving, o.serving), str(f.batch), _SHORT.get(f.binding, f.binding),
-                         _n(f.tokens_per_s_per_user, 1), _n(f.ttft_s, 2),
-                         str(f.replicas), str(f.gpus), _n(f.usd_per_month), _n(f.usd_per_m_input, 2),
-                         _n(f.usd_per_m_output, 2), str(c.gpus) if c.feasible else "rejected",
-                         _n(c.usd_per_month) if c.feasible else ""])  # fmt: skip
+            rows.append(
+                [
+                    f"{i}{'*' if o.frontier else ' '}",
+                    o.gpu,
+                    str(o.gpus_per_replica),
+                    o.weights,
+                    o.kv,
+                    _SHORT.get(o.serving, o.serving),
+                    str(f.batch),
+                    _SHORT.get(f.binding, f.binding),
+                    _n(f.tokens_per_s_per_user, 1),
+                    _n(f.ttft_s, 2),
+                    str(f.replicas),
+                    str(f.gpus),
+                    _n(f.usd_per_month),
+                    _n(f.usd_per_m_input, 2),
+                    _n(f.usd_per_m_output, 2),
+                    str(c.gpus) if c.feasible else "rejected",
+                    _n(c.usd_per_month) if c.feasible else "",
+                ]
+            )
             rows[-1] += _range_cells(o.calibrated)
             rows[-1] += _extra_cells(result, f)
         rows[0] += _extra_head(result)
         lines += _table(rows, {0, 2, 6, 8, 9, 10, 11, 12, 13, 14, 15, 16} | set(range(17, len(rows[0]))))
         if any("range" in o.calibrated.extra for o in shown):
-            lines.append("  calibrated P10-P90: the calibrated fleet at the P10 and P90 of published serving rows' "
-                         "throughput against xlsxplan's leave-one-run-out prediction (xlsxplan validate)")  # fmt: skip
+            lines.append(
+                "  calibrated P10-P90: the calibrated fleet at the P10 and P90 of published serving rows' "
+                "throughput against xlsxplan's leave-one-run-out prediction (xlsxplan validate)"
+            )
         if len(shown) < len(feasible):
             lines.append(f"  ... and {len(feasible) - len(shown)} more feasible options (--top 0 shows them all)")
         others = [(i, o) for i, o in enumerate(shown, 1) if not o.view(other).feasible]
         for i, o in others:
             lines.append(f"  {other} view rejects rank {i}: {o.view(other).reason}")
         if any(o.view(result.rank_by).ttft_s is None for o in shown):
-            lines.append("  TTFT inf: decode at that batch takes all the compute the efficiencies allow, so a prompt "
-                         "is never read in time; --ttft-s caps the batch")  # fmt: skip
+            lines.append(
+                "  TTFT inf: decode at that batch takes all the compute the efficiencies allow, so a prompt "
+                "is never read in time; --ttft-s caps the batch"
+            )
     else:
         lines.append("no option is feasible")
     rejected = result.rejected
@@ -338,8 +417,10 @@ def render(result: Any, top: int = 0) -> str:
             key = (o.gpu, o.weights + draft, "weights" if limit == "weights" and plain else f.reason or "")
             groups.setdefault(key, {}).setdefault(o.gpus_per_replica, []).append(o)
         for (gpu, w, reason), by_n in groups.items():
-            ns = [f"{n}{_variants([(o.kv, o.serving) for o in opts], a.kv_precisions, a.servings)}"
-                  for n, opts in by_n.items()]  # fmt: skip
+            ns = [
+                f"{n}{_variants([(o.kv, o.serving) for o in opts], a.kv_precisions, a.servings)}"
+                for n, opts in by_n.items()
+            ]
             if reason == "weights":  # the same weights against each size's memory: the largest says it all
                 fig = [o.view(result.rank_by).extra for opts in by_n.values() for o in opts]
                 most = max(x["usable_gb"] for x in fig)
@@ -350,9 +431,11 @@ def render(result: Any, top: int = 0) -> str:
             lines.append(f"  {gpu} {w} on {gpus} GPU{'' if list(by_n) == [1] else 's'}: {reason}")
     lines.append("")
     lines.append("assumptions that move the result")
-    lines.append(f"  assumed view: decode at {a.decode_bandwidth_efficiency:.0%} of the peak memory bandwidth, prefill "
-                 f"at {a.prefill_utilisation:.0%} of the dense BF16 peak (\"Back-of-the-Envelope Estimation for LLM "
-                 "Systems\", sections 4-5)")  # fmt: skip
+    lines.append(
+        f"  assumed view: decode at {a.decode_bandwidth_efficiency:.0%} of the peak memory bandwidth, prefill "
+        f'at {a.prefill_utilisation:.0%} of the dense BF16 peak ("Back-of-the-Envelope Estimation for LLM '
+        'Systems", sections 4-5)'
+    )
     lines.append(f"  calibrated view: EFFICIENCY ({active().origin} factors), by weights: " + _calibrated(result))
     weights = "params x bytes, as the source text counts them"
     if a.weights != PARAMS_X_BYTES:
@@ -360,22 +443,31 @@ def render(result: Any, top: int = 0) -> str:
     usable = f"{a.usable_fraction:.0%} usable"
     if a.engine:
         e = a.engine
-        usable = (f"as vLLM allocates it: {e.memory_fraction:g} of each GPU's memory (the catalog's figure; CUDA "
-                  f"reports about 7% more on an H100) less its share of the weights and {e.reserve_gb:g} GB reserved "
-                  f"for activations, in whole blocks of {e.block_size} tokens (ENGINE_KV_TOKENS; KV tokens and "
-                  "maximum concurrency at the longest request, as vLLM prints them)")  # fmt: skip
-    lines.append(f"  memory: {usable}; weights {weights}; "
-                 + "; ".join(n.removeprefix("memory: ") for n in result.notes))  # fmt: skip
-    lines.append(f"  fleet: {a.spare} spare replica{'s' if a.spare != 1 else ''} (in each pool when disaggregated), "
-                 f"at least {a.min_replicas} aggregated; GPUs billed {a.hours_per_month:g} hours a month")  # fmt: skip
-    lines.append(f"  first token: the {t.tail_prompt:,.0f}-token tail prompt, chunked into the decode steps at the "
-                 f"planned batch; disaggregated, read by a prefill replica and its KV cache sent at "
-                 f"{a.kv_link_gb_s:g} GB/s; " + _queue_text(result))  # fmt: skip
+        usable = (
+            f"as vLLM allocates it: {e.memory_fraction:g} of each GPU's memory (the catalog's figure; CUDA "
+            f"reports about 7% more on an H100) less its share of the weights and {e.reserve_gb:g} GB reserved "
+            f"for activations, in whole blocks of {e.block_size} tokens (ENGINE_KV_TOKENS; KV tokens and "
+            "maximum concurrency at the longest request, as vLLM prints them)"
+        )
+    lines.append(
+        f"  memory: {usable}; weights {weights}; " + "; ".join(n.removeprefix("memory: ") for n in result.notes)
+    )
+    lines.append(
+        f"  fleet: {a.spare} spare replica{'s' if a.spare != 1 else ''} (in each pool when disaggregated), "
+        f"at least {a.min_replicas} aggregated; GPUs billed {a.hours_per_month:g} hours a month"
+    )
+    lines.append(
+        f"  first token: the {t.tail_prompt:,.0f}-token tail prompt, chunked into the decode steps at the "
+        f"planned batch; disaggregated, read by a prefill replica and its KV cache sent at "
+        f"{a.kv_link_gb_s:g} GB/s; " + _queue_text(result)
+    )
     lines += _speculative_lines(result)
     lines += _owned_lines(result)
-    lines.append(f"  tried: weights {', '.join(a.weight_precisions)}; KV cache {', '.join(a.kv_precisions)}; "
-                 f"{', '.join(map(str, a.gpus_per_replica))} GPUs per replica (for a mixture of experts, the experts "
-                 f"spread over them); {' and '.join(a.servings)}")  # fmt: skip
+    lines.append(
+        f"  tried: weights {', '.join(a.weight_precisions)}; KV cache {', '.join(a.kv_precisions)}; "
+        f"{', '.join(map(str, a.gpus_per_replica))} GPUs per replica (for a mixture of experts, the experts "
+        f"spread over them); {' and '.join(a.servings)}"
+    )
     return "\n".join(lines)
 
 
@@ -427,10 +519,16 @@ def _extra_cells(result: Any, f: Any) -> list[str]:
     return [*cells, _n(owned["usd_per_month"]), _n(owned["usd_per_m_input"], 2), _n(owned["usd_per_m_output"], 2)]
 
 
-_OWNED_LABELS = {"capex_usd": ("${:,.0f} capital", 1), "years": ("{:g} years", 1),
-                 "residual_fraction": ("{:.0%} residual", 100), "annual_rate": ("{:.0%} a year", 100),
-                 "kw": ("{:g} kW", 1), "pue": ("PUE {:g}", 1), "usd_per_kwh": ("${:g}/kWh", 1),
-                 "usd_per_kw_month": ("${:g}/kW-month", 1)}  # fmt: skip
+_OWNED_LABELS = {
+    "capex_usd": ("${:,.0f} capital", 1),
+    "years": ("{:g} years", 1),
+    "residual_fraction": ("{:.0%} residual", 100),
+    "annual_rate": ("{:.0%} a year", 100),
+    "kw": ("{:g} kW", 1),
+    "pue": ("PUE {:g}", 1),
+    "usd_per_kwh": ("${:g}/kWh", 1),
+    "usd_per_kw_month": ("${:g}/kW-month", 1),
+}
 
 
 def _speculative_lines(result: Any) -> list[str]:
@@ -441,13 +539,18 @@ def _speculative_lines(result: Any) -> list[str]:
     draft = (
         f"draft {sp.draft}" if sp.draft else f"a draft head of {sp.draft_params_b:g}B parameters (its cache left out)"
     )
-    accept = (f"each of {sp.gamma} drafted tokens accepted at {sp.acceptance:g}" if not sp.acceptance_rates else
-              "per-position acceptance " + ", ".join(f"{r:g}" for r in sp.acceptance_rates))  # fmt: skip
-    return [f"  speculative: {draft} in {sp.draft_weights}; {accept}: {sp.tokens_per_step():.4g} tokens per target "
-            "step (Leviathan, Kalman and Matias 2023); a step is the draft's steps and the target's verify pass over "
-            f"{sp.gamma + 1} tokens a sequence, each a roofline (SPEC_STEP_S), so the gain shrinks as the batch "
-            "grows (spec x: speed per user over plain decoding at the planned batch); the draft's weights and cache "
-            "take memory from the batch, its verify compute from the prompts' (SPEC_MAX_BATCH)"]  # fmt: skip
+    accept = (
+        f"each of {sp.gamma} drafted tokens accepted at {sp.acceptance:g}"
+        if not sp.acceptance_rates
+        else "per-position acceptance " + ", ".join(f"{r:g}" for r in sp.acceptance_rates)
+    )
+    return [
+        f"  speculative: {draft} in {sp.draft_weights}; {accept}: {sp.tokens_per_step():.4g} tokens per target "
+        "step (Leviathan, Kalman and Matias 2023); a step is the draft's steps and the target's verify pass over "
+        f"{sp.gamma + 1} tokens a sequence, each a roofline (SPEC_STEP_S), so the gain shrinks as the batch "
+        "grows (spec x: speed per user over plain decoding at the planned batch); the draft's weights and cache "
+        "take memory from the batch, its verify compute from the prompts' (SPEC_MAX_BATCH)"
+    ]
 
 
 def _queue_text(result: Any) -> str:
@@ -455,8 +558,11 @@ def _queue_text(result: Any) -> str:
     if result.targets.ttft_percentile is None:
         return "queueing left out"
     cv = result.assumptions.service_cv
-    law = ("exponential slot times, the exact M/M/c case" if cv == 1 else
-           f"slot times spread {cv:g} times their mean, the Allen-Cunneen approximation")  # fmt: skip
+    law = (
+        "exponential slot times, the exact M/M/c case"
+        if cv == 1
+        else f"slot times spread {cv:g} times their mean, the Allen-Cunneen approximation"
+    )
     return (
         f"P50/P90/P99 at the peak on the planned fleet: the wait for a batch slot (Erlang C; each replica a "
         f"queue of batch slots fed its share of Poisson arrivals, {law}; a disaggregated prefill pool one "
@@ -470,11 +576,16 @@ def _owned_lines(result: Any) -> list[str]:
     owned = result.assumptions.owned
     if owned is None:
         return []
-    at = ("the fleet's own utilisation (this traffic alone; --own-utilisation for other work in the idle hours)"
-          if owned.utilisation is None else f"{owned.utilisation:.0%} utilisation (given)")  # fmt: skip
-    lines = [f"  owned: the same GPUs bought, paid for every hour (GPU_HOUR_OWNED: capital recovered over the life at "
-             f"the cost of capital, the residual's present value deducted, power x PUE, hosting per kW), per M tokens "
-             f"at {at}"]  # fmt: skip
+    at = (
+        "the fleet's own utilisation (this traffic alone; --own-utilisation for other work in the idle hours)"
+        if owned.utilisation is None
+        else f"{owned.utilisation:.0%} utilisation (given)"
+    )
+    lines = [
+        f"  owned: the same GPUs bought, paid for every hour (GPU_HOUR_OWNED: capital recovered over the life at "
+        f"the cost of capital, the residual's present value deducted, power x PUE, hosting per kW), per M tokens "
+        f"at {at}"
+    ]
     for gpu, case in result.owned.items():
         parts = []
         for name, figure in case.get("assumptions", {}).items():
@@ -486,12 +597,17 @@ def _owned_lines(result: Any) -> list[str]:
             continue
         rent = result.prices[gpu][0]
         payback = case["payback_months"]
-        pays = (f"buying pays back in {payback:.1f} months against renting around the clock" if payback is not None
-                else "renting costs less than running owned GPUs: buying never pays back")  # fmt: skip
-        lines.append(f"    {gpu}: {'; '.join(parts)}: ${case['usd_per_gpu_hour']:.4f} per GPU-hour owned (of which "
-                     f"${case['running_usd_per_gpu_hour']:.4f} power and hosting) against ${rent:g} rented; owning "
-                     f"costs less per token than renting only the hours used above "
-                     f"{case['breakeven_utilisation']:.1%} utilisation; {pays}")  # fmt: skip
+        pays = (
+            f"buying pays back in {payback:.1f} months against renting around the clock"
+            if payback is not None
+            else "renting costs less than running owned GPUs: buying never pays back"
+        )
+        lines.append(
+            f"    {gpu}: {'; '.join(parts)}: ${case['usd_per_gpu_hour']:.4f} per GPU-hour owned (of which "
+            f"${case['running_usd_per_gpu_hour']:.4f} power and hosting) against ${rent:g} rented; owning "
+            f"costs less per token than renting only the hours used above "
+            f"{case['breakeven_utilisation']:.1%} utilisation; {pays}"
+        )
     return lines
 
 
@@ -499,8 +615,10 @@ def _prices(prices: dict[str, tuple[float, str]]) -> str:
     """Each accelerator's price per GPU-hour, and where the ones not given come from."""
     from ..catalog import load_prices
 
-    shown = [f"{gpu} ${price:,.3f}".rstrip("0").rstrip(".") + "/GPU-h" + (" (given)" if source == "given" else "")
-             for gpu, (price, source) in prices.items()]  # fmt: skip
+    shown = [
+        f"{gpu} ${price:,.3f}".rstrip("0").rstrip(".") + "/GPU-h" + (" (given)" if source == "given" else "")
+        for gpu, (price, source) in prices.items()
+    ]
     dates = sorted({load_prices().get(gpu).as_of.isoformat() for gpu, (_, s) in prices.items() if s != "given"})
     if dates:
         shown[-1] += f"; the catalog's as of {', '.join(dates)} (GPU_PRICE_SOURCE cites them; --gpu NAME=PRICE)"
@@ -564,63 +682,111 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--requests-per-day", metavar="N", help="requests in a day")
     p.add_argument("--prompt-tokens", metavar="N", help="mean prompt per request, tokens")
     p.add_argument("--prompt-p95", metavar="N", help="95th-percentile prompt (default: the mean)")
-    p.add_argument("--max-prompt-tokens", metavar="N", help="longest prompt accepted; must fit alone (default: "
-                   "not checked)")  # fmt: skip
-    p.add_argument("--prompt-sd", metavar="N", help="standard deviation of prompt lengths, for a paged KV cache's "
-                   "batch (default: a log-normal's through the mean and p95)")  # fmt: skip
+    p.add_argument(
+        "--max-prompt-tokens", metavar="N", help="longest prompt accepted; must fit alone (default: not checked)"
+    )
+    p.add_argument(
+        "--prompt-sd",
+        metavar="N",
+        help="standard deviation of prompt lengths, for a paged KV cache's "
+        "batch (default: a log-normal's through the mean and p95)",
+    )
     p.add_argument("--output-tokens", metavar="N", help="visible answer per request, tokens")
     p.add_argument("--reasoning-tokens", metavar="N", help="hidden reasoning tokens per request (default 0)")
     p.add_argument("--peak-factor", metavar="X", help="peak hour over the day's average (default 3)")
     p.add_argument("--tokens-per-s", metavar="X", help="target: slowest decode per user (default: none)")
-    p.add_argument("--ttft-s", metavar="S", help="target: first token of the tail prompt within S seconds "
-                   "(default: none)")  # fmt: skip
-    p.add_argument("--ttft-percentile", metavar="P", help="with --ttft-s: the share of requests whose first token, "
-                   "queueing for a batch slot at the peak included, comes within S seconds (0.99 for P99); "
-                   "replicas are added until it holds with the spares down. Alone: report P50, P90 and P99 under "
-                   "load")  # fmt: skip
-    p.add_argument("--service-cv", metavar="X", help="spread of the time a request holds a batch slot over its mean, "
-                   "for --ttft-percentile (default 1: exponential, the exact M/M/c case)")  # fmt: skip
+    p.add_argument(
+        "--ttft-s", metavar="S", help="target: first token of the tail prompt within S seconds (default: none)"
+    )
+    p.add_argument(
+        "--ttft-percentile",
+        metavar="P",
+        help="with --ttft-s: the share of requests whose first token, "
+        "queueing for a batch slot at the peak included, comes within S seconds (0.99 for P99); "
+        "replicas are added until it holds with the spares down. Alone: report P50, P90 and P99 under "
+        "load",
+    )
+    p.add_argument(
+        "--service-cv",
+        metavar="X",
+        help="spread of the time a request holds a batch slot over its mean, "
+        "for --ttft-percentile (default 1: exponential, the exact M/M/c case)",
+    )
     p.add_argument("--spare", metavar="N", help="spare replicas, in each pool when disaggregated (default 1)")
     p.add_argument("--min-replicas", metavar="N", help="fewest aggregated replicas (default 2)")
-    p.add_argument("--gpu", action="append", metavar="NAME[=USD_PER_HOUR]", help="an accelerator to try, with its "
-                   "price per GPU-hour (default: the catalog's); repeatable; without it, every accelerator the "
-                   "catalog prices")  # fmt: skip
+    p.add_argument(
+        "--gpu",
+        action="append",
+        metavar="NAME[=USD_PER_HOUR]",
+        help="an accelerator to try, with its "
+        "price per GPU-hour (default: the catalog's); repeatable; without it, every accelerator the "
+        "catalog prices",
+    )
     p.add_argument("--weights", metavar="LIST", help="weight precisions to try (default bf16,fp8)")
     p.add_argument("--kv", metavar="LIST", help="KV-cache precisions to try (default bf16,fp8)")
-    p.add_argument("--weights-as", choices=("published", "params-x-bytes"), default="published",
-                   help="weights memory: as published checkpoints store them (default), or params x bytes as the "
-                   "source text counts")  # fmt: skip
+    p.add_argument(
+        "--weights-as",
+        choices=("published", "params-x-bytes"),
+        default="published",
+        help="weights memory: as published checkpoints store them (default), or params x bytes as the "
+        "source text counts",
+    )
     p.add_argument(
         "--rank",
         choices=("assumed", "calibrated"),
         default="assumed",
         help="rank at the assumed (the source text's) or the calibrated efficiencies (default assumed)",
     )
-    eng = p.add_argument_group("memory as a serving engine allocates it (any of these: vLLM's rule in place of a "
-                               "flat usable share)")  # fmt: skip
-    eng.add_argument("--gpu-memory-utilization", metavar="F", help="the engine's share of each GPU's memory "
-                     "(vLLM's gpu_memory_utilization, default 0.9; SGLang's mem_fraction_static)")  # fmt: skip
-    eng.add_argument("--activation-reserve-gb", dest="reserve_gb", metavar="GB", help="held per GPU besides the "
-                     "weights: activation peak, non-torch memory, CUDA graphs (default 0)")  # fmt: skip
+    eng = p.add_argument_group(
+        "memory as a serving engine allocates it (any of these: vLLM's rule in place of a flat usable share)"
+    )
+    eng.add_argument(
+        "--gpu-memory-utilization",
+        metavar="F",
+        help="the engine's share of each GPU's memory "
+        "(vLLM's gpu_memory_utilization, default 0.9; SGLang's mem_fraction_static)",
+    )
+    eng.add_argument(
+        "--activation-reserve-gb",
+        dest="reserve_gb",
+        metavar="GB",
+        help="held per GPU besides the weights: activation peak, non-torch memory, CUDA graphs (default 0)",
+    )
     eng.add_argument("--block-size", metavar="N", help="tokens per KV block (vLLM 16, the default; SGLang 1)")
     spec = p.add_argument_group("speculative decoding (a draft model or a multi-token-prediction head)")
     spec.add_argument("--spec-draft", dest="draft", metavar="MODEL", help="a preset model that drafts tokens")
-    spec.add_argument("--spec-draft-params-b", dest="draft_params_b", metavar="B", help="or a draft head of B "
-                      "billion parameters (an MTP module, an EAGLE head), its KV cache left out")  # fmt: skip
-    spec.add_argument("--spec-draft-weights", dest="draft_weights", metavar="PRECISION", help="the draft's weights "
-                      "(default bf16)")  # fmt: skip
+    spec.add_argument(
+        "--spec-draft-params-b",
+        dest="draft_params_b",
+        metavar="B",
+        help="or a draft head of B billion parameters (an MTP module, an EAGLE head), its KV cache left out",
+    )
+    spec.add_argument(
+        "--spec-draft-weights", dest="draft_weights", metavar="PRECISION", help="the draft's weights (default bf16)"
+    )
     spec.add_argument("--spec-tokens", dest="draft_tokens", metavar="N", help="tokens drafted a step (default 1)")
-    spec.add_argument("--spec-acceptance", dest="acceptance", metavar="A", help="chance each drafted token is "
-                      "accepted (SPEC_TOKENS_PER_STEP)")  # fmt: skip
-    spec.add_argument("--spec-acceptance-rates", dest="acceptance_rates", metavar="LIST",
-                      help="or measured rates per position, e.g. 0.8,0.6,0.45 (vLLM's per-position acceptance rate; "
-                      "SPEC_ACCEPT_LENGTH)")  # fmt: skip
-    own = p.add_argument_group("owning the GPUs (any of these prices the same fleet owned beside rented; defaults: "
-                               "the catalog's sourced figures, COST_SPEC and COST_SOURCE)")  # fmt: skip
+    spec.add_argument(
+        "--spec-acceptance",
+        dest="acceptance",
+        metavar="A",
+        help="chance each drafted token is accepted (SPEC_TOKENS_PER_STEP)",
+    )
+    spec.add_argument(
+        "--spec-acceptance-rates",
+        dest="acceptance_rates",
+        metavar="LIST",
+        help="or measured rates per position, e.g. 0.8,0.6,0.45 (vLLM's per-position acceptance rate; "
+        "SPEC_ACCEPT_LENGTH)",
+    )
+    own = p.add_argument_group(
+        "owning the GPUs (any of these prices the same fleet owned beside rented; defaults: "
+        "the catalog's sourced figures, COST_SPEC and COST_SOURCE)"
+    )
     own.add_argument("--own", action="store_true", help="price every option owned as well as rented")
     for flag, name, metavar, text in _OWN_HELP:
-        own.add_argument(flag, dest=f"own_{name}", metavar=metavar, action="append" if name in _OWN_PER_GPU else None,
-                         help=text)  # fmt: skip
+        own.add_argument(
+            flag, dest=f"own_{name}", metavar=metavar, action="append" if name in _OWN_PER_GPU else None, help=text
+        )
     p.add_argument("--top", metavar="N", help="show the N cheapest feasible options (default: all)")
     p.add_argument("--json", action="store_true", help="print every option as JSON")
     p.set_defaults(handler=run)

@@ -170,12 +170,16 @@ def read_checks(wb: Any) -> dict[str, Any] | None:
         checks += 1
         if _fails(values[mc]):
             detail = next(
-                (v.strip() for k, v in enumerate(values[mc + 1 :], start=mc + 1)
-                 if isinstance(v, str) and v.strip() and k != unit_col),
+                (
+                    v.strip()
+                    for k, v in enumerate(values[mc + 1 :], start=mc + 1)
+                    if isinstance(v, str) and v.strip() and k != unit_col
+                ),
                 "",
-            )  # fmt: skip
-            failed.append({"cell": f"{quoted}!{col_letter(mc + 1)}{r + 1}", "label": label, "detail": detail,
-                           "value": values[mc]})  # fmt: skip
+            )
+            failed.append(
+                {"cell": f"{quoted}!{col_letter(mc + 1)}{r + 1}", "label": label, "detail": detail, "value": values[mc]}
+            )
     value = grid[mr][mc] if mr < len(grid) and mc < len(grid[mr]) else None
     return {
         "master": {
@@ -183,7 +187,7 @@ def read_checks(wb: Any) -> dict[str, Any] | None:
             "label": _label(grid[mr], mc) if mr < len(grid) else "",
             "value": value,
             "ok": not _fails(value),
-        },  # fmt: skip
+        },
         "count": checks,
         "failed": failed,
     }
@@ -298,8 +302,9 @@ def _run(args: argparse.Namespace) -> int:
                 wb.calculate(progress=bar.phase("calculating", "call"))
                 # a portable edition's values only Python computes, computed again when their inputs changed
                 if wb.frozen:
-                    refreshed = wb.refresh_frozen(progress=bar.phase("computing again what only Python computes",
-                                                                     "call"))  # fmt: skip
+                    refreshed = wb.refresh_frozen(
+                        progress=bar.phase("computing again what only Python computes", "call")
+                    )
             bar.phase("reading results", "cell")
             shown = _shown(wb, args.show or [])
             errors = wb.errors()
@@ -325,23 +330,29 @@ def _run(args: argparse.Namespace) -> int:
     failed = any(isinstance(row["value"], CellError) for row in shown)
     for warning in warnings:
         print(f"xlsxplan: warning: {warning}", file=sys.stderr)
-    refresh_lines = [f"computed again the {b.cells:,} values only Python computes on {b.group} (their inputs on "
-                     f"{b.sheet} had changed)" for b in refreshed]  # fmt: skip
+    refresh_lines = [
+        f"computed again the {b.cells:,} values only Python computes on {b.group} (their inputs on "
+        f"{b.sheet} had changed)"
+        for b in refreshed
+    ]
     if args.json:
         report = {
             "input": str(source),
             "output": str(out),
             "warnings": warnings,
-            "refreshed": [{"sheet": b.group, "cells": b.cells, "inputs": f"{b.sheet} (the name {b.name})"}
-                          for b in refreshed],  # fmt: skip
+            "refreshed": [
+                {"sheet": b.group, "cells": b.cells, "inputs": f"{b.sheet} (the name {b.name})"} for b in refreshed
+            ],
             "shown": [{**row, "value": _json_value(row["value"])} for row in shown],
             "errors": [{"cell": cell, "error": e.code, "message": e.message} for cell, e in errors.items()],
-            "checks": None if checks is None else {
+            "checks": None
+            if checks is None
+            else {
                 "master": {**checks["master"], "value": _json_value(checks["master"]["value"])},
                 "count": checks["count"],
                 "failed": [{**c, "value": _json_value(c["value"])} for c in checks["failed"]],
             },
-        }  # fmt: skip
+        }
         print(json.dumps(report, indent=2))
         if alarm:  # a program may read stdout only; a person watching sees the warning
             for line in check_lines:

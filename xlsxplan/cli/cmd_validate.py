@@ -33,11 +33,15 @@ def behind_factors() -> tuple[list, str]:
         return measurements.read_measurements(path), label
     path = Path(recorded)
     if not path.is_file():
-        raise CatalogError(f"{cal.path} was fitted on {path}, which is no longer there: run `xlsxplan calibrate "
-                           "--fit --data FILE` again, or set XLSXPLAN_CALIBRATION=shipped")  # fmt: skip
+        raise CatalogError(
+            f"{cal.path} was fitted on {path}, which is no longer there: run `xlsxplan calibrate "
+            "--fit --data FILE` again, or set XLSXPLAN_CALIBRATION=shipped"
+        )
     if calibration.sha256(path) != cal.data.get("sha256"):
-        raise CatalogError(f"{cal.path} was fitted on {path}, which has changed since: run `xlsxplan calibrate --fit "
-                           f"--data {path}` again")  # fmt: skip
+        raise CatalogError(
+            f"{cal.path} was fitted on {path}, which has changed since: run `xlsxplan calibrate --fit "
+            f"--data {path}` again"
+        )
     return measurements.read_measurements(path), f"the measurements behind your factors ({path})"
 
 
@@ -60,8 +64,10 @@ def _cell(x: float | None) -> str:
 
 
 def _table(results: list, summary: dict[str, Any]) -> str:
-    lines = [f"{'line':>4}  {'name':<30} {'metric':<30} {'measured':>14} {'predicted':>14} {'P10-P90':>23} "
-             f"{'ratio':>6}  note"]  # fmt: skip
+    lines = [
+        f"{'line':>4}  {'name':<30} {'metric':<30} {'measured':>14} {'predicted':>14} {'P10-P90':>23} "
+        f"{'ratio':>6}  note"
+    ]
     for r in results:
         ratio = f"{r.ratio:.2f}" if r.ratio is not None else "-"
         band = "-" if r.p10 is None else f"{_cell(r.p10)}-{_cell(r.p90)}" + ("" if r.inside is not False else "*")
@@ -70,8 +76,10 @@ def _table(results: list, summary: dict[str, Any]) -> str:
         if r.ratio is not None and r.reason:
             note += f" [{r.reason}]"
         name = r.name if len(r.name) <= 30 else r.name[:29] + "~"
-        lines.append(f"{r.line:>4}  {name:<30} {r.metric:<30} {_cell(r.measured):>14} {_cell(r.predicted):>14} "
-                     f"{band:>23} {ratio:>6}  {note}{flag}")  # fmt: skip
+        lines.append(
+            f"{r.line:>4}  {name:<30} {r.metric:<30} {_cell(r.measured):>14} {_cell(r.predicted):>14} "
+            f"{band:>23} {ratio:>6}  {note}{flag}"
+        )
     lines.append("")
     lines.append(_summary_line(summary))
     return "\n".join(lines)
@@ -81,10 +89,12 @@ def _summary_line(s: dict[str, Any]) -> str:
     def pct(x: float | None) -> str:
         return "n/a" if x is None else f"{100 * x:.1f}%"
 
-    text = (f"{s['rows']} rows, {s['predicted']} predicted (coverage {pct(s['coverage'])}); "
-            f"median absolute error {pct(s['median_abs_error'])}, within 2x {pct(s['within_2x'])}; "
-            f"inside their own P10-P90 range {pct(s.get('band_coverage'))} of {s.get('rows_with_band', 0)} "
-            f"({s['fit']})")  # fmt: skip
+    text = (
+        f"{s['rows']} rows, {s['predicted']} predicted (coverage {pct(s['coverage'])}); "
+        f"median absolute error {pct(s['median_abs_error'])}, within 2x {pct(s['within_2x'])}; "
+        f"inside their own P10-P90 range {pct(s.get('band_coverage'))} of {s.get('rows_with_band', 0)} "
+        f"({s['fit']})"
+    )
     if s.get("worst_ratio"):
         w = s["worst_ratio"]
         text += f"; worst: line {w['line']} {w['name']} {w['metric']} at {w['ratio']:.2f}x"
@@ -148,8 +158,11 @@ def _run(args: argparse.Namespace) -> int:
     else:
         print(_table(results, summary))
     if args.check and not _passes(summary):
-        print(f"check failed: needs coverage >= {CHECK_COVERAGE:.0%}, median absolute error < "
-              f"{CHECK_MEDIAN_ERROR:.0%} and every row within 2x", file=sys.stderr)  # fmt: skip
+        print(
+            f"check failed: needs coverage >= {CHECK_COVERAGE:.0%}, median absolute error < "
+            f"{CHECK_MEDIAN_ERROR:.0%} and every row within 2x",
+            file=sys.stderr,
+        )
         return EXIT_FORMULA_ERROR
     return EXIT_OK
 
@@ -181,8 +194,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="predict with the factors in use (shipped, or yours after `calibrate --fit`) without refitting: how "
         "well do they predict these measurements?",
     )
-    p.add_argument("--calibration", metavar="CHOICE", help="whose fit: auto (default: yours after `calibrate --fit`, "
-                   "else the shipped one), shipped, user, or a factors file; as XLSXPLAN_CALIBRATION")  # fmt: skip
+    p.add_argument(
+        "--calibration",
+        metavar="CHOICE",
+        help="whose fit: auto (default: yours after `calibrate --fit`, "
+        "else the shipped one), shipped, user, or a factors file; as XLSXPLAN_CALIBRATION",
+    )
     p.add_argument(
         "--check",
         action="store_true",

@@ -59,8 +59,9 @@ def warn_catalog_problems(already_said: str = "") -> None:
             continue
         if problem not in _warned:
             _warned.add(problem)
-            print(f"xlsxplan: warning: {problem} (left out until fixed; the rest of the catalog works)",
-                  file=sys.stderr)  # fmt: skip
+            print(
+                f"xlsxplan: warning: {problem} (left out until fixed; the rest of the catalog works)", file=sys.stderr
+            )
 
 
 _NO_UNIT = ("", "name", "names", "text", "count")

@@ -75,8 +75,9 @@ def splice(document: str, table: str, what: str = "the document") -> str:
     """
     start, end = document.find(START), document.find(END)
     if start < 0 or end < start:
-        raise WorkbookError(f"{what} has no function-reference markers: put the lines {START} and {END} where the "
-                            "table goes")  # fmt: skip
+        raise WorkbookError(
+            f"{what} has no function-reference markers: put the lines {START} and {END} where the table goes"
+        )
     return document[: start + len(START)] + "\n" + table + "\n" + document[end:]
 
 

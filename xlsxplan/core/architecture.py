@@ -198,9 +198,14 @@ def layer_tokens(layers: int, window: int | None, window_layers: int | None, con
 
 
 def linear_attention_state(
-    key_heads: int, value_heads: int, key_head_dim: int, value_head_dim: int, conv_kernel: int,
-    state_bytes: float, conv_bytes: float,
-) -> float:  # fmt: skip
+    key_heads: int,
+    value_heads: int,
+    key_head_dim: int,
+    value_head_dim: int,
+    conv_kernel: int,
+    state_bytes: float,
+    conv_bytes: float,
+) -> float:
     """Bytes of one Gated DeltaNet layer's state for one sequence, over every tensor-parallel GPU (the heads and the
     convolution's channels are split, never replicated). Unchecked: LINEAR_STATE_BYTES and the preset functions."""
     conv = (conv_kernel - 1) * (2 * key_heads * key_head_dim + value_heads * value_head_dim) * conv_bytes
@@ -216,9 +221,15 @@ def mamba_groups_held(groups: int, tp: int) -> int:
 
 
 def mamba_state(
-    heads: int, head_dim: int, state_size: int, groups: int, conv_kernel: int, state_bytes: float, conv_bytes: float,
+    heads: int,
+    head_dim: int,
+    state_size: int,
+    groups: int,
+    conv_kernel: int,
+    state_bytes: float,
+    conv_bytes: float,
     tp: int = 1,
-) -> float:  # fmt: skip
+) -> float:
     """Bytes of one Mamba-2 layer's state for one sequence, over every tensor-parallel GPU. Unchecked: MAMBA_STATE_BYTES
     and the preset functions."""
     held = mamba_groups_held(groups, tp)
@@ -274,8 +285,9 @@ def linear_attention_state_bytes(
     (16 key and 32 value heads of 128, kernel 4) in BF16: 36 x (49,152 + 1,048,576) = 39,518,208 bytes, the cache of
     1,608 tokens of its 12 attention layers. Tensor parallelism splits it; the sum over the GPUs is the same.
     """
-    return layers * linear_attention_state(key_heads, value_heads, key_head_dim, value_head_dim, conv_kernel,
-                                           state_bytes_per_value, conv_bytes_per_value)  # fmt: skip
+    return layers * linear_attention_state(
+        key_heads, value_heads, key_head_dim, value_head_dim, conv_kernel, state_bytes_per_value, conv_bytes_per_value
+    )
 
 
 @checked(arrays=True)
@@ -325,8 +337,9 @@ def mamba_state_bytes(
     MambaStateShapeCalculator.mamba2_state_shape, intermediate size H P as NemotronHForCausalLM passes it). Nemotron-H
     56B (256 heads of 64, state 256, 8 groups, kernel 4) in BF16: 54 x (122,880 + 8,388,608) = 459,620,352 bytes.
     """
-    return layers * mamba_state(heads, head_dim, state_size, groups, conv_kernel, state_bytes_per_value,
-                                conv_bytes_per_value, tp)  # fmt: skip
+    return layers * mamba_state(
+        heads, head_dim, state_size, groups, conv_kernel, state_bytes_per_value, conv_bytes_per_value, tp
+    )
 
 
 # --- weights and bandwidth --------------------------------------------------------------------------------------------

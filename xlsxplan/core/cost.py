@@ -222,8 +222,16 @@ def owned_cost_per_gpu_hour(case: OwnedCase) -> float:
     the fleet's utilisation (:func:`cost_per_m_owned`) where a rented fleet pays only the hours billed
     (:func:`cost_per_m_rented`).
     """
-    return gpu_hour_owned(case.capex_usd, case.years, case.residual_fraction, case.annual_rate, case.kw, case.pue,
-                          case.usd_per_kwh, case.usd_per_kw_month)  # fmt: skip
+    return gpu_hour_owned(
+        case.capex_usd,
+        case.years,
+        case.residual_fraction,
+        case.annual_rate,
+        case.kw,
+        case.pue,
+        case.usd_per_kwh,
+        case.usd_per_kw_month,
+    )
 
 
 # --- Owning or renting at a utilisation ------------------------------------------------------------------------

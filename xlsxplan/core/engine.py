@@ -52,9 +52,15 @@ from ..infra.elementwise import is_array, refused, where
 from . import equations
 
 __all__ = [
-    "VLLM_BLOCK_SIZE", "VLLM_GPU_MEMORY_UTILIZATION", "concurrency", "engine_kv_gb", "engine_kv_tokens",
-    "engine_max_concurrency", "kv_pool_gb", "pool_tokens",
-]  # fmt: skip
+    "VLLM_BLOCK_SIZE",
+    "VLLM_GPU_MEMORY_UTILIZATION",
+    "concurrency",
+    "engine_kv_gb",
+    "engine_kv_tokens",
+    "engine_max_concurrency",
+    "kv_pool_gb",
+    "pool_tokens",
+]
 
 VLLM_GPU_MEMORY_UTILIZATION = 0.9
 """vLLM's default ``gpu_memory_utilization`` through v0.19 (vllm/config/cache.py CacheConfig); 0.92 from v0.22."""

@@ -15,9 +15,22 @@ from typing import Any
 from ..errors import OutOfRangeError
 from ..infra.elementwise import is_array, maximum, minimum, power, refused, where
 
-__all__ = ["GIGA", "TERA", "ULPS", "finite", "whole_floor", "whole_ceil", "free_bytes", "batch_that_fits",
-           "decode_step_s", "compute_tokens_per_s", "prefill_s", "replicas_for", "moe_params_read",
-           "roofline_step_s"]  # fmt: skip
+__all__ = [
+    "GIGA",
+    "TERA",
+    "ULPS",
+    "finite",
+    "whole_floor",
+    "whole_ceil",
+    "free_bytes",
+    "batch_that_fits",
+    "decode_step_s",
+    "compute_tokens_per_s",
+    "prefill_s",
+    "replicas_for",
+    "moe_params_read",
+    "roofline_step_s",
+]
 
 GIGA, TERA = 1e9, 1e12
 

@@ -174,9 +174,18 @@ def decode_step_seconds(
     if refused(active_params_b > params_b):
         raise OutOfRangeError("active_params_b cannot exceed params_b (the parameters read)", "active_params_b")
     return _step(
-        params_b, bytes_per_param, batch, kv_bytes_per_token, context_tokens, n_gpus, bandwidth_tb_s, tflops,
-        bandwidth_eff, compute_eff, active_params_b,
-    )  # fmt: skip
+        params_b,
+        bytes_per_param,
+        batch,
+        kv_bytes_per_token,
+        context_tokens,
+        n_gpus,
+        bandwidth_tb_s,
+        tflops,
+        bandwidth_eff,
+        compute_eff,
+        active_params_b,
+    )
 
 
 @checked(arrays=True)
@@ -272,12 +281,26 @@ def serve_tokens_per_s(
         empty = batch < 1
         batch = where(empty, 1, batch)
         dense = (active == params_b) | (experts == 0) | (experts_per_token == 0)  # the last two: refused by _moe
-        read = where(dense, params_b, equations.moe_params_read(
-            params_b, active, where(dense, 1, experts), where(dense, 1, experts_per_token), batch))  # fmt: skip
+        read = where(
+            dense,
+            params_b,
+            equations.moe_params_read(
+                params_b, active, where(dense, 1, experts), where(dense, 1, experts_per_token), batch
+            ),
+        )
     step = _step(
-        read, bytes_per_param, batch, kv_bytes_per_token, context, n_gpus, bandwidth_tb_s, tflops,
-        bandwidth_eff, compute_eff, active,
-    )  # fmt: skip
+        read,
+        bytes_per_param,
+        batch,
+        kv_bytes_per_token,
+        context,
+        n_gpus,
+        bandwidth_tb_s,
+        tflops,
+        bandwidth_eff,
+        compute_eff,
+        active,
+    )
     prefill = equations.prefill_s(active, prompt_tokens, n_gpus, tflops, compute_eff)
     tokens_per_s = output_tokens / (output_tokens * step / batch + prefill)
     return where(empty, 0.0, tokens_per_s) if is_array(batch) else tokens_per_s

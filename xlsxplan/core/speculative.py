@@ -235,12 +235,28 @@ def spec_step_seconds(
     if refused(active_params_b > params_b):
         raise OutOfRangeError("active_params_b cannot exceed params_b (the parameters read)", "active_params_b")
     computed = where(active_params_b == 0, params_b, active_params_b)  # 0: every parameter computed
-    draft = equations.roofline_step_s(draft_params_b, draft_bytes_per_param, 0.0,
-                                      2.0 * draft_params_b * equations.GIGA * batch, n_gpus, bandwidth_tb_s, tflops,
-                                      bandwidth_eff, compute_eff)  # fmt: skip
-    verify = equations.roofline_step_s(params_b, bytes_per_param, batch * kv_bytes_per_token * context_tokens,
-                                       2.0 * computed * equations.GIGA * batch * (draft_tokens + 1), n_gpus,
-                                       bandwidth_tb_s, tflops, bandwidth_eff, compute_eff)  # fmt: skip
+    draft = equations.roofline_step_s(
+        draft_params_b,
+        draft_bytes_per_param,
+        0.0,
+        2.0 * draft_params_b * equations.GIGA * batch,
+        n_gpus,
+        bandwidth_tb_s,
+        tflops,
+        bandwidth_eff,
+        compute_eff,
+    )
+    verify = equations.roofline_step_s(
+        params_b,
+        bytes_per_param,
+        batch * kv_bytes_per_token * context_tokens,
+        2.0 * computed * equations.GIGA * batch * (draft_tokens + 1),
+        n_gpus,
+        bandwidth_tb_s,
+        tflops,
+        bandwidth_eff,
+        compute_eff,
+    )
     return draft_tokens * draft + verify
 
 
@@ -367,8 +383,10 @@ def spec_max_batch(
     if not is_array(free) and free <= 0:
         return 0
     if refused((free > 0) & (per_sequence <= 0)):
-        raise OutOfRangeError("kv_bytes_per_token or draft_kv_bytes_per_token must be above 0: the batch that fits "
-                              "is set by the caches", "kv_bytes_per_token")  # fmt: skip
+        raise OutOfRangeError(
+            "kv_bytes_per_token or draft_kv_bytes_per_token must be above 0: the batch that fits is set by the caches",
+            "kv_bytes_per_token",
+        )
     if not is_array(free) and not is_array(per_sequence):
         return equations.whole_floor(free / per_sequence)
     fits = equations.whole_floor(free / where(per_sequence <= 0, 1.0, per_sequence))  # refused ones kept harmless

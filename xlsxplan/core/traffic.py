@@ -602,9 +602,16 @@ def batch_for_ttft(
     at_target = room / tokens_per_s_per_user
     if is_array(at_target):
         return _batch_for_ttft_array(
-            params_b, n_gpus, room, at_target, bytes_per_param, bandwidth_tb_s, kv_bytes_per_token, context_tokens,
+            params_b,
+            n_gpus,
+            room,
+            at_target,
+            bytes_per_param,
+            bandwidth_tb_s,
+            kv_bytes_per_token,
+            context_tokens,
             efficiency,
-        )  # fmt: skip
+        )
     if at_target < 1 - 1e-9:
         return 0
     batch = min(whole_floor(at_target), _MAX_BATCH)
@@ -614,8 +621,9 @@ def batch_for_ttft(
         raise OutOfRangeError("bytes_per_param must be positive when bandwidth_tb_s is given", "bytes_per_param")
     args = (params_b, bytes_per_param, n_gpus, bandwidth_tb_s)
     weights_s = equations.decode_step_s(*args, 0, 0, 0, efficiency)  # a step's weight read
-    per_sequence_s = equations.decode_step_s(0, 0, n_gpus, bandwidth_tb_s, 1, kv_bytes_per_token, context_tokens,
-                                                  efficiency)  # fmt: skip
+    per_sequence_s = equations.decode_step_s(
+        0, 0, n_gpus, bandwidth_tb_s, 1, kv_bytes_per_token, context_tokens, efficiency
+    )
     # B / (weights_s + B per_sequence_s) <= room  <=>  B (1 - room per_sequence_s) <= room weights_s
     if room * per_sequence_s < 1:
         batch = min(batch, whole_floor(room * weights_s / (1 - room * per_sequence_s) * (1 + 1e-12)))
@@ -627,9 +635,16 @@ def batch_for_ttft(
 
 
 def _batch_for_ttft_array(
-    params_b: Any, n_gpus: Any, room: Any, at_target: Any, bytes_per_param: Any, bandwidth_tb_s: Any,
-    kv_bytes_per_token: Any, context_tokens: Any, efficiency: Any,
-) -> Any:  # fmt: skip
+    params_b: Any,
+    n_gpus: Any,
+    room: Any,
+    at_target: Any,
+    bytes_per_param: Any,
+    bandwidth_tb_s: Any,
+    kv_bytes_per_token: Any,
+    context_tokens: Any,
+    efficiency: Any,
+) -> Any:
     """:func:`batch_for_ttft` over numpy arrays, from ``at_target`` on: every element as its own call gives it (the
     elements without a bandwidth keep the compute-bound batch; stand-ins keep the memory-bound arithmetic harmless
     there)."""
@@ -641,8 +656,7 @@ def _batch_for_ttft_array(
     bandwidth = where(memory, bandwidth_tb_s, 1.0)
     args = (params_b, where(memory, bytes_per_param, 1.0), n_gpus, bandwidth)
     weights_s = equations.decode_step_s(*args, 0, 0, 0, efficiency)
-    per_sequence_s = equations.decode_step_s(0, 0, n_gpus, bandwidth, 1, kv_bytes_per_token, context_tokens,
-                                             efficiency)  # fmt: skip
+    per_sequence_s = equations.decode_step_s(0, 0, n_gpus, bandwidth, 1, kv_bytes_per_token, context_tokens, efficiency)
     tight = memory & (room * per_sequence_s < 1)
     bound = whole_floor(room * weights_s / where(tight, 1 - room * per_sequence_s, 1.0) * (1 + 1e-12))
     batch = where(tight, minimum(batch, bound), batch)

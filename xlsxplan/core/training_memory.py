@@ -58,18 +58,30 @@ __all__ = [
 _GIGA = 1e9
 
 OPTIMIZERS: dict[str, tuple[float, str]] = {
-    "adam": (12.0, "mixed precision: FP32 master weights, momentum and variance, 4 bytes each (ZeRO, arXiv:1910.02054, "
-             "section 3.1: K = 12)"),
+    "adam": (
+        12.0,
+        "mixed precision: FP32 master weights, momentum and variance, 4 bytes each (ZeRO, arXiv:1910.02054, "
+        "section 3.1: K = 12)",
+    ),
     "adamw": (12.0, "as adam: decoupled weight decay adds no state (Loshchilov & Hutter 2019, arXiv:1711.05101)"),
-    "adam_fp32": (8.0, "pure FP32 training: momentum and variance only, the weights themselves are FP32 (give "
-                  "weight_bytes 4 and grad_bytes 4)"),
-    "adam_8bit": (6.0, "FP32 master weights and 8-bit momentum and variance (Dettmers et al. 2022, '8-bit Optimizers "
-                  "via Block-wise Quantization', arXiv:2110.02861)"),
+    "adam_fp32": (
+        8.0,
+        "pure FP32 training: momentum and variance only, the weights themselves are FP32 (give "
+        "weight_bytes 4 and grad_bytes 4)",
+    ),
+    "adam_8bit": (
+        6.0,
+        "FP32 master weights and 8-bit momentum and variance (Dettmers et al. 2022, '8-bit Optimizers "
+        "via Block-wise Quantization', arXiv:2110.02861)",
+    ),
     "sgd_momentum": (8.0, "mixed precision: FP32 master weights and momentum"),
     "sgd": (4.0, "mixed precision: FP32 master weights only"),
-    "adafactor": (4.0, "FP32 master weights; factored second moments (rows + columns, negligible) and no momentum "
-                  "(Shazeer & Stern 2018, arXiv:1804.04235, section 3)"),
-}  # fmt: skip
+    "adafactor": (
+        4.0,
+        "FP32 master weights; factored second moments (rows + columns, negligible) and no momentum "
+        "(Shazeer & Stern 2018, arXiv:1804.04235, section 3)",
+    ),
+}
 """Optimizer state bytes per parameter (K in ZeRO's 2 + 2 + K), FP32 master weights included where kept."""
 
 _ALIASES = {"adam_mixed": "adam", "adamw_mixed": "adam", "adam8bit": "adam_8bit", "momentum": "sgd_momentum"}

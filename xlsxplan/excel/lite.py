@@ -89,8 +89,11 @@ def bundle_files() -> dict[str, str]:
             continue
         if path.is_file() and path.suffix in _DATA_SUFFIXES and "__pycache__" not in path.parts:
             wanted |= {path, path.parent / "__init__.py"}  # read through importlib.resources: their package too
-    return {f"xlsxplan/{p.relative_to(root).as_posix()}": p.read_text(encoding="utf-8")
-            for p in sorted(wanted) if p.is_file()}  # fmt: skip
+    return {
+        f"xlsxplan/{p.relative_to(root).as_posix()}": p.read_text(encoding="utf-8")
+        for p in sorted(wanted)
+        if p.is_file()
+    }
 
 
 def _literal(text: str) -> str:

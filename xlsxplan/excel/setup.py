@@ -181,8 +181,10 @@ def _reference_check(project: bytes | None, modules: list[str], path: Path) -> C
     the standalone module ``xlwings`` (``xlwings quickstart --standalone``)."""
     if XLWINGS_MODULE in modules:
         return Check(True, f"the workbook carries xlwings' own VBA (the standalone module {XLWINGS_MODULE})")
-    fix = ("in the VBA editor (Alt+F11), Tools > References, tick xlwings, then save; without it the imported "
-           "functions cannot call Python and show #NAME?")  # fmt: skip
+    fix = (
+        "in the VBA editor (Alt+F11), Tools > References, tick xlwings, then save; without it the imported "
+        "functions cannot call Python and show #NAME?"
+    )
     if project is None:
         return Check(False, f"no reference to the xlwings add-in (no VBA yet): after Import Functions, {fix}")
     references = references_of(project, path)

@@ -62,21 +62,45 @@ _ERROR_TEXT = re.compile("^(" + "|".join(re.escape(c) for c in ERROR_CODES) + r"
 # Classic xlwings hands over error cells it does not know by name as the COM HRESULT of Excel's CVErr number
 # (0x800A0000 + xlErrNull 2000, xlErrDiv0 2007, ...): #SPILL!, #CALC! and the other newer ones arrive that way.
 _CVERR = {
-    2000: "#NULL!", 2007: "#DIV/0!", 2015: "#VALUE!", 2023: "#REF!", 2029: "#NAME?", 2036: "#NUM!", 2042: "#N/A",
-    2043: "#GETTING_DATA", 2045: "#SPILL!", 2046: "#CONNECT!", 2047: "#BLOCKED!", 2048: "#UNKNOWN!",
-    2049: "#FIELD!", 2050: "#CALC!",
-}  # fmt: skip
+    2000: "#NULL!",
+    2007: "#DIV/0!",
+    2015: "#VALUE!",
+    2023: "#REF!",
+    2029: "#NAME?",
+    2036: "#NUM!",
+    2042: "#N/A",
+    2043: "#GETTING_DATA",
+    2045: "#SPILL!",
+    2046: "#CONNECT!",
+    2047: "#BLOCKED!",
+    2048: "#UNKNOWN!",
+    2049: "#FIELD!",
+    2050: "#CALC!",
+}
 _COM_ERRORS = {-2146828288 + number: code for number, code in _CVERR.items()}
 
 # Office.js (xlwings Lite) hands over an error cell as {"type": "Error", "basicValue": "#N/A", "errorType":
 # "NotAvailable"} (Excel JavaScript API, ErrorCellValue); xlwings' officejs engine turns it into the code with
 # err_to_str, but one that reaches a function unconverted is still an error passed in.
 _OFFICEJS_ERRORS = {
-    "Div0": "#DIV/0!", "NotAvailable": "#N/A", "Name": "#NAME?", "Null": "#NULL!", "Num": "#NUM!", "Ref": "#REF!",
-    "Value": "#VALUE!", "Busy": "#BUSY!", "Calc": "#CALC!", "Connect": "#CONNECT!", "Field": "#FIELD!",
-    "GettingData": "#GETTING_DATA", "Spill": "#SPILL!", "Blocked": "#BLOCKED!", "Unknown": "#UNKNOWN!",
-    "Python": "#PYTHON!", "External": "#EXTERNAL!",
-}  # fmt: skip
+    "Div0": "#DIV/0!",
+    "NotAvailable": "#N/A",
+    "Name": "#NAME?",
+    "Null": "#NULL!",
+    "Num": "#NUM!",
+    "Ref": "#REF!",
+    "Value": "#VALUE!",
+    "Busy": "#BUSY!",
+    "Calc": "#CALC!",
+    "Connect": "#CONNECT!",
+    "Field": "#FIELD!",
+    "GettingData": "#GETTING_DATA",
+    "Spill": "#SPILL!",
+    "Blocked": "#BLOCKED!",
+    "Unknown": "#UNKNOWN!",
+    "Python": "#PYTHON!",
+    "External": "#EXTERNAL!",
+}
 
 
 @dataclass(frozen=True)

@@ -18,8 +18,17 @@ from ..infra.zipfiles import MB, ZipLimits, check_members, check_prolog, open_zi
 MAX_VBA_MB = 64
 """The largest VBA project (``xl/vbaProject.bin``) read [MiB]; Excel's are kilobytes to a few megabytes."""
 
-__all__ = ["XLWINGS_MODULE", "MAX_VBA_MB", "checked_zip", "vba_module_names", "vba_references", "vba_project",
-           "modules_of", "references_of", "is_xlwings"]  # fmt: skip
+__all__ = [
+    "XLWINGS_MODULE",
+    "MAX_VBA_MB",
+    "checked_zip",
+    "vba_module_names",
+    "vba_references",
+    "vba_project",
+    "modules_of",
+    "references_of",
+    "is_xlwings",
+]
 
 
 def checked_zip(path: Path, limits: ZipLimits) -> tuple[bytes, zipfile.ZipFile]:

@@ -25,8 +25,13 @@ if TYPE_CHECKING:
 
 __all__ = ["FormulaResult", "Limits", "Workbook", "evaluate_formula", "recalc"]
 
-_WHERE = {"Workbook": "workbook", "recalc": "workbook", "Limits": "untrusted", "evaluate_formula": "engine",
-          "FormulaResult": "engine"}  # fmt: skip
+_WHERE = {
+    "Workbook": "workbook",
+    "recalc": "workbook",
+    "Limits": "untrusted",
+    "evaluate_formula": "engine",
+    "FormulaResult": "engine",
+}
 
 
 def __getattr__(name: str) -> Any:

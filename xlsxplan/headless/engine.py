@@ -598,8 +598,9 @@ def normalise_formula(formula: str) -> str:
     text = formula.strip()
     if not text.startswith("="):
         text = "=" + text
-    numbers = outside_quotes(text, lambda part: _NUMBER_LITERAL.sub(
-        lambda m: f"{m.group(1)}E{m.group(2) or '+'}{m.group(3)}", part))  # fmt: skip
+    numbers = outside_quotes(
+        text, lambda part: _NUMBER_LITERAL.sub(lambda m: f"{m.group(1)}E{m.group(2) or '+'}{m.group(3)}", part)
+    )
     return add_in_names(numbers)
 
 
@@ -626,8 +627,9 @@ def add_in_names(formula: str) -> str:
     unknown ``_xldudf_`` function stays ``#NAME?``)."""
     if "_xldudf_" not in formula.lower():
         return formula
-    return outside_quotes(formula, lambda part: _ADD_IN_CALL.sub(
-        lambda m: _registry_name(m.group(1)) or m.group(0), part))  # fmt: skip
+    return outside_quotes(
+        formula, lambda part: _ADD_IN_CALL.sub(lambda m: _registry_name(m.group(1)) or m.group(0), part)
+    )
 
 
 def calls_registry(formula: str) -> bool:

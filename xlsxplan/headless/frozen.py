@@ -32,8 +32,18 @@ from typing import Any
 
 from ..errors import WorkbookError
 
-__all__ = ["NAME_PREFIX", "TITLE_PREFIX", "INPUTS_HEADER", "FORMULAS_HEADER", "PLAIN", "ARRAY", "Frozen", "read_frozen",
-           "check_formula", "MAX_CELLS"]  # fmt: skip
+__all__ = [
+    "NAME_PREFIX",
+    "TITLE_PREFIX",
+    "INPUTS_HEADER",
+    "FORMULAS_HEADER",
+    "PLAIN",
+    "ARRAY",
+    "Frozen",
+    "read_frozen",
+    "check_formula",
+    "MAX_CELLS",
+]
 
 from ..sheet.portable_layout import (
     ARRAY,

@@ -60,8 +60,20 @@ BUILTIN_FORMATS = {
 }
 """The formats ECMA-376 Part 1 §18.8.30 numbers without writing them in the styles part (en-US)."""
 
-_MONTHS = ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
-           "November", "December"]  # fmt: skip
+_MONTHS = [
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+]
 _DAYS = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"]
 _WIDE = Context(prec=400)  # room for every digit of a float's integer part (1.8e308 has 309)
 _LAST_SERIAL = 2958465  # 9999-12-31, the last date Excel shows
@@ -482,8 +494,17 @@ def _date(x: float, tokens: list[tuple[str, str]], date1904: bool) -> str | None
             elif c == "m":
                 n = len(text)
                 name = _MONTHS[month - 1]
-                out.append(str(month) if n == 1 else f"{month:02d}" if n == 2 else name[:3] if n == 3 else
-                           name[0] if n == 5 else name)  # fmt: skip
+                out.append(
+                    str(month)
+                    if n == 1
+                    else f"{month:02d}"
+                    if n == 2
+                    else name[:3]
+                    if n == 3
+                    else name[0]
+                    if n == 5
+                    else name
+                )
             elif c == "d":
                 n = len(text)
                 name = _DAYS[weekday]

@@ -44,8 +44,17 @@ from .package import (
     split_ref,
 )
 
-__all__ = ["Patch", "patch_sheet", "CommentEdit", "QuotePrefixStyles", "write_package", "number_text", "escape_text",
-           "write_notes", "decode_part"]  # fmt: skip
+__all__ = [
+    "Patch",
+    "patch_sheet",
+    "CommentEdit",
+    "QuotePrefixStyles",
+    "write_package",
+    "number_text",
+    "escape_text",
+    "write_notes",
+    "decode_part",
+]
 
 
 @dataclass(frozen=True)

@@ -354,8 +354,7 @@ TEXT_RUN_COUNTED = 256
 counts with the element it sits in (each element and cell has its share of the memory estimate)."""
 _TEXT_RUN = re.compile(rb">[^<]{%d,}" % TEXT_RUN_COUNTED)
 _ENTITY = re.compile(rb"&#?\w{1,10};")
-_TEXT_LIMITS = {b"f": MAX_FORMULA_CHARS, b"definedName": MAX_FORMULA_CHARS, b"t": MAX_TEXT_CHARS,
-                b"v": MAX_TEXT_CHARS}  # fmt: skip
+_TEXT_LIMITS = {b"f": MAX_FORMULA_CHARS, b"definedName": MAX_FORMULA_CHARS, b"t": MAX_TEXT_CHARS, b"v": MAX_TEXT_CHARS}
 
 
 def _chars(raw: bytes) -> int:

@@ -34,8 +34,21 @@ import sys
 from collections.abc import Callable, Iterator
 from typing import Any
 
-__all__ = ["is_array", "where", "pick", "minimum", "maximum", "negated", "sqrt", "ceil", "power", "apply",
-           "count_above", "refused", "deferring"]  # fmt: skip
+__all__ = [
+    "is_array",
+    "where",
+    "pick",
+    "minimum",
+    "maximum",
+    "negated",
+    "sqrt",
+    "ceil",
+    "power",
+    "apply",
+    "count_above",
+    "refused",
+    "deferring",
+]
 
 # The masks of elements that `refused` leaves to the one-call path, one list per array call in progress.
 _deferred: list[list[Any]] = []

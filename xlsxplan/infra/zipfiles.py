@@ -24,8 +24,18 @@ from typing import Any
 
 from ..errors import WorkbookError
 
-__all__ = ["MB", "BLANK_MAX", "DTD", "ZipLimits", "open_zip", "check_members", "check_prolog", "reading", "markup",
-           "require_defusedxml"]  # fmt: skip
+__all__ = [
+    "MB",
+    "BLANK_MAX",
+    "DTD",
+    "ZipLimits",
+    "open_zip",
+    "check_members",
+    "check_prolog",
+    "reading",
+    "markup",
+    "require_defusedxml",
+]
 
 MB = 1024 * 1024
 
@@ -116,9 +126,19 @@ _FIRST_ELEMENT = re.compile(rb"<[A-Za-z_]")
 DTD = re.compile(rb"<!(DOCTYPE|ENTITY)", re.I)
 _DECLARED_ENCODING = re.compile(rb"""^<\?xml[^>]*?\bencoding\s*=\s*["']([^"']*)["']""")
 _ENCODINGS = {  # UTF-8 and UTF-16 (what Excel writes), and single-byte supersets of ASCII, in which only "<" is "<"
-    "utf-8", "utf8", "utf-16", "utf16", "us-ascii", "ascii", "iso-8859-1", "latin-1", "latin1", "iso-8859-15",
-    "windows-1252", "cp1252",
-}  # fmt: skip
+    "utf-8",
+    "utf8",
+    "utf-16",
+    "utf16",
+    "us-ascii",
+    "ascii",
+    "iso-8859-1",
+    "latin-1",
+    "latin1",
+    "iso-8859-15",
+    "windows-1252",
+    "cp1252",
+}
 _PROLOG_MAX = 64 * 1024
 _BLANK = b" \t\r\n"
 BLANK_MAX = 64 * 1024

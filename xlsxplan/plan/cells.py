@@ -65,11 +65,13 @@ def _table(args: tuple[Any, ...], state: tuple[Any, ...]) -> list[list[Any]]:
 def _cell(rows: list[list[Any]], row: int, column: int) -> float | str:
     """The table's value at a row and column (the header row 1), "-" for its empty text."""
     if row > len(rows):
-        raise OutOfRangeError(f"row must be at most {format_number(len(rows))}, the table's rows, got "
-                              f"{format_number(row)}", "row")  # fmt: skip
+        raise OutOfRangeError(
+            f"row must be at most {format_number(len(rows))}, the table's rows, got {format_number(row)}", "row"
+        )
     if column > len(rows[0]):
-        raise OutOfRangeError(f"column must be at most {len(rows[0])}, the table's columns, got "
-                              f"{format_number(column)}", "column")  # fmt: skip
+        raise OutOfRangeError(
+            f"column must be at most {len(rows[0])}, the table's columns, got {format_number(column)}", "column"
+        )
     value: float | str = rows[row - 1][column - 1]
     return NONE_SHOWN if value == "" else value
 
@@ -165,9 +167,29 @@ def _plan_options_at(
     Systems"'s plan over accelerators, precisions, GPUs per replica and serving modes), planned once and remembered.
     The support assistant on an H100 at $2.50: row 2, column 2 is H100-SXM, column 13 its $14,600 a month.
     """
-    args = (model, requests_per_day, prompt_tokens, output_tokens, peak_factor, tokens_per_s_target, ttft_target_s,
-            spare, gpus, prompt_p95, max_prompt_tokens, reasoning_tokens, min_replicas, ttft_percentile,
-            gpu_memory_utilization, reserve_gb, block_size, spec_draft, spec_acceptance, spec_tokens, own)  # fmt: skip
+    args = (
+        model,
+        requests_per_day,
+        prompt_tokens,
+        output_tokens,
+        peak_factor,
+        tokens_per_s_target,
+        ttft_target_s,
+        spare,
+        gpus,
+        prompt_p95,
+        max_prompt_tokens,
+        reasoning_tokens,
+        min_replicas,
+        ttft_percentile,
+        gpu_memory_utilization,
+        reserve_gb,
+        block_size,
+        spec_draft,
+        spec_acceptance,
+        spec_tokens,
+        own,
+    )
     return _cell(_table(args, _state()), row, column)
 
 

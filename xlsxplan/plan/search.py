@@ -103,10 +103,27 @@ from ..domains import (
 from ..errors import ArgumentError, NotAvailableError, OutOfRangeError, XlsxplanError
 
 __all__ = [
-    "HOURS_PER_MONTH", "GPUS_PER_REPLICA", "SERVINGS", "Traffic", "Targets", "Assumptions", "View", "Figures",
-    "Option", "Plan", "plan", "views", "parse_gpus", "plan_options", "figure_text", "TABLE_HEADER", "Owned",
-    "OWNED_FIELDS", "Engine", "Speculative",
-]  # fmt: skip
+    "HOURS_PER_MONTH",
+    "GPUS_PER_REPLICA",
+    "SERVINGS",
+    "Traffic",
+    "Targets",
+    "Assumptions",
+    "View",
+    "Figures",
+    "Option",
+    "Plan",
+    "plan",
+    "views",
+    "parse_gpus",
+    "plan_options",
+    "figure_text",
+    "TABLE_HEADER",
+    "Owned",
+    "OWNED_FIELDS",
+    "Engine",
+    "Speculative",
+]
 
 HOURS_PER_MONTH = 730
 """Hours a month that GPUs are billed around the clock: a 365-day year's 8,760 hours over 12 months, the serving
@@ -260,11 +277,27 @@ class Speculative:
         return speculative.spec_tokens_per_step(self.acceptance or 0.0, self.draft_tokens)
 
 
-OWNED_FIELDS = ("capex_usd", "years", "residual_fraction", "annual_rate", "kw", "pue", "usd_per_kwh",
-                "usd_per_kw_month")  # fmt: skip
+OWNED_FIELDS = (
+    "capex_usd",
+    "years",
+    "residual_fraction",
+    "annual_rate",
+    "kw",
+    "pue",
+    "usd_per_kwh",
+    "usd_per_kw_month",
+)
 """The assumptions of an owned GPU-hour, in GPU_HOUR_OWNED's order (:class:`xlsxplan.core.cost.OwnedCase`)."""
-_OWNED_UNITS = {"capex_usd": "USD", "years": "years", "residual_fraction": "fraction", "annual_rate": "fraction/year",
-                "kw": "kW", "pue": "ratio", "usd_per_kwh": "USD/kWh", "usd_per_kw_month": "USD/kW-month"}  # fmt: skip
+_OWNED_UNITS = {
+    "capex_usd": "USD",
+    "years": "years",
+    "residual_fraction": "fraction",
+    "annual_rate": "fraction/year",
+    "kw": "kW",
+    "pue": "ratio",
+    "usd_per_kwh": "USD/kWh",
+    "usd_per_kw_month": "USD/kW-month",
+}
 _COSTS_KEY = {"kw": "server_kw_per_gpu"}
 """The costs.toml figure an owned-case field defaults to, where its name differs."""
 
@@ -345,8 +378,19 @@ class Figures:
 
     def summary(self) -> dict[str, Any]:
         """The figures the JSON carries, in its order."""
-        keys = ("batch", "binding", "tokens_per_s_per_user", "ttft_s", "replicas", "gpus", "usd_per_month",
-                "usd_per_m_input", "usd_per_m_output", "feasible", "reason")  # fmt: skip
+        keys = (
+            "batch",
+            "binding",
+            "tokens_per_s_per_user",
+            "ttft_s",
+            "replicas",
+            "gpus",
+            "usd_per_month",
+            "usd_per_m_input",
+            "usd_per_m_output",
+            "feasible",
+            "reason",
+        )
         return {k: getattr(self, k) for k in keys}
 
 
@@ -383,9 +427,12 @@ class Option:
         """The option as ``--json`` prints it: the assumed view's figures, then the calibrated view's under
         ``calibrated`` with its efficiencies. ``frontier`` is that of the view the plan is ranked by."""
         out: dict[str, Any] = {
-            "gpu": self.gpu, "gpus_per_replica": self.gpus_per_replica, "weights": self.weights, "kv": self.kv,
+            "gpu": self.gpu,
+            "gpus_per_replica": self.gpus_per_replica,
+            "weights": self.weights,
+            "kv": self.kv,
             "serving": self.serving,
-        }  # fmt: skip
+        }
         out.update(self.assumed.summary())
         out["frontier"] = self.frontier
         calibrated = self.calibrated.summary()
@@ -539,21 +586,58 @@ class Plan:
         for i, o in enumerate(self.options):
             f = o.view(self.rank_by)
             c = o.calibrated if self.rank_by == "assumed" else o.assumed
-            out.append([
-                i + 1 if i < len(feasible) else "", o.gpu, o.gpus_per_replica, o.weights, o.kv, o.serving,
-                f.batch, f.binding, f.tokens_per_s_per_user, f.ttft_s, f.replicas, f.gpus, f.usd_per_month,
-                f.usd_per_m_input, f.usd_per_m_output, "yes" if f.feasible else "no", "yes" if o.frontier else "",
-                f.reason or "", c.gpus if c.feasible else "", c.usd_per_month if c.feasible else "",
-                c.reason or "", *self._extra_cells(o, f),
-            ])  # fmt: skip
+            out.append(
+                [
+                    i + 1 if i < len(feasible) else "",
+                    o.gpu,
+                    o.gpus_per_replica,
+                    o.weights,
+                    o.kv,
+                    o.serving,
+                    f.batch,
+                    f.binding,
+                    f.tokens_per_s_per_user,
+                    f.ttft_s,
+                    f.replicas,
+                    f.gpus,
+                    f.usd_per_month,
+                    f.usd_per_m_input,
+                    f.usd_per_m_output,
+                    "yes" if f.feasible else "no",
+                    "yes" if o.frontier else "",
+                    f.reason or "",
+                    c.gpus if c.feasible else "",
+                    c.usd_per_month if c.feasible else "",
+                    c.reason or "",
+                    *self._extra_cells(o, f),
+                ]
+            )
         return [["" if v is None else v for v in row] for row in out]
 
 
 TABLE_HEADER = (
-    "rank", "gpu", "gpus_per_replica", "weights", "kv", "serving", "batch", "binding", "tokens_per_s_per_user",
-    "ttft_s", "replicas", "gpus", "usd_per_month", "usd_per_m_input", "usd_per_m_output", "feasible", "frontier",
-    "reason", "other_view_gpus", "other_view_usd_per_month", "other_view_reason",
-)  # fmt: skip
+    "rank",
+    "gpu",
+    "gpus_per_replica",
+    "weights",
+    "kv",
+    "serving",
+    "batch",
+    "binding",
+    "tokens_per_s_per_user",
+    "ttft_s",
+    "replicas",
+    "gpus",
+    "usd_per_month",
+    "usd_per_m_input",
+    "usd_per_m_output",
+    "feasible",
+    "frontier",
+    "reason",
+    "other_view_gpus",
+    "other_view_usd_per_month",
+    "other_view_reason",
+)
 """The columns of :meth:`Plan.rows`: the ranked view's figures, then the other view's GPUs, cost and reason (the
 calibrated view when ranked by the assumed one)."""
 
@@ -598,8 +682,9 @@ def _checked_inputs(traffic: Traffic, targets: Targets, assumptions: Assumptions
     _check("spare", Spare, assumptions.spare)
     _check("min_replicas", Count, assumptions.min_replicas)
     if assumptions.weights not in (PUBLISHED, PARAMS_X_BYTES):
-        raise ArgumentError(f"weights must be {PUBLISHED!r} or {PARAMS_X_BYTES!r}, got {assumptions.weights!r}",
-                            "weights")  # fmt: skip
+        raise ArgumentError(
+            f"weights must be {PUBLISHED!r} or {PARAMS_X_BYTES!r}, got {assumptions.weights!r}", "weights"
+        )
     for name, allowed in (("gpus_per_replica", assumptions.gpus_per_replica), ("servings", assumptions.servings)):
         if not allowed:
             raise ArgumentError(f"{name} must list at least one choice", name)
@@ -607,8 +692,9 @@ def _checked_inputs(traffic: Traffic, targets: Targets, assumptions: Assumptions
     if owned is not None:
         for name in [*owned.given, *(k for v in owned.per_gpu.values() for k in v)]:
             if name not in OWNED_FIELDS:
-                raise ArgumentError(f"owned: {name!r} is not an owned-case assumption ({', '.join(OWNED_FIELDS)})",
-                                    "owned")  # fmt: skip
+                raise ArgumentError(
+                    f"owned: {name!r} is not an owned-case assumption ({', '.join(OWNED_FIELDS)})", "owned"
+                )
         if owned.utilisation is not None:
             _check("utilisation", Fraction, owned.utilisation)
     if assumptions.engine is not None:
@@ -625,8 +711,11 @@ def _checked_inputs(traffic: Traffic, targets: Targets, assumptions: Assumptions
 
 def _checked_speculative(sp: Speculative) -> None:
     if (sp.draft is None) == (sp.draft_params_b is None):
-        raise ArgumentError("speculative decoding needs one draft: a preset model (draft) or a head's parameters in "
-                            "billions (draft_params_b)", "draft")  # fmt: skip
+        raise ArgumentError(
+            "speculative decoding needs one draft: a preset model (draft) or a head's parameters in "
+            "billions (draft_params_b)",
+            "draft",
+        )
     if sp.draft is not None:
         try:
             _model(sp.draft)
@@ -635,8 +724,11 @@ def _checked_speculative(sp: Speculative) -> None:
     else:
         _check("draft_params_b", ParamsB, sp.draft_params_b)
     if (sp.acceptance is None) == (not sp.acceptance_rates):
-        raise ArgumentError("speculative decoding needs one acceptance: a rate for every drafted token (acceptance) "
-                            "or measured rates per position (acceptance_rates)", "acceptance")  # fmt: skip
+        raise ArgumentError(
+            "speculative decoding needs one acceptance: a rate for every drafted token (acceptance) "
+            "or measured rates per position (acceptance_rates)",
+            "acceptance",
+        )
     if sp.acceptance is not None:
         _check("acceptance", FractionOrZero, sp.acceptance)
         _check("draft_tokens", Count, sp.draft_tokens)
@@ -669,11 +761,13 @@ def parse_gpus(text: str | Iterable[str], argument: str = "gpus") -> dict[str, f
             try:
                 price = float(price_text.strip())
             except ValueError:
-                raise ArgumentError(f"{argument} {item!r}: the price after '=' must be a number of USD per GPU-hour",
-                                    argument) from None  # fmt: skip
+                raise ArgumentError(
+                    f"{argument} {item!r}: the price after '=' must be a number of USD per GPU-hour", argument
+                ) from None
             if not (math.isfinite(price) and price > 0):
-                raise OutOfRangeError(f"{argument} {item!r}: the price must be a positive number of USD per GPU-hour",
-                                      argument)  # fmt: skip
+                raise OutOfRangeError(
+                    f"{argument} {item!r}: the price must be a positive number of USD per GPU-hour", argument
+                )
         out[gpu] = price
     return out
 
@@ -740,8 +834,14 @@ def _model(name: str) -> _Model:
     experts = int(preset.figure("experts") or 0)
     per_token = int(preset.figure("experts_per_token") or 0)
     moe = active < params and experts > 0
-    return _Model(preset.id, params, active, experts if moe else 1, per_token if moe else 1,
-                  models.model_expert_params_b(preset.id) if moe else 0.0)  # fmt: skip
+    return _Model(
+        preset.id,
+        params,
+        active,
+        experts if moe else 1,
+        per_token if moe else 1,
+        models.model_expert_params_b(preset.id) if moe else 0.0,
+    )
 
 
 @dataclass(frozen=True)
@@ -798,13 +898,19 @@ def _unsupported(setup: _Setup, view: View) -> str | None:
     for f in dict.fromkeys((needed, peak)):
         if setup.peaks.get(f) is None:
             if f == "fp8_tflops":
-                return (f"{gpu} has no FP8 tensor cores, which {w} weights compute on "
-                        "(w8a16 plans 8-bit weights widened to 16 bits before the multiply)")  # fmt: skip
+                return (
+                    f"{gpu} has no FP8 tensor cores, which {w} weights compute on "
+                    "(w8a16 plans 8-bit weights widened to 16 bits before the multiply)"
+                )
             if f == "fp4_tflops":
-                return (f"{gpu} has no published FP4 peak, which {w} weights compute on (FP4 tensor cores: "
-                        "Blackwell and MI355X; awq or int4_g128 plan 4-bit weights widened to 16 bits)")  # fmt: skip
-            return (f"{gpu} has no published 16-bit peak, so its prefill time is unknown (measure one with "
-                    "`xlsxplan calibrate --save`)")  # fmt: skip
+                return (
+                    f"{gpu} has no published FP4 peak, which {w} weights compute on (FP4 tensor cores: "
+                    "Blackwell and MI355X; awq or int4_g128 plan 4-bit weights widened to 16 bits)"
+                )
+            return (
+                f"{gpu} has no published 16-bit peak, so its prefill time is unknown (measure one with "
+                "`xlsxplan calibrate --save`)"
+            )
     return None
 
 
@@ -861,31 +967,61 @@ def _step_s(s: _Setup, batch: int, context: float, eff_bw: float) -> float:
     if s.spec is not None:
         sp, (peak, eff) = s.spec, s.compute
         step = speculative.spec_step_seconds(
-            s.model.read(batch * (sp.draft_tokens + 1)), s.bytes_per_param, batch, s.kv_bytes, context, s.n,
-            s.bandwidth, peak, sp.draft_tokens, sp.draft_params_b, sp.draft_bytes_per_param, eff_bw, eff,
-            s.model.active if s.model.moe else 0.0)  # fmt: skip
+            s.model.read(batch * (sp.draft_tokens + 1)),
+            s.bytes_per_param,
+            batch,
+            s.kv_bytes,
+            context,
+            s.n,
+            s.bandwidth,
+            peak,
+            sp.draft_tokens,
+            sp.draft_params_b,
+            sp.draft_bytes_per_param,
+            eff_bw,
+            eff,
+            s.model.active if s.model.moe else 0.0,
+        )
         return step / sp.tokens_per_step
-    return equations.decode_step_s(s.model.read(batch), s.bytes_per_param, s.n, s.bandwidth, batch, s.kv_bytes,
-                                   context, eff_bw)  # fmt: skip
+    return equations.decode_step_s(
+        s.model.read(batch), s.bytes_per_param, s.n, s.bandwidth, batch, s.kv_bytes, context, eff_bw
+    )
 
 
 def _batch_for_speed(s: _Setup, target: float, context: float, eff_bw: float, cap: int) -> int:
     """Largest batch (at most ``cap``) whose decode reaches ``target`` per user; 0 if none."""
     if not s.model.moe and s.spec is None:
-        return min(cap, traffic.batch_for_latency(s.model.params, s.bytes_per_param, s.n, s.bandwidth, target,
-                                                  s.kv_bytes, context, eff_bw))  # fmt: skip
+        return min(
+            cap,
+            traffic.batch_for_latency(
+                s.model.params, s.bytes_per_param, s.n, s.bandwidth, target, s.kv_bytes, context, eff_bw
+            ),
+        )
     ok = lambda b: 1.0 / _step_s(s, b, context, eff_bw) >= target * (1 - 1e-12)  # noqa: E731
     return _largest(ok(1), cap, ok)
 
 
-def _batch_for_ttft(s: _Setup, target: Targets, tail_tokens: float, context: float, eff_bw: float, eff_pf: float,
-                    peak: float, cap: int) -> int:  # fmt: skip
+def _batch_for_ttft(
+    s: _Setup, target: Targets, tail_tokens: float, context: float, eff_bw: float, eff_pf: float, peak: float, cap: int
+) -> int:
     """Largest batch (at most ``cap``) whose chunked decode leaves compute to read the tail prompt in time."""
     speed = target.tokens_per_s or _NO_SPEED
     ttft = float(target.ttft_s)  # type: ignore[arg-type]
     if not s.model.moe and s.spec is None:
-        batch = traffic.batch_for_ttft(s.model.active, s.n, peak, speed, tail_tokens, ttft, eff_pf, s.bytes_per_param,
-                                       s.bandwidth, s.kv_bytes, context, eff_bw)  # fmt: skip
+        batch = traffic.batch_for_ttft(
+            s.model.active,
+            s.n,
+            peak,
+            speed,
+            tail_tokens,
+            ttft,
+            eff_pf,
+            s.bytes_per_param,
+            s.bandwidth,
+            s.kv_bytes,
+            context,
+            eff_bw,
+        )
         return min(cap, batch)
     room = equations.compute_tokens_per_s(s.model.active, peak) * s.n * eff_pf - tail_tokens / ttft
     k = s.decode_compute
@@ -893,16 +1029,22 @@ def _batch_for_ttft(s: _Setup, target: Targets, tail_tokens: float, context: flo
     return _largest(room > 0 and ok(1), cap, ok)
 
 
-def _plan_view(s: _Setup, rates: _Rates, t: Traffic, g: Targets, a: Assumptions, serving_mode: str, price: float,
-               sd: float | None) -> Figures:  # fmt: skip
+def _plan_view(
+    s: _Setup, rates: _Rates, t: Traffic, g: Targets, a: Assumptions, serving_mode: str, price: float, sd: float | None
+) -> Figures:
     f = Figures()
     ex = f.extra
     if rates.reason:
         return f.reject(rates.reason, rates.limit)
     eff_bw, eff_pf, peak, peak_field = rates.decode_bandwidth, rates.prefill, rates.peak_tflops, rates.peak_field
     f.decode_bandwidth_efficiency, f.prefill_efficiency = eff_bw, eff_pf
-    ex.update(prefill_peak=peak_field, prefill_peak_tflops=peak, weights_gb=s.weights_gb,
-              weights_gb_per_gpu=s.weights_gb / s.n, kv_bytes_per_token=s.kv_bytes)  # fmt: skip
+    ex.update(
+        prefill_peak=peak_field,
+        prefill_peak_tflops=peak,
+        weights_gb=s.weights_gb,
+        weights_gb_per_gpu=s.weights_gb / s.n,
+        kv_bytes_per_token=s.kv_bytes,
+    )
     sp, e = s.spec, a.engine
     if sp is not None:
         s = replace(s, compute=(peak, eff_pf))
@@ -926,14 +1068,24 @@ def _plan_view(s: _Setup, rates: _Rates, t: Traffic, g: Targets, a: Assumptions,
         what = "weights" if sp is None else "weights and the draft"
         if e is None:
             return f.reject(f"{what} need {figure_text(held)} GB, {figure_text(usable)} GB usable", "weights")
-        return f.reject(f"{what} need {figure_text(held / s.n)} GB a GPU, the engine's {e.memory_fraction:g} of "
-                        f"{figure_text(s.memory)} GB less {figure_text(e.reserve_gb)} GB reserved leaves "
-                        f"{figure_text(s.memory * e.memory_fraction - e.reserve_gb)}", "weights")  # fmt: skip
+        return f.reject(
+            f"{what} need {figure_text(held / s.n)} GB a GPU, the engine's {e.memory_fraction:g} of "
+            f"{figure_text(s.memory)} GB less {figure_text(e.reserve_gb)} GB reserved leaves "
+            f"{figure_text(s.memory * e.memory_fraction - e.reserve_gb)}",
+            "weights",
+        )
     context = traffic.context_tokens(t.prompt_tokens, t.output_tokens, t.reasoning_tokens)
     tail_context = traffic.context_tokens(t.tail_prompt, t.output_tokens, t.reasoning_tokens)
     if e is None and sp is None:
-        per_slot = equations.batch_that_fits(s.weights_gb / s.bytes_per_param, s.bytes_per_param, s.kv_bytes,
-                                             tail_context, s.n, s.memory, a.usable_fraction)  # fmt: skip
+        per_slot = equations.batch_that_fits(
+            s.weights_gb / s.bytes_per_param,
+            s.bytes_per_param,
+            s.kv_bytes,
+            tail_context,
+            s.n,
+            s.memory,
+            a.usable_fraction,
+        )
     else:
         block = e.block_size if e else 1
         per_sequence = seq_kv * equations.whole_ceil((tail_context + more) / block) * block
@@ -941,23 +1093,29 @@ def _plan_view(s: _Setup, rates: _Rates, t: Traffic, g: Targets, a: Assumptions,
     if per_slot < 1:
         need = seq_kv * tail_context / 1e9
         tokens_text = format_number(round(tail_context))
-        return f.reject(f"the weights leave {figure_text(free)} GB, less than one {tokens_text}-token sequence's KV "
-                        f"cache ({figure_text(need)} GB)", "sequence")  # fmt: skip
+        return f.reject(
+            f"the weights leave {figure_text(free)} GB, less than one {tokens_text}-token sequence's KV "
+            f"cache ({figure_text(need)} GB)",
+            "sequence",
+        )
     if t.max_prompt_tokens is not None:
         longest = traffic.context_tokens(t.max_prompt_tokens, t.output_tokens, t.reasoning_tokens)
         alone = traffic.max_context_tokens(free, seq_kv)
         ex["max_context_tokens"] = alone
         if longest > alone:
             alone_gb = figure_text(seq_kv * longest / 1e9)
-            return f.reject(f"the longest prompt accepted ({format_number(round(longest))} tokens with its answer) "
-                            f"needs {alone_gb} GB of KV cache alone, {figure_text(free)} GB is free",
-                            "longest prompt")  # fmt: skip
+            return f.reject(
+                f"the longest prompt accepted ({format_number(round(longest))} tokens with its answer) "
+                f"needs {alone_gb} GB of KV cache alone, {figure_text(free)} GB is free",
+                "longest prompt",
+            )
     if e is not None:
         length = tail_context if t.max_prompt_tokens is None else longest
-        ex["engine"].update(max_model_len=length, max_concurrency=engine.concurrency(
-            tokens * seq_kv / s.n, seq_kv / s.n, length, e.block_size, 0.0))  # fmt: skip
-    memory_batch = (per_slot if sd is None else
-                    traffic.paged_batch(free, seq_kv, context + more, sd, a.kv_overflow))  # fmt: skip
+        ex["engine"].update(
+            max_model_len=length,
+            max_concurrency=engine.concurrency(tokens * seq_kv / s.n, seq_kv / s.n, length, e.block_size, 0.0),
+        )
+    memory_batch = per_slot if sd is None else traffic.paged_batch(free, seq_kv, context + more, sd, a.kv_overflow)
     ex.update(batch_per_slot=per_slot, batch_memory=memory_batch)
     speed_batch = first_batch = None
     if g.tokens_per_s is not None:
@@ -965,8 +1123,10 @@ def _plan_view(s: _Setup, rates: _Rates, t: Traffic, g: Targets, a: Assumptions,
         ex["batch_speed"] = speed_batch
         if speed_batch < 1:
             fastest = 1.0 / _step_s(s, 1, context, eff_bw)
-            return f.reject(f"no batch reaches {format_number(g.tokens_per_s)} tokens/s per user: the fastest is "
-                            f"{_sig(fastest)}", "speed")  # fmt: skip
+            return f.reject(
+                f"no batch reaches {format_number(g.tokens_per_s)} tokens/s per user: the fastest is {_sig(fastest)}",
+                "speed",
+            )
     tail_tokens = traffic.prefill_tokens(t.tail_prompt)
     compute_tokens_per_s = equations.compute_tokens_per_s(s.model.active, peak) * s.n * eff_pf
     if g.ttft_s is not None and serving_mode == AGGREGATED:
@@ -975,13 +1135,17 @@ def _plan_view(s: _Setup, rates: _Rates, t: Traffic, g: Targets, a: Assumptions,
         if first_batch < 1:
             left = compute_tokens_per_s - s.decode_compute / _step_s(s, 1, context, eff_bw)
             took = f"at batch 1 it takes {_sig(tail_tokens / left)} s" if left > 0 else "decode takes all the compute"
-            return f.reject(f"no batch reads the {format_number(round(tail_tokens))}-token tail prompt within "
-                            f"{format_number(g.ttft_s)} s: {took}", "first token")  # fmt: skip
+            return f.reject(
+                f"no batch reads the {format_number(round(tail_tokens))}-token tail prompt within "
+                f"{format_number(g.ttft_s)} s: {took}",
+                "first token",
+            )
     batch = min(b for b in (memory_batch, speed_batch, first_batch) if b is not None)
     f.binding = MEMORY if batch == memory_batch else SPEED if batch == speed_batch else FIRST_TOKEN
     if g.ttft_percentile is not None and g.ttft_s is not None and serving_mode == AGGREGATED:
-        mean_prefill = serving.prefill_seconds(s.model.active, traffic.prefill_tokens(t.prompt_tokens), s.n, peak,
-                                               eff_pf)  # fmt: skip
+        mean_prefill = serving.prefill_seconds(
+            s.model.active, traffic.prefill_tokens(t.prompt_tokens), s.n, peak, eff_pf
+        )
         queued = _batch_for_percentile(s, t, g, a, batch, context, eff_bw, compute_tokens_per_s, mean_prefill)
         if queued < batch:
             batch, f.binding = queued, FIRST_TOKEN
@@ -993,26 +1157,46 @@ def _plan_view(s: _Setup, rates: _Rates, t: Traffic, g: Targets, a: Assumptions,
     prefill = serving.prefill_seconds(s.model.active, traffic.prefill_tokens(t.prompt_tokens), s.n, peak, eff_pf)
     if sp is not None:
         plain = 1.0 / _step_s(replace(s, spec=None), batch, context, eff_bw)
-        ex["speculative"] = {"tokens_per_step": sp.tokens_per_step, "draft_tokens": sp.draft_tokens,
-                             "draft_gb": sp.weights_gb, "draft_kv_bytes_per_token": sp.kv_bytes,
-                             "tokens_per_s_per_user_without": plain, "speedup": f.tokens_per_s_per_user / plain,
-                             "compute_per_token": sp.compute_per_token}  # fmt: skip
-    ex.update(params_read_b=s.model.read(batch), tokens_per_s_total=total, prefill_s=prefill,
-              usd_per_m_output_full_load=serving.cost_per_m_tokens(s.n, price, total))  # fmt: skip
+        ex["speculative"] = {
+            "tokens_per_step": sp.tokens_per_step,
+            "draft_tokens": sp.draft_tokens,
+            "draft_gb": sp.weights_gb,
+            "draft_kv_bytes_per_token": sp.kv_bytes,
+            "tokens_per_s_per_user_without": plain,
+            "speedup": f.tokens_per_s_per_user / plain,
+            "compute_per_token": sp.compute_per_token,
+        }
+    ex.update(
+        params_read_b=s.model.read(batch),
+        tokens_per_s_total=total,
+        prefill_s=prefill,
+        usd_per_m_output_full_load=serving.cost_per_m_tokens(s.n, price, total),
+    )
     peak_rps = t.peak_requests_per_s
     if serving_mode == AGGREGATED:
         k = s.decode_compute  # a draft's verify pass computes more tokens than it keeps
         left = compute_tokens_per_s - total * k
         f.ttft_s = tail_tokens / left if left > 0 else None
-        rps = traffic.replica_rps_chunked(prefill, traffic.prefill_tokens(t.prompt_tokens), t.decode_tokens * k,
-                                          total * k)  # fmt: skip
+        rps = traffic.replica_rps_chunked(
+            prefill, traffic.prefill_tokens(t.prompt_tokens), t.decode_tokens * k, total * k
+        )
         f.replicas = traffic.fleet_replicas(peak_rps, rps, a.spare, a.min_replicas)
         share = prefill * rps
         ex.update(requests_per_s_per_replica=rps)
         if g.ttft_percentile is not None:
             mean_tokens = traffic.prefill_tokens(t.prompt_tokens)
-            why = _queue(f, g, a, peak_rps, batch, mean_tokens / left if left > 0 else None,
-                         t.decode_tokens * step, rps, f.ttft_s, "replicas")  # fmt: skip
+            why = _queue(
+                f,
+                g,
+                a,
+                peak_rps,
+                batch,
+                mean_tokens / left if left > 0 else None,
+                t.decode_tokens * step,
+                rps,
+                f.ttft_s,
+                "replicas",
+            )
             if why:
                 return f.reject(why, "first token")
     else:
@@ -1021,9 +1205,12 @@ def _plan_view(s: _Setup, rates: _Rates, t: Traffic, g: Targets, a: Assumptions,
         f.ttft_s = tail_prefill + transfer
         ex.update(tail_prefill_s=tail_prefill, kv_transfer_s=transfer)
         if g.ttft_s is not None and f.ttft_s > g.ttft_s * (1 + 1e-12):
-            return f.reject(f"a prefill replica reads the {format_number(round(tail_tokens))}-token tail prompt in "
-                            f"{_sig(tail_prefill)} s and moves its KV cache in {_sig(transfer)} s: over the "
-                            f"{format_number(g.ttft_s)} s target", "first token")  # fmt: skip
+            return f.reject(
+                f"a prefill replica reads the {format_number(round(tail_tokens))}-token tail prompt in "
+                f"{_sig(tail_prefill)} s and moves its KV cache in {_sig(transfer)} s: over the "
+                f"{format_number(g.ttft_s)} s target",
+                "first token",
+            )
         p = traffic.prefill_replicas(peak_rps, prefill, a.spare)
         d = traffic.decode_replicas(peak_rps, t.decode_tokens, total, a.spare)
         if g.ttft_percentile is not None:
@@ -1033,8 +1220,9 @@ def _plan_view(s: _Setup, rates: _Rates, t: Traffic, g: Targets, a: Assumptions,
         ex.update(prefill_replicas=p, decode_replicas=d)
     f.gpus = f.replicas * s.n
     if f.gpus > MOST_GPUS:
-        return f.reject(f"the peak needs {format_number(f.gpus)} GPUs, more than any fleet "
-                        f"({format_number(MOST_GPUS)})", "fleet")  # fmt: skip
+        return f.reject(
+            f"the peak needs {format_number(f.gpus)} GPUs, more than any fleet ({format_number(MOST_GPUS)})", "fleet"
+        )
     f.usd_per_month = f.gpus * price * a.hours_per_month
     f.usd_per_m_input = traffic.cost_per_m_input(f.gpus, price, t.requests_per_day, t.prompt_tokens, share)
     f.usd_per_m_output = traffic.cost_per_m_output(f.gpus, price, t.requests_per_day, t.decode_tokens, share)
@@ -1043,8 +1231,12 @@ def _plan_view(s: _Setup, rates: _Rates, t: Traffic, g: Targets, a: Assumptions,
     return f
 
 
-RANGE_KINDS = {"gpus": "throughput", "usd_per_month": "throughput", "tokens_per_s_per_user": "decode",
-               "ttft_s": "prefill"}  # fmt: skip
+RANGE_KINDS = {
+    "gpus": "throughput",
+    "usd_per_month": "throughput",
+    "tokens_per_s_per_user": "decode",
+    "ttft_s": "prefill",
+}
 """The band kind (:mod:`xlsxplan.calibration.bands`) each calibrated plan figure's P10-P90 range comes from."""
 
 
@@ -1078,8 +1270,11 @@ def _add_range(f: Figures, t: Traffic, a: Assumptions, serving_mode: str, price:
     n = planned // f.replicas
     low, high = mult["throughput"]
     gpus = (min(planned, replicas(high) * n), max(planned, replicas(low) * n))
-    out: dict[str, Any] = {"quantiles": [0.1, 0.9], "gpus": list(gpus),
-                           "usd_per_month": [g * price * a.hours_per_month for g in gpus]}  # fmt: skip
+    out: dict[str, Any] = {
+        "quantiles": [0.1, 0.9],
+        "gpus": list(gpus),
+        "usd_per_month": [g * price * a.hours_per_month for g in gpus],
+    }
     if f.tokens_per_s_per_user is not None:
         lo, hi = mult["decode"]
         out["tokens_per_s_per_user"] = [f.tokens_per_s_per_user * lo, f.tokens_per_s_per_user * hi]
@@ -1094,8 +1289,17 @@ _BATCH_SHARES = (1, 0.95, 0.9, 0.85, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2, 0.1)
 prompt sooner and leaves time to wait for a slot, at the cost of fewer slots and less throughput a replica."""
 
 
-def _batch_for_percentile(s: _Setup, t: Traffic, g: Targets, a: Assumptions, cap: int, context: float,
-                          eff_bw: float, compute_tokens_per_s: float, prefill: float) -> int:  # fmt: skip
+def _batch_for_percentile(
+    s: _Setup,
+    t: Traffic,
+    g: Targets,
+    a: Assumptions,
+    cap: int,
+    context: float,
+    eff_bw: float,
+    compute_tokens_per_s: float,
+    prefill: float,
+) -> int:
     """The batch (at most ``cap``, among :data:`_BATCH_SHARES` of it) that needs the fewest replicas for the
     percentile target at the peak; of batches needing as many, the largest. A replica's capacity falls with its
     batch, so once the replicas the load alone needs reach the best found, no smaller batch is tried."""
@@ -1112,13 +1316,19 @@ def _batch_for_percentile(s: _Setup, t: Traffic, g: Targets, a: Assumptions, cap
         target = g.ttft_s - (tail_s - mean_s)
         if target < mean_s:
             continue
-        rps = traffic.replica_rps_chunked(prefill, mean_tokens, t.decode_tokens * s.decode_compute,
-                                          total * s.decode_compute)  # fmt: skip
+        rps = traffic.replica_rps_chunked(
+            prefill, mean_tokens, t.decode_tokens * s.decode_compute, total * s.decode_compute
+        )
         load = traffic.fleet_replicas(t.peak_requests_per_s, rps, a.spare, a.min_replicas)
         if best is not None and load >= best[0]:  # a smaller batch serves no more a replica: none does better
             break
-        need = max(load, queueing.replicas_for_ttft(t.peak_requests_per_s, target, g.ttft_percentile, b, mean_s,
-                                                    t.decode_tokens * step, rps, a.service_cv) + a.spare)  # fmt: skip
+        need = max(
+            load,
+            queueing.replicas_for_ttft(
+                t.peak_requests_per_s, target, g.ttft_percentile, b, mean_s, t.decode_tokens * step, rps, a.service_cv
+            )
+            + a.spare,
+        )
         if best is None or need < best[0]:
             best = (need, b)
     return cap if best is None else best[1]
@@ -1128,8 +1338,18 @@ PERCENTILES = (0.5, 0.9, 0.99)
 """The percentiles of the time to first token a plan with a percentile target reports."""
 
 
-def _queue(f: Figures, g: Targets, a: Assumptions, peak_rps: float, servers: int, mean_s: float | None,
-           decode_s: float, capacity: float, tail_s: float | None, pool: str) -> str | None:  # fmt: skip
+def _queue(
+    f: Figures,
+    g: Targets,
+    a: Assumptions,
+    peak_rps: float,
+    servers: int,
+    mean_s: float | None,
+    decode_s: float,
+    capacity: float,
+    tail_s: float | None,
+    pool: str,
+) -> str | None:
     """Replicas for a percentile of the time to first token under load, and P50/P90/P99 at the planned fleet.
 
     ``f.replicas`` holds the replicas the load needs (the pool's, ``pool`` naming it in ``extra``); each is a queue
@@ -1147,11 +1367,15 @@ def _queue(f: Figures, g: Targets, a: Assumptions, peak_rps: float, servers: int
     if g.ttft_s is not None:
         target = g.ttft_s - extra_s
         if target < mean_s * (1 - 1e-9):  # the cap on the batch keeps the tail prompt's own time within the target
-            return (f"the {_sig(tail_s)} s first token of the tail prompt leaves no room to wait within the "
-                    f"{format_number(g.ttft_s)} s target")  # fmt: skip
+            return (
+                f"the {_sig(tail_s)} s first token of the tail prompt leaves no room to wait within the "
+                f"{format_number(g.ttft_s)} s target"
+            )
         target = max(target, mean_s)
-        need = queueing.replicas_for_ttft(peak_rps, target, percentile, servers, mean_s, decode_s, capacity,
-                                          a.service_cv) + a.spare  # fmt: skip
+        need = (
+            queueing.replicas_for_ttft(peak_rps, target, percentile, servers, mean_s, decode_s, capacity, a.service_cv)
+            + a.spare
+        )
         f.extra[f"{pool}_for_ttft"] = need
         if need > (f.replicas or 0):
             f.replicas = need
@@ -1159,8 +1383,9 @@ def _queue(f: Figures, g: Targets, a: Assumptions, peak_rps: float, servers: int
     at: dict[str, float | None] = {}
     for q in PERCENTILES:
         try:
-            wait = queueing.ttft_at_load_s(peak_rps, f.replicas or 1, servers, mean_s, decode_s, capacity, q,
-                                           a.service_cv)  # fmt: skip
+            wait = queueing.ttft_at_load_s(
+                peak_rps, f.replicas or 1, servers, mean_s, decode_s, capacity, q, a.service_cv
+            )
             at[f"p{round(q * 100)}"] = extra_s + wait
         except OutOfRangeError:  # slots held longer than the load's sizing assumed: the queue grows without bound
             at[f"p{round(q * 100)}"] = None
@@ -1168,8 +1393,9 @@ def _queue(f: Figures, g: Targets, a: Assumptions, peak_rps: float, servers: int
     return None
 
 
-def _prefill_queue(f: Figures, g: Targets, a: Assumptions, peak_rps: float, replicas: int, mean_s: float,
-                   tail_s: float) -> int:  # fmt: skip
+def _prefill_queue(
+    f: Figures, g: Targets, a: Assumptions, peak_rps: float, replicas: int, mean_s: float, tail_s: float
+) -> int:
     """Prefill replicas for a percentile of the time to first token, and P50/P90/P99 at the planned pool.
 
     The pool is one queue (the router hands the next prompt to the first prefill replica that frees), each replica
@@ -1207,12 +1433,16 @@ def _spread(t: Traffic) -> tuple[float | None, str]:
         sd = traffic.length_sd(t.prompt_tokens, t.prompt_p95)
     except OutOfRangeError:
         ratio = t.prompt_p95 / t.prompt_tokens
-        return None, (f"every slot at the {format_number(t.prompt_p95)}-token p95: a p95 {ratio:.3g} times the "
-                      f"mean fits no log-normal (at most {traffic.LOGNORMAL_MAX_P95_OVER_MEAN:.3g} times), so no "
-                      "spread is assumed; give the spread of measured lengths (--prompt-sd) for a paged KV cache's "
-                      "batch")  # fmt: skip
-    return sd, (f"a paged KV cache, prompt lengths log-normal through the mean and p95 (spread "
-                f"{format_number(round(sd))} tokens)")  # fmt: skip
+        return None, (
+            f"every slot at the {format_number(t.prompt_p95)}-token p95: a p95 {ratio:.3g} times the "
+            f"mean fits no log-normal (at most {traffic.LOGNORMAL_MAX_P95_OVER_MEAN:.3g} times), so no "
+            "spread is assumed; give the spread of measured lengths (--prompt-sd) for a paged KV cache's "
+            "batch"
+        )
+    return sd, (
+        f"a paged KV cache, prompt lengths log-normal through the mean and p95 (spread "
+        f"{format_number(round(sd))} tokens)"
+    )
 
 
 def plan(
@@ -1243,10 +1473,16 @@ def plan(
     sd, basis = _spread(traffic_)
     notes = [f"memory: {basis}"]
     context = traffic.context_tokens(traffic_.prompt_tokens, traffic_.output_tokens, traffic_.reasoning_tokens)
-    kv_bytes = {(kv, n): models.model_kv_bytes_per_token(m.name, context, precision.bytes_per_param(kv), n)
-                for kv in kv_names for n in a.gpus_per_replica}  # fmt: skip
-    specs = {} if a.speculative is None else {(kv, n): _spec(a.speculative, m, kv, n, context)
-                                              for kv in kv_names for n in a.gpus_per_replica}  # fmt: skip
+    kv_bytes = {
+        (kv, n): models.model_kv_bytes_per_token(m.name, context, precision.bytes_per_param(kv), n)
+        for kv in kv_names
+        for n in a.gpus_per_replica
+    }
+    specs = (
+        {}
+        if a.speculative is None
+        else {(kv, n): _spec(a.speculative, m, kv, n, context) for kv in kv_names for n in a.gpus_per_replica}
+    )
     both = views(a)
     table = catalog.load_catalog().accelerators
     options: list[Option] = []
@@ -1263,14 +1499,29 @@ def plan(
             for kv in kv_names:
                 for n in a.gpus_per_replica:
                     for draft in (None, specs[(kv, n)]) if specs else (None,):  # with a draft: both ways
-                        setup = _Setup(m, gpu, memory, bandwidth, peaks, w, kv, n, weights_gb,
-                                       weights_gb / m.params, kv_bytes[(kv, n)], draft)  # fmt: skip
+                        setup = _Setup(
+                            m,
+                            gpu,
+                            memory,
+                            bandwidth,
+                            peaks,
+                            w,
+                            kv,
+                            n,
+                            weights_gb,
+                            weights_gb / m.params,
+                            kv_bytes[(kv, n)],
+                            draft,
+                        )
                         rates = rates or [_rates(setup, v) for v in both]
                         for mode in a.servings:
                             figures = [_plan_view(setup, r, traffic_, targets, a, mode, price, sd) for r in rates]
                             _add_range(figures[1], traffic_, a, mode, price)
-                            options.append(Option(gpu, n, w, kv, mode, price, figures[0], figures[1],
-                                                  speculative=draft is not None))  # fmt: skip
+                            options.append(
+                                Option(
+                                    gpu, n, w, kv, mode, price, figures[0], figures[1], speculative=draft is not None
+                                )
+                            )
     owned: dict[str, dict[str, Any]] = {}
     if a.owned is not None:
         owned = {gpu: _owned_case(gpu, price, a.owned, a.hours_per_month) for gpu, (price, _) in prices.items()}
@@ -1327,24 +1578,38 @@ def _owned_case(gpu: str, rent: float, owned: Owned, hours_per_month: float) -> 
             board = catalog.load_catalog().accelerators.get(gpu).figure("power_w") if name == "kw" else None
             if board is None:
                 flag = "--own-capex" if name == "capex_usd" else "--own-kw"
-                return {"reason": f"{err.message} (give it: {flag} {gpu}={_OWNED_UNITS[name]})", "field": name,
-                        "assumptions": shown}  # fmt: skip
+                return {
+                    "reason": f"{err.message} (give it: {flag} {gpu}={_OWNED_UNITS[name]})",
+                    "field": name,
+                    "assumptions": shown,
+                }
             values[name] = float(board) / 1000
-            shown[name] = {"value": values[name], "unit": "kW", "as_of": None,
-                           "source": "the board power, GPU_SPEC power_w (no server share in costs.toml)"}  # fmt: skip
+            shown[name] = {
+                "value": values[name],
+                "unit": "kW",
+                "as_of": None,
+                "source": "the board power, GPU_SPEC power_w (no server share in costs.toml)",
+            }
             continue
         values[name] = figure.value
-        shown[name] = {"value": figure.value, "unit": _OWNED_UNITS[name], "source": costs.titles[figure.source],
-                       "as_of": figure.as_of.isoformat()}  # fmt: skip
+        shown[name] = {
+            "value": figure.value,
+            "unit": _OWNED_UNITS[name],
+            "source": costs.titles[figure.source],
+            "as_of": figure.as_of.isoformat(),
+        }
     case = cost.OwnedCase(**values)
     hour = cost.owned_cost_per_gpu_hour(case)
     running = cost.owned_cost_per_gpu_hour(replace(case, capex_usd=0.0))
     rent_month, running_month = rent * hours_per_month, running * hours_per_month
-    payback = (cost.breakeven_month(case.capex_usd, rent_month, running_month) if rent_month > running_month
-               else None)  # fmt: skip
-    return {"usd_per_gpu_hour": hour, "running_usd_per_gpu_hour": running,
-            "breakeven_utilisation": cost.breakeven_utilisation(hour, rent), "payback_months": payback,
-            "assumptions": shown}  # fmt: skip
+    payback = cost.breakeven_month(case.capex_usd, rent_month, running_month) if rent_month > running_month else None
+    return {
+        "usd_per_gpu_hour": hour,
+        "running_usd_per_gpu_hour": running,
+        "breakeven_utilisation": cost.breakeven_utilisation(hour, rent),
+        "payback_months": payback,
+        "assumptions": shown,
+    }
 
 
 def _busy_share(f: Figures, t: Traffic) -> float:
@@ -1372,10 +1637,13 @@ def _own(f: Figures, case: dict[str, Any], t: Traffic, owned: Owned, price: floa
     scale = hour / price * busy / at  # the rented split at the owned price, then at the utilisation given
     gpus, per_m_in, per_m_out = f.gpus or 0, f.usd_per_m_input or 0.0, f.usd_per_m_output or 0.0  # set: feasible
     f.extra["owned"] = {
-        "usd_per_gpu_hour": hour, "usd_per_month": gpus * hour * hours_per_month,
-        "usd_per_m_input": per_m_in * scale, "usd_per_m_output": per_m_out * scale,
-        "fleet_utilisation": busy, "utilisation": at,
-    }  # fmt: skip
+        "usd_per_gpu_hour": hour,
+        "usd_per_month": gpus * hour * hours_per_month,
+        "usd_per_m_input": per_m_in * scale,
+        "usd_per_m_output": per_m_out * scale,
+        "fleet_utilisation": busy,
+        "utilisation": at,
+    }
 
 
 def _rank(options: list[Option], rank_by: str) -> None:
@@ -1503,8 +1771,15 @@ def plan_options(
     batch 91, 8 GPUs, $14,600 a month, first.
     """
     targets = Targets(_zero_is_none(tokens_per_s_target), _zero_is_none(ttft_target_s), _zero_is_none(ttft_percentile))
-    t = Traffic(requests_per_day, prompt_tokens, output_tokens, peak_factor, _zero_is_none(prompt_p95),
-                _zero_is_none(max_prompt_tokens), reasoning_tokens)  # fmt: skip
+    t = Traffic(
+        requests_per_day,
+        prompt_tokens,
+        output_tokens,
+        peak_factor,
+        _zero_is_none(prompt_p95),
+        _zero_is_none(max_prompt_tokens),
+        reasoning_tokens,
+    )
     engine_ = Engine(gpu_memory_utilization, reserve_gb, block_size) if gpu_memory_utilization else None
     draft = None
     if spec_draft.strip().lower() != "none":
@@ -1512,9 +1787,12 @@ def plan_options(
         try:
             _checked_speculative(draft)
         except XlsxplanError as err:  # named as this function spells it
-            raise type(err)("spec_" + err.message if err.argument in ("draft", "acceptance") else err.message,
-                            "spec_" + (err.argument or "draft")) from None  # fmt: skip
-    a = Assumptions(spare=spare, min_replicas=min_replicas, engine=engine_, speculative=draft,
-                    owned=Owned() if own else None)  # fmt: skip
+            raise type(err)(
+                "spec_" + err.message if err.argument in ("draft", "acceptance") else err.message,
+                "spec_" + (err.argument or "draft"),
+            ) from None
+    a = Assumptions(
+        spare=spare, min_replicas=min_replicas, engine=engine_, speculative=draft, owned=Owned() if own else None
+    )
     result = plan(model, t, targets, parse_gpus(gpus), a)
     return result.rows()

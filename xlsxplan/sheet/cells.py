@@ -156,8 +156,9 @@ def _coerce_range(arg: Argument, raw: object) -> tuple[object, ...]:
             try:
                 item = _number_from_text(arg, item)
             except XlsxplanError as err:
-                raise ArgumentError(err.message.replace(arg.name, f"{arg.name} (value {i} of {len(cells)})", 1),
-                                    arg.name) from None  # fmt: skip
+                raise ArgumentError(
+                    err.message.replace(arg.name, f"{arg.name} (value {i} of {len(cells)})", 1), arg.name
+                ) from None
         out.append(item)
     return tuple(out)
 
@@ -382,8 +383,9 @@ def evaluate_broadcast(
     exactly), sparing an adapter that wants doubles the object array.
     """
     whole = [i < len(fn.args) and _is_range(fn.args[i]) for i in range(len(raw_args))]
-    listed = [read_cell is not None and not keep and isinstance(raw, (list, tuple))
-              for raw, keep in zip(raw_args, whole)]  # fmt: skip
+    listed = [
+        read_cell is not None and not keep and isinstance(raw, (list, tuple)) for raw, keep in zip(raw_args, whole)
+    ]
     raw_args = [raw if keep else _single(raw) for raw, keep in zip(raw_args, whole)]
     try:
         grids = [None if keep else _grid(raw) for raw, keep in zip(raw_args, whole)]
@@ -525,8 +527,14 @@ def _broadcast_checked(
             columns.append(_spread(grid, prepared, shape))
             if _warning_sinks and arg.domain.typical is not None:  # type: ignore[union-attr]
                 seen: dict[object, str | None] = {}
-                notes = [None if v.__class__ is _Failure else seen[v] if v in seen
-                         else seen.setdefault(v, _suspicion(arg, v)) for v in prepared]  # fmt: skip
+                notes = [
+                    None
+                    if v.__class__ is _Failure
+                    else seen[v]
+                    if v in seen
+                    else seen.setdefault(v, _suspicion(arg, v))
+                    for v in prepared
+                ]
                 if any(notes):
                     noted.append(_spread(grid, notes, shape))
         else:  # one value for every element
@@ -638,9 +646,13 @@ def _read_column(fn: Function, arg: Argument, grid: _Grid, np: Any) -> tuple[Any
 
 
 def _vectorised(
-    fn: Function, raw_args: Sequence[object], grids: list[_Grid | None], shape: tuple[int, int], np: Any,
+    fn: Function,
+    raw_args: Sequence[object],
+    grids: list[_Grid | None],
+    shape: tuple[int, int],
+    np: Any,
     floats: bool = False,
-) -> Any:  # fmt: skip
+) -> Any:
     """The broadcast of :func:`evaluate` over ``shape`` with ``fn``'s arithmetic run once over numpy arrays (its
     ``call_array``), as a 2-D object array; None when ``fn`` has no array form or this call cannot use it (a range
     of names, a value failing for every element, anything the arithmetic raises), and the element path decides.

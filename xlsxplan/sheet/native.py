@@ -320,8 +320,13 @@ def _fill(template: str, **values: str) -> str:
     return re.sub(r"\{(\w+)\}", lambda m: values.get(m.group(1), m.group(0)), template)
 
 
-def _stepped(name: str, steps: list[tuple[str, str, str]], *rules: tuple[str, str], note: str = "",
-             limits: tuple[tuple[str, str], ...] = ()) -> Native:  # fmt: skip
+def _stepped(
+    name: str,
+    steps: list[tuple[str, str, str]],
+    *rules: tuple[str, str],
+    note: str = "",
+    limits: tuple[tuple[str, str], ...] = (),
+) -> Native:
     return Native(name, "", tuple(rules), note, tuple(steps), tuple(limits))
 
 
@@ -586,10 +591,17 @@ def _paged_steps() -> list[tuple[str, str, str]]:
         r = f"{{r{k}}}"
         steps.append((f"t{k}", f"Newton step {k}: the spread t at that batch", f"SQRT({_log1p(r)})"))
         t = f"{{t{k}}}"
-        newton = (f"{u}-({u}+LN({{mean_context_tokens}})+{{z}}*{t}-{t}^2/2-LN({{limit}}))"
-                  f"/IF({t}=0,1,1-({{z}}-{t})*{r}/(2*{t}*(1+{r})))")  # fmt: skip
-        steps.append((f"u{k}", f"Newton step {k}: ln of the batch, kept within 0 and ln(high + 1) (0 if none fit)",
-                      f"IF({{capacity}}<=0,0,MIN(MAX({newton},0),{{u_max}}))"))  # fmt: skip
+        newton = (
+            f"{u}-({u}+LN({{mean_context_tokens}})+{{z}}*{t}-{t}^2/2-LN({{limit}}))"
+            f"/IF({t}=0,1,1-({{z}}-{t})*{r}/(2*{t}*(1+{r})))"
+        )
+        steps.append(
+            (
+                f"u{k}",
+                f"Newton step {k}: ln of the batch, kept within 0 and ln(high + 1) (0 if none fit)",
+                f"IF({{capacity}}<=0,0,MIN(MAX({newton},0),{{u_max}}))",
+            )
+        )
     last = f"{{u{_NEWTON_STEPS}}}"
     steps += [
         ("b0", "the whole batch below the root", f"MAX(0,MIN({{high}},INT(EXP({last}))))"),
@@ -663,7 +675,7 @@ _FORMS += [
                 "result",
                 "one speculative step: the draft's steps and the verify pass [s]",
                 "{draft_tokens}*{draft}+{verify}",
-            ),  # fmt: skip
+            ),
         ],
         ("{active_params_b}<={params_b}", "active_params_b at most params_b"),
     ),
@@ -742,12 +754,18 @@ def _erlang_b_steps(prefix: str, load: str, what: str) -> list[tuple[str, str, s
         (f"{p}c0_high", f"{what}: Temme's c_0(eta), its terms from eta^7", _horner(_TEMME[0][7:], eta)),
         (f"{p}c0", f"{what}: Temme's c_0(eta)", f"{_horner(_TEMME[0][:7], eta)}+{eta}^7*{key('c0_high')}"),
         (f"{p}c1", f"{what}: Temme's c_1(eta)", _horner(_TEMME[1], eta)),
-        (f"{p}series", f"{what}: Temme's series c_0 + c_1 / alpha + c_2 / alpha^2 + c_3 / alpha^3",
-         f"{key('c0')}+({key('c1')}+({c2}+({c3})/{alpha})/{alpha})/{alpha}"),
-        (f"{p}b", f"{what}: Erlang B (Poisson ratio to {POISSON_SERVERS} slots, Temme's expansion above)",
-         f"IF({{batch}}<={POISSON_SERVERS},{_erlang_b('{batch}', load)},"
-         f"IF(OR({eta}<-0.5,{key('half')}>700),0,{temme}))"),
-    ]  # fmt: skip
+        (
+            f"{p}series",
+            f"{what}: Temme's series c_0 + c_1 / alpha + c_2 / alpha^2 + c_3 / alpha^3",
+            f"{key('c0')}+({key('c1')}+({c2}+({c3})/{alpha})/{alpha})/{alpha}",
+        ),
+        (
+            f"{p}b",
+            f"{what}: Erlang B (Poisson ratio to {POISSON_SERVERS} slots, Temme's expansion above)",
+            f"IF({{batch}}<={POISSON_SERVERS},{_erlang_b('{batch}', load)},"
+            f"IF(OR({eta}<-0.5,{key('half')}>700),0,{temme}))",
+        ),
+    ]
 
 
 def _erlang_b(servers: str, load: str) -> str:
@@ -812,31 +830,52 @@ def _replica_steps() -> list[tuple[str, str, str]]:
             "lo0",
             "replicas surely overloaded: the search starts above",
             "MAX(INT({requests_per_s}*{slot}/{batch})-1,0)",
-        ),  # fmt: skip
+        ),
     ]
     for k in range(1, REPLICA_SEARCH_STEPS + 1):
         width = str(2 ** (REPLICA_SEARCH_STEPS - k))
         lo = f"{{lo{k - 1}}}"
-        steps.append((f"load{k}", f"step {k}: load on each of lo{k - 1} + {width} replicas [Erlangs]",
-                      f"{{requests_per_s}}/({lo}+{width})*{{slot}}"))  # fmt: skip
-        steps.append((f"b{k}", f"step {k}: Erlang B at that load (the Poisson ratio)",
-                      f"IF({{load{k}}}>={{batch}},1,{_erlang_b('{batch}', f'{{load{k}}}')})"))  # fmt: skip
+        steps.append(
+            (
+                f"load{k}",
+                f"step {k}: load on each of lo{k - 1} + {width} replicas [Erlangs]",
+                f"{{requests_per_s}}/({lo}+{width})*{{slot}}",
+            )
+        )
+        steps.append(
+            (
+                f"b{k}",
+                f"step {k}: Erlang B at that load (the Poisson ratio)",
+                f"IF({{load{k}}}>={{batch}},1,{_erlang_b('{batch}', f'{{load{k}}}')})",
+            )
+        )
         meets = _meets(f"{{b{k}}}", f"{{load{k}}}")
-        steps.append((f"lo{k}", f"step {k}: the most replicas known to miss the target",
-                      f"{lo}+IF({{load{k}}}>={{batch}},{width},IF({meets},0,{width}))"))  # fmt: skip
+        steps.append(
+            (
+                f"lo{k}",
+                f"step {k}: the most replicas known to miss the target",
+                f"{lo}+IF({{load{k}}}>={{batch}},{width},IF({meets},0,{width}))",
+            )
+        )
     last = f"{{lo{REPLICA_SEARCH_STEPS}}}"
     steps.append(("count", "the count the search found", f"{last}+1"))
     for key, count, what in (("at", "{count}", "at the count"), ("below", "MAX({count}-1,1)", "one fewer")):
-        steps.append((f"{key}_load", f"load on each replica {what} [Erlangs]",
-                      f"{{requests_per_s}}/{count}*{{slot}}"))  # fmt: skip
+        steps.append((f"{key}_load", f"load on each replica {what} [Erlangs]", f"{{requests_per_s}}/{count}*{{slot}}"))
         steps += _erlang_b_steps(f"{key}_", f"{{{key}_load}}", f"exact Erlang B {what}")
-    steps.append(("at_meets", "the count meets the target",
-                  f"IF({{at_load}}>={{batch}},FALSE,{_meets('{at_b}', '{at_load}')})"))  # fmt: skip
+    steps.append(
+        ("at_meets", "the count meets the target", f"IF({{at_load}}>={{batch}},FALSE,{_meets('{at_b}', '{at_load}')})")
+    )
     below = _meets("{below_b}", "{below_load}")
-    steps.append(("below_meets", "one fewer meets it too",
-                  f"IF(OR({{count}}<=1,{{below_load}}>={{batch}}),FALSE,{below})"))  # fmt: skip
-    steps.append(("result", "fewest replicas meeting the target, confirmed (else NA())",
-                  "IF(AND({at_meets},NOT({below_meets})),{count},NA())"))  # fmt: skip
+    steps.append(
+        ("below_meets", "one fewer meets it too", f"IF(OR({{count}}<=1,{{below_load}}>={{batch}}),FALSE,{below})")
+    )
+    steps.append(
+        (
+            "result",
+            "fewest replicas meeting the target, confirmed (else NA())",
+            "IF(AND({at_meets},NOT({below_meets})),{count},NA())",
+        )
+    )
     return steps
 
 
@@ -873,10 +912,12 @@ PYTHON_ONLY: dict[str, str] = {
 # ---------------------------------------------------------------------------------------------------------------
 # Filling a template
 
-_SIMPLE = re.compile(r"^(?:\$?[A-Za-z]{1,3}\$?\d+(?::\$?[A-Za-z]{1,3}\$?\d+)?|[A-Za-z_][A-Za-z0-9_.]*"
-                     r"|'[^']+'!\$?[A-Za-z]{1,3}\$?\d+(?::\$?[A-Za-z]{1,3}\$?\d+)?"
-                     r"|[A-Za-z_][A-Za-z0-9_]*!\$?[A-Za-z]{1,3}\$?\d+(?::\$?[A-Za-z]{1,3}\$?\d+)?"
-                     r"|\d+(?:\.\d+)?(?:[eE][+-]?\d+)?|\"[^\"]*\")$")  # fmt: skip
+_SIMPLE = re.compile(
+    r"^(?:\$?[A-Za-z]{1,3}\$?\d+(?::\$?[A-Za-z]{1,3}\$?\d+)?|[A-Za-z_][A-Za-z0-9_.]*"
+    r"|'[^']+'!\$?[A-Za-z]{1,3}\$?\d+(?::\$?[A-Za-z]{1,3}\$?\d+)?"
+    r"|[A-Za-z_][A-Za-z0-9_]*!\$?[A-Za-z]{1,3}\$?\d+(?::\$?[A-Za-z]{1,3}\$?\d+)?"
+    r"|\d+(?:\.\d+)?(?:[eE][+-]?\d+)?|\"[^\"]*\")$"
+)
 """An argument that needs no parentheses: a cell or range reference, a name, a non-negative number, a text."""
 
 
@@ -966,8 +1007,10 @@ def _inline(steps: Any, values: dict[str, str]) -> str:
     for step, _, template in steps:
         values[step] = f"({template.format(**values)})"
         if len(values[step]) > LONGEST_FORMULA:
-            raise ArgumentError(f"inlined, these line items pass Excel's {LONGEST_FORMULA:,} characters at {step}: "
-                                "write them one a cell (line_items)")  # fmt: skip
+            raise ArgumentError(
+                f"inlined, these line items pass Excel's {LONGEST_FORMULA:,} characters at {step}: "
+                "write them one a cell (line_items)"
+            )
     return values[steps[-1][0]][1:-1]
 
 
@@ -991,8 +1034,9 @@ def line_items(name: str, place: Callable[[str], str], *args: Any, **kwargs: Any
     return _items(native.steps, _arguments(key, args, kwargs), place)
 
 
-def catalog_line_items(tables: CatalogTables, name: str, place: Callable[[str], str], *args: Any) -> list[
-        tuple[str, str, str]]:  # fmt: skip
+def catalog_line_items(
+    tables: CatalogTables, name: str, place: Callable[[str], str], *args: Any
+) -> list[tuple[str, str, str]]:
     """A catalog lookup as line items (the steps of MODEL_KV_BYTES_PER_TOKEN, MODEL_WEIGHTS_GB and EFFICIENCY), or
     as one line item."""
     key = name.strip().upper()
@@ -1035,15 +1079,15 @@ def check_words(name: str) -> str:
     within the hardware's peak (MFU at most 1)``."""
     key = name.strip().upper()
     fn = registry.get(key)
-    parts = [f"{a.name} {a.domain.describe()}" for a in fn.args
-             if a.domain is not None and a.domain.kind != "text"]  # fmt: skip
+    parts = [f"{a.name} {a.domain.describe()}" for a in fn.args if a.domain is not None and a.domain.kind != "text"]
     native = NATIVE.get(key)
     rules = [reason for _, reason in native.rules + native.limits] if native is not None else []
     return f"{key}: " + "; ".join(parts + rules)
 
 
-def check(name: str, *args: Any, result: str | None = None, limits: bool = True, on_result: bool = True,
-          **kwargs: Any) -> str:  # fmt: skip
+def check(
+    name: str, *args: Any, result: str | None = None, limits: bool = True, on_result: bool = True, **kwargs: Any
+) -> str:
     """A formula, without the ``=``, that is TRUE when the Python function accepts these arguments and FALSE when it
     would refuse them: every argument in its domain and the function's own rules (``Native.rules``); with
     ``limits`` (the default) also FALSE beyond the native form's own limits (``Native.limits``: REPLICAS_FOR_TTFT's
@@ -1064,8 +1108,10 @@ def check(name: str, *args: Any, result: str | None = None, limits: bool = True,
     if every:
         if any("{result}" in rule for rule, _ in every):
             if not result and key in _LINE_ITEMS_ONLY:
-                raise ArgumentError(f"{key}'s check reads its result, whose formula is line items only: give result, "
-                                    "the cell holding it")  # fmt: skip
+                raise ArgumentError(
+                    f"{key}'s check reads its result, whose formula is line items only: give result, "
+                    "the cell holding it"
+                )
             values["result"] = operand(result) if result else f"({formula(key, *args, **kwargs)})"
         # a rule over an out-of-domain argument may itself fail (LN of a negative): it is only read when the
         # domains hold
@@ -1230,8 +1276,9 @@ class CatalogTables:
         [state_bytes_per_value]) as steps ``(key, label, template)`` over the derived table (``{row}`` and the other
         keys are the earlier steps): for :func:`line_items` or inlined by :meth:`model_kv_bytes_per_token`."""
         v = _arguments("MODEL_KV_BYTES_PER_TOKEN", args, {})
-        ctx, b, tp, w, sb = (v[a] for a in ("context_tokens", "bytes_per_value", "tp", "windows",
-                                            "state_bytes_per_value"))  # fmt: skip
+        ctx, b, tp, w, sb = (
+            v[a] for a in ("context_tokens", "bytes_per_value", "tp", "windows", "state_bytes_per_value")
+        )
 
         def f(column: str) -> str:
             return f"INDEX({self.derived.column_range(column)},{{row}})"
@@ -1293,24 +1340,33 @@ class CatalogTables:
         published = literal(models.PUBLISHED_EMBEDDING_BYTES)
         total = _figure(f"INDEX({self.models.column_range('params_b')},{{row}})")
         return [
-            ("row", "the preset's row",
-             f"INDEX({names.column_range('row')},MATCH({_hyphens(v['model'])},{names.key_range},0))"),
+            (
+                "row",
+                "the preset's row",
+                f"INDEX({names.column_range('row')},MATCH({_hyphens(v['model'])},{names.key_range},0))",
+            ),
             ("b", "bytes per weight of the decoder blocks", width(v["bytes_per_param"])),
             ("b_emb", "bytes per embedding weight given (0: as published)", width(v["embedding_bytes_per_param"])),
             ("b_x", "bytes per routed-expert weight given (0: as the others)", width(v["expert_bytes_per_param"])),
-            ("total", "published parameters [count]",
-             f"{total}*1E9"),
-            ("emb", "embedding and head parameters, at most the total [count]",
-             f"MIN(INDEX({self.derived.column_range('embedding_params')},{{row}}),{{total}})"),
-            ("held", "routed-expert parameters, at most the rest [count]",
-             f"MIN(INDEX({self.derived.column_range('routed_params')},{{row}}),{{total}}-{{emb}})"),
-            ("experts", "routed-expert parameters stored apart (their width given) [count]",
-             "IF({b_x}<>0,{held},0)"),
-            ("emb_bytes", "bytes per embedding weight (0: 16-bit as published, or the weights' if wider)",
-             f"IF({{b_emb}}<>0,{{b_emb}},MAX({{b}},{published}))"),
-            ("result", "weights memory [GB]",
-             "(({total}-{emb}-{experts})*{b}+{experts}*{b_x}+{emb}*{emb_bytes})/1E9"),
-        ]  # fmt: skip
+            ("total", "published parameters [count]", f"{total}*1E9"),
+            (
+                "emb",
+                "embedding and head parameters, at most the total [count]",
+                f"MIN(INDEX({self.derived.column_range('embedding_params')},{{row}}),{{total}})",
+            ),
+            (
+                "held",
+                "routed-expert parameters, at most the rest [count]",
+                f"MIN(INDEX({self.derived.column_range('routed_params')},{{row}}),{{total}}-{{emb}})",
+            ),
+            ("experts", "routed-expert parameters stored apart (their width given) [count]", "IF({b_x}<>0,{held},0)"),
+            (
+                "emb_bytes",
+                "bytes per embedding weight (0: 16-bit as published, or the weights' if wider)",
+                f"IF({{b_emb}}<>0,{{b_emb}},MAX({{b}},{published}))",
+            ),
+            ("result", "weights memory [GB]", "(({total}-{emb}-{experts})*{b}+{experts}*{b_x}+{emb}*{emb_bytes})/1E9"),
+        ]
 
     def model_weights_gb(self, *args: Any) -> str:
         """MODEL_WEIGHTS_GB inlined: ``#N/A`` for an unknown model. A template writes its line items
@@ -1322,8 +1378,15 @@ class CatalogTables:
         (:meth:`model_kv_steps` through :func:`line_items`)."""
         return _inline(self.model_kv_steps(*args), {})
 
-    def efficiency(self, kind: Any, gpu: Any = None, precision_name: Any = None, hidden: Any = None,
-                   seq_len: Any = None, quantile: Any = None) -> str:  # fmt: skip
+    def efficiency(
+        self,
+        kind: Any,
+        gpu: Any = None,
+        precision_name: Any = None,
+        hidden: Any = None,
+        seq_len: Any = None,
+        quantile: Any = None,
+    ) -> str:
         """EFFICIENCY(kind, [gpu], [precision], [hidden], [seq_len], [quantile]) over the calibrated tables: ``#N/A``
         where the Python function refuses (an unknown name, a share of a peak the catalog lacks, train_mfu of a
         class, a quantile outside 0 to 1 exclusive, a kind whose factors record no residuals).
@@ -1352,8 +1415,10 @@ class CatalogTables:
         ceiling, overhead = (literal(x) for x in self.train_mfu)
         mfu = f"MIN(1,{ceiling}/(1+{overhead}*{at('train_mfu')}/(72*{h})))/IF({t}>0,1+{t}/(6*{h}),1)"
         kind_key = f"LOWER(TRIM({k}))"
-        value = (f'IF({kind_key}="train_mfu",{mfu},IF({kind_key}="prefill",{at("prefill")},'
-                 f'IF({kind_key}="decode_bandwidth",{at("decode_bandwidth")},NA())))')  # fmt: skip
+        value = (
+            f'IF({kind_key}="train_mfu",{mfu},IF({kind_key}="prefill",{at("prefill")},'
+            f'IF({kind_key}="decode_bandwidth",{at("decode_bandwidth")},NA())))'
+        )
         if self.bands is None:  # tables written before the bands: the median only
             return f"IF({q}<>0.5,NA(),{value})"
         bands = self.bands
@@ -1367,11 +1432,17 @@ class CatalogTables:
         r1_col = bands.columns.index("r1") + 1
         ranked = f"EXP(INDEX({bands.body_range},{band_row},{r1_col - 1}+{rank}))"
         multiplier = f"IF({n}<1,NA(),IF({q}=0.1,{band('p10')},IF({q}=0.9,{band('p90')},{ranked})))"
-        return (f"IF(OR(NOT(ISNUMBER({q})),{q}<=0,{q}>=1),NA(),IF({q}=0.5,{value},"
-                f"MIN(1,{value}*{multiplier})))")  # fmt: skip
+        return f"IF(OR(NOT(ISNUMBER({q})),{q}<=0,{q}>=1),NA(),IF({q}=0.5,{value},MIN(1,{value}*{multiplier})))"
 
-    def efficiency_steps(self, kind: Any, gpu: Any = None, precision_name: Any = None, hidden: Any = None,
-                         seq_len: Any = None, quantile: Any = None) -> list[tuple[str, str, str]]:  # fmt: skip
+    def efficiency_steps(
+        self,
+        kind: Any,
+        gpu: Any = None,
+        precision_name: Any = None,
+        hidden: Any = None,
+        seq_len: Any = None,
+        quantile: Any = None,
+    ) -> list[tuple[str, str, str]]:
         """EFFICIENCY as steps ``(key, label, template)`` over the calibrated tables, for :func:`catalog_line_items`:
         the arithmetic of :meth:`efficiency` (its docstring has the method), each table read once, the figure a table
         lacks (:data:`MISSING`) ``#N/A``. Inlined they would pass Excel's 8,192 characters: :meth:`efficiency` is
@@ -1387,19 +1458,31 @@ class CatalogTables:
         ceiling, overhead = (literal(x) for x in self.train_mfu)
         mfu = f"MIN(1,{ceiling}/(1+{overhead}*{{figure}}/(72*{h})))/IF({t}>0,1+{t}/(6*{h}),1)"
         steps = [
-            ("accelerator", "the accelerator's id, or a class",
-             f"IFERROR(INDEX({names.column_range('id')},MATCH({_hyphens(g)},{names.key_range},0)),TRIM({g}))"),
+            (
+                "accelerator",
+                "the accelerator's id, or a class",
+                f"IFERROR(INDEX({names.column_range('id')},MATCH({_hyphens(g)},{names.key_range},0)),TRIM({g}))",
+            ),
             ("row", "its row in the efficiency tables", f"MATCH({{accelerator}},{first.key_range},0)"),
-            ("format", "the precision's format",
-             f"INDEX({self.formats.column_range('format')},MATCH({_squeezed(f'TRIM({p})')},{self.formats.key_range},0))"),
+            (
+                "format",
+                "the precision's format",
+                f"INDEX({self.formats.column_range('format')},MATCH({_squeezed(f'TRIM({p})')},{self.formats.key_range},0))",
+            ),
             ("col", "its column in the efficiency tables", f"MATCH({{format}},{first.header_range},0)"),
             ("kind", "the kind asked for", f"LOWER(TRIM({k}))"),
-            ("figure", "the calibrated figure (train_mfu: FLOP per byte at the precision)",
-             f'IF({{kind}}="train_mfu",{at("train_mfu")},IF({{kind}}="prefill",{at("prefill")},'
-             f'IF({{kind}}="decode_bandwidth",{at("decode_bandwidth")},NA())))'),
-            ("value", "the median efficiency (NA() where the catalog lacks the figure)",
-             f'IF(ISNUMBER({{figure}}),IF({{kind}}="train_mfu",{mfu},{{figure}}),NA())'),
-        ]  # fmt: skip
+            (
+                "figure",
+                "the calibrated figure (train_mfu: FLOP per byte at the precision)",
+                f'IF({{kind}}="train_mfu",{at("train_mfu")},IF({{kind}}="prefill",{at("prefill")},'
+                f'IF({{kind}}="decode_bandwidth",{at("decode_bandwidth")},NA())))',
+            ),
+            (
+                "value",
+                "the median efficiency (NA() where the catalog lacks the figure)",
+                f'IF(ISNUMBER({{figure}}),IF({{kind}}="train_mfu",{mfu},{{figure}}),NA())',
+            ),
+        ]
         if self.bands is None:  # tables written before the bands: the median only
             return [*steps, ("result", "the efficiency (the median only)", f"IF({q}<>0.5,NA(),{{value}})")]
         bands = self.bands
@@ -1413,13 +1496,22 @@ class CatalogTables:
             *steps,
             ("band_row", "the kind's row of residuals", f"MATCH({{kind}},{bands.key_range},0)"),
             ("n", "leave-one-run-out residuals of the kind", band("n")),
-            ("rank", "the quantile's split-conformal rank",
-             f"MIN(MAX(IF({q}>0.5,-INT(-({{n}}+1)*{q}),INT(({{n}}+1)*{q})),1),{{n}})"),
-            ("multiplier", "the speed multiplier at the quantile (1 at the median)",
-             f"IF({q}=0.5,1,IF({{n}}<1,NA(),IF({q}=0.1,{band('p10')},IF({q}=0.9,{band('p90')},{ranked}))))"),
-            ("result", "the efficiency at the quantile",
-             f"IF(OR(NOT(ISNUMBER({q})),{q}<=0,{q}>=1),NA(),IF({q}=0.5,{{value}},MIN(1,{{value}}*{{multiplier}})))"),
-        ]  # fmt: skip
+            (
+                "rank",
+                "the quantile's split-conformal rank",
+                f"MIN(MAX(IF({q}>0.5,-INT(-({{n}}+1)*{q}),INT(({{n}}+1)*{q})),1),{{n}})",
+            ),
+            (
+                "multiplier",
+                "the speed multiplier at the quantile (1 at the median)",
+                f"IF({q}=0.5,1,IF({{n}}<1,NA(),IF({q}=0.1,{band('p10')},IF({q}=0.9,{band('p90')},{ranked}))))",
+            ),
+            (
+                "result",
+                "the efficiency at the quantile",
+                f"IF(OR(NOT(ISNUMBER({q})),{q}<=0,{q}>=1),NA(),IF({q}=0.5,{{value}},MIN(1,{{value}}*{{multiplier}})))",
+            ),
+        ]
 
     def models_list(self) -> str:
         """MODELS(): the range of preset model names, for a data-validation list."""
@@ -1432,12 +1524,18 @@ class CatalogTables:
     def lookup(self, name: str, *args: Any) -> str:
         """The native lookup of registry function ``name`` (one of :data:`LOOKUPS`) over argument expressions."""
         methods: dict[str, Callable[..., str]] = {
-                   "MODEL_SPEC": self.model_spec, "GPU_SPEC": self.gpu_spec, "BYTES_PER_PARAM": self.bytes_per_param,
-                   "GPU_PRICE": self.gpu_price, "OPTIMIZER_BYTES": self.optimizer_bytes,
-                   "MODELS": self.models_list, "GPUS": self.gpus_list,
-                   "MODEL_EXPERT_PARAMS_B": self.model_expert_params_b, "EFFICIENCY": self.efficiency,
-                   "MODEL_KV_BYTES_PER_TOKEN": self.model_kv_bytes_per_token,
-                   "MODEL_WEIGHTS_GB": self.model_weights_gb}  # fmt: skip
+            "MODEL_SPEC": self.model_spec,
+            "GPU_SPEC": self.gpu_spec,
+            "BYTES_PER_PARAM": self.bytes_per_param,
+            "GPU_PRICE": self.gpu_price,
+            "OPTIMIZER_BYTES": self.optimizer_bytes,
+            "MODELS": self.models_list,
+            "GPUS": self.gpus_list,
+            "MODEL_EXPERT_PARAMS_B": self.model_expert_params_b,
+            "EFFICIENCY": self.efficiency,
+            "MODEL_KV_BYTES_PER_TOKEN": self.model_kv_bytes_per_token,
+            "MODEL_WEIGHTS_GB": self.model_weights_gb,
+        }
         key = name.strip().upper()
         if key not in methods:
             raise ArgumentError(f"{key} is not a catalog lookup: lookups are {', '.join(methods)}")
@@ -1503,8 +1601,11 @@ def write_catalog(ws: Any, top: int = 1, left: int = 1) -> CatalogTables:
         body = []
         for pid in ids:
             p = table.get(pid)
-            own = {f: table.sources[p.source_key(f)] for f in fields
-                   if p.figure(f) is not None and p.source_key(f) != p.source}  # fmt: skip
+            own = {
+                f: table.sources[p.source_key(f)]
+                for f in fields
+                if p.figure(f) is not None and p.source_key(f) != p.source
+            }
             notes = "; ".join(f"{f}: {s}" for f, s in own.items())
             body.append([p.figure(f) for f in fields] + [table.sources[p.source], notes])
         figures = block(ids, [*fields, "source", "other sources"], body, f"{kind} presets (figures and sources)")
@@ -1522,8 +1623,12 @@ def write_catalog(ws: Any, top: int = 1, left: int = 1) -> CatalogTables:
         fmt = precision.lookup(fname)
         for n in (fname, *fmt.aliases):
             fmt_rows.setdefault(precision.format_key(n), [bytes_, fname, source])
-    formats = block(list(fmt_rows), ["bytes", "format", "source"], list(fmt_rows.values()),
-                    "Numeric formats (bytes per value, scales included)")  # fmt: skip
+    formats = block(
+        list(fmt_rows),
+        ["bytes", "format", "source"],
+        list(fmt_rows.values()),
+        "Numeric formats (bytes per value, scales included)",
+    )
     opt_names = list(training_memory.OPTIMIZERS)
     opt_rows = [[b, s] for b, s in training_memory.OPTIMIZERS.values()]
     for alias in ("adam_mixed", "adamw_mixed", "adam8bit", "momentum"):
@@ -1541,13 +1646,20 @@ def write_catalog(ws: Any, top: int = 1, left: int = 1) -> CatalogTables:
     derived_rows = []
     for pid in cat.models.names():
         shapes = _cache_shapes(cat.models.get(pid))
-        derived_rows.append([_or_none(expert, pid), *shapes.values(), *_weight_counts(cat.models.get(pid)),
-                             "counted from the preset's figures above"])  # fmt: skip
+        derived_rows.append(
+            [
+                _or_none(expert, pid),
+                *shapes.values(),
+                *_weight_counts(cat.models.get(pid)),
+                "counted from the preset's figures above",
+            ]
+        )
     heading = (
         "Model figures counted from the shapes (MODEL_EXPERT_PARAMS_B, MODEL_KV_BYTES_PER_TOKEN, MODEL_WEIGHTS_GB)"
     )
-    derived = block(list(cat.models.names()), ["expert_params_b", *_CACHE_SHAPES, *_WEIGHT_COUNTS, "source"],
-                    derived_rows, heading)  # fmt: skip
+    derived = block(
+        list(cat.models.names()), ["expert_params_b", *_CACHE_SHAPES, *_WEIGHT_COUNTS, "source"], derived_rows, heading
+    )
     cal = calibration.active()
     basis = f"calibrated efficiencies: {cal.describe()}"
     gpus = [*cat.accelerators.names(), *calibration.CLASSES]
@@ -1565,17 +1677,50 @@ def write_catalog(ws: Any, top: int = 1, left: int = 1) -> CatalogTables:
         r = residuals[k]
         ends = [calibration.band(k, q) if r else None for q in (BAND_LOW, BAND_HIGH)]
         band_rows.append([len(r), *ends, *r, *([""] * (longest - len(r)))])
-    heading = ("EFFICIENCY ranges: leave-one-run-out residuals ln(measured / predicted), ascending, and the P10 / P90 "
-               f"multipliers (split-conformal ranks); {basis}")  # fmt: skip
+    heading = (
+        "EFFICIENCY ranges: leave-one-run-out residuals ln(measured / predicted), ascending, and the P10 / P90 "
+        f"multipliers (split-conformal ranks); {basis}"
+    )
     bands = block(band_kinds, ["n", "p10", "p90", *(f"r{i}" for i in range(1, longest + 1))], band_rows, heading)
     fit = cal.factors.train_mfu
-    return CatalogTables(models, model_names, accelerators, accelerator_names, formats, optimizers, prices, derived,
-                         efficiencies, (fit.ceiling, fit.overhead_bytes), bands)  # fmt: skip
+    return CatalogTables(
+        models,
+        model_names,
+        accelerators,
+        accelerator_names,
+        formats,
+        optimizers,
+        prices,
+        derived,
+        efficiencies,
+        (fit.ceiling, fit.overhead_bytes),
+        bands,
+    )
 
 
-_CACHE_SHAPES = ("attention", "mla", "latent", "sparse", "sparse_fp8", "index_bytes", "kv_heads", "head_dim",
-                 "chunked", "chunk", "window", "window_layers", "la_layers", "la_conv", "la_state", "m_layers",
-                 "m_conv", "m_width", "m_groups", "m_state_size", "m_state")  # fmt: skip
+_CACHE_SHAPES = (
+    "attention",
+    "mla",
+    "latent",
+    "sparse",
+    "sparse_fp8",
+    "index_bytes",
+    "kv_heads",
+    "head_dim",
+    "chunked",
+    "chunk",
+    "window",
+    "window_layers",
+    "la_layers",
+    "la_conv",
+    "la_state",
+    "m_layers",
+    "m_conv",
+    "m_width",
+    "m_groups",
+    "m_state_size",
+    "m_state",
+)
 """The derived table's columns behind MODEL_KV_BYTES_PER_TOKEN (see :func:`_cache_shapes`)."""
 
 
@@ -1598,15 +1743,36 @@ def _cache_shapes(m: Any) -> dict[str, int]:
     (heads x head dim), groups, state size and state values per layer."""
     rank, rope, index = m.kv_lora_rank or 0, m.qk_rope_head_dim or 0, m.index_head_dim or 0
     block = models.SPARSE_MLA_SCALE_BLOCK
-    kh, vh, kd, vd = (m.linear_key_heads or 0, m.linear_value_heads or 0, m.linear_key_head_dim or 0,
-                      m.linear_value_head_dim or 0)  # fmt: skip
+    kh, vh, kd, vd = (
+        m.linear_key_heads or 0,
+        m.linear_value_heads or 0,
+        m.linear_key_head_dim or 0,
+        m.linear_value_head_dim or 0,
+    )
     heads, hd, ss = m.mamba_heads or 0, m.mamba_head_dim or 0, m.mamba_state_size or 0
-    values = (m.attention_layer_count, int(m.kv_lora_rank is not None), rank + rope, int(m.index_head_dim is not None),
-              rank + 4 * (rank // block) + 2 * rope, index + 4 * (index // block), m.kv_heads or 0, m.head_dim or 0,
-              m.chunked_layers or 0, m.attention_chunk or 0, m.sliding_window or 0, m.sliding_window_layers or 0,
-              m.linear_attention_layers or 0, ((m.linear_conv_kernel or 1) - 1) * (2 * kh * kd + vh * vd),
-              vh * vd * kd, m.mamba_layers or 0, (m.mamba_conv_kernel or 1) - 1, heads * hd, m.mamba_groups or 1, ss,
-              heads * hd * ss)  # fmt: skip
+    values = (
+        m.attention_layer_count,
+        int(m.kv_lora_rank is not None),
+        rank + rope,
+        int(m.index_head_dim is not None),
+        rank + 4 * (rank // block) + 2 * rope,
+        index + 4 * (index // block),
+        m.kv_heads or 0,
+        m.head_dim or 0,
+        m.chunked_layers or 0,
+        m.attention_chunk or 0,
+        m.sliding_window or 0,
+        m.sliding_window_layers or 0,
+        m.linear_attention_layers or 0,
+        ((m.linear_conv_kernel or 1) - 1) * (2 * kh * kd + vh * vd),
+        vh * vd * kd,
+        m.mamba_layers or 0,
+        (m.mamba_conv_kernel or 1) - 1,
+        heads * hd,
+        m.mamba_groups or 1,
+        ss,
+        heads * hd * ss,
+    )
     return dict(zip(_CACHE_SHAPES, values))
 
 

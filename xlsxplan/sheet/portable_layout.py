@@ -8,8 +8,17 @@ each group of cells, under a hidden defined name. :mod:`xlsxplan.headless.frozen
 
 from __future__ import annotations
 
-__all__ = ["NAME_PREFIX", "TITLE_PREFIX", "INPUTS_HEADER", "FORMULAS_HEADER", "PLAIN", "ARRAY", "MAX_CELLS",
-           "ERROR_FORMULAS", "NEWER_THAN_2016"]  # fmt: skip
+__all__ = [
+    "NAME_PREFIX",
+    "TITLE_PREFIX",
+    "INPUTS_HEADER",
+    "FORMULAS_HEADER",
+    "PLAIN",
+    "ARRAY",
+    "MAX_CELLS",
+    "ERROR_FORMULAS",
+    "NEWER_THAN_2016",
+]
 
 NAME_PREFIX = "_xlsxplan_frozen_"
 """The hidden defined names of the blocks, numbered from 1."""

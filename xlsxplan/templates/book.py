@@ -279,8 +279,9 @@ def flag_bad(ws: Worksheet, ref: str, values: Sequence[str]) -> None:
 def flag_good(ws: Worksheet, ref: str, value: str) -> None:
     """Show this text result in Excel's Good colours: the row a reader looks for (the active scenario's)."""
     good = DifferentialStyle(font=Font(color=GOOD[1], bold=True), fill=PatternFill(bgColor=GOOD[0]))
-    ws.conditional_formatting.add(ref, CellIsRule(operator="equal", formula=[f'"{value}"'], font=good.font,
-                                                  fill=good.fill))  # fmt: skip
+    ws.conditional_formatting.add(
+        ref, CellIsRule(operator="equal", formula=[f'"{value}"'], font=good.font, fill=good.fill)
+    )
 
 
 ANCHOR = "{cell}"
@@ -301,8 +302,9 @@ def validation_for(domain: Domain | None, label: str, blank: str = "") -> DataVa
     low = domain.low if domain.low is not None else -1e307
     high = domain.high if domain.high is not None else 1e307
     if domain.low_open and domain.kind == "whole":
-        dv = DataValidation(type="whole", operator="between", formula1=_num(math.floor(low) + 1), formula2=_num(high),
-                            allow_blank=True)  # fmt: skip
+        dv = DataValidation(
+            type="whole", operator="between", formula1=_num(math.floor(low) + 1), formula2=_num(high), allow_blank=True
+        )
     elif domain.low_open:
         rule = [f"ISNUMBER({ANCHOR})", f"{ANCHOR}>{_num(low)}"]
         if domain.high is not None:
@@ -599,8 +601,14 @@ class Sheet:
     def master(self, label: str = "Master check: 1 if any problem") -> Ref:
         """``=MIN(1,SUM(checks))``: 0 when every check is 0."""
         first, last = self.check_rows[0], self.check_rows[-1]
-        line = Line("master_check", label, f"=MIN(1,SUM(B{first}:B{last}))", "1 = problem",
-                    "0 when every check above is 0 (FAST; ICAEW)", "check")  # fmt: skip
+        line = Line(
+            "master_check",
+            label,
+            f"=MIN(1,SUM(B{first}:B{last}))",
+            "1 = problem",
+            "0 when every check above is 0 (FAST; ICAEW)",
+            "check",
+        )
         ref = self.check(line.label, line.formula, line.note, robust=False)
         self.check_rows.pop()
         self.book.master_check = ref
@@ -638,8 +646,9 @@ class Sheet:
                 continue
             lines = len(wrap_em(cell.value, NOTE_EM_PER_WIDTH * ws.column_dimensions[self.note_col].width))
             tall = lines > 1 or bool(ws.row_dimensions[r].height)
-            cell.alignment = Alignment(horizontal="left", indent=1, wrap_text=lines > 1,
-                                       vertical="top" if tall else None)  # fmt: skip
+            cell.alignment = Alignment(
+                horizontal="left", indent=1, wrap_text=lines > 1, vertical="top" if tall else None
+            )
             if lines > 1:
                 self.wrap_row(r, lines)
 
@@ -653,8 +662,12 @@ class Sheet:
         for i in range(1, column_index_from_string(self.note_col)):
             cell = ws.cell(row, i)
             a = cell.alignment
-            cell.alignment = Alignment(horizontal=a.horizontal, indent=a.indent, vertical="top",
-                                       wrap_text=a.wrap_text or cell.column_letter in cols)  # fmt: skip
+            cell.alignment = Alignment(
+                horizontal=a.horizontal,
+                indent=a.indent,
+                vertical="top",
+                wrap_text=a.wrap_text or cell.column_letter in cols,
+            )
 
     def _wrap_purpose(self, cols: str) -> None:
         """The purpose in row 3, or in rows 3 and 4 when one line would run past what every page prints (the

@@ -35,8 +35,18 @@ from . import serving, training
 from .book import Book
 from .styles import GENERATOR, SIDE_COLUMNS, TEMPLATE_DATE
 
-__all__ = ["EDITIONS", "TEMPLATES", "WorkbookAPI", "build_all", "build_template", "edition_filename",
-           "serving_summary", "training_summary", "is_generated", "Built"]  # fmt: skip
+__all__ = [
+    "EDITIONS",
+    "TEMPLATES",
+    "WorkbookAPI",
+    "build_all",
+    "build_template",
+    "edition_filename",
+    "serving_summary",
+    "training_summary",
+    "is_generated",
+    "Built",
+]
 
 TEMPLATES: dict[str, Callable[[], Book]] = {
     serving.FILENAME: serving.build,
@@ -100,8 +110,11 @@ def _normalise(src: Path, dst: Path) -> None:
                 text = data.decode("utf-8")
                 for tag in ("created", "modified"):
                     text = re.sub(rf"(<dcterms:{tag}[^>]*>)[^<]*(</dcterms:{tag}>)", rf"\g<1>{_STAMP}\g<2>", text)
-                text = re.sub(r"<cp:lastModifiedBy>[^<]*</cp:lastModifiedBy>",
-                              f"<cp:lastModifiedBy>{GENERATOR}</cp:lastModifiedBy>", text)  # fmt: skip
+                text = re.sub(
+                    r"<cp:lastModifiedBy>[^<]*</cp:lastModifiedBy>",
+                    f"<cp:lastModifiedBy>{GENERATOR}</cp:lastModifiedBy>",
+                    text,
+                )
                 data = text.encode("utf-8")
             out = zipfile.ZipInfo(info.filename, date_time=_ZIP_DATE)
             out.compress_type = zipfile.ZIP_DEFLATED
@@ -109,8 +122,9 @@ def _normalise(src: Path, dst: Path) -> None:
             zout.writestr(out, data)
 
 
-def build_template(filename: str, out_dir: Path, api: WorkbookAPI, force: bool = False,
-                   edition: str = "portable") -> Built:  # fmt: skip
+def build_template(
+    filename: str, out_dir: Path, api: WorkbookAPI, force: bool = False, edition: str = "portable"
+) -> Built:
     """Build, recalculate with ``api`` and write one template (``filename`` a key of :data:`TEMPLATES`) into
     ``out_dir`` as ``edition`` (:func:`edition_filename`); returns it, recalculated.
 
@@ -194,16 +208,17 @@ def serving_summary(built: Built) -> str:
         kib.setdefault(str(model), _number(_case(built, "kv_kib", i), "KV cache per token"))
     lines.append("KV cache per token: " + ", ".join(f"{m} {v:,.0f} KiB" for m, v in kib.items()))
     rps, out_tps, prompt_tps = (_number(_live(built, k), k) for k in ("peak_rps", "peak_output", "peak_prompt"))
-    lines.append(f"Peak load: {rps:.1f} requests/s, {out_tps:,.0f} output tokens/s ({prompt_tps:,.0f} prompt "
-                 "tokens/s)")  # fmt: skip
+    lines.append(f"Peak load: {rps:.1f} requests/s, {out_tps:,.0f} output tokens/s ({prompt_tps:,.0f} prompt tokens/s)")
     for i in range(len(SIDE_COLUMNS)):
         name = _case(built, "scenario_name", i)
         if _case(built, "fits", i) != "fits":
             weights, usable = _number(_case(built, "weights", i), "weights"), _number(_case(built, "usable", i), "")
             lines.append(f"{name}: does not fit: weights {weights:,.0f} GB, usable memory {usable:,.0f} GB")
             continue
-        get = {k: _number(_case(built, k, i), f"{name} {k}") for k in
-               ("batch", "tps_user", "tps_alone", "tps_total", "prefill", "cost_full")}  # fmt: skip
+        get = {
+            k: _number(_case(built, k, i), f"{name} {k}")
+            for k in ("batch", "tps_user", "tps_alone", "tps_total", "prefill", "cost_full")
+        }
         lines.append(
             f"{name}: batch {get['batch']:.0f}, {get['tps_user']:.0f} tokens/s per user ({get['tps_alone']:.0f} "
             f"alone), {get['tps_total']:,.0f} tokens/s total, prefill {get['prefill']:.2f} s, "
@@ -221,10 +236,27 @@ def serving_summary(built: Built) -> str:
         lines.append(f"Active scenario, {name}: does not fit")
         return "\n".join(lines)
     growth = _number(built.get("Traffic_Growth_Multiple"), "Traffic growth multiple")
-    keys = ("replicas_planned", "gpus_peak", "replicas_decode", "replicas_growth", "gpus_growth",
-            "replicas_decode_growth", "batch", "batch_fit", "batch_mem", "time_to_answer", "fleet_util", "coverage",
-            "cost_in", "cost_out", "prefill_share", "prefill_replicas", "decode_replicas", "gpus_disagg",
-            "kv_transfer")  # fmt: skip
+    keys = (
+        "replicas_planned",
+        "gpus_peak",
+        "replicas_decode",
+        "replicas_growth",
+        "gpus_growth",
+        "replicas_decode_growth",
+        "batch",
+        "batch_fit",
+        "batch_mem",
+        "time_to_answer",
+        "fleet_util",
+        "coverage",
+        "cost_in",
+        "cost_out",
+        "prefill_share",
+        "prefill_replicas",
+        "decode_replicas",
+        "gpus_disagg",
+        "kv_transfer",
+    )
     v = {k: _number(_live(built, k), k) for k in keys}
     spare = _number(built.get("Spare_Replicas"), "Spare replicas")
     targets = []  # a target not given does not apply: none is printed
@@ -239,8 +271,10 @@ def serving_summary(built: Built) -> str:
     cap = _number(built.get("Longest_Prompt_Accepted"), "Longest prompt accepted")
     tail = _live(built, "tail_share")
     tail_text = f"{tail:.1%}" if isinstance(tail, (int, float)) else str(tail)
-    cal = {k: _number(built.get(built.book.address(f"{k}:calibrated")), k)
-           for k in ("cal_tps_total", "cal_cost_avg", "cal_replicas", "cal_gpus")}  # fmt: skip
+    cal = {
+        k: _number(built.get(built.book.address(f"{k}:calibrated")), k)
+        for k in ("cal_tps_total", "cal_cost_avg", "cal_replicas", "cal_gpus")
+    }
     basis = _live(built, "batch_basis")
     lines += [
         f"Active scenario, {name}: {v['replicas_planned']:.0f} replicas, {v['gpus_peak']:.0f} GPUs for the peak "
@@ -272,11 +306,35 @@ def training_summary(built: Built) -> str:
     """The figures of "Estimating the Compute and Memory Needed for Language Models", read from the recalculated
     training plan: the active scenario and the measured rates."""
     lines = [f"Training plan: {built.path} (checks {_checks_text(master_check(built))})"]
-    v = {k: _live(built, k) for k in ("params_m", "flops", "tflops", "cluster_peak", "seconds", "within",
-                                      "gpu_hours", "cost", "tokens_budget", "chinchilla", "ratio", "side",
-                                      "optimal_m", "train_mem", "passes", "flops_attn", "attn_share",
-                                      "mfu_cal", "seconds_cal", "state", "activations", "mem_gpu", "memory",
-                                      "fits_mem")}  # fmt: skip
+    v = {
+        k: _live(built, k)
+        for k in (
+            "params_m",
+            "flops",
+            "tflops",
+            "cluster_peak",
+            "seconds",
+            "within",
+            "gpu_hours",
+            "cost",
+            "tokens_budget",
+            "chinchilla",
+            "ratio",
+            "side",
+            "optimal_m",
+            "train_mem",
+            "passes",
+            "flops_attn",
+            "attn_share",
+            "mfu_cal",
+            "seconds_cal",
+            "state",
+            "activations",
+            "mem_gpu",
+            "memory",
+            "fits_mem",
+        )
+    }
     n = {k: _number(x, k) for k, x in v.items() if k not in ("within", "side", "fits_mem")}
     seq = _number(built.get("Sequence_Length"), "Sequence length")
     tokens = _number(built.get("Training_Tokens"), "Training tokens")
@@ -312,6 +370,8 @@ def training_summary(built: Built) -> str:
         days = _number(_bench(built, "bm_days", i), "days")
         time_text = f"{days:,.1f} days" if days >= 1 else f"{seconds:,.0f} s"
         tps_text = f"{tps / 1e6:,.2f}M" if tps >= 1e6 else f"{tps:,.0f}"
-        lines.append(f"  {_bench(built, 'bm_name', i)}: {tps_text} tokens/s, {rate}{mfu_text}; "
-                     f"optimal {optimal:,.2f}M parameters; run {time_text}")  # fmt: skip
+        lines.append(
+            f"  {_bench(built, 'bm_name', i)}: {tps_text} tokens/s, {rate}{mfu_text}; "
+            f"optimal {optimal:,.2f}M parameters; run {time_text}"
+        )
     return "\n".join(lines)

@@ -82,8 +82,12 @@ def note_block(ws: Worksheet, first: int, last: int, cols: str = "ABCDEF") -> No
             cell.style = "Note"
             if keep is not None and cell.data_type == "s":
                 set_text(cell, keep)  # the style resets the quote prefix (see put_text)
-            cell.border = Border(left=side if i == 0 else None, right=side if i == len(cols) - 1 else None,
-                                 top=side if r == first else None, bottom=side if r == last else None)  # fmt: skip
+            cell.border = Border(
+                left=side if i == 0 else None,
+                right=side if i == len(cols) - 1 else None,
+                top=side if r == first else None,
+                bottom=side if r == last else None,
+            )
 
 
 @dataclass(frozen=True)
@@ -95,8 +99,12 @@ class PriceExample:
     comment: str
 
 
-def lists_sheet(book: Book, usual: Sequence[tuple[str, str, str, Domain | None]] = (), prices: bool = False,
-                price_examples: dict[str, PriceExample] | None = None) -> dict[str, str]:  # fmt: skip
+def lists_sheet(
+    book: Book,
+    usual: Sequence[tuple[str, str, str, Domain | None]] = (),
+    prices: bool = False,
+    price_examples: dict[str, PriceExample] | None = None,
+) -> dict[str, str]:
     """The Lists sheet: the catalog's models and accelerators and the precision names, for the dropdowns, and the
     usual ranges of the inputs that have one.
 
@@ -117,16 +125,24 @@ def lists_sheet(book: Book, usual: Sequence[tuple[str, str, str, Domain | None]]
     from .. import calibration, catalog, precision
     from ..errors import NotAvailableError
 
-    sh = book.sheet("Lists", "The dropdowns' lists: the catalog's presets and the precision names when this file "
-                    "was built (MODELS() and GPUS() list the current catalog).")  # fmt: skip
+    sh = book.sheet(
+        "Lists",
+        "The dropdowns' lists: the catalog's presets and the precision names when this file "
+        "was built (MODELS() and GPUS() list the current catalog).",
+    )
     ws = sh.ws
-    columns = {"model": ("A", "Models (MODEL_SPEC)", catalog.model_names()),
-               "gpu": ("C", "Accelerators (GPU_SPEC)", catalog.gpu_names()),
-               "precision": ("E", "Precisions (BYTES_PER_PARAM)", precision.format_names())}  # fmt: skip
+    columns = {
+        "model": ("A", "Models (MODEL_SPEC)", catalog.model_names()),
+        "gpu": ("C", "Accelerators (GPU_SPEC)", catalog.gpu_names()),
+        "precision": ("E", "Precisions (BYTES_PER_PARAM)", precision.format_names()),
+    }
     # A as on every sheet (its row 2 holds the master check's label); C and E hold names, B and D the usual
     # ranges' units and upper bounds
-    widths = (("A", WIDTHS["A"]), ("B", 15), ("C", 22), ("D", 40), ("E", 12), ("F", 50)) if prices else (
-        ("A", WIDTHS["A"]), ("B", 15), ("C", 30), ("D", 15), ("E", 30))  # fmt: skip
+    widths = (
+        (("A", WIDTHS["A"]), ("B", 15), ("C", 22), ("D", 40), ("E", 12), ("F", 50))
+        if prices
+        else (("A", WIDTHS["A"]), ("B", 15), ("C", 30), ("D", 15), ("E", 30))
+    )
     for col, width in widths:
         ws.column_dimensions[col].width = width
     out = {}
@@ -193,8 +209,10 @@ def _price_table(book: Book, sh: Sheet, examples: dict[str, PriceExample]) -> di
     from .book import validation_for
 
     ws = sh.ws
-    sh.section("Price per GPU-hour of each accelerator",
-               "Type your quotes over these: every cost figure, and the Options sheet, reads this table")  # fmt: skip
+    sh.section(
+        "Price per GPU-hour of each accelerator",
+        "Type your quotes over these: every cost figure, and the Options sheet, reads this table",
+    )
     for col, text in zip("ABCDEF", ("Accelerator (GPU_PRICE)", "Price", "Unit", "Source", "As-of date", "Comment")):
         put_text(ws[f"{col}{sh.row}"], text, "Column Heading")
     sh.row += 1
@@ -216,9 +234,16 @@ def _price_table(book: Book, sh: Sheet, examples: dict[str, PriceExample]) -> di
             comment = f"{entry.basis}, {entry.region}"
         else:
             value, source, as_of, comment = None, "Catalog: no price; type your quote", TEMPLATE_DATE, ""
-        sh.input(label, value, "USD/GPU-h", source, comment, "usd",
-                 validation_for(domain, label, "leave it empty for an accelerator you do not rent"),
-                 as_of=as_of)  # fmt: skip
+        sh.input(
+            label,
+            value,
+            "USD/GPU-h",
+            source,
+            comment,
+            "usd",
+            validation_for(domain, label, "leave it empty for an accelerator you do not rent"),
+            as_of=as_of,
+        )
     last = sh.row - 1
     sh.text("An empty price leaves the accelerator out of the Options sheet; a case on it has no cost figures.")
     return {"price": f"{quote_sheetname('Lists')}!$B${first}:$B${last}"}
@@ -413,15 +438,19 @@ def conf_sheet(book: Book) -> Worksheet:
 
 def version_log(book: Book) -> None:
     """The Version log: one row per release of the template."""
-    sh = book.sheet("Version log", "What changed in this template, newest first.", ["Version", "Date", "By",
-                                                                                       "Change", "", ""])  # fmt: skip
+    sh = book.sheet(
+        "Version log", "What changed in this template, newest first.", ["Version", "Date", "By", "Change", "", ""]
+    )
     ws = sh.ws
     put_text(ws[f"A{sh.row}"], __version__, "Label")
     ws[f"B{sh.row}"] = TEMPLATE_DATE
     ws[f"B{sh.row}"].number_format = FMT["date"]
     put_text(ws[f"C{sh.row}"], "xlsxplan", "Label")
-    put_text(ws[f"D{sh.row}"], "First release: generated by `xlsxplan build` from the catalog and the source "
-             "documents' examples", "Label")  # fmt: skip
+    put_text(
+        ws[f"D{sh.row}"],
+        "First release: generated by `xlsxplan build` from the catalog and the source documents' examples",
+        "Label",
+    )
     sh.row += 1
     sh.finish()
 
@@ -444,9 +473,11 @@ def usual_checks(book: Book, sh: Sheet, usual: Sequence[tuple[str, str, str, Any
         else:
             ref = book.ref(key)
             span = f"{quote_sheetname(ref.sheet)}!${ref.col}${ref.row}"
-        sh.check(f"{label} outside its usual range",
-                 f'=IF(COUNTIF({span},"<"&{low})+COUNTIF({span},">"&{high})>0,1,0)',
-                 f"Usually {lo} to {hi} {unit} (Lists; xlsxplan.domains); outside: a unit slip?")  # fmt: skip
+        sh.check(
+            f"{label} outside its usual range",
+            f'=IF(COUNTIF({span},"<"&{low})+COUNTIF({span},">"&{high})>0,1,0)',
+            f"Usually {lo} to {hi} {unit} (Lists; xlsxplan.domains); outside: a unit slip?",
+        )
 
 
 def error_check(sh: Sheet, name: str, span: str, what: str = "") -> Ref:
@@ -511,9 +542,15 @@ def range_inputs(book: Book, sh: Sheet) -> None:
     sh.section("Ranges of the calibrated figures", "Where in the spread of published runs: Calibration sheet")
     for word, value, what in (("Low", 0.1, "slow"), ("High", 0.9, "fast")):
         label = f"{word} quantile of the range"
-        sh.input(label, value, "fraction", "Convention: P10 and P90 of published runs",
-                 f"Efficiency at this quantile: the {what} end", "pct",
-                 validation_for(domain_of(Percentile), label))  # fmt: skip
+        sh.input(
+            label,
+            value,
+            "fraction",
+            "Convention: P10 and P90 of published runs",
+            f"Efficiency at this quantile: the {what} end",
+            "pct",
+            validation_for(domain_of(Percentile), label),
+        )
 
 
 def range_block(

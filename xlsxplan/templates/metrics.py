@@ -39,8 +39,10 @@ def wrap_em(text: str, em: float) -> list[str]:
 
 
 _NBSP, _NBHYPHEN = "\u00a0", "\u2011"
-_GLUED = re.compile(r"\b(?:Table|section|notes?) (?=\d)|\b(?:Envelope|Memory) (?=§)|\bCompute (?=and Memory\b)"
-                    r"|\band (?=Memory\b)|\bet (?=al\.)")  # fmt: skip
+_GLUED = re.compile(
+    r"\b(?:Table|section|notes?) (?=\d)|\b(?:Envelope|Memory) (?=§)|\bCompute (?=and Memory\b)"
+    r"|\band (?=Memory\b)|\bet (?=al\.)"
+)
 """Spaces a wrapped line must not break at: inside a short title ("Compute and Memory") or between it and its
 section ("Back-of-the-Envelope §4"), "et al.", "Table 3", "section 5". A full title may break between its words."""
 _HYPHENED = re.compile(r"\bBack-of-the-Envelope\b")

@@ -114,8 +114,9 @@ frozen cells is frozen with them; the portable edition has none (tests/templates
 def stored(formula: str) -> str:
     """``formula`` with the functions of :data:`_XLFN` written as a file stores them (``_xlfn.POISSON.DIST``)."""
     parts = re.split(r'("(?:[^"]|"")*")', formula)  # never inside a text literal
-    return "".join(p if i % 2 else _XLFN_CALL.sub(lambda m: "_xlfn." + m.group(1).upper() + "(", p)
-                   for i, p in enumerate(parts))  # fmt: skip
+    return "".join(
+        p if i % 2 else _XLFN_CALL.sub(lambda m: "_xlfn." + m.group(1).upper() + "(", p) for i, p in enumerate(parts)
+    )
 
 
 _ERROR_FORMULAS = {"#N/A": "NA()", "#NUM!": "ASIN(2)", "#DIV/0!": "1/0", "#VALUE!": 'VALUE("x")'}
@@ -318,8 +319,10 @@ class _Pass:
     def write(self, ws: Worksheet, coord: str, formula: str) -> None:
         text = "=" + formula
         if len(text) > native.LONGEST_FORMULA:
-            raise WorkbookError(f"{ws.title}!{coord}: the portable formula has {len(text):,} characters, over "
-                                f"Excel's {native.LONGEST_FORMULA:,}")  # fmt: skip
+            raise WorkbookError(
+                f"{ws.title}!{coord}: the portable formula has {len(text):,} characters, over "
+                f"Excel's {native.LONGEST_FORMULA:,}"
+            )
         self.out.longest = max(self.out.longest, len(text))
         ws[coord] = stored(text)
 
@@ -341,8 +344,9 @@ class _Pass:
             out.append(a)
         return out
 
-    def accepted(self, name: str, args: Sequence[str | None], result: str | None = None,
-                 on_result: bool = True) -> tuple[str, str] | None:  # fmt: skip
+    def accepted(
+        self, name: str, args: Sequence[str | None], result: str | None = None, on_result: bool = True
+    ) -> tuple[str, str] | None:
         """The Workings row that guards a call of ``name`` over ``args`` (as seen from Workings), and the error the
         add-in gives when it refuses them; None when nothing is refused.
 
@@ -353,28 +357,37 @@ class _Pass:
         not reach (a branch it does not take) leaves no error on Workings. Without ``on_result`` it is a gate the
         line items read (the check without the rules on the result) and adds no Checks row."""
         fn = registry.get(name)
-        tested = [self.valued(a) if a and spec.domain is not None and spec.domain.kind in ("number", "whole") else a
-                  for a, spec in zip(args, fn.args)] + list(args[len(fn.args):])  # fmt: skip
+        tested = [
+            self.valued(a) if a and spec.domain is not None and spec.domain.kind in ("number", "whole") else a
+            for a, spec in zip(args, fn.args)
+        ] + list(args[len(fn.args) :])
         ok = native.check(name, *tested, result=result, on_result=on_result)
         if ok == "TRUE":
             return None
-        numeric = [a for a, spec in zip(tested, fn.args)
-                   if a and spec.domain is not None and spec.domain.kind in ("number", "whole")]  # fmt: skip
+        numeric = [
+            a
+            for a, spec in zip(tested, fn.args)
+            if a and spec.domain is not None and spec.domain.kind in ("number", "whole")
+        ]
         is_num = ("AND(" + ",".join(f"ISNUMBER({native.operand(a)})" for a in numeric) + ")") if numeric else "TRUE"
         singles = [native.operand(a) for a in args if a and ":" not in a]
         code = f"IF({is_num},{len(singles) + 1},{len(singles) + 2})"
         for i, a in reversed(list(enumerate(singles, 1))):
             code = f"IF(ISERROR({a}),{i},{code})"
-        what = ("0 when the arguments are accepted, else which error the add-in gives" if on_result else
-                "0 when the arguments are accepted (the steps are computed), else not")  # fmt: skip
+        what = (
+            "0 when the arguments are accepted, else which error the add-in gives"
+            if on_result
+            else "0 when the arguments are accepted (the steps are computed), else not"
+        )
         flag = self.put(f"{name}: {what}", f"IF({ok},0,{code})", self.where())
         if on_result:
             origin = _cell_ref(self.sheet, self.cell)
             seen = self._calls_here.setdefault((self.sheet, self.cell, name), 0) + 1
             self._calls_here[(self.sheet, self.cell, name)] = seen
             which = f" (call {seen} in the cell)" if seen > 1 else ""
-            self.checks.append((f"{self.where()}{which}: {native.check_words(name)}",
-                                f"IF(ISERROR({origin}),IF({flag}<>0,1,0),0)"))  # fmt: skip
+            self.checks.append(
+                (f"{self.where()}{which}: {native.check_words(name)}", f"IF(ISERROR({origin}),IF({flag}<>0,1,0),0)")
+            )
             self.out.guarded += 1
         errors = ",".join([*singles, _ERROR_FORMULAS["#NUM!"], _ERROR_FORMULAS["#VALUE!"]])
         return flag, f"CHOOSE({flag},{errors})"
@@ -401,8 +414,14 @@ class _Pass:
     def _place(self, key: str) -> str:
         return f"{WORKINGS}!$B${self._places[key]}"
 
-    def line_items(self, name: str, keys: list[str], make: Callable[[Callable[[str], str]], Any],
-                   args: Sequence[str | None], guard: bool = True) -> str:  # fmt: skip
+    def line_items(
+        self,
+        name: str,
+        keys: list[str],
+        make: Callable[[Callable[[str], str]], Any],
+        args: Sequence[str | None],
+        guard: bool = True,
+    ) -> str:
         """Write ``make(place)``'s line items, one a Workings row, and guard the last; returns its reference.
 
         With ``guard``, a row before them tests the arguments and each step is computed only when it passes (else
@@ -447,9 +466,13 @@ class _Pass:
             if name in native.STEPPED_LOOKUPS and self.sheet:
                 kv = [qualify(a, self.sheet) if a else "" for a in args]
                 keys = [k for k, _, _ in native.catalog_line_items(self.tables, name, lambda k: "A1", *kv)]
-                return self.line_items(name, keys,
-                                       lambda place: native.catalog_line_items(self.tables, name, place, *kv),
-                                       [a or None for a in kv], guard=name in _GUARDED_LOOKUPS)  # fmt: skip
+                return self.line_items(
+                    name,
+                    keys,
+                    lambda place: native.catalog_line_items(self.tables, name, place, *kv),
+                    [a or None for a in kv],
+                    guard=name in _GUARDED_LOOKUPS,
+                )
             body = self.tables.lookup(name, *args)
             if len(body) > _LONG_BODY and self.sheet:  # a Workings row of its own, read by the cell
                 return self.put(f"{name}: the lookup", self.tables.lookup(name, *self._qualified(args)), self.where())
@@ -457,16 +480,20 @@ class _Pass:
         form = native.NATIVE[name]
         q: list[str | None] = [qualify(a, self.sheet) if a else None for a in args]
         if form.steps and self.sheet:
-            return self.line_items(name, [k for k, _, _ in form.steps],
-                                   lambda place: native.line_items(name, place, *q), q)  # fmt: skip
+            return self.line_items(
+                name, [k for k, _, _ in form.steps], lambda place: native.line_items(name, place, *q), q
+            )
         body = "(" + native.formula(name, *given) + ")"
         if not self.sheet:  # a validation or a format: no guard
             return body
         flag = self.accepted(name, q)
         if len(body) > _LONG_BODY:
             value = native.formula(name, *q)
-            body = self.put(f"{name}: the value, before its check",
-                            value if flag is None else f'IF({flag[0]}=0,{value},"-")', self.where())  # fmt: skip
+            body = self.put(
+                f"{name}: the value, before its check",
+                value if flag is None else f'IF({flag[0]}=0,{value},"-")',
+                self.where(),
+            )
         return body if flag is None else self.guarded(flag, body)
 
     def _qualified(self, args: list[str]) -> list[str]:
@@ -506,8 +533,13 @@ def make_portable(book: Book, computed: Callable[[str], Any], addin_file: str = 
     p.addin_file = addin_file
     wb = book.wb
     sheets = [ws for ws in wb.worksheets if ws.title not in (CATALOG, WORKINGS)]
-    formulas = {(ws.title, c.coordinate): t for ws in sheets for row in ws.iter_rows() for c in row
-                if (t := _text(c.value)) is not None}  # fmt: skip
+    formulas = {
+        (ws.title, c.coordinate): t
+        for ws in sheets
+        for row in ws.iter_rows()
+        for c in row
+        if (t := _text(c.value)) is not None
+    }
     p.formula_cells = set(formulas)
     p.formulas = formulas
     # which cells only Python computes, and the cells newer than Excel 2016 that they read
@@ -615,8 +647,12 @@ def _freeze(p: _Pass, frozen: dict[tuple[str, str], list[str]]) -> None:
         ws = p.workings
         p.row += 1
         top = p.row
-        put_text(ws[f"A{p.row}"], f"{frozen_layout.TITLE_PREFIX}{sheet}: {len(keys)} cells hold the add-in edition's "
-                 f"values of {stamp}, for these inputs", "Label")  # fmt: skip
+        put_text(
+            ws[f"A{p.row}"],
+            f"{frozen_layout.TITLE_PREFIX}{sheet}: {len(keys)} cells hold the add-in edition's "
+            f"values of {stamp}, for these inputs",
+            "Label",
+        )
         p.row += 1
         for h, col in zip(frozen_layout.INPUTS_HEADER, "ABCDE"):
             put_text(ws[f"{col}{p.row}"], h, "Label")
@@ -638,14 +674,22 @@ def _freeze(p: _Pass, frozen: dict[tuple[str, str], list[str]]) -> None:
             else:
                 ws[f"D{p.row}"] = was
             b, d = f"B{p.row}", f"D{p.row}"
-            p.write(ws, f"E{p.row}", f"IF(ISNUMBER({d}),IF(ISNUMBER({b}),ABS({b}-{d})<=1E-12*ABS({d}),FALSE),"
-                                     f"IF(ISNUMBER({b}),FALSE,EXACT({b},{d})))")  # fmt: skip
+            p.write(
+                ws,
+                f"E{p.row}",
+                f"IF(ISNUMBER({d}),IF(ISNUMBER({b}),ABS({b}-{d})<=1E-12*ABS({d}),FALSE),"
+                f"IF(ISNUMBER({b}),FALSE,EXACT({b},{d})))",
+            )
             p.row += 1
         p.out.inputs[sheet] = [f"{s}!{c}" for s, c in inputs]
         if inputs:
-            p.checks.append((f"{sheet}: values computed by Python for other inputs (Workings): run xlsxplan recalc "
-                             f"on this file, or open the add-in edition ({p.addin_file})",
-                             f"IF(COUNTIF({WORKINGS}!$E${first}:$E${p.row - 1},FALSE)>0,1,0)"))  # fmt: skip
+            p.checks.append(
+                (
+                    f"{sheet}: values computed by Python for other inputs (Workings): run xlsxplan recalc "
+                    f"on this file, or open the add-in edition ({p.addin_file})",
+                    f"IF(COUNTIF({WORKINGS}!$E${first}:$E${p.row - 1},FALSE)>0,1,0)",
+                )
+            )
         _kept_formulas(p, sheet, keys, top, arrays)
 
 
@@ -669,12 +713,15 @@ def _rectangles(cells: list[str]) -> list[str]:
             active.setdefault(run, r)
         prev = r
     out += [(r0, run[0], prev, run[1]) for run, r0 in active.items()]
-    return [f"{get_column_letter(c1)}{r1}" + ("" if (r1, c1) == (r2, c2) else f":{get_column_letter(c2)}{r2}")
-            for r1, c1, r2, c2 in sorted(out)]  # fmt: skip
+    return [
+        f"{get_column_letter(c1)}{r1}" + ("" if (r1, c1) == (r2, c2) else f":{get_column_letter(c2)}{r2}")
+        for r1, c1, r2, c2 in sorted(out)
+    ]
 
 
-def _kept_formulas(p: _Pass, sheet: str, keys: list[tuple[str, str]], top: int, arrays: dict[tuple[str, str], str]
-                   ) -> None:  # fmt: skip
+def _kept_formulas(
+    p: _Pass, sheet: str, keys: list[tuple[str, str]], top: int, arrays: dict[tuple[str, str], str]
+) -> None:
     """Below a block's inputs, each add-in formula of its frozen cells with the cells that hold it (an array formula
     of one cell said so), and a hidden defined name over the block (:mod:`xlsxplan.headless.frozen`): ``xlsxplan
     recalc`` computes them again when an input has changed. A block with an array formula over several cells gets no

@@ -78,8 +78,18 @@ from .common import (
 )
 from .styles import FMT, HEADER_ROWS, SIDE_COLUMNS, TEMPLATE_DATE
 
-__all__ = ["build", "TITLE", "CASES", "CASE_INPUTS", "CASE_LINES", "GLOBAL_LINES", "CALIBRATION_LINES", "FILENAME",
-           "PROMPT_SAMPLE_ROWS", "USUAL"]  # fmt: skip
+__all__ = [
+    "build",
+    "TITLE",
+    "CASES",
+    "CASE_INPUTS",
+    "CASE_LINES",
+    "GLOBAL_LINES",
+    "CALIBRATION_LINES",
+    "FILENAME",
+    "PROMPT_SAMPLE_ROWS",
+    "USUAL",
+]
 
 TITLE = "Serving plan"
 FILENAME = "serving_plan.xlsx"
@@ -154,8 +164,15 @@ _NOT_MEASURED = "leave it empty when not measured"
 _SECTION6 = f"{ENVELOPE} §6 (example)"
 
 
-def _override(key: str, label: str, unit: str, source: str, comment: str, values: tuple[Any, ...] = (None,) * 4,
-              fmt: str = "override") -> CaseInput:  # fmt: skip
+def _override(
+    key: str,
+    label: str,
+    unit: str,
+    source: str,
+    comment: str,
+    values: tuple[Any, ...] = (None,) * 4,
+    fmt: str = "override",
+) -> CaseInput:
     return CaseInput(key, label, values, unit, source, comment, fmt, "", _OVERRIDE)
 
 
@@ -538,13 +555,50 @@ CASE_LINES: tuple[Line, ...] = (
 )  # fmt: skip
 
 _COMPARED = {
-    "model_overrides", "gpu_overrides", "described", "name_inputs", "name_follows", "params", "active", "memory",
-    "bandwidth", "tflops", "price", "bytes_weight", "bytes_embedding", "bytes_kv", "experts", "experts_per_token",
-    "weights", "weights_gpu", "usable", "free", "kv_bytes", "kv_kib", "kv_seq", "batch_fit", "fits", "batch_paged",
-    "batch_mem", "params_read_mem", "speed_floor",
-    "speed_for_ttft", "batch_latency", "batch_ttft", "cap_latency", "cap_ttft", "batch", "binding", "params_read",
-    "tps_user", "tps_alone", "tps_total", "prefill", "cost_full", "cost_avg",
-}  # fmt: skip
+    "model_overrides",
+    "gpu_overrides",
+    "described",
+    "name_inputs",
+    "name_follows",
+    "params",
+    "active",
+    "memory",
+    "bandwidth",
+    "tflops",
+    "price",
+    "bytes_weight",
+    "bytes_embedding",
+    "bytes_kv",
+    "experts",
+    "experts_per_token",
+    "weights",
+    "weights_gpu",
+    "usable",
+    "free",
+    "kv_bytes",
+    "kv_kib",
+    "kv_seq",
+    "batch_fit",
+    "fits",
+    "batch_paged",
+    "batch_mem",
+    "params_read_mem",
+    "speed_floor",
+    "speed_for_ttft",
+    "batch_latency",
+    "batch_ttft",
+    "cap_latency",
+    "cap_ttft",
+    "batch",
+    "binding",
+    "params_read",
+    "tps_user",
+    "tps_alone",
+    "tps_total",
+    "prefill",
+    "cost_full",
+    "cost_avg",
+}
 """Lines repeated for every case on Scenarios: what the table of Back-of-the-Envelope §6 compares and what it depends
 on. Replicas and the rest depend on the traffic, not on what distinguishes the cases: Calculations has them for the
 active one."""
@@ -552,11 +606,14 @@ CASE_LINES = tuple(replace(line, compare=line.key in _COMPARED) for line in CASE
 
 # Calculations' sections, by the first line of each.
 CALC_SECTIONS = {
-    "model_overrides": "Model and accelerator", "weights": "Memory", "params_read_mem": "Speed and the latency targets",
+    "model_overrides": "Model and accelerator",
+    "weights": "Memory",
+    "params_read_mem": "Speed and the latency targets",
     "cost_full": "Cost as Back-of-the-Envelope counts it (output tokens, one replica)",
-    "replicas_decode": "Capacity for the traffic", "prefill_replicas": "Separate prefill and decode GPUs",
+    "replicas_decode": "Capacity for the traffic",
+    "prefill_replicas": "Separate prefill and decode GPUs",
     "prefill_share": "Input and output tokens priced apart",
-}  # fmt: skip
+}
 
 GLOBAL_LINES: tuple[Line, ...] = (
     Line("speed_given", "Decode-speed target given?",
@@ -737,150 +794,419 @@ def _inputs(book: Book, lists: dict[str, str]) -> Sheet:
     name_row = selector_row + 2  # the Scenario name row, written below
     dv = DataValidation(type="list", formula1=f"$G${name_row}:$J${name_row}", allow_blank=False)
     dv.error, dv.showErrorMessage = "Pick one of the scenario names in G to J", True
-    sh.input("Active scenario", CASES[ACTIVE_CASE - 1], "name", "Choose from the list", "Dropdown of the case "
-             "names", "text", dv)  # fmt: skip
-    number = Line("scenario_number", "Scenario number", f"=MATCH(Active_Scenario,$G${name_row}:$J${name_row},0)",
-                  "index", "Position of the active case (MATCH)", "int")  # fmt: skip
+    sh.input(
+        "Active scenario",
+        CASES[ACTIVE_CASE - 1],
+        "name",
+        "Choose from the list",
+        "Dropdown of the case names",
+        "text",
+        dv,
+    )
+    number = Line(
+        "scenario_number",
+        "Scenario number",
+        f"=MATCH(Active_Scenario,$G${name_row}:$J${name_row},0)",
+        "index",
+        "Position of the active case (MATCH)",
+        "int",
+    )
     sh.line(number)
     book.define("Scenario_Number", "Inputs", f"$B${sh.row - 1}")
     for spec in CASE_INPUTS:
-        sh.case_input(spec.label, spec.values, spec.unit, spec.source, spec.comment, spec.fmt,
-                      _validation(book, spec, lists), selector="Scenario_Number", live_fmt=spec.live_fmt,
-                      key=spec.key)  # fmt: skip
+        sh.case_input(
+            spec.label,
+            spec.values,
+            spec.unit,
+            spec.source,
+            spec.comment,
+            spec.fmt,
+            _validation(book, spec, lists),
+            selector="Scenario_Number",
+            live_fmt=spec.live_fmt,
+            key=spec.key,
+        )
         if spec.key == "scenario_name":
             assert sh.row - 1 == name_row  # noqa: S101 - layout invariant
     book.scenario_name = "Scenario_Name"
 
     tokens, tokens0, frac = domain_of(domains.Tokens), domain_of(domains.TokensOrZero), domain_of(domains.Fraction)
     sh.section("Demand", "Traffic in requests and tokens (Back-of-the-Envelope §1, §7)")
-    sh.input("Requests per day", 200_000, "requests/day", f"{ENVELOPE} §1 (example)", "The support assistant", "int",
-             validation_for(domain_of(domains.PerDay), "Requests per day"))  # fmt: skip
-    sh.input("Prompt tokens per request, mean", 2_000, "tokens", f"{ENVELOPE} §1 (example)",
-             "Instructions, retrieved documents and the conversation", "int",
-             validation_for(tokens, "Prompt tokens per request"))  # fmt: skip
-    sh.input("Tail prompt tokens, 95th percentile", 2_000, "tokens", f"{ENVELOPE} §7 (example: no spread)",
-             "Slots are sized at the tail; the mean: no spread", "int",
-             validation_for(tokens, "Tail prompt tokens"))  # fmt: skip
-    sh.input("Prompt length spread (standard deviation)", None, "tokens", "Example: empty, the log-normal's",
-             "Empty: a log-normal's through mean and tail", "int",
-             validation_for(tokens0, "Prompt length spread", "leave it empty for a log-normal's"))  # fmt: skip
-    sh.input("Tail percentile, pasted lengths", 0.95, "fraction", f"{ENVELOPE} §7 (convention: 95th)",
-             "Pasted lengths' tail; the typed one is the 95th", "pct",
-             validation_for(domains.Domain("number", 0.5, 1), "Tail percentile"))  # fmt: skip
-    sh.input("Longest prompt accepted", 32_768, "tokens", "Example: your product's cap", "Longer requests are "
-             "refused (Back-of-the-Envelope §1)", "int",
-             validation_for(tokens, "Longest prompt accepted"))  # fmt: skip
-    sh.input("Output tokens per request", 300, "tokens", f"{ENVELOPE} §1 (example)", "Visible answer; measure on real "
-             "traffic (§7)", "int", validation_for(tokens, "Output tokens per request"))  # fmt: skip
-    sh.input("Hidden reasoning tokens per request", 0, "tokens", f"{ENVELOPE} §7 (example: none)",
-             "Written before the answer; decoded, billed as output", "int",
-             validation_for(tokens0, "Hidden reasoning tokens per request"))  # fmt: skip
-    sh.input("Peak-hour factor", 3, "ratio", f"{ENVELOPE} §1 (example)", "How much busier the peak hour is than the "
-             "day's average", "dec1", validation_for(domain_of(domains.PeakFactor), "Peak-hour factor"))  # fmt: skip
-    sh.input("Shared prefix tokens", 0, "tokens", f"{ENVELOPE} §7 (example: none)", "System prompt and tools every "
-             "request starts with", "int", validation_for(tokens0, "Shared prefix tokens"))  # fmt: skip
-    sh.input("Prefix cache hit rate", 0, "fraction", f"{ENVELOPE} §7 (example: off)", "0 until the prefix is confirmed "
-             "stable (§7)", "pct",
-             validation_for(domain_of(domains.FractionOrZero), "Prefix cache hit rate"))  # fmt: skip
+    sh.input(
+        "Requests per day",
+        200_000,
+        "requests/day",
+        f"{ENVELOPE} §1 (example)",
+        "The support assistant",
+        "int",
+        validation_for(domain_of(domains.PerDay), "Requests per day"),
+    )
+    sh.input(
+        "Prompt tokens per request, mean",
+        2_000,
+        "tokens",
+        f"{ENVELOPE} §1 (example)",
+        "Instructions, retrieved documents and the conversation",
+        "int",
+        validation_for(tokens, "Prompt tokens per request"),
+    )
+    sh.input(
+        "Tail prompt tokens, 95th percentile",
+        2_000,
+        "tokens",
+        f"{ENVELOPE} §7 (example: no spread)",
+        "Slots are sized at the tail; the mean: no spread",
+        "int",
+        validation_for(tokens, "Tail prompt tokens"),
+    )
+    sh.input(
+        "Prompt length spread (standard deviation)",
+        None,
+        "tokens",
+        "Example: empty, the log-normal's",
+        "Empty: a log-normal's through mean and tail",
+        "int",
+        validation_for(tokens0, "Prompt length spread", "leave it empty for a log-normal's"),
+    )
+    sh.input(
+        "Tail percentile, pasted lengths",
+        0.95,
+        "fraction",
+        f"{ENVELOPE} §7 (convention: 95th)",
+        "Pasted lengths' tail; the typed one is the 95th",
+        "pct",
+        validation_for(domains.Domain("number", 0.5, 1), "Tail percentile"),
+    )
+    sh.input(
+        "Longest prompt accepted",
+        32_768,
+        "tokens",
+        "Example: your product's cap",
+        "Longer requests are refused (Back-of-the-Envelope §1)",
+        "int",
+        validation_for(tokens, "Longest prompt accepted"),
+    )
+    sh.input(
+        "Output tokens per request",
+        300,
+        "tokens",
+        f"{ENVELOPE} §1 (example)",
+        "Visible answer; measure on real traffic (§7)",
+        "int",
+        validation_for(tokens, "Output tokens per request"),
+    )
+    sh.input(
+        "Hidden reasoning tokens per request",
+        0,
+        "tokens",
+        f"{ENVELOPE} §7 (example: none)",
+        "Written before the answer; decoded, billed as output",
+        "int",
+        validation_for(tokens0, "Hidden reasoning tokens per request"),
+    )
+    sh.input(
+        "Peak-hour factor",
+        3,
+        "ratio",
+        f"{ENVELOPE} §1 (example)",
+        "How much busier the peak hour is than the day's average",
+        "dec1",
+        validation_for(domain_of(domains.PeakFactor), "Peak-hour factor"),
+    )
+    sh.input(
+        "Shared prefix tokens",
+        0,
+        "tokens",
+        f"{ENVELOPE} §7 (example: none)",
+        "System prompt and tools every request starts with",
+        "int",
+        validation_for(tokens0, "Shared prefix tokens"),
+    )
+    sh.input(
+        "Prefix cache hit rate",
+        0,
+        "fraction",
+        f"{ENVELOPE} §7 (example: off)",
+        "0 until the prefix is confirmed stable (§7)",
+        "pct",
+        validation_for(domain_of(domains.FractionOrZero), "Prefix cache hit rate"),
+    )
 
     sh.section("Serving assumptions", "Shares of the hardware's peaks the plan counts on, targets, spares")
-    sh.input("Usable memory fraction", 0.9, "fraction", f"{ENVELOPE} §2 (example)", "Left after the serving "
-             "framework's own overhead", "pct", validation_for(frac, "Usable memory fraction"))  # fmt: skip
-    sh.input("Decode bandwidth efficiency", 1, "fraction", f"{ENVELOPE} §4 (example)", "1 is the ceiling; see "
-             "Calibration for measured ones", "pct",
-             validation_for(frac, "Decode bandwidth efficiency"))  # fmt: skip
-    sh.input("Prefill compute utilisation", 0.5, "fraction", f"{ENVELOPE} §5 (example)", "Share of the dense BF16 "
-             "peak, as the source counts", "pct",
-             validation_for(frac, "Prefill compute utilisation"))  # fmt: skip
+    sh.input(
+        "Usable memory fraction",
+        0.9,
+        "fraction",
+        f"{ENVELOPE} §2 (example)",
+        "Left after the serving framework's own overhead",
+        "pct",
+        validation_for(frac, "Usable memory fraction"),
+    )
+    sh.input(
+        "Decode bandwidth efficiency",
+        1,
+        "fraction",
+        f"{ENVELOPE} §4 (example)",
+        "1 is the ceiling; see Calibration for measured ones",
+        "pct",
+        validation_for(frac, "Decode bandwidth efficiency"),
+    )
+    sh.input(
+        "Prefill compute utilisation",
+        0.5,
+        "fraction",
+        f"{ENVELOPE} §5 (example)",
+        "Share of the dense BF16 peak, as the source counts",
+        "pct",
+        validation_for(frac, "Prefill compute utilisation"),
+    )
     emb = DataValidation(type="list", formula1=f'"{EMBEDDING_AS_WEIGHTS},{EMBEDDING_AS_PUBLISHED}"')
     emb.showErrorMessage = False  # a format name (bf16, q4_k_m, ...) is allowed too: BYTES_PER_PARAM reads it
-    sh.input("Embedding precision", EMBEDDING_AS_WEIGHTS, "format", f"{ENVELOPE} §2 (example: N x b)",
-             "Or as published (16-bit), or a format name", "text", emb)  # fmt: skip
-    sh.input("KV cache overflow accepted", 0.05, "fraction", "Example: a paging engine (vLLM)",
-             "Chance a paged batch outgrows memory (preemption)", "pct",
-             validation_for(domain_of(domains.TailProbability), "KV cache overflow accepted"))  # fmt: skip
-    sh.input("Latency target, per user", None, "tokens/s", "Example: empty, no target; your product's",
-             f"Slowest decode per user; 80 in {ENVELOPE} §7", "dec1",
-             validation_for(domain_of(domains.TokensPerS), "Latency target",
-                            "leave it empty for no speed target"))  # fmt: skip
-    sh.input("Time-to-first-token target", None, "s", "Example: empty, no target; your product's",
-             "Longest wait for the first token of a tail prompt", "dec2",
-             validation_for(domain_of(domains.Seconds), "Time-to-first-token target",
-                            "leave it empty for no first-token target"))  # fmt: skip
-    sh.input("First-token percentile", 0.99, "fraction", "Example: P99, a common objective",
-             "Share of requests the target below must hold for", "pct",
-             validation_for(domain_of(domains.Percentile), "First-token percentile"))  # fmt: skip
-    sh.input("First-token target at the percentile", None, "s", "Example: empty, no target; e.g. 2 s at P99",
-             "Replicas are added until the peak's queue meets it", "dec2",
-             validation_for(domain_of(domains.Seconds), "First-token target at the percentile",
-                            "leave it empty for no percentile target"))  # fmt: skip
-    sh.input("Draft tokens per step", None, "count", "Example: empty, no speculative decoding",
-             "Gamma: tokens a draft model or MTP head proposes", "int",
-             validation_for(domain_of(domains.Count), "Draft tokens per step",
-                            "leave it empty for no speculative decoding"))  # fmt: skip
-    sh.input("Draft acceptance rate", 0.8, "fraction", "Example: Leviathan et al. 2023 (alpha)",
-             "Chance a drafted token is accepted; measure yours", "pct",
-             validation_for(domain_of(domains.FractionOrZero), "Draft acceptance rate"))  # fmt: skip
-    sh.input("Draft model parameters", 1, "B params", "Example: a 1B draft (Leviathan et al.)",
-             "Read once per draft step, in BF16", "dec2",
-             validation_for(domain_of(domains.ParamsB), "Draft model parameters"))  # fmt: skip
-    sh.input("Engine memory fraction", 0.9, "fraction", "Example: vLLM gpu_memory_utilization",
-             "SGLang's mem_fraction_static is about 0.8 to 0.93", "pct",
-             validation_for(frac, "Engine memory fraction"))  # fmt: skip
-    sh.input("Engine activation and graph reserve", 0, "GB", "Example: none; the engine logs it",
-             "Per GPU; a logged vLLM start-up shows 2.85 GiB", "dec2",
-             validation_for(domain_of(domains.MemoryGBOrZero), "Engine activation and graph reserve"))  # fmt: skip
-    sh.input("Engine KV block size", 16, "tokens", "Example: vLLM's default block",
-             "A sequence's cache is rounded up to whole blocks", "int",
-             validation_for(domain_of(domains.Count), "Engine KV block size"))  # fmt: skip
+    sh.input(
+        "Embedding precision",
+        EMBEDDING_AS_WEIGHTS,
+        "format",
+        f"{ENVELOPE} §2 (example: N x b)",
+        "Or as published (16-bit), or a format name",
+        "text",
+        emb,
+    )
+    sh.input(
+        "KV cache overflow accepted",
+        0.05,
+        "fraction",
+        "Example: a paging engine (vLLM)",
+        "Chance a paged batch outgrows memory (preemption)",
+        "pct",
+        validation_for(domain_of(domains.TailProbability), "KV cache overflow accepted"),
+    )
+    sh.input(
+        "Latency target, per user",
+        None,
+        "tokens/s",
+        "Example: empty, no target; your product's",
+        f"Slowest decode per user; 80 in {ENVELOPE} §7",
+        "dec1",
+        validation_for(domain_of(domains.TokensPerS), "Latency target", "leave it empty for no speed target"),
+    )
+    sh.input(
+        "Time-to-first-token target",
+        None,
+        "s",
+        "Example: empty, no target; your product's",
+        "Longest wait for the first token of a tail prompt",
+        "dec2",
+        validation_for(
+            domain_of(domains.Seconds), "Time-to-first-token target", "leave it empty for no first-token target"
+        ),
+    )
+    sh.input(
+        "First-token percentile",
+        0.99,
+        "fraction",
+        "Example: P99, a common objective",
+        "Share of requests the target below must hold for",
+        "pct",
+        validation_for(domain_of(domains.Percentile), "First-token percentile"),
+    )
+    sh.input(
+        "First-token target at the percentile",
+        None,
+        "s",
+        "Example: empty, no target; e.g. 2 s at P99",
+        "Replicas are added until the peak's queue meets it",
+        "dec2",
+        validation_for(
+            domain_of(domains.Seconds),
+            "First-token target at the percentile",
+            "leave it empty for no percentile target",
+        ),
+    )
+    sh.input(
+        "Draft tokens per step",
+        None,
+        "count",
+        "Example: empty, no speculative decoding",
+        "Gamma: tokens a draft model or MTP head proposes",
+        "int",
+        validation_for(domain_of(domains.Count), "Draft tokens per step", "leave it empty for no speculative decoding"),
+    )
+    sh.input(
+        "Draft acceptance rate",
+        0.8,
+        "fraction",
+        "Example: Leviathan et al. 2023 (alpha)",
+        "Chance a drafted token is accepted; measure yours",
+        "pct",
+        validation_for(domain_of(domains.FractionOrZero), "Draft acceptance rate"),
+    )
+    sh.input(
+        "Draft model parameters",
+        1,
+        "B params",
+        "Example: a 1B draft (Leviathan et al.)",
+        "Read once per draft step, in BF16",
+        "dec2",
+        validation_for(domain_of(domains.ParamsB), "Draft model parameters"),
+    )
+    sh.input(
+        "Engine memory fraction",
+        0.9,
+        "fraction",
+        "Example: vLLM gpu_memory_utilization",
+        "SGLang's mem_fraction_static is about 0.8 to 0.93",
+        "pct",
+        validation_for(frac, "Engine memory fraction"),
+    )
+    sh.input(
+        "Engine activation and graph reserve",
+        0,
+        "GB",
+        "Example: none; the engine logs it",
+        "Per GPU; a logged vLLM start-up shows 2.85 GiB",
+        "dec2",
+        validation_for(domain_of(domains.MemoryGBOrZero), "Engine activation and graph reserve"),
+    )
+    sh.input(
+        "Engine KV block size",
+        16,
+        "tokens",
+        "Example: vLLM's default block",
+        "A sequence's cache is rounded up to whole blocks",
+        "int",
+        validation_for(domain_of(domains.Count), "Engine KV block size"),
+    )
     for word, value in (("Low", 0.5), ("Middle", 0.9), ("High", 0.99)):
-        sh.input(f"{word} first-token percentile shown", value, "fraction", "Convention: P50, P90 and P99",
-                 "Calculations shows the first token at the peak there", "pct",
-                 validation_for(domain_of(domains.Percentile), f"{word} first-token percentile shown"))  # fmt: skip
-    sh.input("Spare replicas", 1, "count", f"{ENVELOPE} §6 (example)", "On top of the peak: one failure "
-             "leaves it covered", "int",
-             validation_for(domain_of(domains.Spare), "Spare replicas"))  # fmt: skip
-    sh.input("Minimum replicas", 2, "count", f"{ENVELOPE} §6 (example)", "§6: run at least two replicas in "
-             "production", "int", validation_for(domain_of(domains.Count), "Minimum replicas"))  # fmt: skip
-    sh.input("Replicas deployed", None, "count", "Example: empty, the plan's count", "Fill in to test a fleet you "
-             "have against the peak", "int", validation_for(domain_of(domains.Count), "Replicas deployed",
-                                                           "leave it empty for the plan's count"))  # fmt: skip
-    sh.input("Prefill-to-decode link bandwidth", 50, "GB/s", "Example: 400 Gb/s InfiniBand", "KV caches move between "
-             "the pools; NVLink about 450", "int",
-             validation_for(domain_of(domains.LinkGBs), "Prefill-to-decode link bandwidth"))  # fmt: skip
-    sh.input("Tensor-parallel link bandwidth", 450, "GB/s", "Example: H100 NVLink, 900 GB/s both ways",
-             "Within a replica, each way; 0 leaves it out", "int",
-             validation_for(domain_of(domains.LinkGBsOrZero), "Tensor-parallel link bandwidth"))  # fmt: skip
-    sh.input("Traffic growth multiple", 10, "ratio", f"{ENVELOPE} §6 (example)", "The source sizes ten times the "
-             "traffic", "dec1", validation_for(domain_of(domains.PeakFactor), "Traffic growth multiple"))  # fmt: skip
+        sh.input(
+            f"{word} first-token percentile shown",
+            value,
+            "fraction",
+            "Convention: P50, P90 and P99",
+            "Calculations shows the first token at the peak there",
+            "pct",
+            validation_for(domain_of(domains.Percentile), f"{word} first-token percentile shown"),
+        )
+    sh.input(
+        "Spare replicas",
+        1,
+        "count",
+        f"{ENVELOPE} §6 (example)",
+        "On top of the peak: one failure leaves it covered",
+        "int",
+        validation_for(domain_of(domains.Spare), "Spare replicas"),
+    )
+    sh.input(
+        "Minimum replicas",
+        2,
+        "count",
+        f"{ENVELOPE} §6 (example)",
+        "§6: run at least two replicas in production",
+        "int",
+        validation_for(domain_of(domains.Count), "Minimum replicas"),
+    )
+    sh.input(
+        "Replicas deployed",
+        None,
+        "count",
+        "Example: empty, the plan's count",
+        "Fill in to test a fleet you have against the peak",
+        "int",
+        validation_for(domain_of(domains.Count), "Replicas deployed", "leave it empty for the plan's count"),
+    )
+    sh.input(
+        "Prefill-to-decode link bandwidth",
+        50,
+        "GB/s",
+        "Example: 400 Gb/s InfiniBand",
+        "KV caches move between the pools; NVLink about 450",
+        "int",
+        validation_for(domain_of(domains.LinkGBs), "Prefill-to-decode link bandwidth"),
+    )
+    sh.input(
+        "Tensor-parallel link bandwidth",
+        450,
+        "GB/s",
+        "Example: H100 NVLink, 900 GB/s both ways",
+        "Within a replica, each way; 0 leaves it out",
+        "int",
+        validation_for(domain_of(domains.LinkGBsOrZero), "Tensor-parallel link bandwidth"),
+    )
+    sh.input(
+        "Traffic growth multiple",
+        10,
+        "ratio",
+        f"{ENVELOPE} §6 (example)",
+        "The source sizes ten times the traffic",
+        "dec1",
+        validation_for(domain_of(domains.PeakFactor), "Traffic growth multiple"),
+    )
 
     sh.section("Cost and basis of estimate", "Estimate, not a quote: check your provider's current price")
-    sh.input("Average utilisation", 0.3, "fraction", f"{ENVELOPE} §6 (example)", "Average load over full load; "
-             "30% is common (§6)", "pct",
-             validation_for(frac, "Average utilisation"))  # fmt: skip
-    sh.input("Hours per month", 730, "h/month", "Convention: 8,760 h / 12", "GPUs billed around the clock", "int",
-             validation_for(domains.Domain("number", 0, 744, low_open=True), "Hours per month"))  # fmt: skip
+    sh.input(
+        "Average utilisation",
+        0.3,
+        "fraction",
+        f"{ENVELOPE} §6 (example)",
+        "Average load over full load; 30% is common (§6)",
+        "pct",
+        validation_for(frac, "Average utilisation"),
+    )
+    sh.input(
+        "Hours per month",
+        730,
+        "h/month",
+        "Convention: 8,760 h / 12",
+        "GPUs billed around the clock",
+        "int",
+        validation_for(domains.Domain("number", 0, 744, low_open=True), "Hours per month"),
+    )
     date_dv = DataValidation(type="date", operator="greaterThan", formula1="36526")  # after 2000-01-01
-    sh.input("Price date", TEMPLATE_DATE, "date", "Example: when the price was checked", "Prices change; "
-             "restate the date with the price", "date", date_dv)  # fmt: skip
+    sh.input(
+        "Price date",
+        TEMPLATE_DATE,
+        "date",
+        "Example: when the price was checked",
+        "Prices change; restate the date with the price",
+        "date",
+        date_dv,
+    )
     sh.input("Region", "Any (example)", "text", "Example", "Where the GPUs run; prices differ by region", "text")
     basis = DataValidation(type="list", formula1='"On-demand,Committed 1 year,Committed 3 years,Spot"')
-    sh.input("Pricing basis", "On-demand", "text", "Example", "On-demand, committed (1 or 3 years) or spot",
-             "text", basis)  # fmt: skip
+    sh.input(
+        "Pricing basis", "On-demand", "text", "Example", "On-demand, committed (1 or 3 years) or spot", "text", basis
+    )
     sh.input("Billing currency", "USD", "ISO 4217", "Example", "Every cost line is in this currency", "text")
 
     range_inputs(book, sh)
     sh.section("Your measurements (optional)", "The active scenario's setup, measured: see the Calibration sheet")
     speed = domain_of(domains.TokensPerS)
-    sh.input("Measured decode speed at batch 1", None, "tokens/s", "Example: empty, not measured", "One request "
-             "alone, on the active case's setup", "dec1",
-             validation_for(speed, "Measured decode speed at batch 1", _NOT_MEASURED))  # fmt: skip
-    sh.input("Measured time to first token", None, "s", "Example: empty, not measured", "At batch 1, same setup",
-             "dec3", validation_for(domain_of(domains.Seconds), "Measured time to first token",
-                                    _NOT_MEASURED))  # fmt: skip
-    sh.input("Prompt tokens in the measurement", 2_000, "tokens", "Example: the mean prompt", "The prompt measured; "
-             "its KV cache is read each step", "int",
-             validation_for(tokens, "Prompt tokens in the measurement"))  # fmt: skip
+    sh.input(
+        "Measured decode speed at batch 1",
+        None,
+        "tokens/s",
+        "Example: empty, not measured",
+        "One request alone, on the active case's setup",
+        "dec1",
+        validation_for(speed, "Measured decode speed at batch 1", _NOT_MEASURED),
+    )
+    sh.input(
+        "Measured time to first token",
+        None,
+        "s",
+        "Example: empty, not measured",
+        "At batch 1, same setup",
+        "dec3",
+        validation_for(domain_of(domains.Seconds), "Measured time to first token", _NOT_MEASURED),
+    )
+    sh.input(
+        "Prompt tokens in the measurement",
+        2_000,
+        "tokens",
+        "Example: the mean prompt",
+        "The prompt measured; its KV cache is read each step",
+        "int",
+        validation_for(tokens, "Prompt tokens in the measurement"),
+    )
     timeline.inputs(book, sh)
     sh.finish()
     return sh
@@ -905,8 +1231,13 @@ def _prompt_lengths(book: Book) -> Sheet:
         cell.number_format = FMT["int"]
     put_text(ws[f"A{first}"], "Measured prompt lengths", "Label")
     put_text(ws[f"C{first}"], "tokens", "Unit")
-    register = register_cells(ws, first, "Example: none shipped; your traffic logs", TEMPLATE_DATE,
-                              f"One per cell, B{first} to B{last}; empty cells skipped")  # fmt: skip
+    register = register_cells(
+        ws,
+        first,
+        "Example: none shipped; your traffic logs",
+        TEMPLATE_DATE,
+        f"One per cell, B{first} to B{last}; empty cells skipped",
+    )
     name = "Measured_Prompt_Lengths"
     book.define(name, sh.name, f"$B${first}:$B${last}")
     book.refs[name] = Ref(sh.name, first, "B", None)
@@ -939,12 +1270,19 @@ def _calculations(book: Book) -> Sheet:
     ws = sh.ws
     # beside the batch, what set it: a target that binds says so where it moved the figure
     batch = book.ref("batch")
-    ws[f"D{batch.row}"] = book.render('="Set by "&{binding}&"; the smallest of the three, at least 1 if one fits"',
-                                      sh.name)  # fmt: skip
+    ws[f"D{batch.row}"] = book.render(
+        '="Set by "&{binding}&"; the smallest of the three, at least 1 if one fits"', sh.name
+    )
     ws.row_breaks.append(Break(id=sh.row))  # the chart data starts a printed page of its own
     sh.section("Decode speed against batch (the chart on Outputs)", "Evenly spaced batches up to the one memory allows")
-    headings = {"A": "Chart data", "B": "Batch", "C": "Tokens/s", "D": "Equation and source", "E": "Line: batch",
-                "F": "Latency target line: tokens/s per user"}  # fmt: skip
+    headings = {
+        "A": "Chart data",
+        "B": "Batch",
+        "C": "Tokens/s",
+        "D": "Equation and source",
+        "E": "Line: batch",
+        "F": "Latency target line: tokens/s per user",
+    }
     for col, text in headings.items():
         put_text(ws[f"{col}{sh.row}"], text, "Column Heading")
         if col in "BCE":  # over figures, right-aligned as they are
@@ -977,9 +1315,11 @@ def _calculations(book: Book) -> Sheet:
         ws[f"F{r}"].alignment = Alignment(horizontal="left", indent=1)
     book.chart_rows = (first, last)
     sh.row = last + 1
-    sh.text("Point k of n: batch = round(k / n x the batch memory allows), at least 1, k and n counted by ROWS; "
-            "the speed is DECODE_TOKS at that batch; the target runs flat from the first batch to the "
-            "last.")  # fmt: skip
+    sh.text(
+        "Point k of n: batch = round(k / n x the batch memory allows), at least 1, k and n counted by ROWS; "
+        "the speed is DECODE_TOKS at that batch; the target runs flat from the first batch to the "
+        "last."
+    )
     sh.finish()
     return sh
 
@@ -1001,8 +1341,12 @@ def _scenarios(book: Book) -> Sheet:
         if spec.key in SHOWN_INPUTS:
             line = Line(f"{spec.key}:shown", spec.label, "={" + spec.key + "}", spec.unit, "Inputs", spec.fmt)
             book.refs[f"Scenarios:{spec.key}"] = sh.side_by_side(line, locals_)
-    sections = {"model_overrides": "Model and accelerator figures", "weights": "Memory", "params_read_mem": "Speed",
-                "cost_full": "Cost"}  # fmt: skip
+    sections = {
+        "model_overrides": "Model and accelerator figures",
+        "weights": "Memory",
+        "params_read_mem": "Speed",
+        "cost_full": "Cost",
+    }
     case_keys = {spec.key for spec in CASE_INPUTS}
     global_keys = {line.key for line in GLOBAL_LINES}
     for line in CASE_LINES:
@@ -1017,29 +1361,42 @@ def _scenarios(book: Book) -> Sheet:
                 raise ValueError(f"Scenarios line {line.key} uses lines computed for the active case only: {stray}")
             book.refs[f"Scenarios:{line.key}"] = sh.side_by_side(line, locals_)
     sh.skip()
-    sh.text("Replicas, GPUs and the cost of the fleet for the traffic: Calculations and Outputs, for the active "
-            "scenario.")  # fmt: skip
+    sh.text(
+        "Replicas, GPUs and the cost of the fleet for the traffic: Calculations and Outputs, for the active scenario."
+    )
     sh.finish()
     return sh
 
 
 # The Options sheet: PLAN_OPTIONS's table, a column each, with its heading, width and format.
 OPTION_COLUMNS: tuple[tuple[str, str, int, str], ...] = (
-    ("rank", "Rank", 6, "int"), ("gpu", "Accelerator", 12, "text"), ("gpus_per_replica", "GPUs a replica", 8, "int"),
-    ("weights", "Weights", 8, "text"), ("kv", "KV cache", 8, "text"), ("serving", "Serving", 13, "text"),
-    ("batch", "Batch", 7, "int"), ("binding", "Batch set by", 16, "text"),
-    ("tokens_per_s_per_user", "Tokens/s a user", 9, "dec1"), ("ttft_s", "First token, s", 8, "dec2"),
-    ("replicas", "Replicas", 8, "int"), ("gpus", "GPUs", 7, "int"), ("usd_per_month", "USD a month", 11, "usd0"),
-    ("usd_per_m_input", "USD/M input", 9, "usd"), ("usd_per_m_output", "USD/M output", 9, "usd"),
-    ("feasible", "Feasible", 8, "text"), ("frontier", "Frontier", 8, "text"), ("reason", "Why rejected", 70, "text"),
-    ("other_view_gpus", "GPUs, calibrated", 10, "int"), ("other_view_usd_per_month", "USD a month, calibrated", 12,
-                                                           "usd0"),
+    ("rank", "Rank", 6, "int"),
+    ("gpu", "Accelerator", 12, "text"),
+    ("gpus_per_replica", "GPUs a replica", 8, "int"),
+    ("weights", "Weights", 8, "text"),
+    ("kv", "KV cache", 8, "text"),
+    ("serving", "Serving", 13, "text"),
+    ("batch", "Batch", 7, "int"),
+    ("binding", "Batch set by", 16, "text"),
+    ("tokens_per_s_per_user", "Tokens/s a user", 9, "dec1"),
+    ("ttft_s", "First token, s", 8, "dec2"),
+    ("replicas", "Replicas", 8, "int"),
+    ("gpus", "GPUs", 7, "int"),
+    ("usd_per_month", "USD a month", 11, "usd0"),
+    ("usd_per_m_input", "USD/M input", 9, "usd"),
+    ("usd_per_m_output", "USD/M output", 9, "usd"),
+    ("feasible", "Feasible", 8, "text"),
+    ("frontier", "Frontier", 8, "text"),
+    ("reason", "Why rejected", 70, "text"),
+    ("other_view_gpus", "GPUs, calibrated", 10, "int"),
+    ("other_view_usd_per_month", "USD a month, calibrated", 12, "usd0"),
     ("other_view_reason", "Why rejected, calibrated", 70, "text"),
     # the columns PLAN_OPTIONS adds with a percentile first-token target; "-" without one
-    ("ttft_p50_s", "First token P50 at the peak, s", 9, "dec2"), ("ttft_p90_s", "First token P90 at the peak, s",
-                                                                   9, "dec2"),
-    ("ttft_p99_s", "First token P99 at the peak, s", 9, "dec2"), ("replicas_binding", "Replicas set by", 22, "text"),
-)  # fmt: skip
+    ("ttft_p50_s", "First token P50 at the peak, s", 9, "dec2"),
+    ("ttft_p90_s", "First token P90 at the peak, s", 9, "dec2"),
+    ("ttft_p99_s", "First token P99 at the peak, s", 9, "dec2"),
+    ("replicas_binding", "Replicas set by", 22, "text"),
+)
 PERCENTILE_COLUMNS = ("ttft_p50_s", "ttft_p90_s", "ttft_p99_s", "replicas_binding")
 """The Options columns shown only where a percentile first-token target is given (PLAN_OPTIONS's extra columns)."""
 OPTIONS_FIRST_ROW = HEADER_ROWS + 1
@@ -1120,9 +1477,11 @@ def _options(book: Book) -> Sheet:
             cell.style = "Formula" if r > first else "Explanatory Text"
             cell.number_format = FMT[fmt]
         if r > first:
-            ws[f"A{r}"] = (f'=IF(AND({g["gpu"]}{r}=Accelerator,{g["gpus_per_replica"]}{r}=GPUs_Per_Replica,'
-                           f'{g["weights"]}{r}=Weight_Precision,{g["kv"]}{r}=KV_Cache_Precision,'
-                           f'{g["serving"]}{r}="aggregated"),"{ACTIVE_MARK}","no")')  # fmt: skip
+            ws[f"A{r}"] = (
+                f"=IF(AND({g['gpu']}{r}=Accelerator,{g['gpus_per_replica']}{r}=GPUs_Per_Replica,"
+                f"{g['weights']}{r}=Weight_Precision,{g['kv']}{r}=KV_Cache_Precision,"
+                f'{g["serving"]}{r}="aggregated"),"{ACTIVE_MARK}","no")'
+            )
             ws[f"A{r}"].style = "Formula"
     flag_good(ws, f"A{first + 1}:A{last}", ACTIVE_MARK)
     put_text(ws[f"A{first}"], "PLAN_OPTIONS", "Explanatory Text")
@@ -1134,8 +1493,16 @@ def _options(book: Book) -> Sheet:
     ws[f"D{gpus_row}"].style = "Formula"
     put_text(ws[f"C{gpus_row}"], "USD/GPU-h", "Unit")
     sh.row += 1
-    sh.line(Line("options_priced", "Accelerators priced on Lists", "=COUNT({gpu_prices})", "count",
-                 "Every one is searched; the cheapest options show first", "int"))  # fmt: skip
+    sh.line(
+        Line(
+            "options_priced",
+            "Accelerators priced on Lists",
+            "=COUNT({gpu_prices})",
+            "count",
+            "Every one is searched; the cheapest options show first",
+            "int",
+        )
+    )
     r = sh.row
     put_text(ws[f"A{r}"], "Accelerators the table has room for", "Label")
     ws[f"B{r}"] = n_gpus
@@ -1149,14 +1516,26 @@ def _options(book: Book) -> Sheet:
     book.refs["options_room"] = Ref(sh.name, r, "B")
     sh.row += 1
     assert sh.row == ttft_row  # noqa: S101 - layout invariant: the search reads these two cells
-    sh.line(Line("options_ttft", "First-token target the search applies",
-                 '=IF({pct_given}="yes",First_Token_Target_At_The_Percentile,SUM(Time_To_First_Token_Target))', "s",
-                 "The percentile target when given, else the one of a request that never waits; 0: none",
-                 "dec2"))  # fmt: skip
-    sh.line(Line("options_percentile", "Share of requests it holds for",
-                 '=IF({pct_given}="yes",First_Token_Percentile,0)', "fraction",
-                 "First-token percentile on Inputs, with a percentile target; 0: a request that never waits",
-                 "pct"))  # fmt: skip
+    sh.line(
+        Line(
+            "options_ttft",
+            "First-token target the search applies",
+            '=IF({pct_given}="yes",First_Token_Target_At_The_Percentile,SUM(Time_To_First_Token_Target))',
+            "s",
+            "The percentile target when given, else the one of a request that never waits; 0: none",
+            "dec2",
+        )
+    )
+    sh.line(
+        Line(
+            "options_percentile",
+            "Share of requests it holds for",
+            '=IF({pct_given}="yes",First_Token_Percentile,0)',
+            "fraction",
+            "First-token percentile on Inputs, with a percentile target; 0: a request that never waits",
+            "pct",
+        )
+    )
     for text in (
         "The search plans the model of the active scenario for the traffic, targets and spares on Inputs (a target "
         "left empty does not apply), at the text's efficiencies (full bandwidth, half the BF16 peak) and 90% usable "
@@ -1173,8 +1552,11 @@ def _options(book: Book) -> Sheet:
     before = get_column_letter(column_index_from_string(reason) - 1)
     percentiles = cols[[k for k, _, _, _ in OPTION_COLUMNS].index(PERCENTILE_COLUMNS[0])]
     upto = get_column_letter(column_index_from_string(percentiles) - 1)
-    ws.print_area = [f"A1:{before}{sh.row - 1}", f"{reason}1:{upto}{sh.row - 1}",
-                     f"{percentiles}1:{cols[-1]}{sh.row - 1}"]  # fmt: skip
+    ws.print_area = [
+        f"A1:{before}{sh.row - 1}",
+        f"{reason}1:{upto}{sh.row - 1}",
+        f"{percentiles}1:{cols[-1]}{sh.row - 1}",
+    ]
     ws.print_title_cols = "A:A"
     return sh
 
@@ -1192,36 +1574,63 @@ def _calibration(book: Book) -> Sheet:
     )
     locals_: list[dict[str, Ref | str]] = [{}, {}, {}]
     sh.section("Efficiencies", "Measured figures from Inputs, section 'Your measurements'")
-    decode_ceiling = ("DECODE_TOKS({active},{bytes_weight},GPUs_Per_Replica,{bandwidth},1,{kv_bytes},"
-                      "Prompt_Tokens_In_The_Measurement,1)")  # fmt: skip
+    decode_ceiling = (
+        "DECODE_TOKS({active},{bytes_weight},GPUs_Per_Replica,{bandwidth},1,{kv_bytes},"
+        "Prompt_Tokens_In_The_Measurement,1)"
+    )
     prefill_ceiling = "PREFILL_S({active},Prompt_Tokens_In_The_Measurement,GPUs_Per_Replica,{peak},1)"
-    bw = Line("eff_bw", "Decode bandwidth efficiency", "", "fraction",
-              'Yours: measured / DECODE_TOKS at batch 1; EFFICIENCY("decode_bandwidth", GPU, precision)',
-              "pct1")  # fmt: skip
+    bw = Line(
+        "eff_bw",
+        "Decode bandwidth efficiency",
+        "",
+        "fraction",
+        'Yours: measured / DECODE_TOKS at batch 1; EFFICIENCY("decode_bandwidth", GPU, precision)',
+        "pct1",
+    )
     locals_[2]["calibrated"] = Ref(sh.name, sh.row, SIDE_COLUMNS[1])  # the same row's calibrated value
-    book.refs["Calibration:eff_bw"] = sh.side_by_side(bw, locals_, [
-        "=Decode_Bandwidth_Efficiency",
-        '=EFFICIENCY("decode_bandwidth",Accelerator,Weight_Precision)',
-        "=IF(Measured_Decode_Speed_At_Batch_1>0,Measured_Decode_Speed_At_Batch_1/" + decode_ceiling
-        + ",{calibrated})",
-    ])  # fmt: skip
-    peak = Line("peak", "Dense peak the prefill share is of", "", "TFLOP/s",
-                "Assumed: BF16, as Back-of-the-Envelope §5 counts it; calibrated, yours: the weights' precision's",
-                "dec1")  # fmt: skip
-    book.refs["Calibration:peak"] = sh.side_by_side(peak, locals_, ["={tflops}", "={tflops_weights}",
-                                                                    "={tflops_weights}"])  # fmt: skip
-    pf = Line("eff_pf", "Prefill compute utilisation", "", "fraction",
-              'Of the peak above: yours, PREFILL_S at 100% / measured TTFT; EFFICIENCY("prefill", ...)',
-              "pct1")  # fmt: skip
+    book.refs["Calibration:eff_bw"] = sh.side_by_side(
+        bw,
+        locals_,
+        [
+            "=Decode_Bandwidth_Efficiency",
+            '=EFFICIENCY("decode_bandwidth",Accelerator,Weight_Precision)',
+            "=IF(Measured_Decode_Speed_At_Batch_1>0,Measured_Decode_Speed_At_Batch_1/"
+            + decode_ceiling
+            + ",{calibrated})",
+        ],
+    )
+    peak = Line(
+        "peak",
+        "Dense peak the prefill share is of",
+        "",
+        "TFLOP/s",
+        "Assumed: BF16, as Back-of-the-Envelope §5 counts it; calibrated, yours: the weights' precision's",
+        "dec1",
+    )
+    book.refs["Calibration:peak"] = sh.side_by_side(
+        peak, locals_, ["={tflops}", "={tflops_weights}", "={tflops_weights}"]
+    )
+    pf = Line(
+        "eff_pf",
+        "Prefill compute utilisation",
+        "",
+        "fraction",
+        'Of the peak above: yours, PREFILL_S at 100% / measured TTFT; EFFICIENCY("prefill", ...)',
+        "pct1",
+    )
     locals_[2]["calibrated"] = Ref(sh.name, sh.row, SIDE_COLUMNS[1])
-    book.refs["Calibration:eff_pf"] = sh.side_by_side(pf, locals_, [
-        "=Prefill_Compute_Utilisation",
-        # a GPU with no peak at the weights' precision (FP8 on an A100) computes them on its BF16 tensor cores, as
-        # {tflops_fp8} counts it, so its share is the 16-bit one
-        '=IF(ISNUMBER(EFFICIENCY("prefill",Accelerator,Weight_Precision)),EFFICIENCY("prefill",Accelerator,'
-        'Weight_Precision),EFFICIENCY("prefill",Accelerator,"bf16"))',
-        "=IF(Measured_Time_To_First_Token>0," + prefill_ceiling + "/Measured_Time_To_First_Token,{calibrated})",
-    ])  # fmt: skip
+    book.refs["Calibration:eff_pf"] = sh.side_by_side(
+        pf,
+        locals_,
+        [
+            "=Prefill_Compute_Utilisation",
+            # a GPU with no peak at the weights' precision (FP8 on an A100) computes them on its BF16 tensor cores, as
+            # {tflops_fp8} counts it, so its share is the 16-bit one
+            '=IF(ISNUMBER(EFFICIENCY("prefill",Accelerator,Weight_Precision)),EFFICIENCY("prefill",Accelerator,'
+            'Weight_Precision),EFFICIENCY("prefill",Accelerator,"bf16"))',
+            "=IF(Measured_Time_To_First_Token>0," + prefill_ceiling + "/Measured_Time_To_First_Token,{calibrated})",
+        ],
+    )
     sh.section("The active scenario at each column's efficiencies (the batch planned on Calculations)")
     for line in CALIBRATION_LINES:
         book.refs[f"Calibration:{line.key}"] = sh.side_by_side(line, locals_)
@@ -1239,14 +1648,27 @@ def _calibration(book: Book) -> Sheet:
             f"{at('prefill', chr(34) + 'bf16' + chr(34), q)})"
         )
 
-    range_block(book, sh, [
-        (replace(bw, note="EFFICIENCY at the quantile: its fit times that quantile of the kind's residuals"),
-         ["=" + at("decode_bandwidth", "Weight_Precision", RANGE_LOW), calibrated("eff_bw"),
-          "=" + at("decode_bandwidth", "Weight_Precision", RANGE_HIGH)]),
-        (peak, ["={tflops_weights}"] * 3),
-        (replace(pf, note="EFFICIENCY(\"prefill\", ...) at the quantile, as the calibrated column"),
-         [prefill(RANGE_LOW), calibrated("eff_pf"), prefill(RANGE_HIGH)]),
-    ], CALIBRATION_LINES, "The same formulas at the efficiencies of the quantiles on Inputs")  # fmt: skip
+    range_block(
+        book,
+        sh,
+        [
+            (
+                replace(bw, note="EFFICIENCY at the quantile: its fit times that quantile of the kind's residuals"),
+                [
+                    "=" + at("decode_bandwidth", "Weight_Precision", RANGE_LOW),
+                    calibrated("eff_bw"),
+                    "=" + at("decode_bandwidth", "Weight_Precision", RANGE_HIGH),
+                ],
+            ),
+            (peak, ["={tflops_weights}"] * 3),
+            (
+                replace(pf, note='EFFICIENCY("prefill", ...) at the quantile, as the calibrated column'),
+                [prefill(RANGE_LOW), calibrated("eff_pf"), prefill(RANGE_HIGH)],
+            ),
+        ],
+        CALIBRATION_LINES,
+        "The same formulas at the efficiencies of the quantiles on Inputs",
+    )
     sh.skip()
     sh.text(
         "The measured column falls back to the calibrated efficiency where no measurement is given. A measurement "
@@ -1345,8 +1767,11 @@ def _eight_bit_note() -> str:
     from ..calibration import measurements_path
     from ..calibration.measurements import read_measurements
 
-    rows = [m for m in read_measurements(measurements_path())
-            if m.metric == "ttft" and m.precision in ("fp8", "int8", "w8a8")]  # fmt: skip
+    rows = [
+        m
+        for m in read_measurements(measurements_path())
+        if m.metric == "ttft" and m.precision in ("fp8", "int8", "w8a8")
+    ]
     lines = ", ".join(str(m.line) for m in rows)
     shown = sorted({f"{m.model} on {m.n_gpus} {m.gpu}" for m in rows})
     rest = (
@@ -1436,8 +1861,10 @@ def _outputs(book: Book) -> Sheet:
         ("Hours_Per_Month", "Hours per month", "h/month", "int"),
     ):
         sh.line(Line(f"basis:{name}", label, f"={name}", unit, "From Inputs", fmt))
-    r = sh.text("This is an estimate, not a quote: cloud prices change and differ by region, commitment and "
-                "provider.", style="Note")  # fmt: skip
+    r = sh.text(
+        "This is an estimate, not a quote: cloud prices change and differ by region, commitment and provider.",
+        style="Note",
+    )
     note_block(sh.ws, r, sh.row - 1)
     sh.ws.row_breaks.append(Break(id=sh.row))  # the chart prints whole, on a page of its own
     sh.section("Decode speed per user against batch")
@@ -1460,11 +1887,21 @@ def _chart(book: Book, sh: Sheet, anchor: int) -> None:
     chart.y_axis.delete = False
     chart.legend.position = "b"
     series_specs = (
-        (Reference(calc, min_col=2, min_row=first, max_row=last), Reference(calc, min_col=3, min_row=first,
-         max_row=last), "Decode speed per user", "1F77B4", "circle"),
-        (Reference(calc, min_col=5, min_row=first, max_row=first + 1), Reference(calc, min_col=6, min_row=first,
-         max_row=first + 1), "Latency target", "C00000", "none"),
-    )  # fmt: skip
+        (
+            Reference(calc, min_col=2, min_row=first, max_row=last),
+            Reference(calc, min_col=3, min_row=first, max_row=last),
+            "Decode speed per user",
+            "1F77B4",
+            "circle",
+        ),
+        (
+            Reference(calc, min_col=5, min_row=first, max_row=first + 1),
+            Reference(calc, min_col=6, min_row=first, max_row=first + 1),
+            "Latency target",
+            "C00000",
+            "none",
+        ),
+    )
     for xs, ys, title, colour, marker in series_specs:
         series = Series(ys, xs, title=title)
         series.marker.symbol = marker
@@ -1483,11 +1920,16 @@ def _checks(book: Book) -> Sheet:
         ["Check", "Result", "Unit", "What it tests", "", ""],
     )
     sh.section("The active scenario", "A figure that is no number counts as a problem: NOT(ISNUMBER(...))")
-    sh.check("Weights do not fit in usable memory", "=IF(OR(NOT(ISNUMBER({free})),{free}<=0),1,0)",
-             "Memory left for the KV cache is not positive (Back-of-the-Envelope §2)")  # fmt: skip
-    sh.check("No tail-prompt sequence fits beside the weights",
-             "=IF(OR(NOT(ISNUMBER({batch_fit})),{batch_fit}<1),1,0)",
-             "The batch that fits is 0: not even one tail-length sequence (Back-of-the-Envelope §3, §7)")  # fmt: skip
+    sh.check(
+        "Weights do not fit in usable memory",
+        "=IF(OR(NOT(ISNUMBER({free})),{free}<=0),1,0)",
+        "Memory left for the KV cache is not positive (Back-of-the-Envelope §2)",
+    )
+    sh.check(
+        "No tail-prompt sequence fits beside the weights",
+        "=IF(OR(NOT(ISNUMBER({batch_fit})),{batch_fit}<1),1,0)",
+        "The batch that fits is 0: not even one tail-length sequence (Back-of-the-Envelope §3, §7)",
+    )
     sh.check(
         "The longest prompt accepted does not fit at all",
         "=IF(OR(NOT(AND(ISNUMBER({longest_request}),ISNUMBER({max_context}))),{longest_request}>{max_context}),1,0)",
@@ -1511,15 +1953,19 @@ def _checks(book: Book) -> Sheet:
         "=IF(OR(NOT(ISNUMBER({coverage})),{coverage}<1),1,0)",
         "Peak coverage below 1 (or none: nothing fits): a failure at the peak leaves requests waiting (§6)",
     )
-    sh.check("Prompt lengths out of order",
-             "=IF(OR({prompt_tail}<{prompt_mean},Longest_Prompt_Accepted<{prompt_tail},"
-             "Shared_Prefix_Tokens>{prompt_mean}),1,0)",
-             "Shared prefix <= mean <= tail <= longest accepted, as used (pasted or typed)")  # fmt: skip
-    sh.check("A share or utilisation outside 0 to 100%",
-             "=IF(OR(MAX(Usable_Memory_Fraction,Decode_Bandwidth_Efficiency,Prefill_Compute_Utilisation,"
-             "Average_Utilisation)>1,MIN(Usable_Memory_Fraction,Decode_Bandwidth_Efficiency,"
-             "Prefill_Compute_Utilisation,Average_Utilisation)<=0),1,0)",
-             "Fractions must be above 0 and at most 1")  # fmt: skip
+    sh.check(
+        "Prompt lengths out of order",
+        "=IF(OR({prompt_tail}<{prompt_mean},Longest_Prompt_Accepted<{prompt_tail},"
+        "Shared_Prefix_Tokens>{prompt_mean}),1,0)",
+        "Shared prefix <= mean <= tail <= longest accepted, as used (pasted or typed)",
+    )
+    sh.check(
+        "A share or utilisation outside 0 to 100%",
+        "=IF(OR(MAX(Usable_Memory_Fraction,Decode_Bandwidth_Efficiency,Prefill_Compute_Utilisation,"
+        "Average_Utilisation)>1,MIN(Usable_Memory_Fraction,Decode_Bandwidth_Efficiency,"
+        "Prefill_Compute_Utilisation,Average_Utilisation)<=0),1,0)",
+        "Fractions must be above 0 and at most 1",
+    )
     bw, pf = book.ref("Calibration:eff_bw"), book.ref("Calibration:eff_pf")
     yours = SIDE_COLUMNS[2]
     cells = (f"Calibration!${yours}${bw.row}", f"Calibration!${yours}${pf.row}")
@@ -1535,8 +1981,11 @@ def _checks(book: Book) -> Sheet:
     )
     figures = [book.ref(k) for k in ("params", "active", "memory", "bandwidth", "tflops")]
     span = f"Calculations!${figures[0].col}${figures[0].row}:${figures[-1].col}${figures[-1].row}"
-    sh.check("A model or accelerator figure is missing", f"=IF(COUNT({span})<ROWS({span}),1,0)",
-             "A name not in the catalog needs its overrides filled in")  # fmt: skip
+    sh.check(
+        "A model or accelerator figure is missing",
+        f"=IF(COUNT({span})<ROWS({span}),1,0)",
+        "A name not in the catalog needs its overrides filled in",
+    )
     sh.section("Inputs in their usual range", "A legal value far from the usual range is usually a unit slip")
     usual_checks(book, sh, (*USUAL, *timeline.USUAL))
     timeline.checks(book, sh)
@@ -1563,9 +2012,15 @@ def likely(key: str, otherwise: str) -> str:
 def build() -> Book:
     """The serving plan as an openpyxl workbook in a :class:`Book` (formulas only; recalculate to cache values)."""
     book = Book(TITLE, SHEETS)
-    lists = lists_sheet(book, [(key, label, unit, alias if isinstance(alias, domains.Domain) else domain_of(alias))
-                               for key, label, unit, alias in (*USUAL, *timeline.USUAL)], prices=True,
-                        price_examples=PRICE_EXAMPLES)  # fmt: skip
+    lists = lists_sheet(
+        book,
+        [
+            (key, label, unit, alias if isinstance(alias, domains.Domain) else domain_of(alias))
+            for key, label, unit, alias in (*USUAL, *timeline.USUAL)
+        ],
+        prices=True,
+        price_examples=PRICE_EXAMPLES,
+    )
     book.texts.update(
         precision_names=lists["precision"],
         precision_peaks=lists["precision_peak"],

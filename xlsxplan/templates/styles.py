@@ -101,13 +101,13 @@ def named_styles() -> list[NamedStyle]:
             builtinId=17,
             font=_font(size=12, bold=True, color="1F3864"),
             border=Border(bottom=HEADING_RULE),
-        ),  # fmt: skip
+        ),
         NamedStyle(
             "Column Heading",
             font=_font(bold=True, color="FFFFFF"),
             fill=PatternFill("solid", fgColor="44546A"),
             alignment=Alignment(vertical="center"),
-        ),  # fmt: skip
+        ),
         NamedStyle(
             "Input",
             builtinId=20,
@@ -115,7 +115,7 @@ def named_styles() -> list[NamedStyle]:
             fill=PatternFill("solid", fgColor="FFCC99"),
             border=box,
             protection=Protection(locked=False),
-        ),  # fmt: skip
+        ),
         NamedStyle(
             "Output",
             builtinId=21,
@@ -123,7 +123,7 @@ def named_styles() -> list[NamedStyle]:
             fill=PatternFill("solid", fgColor="F2F2F2"),
             border=Border(left=_THIN_DARK, right=_THIN_DARK, top=_THIN_DARK, bottom=_THIN_DARK),
             alignment=Alignment(horizontal="right"),
-        ),  # fmt: skip
+        ),
         NamedStyle("Formula", font=_font(color="000000"), alignment=Alignment(horizontal="right")),
         NamedStyle("Link", font=_font(color="008000"), alignment=Alignment(horizontal="right")),
         NamedStyle(
@@ -133,7 +133,7 @@ def named_styles() -> list[NamedStyle]:
             fill=PatternFill("solid", fgColor="A5A5A5"),
             border=Border(left=_DOUBLE_DARK, right=_DOUBLE_DARK, top=_DOUBLE_DARK, bottom=_DOUBLE_DARK),
             alignment=Alignment(horizontal="center"),
-        ),  # fmt: skip
+        ),
         NamedStyle(
             "Note",
             builtinId=10,
@@ -145,7 +145,7 @@ def named_styles() -> list[NamedStyle]:
                 top=Side("thin", "B2B2B2"),
                 bottom=Side("thin", "B2B2B2"),
             ),
-        ),  # fmt: skip
+        ),
         NamedStyle("Explanatory Text", builtinId=53, font=_font(italic=True, color="7F7F7F")),
         NamedStyle("Good", builtinId=26, font=_font(color=GOOD[1]), fill=PatternFill("solid", fgColor=GOOD[0])),
         NamedStyle("Bad", builtinId=27, font=_font(color=BAD[1]), fill=PatternFill("solid", fgColor=BAD[0])),

@@ -43,9 +43,24 @@ from .book import Book, InputRow, Ref, Sheet, add_validation, put_text, register
 from .common import Result, error_check
 from .styles import FMT, HEADER_ROWS, TEMPLATE_DATE
 
-__all__ = ["COSTS_BLOCK", "COSTS_GPU", "COVER_BLOCK", "CostInput", "FIRST_MONTH", "MONTHS", "MONTH_COLUMNS", "ROWS",
-           "SHEET", "REQUESTS_SHEET", "USUAL", "Row", "checks", "inputs", "monthly_requests",
-           "timeline_sheet"]  # fmt: skip
+__all__ = [
+    "COSTS_BLOCK",
+    "COSTS_GPU",
+    "COVER_BLOCK",
+    "CostInput",
+    "FIRST_MONTH",
+    "MONTHS",
+    "MONTH_COLUMNS",
+    "ROWS",
+    "SHEET",
+    "REQUESTS_SHEET",
+    "USUAL",
+    "Row",
+    "checks",
+    "inputs",
+    "monthly_requests",
+    "timeline_sheet",
+]
 
 SHEET = "Timeline"
 REQUESTS_SHEET = "Monthly requests"
@@ -318,37 +333,94 @@ def inputs(book: Book, sh: Sheet) -> None:
     block, at the end of Inputs."""
     costs = load_costs()
     sh.section("Costs: owning the GPUs", f"Defaults from the catalog (costs.toml) for {COSTS_GPU}: restate with quotes")
-    sh.input("Accelerator the costs are for", COSTS_GPU, "name", "Catalog: costs.toml (choose)",
-             "Checks flag a scenario on another accelerator", "text")  # fmt: skip
+    sh.input(
+        "Accelerator the costs are for",
+        COSTS_GPU,
+        "name",
+        "Catalog: costs.toml (choose)",
+        "Checks flag a scenario on another accelerator",
+        "text",
+    )
     for spec in COSTS_BLOCK:
         figure = cost_figure(COSTS_GPU, spec.field)
         field = COST_FIELDS[spec.field]
         domain = _LEAD if spec.field == "lead_time_months" else field.domain
-        sh.input(spec.label, figure.value, field.unit, f"Catalog: {costs.titles[figure.source]}", figure.note,
-                 spec.fmt, validation_for(domain, spec.label), _as_of(figure.as_of))  # fmt: skip
-    sh.input("GPUs per server", 8, "count", "Convention: an HGX or DGX server holds 8", "Servers are bought whole",
-             "int", validation_for(_SERVER, "GPUs per server"))  # fmt: skip
+        sh.input(
+            spec.label,
+            figure.value,
+            field.unit,
+            f"Catalog: {costs.titles[figure.source]}",
+            figure.note,
+            spec.fmt,
+            validation_for(domain, spec.label),
+            _as_of(figure.as_of),
+        )
+    sh.input(
+        "GPUs per server",
+        8,
+        "count",
+        "Convention: an HGX or DGX server holds 8",
+        "Servers are bought whole",
+        "int",
+        validation_for(_SERVER, "GPUs per server"),
+    )
 
     sh.section("Timeline: traffic, prices and commitments month by month", "The Timeline sheet: 36 months")
     date_dv = DataValidation(type="date", operator="greaterThan", formula1="36526")  # after 2000-01-01
-    sh.input("Timeline start", START, "date", "Example: the first month planned", "Each column is a month from it",
-             "date", date_dv)  # fmt: skip
-    sh.input("Traffic growth per month", 0.05, "fraction/month", "Example: 5% a month",
-             "Compounded from requests per day; pasted months win", "pct1",
-             validation_for(_GROWTH, "Traffic growth per month"))  # fmt: skip
-    sh.input("Change month, model or engine", 13, "month", "Example: a new engine in month 13",
-             "0: no change; from it, the capacity multiple below", "int",
-             validation_for(_CHANGE, "Change month"))  # fmt: skip
-    sh.input("Capacity multiple after the change", 1.25, "ratio", "Example: an engine 25% faster",
-             "Requests per replica after over before the change", "dec2",
-             validation_for(_MULTIPLE, "Capacity multiple after the change"))  # fmt: skip
-    sh.input("On-demand price change per month", 0, "fraction/month", "Example: flat",
-             "H100: about $8 (2023) to $1.70 (October 2025)", "pct1",
-             validation_for(_TREND, "On-demand price change per month"))  # fmt: skip
-    sh.input("Committed GPUs", None, "GPUs", "Example: empty, the cheapest commitment",
-             "Empty: BEST_COMMITMENT of the 36 months' GPUs", "int",
-             validation_for(domain_of(domains.GPUsOrZero), "Committed GPUs",
-                            "leave it empty for the cheapest commitment"))  # fmt: skip
+    sh.input(
+        "Timeline start",
+        START,
+        "date",
+        "Example: the first month planned",
+        "Each column is a month from it",
+        "date",
+        date_dv,
+    )
+    sh.input(
+        "Traffic growth per month",
+        0.05,
+        "fraction/month",
+        "Example: 5% a month",
+        "Compounded from requests per day; pasted months win",
+        "pct1",
+        validation_for(_GROWTH, "Traffic growth per month"),
+    )
+    sh.input(
+        "Change month, model or engine",
+        13,
+        "month",
+        "Example: a new engine in month 13",
+        "0: no change; from it, the capacity multiple below",
+        "int",
+        validation_for(_CHANGE, "Change month"),
+    )
+    sh.input(
+        "Capacity multiple after the change",
+        1.25,
+        "ratio",
+        "Example: an engine 25% faster",
+        "Requests per replica after over before the change",
+        "dec2",
+        validation_for(_MULTIPLE, "Capacity multiple after the change"),
+    )
+    sh.input(
+        "On-demand price change per month",
+        0,
+        "fraction/month",
+        "Example: flat",
+        "H100: about $8 (2023) to $1.70 (October 2025)",
+        "pct1",
+        validation_for(_TREND, "On-demand price change per month"),
+    )
+    sh.input(
+        "Committed GPUs",
+        None,
+        "GPUs",
+        "Example: empty, the cheapest commitment",
+        "Empty: BEST_COMMITMENT of the 36 months' GPUs",
+        "int",
+        validation_for(domain_of(domains.GPUsOrZero), "Committed GPUs", "leave it empty for the cheapest commitment"),
+    )
 
 
 # -- Monthly requests: an optional pasted forecast -------------------------------------------------------------------
@@ -373,8 +445,13 @@ def monthly_requests(book: Book) -> Sheet:
         ws[f"B{r}"].style = "Input"
         ws[f"B{r}"].number_format = FMT["int"]
     put_text(ws[f"C{first}"], "requests/day", "Unit")
-    register = register_cells(ws, first, "Example: none shipped; your forecast", TEMPLATE_DATE,
-                              f"B{first} is month 1, B{last} month {MONTHS}; empty: grown")  # fmt: skip
+    register = register_cells(
+        ws,
+        first,
+        "Example: none shipped; your forecast",
+        TEMPLATE_DATE,
+        f"B{first} is month 1, B{last} month {MONTHS}; empty: grown",
+    )
     name = "Monthly_Requests_Per_Day"
     book.define(name, sh.name, f"$B${first}:$B${last}")
     book.refs[name] = Ref(sh.name, first, "B")
@@ -511,11 +588,23 @@ def _charts(sh: Sheet, rows: dict[str, int], anchor: int) -> int:
     first, last = FIRST_MONTH, FIRST_MONTH + MONTHS - 1
     dates = Reference(ws, min_col=first, max_col=last, min_row=HEADER_ROWS)
     specs: Sequence[tuple[str, str, Sequence[tuple[str, str]], str]] = (
-        ("GPUs over time", "GPUs", (("gpus", "GPUs needed"), ("gpus_owned", "GPUs owned in service"),
-                                    ("gpus_bridge", "GPUs rented beside them")), "#,##0"),
-        ("Cost so far, in cash", "USD", (("owned_cum", "Owned plan"), ("od_cum", "All on demand"),
-                                         ("committed_cum", "Committed plus on demand")), '"$"#,##0'),
-    )  # fmt: skip
+        (
+            "GPUs over time",
+            "GPUs",
+            (
+                ("gpus", "GPUs needed"),
+                ("gpus_owned", "GPUs owned in service"),
+                ("gpus_bridge", "GPUs rented beside them"),
+            ),
+            "#,##0",
+        ),
+        (
+            "Cost so far, in cash",
+            "USD",
+            (("owned_cum", "Owned plan"), ("od_cum", "All on demand"), ("committed_cum", "Committed plus on demand")),
+            '"$"#,##0',
+        ),
+    )
     r = anchor
     for title, axis, series, fmt in specs:
         chart = LineChart()
@@ -564,9 +653,15 @@ COVER_BLOCK: tuple[str, tuple[Result, ...]] = (
 def checks(book: Book, sh: Sheet) -> None:
     """The Timeline's rows on Checks: the costs' accelerator, a commitment dearer than on demand, error values."""
     sh.section("Owning against renting (Timeline)", "The Costs block and the Timeline sheet")
-    sh.check("The costs are for another accelerator", "=IF(Accelerator_The_Costs_Are_For<>Accelerator,1,0)",
-             "Restate the Costs block for the active scenario's accelerator")  # fmt: skip
-    sh.check("Committed price at or above on demand", "=IF(Committed_Price_Per_GPU_Hour>={price},1,0)",
-             "A commitment costs less per hour than on demand, or it buys nothing")  # fmt: skip
+    sh.check(
+        "The costs are for another accelerator",
+        "=IF(Accelerator_The_Costs_Are_For<>Accelerator,1,0)",
+        "Restate the Costs block for the active scenario's accelerator",
+    )
+    sh.check(
+        "Committed price at or above on demand",
+        "=IF(Committed_Price_Per_GPU_Hour>={price},1,0)",
+        "A commitment costs less per hour than on demand, or it buys nothing",
+    )
     last = book.ref(f"{SHEET}:{_all_rows()[-1].key}").row
     error_check(sh, SHEET, f"{SHEET}!$C${HEADER_ROWS + 1}:${MONTH_COLUMNS[-1]}${last}")

@@ -171,17 +171,36 @@ BENCHMARK_ROWS: tuple[tuple[Any, ...], ...] = (
 )  # fmt: skip
 
 _KEYS = {
-    "Scenario name": "scenario_name", "Model": "model", "Model parameters": "params_input",
-    "Training tokens": "tokens", "Layers": "layers_input", "Hidden size": "hidden_input",
-    "Attention heads": "heads_input", "Sequence length": "seq_len", "Micro-batch size": "micro_batch",
-    "Activation recomputation": "recompute", "Tensor-parallel GPUs": "tp", "ZeRO stage": "zero",
-    "Accelerator": "gpu", "Dense BF16 compute override": "tflops_override",
-    "Memory per GPU override": "memory_override", "GPUs": "n_gpus", "Model FLOPs utilisation": "mfu",
-    "Time budget": "budget", "Cached tokens": "cached", "Benchmark": "bm_name", "Benchmark parameters": "bm_params_m",
-    "Tokens counted": "bm_tokens", "Seconds counted": "bm_seconds", "Accelerators measured": "bm_accelerators",
-    "Dense peak per accelerator": "bm_peak", "Reused layers": "reused", "Extra passes per reused layer": "passes",
-    "Share of steps with recurrence": "recur_share", "Parameters per reused layer": "layer_params",
-}  # fmt: skip
+    "Scenario name": "scenario_name",
+    "Model": "model",
+    "Model parameters": "params_input",
+    "Training tokens": "tokens",
+    "Layers": "layers_input",
+    "Hidden size": "hidden_input",
+    "Attention heads": "heads_input",
+    "Sequence length": "seq_len",
+    "Micro-batch size": "micro_batch",
+    "Activation recomputation": "recompute",
+    "Tensor-parallel GPUs": "tp",
+    "ZeRO stage": "zero",
+    "Accelerator": "gpu",
+    "Dense BF16 compute override": "tflops_override",
+    "Memory per GPU override": "memory_override",
+    "GPUs": "n_gpus",
+    "Model FLOPs utilisation": "mfu",
+    "Time budget": "budget",
+    "Cached tokens": "cached",
+    "Benchmark": "bm_name",
+    "Benchmark parameters": "bm_params_m",
+    "Tokens counted": "bm_tokens",
+    "Seconds counted": "bm_seconds",
+    "Accelerators measured": "bm_accelerators",
+    "Dense peak per accelerator": "bm_peak",
+    "Reused layers": "reused",
+    "Extra passes per reused layer": "passes",
+    "Share of steps with recurrence": "recur_share",
+    "Parameters per reused layer": "layer_params",
+}
 
 
 def _preset(field: str, override: str) -> str:
@@ -389,14 +408,38 @@ def _inputs(book: Book, lists: dict[str, str]) -> Sheet:
     name_row = sh.row + 2
     dv = DataValidation(type="list", formula1=f"$G${name_row}:$J${name_row}", allow_blank=False)
     dv.error, dv.showErrorMessage = "Pick one of the scenario names in G to J", True
-    sh.input("Active scenario", CASES[ACTIVE_CASE - 1], "name", "Choose from the list",
-             "Dropdown of the case names", "text", dv)  # fmt: skip
-    sh.line(Line("scenario_number", "Scenario number", f"=MATCH(Active_Scenario,$G${name_row}:$J${name_row},0)",
-                 "index", "Position of the active case (MATCH)", "int"))  # fmt: skip
+    sh.input(
+        "Active scenario",
+        CASES[ACTIVE_CASE - 1],
+        "name",
+        "Choose from the list",
+        "Dropdown of the case names",
+        "text",
+        dv,
+    )
+    sh.line(
+        Line(
+            "scenario_number",
+            "Scenario number",
+            f"=MATCH(Active_Scenario,$G${name_row}:$J${name_row},0)",
+            "index",
+            "Position of the active case (MATCH)",
+            "int",
+        )
+    )
     book.define("Scenario_Number", "Inputs", f"$B${sh.row - 1}")
     for label, values, unit, source, comment, fmt, kind in SCENARIO_ROWS:
-        sh.case_input(label, values, unit, source, comment, fmt, _validation(label, kind, lists),
-                      selector="Scenario_Number", key=_KEYS[label])  # fmt: skip
+        sh.case_input(
+            label,
+            values,
+            unit,
+            source,
+            comment,
+            fmt,
+            _validation(label, kind, lists),
+            selector="Scenario_Number",
+            key=_KEYS[label],
+        )
     book.scenario_name = "Scenario_Name"
 
     sh.section("Rules of thumb")
@@ -422,13 +465,33 @@ def _inputs(book: Book, lists: dict[str, str]) -> Sheet:
     sh.section("Training setup", "What the memory per GPU depends on besides the model")
     optimizers = DataValidation(type="list", formula1='"' + ",".join(OPTIMIZERS) + '"', showErrorMessage=True)
     optimizers.error = "Optimizer: one of " + ", ".join(OPTIMIZERS)
-    sh.input("Optimizer", "adam", "name", "Example; Rajbhandari et al. 2020, 3.1", "Adam keeps 12 bytes a "
-             "parameter (OPTIMIZER_BYTES)", "text", optimizers)  # fmt: skip
-    sh.input("Sequence parallelism", 1, "flag", "Example; Korthikanti et al. 2022", "1 splits norms and dropouts "
-             "over the TP GPUs", "int",
-             validation_for(domain_of(domains.Flag), "Sequence parallelism"))  # fmt: skip
-    sh.input("Dropout", 0, "flag", "Example; Korthikanti et al. 2022", "1 keeps 1-byte dropout masks; Golf "
-             "runs use none", "int", validation_for(domain_of(domains.Flag), "Dropout"))  # fmt: skip
+    sh.input(
+        "Optimizer",
+        "adam",
+        "name",
+        "Example; Rajbhandari et al. 2020, 3.1",
+        "Adam keeps 12 bytes a parameter (OPTIMIZER_BYTES)",
+        "text",
+        optimizers,
+    )
+    sh.input(
+        "Sequence parallelism",
+        1,
+        "flag",
+        "Example; Korthikanti et al. 2022",
+        "1 splits norms and dropouts over the TP GPUs",
+        "int",
+        validation_for(domain_of(domains.Flag), "Sequence parallelism"),
+    )
+    sh.input(
+        "Dropout",
+        0,
+        "flag",
+        "Example; Korthikanti et al. 2022",
+        "1 keeps 1-byte dropout masks; Golf runs use none",
+        "int",
+        validation_for(domain_of(domains.Flag), "Dropout"),
+    )
 
     sh.section("Cost and basis of estimate", "Estimate, not a quote: check your provider's current price")
     sh.input(
@@ -441,8 +504,15 @@ def _inputs(book: Book, lists: dict[str, str]) -> Sheet:
         validation_for(domain_of(domains.Price), "Price per GPU-hour"),
     )
     date_dv = DataValidation(type="date", operator="greaterThan", formula1="36526")
-    sh.input("Price date", TEMPLATE_DATE, "date", "Example: when the price was checked",
-             "Prices change; restate the date with the price", "date", date_dv)  # fmt: skip
+    sh.input(
+        "Price date",
+        TEMPLATE_DATE,
+        "date",
+        "Example: when the price was checked",
+        "Prices change; restate the date with the price",
+        "date",
+        date_dv,
+    )
     sh.input("Region", "Any (example)", "text", "Example", "Where the GPUs run", "text")
     basis = DataValidation(type="list", formula1='"On-demand,Committed 1 year,Committed 3 years,Spot"')
     sh.input("Pricing basis", "On-demand", "text", "Example", "On-demand, committed or spot", "text", basis)
@@ -450,19 +520,29 @@ def _inputs(book: Book, lists: dict[str, str]) -> Sheet:
 
     range_inputs(book, sh)
     sh.section("Your measurements (optional)", "Of the active scenario's run: see the Calibration sheet")
-    sh.input("Measured training throughput", None, "tokens/s", "Example: empty, not measured", "All GPUs "
-             "together, on the active case's model", "int",
-             validation_for(domain_of(domains.TokensPerS), "Measured training throughput", _NOT_MEASURED))  # fmt: skip
-    sh.input("Measured GPU-hours", None, "GPU-h", "Example: empty, not measured", "Of the whole run; the "
-             "record: 8 x 599.6 s = 1.33", "dec2",
-             validation_for(domains.Domain("number", 0, 1e12, low_open=True), "Measured GPU-hours",
-                            _NOT_MEASURED))  # fmt: skip
+    sh.input(
+        "Measured training throughput",
+        None,
+        "tokens/s",
+        "Example: empty, not measured",
+        "All GPUs together, on the active case's model",
+        "int",
+        validation_for(domain_of(domains.TokensPerS), "Measured training throughput", _NOT_MEASURED),
+    )
+    sh.input(
+        "Measured GPU-hours",
+        None,
+        "GPU-h",
+        "Example: empty, not measured",
+        "Of the whole run; the record: 8 x 599.6 s = 1.33",
+        "dec2",
+        validation_for(domains.Domain("number", 0, 1e12, low_open=True), "Measured GPU-hours", _NOT_MEASURED),
+    )
 
     sh.section("Measured rates", "Short benchmarks: their 6N-equivalent rate sizes a run (Compute and Memory 'The M2')")
     sh.case_headings("Benchmarks: one column per measurement", "", "Benchmark")
     for label, values, unit, source, comment, fmt, kind in BENCHMARK_ROWS:
-        sh.case_input(label, values, unit, source, comment, fmt, _validation(label, kind, lists),
-                      key=_KEYS[label])  # fmt: skip
+        sh.case_input(label, values, unit, source, comment, fmt, _validation(label, kind, lists), key=_KEYS[label])
     sh.finish()
     return sh
 
@@ -524,11 +604,17 @@ def _calibration(book: Book) -> Sheet:
     )
     locals_: list[dict[str, Ref | str]] = [{}, {}, {}]
     sh.section("Model FLOPs utilisation", "Measured figures from Inputs, section 'Your measurements'")
-    mfu = Line("mfu", "Model FLOPs utilisation", "", "fraction",
-               "EFFICIENCY(\"train_mfu\", GPU, \"bf16\", hidden, seq. length); yours: from Calculations",
-               "pct1")  # fmt: skip
-    book.refs["Calibration:mfu"] = sh.side_by_side(mfu, locals_, ["=Model_FLOPs_Utilisation", "={mfu_cal}",
-                                                                  "={implied}"])  # fmt: skip
+    mfu = Line(
+        "mfu",
+        "Model FLOPs utilisation",
+        "",
+        "fraction",
+        'EFFICIENCY("train_mfu", GPU, "bf16", hidden, seq. length); yours: from Calculations',
+        "pct1",
+    )
+    book.refs["Calibration:mfu"] = sh.side_by_side(
+        mfu, locals_, ["=Model_FLOPs_Utilisation", "={mfu_cal}", "={implied}"]
+    )
     sh.section("The active scenario's run at each MFU")
     for line in CALIBRATION_LINES:
         book.refs[f"Calibration:{line.key}"] = sh.side_by_side(line, locals_)
@@ -544,12 +630,19 @@ def _calibration(book: Book) -> Sheet:
         "EFFICIENCY at the quantile: its fit times that quantile of train_mfu's residuals",
         "pct1",
     )
-    range_block(book, sh, [(ranged, [at(RANGE_LOW), "={mfu_cal}", at(RANGE_HIGH)])], CALIBRATION_LINES,
-                "The same formulas at the MFU of the quantiles on Inputs")  # fmt: skip
+    range_block(
+        book,
+        sh,
+        [(ranged, [at(RANGE_LOW), "={mfu_cal}", at(RANGE_HIGH)])],
+        CALIBRATION_LINES,
+        "The same formulas at the MFU of the quantiles on Inputs",
+    )
     sh.skip()
-    sh.text("The measured column falls back to the calibrated MFU where no measurement is given; a measured "
-            "throughput wins over measured GPU-hours. An MFU above 100% means the measurement and the accelerator's "
-            "peak disagree: see Checks.")  # fmt: skip
+    sh.text(
+        "The measured column falls back to the calibrated MFU where no measurement is given; a measured "
+        "throughput wins over measured GPU-hours. An MFU above 100% means the measurement and the accelerator's "
+        "peak disagree: see Checks."
+    )
     sh.finish()
     return sh
 
@@ -577,12 +670,25 @@ def _outputs(book: Book) -> Sheet:
         if line.key == "seconds_cal":  # the run's cost at the calibrated MFU, with its range
             cost = book.ref("Calibration:cal_cost")
             book.refs["cal_cost:calibrated"] = Ref(cost.sheet, cost.row, SIDE_COLUMNS[1])
-            sh.link("cal_cost:calibrated", "List cost of the run at the calibrated MFU", "USD", "usd",
-                    "The Calibration sheet's calibrated column", False)  # fmt: skip
+            sh.link(
+                "cal_cost:calibrated",
+                "List cost of the run at the calibrated MFU",
+                "USD",
+                "usd",
+                "The Calibration sheet's calibrated column",
+                False,
+            )
             range_cells(book, sh, "cal_cost", "usd")
-            sh.line(Line("seconds_cal_range", "Training time at the calibrated MFU, with its range",
-                         range_sentence("{seconds_cal}", "{seconds_cal:low}", "{seconds_cal:high}", 1, " s"),
-                         "text", "The low and high quantiles' figures beside it", "text"))  # fmt: skip
+            sh.line(
+                Line(
+                    "seconds_cal_range",
+                    "Training time at the calibrated MFU, with its range",
+                    range_sentence("{seconds_cal}", "{seconds_cal:low}", "{seconds_cal:high}", 1, " s"),
+                    "text",
+                    "The low and high quantiles' figures beside it",
+                    "text",
+                )
+            )
     sh.section("Basis of estimate", "Estimate, not a quote")
     for name, label, unit, fmt in (
         ("Price_Per_GPU_Hour", "Price per GPU-hour", "USD/GPU-h", "usd"),
@@ -592,8 +698,10 @@ def _outputs(book: Book) -> Sheet:
         ("Billing_Currency", "Billing currency", "ISO 4217", "text"),
     ):
         sh.line(Line(f"basis:{name}", label, f"={name}", unit, "From Inputs", fmt))
-    r = sh.text("This is an estimate, not a quote: cloud prices change and differ by region, commitment and "
-                "provider.", style="Note")  # fmt: skip
+    r = sh.text(
+        "This is an estimate, not a quote: cloud prices change and differ by region, commitment and provider.",
+        style="Note",
+    )
     note_block(sh.ws, r, sh.row - 1)
     sh.finish()
     return sh
@@ -606,22 +714,31 @@ def _checks(book: Book) -> Sheet:
         ["Check", "Result", "Unit", "What it tests", "", ""],
     )
     sh.section("The active scenario", "A figure that is no number counts as a problem: NOT(ISNUMBER(...))")
-    sh.check("Training time over the time budget",
-             "=IF(OR(NOT(ISNUMBER({seconds})),{seconds}>Time_Budget),1,0)",
-             "The run does not finish within the budget at this MFU")  # fmt: skip
-    sh.check("MFU outside 0 to 100%", "=IF(OR(Model_FLOPs_Utilisation>1,Model_FLOPs_Utilisation<=0),1,0)",
-             "Model FLOPs utilisation must be above 0 and at most 1 (PaLM, Appendix B)")  # fmt: skip
+    sh.check(
+        "Training time over the time budget",
+        "=IF(OR(NOT(ISNUMBER({seconds})),{seconds}>Time_Budget),1,0)",
+        "The run does not finish within the budget at this MFU",
+    )
+    sh.check(
+        "MFU outside 0 to 100%",
+        "=IF(OR(Model_FLOPs_Utilisation>1,Model_FLOPs_Utilisation<=0),1,0)",
+        "Model FLOPs utilisation must be above 0 and at most 1 (PaLM, Appendix B)",
+    )
     sh.check(
         "Training state too big for all the GPUs together",
         "=IF(OR(NOT(AND(ISNUMBER({train_mem}),ISNUMBER({memory}))),{train_mem}>GPUs*{memory}),1,0)",
         "Weights, gradients and optimiser state exceed the GPUs' memory even fully sharded (ZeRO-3)",
     )
-    sh.check("Training memory per GPU above the GPU's memory",
-             "=IF(OR(NOT(AND(ISNUMBER({mem_gpu}),ISNUMBER({memory}))),{mem_gpu}>{memory}),1,0)",
-             "Model state + activations per GPU: shard more (ZeRO), recompute, or cut the micro-batch")  # fmt: skip
-    sh.check("GPUs not a whole number of tensor-parallel groups",
-             "=IF(ROUND(GPUs/Tensor_Parallel_GPUs,0)*Tensor_Parallel_GPUs<>GPUs,1,0)",
-             "The data-parallel GPUs must be a whole number")  # fmt: skip
+    sh.check(
+        "Training memory per GPU above the GPU's memory",
+        "=IF(OR(NOT(AND(ISNUMBER({mem_gpu}),ISNUMBER({memory}))),{mem_gpu}>{memory}),1,0)",
+        "Model state + activations per GPU: shard more (ZeRO), recompute, or cut the micro-batch",
+    )
+    sh.check(
+        "GPUs not a whole number of tensor-parallel groups",
+        "=IF(ROUND(GPUs/Tensor_Parallel_GPUs,0)*Tensor_Parallel_GPUs<>GPUs,1,0)",
+        "The data-parallel GPUs must be a whole number",
+    )
     sh.check(
         "A measurement beyond the GPUs' peak",
         "=IF(OR(NOT(ISNUMBER({implied})),{implied}>1),1,0)",
@@ -630,9 +747,11 @@ def _checks(book: Book) -> Sheet:
     model = [book.ref(k) for k in ("params", "layers", "hidden", "heads")]
     gpu = [book.ref(k) for k in ("tflops", "memory")]
     spans = [f"Calculations!$B${a[0].row}:$B${a[-1].row}" for a in (model, gpu)]
-    sh.check("A model or accelerator figure is missing",
-             f"=IF(COUNT({spans[0]})+COUNT({spans[1]})<ROWS({spans[0]})+ROWS({spans[1]}),1,0)",
-             "A name not in the catalog needs its figures filled in")  # fmt: skip
+    sh.check(
+        "A model or accelerator figure is missing",
+        f"=IF(COUNT({spans[0]})+COUNT({spans[1]})<ROWS({spans[0]})+ROWS({spans[1]}),1,0)",
+        "A name not in the catalog needs its figures filled in",
+    )
     sh.section("Inputs in their usual range", "A legal value far from the usual range is usually a unit slip")
     usual_checks(book, sh, USUAL)
     sh.section("Every sheet", "Classic xlwings shows a failed function as text (the error and its reason): counted too")
@@ -640,8 +759,12 @@ def _checks(book: Book) -> Sheet:
     measured_span = f"'Measured rates'!$C$6:$F${book.ws('Measured rates').max_row}"
     calibration_span = f"Calibration!$C$6:$E${book.ws('Calibration').max_row}"
     error_check(sh, "Calculations", calc_span)
-    error_check(sh, "Measured rates", measured_span, "Any error among the benchmarks (e.g. MFU above 100%), or an "
-                "error message as text")  # fmt: skip
+    error_check(
+        sh,
+        "Measured rates",
+        measured_span,
+        "Any error among the benchmarks (e.g. MFU above 100%), or an error message as text",
+    )
     error_check(sh, "Calibration", calibration_span)
     sh.skip()
     sh.master()
