@@ -158,9 +158,14 @@ def test_no_module_imports_another_modules_private_names():
                     if a.name in MODULES and a.asname:
                         aliases[a.asname] = a.name
         for node in ast.walk(tree):
-            if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in aliases
-                    and node.attr.startswith("_") and not node.attr.startswith("__")
-                    and aliases[node.value.id] != module):  # fmt: skip
+            if (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.value, ast.Name)
+                and node.value.id in aliases
+                and node.attr.startswith("_")
+                and not node.attr.startswith("__")
+                and aliases[node.value.id] != module
+            ):
                 wrong.append(f"{module}:{node.lineno} uses {aliases[node.value.id]}.{node.attr}")
     assert wrong == []
 

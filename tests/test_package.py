@@ -5,6 +5,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 import xlsxplan
 
 
@@ -32,3 +34,31 @@ def test_every_registry_function_is_public():
     for fn in registry.FUNCTIONS.values():
         func = fn.func.__wrapped__ if fn.table else fn.func  # a table's entry hands its rows on as a 2-D array
         assert getattr(xlsxplan, fn.python_name, None) is func, fn.name
+
+
+def test_importing_the_core_loads_no_pydantic_toml_or_catalog():
+    """The pure-math layer does no file I/O or validation when imported: ``import xlsxplan.core`` and every core
+    module load neither pydantic, a TOML parser, nor the catalog, the calibration or the registry (checked in a clean
+    process, since this one has imported everything)."""
+    code = (
+        "import sys, pkgutil, importlib, xlsxplan.core\n"
+        "for m in pkgutil.iter_modules(xlsxplan.core.__path__):\n"
+        "    importlib.import_module('xlsxplan.core.' + m.name)\n"
+        "banned = ('pydantic', 'tomllib', 'tomli', 'xlsxplan.catalog', 'xlsxplan.calibration', 'xlsxplan.registry',\n"
+        "          'xlsxplan.plan', 'openpyxl', 'formualizer', 'xlwings')\n"
+        "print(','.join(sorted(m for m in sys.modules if m.split('.')[0] in banned or m.startswith(banned))))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert out.stdout.strip() == ""
+
+
+def test_the_public_names_load_lazily_from_their_modules():
+    """``xlsxplan.max_batch`` is the core function, fetched from its module on first use (PEP 562); ``__all__`` is
+    exactly the table of public names, and an unknown name is an AttributeError naming it."""
+    from xlsxplan.core import serving
+
+    assert sorted([*xlsxplan._PUBLIC, "__version__"]) == sorted(xlsxplan.__all__)
+    assert xlsxplan.max_batch is serving.max_batch
+    assert "max_batch" in dir(xlsxplan)
+    with pytest.raises(AttributeError, match="has no attribute 'no_such_function'"):
+        _ = xlsxplan.no_such_function

@@ -163,13 +163,23 @@ def test_formats_name_their_embedding_width_and_multiply():
     from xlsxplan.precision import lookup
 
     assert [lookup(n).embeddings for n in ("fp8", "w8a8", "w8a16", "awq", "nvfp4", "mxfp4", "q4_k_m", "bf16")] == [
-        "bf16", "bf16", "bf16", "bf16", "bf16", "bf16", None, None,
-    ]  # fmt: skip
+        "bf16",
+        "bf16",
+        "bf16",
+        "bf16",
+        "bf16",
+        "bf16",
+        None,
+        None,
+    ]
     assert "Only the weights of the linear operators" in lookup("awq").embeddings_source
     # W8A16 is weight-only: INT8 storage, 16-bit multiply; W8A8 and FP8 quantize the activations too
     assert (lookup("w8a16").compute, lookup("w8a8").compute, lookup("fp8").compute, lookup("nvfp4").compute) == (
-        16, 8, 8, 4,
-    )  # fmt: skip
+        16,
+        8,
+        8,
+        4,
+    )
     assert lookup("int8_w8a16").name == "w8a16" and lookup("W8A8").name == "int8"
 
 

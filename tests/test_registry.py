@@ -119,8 +119,11 @@ def test_describe_fits_or_refuses_texts_over_excels_limit():
     assert fn.description() == "Something. Returns a number [GB]."
     fn = describe("NO_ROOM", _documented(returns=long), "test")
     assert fn.description() == "Something. [GB]."
-    with pytest.raises(TypeError, match=r"^LONG_SUMMARY .*: the summary and unit take 306 characters; Excel shows at "
-                                        r"most 255: shorten the summary line$"):  # fmt: skip
+    with pytest.raises(
+        TypeError,
+        match=r"^LONG_SUMMARY .*: the summary and unit take 306 characters; Excel shows at "
+        r"most 255: shorten the summary line$",
+    ):
         describe("LONG_SUMMARY", _documented(summary=long.strip() + "."), "test")
     with pytest.raises(TypeError, match=r"parameter params_b: its help takes 311 characters; Excel shows at most 255"):
         describe("LONG_ARG", _documented(param=long), "test")

@@ -17,8 +17,11 @@ import pytest
 from tests.helpers import REPO, TESTS
 
 PACKAGE = REPO / "xlsxplan"
-NOT_MIRRORS = {"helpers": "what the tests share", "data": "published measurements and config copies",
-               "e2e": "end to end: the README, the docs' examples, CI"}  # fmt: skip
+NOT_MIRRORS = {
+    "helpers": "what the tests share",
+    "data": "published measurements and config copies",
+    "e2e": "end to end: the README, the docs' examples, CI",
+}
 TIME_CALLS = re.compile(r"perf_counter|process_time|thread_time|monotonic|time\.time\(|datetime\.now\(")
 TIME_WORDS = re.compile(r"seconds|elapsed|duration|wall|took", re.I)
 TIME_BOUND = re.compile(r"^[A-Z][A-Z0-9_]*(_S|_SECONDS|_MS)$")
@@ -103,10 +106,25 @@ def test_the_fast_loop_runs_tests_in_every_folder():
     """``pytest -m "not slow"`` collects tests in every mirrored folder and at the top: the fast loop touches every
     package (slow = LibreOffice, hostile corpora, kill tests, big books)."""
     out = subprocess.run(
-        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-m", "not slow", "-p", "no:xdist",
-         "-p", "no:cacheprovider", str(TESTS)],
-        capture_output=True, text=True, cwd=REPO, timeout=600,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "--collect-only",
+            "-q",
+            "-m",
+            "not slow",
+            "-p",
+            "no:xdist",
+            "-p",
+            "no:cacheprovider",
+            str(TESTS),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=600,
+    )
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
     ids = [line for line in out.stdout.splitlines() if "::" in line]
     folders = {line.split("::")[0].removeprefix("tests/").split("/")[0] for line in ids}

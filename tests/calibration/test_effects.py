@@ -110,8 +110,7 @@ def test_moe_terms_bring_expert_parallel_training_within_2x():
     # fit's routed_bytes) and the all-to-all bring it within 2x
     f = calibration.load_factors()
     assert f.train_mfu.routed_bytes > 0
-    dense = dataclasses.replace(f, train_mfu=calibration.TrainFit(f.train_mfu.ceiling,
-                                                                              f.train_mfu.overhead_bytes, 0.0))  # fmt: skip
+    dense = dataclasses.replace(f, train_mfu=calibration.TrainFit(f.train_mfu.ceiling, f.train_mfu.overhead_bytes, 0.0))
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(measurements, "moe_train_features", lambda m, s: (0.0, 0.0, ""))
         as_dense = measurements.predict(ROWS[52], dense)[0]
@@ -181,8 +180,11 @@ def test_a_conformal_band_covers_about_80_percent_of_new_draws():
 
 
 def test_efficiency_quantiles_bracket_the_fit():
-    for kind, gpu, precision in (("train_mfu", "H100-SXM", "bf16"), ("decode_bandwidth", "H100-SXM", "bf16"),
-                                 ("prefill", "A100-80GB", "fp16")):  # fmt: skip
+    for kind, gpu, precision in (
+        ("train_mfu", "H100-SXM", "bf16"),
+        ("decode_bandwidth", "H100-SXM", "bf16"),
+        ("prefill", "A100-80GB", "fp16"),
+    ):
         low, mid, high = (calibration.efficiency(kind, gpu, precision, 4096, 0, q) for q in (0.1, 0.5, 0.9))
         assert low < mid < high <= 1
         assert low == pytest.approx(mid * calibration.band(kind, 0.1), rel=1e-12)

@@ -56,29 +56,50 @@ def test_peak_field_by_format():
 
 def test_decode_levels_by_storage_prefill_levels_by_the_multiply():
     assert [calibration.format_group(p) for p in ("w8a16", "fp8", "awq", "bf16")] == [
-        "8-bit", "8-bit", "4-bit", "16-bit",
-    ]  # fmt: skip
+        "8-bit",
+        "8-bit",
+        "4-bit",
+        "16-bit",
+    ]
     assert [calibration.compute_group(p) for p in ("w8a16", "fp8", "awq", "bf16", "nvfp4")] == [
-        "16-bit", "8-bit", "4-bit", "16-bit", "4-bit",
-    ]  # fmt: skip
+        "16-bit",
+        "8-bit",
+        "4-bit",
+        "16-bit",
+        "4-bit",
+    ]
     f = calibration.load_factors()
     assert calibration.efficiency("prefill", "H100", "w8a16") == pytest.approx(f.prefill.base)  # not the FP8 share
 
 
 @pytest.mark.parametrize(
     "gpu, cls",
-    [("H100", "datacenter"), ("A100-80GB", "datacenter"), ("L40S", "datacenter"), ("RTX-4090", "consumer"),
-     ("4090", "consumer"), ("M2-Ultra", "apple"), ("Apple M3 Max", "apple"), ("Consumer", "consumer")],
-)  # fmt: skip
+    [
+        ("H100", "datacenter"),
+        ("A100-80GB", "datacenter"),
+        ("L40S", "datacenter"),
+        ("RTX-4090", "consumer"),
+        ("4090", "consumer"),
+        ("M2-Ultra", "apple"),
+        ("Apple M3 Max", "apple"),
+        ("Consumer", "consumer"),
+    ],
+)
 def test_gpu_class(gpu, cls):
     assert calibration.gpu_class(gpu) == cls
 
 
 @pytest.mark.parametrize(
     "preset_id, cls",
-    [("GeForce-RTX-3090", "consumer"), ("rtx-5090-box", "consumer"), ("M5-Pro", "apple"), ("apple-studio", "apple"),
-     ("my-cluster", "datacenter"), ("MI300X", "datacenter")],
-)  # fmt: skip
+    [
+        ("GeForce-RTX-3090", "consumer"),
+        ("rtx-5090-box", "consumer"),
+        ("M5-Pro", "apple"),
+        ("apple-studio", "apple"),
+        ("my-cluster", "datacenter"),
+        ("MI300X", "datacenter"),
+    ],
+)
 def test_user_presets_are_classed_by_name(preset_id, cls):
     assert calibration.class_of_id(preset_id) == cls
 
@@ -179,8 +200,12 @@ def test_shipped_factors_provenance():
     for kind in ("prefill", "decode_bandwidth"):
         levels = stored[kind]["levels"]
         assert levels == calibration.level_counts(kind, obs)
-        assert stored[kind]["assumed"] == [f"{level} ({axis}): no rows, multiplier 1" for axis in ("class", "format")
-                                           for level, n in levels[axis].items() if n == 0]  # fmt: skip
+        assert stored[kind]["assumed"] == [
+            f"{level} ({axis}): no rows, multiplier 1"
+            for axis in ("class", "format")
+            for level, n in levels[axis].items()
+            if n == 0
+        ]
     # far fewer free parameters than rows: three for training (ceiling, dense overhead, MoE routed bytes), one per
     # level with rows for the group kinds
     assert stored["train_mfu"]["free_parameters"] == 3
@@ -262,13 +287,19 @@ def test_efficiency_restated_against_6n_for_train_seconds():
 
 def test_efficiency_refuses_a_share_of_a_peak_the_catalog_lacks():
     # a prefill share is a share of a dense peak: none for FP4 on a Hopper, Apple GPUs, or FP8 on an A100
-    with pytest.raises(NotAvailableError, match=r"^H100-SXM has no fp4_tflops: the chip has no tensor cores for this "
-                                                r"precision; a prefill share of it is undefined$"):  # fmt: skip
+    with pytest.raises(
+        NotAvailableError,
+        match=r"^H100-SXM has no fp4_tflops: the chip has no tensor cores for this "
+        r"precision; a prefill share of it is undefined$",
+    ):
         calibration.efficiency("prefill", "H100", "nvfp4")
     f = calibration.load_factors()
     assert calibration.efficiency("prefill", "B200", "nvfp4") == pytest.approx(f.prefill.value("datacenter", "4-bit"))
-    with pytest.raises(NotAvailableError, match=r"^M2-Ultra has no bf16_tflops: Apple publishes no GPU FLOP/s .*; a "
-                                                r"prefill share of it is undefined$"):  # fmt: skip
+    with pytest.raises(
+        NotAvailableError,
+        match=r"^M2-Ultra has no bf16_tflops: Apple publishes no GPU FLOP/s .*; a "
+        r"prefill share of it is undefined$",
+    ):
         calibration.efficiency("prefill", "M2-Ultra", "fp16")
     with pytest.raises(NotAvailableError, match=r"^gpu: Apple GPUs have no published FLOP/s"):
         calibration.efficiency("prefill", "apple")
@@ -324,8 +355,9 @@ def test_a_capped_factor_is_a_warning_in_the_reason():
     f = calibration.load_factors()
     bent = dataclasses.replace(f, decode_bandwidth=calibration.GroupFit(0.7, {"consumer": 1.6}, {}))
     said = measurements.notes(rows[27], bent, {})  # line 27, Llama-3-8B FP16 decode on an RTX 4090
-    assert said[0] == ("warning: the fit gives 1.12 of peak bandwidth for this row, more than the hardware has; "
-                       "capped at 1.00")  # fmt: skip
+    assert said[0] == (
+        "warning: the fit gives 1.12 of peak bandwidth for this row, more than the hardware has; capped at 1.00"
+    )
     results = {r.line: r for r in measurements.validate(list(rows.values()))}
     assert results[20].reason == "decode_bandwidth has no 8-bit row in this fit: multiplier 1 assumed"
     assert results[2].reason == ""

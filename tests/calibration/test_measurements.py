@@ -100,15 +100,20 @@ def test_per_node_and_per_trillion_token_metrics():
     # a per-node figure is the per-GPU figure times gpus_per_node (8 unless the column says otherwise); GPU-hours per
     # trillion tokens is 1e12 over the rate per GPU, in hours
     header = HEADER + ",gpus_per_node"
-    text = "\n".join([
-        header,
-        "train,a,Llama-3-8B,,,,H100-SXM,8,fp8,,,,tokens_per_sec_per_gpu,1,tok/s,src,",
-        "train,a,Llama-3-8B,,,,H100-SXM,8,fp8,,,,tokens_per_sec_per_node,1,tok/s,src,",
-        "train,a,Llama-3-8B,,,,H100-SXM,8,fp8,,,,tokens_per_sec_per_node,1,tok/s,src,4",
-        "train,a,Llama-3-8B,,,,H100-SXM,8,fp8,,,,gpu_hours_per_trillion_tokens,1,GPU-h,src,",
-        "serve,b,Llama-3.1-8B,,,,H100-SXM,1,fp8,128,128,max,output_tokens_per_sec_per_gpu,1,tok/s,src,",
-        "serve,b,Llama-3.1-8B,,,,H100-SXM,1,fp8,128,128,max,output_tokens_per_sec_per_node,1,tok/s,src,",
-    ]) + "\n"  # fmt: skip
+    text = (
+        "\n".join(
+            [
+                header,
+                "train,a,Llama-3-8B,,,,H100-SXM,8,fp8,,,,tokens_per_sec_per_gpu,1,tok/s,src,",
+                "train,a,Llama-3-8B,,,,H100-SXM,8,fp8,,,,tokens_per_sec_per_node,1,tok/s,src,",
+                "train,a,Llama-3-8B,,,,H100-SXM,8,fp8,,,,tokens_per_sec_per_node,1,tok/s,src,4",
+                "train,a,Llama-3-8B,,,,H100-SXM,8,fp8,,,,gpu_hours_per_trillion_tokens,1,GPU-h,src,",
+                "serve,b,Llama-3.1-8B,,,,H100-SXM,1,fp8,128,128,max,output_tokens_per_sec_per_gpu,1,tok/s,src,",
+                "serve,b,Llama-3.1-8B,,,,H100-SXM,1,fp8,128,128,max,output_tokens_per_sec_per_node,1,tok/s,src,",
+            ]
+        )
+        + "\n"
+    )
     rows = measurements.parse_measurements(text, "test")
     factors = calibration.load_factors()
     per_gpu, node8, node4, per_t, serve_gpu, serve_node = (measurements.predict(m, factors)[0] for m in rows)
@@ -116,9 +121,12 @@ def test_per_node_and_per_trillion_token_metrics():
     assert per_t == pytest.approx(1e12 / per_gpu / 3600)
     assert serve_node == pytest.approx(8 * serve_gpu)
     with pytest.raises(measurements.Unpredictable):
-        measurements.predict(measurements.parse_measurements(
-            header + "\ntrain,a,Llama-3-8B,,,,H100-SXM,8,fp8,,,,tokens_per_sec_per_node,1,tok/s,src,0\n", "t")[0],
-            factors)  # fmt: skip
+        measurements.predict(
+            measurements.parse_measurements(
+                header + "\ntrain,a,Llama-3-8B,,,,H100-SXM,8,fp8,,,,tokens_per_sec_per_node,1,tok/s,src,0\n", "t"
+            )[0],
+            factors,
+        )
 
 
 def test_a_row_never_predicts_itself():
@@ -286,8 +294,13 @@ def test_issue_7_kv_capacity_rows_are_within_2x():
     results = measurements.validate(measurements.read_measurements(DATA / "kv_cache_capacity.csv"))
     not_in_catalog = "gpu 'RTX-3090' is not in the catalog; did you mean RTX-5090, RTX-4090, B300?"
     assert [round(r.ratio, 2) if r.ratio else r.reason for r in results] == [
-        1.5, 0.73, "no gpu given", "no gpu given", not_in_catalog, not_in_catalog,
-    ]  # fmt: skip
+        1.5,
+        0.73,
+        "no gpu given",
+        "no gpu given",
+        not_in_catalog,
+        not_in_catalog,
+    ]
 
 
 def test_a_model_without_a_preset_has_its_shape_estimated():
@@ -309,8 +322,11 @@ def test_units_of_ttft_rows():
 
 def test_a_file_without_the_schema_is_refused():
     with pytest.raises(CatalogError, match=r"test: missing column\(s\) concurrency, metric"):
-        measurements.parse_measurements("kind,name,model,params_b,active_params_b,tokens,gpu,n_gpus,precision,"
-                                        "input_len,output_len,value,unit,source\n", "test")  # fmt: skip
+        measurements.parse_measurements(
+            "kind,name,model,params_b,active_params_b,tokens,gpu,n_gpus,precision,"
+            "input_len,output_len,value,unit,source\n",
+            "test",
+        )
 
 
 def test_a_users_own_file_tensorrt_llm_llama31_8b_sequence_lengths():

@@ -17,14 +17,46 @@ from xlsxplan.errors import CatalogError, NotAvailableError, UnknownPresetError
 # The package ships its calibration set, xlsxplan/calibration/data/measurements.csv, each row with its source.
 MEASUREMENTS = REPO / "xlsxplan" / "calibration" / "data" / "measurements.csv"
 DATA_README_GPUS = [
-    "A100-80GB", "A100-40GB", "H100-SXM", "H100-PCIe", "H200", "H800", "B200", "L40S", "A40", "RTX-4090", "M2",
-    "M2-Ultra", "M3-Max-40c", "M4-Max-40c", "TPU-v4", "V100",
-]  # fmt: skip
+    "A100-80GB",
+    "A100-40GB",
+    "H100-SXM",
+    "H100-PCIe",
+    "H200",
+    "H800",
+    "B200",
+    "L40S",
+    "A40",
+    "RTX-4090",
+    "M2",
+    "M2-Ultra",
+    "M3-Max-40c",
+    "M4-Max-40c",
+    "TPU-v4",
+    "V100",
+]
 NAMED_MODELS = [  # by the two source documents and the project's brief
-    "Qwen2.5-7B", "Qwen2.5-72B", "Llama-2-7B", "Llama-2-13B", "Llama-2-70B", "Llama-3-8B", "Llama-3-70B",
-    "Llama-3.1-8B", "Llama-3.1-70B", "Llama-3.1-405B", "Llama-3.3-70B", "Mistral-7B", "Mixtral-8x7B", "DeepSeek-V3",
-    "Qwen3-235B-A22B", "TinyLlama-1.1B", "Gemma-2-9B", "LLaMA-7B", "LLaMA-13B", "LLaMA-33B", "LLaMA-65B",
-]  # fmt: skip
+    "Qwen2.5-7B",
+    "Qwen2.5-72B",
+    "Llama-2-7B",
+    "Llama-2-13B",
+    "Llama-2-70B",
+    "Llama-3-8B",
+    "Llama-3-70B",
+    "Llama-3.1-8B",
+    "Llama-3.1-70B",
+    "Llama-3.1-405B",
+    "Llama-3.3-70B",
+    "Mistral-7B",
+    "Mixtral-8x7B",
+    "DeepSeek-V3",
+    "Qwen3-235B-A22B",
+    "TinyLlama-1.1B",
+    "Gemma-2-9B",
+    "LLaMA-7B",
+    "LLaMA-13B",
+    "LLaMA-33B",
+    "LLaMA-65B",
+]
 
 
 def test_every_accelerator_of_the_data_readme_is_a_preset_under_its_exact_id():
@@ -130,8 +162,17 @@ def test_board_power_and_links_as_datasheets_print_them():
     # power_w: H100 SXM 'up to 700W' (H100 datasheet), B300 'up to 1,100 W' (Blackwell Ultra datasheet), GB200
     # 1,200 W (Blackwell technical brief), L4 72 W (L4 datasheet), RTX 5090 575 W TGP (product page), MI355X 1,400 W
     # (Tom's Hardware, ISC 2025), Gaudi 3 OAM 900 W air-cooled (Hot Chips 2024)
-    for gpu, watts in (("H100", 700), ("B300", 1100), ("GB200", 1200), ("L4", 72), ("RTX-5090", 575),
-                       ("MI355X", 1400), ("Gaudi-3", 900), ("H100-NVL", 400), ("MI300X", 750)):  # fmt: skip
+    for gpu, watts in (
+        ("H100", 700),
+        ("B300", 1100),
+        ("GB200", 1200),
+        ("L4", 72),
+        ("RTX-5090", 575),
+        ("MI355X", 1400),
+        ("Gaudi-3", 900),
+        ("H100-NVL", 400),
+        ("MI300X", 750),
+    ):
         assert x.gpu_spec(gpu, "power_w") == watts, gpu
     with pytest.raises(NotAvailableError, match=r"^TPU-v6e has no power_w: Google publishes no per-chip power"):
         x.gpu_spec("TPU-v6e", "power_w")
@@ -162,8 +203,11 @@ def test_unknown_names_suggest_close_matches():
         x.model_spec("Qwen2.5-70B", "layers")
     with pytest.raises(UnknownPresetError, match=r"^gpu 'H10' is not in the catalog; did you mean H100-SXM"):
         x.gpu_spec("H10", "memory_gb")
-    with pytest.raises(UnknownPresetError, match=r"^model 'bert-base' is not in the catalog; see MODELS\(\) for the "
-                                                 r"list$"):  # fmt: skip
+    with pytest.raises(
+        UnknownPresetError,
+        match=r"^model 'bert-base' is not in the catalog; see MODELS\(\) for the "
+        r"list$",
+    ):
         x.model_spec("bert-base", "layers")
     with pytest.raises(
         UnknownPresetError, match=r"^field 'memory' is not an accelerator figure; did you mean memory_gb\?$"
@@ -229,17 +273,22 @@ def test_a_valid_file_parses():
         (('ds = "A datasheet, 2024"', 'ds = ""'), r"^t\.toml: \[sources\] must map keys to non-empty citations$"),
         # strict figures: a boolean, a string or an infinity is no figure, whatever pydantic could coerce
         (("memory_gb = 80", "memory_gb = true"), r"^t\.toml: X1\.memory_gb: Input should be a valid number, got true$"),
-        (("memory_gb = 80", 'memory_gb = "80"'), r"^t\.toml: X1\.memory_gb: Input should be a valid number, got the "
-                                                 r"text '80'$"),
+        (
+            ("memory_gb = 80", 'memory_gb = "80"'),
+            r"^t\.toml: X1\.memory_gb: Input should be a valid number, got the "
+            r"text '80'$",
+        ),
         (("memory_gb = 80", "memory_gb = inf"), r"^t\.toml: X1\.memory_gb: Input should be a finite number, got inf$"),
         (("memory_gb = 80", "memory_gb = nan"), r"^t\.toml: X1\.memory_gb: Input should be a finite number, got nan$"),
         (("fp8_tflops = 200", "fp8_tflops = -inf"), r"^t\.toml: X1\.fp8_tflops: Input should be a finite number"),
         (('source = "ds"', 'source = "ds"\naliases = "X"'), r"^t\.toml: X1\.aliases: Input should be a valid tuple"),
-        (('source = "ds"', 'source = "ds"\naliases = [1]'),
-         r"^t\.toml: X1\.aliases\.0: Input should be a valid string"),
+        (
+            ('source = "ds"', 'source = "ds"\naliases = [1]'),
+            r"^t\.toml: X1\.aliases\.0: Input should be a valid string",
+        ),
         (('source = "ds"', 'source = "ds"\nnote = 3'), r"^t\.toml: X1\.note: Input should be a valid string, got 3$"),
     ],
-)  # fmt: skip
+)
 def test_malformed_catalog_files_fail_loudly(edit, match):
     old, new = edit
     assert old in GOOD_GPU
@@ -301,14 +350,18 @@ fp8_tflops = 200
     "x1, y2, match",
     [
         # two presets sharing an alias, told apart only by case: refused, where the first used to win silently
-        (["H100"], ["h100"], r"^t\.toml: Y2\.aliases: the name 'h100' is also 'H100' of the preset 'X1' \(names "
-                             r"match case-insensitively, spaces and underscores as hyphens\); give each preset its "
-                             r"own"),
+        (
+            ["H100"],
+            ["h100"],
+            r"^t\.toml: Y2\.aliases: the name 'h100' is also 'H100' of the preset 'X1' \(names "
+            r"match case-insensitively, spaces and underscores as hyphens\); give each preset its "
+            r"own",
+        ),
         ([], ["x1"], r"^t\.toml: Y2\.aliases: the name 'x1' is also 'X1' of the preset 'X1' "),  # another's id
         (["Box SXM"], ["box_sxm"], r"^t\.toml: Y2\.aliases: the name 'box_sxm' is also 'Box SXM' of the preset 'X1' "),
         (["y2"], [], r"^t\.toml: Y2\.id: the name 'Y2' is also 'y2' of the preset 'X1' "),  # an alias of an earlier one
     ],
-)  # fmt: skip
+)
 def test_two_presets_may_not_share_a_name(x1, y2, match):
     assert set(_parse(TWO_GPUS, "t.toml", "accelerators", AcceleratorPreset)[0]) == {"X1", "Y2"}
     text = TWO_GPUS.replace('[accelerators.X1]\nsource = "ds"', f'[accelerators.X1]\nsource = "ds"\naliases = {x1}')
@@ -540,9 +593,12 @@ def test_a_user_file_that_is_not_toml_leaves_the_shipped_catalog_working(tmp_pat
     assert x.model_spec("Qwen2.5-72B", "layers") == 80 and x.gpu_spec("H100", "memory_gb") == 80
     (problem,) = catalog_problems()
     assert problem.startswith(f"{tmp_path / 'models.toml'}: not valid TOML: ")
-    with pytest.raises(UnknownPresetError, match=r"^model 'Mine' is not in the catalog; .* \(and the user's presets "
-                                                 rf"are not loaded: {re.escape(str(tmp_path / 'models.toml'))}: not "
-                                                 r"valid TOML: "):  # fmt: skip
+    with pytest.raises(
+        UnknownPresetError,
+        match=r"^model 'Mine' is not in the catalog; .* \(and the user's presets "
+        rf"are not loaded: {re.escape(str(tmp_path / 'models.toml'))}: not "
+        r"valid TOML: ",
+    ):
         x.model_spec("Mine", "layers")
 
 

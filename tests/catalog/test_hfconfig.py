@@ -54,9 +54,19 @@ def test_architecture_fields_from_configs():
 
 
 def test_gemma3_pattern_and_layer_types():
-    base = {"model_type": "gemma3_text", "num_hidden_layers": 48, "hidden_size": 3840, "num_attention_heads": 16,
-            "num_key_value_heads": 8, "head_dim": 256, "vocab_size": 262208, "max_position_embeddings": 131072,
-            "intermediate_size": 15360, "sliding_window": 1024, "sliding_window_pattern": 6}  # fmt: skip
+    base = {
+        "model_type": "gemma3_text",
+        "num_hidden_layers": 48,
+        "hidden_size": 3840,
+        "num_attention_heads": 16,
+        "num_key_value_heads": 8,
+        "head_dim": 256,
+        "vocab_size": 262208,
+        "max_position_embeddings": 131072,
+        "intermediate_size": 15360,
+        "sliding_window": 1024,
+        "sliding_window_pattern": 6,
+    }
     assert figures_from_config(base)["sliding_window_layers"] == 40  # 5 local in 6 (Gemma 3 report, Figure 6)
     listed = dict(base, layer_types=["sliding_attention"] * 47 + ["full_attention"])
     assert figures_from_config(listed)["sliding_window_layers"] == 47
@@ -83,10 +93,20 @@ def test_unsupported_or_broken_configs_are_refused_with_the_reason(tmp_path):
 
 
 OPTIONAL_FIELDS = (
-    "first_k_dense_replace", "q_lora_rank", "n_shared_experts", "moe_intermediate_size", "n_routed_experts",
-    "num_experts", "num_local_experts", "decoder_sparse_step", "max_window_layers", "sliding_window",
-    "sliding_window_pattern", "shared_expert_intermediate_size", "mlp_only_layers",
-)  # fmt: skip
+    "first_k_dense_replace",
+    "q_lora_rank",
+    "n_shared_experts",
+    "moe_intermediate_size",
+    "n_routed_experts",
+    "num_experts",
+    "num_local_experts",
+    "decoder_sparse_step",
+    "max_window_layers",
+    "sliding_window",
+    "sliding_window_pattern",
+    "shared_expert_intermediate_size",
+    "mlp_only_layers",
+)
 
 
 @pytest.mark.parametrize("field", OPTIONAL_FIELDS)
@@ -110,8 +130,11 @@ def test_a_null_first_k_dense_replace_counts_every_layer_as_moe():
     config = dict(read_config(DATA / "deepseek-v3.json"), first_k_dense_replace=None)
     figures = figures_from_config(config, "c.json")
     assert "dense_layers" not in figures and figures["experts"] == 256
-    with pytest.raises(ArgumentError, match=r"^c\.json: first_k_dense_replace must be a whole number of at least 0 or "
-                                            r"null, got 'three'$"):  # fmt: skip
+    with pytest.raises(
+        ArgumentError,
+        match=r"^c\.json: first_k_dense_replace must be a whole number of at least 0 or "
+        r"null, got 'three'$",
+    ):
         figures_from_config(dict(config, first_k_dense_replace="three"), "c.json")
 
 

@@ -31,30 +31,75 @@ def shape(name: str) -> ModelPreset:
 # figure is rounded more coarsely than that (Kimi K2's "1T" and "32B"), or counts what the config does not describe
 # (Llama 4's vision encoder); each says so.
 PUBLISHED = [
-    ("gpt-oss-120b.json", 116.8e9, None, 0.01,
-     "OpenAI 2025, 'gpt-oss-120b & gpt-oss-20b Model Card', arXiv:2508.10925, section 2.1: 116.8B total (5.1B active)"),
+    (
+        "gpt-oss-120b.json",
+        116.8e9,
+        None,
+        0.01,
+        "OpenAI 2025, 'gpt-oss-120b & gpt-oss-20b Model Card', arXiv:2508.10925, section 2.1: 116.8B total (5.1B active)",
+    ),
     ("gpt-oss-20b.json", 20.9e9, None, 0.01, "same model card: 20.9B total parameters (3.6B active)"),
     ("qwen3-8b.json", 8.2e9, None, 0.01, "Qwen/Qwen3-8B model card: Number of Parameters 8.2B"),
     ("qwen3-32b.json", 32.8e9, None, 0.01, "Qwen/Qwen3-32B model card: Number of Parameters 32.8B"),
     ("qwen3-235b-a22b.json", 235e9, 22e9, 0.01, "Qwen/Qwen3-235B-A22B model card: 235B in total and 22B activated"),
-    ("qwen3-next-80b-a3b-instruct.json", 80e9, None, 0.01,
-     "Qwen/Qwen3-Next-80B-A3B-Instruct model card: 80B in total (its '3B activated' is the size class A3B)"),
-    ("nemotron-h-56b-base-8k.json", 56e9, None, 0.01,
-     "NVIDIA 2025, 'Nemotron-H', arXiv:2504.03624: Nemotron-H-56B-Base, 54 Mamba-2, 54 MLP and 10 attention layers"),
-    ("phi-4.json", 14_659_507_200, None, 0.001,
-     "microsoft/phi-4: 14.7B on Hugging Face; llama.cpp's GGUF of it, general.parameter_count 14,659,507,200"),
-    ("deepseek-v3.1-nvfp4.json", 671e9, 37e9, 0.02,
-     "DeepSeek-V3 Technical Report, arXiv:2412.19437: 671B total, 37B activated (DeepSeek-V3.1 keeps the shape)"),
-    ("mixtral-8x22b-v0.1.json", 141e9, 39e9, 0.01,
-     "Mistral AI 2024, Mixtral 8x22B announcement: 39B active parameters out of 141B"),
+    (
+        "qwen3-next-80b-a3b-instruct.json",
+        80e9,
+        None,
+        0.01,
+        "Qwen/Qwen3-Next-80B-A3B-Instruct model card: 80B in total (its '3B activated' is the size class A3B)",
+    ),
+    (
+        "nemotron-h-56b-base-8k.json",
+        56e9,
+        None,
+        0.01,
+        "NVIDIA 2025, 'Nemotron-H', arXiv:2504.03624: Nemotron-H-56B-Base, 54 Mamba-2, 54 MLP and 10 attention layers",
+    ),
+    (
+        "phi-4.json",
+        14_659_507_200,
+        None,
+        0.001,
+        "microsoft/phi-4: 14.7B on Hugging Face; llama.cpp's GGUF of it, general.parameter_count 14,659,507,200",
+    ),
+    (
+        "deepseek-v3.1-nvfp4.json",
+        671e9,
+        37e9,
+        0.02,
+        "DeepSeek-V3 Technical Report, arXiv:2412.19437: 671B total, 37B activated (DeepSeek-V3.1 keeps the shape)",
+    ),
+    (
+        "mixtral-8x22b-v0.1.json",
+        141e9,
+        39e9,
+        0.01,
+        "Mistral AI 2024, Mixtral 8x22B announcement: 39B active parameters out of 141B",
+    ),
     ("llama-3.1-405b.json", 405_853_388_800, None, 0.001, "meta-llama/Llama-3.1-405B safetensors total"),
-    ("llama-4-maverick-17b-128e-instruct.trimmed.json", 400e9, 17e9, 0.012,
-     "meta-llama/llama-models models/llama4/MODEL_CARD.md: Maverick 17B activated, 400B total (rounded: 17.18B)"),
-    ("llama-4-scout-17b-16e-instruct.trimmed.json", 109e9, 17e9, 0.012,
-     "same card: Scout 17B activated, 109B total, the vision encoder (not in the text config) included"),
-    ("kimi-k2-instruct.json", 1e12, 32e9, 0.03,
-     "Kimi K2 model card and arXiv:2507.20534: '1 trillion total', '32 billion activated' (rounded: 1.026T, 32.9B)"),
-]  # fmt: skip
+    (
+        "llama-4-maverick-17b-128e-instruct.trimmed.json",
+        400e9,
+        17e9,
+        0.012,
+        "meta-llama/llama-models models/llama4/MODEL_CARD.md: Maverick 17B activated, 400B total (rounded: 17.18B)",
+    ),
+    (
+        "llama-4-scout-17b-16e-instruct.trimmed.json",
+        109e9,
+        17e9,
+        0.012,
+        "same card: Scout 17B activated, 109B total, the vision encoder (not in the text config) included",
+    ),
+    (
+        "kimi-k2-instruct.json",
+        1e12,
+        32e9,
+        0.03,
+        "Kimi K2 model card and arXiv:2507.20534: '1 trillion total', '32 billion activated' (rounded: 1.026T, 32.9B)",
+    ),
+]
 
 
 @pytest.mark.parametrize("filename, total, active, tolerance, citation", PUBLISHED, ids=[p[0] for p in PUBLISHED])
@@ -124,8 +169,11 @@ def test_latent_attention_is_read_under_any_model_type_that_carries_kv_lora_rank
     # a known architecture class decides too, whatever the model_type
     config = dict(read_config(DATA / "llama-3.1-8b.json"), model_type="llama_custom")
     assert figures_from_config(config)["params_b"] == figures("llama-3.1-8b.json")["params_b"]
-    with pytest.raises(ArgumentError, match=r"^c\.json: model_type 'gpt2' \(architectures GPT2LMHeadModel\) is not "
-                                            r"supported"):  # fmt: skip
+    with pytest.raises(
+        ArgumentError,
+        match=r"^c\.json: model_type 'gpt2' \(architectures GPT2LMHeadModel\) is not "
+        r"supported",
+    ):
         figures_from_config({"model_type": "gpt2", "architectures": ["GPT2LMHeadModel"]}, "c.json")
 
 
@@ -134,8 +182,13 @@ def test_qwen3_next_hybrid_layout_from_full_attention_interval():
     # card: "Hybrid Layout: 12 * (3 * (Gated DeltaNet -> MoE) -> 1 * (Gated Attention -> MoE))"
     f = figures("qwen3-next-80b-a3b-instruct.json")
     assert (f["attention_layers"], f["linear_attention_layers"]) == (12, 36)
-    assert (f["linear_key_heads"], f["linear_value_heads"], f["linear_key_head_dim"], f["linear_value_head_dim"],
-            f["linear_conv_kernel"]) == (16, 32, 128, 128, 4)  # fmt: skip
+    assert (
+        f["linear_key_heads"],
+        f["linear_value_heads"],
+        f["linear_key_head_dim"],
+        f["linear_value_head_dim"],
+        f["linear_conv_kernel"],
+    ) == (16, 32, 128, 128, 4)
     assert f["attention_output_gate"] and (f["experts"], f["shared_experts"], f["moe_intermediate"]) == (512, 1, 512)
 
 
@@ -144,8 +197,11 @@ def test_layer_types_list_decides_the_layers_and_unknown_kinds_are_refused():
     listed = dict(base, layer_types=["linear_attention", "full_attention"] * 24)  # every other layer full
     f = figures_from_config(listed)
     assert (f["attention_layers"], f["linear_attention_layers"]) == (24, 24)
-    with pytest.raises(ArgumentError, match=r"^c\.json: layer_types holds 'retention_layer', which xlsxplan does not "
-                                            r"count; known: full_attention, sliding_attention"):  # fmt: skip
+    with pytest.raises(
+        ArgumentError,
+        match=r"^c\.json: layer_types holds 'retention_layer', which xlsxplan does not "
+        r"count; known: full_attention, sliding_attention",
+    ):
         figures_from_config(dict(base, layer_types=["retention_layer"] * 48), "c.json")
     with pytest.raises(ArgumentError, match=r"^c\.json: layer_types must list one kind per layer \(48\)"):
         figures_from_config(dict(base, layer_types=["full_attention"] * 3), "c.json")
@@ -177,8 +233,11 @@ def test_llama4_text_config_interleaved_experts_and_chunked_attention():
     for f in (scout, maverick):
         assert (f["attention_chunk"], f["chunked_layers"], f["layers"]) == (8192, 36, 48)
         assert (f["moe_intermediate"], f["intermediate"], f["shared_experts"], f["experts_per_token"]) == (
-            8192, 16384, 1, 1
-        )  # fmt: skip
+            8192,
+            16384,
+            1,
+            1,
+        )
         assert not f.get("tied_embeddings")  # untied: Llama4TextConfig's default
 
 
@@ -190,9 +249,16 @@ def test_phi4_reads_as_phi3_and_tied_or_untied_embeddings_follow_the_config():
 
 
 def test_every_2026_config_imports_with_model_add(capsys):
-    for name in ("gpt-oss-20b.json", "kimi-k2-instruct.json", "qwen3-next-80b-a3b-instruct.json",
-                 "nemotron-h-56b-base-8k.json", "deepseek-v3.2.json", "phi-4.json",
-                 "llama-4-scout-17b-16e-instruct.trimmed.json", "nemotron-3-nano-30b-a3b-bf16.json"):  # fmt: skip
+    for name in (
+        "gpt-oss-20b.json",
+        "kimi-k2-instruct.json",
+        "qwen3-next-80b-a3b-instruct.json",
+        "nemotron-h-56b-base-8k.json",
+        "deepseek-v3.2.json",
+        "phi-4.json",
+        "llama-4-scout-17b-16e-instruct.trimmed.json",
+        "nemotron-3-nano-30b-a3b-bf16.json",
+    ):
         preset = "Imported-" + name.split(".json")[0]
         assert main(["model", "add", str(DATA / name), "--name", preset]) == 0, capsys.readouterr().err
         assert x.model_spec(preset, "params_b") == pytest.approx(figures(name)["params_b"])
@@ -303,11 +369,32 @@ def test_presets_without_a_verbatim_config_carry_their_published_shape():
     # Gemma 3 27B: Gemma 3 Technical Report (arXiv:2503.19786), 5 local layers of 1,024 tokens to 1 global; 62 layers
     # (Google's Gemma3ForConditionalGeneration listing): 52 local, 10 global
     assert (x.model_spec("Gemma-3-27B", "sliding_window"), x.model_spec("Gemma-3-27B", "sliding_window_layers")) == (
-        1024, 52
-    )  # fmt: skip
-    total, _ = count_params(ModelPreset.model_validate({"id": "g", "source": "s", **{
-        k: x.model_spec("Gemma-3-27B", k) for k in ("params_b", "layers", "hidden", "heads", "kv_heads", "head_dim",
-                                                    "vocab", "context", "intermediate")}, "tied_embeddings": True}))  # fmt: skip
+        1024,
+        52,
+    )
+    total, _ = count_params(
+        ModelPreset.model_validate(
+            {
+                "id": "g",
+                "source": "s",
+                **{
+                    k: x.model_spec("Gemma-3-27B", k)
+                    for k in (
+                        "params_b",
+                        "layers",
+                        "hidden",
+                        "heads",
+                        "kv_heads",
+                        "head_dim",
+                        "vocab",
+                        "context",
+                        "intermediate",
+                    )
+                },
+                "tied_embeddings": True,
+            }
+        )
+    )
     assert total / 1e9 == pytest.approx(27, rel=0.01)
     assert "no verbatim config.json" in x.model_source("Gemma-3-27B", "layers")
     assert "no verbatim copy" in x.model_source("Mistral-Small-3", "layers")

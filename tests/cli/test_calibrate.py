@@ -270,8 +270,10 @@ def test_calibrate_checks_backend_and_device_before_measuring(capsys, monkeypatc
     monkeypatch.setattr(machine, "_numpy_matmul", lambda *a: pytest.fail("measured before checking"))
     code, out, err = run(capsys, "calibrate", "--quick", "--backend", "torch")
     assert (code, out) == (2, "")
-    assert err == "xlsxplan: error: backend torch needs PyTorch, which is not installed: install it (pip install " \
-                  "torch) or use --backend numpy\n"  # fmt: skip
+    assert (
+        err == "xlsxplan: error: backend torch needs PyTorch, which is not installed: install it (pip install "
+        "torch) or use --backend numpy\n"
+    )
     code, _, err = run(capsys, "calibrate", "--quick", "--device", "gpu0")
     assert code == 2 and err == "xlsxplan: error: device must be auto, cpu, cuda, cuda:N or mps, got 'gpu0'\n"
     code, _, err = run(capsys, "calibrate", "--quick", "--device", "cuda")
@@ -294,8 +296,11 @@ def test_a_torch_device_that_is_not_there_is_refused():
 
     with pytest.raises(ArgumentError, match=r"^device 'cuda' is not available: this PyTorch sees no CUDA GPU$"):
         _torch_device(fake(0, False), "cuda")
-    with pytest.raises(ArgumentError, match=r"^device 'cuda:2' is not available: this PyTorch sees 2 CUDA GPU\(s\), "
-                                            r"cuda:0 to cuda:1$"):  # fmt: skip
+    with pytest.raises(
+        ArgumentError,
+        match=r"^device 'cuda:2' is not available: this PyTorch sees 2 CUDA GPU\(s\), "
+        r"cuda:0 to cuda:1$",
+    ):
         _torch_device(fake(2, False), "cuda:2")
     with pytest.raises(ArgumentError, match=r"^device 'mps' is not available: this PyTorch sees no Apple GPU$"):
         _torch_device(fake(1, False), "mps")
@@ -360,6 +365,8 @@ def test_saving_figures_whose_6n_rate_beats_the_matmul_rate_warns(capsys, monkey
     monkeypatch.setattr(machine, "measure", lambda **kw: fast)
     code, out, err = run(capsys, "calibrate", "--quick", "--save", "busy-box")
     assert code == 0 and "saved as accelerator 'busy-box'" in out
-    assert err == ("xlsxplan: warning: the 6N training rate (0.037 TFLOP/s) exceeds the matmul rate (0.0357 TFLOP/s), "
-                   "so 'busy-box' gets a training MFU of 100%; measure again on an idle machine and save with "
-                   "--replace\n")  # fmt: skip
+    assert err == (
+        "xlsxplan: warning: the 6N training rate (0.037 TFLOP/s) exceeds the matmul rate (0.0357 TFLOP/s), "
+        "so 'busy-box' gets a training MFU of 100%; measure again on an idle machine and save with "
+        "--replace\n"
+    )

@@ -132,8 +132,13 @@ def test_a_command_imports_only_what_it_uses(argv, unused, tmp_path):
 
     root = REPO
     argv = [a.format(out=tmp_path / "out.xlsx") for a in argv]
-    proc = subprocess.run([sys.executable, "-c", _LOADED.replace("sys.argv[0]", repr(unused)), *argv],
-                          capture_output=True, text=True, timeout=120, cwd=root)  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, "-c", _LOADED.replace("sys.argv[0]", repr(unused)), *argv],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=root,
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines()[-1] == "loaded:"
 

@@ -108,16 +108,27 @@ def test_a_workbook_of_ones_own(capsys, tmp_path):
     book = plan_book(tmp_path / "plan.xlsx")
     listed = _listed(capsys, book)
     assert list(listed) == ["Model", "Params_B", "Bytes_Per_Param", "N_GPUs", "Context", "GPU", "Price"]
-    assert listed["N_GPUs"] == {"name": "N_GPUs", "set": "N_GPUs", "cell": "Inputs!B5", "value": 2, "text": "2",
-                                "unit": "count", "allowed": "a whole number from 1 to 64", "case": None,
-                                "cells": 1}  # fmt: skip
+    assert listed["N_GPUs"] == {
+        "name": "N_GPUs",
+        "set": "N_GPUs",
+        "cell": "Inputs!B5",
+        "value": 2,
+        "text": "2",
+        "unit": "count",
+        "allowed": "a whole number from 1 to 64",
+        "case": None,
+        "cells": 1,
+    }
     assert listed["Price"]["text"] == "$2.50"  # as its number format shows it
 
 
 def test_each_listed_name_is_accepted_by_set(capsys, tmp_path):
     listed = _listed(capsys, SERVING)
-    sets = [f"{row['set']}={row['value']}" for row in listed.values() if row["cells"] == 1 and
-            isinstance(row["value"], (int, float)) and not isinstance(row["value"], bool)]  # fmt: skip
+    sets = [
+        f"{row['set']}={row['value']}"
+        for row in listed.values()
+        if row["cells"] == 1 and isinstance(row["value"], (int, float)) and not isinstance(row["value"], bool)
+    ]
     assert len(sets) > 30
     argv = ["recalc", SERVING, "-o", tmp_path / "o.xlsx", "-q"]
     for text in sets:

@@ -167,9 +167,17 @@ def test_force_set_replaces_a_formula_in_the_copy(book, capsys, tmp_path):
 
 def test_shown_text_stays_on_one_line(book, capsys, tmp_path):
     code, out, _ = run(
-        capsys, "recalc", book, "-o", tmp_path / "o.xlsx", "--set", 'Inputs!B2="two\nlines\tand a \\"', "--show",
-        "Inputs!B2", "-q",
-    )  # fmt: skip
+        capsys,
+        "recalc",
+        book,
+        "-o",
+        tmp_path / "o.xlsx",
+        "--set",
+        'Inputs!B2="two\nlines\tand a \\"',
+        "--show",
+        "Inputs!B2",
+        "-q",
+    )
     assert code == 0
     assert out == "Inputs!B2  two\\nlines\\tand a \\\\\n"
     assert openpyxl.load_workbook(tmp_path / "o.xlsx")["Inputs"]["B2"].value == "two\nlines\tand a \\"

@@ -51,8 +51,9 @@ def test_an_unreachable_target_is_reported_with_the_failed_check(capsys, tmp_pat
     lines = err.splitlines()
     failed = checks["First-token target unreachable even at batch 1"]
     assert lines[0] == f"master check {master}: ERROR, 1 of {count} checks failed"
-    assert re.fullmatch(rf"  {re.escape(failed)}  First-token target unreachable even at batch 1 \(BATCH_FOR_TTFT .*\)",
-                        lines[1])  # fmt: skip
+    assert re.fullmatch(
+        rf"  {re.escape(failed)}  First-token target unreachable even at batch 1 \(BATCH_FOR_TTFT .*\)", lines[1]
+    )
     assert lines[2].startswith("wrote ")
 
 
@@ -92,8 +93,12 @@ def test_json_carries_the_checks(capsys, tmp_path):
     code, out, err = run(capsys, *args)
     report = json.loads(out)
     assert code == 0
-    assert report["checks"]["master"] == {"cell": master, "label": "Master check: 1 if any problem", "value": 1,
-                                          "ok": False}  # fmt: skip
+    assert report["checks"]["master"] == {
+        "cell": master,
+        "label": "Master check: 1 if any problem",
+        "value": 1,
+        "ok": False,
+    }
     assert report["checks"]["count"] == count
     assert [c["cell"] for c in report["checks"]["failed"]] == [
         checks["Decode-speed target unreachable even at batch 1"]

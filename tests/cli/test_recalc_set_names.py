@@ -21,8 +21,20 @@ def test_every_unknown_name_is_reported_at_once_with_suggestions(capsys, tmp_pat
 
     monkeypatch.setattr(Workbook, "calculate", forbidden)
     out = tmp_path / "o.xlsx"
-    argv = ["recalc", str(SERVING), "-o", str(out), "--set", "Requests_Per_Dy=500000", "--set", "Latency_Target=60",
-            "--set", "Time_To_First_Token_Targt=3", "--set", "Zzzqx=1"]  # fmt: skip
+    argv = [
+        "recalc",
+        str(SERVING),
+        "-o",
+        str(out),
+        "--set",
+        "Requests_Per_Dy=500000",
+        "--set",
+        "Latency_Target=60",
+        "--set",
+        "Time_To_First_Token_Targt=3",
+        "--set",
+        "Zzzqx=1",
+    ]
     code = main(argv)
     err = capsys.readouterr().err.splitlines()
     assert code == 2
@@ -40,8 +52,9 @@ def test_every_unknown_name_is_reported_at_once_with_suggestions(capsys, tmp_pat
 
 
 def test_a_sheet_typo_and_a_name_typo_together(capsys, tmp_path):
-    code = main(["recalc", str(SERVING), "-o", str(tmp_path / "o.xlsx"), "--set", "Inptus!B24=1", "--set",
-                 "Peak_Hour_Factr=2"])  # fmt: skip
+    code = main(
+        ["recalc", str(SERVING), "-o", str(tmp_path / "o.xlsx"), "--set", "Inptus!B24=1", "--set", "Peak_Hour_Factr=2"]
+    )
     err = capsys.readouterr().err.splitlines()
     assert code == 2
     assert err[0].startswith(
@@ -52,8 +65,19 @@ def test_a_sheet_typo_and_a_name_typo_together(capsys, tmp_path):
 
 @pytest.mark.parametrize("flag", ["--json"])
 def test_json_lists_every_problem(flag, capsys, tmp_path):
-    code = main(["recalc", str(SERVING), "-o", str(tmp_path / "o.xlsx"), flag, "--set", "Requests_Per_Dy=1",
-                 "--set", "Peak_Hour_Factr=2"])  # fmt: skip
+    code = main(
+        [
+            "recalc",
+            str(SERVING),
+            "-o",
+            str(tmp_path / "o.xlsx"),
+            flag,
+            "--set",
+            "Requests_Per_Dy=1",
+            "--set",
+            "Peak_Hour_Factr=2",
+        ]
+    )
     report = json.loads(capsys.readouterr().out)
     assert code == 2
     assert [e.split(":")[0] for e in report["errors"]] == ["--set Requests_Per_Dy", "--set Peak_Hour_Factr"]

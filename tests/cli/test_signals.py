@@ -62,8 +62,10 @@ def _kill_in_write(source: Path, folder: Path) -> tuple[bool, bytes, set[str]]:
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     proc = subprocess.Popen(
         [sys.executable, "-m", "xlsxplan", "recalc", str(source), "-o", str(out)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
-    )  # fmt: skip
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=env,
+    )
     caught = False
     deadline = time.monotonic() + 60
     while proc.poll() is None and time.monotonic() < deadline:
@@ -97,7 +99,11 @@ def test_an_uninterrupted_run_writes_the_output_and_nothing_else(tmp_path):
     source = _book(tmp_path / "book.xlsx")
     folder = tmp_path / "run"
     folder.mkdir()
-    subprocess.run([sys.executable, "-m", "xlsxplan", "recalc", str(source), "-o", str(folder / "out.xlsx")],
-                   check=True, capture_output=True, timeout=120)  # fmt: skip
+    subprocess.run(
+        [sys.executable, "-m", "xlsxplan", "recalc", str(source), "-o", str(folder / "out.xlsx")],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
     assert os.listdir(folder) == ["out.xlsx"]
     assert openpyxl.load_workbook(folder / "out.xlsx", data_only=True)["Data"]["B6000"].value == 12_000

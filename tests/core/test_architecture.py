@@ -125,11 +125,19 @@ CAPACITY_MEMORY = {  # the KV memory each source states it had, in bytes, its KV
 # non_torch_memory, and peak_torch_memory is the weights ("took 14.9888 GB", vLLM's GB being GiB) plus the
 # profiling run's activations. Here the weights are MODEL_WEIGHTS_GB's, the rest the log's.
 FULL_BUDGETS = {  # name: (total GPU memory, fraction, activations = peak_torch - logged weights, non-torch memory)
-    "vLLM Llama-3.1-8B-Instruct on an RTX 3090 (max-model-len 20000)": (23.58 * GIB, 0.90, (17.06 - 14.9888) * GIB,
-                                                                        0.35 * GIB),
-    "vLLM Llama-3.1-8B-Instruct on an RTX 3090 (max-model-len 29000)": (23.58 * GIB, 0.90, (17.98 - 14.9888) * GIB,
-                                                                        0.35 * GIB),
-}  # fmt: skip
+    "vLLM Llama-3.1-8B-Instruct on an RTX 3090 (max-model-len 20000)": (
+        23.58 * GIB,
+        0.90,
+        (17.06 - 14.9888) * GIB,
+        0.35 * GIB,
+    ),
+    "vLLM Llama-3.1-8B-Instruct on an RTX 3090 (max-model-len 29000)": (
+        23.58 * GIB,
+        0.90,
+        (17.98 - 14.9888) * GIB,
+        0.35 * GIB,
+    ),
+}
 
 
 def _capacity_rows():

@@ -66,8 +66,13 @@ def test_capital_recovery_factor_against_its_published_example_and_excel_pmt():
 
 
 def test_gpu_hour_owned_refuses_what_no_plan_means_naming_the_argument():
-    for args, name in (((30000, 0), "years"), ((30000, 4, 1.5), "residual_fraction"), ((30000, 4, 0, -0.1),
-                       "annual_rate"), ((30000, 4, 0, 0, 1, 0.9), "pue"), ((-1, 4), "capex_usd")):  # fmt: skip
+    for args, name in (
+        ((30000, 0), "years"),
+        ((30000, 4, 1.5), "residual_fraction"),
+        ((30000, 4, 0, -0.1), "annual_rate"),
+        ((30000, 4, 0, 0, 1, 0.9), "pue"),
+        ((-1, 4), "capex_usd"),
+    ):
         with pytest.raises(OutOfRangeError, match=f"^{name} must be"):
             x.gpu_hour_owned(*args)
 
@@ -245,43 +250,79 @@ def test_every_accelerator_figure_is_given_or_unavailable_and_every_source_is_ci
         for field, spec in costs.COST_FIELDS.items():
             if spec.scope == "accelerator":
                 assert (field in figures) != (field in loaded.unavailable[pid]), (pid, field)
-    cited = {f.source for f in loaded.site.values()} | {f.source for t in loaded.accelerators.values() for f in
-                                                          t.values()} | {k for t in loaded.unavailable.values()
-                                                                         for k in t.values()}  # fmt: skip
+    cited = (
+        {f.source for f in loaded.site.values()}
+        | {f.source for t in loaded.accelerators.values() for f in t.values()}
+        | {k for t in loaded.unavailable.values() for k in t.values()}
+    )
     assert cited == set(loaded.sources)  # no citation is left unused
 
 
-SITE = "\n".join(f'{k} = {{ value = {v}, source = "s", as_of = 2025-01-01 }}' for k, v in (
-    ("years", 5), ("residual_fraction", 0.1), ("annual_rate", 0.08), ("pue", 1.5), ("usd_per_kwh", 0.1),
-    ("usd_per_kw_month", 150)))  # fmt: skip
+SITE = "\n".join(
+    f'{k} = {{ value = {v}, source = "s", as_of = 2025-01-01 }}'
+    for k, v in (
+        ("years", 5),
+        ("residual_fraction", 0.1),
+        ("annual_rate", 0.08),
+        ("pue", 1.5),
+        ("usd_per_kwh", 0.1),
+        ("usd_per_kw_month", 150),
+    )
+)
 
 
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ('[sources]\ns = "x"\n[titles]\ns = "S"\n[site]\n' + SITE.replace("1.5", "0.9"),
-         r"^costs.toml: site.pue.value: pue must be a number from 1 to 10, got 0.9 \(ratio\)$"),
-        ('[sources]\ns = "x"\n[titles]\ns = "S"\n[site]\n' + SITE.replace('source = "s", as_of = 2025-01-01 }', 'source = "t", '
-         'as_of = 2025-01-01 }', 1), r"^costs.toml: site.years: source 't' is not in \[sources\]$"),
-        ('[sources]\ns = "x"\n[titles]\ns = "S"\n[site]\n' + SITE.replace("2025-01-01", '"2025"', 1),
-         r"^costs.toml: site.years.as_of: Input should be a valid date"),
-        ('[sources]\ns = "x"\n[titles]\ns = "S"\n[site]\n' + SITE.replace("value = 5", "value = true", 1),
-         r"^costs.toml: site.years.value: Input should be a valid number"),
-        ('[sources]\ns = "x"\n[titles]\ns = "S"\n[site]\n' + SITE.split("\n", 1)[1],
-         r"^costs.toml: site.years is missing"),
-        ('[sources]\ns = "x"\n[titles]\ns = "S"\n[site]\n' + SITE + '\n[accelerators.H100-SXM]\ncapex_usd = { value = 1, source = '
-         '"s", as_of = 2025-01-01 }', r"^costs.toml: accelerators.H100-SXM.server_kw_per_gpu is missing: give it"),
-        ('[sources]\ns = "x"\n[titles]\ns = "S"\n[site]\n' + SITE + "\n[accelerators.H999]\n",
-         r"^costs.toml: accelerators.H999: not an accelerator id of accelerators.toml$"),
-        ('[sources]\ns = "x"\n[titles]\ns = "S"\n[site]\n' + SITE + '\ncapex_usd = { value = 1, source = "s", as_of = 2025-01-01 }',
-         r"^costs.toml: site: 'capex_usd' is not a figure of this table"),
-        ('[site]\nyears = 5\n[other]\n', r"^costs.toml: unexpected top-level table\(s\) other$"),
-        ('[sources]\ns = "x"\nt = "y"\n[titles]\ns = "S"\n[site]\n' + SITE,
-         r"^costs.toml: titles.t: give every source a short title of 1 to 35 characters$"),
-        ('[sources]\ns = "x"\n[titles]\ns = "S"\n[site]\n' + SITE.replace("}", ', note = "' + "n" * 56 + '" }', 1),
-         r"^costs.toml: site.years.note: String should have at most 55 characters"),
+        (
+            '[sources]\ns = "x"\n[titles]\ns = "S"\n[site]\n' + SITE.replace("1.5", "0.9"),
+            r"^costs.toml: site.pue.value: pue must be a number from 1 to 10, got 0.9 \(ratio\)$",
+        ),
+        (
+            '[sources]\ns = "x"\n[titles]\ns = "S"\n[site]\n'
+            + SITE.replace('source = "s", as_of = 2025-01-01 }', 'source = "t", as_of = 2025-01-01 }', 1),
+            r"^costs.toml: site.years: source 't' is not in \[sources\]$",
+        ),
+        (
+            '[sources]\ns = "x"\n[titles]\ns = "S"\n[site]\n' + SITE.replace("2025-01-01", '"2025"', 1),
+            r"^costs.toml: site.years.as_of: Input should be a valid date",
+        ),
+        (
+            '[sources]\ns = "x"\n[titles]\ns = "S"\n[site]\n' + SITE.replace("value = 5", "value = true", 1),
+            r"^costs.toml: site.years.value: Input should be a valid number",
+        ),
+        (
+            '[sources]\ns = "x"\n[titles]\ns = "S"\n[site]\n' + SITE.split("\n", 1)[1],
+            r"^costs.toml: site.years is missing",
+        ),
+        (
+            '[sources]\ns = "x"\n[titles]\ns = "S"\n[site]\n'
+            + SITE
+            + "\n[accelerators.H100-SXM]\ncapex_usd = { value = 1, source = "
+            '"s", as_of = 2025-01-01 }',
+            r"^costs.toml: accelerators.H100-SXM.server_kw_per_gpu is missing: give it",
+        ),
+        (
+            '[sources]\ns = "x"\n[titles]\ns = "S"\n[site]\n' + SITE + "\n[accelerators.H999]\n",
+            r"^costs.toml: accelerators.H999: not an accelerator id of accelerators.toml$",
+        ),
+        (
+            '[sources]\ns = "x"\n[titles]\ns = "S"\n[site]\n'
+            + SITE
+            + '\ncapex_usd = { value = 1, source = "s", as_of = 2025-01-01 }',
+            r"^costs.toml: site: 'capex_usd' is not a figure of this table",
+        ),
+        ("[site]\nyears = 5\n[other]\n", r"^costs.toml: unexpected top-level table\(s\) other$"),
+        (
+            '[sources]\ns = "x"\nt = "y"\n[titles]\ns = "S"\n[site]\n' + SITE,
+            r"^costs.toml: titles.t: give every source a short title of 1 to 35 characters$",
+        ),
+        (
+            '[sources]\ns = "x"\n[titles]\ns = "S"\n[site]\n' + SITE.replace("}", ', note = "' + "n" * 56 + '" }', 1),
+            r"^costs.toml: site.years.note: String should have at most 55 characters",
+        ),
     ],
-)  # fmt: skip
+)
 def test_costs_toml_is_validated_with_one_line_naming_the_table_and_field(text, message):
     with pytest.raises(CatalogError, match=message):
         costs.parse_costs(text)
@@ -297,8 +338,9 @@ def test_owned_case_prices_the_plan_searchs_gpu_hour_from_the_catalog():
     assert x.owned_cost_per_gpu_hour(case) == x.gpu_hour_owned(50000, 5, 0.1, 0.08, 1.275, 1.58, 0.0895, 184.06)
     # the board power instead of the server's share, as GPU_SPEC(gpu, "power_w") / 1000 would give it
     board = x.owned_case("H100", kw=0.7)
-    assert x.owned_cost_per_gpu_hour(board) == pytest.approx(1.332253 + 0.7 * (1.58 * 0.0895 + 184.06 * 12 / 8760),
-                                                             abs=2e-6)  # fmt: skip
+    assert x.owned_cost_per_gpu_hour(board) == pytest.approx(
+        1.332253 + 0.7 * (1.58 * 0.0895 + 184.06 * 12 / 8760), abs=2e-6
+    )
     with pytest.raises(NotAvailableError, match="^H200 has no capex_usd"):
         x.owned_case("H200")
     assert x.owned_case("H200", capex_usd=40000).kw == 1.275

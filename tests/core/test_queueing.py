@@ -62,8 +62,10 @@ def test_erlang_c_matches_the_defining_sum(c, rho):
     assert x.erlang_c(c, float(a)) == pytest.approx(float(erlang_c_exact(c, a)), rel=1e-12)
 
 
-@pytest.mark.parametrize(("c", "a"), [(170, 160.0), (1_000, 990.0), (2_000, 1_500.5), (100_000, 99_000.0),
-                                      (100_000, 99_900.0), (5_000, 300.0)])  # fmt: skip
+@pytest.mark.parametrize(
+    ("c", "a"),
+    [(170, 160.0), (1_000, 990.0), (2_000, 1_500.5), (100_000, 99_000.0), (100_000, 99_900.0), (5_000, 300.0)],
+)
 def test_erlang_c_is_stable_where_the_factorial_overflows(c, a):
     # 171! overflows a double; the recursion (started 10 standard deviations below the load) keeps every term in [0, 1]
     assert x.erlang_c(c, a) == pytest.approx(erlang_c_logs(c, a), rel=1e-9)
@@ -280,8 +282,10 @@ def test_the_hand_computed_p99_time_to_first_token():
 
 def test_the_fleet_grows_as_the_p99_target_tightens():
     lam, batch, prefill, decode, capacity = HAND_FLEET
-    sizes = {target: x.replicas_for_ttft(lam, target, 0.99, batch, prefill, decode, capacity)
-             for target in (12, 7, 5, 4, 3, 2)}  # fmt: skip
+    sizes = {
+        target: x.replicas_for_ttft(lam, target, 0.99, batch, prefill, decode, capacity)
+        for target in (12, 7, 5, 4, 3, 2)
+    }
     # 12 s: 5 (10.76); 7 s: 6 (6.06); 5 s: 7 (4.45); 4 s: 8 (3.61); 3 s: 10 (9 gives 3.08); 2 s: 14 (13 gives 2.03)
     assert sizes == {12: 5, 7: 6, 5: 7, 4: 8, 3: 10, 2: 14}
     # the utilisation each target allows sizes the same fleet through FLEET_REPLICAS, with no spare

@@ -32,8 +32,11 @@ def test_per_position_acceptance_rates_as_vllm_reports_them():
     # position i / drafts. Independent acceptance at 0.8 gives 0.8, 0.64, 0.512, 0.4096: Eq. 1's 3.3616
     assert x.spec_accept_length((0.8, 0.64, 0.512, 0.4096)) == pytest.approx(x.spec_tokens_per_step(0.8, 4))
     assert x.spec_accept_length((0.9, 0.7, 0.5)) == pytest.approx(3.1)
-    with pytest.raises(OutOfRangeError, match=r"^acceptance_rates must not rise: position 2 \(0.9\) is above position "
-                                              r"1 \(0.5\)"):  # fmt: skip
+    with pytest.raises(
+        OutOfRangeError,
+        match=r"^acceptance_rates must not rise: position 2 \(0.9\) is above position "
+        r"1 \(0.5\)",
+    ):
         x.spec_accept_length((0.5, 0.9))
 
 
@@ -80,9 +83,11 @@ def test_at_a_large_batch_the_verify_step_turns_compute_bound_and_the_gain_shrin
     memory = (70.554e9 + 256 * 327_680 * 2_048) / 6.7e12
     assert step == pytest.approx(max(compute, memory) + 4 * max(2e9 / 6.7e12, 2e9 * 256 / (2 * 989.4e12 * 0.5)))
     batch_gain = x.spec_tokens_per_s(x.spec_tokens_per_step(0.8, 4), step, 256) / (256 / base)
-    single_gain = x.spec_tokens_per_step(0.8, 4) / x.spec_step_seconds(70.554, 1, 1, 327_680, 2_048, 2, 3.35, 989.4,
-                                                                        4, 1, 2) * x.decode_step_seconds(
-        70.554, 1, 1, 327_680, 2_048, 2, 3.35, 989.4)  # fmt: skip
+    single_gain = (
+        x.spec_tokens_per_step(0.8, 4)
+        / x.spec_step_seconds(70.554, 1, 1, 327_680, 2_048, 2, 3.35, 989.4, 4, 1, 2)
+        * x.decode_step_seconds(70.554, 1, 1, 327_680, 2_048, 2, 3.35, 989.4)
+    )
     assert (round(batch_gain, 2), round(single_gain, 2)) == (0.66, 3.02)
 
 

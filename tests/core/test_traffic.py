@@ -287,8 +287,10 @@ def test_batch_for_ttft_with_memory_bound_steps_is_consistent_with_the_decode_sp
     memory = (BPP, BW_TBS, KV, CONTEXT, 1)
     batch = x.batch_for_ttft(PARAMS_B, N_GPUS, TFLOPS, 60, 12_000, 3, 0.5, *memory)
     assert batch == 44
-    ttft = [12_000 / (compute - x.decode_tokens_per_s_total(PARAMS_B, BPP, N_GPUS, BW_TBS, b, KV, CONTEXT))
-            for b in (batch, batch + 1)]  # fmt: skip
+    ttft = [
+        12_000 / (compute - x.decode_tokens_per_s_total(PARAMS_B, BPP, N_GPUS, BW_TBS, b, KV, CONTEXT))
+        for b in (batch, batch + 1)
+    ]
     assert ttft[0] <= 3 < ttft[1] and round(ttft[0], 2) == 2.99
     assert round(x.decode_tokens_per_s(PARAMS_B, BPP, N_GPUS, BW_TBS, batch, KV, CONTEXT), 1) == 63.3
     # the target still bounds it: steps never slower than the target (Back-of-the-Envelope's pair: 181 at 20 tokens/s,
@@ -444,14 +446,17 @@ def test_cost_effect_of_prefix_caching_and_reasoning():
 @pytest.mark.parametrize(
     "call, error, match",
     [
-        (lambda: x.batch_for_latency(72.7, 1, 2, 3.35, 0, KV, CONTEXT), OutOfRangeError,
-         r"^tokens_per_s_per_user must be a positive number up to 1e\+15, got 0$"),
+        (
+            lambda: x.batch_for_latency(72.7, 1, 2, 3.35, 0, KV, CONTEXT),
+            OutOfRangeError,
+            r"^tokens_per_s_per_user must be a positive number up to 1e\+15, got 0$",
+        ),
         (lambda: x.batch_for_ttft(72.7, 2, 989, 60, 2_000, 0), OutOfRangeError, r"^ttft_s must be a positive number"),
         (lambda: x.fleet_replicas(6.9, 2.9, -1), OutOfRangeError, r"^spare must be a whole number from 0 to"),
         (lambda: x.kv_transfer_s(KV, PROMPT, "fast"), ArgumentError, r"^link_gb_s must be a positive number"),
         (lambda: x.tail_share_data("600, 900", 16_384), ArgumentError, r"^lengths \(value 1 of 1\) must be a number"),
     ],
-)  # fmt: skip
+)
 def test_bad_arguments_are_refused_naming_the_argument(call, error, match):
     with pytest.raises(error, match=match):
         call()
@@ -521,7 +526,10 @@ def test_no_numeric_function_names_an_argument_it_does_not_take():
             except XlsxplanError as err:
                 first = err.message.split()[0].rstrip(":,")
                 assert first in names or err.message.startswith(("the result", f"{fn.python_name}: the result")), (
-                    fn.name, combo, err.message)  # fmt: skip
+                    fn.name,
+                    combo,
+                    err.message,
+                )
             checked += 1
     assert checked > 10_000
 
@@ -561,8 +569,11 @@ def test_the_walkthrough_is_there():
 
 def _printed_cells() -> list[dict[str, str]]:
     """What each recalc step of the walkthrough printed, cell by cell."""
-    return [dict(line.split("  ", 1) for line in printed.splitlines())
-            for command, printed in walkthrough() if " recalc " in f" {command} "]  # fmt: skip
+    return [
+        dict(line.split("  ", 1) for line in printed.splitlines())
+        for command, printed in walkthrough()
+        if " recalc " in f" {command} "
+    ]
 
 
 def test_the_walkthrough_prose_quotes_the_figures_its_commands_print():

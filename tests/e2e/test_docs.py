@@ -79,8 +79,15 @@ def test_each_python_example_prints_what_the_page_shows(block: Block, tmp_path, 
 
 def test_there_are_examples_to_run():
     by_page = {p: len(shell_blocks(p)) + len(doctest_blocks(p)) for p in pages()}
-    for page in ("README.md", "docs/excel.md", "docs/headless.md", "docs/templates.md", "docs/traffic.md",
-                 "docs/architectures.md", "docs/calibration.md"):  # fmt: skip
+    for page in (
+        "README.md",
+        "docs/excel.md",
+        "docs/headless.md",
+        "docs/templates.md",
+        "docs/traffic.md",
+        "docs/architectures.md",
+        "docs/calibration.md",
+    ):
         assert by_page[page] >= 1, page
     assert doctest_blocks("README.md") and doctest_blocks("docs/headless.md")
 
@@ -219,14 +226,29 @@ def test_security_states_the_limits_the_code_enforces():
         assert float(shown.replace(",", "")) == getattr(defaults, name), name
     prose = words(security)
     assert f"{BLANK_MAX // 1024} KiB of blank space" in prose and f"{MAX_VBA_MB} MiB of VBA project" in prose
-    for promise in ("is not guaranteed", "Macros never run", "Nothing outside the workbook is reached", "Zip bombs",
-                    "entity bombs", "Text stays text"):  # fmt: skip
+    for promise in (
+        "is not guaranteed",
+        "Macros never run",
+        "Nothing outside the workbook is reached",
+        "Zip bombs",
+        "entity bombs",
+        "Text stays text",
+    ):
         assert promise.lower() in prose.lower(), promise
 
 
 def test_contributing_says_how_to_run_lint_regenerate_and_where_the_fast_loop_time_goes():
     text = words(read("CONTRIBUTING.md"))
-    for needed in ('pytest -m "not slow"', ".venv/bin/python -m pytest -q", "tests/test_layers.py", "ruff check",
-                   "xlsxplan build", "xlsxplan docs", "xlsxplan excel --lite lite --force", "python docs/screenshots.py",
-                   "The fast loop's time is measured in [BENCHMARKS.md](BENCHMARKS.md)", "<!-- fast-loop-time -->"):  # fmt: skip
+    for needed in (
+        'pytest -m "not slow"',
+        ".venv/bin/python -m pytest -q",
+        "tests/test_layers.py",
+        "ruff check",
+        "xlsxplan build",
+        "xlsxplan docs",
+        "xlsxplan excel --lite lite --force",
+        "python docs/screenshots.py",
+        "The fast loop's time is measured in [BENCHMARKS.md](BENCHMARKS.md)",
+        "<!-- fast-loop-time -->",
+    ):
         assert needed in text, needed

@@ -187,8 +187,11 @@ def test_excel_checks_a_workbook_as_untrusted_before_parsing_it(capsys, tmp_path
     bomb.write_bytes(pack({**parts, "xl/vbaProject.bin": b"\0" * (4 * 1024 * 1024)}, level=9))
     code, out, err = run(capsys, "excel", "--checks-only", str(bomb))
     assert (code, out.count("Checks of")) == (2, 0)
-    assert re.fullmatch(r"xlsxplan: error: .*bomb\.xlsm looks like a zip bomb: xl/vbaProject\.bin inflates [\d,]+ times "
-                        r"\(to 4 MiB\); the limit is 200\n", err)  # fmt: skip
+    assert re.fullmatch(
+        r"xlsxplan: error: .*bomb\.xlsm looks like a zip bomb: xl/vbaProject\.bin inflates [\d,]+ times "
+        r"\(to 4 MiB\); the limit is 200\n",
+        err,
+    )
     entities = tmp_path / "entities.xlsm"
     entities.write_bytes(pack({**parts, **{k: v for k, v in members(entity_bomb()).items() if "sharedStrings" in k}}))
     code, _, err = run(capsys, "excel", "--checks-only", str(entities))
@@ -301,8 +304,10 @@ def test_the_standalone_xlwings_module_needs_no_reference(capsys, ready_xlsm):
 def test_a_damaged_dir_stream_is_a_one_line_error(capsys, tmp_path):
     broken = _with_project(tmp_path, ["xlwings_udfs"], [ADDIN], damage=lambda d: d[:2] + b"\x0f" + d[3:])
     code, _, err = run(capsys, "excel", "--checks-only", str(broken))
-    assert (code, err) == (2, f"xlsxplan: error: cannot read the VBA references of {broken}: a compressed chunk at "
-                              "byte 1 has no signature\n")  # fmt: skip
+    assert (code, err) == (
+        2,
+        f"xlsxplan: error: cannot read the VBA references of {broken}: a compressed chunk at byte 1 has no signature\n",
+    )
     broken = _with_project(tmp_path, ["xlwings_udfs"], [ADDIN], damage=lambda d: b"\x02" + d[1:])
     with pytest.raises(setup.WorkbookError, match=r": the dir stream is not a compressed container$"):
         vba_references(broken)
@@ -329,8 +334,16 @@ def test_excel_prints_both_set_ups_and_passes_its_checks_here(capsys):
 
 def test_the_classic_steps_name_what_xlwings_needs():
     text = " ".join(CLASSIC_STEPS)
-    for needed in ("xlwings addin install", "Trust access to the VBA project object model", '"UDF Modules"',
-                   "xlsxplan.excel.udfs", "xlwings.conf", '"Import Functions"', ".xlsm", "xlwings_udfs"):  # fmt: skip
+    for needed in (
+        "xlwings addin install",
+        "Trust access to the VBA project object model",
+        '"UDF Modules"',
+        "xlsxplan.excel.udfs",
+        "xlwings.conf",
+        '"Import Functions"',
+        ".xlsm",
+        "xlwings_udfs",
+    ):
         assert needed in text
     lite = " ".join(LITE_STEPS)
     for needed in ("Add-ins", "xlwings Lite", "xlsxplan excel --lite", "requirements.txt", "main.py", "macOS", "web"):
@@ -433,13 +446,25 @@ def test_the_bundle_carries_what_the_functions_need_and_nothing_lite_never_uses(
     assert {"xlsxplan/__init__.py", "xlsxplan/excel/udfs.py", "xlsxplan/registry.py", "xlsxplan/sheet/cells.py"} <= set(
         files
     )
-    assert {"xlsxplan/catalog/models.toml", "xlsxplan/catalog/accelerators.toml", "xlsxplan/catalog/formats.toml",
-            "xlsxplan/calibration/data/calibration.json", "xlsxplan/calibration/data/__init__.py"} <= set(files)  # fmt: skip
+    assert {
+        "xlsxplan/catalog/models.toml",
+        "xlsxplan/catalog/accelerators.toml",
+        "xlsxplan/catalog/formats.toml",
+        "xlsxplan/calibration/data/calibration.json",
+        "xlsxplan/calibration/data/__init__.py",
+    } <= set(files)
     # the bundle once carried the workbook, OOXML, engine and file-safety code, which Lite never runs
     faces = ("xlsxplan/cli/", "xlsxplan/templates/", "xlsxplan/headless/")
     assert not [f for f in files if f.startswith(faces) or "__pycache__" in f]
-    for unused in ("infra/zipfiles", "excel/setup", "excel/vba", "excel/lite", "calibration/measurements",
-                   "calibration/machine", "catalog/hfconfig"):  # fmt: skip
+    for unused in (
+        "infra/zipfiles",
+        "excel/setup",
+        "excel/vba",
+        "excel/lite",
+        "calibration/measurements",
+        "calibration/machine",
+        "catalog/hfconfig",
+    ):
         assert f"xlsxplan/{unused}.py" not in files, unused
     # the calibration fit's 100-odd published rows stay behind: the functions read only the fitted factors
     assert "xlsxplan/calibration/data/measurements.csv" not in files
@@ -497,8 +522,12 @@ def test_the_lite_bundle_runs_alone_and_needs_only_its_requirements(tmp_path):
 
     proc = subprocess.run(
         [sys.executable, "-c", _LITE_RUN, str(main_py), json.dumps(EXAMPLES)],
-        capture_output=True, text=True, timeout=120, cwd=tmp_path, env=_own_temp(tmp_path),
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+        env=_own_temp(tmp_path),
+    )
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
     assert "/xlsxplan-" in out["file"] and not out["file"].startswith(str(Path(lite_module.__file__).parents[2]))
@@ -583,8 +612,12 @@ def test_the_lite_bundle_imports_and_computes_without_numpy(tmp_path):
     calls = {**{k: list(v) for k, v in _RANGE_CALLS.items()}, **{n: [n, list(a)] for n, a in EXAMPLES.items()}}
     proc = subprocess.run(
         [sys.executable, "-c", _NO_NUMPY_RUN, str(main_py), json.dumps(calls)],
-        capture_output=True, text=True, timeout=120, cwd=tmp_path, env=_own_temp(tmp_path),
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+        env=_own_temp(tmp_path),
+    )
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
     assert out.pop("numpy loaded") is False
@@ -608,8 +641,18 @@ def test_the_excel_page_walks_both_set_ups_to_327680():
     assert "<!-- section:" not in page
     classic = words(section(page, "Windows desktop Excel (the classic xlwings add-in)"))
     lite = words(section(page, "Excel on a Mac, on the web, or on Windows (xlwings Lite)"))
-    for needed in ("xlwings addin install", "Trust access to the VBA project", "UDF Modules", "xlsxplan.excel.udfs",
-                   "xlwings.conf", "Import Functions", ".xlsm", "xlwings_udfs", FORMULA, EXPECTED):  # fmt: skip
+    for needed in (
+        "xlwings addin install",
+        "Trust access to the VBA project",
+        "UDF Modules",
+        "xlsxplan.excel.udfs",
+        "xlwings.conf",
+        "Import Functions",
+        ".xlsm",
+        "xlwings_udfs",
+        FORMULA,
+        EXPECTED,
+    ):
         assert needed in classic, needed
     for needed in (
         "Add-ins",

@@ -39,9 +39,14 @@ MISSING = -2147352572  # what VBA hands xlwings for an omitted optional argument
 # Excel's COM error numbers for the seven classic error values, as xlwings' Windows engine maps them
 # (xlwings/_xlwindows.py, cell_errors, 0.37.8); newer error values arrive as the bare number.
 _COM_CELL_ERRORS = {
-    -2146826281: "#DIV/0!", -2146826246: "#N/A", -2146826259: "#NAME?", -2146826288: "#NULL!",
-    -2146826252: "#NUM!", -2146826265: "#REF!", -2146826273: "#VALUE!",
-}  # fmt: skip
+    -2146826281: "#DIV/0!",
+    -2146826246: "#N/A",
+    -2146826259: "#NAME?",
+    -2146826288: "#NULL!",
+    -2146826252: "#NUM!",
+    -2146826265: "#REF!",
+    -2146826273: "#VALUE!",
+}
 
 
 class _ExcelEngineStandIn:
@@ -403,12 +408,14 @@ _lite_errors = st.builds(
     st.sampled_from(["NotAvailable", "Div0", "Value", "Busy", "Nonsense"]),
 ) | st.sampled_from([{"type": "Error"}, {"type": "FormattedNumber", "basicValue": 80.0}, {"type": "Entity"}, {}])
 _cells = st.one_of(_scalars, _lite_errors)  # a Lite error cell, in case one ever reaches a function unconverted
-_ranges = st.integers(1, 3).flatmap(lambda cols: st.lists(st.lists(_cells, min_size=cols, max_size=cols), min_size=1, max_size=3))  # fmt: skip
+_ranges = st.integers(1, 3).flatmap(
+    lambda cols: st.lists(st.lists(_cells, min_size=cols, max_size=cols), min_size=1, max_size=3)
+)
 _numeric_arrays = st.integers(0, 2).flatmap(
-    lambda ndim: st.lists(st.floats(allow_nan=True, allow_infinity=True) | st.integers(-(2**40), 2**40),
-                          min_size=1, max_size=6).map(lambda v: np.array(v).reshape((-1,) + (1,) * (ndim - 1))
-                                                      if ndim else np.array(v[0]))
-)  # fmt: skip
+    lambda ndim: st.lists(
+        st.floats(allow_nan=True, allow_infinity=True) | st.integers(-(2**40), 2**40), min_size=1, max_size=6
+    ).map(lambda v: np.array(v).reshape((-1,) + (1,) * (ndim - 1)) if ndim else np.array(v[0]))
+)
 _object_arrays = _ranges.map(lambda rows: np.array(rows, dtype=object))
 _args = st.one_of(_scalars, _lite_errors, _ranges, _numeric_arrays, _object_arrays)
 
@@ -461,8 +468,9 @@ def test_a_table_given_a_column_refuses_it_cell_by_cell():
     args = list(EXAMPLES["PLAN_OPTIONS"])
     args[1] = [[200000.0], [100000.0]]
     result = udfs.PLAN_OPTIONS(*args)
-    assert [row[0] for row in result] == ["#VALUE! PLAN_OPTIONS spills one table: give one value per argument, not a "
-                                          "range of them"] * 2  # fmt: skip
+    assert [row[0] for row in result] == [
+        "#VALUE! PLAN_OPTIONS spills one table: give one value per argument, not a range of them"
+    ] * 2
 
 
 @settings(max_examples=150, deadline=None)
@@ -510,8 +518,15 @@ def _lite_error(code: str) -> dict:
     return {"type": "Error", "basicValue": code, "errorType": _ERROR_TYPES.get(code, "Value")}
 
 
-_ERROR_TYPES = {"#DIV/0!": "Div0", "#N/A": "NotAvailable", "#NAME?": "Name", "#NULL!": "Null", "#NUM!": "Num",
-                "#REF!": "Ref", "#VALUE!": "Value"}  # fmt: skip
+_ERROR_TYPES = {
+    "#DIV/0!": "Div0",
+    "#N/A": "NotAvailable",
+    "#NAME?": "Name",
+    "#NULL!": "Null",
+    "#NUM!": "Num",
+    "#REF!": "Ref",
+    "#VALUE!": "Value",
+}
 
 
 class _OfficeJsStandIn:
@@ -602,8 +617,13 @@ def lite_call(name: str, *args):
 def _officejs_call(officejs, module, name, *args):
     import asyncio
 
-    data = {"func_name": name, "args": list(args), "version": xlwings.__version__, "client": "Office.js",
-            "runtime": "1.4"}  # fmt: skip
+    data = {
+        "func_name": name,
+        "args": list(args),
+        "version": xlwings.__version__,
+        "client": "Office.js",
+        "runtime": "1.4",
+    }
     return asyncio.run(officejs.custom_functions_call(data, module))
 
 
@@ -614,26 +634,38 @@ LITE_CALLS = [
     ("KV_BYTES_PER_TOKEN", ([[80]], [[8]], [[128]], [[""]]), [[327680.0]]),  # an empty cell: the default
     ("KV_BYTES_PER_TOKEN", (80, 8, 128, "fp8"), [[163840.0]]),  # scalars
     ("KV_BYTES_PER_TOKEN", ([[80], [28]], [[8], [4]], [[128]], None), [[327680.0], [57344.0]]),  # a matrix spills
-    ("KV_BYTES_PER_TOKEN", ([[80], [-1]], [[8], [4]], [[128]], None),
-     [[327680.0], ["#NUM! layers must be a whole number from 1 to 1,000,000, got -1"]]),  # one bad element
+    (
+        "KV_BYTES_PER_TOKEN",
+        ([[80], [-1]], [[8], [4]], [[128]], None),
+        [[327680.0], ["#NUM! layers must be a whole number from 1 to 1,000,000, got -1"]],
+    ),  # one bad element
     ("KV_BYTES_PER_TOKEN", ([[_lite_error("#N/A")]], [[8]], [[128]], None), [[NA]]),  # an error cell passed in
     ("KV_BYTES_PER_TOKEN", ([[_lite_error("#N/A")], [80]], [[8]], [[128]], None), [[NA], [327680.0]]),
-    ("KV_GB", ([["#NUM! kv_heads must be a whole number from 1 to 1,000,000, got -1"]], [[2300]], None),
-     [[{"type": "Error", "errorType": "Num"}]]),  # another xlsxplan cell's failure: a real #NUM!
+    (
+        "KV_GB",
+        ([["#NUM! kv_heads must be a whole number from 1 to 1,000,000, got -1"]], [[2300]], None),
+        [[{"type": "Error", "errorType": "Num"}]],
+    ),  # another xlsxplan cell's failure: a real #NUM!
     ("GPU_SPEC", ([["H100"]], [["memory_gb"]]), [[80.0]]),
     ("MODEL_SPEC", ([["Qwen2.5-72B"]], [["layers"]]), [[80.0]]),
-    ("DECODE_TOKS_TOTAL", ([[72.7]], [[1]], [[2]], [[3.35]], [[94]], [[327680]], [[2300]], None),
-     [[pytest.approx(4387.492161311242)]]),
+    (
+        "DECODE_TOKS_TOTAL",
+        ([[72.7]], [[1]], [[2]], [[3.35]], [[94]], [[327680]], [[2300]], None),
+        [[pytest.approx(4387.492161311242)]],
+    ),
     ("MODELS", (), [[m] for m in FUNCTIONS["MODELS"].func()]),
-]  # fmt: skip
+]
 LITE_FAILURES = [
     # a failed scalar call raises: Lite shows #VALUE! with this line on hover
-    ("KV_BYTES_PER_TOKEN", ([[80]], [[-1]], [[128]], None),
-     r"^#NUM! kv_heads must be a whole number from 1 to 1,000,000, got -1$"),
+    (
+        "KV_BYTES_PER_TOKEN",
+        ([[80]], [[-1]], [[128]], None),
+        r"^#NUM! kv_heads must be a whole number from 1 to 1,000,000, got -1$",
+    ),
     ("GPU_SPEC", ([["H1000"]], [["memory_gb"]]), r"^#N/A gpu 'H1000' is not in the catalog; did you mean H100-SXM"),
     ("USABLE_GB", ([[2]], [[80]], [[True]]), r"^#VALUE! usable_fraction must be a number, got TRUE$"),
     ("KV_BYTES_PER_TOKEN", ([[80]], [[8]], None, None), r"^#VALUE! head_dim is required but the cell is empty$"),
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize("name, args, expected", LITE_CALLS)

@@ -91,8 +91,9 @@ def test_the_options_table_equals_the_addin_editions_for_the_same_inputs(both):
     before = _values(PORTABLE, "Options")
     from xlsxplan.headless.package import col_letter
 
-    frozen = [f"{col_letter(c)}{r}" for _, cells, _, _ in Workbook.load(PORTABLE).frozen[0].formulas
-              for _, r, c in cells]  # fmt: skip
+    frozen = [
+        f"{col_letter(c)}{r}" for _, cells, _, _ in Workbook.load(PORTABLE).frozen[0].formulas for _, r, c in cells
+    ]
     assert len(frozen) == 2426 and "D104" in frozen and "B6" in frozen
     wrong = [f"{k}: {got.get(k)!r}, the add-in {want[k]!r}" for k in want if not _same(got.get(k), want[k])]
     assert not wrong, (len(wrong), wrong[:8])

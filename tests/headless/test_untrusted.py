@@ -498,9 +498,18 @@ def test_huge_ranges_over_few_cells_give_excels_number(tmp_path):
     # the engine goes through the rows of a range that hold cells (and a whole row's columns up to the last used),
     # so references to the whole sheet over a few stored cells are cheap and exact
     path = tmp_path / "ranges.xlsx"
-    path.write_bytes(_data_and_sum(3, {"A1": "SUM(Data!A1:ZZ1000000)", "B1": "SUM(Data!A:XFD)",
-                                       "C1": "SUM(Data!A1:XFD1048576)", "D1": "COUNT(Data!1:1048576)",
-                                       "E1": "ROWS(Data!A:A)*COLUMNS(Data!1:1)"}))  # fmt: skip
+    path.write_bytes(
+        _data_and_sum(
+            3,
+            {
+                "A1": "SUM(Data!A1:ZZ1000000)",
+                "B1": "SUM(Data!A:XFD)",
+                "C1": "SUM(Data!A1:XFD1048576)",
+                "D1": "COUNT(Data!1:1048576)",
+                "E1": "ROWS(Data!A:A)*COLUMNS(Data!1:1)",
+            },
+        )
+    )
     book = Workbook.load(path)
     assert [book.get(f"Sum!{c}1") for c in "ABCDE"] == [6, 6, 6, 3, 1_048_576 * 16_384]
 

@@ -79,8 +79,9 @@ def _with_name(text: str) -> bytes:
     parts = members(_book({"Sheet1": {"A1": 1}, 'Q"1': {"A1": 2}}))
     workbook = parts["xl/workbook.xml"].decode()
     escaped = text.replace("&", "&amp;").replace("<", "&lt;").replace('"', "&quot;")
-    workbook = workbook.replace("</sheets>", f'</sheets><definedNames><definedName name="Launch">{escaped}'
-                                "</definedName></definedNames>")  # fmt: skip
+    workbook = workbook.replace(
+        "</sheets>", f'</sheets><definedNames><definedName name="Launch">{escaped}</definedName></definedNames>'
+    )
     parts["xl/workbook.xml"] = workbook.encode()
     return pack(parts)
 
@@ -123,87 +124,200 @@ def _add(name: str, job: dict) -> None:
 
 # -- ranges: Excel's number --------------------------------------------------------------------------------------
 ON_THE_ROW = [
-    "=SUM(Data!A1:XFD4)", "=SUM(Data!A1:XFD1)", "=SUM(Data!A1:XFD1048576)", "=SUM(Data!1:1)", "=SUM(Data!A:XFD)",
-    "=SUM(Data!1:1048576)", "=SUM(Data!XFD1:A1)", "=SUM(Data!B1:A1)", "=SUM(Data!XFD4:A1)", "=SUM(Data!4:1)",
-    "=SUM(Data!XFD:A)", "=SUM(Data!$B$1:A1)", "=SUM(Data!A1:B1:XFD1)", "=SUM(Data!A:A:XFD:XFD)",
-    "=SUMPRODUCT(Data!A1:XFD1)", "=SUM(OFFSET(Data!A1,0,0,1,16384))", "=AVERAGE(Data!1:1)*COUNT(Data!A:XFD)",
+    "=SUM(Data!A1:XFD4)",
+    "=SUM(Data!A1:XFD1)",
+    "=SUM(Data!A1:XFD1048576)",
+    "=SUM(Data!1:1)",
+    "=SUM(Data!A:XFD)",
+    "=SUM(Data!1:1048576)",
+    "=SUM(Data!XFD1:A1)",
+    "=SUM(Data!B1:A1)",
+    "=SUM(Data!XFD4:A1)",
+    "=SUM(Data!4:1)",
+    "=SUM(Data!XFD:A)",
+    "=SUM(Data!$B$1:A1)",
+    "=SUM(Data!A1:B1:XFD1)",
+    "=SUM(Data!A:A:XFD:XFD)",
+    "=SUMPRODUCT(Data!A1:XFD1)",
+    "=SUM(OFFSET(Data!A1,0,0,1,16384))",
+    "=AVERAGE(Data!1:1)*COUNT(Data!A:XFD)",
     "=SUM(Data!A1:XFD1,Data!2:1048576)",
-]  # fmt: skip
+]
 for formula in ON_THE_ROW:
-    _add(f"range {formula}", {"kind": "book", "make": lambda f=formula: _row_book(f), "ref": "Out!A1",
-                              "value": ROW})  # fmt: skip
-for formula, value in [("=INDEX(Data!1:1,1,16384)", 0), ("=INDEX(Data!A:A,1048576)", 0), ("=INDEX(Data!A:XFD,3,3)", 0),
-                       ("=SUM(Data!A1:INDEX(Data!1:1,16384))", ROW)]:  # fmt: skip
-    _add(f"range {formula}", {"kind": "book", "make": lambda f=formula: _row_book(f), "ref": "Out!A1",
-                              "value": value})  # fmt: skip
-_add("range whole sheet holding its own cell", {"kind": "book", "make": lambda: _row_book("=SUM(A1:XFD1048576)", True),
-     "ref": "Data!A6", "error": "circular reference"})  # fmt: skip
+    _add(f"range {formula}", {"kind": "book", "make": lambda f=formula: _row_book(f), "ref": "Out!A1", "value": ROW})
+for formula, value in [
+    ("=INDEX(Data!1:1,1,16384)", 0),
+    ("=INDEX(Data!A:A,1048576)", 0),
+    ("=INDEX(Data!A:XFD,3,3)", 0),
+    ("=SUM(Data!A1:INDEX(Data!1:1,16384))", ROW),
+]:
+    _add(f"range {formula}", {"kind": "book", "make": lambda f=formula: _row_book(f), "ref": "Out!A1", "value": value})
+_add(
+    "range whole sheet holding its own cell",
+    {
+        "kind": "book",
+        "make": lambda: _row_book("=SUM(A1:XFD1048576)", True),
+        "ref": "Data!A6",
+        "error": "circular reference",
+    },
+)
 
 # -- references and cells outside the grid -----------------------------------------------------------------------
-for formula, shown in [("=SUM(Data!A1:XFE1)", "A1:XFE1"), ("=Data!XFE1", "XFE1"), ("=SUM(A1:A1048577)", "A1:A1048577"),
-                       ("=SUM(Data!1:1048577)", "1:1048577"), ("=SUM(A:XFE)", "A:XFE"), ("=SUM(A0:B1)", "A0:B1"),
-                       ("=SUM(0:3)", "0:3"), ("=A1+ZZZ9", "ZZZ9")]:  # fmt: skip
-    _add(f"grid formula {formula}", {"kind": "book", "make": lambda f=formula: _cell_formula(f),
-         "refused": rf"refers to {re.escape(shown)}, outside Excel's grid"})  # fmt: skip
+for formula, shown in [
+    ("=SUM(Data!A1:XFE1)", "A1:XFE1"),
+    ("=Data!XFE1", "XFE1"),
+    ("=SUM(A1:A1048577)", "A1:A1048577"),
+    ("=SUM(Data!1:1048577)", "1:1048577"),
+    ("=SUM(A:XFE)", "A:XFE"),
+    ("=SUM(A0:B1)", "A0:B1"),
+    ("=SUM(0:3)", "0:3"),
+    ("=A1+ZZZ9", "ZZZ9"),
+]:
+    _add(
+        f"grid formula {formula}",
+        {
+            "kind": "book",
+            "make": lambda f=formula: _cell_formula(f),
+            "refused": rf"refers to {re.escape(shown)}, outside Excel's grid",
+        },
+    )
 for ref in ["XFE1", "AAAA1", "A1048577", "A99999999", "XFD1048577"]:
     row = re.sub(r"^[A-Z]+", "", ref)
-    _add(f"grid cell {ref}", {"kind": "book", "make": lambda r=ref, n=row: _sheet(f'<row r="{n}"><c r="{r}"><v>1</v>'
-         "</c></row>"), "refused": r"has a cell outside Excel's grid"})  # fmt: skip
+    _add(
+        f"grid cell {ref}",
+        {
+            "kind": "book",
+            "make": lambda r=ref, n=row: _sheet(f'<row r="{n}"><c r="{r}"><v>1</v></c></row>'),
+            "refused": r"has a cell outside Excel's grid",
+        },
+    )
 
 # -- DDE and external links, decided on the engine's tokens ------------------------------------------------------
 DDE = [
-    "='Q\"1'!A1+cmd|'/c calc'!A0", "=SUM('x\"y'!A1,cmd|'a'!B2)", "=cmd |'x'!A0", "=A1+'cmd'|'x'!A0",
-    '="x"&cmd|x!A0', "=@SUM(cmd|'/c calc'!A0)", "=msexcel|'\\..\\..\\windows\\system32\\cmd.exe /c calc'!A1",
-    "=-2+3+cmd|'/C calc'!A0", "='Q\"1'!A1&\"\"\"\"&cmd|'/c calc'!A0",
-]  # fmt: skip
+    "='Q\"1'!A1+cmd|'/c calc'!A0",
+    "=SUM('x\"y'!A1,cmd|'a'!B2)",
+    "=cmd |'x'!A0",
+    "=A1+'cmd'|'x'!A0",
+    '="x"&cmd|x!A0',
+    "=@SUM(cmd|'/c calc'!A0)",
+    "=msexcel|'\\..\\..\\windows\\system32\\cmd.exe /c calc'!A1",
+    "=-2+3+cmd|'/C calc'!A0",
+    '=\'Q"1\'!A1&""""&cmd|\'/c calc\'!A0',
+]
 for formula in DDE:
-    _add(f"dde {formula}", {"kind": "book", "make": lambda f=formula: _cell_formula(f, {'Q"1': {"A1": 1}}),
-         "refused": r"the formula in Sheet1!A2 holds a DDE call"})  # fmt: skip
+    _add(
+        f"dde {formula}",
+        {
+            "kind": "book",
+            "make": lambda f=formula: _cell_formula(f, {'Q"1': {"A1": 1}}),
+            "refused": r"the formula in Sheet1!A2 holds a DDE call",
+        },
+    )
 EXTERNAL = [
-    "=[book.xlsx]Sheet1!A1", "=\\\\server\\share\\[x.xlsx]S!A1", "='C:\\x\\book.xlsx'!Rate",
-    "=http://x/[a.xlsx]S!A1", "='Q\"1'!A1+'C:\\data\\[rates.xlsx]Sheet1'!A1", "=SUM([2]!Rates)",
-]  # fmt: skip
+    "=[book.xlsx]Sheet1!A1",
+    "=\\\\server\\share\\[x.xlsx]S!A1",
+    "='C:\\x\\book.xlsx'!Rate",
+    "=http://x/[a.xlsx]S!A1",
+    "='Q\"1'!A1+'C:\\data\\[rates.xlsx]Sheet1'!A1",
+    "=SUM([2]!Rates)",
+]
 for formula in EXTERNAL:
-    _add(f"external {formula}", {"kind": "book", "make": lambda f=formula: _cell_formula(f, {'Q"1': {"A1": 1}}),
-         "refused": r"the formula in Sheet1!A2 refers to another workbook"})  # fmt: skip
-_add("dde name behind a quoted sheet name", {"kind": "book", "make": lambda: _with_name("='Q\"1'!A1+cmd|'/c calc'!A0"),
-     "refused": r"the defined name Launch holds a DDE call"})  # fmt: skip
-_add("range cost behind a quoted sheet name", {"kind": "book", "make": _cost_hidden,
-     "refused": r"formulas refer to ranges of [\d,]+ cells in all.*the largest Data!A:XFD"})  # fmt: skip
+    _add(
+        f"external {formula}",
+        {
+            "kind": "book",
+            "make": lambda f=formula: _cell_formula(f, {'Q"1': {"A1": 1}}),
+            "refused": r"the formula in Sheet1!A2 refers to another workbook",
+        },
+    )
+_add(
+    "dde name behind a quoted sheet name",
+    {
+        "kind": "book",
+        "make": lambda: _with_name("='Q\"1'!A1+cmd|'/c calc'!A0"),
+        "refused": r"the defined name Launch holds a DDE call",
+    },
+)
+_add(
+    "range cost behind a quoted sheet name",
+    {
+        "kind": "book",
+        "make": _cost_hidden,
+        "refused": r"formulas refer to ranges of [\d,]+ cells in all.*the largest Data!A:XFD",
+    },
+)
 
 # -- what the scan counts ----------------------------------------------------------------------------------------
 ONE = '<row r="1"><c r="A1"><v>1</v></c></row>'
 SCAN = [
     ("junk 16M elements in sheetData", lambda: _sheet(ONE + "<x/>" * 16_000_000), RATIO_OFF, r"XML elements outside"),
-    ("junk 4.1M elements in a row", lambda: _sheet('<row r="1">' + "<x/>" * 4_100_000 + "</row>"), RATIO_OFF,
-     r"has 4,1\d\d,\d+ XML elements"),
-    ("junk 4.1M elements in a cell", lambda: _sheet('<row r="1"><c r="A1">' + "<y/>" * 4_100_000 + "<v>1</v></c></row>"),
-     RATIO_OFF, r"has 4,1\d\d,\d+ XML elements"),
+    (
+        "junk 4.1M elements in a row",
+        lambda: _sheet('<row r="1">' + "<x/>" * 4_100_000 + "</row>"),
+        RATIO_OFF,
+        r"has 4,1\d\d,\d+ XML elements",
+    ),
+    (
+        "junk 4.1M elements in a cell",
+        lambda: _sheet('<row r="1"><c r="A1">' + "<y/>" * 4_100_000 + "<v>1</v></c></row>"),
+        RATIO_OFF,
+        r"has 4,1\d\d,\d+ XML elements",
+    ),
     ("junk 4.1M elements in a part nothing names", _junk_elsewhere, RATIO_OFF, r"in xl/charts/chart1\.xml"),
-    ("inline string of 200,000 characters", lambda: _sheet('<row r="1"><c r="A1" t="inlineStr"><is><t>' + "x" * 200_000
-     + "</t></is></c></row>"), RATIO_OFF, r"a text of 200,000 characters \(<t>\); Excel holds at most 32,767"),
-    ("inline string of 20 MB", lambda: _sheet('<row r="1"><c r="A1" t="inlineStr"><is><t>' + "x" * 20_000_000
-     + "</t></is></c></row>"), RATIO_OFF, r"a text of [\d,]+ characters"),
-    ("shared string of 40,000 characters", _long_shared_string, {}, r"the part xl/sharedStrings\.xml holds a text "
-     r"of 40,000 characters"),
-    ("cached text of 40,000 characters", lambda: _sheet('<row r="1"><c r="A1" t="str"><f>"x"</f><v>' + "z" * 40_000
-     + "</v></c></row>"), RATIO_OFF, r"a text of 40,000 characters \(<v>\)"),
-    ("formula of 8,193 characters", lambda: _sheet('<row r="1"><c r="A1"><f>' + "1+" * 4_096 + "1</f></c></row>"), {},
-     r"a formula of 8,193 characters \(<f>\); Excel's limit is 8,192"),
-    ("formula of 200,001 characters", lambda: _sheet('<row r="1"><c r="A1"><f>' + "1+" * 100_000 + "1</f></c></row>"),
-     RATIO_OFF, r"a formula of 200,001 characters"),
+    (
+        "inline string of 200,000 characters",
+        lambda: _sheet('<row r="1"><c r="A1" t="inlineStr"><is><t>' + "x" * 200_000 + "</t></is></c></row>"),
+        RATIO_OFF,
+        r"a text of 200,000 characters \(<t>\); Excel holds at most 32,767",
+    ),
+    (
+        "inline string of 20 MB",
+        lambda: _sheet('<row r="1"><c r="A1" t="inlineStr"><is><t>' + "x" * 20_000_000 + "</t></is></c></row>"),
+        RATIO_OFF,
+        r"a text of [\d,]+ characters",
+    ),
+    (
+        "shared string of 40,000 characters",
+        _long_shared_string,
+        {},
+        r"the part xl/sharedStrings\.xml holds a text "
+        r"of 40,000 characters",
+    ),
+    (
+        "cached text of 40,000 characters",
+        lambda: _sheet('<row r="1"><c r="A1" t="str"><f>"x"</f><v>' + "z" * 40_000 + "</v></c></row>"),
+        RATIO_OFF,
+        r"a text of 40,000 characters \(<v>\)",
+    ),
+    (
+        "formula of 8,193 characters",
+        lambda: _sheet('<row r="1"><c r="A1"><f>' + "1+" * 4_096 + "1</f></c></row>"),
+        {},
+        r"a formula of 8,193 characters \(<f>\); Excel's limit is 8,192",
+    ),
+    (
+        "formula of 200,001 characters",
+        lambda: _sheet('<row r="1"><c r="A1"><f>' + "1+" * 100_000 + "1</f></c></row>"),
+        RATIO_OFF,
+        r"a formula of 200,001 characters",
+    ),
     ("defined name of 9,001 characters", _long_name, {}, r"xl/workbook\.xml holds a formula of 9,001 characters"),
     ("2 MB of text over a 1 MiB limit", lambda: _strings(2_000, 1_000), {"max_text_mb": 1}, r"MiB of text"),
-]  # fmt: skip
+]
 for name, make, limits, refused in SCAN:
     _add(f"scan {name}", {"kind": "book", "make": make, "limits": limits, "refused": refused})
 ACCEPTED = [
     ("text of 32,767 characters", '<row r="1"><c r="A1" t="inlineStr"><is><t>' + "x" * 32_767 + "</t></is></c></row>"),
-    ("20,000 CJK characters (60 kB)", '<row r="1"><c r="A1" t="inlineStr"><is><t>' + "漢" * 20_000 + "</t></is></c></row>"),
-    ("20,000 escaped ampersands (100 kB)", '<row r="1"><c r="A1" t="inlineStr"><is><t>' + "&amp;" * 20_000
-     + "</t></is></c></row>"),
+    (
+        "20,000 CJK characters (60 kB)",
+        '<row r="1"><c r="A1" t="inlineStr"><is><t>' + "漢" * 20_000 + "</t></is></c></row>",
+    ),
+    (
+        "20,000 escaped ampersands (100 kB)",
+        '<row r="1"><c r="A1" t="inlineStr"><is><t>' + "&amp;" * 20_000 + "</t></is></c></row>",
+    ),
     ("formula of 8,191 characters", '<row r="1"><c r="A1"><f>' + "1+" * 4_095 + "1</f></c></row>"),
-]  # fmt: skip
+]
 for name, xml in ACCEPTED:
     _add(f"scan accepts {name}", {"kind": "book", "make": lambda x=xml: _sheet(x), "limits": RATIO_OFF})
 
@@ -227,31 +341,57 @@ for name, argv, message in FILES:
     _add(f"file {name}", {"kind": "cli", "argv": argv, "refused": message})
 
 LLAMA = {
-    "model_type": "llama", "architectures": ["LlamaForCausalLM"], "num_hidden_layers": 32, "hidden_size": 4096,
-    "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 128256, "max_position_embeddings": 8192,
+    "model_type": "llama",
+    "architectures": ["LlamaForCausalLM"],
+    "num_hidden_layers": 32,
+    "hidden_size": 4096,
+    "num_attention_heads": 32,
+    "num_key_value_heads": 8,
+    "vocab_size": 128256,
+    "max_position_embeddings": 8192,
     "intermediate_size": 14336,
-}  # fmt: skip
+}
 CONFIGS = [
-    ("nested 100,000 deep", '{"a": ' + "[" * 100_000 + "]" * 100_000 + "}", None,
-     r"nests 100,001 deep; a config\.json nests at most 64 deep"),
-    ("a 5,000-digit number", '{"num_hidden_layers": ' + "9" * 5_000 + "}", None,
-     r"a number of 5,000 digits; a config's numbers have at most 30"),
+    (
+        "nested 100,000 deep",
+        '{"a": ' + "[" * 100_000 + "]" * 100_000 + "}",
+        None,
+        r"nests 100,001 deep; a config\.json nests at most 64 deep",
+    ),
+    (
+        "a 5,000-digit number",
+        '{"num_hidden_layers": ' + "9" * 5_000 + "}",
+        None,
+        r"a number of 5,000 digits; a config's numbers have at most 30",
+    ),
     ("a number of 1,000 characters", '{"rope_theta": 1.' + "5" * 1_000 + "}", None, r"at most 64"),
-    ("vocabulary of 10^15", {**LLAMA, "vocab_size": 10**15}, None,
-     r"vocab_size 1,000,000,000,000,000 is past any published model's; xlsxplan reads up to 16,777,216"),
+    (
+        "vocabulary of 10^15",
+        {**LLAMA, "vocab_size": 10**15},
+        None,
+        r"vocab_size 1,000,000,000,000,000 is past any published model's; xlsxplan reads up to 16,777,216",
+    ),
     ("a billion layers", {**LLAMA, "num_hidden_layers": 10**9}, None, r"num_hidden_layers 1,000,000,000 is past"),
     ("a width of 10^12", {**LLAMA, "hidden_size": 10**12}, None, r"hidden_size 1,000,000,000,000 is past"),
-    ("a billion experts", {**LLAMA, "num_local_experts": 10**9, "num_experts_per_tok": 2}, None,
-     r"num_local_experts 1,000,000,000 is past"),
+    (
+        "a billion experts",
+        {**LLAMA, "num_local_experts": 10**9, "num_experts_per_tok": 2},
+        None,
+        r"num_local_experts 1,000,000,000 is past",
+    ),
     ("a context of 10^12 tokens", {**LLAMA, "max_position_embeddings": 10**12}, None, r"max_position_embeddings"),
-    ("an infinite width", json.dumps({**LLAMA, "hidden_size": 1}).replace('"hidden_size": 1', '"hidden_size": 1e999'),
-     None, r"hidden_size must be a positive whole number, got inf"),
+    (
+        "an infinite width",
+        json.dumps({**LLAMA, "hidden_size": 1}).replace('"hidden_size": 1', '"hidden_size": 1e999'),
+        None,
+        r"hidden_size must be a positive whole number, got inf",
+    ),
     ("a name with a newline", LLAMA, "evil\nname", r"holds a line break or another control character"),
     ("a name with a tab", LLAMA, "a\tb", r"holds a line break or another control character"),
     ("a name of 500 characters", LLAMA, "m" * 500, r"the preset name has 500 characters; the limit is 128"),
     ("a config name with a newline", {**LLAMA, "_name_or_path": "org/evil\nname"}, None, r"line break"),
     ("a config that is a list", "[1, 2, 3]", None, r"holds one JSON object, got list"),
-]  # fmt: skip
+]
 for name, config, preset, message in CONFIGS:
     _add(f"config {name}", {"kind": "config", "config": config, "preset": preset, "refused": message})
 
@@ -266,8 +406,14 @@ def _jobs(folder: Path) -> list[dict]:
     (folder / "dir.xlsx").mkdir()
     book = folder / "plain.xlsx"
     book.write_bytes(plain_xlsx())
-    places = {"fifo": fifo, "dir": folder / "dir", "book": book, "fifo_xlsx": folder / "fifo.xlsx",
-              "null_xlsx": folder / "null.xlsx", "dir_xlsx": folder / "dir.xlsx"}  # fmt: skip
+    places = {
+        "fifo": fifo,
+        "dir": folder / "dir",
+        "book": book,
+        "fifo_xlsx": folder / "fifo.xlsx",
+        "null_xlsx": folder / "null.xlsx",
+        "dir_xlsx": folder / "dir.xlsx",
+    }
     jobs = []
     for i, (name, case) in enumerate(CASES):
         job = {"name": name}
@@ -300,8 +446,12 @@ def results(tmp_path_factory):
     env = {**os.environ, "XLSXPLAN_CATALOG_DIR": str(folder / "catalog"), "PYTHONPATH": str(REPO)}
     proc = subprocess.run(
         [sys.executable, str(HELPERS / "hostile_run.py"), str(folder / "jobs.json")],
-        capture_output=True, text=True, timeout=TOTAL_S, env=env, preexec_fn=_cap,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=TOTAL_S,
+        env=env,
+        preexec_fn=_cap,
+    )
     found = {}
     for line in proc.stdout.splitlines():
         if line.startswith("{"):

@@ -125,8 +125,15 @@ def test_engine_difference_intersections_and_references_through_sheets(tmp_path)
         wb.create_sheet(name)["B4"] = value
     wb.defined_names["Tens"] = DefinedName("Tens", attr_text="S!$B$1:$B$4")
     wb.defined_names["Second"] = DefinedName("Second", attr_text="S!$A$2:$B$2")
-    cells = {"C1": "=SUM(A1:A3 A2:A4)", "C2": "=A1:A2 A3:A4", "C3": "=Tens Second", "C4": "=SUM(Jan:Mar!B4)",
-             "C5": "=AVERAGE(Jan:Feb!B4,10)", "C6": "=COUNT(Jan:Mar!B4:B5)", "C7": "=SUM((A1,A2))"}  # fmt: skip
+    cells = {
+        "C1": "=SUM(A1:A3 A2:A4)",
+        "C2": "=A1:A2 A3:A4",
+        "C3": "=Tens Second",
+        "C4": "=SUM(Jan:Mar!B4)",
+        "C5": "=AVERAGE(Jan:Feb!B4,10)",
+        "C6": "=COUNT(Jan:Mar!B4:B5)",
+        "C7": "=SUM((A1,A2))",
+    }
     for ref, text in cells.items():
         ws[ref] = text
     wb.save(tmp_path / "refs.xlsx")

@@ -45,8 +45,11 @@ def outside_code(text: str) -> list[tuple[int, str]]:
 def section(text: str, heading: str) -> str:
     """The text under the heading ``heading`` (any level), up to the next heading of the same level or above."""
     lines = text.split("\n")
-    headings = [(n, len(m.group(1)), m.group(2).strip())
-                for n, line in outside_code(text) if (m := re.match(r"^(#{1,6}) (.+)$", line))]  # fmt: skip
+    headings = [
+        (n, len(m.group(1)), m.group(2).strip())
+        for n, line in outside_code(text)
+        if (m := re.match(r"^(#{1,6}) (.+)$", line))
+    ]
     for i, (n, level, title) in enumerate(headings):
         if title == heading:
             end = next((m for m, lv, _ in headings[i + 1 :] if lv <= level), len(lines) + 1)
@@ -103,14 +106,22 @@ def commands(block: Block) -> list[tuple[str, str]]:
 
 def shell_blocks(page: str | None = None) -> list[Block]:
     """The blocks of ``page`` (of every page if None) with ``$`` commands in them."""
-    return [b for p in ([page] if page else pages()) for b in blocks(p)
-            if b.lang in ("", "sh", "text", "console") and re.search(r"^\$ ", b.text, re.M)]  # fmt: skip
+    return [
+        b
+        for p in ([page] if page else pages())
+        for b in blocks(p)
+        if b.lang in ("", "sh", "text", "console") and re.search(r"^\$ ", b.text, re.M)
+    ]
 
 
 def doctest_blocks(page: str | None = None) -> list[Block]:
     """The ```python blocks of ``page`` (of every page if None) with ``>>>`` prompts."""
-    return [b for p in ([page] if page else pages()) for b in blocks(p)
-            if b.lang == "python" and re.search(r"^>>> ", b.text, re.M)]  # fmt: skip
+    return [
+        b
+        for p in ([page] if page else pages())
+        for b in blocks(p)
+        if b.lang == "python" and re.search(r"^>>> ", b.text, re.M)
+    ]
 
 
 def matches(printed: str, shown: str) -> bool:

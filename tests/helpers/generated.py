@@ -162,7 +162,7 @@ GENERATED: tuple[Generated, ...] = (
         ),
         ("build", "--force", "&&", "build", "--functions", "--force"),
         _check_workbooks,
-    ),  # fmt: skip
+    ),
     Generated("function reference", ("README.md", "docs/FUNCTIONS.md"), ("docs",), _check_reference),
     Generated(
         "Lite bundle",

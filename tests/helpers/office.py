@@ -31,8 +31,19 @@ def convert(paths: list[Path], folder: Path, recalc_on_load: bool = False, timeo
         (profile / "user" / "registrymodifications.xcu").write_text(RECALC_ON_LOAD)
     outdir = folder / "converted"
     subprocess.run(
-        [SOFFICE, "--headless", "--norestore", f"-env:UserInstallation=file://{profile}", "--convert-to", "xlsx",
-         "--outdir", str(outdir), *map(str, paths)],
-        check=True, capture_output=True, timeout=timeout,
-    )  # fmt: skip
+        [
+            SOFFICE,
+            "--headless",
+            "--norestore",
+            f"-env:UserInstallation=file://{profile}",
+            "--convert-to",
+            "xlsx",
+            "--outdir",
+            str(outdir),
+            *map(str, paths),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=timeout,
+    )
     return outdir

@@ -92,8 +92,9 @@ class Workload:
 
 # M/M/c: no prompt, exponential slot times of mean 1 s
 EXPONENTIAL = Workload("exponential", Lengths("none"), Lengths("exponential", 60.0))
-CHAT = Workload("chat: log-normal prompts, exponential answers", Lengths("lognormal", 2_000, 6_000),
-                Lengths("exponential", 300))  # fmt: skip
+CHAT = Workload(
+    "chat: log-normal prompts, exponential answers", Lengths("lognormal", 2_000, 6_000), Lengths("exponential", 300)
+)
 FIXED = Workload("fixed answers", Lengths("lognormal", 2_000, 6_000), Lengths("fixed", 300))
 LONG_PROMPTS = Workload("long prompts, short answers", Lengths("lognormal", 8_000, 24_000), Lengths("fixed", 100))
 LONG_ANSWERS = Workload("log-normal answers", Lengths("lognormal", 2_000, 6_000), Lengths("lognormal", 300, 1_000))

@@ -27,8 +27,11 @@ PEAK_RPS = 200_000 / 86_400 * 3
 
 
 def _option(result, gpu="H100-SXM", weights="fp8", kv="bf16", n=2, serving="aggregated"):
-    (found,) = [o for o in result.options if (o.gpu, o.weights, o.kv, o.gpus_per_replica, o.serving)
-                == (gpu, weights, kv, n, serving)]  # fmt: skip
+    (found,) = [
+        o
+        for o in result.options
+        if (o.gpu, o.weights, o.kv, o.gpus_per_replica, o.serving) == (gpu, weights, kv, n, serving)
+    ]
     return found
 
 
@@ -148,9 +151,15 @@ def test_disaggregated_pools_win_when_the_first_token_target_starves_chunked_dec
     # 1,000,000 requests a day of 2,000 + 600 tokens, the first token within 0.32 s; Qwen2.5-72B in FP8 on pairs of
     # H100s, the text's assumptions. Aggregated, the decode steps may use only what the prompts leave of the compute.
     traffic = Traffic(1_000_000, 2_000, 600, 3)
-    result = plan("Qwen2.5-72B", traffic, Targets(ttft_s=0.32), {"H100": 2.5},
-                  Assumptions(weights="params x bytes", weight_precisions=("fp8",), kv_precisions=("bf16",),
-                              gpus_per_replica=(2,)))  # fmt: skip
+    result = plan(
+        "Qwen2.5-72B",
+        traffic,
+        Targets(ttft_s=0.32),
+        {"H100": 2.5},
+        Assumptions(
+            weights="params x bytes", weight_precisions=("fp8",), kv_precisions=("bf16",), gpus_per_replica=(2,)
+        ),
+    )
     peak = 1_000_000 / 86_400 * 3
     compute = 2 * 989.4e12 * 0.5 / (2 * 72.7e9)  # tokens/s two GPUs compute at half the BF16 peak
     room = compute - 2_000 / 0.32  # decode tokens/s the target leaves
@@ -183,14 +192,25 @@ def test_disaggregated_pools_win_when_the_first_token_target_starves_chunked_dec
 def test_every_rejected_option_carries_a_reason_and_every_feasible_one_its_figures(model):
     every_gpu = {gpu: 2.0 for gpu in load_catalog().accelerators.names()}
     for targets in (Targets(), Targets(20, 2)):
-        result = plan(model, Traffic(200_000, 2_000, 300, 3, prompt_p95=6_000, max_prompt_tokens=32_768), targets,
-                      every_gpu, Assumptions(weight_precisions=("bf16", "fp8", "int4_g128", "nvfp4")))  # fmt: skip
+        result = plan(
+            model,
+            Traffic(200_000, 2_000, 300, 3, prompt_p95=6_000, max_prompt_tokens=32_768),
+            targets,
+            every_gpu,
+            Assumptions(weight_precisions=("bf16", "fp8", "int4_g128", "nvfp4")),
+        )
         for o in result.options:
             for f in (o.assumed, o.calibrated):
                 if f.feasible:
                     assert f.reason is None and f.batch >= 1 and f.binding
-                    assert None not in (f.tokens_per_s_per_user, f.replicas, f.gpus, f.usd_per_month,
-                                        f.usd_per_m_input, f.usd_per_m_output)  # fmt: skip
+                    assert None not in (
+                        f.tokens_per_s_per_user,
+                        f.replicas,
+                        f.gpus,
+                        f.usd_per_month,
+                        f.usd_per_m_input,
+                        f.usd_per_m_output,
+                    )
                     assert f.usd_per_month == pytest.approx(f.gpus * 2.0 * HOURS_PER_MONTH)
                 else:
                     assert f.reason and "\n" not in f.reason and f.extra["rejected_by"]
@@ -220,15 +240,21 @@ def test_prices_change_the_ranking_as_they_should():
 
 
 def test_the_frontier_holds_exactly_the_options_no_other_beats_on_cost_and_speed():
-    result = plan("Qwen2.5-72B", Traffic(200_000, 2_000, 300, 3, prompt_p95=6_000), Targets(20, 2),
-                  {"H100": None, "H200": None, "A100-40GB": None})  # fmt: skip
+    result = plan(
+        "Qwen2.5-72B",
+        Traffic(200_000, 2_000, 300, 3, prompt_p95=6_000),
+        Targets(20, 2),
+        {"H100": None, "H200": None, "A100-40GB": None},
+    )
     feasible = result.feasible
     costs = [o.assumed.usd_per_month for o in feasible]
     assert costs == sorted(costs) and any(o.frontier for o in feasible) and not all(o.frontier for o in feasible)
     for i, o in enumerate(feasible):
         f = o.assumed
-        beaten = any(p.assumed.usd_per_month <= f.usd_per_month
-                     and p.assumed.tokens_per_s_per_user >= f.tokens_per_s_per_user for p in feasible[:i])  # fmt: skip
+        beaten = any(
+            p.assumed.usd_per_month <= f.usd_per_month and p.assumed.tokens_per_s_per_user >= f.tokens_per_s_per_user
+            for p in feasible[:i]
+        )
         assert o.frontier == (not beaten), o.label()
 
 
@@ -243,8 +269,12 @@ def test_an_imported_model_is_planned_like_a_shipped_one():
 
 
 def test_precisions_an_accelerator_cannot_compute_are_rejected_with_the_reason():
-    result = plan("Llama-3.1-8B", ASSISTANT, gpus={"A100-40GB": None},
-                  assumptions=Assumptions(weight_precisions=("bf16", "fp8", "w8a16", "nvfp4")))  # fmt: skip
+    result = plan(
+        "Llama-3.1-8B",
+        ASSISTANT,
+        gpus={"A100-40GB": None},
+        assumptions=Assumptions(weight_precisions=("bf16", "fp8", "w8a16", "nvfp4")),
+    )
     fp8 = _option(result, "A100-40GB", "fp8", n=1).assumed
     assert fp8.reason.startswith("A100-40GB has no FP8 tensor cores") and "w8a16" in fp8.reason
     assert _option(result, "A100-40GB", "w8a16", n=1).assumed.feasible
@@ -280,8 +310,9 @@ def test_the_excel_function_spills_the_same_ranked_table_header_first():
     assert fn.table and fn.category == "xlsxplan Planning"
     rows = plan_options("Qwen2.5-72B", 200_000, 2_000, 300, 3, 20, 2, 1, "H100=2.5,H200", 6_000)
     assert tuple(rows[0]) == TABLE_HEADER
-    expected = plan("Qwen2.5-72B", Traffic(200_000, 2_000, 300, 3, prompt_p95=6_000), Targets(20, 2),
-                    {"H100": 2.5, "H200": None})  # fmt: skip
+    expected = plan(
+        "Qwen2.5-72B", Traffic(200_000, 2_000, 300, 3, prompt_p95=6_000), Targets(20, 2), {"H100": 2.5, "H200": None}
+    )
     assert rows == expected.rows()
     assert [r[0] for r in rows[1 : len(expected.feasible) + 1]] == list(range(1, len(expected.feasible) + 1))
     assert all(r[0] == "" and r[15] == "no" and r[17] for r in rows[len(expected.feasible) + 1 :])
@@ -305,8 +336,21 @@ def test_ranked_by_the_calibrated_view_the_json_keeps_its_shape(capsys):
 
 
 def _json(capsys, *args):
-    code = main(["plan", "--model", "Qwen2.5-72B", "--requests-per-day", "200000", "--prompt-tokens", "2000",
-                 "--output-tokens", "300", *args, "--json"])  # fmt: skip
+    code = main(
+        [
+            "plan",
+            "--model",
+            "Qwen2.5-72B",
+            "--requests-per-day",
+            "200000",
+            "--prompt-tokens",
+            "2000",
+            "--output-tokens",
+            "300",
+            *args,
+            "--json",
+        ]
+    )
     assert code == 0
     return json.loads(capsys.readouterr().out)
 
@@ -314,16 +358,40 @@ def _json(capsys, *args):
 def test_the_json_has_exactly_the_promised_shape(capsys):
     data = _json(capsys, "--gpu", "H100=2.5", "--tokens-per-s", "20", "--ttft-s", "2", "--prompt-p95", "6000")
     assert list(data) == ["inputs", "options"]
-    keys = ["gpu", "gpus_per_replica", "weights", "kv", "serving", "batch", "binding", "tokens_per_s_per_user",
-            "ttft_s", "replicas", "gpus", "usd_per_month", "usd_per_m_input", "usd_per_m_output", "feasible",
-            "reason", "frontier", "calibrated"]  # fmt: skip
+    keys = [
+        "gpu",
+        "gpus_per_replica",
+        "weights",
+        "kv",
+        "serving",
+        "batch",
+        "binding",
+        "tokens_per_s_per_user",
+        "ttft_s",
+        "replicas",
+        "gpus",
+        "usd_per_month",
+        "usd_per_m_input",
+        "usd_per_m_output",
+        "feasible",
+        "reason",
+        "frontier",
+        "calibrated",
+    ]
     assert all(list(o) == keys for o in data["options"])
     assert {o["weights"] for o in data["options"]} == {"bf16", "fp8"} == {o["kv"] for o in data["options"]}
     assert {o["serving"] for o in data["options"]} == {"aggregated", "disaggregated"}
     first = data["options"][0]
     assert first["feasible"] and first["reason"] is None and first["frontier"]
-    assert set(first["calibrated"]) >= {"batch", "gpus", "usd_per_month", "feasible", "reason",
-                                        "decode_bandwidth_efficiency", "prefill_efficiency"}  # fmt: skip
+    assert set(first["calibrated"]) >= {
+        "batch",
+        "gpus",
+        "usd_per_month",
+        "feasible",
+        "reason",
+        "decode_bandwidth_efficiency",
+        "prefill_efficiency",
+    }
     inputs = data["inputs"]
     assert inputs["model"] == "Qwen2.5-72B" and inputs["tokens_per_s_target"] == 20 and inputs["ttft_target_s"] == 2
     assert inputs["gpus"] == {"H100-SXM": {"usd_per_gpu_hour": 2.5, "source": "given"}}
@@ -332,8 +400,23 @@ def test_the_json_has_exactly_the_promised_shape(capsys):
 
 
 def test_the_table_prints_the_ranking_the_rejections_and_the_assumptions(capsys):
-    code = main(["plan", "--model", "Qwen2.5-72B", "--requests-per-day", "200000", "--prompt-tokens", "2000",
-                 "--output-tokens", "300", "--gpu", "H100=2.5", "--weights-as", "params-x-bytes"])  # fmt: skip
+    code = main(
+        [
+            "plan",
+            "--model",
+            "Qwen2.5-72B",
+            "--requests-per-day",
+            "200000",
+            "--prompt-tokens",
+            "2000",
+            "--output-tokens",
+            "300",
+            "--gpu",
+            "H100=2.5",
+            "--weights-as",
+            "params-x-bytes",
+        ]
+    )
     out = capsys.readouterr().out
     assert code == 0
     assert "targets: none given, so none applies" in out
@@ -363,8 +446,12 @@ def test_the_table_prints_the_ranking_the_rejections_and_the_assumptions(capsys)
     ],
 )
 def test_bad_input_is_one_line_and_a_non_zero_exit(capsys, args, says):
-    base = {"--model": "Qwen2.5-72B", "--requests-per-day": "200000", "--prompt-tokens": "2000",
-            "--output-tokens": "300"}  # fmt: skip
+    base = {
+        "--model": "Qwen2.5-72B",
+        "--requests-per-day": "200000",
+        "--prompt-tokens": "2000",
+        "--output-tokens": "300",
+    }
     argv = ["plan"]
     for flag, value in base.items():
         if flag not in args:
@@ -378,8 +465,19 @@ def test_bad_input_is_one_line_and_a_non_zero_exit(capsys, args, says):
 
 
 def test_no_feasible_option_exits_1_and_says_why(capsys):
-    argv = ["plan", "--model", "DeepSeek-V3", "--requests-per-day", "200000", "--prompt-tokens", "2000",
-            "--output-tokens", "300", "--gpu", "RTX-4090=0.5"]  # fmt: skip
+    argv = [
+        "plan",
+        "--model",
+        "DeepSeek-V3",
+        "--requests-per-day",
+        "200000",
+        "--prompt-tokens",
+        "2000",
+        "--output-tokens",
+        "300",
+        "--gpu",
+        "RTX-4090=0.5",
+    ]
     assert main(argv) == 1
     out = capsys.readouterr().out
     assert "no option is feasible" in out and "RTX-4090 bf16 on 1, 2, 4 or 8 GPUs: weights need 1,342 GB" in out
@@ -391,8 +489,11 @@ def test_a_missing_required_flag_is_named(capsys):
 
 
 def test_bad_python_input_raises_one_clean_error():
-    for bad in (Traffic(-1, 2_000, 300), Traffic(1, 2_000, 300, prompt_p95=1_000),
-                Traffic(1, 2_000, 300, max_prompt_tokens=1_500)):  # fmt: skip
+    for bad in (
+        Traffic(-1, 2_000, 300),
+        Traffic(1, 2_000, 300, prompt_p95=1_000),
+        Traffic(1, 2_000, 300, max_prompt_tokens=1_500),
+    ):
         with pytest.raises(XlsxplanError) as err:
             plan("Qwen2.5-72B", bad)
         assert "\n" not in err.value.message

@@ -26,8 +26,12 @@ KV_8B = 32 * 8 * 128 * 2 * 2  # Llama-3.1-8B: 32 layers
 
 
 def _option(result, weights="fp8", kv="bf16", n=2, serving="aggregated", speculative=False):
-    (o,) = [o for o in result.options if (o.gpu, o.weights, o.kv, o.gpus_per_replica, o.serving, o.speculative)
-            == ("H100-SXM", weights, kv, n, serving, speculative)]  # fmt: skip
+    (o,) = [
+        o
+        for o in result.options
+        if (o.gpu, o.weights, o.kv, o.gpus_per_replica, o.serving, o.speculative)
+        == ("H100-SXM", weights, kv, n, serving, speculative)
+    ]
     return o.assumed
 
 
@@ -62,18 +66,56 @@ def test_a_share_that_leaves_no_pool_rejects_the_option_saying_so():
 
 
 def test_the_engine_flags_show_kv_tokens_and_concurrency(capsys):
-    code = main(["plan", "--model", "Qwen2.5-72B", "--requests-per-day", "200000", "--prompt-tokens", "2000",
-                 "--output-tokens", "300", "--gpu", "H100=2.5", "--weights-as", "params-x-bytes",
-                 "--gpu-memory-utilization", "0.9", "--activation-reserve-gb", "2", "--json"])  # fmt: skip
+    code = main(
+        [
+            "plan",
+            "--model",
+            "Qwen2.5-72B",
+            "--requests-per-day",
+            "200000",
+            "--prompt-tokens",
+            "2000",
+            "--output-tokens",
+            "300",
+            "--gpu",
+            "H100=2.5",
+            "--weights-as",
+            "params-x-bytes",
+            "--gpu-memory-utilization",
+            "0.9",
+            "--activation-reserve-gb",
+            "2",
+            "--json",
+        ]
+    )
     data = json.loads(capsys.readouterr().out)
     assert code == 0
-    assert data["inputs"]["assumptions"]["engine"] == {"gpu_memory_utilization": 0.9, "reserve_gb": 2,
-                                                       "block_size": 16}  # fmt: skip
-    (o,) = [o for o in data["options"] if (o["weights"], o["kv"], o["gpus_per_replica"], o["serving"])
-            == ("fp8", "bf16", 2, "aggregated")]  # fmt: skip
+    assert data["inputs"]["assumptions"]["engine"] == {"gpu_memory_utilization": 0.9, "reserve_gb": 2, "block_size": 16}
+    (o,) = [
+        o
+        for o in data["options"]
+        if (o["weights"], o["kv"], o["gpus_per_replica"], o["serving"]) == ("fp8", "bf16", 2, "aggregated")
+    ]
     assert o["engine"]["kv_cache_tokens"] == 205_376 and o["batch"] == 89
-    code = main(["plan", "--model", "Qwen2.5-72B", "--requests-per-day", "200000", "--prompt-tokens", "2000",
-                 "--output-tokens", "300", "--gpu", "H100=2.5", "--block-size", "16", "--top", "1"])  # fmt: skip
+    code = main(
+        [
+            "plan",
+            "--model",
+            "Qwen2.5-72B",
+            "--requests-per-day",
+            "200000",
+            "--prompt-tokens",
+            "2000",
+            "--output-tokens",
+            "300",
+            "--gpu",
+            "H100=2.5",
+            "--block-size",
+            "16",
+            "--top",
+            "1",
+        ]
+    )
     out = capsys.readouterr().out
     assert code == 0 and "KV tokens  max conc" in out and "as vLLM allocates it: 0.9 of each GPU's memory" in out
 
@@ -159,9 +201,25 @@ def test_measured_acceptance_per_position_and_a_draft_head():
 
 
 def test_the_json_and_the_table_carry_the_draft(capsys):
-    args = ["plan", "--model", "Llama-3.1-70B", "--requests-per-day", "200000", "--prompt-tokens", "2000",
-            "--output-tokens", "300", "--gpu", "H100=2.5", "--spec-draft", "Llama-3.1-8B", "--spec-tokens", "4",
-            "--spec-acceptance", "0.8"]  # fmt: skip
+    args = [
+        "plan",
+        "--model",
+        "Llama-3.1-70B",
+        "--requests-per-day",
+        "200000",
+        "--prompt-tokens",
+        "2000",
+        "--output-tokens",
+        "300",
+        "--gpu",
+        "H100=2.5",
+        "--spec-draft",
+        "Llama-3.1-8B",
+        "--spec-tokens",
+        "4",
+        "--spec-acceptance",
+        "0.8",
+    ]
     assert main([*args, "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     spec = data["inputs"]["assumptions"]["speculative"]
@@ -190,16 +248,34 @@ def test_the_json_and_the_table_carry_the_draft(capsys):
     ],
 )
 def test_bad_engine_or_draft_input_is_one_line_naming_the_flag(capsys, args, says):
-    code = main(["plan", "--model", "Llama-3.1-70B", "--requests-per-day", "200000", "--prompt-tokens", "2000",
-                 "--output-tokens", "300", "--gpu", "H100=2.5", *args])  # fmt: skip
+    code = main(
+        [
+            "plan",
+            "--model",
+            "Llama-3.1-70B",
+            "--requests-per-day",
+            "200000",
+            "--prompt-tokens",
+            "2000",
+            "--output-tokens",
+            "300",
+            "--gpu",
+            "H100=2.5",
+            *args,
+        ]
+    )
     err = capsys.readouterr().err
     assert code == 2 and says in err and len(err.strip().splitlines()) == 1
 
 
 def test_bad_python_input_names_the_argument():
     with pytest.raises(XlsxplanError) as err:
-        plan("Llama-3.1-70B", ASSISTANT, gpus={"H100": 2.5},
-             assumptions=Assumptions(speculative=Speculative(acceptance=0.8)))  # fmt: skip
+        plan(
+            "Llama-3.1-70B",
+            ASSISTANT,
+            gpus={"H100": 2.5},
+            assumptions=Assumptions(speculative=Speculative(acceptance=0.8)),
+        )
     assert err.value.argument == "draft"
 
 
@@ -211,16 +287,48 @@ def test_plan_options_takes_the_new_inputs_as_trailing_arguments_and_keeps_its_o
 
     old = plan_options("Qwen2.5-72B", 200_000, 2_000, 300, 3, 20, 2, 1, "H100=2.5", 6_000)
     assert old[0] == list(TABLE_HEADER)  # without the new arguments, the table it always spilled
-    table = plan_options("Qwen2.5-72B", 200_000, 2_000, 300, 3, 20, 2, 1, "H100=2.5", 6_000, 0, 0, 2, 0.99, 0.9, 2,
-                         16, "Qwen2.5-7B", 0.7, 3, 1)  # fmt: skip
+    table = plan_options(
+        "Qwen2.5-72B",
+        200_000,
+        2_000,
+        300,
+        3,
+        20,
+        2,
+        1,
+        "H100=2.5",
+        6_000,
+        0,
+        0,
+        2,
+        0.99,
+        0.9,
+        2,
+        16,
+        "Qwen2.5-7B",
+        0.7,
+        3,
+        1,
+    )
     head = table[0]
     assert head[: len(TABLE_HEADER)] == list(TABLE_HEADER)
-    assert head[len(TABLE_HEADER) :] == ["ttft_p50_s", "ttft_p90_s", "ttft_p99_s", "replicas_binding",
-                                         "kv_cache_tokens", "max_concurrency", "speculative", "spec_speedup",
-                                         "owned_usd_per_month", "owned_usd_per_m_input", "owned_usd_per_m_output"]  # fmt: skip
+    assert head[len(TABLE_HEADER) :] == [
+        "ttft_p50_s",
+        "ttft_p90_s",
+        "ttft_p99_s",
+        "replicas_binding",
+        "kv_cache_tokens",
+        "max_concurrency",
+        "speculative",
+        "spec_speedup",
+        "owned_usd_per_month",
+        "owned_usd_per_m_input",
+        "owned_usd_per_m_output",
+    ]
     a = Assumptions(engine=Engine(0.9, 2, 16), speculative=Speculative(3, 0.7, (), "Qwen2.5-7B"), owned=Owned())
-    result = plan("Qwen2.5-72B", Traffic(200_000, 2_000, 300, 3, prompt_p95=6_000),
-                  Targets(20, 2, 0.99), {"H100": 2.5}, a)  # fmt: skip
+    result = plan(
+        "Qwen2.5-72B", Traffic(200_000, 2_000, 300, 3, prompt_p95=6_000), Targets(20, 2, 0.99), {"H100": 2.5}, a
+    )
     first, row = result.feasible[0], dict(zip(head, table[1]))
     f = first.assumed
     assert row["usd_per_month"] == f.usd_per_month and row["ttft_p99_s"] == f.extra["ttft_percentiles_s"]["p99"]

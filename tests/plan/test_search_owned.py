@@ -16,10 +16,34 @@ from xlsxplan.errors import XlsxplanError
 from xlsxplan.plan.search import Assumptions, Owned, Traffic, plan
 
 ASSISTANT = Traffic(200_000, 2_000, 300, 3)
-CASE = {"capex_usd": 30_000, "years": 4, "residual_fraction": 0.1, "annual_rate": 0.08, "kw": 1, "pue": 1.3,
-        "usd_per_kwh": 0.08, "usd_per_kw_month": 150}  # fmt: skip
-FLAGS = ["--own-capex", "30000", "--own-years", "4", "--own-residual", "0.1", "--own-rate", "0.08", "--own-kw", "1",
-         "--own-pue", "1.3", "--own-usd-per-kwh", "0.08", "--own-usd-per-kw-month", "150"]  # fmt: skip
+CASE = {
+    "capex_usd": 30_000,
+    "years": 4,
+    "residual_fraction": 0.1,
+    "annual_rate": 0.08,
+    "kw": 1,
+    "pue": 1.3,
+    "usd_per_kwh": 0.08,
+    "usd_per_kw_month": 150,
+}
+FLAGS = [
+    "--own-capex",
+    "30000",
+    "--own-years",
+    "4",
+    "--own-residual",
+    "0.1",
+    "--own-rate",
+    "0.08",
+    "--own-kw",
+    "1",
+    "--own-pue",
+    "1.3",
+    "--own-usd-per-kwh",
+    "0.08",
+    "--own-usd-per-kw-month",
+    "150",
+]
 
 
 def _hand_hour() -> tuple[float, float]:
@@ -32,8 +56,11 @@ def _hand_hour() -> tuple[float, float]:
 
 
 def _fp8_on_two(result):
-    (o,) = [o for o in result.options if (o.gpu, o.weights, o.kv, o.gpus_per_replica, o.serving)
-            == ("H100-SXM", "fp8", "bf16", 2, "aggregated")]  # fmt: skip
+    (o,) = [
+        o
+        for o in result.options
+        if (o.gpu, o.weights, o.kv, o.gpus_per_replica, o.serving) == ("H100-SXM", "fp8", "bf16", 2, "aggregated")
+    ]
     return o
 
 
@@ -63,10 +90,18 @@ def test_the_owned_fleet_costs_what_the_hand_computed_gpu_hour_says():
 
 
 def test_a_utilisation_given_prices_the_owned_tokens_at_it():
-    base = plan("Qwen2.5-72B", ASSISTANT, gpus={"H100": 2.5},
-                assumptions=Assumptions(weights="params x bytes", owned=Owned(CASE)))  # fmt: skip
-    busier = plan("Qwen2.5-72B", ASSISTANT, gpus={"H100": 2.5},
-                  assumptions=Assumptions(weights="params x bytes", owned=Owned(CASE, utilisation=0.6)))  # fmt: skip
+    base = plan(
+        "Qwen2.5-72B",
+        ASSISTANT,
+        gpus={"H100": 2.5},
+        assumptions=Assumptions(weights="params x bytes", owned=Owned(CASE)),
+    )
+    busier = plan(
+        "Qwen2.5-72B",
+        ASSISTANT,
+        gpus={"H100": 2.5},
+        assumptions=Assumptions(weights="params x bytes", owned=Owned(CASE, utilisation=0.6)),
+    )
     a, b = _fp8_on_two(base).assumed.extra["owned"], _fp8_on_two(busier).assumed.extra["owned"]
     assert b["usd_per_month"] == a["usd_per_month"]  # an owned GPU costs every hour, busy or idle
     assert b["usd_per_m_output"] == pytest.approx(a["usd_per_m_output"] * a["fleet_utilisation"] / 0.6)
@@ -76,8 +111,12 @@ def test_a_utilisation_given_prices_the_owned_tokens_at_it():
 def test_without_flags_the_defaults_come_from_the_catalog_with_their_sources():
     result = plan("Qwen2.5-72B", ASSISTANT, gpus={"H100": None, "A100": 1.8}, assumptions=Assumptions(owned=Owned()))
     h100 = result.owned["H100-SXM"]["assumptions"]
-    assert h100["capex_usd"] == {"value": 50_000, "unit": "USD", "source": "Cheah, H100 Freakonomics, 2024",
-                                 "as_of": "2024-08-01"}  # fmt: skip
+    assert h100["capex_usd"] == {
+        "value": 50_000,
+        "unit": "USD",
+        "source": "Cheah, H100 Freakonomics, 2024",
+        "as_of": "2024-08-01",
+    }
     assert h100["kw"]["value"] == 1.275 and h100["kw"]["source"] == "NVIDIA DGX H100 datasheet"
     assert h100["pue"]["value"] == 1.58 and h100["usd_per_kwh"]["value"] == 0.0895
     a100 = result.owned["A100-80GB"]
@@ -85,16 +124,32 @@ def test_without_flags_the_defaults_come_from_the_catalog_with_their_sources():
     a100_options = [o for o in result.options if o.gpu == "A100-80GB" and o.assumed.feasible]
     assert a100_options and all(o.assumed.extra["owned"] == {"reason": a100["reason"]} for o in a100_options)
     # with a capital cost given for it alone, its power is the board's 400 W (no server share in costs.toml)
-    result = plan("Qwen2.5-72B", ASSISTANT, gpus={"A100": 1.8},
-                  assumptions=Assumptions(owned=Owned(per_gpu={"A100-80GB": {"capex_usd": 15_000}})))  # fmt: skip
+    result = plan(
+        "Qwen2.5-72B",
+        ASSISTANT,
+        gpus={"A100": 1.8},
+        assumptions=Assumptions(owned=Owned(per_gpu={"A100-80GB": {"capex_usd": 15_000}})),
+    )
     kw = result.owned["A100-80GB"]["assumptions"]["kw"]
     assert kw["value"] == 0.4 and "power_w" in kw["source"]
     assert result.owned["A100-80GB"]["assumptions"]["capex_usd"]["source"] == "given"
 
 
 def test_the_json_carries_the_owned_case_only_when_asked(capsys):
-    base = ["plan", "--model", "Qwen2.5-72B", "--requests-per-day", "200000", "--prompt-tokens", "2000",
-            "--output-tokens", "300", "--gpu", "H100=2.5", "--json"]  # fmt: skip
+    base = [
+        "plan",
+        "--model",
+        "Qwen2.5-72B",
+        "--requests-per-day",
+        "200000",
+        "--prompt-tokens",
+        "2000",
+        "--output-tokens",
+        "300",
+        "--gpu",
+        "H100=2.5",
+        "--json",
+    ]
     assert main(base) == 0
     plain = json.loads(capsys.readouterr().out)
     assert "owned" not in plain["inputs"] and all("owned" not in o for o in plain["options"])
@@ -111,9 +166,26 @@ def test_the_json_carries_the_owned_case_only_when_asked(capsys):
 
 
 def test_the_table_shows_both_costs_and_every_assumption(capsys):
-    code = main(["plan", "--model", "Qwen2.5-72B", "--requests-per-day", "200000", "--prompt-tokens", "2000",
-                 "--output-tokens", "300", "--gpu", "H100=2.5", "--weights-as", "params-x-bytes", "--top", "1",
-                 *FLAGS])  # fmt: skip
+    code = main(
+        [
+            "plan",
+            "--model",
+            "Qwen2.5-72B",
+            "--requests-per-day",
+            "200000",
+            "--prompt-tokens",
+            "2000",
+            "--output-tokens",
+            "300",
+            "--gpu",
+            "H100=2.5",
+            "--weights-as",
+            "params-x-bytes",
+            "--top",
+            "1",
+            *FLAGS,
+        ]
+    )
     out = capsys.readouterr().out
     assert code == 0
     lines = out.splitlines()
@@ -122,9 +194,19 @@ def test_the_table_shows_both_costs_and_every_assumption(capsys):
     first = lines[lines.index(head) + 1].split()
     assert first[11] == "8" and first[12] == "14,600" and first[-3] == f"{8 * _hand_hour()[0] * 730:,.0f}"
     (line,) = [x for x in lines if x.startswith("    H100-SXM: ")]
-    for text in ("$30,000 capital (given)", "4 years (given)", "10% residual", "8% a year", "1 kW", "PUE 1.3",
-                 "$0.08/kWh", "$150/kW-month", "$1.2675 per GPU-hour owned", "50.7% utilisation",
-                 "pays back in 18.8 months"):  # fmt: skip
+    for text in (
+        "$30,000 capital (given)",
+        "4 years (given)",
+        "10% residual",
+        "8% a year",
+        "1 kW",
+        "PUE 1.3",
+        "$0.08/kWh",
+        "$150/kW-month",
+        "$1.2675 per GPU-hour owned",
+        "50.7% utilisation",
+        "pays back in 18.8 months",
+    ):
         assert text in line
 
 
@@ -139,8 +221,22 @@ def test_the_table_shows_both_costs_and_every_assumption(capsys):
     ],
 )
 def test_bad_owned_input_is_one_line_naming_the_flag(capsys, args, says):
-    code = main(["plan", "--model", "Qwen2.5-72B", "--requests-per-day", "200000", "--prompt-tokens", "2000",
-                 "--output-tokens", "300", "--gpu", "H100=2.5", *args])  # fmt: skip
+    code = main(
+        [
+            "plan",
+            "--model",
+            "Qwen2.5-72B",
+            "--requests-per-day",
+            "200000",
+            "--prompt-tokens",
+            "2000",
+            "--output-tokens",
+            "300",
+            "--gpu",
+            "H100=2.5",
+            *args,
+        ]
+    )
     err = capsys.readouterr().err
     assert code == 2 and says in err and len(err.strip().splitlines()) == 1
 

@@ -38,8 +38,11 @@ def _wait(rate: float, slot: float, servers: int, q: float) -> float:
 
 
 def _option(result, serving="aggregated", kv="bf16"):
-    (o,) = [o for o in result.options if (o.gpu, o.weights, o.kv, o.gpus_per_replica, o.serving)
-            == ("H100-SXM", "fp8", kv, 2, serving)]  # fmt: skip
+    (o,) = [
+        o
+        for o in result.options
+        if (o.gpu, o.weights, o.kv, o.gpus_per_replica, o.serving) == ("H100-SXM", "fp8", kv, 2, serving)
+    ]
     return o.assumed
 
 
@@ -111,8 +114,11 @@ def test_a_percentile_alone_reports_the_tail_without_moving_the_plan():
     base = plan("Qwen2.5-72B", TAILED, Targets(), {"H100": 2.5}, TEXT)
     shown = plan("Qwen2.5-72B", TAILED, Targets(ttft_percentile=0.99), {"H100": 2.5}, TEXT)
     for a, b in zip(base.options, shown.options):
-        assert (a.label(), a.assumed.replicas, a.assumed.usd_per_month) == (b.label(), b.assumed.replicas,
-                                                                           b.assumed.usd_per_month)  # fmt: skip
+        assert (a.label(), a.assumed.replicas, a.assumed.usd_per_month) == (
+            b.label(),
+            b.assumed.replicas,
+            b.assumed.usd_per_month,
+        )
     f = _option(shown)
     assert "ttft_percentiles_s" not in _option(base).extra
     at = f.extra["ttft_percentiles_s"]
@@ -120,8 +126,24 @@ def test_a_percentile_alone_reports_the_tail_without_moving_the_plan():
 
 
 def test_the_json_carries_the_percentiles_only_when_asked(capsys):
-    args = ["plan", "--model", "Qwen2.5-72B", "--requests-per-day", "200000", "--prompt-tokens", "2000",
-            "--prompt-p95", "6000", "--output-tokens", "300", "--gpu", "H100=2.5", "--ttft-s", "2", "--json"]  # fmt: skip
+    args = [
+        "plan",
+        "--model",
+        "Qwen2.5-72B",
+        "--requests-per-day",
+        "200000",
+        "--prompt-tokens",
+        "2000",
+        "--prompt-p95",
+        "6000",
+        "--output-tokens",
+        "300",
+        "--gpu",
+        "H100=2.5",
+        "--ttft-s",
+        "2",
+        "--json",
+    ]
     assert main(args) == 0
     plain = json.loads(capsys.readouterr().out)
     assert all("ttft_percentiles_s" not in o for o in plain["options"]) and "ttft_percentile" not in plain["inputs"]
@@ -135,9 +157,29 @@ def test_the_json_carries_the_percentiles_only_when_asked(capsys):
 
 
 def test_the_table_says_what_the_percentile_target_is_and_what_set_the_replicas(capsys):
-    code = main(["plan", "--model", "Qwen2.5-72B", "--requests-per-day", "200000", "--prompt-tokens", "2000",
-                 "--prompt-p95", "6000", "--output-tokens", "300", "--gpu", "H100=2.5", "--ttft-s", "1.2",
-                 "--ttft-percentile", "0.99", "--weights-as", "params-x-bytes"])  # fmt: skip
+    code = main(
+        [
+            "plan",
+            "--model",
+            "Qwen2.5-72B",
+            "--requests-per-day",
+            "200000",
+            "--prompt-tokens",
+            "2000",
+            "--prompt-p95",
+            "6000",
+            "--output-tokens",
+            "300",
+            "--gpu",
+            "H100=2.5",
+            "--ttft-s",
+            "1.2",
+            "--ttft-percentile",
+            "0.99",
+            "--weights-as",
+            "params-x-bytes",
+        ]
+    )
     out = capsys.readouterr().out
     assert code == 0
     assert "within 1.2 s for 99% of requests at the peak (P99), waiting for a batch slot included" in out
@@ -155,7 +197,23 @@ def test_the_table_says_what_the_percentile_target_is_and_what_set_the_replicas(
     ],
 )
 def test_bad_percentile_input_is_one_line_naming_the_flag(capsys, args, says):
-    code = main(["plan", "--model", "Qwen2.5-72B", "--requests-per-day", "200000", "--prompt-tokens", "2000",
-                 "--output-tokens", "300", "--gpu", "H100=2.5", "--ttft-s", "2", *args])  # fmt: skip
+    code = main(
+        [
+            "plan",
+            "--model",
+            "Qwen2.5-72B",
+            "--requests-per-day",
+            "200000",
+            "--prompt-tokens",
+            "2000",
+            "--output-tokens",
+            "300",
+            "--gpu",
+            "H100=2.5",
+            "--ttft-s",
+            "2",
+            *args,
+        ]
+    )
     err = capsys.readouterr().err
     assert code == 2 and says in err and len(err.strip().splitlines()) == 1

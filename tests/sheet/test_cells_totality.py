@@ -29,10 +29,33 @@ numbers = st.one_of(
     st.integers(min_value=-(10**20), max_value=10**20),
 )
 texts = st.one_of(
-    st.sampled_from(["80", " 2.5 ", "1E+6", "90%", "1,000", "80 GB", "fp8", "bf16", "Qwen2.5-72B", "H100", "", "layers",
-                     "memory_gb", "x", "١٢", "８０", "∞", "NaN", "inf", "=1+1", "#N/A"]),
+    st.sampled_from(
+        [
+            "80",
+            " 2.5 ",
+            "1E+6",
+            "90%",
+            "1,000",
+            "80 GB",
+            "fp8",
+            "bf16",
+            "Qwen2.5-72B",
+            "H100",
+            "",
+            "layers",
+            "memory_gb",
+            "x",
+            "١٢",
+            "８０",
+            "∞",
+            "NaN",
+            "inf",
+            "=1+1",
+            "#N/A",
+        ]
+    ),
     st.text(max_size=12),
-)  # fmt: skip
+)
 cell_values = st.one_of(numbers, texts, st.booleans(), st.none(), st.sampled_from([CellError(e) for e in EXCEL_ERRORS]))
 python_values = st.one_of(numbers, texts, st.booleans(), st.none())
 
@@ -162,9 +185,32 @@ def test_engine_face_returns_a_value_or_an_error_value(fn, data):
 cell_contents = st.one_of(
     st.none(),
     formula_values,
-    st.sampled_from([0, -1, 1e308, -1e308, 1e-308, "", " ", "80", "1,000", "80 GB", "fp8", "=1+1", "#N/A", "\u00e9",
-                     "#DIV/0!", "#VALUE!", True, False, "=1/0", "=NA()", '=REPT("x",3)']),
-)  # fmt: skip
+    st.sampled_from(
+        [
+            0,
+            -1,
+            1e308,
+            -1e308,
+            1e-308,
+            "",
+            " ",
+            "80",
+            "1,000",
+            "80 GB",
+            "fp8",
+            "=1+1",
+            "#N/A",
+            "\u00e9",
+            "#DIV/0!",
+            "#VALUE!",
+            True,
+            False,
+            "=1/0",
+            "=NA()",
+            '=REPT("x",3)',
+        ]
+    ),
+)
 DATA_CELLS = [f"{c}{r}" for c in "AB" for r in range(1, 7)]
 cell_arguments = st.one_of(
     st.sampled_from([f"Data!{ref}" for ref in DATA_CELLS]),

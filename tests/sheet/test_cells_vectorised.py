@@ -22,19 +22,33 @@ from xlsxplan.sheet.cells import evaluate, evaluate_broadcast
 ELEMENT_BY_ELEMENT = {
     # names in, looked up in the catalog: a range of names is a lookup per name (a single name with columns of
     # numbers does run vectorised, e.g. MODEL_KV_GB)
-    "MODEL_SPEC", "GPU_SPEC", "MODEL_SOURCE", "GPU_SOURCE", "BYTES_PER_PARAM", "FORMAT_SOURCE", "OPTIMIZER_BYTES",
-    "MODEL_EXPERT_PARAMS_B", "GPU_PRICE", "GPU_PRICE_SOURCE", "COST_SPEC", "COST_SOURCE",
-    "MODELS", "GPUS",  # no arguments: nothing to broadcast
+    "MODEL_SPEC",
+    "GPU_SPEC",
+    "MODEL_SOURCE",
+    "GPU_SOURCE",
+    "BYTES_PER_PARAM",
+    "FORMAT_SOURCE",
+    "OPTIMIZER_BYTES",
+    "MODEL_EXPERT_PARAMS_B",
+    "GPU_PRICE",
+    "GPU_PRICE_SOURCE",
+    "COST_SPEC",
+    "COST_SOURCE",
+    "MODELS",
+    "GPUS",  # no arguments: nothing to broadcast
     "SPEC_ACCEPT_LENGTH",  # its one argument is a range, read whole: nothing to broadcast
     # the Erlang B recursion runs from a start set by the load up to the servers, stopping once below its floor: a
     # number of steps that differs from element to element
-    "ERLANG_C", "QUEUE_WAIT_S", "TTFT_AT_LOAD_S",
+    "ERLANG_C",
+    "QUEUE_WAIT_S",
+    "TTFT_AT_LOAD_S",
     # a root search on the load (regula falsi, then a bracket on the replica count) that iterates until it converges
-    "REPLICAS_FOR_TTFT", "UTILISATION_FOR_TTFT",
+    "REPLICAS_FOR_TTFT",
+    "UTILISATION_FOR_TTFT",
     "PLAN_OPTIONS",  # spills one table per call: a range in place of an argument is one error per element
     "EFFICIENCY",  # calibration factors looked up by kind, accelerator class and format, with the width inside
     "PLAN_OPTIONS_AT",  # one cell of a search over the catalog, planned once per set of arguments and remembered
-}  # fmt: skip
+}
 
 
 def _same(a: object, b: object) -> bool:
@@ -59,8 +73,27 @@ def test_the_functions_that_go_element_by_element_are_the_listed_ones():
 
 # --- what a cell may hold -----------------------------------------------------------------------------------------
 
-_ODD = st.sampled_from([None, "", True, False, "#N/A", "#DIV/0!", CellError("#REF!", "A1 was deleted"), "1,000",
-                        "80 GB", "abc", " 8 ", "90%", "1E+3", float("inf"), float("nan"), 10**400, -0.0])  # fmt: skip
+_ODD = st.sampled_from(
+    [
+        None,
+        "",
+        True,
+        False,
+        "#N/A",
+        "#DIV/0!",
+        CellError("#REF!", "A1 was deleted"),
+        "1,000",
+        "80 GB",
+        "abc",
+        " 8 ",
+        "90%",
+        "1E+3",
+        float("inf"),
+        float("nan"),
+        10**400,
+        -0.0,
+    ]
+)
 
 
 def _number(arg, base):
@@ -69,8 +102,9 @@ def _number(arg, base):
         lambda f: base * f if isinstance(base, (int, float)) else f
     )
     bounds = st.sampled_from([b for b in (d.low, d.high, 0, 1, -1, 2.5, 1e308, 5e-324) if b is not None])
-    wide = st.floats(min_value=d.low if d.low is not None else -1e9, max_value=d.high if d.high is not None else 1e9,
-                     allow_nan=False)  # fmt: skip
+    wide = st.floats(
+        min_value=d.low if d.low is not None else -1e9, max_value=d.high if d.high is not None else 1e9, allow_nan=False
+    )
     value = st.one_of(near, near, bounds, wide, st.integers(-3, 10**6))
     if d.kind == "whole":
         value = st.one_of(value.map(lambda v: round(v) if math.isfinite(v) and abs(v) < 1e15 else v), value)
@@ -190,8 +224,11 @@ def _valid_column(name: str, i: int, n: int) -> list[list[object]]:
 def _numeric(name: str) -> list[int]:
     fn = FUNCTIONS[name]
     base = _base(name)
-    return [i for i, a in enumerate(fn.args) if a.domain.kind in ("number", "whole", "bytes")
-            and isinstance(base[i], (int, float)) and base[i] != 0]  # fmt: skip
+    return [
+        i
+        for i, a in enumerate(fn.args)
+        if a.domain.kind in ("number", "whole", "bytes") and isinstance(base[i], (int, float)) and base[i] != 0
+    ]
 
 
 @pytest.mark.parametrize("name", sorted(set(FUNCTIONS) - ELEMENT_BY_ELEMENT))
@@ -268,14 +305,26 @@ def test_the_helpers_are_python_s_own_on_plain_numbers():
     assert elementwise.count_above((1.0, 5.0, 9.0), np.array([0.0, 5.0, 9.0])).tolist() == [3, 1, 0]
 
 
-_DOMAINS = {id(a.domain): (a.name, a.domain) for fn in FUNCTIONS.values() for a in fn.args
-            if a.domain.kind in ("number", "whole", "bytes")}  # fmt: skip
+_DOMAINS = {
+    id(a.domain): (a.name, a.domain)
+    for fn in FUNCTIONS.values()
+    for a in fn.args
+    if a.domain.kind in ("number", "whole", "bytes")
+}
 
 
 @pytest.mark.parametrize("name, domain", list(_DOMAINS.values()), ids=[n for n, _ in _DOMAINS.values()])
 @settings(max_examples=40, deadline=None)
-@given(xs=st.lists(st.one_of(st.floats(), st.integers(-10, 10**7).map(float),
-                             st.sampled_from([0.0, 1.0, 1e9, 1e18, 1e30, -1.0, 0.5, 5e-324])), min_size=1))  # fmt: skip
+@given(
+    xs=st.lists(
+        st.one_of(
+            st.floats(),
+            st.integers(-10, 10**7).map(float),
+            st.sampled_from([0.0, 1.0, 1e9, 1e18, 1e30, -1.0, 0.5, 5e-324]),
+        ),
+        min_size=1,
+    )
+)
 def test_array_checks_refuse_what_the_one_value_check_refuses(name, domain, xs):
     values, refused = domain.check_array(np.array(xs, dtype=np.float64))
     for x, v, bad in zip(xs, values.tolist(), refused.tolist()):

@@ -113,8 +113,9 @@ def strategy(s: Spec) -> st.SearchStrategy[Any]:
     if s.kind == "range_whole":
         return st.lists(st.integers(int(s.low), int(s.high)).map(float), min_size=1, max_size=12)
     if s.kind == "range":
-        return st.lists(st.floats(math.log10(s.low), math.log10(s.high)).map(lambda e: float(10**e)), min_size=1,
-                        max_size=12)  # fmt: skip
+        return st.lists(
+            st.floats(math.log10(s.low), math.log10(s.high)).map(lambda e: float(10**e)), min_size=1, max_size=12
+        )
     log = st.floats(math.log10(s.low), math.log10(s.high)).map(lambda e: float(10**e))
     return st.one_of(st.just(0.0), log) if s.zero else log
 
@@ -209,8 +210,12 @@ ARITHMETIC = sorted(native.NATIVE)
 def test_each_native_form_equals_the_python_function_over_random_valid_inputs(name):
     fn = registry.FUNCTIONS[name]
 
-    @settings(max_examples=30, deadline=None, database=None,
-              suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])  # fmt: skip
+    @settings(
+        max_examples=30,
+        deadline=None,
+        database=None,
+        suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow],
+    )
     @given(case(name))
     def run(values):
         given_values = [v if v is not None else a.default for v, a in zip(values, fn.args)]
@@ -307,8 +312,38 @@ def test_a_formula_refuses_an_unknown_function_argument_or_missing_one():
 
 # --- portability -----------------------------------------------------------------------------------------------
 
-EXCEL_2016 = {"POISSON", "PI", "ABS", "AND", "CHOOSE", "COUNT", "COUNTIF", "EXP", "IF", "IFERROR", "INDEX", "INT", "ISNUMBER", "LN", "LOG",
-              "LOWER", "MATCH", "MAX", "MIN", "MOD", "SMALL", "COUNTA", "NA", "NOT", "NORMSINV", "ERFC", "OR", "SQRT", "SUBSTITUTE", "TRIM"}  # fmt: skip
+EXCEL_2016 = {
+    "POISSON",
+    "PI",
+    "ABS",
+    "AND",
+    "CHOOSE",
+    "COUNT",
+    "COUNTIF",
+    "EXP",
+    "IF",
+    "IFERROR",
+    "INDEX",
+    "INT",
+    "ISNUMBER",
+    "LN",
+    "LOG",
+    "LOWER",
+    "MATCH",
+    "MAX",
+    "MIN",
+    "MOD",
+    "SMALL",
+    "COUNTA",
+    "NA",
+    "NOT",
+    "NORMSINV",
+    "ERFC",
+    "OR",
+    "SQRT",
+    "SUBSTITUTE",
+    "TRIM",
+}
 
 
 def _functions(text: str) -> set[str]:
@@ -404,18 +439,30 @@ def _lookup_cases() -> list[tuple[str, list[Any]]]:
             cases += [("EFFICIENCY", ["train_mfu", g, f, hidden, seq]) for f in ("bf16", "fp8")]
     rng = random.Random(7)
     for _ in range(600):  # the presets' caches: contexts around the windows, cache precisions, TP, windows, state
-        args = [rng.choice(cat.models.names()), rng.choice([0, 1, 100, 1000.5, 4096, 8192, 32768, 131072]),
-                rng.choice([2, 1, 0.5625, 4]), rng.choice([1, 2, 3, 4, 8, 16, 64]), rng.choice([0, 1]),
-                rng.choice([2, 4, 1])]  # fmt: skip
+        args = [
+            rng.choice(cat.models.names()),
+            rng.choice([0, 1, 100, 1000.5, 4096, 8192, 32768, 131072]),
+            rng.choice([2, 1, 0.5625, 4]),
+            rng.choice([1, 2, 3, 4, 8, 16, 64]),
+            rng.choice([0, 1]),
+            rng.choice([2, 4, 1]),
+        ]
         cases.append(("MODEL_KV_BYTES_PER_TOKEN", args[: rng.randint(1, 6)]))
     for kind in ("decode_bandwidth", "prefill", "train_mfu"):  # the quantiles: P10, P90, others, and out of range
         for g in ("H100-SXM", "H100", "datacenter", "consumer", "apple"):
             for f in ("bf16", "fp8", "q4_k_m"):
-                cases += [("EFFICIENCY", [kind, g, f, 4096, 0, q]) for q in (0.1, 0.9, 0.5, 0.3, 0.75, 0.02, 0.999,
-                                                                             1, 0, -0.1)]  # fmt: skip
+                cases += [
+                    ("EFFICIENCY", [kind, g, f, 4096, 0, q])
+                    for q in (0.1, 0.9, 0.5, 0.3, 0.75, 0.02, 0.999, 1, 0, -0.1)
+                ]
     cases += [("EFFICIENCY", ["nothing", "H100", "bf16"]), ("MODEL_EXPERT_PARAMS_B", ["no-such-model"])]
-    cases += [("MODEL_SPEC", ["no-such-model", "layers"]), ("MODEL_SPEC", ["Qwen2.5-72B", "no_field"]),
-              ("GPU_SPEC", ["H200", "memory"]), ("BYTES_PER_PARAM", ["fp7"]), ("OPTIMIZER_BYTES", ["lion"])]  # fmt: skip
+    cases += [
+        ("MODEL_SPEC", ["no-such-model", "layers"]),
+        ("MODEL_SPEC", ["Qwen2.5-72B", "no_field"]),
+        ("GPU_SPEC", ["H200", "memory"]),
+        ("BYTES_PER_PARAM", ["fp7"]),
+        ("OPTIMIZER_BYTES", ["lion"]),
+    ]
     return cases
 
 
@@ -636,8 +683,10 @@ def _python_error(name: str, args: list[Any]) -> str | None:
 def _missing_figures() -> list[tuple[str, list[Any]]]:
     cat = catalog.load_catalog()
     cases: list[tuple[str, list[Any]]] = []
-    for kind, table, fields in (("MODEL_SPEC", cat.models, catalog.MODEL_FIELDS),
-                                ("GPU_SPEC", cat.accelerators, catalog.GPU_FIELDS)):  # fmt: skip
+    for kind, table, fields in (
+        ("MODEL_SPEC", cat.models, catalog.MODEL_FIELDS),
+        ("GPU_SPEC", cat.accelerators, catalog.GPU_FIELDS),
+    ):
         for pid in table.names():
             cases += [(kind, [pid, f]) for f in fields if table.get(pid).figure(f) is None]
     return cases
@@ -658,10 +707,15 @@ def test_a_figure_a_preset_lacks_is_a_text_on_catalog_and_the_lookup_gives_pytho
         r = table.first_row + 1 + table.keys.index(pid)
         assert ws.cell(row=r, column=table.first_col + 1 + table.columns.index(field)).value == native.MISSING
     book, tables = catalog_book
-    cases += [("GPU_PRICE", [g]) for g in catalog.gpu_names()] + [("MODEL_EXPERT_PARAMS_B", [m])
-                                                                   for m in catalog.model_names()]  # fmt: skip
-    cases += [("EFFICIENCY", [k, g, f]) for k in ("decode_bandwidth", "prefill", "train_mfu")
-              for g in catalog.gpu_names() for f in ("fp4", "fp8", "bf16")]  # fmt: skip
+    cases += [("GPU_PRICE", [g]) for g in catalog.gpu_names()] + [
+        ("MODEL_EXPERT_PARAMS_B", [m]) for m in catalog.model_names()
+    ]
+    cases += [
+        ("EFFICIENCY", [k, g, f])
+        for k in ("decode_bandwidth", "prefill", "train_mfu")
+        for g in catalog.gpu_names()
+        for f in ("fp4", "fp8", "bf16")
+    ]
     for i, (name, args) in enumerate(cases, 1):
         refs = []
         for j, v in enumerate(args):
@@ -747,8 +801,12 @@ def test_model_weights_gb_of_the_docstring_and_an_unknown_model():
     """The figures of MODEL_WEIGHTS_GB's Notes (Llama-3-8B AWQ 5.73 GB and FP8 9.08 GB; gpt-oss-120b with MXFP4
     experts 65.1 GB), and #N/A for a model not in the catalog, as the add-in gives."""
     book, tables = _weights_book()
-    cases = [(["Llama-3-8B", "awq"], 5.73), (["Llama-3-8B", "fp8"], 9.08),
-             (["gpt-oss-120b", "bf16", 0, "mxfp4"], 65.1), (["no-such-model"], None)]  # fmt: skip
+    cases = [
+        (["Llama-3-8B", "awq"], 5.73),
+        (["Llama-3-8B", "fp8"], 9.08),
+        (["gpt-oss-120b", "bf16", 0, "mxfp4"], 65.1),
+        (["no-such-model"], None),
+    ]
     for i, (args, _) in enumerate(cases, 1):
         for j, v in enumerate(args):
             book.set_value("Case", 100 + i, 2 + j, v)
@@ -801,10 +859,16 @@ def test_libreoffice_computes_model_weights_gb_and_the_missing_figures_as_python
     wb.save(original)
     outdir = convert([original], tmp_path)
     got = openpyxl.load_workbook(outdir / "weights.xlsx", data_only=True)["Cases"]
-    wrong = [(r, args, got.cell(row=r, column=3).value, want) for r, (args, want) in enumerate(rows, 1)
-             if want is None or not agrees(got.cell(row=r, column=3).value, want, False)]  # fmt: skip
-    wrong += [(name, args, got.cell(row=200 + i, column=3).value) for i, (name, args) in enumerate(missing, 1)
-              if got.cell(row=200 + i, column=3).value != _python_error(name, args)]  # fmt: skip
+    wrong = [
+        (r, args, got.cell(row=r, column=3).value, want)
+        for r, (args, want) in enumerate(rows, 1)
+        if want is None or not agrees(got.cell(row=r, column=3).value, want, False)
+    ]
+    wrong += [
+        (name, args, got.cell(row=200 + i, column=3).value)
+        for i, (name, args) in enumerate(missing, 1)
+        if got.cell(row=200 + i, column=3).value != _python_error(name, args)
+    ]
     assert wrong == []
 
 

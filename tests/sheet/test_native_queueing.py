@@ -24,8 +24,35 @@ from xlsxplan.headless.engine import new_book
 from xlsxplan.sheet import native
 
 RELATIVE = 1e-9
-SERVERS = (1, 2, 3, 5, 8, 13, 21, 34, 51, 89, 144, 233, 377, 499, 500, 501, 610, 987, 1000, 1597, 2584, 4181, 10946,
-           28657, 100_000, 317_811, 1_000_000)  # fmt: skip
+SERVERS = (
+    1,
+    2,
+    3,
+    5,
+    8,
+    13,
+    21,
+    34,
+    51,
+    89,
+    144,
+    233,
+    377,
+    499,
+    500,
+    501,
+    610,
+    987,
+    1000,
+    1597,
+    2584,
+    4181,
+    10946,
+    28657,
+    100_000,
+    317_811,
+    1_000_000,
+)
 """Both sides of native.POISSON_SERVERS, where the Poisson ratio gives way to Temme's expansion, and up to the
 domain's million slots."""
 NEVER_WAITS = 1e-17
@@ -46,8 +73,10 @@ def _erlang_cases() -> list[tuple[int, float, float]]:
 
 def _erlang_c_items(servers: str, load: str, place: Any) -> list[tuple[str, str, str]]:
     """Erlang C as the native forms write it: Erlang B's line items, then ``B / (1 - rho + rho B)``."""
-    steps = [*native._erlang_b_steps("", "{load}", "Erlang B"),
-             ("result", "Erlang C", native._erlang_c("{b}", "{batch}", "{load}"))]  # fmt: skip
+    steps = [
+        *native._erlang_b_steps("", "{load}", "Erlang B"),
+        ("result", "Erlang C", native._erlang_c("{b}", "{batch}", "{load}")),
+    ]
     return native._items(steps, {"batch": servers, "load": load}, place)
 
 
@@ -66,9 +95,14 @@ def _write_erlang(cases: list[tuple[int, float, float]], set_value: Any, set_for
 
 
 def _erlang_wrong(cases: list[tuple[int, float, float]], value: Any) -> list[Any]:
-    return [(n, a, value(i), want) for i, (n, a, want) in enumerate(cases, 1)
-            if not (_agrees(value(i), want) or (want < NEVER_WAITS and isinstance(value(i), (int, float))
-                                                 and 0 <= value(i) < NEVER_WAITS))]  # fmt: skip
+    return [
+        (n, a, value(i), want)
+        for i, (n, a, want) in enumerate(cases, 1)
+        if not (
+            _agrees(value(i), want)
+            or (want < NEVER_WAITS and isinstance(value(i), (int, float)) and 0 <= value(i) < NEVER_WAITS)
+        )
+    ]
 
 
 def _agrees(got: Any, want: float) -> bool:
@@ -162,8 +196,13 @@ def test_ttft_and_replicas_equal_python_over_scenarios_in_the_headless_engine():
     cases = _scenarios()
     w = _Book(book, "S")
     for r, (name, args) in enumerate(cases, 1):
-        w.write(r, name, args, lambda r_, c, v: book.set_value("S", r_, c, v),
-                lambda r_, c, f: book.set_formula("S", r_, c, f))  # fmt: skip
+        w.write(
+            r,
+            name,
+            args,
+            lambda r_, c, v: book.set_value("S", r_, c, v),
+            lambda r_, c, f: book.set_formula("S", r_, c, f),
+        )
     book.evaluate_all()
     values = [(book.get_value("S", r, 1), book.get_value("S", r, 26)) for r in range(1, len(cases) + 1)]
     assert len(cases) == 120 and _wrong(values, cases) == []
@@ -220,8 +259,17 @@ def test_replicas_beyond_the_search_bound_are_flagged():
 
 
 def test_the_queueing_functions_are_no_longer_python_only():
-    for name in ("TTFT_AT_LOAD_S", "REPLICAS_FOR_TTFT", "SLOT_S", "ENGINE_KV_GB", "ENGINE_KV_TOKENS",
-                 "ENGINE_MAX_CONCURRENCY", "SPEC_STEP_S", "SPEC_TOKENS_PER_STEP", "SPEC_TOKS"):  # fmt: skip
+    for name in (
+        "TTFT_AT_LOAD_S",
+        "REPLICAS_FOR_TTFT",
+        "SLOT_S",
+        "ENGINE_KV_GB",
+        "ENGINE_KV_TOKENS",
+        "ENGINE_MAX_CONCURRENCY",
+        "SPEC_STEP_S",
+        "SPEC_TOKENS_PER_STEP",
+        "SPEC_TOKS",
+    ):
         assert name in native.NATIVE and name not in native.PYTHON_ONLY
     assert set(native.PYTHON_ONLY) == {"PLAN_OPTIONS", "PLAN_OPTIONS_AT"}
 
@@ -251,13 +299,19 @@ def test_libreoffice_computes_erlang_ttft_replicas_and_efficiency_quantiles_as_p
     tables = native.write_catalog(cat)
     erl, scen, eff = wb.create_sheet("Erlang"), wb.create_sheet("Scenarios"), wb.create_sheet("Efficiency")
     erlang = _erlang_cases()
-    _write_erlang(erlang, lambda r, c, v: erl.cell(row=r, column=c, value=v),
-                  lambda r, c, f: erl.cell(row=r, column=c, value=f))  # fmt: skip
+    _write_erlang(
+        erlang, lambda r, c, v: erl.cell(row=r, column=c, value=v), lambda r, c, f: erl.cell(row=r, column=c, value=f)
+    )
     cases = _scenarios()
     w = _Book(None, "Scenarios")
     for r, (name, args) in enumerate(cases, 1):
-        w.write(r, name, args, lambda r_, c, v: scen.cell(row=r_, column=c, value=v),
-                lambda r_, c, f: scen.cell(row=r_, column=c, value=f))  # fmt: skip
+        w.write(
+            r,
+            name,
+            args,
+            lambda r_, c, v: scen.cell(row=r_, column=c, value=v),
+            lambda r_, c, f: scen.cell(row=r_, column=c, value=f),
+        )
     effs = _efficiency_cases()
     for i, args in enumerate(effs, 1):
         for j, v in enumerate(args):
@@ -270,8 +324,9 @@ def test_libreoffice_computes_erlang_ttft_replicas_and_efficiency_quantiles_as_p
     got = openpyxl.load_workbook(outdir / "queueing.xlsx", data_only=True)
     wrong: list[Any] = _erlang_wrong(erlang, lambda i: got["Erlang"].cell(row=i, column=3).value)
     s = got["Scenarios"]
-    wrong += _wrong([(s.cell(row=r, column=1).value, s.cell(row=r, column=26).value)
-                     for r in range(1, len(cases) + 1)], cases)  # fmt: skip
+    wrong += _wrong(
+        [(s.cell(row=r, column=1).value, s.cell(row=r, column=26).value) for r in range(1, len(cases) + 1)], cases
+    )
     for i, args in enumerate(effs, 1):
         value = got["Efficiency"].cell(row=i, column=1).value
         try:

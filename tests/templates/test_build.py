@@ -177,10 +177,11 @@ def test_build_prints_the_compute_and_memory_figures(cli_build):
 
     mfu = efficiency("train_mfu", "H100-SXM", "bf16", 512, 2048)
     seconds = 6 * 35.95e6 * 3.927e9 / (8 * 989.5e12 * mfu)
-    assert lines[5] == ("With attention at 2,048-token sequences (PaLM): 1.39e+18 FLOPs, 39% of them attention; "
-                        f"calibrated MFU {mfu:.0%}: {seconds:.1f} s")  # fmt: skip
-    assert lines[6] == ("Memory per GPU: 0.58 GB of model state + 27.43 GB of activations = 28.0 GB of 80 GB: "
-                        "fits")  # fmt: skip
+    assert lines[5] == (
+        "With attention at 2,048-token sequences (PaLM): 1.39e+18 FLOPs, 39% of them attention; "
+        f"calibrated MFU {mfu:.0%}: {seconds:.1f} s"
+    )
+    assert lines[6] == ("Memory per GPU: 0.58 GB of model state + 27.43 GB of activations = 28.0 GB of 80 GB: fits")
     assert (
         lines[8] == "  8xH100 Golf record: 6.55M tokens/s, 1.41 PFLOP/s, MFU 18%; optimal 84.04M parameters; run 600 s"
     )
@@ -260,12 +261,37 @@ def test_sheets_in_order_with_a_tab_colour_per_kind(shipped):
     data = ["Prompt lengths", "Monthly requests"] if name == serving.FILENAME else []
     months = ["Timeline"] if name == serving.FILENAME else []
     options = ["Options"] if name == serving.FILENAME else []  # the plan search beside the cases
-    assert wb.sheetnames == ["Cover", "Guide", "Inputs", *data, "Calculations", *months, "Outputs", side, *options,
-                             "Calibration", "Checks", "Version log", "Lists", "xlwings.conf"]  # fmt: skip
-    kinds = {"Cover": "cover", "Guide": "guide", "Inputs": "inputs", "Calculations": "calc", "Outputs": "outputs",
-             side: "scenarios", "Calibration": "calibration", "Checks": "checks", "Version log": "log",
-             "Lists": "lists", **{sheet: "inputs" for sheet in data}, **{sheet: "calc" for sheet in months},
-             **{sheet: "scenarios" for sheet in options}}  # fmt: skip
+    assert wb.sheetnames == [
+        "Cover",
+        "Guide",
+        "Inputs",
+        *data,
+        "Calculations",
+        *months,
+        "Outputs",
+        side,
+        *options,
+        "Calibration",
+        "Checks",
+        "Version log",
+        "Lists",
+        "xlwings.conf",
+    ]
+    kinds = {
+        "Cover": "cover",
+        "Guide": "guide",
+        "Inputs": "inputs",
+        "Calculations": "calc",
+        "Outputs": "outputs",
+        side: "scenarios",
+        "Calibration": "calibration",
+        "Checks": "checks",
+        "Version log": "log",
+        "Lists": "lists",
+        **{sheet: "inputs" for sheet in data},
+        **{sheet: "calc" for sheet in months},
+        **{sheet: "scenarios" for sheet in options},
+    }
     for sheet, kind in kinds.items():
         assert wb[sheet].sheet_properties.tabColor.rgb == "00" + TAB[kind], sheet
     assert read_conf_sheet(wb) == {"UDF Modules": "xlsxplan.excel.udfs"}
@@ -310,8 +336,11 @@ def test_every_input_has_one_defined_name_made_from_its_label(shipped):
         assert row.name == name_from_label(row.label)
         target = names.pop(row.name)
         cells = [row.live] if row.live else list(row.cells)
-        expected = (f"${cells[0][0]}${cells[0][1:]}" if len(cells) == 1
-                    else f"${cells[0][0]}${cells[0][1:]}:${cells[-1][0]}${cells[-1][1:]}")  # fmt: skip
+        expected = (
+            f"${cells[0][0]}${cells[0][1:]}"
+            if len(cells) == 1
+            else f"${cells[0][0]}${cells[0][1:]}:${cells[-1][0]}${cells[-1][1:]}"
+        )
         assert target == f"{quote_sheetname(row.sheet)}!{expected}", row.label
         assert wb[row.sheet][f"A{row.row}"].value == row.label
     assert names == {"Scenario_Number": names.get("Scenario_Number")}  # names are for inputs only, and the selector
@@ -320,10 +349,15 @@ def test_every_input_has_one_defined_name_made_from_its_label(shipped):
     assert all(re.search(r",Scenario_Number\)$", wb["Inputs"][row.live].value) for row in live)
 
 
-@pytest.mark.parametrize("label, name", [("Price per GPU-hour", "Price_Per_GPU_Hour"),
-                                         ("KV cache precision", "KV_Cache_Precision"),
-                                         ("Model FLOPs utilisation", "Model_FLOPs_Utilisation"),
-                                         ("Peak-hour factor (busiest hour / average)", "Peak_Hour_Factor")])  # fmt: skip
+@pytest.mark.parametrize(
+    "label, name",
+    [
+        ("Price per GPU-hour", "Price_Per_GPU_Hour"),
+        ("KV cache precision", "KV_Cache_Precision"),
+        ("Model FLOPs utilisation", "Model_FLOPs_Utilisation"),
+        ("Peak-hour factor (busiest hour / average)", "Peak_Hour_Factor"),
+    ],
+)
 def test_name_from_label(label, name):
     assert name_from_label(label) == name
 
@@ -434,10 +468,41 @@ def test_every_printed_page_is_at_most_181_character_widths_wide(books):
 
 
 CELL = re.compile(r"\$?[A-Z]{1,3}\$?\d+")
-ALLOWED_FUNCTIONS = {"IF", "INDEX", "MATCH", "MIN", "MAX", "ROUND", "ROUNDUP", "ROUNDDOWN", "SUM", "SUMPRODUCT",
-                     "ISERROR", "ISNUMBER", "NOT", "NA", "COUNT", "COUNTIF", "ROWS", "OR", "AND", "AVERAGE",
-                     "PERCENTILE", "STDEVP", "EDATE", "TEXTJOIN", "ROW", "COLUMN", "LEN", "RIGHT", "SUBSTITUTE",
-                     "REPT", "TRIM", "UPPER", "FIXED"}  # fmt: skip
+ALLOWED_FUNCTIONS = {
+    "IF",
+    "INDEX",
+    "MATCH",
+    "MIN",
+    "MAX",
+    "ROUND",
+    "ROUNDUP",
+    "ROUNDDOWN",
+    "SUM",
+    "SUMPRODUCT",
+    "ISERROR",
+    "ISNUMBER",
+    "NOT",
+    "NA",
+    "COUNT",
+    "COUNTIF",
+    "ROWS",
+    "OR",
+    "AND",
+    "AVERAGE",
+    "PERCENTILE",
+    "STDEVP",
+    "EDATE",
+    "TEXTJOIN",
+    "ROW",
+    "COLUMN",
+    "LEN",
+    "RIGHT",
+    "SUBSTITUTE",
+    "REPT",
+    "TRIM",
+    "UPPER",
+    "FIXED",
+}
 """TEXTJOIN spells the priced accelerators for the Options sheet's search (Excel 2019, LibreOffice 5.2); ROW() and
 COLUMN() place each of its cells in the table. LEN, RIGHT, SUBSTITUTE, REPT, TRIM and UPPER spell the name a
 scenario's inputs give (Excel and LibreOffice text functions of every version); FIXED writes a range's figures in a
@@ -543,8 +608,9 @@ def test_printing_is_set_up_and_panes_frozen(shipped):
         for row in ws.iter_rows():
             for c in row:
                 if c.value is not None:
-                    assert any(a[0] <= c.column <= a[2] and (a[1] <= c.row <= a[3] or c.row <= titles) for a in areas), (
-                        f"{ws.title}!{c.coordinate} is not printed")  # fmt: skip
+                    assert any(
+                        a[0] <= c.column <= a[2] and (a[1] <= c.row <= a[3] or c.row <= titles) for a in areas
+                    ), f"{ws.title}!{c.coordinate} is not printed"
     for sheet in book.sheets.values():
         ws = wb[sheet.name]
         assert ws.print_title_rows == "$1:$5", sheet.name
@@ -682,8 +748,21 @@ def test_text_from_the_catalog_is_stored_as_text_never_as_a_formula(monkeypatch,
 )
 def test_libreoffice_renders_a_clean_plan(tmp_path):
     for name in TEMPLATES:
-        subprocess.run(["soffice", "--headless", f"-env:UserInstallation=file://{tmp_path}/lo", "--convert-to", "pdf",
-                        "--outdir", str(tmp_path), str(COMMITTED / name)], check=True, capture_output=True, timeout=180)  # fmt: skip
+        subprocess.run(
+            [
+                "soffice",
+                "--headless",
+                f"-env:UserInstallation=file://{tmp_path}/lo",
+                "--convert-to",
+                "pdf",
+                "--outdir",
+                str(tmp_path),
+                str(COMMITTED / name),
+            ],
+            check=True,
+            capture_output=True,
+            timeout=180,
+        )
         pdf = tmp_path / name.replace(".xlsx", ".pdf")
         text = subprocess.run(
             ["pdftotext", "-layout", str(pdf), "-"], check=True, capture_output=True, text=True
@@ -699,10 +778,16 @@ def test_libreoffice_renders_a_clean_plan(tmp_path):
 def test_results_that_need_attention_are_flagged_in_bad_colours(shipped):
     name, book, wb, _ = shipped
     flagged = {
-        serving.FILENAME: [("Calculations", "fits", '"does not fit"'), ("Calculations", "latency_caps", '"yes"'),
-                           ("Outputs", "Outputs:fits", '"does not fit"')],
-        training.FILENAME: [("Calculations", "within", '"over budget"'), ("Outputs", "Outputs:within", '"over budget"')],
-    }[name]  # fmt: skip
+        serving.FILENAME: [
+            ("Calculations", "fits", '"does not fit"'),
+            ("Calculations", "latency_caps", '"yes"'),
+            ("Outputs", "Outputs:fits", '"does not fit"'),
+        ],
+        training.FILENAME: [
+            ("Calculations", "within", '"over budget"'),
+            ("Outputs", "Outputs:within", '"over budget"'),
+        ],
+    }[name]
     for sheet, key, value in flagged:
         cell = book.address(key).split("!")[1]
         rules = [r for cf in wb[sheet].conditional_formatting if cell in str(cf.sqref) for r in cf.rules]

@@ -115,8 +115,15 @@ def serving_globals(g: dict[str, Any], lengths: list[float]) -> dict[str, Any]:
     r["sd_typed"] = typed if isinstance(typed, (int, float)) else r["sd_lognormal"]
     r["prompt_sd"] = statistics.pstdev(lengths) if lengths else r["sd_typed"]
     basis = serving_book.SPREAD_BASIS
-    r["spread_basis"] = (basis[0] if lengths else basis[1] if isinstance(typed, (int, float))
-                         else basis[2] if not isinstance(r["sd_lognormal"], str) else basis[3])  # fmt: skip
+    r["spread_basis"] = (
+        basis[0]
+        if lengths
+        else basis[1]
+        if isinstance(typed, (int, float))
+        else basis[2]
+        if not isinstance(r["sd_lognormal"], str)
+        else basis[3]
+    )
     r["peak_prompt"] = serving.peak_tokens_per_s(req, prompt, peak)
     r["peak_output"] = serving.peak_tokens_per_s(req, decode, peak)
     r["growth_output"] = r["peak_output"] * g["Traffic_Growth_Multiple"]
@@ -172,22 +179,36 @@ def serving_reference(case: dict[str, Any], g: dict[str, Any], d: dict[str, Any]
     moe = active < params
     experts = catalog.model_spec(model, "experts") if moe else 1
     per_token = catalog.model_spec(model, "experts_per_token") if moe else 1
-    r: dict[str, Any] = dict(model_overrides="yes" if mine else "no", gpu_overrides="yes" if theirs else "no",
-                             described=f"{model}, {case['weight_precision']} weights, {case['n_gpus']} x {gpu}",
-                             params=params, active=active, memory=memory, bandwidth=bandwidth, tflops=tflops,
-                             tflops_fp8=fp8, bytes_weight=bw, bytes_kv=bkv, experts=experts,
-                             experts_per_token=per_token)  # fmt: skip
+    r: dict[str, Any] = dict(
+        model_overrides="yes" if mine else "no",
+        gpu_overrides="yes" if theirs else "no",
+        described=f"{model}, {case['weight_precision']} weights, {case['n_gpus']} x {gpu}",
+        params=params,
+        active=active,
+        memory=memory,
+        bandwidth=bandwidth,
+        tflops=tflops,
+        tflops_fp8=fp8,
+        bytes_weight=bw,
+        bytes_kv=bkv,
+        experts=experts,
+        experts_per_token=per_token,
+    )
     # the source's way of naming a case (its model's size, the weights, the GPUs) against the name typed
     size = " ".join(str(model).rsplit("-", 1)[-1].split())
     given = r["name_inputs"] = f"{size} {case['weight_precision'].upper()}, {n:g} GPU{'' if n == 1 else 's'}"
     follows = str(case["scenario_name"]).lower() == given.lower()
-    r["name_follows"] = (serving_book.NAME_FOLLOWS + gpu if follows else
-                         f"{serving_book.NAME_OWN}{given} on {gpu}")  # fmt: skip
+    r["name_follows"] = serving_book.NAME_FOLLOWS + gpu if follows else f"{serving_book.NAME_OWN}{given} on {gpu}"
     r["tflops_weights"] = fp8 if _peak_field(case["weight_precision"]) == "fp8_tflops" else tflops
     # the embeddings and output head: the weights' width (the source's N x b), 16-bit as published, or a format
     emb = g["Embedding_Precision"]
-    b_emb = r["bytes_embedding"] = (bw if emb == serving_book.EMBEDDING_AS_WEIGHTS else max(bw, 2.0)
-                                    if emb == serving_book.EMBEDDING_AS_PUBLISHED else bytes_per_param(emb))  # fmt: skip
+    b_emb = r["bytes_embedding"] = (
+        bw
+        if emb == serving_book.EMBEDDING_AS_WEIGHTS
+        else max(bw, 2.0)
+        if emb == serving_book.EMBEDDING_AS_PUBLISHED
+        else bytes_per_param(emb)
+    )
     if model in catalog.model_names():  # MODEL_WEIGHTS_GB; a parameters override adds its difference at b
         weights = models.model_weights_gb(model, bw, b_emb) + (params - catalog.model_spec(model, "params_b")) * bw
     else:
@@ -208,19 +229,22 @@ def serving_reference(case: dict[str, Any], g: dict[str, Any], d: dict[str, Any]
     r["fits"] = "fits" if fit >= 1 else NO_FIT
     sd = d["prompt_sd"]
     overflow = g["KV_Cache_Overflow_Accepted"]
-    paged = r["batch_paged"] = traffic.paged_batch(free, kv, ctx, sd, overflow) if not isinstance(sd, str) else (
-        "no spread known")  # fmt: skip
+    paged = r["batch_paged"] = (
+        traffic.paged_batch(free, kv, ctx, sd, overflow) if not isinstance(sd, str) else ("no spread known")
+    )
     use_paged = not isinstance(paged, str) and fit >= 1
     mem = r["batch_mem"] = paged if use_paged else fit
     r["batch_basis"] = "paged KV cache" if use_paged else "every slot at the tail"
     r["max_context"] = traffic.max_context_tokens(free, kv)
     # memory as a serving engine allocates it (xlsxplan.core.engine: vLLM's and SGLang's start-up arithmetic)
-    pool = r["engine_pool"] = engine.engine_kv_gb(memory, r["weights_gpu"], g["Engine_Memory_Fraction"],
-                                                  g["Engine_Activation_And_Graph_Reserve"])  # fmt: skip
+    pool = r["engine_pool"] = engine.engine_kv_gb(
+        memory, r["weights_gpu"], g["Engine_Memory_Fraction"], g["Engine_Activation_And_Graph_Reserve"]
+    )
     block = g["Engine_KV_Block_Size"]
     r["engine_tokens"] = engine.engine_kv_tokens(pool, kv / n, block) if pool > 0 else 0
-    r["engine_concurrency"] = (engine.engine_max_concurrency(pool, kv / n, d["longest_request"], block)
-                               if pool > 0 else 0)  # fmt: skip
+    r["engine_concurrency"] = (
+        engine.engine_max_concurrency(pool, kv / n, d["longest_request"], block) if pool > 0 else 0
+    )
     r["engine_batch"] = engine.engine_max_concurrency(pool, kv / n, tail_ctx, block) if pool > 0 else 0
 
     def read(batch: int) -> float:  # MOE_PARAMS_READ_B: all the parameters of a dense model
@@ -238,14 +262,22 @@ def serving_reference(case: dict[str, Any], g: dict[str, Any], d: dict[str, Any]
         batch = r["batch"] = mem
     else:
         r["params_read_mem"] = read(mem)
-        floor = r["speed_floor"] = serving.decode_tokens_per_s(r["params_read_mem"], bw, n, bandwidth, mem, kv, ctx,
-                                                               eff)  # fmt: skip
+        floor = r["speed_floor"] = serving.decode_tokens_per_s(
+            r["params_read_mem"], bw, n, bandwidth, mem, kv, ctx, eff
+        )
         speed = r["speed_for_ttft"] = target if speed_given else floor
-        lat = r["batch_latency"] = (traffic.batch_for_latency(r["params_read_mem"], bw, n, bandwidth, target, kv, ctx,
-                                                              eff) if speed_given else "no target")  # fmt: skip
-        ttft = r["batch_ttft"] = (traffic.batch_for_ttft(active, n, tflops, speed, d["prefill_tokens_tail"],
-                                                         ttft_target, util, bw, bandwidth, kv, ctx, eff)
-                                  if ttft_given else "no target")  # fmt: skip
+        lat = r["batch_latency"] = (
+            traffic.batch_for_latency(r["params_read_mem"], bw, n, bandwidth, target, kv, ctx, eff)
+            if speed_given
+            else "no target"
+        )
+        ttft = r["batch_ttft"] = (
+            traffic.batch_for_ttft(
+                active, n, tflops, speed, d["prefill_tokens_tail"], ttft_target, util, bw, bandwidth, kv, ctx, eff
+            )
+            if ttft_given
+            else "no target"
+        )
         cap_l = r["cap_latency"] = lat if speed_given else mem
         cap_t = r["cap_ttft"] = ttft if ttft_given else mem
         batch = r["batch"] = min(mem, max(1, cap_l), max(1, cap_t))
@@ -256,8 +288,18 @@ def serving_reference(case: dict[str, Any], g: dict[str, Any], d: dict[str, Any]
     r["latency_caps"] = "yes" if batch < mem else "no"
     try:
         shape = catalog.model_spec(model, "layers"), catalog.model_spec(model, "hidden")
-        r["ttft_alone"] = roofline.ttft_seconds(active, bw, d["prefill_tokens_tail"], *shape, n, tflops, bandwidth,
-                                                util, eff, g["Tensor_Parallel_Link_Bandwidth"])  # fmt: skip
+        r["ttft_alone"] = roofline.ttft_seconds(
+            active,
+            bw,
+            d["prefill_tokens_tail"],
+            *shape,
+            n,
+            tflops,
+            bandwidth,
+            util,
+            eff,
+            g["Tensor_Parallel_Link_Bandwidth"],
+        )
     except XlsxplanError:  # a model of your own: no layers or width to count attention with
         r["ttft_alone"] = "needs a preset's shape"
     price = r["price"] = g["prices"].get(gpu)  # the accelerator's row of the price table on Lists
@@ -286,9 +328,21 @@ def serving_reference(case: dict[str, Any], g: dict[str, Any], d: dict[str, Any]
     gamma = g["Draft_Tokens_Per_Step"]  # speculative decoding, beside the plan (xlsxplan.core.speculative)
     if _positive(gamma):
         step_tokens = r["spec_tokens"] = speculative.spec_tokens_per_step(g["Draft_Acceptance_Rate"], gamma)
-        step = r["spec_step"] = speculative.spec_step_seconds(reads, bw, batch, kv, ctx, n, bandwidth,
-                                                              r["tflops_weights"], gamma, g["Draft_Model_Parameters"],
-                                                              2, eff, util)  # fmt: skip
+        step = r["spec_step"] = speculative.spec_step_seconds(
+            reads,
+            bw,
+            batch,
+            kv,
+            ctx,
+            n,
+            bandwidth,
+            r["tflops_weights"],
+            gamma,
+            g["Draft_Model_Parameters"],
+            2,
+            eff,
+            util,
+        )
         r["spec_tps_user"] = step_tokens / step
         r["spec_cost_full"] = serving.cost_per_m_tokens(n, price, batch * r["spec_tps_user"])
     else:
@@ -304,17 +358,24 @@ def serving_reference(case: dict[str, Any], g: dict[str, Any], d: dict[str, Any]
     chunked = r["prefill_chunked"] = max(prefill, d["prefill_tokens"] / room)
     decode_s = r["decode_s"] = decode / r["tps_user"]
     pct_target = g["First_Token_Target_At_The_Percentile"]
-    r["replicas_ttft_pct"] = (queueing.replicas_for_ttft(peak_rps, pct_target, g["First_Token_Percentile"], batch,
-                                                         chunked, decode_s, rps) + spare
-                              if _positive(pct_target) else "no target")  # fmt: skip
+    r["replicas_ttft_pct"] = (
+        queueing.replicas_for_ttft(peak_rps, pct_target, g["First_Token_Percentile"], batch, chunked, decode_s, rps)
+        + spare
+        if _positive(pct_target)
+        else "no target"
+    )
     r["replicas_needed"] = max(load, r["replicas_ttft_pct"] if _positive(pct_target) else 0)
     planned = r["replicas_planned"] = deployed if _positive(deployed) else r["replicas_needed"]
     load = r["queue_load"] = peak_rps / planned * queueing.slot_s(batch, chunked, decode_s, rps) / batch
     r["queue_state"] = "queue overloaded" if load >= 1 else NO_FIT
     for key, name in (("ttft_p50", "Low"), ("ttft_p90", "Middle"), ("ttft_p99", "High")):
-        r[key] = (queueing.ttft_at_load_s(peak_rps, planned, batch, chunked, decode_s, rps,
-                                          g[f"{name}_First_Token_Percentile_Shown"])
-                  if load < 1 else r["queue_state"])  # fmt: skip
+        r[key] = (
+            queueing.ttft_at_load_s(
+                peak_rps, planned, batch, chunked, decode_s, rps, g[f"{name}_First_Token_Percentile_Shown"]
+            )
+            if load < 1
+            else r["queue_state"]
+        )
     gpus = r["gpus_peak"] = planned * n
     r["coverage"] = traffic.peak_coverage(peak_rps, rps, planned, spare)
     r["fleet_util"] = traffic.fleet_utilisation(g["Requests_Per_Day"], rps, planned)
@@ -331,8 +392,9 @@ def serving_reference(case: dict[str, Any], g: dict[str, Any], d: dict[str, Any]
     return r
 
 
-def calibration_reference(case: dict[str, Any], g: dict[str, Any], d: dict[str, Any], live: dict[str, Any]
-                          ) -> list[dict[str, Any]]:  # fmt: skip
+def calibration_reference(
+    case: dict[str, Any], g: dict[str, Any], d: dict[str, Any], live: dict[str, Any]
+) -> list[dict[str, Any]]:
     """The Calibration sheet's three columns: the plan's, the calibrated and the measured efficiencies. The plan's
     prefill share is of the BF16 peak ("Back-of-the-Envelope Estimation for LLM Systems" §5); the calibrated and
     measured ones of the peak the weights' precision computes on (EFFICIENCY's prefill share for fp8 is of the FP8
@@ -347,13 +409,20 @@ def calibration_reference(case: dict[str, Any], g: dict[str, Any], d: dict[str, 
     except NotAvailableError:  # no peak at that precision (FP8 on an A100): computed on BF16 tensor cores
         cal_pf = calibration.efficiency("prefill", gpu, "bf16")
     measured_bw, measured_ttft = g["Measured_Decode_Speed_At_Batch_1"], g["Measured_Time_To_First_Token"]
-    yours_bw = (measured_bw / serving.decode_tokens_per_s(active, bw, n, bandwidth, 1, kv, prompt, 1)
-                if _positive(measured_bw) else cal_bw)  # fmt: skip
-    yours_pf = (serving.prefill_seconds(active, prompt, n, peak, 1) / measured_ttft
-                if _positive(measured_ttft) else cal_pf)  # fmt: skip
+    yours_bw = (
+        measured_bw / serving.decode_tokens_per_s(active, bw, n, bandwidth, 1, kv, prompt, 1)
+        if _positive(measured_bw)
+        else cal_bw
+    )
+    yours_pf = (
+        serving.prefill_seconds(active, prompt, n, peak, 1) / measured_ttft if _positive(measured_ttft) else cal_pf
+    )
     columns = []
-    for eff_bw, col_peak, eff_pf in ((g["Decode_Bandwidth_Efficiency"], tflops, g["Prefill_Compute_Utilisation"]),
-                                     (cal_bw, peak, cal_pf), (yours_bw, peak, yours_pf)):  # fmt: skip
+    for eff_bw, col_peak, eff_pf in (
+        (g["Decode_Bandwidth_Efficiency"], tflops, g["Prefill_Compute_Utilisation"]),
+        (cal_bw, peak, cal_pf),
+        (yours_bw, peak, yours_pf),
+    ):
         c: dict[str, Any] = {"eff_bw": eff_bw, "peak": col_peak, "eff_pf": eff_pf}
         if not isinstance(batch, int) or batch < 1:
             columns.append({**c, **{line.key: NO_FIT for line in serving_book.CALIBRATION_LINES}})
@@ -372,28 +441,72 @@ def calibration_reference(case: dict[str, Any], g: dict[str, Any], d: dict[str, 
         c["cal_cost_in"] = traffic.cost_per_m_input(gpus, price, g["Requests_Per_Day"], d["prompt_mean"], share)
         c["cal_cost_out"] = traffic.cost_per_m_output(gpus, price, g["Requests_Per_Day"], decode, share)
         toks = c["cal_serve_toks"] = roofline.serve_tokens_per_s(
-            reads, bw, kv, d["prefill_tokens"], decode, n, live["memory"], bandwidth, col_peak, batch, eff_bw,
-            eff_pf, g["Usable_Memory_Fraction"])  # fmt: skip
-        c["cal_serve_replicas"] = max(serving.replicas(d["peak_output"], toks, g["Spare_Replicas"]),
-                                      g["Minimum_Replicas"])  # fmt: skip
+            reads,
+            bw,
+            kv,
+            d["prefill_tokens"],
+            decode,
+            n,
+            live["memory"],
+            bandwidth,
+            col_peak,
+            batch,
+            eff_bw,
+            eff_pf,
+            g["Usable_Memory_Fraction"],
+        )
+        c["cal_serve_replicas"] = max(
+            serving.replicas(d["peak_output"], toks, g["Spare_Replicas"]), g["Minimum_Replicas"]
+        )
         columns.append(c)
     return columns
 
 
-SERVING_GLOBALS = ("Requests_Per_Day", "Prompt_Tokens_Per_Request", "Tail_Prompt_Tokens", "Prompt_Length_Spread",
-                   "Tail_Percentile", "Tensor_Parallel_Link_Bandwidth", "Longest_Prompt_Accepted",
-                   "Output_Tokens_Per_Request", "Hidden_Reasoning_Tokens_Per_Request", "Peak_Hour_Factor",
-                   "Shared_Prefix_Tokens", "Prefix_Cache_Hit_Rate", "Usable_Memory_Fraction", "Embedding_Precision",
-                   "Decode_Bandwidth_Efficiency", "Prefill_Compute_Utilisation", "KV_Cache_Overflow_Accepted",
-                   "Latency_Target", "Time_To_First_Token_Target", "Spare_Replicas", "Minimum_Replicas",
-                   "Replicas_Deployed", "Prefill_To_Decode_Link_Bandwidth", "Traffic_Growth_Multiple",
-                   "Average_Utilisation", "First_Token_Target_At_The_Percentile", "First_Token_Percentile",
-                   "Low_First_Token_Percentile_Shown", "Middle_First_Token_Percentile_Shown",
-                   "High_First_Token_Percentile_Shown", "Engine_Memory_Fraction",
-                   "Engine_Activation_And_Graph_Reserve", "Engine_KV_Block_Size", "Draft_Tokens_Per_Step",
-                   "Draft_Acceptance_Rate", "Draft_Model_Parameters", "Hours_Per_Month", "Measured_Decode_Speed_At_Batch_1",
-                   "Measured_Time_To_First_Token", "Prompt_Tokens_In_The_Measurement", "Accelerator",
-                   "Weight_Precision", "GPUs_Per_Replica")  # fmt: skip
+SERVING_GLOBALS = (
+    "Requests_Per_Day",
+    "Prompt_Tokens_Per_Request",
+    "Tail_Prompt_Tokens",
+    "Prompt_Length_Spread",
+    "Tail_Percentile",
+    "Tensor_Parallel_Link_Bandwidth",
+    "Longest_Prompt_Accepted",
+    "Output_Tokens_Per_Request",
+    "Hidden_Reasoning_Tokens_Per_Request",
+    "Peak_Hour_Factor",
+    "Shared_Prefix_Tokens",
+    "Prefix_Cache_Hit_Rate",
+    "Usable_Memory_Fraction",
+    "Embedding_Precision",
+    "Decode_Bandwidth_Efficiency",
+    "Prefill_Compute_Utilisation",
+    "KV_Cache_Overflow_Accepted",
+    "Latency_Target",
+    "Time_To_First_Token_Target",
+    "Spare_Replicas",
+    "Minimum_Replicas",
+    "Replicas_Deployed",
+    "Prefill_To_Decode_Link_Bandwidth",
+    "Traffic_Growth_Multiple",
+    "Average_Utilisation",
+    "First_Token_Target_At_The_Percentile",
+    "First_Token_Percentile",
+    "Low_First_Token_Percentile_Shown",
+    "Middle_First_Token_Percentile_Shown",
+    "High_First_Token_Percentile_Shown",
+    "Engine_Memory_Fraction",
+    "Engine_Activation_And_Graph_Reserve",
+    "Engine_KV_Block_Size",
+    "Draft_Tokens_Per_Step",
+    "Draft_Acceptance_Rate",
+    "Draft_Model_Parameters",
+    "Hours_Per_Month",
+    "Measured_Decode_Speed_At_Batch_1",
+    "Measured_Time_To_First_Token",
+    "Prompt_Tokens_In_The_Measurement",
+    "Accelerator",
+    "Weight_Precision",
+    "GPUs_Per_Replica",
+)
 
 
 def serving_inputs(b: Built) -> tuple[list[dict[str, Any]], dict[str, Any], list[float], int]:
@@ -423,8 +536,11 @@ def check_serving(b: Built) -> dict[str, Any]:
         for line in serving_book.CASE_LINES:
             if line.compare:
                 ref = b.book.ref(f"Scenarios:{line.key}")
-                same(b.get(f"Scenarios!{SIDE_COLUMNS[i]}{ref.row}"), expected[line.key],
-                     f"Scenarios {line.key} case {i + 1}")  # fmt: skip
+                same(
+                    b.get(f"Scenarios!{SIDE_COLUMNS[i]}{ref.row}"),
+                    expected[line.key],
+                    f"Scenarios {line.key} case {i + 1}",
+                )
     live = serving_reference(cases[active - 1], g, d)
     for line in serving_book.CASE_LINES:
         same(b.get(b.book.address(line.key)), live[line.key], f"Calculations {line.key}")
@@ -457,8 +573,12 @@ def test_back_of_the_envelope_four_cases_come_out_exactly(plan):
     assert (round(c1("weights")), round(c1("usable")), c1("fits")) == (145, 144, NO_FIT)
     assert c1("tps_user") == NO_FIT and c1("cost_full") == NO_FIT
     # no target is given as shipped: none applies (memory sets every batch)
-    assert (c1("batch_latency"), c1("batch_ttft"), c1("batch"), c1("binding")) == ("no target", "no target", 0,
-                                                                                  "memory")  # fmt: skip
+    assert (c1("batch_latency"), c1("batch_ttft"), c1("batch"), c1("binding")) == (
+        "no target",
+        "no target",
+        0,
+        "memory",
+    )
     assert {rows[n]("binding") for n in rows} == {"memory"}
     expected = {  # batch, tok/s per user, alone, total, prefill s, $ per M output tokens at full load
         "72B FP8, 2 GPUs": (94, 47, 92, 4387, 0.29, 0.32),
@@ -467,8 +587,14 @@ def test_back_of_the_envelope_four_cases_come_out_exactly(plan):
     }
     for name, (batch, user, alone, total, prefill, cost) in expected.items():
         c = rows[name]
-        got = (c("batch"), round(c("tps_user")), round(c("tps_alone")), round(c("tps_total")),
-               round(c("prefill"), 2), round(c("cost_full"), 2))  # fmt: skip
+        got = (
+            c("batch"),
+            round(c("tps_user")),
+            round(c("tps_alone")),
+            round(c("tps_total")),
+            round(c("prefill"), 2),
+            round(c("cost_full"), 2),
+        )
         assert got == (batch, user, alone, total, prefill, cost), name
     kib = {plan.get(case_cell(plan, "model", i)): rows[n]("kv_kib") for i, n in enumerate(rows, start=1)}
     assert kib == {"Qwen2.5-72B": 320, "Qwen2.5-7B": 56}  # Back-of-the-Envelope §3
@@ -506,29 +632,70 @@ def test_every_line_matches_the_python_core_as_shipped(plan):
     [
         ("active case: 72B BF16 on 4 GPUs", {"Active_Scenario": "72B BF16, 4 GPUs"}),
         ("active case: does not fit", {"Active_Scenario": "72B BF16, 2 GPUs"}),
-        ("model Llama-3.1-70B on 4 GPUs, int4 weights", {"model@2": "Llama-3.1-70B", "n_gpus@2": 4,
-                                                         "weight_precision@2": "int4_g128"}),
+        (
+            "model Llama-3.1-70B on 4 GPUs, int4 weights",
+            {"model@2": "Llama-3.1-70B", "n_gpus@2": 4, "weight_precision@2": "int4_g128"},
+        ),
         ("accelerator H200, FP8 KV cache", {"gpu@2": "H200", "tflops_override@2": None, "kv_precision@2": "fp8"}),
-        ("Mistral-7B on an A100 80GB, 8 GPUs, at your quote", {"model@2": "Mistral-7B", "gpu@2": "A100-80GB",
-                                                              "tflops_override@2": None, "n_gpus@2": 8,
-                                                              price_name("A100-80GB"): 1.9}),
-        ("traffic: 1M requests of 8,000 + 1,000 tokens, peak x2",
-         {"Requests_Per_Day": 1_000_000, "Prompt_Tokens_Per_Request": 8000, "Tail_Prompt_Tokens": 8000,
-          "Output_Tokens_Per_Request": 1000, "Peak_Hour_Factor": 2}),
+        (
+            "Mistral-7B on an A100 80GB, 8 GPUs, at your quote",
+            {
+                "model@2": "Mistral-7B",
+                "gpu@2": "A100-80GB",
+                "tflops_override@2": None,
+                "n_gpus@2": 8,
+                price_name("A100-80GB"): 1.9,
+            },
+        ),
+        (
+            "traffic: 1M requests of 8,000 + 1,000 tokens, peak x2",
+            {
+                "Requests_Per_Day": 1_000_000,
+                "Prompt_Tokens_Per_Request": 8000,
+                "Tail_Prompt_Tokens": 8000,
+                "Output_Tokens_Per_Request": 1000,
+                "Peak_Hour_Factor": 2,
+            },
+        ),
         ("latency target 80 tokens/s caps the batch", {"Latency_Target": 80}),
-        ("efficiencies, spares and price", {"Decode_Bandwidth_Efficiency": 0.7, "Prefill_Compute_Utilisation": 0.4,
-                                            "Spare_Replicas": 2, H100_PRICE: 4.1, "Average_Utilisation": 0.5,
-                                            "Usable_Memory_Fraction": 0.85, "Traffic_Growth_Multiple": 3}),
-        ("int4 weights, embeddings as published", {"model@2": "Llama-3.1-70B", "n_gpus@2": 4,
-                                                   "weight_precision@2": "int4_g128",
-                                                   "Embedding_Precision": serving_book.EMBEDDING_AS_PUBLISHED}),
-        ("a mixture of experts, embeddings in q8_0", {"model@2": "Mixtral-8x7B", "n_gpus@2": 2,
-                                                      "Embedding_Precision": "q8_0"}),
-        ("a model not in the catalog, every override filled",
-         {"model@2": "Our-13B", "params_override@2": 13.2, "active_override@2": 13.2,
-          "kv_override@2": 2 * 40 * 8 * 128 * 2, "memory_override@2": 96, "bandwidth_override@2": 4}),
+        (
+            "efficiencies, spares and price",
+            {
+                "Decode_Bandwidth_Efficiency": 0.7,
+                "Prefill_Compute_Utilisation": 0.4,
+                "Spare_Replicas": 2,
+                H100_PRICE: 4.1,
+                "Average_Utilisation": 0.5,
+                "Usable_Memory_Fraction": 0.85,
+                "Traffic_Growth_Multiple": 3,
+            },
+        ),
+        (
+            "int4 weights, embeddings as published",
+            {
+                "model@2": "Llama-3.1-70B",
+                "n_gpus@2": 4,
+                "weight_precision@2": "int4_g128",
+                "Embedding_Precision": serving_book.EMBEDDING_AS_PUBLISHED,
+            },
+        ),
+        (
+            "a mixture of experts, embeddings in q8_0",
+            {"model@2": "Mixtral-8x7B", "n_gpus@2": 2, "Embedding_Precision": "q8_0"},
+        ),
+        (
+            "a model not in the catalog, every override filled",
+            {
+                "model@2": "Our-13B",
+                "params_override@2": 13.2,
+                "active_override@2": 13.2,
+                "kv_override@2": 2 * 40 * 8 * 128 * 2,
+                "memory_override@2": 96,
+                "bandwidth_override@2": 4,
+            },
+        ),
     ],
-)  # fmt: skip
+)
 def test_changed_inputs_match_the_python_core(plan, name, values):
     with changed(plan, _refs(plan, values)):
         live = check_serving(plan)
@@ -578,8 +745,15 @@ def test_a_longer_tail_prompt_shrinks_the_batch_that_fits_and_the_ttft_batch(pla
         assert live["batch"] == 17 and live["latency_caps"] == "no"
         assert live["tail_share"] == "no log-normal fit: paste lengths"  # 12,000 is 6 x the mean: above 3.87
     # the spread typed: a paged cache holds 71, and the first-token target binds
-    with changed(plan, {"Tail_Prompt_Tokens": 12_000, "Prompt_Length_Spread": 3_500, "Latency_Target": 60,
-                        "Time_To_First_Token_Target": 3}):  # fmt: skip
+    with changed(
+        plan,
+        {
+            "Tail_Prompt_Tokens": 12_000,
+            "Prompt_Length_Spread": 3_500,
+            "Latency_Target": 60,
+            "Time_To_First_Token_Target": 3,
+        },
+    ):
         live = check_serving(plan)
         assert live["batch_paged"] == traffic.paged_batch(71.3, 327_680, 2_300, 3_500) == 71
         assert live["batch_mem"] == 71 and live["batch_basis"] == "paged KV cache"
@@ -621,8 +795,24 @@ def test_pasted_prompt_lengths_set_the_mean_tail_spread_and_rejected_share(plan)
     with changed(plan, {**values, "Longest_Prompt_Accepted": 50_000}):
         assert check_serving(plan)["tail_share"] == pytest.approx(1 / 7)
     # 16 prompts of 2,000 tokens on average with a tail to 6,500: a paged batch from their spread
-    sample = [900, 1_000, 1_100, 1_200, 1_300, 1_400, 1_400, 1_500, 1_500, 1_600, 1_700, 1_800, 2_000, 2_300,
-              4_800, 6_500]  # fmt: skip
+    sample = [
+        900,
+        1_000,
+        1_100,
+        1_200,
+        1_300,
+        1_400,
+        1_400,
+        1_500,
+        1_500,
+        1_600,
+        1_700,
+        1_800,
+        2_000,
+        2_300,
+        4_800,
+        6_500,
+    ]
     values = {f"'Prompt lengths'!B{first + i}": v for i, v in enumerate(sample)}
     with changed(plan, values):
         live = check_serving(plan)
@@ -700,53 +890,87 @@ def test_average_utilisation_and_paged_overflow_and_the_link(plan):
 
 
 ACTIVE_CHECKS = {
-    "Weights do not fit in usable memory", "No tail-prompt sequence fits beside the weights",
-    "The longest prompt accepted does not fit at all", "Decode-speed target unreachable even at batch 1",
-    "First-token target unreachable even at batch 1", "Peak not covered with the spares down",
-    "Prompt lengths out of order", "A share or utilisation outside 0 to 100%",
-    "A measurement beyond the hardware's ceiling", "A model or accelerator figure is missing",
-}  # fmt: skip
+    "Weights do not fit in usable memory",
+    "No tail-prompt sequence fits beside the weights",
+    "The longest prompt accepted does not fit at all",
+    "Decode-speed target unreachable even at batch 1",
+    "First-token target unreachable even at batch 1",
+    "Peak not covered with the spares down",
+    "Prompt lengths out of order",
+    "A share or utilisation outside 0 to 100%",
+    "A measurement beyond the hardware's ceiling",
+    "A model or accelerator figure is missing",
+}
 """The checks of the active scenario: a figure that is an error value makes each of them report a problem."""
 
 
 def test_checks_flag_problems_and_only_those(plan):
     cases = {
-        "the active case does not fit": ({"Active_Scenario": "72B BF16, 2 GPUs"}, {
-            "Weights do not fit in usable memory", "No tail-prompt sequence fits beside the weights",
-            "The longest prompt accepted does not fit at all",
-            "Peak not covered with the spares down"}),  # a plan that fits nothing serves no peak
-        "a cap beyond the memory": ({"Longest_Prompt_Accepted": 250_000, "Tail_Prompt_Tokens": 2_000},
-                                    {"The longest prompt accepted does not fit at all"}),
+        "the active case does not fit": (
+            {"Active_Scenario": "72B BF16, 2 GPUs"},
+            {
+                "Weights do not fit in usable memory",
+                "No tail-prompt sequence fits beside the weights",
+                "The longest prompt accepted does not fit at all",
+                "Peak not covered with the spares down",
+            },
+        ),  # a plan that fits nothing serves no peak
+        "a cap beyond the memory": (
+            {"Longest_Prompt_Accepted": 250_000, "Tail_Prompt_Tokens": 2_000},
+            {"The longest prompt accepted does not fit at all"},
+        ),
         # a tail prompt that does not fit at all, with weights that do (217,590 tokens fit alone):
         # nothing fits, so the targets' batches read "does not fit", not a count the target check would flag (the
         # tail's 34 s alone, against the 2 s target, is on Calculations: "First token of a tail prompt alone")
-        "a tail prompt beyond the memory": ({"Tail_Prompt_Tokens": 230_000, "Longest_Prompt_Accepted": 250_000}, {
-            "No tail-prompt sequence fits beside the weights", "The longest prompt accepted does not fit at all",
-            "Peak not covered with the spares down"}),
-        "92 tokens/s alone is the ceiling": ({"Latency_Target": 200},
-                                             {"Decode-speed target unreachable even at batch 1"}),
-        "a tail above the cap": ({"Tail_Prompt_Tokens": 5_000, "Longest_Prompt_Accepted": 4_000},
-                                 {"Prompt lengths out of order"}),
-        "a fraction above 1": ({"Average_Utilisation": 1.5}, {"A share or utilisation outside 0 to 100%",
-                                                               "Error values on Calculations",
-                                                               "Error values on Scenarios",
-                                                               "Error values on Calibration"}),
+        "a tail prompt beyond the memory": (
+            {"Tail_Prompt_Tokens": 230_000, "Longest_Prompt_Accepted": 250_000},
+            {
+                "No tail-prompt sequence fits beside the weights",
+                "The longest prompt accepted does not fit at all",
+                "Peak not covered with the spares down",
+            },
+        ),
+        "92 tokens/s alone is the ceiling": (
+            {"Latency_Target": 200},
+            {"Decode-speed target unreachable even at batch 1"},
+        ),
+        "a tail above the cap": (
+            {"Tail_Prompt_Tokens": 5_000, "Longest_Prompt_Accepted": 4_000},
+            {"Prompt lengths out of order"},
+        ),
+        "a fraction above 1": (
+            {"Average_Utilisation": 1.5},
+            {
+                "A share or utilisation outside 0 to 100%",
+                "Error values on Calculations",
+                "Error values on Scenarios",
+                "Error values on Calibration",
+            },
+        ),
         # (no target given: the targets' checks have nothing to test)
-        "not in the catalog": ({"model@2": "Our-13B"}, ACTIVE_CHECKS - {"Prompt lengths out of order",
-                                                                        "A share or utilisation outside 0 to 100%",
-                                                                        "A measurement beyond the hardware's ceiling",
-                                                                        "Decode-speed target unreachable even at batch 1",
-                                                                        "First-token target unreachable even at batch 1"}
-                               | {"Error values on Calculations", "Error values on Scenarios",
-                                  "Error values on Calibration"}),
-        "TB/s typed as GB/s": ({"bandwidth_override@3": 3350},
-                               {"Memory bandwidth outside its usual range"}),
+        "not in the catalog": (
+            {"model@2": "Our-13B"},
+            ACTIVE_CHECKS
+            - {
+                "Prompt lengths out of order",
+                "A share or utilisation outside 0 to 100%",
+                "A measurement beyond the hardware's ceiling",
+                "Decode-speed target unreachable even at batch 1",
+                "First-token target unreachable even at batch 1",
+            }
+            | {"Error values on Calculations", "Error values on Scenarios", "Error values on Calibration"},
+        ),
+        "TB/s typed as GB/s": ({"bandwidth_override@3": 3350}, {"Memory bandwidth outside its usual range"}),
         "a price in cents": ({H100_PRICE: 250}, {"Price per GPU-hour outside its usual range"}),
-        "an accelerator's price removed": ({price_name("A100-40GB"): None},
-                                           {"Fewer accelerators priced than Options has room for"}),
-        "faster than the ceiling": ({"Measured_Decode_Speed_At_Batch_1": 150},
-                                    {"A measurement beyond the hardware's ceiling", "Error values on Calibration"}),
-    }  # fmt: skip
+        "an accelerator's price removed": (
+            {price_name("A100-40GB"): None},
+            {"Fewer accelerators priced than Options has room for"},
+        ),
+        "faster than the ceiling": (
+            {"Measured_Decode_Speed_At_Batch_1": 150},
+            {"A measurement beyond the hardware's ceiling", "Error values on Calibration"},
+        ),
+    }
     master = plan.book.address("master_check")
     for what, (values, expected) in cases.items():
         with changed(plan, _refs(plan, values)):
@@ -783,8 +1007,9 @@ def classic_xlwings() -> Iterator[None]:
     def from_classic(value: Any) -> Any:
         value = from_engine(value)
         if isinstance(value, list):
-            return [[udfs.from_excel(v) for v in row] if isinstance(row, list) else udfs.from_excel(row)
-                    for row in value]  # fmt: skip
+            return [
+                [udfs.from_excel(v) for v in row] if isinstance(row, list) else udfs.from_excel(row) for row in value
+            ]
         return udfs.from_excel(value)
 
     with pytest.MonkeyPatch.context() as mp:
@@ -798,8 +1023,13 @@ def _cells_reading(b: Built, value: str) -> list[str]:
     column on Scenarios."""
     wb = b.workbook
     found = []
-    for sheet, cols in (("Calculations", "B"), ("Outputs", "B"), ("Cover", "B"), ("Calibration", "CDE"),
-                        ("Scenarios", SIDE_COLUMNS[1])):  # fmt: skip
+    for sheet, cols in (
+        ("Calculations", "B"),
+        ("Outputs", "B"),
+        ("Cover", "B"),
+        ("Calibration", "CDE"),
+        ("Scenarios", SIDE_COLUMNS[1]),
+    ):
         for row in range(1, b.book.ws(sheet).max_row + 1):
             for col in cols:
                 if wb.get(f"'{sheet}'!{col}{row}") == value:
@@ -807,18 +1037,38 @@ def _cells_reading(b: Built, value: str) -> list[str]:
     return found
 
 
-@pytest.mark.parametrize("name, values, must", [
-    # KV cache beyond KvBytes' 1e12: every call that reads it fails. Classic text ">= 1" would have read "fits".
-    ("a KV cache override out of range", {"kv_override@2": 2e12},
-     {"No tail-prompt sequence fits beside the weights", "Error values on Calculations", "Error values on Scenarios"}),
-    ("not in the catalog", {"model@2": "Our-13B"},
-     {"Weights do not fit in usable memory", "A model or accelerator figure is missing"}),
-    # Only the Calibration sheet fails (DECODE_TOKS refuses an efficiency above 1): text, no error value anywhere.
-    # ISERROR alone missed it; COUNTIF(span, "#*") counts it.
-    ("faster than the ceiling", {"Measured_Decode_Speed_At_Batch_1": 150},
-     {"A measurement beyond the hardware's ceiling", "Error values on Calibration"}),
-    ("a fraction above 1", {"Average_Utilisation": 1.5}, {"Error values on Calculations", "Error values on Scenarios"}),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "name, values, must",
+    [
+        # KV cache beyond KvBytes' 1e12: every call that reads it fails. Classic text ">= 1" would have read "fits".
+        (
+            "a KV cache override out of range",
+            {"kv_override@2": 2e12},
+            {
+                "No tail-prompt sequence fits beside the weights",
+                "Error values on Calculations",
+                "Error values on Scenarios",
+            },
+        ),
+        (
+            "not in the catalog",
+            {"model@2": "Our-13B"},
+            {"Weights do not fit in usable memory", "A model or accelerator figure is missing"},
+        ),
+        # Only the Calibration sheet fails (DECODE_TOKS refuses an efficiency above 1): text, no error value anywhere.
+        # ISERROR alone missed it; COUNTIF(span, "#*") counts it.
+        (
+            "faster than the ceiling",
+            {"Measured_Decode_Speed_At_Batch_1": 150},
+            {"A measurement beyond the hardware's ceiling", "Error values on Calibration"},
+        ),
+        (
+            "a fraction above 1",
+            {"Average_Utilisation": 1.5},
+            {"Error values on Calculations", "Error values on Scenarios"},
+        ),
+    ],
+)
 def test_checks_fire_on_classic_xlwings_text_errors_and_nothing_reads_fits(plan, name, values, must):
     refs = _refs(plan, values)
     with changed(plan, refs):
@@ -843,8 +1093,13 @@ def test_checks_fire_on_classic_xlwings_text_errors_and_nothing_reads_fits(plan,
 
 def _error_texts(b: Built) -> list[str]:
     wb = b.workbook
-    return [v for sheet in ("Calculations", "Scenarios", "Calibration") for row in wb.get(f"'{sheet}'!B6:F120")
-            for v in row if isinstance(v, str) and v.startswith("#")]  # fmt: skip
+    return [
+        v
+        for sheet in ("Calculations", "Scenarios", "Calibration")
+        for row in wb.get(f"'{sheet}'!B6:F120")
+        for v in row
+        if isinstance(v, str) and v.startswith("#")
+    ]
 
 
 def test_the_shipped_plan_is_clean_under_classic_xlwings(plan):
@@ -901,14 +1156,23 @@ def test_calibration_sheet_shows_the_ceiling_the_calibrated_and_the_measured(pla
     [
         # DeepSeek-V3 caches the latent plus the rotary key: 61 x (512 + 64) x 2 bytes = 70,272 (architecture.py),
         # once per GPU of the tensor-parallel group
-        ("DeepSeek-V3 on 16 H200s, FP8", {"model@2": "DeepSeek-V3", "gpu@2": "H200", "tflops_override@2": None,
-                                         "n_gpus@2": 16, "weight_precision@2": "fp8"}, 70_272 * 16),
+        (
+            "DeepSeek-V3 on 16 H200s, FP8",
+            {
+                "model@2": "DeepSeek-V3",
+                "gpu@2": "H200",
+                "tflops_override@2": None,
+                "n_gpus@2": 16,
+                "weight_precision@2": "fp8",
+            },
+            70_272 * 16,
+        ),
         # Llama-3.1-70B's 8 KV heads on 16 GPUs: replicated, the cache across the group twice the model's 327,680
         ("Llama-3.1-70B on 16 GPUs", {"model@2": "Llama-3.1-70B", "n_gpus@2": 16}, 327_680 * 2),
         ("Mixtral-8x7B, q4_k_m weights", {"model@2": "Mixtral-8x7B", "weight_precision@2": "q4_k_m"}, None),
         ("Gemma-2-9B, sliding windows", {"model@2": "Gemma-2-9B", "n_gpus@2": 1}, None),
     ],
-)  # fmt: skip
+)
 def test_architecture_aware_presets(plan, name, values, kv):
     with changed(plan, _refs(plan, values)):
         live = check_serving(plan)
@@ -923,8 +1187,7 @@ def test_architecture_aware_presets(plan, name, values, kv):
             # decode must not read only the active 12.9B at any batch: a batch of 2-of-8 routings touches nearly
             # every expert, so a step reads MOE_PARAMS_READ_B's figure, as the roofline (SERVE_TOKS) row does
             assert (live["experts"], live["experts_per_token"]) == (8, 2)
-            assert live["params_read"] == pytest.approx(architecture.moe_params_read_b(46.7, 12.9, 8, 2,
-                                                                                       live["batch"]))  # fmt: skip
+            assert live["params_read"] == pytest.approx(architecture.moe_params_read_b(46.7, 12.9, 8, 2, live["batch"]))
             assert live["params_read"] > 3 * live["active"]
             assert live["tps_alone"] == pytest.approx(serving.decode_tokens_per_s(12.9, "q4_k_m", 2, 3.35))
         if model == "Gemma-2-9B":  # half its layers see a 4,096-token window: at 2,300 tokens, none is capped
@@ -942,14 +1205,38 @@ def test_the_precision_dropdown_lists_every_stored_format(plan):
 
 
 # -- the training plan -----------------------------------------------------------------------------------------------
-TRAINING_GLOBALS = ("Model", "Model_Parameters", "Training_Tokens", "Layers", "Hidden_Size", "Attention_Heads",
-                    "Sequence_Length", "Micro_Batch_Size", "Activation_Recomputation", "Tensor_Parallel_GPUs",
-                    "ZeRO_Stage", "Accelerator", "Dense_BF16_Compute_Override", "Memory_Per_GPU_Override", "GPUs",
-                    "Model_FLOPs_Utilisation", "Time_Budget", "Cached_Tokens", "Chinchilla_Tokens_Per_Parameter",
-                    "Training_Bytes_Per_Parameter", "Optimizer", "Sequence_Parallelism", "Dropout", "Price_Per_GPU_Hour",
-                    "Measured_Training_Throughput", "Measured_GPU_Hours", "Reused_Layers",
-                    "Extra_Passes_Per_Reused_Layer", "Share_Of_Steps_With_Recurrence",
-                    "Parameters_Per_Reused_Layer")  # fmt: skip
+TRAINING_GLOBALS = (
+    "Model",
+    "Model_Parameters",
+    "Training_Tokens",
+    "Layers",
+    "Hidden_Size",
+    "Attention_Heads",
+    "Sequence_Length",
+    "Micro_Batch_Size",
+    "Activation_Recomputation",
+    "Tensor_Parallel_GPUs",
+    "ZeRO_Stage",
+    "Accelerator",
+    "Dense_BF16_Compute_Override",
+    "Memory_Per_GPU_Override",
+    "GPUs",
+    "Model_FLOPs_Utilisation",
+    "Time_Budget",
+    "Cached_Tokens",
+    "Chinchilla_Tokens_Per_Parameter",
+    "Training_Bytes_Per_Parameter",
+    "Optimizer",
+    "Sequence_Parallelism",
+    "Dropout",
+    "Price_Per_GPU_Hour",
+    "Measured_Training_Throughput",
+    "Measured_GPU_Hours",
+    "Reused_Layers",
+    "Extra_Passes_Per_Reused_Layer",
+    "Share_Of_Steps_With_Recurrence",
+    "Parameters_Per_Reused_Layer",
+)
 
 
 def training_reference(g: dict[str, Any]) -> dict[str, Any]:
@@ -962,17 +1249,35 @@ def training_reference(g: dict[str, Any]) -> dict[str, Any]:
     tflops = _figure(g["Dense_BF16_Compute_Override"], catalog.gpu_spec, g["Accelerator"], "bf16_tflops")
     memory = _figure(g["Memory_Per_GPU_Override"], catalog.gpu_spec, g["Accelerator"], "memory_gb")
     rate = gpus * tflops * 1e12 * mfu
-    r = dict(params=n_b, params_m=n_b * 1000, layers=layers, hidden=hidden, heads=heads, head_dim=round(hidden / heads),
-             tflops=tflops, memory=memory, cluster_peak=gpus * tflops / 1000, rate=rate)  # fmt: skip
+    r = dict(
+        params=n_b,
+        params_m=n_b * 1000,
+        layers=layers,
+        hidden=hidden,
+        heads=heads,
+        head_dim=round(hidden / heads),
+        tflops=tflops,
+        memory=memory,
+        cluster_peak=gpus * tflops / 1000,
+        rate=rate,
+    )
     r["flops"] = training.train_flops(n_b, tokens)
     seq = g["Sequence_Length"]
     r["flops_token"] = training_memory.train_flops_per_token(n_b, layers, heads, r["head_dim"], seq)
     r["flops_attn"] = r["flops_token"] * tokens
     r["attn_share"] = 1 - r["flops"] / r["flops_attn"]
     reused = g["Reused_Layers"]
-    applied = r["params_applied"] = training_memory.recurrent_params_b(
-        n_b, g["Parameters_Per_Reused_Layer"] / 1000, reused, g["Extra_Passes_Per_Reused_Layer"],
-        g["Share_Of_Steps_With_Recurrence"]) if reused > 0 else n_b  # fmt: skip
+    applied = r["params_applied"] = (
+        training_memory.recurrent_params_b(
+            n_b,
+            g["Parameters_Per_Reused_Layer"] / 1000,
+            reused,
+            g["Extra_Passes_Per_Reused_Layer"],
+            g["Share_Of_Steps_With_Recurrence"],
+        )
+        if reused > 0
+        else n_b
+    )
     r["flops_applied"] = training.train_flops(applied, tokens)
     r["mfu_applied"] = mfu * applied / n_b
     seconds = r["seconds"] = training.train_seconds(n_b, tokens, gpus, tflops, mfu)
@@ -993,12 +1298,21 @@ def training_reference(g: dict[str, Any]) -> dict[str, Any]:
     r["fits_gpu"] = "yes" if r["train_mem"] <= memory else "no: shard it across the GPUs"
     tp = g["Tensor_Parallel_GPUs"]
     r["dp"] = gpus / tp
-    r["state"] = training_memory.train_state_gb(n_b, training_memory.optimizer_bytes(g["Optimizer"]), g["ZeRO_Stage"],
-                                                int(r["dp"]), tp)  # fmt: skip
+    r["state"] = training_memory.train_state_gb(
+        n_b, training_memory.optimizer_bytes(g["Optimizer"]), g["ZeRO_Stage"], int(r["dp"]), tp
+    )
     r["layers_applied"] = layers + g["Reused_Layers"] * g["Extra_Passes_Per_Reused_Layer"]  # each pass keeps its own
-    r["activations"] = training_memory.activation_gb(seq, g["Micro_Batch_Size"], hidden, heads, r["layers_applied"],
-                                                     tp, g["Sequence_Parallelism"], g["Activation_Recomputation"],
-                                                     g["Dropout"])  # fmt: skip
+    r["activations"] = training_memory.activation_gb(
+        seq,
+        g["Micro_Batch_Size"],
+        hidden,
+        heads,
+        r["layers_applied"],
+        tp,
+        g["Sequence_Parallelism"],
+        g["Activation_Recomputation"],
+        g["Dropout"],
+    )
     r["mem_gpu"] = r["state"] + r["activations"]
     r["fits_mem"] = "fits" if r["mem_gpu"] <= memory else "does not fit"
     r["passes"] = training.data_passes(tokens, g["Cached_Tokens"])
@@ -1106,23 +1420,56 @@ def test_compute_and_memory_measured_rates(train):
     [
         ("active case: 7B on 140B tokens", {"Active_Scenario": "7B, 140B tokens"}),
         ("active case: Chinchilla 70B", {"Active_Scenario": "Chinchilla 70B"}),
-        ("A100 80GB, 16 GPUs, 35% MFU, an hour", {"gpu@1": "A100-80GB", "tflops_override@1": None, "n_gpus@1": 16,
-                                                  "mfu@1": 0.35, "budget@1": 3600}),
+        (
+            "A100 80GB, 16 GPUs, 35% MFU, an hour",
+            {"gpu@1": "A100-80GB", "tflops_override@1": None, "n_gpus@1": 16, "mfu@1": 0.35, "budget@1": 3600},
+        ),
         ("bigger model, more tokens, less cached", {"params@1": 0.125, "tokens@1": 2.5e9, "cached@1": 1e9}),
-        ("rules of thumb and price", {"Chinchilla_Tokens_Per_Parameter": 25, "Training_Bytes_Per_Parameter": 18,
-                                      "Price_Per_GPU_Hour": 3.0}),
-        ("a benchmark of my own", {"bm_params_m@4": 12.5, "bm_tokens@4": 1.2e6, "bm_seconds@4": 60,
-                                   "bm_accelerators@4": 1, "bm_peak@4": 165.2}),
-        ("a preset's shape: Llama-3.1-8B, its figures empty, full recomputation, ZeRO-3",
-         {"model@1": "Llama-3.1-8B", "params@1": None, "layers_input@1": None, "hidden_input@1": None,
-          "heads_input@1": None, "seq_len@1": 8192, "micro_batch@1": 1, "recompute@1": "full", "zero@1": 3}),
-        ("Chinchilla with 8-bit Adam, no sequence parallelism",
-         {"Active_Scenario": "Chinchilla 70B", "Optimizer": "adam_8bit", "Sequence_Parallelism": 0}),
+        (
+            "rules of thumb and price",
+            {"Chinchilla_Tokens_Per_Parameter": 25, "Training_Bytes_Per_Parameter": 18, "Price_Per_GPU_Hour": 3.0},
+        ),
+        (
+            "a benchmark of my own",
+            {
+                "bm_params_m@4": 12.5,
+                "bm_tokens@4": 1.2e6,
+                "bm_seconds@4": 60,
+                "bm_accelerators@4": 1,
+                "bm_peak@4": 165.2,
+            },
+        ),
+        (
+            "a preset's shape: Llama-3.1-8B, its figures empty, full recomputation, ZeRO-3",
+            {
+                "model@1": "Llama-3.1-8B",
+                "params@1": None,
+                "layers_input@1": None,
+                "hidden_input@1": None,
+                "heads_input@1": None,
+                "seq_len@1": 8192,
+                "micro_batch@1": 1,
+                "recompute@1": "full",
+                "zero@1": 3,
+            },
+        ),
+        (
+            "Chinchilla with 8-bit Adam, no sequence parallelism",
+            {"Active_Scenario": "Chinchilla 70B", "Optimizer": "adam_8bit", "Sequence_Parallelism": 0},
+        ),
     ],
-)  # fmt: skip
+)
 def test_training_changed_inputs_match_the_python_core(train, name, values):
-    keys = {"gpu": "gpu", "tflops_override": "tflops_override", "n_gpus": "n_gpus", "mfu": "mfu",
-            "budget": "budget", "params": "params_input", "tokens": "tokens", "cached": "cached"}  # fmt: skip
+    keys = {
+        "gpu": "gpu",
+        "tflops_override": "tflops_override",
+        "n_gpus": "n_gpus",
+        "mfu": "mfu",
+        "budget": "budget",
+        "params": "params_input",
+        "tokens": "tokens",
+        "cached": "cached",
+    }
     refs = {}
     for key, value in values.items():
         if "@" in key:
@@ -1137,23 +1484,36 @@ def test_training_changed_inputs_match_the_python_core(train, name, values):
 def test_training_checks_flag_problems_and_only_those(train):
     cases = {
         "594.5 s of work in a 300 s budget": ({"budget@1": 300}, {"Training time over the time budget"}),
-        "70B on 8 GPUs": ({"n_gpus@4": 8, "tp@4": 8, "Active_Scenario": "Chinchilla 70B"}, {
-            "Training state too big for all the GPUs together",  # 1,120 GB > 640 GB
-            "Training memory per GPU above the GPU's memory", "Training time over the time budget"}),
+        "70B on 8 GPUs": (
+            {"n_gpus@4": 8, "tp@4": 8, "Active_Scenario": "Chinchilla 70B"},
+            {
+                "Training state too big for all the GPUs together",  # 1,120 GB > 640 GB
+                "Training memory per GPU above the GPU's memory",
+                "Training time over the time budget",
+            },
+        ),
         "four times the micro-batch": ({"micro_batch@1": 192}, {"Training memory per GPU above the GPU's memory"}),
-        "8 GPUs in groups of 3": ({"tp@1": 3}, {"GPUs not a whole number of tensor-parallel groups",
-                                                "Training memory per GPU above the GPU's memory",
-                                                "Error values on Calculations"}),
-        "a throughput beyond the peak": ({"Measured_Training_Throughput": 1e9}, {
-            "A measurement beyond the GPUs' peak", "Error values on Calibration",
-            "Error values on Calculations"}),  # MFU refuses a rate above the peak: #NUM! with its reason
-        "100 times the record's tokens in a benchmark": ({"bm_tokens@1": 3.927e11}, {
-            "Error values on Measured rates"}),  # above 100% MFU
+        "8 GPUs in groups of 3": (
+            {"tp@1": 3},
+            {
+                "GPUs not a whole number of tensor-parallel groups",
+                "Training memory per GPU above the GPU's memory",
+                "Error values on Calculations",
+            },
+        ),
+        "a throughput beyond the peak": (
+            {"Measured_Training_Throughput": 1e9},
+            {"A measurement beyond the GPUs' peak", "Error values on Calibration", "Error values on Calculations"},
+        ),  # MFU refuses a rate above the peak: #NUM! with its reason
+        "100 times the record's tokens in a benchmark": (
+            {"bm_tokens@1": 3.927e11},
+            {"Error values on Measured rates"},
+        ),  # above 100% MFU
         "TFLOP/s typed as GFLOP/s": ({"tflops_override@2": 989_500}, {"Dense BF16 compute outside its usual range"}),
         "parameters in millions": ({"params@3": 7_000}, set()),  # 7,000B is a large model, not a slip ...
         "parameters in units": ({"params@3": 7e9}, {"Model parameters outside its usual range"}),  # ... 7e9 B is
         "a benchmark peak in GFLOP/s": ({"bm_peak@1": 989_500}, {"Benchmark peak outside its usual range"}),
-    }  # fmt: skip
+    }
     master = train.book.address("master_check")
     for what, (values, expected) in cases.items():
         with changed(train, _train_refs(train, values)):

@@ -105,8 +105,11 @@ def _formulas(path: Path) -> dict[str, str]:
 
 def _functions(formula: str) -> list[str]:
     """The functions ``formula`` calls, as Excel names them (the ``_xlfn.`` of storage removed)."""
-    return [t.value[:-1].upper().removeprefix("_XLFN.") for t in Tokenizer(formula).items
-            if t.type == Token.FUNC and t.subtype == Token.OPEN]  # fmt: skip
+    return [
+        t.value[:-1].upper().removeprefix("_XLFN.")
+        for t in Tokenizer(formula).items
+        if t.type == Token.FUNC and t.subtype == Token.OPEN
+    ]
 
 
 def test_functions_newer_than_excel_2007_are_stored_with_their_prefix(built):
@@ -135,12 +138,16 @@ class _Layout:
         self.master = f"'{m.sheet}'!{m.col}{m.row}"
         master_ref = f"{m.sheet}!${m.col}${m.row}"
         here = {f"={m.col}{m.row}", f"=${m.col}${m.row}"}  # the master check's own sheet, row 2
-        self.status = {k for k, t in addin.items() if master_ref in t
-                       or (k.startswith(f"'{m.sheet}'!") and t in here)} | {self.master}  # fmt: skip
+        self.status = {
+            k for k, t in addin.items() if master_ref in t or (k.startswith(f"'{m.sheet}'!") and t in here)
+        } | {self.master}
         wb = openpyxl.load_workbook(folder / name)
         ws = wb[m.sheet]
-        self.stale = [f"'{m.sheet}'!B{r}" for r in range(m.row + 1, ws.max_row + 1)
-                      if "values computed by Python for other inputs" in str(ws[f"A{r}"].value)]  # fmt: skip
+        self.stale = [
+            f"'{m.sheet}'!B{r}"
+            for r in range(m.row + 1, ws.max_row + 1)
+            if "values computed by Python for other inputs" in str(ws[f"A{r}"].value)
+        ]
 
 
 def _same(got: Any, want: Any) -> bool:
@@ -324,8 +331,13 @@ def test_a_portable_edition_as_built_has_no_error_cell_the_add_in_edition_lacks(
     extra = {ref: code for ref, code in port.items() if addin.get(ref) != code}
     assert extra == {}, (len(extra), list(extra.items())[:8])
     cached = openpyxl.load_workbook(built / name, data_only=True)
-    stored_errors = [f"'{ws.title}'!{c.coordinate}" for ws in cached.worksheets for row in ws.iter_rows() for c in row
-                     if isinstance(c.value, str) and c.value in ("#N/A", "#NUM!", "#VALUE!", "#DIV/0!")]  # fmt: skip
+    stored_errors = [
+        f"'{ws.title}'!{c.coordinate}"
+        for ws in cached.worksheets
+        for row in ws.iter_rows()
+        for c in row
+        if isinstance(c.value, str) and c.value in ("#N/A", "#NUM!", "#VALUE!", "#DIV/0!")
+    ]
     assert [ref for ref in stored_errors if ref not in addin] == []
 
 

@@ -67,13 +67,30 @@ def options(b: Built) -> list[dict[str, Any]]:
 def cli_plan(b: Built, capsys) -> dict[str, Any]:
     """`xlsxplan plan --json` for the inputs the workbook holds now: its active model, its traffic and targets
     (an empty target is none) and every accelerator priced on Lists at its price there."""
-    argv = ["plan", "--model", b.get("Model"), "--requests-per-day", str(b.get("Requests_Per_Day")),
-            "--prompt-tokens", repr(line(b, "prompt_mean")), "--prompt-p95", repr(line(b, "prompt_tail")),
-            "--max-prompt-tokens", repr(b.get("Longest_Prompt_Accepted")),
-            "--output-tokens", repr(b.get("Output_Tokens_Per_Request")),
-            "--reasoning-tokens", repr(b.get("Hidden_Reasoning_Tokens_Per_Request")),
-            "--peak-factor", repr(b.get("Peak_Hour_Factor")), "--spare", str(b.get("Spare_Replicas")),
-            "--min-replicas", str(b.get("Minimum_Replicas")), "--json"]  # fmt: skip
+    argv = [
+        "plan",
+        "--model",
+        b.get("Model"),
+        "--requests-per-day",
+        str(b.get("Requests_Per_Day")),
+        "--prompt-tokens",
+        repr(line(b, "prompt_mean")),
+        "--prompt-p95",
+        repr(line(b, "prompt_tail")),
+        "--max-prompt-tokens",
+        repr(b.get("Longest_Prompt_Accepted")),
+        "--output-tokens",
+        repr(b.get("Output_Tokens_Per_Request")),
+        "--reasoning-tokens",
+        repr(b.get("Hidden_Reasoning_Tokens_Per_Request")),
+        "--peak-factor",
+        repr(b.get("Peak_Hour_Factor")),
+        "--spare",
+        str(b.get("Spare_Replicas")),
+        "--min-replicas",
+        str(b.get("Minimum_Replicas")),
+        "--json",
+    ]
     percentile = b.get("First_Token_Target_At_The_Percentile")
     if isinstance(percentile, (int, float)) and percentile > 0:  # that target, at its percentile
         first_token = ("--ttft-s", "First_Token_Target_At_The_Percentile")
@@ -106,8 +123,22 @@ def assert_matches_the_cli(b: Built, capsys) -> list[dict[str, Any]]:
     for i, (row, o) in enumerate(zip(rows, data["options"])):
         where = f"option {i + 1}: {row['gpu']} {row['weights']}/{row['kv']} x{row['gpus_per_replica']} {row['serving']}"
         _same(row["rank"], i + 1 if i < feasible else "", where + " rank")
-        for key in ("gpu", "gpus_per_replica", "weights", "kv", "serving", "batch", "binding", "tokens_per_s_per_user",
-                    "ttft_s", "replicas", "gpus", "usd_per_month", "usd_per_m_input", "usd_per_m_output"):  # fmt: skip
+        for key in (
+            "gpu",
+            "gpus_per_replica",
+            "weights",
+            "kv",
+            "serving",
+            "batch",
+            "binding",
+            "tokens_per_s_per_user",
+            "ttft_s",
+            "replicas",
+            "gpus",
+            "usd_per_month",
+            "usd_per_m_input",
+            "usd_per_m_output",
+        ):
             _same(row[key], "" if o[key] is None else o[key], f"{where} {key}")
         assert row["feasible"] == ("yes" if o["feasible"] else "no"), where
         assert row["frontier"] == ("yes" if o["frontier"] else ""), where
@@ -131,10 +162,13 @@ def test_the_options_sheet_is_what_xlsxplan_plan_prints_for_the_same_inputs(plan
     assert all(r["reason"] for r in rows if r["feasible"] == "no")
 
 
-@pytest.mark.parametrize("values", [
-    {"Requests_Per_Day": 1_000_000, "Output_Tokens_Per_Request": 800, "Tail_Prompt_Tokens": 6_000},
-    {"Active_Scenario": "7B BF16, 1 GPU", "Hidden_Reasoning_Tokens_Per_Request": 500, "Spare_Replicas": 2},
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "values",
+    [
+        {"Requests_Per_Day": 1_000_000, "Output_Tokens_Per_Request": 800, "Tail_Prompt_Tokens": 6_000},
+        {"Active_Scenario": "7B BF16, 1 GPU", "Hidden_Reasoning_Tokens_Per_Request": 500, "Spare_Replicas": 2},
+    ],
+)
 def test_the_options_follow_the_inputs_as_the_cli_does(plan, capsys, values):
     with changed(plan, values):
         assert_matches_the_cli(plan, capsys)
@@ -170,8 +204,11 @@ def test_plan_options_at_checks_its_arguments_once_per_search_and_gives_what_pla
             assert plan_options_at(r, c, *args) == (table[r - 1][c - 1] if table[r - 1][c - 1] != "" else NONE_SHOWN)
     assert len(table[0]) == len(TABLE_HEADER) + 4  # the percentile target's columns
     # every argument is still checked: a bad one is a clear error, the first time and after a good call
-    for bad, argument in (((*args[:4], 0.5), "peak_factor"), ((*args[:13], 1.5), "ttft_percentile"),
-                          ((*args, 0, 0, 16, "none", 0, 1, 2), "own")):  # fmt: skip
+    for bad, argument in (
+        ((*args[:4], 0.5), "peak_factor"),
+        ((*args[:13], 1.5), "ttft_percentile"),
+        ((*args, 0, 0, 16, "none", 0, 1, 2), "own"),
+    ):
         for _ in range(2):
             with pytest.raises(XlsxplanError) as err:
                 plan_options_at(2, 2, *bad)
@@ -234,8 +271,9 @@ def test_every_cost_figure_reads_its_accelerators_price(plan):
     price_row = plan.book.ref("Scenarios:price").row
     cost_row = plan.book.ref("Scenarios:cost_full").row
     before = plan.get(f"Scenarios!{SIDE_COLUMNS[3]}{cost_row}")
-    with changed(plan, {f"Inputs!{ref.col}{ref.row}": "H200", "Inputs!J" + str(plan.book.ref("tflops_override@3").row):
-                        None}):  # fmt: skip
+    with changed(
+        plan, {f"Inputs!{ref.col}{ref.row}": "H200", "Inputs!J" + str(plan.book.ref("tflops_override@3").row): None}
+    ):
         assert plan.get(f"Scenarios!{SIDE_COLUMNS[3]}{price_row}") == catalog.gpu_price("H200") == 5.408
         assert plan.get(f"Scenarios!{SIDE_COLUMNS[2]}{price_row}") == 2.5  # the H100 cases keep theirs
         assert plan.get(f"Scenarios!{SIDE_COLUMNS[3]}{cost_row}") != before
@@ -359,8 +397,9 @@ def test_speculative_decoding_speeds_decode_and_cuts_its_cost_as_the_hand_says(p
         # alpha 0.8, gamma 4: (1 - 0.8^5) / 0.2 = 3.36 tokens a step (Leviathan et al. 2023, equation 1)
         assert line(plan, "spec_tokens") == pytest.approx((1 - 0.8**5) / 0.2)
         batch = line(plan, "batch")
-        step = speculative.spec_step_seconds(line(plan, "params_read"), 1, batch, 327_680, 2_300, 2, 3.35,
-                                             line(plan, "tflops_weights"), 4, 1, 2, 1, 0.5)  # fmt: skip
+        step = speculative.spec_step_seconds(
+            line(plan, "params_read"), 1, batch, 327_680, 2_300, 2, 3.35, line(plan, "tflops_weights"), 4, 1, 2, 1, 0.5
+        )
         assert line(plan, "spec_step") == pytest.approx(step)
         tokens = (1 - 0.8**5) / 0.2
         assert line(plan, "spec_tps_user") == pytest.approx(tokens / step)

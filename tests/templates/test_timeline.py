@@ -43,8 +43,7 @@ def plan(tmp_path_factory) -> Built:
         mp.setenv("XLSXPLAN_CATALOG_DIR", str(tmp_path_factory.mktemp("no-user-presets")))
         # the functions edition: these tests check the month formulas as written and against the Python core;
         # tests/templates/test_portable.py checks the portable edition's values against this one
-        return build_template(serving_book.FILENAME, tmp_path_factory.mktemp("timeline"), Workbook,
-                              edition="functions")  # fmt: skip
+        return build_template(serving_book.FILENAME, tmp_path_factory.mktemp("timeline"), Workbook, edition="functions")
 
 
 def _row(b: Built, key: str) -> int:
@@ -72,12 +71,31 @@ def _number(x: Any) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool)
 
 
-NAMES = ("Requests_Per_Day", "Traffic_Growth_Per_Month", "Peak_Hour_Factor", "Change_Month",
-         "Capacity_Multiple_After_The_Change", "Spare_Replicas", "Minimum_Replicas", "GPUs_Per_Replica",
-         "GPUs_Per_Server", "Lead_Time_For_Servers", "Capital_Cost_Per_GPU", "Capital_Recovery_Life", "Residual_Value",
-         "Cost_Of_Capital", "Power_Per_GPU", "Power_Usage_Effectiveness", "Electricity_Price", "Hosting_Per_KW_Month",
-         "On_Demand_Price_Change_Per_Month", "Committed_Price_Per_GPU_Hour", "Committed_GPUs",
-         "Hours_Per_Month", "Timeline_Start")  # fmt: skip
+NAMES = (
+    "Requests_Per_Day",
+    "Traffic_Growth_Per_Month",
+    "Peak_Hour_Factor",
+    "Change_Month",
+    "Capacity_Multiple_After_The_Change",
+    "Spare_Replicas",
+    "Minimum_Replicas",
+    "GPUs_Per_Replica",
+    "GPUs_Per_Server",
+    "Lead_Time_For_Servers",
+    "Capital_Cost_Per_GPU",
+    "Capital_Recovery_Life",
+    "Residual_Value",
+    "Cost_Of_Capital",
+    "Power_Per_GPU",
+    "Power_Usage_Effectiveness",
+    "Electricity_Price",
+    "Hosting_Per_KW_Month",
+    "On_Demand_Price_Change_Per_Month",
+    "Committed_Price_Per_GPU_Hour",
+    "Committed_GPUs",
+    "Hours_Per_Month",
+    "Timeline_Start",
+)
 
 
 def excel_date(day: dt.date) -> int:
@@ -94,8 +112,9 @@ def reference(b: Built) -> dict[str, Any]:
     month row as a list of 36, each single figure as a value."""
     g = {name: b.get(name) for name in NAMES}
     g["Price_Per_GPU_Hour"] = b.get(price_name(b.get("Accelerator")))  # the active accelerator's, on Lists
-    calc = {key: b.get(b.book.address(key)) for key in ("replica_rps_chunked", "prompt_mean", "decode_tokens",
-                                                         "fleet_util")}  # fmt: skip
+    calc = {
+        key: b.get(b.book.address(key)) for key in ("replica_rps_chunked", "prompt_mean", "decode_tokens", "fleet_util")
+    }
     pasted = [row[0] for row in b.get("Monthly_Requests_Per_Day")]
     start = g["Timeline_Start"]
     start = start.date() if isinstance(start, dt.datetime) else dt.date(1899, 12, 30) + dt.timedelta(days=start)
@@ -107,14 +126,18 @@ def reference(b: Built) -> dict[str, Any]:
     r: dict[str, Any] = {"dates": [excel_date(add_months(start, m - 1)) for m in ms], "month": list(ms)}
     r["change"] = [1 if g["Change_Month"] > 0 and m >= g["Change_Month"] else 0 for m in ms]
     r["owned_ok"] = [1 if m > lead else 0 for m in ms]
-    r["requests"] = [p if _number(p) else g["Requests_Per_Day"] * (1 + g["Traffic_Growth_Per_Month"]) ** (m - 1)
-                     for m, p in zip(ms, pasted)]  # fmt: skip
+    r["requests"] = [
+        p if _number(p) else g["Requests_Per_Day"] * (1 + g["Traffic_Growth_Per_Month"]) ** (m - 1)
+        for m, p in zip(ms, pasted)
+    ]
     r["peak_rps"] = [serving.peak_requests_per_s(x, g["Peak_Hour_Factor"]) for x in r["requests"]]
     r["fits"] = 1 if fits else 0
     multiple = g["Capacity_Multiple_After_The_Change"]
     r["capacity"] = [(rps if fits else 0) * (multiple if c else 1) for c in r["change"]]
-    r["replicas"] = [traffic.fleet_replicas(p, c, g["Spare_Replicas"], g["Minimum_Replicas"]) if c > 0 else 0
-                     for p, c in zip(r["peak_rps"], r["capacity"])]  # fmt: skip
+    r["replicas"] = [
+        traffic.fleet_replicas(p, c, g["Spare_Replicas"], g["Minimum_Replicas"]) if c > 0 else 0
+        for p, c in zip(r["peak_rps"], r["capacity"])
+    ]
     r["gpus"] = [n * g["GPUs_Per_Replica"] for n in r["replicas"]]
     r["tokens"] = [x * hours / 24 * tokens_per_request / 1e9 for x in r["requests"]]
     r["servers_needed"] = [math.ceil(n / per_server) for n in r["gpus"]]
@@ -124,19 +147,26 @@ def reference(b: Built) -> dict[str, Any]:
     r["gpus_owned"] = [s * per_server for s in r["in_service"]]
     r["gpus_bridge"] = [max(0, n - o) for n, o in zip(r["gpus"], r["gpus_owned"])]
     owned_case = (g["Capital_Cost_Per_GPU"], g["Capital_Recovery_Life"], g["Residual_Value"], g["Cost_Of_Capital"])
-    r["owned_hour"] = cost.gpu_hour_owned(*owned_case, g["Power_Per_GPU"], g["Power_Usage_Effectiveness"],
-                                          g["Electricity_Price"], g["Hosting_Per_KW_Month"])  # fmt: skip
+    r["owned_hour"] = cost.gpu_hour_owned(
+        *owned_case,
+        g["Power_Per_GPU"],
+        g["Power_Usage_Effectiveness"],
+        g["Electricity_Price"],
+        g["Hosting_Per_KW_Month"],
+    )
     r["capital_hour"] = cost.gpu_hour_owned(*owned_case)
     running = r["running_hour"] = r["owned_hour"] - r["capital_hour"]
     price, committed_price = g["Price_Per_GPU_Hour"], g["Committed_Price_Per_GPU_Hour"]
     r["od_price"] = [price * (1 + g["On_Demand_Price_Change_Per_Month"]) ** (m - 1) for m in ms]
     typed = g["Committed_GPUs"]
-    level = r["committed"] = typed if _number(typed) else cost.best_commitment(tuple(r["gpus"]), committed_price,
-                                                                                price)  # fmt: skip
+    level = r["committed"] = typed if _number(typed) else cost.best_commitment(tuple(r["gpus"]), committed_price, price)
     r["breakeven_util"] = cost.breakeven_utilisation(r["owned_hour"], price)
     capex_server = per_server * g["Capital_Cost_Per_GPU"]
-    r["payback"] = (cost.breakeven_month(capex_server, per_server * price * hours, per_server * running * hours)
-                    if price > running else "never")  # fmt: skip
+    r["payback"] = (
+        cost.breakeven_month(capex_server, per_server * price * hours, per_server * running * hours)
+        if price > running
+        else "never"
+    )
     if fits:
         tps = r["tps_gpu"] = rps * tokens_per_request / g["GPUs_Per_Replica"]
         r["cpm_owned_util"] = cost.cost_per_m_owned(r["owned_hour"], tps, calc["fleet_util"])
@@ -147,8 +177,9 @@ def reference(b: Built) -> dict[str, Any]:
     r["bridge_cost"] = [n * p * hours for n, p in zip(r["gpus_bridge"], r["od_price"])]
     r["owned_total"] = [a + c for a, c in zip(r["owned_cost"], r["bridge_cost"])]
     r["od_cost"] = [n * p * hours for n, p in zip(r["gpus"], r["od_price"])]
-    r["committed_cost"] = [(level * committed_price + max(0, n - level) * p) * hours
-                           for n, p in zip(r["gpus"], r["od_price"])]  # fmt: skip
+    r["committed_cost"] = [
+        (level * committed_price + max(0, n - level) * p) * hours for n, p in zip(r["gpus"], r["od_price"])
+    ]
     r["capex_cash"] = [a * capex_server for a in r["arriving"]]
     r["running_cash"] = [n * running * hours for n in r["gpus_owned"]]
     r["owned_cash"] = [a + c + d for a, c, d in zip(r["capex_cash"], r["running_cash"], r["bridge_cost"])]
@@ -259,18 +290,32 @@ def test_the_costs_block_is_costs_toml_with_each_figures_unit_source_and_date(pl
     ("name", "values"),
     [
         ("growth 10% a month", {"Traffic_Growth_Per_Month": 0.10}),
-        ("traffic falling 3% a month, servers of 4 GPUs, on demand at $4.50",
-         {"Traffic_Growth_Per_Month": -0.03, "GPUs_Per_Server": 4, H100_PRICE: 4.5}),
-        ("a lead time of 8 months, on-demand prices falling 2% a month",
-         {"Lead_Time_For_Servers": 8, "On_Demand_Price_Change_Per_Month": -0.02}),
-        ("on demand at $4.00, committed at $3.00, 20 GPUs committed",
-         {H100_PRICE: 4.0, "Committed_Price_Per_GPU_Hour": 3.0, "Committed_GPUs": 20}),
+        (
+            "traffic falling 3% a month, servers of 4 GPUs, on demand at $4.50",
+            {"Traffic_Growth_Per_Month": -0.03, "GPUs_Per_Server": 4, H100_PRICE: 4.5},
+        ),
+        (
+            "a lead time of 8 months, on-demand prices falling 2% a month",
+            {"Lead_Time_For_Servers": 8, "On_Demand_Price_Change_Per_Month": -0.02},
+        ),
+        (
+            "on demand at $4.00, committed at $3.00, 20 GPUs committed",
+            {H100_PRICE: 4.0, "Committed_Price_Per_GPU_Hour": 3.0, "Committed_GPUs": 20},
+        ),
         ("an engine twice as fast from month 6", {"Change_Month": 6, "Capacity_Multiple_After_The_Change": 2}),
-        ("a forecast pasted for months 1, 2 and 36; cheaper servers and power",
-         {"'Monthly requests'!B6": 500_000, "'Monthly requests'!B7": 50_000, "'Monthly requests'!B41": 2_000_000,
-          "Capital_Cost_Per_GPU": 30_000, "Electricity_Price": 0.05, "Power_Usage_Effectiveness": 1.2}),
+        (
+            "a forecast pasted for months 1, 2 and 36; cheaper servers and power",
+            {
+                "'Monthly requests'!B6": 500_000,
+                "'Monthly requests'!B7": 50_000,
+                "'Monthly requests'!B41": 2_000_000,
+                "Capital_Cost_Per_GPU": 30_000,
+                "Electricity_Price": 0.05,
+                "Power_Usage_Effectiveness": 1.2,
+            },
+        ),
     ],
-)  # fmt: skip
+)
 def test_changed_inputs_give_the_months_the_steps_and_the_breakeven_python_computes(plan, name, values):
     with changed(plan, values):
         check_timeline(plan)
@@ -322,8 +367,9 @@ def test_the_plans_own_cost_per_token_is_calculations_bill_over_its_tokens(plan)
     # input and output tokens: (cost in x prompt + cost out x output) / (prompt + output)
     prompt, decode = (plan.get(plan.book.address(k)) for k in ("prompt_mean", "decode_tokens"))
     cost_in, cost_out = (plan.get(plan.book.address(k)) for k in ("cost_in", "cost_out"))
-    assert total_of(plan, "cpm_rented_util") == pytest.approx((cost_in * prompt + cost_out * decode) /
-                                                              (prompt + decode), rel=1e-12)  # fmt: skip
+    assert total_of(plan, "cpm_rented_util") == pytest.approx(
+        (cost_in * prompt + cost_out * decode) / (prompt + decode), rel=1e-12
+    )
 
 
 def test_a_scenario_that_does_not_fit_reads_so_with_no_error_values(plan):
@@ -362,7 +408,8 @@ def test_every_month_has_the_same_formula_and_no_month_is_special(plan):
         origin = ws[f"{first}{r}"].value
         for col in timeline.MONTH_COLUMNS[1:]:
             assert ws[f"{col}{r}"].value == Translator(origin, origin=f"{first}{r}").translate_formula(f"{col}{r}"), (
-                f"{row.label}: {col} differs from {first}")  # fmt: skip
+                f"{row.label}: {col} differs from {first}"
+            )
     heading = ws[f"{first}5"].value
     assert heading == "=EDATE(Timeline_Start,E" + str(_row(plan, "month")) + "-1)"
     for col in timeline.MONTH_COLUMNS[1:]:
@@ -390,8 +437,9 @@ def test_two_charts_of_gpus_and_cost_over_time(plan):
     titles = [c.title.tx.rich.p[0].r[0].t for c in ws._charts]
     assert titles == ["GPUs over time", "Cost so far, in cash"]
     rows = {re.search(r"\$(\d+)$", s.val.numRef.f).group(1) for c in ws._charts for s in c.series}
-    assert rows == {str(_row(plan, k)) for k in ("gpus", "gpus_owned", "gpus_bridge", "owned_cum", "od_cum",
-                                                 "committed_cum")}  # fmt: skip
+    assert rows == {
+        str(_row(plan, k)) for k in ("gpus", "gpus_owned", "gpus_bridge", "owned_cum", "od_cum", "committed_cum")
+    }
 
 
 # -- LibreOffice: the Timeline and the Costs block print as a finance schedule ---------------------------------------
@@ -400,11 +448,25 @@ def test_two_charts_of_gpus_and_cost_over_time(plan):
 @pytest.mark.slow
 @pytest.mark.skipif(not (shutil.which("soffice") and shutil.which("pdftotext")), reason="needs LibreOffice and poppler")
 def test_libreoffice_prints_the_timeline_and_costs_as_a_finance_schedule(plan, tmp_path):
-    subprocess.run(["soffice", "--headless", f"-env:UserInstallation=file://{tmp_path}/lo", "--convert-to", "pdf",
-                    "--outdir", str(tmp_path), str(plan.path)], check=True, capture_output=True, timeout=300)  # fmt: skip
+    subprocess.run(
+        [
+            "soffice",
+            "--headless",
+            f"-env:UserInstallation=file://{tmp_path}/lo",
+            "--convert-to",
+            "pdf",
+            "--outdir",
+            str(tmp_path),
+            str(plan.path),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
     pdf = tmp_path / plan.path.with_suffix(".pdf").name
-    pages = subprocess.run(["pdftotext", "-layout", str(pdf), "-"], check=True, capture_output=True,
-                           text=True).stdout.split("\f")  # fmt: skip
+    pages = subprocess.run(
+        ["pdftotext", "-layout", str(pdf), "-"], check=True, capture_output=True, text=True
+    ).stdout.split("\f")
     timeline_pages = [p for p in pages if "Serving plan: Timeline" in p]
     costs_page = next(p for p in pages if "Serving plan: Inputs" in p and "Costs: owning the GPUs" in p)
     for page in [*timeline_pages, costs_page]:
