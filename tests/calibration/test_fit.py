@@ -170,6 +170,7 @@ def test_factors_round_trip_through_their_file_form():
 # --- the shipped fit --------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_shipped_factors_are_fitted_on_the_shipped_measurements():
     # `xlsxplan calibrate --fit` regenerates them; this fails when the data changed and the fit was not rerun
     stored = json.loads(calibration.factors_path().read_text(encoding="utf-8"))
@@ -349,6 +350,7 @@ def test_megatron_counts_hardware_flops_and_nvidia_its_own():
     assert rows[9].flops == "model"  # OPT says nothing of recomputation
 
 
+@pytest.mark.slow
 def test_a_capped_factor_is_a_warning_in_the_reason():
     # a fit that puts a row above its peak is capped at 1 and says so: consumer decode at 0.7 x 1.6 = 1.12 of peak
     rows = {m.line: m for m in measurements.read_measurements(calibration.measurements_path())}

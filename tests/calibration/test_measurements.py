@@ -37,6 +37,7 @@ def stored_figures() -> dict:
     return json.loads(FIGURES.read_text(encoding="utf-8"))
 
 
+@pytest.mark.slow
 def test_validation_summary_meets_the_bar_and_matches_the_regenerated_figures():
     # BENCHMARKS.md and docs/calibration.md quote docs/calibration_figures.json, which `xlsxplan calibrate --fit
     # --shipped` regenerates: a change to the physics, the fit or the data that moves a figure fails here until it is
@@ -129,6 +130,7 @@ def test_per_node_and_per_trillion_token_metrics():
         )
 
 
+@pytest.mark.slow
 def test_a_row_never_predicts_itself():
     rows = shipped_rows()
     before = {r.line: r.predicted for r in validated_shipped()}
@@ -140,6 +142,7 @@ def test_a_row_never_predicts_itself():
         assert in_sample[line] != pytest.approx(before[line], rel=1e-3), line
 
 
+@pytest.mark.slow
 def test_the_runs_other_rows_are_left_out_too():
     rows = shipped_rows()
     by_line = {m.line: m for m in rows}
@@ -349,6 +352,7 @@ def test_a_users_own_file_tensorrt_llm_llama31_8b_sequence_lengths():
     assert all(0.8 < r.ratio < 1.0 for r in as_is)
 
 
+@pytest.mark.slow
 def test_the_fit_report_fits_each_leave_one_run_out_set_once(monkeypatch):
     # fit_report builds its cache of leave-one-run-out fits once, not inside the loop over kinds, where every
     # fit ran three times. Counted, not timed.

@@ -26,6 +26,7 @@ def run(capsys, *argv):
 FIGURES = REPO / "docs" / "calibration_figures.json"
 
 
+@pytest.mark.slow
 def test_validate_prints_each_row_and_the_summary(capsys):
     # the figures are docs/calibration_figures.json's, which `calibrate --fit --shipped` regenerates
     fig = json.loads(FIGURES.read_text(encoding="utf-8"))
@@ -45,6 +46,7 @@ def test_validate_prints_each_row_and_the_summary(capsys):
     )
 
 
+@pytest.mark.slow
 def test_validate_factors_as_is_refits_nothing(capsys):
     fig = json.loads(FIGURES.read_text(encoding="utf-8"))["factors_as_is"]
     code, out, _ = run(capsys, "validate", "--factors-as-is", "--json")
@@ -56,6 +58,7 @@ def test_validate_factors_as_is_refits_nothing(capsys):
     assert summary["median_abs_error"] <= json.loads(out)["summary"]["median_abs_error"]
 
 
+@pytest.mark.slow
 def test_validate_json_has_one_row_per_input_row_in_order(capsys):
     code, out, _ = run(capsys, "validate", "--json")
     data = json.loads(out)
@@ -118,6 +121,7 @@ def test_validate_refuses_a_file_without_the_schema(capsys, tmp_path):
     assert code == 2 and "cannot be read" in err
 
 
+@pytest.mark.slow
 def test_a_refit_on_a_users_file_is_one_command_and_used_at_once(capsys, tmp_path, monkeypatch):
     # Changing the data file and re-running the fit is one command. The user's copy of the measurements,
     # with the FP8 time-to-first-token rows made twice as fast: `calibrate --fit --data FILE` writes the user's
@@ -180,6 +184,7 @@ def test_calibrate_option_errors(capsys):
     assert code == 2 and "--shipped and --out are two destinations" in err
 
 
+@pytest.mark.slow
 def test_calibrate_quick_measures_sane_figures(capsys):
     # ranges, not values: a 2-core CI machine and a GPU server both fall inside them
     code, out, _ = run(capsys, "calibrate", "--quick", "--json", "--backend", "numpy", "--gpu", "H100")
@@ -195,6 +200,7 @@ def test_calibrate_quick_measures_sane_figures(capsys):
     assert f["memory_gb"] >= 0
 
 
+@pytest.mark.slow
 def test_calibrate_save_makes_a_preset_usable_in_formulas(capsys):
     code, out, _ = run(capsys, "calibrate", "--quick", "--backend", "numpy", "--save", "this-laptop")
     assert code == 0 and "saved as accelerator 'this-laptop'" in out
@@ -308,6 +314,7 @@ def test_a_torch_device_that_is_not_there_is_refused():
     assert [_torch_device(fake(g, m), "auto") for g, m in ((1, True), (0, True), (0, False))] == ["cuda", "mps", "cpu"]
 
 
+@pytest.mark.slow
 def test_calibrate_fit_never_rewrites_an_installed_package(capsys, monkeypatch, tmp_path):
     # `calibrate --fit` must not rewrite the installed package's calibration.json: it writes the user's
     # own factors by default, and --shipped (which rewrites the shipped copy) is refused outside a source checkout.
@@ -331,6 +338,7 @@ def test_calibrate_fit_never_rewrites_an_installed_package(capsys, monkeypatch, 
     assert not source_checkout(installed / "calibration.json")
 
 
+@pytest.mark.slow
 def test_a_preset_measured_by_calibrate_gets_its_own_efficiencies(capsys):
     # A preset saved by `calibrate --save` holds measured rates, not datasheet peaks: its decode and prefill
     # factors are 1 (times the weights-format multiplier), its train_mfu the measured 6N rate over the measured

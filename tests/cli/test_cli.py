@@ -119,6 +119,7 @@ print("loaded:" + ",".join(sorted({m.split(".")[0] for m in sys.modules} & set(s
 UNUSED = "openpyxl,xlwings,tqdm,scipy,formulas,schedula,defusedxml"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "argv, unused",
     [

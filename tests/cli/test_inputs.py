@@ -58,6 +58,7 @@ def _scenario_number(wb) -> int:
     return next(i for i, col in enumerate("GHIJ", start=1) if ws[f"{col}10"].value == active)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("template", [SERVING, TRAINING], ids=["serving", "training"])
 def test_every_settable_input_of_a_template_is_listed(template, capsys):
     listed = _listed(capsys, template)
@@ -72,6 +73,7 @@ def test_every_settable_input_of_a_template_is_listed(template, capsys):
         assert row["unit"] == (unit or ""), name
 
 
+@pytest.mark.slow
 def test_allowed_values_come_from_the_data_validation(capsys):
     listed = _listed(capsys, SERVING)
     wb = openpyxl.load_workbook(SERVING)
@@ -86,6 +88,7 @@ def test_allowed_values_come_from_the_data_validation(capsys):
     assert listed["Price_Date"]["allowed"] == "a date after 2000-01-01"
 
 
+@pytest.mark.slow
 def test_the_table_lists_name_cell_value_unit_allowed(capsys):
     code, out, _ = run(capsys, "inputs", SERVING)
     assert code == 0
@@ -122,6 +125,7 @@ def test_a_workbook_of_ones_own(capsys, tmp_path):
     assert listed["Price"]["text"] == "$2.50"  # as its number format shows it
 
 
+@pytest.mark.slow
 def test_each_listed_name_is_accepted_by_set(capsys, tmp_path):
     listed = _listed(capsys, SERVING)
     sets = [

@@ -60,6 +60,7 @@ def test_recalc_writes_beside_the_input_and_shows_cells_and_names(book, capsys):
     assert openpyxl.load_workbook(written)["Inputs"]["B5"].value == 4  # the input set is saved with the result
 
 
+@pytest.mark.slow
 def test_the_summary_names_the_cause_not_a_cell_that_passes_it_on(capsys, tmp_path):
     # a wrong model name in the serving template breaks 176 cells downstream of it; the line names the one cell with
     # a reason of its own, not the first of those that only pass it on
@@ -298,6 +299,7 @@ def test_the_input_changes_only_when_named_as_output(book, capsys):
 # Progress
 
 
+@pytest.mark.slow
 def test_quiet_when_piped(book, tmp_path):
     result = subprocess.run(
         [sys.executable, "-m", "xlsxplan", "recalc", str(book), "-o", str(tmp_path / "o.xlsx")],

@@ -42,6 +42,7 @@ def _rows(path: Path) -> tuple[str, dict[str, str], int]:
     return master, checks, len(checks)
 
 
+@pytest.mark.slow
 def test_an_unreachable_target_is_reported_with_the_failed_check(capsys, tmp_path):
     master, checks, count = _rows(SERVING)
     args = ["recalc", SERVING, "-o", tmp_path / "o.xlsx", "--set", "Time_To_First_Token_Target=0.05"]
@@ -57,6 +58,7 @@ def test_an_unreachable_target_is_reported_with_the_failed_check(capsys, tmp_pat
     assert lines[2].startswith("wrote ")
 
 
+@pytest.mark.slow
 def test_strict_exits_1_when_the_master_check_says_error(capsys, tmp_path):
     args = ["recalc", SERVING, "-o", tmp_path / "o.xlsx", "-q", "--strict"]
     code, _, err = run(capsys, *args, "--set", "Latency_Target=500")
@@ -66,6 +68,7 @@ def test_strict_exits_1_when_the_master_check_says_error(capsys, tmp_path):
     assert code == 0 and err == ""  # all checks pass: -q says nothing
 
 
+@pytest.mark.slow
 def test_every_failed_check_is_listed(capsys, tmp_path):
     _, checks, _ = _rows(SERVING)
     args = ["recalc", SERVING, "-o", tmp_path / "o.xlsx", "-q", "--set", "Latency_Target=500"]
@@ -79,6 +82,7 @@ def test_every_failed_check_is_listed(capsys, tmp_path):
     assert err.splitlines()[0].endswith(f", 2 of {len(checks)} checks failed")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("template", [SERVING, TRAINING], ids=["serving", "training"])
 def test_a_clean_plan_says_so_unless_quiet(template, capsys, tmp_path):
     master, _, count = _rows(template)
@@ -87,6 +91,7 @@ def test_a_clean_plan_says_so_unless_quiet(template, capsys, tmp_path):
     assert err.splitlines()[0] == f"master check {master}: OK, all {count} checks pass"
 
 
+@pytest.mark.slow
 def test_json_carries_the_checks(capsys, tmp_path):
     master, checks, count = _rows(SERVING)
     args = ["recalc", SERVING, "-o", tmp_path / "o.xlsx", "--json", "--set", "Latency_Target=500"]

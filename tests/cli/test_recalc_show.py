@@ -157,6 +157,7 @@ def test_json_keeps_the_value_and_adds_the_text_shown(tmp_path, capsys):
     assert report["shown"] == [{"ref": "Plan!B4", "cell": "Plan!B4", "value": 0.9512, "text": "95.1%"}]
 
 
+@pytest.mark.slow
 def test_the_serving_templates_figures_print_as_the_sheet_shows_them(tmp_path, capsys):
     template = ROOT / "workbooks" / "serving_plan.xlsx"
     wb = openpyxl.load_workbook(template)

@@ -499,6 +499,7 @@ def test_combination_is_the_product_s_element():
     assert [_combination(edges, i) for i in range(6)] == list(itertools.product(*edges))
 
 
+@pytest.mark.slow
 def test_no_numeric_function_names_an_argument_it_does_not_take():
     # The same finding across the registry: every error from a function of numbers names one of its own arguments
     # (or says the result is too large), at every combination of the edges of its arguments' domains.

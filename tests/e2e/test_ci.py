@@ -26,6 +26,7 @@ def test_unrelated_skip():
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "required, code, outcome, workers",
     [(None, 0, "2 skipped", "0"), ("1", 1, "1 skipped, 1 error", "0"), ("1", 1, "1 skipped, 1 error", "2")],
@@ -58,6 +59,7 @@ def test_ci_requires_libreoffice_and_fails_when_it_cannot_install_it():
     assert "exit 1" in ci and "for tool in soffice pdftotext" in ci
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("option, workers", [([], True), (["-p", "no:xdist"], False), (["-n", "0"], False)])
 def test_the_suite_runs_on_workers_unless_xdist_is_off_or_given_none(tmp_path, option, workers):
     # pyproject.toml's addopts start pytest-xdist's workers; without the plugin (tests/conftest.py then accepts and

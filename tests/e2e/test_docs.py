@@ -44,6 +44,7 @@ def quiet_machine(monkeypatch):
     monkeypatch.setattr("xlsxplan.infra.system.limit_address_space", lambda gigabytes: False)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("block", shell_blocks(), ids=lambda b: b.where)
 def test_each_command_prints_what_the_page_shows(block: Block, tmp_path, monkeypatch, capsys, quiet_machine):
     from xlsxplan.cli import main
@@ -246,8 +247,9 @@ def test_contributing_says_how_to_run_lint_regenerate_and_where_the_fast_loop_ti
         "ruff check",
         "xlsxplan build",
         "xlsxplan docs",
-        "xlsxplan excel --lite lite --force",
+        "xlsxplan excel --checks-only --force --lite lite",
         "python docs/screenshots.py",
+        "python tests/regenerate.py",
         "The fast loop's time is measured in [BENCHMARKS.md](BENCHMARKS.md)",
         "<!-- fast-loop-time -->",
     ):

@@ -15,6 +15,7 @@ from tests.helpers import REPO
 from tests.helpers.generated import GENERATED, REGENERATE, check
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("item", [g for g in GENERATED if g.check], ids=lambda g: g.name)
 def test_the_committed_copy_is_what_this_version_writes(item):
     check(item)

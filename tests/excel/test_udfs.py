@@ -432,6 +432,7 @@ def _com_value(value):
     return None if isinstance(value, (dict, np.ndarray)) else value
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(name=st.sampled_from(list(FUNCTIONS)), data=st.data())
 def test_fuzz_no_input_makes_a_udf_raise_or_show_a_traceback(classic_module, name, data):

@@ -86,6 +86,7 @@ def both(tmp_path_factory) -> dict[str, Path]:
     return out
 
 
+@pytest.mark.slow
 def test_the_options_table_equals_the_addin_editions_for_the_same_inputs(both):
     got, want = _values(both["portable"], "Options"), _values(both["addin"], "Options")
     before = _values(PORTABLE, "Options")
@@ -103,6 +104,7 @@ def test_the_options_table_equals_the_addin_editions_for_the_same_inputs(both):
     assert before["C6"] == want["C6"] == "gpu"  # the headers, from the search, are unchanged
 
 
+@pytest.mark.slow
 def test_the_stale_check_is_ok_and_the_inputs_are_those_computed_for(both):
     checks = _values(both["portable"], "Checks")
     assert checks[_stale_check(both["portable"])] == 0
@@ -125,12 +127,14 @@ def test_the_stale_check_is_ok_and_the_inputs_are_those_computed_for(both):
     assert not [v for v in held if isinstance(v, str) and v.startswith("=")]
 
 
+@pytest.mark.slow
 def test_the_stale_check_words_say_to_run_recalc_on_this_file():
     ws = openpyxl.load_workbook(PORTABLE)["Checks"]
     label = ws[_stale_check(PORTABLE).replace("B", "A")].value
     assert "run xlsxplan recalc on this file, or open the add-in edition (serving_plan_functions.xlsx)" in label
 
 
+@pytest.mark.slow
 def test_the_command_says_it_computed_them_again(capsys, tmp_path):
     code, _, err = run(capsys, "recalc", PORTABLE, "-o", tmp_path / "a.xlsx", "--set", "Requests_Per_Day=300000")
     assert code == 0
@@ -142,6 +146,7 @@ def test_the_command_says_it_computed_them_again(capsys, tmp_path):
     assert _values(tmp_path / "b.xlsx", "Workings") == _values(PORTABLE, "Workings")
 
 
+@pytest.mark.slow
 def test_a_search_that_now_fails_gives_the_addins_error(tmp_path):
     """A model of one's own (not in the catalog) cannot be searched: the add-in's table is errors, so is this."""
     sets = {f"Inputs!{c}{r}": "My-own-model" for c in CASES for r in (11, 12)}
@@ -154,6 +159,7 @@ def test_a_search_that_now_fails_gives_the_addins_error(tmp_path):
     assert ws["N7"].value == want.code and ws["N7"].data_type == "e"  # a typed error value, as the add-in shows
 
 
+@pytest.mark.slow
 def test_the_workbook_api_calculates_as_a_spreadsheet_and_refreshes_when_asked():
     wb = Workbook.load(PORTABLE)
     check = f"Checks!{_stale_check(PORTABLE)}"
@@ -178,6 +184,7 @@ def _tampered(tmp_path: Path, edit: Any) -> Path:
     return path
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "kept, why",
     [
@@ -201,6 +208,7 @@ def test_a_file_whose_kept_formula_was_edited_is_refused(capsys, tmp_path, kept,
         Workbook.load(path)
 
 
+@pytest.mark.slow
 def test_a_file_whose_kept_cells_point_at_a_formula_is_refused(capsys, tmp_path):
     def edit(wb: Any, ws: Any, first: int, name: str) -> None:
         ws[f"A{first}"] = "A7"  # Options!A7: =IF(AND(C7=Accelerator,...),"yes","no"), a formula of the portable file
@@ -210,6 +218,7 @@ def test_a_file_whose_kept_cells_point_at_a_formula_is_refused(capsys, tmp_path)
     assert code == 2 and "Options!A7, which holds a formula of its own" in err, err
 
 
+@pytest.mark.slow
 def test_without_the_marker_nothing_is_computed_again(capsys, tmp_path):
     def edit(wb: Any, ws: Any, first: int, name: str) -> None:
         del wb.defined_names[name]

@@ -113,6 +113,7 @@ def test_cheap_to_write_content_is_refused_in_bounded_memory_without_parsing(no_
         assert peak < 16 * 1024 * 1024  # a few chunks of 1 MiB, never the inflated part
 
 
+@pytest.mark.slow
 def test_rows_and_strings_count_in_the_memory_estimate():
     # an audit's files were estimated at 0.16 GB and took gigabytes: rows and strings are counted, at what the engine
     # spends on each (0.17 and 0.11 kB measured, BENCHMARKS.md "What a workbook costs before its formulas")
@@ -404,6 +405,7 @@ def test_with_parts_helper_keeps_a_valid_workbook():
 # Load: big workbooks fit the default limits or are refused up front
 
 
+@pytest.mark.slow
 def test_default_limits_admit_a_10000_row_scenario_sheet_and_a_1000_sheet_workbook():
     from tests.helpers.books import raw_scenario_rows, raw_xlsx
 
@@ -418,6 +420,7 @@ def test_default_limits_admit_a_10000_row_scenario_sheet_and_a_1000_sheet_workbo
     assert (len(sheets.sheets), sheets.formulas) == (1_000, 1_000)
 
 
+@pytest.mark.slow
 def test_a_scenario_sheet_too_big_for_24_gib_is_refused_up_front(tmp_path, no_parsing):
     from tests.helpers.books import raw_scenario_rows, raw_xlsx
 
@@ -514,6 +517,7 @@ def test_huge_ranges_over_few_cells_give_excels_number(tmp_path):
     assert [book.get(f"Sum!{c}1") for c in "ABCDE"] == [6, 6, 6, 3, 1_048_576 * 16_384]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "formulas, message",
     [
@@ -566,6 +570,7 @@ print(json.dumps({"errors": {k: v.code for k, v in book.errors().items()}, "A4":
 """
 
 
+@pytest.mark.slow
 def test_memory_bombs_in_formulas_become_cell_errors_under_the_address_space_cap(tmp_path):
     # run in a child process: the cap is for the whole process, and the command line sets it for itself
     result = subprocess.run(

@@ -40,6 +40,8 @@ TOTAL_S = 900
 instead of hanging the suite. The whole run takes about 30 s on a quiet machine; how long each case takes is
 measured by benchmarks/hostile.py, whose target is 10 s a case."""
 
+pytestmark = pytest.mark.slow  # one child process runs the whole corpus (about 10 s of CPU)
+
 MAIN = "http://schemas.openxmlformats.org/spreadsheetml/2006/main"
 ROW = 1 + 72.7  # the red team's row: 1 and 72.7 side by side, which SUM(A1:XFD4) gave as 1
 

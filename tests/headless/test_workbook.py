@@ -486,6 +486,7 @@ def test_constants_read_as_the_file_stores_them(tmp_path):
     assert (out["A1"].value, out["B3"].value, out["C1"].value) == ("GPU count", 16, "count")
 
 
+@pytest.mark.slow
 def test_every_cell_of_the_shipped_templates_reads_as_cached_by_the_build():
     # the templates' cached values were written when they were built: constants and formulas alike read the same
     for name in ("serving_plan.xlsx", "training_plan.xlsx"):

@@ -50,6 +50,7 @@ def test_a_name_for_the_live_column_points_to_the_active_case(serving):
     assert serving.get("GPUs_Per_Replica") == 8
 
 
+@pytest.mark.slow
 def test_force_replaces_the_formula_in_the_calculation_and_the_copy_only(serving, serving_copy, tmp_path):
     before = serving_copy.read_bytes()
     assert serving.get("Outputs!A9") == "GPUs per replica"
@@ -82,6 +83,7 @@ def test_a_cell_of_an_array_formula_is_never_set(tmp_path):
             book.set("Sheet!B2", 5, force=force)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "text, quoted",
     [('=HYPERLINK("http://evil.example","x")', True), ("+1", True), ("-2", True), ("@SUM(A1)", True), ("H100", False)],
@@ -129,6 +131,7 @@ def test_address_checks_a_reference_without_calculating(serving, monkeypatch):
         serving.address("Input!B3")
 
 
+@pytest.mark.slow
 def test_calculate_and_save_report_progress(serving_copy, tmp_path):
     book = Workbook.load(serving_copy)
     calls: list[tuple[int, int]] = []

@@ -188,6 +188,7 @@ def test_disaggregated_pools_win_when_the_first_token_target_starves_chunked_dec
 # --- what every plan promises -----------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("model", model_names())
 def test_every_rejected_option_carries_a_reason_and_every_feasible_one_its_figures(model):
     every_gpu = {gpu: 2.0 for gpu in load_catalog().accelerators.names()}

@@ -123,6 +123,7 @@ cell_values = st.one_of(
 ranges = st.recursive(cell_values, lambda inner: st.lists(inner, max_size=4), max_leaves=12)
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(lengths=ranges, cap=st.one_of(cell_values, st.lists(cell_values, max_size=3)))
 def test_no_range_input_escapes_the_error_layer(lengths, cap):

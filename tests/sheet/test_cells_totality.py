@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -64,6 +65,7 @@ def _is_clean_message(message: str) -> bool:
     return bool(message) and "\n" not in message and "Traceback" not in message and len(message) < 400
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.sampled_from(FUNCTIONS), st.data())
 def test_python_face_returns_a_value_or_raises_one_clean_xlsxplan_error(fn, data):
@@ -219,6 +221,7 @@ cell_arguments = st.one_of(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(st.data())
 def test_workbook_face_every_cell_ends_as_a_value_or_an_error(data):

@@ -164,6 +164,7 @@ def _elements(fn, args, shape):
 _SETTINGS = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(n for n, fn in FUNCTIONS.items() if fn.args and not fn.table))
 @_SETTINGS
 @given(data=st.data())
@@ -313,6 +314,7 @@ _DOMAINS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name, domain", list(_DOMAINS.values()), ids=[n for n, _ in _DOMAINS.values()])
 @settings(max_examples=40, deadline=None)
 @given(
@@ -354,10 +356,13 @@ def test_numpy_is_imported_by_the_first_array_call_and_not_before():
     assert out.stdout.split() == ["False", "True"]
 
 
+def _nest(inner):
+    """One level more: lists and tuples of what ``inner`` draws."""
+    return st.one_of(st.lists(inner, max_size=3), st.lists(inner, max_size=3).map(tuple))
+
+
 _nested = st.recursive(
-    st.one_of(st.floats(allow_nan=False), st.sampled_from(["x", "", None, True])),
-    lambda inner: st.one_of(st.lists(inner, max_size=3), st.lists(inner, max_size=3).map(tuple)),
-    max_leaves=12,
+    st.one_of(st.floats(allow_nan=False), st.sampled_from(["x", "", None, True])), _nest, max_leaves=12
 )
 
 

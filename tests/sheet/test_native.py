@@ -206,6 +206,7 @@ def case(name: str) -> st.SearchStrategy[list[Any]]:
 ARITHMETIC = sorted(native.NATIVE)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ARITHMETIC)
 def test_each_native_form_equals_the_python_function_over_random_valid_inputs(name):
     fn = registry.FUNCTIONS[name]
@@ -261,6 +262,7 @@ def maybe_bad(name: str) -> st.SearchStrategy[list[Any]]:
     return st.tuples(*parts).map(list)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ARITHMETIC)
 def test_each_native_check_is_true_exactly_where_python_accepts(name):
     @settings(max_examples=30, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
@@ -466,6 +468,7 @@ def _lookup_cases() -> list[tuple[str, list[Any]]]:
     return cases
 
 
+@pytest.mark.slow
 def test_the_native_lookups_give_every_catalog_figure_python_gives(catalog_book):
     """Every figure of every preset by its id and an alias, every format and optimizer by every name, every price:
     the INDEX/MATCH over the tables equals the Python lookup, and is #N/A exactly where the lookup refuses."""
@@ -692,6 +695,7 @@ def _missing_figures() -> list[tuple[str, list[Any]]]:
     return cases
 
 
+@pytest.mark.slow
 def test_a_figure_a_preset_lacks_is_a_text_on_catalog_and_the_lookup_gives_pythons_error(catalog_book):
     """No cell of the catalog tables is an error (a finance reader would see #N/A all over the sheet): a figure a
     preset lacks is the text native.MISSING, and its lookup still gives the error the add-in gives, #N/A."""
@@ -759,6 +763,7 @@ def _weights_book() -> tuple[Any, native.CatalogTables]:
     return _catalog_book()
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.randoms(use_true_random=False), st.booleans())
 def test_model_weights_gb_as_line_items_equals_the_python_function(rng, refused):
@@ -872,6 +877,7 @@ def test_libreoffice_computes_model_weights_gb_and_the_missing_figures_as_python
     assert wrong == []
 
 
+@pytest.mark.slow
 def test_efficiency_as_line_items_equals_the_inlined_lookup_and_python(catalog_book):
     """EFFICIENCY's steps (the template's Workings rows, each table read once) give what the one formula gives,
     and Python's value, or an error where Python refuses, over every kind, accelerator, class, format and quantile of

@@ -96,6 +96,7 @@ Active scenario, 72B FP8, 2 GPUs: 4 replicas, 8 GPUs for the peak with 1 spare (
 """
 
 
+@pytest.mark.slow
 def test_build_prints_the_envelope_table_read_from_the_workbook(cli_build):
     # "Back-of-the-Envelope Estimation for LLM Systems" §6 prints: KV 320/56 KiB; 6.9 requests/s, 2,083 output tokens/s; 72B BF16 on 2 GPUs does not fit
     # (145 GB in 144 GB); 72B FP8 on 2: batch 94, 47 (92) tok/s, 4,387 total, 0.29 s, $0.32; 72B BF16 on 4: 189,
@@ -112,6 +113,7 @@ def test_build_prints_the_envelope_table_read_from_the_workbook(cli_build):
     assert "\n".join(lines[1:]) + "\n" == ENVELOPE_TABLE
 
 
+@pytest.mark.slow
 def test_the_templates_page_shows_what_build_prints(cli_build):
     # docs/templates.md: the example output is the command's, line for line ("..." skips lines); tests/e2e/test_docs.py
     # runs the command itself too
@@ -155,6 +157,7 @@ def test_formulas_the_templates_page_quotes_are_in_the_serving_plan():
         assert formula in formulas, formula
 
 
+@pytest.mark.slow
 def test_build_prints_the_compute_and_memory_figures(cli_build):
     # "Estimating the Compute and Memory Needed for Language Models": 35.95M parameters, 3.927B tokens on eight H100s (7.92 PFLOP/s dense), 20N = 719M tokens, 5.5x;
     # 8B cached, half a pass; the record's 6.55M tokens/s -> 1.41 PFLOP/s, 18% MFU, 84M optimal for 600 s; the M2
@@ -212,6 +215,7 @@ def test_the_garbage_collector_is_paused_while_a_template_recalculates_and_resto
         gc.enable()
 
 
+@pytest.mark.slow
 def test_building_twice_writes_the_same_bytes(tmp_path):
     first = build_template(training.FILENAME, tmp_path, Workbook)
     copy = tmp_path / "first.xlsx"
@@ -220,6 +224,7 @@ def test_building_twice_writes_the_same_bytes(tmp_path):
     assert copy.read_bytes() == second.path.read_bytes()
 
 
+@pytest.mark.slow
 def test_build_never_replaces_a_file_someone_saved(cli_build, tmp_path):
     built = cli_build[0] / training.FILENAME
     assert is_generated(built)
@@ -254,6 +259,7 @@ def test_build_refusal_exits_2_with_one_line(tmp_path, capsys):
 
 
 # -- structure ---------------------------------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_sheets_in_order_with_a_tab_colour_per_kind(shipped):
     name, book, wb, _ = shipped
     side = SIDE_SHEET[name]
@@ -511,6 +517,7 @@ IFERROR is not among them: classic xlwings returns a failed function as text, wh
 fallback tests ISNUMBER instead (the checks' own IFERROR(..., 1) is added by Sheet.check around a 1/0 result)."""
 
 
+@pytest.mark.slow
 def test_formulas_use_no_typed_numbers_offset_indirect_or_nested_ifs(shipped):
     _, _, wb, _ = shipped
     names = set(wb.defined_names)

@@ -559,6 +559,7 @@ def fired(b: Built) -> set[str]:
     return {b.get(f"Checks!A{r}") for r in b.book.sheets["Checks"].check_rows if b.get(f"Checks!B{r}") == 1}
 
 
+@pytest.mark.slow
 def test_back_of_the_envelope_four_cases_come_out_exactly(plan):
     # Back-of-the-Envelope §6, the printed table: H100 at 80 GB, 3.35 TB/s, 989 TFLOP/s; Qwen2.5-72B 72.7B,
     # Qwen2.5-7B 7.6B.
@@ -696,6 +697,7 @@ def test_every_line_matches_the_python_core_as_shipped(plan):
         ),
     ],
 )
+@pytest.mark.slow
 def test_changed_inputs_match_the_python_core(plan, name, values):
     with changed(plan, _refs(plan, values)):
         live = check_serving(plan)
@@ -731,6 +733,7 @@ def _live(b: Built, *keys: str) -> tuple[Any, ...]:
     return tuple(b.get(b.book.address(k)) for k in keys)
 
 
+@pytest.mark.slow
 def test_a_longer_tail_prompt_shrinks_the_batch_that_fits_and_the_ttft_batch(plan):
     # The README's walk-through: the 72B FP8 pair with a 12,000-token p95 prompt and a 60 tokens/s target. With no
     # spread known (12,000 is 6 x the mean: no log-normal has that tail), memory's batch is the worst case of
@@ -778,6 +781,7 @@ def test_a_longer_tail_prompt_shrinks_the_batch_that_fits_and_the_ttft_batch(pla
         assert live["batch_mem"] == live["batch_paged"]  # and the plan runs it
 
 
+@pytest.mark.slow
 def test_pasted_prompt_lengths_set_the_mean_tail_spread_and_rejected_share(plan):
     lengths = [500, 1_000, 2_000, 40_000, 3_000, None, 60_000, 1_500]  # 2 of 7 above 32,768; the empty cell skipped
     first = plan.book.ref("Measured_Prompt_Lengths").row
@@ -839,6 +843,7 @@ def test_reasoning_tokens_lengthen_the_wait_and_the_decode_work(plan):
         assert live["cost_out"] != before[3]
 
 
+@pytest.mark.slow
 def test_prefix_caching_cuts_prefill_and_the_input_price(plan):
     target = {"Time_To_First_Token_Target": 2}
     with changed(plan, target):
@@ -852,6 +857,7 @@ def test_prefix_caching_cuts_prefill_and_the_input_price(plan):
         assert live["prefill_share"] < before[1] and live["cost_in"] < before[2] and live["batch_ttft"] > before[3]
 
 
+@pytest.mark.slow
 def test_the_time_to_first_token_target_caps_the_batch(plan):
     # 6,802 tokens/s of compute at 50%; a 2,000-token prompt in 0.4 s takes 5,000 of them, leaving 1,802 to decode:
     # at the memory-bound speed, 24 sequences (1,771 tokens/s; at steps of the 20 tokens/s target it would be 90)
@@ -864,6 +870,7 @@ def test_the_time_to_first_token_target_caps_the_batch(plan):
         assert fired(plan) == {"First-token target unreachable even at batch 1"}
 
 
+@pytest.mark.slow
 def test_spares_minimum_and_deployed_replicas(plan):
     with changed(plan, {"Spare_Replicas": 3}):
         live = check_serving(plan)
@@ -904,6 +911,7 @@ ACTIVE_CHECKS = {
 """The checks of the active scenario: a figure that is an error value makes each of them report a problem."""
 
 
+@pytest.mark.slow
 def test_checks_flag_problems_and_only_those(plan):
     cases = {
         "the active case does not fit": (
@@ -1069,6 +1077,7 @@ def _cells_reading(b: Built, value: str) -> list[str]:
         ),
     ],
 )
+@pytest.mark.slow
 def test_checks_fire_on_classic_xlwings_text_errors_and_nothing_reads_fits(plan, name, values, must):
     refs = _refs(plan, values)
     with changed(plan, refs):
@@ -1151,6 +1160,7 @@ def test_calibration_sheet_shows_the_ceiling_the_calibrated_and_the_measured(pla
 
 
 # -- architectures and precisions, by preset ---------------------------------------------------------------------------
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "name, values, kv",
     [

@@ -112,6 +112,7 @@ def _functions(formula: str) -> list[str]:
     ]
 
 
+@pytest.mark.slow
 def test_functions_newer_than_excel_2007_are_stored_with_their_prefix(built):
     """Excel and LibreOffice read POISSON.DIST written without ``_xlfn.`` as ``#NAME?``."""
     assert stored('=IF(A1,poisson.dist(1,B2,FALSE),"POISSON.DIST(")') == (
@@ -186,6 +187,7 @@ def _stale(layout: _Layout, addin_before: Any, addin_now: Any) -> bool:
     return any(not _same(addin_now.get(k), addin_before.get(k)) for k in layout.frozen)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(TEMPLATES))
 def test_editions_agree_on_every_cell_for_every_scenario(built, name):
     layout = _Layout(built, name)
@@ -204,6 +206,7 @@ def test_editions_agree_on_every_cell_for_every_scenario(built, name):
             assert all(port.get(r) == 0 for r in layout.stale), scenario
 
 
+@pytest.mark.slow
 def test_a_refused_input_gives_an_error_and_a_check_in_words(built):
     """Usable memory fraction 1.5: USABLE_GB refuses it; the portable edition gives the add-in's error there and a
     Checks row that names the rule, and the master check is ERROR."""
@@ -220,6 +223,7 @@ def test_a_refused_input_gives_an_error_and_a_check_in_words(built):
     assert any("usable_fraction" in str(text) for text in flagged), flagged
 
 
+@pytest.mark.slow
 def test_no_cell_name_validation_or_format_of_a_portable_edition_calls_a_registry_function(built):
     for name in TEMPLATES:
         addin = _formulas(built / edition_filename(name, "functions"))
@@ -238,6 +242,7 @@ def test_no_cell_name_validation_or_format_of_a_portable_edition_calls_a_registr
         assert {CATALOG, WORKINGS} <= set(wb.sheetnames) and "xlwings.conf" not in wb.sheetnames
 
 
+@pytest.mark.slow
 def test_the_preset_dropdowns_read_the_catalog_sheet(built):
     for name, rows in ((serving.FILENAME, ("G11", "G16")), (training.FILENAME, ("G11", "G22"))):
         wb = openpyxl.load_workbook(built / name)
@@ -249,6 +254,7 @@ def test_the_preset_dropdowns_read_the_catalog_sheet(built):
             assert len(names) > 20 and ("Qwen2.5-72B" in names or "H100-SXM" in names)
 
 
+@pytest.mark.slow
 def test_a_stale_python_only_value_turns_its_check_to_error(built):
     layout = _Layout(built, serving.FILENAME)
     assert len(layout.frozen) > 1000 and len(layout.stale) == 1
@@ -320,6 +326,7 @@ def _errors(path: Path) -> dict[str, str]:
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(TEMPLATES))
 def test_a_portable_edition_as_built_has_no_error_cell_the_add_in_edition_lacks(built, name):
     """No #N/A on Catalog for a figure a preset lacks, no error in the line items of a branch the template does not
@@ -341,6 +348,7 @@ def test_a_portable_edition_as_built_has_no_error_cell_the_add_in_edition_lacks(
     assert [ref for ref in stored_errors if ref not in addin] == []
 
 
+@pytest.mark.slow
 def test_the_line_items_of_a_refused_call_show_a_dash_and_a_failing_step_is_never_masked(built):
     """Each step of a guarded call reads its guard's Workings row: computed as the native form has it when the
     arguments are accepted (never wrapped in IFERROR, so a step that fails then still shows its error), else "-";

@@ -62,6 +62,7 @@ def calibrated(b: Built, key: str) -> Any:
 
 
 # -- the serving plan --------------------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_the_range_block_is_the_calibrated_column_at_the_quantiles_efficiencies(plan):
     assert (plan.get(RANGE_LOW), plan.get(RANGE_HIGH)) == (0.1, 0.9)  # P10 and P90 as shipped
     gpu, precision = plan.get("Accelerator"), plan.get("Weight_Precision")

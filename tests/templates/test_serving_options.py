@@ -154,6 +154,7 @@ def assert_matches_the_cli(b: Built, capsys) -> list[dict[str, Any]]:
     return rows
 
 
+@pytest.mark.slow
 def test_the_options_sheet_is_what_xlsxplan_plan_prints_for_the_same_inputs(plan, capsys):
     rows = assert_matches_the_cli(plan, capsys)
     # every accelerator priced on Lists is searched, 32 options each; rejected ones say why
@@ -162,6 +163,7 @@ def test_the_options_sheet_is_what_xlsxplan_plan_prints_for_the_same_inputs(plan
     assert all(r["reason"] for r in rows if r["feasible"] == "no")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "values",
     [
@@ -174,6 +176,7 @@ def test_the_options_follow_the_inputs_as_the_cli_does(plan, capsys, values):
         assert_matches_the_cli(plan, capsys)
 
 
+@pytest.mark.slow
 def test_the_options_follow_a_percentile_first_token_target_as_the_cli_does(plan, capsys):
     # a P99 target of 1 s at the peak, the wait for a slot included: the search adds replicas until it holds, and
     # shows the P50, P90 and P99 at the fleet it plans, as `xlsxplan plan --ttft-percentile` does
@@ -343,6 +346,7 @@ def test_a_case_carries_no_other_models_overrides(plan):
 
 
 # -- latency under load: a percentile first-token target sizes the fleet ---------------------------------------------
+@pytest.mark.slow
 def test_a_tighter_p99_first_token_target_grows_the_fleet_as_python_says(plan):
     from xlsxplan.core import queueing
 

@@ -239,6 +239,7 @@ def check_timeline(b: Built) -> dict[str, Any]:
 # -- the shipped plan --------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_the_shipped_timeline_is_what_python_computes_and_what_the_hand_gives(plan):
     r = check_timeline(plan)
     # month 1 is the plan of "Back-of-the-Envelope Estimation for LLM Systems": 200,000 requests a day at peak factor 3 = 6.94 requests/s, 2.957 per replica:
@@ -286,6 +287,7 @@ def test_the_costs_block_is_costs_toml_with_each_figures_unit_source_and_date(pl
 # -- changed inputs: the months, the steps and the breakeven against Python ------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("name", "values"),
     [
