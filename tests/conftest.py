@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 
 import pytest
 from hypothesis import settings
@@ -29,6 +30,12 @@ def pytest_configure(config):
     and factors at an empty folder: a preset or a refit of the person running the tests never changes them."""
     import shutil
     import tempfile
+
+    # Bytecode is kept, as an installed package keeps it (pip compiles it at install): where the shell sets
+    # PYTHONDONTWRITEBYTECODE, every worker and every child process the tests start (the command line, the hostile
+    # corpus, the kill test) would compile the package from source again. Set before xdist starts its workers.
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    sys.dont_write_bytecode = False
 
     folder = tempfile.mkdtemp(prefix="xlsxplan-user-catalog-")
     config.add_cleanup(lambda: shutil.rmtree(folder, ignore_errors=True))

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import ast
 import re
-import subprocess
-import sys
 
 import pytest
 
@@ -101,33 +99,54 @@ def test_no_test_asserts_a_wall_clock_time():
     assert found == []
 
 
-@pytest.mark.slow
+def fast_tests(source: str) -> list[str]:
+    """The test functions of a test file that ``pytest -m "not slow"`` runs: none where the module's ``pytestmark``
+    holds the slow mark, else those without ``@pytest.mark.slow`` (read from the source, as the tests mark it)."""
+    tree = ast.parse(source)
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "pytestmark" for t in node.targets):
+            if "pytest.mark.slow" in ast.unparse(node.value):
+                return []
+    functions = [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name.startswith("test_")]
+    return [f.name for f in functions if not any("pytest.mark.slow" in ast.unparse(d) for d in f.decorator_list)]
+
+
 def test_the_fast_loop_runs_tests_in_every_folder():
-    """``pytest -m "not slow"`` collects tests in every mirrored folder and at the top: the fast loop touches every
-    package (slow = LibreOffice, hostile corpora, kill tests, big books)."""
-    out = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "--collect-only",
-            "-q",
-            "-m",
-            "not slow",
-            "-p",
-            "no:xdist",
-            "-p",
-            "no:cacheprovider",
-            str(TESTS),
-        ],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        timeout=600,
-    )
-    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
-    ids = [line for line in out.stdout.splitlines() if "::" in line]
-    folders = {line.split("::")[0].removeprefix("tests/").split("/")[0] for line in ids}
-    folders = {f if not f.endswith(".py") else "." for f in folders}
-    packages = _packages()
-    assert folders >= packages | {".", "e2e"}, sorted(folders)
+    """``pytest -m "not slow"`` runs tests in every mirrored folder and at the top: the fast loop touches every
+    package (slow = LibreOffice, hostile corpora, kill tests, big books). The folders it runs, and how many tests in
+    each (functions, before parametrization):"""
+    runs: dict[str, int] = {}
+    for path in sorted(TESTS.rglob("test_*.py")):
+        folder = path.parent.name if path.parent != TESTS else "."
+        runs[folder] = runs.get(folder, 0) + len(fast_tests(path.read_text(encoding="utf-8")))
+    assert {f for f, n in runs.items() if n} >= _packages() | {".", "e2e"}, runs
+
+
+@pytest.mark.parametrize(
+    "source, fast",
+    [
+        ("import pytest\ndef test_a(): pass\n@pytest.mark.slow\ndef test_b(): pass", ["test_a"]),
+        ("import pytest\npytestmark = [pytest.mark.slow]\ndef test_a(): pass", []),
+        ("import pytest\n@pytest.mark.parametrize('x', [1])\n@pytest.mark.slow\ndef test_a(x): pass", []),
+    ],
+)
+def test_the_fast_loop_reading_sees_both_ways_of_marking_slow(source, fast):
+    assert fast_tests(source) == fast
+
+
+def test_peak_growth_sees_what_a_block_holds_at_its_peak():
+    """The memory bound of the hostile-input tests: a block that holds 64 MiB at once measures over 60 MiB, one that
+    holds 1 MiB at a time measures well under 16 MiB."""
+    from tests.helpers.memory import peak_growth
+
+    with peak_growth() as big:
+        block = bytearray(64 * 2**20)
+        block[::4096] = b"x" * len(block[::4096])  # touch every page, so that it is resident
+        del block
+    with peak_growth() as small:
+        for _ in range(64):
+            chunk = bytearray(2**20)
+            chunk[::4096] = b"x" * len(chunk[::4096])
+            del chunk
+    assert big[0] > 60 * 2**20
+    assert small[0] < 16 * 2**20

@@ -1,8 +1,9 @@
 """The one drift test: every generated file in the repository is what this version writes.
 
 The files, how each is made and how it is checked are one table (``tests/helpers/generated.py``); ``python
-tests/regenerate.py`` writes them all again. The docs' printed examples are checked where they are run
-(tests/e2e/test_docs.py), which is the same check.
+tests/regenerate.py`` writes them all again. Two kinds are checked where the suite makes them anyway, by the test the
+table names: the workbooks where the build tests build them (tests/templates/test_build.py), the docs' printed
+examples where they are run (tests/e2e/test_docs.py).
 """
 
 from __future__ import annotations

@@ -28,6 +28,7 @@ from tests.helpers.hostile import (
     with_parts,
     zip_bomb,
 )
+from tests.helpers.memory import peak_growth
 from xlsxplan.errors import WorkbookError
 from xlsxplan.headless import Workbook, engine
 from xlsxplan.headless.untrusted import Limits, formula_threat, inspect_bytes
@@ -103,14 +104,9 @@ def test_cheap_to_write_content_is_refused_in_bounded_memory_without_parsing(no_
     for make, message in [(formatted_rows, "row records"), (many_strings, "shared strings")]:
         data = make()
         assert len(data) < 6_000_000
-        tracemalloc.start()
-        try:
-            with pytest.raises(WorkbookError, match=message):
-                inspect_bytes(data, "cheap.xlsx")
-            _, peak = tracemalloc.get_traced_memory()
-        finally:
-            tracemalloc.stop()
-        assert peak < 16 * 1024 * 1024  # a few chunks of 1 MiB, never the inflated part
+        with peak_growth() as grew, pytest.raises(WorkbookError, match=message):
+            inspect_bytes(data, "cheap.xlsx")
+        assert grew[0] < 16 * 1024 * 1024  # a few chunks of 1 MiB, never the inflated part
 
 
 @pytest.mark.slow

@@ -37,7 +37,8 @@ class Generated:
     """What writes them: ``xlsxplan`` arguments, or a Python script and its arguments (``python ...``)."""
     check: Callable[[Path], None] | None
     """Raises AssertionError, naming the file, where the committed copy is not what this version writes (given a
-    scratch folder); None where another test is the check (:attr:`checked_by`)."""
+    scratch folder); None where a test that makes the same files anyway is the check (:attr:`checked_by`: the
+    workbooks, built once by the build tests; the docs' examples, run by the docs tests)."""
     checked_by: str = ""
     """The test that checks these files, where :attr:`check` is None."""
     needs: str = ""
@@ -83,18 +84,18 @@ def _rounded(value: object) -> object:
     return value
 
 
-def _check_workbooks(tmp: Path) -> None:
-    _cli("build", "--out", str(tmp))
-    _cli("build", "--out", str(tmp), "--functions")
-    for name in sorted(p.name for p in tmp.glob("*.xlsx")):
+def check_workbooks(built: Path) -> None:
+    """Each workbook in ``built`` (both editions, as ``xlsxplan build`` and ``build --functions`` write them) is byte for byte the
+    committed one (the build writes the same bytes every time), and workbooks/ holds no other."""
+    for name in sorted(p.name for p in built.glob("*.xlsx")):
         committed = REPO / "workbooks" / name
         assert committed.is_file(), f"workbooks/{name} is missing: run `{REGENERATE}`"
-        fresh, old = (tmp / name).read_bytes(), committed.read_bytes()
+        fresh, old = (built / name).read_bytes(), committed.read_bytes()
         if fresh != old:
             parts = _differing_parts(fresh, old)
             raise AssertionError(f"{_stale('workbooks/' + name)}; parts that differ: {', '.join(parts[:8])}")
-    built = {p.name for p in tmp.glob("*.xlsx")}
-    assert {p.name for p in (REPO / "workbooks").glob("*.xlsx")} == built, (
+    names = {p.name for p in built.glob("*.xlsx")}
+    assert {p.name for p in (REPO / "workbooks").glob("*.xlsx")} == names, (
         "workbooks/ holds a file build does not write"
     )
 
@@ -161,7 +162,8 @@ GENERATED: tuple[Generated, ...] = (
             "workbooks/training_plan_functions.xlsx",
         ),
         ("build", "--force", "&&", "build", "--functions", "--force"),
-        _check_workbooks,
+        None,
+        checked_by="tests/templates/test_build.py::test_the_committed_workbooks_are_what_build_writes",
     ),
     Generated("function reference", ("README.md", "docs/FUNCTIONS.md"), ("docs",), _check_reference),
     Generated(

@@ -26,7 +26,7 @@ from openpyxl.utils import column_index_from_string, get_column_letter, range_bo
 from openpyxl.worksheet.formula import ArrayFormula
 
 from tests.helpers import REPO
-from tests.helpers.generated import screenshots_module
+from tests.helpers.generated import check_workbooks, screenshots_module
 from xlsxplan import registry
 from xlsxplan.cli import main
 from xlsxplan.errors import WorkbookError
@@ -57,6 +57,13 @@ def cli_build(tmp_path_factory) -> tuple[Path, str, int]:
         printed = text.getvalue()
         assert main(["build", "--out", str(out), "--functions"]) == code
     return out, printed, code
+
+
+@pytest.mark.slow
+def test_the_committed_workbooks_are_what_build_writes(cli_build):
+    # the drift check of the workbooks (tests/helpers/generated.py's table names this test): the build above made
+    # both editions, which must be the committed bytes; `python tests/regenerate.py` writes them again
+    check_workbooks(cli_build[0])
 
 
 @pytest.fixture(scope="module")
