@@ -286,12 +286,13 @@ def test_precisions_an_accelerator_cannot_compute_are_rejected_with_the_reason()
 
 
 def test_the_catalog_prices_accelerators_with_a_dated_source():
-    # Amazon EC2 Capacity Blocks for ML pricing, the accelerator-hour rates until their update of 1 January 2025
-    assert (gpu_price("H100"), gpu_price("H200"), gpu_price("A100-40GB")) == (4.916, 5.408, 1.844)
-    assert "Capacity Blocks" in gpu_price_source("H100") and "2024-12-31" in gpu_price_source("H100")
+    # on demand: Hyperstack's price card as transcribed 2026-08-26 (H100 SXM $3.20, H200 SXM $3.99); Lambda's
+    # instances page read 2026-09-20 (8x A100 SXM 40 GB, $1.99 per GPU per hour)
+    assert (gpu_price("H100"), gpu_price("H200"), gpu_price("A100-40GB")) == (3.20, 3.99, 1.99)
+    assert "Hyperstack" in gpu_price_source("H100") and "2026-08-26" in gpu_price_source("H100")
     accelerators = load_catalog().accelerators
     assert all(pid in accelerators.presets for pid in load_prices().ids())
-    with pytest.raises(NotAvailableError, match="A40 has no rental price"):
+    with pytest.raises(NotAvailableError, match="A40 has no on demand rental price"):
         gpu_price("A40")
     with pytest.raises(UnknownPresetError):
         gpu_price("H1000")
@@ -300,7 +301,7 @@ def test_the_catalog_prices_accelerators_with_a_dated_source():
 def test_without_gpus_every_priced_accelerator_is_searched_at_its_catalog_price():
     result = plan("Qwen2.5-72B", ASSISTANT)
     assert list(result.prices) == load_prices().ids()
-    assert {o.usd_per_gpu_hour for o in result.options if o.gpu == "H200"} == {5.408}
+    assert {o.usd_per_gpu_hour for o in result.options if o.gpu == "H200"} == {3.99}
 
 
 # --- the faces ----------------------------------------------------------------------------------------------------

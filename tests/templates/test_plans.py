@@ -970,9 +970,13 @@ def test_checks_flag_problems_and_only_those(plan):
         ),
         "TB/s typed as GB/s": ({"bandwidth_override@3": 3350}, {"Memory bandwidth outside its usual range"}),
         "a price in cents": ({H100_PRICE: 250}, {"Price per GPU-hour outside its usual range"}),
-        "an accelerator's price removed": (
-            {price_name("A100-40GB"): None},
-            {"Fewer accelerators priced than Options has room for"},
+        "a searched accelerator's price removed": (
+            {price_name("B200"): None},
+            {"Fewer accelerators searched than Options has room for"},
+        ),
+        "an accelerator the Options sheet searches left empty": (
+            {"Options_Accelerator_3": None},
+            {"Fewer accelerators searched than Options has room for"},
         ),
         "faster than the ceiling": (
             {"Measured_Decode_Speed_At_Batch_1": 150},

@@ -100,8 +100,9 @@ def cli_plan(b: Built, capsys) -> dict[str, Any]:
     for flag, name in (("--tokens-per-s", "Latency_Target"), first_token):
         if isinstance(b.get(name), (int, float)) and b.get(name) > 0:
             argv += [flag, repr(b.get(name))]
-    for gpu in catalog.gpu_names():
-        price = b.get(price_name(gpu))
+    for i in range(1, len(serving_book.OPTIONS_ACCELERATORS) + 1):  # the accelerators the sheet searches
+        gpu = b.get(f"Options_Accelerator_{i}")
+        price = b.get(price_name(gpu)) if gpu else None
         if isinstance(price, (int, float)):
             argv += ["--gpu", f"{gpu}={price!r}"]
     capsys.readouterr()
@@ -157,7 +158,8 @@ def assert_matches_the_cli(b: Built, capsys) -> list[dict[str, Any]]:
 @pytest.mark.slow
 def test_the_options_sheet_is_what_xlsxplan_plan_prints_for_the_same_inputs(plan, capsys):
     rows = assert_matches_the_cli(plan, capsys)
-    # every accelerator priced on Lists is searched, 32 options each; rejected ones say why
+    # the three accelerators chosen on Inputs are searched at their prices on Lists, 32 options each; rejected ones
+    # say why
     priced = serving_book.priced_accelerators()
     assert {r["gpu"] for r in rows} == set(priced) and len(rows) == 32 * len(priced)
     assert all(r["reason"] for r in rows if r["feasible"] == "no")
@@ -235,12 +237,16 @@ def test_plan_options_at_checks_its_arguments_once_per_search_and_gives_what_pla
 def test_prices_on_lists_price_each_option_at_its_own_accelerator(plan, capsys):
     before = options(plan)
     assert before[0]["gpu"] == "H100-SXM"  # $2.50 an hour, the source's example, is the cheapest per GPU
-    with changed(plan, {price_name("H100-SXM"): 9.0, price_name("A100-40GB"): 1.0}):
+    with changed(plan, {price_name("H100-SXM"): 9.0, price_name("H200"): 1.0}):
         rows = assert_matches_the_cli(plan, capsys)
         for r in rows:
             if r["feasible"] == "yes":  # GPUs x the accelerator's own price x 730 hours
                 assert r["usd_per_month"] == pytest.approx(r["gpus"] * plan.get(price_name(r["gpu"])) * 730)
-        assert rows[0]["gpu"] != "H100-SXM" and rows != before
+        assert rows[0]["gpu"] == "H200" and rows != before
+    # another accelerator chosen on Inputs is searched at its price on Lists (the catalog's, MI300X $1.99)
+    with changed(plan, {"Options_Accelerator_3": "MI300X"}):
+        rows = assert_matches_the_cli(plan, capsys)
+        assert {r["gpu"] for r in rows} == {"H100-SXM", "H200", "MI300X"}
 
 
 def test_the_active_scenario_is_marked(plan):
@@ -277,7 +283,7 @@ def test_every_cost_figure_reads_its_accelerators_price(plan):
     with changed(
         plan, {f"Inputs!{ref.col}{ref.row}": "H200", "Inputs!J" + str(plan.book.ref("tflops_override@3").row): None}
     ):
-        assert plan.get(f"Scenarios!{SIDE_COLUMNS[3]}{price_row}") == catalog.gpu_price("H200") == 5.408
+        assert plan.get(f"Scenarios!{SIDE_COLUMNS[3]}{price_row}") == catalog.gpu_price("H200") == 3.99
         assert plan.get(f"Scenarios!{SIDE_COLUMNS[2]}{price_row}") == 2.5  # the H100 cases keep theirs
         assert plan.get(f"Scenarios!{SIDE_COLUMNS[3]}{cost_row}") != before
     with changed(plan, {price_name("H100-SXM"): 5.0}):  # the active case's fleet is billed at the new price

@@ -276,7 +276,7 @@ def test_the_costs_block_is_costs_toml_with_each_figures_unit_source_and_date(pl
         r = row.row
         assert plan.get(row.name) == figure.value, row.label
         assert ws[f"C{r}"].value == costs.COST_FIELDS[spec.field].unit, row.label
-        assert ws[f"D{r}"].value == f"Catalog: {loaded.titles[figure.source]}", row.label
+        assert ws[f"D{r}"].value == f"Catalog: {loaded.title(figure)}", row.label
         assert ws[f"E{r}"].value == dt.datetime.combine(figure.as_of, dt.time()), row.label
         assert ws[f"F{r}"].value == figure.note, row.label
         seen += 1
@@ -355,8 +355,10 @@ def test_the_cash_breakeven_of_a_flat_plan_is_breakeven_months(plan):
 
 def test_the_cheapest_commitment_is_best_commitment_of_the_months(plan):
     r = check_timeline(plan)
-    # $2.35 committed against $2.50 on demand: commit to what is needed in all but 36 x 2.35 / 2.50 = 33.8 months,
-    # the level exceeded in at most 33 of them
+    # $2.35 committed (one-year H100 contracts, SemiAnalysis, March 2026: the price table's) against $2.50 on demand
+    # (the source text's): commit to what is needed in all but 36 x 2.35 / 2.50 = 33.8 months, the level exceeded in
+    # at most 33 of them
+    assert plan.get("Committed_Price_Per_GPU_Hour") == 2.35
     above = sum(1 for n in r["gpus"] if n > r["committed"])
     assert above <= 36 * 2.35 / 2.50 and sum(1 for n in r["gpus"] if n >= r["committed"]) > 36 * 2.35 / 2.50
     best = sum(r["committed_cost"])

@@ -31,7 +31,9 @@ from __future__ import annotations
 from ..domains import Name, checked
 from .schema import GPU_FIELDS, MODEL_FIELDS, AcceleratorPreset, Kind, ModelPreset, Preset, PricePreset
 from .store import (
+    PRICE_BASES,
     PRICES_FILE,
+    STALE_AFTER_DAYS,
     USER_SOURCE_PREFIX,
     Catalog,
     Prices,
@@ -54,6 +56,8 @@ __all__ = [
     "ModelPreset",
     "Preset",
     "PRICES_FILE",
+    "PRICE_BASES",
+    "STALE_AFTER_DAYS",
     "PricePreset",
     "Prices",
     "USER_SOURCE_PREFIX",
@@ -166,30 +170,31 @@ def gpu_source(gpu: Name, field: Name) -> str:
 
 @checked
 def gpu_price(gpu: Name) -> float:
-    """Default rental price of one accelerator for an hour, dated and sourced; replace it with your own.
+    """Default on-demand rental price of one accelerator for an hour, dated and sourced; replace it with your own.
 
     Parameters
     ----------
     gpu : str
-        An accelerator name or alias, e.g. H100, H200 or A100-40GB [name].
+        An accelerator name or alias, e.g. H100, H200 or MI300X [name].
 
     Returns
     -------
     float
-        Price of one GPU for an hour [USD/GPU-h].
+        Price of one GPU for an hour, on demand [USD/GPU-h].
 
     Notes
     -----
-    From the catalog's prices.toml, one source for every entry so that accelerators are priced alike: AWS EC2
-    Capacity Blocks' accelerator-hour rates until 1 January 2025 (H100 $4.916, H200 $5.408, A100 40 GB $1.844).
-    GPU_PRICE_SOURCE gives the citation with its date; an accelerator without a price is #N/A.
+    From the catalog's one price table, prices.toml (keyed by accelerator and basis, every entry dated and sourced;
+    NVIDIA's HGX parts from one price card so that they are priced alike: Hyperstack, August 2026, H100 SXM $3.20,
+    H200 $3.99, B200 $6.00). GPU_PRICE_SOURCE gives the citation with its date; an accelerator without a price is
+    #N/A. A price older than 12 months is flagged where it is used.
     """
     return load_prices().get(gpu).usd_per_gpu_hour
 
 
 @checked
 def gpu_price_source(gpu: Name) -> str:
-    """Where an accelerator's default rental price comes from, with its date, basis and region.
+    """Where an accelerator's default on-demand rental price comes from, with its date, offer and region.
 
     Parameters
     ----------

@@ -28,7 +28,7 @@ from .. import domains
 from ..core.cost import OwnedCase
 from ..domains import Domain, Name, checked, domain_of
 from ..errors import CatalogError, NotAvailableError, UnknownPresetError, XlsxplanError
-from .store import load_catalog
+from .store import PRICE_BASES, load_catalog, load_prices
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -38,6 +38,8 @@ else:  # pragma: no cover - Python 3.10
 __all__ = [
     "COSTS_FILE",
     "COST_FIELDS",
+    "PRICE_FIELDS",
+    "PRICE_SOURCE_PREFIX",
     "CostField",
     "CostFigure",
     "Costs",
@@ -79,9 +81,9 @@ COST_FIELDS: dict[str, CostField] = {
                                    "Power per GPU, with its share of the server"),
     "lead_time_months": CostField("accelerator", "months", Domain("number", 0, 120),
                                   "Lead time from order to servers in service"),
-    "rent_on_demand_usd_per_gpu_hour": CostField("accelerator", "USD/GPU-h", _dom(domains.Price),
+    "rent_on_demand_usd_per_gpu_hour": CostField("price", "USD/GPU-h", _dom(domains.Price),
                                                  "Rental price on demand"),
-    "rent_committed_usd_per_gpu_hour": CostField("accelerator", "USD/GPU-h", _dom(domains.Price),
+    "rent_committed_usd_per_gpu_hour": CostField("price", "USD/GPU-h", _dom(domains.Price),
                                                  "Rental price committed (reserved)"),
     "years": CostField("site", "years", _dom(domains.Years), "Life the capital is recovered over"),
     "residual_fraction": CostField("site", "fraction", _dom(domains.FractionOrZero),
@@ -92,7 +94,18 @@ COST_FIELDS: dict[str, CostField] = {
     "usd_per_kw_month": CostField("site", "USD/kW-month", _dom(domains.USDPerKWMonth),
                                   "Hosting (colocation) per kW of IT load per month"),
 }  # fmt: skip
-"""Every figure costs.toml holds, in the order the Costs block shows them."""
+"""Every figure COST_SPEC gives, in the order the Costs block shows them. Those of scope "site" and "accelerator" live
+in costs.toml; the two rental prices (scope "price") are read from the one price table, prices.toml, so that a
+rented GPU-hour has one price per basis everywhere (:data:`PRICE_FIELDS`)."""
+
+PRICE_FIELDS: dict[str, str] = {
+    "rent_on_demand_usd_per_gpu_hour": "on_demand",
+    "rent_committed_usd_per_gpu_hour": "committed",
+}
+"""The rental-price fields of COST_SPEC -> their basis in prices.toml."""
+
+PRICE_SOURCE_PREFIX = "prices.toml:"
+"""Marks a figure's source key as one of prices.toml's [sources], not costs.toml's."""
 
 
 class CostFigure(BaseModel):
@@ -118,7 +131,16 @@ class Costs:
     unavailable: dict[str, dict[str, str]]  # accelerator id -> field -> source key of the reason
 
     def citation(self, figure: CostFigure) -> str:
+        """The figure's citation, from costs.toml or, for a rental price, prices.toml."""
+        if figure.source.startswith(PRICE_SOURCE_PREFIX):
+            return load_prices().sources[figure.source.removeprefix(PRICE_SOURCE_PREFIX)]
         return self.sources[figure.source]
+
+    def title(self, figure: CostFigure) -> str:
+        """The figure's source in at most :data:`TITLE_CHARS` characters (costs.toml's or prices.toml's [titles])."""
+        if figure.source.startswith(PRICE_SOURCE_PREFIX):
+            return load_prices().titles[figure.source.removeprefix(PRICE_SOURCE_PREFIX)]
+        return self.titles[figure.source]
 
 
 def _figure(raw: Any, where: str, field: str, sources: dict[str, str]) -> CostFigure:
@@ -231,6 +253,14 @@ def cost_figure(gpu: str, field: str) -> CostFigure:
     that is not known, NotAvailableError with the reason for a figure no source gives."""
     key = _field(field)
     pid = load_catalog().accelerators.get(gpu).id  # by name or alias, as GPU_SPEC finds it
+    if key in PRICE_FIELDS:  # the one price table
+        basis = PRICE_FIELDS[key]
+        price = load_prices().get(pid, basis)
+        note = f"{PRICE_BASES[basis]}: {price.offer}"
+        note = note if len(note) <= NOTE_CHARS else note[: NOTE_CHARS - 3] + "..."
+        return CostFigure(
+            value=price.usd_per_gpu_hour, source=PRICE_SOURCE_PREFIX + price.source, as_of=price.as_of, note=note
+        )
     costs = load_costs()
     if COST_FIELDS[key].scope == "site":
         return costs.site[key]

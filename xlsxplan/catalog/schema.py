@@ -313,14 +313,15 @@ class AcceleratorPreset(Preset):
 
 
 class PricePreset(Preset):
-    """What renting one accelerator costs for an hour, with the date, kind and place of the offer (prices.toml).
+    """What renting one accelerator costs for an hour on one basis, with the date, offer and place (prices.toml).
 
-    The preset's id is the id of the accelerator it prices (accelerators.toml); the loader refuses any other.
+    The preset's id is the id of the accelerator it prices (accelerators.toml); the loader refuses any other. The
+    basis (on demand, committed) is the table the entry sits in.
     """
 
     usd_per_gpu_hour: float = Field(gt=0, description="rental price of one accelerator for an hour [USD/GPU-h]")
-    as_of: datetime.date = Field(description="the date the price was in force")
-    basis: str = Field(min_length=1, description="the kind of rental: on-demand, reserved, a capacity block")
+    as_of: datetime.date = Field(description="the date the price was in force, or the page read")
+    offer: str = Field(min_length=1, description="the offer priced: the product, instance or terms")
     region: str = Field(min_length=1, description="where the offer holds")
 
     FIGURES: ClassVar[tuple[str, ...]] = ("usd_per_gpu_hour",)

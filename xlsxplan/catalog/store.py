@@ -6,6 +6,7 @@ take a shipped name, a broken user preset left out with its reason while every o
 
 from __future__ import annotations
 
+import datetime
 import difflib
 import os
 import re
@@ -33,8 +34,11 @@ __all__ = [
     "Catalog",
     "Prices",
     "PRICES_FILE",
+    "PRICE_BASES",
+    "STALE_AFTER_DAYS",
     "load_catalog",
     "load_prices",
+    "parse_prices",
     "refresh",
     "user_catalog_dir",
     "user_preset_ids",
@@ -406,58 +410,99 @@ def load_catalog() -> Catalog:
 
 
 PRICES_FILE = "prices.toml"
-"""The shipped rental prices per GPU-hour, one entry per accelerator id (see :class:`Prices`)."""
+"""The shipped rental prices per GPU-hour: one table per basis, one entry per accelerator id (see :class:`Prices`)."""
+
+PRICE_BASES: dict[str, str] = {"on_demand": "on demand", "committed": "committed"}
+"""The price table's bases: its key in prices.toml -> how it reads in a sentence."""
+
+STALE_AFTER_DAYS = 365
+"""A price older than this on the day it is used is flagged beside the result [days]."""
 
 
 class Prices:
-    """The shipped rental price of each accelerator that has one, found by any name of the accelerator.
+    """The shipped rental price of each accelerator and basis that has one, found by any name of the accelerator.
 
-    ``presets`` maps an accelerator id (as accelerators.toml spells it) to its :class:`PricePreset`; ``sources``
-    holds the citations. A name is resolved through the accelerator catalog (``H100`` is ``H100-SXM``), so an
-    accelerator's aliases price it too; a user's accelerator preset has no shipped price.
+    ``presets`` maps a basis (a key of :data:`PRICE_BASES`) to a map of accelerator id (as accelerators.toml spells
+    it) -> :class:`PricePreset`; ``sources`` holds the citations and ``titles`` a short title of each (at most 35
+    characters, for a sheet's Source column). A name is resolved through the accelerator catalog
+    (``H100`` is ``H100-SXM``), so an accelerator's aliases price it too; a user's accelerator preset has no shipped
+    price.
     """
 
-    def __init__(self, presets: dict[str, PricePreset], sources: dict[str, str]) -> None:
+    def __init__(
+        self, presets: dict[str, dict[str, PricePreset]], sources: dict[str, str], titles: dict[str, str]
+    ) -> None:
         self.presets = presets
         self.sources = sources
+        self.titles = titles
 
-    def ids(self) -> list[str]:
-        """The accelerator ids that have a price, in file order."""
-        return list(self.presets)
+    def ids(self, basis: str = "on_demand") -> list[str]:
+        """The accelerator ids that have a price on ``basis``, in file order."""
+        return list(self.presets[basis])
 
-    def get(self, gpu: str) -> PricePreset:
-        """The price of an accelerator by any of its names; UnknownPresetError for a name the catalog lacks,
-        NotAvailableError (``#N/A``) for an accelerator without a shipped price."""
+    def get(self, gpu: str, basis: str = "on_demand") -> PricePreset:
+        """The price of an accelerator on ``basis`` by any of its names; UnknownPresetError for a name the catalog
+        lacks, NotAvailableError (``#N/A``) for an accelerator without a shipped price on that basis."""
         preset = load_catalog().accelerators.get(gpu)
-        price = self.presets.get(preset.id)
+        table = self.presets[basis]
+        price = table.get(preset.id)
         if price is None:
             raise NotAvailableError(
-                f"{preset.id} has no rental price in the catalog ({PRICES_FILE} prices {', '.join(self.presets)}): "
-                "give your own price per GPU-hour",
+                f"{preset.id} has no {PRICE_BASES[basis]} rental price in the catalog ({PRICES_FILE} prices "
+                f"{', '.join(table)}): give your own price per GPU-hour",
                 "gpu",
             )
         return price
 
-    def citation(self, gpu: str) -> str:
-        """Where the price comes from, with its date, basis and region, in one line."""
-        price = self.get(gpu)
-        return f"{self.sources[price.source]}; as of {price.as_of.isoformat()}, {price.basis}, {price.region}"
+    def citation(self, gpu: str, basis: str = "on_demand") -> str:
+        """Where the price comes from, with its date, basis, offer and region, in one line."""
+        price = self.get(gpu, basis)
+        return (
+            f"{self.sources[price.source]}; as of {price.as_of.isoformat()}, {PRICE_BASES[basis]} "
+            f"({price.offer}), {price.region}"
+        )
+
+    def stale(self, gpu: str, basis: str = "on_demand", today: datetime.date | None = None) -> bool:
+        """Whether the price is older than :data:`STALE_AFTER_DAYS` on ``today`` (default: this day)."""
+        day = today or datetime.date.today()
+        return (day - self.get(gpu, basis).as_of).days > STALE_AFTER_DAYS
 
 
-def load_prices() -> Prices:
-    """The shipped rental prices (``prices.toml``), parsed and validated once: each entry's figure positive, its
-    date a date, its source in [sources], and its id an accelerator of the shipped catalog (CatalogError, one line
-    naming the file and the entry, otherwise)."""
-    if "prices" not in _cache:
-        presets, sources = _load_file(PRICES_FILE, "prices", PricePreset)
-        shipped = _cache.get("shipped") or {kind: _load_file(*spec) for kind, spec in _FILES.items()}
-        accelerators = shipped["accelerator"][0]
+def parse_prices(text: str, filename: str = PRICES_FILE) -> Prices:
+    """A price table's text, validated: one table per basis of :data:`PRICE_BASES`, each entry's figure positive,
+    its date a date, its source in [sources] with a short title in [titles], and its key the id of an accelerator of
+    the shipped catalog, so that one accelerator has at most one price per basis (an alias as a key is refused, as
+    a duplicate key is by TOML itself). CatalogError, one line naming the file and the entry, otherwise."""
+    raw = _toml(text, filename)
+    unknown = set(raw) - {"sources", "titles", *PRICE_BASES}
+    if unknown:
+        raise CatalogError(f"{filename}: unexpected top-level table(s) {', '.join(sorted(unknown))}")
+    shipped = _cache.get("shipped") or {kind: _load_file(*spec) for kind, spec in _FILES.items()}
+    accelerators = shipped["accelerator"][0]
+    tables: dict[str, dict[str, PricePreset]] = {}
+    sources: dict[str, str] = {}
+    for basis in PRICE_BASES:
+        part = {"sources": raw.get("sources", {}), basis: raw.get(basis, {})}
+        presets, sources = _validate(part, filename, basis, PricePreset)
         for pid in presets:
             if pid not in accelerators:
                 close = difflib.get_close_matches(pid, list(accelerators), n=1)
                 hint = f"; did you mean {close[0]}?" if close else ""
-                raise CatalogError(f"{PRICES_FILE}: {pid} is not an accelerator id of accelerators.toml{hint}")
-        _cache["prices"] = Prices({pid: p for pid, p in presets.items() if isinstance(p, PricePreset)}, sources)
+                raise CatalogError(f"{filename}: {basis}.{pid} is not an accelerator id of accelerators.toml{hint}")
+        tables[basis] = {pid: p for pid, p in presets.items() if isinstance(p, PricePreset)}
+    titles = raw.get("titles", {})
+    for key in sources:
+        title = titles.get(key) if isinstance(titles, dict) else None
+        if not isinstance(title, str) or not title.strip() or len(title) > 35:
+            raise CatalogError(f"{filename}: titles.{key}: give every source a short title of 1 to 35 characters")
+    return Prices(tables, sources, dict(titles))
+
+
+def load_prices() -> Prices:
+    """The shipped rental prices (``prices.toml``), parsed and validated once (:func:`parse_prices`)."""
+    if "prices" not in _cache:
+        text = resources.files(__package__).joinpath(PRICES_FILE).read_text(encoding="utf-8")
+        _cache["prices"] = parse_prices(text)
     prices: Prices = _cache["prices"]
     return prices
 

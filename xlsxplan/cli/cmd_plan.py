@@ -613,15 +613,21 @@ def _owned_lines(result: Any) -> list[str]:
 
 def _prices(prices: dict[str, tuple[float, str]]) -> str:
     """Each accelerator's price per GPU-hour, and where the ones not given come from."""
-    from ..catalog import load_prices
+    from ..catalog import STALE_AFTER_DAYS, load_prices
 
     shown = [
         f"{gpu} ${price:,.3f}".rstrip("0").rstrip(".") + "/GPU-h" + (" (given)" if source == "given" else "")
         for gpu, (price, source) in prices.items()
     ]
-    dates = sorted({load_prices().get(gpu).as_of.isoformat() for gpu, (_, s) in prices.items() if s != "given"})
+    table = load_prices()
+    catalog = [gpu for gpu, (_, s) in prices.items() if s != "given"]
+    dates = sorted({table.get(gpu).as_of.isoformat() for gpu in catalog})
     if dates:
-        shown[-1] += f"; the catalog's as of {', '.join(dates)} (GPU_PRICE_SOURCE cites them; --gpu NAME=PRICE)"
+        cites = "GPU_PRICE_SOURCE cites them; --gpu NAME=PRICE"
+        shown[-1] += f"; the catalog's, on demand, as of {', '.join(dates)} ({cites})"
+    stale = [gpu for gpu in catalog if table.stale(gpu)]
+    if stale:
+        shown[-1] += f"; over {STALE_AFTER_DAYS} days old: {', '.join(stale)} (check before signing)"
     return ", ".join(shown)
 
 

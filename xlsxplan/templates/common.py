@@ -231,7 +231,7 @@ def _price_table(book: Book, sh: Sheet, examples: dict[str, PriceExample]) -> di
         elif entry is not None:
             value, source = entry.usd_per_gpu_hour, f"Catalog (GPU_PRICE): {entry.source}"
             as_of = _dt.datetime(entry.as_of.year, entry.as_of.month, entry.as_of.day)
-            comment = f"{entry.basis}, {entry.region}"
+            comment = f"on demand, {entry.offer}, {entry.region}"
         else:
             value, source, as_of, comment = None, "Catalog: no price; type your quote", TEMPLATE_DATE, ""
         sh.input(
@@ -245,7 +245,7 @@ def _price_table(book: Book, sh: Sheet, examples: dict[str, PriceExample]) -> di
             as_of=as_of,
         )
     last = sh.row - 1
-    sh.text("An empty price leaves the accelerator out of the Options sheet; a case on it has no cost figures.")
+    sh.text("An empty price leaves a case on that accelerator without cost figures (and out of the Options sheet).")
     return {"price": f"{quote_sheetname('Lists')}!$B${first}:$B${last}"}
 
 

@@ -176,7 +176,7 @@ def _override(
     return CaseInput(key, label, values, unit, source, comment, fmt, "", _OVERRIDE)
 
 
-PRICE_EXAMPLES = {"H100-SXM": PriceExample(2.5, _SECTION6, "The source's figure; catalog: $4.916 (AWS, 2024)")}
+PRICE_EXAMPLES = {"H100-SXM": PriceExample(2.5, _SECTION6, "The source's figure, not the catalog's GPU_PRICE")}
 """The source document's own price in place of the catalog's, so that its printed costs come out."""
 
 CASE_INPUTS: tuple[CaseInput, ...] = (
@@ -1176,6 +1176,18 @@ def _inputs(book: Book, lists: dict[str, str]) -> Sheet:
         "Pricing basis", "On-demand", "text", "Example", "On-demand, committed (1 or 3 years) or spot", "text", basis
     )
     sh.input("Billing currency", "USD", "ISO 4217", "Example", "Every cost line is in this currency", "text")
+    for i, gpu in enumerate(OPTIONS_ACCELERATORS, start=1):
+        dv = DataValidation(type="list", formula1=lists["gpu"], allow_blank=True)
+        dv.error, dv.showErrorMessage = "Pick an accelerator of the catalog (Lists), or leave it empty", True
+        sh.input(
+            f"Options accelerator {i}",
+            gpu,
+            "name",
+            "Example: the source's H100, then H200, B200",
+            "Options searches these, at their prices on Lists",
+            "text",
+            dv,
+        )
 
     range_inputs(book, sh)
     sh.section("Your measurements (optional)", "The active scenario's setup, measured: see the Calibration sheet")
@@ -1410,10 +1422,18 @@ def options_per_accelerator() -> int:
     return len(a.weight_precisions) * len(a.kv_precisions) * len(a.gpus_per_replica) * len(a.servings)
 
 
+OPTIONS_ACCELERATORS = ("H100-SXM", "H200", "B200")
+"""The accelerators the Options sheet searches as shipped, one Inputs row each ("Options accelerator 1" to 3): the
+source text's H100 and the two that follow it in NVIDIA's HGX line, each priced from the same price card. Three
+inputs, not every accelerator priced on Lists: the table has rows for three (32 options each), so that the sheet
+stays the size it prints and recalculates in; a user picks any three priced ones."""
+
+
 def priced_accelerators() -> list[str]:
-    """The accelerators the price table on Lists ships with a price: the catalog's, and the examples'."""
+    """The accelerators the Options sheet searches as shipped (:data:`OPTIONS_ACCELERATORS`), each priced on Lists
+    (the catalog's on-demand price, or the source text's example)."""
     table = catalog.load_prices().ids()
-    return [gpu for gpu in catalog.gpu_names() if gpu in table or gpu in PRICE_EXAMPLES]
+    return [gpu for gpu in OPTIONS_ACCELERATORS if gpu in table or gpu in PRICE_EXAMPLES]
 
 
 OPTIONS_FORMULA = (
@@ -1429,15 +1449,24 @@ traffic, targets and spares on Inputs; with a percentile first-token target, tha
 wait for a slot at the peak included), else the first-token target of a request that never waits. Memory is the
 flat usable share, as Calculations plans it (its engine lines are beside the plan), and a draft is not searched
 (Calculations shows it beside the plan too)."""
-OPTIONS_GPUS = '=_xlfn.TEXTJOIN(",",TRUE,IF(ISNUMBER({gpu_prices}),{gpu_names}&"="&{gpu_prices},""))'
-"""The priced accelerators as PLAN_OPTIONS reads them, ``H100-SXM=2.5,H200=5.408``: an array formula of one cell."""
+_SEARCHED = [f"Options_Accelerator_{i}" for i in range(1, len(OPTIONS_ACCELERATORS) + 1)]
+_PRICE_OF = "INDEX({{gpu_prices}},MATCH({a},{{gpu_names}},0))"
+OPTIONS_GPUS = (
+    '=_xlfn.TEXTJOIN(",",TRUE,'
+    + ",".join(f'IF(ISNUMBER({_PRICE_OF.format(a=a)}),{a}&"="&{_PRICE_OF.format(a=a)},"")' for a in _SEARCHED)
+    + ")"
+)
+"""The accelerators the Options sheet searches, each with its price on Lists, as PLAN_OPTIONS reads them
+(``H100-SXM=2.5,H200=3.99,B200=6``): one that is empty or has no price on Lists is left out."""
+OPTIONS_PRICED = "=" + "+".join(f"ISNUMBER({_PRICE_OF.format(a=a)})" for a in _SEARCHED)
+"""How many of the accelerators the Options sheet searches have a price on Lists."""
 
 
 def _options(book: Book) -> Sheet:
-    """The Options sheet: every way to serve the active scenario's model on the accelerators priced on Lists,
-    ranked by monthly cost (PLAN_OPTIONS's table, a cell each: PLAN_OPTIONS_AT(row, column, ...), which plans the
-    table once and remembers it), in rows enough for the accelerators priced when the file was built, the active
-    scenario's row marked.
+    """The Options sheet: every way to serve the active scenario's model on the accelerators chosen on Inputs
+    (Options accelerator 1 to 3) at their prices on Lists, ranked by monthly cost (PLAN_OPTIONS's table, a cell each:
+    PLAN_OPTIONS_AT(row, column, ...), which plans the table once and remembers it), in rows enough for three
+    accelerators, the active scenario's row marked.
 
     Cell by cell rather than one array formula over the range: a saved array formula's other cells hold their cached
     values, which the headless engine reads as occupied when the file is opened again (#SPILL!); and INDEX over
@@ -1446,7 +1475,7 @@ def _options(book: Book) -> Sheet:
     rows = 1 + options_per_accelerator() * n_gpus
     sh = book.sheet(
         "Options",
-        "Every way to serve the active scenario's model on the accelerators priced on Lists: PLAN_OPTIONS, ranked by "
+        "Every way to serve the active scenario's model on the accelerators chosen on Inputs: PLAN_OPTIONS, ranked by "
         f"monthly cost at the efficiencies of {ENVELOPE}; each rejected option says why.",
         ["Active scenario", *(heading for _, heading, _, _ in OPTION_COLUMNS)],
     )
@@ -1496,10 +1525,10 @@ def _options(book: Book) -> Sheet:
     sh.line(
         Line(
             "options_priced",
-            "Accelerators priced on Lists",
-            "=COUNT({gpu_prices})",
+            "Accelerators searched, priced on Lists",
+            OPTIONS_PRICED,
             "count",
-            "Every one is searched; the cheapest options show first",
+            "Options accelerator 1 to 3 on Inputs; the cheapest options show first",
             "int",
         )
     )
@@ -1975,9 +2004,9 @@ def _checks(book: Book) -> Sheet:
         "Your measurement implies over 100% of peak: check its setup and the accelerator's figures",
     )
     sh.check(
-        "Fewer accelerators priced than Options has room for",
+        "Fewer accelerators searched than Options has room for",
         "=IF({options_priced}<{options_room},1,0)",
-        "Its last rows would be N/A errors: price another accelerator on Lists (or rebuild the template)",
+        "Its last rows would be N/A errors: choose three priced accelerators on Inputs",
     )
     figures = [book.ref(k) for k in ("params", "active", "memory", "bandwidth", "tflops")]
     span = f"Calculations!${figures[0].col}${figures[0].row}:${figures[-1].col}${figures[-1].row}"

@@ -349,7 +349,7 @@ def inputs(book: Book, sh: Sheet) -> None:
             spec.label,
             figure.value,
             field.unit,
-            f"Catalog: {costs.titles[figure.source]}",
+            f"Catalog: {costs.title(figure)}",
             figure.note,
             spec.fmt,
             validation_for(domain, spec.label),
