@@ -282,6 +282,25 @@ def test_precisions_an_accelerator_cannot_compute_are_rejected_with_the_reason()
     assert "FP4" in _option(result, "A100-40GB", "nvfp4", n=1).assumed.reason
 
 
+def test_fp4_weights_are_planned_on_an_accelerator_with_an_fp4_peak():
+    # B200: 9,000 dense FP4 TFLOP/s in the catalog (GPU_SPEC("B200", "fp4_tflops")); an H100 has no FP4 tensor cores
+    result = plan(
+        "Llama-3.1-70B",
+        ASSISTANT,
+        Targets(20, 2),
+        gpus={"B200": 6.0, "H100": 3.2},
+        assumptions=Assumptions(weight_precisions=("nvfp4", "fp8")),
+    )
+    fp4 = _option(result, "B200", "nvfp4", n=1)
+    assert fp4.assumed.feasible and fp4.calibrated.feasible
+    assert fp4.assumed.extra["prefill_peak"] == "bf16_tflops"  # the source text's view: half the BF16 peak
+    assert fp4.calibrated.extra["prefill_peak"] == "fp4_tflops"  # calibrated: a share of the FP4 peak
+    # NVFP4 stores 4.5 bits a weight (4 + an 8-bit scale per 16), FP8 8: the weights take less memory
+    fp8 = _option(result, "B200", "fp8", n=1)
+    assert fp4.assumed.extra["weights_gb"] < 0.7 * fp8.assumed.extra["weights_gb"]
+    assert "no published FP4 peak" in _option(result, "H100-SXM", "nvfp4", n=2).assumed.reason
+
+
 # --- prices -------------------------------------------------------------------------------------------------------
 
 

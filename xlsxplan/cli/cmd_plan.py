@@ -639,7 +639,7 @@ def _calibrated(result: Any) -> str:
         c = o.calibrated
         if c.decode_bandwidth_efficiency is None:
             continue
-        peak = "FP8" if c.extra.get("prefill_peak") == "fp8_tflops" else "BF16"
+        peak = {"fp8_tflops": "FP8", "fp4_tflops": "FP4"}.get(str(c.extra.get("prefill_peak")), "BF16")
         share = f"{c.decode_bandwidth_efficiency:.0%} of bandwidth, {c.prefill_efficiency:.0%} of the {peak} peak"
         by_weights.setdefault(o.weights, {}).setdefault(o.gpu, share)
     parts = []

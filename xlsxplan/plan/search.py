@@ -1489,7 +1489,7 @@ def plan(
     for gpu, (price, _) in prices.items():
         preset = table.get(gpu)
         memory, bandwidth = float(preset.figure("memory_gb")), float(preset.figure("bandwidth_tb_s"))  # type: ignore[arg-type]
-        peaks = {f: preset.figure(f) for f in ("bf16_tflops", "fp8_tflops")}
+        peaks = {f: preset.figure(f) for f in ("bf16_tflops", "fp8_tflops", "fp4_tflops")}
         for w in weight_names:
             b = precision.bytes_per_param(w)
             weights_gb = (
