@@ -12,7 +12,6 @@ from xlsxplan import calibration
 from xlsxplan.calibration import measurements
 from xlsxplan.errors import CatalogError
 
-DATA = DATA
 SHIPPED = calibration.measurements_path()
 HEADER = ",".join(measurements.COLUMNS)
 

@@ -9,8 +9,6 @@ from tests.helpers import DATA
 from xlsxplan.calibration import load_factors
 from xlsxplan.calibration.measurements import Unpredictable, predict, read_measurements
 
-DATA = DATA
-
 
 def test_block_scaled_formats_as_stored():
     # MXFP4 (OCP Microscaling Formats v1.0): 32 E2M1 values share one E8M0 scale, 4 + 8/32 = 4.25 bits, "MoE weights

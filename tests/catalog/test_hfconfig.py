@@ -16,8 +16,6 @@ from xlsxplan.cli import main
 from xlsxplan.errors import ArgumentError
 from xlsxplan.headless.engine import evaluate_formula
 
-DATA = DATA
-
 # (config file, published total, published active or None, citation)
 PUBLISHED = [
     ("llama-3.1-8b.json", 8_030_261_248, None, "meta-llama/Llama-3.1-8B safetensors total (catalog llama31-card)"),
@@ -90,6 +88,27 @@ def test_unsupported_or_broken_configs_are_refused_with_the_reason(tmp_path):
         read_config(bad)
     with pytest.raises(ArgumentError, match=r"nope\.json: cannot be read"):
         read_config(tmp_path / "nope.json")
+
+
+@pytest.mark.parametrize("key", ["tie_word_embeddings", "attention_bias", "mlp_bias", "use_sliding_window"])
+@pytest.mark.parametrize("value", ["false", "true", 0, 1])
+def test_a_yes_or_no_field_is_a_json_boolean_or_refused(key, value):
+    # the red team's "tie_word_embeddings": "false" counted as tied (bool("false") is True): a config's booleans
+    # are JSON's true and false, a text or a number is refused naming the file and the field
+    config = dict(read_config(DATA / "qwen2.5-7b.json"), **{key: value})
+    with pytest.raises(ArgumentError, match=rf"^c\.json: {key} must be true or false \(a JSON boolean\), got "):
+        figures_from_config(config, "c.json")
+
+
+def test_json_booleans_and_null_read_as_before():
+    qwen = read_config(DATA / "qwen2.5-7b.json")  # tie_word_embeddings false, use_sliding_window false
+    untied = figures_from_config(qwen)  # a figure at its default is left out of the preset
+    assert not untied.get("tied_embeddings", False) and "sliding_window" not in untied
+    tied = figures_from_config(dict(qwen, tie_word_embeddings=True))
+    assert tied["tied_embeddings"] is True and tied["params_b"] < untied["params_b"]
+    gemma = read_config(DATA / "gemma-2-9b.json")  # no use_sliding_window: the window is used, as null means too
+    assert figures_from_config(dict(gemma, use_sliding_window=None))["sliding_window"] == 4096
+    assert figures_from_config(dict(qwen, attention_bias=None)) == figures_from_config(dict(qwen, attention_bias=False))
 
 
 OPTIONAL_FIELDS = (

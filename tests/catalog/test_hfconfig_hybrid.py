@@ -15,8 +15,6 @@ from xlsxplan.catalog.models import count_params, model_kv_bytes_per_token, mode
 from xlsxplan.cli import main
 from xlsxplan.errors import ArgumentError, OutOfRangeError
 
-DATA = DATA
-
 
 def figures(name: str) -> dict:
     return figures_from_config(read_config(DATA / name), name)

@@ -13,7 +13,6 @@ from xlsxplan.cli import main
 from xlsxplan.errors import CatalogError
 from xlsxplan.headless.engine import evaluate_formula
 
-DATA = DATA
 HEADER = ",".join(measurements.COLUMNS)
 
 

@@ -26,7 +26,6 @@ from xlsxplan.core.architecture import (
 from xlsxplan.errors import OutOfRangeError, UnknownPresetError
 
 GIB, MIB = 2**30, 2**20
-DATA = DATA
 
 
 # --- KV bytes per token, each against a cited figure ---------------------------------------------------------------

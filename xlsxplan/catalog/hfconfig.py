@@ -262,6 +262,18 @@ def _optional(config: dict[str, Any], key: str, where: str, default: int | None 
     return _bounded(value, key, where)
 
 
+def _flag(config: dict[str, Any], key: str, where: str, default: bool = False) -> bool:
+    """A yes-or-no field: ``default`` when it is missing or null, else a JSON boolean (``true``/``false``), or an
+    :class:`ArgumentError` naming the file and the field: the text ``"false"`` is not false (Python's ``bool`` would
+    read it as true)."""
+    value = config.get(key)
+    if value is None:
+        return default
+    if not isinstance(value, bool):
+        raise ArgumentError(f"{where}: {key} must be true or false (a JSON boolean), got {value!r}"[:300], key)
+    return value
+
+
 def _layer_types(c: dict[str, Any], layers: int, where: str) -> list[str] | None:
     """The config's ``layer_types`` list, checked: one known kind per layer; None when the config has none."""
     kinds = c.get("layer_types")
@@ -286,7 +298,7 @@ def _window_layers(
 ) -> tuple[int | None, int | None]:
     """(sliding_window, layers limited to it), or (None, None) when every layer sees the whole context."""
     window = _optional(c, "sliding_window", where)
-    if not window or c.get("use_sliding_window") is False:
+    if not window or not _flag(c, "use_sliding_window", where, default=True):
         return None, None
     if kinds is not None:  # newer configs list every layer
         count = sum(1 for t in kinds if t == "sliding_attention")
@@ -477,11 +489,11 @@ def figures_from_config(config: dict[str, Any], where: str = "config.json") -> d
         "vocab": _whole(c, "vocab_size", where),
         "context": _whole(c, "max_position_embeddings", where),
         "intermediate": _optional(c, "intermediate_size_mlp" if llama4 else "intermediate_size", where, low=1),
-        "tied_embeddings": bool(c.get("tie_word_embeddings", model_type in _TIED_BY_DEFAULT)),
-        "attention_bias": c.get("attention_bias") is True,
-        "mlp_bias": c.get("mlp_bias") is True or gpt_oss,  # gpt-oss's experts and router carry biases
+        "tied_embeddings": _flag(c, "tie_word_embeddings", where, default=model_type in _TIED_BY_DEFAULT),
+        "attention_bias": _flag(c, "attention_bias", where),
+        "mlp_bias": _flag(c, "mlp_bias", where) or gpt_oss,  # gpt-oss's experts and router carry biases
         "attention_sinks": gpt_oss,  # GptOssAttention: one learned sink logit per head
-        "attention_output_gate": c.get("attn_output_gate") is True
+        "attention_output_gate": _flag(c, "attn_output_gate", where)
         or _is(c, ("qwen3_next",), ("Qwen3NextForCausalLM",)),
     }
     if blocks is not None:
