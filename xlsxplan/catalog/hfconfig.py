@@ -30,6 +30,7 @@ from pydantic import ValidationError
 from ..errors import ArgumentError
 from . import ModelPreset
 from .models import count_params
+from .schema import FORMULA_STARTS
 
 __all__ = [
     "ARCHITECTURES",
@@ -237,6 +238,12 @@ def check_name(name: str) -> str:
     if not name.isprintable():
         raise ArgumentError(
             f"the preset name {name!r} holds a line break or another control character; use printable characters",
+            "name",
+        )
+    if name.startswith(FORMULA_STARTS):
+        raise ArgumentError(
+            f"the preset name {name[:60]!r} starts with {name[0]!r}, which a spreadsheet reads as the start of a "
+            "formula; start it with a letter or digit (--name)",
             "name",
         )
     return name

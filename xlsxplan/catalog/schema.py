@@ -18,6 +18,12 @@ __all__ = ["Kind", "Preset", "ModelPreset", "AcceleratorPreset", "PricePreset", 
 Kind = Literal["model", "accelerator"]
 
 
+FORMULA_STARTS = ("=", "+", "-", "@")
+"""The first characters with which Excel reads typed input as a formula."""
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+"""Control characters, C1 controls and the bidirectional-text overrides that reorder what a terminal or cell shows."""
+
+
 class Preset(BaseModel):
     """What every preset carries besides its figures."""
 
@@ -35,6 +41,20 @@ class Preset(BaseModel):
     # figures that must be given or declared unavailable; subclasses list them
     FIGURES: ClassVar[tuple[str, ...]] = ()
     REQUIRED: ClassVar[tuple[str, ...]] = ()
+
+    @model_validator(mode="after")
+    def _names_are_data(self) -> Preset:
+        """A preset's name and aliases are written into workbooks and typed into formulas as text: one that a
+        spreadsheet would read as a formula (it starts with ``=``, ``+``, ``-`` or ``@``) or that holds a control
+        character (an escape sequence, a line break, a bidi override) is refused."""
+        for name in (self.id, *self.aliases):
+            if name[:1] in FORMULA_STARTS or _CONTROL.search(name):
+                raise ValueError(
+                    f"the name {name[:60]!r} starts with {', '.join(FORMULA_STARTS)} or holds a control character: "
+                    "a spreadsheet would read it as a formula or show it garbled; choose a name of letters, digits "
+                    "and punctuation"
+                )
+        return self
 
     @model_validator(mode="after")
     def _every_figure_accounted_for(self) -> Preset:

@@ -57,6 +57,7 @@ from ..calibration.factors import BAND_OF
 from ..catalog import models
 from ..core import training_memory
 from ..errors import ArgumentError, XlsxplanError
+from ..infra.text import set_text
 
 __all__ = [
     "is_simple",
@@ -1565,6 +1566,15 @@ def _name_key(name: str) -> str:
     return re.sub(r"[\s_]+", "-", name.strip().casefold())
 
 
+def _put(cell: Any, value: Any) -> None:
+    """A catalog table's value in its cell: a number as it is, any text as text (:func:`~.infra.text.set_text`),
+    never a formula, whatever it starts with (a user preset's name, a citation)."""
+    if isinstance(value, str):
+        set_text(cell, value)
+    else:
+        cell.value = value
+
+
 def write_catalog(ws: Any, top: int = 1, left: int = 1) -> CatalogTables:
     """Write the catalog's tables into worksheet ``ws`` (openpyxl), one below another from row ``top``, and return
     where each is.
@@ -1579,20 +1589,20 @@ def write_catalog(ws: Any, top: int = 1, left: int = 1) -> CatalogTables:
 
     def title(text: str) -> None:
         nonlocal row
-        ws.cell(row=row, column=left, value=text)
+        _put(ws.cell(row=row, column=left), text)
         row += 1
 
     def block(keys: list[str], columns: list[str], rows: list[list[Any]], heading: str) -> Table:
         nonlocal row
         title(heading)
         first = row
-        ws.cell(row=row, column=left, value="name")
+        _put(ws.cell(row=row, column=left), "name")
         for j, c in enumerate(columns, 1):
-            ws.cell(row=row, column=left + j, value=c)
+            _put(ws.cell(row=row, column=left + j), c)
         for i, (k, values) in enumerate(zip(keys, rows), 1):
-            ws.cell(row=first + i, column=left, value=k)
+            _put(ws.cell(row=first + i, column=left), k)
             for j, v in enumerate(values, 1):
-                ws.cell(row=first + i, column=left + j, value=MISSING if v is None else v)
+                _put(ws.cell(row=first + i, column=left + j), MISSING if v is None else v)
         row = first + len(keys) + 2
         return Table(ws.title, first, left, tuple(keys), tuple(columns))
 
