@@ -139,3 +139,33 @@ def test_each_listed_name_is_accepted_by_set(capsys, tmp_path):
         argv += ["--set", text]
     code, _, err = run(capsys, *argv)
     assert code == 0, err
+
+
+def test_text_from_the_workbook_reaches_the_terminal_escaped(capsys, tmp_path):
+    # the red team's cell text with a bidi override (reorders what the terminal shows) and line breaks, printed raw:
+    # every listing shows a workbook's text literally, as `recalc --show` does (an escape sequence cannot be saved
+    # by openpyxl; terminal_text's own test covers it)
+    hostile = "Qwen\u202eevil\\x\nnext\u2066"
+    wb = openpyxl.Workbook()
+    ws = wb.active
+    ws.title = "Inputs"
+    ws["A1"], ws["B1"] = "Model", hostile
+    wb.defined_names["Model_Name"] = openpyxl.workbook.defined_name.DefinedName("Model_Name", attr_text="Inputs!$B$1")
+    path = tmp_path / "book.xlsx"
+    wb.save(path)
+    code, out, _ = run(capsys, "inputs", path)
+    assert code == 0
+    assert not any(ch in out for ch in "\u202e\u2066")
+    assert "Qwen\\u202eevil\\\\x\\nnext\\u2066" in out
+    code, out, _ = run(capsys, "recalc", path, "--show", "Model_Name", "-o", tmp_path / "out.xlsx")
+    assert "\u202e" not in out and "Qwen\\u202eevil" in out
+
+
+def test_terminal_text_escapes_controls_and_bidi_overrides_and_nothing_else():
+    from xlsxplan.cli.common import terminal_text
+
+    assert terminal_text("plain text, 72B FP8: $1.04") == "plain text, 72B FP8: $1.04"
+    assert terminal_text("\x1b[31mred\x07\x9b") == "\\x1b[31mred\\x07\\x9b"
+    assert terminal_text("a\\b\tc\r\n") == "a\\\\b\\tc\\r\\n"
+    assert terminal_text("\u202eabc\u2069") == "\\u202eabc\\u2069"
+    assert terminal_text("Qwen2.5-72B \u00e9\u4e2d") == "Qwen2.5-72B \u00e9\u4e2d"  # printable text is kept

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from .common import EXIT_OK, format_value
+from .common import EXIT_OK, format_value, terminal_text
 
 ORDER = 31
 
@@ -272,7 +272,8 @@ def run(args: argparse.Namespace) -> int:
     table = [("input", "cell", "value", "unit", "allowed")]
     for row in rows:
         name = row["name"] if row["case"] is None else f"{row['name']} (case {row['case']})"
-        table.append((name, row["cell"], row["text"].replace("\n", "\\n"), row["unit"], _allowed_text(row["allowed"])))
+        t = terminal_text  # a workbook's text, never raw to a terminal
+        table.append((t(name), t(row["cell"]), t(row["text"]), t(row["unit"]), t(_allowed_text(row["allowed"]))))
     widths = [max(len(r[i]) for r in table) for i in range(4)]
     for r in table:
         print(("  ".join(f"{r[i]:<{widths[i]}}" for i in range(4)) + "  " + r[4]).rstrip())

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import WorkbookError, XlsxplanError
-from .common import EXIT_FORMULA_ERROR, EXIT_OK, EXIT_USAGE, format_value
+from .common import EXIT_FORMULA_ERROR, EXIT_OK, EXIT_USAGE, format_value, terminal_text
 
 ORDER = 30
 
@@ -211,8 +211,9 @@ def _check_lines(checks: dict[str, Any]) -> list[str]:
 
 
 def _one_line(text: str) -> str:
-    """A value for the ``--show`` table, on one line: a backslash, line breaks and tabs escaped (``\\n``)."""
-    return text.replace("\\", "\\\\").replace("\r", "\\r").replace("\n", "\\n").replace("\t", "\\t")
+    """A value for the ``--show`` table, on one line, shown literally (:func:`~.common.terminal_text`): a backslash,
+    line breaks, tabs, escape sequences and bidi overrides escaped."""
+    return terminal_text(text)
 
 
 class _Progress:

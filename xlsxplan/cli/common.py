@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 import sys
 from typing import Any
 
@@ -106,3 +107,22 @@ def human_number(x: float) -> str:
         return f"{x:.3e}"
     decimals = max(0, 3 - magnitude)
     return f"{x:,.{decimals}f}"
+
+
+_UNSAFE = re.compile(r"[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069\\]")
+"""What a terminal must not be handed raw from a workbook's cells: control characters (an escape sequence recolours
+or rewrites the screen), C1 controls, the bidirectional-text overrides that reorder what is shown, and the backslash
+that escapes them."""
+_NAMED = {"\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def terminal_text(text: str) -> str:
+    """Text from a workbook as one line a terminal shows literally: a backslash doubled, line breaks and tabs as
+    ``\\n``, ``\\r``, ``\\t``, any other control or bidi-override character as ``\\xNN`` or ``\\uNNNN``."""
+    return _UNSAFE.sub(
+        lambda m: (
+            _NAMED.get(m.group())
+            or (f"\\x{ord(m.group()):02x}" if ord(m.group()) < 256 else f"\\u{ord(m.group()):04x}")
+        ),
+        text,
+    )
