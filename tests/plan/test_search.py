@@ -520,3 +520,20 @@ def test_bad_python_input_raises_one_clean_error():
         assert "\n" not in err.value.message
     with pytest.raises(XlsxplanError, match="rank_by"):
         plan("Qwen2.5-72B", ASSISTANT, rank_by="cheapest")
+
+
+def test_a_request_longer_than_the_models_context_window_is_refused_with_the_reason():
+    # Llama 2's context window is 4,096 tokens (max_position_embeddings, the catalog's context): the red team's
+    # 300,000-token prompts got 28 feasible options; now every option says why it cannot serve them
+    assert load_catalog().models.get("Llama-2-7B").figure("context") == 4096
+    long = plan("Llama-2-7B", Traffic(100_000, 300_000, 200, 3), gpus={"H100": 3.2})
+    assert not long.feasible
+    assert {o.assumed.reason for o in long.options} == {
+        "Llama-2-7B reads at most 4,096 tokens (its context window); the longest request is 300,200 (prompt, "
+        "reasoning and answer)"
+    }
+    # the bound is prompt + reasoning + answer, at the longest prompt accepted where one is given
+    assert plan("Llama-2-7B", Traffic(100_000, 3_000, 1_096, 3), gpus={"H100": 3.2}).feasible
+    assert not plan("Llama-2-7B", Traffic(100_000, 3_000, 1_097, 3), gpus={"H100": 3.2}).feasible
+    capped = plan("Llama-2-7B", Traffic(100_000, 2_000, 200, 3, max_prompt_tokens=8_000), gpus={"H100": 3.2})
+    assert not capped.feasible and "longest request is 8,200" in capped.options[0].assumed.reason

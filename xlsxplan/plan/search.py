@@ -815,6 +815,9 @@ class _Model:
     experts: int
     experts_per_token: int
     expert_params: float
+    context: int | None = None
+    """The longest sequence the model reads, prompt and output together (the catalog's ``context``,
+    max_position_embeddings) [tokens]; None where the catalog has none."""
 
     @property
     def moe(self) -> bool:
@@ -841,6 +844,7 @@ def _model(name: str) -> _Model:
         experts if moe else 1,
         per_token if moe else 1,
         models.model_expert_params_b(preset.id) if moe else 0.0,
+        int(window) if (window := preset.figure("context")) else None,
     )
 
 
@@ -1062,6 +1066,15 @@ def _plan_view(
         free = tokens * seq_kv / equations.GIGA if pool > 0 else pool * s.n
         ex["engine"] = {"kv_pool_gb_per_gpu": pool, "kv_cache_tokens": tokens}
     ex.update(usable_gb=usable, free_gb=free)
+    if s.model.context is not None:
+        asked = t.tail_prompt if t.max_prompt_tokens is None else max(t.tail_prompt, t.max_prompt_tokens)
+        longest_request = traffic.context_tokens(asked, t.output_tokens, t.reasoning_tokens)
+        if longest_request > s.model.context:
+            return f.reject(
+                f"{s.model.name} reads at most {format_number(s.model.context)} tokens (its context window); the "
+                f"longest request is {format_number(round(longest_request))} (prompt, reasoning and answer)",
+                "context window",
+            )
     if s.model.moe and s.model.experts % s.n:
         return f.reject(f"{s.model.experts} experts do not split evenly over {s.n} GPUs", "experts")
     if free <= 0:
