@@ -59,6 +59,14 @@ def _same(got: Any, want: Any) -> bool:
     return got == want
 
 
+def _master(path: Path) -> str:
+    """The master check's cell on Checks (the row headed "Master check"), as the file holds it."""
+    ws = openpyxl.load_workbook(path)["Checks"]
+    rows = [r for r in range(1, ws.max_row + 1) if str(ws[f"A{r}"].value).startswith("Master check: ")]
+    assert len(rows) == 1, rows
+    return f"B{rows[0]}"
+
+
 def _stale_check(path: Path) -> str:
     ws = openpyxl.load_workbook(path)["Checks"]
     rows = [r for r in range(1, ws.max_row + 1) if STALE_WORDS in str(ws[f"A{r}"].value)]
@@ -108,7 +116,7 @@ def test_the_options_table_equals_the_addin_editions_for_the_same_inputs(both):
 def test_the_stale_check_is_ok_and_the_inputs_are_those_computed_for(both):
     checks = _values(both["portable"], "Checks")
     assert checks[_stale_check(both["portable"])] == 0
-    assert checks["B50"] == 0  # the master check
+    assert checks[_master(PORTABLE)] == 0  # the master check
     wb, _, top, last = _block(both["portable"])
     values = _values(both["portable"], "Workings")
     ws = wb["Workings"]
@@ -139,7 +147,7 @@ def test_the_command_says_it_computed_them_again(capsys, tmp_path):
     code, _, err = run(capsys, "recalc", PORTABLE, "-o", tmp_path / "a.xlsx", "--set", "Requests_Per_Day=300000")
     assert code == 0
     assert "computed again the 2,426 values only Python computes on Options" in err
-    assert "master check Checks!B50: OK" in err
+    assert f"master check Checks!{_master(PORTABLE)}: OK" in err
     # inputs as built: nothing to compute again, and the file's values and date stay
     code, _, err = run(capsys, "recalc", PORTABLE, "-o", tmp_path / "b.xlsx")
     assert code == 0 and "computed again" not in err
@@ -165,9 +173,9 @@ def test_the_workbook_api_calculates_as_a_spreadsheet_and_refreshes_when_asked()
     check = f"Checks!{_stale_check(PORTABLE)}"
     assert wb.frozen and wb.frozen[0].cells == 2426 and not wb.stale_frozen()
     wb.set("Requests_Per_Day", 450000).calculate()
-    assert wb.get(check) == 1 and wb.get("Checks!B50") == 1  # what Excel or LibreOffice would show
+    assert wb.get(check) == 1 and wb.get(f"Checks!{_master(PORTABLE)}") == 1  # what Excel or LibreOffice would show
     assert [b.name for b in wb.refresh_frozen()] == [f"{NAME_PREFIX}1"]
-    assert wb.get(check) == 0 and wb.get("Checks!B50") == 0
+    assert wb.get(check) == 0 and wb.get(f"Checks!{_master(PORTABLE)}") == 0
     addin = Workbook.load(ADDIN).set("Requests_Per_Day", 450000).calculate()
     for cell in ("Options!N6", "Options!N7", "Options!L8", "Options!U9", "Options!D104"):
         assert _same(wb.get(cell), addin.get(cell)), cell
@@ -227,7 +235,7 @@ def test_without_the_marker_nothing_is_computed_again(capsys, tmp_path):
     out = tmp_path / "out.xlsx"
     code, _, err = run(capsys, "recalc", path, "-o", out, "--set", "Requests_Per_Day=300000")
     assert code == 0 and "computed again" not in err
-    assert "master check Checks!B50: ERROR" in err and STALE_WORDS in err
+    assert f"master check Checks!{_master(PORTABLE)}: ERROR" in err and STALE_WORDS in err
     got, before = _values(out, "Options"), _values(PORTABLE, "Options")
     kept = [f"{c.coordinate}" for row in openpyxl.load_workbook(PORTABLE)["Options"]["B6:Z102"] for c in row]
     assert len(kept) == 2425 and all(_same(got[k], before[k]) for k in [*kept, "D104"])  # the build's, flagged

@@ -682,7 +682,13 @@ def test_every_line_matches_the_python_core_as_shipped(plan):
         ),
         (
             "a mixture of experts, embeddings in q8_0",
-            {"model@2": "Mixtral-8x7B", "n_gpus@2": 2, "Embedding_Precision": "q8_0"},
+            # prompts capped below Mixtral's 32,768-token window, which holds the answer too
+            {
+                "model@2": "Mixtral-8x7B",
+                "n_gpus@2": 2,
+                "Embedding_Precision": "q8_0",
+                "Longest_Prompt_Accepted": 32_000,
+            },
         ),
         (
             "a model not in the catalog, every override filled",
@@ -923,9 +929,9 @@ def test_checks_flag_problems_and_only_those(plan):
                 "Peak not covered with the spares down",
             },
         ),  # a plan that fits nothing serves no peak
-        "a cap beyond the memory": (
+        "a cap beyond the memory": (  # and beyond the 131,072 tokens Qwen2.5-72B reads
             {"Longest_Prompt_Accepted": 250_000, "Tail_Prompt_Tokens": 2_000},
-            {"The longest prompt accepted does not fit at all"},
+            {"The longest prompt accepted does not fit at all", "A request is longer than the model's context window"},
         ),
         # a tail prompt that does not fit at all, with weights that do (217,590 tokens fit alone):
         # nothing fits, so the targets' batches read "does not fit", not a count the target check would flag (the
@@ -933,6 +939,7 @@ def test_checks_flag_problems_and_only_those(plan):
         "a tail prompt beyond the memory": (
             {"Tail_Prompt_Tokens": 230_000, "Longest_Prompt_Accepted": 250_000},
             {
+                "A request is longer than the model's context window",
                 "No tail-prompt sequence fits beside the weights",
                 "The longest prompt accepted does not fit at all",
                 "Peak not covered with the spares down",
@@ -960,6 +967,7 @@ def test_checks_flag_problems_and_only_those(plan):
             {"model@2": "Our-13B"},
             ACTIVE_CHECKS
             - {
+                "A request is longer than the model's context window",  # no context for a model it does not know
                 "Prompt lengths out of order",
                 "A share or utilisation outside 0 to 100%",
                 "A measurement beyond the hardware's ceiling",
@@ -970,6 +978,10 @@ def test_checks_flag_problems_and_only_those(plan):
         ),
         "TB/s typed as GB/s": ({"bandwidth_override@3": 3350}, {"Memory bandwidth outside its usual range"}),
         "a price in cents": ({H100_PRICE: 250}, {"Price per GPU-hour outside its usual range"}),
+        "a prompt longer than the model reads": (
+            {"Longest_Prompt_Accepted": 140_000},  # the catalog's Qwen2.5-72B reads 131,072 tokens (with YaRN)
+            {"A request is longer than the model's context window"},
+        ),
         "a searched accelerator's price removed": (
             {price_name("B200"): None},
             {"Fewer accelerators searched than Options has room for"},

@@ -1960,6 +1960,12 @@ def _checks(book: Book) -> Sheet:
         "The batch that fits is 0: not even one tail-length sequence (Back-of-the-Envelope §3, §7)",
     )
     sh.check(
+        "A request is longer than the model's context window",
+        '=IF(ISNUMBER(MODEL_SPEC({model},"context")),'
+        '(MAX({tail_context},{longest_request})>MODEL_SPEC({model},"context"))*1,0)',
+        'Prompt + reasoning + output over MODEL_SPEC(model, "context"): the model cannot read it',
+    )
+    sh.check(
         "The longest prompt accepted does not fit at all",
         "=IF(OR(NOT(AND(ISNUMBER({longest_request}),ISNUMBER({max_context}))),{longest_request}>{max_context}),1,0)",
         "Longest prompt + reasoning + output exceeds the longest sequence fitting alone (Back-of-the-Envelope §1)",
