@@ -667,3 +667,54 @@ def test_an_unknown_model_field_is_named_in_one_short_line():
     ) as err:
         xlsxplan.model_spec("Qwen2.5-72B", "80")
     assert len(err.value.message) < 200 and "\n" not in err.value.message
+
+
+@pytest.mark.slow
+def test_ten_concurrent_model_adds_keep_all_ten_presets(tmp_path):
+    # the red team's ten concurrent `model add` kept 3 of 10 presets (read, change, write without a lock) and 9
+    # exited 2 with a wrong message: the user catalog is written under a lock, each writer after the last
+    import subprocess
+    import sys
+
+    from tests.helpers import DATA, REPO
+
+    env = {**__import__("os").environ, "XLSXPLAN_CATALOG_DIR": str(tmp_path / "catalog")}
+    config = str(DATA / "qwen2.5-7b.json")
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "xlsxplan", "model", "add", config, "--name", f"Concurrent-{i}"],
+            cwd=REPO,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for i in range(10)
+    ]
+    results = []
+    for proc in procs:
+        _, err = proc.communicate(timeout=300)  # reads and closes both pipes
+        results.append((proc.returncode, err))
+    assert [code for code, _ in results] == [0] * 10, [err for _, err in results if err]
+    import tomllib
+
+    saved = tomllib.loads((tmp_path / "catalog" / "models.toml").read_text(encoding="utf-8"))
+    assert sorted(saved["models"]) == sorted(f"Concurrent-{i}" for i in range(10))
+
+
+def test_two_names_that_reduce_to_one_key_keep_their_own_citations(monkeypatch, tmp_path):
+    from xlsxplan.catalog import save_user_preset
+
+    # 模型 and 模組 both reduced to the source key "user:": the second's citation replaced the first's
+    monkeypatch.setenv("XLSXPLAN_CATALOG_DIR", str(tmp_path))
+    figures = dict(params_b=1, layers=2, hidden=64, heads=2, kv_heads=1, head_dim=32, vocab=100, context=128)
+    save_user_preset("model", "模型", figures, "the first citation")
+    save_user_preset("model", "模組", figures, "the second citation")
+    save_user_preset("model", "My Model", figures, "the third citation")
+    save_user_preset("model", "My.Model", figures, "the fourth citation")  # the same key "my-model", another name
+    assert [x.model_source(n, "layers") for n in ("模型", "模組", "My Model", "My.Model")] == [
+        "the first citation",
+        "the second citation",
+        "the third citation",
+        "the fourth citation",
+    ]

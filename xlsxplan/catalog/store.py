@@ -6,12 +6,15 @@ take a shipped name, a broken user preset left out with its reason while every o
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import difflib
+import hashlib
 import os
 import re
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -554,10 +557,69 @@ def save_user_preset(
     existing user preset unless ``replace``, and to write a file any of whose presets would not load (CatalogError
     naming the file, the preset and the field): loading is lenient with a hand-edited file, saving is not.
     """
+    folder = user_catalog_dir()
+    ensure_folder(folder)
+    with _locked(folder):  # read, change and write as one step: two writers never lose each other's preset
+        return _save_locked(
+            kind, folder, preset_id, figures, source, field_sources, aliases, unavailable, note, replace
+        )
+
+
+@contextlib.contextmanager
+def _locked(folder: Path) -> Iterator[None]:
+    """Hold the user catalog's lock (``.lock`` in its folder) while the block runs: an exclusive ``flock`` on POSIX,
+    ``msvcrt.locking`` on Windows; a second writer waits for the first."""
+    with open(folder / ".lock", "a+b") as handle:
+        if sys.platform == "win32":  # pragma: no cover - Windows
+            import msvcrt
+
+            handle.seek(0)
+            msvcrt.locking(handle.fileno(), msvcrt.LK_LOCK, 1)
+            try:
+                yield
+            finally:
+                handle.seek(0)
+                msvcrt.locking(handle.fileno(), msvcrt.LK_UNLCK, 1)
+        else:
+            import fcntl
+
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+
+def _source_key(preset_id: str, data: dict[str, Any], table: str) -> str:
+    """The [sources] key of a user preset's citation: its name in letters and digits, with a short hash of the whole
+    name where that is empty (a name in another script) or another preset of the file holds the same key, so that
+    two names never share one citation (``模型`` and ``模組`` reduce to the same nothing)."""
+    clean = re.sub(r"[^A-Za-z0-9]+", "-", preset_id).strip("-").lower()
+    slug = USER_SOURCE_PREFIX + clean
+    others = {
+        body.get("source") for pid, body in data.get(table, {}).items() if pid != preset_id and isinstance(body, dict)
+    }
+    if not clean or slug in others:
+        digest = hashlib.sha256(preset_id.encode("utf-8")).hexdigest()[:10]
+        slug = f"{USER_SOURCE_PREFIX}{clean + '-' if clean else ''}{digest}"
+    return slug
+
+
+def _save_locked(
+    kind: Kind,
+    folder: Path,
+    preset_id: str,
+    figures: dict[str, Any],
+    source: str,
+    field_sources: dict[str, str] | None,
+    aliases: tuple[str, ...],
+    unavailable: dict[str, str] | None,
+    note: str,
+    replace: bool,
+) -> Path:
     import tomli_w
 
     filename, table, cls = _FILES[kind]
-    folder = user_catalog_dir()
     path, data = _read_user_toml(kind, folder)  # a file that is not TOML: CatalogError, naming it
     data.setdefault("sources", {})
     data.setdefault(table, {})
@@ -567,7 +629,7 @@ def save_user_preset(
         raise CatalogError(
             f"{path}: a user preset {preset_id!r} exists already; add --replace (replace=True) to overwrite it"
         )
-    slug = USER_SOURCE_PREFIX + re.sub(r"[^A-Za-z0-9]+", "-", preset_id).strip("-").lower()
+    slug = _source_key(preset_id, data, table)
     data["sources"][slug] = source
     body: dict[str, Any] = {"source": slug}
     if aliases:
@@ -592,7 +654,6 @@ def save_user_preset(
     problems = _merge(kind, shipped, _collect(_toml(text, str(path)), str(path), table, cls), str(path)).problems
     if problems:
         raise CatalogError(problems[0])
-    ensure_folder(folder)
     atomic_write_text(path, text)
     refresh()  # the next lookup sees the new preset
     return path
