@@ -599,3 +599,46 @@ def test_the_cap_never_exceeds_most_of_the_physical_memory(monkeypatch):
     assert system.address_space_cap_gb(Limits().max_memory_gb) == Limits().max_memory_gb + max(8, os.cpu_count() or 1)
     monkeypatch.setattr(system, "physical_memory_gib", lambda: 0.0)  # the platform does not say
     assert system.address_space_cap_gb(4) == 4 + max(8, os.cpu_count() or 1)
+
+
+@pytest.mark.parametrize(
+    "kind, formula, why",
+    [
+        ("validation", "=cmd|'/c calc'!A0", "DDE"),
+        ("validation", "[1]Sheet1!$A$1:$A$3", "another workbook"),
+        ("conditional", "'C:\\\\evil\\\\[book.xlsx]Sheet1'!A1>0", "another workbook"),
+    ],
+)
+def test_a_rule_formula_that_reaches_outside_is_refused_like_a_cell_formula(kind, formula, why, tmp_path):
+    # the red team's DDE call and other-workbook reference in a data-validation list and a conditional format were
+    # let through and written back: one definition of what a link reaches covers the rules too
+    from openpyxl.formatting.rule import FormulaRule
+    from openpyxl.worksheet.datavalidation import DataValidation
+
+    wb = openpyxl.Workbook()
+    ws = wb.active
+    ws["A1"] = 1
+    if kind == "validation":
+        dv = DataValidation(type="list", formula1=formula)
+        ws.add_data_validation(dv)
+        dv.add("B1")
+    else:
+        ws.conditional_formatting.add("A1", FormulaRule(formula=[formula]))
+    path = tmp_path / "rule.xlsx"
+    wb.save(path)
+    with pytest.raises(WorkbookError, match=r"a data-validation or conditional-format formula in sheet 'Sheet'") as err:
+        Workbook.load(path)
+    assert why.lower() in str(err.value).lower() and str(err.value).count("\n") == 0
+
+
+def test_rule_formulas_inside_the_workbook_pass():
+    from xlsxplan.headless.untrusted import rule_formula_threat
+
+    xml = (
+        b'<worksheet><sheetData><row r="1"><c r="A1"><f>[1]Sheet1!A1</f></c></row></sheetData>'  # a cell's: elsewhere
+        b'<dataValidations><dataValidation type="list"><formula1>Lists!$A$1:$A$9</formula1></dataValidation>'
+        b"</dataValidations><conditionalFormatting><cfRule><formula>A1&gt;0</formula></cfRule></conditionalFormatting>"
+        b"</worksheet>"
+    )
+    assert rule_formula_threat(xml) is None
+    assert rule_formula_threat(xml.replace(b"Lists!$A$1:$A$9", b"[2]Other!A1"))[0] == "[2]Other!A1"

@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import html
 import itertools
 import re
 import stat
@@ -722,6 +723,26 @@ def formula_threat(formula: str) -> str | None:
     """Why a formula (or a defined name's text) must not be evaluated, or None: a DDE call, a reference to another
     workbook or one outside Excel's grid, decided on the engine's own tokens (:func:`.references.threat`)."""
     return refs.threat(formula)
+
+
+_RULE_FORMULA = re.compile(rb"<((?:\w+:)?(?:formula[12]?|f))>([^<]*)</\1\s*>")
+"""A data-validation rule's ``<formula1>``/``<formula2>``, a conditional-format rule's ``<formula>``, and their
+Excel 2010 extension forms (``<xm:f>``); cell formulas (a plain ``<f>``) are checked with the cells."""
+
+
+def rule_formula_threat(sheet_xml: bytes) -> tuple[str, str] | None:
+    """The first data-validation or conditional-format formula of a sheet's XML that reaches outside the workbook,
+    and why (:func:`formula_threat`), or None. What a link "reaches" is one definition for every place a formula
+    lives: cell formulas, defined names, and these rules, which Excel evaluates too (a DDE call in a validation list
+    runs when the list drops down). One linear pass over the part."""
+    for match in _RULE_FORMULA.finditer(sheet_xml):
+        if match.group(1) == b"f":  # a cell's formula, checked with its cell
+            continue
+        text = html.unescape(match.group(2).decode("utf-8", "replace")).strip()
+        threat = formula_threat(text) if text else None
+        if threat:
+            return text, threat
+    return None
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -61,7 +61,7 @@ from .patch import CommentEdit, Patch, QuotePrefixStyles, patch_sheet, write_not
 from .references import COMPUTED_RANGE, computed_range
 from .references import ordered as ordered_ranges
 from .sheets import Formula, SheetIndex, engine_copy, release, scan_sheet
-from .untrusted import Inspection, Limits, check_ranges, formula_threat, open_package
+from .untrusted import Inspection, Limits, check_ranges, formula_threat, open_package, rule_formula_threat
 
 __all__ = ["Workbook", "recalc", "default_output", "parse_value", "MAX_NOTES_PER_SHEET", "gc_paused", "Validation"]
 
@@ -301,7 +301,14 @@ class Workbook:
         try:
             index: dict[str, SheetIndex] = {}
             for sheet, stats in zip([s for s in pkg.sheets if s.kind == "worksheet"], inspection.sheets):
-                idx = index[sheet.title] = scan_sheet(pkg.read(sheet.part))
+                xml = pkg.read(sheet.part)
+                ruled = rule_formula_threat(xml)
+                if ruled:
+                    raise WorkbookError(
+                        f"a data-validation or conditional-format formula in sheet {sheet.title!r} ({ruled[0][:80]}) "
+                        f"{ruled[1]}; xlsxplan refuses such files"
+                    )
+                idx = index[sheet.title] = scan_sheet(xml)
                 for (r, c), f in idx.formulas.items():
                     threat = formula_threat(f.text) if f.text else None
                     if threat:
