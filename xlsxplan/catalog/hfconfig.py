@@ -28,9 +28,9 @@ from typing import Any
 from pydantic import ValidationError
 
 from ..errors import ArgumentError
+from ..infra.text import FORMULA_TRIGGERS
 from . import ModelPreset
 from .models import count_params
-from .schema import FORMULA_STARTS
 
 __all__ = [
     "ARCHITECTURES",
@@ -240,7 +240,7 @@ def check_name(name: str) -> str:
             f"the preset name {name!r} holds a line break or another control character; use printable characters",
             "name",
         )
-    if name.startswith(FORMULA_STARTS):
+    if name.startswith(FORMULA_TRIGGERS):
         raise ArgumentError(
             f"the preset name {name[:60]!r} starts with {name[0]!r}, which a spreadsheet reads as the start of a "
             "formula; start it with a letter or digit (--name)",

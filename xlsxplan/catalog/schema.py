@@ -13,15 +13,11 @@ from typing import ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from ..infra.text import FORMULA_TRIGGERS, UNSEEN
+
 __all__ = ["Kind", "Preset", "ModelPreset", "AcceleratorPreset", "PricePreset", "MODEL_FIELDS", "GPU_FIELDS"]
 
 Kind = Literal["model", "accelerator"]
-
-
-FORMULA_STARTS = ("=", "+", "-", "@")
-"""The first characters with which Excel reads typed input as a formula."""
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
-"""Control characters, C1 controls and the bidirectional-text overrides that reorder what a terminal or cell shows."""
 
 
 class Preset(BaseModel):
@@ -48,9 +44,9 @@ class Preset(BaseModel):
         spreadsheet would read as a formula (it starts with ``=``, ``+``, ``-`` or ``@``) or that holds a control
         character (an escape sequence, a line break, a bidi override) is refused."""
         for name in (self.id, *self.aliases):
-            if name[:1] in FORMULA_STARTS or _CONTROL.search(name):
+            if name.startswith(FORMULA_TRIGGERS) or UNSEEN.search(name):
                 raise ValueError(
-                    f"the name {name[:60]!r} starts with {', '.join(FORMULA_STARTS)} or holds a control character: "
+                    f"the name {name[:60]!r} starts with =, +, -, @ or holds a control character: "
                     "a spreadsheet would read it as a formula or show it garbled; choose a name of letters, digits "
                     "and punctuation"
                 )

@@ -8,6 +8,7 @@ import sys
 from typing import Any
 
 from ..errors import XlsxplanError
+from ..infra.text import UNSEEN_CHARS
 
 EXIT_OK, EXIT_FORMULA_ERROR, EXIT_USAGE = 0, 1, 2
 DEBUG_FLAG = "--debug"
@@ -109,10 +110,9 @@ def human_number(x: float) -> str:
     return f"{x:,.{decimals}f}"
 
 
-_UNSAFE = re.compile(r"[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069\\]")
-"""What a terminal must not be handed raw from a workbook's cells: control characters (an escape sequence recolours
-or rewrites the screen), C1 controls, the bidirectional-text overrides that reorder what is shown, and the backslash
-that escapes them."""
+_UNSAFE = re.compile(f"[{UNSEEN_CHARS}\\\\]")
+"""What a terminal must not be handed raw from a workbook's cells: the characters a reader cannot see as written
+(:data:`~.infra.text.UNSEEN_CHARS`: controls, C1 controls, bidi overrides) and the backslash that escapes them."""
 _NAMED = {"\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 

@@ -11,13 +11,19 @@ from typing import Any
 
 from ..errors import WorkbookError
 
-__all__ = ["EXCEL_TEXT_MAX", "FORMULA_TRIGGERS", "clean_text", "set_text"]
+__all__ = ["EXCEL_TEXT_MAX", "FORMULA_TRIGGERS", "UNSEEN", "UNSEEN_CHARS", "clean_text", "set_text"]
 
 EXCEL_TEXT_MAX = 32_767
 """The most characters an Excel cell holds."""
 
 FORMULA_TRIGGERS = ("=", "+", "-", "@", "\t", "\r", "\n")
 """First characters that make a spreadsheet treat typed text as a formula (OWASP, "CSV Injection")."""
+
+UNSEEN_CHARS = "\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069"
+"""A regular-expression class body of the characters a reader cannot see as written: C0 and C1 control characters
+(an escape sequence recolours or rewrites a terminal) and the bidirectional marks and overrides that reorder what
+is shown."""
+UNSEEN = re.compile(f"[{UNSEEN_CHARS}]")
 
 _ILLEGAL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
 
