@@ -28,7 +28,7 @@ from .. import domains
 from ..core.cost import OwnedCase
 from ..domains import Domain, Name, checked, domain_of
 from ..errors import CatalogError, NotAvailableError, UnknownPresetError, XlsxplanError
-from .store import PRICE_BASES, load_catalog, load_prices
+from .store import PRICE_BASES, check_titles, load_catalog, load_prices
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -51,8 +51,6 @@ __all__ = [
 ]
 
 COSTS_FILE = "costs.toml"
-TITLE_CHARS = 35
-"""The longest short title of a source: the serving template's Source column shows ``Catalog: <title>``."""
 NOTE_CHARS = 55
 """The longest note: the serving template's Comment column shows it beside the input."""
 
@@ -137,7 +135,8 @@ class Costs:
         return self.sources[figure.source]
 
     def title(self, figure: CostFigure) -> str:
-        """The figure's source in at most :data:`TITLE_CHARS` characters (costs.toml's or prices.toml's [titles])."""
+        """The figure's source in at most :data:`~.store.TITLE_CHARS` characters (costs.toml's or prices.toml's
+        [titles]: the serving template's Source column shows ``Catalog: <title>``)."""
         if figure.source.startswith(PRICE_SOURCE_PREFIX):
             return load_prices().titles[figure.source.removeprefix(PRICE_SOURCE_PREFIX)]
         return self.titles[figure.source]
@@ -181,18 +180,7 @@ def parse_costs(text: str, filename: str = COSTS_FILE) -> Costs:
     sources = raw.get("sources", {})
     if not isinstance(sources, dict) or not all(isinstance(v, str) and v.strip() for v in sources.values()):
         raise CatalogError(f"{filename}: [sources] must map keys to non-empty citations")
-    titles = raw.get("titles", {})
-    if not isinstance(titles, dict):
-        raise CatalogError(f"{filename}: [titles] must map the keys of [sources] to short titles")
-    for key in sources:
-        title = titles.get(key)
-        if not isinstance(title, str) or not title.strip() or len(title) > TITLE_CHARS:
-            raise CatalogError(
-                f"{filename}: titles.{key}: give every source a short title of 1 to {TITLE_CHARS} characters"
-            )
-    stray = set(titles) - set(sources)
-    if stray:
-        raise CatalogError(f"{filename}: titles.{sorted(stray)[0]}: not a key of [sources]")
+    titles = check_titles(raw.get("titles", {}), sources, filename)
     site_raw = raw.get("site", {})
     _check_fields(site_raw, f"{filename}: site", "site")
     site = {}

@@ -39,6 +39,8 @@ __all__ = [
     "PRICES_FILE",
     "PRICE_BASES",
     "STALE_AFTER_DAYS",
+    "TITLE_CHARS",
+    "check_titles",
     "load_catalog",
     "load_prices",
     "parse_prices",
@@ -471,6 +473,27 @@ class Prices:
         return (day - self.get(gpu, basis).as_of).days > STALE_AFTER_DAYS
 
 
+TITLE_CHARS = 35
+"""The most characters of a source's short title ([titles] of costs.toml and prices.toml): a sheet's Source column."""
+
+
+def check_titles(titles: Any, sources: dict[str, str], filename: str) -> dict[str, str]:
+    """A file's [titles], checked: a short title of 1 to :data:`TITLE_CHARS` characters for every key of
+    [sources], and no title for a key it lacks (CatalogError, one line naming the file and the key)."""
+    if not isinstance(titles, dict):
+        raise CatalogError(f"{filename}: [titles] must map the keys of [sources] to short titles")
+    for key in sources:
+        title = titles.get(key)
+        if not isinstance(title, str) or not title.strip() or len(title) > TITLE_CHARS:
+            raise CatalogError(
+                f"{filename}: titles.{key}: give every source a short title of 1 to {TITLE_CHARS} characters"
+            )
+    stray = set(titles) - set(sources)
+    if stray:
+        raise CatalogError(f"{filename}: titles.{sorted(stray)[0]}: not a key of [sources]")
+    return dict(titles)
+
+
 def parse_prices(text: str, filename: str = PRICES_FILE) -> Prices:
     """A price table's text, validated: one table per basis of :data:`PRICE_BASES`, each entry's figure positive,
     its date a date, its source in [sources] with a short title in [titles], and its key the id of an accelerator of
@@ -493,12 +516,7 @@ def parse_prices(text: str, filename: str = PRICES_FILE) -> Prices:
                 hint = f"; did you mean {close[0]}?" if close else ""
                 raise CatalogError(f"{filename}: {basis}.{pid} is not an accelerator id of accelerators.toml{hint}")
         tables[basis] = {pid: p for pid, p in presets.items() if isinstance(p, PricePreset)}
-    titles = raw.get("titles", {})
-    for key in sources:
-        title = titles.get(key) if isinstance(titles, dict) else None
-        if not isinstance(title, str) or not title.strip() or len(title) > 35:
-            raise CatalogError(f"{filename}: titles.{key}: give every source a short title of 1 to 35 characters")
-    return Prices(tables, sources, dict(titles))
+    return Prices(tables, sources, check_titles(raw.get("titles", {}), sources, filename))
 
 
 def load_prices() -> Prices:
