@@ -135,8 +135,14 @@ def __getattr__(name: str) -> Any:
     """``FORMATS``: name -> (bytes per value including scales, citation), in the order of formats.toml, built on
     first use (PEP 562) like the rest of the table."""
     if name == "FORMATS":
-        return {f.name: (f.bytes_per_value, f.source) for f in _formats().values()}
+        return _table()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+@functools.cache
+def _table() -> dict[str, tuple[float, str]]:
+    """``FORMATS``, built once from :func:`_formats`."""
+    return {f.name: (f.bytes_per_value, f.source) for f in _formats().values()}
 
 
 def format_key(name: str) -> str:
