@@ -1,4 +1,4 @@
-"""Validation against the published measurements: calibrated (leave one run out) against uncalibrated assumptions.
+"""Validation against the published measurements: calibrated (leave one source out) against uncalibrated assumptions.
 
 Run from the repository root:
 
@@ -59,7 +59,8 @@ def main() -> None:
     rows = measurements.read_measurements(args.data)
     calibrated = measurements.validate(rows)
     uncalibrated = uncalibrated_results(rows)
-    for label, results in (("calibrated, leave one run out", calibrated), ("uncalibrated assumptions", uncalibrated)):
+    pairs = (("calibrated, leave one source out", calibrated), ("uncalibrated assumptions", uncalibrated))
+    for label, results in pairs:
         s = measurements.summarise(results)
         print(
             f"{label}: {s['predicted']}/{s['rows']} predicted, median |error| {s['median_abs_error']:.1%}, "
@@ -76,7 +77,7 @@ def main() -> None:
         start = time.perf_counter()
         measurements.summarise(measurements.validate(rows))
         times.append(time.perf_counter() - start)
-    print(f"\nvalidate (33 leave-one-run-out fits included): median {statistics.median(times):.2f} s of 5 runs")
+    print(f"\nvalidate (33 leave-one-source-out fits included): median {statistics.median(times):.2f} s of 5 runs")
 
 
 if __name__ == "__main__":

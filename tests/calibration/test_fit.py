@@ -195,7 +195,10 @@ def test_shipped_factors_provenance():
         sum(o.kind == k for o in obs) for k in calibration.KINDS
     ]
     for kind in calibration.KINDS:
-        assert 0 <= stored[kind]["median_abs_error"] <= stored[kind]["leave_one_run_out_median_abs_error"] < 0.3
+        # in sample and held out (a Huber fit does not minimise the median, so either may be the larger), under 50% (prefill, fitted across llama.cpp's consumer
+        # cards and datacenter first-token times, is the widest: docs/calibration.md)
+        assert 0 <= stored[kind]["median_abs_error"] < 0.5
+        assert 0 <= stored[kind]["leave_one_source_out_median_abs_error"] < 0.5
         assert stored[kind]["degrees_of_freedom"] == stored[kind]["rows_used"] - stored[kind]["free_parameters"]
     # the rows behind every level, and the levels no row supports (multiplier 1, assumed)
     for kind in ("prefill", "decode_bandwidth"):
@@ -252,8 +255,8 @@ def test_efficiency_follows_the_physics():
     assert e("decode_bandwidth", "H100") < e("decode_bandwidth", "M2-Ultra") < e("decode_bandwidth", "RTX-4090")
     # block-quantized weights reach less of peak than 16-bit ones (dequantization work per byte)
     assert e("decode_bandwidth", "RTX-4090", "q4_k_m") < 0.8 * e("decode_bandwidth", "RTX-4090", "fp16")
-    # FP8 prefill reaches a smaller share of its doubled peak
-    assert e("prefill", "H100", "fp8") < 0.7 * e("prefill", "H100", "bf16")
+    # FP8 prefill, a share of the doubled FP8 peak, computes faster than BF16 prefill
+    assert e("prefill", "H100", "fp8") * 1979 > e("prefill", "H100", "bf16") * 989.4
     # training: small models and FP8 reach less of peak; wider models more
     assert (
         e("train_mfu", "H100", "bf16", 512)
@@ -316,10 +319,11 @@ def test_efficiency_refuses_a_share_of_a_peak_the_catalog_lacks():
 def test_efficiency_basis_says_which_levels_are_assumed():
     levels = calibration.active().levels
     n = levels["decode_bandwidth"]["class"]["datacenter"]
-    assert levels["decode_bandwidth"]["format"]["8-bit"] == 0
+    k = levels["decode_bandwidth"]["format"]["8-bit"]  # llama.cpp's Q8_0 rows
     assert calibration.efficiency_basis("decode_bandwidth", "H100", "fp8") == (
-        f"shipped factors: decode_bandwidth datacenter: {n} rows; 8-bit: no rows, multiplier 1 assumed"
+        f"shipped factors: decode_bandwidth datacenter: {n} rows; 8-bit: {k} row{'s' if k != 1 else ''}"
     )
+    assert levels["prefill"]["class"]["apple"] == 0
     c, b = levels["prefill"]["class"]["consumer"], levels["prefill"]["format"]["16-bit"]
     assert calibration.efficiency_basis("prefill", "RTX-4090", "fp16") == (
         f"shipped factors: prefill consumer: {c} row{'s' if c != 1 else ''}; 16-bit: {b} row{'s' if b != 1 else ''}"
@@ -361,7 +365,7 @@ def test_a_capped_factor_is_a_warning_in_the_reason():
         "warning: the fit gives 1.12 of peak bandwidth for this row, more than the hardware has; capped at 1.00"
     )
     results = {r.line: r for r in measurements.validate(list(rows.values()))}
-    assert results[20].reason == "decode_bandwidth has no 8-bit row in this fit: multiplier 1 assumed"
+    assert results[20].reason == ""  # every level behind line 20 has rows in its fit
     assert results[2].reason == ""
 
 

@@ -101,7 +101,7 @@ def test_the_calibrated_view_plans_afresh_at_the_calibrated_efficiencies():
 
 def test_the_calibrated_view_carries_p10_p90_ranges_from_the_serving_residuals():
     # P10-P90 of the calibrated fleet: a replica's capacity times the throughput band's multipliers (the conformal
-    # quantiles of validate's leave-one-run-out residuals, calibration.band), replicas recounted as REPLICAS does
+    # quantiles of validate's leave-one-source-out residuals, calibration.band), replicas recounted as REPLICAS does
     result = plan("Qwen2.5-72B", ASSISTANT, gpus={"H100": 2.5}, assumptions=TEXT)
     o = _option(result)
     c, r = o.calibrated, o.calibrated.extra["range"]

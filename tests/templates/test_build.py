@@ -99,7 +99,7 @@ Effective cost per M output tokens at 30% average load: 72B FP8, 2 GPUs: $1.06; 
 Active scenario, 72B FP8, 2 GPUs: 4 replicas, 8 GPUs for the peak with 1 spare (1 counting output tokens only, no spares); 25 replicas, 50 GPUs at 10x the peak (5 output tokens only)
   batch 94, set by memory: memory allows 94 (paged KV cache; 94 with every slot at the tail), no latency target given; first visible token after 0.29 s; prompts over 32,768 tokens rejected: 0.0%
   fleet utilisation 19.6%, peak covered 1.28x with the spares down; $1.04 per M input and $1.04 per M output tokens at that (the bill split by GPU time, 87% prefill); disaggregated: 4 prefill + 2 decode replicas (12 GPUs), KV transfer 13 ms
-  at the calibrated efficiencies (Calibration sheet): 2,340 tokens/s per replica, 3 replicas (6 GPUs) for the peak with 1 spare, $1.98 per M output tokens at 30% average load
+  at the calibrated efficiencies (Calibration sheet): 2,432 tokens/s per replica, 3 replicas (6 GPUs) for the peak with 1 spare, $1.90 per M output tokens at 30% average load
 """
 
 

@@ -1,6 +1,6 @@
 """The templates' ranges: every calibrated figure beside its low and high, the same formulas at the efficiencies of
 the low and high quantiles of published runs (EFFICIENCY's quantile argument: the fit times that quantile of the
-kind's leave-one-run-out residuals, xlsxplan.calibration.bands), and the Cover's calibrated headline as a range.
+kind's leave-one-source-out residuals, xlsxplan.calibration.bands), and the Cover's calibrated headline as a range.
 
 Decode throughput is proportional to the decode bandwidth share, and a training run's time inversely proportional
 to its MFU, so those columns are checked against the calibrated column by hand; the rest must bracket the expected
@@ -106,6 +106,8 @@ def test_the_range_moves_with_the_quantiles(plan):
         for key in SERVING_FIGURES:
             low, expected, high = outputs(plan, key)
             assert expected == before[key][1], key
+            if key in ("cal_cost_in", "cal_cost_out"):
+                continue  # a split of one bill by the prefill's share of GPU time: the two move against each other
             assert low <= before[key][0] * (1 + 1e-12) and high * (1 + 1e-12) >= before[key][2], key
         assert outputs(plan, "cal_tps_total")[0] < before["cal_tps_total"][0]
         assert outputs(plan, "cal_tps_total")[2] > before["cal_tps_total"][2]

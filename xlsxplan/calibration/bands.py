@@ -1,4 +1,4 @@
-"""P10-P90 ranges: conformal bands from the leave-one-run-out residuals of each kind of calibrated figure.
+"""P10-P90 ranges: conformal bands from the leave-one-source-out residuals of each kind of calibrated figure.
 
 Every calibrated figure is a prediction whose error on published measurements is known: ``xlsxplan validate``
 predicts each row from a fit that never saw its run. Those errors, as speed ratios ``log(measured / predicted)``
@@ -74,5 +74,5 @@ def band_multipliers(residuals: Sequence[float], low: float = LOW, high: float =
 
 
 def inside(residual: float, others: Sequence[float], low: float = LOW, high: float = HIGH) -> bool:
-    """Whether a held-out residual falls inside the band the other runs' residuals give."""
+    """Whether a held-out residual falls inside the band the other publications' residuals give."""
     return conformal_quantile(others, low) <= residual <= conformal_quantile(others, high)

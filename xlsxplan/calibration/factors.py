@@ -253,7 +253,7 @@ def band(kind: str, quantile: float) -> float:
     Returns
     -------
     float
-        ``exp`` of the split-conformal quantile of the kind's leave-one-run-out residuals, as the factors file in use
+        ``exp`` of the split-conformal quantile of the kind's leave-one-source-out residuals, as the factors file in use
         records them [ratio].
 
     Raises
@@ -301,7 +301,7 @@ def efficiency(
         TRAIN_SECONDS and MFU, else it counts attention as PaLM does [tokens].
     quantile : float, default 0.5
         Where in the range of published runs: 0.1 for P10 (slow), 0.9 for P90 (fast), 0.5 the fit itself; the
-        fit times a quantile of the kind's leave-one-run-out residuals [fraction].
+        fit times a quantile of the kind's leave-one-source-out residuals [fraction].
 
     Returns
     -------

@@ -16,7 +16,17 @@ if TYPE_CHECKING:  # numpy is only needed to fit, not to look a factor up: `impo
 from ..errors import ArgumentError, CatalogError
 from .groups import CLASSES, FORMAT_GROUPS, KINDS, MEASURED, SEED_FACTORS
 
-__all__ = ["Observation", "TrainFit", "GroupFit", "Factors", "level_counts", "fit", "fit_kind", "huber_location"]
+__all__ = [
+    "Observation",
+    "TrainFit",
+    "GroupFit",
+    "Factors",
+    "level_counts",
+    "fit",
+    "fit_kind",
+    "huber_location",
+    "huber_regression",
+]
 
 _HUBER = 0.2  # log units: errors within about 22% count quadratically, larger ones linearly
 _RIDGE = 0.01  # penalty on log multipliers: settles what the data cannot separate, shrinks a one-row effect by 2%
@@ -101,6 +111,21 @@ class Factors:
     """Continuous-batching serving throughput over the per-operator roofline at the batch-one shares (one free
     parameter, fitted on the serving throughput rows: :func:`xlsxplan.calibration.measurements.fit_serving`); 1 in a
     file written before it was fitted."""
+    serving_tp: float = 0.0
+    """How the serving scale changes with the GPUs of one model instance: ``scale * n ** serving_tp`` (fitted with
+    ``serving``). Published runs split by tensor parallelism (the per-step synchronisation, kernel launches and load
+    imbalance of a sharded step beyond its all-reduces' bytes, and the larger batch a sharded instance's memory
+    holds); 0 in a file written before it was fitted."""
+    serving_amd: float = 1.0
+    """The serving scale's multiplier on AMD Instinct accelerators (fitted with ``serving`` where rows on them exist,
+    else 1): their engines reach a smaller share of the datasheet's peaks than NVIDIA's (SemiAnalysis, "MI300X vs
+    H100 vs H200 Benchmark Part 1: Training", 2024-12-22, measured BF16 GEMMs well under the marketed peak)."""
+
+    def serving_scale(self, gpus: int, gpu: str = "") -> float:
+        """The serving scale for an instance on ``gpus`` accelerators of id ``gpu``:
+        ``serving * gpus ** serving_tp``, times ``serving_amd`` on an AMD Instinct part (an id starting ``MI``)."""
+        vendor = self.serving_amd if gpu.upper().startswith("MI") else 1.0
+        return self.serving * max(1, gpus) ** self.serving_tp * vendor
 
     def raw(
         self,
@@ -150,6 +175,9 @@ class Factors:
             "model": "throughput = serving * batch / (max(weights, linear) + max(cache, attention) + routed + "
             "all-reduce), per-operator roofline of a continuous-batching decode step with its prompts",
             "scale": round(self.serving, 4),
+            "tp_exponent": round(self.serving_tp, 4),
+            "amd": round(self.serving_amd, 4),
+            "scale_model": "scale * (GPUs of one instance) ** tp_exponent * (amd on an AMD Instinct part)",
         }
         for kind in ("prefill", "decode_bandwidth"):
             g: GroupFit = getattr(self, kind)
@@ -171,7 +199,9 @@ class Factors:
             }
             train = TrainFit(float(t["ceiling"]), float(t["overhead_bytes"]), float(t.get("routed_bytes", 0.0)))
             serving = float(data.get("serving", {}).get("scale", 1.0))
-            return cls(train, groups["prefill"], groups["decode_bandwidth"], serving)
+            serving_tp = float(data.get("serving", {}).get("tp_exponent", 0.0))
+            serving_amd = float(data.get("serving", {}).get("amd", 1.0))
+            return cls(train, groups["prefill"], groups["decode_bandwidth"], serving, serving_tp, serving_amd)
         except (KeyError, TypeError, ValueError, AttributeError) as err:
             raise CatalogError(f"calibration file: missing or malformed entry {err}") from None
 
@@ -230,6 +260,27 @@ def _fit_group(obs: Sequence[Observation], kind: str) -> GroupFit:
         {c: mult.get(("class", c), 1.0) for c in CLASSES[1:]},
         {f: mult.get(("format", f), 1.0) for f in FORMAT_GROUPS[1:]},
     )
+
+
+def huber_regression(y: Sequence[float], x: Sequence[Sequence[float]]) -> list[float]:
+    """Coefficients of ``y = b0 + b1 x1 + ...`` by Huber regression (threshold ``_HUBER``, log units), with the ridge
+    penalty on every coefficient but the intercept, so that a feature no row varies stays at 0 (iteratively
+    reweighted least squares, as :func:`_fit_group`). ``x``: one row of features per ``y``."""
+    import numpy as np
+
+    yy = np.asarray(y, dtype=float)
+    xx = np.column_stack([np.ones(len(yy)), np.asarray(x, dtype=float).reshape(len(yy), -1)])
+    penalty = 2.0 * _RIDGE * np.diag([0.0] + [1.0] * (xx.shape[1] - 1))
+    theta = np.zeros(xx.shape[1])
+    theta[0] = float(np.median(yy))
+    for _ in range(200):
+        w = _huber_weights(yy - xx @ theta)
+        new = np.linalg.solve(xx.T @ (w[:, None] * xx) + penalty, xx.T @ (w * yy))
+        done = np.max(np.abs(new - theta)) < 1e-12
+        theta = new
+        if done:
+            break
+    return [float(t) for t in theta]
 
 
 def huber_location(z: np.ndarray) -> np.ndarray:

@@ -82,6 +82,8 @@ __all__ = [
     "TRAIN_RATES",
     "kind_of",
     "run_key",
+    "source_key",
+    "holdout_key",
     "validate",
     "summarise",
     "fit_report",
@@ -119,6 +121,10 @@ USABLE_FRACTION = 0.9
 """The share of accelerator memory the weights and KV cache may take in a predicted serving row: the 90% of
 "Back-of-the-Envelope Estimation for LLM Systems" (section 3)."""
 ASPECT = 64  # hidden size per layer for a model without a preset
+
+
+MAX_MEASUREMENTS_BYTES = 64 << 20
+"""The largest measurements file read: some 130,000 rows of the shipped file's width."""
 
 
 class Unpredictable(Exception):
@@ -161,6 +167,25 @@ class Measurement:
     """How a serving row's engine batched (optional ``batching`` column): ``continuous`` (the default: iteration-level
     scheduling, prompts prefilled inside the running batch's decode steps, as trtllm-bench, vLLM and SGLang do) or
     ``static`` (one batch prefilled together, then decoded to the end: TensorRT-LLM's legacy gptSessionBenchmark)."""
+    tp: int | None = None
+    """GPUs of one model instance (optional ``tp`` column: the tensor-parallel size); empty: one instance over all
+    ``n_gpus``. An MLPerf system of 8 GPUs running eight single-GPU copies has ``n_gpus`` 8 and ``tp`` 1."""
+    pp: int | None = None
+    """Pipeline stages of one instance (optional ``pp`` column): layers split over GPUs that work one after another
+    for one token (llama.cpp's default ``--split-mode layer`` over several cards). At batch one such a pipeline reads
+    its weights at one GPU's bandwidth at a time: its decode and prefill rows are predicted on ``n_gpus / pp`` GPUs."""
+    request_rate: float | None = None
+    """Requests per second sent to the row's GPUs (optional ``request_rate`` column: a benchmark driven by a rate,
+    not a concurrency); the batch then follows from Little's law (see _load)."""
+    ttft_cap_ms: float | None = None
+    """A first-token latency the run had to meet (optional ``ttft_cap_ms`` column; MLPerf's Server constraint)."""
+    tpot_cap_ms: float | None = None
+    """A per-output-token latency the run had to meet (optional ``tpot_cap_ms`` column): the batch is the largest
+    whose decode step stays within it."""
+    engine: str = ""
+    """The serving engine as the source names it (optional ``engine`` column): vllm, sglang, trtllm, llama.cpp..."""
+    publication: str = ""
+    """The publication the row was read from (optional ``publication`` column; see :func:`source_key`)."""
     flops_per_token: float | None = None
     """The source's own FLOPs per token, where the same run reports tokens per second too (see annotate)."""
     problem: str = ""
@@ -217,6 +242,8 @@ def parse_measurements(text: str, origin: str = "measurements") -> list[Measurem
             source=raw["source"],
             kv_precision=raw.get("kv_precision", ""),
             flops=_flops_basis(raw.get("flops", ""), raw["source"]),
+            engine=raw.get("engine", "").lower(),
+            publication=raw.get("publication", ""),
         )
         try:
             conc_text = raw["concurrency"].lower()
@@ -234,6 +261,11 @@ def parse_measurements(text: str, origin: str = "measurements") -> list[Measurem
                     gpus_per_node=int(per_node or 8),
                     batching=batching,
                     ep=_number(raw.get("ep", ""), "ep", True) or None,
+                    tp=_number(raw.get("tp", ""), "tp", True) or None,
+                    pp=_number(raw.get("pp", ""), "pp", True) or None,
+                    request_rate=_number(raw.get("request_rate", ""), "request_rate") or None,
+                    ttft_cap_ms=_number(raw.get("ttft_cap_ms", ""), "ttft_cap_ms") or None,
+                    tpot_cap_ms=_number(raw.get("tpot_cap_ms", ""), "tpot_cap_ms") or None,
                     value=value,
                     params_b=_number(raw["params_b"], "params_b"),
                     active_params_b=_number(raw["active_params_b"], "active_params_b"),
@@ -277,10 +309,18 @@ def annotate(rows: list[Measurement]) -> list[Measurement]:
 
 def read_measurements(path: str | Path) -> list[Measurement]:
     """Rows of a measurements CSV file."""
+    from ..infra.fileio import read_regular
+
     path = Path(path)
+    try:  # a FIFO or a device is refused, never waited on; /dev/zero is not read past the limit
+        raw = read_regular(path, MAX_MEASUREMENTS_BYTES, "measurements file")
+    except XlsxplanError as err:
+        raise CatalogError(err.message) from None
+    if len(raw) > MAX_MEASUREMENTS_BYTES:
+        raise CatalogError(f"{path}: over {MAX_MEASUREMENTS_BYTES >> 20} MiB; a measurements file is at most that")
     try:
-        text = path.read_text(encoding="utf-8-sig")
-    except (OSError, UnicodeDecodeError) as err:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as err:
         raise CatalogError(f"{path}: cannot be read: {err}") from None
     return parse_measurements(text, str(path))
 
@@ -563,6 +603,39 @@ def run_key(m: Measurement) -> tuple:
     return (m.kind, who, gpu, m.n_gpus, m.precision.lower(), m.input_len, m.output_len, m.concurrency)
 
 
+_ARXIV = re.compile(r"arxiv[:/ ]\s*(\d{4}\.\d{4,5})", re.IGNORECASE)
+_GITHUB = re.compile(
+    r"github\.com/([\w.-]+/[\w.-]+)(?:@[0-9a-f]{6,40})?(?:/(?:issues|pull|discussions)/(\d+))?"
+    r"(?:[ :]+(?:@[0-9a-f]{6,40}[ :]*)?([\w./-]+\.\w+))?",
+    re.IGNORECASE,
+)
+
+
+def source_key(m: Measurement) -> str:
+    """The publication a row comes from, the unit ``validate`` holds out (leave-one-source-out): the ``publication``
+    column where a file has it; else an arXiv id in ``source``; else a GitHub repository with its issue, discussion or
+    file (every commit of one document counts as one publication); else ``source`` up to its first parenthesis,
+    semicolon or comma. A whole publication is left out at once, so the error ``validate`` prints is what a new
+    source would see, not a run whose siblings in the same table stayed in the fit."""
+    if m.publication:
+        return m.publication.strip().lower()
+    text = m.source or m.name
+    found = _ARXIV.search(text)
+    if found:
+        return f"arxiv:{found.group(1)}"
+    hub = _GITHUB.search(text)
+    if hub:
+        repo, number, path = hub.groups()
+        repo = repo.lower().removesuffix(".git")
+        return f"github.com/{repo}" + (f"#{number}" if number else "") + (f":{path}" if path else "")
+    return re.split(r"[(;,]", text, maxsplit=1)[0].strip().lower() or f"line {m.line}"
+
+
+def holdout_key(m: Measurement) -> tuple:
+    """What ``validate`` leaves out together with a row: its publication (:func:`source_key`)."""
+    return ("source", source_key(m))
+
+
 def implied(m: Measurement) -> Observation:
     """The efficiency a measurement implies; raises :class:`Unpredictable` if it implies none."""
     if m.problem:
@@ -572,7 +645,10 @@ def implied(m: Measurement) -> Observation:
         raise Unpredictable("not an efficiency measurement")
     if kind == "decode_bandwidth" and _batch(m) != 1:
         raise Unpredictable("decode is fitted at batch 1 only")
+    if kind == "prefill" and _at_load(m):
+        raise Unpredictable("a first-token time under load is not a prefill efficiency")
     value = m.value
+    m = _through_pipeline(m)
     if kind == "train_mfu":
         s = shape_of(m)
         fpt = _train_flops_per_token(s)
@@ -588,7 +664,7 @@ def implied(m: Measurement) -> Observation:
         s = shape_of(m)
         step_bytes = s.active_b * 1e9 * _bits(m) / 8.0 + _kv_bytes_per_token(m, s, _context(m)) * _context(m)
         e = step_bytes * value / (_n(m) * _bandwidth(m))
-    return Observation(kind, e, label=m.label(), run=run_key(m), **_efficiency_features(m, kind))
+    return Observation(kind, e, label=m.label(), run=holdout_key(m), **_efficiency_features(m, kind))
 
 
 def observations(rows: Iterable[Measurement]) -> list[Observation]:
@@ -724,7 +800,20 @@ def _predict_prefill(m: Measurement, s: Shape, factors: Factors) -> tuple[float,
         _link(m) if _n(m) > 1 else 0.0,
     )
     basis = f"prefill {e_c:.3f}, attention included; {s.origin}"
+    if m.metric == "ttft" and _at_load(m):
+        if m.concurrency == "max" and not m.request_rate:
+            raise Unpredictable(
+                "a first-token time with every request sent at once is the queue's, which the request count sets"
+            )
+        load = _load(m, s, factors)
+        t += load.step / load.scale
+        basis += f"; plus one decode step at load ({load.said})"
     return (t / _ttft_scale(m) if m.metric == "ttft" else prompt / t), basis
+
+
+def _at_load(m: Measurement) -> bool:
+    """A serving row measured with other requests in flight: a concurrency above 1, ``max`` or a request rate."""
+    return bool(m.request_rate) or m.concurrency == "max" or (isinstance(m.concurrency, int) and m.concurrency > 1)
 
 
 def _link(m: Measurement) -> float:
@@ -773,47 +862,162 @@ def serve_step_seconds(
     return max(weights, linear) + max(cache, attention) + routed + exchange, parts
 
 
+RATE_METRICS = {
+    "output_tokens_per_sec_total": "output tokens per second of all the row's GPUs",
+    "output_tokens_per_sec_per_gpu": "output tokens per second per GPU",
+    "output_tokens_per_sec_per_node": "output tokens per second per node (gpus_per_node GPUs)",
+    "output_tokens_per_sec_per_instance": "output tokens per second of one model instance (tp GPUs)",
+    "total_tokens_per_sec_per_gpu": "prompt and output tokens per second per GPU",
+    "output_tokens_per_sec_per_user": "one request's decode speed: 1 / the decode step [tok/s]",
+    "tpot_ms": "time per output token of one request: the decode step [ms]",
+}
+"""The serving metrics a decode step at a batch predicts, and what each counts."""
+
+
+def _instances(m: Measurement) -> tuple[Measurement, int]:
+    """One model instance of the row (``tp`` GPUs, its share of the concurrency) and how many the row's GPUs hold."""
+    n = _n(m)
+    tp = m.tp or n
+    if tp > n or n % tp:
+        raise Unpredictable(f"tp {tp} does not divide the row's {n} GPUs")
+    copies = n // tp
+    if copies == 1:
+        return m, 1
+    conc = m.concurrency if not isinstance(m.concurrency, int) else max(1, math.ceil(m.concurrency / copies))
+    return dataclasses.replace(m, n_gpus=tp, concurrency=conc), copies
+
+
+def _step_at(m: Measurement, s: Shape, factors: Factors, batch: int) -> tuple[float, dict[str, float]]:
+    """The continuous-batching decode step at ``batch``, its prompts prefilled inside it, at serving scale 1."""
+    prompt, output = float(m.input_len or 0.0), float(m.output_len or 1.0)
+    return serve_step_seconds(m, s, factors, batch, effects.prefill_tokens_per_step(batch, prompt, output))
+
+
+def _capped_batch(m: Measurement, s: Shape, factors: Factors, batch: int, scale: float) -> int:
+    """The largest batch up to ``batch`` whose decode step, at the serving scale, meets ``tpot_cap_ms``; the step
+    grows with the batch, so a bisection finds it. Raises Unpredictable when even one request misses the cap."""
+    cap = float(m.tpot_cap_ms or 0.0) / 1e3
+    if not cap:
+        return batch
+    ok = lambda b: _step_at(m, s, factors, b)[0] / scale <= cap  # noqa: E731
+    if not ok(1):
+        raise Unpredictable(f"one request's decode step already misses the {m.tpot_cap_ms:g} ms cap")
+    lo, hi = 1, batch
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        lo, hi = (mid, hi) if ok(mid) else (lo, mid - 1)
+    return lo
+
+
+@dataclass(frozen=True)
+class _Load:
+    """One instance of a serving row in its steady state: the batch, the step at it, what set the batch."""
+
+    inst: Measurement
+    copies: int
+    batch: int
+    step: float
+    parts: dict[str, float]
+    scale: float
+    said: str
+    rate_bound: float | None = None
+    """Output tokens per second of one instance when a request rate, not the engine, sets the throughput."""
+
+
+def _load(m: Measurement, s: Shape, factors: Factors) -> _Load:
+    """The continuous-batching steady state of one instance of row ``m``: the batch is what fills memory
+    (``concurrency`` ``max``), the concurrency where it is smaller, the largest batch meeting ``tpot_cap_ms``, or,
+    for a row driven by a ``request_rate`` ``r`` per instance, the batch Little's law gives, ``B = r (T_1 + O
+    t(B))``, requests in flight equal to the arrival rate times the time each spends (its first-token time alone
+    ``T_1`` and ``O`` steps of ``t(B)``), found by bisection; beyond what memory holds the engine is saturated."""
+    inst, copies = _instances(m)
+    gpu, bits, n = _gpu(inst), _bits(inst), _n(inst)
+    kv = _kv_bytes_per_token(inst, s, _context(inst))
+    conc = 0 if inst.concurrency in (None, "max") else int(inst.concurrency)
+    fits = equations.batch_that_fits(s.params_b, bits / 8.0, kv, _context(inst), n, gpu.memory_gb, USABLE_FRACTION)
+    batch = int(fits if conc == 0 else min(conc, fits))
+    if batch < 1:
+        raise Unpredictable(f"the weights or one request do not fit in {USABLE_FRACTION:.0%} of memory")
+    scale = factors.serving_scale(n, gpu.id)
+    said = f"batch {batch}" + (" (memory)" if batch == int(fits) and conc != batch else "")
+    rate_bound = None
+    if m.tpot_cap_ms:
+        uncapped = batch
+        batch = _capped_batch(inst, s, factors, batch, scale)
+        said = f"batch {batch} of {uncapped} under the {m.tpot_cap_ms:g} ms per-token cap"
+    elif m.request_rate:
+        rate = m.request_rate / copies
+        output = float(_need(m.output_len, "output_len", m))
+        first = _predict_prefill(dataclasses.replace(inst, metric="ttft", concurrency=1, request_rate=None), s,
+                                 factors)[0] * 1e-3  # fmt: skip
+
+        def excess(b: int) -> float:  # noqa: E306
+            return rate * (first + output * _step_at(inst, s, factors, b)[0] / scale) - b
+
+        if excess(batch) > 0:
+            said = f"batch {batch} (memory): {m.request_rate:g} requests/s saturate it"
+        else:
+            lo, hi = 1, batch
+            while lo < hi:
+                mid = (lo + hi) // 2
+                lo, hi = (lo, mid) if excess(mid) <= 0 else (mid + 1, hi)
+            batch = lo
+            rate_bound = rate * output
+            said = f"batch {batch} by Little's law at {m.request_rate:g} requests/s"
+    step, parts = _step_at(inst, s, factors, batch)
+    return _Load(inst, copies, batch, step, parts, scale, said, rate_bound)
+
+
 def _predict_throughput(m: Measurement, s: Shape, factors: Factors) -> tuple[float, str]:
-    """Offline or concurrency-limited output throughput, of the instance, per GPU or per node.
+    """A serving row's rate (RATE_METRICS): output throughput of the row's GPUs, per GPU, per node, per instance,
+    prompt and output tokens per GPU, or one request's decode speed and time per output token.
 
     A continuous-batching engine's steady state (:func:`xlsxplan.core.effects.prefill_tokens_per_step`): every decode
     step of ``B`` sequences also prefills ``B P / O`` prompt tokens, whose arithmetic joins the step's roofline
     instead of queueing behind it, so ``B`` tokens come out per step. The step has the effects of
     :mod:`xlsxplan.core.effects`: attention's arithmetic over the cache and over the prompts, and the tensor-parallel
-    all-reduces of every token's activations over the accelerator's link."""
-    gpu, bits, n = _gpu(m), _bits(m), _n(m)
-    kv = _kv_bytes_per_token(m, s, _context(m))
-    e_c, e_bw = _eff(factors, m, "prefill"), _eff(factors, m, "decode_bandwidth")
+    all-reduces of every token's activations over the accelerator's link. ``B`` comes from :func:`_load`. The row's
+    GPUs hold ``n_gpus / tp`` instances, each serving its share. The calibrated serving scale for the instance's GPUs
+    (:meth:`xlsxplan.calibration.Factors.serving_scale`) multiplies the rate."""
     prompt = _need(m.input_len, "input_len", m)
     output = _need(m.output_len, "output_len", m)
-    conc = 0 if m.concurrency in (None, "max") else int(m.concurrency)
-    fits = equations.batch_that_fits(s.params_b, bits / 8.0, kv, _context(m), n, gpu.memory_gb, USABLE_FRACTION)
-    batch = int(fits if conc == 0 else min(conc, fits))
-    if batch < 1:
-        raise Unpredictable(f"the weights or one request do not fit in {USABLE_FRACTION:.0%} of memory")
+    load = _load(m, s, factors)
+    inst, copies, batch, n = load.inst, load.copies, load.batch, _n(load.inst)
+    e_c, e_bw = _eff(factors, inst, "prefill"), _eff(factors, inst, "decode_bandwidth")
     if m.batching == "static":  # the batch's prompts first, then its decode steps: O B tokens in B prefills + O steps
-        step, parts = serve_step_seconds(m, s, factors, batch)
-        peak, link = _peak_flops(m), _link(m)
+        step, parts = serve_step_seconds(inst, s, factors, batch)
+        peak, link = _peak_flops(inst), _link(inst)
         flops = 2.0 * s.active_b * 1e9 * prompt + effects.attention_prefill_flops(s.layers, s.attn_width, prompt)
         exchange = effects.tp_allreduce_seconds(prompt, s.hidden, s.layers, n, link) if n > 1 and link else 0.0
         prefill = flops / (n * peak * e_c) + exchange
-        total = factors.serving * output / (output * step / batch + prefill)
+        instance = load.scale * output / (output * step / batch + prefill)
         parts["prefill"] = prefill
+        per_step = step / load.scale
     else:
-        step, parts = serve_step_seconds(m, s, factors, batch, effects.prefill_tokens_per_step(batch, prompt, output))
-        total = factors.serving * batch / step
+        step, parts = load.step, load.parts
+        per_step = step / load.scale
+        instance = batch / per_step if load.rate_bound is None else load.rate_bound
     shares = ", ".join(f"{k} {v * 1e3:.2f} ms" for k, v in parts.items() if v)
-    scale = f"serving {factors.serving:.3f} x " + ("static batch, " if m.batching == "static" else "")
+    copies_said = f"{copies} instances of {n} GPU(s), " if copies > 1 else ""
     basis = (
-        f"{scale}roofline with effects at batch {batch}: decode_bandwidth {e_bw:.3f}, prefill {e_c:.3f}, KV "
-        f"{_kv_bytes_per_value(m):g} byte(s) per value, average context {_context(m):g}; step {shares}; "
+        f"serving {load.scale:.3f} x {'static batch, ' if m.batching == 'static' else ''}roofline with effects at "
+        f"{copies_said}{load.said}: decode_bandwidth {e_bw:.3f}, prefill {e_c:.3f}, KV "
+        f"{_kv_bytes_per_value(inst):g} byte(s) per value, average context {_context(inst):g}; step {shares}; "
         f"{s.origin}"
     )
-    if m.metric.endswith("per_gpu"):
-        return total / n, basis
+    per_gpu = instance * copies / _n(m)
+    figure = {
+        "output_tokens_per_sec_total": instance * copies,
+        "output_tokens_per_sec_per_gpu": per_gpu,
+        "output_tokens_per_sec_per_node": per_gpu * m.gpus_per_node,
+        "output_tokens_per_sec_per_instance": instance,
+        "total_tokens_per_sec_per_gpu": per_gpu * (prompt + output) / output,
+        "output_tokens_per_sec_per_user": 1.0 / per_step,
+        "tpot_ms": 1e3 * per_step,
+    }[m.metric]
     if m.metric.endswith("per_node"):
-        return total / n * m.gpus_per_node, basis + f"; {m.gpus_per_node} GPUs per node"
-    return total, basis
+        basis += f"; {m.gpus_per_node} GPUs per node"
+    return figure, basis
 
 
 @dataclass(frozen=True)
@@ -835,9 +1039,7 @@ METRICS: dict[str, Metric] = {
     "ttft": Metric("prefill", _SERVE, _predict_prefill),
     "prefill_tokens_per_sec": Metric("prefill", _SERVE, _predict_prefill),
     "decode_tokens_per_sec": Metric("decode_bandwidth", _SERVE, _predict_decode),
-    "output_tokens_per_sec_total": Metric(None, _SERVE, _predict_throughput),
-    "output_tokens_per_sec_per_gpu": Metric(None, _SERVE, _predict_throughput),
-    "output_tokens_per_sec_per_node": Metric(None, _SERVE, _predict_throughput),
+    **{name: Metric(None, _SERVE, _predict_throughput) for name in RATE_METRICS},
 }
 """Every metric xlsxplan predicts, by name (the measurements README lists them)."""
 
@@ -849,7 +1051,20 @@ def predict(m: Measurement, factors: Factors) -> tuple[float, str]:
     spec = METRICS.get(m.metric)
     if spec is None:
         raise Unpredictable(f"metric {m.metric!r} is not one xlsxplan predicts (known: {', '.join(METRICS)})")
-    return spec.predict(m, shape_of(m), factors)
+    return spec.predict(_through_pipeline(m), shape_of(m), factors)
+
+
+_ONE_REQUEST = frozenset({"decode_tokens_per_sec", "prefill_tokens_per_sec", "ttft"})
+
+
+def _through_pipeline(m: Measurement) -> Measurement:
+    """A one-request row of a pipeline (``pp`` stages) as the GPUs that work at once: ``n_gpus / pp``."""
+    if not m.pp or m.pp <= 1 or m.metric not in _ONE_REQUEST:
+        return m
+    n = _n(m)
+    if m.pp > n or n % m.pp:
+        raise Unpredictable(f"pp {m.pp} does not divide the row's {n} GPUs")
+    return dataclasses.replace(m, n_gpus=n // m.pp)
 
 
 # --- validation -------------------------------------------------------------------------------------------------
@@ -868,8 +1083,10 @@ class RowResult:
     reason: str
     basis: str = ""
     kind: str = ""
+    group: str = ""
+    """The row's group in the summary (:func:`row_group`): what ``validate`` reports apart."""
     p10: float | None = None
-    """The low end of the row's P10-P90 range, in its unit, from the other runs' residuals (see with_bands)."""
+    """The low end of the row's P10-P90 range, in its unit, from the other publications' residuals (see with_bands)."""
     p90: float | None = None
     inside: bool | None = None
     """Whether the measured figure lies inside the row's own P10-P90 range; None without a range."""
@@ -886,12 +1103,13 @@ class RowResult:
             "inside_p10_p90": self.inside,
             "reason": self.reason,
             "basis": self.basis,
+            "group": self.group,
             "line": self.line,
         }
 
 
 TIME_METRICS = frozenset(
-    {"gpu_hours", "wall_clock_days", "wall_clock_seconds", "ttft", "gpu_hours_per_trillion_tokens"}
+    {"gpu_hours", "wall_clock_days", "wall_clock_seconds", "ttft", "gpu_hours_per_trillion_tokens", "tpot_ms"}
 )
 """Metrics that are one over a speed: a faster run has less of them."""
 
@@ -904,7 +1122,7 @@ def band_kind(metric: str) -> str | None:
         return "decode"
     if metric in ("ttft", "prefill_tokens_per_sec"):
         return "prefill"
-    if metric.startswith("output_tokens_per_sec"):
+    if metric in RATE_METRICS:
         return "throughput"
     return None
 
@@ -925,7 +1143,7 @@ def residuals_by_kind(
     results: Sequence[RowResult], rows: Sequence[Measurement]
 ) -> dict[str, list[tuple[tuple, float]]]:
     """Each band kind's held-out residuals, with the run each comes from."""
-    runs = {m.line: run_key(m) for m in rows}
+    runs = {m.line: holdout_key(m) for m in rows}
     out: dict[str, list[tuple[tuple, float]]] = {}
     for r in results:
         kind = band_kind(r.metric)
@@ -941,22 +1159,27 @@ def with_bands(
 ) -> list[RowResult]:
     """Each predicted row with its P10-P90 range and whether the measurement lies inside it.
 
-    The range comes from the residuals of the row's kind in *other* runs (leave-one-run-out, so a row never widens
+    The range comes from the residuals of the row's kind in *other* runs (leave-one-source-out, so a row never widens
     its own band), or from ``pooled`` residuals (a factors file's ``bands``) when given, as for a user's rows."""
     by_kind = residuals_by_kind(results, rows)
-    runs = {m.line: run_key(m) for m in rows}
+    runs = {m.line: holdout_key(m) for m in rows}
+    folds = fold_map([*runs.values(), *(key for pairs in by_kind.values() for key, _ in pairs)])
+    multipliers: dict[tuple, tuple[float, float] | None] = {}  # per kind and fold: one quantile each, not one a row
     out = []
     for r in results:
         kind = band_kind(r.metric)
         if not kind or r.predicted is None:
             out.append(r)
             continue
-        run = runs.get(r.line, (r.line,))
-        others = (pooled or {}).get(kind) or [x for key, x in by_kind.get(kind, []) if key != run]
-        if len(others) < 2:
+        fold = folds.get(runs.get(r.line, (r.line,)))
+        if (kind, fold) not in multipliers:
+            others = (pooled or {}).get(kind) or [x for key, x in by_kind.get(kind, []) if folds.get(key) != fold]
+            multipliers[(kind, fold)] = bands.band_multipliers(others) if len(others) >= 2 else None
+        band = multipliers[(kind, fold)]
+        if band is None:
             out.append(r)
             continue
-        p10, p90 = figure_range(r.metric, r.predicted, bands.band_multipliers(others))
+        p10, p90 = figure_range(r.metric, r.predicted, band)
         hit = None if r.measured is None or r.ratio is None else bool(p10 <= r.measured <= p90)
         out.append(dataclasses.replace(r, p10=p10, p90=p90, inside=hit))
     return out
@@ -980,22 +1203,17 @@ def band_table(results: Sequence[RowResult], rows: Sequence[Measurement]) -> dic
 
 
 def is_serving_row(m: Measurement) -> bool:
-    """A serving throughput row at a large batch, continuous or static: what the ``serving`` scale is fitted on."""
-    return m.metric.startswith("output_tokens_per_sec") and not m.problem and bool(m.value)
+    """A serving rate row (RATE_METRICS), continuous or static, without a latency cap or a request rate: what the
+    serving scale is fitted on. A capped or rate-driven row's batch depends on the scale itself; it is predicted,
+    not fitted on."""
+    return m.metric in RATE_METRICS and not m.tpot_cap_ms and not m.request_rate and not m.problem and bool(m.value)
 
 
-def fit_serving(rows: Sequence[Measurement], factors: Factors) -> float:
-    """The ``serving`` scale: the Huber location (in log space) of measured over predicted continuous-batching
-    throughput at scale 1, over ``rows``' serving rows; 1 when there are none.
-
-    One free parameter: what a continuous-batching engine reaches at large batch beyond the per-operator roofline at
-    the shares fitted on batch-one rows (decode bandwidth from llama.cpp, prefill from batch-one first-token times)."""
-    import numpy as np
-
-    from .fit import huber_location
-
-    base = dataclasses.replace(factors, serving=1.0)
-    logs = []
+def serving_residuals(rows: Sequence[Measurement], factors: Factors) -> list[tuple[float, float, float]]:
+    """For each serving row of ``rows`` that can be predicted: the speed residual ``log(measured / predicted)`` at
+    serving scale 1 (time metrics inverted), ``log`` of the GPUs of one instance, and 1 on an AMD Instinct part."""
+    base = dataclasses.replace(factors, serving=1.0, serving_tp=0.0, serving_amd=1.0)
+    out = []
     for m in rows:
         if not is_serving_row(m):
             continue
@@ -1003,45 +1221,121 @@ def fit_serving(rows: Sequence[Measurement], factors: Factors) -> float:
             predicted, _ = predict(m, base)
         except (Unpredictable, XlsxplanError):
             continue
-        logs.append(math.log(float(m.value) / predicted))  # type: ignore[arg-type]
-    if not logs:
-        return 1.0
-    return float(math.exp(huber_location(np.array([logs]))[0]))
+        gpus = _instances(m)[0].n_gpus or 1
+        amd = float(m.gpu.upper().startswith("MI"))
+        out.append((speed_residual(m.metric, float(m.value), predicted), math.log(gpus), amd))  # type: ignore[arg-type]
+    return out
+
+
+def fit_serving(
+    rows: Sequence[Measurement], factors: Factors, residuals: Sequence[tuple[float, float, float]] | None = None
+) -> tuple[float, float, float]:
+    """The serving scale, its tensor-parallel exponent and its AMD multiplier
+    (:meth:`xlsxplan.calibration.Factors.serving_scale`): a Huber regression, in log space, of measured over
+    predicted serving rates at scale 1 on the log of the instance's GPUs and an AMD indicator, over ``rows``' serving
+    rows (:func:`is_serving_row`); (1, 0, 1) when there are none. ``residuals``: those triples already computed
+    (:func:`serving_residuals`).
+
+    Three free parameters: what a continuous-batching engine reaches beyond the per-operator roofline at the shares
+    fitted on batch-one rows (decode bandwidth from llama.cpp, prefill from batch-one first-token times), how that
+    changes with the GPUs one instance spans, and how much less of the datasheet an AMD part's engines reach. A
+    feature no row varies (every row on one GPU, none on AMD) stays at 0 through the ridge penalty."""
+    from .fit import huber_regression
+
+    triples = list(serving_residuals(rows, factors) if residuals is None else residuals)
+    if not triples:
+        return 1.0, 0.0, 1.0
+    b0, b_tp, b_amd = huber_regression([r for r, _, _ in triples], [(x, a) for _, x, a in triples])
+    return math.exp(b0), b_tp, math.exp(b_amd)
+
+
+MAX_FOLDS = 64
+"""The most fits ``validate`` makes: with more publications than this, they are dealt in turn (sorted by key) into
+this many folds, each left out whole, so a file of many thousand one-row sources costs 64 fits, not one a row."""
+
+
+def fold_map(keys: Iterable[tuple]) -> dict[tuple, tuple]:
+    """Each holdout key's fold: itself, or with more than MAX_FOLDS keys, one of MAX_FOLDS folds dealt in turn over
+    the keys sorted."""
+    ordered = sorted(set(keys), key=repr)
+    many = len(ordered) > MAX_FOLDS
+    return {k: (("fold", i % MAX_FOLDS) if many else k) for i, k in enumerate(ordered)}
 
 
 @dataclass
 class _FitCache:
-    """Fits without one run, each kind refitted only when that run had rows of that kind; the serving scale refitted
-    on the serving rows of ``rows`` outside the run."""
+    """Fits without one publication (or fold of publications, MAX_FOLDS), each kind refitted only when it had rows of
+    that kind; the serving scale refitted on the serving rows of ``rows`` outside it."""
 
     pool: list[Observation]
     rows: Sequence[Measurement] = ()
     parts: dict[tuple, Any] = field(default_factory=dict)
+    folds: dict[tuple, tuple] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.folds = fold_map({o.run for o in self.pool} | {holdout_key(m) for m in self.rows})
+
+    def fold(self, key: tuple | None) -> tuple | None:
+        """The fold ``key``'s publication is left out with (itself unless there are over MAX_FOLDS)."""
+        return None if key is None else self.folds.get(key, key)
+
+    def _kept(self, kind: str, key: tuple | None) -> tuple[int, ...]:
+        fold = self.fold(key)
+        memo = ("kept", kind, fold)
+        if memo not in self.parts:
+            if kind == "serving":
+                self.parts[memo] = tuple(
+                    i for i, m in enumerate(self.rows) if is_serving_row(m) and self.fold(holdout_key(m)) != fold
+                )
+            else:
+                self.parts[memo] = tuple(
+                    i for i, o in enumerate(self.pool) if o.kind == kind and (fold is None or self.fold(o.run) != fold)
+                )
+        return cast(tuple[int, ...], self.parts[memo])
 
     def counts(self, key: tuple | None) -> dict[str, dict[str, dict[str, int]]]:
-        """Rows behind each level of the group kinds in the fit without ``key``'s run."""
-        kept = [o for o in self.pool if key is None or o.run != key]
-        return {kind: calibration.level_counts(kind, kept) for kind in ("prefill", "decode_bandwidth")}
+        """Rows behind each level of the group kinds in the fit without ``key``'s publication."""
+        memo = ("counts", self.fold(key))
+        if memo not in self.parts:
+            self.parts[memo] = {
+                kind: calibration.level_counts(kind, [self.pool[i] for i in self._kept(kind, key)])
+                for kind in ("prefill", "decode_bandwidth")
+            }
+        return cast(dict[str, dict[str, dict[str, int]]], self.parts[memo])
 
     def without(self, key: tuple | None) -> Factors:
+        memo = ("factors", self.fold(key))
+        if memo not in self.parts:
+            self.parts[memo] = self._without(key)
+        return cast(Factors, self.parts[memo])
+
+    def _without(self, key: tuple | None) -> Factors:
         components = []
         ids = []
         for kind in calibration.KINDS:
-            kept = tuple(i for i, o in enumerate(self.pool) if o.kind == kind and (key is None or o.run != key))
+            kept = self._kept(kind, key)
             if (kind, kept) not in self.parts:
                 self.parts[(kind, kept)] = calibration.fit_kind(kind, [self.pool[i] for i in kept])
             components.append(self.parts[(kind, kept)])
             ids.append(kept)
         factors = Factors(*components)
-        serve = tuple(i for i, m in enumerate(self.rows) if is_serving_row(m) and (key is None or run_key(m) != key))
+        serve = self._kept("serving", key)
         if not serve:
             return factors
         # a serving prediction uses the training fit only through routed_bytes: folds that leave out a training run
         # with the same routed_bytes share one scale
-        skey = ("serving", ids[1], ids[2], factors.train_mfu.routed_bytes, serve)
+        shares = (ids[1], ids[2], factors.train_mfu.routed_bytes)
+        skey = ("serving", *shares, serve)
         if skey not in self.parts:
-            self.parts[skey] = fit_serving([self.rows[i] for i in serve], factors)
-        return dataclasses.replace(factors, serving=self.parts[skey])
+            pairs = []
+            for i in serve:  # each row's residual at scale 1 depends on the shares only: kept across folds
+                rkey = ("residual", i, *shares)
+                if rkey not in self.parts:
+                    self.parts[rkey] = serving_residuals([self.rows[i]], factors)
+                pairs.extend(self.parts[rkey])
+            self.parts[skey] = fit_serving([], factors, pairs)
+        scale, exponent, amd = self.parts[skey]
+        return dataclasses.replace(factors, serving=scale, serving_tp=exponent, serving_amd=amd)
 
 
 def _kinds_used(m: Measurement) -> tuple[str, ...]:
@@ -1083,6 +1377,38 @@ def notes(m: Measurement, factors: Factors, counts: dict[str, dict[str, dict[str
     return out
 
 
+GROUPS = (
+    "training",
+    "one request (decode, prefill)",
+    "serving throughput, dense",
+    "serving throughput, mixture of experts",
+    "serving latency (per token, per user)",
+    "under a latency cap or a request rate",
+    "formulas (capacity, FLOPs)",
+)
+"""The groups ``validate`` reports apart, in order (:func:`row_group`)."""
+
+
+def row_group(m: Measurement) -> str:
+    """The group of GROUPS a row belongs to: training, one request, serving throughput of a dense model or a mixture
+    of experts, per-token latency, rates under a latency cap, or figures a formula gives."""
+    if m.kind == "train" and m.metric in TRAIN_RATES:
+        return GROUPS[0]
+    if m.metric in _ONE_REQUEST:
+        return GROUPS[1]
+    if m.metric in RATE_METRICS:
+        if m.tpot_cap_ms or m.ttft_cap_ms or m.request_rate:
+            return GROUPS[5]
+        if m.metric in ("tpot_ms", "output_tokens_per_sec_per_user"):
+            return GROUPS[4]
+        try:
+            moe = shape_of(m).moe
+        except (Unpredictable, XlsxplanError):
+            moe = bool(m.active_params_b and m.params_b and m.active_params_b < m.params_b)
+        return GROUPS[3] if moe else GROUPS[2]
+    return GROUPS[6]
+
+
 def validate(
     rows: Sequence[Measurement],
     pool: Sequence[Measurement] | None = None,
@@ -1090,29 +1416,34 @@ def validate(
     factors_as_is: Factors | None = None,
     cache: _FitCache | None = None,
 ) -> list[RowResult]:
-    """Predict every row; with ``leave_out``, from a fit on ``pool`` (default: the rows) without the row's run;
+    """Predict every row; with ``leave_out``, from a fit on ``pool`` (default: the rows) without the row's publication
+    (:func:`source_key`, or its fold: MAX_FOLDS);
     with ``factors_as_is``, from those factors for every row, refitting nothing (``validate --factors-as-is``).
-    ``cache``: leave-one-run-out fits already made on the same pool (fit_report passes its own)."""
+    ``cache``: leave-one-source-out fits already made on the same pool (fit_report passes its own)."""
     fitted_on = rows if pool is None else pool
     cache = cache or _FitCache(observations(fitted_on), list(fitted_on))
     results = []
     for m in rows:
         kind = kind_of(m) or ""
+        group = row_group(m)
         try:
-            factors = factors_as_is or cache.without(run_key(m) if leave_out else None)
+            factors = factors_as_is or cache.without(holdout_key(m) if leave_out else None)
             predicted, basis = predict(m, factors)
         except Unpredictable as why:
-            results.append(RowResult(m.line, m.name, m.metric, m.value, None, None, str(why), kind=kind))
+            results.append(RowResult(m.line, m.name, m.metric, m.value, None, None, str(why), kind=kind, group=group))
             continue
         except XlsxplanError as err:
-            results.append(RowResult(m.line, m.name, m.metric, m.value, None, None, err.message, kind=kind))
+            results.append(
+                RowResult(m.line, m.name, m.metric, m.value, None, None, err.message, kind=kind, group=group)
+            )
             continue
         if m.value is None or m.value <= 0:
             reason = "the measured value is empty or 0, so there is no ratio"
-            results.append(RowResult(m.line, m.name, m.metric, m.value, predicted, None, reason, basis, kind))
+            results.append(RowResult(m.line, m.name, m.metric, m.value, predicted, None, reason, basis, kind, group))
             continue
-        said = "; ".join(notes(m, factors, cache.counts(run_key(m) if leave_out else None)))
-        results.append(RowResult(m.line, m.name, m.metric, m.value, predicted, predicted / m.value, said, basis, kind))
+        said = "; ".join(notes(m, factors, cache.counts(holdout_key(m) if leave_out else None)))
+        ratio = predicted / m.value
+        results.append(RowResult(m.line, m.name, m.metric, m.value, predicted, ratio, said, basis, kind, group))
     return with_bands(results, rows)
 
 
@@ -1130,6 +1461,18 @@ def summarise(results: Sequence[RowResult]) -> dict[str, Any]:
         "outside_2x": [r.line for r in results if r.ratio is not None and not 0.5 <= r.ratio <= 2.0],
         "worst_ratio": None,
     }
+    out["groups"] = {}
+    for name in GROUPS:
+        mine = [r for r in results if r.group == name]
+        if not mine:
+            continue
+        got = [r.ratio for r in mine if r.ratio is not None]
+        out["groups"][name] = {
+            "rows": len(mine),
+            "predicted": len(got),
+            "median_abs_error": statistics.median(abs(x - 1.0) for x in got) if got else None,
+            "within_2x": sum(0.5 <= x <= 2.0 for x in got) / len(got) if got else None,
+        }
     banded = [r.inside for r in results if r.inside is not None]
     out["rows_with_band"] = len(banded)
     out["band_coverage"] = sum(banded) / len(banded) if banded else None
@@ -1145,7 +1488,8 @@ def fit_report(rows: Sequence[Measurement], origin: str, digest: str, path: str 
     recorded for a user's refit (validate then fits on the same rows); None for the shipped fit."""
     obs = observations(rows)
     factors = calibration.fit(obs)
-    factors = dataclasses.replace(factors, serving=fit_serving(rows, factors))
+    scale, exponent, amd = fit_serving(rows, factors)
+    factors = dataclasses.replace(factors, serving=scale, serving_tp=exponent, serving_amd=amd)
     data = factors.to_dict()
     cache = _FitCache(obs, list(rows))  # once: each run's leave-out fit serves every kind
     for kind in calibration.KINDS:
@@ -1153,7 +1497,7 @@ def fit_report(rows: Sequence[Measurement], origin: str, digest: str, path: str 
         fitted = [factors.predicted(o) / o.value for o in mine]
         loo = [cache.without(o.run).predicted(o) / o.value for o in mine]
         data[kind]["rows_used"] = len(mine)
-        data[kind]["runs"] = len({o.run for o in mine})
+        data[kind]["sources"] = len({o.run for o in mine})
         if kind == "train_mfu":
             data[kind]["free_parameters"] = (3 if any(o.routed for o in mine) else 2) if mine else 0
         else:
@@ -1170,21 +1514,25 @@ def fit_report(rows: Sequence[Measurement], origin: str, digest: str, path: str 
             )
         data[kind]["degrees_of_freedom"] = data[kind]["rows_used"] - data[kind]["free_parameters"]
         data[kind]["median_abs_error"] = round(statistics.median(abs(x - 1) for x in fitted), 4) if mine else None
-        data[kind]["leave_one_run_out_median_abs_error"] = (
+        data[kind]["leave_one_source_out_median_abs_error"] = (
             round(statistics.median(abs(x - 1) for x in loo), 4) if mine else None
         )
     serving_rows = [m for m in rows if is_serving_row(m)]
     data["serving"]["rows_used"] = len(serving_rows)
-    data["serving"]["free_parameters"] = 1 if serving_rows else 0
+    data["serving"]["sources"] = len({holdout_key(m) for m in serving_rows})
+    widths = {m.tp or m.n_gpus or 1 for m in serving_rows}
+    amd = any(m.gpu.upper().startswith("MI") for m in serving_rows)
+    data["serving"]["free_parameters"] = (1 + (len(widths) > 1) + amd) if serving_rows else 0
     about = (
         "Calibrated efficiencies (xlsxplan.calibration). Generated by `xlsxplan calibrate --fit`; do not edit "
         "by hand. Errors are |fitted / implied - 1| over the rows used; with no degrees of freedom left the "
-        "in-sample error is 0 by construction and only the leave-one-run-out error says anything. `levels` "
+        "in-sample error is 0 by construction and only the leave-one-source-out error (a whole publication held out "
+        "at a time) says anything. `levels` "
         "counts the rows behind each GPU class and weights format; a level with none keeps multiplier 1, "
         "listed under `assumed`."
     )
     data["bands"] = {
-        "about": "P10-P90 ranges (xlsxplan.calibration.bands): per kind of figure, the leave-one-run-out residuals "
+        "about": "P10-P90 ranges (xlsxplan.calibration.bands): per kind of figure, the leave-one-source-out residuals "
         "log(measured / predicted) as speed ratios, and the split-conformal P10 and P90 speed multipliers they give",
         **band_table(validate(rows, cache=cache), rows),
     }

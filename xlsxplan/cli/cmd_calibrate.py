@@ -73,7 +73,7 @@ def _fit(args: argparse.Namespace) -> int:
         }
         print(
             f"  {kind}: {params}; {k['rows_used']} rows, median error {k['median_abs_error']}, "
-            f"leave-one-run-out {k['leave_one_run_out_median_abs_error']}"
+            f"leave-one-source-out {k['leave_one_source_out_median_abs_error']}"
         )
         for assumed in k.get("assumed", ()):
             print(f"    {assumed} (assumed)")
@@ -83,9 +83,9 @@ def _fit(args: argparse.Namespace) -> int:
 
         root = calibration.factors_path().resolve().parents[3]
         fig = figures.regenerate(root)
-        loo = fig["leave_one_run_out"]
+        loo = fig["leave_one_source_out"]
         print(
-            f"wrote {figures.figures_path()} and the figures in {', '.join(figures.DOCUMENTS)}: leave one run out, "
+            f"wrote {figures.figures_path()} and the figures in {', '.join(figures.DOCUMENTS)}: leave one source out, "
             f"median error {loo['median_abs_error']:.1%}, inside their own P10-P90 range {loo['band_coverage']:.1%}"
         )
     if out == calibration.user_factors_path():

@@ -390,7 +390,7 @@ def render(result: Any, top: int = 0) -> str:
         if any("range" in o.calibrated.extra for o in shown):
             lines.append(
                 "  calibrated P10-P90: the calibrated fleet at the P10 and P90 of published serving rows' "
-                "throughput against xlsxplan's leave-one-run-out prediction (xlsxplan validate)"
+                "throughput against xlsxplan's leave-one-source-out prediction (xlsxplan validate)"
             )
         if len(shown) < len(feasible):
             lines.append(f"  ... and {len(feasible) - len(shown)} more feasible options (--top 0 shows them all)")

@@ -81,6 +81,14 @@ def _table(results: list, summary: dict[str, Any]) -> str:
             f"{band:>23} {ratio:>6}  {note}{flag}"
         )
     lines.append("")
+    groups = summary.get("groups") or {}
+    if len(groups) > 1:
+        lines.append(f"{'group':<42} {'rows':>5} {'predicted':>9} {'median error':>12} {'within 2x':>9}")
+        for name, g in groups.items():
+            err = "-" if g["median_abs_error"] is None else f"{100 * g['median_abs_error']:.1f}%"
+            within = "-" if g["within_2x"] is None else f"{100 * g['within_2x']:.1f}%"
+            lines.append(f"{name:<42} {g['rows']:>5} {g['predicted']:>9} {err:>12} {within:>9}")
+        lines.append("")
     lines.append(_summary_line(summary))
     return "\n".join(lines)
 
@@ -144,7 +152,7 @@ def _run(args: argparse.Namespace) -> int:
         pool_rows, pool = _pool(rows, args.data_only)
         results = measurements.validate(rows, pool_rows, leave_out=leave_out)
         summary = measurements.summarise(results)
-        summary["fit"] = f"fitted on {pool}, " + ("leaving out each row's run" if leave_out else "in sample")
+        summary["fit"] = f"fitted on {pool}, " + ("leaving out each row's publication" if leave_out else "in sample")
     summary["factors"] = calibration.active().describe()
     summary["data"] = str(path)
     if args.json:
@@ -176,8 +184,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         "source), predict every row it can from the catalog and the calibrated efficiencies, and print measured, "
         "predicted, its P10-P90 range and their ratio per row, then coverage, median absolute error, the share within "
         "2x and the share inside its own range. Each row is predicted from a fit that leaves out every row of the same "
-        "run, and its range comes from the other runs' residuals, so the error shown is honest. The fit "
-        "uses the file's rows and the measurements behind the factors in use: the shipped ones, or yours after "
+        "publication (the optional publication column, else the arXiv id, GitHub document or source text), and its "
+        "range comes from the other publications' residuals, so the error shown is what a new source would see. "
+        "The fit uses the file's rows and the measurements behind the factors in use: the shipped ones, or yours after "
         "`xlsxplan calibrate --fit --data FILE`.",
     )
     p.add_argument("--data", metavar="FILE.csv", help="measurements to validate (default: the shipped copy)")

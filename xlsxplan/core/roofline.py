@@ -258,8 +258,8 @@ def serve_tokens_per_s(
     ``step`` from DECODE_STEP_S at batch B and context ctx, so ``tokens/s = G / (G step / B + 2 N P / (n C e_c))``.
     Prefill and decode are counted one after the other, as an engine without chunked-prefill overlap runs them.
     TensorRT-LLM's Llama-3.1-8B FP8 on one H100 makes 28,312 tokens/s at 128/128 and 15,220 at 1000/1000
-    (perf-overview.md); with the calibrated efficiencies (0.53 of bandwidth, 0.41 of compute) this gives 25,090 and
-    12,217. A mixture of experts holds params_b, prefills with ``2 N_active P`` FLOPs and decodes a step of B
+    (perf-overview.md); with the calibrated efficiencies (0.55 of bandwidth, 0.41 of compute) this gives 24,958 and
+    12,560. A mixture of experts holds params_b, prefills with ``2 N_active P`` FLOPs and decodes a step of B
     sequences reading ``MOE_PARAMS_READ_B(N, N_active, experts, experts_per_token, B)`` parameters and computing
     ``2 N_active B`` FLOPs (Mixtral of Experts, arXiv:2401.04088, section 2).
     """

@@ -1255,7 +1255,7 @@ RANGE_KINDS = {
 
 def _add_range(f: Figures, t: Traffic, a: Assumptions, serving_mode: str, price: float) -> None:
     """The calibrated view's P10-P90 ranges, in ``f.extra["range"]``: each figure at the kind's P10 and P90 speed
-    multipliers (:func:`xlsxplan.calibration.band`, split-conformal quantiles of the leave-one-run-out residuals of
+    multipliers (:func:`xlsxplan.calibration.band`, split-conformal quantiles of the leave-one-source-out residuals of
     published serving rows).
 
     Replicas are recounted from a replica's capacity times the multiplier (REPLICAS' ceiling and spares applied

@@ -34,9 +34,10 @@ are written in Goldberg's and Kahan's forms, exact to the last digits for a smal
 The preset lookups (MODEL_SPEC, GPU_SPEC, BYTES_PER_PARAM, GPU_PRICE, OPTIMIZER_BYTES, MODELS, GPUS,
 MODEL_EXPERT_PARAMS_B, MODEL_KV_BYTES_PER_TOKEN, MODEL_WEIGHTS_GB, EFFICIENCY) read tables the workbook carries:
 :func:`write_catalog` writes the catalog's models, accelerators, prices, formats, optimizers, the figures counted from
-the models' shapes and the calibrated efficiencies in use with their leave-one-run-out residuals (EFFICIENCY's quantile:
-P10 and P90 as Python computed them, any other ranked by the formula), with the source of every row, into a worksheet,
-and returns the :class:`CatalogTables` whose methods give the ``INDEX``/``MATCH`` formulas over them (``#N/A`` where the
+the models' shapes and the calibrated efficiencies in use with their leave-one-source-out residuals (EFFICIENCY's
+quantile: P10 and P90 as Python computed them, any other ranked by the formula), with the source of every row, into a
+worksheet, and returns the :class:`CatalogTables` whose methods give the ``INDEX``/``MATCH`` formulas over them
+(``#N/A`` where the
 Python lookup refuses; a figure a table lacks is the text :data:`MISSING`, so no cell of the tables is an error).
 Functions with no native form are in :data:`PYTHON_ONLY` with the reason.
 """
@@ -1213,7 +1214,7 @@ class CatalogTables:
     ``efficiencies`` are the calibrated factors in use, one table per EFFICIENCY kind, a row per accelerator and
     class, a column per format: the value for decode_bandwidth and prefill, the accelerator's FLOP per byte at the
     precision for train_mfu, whose ``(ceiling, overhead_bytes)`` are ``train_mfu``. ``bands`` holds, a row per
-    efficiency kind, the count ``n`` of its leave-one-run-out residuals, its P10 and P90 speed multipliers and the
+    efficiency kind, the count ``n`` of its leave-one-source-out residuals, its P10 and P90 speed multipliers and the
     residuals in ascending order (``r1`` ...), for EFFICIENCY's quantile (None in tables written without them).
     """
 
@@ -1393,7 +1394,7 @@ class CatalogTables:
         class, a quantile outside 0 to 1 exclusive, a kind whose factors record no residuals).
 
         A quantile other than 0.5 is ``MIN(1, value x exp(r))``, ``r`` the split-conformal quantile of the kind's
-        leave-one-run-out residuals (:func:`xlsxplan.calibration.conformal_quantile`) from the ``bands`` table:
+        leave-one-source-out residuals (:func:`xlsxplan.calibration.conformal_quantile`) from the ``bands`` table:
         at 0.1 and 0.9 (P10 and P90, the quantiles the templates use) the multiplier Python computed, written in the
         table; at any other the ``ceil((n + 1) q)``-th (above 0.5) or ``floor((n + 1) q)``-th smallest residual,
         ranked by the formula. That rank is Python's except where ``(n + 1) q`` lies within about 1e-15 relative of
@@ -1496,7 +1497,7 @@ class CatalogTables:
         return [
             *steps,
             ("band_row", "the kind's row of residuals", f"MATCH({{kind}},{bands.key_range},0)"),
-            ("n", "leave-one-run-out residuals of the kind", band("n")),
+            ("n", "leave-one-source-out residuals of the kind", band("n")),
             (
                 "rank",
                 "the quantile's split-conformal rank",
@@ -1688,7 +1689,7 @@ def write_catalog(ws: Any, top: int = 1, left: int = 1) -> CatalogTables:
         ends = [calibration.band(k, q) if r else None for q in (BAND_LOW, BAND_HIGH)]
         band_rows.append([len(r), *ends, *r, *([""] * (longest - len(r)))])
     heading = (
-        "EFFICIENCY ranges: leave-one-run-out residuals ln(measured / predicted), ascending, and the P10 / P90 "
+        "EFFICIENCY ranges: leave-one-source-out residuals ln(measured / predicted), ascending, and the P10 / P90 "
         f"multipliers (split-conformal ranks); {basis}"
     )
     bands = block(band_kinds, ["n", "p10", "p90", *(f"r{i}" for i in range(1, longest + 1))], band_rows, heading)

@@ -535,7 +535,7 @@ RANGE_SECTION = "The calibrated column's range (P10 to P90 of published runs, as
 
 def range_inputs(book: Book, sh: Sheet) -> None:
     """The section of Inputs with the two quantiles every calibrated range is read at: P10 and P90 as shipped, the
-    band of the leave-one-run-out residuals of published measurements (xlsxplan.calibration.bands)."""
+    band of the leave-one-source-out residuals of published measurements (xlsxplan.calibration.bands)."""
     from ..domains import Percentile, domain_of
     from .book import validation_for
 
