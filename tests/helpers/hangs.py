@@ -8,6 +8,8 @@ line.
 =========================== ==============================================================================================
 unterminated_escapes(n)     a config.json whose name is an unterminated run of ``n`` escaped quotes (``\\"``): 20 s
                             for ``model add`` at 40 kB (n = 20,000) when the string pattern needed its closing quote
+plan_cells_taking_turns(n)  ``n`` PLAN_OPTIONS_AT cells taking turns between nine searches: a search planned for each
+                            cell (30 ms) when the eight searches planned last were remembered
 =========================== ==============================================================================================
 """
 
@@ -50,3 +52,26 @@ class CountingPattern:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.pattern, name)
+
+
+def plan_cells_taking_turns(cells: int = 2_007, searches: int = 9) -> bytes:
+    """A workbook of ``cells`` PLAN_OPTIONS_AT cells (rows of ``searches`` cells), cell (r, c) the search of
+    request rate number ``(r + c) % searches``, so that consecutive cells, by row or by column, take turns between
+    ``searches`` searches: 30 ms a cell when only the last eight searches planned were remembered."""
+    import io
+
+    import openpyxl
+
+    wb = openpyxl.Workbook()
+    ws = wb.active
+    ws.title = "Plan"
+    for i in range(cells):
+        r, c = divmod(i, searches)
+        ws.cell(
+            r + 1, c + 1
+        ).value = (
+            f'=PLAN_OPTIONS_AT(2,13,"Llama-3.1-70B",{123_457 + 1_000 * ((r + c) % searches)},1000,200,3,0,0,1,"H100")'
+        )
+    buf = io.BytesIO()
+    wb.save(buf)
+    return buf.getvalue()
