@@ -10,6 +10,8 @@ unterminated_escapes(n)     a config.json whose name is an unterminated run of `
                             for ``model add`` at 40 kB (n = 20,000) when the string pattern needed its closing quote
 plan_cells_taking_turns(n)  ``n`` PLAN_OPTIONS_AT cells taking turns between nine searches: a search planned for each
                             cell (30 ms) when the eight searches planned last were remembered
+suspicious_elements(n)      one formula over ``n`` implausible bandwidths, each another value: a warning line each
+                            (107 s at 120,000), each looked up in the lines before it
 =========================== ==============================================================================================
 """
 
@@ -75,3 +77,19 @@ def plan_cells_taking_turns(cells: int = 2_007, searches: int = 9) -> bytes:
     buf = io.BytesIO()
     wb.save(buf)
     return buf.getvalue()
+
+
+def suspicious_elements(n: int = 120_000) -> bytes:
+    """A workbook whose one formula hands TOKS_CEILING a range of ``n`` bandwidths, each outside the usual range
+    (51.001 TB/s and up) and each another value: a warning line an element (107 s at 120,000) when each new warning was
+    looked up in the lines before it."""
+    from tests.helpers.hostile import plain_xlsx, with_parts
+
+    rows = "".join(f'<row r="{i}"><c r="B{i}"><v>{51 + i / 1000}</v></c></row>' for i in range(2, n + 1))
+    sheet = (
+        '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>'
+        '<worksheet xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main"><sheetData>'
+        f'<row r="1"><c r="B1"><v>51.001</v></c><c r="C1"><f>SUM(TOKS_CEILING(70,2,1000,B1:B{n}))</f></c></row>'
+        f"{rows}</sheetData></worksheet>"
+    )
+    return with_parts({"xl/worksheets/sheet1.xml": sheet.encode()}, plain_xlsx({"A1": 1}))
