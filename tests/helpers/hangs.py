@@ -10,6 +10,8 @@ unterminated_escapes(n)     a config.json whose name is an unterminated run of `
                             for ``model add`` at 40 kB (n = 20,000) when the string pattern needed its closing quote
 plan_cells_taking_turns(n)  ``n`` PLAN_OPTIONS_AT cells taking turns between nine searches: a search planned for each
                             cell (30 ms) when the eight searches planned last were remembered
+names_and_rules(n, m)       ``n`` inputs and ``m`` data-validation ranges beside them: over 90 s for ``inputs`` at
+                            20,000 and 40,000 (each input scanned every rule and every row above it)
 suspicious_elements(n)      one formula over ``n`` implausible bandwidths, each another value: a warning line each
                             (107 s at 120,000), each looked up in the lines before it
 =========================== ==============================================================================================
@@ -21,6 +23,8 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
+
+from tests.helpers.hostile import members, pack
 
 SIZES = (1, 4, 10)
 """The sizes each hang is built at, as multiples of the size that hung."""
@@ -93,3 +97,35 @@ def suspicious_elements(n: int = 120_000) -> bytes:
         f"{rows}</sheetData></worksheet>"
     )
     return with_parts({"xl/worksheets/sheet1.xml": sheet.encode()}, plain_xlsx({"A1": 1}))
+
+
+def names_and_rules(names: int = 20_000, ranges: int = 40_000) -> bytes:
+    """A workbook of ``names`` inputs (defined names of cells holding values, one a row under a Unit heading) and
+    ``ranges`` data-validation ranges, in 40,000 rules at most (a workbook may hold 50,000), none of them on an input
+    (each a cell of column D): more than 90 s for ``xlsxplan inputs`` at 20,000 names and 40,000 rules, when each
+    input looked through every rule, and up every row above it for its unit."""
+    from tests.helpers.hostile import plain_xlsx, with_parts
+
+    ns = "http://schemas.openxmlformats.org/spreadsheetml/2006/main"
+    rows = "".join(
+        f'<row r="{i}"><c r="B{i}"><v>{i}</v></c><c r="C{i}" t="inlineStr"><is><t>GB</t></is></c></row>'
+        for i in range(2, names + 2)
+    )
+    rules = min(ranges, 40_000)
+    each = -(-ranges // rules)
+    dvs = "".join(
+        '<dataValidation type="whole" operator="between" sqref="'
+        + " ".join(f"D{j}" for j in range(i * each + 1, min((i + 1) * each, ranges) + 1))
+        + '"><formula1>1</formula1><formula2>9</formula2></dataValidation>'
+        for i in range(rules)
+    )
+    sheet = (
+        f'<?xml version="1.0" encoding="UTF-8" standalone="yes"?><worksheet xmlns="{ns}"><sheetData>'
+        '<row r="1"><c r="C1" t="inlineStr"><is><t>Unit</t></is></c></row>'
+        f'{rows}</sheetData><dataValidations count="{rules}">{dvs}</dataValidations></worksheet>'
+    )
+    defined = "".join(f'<definedName name="Input_{i}">Sheet1!$B${i}</definedName>' for i in range(2, names + 2))
+    base = members(plain_xlsx({"A1": 1}))
+    book = re.sub(rb"<definedNames>.*?</definedNames>|(?=<calcPr)", b"", base["xl/workbook.xml"], count=0)
+    book = book.replace(b"</sheets>", f"</sheets><definedNames>{defined}</definedNames>".encode(), 1)
+    return with_parts({"xl/worksheets/sheet1.xml": sheet.encode(), "xl/workbook.xml": book}, pack(base))

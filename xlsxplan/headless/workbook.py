@@ -470,6 +470,11 @@ class Workbook:
         """The data validation rules of a worksheet (:class:`~xlsxplan.headless.layout.Validation`)."""
         return self._layout.validations(self._pkg.worksheet(sheet).title)
 
+    def validation_at(self, sheet: str, row: int, col: int) -> Validation | None:
+        """The data validation rule that applies to a cell (the first of :meth:`validations` that covers it), or
+        None; looked up in an index of the sheet's rules, not by a scan of them."""
+        return self._layout.validation_at(self._pkg.worksheet(sheet).title, row, col)
+
     def _array_at(self, title: str, row: int, col: int) -> Formula | None:
         for f in self._arrays.get(title, ()):
             r1, c1, r2, c2 = f.area  # type: ignore[misc]
