@@ -127,9 +127,14 @@ class Domain:
             return self._check_text(name, value)
         if self.kind == "range":
             return self._check_range(name, value)
-        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        # a float or an int is a number without asking numbers.Real (an abstract class, slow to ask): the search
+        # checks a few thousand arguments of its own per plan
+        if type(value) is float or type(value) is int:
+            x = float(value)
+        elif isinstance(value, bool) or not isinstance(value, numbers.Real):
             raise ArgumentError(f"{name} must be {self.describe()}, got {show_value(value)}", name)
-        x = float(value)
+        else:
+            x = float(value)
         if not math.isfinite(x):
             raise OutOfRangeError(f"{name} must be {self.describe()}, got {show_value(x)}", name)
         too_low = self.low is not None and (x <= self.low if self.low_open else x < self.low)

@@ -284,3 +284,27 @@ def test_a_hand_written_user_preset_with_such_a_name_is_refused_with_the_file():
     problems = catalog_problems()
     assert any("models.toml" in p and "=EVIL()" in p and "formula" in p for p in problems), problems
     assert "=EVIL()" not in x.model_names()
+
+
+@pytest.mark.slow
+def test_an_unterminated_run_of_escaped_quotes_is_read_in_linear_work(tmp_path, monkeypatch, capsys):
+    """Issue 27: ``model add`` on a 40 kB config whose name is an unterminated run of ``\\"`` took 20 s (the string
+    pattern failed at each quote after reading to the end). Now each size is one pass: one string token, spanning the
+    run, and the command refuses the file in one line, at 1x, 4x and 10x."""
+    from tests.helpers.hangs import SIZES, CountingPattern, linear, unterminated_escapes
+    from xlsxplan.catalog import hfconfig
+    from xlsxplan.cli import main
+
+    work = {}
+    for size in SIZES:
+        counter = CountingPattern(hfconfig._TOKEN)
+        monkeypatch.setattr(hfconfig, "_TOKEN", counter)
+        path = tmp_path / f"config{size}.json"
+        path.write_bytes(unterminated_escapes(20_000 * size))
+        assert main(["model", "add", str(path)]) == 2
+        err = capsys.readouterr().err
+        assert len(err.strip().splitlines()) == 1 and "not a JSON config file: Unterminated string" in err, err
+        assert counter.matches == 3  # the object's '{', the key and the value's one string, to the end
+        assert counter.spanned == path.stat().st_size - 2  # every byte but the ': ' between them, once
+        work[size] = counter.matches + counter.spanned
+    assert linear(work), work

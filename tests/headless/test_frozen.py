@@ -254,3 +254,58 @@ def test_rectangles_cover_exactly_the_cells():
         b = b or a
         covered += [f"{chr(c)}{r}" for r in range(int(a[1:]), int(b[1:]) + 1) for c in range(ord(a[0]), ord(b[0]) + 1)]
     assert sorted(covered) == sorted(cells)
+
+
+@pytest.mark.slow
+def test_a_rewritten_check_does_not_keep_values_for_other_inputs(capsys, tmp_path):
+    """Issue 27: with every Unchanged cell rewritten as =TRUE, recalc of changed inputs kept the build's values
+    (575 Options cells wrong, exit 0). recalc computes the kept formulas again itself and compares with the values
+    kept: the table is the add-in edition's for the new inputs."""
+
+    def edit(wb: Any, ws: Any, first: int, name: str) -> None:
+        top = int(re.search(r"\$A\$(\d+)", wb.defined_names[name].attr_text).group(1))
+        for r in range(top + 2, first - 1):
+            ws[f"E{r}"] = "=TRUE"
+
+    path = _tampered(tmp_path, edit)
+    out, addin = tmp_path / "out.xlsx", tmp_path / "addin.xlsx"
+    code, _, err = run(capsys, "recalc", path, "-o", out, "--set", "Requests_Per_Day=700000")
+    assert code == 0 and "computed again the 2,426 values only Python computes on Options" in err, err
+    assert main(["recalc", str(ADDIN), "-o", str(addin), "-q", "--set", "Requests_Per_Day=700000"]) == 0
+    got, want, before = _values(out, "Options"), _values(addin, "Options"), _values(PORTABLE, "Options")
+    moved = [k for k in want if not _same(before.get(k), want[k])]
+    assert len(moved) > 100, len(moved)  # the build's values would be wrong here
+    wrong = [k for k in want if not _same(got.get(k), want[k])]
+    assert not wrong, wrong[:8]
+
+
+@pytest.mark.slow
+def test_a_block_that_names_an_input_among_its_cells_is_refused(capsys, tmp_path):
+    """Issue 27: a kept-formula block naming input cells as its targets overwrote them. Kept values live only on
+    the Options sheet: anything else is refused in one line naming the cell."""
+
+    def edit(wb: Any, ws: Any, first: int, name: str) -> None:
+        ws[f"A{first}"] = "B26"  # Inputs!B26, Requests_Per_Day
+        ws[f"C{first}"] = "Inputs"
+
+    path = _tampered(tmp_path, edit)
+    out = tmp_path / "out.xlsx"
+    code, _, err = run(capsys, "recalc", path, "-o", out, "--set", "Requests_Per_Day=700000")
+    assert code == 2 and not out.exists()
+    assert len(err.strip().splitlines()) == 1 and "values computed by Python are kept only on Options" in err, err
+    assert re.search(r"Workings!C\d+: ", err), err
+
+
+@pytest.mark.slow
+def test_a_kept_formula_over_a_whole_sheet_is_refused_before_it_runs(capsys, tmp_path):
+    """Issue 27: a kept formula reading Inputs!A:XFD ran for minutes, its ranges counted once for the formula, not
+    once for each of its cells. Now counted for each cell, as a cell formula's are, and refused in one line naming
+    where it is kept, before any is evaluated."""
+
+    def edit(wb: Any, ws: Any, first: int, name: str) -> None:
+        ws[f"B{first}"] = 'LEN(TEXTJOIN(",",TRUE,Inputs!A:XFD))'
+
+    path = _tampered(tmp_path, edit)
+    code, _, err = run(capsys, "recalc", path, "-o", tmp_path / "out.xlsx", "--set", "Requests_Per_Day=300000")
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert re.search(r"Inputs!A:XFD: \d+ rows in use by 16,384 columns, in the formula kept in Workings!B\d+ for", err)

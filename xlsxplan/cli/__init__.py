@@ -23,6 +23,7 @@ from .common import (
     EXIT_FORMULA_ERROR,
     EXIT_OK,
     EXIT_USAGE,
+    escaped_output,
     format_value,
     strip_debug,
     unexpected,
@@ -54,7 +55,14 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; returns the exit status."""
+    """Run the command line; returns the exit status. Whatever it prints goes through
+    :func:`~.common.escaped_output`: no escape sequence or bidi override from a workbook, a config or a catalog
+    reaches the terminal raw, in any command or message."""
+    with escaped_output():
+        return _main(argv)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = _parser()
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = strip_debug(argv)

@@ -21,12 +21,16 @@ def _number(x: Any) -> str:
     return str(x)
 
 
+_UNIT_WORDS = ("unit", "units")
+
+
 class _Sheets:
     """The values of each worksheet, read once, and the column headed Unit above each row."""
 
     def __init__(self, wb: Any) -> None:
         self.wb = wb
         self._grids: dict[str, list[list[Any]]] = {}
+        self._headings: dict[str, list[tuple[int, int] | None]] = {}
 
     def grid(self, sheet: str) -> list[list[Any]]:
         if sheet not in self._grids:
@@ -39,14 +43,36 @@ class _Sheets:
         """The text in the input's row under the nearest heading "Unit" above it (or in it), as the templates lay
         their inputs out: Label | Value | Unit | ..."""
         grid = self.grid(sheet)
-        for r in range(min(row, len(grid)) - 1, -1, -1):
-            for c, v in enumerate(grid[r]):
-                if isinstance(v, str) and v.strip().casefold() in ("unit", "units"):
-                    if r == row - 1:
-                        return ""  # the heading row itself
-                    found = grid[row - 1][c] if row - 1 < len(grid) and c < len(grid[row - 1]) else None
-                    return "" if found is None else str(found)
-        return ""
+        nearest = self._nearest(sheet)
+        if not grid:
+            return ""
+        r = min(row, len(grid)) - 1
+        heading = nearest[r]  # (the nearest heading row at or above, its column), looked up, not scanned for
+        if heading is None:
+            return ""
+        hr, c = heading
+        if hr == row - 1:
+            return ""  # the heading row itself
+        found = grid[row - 1][c] if row - 1 < len(grid) and c < len(grid[row - 1]) else None
+        return "" if found is None else str(found)
+
+    def _nearest(self, sheet: str) -> list[tuple[int, int] | None]:
+        """For each row of the sheet's grid, the nearest row at or above it with a Unit heading and the heading's
+        column (its first in the row), or None: one pass over the grid, so that each input's unit is a lookup
+        (issue 27: each input looked up every row above it, quadratic in the rows)."""
+        if sheet not in self._headings:
+            out: list[tuple[int, int] | None] = []
+            last: tuple[int, int] | None = None
+            for r, values in enumerate(self.grid(sheet)):
+                c = next(
+                    (c for c, v in enumerate(values) if isinstance(v, str) and v.strip().casefold() in _UNIT_WORDS),
+                    None,
+                )
+                if c is not None:
+                    last = (r, c)
+                out.append(last)
+            self._headings[sheet] = out
+        return self._headings[sheet]
 
 
 def _quoted(sheet: str) -> str:
@@ -120,7 +146,7 @@ def allowed(wb: Any, sheet: str, row: int, col: int, unit: str) -> list[Any] | s
     FALSE); ``""`` when anything goes."""
     from ..headless.numfmt import format_value as shown
 
-    rule = next((v for v in wb.validations(sheet) if v.covers(row, col)), None)
+    rule = wb.validation_at(sheet, row, col)
     if rule is None or rule.type in ("", "any"):
         if unit.casefold() in ("flag", "true/false", "boolean"):
             return [True, False]

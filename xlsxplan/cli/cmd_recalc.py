@@ -229,7 +229,7 @@ class _Progress:
 
         from tqdm import tqdm
 
-        self.bar = tqdm(total=0, unit="cell", desc="loading", leave=False, file=sys.stderr)
+        self.bar = tqdm(total=0, unit="cell", desc="loading", leave=False, file=getattr(sys.stderr, "raw", sys.stderr))
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._redraw, name="xlsxplan-progress", daemon=True)
         self._thread.start()

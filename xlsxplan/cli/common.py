@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
 import re
 import sys
+from collections.abc import Iterator
 from typing import Any
 
 from ..errors import XlsxplanError
@@ -126,3 +128,40 @@ def terminal_text(text: str) -> str:
         ),
         text,
     )
+
+
+_UNSEEN_OUT = re.compile(f"[{UNSEEN_CHARS}]")
+
+
+def _escaped(m: re.Match[str]) -> str:
+    ch = m.group()
+    return ch if ch in "\n\t" else f"\\u{ord(ch):04x}"  # \uNNNN: literal on a terminal, and valid inside JSON
+
+
+class EscapedStream:
+    """A text stream for what a command prints: every character a reader cannot see as written
+    (:data:`~.infra.text.UNSEEN_CHARS`: an escape sequence, a carriage return, a bidi override) is written as
+    ``\\uNNNN``, but a line break and a tab. :func:`main` puts it in front of stdout and stderr, so that no command
+    hands a terminal raw text from a workbook, a config or a catalog, whichever message quotes it (issue 27). The
+    stream itself is :attr:`raw` (a progress bar's carriage returns go there)."""
+
+    def __init__(self, raw: Any) -> None:
+        self.raw = raw
+
+    def write(self, text: str) -> int:
+        self.raw.write(_UNSEEN_OUT.sub(_escaped, text))
+        return len(text)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.raw, name)
+
+
+@contextlib.contextmanager
+def escaped_output() -> Iterator[None]:
+    """Within the block, stdout and stderr are :class:`EscapedStream` (restored after, whatever happens)."""
+    out, err = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = EscapedStream(out), EscapedStream(err)
+    try:
+        yield
+    finally:
+        sys.stdout, sys.stderr = out, err

@@ -18,9 +18,10 @@ The blocks are the file's, so they are checked as a hostile file's would be: eac
 threat (:func:`.untrusted.formula_threat`: DDE, other workbooks), call only registry and engine functions and at
 least one that only Python computes (a registry function without a native form in :mod:`xlsxplan.sheet.native`), or one
 newer than Excel 2016 that the pass freezes with them (:data:`NEWER_THAN_2016`); its cells must be on a worksheet, at
-most :data:`MAX_CELLS` in all, and hold values (a value, or an error formula such as ``=NA()``), never another
-formula. A block that fails is refused with one line naming the cell (WorkbookError), as an unsafe formula in a cell
-is.
+most :data:`MAX_CELLS` in all, on the sheet the block's title names, which must be one of :data:`KEPT_ON` (the
+Options table: a block naming an input's cell would overwrite it), and hold values (a value, or an error formula such
+as ``=NA()``), never another formula. A block that fails is refused with one line naming the cell (WorkbookError), as
+an unsafe formula in a cell is.
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ from ..sheet.portable_layout import (
     ERROR_FORMULAS,
     FORMULAS_HEADER,
     INPUTS_HEADER,
+    KEPT_ON,
     MAX_CELLS,
     NAME_PREFIX,
     NEWER_THAN_2016,
@@ -180,6 +182,12 @@ def read_frozen(
             target = folded.get(group.casefold())
             if target is None:
                 raise WorkbookError(f"{at(r, 3)}: {group[:40]!r} is not a worksheet of this workbook")
+            if target not in KEPT_ON or target.casefold() != block.group.casefold():
+                # the kept formulas write their cells: only the Options table's, never an input (issue 27)
+                raise WorkbookError(
+                    f"{at(r, 3)}: values computed by Python are kept only on {', '.join(KEPT_ON)} (the sheet this "
+                    f"block's title names), not on {group[:40]!r}; the block was edited"
+                )
             check_formula(kept, at(r, 2))
             cells = []
             for row, col in _cells(cells_text, at(r, 1)):

@@ -45,6 +45,11 @@ def _position(ref: str) -> tuple[int, int] | None:
     return int(m.group(2)), col
 
 
+_INDEXED = 64
+"""A data-validation range of at most this many cells is indexed cell by cell (:meth:`Layout.validation_at`): at most
+3.2 million entries for the 50,000 rules a workbook may hold."""
+
+
 @dataclass(frozen=True)
 class Validation:
     """One data validation rule of a sheet (ECMA-376 Part 1 §18.3.1.32): the ranges it covers, its type
@@ -102,6 +107,7 @@ class Layout:
         self._formats: list[str] | None = None
         self._sheets: dict[str, _SheetStyles] = {}
         self._validations: dict[str, list[Validation]] = {}
+        self._rule_index: dict[str, tuple[dict[tuple[int, int], int], list[tuple[int, int, int, int, int]]]] = {}
         self._date1904: bool | None = None
 
     def _text(self, title: str) -> str:
@@ -190,3 +196,31 @@ class Layout:
                 )
             self._validations[title] = found
         return self._validations[title]
+
+    def validation_at(self, title: str, row: int, col: int) -> Validation | None:
+        """The first rule of :meth:`validations` that covers a cell, or None; from an index built once a sheet, so
+        that looking up every input of a sheet of many rules is not a scan of every rule for each (issue 27: 20,000
+        inputs and 40,000 rules took over 90 s). A range of at most :data:`_INDEXED` cells is indexed cell by cell;
+        only the larger ranges are looked through, in order, and only those before the first rule the cell's own
+        index names."""
+        if title not in self._rule_index:
+            cells: dict[tuple[int, int], int] = {}
+            large: list[tuple[int, int, int, int, int]] = []
+            for i, rule in enumerate(self.validations(title)):
+                for r1, c1, r2, c2 in rule.ranges:
+                    if (r2 - r1 + 1) * (c2 - c1 + 1) <= _INDEXED:
+                        for r in range(r1, r2 + 1):
+                            for c in range(c1, c2 + 1):
+                                cells.setdefault((r, c), i)
+                    else:
+                        large.append((i, r1, c1, r2, c2))
+            self._rule_index[title] = (cells, large)
+        cells, large = self._rule_index[title]
+        best = cells.get((row, col))
+        for i, r1, c1, r2, c2 in large:
+            if best is not None and i >= best:
+                break
+            if r1 <= row <= r2 and c1 <= col <= c2:
+                best = i
+                break
+        return None if best is None else self._validations[title][best]

@@ -593,7 +593,12 @@ def _edit_comments_text(text: str, notes: dict[tuple[int, int], str], skip: set[
         if (r, c) not in skip
     )
     if re.search(rf"<{p}commentList\b[^>]*/>", text):
-        text = re.sub(rf"<{p}commentList\b([^>]*)/>", rf"<{p}commentList\1>{new}</{p}commentList>", text, count=1)
+        text = re.sub(  # a function, not a template: the notes quote the workbook's text, backslashes and all
+            rf"<{p}commentList\b([^>]*)/>",
+            lambda m: f"<{p}commentList{m.group(1)}>{new}</{p}commentList>",
+            text,
+            count=1,
+        )
     elif f"</{p}commentList>" in text:
         i = text.rindex(f"</{p}commentList>")
         text = text[:i] + new + text[i:]

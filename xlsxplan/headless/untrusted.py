@@ -826,13 +826,22 @@ def _calls_on_tokens(formula: str) -> bool:
     return False
 
 
-def check_ranges(ins: Inspection, formulas: Mapping[str, Iterable[str]], limits: Limits) -> None:
+def _all(formulas: Mapping[str, Iterable[str]]) -> Iterator[str]:
+    for texts in formulas.values():
+        yield from texts
+
+
+def check_ranges(
+    ins: Inspection, formulas: Mapping[str, Iterable[str]], limits: Limits, places: Mapping[str, str] | None = None
+) -> None:
     """Refuse, before the engine is given them, formulas whose ranges would take too long or too much memory.
 
-    ``formulas`` is {sheet title: formula texts}. Each range of each formula counts (a defined name's range for
-    each formula that names it): the cells the engine goes through (:func:`range_costs`), refused above
-    :attr:`Limits.max_range_cells`, and their memory, added to the workbook's estimate and refused above
-    :attr:`Limits.max_memory_gb`.
+    ``formulas`` is {sheet title: formula texts}, a text once for each cell that holds it. Each range of each
+    formula counts (a defined name's range for each formula that names it): the cells the engine goes through
+    (:func:`range_costs`), refused above :attr:`Limits.max_range_cells`, and their memory, added to the workbook's
+    estimate and refused above :attr:`Limits.max_memory_gb`. A text held by many cells is costed once and counted
+    for each. ``places`` names where a text is kept ({text: "Workings!B1080"}, a portable edition's kept formulas):
+    a refusal whose largest range is in such a text names that place.
     """
     from .engine import calls_registry, lifts  # the registry, not needed by the checks before parsing
 
@@ -850,8 +859,9 @@ def check_ranges(ins: Inspection, formulas: Mapping[str, Iterable[str]], limits:
         name_re = re.compile(rf"({alternatives})", re.IGNORECASE)
     visited = passed = 0
     largest: RangeCost | None = None
+    largest_text = ""
     for title, texts in formulas.items():
-        for text in texts:
+        for text, times in collections.Counter(texts).items():
             has_range = ":" in text  # a range needs one (1:3 too); a name, its name
             if not has_range and name_re is None:
                 continue
@@ -870,18 +880,23 @@ def check_ranges(ins: Inspection, formulas: Mapping[str, Iterable[str]], limits:
                     )
                     costs += range_costs(target, scope or title, extents, registry)
             for cost in costs:
-                visited += cost.visited
-                passed += cost.passed
+                visited += cost.visited * times
+                passed += cost.passed * times
                 if largest is None or cost.visited + PASSED_WEIGHT * cost.passed > largest.visited + (
                     PASSED_WEIGHT * largest.passed
                 ):
-                    largest = cost
+                    largest, largest_text = cost, text
     if largest is None:
         return
     work = visited + PASSED_WEIGHT * passed
     if work > limits.max_range_cells:
         handed = f", {passed:,} of them handed to xlsxplan's functions" if passed else ""
         biggest = f"{largest.ref}: {largest.rows:,} rows in use by {largest.cols:,} columns"
+        place = (places or {}).get(largest_text)
+        if place is not None:
+            biggest += (
+                f", in the formula kept in {place} for {collections.Counter(_all(formulas))[largest_text]:,} cells"
+            )
         raise WorkbookError(
             f"formulas refer to ranges of {visited:,} cells in all{handed} (the largest {biggest}); the limit is "
             f"{limits.max_range_cells:,}, about 5 seconds of the engine's time: refer to the rows and columns in "

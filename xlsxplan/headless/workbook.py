@@ -470,6 +470,11 @@ class Workbook:
         """The data validation rules of a worksheet (:class:`~xlsxplan.headless.layout.Validation`)."""
         return self._layout.validations(self._pkg.worksheet(sheet).title)
 
+    def validation_at(self, sheet: str, row: int, col: int) -> Validation | None:
+        """The data validation rule that applies to a cell (the first of :meth:`validations` that covers it), or
+        None; looked up in an index of the sheet's rules, not by a scan of them."""
+        return self._layout.validation_at(self._pkg.worksheet(sheet).title, row, col)
+
     def _array_at(self, title: str, row: int, col: int) -> Formula | None:
         for f in self._arrays.get(title, ()):
             r1, c1, r2, c2 = f.area  # type: ignore[misc]
@@ -669,25 +674,37 @@ class Workbook:
 
     @_collector_paused
     def refresh_frozen(self, progress: Callable[[int, int], None] | None = None) -> list[Frozen]:
-        """Compute again a portable edition's values only Python computes whose inputs have changed, as the
-        add-in edition computes them; returns the blocks refreshed ([] when none was stale, or the workbook has
-        none). ``xlsxplan recalc`` calls it after :meth:`calculate`; :meth:`calculate` alone computes what a
-        spreadsheet application would, leaving them stale and flagged.
+        """Compute again a portable edition's values only Python computes, as the add-in edition computes them, and
+        replace those of each block whose values differ or whose inputs have changed; returns the blocks refreshed
+        ([] when every block was up to date, or the workbook has none). ``xlsxplan recalc`` calls it after
+        :meth:`calculate`; :meth:`calculate` alone computes what a spreadsheet application would, leaving them stale
+        and flagged.
 
         Each kept formula (:mod:`.frozen`) is given to the engine in each of its cells, with the registry's
-        functions, as the add-in edition's cell is; the values computed (an error value where the formula now
-        fails, as in the add-in) replace the kept ones, each input's value now becomes its value when computed, the
-        block's title says today's date, and the workbook is recalculated, so the staleness check clears. All of it
-        is written by :meth:`save`, as inputs set are.
+        functions, as the add-in edition's cell is, whatever the file's own check says: a block is refreshed when a
+        value computed differs from the value kept (numbers by more than 1e-12 relative, as the check compares) or
+        its check says an input has changed. The check's cells are the file's and can be rewritten (``=TRUE`` in
+        every Unchanged cell); the values recomputed here cannot (issue 27). For a block refreshed, the values
+        computed (an error value where the formula now fails, as in the add-in) replace the kept ones, each input's
+        value now becomes its value when computed, the block's title says today's date, and the workbook is
+        recalculated, so the staleness check clears. All of it is written by :meth:`save`, as inputs set are; a
+        block up to date is written as the file had it.
         """
-        stale = self.stale_frozen()
-        if not stale:
+        self._fresh()
+        if not self._frozen:
             return []
+        flagged = {id(b) for b in self.stale_frozen()}
+        kept = {
+            (title, r, c): self._cell_value(title, r, c)
+            for block in self._frozen
+            for _, cells, _, _ in block.formulas
+            for title, r, c in cells
+        }
         static = _Static(self._pkg)
         ranges = {d.name.upper() for d in self._pkg.defined_names if ":" in d.text}
         multi = (lambda operand: operand.upper() in ranges) if ranges else None
         formulas: dict[tuple[str, int, int], str] = {}
-        for block in stale:
+        for block in self._frozen:
             for text, cells, _, array in block.formulas:
                 seen: dict[str, str] = {}
                 for title, r, c in cells:
@@ -701,16 +718,22 @@ class Workbook:
         self._changed()
         self.calculate(progress)
         values: dict[tuple[str, int, int], Any] = {}
-        for block in stale:
+        stale = []
+        for block in self._frozen:
+            computed: dict[tuple[str, int, int], Any] = {}
             for _, cells, _, _ in block.formulas:
                 for title, r, c in cells:
                     raw = self._book.get_value(title, r, c)
                     if raw is None:
-                        values[(title, r, c)] = 0  # a formula that points at an empty cell shows 0, as in Excel
+                        computed[(title, r, c)] = 0  # a formula that points at an empty cell shows 0, as in Excel
                     elif type(raw) is dict:
-                        values[(title, r, c)] = engine.cell_error(raw)
+                        computed[(title, r, c)] = engine.cell_error(raw)
                     else:
-                        values[(title, r, c)] = _check_value(_number(raw), "a value computed by Python")
+                        computed[(title, r, c)] = _check_value(_number(raw), "a value computed by Python")
+            if id(block) not in flagged and all(_same_kept(v, kept[k]) for k, v in computed.items()):
+                continue  # up to date: the engine's cells hold what the file's do
+            stale.append(block)
+            values.update(computed)
             for r in block.inputs:  # the value now, as the Now column shows it, is the value when computed
                 values[(block.sheet, r, 4)] = self._cell_value(block.sheet, r, 2)
             today = datetime.datetime.now(datetime.timezone.utc).date().isoformat()
@@ -718,6 +741,8 @@ class Workbook:
                 f"{TITLE_PREFIX}{block.group}: {block.cells} cells hold the values xlsxplan recalc computed on "
                 f"{today}, for these inputs"
             )
+        if not stale:
+            return []
         for title, r, c, run in _runs({k: _to_engine(v) for k, v in values.items()}):
             self._book.set_values_batch(title, r, c, [run])
         self._sets.update(values)
@@ -1093,6 +1118,18 @@ def _runs(cells: Mapping[tuple[str, int, int], Any]) -> list[tuple[str, int, int
     return out
 
 
+def _same_kept(now: Any, kept: Any) -> bool:
+    """Whether a value computed again for a kept cell is the value the file keeps there: a number within 1e-12
+    relative (as the portable edition's Unchanged check compares), an error of the same code, else equal."""
+    if isinstance(now, CellError) or isinstance(kept, CellError):
+        return isinstance(now, CellError) and isinstance(kept, CellError) and now.code == kept.code
+    if isinstance(now, bool) or isinstance(kept, bool):
+        return now is kept
+    if isinstance(now, (int, float)) and isinstance(kept, (int, float)):
+        return abs(now - kept) <= 1e-12 * abs(kept)
+    return bool(now == kept)
+
+
 def _read_frozen(inspection: Inspection, index: Mapping[str, SheetIndex], book: Any, limits: Limits) -> list[Frozen]:
     """A portable edition's blocks of values only Python computes, checked (:func:`.frozen.read_frozen`), their
     formulas' ranges within ``limits`` as a cell's are; [] for a workbook without them."""
@@ -1108,12 +1145,16 @@ def _read_frozen(inspection: Inspection, index: Mapping[str, SheetIndex], book: 
         return book.get_value(title, r, c)
 
     blocks = read_frozen(pkg.defined_names, [s.title for s in pkg.sheets if s.kind == "worksheet"], value, formula)
+    # each kept formula runs in each of its cells: its ranges count once a cell, as a cell formula's do (issue 27:
+    # counted once a formula, SUM(Inputs!A:XFD) kept for 2,425 cells passed and ran for minutes)
     texts: dict[str, list[str]] = {}
+    places: dict[str, str] = {}
     for block in blocks:
-        for text, cells, _, _ in block.formulas:
-            for title in {t for t, _, _ in cells}:
+        for text, cells, where, _ in block.formulas:
+            for title, _, _ in cells:
                 texts.setdefault(title, []).append(text)
-    check_ranges(inspection, texts, limits)
+            places.setdefault(text, where)
+    check_ranges(inspection, texts, limits, places)
     return blocks
 
 

@@ -4,7 +4,8 @@ PLAN_OPTIONS spills the ranked table (:func:`xlsxplan.plan.search.plan_options`)
 array result for good (a saved array formula's other cells keep cached values, which a headless engine that spills
 reads as occupied) shows the table a cell each; PLAN_OPTIONS_AT gives the cell at a row and column of the same
 table, so that every cell carries one value rather than the whole table. The table is planned once for a set of
-arguments and remembered (the last few), read against the same catalog, prices and calibration; the arguments of a
+arguments and remembered (the :data:`_REMEMBERED` used last: a sheet whose cells take turns between many searches
+plans each once, not once a cell), read against the same catalog, prices and calibration; the arguments of a
 search are checked once per distinct set (as the cells gave them, each with its type), each cell's row and column
 every call, so that a sheet of thousands of cells pays for its arguments once.
 """
@@ -40,7 +41,10 @@ NONE_SHOWN = "-"
 """What a cell shows where the option has no such figure (PLAN_OPTIONS's empty text): a cell whose cached value is
 empty text is recalculated by LibreOffice when it opens the file, and this function is not one of its own."""
 
-_REMEMBERED = 8
+_REMEMBERED = 64
+"""Tables remembered, the least recently used forgotten first (a table is at most a few thousand values). Issue 27:
+eight, forgotten in the order planned, made 2,000 cells taking turns between nine searches plan 2,000 times (30 ms a
+cell)."""
 _tables: list[tuple[tuple[Any, ...], tuple[Any, ...], list[list[Any]]]] = []
 
 
@@ -53,8 +57,10 @@ def _state() -> tuple[Any, ...]:
 def _table(args: tuple[Any, ...], state: tuple[Any, ...]) -> list[list[Any]]:
     """PLAN_OPTIONS's table for these (checked) arguments: remembered while the catalog, its prices and the
     calibration are the very objects they were."""
-    for key, seen, rows in _tables:
+    for i, (key, seen, rows) in enumerate(_tables):
         if key == args and all(a is b for a, b in zip(seen, state)):
+            if i:
+                _tables.insert(0, _tables.pop(i))  # used last: forgotten last
             return rows
     rows = plan_options(*args)
     _tables.insert(0, (args, state, rows))
@@ -220,9 +226,11 @@ def plan_options_at(*args: Any, **kwargs: Any) -> float | str:
     if hit is None or not all(a is b for a, b in zip(hit[0], state)):
         values = list(args) + list(_DEFAULTS[len(_DEFAULTS) - (len(_ARGS) - len(args)) :])
         checked_args = tuple(domain.check(name, v) for (name, domain), v in zip(_ARGS[2:], values[2:]))
-        hit = _seen[key] = (state, _table(checked_args, state))
-        while len(_seen) > _REMEMBERED:
-            del _seen[next(iter(_seen))]
+        hit = (state, _table(checked_args, state))
+    _seen.pop(key, None)
+    _seen[key] = hit  # used last: forgotten last
+    while len(_seen) > _REMEMBERED:
+        del _seen[next(iter(_seen))]
     return _cell(hit[1], row, column)
 
 

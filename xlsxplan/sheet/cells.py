@@ -46,17 +46,41 @@ __all__ = ["CellError", "EXCEL_ERRORS", "coerce", "evaluate", "evaluate_broadcas
 
 # Where warnings about legal but implausible inputs go (a bandwidth of 3350 where TB/s is meant). A stack, not a
 # ContextVar, because `formulas` runs cell functions in a context of its own (see engine.collect_messages).
-_warning_sinks: list[list[str]] = []
+_warning_sinks: list[Warnings] = []
+
+
+class Warnings(list[str]):
+    """The warnings of a block (a list of lines), each argument's on one line: its first value outside the usual
+    range, and how many other values of it were (issue 27: an array of 120,000 such values printed 120,000 lines,
+    each looked up in all the lines before it). Each warning costs one dictionary and one set lookup."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._lines: dict[str, tuple[int, str, set[str]]] = {}  # key -> its line, its first message, the others
+
+    def add(self, message: str, key: str | None = None) -> None:
+        """Add ``message``; one of an argument already warned about (the same ``key``) counts on its line."""
+        line = self._lines.get(key or message)
+        if line is None:
+            self._lines[key or message] = (len(self), message, set())
+            self.append(message)
+            return
+        index, first, others = line
+        if message != first and message not in others:
+            others.add(message)
+            n = len(others)
+            self[index] = f"{first} (and {n:,} other value{'s' if n > 1 else ''} of {key} outside it)"
 
 
 @contextlib.contextmanager
-def collect_warnings() -> Iterator[list[str]]:
-    """Collect, once each and in order, the warnings about implausible inputs raised inside the block.
+def collect_warnings() -> Iterator[Warnings]:
+    """Collect, once each and in order, the warnings about implausible inputs raised inside the block: one line an
+    argument (:class:`Warnings`).
 
     A value outside its argument's typical range (:attr:`xlsxplan.domains.Domain.typical`) is still used, since it
     may be right; the command line prints these warnings and the templates flag them, so a unit slip is seen.
     """
-    sink: list[str] = []
+    sink = Warnings()
     _warning_sinks.append(sink)
     try:
         yield sink
@@ -71,9 +95,10 @@ def _suspicion(arg: Argument, value: object) -> str | None:
     return arg.domain.suspicion(arg.name, value) if isinstance(value, (int, float)) else None
 
 
-def _warn(message: str | None) -> None:
-    if message and _warning_sinks and message not in _warning_sinks[-1]:
-        _warning_sinks[-1].append(message)
+def _warn(message: str | None, key: str | None = None) -> None:
+    """Add a warning (about the argument named ``key``) to the innermost :func:`collect_warnings`."""
+    if message and _warning_sinks:
+        _warning_sinks[-1].add(message, key)
 
 
 # ASCII digits only: Python's float() would read full-width or Arabic-Indic digits, Excel does not.
@@ -221,7 +246,7 @@ def evaluate(fn: Function, raw_args: Sequence[object]) -> Any:
         result = fn.func(*values)
         if _warning_sinks:  # only values that passed their checks, as the call's success shows: never a refused one
             for arg, value in zip(fn.args[: len(raw_args)], values):
-                _warn(_suspicion(arg, value))
+                _warn(_suspicion(arg, value), arg.name)
         return _plain(result)
     except XlsxplanError as err:
         return CellError(err.excel_error, err.message)
@@ -518,7 +543,7 @@ def _broadcast_checked(
     size = shape[0] * shape[1]
     columns: list[list[Any]] = []
     failing: list[int] = []  # the arguments with a failure in some element: only these are looked at per element
-    noted: list[list[str | None]] = []  # per given argument with an implausible value in some element
+    noted: list[tuple[list[str | None], str]] = []  # per argument with an implausible value somewhere: each element's
     for i, arg in enumerate(fn.args):
         grid = grids[i] if i < len(raw_args) else None
         if grid is not None:
@@ -536,14 +561,14 @@ def _broadcast_checked(
                     for v in prepared
                 ]
                 if any(notes):
-                    noted.append(_spread(grid, notes, shape))
+                    noted.append((_spread(grid, notes, shape), arg.name))
         else:  # one value for every element
             value = _prepare_given(fn, arg, i, raw_args)
             has_failure = value.__class__ is _Failure
             columns.append([value] * size)
             note = _suspicion(arg, value) if i < len(raw_args) and not has_failure and _warning_sinks else None
             if note:
-                noted.append([note] * size)
+                noted.append(([note] * size, arg.name))
         if has_failure:
             failing.append(i)
     results = []
@@ -556,8 +581,8 @@ def _broadcast_checked(
         value, ok = _checked_call(fn, call, row)
         results.append(value)
         if ok:
-            for notes in noted:  # as evaluate does: the values of a call that succeeded
-                _warn(notes[k])
+            for notes, name in noted:  # as evaluate does: the values of a call that succeeded
+                _warn(notes[k], name)
     return results
 
 
@@ -758,4 +783,4 @@ def _warn_array(fn: Function, elements: list[Any], ok: Any, shape: tuple[int, in
         r, c = divmod(k, cols)
         for arg, e, mask in notes:
             if mask[k]:
-                _warn(_suspicion(arg, e.at(r, c) if isinstance(e, _Checked) else e))
+                _warn(_suspicion(arg, e.at(r, c) if isinstance(e, _Checked) else e), arg.name)

@@ -620,6 +620,8 @@ def _freeze(p: _Pass, frozen: dict[tuple[str, str], list[str]]) -> None:
         by_sheet.setdefault(key[0], []).append(key)
     stamp = TEMPLATE_DATE.strftime("%Y-%m-%d")
     for sheet, keys in by_sheet.items():
+        if sheet not in frozen_layout.KEPT_ON:  # recalc would refuse the file
+            raise ValueError(f"{sheet}: values computed by Python are kept only on {', '.join(frozen_layout.KEPT_ON)}")
         inputs: list[tuple[str, str]] = []
         for key in keys:
             for ref in frozen[key]:

@@ -1,0 +1,56 @@
+"""`xlsxplan inputs` on many names and many data-validation rules: indexed, not scanned (issue 27)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.helpers.hangs import SIZES, linear, names_and_rules
+from xlsxplan.cli import cmd_inputs, main
+from xlsxplan.headless.layout import Layout, Validation
+
+
+@pytest.mark.slow
+def test_many_names_and_rules_are_looked_up_in_linear_work(tmp_path, monkeypatch, capsys):
+    """Issue 27: 20,000 names and 40,000 validation rules took over 90 s: each input looked through every rule
+    (Validation.covers, 800 million calls) and up every row above it for its Unit heading. Now the rules are indexed
+    once a sheet and the headings once a grid: the work counted (rules tested one by one, lookups, cells indexed,
+    grid rows passed) grows linearly from 1x to 4x; at 10x it answers, or refuses in one line."""
+    work = {"covers": 0, "lookups": 0, "indexed": 0, "rows": 0}
+    covers, lookup, nearest = Validation.covers, Layout.validation_at, cmd_inputs._Sheets._nearest
+
+    def counted_covers(self, row, col):
+        work["covers"] += 1
+        return covers(self, row, col)
+
+    def counted_lookup(self, title, row, col):
+        work["lookups"] += 1
+        found = lookup(self, title, row, col)
+        cells, large = self._rule_index[title]
+        work["indexed"] = len(cells) + len(large)
+        return found
+
+    def counted_nearest(self, sheet):
+        out = nearest(self, sheet)
+        work["rows"] = len(out)
+        return out
+
+    monkeypatch.setattr(Validation, "covers", counted_covers)
+    monkeypatch.setattr(Layout, "validation_at", counted_lookup)
+    monkeypatch.setattr(cmd_inputs._Sheets, "_nearest", counted_nearest)
+    total = {}
+    for size in SIZES:
+        work.update(covers=0, lookups=0, indexed=0, rows=0)
+        path = tmp_path / f"n{size}.xlsx"
+        path.write_bytes(names_and_rules(20_000 * size, 40_000 * size))
+        code = main(["inputs", str(path)])
+        out, err = capsys.readouterr()
+        if size == 10:  # answers, or refuses in one line
+            assert (code == 0 and work["covers"] == 0) or (code == 2 and len(err.strip().splitlines()) == 1), err
+            continue
+        assert code == 0, err
+        lines = out.splitlines()
+        assert len(lines) == 1 + 20_000 * size and lines[1].split() == ["Input_2", "Sheet1!B2", "2", "GB"], lines[:3]
+        assert work["covers"] == 0 and work["lookups"] == 20_000 * size
+        assert work["indexed"] == 40_000 * size and work["rows"] == 20_000 * size + 1
+        total[size] = sum(work.values())
+    assert linear(total), total

@@ -1,0 +1,58 @@
+"""Warnings about implausible inputs (xlsxplan/sheet/cells.py): one line an argument, whatever the elements."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.helpers.hangs import SIZES, linear, suspicious_elements
+from xlsxplan.cli import main
+from xlsxplan.sheet import cells
+from xlsxplan.sheet.cells import Warnings, collect_warnings
+
+
+def test_an_arguments_warnings_share_one_line_with_a_count():
+    with collect_warnings() as sink:
+        for value in (60, 70, 60, 80):
+            cells._warn(f"bandwidth_tb_s = {value} is outside the usual range", "bandwidth_tb_s")
+        cells._warn("tflops = 1E+06 is outside the usual range", "tflops")
+        cells._warn("a note", None)
+        cells._warn("a note", None)
+    assert isinstance(sink, Warnings) and sink == [
+        "bandwidth_tb_s = 60 is outside the usual range (and 2 other values of bandwidth_tb_s outside it)",
+        "tflops = 1E+06 is outside the usual range",
+        "a note",
+    ]
+
+
+@pytest.mark.slow
+def test_an_array_of_implausible_values_prints_one_line_in_linear_work(tmp_path, monkeypatch, capsys):
+    """Issue 27: a formula over 120,000 implausible values printed a warning line each (107 s), each looked up in
+    the lines before it. Now: one line with the count, each element one lookup; at 10x the workbook is refused in one
+    line (past Excel's grid)."""
+    added = {"calls": 0}
+    add = Warnings.add
+
+    def counted(self, message, key=None):
+        added["calls"] += 1
+        add(self, message, key)
+
+    monkeypatch.setattr(Warnings, "add", counted)
+    work = {}
+    for size in SIZES:
+        n = 120_000 * size
+        added["calls"] = 0
+        path = tmp_path / f"w{size}.xlsx"
+        path.write_bytes(suspicious_elements(n))
+        code = main(["recalc", str(path), "-o", str(tmp_path / f"out{size}.xlsx")])
+        err = capsys.readouterr().err.strip().splitlines()
+        if size == 10:
+            assert code == 2 and len(err) == 1 and "outside Excel's grid" in err[0], err
+            continue
+        warnings = [line for line in err if line.startswith("xlsxplan: warning: ")]
+        assert code == 0 and warnings == [
+            "xlsxplan: warning: bandwidth_tb_s = 51.001 is outside the usual range 0.01 to 50: check its unit "
+            f"(and {n - 1:,} other values of bandwidth_tb_s outside it)"
+        ], err
+        assert added["calls"] == n  # each element visited once
+        work[size] = added["calls"]
+    assert linear(work), work
