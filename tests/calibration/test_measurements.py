@@ -144,8 +144,8 @@ def test_per_node_and_per_trillion_token_metrics():
 
 @pytest.mark.slow
 def test_a_row_never_predicts_itself():
-    rows = shipped_rows()
-    before = {r.line: r.predicted for r in validated_shipped()}
+    rows = shipped_rows()[:150]  # the training rows and the first serving ones: six refits of 150 rows, not 2,483
+    before = {r.line: r.predicted for r in measurements.validate(rows)}
     for line in (3, 27, 25):  # a training row, a decode row, a prefill row
         bent = [dataclasses.replace(m, value=m.value * 0.5) if m.line == line else m for m in rows]
         after = {r.line: r.predicted for r in measurements.validate(bent)}
@@ -162,8 +162,9 @@ def test_the_runs_other_rows_are_left_out_too():
     assert measurements.run_key(by_line[5]) == measurements.run_key(by_line[6])
     assert measurements.run_key(by_line[12]) == measurements.run_key(by_line[13])
     assert measurements.run_key(by_line[2]) != measurements.run_key(by_line[7])
+    rows = rows[:150]
     bent = [dataclasses.replace(m, value=m.value * 10) if m.line == 6 else m for m in rows]
-    assert measurements.validate(bent)[3].predicted == pytest.approx(validated_shipped()[3].predicted)
+    assert measurements.validate(bent)[3].predicted == pytest.approx(measurements.validate(rows)[3].predicted)
 
 
 def test_one_result_per_input_row_in_input_order():

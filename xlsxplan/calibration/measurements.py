@@ -1309,6 +1309,15 @@ class _FitCache:
             self.parts[memo] = self._without(key)
         return cast(Factors, self.parts[memo])
 
+    def _moe(self, i: int) -> bool:
+        memo = ("moe", i)
+        if memo not in self.parts:
+            try:
+                self.parts[memo] = shape_of(self.rows[i]).moe
+            except (Unpredictable, XlsxplanError):
+                self.parts[memo] = True  # unknown: keyed as a mixture of experts would be, never shared wrongly
+        return bool(self.parts[memo])
+
     def _without(self, key: tuple | None) -> Factors:
         components = []
         ids = []
@@ -1329,7 +1338,9 @@ class _FitCache:
         if skey not in self.parts:
             pairs = []
             for i in serve:  # each row's residual at scale 1 depends on the shares only: kept across folds
-                rkey = ("residual", i, *shares)
+                # routed_bytes moves only a mixture of experts' prediction; a dense row's residual is shared by the
+                # folds that differ in it alone
+                rkey = ("residual", i, ids[1], ids[2], factors.train_mfu.routed_bytes if self._moe(i) else None)
                 if rkey not in self.parts:
                     self.parts[rkey] = serving_residuals([self.rows[i]], factors)
                 pairs.extend(self.parts[rkey])
