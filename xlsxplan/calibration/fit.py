@@ -108,9 +108,9 @@ class Factors:
     prefill: GroupFit
     decode_bandwidth: GroupFit
     serving: float = 1.0
-    """Continuous-batching serving throughput over the per-operator roofline at the batch-one shares (one free
-    parameter, fitted on the serving throughput rows: :func:`xlsxplan.calibration.measurements.fit_serving`); 1 in a
-    file written before it was fitted."""
+    """Continuous-batching serving throughput over the per-operator roofline at the batch-one shares (fitted with
+    ``serving_tp`` and ``serving_amd`` on the serving rows: :func:`xlsxplan.calibration.measurements.fit_serving`); 1
+    in a file written before it was fitted."""
     serving_tp: float = 0.0
     """How the serving scale changes with the GPUs of one model instance: ``scale * n ** serving_tp`` (fitted with
     ``serving``). Published runs split by tensor parallelism (the per-step synchronisation, kernel launches and load

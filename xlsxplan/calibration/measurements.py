@@ -35,7 +35,7 @@ How each metric is predicted
   whose LLM-Viewer applies the roofline to each operator of a layer), with the calibrated decode bandwidth and
   prefill compute; a continuous-batching engine prefills its prompts inside the steps (:func:`xlsxplan.core.effects.
   prefill_tokens_per_step`), a ``static`` one (optional ``batching`` column) before them; ``concurrency`` ``max``
-  fills memory. These rows fit one parameter only, the ``serving`` scale (:func:`fit_serving`). A mixture of experts
+  fills memory. These rows fit the serving scale's three parameters (:func:`fit_serving`). A mixture of experts
   (a preset with experts) holds every parameter, computes with its active ones and reads per decode step the experts
   its batch is routed to (MOE_PARAMS_READ_B).
 * ``kv_cache_capacity_tokens``: usable memory (90%) less weights, over the KV bytes per token (averaged over a
@@ -50,6 +50,7 @@ over a wide range), head dimension 64, multi-head attention (the plain KV formul
 
 from __future__ import annotations
 
+import bisect
 import csv
 import dataclasses
 import io
@@ -87,6 +88,7 @@ __all__ = [
     "validate",
     "summarise",
     "fit_report",
+    "fitted",
 ]
 
 COLUMNS = (
@@ -874,13 +876,18 @@ RATE_METRICS = {
 """The serving metrics a decode step at a batch predicts, and what each counts."""
 
 
+def _split(m: Measurement, parts: int, column: str) -> int:
+    """The row's GPUs over ``parts`` (its ``tp`` or ``pp``); Unpredictable when ``parts`` does not divide them."""
+    n = _n(m)
+    if parts > n or n % parts:
+        raise Unpredictable(f"{column} {parts} does not divide the row's {n} GPUs")
+    return n // parts
+
+
 def _instances(m: Measurement) -> tuple[Measurement, int]:
     """One model instance of the row (``tp`` GPUs, its share of the concurrency) and how many the row's GPUs hold."""
-    n = _n(m)
-    tp = m.tp or n
-    if tp > n or n % tp:
-        raise Unpredictable(f"tp {tp} does not divide the row's {n} GPUs")
-    copies = n // tp
+    tp = m.tp or _n(m)
+    copies = _split(m, tp, "tp")
     if copies == 1:
         return m, 1
     conc = m.concurrency if not isinstance(m.concurrency, int) else max(1, math.ceil(m.concurrency / copies))
@@ -899,14 +906,11 @@ def _capped_batch(m: Measurement, s: Shape, factors: Factors, batch: int, scale:
     cap = float(m.tpot_cap_ms or 0.0) / 1e3
     if not cap:
         return batch
-    ok = lambda b: _step_at(m, s, factors, b)[0] / scale <= cap  # noqa: E731
-    if not ok(1):
+    # batches 1..batch that meet the cap come first: bisect counts them
+    meeting = bisect.bisect_left(range(1, batch + 1), True, key=lambda b: _step_at(m, s, factors, b)[0] / scale > cap)
+    if not meeting:
         raise Unpredictable(f"one request's decode step already misses the {m.tpot_cap_ms:g} ms cap")
-    lo, hi = 1, batch
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        lo, hi = (mid, hi) if ok(mid) else (lo, mid - 1)
-    return lo
+    return meeting
 
 
 @dataclass(frozen=True)
@@ -956,12 +960,8 @@ def _load(m: Measurement, s: Shape, factors: Factors) -> _Load:
 
         if excess(batch) > 0:
             said = f"batch {batch} (memory): {m.request_rate:g} requests/s saturate it"
-        else:
-            lo, hi = 1, batch
-            while lo < hi:
-                mid = (lo + hi) // 2
-                lo, hi = (lo, mid) if excess(mid) <= 0 else (mid + 1, hi)
-            batch = lo
+        else:  # the smallest batch whose requests in flight Little's law can hold: bisect finds it
+            batch = 1 + bisect.bisect_left(range(1, batch + 1), True, key=lambda b: excess(b) <= 0)
             rate_bound = rate * output
             said = f"batch {batch} by Little's law at {m.request_rate:g} requests/s"
     step, parts = _step_at(inst, s, factors, batch)
@@ -1061,10 +1061,7 @@ def _through_pipeline(m: Measurement) -> Measurement:
     """A one-request row of a pipeline (``pp`` stages) as the GPUs that work at once: ``n_gpus / pp``."""
     if not m.pp or m.pp <= 1 or m.metric not in _ONE_REQUEST:
         return m
-    n = _n(m)
-    if m.pp > n or n % m.pp:
-        raise Unpredictable(f"pp {m.pp} does not divide the row's {n} GPUs")
-    return dataclasses.replace(m, n_gpus=n // m.pp)
+    return dataclasses.replace(m, n_gpus=_split(m, m.pp, "pp"))
 
 
 # --- validation -------------------------------------------------------------------------------------------------
@@ -1142,7 +1139,7 @@ def figure_range(metric: str, predicted: float, multipliers: tuple[float, float]
 def residuals_by_kind(
     results: Sequence[RowResult], rows: Sequence[Measurement]
 ) -> dict[str, list[tuple[tuple, float]]]:
-    """Each band kind's held-out residuals, with the run each comes from."""
+    """Each band kind's held-out residuals, with the publication each comes from (:func:`holdout_key`)."""
     runs = {m.line: holdout_key(m) for m in rows}
     out: dict[str, list[tuple[tuple, float]]] = {}
     for r in results:
@@ -1159,8 +1156,8 @@ def with_bands(
 ) -> list[RowResult]:
     """Each predicted row with its P10-P90 range and whether the measurement lies inside it.
 
-    The range comes from the residuals of the row's kind in *other* runs (leave-one-source-out, so a row never widens
-    its own band), or from ``pooled`` residuals (a factors file's ``bands``) when given, as for a user's rows."""
+    The range comes from the residuals of the row's kind in *other* publications (leave-one-source-out, so a row never
+    widens its own band), or from ``pooled`` residuals (a factors file's ``bands``) when given, as for a user's rows."""
     by_kind = residuals_by_kind(results, rows)
     runs = {m.line: holdout_key(m) for m in rows}
     folds = fold_map([*runs.values(), *(key for pairs in by_kind.values() for key, _ in pairs)])
@@ -1229,8 +1226,8 @@ def serving_residuals(rows: Sequence[Measurement], factors: Factors) -> list[tup
 
 def fit_serving(
     rows: Sequence[Measurement], factors: Factors, residuals: Sequence[tuple[float, float, float]] | None = None
-) -> tuple[float, float, float]:
-    """The serving scale, its tensor-parallel exponent and its AMD multiplier
+) -> Factors:
+    """``factors`` with the serving scale, its tensor-parallel exponent and its AMD multiplier fitted
     (:meth:`xlsxplan.calibration.Factors.serving_scale`): a Huber regression, in log space, of measured over
     predicted serving rates at scale 1 on the log of the instance's GPUs and an AMD indicator, over ``rows``' serving
     rows (:func:`is_serving_row`); (1, 0, 1) when there are none. ``residuals``: those triples already computed
@@ -1244,9 +1241,9 @@ def fit_serving(
 
     triples = list(serving_residuals(rows, factors) if residuals is None else residuals)
     if not triples:
-        return 1.0, 0.0, 1.0
+        return dataclasses.replace(factors, serving=1.0, serving_tp=0.0, serving_amd=1.0)
     b0, b_tp, b_amd = huber_regression([r for r, _, _ in triples], [(x, a) for _, x, a in triples])
-    return math.exp(b0), b_tp, math.exp(b_amd)
+    return dataclasses.replace(factors, serving=math.exp(b0), serving_tp=b_tp, serving_amd=math.exp(b_amd))
 
 
 MAX_FOLDS = 64
@@ -1344,7 +1341,9 @@ class _FitCache:
                 if rkey not in self.parts:
                     self.parts[rkey] = serving_residuals([self.rows[i]], factors)
                 pairs.extend(self.parts[rkey])
-            self.parts[skey] = fit_serving([], factors, pairs)
+            fitted = fit_serving([], factors, pairs)
+            self.parts[skey] = (fitted.serving, fitted.serving_tp, fitted.serving_amd)
+        # the fold's own training fit, with the serving fields that folds of the same shares share
         scale, exponent, amd = self.parts[skey]
         return dataclasses.replace(factors, serving=scale, serving_tp=exponent, serving_amd=amd)
 
@@ -1497,10 +1496,16 @@ def fit_report(rows: Sequence[Measurement], origin: str, digest: str, path: str 
     """The calibration file's content: the fit on every row, with the rows used, the rows behind every level (a level
     with none is recorded as assumed), the free parameters and the fit's errors. ``path``: the data file's full path,
     recorded for a user's refit (validate then fits on the same rows); None for the shipped fit."""
+    return fitted(rows, origin, digest, path)[0]
+
+
+def fitted(
+    rows: Sequence[Measurement], origin: str, digest: str, path: str | None = None
+) -> tuple[dict[str, Any], Factors, list[RowResult]]:
+    """:func:`fit_report`'s content, with the factors fitted on every row and the leave-one-source-out results it
+    computed on the way, for a caller that needs them too (:func:`xlsxplan.calibration.figures.compute`)."""
     obs = observations(rows)
-    factors = calibration.fit(obs)
-    scale, exponent, amd = fit_serving(rows, factors)
-    factors = dataclasses.replace(factors, serving=scale, serving_tp=exponent, serving_amd=amd)
+    factors = fit_serving(rows, calibration.fit(obs))
     data = factors.to_dict()
     cache = _FitCache(obs, list(rows))  # once: each run's leave-out fit serves every kind
     for kind in calibration.KINDS:
@@ -1542,12 +1547,13 @@ def fit_report(rows: Sequence[Measurement], origin: str, digest: str, path: str 
         "counts the rows behind each GPU class and weights format; a level with none keeps multiplier 1, "
         "listed under `assumed`."
     )
+    held_out = validate(rows, cache=cache)
     data["bands"] = {
         "about": "P10-P90 ranges (xlsxplan.calibration.bands): per kind of figure, the leave-one-source-out residuals "
         "log(measured / predicted) as speed ratios, and the split-conformal P10 and P90 speed multipliers they give",
-        **band_table(validate(rows, cache=cache), rows),
+        **band_table(held_out, rows),
     }
     source: dict[str, Any] = {"file": origin, "sha256": digest, "rows": len(rows)}
     if path:
         source["path"] = path
-    return {"about": about, "data": source, **data}
+    return {"about": about, "data": source, **data}, factors, held_out
