@@ -59,7 +59,7 @@ class _Sheets:
     def _nearest(self, sheet: str) -> list[tuple[int, int] | None]:
         """For each row of the sheet's grid, the nearest row at or above it with a Unit heading and the heading's
         column (its first in the row), or None: one pass over the grid, so that each input's unit is a lookup
-        (issue 27: each input looked up every row above it, quadratic in the rows)."""
+        (rather than each input looking up every row above it, quadratic in the rows)."""
         if sheet not in self._headings:
             out: list[tuple[int, int] | None] = []
             last: tuple[int, int] | None = None

@@ -142,7 +142,7 @@ class EscapedStream:
     """A text stream for what a command prints: every character a reader cannot see as written
     (:data:`~.infra.text.UNSEEN_CHARS`: an escape sequence, a carriage return, a bidi override) is written as
     ``\\uNNNN``, but a line break and a tab. :func:`main` puts it in front of stdout and stderr, so that no command
-    hands a terminal raw text from a workbook, a config or a catalog, whichever message quotes it (issue 27). The
+    hands a terminal raw text from a workbook, a config or a catalog, whichever message quotes it. The
     stream itself is :attr:`raw` (a progress bar's carriage returns go there)."""
 
     def __init__(self, raw: Any) -> None:

@@ -183,7 +183,7 @@ def read_frozen(
             if target is None:
                 raise WorkbookError(f"{at(r, 3)}: {group[:40]!r} is not a worksheet of this workbook")
             if target not in KEPT_ON or target.casefold() != block.group.casefold():
-                # the kept formulas write their cells: only the Options table's, never an input (issue 27)
+                # the kept formulas write their cells: only the Options table's, never an input
                 raise WorkbookError(
                     f"{at(r, 3)}: values computed by Python are kept only on {', '.join(KEPT_ON)} (the sheet this "
                     f"block's title names), not on {group[:40]!r}; the block was edited"

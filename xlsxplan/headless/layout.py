@@ -199,8 +199,8 @@ class Layout:
 
     def validation_at(self, title: str, row: int, col: int) -> Validation | None:
         """The first rule of :meth:`validations` that covers a cell, or None; from an index built once a sheet, so
-        that looking up every input of a sheet of many rules is not a scan of every rule for each (issue 27: 20,000
-        inputs and 40,000 rules took over 90 s). A range of at most :data:`_INDEXED` cells is indexed cell by cell;
+        that looking up every input of a sheet of many rules is not a scan of every rule for each (that took 20,000
+        inputs and 40,000 rules over 90 s). A range of at most :data:`_INDEXED` cells is indexed cell by cell;
         only the larger ranges are looked through, in order, and only those before the first rule the cell's own
         index names."""
         if title not in self._rule_index:

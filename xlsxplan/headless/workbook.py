@@ -684,7 +684,7 @@ class Workbook:
         functions, as the add-in edition's cell is, whatever the file's own check says: a block is refreshed when a
         value computed differs from the value kept (numbers by more than 1e-12 relative, as the check compares) or
         its check says an input has changed. The check's cells are the file's and can be rewritten (``=TRUE`` in
-        every Unchanged cell); the values recomputed here cannot (issue 27). For a block refreshed, the values
+        every Unchanged cell); the values recomputed here cannot. For a block refreshed, the values
         computed (an error value where the formula now fails, as in the add-in) replace the kept ones, each input's
         value now becomes its value when computed, the block's title says today's date, and the workbook is
         recalculated, so the staleness check clears. All of it is written by :meth:`save`, as inputs set are; a
@@ -1145,8 +1145,8 @@ def _read_frozen(inspection: Inspection, index: Mapping[str, SheetIndex], book: 
         return book.get_value(title, r, c)
 
     blocks = read_frozen(pkg.defined_names, [s.title for s in pkg.sheets if s.kind == "worksheet"], value, formula)
-    # each kept formula runs in each of its cells: its ranges count once a cell, as a cell formula's do (issue 27:
-    # counted once a formula, SUM(Inputs!A:XFD) kept for 2,425 cells passed and ran for minutes)
+    # each kept formula runs in each of its cells: its ranges count once a cell, as a cell formula's do (counted
+    # once a formula, SUM(Inputs!A:XFD) kept for 2,425 cells would pass and run for minutes)
     texts: dict[str, list[str]] = {}
     places: dict[str, str] = {}
     for block in blocks:

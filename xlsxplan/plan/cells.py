@@ -42,7 +42,7 @@ NONE_SHOWN = "-"
 empty text is recalculated by LibreOffice when it opens the file, and this function is not one of its own."""
 
 _REMEMBERED = 64
-"""Tables remembered, the least recently used forgotten first (a table is at most a few thousand values). Issue 27:
+"""Tables remembered, the least recently used forgotten first (a table is at most a few thousand values). Only
 eight, forgotten in the order planned, made 2,000 cells taking turns between nine searches plan 2,000 times (30 ms a
 cell)."""
 _tables: list[tuple[tuple[Any, ...], tuple[Any, ...], list[list[Any]]]] = []

@@ -51,8 +51,9 @@ _warning_sinks: list[Warnings] = []
 
 class Warnings(list[str]):
     """The warnings of a block (a list of lines), each argument's on one line: its first value outside the usual
-    range, and how many other values of it were (issue 27: an array of 120,000 such values printed 120,000 lines,
-    each looked up in all the lines before it). Each warning costs one dictionary and one set lookup."""
+    range, and how many other values of it were (one line a value, each looked up in all the lines before it, made
+    an array of 120,000 such values print 120,000 lines in quadratic time). Each warning costs one dictionary and one
+    set lookup."""
 
     def __init__(self) -> None:
         super().__init__()

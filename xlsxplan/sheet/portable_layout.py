@@ -31,7 +31,7 @@ ARRAY = "an array formula (Ctrl+Shift+Enter) in each cell"
 """How a kept formula was entered in the add-in edition (column D)."""
 KEPT_ON = ("Options",)
 """The sheets whose cells the portable pass may keep as values computed by Python: recalc refuses a block that names
-a cell of any other sheet (an input) among them, which it would overwrite (issue 27)."""
+a cell of any other sheet (an input) among them, which it would overwrite."""
 MAX_CELLS = 200_000
 """Frozen cells a workbook may ask recalc to compute (the serving plan has 2,426)."""
 ERROR_FORMULAS = frozenset({"NA()", "ASIN(2)", "1/0", 'VALUE("x")'})
