@@ -16,9 +16,9 @@ from xlsxplan.plan.search import parse_gpus
 
 SHIPPED = (catalog.store.resources.files("xlsxplan.catalog") / PRICES_FILE).read_text(encoding="utf-8")
 
-# The accelerators issue 26 asks an on-demand price for; L4 (spot prices only were found) and MI355X (not in the
-# accelerator catalog yet) have none, which prices.toml's header says.
-ON_DEMAND = ["A100-80GB", "H100-SXM", "H200", "B200", "GB200", "MI300X", "MI325X", "L40S"]
+# The accelerators a plan must price out of the box (issue 26's list): each has an on-demand price with its date and
+# source.
+ON_DEMAND = ["A100-80GB", "H100-SXM", "H200", "B200", "GB200", "MI300X", "MI325X", "MI355X", "L40S", "L4"]
 
 
 @pytest.mark.parametrize("gpu", ON_DEMAND)
@@ -83,8 +83,8 @@ def test_a_basis_without_a_price_is_na_with_the_reason():
         load_prices().get("GB200", "committed")
     with pytest.raises(NotAvailableError, match=r"H200 has no committed rental price"):
         cost_spec("H200", "rent_committed_usd_per_gpu_hour")
-    with pytest.raises(NotAvailableError, match=r"L4 has no on demand rental price"):
-        catalog.gpu_price("L4")
+    with pytest.raises(NotAvailableError, match=r"RTX-4090 has no on demand rental price"):
+        catalog.gpu_price("RTX-4090")
     assert set(PRICE_BASES) == {"on_demand", "committed"}
 
 
