@@ -99,7 +99,8 @@ Effective cost per M output tokens at 30% average load: 72B FP8, 2 GPUs: $1.06; 
 Active scenario, 72B FP8, 2 GPUs: 4 replicas, 8 GPUs for the peak with 1 spare (1 counting output tokens only, no spares); 25 replicas, 50 GPUs at 10x the peak (5 output tokens only)
   batch 94, set by memory: memory allows 94 (paged KV cache; 94 with every slot at the tail), no latency target given; first visible token after 0.29 s; prompts over 32,768 tokens rejected: 0.0%
   fleet utilisation 19.6%, peak covered 1.28x with the spares down; $1.04 per M input and $1.04 per M output tokens at that (the bill split by GPU time, 87% prefill); disaggregated: 4 prefill + 2 decode replicas (12 GPUs), KV transfer 13 ms
-  at the calibrated efficiencies (Calibration sheet): 2,432 tokens/s per replica, 3 replicas (6 GPUs) for the peak with 1 spare, $1.90 per M output tokens at 30% average load
+  per M output tokens, three bases: $0.32 a replica decoding at full load around the clock (prompts not counted); $1.06 that at the 30% average load assumed on Inputs (full load over 30%, the source text's method); $1.04 the planned fleet of 8 GPUs around the clock at the day's traffic, the output tokens' 13% of the bill: the figure to budget
+  at the calibrated efficiencies (Calibration sheet): 2,432 tokens/s per replica, 3 replicas (6 GPUs) for the peak with 1 spare, $0.78 per M output tokens for that fleet around the clock, the basis of the $1.04 ($1.90 at 30% average load)
 """
 
 
@@ -118,6 +119,32 @@ def test_build_prints_the_envelope_table_read_from_the_workbook(cli_build):
     lines = serving_part.splitlines()
     assert lines[0] == f"Serving plan: {out / serving.FILENAME} (checks OK)"
     assert "\n".join(lines[1:]) + "\n" == ENVELOPE_TABLE
+
+
+def test_the_three_costs_per_m_output_tokens_reconcile(shipped):
+    # `build` prints three figures per M output tokens for one fleet; each is the one before it on another basis, and
+    # the test recomputes each from the workbook's own cells: full load (Back-of-the-Envelope §6: GPUs x price /
+    # decode throughput), that over the assumed average utilisation (its §6 "Reading the result"), and the planned
+    # fleet billed around the clock with the output tokens' share of its GPU time over the day's output tokens
+    name, book, _, values = shipped
+    if name != serving.FILENAME:
+        pytest.skip("the serving plan's costs")
+
+    def cell(address: str) -> float:
+        sheet, ref = address.replace("$", "").split("!")
+        return values[sheet.strip("'")][ref].value
+
+    def named(label: str) -> float:
+        return cell(values.defined_names[label].attr_text)
+
+    keys = "cost_full cost_avg cost_out gpus_peak price tps_total n_gpus decode_tokens prefill_share".split()
+    get = {k: cell(book.address(k)) for k in keys}
+    assert get["cost_full"] == pytest.approx(get["n_gpus"] * get["price"] / (get["tps_total"] * 3600) * 1e6, rel=1e-12)
+    assert get["cost_avg"] == pytest.approx(get["cost_full"] / named("Average_Utilisation"), rel=1e-12)
+    day = named("Requests_Per_Day") * get["decode_tokens"]
+    bill = get["gpus_peak"] * get["price"] * 24 * (1 - get["prefill_share"])
+    assert get["cost_out"] == pytest.approx(bill / day * 1e6, rel=1e-12)
+    assert len({round(get[k], 2) for k in ("cost_full", "cost_avg", "cost_out")}) == 3
 
 
 @pytest.mark.slow

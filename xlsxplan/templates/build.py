@@ -273,8 +273,10 @@ def serving_summary(built: Built) -> str:
     tail_text = f"{tail:.1%}" if isinstance(tail, (int, float)) else str(tail)
     cal = {
         k: _number(built.get(built.book.address(f"{k}:calibrated")), k)
-        for k in ("cal_tps_total", "cal_cost_avg", "cal_replicas", "cal_gpus")
+        for k in ("cal_tps_total", "cal_cost_avg", "cal_cost_out", "cal_replicas", "cal_gpus")
     }
+    full = _number(_live(built, "cost_full"), "cost_full")
+    average = _number(_live(built, "cost_avg"), "cost_avg")
     basis = _live(built, "batch_basis")
     lines += [
         f"Active scenario, {name}: {v['replicas_planned']:.0f} replicas, {v['gpus_peak']:.0f} GPUs for the peak "
@@ -290,9 +292,15 @@ def serving_summary(built: Built) -> str:
         f"GPU time, {v['prefill_share']:.0%} prefill); disaggregated: {v['prefill_replicas']:.0f} prefill + "
         f"{v['decode_replicas']:.0f} decode replicas ({v['gpus_disagg']:.0f} GPUs), KV transfer "
         f"{v['kv_transfer'] * 1000:,.0f} ms",
+        f"  per M output tokens, three bases: ${full:.2f} a replica decoding at full load around the clock "
+        f"(prompts not counted); ${average:.2f} that at the {util:.0%} average load assumed on Inputs (full load over "
+        f"{util:.0%}, the source text's method); ${v['cost_out']:.2f} the planned fleet of {v['gpus_peak']:.0f} "
+        f"GPUs around the clock at the day's traffic, the output tokens' {1 - v['prefill_share']:.0%} of the bill: "
+        f"the figure to budget",
         f"  at the calibrated efficiencies (Calibration sheet): {cal['cal_tps_total']:,.0f} tokens/s per replica, "
         f"{cal['cal_replicas']:.0f} replicas ({cal['cal_gpus']:.0f} GPUs) for the peak with {spare:.0f} spare, "
-        f"${cal['cal_cost_avg']:.2f} per M output tokens at {util:.0%} average load",
+        f"${cal['cal_cost_out']:.2f} per M output tokens for that fleet around the clock, the basis of the "
+        f"${v['cost_out']:.2f} (${cal['cal_cost_avg']:.2f} at {util:.0%} average load)",
     ]
     return "\n".join(lines)
 
