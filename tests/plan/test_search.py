@@ -10,14 +10,17 @@ functions under test.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 
 import pytest
 
 from xlsxplan import calibration, registry
+from xlsxplan.calibration.measurements import Measurement, predict
 from xlsxplan.catalog import gpu_price, gpu_price_source, load_catalog, load_prices, model_names
 from xlsxplan.cli import main
+from xlsxplan.core.step import StepShape, serve_step, step_parts
 from xlsxplan.errors import NotAvailableError, UnknownPresetError, XlsxplanError
 from xlsxplan.plan.search import HOURS_PER_MONTH, TABLE_HEADER, Assumptions, Targets, Traffic, plan, plan_options
 
@@ -92,11 +95,63 @@ def test_the_calibrated_view_plans_afresh_at_the_calibrated_efficiencies():
     bw = calibration.efficiency("decode_bandwidth", "H100-SXM", "fp8")
     pf = calibration.efficiency("prefill", "H100-SXM", "fp8")
     assert (c.decode_bandwidth_efficiency, c.prefill_efficiency) == (bw, pf)
-    prefill = 2 * 72.7e9 * 2_000 / (2 * 1978.9e12 * pf)  # of the FP8 peak, the weights' multiply
-    step = (72.7e9 + 94 * 327_680 * 2_300) / (2 * 3.35e12 * bw)
-    rps = 1 / max(prefill * 2_300 / 2_000, 300 * step / 94)
-    assert c.batch == 94 and c.tokens_per_s_per_user == pytest.approx(1 / step)
-    assert c.replicas == math.ceil(PEAK_RPS / rps) + 1 == 3 and c.gpus == 6
+    # the step of core.step at the option's own numbers: 2 x H100 (3.35 TB/s, 1,978.9 FP8 TFLOP/s, NVLink 450 GB/s),
+    # 72.7B FP8 weights, 94 sequences at 2,000 + 300 / 2 tokens of context (a 16-bit cache, 327,680 bytes a token over
+    # both GPUs), 94 x 2,000 / 300 prompt tokens prefilled in the same step, over the fitted serving scale
+    shape = StepShape(80, 64 * 128, 8192)
+    parts = step_parts(
+        72.7, 1.0, 72.7, 94, 94 * 2_000 / 300, 2_000, 327_680, 2_150, shape, 2, 3.35, 1978.9, bw, pf, 450
+    )
+    step = serve_step(parts, calibration.active().factors.serving_scale(2, "H100-SXM"))
+    assert c.batch == 94 and c.tokens_per_s_per_user == pytest.approx(1 / step, rel=1e-12)
+    rps = 94 / step / 300  # the prompts are prefilled inside the steps: a request costs its 300 decode steps
+    assert c.extra["requests_per_s_per_replica"] == pytest.approx(rps, rel=1e-12)
+    assert c.replicas == math.ceil(PEAK_RPS / rps) + 1 and c.gpus == 2 * c.replicas
+
+
+# One serving step for the plan's calibrated view and validate: each option below is planned, then the same model,
+# accelerator, GPUs, precisions, lengths and batch are written as a published row and predicted by validate; the
+# per-user speed and the replica's throughput must agree to 1e-9. Dense, mixture-of-experts, latent-attention and
+# sliding-window models; 16-bit, FP8 and FP4 weights; one to eight GPUs; Hopper, Blackwell and Instinct parts.
+ONE_STEP = [
+    ("Qwen2.5-72B", "H100-SXM", "fp8", "bf16", 2),
+    ("Llama-3.1-8B", "L40S", "bf16", "fp8", 1),
+    ("Mixtral-8x7B", "H200", "bf16", "bf16", 2),
+    ("DeepSeek-V3", "H200", "fp8", "fp8", 8),
+    ("gpt-oss-120b", "B200", "mxfp4", "fp8", 1),
+    ("gpt-oss-120b", "MI300X", "fp8", "bf16", 4),
+    ("Gemma-3-27B", "H100-SXM", "bf16", "bf16", 1),
+]
+
+
+@pytest.mark.parametrize("model, gpu, weights, kv, n", ONE_STEP)
+def test_the_calibrated_view_runs_the_step_validate_scores(model, gpu, weights, kv, n):
+    traffic_ = Traffic(200_000, 2_000, 300, 3, reasoning_tokens=100)
+    a = Assumptions(weights="params x bytes", weight_precisions=(weights,), kv_precisions=(kv,), gpus_per_replica=(n,))
+    result = plan(model, traffic_, gpus={gpu: 2.0}, assumptions=a)
+    (o,) = [x for x in result.options if x.serving == "aggregated"]
+    c = o.calibrated
+    assert c.feasible, c.reason
+    row = Measurement(
+        0,
+        "serve",
+        "plan option",
+        "output_tokens_per_sec_per_user",
+        None,
+        model=model,
+        gpu=gpu,
+        n_gpus=n,
+        precision=weights,
+        kv_precision=kv,
+        input_len=2_000,
+        output_len=400,
+        concurrency=c.batch,
+    )
+    factors = calibration.active().factors
+    per_user, _ = predict(row, factors)
+    assert c.tokens_per_s_per_user == pytest.approx(per_user, rel=1e-9)
+    total, _ = predict(dataclasses.replace(row, metric="output_tokens_per_sec_per_instance"), factors)
+    assert c.extra["tokens_per_s_total"] == pytest.approx(total, rel=1e-9)
 
 
 def test_the_calibrated_view_carries_p10_p90_ranges_from_the_serving_residuals():

@@ -65,9 +65,11 @@ from typing import Any, Literal, cast, overload
 from .. import calibration
 from ..catalog import models
 from ..core import effects, equations, roofline, serving, training, training_memory
+from ..core.step import mean_context, serve_step, step_parts
 from ..errors import CatalogError, XlsxplanError
 from ..precision import published_embedding_bytes
 from . import Factors, Observation, bands
+from .shape import Shape, moe_layout, preset_shape, step_shape
 
 __all__ = [
     "COLUMNS",
@@ -330,55 +332,13 @@ def read_measurements(path: str | Path) -> list[Measurement]:
 # --- the physics of one row -------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Shape:
-    """What the predictions need to know about a model."""
-
-    params_b: float
-    active_b: float
-    layers: int
-    hidden: int
-    heads: int
-    head_dim: int
-    kv_width: int
-    context: int
-    origin: str
-    preset: str = ""
-    """The catalog preset the shape comes from; empty for a shape estimated from ``params_b``."""
-
-    @property
-    def attn_width(self) -> int:
-        return self.heads * self.head_dim
-
-    @property
-    def moe(self) -> bool:
-        return self.active_b < self.params_b * 0.999
-
-
 def shape_of(m: Measurement) -> Shape:
-    """The model's shape: from the catalog when ``model`` names a preset, else estimated from ``params_b``."""
-    from ..catalog import load_catalog
-
+    """The model's shape: from the catalog when ``model`` names a preset (:func:`xlsxplan.calibration.shape.
+    preset_shape`), else estimated from ``params_b``."""
     if m.model:
-        try:
-            p = load_catalog().models.get(m.model)
-        except XlsxplanError:
-            p = None
-        if p is not None:
-            params = m.params_b or p.params_b
-            active = m.active_params_b or p.figure("active_params_b") * params / p.params_b  # type: ignore[operator]
-            return Shape(
-                params,
-                active,
-                p.layers,
-                p.hidden,
-                p.heads,
-                p.head_dim,
-                p.kv_heads * p.head_dim,
-                p.context,
-                f"shape of preset {p.id}",
-                p.id,
-            )
+        found = preset_shape(m.model, m.params_b, m.active_params_b)
+        if found is not None:
+            return found
         if not m.params_b:
             raise Unpredictable(f"model {m.model!r} is not in the catalog and params_b is empty")
     if not m.params_b:
@@ -494,8 +454,8 @@ def _batch(m: Measurement) -> int:
 
 
 def _context(m: Measurement) -> float:
-    """Tokens a sequence holds on average while it decodes: the prompt and half the answer."""
-    return (m.input_len or 0.0) + (m.output_len or 0.0) / 2.0
+    """Tokens a sequence holds on average while it decodes: the prompt and half the answer (MEAN_CONTEXT)."""
+    return mean_context(m.input_len or 0.0, m.output_len or 0.0)
 
 
 def _sequence(m: Measurement) -> float:
@@ -506,20 +466,6 @@ def _sequence(m: Measurement) -> float:
 def _ttft_scale(m: Measurement) -> float:
     """Seconds per unit of a ttft row: ms unless the unit says seconds."""
     return 1.0 if m.unit.strip().lower() in ("s", "sec", "second", "seconds") else 1e-3
-
-
-def moe_layout(s: Shape) -> tuple[int, int, int]:
-    """Routed experts, experts per token and layers with experts of a preset mixture of experts; (0, 0, 0) for a
-    dense model or a shape without a preset."""
-    if not s.moe or not s.preset:
-        return 0, 0, 0
-    from ..catalog import load_catalog
-
-    p = load_catalog().models.get(s.preset)
-    if not p.experts or not p.experts_per_token:
-        return 0, 0, 0
-    layers = (p.mlp_layers or p.layers) - (p.dense_layers or 0)
-    return int(p.experts), int(p.experts_per_token), int(layers)
 
 
 def expert_parallel(m: Measurement, experts: int) -> int:
@@ -826,42 +772,31 @@ def _link(m: Measurement) -> float:
 def serve_step_seconds(
     m: Measurement, s: Shape, factors: Factors, batch: int, prefill_tokens: float = 0.0
 ) -> tuple[float, dict[str, float]]:
-    """One decode step of ``batch`` sequences with the effects: the roofline's memory and compute (attention's
-    arithmetic over the cache included), then the tensor-parallel all-reduces over the link. ``prefill_tokens``:
-    prompt tokens prefilled in the same step (:func:`xlsxplan.core.effects.prefill_tokens_per_step`), whose arithmetic
-    joins the step's and whose activations are all-reduced with the decoded tokens'. Returns the step and its parts
-    in seconds."""
-    gpu, bits, n = _gpu(m), _bits(m), _n(m)
-    kv = _kv_bytes_per_token(m, s, _context(m))
-    peak = _peak_flops(m)
-    e_c, e_bw = _eff(factors, m, "prefill"), _eff(factors, m, "decode_bandwidth")
+    """One decode step of ``batch`` sequences of row ``m``, at serving scale 1: :func:`xlsxplan.core.step.step_parts`
+    with the row's model, accelerator, precision and lengths (the same function the plan's calibrated view runs).
+    ``prefill_tokens``: prompt tokens prefilled in the same step, in the engine's steady state.
+    Returns the step and its parts in seconds."""
+    gpu, n = _gpu(m), _n(m)
     experts, per_token = _routing(s)
     read = s.params_b if not s.moe else equations.moe_params_read(s.params_b, s.active_b, experts, per_token, batch)
-    bandwidth = n * gpu.bandwidth_tb_s * 1e12 * e_bw
-    weights, cache = read * 1e9 * bits / 8.0 / bandwidth, batch * kv * _context(m) / bandwidth
-    rate = n * peak * e_c
-    linear = 2.0 * s.active_b * 1e9 * (batch + prefill_tokens) / rate
-    attention = effects.attention_decode_flops_per_token(s.layers, s.attn_width, _context(m)) * batch / rate
-    if prefill_tokens > 0:
-        prompt = float(m.input_len or 0.0)
-        attention += effects.attention_prefill_flops(s.layers, s.attn_width, prompt) * prefill_tokens / prompt / rate
-    routed = 0.0
-    _, per_token, moe_layers = moe_layout(s)
-    if per_token:
-        per = effects.moe_routed_bytes_per_token(s.hidden, moe_layers, per_token, factors.train_mfu.routed_bytes / 3.0)
-        routed = per * (batch + prefill_tokens) / bandwidth
-    link = _link(m)
-    sent = batch + prefill_tokens
-    exchange = effects.tp_allreduce_seconds(sent, s.hidden, s.layers, n, link) if n > 1 and link else 0.0
-    parts = {
-        "weights": weights,
-        "linear": linear,
-        "cache": cache,
-        "attention": attention,
-        "routed": routed,
-        "all-reduce": exchange,
-    }
-    return max(weights, linear) + max(cache, attention) + routed + exchange, parts
+    parts = step_parts(
+        read,
+        _bits(m) / 8.0,
+        s.active_b,
+        batch,
+        prefill_tokens,
+        float(m.input_len or 0.0),
+        _kv_bytes_per_token(m, s, _context(m)),
+        _context(m),
+        step_shape(s, factors),
+        n,
+        gpu.bandwidth_tb_s,
+        _peak_flops(m) / 1e12,
+        _eff(factors, m, "decode_bandwidth"),
+        _eff(factors, m, "prefill"),
+        _link(m),
+    )
+    return serve_step(parts), parts
 
 
 RATE_METRICS = {

@@ -30,8 +30,11 @@ What the template and this search do differently, and why:
 * **Weights that compute in a precision the accelerator has no peak for** (FP8 on an A100) are rejected with the
   reason; the template falls back to the BF16 peak. Give ``w8a16`` to plan 8-bit weights widened before the
   multiply.
-* **The calibrated view** plans afresh at the calibrated efficiencies (its own batch, replicas and feasibility);
-  the template's Calibration sheet keeps the assumed column's batch.
+* **The calibrated view** plans afresh (its own batch, replicas and feasibility) on the serving step ``validate``
+  scores published runs with (:mod:`xlsxplan.core.step`, the calibrated efficiencies and the fitted serving scale):
+  prompts are prefilled inside the decode steps, so a replica serves ``batch / step / output tokens`` requests a
+  second. The template's Calibration sheet still keeps the assumed column's batch and the bandwidth-bound step at the
+  calibrated efficiencies: one more place to bring onto this step.
 * **Disaggregated decode** is not capped by the first-token target, since prompts are read elsewhere; its first
   token is the prefill replica's time for the tail prompt plus the KV-cache transfer. The template prices both pools
   at the aggregated batch. Both pools use the same GPUs per replica, as the template's do.
@@ -77,8 +80,10 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .. import calibration, catalog, precision
+from ..calibration.shape import preset_step_shape
 from ..catalog import models
 from ..core import cost, engine, equations, queueing, serving, speculative, traffic
+from ..core.step import StepShape, mean_context, serve_step, step_parts
 from ..domains import (
     CoefficientOfVariation,
     Count,
@@ -869,12 +874,63 @@ class _Setup:
     spec: _Spec | None = None
     compute: tuple[float, float] = (0.0, 0.0)
     """The view's peak [TFLOP/s] and share of it, for a speculative verify step's roofline (set per view)."""
+    chain: _Chain | None = None
+    """The calibrated view's serving step (validate's, :mod:`xlsxplan.core.step`); None: the view's bandwidth-bound
+    decode step, as the source text plans."""
 
     @property
     def decode_compute(self) -> float:
         """Tokens the target (and draft) compute per token decoded: 1 for plain decoding; with a draft,
         ``(gamma + 1 + gamma N_draft / N_active) / tokens_per_step``."""
         return 1.0 if self.spec is None else self.spec.compute_per_token
+
+
+@dataclass(frozen=True)
+class _Chain:
+    """What the calibrated view's step needs beside the option's figures: the same step :func:`xlsxplan.calibration.
+    measurements.serve_step_seconds` scores published runs with (:func:`xlsxplan.core.step.step_parts`), divided by
+    the fitted serving scale for the replica's GPUs."""
+
+    shape: StepShape
+    link_gb_s: float
+    """The accelerator's scale-up link per direction [GB/s]; 0: none in the catalog (no all-reduce counted)."""
+    tflops: float
+    """The view's peak for the weights' arithmetic [TFLOP/s]."""
+    compute_eff: float
+    scale: float
+    """The calibrated serving scale (:meth:`xlsxplan.calibration.Factors.serving_scale`) [multiplier]."""
+    prompt_tokens: float
+    """Tokens each prompt prefills [tokens]; 0 for a decode pool, which prefills nothing."""
+    decode_tokens: float
+    """Tokens each request generates, reasoning included [tokens]."""
+    context: float
+    """Tokens a sequence holds on average while it decodes (MEAN_CONTEXT of the mean prompt and the generated
+    tokens), as validate reads a published run [tokens]."""
+    kv_bytes: float
+    """KV cache per token across the replica's GPUs at that context (MODEL_KV_BYTES_PER_TOKEN) [bytes]."""
+
+    def step(self, s: _Setup, batch: int, eff_bw: float) -> float:
+        """The step at ``batch`` [s]: every sequence decodes a token and, in the steady state of continuous batching,
+        ``batch P / O`` prompt tokens are prefilled in the same step, the sequences reading their average context."""
+        prefill = batch * self.prompt_tokens / self.decode_tokens
+        parts = step_parts(
+            s.model.read(batch),
+            s.bytes_per_param,
+            s.model.active,
+            batch,
+            prefill,
+            self.prompt_tokens,
+            self.kv_bytes,
+            self.context,
+            self.shape,
+            s.n,
+            s.bandwidth,
+            self.tflops,
+            eff_bw,
+            self.compute_eff,
+            self.link_gb_s,
+        )
+        return serve_step(parts, self.scale)
 
 
 @dataclass(frozen=True)
@@ -967,7 +1023,9 @@ def _step_s(s: _Setup, batch: int, context: float, eff_bw: float) -> float:
     """One bandwidth-bound decode step at ``batch``: DECODE_TOKS's, reading the experts that batch touches. With a
     draft, the time per token each sequence sees: SPEC_STEP_S (the draft's steps and the target's verify pass over
     gamma + 1 tokens a sequence, each a roofline, the experts that many tokens touch) over the tokens a step
-    yields."""
+    yields. The calibrated view: its serving step (:class:`_Chain`)."""
+    if s.chain is not None:
+        return s.chain.step(s, batch, eff_bw)
     if s.spec is not None:
         sp, (peak, eff) = s.spec, s.compute
         step = speculative.spec_step_seconds(
@@ -994,7 +1052,7 @@ def _step_s(s: _Setup, batch: int, context: float, eff_bw: float) -> float:
 
 def _batch_for_speed(s: _Setup, target: float, context: float, eff_bw: float, cap: int) -> int:
     """Largest batch (at most ``cap``) whose decode reaches ``target`` per user; 0 if none."""
-    if not s.model.moe and s.spec is None:
+    if not s.model.moe and s.spec is None and s.chain is None:
         return min(
             cap,
             traffic.batch_for_latency(
@@ -1011,7 +1069,7 @@ def _batch_for_ttft(
     """Largest batch (at most ``cap``) whose chunked decode leaves compute to read the tail prompt in time."""
     speed = target.tokens_per_s or _NO_SPEED
     ttft = float(target.ttft_s)  # type: ignore[arg-type]
-    if not s.model.moe and s.spec is None:
+    if not s.model.moe and s.spec is None and s.chain is None:
         batch = traffic.batch_for_ttft(
             s.model.active,
             s.n,
@@ -1190,9 +1248,12 @@ def _plan_view(
         k = s.decode_compute  # a draft's verify pass computes more tokens than it keeps
         left = compute_tokens_per_s - total * k
         f.ttft_s = tail_tokens / left if left > 0 else None
-        rps = traffic.replica_rps_chunked(
-            prefill, traffic.prefill_tokens(t.prompt_tokens), t.decode_tokens * k, total * k
-        )
+        if s.chain is None:
+            rps = traffic.replica_rps_chunked(
+                prefill, traffic.prefill_tokens(t.prompt_tokens), t.decode_tokens * k, total * k
+            )
+        else:  # the prompts are prefilled inside the steps: a request costs its decode steps
+            rps = total / t.decode_tokens
         f.replicas = traffic.fleet_replicas(peak_rps, rps, a.spare, a.min_replicas)
         share = prefill * rps
         ex.update(requests_per_s_per_replica=rps)
@@ -1503,6 +1564,7 @@ def plan(
         preset = table.get(gpu)
         memory, bandwidth = float(preset.figure("memory_gb")), float(preset.figure("bandwidth_tb_s"))  # type: ignore[arg-type]
         peaks = {f: preset.figure(f) for f in ("bf16_tflops", "fp8_tflops", "fp4_tflops")}
+        link = float(preset.figure("link_gb_s") or 0.0)
         for w in weight_names:
             b = precision.bytes_per_param(w)
             weights_gb = (
@@ -1528,7 +1590,19 @@ def plan(
                         )
                         rates = rates or [_rates(setup, v) for v in both]
                         for mode in a.servings:
-                            figures = [_plan_view(setup, r, traffic_, targets, a, mode, price, sd) for r in rates]
+                            figures = [
+                                _plan_view(
+                                    setup if i == 0 else _calibrated(setup, r, traffic_, mode, link),
+                                    r,
+                                    traffic_,
+                                    targets,
+                                    a,
+                                    mode,
+                                    price,
+                                    sd,
+                                )
+                                for i, r in enumerate(rates)
+                            ]
                             _add_range(figures[1], traffic_, a, mode, price)
                             options.append(
                                 Option(
@@ -1543,6 +1617,31 @@ def plan(
                 _own(f, owned[o.gpu], traffic_, a.owned, o.usd_per_gpu_hour, a.hours_per_month)
     _rank(options, rank_by)
     return Plan(m.name, traffic_, targets, a, prices, options, rank_by, notes, owned)
+
+
+def _calibrated(setup: _Setup, rates: _Rates, t: Traffic, mode: str, link: float) -> _Setup:
+    """The option's setup for the calibrated view: the serving step validate scores (:class:`_Chain`), with the
+    fitted serving scale for its GPUs; a decode pool of a disaggregated option prefills nothing. An option with a
+    speculative draft keeps the draft's step (SPEC_STEP_S) at the calibrated efficiencies."""
+    if setup.spec is not None or rates.reason:
+        return setup
+    factors = calibration.active().factors
+    context = mean_context(t.prompt_tokens, t.decode_tokens)
+    kv = models.model_kv_bytes_per_token(setup.model.name, context, precision.bytes_per_param(setup.kv_name), setup.n)
+    return replace(
+        setup,
+        chain=_Chain(
+            preset_step_shape(setup.model.name, factors),
+            link,
+            rates.peak_tflops,
+            rates.prefill,
+            factors.serving_scale(setup.n, setup.gpu),
+            traffic.prefill_tokens(t.prompt_tokens) if mode == AGGREGATED else 0.0,
+            t.decode_tokens,
+            context,
+            kv,
+        ),
+    )
 
 
 # --- a speculative draft ----------------------------------------------------------------------------------------
