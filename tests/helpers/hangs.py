@@ -20,8 +20,8 @@ claimed_spans(rows)         a 5 kB workbook whose data table and array formula (
                             first) claim ``A1:XFD<rows>``: 4.5 GB and 100 s at 1,000 rows before "ran out of memory"
                             (3.9 GB for the array formula alone), the cells listed one by one, none counted
 kept_whole_sheet(m)         the portable serving plan with its kept formula rewritten to read ``Inputs!A:XFD`` and
-                            Inputs used down to ``m`` times its last row: the range cost counted for each of 2,425
-                            cells, refused before any is evaluated
+                            Inputs used down to ``m`` times its last row: the range cost counted for each cell that
+                            keeps it, refused before any is evaluated
 =========================== ==============================================================================================
 """
 
@@ -163,7 +163,7 @@ def claimed_spans(rows: int = 1_000) -> bytes:
 
 def kept_whole_sheet(multiple: int = 1) -> bytes:
     """The shipped portable serving plan with the first formula its frozen block keeps rewritten to
-    ``LEN(TEXTJOIN(",",TRUE,Inputs!A:XFD))`` (kept for 2,425 cells of Options) and, for ``multiple`` over 1, a value
+    ``LEN(TEXTJOIN(",",TRUE,Inputs!A:XFD))`` (kept for some hundreds of cells of Options) and, for ``multiple`` over 1, a value
     in column A of Inputs at ``multiple`` times its last used row: the range the formula reads grows with
     ``multiple``, and its cost is counted once for each cell that keeps it (one formula ran past 120 s, unrefused,
     when it was counted once)."""
