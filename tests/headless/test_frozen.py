@@ -297,15 +297,46 @@ def test_a_block_that_names_an_input_among_its_cells_is_refused(capsys, tmp_path
 
 
 @pytest.mark.slow
-def test_a_kept_formula_over_a_whole_sheet_is_refused_before_it_runs(capsys, tmp_path):
+def test_a_kept_formula_over_a_whole_sheet_is_refused_before_it_runs(capsys, tmp_path, monkeypatch):
     """Issue 27: a kept formula reading Inputs!A:XFD ran for minutes, its ranges counted once for the formula, not
     once for each of its cells. Now counted for each cell, as a cell formula's are, and refused in one line naming
-    where it is kept, before any is evaluated."""
+    where it is kept, before any is evaluated. Built at the shipped Inputs' rows in use and at 4 and 10 times them
+    (tests/helpers/hangs.py, kept_whole_sheet): the range cost counted grows linearly from 1x to 4x, the work done
+    (texts costed, formulas evaluated) not at all, and every size is refused in one line."""
+    from tests.helpers.hangs import SIZES, kept_whole_sheet, linear
+    from xlsxplan.headless import untrusted
 
-    def edit(wb: Any, ws: Any, first: int, name: str) -> None:
-        ws[f"B{first}"] = 'LEN(TEXTJOIN(",",TRUE,Inputs!A:XFD))'
+    work = {"costed": 0, "evaluated": 0}
+    costs, evaluate = untrusted.range_costs, Workbook._evaluate
 
-    path = _tampered(tmp_path, edit)
-    code, _, err = run(capsys, "recalc", path, "-o", tmp_path / "out.xlsx", "--set", "Requests_Per_Day=300000")
-    assert code == 2 and len(err.strip().splitlines()) == 1, err
-    assert re.search(r"Inputs!A:XFD: \d+ rows in use by 16,384 columns, in the formula kept in Workings!B\d+ for", err)
+    def counted_costs(*args, **kwargs):
+        work["costed"] += 1
+        return costs(*args, **kwargs)
+
+    def counted_evaluate(self, formula):
+        work["evaluated"] += 1
+        return evaluate(self, formula)
+
+    monkeypatch.setattr(untrusted, "range_costs", counted_costs)
+    monkeypatch.setattr(Workbook, "_evaluate", counted_evaluate)
+    counted, done, rows = {}, {}, {}
+    for size in SIZES:
+        work.update(costed=0, evaluated=0)
+        path = tmp_path / f"kept{size}.xlsx"
+        path.write_bytes(kept_whole_sheet(size))
+        out = tmp_path / f"out{size}.xlsx"
+        code, _, err = run(capsys, "recalc", path, "-o", out, "--set", "Requests_Per_Day=300000")
+        assert code == 2 and not out.exists() and len(err.strip().splitlines()) == 1, err
+        m = re.search(
+            r"ranges of ([\d,]+) cells in all.* Inputs!A:XFD: ([\d,]+) rows in use by 16,384 columns, in the formula "
+            r"kept in Workings!B\d+ for ([\d,]+) cells\); the limit is 500,000,000",
+            err,
+        )
+        assert m is not None, err
+        assert work["evaluated"] == 0, work
+        counted[size] = int(m.group(1).replace(",", ""))
+        rows[size] = int(m.group(2).replace(",", ""))
+        done[size] = work["costed"] + work["evaluated"]
+    assert rows[4] == 4 * rows[1] and rows[10] == 10 * rows[1], rows
+    assert linear(counted) and linear(done), (counted, done)
+    assert counted[4] >= 3 * counted[1], counted  # the cost is counted for every cell, at every size

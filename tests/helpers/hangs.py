@@ -14,6 +14,14 @@ names_and_rules(n, m)       ``n`` inputs and ``m`` data-validation ranges beside
                             20,000 and 40,000 (each input scanned every rule and every row above it)
 suspicious_elements(n)      one formula over ``n`` implausible bandwidths, each another value: a warning line each
                             (107 s at 120,000), each looked up in the lines before it
+names_and_rules(.., span)   the same with each range ``span`` cells tall (over 64: not indexed cell by cell), none on
+                            an input: each input looked through every such range (800 million tests at 1x)
+claimed_spans(rows)         a 5 kB workbook whose data table and array formula (its ``ref`` written twice, a decoy
+                            first) claim ``A1:XFD<rows>``: 4.5 GB and 100 s at 1,000 rows before "ran out of memory"
+                            (3.9 GB for the array formula alone), the cells listed one by one, none counted
+kept_whole_sheet(m)         the portable serving plan with its kept formula rewritten to read ``Inputs!A:XFD`` and
+                            Inputs used down to ``m`` times its last row: the range cost counted for each cell that
+                            keeps it, refused before any is evaluated
 =========================== ==============================================================================================
 """
 
@@ -99,11 +107,12 @@ def suspicious_elements(n: int = 120_000) -> bytes:
     return with_parts({"xl/worksheets/sheet1.xml": sheet.encode()}, plain_xlsx({"A1": 1}))
 
 
-def names_and_rules(names: int = 20_000, ranges: int = 40_000) -> bytes:
+def names_and_rules(names: int = 20_000, ranges: int = 40_000, span: int = 1) -> bytes:
     """A workbook of ``names`` inputs (defined names of cells holding values, one a row under a Unit heading) and
     ``ranges`` data-validation ranges, in 40,000 rules at most (a workbook may hold 50,000), none of them on an input
-    (each a cell of column D): more than 90 s for ``xlsxplan inputs`` at 20,000 names and 40,000 rules, when each
-    input looked through every rule, and up every row above it for its unit."""
+    (each ``span`` cells of column D, from row ``j`` for range ``j``, beside the inputs): more than 90 s for
+    ``xlsxplan inputs`` at 20,000 names and 40,000 rules, when each input looked through every rule, and up every
+    row above it for its unit; with ``span`` over 64, each input still looked through every range."""
     from tests.helpers.hostile import plain_xlsx, with_parts
 
     ns = "http://schemas.openxmlformats.org/spreadsheetml/2006/main"
@@ -115,7 +124,10 @@ def names_and_rules(names: int = 20_000, ranges: int = 40_000) -> bytes:
     each = -(-ranges // rules)
     dvs = "".join(
         '<dataValidation type="whole" operator="between" sqref="'
-        + " ".join(f"D{j}" for j in range(i * each + 1, min((i + 1) * each, ranges) + 1))
+        + " ".join(
+            f"D{j}" if span == 1 else f"D{j}:D{j + span - 1}"
+            for j in range(i * each + 1, min((i + 1) * each, ranges) + 1)
+        )
         + '"><formula1>1</formula1><formula2>9</formula2></dataValidation>'
         for i in range(rules)
     )
@@ -129,3 +141,48 @@ def names_and_rules(names: int = 20_000, ranges: int = 40_000) -> bytes:
     book = re.sub(rb"<definedNames>.*?</definedNames>|(?=<calcPr)", b"", base["xl/workbook.xml"], count=0)
     book = book.replace(b"</sheets>", f"</sheets><definedNames>{defined}</definedNames>".encode(), 1)
     return with_parts({"xl/worksheets/sheet1.xml": sheet.encode(), "xl/workbook.xml": book}, pack(base))
+
+
+def claimed_spans(rows: int = 1_000) -> bytes:
+    """A workbook of two formula cells: a data table in A1 over ``A1:XFD<rows>`` and an array formula in B2 over
+    ``B2:XFD<rows + 1>`` whose ``ref`` is written twice, a decoy ``x:ref="B2"`` first. Each fills ``16,384 x rows``
+    cells, which xlsxplan lists one by one (and writes on save): 4.5 GB and 100 s at 1,000 rows, then "ran out of
+    memory", when the scan before parsing counted neither (a data table not at all, the array formula by its
+    decoy)."""
+    from tests.helpers.hostile import plain_xlsx, with_parts
+
+    sheet = (
+        '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>'
+        '<worksheet xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main"><sheetData>'
+        f'<row r="1"><c r="A1"><f t="dataTable" ref="A1:XFD{rows}" dt2D="0" dtr="0" r1="C1"/><v>1</v></c></row>'
+        f'<row r="2"><c r="B2"><f t="array" xmlns:x="urn:decoy" x:ref="B2" ref="B2:XFD{rows + 1}">1</f><v>1</v></c>'
+        "</row></sheetData></worksheet>"
+    )
+    return with_parts({"xl/worksheets/sheet1.xml": sheet.encode()}, plain_xlsx({"A1": 1}))
+
+
+def kept_whole_sheet(multiple: int = 1) -> bytes:
+    """The shipped portable serving plan with the first formula its frozen block keeps rewritten to
+    ``LEN(TEXTJOIN(",",TRUE,Inputs!A:XFD))`` (kept for some hundreds of cells of Options) and, for ``multiple`` over 1, a value
+    in column A of Inputs at ``multiple`` times its last used row: the range the formula reads grows with
+    ``multiple``, and its cost is counted once for each cell that keeps it (one formula ran past 120 s, unrefused,
+    when it was counted once)."""
+    import io
+
+    import openpyxl
+
+    from tests.helpers import REPO
+    from xlsxplan.headless.frozen import FORMULAS_HEADER, NAME_PREFIX
+
+    wb = openpyxl.load_workbook(REPO / "workbooks" / "serving_plan.xlsx")
+    name = next(n for n in wb.defined_names if n.startswith(NAME_PREFIX))
+    top, last = map(int, re.findall(r"\$(\d+)", wb.defined_names[name].attr_text))
+    ws = wb["Workings"]
+    first = next(r for r in range(top, last + 1) if ws[f"A{r}"].value == FORMULAS_HEADER[0]) + 1
+    ws[f"B{first}"] = 'LEN(TEXTJOIN(",",TRUE,Inputs!A:XFD))'
+    inputs = wb["Inputs"]
+    if multiple > 1:
+        inputs.cell(inputs.max_row * multiple, 1).value = 1
+    buf = io.BytesIO()
+    wb.save(buf)
+    return buf.getvalue()

@@ -8,6 +8,9 @@ package's own, already checked by :mod:`.untrusted`. Sheet XML is read with regu
 
 from __future__ import annotations
 
+import array
+import bisect
+import heapq
 import html
 import re
 from dataclasses import dataclass
@@ -45,9 +48,82 @@ def _position(ref: str) -> tuple[int, int] | None:
     return int(m.group(2)), col
 
 
-_INDEXED = 64
-"""A data-validation range of at most this many cells is indexed cell by cell (:meth:`Layout.validation_at`): at most
-3.2 million entries for the 50,000 rules a workbook may hold."""
+class _FirstRule:
+    """Which rule comes first at a cell, among rectangles each of one rule: a segment tree over the rows the
+    rectangles start and end at, each node holding, for the rectangles whose rows it stands for, the first rule
+    across the columns (a step function: where it changes, and the rule there).
+
+    Built once for a sheet's data validations, from ``n`` rectangles in about ``n log n`` steps and entries (a
+    rectangle is held by at most two nodes a level); a lookup visits one node a level and bisects its steps, so
+    that looking up every input of a sheet costs the inputs times ``log n``, whatever the sizes of the ranges
+    (cells are never listed one by one) and however many ranges lie beside the inputs without covering them.
+    ``visited`` and ``entries`` count the nodes looked up and the steps held (the tests count work with them)."""
+
+    def __init__(self, rects: list[tuple[int, int, int, int, int]]) -> None:
+        # rects: (rule, first row, first column, last row, last column)
+        self._rows = sorted({r for _, r1, _, r2, _ in rects for r in (r1, r2 + 1)})
+        at = {r: k for k, r in enumerate(self._rows)}
+        n = self._leaves = max(len(self._rows) - 1, 1)
+        held: dict[int, list[int]] = {}
+        for j, (_, r1, _, r2, _) in enumerate(rects):
+            lo, hi = at[r1] + n, at[r2 + 1] + n
+            while lo < hi:
+                if lo & 1:
+                    held.setdefault(lo, []).append(j)
+                    lo += 1
+                if hi & 1:
+                    hi -= 1
+                    held.setdefault(hi, []).append(j)
+                lo >>= 1
+                hi >>= 1
+        self._nodes = {node: _steps(rects, js) for node, js in held.items()}
+        self.entries = sum(len(cols) for cols, _ in self._nodes.values())
+        self.visited = 0
+
+    def first(self, row: int, col: int) -> int | None:
+        """The smallest rule among the rectangles holding (row, col), or None."""
+        k = bisect.bisect_right(self._rows, row) - 1
+        if k < 0 or k >= len(self._rows) - 1:
+            return None
+        best = -1
+        node = k + self._leaves
+        while node >= 1:
+            steps = self._nodes.get(node)
+            self.visited += 1
+            if steps is not None:
+                cols, rules = steps
+                t = bisect.bisect_right(cols, col) - 1
+                if t >= 0 and rules[t] >= 0 and (best < 0 or rules[t] < best):
+                    best = rules[t]
+            node >>= 1
+        return None if best < 0 else best
+
+
+def _steps(rects: list[tuple[int, int, int, int, int]], held: list[int]) -> tuple[array.array, array.array]:
+    """The first rule across the columns, among the rectangles ``held`` (indices into ``rects``): the columns where
+    it changes and the rule from each on (-1 for none); one sweep over their column ends."""
+    events: dict[int, list[int]] = {}
+    for j in held:
+        rule, _, c1, _, c2 = rects[j]
+        events.setdefault(c1, []).append(rule)
+        events.setdefault(c2 + 1, []).append(~rule)  # an end
+    active: dict[int, int] = {}
+    heap: list[int] = []
+    cols, rules = array.array("q"), array.array("q")
+    for col in sorted(events):
+        for e in events[col]:
+            if e >= 0:
+                active[e] = active.get(e, 0) + 1
+                heapq.heappush(heap, e)
+            else:
+                active[~e] -= 1
+        while heap and not active.get(heap[0]):
+            heapq.heappop(heap)
+        now = heap[0] if heap else -1
+        if not rules or rules[-1] != now:
+            cols.append(col)
+            rules.append(now)
+    return cols, rules
 
 
 @dataclass(frozen=True)
@@ -107,7 +183,7 @@ class Layout:
         self._formats: list[str] | None = None
         self._sheets: dict[str, _SheetStyles] = {}
         self._validations: dict[str, list[Validation]] = {}
-        self._rule_index: dict[str, tuple[dict[tuple[int, int], int], list[tuple[int, int, int, int, int]]]] = {}
+        self._rule_index: dict[str, _FirstRule] = {}
         self._date1904: bool | None = None
 
     def _text(self, title: str) -> str:
@@ -198,29 +274,11 @@ class Layout:
         return self._validations[title]
 
     def validation_at(self, title: str, row: int, col: int) -> Validation | None:
-        """The first rule of :meth:`validations` that covers a cell, or None; from an index built once a sheet, so
-        that looking up every input of a sheet of many rules is not a scan of every rule for each (that took 20,000
-        inputs and 40,000 rules over 90 s). A range of at most :data:`_INDEXED` cells is indexed cell by cell;
-        only the larger ranges are looked through, in order, and only those before the first rule the cell's own
-        index names."""
+        """The first rule of :meth:`validations` that covers a cell, or None; from an index of the sheet's ranges
+        built once (:class:`_FirstRule`), so that looking up every input of a sheet of many rules and ranges takes
+        about ``log`` of the ranges each, never a scan of the rules nor a list of their cells."""
         if title not in self._rule_index:
-            cells: dict[tuple[int, int], int] = {}
-            large: list[tuple[int, int, int, int, int]] = []
-            for i, rule in enumerate(self.validations(title)):
-                for r1, c1, r2, c2 in rule.ranges:
-                    if (r2 - r1 + 1) * (c2 - c1 + 1) <= _INDEXED:
-                        for r in range(r1, r2 + 1):
-                            for c in range(c1, c2 + 1):
-                                cells.setdefault((r, c), i)
-                    else:
-                        large.append((i, r1, c1, r2, c2))
-            self._rule_index[title] = (cells, large)
-        cells, large = self._rule_index[title]
-        best = cells.get((row, col))
-        for i, r1, c1, r2, c2 in large:
-            if best is not None and i >= best:
-                break
-            if r1 <= row <= r2 and c1 <= col <= c2:
-                best = i
-                break
-        return None if best is None else self._validations[title][best]
+            rects = [(i, *bounds) for i, rule in enumerate(self.validations(title)) for bounds in rule.ranges]
+            self._rule_index[title] = _FirstRule(rects)
+        found = self._rule_index[title].first(row, col)
+        return None if found is None else self._validations[title][found]

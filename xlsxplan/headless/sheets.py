@@ -19,7 +19,7 @@ from ..errors import WorkbookError
 from .package import MAX_COL, MAX_ROW, col_index, range_bounds, split_ref
 from .patch import decode_part
 
-__all__ = ["Formula", "SheetIndex", "scan_sheet", "engine_copy", "release"]
+__all__ = ["Formula", "SheetIndex", "scan_sheet", "engine_copy", "release", "formula_kind", "SPANNING"]
 
 _PREFIX = r"(?:[A-Za-z_][\w.\-]*:)?"
 _ATTR = re.compile(r"""([^\s=/>]+)\s*=\s*(?:"([^"]*)"|'([^']*)')""")
@@ -59,6 +59,22 @@ class SheetIndex:
 
 def _attrs(text: str) -> dict[str, str]:
     return {m.group(1): m.group(2) if m.group(2) is not None else m.group(3) for m in _ATTR.finditer(text)}
+
+
+SPANNING = ("array", "dataTable")
+"""The kinds of formula whose ``ref`` names cells they fill: xlsxplan lists each of those cells as a formula cell
+and writes a value into it (:class:`.workbook.Workbook`), so the cells they span are counted before any is listed."""
+
+
+def formula_kind(attrs: str) -> tuple[str, str | None]:
+    """What an ``<f>`` element is, from the text of its attributes: its kind (``t``: ``""`` for a plain formula,
+    ``"shared"``, ``"array"``, ``"dataTable"``) and the range its ``ref`` names (its first area, None when it names
+    none). A repeated attribute counts with its last value, as :func:`scan_sheet` reads it; the checks before
+    parsing (:mod:`.untrusted`) read the same, so that what they count is what the index lists."""
+    fattrs = _attrs(attrs)
+    kind = fattrs.get("t", "")
+    ref = fattrs.get("ref")
+    return ("" if kind == "normal" else kind), (ref.split(" ")[0] if ref else None)
 
 
 def _data(text: str) -> tuple[str, int, int]:
@@ -123,13 +139,11 @@ def _add(index: SheetIndex, row: int, col: int, m: re.Match[str]) -> None:
     """Record the formula cell that ``m`` (a cell and its ``<f>``: groups 2 the element, 3 its attributes, 4 its
     text) matched at (row, col)."""
     fattrs = _attrs(m.group(3)) if m.group(3) else {}
-    kind = fattrs.get("t", "")
-    kind = "" if kind == "normal" else kind
+    kind, ref = formula_kind(m.group(3) or "")
     area = None
-    ref = fattrs.get("ref")
     if kind in ("array", "dataTable", "shared") and ref:
         try:
-            area = range_bounds(ref.split(" ")[0])
+            area = range_bounds(ref)
         except WorkbookError:
             raise WorkbookError(f"the formula in {ref} has a bad range") from None
     raw = m.group(4)

@@ -57,6 +57,7 @@ from ..infra.system import MEMORY_LIMIT_GB
 from ..infra.zipfiles import DTD, MB, ZipLimits, check_members, markup, open_zip, reading
 from . import references as refs
 from .package import MAX_COL, MAX_ROW, Package, range_bounds
+from .sheets import SPANNING, formula_kind
 
 MAX_TEXT_CHARS = 32_767
 """Excel's limit on the text of a cell [characters]."""
@@ -72,6 +73,7 @@ __all__ = [
     "inspect_bytes",
     "formula_threat",
     "check_ranges",
+    "check_spans",
     "range_costs",
     "RangeCost",
 ]
@@ -91,6 +93,7 @@ BYTES_PER_SHEET = 40_000  # each worksheet (1,000 sheets: 37 MB measured)
 BYTES_PER_ROW = 250  # each <row> record (0.17 kB)
 BYTES_PER_STRING = 200  # each shared string (0.11 kB)
 BYTES_PER_ELEMENT = 500  # each other XML element the engine reads: styles, rules, validations (0.2 to 0.4 kB)
+BYTES_PER_AREA = 1_500  # on top, each area a validation or conditional format lists (`inputs` indexes it: 1.5 kB)
 BYTES_PER_TEXT_BYTE = 10  # each byte of text in any part (a 200 MB inline string: 1.7 GB measured)
 BASE_BYTES = 70 * MB  # Python, numpy, formualizer and the registry (62 to 69 MB measured)
 
@@ -133,7 +136,8 @@ class Limits(ZipLimits):
         about 10 us on each [count].
     max_elements : int
         XML elements outside the cell data, whatever their kind: every element of every part except the cell data
-        of sheets and plain shared strings (styles, rules, drawings, charts, pivot caches, extensions) [count].
+        of sheets and plain shared strings (styles, rules, drawings, charts, pivot caches, extensions), and each
+        area a data-validation or conditional-format range lists (``sqref="A1:B8 D1:D9"`` counts 2) [count].
     max_memory_gb : float
         Estimated peak memory of loading and calculating the workbook (:meth:`estimate`) [GB].
     max_text_mb : float
@@ -170,15 +174,18 @@ class Limits(ZipLimits):
         sheets: int = 0,
         names: int = 0,
         text: int = 0,
+        areas: int = 0,
     ) -> float:
         """Estimated peak memory of loading, calculating and saving a workbook with the engine [bytes].
 
         ``70 MiB + 0.25 kB x cells + 2 kB x formulas + 1.2 kB x array-formula elements + 0.05 kB x merged cells
         + 0.25 kB x rows + 0.2 kB x shared strings + 0.5 kB x other XML elements + 1.5 bytes x the grid + 40 kB x
-        sheets + 6 kB x defined names + 10 bytes x bytes of text``, each fitted on ``benchmarks/recalc.py`` or
-        ``benchmarks/load_costs.py`` and
-        rounded up. ``cells`` includes hyperlinked cells; ``grid``, each sheet's last used column times its last
-        used row (up to :data:`GRID_ROWS`), which the engine's storage spans whatever the cells between.
+        sheets + 6 kB x defined names + 10 bytes x bytes of text + 1.5 kB x areas``, each fitted on
+        ``benchmarks/recalc.py`` or ``benchmarks/load_costs.py`` and rounded up. ``cells`` includes hyperlinked
+        cells; ``array_elements``, the cells array formulas and data tables fill; ``grid``, each sheet's last used
+        column times its last used row (up to :data:`GRID_ROWS`), which the engine's storage spans whatever the
+        cells between; ``areas``, the areas data-validation and conditional-format ranges list (``sqref``; each is
+        also one of ``elements``), which ``xlsxplan inputs`` indexes (1.6 kB at its peak for 100,000 nested ones).
         """
         return (
             BASE_BYTES
@@ -193,6 +200,7 @@ class Limits(ZipLimits):
             + BYTES_PER_SHEET * sheets
             + BYTES_PER_NAME * names
             + BYTES_PER_TEXT_BYTE * text
+            + BYTES_PER_AREA * areas
         )
 
 
@@ -222,6 +230,8 @@ class PartStats:
     junk: int = 0  # elements inside <sheetData> that are not cell data (counted in ``elements``)
     text_bytes: int = 0  # bytes of text outside markup, in runs of TEXT_RUN_COUNTED bytes or more
     too_long: tuple[str, int, int, str] | None = None  # (formula or text, characters, limit, element)
+    areas: int = 0  # areas listed by data-validation and conditional-format ranges (sqref), also in ``elements``
+    widest: tuple[int, str, str] = (0, "", "")  # the array formula or data table filling most cells: (cells, ref, what)
 
 
 @dataclass
@@ -287,7 +297,13 @@ class Inspection:
             len(self.sheets),
             self.names,
             self.text_bytes,
+            self.areas,
         )
+
+    @property
+    def areas(self) -> int:
+        """Areas listed by data-validation and conditional-format ranges (each also one of :attr:`elements`)."""
+        return sum(p.areas for p in self.parts.values())
 
     @property
     def text_bytes(self) -> int:
@@ -327,7 +343,50 @@ _SHEET_DATA_END = re.compile(rb"</" + _P + rb"sheetData\s*>")
 _REF = re.compile(rb"""\bref\s*=\s*["']([^"']*)["']""")
 _CELL_AT = re.compile(rb"<" + _P + rb"""c\s[^>]*?\br\s*=\s*["']\$?([A-Za-z]{1,9})\$?(\d{1,12})["']""")
 _ROW_AT = re.compile(rb"<" + _P + rb"""row\s[^>]*?\br\s*=\s*["'](\d{1,12})["']""")
-_ARRAY = re.compile(rb"""\bt\s*=\s*["']array["']""")
+_SQREF_OPEN = re.compile(rb"""\bsqref\s*=\s*(["'])|[<:]sqref\b(?!\s*=)""")
+_SQREF_PARTIAL = re.compile(rb"(?:[<:]?s(?:q(?:r(?:e(?:f(?:\s*(?:=\s*)?)?)?)?)?)?|[<:])\Z")
+_SPACE_RUN = re.compile(rb"\s+")
+
+
+class _AreaCount:
+    """Counts the areas that data-validation and conditional-format ranges list, in a part fed in pieces cut
+    anywhere (a tag longer than a chunk is cut inside): ``sqref="A1:B2 D4"`` counts 2, as does the text of an
+    extension's ``<xm:sqref>A1:B2 D4</xm:sqref>``. An opening cut between two pieces is carried to the next (as a
+    few bytes: blank space is kept as one); an area cut between two may count twice, never less than once. One
+    pass over each piece."""
+
+    def __init__(self) -> None:
+        self.until: bytes | None = None  # inside a range list, counting until this byte (or, for b">", the tag's end)
+        self.tail = b""  # the end of the last piece, which may begin an opening
+
+    def feed(self, buf: bytes) -> int:
+        """The areas listed in ``buf`` (with what the last piece left open) [count]."""
+        data, self.tail = self.tail + buf, b""
+        pos = count = 0
+        while True:
+            if self.until is not None:
+                end = data.find(self.until, pos)
+                if self.until != b">":
+                    count += len(data[pos : end if end >= 0 else len(data)].split())
+                if end < 0:
+                    return count
+                pos = end + 1
+                self.until = b"<" if self.until == b">" else None
+                continue
+            m = _SQREF_OPEN.search(data, pos)
+            if m is None:
+                break
+            if m.group(1) is None and not data[m.end() :].strip():  # "<sqref" or ":sqref" at the end: an
+                self.tail = _SPACE_RUN.sub(b" ", data[m.start() :])  # attribute's "=" may come next
+                return count
+            pos, self.until = m.end(), m.group(1) or b">"
+        partial = _SQREF_PARTIAL.search(data, pos)
+        if partial is not None:
+            self.tail = _SPACE_RUN.sub(b" ", data[partial.start() :])
+        return count
+
+
+_SPANNING = re.compile(rb"""\bt\s*=\s*["'](?:array|dataTable)["']""")  # a prefilter: formula_kind decides
 
 
 def _col_number(letters: bytes) -> int:
@@ -374,10 +433,13 @@ class _PartScan:
         self.in_data = 0  # 0 before <sheetData>, 1 inside it, 2 after it
         self.run_tag: bytes | None = None  # the element the text run at the end of the last buffer is in
         self.run_chars = 0  # and its characters so far
+        self.areas = _AreaCount()
 
     def feed(self, buf: bytes) -> None:
         s = self.stats
         self._text(buf)
+        if self.areas.until is not None or self.areas.tail or b"sqref" in buf:
+            s.areas += self.areas.feed(buf)
         inside = b""  # the part of buf inside <sheetData>
         if self.in_data == 0:  # before <sheetData>, or a part that has none
             m = _SHEET_DATA.search(buf) if b"sheetData" in buf else None
@@ -409,12 +471,10 @@ class _PartScan:
         s.strings += census.get(b"si", 0)
         s.styles += census.get(b"xf", 0) + census.get(b"dxf", 0)
         s.rules += census.get(b"cfRule", 0) + census.get(b"dataValidation", 0)
-        if census.get(b"f") and b"array" in buf:
+        if census.get(b"f") and (b"array" in buf or b"dataTable" in buf):
             for m in _FORMULA.finditer(buf):
-                if _ARRAY.search(m.group(1)):
-                    ref = _REF.search(m.group(1))
-                    if ref:
-                        s.array_elements += self._area(ref.group(1), "array formula")
+                if _SPANNING.search(m.group(1)):
+                    self._span(m.group(1))
         if census.get(b"mergeCell") or census.get(b"hyperlink"):
             for m in _RANGE_ATTR.finditer(buf):
                 ref = _REF.search(m.group(2))
@@ -501,6 +561,19 @@ class _PartScan:
             return buf[pos : end.start()]
         return buf[pos:] if pos else buf
 
+    def _span(self, attrs: bytes) -> None:
+        """Count the cells an array formula or a data table fills, its ``ref`` read as the sheet's index reads it
+        (:func:`.sheets.formula_kind`: a repeated or prefixed attribute cannot show this scan one range and the
+        index another)."""
+        kind, ref = formula_kind(attrs.decode("utf-8", "replace"))
+        if kind in SPANNING and ref:
+            what = "array formula" if kind == "array" else "data table"
+            cells = self._area(ref.encode("utf-8", "replace"), what)
+            s = self.stats
+            s.array_elements += cells
+            if cells > s.widest[0]:
+                s.widest = (cells, ref, what)
+
     def _area(self, ref: bytes, what: str) -> int:
         try:
             return _area(ref)
@@ -520,7 +593,7 @@ class _PartScan:
 
     def finish(self) -> PartStats:
         # a shared string's <si> and <t> are read one string at a time, not kept as a tree
-        self.stats.elements = max(self.outside - 2 * self.stats.strings, 0) + self.stats.junk
+        self.stats.elements = max(self.outside - 2 * self.stats.strings, 0) + self.stats.junk + self.stats.areas
         return self.stats
 
 
@@ -709,10 +782,53 @@ def _check_size(ins: Inspection, name: str, limits: Limits) -> None:
         extra = [(ins.names, "defined names"), (ins.rows, "rows"), (ins.strings, "shared strings")]
         extra.append((ins.elements, "other XML elements"))
         counted = "".join(f", {n:,} {what}" for n, what in extra if n)
+        spans = sum(s.array_elements for s in ins.sheets)
+        if spans:
+            wide = max(ins.sheets, key=lambda s: s.widest[0])
+            cells, ref, what = wide.widest
+            counted += (
+                f", {spans:,} cells filled by array formulas and data tables, the largest {ref} "
+                f"({cells:,} cells, {_ARTICLE[what]} {what} in sheet {wide.title!r})"
+            )
         raise WorkbookError(
             f"{name} would need about {need:,.1f} GB of memory to recalculate ({ins.cells:,} cells, "
             f"{ins.formulas:,} formulas{counted}); the limit is {limits.max_memory_gb:g} GB"
         )
+
+
+_ARTICLE = {"array formula": "an", "data table": "a"}
+
+
+def check_spans(
+    ins: Inspection, spans: Mapping[str, Iterable[tuple[str, tuple[int, int, int, int]]]], limits: Limits
+) -> None:
+    """Refuse, before any is listed, the cells that array formulas and data tables fill, as the sheets' index reads
+    them: ``spans`` is {sheet title: [(kind, (first row, first column, last row, last column)), ...]}.
+
+    xlsxplan lists each of those cells as a formula cell and writes a value into it (about 0.2 kB each to list,
+    0.5 kB to write); the stream scan before parsing counts them from the same reading of ``<f ref=...>``
+    (:func:`.sheets.formula_kind`). Here the count is taken again from the index itself, each sheet's the larger
+    of the two, and the workbook's memory estimate (1.2 kB a cell) checked again: what is filled is what was
+    counted. WorkbookError, one line naming the largest range and the limit."""
+    from .package import col_letter
+
+    by_title = {s.title: s for s in ins.sheets}
+    grew = False
+    for title, found in spans.items():
+        stats = by_title.get(title)
+        if stats is None:
+            continue
+        total = 0
+        for kind, (r1, c1, r2, c2) in found:
+            cells = (r2 - r1 + 1) * (c2 - c1 + 1)
+            total += cells
+            if cells > stats.widest[0]:
+                what = "array formula" if kind == "array" else "data table"
+                stats.widest = (cells, f"{col_letter(c1)}{r1}:{col_letter(c2)}{r2}", what)
+        if total > stats.array_elements:
+            stats.array_elements, grew = total, True
+    if grew:
+        _check_size(ins, "the workbook", limits)
 
 
 # ---------------------------------------------------------------------------------------------------------------

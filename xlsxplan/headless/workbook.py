@@ -61,7 +61,15 @@ from .patch import CommentEdit, Patch, QuotePrefixStyles, patch_sheet, write_not
 from .references import COMPUTED_RANGE, computed_range
 from .references import ordered as ordered_ranges
 from .sheets import Formula, SheetIndex, engine_copy, release, scan_sheet
-from .untrusted import Inspection, Limits, check_ranges, formula_threat, open_package, rule_formula_threat
+from .untrusted import (
+    Inspection,
+    Limits,
+    check_ranges,
+    check_spans,
+    formula_threat,
+    open_package,
+    rule_formula_threat,
+)
 
 __all__ = ["Workbook", "recalc", "default_output", "parse_value", "MAX_NOTES_PER_SHEET", "gc_paused", "Validation"]
 
@@ -317,6 +325,9 @@ class Workbook:
                 done += stats.cells
                 if progress is not None:
                     progress(min(done, total), total)
+            # the cells array formulas and data tables fill are listed below (and written on save): count them first
+            spans = {t: [(f.kind, f.area) for f in idx.arrays if f.area is not None] for t, idx in index.items()}
+            check_spans(inspection, spans, limits)
             check_ranges(
                 inspection, {t: [f.text for f in idx.formulas.values() if f.text] for t, idx in index.items()}, limits
             )
