@@ -19,6 +19,8 @@ names_and_rules(.., span)   the same with each range ``span`` cells tall (over 6
 claimed_spans(rows)         a 5 kB workbook whose data table and array formula (its ``ref`` written twice, a decoy
                             first) claim ``A1:XFD<rows>``: 4.5 GB and 100 s at 1,000 rows before "ran out of memory"
                             (3.9 GB for the array formula alone), the cells listed one by one, none counted
+validate_rows(n)            a measurements file of ``n`` rows, each its own publication: 48 s for ``validate --data`` at
+                            20,000 (each row's range built from a list of every other row)
 kept_whole_sheet(m)         the portable serving plan with its kept formula rewritten to read ``Inputs!A:XFD`` and
                             Inputs used down to ``m`` times its last row: the range cost counted for each cell that
                             keeps it, refused before any is evaluated
@@ -186,3 +188,48 @@ def kept_whole_sheet(multiple: int = 1) -> bytes:
     buf = io.BytesIO()
     wb.save(buf)
     return buf.getvalue()
+
+
+def validate_rows(n: int = 20_000) -> str:
+    """A measurements file (CSV text) of ``n`` one-request decode rows, each from a publication of its own: the shape
+    of a user's file that made ``validate --data`` build each row's P10-P90 range from every other row's residual."""
+    from xlsxplan.calibration import measurements
+
+    columns = (*measurements.COLUMNS, "publication")
+    values = dict(kind="serve", name="r", model="Llama-3.1-8B", gpu="H100-SXM", precision="fp8", input_len="",
+                  output_len=128, concurrency=1, metric="decode_tokens_per_sec", source="s")  # fmt: skip
+    lines = [",".join(columns)]
+    for i in range(n):
+        row = {**values, "value": 100 + i % 50, "publication": f"p{i}"}
+        lines.append(",".join(str(row.get(c, "")) for c in columns))
+    return "\n".join(lines) + "\n"
+
+
+def count_inputs_work(monkeypatch, work: dict[str, int], guard: int = 0) -> None:
+    """Count the rules tested one by one (Validation.covers), the lookups, the entries of each sheet's index and the
+    nodes (or, in a list looked through in order, the ranges) each lookup visits; past ``guard`` ranges visited, stop
+    (a quadratic lookup must fail the test, not take the machine's time)."""
+    from xlsxplan.headless.layout import Layout, Validation
+
+    covers, lookup = Validation.covers, Layout.validation_at
+
+    def counted_covers(self, row, col):
+        work["covers"] += 1
+        return covers(self, row, col)
+
+    def counted_lookup(self, title, row, col):
+        work["lookups"] += 1
+        found = lookup(self, title, row, col)
+        index = self._rule_index[title]
+        if isinstance(index, tuple):  # cells indexed one by one, the larger ranges looked through in order
+            cells, large = index
+            work["indexed"] = len(cells) + len(large)
+            work["visited"] += len(large)
+        else:
+            work["indexed"], work["visited"] = index.entries, index.visited
+        if guard and work["visited"] > guard:
+            raise RuntimeError(f"{work['visited']:,} ranges visited for {work['lookups']:,} lookups")
+        return found
+
+    monkeypatch.setattr(Validation, "covers", counted_covers)
+    monkeypatch.setattr(Layout, "validation_at", counted_lookup)

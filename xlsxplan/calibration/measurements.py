@@ -130,6 +130,10 @@ ASPECT = 64  # hidden size per layer for a model without a preset
 MAX_MEASUREMENTS_BYTES = 64 << 20
 """The largest measurements file read: some 130,000 rows of the shipped file's width."""
 
+MAX_MEASUREMENT_ROWS = 100_000
+"""The most rows a measurements file may hold: ``validate`` refits each of its 64 folds on every other row, about
+0.5 ms a row, so 100,000 rows take some minutes; the shipped file holds 2,483."""
+
 
 class Unpredictable(Exception):
     """A row that cannot be predicted, with the reason."""
@@ -233,6 +237,11 @@ def parse_measurements(text: str, origin: str = "measurements") -> list[Measurem
         raise CatalogError(f"{origin}: missing column(s) {', '.join(missing)}; the schema is {', '.join(COLUMNS)}")
     rows = []
     for i, raw in enumerate(reader, start=2):
+        if i - 1 > MAX_MEASUREMENT_ROWS:
+            raise CatalogError(
+                f"{origin}: over {MAX_MEASUREMENT_ROWS:,} rows; a measurements file holds at most that (split it by "
+                "publication)"
+            )
         raw = {k: (v or "").strip() for k, v in raw.items() if k is not None}
         common: dict[str, Any] = dict(
             line=i,

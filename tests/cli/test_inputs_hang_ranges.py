@@ -1,0 +1,39 @@
+"""`xlsxplan inputs` beside data-validation ranges over 64 cells tall: indexed by rows and columns, never looked
+through in order (a file of its own so that the test runner's two workers share the two generators)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.helpers.hangs import SIZES, count_inputs_work, linear, names_and_rules
+from xlsxplan.cli import main
+
+
+@pytest.mark.slow
+def test_large_validation_ranges_beside_the_inputs_are_looked_up_in_linear_work(tmp_path, monkeypatch, capsys):
+    """20,000 inputs beside 40,000 validation ranges of 100 cells each (over 64, so not indexed cell by cell): each
+    input looked through every range, 800 million tests. Now the ranges are indexed once a sheet by rows and
+    columns (a segment tree of step functions): the entries indexed and the nodes each lookup visits (about log2 of
+    the ranges) grow linearly, up to that log, from 1x to 4x; at 10x (200,000 inputs, 400,000 ranges) it answers, or
+    refuses in one line."""
+    work = {"covers": 0, "lookups": 0, "indexed": 0, "visited": 0}
+    count_inputs_work(monkeypatch, work, guard=100 * 40_000 * 10)
+    total = {}
+    for size in SIZES:
+        work.update(covers=0, lookups=0, indexed=0, visited=0)
+        path = tmp_path / f"large{size}.xlsx"
+        path.write_bytes(names_and_rules(20_000 * size, 40_000 * size, span=100))
+        code = main(["inputs", str(path)])
+        out, err = capsys.readouterr()
+        if size == 10:
+            assert (code == 0 and work["visited"] <= 25 * work["lookups"]) or (
+                code == 2 and len(err.strip().splitlines()) == 1 and "the limit is" in err
+            ), err
+            continue
+        assert code == 0, err
+        lines = out.splitlines()
+        assert len(lines) == 1 + 20_000 * size and lines[1].split() == ["Input_2", "Sheet1!B2", "2", "GB"], lines[:3]
+        assert work["covers"] == 0 and work["lookups"] == 20_000 * size
+        assert work["visited"] <= 25 * work["lookups"], work  # log2 of 80,000 row ends, and the root
+        total[size] = sum(work.values())
+    assert linear(total), total
