@@ -436,13 +436,14 @@ def render(result: Any, top: int = 0) -> str:
         f'at {a.prefill_utilisation:.0%} of the dense BF16 peak ("Back-of-the-Envelope Estimation for LLM '
         'Systems", sections 4-5)'
     )
-    f = active().factors
+    cal = active()
+    f = cal.factors
     lines.append(
         f"  calibrated view: the serving step validate scores published runs with (weights or linear layers, cache "
         "or attention, routed experts, tensor-parallel all-reduce; prompts prefilled inside the steps, sequences at "
         f"their average context) over the fitted serving scale ({f.serving:.3g} x GPUs^{f.serving_tp:.2g}"
         f"{f', x {f.serving_amd:.2g} on Instinct' if f.serving_amd != 1 else ''}); EFFICIENCY "
-        f"({active().origin} factors), by weights: " + _calibrated(result)
+        f"({cal.origin} factors), by weights: " + _calibrated(result)
     )
     weights = "params x bytes, as the source text counts them"
     if a.weights != PARAMS_X_BYTES:

@@ -54,7 +54,7 @@ class SheetIndex:
     @property
     def arrays(self) -> list[Formula]:
         """The array formulas and data tables, each with its range."""
-        return [f for f in self.formulas.values() if f.area is not None and f.kind in ("array", "dataTable")]
+        return [f for f in self.formulas.values() if f.area is not None and f.kind in SPANNING]
 
 
 def _attrs(text: str) -> dict[str, str]:
@@ -71,7 +71,11 @@ def formula_kind(attrs: str) -> tuple[str, str | None]:
     ``"shared"``, ``"array"``, ``"dataTable"``) and the range its ``ref`` names (its first area, None when it names
     none). A repeated attribute counts with its last value, as :func:`scan_sheet` reads it; the checks before
     parsing (:mod:`.untrusted`) read the same, so that what they count is what the index lists."""
-    fattrs = _attrs(attrs)
+    return _kind_and_ref(_attrs(attrs))
+
+
+def _kind_and_ref(fattrs: dict[str, str]) -> tuple[str, str | None]:
+    """:func:`formula_kind` of attributes already read."""
     kind = fattrs.get("t", "")
     ref = fattrs.get("ref")
     return ("" if kind == "normal" else kind), (ref.split(" ")[0] if ref else None)
@@ -139,7 +143,7 @@ def _add(index: SheetIndex, row: int, col: int, m: re.Match[str]) -> None:
     """Record the formula cell that ``m`` (a cell and its ``<f>``: groups 2 the element, 3 its attributes, 4 its
     text) matched at (row, col)."""
     fattrs = _attrs(m.group(3)) if m.group(3) else {}
-    kind, ref = formula_kind(m.group(3) or "")
+    kind, ref = _kind_and_ref(fattrs)
     area = None
     if kind in ("array", "dataTable", "shared") and ref:
         try:

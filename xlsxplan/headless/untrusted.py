@@ -387,6 +387,8 @@ class _AreaCount:
 
 
 _SPANNING = re.compile(rb"""\bt\s*=\s*["'](?:array|dataTable)["']""")  # a prefilter: formula_kind decides
+_SPAN_NAME = {"array": "array formula", "dataTable": "data table"}
+"""Each kind of formula that fills the cells its ``ref`` names (:data:`.sheets.SPANNING`), as a message names it."""
 
 
 def _col_number(letters: bytes) -> int:
@@ -567,7 +569,7 @@ class _PartScan:
         index another)."""
         kind, ref = formula_kind(attrs.decode("utf-8", "replace"))
         if kind in SPANNING and ref:
-            what = "array formula" if kind == "array" else "data table"
+            what = _SPAN_NAME[kind]
             cells = self._area(ref.encode("utf-8", "replace"), what)
             s = self.stats
             s.array_elements += cells
@@ -823,7 +825,7 @@ def check_spans(
             cells = (r2 - r1 + 1) * (c2 - c1 + 1)
             total += cells
             if cells > stats.widest[0]:
-                what = "array formula" if kind == "array" else "data table"
+                what = _SPAN_NAME[kind]
                 stats.widest = (cells, f"{col_letter(c1)}{r1}:{col_letter(c2)}{r2}", what)
         if total > stats.array_elements:
             stats.array_elements, grew = total, True

@@ -1558,6 +1558,12 @@ def plan(
         else {(kv, n): _spec(a.speculative, m, kv, n, context) for kv in kv_names for n in a.gpus_per_replica}
     )
     both = views(a)
+    chain = _chain_base(m, traffic_)
+    chain_kv = {
+        (kv, n): models.model_kv_bytes_per_token(m.name, chain.context, precision.bytes_per_param(kv), n)
+        for kv in kv_names
+        for n in a.gpus_per_replica
+    }
     table = catalog.load_catalog().accelerators
     options: list[Option] = []
     for gpu, (price, _) in prices.items():
@@ -1590,18 +1596,10 @@ def plan(
                         )
                         rates = rates or [_rates(setup, v) for v in both]
                         for mode in a.servings:
+                            calibrated = _calibrated(setup, rates[1], chain, chain_kv[(kv, n)], mode, link)
                             figures = [
-                                _plan_view(
-                                    setup if i == 0 else _calibrated(setup, r, traffic_, mode, link),
-                                    r,
-                                    traffic_,
-                                    targets,
-                                    a,
-                                    mode,
-                                    price,
-                                    sd,
-                                )
-                                for i, r in enumerate(rates)
+                                _plan_view(setup, rates[0], traffic_, targets, a, mode, price, sd),
+                                _plan_view(calibrated, rates[1], traffic_, targets, a, mode, price, sd),
                             ]
                             _add_range(figures[1], traffic_, a, mode, price)
                             options.append(
@@ -1619,27 +1617,41 @@ def plan(
     return Plan(m.name, traffic_, targets, a, prices, options, rank_by, notes, owned)
 
 
-def _calibrated(setup: _Setup, rates: _Rates, t: Traffic, mode: str, link: float) -> _Setup:
+def _chain_base(m: _Model, t: Traffic) -> _Chain:
+    """What every option's calibrated step shares in one plan: the model's shape (with the calibrated bytes per
+    routed value), the prompts prefilled, the tokens generated and the average context; the option's own figures
+    (link, peak, efficiency, serving scale, KV bytes) are set by :func:`_calibrated`."""
+    factors = calibration.active().factors
+    return _Chain(
+        preset_step_shape(m.name, factors),
+        0.0,
+        0.0,
+        0.0,
+        1.0,
+        traffic.prefill_tokens(t.prompt_tokens),
+        t.decode_tokens,
+        mean_context(t.prompt_tokens, t.decode_tokens),
+        0.0,
+    )
+
+
+def _calibrated(setup: _Setup, rates: _Rates, base: _Chain, kv_bytes: float, mode: str, link: float) -> _Setup:
     """The option's setup for the calibrated view: the serving step validate scores (:class:`_Chain`), with the
-    fitted serving scale for its GPUs; a decode pool of a disaggregated option prefills nothing. An option with a
-    speculative draft keeps the draft's step (SPEC_STEP_S) at the calibrated efficiencies."""
+    fitted serving scale for its GPUs and ``kv_bytes`` at the chain's average context; a decode pool of a
+    disaggregated option prefills nothing. An option with a speculative draft keeps the draft's step (SPEC_STEP_S)
+    at the calibrated efficiencies."""
     if setup.spec is not None or rates.reason:
         return setup
-    factors = calibration.active().factors
-    context = mean_context(t.prompt_tokens, t.decode_tokens)
-    kv = models.model_kv_bytes_per_token(setup.model.name, context, precision.bytes_per_param(setup.kv_name), setup.n)
     return replace(
         setup,
-        chain=_Chain(
-            preset_step_shape(setup.model.name, factors),
-            link,
-            rates.peak_tflops,
-            rates.prefill,
-            factors.serving_scale(setup.n, setup.gpu),
-            traffic.prefill_tokens(t.prompt_tokens) if mode == AGGREGATED else 0.0,
-            t.decode_tokens,
-            context,
-            kv,
+        chain=replace(
+            base,
+            link_gb_s=link,
+            tflops=rates.peak_tflops,
+            compute_eff=rates.prefill,
+            scale=calibration.active().factors.serving_scale(setup.n, setup.gpu),
+            prompt_tokens=base.prompt_tokens if mode == AGGREGATED else 0.0,
+            kv_bytes=kv_bytes,
         ),
     )
 
