@@ -169,7 +169,7 @@ def test_the_calibrated_view_carries_p10_p90_ranges_from_the_serving_residuals()
     assert r["usd_per_month"] == [g * 2.5 * HOURS_PER_MONTH for g in r["gpus"]]
     d = calibration.band("decode", 0.1), calibration.band("decode", 0.9)
     assert r["tokens_per_s_per_user"] == pytest.approx([c.tokens_per_s_per_user * d[0], c.tokens_per_s_per_user * d[1]])
-    assert o.to_json()["calibrated"]["range"] == r
+    assert o.to_json("assumed")["calibrated"]["range"] == r == o.to_json()["range"]
     assert "range" not in o.assumed.extra  # the assumed view is the texts' figures, with no residuals behind them
 
 
@@ -214,6 +214,7 @@ def test_disaggregated_pools_win_when_the_first_token_target_starves_chunked_dec
         Assumptions(
             weights="params x bytes", weight_precisions=("fp8",), kv_precisions=("bf16",), gpus_per_replica=(2,)
         ),
+        rank_by="assumed",
     )
     peak = 1_000_000 / 86_400 * 3
     compute = 2 * 989.4e12 * 0.5 / (2 * 72.7e9)  # tokens/s two GPUs compute at half the BF16 peak
@@ -287,7 +288,7 @@ def test_a_target_applies_only_when_given():
 def test_prices_change_the_ranking_as_they_should():
     # FP8 on one H200 needs 6 GPUs for the peak, on two H100s 8: the H200 wins below 8/6 of the H100's price
     def first(h200_price):
-        return plan("Qwen2.5-72B", ASSISTANT, gpus={"H100": 2.5, "H200": h200_price}).feasible[0]
+        return plan("Qwen2.5-72B", ASSISTANT, gpus={"H100": 2.5, "H200": h200_price}, rank_by="assumed").feasible[0]
 
     cheap, dear = first(3.0), first(3.5)
     assert (cheap.gpu, cheap.gpus_per_replica, cheap.assumed.gpus) == ("H200", 1, 6)
@@ -301,6 +302,7 @@ def test_the_frontier_holds_exactly_the_options_no_other_beats_on_cost_and_speed
         Traffic(200_000, 2_000, 300, 3, prompt_p95=6_000),
         Targets(20, 2),
         {"H100": None, "H200": None, "A100-40GB": None},
+        rank_by="assumed",
     )
     feasible = result.feasible
     costs = [o.assumed.usd_per_month for o in feasible]
@@ -397,18 +399,34 @@ def test_the_excel_function_spills_the_same_ranked_table_header_first():
 
 
 def test_plan_options_zero_means_no_target():
-    untargeted = plan_options("Qwen2.5-72B", 200_000, 2_000, 300, 3, 0, 0, 1, "H100=2.5")
+    untargeted = plan_options("Qwen2.5-72B", 200_000, 2_000, 300, 3, 0, 0, 1, "H100=2.5", ideal=1)
     assert {r[7] for r in untargeted[1:] if r[15] == "yes"} == {"memory"}
     # the worked figure of its Notes: FP8 on two GPUs at batch 91, 8 GPUs, $14,600 a month, first
     assert untargeted[1][:7] == [1, "H100-SXM", 2, "fp8", "bf16", "aggregated", 91]
     assert (untargeted[1][11], untargeted[1][12]) == (8, 14_600)
 
 
+def test_plan_options_ranks_at_the_calibrated_efficiencies_unless_asked_for_the_ideal_ones():
+    args = ("Qwen2.5-72B", 200_000, 2_000, 300, 3, 20, 2, 1, "H100=2.5,H200=3.5")
+    calibrated, ideal = plan_options(*args), plan_options(*args, ideal=1)
+    by_view = {
+        view: plan("Qwen2.5-72B", ASSISTANT, Targets(20, 2), {"H100": 2.5, "H200": 3.5}, rank_by=view)
+        for view in ("calibrated", "assumed")
+    }
+    assert calibrated == by_view["calibrated"].rows() and ideal == by_view["assumed"].rows()
+    first = by_view["calibrated"].feasible[0]
+    # the calibrated view's figures lead the row, the ideal view's GPUs and cost follow under other_view_*
+    assert calibrated[1][11:13] == [first.calibrated.gpus, first.calibrated.usd_per_month]
+    assert calibrated[1][18:20] == [first.assumed.gpus, first.assumed.usd_per_month]
+
+
 def test_ranked_by_the_calibrated_view_the_json_keeps_its_shape(capsys):
-    data = _json(capsys, "--gpu", "H100=2.5", "--rank", "calibrated")
-    assert data["inputs"]["ranked_by"] == "calibrated"
-    gpus = [o["calibrated"]["gpus"] for o in data["options"] if o["calibrated"]["feasible"]]
-    assert gpus and gpus == sorted(gpus) and "assumed" not in data["options"][0]
+    data = _json(capsys, "--gpu", "H100=2.5", "--rank", "assumed")
+    assert data["inputs"]["ranked_by"] == "assumed"
+    gpus = [o["gpus"] for o in data["options"] if o["feasible"]]
+    assert gpus and gpus == sorted(gpus) and "calibrated" in data["options"][0]
+    assert data["options"][0]["calibrated"]["decode_bandwidth_efficiency"] < 1
+    assert data["options"][0]["decode_bandwidth_efficiency"] == 1  # the source text's: full bandwidth
 
 
 def _json(capsys, *args):
@@ -451,15 +469,20 @@ def test_the_json_has_exactly_the_promised_shape(capsys):
         "usd_per_m_output",
         "feasible",
         "reason",
+        "decode_bandwidth_efficiency",
+        "prefill_efficiency",
         "frontier",
-        "calibrated",
+        "assumed",
     ]
-    assert all(list(o) == keys for o in data["options"])
+    # a feasible option's calibrated figures carry their P10-P90 range, after the efficiencies
+    ranged = keys[:-2] + ["range"] + keys[-2:]
+    assert all(list(o) == (ranged if o["feasible"] else keys) for o in data["options"])
     assert {o["weights"] for o in data["options"]} == {"bf16", "fp8"} == {o["kv"] for o in data["options"]}
     assert {o["serving"] for o in data["options"]} == {"aggregated", "disaggregated"}
     first = data["options"][0]
     assert first["feasible"] and first["reason"] is None and first["frontier"]
-    assert set(first["calibrated"]) >= {
+    assert data["inputs"]["ranked_by"] == "calibrated"
+    assert set(first["assumed"]) >= {
         "batch",
         "gpus",
         "usd_per_month",

@@ -296,6 +296,10 @@ _SHORT = {"aggregated": "agg", "disaggregated": "disagg", "speed target": "speed
 """How the table abbreviates a serving mode and a binding limit (the JSON spells them out)."""
 
 
+_VIEW_LABEL = {"assumed": "ideal", "calibrated": "calibrated"}
+"""How the table's header names the view the plan is not ranked by."""
+
+
 def render(result: Any, top: int = 0) -> str:
     """The plan as a terminal reads it: feasible options ranked (the ``top`` cheapest, 0 for all), the frontier
     marked, rejected ones with their reasons, and the assumptions that move the result."""
@@ -353,7 +357,7 @@ def render(result: Any, top: int = 0) -> str:
             "$/month",
             "$/M in",
             "$/M out",
-            f"{other}: GPUs",
+            f"{_VIEW_LABEL[other]}: GPUs",
             "$/month",
             "calibrated P10-P90: GPUs",
             "$/month",
@@ -392,16 +396,16 @@ def render(result: Any, top: int = 0) -> str:
                 "  calibrated P10-P90: the calibrated fleet at the P10 and P90 of published serving rows' "
                 "throughput against xlsxplan's leave-one-source-out prediction (xlsxplan validate)"
             )
+        if other == "assumed":
+            lines.append(
+                "  ideal: the fleet at the source text's ideal efficiencies (the assumed view below; --rank "
+                "assumed ranks by it)"
+            )
         if len(shown) < len(feasible):
             lines.append(f"  ... and {len(feasible) - len(shown)} more feasible options (--top 0 shows them all)")
         others = [(i, o) for i, o in enumerate(shown, 1) if not o.view(other).feasible]
         for i, o in others:
             lines.append(f"  {other} view rejects rank {i}: {o.view(other).reason}")
-        if any(o.view(result.rank_by).ttft_s is None for o in shown):
-            lines.append(
-                "  TTFT inf: decode at that batch takes all the compute the efficiencies allow, so a prompt "
-                "is never read in time; --ttft-s caps the batch"
-            )
     else:
         lines.append("no option is feasible")
     rejected = result.rejected
@@ -748,8 +752,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--rank",
         choices=("assumed", "calibrated"),
-        default="assumed",
-        help="rank at the assumed (the source text's) or the calibrated efficiencies (default assumed)",
+        default="calibrated",
+        help="rank at the calibrated efficiencies (the default: the serving step validate scores published runs with) "
+        "or the assumed ones (the source text's ideal efficiencies, under which its worked examples come out exactly)",
     )
     eng = p.add_argument_group(
         "memory as a serving engine allocates it (any of these: vLLM's rule in place of a flat usable share)"

@@ -106,6 +106,7 @@ def _plan_options_at(
     spec_acceptance: FractionOrZero = 0,
     spec_tokens: Count = 1,
     own: Flag = 0,
+    ideal: Flag = 0,
 ) -> float | str:
     """One cell of PLAN_OPTIONS's ranked table: the value at a row and column, the header being row 1.
 
@@ -160,6 +161,9 @@ def _plan_options_at(
         With spec_draft: tokens drafted a step [count].
     own : int, default 0
         1 adds the same fleet owned: cost a month and per M input and output tokens [flag].
+    ideal : int, default 0
+        1 ranks at the source text's ideal efficiencies (its worked examples exactly), the calibrated fleet beside;
+        0: at the calibrated ones (the step xlsxplan validate scores), the ideal fleet beside [flag].
 
     Returns
     -------
@@ -171,7 +175,7 @@ def _plan_options_at(
     -----
     The table of PLAN_OPTIONS for the same arguments (the search of "Back-of-the-Envelope Estimation for LLM
     Systems"'s plan over accelerators, precisions, GPUs per replica and serving modes), planned once and remembered.
-    The support assistant on an H100 at $2.50: row 2, column 2 is H100-SXM, column 13 its $14,600 a month.
+    The support assistant on an H100 at $2.50, ideal 1: row 2, column 2 is H100-SXM, column 13 its $14,600 a month.
     """
     args = (
         model,
@@ -195,6 +199,7 @@ def _plan_options_at(
         spec_acceptance,
         spec_tokens,
         own,
+        ideal,
     )
     return _cell(_table(args, _state()), row, column)
 

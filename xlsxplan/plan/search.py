@@ -428,9 +428,11 @@ class Option:
         draft = " with the draft" if self.speculative else ""
         return f"{self.gpu} {self.weights}/{self.kv} x{self.gpus_per_replica} {self.serving}{draft}"
 
-    def to_json(self) -> dict[str, Any]:
-        """The option as ``--json`` prints it: the assumed view's figures, then the calibrated view's under
-        ``calibrated`` with its efficiencies. ``frontier`` is that of the view the plan is ranked by."""
+    def to_json(self, rank_by: str = "calibrated") -> dict[str, Any]:
+        """The option as ``--json`` prints it: the figures of the view the plan is ranked by (``rank_by``), then the
+        other view's under its name (``assumed`` or ``calibrated``), each with its efficiencies. ``frontier`` is that
+        of the ranked view."""
+        other = "assumed" if rank_by == "calibrated" else "calibrated"
         out: dict[str, Any] = {
             "gpu": self.gpu,
             "gpus_per_replica": self.gpus_per_replica,
@@ -438,17 +440,17 @@ class Option:
             "kv": self.kv,
             "serving": self.serving,
         }
-        out.update(self.assumed.summary())
+        out.update(self._view_json(rank_by))
         out["frontier"] = self.frontier
-        calibrated = self.calibrated.summary()
-        calibrated["decode_bandwidth_efficiency"] = self.calibrated.decode_bandwidth_efficiency
-        calibrated["prefill_efficiency"] = self.calibrated.prefill_efficiency
-        for key in _OPTIONAL_JSON:  # figures only an option of a plan asked for them carries
-            if key in self.assumed.extra:
-                out[key] = self.assumed.extra[key]
-            if key in self.calibrated.extra:
-                calibrated[key] = self.calibrated.extra[key]
-        out["calibrated"] = calibrated
+        out[other] = self._view_json(other)
+        return out
+
+    def _view_json(self, name: str) -> dict[str, Any]:
+        f = self.view(name)
+        out = f.summary()
+        out["decode_bandwidth_efficiency"] = f.decode_bandwidth_efficiency
+        out["prefill_efficiency"] = f.prefill_efficiency
+        out.update({k: f.extra[k] for k in _OPTIONAL_JSON if k in f.extra})  # only what a plan asked for
         return out
 
 
@@ -463,7 +465,7 @@ class Plan:
     prices: dict[str, tuple[float, str]]
     """accelerator id -> (USD per GPU-hour, where the price comes from)."""
     options: list[Option]
-    rank_by: str = "assumed"
+    rank_by: str = "calibrated"
     notes: list[str] = field(default_factory=list)
     """What the plan assumed about the inputs, in words (the spread of prompt lengths, the memory basis)."""
     owned: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -549,7 +551,7 @@ class Plan:
         }
 
     def to_json(self) -> dict[str, Any]:
-        options = [o.to_json() for o in self.options]
+        options = [o.to_json(self.rank_by) for o in self.options]
         if self.assumptions.speculative is not None:  # which options decode with the draft
             for o, out in zip(self.options, options):
                 out["draft"] = o.speculative
@@ -1247,7 +1249,13 @@ def _plan_view(
     if serving_mode == AGGREGATED:
         k = s.decode_compute  # a draft's verify pass computes more tokens than it keeps
         left = compute_tokens_per_s - total * k
-        f.ttft_s = tail_tokens / left if left > 0 else None
+        if left <= 0:
+            return f.reject(
+                f"decode at batch {format_number(batch)} takes all the compute, so no prompt is ever read (no first "
+                "token)",
+                "first token",
+            )
+        f.ttft_s = tail_tokens / left
         if s.chain is None:
             rps = traffic.replica_rps_chunked(
                 prefill, traffic.prefill_tokens(t.prompt_tokens), t.decode_tokens * k, total * k
@@ -1265,7 +1273,7 @@ def _plan_view(
                 a,
                 peak_rps,
                 batch,
-                mean_tokens / left if left > 0 else None,
+                mean_tokens / left,
                 t.decode_tokens * step,
                 rps,
                 f.ttft_s,
@@ -1418,10 +1426,10 @@ def _queue(
     a: Assumptions,
     peak_rps: float,
     servers: int,
-    mean_s: float | None,
+    mean_s: float,
     decode_s: float,
     capacity: float,
-    tail_s: float | None,
+    tail_s: float,
     pool: str,
 ) -> str | None:
     """Replicas for a percentile of the time to first token under load, and P50/P90/P99 at the planned fleet.
@@ -1432,9 +1440,6 @@ def _queue(
     percentile is the wait at that percentile plus ``tail_s``. With a target, REPLICAS_FOR_TTFT sizes the replicas so
     that it holds with the spares down, given the target less what the tail prompt adds to the mean's. Returns the
     reason the option fails, or None."""
-    if mean_s is None or tail_s is None:  # decode leaves no compute to read a prompt: it is never read
-        f.extra["ttft_percentiles_s"] = {f"p{round(q * 100)}": None for q in PERCENTILES}
-        return None
     extra_s = tail_s - mean_s
     f.extra["replicas_binding"] = "peak load"
     percentile = g.ttft_percentile or 0.5  # the caller's condition: given
@@ -1525,14 +1530,16 @@ def plan(
     targets: Targets | None = None,
     gpus: Mapping[str, float | None] | None = None,
     assumptions: Assumptions | None = None,
-    rank_by: str = "assumed",
+    rank_by: str = "calibrated",
 ) -> Plan:
     """Every option for serving ``model`` to ``traffic_``, ranked.
 
     ``gpus`` maps accelerator names to a price per GPU-hour (None: the catalog's, :func:`parse_gpus`); without it,
-    every accelerator with a catalog price. ``rank_by`` is ``assumed`` (the assumptions' efficiencies, by default the
-    source text's) or ``calibrated``. Raises an :class:`~xlsxplan.errors.XlsxplanError` with a one-line message for
-    bad input (an unknown model or accelerator, a p95 below the mean, a price that is no number).
+    every accelerator with a catalog price. ``rank_by`` is ``calibrated`` (the serving step ``validate`` scores, at the
+    fitted efficiencies: the default) or ``assumed`` (the assumptions' efficiencies, by default the source text's
+    ideal ones, under which its worked examples come out exactly). Raises an :class:`~xlsxplan.errors.XlsxplanError`
+    with a one-line message for bad input (an unknown model or accelerator, a p95 below the mean, a price that is no
+    number).
     """
     targets = targets or Targets()
     a = assumptions or Assumptions()
@@ -1780,8 +1787,7 @@ def _rank(options: list[Option], rank_by: str) -> None:
         f = o.view(rank_by)
         if not f.feasible:
             return (1, 0.0, 0, 0.0, 0.0, order[id(o)])
-        ttft = math.inf if f.ttft_s is None else f.ttft_s
-        return (0, f.usd_per_month, f.gpus, -(f.tokens_per_s_per_user or 0.0), ttft, order[id(o)])
+        return (0, f.usd_per_month, f.gpus, -(f.tokens_per_s_per_user or 0.0), f.ttft_s, order[id(o)])
 
     options.sort(key=key)
     best_speed = -math.inf
@@ -1825,6 +1831,7 @@ def plan_options(
     spec_acceptance: FractionOrZero = 0,
     spec_tokens: Count = 1,
     own: Flag = 0,
+    ideal: Flag = 0,
 ) -> list[list[Any]]:
     """Every way to serve a model for a traffic, ranked by monthly cost, with each rejected option's reason.
 
@@ -1877,6 +1884,9 @@ def plan_options(
     own : int, default 0
         1 adds the same fleet owned (GPU_HOUR_OWNED with the catalog's sourced defaults, COST_SPEC): cost a month
         and per M input and output tokens [flag].
+    ideal : int, default 0
+        1 ranks at the source text's ideal efficiencies (its worked examples exactly), the calibrated fleet beside;
+        0: at the calibrated ones (the step xlsxplan validate scores), the ideal fleet beside [flag].
 
     Returns
     -------
@@ -1889,9 +1899,10 @@ def plan_options(
     -----
     Each option is planned as the serving template plans its scenario ("Back-of-the-Envelope Estimation for LLM
     Systems": the batch memory allows, capped by the targets given; chunked prefill, Sarathi-Serve arXiv:2403.02310;
-    disaggregated pools, DistServe arXiv:2401.09670), at the text's efficiencies (full bandwidth, half the BF16
-    peak), with the calibrated view's GPUs and cost beside it. Weights as MODEL_WEIGHTS_GB; 730 hours a month. The
-    support assistant (200,000 requests of 2,000 + 300 tokens on Qwen2.5-72B, H100 at $2.50): FP8 on two GPUs at
+    disaggregated pools, DistServe arXiv:2401.09670), ranked at the calibrated efficiencies (the serving step
+    xlsxplan validate scores published runs with) or, with ideal 1, at the text's (full bandwidth, half the BF16
+    peak), the other view's GPUs and cost beside them. Weights as MODEL_WEIGHTS_GB; 730 hours a month. The support
+    assistant (200,000 requests of 2,000 + 300 tokens on Qwen2.5-72B, H100 at $2.50), ideal 1: FP8 on two GPUs at
     batch 91, 8 GPUs, $14,600 a month, first.
     """
     targets = Targets(_zero_is_none(tokens_per_s_target), _zero_is_none(ttft_target_s), _zero_is_none(ttft_percentile))
@@ -1918,5 +1929,5 @@ def plan_options(
     a = Assumptions(
         spare=spare, min_replicas=min_replicas, engine=engine_, speculative=draft, owned=Owned() if own else None
     )
-    result = plan(model, t, targets, parse_gpus(gpus), a)
+    result = plan(model, t, targets, parse_gpus(gpus), a, "assumed" if ideal else "calibrated")
     return result.rows()

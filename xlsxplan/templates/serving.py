@@ -1400,9 +1400,9 @@ OPTION_COLUMNS: tuple[tuple[str, str, int, str], ...] = (
     ("feasible", "Feasible", 8, "text"),
     ("frontier", "Frontier", 8, "text"),
     ("reason", "Why rejected", 70, "text"),
-    ("other_view_gpus", "GPUs, calibrated", 10, "int"),
-    ("other_view_usd_per_month", "USD a month, calibrated", 12, "usd0"),
-    ("other_view_reason", "Why rejected, calibrated", 70, "text"),
+    ("other_view_gpus", "GPUs, ideal", 10, "int"),
+    ("other_view_usd_per_month", "USD a month, ideal", 12, "usd0"),
+    ("other_view_reason", "Why rejected, ideal", 70, "text"),
     # the columns PLAN_OPTIONS adds with a percentile first-token target; "-" without one
     ("ttft_p50_s", "First token P50 at the peak, s", 9, "dec2"),
     ("ttft_p90_s", "First token P90 at the peak, s", 9, "dec2"),
@@ -1567,9 +1567,10 @@ def _options(book: Book) -> Sheet:
     )
     for text in (
         "The search plans the model of the active scenario for the traffic, targets and spares on Inputs (a target "
-        "left empty does not apply), at the text's efficiencies (full bandwidth, half the BF16 peak) and 90% usable "
-        "memory, weights as MODEL_WEIGHTS_GB with the embeddings as published (Embedding precision 'as published' on "
-        "Inputs plans Calculations so too); the calibrated view's GPUs and cost follow the reasons.",
+        "left empty does not apply), ranked at the calibrated efficiencies (the serving step xlsxplan validate scores "
+        "published runs with) and 90% usable memory, weights as MODEL_WEIGHTS_GB with the embeddings as published "
+        "(Embedding precision 'as published' on Inputs plans Calculations so too); the same option at the text's "
+        "ideal efficiencies (full bandwidth, half the BF16 peak) follows the reasons.",
         "Fewer accelerators priced than the sheet was built for leave its last rows as reference errors (Checks flags "
         "it); more are ranked, and the cheapest options show. A model of your own (not in the catalog) cannot be "
         "searched: the table is N/A errors.",
