@@ -615,3 +615,19 @@ def test_a_request_longer_than_the_models_context_window_is_refused_with_the_rea
     assert not plan("Llama-2-7B", Traffic(100_000, 3_000, 1_097, 3), gpus={"H100": 3.2}).feasible
     capped = plan("Llama-2-7B", Traffic(100_000, 2_000, 200, 3, max_prompt_tokens=8_000), gpus={"H100": 3.2})
     assert not capped.feasible and "longest request is 8,200" in capped.options[0].assumed.reason
+
+
+def test_an_option_that_never_answers_is_rejected_target_or_no_target():
+    # Llama-3.1-8B at 1,000,000 requests a day with no target: memory alone would set batches so large that decoding
+    # them takes more than the whole compute the view allows, so a prompt is never read. Such an option was ranked
+    # feasible with an infinite first token; it is rejected, and every feasible option answers in finite time.
+    result = plan("Llama-3.1-8B", Traffic(1_000_000, 2_000, 300, 3), rank_by="assumed")
+    for view in ("assumed", "calibrated"):
+        feasible = [o.view(view) for o in result.options if o.view(view).feasible]
+        assert feasible and all(f.ttft_s is not None and math.isfinite(f.ttft_s) for f in feasible)
+    starved = [o.assumed for o in result.options if o.assumed.extra.get("rejected_by") == "first token"]
+    assert starved and all("takes all the compute" in f.reason for f in starved)
+    for f in starved:  # at that batch the decode's 2 N flops a token reach the view's compute: none left for prompts
+        decode_flops = 2 * 8.03e9 * f.extra["tokens_per_s_total"]
+        o = next(o for o in result.options if o.assumed is f)
+        assert decode_flops >= f.extra["prefill_peak_tflops"] * 1e12 * o.gpus_per_replica * f.prefill_efficiency
