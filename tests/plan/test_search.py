@@ -631,3 +631,32 @@ def test_an_option_that_never_answers_is_rejected_target_or_no_target():
         decode_flops = 2 * 8.03e9 * f.extra["tokens_per_s_total"]
         o = next(o for o in result.options if o.assumed is f)
         assert decode_flops >= f.extra["prefill_peak_tflops"] * 1e12 * o.gpus_per_replica * f.prefill_efficiency
+
+
+def test_a_mixture_of_experts_is_planned_as_shipped_with_its_experts_stored_apart():
+    # gpt-oss-120b ships its routed experts in MXFP4 (4-bit elements in blocks of 32 sharing an 8-bit scale: 4.25 bits,
+    # OCP MX v1.0 section 5) and every other layer in BF16 (openai/gpt-oss-120b's model card). bf16+mxfp4 plans it so.
+    result = plan(
+        "gpt-oss-120b",
+        Traffic(100_000, 2_000, 300, 3),
+        gpus={"H100": 2.5},
+        assumptions=Assumptions(weight_precisions=("bf16+mxfp4", "bf16"), gpus_per_replica=(2,)),
+        rank_by="assumed",
+    )
+    mixed = _option(result, "H100-SXM", "bf16+mxfp4").assumed
+    params, experts = 116.8, registry.get("MODEL_EXPERT_PARAMS_B").func("gpt-oss-120b")
+    mxfp4 = 4.25 / 8
+    shipped = registry.get("MODEL_WEIGHTS_GB").func("gpt-oss-120b", 2, 0, "mxfp4")
+    assert mixed.extra["weights_gb"] == pytest.approx(shipped) and 60 < shipped < 70  # 65.1 GB, not 234 in BF16
+    # a step reads every non-expert weight at 2 bytes and the experts its batch touches at 4.25 bits, and each
+    # sequence's KV cache at its full 2,300 tokens, over two H100s' 3.35 TB/s each (the source text's full bandwidth)
+    batch, read = mixed.batch, mixed.extra["params_read_b"]
+    assert read == pytest.approx(registry.get("MOE_PARAMS_READ_B").func(params, 5.1, 128, 4, batch))
+    dense_gb = shipped - experts * mxfp4
+    step = (dense_gb + (read - (params - experts)) * mxfp4) * 1e9 + batch * mixed.extra["kv_bytes_per_token"] * 2_300
+    assert mixed.tokens_per_s_per_user == pytest.approx(2 * 3.35e12 / step, rel=1e-9)
+    # it computes at the BF16 peak (4-bit experts widened to 16 bits), so it needs no FP4 tensor cores on an H100
+    assert mixed.feasible and mixed.extra["prefill_peak"] == "bf16_tflops"
+    assert _option(result, "H100-SXM", "bf16").assumed.reason.startswith("weights need")  # 234 GB in BF16: no fit
+    with pytest.raises(XlsxplanError, match="has no experts"):
+        plan("Llama-3.1-8B", ASSISTANT, gpus={"H100": 2.5}, assumptions=Assumptions(weight_precisions=("bf16+fp8",)))

@@ -740,7 +740,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         "price per GPU-hour (default: the catalog's); repeatable; without it, every accelerator the "
         "catalog prices",
     )
-    p.add_argument("--weights", metavar="LIST", help="weight precisions to try (default bf16,fp8)")
+    p.add_argument(
+        "--weights",
+        metavar="LIST",
+        help="weight precisions to try (default bf16,fp8); REST+EXPERTS stores a mixture of experts' routed experts "
+        "apart, as shipped (gpt-oss: bf16+mxfp4)",
+    )
     p.add_argument("--kv", metavar="LIST", help="KV-cache precisions to try (default bf16,fp8)")
     p.add_argument(
         "--weights-as",

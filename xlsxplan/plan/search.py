@@ -837,6 +837,23 @@ class _Model:
         return equations.moe_params_read(self.params, self.active, self.experts, self.experts_per_token, batch)
 
 
+def _weights_name(text: str, m: _Model) -> str:
+    """A weights precision as the catalog names it (fp8, mxfp4), or ``REST+EXPERTS`` for a mixture of experts stored
+    mixed (gpt-oss: bf16+mxfp4, the routed experts in MXFP4 and every other layer in BF16)."""
+    rest, plus, apart = text.partition("+")
+    if not plus:
+        return precision.lookup(text).name
+    if not m.moe:
+        raise ArgumentError(
+            f"weights {text!r}: REST+EXPERTS stores a mixture of experts' routed experts apart, and {m.name} has no "
+            "experts; give one precision",
+            "weights",
+        )
+    if not rest.strip() or not apart.strip() or "+" in apart:
+        raise ArgumentError(f"weights {text!r}: give one precision, or REST+EXPERTS such as bf16+mxfp4", "weights")
+    return f"{precision.lookup(rest.strip()).name}+{precision.lookup(apart.strip()).name}"
+
+
 def _model(name: str) -> _Model:
     preset = catalog.load_catalog().models.get(name)
     params = float(preset.params_b)
@@ -879,6 +896,26 @@ class _Setup:
     chain: _Chain | None = None
     """The calibrated view's serving step (validate's, :mod:`xlsxplan.core.step`); None: the view's bandwidth-bound
     decode step, as the source text plans."""
+    expert_bytes: float = 0.0
+    """Bytes per routed-expert weight when the experts are stored apart from the other layers (weights named
+    ``REST+EXPERTS``, gpt-oss's bf16+mxfp4); 0: every weight at :attr:`bytes_per_param`."""
+
+    @property
+    def compute_name(self) -> str:
+        """The precision the weights compute in: the other layers' when the experts are stored apart (4-bit experts
+        widened to it before the multiply, as w4a16 kernels do)."""
+        return self.weights_name.split("+")[0]
+
+    def reading(self, batch: float) -> tuple[float, float]:
+        """Parameters a step of ``batch`` tokens reads [B] and their mean bytes per parameter [bytes]: with the
+        experts stored apart, every other weight at its own width (the embeddings as published) and the experts
+        the batch touches (MOE_PARAMS_READ_B) at theirs."""
+        read = self.model.read(batch)
+        if not self.expert_bytes:
+            return read, self.bytes_per_param
+        dense = self.model.params - self.model.expert_params
+        dense_gb = self.weights_gb - self.model.expert_params * self.expert_bytes
+        return read, (dense_gb + (read - dense) * self.expert_bytes) / read
 
     @property
     def decode_compute(self) -> float:
@@ -916,8 +953,7 @@ class _Chain:
         ``batch P / O`` prompt tokens are prefilled in the same step, the sequences reading their average context."""
         prefill = batch * self.prompt_tokens / self.decode_tokens
         parts = step_parts(
-            s.model.read(batch),
-            s.bytes_per_param,
+            *s.reading(batch),
             s.model.active,
             batch,
             prefill,
@@ -951,7 +987,7 @@ class _Spec:
 
 def _unsupported(setup: _Setup, view: View) -> str | None:
     """Why the accelerator cannot compute these weights at this view, or None."""
-    gpu, w = setup.gpu, setup.weights_name
+    gpu, w = setup.gpu, setup.compute_name
     try:
         needed = calibration.peak_field(w)
     except NotAvailableError:
@@ -997,13 +1033,13 @@ def _rates(setup: _Setup, view: View) -> _Rates:
     try:
         bw = view.decode_bandwidth
         if bw is None:
-            bw = calibration.efficiency("decode_bandwidth", setup.gpu, setup.weights_name)
+            bw = calibration.efficiency("decode_bandwidth", setup.gpu, setup.compute_name)
         pf = view.prefill
         if pf is None:
-            pf = calibration.efficiency("prefill", setup.gpu, setup.weights_name)
+            pf = calibration.efficiency("prefill", setup.gpu, setup.compute_name)
     except XlsxplanError as err:
         return _Rates(reason=err.message, limit="efficiency")
-    field_name = "bf16_tflops" if view.prefill_peak == "bf16_tflops" else calibration.peak_field(setup.weights_name)
+    field_name = "bf16_tflops" if view.prefill_peak == "bf16_tflops" else calibration.peak_field(setup.compute_name)
     return _Rates(float(bw), float(pf), float(setup.peaks[field_name]), field_name)  # type: ignore[arg-type]
 
 
@@ -1031,8 +1067,7 @@ def _step_s(s: _Setup, batch: int, context: float, eff_bw: float) -> float:
     if s.spec is not None:
         sp, (peak, eff) = s.spec, s.compute
         step = speculative.spec_step_seconds(
-            s.model.read(batch * (sp.draft_tokens + 1)),
-            s.bytes_per_param,
+            *s.reading(batch * (sp.draft_tokens + 1)),
             batch,
             s.kv_bytes,
             context,
@@ -1047,9 +1082,7 @@ def _step_s(s: _Setup, batch: int, context: float, eff_bw: float) -> float:
             s.model.active if s.model.moe else 0.0,
         )
         return step / sp.tokens_per_step
-    return equations.decode_step_s(
-        s.model.read(batch), s.bytes_per_param, s.n, s.bandwidth, batch, s.kv_bytes, context, eff_bw
-    )
+    return equations.decode_step_s(*s.reading(batch), s.n, s.bandwidth, batch, s.kv_bytes, context, eff_bw)
 
 
 def _batch_for_speed(s: _Setup, target: float, context: float, eff_bw: float, cap: int) -> int:
@@ -1548,7 +1581,7 @@ def plan(
     _checked_inputs(traffic_, targets, a)
     m = _model(model)
     prices = _prices(gpus)
-    weight_names = tuple(dict.fromkeys(precision.lookup(w).name for w in a.weight_precisions))
+    weight_names = tuple(dict.fromkeys(_weights_name(w, m) for w in a.weight_precisions))
     kv_names = tuple(dict.fromkeys(precision.lookup(k).name for k in a.kv_precisions))
     a = replace(a, weight_precisions=weight_names, kv_precisions=kv_names)
     sd, basis = _spread(traffic_)
@@ -1579,10 +1612,16 @@ def plan(
         peaks = {f: preset.figure(f) for f in ("bf16_tflops", "fp8_tflops", "fp4_tflops")}
         link = float(preset.figure("link_gb_s") or 0.0)
         for w in weight_names:
-            b = precision.bytes_per_param(w)
-            weights_gb = (
-                models.model_weights_gb(m.name, b) if a.weights == PUBLISHED else serving.weights_gb(m.params, b)
-            )
+            rest, _, apart = w.partition("+")
+            b, b_experts = precision.bytes_per_param(rest), precision.bytes_per_param(apart) if apart else 0.0
+            if a.weights == PUBLISHED:
+                weights_gb = models.model_weights_gb(m.name, b, 0, b_experts)
+            else:  # the text's N x b, the experts at their own width
+                weights_gb = serving.weights_gb(m.params, b) + (
+                    serving.weights_gb(m.expert_params, b_experts) - serving.weights_gb(m.expert_params, b)
+                    if apart
+                    else 0.0
+                )
             rates: list[_Rates] | None = None
             for kv in kv_names:
                 for n in a.gpus_per_replica:
@@ -1600,6 +1639,7 @@ def plan(
                             weights_gb / m.params,
                             kv_bytes[(kv, n)],
                             draft,
+                            expert_bytes=b_experts,
                         )
                         rates = rates or [_rates(setup, v) for v in both]
                         for mode in a.servings:
