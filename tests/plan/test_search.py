@@ -660,3 +660,24 @@ def test_a_mixture_of_experts_is_planned_as_shipped_with_its_experts_stored_apar
     assert _option(result, "H100-SXM", "bf16").assumed.reason.startswith("weights need")  # 234 GB in BF16: no fit
     with pytest.raises(XlsxplanError, match="has no experts"):
         plan("Llama-3.1-8B", ASSISTANT, gpus={"H100": 2.5}, assumptions=Assumptions(weight_precisions=("bf16+fp8",)))
+
+
+def test_gpt_oss_as_shipped_is_planned_between_published_throughput_and_aiconfigurator():
+    # docs/planning.md's case. Floor: TensorRT-LLM's performance overview (NVIDIA/TensorRT-LLM@585c756,
+    # docs/source/developer-guide/perf-overview.md, "GPT-OSS 120B", H100 DEP4) measures about 4,700 output tokens/s a
+    # GPU offline at 1,000/1,000 tokens with no per-user cap: the peak's 43.4 x 1,800 tokens/s need at least 17 GPUs.
+    # Ceiling: AIConfigurator 0.12.0 (trtllm, h100_sxm, MoE w4a16_mxfp4) answers 21 replicas of TP2/EP2, 42 GPUs.
+    traffic = Traffic(1_500_000, 6_000, 600, 2.5, prompt_p95=20_000, max_prompt_tokens=64_000, reasoning_tokens=1_200)
+    result = plan(
+        "gpt-oss-120b",
+        traffic,
+        Targets(40, 3, 0.99),
+        {"H100": 2.5},
+        Assumptions(weight_precisions=("bf16+mxfp4",)),
+    )
+    first = result.feasible[0].calibrated
+    floor = math.ceil(traffic.peak_requests_per_s * 1_800 / 4_700)
+    assert floor == 17
+    assert floor <= first.gpus <= 42 + 2  # AIConfigurator's 42 with this plan's spare replica
+    low, high = first.extra["range"]["gpus"]
+    assert low <= floor and high >= 42
