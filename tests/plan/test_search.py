@@ -681,3 +681,17 @@ def test_gpt_oss_as_shipped_is_planned_between_published_throughput_and_aiconfig
     assert floor <= first.gpus <= 42 + 2  # AIConfigurator's 42 with this plan's spare replica
     low, high = first.extra["range"]["gpus"]
     assert low <= floor and high >= 42
+
+
+def test_the_table_names_the_published_rows_rank_one_rests_on(capsys):
+    code = main(
+        ["plan", "--model", "Qwen2.5-72B", "--requests-per-day", "200000", "--prompt-tokens", "2000"]
+        + ["--output-tokens", "300", "--gpu", "H100=2.5", "--top", "1"]
+    )
+    out = capsys.readouterr().out
+    assert code == 0
+    first = plan("Qwen2.5-72B", ASSISTANT, gpus={"H100": 2.5}).feasible[0]
+    (line,) = [x for x in out.splitlines() if x.startswith("  rank 1 rests on: ")]
+    for kind in ("decode_bandwidth", "prefill"):  # the rows behind each efficiency, as EFFICIENCY's basis states them
+        assert calibration.efficiency_basis(kind, first.gpu, first.weights).split(": ", 1)[1] in line
+    assert f"{len(calibration.active().bands['throughput']):,} held-out serving residuals" in line

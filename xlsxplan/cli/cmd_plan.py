@@ -296,6 +296,20 @@ _SHORT = {"aggregated": "agg", "disaggregated": "disagg", "speed target": "speed
 """How the table abbreviates a serving mode and a binding limit (the JSON spells them out)."""
 
 
+def _basis(o: Any) -> str:
+    """What rank 1's calibrated figures rest on, in words: the published rows behind its efficiencies and behind the
+    P10-P90 band (pooled over every model, so it neither widens nor narrows for this one)."""
+    from ..calibration import active, efficiency_basis
+
+    compute = o.weights.split("+")[0]
+    parts = [efficiency_basis(kind, o.gpu, compute).split(": ", 1)[1] for kind in ("decode_bandwidth", "prefill")]
+    band = len(active().bands.get("throughput", ()))
+    return (
+        f"  rank 1 rests on: EFFICIENCY {parts[0]}; {parts[1]}; its P10-P90 on {band:,} held-out serving residuals "
+        "of every model pooled (as wide for this case as for any)"
+    )
+
+
 _VIEW_LABEL = {"assumed": "ideal", "calibrated": "calibrated"}
 """How the table's header names the view the plan is not ranked by."""
 
@@ -396,6 +410,7 @@ def render(result: Any, top: int = 0) -> str:
                 "  calibrated P10-P90: the calibrated fleet at the P10 and P90 of published serving rows' "
                 "throughput against xlsxplan's leave-one-source-out prediction (xlsxplan validate)"
             )
+        lines.append(_basis(shown[0]))
         if other == "assumed":
             lines.append(
                 "  ideal: the fleet at the source text's ideal efficiencies (the assumed view below; --rank "
