@@ -540,7 +540,7 @@ def test_the_table_prints_the_ranking_the_rejections_and_the_assumptions(capsys)
         (["--spare", "1.5"], "--spare must be a whole number, got '1.5'"),
         (["--peak-factor", "0.5"], "--peak-factor must be a number from 1"),
         (["--top", "some"], "--top must be a number, got 'some'"),
-        (["--weights", "fp9"], "--weights/--kv 'fp9' is not a known format"),
+        (["--weights", "fp9"], "--weights 'fp9' is not a known format"),
         (["--no-such-flag"], "unrecognized arguments: --no-such-flag"),
     ],
 )

@@ -14,8 +14,10 @@ import pytest
 from tests.helpers.books import changed
 from xlsxplan import catalog
 from xlsxplan.cli import main
+from xlsxplan.cli.cmd_plan import SPEC_FLAGS
 from xlsxplan.headless import Workbook
 from xlsxplan.plan.cells import NONE_SHOWN
+from xlsxplan.plan.inputs import PLAN_INPUTS
 from xlsxplan.plan.search import TABLE_HEADER
 from xlsxplan.templates import serving as serving_book
 from xlsxplan.templates.book import name_from_label
@@ -91,6 +93,9 @@ def cli_plan(b: Built, capsys) -> dict[str, Any]:
         str(b.get("Minimum_Replicas")),
         "--json",
     ]
+    for p in PLAN_INPUTS:  # the inputs whose flag the specification makes, as the sheet passes them from Inputs
+        if p.name in SPEC_FLAGS and p.sheet.isidentifier():
+            argv += [p.cli_flag, repr(b.get(p.sheet))]
     percentile = b.get("First_Token_Target_At_The_Percentile")
     if isinstance(percentile, (int, float)) and percentile > 0:  # that target, at its percentile
         first_token = ("--ttft-s", "First_Token_Target_At_The_Percentile")
@@ -247,6 +252,19 @@ def test_prices_on_lists_price_each_option_at_its_own_accelerator(plan, capsys):
     with changed(plan, {"Options_Accelerator_3": "MI300X"}):
         rows = assert_matches_the_cli(plan, capsys)
         assert {r["gpu"] for r in rows} == {"H100-SXM", "H200", "MI300X"}
+
+
+def test_the_search_plans_at_the_usable_memory_efficiencies_and_hours_on_inputs(plan, capsys):
+    # the Options sheet searched at 90% usable memory and 730 hours whatever Inputs said; it now passes Inputs'
+    # usable memory, ideal-view efficiencies, KV overflow, prefill-to-decode link and hours (PLAN_INPUTS' sheet)
+    before = options(plan)
+    given = {"Usable_Memory_Fraction": 0.7, "Decode_Bandwidth_Efficiency": 0.8, "Hours_Per_Month": 700}
+    with changed(plan, given):
+        rows = assert_matches_the_cli(plan, capsys)
+        assert rows != before
+        for r in rows:
+            if r["feasible"] == "yes":  # GPUs x the accelerator's own price x Inputs' hours
+                assert r["usd_per_month"] == pytest.approx(r["gpus"] * plan.get(price_name(r["gpu"])) * 700)
 
 
 def test_the_active_scenario_is_marked(plan):

@@ -50,6 +50,14 @@ _FLAGS = {
     "acceptance": "--spec-acceptance",
     "acceptance_rates": "--spec-acceptance-rates",
     "draft_tokens": "--spec-tokens",
+    "usable_fraction": "--usable-fraction",
+    "decode_bandwidth_efficiency": "--decode-bandwidth-efficiency",
+    "prefill_utilisation": "--prefill-utilisation",
+    "kv_overflow": "--kv-overflow",
+    "kv_link_gb_s": "--kv-link-gb-s",
+    "hours_per_month": "--hours-per-month",
+    "gpus_per_replica": "--gpus-per-replica",
+    "servings": "--serving",
 }
 """Each argument of :func:`xlsxplan.plan.search.plan` by the flag that gives it, for error messages."""
 
@@ -83,7 +91,7 @@ def _names(text: str | None, flag: str) -> tuple[str, ...] | None:
         return None
     names = tuple(p.strip() for p in text.split(",") if p.strip())
     if not names:
-        raise _Usage(f"{flag} must list at least one precision, e.g. bf16,fp8")
+        raise _Usage(f"{flag} must list at least one name, separated by commas")
     return names
 
 
@@ -213,7 +221,17 @@ def _inputs(args: argparse.Namespace) -> tuple[Any, ...]:
     if args.service_cv is not None and targets.ttft_percentile is None:
         raise _Usage("--service-cv shapes the queue of --ttft-percentile: give --ttft-percentile too")
     defaults = Assumptions()
+    given = {n: _number(args, n) for n in SPEC_FLAGS[:6]}
+    sizes = _names(args.gpus_per_replica, "--gpus-per-replica")
+    if sizes is not None:
+        bad = [x for x in sizes if not x.isdigit()]
+        if bad:
+            raise _Usage(f"--gpus-per-replica must list whole numbers such as 1,2,4,8, got {bad[0]!r}")
+    servings = _names(args.servings, "--serving")
     assumptions = Assumptions(
+        **{n: getattr(defaults, n) if v is None else v for n, v in given.items()},
+        gpus_per_replica=defaults.gpus_per_replica if sizes is None else tuple(int(x) for x in sizes),
+        servings=defaults.servings if servings is None else tuple(x.lower() for x in servings),
         spare=defaults.spare if args.spare is None else _number(args, "spare", whole=True),
         min_replicas=defaults.min_replicas if args.min_replicas is None else _number(args, "min_replicas", whole=True),
         weights="params x bytes" if args.weights_as == "params-x-bytes" else "published",
@@ -700,6 +718,35 @@ def _strict(parser: argparse.ArgumentParser) -> Any:
     return parse
 
 
+SPEC_FLAGS = (
+    "usable_fraction",
+    "decode_bandwidth_efficiency",
+    "prefill_utilisation",
+    "kv_overflow",
+    "kv_link_gb_s",
+    "hours_per_month",
+    "gpus_per_replica",
+    "servings",
+)
+"""The plan inputs whose flags are made from their specification (:data:`xlsxplan.plan.inputs.PLAN_INPUTS`: flag,
+unit and text); the others have flags of their own, with a CLI's spelling of "not given"."""
+
+
+def _spec_flags(p: argparse.ArgumentParser) -> None:
+    from ..plan.inputs import PLAN_INPUTS
+
+    for inp in PLAN_INPUTS:
+        if inp.name in SPEC_FLAGS:
+            unit = inp.doc.rsplit("[", 1)[1].rstrip("].")
+            shown = inp.default if isinstance(inp.default, str) else f"{inp.default:g}"
+            p.add_argument(
+                inp.cli_flag,
+                dest=inp.name,
+                metavar="LIST" if inp.type_name == "str" else unit.upper().replace(" ", "_").replace("/", "_PER_"),
+                help=f"{inp.doc.rsplit(' [', 1)[0]} (default {shown})",
+            )
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "plan",
@@ -827,5 +874,6 @@ def register(sub: argparse._SubParsersAction) -> None:
             flag, dest=f"own_{name}", metavar=metavar, action="append" if name in _OWN_PER_GPU else None, help=text
         )
     p.add_argument("--top", metavar="N", help="show the N cheapest feasible options (default: all)")
+    _spec_flags(p)
     p.add_argument("--json", action="store_true", help="print every option as JSON")
     p.set_defaults(handler=run)

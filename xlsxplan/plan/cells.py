@@ -18,21 +18,11 @@ from typing import Any
 from .. import calibration, catalog
 from ..domains import (
     Count,
-    Flag,
-    FractionOrZero,
-    MemoryGBOrZero,
-    Name,
-    PeakFactor,
-    PerDay,
-    SecondsOrZero,
-    Spare,
-    Tokens,
-    TokensOrZero,
-    TokensPerSOrZero,
     checked,
     format_number,
 )
 from ..errors import OutOfRangeError
+from .inputs import REQUIRED, PlanInput, with_inputs
 from .search import plan_options
 
 __all__ = ["NONE_SHOWN", "plan_options_at"]
@@ -82,89 +72,27 @@ def _cell(rows: list[list[Any]], row: int, column: int) -> float | str:
     return NONE_SHOWN if value == "" else value
 
 
-def _plan_options_at(
-    row: Count,
-    column: Count,
-    model: Name,
-    requests_per_day: PerDay,
-    prompt_tokens: Tokens,
-    output_tokens: Tokens,
-    peak_factor: PeakFactor = 3,
-    tokens_per_s_target: TokensPerSOrZero = 0,
-    ttft_target_s: SecondsOrZero = 0,
-    spare: Spare = 1,
-    gpus: Name = "all",
-    prompt_p95: TokensOrZero = 0,
-    max_prompt_tokens: TokensOrZero = 0,
-    reasoning_tokens: TokensOrZero = 0,
-    min_replicas: Count = 2,
-    ttft_percentile: FractionOrZero = 0,
-    gpu_memory_utilization: FractionOrZero = 0,
-    reserve_gb: MemoryGBOrZero = 0,
-    block_size: Count = 16,
-    spec_draft: Name = "none",
-    spec_acceptance: FractionOrZero = 0,
-    spec_tokens: Count = 1,
-    own: Flag = 0,
-    ideal: Flag = 0,
-) -> float | str:
-    """One cell of PLAN_OPTIONS's ranked table: the value at a row and column, the header being row 1.
+def _at(row: int, column: int, *args: Any) -> float | str:
+    return _cell(_table(args, _state()), row, column)
 
-    Parameters
-    ----------
-    row : int
-        Row of the table, 1 for its header, 2 for the cheapest feasible option [row].
-    column : int
-        Column of the table, 1 for the rank, 2 for the accelerator (PLAN_OPTIONS's header names them) [column].
-    model : str
-        A preset model name, shipped or imported, e.g. Qwen2.5-72B [name].
-    requests_per_day : float
-        Requests in a day [requests/day].
-    prompt_tokens : float
-        Mean prompt per request [tokens].
-    output_tokens : float
-        Visible answer per request [tokens].
-    peak_factor : float, default 3
-        How much busier the peak hour is than the day's average [ratio].
-    tokens_per_s_target : float, default 0
-        Slowest decode each user may see; 0: no speed target [tokens/s].
-    ttft_target_s : float, default 0
-        Longest wait for the first token of the p95 prompt; 0: no first-token target [s].
-    spare : int, default 1
-        Replicas added for a failure or a deployment, to each pool when disaggregated [count].
-    gpus : str, default all
-        Accelerators to try, each with an optional price, e.g. "H100=2.5,H200"; all: every one the catalog prices
-        [names].
-    prompt_p95 : float, default 0
-        95th-percentile prompt; 0: the mean [tokens].
-    max_prompt_tokens : float, default 0
-        Longest prompt accepted, which must fit alone; 0: not checked [tokens].
-    reasoning_tokens : float, default 0
-        Hidden reasoning tokens per request, decoded and billed as output [tokens].
-    min_replicas : int, default 2
-        Fewest replicas an aggregated plan runs [count].
-    ttft_percentile : float, default 0
-        Share of requests whose first token, the wait for a batch slot at the peak included, must come within
-        ttft_target_s (0.99 for P99); 0: a request that never waits [fraction].
-    gpu_memory_utilization : float, default 0
-        The serving engine's share of each GPU's memory (vLLM's 0.9), the KV cache in whole blocks; 0: the flat 90%
-        usable of the source text [fraction].
-    reserve_gb : float, default 0
-        With gpu_memory_utilization: memory held per GPU besides the weights [GB].
-    block_size : int, default 16
-        With gpu_memory_utilization: tokens per KV block [tokens].
-    spec_draft : str, default none
-        A preset model that drafts tokens for speculative decoding; none: no draft [name].
-    spec_acceptance : float, default 0
-        With spec_draft: chance each drafted token is accepted [fraction].
-    spec_tokens : int, default 1
-        With spec_draft: tokens drafted a step [count].
-    own : int, default 0
-        1 adds the same fleet owned: cost a month and per M input and output tokens [flag].
-    ideal : int, default 0
-        1 ranks at the source text's ideal efficiencies (its worked examples exactly), the calibrated fleet beside;
-        0: at the calibrated ones (the step xlsxplan validate scores), the ideal fleet beside [flag].
 
+_plan_options_at = with_inputs(
+    "plan_options_at",
+    _at,
+    (
+        PlanInput(
+            "row", Count, REQUIRED, "Row of the table, 1 for its header, 2 for the cheapest feasible option [row].", ""
+        ),
+        PlanInput(
+            "column",
+            Count,
+            REQUIRED,
+            "Column of the table, 1 for the rank, 2 for the accelerator (PLAN_OPTIONS's header names them) [column].",
+            "",
+        ),
+    ),
+    "One cell of PLAN_OPTIONS's ranked table: the value at a row and column, the header being row 1.",
+    """
     Returns
     -------
     float or str
@@ -176,32 +104,9 @@ def _plan_options_at(
     The table of PLAN_OPTIONS for the same arguments (the search of "Back-of-the-Envelope Estimation for LLM
     Systems"'s plan over accelerators, precisions, GPUs per replica and serving modes), planned once and remembered.
     The support assistant on an H100 at $2.50, ideal 1: row 2, column 2 is H100-SXM, column 13 its $14,600 a month.
-    """
-    args = (
-        model,
-        requests_per_day,
-        prompt_tokens,
-        output_tokens,
-        peak_factor,
-        tokens_per_s_target,
-        ttft_target_s,
-        spare,
-        gpus,
-        prompt_p95,
-        max_prompt_tokens,
-        reasoning_tokens,
-        min_replicas,
-        ttft_percentile,
-        gpu_memory_utilization,
-        reserve_gb,
-        block_size,
-        spec_draft,
-        spec_acceptance,
-        spec_tokens,
-        own,
-        ideal,
-    )
-    return _cell(_table(args, _state()), row, column)
+""",
+    float | str,
+)
 
 
 _checked_at = checked(_plan_options_at)

@@ -58,7 +58,9 @@ Optional inputs, each absent unless given, so that a plan without them is the pl
   (:mod:`xlsxplan.core.cost`).
 
 Where other plans plug in: a new input goes into :class:`Traffic`, :class:`Targets` or :class:`Assumptions` (each a
-frozen dataclass with defaults, so older calls keep working); a new per-option figure goes into
+frozen dataclass with defaults, so older calls keep working) and into :data:`xlsxplan.plan.inputs.PLAN_INPUTS` (at
+its end), from which PLAN_OPTIONS, PLAN_OPTIONS_AT, the Options sheet's call and a flag of ``xlsxplan plan`` are
+made; :func:`plan_from_cells` reads it; a new per-option figure goes into
 :attr:`Figures.extra` (it reaches the Python API and, by its key, any face that asks for it); a new set of
 efficiencies is one more :class:`View` in :func:`views`.
 
@@ -87,25 +89,22 @@ from ..core.step import StepShape, mean_context, serve_step, step_parts
 from ..domains import (
     CoefficientOfVariation,
     Count,
-    Flag,
     Fraction,
     FractionOrZero,
     MemoryGBOrZero,
-    Name,
     ParamsB,
     PeakFactor,
     Percentile,
     PerDay,
-    SecondsOrZero,
     Spare,
     Tokens,
     TokensOrZero,
-    TokensPerSOrZero,
     checked,
     domain_of,
     format_number,
 )
 from ..errors import ArgumentError, NotAvailableError, OutOfRangeError, XlsxplanError
+from .inputs import PLAN_INPUTS, with_inputs
 
 __all__ = [
     "HOURS_PER_MONTH",
@@ -835,6 +834,17 @@ class _Model:
         if not self.moe:
             return self.params
         return equations.moe_params_read(self.params, self.active, self.experts, self.experts_per_token, batch)
+
+
+def _named(read: Any, text: str, m: _Model, argument: str) -> str:
+    """A precision as the catalog names it, read by ``read``; an unknown one refused naming ``argument``."""
+    try:
+        return str(read(text, m))
+    except XlsxplanError as err:
+        message = err.message
+        if message.startswith("precision "):
+            message = argument + message[len("precision") :]
+        raise type(err)(message, argument) from None
 
 
 def _weights_name(text: str, m: _Model) -> str:
@@ -1581,8 +1591,8 @@ def plan(
     _checked_inputs(traffic_, targets, a)
     m = _model(model)
     prices = _prices(gpus)
-    weight_names = tuple(dict.fromkeys(_weights_name(w, m) for w in a.weight_precisions))
-    kv_names = tuple(dict.fromkeys(precision.lookup(k).name for k in a.kv_precisions))
+    weight_names = tuple(dict.fromkeys(_named(_weights_name, w, m, "weights") for w in a.weight_precisions))
+    kv_names = tuple(dict.fromkeys(_named(lambda k, _: precision.lookup(k).name, k, m, "kv") for k in a.kv_precisions))
     a = replace(a, weight_precisions=weight_names, kv_precisions=kv_names)
     sd, basis = _spread(traffic_)
     notes = [f"memory: {basis}"]
@@ -1848,86 +1858,88 @@ def _zero_is_none(x: float) -> float | None:
     return None if x == 0 else x
 
 
-@checked
-def plan_options(
-    model: Name,
-    requests_per_day: PerDay,
-    prompt_tokens: Tokens,
-    output_tokens: Tokens,
-    peak_factor: PeakFactor = 3,
-    tokens_per_s_target: TokensPerSOrZero = 0,
-    ttft_target_s: SecondsOrZero = 0,
-    spare: Spare = 1,
-    gpus: Name = "all",
-    prompt_p95: TokensOrZero = 0,
-    max_prompt_tokens: TokensOrZero = 0,
-    reasoning_tokens: TokensOrZero = 0,
-    min_replicas: Count = 2,
-    ttft_percentile: FractionOrZero = 0,
-    gpu_memory_utilization: FractionOrZero = 0,
-    reserve_gb: MemoryGBOrZero = 0,
-    block_size: Count = 16,
-    spec_draft: Name = "none",
-    spec_acceptance: FractionOrZero = 0,
-    spec_tokens: Count = 1,
-    own: Flag = 0,
-    ideal: Flag = 0,
-) -> list[list[Any]]:
-    """Every way to serve a model for a traffic, ranked by monthly cost, with each rejected option's reason.
+def _list(value: str, argument: str) -> tuple[str, ...]:
+    """A comma-separated list of names, as a cell gives it."""
+    names = tuple(x.strip() for x in value.split(",") if x.strip())
+    if not names:
+        raise ArgumentError(f"{argument} must list at least one name, separated by commas, got {value!r}", argument)
+    return names
 
-    Parameters
-    ----------
-    model : str
-        A preset model name, shipped or imported, e.g. Qwen2.5-72B [name].
-    requests_per_day : float
-        Requests in a day [requests/day].
-    prompt_tokens : float
-        Mean prompt per request [tokens].
-    output_tokens : float
-        Visible answer per request [tokens].
-    peak_factor : float, default 3
-        How much busier the peak hour is than the day's average [ratio].
-    tokens_per_s_target : float, default 0
-        Slowest decode each user may see; 0: no speed target [tokens/s].
-    ttft_target_s : float, default 0
-        Longest wait for the first token of the p95 prompt; 0: no first-token target [s].
-    spare : int, default 1
-        Replicas added for a failure or a deployment, to each pool when disaggregated [count].
-    gpus : str, default all
-        Accelerators to try, each with an optional price, e.g. "H100=2.5,H200"; all: every one the catalog prices
-        (GPU_PRICE) [names].
-    prompt_p95 : float, default 0
-        95th-percentile prompt; 0: the mean [tokens].
-    max_prompt_tokens : float, default 0
-        Longest prompt accepted, which must fit alone; 0: not checked [tokens].
-    reasoning_tokens : float, default 0
-        Hidden reasoning tokens per request, decoded and billed as output [tokens].
-    min_replicas : int, default 2
-        Fewest replicas an aggregated plan runs [count].
-    ttft_percentile : float, default 0
-        Share of requests whose first token, the wait for a batch slot at the peak included, must come within
-        ttft_target_s (0.99 for P99; replicas are added until it holds); 0: a request that never waits [fraction].
-    gpu_memory_utilization : float, default 0
-        The serving engine's share of each GPU's memory (vLLM's 0.9), the KV cache in whole blocks; 0: the flat 90%
-        usable of the source text [fraction].
-    reserve_gb : float, default 0
-        With gpu_memory_utilization: memory held per GPU besides the weights (activations, CUDA graphs) [GB].
-    block_size : int, default 16
-        With gpu_memory_utilization: tokens per KV block (vLLM 16, SGLang 1) [tokens].
-    spec_draft : str, default none
-        A preset model that drafts tokens for speculative decoding; every option is then tried with and without
-        it; none: no draft [name].
-    spec_acceptance : float, default 0
-        With spec_draft: chance each drafted token is accepted [fraction].
-    spec_tokens : int, default 1
-        With spec_draft: tokens drafted a step [count].
-    own : int, default 0
-        1 adds the same fleet owned (GPU_HOUR_OWNED with the catalog's sourced defaults, COST_SPEC): cost a month
-        and per M input and output tokens [flag].
-    ideal : int, default 0
-        1 ranks at the source text's ideal efficiencies (its worked examples exactly), the calibrated fleet beside;
-        0: at the calibrated ones (the step xlsxplan validate scores), the ideal fleet beside [flag].
 
+def plan_from_cells(*values: Any) -> Plan:
+    """The plan for PLAN_OPTIONS's arguments (:data:`xlsxplan.plan.inputs.PLAN_INPUTS`, in order, checked), as cells
+    give them: 0 for a target, a p95, a longest prompt, a percentile or an engine share not given; comma-separated
+    lists for the precisions, sizes and serving modes to try."""
+    v = dict(zip((p.name for p in PLAN_INPUTS), values, strict=True))
+    targets = Targets(
+        _zero_is_none(v["tokens_per_s_target"]), _zero_is_none(v["ttft_target_s"]), _zero_is_none(v["ttft_percentile"])
+    )
+    t = Traffic(
+        v["requests_per_day"],
+        v["prompt_tokens"],
+        v["output_tokens"],
+        v["peak_factor"],
+        _zero_is_none(v["prompt_p95"]),
+        _zero_is_none(v["max_prompt_tokens"]),
+        v["reasoning_tokens"],
+    )
+    fraction = v["gpu_memory_utilization"]
+    engine_ = Engine(fraction, v["reserve_gb"], v["block_size"]) if fraction else None
+    draft = None
+    if v["spec_draft"].strip().lower() != "none":
+        draft = Speculative(v["spec_tokens"], v["spec_acceptance"], (), v["spec_draft"])
+        try:
+            _checked_speculative(draft)
+        except XlsxplanError as err:  # named as this function spells it
+            raise type(err)(
+                "spec_" + err.message if err.argument in ("draft", "acceptance") else err.message,
+                "spec_" + (err.argument or "draft"),
+            ) from None
+    sizes = []
+    for size in _list(v["gpus_per_replica"], "gpus_per_replica"):
+        if not size.isdigit():
+            raise ArgumentError(
+                f"gpus_per_replica must list whole numbers such as 1,2,4,8, got {size!r}", "gpus_per_replica"
+            )
+        sizes.append(int(size))
+    weights_as = " ".join(v["weights_as"].replace("-", " ").split()).lower()
+    if weights_as not in (PUBLISHED, PARAMS_X_BYTES):
+        raise ArgumentError(
+            f"weights_as must be {PUBLISHED} or {PARAMS_X_BYTES}, got {v['weights_as']!r}", "weights_as"
+        )
+    a = Assumptions(
+        usable_fraction=v["usable_fraction"],
+        decode_bandwidth_efficiency=v["decode_bandwidth_efficiency"],
+        prefill_utilisation=v["prefill_utilisation"],
+        kv_overflow=v["kv_overflow"],
+        spare=v["spare"],
+        min_replicas=v["min_replicas"],
+        kv_link_gb_s=v["kv_link_gb_s"],
+        weights=weights_as,
+        hours_per_month=v["hours_per_month"],
+        weight_precisions=_list(v["weights"], "weights"),
+        kv_precisions=_list(v["kv"], "kv"),
+        gpus_per_replica=tuple(sizes),
+        servings=tuple(x.lower() for x in _list(v["servings"], "servings")),
+        service_cv=v["service_cv"],
+        owned=Owned() if v["own"] else None,
+        engine=engine_,
+        speculative=draft,
+    )
+    return plan(v["model"], t, targets, parse_gpus(v["gpus"]), a, "assumed" if v["ideal"] else "calibrated")
+
+
+def _plan_table(*values: Any) -> list[list[Any]]:
+    return plan_from_cells(*values).rows()
+
+
+plan_options = checked(
+    with_inputs(
+        "plan_options",
+        _plan_table,
+        (),
+        "Every way to serve a model for a traffic, ranked by monthly cost, with each rejected option's reason.",
+        """
     Returns
     -------
     list of list
@@ -1944,30 +1956,8 @@ def plan_options(
     peak), the other view's GPUs and cost beside them. Weights as MODEL_WEIGHTS_GB; 730 hours a month. The support
     assistant (200,000 requests of 2,000 + 300 tokens on Qwen2.5-72B, H100 at $2.50), ideal 1: FP8 on two GPUs at
     batch 91, 8 GPUs, $14,600 a month, first.
-    """
-    targets = Targets(_zero_is_none(tokens_per_s_target), _zero_is_none(ttft_target_s), _zero_is_none(ttft_percentile))
-    t = Traffic(
-        requests_per_day,
-        prompt_tokens,
-        output_tokens,
-        peak_factor,
-        _zero_is_none(prompt_p95),
-        _zero_is_none(max_prompt_tokens),
-        reasoning_tokens,
+""",
+        list[list[Any]],
     )
-    engine_ = Engine(gpu_memory_utilization, reserve_gb, block_size) if gpu_memory_utilization else None
-    draft = None
-    if spec_draft.strip().lower() != "none":
-        draft = Speculative(spec_tokens, spec_acceptance, (), spec_draft)
-        try:
-            _checked_speculative(draft)
-        except XlsxplanError as err:  # named as this function spells it
-            raise type(err)(
-                "spec_" + err.message if err.argument in ("draft", "acceptance") else err.message,
-                "spec_" + (err.argument or "draft"),
-            ) from None
-    a = Assumptions(
-        spare=spare, min_replicas=min_replicas, engine=engine_, speculative=draft, owned=Owned() if own else None
-    )
-    result = plan(model, t, targets, parse_gpus(gpus), a, "assumed" if ideal else "calibrated")
-    return result.rows()
+)
+"""PLAN_OPTIONS: the arguments are :data:`xlsxplan.plan.inputs.PLAN_INPUTS`'s, checked by their domains."""

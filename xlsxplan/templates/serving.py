@@ -40,6 +40,7 @@ from .. import catalog, domains
 from ..domains import domain_of
 from ..plan import search as plan_search
 from ..plan.cells import NONE_SHOWN
+from ..plan.inputs import passed_inputs
 from . import timeline
 from .book import (
     Book,
@@ -1437,18 +1438,16 @@ def priced_accelerators() -> list[str]:
 
 
 OPTIONS_FORMULA = (
-    # the cell's row and column in the table, counted from the heading row's first cell (text, not a formula)
-    f"PLAN_OPTIONS_AT(ROW()-ROW($A${HEADER_ROWS}),COLUMN()-COLUMN($A${HEADER_ROWS}),Model,Requests_Per_Day,"
-    "{prompt_mean},Output_Tokens_Per_Request,Peak_Hour_Factor,Latency_Target,"
-    "{options_ttft},Spare_Replicas,{options_gpus},{prompt_tail},"
-    "MAX({prompt_tail},Longest_Prompt_Accepted),Hidden_Reasoning_Tokens_Per_Request,Minimum_Replicas,"
-    '{options_percentile},0,0,Engine_KV_Block_Size,"none",0,1,0)'
+    # the cell's row and column in the table, counted from the heading row's first cell (text, not a formula), then
+    # every input of the search as its specification says the sheet passes it
+    f"PLAN_OPTIONS_AT(ROW()-ROW($A${HEADER_ROWS}),COLUMN()-COLUMN($A${HEADER_ROWS})," + ",".join(passed_inputs()) + ")"
 )
-"""The search the Options sheet shows: every accelerator priced on Lists, for the active scenario's model and the
-traffic, targets and spares on Inputs; with a percentile first-token target, that target at its percentile (the
-wait for a slot at the peak included), else the first-token target of a request that never waits. Memory is the
-flat usable share, as Calculations plans it (its engine lines are beside the plan), and a draft is not searched
-(Calculations shows it beside the plan too)."""
+"""The search the Options sheet shows (:data:`xlsxplan.plan.inputs.PLAN_INPUTS`' ``sheet``): every accelerator priced
+on Lists, for the active scenario's model and the traffic, targets, spares, usable memory and efficiencies on
+Inputs; with a percentile first-token target, that target at its percentile (the wait for a slot at the peak
+included), else the first-token target of a request that never waits. Memory is the flat usable share, as
+Calculations plans it (its engine lines are beside the plan), and a draft is not searched (Calculations shows it
+beside the plan too)."""
 _SEARCHED = [f"Options_Accelerator_{i}" for i in range(1, len(OPTIONS_ACCELERATORS) + 1)]
 _PRICE_OF = "INDEX({{gpu_prices}},MATCH({a},{{gpu_names}},0))"
 OPTIONS_GPUS = (
@@ -1568,9 +1567,10 @@ def _options(book: Book) -> Sheet:
     for text in (
         "The search plans the model of the active scenario for the traffic, targets and spares on Inputs (a target "
         "left empty does not apply), ranked at the calibrated efficiencies (the serving step xlsxplan validate scores "
-        "published runs with) and 90% usable memory, weights as MODEL_WEIGHTS_GB with the embeddings as published "
-        "(Embedding precision 'as published' on Inputs plans Calculations so too); the same option at the text's "
-        "ideal efficiencies (full bandwidth, half the BF16 peak) follows the reasons.",
+        "published runs with) and the usable memory on Inputs, weights as MODEL_WEIGHTS_GB with the embeddings as "
+        "published (Embedding precision 'as published' on Inputs plans Calculations so too); the same option at the "
+        "efficiencies on Inputs (the text's ideal ones unless changed: full bandwidth, half the BF16 peak) follows "
+        "the reasons.",
         "Fewer accelerators priced than the sheet was built for leave its last rows as reference errors (Checks flags "
         "it); more are ranked, and the cheapest options show. A model of your own (not in the catalog) cannot be "
         "searched: the table is N/A errors.",
