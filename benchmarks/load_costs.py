@@ -109,8 +109,9 @@ CHILD = """
 import json, resource, sys, time
 from xlsxplan.headless import Workbook
 from xlsxplan.headless.untrusted import Limits
-roomy = Limits(max_rows=10**8, max_strings=10**8, max_styles=10**8, max_rules=10**8, max_elements=10**9,
-               max_formula_cells=10**8, max_cells=10**9, max_memory_gb=1000, max_range_cells=10**12)
+roomy = Limits(max_rows=10**8, max_strings=10**8, max_styles=10**8, max_rules=10**8, max_areas=10**8,
+               max_elements=10**9, max_formula_cells=10**8, max_cells=10**9, max_memory_gb=1000,
+               max_range_cells=10**12)
 t = time.perf_counter()
 Workbook.load(sys.argv[1], limits=roomy).calculate()
 hwm = [int(line.split()[1]) for line in open("/proc/self/status") if line.startswith("VmHWM:")]  # not inherited

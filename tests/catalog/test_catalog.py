@@ -718,3 +718,41 @@ def test_two_names_that_reduce_to_one_key_keep_their_own_citations(monkeypatch, 
         "the third citation",
         "the fourth citation",
     ]
+
+
+@pytest.mark.parametrize("deep", [100_000, 65])
+def test_a_user_file_nested_too_deep_is_left_out_in_one_line_and_every_command_works(
+    deep, monkeypatch, tmp_path, capsys
+):
+    from xlsxplan.cli import main
+
+    # a models.toml 100,000 deep made every command end in Python's RecursionError, a traceback (the TOML reader
+    # recurses once a level); now the nesting is counted before reading, and the file left out with its reason
+    monkeypatch.setenv("XLSXPLAN_CATALOG_DIR", str(tmp_path))
+    (tmp_path / "models.toml").write_text(f"[models.Deep]\nsource = 'x'\nlayers = {'[' * deep}{']' * deep}\n")
+    said = ""
+    for argv in (["eval", 'MODEL_SPEC("Llama-3.1-8B","context")'], ["model", "list"]):
+        code = main(argv)
+        out, err = capsys.readouterr()
+        assert code == 0 and "Traceback" not in out + err and "Recursion" not in out + err, err[-300:]
+        assert out.strip() == "131072" if argv[0] == "eval" else "Llama-3.1-8B" in out
+        said += err
+    # one line, naming the file and its nesting (said once a process)
+    assert said.count("\n") == 1 and "models.toml" in said and f"nests {deep:,} deep" in said, said[-300:]
+    from xlsxplan.catalog.store import MAX_TOML_DEPTH
+
+    assert deep > MAX_TOML_DEPTH
+
+
+def test_a_user_file_nested_to_the_limit_is_read():
+    from xlsxplan.catalog import catalog_problems, refresh
+    from xlsxplan.catalog.store import MAX_TOML_DEPTH, user_catalog_dir
+
+    folder = user_catalog_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    inner = MAX_TOML_DEPTH  # the table header's brackets close before the value
+    (folder / "models.toml").write_text(f"[models.Deep]\nsource = 'x'\nlayers = {'[' * inner}{']' * inner}\n")
+    refresh()
+    problems = catalog_problems()
+    # read, and refused for what it holds (a layer count that is a list), not for its nesting
+    assert len(problems) == 1 and "Deep" in problems[0] and "nests" not in problems[0], problems

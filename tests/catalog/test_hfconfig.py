@@ -286,6 +286,38 @@ def test_a_hand_written_user_preset_with_such_a_name_is_refused_with_the_file():
     assert "=EVIL()" not in x.model_names()
 
 
+def test_a_dde_call_as_a_name_never_reaches_a_workbook(tmp_path, capsys):
+    # a config whose _name_or_path is a DDE call became a preset, and build wrote it into the portable edition's
+    # Catalog sheet as a formula, then failed with "cannot tokenize the formula", naming neither preset nor catalog
+    import openpyxl
+
+    from xlsxplan.catalog import catalog_problems, refresh
+    from xlsxplan.sheet import native
+
+    dde = "=cmd|'calc'!A0"
+    config = json.loads((DATA / "qwen2.5-7b.json").read_text())
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({**config, "_name_or_path": dde}))
+    code = main(["model", "add", str(path)])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and dde in err and "formula" in err, err
+    assert not (user_catalog_dir() / "models.toml").exists()
+    # written by hand, it is left out with one line naming the file and the preset, and no cell holds it
+    folder = user_catalog_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "models.toml").write_text(
+        f"[sources]\n'user:a' = 'mine'\n\n[models.\"{dde}\"]\nsource = 'user:a'\nparams_b = 7.6\nlayers = 28\n"
+        "hidden = 3584\nheads = 28\nkv_heads = 4\nhead_dim = 128\nvocab = 152064\ncontext = 32768\n",
+        encoding="utf-8",
+    )
+    refresh()
+    problems = catalog_problems()
+    assert len(problems) == 1 and "models.toml" in problems[0] and dde in problems[0], problems
+    ws = openpyxl.Workbook().active
+    native.write_catalog(ws)
+    assert not [c for row in ws.iter_rows() for c in row if isinstance(c.value, str) and "cmd|" in c.value]
+
+
 @pytest.mark.slow
 def test_an_unterminated_run_of_escaped_quotes_is_read_in_linear_work(tmp_path, monkeypatch, capsys):
     """Issue 27: ``model add`` on a 40 kB config whose name is an unterminated run of ``\\"`` took 20 s (the string

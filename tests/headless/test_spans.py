@@ -117,3 +117,27 @@ def test_every_area_of_a_validation_range_counts(tmp_path, n):
     ins = open_package(path)
     assert ins.areas == n and ins.elements >= n
     assert ins.estimated_bytes >= Limits.estimate(0, 0, 0, 0) + (BYTES_PER_ELEMENT + untrusted.BYTES_PER_AREA) * n
+
+
+def test_areas_past_the_limit_are_refused_before_the_workbook_is_read(tmp_path):
+    """Limits.max_areas: the areas every data-validation and conditional-format range lists, summed over the
+    sheets, refused past the limit in one line naming the part that lists most (the 10x worst case of
+    ``xlsxplan inputs``, 400,000 areas, is refused so, before anything is parsed)."""
+    from tests.helpers.hostile import plain_xlsx, with_parts
+
+    validation = " ".join(f"D{i}" for i in range(1, 12))  # 11 areas
+    sheet = (
+        '<?xml version="1.0" encoding="UTF-8"?><worksheet xmlns="http://schemas.openxmlformats.org/spreadsheetml/'
+        '2006/main"><sheetData><row r="1"><c r="A1"><v>1</v></c></row></sheetData>'
+        '<conditionalFormatting sqref="A1:A9 C1"><cfRule type="expression" priority="1"><formula>A1&gt;1</formula>'
+        f'</cfRule></conditionalFormatting><dataValidations count="1"><dataValidation type="whole" sqref="{validation}">'
+        "<formula1>1</formula1></dataValidation></dataValidations></worksheet>"
+    )
+    data = with_parts({"xl/worksheets/sheet1.xml": sheet.encode()}, plain_xlsx({"A1": 1}))
+    assert untrusted.inspect_bytes(data, "areas.xlsx", Limits(max_areas=13)).areas == 13
+    with pytest.raises(WorkbookError) as refused:
+        untrusted.inspect_bytes(data, "areas.xlsx", Limits(max_areas=12))
+    assert refused.value.message == (
+        "areas.xlsx lists at least 13 areas in its data-validation and conditional-format ranges (13 in "
+        "xl/worksheets/sheet1.xml); the limit is 12"
+    )

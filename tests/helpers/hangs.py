@@ -14,6 +14,8 @@ names_and_rules(n, m)       ``n`` inputs and ``m`` data-validation ranges beside
                             20,000 and 40,000 (each input scanned every rule and every row above it)
 suspicious_elements(n)      one formula over ``n`` implausible bandwidths, each another value: a warning line each
                             (107 s at 120,000), each looked up in the lines before it
+sequence_elements(n)        the same ``n`` bandwidths made by SEQUENCE, in a 4.9 kB workbook: as slow (26 s for
+                            recalc at 60,000 before), the elements reaching the function one by one
 names_and_rules(.., span)   the same with each range ``span`` cells tall (over 64: not indexed cell by cell), none on
                             an input: each input looked through every such range (800 million tests at 1x)
 claimed_spans(rows)         a 5 kB workbook whose data table and array formula (its ``ref`` written twice, a decoy
@@ -107,6 +109,21 @@ def suspicious_elements(n: int = 120_000) -> bytes:
         f"{rows}</sheetData></worksheet>"
     )
     return with_parts({"xl/worksheets/sheet1.xml": sheet.encode()}, plain_xlsx({"A1": 1}))
+
+
+def sequence_elements(n: int = 120_000) -> bytes:
+    """A 4.9 kB workbook whose one formula hands TOKS_CEILING ``n`` bandwidths made by SEQUENCE, each outside the
+    usual range and each another value: they reach the function element by element, a warning line each, each
+    looked up in the lines before it (120,000 lines and 107 s for recalc at n = 120,000)."""
+    import io
+
+    import openpyxl
+
+    wb = openpyxl.Workbook()
+    wb.active["A1"] = f"=SUM(TOKS_CEILING(70,2,1000,51+SEQUENCE({n})/1000))"
+    buf = io.BytesIO()
+    wb.save(buf)
+    return buf.getvalue()
 
 
 def names_and_rules(names: int = 20_000, ranges: int = 40_000, span: int = 1) -> bytes:

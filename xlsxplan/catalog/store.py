@@ -173,7 +173,39 @@ class _Loaded:
         return next((reason for _, reason in self.refused.values()), None)
 
 
+MAX_TOML_DEPTH = 64
+"""The deepest nesting of arrays and inline tables a catalog file may hold [count]: the shipped files nest one deep (a
+table header's brackets). Python's TOML reader recurses once a level, so a user file nested 100,000 deep made
+every command end in a RecursionError; the nesting is counted first, in one pass, and the file refused past this."""
+
+_TOML_TOKEN = re.compile(
+    r'''"""[\s\S]*?(?:"""|\Z)|\'\'\'[\s\S]*?(?:\'\'\'|\Z)|"(?:[^"\\\n]|\\.)*"?|'[^'\n]*'?|#[^\n]*|[\[\]{}]'''
+)
+"""A TOML string (multi-line, basic or literal), a comment, or a bracket or brace outside them. No alternative fails
+once it has started (each closing quote is optional: an unterminated string runs to its line's or the text's end)
+and no character can be read by two of its parts, so the scan is linear in the text."""
+
+
+def _toml_depth(text: str) -> int:
+    """The deepest nesting of arrays, inline tables and table headers in a TOML text (brackets inside strings and
+    comments aside), without parsing it; one pass of :data:`_TOML_TOKEN` over the text [count]."""
+    deepest = depth = 0
+    for m in _TOML_TOKEN.finditer(text):
+        first = text[m.start()]
+        if first in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif first in "]}":
+            depth -= 1
+    return deepest
+
+
 def _toml(text: str, filename: str) -> dict[str, Any]:
+    """A catalog file's TOML as read: CatalogError, one line naming the file, if it nests deeper than
+    :data:`MAX_TOML_DEPTH` or is not valid TOML."""
+    depth = _toml_depth(text)
+    if depth > MAX_TOML_DEPTH:
+        raise CatalogError(f"{filename}: nests {depth:,} deep; a catalog file nests at most {MAX_TOML_DEPTH} deep")
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
