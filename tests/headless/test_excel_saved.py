@@ -1,0 +1,111 @@
+"""Workbooks as Excel saves them, recalculated headlessly: what Excel writes that a book built with openpyxl does not
+(values in every cell of an array formula's range), and Excel's evaluation rules where the engine (formualizer 0.13)
+differs (each such test says "engine difference")."""
+
+from __future__ import annotations
+
+import re
+import zipfile
+from pathlib import Path
+
+import openpyxl
+import pytest
+from openpyxl.worksheet.formula import ArrayFormula
+
+from xlsxplan.errors import CellError
+from xlsxplan.headless import Workbook, evaluate_formula
+
+
+def _edit_sheet(path: Path, out: Path, edit) -> None:
+    """Copy the workbook ``path`` to ``out`` with its first sheet's XML passed through ``edit`` (text to text)."""
+    with zipfile.ZipFile(path) as zin, zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as zout:
+        for info in zin.infolist():
+            data = zin.read(info.filename)
+            if info.filename == "xl/worksheets/sheet1.xml":
+                data = edit(data.decode("utf-8")).encode("utf-8")
+            zout.writestr(info, data)
+
+
+PLAN = 'PLAN_OPTIONS(A1,B1,2000,300,3,20,0,1,"H100=2.5")'
+
+
+@pytest.mark.slow
+def test_engine_difference_an_array_formula_saved_with_its_values_computes_fresh(tmp_path):
+    # Excel saves a value in every cell of an array formula's range (here PLAN_OPTIONS spilled from D1, computed for
+    # 100,000 requests a day, the anchor marked as a dynamic array as Excel marks it); the engine took them for
+    # cells in the way: #SPILL! at the anchor and the old values everywhere else
+    wb = openpyxl.Workbook()
+    ws = wb.active
+    ws.title = "Plan"
+    ws["A1"], ws["B1"] = "Qwen2.5-72B", 100_000
+    old = evaluate_formula(f"={PLAN.replace('A1', chr(34) + 'Qwen2.5-72B' + chr(34)).replace('B1', '100000')}").value
+    rows, cols = old.shape
+    ws["D1"] = ArrayFormula(f"D1:{openpyxl.utils.get_column_letter(3 + cols)}{rows}", "=" + PLAN)
+    wb.save(tmp_path / "built.xlsx")
+
+    def as_excel_writes_it(xml: str) -> str:
+        cells = []
+        for r in range(rows):
+            row = []
+            for c in range(cols):
+                ref = f"{openpyxl.utils.get_column_letter(4 + c)}{r + 1}"
+                v = old[r, c]
+                body = (
+                    f'<f t="array" ref="D1:{openpyxl.utils.get_column_letter(3 + cols)}{rows}">{PLAN}</f>'
+                    if (
+                        r,
+                        c,
+                    )
+                    == (0, 0)
+                    else ""
+                )
+                body = body.replace('"H100', "&quot;H100").replace('2.5"', "2.5&quot;")
+                cm = ' cm="1"' if (r, c) == (0, 0) else ""
+                if isinstance(v, str):
+                    row.append(f'<c r="{ref}" t="str"{cm}>{body}<v>{v}</v></c>')
+                else:
+                    row.append(f'<c r="{ref}"{cm}>{body}<v>{v}</v></c>')
+            cells.append(row)
+        xml = re.sub(r'<c r="D1"[^>]*>.*?</c>', "".join(cells[0]), xml, flags=re.S)
+        for r in range(1, rows):
+            xml = xml.replace("</sheetData>", f'<row r="{r + 1}">{"".join(cells[r])}</row></sheetData>')
+        return xml
+
+    _edit_sheet(tmp_path / "built.xlsx", tmp_path / "saved.xlsx", as_excel_writes_it)
+    book = Workbook.load(tmp_path / "saved.xlsx")
+    assert book.get("Plan!E2") == old[1, 1]  # the saved book holds the old values in the range
+    book.set("Plan!B1", 200_000)
+    fresh = evaluate_formula(f"={PLAN.replace('A1', chr(34) + 'Qwen2.5-72B' + chr(34)).replace('B1', '200000')}").value
+    got = book.get(f"Plan!D1:{openpyxl.utils.get_column_letter(3 + cols)}{rows}")
+    assert not any(isinstance(v, CellError) for row in got for v in row), got[0][:3]
+    want = [["" if v == "" else v for v in row] for row in fresh.tolist()]
+    assert [[("" if v is None else v) for v in row] for row in got] == want
+    assert want != [["" if v == "" else v for v in row] for row in old.tolist()]  # the input changed the answer
+    book.save(tmp_path / "out.xlsx")
+    again = openpyxl.load_workbook(tmp_path / "out.xlsx", data_only=True)["Plan"]
+    assert again.cell(2, 4 + 11).value == fresh[1, 11]  # the file written carries the fresh values
+
+
+def test_engine_difference_a_legacy_array_range_holding_saved_values_computes(tmp_path):
+    # the smallest case: {=A1:A3*2} over C1:C3 with Excel's saved (now stale) values in C2:C3
+    wb = openpyxl.Workbook()
+    ws = wb.active
+    ws["A1"], ws["A2"], ws["A3"] = 1, 2, 3
+    ws["C1"] = ArrayFormula("C1:C3", "=A1:A3*2")
+    wb.save(tmp_path / "built.xlsx")
+
+    def saved(xml: str) -> str:
+        xml = xml.replace("</f><v /></c>", "</f><v>99</v></c>")
+        for row, value in ((2, 98), (3, 97)):
+            xml = re.sub(
+                rf'(<row r="{row}"[^>]*>.*?)</row>', rf'\1<c r="C{row}"><v>{value}</v></c></row>', xml, flags=re.S
+            )
+        return xml
+
+    _edit_sheet(tmp_path / "built.xlsx", tmp_path / "saved.xlsx", saved)
+    text = zipfile.ZipFile(tmp_path / "saved.xlsx").read("xl/worksheets/sheet1.xml").decode()
+    assert '<c r="C2"><v>98</v></c>' in text and "<v>99</v>" in text
+    book = Workbook.load(tmp_path / "saved.xlsx")
+    assert book.get("Sheet!C1:C3") == [[2], [4], [6]]
+    book.set("Sheet!A2", 10)
+    assert book.get("Sheet!C1:C3") == [[2], [20], [6]]
