@@ -109,3 +109,62 @@ def test_engine_difference_a_legacy_array_range_holding_saved_values_computes(tm
     assert book.get("Sheet!C1:C3") == [[2], [4], [6]]
     book.set("Sheet!A2", 10)
     assert book.get("Sheet!C1:C3") == [[2], [20], [6]]
+
+
+@pytest.fixture(scope="module")
+def intersections(tmp_path_factory):
+    wb = openpyxl.Workbook()
+    ws = wb.active
+    ws.title = "S"
+    ws["A1"], ws["A2"], ws["A3"] = 1, 2, 3
+    ws["D1"], ws["E1"], ws["F1"] = 100, 200, 300
+    cells = {
+        "B2": "=A1:A3*10",  # the row of the formula: A2
+        "B5": "=A1:A3*10",  # no row 5 in A1:A3
+        "E2": "=D1:F1+1",  # a range along a row: the formula's column, E1
+        "B3": "=IF(A1:A3>1,A1:A3,0)",
+        "G3": "=_xlfn.SINGLE(A1:A3)*2",  # Excel's stored form of @A1:A3
+        "G6": "=_xlfn.SINGLE(A1:A3)",
+        "G1": "=SUM(A1:A3)",  # a function that takes a range: whole
+        "G2": "=SUMPRODUCT(A1:A3*2)",  # an argument that takes an array: nothing intersected
+        "H2": '=INDEX(A1:A3,3)+COUNTIF(A1:A3,">1")',
+        "H3": "=VLOOKUP(A1:A3,A1:A3,1,FALSE)",
+        "H8": "=ABS(A1:A3)",
+        "C2": "=FORMULATEXT(B2)",  # the text as written, not the engine's rewrite
+        "C3": "=FORMULATEXT(C3)",  # its own text: no circular reference
+        "C4": "=FORMULATEXT(G3)",
+    }
+    for ref, formula in cells.items():
+        ws[ref] = formula
+    path = tmp_path_factory.mktemp("intersections") / "book.xlsx"
+    wb.save(path)
+    return Workbook.load(path)
+
+
+@pytest.mark.parametrize(
+    "ref, want",
+    [
+        ("B2", 20),
+        ("B5", "#VALUE!"),
+        ("E2", 201),
+        ("B3", 3),
+        ("G3", 6),
+        ("G6", "#VALUE!"),
+        ("G1", 6),
+        ("G2", 12),
+        ("H2", 5),
+        ("H3", 3),
+        ("H8", "#VALUE!"),
+    ],
+)
+def test_engine_difference_implicit_intersection_as_excel_computes_it(intersections, ref, want):
+    # the engine took a range's first element where Excel takes the one in the formula's row or column (B2 gave
+    # 10), and knew no _xlfn.SINGLE
+    got = intersections.get(f"S!{ref}")
+    assert (got.code if isinstance(got, CellError) else got) == want
+
+
+def test_formulatext_shows_the_formula_as_written(intersections):
+    assert intersections.get("S!C2") == "=A1:A3*10"  # not the engine's "=@(A1:A3 * 10)"
+    assert intersections.get("S!C3") == "=FORMULATEXT(C3)"
+    assert intersections.get("S!C4") == "=@A1:A3*2"  # Excel shows its stored _xlfn.SINGLE as @

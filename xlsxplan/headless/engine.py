@@ -408,8 +408,9 @@ def lift_arrays(formula: str, multi: Callable[[str], bool] | None = None) -> str
                 stack.pop()
         elif kind == "Operand" and sub == "Range" and not (stack and stack[-1][0] == "{"):
             value = tok.value
-            if ":" in value or (multi is not None and multi(value)):
-                array_here()
+            single = i >= 2 and str(tokens[i - 2].value) == "@" and str(tokens[i - 1].token_type) == "Paren"
+            if not single and (":" in value or (multi is not None and multi(value))):
+                array_here()  # (a reference written @(...) is one value: implicitly intersected)
     if not marked:
         return formula
     raw = formula.encode("utf-8")

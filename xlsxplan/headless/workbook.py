@@ -54,9 +54,10 @@ from ..infra.fileio import atomic_write
 from ..infra.text import FORMULA_TRIGGERS, clean_text
 from . import engine
 from .frozen import NAME_PREFIX, TITLE_PREFIX, Frozen, read_frozen
+from .intersect import intersect
 from .layout import Layout, Validation
 from .numfmt import format_value
-from .package import Package, closest, col_index, col_letter, range_bounds
+from .package import Package, closest, col_index, col_letter, range_bounds, split_ref
 from .patch import CommentEdit, Patch, QuotePrefixStyles, patch_sheet, write_notes
 from .references import COMPUTED_RANGE, computed_range
 from .references import ordered as ordered_ranges
@@ -1241,6 +1242,7 @@ class _Static:
         self.titles = [s.title for s in pkg.sheets if s.kind == "worksheet"]
         self.folded = {t.casefold(): t for t in self.titles}
         self.names: dict[str, str] = {}
+        self.formulas: Mapping[str, SheetIndex] = {}  # each sheet's formulas, for FORMULATEXT (set by the caller)
         for d in pkg.defined_names:
             if d.local_sheet is None:
                 self.names[d.name.upper()] = d.text.strip().lstrip("=")
@@ -1364,9 +1366,51 @@ def _engine_text(
     written = "=" + _qualified_names(text, local)
     if static is not None:
         written = _static_references(written, sheet, static)
+        if static.formulas and f.kind != "shared" and "FORMULATEXT" in written.upper():  # a literal would not shift
+            written = _formula_texts(written, sheet, static)
+    if f.kind != "array":
+        written = intersect(written, multi)
     new, calling = engine.prepare(written, multi)
     new = _fitted(new[1:], f) if f.kind == "array" else f"@({new[1:]})"
     return (new if new != text else None), calling
+
+
+_FORMULATEXT = re.compile(
+    r"(?<![A-Za-z0-9_.])(?:_xlfn\.)?FORMULATEXT\(\s*((?:'(?:[^']|'')+'|[A-Za-z0-9_.]+)!)?"
+    r"(\$?[A-Za-z]{1,3}\$?\d{1,7})(?::\$?[A-Za-z]{1,3}\$?\d{1,7})?\s*\)",
+    re.IGNORECASE,
+)
+_XLFN = re.compile(r"(?<![A-Za-z0-9_.])_xlfn\.(?:_xlws\.)?", re.IGNORECASE)
+_SINGLE = re.compile(r"(?<![A-Za-z0-9_.])_xlfn\.SINGLE\((?:([$A-Za-z0-9_.!:']+)\))?", re.IGNORECASE)
+
+
+def _at(m: re.Match[str]) -> str:
+    """Excel's ``@`` for its stored ``_xlfn.SINGLE(``: ``@A1:A3`` around a reference or name, else ``@(``."""
+    return "@" + m.group(1) if m.group(1) else "@("
+
+
+def _formula_texts(formula: str, sheet: str, static: _Static) -> str:
+    """``formula`` with each ``FORMULATEXT`` of a cell (or a range: its first cell) that holds a formula of its own
+    replaced by that formula's text as Excel shows it (``=`` and the text the file stores, without the ``_xlfn.``
+    prefixes): the engine would show its own rewrite of it. Other arguments are left to the engine."""
+
+    def change(part: str) -> str:
+        def sub(m: re.Match[str]) -> str:
+            where = m.group(1)
+            title = sheet if not where else static.folded.get(where[:-1].strip("'").replace("''", "'").casefold())
+            idx = static.formulas.get(title) if title else None
+            if idx is None:
+                return m.group(0)
+            row, col = split_ref(m.group(2).replace("$", ""))
+            f = idx.formulas.get((row, col))
+            if f is None or not f.text or f.kind in ("array", "dataTable"):
+                return m.group(0)
+            shown = "=" + engine.outside_quotes(f.text, lambda code: _XLFN.sub("", _SINGLE.sub(_at, code)))
+            return '"' + shown.replace('"', '""') + '"'
+
+        return _FORMULATEXT.sub(sub, part)
+
+    return engine.outside_quotes(formula, change)
 
 
 def _fitted(text: str, f: Formula) -> str:
@@ -1391,6 +1435,7 @@ def _engine_package(pkg: Package, index: Mapping[str, SheetIndex]) -> tuple[byte
     formulas write (shared formulas counted for each of their cells)."""
     local = _local_names(pkg)
     static = _Static(pkg)
+    static.formulas = index
     names_calling = _names_calling_registry(pkg)
     ranges = {d.name.upper() for d in pkg.defined_names if ":" in d.text}
     multi = (lambda operand: operand.upper() in ranges) if ranges else None
