@@ -29,7 +29,6 @@ def _edit_sheet(path: Path, out: Path, edit) -> None:
 PLAN = 'PLAN_OPTIONS(A1,B1,2000,300,3,20,0,1,"H100=2.5")'
 
 
-@pytest.mark.slow
 def test_engine_difference_an_array_formula_saved_with_its_values_computes_fresh(tmp_path):
     # Excel saves a value in every cell of an array formula's range (here PLAN_OPTIONS spilled from D1, computed for
     # 100,000 requests a day, the anchor marked as a dynamic array as Excel marks it); the engine took them for
@@ -168,3 +167,37 @@ def test_formulatext_shows_the_formula_as_written(intersections):
     assert intersections.get("S!C2") == "=A1:A3*10"  # not the engine's "=@(A1:A3 * 10)"
     assert intersections.get("S!C3") == "=FORMULATEXT(C3)"
     assert intersections.get("S!C4") == "=@A1:A3*2"  # Excel shows its stored _xlfn.SINGLE as @
+
+
+@pytest.mark.slow
+def test_engine_difference_an_array_formula_past_the_engines_spill_cap_computes(tmp_path):
+    # the engine spills at most 10,000 cells: a longer array formula gave #SPILL! at its first cell and 0 in every
+    # other, silently; it is computed in tiles of up to 10,000 cells, each from a cell of its own
+    n = 10_001
+    wb = openpyxl.Workbook()
+    ws = wb.active
+    ws.title = "S"
+    for i in range(1, n + 1):
+        ws.cell(i, 1, i)
+    ws["B1"] = ArrayFormula(f"B1:B{n}", f"=A1:A{n}*2")  # one column, 10,001 rows
+    ws["D1"] = ArrayFormula("D1:F3400", "=A1:A3400*{1,10,100}")  # 3 columns, 10,200 cells
+    ws["H1"] = f"=SUM(B1:B{n})"  # a formula reading the whole array
+    wb.save(tmp_path / "long.xlsx")
+    book = Workbook.load(tmp_path / "long.xlsx")
+    column = book.get(f"S!B1:B{n}")
+    assert [row[0] for row in column] == [2 * i for i in range(1, n + 1)]
+    assert book.get("S!H1") == n * (n + 1)
+    assert book.get("S!D3400:F3400") == [[3400, 34_000, 340_000]]
+    assert book.get("S!D3334:F3334") == [[3334, 33_340, 333_400]]  # the first cell of the second tile
+    assert not book.errors()
+
+
+def test_array_tiles_cover_the_range_once_each_within_the_spill_cap():
+    from xlsxplan.headless import engine
+
+    for rows, cols in [(1, 1), (10_000, 1), (10_001, 1), (20_001, 1), (3_400, 3), (2, 12_000)]:
+        tiles = engine.array_tiles(rows, cols)
+        cells = {(r0 + i, c0 + j) for r0, c0, nr, nc in tiles for i in range(nr) for j in range(nc)}
+        assert len(cells) == rows * cols == sum(nr * nc for _, _, nr, nc in tiles)
+        assert all(nr * nc <= engine.SPILL_CAP for _, _, nr, nc in tiles)
+        assert (min(cells), max(cells)) == ((0, 0), (rows - 1, cols - 1))

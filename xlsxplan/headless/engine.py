@@ -73,6 +73,8 @@ __all__ = [
     "LIFTED",
     "FIT",
     "fit_array",
+    "array_tiles",
+    "SPILL_CAP",
     "lifts",
     "fatal",
     "code_text",
@@ -347,7 +349,7 @@ def register_functions(book: Any, **hooks: Callable[..., Any]) -> Any:
     for name, call in _CALLBACKS.items():
         book.register_function(name, call, min_args=0, max_args=None)  # cells.evaluate says "at most N"
     book.register_function(OMITTED, _omitted, min_args=0, max_args=0)
-    book.register_function(FIT, fit_array, min_args=3, max_args=3)
+    book.register_function(FIT, fit_array, min_args=3, max_args=7)
     for name, call in hooks.items():
         book.register_function(name, call, min_args=0, max_args=None)
     return book
@@ -546,13 +548,38 @@ def _omitted() -> None:
     return None
 
 
-def fit_array(rows: Any, cols: Any, value: Any) -> Any:
+SPILL_CAP = 10_000
+"""The most cells formualizer 0.13 spills one result into (more is ``#SPILL!``, the cells left as they were)."""
+
+
+def fit_array(rows: Any, cols: Any, *part: Any) -> Any:
     """An array formula's result fitted to its range of ``rows`` x ``cols`` cells, as Excel fits a legacy (CSE)
     array: one value fills the range, a row repeats down it, a column across it, and a cell beyond the result is
     ``#N/A``. Engine difference: formualizer spills the result from the first cell whatever the range, into cells
-    outside it and leaving cells inside it empty."""
+    outside it and leaving cells inside it empty.
+
+    Called as ``FIT(rows, cols, value)`` for the whole range, or ``FIT(rows, cols, row0, col0, n_rows, n_cols,
+    value)`` for the tile of ``n_rows`` x ``n_cols`` cells at offset (row0, col0) of it: a range over more than
+    :data:`SPILL_CAP` cells is computed as tiles of at most that many, each from a cell of its own
+    (:func:`array_tiles`)."""
+    value = part[-1]
     n, m = int(rows), int(cols)
+    if len(part) == 5:
+        r0, c0, nr, nc = (int(x) for x in part[:4])
+        return [[_element(value, i, j) for j in range(c0, c0 + nc)] for i in range(r0, r0 + nr)]
     return [[_element(value, i, j) for j in range(m)] for i in range(n)]
+
+
+def array_tiles(rows: int, cols: int) -> list[tuple[int, int, int, int]]:
+    """The tiles (row offset, column offset, rows, columns) an array formula over ``rows`` x ``cols`` cells is
+    computed in: one, the whole range, when it is at most :data:`SPILL_CAP` cells; else blocks of whole rows (or
+    of a row's columns, for a row wider than the cap) of at most that many cells each."""
+    if rows * cols <= SPILL_CAP:
+        return [(0, 0, rows, cols)]
+    if cols <= SPILL_CAP:
+        step = SPILL_CAP // cols
+        return [(r, 0, min(step, rows - r), cols) for r in range(0, rows, step)]
+    return [(r, c, 1, min(SPILL_CAP, cols - c)) for r in range(rows) for c in range(0, cols, SPILL_CAP)]
 
 
 def new_book(data: bytes | None = None) -> Any:

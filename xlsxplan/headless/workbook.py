@@ -332,9 +332,11 @@ class Workbook:
             check_ranges(
                 inspection, {t: [f.text for f in idx.formulas.values() if f.text] for t, idx in index.items()}, limits
             )
-            data, calling, calls = _engine_package(pkg, index)
+            data, calling, calls, tiles = _engine_package(pkg, index)
             probe = _Probe()
             book = engine.register_functions(engine.new_book(data), **{engine.PROBE: probe})
+            for title, row, col, text in tiles:
+                book.set_formula(title, row, col, text)
             frozen = _read_frozen(inspection, index, book, limits)
         except WorkbookError as err:
             raise WorkbookError(f"{name}: {err.message}") from None
@@ -1414,9 +1416,26 @@ def _formula_texts(formula: str, sheet: str, static: _Static) -> str:
 
 
 def _fitted(text: str, f: Formula) -> str:
-    """An array formula's text given to :func:`.engine.fit_array` for its range."""
+    """An array formula's text given to :func:`.engine.fit_array` for its range (for its first tile, when the range
+    is computed in tiles: :func:`_tiles`)."""
     r1, c1, r2, c2 = f.area or (f.row, f.col, f.row, f.col)
-    return f"{engine.FIT}({r2 - r1 + 1},{c2 - c1 + 1},{text})"
+    rows, cols = r2 - r1 + 1, c2 - c1 + 1
+    if rows * cols <= engine.SPILL_CAP:
+        return f"{engine.FIT}({rows},{cols},{text})"
+    r0, c0, nr, nc = engine.array_tiles(rows, cols)[0]
+    return f"{engine.FIT}({rows},{cols},{r0},{c0},{nr},{nc},{text})"
+
+
+def _tiles(text: str, f: Formula) -> list[tuple[int, int, str]]:
+    """The cells (row, column) and formulas of an array formula's tiles after its first, for a range of more cells
+    than the engine spills one result into: each tile computes the formula and fills its own block of the range,
+    so a range of any size computes (``text``: the formula as the engine is given it, without ``=``)."""
+    r1, c1, r2, c2 = f.area or (f.row, f.col, f.row, f.col)
+    rows, cols = r2 - r1 + 1, c2 - c1 + 1
+    return [
+        (r1 + r0, c1 + c0, f"={engine.FIT}({rows},{cols},{r0},{c0},{nr},{nc},{text})")
+        for r0, c0, nr, nc in engine.array_tiles(rows, cols)[1:]
+    ]
 
 
 def _names_calling_registry(pkg: Package) -> re.Pattern | None:
@@ -1429,10 +1448,14 @@ def _names_calling_registry(pkg: Package) -> re.Pattern | None:
     return re.compile(rf"(?<![A-Za-z0-9_.!])(?:{names})(?![A-Za-z0-9_.(])", re.IGNORECASE)
 
 
-def _engine_package(pkg: Package, index: Mapping[str, SheetIndex]) -> tuple[bytes, set[tuple[str, int, int]], int]:
+def _engine_package(
+    pkg: Package, index: Mapping[str, SheetIndex]
+) -> tuple[bytes, set[tuple[str, int, int]], int, list[tuple[str, int, int, str]]]:
     """The package as the engine is given it (sheet parts with their formulas rewritten, stored uncompressed), the
-    formula cells that call registry functions (themselves or through a defined name), and the registry calls the
-    formulas write (shared formulas counted for each of their cells)."""
+    formula cells that call registry functions (themselves or through a defined name), the registry calls the
+    formulas write (shared formulas counted for each of their cells), and the formulas (sheet, row, column, text)
+    of the tiles that array formulas over more cells than the engine spills compute in after their first
+    (:func:`_tiles`), set in the engine's book once it is loaded."""
     local = _local_names(pkg)
     static = _Static(pkg)
     static.formulas = index
@@ -1442,6 +1465,7 @@ def _engine_package(pkg: Package, index: Mapping[str, SheetIndex]) -> tuple[byte
     parts: dict[str, bytes] = {}
     calling: set[tuple[str, int, int]] = set()
     calls = 0
+    tiles: list[tuple[str, int, int, str]] = []
     for sheet in (s for s in pkg.sheets if s.kind == "worksheet"):
         idx = index[sheet.title]
         if not idx.formulas:
@@ -1471,6 +1495,11 @@ def _engine_package(pkg: Package, index: Mapping[str, SheetIndex]) -> tuple[byte
                 calls += n_calls if f.text else 1
             if new is not None:
                 texts[rc] = new
+                if f.kind == "array" and f.area is not None and new.startswith(engine.FIT):
+                    r1, c1, r2, c2 = f.area
+                    if (r2 - r1 + 1) * (c2 - c1 + 1) > engine.SPILL_CAP:  # past the engine's spill cap: in tiles
+                        inner = new[len(_fitted("", f)) - 1 : -1]  # the formula inside the first tile's FIT
+                        tiles += [(sheet.title, *tile) for tile in _tiles(inner, f)]
         parts[sheet.part] = engine_copy(idx, texts, pkg.read(sheet.part))
     if pkg.defined_names and pkg.workbook_part:
         names = _ordered_names(pkg.read(pkg.workbook_part))
@@ -1484,7 +1513,7 @@ def _engine_package(pkg: Package, index: Mapping[str, SheetIndex]) -> tuple[byte
                     member.write(parts.get(info.filename) or pkg.read(info.filename))
     for idx in index.values():
         release(idx)
-    return buf.getvalue(), calling, calls
+    return buf.getvalue(), calling, calls, tiles
 
 
 _DEFINED_NAME = re.compile(rb"(<(?:\w+:)?definedName\b[^>]*>)([^<]*)(</(?:\w+:)?definedName\s*>)")
