@@ -201,3 +201,65 @@ def test_array_tiles_cover_the_range_once_each_within_the_spill_cap():
         assert len(cells) == rows * cols == sum(nr * nc for _, _, nr, nc in tiles)
         assert all(nr * nc <= engine.SPILL_CAP for _, _, nr, nc in tiles)
         assert (min(cells), max(cells)) == ((0, 0), (rows - 1, cols - 1))
+
+
+@pytest.fixture(scope="module")
+def corners(tmp_path_factory):
+    def book(epoch):
+        wb = openpyxl.Workbook()
+        wb.epoch = epoch
+        ws = wb.active
+        ws.title = "S"
+        ws["A1"], ws["A2"], ws["A3"] = 1, "2", True
+        cells = {
+            "B1": '=SUMPRODUCT({1,"2",TRUE})',
+            "B2": '=SUMPRODUCT({1,2},{"3",4})',
+            "B3": '=SUMPRODUCT({1,2}*{"3",4})',  # the * operator converts "3", as Excel's does
+            "B4": "=SUMPRODUCT(A1:A3,A1:A3)",  # text and TRUE in cells count 0 too
+            "B5": "=SUMPRODUCT({1,2},{3;4})",
+            "C1": "=DATE(1900,2,29)",
+            "C2": "=DATE(1900,3,1)",
+            "C3": "=DATE(1900,3,0)",
+            "C4": "=DAYS(61,59)",
+            "C5": "=DATE(2024,14,-3)",
+            "C6": "=DAY(60)",
+            "C7": "=SUM(DATE({1900,1900},{2,3},{29,1}))",  # DATE element by element over an array
+        }
+        for ref, formula in cells.items():
+            ws[ref] = formula
+        path = tmp_path_factory.mktemp("corners") / f"book{epoch.year}.xlsx"
+        wb.save(path)
+        return Workbook.load(path)
+
+    return book(openpyxl.utils.datetime.WINDOWS_EPOCH), book(openpyxl.utils.datetime.CALENDAR_MAC_1904)
+
+
+@pytest.mark.parametrize(
+    "ref, want",
+    [
+        ("B1", 1),  # the engine: 4
+        ("B2", 8),  # 11
+        ("B3", 11),
+        ("B4", 1),
+        ("B5", "#VALUE!"),
+        ("C1", 60),  # 29 February 1900, Lotus' leap day; the engine: 61
+        ("C2", 61),
+        ("C3", 60),
+        ("C4", 2),  # across the leap day; the engine: 1
+        ("C5", 45_685),  # 2025-01-28: months and days carried
+        ("C6", 29),
+        ("C7", 121),
+    ],
+)
+def test_engine_difference_excels_numeric_corners(corners, ref, want):
+    got = corners[0].get(f"S!{ref}")
+    assert (got.code if isinstance(got, CellError) else got) == want
+
+
+def test_engine_difference_a_workbook_in_the_1904_date_system(corners):
+    # serial 60 is 1 March 1904 there, and 29 February 1900 does not arise; the engine read every book as 1900-based
+    book = corners[1]
+    assert book.date1904
+    assert book.get("S!C6") == 1
+    assert book.get("S!C5") == 45_685 - 1462
+    assert book.get("S!B1") == 1  # not a date function: the same as in the 1900 system

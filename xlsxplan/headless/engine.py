@@ -32,12 +32,13 @@ Whole workbooks are :mod:`.workbook`'s (``from xlsxplan.headless import Workbook
 from __future__ import annotations
 
 import contextlib
+import datetime
 import difflib
 import functools
 import math
 import re
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -74,6 +75,7 @@ __all__ = [
     "FIT",
     "fit_array",
     "array_tiles",
+    "CORRECTED",
     "SPILL_CAP",
     "lifts",
     "fatal",
@@ -339,10 +341,13 @@ def _callback(fn: registry.Function) -> Callable[..., Any]:
 _CALLBACKS: dict[str, Callable[..., Any]] = {}
 
 
-def register_functions(book: Any, **hooks: Callable[..., Any]) -> Any:
+def register_functions(
+    book: Any, hooks: Mapping[str, Callable[..., Any]] | None = None, *, date1904: bool = False
+) -> Any:
     """Register every registry function, the omitted-argument marker, the lifted native functions
-    (:func:`lift_arrays`) and ``hooks`` ({name: callback}) with the engine workbook ``book`` (registrations are
-    per workbook); returns it."""
+    (:func:`lift_arrays`), Excel's own functions where the engine's differ from Excel (:data:`CORRECTED`; the
+    1900 date system's only for a book in it, not ``date1904``) and ``hooks`` ({name: callback}) with the engine
+    workbook ``book`` (registrations are per workbook); returns it."""
     if not _CALLBACKS:
         _CALLBACKS.update({name: _callback(fn) for name, fn in registry.FUNCTIONS.items()})
         _CALLBACKS.update({LIFT + name: _lifted(name) for name in LIFTED})
@@ -350,7 +355,10 @@ def register_functions(book: Any, **hooks: Callable[..., Any]) -> Any:
         book.register_function(name, call, min_args=0, max_args=None)  # cells.evaluate says "at most N"
     book.register_function(OMITTED, _omitted, min_args=0, max_args=0)
     book.register_function(FIT, fit_array, min_args=3, max_args=7)
-    for name, call in hooks.items():
+    for name, (call, low, high, dates) in CORRECTED.items():
+        if not (dates and date1904):
+            book.register_function(name, call, min_args=low, max_args=high, allow_override_builtin=True)
+    for name, call in (hooks or {}).items():
         book.register_function(name, call, min_args=0, max_args=None)
     return book
 
@@ -473,6 +481,9 @@ def _native_scalar(name: str, args: tuple[Any, ...]) -> Any:
     test = _IS.get(name)
     if test is not None and len(args) == 1:
         return test(args[0])
+    corrected = CORRECTED.get(name)
+    if corrected is not None:
+        return corrected[0](*args)
     key = (name, *((("E", v.get("kind")) if type(v) is dict else (type(v), v)) for v in args))
     try:
         return _lift_memo[key]
@@ -582,17 +593,137 @@ def array_tiles(rows: int, cols: int) -> list[tuple[int, int, int, int]]:
     return [(r, c, 1, min(SPILL_CAP, cols - c)) for r in range(rows) for c in range(0, cols, SPILL_CAP)]
 
 
-def new_book(data: bytes | None = None) -> Any:
+def new_book(data: bytes | None = None, date1904: bool = False) -> Any:
     """A formualizer workbook (from a package's bytes, or empty) set up as xlsxplan needs it: evaluation on the
     calling thread, one cell at a time (callbacks share xlsxplan's message and warning state; in parallel they
-    would run on the engine's threads, where that state is not theirs), and dates as serial numbers, as Excel
-    stores them."""
+    would run on the engine's threads, where that state is not theirs), dates as serial numbers, as Excel
+    stores them, counted from 1904 when the workbook says so (``date1904``; the engine's default is 1900)."""
     cfg = fz.EvaluationConfig()
     cfg.enable_parallel = False
+    if date1904:
+        cfg.date_system = "1904"
     config = fz.WorkbookConfig(eval_config=cfg)
     book = fz.Workbook(config=config) if data is None else fz.Workbook.from_bytes(data, config=config)
     book.set_temporal_egress("serial")
     return book
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Excel's own functions where formualizer 0.13 computes them otherwise
+
+
+def _error_in(value: Any) -> dict | None:
+    return value if type(value) is dict else None
+
+
+def _cells(arg: Any) -> list[list[Any]]:
+    if type(arg) is list:
+        return [row if type(row) is list else [row] for row in arg]
+    return [[arg]]
+
+
+def sumproduct(*arrays: Any) -> Any:
+    """Excel's SUMPRODUCT: the sum of the products of the arrays' corresponding elements. In its own array
+    arguments an element that is not a number (text, even ``"2"``; TRUE and FALSE; an empty cell) counts as 0, an
+    error value is the result, and arrays of different sizes are ``#VALUE!`` (Microsoft, "SUMPRODUCT function":
+    "treats non-numeric array entries as if they were zeros"). formualizer 0.13 converts ``"2"`` and TRUE to
+    numbers: ``SUMPRODUCT({1,"2",TRUE})`` was 4, Excel's is 1. A product written inside an argument
+    (``SUMPRODUCT(A1:A3*B1:B3)``) is computed by the engine first, where ``*`` converts ``"3"`` as Excel's does."""
+    grids = [_cells(a) for a in arrays]
+    rows, cols = len(grids[0]), len(grids[0][0]) if grids[0] else 0
+    if any(len(g) != rows or any(len(r) != cols for r in g) for g in grids):
+        return {"type": "Error", "kind": "#VALUE!", "message": "SUMPRODUCT's arrays must all be the same size"}
+    total = 0.0
+    for i in range(rows):
+        for j in range(cols):
+            product = 1.0
+            for g in grids:
+                v = g[i][j]
+                if type(v) is dict:
+                    return v
+                product *= v if type(v) in (int, float) else 0.0
+            total += product
+    return total
+
+
+_EXCEL_EPOCH = datetime.date(1899, 12, 31)
+_LOTUS_LEAP_DAY = 60
+"""Serial number 60 is 29 February 1900 in Excel's 1900 date system, a day that did not exist, kept from Lotus 1-2-3
+for compatibility (Microsoft, "Excel incorrectly assumes that the year 1900 is a leap year"): every serial number
+from 61 (1 March 1900) on is one more than the days since 31 December 1899."""
+
+
+def _serial(day: datetime.date) -> int:
+    """The 1900 date system's serial number of a real date."""
+    n = (day - _EXCEL_EPOCH).days
+    return n + 1 if n >= _LOTUS_LEAP_DAY else n
+
+
+def _whole(value: Any, what: str) -> int | dict:
+    """An argument of a date function as Excel reads it: a number truncated, TRUE 1, empty 0, text of a number."""
+    if type(value) is dict:
+        return value
+    if value is None:
+        return 0
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, str):
+        try:
+            value = float(value)
+        except ValueError:
+            return {"type": "Error", "kind": "#VALUE!", "message": f"DATE's {what} must be a number, got {value!r}"}
+    return math.floor(value) if value >= 0 else -math.floor(-value)
+
+
+def date_1900(year: Any, month: Any, day: Any) -> Any:
+    """Excel's DATE in the 1900 date system: the serial number of (year, month, day), a month past 12 or below 1
+    and a day past the month's end or below 1 carried into the year and month, a year from 0 to 1899 read as 1900
+    more (Microsoft, "DATE function"), and 29 February 1900 the Lotus leap day, serial 60 (DATE(1900,3,0) too).
+    formualizer 0.13 gives 61, the serial of 1 March. ``#NUM!`` outside serials 0 to 2,958,465 (31 December
+    9999)."""
+    y, m, d = _whole(year, "year"), _whole(month, "month"), _whole(day, "day")
+    for part in (y, m, d):
+        if type(part) is dict:
+            return part
+    assert isinstance(y, int) and isinstance(m, int) and isinstance(d, int)
+    if 0 <= y < 1900:
+        y += 1900
+    y, m = y + (m - 1) // 12, (m - 1) % 12 + 1
+    if not 1900 <= y <= 9999:
+        return {"type": "Error", "kind": "#NUM!", "message": f"DATE's year must be from 0 to 9999, got {y}"}
+    serial = _serial(datetime.date(y, m, 1)) + d - 1  # a day past the month's end counts on in Lotus' calendar
+    if not 0 <= serial <= 2_958_465:
+        return {"type": "Error", "kind": "#NUM!", "message": f"DATE gives serial number {serial}, outside 0 to 2958465"}
+    return float(serial)
+
+
+def days(end: Any, start: Any) -> Any:
+    """Excel's DAYS: ``end - start`` in days, each date's serial number truncated (Microsoft, "DAYS function");
+    a date written as text is read by the engine's DATEVALUE. formualizer 0.13 counts real days between them,
+    one fewer than Excel's across the Lotus leap day (DAYS(61,59): Excel 2)."""
+    serials = []
+    for value in (end, start):
+        if type(value) is dict:
+            return value
+        if isinstance(value, str):
+            value = _native_scalar("DATEVALUE", (value,))
+            if type(value) is dict:
+                return value
+        serials.append(_whole(value, "date"))
+    a, b = serials
+    if type(a) is dict or type(b) is dict:
+        return a if type(a) is dict else b
+    assert isinstance(a, int) and isinstance(b, int)
+    return float(a - b)
+
+
+CORRECTED: dict[str, tuple[Callable[..., Any], int, int | None, bool]] = {
+    "SUMPRODUCT": (sumproduct, 1, 255, False),
+    "DATE": (date_1900, 3, 3, True),
+    "DAYS": (days, 2, 2, True),
+}
+"""Excel's functions registered in place of the engine's own, which differ from Excel's documentation: {name:
+(callback, least and most arguments, whether it is the 1900 date system's)}."""
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -966,7 +1097,7 @@ def evaluate_formula(formula: str) -> FormulaResult:
         return FormulaResult(None, CellError("#REF!", f"eval takes constants only, not references ({', '.join(refs)})"))
     with _lock, collect_messages() as messages:
         if _eval_book is None:
-            _eval_book = register_functions(new_book(), **{PROBE: _capture})
+            _eval_book = register_functions(new_book(), {PROBE: _capture})
             _eval_book.add_sheet("Eval")
         _captured.clear()
         _eval_book.set_formula("Eval", 1, 1, f"={PROBE}({lift_arrays(mark_omitted(text))[1:]})")

@@ -31,8 +31,8 @@ expression there still computes values), and pass-through (the argument is the f
 the call itself is read: IF's branches, CHOOSE's choices)."""
 
 _VALUE_FUNCTIONS = engine.LIFTED | frozenset(
-    "SIN COS TAN ATAN2 ISFORMULA LOWER UPPER CONCATENATE ENCODEURL WEEKNUM ISOWEEKNUM DAYS DATEDIF NETWORKDAYS "
-    "WORKDAY YEARFRAC BIN2DEC DEC2HEX HEX2DEC OCT2DEC ARABIC COMBINA SQRTPI FACTDOUBLE GAMMA ERFC".split()
+    "SIN COS TAN ATAN2 ISFORMULA LOWER UPPER CONCATENATE ENCODEURL WEEKNUM ISOWEEKNUM DAYS DATEDIF "
+    "YEARFRAC DAYS360 BIN2DEC DEC2HEX HEX2DEC OCT2DEC ARABIC COMBINA SQRTPI FACTDOUBLE GAMMA ERFC".split()
 )
 
 
@@ -85,6 +85,8 @@ PARAMETERS: dict[str, tuple[tuple[str, ...], int]] = {
     "NPV": _params(V, R),
     "IRR": _params(R, V),
     "TEXTJOIN": _params(V, V, R),
+    "NETWORKDAYS": _params(V, V, R),
+    "WORKDAY": _params(V, V, R),
     **{name: _params(V) for name in _VALUE_FUNCTIONS},
 }
 """The classes of the parameters of Excel's functions that :func:`intersect` reads (names without ``_xlfn.``)."""

@@ -334,7 +334,8 @@ class Workbook:
             )
             data, calling, calls, tiles = _engine_package(pkg, index)
             probe = _Probe()
-            book = engine.register_functions(engine.new_book(data), **{engine.PROBE: probe})
+            date1904 = Layout(pkg).date1904
+            book = engine.register_functions(engine.new_book(data, date1904), {engine.PROBE: probe}, date1904=date1904)
             for title, row, col, text in tiles:
                 book.set_formula(title, row, col, text)
             frozen = _read_frozen(inspection, index, book, limits)
