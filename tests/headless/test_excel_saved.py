@@ -224,6 +224,9 @@ def corners(tmp_path_factory):
             "C5": "=DATE(2024,14,-3)",
             "C6": "=DAY(60)",
             "C7": "=SUM(DATE({1900,1900},{2,3},{29,1}))",  # DATE element by element over an array
+            "D1": '=ROMAN(499,0)&" "&ROMAN(499,1)&" "&ROMAN(499,2)&" "&ROMAN(499,3)&" "&ROMAN(499,4)',
+            "D2": '=_xlfn.TEXTJOIN(" ",TRUE,ROMAN({1999,1999,3999,0},{TRUE,FALSE,0,0}))',
+            "D3": "=ROMAN(4000)",
         }
         for ref, formula in cells.items():
             ws[ref] = formula
@@ -249,6 +252,9 @@ def corners(tmp_path_factory):
         ("C5", 45_685),  # 2025-01-28: months and days carried
         ("C6", 29),
         ("C7", 121),
+        ("D1", "CDXCIX LDVLIV XDIX VDIV ID"),  # Microsoft's examples; the engine knew form 0 alone
+        ("D2", "MCMXCIX MIM MMMCMXCIX"),
+        ("D3", "#VALUE!"),
     ],
 )
 def test_engine_difference_excels_numeric_corners(corners, ref, want):

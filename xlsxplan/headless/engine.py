@@ -717,7 +717,54 @@ def days(end: Any, start: Any) -> Any:
     return float(a - b)
 
 
+_ROMAN_SYMBOLS = "MDCLXVI"
+_ROMAN_VALUES = (1000, 500, 100, 50, 10, 5, 1)
+_ROMAN_FORMS = {True: 0, False: 4}
+
+
+def roman(number: Any, form: Any = 0) -> Any:
+    """Excel's ROMAN: ``number`` (0 to 3999, truncated) in Roman numerals, ``form`` 0 (classic, the default or
+    TRUE) to 4 (simplified, or FALSE) (Microsoft, "ROMAN function": 499 is CDXCIX, LDVLIV, XDIX, VDIV, ID). Each
+    decimal digit is written in turn; a 4 or a 9 is a subtractive pair, and each step of ``form`` lets the
+    subtracted symbol be one smaller still (XD for 490 rather than XCD) while the pair stays at most the value
+    left. formualizer 0.13 gives ``#VALUE!`` for every form but 0."""
+    if type(number) is dict:
+        return number
+    if type(form) is dict:
+        return form
+    try:
+        n = math.floor(float(number if number is not None else 0))
+        mode = _ROMAN_FORMS[form] if isinstance(form, bool) else math.floor(float(form if form is not None else 0))
+    except (TypeError, ValueError):
+        return {"type": "Error", "kind": "#VALUE!", "message": "ROMAN takes a number and a form from 0 to 4"}
+    if not (0 <= n <= 3999 and 0 <= mode <= 4):
+        return {"type": "Error", "kind": "#VALUE!", "message": f"ROMAN takes 0 to 3999 in form 0 to 4, got {n}, {mode}"}
+    out: list[str] = []
+    last = len(_ROMAN_VALUES) - 1
+    for index in range(0, last + 1, 2):  # M, C, X, I: one decimal digit each
+        digit = n // _ROMAN_VALUES[index]
+        if digit % 5 == 4:
+            upper = index - 1 if digit == 4 else index - 2  # the symbol subtracted from: V/L/D, or X/C/M
+            lower = index
+            steps = 0
+            while steps < mode and lower < last:
+                steps += 1
+                if _ROMAN_VALUES[upper] - _ROMAN_VALUES[lower + 1] <= n:
+                    lower += 1
+                else:
+                    break
+            out.append(_ROMAN_SYMBOLS[lower] + _ROMAN_SYMBOLS[upper])
+            n += _ROMAN_VALUES[lower] - _ROMAN_VALUES[upper]
+        else:
+            if digit > 4:
+                out.append(_ROMAN_SYMBOLS[index - 1])
+            out.append(_ROMAN_SYMBOLS[index] * (digit % 5))
+            n %= _ROMAN_VALUES[index]
+    return "".join(out)
+
+
 CORRECTED: dict[str, tuple[Callable[..., Any], int, int | None, bool]] = {
+    "ROMAN": (roman, 1, 2, False),
     "SUMPRODUCT": (sumproduct, 1, 255, False),
     "DATE": (date_1900, 3, 3, True),
     "DAYS": (days, 2, 2, True),
