@@ -227,6 +227,13 @@ def corners(tmp_path_factory):
             "D1": '=ROMAN(499,0)&" "&ROMAN(499,1)&" "&ROMAN(499,2)&" "&ROMAN(499,3)&" "&ROMAN(499,4)',
             "D2": '=_xlfn.TEXTJOIN(" ",TRUE,ROMAN({1999,1999,3999,0},{TRUE,FALSE,0,0}))',
             "D3": "=ROMAN(4000)",
+            "E1": '=FLOOR(-2.5,-2)&" "&CEILING(-2.5,-2)&" "&FLOOR(-2.5,2)&" "&CEILING(-2.5,2)',
+            "E2": "=FLOOR(2.5,-2)",
+            "E3": "=FLOOR(3,0)",
+            "E4": "=CEILING(3,0)",
+            "E5": '=_xlfn.FLOOR.MATH(-5.5,2,1)&" "&_xlfn.CEILING.MATH(-5.5,2,1)&" "&_xlfn.FLOOR.MATH(10,0)',
+            "E6": "=_xlfn.FLOOR.PRECISE(-3.2,-1)+ISO.CEILING(4.3,-2)+FLOOR(10.08,0.01)",
+            "E7": '=FLOOR(-10,"2024-01-10")',  # text read as a date, as Excel reads it
         }
         for ref, formula in cells.items():
             ws[ref] = formula
@@ -255,6 +262,13 @@ def corners(tmp_path_factory):
         ("D1", "CDXCIX LDVLIV XDIX VDIV ID"),  # Microsoft's examples; the engine knew form 0 alone
         ("D2", "MCMXCIX MIM MMMCMXCIX"),
         ("D3", "#VALUE!"),
+        ("E1", "-2 -4 -4 -2"),  # Microsoft's FLOOR and CEILING examples
+        ("E2", "#NUM!"),
+        ("E3", "#DIV/0!"),
+        ("E4", 0),
+        ("E5", "-4 -6 0"),  # mode 1 turns a negative number's direction; a significance of 0 gives 0 (the engine: 10)
+        ("E6", 12.08),
+        ("E7", -45_301),
     ],
 )
 def test_engine_difference_excels_numeric_corners(corners, ref, want):

@@ -357,7 +357,8 @@ def register_functions(
     book.register_function(FIT, fit_array, min_args=3, max_args=7)
     for name, (call, low, high, dates) in CORRECTED.items():
         if not (dates and date1904):
-            book.register_function(name, call, min_args=low, max_args=high, allow_override_builtin=True)
+            for stored in (name, "_XLFN." + name):  # as typed, and as Excel stores a function newer than 2007
+                book.register_function(stored, call, min_args=low, max_args=high, allow_override_builtin=True)
     for name, call in (hooks or {}).items():
         book.register_function(name, call, min_args=0, max_args=None)
     return book
@@ -370,7 +371,7 @@ LIFT = "_XLSXPLAN_LIFT_"
 """The prefix of the functions that compute a native function element by element (:func:`lift_arrays`)."""
 LIFTED = frozenset(
     "ABS SQRT ROUND ROUNDUP ROUNDDOWN MROUND INT TRUNC MOD QUOTIENT POWER SIGN LN LOG LOG10 EXP CEILING FLOOR "
-    "CEILING.MATH FLOOR.MATH ODD EVEN FACT DEGREES RADIANS ASIN ACOS ATAN SINH COSH TANH PERMUT COMBIN ERF "
+    "CEILING.MATH FLOOR.MATH CEILING.PRECISE FLOOR.PRECISE ISO.CEILING ODD EVEN FACT DEGREES RADIANS ASIN ACOS ATAN SINH COSH TANH PERMUT COMBIN ERF "
     "GAMMALN NORM.S.DIST NORM.S.INV NORM.DIST CONVERT DELTA GESTEP BASE DEC2BIN BITAND ROMAN "
     "ISERROR ISERR ISNA ISNUMBER ISTEXT ISNONTEXT ISBLANK ISLOGICAL ISEVEN ISODD N T NOT "
     "LEN LEFT RIGHT MID UPPER LOWER PROPER VALUE NUMBERVALUE TEXT FIXED DOLLAR TRIM CLEAN SUBSTITUTE REPLACE REPT "
@@ -714,6 +715,8 @@ def days(end: Any, start: Any) -> Any:
     if type(a) is dict or type(b) is dict:
         return a if type(a) is dict else b
     assert isinstance(a, int) and isinstance(b, int)
+    if not (0 <= a <= 2_958_465 and 0 <= b <= 2_958_465):
+        return {"type": "Error", "kind": "#NUM!", "message": "DAYS takes dates from serial 0 to 2958465"}
     return float(a - b)
 
 
@@ -763,7 +766,88 @@ def roman(number: Any, form: Any = 0) -> Any:
     return "".join(out)
 
 
+def _number_arg(value: Any, what: str) -> float | dict:
+    """A numeric argument as Excel reads one: a number, TRUE 1, FALSE and empty 0, text of a number; an error
+    value passes on."""
+    if type(value) is dict:
+        return value
+    if value is None:
+        return 0.0
+    if isinstance(value, (bool, int, float)):
+        return float(value)
+    try:
+        return float(str(value))
+    except ValueError:
+        pass
+    text = str(value)
+    if text == text.strip():  # Excel reads " 10 " as 10 but " 2024-01-10 " as no number
+        read = _native_scalar("VALUE", (text,))  # a date, a time, a percentage written as text
+        if isinstance(read, (int, float)) and not isinstance(read, bool):
+            return float(read)
+    return {"type": "Error", "kind": "#VALUE!", "message": f"{what} must be a number, got {value!r}"}
+
+
+def _approx(q: float) -> float:
+    """``q`` to 15 significant digits, as Excel rounds a quotient before taking its floor or ceiling (10.08/0.01
+    is 1008, not 1007.9999999999999)."""
+    return float(f"{q:.15g}")
+
+
+def _multiple(name: str, number: Any, significance: Any, mode: Any, up: bool) -> Any:
+    n = _number_arg(number, f"{name}'s number")
+    s = _number_arg(significance, f"{name}'s significance")
+    m = _number_arg(mode, f"{name}'s mode")
+    for v in (n, s, m):
+        if type(v) is dict:
+            return v
+    assert isinstance(n, float) and isinstance(s, float) and isinstance(m, float)
+    if name in ("FLOOR", "CEILING"):
+        if n > 0 and s < 0:
+            return {
+                "type": "Error",
+                "kind": "#NUM!",
+                "message": f"{name} of a positive number needs a positive significance",
+            }
+        if s == 0:
+            if name == "FLOOR" and n != 0:
+                return {"type": "Error", "kind": "#DIV/0!", "message": "FLOOR's significance is 0"}
+            return 0.0
+    else:
+        s = abs(s)
+        if s == 0:
+            return 0.0
+        if n < 0 and m != 0 and name in ("FLOOR.MATH", "CEILING.MATH"):
+            up = not up  # a negative number rounded toward zero (FLOOR.MATH) or away from it (CEILING.MATH)
+    q = _approx(n / s)
+    if not math.isfinite(q) or not math.isfinite(q * s):
+        return {"type": "Error", "kind": "#NUM!", "message": f"{name}: {n:g} / {s:g} is too large"}
+    return float((math.ceil(q) if up else math.floor(q)) * s) + 0.0
+
+
+def _floor(name: str, up: bool) -> Callable[..., Any]:
+    def call(number: Any, significance: Any = 1.0, mode: Any = 0.0) -> Any:
+        return _multiple(name, number, significance, mode, up)
+
+    call.__name__ = name.replace(".", "_").lower()
+    call.__doc__ = (
+        f"Excel's {name}: the number rounded {'up' if up else 'down'} to a multiple of the significance, as "
+        "Microsoft documents it: FLOOR and CEILING keep the significance's sign (a positive number with a negative "
+        "significance is #NUM!; FLOOR(x,0) #DIV/0!, CEILING(x,0) 0; a negative number with a negative significance "
+        "rounds FLOOR toward zero and CEILING away from it); the .MATH, .PRECISE and ISO forms take its size (0 "
+        "gives 0), and .MATH's mode other than 0 turns the direction for a negative number. formualizer 0.13 "
+        "differs on negative and zero significances and knows no .PRECISE form."
+    )
+    return call
+
+
 CORRECTED: dict[str, tuple[Callable[..., Any], int, int | None, bool]] = {
+    "FLOOR": (_floor("FLOOR", False), 1, 2, False),
+    "CEILING": (_floor("CEILING", True), 1, 2, False),
+    "FLOOR.MATH": (_floor("FLOOR.MATH", False), 1, 3, False),
+    "CEILING.MATH": (_floor("CEILING.MATH", True), 1, 3, False),
+    "FLOOR.PRECISE": (_floor("FLOOR.PRECISE", False), 1, 2, False),
+    "CEILING.PRECISE": (_floor("CEILING.PRECISE", True), 1, 2, False),
+    "ISO.CEILING": (_floor("ISO.CEILING", True), 1, 2, False),
     "ROMAN": (roman, 1, 2, False),
     "SUMPRODUCT": (sumproduct, 1, 255, False),
     "DATE": (date_1900, 3, 3, True),
