@@ -234,6 +234,9 @@ def corners(tmp_path_factory):
             "E5": '=_xlfn.FLOOR.MATH(-5.5,2,1)&" "&_xlfn.CEILING.MATH(-5.5,2,1)&" "&_xlfn.FLOOR.MATH(10,0)',
             "E6": "=_xlfn.FLOOR.PRECISE(-3.2,-1)+ISO.CEILING(4.3,-2)+FLOOR(10.08,0.01)",
             "E7": '=FLOOR(-10,"2024-01-10")',  # text read as a date, as Excel reads it
+            "F1": '=GCD(24,36,60)&" "&LCM(4,6,10)&" "&GCD({12,18},30.9)',
+            "F2": "=GCD(12,-3)",
+            "F3": "=LCM(A1,TRUE)",
         }
         for ref, formula in cells.items():
             ws[ref] = formula
@@ -269,6 +272,9 @@ def corners(tmp_path_factory):
         ("E5", "-4 -6 0"),  # mode 1 turns a negative number's direction; a significance of 0 gives 0 (the engine: 10)
         ("E6", 12.08),
         ("E7", -45_301),
+        ("F1", "12 60 6"),  # more than two arguments (the engine: "Too many arguments")
+        ("F2", "#NUM!"),
+        ("F3", "#VALUE!"),
     ],
 )
 def test_engine_difference_excels_numeric_corners(corners, ref, want):
