@@ -237,6 +237,12 @@ def corners(tmp_path_factory):
             "F1": '=GCD(24,36,60)&" "&LCM(4,6,10)&" "&GCD({12,18},30.9)',
             "F2": "=GCD(12,-3)",
             "F3": "=LCM(A1,TRUE)",
+            "G1": "=SUM(MMULT({1,2;3,4},{5;6}))",  # 17 + 39
+            "G2": "=ROUND(MDETERM({1,2;3,4}),9)",
+            "G3": "=ROUND(SUM(MINVERSE({4,7;2,6})),9)",  # {0.6,-0.7;-0.2,0.4}
+            "G4": "=SUM(_xlfn.MUNIT(3))",
+            "G5": "=MINVERSE({1,2;2,4})",
+            "G6": "=MMULT({1,2},{1,2})",
         }
         for ref, formula in cells.items():
             ws[ref] = formula
@@ -275,6 +281,12 @@ def corners(tmp_path_factory):
         ("F1", "12 60 6"),  # more than two arguments (the engine: "Too many arguments")
         ("F2", "#NUM!"),
         ("F3", "#VALUE!"),
+        ("G1", 56),  # the matrix functions, which the engine does not have (#NAME?)
+        ("G2", -2),
+        ("G3", 0.1),
+        ("G4", 3),
+        ("G5", "#NUM!"),
+        ("G6", "#VALUE!"),
     ],
 )
 def test_engine_difference_excels_numeric_corners(corners, ref, want):

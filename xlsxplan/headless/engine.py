@@ -891,7 +891,82 @@ def lcm(*args: Any) -> Any:
     return float(result)
 
 
+def _matrix(arg: Any, name: str) -> np.ndarray | dict:
+    """An argument of a matrix function as a 2-D array of floats; an error value passes on, and an element that
+    is not a number (text, TRUE, FALSE, an empty cell) is ``#VALUE!``, as in Excel."""
+    grid = _cells(arg)
+    for row in grid:
+        for v in row:
+            if type(v) is dict:
+                return v
+            if type(v) not in (int, float):
+                return {"type": "Error", "kind": "#VALUE!", "message": f"{name} takes numbers only, got {v!r}"}
+    if not grid or any(len(row) != len(grid[0]) for row in grid):
+        return {"type": "Error", "kind": "#VALUE!", "message": f"{name} takes a rectangular array"}
+    return np.array(grid, dtype=float)
+
+
+def mmult(a: Any, b: Any) -> Any:
+    """Excel's MMULT: the matrix product of two arrays of numbers, ``#VALUE!`` when the first's columns are not the
+    second's rows (Microsoft, "MMULT function"). formualizer 0.13 has no MMULT."""
+    x, y = _matrix(a, "MMULT"), _matrix(b, "MMULT")
+    if type(x) is dict or type(y) is dict:
+        return x if type(x) is dict else y
+    assert isinstance(x, np.ndarray) and isinstance(y, np.ndarray)
+    if x.shape[1] != y.shape[0]:
+        return {"type": "Error", "kind": "#VALUE!", "message": f"MMULT: {x.shape[1]} columns by {y.shape[0]} rows"}
+    return (x @ y).tolist()
+
+
+def _square(arg: Any, name: str) -> np.ndarray | dict:
+    m = _matrix(arg, name)
+    if isinstance(m, np.ndarray) and m.shape[0] != m.shape[1]:
+        return {
+            "type": "Error",
+            "kind": "#VALUE!",
+            "message": f"{name} takes a square array, got {m.shape[0]}x{m.shape[1]}",
+        }
+    return m
+
+
+def mdeterm(a: Any) -> Any:
+    """Excel's MDETERM: the determinant of a square array of numbers (Microsoft, "MDETERM function"; computed by LU
+    decomposition, as Excel does, so to about 16 digits). formualizer 0.13 has no MDETERM."""
+    m = _square(a, "MDETERM")
+    if not isinstance(m, np.ndarray):
+        return m
+    return float(np.linalg.det(m))
+
+
+def minverse(a: Any) -> Any:
+    """Excel's MINVERSE: the inverse of a square array of numbers, ``#NUM!`` for a singular one (Microsoft,
+    "MINVERSE function"). formualizer 0.13 has no MINVERSE."""
+    m = _square(a, "MINVERSE")
+    if type(m) is dict:
+        return m
+    assert isinstance(m, np.ndarray)
+    if np.linalg.det(m) == 0:
+        return {"type": "Error", "kind": "#NUM!", "message": "MINVERSE: the array is singular (determinant 0)"}
+    return np.linalg.inv(m).tolist()
+
+
+def munit(dimension: Any) -> Any:
+    """Excel's MUNIT: the identity matrix of ``dimension`` rows and columns, ``#VALUE!`` below 1 (Microsoft, "MUNIT
+    function"). formualizer 0.13 has no MUNIT."""
+    n = _number_arg(dimension, "MUNIT's dimension")
+    if type(n) is dict:
+        return n
+    assert isinstance(n, float)
+    if not 1 <= n <= 16_384:
+        return {"type": "Error", "kind": "#VALUE!", "message": f"MUNIT's dimension must be from 1 to 16384, got {n:g}"}
+    return np.eye(int(n)).tolist()
+
+
 CORRECTED: dict[str, tuple[Callable[..., Any], int, int | None, bool]] = {
+    "MMULT": (mmult, 2, 2, False),
+    "MDETERM": (mdeterm, 1, 1, False),
+    "MINVERSE": (minverse, 1, 1, False),
+    "MUNIT": (munit, 1, 1, False),
     "GCD": (gcd, 1, 255, False),
     "LCM": (lcm, 1, 255, False),
     "FLOOR": (_floor("FLOOR", False), 1, 2, False),
