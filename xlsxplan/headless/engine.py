@@ -915,7 +915,11 @@ def mmult(a: Any, b: Any) -> Any:
     assert isinstance(x, np.ndarray) and isinstance(y, np.ndarray)
     if x.shape[1] != y.shape[0]:
         return {"type": "Error", "kind": "#VALUE!", "message": f"MMULT: {x.shape[1]} columns by {y.shape[0]} rows"}
-    return (x @ y).tolist()
+    with np.errstate(all="ignore"):
+        product = x @ y
+    if not np.isfinite(product).all():
+        return {"type": "Error", "kind": "#NUM!", "message": "MMULT: a result is too large for a number"}
+    return product.tolist()
 
 
 def _square(arg: Any, name: str) -> np.ndarray | dict:
