@@ -18,6 +18,7 @@ newer dynamic-array functions) is left as it is: its arguments are read whole, a
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -92,6 +93,7 @@ PARAMETERS: dict[str, tuple[tuple[str, ...], int]] = {
 """The classes of the parameters of Excel's functions that :func:`intersect` reads (names without ``_xlfn.``)."""
 
 _SINGLE = "_XLFN.SINGLE("
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")
 _PLAIN = ("_XLFN._XLWS.", "_XLFN.", "_XLWS.")
 
 
@@ -120,8 +122,9 @@ def intersect(formula: str, multi: Callable[[str], bool] | None = None) -> str:
     cells that Excel intersects written ``@(...)``, and ``_xlfn.SINGLE(`` as ``@(``. ``multi(name)`` says whether a
     defined name refers to several cells. A formula that needs neither is returned as it is."""
     code = engine.code_text(formula) if '"' in formula else formula
-    if ":" not in code and multi is None and "SINGLE(" not in code.upper():
-        return formula
+    if ":" not in code and "SINGLE(" not in code.upper():
+        if multi is None or not any(multi(word) for word in _WORD.findall(code)):
+            return formula  # no range, no name of one: nothing to intersect (most formulas)
     tokens = engine.tokenized(formula)
     if tokens is None:
         return formula
