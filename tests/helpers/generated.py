@@ -180,6 +180,13 @@ GENERATED: tuple[Generated, ...] = (
         needs="LibreOffice and poppler (soffice, pdftotext, pdftoppm)",
     ),
     Generated(
+        "Excel match table",
+        ("docs/headless.md",),
+        ("python", "tests/helpers/excel_corpus.py"),
+        None,
+        checked_by="tests/headless/test_excel_corpus.py::test_the_match_table_in_the_docs_is_what_this_version_gives",
+    ),
+    Generated(
         "docs examples",
         ("README.md", "docs/*.md", "CONTRIBUTING.md", "SECURITY.md", "BENCHMARKS.md"),
         ("python", "tests/helpers/refresh_examples.py"),

@@ -32,12 +32,13 @@ Whole workbooks are :mod:`.workbook`'s (``from xlsxplan.headless import Workbook
 from __future__ import annotations
 
 import contextlib
+import datetime
 import difflib
 import functools
 import math
 import re
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -73,6 +74,9 @@ __all__ = [
     "LIFTED",
     "FIT",
     "fit_array",
+    "array_tiles",
+    "CORRECTED",
+    "SPILL_CAP",
     "lifts",
     "fatal",
     "code_text",
@@ -337,18 +341,25 @@ def _callback(fn: registry.Function) -> Callable[..., Any]:
 _CALLBACKS: dict[str, Callable[..., Any]] = {}
 
 
-def register_functions(book: Any, **hooks: Callable[..., Any]) -> Any:
+def register_functions(
+    book: Any, hooks: Mapping[str, Callable[..., Any]] | None = None, *, date1904: bool = False
+) -> Any:
     """Register every registry function, the omitted-argument marker, the lifted native functions
-    (:func:`lift_arrays`) and ``hooks`` ({name: callback}) with the engine workbook ``book`` (registrations are
-    per workbook); returns it."""
+    (:func:`lift_arrays`), Excel's own functions where the engine's differ from Excel (:data:`CORRECTED`; the
+    1900 date system's only for a book in it, not ``date1904``) and ``hooks`` ({name: callback}) with the engine
+    workbook ``book`` (registrations are per workbook); returns it."""
     if not _CALLBACKS:
         _CALLBACKS.update({name: _callback(fn) for name, fn in registry.FUNCTIONS.items()})
         _CALLBACKS.update({LIFT + name: _lifted(name) for name in LIFTED})
     for name, call in _CALLBACKS.items():
         book.register_function(name, call, min_args=0, max_args=None)  # cells.evaluate says "at most N"
     book.register_function(OMITTED, _omitted, min_args=0, max_args=0)
-    book.register_function(FIT, fit_array, min_args=3, max_args=3)
-    for name, call in hooks.items():
+    book.register_function(FIT, fit_array, min_args=3, max_args=7)
+    for name, (call, low, high, dates) in CORRECTED.items():
+        if not (dates and date1904):
+            for stored in (name, "_XLFN." + name):  # as typed, and as Excel stores a function newer than 2007
+                book.register_function(stored, call, min_args=low, max_args=high, allow_override_builtin=True)
+    for name, call in (hooks or {}).items():
         book.register_function(name, call, min_args=0, max_args=None)
     return book
 
@@ -360,7 +371,8 @@ LIFT = "_XLSXPLAN_LIFT_"
 """The prefix of the functions that compute a native function element by element (:func:`lift_arrays`)."""
 LIFTED = frozenset(
     "ABS SQRT ROUND ROUNDUP ROUNDDOWN MROUND INT TRUNC MOD QUOTIENT POWER SIGN LN LOG LOG10 EXP CEILING FLOOR "
-    "CEILING.MATH FLOOR.MATH ODD EVEN FACT DEGREES RADIANS ASIN ACOS ATAN SINH COSH TANH PERMUT COMBIN ERF "
+    "CEILING.MATH FLOOR.MATH CEILING.PRECISE FLOOR.PRECISE ISO.CEILING "
+    "ODD EVEN FACT DEGREES RADIANS ASIN ACOS ATAN SINH COSH TANH PERMUT COMBIN ERF "
     "GAMMALN NORM.S.DIST NORM.S.INV NORM.DIST CONVERT DELTA GESTEP BASE DEC2BIN BITAND ROMAN "
     "ISERROR ISERR ISNA ISNUMBER ISTEXT ISNONTEXT ISBLANK ISLOGICAL ISEVEN ISODD N T NOT "
     "LEN LEFT RIGHT MID UPPER LOWER PROPER VALUE NUMBERVALUE TEXT FIXED DOLLAR TRIM CLEAN SUBSTITUTE REPLACE REPT "
@@ -408,8 +420,9 @@ def lift_arrays(formula: str, multi: Callable[[str], bool] | None = None) -> str
                 stack.pop()
         elif kind == "Operand" and sub == "Range" and not (stack and stack[-1][0] == "{"):
             value = tok.value
-            if ":" in value or (multi is not None and multi(value)):
-                array_here()
+            single = i >= 2 and str(tokens[i - 2].value) == "@" and str(tokens[i - 1].token_type) == "Paren"
+            if not single and (":" in value or (multi is not None and multi(value))):
+                array_here()  # (a reference written @(...) is one value: implicitly intersected)
     if not marked:
         return formula
     raw = formula.encode("utf-8")
@@ -470,6 +483,9 @@ def _native_scalar(name: str, args: tuple[Any, ...]) -> Any:
     test = _IS.get(name)
     if test is not None and len(args) == 1:
         return test(args[0])
+    corrected = CORRECTED.get(name)
+    if corrected is not None:
+        return corrected[0](*args)
     key = (name, *((("E", v.get("kind")) if type(v) is dict else (type(v), v)) for v in args))
     try:
         return _lift_memo[key]
@@ -545,26 +561,432 @@ def _omitted() -> None:
     return None
 
 
-def fit_array(rows: Any, cols: Any, value: Any) -> Any:
+SPILL_CAP = 10_000
+"""The most cells formualizer 0.13 spills one result into (more is ``#SPILL!``, the cells left as they were)."""
+
+
+def fit_array(rows: Any, cols: Any, *part: Any) -> Any:
     """An array formula's result fitted to its range of ``rows`` x ``cols`` cells, as Excel fits a legacy (CSE)
     array: one value fills the range, a row repeats down it, a column across it, and a cell beyond the result is
     ``#N/A``. Engine difference: formualizer spills the result from the first cell whatever the range, into cells
-    outside it and leaving cells inside it empty."""
+    outside it and leaving cells inside it empty.
+
+    Called as ``FIT(rows, cols, value)`` for the whole range, or ``FIT(rows, cols, row0, col0, n_rows, n_cols,
+    value)`` for the tile of ``n_rows`` x ``n_cols`` cells at offset (row0, col0) of it: a range over more than
+    :data:`SPILL_CAP` cells is computed as tiles of at most that many, each from a cell of its own
+    (:func:`array_tiles`)."""
+    value = part[-1]
     n, m = int(rows), int(cols)
+    if len(part) == 5:
+        r0, c0, nr, nc = (int(x) for x in part[:4])
+        return [[_element(value, i, j) for j in range(c0, c0 + nc)] for i in range(r0, r0 + nr)]
     return [[_element(value, i, j) for j in range(m)] for i in range(n)]
 
 
-def new_book(data: bytes | None = None) -> Any:
+def array_tiles(rows: int, cols: int) -> list[tuple[int, int, int, int]]:
+    """The tiles (row offset, column offset, rows, columns) an array formula over ``rows`` x ``cols`` cells is
+    computed in: one, the whole range, when it is at most :data:`SPILL_CAP` cells; else blocks of whole rows (or
+    of a row's columns, for a row wider than the cap) of at most that many cells each."""
+    if rows * cols <= SPILL_CAP:
+        return [(0, 0, rows, cols)]
+    if cols <= SPILL_CAP:
+        step = SPILL_CAP // cols
+        return [(r, 0, min(step, rows - r), cols) for r in range(0, rows, step)]
+    return [(r, c, 1, min(SPILL_CAP, cols - c)) for r in range(rows) for c in range(0, cols, SPILL_CAP)]
+
+
+def new_book(data: bytes | None = None, date1904: bool = False) -> Any:
     """A formualizer workbook (from a package's bytes, or empty) set up as xlsxplan needs it: evaluation on the
     calling thread, one cell at a time (callbacks share xlsxplan's message and warning state; in parallel they
-    would run on the engine's threads, where that state is not theirs), and dates as serial numbers, as Excel
-    stores them."""
+    would run on the engine's threads, where that state is not theirs), dates as serial numbers, as Excel
+    stores them, counted from 1904 when the workbook says so (``date1904``; the engine's default is 1900)."""
     cfg = fz.EvaluationConfig()
     cfg.enable_parallel = False
+    if date1904:
+        cfg.date_system = "1904"
     config = fz.WorkbookConfig(eval_config=cfg)
     book = fz.Workbook(config=config) if data is None else fz.Workbook.from_bytes(data, config=config)
     book.set_temporal_egress("serial")
     return book
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Excel's own functions where formualizer 0.13 computes them otherwise
+
+
+def _error_in(value: Any) -> dict | None:
+    return value if type(value) is dict else None
+
+
+def _cells(arg: Any) -> list[list[Any]]:
+    if type(arg) is list:
+        return [row if type(row) is list else [row] for row in arg]
+    return [[arg]]
+
+
+def sumproduct(*arrays: Any) -> Any:
+    """Excel's SUMPRODUCT: the sum of the products of the arrays' corresponding elements. In its own array
+    arguments an element that is not a number (text, even ``"2"``; TRUE and FALSE; an empty cell) counts as 0, an
+    error value is the result, and arrays of different sizes are ``#VALUE!`` (Microsoft, "SUMPRODUCT function":
+    "treats non-numeric array entries as if they were zeros"). formualizer 0.13 converts ``"2"`` and TRUE to
+    numbers: ``SUMPRODUCT({1,"2",TRUE})`` was 4, Excel's is 1. A product written inside an argument
+    (``SUMPRODUCT(A1:A3*B1:B3)``) is computed by the engine first, where ``*`` converts ``"3"`` as Excel's does."""
+    grids = [_cells(a) for a in arrays]
+    rows, cols = len(grids[0]), len(grids[0][0]) if grids[0] else 0
+    if any(len(g) != rows or any(len(r) != cols for r in g) for g in grids):
+        return {"type": "Error", "kind": "#VALUE!", "message": "SUMPRODUCT's arrays must all be the same size"}
+    total = 0.0
+    for i in range(rows):
+        for j in range(cols):
+            product = 1.0
+            for g in grids:
+                v = g[i][j]
+                if type(v) is dict:
+                    return v
+                product *= v if type(v) in (int, float) else 0.0
+            total += product
+    return total
+
+
+_EXCEL_EPOCH = datetime.date(1899, 12, 31)
+_LOTUS_LEAP_DAY = 60
+"""Serial number 60 is 29 February 1900 in Excel's 1900 date system, a day that did not exist, kept from Lotus 1-2-3
+for compatibility (Microsoft, "Excel incorrectly assumes that the year 1900 is a leap year"): every serial number
+from 61 (1 March 1900) on is one more than the days since 31 December 1899."""
+
+
+def _serial(day: datetime.date) -> int:
+    """The 1900 date system's serial number of a real date."""
+    n = (day - _EXCEL_EPOCH).days
+    return n + 1 if n >= _LOTUS_LEAP_DAY else n
+
+
+def _whole(value: Any, what: str) -> int | dict:
+    """An argument of a date function as Excel reads it: a number truncated, TRUE 1, empty 0, text of a number."""
+    if type(value) is dict:
+        return value
+    if value is None:
+        return 0
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, str):
+        try:
+            value = float(value)
+        except ValueError:
+            return {"type": "Error", "kind": "#VALUE!", "message": f"DATE's {what} must be a number, got {value!r}"}
+    return math.floor(value) if value >= 0 else -math.floor(-value)
+
+
+def date_1900(year: Any, month: Any, day: Any) -> Any:
+    """Excel's DATE in the 1900 date system: the serial number of (year, month, day), a month past 12 or below 1
+    and a day past the month's end or below 1 carried into the year and month, a year from 0 to 1899 read as 1900
+    more (Microsoft, "DATE function"), and 29 February 1900 the Lotus leap day, serial 60 (DATE(1900,3,0) too).
+    formualizer 0.13 gives 61, the serial of 1 March. ``#NUM!`` outside serials 0 to 2,958,465 (31 December
+    9999)."""
+    y, m, d = _whole(year, "year"), _whole(month, "month"), _whole(day, "day")
+    for part in (y, m, d):
+        if type(part) is dict:
+            return part
+    assert isinstance(y, int) and isinstance(m, int) and isinstance(d, int)
+    if 0 <= y < 1900:
+        y += 1900
+    y, m = y + (m - 1) // 12, (m - 1) % 12 + 1
+    if not 1900 <= y <= 9999:
+        return {"type": "Error", "kind": "#NUM!", "message": f"DATE's year must be from 0 to 9999, got {y}"}
+    serial = _serial(datetime.date(y, m, 1)) + d - 1  # a day past the month's end counts on in Lotus' calendar
+    if not 0 <= serial <= 2_958_465:
+        return {"type": "Error", "kind": "#NUM!", "message": f"DATE gives serial number {serial}, outside 0 to 2958465"}
+    return float(serial)
+
+
+def days(end: Any, start: Any) -> Any:
+    """Excel's DAYS: ``end - start`` in days, each date's serial number truncated (Microsoft, "DAYS function");
+    a date written as text is read by the engine's DATEVALUE. formualizer 0.13 counts real days between them,
+    one fewer than Excel's across the Lotus leap day (DAYS(61,59): Excel 2)."""
+    serials = []
+    for value in (end, start):
+        if type(value) is dict:
+            return value
+        if isinstance(value, str):
+            value = _native_scalar("DATEVALUE", (value,))
+            if type(value) is dict:
+                return value
+        serials.append(_whole(value, "date"))
+    a, b = serials
+    if type(a) is dict or type(b) is dict:
+        return a if type(a) is dict else b
+    assert isinstance(a, int) and isinstance(b, int)
+    if not (0 <= a <= 2_958_465 and 0 <= b <= 2_958_465):
+        return {"type": "Error", "kind": "#NUM!", "message": "DAYS takes dates from serial 0 to 2958465"}
+    return float(a - b)
+
+
+_ROMAN_SYMBOLS = "MDCLXVI"
+_ROMAN_VALUES = (1000, 500, 100, 50, 10, 5, 1)
+_ROMAN_FORMS = {True: 0, False: 4}
+
+
+def roman(number: Any, form: Any = 0) -> Any:
+    """Excel's ROMAN: ``number`` (0 to 3999, truncated) in Roman numerals, ``form`` 0 (classic, the default or
+    TRUE) to 4 (simplified, or FALSE) (Microsoft, "ROMAN function": 499 is CDXCIX, LDVLIV, XDIX, VDIV, ID). Each
+    decimal digit is written in turn; a 4 or a 9 is a subtractive pair, and each step of ``form`` lets the
+    subtracted symbol be one smaller still (XD for 490 rather than XCD) while the pair stays at most the value
+    left. formualizer 0.13 gives ``#VALUE!`` for every form but 0."""
+    if type(number) is dict:
+        return number
+    if type(form) is dict:
+        return form
+    try:
+        n = math.floor(float(number if number is not None else 0))
+        mode = _ROMAN_FORMS[form] if isinstance(form, bool) else math.floor(float(form if form is not None else 0))
+    except (TypeError, ValueError):
+        return {"type": "Error", "kind": "#VALUE!", "message": "ROMAN takes a number and a form from 0 to 4"}
+    if not (0 <= n <= 3999 and 0 <= mode <= 4):
+        return {"type": "Error", "kind": "#VALUE!", "message": f"ROMAN takes 0 to 3999 in form 0 to 4, got {n}, {mode}"}
+    out: list[str] = []
+    last = len(_ROMAN_VALUES) - 1
+    for index in range(0, last + 1, 2):  # M, C, X, I: one decimal digit each
+        digit = n // _ROMAN_VALUES[index]
+        if digit % 5 == 4:
+            upper = index - 1 if digit == 4 else index - 2  # the symbol subtracted from: V/L/D, or X/C/M
+            lower = index
+            steps = 0
+            while steps < mode and lower < last:
+                steps += 1
+                if _ROMAN_VALUES[upper] - _ROMAN_VALUES[lower + 1] <= n:
+                    lower += 1
+                else:
+                    break
+            out.append(_ROMAN_SYMBOLS[lower] + _ROMAN_SYMBOLS[upper])
+            n += _ROMAN_VALUES[lower] - _ROMAN_VALUES[upper]
+        else:
+            if digit > 4:
+                out.append(_ROMAN_SYMBOLS[index - 1])
+            out.append(_ROMAN_SYMBOLS[index] * (digit % 5))
+            n %= _ROMAN_VALUES[index]
+    return "".join(out)
+
+
+def _number_arg(value: Any, what: str) -> float | dict:
+    """A numeric argument as Excel reads one: a number, TRUE 1, FALSE and empty 0, text of a number; an error
+    value passes on."""
+    if type(value) is dict:
+        return value
+    if value is None:
+        return 0.0
+    if isinstance(value, (bool, int, float)):
+        return float(value)
+    try:
+        return float(str(value))
+    except ValueError:
+        pass
+    text = str(value)
+    if text == text.strip():  # Excel reads " 10 " as 10 but " 2024-01-10 " as no number
+        read = _native_scalar("VALUE", (text,))  # a date, a time, a percentage written as text
+        if isinstance(read, (int, float)) and not isinstance(read, bool):
+            return float(read)
+    return {"type": "Error", "kind": "#VALUE!", "message": f"{what} must be a number, got {value!r}"}
+
+
+def _approx(q: float) -> float:
+    """``q`` to 15 significant digits, as Excel rounds a quotient before taking its floor or ceiling (10.08/0.01
+    is 1008, not 1007.9999999999999)."""
+    return float(f"{q:.15g}")
+
+
+def _multiple(name: str, number: Any, significance: Any, mode: Any, up: bool) -> Any:
+    n = _number_arg(number, f"{name}'s number")
+    s = _number_arg(significance, f"{name}'s significance")
+    m = _number_arg(mode, f"{name}'s mode")
+    for v in (n, s, m):
+        if type(v) is dict:
+            return v
+    assert isinstance(n, float) and isinstance(s, float) and isinstance(m, float)
+    if name in ("FLOOR", "CEILING"):
+        if n > 0 and s < 0:
+            return {
+                "type": "Error",
+                "kind": "#NUM!",
+                "message": f"{name} of a positive number needs a positive significance",
+            }
+        if s == 0:
+            if name == "FLOOR" and n != 0:
+                return {"type": "Error", "kind": "#DIV/0!", "message": "FLOOR's significance is 0"}
+            return 0.0
+    else:
+        s = abs(s)
+        if s == 0:
+            return 0.0
+        if n < 0 and m != 0 and name in ("FLOOR.MATH", "CEILING.MATH"):
+            up = not up  # a negative number rounded toward zero (FLOOR.MATH) or away from it (CEILING.MATH)
+    q = _approx(n / s)
+    if not math.isfinite(q) or not math.isfinite(q * s):
+        return {"type": "Error", "kind": "#NUM!", "message": f"{name}: {n:g} / {s:g} is too large"}
+    return float((math.ceil(q) if up else math.floor(q)) * s) + 0.0
+
+
+def _floor(name: str, up: bool) -> Callable[..., Any]:
+    def call(number: Any, significance: Any = 1.0, mode: Any = 0.0) -> Any:
+        return _multiple(name, number, significance, mode, up)
+
+    call.__name__ = name.replace(".", "_").lower()
+    call.__doc__ = (
+        f"Excel's {name}: the number rounded {'up' if up else 'down'} to a multiple of the significance, as "
+        "Microsoft documents it: FLOOR and CEILING keep the significance's sign (a positive number with a negative "
+        "significance is #NUM!; FLOOR(x,0) #DIV/0!, CEILING(x,0) 0; a negative number with a negative significance "
+        "rounds FLOOR toward zero and CEILING away from it); the .MATH, .PRECISE and ISO forms take its size (0 "
+        "gives 0), and .MATH's mode other than 0 turns the direction for a negative number. formualizer 0.13 "
+        "differs on negative and zero significances and knows no .PRECISE form."
+    )
+    return call
+
+
+def _whole_numbers(name: str, args: tuple[Any, ...]) -> list[int] | dict:
+    """GCD's and LCM's arguments as Excel reads them: every element of every argument (ranges and arrays
+    included), truncated; an empty cell of a range 0, one given alone skipped (all such: ``#VALUE!``); an error
+    value the result; TRUE, FALSE and text not a number ``#VALUE!``; below 0 or from 2^53 on ``#NUM!``."""
+    out = []
+    for arg in args:
+        for row in _cells(arg):
+            for v in row:
+                if v is None:
+                    if type(arg) is list:
+                        v = 0.0  # an empty cell of a range counts 0; an empty cell given alone, nothing
+                    else:
+                        continue
+                if isinstance(v, bool):
+                    return {"type": "Error", "kind": "#VALUE!", "message": f"{name} takes numbers, not TRUE or FALSE"}
+                n = _number_arg(v, f"{name}'s arguments")
+                if type(n) is dict:
+                    return n
+                assert isinstance(n, float)
+                if not 0 <= n < 2**53:
+                    return {
+                        "type": "Error",
+                        "kind": "#NUM!",
+                        "message": f"{name} takes numbers from 0 to 2^53, got {n:g}",
+                    }
+                out.append(int(n))
+    if not out:
+        return {"type": "Error", "kind": "#VALUE!", "message": f"{name} has no number: every argument is empty"}
+    return out
+
+
+def gcd(*args: Any) -> Any:
+    """Excel's GCD: the greatest common divisor of the whole numbers in any number of arguments, ranges and
+    arrays included (Microsoft, "GCD function"). formualizer 0.13 takes two arguments at most."""
+    numbers = _whole_numbers("GCD", args)
+    return numbers if type(numbers) is dict else float(math.gcd(*numbers))
+
+
+def lcm(*args: Any) -> Any:
+    """Excel's LCM: the least common multiple of the whole numbers in any number of arguments (0 if one is 0;
+    ``#NUM!`` from 2^53 on) (Microsoft, "LCM function"). formualizer 0.13 takes two arguments at most."""
+    numbers = _whole_numbers("LCM", args)
+    if type(numbers) is dict:
+        return numbers
+    result = math.lcm(*numbers) if numbers else 0
+    if result >= 2**53:
+        return {"type": "Error", "kind": "#NUM!", "message": "LCM is 2^53 or more"}
+    return float(result)
+
+
+def _matrix(arg: Any, name: str) -> np.ndarray | dict:
+    """An argument of a matrix function as a 2-D array of floats; an error value passes on, and an element that
+    is not a number (text, TRUE, FALSE, an empty cell) is ``#VALUE!``, as in Excel."""
+    grid = _cells(arg)
+    for row in grid:
+        for v in row:
+            if type(v) is dict:
+                return v
+            if type(v) not in (int, float):
+                return {"type": "Error", "kind": "#VALUE!", "message": f"{name} takes numbers only, got {v!r}"}
+    if not grid or any(len(row) != len(grid[0]) for row in grid):
+        return {"type": "Error", "kind": "#VALUE!", "message": f"{name} takes a rectangular array"}
+    return np.array(grid, dtype=float)
+
+
+def mmult(a: Any, b: Any) -> Any:
+    """Excel's MMULT: the matrix product of two arrays of numbers, ``#VALUE!`` when the first's columns are not the
+    second's rows (Microsoft, "MMULT function"). formualizer 0.13 has no MMULT."""
+    x, y = _matrix(a, "MMULT"), _matrix(b, "MMULT")
+    if type(x) is dict or type(y) is dict:
+        return x if type(x) is dict else y
+    assert isinstance(x, np.ndarray) and isinstance(y, np.ndarray)
+    if x.shape[1] != y.shape[0]:
+        return {"type": "Error", "kind": "#VALUE!", "message": f"MMULT: {x.shape[1]} columns by {y.shape[0]} rows"}
+    with np.errstate(all="ignore"):
+        product = x @ y
+    if not np.isfinite(product).all():
+        return {"type": "Error", "kind": "#NUM!", "message": "MMULT: a result is too large for a number"}
+    return product.tolist()
+
+
+def _square(arg: Any, name: str) -> np.ndarray | dict:
+    m = _matrix(arg, name)
+    if isinstance(m, np.ndarray) and m.shape[0] != m.shape[1]:
+        return {
+            "type": "Error",
+            "kind": "#VALUE!",
+            "message": f"{name} takes a square array, got {m.shape[0]}x{m.shape[1]}",
+        }
+    return m
+
+
+def mdeterm(a: Any) -> Any:
+    """Excel's MDETERM: the determinant of a square array of numbers (Microsoft, "MDETERM function"; computed by LU
+    decomposition, as Excel does, so to about 16 digits). formualizer 0.13 has no MDETERM."""
+    m = _square(a, "MDETERM")
+    if not isinstance(m, np.ndarray):
+        return m
+    return float(np.linalg.det(m))
+
+
+def minverse(a: Any) -> Any:
+    """Excel's MINVERSE: the inverse of a square array of numbers, ``#NUM!`` for a singular one (Microsoft,
+    "MINVERSE function"). formualizer 0.13 has no MINVERSE."""
+    m = _square(a, "MINVERSE")
+    if type(m) is dict:
+        return m
+    assert isinstance(m, np.ndarray)
+    if np.linalg.det(m) == 0:
+        return {"type": "Error", "kind": "#NUM!", "message": "MINVERSE: the array is singular (determinant 0)"}
+    return np.linalg.inv(m).tolist()
+
+
+def munit(dimension: Any) -> Any:
+    """Excel's MUNIT: the identity matrix of ``dimension`` rows and columns, ``#VALUE!`` below 1 (Microsoft, "MUNIT
+    function"). formualizer 0.13 has no MUNIT."""
+    n = _number_arg(dimension, "MUNIT's dimension")
+    if type(n) is dict:
+        return n
+    assert isinstance(n, float)
+    if not 1 <= n <= 16_384:
+        return {"type": "Error", "kind": "#VALUE!", "message": f"MUNIT's dimension must be from 1 to 16384, got {n:g}"}
+    return np.eye(int(n)).tolist()
+
+
+CORRECTED: dict[str, tuple[Callable[..., Any], int, int | None, bool]] = {
+    "MMULT": (mmult, 2, 2, False),
+    "MDETERM": (mdeterm, 1, 1, False),
+    "MINVERSE": (minverse, 1, 1, False),
+    "MUNIT": (munit, 1, 1, False),
+    "GCD": (gcd, 1, 255, False),
+    "LCM": (lcm, 1, 255, False),
+    "FLOOR": (_floor("FLOOR", False), 1, 2, False),
+    "CEILING": (_floor("CEILING", True), 1, 2, False),
+    "FLOOR.MATH": (_floor("FLOOR.MATH", False), 1, 3, False),
+    "CEILING.MATH": (_floor("CEILING.MATH", True), 1, 3, False),
+    "FLOOR.PRECISE": (_floor("FLOOR.PRECISE", False), 1, 2, False),
+    "CEILING.PRECISE": (_floor("CEILING.PRECISE", True), 1, 2, False),
+    "ISO.CEILING": (_floor("ISO.CEILING", True), 1, 2, False),
+    "ROMAN": (roman, 1, 2, False),
+    "SUMPRODUCT": (sumproduct, 1, 255, False),
+    "DATE": (date_1900, 3, 3, True),
+    "DAYS": (days, 2, 2, True),
+}
+"""Excel's functions registered in place of the engine's own, which differ from Excel's documentation: {name:
+(callback, least and most arguments, whether it is the 1900 date system's)}."""
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -938,7 +1360,7 @@ def evaluate_formula(formula: str) -> FormulaResult:
         return FormulaResult(None, CellError("#REF!", f"eval takes constants only, not references ({', '.join(refs)})"))
     with _lock, collect_messages() as messages:
         if _eval_book is None:
-            _eval_book = register_functions(new_book(), **{PROBE: _capture})
+            _eval_book = register_functions(new_book(), {PROBE: _capture})
             _eval_book.add_sheet("Eval")
         _captured.clear()
         _eval_book.set_formula("Eval", 1, 1, f"={PROBE}({lift_arrays(mark_omitted(text))[1:]})")

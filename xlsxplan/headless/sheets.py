@@ -197,6 +197,8 @@ def engine_copy(index: SheetIndex, texts: Mapping[tuple[int, int], str], xml: by
     their cached values)."""
     edits = [(f.span, html.escape(texts[rc], quote=False)) for rc, f in index.formulas.items() if rc in texts]
     edits += [(f.span, "") for f in index.formulas.values() if f.kind == "dataTable"]
+    if index.source is not None:
+        edits += _array_range_values(index, index.source)
     if not edits or index.source is None:
         return xml
     text = index.source
@@ -206,6 +208,30 @@ def engine_copy(index: SheetIndex, texts: Mapping[tuple[int, int], str], xml: by
         last = end
     out.append(text[last:])
     return "".join(out).encode(index.encoding)
+
+
+def _array_range_values(index: SheetIndex, text: str) -> list[tuple[tuple[int, int], str]]:
+    """Edits that empty the cells of each array formula's range but its first: Excel saves the array's values in
+    every cell of the range (legacy and dynamic arrays alike), and the engine would take them for cells in the way
+    (``#SPILL!`` at the first cell, the saved values kept in the others). Each such cell becomes ``<c r="..."/>``."""
+    areas = [f.area for f in index.formulas.values() if f.kind == "array" and f.area is not None]
+    areas = [a for a in areas if (a[0], a[1]) != (a[2], a[3])]
+    if not areas:
+        return []
+    p, start, end = _data(text)
+    top, bottom = min(a[0] for a in areas), max(a[2] for a in areas)
+    cell_re = re.compile(rf"<{p}c\b([^>]*?)(?:/>|>.*?</{p}c>)", re.S)
+    edits = []
+    for m in cell_re.finditer(text, start, end):
+        ref = _R_ATTR.search(m.group(1))
+        if ref is None:
+            continue
+        row, col = _position(ref.group(1))
+        if row < top or row > bottom or (row, col) in index.formulas:
+            continue
+        if any(r1 <= row <= r2 and c1 <= col <= c2 for r1, c1, r2, c2 in areas):
+            edits.append((m.span(), f'<{p}c r="{ref.group(1)}"/>'))
+    return edits
 
 
 def release(index: SheetIndex) -> None:

@@ -54,9 +54,10 @@ from ..infra.fileio import atomic_write
 from ..infra.text import FORMULA_TRIGGERS, clean_text
 from . import engine
 from .frozen import NAME_PREFIX, TITLE_PREFIX, Frozen, read_frozen
+from .intersect import intersect
 from .layout import Layout, Validation
 from .numfmt import format_value
-from .package import Package, closest, col_index, col_letter, range_bounds
+from .package import Package, closest, col_index, col_letter, range_bounds, split_ref
 from .patch import CommentEdit, Patch, QuotePrefixStyles, patch_sheet, write_notes
 from .references import COMPUTED_RANGE, computed_range
 from .references import ordered as ordered_ranges
@@ -331,9 +332,12 @@ class Workbook:
             check_ranges(
                 inspection, {t: [f.text for f in idx.formulas.values() if f.text] for t, idx in index.items()}, limits
             )
-            data, calling, calls = _engine_package(pkg, index)
+            data, calling, calls, tiles = _engine_package(pkg, index)
             probe = _Probe()
-            book = engine.register_functions(engine.new_book(data), **{engine.PROBE: probe})
+            date1904 = Layout(pkg).date1904
+            book = engine.register_functions(engine.new_book(data, date1904), {engine.PROBE: probe}, date1904=date1904)
+            for title, row, col, text in tiles:
+                book.set_formula(title, row, col, text)
             frozen = _read_frozen(inspection, index, book, limits)
         except WorkbookError as err:
             raise WorkbookError(f"{name}: {err.message}") from None
@@ -1241,6 +1245,7 @@ class _Static:
         self.titles = [s.title for s in pkg.sheets if s.kind == "worksheet"]
         self.folded = {t.casefold(): t for t in self.titles}
         self.names: dict[str, str] = {}
+        self.formulas: Mapping[str, SheetIndex] = {}  # each sheet's formulas, for FORMULATEXT (set by the caller)
         for d in pkg.defined_names:
             if d.local_sheet is None:
                 self.names[d.name.upper()] = d.text.strip().lstrip("=")
@@ -1364,15 +1369,74 @@ def _engine_text(
     written = "=" + _qualified_names(text, local)
     if static is not None:
         written = _static_references(written, sheet, static)
+        if static.formulas and f.kind != "shared" and "FORMULATEXT" in written.upper():  # a literal would not shift
+            written = _formula_texts(written, sheet, static)
+    if f.kind != "array":
+        written = intersect(written, multi)
     new, calling = engine.prepare(written, multi)
     new = _fitted(new[1:], f) if f.kind == "array" else f"@({new[1:]})"
     return (new if new != text else None), calling
 
 
+_FORMULATEXT = re.compile(
+    r"(?<![A-Za-z0-9_.])(?:_xlfn\.)?FORMULATEXT\(\s*((?:'(?:[^']|'')+'|[A-Za-z0-9_.]+)!)?"
+    r"(\$?[A-Za-z]{1,3}\$?\d{1,7})(?::\$?[A-Za-z]{1,3}\$?\d{1,7})?\s*\)",
+    re.IGNORECASE,
+)
+_XLFN = re.compile(r"(?<![A-Za-z0-9_.])_xlfn\.(?:_xlws\.)?", re.IGNORECASE)
+_SINGLE = re.compile(r"(?<![A-Za-z0-9_.])_xlfn\.SINGLE\((?:([$A-Za-z0-9_.!:']+)\))?", re.IGNORECASE)
+
+
+def _at(m: re.Match[str]) -> str:
+    """Excel's ``@`` for its stored ``_xlfn.SINGLE(``: ``@A1:A3`` around a reference or name, else ``@(``."""
+    return "@" + m.group(1) if m.group(1) else "@("
+
+
+def _formula_texts(formula: str, sheet: str, static: _Static) -> str:
+    """``formula`` with each ``FORMULATEXT`` of a cell (or a range: its first cell) that holds a formula of its own
+    replaced by that formula's text as Excel shows it (``=`` and the text the file stores, without the ``_xlfn.``
+    prefixes): the engine would show its own rewrite of it. Other arguments are left to the engine."""
+
+    def change(part: str) -> str:
+        def sub(m: re.Match[str]) -> str:
+            where = m.group(1)
+            title = sheet if not where else static.folded.get(where[:-1].strip("'").replace("''", "'").casefold())
+            idx = static.formulas.get(title) if title else None
+            if idx is None:
+                return m.group(0)
+            row, col = split_ref(m.group(2).replace("$", ""))
+            f = idx.formulas.get((row, col))
+            if f is None or not f.text or f.kind in ("array", "dataTable"):
+                return m.group(0)
+            shown = "=" + engine.outside_quotes(f.text, lambda code: _XLFN.sub("", _SINGLE.sub(_at, code)))
+            return '"' + shown.replace('"', '""') + '"'
+
+        return _FORMULATEXT.sub(sub, part)
+
+    return engine.outside_quotes(formula, change)
+
+
 def _fitted(text: str, f: Formula) -> str:
-    """An array formula's text given to :func:`.engine.fit_array` for its range."""
+    """An array formula's text given to :func:`.engine.fit_array` for its range (for its first tile, when the range
+    is computed in tiles: :func:`_tiles`)."""
     r1, c1, r2, c2 = f.area or (f.row, f.col, f.row, f.col)
-    return f"{engine.FIT}({r2 - r1 + 1},{c2 - c1 + 1},{text})"
+    rows, cols = r2 - r1 + 1, c2 - c1 + 1
+    if rows * cols <= engine.SPILL_CAP:
+        return f"{engine.FIT}({rows},{cols},{text})"
+    r0, c0, nr, nc = engine.array_tiles(rows, cols)[0]
+    return f"{engine.FIT}({rows},{cols},{r0},{c0},{nr},{nc},{text})"
+
+
+def _tiles(text: str, f: Formula) -> list[tuple[int, int, str]]:
+    """The cells (row, column) and formulas of an array formula's tiles after its first, for a range of more cells
+    than the engine spills one result into: each tile computes the formula and fills its own block of the range,
+    so a range of any size computes (``text``: the formula as the engine is given it, without ``=``)."""
+    r1, c1, r2, c2 = f.area or (f.row, f.col, f.row, f.col)
+    rows, cols = r2 - r1 + 1, c2 - c1 + 1
+    return [
+        (r1 + r0, c1 + c0, f"={engine.FIT}({rows},{cols},{r0},{c0},{nr},{nc},{text})")
+        for r0, c0, nr, nc in engine.array_tiles(rows, cols)[1:]
+    ]
 
 
 def _names_calling_registry(pkg: Package) -> re.Pattern | None:
@@ -1385,18 +1449,24 @@ def _names_calling_registry(pkg: Package) -> re.Pattern | None:
     return re.compile(rf"(?<![A-Za-z0-9_.!])(?:{names})(?![A-Za-z0-9_.(])", re.IGNORECASE)
 
 
-def _engine_package(pkg: Package, index: Mapping[str, SheetIndex]) -> tuple[bytes, set[tuple[str, int, int]], int]:
+def _engine_package(
+    pkg: Package, index: Mapping[str, SheetIndex]
+) -> tuple[bytes, set[tuple[str, int, int]], int, list[tuple[str, int, int, str]]]:
     """The package as the engine is given it (sheet parts with their formulas rewritten, stored uncompressed), the
-    formula cells that call registry functions (themselves or through a defined name), and the registry calls the
-    formulas write (shared formulas counted for each of their cells)."""
+    formula cells that call registry functions (themselves or through a defined name), the registry calls the
+    formulas write (shared formulas counted for each of their cells), and the formulas (sheet, row, column, text)
+    of the tiles that array formulas over more cells than the engine spills compute in after their first
+    (:func:`_tiles`), set in the engine's book once it is loaded."""
     local = _local_names(pkg)
     static = _Static(pkg)
+    static.formulas = index
     names_calling = _names_calling_registry(pkg)
     ranges = {d.name.upper() for d in pkg.defined_names if ":" in d.text}
     multi = (lambda operand: operand.upper() in ranges) if ranges else None
     parts: dict[str, bytes] = {}
     calling: set[tuple[str, int, int]] = set()
     calls = 0
+    tiles: list[tuple[str, int, int, str]] = []
     for sheet in (s for s in pkg.sheets if s.kind == "worksheet"):
         idx = index[sheet.title]
         if not idx.formulas:
@@ -1426,6 +1496,11 @@ def _engine_package(pkg: Package, index: Mapping[str, SheetIndex]) -> tuple[byte
                 calls += n_calls if f.text else 1
             if new is not None:
                 texts[rc] = new
+                if f.kind == "array" and f.area is not None and new.startswith(engine.FIT):
+                    r1, c1, r2, c2 = f.area
+                    if (r2 - r1 + 1) * (c2 - c1 + 1) > engine.SPILL_CAP:  # past the engine's spill cap: in tiles
+                        inner = new[len(_fitted("", f)) - 1 : -1]  # the formula inside the first tile's FIT
+                        tiles += [(sheet.title, *tile) for tile in _tiles(inner, f)]
         parts[sheet.part] = engine_copy(idx, texts, pkg.read(sheet.part))
     if pkg.defined_names and pkg.workbook_part:
         names = _ordered_names(pkg.read(pkg.workbook_part))
@@ -1439,7 +1514,7 @@ def _engine_package(pkg: Package, index: Mapping[str, SheetIndex]) -> tuple[byte
                     member.write(parts.get(info.filename) or pkg.read(info.filename))
     for idx in index.values():
         release(idx)
-    return buf.getvalue(), calling, calls
+    return buf.getvalue(), calling, calls, tiles
 
 
 _DEFINED_NAME = re.compile(rb"(<(?:\w+:)?definedName\b[^>]*>)([^<]*)(</(?:\w+:)?definedName\s*>)")
