@@ -145,6 +145,9 @@ def build_template(
     try:
         book.wb.save(raw)
         workbook = api.load(raw).calculate()  # the Workbook API pauses the garbage collector while it works
+        if book.fit_text(workbook.get) and edition != "portable":  # the portable pass recalculates anyway
+            book.wb.save(raw)
+            workbook = api.load(raw).calculate()
         if edition == "portable":
             from .portable import make_portable
 
