@@ -834,7 +834,10 @@ def _printed_columns(p: _Pass, ws: Worksheet) -> int:
     efficiency ranges, one column each (hundreds), which print as far as the widest other table."""
     if ws is not p.catalog_ws:
         return ws.max_column
-    above = p.tables.bands.first_row - 1  # the ranges' title row
+    bands = p.tables.bands
+    if bands is None:
+        return ws.max_column
+    above = bands.first_row - 1  # the ranges' title row
     return max(c.column for row in ws.iter_rows(max_row=above - 1) for c in row if c.value is not None)
 
 
