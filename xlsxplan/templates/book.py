@@ -173,6 +173,7 @@ class Book:
         self.inputs: list[InputRow] = []
         self.input_names: dict[str, str] = {}  # key of an input row -> its defined name
         self.names: dict[str, str] = {}
+        self.output_names: dict[str, str] = {}  # defined name of a headline output -> its line item's key
         self.sheets: dict[str, Sheet] = {}
         self.chart_rows: tuple[int, int] = (0, 0)
         self.master_check: Ref | None = None
@@ -236,6 +237,14 @@ class Book:
         r = self.ref(key)
         return f"{r.sheet}!{r.col}{r.row}"
 
+    def name_outputs(self, outputs: dict[str, str]) -> None:
+        """A defined name on each headline output (``{name: line item key}``): the figures a reader asks for by
+        name (``xlsxplan recalc --show NAME``, ``xlsxplan outputs``), as the inputs are named after their labels."""
+        for name, key in outputs.items():
+            r = self.ref(key)
+            self.define(name, r.sheet, f"${r.col}${r.row}")
+            self.output_names[name] = key
+
     # -- finishing ------------------------------------------------------------------------------------------------
     def fit_text(self, value_of: Callable[[str], Any]) -> bool:
         """Make room for each text a formula computes (``value_of("'Sheet'!$B$7")``, the recalculated book's value)
@@ -252,7 +261,7 @@ class Book:
 
             for row in ws.iter_rows():
                 for c in row:
-                    if c.data_type != "f":
+                    if c.data_type != "f" or c.alignment.shrink_to_fit:
                         continue
                     value = value_of(f"{quote_sheetname(ws.title)}!${c.column_letter}${c.row}")
                     if not isinstance(value, str):
