@@ -22,7 +22,9 @@ def run(capsys, *argv):
     return code, out.out, out.err
 
 
-@pytest.mark.parametrize("module", [serving, training], ids=["serving", "training"])
+@pytest.mark.parametrize(
+    "module", [pytest.param(serving, marks=pytest.mark.slow), training], ids=["serving", "training"]
+)
 def test_every_headline_output_is_named_listed_and_shown_by_name(module, capsys, tmp_path):
     book = BOOKS / edition_filename(module.FILENAME, "functions")
     code, out, _ = run(capsys, "outputs", book, "--json")
@@ -44,6 +46,7 @@ def test_every_headline_output_is_named_listed_and_shown_by_name(module, capsys,
         assert line.split()[0] == listed[name]["cell"] and listed[name]["text"] in line, line
 
 
+@pytest.mark.slow
 def test_the_table_lists_each_output_with_its_cell_value_unit_and_label(capsys):
     code, out, _ = run(capsys, "outputs", BOOKS / edition_filename(serving.FILENAME, "functions"))
     assert code == 0

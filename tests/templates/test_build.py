@@ -39,11 +39,13 @@ from xlsxplan.templates.metrics import wrap_em
 from xlsxplan.templates.styles import (
     ALLOWED_CONSTANTS,
     FMT,
+    GENERATOR,
     LINE_HEIGHT,
     NOTE_EM_PER_WIDTH,
     PRINT_PAGES_TALL,
     STYLE_NAMES,
     TAB,
+    TEMPLATE_DATE,
 )
 
 ROOT = REPO
@@ -321,6 +323,25 @@ def test_build_never_replaces_a_file_someone_saved(cli_build, tmp_path):
         training.FILENAME, tmp_path, Workbook, force=True
     )  # asked to: replaced, and generated again
     assert is_generated(replaced.path) and replaced.path.read_bytes() != before
+
+
+def test_build_checks_every_file_before_writing_any(tmp_path, capsys):
+    # the serving plan as build left it (its stamp), the training plan saved by someone since: neither is written
+    stamped = tmp_path / serving.FILENAME
+    with zipfile.ZipFile(stamped, "w") as z:
+        z.writestr(
+            "docProps/core.xml",
+            f"<cp:lastModifiedBy>{GENERATOR}</cp:lastModifiedBy>"
+            f'<dcterms:modified xsi:type="x">{TEMPLATE_DATE:%Y-%m-%dT%H:%M:%SZ}</dcterms:modified>',
+        )
+    assert is_generated(stamped)
+    before = stamped.read_bytes()
+    (tmp_path / training.FILENAME).write_text("my notes")
+    assert main(["build", "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "training_plan.xlsx was not written" in err and "nothing was written" in err
+    assert stamped.read_bytes() == before and (tmp_path / training.FILENAME).read_text() == "my notes"
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([serving.FILENAME, training.FILENAME])
 
 
 def test_build_refusal_exits_2_with_one_line(tmp_path, capsys):

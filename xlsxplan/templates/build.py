@@ -123,6 +123,11 @@ def _normalise(src: Path, dst: Path) -> None:
             zout.writestr(out, data)
 
 
+def _kept(target: Path, force: bool) -> bool:
+    """Whether ``target`` is a file someone saved (or another file of the same name) that only ``force`` replaces."""
+    return target.exists() and not force and not is_generated(target)
+
+
 def build_template(
     filename: str, out_dir: Path, api: WorkbookAPI, force: bool = False, edition: str = "portable"
 ) -> Built:
@@ -133,7 +138,7 @@ def build_template(
     turned portable, and recalculated again."""
     target = Path(out_dir) / edition_filename(filename, edition)
     check_writable(target)
-    if target.exists() and not force and not is_generated(target):
+    if _kept(target, force):
         raise WorkbookError(
             f"{target} was not written by `xlsxplan build` or has been edited since; "
             "pass --force to replace it, or --out to write elsewhere"
@@ -170,6 +175,16 @@ def build_all(out_dir: Path, api: WorkbookAPI, force: bool = False, edition: str
     """Write every template into ``out_dir`` (created if missing; WorkbookError with one line if it cannot be) as
     ``edition``, recalculated with ``api``; keyed by :data:`TEMPLATES`' names."""
     out = ensure_folder(Path(out_dir))
+    targets = [out / edition_filename(name, edition) for name in TEMPLATES]
+    for target in targets:
+        check_writable(target)
+    kept = [str(t) for t in targets if _kept(t, force)]
+    if kept:  # every file checked before any is written: none is replaced while another is refused
+        were = "was" if len(kept) == 1 else "were"
+        raise WorkbookError(
+            f"{' and '.join(kept)} {were} not written by `xlsxplan build` or edited since, so nothing was written; "
+            f"pass --force to replace {'it' if len(kept) == 1 else 'them'}, or --out to write elsewhere"
+        )
     return {name: build_template(name, out, api, force, edition) for name in TEMPLATES}
 
 
