@@ -359,7 +359,7 @@ def test_sheets_in_order_with_a_tab_colour_per_kind(shipped):
     # input sheets of their own (a pasted column each) and the month-by-month plan after Calculations
     data = ["Prompt lengths", "Monthly requests"] if name == serving.FILENAME else []
     months = ["Timeline"] if name == serving.FILENAME else []
-    options = ["Options"] if name == serving.FILENAME else []  # the plan search beside the cases
+    options = ["Options"] if name == serving.FILENAME else []  # the plan search: a reference table, printed late
     assert wb.sheetnames == [
         "Cover",
         "Guide",
@@ -369,10 +369,10 @@ def test_sheets_in_order_with_a_tab_colour_per_kind(shipped):
         *months,
         "Outputs",
         side,
-        *options,
         "Calibration",
         "Checks",
         "Version log",
+        *options,
         "Lists",
         "xlwings.conf",
     ]

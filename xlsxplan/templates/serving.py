@@ -104,10 +104,10 @@ SHEETS = [
     (timeline.SHEET, "calc"),
     ("Outputs", "outputs"),
     ("Scenarios", "scenarios"),
-    ("Options", "scenarios"),
     ("Calibration", "calibration"),
     ("Checks", "checks"),
     ("Version log", "log"),
+    ("Options", "scenarios"),  # a reference table (a hundred options), printed after the story with Lists
     ("Lists", "lists"),
 ]
 
@@ -2281,10 +2281,10 @@ def build() -> Book:
             (timeline.SHEET, "36 months: GPUs, servers bought or rented, cost owned and rented, breakevens"),
             ("Outputs", "Key results, the basis of estimate and the decode-speed chart"),
             ("Scenarios", "The four cases side by side"),
-            ("Options", "Every way to serve the active model on the priced accelerators, ranked (PLAN_OPTIONS)"),
             ("Calibration", "The plan at the assumed, the calibrated and your measured efficiencies"),
             ("Checks", "1 for a problem, 0 for OK; the master check"),
             ("Version log", "What changed, when"),
+            ("Options", "Every way to serve the active model on the priced accelerators, ranked (PLAN_OPTIONS)"),
             ("Lists", "The presets and precision names behind the dropdowns, usual ranges, each accelerator's price"),
             ("xlwings.conf", "Tells the add-in which Python module holds the functions; leave it as is"),
         ],
