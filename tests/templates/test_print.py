@@ -118,3 +118,12 @@ def test_the_checks_print_every_row_the_master_check_counts(opened):
     (area,) = ws.print_area.split(",")
     _, top, _, bottom = range_boundaries(area.split("!")[-1].replace("$", ""))
     assert top <= min(counted) and max(counted) <= bottom, (name, ws.print_area, master.value)
+
+
+def test_a_row_tall_for_a_wrapped_value_holds_its_label_at_the_top_beside_it(opened):
+    name, wb, _ = opened
+    for ws in wb.worksheets:
+        for row in ws.iter_rows():
+            if any(c.data_type == "f" and c.alignment.wrap_text for c in row):
+                loose = [c.coordinate for c in row if c.value is not None and c.alignment.vertical != "top"]
+                assert not loose, f"{name} {ws.title}: {loose}"

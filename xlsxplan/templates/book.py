@@ -282,6 +282,15 @@ class Book:
                     c.alignment = Alignment(horizontal=a.horizontal, vertical="top", wrap_text=True, indent=a.indent)
                     height = LINE_HEIGHT * lines * scale + 1.5
                     ws.row_dimensions[c.row].height = max(height, ws.row_dimensions[c.row].height or 0)
+                    for other in ws[c.row]:  # the label and the rest of a tall row at its top, beside the text
+                        b = other.alignment
+                        other.alignment = Alignment(
+                            horizontal=b.horizontal,
+                            vertical="top",
+                            wrap_text=b.wrap_text,
+                            shrink_to_fit=b.shrink_to_fit,
+                            indent=b.indent,
+                        )
         return changed
 
     def finish(self) -> Workbook:
