@@ -127,3 +127,10 @@ def test_a_row_tall_for_a_wrapped_value_holds_its_label_at_the_top_beside_it(ope
             if any(c.data_type == "f" and c.alignment.wrap_text for c in row):
                 loose = [c.coordinate for c in row if c.value is not None and c.alignment.vertical != "top"]
                 assert not loose, f"{name} {ws.title}: {loose}"
+
+
+def test_the_templates_page_quotes_the_page_counts_printed(printed):
+    page = " ".join((REPO / "docs" / "templates.md").read_text(encoding="utf-8").split())
+    quoted = re.search(r"the serving plan prints whole in (\d+) pages, the training plan in (\d+)", page)
+    assert quoted, "docs/templates.md no longer quotes the page counts: update this test"
+    assert [int(n) for n in quoted.groups()] == [len(printed[serving.FILENAME]), len(printed[training.FILENAME])]
