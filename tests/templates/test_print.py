@@ -106,6 +106,8 @@ def test_every_sheet_prints_landscape_to_the_width_with_its_footer_and_the_long_
         assert ws.oddFooter.left.text.endswith(": &A") and ws.oddFooter.right.text == "Page &P of &N", ws.title
         if ws.title in PRINT_PAGES_TALL:
             assert ws.page_setup.fitToHeight == PRINT_PAGES_TALL[ws.title], ws.title
+        if ws.title != "xlwings.conf":  # one row: all of it a heading
+            assert ws.print_title_rows, f"{ws.title}: no heading rows repeated on each page"
         if ws.title in ("Catalog", "Workings"):
             assert ws.print_title_rows == "$1:$2" and ws.page_setup.fitToHeight >= 1, ws.title
 

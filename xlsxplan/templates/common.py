@@ -376,6 +376,7 @@ def cover(
     for text in limitations:
         row = paragraph(ws, row, text, "Label", indent="- ")
     ws.print_area = f"A1:F{row - 1}"
+    ws.print_title_rows = "1:1"  # the plan's title atop its second page
     page_setup(ws, book.title)
 
 
@@ -423,6 +424,7 @@ def guide(book: Book, steps: Sequence[str], sheets: Sequence[tuple[str, str]]) -
     ):
         row = paragraph(ws, row, text, "Label", indent="- ")
     ws.print_area = f"A1:F{row - 1}"
+    ws.print_title_rows = "1:2"  # the title and the master check atop every page
     page_setup(ws, book.title)
 
 
