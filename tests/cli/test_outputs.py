@@ -97,3 +97,11 @@ def test_show_accepts_whole_columns_and_rows_cut_to_the_sheet_in_use(capsys, tmp
     assert cells[:14] == [f"Plan!{c}{r}" for r in range(1, 8) for c in "AB"]
     assert cells[14:] == [f"Plan!{c}3" for c in "ABCDEF"]
     assert "Plan!B3  125" in out.replace("   ", "  ")
+
+
+def test_a_cell_set_without_its_sheet_is_answered_with_the_sheet_it_needs(capsys, tmp_path):
+    book = _own(tmp_path / "mine.xlsx")
+    code, _, err = run(capsys, "recalc", book, "-o", tmp_path / "o.xlsx", "--set", "B2=4")
+    assert code == 2 and err == "xlsxplan: error: --set B2: 'B2' needs its sheet, e.g. Plan!B2\n"
+    code, out, _ = run(capsys, "recalc", book, "-o", tmp_path / "o.xlsx", "--set", "Plan!B2=4", "--show", "Plan!B3")
+    assert code == 0 and out.startswith("Plan!B3  250\n")
