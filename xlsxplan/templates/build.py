@@ -368,8 +368,10 @@ def _moves_most(built: Built) -> tuple[str, float, str]:
 def bill_summary(built: Built, workbook: str) -> str:
     """The serving plan's answer in a few lines a manager can read aloud, read from the recalculated cells of
     ``built`` (the file ``workbook``): the fleet, the monthly bill at list price and its range at published
-    efficiencies, the cost per million input and output tokens, the price it rests on with its source and date, the
-    assumption behind the range, and what to open or run next."""
+    efficiencies (USD a month), the cost per million input and output tokens (USD), the price it rests on (USD per
+    GPU-hour) with its basis, date and source, the assumption that moves the bill most (:func:`_moves_most`), and
+    what to open or run next. The bill is the template's: the fleet's GPUs x price x hours a month
+    (Back-of-the-Envelope §6, billed around the clock)."""
     from .book import name_from_label
     from .common import price_label
 
@@ -378,7 +380,7 @@ def bill_summary(built: Built, workbook: str) -> str:
         return f"The bill: the active scenario ({name}) does not fit in memory; open {workbook}, sheet Cover."
     v = {k: _number(_live(built, k), k) for k in ("gpus_peak", "replicas_planned", "monthly", "cost_in", "cost_out")}
     v["peak_rps"] = _number(_live(built, "peak_rps"), "peak_rps")
-    cal = {q: _number(built.get(built.book.address(f"cal_monthly:{q}")), "cal_monthly") for q in ("calibrated",)}
+    calibrated = _number(built.get(built.book.address("cal_monthly:calibrated")), "cal_monthly")
     low, high = (built.get(built.book.address(f"cal_monthly:{q}")) for q in ("low", "high"))
     per = _number(built.get("GPUs_Per_Replica"), "GPUs per replica")
     spare = _number(built.get("Spare_Replicas"), "Spare replicas")
@@ -399,7 +401,7 @@ def bill_summary(built: Built, workbook: str) -> str:
             f"{per:.0f} GPU{'s' if per != 1 else ''} each ({spare:.0f} a spare), for a peak of {v['peak_rps']:.1f} "
             "requests a second",
             f"  Monthly bill: ${v['monthly']:,.0f} at list price, the GPUs rented around the clock; "
-            f"${cal['calibrated']:,.0f} at the efficiencies published runs measured{spread}",
+            f"${calibrated:,.0f} at the efficiencies published runs measured{spread}",
             f"  Per million tokens: ${v['cost_in']:.2f} input (prompt) and ${v['cost_out']:.2f} output (answer), "
             "the fleet's bill split by GPU time",
             f"  Price basis: ${price:.2f} per GPU-hour for {gpu}, {basis}, as of {as_of}; source: {source}",
