@@ -185,7 +185,12 @@ def test_model_add_names_the_preset_after_the_file(capsys, tmp_path):
     folder.mkdir()
     (folder / "config.json").write_text((DATA / "llama-3.1-8b.json").read_text(encoding="utf-8"), encoding="utf-8")
     code, out, _ = run(capsys, "model", "add", folder / "config.json")
-    assert code == 0 and out.startswith("added my-llama to ")
+    # where it went and under what name, and why that name
+    assert code == 0 and out.startswith(f"added my-llama to {user_catalog_dir() / 'models.toml'}\n")
+    assert out.splitlines()[1] == (
+        f"  named after its folder's name; `xlsxplan model add {folder / 'config.json'} --name NAME` saves it "
+        "under another name"
+    )
     assert x.model_spec("my-llama", "kv_heads") == 8
 
 

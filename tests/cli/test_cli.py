@@ -355,3 +355,11 @@ def test_functions_output_starts_with_the_first_category(capsys):
     code, out, _ = run(capsys, "functions")
     assert code == 0 and out.startswith("xlsxplan Serving\n  KV_BYTES_PER_TOKEN(")
     assert "\n\nxlsxplan Training\n" in out and "\n\n\n" not in out
+
+
+def test_plan_names_every_missing_required_option_at_once(capsys):
+    assert main(["plan", "--prompt-tokens", "2000"]) == 2
+    assert capsys.readouterr().err == (
+        "xlsxplan plan: error: --model (a preset name, shipped or imported with `xlsxplan model add`), "
+        "--requests-per-day, --output-tokens are required\n"
+    )

@@ -136,7 +136,7 @@ def test_text_set_as_input_stays_text(plan, tmp_path):
             "the workbook has no sheet named 'Inptus'; did you mean Inputs? its sheets are: Inputs, Calc, Outputs, xlwings.conf",
         ),
         ("B5", "'B5' needs its sheet, e.g. Inputs!B5"),
-        ("Inputs!B0", "'Inputs!B0': 'B0' is not a cell or range such as B4 or B4:D9"),
+        ("Inputs!B0", "'Inputs!B0': 'B0' is not a cell or range such as B4, B4:D9, A:B or 4:9"),
     ],
 )
 def test_set_refuses_what_is_not_an_input_cell(plan_wb, ref, message):

@@ -14,7 +14,7 @@ ORDER = 30
 
 def run(args: argparse.Namespace) -> int:
     from ..headless import Workbook
-    from ..templates.build import build_all, master_check, serving_summary, training_summary
+    from ..templates.build import bill_summary, build_all, master_check, serving_summary, training_summary
     from ..templates.serving import FILENAME as SERVING
     from ..templates.training import FILENAME as TRAINING
 
@@ -23,6 +23,8 @@ def run(args: argparse.Namespace) -> int:
     print(serving_summary(built[SERVING]))
     print()
     print(training_summary(built[TRAINING]))
+    print()
+    print(bill_summary(built[SERVING], str(built[SERVING].path)))
     failed = [b.path.name for b in built.values() if master_check(b) != 0]
     return EXIT_FORMULA_ERROR if failed else EXIT_OK
 

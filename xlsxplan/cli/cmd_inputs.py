@@ -258,6 +258,88 @@ def list_inputs(wb: Any) -> list[dict[str, Any]]:
     return [row for _, row in sorted(rows, key=lambda item: item[0])]
 
 
+def label_of(sheets: Any, sheet: str, row: int, col: int) -> str:
+    """The text that names a cell: the nearest text to its left in its row, else the nearest above it in its
+    column (a table's heading); ``""`` when there is none."""
+    grid = sheets.grid(sheet)
+    line = grid[row - 1] if row - 1 < len(grid) else []
+    for c in range(min(col, len(line) + 1) - 2, -1, -1):
+        if isinstance(line[c], str) and line[c].strip() and not line[c].startswith("="):
+            return line[c].strip()
+    for r in range(min(row, len(grid)) - 2, -1, -1):
+        above = grid[r][col - 1] if col - 1 < len(grid[r]) else None
+        if isinstance(above, str) and above.strip():
+            return above.strip()
+    return ""
+
+
+def read_constants(wb: Any) -> list[dict[str, Any]]:
+    """The inputs of a workbook that names none: each cell holding a number or TRUE/FALSE that a formula reads, or
+    text that one reads on its own (:meth:`xlsxplan.headless.Workbook.read_constants`), with the text that labels
+    it (:func:`label_of`), in the keys :func:`list_inputs` gives (``name`` is the label)."""
+    from ..headless.package import range_bounds
+
+    sheets = _Sheets(wb)
+    rows = []
+    for cell, alone in wb.read_constants():
+        value = wb.get(cell)
+        if value is None or value == "" or (isinstance(value, str) and not alone):  # a range's text: a heading
+            continue
+        sheet, ref = _split(cell)
+        r, c, _, _ = range_bounds(ref)
+        unit = sheets.unit(sheet, r)
+        rows.append(
+            {
+                "name": label_of(sheets, sheet, r, c),
+                "set": cell,
+                "cell": cell,
+                "value": value,
+                "text": wb.shown(cell, value),
+                "unit": unit,
+                "allowed": allowed(wb, sheet, r, c, unit),
+                "case": None,
+                "cells": 1,
+            }
+        )
+    return rows
+
+
+def list_outputs(wb: Any) -> list[dict[str, Any]]:
+    """Every named result of ``wb``: a global defined name of one cell that holds a formula (not a scenario row's
+    ``=INDEX(cases, selector)``, which is an input), in the order of the sheets and their rows. Each: ``name``,
+    ``cell``, ``value``, ``text`` (as its number format shows it), ``unit`` and ``label`` (:func:`label_of`)."""
+    from ..errors import XlsxplanError
+    from ..headless.package import range_bounds
+
+    sheets = _Sheets(wb)
+    order = {title: i for i, title in enumerate(wb.sheetnames)}
+    rows = []
+    for name in wb.names:
+        try:
+            where = wb.address(name)
+        except XlsxplanError:
+            continue
+        if "!" not in where or ":" in where or wb.formula(where) is None or wb.active_case(where) is not None:
+            continue
+        sheet, ref = _split(where)
+        r, c, _, _ = range_bounds(ref)
+        value = wb.get(where)
+        rows.append(
+            (
+                (order.get(sheet, 0), r, c),
+                {
+                    "name": name,
+                    "cell": where,
+                    "value": value,
+                    "text": wb.shown(where, value),
+                    "unit": sheets.unit(sheet, r),
+                    "label": label_of(sheets, sheet, r, c),
+                },
+            )
+        )
+    return [row for _, row in sorted(rows, key=lambda item: item[0])]
+
+
 def _allowed_text(value: list[Any] | str) -> str:
     if isinstance(value, str):
         return value
@@ -279,6 +361,9 @@ def run(args: argparse.Namespace) -> int:
 
     wb = Workbook.load(Path(args.book))
     rows = list_inputs(wb)
+    unnamed = not rows and not wb.names
+    if unnamed:  # a workbook of one's own, with no names: the constants its formulas read
+        rows = read_constants(wb)
     if args.json:
         report = {
             "book": str(args.book),
@@ -295,7 +380,7 @@ def run(args: argparse.Namespace) -> int:
         }
         print(json.dumps(report, indent=2))
         return EXIT_OK
-    table = [("input", "cell", "value", "unit", "allowed")]
+    table = [("label" if unnamed else "input", "cell", "value", "unit", "allowed")]
     for row in rows:
         name = row["name"] if row["case"] is None else f"{row['name']} (case {row['case']})"
         t = terminal_text  # a workbook's text, never raw to a terminal
@@ -303,6 +388,11 @@ def run(args: argparse.Namespace) -> int:
     widths = [max(len(r[i]) for r in table) for i in range(4)]
     for r in table:
         print(("  ".join(f"{r[i]:<{widths[i]}}" for i in range(4)) + "  " + r[4]).rstrip())
+    if unnamed:
+        print(
+            "The workbook names no cell: these are the values its formulas read, each set by its cell "
+            "(--set CELL=VALUE); `xlsxplan outputs BOOK` lists what a name would show."
+        )
     if any(row["case"] is not None for row in rows):
         print(
             "A scenario row (case N) is set by its cell, the active case's: --set CELL=VALUE; every other input "
@@ -318,7 +408,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="List every input of BOOK that `xlsxplan recalc --set` can change: each defined name of a cell "
         "that holds a value, and each scenario row's active case, with its cell, its value as the cell shows it, "
         "its unit (the column headed Unit) and what it accepts (its data validation: a list's values, a number's "
-        "bounds, or the message Excel shows). Nothing is calculated but what the values need; nothing is written.",
+        "bounds, or the message Excel shows); in a workbook that names no cell, each value a formula reads, with "
+        "the text that labels it. Nothing is calculated but what the values need; nothing is written.",
     )
     p.add_argument("book", help="the workbook (.xlsx, .xlsm, .xltx, .xltm)")
     p.add_argument("--json", action="store_true", help="print JSON: every input, every allowed value")

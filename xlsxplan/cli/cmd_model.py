@@ -10,13 +10,14 @@ from .common import EXIT_OK, human_number
 ORDER = 40
 
 
-def _default_name(config: dict, path: Path) -> str | None:
+def _default_name(config: dict, path: Path) -> tuple[str | None, str]:
+    """The preset's name when ``--name`` gives none, and where it came from, in words."""
     name = config.get("_name_or_path")
     if isinstance(name, str) and name.strip() and not name.startswith(("/", ".")):
-        return name.strip().rsplit("/", 1)[-1]
+        return name.strip().rsplit("/", 1)[-1], "the config's _name_or_path"
     if path.stem.lower() != "config":  # gemma-2-9b.json
-        return path.stem
-    return path.resolve().parent.name or None  # models/gemma-2-9b/config.json
+        return path.stem, "the file's name"
+    return path.resolve().parent.name or None, "its folder's name"  # models/gemma-2-9b/config.json
 
 
 def add(args: argparse.Namespace) -> int:
@@ -27,7 +28,7 @@ def add(args: argparse.Namespace) -> int:
 
     path = Path(args.config)
     config, digest = read_config_and_digest(path)
-    name = args.name or _default_name(config, path)
+    name, named_after = (args.name, "") if args.name else _default_name(config, path)
     if not name:
         raise ArgumentError("give the preset a name with --name", "name")
     check_name(name)
@@ -41,6 +42,10 @@ def add(args: argparse.Namespace) -> int:
     preset = load_catalog().models.get(name)
     total, active = preset.params_b, preset.figure("active_params_b")
     print(f"added {name} to {saved}")
+    if named_after:
+        print(
+            f"  named after {named_after}; `xlsxplan model add {args.config} --name NAME` saves it under another name"
+        )
     print(f"  parameters  {human_number(total)}B total, {human_number(active)}B active per token")  # type: ignore[arg-type]
     kv = models.model_kv_bytes_per_token(name)
     attention = getattr(preset, "attention_layer_count", preset.layers)

@@ -66,6 +66,10 @@ class _Usage(Exception):
     pass
 
 
+_REQUIRED = ("model", "requests_per_day", "prompt_tokens", "output_tokens")
+"""The options a plan needs, in the order the error names them."""
+
+
 def _number(
     args: argparse.Namespace, name: str, whole: bool = False, required: bool = False, flag: str | None = None
 ) -> Any:
@@ -205,8 +209,13 @@ def _speculative(args: argparse.Namespace) -> Any:
 def _inputs(args: argparse.Namespace) -> tuple[Any, ...]:
     from ..plan.search import Assumptions, Targets, Traffic, parse_gpus
 
-    if not args.model:
-        raise _Usage("--model is required (a preset name, shipped or imported with `xlsxplan model add`)")
+    missing = [
+        _FLAGS[name] + (" (a preset name, shipped or imported with `xlsxplan model add`)" if name == "model" else "")
+        for name in _REQUIRED
+        if getattr(args, name) in (None, "")
+    ]
+    if missing:  # every one named at once, not one a run
+        raise _Usage(f"{', '.join(missing)} {'is' if len(missing) == 1 else 'are'} required")
     traffic = Traffic(
         requests_per_day=_number(args, "requests_per_day", required=True),
         prompt_tokens=_number(args, "prompt_tokens", required=True),

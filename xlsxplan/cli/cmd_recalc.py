@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -65,6 +66,9 @@ def _unknown(wb: Any, refs: list[str], flag: str) -> list[str]:
                 problems.append(err.message)
                 continue
             if "!" in ref or ref.strip().casefold() in {n.casefold() for n in names}:
+                problems.append(f"{flag} {ref}: {err.message}")
+                continue
+            if re.fullmatch(r"\$?[A-Za-z]{1,3}\$?\d+", ref.strip()):  # a cell without its sheet
                 problems.append(f"{flag} {ref}: {err.message}")
                 continue
             near = closest(ref.strip(), names)

@@ -364,7 +364,7 @@ def ttft_at_load_s(
     replica is ``batch`` servers fed Poisson arrivals, first come first served (Kleinrock, "Queueing Systems,
     Volume 1"; Allen-Cunneen for ``service_cv`` other than 1). The wait of a prompt for compute inside the
     replica is left out. A load at or above what a replica serves is #NUM!. 6.94 requests/s on 3 replicas of 51
-    slots (0.54 s prefill, 4.98 s decode, 2.96 requests/s each): P50 0.54 s, P99 3.37 s; on 4, P99 0.54 s.
+    slots (0.54 s prefill, 4.98 s decode, 2.96 requests/s each): P50 0.54 s, P99 3.32 s; on 4, P99 0.54 s.
     """
     per_replica = requests_per_s / replicas
     slot = _slot(batch, prefill_s, decode_s, requests_per_s_per_replica)

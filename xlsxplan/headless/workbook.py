@@ -380,7 +380,12 @@ class Workbook:
             try:
                 return (title, *range_bounds(target))
             except WorkbookError:
-                raise WorkbookError(f"{ref!r}: {target!r} is not a cell or range such as B4 or B4:D9") from None
+                whole = self._area(target, title) if _WHOLE.match(target) else None  # A:B, 4:9
+                if whole is None:
+                    raise WorkbookError(
+                        f"{ref!r}: {target!r} is not a cell or range such as B4, B4:D9, A:B or 4:9"
+                    ) from None
+                return whole
         matches = self._names_folded().get(target.casefold(), [])
         if not matches:
             if _A1.fullmatch(target):
@@ -642,6 +647,37 @@ class Workbook:
         listed = [names[k] for k in sorted(names)] + [c[3] for c in sorted(set(cells))]
         extra = f" and {len(listed) - most} more" if len(listed) > most else ""
         return ", ".join(listed[:most]) + extra
+
+    def read_constants(self, most: int = 100_000) -> list[tuple[str, bool]]:
+        """The cells that hold a value, not a formula, and that some formula reads (``Sheet!B4``), each with
+        whether a formula reads it on its own (not only inside a range), in the order of the sheets and their
+        rows: a workbook's inputs where it names none. A range of more than ``most`` cells is left out (a table of
+        data, not an assumption)."""
+        found: dict[tuple[int, int, int], bool] = {}
+        order = {t: i for i, t in enumerate(self._titles)}
+        seen: set[int] = set()
+        for title, positions in self._formula_cells.items():
+            for r, c in positions:
+                f = self._formula_at(title, r, c)
+                if f is None or id(f) in seen:
+                    continue
+                seen.add(id(f))
+                for ref in _references(self._text(title, f)):
+                    area = self._area(ref, title)
+                    if area is None or area[0] not in order:
+                        continue
+                    sheet, r1, c1, r2, c2 = area
+                    alone = (r1, c1) == (r2, c2)
+                    if (r2 - r1 + 1) * (c2 - c1 + 1) > most:
+                        continue
+                    for rr in range(r1, r2 + 1):
+                        for cc in range(c1, c2 + 1):
+                            if self._formula_at(sheet, rr, cc) is None:
+                                key = (order[sheet], rr, cc)
+                                found[key] = found.get(key, False) or alone
+        return [
+            (f"{_quote_sheet(self._titles[s])}!{col_letter(c)}{r}", alone) for (s, r, c), alone in sorted(found.items())
+        ]
 
     # -- calculation --------------------------------------------------------------------------------------------
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 import datetime as _dt
 import math
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,19 +41,21 @@ from openpyxl.worksheet.worksheet import Worksheet
 from .. import __version__
 from ..domains import Domain
 from ..infra.text import set_text
-from .metrics import PURPOSE_CHARS_PER_WIDTH, balanced_lines, wrap_em
+from .metrics import PURPOSE_CHARS_PER_WIDTH, balanced_lines, text_em, wrap_em
 from .styles import (
     BAD,
     CASE_COLUMNS,
     CASE_WIDTH,
     CASE_WIDTHS,
     FMT,
+    FONT_SIZE,
     GENERATOR,
     GOOD,
     HEADER_ROWS,
     HEADING_RULE,
     LINE_HEIGHT,
     NOTE_EM_PER_WIDTH,
+    PRINT_PAGES_TALL,
     SIDE_COLUMNS,
     TAB,
     TEMPLATE_DATE,
@@ -171,6 +173,7 @@ class Book:
         self.inputs: list[InputRow] = []
         self.input_names: dict[str, str] = {}  # key of an input row -> its defined name
         self.names: dict[str, str] = {}
+        self.output_names: dict[str, str] = {}  # defined name of a headline output -> its line item's key
         self.sheets: dict[str, Sheet] = {}
         self.chart_rows: tuple[int, int] = (0, 0)
         self.master_check: Ref | None = None
@@ -234,13 +237,81 @@ class Book:
         r = self.ref(key)
         return f"{r.sheet}!{r.col}{r.row}"
 
+    def name_outputs(self, outputs: dict[str, str]) -> None:
+        """A defined name on each headline output (``{name: line item key}``): the figures a reader asks for by
+        name (``xlsxplan recalc --show NAME``, ``xlsxplan outputs``), as the inputs are named after their labels."""
+        for name, key in outputs.items():
+            r = self.ref(key)
+            self.define(name, r.sheet, f"${r.col}${r.row}")
+            self.output_names[name] = key
+
     # -- finishing ------------------------------------------------------------------------------------------------
+    def fit_text(self, value_of: Callable[[str], Any]) -> bool:
+        """Make room for each text a formula computes (``value_of("'Sheet'!$B$7")``, the recalculated book's value)
+        that is wider than its cell, measured in DejaVu Sans (:func:`~xlsxplan.templates.metrics.text_em`, the font
+        LibreOffice prints Calibri with, wider than Calibri): left-aligned, to run on over the empty cells to its
+        right as far as the print area's edge, where they are wide enough; else wrapped in its cell, the row as tall
+        as its lines. Returns whether any cell changed."""
+        changed = False
+        for ws in self.wb.worksheets:
+            last = _last_printed_column(ws)
+
+            def room(col: int, ws: Worksheet = ws) -> float:
+                return (ws.column_dimensions[get_column_letter(col)].width or 13) * NOTE_EM_PER_WIDTH
+
+            for row in ws.iter_rows():
+                for c in row:
+                    if c.data_type != "f" or c.alignment.shrink_to_fit:
+                        continue
+                    value = value_of(f"{quote_sheetname(ws.title)}!${c.column_letter}${c.row}")
+                    if not isinstance(value, str):
+                        continue
+                    scale = (c.font.sz or FONT_SIZE) / FONT_SIZE * (BOLD_WIDER if c.font.b else 1)
+                    need, width = text_em(value) * scale, room(c.column)
+                    if need <= width:
+                        continue
+                    changed = True
+                    a = c.alignment
+                    run, col = width, c.column + 1
+                    while run < need and col <= last and ws.cell(c.row, col).value is None:
+                        run, col = run + room(col), col + 1
+                    if run >= need:
+                        c.alignment = Alignment(horizontal="left", vertical=a.vertical, indent=a.indent)
+                        continue
+                    lines = len(wrap_em(value, width / scale))
+                    c.alignment = Alignment(horizontal=a.horizontal, vertical="top", wrap_text=True, indent=a.indent)
+                    height = LINE_HEIGHT * lines * scale + 1.5
+                    ws.row_dimensions[c.row].height = max(height, ws.row_dimensions[c.row].height or 0)
+                    for other in ws[c.row]:  # the label and the rest of a tall row at its top, beside the text
+                        b = other.alignment
+                        other.alignment = Alignment(
+                            horizontal=b.horizontal,
+                            vertical="top",
+                            wrap_text=b.wrap_text,
+                            shrink_to_fit=b.shrink_to_fit,
+                            indent=b.indent,
+                        )
+        return changed
+
     def finish(self) -> Workbook:
         for ws in self.wb.worksheets:
             ws.protection.sheet = True
             ws.protection.formatColumns = False  # people may widen a column without unprotecting
             ws.protection.formatRows = False
         return self.wb
+
+
+BOLD_WIDER = 1.1
+"""How much wider DejaVu Sans Bold sets a text than its regular face."""
+
+
+def _last_printed_column(ws: Worksheet) -> int:
+    """The last column of ``ws``'s print areas (its last used column where it has none)."""
+    if not ws.print_area:
+        return ws.max_column
+    from openpyxl.utils import range_boundaries
+
+    return max(range_boundaries(a.split("!")[-1].replace("$", ""))[2] for a in ws.print_area.split(","))
 
 
 def quote_sheetname(name: str) -> str:
@@ -693,11 +764,12 @@ def _style_of(formula: str, key_result: bool) -> str:
 
 
 def page_setup(ws: Worksheet, title: str) -> None:
-    """Landscape A4, fitting the page width, with the file and sheet in the footer."""
+    """Landscape A4, fitting the page width (and, for a long sheet, :data:`PRINT_PAGES_TALL`'s pages), with the file
+    and sheet in the footer."""
     ws.page_setup.orientation = "landscape"
     ws.page_setup.paperSize = ws.PAPERSIZE_A4
     ws.page_setup.fitToWidth = 1
-    ws.page_setup.fitToHeight = 0
+    ws.page_setup.fitToHeight = PRINT_PAGES_TALL.get(ws.title, 0)
     ws.sheet_properties.pageSetUpPr.fitToPage = True
     ws.print_options.gridLines = False
     ws.page_margins.left = ws.page_margins.right = 0.4

@@ -44,6 +44,7 @@ __all__ = [
     "edition_filename",
     "serving_summary",
     "training_summary",
+    "bill_summary",
     "is_generated",
     "Built",
 ]
@@ -122,6 +123,11 @@ def _normalise(src: Path, dst: Path) -> None:
             zout.writestr(out, data)
 
 
+def _kept(target: Path, force: bool) -> bool:
+    """Whether ``target`` is a file someone saved (or another file of the same name) that only ``force`` replaces."""
+    return target.exists() and not force and not is_generated(target)
+
+
 def build_template(
     filename: str, out_dir: Path, api: WorkbookAPI, force: bool = False, edition: str = "portable"
 ) -> Built:
@@ -132,7 +138,7 @@ def build_template(
     turned portable, and recalculated again."""
     target = Path(out_dir) / edition_filename(filename, edition)
     check_writable(target)
-    if target.exists() and not force and not is_generated(target):
+    if _kept(target, force):
         raise WorkbookError(
             f"{target} was not written by `xlsxplan build` or has been edited since; "
             "pass --force to replace it, or --out to write elsewhere"
@@ -145,6 +151,9 @@ def build_template(
     try:
         book.wb.save(raw)
         workbook = api.load(raw).calculate()  # the Workbook API pauses the garbage collector while it works
+        if book.fit_text(workbook.get) and edition != "portable":  # the portable pass recalculates anyway
+            book.wb.save(raw)
+            workbook = api.load(raw).calculate()
         if edition == "portable":
             from .portable import make_portable
 
@@ -166,6 +175,16 @@ def build_all(out_dir: Path, api: WorkbookAPI, force: bool = False, edition: str
     """Write every template into ``out_dir`` (created if missing; WorkbookError with one line if it cannot be) as
     ``edition``, recalculated with ``api``; keyed by :data:`TEMPLATES`' names."""
     out = ensure_folder(Path(out_dir))
+    targets = [out / edition_filename(name, edition) for name in TEMPLATES]
+    for target in targets:
+        check_writable(target)
+    kept = [str(t) for t in targets if _kept(t, force)]
+    if kept:  # every file checked before any is written: none is replaced while another is refused
+        were = "was" if len(kept) == 1 else "were"
+        raise WorkbookError(
+            f"{' and '.join(kept)} {were} not written by `xlsxplan build` or edited since, so nothing was written; "
+            f"pass --force to replace {'it' if len(kept) == 1 else 'them'}, or --out to write elsewhere"
+        )
     return {name: build_template(name, out, api, force, edition) for name in TEMPLATES}
 
 
@@ -280,9 +299,10 @@ def serving_summary(built: Built) -> str:
     basis = _live(built, "batch_basis")
     lines += [
         f"Active scenario, {name}: {v['replicas_planned']:.0f} replicas, {v['gpus_peak']:.0f} GPUs for the peak "
-        f"with {spare:.0f} spare ({v['replicas_decode']:.0f} counting output tokens only, no spares); "
-        f"{v['replicas_growth']:.0f} replicas, {v['gpus_growth']:.0f} GPUs at {growth:g}x the peak "
-        f"({v['replicas_decode_growth']:.0f} output tokens only)",
+        f"with {spare:.0f} spare ({v['replicas_decode']:.0f} counting output tokens only, as if prompts cost "
+        "nothing, no spares); "
+        f"{v['replicas_growth']:.0f} replicas, {v['gpus_growth']:.0f} GPUs at {growth:g}x today's peak (the traffic "
+        f"growth multiple on Inputs; {v['replicas_decode_growth']:.0f} counting output tokens only)",
         f"  batch {v['batch']:.0f}, set by {binding}: memory allows {v['batch_mem']:.0f} ({basis}; "
         f"{v['batch_fit']:.0f} with every slot at the tail){''.join(targets) or ', no latency target given'}; "
         f"first visible token after {v['time_to_answer']:.2f} s; prompts over "
@@ -303,6 +323,96 @@ def serving_summary(built: Built) -> str:
         f"${v['cost_out']:.2f} (${cal['cal_cost_avg']:.2f} at {util:.0%} average load)",
     ]
     return "\n".join(lines)
+
+
+def _date(value: Any) -> str:
+    """A date cell's value (a serial day number, as the engine returns it, or a date) as 2026-12-01."""
+    import datetime as _dt
+
+    if isinstance(value, (int, float)):
+        return (_dt.date(1899, 12, 30) + _dt.timedelta(days=int(value))).isoformat()
+    return str(value)[:10]
+
+
+SENSITIVITY = (
+    ("Prefill_Compute_Utilisation", 0.75),
+    ("Decode_Bandwidth_Efficiency", 0.75),
+    ("Peak_Hour_Factor", 1.25),
+    ("Prompt_Tokens_Per_Request", 1.25),
+    ("Output_Tokens_Per_Request", 1.25),
+)
+"""The serving plan's assumptions the bill summary tries, each moved a quarter the costly way (a factor of its
+value): the one that moves the monthly bill most is named."""
+
+
+def _moves_most(built: Built) -> tuple[str, float, str]:
+    """Of :data:`SENSITIVITY`, the input that moves the monthly bill most when moved a quarter the costly way, the
+    bill then [USD a month] and the move in words; each input is set back after (the workbook recalculates)."""
+    wb = built.workbook
+    base = _number(built.get("Monthly_Cost"), "Monthly cost")
+    best: tuple[float, str, float, str] = (-1.0, "", base, "")
+    for name, factor in SENSITIVITY:
+        was = _number(built.get(name), name)
+        try:
+            wb.set(name, was * factor)
+            after = _number(built.get("Monthly_Cost"), "Monthly cost")
+        finally:
+            wb.set(name, was)
+        fmt = f"{was * factor:.0%}" if was <= 1 else f"{was * factor:,.3g}"
+        words = f"{'a quarter lower' if factor < 1 else 'a quarter higher'} ({fmt})"
+        if abs(after - base) > best[0]:
+            best = (abs(after - base), name, after, words)
+    return best[1], best[2], best[3]
+
+
+def bill_summary(built: Built, workbook: str) -> str:
+    """The serving plan's answer in a few lines a manager can read aloud, read from the recalculated cells of
+    ``built`` (the file ``workbook``): the fleet, the monthly bill at list price and its range at published
+    efficiencies (USD a month), the cost per million input and output tokens (USD), the price it rests on (USD per
+    GPU-hour) with its basis, date and source, the assumption that moves the bill most (:func:`_moves_most`), and
+    what to open or run next. The bill is the template's: the fleet's GPUs x price x hours a month
+    (Back-of-the-Envelope §6, billed around the clock)."""
+    from .book import name_from_label
+    from .common import price_label
+
+    name, gpu = built.get("Scenario_Name"), str(built.get("Accelerator"))
+    if _live(built, "fits") != "fits":
+        return f"The bill: the active scenario ({name}) does not fit in memory; open {workbook}, sheet Cover."
+    v = {k: _number(_live(built, k), k) for k in ("gpus_peak", "replicas_planned", "monthly", "cost_in", "cost_out")}
+    v["peak_rps"] = _number(_live(built, "peak_rps"), "peak_rps")
+    calibrated = _number(built.get(built.book.address("cal_monthly:calibrated")), "cal_monthly")
+    low, high = (built.get(built.book.address(f"cal_monthly:{q}")) for q in ("low", "high"))
+    per = _number(built.get("GPUs_Per_Replica"), "GPUs per replica")
+    spare = _number(built.get("Spare_Replicas"), "Spare replicas")
+    price = _number(_live(built, "price"), "price")
+    row = built.book.names[name_from_label(price_label(gpu))].rsplit("$", 1)[-1]
+    source, as_of = built.get(f"Lists!$D${row}"), _date(built.get(f"Lists!$E${row}"))
+    basis = str(built.get("Pricing_Basis")).lower()
+    name_most, moved, shifted = _moves_most(built)
+    spread = (
+        f", likely ${low:,.0f} to ${high:,.0f} (their P10 to P90)"
+        if isinstance(low, (int, float)) and isinstance(high, (int, float))
+        else ""
+    )
+    return "\n".join(
+        [
+            f"The bill, in short (the serving plan's active scenario, {name}):",
+            f"  Fleet: {v['gpus_peak']:.0f} {gpu} GPUs, {v['replicas_planned']:.0f} copies of the model on "
+            f"{per:.0f} GPU{'s' if per != 1 else ''} each ({spare:.0f} a spare), for a peak of {v['peak_rps']:.1f} "
+            "requests a second",
+            f"  Monthly bill: ${v['monthly']:,.0f} at list price, the GPUs rented around the clock; "
+            f"${calibrated:,.0f} at the efficiencies published runs measured{spread}",
+            f"  Per million tokens: ${v['cost_in']:.2f} input (prompt) and ${v['cost_out']:.2f} output (answer), "
+            "the fleet's bill split by GPU time",
+            f"  Price basis: ${price:.2f} per GPU-hour for {gpu}, {basis}, as of {as_of}; source: {source}",
+            f"  What moves it most: the {name_most.replace('_', ' ').lower()} on Inputs; {shifted} takes the bill "
+            f"to ${moved:,.0f} (tried: {', '.join(n.replace('_', ' ').lower() for n, _ in SENSITIVITY)}, each a "
+            "quarter the costly way)",
+            f"Next: open {workbook} at its Cover sheet; or try another input, `xlsxplan recalc {workbook} --set "
+            "Requests_Per_Day=400000 --show GPUs_In_The_Fleet` (`xlsxplan inputs` and `xlsxplan outputs` list the "
+            "names)",
+        ]
+    )
 
 
 def _bench(built: Built, key: str, case: int) -> Any:
@@ -365,7 +475,7 @@ def training_summary(built: Built) -> str:
         f"Memory per GPU: {n['state']:,.2f} GB of model state + {n['activations']:,.2f} GB of activations = "
         f"{n['mem_gpu']:,.1f} GB of {n['memory']:,.0f} GB: {v['fits_mem']}",
         f"Measured rates (tokens/s -> 6N-equivalent rate -> size for {budget:,.0f} s; the active scenario's run "
-        "at that rate):",
+        "at that rate; the anchor is the 0.36M-parameter model the source timed on an M2 and projects from):",
     ]
     for i in range(len(SIDE_COLUMNS)):
         tps = _number(_bench(built, "bm_tps", i), "tokens/s")

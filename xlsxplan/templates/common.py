@@ -18,7 +18,7 @@ from ..domains import Domain
 from ..infra.text import set_text
 from .book import Book, Ref, Sheet, check_format, page_setup, put_text, quote_sheetname
 from .metrics import as_printed, keep_together
-from .styles import CASE_COLUMNS, FMT, GENERATOR, HEADER_ROWS, TEMPLATE_DATE, WIDTHS
+from .styles import CASE_COLUMNS, FMT, GENERATOR, HEADER_ROWS, SIDE_COLUMNS, TEMPLATE_DATE, WIDTHS
 
 
 @dataclass
@@ -376,6 +376,7 @@ def cover(
     for text in limitations:
         row = paragraph(ws, row, text, "Label", indent="- ")
     ws.print_area = f"A1:F{row - 1}"
+    ws.print_title_rows = "1:1"  # the plan's title atop its second page
     page_setup(ws, book.title)
 
 
@@ -423,6 +424,7 @@ def guide(book: Book, steps: Sequence[str], sheets: Sequence[tuple[str, str]]) -
     ):
         row = paragraph(ws, row, text, "Label", indent="- ")
     ws.print_area = f"A1:F{row - 1}"
+    ws.print_title_rows = "1:2"  # the title and the master check atop every page
     page_setup(ws, book.title)
 
 
@@ -605,3 +607,12 @@ def range_sentence(figure: str, low: str, high: str, decimals: int, unit: str) -
     d = decimals
     numbers = f"AND(ISNUMBER({figure}),ISNUMBER({low}),ISNUMBER({high}))"
     return f'=IF({numbers},FIXED({figure},{d})&"{unit}, likely "&FIXED({low},{d})&" to "&FIXED({high},{d}),{figure})'
+
+
+def measured_heading(sh: Sheet, measured: Sequence[str]) -> None:
+    """The Calibration sheet's third column headed "Measured (yours)" only when one of the inputs ``measured`` (their
+    defined names) holds a measurement; else "None measured: calibrated", since the column then repeats the
+    calibrated figures."""
+    col = SIDE_COLUMNS[2]
+    given = f"SUM({','.join(measured)})>0"
+    sh.ws[f"{col}{HEADER_ROWS}"] = f'=IF({given},"Measured (yours)","None measured: calibrated")'

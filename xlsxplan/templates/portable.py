@@ -61,8 +61,8 @@ from .. import registry
 from ..errors import CellError, WorkbookError
 from ..sheet import native
 from ..sheet import portable_layout as frozen_layout
-from .book import Book, check_format, put_text, quote_sheetname
-from .styles import FMT, TEMPLATE_DATE
+from .book import Book, check_format, page_setup, put_text, quote_sheetname
+from .styles import FMT, TEMPLATE_DATE, WORKINGS_ROWS_PER_PAGE
 
 __all__ = ["CATALOG", "WORKINGS", "make_portable", "python_only", "registry_calls", "Portable"]
 
@@ -802,6 +802,7 @@ def _checks(p: _Pass) -> None:
         ws[f"B{r}"].number_format = FMT["check"]
         check_format(ws, f"B{r}")
         r += 1
+    ws.print_area = f"A1:F{r - 1}"  # every row the master check counts
     old = str(cell.value)
     m = re.fullmatch(r"=MIN\(1,(.*)\)", old)
     inner = m.group(1) if m else f"({old[1:]})"
@@ -826,6 +827,18 @@ def _guide(p: _Pass) -> None:
         elif text == "xlwings.conf":
             ws[f"A{r}"].value = "Workings, Catalog"
             ws[f"B{r}"].value = "Each function's steps and argument checks; the catalog's tables with sources"
+
+
+def _printed_columns(p: _Pass, ws: Worksheet) -> int:
+    """How many columns of a reference sheet print: all of Workings; the Catalog's tables but the residuals of the
+    efficiency ranges, one column each (hundreds), which print as far as the widest other table."""
+    if ws is not p.catalog_ws:
+        return ws.max_column
+    bands = p.tables.bands
+    if bands is None:
+        return ws.max_column
+    above = bands.first_row - 1  # the ranges' title row
+    return max(c.column for row in ws.iter_rows(max_row=above - 1) for c in row if c.value is not None)
 
 
 def _dress(p: _Pass) -> None:
@@ -855,6 +868,11 @@ def _dress(p: _Pass) -> None:
         put_text(ws["A3"], purpose, "Explanatory Text")
         ws.column_dimensions["A"].width = 60
         ws.column_dimensions["B"].width = 18
+        ws.print_area = f"A1:{get_column_letter(_printed_columns(p, ws))}{ws.max_row}"
+        ws.print_title_rows = "1:2"
+        page_setup(ws, title)
+        if ws is p.workings:
+            ws.page_setup.fitToHeight = -(-ws.max_row // WORKINGS_ROWS_PER_PAGE)
         ws.protection.sheet = True
         ws.protection.formatColumns = False
         ws.protection.formatRows = False

@@ -68,6 +68,7 @@ from .common import (
     guide,
     header_statuses,
     lists_sheet,
+    measured_heading,
     note_block,
     range_block,
     range_cells,
@@ -104,10 +105,10 @@ SHEETS = [
     (timeline.SHEET, "calc"),
     ("Outputs", "outputs"),
     ("Scenarios", "scenarios"),
-    ("Options", "scenarios"),
     ("Calibration", "calibration"),
     ("Checks", "checks"),
     ("Version log", "log"),
+    ("Options", "scenarios"),  # a reference table (a hundred options), printed after the story with Lists
     ("Lists", "lists"),
 ]
 
@@ -1504,6 +1505,8 @@ def _options(book: Book) -> Sheet:
                 cell.value = search
             cell.style = "Formula" if r > first else "Explanatory Text"
             cell.number_format = FMT[fmt]
+            if r == first:  # PLAN_OPTIONS's own field names under the headings: shrunk to their column, never cut
+                cell.alignment = Alignment(shrink_to_fit=True)
         if r > first:
             ws[f"A{r}"] = (
                 f"=IF(AND({g['gpu']}{r}=Accelerator,{g['gpus_per_replica']}{r}=GPUs_Per_Replica,"
@@ -1602,6 +1605,7 @@ def _calibration(book: Book) -> Sheet:
         ["Line item", "Unit", *CALIBRATION_COLUMNS, "", "Equation and source"],
         layout="cases",
     )
+    measured_heading(sh, ("Measured_Decode_Speed_At_Batch_1", "Measured_Time_To_First_Token"))
     locals_: list[dict[str, Ref | str]] = [{}, {}, {}]
     sh.section("Efficiencies", "Measured figures from Inputs, section 'Your measurements'")
     decode_ceiling = (
@@ -2045,6 +2049,19 @@ def likely(key: str, otherwise: str) -> str:
     )
 
 
+OUTPUT_NAMES = {
+    "GPUs_In_The_Fleet": "gpus_peak",
+    "Replicas_In_The_Fleet": "replicas_planned",
+    "Monthly_Cost": "monthly",
+    "Cost_Per_M_Input_Tokens": "cost_in",
+    "Cost_Per_M_Output_Tokens": "cost_out",
+    "Time_To_First_Token": "time_to_answer",
+    "Decode_Speed_Per_User": "tps_user",
+    "Master_Check": "master_check",
+}
+"""The headline outputs' defined names (the Cover's headline figures and the master check) -> their line items."""
+
+
 def build() -> Book:
     """The serving plan as an openpyxl workbook in a :class:`Book` (formulas only; recalculate to cache values)."""
     book = Book(TITLE, SHEETS)
@@ -2265,10 +2282,10 @@ def build() -> Book:
             (timeline.SHEET, "36 months: GPUs, servers bought or rented, cost owned and rented, breakevens"),
             ("Outputs", "Key results, the basis of estimate and the decode-speed chart"),
             ("Scenarios", "The four cases side by side"),
-            ("Options", "Every way to serve the active model on the priced accelerators, ranked (PLAN_OPTIONS)"),
             ("Calibration", "The plan at the assumed, the calibrated and your measured efficiencies"),
             ("Checks", "1 for a problem, 0 for OK; the master check"),
             ("Version log", "What changed, when"),
+            ("Options", "Every way to serve the active model on the priced accelerators, ranked (PLAN_OPTIONS)"),
             ("Lists", "The presets and precision names behind the dropdowns, usual ranges, each accelerator's price"),
             ("xlwings.conf", "Tells the add-in which Python module holds the functions; leave it as is"),
         ],
@@ -2276,5 +2293,6 @@ def build() -> Book:
     version_log(book)
     header_statuses(book)  # the master check on every sheet's second row
     conf_sheet(book)
+    book.name_outputs(OUTPUT_NAMES)
     book.finish()
     return book

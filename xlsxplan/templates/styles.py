@@ -40,6 +40,26 @@ LINE_HEIGHT = 13.0
 HEADER_ROWS = 5
 """Rows 1 to 5 hold the title, master check, purpose and column headings on every list sheet."""
 
+PRINT_PAGES_TALL = {
+    "Guide": 1,
+    "Inputs": 2,
+    "Calculations": 3,
+    "Timeline": 1,
+    "Outputs": 3,
+    "Scenarios": 1,
+    "Options": 2,
+    "Calibration": 1,
+    "Checks": 3,
+    "Lists": 1,
+    "Catalog": 3,
+}
+"""Pages tall each print range of a long sheet shrinks to (fit to width and to this height; a sheet not named here
+fits the width only): the printed serving plan's budget is 40 pages and the training plan's 25, measured in
+LibreOffice by tests/templates/test_print.py. The story sheets print at 60% of their size or more; the reference
+sheets (Catalog, Workings), printed last, as a compact appendix to read on screen or with a magnifier."""
+WORKINGS_ROWS_PER_PAGE = 300
+"""Rows of the Workings sheet a printed page holds (its pages tall: its rows over this, at least one)."""
+
 ALLOWED_CONSTANTS = frozenset({0.0, 1.0, 24.0, 1000.0, 1024.0, 3600.0, 86400.0, 1e9, 1e12, 1e15})
 """Numbers a formula may contain: zero and one, and unit conversions (FAST 3.04). Everything else is an input."""
 

@@ -40,6 +40,7 @@ from .common import (
     guide,
     header_statuses,
     lists_sheet,
+    measured_heading,
     note_block,
     range_block,
     range_cells,
@@ -602,6 +603,7 @@ def _calibration(book: Book) -> Sheet:
         ["Line item", "Unit", *CALIBRATION_COLUMNS, "", "Equation and source"],
         layout="cases",
     )
+    measured_heading(sh, ("Measured_GPU_Hours", "Measured_Training_Throughput"))
     locals_: list[dict[str, Ref | str]] = [{}, {}, {}]
     sh.section("Model FLOPs utilisation", "Measured figures from Inputs, section 'Your measurements'")
     mfu = Line(
@@ -772,6 +774,15 @@ def _checks(book: Book) -> Sheet:
     return sh
 
 
+OUTPUT_NAMES = {
+    "Training_Time": "seconds",
+    "GPU_Hours_Of_The_Run": "gpu_hours",
+    "Cost_Of_The_Run": "cost",
+    "Master_Check": "master_check",
+}
+"""The headline outputs' defined names (the Cover's headline figures and the master check) -> their line items."""
+
+
 def build() -> Book:
     """The training plan as an openpyxl workbook in a :class:`Book` (formulas only; recalculate to cache values)."""
     book = Book(TITLE, SHEETS)
@@ -914,5 +925,6 @@ def build() -> Book:
     version_log(book)
     header_statuses(book)  # the master check on every sheet's second row
     conf_sheet(book)
+    book.name_outputs(OUTPUT_NAMES)
     book.finish()
     return book
