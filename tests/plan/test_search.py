@@ -695,3 +695,24 @@ def test_the_table_names_the_published_rows_rank_one_rests_on(capsys):
     for kind in ("decode_bandwidth", "prefill"):  # the rows behind each efficiency, as EFFICIENCY's basis states them
         assert calibration.efficiency_basis(kind, first.gpu, first.weights).split(": ", 1)[1] in line
     assert f"{len(calibration.active().bands['throughput']):,} held-out serving residuals" in line
+
+
+def test_the_plan_ends_with_the_bill_in_short(capsys):
+    argv = ["plan", "--model", "Qwen2.5-72B", "--requests-per-day", "200000", "--prompt-tokens", "2000"]
+    argv += ["--prompt-p95", "6000", "--output-tokens", "300", "--tokens-per-s", "20", "--ttft-s", "2", "--gpu", "H100"]
+    assert main([*argv, "--gpu", "H200=3.5", "--top", "1"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    traffic = Traffic(200_000, 2_000, 300, 3, prompt_p95=6_000)
+    first = plan("Qwen2.5-72B", traffic, Targets(20, 2), {"H100": None, "H200": 3.5}).feasible[0]
+    c, ideal = first.calibrated, first.assumed
+    low, high = c.extra["range"]["usd_per_month"]
+    assert lines[-3] == (
+        f"In short: {first.gpus_per_replica} x {first.gpu} a replica, {first.weights} weights, {first.serving}: "
+        f"{c.gpus} GPUs, ${c.usd_per_month:,.0f} a month at the efficiencies published runs reach, likely "
+        f"${low:,.0f} to ${high:,.0f} (P10 to P90 of published runs); ${c.usd_per_m_input:,.2f} per million input "
+        f"and ${c.usd_per_m_output:,.2f} per million output tokens"
+    )
+    price = "$3.5 per GPU-hour (given)" if first.gpu == "H200" else "$3.2 per GPU-hour (the catalog's, on demand"
+    assert lines[-2].startswith(f"  price: {price}")
+    assert lines[-2].endswith(f"the same option needs {ideal.gpus} GPUs, ${ideal.usd_per_month:,.0f}")
+    assert lines[-1].startswith("Next: ")

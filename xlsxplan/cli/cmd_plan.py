@@ -522,7 +522,46 @@ def render(result: Any, top: int = 0) -> str:
         f"{', '.join(map(str, a.gpus_per_replica))} GPUs per replica (for a mixture of experts, the experts "
         f"spread over them); {' and '.join(a.servings)}"
     )
+    lines += _in_short(result)
     return "\n".join(lines)
+
+
+def _in_short(result: Any) -> list[str]:
+    """The plan's last lines, for a manager to read aloud: rank 1's fleet, monthly bill and its range, cost per
+    million input and output tokens, the price and where it comes from, the other view's figure (the assumption that
+    moves the plan most: the efficiencies), and what to run next."""
+    feasible = result.feasible
+    if not feasible:
+        return ["", "In short: no option meets the targets; the rejected lines say what fails, and loosening that"]
+    o = feasible[0]
+    f, other = o.view(result.rank_by), ("assumed" if result.rank_by == "calibrated" else "calibrated")
+    g = o.view(other)
+    from ..catalog import load_prices
+
+    price, source = result.prices[o.gpu]
+    basis = "given" if source == "given" else f"the catalog's, on demand, as of {load_prices().get(o.gpu).as_of}"
+    span = ""
+    band = f.extra.get("range", {}).get("usd_per_month")
+    if band and band[0] != band[1]:
+        span = f", likely ${band[0]:,.0f} to ${band[1]:,.0f} (P10 to P90 of published runs)"
+    view = "at the efficiencies published runs reach" if result.rank_by == "calibrated" else "at the source text's"
+    elsewhere = (
+        f"at the source text's ideal efficiencies the same option needs {g.gpus} GPUs, ${g.usd_per_month:,.0f}"
+        if g.feasible and other == "assumed"
+        else f"at the calibrated efficiencies the same option needs {g.gpus} GPUs, ${g.usd_per_month:,.0f}"
+        if g.feasible
+        else f"the {'ideal' if other == 'assumed' else 'calibrated'} view rejects it: {g.reason}"
+    )
+    return [
+        "",
+        f"In short: {o.gpus_per_replica} x {o.gpu} a replica, {o.weights} weights, {o.serving}: {f.gpus} GPUs, "
+        f"${f.usd_per_month:,.0f} a month {view}{span}; ${f.usd_per_m_input:,.2f} per million input and "
+        f"${f.usd_per_m_output:,.2f} per million output tokens",
+        f"  price: ${price:,.3f}".rstrip("0").rstrip(".") + f" per GPU-hour ({basis}); what moves it most: the "
+        f"efficiencies, {elsewhere}",
+        "Next: --json for every figure, =PLAN_OPTIONS(...) for the same table in a cell, or xlsxplan build for the "
+        "serving plan workbook",
+    ]
 
 
 def _range_cells(c: Any) -> list[str]:
