@@ -232,6 +232,10 @@ class _Probe:
 # The workbook
 
 
+_RESOLVED = 1_000_000
+"""References a workbook remembers resolved (about 200 bytes each); past this the memory is cleared, not grown."""
+
+
 class Workbook:
     """A workbook loaded for headless recalculation.
 
@@ -268,6 +272,7 @@ class Workbook:
         self._computed_cache: dict[str, dict[tuple[int, int], Any]] | None = None
         self._error_cells: dict[str, list[tuple[int, int]]] = {}
         self._names_by_fold: dict[str, list[Any]] | None = None
+        self._resolved: dict[str, tuple[str, int, int, int, int] | str] = {}
         self._probe_ready = False
         self._arrays = {title: idx.arrays for title, idx in index.items()}
         self._formula_cells: dict[str, list[tuple[int, int]]] = {}
@@ -373,7 +378,17 @@ class Workbook:
 
     def _resolve(self, ref: str) -> tuple[str, int, int, int, int] | str:
         """A reference or name as (sheet title, r1, c1, r2, c2), or the name itself for a name that holds a
-        formula."""
+        formula. Remembered per text (names and sheet titles never change after loading): a command that asks
+        several questions of each of 80,000 names resolves each once; at most :data:`_RESOLVED` texts are kept."""
+        hit = self._resolved.get(ref)
+        if hit is None:
+            hit = self._resolve_anew(ref)
+            if len(self._resolved) >= _RESOLVED:
+                self._resolved.clear()
+            self._resolved[ref] = hit
+        return hit
+
+    def _resolve_anew(self, ref: str) -> tuple[str, int, int, int, int] | str:
         sheet, target = _sheet_ref(ref)
         if sheet is not None:
             title = self._pkg.worksheet(sheet).title
