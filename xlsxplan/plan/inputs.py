@@ -305,18 +305,20 @@ def with_inputs(
     :mod:`dataclasses` makes ``__init__``: the source of one ``def`` executed, so that ``inspect.signature``, the
     domain checks and every Excel face see an ordinary function."""
     inputs = (*lead, *PLAN_INPUTS)
-    namespace: dict[str, Any] = {"_impl": impl}
+    namespace: dict[str, Any] = {"_impl": impl, "_returns": returns}
     params = []
     for k, p in enumerate(inputs):
+        namespace[f"_domain_{k}"] = p.domain
         if p.default is REQUIRED:
-            params.append(p.name)
+            params.append(f"{p.name}: _domain_{k}")
         else:
             namespace[f"_default_{k}"] = p.default
-            params.append(f"{p.name}=_default_{k}")
+            params.append(f"{p.name}: _domain_{k} = _default_{k}")
     names = ", ".join(p.name for p in inputs)
-    exec(f"def {name}({', '.join(params)}):\n    return _impl({names})\n", namespace)  # noqa: S102
+    # the annotations are written in the source (not set afterwards), so that every Python keeps them as it keeps a
+    # written function's: 3.14 evaluates them lazily and functools.wraps copies that evaluator, not a set dict
+    exec(f"def {name}({', '.join(params)}) -> _returns:\n    return _impl({names})\n", namespace)  # noqa: S102
     func = namespace[name]
-    func.__annotations__ = {p.name: p.domain for p in inputs} | {"return": returns}
     lines = [head.rstrip(), "", "Parameters", "----------"]
     for p in inputs:
         shown = "" if p.default is REQUIRED else f", default {p.default}"
