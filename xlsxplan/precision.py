@@ -165,24 +165,24 @@ def format_names() -> list[str]:
     return list(_formats())
 
 
-def lookup(precision: str) -> Format:
+def lookup(precision: str, argument: str = "precision") -> Format:
     """The :class:`Format` a name means (aliases, case, hyphens and underscores ignored).
 
     Raises
     ------
     UnknownPresetError
-        If no format has that name, with the closest names.
+        If no format has that name, with the closest names; the message and the error name ``argument``.
     """
-    return _lookup(precision)
+    return _lookup(precision, argument)
 
 
-def _lookup(precision: str) -> Format:
+def _lookup(precision: str, argument: str = "precision") -> Format:
     hit = _index().get(format_key(precision))
     if hit is not None:
         return hit
     close = difflib.get_close_matches(precision.strip().lower(), list(_formats()), n=3, cutoff=0.5)
     hint = f"; did you mean {', '.join(close)}?" if close else f"; known: {', '.join(_formats())}"
-    raise UnknownPresetError(f"precision {precision!r} is not a known format{hint}", "precision")
+    raise UnknownPresetError(f"{argument} {precision!r} is not a known format{hint}", argument)
 
 
 @checked

@@ -50,16 +50,9 @@ _FLAGS = {
     "acceptance": "--spec-acceptance",
     "acceptance_rates": "--spec-acceptance-rates",
     "draft_tokens": "--spec-tokens",
-    "usable_fraction": "--usable-fraction",
-    "decode_bandwidth_efficiency": "--decode-bandwidth-efficiency",
-    "prefill_utilisation": "--prefill-utilisation",
-    "kv_overflow": "--kv-overflow",
-    "kv_link_gb_s": "--kv-link-gb-s",
-    "hours_per_month": "--hours-per-month",
-    "gpus_per_replica": "--gpus-per-replica",
-    "servings": "--serving",
 }
-"""Each argument of :func:`xlsxplan.plan.search.plan` by the flag that gives it, for error messages."""
+"""Each argument of :func:`xlsxplan.plan.search.plan` by the flag that gives it, for error messages; those of
+:data:`SPEC_FLAGS` are added from their specification when the parser is made (:func:`_spec_flags`)."""
 
 
 class _Usage(Exception):
@@ -230,13 +223,13 @@ def _inputs(args: argparse.Namespace) -> tuple[Any, ...]:
     if args.service_cv is not None and targets.ttft_percentile is None:
         raise _Usage("--service-cv shapes the queue of --ttft-percentile: give --ttft-percentile too")
     defaults = Assumptions()
-    given = {n: _number(args, n) for n in SPEC_FLAGS[:6]}
-    sizes = _names(args.gpus_per_replica, "--gpus-per-replica")
+    given = {n: _number(args, n) for n in SPEC_FLAGS if n not in _SPEC_LISTS}
+    sizes = _names(args.gpus_per_replica, _FLAGS["gpus_per_replica"])
     if sizes is not None:
         bad = [x for x in sizes if not x.isdigit()]
         if bad:
-            raise _Usage(f"--gpus-per-replica must list whole numbers such as 1,2,4,8, got {bad[0]!r}")
-    servings = _names(args.servings, "--serving")
+            raise _Usage(f"{_FLAGS['gpus_per_replica']} must list whole numbers such as 1,2,4,8, got {bad[0]!r}")
+    servings = _names(args.servings, _FLAGS["servings"])
     assumptions = Assumptions(
         **{n: getattr(defaults, n) if v is None else v for n, v in given.items()},
         gpus_per_replica=defaults.gpus_per_replica if sizes is None else tuple(int(x) for x in sizes),
@@ -327,9 +320,12 @@ def _basis(o: Any) -> str:
     """What rank 1's calibrated figures rest on, in words: the published rows behind its efficiencies and behind the
     P10-P90 band (pooled over every model, so it neither widens nor narrows for this one)."""
     from ..calibration import active, efficiency_basis
+    from ..plan.search import compute_precision
 
-    compute = o.weights.split("+")[0]
-    parts = [efficiency_basis(kind, o.gpu, compute).split(": ", 1)[1] for kind in ("decode_bandwidth", "prefill")]
+    parts = [
+        efficiency_basis(kind, o.gpu, compute_precision(o.weights)).split(": ", 1)[1]
+        for kind in ("decode_bandwidth", "prefill")
+    ]
     band = len(active().bands.get("throughput", ()))
     return (
         f"  rank 1 rests on: EFFICIENCY {parts[0]}; {parts[1]}; its P10-P90 on {band:,} held-out serving residuals "
@@ -545,13 +541,11 @@ def _in_short(result: Any) -> list[str]:
     if band and band[0] != band[1]:
         span = f", likely ${band[0]:,.0f} to ${band[1]:,.0f} (P10 to P90 of published runs)"
     view = "at the efficiencies published runs reach" if result.rank_by == "calibrated" else "at the source text's"
-    elsewhere = (
-        f"at the source text's ideal efficiencies the same option needs {g.gpus} GPUs, ${g.usd_per_month:,.0f}"
-        if g.feasible and other == "assumed"
-        else f"at the calibrated efficiencies the same option needs {g.gpus} GPUs, ${g.usd_per_month:,.0f}"
-        if g.feasible
-        else f"the {'ideal' if other == 'assumed' else 'calibrated'} view rejects it: {g.reason}"
-    )
+    there = "at the source text's ideal efficiencies" if other == "assumed" else "at the calibrated efficiencies"
+    if g.feasible:
+        elsewhere = f"{there} the same option needs {g.gpus} GPUs, ${g.usd_per_month:,.0f}"
+    else:
+        elsewhere = f"{there} it is rejected: {g.reason}"
     return [
         "",
         f"In short: {o.gpus_per_replica} x {o.gpu} a replica, {o.weights} weights, {o.serving}: {f.gpus} GPUs, "
@@ -778,6 +772,8 @@ SPEC_FLAGS = (
 )
 """The plan inputs whose flags are made from their specification (:data:`xlsxplan.plan.inputs.PLAN_INPUTS`: flag,
 unit and text); the others have flags of their own, with a CLI's spelling of "not given"."""
+_SPEC_LISTS = ("gpus_per_replica", "servings")
+"""Those of them given as comma-separated lists; the rest are numbers."""
 
 
 def _spec_flags(p: argparse.ArgumentParser) -> None:
@@ -785,6 +781,7 @@ def _spec_flags(p: argparse.ArgumentParser) -> None:
 
     for inp in PLAN_INPUTS:
         if inp.name in SPEC_FLAGS:
+            _FLAGS[inp.name] = inp.cli_flag
             unit = inp.doc.rsplit("[", 1)[1].rstrip("].")
             shown = inp.default if isinstance(inp.default, str) else f"{inp.default:g}"
             p.add_argument(

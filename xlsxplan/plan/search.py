@@ -836,15 +836,10 @@ class _Model:
         return equations.moe_params_read(self.params, self.active, self.experts, self.experts_per_token, batch)
 
 
-def _named(read: Any, text: str, m: _Model, argument: str) -> str:
-    """A precision as the catalog names it, read by ``read``; an unknown one refused naming ``argument``."""
-    try:
-        return str(read(text, m))
-    except XlsxplanError as err:
-        message = err.message
-        if message.startswith("precision "):
-            message = argument + message[len("precision") :]
-        raise type(err)(message, argument) from None
+def compute_precision(weights: str) -> str:
+    """The precision weights named as the plan names them compute in: the other layers' when the experts are stored
+    apart (``bf16+mxfp4``: bf16, the 4-bit experts widened to it before the multiply, as w4a16 kernels do)."""
+    return weights.partition("+")[0]
 
 
 def _weights_name(text: str, m: _Model) -> str:
@@ -852,7 +847,7 @@ def _weights_name(text: str, m: _Model) -> str:
     mixed (gpt-oss: bf16+mxfp4, the routed experts in MXFP4 and every other layer in BF16)."""
     rest, plus, apart = text.partition("+")
     if not plus:
-        return precision.lookup(text).name
+        return precision.lookup(text, "weights").name
     if not m.moe:
         raise ArgumentError(
             f"weights {text!r}: REST+EXPERTS stores a mixture of experts' routed experts apart, and {m.name} has no "
@@ -861,7 +856,7 @@ def _weights_name(text: str, m: _Model) -> str:
         )
     if not rest.strip() or not apart.strip() or "+" in apart:
         raise ArgumentError(f"weights {text!r}: give one precision, or REST+EXPERTS such as bf16+mxfp4", "weights")
-    return f"{precision.lookup(rest.strip()).name}+{precision.lookup(apart.strip()).name}"
+    return f"{precision.lookup(rest.strip(), 'weights').name}+{precision.lookup(apart.strip(), 'weights').name}"
 
 
 def _model(name: str) -> _Model:
@@ -912,9 +907,7 @@ class _Setup:
 
     @property
     def compute_name(self) -> str:
-        """The precision the weights compute in: the other layers' when the experts are stored apart (4-bit experts
-        widened to it before the multiply, as w4a16 kernels do)."""
-        return self.weights_name.split("+")[0]
+        return compute_precision(self.weights_name)
 
     def reading(self, batch: float) -> tuple[float, float]:
         """Parameters a step of ``batch`` tokens reads [B] and their mean bytes per parameter [bytes]: with the
@@ -1591,8 +1584,8 @@ def plan(
     _checked_inputs(traffic_, targets, a)
     m = _model(model)
     prices = _prices(gpus)
-    weight_names = tuple(dict.fromkeys(_named(_weights_name, w, m, "weights") for w in a.weight_precisions))
-    kv_names = tuple(dict.fromkeys(_named(lambda k, _: precision.lookup(k).name, k, m, "kv") for k in a.kv_precisions))
+    weight_names = tuple(dict.fromkeys(_weights_name(w, m) for w in a.weight_precisions))
+    kv_names = tuple(dict.fromkeys(precision.lookup(k, "kv").name for k in a.kv_precisions))
     a = replace(a, weight_precisions=weight_names, kv_precisions=kv_names)
     sd, basis = _spread(traffic_)
     notes = [f"memory: {basis}"]
