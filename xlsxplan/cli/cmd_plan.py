@@ -83,13 +83,12 @@ def _number(
     return value
 
 
-def _names(text: str | None, flag: str) -> tuple[str, ...] | None:
-    if text is None:
-        return None
-    names = tuple(p.strip() for p in text.split(",") if p.strip())
-    if not names:
-        raise _Usage(f"{flag} must list at least one name, separated by commas")
-    return names
+def _names(text: str | None, name: str) -> tuple[str, ...] | None:
+    """A comma-separated flag's names, None where it is not given; an empty list is refused naming ``name``, which
+    :func:`run` spells as its flag."""
+    from ..plan.search import name_list
+
+    return None if text is None else name_list(text, name)
 
 
 _OWN_SINGLE = ("years", "residual_fraction", "annual_rate", "pue", "usd_per_kwh", "usd_per_kw_month")
@@ -200,7 +199,7 @@ def _speculative(args: argparse.Namespace) -> Any:
 
 
 def _inputs(args: argparse.Namespace) -> tuple[Any, ...]:
-    from ..plan.search import Assumptions, Targets, Traffic, parse_gpus
+    from ..plan.search import Assumptions, Targets, Traffic, parse_gpus, size_list
 
     missing = [
         _FLAGS[name] + (" (a preset name, shipped or imported with `xlsxplan model add`)" if name == "model" else "")
@@ -224,21 +223,18 @@ def _inputs(args: argparse.Namespace) -> tuple[Any, ...]:
         raise _Usage("--service-cv shapes the queue of --ttft-percentile: give --ttft-percentile too")
     defaults = Assumptions()
     given = {n: _number(args, n) for n in SPEC_FLAGS if n not in _SPEC_LISTS}
-    sizes = _names(args.gpus_per_replica, _FLAGS["gpus_per_replica"])
-    if sizes is not None:
-        bad = [x for x in sizes if not x.isdigit()]
-        if bad:
-            raise _Usage(f"{_FLAGS['gpus_per_replica']} must list whole numbers such as 1,2,4,8, got {bad[0]!r}")
-    servings = _names(args.servings, _FLAGS["servings"])
+    servings = _names(args.servings, "servings")
     assumptions = Assumptions(
         **{n: getattr(defaults, n) if v is None else v for n, v in given.items()},
-        gpus_per_replica=defaults.gpus_per_replica if sizes is None else tuple(int(x) for x in sizes),
+        gpus_per_replica=defaults.gpus_per_replica
+        if args.gpus_per_replica is None
+        else size_list(args.gpus_per_replica),
         servings=defaults.servings if servings is None else tuple(x.lower() for x in servings),
         spare=defaults.spare if args.spare is None else _number(args, "spare", whole=True),
         min_replicas=defaults.min_replicas if args.min_replicas is None else _number(args, "min_replicas", whole=True),
         weights="params x bytes" if args.weights_as == "params-x-bytes" else "published",
-        weight_precisions=_names(args.weights, "--weights") or defaults.weight_precisions,
-        kv_precisions=_names(args.kv, "--kv") or defaults.kv_precisions,
+        weight_precisions=_names(args.weights, "weights") or defaults.weight_precisions,
+        kv_precisions=_names(args.kv, "kv") or defaults.kv_precisions,
         owned=_owned(args),
         service_cv=defaults.service_cv if args.service_cv is None else _number(args, "service_cv"),
         engine=_engine(args),

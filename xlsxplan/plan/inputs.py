@@ -71,23 +71,19 @@ class PlanInput:
         return {str: "str", int: "int", float: "float"}[self.domain.__origin__]
 
 
-def _i(name: str, domain: Any, default: Any, doc: str, sheet: str, flag: str = "") -> PlanInput:
-    return PlanInput(name, domain, default, doc, sheet, flag)
-
-
 PLAN_INPUTS: tuple[PlanInput, ...] = (
-    _i("model", Name, REQUIRED, "A preset model name, shipped or imported, e.g. Qwen2.5-72B [name].", "Model"),
-    _i("requests_per_day", PerDay, REQUIRED, "Requests in a day [requests/day].", "Requests_Per_Day"),
-    _i("prompt_tokens", Tokens, REQUIRED, "Mean prompt per request [tokens].", "{prompt_mean}"),
-    _i("output_tokens", Tokens, REQUIRED, "Visible answer per request [tokens].", "Output_Tokens_Per_Request"),
-    _i(
+    PlanInput("model", Name, REQUIRED, "A preset model name, shipped or imported, e.g. Qwen2.5-72B [name].", "Model"),
+    PlanInput("requests_per_day", PerDay, REQUIRED, "Requests in a day [requests/day].", "Requests_Per_Day"),
+    PlanInput("prompt_tokens", Tokens, REQUIRED, "Mean prompt per request [tokens].", "{prompt_mean}"),
+    PlanInput("output_tokens", Tokens, REQUIRED, "Visible answer per request [tokens].", "Output_Tokens_Per_Request"),
+    PlanInput(
         "peak_factor",
         PeakFactor,
         3,
         "How much busier the peak hour is than the day's average [ratio].",
         "Peak_Hour_Factor",
     ),
-    _i(
+    PlanInput(
         "tokens_per_s_target",
         TokensPerSOrZero,
         0,
@@ -95,7 +91,7 @@ PLAN_INPUTS: tuple[PlanInput, ...] = (
         "Latency_Target",
         "--tokens-per-s",
     ),
-    _i(
+    PlanInput(
         "ttft_target_s",
         SecondsOrZero,
         0,
@@ -103,14 +99,14 @@ PLAN_INPUTS: tuple[PlanInput, ...] = (
         "{options_ttft}",
         "--ttft-s",
     ),
-    _i(
+    PlanInput(
         "spare",
         Spare,
         1,
         "Replicas added for a failure or a deployment, to each pool when disaggregated [count].",
         "Spare_Replicas",
     ),
-    _i(
+    PlanInput(
         "gpus",
         Name,
         "all",
@@ -119,23 +115,23 @@ PLAN_INPUTS: tuple[PlanInput, ...] = (
         "{options_gpus}",
         "--gpu",
     ),
-    _i("prompt_p95", TokensOrZero, 0, "95th-percentile prompt; 0: the mean [tokens].", "{prompt_tail}"),
-    _i(
+    PlanInput("prompt_p95", TokensOrZero, 0, "95th-percentile prompt; 0: the mean [tokens].", "{prompt_tail}"),
+    PlanInput(
         "max_prompt_tokens",
         TokensOrZero,
         0,
         "Longest prompt accepted, which must fit alone; 0: not checked [tokens].",
         "MAX({prompt_tail},Longest_Prompt_Accepted)",
     ),
-    _i(
+    PlanInput(
         "reasoning_tokens",
         TokensOrZero,
         0,
         "Hidden reasoning tokens per request, decoded and billed as output [tokens].",
         "Hidden_Reasoning_Tokens_Per_Request",
     ),
-    _i("min_replicas", Count, 2, "Fewest replicas an aggregated plan runs [count].", "Minimum_Replicas"),
-    _i(
+    PlanInput("min_replicas", Count, 2, "Fewest replicas an aggregated plan runs [count].", "Minimum_Replicas"),
+    PlanInput(
         "ttft_percentile",
         FractionOrZero,
         0,
@@ -143,7 +139,7 @@ PLAN_INPUTS: tuple[PlanInput, ...] = (
         "ttft_target_s (0.99 for P99; replicas are added until it holds); 0: a request that never waits [fraction].",
         "{options_percentile}",
     ),
-    _i(
+    PlanInput(
         "gpu_memory_utilization",
         FractionOrZero,
         0,
@@ -151,7 +147,7 @@ PLAN_INPUTS: tuple[PlanInput, ...] = (
         "usable share (usable_fraction) [fraction].",
         "0",
     ),
-    _i(
+    PlanInput(
         "reserve_gb",
         MemoryGBOrZero,
         0,
@@ -159,14 +155,14 @@ PLAN_INPUTS: tuple[PlanInput, ...] = (
         "0",
         "--activation-reserve-gb",
     ),
-    _i(
+    PlanInput(
         "block_size",
         Count,
         16,
         "With gpu_memory_utilization: tokens per KV block (vLLM 16, SGLang 1) [tokens].",
         "Engine_KV_Block_Size",
     ),
-    _i(
+    PlanInput(
         "spec_draft",
         Name,
         "none",
@@ -174,15 +170,15 @@ PLAN_INPUTS: tuple[PlanInput, ...] = (
         "it; none: no draft [name].",
         '"none"',
     ),
-    _i(
+    PlanInput(
         "spec_acceptance",
         FractionOrZero,
         0,
         "With spec_draft: chance each drafted token is accepted [fraction].",
         "0",
     ),
-    _i("spec_tokens", Count, 1, "With spec_draft: tokens drafted a step [count].", "1"),
-    _i(
+    PlanInput("spec_tokens", Count, 1, "With spec_draft: tokens drafted a step [count].", "1"),
+    PlanInput(
         "own",
         Flag,
         0,
@@ -190,7 +186,7 @@ PLAN_INPUTS: tuple[PlanInput, ...] = (
         "and per M input and output tokens [flag].",
         "0",
     ),
-    _i(
+    PlanInput(
         "ideal",
         Flag,
         0,
@@ -199,7 +195,7 @@ PLAN_INPUTS: tuple[PlanInput, ...] = (
         "0",
         "--rank",
     ),
-    _i(
+    PlanInput(
         "usable_fraction",
         Fraction,
         0.9,
@@ -207,7 +203,7 @@ PLAN_INPUTS: tuple[PlanInput, ...] = (
         "text's 0.9) [fraction].",
         "Usable_Memory_Fraction",
     ),
-    _i(
+    PlanInput(
         "decode_bandwidth_efficiency",
         Fraction,
         1.0,
@@ -215,21 +211,21 @@ PLAN_INPUTS: tuple[PlanInput, ...] = (
         "[fraction].",
         "Decode_Bandwidth_Efficiency",
     ),
-    _i(
+    PlanInput(
         "prefill_utilisation",
         Fraction,
         0.5,
         "Share of the dense BF16 peak prefill reaches in the ideal view (the source text's 0.5) [fraction].",
         "Prefill_Compute_Utilisation",
     ),
-    _i(
+    PlanInput(
         "kv_overflow",
         TailProbability,
         0.05,
         "Chance a paged batch's KV cache outgrows memory at a given moment (PAGED_BATCH) [fraction].",
         "KV_Cache_Overflow_Accepted",
     ),
-    _i(
+    PlanInput(
         "kv_link_gb_s",
         LinkGBs,
         50,
@@ -237,7 +233,7 @@ PLAN_INPUTS: tuple[PlanInput, ...] = (
         "50) [GB/s].",
         "Prefill_To_Decode_Link_Bandwidth",
     ),
-    _i(
+    PlanInput(
         "service_cv",
         CoefficientOfVariation,
         1,
@@ -245,14 +241,14 @@ PLAN_INPUTS: tuple[PlanInput, ...] = (
         "M/M/c queue) [ratio].",
         "1",
     ),
-    _i(
+    PlanInput(
         "hours_per_month",
         HoursPerPeriod,
         730,
         "Hours a month GPUs are billed around the clock [hours].",
         "Hours_Per_Month",
     ),
-    _i(
+    PlanInput(
         "weights",
         Name,
         "bf16,fp8",
@@ -260,9 +256,9 @@ PLAN_INPUTS: tuple[PlanInput, ...] = (
         "(gpt-oss: bf16+mxfp4) [names].",
         "",
     ),
-    _i("kv", Name, "bf16,fp8", "KV-cache precisions to try, e.g. bf16,fp8 [names].", ""),
-    _i("gpus_per_replica", Name, "1,2,4,8", "GPUs per replica to try, e.g. 1,2,4,8 [counts].", ""),
-    _i(
+    PlanInput("kv", Name, "bf16,fp8", "KV-cache precisions to try, e.g. bf16,fp8 [names].", ""),
+    PlanInput("gpus_per_replica", Name, "1,2,4,8", "GPUs per replica to try, e.g. 1,2,4,8 [counts].", ""),
+    PlanInput(
         "servings",
         Name,
         "aggregated,disaggregated",
@@ -270,7 +266,7 @@ PLAN_INPUTS: tuple[PlanInput, ...] = (
         "",
         "--serving",
     ),
-    _i(
+    PlanInput(
         "weights_as",
         Name,
         "published",

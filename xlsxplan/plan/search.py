@@ -1851,12 +1851,21 @@ def _zero_is_none(x: float) -> float | None:
     return None if x == 0 else x
 
 
-def _list(value: str, argument: str) -> tuple[str, ...]:
-    """A comma-separated list of names, as a cell gives it."""
+def name_list(value: str, argument: str) -> tuple[str, ...]:
+    """A comma-separated list of names, as a cell or a flag gives it; none is refused naming ``argument``."""
     names = tuple(x.strip() for x in value.split(",") if x.strip())
     if not names:
         raise ArgumentError(f"{argument} must list at least one name, separated by commas, got {value!r}", argument)
     return names
+
+
+def size_list(value: str, argument: str = "gpus_per_replica") -> tuple[int, ...]:
+    """A comma-separated list of GPUs per replica (``1,2,4,8``), as a cell or a flag gives it."""
+    sizes = name_list(value, argument)
+    bad = [x for x in sizes if not x.isdigit()]
+    if bad:
+        raise ArgumentError(f"{argument} must list whole numbers such as 1,2,4,8, got {bad[0]!r}", argument)
+    return tuple(int(x) for x in sizes)
 
 
 def plan_from_cells(*values: Any) -> Plan:
@@ -1888,13 +1897,6 @@ def plan_from_cells(*values: Any) -> Plan:
                 "spec_" + err.message if err.argument in ("draft", "acceptance") else err.message,
                 "spec_" + (err.argument or "draft"),
             ) from None
-    sizes = []
-    for size in _list(v["gpus_per_replica"], "gpus_per_replica"):
-        if not size.isdigit():
-            raise ArgumentError(
-                f"gpus_per_replica must list whole numbers such as 1,2,4,8, got {size!r}", "gpus_per_replica"
-            )
-        sizes.append(int(size))
     weights_as = " ".join(v["weights_as"].replace("-", " ").split()).lower()
     if weights_as not in (PUBLISHED, PARAMS_X_BYTES):
         raise ArgumentError(
@@ -1910,10 +1912,10 @@ def plan_from_cells(*values: Any) -> Plan:
         kv_link_gb_s=v["kv_link_gb_s"],
         weights=weights_as,
         hours_per_month=v["hours_per_month"],
-        weight_precisions=_list(v["weights"], "weights"),
-        kv_precisions=_list(v["kv"], "kv"),
-        gpus_per_replica=tuple(sizes),
-        servings=tuple(x.lower() for x in _list(v["servings"], "servings")),
+        weight_precisions=name_list(v["weights"], "weights"),
+        kv_precisions=name_list(v["kv"], "kv"),
+        gpus_per_replica=size_list(v["gpus_per_replica"]),
+        servings=tuple(x.lower() for x in name_list(v["servings"], "servings")),
         service_cv=v["service_cv"],
         owned=Owned() if v["own"] else None,
         engine=engine_,
