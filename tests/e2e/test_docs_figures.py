@@ -50,16 +50,6 @@ CLAIMS = [
         value('=EFFICIENCY("decode_bandwidth","H100-SXM")', "{:.2f}"),
     ),
     (
-        "docs/traffic.md",
-        r"the Calibration sheet: (\d+%) of the bandwidth",
-        value('=EFFICIENCY("decode_bandwidth","H100-SXM","fp8")', "{:.0%}"),
-    ),
-    (
-        "docs/traffic.md",
-        r"of the bandwidth, (\d+%) of the FP8 peak in prefill",
-        value('=EFFICIENCY("prefill","H100-SXM","fp8")', "{:.0%}"),
-    ),
-    (
         "docs/templates.md",
         r"about (\d+%) and \d+% for the FP8 pair on H100s",
         value('=EFFICIENCY("decode_bandwidth","H100-SXM","fp8")', "{:.0%}"),
@@ -71,13 +61,13 @@ CLAIMS = [
     ),
     (
         "docs/templates.md",
-        r"for the FP8 pair on H100s, so\s+([\d,]+) rather than",
-        printed(r"at the calibrated efficiencies \(Calibration sheet\): ([\d,]+) tokens/s per replica"),
+        r"that is batch \d+ at ([\d.]+) tokens/s a\s+user",
+        printed(r"as xlsxplan plan ranks\): ([\d.]+) tokens/s per user"),
     ),
     (
         "docs/templates.md",
-        r"rather than ([\d,]+) tokens/s per replica",
-        printed(r"72B FP8, 2 GPUs: batch \d+, .*?, ([\d,]+) tokens/s total"),
+        r"tokens/s a\s+user, (\d+) GPUs and",
+        printed(r"tokens/s per user, \d+ replicas \((\d+) GPUs\)"),
     ),
     ("docs/queueing.md", r"Then `C = ([\d.]+)`", value(f"=ERLANG_C(51,6.94/3*SLOT_S({QUEUE}))", "{:.3f}")),
     (

@@ -23,10 +23,16 @@ from xlsxplan.cli import main
 from xlsxplan.errors import CellError, WorkbookError
 from xlsxplan.headless import Workbook, recalc
 from xlsxplan.headless.frozen import FORMULAS_HEADER, NAME_PREFIX, TITLE_PREFIX
+from xlsxplan.templates import serving
 from xlsxplan.templates.portable import _rectangles
 
 ROOT = REPO
 PORTABLE = ROOT / "workbooks" / "serving_plan.xlsx"
+FROZEN_CELLS = (1 + serving.options_per_accelerator() * len(serving.priced_accelerators())) * len(
+    serving.OPTION_COLUMNS
+) + 1
+"""The Options table's cells (its header row and an option a row, a column each) and the list of accelerators
+searched below it: the cells only Python computes in the portable serving plan."""
 ADDIN = ROOT / "workbooks" / "serving_plan_functions.xlsx"
 CASES = "GHIJ"
 STALE_WORDS = "values computed by Python for other inputs"
@@ -103,7 +109,7 @@ def test_the_options_table_equals_the_addin_editions_for_the_same_inputs(both):
     frozen = [
         f"{col_letter(c)}{r}" for _, cells, _, _ in Workbook.load(PORTABLE).frozen[0].formulas for _, r, c in cells
     ]
-    assert len(frozen) == 2426 and "D104" in frozen and "B6" in frozen
+    assert len(frozen) == FROZEN_CELLS and "D104" in frozen and "B6" in frozen
     wrong = [f"{k}: {got.get(k)!r}, the add-in {want[k]!r}" for k in want if not _same(got.get(k), want[k])]
     assert not wrong, (len(wrong), wrong[:8])
     # the scenario moved the table: the test would fail on the values of the build
@@ -128,10 +134,10 @@ def test_the_stale_check_is_ok_and_the_inputs_are_those_computed_for(both):
     assert ws[f"D{requests}"].value == 700000
     today = datetime.datetime.now(datetime.timezone.utc).date().isoformat()
     assert ws[f"A{top}"].value == (
-        f"{TITLE_PREFIX}Options: 2426 cells hold the values xlsxplan recalc computed on {today}, for these inputs"
+        f"{TITLE_PREFIX}Options: {FROZEN_CELLS} cells hold the values xlsxplan recalc computed on {today}, for these inputs"
     )
     # the cells hold values, never the add-in's formula: the file still needs no add-in
-    held = [c.value for row in openpyxl.load_workbook(both["portable"])["Options"]["B6:Z102"] for c in row]
+    held = [c.value for row in openpyxl.load_workbook(both["portable"])["Options"]["B6:AB102"] for c in row]
     assert not [v for v in held if isinstance(v, str) and v.startswith("=")]
 
 
@@ -146,7 +152,7 @@ def test_the_stale_check_words_say_to_run_recalc_on_this_file():
 def test_the_command_says_it_computed_them_again(capsys, tmp_path):
     code, _, err = run(capsys, "recalc", PORTABLE, "-o", tmp_path / "a.xlsx", "--set", "Requests_Per_Day=300000")
     assert code == 0
-    assert "computed again the 2,426 values only Python computes on Options" in err
+    assert f"computed again the {FROZEN_CELLS:,} values only Python computes on Options" in err
     assert f"master check Checks!{_master(PORTABLE)}: OK" in err
     # inputs as built: nothing to compute again, and the file's values and date stay
     code, _, err = run(capsys, "recalc", PORTABLE, "-o", tmp_path / "b.xlsx")
@@ -171,7 +177,7 @@ def test_a_search_that_now_fails_gives_the_addins_error(tmp_path):
 def test_the_workbook_api_calculates_as_a_spreadsheet_and_refreshes_when_asked():
     wb = Workbook.load(PORTABLE)
     check = f"Checks!{_stale_check(PORTABLE)}"
-    assert wb.frozen and wb.frozen[0].cells == 2426 and not wb.stale_frozen()
+    assert wb.frozen and wb.frozen[0].cells == FROZEN_CELLS and not wb.stale_frozen()
     wb.set("Requests_Per_Day", 450000).calculate()
     assert wb.get(check) == 1 and wb.get(f"Checks!{_master(PORTABLE)}") == 1  # what Excel or LibreOffice would show
     assert [b.name for b in wb.refresh_frozen()] == [f"{NAME_PREFIX}1"]
@@ -237,8 +243,10 @@ def test_without_the_marker_nothing_is_computed_again(capsys, tmp_path):
     assert code == 0 and "computed again" not in err
     assert f"master check Checks!{_master(PORTABLE)}: ERROR" in err and STALE_WORDS in err
     got, before = _values(out, "Options"), _values(PORTABLE, "Options")
-    kept = [f"{c.coordinate}" for row in openpyxl.load_workbook(PORTABLE)["Options"]["B6:Z102"] for c in row]
-    assert len(kept) == 2425 and all(_same(got[k], before[k]) for k in [*kept, "D104"])  # the build's, flagged
+    kept = [f"{c.coordinate}" for row in openpyxl.load_workbook(PORTABLE)["Options"]["B6:AB102"] for c in row]
+    assert len(kept) == FROZEN_CELLS - 1 and all(
+        _same(got[k], before[k]) for k in [*kept, "D104"]
+    )  # the build's, flagged
     assert Workbook.load(path).frozen == []
     # the add-in edition has none either, and recalculates as before
     assert Workbook.load(ADDIN).frozen == []
@@ -270,7 +278,7 @@ def test_a_rewritten_check_does_not_keep_values_for_other_inputs(capsys, tmp_pat
     path = _tampered(tmp_path, edit)
     out, addin = tmp_path / "out.xlsx", tmp_path / "addin.xlsx"
     code, _, err = run(capsys, "recalc", path, "-o", out, "--set", "Requests_Per_Day=700000")
-    assert code == 0 and "computed again the 2,426 values only Python computes on Options" in err, err
+    assert code == 0 and f"computed again the {FROZEN_CELLS:,} values only Python computes on Options" in err, err
     assert main(["recalc", str(ADDIN), "-o", str(addin), "-q", "--set", "Requests_Per_Day=700000"]) == 0
     got, want, before = _values(out, "Options"), _values(addin, "Options"), _values(PORTABLE, "Options")
     moved = [k for k in want if not _same(before.get(k), want[k])]

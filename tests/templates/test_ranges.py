@@ -21,7 +21,7 @@ from xlsxplan.templates.build import Built
 from xlsxplan.templates.common import RANGE_HIGH, RANGE_LOW
 
 SERVING_FIGURES = ("cal_tps_total", "cal_replicas", "cal_gpus", "cal_monthly", "cal_cost_in", "cal_cost_out")
-"""The calibrated figures Outputs shows, each with its low and high."""
+"""The Calibration sheet's figures of the source text's method, each at the range block's quantiles."""
 
 
 @pytest.fixture(scope="module")
@@ -45,15 +45,6 @@ def ranged(b: Built, key: str) -> tuple[Any, Any, Any]:
     """The range block's three columns for a line: at the low quantile, calibrated, at the high quantile."""
     row = b.book.ref(f"Range:{key}").row
     return tuple(b.get(f"Calibration!{col}{row}") for col in "CDE")  # type: ignore[return-value]
-
-
-def outputs(b: Built, key: str) -> tuple[Any, Any, Any]:
-    """Low, expected and high of a calibrated figure, as Outputs shows them."""
-    return (
-        b.get(b.book.address(f"{key}:low")),
-        b.get(b.book.address(f"{key}:calibrated")),
-        b.get(b.book.address(f"{key}:high")),
-    )
 
 
 def calibrated(b: Built, key: str) -> Any:
@@ -82,14 +73,7 @@ def test_the_range_block_is_the_calibrated_column_at_the_quantiles_efficiencies(
     assert tps[0] == pytest.approx(tps[1] * low / mid, rel=1e-9) and tps[2] == pytest.approx(tps[1] * high / mid)
 
 
-def test_each_calibrated_figure_on_outputs_is_bracketed_by_its_range_the_right_way(plan):
-    for key in SERVING_FIGURES:
-        low, expected, high = outputs(plan, key)
-        assert low <= expected * (1 + 1e-12) and expected <= high * (1 + 1e-12), (
-            key
-        )  # the same figure by another route may differ in the last bits
-        slow, _, fast = ranged(plan, key)
-        assert (low, high) == (min(slow, fast, expected), max(slow, fast, expected)), key
+def test_the_calibration_sheet_s_range_runs_the_right_way(plan):
     # a lower efficiency decodes slower and needs more replicas, GPUs and money; a higher one fewer
     slow, _, fast = ranged(plan, "cal_tps_total")
     assert slow < fast
@@ -100,35 +84,39 @@ def test_each_calibrated_figure_on_outputs_is_bracketed_by_its_range_the_right_w
     assert slow > fast  # the shipped plan: more GPUs at P10 than at P90
 
 
-def test_the_range_moves_with_the_quantiles(plan):
-    before = {key: outputs(plan, key) for key in SERVING_FIGURES}
+def test_the_range_block_moves_with_the_quantiles(plan):
+    before = {key: ranged(plan, key) for key in SERVING_FIGURES}
     with changed(plan, {RANGE_LOW: 0.02, RANGE_HIGH: 0.98}):  # wider quantiles, a wider range
         for key in SERVING_FIGURES:
-            low, expected, high = outputs(plan, key)
+            slow, expected, fast = ranged(plan, key)
             assert expected == before[key][1], key
-            if key in ("cal_cost_in", "cal_cost_out"):
-                continue  # a split of one bill by the prefill's share of GPU time: the two move against each other
-            assert low <= before[key][0] * (1 + 1e-12) and high * (1 + 1e-12) >= before[key][2], key
-        assert outputs(plan, "cal_tps_total")[0] < before["cal_tps_total"][0]
-        assert outputs(plan, "cal_tps_total")[2] > before["cal_tps_total"][2]
+        assert ranged(plan, "cal_tps_total")[0] < before["cal_tps_total"][0]
+        assert ranged(plan, "cal_tps_total")[2] > before["cal_tps_total"][2]
     with changed(plan, {RANGE_LOW: 0.5, RANGE_HIGH: 0.5}):  # the fit itself at both ends: no range
         for key in SERVING_FIGURES:
-            low, expected, high = outputs(plan, key)
-            assert low == pytest.approx(expected, rel=1e-12) and high == pytest.approx(expected, rel=1e-12), key
+            slow, expected, fast = ranged(plan, key)
+            assert slow == pytest.approx(expected, rel=1e-12) and fast == pytest.approx(expected, rel=1e-12), key
 
 
 def test_the_covers_calibrated_headline_reads_as_a_range(plan):
-    low, gpus, high = outputs(plan, "cal_gpus")
+    """The calibrated fleet (the search's figure for the active option, Options sheet) with its P10 to P90 range,
+    on Outputs and the Cover."""
+    low, gpus, high = (plan.get(plan.book.address(k)) for k in ("step_gpus:low", "step_gpus", "step_gpus:high"))
+    assert low <= gpus <= high and low < high
     sentence = f"{gpus:,.0f} GPUs, likely {low:,.0f} to {high:,.0f}"
-    assert plan.get(plan.book.address("cal_gpus_range")) == sentence
+    assert plan.get(plan.book.address("step_gpus_range")) == sentence
     ws = plan.book.ws("Cover")
     rows = {ws[f"A{r}"].value: r for r in range(1, ws.max_row + 1)}
-    assert plan.get(f"Cover!B{rows['GPUs at published efficiencies, and their range']}") == sentence
-    low, cost, high = outputs(plan, "cal_monthly")
+    label = "GPUs, calibrated (xlsxplan plan's figure), and their range"
+    assert plan.get(f"Cover!B{rows[label]}") == sentence
+    low, cost, high = (
+        plan.get(plan.book.address(k)) for k in ("step_monthly:low", "step_monthly", "step_monthly:high")
+    )
+    assert low / cost == pytest.approx(plan.get(plan.book.address("step_gpus:low")) / gpus, rel=1e-12)
     assert plan.get(f"Cover!D{rows['List cost per month, calibrated']}").startswith(f"Likely {low:,.0f} to {high:,.0f}")
-    with changed(plan, {"Active_Scenario": "72B BF16, 2 GPUs"}):  # nothing fits: the figure says so, no range
-        assert plan.get(plan.book.address("cal_gpus_range")) == "does not fit"
-        assert plan.get(plan.book.address("cal_gpus:low")) == "does not fit"
+    with changed(plan, {"Active_Scenario": "72B BF16, 2 GPUs"}):  # nothing fits: the option is rejected, no range
+        assert plan.get(plan.book.address("step_reason")).startswith("weights need")
+        assert not isinstance(plan.get(plan.book.address("step_gpus")), (int, float))
 
 
 def test_a_range_on_every_calibrated_figure_follows_another_accelerator(plan):
@@ -141,10 +129,10 @@ def test_a_range_on_every_calibrated_figure_follows_another_accelerator(plan):
         assert low == pytest.approx(calibration.efficiency("decode_bandwidth", "H200", "fp8", 1, 0, 0.1), rel=1e-12)
         assert high == pytest.approx(calibration.efficiency("decode_bandwidth", "H200", "fp8", 1, 0, 0.9), rel=1e-12)
         for key in SERVING_FIGURES:
-            low, expected, high = outputs(plan, key)
-            assert low <= expected * (1 + 1e-12) and expected <= high * (1 + 1e-12), (
-                key
-            )  # the same figure by another route may differ in the last bits
+            slow, expected, fast = ranged(plan, key)
+            assert min(slow, fast) <= expected * (1 + 1e-12) and expected <= max(slow, fast) * (1 + 1e-12), key
+        low, gpus, high = (plan.get(plan.book.address(k)) for k in ("step_gpus:low", "step_gpus", "step_gpus:high"))
+        assert low <= gpus <= high  # the Outputs range of the calibrated fleet on the H200
 
 
 # -- the training plan -------------------------------------------------------------------------------------------

@@ -10,6 +10,7 @@ import json
 from typing import Any
 
 import pytest
+from openpyxl.utils import get_column_letter
 
 from tests.helpers.books import changed
 from xlsxplan import catalog
@@ -51,9 +52,9 @@ def options(b: Built) -> list[dict[str, Any]]:
     """The Options sheet's table, a dict per option (keyed by PLAN_OPTIONS's header), with the marked column."""
     ref = b.book.ref("Options:table")
     first = ref.row
-    cols = [c for c in "BCDEFGHIJKLMNOPQRSTUVWXYZ"]
     extra = ["ttft_p50_s", "ttft_p90_s", "ttft_p99_s", "replicas_binding"]  # with a percentile target
     header = list(TABLE_HEADER) + extra
+    cols = [get_column_letter(i + 2) for i in range(len(header))]
     assert [b.get(f"Options!{c}{first}") for c in cols] == header
     rows = []
     r = first + 1
@@ -157,6 +158,8 @@ def assert_matches_the_cli(b: Built, capsys) -> list[dict[str, Any]]:
         _same(row["other_view_gpus"], c["gpus"] if c["feasible"] else "", where + " ideal GPUs")
         _same(row["other_view_usd_per_month"], c["usd_per_month"] if c["feasible"] else "", where + " ideal $")
         assert row["other_view_reason"] == (c["reason"] or ""), where
+        ends = o.get("range", {}).get("gpus", ("", ""))  # the calibrated fleet at the P10 and P90 published speeds
+        _same([row["gpus_p10"], row["gpus_p90"]], list(ends), where + " GPU range")
     return rows
 
 
@@ -454,7 +457,7 @@ def test_each_view_shows_one_cost_per_m_input_and_one_per_m_output_labelled(plan
         assert sum("per M output" in x for x in labels) <= 1 or "method" in heading, heading
     plan_costs = sections[serving_book.OUTPUT_COST_SECTION]
     assert sum("per M input" in x for x in plan_costs) == sum("per M output" in x for x in plan_costs) == 1
-    calibrated = sections["Calibrated expectation"]
+    calibrated = sections[serving_book.CALIBRATED_SECTION]
     assert sum("per M input" in x for x in calibrated) == sum("per M output" in x for x in calibrated) == 1
 
 
@@ -525,3 +528,112 @@ def test_a_case_name_follows_its_inputs_or_says_it_is_your_own(plan):
     name = plan.book.ref("scenario_name@0")
     with changed(plan, {f"Inputs!{name.col}{name.row}": "Our pilot"}):  # a name of your own says so
         assert case(0, "name_follows") == "no, your own name: the inputs give 72B BF16, 2 GPUs on H100-SXM"
+
+
+# The scenarios of the test below: models of every kind the step handles (dense, mixture of experts, latent
+# attention, hybrid state-space), precisions down to mixed and 4-bit, replica sizes and targets on and off, drawn
+# with a fixed seed. XLSXPLAN_SCENARIOS=500 runs that many (the suite runs a dozen).
+_MODELS = (
+    "Qwen2.5-72B",
+    "Llama-3.1-8B",
+    "Mixtral-8x7B",
+    "Qwen3-30B-A3B",
+    "gpt-oss-120b",
+    "DeepSeek-V3",
+    "Nemotron-H-56B",
+    "Gemma-3-27B",
+)
+
+
+def _scenarios(n: int) -> list[dict[str, Any]]:
+    import random
+
+    rng = random.Random(26)
+    out = []
+    for i in range(n):
+        model = _MODELS[i % len(_MODELS)]
+        weights = rng.choice(("bf16", "fp8", "fp8", "awq") + (("bf16+mxfp4",) if model.startswith("gpt-oss") else ()))
+        out.append(
+            {
+                "model@2": model,
+                "gpu@2": rng.choice(serving_book.OPTIONS_ACCELERATORS),
+                "tflops_override@2": None,
+                "n_gpus@2": rng.choice((1, 2, 4, 8)),
+                "weight_precision@2": weights,
+                "kv_precision@2": rng.choice(("bf16", "fp8")),
+                "Requests_Per_Day": rng.choice((20_000, 200_000, 2_000_000)),
+                "Prompt_Tokens_Per_Request": (p := rng.choice((500, 2_000, 6_000))),
+                "Tail_Prompt_Tokens": p * rng.choice((1, 2, 3)),
+                "Output_Tokens_Per_Request": rng.choice((100, 300, 1_000)),
+                "Latency_Target": rng.choice((None, 10, 30, 60)),
+                "Time_To_First_Token_Target": rng.choice((None, 1, 3)),
+                "Spare_Replicas": rng.choice((0, 1)),
+            }
+        )
+    return out
+
+
+def _case(b: Built, values: dict[str, Any]) -> dict[str, Any]:
+    refs = {}
+    for key, value in values.items():
+        if "@" in key:
+            field, case = key.split("@")
+            ref = b.book.ref(f"{field}@{int(case) - 1}")
+            refs[f"Inputs!{ref.col}{ref.row}"] = value
+        else:
+            refs[key] = value
+    return refs
+
+
+@pytest.mark.slow
+def test_the_cover_s_calibrated_fleet_is_xlsxplan_plan_s_for_the_active_option(plan, capsys):
+    """The calibrated view the Cover and Outputs show (the Options sheet's marked row) is the figure `xlsxplan plan
+    --json` prints for the same option, and the Cover's rank 1 is its rank 1, scenario by scenario."""
+    import os
+
+    shown = 0
+    for values in _scenarios(int(os.environ.get("XLSXPLAN_SCENARIOS", "12"))):
+        with changed(plan, _case(plan, values)):
+            data = cli_plan(plan, capsys)
+            setup = [plan.get(n) for n in ("Accelerator", "GPUs_Per_Replica", "Weight_Precision", "KV_Cache_Precision")]
+            key = (*setup, "aggregated")
+            active = [
+                o
+                for o in data["options"]
+                if (o["gpu"], o["gpus_per_replica"], o["weights"], o["kv"], o["serving"]) == key
+            ]
+            where = f"{values}"
+            step_gpus = line(plan, "step_gpus")
+            if not active:  # not searched (a precision the search does not try): said, never a number
+                assert step_gpus == serving_book.NOT_SEARCHED, where
+                continue
+            (o,) = active
+            for key, field in (
+                ("step_batch", "batch"),
+                ("step_tps_user", "tokens_per_s_per_user"),
+                ("step_ttft", "ttft_s"),
+                ("step_replicas", "replicas"),
+                ("step_gpus", "gpus"),
+                ("step_monthly", "usd_per_month"),
+                ("step_cost_in", "usd_per_m_input"),
+                ("step_cost_out", "usd_per_m_output"),
+            ):
+                _same(_none(line(plan, key)), "" if o[field] is None else o[field], f"{where} {key}")
+            assert line(plan, "step_reason") in (o["reason"] or "", NONE_SHOWN), where
+            if o["feasible"]:
+                shown += 1
+                low, high = o["range"]["gpus"]
+                _same([line(plan, "step_gpus:low"), line(plan, "step_gpus:high")], [low, high], where)
+                cover = plan.get(plan.book.address("step_gpus_range"))
+                assert cover.startswith(f"{o['gpus']:,} GPUs, likely {low:,} to {high:,}"), (where, cover)
+            top = data["options"][0]
+            if top["feasible"]:
+                assert line(plan, "step_rank1") == (
+                    f"{top['gpu']}, {top['gpus_per_replica']} a replica, {top['weights']} weights, {top['serving']}"
+                ), where
+                _same(line(plan, "step_rank1_gpus"), top["gpus"], where)
+                _same(line(plan, "step_rank1_monthly"), top["usd_per_month"], where)
+            else:
+                assert line(plan, "step_rank1") == "no feasible option", where
+                assert line(plan, "step_rank1_gpus") == "none feasible", where
+    assert shown >= 3  # the scenarios reach feasible options, where the figures are numbers

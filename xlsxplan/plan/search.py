@@ -615,6 +615,7 @@ class Plan:
                     c.gpus if c.feasible else "",
                     c.usd_per_month if c.feasible else "",
                     c.reason or "",
+                    *o.calibrated.extra.get("range", {}).get("gpus", ("", "")),
                     *self._extra_cells(o, f),
                 ]
             )
@@ -643,9 +644,12 @@ TABLE_HEADER = (
     "other_view_gpus",
     "other_view_usd_per_month",
     "other_view_reason",
+    "gpus_p10",
+    "gpus_p90",
 )
 """The columns of :meth:`Plan.rows`: the ranked view's figures, then the other view's GPUs, cost and reason (the
-calibrated view when ranked by the assumed one)."""
+calibrated view when ranked by the assumed one), then the calibrated view's GPUs at the P10 and P90 of the
+published runs' speeds (:func:`_add_range`; empty for a rejected option)."""
 
 
 # --- checking what is asked ---------------------------------------------------------------------------------------

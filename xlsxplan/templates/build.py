@@ -291,9 +291,9 @@ def serving_summary(built: Built) -> str:
     tail = _live(built, "tail_share")
     tail_text = f"{tail:.1%}" if isinstance(tail, (int, float)) else str(tail)
     cal = {
-        k: _number(built.get(built.book.address(f"{k}:calibrated")), k)
-        for k in ("cal_tps_total", "cal_cost_avg", "cal_cost_out", "cal_replicas", "cal_gpus")
+        k: built.get(built.book.address(k)) for k in ("step_tps_user", "step_cost_out", "step_replicas", "step_gpus")
     }
+    cal["cal_cost_avg"] = _number(built.get(built.book.address("cal_cost_avg:calibrated")), "cal_cost_avg")
     full = _number(_live(built, "cost_full"), "cost_full")
     average = _number(_live(built, "cost_avg"), "cost_avg")
     basis = _live(built, "batch_basis")
@@ -317,12 +317,23 @@ def serving_summary(built: Built) -> str:
         f"{util:.0%}, the source text's method); ${v['cost_out']:.2f} the planned fleet of {v['gpus_peak']:.0f} "
         f"GPUs around the clock at the day's traffic, the output tokens' {1 - v['prefill_share']:.0%} of the bill: "
         f"the figure to budget",
-        f"  at the calibrated efficiencies (Calibration sheet): {cal['cal_tps_total']:,.0f} tokens/s per replica, "
-        f"{cal['cal_replicas']:.0f} replicas ({cal['cal_gpus']:.0f} GPUs) for the peak with {spare:.0f} spare, "
-        f"${cal['cal_cost_out']:.2f} per M output tokens for that fleet around the clock, the basis of the "
-        f"${v['cost_out']:.2f} (${cal['cal_cost_avg']:.2f} at {util:.0%} average load)",
+        _calibrated_line(cal, spare, v["cost_out"], util),
     ]
     return "\n".join(lines)
+
+
+def _calibrated_line(cal: dict[str, Any], spare: float, cost_out: float, util: float) -> str:
+    """The summary's line of the calibrated view: the active option as `xlsxplan plan` plans it (Options sheet), or
+    why there is none (the active option not searched, or rejected)."""
+    avg = f"the source text's method at the calibrated efficiencies gives ${cal['cal_cost_avg']:.2f} at {util:.0%} load"
+    if not all(isinstance(cal[k], (int, float)) for k in ("step_tps_user", "step_gpus", "step_cost_out")):
+        return f"  calibrated (Options sheet): the active option is not planned by the search; {avg}"
+    return (
+        f"  calibrated (the serving step xlsxplan validate scores, as xlsxplan plan ranks): {cal['step_tps_user']:.1f} "
+        f"tokens/s per user, {cal['step_replicas']:.0f} replicas ({cal['step_gpus']:.0f} GPUs) for the peak with "
+        f"{spare:.0f} spare, ${cal['step_cost_out']:.2f} per M output tokens for that fleet around the clock, beside "
+        f"${cost_out:.2f} at the efficiencies on Inputs; {avg}"
+    )
 
 
 def _date(value: Any) -> str:
@@ -380,8 +391,8 @@ def bill_summary(built: Built, workbook: str) -> str:
         return f"The bill: the active scenario ({name}) does not fit in memory; open {workbook}, sheet Cover."
     v = {k: _number(_live(built, k), k) for k in ("gpus_peak", "replicas_planned", "monthly", "cost_in", "cost_out")}
     v["peak_rps"] = _number(_live(built, "peak_rps"), "peak_rps")
-    calibrated = _number(built.get(built.book.address("cal_monthly:calibrated")), "cal_monthly")
-    low, high = (built.get(built.book.address(f"cal_monthly:{q}")) for q in ("low", "high"))
+    calibrated = built.get(built.book.address("step_monthly"))
+    low, high = (built.get(built.book.address(f"step_monthly:{q}")) for q in ("low", "high"))
     per = _number(built.get("GPUs_Per_Replica"), "GPUs per replica")
     spare = _number(built.get("Spare_Replicas"), "Spare replicas")
     price = _number(_live(built, "price"), "price")
@@ -401,7 +412,11 @@ def bill_summary(built: Built, workbook: str) -> str:
             f"{per:.0f} GPU{'s' if per != 1 else ''} each ({spare:.0f} a spare), for a peak of {v['peak_rps']:.1f} "
             "requests a second",
             f"  Monthly bill: ${v['monthly']:,.0f} at list price, the GPUs rented around the clock; "
-            f"${calibrated:,.0f} at the efficiencies published runs measured{spread}",
+            + (
+                f"${calibrated:,.0f} at the efficiencies published runs measured (xlsxplan plan's figure){spread}"
+                if isinstance(calibrated, (int, float))
+                else "the search does not plan the active option (Options sheet)"
+            ),
             f"  Per million tokens: ${v['cost_in']:.2f} input (prompt) and ${v['cost_out']:.2f} output (answer), "
             "the fleet's bill split by GPU time",
             f"  Price basis: ${price:.2f} per GPU-hour for {gpu}, {basis}, as of {as_of}; source: {source}",

@@ -71,8 +71,6 @@ from .common import (
     measured_heading,
     note_block,
     range_block,
-    range_cells,
-    range_headings,
     range_inputs,
     range_sentence,
     usual_checks,
@@ -1405,6 +1403,8 @@ OPTION_COLUMNS: tuple[tuple[str, str, int, str], ...] = (
     ("other_view_gpus", "GPUs, ideal", 10, "int"),
     ("other_view_usd_per_month", "USD a month, ideal", 12, "usd0"),
     ("other_view_reason", "Why rejected, ideal", 70, "text"),
+    ("gpus_p10", "GPUs, P10", 7, "int"),
+    ("gpus_p90", "GPUs, P90", 7, "int"),
     # the columns PLAN_OPTIONS adds with a percentile first-token target; "-" without one
     ("ttft_p50_s", "First token P50 at the peak, s", 9, "dec2"),
     ("ttft_p90_s", "First token P90 at the peak, s", 9, "dec2"),
@@ -1583,18 +1583,124 @@ def _options(book: Book) -> Sheet:
     # the table across two pages, the marked column repeated: up to the frontier, then the reasons
     reason = cols[[k for k, _, _, _ in OPTION_COLUMNS].index("reason")]
     before = get_column_letter(column_index_from_string(reason) - 1)
-    percentiles = cols[[k for k, _, _, _ in OPTION_COLUMNS].index(PERCENTILE_COLUMNS[0])]
-    upto = get_column_letter(column_index_from_string(percentiles) - 1)
+    ranges = cols[[k for k, _, _, _ in OPTION_COLUMNS].index("gpus_p10")]  # then the GPU range and percentiles
+    upto = get_column_letter(column_index_from_string(ranges) - 1)
     ws.print_area = [
         f"A1:{before}{sh.row - 1}",
         f"{reason}1:{upto}{sh.row - 1}",
-        f"{percentiles}1:{cols[-1]}{sh.row - 1}",
+        f"{ranges}1:{cols[-1]}{sh.row - 1}",
     ]
     ws.print_title_cols = "A:A"
     return sh
 
 
 ACTIVE_MARK = "yes"
+
+CALIBRATED_SECTION = "Calibrated expectation: the active option as xlsxplan plan plans it"
+"""The Outputs section of the calibrated view (:func:`_active_option`)."""
+
+NOT_SEARCHED = "not searched"
+"""What the active option's lines show when the search does not plan it (another accelerator than those searched,
+a precision it does not try, disaggregated serving on Inputs, a model of your own)."""
+
+ACTIVE_OPTION: tuple[tuple[str, str, str, str, str], ...] = (
+    ("batch", "step_batch", "Batch", "sequences", "int"),
+    ("tokens_per_s_per_user", "step_tps_user", "Decode speed per user", "tokens/s", "dec1"),
+    ("ttft_s", "step_ttft", "Time to first token, tail prompt", "s", "dec2"),
+    ("replicas", "step_replicas", "Replicas the peak needs, spares included", "count", "int"),
+    ("gpus", "step_gpus", "GPUs the peak needs", "count", "int"),
+    ("gpus_p10", "step_gpus:low", "GPUs at the P10 of published speeds", "count", "int"),
+    ("gpus_p90", "step_gpus:high", "GPUs at the P90 of published speeds", "count", "int"),
+    ("usd_per_month", "step_monthly", "List cost per month of the fleet", "USD", "usd0"),
+    ("usd_per_m_input", "step_cost_in", "Cost per M input tokens, the fleet around the clock", "USD/M tokens", "usd"),
+    (
+        "usd_per_m_output",
+        "step_cost_out",
+        "Cost per M output tokens, the fleet around the clock",
+        "USD/M tokens",
+        "usd",
+    ),
+    ("reason", "step_reason", "Why rejected", "text", "text"),
+)
+"""The active scenario's option as the search plans it, read from its marked row of the Options table: (the table's
+column, the line's key, label, unit, format). The calibrated view the plan ranks by (the serving step ``xlsxplan
+validate`` scores published runs with), so the Cover's calibrated fleet is the figure ``xlsxplan plan`` prints for
+the same option: one function computes both."""
+
+
+def _active_option(book: Book, sh: Sheet) -> None:
+    """On Outputs: the row of the Options table holding the active scenario's option (the first marked "yes"), its
+    figures, and rank 1's option and fleet, each an INDEX into the table; :data:`NOT_SEARCHED` where the search did
+    not plan the active option."""
+    cols = {key: get_column_letter(i + 2) for i, (key, _, _, _) in enumerate(OPTION_COLUMNS)}
+    first = OPTIONS_FIRST_ROW + 1
+    last = OPTIONS_FIRST_ROW + options_per_accelerator() * len(priced_accelerators())
+    g = {key: f"Options!${col}" for key, col in cols.items()}
+    marks = f"Options!$A${first}:$A${last}"
+    sh.section(CALIBRATED_SECTION, "The Options table's marked row: the serving step xlsxplan validate scores")
+    sh.line(
+        Line(
+            "step_row",
+            "Its row in the table",
+            f'=IF(COUNTIF({marks},"{ACTIVE_MARK}")>0,MATCH("{ACTIVE_MARK}",{marks},0),0)',
+            "row",
+            "The Options row marked in column A; 0: the search does not plan the active option",
+            "int",
+        )
+    )
+    for col, key, label, unit, fmt in ACTIVE_OPTION:
+        note = "From the marked row of the table"
+        if key.startswith("step_gpus:"):
+            note = "The calibrated GPUs at that quantile of the published runs' speeds (xlsxplan plan's range)"
+        index = f"INDEX({g[col]}${first}:${cols[col]}${last},{{step_row}})"
+        sh.line(Line(key, label, f'=IF({{step_row}}>0,{index},"{NOT_SEARCHED}")', unit, note, fmt))
+        if key != "step_monthly":
+            continue
+        for q, at in (("low", "P10"), ("high", "P90")):
+            sh.line(
+                Line(
+                    f"step_monthly:{q}",
+                    f"List cost per month at {at}",
+                    f"=IF(AND(ISNUMBER({{step_gpus:{q}}}),ISNUMBER({{step_gpus}}),{{step_gpus}}>0),"
+                    f"{{step_monthly}}*{{step_gpus:{q}}}/{{step_gpus}},{{step_monthly}})",
+                    "USD",
+                    "The month's bill for those GPUs, at the option's price",
+                    "usd0",
+                )
+            )
+    top = f"${first}"
+    rank1 = f"COUNTIF({g['rank']}{top},1)>0"  # the table's first row is ranked 1 (an error there counts as not)
+    sh.line(
+        Line(
+            "step_rank1",
+            "Rank 1 of the search",
+            f'=IF({rank1},{g["gpu"]}{top}&", "&{g["gpus_per_replica"]}{top}&" a replica, "&'
+            f'{g["weights"]}{top}&" weights, "&{g["serving"]}{top},"no feasible option")',
+            "text",
+            "The cheapest feasible option at the calibrated efficiencies: xlsxplan plan's rank 1",
+            "text",
+        )
+    )
+    sh.line(
+        Line(
+            "step_rank1_gpus",
+            "Rank 1: GPUs the peak needs",
+            f'=IF({rank1},{g["gpus"]}{top},"none feasible")',
+            "count",
+            "Its fleet, spares included",
+            "int",
+        )
+    )
+    sh.line(
+        Line(
+            "step_rank1_monthly",
+            "Rank 1: list cost per month",
+            f'=IF({rank1},{g["usd_per_month"]}{top},"none feasible")',
+            "USD",
+            "Its GPUs billed around the clock at their price on Lists",
+            "usd0",
+        )
+    )
 
 
 def _calibration(book: Book) -> Sheet:
@@ -1665,7 +1771,10 @@ def _calibration(book: Book) -> Sheet:
             "=IF(Measured_Time_To_First_Token>0," + prefill_ceiling + "/Measured_Time_To_First_Token,{calibrated})",
         ],
     )
-    sh.section("The active scenario at each column's efficiencies (the batch planned on Calculations)")
+    sh.section(
+        "The source text's method at each column's efficiencies (the batch planned on Calculations)",
+        "The calibrated fleet the plan ranks by is the serving step's: Options, Outputs",
+    )
     for line in CALIBRATION_LINES:
         book.refs[f"Calibration:{line.key}"] = sh.side_by_side(line, locals_)
 
@@ -1841,34 +1950,19 @@ def _outputs(book: Book) -> Sheet:
         for key, note, key_result in rows:
             line = lines[key]
             sh.link(key, line.label, line.unit, line.fmt, note, key_result, line.bad)
-    sh.section("Calibrated expectation", "Calibration sheet; low to high: P10 to P90")
-    range_headings(sh)
     avg = book.ref("Calibration:cal_cost_avg")  # the source's method at calibrated efficiencies: Calibration only
     book.refs["cal_cost_avg:calibrated"] = Ref(avg.sheet, avg.row, SIDE_COLUMNS[1])
-    for key, label, note, key_result in (
-        ("cal_tps_total", "Decode throughput of a replica, calibrated", "At EFFICIENCY's bandwidth share", False),
-        ("cal_replicas", "Replicas the peak needs, calibrated", "Spares included", False),
-        ("cal_gpus", "GPUs the peak needs, calibrated", "Beside the GPUs at the assumed efficiencies", True),
-        ("cal_monthly", "List cost per month of the fleet, calibrated", "Its GPUs billed around the clock", True),
-        ("cal_cost_in", "Cost per M input tokens, calibrated", "Its bill split by GPU time", False),
-        ("cal_cost_out", "Cost per M output tokens, calibrated", "Its bill split by GPU time", False),
-    ):
-        line = next(x for x in CALIBRATION_LINES if x.key == key)
-        ref = book.ref(f"Calibration:{key}")
-        target = Ref(ref.sheet, ref.row, SIDE_COLUMNS[1])
-        book.refs[f"{key}:calibrated"] = target
-        sh.link(f"{key}:calibrated", label, line.unit, line.fmt, note, key_result)
-        range_cells(book, sh, key, line.fmt)
+    _active_option(book, sh)
     for key, label, formula in (
         (
-            "cal_gpus_range",
+            "step_gpus_range",
             "GPUs the peak needs, calibrated, with its range",
-            range_sentence("{cal_gpus:calibrated}", "{cal_gpus:low}", "{cal_gpus:high}", 0, " GPUs"),
+            range_sentence("{step_gpus}", "{step_gpus:low}", "{step_gpus:high}", 0, " GPUs"),
         ),
         (
-            "cal_monthly_range",
+            "step_monthly_range",
             "List cost per month, calibrated, with its range",
-            range_sentence("{cal_monthly:calibrated}", "{cal_monthly:low}", "{cal_monthly:high}", 0, " USD a month"),
+            range_sentence("{step_monthly}", "{step_monthly:low}", "{step_monthly:high}", 0, " USD a month"),
         ),
     ):
         sh.line(Line(key, label, formula, "text", "The low and high quantiles' figures beside it", "text"))
@@ -2045,7 +2139,7 @@ def likely(key: str, otherwise: str) -> str:
     low, high = f"{{{key}:low}}", f"{{{key}:high}}"
     return (
         f'=IF(AND(ISNUMBER({low}),ISNUMBER({high})),"Likely "&FIXED({low},0)&" to "&FIXED({high},0)&'
-        f'" (the range\'s quantiles on Inputs)","{otherwise}")'
+        f'" (P10 to P90 of published runs\' speeds)","{otherwise}")'
     )
 
 
@@ -2105,7 +2199,7 @@ def build() -> Book:
             Result("cost_out", "Cost per M output tokens, this fleet", "USD/M tokens", "usd"),
             Result("tps_user", "Decode speed each user sees", "tokens/s", "dec1"),
             Result("time_to_answer", "Time to the first visible token", "s", "dec2"),
-            Result("cal_gpus_range", "GPUs at published efficiencies, and their range", "", "text"),
+            Result("step_gpus_range", "GPUs, calibrated (xlsxplan plan's figure), and their range", "", "text"),
         ],
         drivers=[
             Result("Requests_Per_Day", "Requests per day", "requests/day", "int"),
@@ -2181,35 +2275,37 @@ def build() -> Book:
                 ],
             ),
             (
-                "The calibrated view (Calibration sheet)",
+                "The calibrated view: the serving step xlsxplan validate scores (Options sheet)",
                 [
                     Result(
-                        "cal_gpus:calibrated",
+                        "step_gpus",
                         "GPUs the peak needs, calibrated",
                         "count",
                         "int",
-                        likely("cal_gpus", "At published efficiencies (8-bit prefill: one measurement)"),
+                        likely("step_gpus", "The active option is not in the search: see Options"),
                     ),
                     Result(
-                        "cal_monthly:calibrated",
+                        "step_monthly",
                         "List cost per month, calibrated",
                         "USD",
                         "usd0",
-                        likely("cal_monthly", "Those GPUs billed around the clock"),
+                        likely("step_monthly", "Those GPUs billed around the clock"),
                     ),
+                    Result("step_tps_user", "Decode speed per user, calibrated", "tokens/s", "dec1", "At its batch"),
                     Result(
-                        "cal_cost_in:calibrated",
-                        "Cost per M input tokens, calibrated",
-                        "USD/M tokens",
-                        "usd",
-                        "The calibrated fleet's bill split by GPU time",
-                    ),
-                    Result(
-                        "cal_cost_out:calibrated",
+                        "step_cost_out",
                         "Cost per M output tokens, calibrated",
                         "USD/M tokens",
                         "usd",
                         "The calibrated fleet's bill split by GPU time",
+                    ),
+                    Result("step_rank1", "Rank 1 of the search", "", "text", "xlsxplan plan's rank 1: Options"),
+                    Result(
+                        "step_rank1_gpus",
+                        "Rank 1: GPUs and list cost per month",
+                        "count",
+                        "int",
+                        '=IF(ISNUMBER({step_rank1_monthly}),"USD "&FIXED({step_rank1_monthly},0)&" a month","")',
                     ),
                 ],
             ),
