@@ -180,6 +180,9 @@ def test_units_convert_to_base_units(runs: list[TrainingRun]) -> None:
     assert days.base_value == days.value * 86400
     bandwidth = next(r for r in runs if r.metric == "checkpoint_write_bandwidth")
     assert bandwidth.base_value == bandwidth.value * 1e9
+    # DeepSeek-V3: 180K H800 GPU-hours per trillion tokens is 1,543 tokens/s/GPU (the figure its note gives).
+    deepseek = next(r for r in runs if r.metric == "gpu_hours_per_trillion_tokens")
+    assert 1e12 / deepseek.base_value == pytest.approx(1543, abs=0.5)
 
 
 @pytest.mark.parametrize(

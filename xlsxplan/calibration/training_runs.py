@@ -14,6 +14,8 @@ Each metric has its own units (METRIC_UNITS); :attr:`TrainingRun.base_value` con
 
 * ``step_s``: seconds per optimizer step (one global batch), ``s``;
 * ``tokens_per_sec_per_gpu``: training tokens per second per GPU, ``tok/s/GPU``;
+* ``gpu_hours_per_trillion_tokens``: a whole run's GPU-hours per 10^12 training tokens, ``GPU-h`` (base unit
+  GPU-seconds; tokens/s/GPU is 10^12 over the base value);
 * ``tflops_per_gpu``: achieved 10^12 FLOP/s per GPU, ``TFLOP/s``, counted as ``flops_basis`` says: ``model`` (the
   model's forward and backward FLOPs, attention included; MFU = this over the dense peak) or ``hardware`` (also the
   recomputed forward pass; Narayanan et al. 2021, arXiv:2104.04473, Eq. 3 "assumes activation recomputation");
@@ -131,6 +133,7 @@ _COUNT = {"count": 1.0}
 METRIC_UNITS: dict[str, dict[str, float]] = {
     "step_s": {"s": 1.0},
     "tokens_per_sec_per_gpu": {"tok/s/GPU": 1.0},
+    "gpu_hours_per_trillion_tokens": {"GPU-h": 3600.0},
     "tflops_per_gpu": {"TFLOP/s": 1e12},
     "mfu": {"fraction": 1.0},
     "peak_memory_per_gpu": {"GiB": float(1 << 30), "GB": 1e9, "MiB": float(1 << 20)},
@@ -153,7 +156,9 @@ METRIC_UNITS: dict[str, dict[str, float]] = {
 """Each metric's allowed units and the factor that takes a value in that unit to the metric's base unit (seconds,
 bytes, bytes per second, FLOP/s, or the unit itself)."""
 
-THROUGHPUT_METRICS = frozenset({"step_s", "tokens_per_sec_per_gpu", "tflops_per_gpu", "mfu"})
+THROUGHPUT_METRICS = frozenset(
+    {"step_s", "tokens_per_sec_per_gpu", "gpu_hours_per_trillion_tokens", "tflops_per_gpu", "mfu"}
+)
 """Metrics a step-time model predicts from the layout."""
 MEMORY_METRICS = frozenset({"peak_memory_per_gpu"})
 """Metrics a memory model predicts from the layout."""
