@@ -989,6 +989,17 @@ CORRECTED: dict[str, tuple[Callable[..., Any], int, int | None, bool]] = {
 (callback, least and most arguments, whether it is the 1900 date system's)}."""
 
 
+def _more_corrected() -> None:
+    """Add the other modules' corrections of Excel's functions to :data:`CORRECTED` (they use this module's
+    helpers, so they are imported once it is loaded)."""
+    from . import bonds
+
+    CORRECTED.update(bonds.FUNCTIONS)
+
+
+_more_corrected()
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # Formula text
 
@@ -1224,6 +1235,8 @@ def native_function(name: str) -> bool:
     """Whether the engine itself knows the function ``name`` (SUM, _xlfn.XLOOKUP): an unknown one is ``#NAME?``
     when called without arguments, a known one a value or another error (too few arguments)."""
     key = name.upper()
+    if key.removeprefix("_XLFN.") in CORRECTED:
+        return True
     if key not in _NATIVE:
         with _lock:
             book = _native()

@@ -1,0 +1,74 @@
+"""Excel's functions that xlsxplan registers in place of formualizer's (xlsxplan/headless/bonds.py and the other
+modules :data:`xlsxplan.headless.engine.CORRECTED` gathers): each value is one Excel saved, in the workbook and cell
+named beside it (tests/data/excel_saved), or an example from Microsoft's page on the function."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from xlsxplan.errors import CellError
+from xlsxplan.headless import evaluate_formula
+
+
+def _value(formula: str) -> object:
+    result = evaluate_formula(formula)
+    return result.error.code if isinstance(result.error, CellError) else result.value
+
+
+def _check(formula: str, want: object) -> None:
+    got = _value(formula)
+    if isinstance(want, float):
+        assert isinstance(got, (int, float)) and math.isclose(got, want, rel_tol=1e-9), (formula, got, want)
+    else:
+        assert got == want, (formula, got)
+
+
+@pytest.mark.parametrize(
+    ("formula", "want"),
+    [
+        # FINANCIAL/COUPDAYS.xlsx, Sheet1 rows 2 to 27 (settlement, maturity, frequency, basis in A:D)
+        ("=COUPDAYS(DATE(2020,1,1),DATE(2021,1,1),1,1)", 366.0),  # E3
+        ("=COUPDAYS(DATE(2020,1,1),DATE(2021,1,1),2,3)", 182.5),  # E11
+        ("=COUPDAYBS(DATE(2020,1,1),DATE(2024,3,17),1,0)", 284.0),  # F21: US 30/360
+        ("=COUPDAYBS(DATE(2020,1,1),DATE(2024,3,17),1,1)", 290.0),  # F22: actual days
+        ("=COUPDAYSNC(DATE(2020,1,1),DATE(2021,1,1),1,2)", 366.0),  # G4
+        ("=COUPDAYSNC(DATE(2020,1,1),DATE(2024,3,17),1,0)", 76.0),  # G21
+        ("=COUPNCD(DATE(2020,1,1),DATE(2024,3,17),2,0)", 43907.0),  # H26
+        ("=COUPPCD(DATE(2020,1,1),DATE(2024,3,17),2,0)", 43725.0),  # J26
+        ("=COUPNUM(DATE(2020,1,1),DATE(2024,3,17),2,0)", 9.0),  # I26
+        # Microsoft, "COUPDAYBS function" and the other COUP pages: 25 January 2011, 15 November 2011, 2, 1
+        ("=COUPDAYBS(DATE(2011,1,25),DATE(2011,11,15),2,1)", 71.0),
+        ("=COUPDAYS(DATE(2011,1,25),DATE(2011,11,15),2,1)", 181.0),
+        ("=COUPDAYSNC(DATE(2011,1,25),DATE(2011,11,15),2,1)", 110.0),
+        ("=COUPNCD(DATE(2011,1,25),DATE(2011,11,15),2,1)", 40678.0),  # 15 May 2011
+        ("=COUPNUM(DATE(2007,1,25),DATE(2008,11,15),2,1)", 4.0),
+        ("=COUPPCD(DATE(2011,1,25),DATE(2011,11,15),2,1)", 40497.0),  # 15 November 2010
+        ("=COUPDAYS(DATE(2021,1,1),DATE(2020,1,1),2,1)", "#NUM!"),  # settlement after maturity
+        ("=COUPDAYS(DATE(2020,1,1),DATE(2021,1,1),3,1)", "#NUM!"),  # frequency 3
+    ],
+)
+def test_engine_difference_coupon_functions(formula, want):
+    """formualizer 0.13 has no COUP function (#NAME?)."""
+    _check(formula, want)
+
+
+@pytest.mark.parametrize(
+    ("formula", "want"),
+    [
+        # FINANCIAL/ACCRINT.xlsx, Sheet1
+        ("=ACCRINT(39508, 39691, 39569, 0.1, 1000, 2, 0)", 16.666666666666664),  # B1, Microsoft's example
+        ("=ACCRINT(DATE(2007,3,1), DATE(2008,8,31), DATE(2008,5,1), 0.1, 1000, 2, 0)", 116.94444444444446),  # B4
+        ("=ACCRINT(DATE(2007,3,1), DATE(2008,8,31), DATE(2008,5,1), 0.1, 1000, 2, 0, FALSE)", 66.94444444444446),  # B5
+        ("=ACCRINT(DATE(2020,1,1), DATE(2020,7,1), DATE(2020,3,1), 0.1, 1000, 2, 1)", 16.483516483516482),  # B24
+        ("=ACCRINT(DATE(2017,1,1), DATE(2017,12,1), DATE(2017,4,1), 0.33, 3000, 4, 2)", 236.5),  # B33
+        ("=ACCRINT(DATE(2017,1,1), DATE(2017,12,1), DATE(2017,4,1), 0.33, 3000, 4, 3)", 240.04109589041096),  # B34
+        ("=ACCRINT(DATE(2016,6,1), DATE(2017,12,1), DATE(2016,9,1), 0.33, 3000, 2, 1)", 251.55737704918027),  # B38
+        ("=ACCRINT(DATE(2008,3,1), DATE(2008,9,1), DATE(2008,5,1), 0.1, 1000, 3, 0)", "#NUM!"),  # B11
+        ("=ACCRINT(DATE(2008,5,1), DATE(2008,9,1), DATE(2008,5,1), 0.1, 1000, 2, 0)", "#NUM!"),  # B17
+    ],
+)
+def test_engine_difference_accrint_counts_quasi_coupon_periods(formula, want):
+    """formualizer 0.13 counts the days from issue to settlement in one piece (B4: 116.67, Excel 116.94)."""
+    _check(formula, want)

@@ -1,0 +1,283 @@
+"""Excel's coupon-bond functions where formualizer 0.13 has none or differs: COUPDAYBS, COUPDAYS, COUPDAYSNC,
+COUPNCD, COUPNUM, COUPPCD and ACCRINT, registered in place of the engine's by :func:`.engine.register_functions`.
+
+Dates are serial numbers of the 1900 date system (truncated to whole days, as Excel truncates them); results are days,
+serial numbers, counts, or money in the unit of ``par``.
+
+The quasi-coupon schedule and the day counts are Excel's, as Microsoft documents them ("COUPDAYBS function" and the
+other COUP pages, "ACCRINT function": ``par * rate / frequency * sum(A_i / NL_i)`` over the quasi-coupon periods of
+the accrual; "YEARFRAC function" for the bases) with the details the documentation leaves out as the
+ExcelFinancialFunctions library (F#, the reference reimplementation checked against Excel, bonds.fs and
+daycountbasis.fs) establishes them: coupon dates are stepped from maturity (ACCRINT: from ``first_interest``) by
+``12 / frequency`` months, each step from the last one, clamped to the month's end, and snapped to the month's end
+throughout when the anchor date is one; basis 0 counts days US (NASD) 30/360, basis 4 European 30/360, the others
+actual days.
+"""
+
+from __future__ import annotations
+
+import calendar
+import datetime
+import math
+from collections.abc import Callable
+from typing import Any
+
+_EPOCH = datetime.date(1899, 12, 31)
+_MAX_SERIAL = 2_958_465  # 31 December 9999
+
+
+def _error(kind: str, message: str) -> dict:
+    return {"type": "Error", "kind": kind, "message": message}
+
+
+def _number(value: Any, what: str) -> float | dict:
+    """A numeric argument as Excel reads one: a number, TRUE 1, FALSE and empty 0, text of a number."""
+    if type(value) is dict:
+        return value
+    if value is None:
+        return 0.0
+    if isinstance(value, (bool, int, float)):
+        return float(value)
+    try:
+        return float(str(value))
+    except ValueError:
+        return _error("#VALUE!", f"{what} must be a number, got {value!r}")
+
+
+def _date(serial: float) -> datetime.date | None:
+    """The day of a 1900-system serial number (truncated); ``None`` outside 1 to 31 December 9999. Serial 60, the
+    Lotus leap day 29 February 1900, is read as 28 February."""
+    n = math.floor(serial)
+    if not 1 <= n <= _MAX_SERIAL:
+        return None
+    return _EPOCH + datetime.timedelta(days=n - 1 if n >= 60 else n)
+
+
+def _serial(day: datetime.date) -> float:
+    n = (day - _EPOCH).days
+    return float(n + 1 if n >= 60 else n)
+
+
+def _last_day(d: datetime.date) -> bool:
+    return d.day == calendar.monthrange(d.year, d.month)[1]
+
+
+def _add_months(d: datetime.date, months: int, to_month_end: bool) -> datetime.date:
+    """``d`` moved by ``months``, its day clamped to the month's length, or the month's last day if
+    ``to_month_end``."""
+    total = d.year * 12 + d.month - 1 + months
+    year, month = divmod(total, 12)
+    month += 1
+    length = calendar.monthrange(year, month)[1]
+    return datetime.date(year, month, length if to_month_end else min(d.day, length))
+
+
+def _days_360(start: datetime.date, end: datetime.date, basis: int, both: bool = False) -> int:
+    """30/360 days from ``start`` to ``end``: US (NASD, basis 0; ``both`` also moves an end date on the last day of
+    February or the 31st whatever the start) or European (basis 4)."""
+    sd, ed = start.day, end.day
+    if basis == 4:
+        sd, ed = min(sd, 30), min(ed, 30)
+    else:
+        start_feb = start.month == 2 and _last_day(start)
+        if end.month == 2 and _last_day(end) and (start_feb or both):
+            ed = 30
+        if ed == 31 and (sd >= 30 or both):
+            ed = 30
+        if sd == 31 or start_feb:
+            sd = 30
+    return (end.year - start.year) * 360 + (end.month - start.month) * 30 + ed - sd
+
+
+def _days(start: datetime.date, end: datetime.date, basis: int) -> int:
+    """Days from ``start`` to ``end`` in ``basis``: 30/360 for 0 and 4, actual days for 1, 2 and 3."""
+    return _days_360(start, end, basis) if basis in (0, 4) else (end - start).days
+
+
+def _bracket(anchor: datetime.date, day: datetime.date, months: int) -> tuple[datetime.date, datetime.date, int]:
+    """The coupon dates around ``day`` stepped back from ``anchor`` by ``months``: (previous coupon date <= day,
+    next coupon date > day, coupons from the next one to ``anchor``)."""
+    to_end = _last_day(anchor)
+    after, count = anchor, 0
+    before = _add_months(after, -months, to_end)
+    count = 1
+    while before > day:
+        after, before = before, _add_months(before, -months, to_end)
+        count += 1
+    return before, after, count
+
+
+def _period_days(pcd: datetime.date, ncd: datetime.date, frequency: int, basis: int) -> float:
+    """The days of the coupon period from ``pcd`` to ``ncd`` (Microsoft, COUPDAYS)."""
+    if basis == 1:
+        return float((ncd - pcd).days)
+    return (365.0 if basis == 3 else 360.0) / frequency
+
+
+def _bond_args(
+    name: str, settlement: Any, maturity: Any, frequency: Any, basis: Any
+) -> tuple[datetime.date, datetime.date, int, int] | dict:
+    """COUP*'s arguments checked as Excel checks them: dates from 1 to 2958465 with settlement before maturity,
+    frequency 1, 2 or 4, basis 0 to 4 (truncated); otherwise ``#NUM!`` (``#VALUE!`` for text not a number)."""
+    values = []
+    for value, what in ((settlement, "settlement"), (maturity, "maturity"), (frequency, "frequency"), (basis, "basis")):
+        v = _number(value, f"{name}'s {what}")
+        if type(v) is dict:
+            return v
+        assert isinstance(v, float)
+        values.append(math.floor(v))
+    s, m = _date(values[0]), _date(values[1])
+    f, b = values[2], values[3]
+    if s is None or m is None:
+        return _error("#NUM!", f"{name}'s settlement and maturity must be dates from 1900 to 9999")
+    if s >= m:
+        return _error("#NUM!", f"{name}'s settlement must be before maturity")
+    if f not in (1, 2, 4):
+        return _error("#NUM!", f"{name}'s frequency must be 1, 2 or 4, got {f}")
+    if not 0 <= b <= 4:
+        return _error("#NUM!", f"{name}'s basis must be 0 to 4, got {b}")
+    return s, m, f, b
+
+
+def _coup(name: str, compute: Callable[[datetime.date, datetime.date, int, int], float]) -> Callable[..., Any]:
+    def call(settlement: Any, maturity: Any, frequency: Any, basis: Any = 0) -> Any:
+        args = _bond_args(name, settlement, maturity, frequency, basis)
+        return args if type(args) is dict else compute(*args)
+
+    call.__name__ = name.lower()
+    return call
+
+
+def coupdaybs(s: datetime.date, m: datetime.date, f: int, b: int) -> float:
+    """Excel's COUPDAYBS: days from the coupon period's start to settlement (Microsoft, "COUPDAYBS function")."""
+    pcd, _, _ = _bracket(m, s, 12 // f)
+    return float(_days(pcd, s, b))
+
+
+def coupdays(s: datetime.date, m: datetime.date, f: int, b: int) -> float:
+    """Excel's COUPDAYS: days in the coupon period that contains settlement: the actual days for basis 1, 365 /
+    frequency for basis 3, 360 / frequency otherwise (Microsoft, "COUPDAYS function")."""
+    pcd, ncd, _ = _bracket(m, s, 12 // f)
+    return _period_days(pcd, ncd, f, b)
+
+
+def coupdaysnc(s: datetime.date, m: datetime.date, f: int, b: int) -> float:
+    """Excel's COUPDAYSNC: days from settlement to the next coupon date (Microsoft, "COUPDAYSNC function"); for
+    basis 0 the period's 360 / frequency days less COUPDAYBS, as Excel computes it."""
+    pcd, ncd, _ = _bracket(m, s, 12 // f)
+    if b == 0:
+        return _period_days(pcd, ncd, f, b) - _days(pcd, s, b)
+    return float(_days(s, ncd, b))
+
+
+def coupncd(s: datetime.date, m: datetime.date, f: int, b: int) -> float:
+    """Excel's COUPNCD: the serial number of the next coupon date after settlement (Microsoft, "COUPNCD
+    function")."""
+    return _serial(_bracket(m, s, 12 // f)[1])
+
+
+def couppcd(s: datetime.date, m: datetime.date, f: int, b: int) -> float:
+    """Excel's COUPPCD: the serial number of the coupon date on or before settlement (Microsoft, "COUPPCD
+    function")."""
+    return _serial(_bracket(m, s, 12 // f)[0])
+
+
+def coupnum(s: datetime.date, m: datetime.date, f: int, b: int) -> float:
+    """Excel's COUPNUM: the number of coupons payable from settlement to maturity (Microsoft, "COUPNUM
+    function")."""
+    return float(_bracket(m, s, 12 // f)[2])
+
+
+def accrint(
+    issue: Any,
+    first_interest: Any,
+    settlement: Any,
+    rate: Any,
+    par: Any,
+    frequency: Any,
+    basis: Any = 0,
+    calc_method: Any = True,
+) -> Any:
+    """Excel's ACCRINT: the interest accrued on a security that pays periodic interest, ``par * rate / frequency *
+    sum(A_i / NL_i)`` over the quasi-coupon periods from ``issue`` (``calc_method`` FALSE: from ``first_interest``)
+    to ``settlement``, A_i the days of the accrual in period i and NL_i the period's normal length (Microsoft,
+    "ACCRINT function"). The periods are stepped back from ``first_interest``; a whole period inside the accrual
+    counts 1 (0 with ``calc_method`` FALSE), the period holding settlement and the one holding the issue their
+    fractions. ``#NUM!`` for a rate or par not above 0, a frequency other than 1, 2, 4, a basis outside 0 to 4, or
+    an issue not before settlement."""
+    values: list[float] = []
+    for value, what in (
+        (issue, "issue"),
+        (first_interest, "first_interest"),
+        (settlement, "settlement"),
+        (rate, "rate"),
+        (par, "par"),
+        (frequency, "frequency"),
+        (basis, "basis"),
+    ):
+        v = _number(value, f"ACCRINT's {what}")
+        if not isinstance(v, float):
+            return v
+        values.append(v)
+    method = 1.0 if calc_method is None else _number(calc_method, "ACCRINT's calc_method")
+    if not isinstance(method, float):
+        return method
+    by_issue = method != 0
+    r, p = values[3], values[4]
+    f, b = math.floor(values[5]), math.floor(values[6])
+    iss, first, settle = _date(values[0]), _date(values[1]), _date(values[2])
+    if iss is None or first is None or settle is None:
+        return _error("#NUM!", "ACCRINT's dates must be from 1900 to 9999")
+    if r <= 0 or p <= 0:
+        return _error("#NUM!", "ACCRINT's rate and par must be above 0")
+    if f not in (1, 2, 4):
+        return _error("#NUM!", f"ACCRINT's frequency must be 1, 2 or 4, got {f}")
+    if not 0 <= b <= 4:
+        return _error("#NUM!", f"ACCRINT's basis must be 0 to 4, got {b}")
+    if iss >= settle:
+        return _error("#NUM!", "ACCRINT's issue must be before settlement")
+    months = 12 // f
+    to_end = _last_day(first)
+    regular_start = _add_months(first, -months, to_end)
+    pcd = regular_start
+    if settle > first and by_issue:
+        pcd = first
+        while True:
+            following = _add_months(pcd, months, to_end)
+            if following >= settle:
+                break
+            pcd = following
+    start = iss if iss > pcd else pcd
+    total = _days(start, settle, b) / _period_days(regular_start, first, f, b)
+    end = pcd
+    while end > iss:
+        begin = _add_months(end, -months, to_end)
+        if iss <= begin:
+            total += 1.0 if by_issue else 0.0
+        else:
+            if b == 0:
+                part, whole = float(_days_360(iss, end, 0)), float(_days_360(begin, end, 0, both=True))
+            elif b == 4:
+                part, whole = float(_days_360(iss, end, 4)), float(_days_360(begin, end, 4))
+            elif b == 2:
+                part, whole = float((end - iss).days), float(_days_360(begin, end, 0))
+            elif b == 3:
+                part, whole = float((end - iss).days), 365.0 / f
+            else:
+                part, whole = float((end - iss).days), float((end - begin).days)
+            total += part / whole
+        end = begin
+    return p * r / f * total
+
+
+FUNCTIONS: dict[str, tuple[Callable[..., Any], int, int | None, bool]] = {
+    "COUPDAYBS": (_coup("COUPDAYBS", coupdaybs), 3, 4, True),
+    "COUPDAYS": (_coup("COUPDAYS", coupdays), 3, 4, True),
+    "COUPDAYSNC": (_coup("COUPDAYSNC", coupdaysnc), 3, 4, True),
+    "COUPNCD": (_coup("COUPNCD", coupncd), 3, 4, True),
+    "COUPNUM": (_coup("COUPNUM", coupnum), 3, 4, True),
+    "COUPPCD": (_coup("COUPPCD", couppcd), 3, 4, True),
+    "ACCRINT": (accrint, 6, 8, True),
+}
+"""The bond functions registered in place of the engine's: {name: (callback, least and most arguments, whether it
+is the 1900 date system's)}, as :data:`.engine.CORRECTED`."""
