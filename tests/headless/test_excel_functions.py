@@ -72,3 +72,25 @@ def test_engine_difference_coupon_functions(formula, want):
 def test_engine_difference_accrint_counts_quasi_coupon_periods(formula, want):
     """formualizer 0.13 counts the days from issue to settlement in one piece (B4: 116.67, Excel 116.94)."""
     _check(formula, want)
+
+
+@pytest.mark.parametrize(
+    ("formula", "want"),
+    [
+        # Microsoft, "CONVERT function", its examples
+        ('=CONVERT(1,"lbm","kg")', 0.45359237),
+        ('=CONVERT(68,"F","C")', 20.0),
+        ('=CONVERT(2.5,"ft","sec")', "#N/A"),
+        ('=CONVERT(CONVERT(100,"ft","m"),"ft","m")', 9.290304),
+        # ENGINEERING/CONVERT.xlsx: a unit with a prefix ("M" & the unit) and a few factors
+        ('=CONVERT(0.05,"Mg","g")', 50000.0),  # Weight!G2
+        ('=CONVERT(1,"sg","g")', 14593.9029372064),  # Weight!C3
+        ('=CONVERT(1,"u","g")', 1.660538782e-24),  # Weight!C5
+        ('=CONVERT(0.004,"Mmph","m/s")', 1788.16),  # Speed!J8
+        ('=CONVERT(1,"kibyte","bit")', 8192.0),  # binary prefix (Microsoft's table)
+        ('=CONVERT(1,"km2","m2")', 1e6),  # a prefix squared for an area
+    ],
+)
+def test_engine_difference_convert_knows_excels_units_and_prefixes(formula, want):
+    """formualizer 0.13 gives #N/A for prefixed units and many of Excel's (CONVERT.xlsx: 276 of 509 matched)."""
+    _check(formula, want)

@@ -992,9 +992,10 @@ CORRECTED: dict[str, tuple[Callable[..., Any], int, int | None, bool]] = {
 def _more_corrected() -> None:
     """Add the other modules' corrections of Excel's functions to :data:`CORRECTED` (they use this module's
     helpers, so they are imported once it is loaded)."""
-    from . import bonds
+    from . import bonds, convert
 
     CORRECTED.update(bonds.FUNCTIONS)
+    CORRECTED.update(convert.FUNCTIONS)
 
 
 _more_corrected()
