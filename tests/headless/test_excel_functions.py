@@ -94,3 +94,35 @@ def test_engine_difference_accrint_counts_quasi_coupon_periods(formula, want):
 def test_engine_difference_convert_knows_excels_units_and_prefixes(formula, want):
     """formualizer 0.13 gives #N/A for prefixed units and many of Excel's (CONVERT.xlsx: 276 of 509 matched)."""
     _check(formula, want)
+
+
+@pytest.mark.parametrize(
+    ("formula", "want"),
+    [
+        # LOOKUP_AND_REFERENCE/XLOOKUP.xlsx, ReturnSmaller rows 4 to 13: A4:A10 {2;5;4;5;3;TRUE;"ala"}, B4:B10 a to g
+        ('=XLOOKUP(10,{2;5;4;5;3;TRUE;"ala"},{"a";"b";"c";"d";"e";"f";"g"},,-1)', "b"),  # E8: first of the 5s
+        ('=XLOOKUP(10,{2;5;4;5;3;TRUE;"ala"},{"a";"b";"c";"d";"e";"f";"g"},,-1,-1)', "d"),  # F8: from the last
+        ('=XLOOKUP(1.8,{2;5;4;5;3;TRUE;"ala"},{"a";"b";"c";"d";"e";"f";"g"},"Not found",-1)', "Not found"),  # G5
+        ('=XLOOKUP(FALSE,{2;5;4;5;3;TRUE;"ala"},{"a";"b";"c";"d";"e";"f";"g"},,-1)', "g"),  # E13: text sorts below
+        # MultipleElements: a binary search finds the first of equal items ascending, the last descending
+        ("=XLOOKUP(5,{1;2;3;4;5;5;5;6;7;7;7;8;9},{1;2;3;4;5;6;7;8;9;10;11;12;13},,-1,2)", 5.0),  # E4 ('d', row 5)
+        ("=XLOOKUP(7.1,{1;2;3;4;5;5;5;6;7;7;7;8;9},{1;2;3;4;5;6;7;8;9;10;11;12;13},,-1,2)", 11.0),  # E8 ('j')
+        ("=XLOOKUP(5,{9;8;7;7;7;6;5;5;5;4;3;2;1},{1;2;3;4;5;6;7;8;9;10;11;12;13},,1,-2)", 9.0),  # N4 ('h', row 9)
+        ('=XLOOKUP(TRUE,{"a";"b";"c";"d";"e"},{2;3;4;5;6},,-1,2)', 6.0),  # ReturnSmaller!I25
+        ('=XLOOKUP("Abra",{"Abra";"Bra"},{1;2},,2,2)', "#VALUE!"),  # Wildcards!E13: no wildcard binary search
+        ('=XLOOKUP("B?a",{"Abra";"Bra"},{1;2},,2)', 2.0),  # Microsoft: ? is one character
+        ("=XLOOKUP(4,{1;5;3},{10;50;30},,1)", 50.0),  # the next larger item of unsorted data
+    ],
+)
+def test_engine_difference_xlookup_match_and_search_modes(formula, want):
+    """formualizer 0.13 gives #N/A for these (XLOOKUP.xlsx: 269 of 439 matched)."""
+    _check(formula, want)
+
+
+def test_only_an_xlookup_with_a_mode_leaves_the_engines_own():
+    from xlsxplan.headless.engine import MODAL_XLOOKUP, prepare
+
+    assert prepare("=XLOOKUP(A1,B:B,C:C)")[0] == "=XLOOKUP(A1,B:B,C:C)"
+    assert prepare("=XLOOKUP(A1,B:B,C:C,,1)")[0] == f"={MODAL_XLOOKUP}(A1,B:B,C:C,_XLSXPLAN_OMITTED(),1)"
+    nested = prepare('=_xlfn.XLOOKUP(SUM(1,2),{1,2},B1:C1,"x",-1,2)+XLOOKUP(1,A:A,B:B)')[0]
+    assert nested == f'={MODAL_XLOOKUP}(SUM(1,2),{{1,2}},B1:C1,"x",-1,2)+XLOOKUP(1,A:A,B:B)'

@@ -992,10 +992,11 @@ CORRECTED: dict[str, tuple[Callable[..., Any], int, int | None, bool]] = {
 def _more_corrected() -> None:
     """Add the other modules' corrections of Excel's functions to :data:`CORRECTED` (they use this module's
     helpers, so they are imported once it is loaded)."""
-    from . import bonds, convert
+    from . import bonds, convert, lookup
 
     CORRECTED.update(bonds.FUNCTIONS)
     CORRECTED.update(convert.FUNCTIONS)
+    CORRECTED.update(lookup.FUNCTIONS)
 
 
 _more_corrected()
@@ -1157,7 +1158,54 @@ def prepare(formula: str, multi: Callable[[str], bool] | None = None) -> tuple[s
         formula = mark_omitted(formula)
     if not called.isdisjoint(_LIFTABLE) and ("{" in code or ":" in code or multi is not None):
         formula = lift_arrays(formula, multi)
+    if not called.isdisjoint(_XLOOKUP):
+        formula = modal_lookups(formula)
     return formula, registry_call
+
+
+_XLOOKUP = frozenset({"XLOOKUP", "_XLFN.XLOOKUP"})
+MODAL_XLOOKUP = "_XLSXPLAN_XLOOKUP"
+"""The name of Excel's XLOOKUP with a match or search mode (:mod:`.lookup`)."""
+
+
+def modal_lookups(formula: str) -> str:
+    """``formula`` with each XLOOKUP call of five or six arguments (a match or search mode given) made a call of
+    :data:`MODAL_XLOOKUP`, which computes those modes as Excel does; formualizer 0.13 gives ``#N/A`` for an inexact
+    match on unsorted data, a wildcard, or a binary search. A call with the default modes stays the engine's."""
+    tokens = tokenized(formula)
+    if tokens is None:
+        return formula
+    # per open function, parenthesis or array: [token index, separators, is XLOOKUP, its omitted arguments' places]
+    stack: list[tuple[int, list[int], bool, list[int]]] = []
+    edits: list[tuple[int, int, str]] = []  # (start, end, text) byte spans replaced
+    previous = ("", "")
+    for i, tok in enumerate(tokens):
+        kind, sub = str(tok.token_type), str(tok.subtype)
+        if kind == "Whitespace":
+            continue
+        if sub == "Open" and kind in ("Func", "Paren", "Array"):
+            name = tok.value[:-1].strip().upper() if kind == "Func" else ""
+            stack.append((i, [0], name in _XLOOKUP, []))
+        elif stack and ((kind == "Sep" and sub == "Arg") or (sub == "Close" and kind in ("Func", "Paren", "Array"))):
+            if previous in (("Func", "Open"), ("Sep", "Arg")):
+                stack[-1][3].append(tok.start)  # an omitted argument: Excel's empty value, not the engine's 0
+            if kind == "Sep":
+                stack[-1][1][0] += 1
+            else:
+                at, separators, is_lookup, omitted = stack.pop()
+                if is_lookup and separators[0] >= 4:
+                    edits.append((tokens[at].start, tokens[at].end, f"{MODAL_XLOOKUP}("))
+                    edits += [(pos, pos, f"{OMITTED}()") for pos in omitted]
+        previous = (kind, sub)
+    if not edits:
+        return formula
+    raw = formula.encode("utf-8")
+    out, last = [], 0
+    for start, end, text in sorted(edits):
+        out += [raw[last:start], text.encode()]
+        last = end
+    out.append(raw[last:])
+    return b"".join(out).decode("utf-8")
 
 
 _CELL_OR_RANGE = re.compile(
@@ -1377,7 +1425,10 @@ def evaluate_formula(formula: str) -> FormulaResult:
             _eval_book = register_functions(new_book(), {PROBE: _capture})
             _eval_book.add_sheet("Eval")
         _captured.clear()
-        _eval_book.set_formula("Eval", 1, 1, f"={PROBE}({lift_arrays(mark_omitted(text))[1:]})")
+        given = lift_arrays(mark_omitted(text))
+        if not called_names(given).isdisjoint(_XLOOKUP):
+            given = modal_lookups(given)
+        _eval_book.set_formula("Eval", 1, 1, f"={PROBE}({given[1:]})")
         try:
             cell = _eval_book.evaluate_cell("Eval", 1, 1)
         except BaseException as err:  # the engine itself failed (a deadline, a reference it cannot follow)
