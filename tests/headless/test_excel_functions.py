@@ -126,3 +126,28 @@ def test_only_an_xlookup_with_a_mode_leaves_the_engines_own():
     assert prepare("=XLOOKUP(A1,B:B,C:C,,1)")[0] == f"={MODAL_XLOOKUP}(A1,B:B,C:C,_XLSXPLAN_OMITTED(),1)"
     nested = prepare('=_xlfn.XLOOKUP(SUM(1,2),{1,2},B1:C1,"x",-1,2)+XLOOKUP(1,A:A,B:B)')[0]
     assert nested == f'={MODAL_XLOOKUP}(SUM(1,2),{{1,2}},B1:C1,"x",-1,2)+XLOOKUP(1,A:A,B:B)'
+
+
+@pytest.mark.parametrize(
+    ("formula", "want"),
+    [
+        ("=DISC(39472,39614,97.975,100,0)", 0.05207142857142884),  # FINANCIAL/DISC.xlsx F2 (Microsoft's example)
+        ("=DISC(39472,39614,97.975,100,5)", "#NUM!"),  # F7: basis 5
+        ("=INTRATE(DATE(2027,2,15),DATE(2027,5,15),2000001,2040001.02,1)", 0.0820224719101124),  # INTRATE.xlsx F3
+        ("=FVSCHEDULE(1,{0.09,0.11,0.1})", 1.33089),  # FVSCHEDULE.xlsx A7 (Microsoft's example)
+        ("=FVSCHEDULE(1000,-1.5)", -500.0),  # A11
+        ("=PROB({0;1;2;3},{0.2;0.3;0.1;0.4},2)", 0.1),  # Microsoft's example
+        ("=PROB({0;1;2;3},{0.2;0.3;0.1;0.4},1,3)", 0.8),  # Microsoft's example
+        ("=PROB({1;2},{0.5;0.4},1)", "#NUM!"),  # probabilities not summing to 1 (PROB.xlsx D15)
+        ('=PROB({"Hi";"ho"},{"hi";"ho"},1)', "#DIV/0!"),  # PROB.xlsx O2
+        ("=PERMUTATIONA(3,2)", 9.0),  # Microsoft's example
+        ("=PERMUTATIONA(-1,2)", "#NUM!"),
+        ('=INDEX(EXPAND({1,2,3;4,5,6},4,4,"x"),3,4)', "x"),  # EXPAND.xlsx L7
+        ("=INDEX(EXPAND({1,2,3;4,5,6},6),5,1)", "#N/A"),  # EXPAND.xlsx E9
+        ('=INDEX(WRAPCOLS({"London","Paris","Madrid","Berlin"},3,"xxx"),3,2)', "xxx"),  # WRAPCOLS_ROWS.xlsx H7
+        ('=INDEX(WRAPROWS({"London","Paris","Madrid","Berlin","Rome"},2),3,1)', "Rome"),  # WRAPCOLS_ROWS.xlsx A12
+    ],
+)
+def test_engine_difference_functions_the_engine_lacks(formula, want):
+    """formualizer 0.13 gives #NAME? for each of these."""
+    _check(formula, want)

@@ -992,11 +992,12 @@ CORRECTED: dict[str, tuple[Callable[..., Any], int, int | None, bool]] = {
 def _more_corrected() -> None:
     """Add the other modules' corrections of Excel's functions to :data:`CORRECTED` (they use this module's
     helpers, so they are imported once it is loaded)."""
-    from . import bonds, convert, lookup
+    from . import bonds, convert, lookup, missing
 
     CORRECTED.update(bonds.FUNCTIONS)
     CORRECTED.update(convert.FUNCTIONS)
     CORRECTED.update(lookup.FUNCTIONS)
+    CORRECTED.update(missing.FUNCTIONS)
 
 
 _more_corrected()

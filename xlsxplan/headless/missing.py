@@ -1,0 +1,226 @@
+"""Excel functions formualizer 0.13 does not have (a call is ``#NAME?`` there), registered by
+:func:`.engine.register_functions`: DISC, INTRATE, FVSCHEDULE (financial), PROB, PERMUTATIONA (statistical), EXPAND,
+WRAPCOLS and WRAPROWS (arrays). Each is written from Microsoft's page on the function, cited in its docstring.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+
+def _error(kind: str, message: str) -> dict:
+    return {"type": "Error", "kind": kind, "message": message}
+
+
+def _number(value: Any, what: str) -> float | dict:
+    """A numeric argument as Excel reads one: a number, TRUE 1, FALSE and empty 0, text of a number."""
+    if type(value) is dict:
+        return value
+    if value is None:
+        return 0.0
+    if isinstance(value, (bool, int, float)):
+        return float(value)
+    try:
+        return float(str(value))
+    except ValueError:
+        return _error("#VALUE!", f"{what} must be a number, got {value!r}")
+
+
+def _numbers(name: str, *pairs: tuple[Any, str]) -> list[float] | dict:
+    out = []
+    for value, what in pairs:
+        v = _number(value, f"{name}'s {what}")
+        if not isinstance(v, float):
+            return v
+        out.append(v)
+    return out
+
+
+def _grid(arg: Any) -> list[list[Any]]:
+    if type(arg) is list:
+        return [row if type(row) is list else [row] for row in arg]
+    return [[arg]]
+
+
+def _year_fraction(name: str, settlement: float, maturity: float, basis: float) -> float | dict:
+    """The years from settlement to maturity in the day-count ``basis``, by the engine's YEARFRAC (which matches
+    Excel on the corpus); ``#NUM!`` for settlement not before maturity or a basis outside 0 to 4."""
+    from .engine import _native_scalar
+
+    s, m, b = math.floor(settlement), math.floor(maturity), math.floor(basis)
+    if s >= m:
+        return _error("#NUM!", f"{name}'s settlement must be before maturity")
+    if not 0 <= b <= 4:
+        return _error("#NUM!", f"{name}'s basis must be 0 to 4, got {b}")
+    years = _native_scalar("YEARFRAC", (float(s), float(m), float(b)))
+    return float(years) if isinstance(years, (int, float)) else years
+
+
+def disc(settlement: Any, maturity: Any, pr: Any, redemption: Any, basis: Any = 0) -> Any:
+    """Excel's DISC: the discount rate of a security, ``(redemption - pr) / redemption / YEARFRAC(settlement,
+    maturity, basis)`` (Microsoft, "DISC function": ``DISC = (redemption - pr) / redemption * B / DSM``), per year.
+    ``#NUM!`` for a price or redemption not above 0."""
+    v = _numbers("DISC", (settlement, "settlement"), (maturity, "maturity"), (pr, "pr"), (redemption, "redemption"))
+    b = _number(basis, "DISC's basis")
+    if not isinstance(v, list):
+        return v
+    if not isinstance(b, float):
+        return b
+    if v[2] <= 0 or v[3] <= 0:
+        return _error("#NUM!", "DISC's pr and redemption must be above 0")
+    years = _year_fraction("DISC", v[0], v[1], b)
+    return years if not isinstance(years, float) else (v[3] - v[2]) / v[3] / years
+
+
+def intrate(settlement: Any, maturity: Any, investment: Any, redemption: Any, basis: Any = 0) -> Any:
+    """Excel's INTRATE: the interest rate of a fully invested security, ``(redemption - investment) / investment /
+    YEARFRAC(settlement, maturity, basis)`` per year (Microsoft, "INTRATE function"). ``#NUM!`` for an investment or
+    redemption not above 0."""
+    v = _numbers(
+        "INTRATE",
+        (settlement, "settlement"),
+        (maturity, "maturity"),
+        (investment, "investment"),
+        (redemption, "redemption"),
+    )
+    b = _number(basis, "INTRATE's basis")
+    if not isinstance(v, list):
+        return v
+    if not isinstance(b, float):
+        return b
+    if v[2] <= 0 or v[3] <= 0:
+        return _error("#NUM!", "INTRATE's investment and redemption must be above 0")
+    years = _year_fraction("INTRATE", v[0], v[1], b)
+    return years if not isinstance(years, float) else (v[3] - v[2]) / v[2] / years
+
+
+def fvschedule(principal: Any, schedule: Any) -> Any:
+    """Excel's FVSCHEDULE: ``principal`` compounded by each rate of ``schedule`` in turn, ``principal * (1 + r1) *
+    (1 + r2) ...`` (Microsoft, "FVSCHEDULE function": an empty cell counts 0; text not a number is ``#VALUE!``)."""
+    p = _number(principal, "FVSCHEDULE's principal")
+    if not isinstance(p, float):
+        return p
+    for row in _grid(schedule):
+        for rate in row:
+            r = _number(rate, "FVSCHEDULE's rates")
+            if not isinstance(r, float):
+                return r
+            p *= 1 + r
+    return p
+
+
+def prob(x_range: Any, prob_range: Any, lower_limit: Any, upper_limit: Any = None) -> Any:
+    """Excel's PROB: the sum of the probabilities of the values of ``x_range`` from ``lower_limit`` to
+    ``upper_limit`` (only those equal to ``lower_limit`` when it is omitted) (Microsoft, "PROB function"). ``#N/A``
+    for ranges of different sizes; ``#NUM!`` for a probability not above 0 or above 1, or probabilities not summing
+    to 1; ``#DIV/0!`` when no probability is a number."""
+    xs = [v for row in _grid(x_range) for v in row]
+    ps = [v for row in _grid(prob_range) for v in row]
+    if len(xs) != len(ps):
+        return _error("#N/A", "PROB's x_range and prob_range must be the same size")
+    limits = _numbers(
+        "PROB", (lower_limit, "lower_limit"), (upper_limit if upper_limit is not None else lower_limit, "upper_limit")
+    )
+    if not isinstance(limits, list):
+        return limits
+    low, high = limits
+    total, inside = 0.0, 0.0
+    for x, p in zip(xs, ps, strict=True):
+        if type(x) is dict:
+            return x
+        if type(p) is dict:
+            return p
+        if not isinstance(p, (int, float)) or isinstance(p, bool):
+            continue
+        if not 0 < p <= 1:
+            return _error("#NUM!", f"PROB's probabilities must be above 0 and at most 1, got {p:g}")
+        total += p
+        if isinstance(x, (int, float)) and not isinstance(x, bool) and low <= x <= high:
+            inside += p
+    if total == 0:
+        return _error("#DIV/0!", "PROB: no probability is a number")
+    if abs(total - 1) > 1e-6:
+        return _error("#NUM!", f"PROB's probabilities sum to {total:g}, not 1")
+    return inside
+
+
+def permutationa(number: Any, number_chosen: Any) -> Any:
+    """Excel's PERMUTATIONA: the permutations, repetitions allowed, of ``number_chosen`` objects out of ``number``,
+    ``number ^ number_chosen``, both truncated (Microsoft, "PERMUTATIONA function"); ``#NUM!`` below 0."""
+    v = _numbers("PERMUTATIONA", (number, "number"), (number_chosen, "number_chosen"))
+    if not isinstance(v, list):
+        return v
+    n, k = math.floor(v[0]), math.floor(v[1])
+    if n < 0 or k < 0:
+        return _error("#NUM!", "PERMUTATIONA's number and number_chosen must be 0 or more")
+    try:
+        result = float(n) ** k
+    except OverflowError:
+        result = math.inf
+    if not math.isfinite(result):
+        return _error("#NUM!", "PERMUTATIONA: the result is too large for a number")
+    return result
+
+
+_NA = {"type": "Error", "kind": "#N/A", "message": "padding"}
+
+
+def expand(array: Any, rows: Any, columns: Any = None, pad_with: Any = None) -> Any:
+    """Excel's EXPAND: ``array`` grown to ``rows`` by ``columns`` (each omitted: the array's own), padded with
+    ``pad_with`` (``#N/A`` if omitted) (Microsoft, "EXPAND function"); ``#VALUE!`` for fewer rows or columns than
+    the array has."""
+    grid = _grid(array)
+    height, width = len(grid), max(len(r) for r in grid)
+    v = _numbers(
+        "EXPAND", (rows if rows is not None else height, "rows"), (columns if columns is not None else width, "columns")
+    )
+    if not isinstance(v, list):
+        return v
+    r, c = math.floor(v[0]), math.floor(v[1])
+    if r < height or c < width:
+        return _error("#VALUE!", f"EXPAND's rows and columns must be at least the array's {height} by {width}")
+    pad = _NA if pad_with is None else pad_with
+    return [[(grid[i][j] if i < height and j < len(grid[i]) else pad) for j in range(c)] for i in range(r)]
+
+
+def _wrap(name: str, by_rows: bool) -> Callable[..., Any]:
+    def call(vector: Any, wrap_count: Any, pad_with: Any = None) -> Any:
+        grid = _grid(vector)
+        if len(grid) > 1 and any(len(row) > 1 for row in grid):
+            return _error("#VALUE!", f"{name}'s vector must be one row or one column")
+        items = [v for row in grid for v in row]
+        n = _number(wrap_count, f"{name}'s wrap_count")
+        if not isinstance(n, float):
+            return n
+        size = math.floor(n)
+        if size < 1:
+            return _error("#NUM!", f"{name}'s wrap_count must be 1 or more, got {size}")
+        pad = _NA if pad_with is None else pad_with
+        lines = [items[i : i + size] for i in range(0, len(items), size)]
+        lines = [line + [pad] * (size - len(line)) for line in lines]
+        if len(lines) == 1 and size == 1:
+            return lines[0][0]
+        return lines if by_rows else [list(col) for col in zip(*lines, strict=True)]
+
+    call.__name__ = name.lower()
+    call.__doc__ = (
+        f"Excel's {name}: the one-row or one-column ``vector`` wrapped into {'rows' if by_rows else 'columns'} of "
+        f'``wrap_count`` values, the last padded with ``pad_with`` (``#N/A`` if omitted) (Microsoft, "{name} '
+        'function"); ``#NUM!`` for a wrap_count below 1.'
+    )
+    return call
+
+
+FUNCTIONS: dict[str, tuple[Callable[..., Any], int, int | None, bool]] = {
+    "DISC": (disc, 4, 5, True),
+    "INTRATE": (intrate, 4, 5, True),
+    "FVSCHEDULE": (fvschedule, 2, 2, False),
+    "PROB": (prob, 3, 4, False),
+    "PERMUTATIONA": (permutationa, 2, 2, False),
+    "EXPAND": (expand, 2, 4, False),
+    "WRAPCOLS": (_wrap("WRAPCOLS", False), 2, 3, False),
+    "WRAPROWS": (_wrap("WRAPROWS", True), 2, 3, False),
+}
+"""The functions the engine lacks, as :data:`.engine.CORRECTED`."""
