@@ -151,3 +151,47 @@ def test_only_an_xlookup_with_a_mode_leaves_the_engines_own():
 def test_engine_difference_functions_the_engine_lacks(formula, want):
     """formualizer 0.13 gives #NAME? for each of these."""
     _check(formula, want)
+
+
+_ROWS = '{23;"23";TRUE;1;-23;"hey";FALSE}'  # STATISTICAL/COUNTIF.xlsx, Rows!A2:A8
+
+
+@pytest.mark.parametrize(
+    ("formula", "want"),
+    [
+        (f"=COUNTIF({_ROWS},23)", 2.0),  # Rows!C2: the number and the text of it
+        (f'=COUNTIF({_ROWS},"=23")', 2.0),  # Rows!D2
+        (f'=COUNTIF({_ROWS},"<>23")', 6.0),  # Rows!E2: "<>" skips only the number
+        (f'=COUNTIF({_ROWS},"<23")', 2.0),  # Rows!I2 (G2:G8 holds the same values): numbers only
+        (f'=COUNTIF({_ROWS},"<=")', 0.0),  # Rows!J9: an ordering with nothing after it matches nothing
+        (f'=COUNTIF({_ROWS},"true")', 1.0),  # Rows!AK6: the text of a boolean matches the boolean
+        ('=COUNTIF({1;"a";""},"<>")', 3.0),  # Rows!AB5: a formula's empty text is not an empty cell for "<>"
+        ('=COUNTIF({"Mr. Brown";"Mrs. Brown";"Albert"},"<>*brown")', 1.0),  # Rows!V2: a wildcard, any case
+        ('=SUMIF({1;2;3},">1")', 5.0),
+        # MATH_AND_TRIGONOMETRY/SUMIFS.xlsx, Sheet1: a matched error value in the sum range is the result
+        ('=SUMIFS({13;17;1/0},{"red";"blue";"white"},"white")', "#DIV/0!"),  # D6 (A10 is #DIV/0!)
+        ('=AVERAGEIF({"red";"blue"},"magenta",{1;2})', "#DIV/0!"),  # F13: nothing matched
+        # MATH_AND_TRIGONOMETRY/SUMIF_array.xlsx G31: one result per criterion of an array
+        ('=INDEX(SUMIF({"East";"West";"East"},{"East","West"},{100;300;150}),1,2)', 300.0),
+    ],
+)
+def test_engine_difference_criteria_as_excel_reads_them(formula, want):
+    """formualizer 0.13 counts "<>23" as 5, "<=" as 1, skips a matched error in SUMIFS and gives 0 for an array of
+    criteria (COUNTIF.xlsx: 398 of 531 matched)."""
+    _check(formula, want)
+
+
+def test_an_empty_cell_as_the_criterion_is_zero(tmp_path):
+    """COUNTIF.xlsx Rows!AI2: =COUNTIF(AG2:AG15,AH2) with AH2 empty counts the cells holding 0, not the empty ones."""
+    import openpyxl
+
+    from xlsxplan.headless import Workbook
+
+    book = openpyxl.Workbook()
+    sheet = book.active
+    for i, v in enumerate([True, 1, 0, None, "x", None], start=1):
+        sheet.cell(i, 1, v)
+    sheet["C1"] = "=COUNTIF(A1:A6,B1)"
+    path = tmp_path / "c.xlsx"
+    book.save(path)
+    assert Workbook.load(path).calculate().get("Sheet!C1") == 1
