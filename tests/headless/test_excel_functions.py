@@ -195,3 +195,25 @@ def test_an_empty_cell_as_the_criterion_is_zero(tmp_path):
     path = tmp_path / "c.xlsx"
     book.save(path)
     assert Workbook.load(path).calculate().get("Sheet!C1") == 1
+
+
+@pytest.mark.parametrize(
+    ("formula", "want"),
+    [
+        # ENGINEERING/NUMBER_SYSTEMS.xlsx, Binary and Decimal sheets: a negative number is 10 digits whatever places
+        ('=BIN2HEX("1110111011",4)', "FFFFFFFFBB"),  # Binary!D3
+        ('=BIN2OCT("1100011011",2.3)', "7777777433"),  # Binary!F19
+        ('=BIN2OCT("1100011011",0)', "#NUM!"),  # Binary!F14: places still from 1 to 10
+        ('=BIN2HEX("1100011011",TRUE)', "#VALUE!"),
+        ("=DEC2BIN(-511,4)", "1000000001"),
+        ('=BIN2DEC("1000000001")', -511.0),
+        ("=DEC2OCT(-512.8,1)", "7777777000"),  # truncated to -512
+        ("=DEC2HEX(TRUE)", "#VALUE!"),
+        ("=OCT2HEX(4000000000,2)", "FFE0000000"),
+        ("=DEC2BIN(9,4)", "1001"),  # Microsoft's example
+        ("=DEC2BIN(9,3)", "#NUM!"),  # too few places
+    ],
+)
+def test_engine_difference_number_systems_on_negatives(formula, want):
+    """formualizer 0.13 gives #NUM! for a negative number with places, and converts TRUE."""
+    _check(formula, want)

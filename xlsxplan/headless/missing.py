@@ -224,3 +224,96 @@ FUNCTIONS: dict[str, tuple[Callable[..., Any], int, int | None, bool]] = {
     "WRAPROWS": (_wrap("WRAPROWS", True), 2, 3, False),
 }
 """The functions the engine lacks, as :data:`.engine.CORRECTED`."""
+
+
+_ABSENT = object()
+"""An argument not given (an empty cell given is None)."""
+_BASES = {"BIN": 2, "OCT": 8, "DEC": 10, "HEX": 16}
+_DIGITS = "0123456789ABCDEF"
+
+
+def _from_base(name: str, value: Any, base: int) -> int | dict:
+    """A BIN2*/OCT2*/HEX2* argument read as Excel reads it: at most 10 digits of ``base`` (a number is read as its
+    digits; empty is 0), 10 digits with the top bit set a negative number in two's complement."""
+    if type(value) is dict:
+        return value
+    if isinstance(value, bool):
+        return _error("#VALUE!", f"{name} takes digits, not TRUE or FALSE")
+    if value is None:
+        return 0
+    if isinstance(value, float):
+        if value != int(value) or value < 0:
+            return _error("#NUM!", f"{name}: {value:g} is not a number of base {base}")
+        text = str(int(value))
+    else:
+        text = str(value).strip().upper()
+    if not text:
+        return 0
+    if len(text) > 10 or any(ch not in _DIGITS[:base] for ch in text):
+        return _error("#NUM!", f"{name}: {text!r} is not a number of at most 10 base-{base} digits")
+    n = int(text, base)
+    return n - base**10 if len(text) == 10 and n >= base**10 // 2 else n
+
+
+def _to_base(name: str, n: int, base: int, places: Any) -> str | dict:
+    """``n`` in ``base``: a negative number as 10 digits of two's complement (``places`` ignored), otherwise padded
+    with zeros to ``places`` (1 to 10 and at least the digits needed); ``#NUM!`` outside the 10 digits' range."""
+    half = base**10 // 2
+    if not -half <= n < half:
+        return _error("#NUM!", f"{name}: {n} is outside what 10 base-{base} digits hold")
+    width = None
+    if places is not _ABSENT:  # an empty cell given as places is 0, too few
+        if isinstance(places, bool):
+            return _error("#VALUE!", f"{name}'s places must be a number, not TRUE or FALSE")
+        p = _number(places, f"{name}'s places")
+        if not isinstance(p, float):
+            return p
+        width = math.floor(p)
+    if n < 0:
+        if width is not None and not 1 <= width <= 10:
+            return _error("#NUM!", f"{name}'s places must be from 1 to 10, got {width}")
+        n += base**10
+        width = 10
+    digits = ""
+    while True:
+        n, r = divmod(n, base)
+        digits = _DIGITS[r] + digits
+        if n == 0:
+            break
+    if width is not None:
+        if not len(digits) <= width <= 10:
+            return _error("#NUM!", f"{name}'s places must be from {len(digits)} to 10, got {width}")
+        digits = digits.rjust(width, "0")
+    return digits
+
+
+def _convert_base(source: str, target: str) -> Callable[..., Any]:
+    name = f"{source}2{target}"
+
+    def call(number: Any, places: Any = _ABSENT) -> Any:
+        if source == "DEC":
+            if isinstance(number, bool):
+                return _error("#VALUE!", f"{name} takes a number, not TRUE or FALSE")
+            v = _number(number, f"{name}'s number")
+            if not isinstance(v, float):
+                return v
+            n: int | dict = math.trunc(v)
+        else:
+            n = _from_base(name, number, _BASES[source])
+        if not isinstance(n, int):
+            return n
+        return float(n) if target == "DEC" else _to_base(name, n, _BASES[target], places)
+
+    call.__name__ = name.lower()
+    call.__doc__ = (
+        f"Excel's {name}: a number from base {_BASES[source]} to base {_BASES[target]} (Microsoft, \"{name} "
+        'function"): binary, octal and hexadecimal numbers have at most 10 digits, a negative one written as 10 '
+        "digits of two's complement whatever ``places`` says; ``#NUM!`` for digits of another base or a number "
+        "outside the 10 digits' range, ``#VALUE!`` for TRUE or FALSE."
+    )
+    return call
+
+
+FUNCTIONS.update(
+    {f"{a}2{b}": (_convert_base(a, b), 1, 1 if b == "DEC" else 2, False) for a in _BASES for b in _BASES if a != b}
+)
