@@ -146,6 +146,7 @@ def test_only_an_xlookup_with_a_mode_leaves_the_engines_own():
         ("=INDEX(EXPAND({1,2,3;4,5,6},6),5,1)", "#N/A"),  # EXPAND.xlsx E9
         ('=INDEX(WRAPCOLS({"London","Paris","Madrid","Berlin"},3,"xxx"),3,2)', "xxx"),  # WRAPCOLS_ROWS.xlsx H7
         ('=INDEX(WRAPROWS({"London","Paris","Madrid","Berlin","Rome"},2),3,1)', "Rome"),  # WRAPCOLS_ROWS.xlsx A12
+        ("=COLUMNS(EXPAND({1,2},,3))", 3.0),  # an omitted argument is the array's own size, not 0
     ],
 )
 def test_engine_difference_functions_the_engine_lacks(formula, want):
@@ -216,4 +217,27 @@ def test_an_empty_cell_as_the_criterion_is_zero(tmp_path):
 )
 def test_engine_difference_number_systems_on_negatives(formula, want):
     """formualizer 0.13 gives #NUM! for a negative number with places, and converts TRUE."""
+    _check(formula, want)
+
+
+_HOOD = '"Little red riding hood\'s red hood"'
+
+
+@pytest.mark.parametrize(
+    ("formula", "want"),
+    [
+        # Microsoft, "TEXTBEFORE function" and "TEXTAFTER function", their examples
+        (f'=TEXTBEFORE({_HOOD},"red")', "Little "),
+        (f'=TEXTBEFORE({_HOOD},"red",-1)', "Little red riding hood's "),
+        (f'=TEXTAFTER({_HOOD},"red",2)', " hood"),
+        (f'=TEXTAFTER({_HOOD},"Red",,1)', " riding hood's red hood"),
+        (f'=TEXTBEFORE({_HOOD},"basket",1,0,0,"Not found")', "Not found"),
+        # TEXT/TEXTBEFORE_TEXTAFTER.xlsx
+        ('=TEXTAFTER("del","deli",1,1,0,"qwerty")', "#VALUE!"),  # G19: a delimiter longer than the text
+        ('=TEXTAFTER("del","deli")', "#N/A"),  # H19
+        ('=TEXTAFTER("a - me@example.com","- ",-1,,1)', "me@example.com"),  # Sheet2!D2
+    ],
+)
+def test_engine_difference_textbefore_textafter(formula, want):
+    """formualizer 0.13 gives #VALUE! for TEXTBEFORE and TEXTAFTER with modes or if_not_found (54 of 90)."""
     _check(formula, want)

@@ -1075,10 +1075,18 @@ def calls_registry(formula: str) -> bool:
 
 
 _MAYBE_OMITTED = re.compile(r"[(,]\s*[,)]")
+OMITS_AS_EMPTY = frozenset(
+    name
+    for plain in ("TEXTBEFORE", "TEXTAFTER", "EXPAND", "WRAPCOLS", "WRAPROWS")
+    for name in (plain, "_XLFN." + plain)
+)
+"""Excel's functions registered here whose omitted arguments take their defaults (not the engine's 0): an omitted
+argument reaches them as an empty value, as it reaches a registry function (:func:`mark_omitted`)."""
 
 
 def mark_omitted(formula: str) -> str:
-    """``formula`` with each omitted argument of a registry call given as ``_XLSXPLAN_OMITTED()``.
+    """``formula`` with each omitted argument of a registry call (or of :data:`OMITS_AS_EMPTY`'s) given as
+    ``_XLSXPLAN_OMITTED()``.
 
     The engine passes an omitted argument (the middle one of ``=F(1,,3)``, the last of ``=F(1,2,)``) to a custom
     function as the number 0, so ``=KV_BYTES_PER_TOKEN(80,8,128,)`` would read 0 bytes per value. In Excel and
@@ -1100,7 +1108,8 @@ def mark_omitted(formula: str) -> str:
         if kind == "Whitespace":
             continue
         if kind == "Func" and sub == "Open":
-            stack.append(tok.value[:-1].strip().upper() in registry.FUNCTIONS)
+            called = tok.value[:-1].strip().upper()
+            stack.append(called in registry.FUNCTIONS or called in OMITS_AS_EMPTY)
         elif kind in ("Paren", "Array") and sub == "Open":
             stack.append(False)
         elif (kind == "Sep" and sub == "Arg") or (kind == "Func" and sub == "Close"):
@@ -1156,7 +1165,7 @@ def prepare(formula: str, multi: Callable[[str], bool] | None = None) -> tuple[s
         code = code_text(formula) if '"' in formula else formula
         called = called_names(formula)
     registry_call = not called.isdisjoint(registry.FUNCTIONS)
-    if registry_call and _MAYBE_OMITTED.search(code):
+    if (registry_call or not called.isdisjoint(OMITS_AS_EMPTY)) and _MAYBE_OMITTED.search(code):
         formula = mark_omitted(formula)
     if not called.isdisjoint(_LIFTABLE) and ("{" in code or ":" in code or multi is not None):
         formula = lift_arrays(formula, multi)

@@ -317,3 +317,99 @@ def _convert_base(source: str, target: str) -> Callable[..., Any]:
 FUNCTIONS.update(
     {f"{a}2{b}": (_convert_base(a, b), 1, 1 if b == "DEC" else 2, False) for a in _BASES for b in _BASES if a != b}
 )
+
+
+def _text_of(value: Any) -> str:
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, float):
+        return f"{value:.15g}" if value != int(value) else str(int(value))
+    return "" if value is None else str(value)
+
+
+def _text_part(name: str, before: bool) -> Callable[..., Any]:
+    def call(
+        text: Any,
+        delimiter: Any,
+        instance_num: Any = _ABSENT,
+        match_mode: Any = 0.0,
+        match_end: Any = 0.0,
+        if_not_found: Any = _ABSENT,
+    ) -> Any:
+        given = instance_num is not _ABSENT and instance_num is not None  # None: omitted within the call
+        if not given:
+            instance_num = 1.0
+        for value in (text, delimiter, instance_num, match_mode, match_end):
+            if type(value) is dict:
+                return value
+            if type(value) is list and value is not delimiter:
+                return _error("#VALUE!", f"{name} takes one text at a time here")
+        whole = _text_of(text)
+        delimiters = (
+            [_text_of(d) for d in _grid(delimiter)[0]]
+            if type(delimiter) is not list
+            else [_text_of(d) for row in _grid(delimiter) for d in row]
+        )
+        v = _numbers(name, (instance_num, "instance_num"), (match_mode, "match_mode"), (match_end, "match_end"))
+        if not isinstance(v, list):
+            return v
+        n, mode, end = math.trunc(v[0]), math.trunc(v[1]), math.trunc(v[2])
+        longest = max((len(d) for d in delimiters), default=0)
+        reach = len(whole) - longest + 1 if given else max(len(whole), 1)  # Excel's bound, as it behaves
+        if n == 0 or abs(n) > reach or mode not in (0, 1) or end not in (0, 1):
+            return _error("#VALUE!", f"{name}: instance_num must not be 0 or longer than the text; modes 0 or 1")
+        haystack = whole.lower() if mode else whole
+        needles = [d.lower() if mode else d for d in delimiters]
+        found: list[tuple[int, int]] = []  # (start, length) of each delimiter, left to right, not overlapping
+        if n > 0:
+            i = 0
+            while i <= len(haystack):
+                hit = next((d for d in needles if haystack.startswith(d, i)), None)
+                if hit is None:
+                    i += 1
+                    continue
+                found.append((i, len(hit)))
+                if len(found) == n:
+                    break
+                i += max(len(hit), 1)
+            if end and len(found) == n - 1:
+                found.append((len(whole), 0))  # the end of the text counts as a delimiter
+            at = found[n - 1] if len(found) >= n else None
+        else:
+            j = len(haystack)
+            while j >= 0:
+                hit = next((d for d in needles if haystack.endswith(d, 0, j)), None)
+                if hit is None:
+                    j -= 1
+                    continue
+                found.append((j - len(hit), len(hit)))
+                if len(found) == -n:
+                    break
+                j -= max(len(hit), 1)
+            if end and len(found) == -n - 1:
+                found.append((0, 0))  # the start of the text counts as a delimiter
+            at = found[-n - 1] if len(found) >= -n else None
+        if at is None:
+            if if_not_found is _ABSENT:
+                return _error("#N/A", f"{name}: the delimiter is not there")
+            return "" if if_not_found is None else if_not_found
+        start, length = at
+        return whole[:start] if before else whole[start + length :]
+
+    call.__name__ = name.lower()
+    call.__doc__ = (
+        f"Excel's {name}: the text {'before' if before else 'after'} the ``instance_num``-th delimiter (counted "
+        "from the end when negative; any of several delimiters given as an array), ``match_mode`` 1 ignoring "
+        "case, ``match_end`` 1 counting the text's end (start, from the end) as a delimiter; ``if_not_found`` "
+        f"(``#N/A`` if omitted) when there is none; ``#VALUE!`` for an instance_num of 0 or past the text's length "
+        f'(Microsoft, "{name} function").'
+    )
+    return call
+
+
+FUNCTIONS.update(
+    {
+        "TEXTBEFORE": (_text_part("TEXTBEFORE", True), 2, 6, False),
+        "TEXTAFTER": (_text_part("TEXTAFTER", False), 2, 6, False),
+    }
+)
