@@ -241,3 +241,10 @@ _HOOD = '"Little red riding hood\'s red hood"'
 def test_engine_difference_textbefore_textafter(formula, want):
     """formualizer 0.13 gives #VALUE! for TEXTBEFORE and TEXTAFTER with modes or if_not_found (54 of 90)."""
     _check(formula, want)
+
+
+def test_engine_difference_a_function_of_one_value_over_an_array_function():
+    """TEXT/UPPER_LOWER.xlsx A9:A18 and F9:F18: TEXT and DATE over SEQUENCE's array, element by element (formualizer
+    0.13: #VALUE!, or the first element's result alone)."""
+    assert evaluate_formula('=INDEX(TEXT(DATE(1996,1,SEQUENCE(10)),"ddd"),2)').value == "Tue"  # F10
+    assert evaluate_formula('=INDEX(UPPER(TEXTSPLIT("Hi,come",",")),1,2)').value == "COME"  # UPPER_LOWER.xlsx D3

@@ -391,7 +391,10 @@ def lift_arrays(formula: str, multi: Callable[[str], bool] | None = None) -> str
     which computes it element by element as Excel does. ``multi(operand)`` says whether an operand that is not a
     range (a defined name) refers to several cells. Calls on one value, the usual case, stay as they are."""
     code = code_text(formula)
-    if called_names(formula).isdisjoint(_LIFTABLE) or not ("{" in code or ":" in code or multi is not None):
+    called = called_names(formula)
+    if called.isdisjoint(_LIFTABLE) or not (
+        "{" in code or ":" in code or multi is not None or not called.isdisjoint(_ARRAY_MAKERS)
+    ):
         return formula
     tokens = tokenized(formula)
     if tokens is None:  # the engine will report the formula as unparsable
@@ -410,7 +413,10 @@ def lift_arrays(formula: str, multi: Callable[[str], bool] | None = None) -> str
     for i, tok in enumerate(tokens):
         kind, sub = str(tok.token_type), str(tok.subtype)
         if kind == "Func" and sub == "Open":
-            stack.append((tok.value[:-1].strip().upper(), i))
+            name = tok.value[:-1].strip().upper()
+            if name in _ARRAY_MAKERS:
+                array_here()  # its result is an array: the functions around it take it element by element
+            stack.append((name, i))
         elif kind in ("Paren", "Array") and sub == "Open":
             if kind == "Array":
                 array_here()
@@ -438,6 +444,15 @@ def lift_arrays(formula: str, multi: Callable[[str], bool] | None = None) -> str
 
 
 _LIFTABLE = LIFTED | {"_XLFN." + name for name in LIFTED}
+_ARRAY_MAKERS = frozenset(
+    prefix + name
+    for name in (
+        "SEQUENCE ANCHORARRAY TEXTSPLIT RANDARRAY FILTER SORT SORTBY UNIQUE TOCOL TOROW CHOOSECOLS CHOOSEROWS "
+        "DROP TAKE HSTACK VSTACK EXPAND WRAPCOLS WRAPROWS MUNIT"
+    ).split()
+    for prefix in ("", "_XLFN.", "_XLFN._XLWS.")
+)
+"""Functions whose result is an array whatever their arguments: a :data:`LIFTED` function around one is lifted."""
 
 
 def lifts(formula: str) -> bool:
@@ -1167,7 +1182,9 @@ def prepare(formula: str, multi: Callable[[str], bool] | None = None) -> tuple[s
     registry_call = not called.isdisjoint(registry.FUNCTIONS)
     if (registry_call or not called.isdisjoint(OMITS_AS_EMPTY)) and _MAYBE_OMITTED.search(code):
         formula = mark_omitted(formula)
-    if not called.isdisjoint(_LIFTABLE) and ("{" in code or ":" in code or multi is not None):
+    if not called.isdisjoint(_LIFTABLE) and (
+        "{" in code or ":" in code or multi is not None or not called.isdisjoint(_ARRAY_MAKERS)
+    ):
         formula = lift_arrays(formula, multi)
     if not called.isdisjoint(_XLOOKUP):
         formula = modal_lookups(formula)
