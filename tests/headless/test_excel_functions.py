@@ -248,3 +248,25 @@ def test_engine_difference_a_function_of_one_value_over_an_array_function():
     0.13: #VALUE!, or the first element's result alone)."""
     assert evaluate_formula('=INDEX(TEXT(DATE(1996,1,SEQUENCE(10)),"ddd"),2)').value == "Tue"  # F10
     assert evaluate_formula('=INDEX(UPPER(TEXTSPLIT("Hi,come",",")),1,2)').value == "COME"  # UPPER_LOWER.xlsx D3
+
+
+@pytest.mark.parametrize(
+    ("formula", "want"),
+    [
+        # FINANCIAL/IPMT_PPMT.xlsx, Sheet1 (rate, per, nper, pv, fv, type in A:F)
+        ("=IPMT(0.1,3,3,8000,0,1)", -265.8610271903324),  # G3
+        ("=PPMT(0.3,5,36,8000,0,1)", -0.4169797444000284),  # I4: formualizer gave +553.35
+        ("=IPMT(0.1,3.9,3,8000,10,1)", -26.866364667656377),  # G17: a fractional period
+        ("=IPMT(0.1/12,1,3*12,8000)", -66.66666666666667),  # Microsoft's example
+        # FINANCIAL/CUMPRINC_CUMIPMT.xlsx, Sheet1 (rate, nper, pv, start, end, type in A:F)
+        ("=CUMPRINC(0.01,36,8000,1.2,8.53,1)", -1339.6579298169904),  # H6: whole periods 2 to 8
+        ("=CUMIPMT(0.8,36,18000,2.7,9.667,1)", -55999.99877582575),  # G7
+        ("=CUMPRINC(0.7,36,8000,2,10,1)", -0.0047565423422487076),  # H5
+        ("=CUMIPMT(0.1,2,8000,1,10,1)", "#NUM!"),  # G11: end past nper
+        ("=CUMIPMT(0.0083,36,8000,3,10,TRUE)", "#VALUE!"),  # G28
+    ],
+)
+def test_engine_difference_payment_parts(formula, want):
+    """formualizer 0.13 gives IPMT/PPMT with payments at the start (type 1) wrong, and CUMIPMT/CUMPRINC with
+    fractional periods (IPMT_PPMT.xlsx: 98 of 128; CUMPRINC_CUMIPMT.xlsx: 48 of 70)."""
+    _check(formula, want)

@@ -1,5 +1,6 @@
-"""Excel's coupon-bond functions where formualizer 0.13 has none or differs: COUPDAYBS, COUPDAYS, COUPDAYSNC,
-COUPNCD, COUPNUM, COUPPCD and ACCRINT, registered in place of the engine's by :func:`.engine.register_functions`.
+"""Excel's coupon-bond and loan-payment functions where formualizer 0.13 has none or differs: COUPDAYBS, COUPDAYS,
+COUPDAYSNC, COUPNCD, COUPNUM, COUPPCD, ACCRINT, IPMT, PPMT, CUMIPMT and CUMPRINC, registered in place of the engine's
+by :func:`.engine.register_functions`.
 
 Dates are serial numbers of the 1900 date system (truncated to whole days, as Excel truncates them); results are days,
 serial numbers, counts, or money in the unit of ``par``.
@@ -281,3 +282,129 @@ FUNCTIONS: dict[str, tuple[Callable[..., Any], int, int | None, bool]] = {
 }
 """The bond functions registered in place of the engine's: {name: (callback, least and most arguments, whether it
 is the 1900 date system's)}, as :data:`.engine.CORRECTED`."""
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Loan payments: the interest and principal parts of an annuity's payments
+
+
+def _fv(rate: float, periods: float, pmt: float, pv: float, due: bool) -> float:
+    """Excel's FV: the value after ``periods`` of ``pv`` and a payment ``pmt`` each period (at its start when
+    ``due``), ``-(pv (1+r)^n + pmt (1 + r due) ((1+r)^n - 1) / r)``."""
+    if rate == 0:
+        return -(pv + pmt * periods)
+    growth = (1 + rate) ** periods
+    return -(pv * growth + pmt * (1 + rate * due) * (growth - 1) / rate)
+
+
+def _pmt(rate: float, nper: float, pv: float, fv: float, due: bool) -> float:
+    """Excel's PMT: the payment each period that takes ``pv`` to ``fv`` in ``nper`` periods."""
+    if rate == 0:
+        return -(pv + fv) / nper
+    growth = (1 + rate) ** nper
+    return -rate * (fv + pv * growth) / ((1 + rate * due) * (growth - 1))
+
+
+def _interest_part(rate: float, per: float, pmt: float, pv: float, due: bool) -> float:
+    """The interest within the payment of period ``per``: the balance after the payments before it, times the rate
+    (nothing in the first period when payments fall at its start)."""
+    if per == 1:
+        return 0.0 if due else -pv * rate
+    if due:
+        return (_fv(rate, per - 2, pmt, pv, True) - pmt) * rate
+    return _fv(rate, per - 1, pmt, pv, False) * rate
+
+
+def _payment_args(name: str, values: list[tuple[Any, str]]) -> list[float] | dict:
+    out = []
+    for value, what in values:
+        if type(value) is dict:
+            return value
+        v = _number(value, f"{name}'s {what}")
+        if not isinstance(v, float):
+            return v
+        out.append(v)
+    return out
+
+
+def _part_of_payment(name: str, principal: bool) -> Callable[..., Any]:
+    def call(rate: Any, per: Any, nper: Any, pv: Any, fv: Any = 0.0, type_: Any = 0.0) -> Any:
+        v = _payment_args(name, [(rate, "rate"), (per, "per"), (nper, "nper"), (pv, "pv"), (fv, "fv"), (type_, "type")])
+        if not isinstance(v, list):
+            return v
+        r, p, n, present, future, kind = v
+        if not 1 <= p < n + 1:
+            return _error("#NUM!", f"{name}'s per must be from 1 to nper, got {p:g}")
+        due = kind != 0
+        try:
+            pmt = _pmt(r, n, present, future, due)
+            interest = _interest_part(r, p, pmt, present, due)
+        except (OverflowError, ZeroDivisionError):
+            return _error("#NUM!", f"{name}: the payment is too large for a number")
+        result = pmt - interest if principal else interest
+        return result if math.isfinite(result) else _error("#NUM!", f"{name}: the result is too large for a number")
+
+    call.__name__ = name.lower()
+    call.__doc__ = (
+        f"Excel's {name}: the {'principal' if principal else 'interest'} part of period ``per``'s payment of a loan "
+        "of ``pv`` at ``rate`` over ``nper`` periods to ``fv``, payments at the periods' ends (``type`` 0) or "
+        f'starts (1) (Microsoft, "{name} function"): the interest is the balance after the earlier payments '
+        "(FV) times the rate, none in the first period of payments at the start; the principal is PMT less it."
+    )
+    return call
+
+
+def _cumulative(name: str, principal: bool) -> Callable[..., Any]:
+    def call(rate: Any, nper: Any, pv: Any, start_period: Any, end_period: Any, type_: Any) -> Any:
+        for value in (start_period, end_period, type_):
+            if isinstance(value, bool):
+                return _error("#VALUE!", f"{name}'s periods and type must be numbers, not TRUE or FALSE")
+        v = _payment_args(
+            name,
+            [(rate, "rate"), (nper, "nper"), (pv, "pv"), (start_period, "start_period"), (end_period, "end_period")],
+        )
+        if not isinstance(v, list):
+            return v
+        kind = _number(type_, f"{name}'s type")
+        if not isinstance(kind, float):
+            return kind
+        r, n, present, start, end = v
+        if not (r > 0 and n > 0 and present > 0 and 1 <= start <= end <= n and kind in (0.0, 1.0)):
+            return _error(
+                "#NUM!",
+                f"{name} needs rate, nper and pv above 0, 1 <= start_period <= end_period <= nper and type 0 or 1",
+            )
+        due = kind == 1.0
+        try:
+            pmt = _pmt(r, n, present, 0.0, due)
+            total = 0.0
+            for per in range(math.ceil(start), math.floor(end) + 1):  # the whole periods from start to end
+                if not principal:
+                    total += _interest_part(r, per, pmt, present, due)
+                elif due and per == 1:
+                    total += pmt  # paid at the start: no interest yet
+                else:
+                    total += pmt * (1 + r) ** (per - 1 - n)  # the principal part, without PMT less a near equal
+        except (OverflowError, ZeroDivisionError):
+            return _error("#NUM!", f"{name}: the result is too large for a number")
+        return total if math.isfinite(total) else _error("#NUM!", f"{name}: the result is too large for a number")
+
+    call.__name__ = name.lower()
+    call.__doc__ = (
+        f"Excel's {name}: the {'principal' if principal else 'interest'} paid on a loan from ``start_period`` to "
+        f'``end_period`` (Microsoft, "{name} function"), the sum of {"PPMT" if principal else "IPMT"} over the '
+        "whole periods from the start to the end (a fractional start rounded up, end down, as Excel does); "
+        "``#NUM!`` for a rate, nper or pv not above 0, periods below 1, past nper or out of order, or a type "
+        "other than 0 or 1."
+    )
+    return call
+
+
+FUNCTIONS.update(
+    {
+        "IPMT": (_part_of_payment("IPMT", False), 4, 6, False),
+        "PPMT": (_part_of_payment("PPMT", True), 4, 6, False),
+        "CUMIPMT": (_cumulative("CUMIPMT", False), 6, 6, False),
+        "CUMPRINC": (_cumulative("CUMPRINC", True), 6, 6, False),
+    }
+)
