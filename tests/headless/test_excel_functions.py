@@ -270,3 +270,22 @@ def test_engine_difference_payment_parts(formula, want):
     """formualizer 0.13 gives IPMT/PPMT with payments at the start (type 1) wrong, and CUMIPMT/CUMPRINC with
     fractional periods (IPMT_PPMT.xlsx: 98 of 128; CUMPRINC_CUMIPMT.xlsx: 48 of 70)."""
     _check(formula, want)
+
+
+@pytest.mark.parametrize(
+    ("formula", "want"),
+    [
+        # TEXT/TEXT.xlsx: NUMBERS (values in A, formats in row 2) and DATES (formats in row 1)
+        ('=TEXT(12,"00-00-00-00")', "00-00-00-12"),  # NUMBERS!G3
+        ('=TEXT(12,"0.00E+0")', "1.20E+1"),  # NUMBERS!M3
+        ('=TEXT(-12,"0;(0)")', "(12)"),  # NUMBERS!E6: the negative section
+        ('=TEXT(-0.001,"0.00")', "0.00"),  # NUMBERS!C17: no sign on a negative shown as zero
+        ('=TEXT(-0.00000001,"General")', "-0.00000001"),  # NUMBERS!H20
+        ('=TEXT(41181,"mm###")', "#VALUE!"),  # DATES!G2: a date code beside digit placeholders
+        ('=TEXT(2958466,"m/d/y")', "#VALUE!"),  # DATES: after 31 December 9999
+        ('=TEXT(1234.567,"$#,##0.00")', "$1,234.57"),  # Microsoft's example
+    ],
+)
+def test_engine_difference_text_formats(formula, want):
+    """formualizer 0.13 shows the number unformatted for most formats (TEXT.xlsx: 287 of 352 matched)."""
+    _check(formula, want)

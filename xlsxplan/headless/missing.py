@@ -6,8 +6,16 @@ WRAPCOLS and WRAPROWS (arrays). Each is written from Microsoft's page on the fun
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
+from decimal import Decimal
 from typing import Any
+
+_MAX_DATE = 2_958_465  # 31 December 9999, the last day Excel shows
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
 def _error(kind: str, message: str) -> dict:
@@ -413,3 +421,37 @@ FUNCTIONS.update(
         "TEXTAFTER": (_text_part("TEXTAFTER", False), 2, 6, False),
     }
 )
+
+
+def text(value: Any, format_text: Any) -> Any:
+    """Excel's TEXT: ``value`` shown in the number format ``format_text`` (Microsoft, "TEXT function"), by
+    :func:`.numfmt.format_value` (sections, conditions, digit placeholders, scientific notation, fractions, dates
+    and times, literal text); text that reads as a number is formatted as that number, other text through the
+    format's text section. formualizer 0.13 knows a few formats and shows the others' number unformatted."""
+    from .numfmt import format_value, is_date_format
+
+    for v in (value, format_text):
+        if type(v) is dict:
+            return v
+    if isinstance(value, str):
+        read = _number(value, "TEXT's value")
+        if isinstance(read, float):
+            value = read
+    code = _text_of(format_text) or "General"
+    x = 0.0 if value is None else value
+    if _is_number(x):
+        if is_date_format(code):
+            bare = re.sub(r'"[^"]*"|\\.', "", code)
+            if not 0 <= x <= _MAX_DATE or "#" in bare or "?" in bare:
+                return _error("#VALUE!", f"TEXT: {x:g} in the date format {code!r} is not a date Excel shows")
+        elif code.lower() == "general" and x != 0 and abs(x) < 1e-4:
+            plain = f"{Decimal(f'{abs(x):.15g}'):f}"  # TEXT's General writes a small number out while it fits
+            if len(plain) <= 11:
+                return ("-" if x < 0 else "") + plain
+    shown = format_value(x, code)
+    if shown.startswith("-") and not any(ch in "123456789" for ch in shown):
+        return shown[1:]  # a negative number shown as zero has no sign in TEXT's result (a cell shows "-0")
+    return shown
+
+
+FUNCTIONS["TEXT"] = (text, 2, 2, True)
