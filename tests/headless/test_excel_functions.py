@@ -289,3 +289,29 @@ def test_engine_difference_payment_parts(formula, want):
 def test_engine_difference_text_formats(formula, want):
     """formualizer 0.13 shows the number unformatted for most formats (TEXT.xlsx: 287 of 352 matched)."""
     _check(formula, want)
+
+
+@pytest.mark.parametrize(
+    ("formula", "want"),
+    [
+        # ENGINEERING/COMPLEXs.xlsx, Sheet1 (x, y in A:B) and Sheet2
+        ("=COMPLEX(1.2E-45,-3)", "1.2E-45-3i"),  # D13
+        ("=COMPLEX(1E-16,0)", "0.0000000000000001"),  # D16: formualizer wrote "0"
+        ("=COMPLEX(1E-20,0)", "1E-20"),  # D19
+        ("=IMARGUMENT(COMPLEX(1E-16,0))", 0.0),  # H16: formualizer #DIV/0!
+        ("=IMREAL(IMLOG10(COMPLEX(1E-16,0)))", -16.0),  # AF16
+        ('=IMSUB("i","i")', "0"),  # Sheet2!G6
+        ('=IMDIV("3+4i","-4+5i")', "0.195121951219512-0.75609756097561i"),  # Sheet2!D2:E2
+        # Microsoft's examples
+        ('=COMPLEX(3,4,"j")', "3+4j"),
+        ("=COMPLEX(0,1)", "i"),
+        ('=IMSQRT("1+i")', "1.09868411346781+0.455089860562227i"),
+        ('=IMPRODUCT("3+4i","5-3i")', "27+11i"),
+        ('=IMSUM("3+4i","5-3i")', "8+i"),
+        ('=IMPOWER("2+3i",3)', "-46+9.00000000000001i"),
+    ],
+)
+def test_engine_difference_complex_numbers_keep_small_parts(formula, want):
+    """formualizer 0.13 writes a part below about 1E-15 as 0, so every IM function after it computes from 0
+    (COMPLEXs.xlsx: 877 of 958 matched)."""
+    _check(formula, want)

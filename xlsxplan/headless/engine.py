@@ -1007,13 +1007,14 @@ CORRECTED: dict[str, tuple[Callable[..., Any], int, int | None, bool]] = {
 def _more_corrected() -> None:
     """Add the other modules' corrections of Excel's functions to :data:`CORRECTED` (they use this module's
     helpers, so they are imported once it is loaded)."""
-    from . import bonds, convert, criteria, lookup, missing
+    from . import bonds, complexes, convert, criteria, lookup, missing
 
     CORRECTED.update(bonds.FUNCTIONS)
     CORRECTED.update(convert.FUNCTIONS)
     CORRECTED.update(lookup.FUNCTIONS)
     CORRECTED.update(missing.FUNCTIONS)
     CORRECTED.update(criteria.FUNCTIONS)
+    CORRECTED.update(complexes.FUNCTIONS)
 
 
 _more_corrected()
