@@ -315,3 +315,26 @@ def test_engine_difference_complex_numbers_keep_small_parts(formula, want):
     """formualizer 0.13 writes a part below about 1E-15 as 0, so every IM function after it computes from 0
     (COMPLEXs.xlsx: 877 of 958 matched)."""
     _check(formula, want)
+
+
+_DB = '{"Region","Units","Revenue";"East",120,12000;"West",80,9600;"East",200,20000;"North",100,11000}'
+
+
+@pytest.mark.parametrize(
+    ("formula", "want"),
+    [
+        # DATABASE/DCOUNT_DCOUNTA_DGET_DPRODUCT.xlsx, DCOUNT_DCOUNTA (the same kinds of criteria on its sales list)
+        (f'=DCOUNT({_DB},"Units",{{"Region";"East"}})', 2.0),  # B28: valid criteria
+        (f'=DCOUNT({_DB},"Units",{{"Region";"E"}})', 2.0),  # text matches text that begins with it
+        (f'=DCOUNT({_DB},"Units",{{"Region";"=E"}})', 0.0),
+        (f'=DCOUNT({_DB},"Units",{{"Region","Units";"East",">150";"West",">0"}})', 2.0),  # B30: rows are OR
+        (f'=DSUM({_DB},"Revenue",{{"Units";">=100"}})', 43000.0),
+        (f'=DGET({_DB},"Revenue",{{"Region";"East"}})', "#NUM!"),  # DGET!B59: several records
+        (f'=DCOUNT({_DB},TRUE,{{"Units";">0"}})', 0.0),  # B66: TRUE is the first column, text
+        (f'=DAVERAGE({_DB},"Units",{{"Region";"South"}})', "#DIV/0!"),
+    ],
+)
+def test_engine_difference_database_functions(formula, want):
+    """formualizer 0.13 differs on criteria rows and fields given as TRUE or numbers (DCOUNT_DCOUNTA_DGET_DPRODUCT.xlsx:
+    176 of 203; the four database books 482 of 551)."""
+    _check(formula, want)

@@ -1,7 +1,8 @@
-"""Excel's conditional aggregates, COUNTIF, COUNTIFS, SUMIF, SUMIFS, AVERAGEIF and AVERAGEIFS, registered in place of
-formualizer 0.13's, which reads criteria otherwise: an error value as a criterion is its result rather than the
-error cells it matches, ``"<>23"`` skips the text "23", ``"<="`` with nothing after it counts numbers, and a matched
-error in the sum range is skipped rather than the result.
+"""Excel's conditional aggregates, COUNTIF, COUNTIFS, SUMIF, SUMIFS, AVERAGEIF and AVERAGEIFS, and the database
+functions (DSUM, DCOUNT, DGET and the others), registered in place of formualizer 0.13's, which reads criteria
+otherwise: an error value as a criterion is its result rather than the error cells it matches, ``"<>23"`` skips the
+text "23", ``"<="`` with nothing after it counts numbers, and a matched error in the sum range is skipped rather
+than the result.
 
 A criterion is read as Microsoft documents it ("COUNTIF function", "SUMIFS function"): a number, TRUE or FALSE, or an
 error value matches cells equal to it (a number also the text of that number); a text is an optional operator (``=``,
@@ -20,6 +21,7 @@ which matters only to ``"<>"`` of a whole column).
 from __future__ import annotations
 
 import functools
+import math
 import re
 from collections.abc import Callable
 from typing import Any
@@ -300,3 +302,180 @@ FUNCTIONS: dict[str, tuple[Callable[..., Any], int, int | None, bool]] = {
     "AVERAGEIFS": (averageifs, 3, 255, False),
 }
 """The conditional aggregates registered in place of the engine's, as :data:`.engine.CORRECTED`."""
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Database functions: DSUM, DCOUNT and the others, over a list with a header row and a criteria range
+
+
+def _rows(arg: Any) -> list[list[Any]]:
+    return [row if type(row) is list else [row] for row in arg] if type(arg) is list else [[arg]]
+
+
+def _label(value: Any) -> str:
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, float) and value == int(value):
+        return str(int(value))
+    return "" if value is None else str(value).lower()
+
+
+def _column(name: str, header: list[Any], field: Any) -> int | None | dict:
+    """The index of ``field`` (a header's text, any case, or a 1-based position) in ``header``; None when it is
+    omitted (the whole record); ``#VALUE!`` when there is no such column."""
+    if field is _ABSENT:
+        return None
+    if type(field) is dict:
+        return field
+    if isinstance(field, bool) or _is_number(field):  # TRUE is position 1
+        n = int(field)
+        if not 1 <= n <= len(header):
+            return _error("#VALUE!", f"{name}'s field {field:g} is not a column of the database")
+        return n - 1
+    wanted = _label(field).lower()
+    for i, h in enumerate(header):
+        if _label(h).lower() == wanted and h is not None:
+            return i
+    return _error("#VALUE!", f"{name}'s field {field!r} is not a header of the database")
+
+
+def _database_test(criterion: Any) -> Callable[[Any], bool]:
+    """A criteria range's cell as a test: as COUNTIF's criterion, except that text with no operator matches text
+    that begins with it (Microsoft, "Examples of criteria": "East" finds "Eastern")."""
+    if isinstance(criterion, str) and criterion and not criterion.startswith(_OPERATORS):
+        if (
+            _as_number(criterion) is None
+            and criterion.upper() not in ("TRUE", "FALSE")
+            and criterion.upper() not in _ERRORS
+        ):
+            return _text_test("=" + criterion + "*")
+    return _test(criterion)
+
+
+_ABSENT = object()
+
+
+def _records(name: str, database: Any, field: Any, criteria: Any) -> list[Any] | dict:
+    """The values in ``field`` of the records of ``database`` that meet ``criteria`` (each criteria row a set of
+    conditions that must all hold; a record meets the criteria when it meets any row; a blank condition holds)."""
+    for v in (database, criteria):
+        if type(v) is dict:
+            return v
+    table, conditions = _rows(database), _rows(criteria)
+    if len(table) < 2 or len(conditions) < 2:
+        return _error("#VALUE!", f"{name} needs a database and criteria of a header row and at least one more")
+    header, records = table[0], table[1:]
+    column = _column(name, header, field)
+    if isinstance(column, dict):
+        return column
+    labels = [_label(h).lower() for h in header]
+    rows = []
+    for row in conditions[1:]:
+        tests = []
+        for label, cell in zip(conditions[0], row, strict=False):
+            if cell is None:
+                continue
+            key = _label(label).lower()
+            if key not in labels:
+                tests.append((-1, _database_test(cell)))
+            else:
+                tests.append((labels.index(key), _database_test(cell)))
+        rows.append(tests)
+    out = []
+    for record in records:
+        for tests in rows:
+            if all(i >= 0 and i < len(record) and test(record[i]) for i, test in tests):
+                out.append(record if column is None else (record[column] if column < len(record) else None))
+                break
+    return out
+
+
+def _database(name: str, reduce: Callable[[list[Any]], Any], what: str) -> Callable[..., Any]:
+    def call(database: Any, field: Any = _ABSENT, criteria: Any = _ABSENT) -> Any:
+        if criteria is _ABSENT:
+            return _error("#VALUE!", f"{name} takes a database, a field and a criteria range")
+        found = _records(name, database, field, criteria)
+        return found if isinstance(found, dict) else reduce(found)
+
+    call.__name__ = name.lower()
+    call.__doc__ = (
+        f"Excel's {name}: {what} of the values in ``field`` (a header, any case, or a position from 1) of the "
+        "records of ``database`` (a header row, then one record a row) that meet ``criteria`` (a header row, then "
+        "rows of conditions: a record meets a row when it meets each of the row's non-blank conditions, and the "
+        "criteria when it meets any row; a condition is read as COUNTIF's, plain text matching text that begins "
+        f'with it) (Microsoft, "{name} function").'
+    )
+    return call
+
+
+def _numbers_of(values: list[Any]) -> list[float]:
+    return [float(v) for v in values if _is_number(v)]
+
+
+def _variance(values: list[Any], sample: bool) -> float | dict:
+    xs = _numbers_of(values)
+    n = len(xs)
+    if n < (2 if sample else 1):
+        return _error("#DIV/0!", "too few numbers for a variance")
+    mean = sum(xs) / n
+    return sum((x - mean) ** 2 for x in xs) / (n - 1 if sample else n)
+
+
+def _dget(values: list[Any]) -> Any:
+    if not values:
+        return _error("#VALUE!", "DGET: no record meets the criteria")
+    if len(values) > 1:
+        return _error("#NUM!", "DGET: more than one record meets the criteria")
+    return values[0]
+
+
+def _product(values: list[Any]) -> float:
+    xs = _numbers_of(values)
+    return math.prod(xs) if xs else 0.0
+
+
+def _sqrt(v: float | dict) -> float | dict:
+    return v if isinstance(v, dict) else math.sqrt(v)
+
+
+_DATABASE_WHAT = {
+    "DCOUNT": "the count of the numbers (of the records, field omitted)",
+    "DCOUNTA": "the count of the non-empty cells",
+    "DSUM": "the sum of the numbers",
+    "DPRODUCT": "the product of the numbers (0 if none)",
+    "DMIN": "the least number (0 if none)",
+    "DMAX": "the greatest number (0 if none)",
+    "DAVERAGE": "the mean of the numbers (#DIV/0! if none)",
+    "DGET": "the single value (#VALUE! if none, #NUM! if several)",
+    "DVAR": "the sample variance of the numbers",
+    "DVARP": "the population variance of the numbers",
+    "DSTDEV": "the sample standard deviation of the numbers",
+    "DSTDEVP": "the population standard deviation of the numbers",
+}
+
+FUNCTIONS.update(
+    {
+        name: (_database(name, reduce, _DATABASE_WHAT[name]), 2, 3, False)
+        for name, reduce in (
+            ("DCOUNT", lambda vs: float(len(_numbers_of(vs))) if vs and type(vs[0]) is not list else float(len(vs))),
+            ("DCOUNTA", lambda vs: float(sum(1 for v in vs if v is not None and v != ""))),
+            ("DSUM", lambda vs: sum(_numbers_of(vs))),
+            ("DPRODUCT", _product),
+            ("DMIN", lambda vs: min(_numbers_of(vs), default=0.0)),
+            ("DMAX", lambda vs: max(_numbers_of(vs), default=0.0)),
+            (
+                "DAVERAGE",
+                lambda vs: (
+                    sum(_numbers_of(vs)) / len(_numbers_of(vs))
+                    if _numbers_of(vs)
+                    else _error("#DIV/0!", "DAVERAGE: no number meets the criteria")
+                ),
+            ),
+            ("DGET", _dget),
+            ("DVAR", lambda vs: _variance(vs, True)),
+            ("DVARP", lambda vs: _variance(vs, False)),
+            ("DSTDEV", lambda vs: _sqrt(_variance(vs, True))),
+            ("DSTDEVP", lambda vs: _sqrt(_variance(vs, False))),
+        )
+    }
+)
