@@ -338,3 +338,31 @@ def test_engine_difference_database_functions(formula, want):
     """formualizer 0.13 differs on criteria rows and fields given as TRUE or numbers (DCOUNT_DCOUNTA_DGET_DPRODUCT.xlsx:
     176 of 203; the four database books 482 of 551)."""
     _check(formula, want)
+
+
+@pytest.mark.parametrize(
+    ("formula", "want"),
+    [
+        # Microsoft's examples on each function's page
+        (
+            "=ODDFPRICE(DATE(2008,11,11),DATE(2021,3,1),DATE(2008,10,15),DATE(2009,3,1),0.0785,0.0625,100,2,1)",
+            113.597717474079,
+        ),
+        (
+            "=ODDFYIELD(DATE(2008,11,11),DATE(2021,3,1),DATE(2008,10,15),DATE(2009,3,1),0.0575,84.5,100,2,0)",
+            0.0772455415972989,
+        ),
+        ("=ODDLPRICE(DATE(2008,2,7),DATE(2008,6,15),DATE(2007,10,15),0.0375,0.0405,100,2,0)", 99.8782860147213),
+        ("=ODDLYIELD(DATE(2008,4,20),DATE(2008,6,15),DATE(2007,12,24),0.0375,99.875,100,2,0)", 0.0451922356291692),
+        # FINANCIAL/PRICE_YIELD.xlsx
+        (
+            "=ODDFPRICE(DATE(2020,3,1),DATE(2030,3,1),DATE(2020,1,15),DATE(2021,3,1),0.075,0.05,120,1,1)",
+            131.5377155865953,  # ODDFPRICE_ODDFYIELD!J2 (a long first period)
+        ),
+        ("=ODDLPRICE(DATE(2020,3,1),DATE(2030,3,1),DATE(2020,1,15),0.075,0.0589,120,2,2)", 122.36705839417525),  # I3
+        ("=ODDLPRICE(DATE(2020,3,1),DATE(2040,3,15),DATE(2020,1,15),0.075,0.06,120,2,5)", "#NUM!"),  # I6
+    ],
+)
+def test_engine_difference_odd_period_securities(formula, want):
+    """formualizer 0.13 has no ODDFPRICE, ODDFYIELD, ODDLPRICE, ODDLYIELD (#NAME?)."""
+    _check(formula, want)

@@ -408,3 +408,193 @@ FUNCTIONS.update(
         "CUMPRINC": (_cumulative("CUMPRINC", True), 6, 6, False),
     }
 )
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Securities with an odd first or last period
+
+
+def _odd_args(name: str, pairs: list[tuple[Any, str]]) -> list[float] | dict:
+    out = []
+    for value, what in pairs:
+        v = _number(value, f"{name}'s {what}")
+        if not isinstance(v, float):
+            return v
+        out.append(v)
+    return out
+
+
+def _oddf_price(
+    s: datetime.date,
+    m: datetime.date,
+    issue: datetime.date,
+    first: datetime.date,
+    rate: float,
+    yld: float,
+    redemption: float,
+    f: int,
+    b: int,
+) -> float:
+    """ODDFPRICE's price per 100 face value (Microsoft, "ODDFPRICE function": the short and the long first period
+    formulas), quasi-coupon periods stepped back from the first coupon."""
+    months = 12 // f
+    pcd, ncd, _ = _bracket(first, s, months)
+    e = _period_days(pcd, ncd, f, b)
+    n = int(coupnum(first, m, f, b)) + 1 if first < m else 1  # coupons from the first to maturity
+    x = 1 + yld / f
+    coupon = 100 * rate / f
+    dfc = _days(issue, first, b)
+    if dfc < e:  # a short first period
+        dsc = float(_days(s, first, b))
+        a = float(_days(issue, s, b))
+        y = dsc / e
+        price = redemption / x ** (n - 1 + y) + coupon * dfc / e / x**y
+        price += sum(coupon / x ** (k - 1 + y) for k in range(2, n + 1))
+        return price - coupon * a / e
+    # a long first period: NC quasi-coupon periods from the issue to the first coupon
+    to_end = _last_day(first)
+    nc = int(coupnum(issue, first, f, b)) if issue < first else 0
+    late = first
+    dcnl = anl = 0.0
+    for index in range(nc, 0, -1):
+        early = _add_months(late, -months, to_end)
+        nl = float((late - early).days) if b == 1 else e
+        dci = nl if index > 1 else float(_days(issue, late, b))
+        start = issue if issue > early else early
+        end = s if s < late else late
+        a = float(_days(start, end, b)) if end > start else 0.0
+        dcnl += dci / nl
+        anl += a / nl
+        late = early
+    if b in (2, 3):
+        dsc = float(_days(s, ncd, b))
+    else:
+        dsc = e - _days(pcd, s, b)
+    nq = int(coupnum(s, first, f, b)) - 1 if s < first else 0  # whole quasi-coupon periods to the first coupon
+    n -= 1
+    y = dsc / e
+    price = redemption / x ** (y + nq + n) + coupon * dcnl / x ** (nq + y)
+    price += sum(coupon / x ** (k + nq + y) for k in range(1, n + 1))
+    return price - coupon * anl
+
+
+def _oddl(
+    s: datetime.date,
+    m: datetime.date,
+    last: datetime.date,
+    rate: float,
+    given: float,
+    redemption: float,
+    f: int,
+    b: int,
+    price: bool,
+) -> float:
+    """ODDLPRICE's price (``price``) or ODDLYIELD's yield from the quasi-coupon periods from the last coupon to
+    maturity (Microsoft, "ODDLPRICE function", "ODDLYIELD function")."""
+    months = 12 // f
+    nc = int(coupnum(last, m, f, b))
+    early = last
+    dcnl = anl = dscnl = 0.0
+    for index in range(1, nc + 1):
+        late = _add_months(early, months, False)
+        nl = float(_days(early, late, b))  # the period's own days: 30/360 for bases 0 and 4, actual otherwise
+        dci = nl if index < nc else float(_days(early, m, b))
+        if late < s:
+            a = dci
+        elif early < s:
+            a = float(_days(early, s, b))
+        else:
+            a = 0.0
+        start = s if s > early else early
+        end = m if m < late else late
+        dsc = float(_days(start, end, b))
+        dcnl += dci / nl
+        anl += a / nl
+        dscnl += dsc / nl
+        early = late
+    coupon = 100 * rate / f
+    term1 = dcnl * coupon + redemption
+    if price:
+        return term1 / (dscnl * given / f + 1) - anl * coupon
+    term2 = anl * coupon + given
+    return (term1 - term2) / term2 * (f / dscnl)
+
+
+def _odd(name: str, kind: str) -> Callable[..., Any]:
+    first_kind = kind in ("FPRICE", "FYIELD")
+
+    def call(*args: Any) -> Any:
+        labels = (
+            ["settlement", "maturity", "issue", "first_coupon", "rate", "yld" if kind == "FPRICE" else "pr"]
+            if first_kind
+            else ["settlement", "maturity", "last_interest", "rate", "yld" if kind == "LPRICE" else "pr"]
+        ) + ["redemption", "frequency", "basis"]
+        values = list(args) + [0.0] * (len(labels) - len(args))
+        v = _odd_args(name, list(zip(values, labels, strict=True)))
+        if not isinstance(v, list):
+            return v
+        f, b = math.floor(v[-2]), math.floor(v[-1])
+        dates = [_date(x) for x in v[: 4 if first_kind else 3]]
+        if any(d is None for d in dates):
+            return _error("#NUM!", f"{name}'s dates must be from 1900 to 9999")
+        if f not in (1, 2, 4) or not 0 <= b <= 4:
+            return _error("#NUM!", f"{name}'s frequency must be 1, 2 or 4 and basis 0 to 4")
+        rest = v[4:-2] if first_kind else v[3:-2]
+        rate, given, redemption = rest
+        if rate < 0 or given < 0 or redemption <= 0 or (kind.endswith("YIELD") and given <= 0):
+            return _error("#NUM!", f"{name}'s rate and yield must be 0 or more, the price and redemption above 0")
+        try:
+            if first_kind:
+                s, m, issue, first = dates
+                assert s and m and issue and first
+                if not issue < s < first < m:
+                    return _error("#NUM!", f"{name} needs issue < settlement < first_coupon < maturity")
+                if kind == "FPRICE":
+                    return _oddf_price(s, m, issue, first, rate, given, redemption, f, b)
+                dates_ = (s, m, issue, first)
+                return _solve_yield(lambda y: _oddf_price(*dates_, rate, y, redemption, f, b), given)
+            s, m, last = dates
+            assert s and m and last
+            if not (last < s < m):
+                return _error("#NUM!", f"{name} needs last_interest < settlement < maturity")
+            return _oddl(s, m, last, rate, given, redemption, f, b, kind == "LPRICE")
+        except (OverflowError, ZeroDivisionError):
+            return _error("#NUM!", f"{name}: the result is not a number")
+
+    call.__name__ = name.lower()
+    call.__doc__ = (
+        f'Excel\'s {name} (Microsoft, "{name} function"): the '
+        f"{'price per 100 face value' if 'PRICE' in kind else 'yield'} of a security with an odd "
+        f"{'first' if first_kind else 'last'} period, summed over its quasi-coupon "
+        "periods in the day-count ``basis``."
+    )
+    return call
+
+
+def _solve_yield(price_at: Callable[[float], float], price: float) -> float | dict:
+    """The yield at which ``price_at`` gives ``price``: Newton's method from 5%, bisection if it strays (Excel
+    solves ODDFYIELD iteratively too)."""
+    y = 0.05
+    for _ in range(100):
+        p = price_at(y) - price
+        if abs(p) < 1e-12:
+            return y
+        h = 1e-7
+        slope = (price_at(y + h) - price_at(y - h)) / (2 * h)
+        if slope == 0 or not math.isfinite(slope):
+            break
+        step = p / slope
+        y -= step
+        if abs(step) < 1e-14:
+            return y
+    return _error("#NUM!", "the yield does not converge")
+
+
+FUNCTIONS.update(
+    {
+        "ODDFPRICE": (_odd("ODDFPRICE", "FPRICE"), 8, 9, True),
+        "ODDFYIELD": (_odd("ODDFYIELD", "FYIELD"), 8, 9, True),
+        "ODDLPRICE": (_odd("ODDLPRICE", "LPRICE"), 7, 8, True),
+        "ODDLYIELD": (_odd("ODDLYIELD", "LYIELD"), 7, 8, True),
+    }
+)
