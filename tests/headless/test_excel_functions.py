@@ -366,3 +366,26 @@ def test_engine_difference_database_functions(formula, want):
 def test_engine_difference_odd_period_securities(formula, want):
     """formualizer 0.13 has no ODDFPRICE, ODDFYIELD, ODDLPRICE, ODDLYIELD (#NAME?)."""
     _check(formula, want)
+
+
+@pytest.mark.parametrize(
+    ("formula", "want"),
+    [
+        # FINANCIAL/TBILLs.xlsx, Sheet1 (settlement, maturity, discount in A:C)
+        ("=TBILLEQ(14640,15006,0.5)", 0.8522961312491701),  # D6: 366 days, past a year's 365
+        ('=TBILLEQ("45366","45731","0.5")', 0.8482759796652481),  # D16: text of numbers
+        ("=TBILLPRICE(45332,45650,7)", "#NUM!"),  # N29: no price left
+        ("=TBILLPRICE(TRUE,45731,0.5)", "#VALUE!"),  # N12
+        ("=TBILLEQ(20000,20182,0.5)", 0.6784386617100372),  # D2: 182 days, 365 rate / (360 - rate DSM)
+        # MATH_AND_TRIGONOMETRY/SEQUENCE.xlsx
+        ('=SEQUENCE("5")', [[1.0], [2.0], [3.0], [4.0], [5.0]]),  # G16:G20
+        ("=INDEX(SEQUENCE(,12,,2.5),1,2)", 3.5),  # D23: omitted arguments are 1
+        ("=SEQUENCE(0.3)", "#VALUE!"),  # E18
+    ],
+)
+def test_engine_difference_tbills_and_sequence(formula, want):
+    """formualizer 0.13 caps a bill at 365 days, refuses text numbers, and reads SEQUENCE's omitted arguments as 0."""
+    if isinstance(want, list):
+        assert evaluate_formula(formula).value.tolist() == want
+    else:
+        _check(formula, want)

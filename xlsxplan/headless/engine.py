@@ -1093,7 +1093,7 @@ def calls_registry(formula: str) -> bool:
 _MAYBE_OMITTED = re.compile(r"[(,]\s*[,)]")
 OMITS_AS_EMPTY = frozenset(
     name
-    for plain in ("TEXTBEFORE", "TEXTAFTER", "EXPAND", "WRAPCOLS", "WRAPROWS")
+    for plain in ("TEXTBEFORE", "TEXTAFTER", "EXPAND", "WRAPCOLS", "WRAPROWS", "SEQUENCE")
     for name in (plain, "_XLFN." + plain)
 )
 """Excel's functions registered here whose omitted arguments take their defaults (not the engine's 0): an omitted

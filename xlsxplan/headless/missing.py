@@ -455,3 +455,102 @@ def text(value: Any, format_text: Any) -> Any:
 
 
 FUNCTIONS["TEXT"] = (text, 2, 2, True)
+
+
+def _tbill_args(name: str, settlement: Any, maturity: Any, third: Any, what: str) -> tuple[int, float, int] | dict:
+    """A Treasury bill's days to maturity, its third argument, and the days in the year from settlement: dates
+    truncated, TRUE or FALSE ``#VALUE!``, text of a number read; ``#NUM!`` for settlement not before maturity, a
+    maturity more than a year after settlement, or a third argument not above 0."""
+    from .bonds import _add_months, _date
+
+    values = []
+    for value, label in ((settlement, "settlement"), (maturity, "maturity"), (third, what)):
+        if isinstance(value, bool):
+            return _error("#VALUE!", f"{name}'s {label} must be a number, not TRUE or FALSE")
+        v = _number(value, f"{name}'s {label}")
+        if not isinstance(v, float):
+            return v
+        values.append(v)
+    s, m = _date(values[0]), _date(values[1])
+    if s is None or m is None:
+        return _error("#NUM!", f"{name}'s dates must be from 1900 to 9999")
+    year_later = _add_months(s, 12, False)
+    if not s < m <= year_later or values[2] <= 0:
+        return _error("#NUM!", f"{name} needs settlement < maturity <= a year later and {what} above 0")
+    return (m - s).days, values[2], (year_later - s).days
+
+
+def tbillprice(settlement: Any, maturity: Any, discount: Any) -> Any:
+    """Excel's TBILLPRICE: a Treasury bill's price per 100 face value, ``100 (1 - discount DSM / 360)`` (Microsoft,
+    "TBILLPRICE function"); ``#NUM!`` when it is not above 0."""
+    args = _tbill_args("TBILLPRICE", settlement, maturity, discount, "discount")
+    if isinstance(args, dict):
+        return args
+    dsm, rate, _ = args
+    price = 100 * (1 - rate * dsm / 360)
+    return price if price > 0 else _error("#NUM!", "TBILLPRICE: the discount leaves no price")
+
+
+def tbillyield(settlement: Any, maturity: Any, pr: Any) -> Any:
+    """Excel's TBILLYIELD: a Treasury bill's yield, ``(100 - pr) / pr * 360 / DSM`` (Microsoft, "TBILLYIELD
+    function")."""
+    args = _tbill_args("TBILLYIELD", settlement, maturity, pr, "pr")
+    if isinstance(args, dict):
+        return args
+    dsm, price, _ = args
+    return (100 - price) / price * 360 / dsm
+
+
+def tbilleq(settlement: Any, maturity: Any, discount: Any) -> Any:
+    """Excel's TBILLEQ: a Treasury bill's bond-equivalent yield, ``365 rate / (360 - rate DSM)`` up to 182 days
+    (Microsoft, "TBILLEQ function"), and past a half year the semiannual equivalent, ``(-2t + 2 sqrt(t^2 - (2t - 1)
+    (1 - 1/P))) / (2t - 1)`` with ``t = DSM / 365`` (366 for a bill of 366 days, as Excel computes it) and ``P``
+    the price per 1 of face value; ``#NUM!`` when the price is not above 0."""
+    args = _tbill_args("TBILLEQ", settlement, maturity, discount, "discount")
+    if isinstance(args, dict):
+        return args
+    dsm, rate, _ = args
+    price = 1 - rate * dsm / 360
+    if price <= 0:
+        return _error("#NUM!", "TBILLEQ: the discount leaves no price")
+    if dsm <= 182:
+        return 365 * rate / (360 - rate * dsm)
+    t = dsm / (366 if dsm == 366 else 365)  # Excel's year: 366 days only for a bill of 366 days
+    root = t * t - (2 * t - 1) * (1 - 1 / price)
+    if root < 0:
+        return _error("#NUM!", "TBILLEQ: no equivalent yield")
+    return (-2 * t + 2 * math.sqrt(root)) / (2 * t - 1)
+
+
+def sequence(rows: Any = None, columns: Any = None, start: Any = None, step: Any = None) -> Any:
+    """Excel's SEQUENCE: ``rows`` by ``columns`` numbers from ``start`` by ``step``, along each row first (Microsoft,
+    "SEQUENCE function"); an omitted argument is 1, text of a number is read; ``#VALUE!`` for fewer than 1 row or
+    column."""
+    v = _numbers(
+        "SEQUENCE",
+        (1.0 if rows is None else rows, "rows"),
+        (1.0 if columns is None else columns, "columns"),
+        (1.0 if start is None else start, "start"),
+        (1.0 if step is None else step, "step"),
+    )
+    if not isinstance(v, list):
+        return v
+    r, c = math.trunc(v[0]), math.trunc(v[1])
+    if r < 1 or c < 1:
+        return _error("#VALUE!", "SEQUENCE's rows and columns must be 1 or more")
+    if r * c > 1_048_576 * 16_384:
+        return _error("#NUM!", "SEQUENCE is larger than a sheet")
+    first, by = v[2], v[3]
+    if r == c == 1:
+        return first
+    return [[first + (i * c + j) * by for j in range(c)] for i in range(r)]
+
+
+FUNCTIONS.update(
+    {
+        "TBILLPRICE": (tbillprice, 3, 3, True),
+        "TBILLYIELD": (tbillyield, 3, 3, True),
+        "TBILLEQ": (tbilleq, 3, 3, True),
+        "SEQUENCE": (sequence, 1, 4, False),
+    }
+)
