@@ -389,3 +389,19 @@ def test_engine_difference_tbills_and_sequence(formula, want):
         assert evaluate_formula(formula).value.tolist() == want
     else:
         _check(formula, want)
+
+
+@pytest.mark.parametrize(
+    ("formula", "want"),
+    [
+        # FINANCIAL/MIRR.xlsx
+        ("=MIRR({-70,12,15},0.1,0.2)", -0.3519259301592139),  # Sheet2!N8
+        ('=MIRR({-20,5,"Hello",TRUE,FALSE,5},0.1,0.2)', -0.2583801512904337),  # Sheet2!N20: only numbers count
+        ("=MIRR({-6,-1,-2},0.1,0.2)", -1.0),  # Three parameters!F18: no positive flow
+        ("=MIRR({-50,25,30},0.5,-12)", "#NUM!"),  # Three parameters!F31
+        ("=MIRR({-120000,39000,30000,21000,37000,46000},0.1,0.12)", 0.126094130365905),  # Microsoft's example
+    ],
+)
+def test_engine_difference_mirr(formula, want):
+    """formualizer 0.13 gives #DIV/0! for no positive flow and counts blank and text cells as periods."""
+    _check(formula, want)

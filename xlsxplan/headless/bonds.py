@@ -598,3 +598,38 @@ FUNCTIONS.update(
         "ODDLYIELD": (_odd("ODDLYIELD", "LYIELD"), 7, 8, True),
     }
 )
+
+
+def mirr(values: Any, finance_rate: Any, reinvest_rate: Any) -> Any:
+    """Excel's MIRR: the modified internal rate of return of the cash flows ``values`` (one a period; text, TRUE,
+    FALSE and empty cells skipped), ``(FV(positive flows at reinvest_rate) / -PV(negative flows at finance_rate))
+    ^ (1 / (n - 1)) - 1`` (Microsoft, "MIRR function"): -1 when no flow is positive, ``#DIV/0!`` when none is
+    negative, ``#NUM!`` when the ratio is negative."""
+    rates = _payment_args("MIRR", [(finance_rate, "finance_rate"), (reinvest_rate, "reinvest_rate")])
+    if not isinstance(rates, list):
+        return rates
+    fr, rr = rates
+    flows: list[float] = []
+    for row in values if type(values) is list else [values]:
+        for v in row if type(row) is list else [row]:
+            if type(v) is dict:
+                return v
+            if isinstance(v, (int, float)) and not isinstance(v, bool):
+                flows.append(float(v))
+    n = len(flows)
+    if n < 2:
+        return _error("#DIV/0!", "MIRR needs two cash flows or more")
+    try:
+        gained = sum(v * (1 + rr) ** (n - 1 - i) for i, v in enumerate(flows) if v > 0)
+        spent = sum(v / (1 + fr) ** i for i, v in enumerate(flows) if v < 0)
+    except ZeroDivisionError:
+        return _error("#DIV/0!", "MIRR: a finance rate of -1")
+    if spent == 0:
+        return _error("#DIV/0!", "MIRR needs a negative cash flow")
+    ratio = gained / -spent
+    if ratio < 0:
+        return _error("#NUM!", "MIRR: the reinvested flows are negative")
+    return ratio ** (1 / (n - 1)) - 1
+
+
+FUNCTIONS["MIRR"] = (mirr, 3, 3, False)
