@@ -405,3 +405,23 @@ def test_engine_difference_tbills_and_sequence(formula, want):
 def test_engine_difference_mirr(formula, want):
     """formualizer 0.13 gives #DIV/0! for no positive flow and counts blank and text cells as periods."""
     _check(formula, want)
+
+
+@pytest.mark.parametrize(
+    ("formula", "want"),
+    [
+        # STATISTICAL/BINOM.xlsx
+        ("=BINOM.DIST(2,10,0,TRUE)", 1.0),  # BINOM.DIST!E25: a probability of 0
+        ("=BINOM.DIST(0,0,0,TRUE)", 1.0),  # E17
+        ('=BINOM.DIST(7,8,0.7,"true")', 0.94235199),  # E58: the flag as text
+        ("=BINOM.DIST.RANGE(0,0,0,0)", 1.0),  # BINOM.DIST.RANGE!E14
+        ("=BINOM.INV(10,0.7,1)", "#NUM!"),  # BINOM.INV!D4: alpha 1
+        ("=BINOM.INV(10,1,0.8)", "#NUM!"),  # D25: probability 1
+        ("=BINOM.DIST(6,10,0.5,FALSE)", 0.205078125),  # Microsoft's example
+        ("=BINOM.INV(6,0.5,0.75)", 4.0),  # Microsoft's example
+    ],
+)
+def test_engine_difference_binomial_edges(formula, want):
+    """formualizer 0.13 refuses a probability of 0 or 1 and the flag as text, and answers BINOM.INV outside its
+    domain (BINOM.xlsx: 237 of 268)."""
+    _check(formula, want)

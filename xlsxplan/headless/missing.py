@@ -554,3 +554,96 @@ FUNCTIONS.update(
         "SEQUENCE": (sequence, 1, 4, False),
     }
 )
+
+
+def _flag(value: Any, what: str) -> bool | dict:
+    """A logical argument: TRUE or FALSE, a number (0 is FALSE), or the text TRUE or FALSE in any case."""
+    if type(value) is dict:
+        return value
+    if isinstance(value, str):
+        if value.upper() in ("TRUE", "FALSE"):
+            return value.upper() == "TRUE"
+        return _error("#VALUE!", f"{what} must be TRUE or FALSE, got {value!r}")
+    return bool(value)
+
+
+def _engine(name: str, *args: Any) -> Any:
+    """The engine's own ``name`` (as its ``_xlfn.`` form, which nothing here replaces) on one value per argument."""
+    from .engine import _native_scalar
+
+    return _native_scalar("_XLFN." + name, args)
+
+
+def binom_dist(number_s: Any, trials: Any, probability_s: Any, cumulative: Any) -> Any:
+    """Excel's BINOM.DIST: the probability of ``number_s`` successes in ``trials`` (at most that many when
+    ``cumulative``) with success probability ``probability_s`` from 0 to 1 (Microsoft, "BINOM.DIST function"): a
+    probability of 0 or 1 is certain (formualizer 0.13 refuses it), the cumulative flag may be the text TRUE or
+    FALSE; the rest is the engine's; ``#NUM!`` for successes below 0 or past the trials."""
+    v = _numbers("BINOM.DIST", (number_s, "number_s"), (trials, "trials"), (probability_s, "probability_s"))
+    flag = _flag(cumulative, "BINOM.DIST's cumulative")
+    if not isinstance(v, list):
+        return v
+    if isinstance(flag, dict):
+        return flag
+    k, n, p = math.trunc(v[0]), math.trunc(v[1]), v[2]
+    if not (0 <= k <= n and 0 <= p <= 1):
+        return _error("#NUM!", "BINOM.DIST needs 0 <= number_s <= trials and a probability from 0 to 1")
+    if p in (0.0, 1.0):
+        sure = 0 if p == 0 else n  # every trial fails, or every one succeeds
+        return float(k >= sure) if flag else float(k == sure)
+    return _engine("BINOM.DIST", float(k), float(n), p, flag)
+
+
+def binom_dist_range(trials: Any, probability_s: Any, number_s: Any, number_s2: Any = _ABSENT) -> Any:
+    """Excel's BINOM.DIST.RANGE: the probability of ``number_s`` to ``number_s2`` successes (just ``number_s`` if
+    omitted) in ``trials`` (Microsoft, "BINOM.DIST.RANGE function"), a probability of 0 or 1 certain; ``#NUM!``
+    outside 0 <= s <= s2 <= trials or a probability outside 0 to 1."""
+    v = _numbers(
+        "BINOM.DIST.RANGE",
+        (trials, "trials"),
+        (probability_s, "probability_s"),
+        (number_s, "number_s"),
+        (number_s if number_s2 is _ABSENT else number_s2, "number_s2"),  # an empty cell given is 0
+    )
+    if not isinstance(v, list):
+        return v
+    n, p, s, s2 = math.trunc(v[0]), v[1], math.trunc(v[2]), math.trunc(v[3])
+    if not (0 <= s <= s2 <= n and 0 <= p <= 1):
+        return _error("#NUM!", "BINOM.DIST.RANGE needs 0 <= number_s <= number_s2 <= trials, probability 0 to 1")
+    if p in (0.0, 1.0):
+        sure = 0 if p == 0 else n
+        return float(s <= sure <= s2)
+    return _engine("BINOM.DIST.RANGE", float(n), p, float(s), float(s2))
+
+
+def binom_inv(trials: Any, probability_s: Any, alpha: Any) -> Any:
+    """Excel's BINOM.INV: the least number of successes whose cumulative binomial probability is at least
+    ``alpha`` (Microsoft, "BINOM.INV function"), the engine's; ``#NUM!`` for trials below 0, or a probability or
+    alpha not strictly between 0 and 1 (formualizer 0.13 answers 0 or the trials)."""
+    v = _numbers("BINOM.INV", (trials, "trials"), (probability_s, "probability_s"), (alpha, "alpha"))
+    if not isinstance(v, list):
+        return v
+    n, p, a = math.trunc(v[0]), v[1], v[2]
+    if n < 0 or not 0 < p < 1 or not 0 < a < 1:
+        return _error("#NUM!", "BINOM.INV needs trials >= 0, probability and alpha strictly between 0 and 1")
+    return _engine("BINOM.INV", float(n), p, a)
+
+
+def negbinom_dist(number_f: Any, number_s: Any, probability_s: Any, cumulative: Any) -> Any:
+    """Excel's NEGBINOM.DIST: the probability of ``number_f`` failures before the ``number_s``-th success (at most
+    that many when ``cumulative``) (Microsoft, "NEGBINOM.DIST function"), the engine's, with the cumulative flag
+    also the text TRUE or FALSE."""
+    flag = _flag(cumulative, "NEGBINOM.DIST's cumulative")
+    if isinstance(flag, dict):
+        return flag
+    return _engine("NEGBINOM.DIST", number_f, number_s, probability_s, flag)
+
+
+FUNCTIONS.update(
+    {
+        "BINOM.DIST": (binom_dist, 4, 4, False),
+        "BINOM.DIST.RANGE": (binom_dist_range, 3, 4, False),
+        "BINOM.INV": (binom_inv, 3, 3, False),
+        "NEGBINOM.DIST": (negbinom_dist, 4, 4, False),
+    }
+)
