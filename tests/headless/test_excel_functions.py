@@ -425,3 +425,28 @@ def test_engine_difference_binomial_edges(formula, want):
     """formualizer 0.13 refuses a probability of 0 or 1 and the flag as text, and answers BINOM.INV outside its
     domain (BINOM.xlsx: 237 of 268)."""
     _check(formula, want)
+
+
+@pytest.mark.parametrize(
+    ("formula", "want"),
+    [
+        # TEXT/DOLLARs.xlsx, Sheet1 (dollar, fraction in A:B)
+        ("=DOLLARDE(12.1234,12)", 13.028333333333334),  # D3
+        ("=DOLLARFR(12.1234,12)", 12.014808),  # C3
+        ("=DOLLARDE(0.01,2)", 0.05),  # D9
+        ("=DOLLARDE(10,0.5)", "#DIV/0!"),  # D18
+        ("=DOLLARFR(TRUE,2)", "#VALUE!"),  # C11
+        ("=DOLLARDE(1.02,16)", 1.125),  # Microsoft's example
+        # FINANCIAL/NOMINAL_EFFECT.xlsx
+        ("=EFFECT(10,TRUE)", "#VALUE!"),  # D20
+        ("=NOMINAL(0.5,10)", 0.4137974399241062),  # C2
+        # MATH_AND_TRIGONOMETRY/MROUND_TRUNC_INT.xlsx, MROUND
+        ('=MROUND("2024-01-10",7)', 45304.0),  # C31: a date written as text
+        ("=MROUND(TRUE,2)", "#VALUE!"),  # C51
+        ("=MROUND(-10,-3)", -9.0),  # Microsoft's example
+        ("=MROUND(5,-2)", "#NUM!"),  # Microsoft's example
+    ],
+)
+def test_engine_difference_dollar_rate_and_mround(formula, want):
+    """formualizer 0.13 ignores DOLLARDE's scale, reads TRUE as 1 in EFFECT and MROUND, and refuses a date as text."""
+    _check(formula, want)

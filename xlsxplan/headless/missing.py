@@ -647,3 +647,95 @@ FUNCTIONS.update(
         "NEGBINOM.DIST": (negbinom_dist, 4, 4, False),
     }
 )
+
+
+def _dollar(name: str, to_decimal: bool) -> Callable[..., Any]:
+    def call(dollar: Any, fraction: Any) -> Any:
+        for value in (dollar, fraction):
+            if isinstance(value, bool):
+                return _error("#VALUE!", f"{name} takes numbers, not TRUE or FALSE")
+        v = _numbers(name, (dollar, "dollar"), (fraction, "fraction"))
+        if not isinstance(v, list):
+            return v
+        x, f = v[0], math.trunc(v[1])
+        if f < 0:
+            return _error("#NUM!", f"{name}'s fraction must be 0 or more")
+        if f == 0:
+            return _error("#DIV/0!", f"{name}'s fraction must be 1 or more")
+        whole = math.trunc(x)
+        scale = 10.0 ** math.ceil(math.log10(f))
+        part = x - whole
+        return whole + (part * scale / f if to_decimal else part * f / scale)
+
+    call.__name__ = name.lower()
+    call.__doc__ = (
+        f'Excel\'s {name} (Microsoft, "{name} function"): a price written as a whole part and a fraction in '
+        "``fraction``-ths read as a decimal number "
+        f"({'the digits after the point a count of fraction-ths' if to_decimal else 'the inverse'}); "
+        "the fraction truncated; ``#DIV/0!`` below 1, ``#NUM!`` below 0, ``#VALUE!`` for TRUE or FALSE."
+    )
+    return call
+
+
+FUNCTIONS.update(
+    {"DOLLARDE": (_dollar("DOLLARDE", True), 2, 2, False), "DOLLARFR": (_dollar("DOLLARFR", False), 2, 2, False)}
+)
+
+
+def _rate_conversion(name: str, to_nominal: bool) -> Callable[..., Any]:
+    def call(rate: Any, npery: Any) -> Any:
+        for value in (rate, npery):
+            if isinstance(value, bool):
+                return _error("#VALUE!", f"{name} takes numbers, not TRUE or FALSE")
+        v = _numbers(name, (rate, "rate"), (npery, "npery"))
+        if not isinstance(v, list):
+            return v
+        r, n = v[0], math.trunc(v[1])
+        if r <= 0 or n < 1:
+            return _error("#NUM!", f"{name} needs a rate above 0 and npery of 1 or more")
+        return n * ((1 + r) ** (1 / n) - 1) if to_nominal else (1 + r / n) ** n - 1
+
+    call.__name__ = name.lower()
+    call.__doc__ = (
+        f'Excel\'s {name} (Microsoft, "{name} function"): '
+        + (
+            "the nominal annual rate of an effective one, ``npery ((1 + rate)^(1/npery) - 1)``"
+            if to_nominal
+            else "the effective annual rate of a nominal one, ``(1 + rate/npery)^npery - 1``"
+        )
+        + ", npery truncated; ``#VALUE!`` for TRUE or FALSE (formualizer 0.13 reads them as 1 and 0)."
+    )
+    return call
+
+
+FUNCTIONS.update(
+    {
+        "NOMINAL": (_rate_conversion("NOMINAL", True), 2, 2, False),
+        "EFFECT": (_rate_conversion("EFFECT", False), 2, 2, False),
+    }
+)
+
+
+def mround(number: Any, multiple: Any) -> Any:
+    """Excel's MROUND: ``number`` rounded to the nearest multiple of ``multiple``, half away from zero (Microsoft,
+    "MROUND function"); 0 for a multiple of 0, ``#NUM!`` for signs that differ, ``#VALUE!`` for TRUE or FALSE; a
+    number written as text (a date too, "2024-01-10") is read as VALUE reads it."""
+    from .engine import _approx, _number_arg
+
+    for value in (number, multiple):
+        if isinstance(value, bool):
+            return _error("#VALUE!", "MROUND takes numbers, not TRUE or FALSE")
+    n, m = _number_arg(number, "MROUND's number"), _number_arg(multiple, "MROUND's multiple")
+    if not isinstance(n, float):
+        return n
+    if not isinstance(m, float):
+        return m
+    if m == 0:
+        return 0.0
+    if n * m < 0:
+        return _error("#NUM!", "MROUND's number and multiple must have the same sign")
+    q = _approx(abs(n / m))
+    return math.copysign(math.floor(q + 0.5), n / m) * m + 0.0
+
+
+FUNCTIONS["MROUND"] = (mround, 2, 2, False)
