@@ -450,3 +450,15 @@ def test_engine_difference_binomial_edges(formula, want):
 def test_engine_difference_dollar_rate_and_mround(formula, want):
     """formualizer 0.13 ignores DOLLARDE's scale, reads TRUE as 1 in EFFECT and MROUND, and refuses a date as text."""
     _check(formula, want)
+
+
+def test_engine_difference_value_of_an_empty_cell_is_zero(tmp_path):
+    """TEXT/T_VALUE_VALUETOTEXT.xlsx Sheet1!C2: =VALUE(A2) with A2 empty is 0 (formualizer 0.13: #VALUE!)."""
+    import openpyxl
+
+    from xlsxplan.headless import Workbook
+
+    book = openpyxl.Workbook()
+    book.active["C2"] = "=VALUE(A2)"
+    book.save(tmp_path / "v.xlsx")
+    assert Workbook.load(tmp_path / "v.xlsx").calculate().get("Sheet!C2") == 0

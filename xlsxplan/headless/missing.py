@@ -739,3 +739,16 @@ def mround(number: Any, multiple: Any) -> Any:
 
 
 FUNCTIONS["MROUND"] = (mround, 2, 2, False)
+
+
+def value(text: Any) -> Any:
+    """Excel's VALUE: the number ``text`` writes (Microsoft, "VALUE function"), by the engine's own VALUE; an empty
+    cell is 0 (formualizer 0.13 gives #VALUE!), a number is itself."""
+    if text is None:
+        return 0.0
+    if _is_number(text):
+        return float(text)
+    return _engine("VALUE", text)
+
+
+FUNCTIONS["VALUE"] = (value, 1, 1, False)
