@@ -462,3 +462,11 @@ def test_engine_difference_value_of_an_empty_cell_is_zero(tmp_path):
     book.active["C2"] = "=VALUE(A2)"
     book.save(tmp_path / "v.xlsx")
     assert Workbook.load(tmp_path / "v.xlsx").calculate().get("Sheet!C2") == 0
+
+
+def test_an_array_too_large_to_build_is_num_not_memory_exhausted():
+    """SEQUENCE and EXPAND refuse more than MAX_ARRAY_CELLS cells before building anything (the engine's own SEQUENCE
+    gave #NUM! for SUM(SEQUENCE(20000,20000)): tests/headless/test_untrusted.py's memory bombs)."""
+    assert _value("=SUM(SEQUENCE(20000,20000))") == "#NUM!"
+    assert _value("=SUM(EXPAND({1},1000000,16000))") == "#NUM!"
+    assert _value("=ROWS(SEQUENCE(100000))") == 100000

@@ -12,6 +12,9 @@ from decimal import Decimal
 from typing import Any
 
 _MAX_DATE = 2_958_465  # 31 December 9999, the last day Excel shows
+MAX_ARRAY_CELLS = 10_000_000
+"""The most cells an array these functions build may have (SEQUENCE, EXPAND): about 0.5 GB of Python values; a
+larger one is ``#NUM!`` rather than memory exhausted (``=SUM(SEQUENCE(20000,20000))`` would take 3.2 GB)."""
 
 
 def _is_number(v: Any) -> bool:
@@ -189,6 +192,8 @@ def expand(array: Any, rows: Any, columns: Any = None, pad_with: Any = None) -> 
     r, c = math.floor(v[0]), math.floor(v[1])
     if r < height or c < width:
         return _error("#VALUE!", f"EXPAND's rows and columns must be at least the array's {height} by {width}")
+    if r > 1_048_576 or c > 16_384 or r * c > MAX_ARRAY_CELLS:
+        return _error("#NUM!", f"EXPAND to {r:,} by {c:,} is larger than {MAX_ARRAY_CELLS:,} cells")
     pad = _NA if pad_with is None else pad_with
     return [[(grid[i][j] if i < height and j < len(grid[i]) else pad) for j in range(c)] for i in range(r)]
 
@@ -538,8 +543,8 @@ def sequence(rows: Any = None, columns: Any = None, start: Any = None, step: Any
     r, c = math.trunc(v[0]), math.trunc(v[1])
     if r < 1 or c < 1:
         return _error("#VALUE!", "SEQUENCE's rows and columns must be 1 or more")
-    if r * c > 1_048_576 * 16_384:
-        return _error("#NUM!", "SEQUENCE is larger than a sheet")
+    if r > 1_048_576 or c > 16_384 or r * c > MAX_ARRAY_CELLS:
+        return _error("#NUM!", f"SEQUENCE of {r:,} by {c:,} is larger than {MAX_ARRAY_CELLS:,} cells")
     first, by = v[2], v[3]
     if r == c == 1:
         return first
