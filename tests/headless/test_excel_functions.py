@@ -470,3 +470,16 @@ def test_an_array_too_large_to_build_is_num_not_memory_exhausted():
     assert _value("=SUM(SEQUENCE(20000,20000))") == "#NUM!"
     assert _value("=SUM(EXPAND({1},1000000,16000))") == "#NUM!"
     assert _value("=ROWS(SEQUENCE(100000))") == 100000
+
+
+def test_cumulative_payments_over_very_many_periods_take_closed_form(monkeypatch):
+    """Past 10,000 periods CUMPRINC and CUMIPMT sum in closed form (the period-by-period sum agrees to 1e-9 where
+    both run), so a loan of 10^12 periods answers at once instead of looping."""
+    from xlsxplan.headless import bonds
+
+    args = (0.001, 20000.0, 8000.0, 2.0, 20000.0, 1.0)
+    closed = [bonds.FUNCTIONS[name][0](*args) for name in ("CUMPRINC", "CUMIPMT")]
+    monkeypatch.setattr(bonds, "_MAX_PERIODS", 10**9)
+    summed = [bonds.FUNCTIONS[name][0](*args) for name in ("CUMPRINC", "CUMIPMT")]
+    assert all(math.isclose(a, b, rel_tol=1e-9) for a, b in zip(closed, summed, strict=True))
+    assert isinstance(_value("=CUMPRINC(0.01,1E12,1000,1,1E12,0)"), (float, str))  # answers (a number or #NUM!)

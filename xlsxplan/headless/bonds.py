@@ -354,6 +354,11 @@ def _part_of_payment(name: str, principal: bool) -> Callable[..., Any]:
     return call
 
 
+_MAX_PERIODS = 10_000
+"""Past this many periods CUMIPMT and CUMPRINC sum in closed form rather than period by period (a loan of 10^12
+periods would otherwise take hours)."""
+
+
 def _cumulative(name: str, principal: bool) -> Callable[..., Any]:
     def call(rate: Any, nper: Any, pv: Any, start_period: Any, end_period: Any, type_: Any) -> Any:
         for value in (start_period, end_period, type_):
@@ -377,14 +382,22 @@ def _cumulative(name: str, principal: bool) -> Callable[..., Any]:
         due = kind == 1.0
         try:
             pmt = _pmt(r, n, present, 0.0, due)
-            total = 0.0
-            for per in range(math.ceil(start), math.floor(end) + 1):  # the whole periods from start to end
-                if not principal:
-                    total += _interest_part(r, per, pmt, present, due)
-                elif due and per == 1:
-                    total += pmt  # paid at the start: no interest yet
-                else:
-                    total += pmt * (1 + r) ** (per - 1 - n)  # the principal part, without PMT less a near equal
+            first, last = math.ceil(start), math.floor(end)  # the whole periods from start to end
+            if last - first >= _MAX_PERIODS:  # in closed form: the principal parts are a geometric series
+                lead = pmt if due and first == 1 else 0.0
+                low = first + 1 if lead else first
+                growth = 1 + r
+                principal_sum = lead + pmt * growth ** (low - 1 - n) * (growth ** (last - low + 1) - 1) / r
+                total = principal_sum if principal else (last - first + 1) * pmt - principal_sum
+            else:
+                total = 0.0
+                for per in range(first, last + 1):
+                    if not principal:
+                        total += _interest_part(r, per, pmt, present, due)
+                    elif due and per == 1:
+                        total += pmt  # paid at the start: no interest yet
+                    else:
+                        total += pmt * (1 + r) ** (per - 1 - n)  # the principal part, not PMT less a near equal
         except (OverflowError, ZeroDivisionError):
             return _error("#NUM!", f"{name}: the result is too large for a number")
         return total if math.isfinite(total) else _error("#NUM!", f"{name}: the result is too large for a number")
