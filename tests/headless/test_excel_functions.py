@@ -483,3 +483,13 @@ def test_cumulative_payments_over_very_many_periods_take_closed_form(monkeypatch
     summed = [bonds.FUNCTIONS[name][0](*args) for name in ("CUMPRINC", "CUMIPMT")]
     assert all(math.isclose(a, b, rel_tol=1e-9) for a, b in zip(closed, summed, strict=True))
     assert isinstance(_value("=CUMPRINC(0.01,1E12,1000,1,1E12,0)"), (float, str))  # answers (a number or #NUM!)
+
+
+def test_a_conditional_aggregate_over_every_column_is_the_engines_own():
+    """formualizer hands a range over every column of several rows to a registered function as #NUM!, so such a call
+    goes to its own COUNTIF (tests/headless/test_libreoffice.py checks the value against LibreOffice's)."""
+    from xlsxplan.headless.engine import prepare
+
+    assert prepare('=COUNTIF(Data!A1:XFD1048576,">1")')[0] == '=_xlfn.COUNTIF(Data!A1:XFD1048576,">1")'
+    assert prepare("=SUMIF(Data!1:1048576,1)+COUNTIF(A1:B2,1)")[0] == "=_xlfn.SUMIF(Data!1:1048576,1)+COUNTIF(A1:B2,1)"
+    assert prepare('=COUNTIF(Data!A:A,">1")')[0] == '=COUNTIF(Data!A:A,">1")'  # a column: xlsxplan's

@@ -358,7 +358,8 @@ def register_functions(
     for name, (call, low, high, dates) in CORRECTED.items():
         if not (dates and date1904):
             for stored in (name, "_XLFN." + name):  # as typed, and as Excel stores a function newer than 2007
-                book.register_function(stored, call, min_args=low, max_args=high, allow_override_builtin=True)
+                if stored not in _NATIVE_ALIASES:
+                    book.register_function(stored, call, min_args=low, max_args=high, allow_override_builtin=True)
     for name, call in (hooks or {}).items():
         book.register_function(name, call, min_args=0, max_args=None)
     return book
@@ -1189,10 +1190,52 @@ def prepare(formula: str, multi: Callable[[str], bool] | None = None) -> tuple[s
         formula = lift_arrays(formula, multi)
     if not called.isdisjoint(_XLOOKUP):
         formula = modal_lookups(formula)
+    if not called.isdisjoint(_CONDITIONAL) and ":" in code:
+        formula = whole_width_to_engine(formula)
     return formula, registry_call
 
 
 _XLOOKUP = frozenset({"XLOOKUP", "_XLFN.XLOOKUP"})
+_CONDITIONAL = frozenset("COUNTIF COUNTIFS SUMIF SUMIFS AVERAGEIF AVERAGEIFS".split())
+_NATIVE_ALIASES = frozenset("_XLFN." + name for name in _CONDITIONAL)
+"""Names left to the engine's own functions: Excel never stores these 2007 functions with ``_xlfn.``, so the rewrite
+(:func:`whole_width_to_engine`) can name the engine's own with it."""
+_WHOLE_WIDTH = re.compile(r"(?:^|!)\$?\d+:\$?\d+$|:\$?XFD\$?\d*$", re.IGNORECASE)
+
+
+def whole_width_to_engine(formula: str) -> str:
+    """``formula`` with each COUNTIF, SUMIF and the like (:mod:`.criteria`'s, registered over the engine's) whose
+    range spans every column of several rows (``1:1048576``, ``A1:XFD1048576``) given to the engine's own function
+    instead: formualizer hands so large a range to a registered function as ``#NUM!``, and goes through its rows in
+    use itself."""
+    tokens = tokenized(formula)
+    if tokens is None:
+        return formula
+    stack: list[tuple[int, bool]] = []  # open functions and parentheses: (token index, is a conditional aggregate)
+    native: set[int] = set()
+    for i, tok in enumerate(tokens):
+        kind, sub = str(tok.token_type), str(tok.subtype)
+        if sub == "Open" and kind in ("Func", "Paren", "Array"):
+            stack.append((i, kind == "Func" and tok.value[:-1].strip().upper() in _CONDITIONAL))
+        elif sub == "Close" and kind in ("Func", "Paren", "Array"):
+            if stack:
+                stack.pop()
+        elif kind == "Operand" and sub == "Range" and _WHOLE_WIDTH.search(tok.value):
+            rows = re.findall(r"\d+", tok.value.rsplit("!", 1)[-1])
+            if len(rows) == 2 and rows[0] == rows[1]:
+                continue  # one whole row reaches a registered function as its cells
+            native.update(at for at, conditional in stack if conditional)
+    if not native:
+        return formula
+    raw = formula.encode("utf-8")
+    out, last = [], 0
+    for i in sorted(native):
+        out += [raw[last : tokens[i].start], f"_xlfn.{tokens[i].value[:-1].strip().upper()}(".encode()]
+        last = tokens[i].end
+    out.append(raw[last:])
+    return b"".join(out).decode("utf-8")
+
+
 MODAL_XLOOKUP = "_XLSXPLAN_XLOOKUP"
 """The name of Excel's XLOOKUP with a match or search mode (:mod:`.lookup`)."""
 
