@@ -45,7 +45,7 @@ def _number(value: Any, what: str) -> float | dict:
         return _error("#VALUE!", f"{what} must be a number, got {value!r}")
 
 
-def _date(serial: float) -> datetime.date | None:
+def date_of(serial: float) -> datetime.date | None:
     """The day of a 1900-system serial number (truncated); ``None`` outside 1 to 31 December 9999. Serial 60, the
     Lotus leap day 29 February 1900, is read as 28 February."""
     n = math.floor(serial)
@@ -63,7 +63,7 @@ def _last_day(d: datetime.date) -> bool:
     return d.day == calendar.monthrange(d.year, d.month)[1]
 
 
-def _add_months(d: datetime.date, months: int, to_month_end: bool) -> datetime.date:
+def add_months(d: datetime.date, months: int, to_month_end: bool) -> datetime.date:
     """``d`` moved by ``months``, its day clamped to the month's length, or the month's last day if
     ``to_month_end``."""
     total = d.year * 12 + d.month - 1 + months
@@ -100,10 +100,10 @@ def _bracket(anchor: datetime.date, day: datetime.date, months: int) -> tuple[da
     next coupon date > day, coupons from the next one to ``anchor``)."""
     to_end = _last_day(anchor)
     after, count = anchor, 0
-    before = _add_months(after, -months, to_end)
+    before = add_months(after, -months, to_end)
     count = 1
     while before > day:
-        after, before = before, _add_months(before, -months, to_end)
+        after, before = before, add_months(before, -months, to_end)
         count += 1
     return before, after, count
 
@@ -127,7 +127,7 @@ def _bond_args(
             return v
         assert isinstance(v, float)
         values.append(math.floor(v))
-    s, m = _date(values[0]), _date(values[1])
+    s, m = date_of(values[0]), date_of(values[1])
     f, b = values[2], values[3]
     if s is None or m is None:
         return _error("#NUM!", f"{name}'s settlement and maturity must be dates from 1900 to 9999")
@@ -226,7 +226,7 @@ def accrint(
     by_issue = method != 0
     r, p = values[3], values[4]
     f, b = math.floor(values[5]), math.floor(values[6])
-    iss, first, settle = _date(values[0]), _date(values[1]), _date(values[2])
+    iss, first, settle = date_of(values[0]), date_of(values[1]), date_of(values[2])
     if iss is None or first is None or settle is None:
         return _error("#NUM!", "ACCRINT's dates must be from 1900 to 9999")
     if r <= 0 or p <= 0:
@@ -239,12 +239,12 @@ def accrint(
         return _error("#NUM!", "ACCRINT's issue must be before settlement")
     months = 12 // f
     to_end = _last_day(first)
-    regular_start = _add_months(first, -months, to_end)
+    regular_start = add_months(first, -months, to_end)
     pcd = regular_start
     if settle > first and by_issue:
         pcd = first
         while True:
-            following = _add_months(pcd, months, to_end)
+            following = add_months(pcd, months, to_end)
             if following >= settle:
                 break
             pcd = following
@@ -252,7 +252,7 @@ def accrint(
     total = _days(start, settle, b) / _period_days(regular_start, first, f, b)
     end = pcd
     while end > iss:
-        begin = _add_months(end, -months, to_end)
+        begin = add_months(end, -months, to_end)
         if iss <= begin:
             total += 1.0 if by_issue else 0.0
         else:
@@ -470,7 +470,7 @@ def _oddf_price(
     late = first
     dcnl = anl = 0.0
     for index in range(nc, 0, -1):
-        early = _add_months(late, -months, to_end)
+        early = add_months(late, -months, to_end)
         nl = float((late - early).days) if b == 1 else e
         dci = nl if index > 1 else float(_days(issue, late, b))
         start = issue if issue > early else early
@@ -509,7 +509,7 @@ def _oddl(
     early = last
     dcnl = anl = dscnl = 0.0
     for index in range(1, nc + 1):
-        late = _add_months(early, months, False)
+        late = add_months(early, months, False)
         nl = float(_days(early, late, b))  # the period's own days: 30/360 for bases 0 and 4, actual otherwise
         dci = nl if index < nc else float(_days(early, m, b))
         if late < s:
@@ -547,7 +547,7 @@ def _odd(name: str, kind: str) -> Callable[..., Any]:
         if not isinstance(v, list):
             return v
         f, b = math.floor(v[-2]), math.floor(v[-1])
-        dates = [_date(x) for x in v[: 4 if first_kind else 3]]
+        dates = [date_of(x) for x in v[: 4 if first_kind else 3]]
         if any(d is None for d in dates):
             return _error("#NUM!", f"{name}'s dates must be from 1900 to 9999")
         if f not in (1, 2, 4) or not 0 <= b <= 4:

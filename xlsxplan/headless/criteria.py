@@ -26,6 +26,8 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from . import natives
+
 _OPERATORS = ("<=", ">=", "<>", "<", ">", "=")
 _ERRORS = frozenset("#NULL! #DIV/0! #VALUE! #REF! #NAME? #NUM! #N/A #GETTING_DATA #SPILL! #CALC!".split())
 
@@ -36,9 +38,7 @@ def _error(kind: str, message: str) -> dict:
 
 def _kind(error: dict) -> str:
     """An engine error's Excel code (``#N/A``) whatever the engine's spelling (``NA``, ``Na``)."""
-    from .engine import cell_error
-
-    return cell_error(error).code
+    return natives.error_code(error)
 
 
 def _cells(arg: Any) -> list[Any]:
@@ -63,9 +63,7 @@ def _as_number(text: str) -> float | None:
         pass
     if not text or text != text.strip() or not any(ch.isdigit() for ch in text):
         return None
-    from .engine import _native_scalar
-
-    read = _native_scalar("VALUE", (text,))
+    read = natives.scalar("VALUE", (text,))
     return float(read) if isinstance(read, (int, float)) and not isinstance(read, bool) else None
 
 

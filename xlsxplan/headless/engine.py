@@ -48,6 +48,9 @@ import numpy as np
 from .. import registry
 from ..errors import CellError
 from ..sheet import cells
+from . import natives
+from .natives import approx as _approx
+from .natives import number_arg as _number_arg
 from .references import ordered as ordered_ranges
 
 __all__ = [
@@ -783,33 +786,6 @@ def roman(number: Any, form: Any = 0) -> Any:
     return "".join(out)
 
 
-def _number_arg(value: Any, what: str) -> float | dict:
-    """A numeric argument as Excel reads one: a number, TRUE 1, FALSE and empty 0, text of a number; an error
-    value passes on."""
-    if type(value) is dict:
-        return value
-    if value is None:
-        return 0.0
-    if isinstance(value, (bool, int, float)):
-        return float(value)
-    try:
-        return float(str(value))
-    except ValueError:
-        pass
-    text = str(value)
-    if text == text.strip():  # Excel reads " 10 " as 10 but " 2024-01-10 " as no number
-        read = _native_scalar("VALUE", (text,))  # a date, a time, a percentage written as text
-        if isinstance(read, (int, float)) and not isinstance(read, bool):
-            return float(read)
-    return {"type": "Error", "kind": "#VALUE!", "message": f"{what} must be a number, got {value!r}"}
-
-
-def _approx(q: float) -> float:
-    """``q`` to 15 significant digits, as Excel rounds a quotient before taking its floor or ceiling (10.08/0.01
-    is 1008, not 1007.9999999999999)."""
-    return float(f"{q:.15g}")
-
-
 def _multiple(name: str, number: Any, significance: Any, mode: Any, up: bool) -> Any:
     n = _number_arg(number, f"{name}'s number")
     s = _number_arg(significance, f"{name}'s significance")
@@ -1005,6 +981,12 @@ CORRECTED: dict[str, tuple[Callable[..., Any], int, int | None, bool]] = {
 (callback, least and most arguments, whether it is the 1900 date system's)}."""
 
 
+def _hooks() -> None:
+    """Give :mod:`.natives` the engine's functions that xlsxplan's own Excel functions call back through."""
+    natives.scalar = _native_scalar
+    natives.error_code = lambda value: cell_error(value).code
+
+
 def _more_corrected() -> None:
     """Add the other modules' corrections of Excel's functions to :data:`CORRECTED` (they use this module's
     helpers, so they are imported once it is loaded)."""
@@ -1019,6 +1001,7 @@ def _more_corrected() -> None:
 
 
 _more_corrected()
+_hooks()
 
 
 # ---------------------------------------------------------------------------------------------------------------

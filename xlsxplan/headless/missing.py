@@ -11,6 +11,9 @@ from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
+from . import natives
+from .bonds import add_months, date_of
+
 _MAX_DATE = 2_958_465  # 31 December 9999, the last day Excel shows
 MAX_ARRAY_CELLS = 10_000_000
 """The most cells an array these functions build may have (SEQUENCE, EXPAND): about 0.5 GB of Python values; a
@@ -58,14 +61,12 @@ def _grid(arg: Any) -> list[list[Any]]:
 def _year_fraction(name: str, settlement: float, maturity: float, basis: float) -> float | dict:
     """The years from settlement to maturity in the day-count ``basis``, by the engine's YEARFRAC (which matches
     Excel on the corpus); ``#NUM!`` for settlement not before maturity or a basis outside 0 to 4."""
-    from .engine import _native_scalar
-
     s, m, b = math.floor(settlement), math.floor(maturity), math.floor(basis)
     if s >= m:
         return _error("#NUM!", f"{name}'s settlement must be before maturity")
     if not 0 <= b <= 4:
         return _error("#NUM!", f"{name}'s basis must be 0 to 4, got {b}")
-    years = _native_scalar("YEARFRAC", (float(s), float(m), float(b)))
+    years = natives.scalar("YEARFRAC", (float(s), float(m), float(b)))
     return float(years) if isinstance(years, (int, float)) else years
 
 
@@ -466,8 +467,6 @@ def _tbill_args(name: str, settlement: Any, maturity: Any, third: Any, what: str
     """A Treasury bill's days to maturity, its third argument, and the days in the year from settlement: dates
     truncated, TRUE or FALSE ``#VALUE!``, text of a number read; ``#NUM!`` for settlement not before maturity, a
     maturity more than a year after settlement, or a third argument not above 0."""
-    from .bonds import _add_months, _date
-
     values = []
     for value, label in ((settlement, "settlement"), (maturity, "maturity"), (third, what)):
         if isinstance(value, bool):
@@ -476,10 +475,10 @@ def _tbill_args(name: str, settlement: Any, maturity: Any, third: Any, what: str
         if not isinstance(v, float):
             return v
         values.append(v)
-    s, m = _date(values[0]), _date(values[1])
+    s, m = date_of(values[0]), date_of(values[1])
     if s is None or m is None:
         return _error("#NUM!", f"{name}'s dates must be from 1900 to 9999")
-    year_later = _add_months(s, 12, False)
+    year_later = add_months(s, 12, False)
     if not s < m <= year_later or values[2] <= 0:
         return _error("#NUM!", f"{name} needs settlement < maturity <= a year later and {what} above 0")
     return (m - s).days, values[2], (year_later - s).days
@@ -574,9 +573,7 @@ def _flag(value: Any, what: str) -> bool | dict:
 
 def _engine(name: str, *args: Any) -> Any:
     """The engine's own ``name`` (as its ``_xlfn.`` form, which nothing here replaces) on one value per argument."""
-    from .engine import _native_scalar
-
-    return _native_scalar("_XLFN." + name, args)
+    return natives.scalar("_XLFN." + name, args)
 
 
 def binom_dist(number_s: Any, trials: Any, probability_s: Any, cumulative: Any) -> Any:
@@ -725,12 +722,10 @@ def mround(number: Any, multiple: Any) -> Any:
     """Excel's MROUND: ``number`` rounded to the nearest multiple of ``multiple``, half away from zero (Microsoft,
     "MROUND function"); 0 for a multiple of 0, ``#NUM!`` for signs that differ, ``#VALUE!`` for TRUE or FALSE; a
     number written as text (a date too, "2024-01-10") is read as VALUE reads it."""
-    from .engine import _approx, _number_arg
-
     for value in (number, multiple):
         if isinstance(value, bool):
             return _error("#VALUE!", "MROUND takes numbers, not TRUE or FALSE")
-    n, m = _number_arg(number, "MROUND's number"), _number_arg(multiple, "MROUND's multiple")
+    n, m = natives.number_arg(number, "MROUND's number"), natives.number_arg(multiple, "MROUND's multiple")
     if not isinstance(n, float):
         return n
     if not isinstance(m, float):
@@ -739,7 +734,7 @@ def mround(number: Any, multiple: Any) -> Any:
         return 0.0
     if n * m < 0:
         return _error("#NUM!", "MROUND's number and multiple must have the same sign")
-    q = _approx(abs(n / m))
+    q = natives.approx(abs(n / m))
     return math.copysign(math.floor(q + 0.5), n / m) * m + 0.0
 
 
