@@ -129,6 +129,7 @@ def intersections(tmp_path_factory):
         "H2": '=INDEX(A1:A3,3)+COUNTIF(A1:A3,">1")',
         "H3": "=VLOOKUP(A1:A3,A1:A3,1,FALSE)",
         "H8": "=ABS(A1:A3)",
+        "I3": "=_xlfn.POISSON.DIST(A1:A3,2,FALSE)",  # a distribution's value parameter (POISSON.xlsx D60)
         "C2": "=FORMULATEXT(B2)",  # the text as written, not the engine's rewrite
         "C3": "=FORMULATEXT(C3)",  # its own text: no circular reference
         "C4": "=FORMULATEXT(G3)",
@@ -154,6 +155,7 @@ def intersections(tmp_path_factory):
         ("H2", 5),
         ("H3", 3),
         ("H8", "#VALUE!"),
+        ("I3", pytest.approx(8 * 0.1353352832366127 / 6)),  # POISSON(3,2,FALSE) = 2^3 e^-2 / 3!
     ],
 )
 def test_engine_difference_implicit_intersection_as_excel_computes_it(intersections, ref, want):

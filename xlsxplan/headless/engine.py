@@ -48,6 +48,9 @@ import numpy as np
 from .. import registry
 from ..errors import CellError
 from ..sheet import cells
+from . import natives
+from .natives import approx as _approx
+from .natives import number_arg as _number_arg
 from .references import ordered as ordered_ranges
 
 __all__ = [
@@ -358,7 +361,8 @@ def register_functions(
     for name, (call, low, high, dates) in CORRECTED.items():
         if not (dates and date1904):
             for stored in (name, "_XLFN." + name):  # as typed, and as Excel stores a function newer than 2007
-                book.register_function(stored, call, min_args=low, max_args=high, allow_override_builtin=True)
+                if stored not in _NATIVE_ALIASES:
+                    book.register_function(stored, call, min_args=low, max_args=high, allow_override_builtin=True)
     for name, call in (hooks or {}).items():
         book.register_function(name, call, min_args=0, max_args=None)
     return book
@@ -391,7 +395,10 @@ def lift_arrays(formula: str, multi: Callable[[str], bool] | None = None) -> str
     which computes it element by element as Excel does. ``multi(operand)`` says whether an operand that is not a
     range (a defined name) refers to several cells. Calls on one value, the usual case, stay as they are."""
     code = code_text(formula)
-    if called_names(formula).isdisjoint(_LIFTABLE) or not ("{" in code or ":" in code or multi is not None):
+    called = called_names(formula)
+    if called.isdisjoint(_LIFTABLE) or not (
+        "{" in code or ":" in code or multi is not None or not called.isdisjoint(_ARRAY_MAKERS)
+    ):
         return formula
     tokens = tokenized(formula)
     if tokens is None:  # the engine will report the formula as unparsable
@@ -410,7 +417,10 @@ def lift_arrays(formula: str, multi: Callable[[str], bool] | None = None) -> str
     for i, tok in enumerate(tokens):
         kind, sub = str(tok.token_type), str(tok.subtype)
         if kind == "Func" and sub == "Open":
-            stack.append((tok.value[:-1].strip().upper(), i))
+            name = tok.value[:-1].strip().upper()
+            if name in _ARRAY_MAKERS:
+                array_here()  # its result is an array: the functions around it take it element by element
+            stack.append((name, i))
         elif kind in ("Paren", "Array") and sub == "Open":
             if kind == "Array":
                 array_here()
@@ -438,6 +448,15 @@ def lift_arrays(formula: str, multi: Callable[[str], bool] | None = None) -> str
 
 
 _LIFTABLE = LIFTED | {"_XLFN." + name for name in LIFTED}
+_ARRAY_MAKERS = frozenset(
+    prefix + name
+    for name in (
+        "SEQUENCE ANCHORARRAY TEXTSPLIT RANDARRAY FILTER SORT SORTBY UNIQUE TOCOL TOROW CHOOSECOLS CHOOSEROWS "
+        "DROP TAKE HSTACK VSTACK EXPAND WRAPCOLS WRAPROWS MUNIT"
+    ).split()
+    for prefix in ("", "_XLFN.", "_XLFN._XLWS.")
+)
+"""Functions whose result is an array whatever their arguments: a :data:`LIFTED` function around one is lifted."""
 
 
 def lifts(formula: str) -> bool:
@@ -767,33 +786,6 @@ def roman(number: Any, form: Any = 0) -> Any:
     return "".join(out)
 
 
-def _number_arg(value: Any, what: str) -> float | dict:
-    """A numeric argument as Excel reads one: a number, TRUE 1, FALSE and empty 0, text of a number; an error
-    value passes on."""
-    if type(value) is dict:
-        return value
-    if value is None:
-        return 0.0
-    if isinstance(value, (bool, int, float)):
-        return float(value)
-    try:
-        return float(str(value))
-    except ValueError:
-        pass
-    text = str(value)
-    if text == text.strip():  # Excel reads " 10 " as 10 but " 2024-01-10 " as no number
-        read = _native_scalar("VALUE", (text,))  # a date, a time, a percentage written as text
-        if isinstance(read, (int, float)) and not isinstance(read, bool):
-            return float(read)
-    return {"type": "Error", "kind": "#VALUE!", "message": f"{what} must be a number, got {value!r}"}
-
-
-def _approx(q: float) -> float:
-    """``q`` to 15 significant digits, as Excel rounds a quotient before taking its floor or ceiling (10.08/0.01
-    is 1008, not 1007.9999999999999)."""
-    return float(f"{q:.15g}")
-
-
 def _multiple(name: str, number: Any, significance: Any, mode: Any, up: bool) -> Any:
     n = _number_arg(number, f"{name}'s number")
     s = _number_arg(significance, f"{name}'s significance")
@@ -989,6 +981,29 @@ CORRECTED: dict[str, tuple[Callable[..., Any], int, int | None, bool]] = {
 (callback, least and most arguments, whether it is the 1900 date system's)}."""
 
 
+def _hooks() -> None:
+    """Give :mod:`.natives` the engine's functions that xlsxplan's own Excel functions call back through."""
+    natives.scalar = _native_scalar
+    natives.error_code = lambda value: cell_error(value).code
+
+
+def _more_corrected() -> None:
+    """Add the other modules' corrections of Excel's functions to :data:`CORRECTED` (they use this module's
+    helpers, so they are imported once it is loaded)."""
+    from . import bonds, complexes, convert, criteria, lookup, missing
+
+    CORRECTED.update(bonds.FUNCTIONS)
+    CORRECTED.update(convert.FUNCTIONS)
+    CORRECTED.update(lookup.FUNCTIONS)
+    CORRECTED.update(missing.FUNCTIONS)
+    CORRECTED.update(criteria.FUNCTIONS)
+    CORRECTED.update(complexes.FUNCTIONS)
+
+
+_more_corrected()
+_hooks()
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # Formula text
 
@@ -1060,10 +1075,18 @@ def calls_registry(formula: str) -> bool:
 
 
 _MAYBE_OMITTED = re.compile(r"[(,]\s*[,)]")
+OMITS_AS_EMPTY = frozenset(
+    name
+    for plain in ("TEXTBEFORE", "TEXTAFTER", "EXPAND", "WRAPCOLS", "WRAPROWS", "SEQUENCE")
+    for name in (plain, "_XLFN." + plain)
+)
+"""Excel's functions registered here whose omitted arguments take their defaults (not the engine's 0): an omitted
+argument reaches them as an empty value, as it reaches a registry function (:func:`mark_omitted`)."""
 
 
 def mark_omitted(formula: str) -> str:
-    """``formula`` with each omitted argument of a registry call given as ``_XLSXPLAN_OMITTED()``.
+    """``formula`` with each omitted argument of a registry call (or of :data:`OMITS_AS_EMPTY`'s) given as
+    ``_XLSXPLAN_OMITTED()``.
 
     The engine passes an omitted argument (the middle one of ``=F(1,,3)``, the last of ``=F(1,2,)``) to a custom
     function as the number 0, so ``=KV_BYTES_PER_TOKEN(80,8,128,)`` would read 0 bytes per value. In Excel and
@@ -1085,7 +1108,8 @@ def mark_omitted(formula: str) -> str:
         if kind == "Whitespace":
             continue
         if kind == "Func" and sub == "Open":
-            stack.append(tok.value[:-1].strip().upper() in registry.FUNCTIONS)
+            called = tok.value[:-1].strip().upper()
+            stack.append(called in registry.FUNCTIONS or called in OMITS_AS_EMPTY)
         elif kind in ("Paren", "Array") and sub == "Open":
             stack.append(False)
         elif (kind == "Sep" and sub == "Arg") or (kind == "Func" and sub == "Close"):
@@ -1141,11 +1165,102 @@ def prepare(formula: str, multi: Callable[[str], bool] | None = None) -> tuple[s
         code = code_text(formula) if '"' in formula else formula
         called = called_names(formula)
     registry_call = not called.isdisjoint(registry.FUNCTIONS)
-    if registry_call and _MAYBE_OMITTED.search(code):
+    if (registry_call or not called.isdisjoint(OMITS_AS_EMPTY)) and _MAYBE_OMITTED.search(code):
         formula = mark_omitted(formula)
-    if not called.isdisjoint(_LIFTABLE) and ("{" in code or ":" in code or multi is not None):
+    if not called.isdisjoint(_LIFTABLE) and (
+        "{" in code or ":" in code or multi is not None or not called.isdisjoint(_ARRAY_MAKERS)
+    ):
         formula = lift_arrays(formula, multi)
+    if not called.isdisjoint(_XLOOKUP):
+        formula = modal_lookups(formula)
+    if not called.isdisjoint(_CONDITIONAL) and ":" in code:
+        formula = whole_width_to_engine(formula)
     return formula, registry_call
+
+
+_XLOOKUP = frozenset({"XLOOKUP", "_XLFN.XLOOKUP"})
+_CONDITIONAL = frozenset("COUNTIF COUNTIFS SUMIF SUMIFS AVERAGEIF AVERAGEIFS".split())
+_NATIVE_ALIASES = frozenset("_XLFN." + name for name in _CONDITIONAL)
+"""Names left to the engine's own functions: Excel never stores these 2007 functions with ``_xlfn.``, so the rewrite
+(:func:`whole_width_to_engine`) can name the engine's own with it."""
+_WHOLE_WIDTH = re.compile(r"(?:^|!)\$?\d+:\$?\d+$|:\$?XFD\$?\d*$", re.IGNORECASE)
+
+
+def whole_width_to_engine(formula: str) -> str:
+    """``formula`` with each COUNTIF, SUMIF and the like (:mod:`.criteria`'s, registered over the engine's) whose
+    range spans every column of several rows (``1:1048576``, ``A1:XFD1048576``) given to the engine's own function
+    instead: formualizer hands so large a range to a registered function as ``#NUM!``, and goes through its rows in
+    use itself."""
+    tokens = tokenized(formula)
+    if tokens is None:
+        return formula
+    stack: list[tuple[int, bool]] = []  # open functions and parentheses: (token index, is a conditional aggregate)
+    native: set[int] = set()
+    for i, tok in enumerate(tokens):
+        kind, sub = str(tok.token_type), str(tok.subtype)
+        if sub == "Open" and kind in ("Func", "Paren", "Array"):
+            stack.append((i, kind == "Func" and tok.value[:-1].strip().upper() in _CONDITIONAL))
+        elif sub == "Close" and kind in ("Func", "Paren", "Array"):
+            if stack:
+                stack.pop()
+        elif kind == "Operand" and sub == "Range" and _WHOLE_WIDTH.search(tok.value):
+            rows = re.findall(r"\d+", tok.value.rsplit("!", 1)[-1])
+            if len(rows) == 2 and rows[0] == rows[1]:
+                continue  # one whole row reaches a registered function as its cells
+            native.update(at for at, conditional in stack if conditional)
+    if not native:
+        return formula
+    raw = formula.encode("utf-8")
+    out, last = [], 0
+    for i in sorted(native):
+        out += [raw[last : tokens[i].start], f"_xlfn.{tokens[i].value[:-1].strip().upper()}(".encode()]
+        last = tokens[i].end
+    out.append(raw[last:])
+    return b"".join(out).decode("utf-8")
+
+
+MODAL_XLOOKUP = "_XLSXPLAN_XLOOKUP"
+"""The name of Excel's XLOOKUP with a match or search mode (:mod:`.lookup`)."""
+
+
+def modal_lookups(formula: str) -> str:
+    """``formula`` with each XLOOKUP call of five or six arguments (a match or search mode given) made a call of
+    :data:`MODAL_XLOOKUP`, which computes those modes as Excel does; formualizer 0.13 gives ``#N/A`` for an inexact
+    match on unsorted data, a wildcard, or a binary search. A call with the default modes stays the engine's."""
+    tokens = tokenized(formula)
+    if tokens is None:
+        return formula
+    # per open function, parenthesis or array: [token index, separators, is XLOOKUP, its omitted arguments' places]
+    stack: list[tuple[int, list[int], bool, list[int]]] = []
+    edits: list[tuple[int, int, str]] = []  # (start, end, text) byte spans replaced
+    previous = ("", "")
+    for i, tok in enumerate(tokens):
+        kind, sub = str(tok.token_type), str(tok.subtype)
+        if kind == "Whitespace":
+            continue
+        if sub == "Open" and kind in ("Func", "Paren", "Array"):
+            name = tok.value[:-1].strip().upper() if kind == "Func" else ""
+            stack.append((i, [0], name in _XLOOKUP, []))
+        elif stack and ((kind == "Sep" and sub == "Arg") or (sub == "Close" and kind in ("Func", "Paren", "Array"))):
+            if previous in (("Func", "Open"), ("Sep", "Arg")):
+                stack[-1][3].append(tok.start)  # an omitted argument: Excel's empty value, not the engine's 0
+            if kind == "Sep":
+                stack[-1][1][0] += 1
+            else:
+                at, separators, is_lookup, omitted = stack.pop()
+                if is_lookup and separators[0] >= 4:
+                    edits.append((tokens[at].start, tokens[at].end, f"{MODAL_XLOOKUP}("))
+                    edits += [(pos, pos, f"{OMITTED}()") for pos in omitted]
+        previous = (kind, sub)
+    if not edits:
+        return formula
+    raw = formula.encode("utf-8")
+    out, last = [], 0
+    for start, end, text in sorted(edits):
+        out += [raw[last:start], text.encode()]
+        last = end
+    out.append(raw[last:])
+    return b"".join(out).decode("utf-8")
 
 
 _CELL_OR_RANGE = re.compile(
@@ -1224,6 +1339,8 @@ def native_function(name: str) -> bool:
     """Whether the engine itself knows the function ``name`` (SUM, _xlfn.XLOOKUP): an unknown one is ``#NAME?``
     when called without arguments, a known one a value or another error (too few arguments)."""
     key = name.upper()
+    if key.removeprefix("_XLFN.") in CORRECTED:
+        return True
     if key not in _NATIVE:
         with _lock:
             book = _native()
@@ -1363,7 +1480,10 @@ def evaluate_formula(formula: str) -> FormulaResult:
             _eval_book = register_functions(new_book(), {PROBE: _capture})
             _eval_book.add_sheet("Eval")
         _captured.clear()
-        _eval_book.set_formula("Eval", 1, 1, f"={PROBE}({lift_arrays(mark_omitted(text))[1:]})")
+        given = lift_arrays(mark_omitted(text))
+        if not called_names(given).isdisjoint(_XLOOKUP):
+            given = modal_lookups(given)
+        _eval_book.set_formula("Eval", 1, 1, f"={PROBE}({given[1:]})")
         try:
             cell = _eval_book.evaluate_cell("Eval", 1, 1)
         except BaseException as err:  # the engine itself failed (a deadline, a reference it cannot follow)
