@@ -51,7 +51,7 @@ def test_llama_405b_effective_time_from_cited_inputs():
     """The Llama 3 paper (arXiv:2407.21783) reports "higher than 90% effective training time" for the 405B run on
     16,384 H100s. Cited inputs only: 419 unexpected interruptions in 54 days (section 3.3.4), the model state written
     at the storage's sustained 2 TB/s (section 3.3.1: checkpoints of each GPU's state, 1 MB to 4 GB), and a restart
-    of ten minutes (ByteRobust, arXiv:2509.16293: "more than ten minutes" at 10,000-GPU scale)."""
+    of ten minutes (ByteRobust, arXiv:2509.16293: more than ten minutes at 10,000-GPU scale)."""
     rate = 419 / (54 * 24 * 16_384)
     mtbf = goodput.job_mtbf_s(16_384, rate)
     write = goodput.checkpoint_s(405 * 14, 16_384, 2_000 / 16_384)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import pytest
 
@@ -199,3 +200,9 @@ def test_bad_input_through_the_api_names_the_argument():
     with pytest.raises(XlsxplanError) as err:
         plan_training(params_b=7, recompute="some")
     assert err.value.argument == "recompute"
+
+
+def test_every_training_flag_is_in_the_planning_page():
+    text = (Path(__file__).resolve().parents[2] / "docs" / "planning.md").read_text(encoding="utf-8")
+    missing = [p.cli_flag for p in TRAIN_INPUTS if f"`{p.cli_flag}" not in text]
+    assert not missing

@@ -14,13 +14,13 @@ References
    17(9): the interval ``sqrt(2 C M)`` for a checkpoint of C seconds and a mean time between failures M.
 .. [2] Daly 2006, "A higher order estimate of the optimum checkpoint interval for restart dumps", Future Generation
    Computer Systems 22(3): the same first-order interval, the restart time R added to the cost of a failure.
-.. [3] Llama Team, Meta 2024, "The Llama 3 Herd of Models", arXiv:2407.21783: section 3.3.4, 466 job interruptions
+.. [3] Dubey et al. 2024, "The Llama 3 Herd of Models", arXiv:2407.21783: section 3.3.4, 466 job interruptions
    in a 54-day snapshot of the 405B pre-training on 16,384 H100s, 47 planned and 419 unexpected, and "higher than 90%
    effective training time"; section 3.3.1, the Tectonic storage sustaining 2 TB/s (7 TB/s peak) for checkpoints of
    1 MB to 4 GB a GPU.
-.. [4] Wu et al. 2025, "Robust LLM Training Infrastructure at ByteDance" (ByteRobust), arXiv:2509.16293, section 1:
-   at 10,000-GPU scale a fail-stop, diagnose, reschedule and checkpoint-reload cycle "can cost more than ten
-   minutes".
+.. [4] ByteDance 2025, "Robust LLM Training Infrastructure at ByteDance" (ByteRobust), SOSP 2025, arXiv:2509.16293:
+   at 10,000-GPU scale a fail-stop, diagnose, reschedule and checkpoint-reload cycle costs more than ten minutes
+   (its motivation).
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ CHECKPOINT_GB_S_PER_GPU = 2000 / 16_384
 
 RESTART_S = 600.0
 """Seconds an interruption costs besides the lost work: detecting it, rescheduling and reloading the checkpoint,
-"more than ten minutes" at 10,000-GPU scale (ByteRobust, arXiv:2509.16293, section 1)."""
+more than ten minutes at 10,000-GPU scale (ByteRobust's motivation, arXiv:2509.16293)."""
 
 
 @checked(arrays=True)

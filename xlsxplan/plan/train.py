@@ -141,7 +141,8 @@ TRAIN_INPUTS: tuple[PlanInput, ...] = (
         "global_batch_tokens",
         Tokens,
         4_194_304,
-        "Tokens a step, rounded to whole sequences (Llama 2's 4M, Touvron et al. 2023, section 2.2) [tokens].",
+        "Tokens a step, rounded to whole sequences (LLaMA's 4M, Touvron et al. 2023, arXiv:2302.13971, Table 2) "
+        "[tokens].",
         "",
     ),
     PlanInput("precisions", Name, "bf16,fp8", "Training precisions to try, bf16 and fp8 [names].", "", "--precision"),
@@ -686,7 +687,8 @@ def _judge(o: TrainOption, a: dict[str, Any]) -> None:
     r: list[str] = []
     if not o.fits:
         r.append(
-            f"memory: needs {o.memory_gb_per_gpu:,.1f} GB a GPU, over the {o.usable_gb:,.1f} GB usable by "
+            f"memory: needs {o.memory_gb_per_gpu:,.1f} GB a GPU, over the {o.usable_gb:,.1f} GB usable "
+            f"({a['usable_fraction']:.0%} of {o.usable_gb / a['usable_fraction']:,.4g}) by "
             f"{o.memory_gb_per_gpu - o.usable_gb:,.1f} GB"
         )
     if o.gpus > a["max_gpus"]:
@@ -694,7 +696,8 @@ def _judge(o: TrainOption, a: dict[str, Any]) -> None:
     if not math.isnan(o.days):  # timed: it fits, or every layout is reported
         if a["max_days"] and not o.days <= a["max_days"]:
             r.append(
-                f"days: takes {o.days:,.1f} days, over the {a['max_days']:g}-day limit by {o.days - a['max_days']:,.1f}"
+                f"days: takes {o.days:,.1f} days, over the {a['max_days']:g}-day limit by "
+                f"{o.days - a['max_days']:,.1f} days"
             )
         if a["budget_usd"] and not o.usd <= a["budget_usd"]:
             r.append(
