@@ -445,9 +445,9 @@ def _accelerator(name: str, price: float, basis: str, precisions: tuple[str, ...
 def _state_gb(params_b: float, zero: int, dp: int, model_parallel: int) -> tuple[float, float, float]:
     """Weights, gradients and optimizer states one GPU holds [GB], each through TRAIN_STATE_GB."""
     # TRAIN_STATE_GB is linear in each byte count: its components are differences of it
-    total = training_memory.train_state_gb(params_b, 12, zero, dp, model_parallel, 2, 2)
-    no_states = training_memory.train_state_gb(params_b, 0, zero, dp, model_parallel, 2, 2)
-    grads = training_memory.train_state_gb(params_b, 0, zero, dp, model_parallel, 2, 4) - no_states
+    total = _train_state_gb(params_b, 12, zero, dp, model_parallel, 2, 2)
+    no_states = _train_state_gb(params_b, 0, zero, dp, model_parallel, 2, 2)
+    grads = _train_state_gb(params_b, 0, zero, dp, model_parallel, 2, 4) - no_states
     weights, states = no_states - grads, total - no_states
     return weights, grads, states
 
@@ -455,9 +455,9 @@ def _state_gb(params_b: float, zero: int, dp: int, model_parallel: int) -> tuple
 @functools.lru_cache(maxsize=8192)
 def _activations_gb(seq: float, mb: int, hidden: int, heads: int, layers: int, tp: int, mode: str) -> float:
     sp = 1 if tp > 1 else 0
-    kept = training_memory.activation_gb(seq, mb, hidden, heads, layers, tp, sp, RECOMPUTE[mode], 0)
+    kept = _activation_gb(seq, mb, hidden, heads, layers, tp, sp, RECOMPUTE[mode], 0)
     if mode == "full":  # recomputing one layer's backward holds that layer's activations in full
-        kept += training_memory.activation_gb(seq, mb, hidden, heads, 1, tp, sp, "flash", 0)
+        kept += _activation_gb(seq, mb, hidden, heads, 1, tp, sp, "flash", 0)
     return kept
 
 
@@ -580,8 +580,9 @@ def _layouts(
                                         break
                                 if fits and rc == choices["recompute"][0] and not every:
                                     break  # higher stages move the same or more, for memory no longer needed
+        timed = {(o.gpus, o.precision) for o in out}
         for group, (_, kept) in least.items():
-            if group[1] == prec and not any(o.gpus == group[0] and o.precision == prec for o in out):
+            if group[1] == prec and group not in timed:
                 o, ctx = kept
                 _time(o, a, m, g, ctx, act_bytes, intra, net, node, dense_b, ckpt_gb)
                 out.append(o)
@@ -589,8 +590,10 @@ def _layouts(
 
 
 _gpu_hours = training.gpu_hours.__wrapped__  # type: ignore[attr-defined]
-"""GPU_HOURS without its argument checks, for the thousands of layouts a search times (its arguments are the
-search's own, already finite and positive)."""
+_train_state_gb = training_memory.train_state_gb.__wrapped__  # type: ignore[attr-defined]
+_activation_gb = training_memory.activation_gb.__wrapped__  # type: ignore[attr-defined]
+"""GPU_HOURS, TRAIN_STATE_GB and ACTIVATION_GB without their argument checks, for the thousands of layouts a search
+tries (their arguments are the search's own, checked once as inputs, finite and positive)."""
 
 
 @dataclass(frozen=True)
@@ -791,10 +794,11 @@ def _choose_size(
         history.append({"params_b": params_b, "best": best.layout(), "sustained_flops_per_gpu": rate, "room": room})
         if best.feasible and room < 1.01:
             break
-        if a["tokens"]:  # tokens fixed: cost and time grow as N
-            params_b = _three_figures_down(params_b * min(room, 2.0) * 0.999)
-        else:
-            params_b = _three_figures_down(params_b * math.sqrt(min(room, 4.0)) * 0.999)
+        grown = params_b * (min(room, 2.0) if a["tokens"] else math.sqrt(min(room, 4.0)))  # tokens fixed: as N
+        nearer = _three_figures_down(grown * 0.999)
+        if best.feasible and nearer <= params_b:  # within the three figures the size is given to
+            break
+        params_b = nearer
     return options, {
         "params_b": params_b,
         "tokens": tokens,
