@@ -21,8 +21,9 @@ at a global batch, and for each computes, with the core's functions (:mod:`xlsxp
   pipeline bubble ``(m + p - 1) / m`` (Narayanan et al. 2021, section 2.2: the bubble is ``(p - 1) / (m + p - 1)``
   of the step), plus the data-parallel gradient traffic (ring all-reduce or reduce-scatter and all-gather,
   ``2 (d - 1) / d`` of the gradients; ZeRO-3 gathers the weights again for every micro-batch, ``(2 m + 1) (d - 1) /
-  d``; ZeRO, arXiv:1910.02054, section 7) of which a stated share overlaps the backward pass. A group that fits in
-  one node crosses the accelerator's scale-up link (the catalog's ``link_gb_s``), one that spans nodes the network;
+  d``; ZeRO, arXiv:1910.02054, section 7) of which a stated share overlaps the backward pass. Tensor parallelism
+  stays within a node; a group that fits in one node crosses the accelerator's scale-up link (the catalog's
+  ``link_gb_s``; the network's bandwidth for a card without one), one that spans nodes the network;
 * **goodput**: interruptions at a per-GPU rate (Llama 3's), checkpoints of the weights and optimizer states every
   Young's interval, a restart per interruption: the effective-time ratio (:mod:`xlsxplan.core.goodput`);
 * **wall days** ``tokens / (tokens per step / step time) / goodput``, GPU-hours and dollars at the accelerator's
