@@ -73,6 +73,16 @@ def test_budget_case_size_is_sqrt_ct_over_120_at_the_sustained_rate(budget_plan)
     assert all(o.params_b == best.params_b for o in budget_plan.options)  # one accelerator, one size
 
 
+def test_deadline_alone_sizes_the_largest_model_the_days_allow():
+    result = plan_training(gpus="H100=2.5", max_days=14, max_gpus=64, precisions="bf16")
+    best = result.options[0]
+    assert best.feasible and best.gpus == 64  # the fastest layout: every GPU allowed
+    assert 0.97 * 14 <= best.days <= 14
+    # N = sqrt(C t / 120) with C t the 6N-FLOPs 64 GPUs sustain for 14 days
+    rate = best.mfu * best.goodput * PEAK["bf16"]
+    assert best.params_b == pytest.approx(math.sqrt(14 * 86_400 * 64 * rate / 120) / 1e9, rel=0.02)
+
+
 def test_feasible_first_then_cheapest(budget_plan):
     flags = [o.feasible for o in budget_plan.options]
     assert flags == sorted(flags, reverse=True) and flags[0] and not flags[-1]

@@ -785,8 +785,12 @@ def _choose_size(
             history.append({"params_b": params_b, "fits": False})
             params_b = _three_figures_down(params_b * 0.7)
             continue
+        # with a budget, the cheapest layout within the deadline spends it; without one, the fastest spends the days
         in_time = [o for o in fitting if not a["max_days"] or o.days <= a["max_days"]]
-        best = min(in_time, key=lambda o: o.usd) if in_time else min(fitting, key=lambda o: o.days)
+        if a["budget_usd"] and in_time:
+            best = min(in_time, key=lambda o: o.usd)
+        else:
+            best = min(fitting, key=lambda o: o.days)
         rate = best.mfu * best.goodput * g.peaks[best.precision] * TERA
         # cost and time grow as N^2 at a given rate (6 N x 20 N): the size that spends the binding limit
         room = min(
