@@ -1,6 +1,6 @@
 """``xlsxplan plan --train``: the cheapest training layout that fits in memory and finishes within the budget and the
 deadline (:mod:`xlsxplan.plan.train`), its flags made from the training plan's input specification
-(:data:`xlsxplan.plan.train.TRAIN_INPUTS`)."""
+(:data:`xlsxplan.plan.train_inputs.TRAIN_INPUTS`)."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ def _dest(name: str) -> str:
 
 def add_flags(p: argparse.ArgumentParser) -> None:
     """The ``--train`` switch and a flag for each training input that the serving plan does not already have."""
-    from ..plan.train import TRAIN_INPUTS
+    from ..plan.train_inputs import TRAIN_INPUTS
 
     group = p.add_argument_group(
         "training (--train: every layout of a training run, the cheapest that fits and finishes first; --model, "
@@ -54,7 +54,7 @@ def add_flags(p: argparse.ArgumentParser) -> None:
 
 def wanted(args: argparse.Namespace) -> bool:
     """Whether the command line asks for a training plan: ``--train``, or a training-only flag (refused without it)."""
-    from ..plan.train import TRAIN_INPUTS
+    from ..plan.train_inputs import TRAIN_INPUTS
 
     return bool(args.train) or any(
         getattr(args, _dest(i.name), None) is not None for i in TRAIN_INPUTS if i.name not in SHARED
@@ -67,7 +67,7 @@ class _Usage(Exception):
 
 def _given(args: argparse.Namespace) -> dict[str, Any]:
     """The training inputs the flags give, as numbers where the specification says so."""
-    from ..plan.train import TRAIN_INPUTS
+    from ..plan.train_inputs import TRAIN_INPUTS
 
     if not args.train:
         first = next(i.cli_flag for i in TRAIN_INPUTS if getattr(args, _dest(i.name), None) is not None)
@@ -108,7 +108,7 @@ def _top(text: str | None) -> int:
 
 def _flag_message(message: str, name: str) -> str:
     """An error naming an input, spelt with its flag."""
-    from ..plan.train import TRAIN_INPUTS
+    from ..plan.train_inputs import TRAIN_INPUTS
 
     flags = {i.name: i.cli_flag for i in TRAIN_INPUTS}
     if name not in flags:
