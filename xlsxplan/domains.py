@@ -409,3 +409,8 @@ USDPerMonthPositive = Annotated[float, positive(1e12)]
 GPUsOrZero = Annotated[float, Domain("number", 0, 1e9)]
 GPUDemand = Annotated[tuple, Domain("range", 0, 1e9)]
 HoursPerPeriod = Annotated[float, positive(1e6, typical=(1, 744))]
+# The training plan: a budget in dollars and a deadline in days, each 0 for "none", and a rate of failures per
+# GPU-hour.
+USDOrZero = Annotated[float, Domain("number", 0, 1e12)]
+DaysOrZero = Annotated[float, Domain("number", 0, 1e5, typical=(0, 365))]
+FailuresPerGPUHour = Annotated[float, Domain("number", 0, 1, low_open=True, typical=(0, 1e-3))]

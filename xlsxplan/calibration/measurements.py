@@ -69,7 +69,7 @@ from ..core.step import mean_context, serve_step, step_parts
 from ..errors import CatalogError, XlsxplanError
 from ..precision import published_embedding_bytes
 from . import Factors, Observation, bands
-from .shape import Shape, moe_layout, preset_shape, step_shape
+from .shape import Shape, estimated_shape, moe_layout, preset_shape, step_shape
 
 __all__ = [
     "COLUMNS",
@@ -120,11 +120,9 @@ SECONDS_PER_DAY = 86_400.0
 TRAIN_SEQ_CAP = 8192
 """Longest sequence assumed for pretraining: runs train at their context up to 8,192 tokens (Llama 3's pretraining
 length, Dubey et al. 2024, arXiv:2407.21783, section 3.4); longer contexts come from short extension phases."""
-DEFAULT_SEQ = 2048
 USABLE_FRACTION = 0.9
 """The share of accelerator memory the weights and KV cache may take in a predicted serving row: the 90% of
 "Back-of-the-Envelope Estimation for LLM Systems" (section 3)."""
-ASPECT = 64  # hidden size per layer for a model without a preset
 
 
 MAX_MEASUREMENTS_BYTES = 64 << 20
@@ -352,19 +350,7 @@ def shape_of(m: Measurement) -> Shape:
             raise Unpredictable(f"model {m.model!r} is not in the catalog and params_b is empty")
     if not m.params_b:
         raise Unpredictable("params_b is empty and no preset model is named")
-    hidden = max(ASPECT, round((ASPECT / 12.0 * m.params_b * 1e9) ** (1 / 3) / ASPECT) * ASPECT)
-    layers = max(1, round(hidden / ASPECT))
-    return Shape(
-        m.params_b,
-        m.active_params_b or m.params_b,
-        layers,
-        hidden,
-        hidden // ASPECT,
-        ASPECT,
-        hidden,
-        DEFAULT_SEQ,
-        f"shape estimated from params_b ({layers} layers of width {hidden})",
-    )
+    return estimated_shape(m.params_b, m.active_params_b)
 
 
 def _gpu(m: Measurement) -> Any:

@@ -15,7 +15,21 @@ from ..core.step import StepShape
 from ..errors import XlsxplanError
 from .fit import Factors
 
-__all__ = ["Shape", "moe_layout", "preset_shape", "preset_step_shape", "step_shape"]
+__all__ = [
+    "ASPECT",
+    "DEFAULT_SEQ",
+    "Shape",
+    "estimated_shape",
+    "moe_layout",
+    "preset_shape",
+    "preset_step_shape",
+    "step_shape",
+]
+
+ASPECT = 64
+"""Hidden size per layer, and head dimension, of a shape estimated from its parameters (:func:`estimated_shape`)."""
+DEFAULT_SEQ = 2048
+"""Context of a shape estimated from its parameters [tokens]."""
 
 
 @dataclass(frozen=True)
@@ -65,6 +79,25 @@ def preset_shape(model: str, params_b: float | None = None, active_params_b: flo
         p.context,
         f"shape of preset {p.id}",
         p.id,
+    )
+
+
+def estimated_shape(params_b: float, active_params_b: float | None = None) -> Shape:
+    """The shape of a model known only by its parameters [B]: the width 64 times the depth (``N = 12 L d^2``, ``d =
+    64 L``; Kaplan et al. 2020, arXiv:2001.08361, section 3.1 and Figure 5 find loss insensitive to this ratio over a
+    wide range), heads of 64, multi-head attention and a 2,048-token context."""
+    hidden = max(ASPECT, round((ASPECT / 12.0 * params_b * 1e9) ** (1 / 3) / ASPECT) * ASPECT)
+    layers = max(1, round(hidden / ASPECT))
+    return Shape(
+        params_b,
+        active_params_b or params_b,
+        layers,
+        hidden,
+        hidden // ASPECT,
+        ASPECT,
+        hidden,
+        DEFAULT_SEQ,
+        f"shape estimated from params_b ({layers} layers of width {hidden})",
     )
 
 

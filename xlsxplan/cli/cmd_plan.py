@@ -8,6 +8,7 @@ import json
 import sys
 from typing import Any, NoReturn
 
+from . import plan_train
 from .common import EXIT_FORMULA_ERROR, EXIT_OK, EXIT_USAGE
 
 ORDER = 25
@@ -248,6 +249,8 @@ def run(args: argparse.Namespace) -> int:
     from ..errors import XlsxplanError
     from ..plan.search import plan
 
+    if plan_train.wanted(args):  # xlsxplan plan --train: the training plan's own inputs and output
+        return plan_train.run(args)
     try:
         traffic, targets, assumptions, gpus = _inputs(args)
         result = plan(args.model, traffic, targets, gpus, assumptions, args.rank)
@@ -916,5 +919,6 @@ def register(sub: argparse._SubParsersAction) -> None:
         )
     p.add_argument("--top", metavar="N", help="show the N cheapest feasible options (default: all)")
     _spec_flags(p)
+    plan_train.add_flags(p)
     p.add_argument("--json", action="store_true", help="print every option as JSON")
     p.set_defaults(handler=run)
