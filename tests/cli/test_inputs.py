@@ -11,6 +11,7 @@ import pytest
 
 from tests.helpers import REPO
 from tests.helpers.books import plan_book
+from xlsxplan.catalog import model_names
 from xlsxplan.cli import main
 
 ROOT = REPO
@@ -77,7 +78,7 @@ def test_every_settable_input_of_a_template_is_listed(template, capsys):
 def test_allowed_values_come_from_the_data_validation(capsys):
     listed = _listed(capsys, SERVING)
     wb = openpyxl.load_workbook(SERVING)
-    presets = [c.value for (c,) in wb["Lists"]["A6:A42"] if c.value is not None]
+    presets = [c.value for (c,) in wb["Lists"][f"A6:A{5 + len(model_names())}"] if c.value is not None]
     assert listed["Model"]["allowed"] == presets  # a list from a range on another sheet
     cases = [c.value for c in wb["Inputs"]["G10:J10"][0]]
     assert listed["Active_Scenario"]["allowed"] == cases  # a list from a range on its own sheet

@@ -11,6 +11,7 @@ from tests.helpers import DATA
 from xlsxplan.catalog import load_catalog
 from xlsxplan.catalog.models import (
     count_params,
+    embedding_params,
     model_expert_params_b,
     model_kv_bytes_per_token,
     model_kv_gb,
@@ -270,10 +271,14 @@ TOTAL_TOLERANCE = {
     "LLaMA-7B": 0.006,  # the paper rounds 6.74B to 6.7B
     "Llama-4-Scout": 0.012,  # the card's 109B counts the vision encoder, which the text config does not describe
     "Mistral-Small-3": 0.02,  # Mistral's '24B' for a shape that counts 23.57B
+    "Devstral-Small-2": 0.02,  # the same: Mistral's '24B' counts the Pixtral vision encoder (about 0.4B)
 }
 # gpt-oss's card counts active parameters without the token embedding (a lookup, no arithmetic): OpenAI 2025,
 # 'gpt-oss-120b & gpt-oss-20b Model Card', arXiv:2508.10925 (5.1B and 3.6B)
 ACTIVE_WITHOUT_INPUT_EMBEDDING = ("gpt-oss-20b", "gpt-oss-120b")
+# GLM-4.5's 32B and GLM-4.5-Air's 12B active (Z.ai, arXiv:2508.06471) and MiniMax-M2's 10B (its card) leave out both
+# the token embedding and the output head: the shapes count 32.08B, 12.18B and 9.80B without them
+ACTIVE_WITHOUT_EMBEDDINGS = ("GLM-4.5", "GLM-4.5-Air", "GLM-4.6", "MiniMax-M2")
 
 
 def test_catalog_params_b_match_the_count_from_each_presets_shape():
@@ -286,6 +291,8 @@ def test_catalog_params_b_match_the_count_from_each_presets_shape():
         assert total / 1e9 == pytest.approx(preset.params_b, rel=TOTAL_TOLERANCE.get(name, 0.01)), name
         if name in ACTIVE_WITHOUT_INPUT_EMBEDDING:
             active -= preset.vocab * preset.hidden
+        if name in ACTIVE_WITHOUT_EMBEDDINGS:
+            active -= embedding_params(preset)
         # active parameters: DeepSeek-V3's 37B is rounded (README_WEIGHTS: 36.6B + 0.9B embedding = 37.5B); Llama 4's
         # 17B is rounded (the count gives 17.17B and 17.18B)
         assert active / 1e9 == pytest.approx(preset.figure("active_params_b"), rel=0.02), name

@@ -2,7 +2,8 @@
 
 The package has three parts: :mod:`.schema` (what a preset carries), :mod:`.store` (loading the
 shipped files and the user's own), and the lookups here. The shipped files sit beside this module (``models.toml``,
-``accelerators.toml``). A figure is a number under its field name; its source is the preset's ``source`` unless
+``accelerators.toml``; ``systems.toml``, the node and scale-up domain each accelerator is built into, is read by
+:mod:`.systems`). A figure is a number under its field name; its source is the preset's ``source`` unless
 ``sources`` names another for that field; both name an entry of the file's ``[sources]`` table, where the full citation
 lives once. A figure that does not exist (FP8 on an A100) or was never published (an Apple GPU's FLOP/s) is listed under
 ``unavailable`` with the reason, so a missing number is always a decision, never an accident. Loading fails with one

@@ -13,7 +13,9 @@ does not; Llama 4 uses chunked attention on three layers in four, Qwen3-Next ful
 
 Supported families are those whose weights :func:`~xlsxplan.catalog.models.count_params` describes: gated or
 two-matrix MLPs, grouped-query or latent attention, sliding windows and chunks, attention sinks and biases, routed
-and shared experts, Gated DeltaNet and Mamba-2 layers. Others are refused by name rather than counted wrongly.
+and shared experts, Gated DeltaNet and Mamba-2 layers. Others are refused by name rather than counted wrongly: MiniMax's
+lightning attention (an ``attn_type_list`` with a 0, MiniMax-M1) is; MiniMax-M2's list of 1s (softmax attention on
+every layer) is read, as are GLM-4.5's ``glm4_moe`` and Mistral's ``ministral3``.
 """
 
 from __future__ import annotations
@@ -101,6 +103,9 @@ SUPPORTED = (
     "qwen3_5_moe_text",
     "nemotron_h",
     "mistral3",
+    "ministral3",
+    "glm4_moe",
+    "minimax_m2",
 )
 """model_type values read. A config with another model_type is read when its ``architectures`` names a class in
 :data:`ARCHITECTURES`, or when it carries ``kv_lora_rank`` (latent attention)."""
@@ -129,6 +134,9 @@ ARCHITECTURES = (
     "Qwen3_5MoeForConditionalGeneration",
     "NemotronHForCausalLM",
     "Mistral3ForConditionalGeneration",
+    "Ministral3ForCausalLM",
+    "Glm4MoeForCausalLM",
+    "MiniMaxM2ForCausalLM",
 )
 
 _TIED_BY_DEFAULT = ("gemma", "gemma2", "gemma3", "gemma3_text")
@@ -480,6 +488,39 @@ def _nemotron_h(c: dict[str, Any], layers: int, blocks: dict[str, int], where: s
     return figures
 
 
+def _softmax_attention_only(c: dict[str, Any], layers: int, where: str) -> None:
+    """MiniMax's ``attn_type_list``: 1 marks a softmax-attention layer, 0 a lightning (linear) attention layer.
+    MiniMax-M2 lists 1 for every layer and is read; MiniMax-M1 and MiniMax-Text-01 (seven lightning layers in eight,
+    arXiv:2501.08313) are refused: lightning attention's weights and state are not counted by xlsxplan."""
+    kinds = c.get("attn_type_list")
+    if kinds is None:
+        return
+    if (
+        not isinstance(kinds, list)
+        or len(kinds) != layers
+        or any(k not in (0, 1) or isinstance(k, bool) for k in kinds)
+    ):
+        raise ArgumentError(
+            f"{where}: attn_type_list must give 0 or 1 per layer ({layers:,}), got {str(kinds)[:60]!r}",
+            "attn_type_list",
+        )
+    if 0 in kinds:
+        raise ArgumentError(
+            f"{where}: attn_type_list marks {kinds.count(0):,} lightning-attention layers (0); MiniMax's lightning "
+            "(linear) attention is not counted by xlsxplan, only softmax-attention layers (1)",
+            "attn_type_list",
+        )
+
+
+def _mtp_modules(c: dict[str, Any], where: str) -> int | None:
+    """Multi-token-prediction modules shipped beside the model: DeepSeek's and GLM's ``num_nextn_predict_layers``,
+    Qwen3-Next's ``mtp_num_hidden_layers``, MiniMax-M2's ``num_mtp_modules`` (when ``use_mtp`` is true)."""
+    mtp = _optional(c, "num_nextn_predict_layers", where) or _optional(c, "mtp_num_hidden_layers", where)
+    if not mtp and _flag(c, "use_mtp", where):
+        mtp = _optional(c, "num_mtp_modules", where)
+    return mtp or None
+
+
 def figures_from_config(config: dict[str, Any], where: str = "config.json") -> dict[str, Any]:
     """Catalog figures for a model preset from a Hugging Face config: shape, context and parameter counts.
 
@@ -492,6 +533,7 @@ def figures_from_config(config: dict[str, Any], where: str = "config.json") -> d
     layers = _whole(c, "num_hidden_layers", where)
     hidden = _whole(c, "hidden_size", where)
     heads = _whole(c, "num_attention_heads", where)
+    _softmax_attention_only(c, layers, where)
     mla = bool(c.get("kv_lora_rank"))
     blocks = _hybrid_pattern(c, layers, where)
     kinds = _layer_types(c, layers, where)
@@ -553,8 +595,7 @@ def figures_from_config(config: dict[str, Any], where: str = "config.json") -> d
     window, window_layers = _window_layers(c, model_type, layers, where, kinds)
     figures.update(sliding_window=window, sliding_window_layers=window_layers)
     figures.update(_chunked(c, layers, kinds, where))
-    mtp = _optional(c, "num_nextn_predict_layers", where) or _optional(c, "mtp_num_hidden_layers", where)
-    figures["mtp_layers"] = mtp or None
+    figures["mtp_layers"] = _mtp_modules(c, where)
     defaults = {name: field.default for name, field in ModelPreset.model_fields.items()}
     figures = {k: v for k, v in figures.items() if v is not None and not (isinstance(v, bool) and v == defaults[k])}
     try:

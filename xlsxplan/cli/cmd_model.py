@@ -70,7 +70,11 @@ def list_models(args: argparse.Namespace) -> int:
     for name in table.names():
         preset = table.get(name)
         mark = "  (user)" if name in mine else ""
-        print(f"{name:24s} {human_number(preset.params_b):>10}B{mark}")
+        active = f"{human_number(preset.active_params_b)}B active" if preset.active_params_b is not None else ""
+        cited = preset.source_key("params_b")
+        source = preset.source if cited == preset.source else f"{preset.source}; params_b {cited}"
+        print(f"{name:24s} {human_number(preset.params_b):>10}B {active:>16}  {source}{mark}")
+    print("sources: the keys of the catalog's [sources]; `xlsxplan model show NAME` prints each figure's citation")
     return EXIT_OK
 
 

@@ -37,6 +37,7 @@ _DATA_SUFFIXES = (".toml", ".json", ".csv", ".txt")
 _NOT_BUNDLED = {
     "calibration/data/measurements.csv": "the calibration fit's input (xlsxplan calibrate, validate); the functions "
     "read only the fitted factors, calibration.json",
+    "catalog/systems.toml": "the system presets (xlsxplan.catalog.systems), which no spreadsheet function reads yet",
 }
 """Data files of the package a Lite bundle leaves out, and why: nothing the registry functions call reads them."""
 

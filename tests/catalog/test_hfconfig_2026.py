@@ -1,0 +1,230 @@
+"""The open models of 2025-26 added to the catalog: each config.json copy read, its parameter count against the
+published figure, and each shipped preset against the copy it cites (tests/data/README.md names every copy)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.helpers import DATA
+from xlsxplan.catalog import ModelPreset, load_catalog
+from xlsxplan.catalog.hfconfig import figures_from_config, read_config
+from xlsxplan.catalog.models import count_params
+from xlsxplan.cli import main
+from xlsxplan.errors import ArgumentError
+
+
+def figures(name: str) -> dict:
+    return figures_from_config(read_config(DATA / name), name)
+
+
+def embeddings_b(f: dict) -> float:
+    """Token embedding and output head, in billions: what the cards that count 'active' without them leave out."""
+    return f["vocab"] * f["hidden"] * (1 if f.get("tied_embeddings") else 2) / 1e9
+
+
+# (config, published total, published active or None, active counted without the embeddings, tolerance, citation).
+# 1% unless the publisher rounds more coarsely ("1T", "32B", "10B") or counts what the config does not describe (a
+# vision encoder); each says so.
+PUBLISHED = [
+    (
+        "deepseek-v3.json",
+        671e9,
+        37e9,
+        False,
+        0.02,
+        "DeepSeek-R1, arXiv:2501.12948 and its card: 671B total, 37B activated; AIC's R1 config is this file, byte "
+        "for byte",
+    ),
+    (
+        "qwen3-235b-a22b-instruct-2507.json",
+        235e9,
+        22e9,
+        False,
+        0.01,
+        "Qwen/Qwen3-235B-A22B-Instruct-2507 model card: 235B in total and 22B activated",
+    ),
+    (
+        "qwen3-coder-480b-a35b-instruct.json",
+        480e9,
+        35e9,
+        False,
+        0.015,
+        "Qwen/Qwen3-Coder-480B-A35B-Instruct model card: 480B in total and 35B activated (rounded: 35.47B)",
+    ),
+    (
+        "glm-4.7-fp8.trimmed.json",
+        355e9,
+        32e9,
+        True,
+        0.01,
+        "GLM-4.5 (transformers glm4_moe.md, arXiv:2508.06471): 355B total, 32B active; GLM-4.6 and 4.7 keep the shape",
+    ),
+    (
+        "minimax-m2.5.msmodelslim.json",
+        230e9,
+        10e9,
+        True,
+        0.025,
+        "NVIDIA NIM card minimaxai/minimax-m2: Total Parameters 230B, Active Parameters 10B (rounded: 9.80B)",
+    ),
+    (
+        "kimi-k2-thinking.trimmed.json",
+        1e12,
+        32e9,
+        False,
+        0.03,
+        "moonshotai/Kimi-K2-Thinking card: 1T total, 32B activated (rounded: 1.026T, 32.9B)",
+    ),
+    (
+        "kimi-k2.5.trimmed.json",
+        1.04e12,
+        32.6e9,
+        False,
+        0.015,
+        "Kimi K2.5, arXiv:2602.02276 (glennklockwood.com summary): 1.04T parameters, 32.6B active",
+    ),
+    (
+        "devstral-small-2-24b-instruct-2512.json",
+        24e9,
+        None,
+        False,
+        0.02,
+        "Mistral AI, Devstral Small 2: 24B, the Pixtral vision encoder (about 0.4B) included; the text model 23.57B",
+    ),
+    (
+        "devstral-2-123b-instruct-2512.json",
+        123e9,
+        None,
+        False,
+        0.02,
+        "Mistral AI, Devstral 2: a dense 123B model; the config's shape counts 125.0B (the preset's note says so)",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    "filename, total, active, without_embeddings, tolerance, citation", PUBLISHED, ids=[p[0] for p in PUBLISHED]
+)
+def test_parameter_counts_from_the_new_configs_match_published_figures(
+    filename, total, active, without_embeddings, tolerance, citation
+):
+    f = figures(filename)
+    assert f["params_b"] * 1e9 == pytest.approx(total, rel=tolerance), citation
+    if active is not None:
+        counted = f["active_params_b"] - (embeddings_b(f) if without_embeddings else 0)
+        assert counted * 1e9 == pytest.approx(active, rel=tolerance), citation
+
+
+# preset -> (config copy, the figures the preset takes from elsewhere: a card's count or context)
+PRESETS = {
+    "DeepSeek-R1": ("deepseek-v3.json", {"params_b", "active_params_b", "context"}),
+    "Qwen3-235B-A22B-2507": ("qwen3-235b-a22b-instruct-2507.json", {"params_b", "active_params_b"}),
+    "Qwen3-Coder-480B-A35B": ("qwen3-coder-480b-a35b-instruct.json", {"params_b", "active_params_b"}),
+    "GLM-4.5": ("glm-4.7-fp8.trimmed.json", {"params_b", "active_params_b", "context", "mtp_layers"}),
+    "GLM-4.6": ("glm-4.7-fp8.trimmed.json", {"params_b", "active_params_b", "mtp_layers"}),
+    "MiniMax-M2": ("minimax-m2.5.msmodelslim.json", {"params_b", "active_params_b"}),
+    "Kimi-K2-Thinking": ("kimi-k2-thinking.trimmed.json", set()),
+    "Kimi-K2.5": ("kimi-k2.5.trimmed.json", set()),
+    "Devstral-Small-2": ("devstral-small-2-24b-instruct-2512.json", {"params_b", "context"}),
+    "Devstral-2": ("devstral-2-123b-instruct-2512.json", set()),
+    "Gemma-3-12B": ("gemma-3-12b-it.resaved.json", {"params_b"}),
+}
+
+
+@pytest.mark.parametrize("name", list(PRESETS))
+def test_each_new_preset_is_its_config_copy(name):
+    filename, elsewhere = PRESETS[name]
+    preset = load_catalog().models.get(name)
+    f = figures(filename)
+    for field in ModelPreset.FIGURES:
+        if field in elsewhere:
+            continue
+        got = preset.figure(field) if field != "active_params_b" else preset.active_params_b
+        want = f.get(field)
+        if field in ("params_b", "active_params_b") and want is not None:
+            assert got == pytest.approx(want, abs=0.01), (name, field)  # the catalog keeps two decimals
+        else:
+            assert got == want, (name, field)
+    for field in elsewhere:  # a figure from elsewhere has its own citation
+        assert preset.source_key(field) != preset.source, (name, field)
+
+
+def test_deepseek_r1s_config_is_deepseek_v3s_byte_for_byte_and_the_presets_agree():
+    # AIconfigurator's deepseek-ai--DeepSeek-R1_config.json @095f58a5 and tt-metal's DeepSeek-V3 reference config.json
+    # are the same 1,660 bytes (tests/data/README.md); R1 is trained from DeepSeek-V3-Base (arXiv:2501.12948)
+    v3, r1 = load_catalog().models.get("DeepSeek-V3"), load_catalog().models.get("DeepSeek-R1-0528")
+    assert r1.id == "DeepSeek-R1"
+    shape = [f for f in ModelPreset.FIGURES if f != "mtp_layers"]
+    assert [v3.figure(f) for f in shape] == [r1.figure(f) for f in shape]
+    assert r1.mtp_layers == figures("deepseek-v3.json")["mtp_layers"] == 1
+
+
+def test_glm_45_air_from_its_published_shape_counts_its_published_figures():
+    # No GLM-4.5-Air config.json copy was found; its preset is Megatron-Bridge's shape (glm45.md). The count from that
+    # shape: 106.85B in all, 12.18B active without the embeddings, against Z.ai's 106B and 12B.
+    air = load_catalog().models.get("GLM-4.5-Air")
+    total, active = count_params(air)
+    assert total == pytest.approx(106e9, rel=0.01)
+    assert active - 2 * 151_552 * 4_096 == pytest.approx(12e9, rel=0.02)
+
+
+def test_glm4_moe_is_read_with_its_first_dense_layers_and_shared_expert():
+    f = figures("glm-4.7-fp8.trimmed.json")
+    assert (f["dense_layers"], f["experts"], f["shared_experts"], f["moe_intermediate"]) == (3, 160, 1, 1536)
+    assert (f["heads"], f["kv_heads"], f["head_dim"], f["context"]) == (96, 8, 128, 202_752)
+
+
+def test_minimax_m2_full_attention_experts_and_mtp_modules():
+    # MiniMax-M2.5's config: attn_type_list 1 on all 62 layers (softmax attention), 256 experts as wide as
+    # intermediate_size (no moe_intermediate_size), no shared expert (shared_intermediate_size 0), use_mtp with
+    # num_mtp_modules 3
+    m25 = figures("minimax-m2.5.msmodelslim.json")
+    assert (m25["experts"], m25["experts_per_token"], m25["intermediate"], m25["mtp_layers"]) == (256, 8, 1536, 3)
+    assert "shared_experts" not in m25 and "moe_intermediate" not in m25 and "attention_layers" not in m25
+    no_mtp = dict(read_config(DATA / "minimax-m2.5.msmodelslim.json"), use_mtp=False)
+    assert "mtp_layers" not in figures_from_config(no_mtp)
+    no_list = {k: v for k, v in read_config(DATA / "minimax-m2.5.msmodelslim.json").items() if k != "attn_type_list"}
+    assert figures_from_config(no_list) == m25  # a list of 1s reads as no list: softmax attention throughout
+
+
+def test_lightning_attention_is_refused_by_name_and_a_bad_layer_list_in_one_line():
+    # MiniMax-M1 and MiniMax-Text-01 interleave lightning (linear) attention, 0, with softmax attention, 1
+    # (arXiv:2501.08313): not counted, so refused rather than counted as softmax attention
+    base = read_config(DATA / "minimax-m2.5.msmodelslim.json")
+    m1_like = dict(base, attn_type_list=([0] * 7 + [1]) * 7 + [0] * 6)
+    with pytest.raises(ArgumentError, match=r"^c\.json: attn_type_list marks 55 lightning-attention layers \(0\); "):
+        figures_from_config(m1_like, "c.json")
+    for bad in ([1] * 61, [2] * 62, "all", [True] * 62):
+        with pytest.raises(ArgumentError, match=r"^c\.json: attn_type_list must give 0 or 1 per layer \(62\), got "):
+            figures_from_config(dict(base, attn_type_list=bad), "c.json")
+
+
+def test_mistral3_text_config_and_ministral3_are_read():
+    small, large = figures("devstral-small-2-24b-instruct-2512.json"), figures("devstral-2-123b-instruct-2512.json")
+    assert (small["layers"], small["hidden"], small["intermediate"], small["context"]) == (40, 5120, 32768, 393_216)
+    assert (large["layers"], large["hidden"], large["heads"], large["kv_heads"]) == (88, 12288, 96, 8)
+    # Devstral Small 2's language model is Mistral Small 3's shape (the preset that cites its published shape)
+    mistral_small = load_catalog().models.get("Mistral-Small-3")
+    same = ("layers", "hidden", "heads", "kv_heads", "head_dim", "vocab", "intermediate")
+    assert {k: small[k] for k in same} == {k: mistral_small.figure(k) for k in same}
+
+
+def test_model_list_holds_every_new_model_with_its_source(capsys):
+    assert main(["model", "list"]) == 0
+    out = capsys.readouterr().out
+    lines = {line.split()[0]: line for line in out.splitlines() if line.strip()}
+    for name in (*PRESETS, "GLM-4.5-Air"):
+        preset = load_catalog().models.get(name)
+        assert preset.source in lines[name] and preset.source_key("params_b") in lines[name], name
+    assert "xlsxplan model show NAME" in out.splitlines()[-1]
+
+
+@pytest.mark.parametrize("name, non_embedding", [("Gemma-3-12B", 10_759e6), ("Gemma-3-27B", 25_600e6)])
+def test_gemma3_presets_count_the_reports_non_embedding_parameters(name, non_embedding):
+    # Gemma 3 Technical Report, arXiv:2503.19786, Table 1: 10,759M (12B) and 25,600M (27B) non-embedding parameters.
+    # The 12B's shape is its re-saved config.json's, the 27B's the report's and Google's module listing.
+    preset = load_catalog().models.get(name)
+    total, _ = count_params(preset)
+    assert total - preset.vocab * preset.hidden == pytest.approx(non_embedding, rel=0.001), name
+    f = figures("gemma-3-12b-it.resaved.json")  # five local layers to one global (layer_types)
+    assert (f["sliding_window"], f["sliding_window_layers"], f["tied_embeddings"]) == (1024, 40, True)
