@@ -5,6 +5,7 @@ two workers take it and the rest of the portable tests side by side)."""
 from __future__ import annotations
 
 import datetime
+import functools
 import shutil
 from pathlib import Path
 from typing import Any
@@ -122,6 +123,13 @@ class Layout:
             for r in range(m.row + 1, ws.max_row + 1)
             if "values computed by Python for other inputs" in str(ws[f"A{r}"].value)
         ]
+
+
+@functools.cache
+def layout_of(folder: Path, name: str) -> Layout:
+    """:class:`Layout` of ``name`` in ``folder``, made once (2 s for the serving plan: both editions read, the
+    template built) for every test of a module that reads it; a Layout is never changed after it is made."""
+    return Layout(folder, name)
 
 
 def same(got: Any, want: Any) -> bool:
