@@ -1,11 +1,11 @@
-"""``validate --data`` on a file of many one-row publications: its work counted at 1x, 4x and 10x the size that hung
-(tests/helpers/hangs.py)."""
+"""``validate --data`` on a file of many one-row publications: its work counted at a quarter of the size that hung,
+at that size and at 10 times it (tests/helpers/hangs.py, from_a_quarter)."""
 
 from __future__ import annotations
 
 import pytest
 
-from tests.helpers.hangs import SIZES, linear, validate_rows
+from tests.helpers.hangs import from_a_quarter, linear, validate_rows
 from xlsxplan import calibration
 from xlsxplan.calibration import measurements
 from xlsxplan.errors import CatalogError
@@ -38,20 +38,20 @@ def test_many_one_row_publications_are_validated_in_linear_work(monkeypatch):
     monkeypatch.setattr(calibration, "fit_kind", fit)
     monkeypatch.setattr(measurements, "predict", predict)
     monkeypatch.setattr(measurements.bands, "band_multipliers", band)
-    # four folds, not 64: a row's work is a constant times the folds (test_holdout.py bounds them), and 64 folds of
-    # 80,000 rows take a minute that would show nothing more
+    # four folds, not 64: a row's work is a constant times the folds (test_holdout.py bounds them), and 64 folds
+    # would take 16 times as long and show nothing more
     monkeypatch.setattr(measurements, "MAX_FOLDS", 4)
     work = {}
-    for size in SIZES:
+    for size, rows in from_a_quarter(20_000).items():
         predictions[0] = fitted[0] = read[0] = 0
-        text = validate_rows(20_000 * size)
+        text = validate_rows(rows)
         if size == 10:  # answers, or refuses in one line
             with pytest.raises(CatalogError, match=r"^gen: over 100,000 rows; a measurements file holds at most that"):
                 measurements.parse_measurements(text, "gen")
             assert predictions[0] == fitted[0] == 0
             continue
         results = measurements.validate(measurements.parse_measurements(text, "gen"))
-        assert len(results) == 20_000 * size and all(r.p10 is not None for r in results)
-        assert predictions[0] == 20_000 * size  # one prediction a row, whatever the folds
+        assert len(results) == rows and all(r.p10 is not None for r in results)
+        assert predictions[0] == rows  # one prediction a row, whatever the folds
         work[size] = predictions[0] + fitted[0] + read[0]
     assert linear(work), work

@@ -11,6 +11,7 @@ that marks them is recalculated as before, its values flagged stale.
 from __future__ import annotations
 
 import datetime
+import functools
 import re
 from pathlib import Path
 from typing import Any
@@ -53,8 +54,18 @@ def run(capsys: Any, *argv: Any) -> tuple[int, str, str]:
 
 
 def _values(path: Path, sheet: str) -> dict[str, Any]:
+    """The values a sheet of the file holds, cell by cell (the shipped file's read once a module, and copied)."""
+    return dict(_shipped_values(sheet)) if path == PORTABLE else _read_values(path, sheet)
+
+
+def _read_values(path: Path, sheet: str) -> dict[str, Any]:
     ws = openpyxl.load_workbook(path, data_only=True)[sheet]
     return {c.coordinate: c.value for row in ws.iter_rows() for c in row}
+
+
+@functools.cache
+def _shipped_values(sheet: str) -> dict[str, Any]:
+    return _read_values(PORTABLE, sheet)
 
 
 def _same(got: Any, want: Any) -> bool:
@@ -67,6 +78,15 @@ def _same(got: Any, want: Any) -> bool:
 
 def _master(path: Path) -> str:
     """The master check's cell on Checks (the row headed "Master check"), as the file holds it."""
+    return _shipped_master() if path == PORTABLE else _find_master(path)
+
+
+@functools.cache
+def _shipped_master() -> str:
+    return _find_master(PORTABLE)
+
+
+def _find_master(path: Path) -> str:
     ws = openpyxl.load_workbook(path)["Checks"]
     rows = [r for r in range(1, ws.max_row + 1) if str(ws[f"A{r}"].value).startswith("Master check: ")]
     assert len(rows) == 1, rows
@@ -74,6 +94,16 @@ def _master(path: Path) -> str:
 
 
 def _stale_check(path: Path) -> str:
+    """The stale-values check's cell on Checks (the shipped file's found once a module)."""
+    return _shipped_stale_check() if path == PORTABLE else _find_stale_check(path)
+
+
+@functools.cache
+def _shipped_stale_check() -> str:
+    return _find_stale_check(PORTABLE)
+
+
+def _find_stale_check(path: Path) -> str:
     ws = openpyxl.load_workbook(path)["Checks"]
     rows = [r for r in range(1, ws.max_row + 1) if STALE_WORDS in str(ws[f"A{r}"].value)]
     assert len(rows) == 1, rows

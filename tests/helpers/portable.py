@@ -5,6 +5,7 @@ two workers take it and the rest of the portable tests side by side)."""
 from __future__ import annotations
 
 import datetime
+import functools
 import re
 import shutil
 from pathlib import Path
@@ -146,6 +147,13 @@ def _reading(formulas: dict[str, str], cells: set[str]) -> set[str]:
         if not more:
             return found
         found |= more
+
+
+@functools.cache
+def layout_of(folder: Path, name: str) -> Layout:
+    """:class:`Layout` of ``name`` in ``folder``, made once (2 s for the serving plan: both editions read, the
+    template built) for every test of a module that reads it; a Layout is never changed after it is made."""
+    return Layout(folder, name)
 
 
 def same(got: Any, want: Any) -> bool:

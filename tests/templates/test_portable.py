@@ -20,12 +20,12 @@ from openpyxl.formula.tokenizer import Token, Tokenizer
 from tests.helpers.portable import (
     SERVING,
     TEMPLATES,
-    Layout,
     compare,
     copy_editions,
     formulas,
     functions,
     is_stale,
+    layout_of,
     set_inputs,
 )
 from xlsxplan.errors import CellError
@@ -58,7 +58,7 @@ def test_functions_newer_than_excel_2007_are_stored_with_their_prefix(built):
 @pytest.mark.slow
 @pytest.mark.parametrize("name", list(TEMPLATES))
 def test_editions_agree_on_every_cell_for_every_scenario(built, name):
-    layout = Layout(built, name)
+    layout = layout_of(built, name)
     assert len(layout.cells) > 200
     base = Workbook.load(built / edition_filename(name, "functions")).calculate()
     for scenario, inputs in TEMPLATES[name].items():
@@ -84,7 +84,7 @@ def test_a_refused_input_gives_an_error_and_a_check_in_words(built):
     usable = serving.build().address("usable")
     assert isinstance(addin.get(usable), CellError)
     assert isinstance(port.get(usable), CellError) and port.get(usable).code == addin.get(usable).code
-    layout = Layout(built, serving.FILENAME)
+    layout = layout_of(built, serving.FILENAME)
     assert port.get(layout.master) == 1
     ws = openpyxl.load_workbook(built / serving.FILENAME)["Checks"]
     flagged = [ws[f"A{r}"].value for r in range(1, ws.max_row + 1) if port.get(f"Checks!B{r}") == 1]
@@ -124,7 +124,7 @@ def test_the_preset_dropdowns_read_the_catalog_sheet(built):
 
 @pytest.mark.slow
 def test_a_stale_python_only_value_turns_its_check_to_error(built):
-    layout = Layout(built, serving.FILENAME)
+    layout = layout_of(built, serving.FILENAME)
     assert len(layout.frozen) > 1000 and len(layout.stale) == 1
     port = Workbook.load(built / serving.FILENAME).calculate()
     assert port.get(layout.stale[0]) == 0 and port.get(layout.master) == 0
@@ -201,5 +201,5 @@ def test_the_line_items_of_a_refused_call_show_a_dash_and_a_failing_step_is_neve
     refused = [r for r, (g, _) in gated.items() if port.get(f"{WORKINGS}!B{g}") != 0]
     assert refused and all(port.get(f"{WORKINGS}!B{r}") == "-" for r in refused)
     assert all(isinstance(port.get(f"{WORKINGS}!B{g}"), (int, float)) for g in guards)
-    layout = Layout(built, serving.FILENAME)
+    layout = layout_of(built, serving.FILENAME)
     assert compare(layout, addin, port.get, stale=True) == []

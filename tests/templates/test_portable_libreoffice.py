@@ -10,7 +10,7 @@ import openpyxl
 import pytest
 
 from tests.helpers.office import SOFFICE, convert
-from tests.helpers.portable import TEMPLATES, Layout, compare, copy_editions, is_stale, set_inputs
+from tests.helpers.portable import TEMPLATES, compare, copy_editions, is_stale, layout_of, set_inputs
 from xlsxplan.headless import Workbook
 from xlsxplan.templates.build import edition_filename
 
@@ -27,19 +27,24 @@ def test_libreoffice_recalculates_the_portable_editions_to_the_python_core(built
     converted by one soffice call, each cell equal to the add-in edition recalculated by xlsxplan."""
     jobs = []
     for name, scenarios in TEMPLATES.items():
+        wb = openpyxl.load_workbook(built / name)  # read once; each scenario's inputs put back after its copy is saved
         for i, (scenario, inputs) in enumerate(scenarios.items()):
-            wb = openpyxl.load_workbook(built / name)
+            before = []
             for ref, value in inputs.items():
                 if "!" in ref:
                     sheet, cell = ref.split("!")
                 else:
                     sheet, cell = wb.defined_names[ref].attr_text.replace("$", "").split("!")
-                wb[sheet.strip("'")][cell] = value
+                target = wb[sheet.strip("'")][cell]
+                before.append((target, target.value))
+                target.value = value
             path = tmp_path / f"{Path(name).stem}_{i}.xlsx"
             wb.save(path)
+            for target, value in reversed(before):
+                target.value = value
             jobs.append((name, scenario, inputs, path))
     outdir = convert([j[3] for j in jobs], tmp_path, timeout=900)
-    layouts = {name: Layout(built, name) for name in TEMPLATES}
+    layouts = {name: layout_of(built, name) for name in TEMPLATES}
     bases = {name: Workbook.load(built / edition_filename(name, "functions")).calculate() for name in TEMPLATES}
     for name, scenario, inputs, path in jobs:
         lo = openpyxl.load_workbook(outdir / path.name, data_only=True)

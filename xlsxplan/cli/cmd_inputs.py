@@ -206,17 +206,19 @@ def list_inputs(wb: Any) -> list[dict[str, Any]]:
         r1, c1, r2, c2 = range_bounds(ref)
         case = None
         if (r1, c1) == (r2, c2):
-            formula = wb.formula(where)
-            cell = where
-            if formula is not None:
-                active = wb.active_case(where)
+            # read by the name, which the workbook resolved once for address(), rather than by its address text,
+            # which it would parse again; a scenario row's input is the active case's cell
+            cell, read, csheet, row, col = where, name, sheet, r1, c1
+            if wb.formula(name) is not None:
+                active = wb.active_case(name)
                 if active is None:
                     continue  # a result, not an input
                 cell, case = active
-            csheet, cref = _split(cell)
-            (row, col, _, _) = range_bounds(cref)
+                read = cell
+                csheet, cref = _split(cell)
+                (row, col, _, _) = range_bounds(cref)
             unit = sheets.unit(sheet, r1)
-            value = wb.get(cell)
+            value = wb.get(read)
             rows.append(
                 (
                     (order.get(sheet, 0), r1, c1),
@@ -225,7 +227,7 @@ def list_inputs(wb: Any) -> list[dict[str, Any]]:
                         "set": name if case is None else cell,
                         "cell": cell,
                         "value": value,
-                        "text": wb.shown(cell, value),
+                        "text": wb.shown(read, value),
                         "unit": unit,
                         "allowed": allowed(wb, csheet, row, col, unit),
                         "case": case,
