@@ -51,10 +51,15 @@ __all__ = [
     "figure_unit",
     "save_user_preset",
     "USER_SOURCE_PREFIX",
+    "preset_key",
+    "read_toml",
+    "shipped_presets",
+    "validate_presets",
 ]
 
 
-def _key(name: str) -> str:
+def preset_key(name: str) -> str:
+    """A preset name as lookups compare it: case-folded, runs of spaces and underscores as one dash."""
     return re.sub(r"[\s_]+", "-", name.strip().casefold())
 
 
@@ -82,7 +87,7 @@ class _Table(Generic[_P]):
         self._index: dict[str, str] = {}
         for pid, preset in presets.items():
             for name in (pid, *preset.aliases):
-                self._index.setdefault(_key(name), pid)
+                self._index.setdefault(preset_key(name), pid)
         self.refused = {k: v for k, v in (refused or {}).items() if k not in self._index}  # shipped names win
         self.unread = unread
         self.problems = list(dict.fromkeys(([unread] if unread else []) + list((refused or {}).values())))
@@ -91,7 +96,7 @@ class _Table(Generic[_P]):
         return list(self.presets)
 
     def get(self, name: str) -> _P:
-        key = _key(name)
+        key = preset_key(name)
         tail = key.rsplit("/", 1)[-1]
         pid = self._index.get(key) or self._index.get(tail)
         if pid is not None:
@@ -108,7 +113,7 @@ class _Table(Generic[_P]):
 
     def _suggest(self, name: str) -> list[str]:
         """Up to three preset ids whose id or alias is close to ``name``."""
-        matches = difflib.get_close_matches(_key(name), list(self._index), n=6, cutoff=0.6)
+        matches = difflib.get_close_matches(preset_key(name), list(self._index), n=6, cutoff=0.6)
         return list(dict.fromkeys(self._index[m] for m in matches))[:3]
 
     def field(self, preset: Preset, field: str) -> str:
@@ -200,7 +205,7 @@ def _toml_depth(text: str) -> int:
     return deepest
 
 
-def _toml(text: str, filename: str) -> dict[str, Any]:
+def read_toml(text: str, filename: str) -> dict[str, Any]:
     """A catalog file's TOML as read: CatalogError, one line naming the file, if it nests deeper than
     :data:`MAX_TOML_DEPTH` or is not valid TOML."""
     depth = _toml_depth(text)
@@ -213,10 +218,10 @@ def _toml(text: str, filename: str) -> dict[str, Any]:
 
 
 def _parse(text: str, filename: str, table: str, cls: type[Preset]) -> tuple[dict[str, Preset], dict[str, str]]:
-    return _validate(_toml(text, filename), filename, table, cls)
+    return validate_presets(read_toml(text, filename), filename, table, cls)
 
 
-def _validate(
+def validate_presets(
     raw: dict[str, Any], filename: str, table: str, cls: type[Preset]
 ) -> tuple[dict[str, Preset], dict[str, str]]:
     """The presets and sources of a file that must be right throughout (the shipped ones): CatalogError, one line
@@ -291,7 +296,7 @@ def _collect(raw: dict[str, Any], filename: str, table: str, cls: type[Preset]) 
     owner: dict[str, tuple[str, str]] = {}  # name key -> (preset id, the name as written)
     for pid, preset in list(loaded.presets.items()):
         for field_name, name in [("id", pid)] + [("aliases", a) for a in preset.aliases]:
-            first = owner.setdefault(_key(name), (pid, name))
+            first = owner.setdefault(preset_key(name), (pid, name))
             if first[0] == pid:
                 continue
             reason = (
@@ -350,7 +355,7 @@ def _merge(kind: Kind, shipped: tuple[dict[str, Preset], dict[str, str]], user: 
                 f"{origin}: user preset {pid!r} takes the name {name!r} of the shipped preset {hit!r}; "
                 "rename it (a user preset may not shadow a shipped one)"
                 for name in names
-                if (hit := shipped_table._index.get(_key(name))) is not None
+                if (hit := shipped_table._index.get(preset_key(name))) is not None
             ),
             None,
         )
@@ -361,7 +366,7 @@ def _merge(kind: Kind, shipped: tuple[dict[str, Preset], dict[str, str]], user: 
         else:
             presets[pid] = preset
             user_ids.append(pid)
-    index = {_key(name): reason for names, reason in refused.values() for name in names}
+    index = {preset_key(name): reason for names, reason in refused.values() for name in names}
     return _Table(kind, presets, sources, frozenset(user_ids), index, user.unread)
 
 
@@ -374,7 +379,7 @@ def _read_user_toml(kind: Kind, folder: Path) -> tuple[Path, dict[str, Any]]:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as err:
         raise CatalogError(f"{path}: cannot be read: {err}") from None
-    return path, _toml(text, str(path))
+    return path, read_toml(text, str(path))
 
 
 def _read_user(kind: Kind, folder: Path) -> _Loaded:
@@ -395,6 +400,13 @@ STAT_INTERVAL = 1.0
 asking the file system whether they changed. :func:`save_user_preset` makes the next lookup look at once."""
 
 _cache: dict[str, Any] = {}
+
+
+def shipped_presets(kind: Kind) -> dict[str, Preset]:
+    """The shipped presets of one kind (``"accelerator"``, ``"model"``), by id, without the user's."""
+    shipped = _cache.get("shipped") or {k: _load_file(*spec) for k, spec in _FILES.items()}
+    presets: dict[str, Preset] = shipped[kind][0]
+    return presets
 
 
 def _stamp(folder: Path) -> tuple:
@@ -531,7 +543,7 @@ def parse_prices(text: str, filename: str = PRICES_FILE) -> Prices:
     its date a date, its source in [sources] with a short title in [titles], and its key the id of an accelerator of
     the shipped catalog, so that one accelerator has at most one price per basis (an alias as a key is refused, as
     a duplicate key is by TOML itself). CatalogError, one line naming the file and the entry, otherwise."""
-    raw = _toml(text, filename)
+    raw = read_toml(text, filename)
     unknown = set(raw) - {"sources", "titles", *PRICE_BASES}
     if unknown:
         raise CatalogError(f"{filename}: unexpected top-level table(s) {', '.join(sorted(unknown))}")
@@ -541,7 +553,7 @@ def parse_prices(text: str, filename: str = PRICES_FILE) -> Prices:
     sources: dict[str, str] = {}
     for basis in PRICE_BASES:
         part = {"sources": raw.get("sources", {}), basis: raw.get(basis, {})}
-        presets, sources = _validate(part, filename, basis, PricePreset)
+        presets, sources = validate_presets(part, filename, basis, PricePreset)
         for pid in presets:
             if pid not in accelerators:
                 close = difflib.get_close_matches(pid, list(accelerators), n=1)
@@ -674,7 +686,7 @@ def _save_locked(
     data.setdefault("sources", {})
     data.setdefault(table, {})
     if not isinstance(data[table], dict) or not isinstance(data["sources"], dict):
-        _validate(data, str(path), table, cls)  # the one-line reason
+        validate_presets(data, str(path), table, cls)  # the one-line reason
     if preset_id in data[table] and not replace:
         raise CatalogError(
             f"{path}: a user preset {preset_id!r} exists already; add --replace (replace=True) to overwrite it"
@@ -701,7 +713,7 @@ def _save_locked(
     text = tomli_w.dumps(data)
     # the file as it would be written, checked with the same rules as loading, before anything is written
     shipped = _load_file(filename, table, cls)
-    problems = _merge(kind, shipped, _collect(_toml(text, str(path)), str(path), table, cls), str(path)).problems
+    problems = _merge(kind, shipped, _collect(read_toml(text, str(path)), str(path), table, cls), str(path)).problems
     if problems:
         raise CatalogError(problems[0])
     atomic_write_text(path, text)

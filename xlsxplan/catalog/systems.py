@@ -22,7 +22,7 @@ from pydantic import Field, model_validator
 
 from ..errors import CatalogError, NotAvailableError, UnknownPresetError
 from .schema import Preset
-from .store import _FILES, _cache, _key, _load_file, _toml, _validate, load_catalog
+from .store import load_catalog, preset_key, read_toml, shipped_presets, validate_presets
 
 __all__ = [
     "SYSTEMS_FILE",
@@ -103,7 +103,7 @@ class Systems:
         self._index: dict[str, str] = {}
         for pid, preset in presets.items():
             for name in (pid, *preset.aliases):
-                self._index.setdefault(_key(name), pid)
+                self._index.setdefault(preset_key(name), pid)
 
     def names(self) -> list[str]:
         """The system ids, in file order."""
@@ -111,7 +111,7 @@ class Systems:
 
     def get(self, name: str) -> SystemPreset:
         """A system by id or alias; UnknownPresetError naming close matches otherwise."""
-        key = _key(name)
+        key = preset_key(name)
         pid = self._index.get(key)
         if pid is not None:
             return self.presets[pid]
@@ -154,10 +154,9 @@ class Systems:
 def parse_systems(text: str, filename: str = SYSTEMS_FILE) -> Systems:
     """A systems file's text, validated as the shipped catalog files are (one line naming the file, the preset and
     the field at the first problem), and each system's ``accelerator`` the exact id of a shipped accelerator."""
-    raw = _toml(text, filename)
-    presets, sources = _validate(raw, filename, "systems", SystemPreset)
-    shipped = _cache.get("shipped") or {kind: _load_file(*spec) for kind, spec in _FILES.items()}
-    accelerators = shipped["accelerator"][0]
+    raw = read_toml(text, filename)
+    presets, sources = validate_presets(raw, filename, "systems", SystemPreset)
+    accelerators = shipped_presets("accelerator")
     for pid, preset in presets.items():
         assert isinstance(preset, SystemPreset)
         if preset.accelerator not in accelerators:
@@ -170,13 +169,15 @@ def parse_systems(text: str, filename: str = SYSTEMS_FILE) -> Systems:
     return Systems({pid: p for pid, p in presets.items() if isinstance(p, SystemPreset)}, sources)
 
 
+_loaded: dict[str, Systems] = {}
+
+
 def load_systems() -> Systems:
     """The shipped system presets (``systems.toml``), parsed and validated once (:func:`parse_systems`)."""
-    if "systems" not in _cache:
+    if "systems" not in _loaded:
         text = resources.files(__package__).joinpath(SYSTEMS_FILE).read_text(encoding="utf-8")
-        _cache["systems"] = parse_systems(text)
-    systems: Systems = _cache["systems"]
-    return systems
+        _loaded["systems"] = parse_systems(text)
+    return _loaded["systems"]
 
 
 SYSTEM_FIGURES: tuple[str, ...] = (
