@@ -34,7 +34,9 @@ def test_the_crossover_is_the_traffic_at_which_both_bills_are_equal():
 
 
 def test_a_free_request_has_no_crossover_and_bad_input_names_its_argument():
-    with pytest.raises(XlsxplanError, match="a request costs nothing on the API") as err:
+    with pytest.raises(
+        XlsxplanError, match="^usd_per_m_output and usd_per_m_input give a request that costs nothing on the API"
+    ) as err:
         hosted.api_crossover_rpd(10_000, 2000, 500, 0, 0)
     assert err.value.argument == "usd_per_m_output"
     with pytest.raises(XlsxplanError, match="^cached_share must be") as err:

@@ -134,8 +134,8 @@ def api_crossover_rpd(
     )
     if refused(per_request <= 0):
         raise OutOfRangeError(
-            "a request costs nothing on the API (every price or token count is 0): no traffic makes self-hosting "
-            "cheaper; give usd_per_m_input or usd_per_m_output above 0",
+            "usd_per_m_output and usd_per_m_input give a request that costs nothing on the API (every price or "
+            "token count is 0): no traffic makes self-hosting cheaper; give a price above 0",
             "usd_per_m_output",
         )
     return self_host_usd_per_month / (_DAYS_PER_MONTH * where(per_request <= 0, 1.0, per_request))
