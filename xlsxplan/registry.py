@@ -24,15 +24,18 @@ from typing import TYPE_CHECKING, Any
 import docstring_parser
 
 from . import calibration, catalog, precision
-from .catalog import costs, models
+from .catalog import costs, finance, models
 from .core import (
     architecture,
     cost,
+    energy,
     engine,
+    hosted,
     queueing,
     roofline,
     serving,
     speculative,
+    tiers,
     traffic,
     training,
     training_memory,
@@ -371,6 +374,7 @@ _TABLE: list[tuple[str, list[tuple[str, Callable[..., Any]]]]] = [
             # replicas and utilisation a percentile target allows
             ("ERLANG_C", queueing.erlang_c),
             ("QUEUE_WAIT_S", queueing.queue_wait_s),
+            ("QUEUE_WAIT_GG_S", queueing.queue_wait_gg_s),
             ("SERVICE_CV", queueing.service_cv),
             ("SLOT_S", queueing.slot_s),
             ("TTFT_AT_LOAD_S", queueing.ttft_at_load_s),
@@ -432,6 +436,31 @@ _TABLE: list[tuple[str, list[tuple[str, Callable[..., Any]]]]] = [
             ("BEST_COMMITMENT", cost.best_commitment),
             ("COST_SPEC", costs.cost_spec),
             ("COST_SOURCE", costs.cost_source),
+            ("DEPRECIATION_SL", cost.depreciation_sl),
+            ("BOOK_VALUE", cost.book_value),
+            ("NPV_USD", cost.npv_usd),
+            ("OWNED_NPV", cost.owned_npv),
+        ],
+    ),
+    (
+        "Finance",
+        [
+            # price tiers over a day's demand, hosted APIs against self-hosting, energy and carbon per token
+            ("PROFILE_GPUS", tiers.profile_gpus),
+            ("SPOT_USD_PER_HOUR", tiers.spot_usd_per_hour),
+            ("TIER_MIX_COST", tiers.tier_mix_cost),
+            ("TIER_MIX_BASE", tiers.tier_mix_base),
+            ("TIER_MIX_SHARE", tiers.tier_mix_share),
+            ("DEMAND_PROFILE", finance.demand_profile),
+            ("DEMAND_SOURCE", finance.demand_source),
+            ("API_COST_MONTH", hosted.api_cost_per_month),
+            ("API_CROSSOVER_RPD", hosted.api_crossover_rpd),
+            ("HOSTED_PRICE", finance.hosted_price),
+            ("HOSTED_SOURCE", finance.hosted_source),
+            ("KWH_PER_M_TOKENS", energy.kwh_per_m_tokens),
+            ("GCO2_PER_M_TOKENS", energy.gco2_per_m_tokens),
+            ("GRID_INTENSITY", finance.grid_intensity),
+            ("GRID_SOURCE", finance.grid_source),
         ],
     ),
 ]

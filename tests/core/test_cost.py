@@ -16,7 +16,7 @@ import pytest
 import xlsxplan as x
 from xlsxplan.catalog import costs
 from xlsxplan.core import cost
-from xlsxplan.errors import CatalogError, NotAvailableError, OutOfRangeError, UnknownPresetError
+from xlsxplan.errors import CatalogError, NotAvailableError, OutOfRangeError, UnknownPresetError, XlsxplanError
 from xlsxplan.headless import Workbook
 
 # --- GPU_HOUR_OWNED --------------------------------------------------------------------------------------------
@@ -352,3 +352,57 @@ def test_owned_case_prices_the_plan_searchs_gpu_hour_from_the_catalog():
 
 def test_hours_per_year_is_365_days():
     assert cost.HOURS_PER_YEAR == 365 * 24 and math.isclose(cost.HOURS_PER_YEAR / cost.MONTHS_PER_YEAR, 730)
+
+
+# --- Accounting: straight-line depreciation, book value, NPV, the present cost of owning --------------------------
+
+
+def test_straight_line_depreciation_and_book_value_follow_excel_sln():
+    # $30,000 with $3,000 salvage over 4 years: SLN = 27,000 / 4 = $6,750 a year
+    assert cost.depreciation_sl(30_000, 3_000, 4) == 6_750
+    schedule = [cost.book_value(30_000, 3_000, 4, year) for year in range(0, 6)]
+    assert schedule == [30_000, 23_250, 16_500, 9_750, 3_000, 3_000]  # the salvage from the end of the life on
+    assert cost.book_value(30_000, 3_000, 4, 2.5) == pytest.approx(30_000 - 2.5 * 6_750)
+    assert cost.depreciation_sl(1_000, 1_500, 5) == -100  # a salvage above the cost: negative, as in Excel
+
+
+def test_npv_discounts_each_flow_from_the_end_of_its_period_as_excel_npv():
+    # -1,000 / 1.1 + 600 / 1.21 + 600 / 1.331 = -909.09 + 495.87 + 450.79
+    assert cost.npv_usd(0.1, (-1000.0, 600.0, 600.0)) == pytest.approx(-1000 / 1.1 + 600 / 1.21 + 600 / 1.331)
+    assert cost.npv_usd(0.1, (-1000.0, 600.0, 600.0)) == pytest.approx(37.57, abs=0.005)
+    assert cost.npv_usd(0, (1.0, 2.0, 3.0)) == 6
+    with pytest.raises(XlsxplanError, match="cash_flows must hold at least one number"):
+        cost.npv_usd(0.05, ())
+
+
+def test_the_present_cost_of_owning_annualised_is_the_cash_view():
+    # $30,000 over 4 years, 10% residual, 8%, $2,700 a year of running costs:
+    # 30,000 + 2,700 / CRF(8%, 4) - 3,000 / 1.08^4 = 30,000 + 8,942.74 - 2,205.09
+    got = cost.owned_npv(30_000, 4, 0.1, 0.08, 2_700)
+    assert got == pytest.approx(30_000 + 2_700 * (1 - 1.08**-4) / 0.08 - 3_000 / 1.08**4)
+    assert got == pytest.approx(36_737.65, abs=0.01)
+    # for whole years it is the purchase plus Excel's NPV of the running costs, the resale in the last year
+    assert got == pytest.approx(30_000 + cost.npv_usd(0.08, (2_700.0, 2_700.0, 2_700.0, 2_700.0 - 3_000.0)))
+    # times the capital recovery factor: the yearly cost GPU_HOUR_OWNED spreads over 8,760 hours (its running cost
+    # of power, 1 kW at $2,700 / 8,760 a kWh, is $2,700 a year)
+    yearly = got * cost.capital_recovery_factor(0.08, 4)
+    per_hour = cost.gpu_hour_owned(30_000, 4, 0.1, 0.08, 1, 1, 2_700 / 8760)
+    assert yearly / 8760 == pytest.approx(per_hour)
+    # at a rate of 0 it is the undiscounted sum
+    assert cost.owned_npv(30_000, 4, 0.1, 0, 2_700) == pytest.approx(30_000 + 4 * 2_700 - 3_000)
+
+
+@pytest.mark.parametrize(
+    ("call", "argument"),
+    [
+        (lambda: cost.depreciation_sl(30_000, 3_000, 0), "years"),
+        (lambda: cost.book_value(30_000, -1, 4, 1), "salvage_usd"),
+        (lambda: cost.book_value(30_000, 3_000, 4, -1), "years_elapsed"),
+        (lambda: cost.npv_usd(1.5, (1.0,)), "annual_rate"),
+        (lambda: cost.owned_npv(30_000, 4, 0.1, 0.08, -5), "running_usd_per_year"),
+    ],
+)
+def test_accounting_refuses_bad_input_naming_the_argument(call, argument):
+    with pytest.raises(XlsxplanError, match=rf"^{argument}") as err:
+        call()
+    assert err.value.argument == argument

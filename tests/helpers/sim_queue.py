@@ -1,11 +1,12 @@
 """A discrete-event simulation of continuous batching, against which the queueing closed forms are checked.
 
 One replica runs ``B`` slots (iteration-level scheduling, as Orca and vLLM: a finished sequence's slot is refilled
-at once). Requests arrive as a Poisson process and are admitted first come first served into the first slot that
+at once). Requests arrive as a Poisson process (or, given :class:`Arrivals`, with gamma or hyperexponential times between them,
+of a chosen coefficient of variation: bursts) and are admitted first come first served into the first slot that
 frees; each holds its slot for its prefill, in proportion to its prompt length, plus its decode, a fixed time per
 generated token. Prompt lengths are log-normal through a mean and a 95th percentile, as TAIL_SHARE models them;
 output lengths are exponential (ServeGen, arXiv:2505.09999), fixed, or log-normal. The queue is then M/G/B, and a
-request's wait is the time from its arrival to its admission.
+request's wait is the time from its arrival to its admission (G/G/B with bursts).
 
 The simulation is the Kiefer-Wolfowitz recursion on the slots' free times, vectorised over independent
 replications (and over the loads of a grid), each started empty with its first tenth dropped as warm-up. The
@@ -103,6 +104,24 @@ UTILISATIONS = (0.3, 0.5, 0.7, 0.8, 0.9, 0.95)
 
 
 @dataclass(frozen=True)
+class Arrivals:
+    """Times between arrivals of mean 1 and coefficient of variation ``cv``: ``gamma`` (shape ``1 / cv^2``) or
+    ``hyperexponential`` (two exponential phases of balanced means, for ``cv >= 1``); Poisson at ``cv = 1``."""
+
+    kind: str
+    cv: float
+
+    def sample(self, rng: np.random.Generator, shape: tuple[int, ...]) -> np.ndarray:
+        c2 = self.cv * self.cv
+        if self.kind == "gamma":
+            return rng.gamma(1 / c2, c2, shape)
+        # balanced means (Whitt 1982): phase i with probability p_i has mean 1 / (2 p_i)
+        p = 0.5 * (1 + math.sqrt((c2 - 1) / (c2 + 1)))
+        first = rng.random(shape) < p
+        return rng.exponential(1.0, shape) / np.where(first, 2 * p, 2 * (1 - p))
+
+
+@dataclass(frozen=True)
 class Result:
     """Statistics of the waits of each replication at each load: ``waits`` (the share that waited), ``mean`` and
     ``exceed`` (the share above each threshold given) have shape ``(loads, replications)`` or ``(thresholds, loads,
@@ -129,6 +148,7 @@ def simulate(
     seed: int = 0,
     thresholds: np.ndarray | None = None,
     block: int = 10_000,
+    arrivals: Arrivals | None = None,
 ) -> Result:
     """Simulate ``replications`` runs of ``customers`` requests at each utilisation (arrival rate ``rho B / mean
     slot time``), all at once, and return the statistics of the waits after each run's warm-up tenth.
@@ -146,13 +166,14 @@ def simulate(
     clock = np.zeros(rows)
     for first in range(0, customers, block):
         n = min(block, customers - first)
-        arrivals = clock + np.cumsum(rng.exponential(1.0, (n, rows)), axis=0) / rate
+        gaps = rng.exponential(1.0, (n, rows)) if arrivals is None else arrivals.sample(rng, (n, rows))
+        times = clock + np.cumsum(gaps, axis=0) / rate
         service = workload.sample(rng, (n, rows))
-        clock = arrivals[-1]
+        clock = times[-1]
         for i in range(n):
             slot = free.argmin(axis=1)
-            start = np.maximum(free[index, slot], arrivals[i])
-            waits[first + i] = start - arrivals[i]
+            start = np.maximum(free[index, slot], times[i])
+            waits[first + i] = start - times[i]
             free[index, slot] = start + service[i]
     kept = waits[customers // 10 :].reshape(-1, len(loads), replications)
     limits = np.zeros((0, len(loads))) if thresholds is None else np.asarray(thresholds, dtype=float)

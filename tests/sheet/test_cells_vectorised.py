@@ -48,6 +48,20 @@ ELEMENT_BY_ELEMENT = {
     "PLAN_OPTIONS",  # spills one table per call: a range in place of an argument is one error per element
     "EFFICIENCY",  # calibration factors looked up by kind, accelerator class and format, with the width inside
     "PLAN_OPTIONS_AT",  # one cell of a search over the catalog, planned once per set of arguments and remembered
+    "QUEUE_WAIT_GG_S",  # the Erlang B recursion, as QUEUE_WAIT_S
+    # a range read whole (cash flows, an hourly profile) and a search over its levels for the cheapest commitment
+    "NPV_USD",
+    "PROFILE_GPUS",
+    "TIER_MIX_COST",
+    "TIER_MIX_BASE",
+    "TIER_MIX_SHARE",
+    # names looked up in the finance tables
+    "DEMAND_PROFILE",
+    "DEMAND_SOURCE",
+    "HOSTED_PRICE",
+    "HOSTED_SOURCE",
+    "GRID_INTENSITY",
+    "GRID_SOURCE",
 }
 
 
@@ -165,7 +179,7 @@ _SETTINGS = settings(max_examples=30, deadline=None, suppress_health_check=[Heal
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", sorted(n for n, fn in FUNCTIONS.items() if fn.args and not fn.table))
+@pytest.mark.parametrize("name", sorted(n for n, fn in FUNCTIONS.items() if fn.args and not fn.spills))
 @_SETTINGS
 @given(data=st.data())
 def test_every_element_of_an_array_call_is_the_scalar_call_of_its_cells(name, data):
@@ -383,3 +397,19 @@ def test_a_range_is_read_as_numpy_reads_it(raw):
     assert (grid.rows, grid.cols) == shape
     assert grid.cells == arr.reshape(-1).tolist()
     assert grid.kinds == set(map(type, grid.cells))
+
+
+@pytest.mark.parametrize("name", sorted(n for n, fn in FUNCTIONS.items() if fn.args and fn.spills and not fn.table))
+def test_a_list_spills_from_one_call_and_a_range_of_arguments_is_one_error(name):
+    # a list fills a column by itself (DEMAND_PROFILE, PROFILE_GPUS): one call gives it as a column, and a range in
+    # place of an argument that is not itself a range is one clear error, never a list inside a cell
+    fn = FUNCTIONS[name]
+    base = _base(name)
+    column = evaluate_broadcast(fn, base)
+    assert isinstance(column, np.ndarray) and column.shape == (len(fn(*base)), 1)
+    assert [row[0] for row in column.tolist()] == fn(*base)
+    spread = next(i for i, a in enumerate(fn.args) if a.domain is None or a.domain.kind != "range")
+    args = list(base)
+    args[spread] = [[base[spread]], [base[spread]]]
+    err = evaluate_broadcast(fn, args)
+    assert isinstance(err, CellError) and "spills one list: give one value per argument" in err.message

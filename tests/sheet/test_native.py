@@ -335,6 +335,7 @@ EXCEL_2016 = {
     "MAX",
     "MIN",
     "MOD",
+    "NPV",
     "SMALL",
     "COUNTA",
     "NA",

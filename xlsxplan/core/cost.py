@@ -13,6 +13,9 @@ named for what it computes, the cost, not for the fleet. Four questions, each on
   of renting (:func:`breakeven_month`).
 * **Committing.** Reserved capacity at a committed price every month and the excess on demand, for a curve of monthly
   demand (:func:`committed_cost`), and the commitment that makes it cheapest (:func:`best_commitment`).
+* **Accounting.** The straight-line depreciation an owned asset books each year and its book value (Excel's ``SLN``),
+  the net present value of a series of cash flows (Excel's ``NPV``), and the present cost of owning over a life
+  (:func:`depreciation_sl`, :func:`book_value`, :func:`npv_usd`, :func:`owned_npv`).
 
 Units: US dollars, hours, months of the same length, kW; a year is 8,760 hours (365 x 24), a month a twelfth of it.
 Money is not discounted except where a rate is an argument (the cost of capital in :func:`gpu_hour_owned`, a loan's
@@ -36,6 +39,8 @@ References
    ... for a term of one or three years, and receive a lower price for that usage"; Scaleway, "Understanding Savings
    Plans": usage beyond the committed amount "will be charged at the regular on-demand rate", and a shortfall is
    still billed at the committed amount.
+.. [6] Microsoft, Excel function reference: ``SLN(cost, salvage, life)`` is ``(cost - salvage) / life``;
+   ``NPV(rate, value1, ...)`` is ``sum of value_i / (1 + rate)^i`` for i from 1, each value at the end of its period.
 """
 
 from __future__ import annotations
@@ -47,6 +52,7 @@ from ..domains import (
     PUE,
     AnnualRate,
     CapexUSD,
+    CashFlows,
     Fraction,
     FractionOrZero,
     GPUDemand,
@@ -56,23 +62,26 @@ from ..domains import (
     Price,
     PricePositive,
     TokensPerS,
+    USDAmount,
     USDPerKWh,
     USDPerKWMonth,
     USDPerMonth,
     USDPerMonthPositive,
+    USDPerYear,
     Years,
     YearsOrZero,
     checked,
     format_number,
 )
 from ..errors import OutOfRangeError
-from ..infra.elementwise import apply, is_array, maximum, refused, where
+from ..infra.elementwise import apply, is_array, maximum, minimum, refused, where
 
 __all__ = [
     "HOURS_PER_YEAR",
     "MONTHS_PER_YEAR",
     "OwnedCase",
     "best_commitment",
+    "book_value",
     "breakeven_month",
     "breakeven_utilisation",
     "capital_recovery_factor",
@@ -80,7 +89,10 @@ __all__ = [
     "cost_per_m_owned",
     "cost_per_m_rented",
     "crf",
+    "depreciation_sl",
     "gpu_hour_owned",
+    "npv_usd",
+    "owned_npv",
     "owned_cost_per_gpu_hour",
 ]
 
@@ -492,3 +504,125 @@ def best_commitment(
         if usd_per_gpu_hour_on_demand * (len(ordered) - k) <= allowed:
             return level
     return ordered[-1]  # pragma: no cover - no period is above the highest level, so the loop has returned
+
+
+# --- Accounting ------------------------------------------------------------------------------------------------
+
+
+@checked(arrays=True)
+def depreciation_sl(capex_usd: CapexUSD, salvage_usd: USDAmount, years: Years) -> float:
+    """Straight-line depreciation an owned asset books each year: the capital less its salvage, over its life.
+
+    Parameters
+    ----------
+    capex_usd : float
+        Capital cost of the asset [USD].
+    salvage_usd : float
+        Value at the end of its life; above the capital cost the depreciation is negative, as in Excel [USD].
+    years : float
+        Life it is depreciated over; 10-K filings use 4 to 6 for servers [years].
+
+    Returns
+    -------
+    float
+        Depreciation booked each year of the life [USD/year].
+
+    Notes
+    -----
+    ``(capex - salvage) / years``, Excel's ``SLN(cost, salvage, life)``. The cash view (GPU_HOUR_OWNED) recovers the
+    capital at a cost of capital; the books spread it evenly. $30,000 with $3,000 salvage over 4 years: $6,750.
+    """
+    return (capex_usd - salvage_usd) / years
+
+
+@checked(arrays=True)
+def book_value(capex_usd: CapexUSD, salvage_usd: USDAmount, years: Years, years_elapsed: YearsOrZero) -> float:
+    """Book value of an owned asset after some years of straight-line depreciation; the salvage after its life.
+
+    Parameters
+    ----------
+    capex_usd : float
+        Capital cost of the asset [USD].
+    salvage_usd : float
+        Value at the end of its life [USD].
+    years : float
+        Life it is depreciated over [years].
+    years_elapsed : float
+        Years since it was put in service [years].
+
+    Returns
+    -------
+    float
+        Capital cost less the depreciation booked so far [USD].
+
+    Notes
+    -----
+    ``capex - min(years_elapsed, years) x SLN(capex, salvage, years)``: the straight-line schedule, row by row, with
+    ``years_elapsed`` 1, 2, ... $30,000 with $3,000 salvage over 4 years: $16,500 after 2 years, $3,000 from year 4.
+    """
+    return capex_usd - minimum(years_elapsed, years) * (capex_usd - salvage_usd) / years
+
+
+@checked
+def npv_usd(annual_rate: AnnualRate, cash_flows: CashFlows) -> float:
+    """Net present value of cash flows at the end of each period, discounted at a rate: Excel's NPV.
+
+    Parameters
+    ----------
+    annual_rate : float
+        Discount rate per period, 0.08 for 8% [fraction/period].
+    cash_flows : tuple of float
+        One cash flow per period, the first at the end of the first period; costs negative (a row or column of
+        cells, empty cells skipped) [USD].
+
+    Returns
+    -------
+    float
+        Sum of each flow over (1 + rate) to the power of its period [USD].
+
+    Notes
+    -----
+    ``sum over i of v_i / (1 + r)^i`` for i from 1, Excel's ``NPV(rate, values)``: a flow today (the purchase) is
+    added outside it. -1,000 then 600 and 600 at 10%: -909.09 + 495.87 + 450.79 = 37.57.
+    """
+    log_growth = math.log1p(annual_rate)
+    return sum(v * math.exp(-(i + 1) * log_growth) for i, v in enumerate(cash_flows))
+
+
+@checked(arrays=True)
+def owned_npv(
+    capex_usd: CapexUSD,
+    years: Years,
+    residual_fraction: FractionOrZero = 0,
+    annual_rate: AnnualRate = 0,
+    running_usd_per_year: USDPerYear = 0,
+) -> float:
+    """Present cost of owning an asset over its life: the purchase, the running costs, the resale deducted.
+
+    Parameters
+    ----------
+    capex_usd : float
+        Capital cost, paid at the start [USD].
+    years : float
+        Life it is owned for [years].
+    residual_fraction : float, default 0
+        Resale value at the end of the life, as a share of the capital cost [fraction].
+    annual_rate : float, default 0
+        Cost of capital per year, 0.08 for 8% [fraction/year].
+    running_usd_per_year : float, default 0
+        Power, hosting and upkeep a year, paid at the end of each year [USD/year].
+
+    Returns
+    -------
+    float
+        Present value of what owning costs [USD].
+
+    Notes
+    -----
+    ``P + running / CRF(r, n) - S / (1 + r)^n`` with ``S = residual x P``: the running costs as an annuity (for whole
+    years, Excel's ``P + NPV(r, running, ..., running - S)``). Times CAPITAL_RECOVERY(r, n) it is the yearly cost
+    GPU_HOUR_OWNED spreads over 8,760 hours. $30,000 over 4 years, 10% residual, 8%, $2,700 a year: 30,000 + 8,942.74
+    - 2,205.09 = $36,737.65.
+    """
+    present_residual = capex_usd * residual_fraction * apply(math.exp, -years * apply(math.log1p, annual_rate))
+    return capex_usd + running_usd_per_year / crf(annual_rate, years) - present_residual

@@ -431,6 +431,8 @@ def evaluate_broadcast(
         if isinstance(result, list) and not fn.table:  # a table without numpy is its rows already
             return _as_result(result, (len(result), 1))
         return result
+    if fn.spills and not fn.table:  # a list fills a column from one call: no cell per element to hold one
+        return CellError("#VALUE!", f"{fn.name} spills one list: give one value per argument, not a range of them")
     shapes = [(g.rows, g.cols) for g in grids if g is not None]
     shape = _broadcast_shape(shapes)
     if shape is None:

@@ -482,6 +482,33 @@ _CRF_STEPS = [
     ("growth", "(1 + rate)^years - 1", _expm1("{years}*{log1p}")),
     ("crf", "capital recovery factor", "IF({growth}=0,1/{years},{annual_rate}*({growth}+1)/{growth})"),
 ]
+_API_REQUEST = (
+    "({prompt_tokens}*((1-{cached_share})*{usd_per_m_input}+{cached_share}*{usd_per_m_cached_input})"
+    "+{output_tokens}*{usd_per_m_output})"
+)
+_SPOT_LOST = "{interruptions_per_hour}*MAX({replace_s}-{notice_s},0)/3600"
+_FORMS += [
+    # Finance: energy and carbon, accounting, hosted APIs, spot
+    _n(
+        "KWH_PER_M_TOKENS",
+        "{kw}*{pue}*({utilisation}+{idle_share}*(1-{utilisation}))/({tokens_per_s}*3600*{utilisation})*1E6",
+    ),
+    _n("GCO2_PER_M_TOKENS", "{kwh_per_m}*{grams_per_kwh}"),
+    _n("DEPRECIATION_SL", "({capex_usd}-{salvage_usd})/{years}", note="Excel's SLN(cost, salvage, life)"),
+    _n("BOOK_VALUE", "{capex_usd}-MIN({years_elapsed},{years})*({capex_usd}-{salvage_usd})/{years}"),
+    _n("NPV_USD", "NPV({annual_rate},{cash_flows})", note="cash_flows is a range; Excel's NPV skips its empty cells"),
+    _n("API_COST_MONTH", "{requests_per_day}*8760/12/24*" + _API_REQUEST + "/1E6"),
+    _n(
+        "API_CROSSOVER_RPD",
+        "{self_host_usd_per_month}/(8760/12/24*" + _API_REQUEST + "/1E6)",
+        (_API_REQUEST + ">0", "a request costing more than 0 on the API (a price and a token count above 0)"),
+    ),
+    _n(
+        "SPOT_USD_PER_HOUR",
+        "{usd_on_demand}*(1-{spot_discount})/(1-" + _SPOT_LOST + ")",
+        (_SPOT_LOST + "<1", "interruptions_per_hour x (replace_s - notice_s) / 3600 below 1"),
+    ),
+]
 _FORMS += [
     _stepped("CAPITAL_RECOVERY", [*_CRF_STEPS[:2], ("result", *_CRF_STEPS[2][1:])]),
     _stepped(
@@ -497,6 +524,17 @@ _FORMS += [
                 "result",
                 "cost per GPU-hour: capital, power and hosting [USD]",
                 "{capital}/8760+{kw}*{pue}*{usd_per_kwh}+{usd_per_kw_month}*{kw}*12/8760",
+            ),
+        ],
+    ),
+    _stepped(
+        "OWNED_NPV",
+        [
+            *_CRF_STEPS,
+            (
+                "result",
+                "present cost of owning: capital, running costs as an annuity, the resale deducted [USD]",
+                "{capex_usd}+{running_usd_per_year}/{crf}-{capex_usd}*{residual_fraction}*EXP(-{years}*{log1p})",
             ),
         ],
     ),
