@@ -8,6 +8,7 @@ import statistics
 
 import pytest
 
+from tests.helpers import REPO
 from xlsxplan.calibration import training_fit
 from xlsxplan.calibration.shape import preset_shape
 from xlsxplan.calibration.training_runs import MEMORY_METRICS, THROUGHPUT_METRICS, read_training_runs
@@ -164,3 +165,18 @@ def test_validate_train_prints_the_summary_lines(capsys):
     out = capsys.readouterr().out
     assert "step time: 127 rows" in out and "target median <= 12%" in out
     assert "peak memory: 20 rows" in out and "within 10%" in out
+
+
+def test_the_docs_show_the_measured_figures(step, memory):
+    # docs/calibration.md and BENCHMARKS.md carry the figures `xlsxplan validate --train` prints
+    s = training_fit.summarise(step, training_fit.STEP_TARGET, False)
+    m = training_fit.summarise(memory, training_fit.MEMORY_TARGET, True)
+    row = (
+        f"| step time (as tokens/s/GPU) | {s['rows']} | {s['predicted']} | {100 * s['median_abs_error']:.1f}% | "
+        f"{100 * s['within_2x']:.1f}% |"
+    )
+    for page in ("docs/calibration.md", "BENCHMARKS.md"):
+        text = (REPO / page).read_text(encoding="utf-8")
+        assert row in text, page
+        assert f"| {m['rows']} | {m['predicted']} | {100 * m['median_abs_error']:.1f}%" in text, page
+        assert f"{m['within_target']} are" in text, page
