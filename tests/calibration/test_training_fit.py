@@ -9,10 +9,10 @@ import statistics
 import pytest
 
 from tests.helpers import REPO
-from xlsxplan.calibration import training_fit
 from xlsxplan.calibration.shape import preset_shape
 from xlsxplan.calibration.training_runs import MEMORY_METRICS, THROUGHPUT_METRICS, read_training_runs
 from xlsxplan.cli import main
+from xlsxplan.plan import train_fit as training_fit
 from xlsxplan.plan.train import layout_option, plan_training
 
 MEGATRON = "NVIDIA/Megatron-LM:README.md"
@@ -93,7 +93,7 @@ def test_the_fitted_factors_rest_on_the_other_publications_rows_they_name(runs, 
     # the Megatron-Core weak-scaling rows are predicted by the two scales fitted on every other publication's
     # predicted rows (Narayanan et al. 2021, NeMo, Megatron-Bridge, NeMo AutoModel, torchtitan, llm-foundry, the Llama
     # 3 and DeepSeek-V3 papers), none of Megatron's own
-    prepared, _ = training_fit._prepare([r for r in runs if r.metric in THROUGHPUT_METRICS])
+    prepared, _ = training_fit.prepare([r for r in runs if r.metric in THROUGHPUT_METRICS])
     others = [p for p in prepared if p.result.run.publication != MEGATRON]
     fit = training_fit.fit_factors(others)
     (row,) = [r for r in step if r.run.line == 2]
@@ -101,17 +101,17 @@ def test_the_fitted_factors_rest_on_the_other_publications_rows_they_name(runs, 
     pubs = {p.result.run.publication for p in others}
     assert row.basis.endswith(f"fitted on {len(others)} rows of {len(pubs)} sources") and len(pubs) == 9
     # the compute scale is the median of the rows' exact-fit factors at the chosen communication scale
-    factors = [training_fit._row_factor(p, fit.comm_scale) for p in others]
+    factors = [training_fit.row_factor(p, fit.comm_scale) for p in others]
     assert fit.compute_scale == pytest.approx(statistics.median(factors), rel=1e-12)
     # and no other communication scale of the grid predicts those rows better (median absolute error)
     for c in training_fit.COMM_GRID:
-        k = statistics.median(training_fit._row_factor(p, c) for p in others)
-        err = statistics.median(abs(training_fit._predicted(p, k, c) / p.result.measured - 1) for p in others)
+        k = statistics.median(training_fit.row_factor(p, c) for p in others)
+        err = statistics.median(abs(training_fit.predicted_rate(p, k, c) / p.result.measured - 1) for p in others)
         assert err >= fit.median_abs_error - 1e-12
     # a row's exact-fit factor predicts it exactly (unless capped at compute running at peak)
-    p = next(p for p in others if training_fit._row_factor(p, 0.5) < 1 / p.calibrated_mfu)
-    k = training_fit._row_factor(p, 0.5)
-    assert training_fit._predicted(p, k, 0.5) == pytest.approx(p.result.measured, rel=1e-9)
+    p = next(p for p in others if training_fit.row_factor(p, 0.5) < 1 / p.calibrated_mfu)
+    k = training_fit.row_factor(p, 0.5)
+    assert training_fit.predicted_rate(p, k, 0.5) == pytest.approx(p.result.measured, rel=1e-9)
 
 
 def test_leave_one_source_out_step_time_figures(step):

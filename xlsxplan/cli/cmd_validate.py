@@ -170,7 +170,7 @@ def _train_table(section: dict[str, Any], unit: str) -> str:
 
 
 def _run_train(args: argparse.Namespace) -> int:
-    from ..calibration.training_fit import validate_training
+    from ..plan.train_fit import validate_training
 
     out = validate_training(args.train_data, leave_out=not args.in_sample)
     if args.json:

@@ -37,15 +37,19 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
-from .training_runs import MEMORY_METRICS, THROUGHPUT_METRICS, TrainingRun, read_training_runs
+from ..calibration.training_runs import MEMORY_METRICS, THROUGHPUT_METRICS, TrainingRun, read_training_runs
 
 __all__ = [
     "STEP_TARGET",
     "MEMORY_TARGET",
     "Fit",
+    "Prepared",
     "RowResult",
     "fit_factors",
     "predict_row",
+    "predicted_rate",
+    "prepare",
+    "row_factor",
     "score_memory",
     "score_throughput",
     "summarise",
@@ -110,8 +114,8 @@ class RowResult:
 
 
 @dataclass
-class _Prepared:
-    """A throughput row through the plan's model at MFU scale 1: ``step(k) = compute_s / k + rest_s``."""
+class Prepared:
+    """A throughput row through the plan's model at scale 1: ``step = compute_s / k + c rest_s`` [s]."""
 
     result: RowResult
     group: tuple[str, str]
@@ -125,7 +129,7 @@ class _Prepared:
 
 def _layout(run: TrainingRun, assumptions: list[str]) -> tuple[dict[str, Any] | None, str]:
     """The plan's layout arguments for a row, or ``None`` and why not."""
-    from .shape import Shape, preset_shape
+    from ..calibration.shape import Shape, preset_shape
 
     if not run.gpu:
         return None, "no accelerator"
@@ -204,7 +208,7 @@ def predict_row(run: TrainingRun, efficiency_scale: float = 1.0) -> tuple[Any, R
     """A row through :func:`xlsxplan.plan.train.layout_option` at an MFU scale: the plan's ``LayoutResult`` (or
     ``None``) and the row's result with its measured figure in the comparable unit and the prediction."""
     from ..errors import XlsxplanError
-    from ..plan.train import layout_option
+    from .train import layout_option
 
     quantity = "peak_memory_gb" if run.metric in MEMORY_METRICS else "tokens_per_sec_per_gpu"
     result = RowResult(run, quantity)
@@ -238,8 +242,10 @@ def predict_row(run: TrainingRun, efficiency_scale: float = 1.0) -> tuple[Any, R
     return lr, result
 
 
-def _prepare(runs: list[TrainingRun]) -> tuple[list[_Prepared], list[RowResult]]:
-    prepared: list[_Prepared] = []
+def prepare(runs: list[TrainingRun]) -> tuple[list[Prepared], list[RowResult]]:
+    """Each row through the plan's model at scale 1, split into the predicted (with the step's compute part ``A`` and
+    the rest ``B`` [s]) and the rows it cannot predict (with their reason)."""
+    prepared: list[Prepared] = []
     unpredicted: list[RowResult] = []
     for run in runs:
         lr, result = predict_row(run)
@@ -249,7 +255,7 @@ def _prepare(runs: list[TrainingRun]) -> tuple[list[_Prepared], list[RowResult]]
         o = lr.option
         compute = lr.compute_s
         prepared.append(
-            _Prepared(
+            Prepared(
                 result,
                 (o.gpu, o.precision),
                 compute,
@@ -288,7 +294,7 @@ class Fit:
         )
 
 
-def _row_factor(p: _Prepared, comm_scale: float = 1.0) -> float:
+def row_factor(p: Prepared, comm_scale: float = 1.0) -> float:
     """The MFU scale that predicts the row exactly at a communication scale, at most the one that makes the compute
     run at peak."""
     cap = 1.0 / p.calibrated_mfu
@@ -296,12 +302,12 @@ def _row_factor(p: _Prepared, comm_scale: float = 1.0) -> float:
     return cap if spare <= p.compute_s / cap else min(cap, p.compute_s / spare)
 
 
-def _predicted(p: _Prepared, compute_scale: float, comm_scale: float) -> float:
+def predicted_rate(p: Prepared, compute_scale: float, comm_scale: float) -> float:
     """Tokens/s/GPU at the two scales: ``tokens / ((A / k + c B) n)``."""
     return p.tokens_per_step / ((p.compute_s / compute_scale + comm_scale * p.rest_s) * p.gpus)
 
 
-def fit_factors(train: list[_Prepared]) -> Fit:
+def fit_factors(train: list[Prepared]) -> Fit:
     """The compute and communication scales for ``train``: for each communication scale of COMM_GRID, the compute
     scale is the median of the rows' exact-fit factors (:func:`_row_factor`); the pair with the least median absolute
     error on ``train`` wins (the smaller communication scale on a tie)."""
@@ -310,8 +316,8 @@ def fit_factors(train: list[_Prepared]) -> Fit:
     best: Fit | None = None
     sources = len({p.result.run.publication for p in train})
     for c in COMM_GRID:
-        k = statistics.median(_row_factor(p, c) for p in train)
-        err = statistics.median(abs(_predicted(p, k, c) / (p.result.measured or 1.0) - 1.0) for p in train)
+        k = statistics.median(row_factor(p, c) for p in train)
+        err = statistics.median(abs(predicted_rate(p, k, c) / (p.result.measured or 1.0) - 1.0) for p in train)
         if best is None or err < best.median_abs_error:
             best = Fit(k, c, len(train), sources, err)
     assert best is not None
@@ -323,7 +329,7 @@ def score_throughput(runs: list[TrainingRun], leave_out: bool = True) -> list[Ro
     publications' rows (``leave_out``), or on every row (in sample). Rows in file order, unpredicted ones with their
     reason."""
     rows = [r for r in runs if r.metric in THROUGHPUT_METRICS]
-    prepared, unpredicted = _prepare(rows)
+    prepared, unpredicted = prepare(rows)
     fits: dict[str, Fit] = {}
     for p in prepared:
         pub = p.result.run.publication if leave_out else ""
@@ -331,7 +337,7 @@ def score_throughput(runs: list[TrainingRun], leave_out: bool = True) -> list[Ro
             fits[pub] = fit_factors([q for q in prepared if q.result.run.publication != pub])
         f = fits[pub]
         p.result.factor, p.result.comm_factor, p.result.basis = f.compute_scale, f.comm_scale, f.basis
-        p.result.predicted = _predicted(p, f.compute_scale, f.comm_scale)
+        p.result.predicted = predicted_rate(p, f.compute_scale, f.comm_scale)
     return sorted([p.result for p in prepared] + unpredicted, key=lambda r: r.run.line)
 
 
