@@ -154,7 +154,7 @@ def test_peak_memory_bar(memory):
 def test_validate_train_json_has_both_sections(capsys):
     assert main(["validate", "--train", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert set(out) == {"step_time", "memory"}
+    assert set(out) == {"step_time", "memory", "goodput_rates"}
     assert out["step_time"]["summary"]["target"] == training_fit.STEP_TARGET
     assert all(r["quantity"] == "tokens_per_sec_per_gpu" for r in out["step_time"]["rows"])
     assert all(r["reason"] or r["predicted"] > 0 for r in out["memory"]["rows"])
@@ -180,3 +180,14 @@ def test_the_docs_show_the_measured_figures(step, memory):
         assert row in text, page
         assert f"| {m['rows']} | {m['predicted']} | {100 * m['median_abs_error']:.1f}%" in text, page
         assert f"{m['within_target']} are" in text, page
+
+
+def test_the_plans_interruption_rate_is_the_llama_3_papers(runs):
+    # arXiv:2407.21783 section 3.3.4: 419 unexpected interruptions in 54 days on 16,384 H100s (training_runs.csv)
+    rates = training_fit.goodput_rates(runs)
+    (default,) = [g for g in rates if g["plan_default"]]
+    assert default["metric"] == "unexpected_interruptions" and "arXiv:2407.21783" in default["source"]
+    assert default["per_gpu_hour"] == pytest.approx(419 / (54 * 24 * 16_384), rel=1e-12)
+    # BLOOM's 1-2 GPU failures a week on 384 A100s (Hugging Face blog) is a rate of the same order per GPU-hour
+    bloom = [g["per_gpu_hour"] for g in rates if g["name"].startswith("BLOOM-176B GPU failures")]
+    assert bloom == pytest.approx([1 / (7 * 24 * 384), 2 / (7 * 24 * 384)])

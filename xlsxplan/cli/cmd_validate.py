@@ -182,6 +182,14 @@ def _run_train(args: argparse.Namespace) -> int:
         print()
         print("Peak memory per GPU (GB):")
         print(_train_table(out["memory"], "peak memory"))
+        print()
+        print("Published interruption rates (count / (days x 24 x GPUs)):")
+        for g in out["goodput_rates"]:
+            mark = "  <- the plan's failures_per_gpu_hour" if g["plan_default"] else ""
+            print(
+                f"{g['line']:>4}  {g['name'][:56]:<56} {g['per_gpu_hour']:.3g} per GPU-hour, one every "
+                f"{g['hours_between_on_1000_gpus']:.3g} h on 1,000 GPUs{mark}"
+            )
     return EXIT_OK
 
 

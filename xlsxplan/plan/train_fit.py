@@ -46,6 +46,7 @@ __all__ = [
     "Prepared",
     "RowResult",
     "fit_factors",
+    "goodput_rates",
     "predict_row",
     "predicted_rate",
     "prepare",
@@ -375,8 +376,35 @@ def summarise(results: list[RowResult], target: float, by_share: bool) -> dict[s
     return summary
 
 
+def goodput_rates(runs: list[TrainingRun]) -> list[dict[str, Any]]:
+    """The interruption and restart counts of the published runs as rates per GPU-hour (``count / (period_days x 24
+    x n_gpus)``) [1/GPU-h], each with its source, and whether it is the plan's default (the training plan's
+    ``failures_per_gpu_hour``: Llama 3's unexpected interruptions)."""
+    from ..core import goodput
+
+    out = []
+    for r in runs:
+        per_day = r.per_day
+        if per_day is None or not r.n_gpus:
+            continue
+        rate = per_day / 24.0 / r.n_gpus
+        out.append(
+            {
+                "line": r.line,
+                "name": r.name,
+                "metric": r.metric,
+                "per_gpu_hour": rate,
+                "hours_between_on_1000_gpus": 1.0 / (rate * 1000.0),
+                "plan_default": math.isclose(rate, goodput.LLAMA3_FAILURES_PER_GPU_HOUR, rel_tol=1e-9),
+                "source": r.source,
+            }
+        )
+    return out
+
+
 def validate_training(path: str | None = None, leave_out: bool = True) -> dict[str, Any]:
-    """The training section of ``validate``: step time (as tokens/s/GPU) and peak memory, each row and summary."""
+    """The training section of ``validate``: step time (as tokens/s/GPU) and peak memory, each row and summary, and
+    the published interruption rates per GPU-hour (:func:`goodput_rates`)."""
     runs = read_training_runs(path)
     step = score_throughput(runs, leave_out)
     memory = score_memory(runs)
@@ -393,6 +421,7 @@ def validate_training(path: str | None = None, leave_out: bool = True) -> dict[s
             "summary": clean(summarise(memory, MEMORY_TARGET, True)),
             "fit": "nothing fitted: the plan's memory by component",
         },
+        "goodput_rates": clean(goodput_rates(runs)),
     }
 
 
