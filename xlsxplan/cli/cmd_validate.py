@@ -136,8 +136,68 @@ def run(args: argparse.Namespace) -> int:
             os.environ[calibration.FACTORS_ENV] = before
 
 
+def _train_table(section: dict[str, Any], unit: str) -> str:
+    lines = [f"{'line':>4}  {'name':<44} {'metric':<30} {'measured':>10} {'predicted':>10} {'error':>7}  note"]
+    for r in section["rows"]:
+        err = "-" if r["error"] is None else f"{100 * r['error']:+.0f}%"
+        note = r["basis"] if r["reason"] == "" else f"not predicted: {r['reason']}"
+        if r["assumptions"]:
+            note += " [" + "; ".join(r["assumptions"]) + "]"
+        name = r["name"] if len(r["name"]) <= 44 else r["name"][:43] + "~"
+        lines.append(
+            f"{r['line']:>4}  {name:<44} {r['metric']:<30} {_cell(r['measured']):>10} {_cell(r['predicted']):>10} "
+            f"{err:>7}  {note}"
+        )
+    s = section["summary"]
+    lines.append("")
+    lines.append(f"{'publication':<62} {'rows':>5} {'predicted':>9} {'median error':>12} {'within 2x':>9}")
+    for name, g in s["publications"].items():
+        err = "-" if g["median_abs_error"] is None else f"{100 * g['median_abs_error']:.1f}%"
+        within = "-" if g["within_2x"] is None else f"{100 * g['within_2x']:.1f}%"
+        lines.append(f"{name[:62]:<62} {g['rows']:>5} {g['predicted']:>9} {err:>12} {within:>9}")
+    med = "n/a" if s["median_abs_error"] is None else f"{100 * s['median_abs_error']:.1f}%"
+    within = "n/a" if s["within_2x"] is None else f"{100 * s['within_2x']:.1f}%"
+    text = (
+        f"{unit}: {s['rows']} rows, {s['predicted']} predicted; median absolute error {med}, within 2x {within}"
+        f" ({section['fit']})"
+    )
+    if "within_target" in s:
+        text += f"; {s['within_target']} within {100 * s['target']:.0f}%"
+    else:
+        text += f"; target median <= {100 * s['target']:.0f}%: " + ("met" if s["meets_target"] else "not met")
+    lines.append(text)
+    return "\n".join(lines)
+
+
+def _run_train(args: argparse.Namespace) -> int:
+    from ..plan.train_fit import validate_training
+
+    out = validate_training(args.train_data, leave_out=not args.in_sample)
+    if args.json:
+        json.dump(out, sys.stdout, indent=2)
+        print()
+    else:
+        print("Training step time (as tokens/s/GPU), each publication predicted from the others:")
+        print(_train_table(out["step_time"], "step time"))
+        print()
+        print("Peak memory per GPU (GB):")
+        print(_train_table(out["memory"], "peak memory"))
+        print()
+        print("Published interruption rates (count / (days x 24 x GPUs)):")
+        for g in out["goodput_rates"]:
+            mark = "  <- the plan's failures_per_gpu_hour" if g["plan_default"] else ""
+            print(
+                f"{g['line']:>4}  {g['name'][:56]:<56} {g['per_gpu_hour']:.3g} per GPU-hour, one every "
+                f"{g['hours_between_on_1000_gpus']:.3g} h on 1,000 GPUs{mark}"
+            )
+    return EXIT_OK
+
+
 def _run(args: argparse.Namespace) -> int:
     from .. import calibration
+
+    if args.train:
+        return _run_train(args)
     from ..calibration import measurements
 
     path = Path(args.data) if args.data else calibration.measurements_path()
@@ -197,6 +257,14 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="fit only on the file's rows, not also on the measurements behind the factors in use",
     )
     p.add_argument("--in-sample", action="store_true", help="fit on every row, the validated one included")
+    p.add_argument(
+        "--train",
+        action="store_true",
+        help="validate the training plan instead: its step time and peak memory per GPU against published runs with "
+        "their layouts (the shipped training_runs.csv, or --train-data), an MFU scale per accelerator and precision "
+        "fitted leaving each row's publication out",
+    )
+    p.add_argument("--train-data", metavar="FILE.csv", help="training runs to validate with --train (default: shipped)")
     p.add_argument(
         "--factors-as-is",
         action="store_true",

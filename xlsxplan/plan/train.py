@@ -68,8 +68,10 @@ __all__ = [
     "TRAIN_INPUTS",
     "PRECISIONS",
     "RECOMPUTE",
+    "LayoutResult",
     "TrainOption",
     "TrainPlan",
+    "layout_option",
     "plan_training",
 ]
 
@@ -379,7 +381,7 @@ def _layouts(
 ) -> list[TrainOption]:
     """Every layout of one accelerator, each with its memory and, where it fits, its time, goodput and cost."""
     s = m.shape
-    layers, hidden, heads, head_dim = s.layers, s.hidden, s.heads, s.head_dim
+    layers, hidden, heads = s.layers, s.hidden, s.heads
     seq = a["seq_len"]
     global_seqs = max(1, round(a["global_batch_tokens"] / seq))
     tokens_step = global_seqs * seq
@@ -389,9 +391,7 @@ def _layouts(
     net = a["network_gb_s"]
     dense_b = m.params_b - m.expert_b
     ckpt_gb = training.train_memory_gb(m.params_b, 14)  # BF16 weights and mixed-precision Adam; gradients not saved
-    flops_tok = training_memory.train_flops_per_token(m.active_b, layers, heads, head_dim, seq)
-    attn_fwd = 4.0 * layers * heads * head_dim * seq  # a third of PaLM's 12 L H Q T: the forward pass
-    extra = {"none": 0.0, "selective": attn_fwd, "full": 2.0 * m.active_b * GIGA + attn_fwd}
+    flops_tok, extra = _flops_per_token(m, seq)
     act_bytes = seq * hidden * 2.0  # one sequence's activations at a layer boundary, BF16
     out: list[TrainOption] = []
     every = bool(a["all_layouts"])
@@ -417,10 +417,7 @@ def _layouts(
                             micro = global_seqs // (dp * mb)
                             in_flight = min(pp, micro)
                             for zero in choices["zero_stages"]:
-                                w, gr, st = _state_gb(dense_b, zero, dp, tp * pp)
-                                if m.expert_b:
-                                    we, ge, se = _state_gb(m.expert_b, zero, max(1, dp // ep), tp * pp * ep)
-                                    w, gr, st = w + we, gr + ge, st + se
+                                w, gr, st = _states(m, dense_b, zero, dp, tp, pp, ep)
                                 for rc in choices["recompute"]:
                                     act = _activations_gb(seq, mb, hidden, heads, stage_layers * in_flight, tp, rc)
                                     total = w + gr + st + act
@@ -466,6 +463,27 @@ def _layouts(
                 _time(o, a, m, g, ctx, act_bytes, intra, net, node, dense_b, ckpt_gb)
                 out.append(o)
     return out
+
+
+def _flops_per_token(m: _Model, seq: float) -> tuple[float, dict[str, float]]:
+    """FLOPs per trained token [FLOP] (6N plus PaLM's attention, TRAIN_FLOPS_PER_TOKEN) and, by recompute mode, the
+    FLOPs a token's recomputed forward pass adds [FLOP]: the attention core for selective, the whole forward pass for
+    full."""
+    s = m.shape
+    flops_tok = training_memory.train_flops_per_token(m.active_b, s.layers, s.heads, s.head_dim, seq)
+    attn_fwd = 4.0 * s.layers * s.heads * s.head_dim * seq  # a third of PaLM's 12 L H Q T: the forward pass
+    return flops_tok, {"none": 0.0, "selective": attn_fwd, "full": 2.0 * m.active_b * GIGA + attn_fwd}
+
+
+def _states(m: _Model, dense_b: float, zero: int, dp: int, tp: int, pp: int, ep: int) -> tuple[float, float, float]:
+    """Weights, gradients and optimizer states one GPU holds [GB]: the dense parameters sharded by tensor x pipeline
+    parallelism (and ZeRO over the data-parallel GPUs), a mixture of experts' routed experts also by expert
+    parallelism (and ZeRO over the data-parallel GPUs that hold the same experts)."""
+    w, gr, st = _state_gb(dense_b, zero, dp, tp * pp)
+    if m.expert_b:
+        we, ge, se = _state_gb(m.expert_b, zero, max(1, dp // ep), tp * pp * ep)
+        w, gr, st = w + we, gr + ge, st + se
+    return w, gr, st
 
 
 _gpu_hours = training.gpu_hours.__wrapped__  # type: ignore[attr-defined]
@@ -801,3 +819,153 @@ def _limit(name: str, best: float, allowed: float, o: TrainOption, lead: str) ->
         f"over the {limit} by {shown(by)} ({best / allowed:.2f} times)" if binds else f"within the {limit}"
     )
     return {"limit": name, "binds": binds, "best": best, "allowed": allowed, "by": by, "unit": unit, "text": text}
+
+
+# --- one given layout ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class LayoutResult:
+    """One given layout through the plan's own memory and step-time model (:func:`layout_option`)."""
+
+    option: TrainOption
+    """The layout with its memory by component [GB], step time and its parts [s], MFU and goodput."""
+    flops_per_token: float
+    """Model FLOPs per trained token, 6N plus PaLM's attention (TRAIN_FLOPS_PER_TOKEN) [FLOP]."""
+    recompute_flops_per_token: float
+    """FLOPs the layout's recompute adds per token (the forward pass again, or its attention core) [FLOP]."""
+    peak_tflops: float
+    """The accelerator's dense peak at the precision [TFLOP/s per GPU]."""
+    calibrated_mfu: float
+    """EFFICIENCY's train_mfu for the accelerator, precision and width, before ``efficiency_scale`` [fraction]."""
+    bubble_factor: float
+    """``(m + p - 1) / m``: the pipeline's stretch of the per-micro-batch work [factor]."""
+
+    seq_len: int
+    """Tokens a sequence [tokens]."""
+
+    @property
+    def tokens_per_step(self) -> float:
+        """Training tokens an optimizer step [tokens]."""
+        return float(self.option.global_batch * self.seq_len)
+
+    @property
+    def tokens_per_s_per_gpu(self) -> float:
+        """Training tokens a second a GPU at the step time [tokens/s/GPU]."""
+        return self.tokens_per_step / (self.option.step_s * self.option.gpus)
+
+    @property
+    def compute_s(self) -> float:
+        """The part of the step time that scales as one over the compute efficiency: the compute, stretched by the
+        pipeline bubble [s]."""
+        return self.option.step["compute"] * self.bubble_factor
+
+
+def layout_option(
+    shape: Shape,
+    gpu: str,
+    *,
+    gpus: int,
+    tp: int,
+    pp: int,
+    dp: int,
+    ep: int = 1,
+    zero: int = 1,
+    micro_batch: int = 1,
+    global_batch: int,
+    recompute: str = "none",
+    precision: str = "bf16",
+    seq_len: int,
+    efficiency_scale: float = 1.0,
+    **given: Any,
+) -> LayoutResult:
+    """One given layout's memory per GPU and step time, by the functions the plan's search uses for every layout.
+
+    Parameters
+    ----------
+    shape : Shape
+        The model: a catalog preset's (:func:`~xlsxplan.calibration.shape.preset_shape`, its experts from the
+        catalog) or any other (dense).
+    gpu : str
+        An accelerator of the catalog [name].
+    gpus, tp, pp, dp, ep : int
+        GPUs, and tensor, pipeline, data and expert parallel sizes (``tp x pp x dp = gpus``; experts spread inside
+        data parallel) [count].
+    zero : int
+        ZeRO stage 0-3; 3 is FSDP's full shard [stage].
+    micro_batch, global_batch : int
+        Sequences a micro-batch and an optimizer step [sequences].
+    recompute : str
+        none, selective or full [name].
+    precision : str
+        bf16 or fp8: the dense peak the multiplies run at [name].
+    seq_len : int
+        Tokens a sequence [tokens].
+    efficiency_scale : float
+        Multiplies the calibrated MFU (EFFICIENCY's train_mfu) for a fit that scales it; 1 is the plan's [factor].
+    **given
+        Other inputs of :data:`TRAIN_INPUTS` (``dp_overlap``, ``network_gb_s``, ``gpus_per_node`` ...).
+
+    Returns
+    -------
+    LayoutResult
+        The option (memory by component [GB], step time and parts [s], MFU [fraction]) and the figures a
+        comparison with a published rate needs.
+    """
+    if tp * pp * dp != gpus:
+        raise ArgumentError(f"gpus must be tp x pp x dp = {tp * pp * dp}, got {gpus}", "gpus")
+    if recompute not in RECOMPUTE:
+        raise ArgumentError(f"recompute must be one of {', '.join(RECOMPUTE)}, got {recompute!r}", "recompute")
+    if precision not in PRECISIONS:
+        raise ArgumentError(f"precision must be one of {', '.join(PRECISIONS)}, got {precision!r}", "precision")
+    if not (math.isfinite(efficiency_scale) and efficiency_scale > 0):
+        raise ArgumentError(f"efficiency_scale must be a finite number above 0, got {efficiency_scale!r}", "scale")
+    a = _checked(
+        {"params_b": shape.params_b, "seq_len": seq_len, "global_batch_tokens": global_batch * seq_len, **given}
+    )
+    if shape.preset:
+        m = _model(shape.preset, shape.params_b)
+    else:
+        m = _Model(shape, shape.params_b, shape.active_b, 0.0, 0, 0, 0)
+    skipped: list[str] = []
+    g = _accelerator(gpu, 0.0, "not priced", (precision,), skipped)
+    if precision not in g.peaks:
+        raise NotAvailableError(skipped[0], "precision")
+    peak = g.peaks[precision]
+    s = m.shape
+    seq = a["seq_len"]
+    tokens_step = global_batch * seq
+    dense_b = m.params_b - m.expert_b
+    flops_tok, extra = _flops_per_token(m, seq)
+    stage_layers = math.ceil(s.layers / pp)
+    micro = max(1, round(global_batch / (dp * micro_batch)))
+    in_flight = min(pp, micro)
+    w, gr, st = _states(m, dense_b, zero, dp, tp, pp, ep)
+    act = _activations_gb(seq, micro_batch, s.hidden, s.heads, stage_layers * in_flight, tp, recompute)
+    memory = {"weights": w, "gradients": gr, "optimizer": st, "activations": act}
+    o = TrainOption(
+        g.name,
+        gpus,
+        tp,
+        pp,
+        dp,
+        ep,
+        zero,
+        micro_batch,
+        global_batch,
+        recompute,
+        precision,
+        m.params_b,
+        float(tokens_step),
+        sum(memory.values()),
+        memory,
+        g.memory_gb * a["usable_fraction"],
+        g.price,
+        g.basis,
+    )
+    calibrated = _mfu(g.name, precision, s.hidden)
+    ctx = _Step(peak, calibrated * efficiency_scale, tokens_step, micro, stage_layers, flops_tok + extra[recompute])
+    intra = g.link_gb_s or a["network_gb_s"]
+    ckpt_gb = training.train_memory_gb(m.params_b, 14)
+    _time(o, a, m, g, ctx, seq * s.hidden * 2.0, intra, a["network_gb_s"], a["gpus_per_node"], dense_b, ckpt_gb)
+    return LayoutResult(o, flops_tok, extra[recompute], peak, calibrated, (micro + pp - 1) / micro, seq)
