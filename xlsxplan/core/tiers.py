@@ -22,6 +22,7 @@ References
 
 from __future__ import annotations
 
+import textwrap
 from dataclasses import dataclass
 
 from ..domains import (
@@ -327,5 +328,13 @@ def tier_mix_share(
     return mix.shares[key]
 
 
+def _with_args(doc: str) -> str:
+    """``doc`` with ``{args}`` replaced by the shared parameters, indented as its Parameters heading is: Python 3.13
+    and later (Pyodide, xlwings Lite) strip a docstring's common indentation when compiling it, 3.11 keeps it."""
+    heading = next(line for line in doc.splitlines() if line.strip() == "Parameters")
+    pad = heading[: len(heading) - len(heading.lstrip())]
+    return doc.replace("{args}", textwrap.indent(textwrap.dedent(_ARGS_DOC), pad))
+
+
 for _f in (tier_mix_cost, tier_mix_base, tier_mix_share):
-    _f.__doc__ = (_f.__doc__ or "").replace("{args}", _ARGS_DOC)
+    _f.__doc__ = _with_args(_f.__doc__ or "")
