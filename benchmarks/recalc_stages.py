@@ -11,6 +11,7 @@ a fresh process, measures ``time.process_time`` (CPU: steadier than wall time on
 Usage::
 
     python benchmarks/recalc_stages.py --rows 10000 100000 --repeats 3
+    python benchmarks/recalc_stages.py --python /work/main/.venv/bin/python     # another tree's xlsxplan: before
 """
 
 from __future__ import annotations
@@ -70,6 +71,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, nargs="*", default=[10_000, 100_000])
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--python", default=sys.executable, help="the interpreter whose xlsxplan is measured")
     parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -89,7 +91,14 @@ def main() -> None:
             for kind, book in books.items():
                 runs = []
                 for _ in range(args.repeats):
-                    cmd = [sys.executable, __file__, "--child", kind, str(book), str(folder / "out.xlsx")]
+                    cmd = [
+                        args.python if kind == "xlsxplan" else sys.executable,
+                        __file__,
+                        "--child",
+                        kind,
+                        str(book),
+                        str(folder / "out.xlsx"),
+                    ]
                     runs.append(json.loads(subprocess.run(cmd, check=True, capture_output=True).stdout))
                 med = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
                 total = sum(med.values())

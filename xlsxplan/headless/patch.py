@@ -169,17 +169,19 @@ def _cell_out(p: str, ref: str, middle: str, body: str, patch: Patch) -> str:
     return f"{head}>{inner}</{p}c>"
 
 
-_MIDDLES: dict[str, str] = {}
-"""A cell's attribute text with its ``r`` taken out -> its attributes but ``r`` and ``t`` as :func:`_cell_out`
-writes them: the cells of a column share one (its style), read once."""
+_MIDDLES: dict[tuple[str, tuple[str, ...]], str] = {}
+"""A cell's or a row's attribute text with its ``r`` taken out, and the attributes to leave out -> the others as
+:func:`_cell_out` and :func:`_row_xml` write them: the cells of a column share one (its style), as the rows of a
+sheet do, read once."""
 
 
-def _middle(attrs_text: str) -> str:
-    middle = _MIDDLES.get(attrs_text)
+def _middle(attrs_text: str, left_out: tuple[str, ...] = ("r", "t")) -> str:
+    key = (attrs_text, left_out)
+    middle = _MIDDLES.get(key)
     if middle is None:
-        middle = _attr_text((k, v) for k, v in _attrs(attrs_text) if k not in ("r", "t"))
+        middle = _attr_text((k, v) for k, v in _attrs(attrs_text) if k not in left_out)
         if len(_MIDDLES) < 10_000:
-            _MIDDLES[attrs_text] = middle
+            _MIDDLES[key] = middle
     return middle
 
 
@@ -196,6 +198,19 @@ class _SheetLayout:
             if lo <= col <= hi:
                 return style
         return None
+
+
+def _r_attr(attrs_text: str) -> tuple[str | None, int, int]:
+    """The ``r`` attribute's value in an element's attribute text and where the attribute is (its leading space
+    included), or (None, 0, 0); a cell as Excel writes it starts with ``r``, read without a pattern."""
+    if attrs_text.startswith(' r="'):
+        end = attrs_text.find('"', 4)
+        if end > 0:
+            return attrs_text[4:end], 0, end + 1
+    found = _R_ONLY.search(attrs_text)
+    if found is None:
+        return None, 0, 0
+    return (found.group(1) if found.group(1) is not None else found.group(2)), found.start(), found.end()
 
 
 def _until(close: str) -> str:
@@ -220,7 +235,9 @@ def _column(ref: str) -> int:
     return col
 
 
-def _row_xml(layout: _SheetLayout, row: int, attrs: list[tuple[str, str]], body: str, patches: dict[int, Patch]) -> str:
+def _row_xml(layout: _SheetLayout, row: int, attrs_text: str, body: str, patches: dict[int, Patch]) -> str:
+    """A row's XML with ``patches`` ({column: Patch}) written in; ``attrs_text``: its attributes as the file writes
+    them (read only where a cell is inserted; otherwise they are written as the rows of a sheet share them)."""
     p = layout.prefix
     cell_re = _CELL_RES.get(p)
     if cell_re is None:
@@ -231,14 +248,13 @@ def _row_xml(layout: _SheetLayout, row: int, attrs: list[tuple[str, str]], body:
     pos, col, inserted, at = 0, 0, False, 0  # `at`: the next of `pending` to write
 
     def new_cell(c: int, patch: Patch) -> str:
-        style = layout.style_for(dict(attrs), c)
+        style = layout.style_for(dict(_attrs(attrs_text)), c)
         base = [("s", style)] if style else []
         return _cell_xml(p, f"{col_letter(c)}{row}", base, "", patch, layout.quoted)
 
     for m in cell_re.finditer(body) if body else ():
         cell_attrs = m.group(1)
-        found = _R_ONLY.search(cell_attrs)
-        ref = (found.group(1) if found.group(1) is not None else found.group(2)) if found else None
+        ref, r_start, r_end = _r_attr(cell_attrs)
         col = _column(ref) if ref else col + 1
         out.append(body[pos : m.start()])
         pos = m.end()
@@ -253,7 +269,7 @@ def _row_xml(layout: _SheetLayout, row: int, attrs: list[tuple[str, str]], body:
             if patch.quote_prefix and layout.quoted is not None:
                 out.append(_cell_xml(p, cell, _attrs(cell_attrs), m.group(2) or "", patch, layout.quoted))
             else:  # the attributes but r, as the cells of a column share them
-                rest = cell_attrs[: found.start()] + cell_attrs[found.end() :] if found else cell_attrs
+                rest = cell_attrs[:r_start] + cell_attrs[r_end:]
                 out.append(_cell_out(p, cell, _middle(rest), m.group(2) or "", patch))
         elif ref:
             out.append(m.group(0))
@@ -263,8 +279,12 @@ def _row_xml(layout: _SheetLayout, row: int, attrs: list[tuple[str, str]], body:
     for c, patch in pending[at:]:
         out.append(new_cell(c, patch))
         inserted = True
-    new_attrs = [("r", str(row))] + [(k, v) for k, v in attrs if k != "r" and not (inserted and k == "spans")]
-    return f"<{p}row{_attr_text(new_attrs)}>{''.join(out)}</{p}row>"
+    if inserted:
+        others = _attr_text((k, v) for k, v in _attrs(attrs_text) if k not in ("r", "spans"))
+    else:  # the attributes but r, as the rows of a sheet share them
+        found = _R_ONLY.search(attrs_text)
+        others = _middle(attrs_text[: found.start()] + attrs_text[found.end() :] if found else attrs_text, ("r",))
+    return f'<{p}row r="{row}"{others}>{"".join(out)}</{p}row>'
 
 
 def patch_sheet(
@@ -309,18 +329,18 @@ def patch_sheet(
         out.append(body[pos : rm.start()])
         pos = rm.end()
         while at < len(pending) and pending[at] < row:
-            out.append(_row_xml(layout, pending[at], [], "", by_row[pending[at]]))
+            out.append(_row_xml(layout, pending[at], "", "", by_row[pending[at]]))
             at += 1
         if at < len(pending) and pending[at] == row:
             at += 1
-            out.append(_row_xml(layout, row, _attrs(rm.group(1)), rm.group(2) or "", by_row[row]))
+            out.append(_row_xml(layout, row, rm.group(1), rm.group(2) or "", by_row[row]))
         elif r_text:
             out.append(rm.group(0))
         else:
             out.append(rm.group(0).replace(f"<{p}row", f'<{p}row r="{row}"', 1))
     out.append(body[pos:])
     for r in pending[at:]:
-        out.append(_row_xml(layout, r, [], "", by_row[r]))
+        out.append(_row_xml(layout, r, "", "", by_row[r]))
     new_text = text[:start] + head + "".join(out) + f"</{p}sheetData>" + text[end:]
     new_text = _grow_dimension(new_text, p, patches)
     return new_text.encode(encoding)
