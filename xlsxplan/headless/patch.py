@@ -235,6 +235,24 @@ def _column(ref: str) -> int:
     return col
 
 
+def _new_cell(layout: _SheetLayout, attrs_text: str, row: int, col: int, patch: Patch) -> str:
+    """A cell inserted into a row (whose attributes are ``attrs_text``), with the row's or column's style."""
+    style = layout.style_for(dict(_attrs(attrs_text)), col)
+    base = [("s", style)] if style else []
+    return _cell_xml(layout.prefix, f"{col_letter(col)}{row}", base, "", patch, layout.quoted)
+
+
+_LETTERS: dict[int, str] = {}
+
+
+def _letters(col: int) -> str:
+    """:func:`.package.col_letter`, remembered per column."""
+    letters = _LETTERS.get(col)
+    if letters is None:
+        letters = _LETTERS[col] = col_letter(col)
+    return letters
+
+
 def _row_xml(layout: _SheetLayout, row: int, attrs_text: str, body: str, patches: dict[int, Patch]) -> str:
     """A row's XML with ``patches`` ({column: Patch}) written in; ``attrs_text``: its attributes as the file writes
     them (read only where a cell is inserted; otherwise they are written as the rows of a sheet share them)."""
@@ -247,11 +265,6 @@ def _row_xml(layout: _SheetLayout, row: int, attrs_text: str, body: str, patches
     out: list[str] = []
     pos, col, inserted, at = 0, 0, False, 0  # `at`: the next of `pending` to write
 
-    def new_cell(c: int, patch: Patch) -> str:
-        style = layout.style_for(dict(_attrs(attrs_text)), c)
-        base = [("s", style)] if style else []
-        return _cell_xml(p, f"{col_letter(c)}{row}", base, "", patch, layout.quoted)
-
     for m in cell_re.finditer(body) if body else ():
         cell_attrs = m.group(1)
         ref, r_start, r_end = _r_attr(cell_attrs)
@@ -259,13 +272,13 @@ def _row_xml(layout: _SheetLayout, row: int, attrs_text: str, body: str, patches
         out.append(body[pos : m.start()])
         pos = m.end()
         while at < len(pending) and pending[at][0] < col:
-            out.append(new_cell(*pending[at]))
+            out.append(_new_cell(layout, attrs_text, row, *pending[at]))
             at += 1
             inserted = True
         if at < len(pending) and pending[at][0] == col:
             patch = pending[at][1]
             at += 1
-            cell = f"{col_letter(col)}{row}"
+            cell = f"{_letters(col)}{row}"
             if patch.quote_prefix and layout.quoted is not None:
                 out.append(_cell_xml(p, cell, _attrs(cell_attrs), m.group(2) or "", patch, layout.quoted))
             else:  # the attributes but r, as the cells of a column share them
@@ -277,7 +290,7 @@ def _row_xml(layout: _SheetLayout, row: int, attrs_text: str, body: str, patches
             out.append(m.group(0).replace(f"<{p}c", f'<{p}c r="{col_letter(col)}{row}"', 1))
     out.append(body[pos:])
     for c, patch in pending[at:]:
-        out.append(new_cell(c, patch))
+        out.append(_new_cell(layout, attrs_text, row, c, patch))
         inserted = True
     if inserted:
         others = _attr_text((k, v) for k, v in _attrs(attrs_text) if k not in ("r", "spans"))
