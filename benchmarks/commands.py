@@ -6,7 +6,8 @@ from the outside; the peak resident memory is the process's own (``wait4``). Cas
 * ``eval``: ``xlsxplan eval "=ROUND(DECODE_TOKS(72.7,1,2,3.35),0)"``;
 * ``recalc`` of each shipped template (``workbooks/*.xlsx``), load to written file;
 * ``rows``: a sheet of N scenario rows, each with one registry formula (``=DECODE_TOKS_TOTAL(A2,1,2,3.35,94,327680,
-  2300)``), recalculated by ``xlsxplan recalc``; beside it, LibreOffice's headless recalculation (``soffice
+  2300)``), recalculated by ``xlsxplan recalc``; beside it, formualizer alone (``recalculate_xlsx_file`` in a
+  process of its own: load, calculate, write) and LibreOffice's headless recalculation (``soffice
   --convert-to xlsx`` with a profile that recalculates every formula on load) of the same sheet with the same
   arithmetic written in native formulas (``=94*(2*3.35E12)/(A2*1E9*1+94*327680*2300)``), in the same run.
 
@@ -39,6 +40,10 @@ ROOT = Path(__file__).resolve().parents[1]
 EVAL = "=ROUND(DECODE_TOKS(72.7,1,2,3.35),0)"
 NS = "http://schemas.openxmlformats.org/spreadsheetml/2006/main"
 REL = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
+
+
+ENGINE_ALONE = "import sys, formualizer; formualizer.recalculate_xlsx_file(sys.argv[1], sys.argv[2])"
+"""formualizer alone: load the native sheet, calculate every formula, write the values cached (one call)."""
 
 
 def run(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, float, float]:
@@ -154,6 +159,7 @@ def main() -> None:
     parser.add_argument("--templates", default=str(ROOT / "workbooks"))
     parser.add_argument("--no-eval", action="store_true")
     parser.add_argument("--no-libreoffice", action="store_true")
+    parser.add_argument("--no-engine", action="store_true", help="leave out formualizer alone")
     parser.add_argument("--json", help="also write the results to this JSON file")
     parser.add_argument("--make", nargs=2, help=argparse.SUPPRESS)
     parser.add_argument("--native", action="store_true", help=argparse.SUPPRESS)
@@ -194,8 +200,12 @@ def main() -> None:
                 [*cmd, "recalc", str(book), "-o", str(folder / f"rows{n}.out.xlsx"), "-q"], args.row_repeats
             )
             show(f"xlsxplan recalc, {n:,} rows, registry formulas", row)
+            native = make(folder / f"native{n}.xlsx", n, native=True)
+            if not args.no_engine:  # formualizer alone, a process of its own: load, calculate, write
+                engine = [sys.executable, "-c", ENGINE_ALONE, str(native), str(folder / f"engine{n}.xlsx")]
+                row = results[f"formualizer {n} rows"] = median_run(engine, args.row_repeats)
+                show(f"formualizer alone, {n:,} rows, native formulas", row)
             if soffice:
-                native = make(folder / f"native{n}.xlsx", n, native=True)
                 row = results[f"libreoffice {n} rows"] = median_run([*lo, str(native)], args.row_repeats)
                 show(f"LibreOffice recalc, {n:,} rows, native formulas", row)
                 out = folder / "lo" / native.name

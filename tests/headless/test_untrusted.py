@@ -17,7 +17,9 @@ import pytest
 from tests.helpers.hostile import (
     CORPUS,
     PADDED_PARTS,
+    dde_link,
     entity_bomb,
+    external_link,
     formatted_rows,
     many_strings,
     members,
@@ -642,3 +644,55 @@ def test_rule_formulas_inside_the_workbook_pass():
     )
     assert rule_formula_threat(xml) is None
     assert rule_formula_threat(xml.replace(b"Lists!$A$1:$A$9", b"[2]Other!A1"))[0] == "[2]Other!A1"
+
+
+def _linked_book(make, reach: str) -> bytes:
+    """The hostile corpus's book with an external (or DDE) link part, reached by ``reach``: nothing, a cell formula,
+    a defined name, a data-validation or a conditional-format formula."""
+    parts = members(make())
+    sheet = parts["xl/worksheets/sheet1.xml"].decode().replace("<f>[1]Rates!A1*21</f>", "<f>A1*21</f>")
+    if reach == "cell":
+        sheet = sheet.replace("<f>A1*21</f>", "<f>A1*[1]Rates!A1</f>")
+    elif reach == "validation":
+        sheet = sheet.replace(
+            "</sheetData>",
+            '</sheetData><dataValidations count="1"><dataValidation type="list" sqref="C1">'
+            "<formula1>[1]Rates!$A$1:$A$3</formula1></dataValidation></dataValidations>",
+        )
+    elif reach == "conditional":
+        sheet = sheet.replace(
+            "</sheetData>",
+            '</sheetData><conditionalFormatting sqref="A1"><cfRule type="expression" priority="1">'
+            "<formula>A1&gt;[1]Rates!$A$1</formula></cfRule></conditionalFormatting>",
+        )
+    parts["xl/worksheets/sheet1.xml"] = sheet.encode()
+    if reach == "name":
+        book = parts["xl/workbook.xml"].decode()
+        book = book.replace(
+            "<calcPr", '<definedNames><definedName name="Rate">[1]Rates!$A$1</definedName></definedNames><calcPr'
+        )
+        parts["xl/workbook.xml"] = book.encode()
+    return pack(parts)
+
+
+@pytest.mark.parametrize("make", [external_link, dde_link])
+def test_a_link_part_nothing_reaches_does_not_refuse_the_file(make, tmp_path):
+    path = tmp_path / "leftover.xlsx"
+    path.write_bytes(_linked_book(make, "nothing"))
+    wb = Workbook.load(path)
+    wb.set("Sheet1!A1", 3).calculate()
+    assert wb.get("Sheet1!A2") == 63
+    out = tmp_path / "out.xlsx"
+    wb.save(out)
+    with zipfile.ZipFile(out) as zf:  # the link part is kept as it was, never read
+        assert zf.read("xl/externalLinks/externalLink1.xml") == members(make())["xl/externalLinks/externalLink1.xml"]
+
+
+@pytest.mark.parametrize("reach", ["cell", "name", "validation", "conditional"])
+@pytest.mark.parametrize("make", [external_link, dde_link])
+def test_a_link_part_anything_reaches_is_refused_with_the_link_message(make, reach, tmp_path, no_parsing):
+    path = tmp_path / "linked.xlsx"
+    path.write_bytes(_linked_book(make, reach))
+    with pytest.raises(WorkbookError, match=r"has links to other workbooks or DDE links \(xl/externalLinks/") as err:
+        Workbook.load(path)
+    assert "Break Link" in err.value.message and "\n" not in err.value.message

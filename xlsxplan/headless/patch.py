@@ -129,6 +129,10 @@ def _value_xml(p: str, patch: Patch) -> tuple[str | None, str]:
     return "inlineStr", f"<{p}is><{p}t{space}>{escape_text(text)}</{p}t></{p}is>"
 
 
+_BODY_RES: dict[str, tuple[re.Pattern[str], re.Pattern[str]]] = {}
+"""Per namespace prefix: a cell's ``<f>`` and its ``<extLst>``."""
+
+
 def _cell_xml(
     p: str,
     ref: str,
@@ -137,22 +141,48 @@ def _cell_xml(
     patch: Patch,
     quoted: Callable[[str | None], str] | None = None,
 ) -> str:
-    keep_f = ""
-    if patch.result and body:
-        m = re.search(rf"<{p}f\b[^>]*/>|<{p}f\b[^>]*>.*?</{p}f>", body, re.S)
-        keep_f = m.group(0) if m else ""
-    ext = re.search(rf"<{p}extLst\b.*?</{p}extLst>", body, re.S) if body else None
-    t, children = _value_xml(p, patch)
     if patch.quote_prefix and quoted is not None:
         style = quoted(dict(attrs).get("s"))
         attrs = [(k, v) for k, v in attrs if k != "s"] + [("s", style)]
-    out = [("r", ref)] + [(k, v) for k, v in attrs if k not in ("r", "t")]
-    if t is not None:
-        out.append(("t", t))
+    return _cell_out(p, ref, _attr_text((k, v) for k, v in attrs if k not in ("r", "t")), body, patch)
+
+
+def _cell_out(p: str, ref: str, middle: str, body: str, patch: Patch) -> str:
+    """A cell's XML: ``r``, then its other attributes but ``t`` as written in ``middle``, then its ``t`` and
+    children for ``patch`` (the ``<f>`` and ``<extLst>`` of ``body`` kept)."""
+    keep_f = ""
+    res = _BODY_RES.get(p)
+    if res is None:
+        res = _BODY_RES[p] = (
+            re.compile(rf"<{p}f\b[^>]*/>|<{p}f\b[^>]*>.*?</{p}f>", re.S),
+            re.compile(rf"<{p}extLst\b.*?</{p}extLst>", re.S),
+        )
+    if patch.result and body:
+        m = res[0].search(body)
+        keep_f = m.group(0) if m else ""
+    ext = res[1].search(body) if body and "extLst" in body else None
+    t, children = _value_xml(p, patch)
+    head = f'<{p}c r="{ref}"{middle}' + (f' t="{t}"' if t is not None else "")
     inner = keep_f + children + (ext.group(0) if ext else "")
     if not inner:
-        return f"<{p}c{_attr_text(out)}/>"
-    return f"<{p}c{_attr_text(out)}>{inner}</{p}c>"
+        return head + "/>"
+    return f"{head}>{inner}</{p}c>"
+
+
+_MIDDLES: dict[tuple[str, tuple[str, ...]], str] = {}
+"""A cell's or a row's attribute text with its ``r`` taken out, and the attributes to leave out -> the others as
+:func:`_cell_out` and :func:`_row_xml` write them: the cells of a column share one (its style), as the rows of a
+sheet do, read once."""
+
+
+def _middle(attrs_text: str, left_out: tuple[str, ...] = ("r", "t")) -> str:
+    key = (attrs_text, left_out)
+    middle = _MIDDLES.get(key)
+    if middle is None:
+        middle = _attr_text((k, v) for k, v in _attrs(attrs_text) if k not in left_out)
+        if len(_MIDDLES) < 10_000:
+            _MIDDLES[key] = middle
+    return middle
 
 
 @dataclass
@@ -168,6 +198,25 @@ class _SheetLayout:
             if lo <= col <= hi:
                 return style
         return None
+
+
+def _r_attr(attrs_text: str) -> tuple[str | None, int, int]:
+    """The ``r`` attribute's value in an element's attribute text and where the attribute is (its leading space
+    included), or (None, 0, 0); a cell as Excel writes it starts with ``r``, read without a pattern."""
+    if attrs_text.startswith(' r="'):
+        end = attrs_text.find('"', 4)
+        if end > 0:
+            return attrs_text[4:end], 0, end + 1
+    found = _R_ONLY.search(attrs_text)
+    if found is None:
+        return None, 0, 0
+    return (found.group(1) if found.group(1) is not None else found.group(2)), found.start(), found.end()
+
+
+def _until(close: str) -> str:
+    """A pattern for any text up to the first ``<`` + ``close``: what ``.*?`` before it matches, without trying
+    the closing tag at every character (a third of the time of writing a sheet went to that)."""
+    return rf"[^<]*(?:<(?!{close})[^<]*)*"
 
 
 _R_ONLY = re.compile(r"""(?:^|\s)r\s*=\s*(?:"([^"]*)"|'([^']*)')""")
@@ -186,46 +235,69 @@ def _column(ref: str) -> int:
     return col
 
 
-def _row_xml(layout: _SheetLayout, row: int, attrs: list[tuple[str, str]], body: str, patches: dict[int, Patch]) -> str:
+def _new_cell(layout: _SheetLayout, attrs_text: str, row: int, col: int, patch: Patch) -> str:
+    """A cell inserted into a row (whose attributes are ``attrs_text``), with the row's or column's style."""
+    style = layout.style_for(dict(_attrs(attrs_text)), col)
+    base = [("s", style)] if style else []
+    return _cell_xml(layout.prefix, f"{col_letter(col)}{row}", base, "", patch, layout.quoted)
+
+
+_LETTERS: dict[int, str] = {}
+
+
+def _letters(col: int) -> str:
+    """:func:`.package.col_letter`, remembered per column."""
+    letters = _LETTERS.get(col)
+    if letters is None:
+        letters = _LETTERS[col] = col_letter(col)
+    return letters
+
+
+def _row_xml(layout: _SheetLayout, row: int, attrs_text: str, body: str, patches: dict[int, Patch]) -> str:
+    """A row's XML with ``patches`` ({column: Patch}) written in; ``attrs_text``: its attributes as the file writes
+    them (read only where a cell is inserted; otherwise they are written as the rows of a sheet share them)."""
     p = layout.prefix
     cell_re = _CELL_RES.get(p)
     if cell_re is None:
         attr = r"(?:\s+[^\s=/>]+\s*=\s*(?:\"[^\"]*\"|'[^']*'))*"
-        cell_re = _CELL_RES[p] = re.compile(rf"<{p}c\b({attr})\s*(?:/>|>(.*?)</{p}c>)", re.S)
-    row_attrs = dict(attrs)
-    pending = sorted(patches.items())
+        cell_re = _CELL_RES[p] = re.compile(rf"<{p}c\b({attr})\s*(?:/>|>({_until(f'/{p}c>')})</{p}c>)")
+    pending = sorted(patches.items()) if len(patches) > 1 else list(patches.items())
     out: list[str] = []
-    pos, col, inserted = 0, 0, False
+    pos, col, inserted, at = 0, 0, False, 0  # `at`: the next of `pending` to write
 
-    def new_cell(c: int, patch: Patch) -> str:
-        style = layout.style_for(row_attrs, c)
-        base = [("s", style)] if style else []
-        return _cell_xml(p, f"{col_letter(c)}{row}", base, "", patch, layout.quoted)
-
-    for m in cell_re.finditer(body):
-        found = _R_ONLY.search(m.group(1))
-        ref = (found.group(1) if found.group(1) is not None else found.group(2)) if found else None
+    for m in cell_re.finditer(body) if body else ():
+        cell_attrs = m.group(1)
+        ref, r_start, r_end = _r_attr(cell_attrs)
         col = _column(ref) if ref else col + 1
         out.append(body[pos : m.start()])
         pos = m.end()
-        while pending and pending[0][0] < col:
-            c, patch = pending.pop(0)
-            out.append(new_cell(c, patch))
+        while at < len(pending) and pending[at][0] < col:
+            out.append(_new_cell(layout, attrs_text, row, *pending[at]))
+            at += 1
             inserted = True
-        if pending and pending[0][0] == col:
-            _, patch = pending.pop(0)
-            cattrs = _attrs(m.group(1))
-            out.append(_cell_xml(p, f"{col_letter(col)}{row}", cattrs, m.group(2) or "", patch, layout.quoted))
+        if at < len(pending) and pending[at][0] == col:
+            patch = pending[at][1]
+            at += 1
+            cell = f"{_letters(col)}{row}"
+            if patch.quote_prefix and layout.quoted is not None:
+                out.append(_cell_xml(p, cell, _attrs(cell_attrs), m.group(2) or "", patch, layout.quoted))
+            else:  # the attributes but r, as the cells of a column share them
+                rest = cell_attrs[:r_start] + cell_attrs[r_end:]
+                out.append(_cell_out(p, cell, _middle(rest), m.group(2) or "", patch))
         elif ref:
             out.append(m.group(0))
         else:  # a cell without r: write the position it implies, since cells may be inserted before it
             out.append(m.group(0).replace(f"<{p}c", f'<{p}c r="{col_letter(col)}{row}"', 1))
     out.append(body[pos:])
-    for c, patch in pending:
-        out.append(new_cell(c, patch))
+    for c, patch in pending[at:]:
+        out.append(_new_cell(layout, attrs_text, row, c, patch))
         inserted = True
-    new_attrs = [("r", str(row))] + [(k, v) for k, v in attrs if k != "r" and not (inserted and k == "spans")]
-    return f"<{p}row{_attr_text(new_attrs)}>{''.join(out)}</{p}row>"
+    if inserted:
+        others = _attr_text((k, v) for k, v in _attrs(attrs_text) if k not in ("r", "spans"))
+    else:  # the attributes but r, as the rows of a sheet share them
+        found = _R_ONLY.search(attrs_text)
+        others = _middle(attrs_text[: found.start()] + attrs_text[found.end() :] if found else attrs_text, ("r",))
+    return f'<{p}row r="{row}"{others}>{"".join(out)}</{p}row>'
 
 
 def patch_sheet(
@@ -257,7 +329,8 @@ def patch_sheet(
     by_row: dict[int, dict[int, Patch]] = {}
     for (r, c), patch in patches.items():
         by_row.setdefault(r, {})[c] = patch
-    row_re = re.compile(rf"<{p}row\b((?:\s+[^\s=/>]+\s*=\s*(?:\"[^\"]*\"|'[^']*'))*)\s*(?:/>|>(.*?)</{p}row>)", re.S)
+    attr = r"(?:\s+[^\s=/>]+\s*=\s*(?:\"[^\"]*\"|'[^']*'))*"
+    row_re = re.compile(rf"<{p}row\b({attr})\s*(?:/>|>({_until(f'/{p}row>')})</{p}row>)")
     out: list[str] = []
     pos, row = 0, 0
     pending = sorted(by_row)
@@ -269,18 +342,18 @@ def patch_sheet(
         out.append(body[pos : rm.start()])
         pos = rm.end()
         while at < len(pending) and pending[at] < row:
-            out.append(_row_xml(layout, pending[at], [], "", by_row[pending[at]]))
+            out.append(_row_xml(layout, pending[at], "", "", by_row[pending[at]]))
             at += 1
         if at < len(pending) and pending[at] == row:
             at += 1
-            out.append(_row_xml(layout, row, _attrs(rm.group(1)), rm.group(2) or "", by_row[row]))
+            out.append(_row_xml(layout, row, rm.group(1), rm.group(2) or "", by_row[row]))
         elif r_text:
             out.append(rm.group(0))
         else:
             out.append(rm.group(0).replace(f"<{p}row", f'<{p}row r="{row}"', 1))
     out.append(body[pos:])
     for r in pending[at:]:
-        out.append(_row_xml(layout, r, [], "", by_row[r]))
+        out.append(_row_xml(layout, r, "", "", by_row[r]))
     new_text = text[:start] + head + "".join(out) + f"</{p}sheetData>" + text[end:]
     new_text = _grow_dimension(new_text, p, patches)
     return new_text.encode(encoding)

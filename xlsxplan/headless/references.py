@@ -169,7 +169,6 @@ def _area(ref: str) -> Area | None:
     return None
 
 
-@functools.lru_cache(maxsize=4096)  # a column of one formula, a table's cells: decided once per text
 def threat(formula: str) -> str | None:
     """Why a formula (or a defined name's text) must not be evaluated, or None; decided on the engine's tokens.
 
@@ -178,8 +177,14 @@ def threat(formula: str) -> str | None:
     a reference outside Excel's grid (``XFE1``, ``A1:A1048577``) is not one Excel can hold, so no number computed
     for it would be Excel's. Structured table references (``Table1[Column]``) are none of these.
     """
-    if not _maybe_threat(formula):
+    if not _maybe_threat(formula):  # almost every formula: decided on its text, with nothing to remember
         return None
+    return _threat(formula)
+
+
+@functools.lru_cache(maxsize=4096)  # a column of one formula, a table's cells: decided once per text
+def _threat(formula: str) -> str | None:
+    """:func:`threat` of a formula the test over its text could not clear, on the engine's tokens."""
     toks = tokens(formula)
     if toks is None:
         if "|" in formula or "[" in formula:

@@ -16,8 +16,11 @@ once and refuses it, with one line, before any XML is parsed when:
   xlsxplan reads itself are parsed through ``defusedxml``, which refuses entities again; the engine is given a
   package none of whose parts holds one;
 * it has **external links** (``xl/externalLinks``: formulas reading other workbooks, or DDE links that start
-  programs). xlsxplan never follows them; it refuses the file rather than compute with values it cannot see.
-  Cell formulas and defined names are checked for external and DDE references too (:func:`formula_threat`);
+  programs) that anything reaches: a cell formula, a defined name, a data-validation or conditional-format
+  formula (:func:`link_reached`). xlsxplan never follows them; it refuses the file rather than compute with values
+  it cannot see. A link part nothing reaches (left behind after the formulas that used it were deleted) is kept in
+  the output untouched and never read. Cell formulas and defined names are checked for external and DDE
+  references too (:func:`formula_threat`);
 * a sheet is **too large**: its cells, its formula cells, or the cells of merged ranges and hyperlinks (a merged
   ``A1:XFD1048576`` is 17 billion cells to any reader that creates them) are counted by scanning each sheet's XML as
   a stream, with the last row and column each sheet uses, and the memory the engine (`formualizer`) would need is
@@ -72,6 +75,7 @@ __all__ = [
     "open_package",
     "inspect_bytes",
     "formula_threat",
+    "link_reached",
     "check_ranges",
     "check_spans",
     "range_costs",
@@ -696,7 +700,7 @@ def _inspect(data: bytes, name: str, limits: Limits) -> Inspection:
     pkg.load_structure()
     links = [n for n in pkg.names if n.lower().startswith("xl/externallinks/") and not n.lower().endswith(".rels")]
     ext_types = [n for n in pkg.names if "externalLink" in (pkg.content_type(n) or "")]
-    if links or ext_types:
+    if (links or ext_types) and link_reached(pkg):
         raise WorkbookError(
             f"{name} has links to other workbooks or DDE links ({(links or ext_types)[0]}); xlsxplan never follows "
             "them, so it refuses the file: break the links in Excel (Data > Edit Links > Break Link) and try again"
@@ -873,6 +877,34 @@ def rule_formula_threat(sheet_xml: bytes) -> tuple[str, str] | None:
         if threat:
             return text, threat
     return None
+
+
+_ANY_FORMULA = re.compile(rb"<((?:\w+:)?(?:formula[12]?|f))\b[^>]*?(?<!/)>([^<]*)</\1\s*>")
+"""Every formula a sheet part holds: a cell's ``<f>`` (with its attributes), a data-validation rule's
+``<formula1>``/``<formula2>``, a conditional-format rule's ``<formula>``, and their Excel 2010 extension forms."""
+_LINK_THREATS = ("refers to another workbook", "holds a DDE call", "cannot be read by the engine's tokenizer")
+"""How :func:`formula_threat` says a formula reaches outside the workbook (the rest: outside Excel's grid)."""
+
+
+def _reaches_out(text: str) -> bool:
+    threat = formula_threat(text) if text else None
+    return threat is not None and threat.startswith(_LINK_THREATS)
+
+
+def link_reached(pkg: Package) -> bool:
+    """Whether anything in the workbook reaches an external or DDE link: a cell formula, a defined name, or a
+    data-validation or conditional-format formula that refers to another workbook or holds a DDE call
+    (:func:`formula_threat`, the one definition of what reaches outside the workbook). Read only when the
+    package has a link part, before any XML is parsed: one linear pass over the text of each sheet part."""
+    if any(_reaches_out(dn.text) for dn in pkg.defined_names):
+        return True
+    for sheet in pkg.sheets:
+        if not pkg.has(sheet.part):
+            continue
+        for match in _ANY_FORMULA.finditer(pkg.read(sheet.part)):
+            if _reaches_out(html.unescape(match.group(2).decode("utf-8", "replace")).strip()):
+                return True
+    return False
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -1528,14 +1528,23 @@ def _engine_package(
         # the same text on the same sheet is rewritten the same way (a column of one formula, a table's cells):
         # rewritten once (an array formula's rewrite also depends on its range)
         seen: dict[tuple[object, ...], tuple[str | None, bool, int]] = {}
+        # a column of one formula whose rows differ only by their relative references (=F(A2), =F(A3), ...) has as
+        # many texts as rows: rewritten once per R1C1-relative form (_Shapes), each row's references put back in
+        shapes = _Shapes()
         for rc, f in idx.formulas.items():
             key = (f.text, f.kind, (f.area, f.row, f.col) if f.kind == "array" else None)
             if key not in seen:
-                new, calls_registry = _engine_text(f, local, multi, sheet.title, static)
-                if not calls_registry and names_calling is not None and f.text:
-                    calls_registry = names_calling.search(engine.code_text(f.text)) is not None
-                n_calls = max(1, len(engine.function_calls(f.text))) if f.text and calls_registry else 1
-                seen[key] = (new, calls_registry, n_calls)
+                shaped = shapes.shape(f, rc)
+                filled = shapes.get(shaped)
+                if filled is not None:
+                    seen[key] = filled
+                else:
+                    new, calls_registry = _engine_text(f, local, multi, sheet.title, static)
+                    if not calls_registry and names_calling is not None and f.text:
+                        calls_registry = names_calling.search(engine.code_text(f.text)) is not None
+                    n_calls = max(1, len(engine.function_calls(f.text))) if f.text and calls_registry else 1
+                    seen[key] = (new, calls_registry, n_calls)
+                    shapes.learn(shaped, seen[key])
             new, calls_registry, n_calls = seen[key]
             if f.kind == "shared" and f.shared is not None:
                 if f.text is not None:
@@ -1566,6 +1575,109 @@ def _engine_package(
     for idx in index.values():
         release(idx)
     return buf.getvalue(), calling, calls, tiles
+
+
+_CELL_REF = re.compile(r"(?<![A-Za-z0-9_.\\])(\$?)([A-Za-z]{1,3})(\$?)([0-9]{1,7})(?![A-Za-z0-9_.(\\])")
+"""A cell reference (``B7``, ``$B$7``) standing alone in a formula: not part of a name, a function or a number."""
+_NOT_SHAPED = re.compile(r"""["'!:|\\\[\]{}#\s]|FORMULATEXT""", re.IGNORECASE)
+"""What keeps a formula out of :class:`_Shapes`: text literals, sheets, ranges, table or external references, array
+constants, spill references, intersections (a space), and FORMULATEXT (whose rewrite reads the cell referred to)."""
+
+
+class _Shapes:
+    """The engine's text of a plain or shared formula from an earlier one of the same R1C1-relative form.
+
+    Two formulas of one sheet have the same shape when they differ only in their relative cell references, each
+    at the same offset from its own cell (``=F(A2)`` in B2 and ``=F(A3)`` in B3). The formulas taken in are only
+    single-cell references and function calls (no ranges, sheets, text or intersections, :data:`_NOT_SHAPED`), and
+    the rewrite (:func:`_engine_text`) reads such references as opaque operands: it keeps each where it stands. So
+    the first formula's rewrite, cut at its references, is a template for every formula of its shape, filled with
+    that formula's own references. A template is used only when the rewrite holds the same references in the same
+    order as the formula, and only once the second formula of its shape, rewritten in full, gave the text the
+    template gives; a shape where it did not is rewritten formula by formula."""
+
+    def __init__(self) -> None:
+        self._templates: dict[str, tuple[list[str], tuple[str | None, bool, int]] | None] = {}
+        self._checked: set[str] = set()
+        self._cols: dict[str, int] = {}
+
+    def shape(self, f: Formula, rc: tuple[int, int]) -> tuple[str, list[str]] | None:
+        """The R1C1-relative form of ``f`` at ``rc`` and its references as written, or None if it has none."""
+        text = f.text
+        if not text or f.kind not in ("", "shared") or _NOT_SHAPED.search(text):
+            return None
+        parts = _CELL_REF.split(text)  # text, then per reference its 4 groups and the text after it
+        if len(parts) == 1:
+            return None
+        row, col = rc
+        cols = self._cols
+        refs = []
+        for i in range(1, len(parts), 5):
+            dollar_c, letters, dollar_r, digits = parts[i : i + 4]
+            refs.append(dollar_c + letters + dollar_r + digits)
+            if dollar_c:
+                across = dollar_c + letters
+            else:
+                c = cols.get(letters)
+                if c is None:
+                    c = cols[letters] = _column_number(letters)
+                across = str(c - col)
+            parts[i : i + 4] = "\0", across, "\1", (dollar_r + digits if dollar_r else str(int(digits) - row)) + "\2"
+        return f.kind + "\3" + "".join(parts), refs
+
+    def get(self, shaped: tuple[str, list[str]] | None) -> tuple[str | None, bool, int] | None:
+        """The rewrite of a formula of this :meth:`shape` from its template, or None to rewrite it in full."""
+        if shaped is None:
+            return None
+        key, refs = shaped
+        template = self._templates.get(key)
+        if template is None or key not in self._checked:
+            return None
+        cut, (_, calls_registry, n_calls) = template
+        return _fill(cut, refs), calls_registry, n_calls
+
+    def learn(self, shaped: tuple[str, list[str]] | None, rewritten: tuple[str | None, bool, int]) -> None:
+        """Take in the full rewrite of a formula of this :meth:`shape`: its template, or the check of one."""
+        if shaped is None:
+            return
+        key, refs = shaped
+        if key in self._templates:
+            template = self._templates[key]
+            if template is not None and key not in self._checked:
+                cut, first = template
+                if rewritten[0] is not None and _fill(cut, refs) == rewritten[0] and first[1:] == rewritten[1:]:
+                    self._checked.add(key)
+                else:
+                    self._templates[key] = None  # the rewrite depends on more than the shape: never a template
+            return
+        new = rewritten[0]
+        found = list(_CELL_REF.finditer(new)) if new is not None else []
+        if new is None or [m.group(0) for m in found] != refs:
+            self._templates[key] = None
+            return
+        cut, last = [], 0
+        for m in found:
+            cut.append(new[last : m.start()])
+            last = m.end()
+        cut.append(new[last:])
+        self._templates[key] = (cut, rewritten)
+
+
+def _fill(cut: list[str], refs: list[str]) -> str:
+    """A template's pieces with ``refs`` between them."""
+    out = [cut[0]]
+    for ref, piece in zip(refs, cut[1:]):
+        out.append(ref)
+        out.append(piece)
+    return "".join(out)
+
+
+def _column_number(letters: str) -> int:
+    """``A`` -> 1, ``XFD`` -> 16384."""
+    n = 0
+    for ch in letters.upper():
+        n = n * 26 + ord(ch) - 64
+    return n
 
 
 _DEFINED_NAME = re.compile(rb"(<(?:\w+:)?definedName\b[^>]*>)([^<]*)(</(?:\w+:)?definedName\s*>)")

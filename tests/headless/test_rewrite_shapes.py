@@ -1,0 +1,83 @@
+"""The engine's text of a column of one formula, rewritten once per R1C1-relative form (``_Shapes``)."""
+
+from __future__ import annotations
+
+import io
+import zipfile
+
+import openpyxl
+from openpyxl.workbook.defined_name import DefinedName
+
+from xlsxplan.headless import workbook
+from xlsxplan.headless.package import Package
+from xlsxplan.headless.sheets import Formula, scan_sheet
+
+ROWS = 60
+FORMULAS = [
+    "=DECODE_TOKS_TOTAL(A{r},1,2,3.35,94,327680,2300)",  # the sweep: one registry call per row
+    "=A{r}*$A$2+B{r}",  # absolute and relative references together
+    "=IF(A{r}>10,SQRT(A{r}),ROUND(A{r}/3,2))",  # native functions, lifted where they need it
+    "=WEIGHTS_GB(A{r},2)+A{p}",  # a reference to the row above: its own shape
+    '=IF(A{r}>10,"big","small")',  # text: rewritten in full
+    "=SUM(A{r}:A{p})",  # a range: rewritten in full
+    "=Rate*A{r}",  # a defined name of one cell
+    "=Span*2",  # a defined name of several cells: intersected
+]
+
+
+def _book() -> bytes:
+    wb = openpyxl.Workbook()
+    ws = wb.active
+    ws.title = "Sweep"
+    for r in range(2, ROWS + 2):
+        ws.cell(r, 1, 7 + r % 5)
+        for i, formula in enumerate(FORMULAS):
+            ws.cell(r, 2 + i, formula.format(r=r, p=r - 1))
+    wb.defined_names["Rate"] = DefinedName("Rate", attr_text="Sweep!$A$2")
+    wb.defined_names["Span"] = DefinedName("Span", attr_text="Sweep!$A$2:$A$9")
+    buf = io.BytesIO()
+    wb.save(buf)
+    return buf.getvalue()
+
+
+def _engine_sheet(data: bytes) -> bytes:
+    pkg = Package(data, zipfile.ZipFile(io.BytesIO(data)))
+    pkg.load_structure()
+    sheet = pkg.sheets[0]
+    package, _, calls, _ = workbook._engine_package(pkg, {sheet.title: scan_sheet(pkg.read(sheet.part))})
+    with zipfile.ZipFile(io.BytesIO(package)) as zf:
+        return zf.read(sheet.part) + str(calls).encode()
+
+
+def test_a_column_of_one_formula_is_rewritten_once_per_shape_to_the_same_text(monkeypatch):
+    data = _book()
+    rewrites = []
+    full = workbook._engine_text
+
+    def counted(f, *args, **kwargs):
+        rewrites.append(f.text)
+        return full(f, *args, **kwargs)
+
+    monkeypatch.setattr(workbook, "_engine_text", counted)
+    shaped = _engine_sheet(data)
+    once = len(rewrites)
+    rewrites.clear()
+    monkeypatch.setattr(workbook._Shapes, "shape", lambda self, f, rc: None)  # every formula rewritten in full
+    assert _engine_sheet(data) == shaped
+    assert len(rewrites) == ROWS * len(FORMULAS) - (ROWS - 1)  # =Span*2 is one text: rewritten once
+    # the text and the range rewritten on every row, =Span*2 once; the five shapes of one cell's references twice
+    # each (the template and its check), where they were rewritten on every row
+    assert once == 2 * ROWS + 1 + 2 * 5
+
+
+def test_a_rewrite_that_depends_on_more_than_the_shape_is_never_a_template():
+    shapes = workbook._Shapes()
+    f2 = Formula(2, 2, "F(A2)", "", None, None, (0, 0))
+    f3 = Formula(3, 2, "F(A3)", "", None, None, (0, 0))
+    f4 = Formula(4, 2, "F(A4)", "", None, None, (0, 0))
+    s2, s3, s4 = shapes.shape(f2, (2, 2)), shapes.shape(f3, (3, 2)), shapes.shape(f4, (4, 2))
+    assert s2[0] == s3[0] == s4[0] and s2[1] == ["A2"]
+    shapes.learn(s2, ("@(F(A2))", False, 1))
+    assert shapes.get(s3) is None  # not checked yet: rewritten in full
+    shapes.learn(s3, ("@(G(A3))", False, 1))  # differs from what the template gives: the shape is dropped
+    assert shapes.get(s4) is None
