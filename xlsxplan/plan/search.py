@@ -1303,7 +1303,11 @@ def _plan_view(
         else:  # the prompts are prefilled inside the steps: a request costs its decode steps
             rps = total / t.decode_tokens
         f.replicas = traffic.fleet_replicas(peak_rps, rps, a.spare, a.min_replicas)
-        share = prefill * rps
+        if s.chain is None:  # prefill's share of a replica's GPU time, the bill split by it
+            share = prefill * rps
+        else:  # prefilled inside the steps: a request's step time split by the tokens it computes, prompt to answer
+            prompt = traffic.prefill_tokens(t.prompt_tokens)
+            share = prompt / (prompt + t.decode_tokens * k)
         ex.update(requests_per_s_per_replica=rps)
         if g.ttft_percentile is not None:
             mean_tokens = traffic.prefill_tokens(t.prompt_tokens)
