@@ -23,12 +23,10 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+from . import natives
+
 _EPOCH = datetime.date(1899, 12, 31)
 _MAX_SERIAL = 2_958_465  # 31 December 9999
-
-
-def _error(kind: str, message: str) -> dict:
-    return {"type": "Error", "kind": kind, "message": message}
 
 
 def _number(value: Any, what: str) -> float | dict:
@@ -42,7 +40,7 @@ def _number(value: Any, what: str) -> float | dict:
     try:
         return float(str(value))
     except ValueError:
-        return _error("#VALUE!", f"{what} must be a number, got {value!r}")
+        return natives.error("#VALUE!", f"{what} must be a number, got {value!r}")
 
 
 def date_of(serial: float) -> datetime.date | None:
@@ -130,13 +128,13 @@ def _bond_args(
     s, m = date_of(values[0]), date_of(values[1])
     f, b = values[2], values[3]
     if s is None or m is None:
-        return _error("#NUM!", f"{name}'s settlement and maturity must be dates from 1900 to 9999")
+        return natives.error("#NUM!", f"{name}'s settlement and maturity must be dates from 1900 to 9999")
     if s >= m:
-        return _error("#NUM!", f"{name}'s settlement must be before maturity")
+        return natives.error("#NUM!", f"{name}'s settlement must be before maturity")
     if f not in (1, 2, 4):
-        return _error("#NUM!", f"{name}'s frequency must be 1, 2 or 4, got {f}")
+        return natives.error("#NUM!", f"{name}'s frequency must be 1, 2 or 4, got {f}")
     if not 0 <= b <= 4:
-        return _error("#NUM!", f"{name}'s basis must be 0 to 4, got {b}")
+        return natives.error("#NUM!", f"{name}'s basis must be 0 to 4, got {b}")
     return s, m, f, b
 
 
@@ -228,15 +226,15 @@ def accrint(
     f, b = math.floor(values[5]), math.floor(values[6])
     iss, first, settle = date_of(values[0]), date_of(values[1]), date_of(values[2])
     if iss is None or first is None or settle is None:
-        return _error("#NUM!", "ACCRINT's dates must be from 1900 to 9999")
+        return natives.error("#NUM!", "ACCRINT's dates must be from 1900 to 9999")
     if r <= 0 or p <= 0:
-        return _error("#NUM!", "ACCRINT's rate and par must be above 0")
+        return natives.error("#NUM!", "ACCRINT's rate and par must be above 0")
     if f not in (1, 2, 4):
-        return _error("#NUM!", f"ACCRINT's frequency must be 1, 2 or 4, got {f}")
+        return natives.error("#NUM!", f"ACCRINT's frequency must be 1, 2 or 4, got {f}")
     if not 0 <= b <= 4:
-        return _error("#NUM!", f"ACCRINT's basis must be 0 to 4, got {b}")
+        return natives.error("#NUM!", f"ACCRINT's basis must be 0 to 4, got {b}")
     if iss >= settle:
-        return _error("#NUM!", "ACCRINT's issue must be before settlement")
+        return natives.error("#NUM!", "ACCRINT's issue must be before settlement")
     months = 12 // f
     to_end = _last_day(first)
     regular_start = add_months(first, -months, to_end)
@@ -334,15 +332,17 @@ def _part_of_payment(name: str, principal: bool) -> Callable[..., Any]:
             return v
         r, p, n, present, future, kind = v
         if not 1 <= p < n + 1:
-            return _error("#NUM!", f"{name}'s per must be from 1 to nper, got {p:g}")
+            return natives.error("#NUM!", f"{name}'s per must be from 1 to nper, got {p:g}")
         due = kind != 0
         try:
             pmt = _pmt(r, n, present, future, due)
             interest = _interest_part(r, p, pmt, present, due)
         except (OverflowError, ZeroDivisionError):
-            return _error("#NUM!", f"{name}: the payment is too large for a number")
+            return natives.error("#NUM!", f"{name}: the payment is too large for a number")
         result = pmt - interest if principal else interest
-        return result if math.isfinite(result) else _error("#NUM!", f"{name}: the result is too large for a number")
+        return (
+            result if math.isfinite(result) else natives.error("#NUM!", f"{name}: the result is too large for a number")
+        )
 
     call.__name__ = name.lower()
     call.__doc__ = (
@@ -363,7 +363,7 @@ def _cumulative(name: str, principal: bool) -> Callable[..., Any]:
     def call(rate: Any, nper: Any, pv: Any, start_period: Any, end_period: Any, type_: Any) -> Any:
         for value in (start_period, end_period, type_):
             if isinstance(value, bool):
-                return _error("#VALUE!", f"{name}'s periods and type must be numbers, not TRUE or FALSE")
+                return natives.error("#VALUE!", f"{name}'s periods and type must be numbers, not TRUE or FALSE")
         v = _payment_args(
             name,
             [(rate, "rate"), (nper, "nper"), (pv, "pv"), (start_period, "start_period"), (end_period, "end_period")],
@@ -375,7 +375,7 @@ def _cumulative(name: str, principal: bool) -> Callable[..., Any]:
             return kind
         r, n, present, start, end = v
         if not (r > 0 and n > 0 and present > 0 and 1 <= start <= end <= n and kind in (0.0, 1.0)):
-            return _error(
+            return natives.error(
                 "#NUM!",
                 f"{name} needs rate, nper and pv above 0, 1 <= start_period <= end_period <= nper and type 0 or 1",
             )
@@ -399,8 +399,10 @@ def _cumulative(name: str, principal: bool) -> Callable[..., Any]:
                     else:
                         total += pmt * (1 + r) ** (per - 1 - n)  # the principal part, not PMT less a near equal
         except (OverflowError, ZeroDivisionError):
-            return _error("#NUM!", f"{name}: the result is too large for a number")
-        return total if math.isfinite(total) else _error("#NUM!", f"{name}: the result is too large for a number")
+            return natives.error("#NUM!", f"{name}: the result is too large for a number")
+        return (
+            total if math.isfinite(total) else natives.error("#NUM!", f"{name}: the result is too large for a number")
+        )
 
     call.__name__ = name.lower()
     call.__doc__ = (
@@ -549,19 +551,21 @@ def _odd(name: str, kind: str) -> Callable[..., Any]:
         f, b = math.floor(v[-2]), math.floor(v[-1])
         dates = [date_of(x) for x in v[: 4 if first_kind else 3]]
         if any(d is None for d in dates):
-            return _error("#NUM!", f"{name}'s dates must be from 1900 to 9999")
+            return natives.error("#NUM!", f"{name}'s dates must be from 1900 to 9999")
         if f not in (1, 2, 4) or not 0 <= b <= 4:
-            return _error("#NUM!", f"{name}'s frequency must be 1, 2 or 4 and basis 0 to 4")
+            return natives.error("#NUM!", f"{name}'s frequency must be 1, 2 or 4 and basis 0 to 4")
         rest = v[4:-2] if first_kind else v[3:-2]
         rate, given, redemption = rest
         if rate < 0 or given < 0 or redemption <= 0 or (kind.endswith("YIELD") and given <= 0):
-            return _error("#NUM!", f"{name}'s rate and yield must be 0 or more, the price and redemption above 0")
+            return natives.error(
+                "#NUM!", f"{name}'s rate and yield must be 0 or more, the price and redemption above 0"
+            )
         try:
             if first_kind:
                 s, m, issue, first = dates
                 assert s and m and issue and first
                 if not issue < s < first < m:
-                    return _error("#NUM!", f"{name} needs issue < settlement < first_coupon < maturity")
+                    return natives.error("#NUM!", f"{name} needs issue < settlement < first_coupon < maturity")
                 if kind == "FPRICE":
                     return _oddf_price(s, m, issue, first, rate, given, redemption, f, b)
                 dates_ = (s, m, issue, first)
@@ -569,10 +573,10 @@ def _odd(name: str, kind: str) -> Callable[..., Any]:
             s, m, last = dates
             assert s and m and last
             if not (last < s < m):
-                return _error("#NUM!", f"{name} needs last_interest < settlement < maturity")
+                return natives.error("#NUM!", f"{name} needs last_interest < settlement < maturity")
             return _oddl(s, m, last, rate, given, redemption, f, b, kind == "LPRICE")
         except (OverflowError, ZeroDivisionError):
-            return _error("#NUM!", f"{name}: the result is not a number")
+            return natives.error("#NUM!", f"{name}: the result is not a number")
 
     call.__name__ = name.lower()
     call.__doc__ = (
@@ -600,7 +604,7 @@ def _solve_yield(price_at: Callable[[float], float], price: float) -> float | di
         y -= step
         if abs(step) < 1e-14:
             return y
-    return _error("#NUM!", "the yield does not converge")
+    return natives.error("#NUM!", "the yield does not converge")
 
 
 FUNCTIONS.update(
@@ -631,17 +635,17 @@ def mirr(values: Any, finance_rate: Any, reinvest_rate: Any) -> Any:
                 flows.append(float(v))
     n = len(flows)
     if n < 2:
-        return _error("#DIV/0!", "MIRR needs two cash flows or more")
+        return natives.error("#DIV/0!", "MIRR needs two cash flows or more")
     try:
         gained = sum(v * (1 + rr) ** (n - 1 - i) for i, v in enumerate(flows) if v > 0)
         spent = sum(v / (1 + fr) ** i for i, v in enumerate(flows) if v < 0)
     except ZeroDivisionError:
-        return _error("#DIV/0!", "MIRR: a finance rate of -1")
+        return natives.error("#DIV/0!", "MIRR: a finance rate of -1")
     if spent == 0:
-        return _error("#DIV/0!", "MIRR needs a negative cash flow")
+        return natives.error("#DIV/0!", "MIRR needs a negative cash flow")
     ratio = gained / -spent
     if ratio < 0:
-        return _error("#NUM!", "MIRR: the reinvested flows are negative")
+        return natives.error("#NUM!", "MIRR: the reinvested flows are negative")
     return ratio ** (1 / (n - 1)) - 1
 
 

@@ -18,12 +18,10 @@ from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
+from . import natives
+
 _NUMBER = r"(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?"
 _FORM = re.compile(rf"^(?P<re>[+-]?{_NUMBER})?(?:(?P<im>[+-]?(?:{_NUMBER})?)(?P<unit>[ij]))?$")
-
-
-def _error(kind: str, message: str) -> dict:
-    return {"type": "Error", "kind": kind, "message": message}
 
 
 def _parse(name: str, value: Any) -> tuple[complex, str] | dict:
@@ -32,7 +30,7 @@ def _parse(name: str, value: Any) -> tuple[complex, str] | dict:
     if type(value) is dict:
         return value
     if isinstance(value, bool):
-        return _error("#VALUE!", f"{name} takes a complex number, not TRUE or FALSE")
+        return natives.error("#VALUE!", f"{name} takes a complex number, not TRUE or FALSE")
     if value is None:
         return complex(0), ""
     if isinstance(value, (int, float)):
@@ -40,7 +38,7 @@ def _parse(name: str, value: Any) -> tuple[complex, str] | dict:
     text = str(value)
     m = _FORM.match(text)
     if not text or m is None or (m.group("re") is None and m.group("unit") is None):
-        return _error("#NUM!", f"{name}: {text!r} is not a complex number (x+yi)")
+        return natives.error("#NUM!", f"{name}: {text!r} is not a complex number (x+yi)")
     real = float(m.group("re")) if m.group("re") else 0.0
     imag = 0.0
     if m.group("unit"):
@@ -68,7 +66,7 @@ def _written(z: complex, suffix: str) -> str | dict:
     unit = suffix or "i"
     real, imag = float(f"{z.real:.15g}"), float(f"{z.imag:.15g}")
     if not (math.isfinite(real) and math.isfinite(imag)):
-        return _error("#NUM!", "the result is too large for a complex number")
+        return natives.error("#NUM!", "the result is too large for a complex number")
     if imag == 0:
         return _part(real) if real != 0 else "0"
     im = unit if imag == 1 else "-" + unit if imag == -1 else _part(imag) + unit
@@ -80,7 +78,7 @@ def _written(z: complex, suffix: str) -> str | dict:
 def _suffix(name: str, suffixes: list[str]) -> str | dict:
     given = {s for s in suffixes if s}
     if len(given) > 1:
-        return _error("#VALUE!", f"{name}: the numbers mix the suffixes i and j")
+        return natives.error("#VALUE!", f"{name}: the numbers mix the suffixes i and j")
     return given.pop() if given else "i"
 
 
@@ -92,16 +90,16 @@ def complex_(real_num: Any, i_num: Any, suffix: Any = "i") -> Any:
         if type(value) is dict:
             return value
         if isinstance(value, bool):
-            return _error("#VALUE!", f"COMPLEX's {what} must be a number, not TRUE or FALSE")
+            return natives.error("#VALUE!", f"COMPLEX's {what} must be a number, not TRUE or FALSE")
         try:
             parts.append(float(value if value is not None else 0))
         except (TypeError, ValueError):
-            return _error("#VALUE!", f"COMPLEX's {what} must be a number, got {value!r}")
+            return natives.error("#VALUE!", f"COMPLEX's {what} must be a number, got {value!r}")
     if type(suffix) is dict:
         return suffix
     unit = "i" if suffix in (None, "") else suffix
     if unit not in ("i", "j"):
-        return _error("#VALUE!", f'COMPLEX\'s suffix must be "i" or "j", got {unit!r}')
+        return natives.error("#VALUE!", f'COMPLEX\'s suffix must be "i" or "j", got {unit!r}')
     return _written(complex(parts[0], parts[1]), unit)
 
 
@@ -112,11 +110,11 @@ def _unary(name: str, compute: Callable[[complex], complex], zero_is: str | None
             return parsed
         z, suffix = parsed
         if zero_is is not None and z == 0:
-            return _error(zero_is, f"{name} of 0 is not defined")
+            return natives.error(zero_is, f"{name} of 0 is not defined")
         try:
             result = compute(z)
         except (ValueError, ZeroDivisionError, OverflowError):
-            return _error("#NUM!", f"{name}: the result is not a number")
+            return natives.error("#NUM!", f"{name}: the result is not a number")
         return _written(result, suffix)
 
     call.__name__ = name.lower()
@@ -131,7 +129,7 @@ def _real(name: str, compute: Callable[[complex], float], zero_is: str | None = 
             return parsed
         z = parsed[0]
         if zero_is is not None and z == 0:
-            return _error(zero_is, f"{name} of 0 is not defined")
+            return natives.error(zero_is, f"{name} of 0 is not defined")
         return float(compute(z))
 
     call.__name__ = name.lower()
@@ -171,7 +169,7 @@ def _binary(name: str, compute: Callable[[complex, complex], complex]) -> Callab
         try:
             return _written(compute(x[0], y[0]), suffix)
         except (ValueError, ZeroDivisionError, OverflowError):
-            return _error("#NUM!", f"{name}: the result is not a number")
+            return natives.error("#NUM!", f"{name}: the result is not a number")
 
     call.__name__ = name.lower()
     call.__doc__ = f'Excel\'s {name} of two complex numbers, as text (Microsoft, "{name} function").'
@@ -189,15 +187,15 @@ def impower(inumber: Any, number: Any) -> Any:
     try:
         n = float(number if number is not None else 0)
     except (TypeError, ValueError):
-        return _error("#VALUE!", f"IMPOWER's number must be a number, got {number!r}")
+        return natives.error("#VALUE!", f"IMPOWER's number must be a number, got {number!r}")
     z, suffix = parsed
     if z == 0:
-        return _written(complex(0), suffix) if n > 0 else _error("#NUM!", "IMPOWER: 0 to a power not above 0")
+        return _written(complex(0), suffix) if n > 0 else natives.error("#NUM!", "IMPOWER: 0 to a power not above 0")
     r, t = abs(z), cmath.phase(z)
     try:
         return _written(cmath.rect(r**n, n * t), suffix)
     except OverflowError:
-        return _error("#NUM!", "IMPOWER: the result is too large")
+        return natives.error("#NUM!", "IMPOWER: the result is too large")
 
 
 def _div(a: complex, b: complex) -> complex:

@@ -32,10 +32,6 @@ _OPERATORS = ("<=", ">=", "<>", "<", ">", "=")
 _ERRORS = frozenset("#NULL! #DIV/0! #VALUE! #REF! #NAME? #NUM! #N/A #GETTING_DATA #SPILL! #CALC!".split())
 
 
-def _error(kind: str, message: str) -> dict:
-    return {"type": "Error", "kind": kind, "message": message}
-
-
 def _kind(error: dict) -> str:
     """An engine error's Excel code (``#N/A``) whatever the engine's spelling (``NA``, ``Na``)."""
     return natives.error_code(error)
@@ -73,18 +69,7 @@ def _is_number(v: Any) -> bool:
 
 def _wildcard(pattern: str) -> re.Pattern[str] | None:
     """The pattern as a regular expression when it holds a wildcard (``*``, ``?``, ``~``); None otherwise."""
-    if not any(ch in pattern for ch in "*?~"):
-        return None
-    out, i = [], 0
-    while i < len(pattern):
-        ch = pattern[i]
-        if ch == "~" and i + 1 < len(pattern) and pattern[i + 1] in "*?~":
-            out.append(re.escape(pattern[i + 1]))
-            i += 2
-            continue
-        out.append(".*" if ch == "*" else "." if ch == "?" else re.escape(ch))
-        i += 1
-    return re.compile("".join(out), re.IGNORECASE | re.DOTALL)
+    return natives.wildcard(pattern) if any(ch in pattern for ch in "*?~") else None
 
 
 def _equal_to(criterion: Any) -> Callable[[Any], bool]:
@@ -189,7 +174,7 @@ def _each(criteria: list[Any], compute: Callable[[list[Any]], Any]) -> Any:
         grid = [row if type(row) is list else [row] for row in c]
         r, k = _shape(c)
         if (r > 1 and i >= r) or (k > 1 and j >= k):
-            return _error("#N/A", "the criteria arrays differ in size")
+            return natives.error("#N/A", "the criteria arrays differ in size")
         return grid[i if r > 1 else 0][j if k > 1 else 0]
 
     return [[compute([at(c, i, j) for c in criteria]) for j in range(cols)] for i in range(rows)]
@@ -200,7 +185,7 @@ def _matches(ranges: list[Any], criteria: list[Any]) -> list[bool] | dict:
     cells = [_cells(r) for r in ranges]
     size = len(cells[0])
     if any(len(c) != size for c in cells) or (len(ranges) > 1 and any(_shape(r) != _shape(ranges[0]) for r in ranges)):
-        return _error("#VALUE!", "the criteria ranges must all be the same size")
+        return natives.error("#VALUE!", "the criteria ranges must all be the same size")
     hits = [True] * size
     for values, criterion in zip(cells, criteria, strict=True):
         test = _test(criterion)
@@ -223,7 +208,7 @@ def _aggregate(values: list[Any], hits: list[bool], average: bool) -> Any:
             total += v
             count += 1
     if average:
-        return total / count if count else _error("#DIV/0!", "no cell meets the criteria")
+        return total / count if count else natives.error("#DIV/0!", "no cell meets the criteria")
     return total
 
 
@@ -237,7 +222,7 @@ def countifs(*pairs: Any) -> Any:
     ``#VALUE!`` for ranges of different sizes."""
     ranges, criteria = list(pairs[0::2]), list(pairs[1::2])
     if len(ranges) != len(criteria):
-        return _error("#VALUE!", "COUNTIFS takes pairs of a range and a criterion")
+        return natives.error("#VALUE!", "COUNTIFS takes pairs of a range and a criterion")
 
     def compute(cs: list[Any]) -> Any:
         if len(ranges) == 1:  # COUNTIF, the usual case: one pass, no list of hits
@@ -262,9 +247,9 @@ def _sum_like(name: str, average: bool) -> tuple[Callable[..., Any], Callable[..
     def multi(sum_range: Any, *pairs: Any) -> Any:
         ranges, criteria = list(pairs[0::2]), list(pairs[1::2])
         if len(ranges) != len(criteria) or not ranges:
-            return _error("#VALUE!", f"{name}S takes a sum range and pairs of a range and a criterion")
+            return natives.error("#VALUE!", f"{name}S takes a sum range and pairs of a range and a criterion")
         if _shape(sum_range) != _shape(ranges[0]):
-            return _error("#VALUE!", f"{name}S's ranges must all be the size of its sum range")
+            return natives.error("#VALUE!", f"{name}S's ranges must all be the size of its sum range")
         values = _cells(sum_range)
 
         def compute(cs: list[Any]) -> Any:
@@ -328,13 +313,13 @@ def _column(name: str, header: list[Any], field: Any) -> int | None | dict:
     if isinstance(field, bool) or _is_number(field):  # TRUE is position 1
         n = int(field)
         if not 1 <= n <= len(header):
-            return _error("#VALUE!", f"{name}'s field {field:g} is not a column of the database")
+            return natives.error("#VALUE!", f"{name}'s field {field:g} is not a column of the database")
         return n - 1
     wanted = _label(field).lower()
     for i, h in enumerate(header):
         if _label(h).lower() == wanted and h is not None:
             return i
-    return _error("#VALUE!", f"{name}'s field {field!r} is not a header of the database")
+    return natives.error("#VALUE!", f"{name}'s field {field!r} is not a header of the database")
 
 
 def _database_test(criterion: Any) -> Callable[[Any], bool]:
@@ -361,7 +346,7 @@ def _records(name: str, database: Any, field: Any, criteria: Any) -> list[Any] |
             return v
     table, conditions = _rows(database), _rows(criteria)
     if len(table) < 2 or len(conditions) < 2:
-        return _error("#VALUE!", f"{name} needs a database and criteria of a header row and at least one more")
+        return natives.error("#VALUE!", f"{name} needs a database and criteria of a header row and at least one more")
     header, records = table[0], table[1:]
     column = _column(name, header, field)
     if isinstance(column, dict):
@@ -391,7 +376,7 @@ def _records(name: str, database: Any, field: Any, criteria: Any) -> list[Any] |
 def _database(name: str, reduce: Callable[[list[Any]], Any], what: str) -> Callable[..., Any]:
     def call(database: Any, field: Any = _ABSENT, criteria: Any = _ABSENT) -> Any:
         if criteria is _ABSENT:
-            return _error("#VALUE!", f"{name} takes a database, a field and a criteria range")
+            return natives.error("#VALUE!", f"{name} takes a database, a field and a criteria range")
         found = _records(name, database, field, criteria)
         return found if isinstance(found, dict) else reduce(found)
 
@@ -414,16 +399,16 @@ def _variance(values: list[Any], sample: bool) -> float | dict:
     xs = _numbers_of(values)
     n = len(xs)
     if n < (2 if sample else 1):
-        return _error("#DIV/0!", "too few numbers for a variance")
+        return natives.error("#DIV/0!", "too few numbers for a variance")
     mean = sum(xs) / n
     return sum((x - mean) ** 2 for x in xs) / (n - 1 if sample else n)
 
 
 def _dget(values: list[Any]) -> Any:
     if not values:
-        return _error("#VALUE!", "DGET: no record meets the criteria")
+        return natives.error("#VALUE!", "DGET: no record meets the criteria")
     if len(values) > 1:
-        return _error("#NUM!", "DGET: more than one record meets the criteria")
+        return natives.error("#NUM!", "DGET: more than one record meets the criteria")
     return values[0]
 
 
@@ -466,7 +451,7 @@ FUNCTIONS.update(
                 lambda vs: (
                     sum(_numbers_of(vs)) / len(_numbers_of(vs))
                     if _numbers_of(vs)
-                    else _error("#DIV/0!", "DAVERAGE: no number meets the criteria")
+                    else natives.error("#DIV/0!", "DAVERAGE: no number meets the criteria")
                 ),
             ),
             ("DGET", _dget),

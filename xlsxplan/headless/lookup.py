@@ -13,16 +13,13 @@ another kind than the lookup value never matches.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable
 from typing import Any
 
+from . import natives
+
 NAME = "_XLSXPLAN_XLOOKUP"  # engine.MODAL_XLOOKUP
 """The name the rewrite gives an XLOOKUP call with a match or search mode."""
-
-
-def _error(kind: str, message: str) -> dict:
-    return {"type": "Error", "kind": kind, "message": message}
 
 
 def _grid(arg: Any) -> list[list[Any]]:
@@ -43,19 +40,6 @@ def _key(value: Any) -> tuple[int, Any] | None:
     return (1, str(value).lower())
 
 
-def _wildcard(pattern: str) -> re.Pattern[str]:
-    out, i = [], 0
-    while i < len(pattern):
-        ch = pattern[i]
-        if ch == "~" and i + 1 < len(pattern) and pattern[i + 1] in "*?~":
-            out.append(re.escape(pattern[i + 1]))
-            i += 2
-            continue
-        out.append(".*" if ch == "*" else "." if ch == "?" else re.escape(ch))
-        i += 1
-    return re.compile("".join(out), re.IGNORECASE | re.DOTALL)
-
-
 def _linear(items: list[Any], value: Any, match: int, reverse: bool) -> int:
     """The search from the first item (or the last): the first exact match; else, for ``match`` -1 (1), the first
     of the largest items below (smallest above) the value in Excel's order of kinds; an empty lookup value matches
@@ -66,7 +50,7 @@ def _linear(items: list[Any], value: Any, match: int, reverse: bool) -> int:
     want = _key(value)
     assert want is not None
     if match == 2 and want[0] == 1:
-        pattern = _wildcard(str(value))
+        pattern = natives.wildcard(str(value))
         return next((i for i in order if isinstance(items[i], str) and pattern.fullmatch(items[i])), -1)
     best, best_key = -1, None
     for i in order:
@@ -118,9 +102,9 @@ def _whole(value: Any, default: int, what: str, allowed: tuple[int, ...]) -> int
     try:
         n = math.trunc(float(value))
     except (TypeError, ValueError):
-        return _error("#VALUE!", f"XLOOKUP's {what} must be a number, got {value!r}")
+        return natives.error("#VALUE!", f"XLOOKUP's {what} must be a number, got {value!r}")
     if n not in allowed:
-        return _error("#VALUE!", f"XLOOKUP's {what} must be one of {', '.join(map(str, allowed))}, got {n}")
+        return natives.error("#VALUE!", f"XLOOKUP's {what} must be one of {', '.join(map(str, allowed))}, got {n}")
     return n
 
 
@@ -146,14 +130,14 @@ def xlookup(
     if type(lookup_array) is dict:
         return lookup_array
     if match == 2 and abs(search) == 2:
-        return _error("#VALUE!", "XLOOKUP: a wildcard match cannot be a binary search")
+        return natives.error("#VALUE!", "XLOOKUP: a wildcard match cannot be a binary search")
     grid, out = _grid(lookup_array), _grid(return_array)
     by_row = len(grid) > 1 or len(grid[0]) == 1
     if by_row and any(len(row) != 1 for row in grid) and len(grid) > 1:
-        return _error("#VALUE!", "XLOOKUP's lookup_array must be one row or one column")
+        return natives.error("#VALUE!", "XLOOKUP's lookup_array must be one row or one column")
     items = [row[0] for row in grid] if by_row else grid[0]
     if (len(out) if by_row else len(out[0])) != len(items):
-        return _error("#VALUE!", "XLOOKUP's return_array must be as long as its lookup_array")
+        return natives.error("#VALUE!", "XLOOKUP's return_array must be as long as its lookup_array")
 
     def one(value: Any) -> Any:
         if type(value) is dict:
@@ -163,7 +147,7 @@ def xlookup(
         else:
             at = _linear(items, value, match, search == -1)
         if at < 0:
-            return if_not_found if if_not_found is not None else _error("#N/A", "XLOOKUP found no match")
+            return if_not_found if if_not_found is not None else natives.error("#N/A", "XLOOKUP found no match")
         if by_row:
             row = out[at]
             return row[0] if len(row) == 1 else [row]

@@ -24,10 +24,6 @@ def _is_number(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
-def _error(kind: str, message: str) -> dict:
-    return {"type": "Error", "kind": kind, "message": message}
-
-
 def _number(value: Any, what: str) -> float | dict:
     """A numeric argument as Excel reads one: a number, TRUE 1, FALSE and empty 0, text of a number."""
     if type(value) is dict:
@@ -39,7 +35,7 @@ def _number(value: Any, what: str) -> float | dict:
     try:
         return float(str(value))
     except ValueError:
-        return _error("#VALUE!", f"{what} must be a number, got {value!r}")
+        return natives.error("#VALUE!", f"{what} must be a number, got {value!r}")
 
 
 def _numbers(name: str, *pairs: tuple[Any, str]) -> list[float] | dict:
@@ -63,9 +59,9 @@ def _year_fraction(name: str, settlement: float, maturity: float, basis: float) 
     Excel on the corpus); ``#NUM!`` for settlement not before maturity or a basis outside 0 to 4."""
     s, m, b = math.floor(settlement), math.floor(maturity), math.floor(basis)
     if s >= m:
-        return _error("#NUM!", f"{name}'s settlement must be before maturity")
+        return natives.error("#NUM!", f"{name}'s settlement must be before maturity")
     if not 0 <= b <= 4:
-        return _error("#NUM!", f"{name}'s basis must be 0 to 4, got {b}")
+        return natives.error("#NUM!", f"{name}'s basis must be 0 to 4, got {b}")
     years = natives.scalar("YEARFRAC", (float(s), float(m), float(b)))
     return float(years) if isinstance(years, (int, float)) else years
 
@@ -81,7 +77,7 @@ def disc(settlement: Any, maturity: Any, pr: Any, redemption: Any, basis: Any = 
     if not isinstance(b, float):
         return b
     if v[2] <= 0 or v[3] <= 0:
-        return _error("#NUM!", "DISC's pr and redemption must be above 0")
+        return natives.error("#NUM!", "DISC's pr and redemption must be above 0")
     years = _year_fraction("DISC", v[0], v[1], b)
     return years if not isinstance(years, float) else (v[3] - v[2]) / v[3] / years
 
@@ -103,7 +99,7 @@ def intrate(settlement: Any, maturity: Any, investment: Any, redemption: Any, ba
     if not isinstance(b, float):
         return b
     if v[2] <= 0 or v[3] <= 0:
-        return _error("#NUM!", "INTRATE's investment and redemption must be above 0")
+        return natives.error("#NUM!", "INTRATE's investment and redemption must be above 0")
     years = _year_fraction("INTRATE", v[0], v[1], b)
     return years if not isinstance(years, float) else (v[3] - v[2]) / v[2] / years
 
@@ -131,7 +127,7 @@ def prob(x_range: Any, prob_range: Any, lower_limit: Any, upper_limit: Any = Non
     xs = [v for row in _grid(x_range) for v in row]
     ps = [v for row in _grid(prob_range) for v in row]
     if len(xs) != len(ps):
-        return _error("#N/A", "PROB's x_range and prob_range must be the same size")
+        return natives.error("#N/A", "PROB's x_range and prob_range must be the same size")
     limits = _numbers(
         "PROB", (lower_limit, "lower_limit"), (upper_limit if upper_limit is not None else lower_limit, "upper_limit")
     )
@@ -147,14 +143,14 @@ def prob(x_range: Any, prob_range: Any, lower_limit: Any, upper_limit: Any = Non
         if not isinstance(p, (int, float)) or isinstance(p, bool):
             continue
         if not 0 < p <= 1:
-            return _error("#NUM!", f"PROB's probabilities must be above 0 and at most 1, got {p:g}")
+            return natives.error("#NUM!", f"PROB's probabilities must be above 0 and at most 1, got {p:g}")
         total += p
         if isinstance(x, (int, float)) and not isinstance(x, bool) and low <= x <= high:
             inside += p
     if total == 0:
-        return _error("#DIV/0!", "PROB: no probability is a number")
+        return natives.error("#DIV/0!", "PROB: no probability is a number")
     if abs(total - 1) > 1e-6:
-        return _error("#NUM!", f"PROB's probabilities sum to {total:g}, not 1")
+        return natives.error("#NUM!", f"PROB's probabilities sum to {total:g}, not 1")
     return inside
 
 
@@ -166,13 +162,13 @@ def permutationa(number: Any, number_chosen: Any) -> Any:
         return v
     n, k = math.floor(v[0]), math.floor(v[1])
     if n < 0 or k < 0:
-        return _error("#NUM!", "PERMUTATIONA's number and number_chosen must be 0 or more")
+        return natives.error("#NUM!", "PERMUTATIONA's number and number_chosen must be 0 or more")
     try:
         result = float(n) ** k
     except OverflowError:
         result = math.inf
     if not math.isfinite(result):
-        return _error("#NUM!", "PERMUTATIONA: the result is too large for a number")
+        return natives.error("#NUM!", "PERMUTATIONA: the result is too large for a number")
     return result
 
 
@@ -192,9 +188,9 @@ def expand(array: Any, rows: Any, columns: Any = None, pad_with: Any = None) -> 
         return v
     r, c = math.floor(v[0]), math.floor(v[1])
     if r < height or c < width:
-        return _error("#VALUE!", f"EXPAND's rows and columns must be at least the array's {height} by {width}")
+        return natives.error("#VALUE!", f"EXPAND's rows and columns must be at least the array's {height} by {width}")
     if r > 1_048_576 or c > 16_384 or r * c > MAX_ARRAY_CELLS:
-        return _error("#NUM!", f"EXPAND to {r:,} by {c:,} is larger than {MAX_ARRAY_CELLS:,} cells")
+        return natives.error("#NUM!", f"EXPAND to {r:,} by {c:,} is larger than {MAX_ARRAY_CELLS:,} cells")
     pad = _NA if pad_with is None else pad_with
     return [[(grid[i][j] if i < height and j < len(grid[i]) else pad) for j in range(c)] for i in range(r)]
 
@@ -203,14 +199,14 @@ def _wrap(name: str, by_rows: bool) -> Callable[..., Any]:
     def call(vector: Any, wrap_count: Any, pad_with: Any = None) -> Any:
         grid = _grid(vector)
         if len(grid) > 1 and any(len(row) > 1 for row in grid):
-            return _error("#VALUE!", f"{name}'s vector must be one row or one column")
+            return natives.error("#VALUE!", f"{name}'s vector must be one row or one column")
         items = [v for row in grid for v in row]
         n = _number(wrap_count, f"{name}'s wrap_count")
         if not isinstance(n, float):
             return n
         size = math.floor(n)
         if size < 1:
-            return _error("#NUM!", f"{name}'s wrap_count must be 1 or more, got {size}")
+            return natives.error("#NUM!", f"{name}'s wrap_count must be 1 or more, got {size}")
         pad = _NA if pad_with is None else pad_with
         lines = [items[i : i + size] for i in range(0, len(items), size)]
         lines = [line + [pad] * (size - len(line)) for line in lines]
@@ -252,19 +248,19 @@ def _from_base(name: str, value: Any, base: int) -> int | dict:
     if type(value) is dict:
         return value
     if isinstance(value, bool):
-        return _error("#VALUE!", f"{name} takes digits, not TRUE or FALSE")
+        return natives.error("#VALUE!", f"{name} takes digits, not TRUE or FALSE")
     if value is None:
         return 0
     if isinstance(value, float):
         if value != int(value) or value < 0:
-            return _error("#NUM!", f"{name}: {value:g} is not a number of base {base}")
+            return natives.error("#NUM!", f"{name}: {value:g} is not a number of base {base}")
         text = str(int(value))
     else:
         text = str(value).strip().upper()
     if not text:
         return 0
     if len(text) > 10 or any(ch not in _DIGITS[:base] for ch in text):
-        return _error("#NUM!", f"{name}: {text!r} is not a number of at most 10 base-{base} digits")
+        return natives.error("#NUM!", f"{name}: {text!r} is not a number of at most 10 base-{base} digits")
     n = int(text, base)
     return n - base**10 if len(text) == 10 and n >= base**10 // 2 else n
 
@@ -274,18 +270,18 @@ def _to_base(name: str, n: int, base: int, places: Any) -> str | dict:
     with zeros to ``places`` (1 to 10 and at least the digits needed); ``#NUM!`` outside the 10 digits' range."""
     half = base**10 // 2
     if not -half <= n < half:
-        return _error("#NUM!", f"{name}: {n} is outside what 10 base-{base} digits hold")
+        return natives.error("#NUM!", f"{name}: {n} is outside what 10 base-{base} digits hold")
     width = None
     if places is not _ABSENT:  # an empty cell given as places is 0, too few
         if isinstance(places, bool):
-            return _error("#VALUE!", f"{name}'s places must be a number, not TRUE or FALSE")
+            return natives.error("#VALUE!", f"{name}'s places must be a number, not TRUE or FALSE")
         p = _number(places, f"{name}'s places")
         if not isinstance(p, float):
             return p
         width = math.floor(p)
     if n < 0:
         if width is not None and not 1 <= width <= 10:
-            return _error("#NUM!", f"{name}'s places must be from 1 to 10, got {width}")
+            return natives.error("#NUM!", f"{name}'s places must be from 1 to 10, got {width}")
         n += base**10
         width = 10
     digits = ""
@@ -296,7 +292,7 @@ def _to_base(name: str, n: int, base: int, places: Any) -> str | dict:
             break
     if width is not None:
         if not len(digits) <= width <= 10:
-            return _error("#NUM!", f"{name}'s places must be from {len(digits)} to 10, got {width}")
+            return natives.error("#NUM!", f"{name}'s places must be from {len(digits)} to 10, got {width}")
         digits = digits.rjust(width, "0")
     return digits
 
@@ -307,7 +303,7 @@ def _convert_base(source: str, target: str) -> Callable[..., Any]:
     def call(number: Any, places: Any = _ABSENT) -> Any:
         if source == "DEC":
             if isinstance(number, bool):
-                return _error("#VALUE!", f"{name} takes a number, not TRUE or FALSE")
+                return natives.error("#VALUE!", f"{name} takes a number, not TRUE or FALSE")
             v = _number(number, f"{name}'s number")
             if not isinstance(v, float):
                 return v
@@ -357,7 +353,7 @@ def _text_part(name: str, before: bool) -> Callable[..., Any]:
             if type(value) is dict:
                 return value
             if type(value) is list and value is not delimiter:
-                return _error("#VALUE!", f"{name} takes one text at a time here")
+                return natives.error("#VALUE!", f"{name} takes one text at a time here")
         whole = _text_of(text)
         delimiters = (
             [_text_of(d) for d in _grid(delimiter)[0]]
@@ -371,7 +367,7 @@ def _text_part(name: str, before: bool) -> Callable[..., Any]:
         longest = max((len(d) for d in delimiters), default=0)
         reach = len(whole) - longest + 1 if given else max(len(whole), 1)  # Excel's bound, as it behaves
         if n == 0 or abs(n) > reach or mode not in (0, 1) or end not in (0, 1):
-            return _error("#VALUE!", f"{name}: instance_num must not be 0 or longer than the text; modes 0 or 1")
+            return natives.error("#VALUE!", f"{name}: instance_num must not be 0 or longer than the text; modes 0 or 1")
         haystack = whole.lower() if mode else whole
         needles = [d.lower() if mode else d for d in delimiters]
         found: list[tuple[int, int]] = []  # (start, length) of each delimiter, left to right, not overlapping
@@ -405,7 +401,7 @@ def _text_part(name: str, before: bool) -> Callable[..., Any]:
             at = found[-n - 1] if len(found) >= -n else None
         if at is None:
             if if_not_found is _ABSENT:
-                return _error("#N/A", f"{name}: the delimiter is not there")
+                return natives.error("#N/A", f"{name}: the delimiter is not there")
             return "" if if_not_found is None else if_not_found
         start, length = at
         return whole[:start] if before else whole[start + length :]
@@ -449,7 +445,7 @@ def text(value: Any, format_text: Any) -> Any:
         if is_date_format(code):
             bare = re.sub(r'"[^"]*"|\\.', "", code)
             if not 0 <= x <= _MAX_DATE or "#" in bare or "?" in bare:
-                return _error("#VALUE!", f"TEXT: {x:g} in the date format {code!r} is not a date Excel shows")
+                return natives.error("#VALUE!", f"TEXT: {x:g} in the date format {code!r} is not a date Excel shows")
         elif code.lower() == "general" and x != 0 and abs(x) < 1e-4:
             plain = f"{Decimal(f'{abs(x):.15g}'):f}"  # TEXT's General writes a small number out while it fits
             if len(plain) <= 11:
@@ -470,17 +466,17 @@ def _tbill_args(name: str, settlement: Any, maturity: Any, third: Any, what: str
     values = []
     for value, label in ((settlement, "settlement"), (maturity, "maturity"), (third, what)):
         if isinstance(value, bool):
-            return _error("#VALUE!", f"{name}'s {label} must be a number, not TRUE or FALSE")
+            return natives.error("#VALUE!", f"{name}'s {label} must be a number, not TRUE or FALSE")
         v = _number(value, f"{name}'s {label}")
         if not isinstance(v, float):
             return v
         values.append(v)
     s, m = date_of(values[0]), date_of(values[1])
     if s is None or m is None:
-        return _error("#NUM!", f"{name}'s dates must be from 1900 to 9999")
+        return natives.error("#NUM!", f"{name}'s dates must be from 1900 to 9999")
     year_later = add_months(s, 12, False)
     if not s < m <= year_later or values[2] <= 0:
-        return _error("#NUM!", f"{name} needs settlement < maturity <= a year later and {what} above 0")
+        return natives.error("#NUM!", f"{name} needs settlement < maturity <= a year later and {what} above 0")
     return (m - s).days, values[2], (year_later - s).days
 
 
@@ -492,7 +488,7 @@ def tbillprice(settlement: Any, maturity: Any, discount: Any) -> Any:
         return args
     dsm, rate, _ = args
     price = 100 * (1 - rate * dsm / 360)
-    return price if price > 0 else _error("#NUM!", "TBILLPRICE: the discount leaves no price")
+    return price if price > 0 else natives.error("#NUM!", "TBILLPRICE: the discount leaves no price")
 
 
 def tbillyield(settlement: Any, maturity: Any, pr: Any) -> Any:
@@ -516,13 +512,13 @@ def tbilleq(settlement: Any, maturity: Any, discount: Any) -> Any:
     dsm, rate, _ = args
     price = 1 - rate * dsm / 360
     if price <= 0:
-        return _error("#NUM!", "TBILLEQ: the discount leaves no price")
+        return natives.error("#NUM!", "TBILLEQ: the discount leaves no price")
     if dsm <= 182:
         return 365 * rate / (360 - rate * dsm)
     t = dsm / (366 if dsm == 366 else 365)  # Excel's year: 366 days only for a bill of 366 days
     root = t * t - (2 * t - 1) * (1 - 1 / price)
     if root < 0:
-        return _error("#NUM!", "TBILLEQ: no equivalent yield")
+        return natives.error("#NUM!", "TBILLEQ: no equivalent yield")
     return (-2 * t + 2 * math.sqrt(root)) / (2 * t - 1)
 
 
@@ -541,9 +537,9 @@ def sequence(rows: Any = None, columns: Any = None, start: Any = None, step: Any
         return v
     r, c = math.trunc(v[0]), math.trunc(v[1])
     if r < 1 or c < 1:
-        return _error("#VALUE!", "SEQUENCE's rows and columns must be 1 or more")
+        return natives.error("#VALUE!", "SEQUENCE's rows and columns must be 1 or more")
     if r > 1_048_576 or c > 16_384 or r * c > MAX_ARRAY_CELLS:
-        return _error("#NUM!", f"SEQUENCE of {r:,} by {c:,} is larger than {MAX_ARRAY_CELLS:,} cells")
+        return natives.error("#NUM!", f"SEQUENCE of {r:,} by {c:,} is larger than {MAX_ARRAY_CELLS:,} cells")
     first, by = v[2], v[3]
     if r == c == 1:
         return first
@@ -567,7 +563,7 @@ def _flag(value: Any, what: str) -> bool | dict:
     if isinstance(value, str):
         if value.upper() in ("TRUE", "FALSE"):
             return value.upper() == "TRUE"
-        return _error("#VALUE!", f"{what} must be TRUE or FALSE, got {value!r}")
+        return natives.error("#VALUE!", f"{what} must be TRUE or FALSE, got {value!r}")
     return bool(value)
 
 
@@ -589,7 +585,7 @@ def binom_dist(number_s: Any, trials: Any, probability_s: Any, cumulative: Any) 
         return flag
     k, n, p = math.trunc(v[0]), math.trunc(v[1]), v[2]
     if not (0 <= k <= n and 0 <= p <= 1):
-        return _error("#NUM!", "BINOM.DIST needs 0 <= number_s <= trials and a probability from 0 to 1")
+        return natives.error("#NUM!", "BINOM.DIST needs 0 <= number_s <= trials and a probability from 0 to 1")
     if p in (0.0, 1.0):
         sure = 0 if p == 0 else n  # every trial fails, or every one succeeds
         return float(k >= sure) if flag else float(k == sure)
@@ -611,7 +607,7 @@ def binom_dist_range(trials: Any, probability_s: Any, number_s: Any, number_s2: 
         return v
     n, p, s, s2 = math.trunc(v[0]), v[1], math.trunc(v[2]), math.trunc(v[3])
     if not (0 <= s <= s2 <= n and 0 <= p <= 1):
-        return _error("#NUM!", "BINOM.DIST.RANGE needs 0 <= number_s <= number_s2 <= trials, probability 0 to 1")
+        return natives.error("#NUM!", "BINOM.DIST.RANGE needs 0 <= number_s <= number_s2 <= trials, probability 0 to 1")
     if p in (0.0, 1.0):
         sure = 0 if p == 0 else n
         return float(s <= sure <= s2)
@@ -627,7 +623,7 @@ def binom_inv(trials: Any, probability_s: Any, alpha: Any) -> Any:
         return v
     n, p, a = math.trunc(v[0]), v[1], v[2]
     if n < 0 or not 0 < p < 1 or not 0 < a < 1:
-        return _error("#NUM!", "BINOM.INV needs trials >= 0, probability and alpha strictly between 0 and 1")
+        return natives.error("#NUM!", "BINOM.INV needs trials >= 0, probability and alpha strictly between 0 and 1")
     return _engine("BINOM.INV", float(n), p, a)
 
 
@@ -655,15 +651,15 @@ def _dollar(name: str, to_decimal: bool) -> Callable[..., Any]:
     def call(dollar: Any, fraction: Any) -> Any:
         for value in (dollar, fraction):
             if isinstance(value, bool):
-                return _error("#VALUE!", f"{name} takes numbers, not TRUE or FALSE")
+                return natives.error("#VALUE!", f"{name} takes numbers, not TRUE or FALSE")
         v = _numbers(name, (dollar, "dollar"), (fraction, "fraction"))
         if not isinstance(v, list):
             return v
         x, f = v[0], math.trunc(v[1])
         if f < 0:
-            return _error("#NUM!", f"{name}'s fraction must be 0 or more")
+            return natives.error("#NUM!", f"{name}'s fraction must be 0 or more")
         if f == 0:
-            return _error("#DIV/0!", f"{name}'s fraction must be 1 or more")
+            return natives.error("#DIV/0!", f"{name}'s fraction must be 1 or more")
         whole = math.trunc(x)
         scale = 10.0 ** math.ceil(math.log10(f))
         part = x - whole
@@ -688,13 +684,13 @@ def _rate_conversion(name: str, to_nominal: bool) -> Callable[..., Any]:
     def call(rate: Any, npery: Any) -> Any:
         for value in (rate, npery):
             if isinstance(value, bool):
-                return _error("#VALUE!", f"{name} takes numbers, not TRUE or FALSE")
+                return natives.error("#VALUE!", f"{name} takes numbers, not TRUE or FALSE")
         v = _numbers(name, (rate, "rate"), (npery, "npery"))
         if not isinstance(v, list):
             return v
         r, n = v[0], math.trunc(v[1])
         if r <= 0 or n < 1:
-            return _error("#NUM!", f"{name} needs a rate above 0 and npery of 1 or more")
+            return natives.error("#NUM!", f"{name} needs a rate above 0 and npery of 1 or more")
         return n * ((1 + r) ** (1 / n) - 1) if to_nominal else (1 + r / n) ** n - 1
 
     call.__name__ = name.lower()
@@ -724,7 +720,7 @@ def mround(number: Any, multiple: Any) -> Any:
     number written as text (a date too, "2024-01-10") is read as VALUE reads it."""
     for value in (number, multiple):
         if isinstance(value, bool):
-            return _error("#VALUE!", "MROUND takes numbers, not TRUE or FALSE")
+            return natives.error("#VALUE!", "MROUND takes numbers, not TRUE or FALSE")
     n, m = natives.number_arg(number, "MROUND's number"), natives.number_arg(multiple, "MROUND's multiple")
     if not isinstance(n, float):
         return n
@@ -733,7 +729,7 @@ def mround(number: Any, multiple: Any) -> Any:
     if m == 0:
         return 0.0
     if n * m < 0:
-        return _error("#NUM!", "MROUND's number and multiple must have the same sign")
+        return natives.error("#NUM!", "MROUND's number and multiple must have the same sign")
     q = natives.approx(abs(n / m))
     return math.copysign(math.floor(q + 0.5), n / m) * m + 0.0
 
