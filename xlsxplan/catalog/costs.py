@@ -28,12 +28,12 @@ from .. import domains
 from ..core.cost import OwnedCase
 from ..domains import Domain, Name, checked, domain_of
 from ..errors import CatalogError, NotAvailableError, UnknownPresetError, XlsxplanError
-from .store import PRICE_BASES, check_titles, load_catalog, load_prices
+from .store import PRICE_BASES, check_titles, load_catalog, load_prices, read_toml
 
 if sys.version_info >= (3, 11):
-    import tomllib
+    pass
 else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib
+    pass
 
 __all__ = [
     "COSTS_FILE",
@@ -170,10 +170,7 @@ def _check_fields(table: dict[str, Any], where: str, scope: str) -> None:
 
 def parse_costs(text: str, filename: str = COSTS_FILE) -> Costs:
     """costs.toml's text, validated: CatalogError naming the file, the table and the field at the first problem."""
-    try:
-        raw = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as err:
-        raise CatalogError(f"{filename}: not valid TOML: {err}") from None
+    raw = read_toml(text, filename)
     unknown = set(raw) - {"sources", "titles", "site", "accelerators"}
     if unknown:
         raise CatalogError(f"{filename}: unexpected top-level table(s) {', '.join(sorted(unknown))}")

@@ -27,12 +27,12 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from .. import domains
 from ..domains import Name, checked, domain_of
 from ..errors import CatalogError, NotAvailableError, UnknownPresetError, XlsxplanError
-from .store import check_titles, load_catalog
+from .store import check_titles, load_catalog, read_toml
 
 if sys.version_info >= (3, 11):
-    import tomllib
+    pass
 else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib
+    pass
 
 __all__ = [
     "GRID_FILE",
@@ -149,10 +149,7 @@ def _figure_checks(entry: _Entry, where: str, sources: dict[str, str]) -> None:
 def parse_table(text: str, filename: str, table: str, cls: type[_Entry]) -> FinanceTable:
     """One finance file's text, validated: CatalogError naming the file, the entry and the field at the first
     problem (see the module's description)."""
-    try:
-        raw = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as err:
-        raise CatalogError(f"{filename}: not valid TOML: {err}") from None
+    raw = read_toml(text, filename)
     unknown = set(raw) - {"sources", "titles", table}
     if unknown:
         raise CatalogError(f"{filename}: unexpected top-level table(s) {', '.join(sorted(unknown))}")
