@@ -336,6 +336,20 @@ if __name__ == "__main__":  # python tests/helpers/books.py plan.xlsx: the recal
     print(f"wrote {plan_book(Path(sys.argv[1]))}")
 
 
+def case_refs(b: Built, values: dict[str, Any], aliases: dict[str, str] | None = None) -> dict[str, Any]:
+    """``values`` with each ``field@N`` key (a scenario-block input of case N, 1 to 4; ``aliases`` renames a field
+    to its line key) as that case's Inputs cell; other keys (cells, defined names) as given."""
+    refs = {}
+    for key, value in values.items():
+        if "@" in key:
+            field, case = key.split("@")
+            ref = b.book.ref(f"{(aliases or {}).get(field, field)}@{int(case) - 1}")
+            refs[f"Inputs!{ref.col}{ref.row}"] = value
+        else:
+            refs[key] = value
+    return refs
+
+
 @contextlib.contextmanager
 def changed(b: Built, values: dict[str, Any]) -> Iterator[Built]:
     """Set inputs of a built template (cells or defined names), recalculate, and put the old values back afterwards.

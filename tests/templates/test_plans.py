@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tests.helpers.books import built_templates, changed
+from tests.helpers.books import built_templates, case_refs, changed
 from xlsxplan import calibration, catalog
 from xlsxplan.catalog import models
 from xlsxplan.core import (
@@ -705,22 +705,11 @@ def test_every_line_matches_the_python_core_as_shipped(plan):
 )
 @pytest.mark.slow
 def test_changed_inputs_match_the_python_core(plan, name, values):
-    with changed(plan, _refs(plan, values)):
+    with changed(plan, case_refs(plan, values)):
         live = check_serving(plan)
         # the Costs block (the Timeline's owned case) holds H100-SXM's costs: another accelerator is flagged too
         stale = plan.get("Accelerator") != plan.get("Accelerator_The_Costs_Are_For")
         assert plan.get(plan.book.address("master_check")) == (1 if live["fits"] != "fits" or stale else 0), name
-
-
-def _refs(b: Built, values: dict[str, Any]) -> dict[str, Any]:
-    refs = {}
-    for key, value in values.items():
-        if "@" in key:
-            field, case = key.split("@")
-            refs[case_cell(b, field, int(case))] = value
-        else:
-            refs[key] = value
-    return refs
 
 
 def test_latency_target_caps_the_batch(plan):
@@ -997,11 +986,11 @@ def test_checks_flag_problems_and_only_those(plan):
     }
     master = plan.book.address("master_check")
     for what, (values, expected) in cases.items():
-        with changed(plan, _refs(plan, values)):
+        with changed(plan, case_refs(plan, values)):
             assert fired(plan) == expected, what
             assert plan.get(master) == 1, what
     error = None
-    with changed(plan, _refs(plan, {"model@2": "Our-13B"})):
+    with changed(plan, case_refs(plan, {"model@2": "Our-13B"})):
         error = plan.get(plan.book.address("params"))
     assert isinstance(error, CellError) and error.code == "#N/A"
     assert fired(plan) == set() and plan.get(master) == 0
@@ -1095,7 +1084,7 @@ def _cells_reading(b: Built, value: str) -> list[str]:
 )
 @pytest.mark.slow
 def test_checks_fire_on_classic_xlwings_text_errors_and_nothing_reads_fits(plan, name, values, must):
-    refs = _refs(plan, values)
+    refs = case_refs(plan, values)
     with changed(plan, refs):
         headless = fired(plan)
     try:
@@ -1200,7 +1189,7 @@ def test_calibration_sheet_shows_the_ceiling_the_calibrated_and_the_measured(pla
     ],
 )
 def test_architecture_aware_presets(plan, name, values, kv):
-    with changed(plan, _refs(plan, values)):
+    with changed(plan, case_refs(plan, values)):
         live = check_serving(plan)
         if kv is not None:
             assert live["kv_bytes"] == kv, name
@@ -1542,7 +1531,7 @@ def test_training_checks_flag_problems_and_only_those(train):
     }
     master = train.book.address("master_check")
     for what, (values, expected) in cases.items():
-        with changed(train, _train_refs(train, values)):
+        with changed(train, case_refs(train, values, _TRAIN_KEYS)):
             assert training_fired(train) == expected, what
             assert train.get(master) == (1 if expected else 0), what
     assert training_fired(train) == set() and train.get(master) == 0
@@ -1553,17 +1542,6 @@ def training_fired(b: Built) -> set[str]:
 
 
 _TRAIN_KEYS = {"params": "params_input", "budget": "budget"}
-
-
-def _train_refs(b: Built, values: dict[str, Any]) -> dict[str, Any]:
-    refs = {}
-    for key, value in values.items():
-        if "@" in key:
-            field, case = key.split("@")
-            refs[case_cell(b, _TRAIN_KEYS.get(field, field), int(case))] = value
-        else:
-            refs[key] = value
-    return refs
 
 
 # -- the model's shape, training memory in full, attention FLOPs ------------------------------------------------------
@@ -1591,30 +1569,34 @@ def test_the_record_s_memory_per_gpu_against_the_document_s_measured_peak(train)
 def test_zero_stages_reproduce_the_zero_paper(train, stage, gb):
     # Rajbhandari et al. 2020 (ZeRO), Figure 1: a 7.5B model with mixed-precision Adam on 64 GPUs.
     values = {"params@1": 7.5, "n_gpus@1": 64, "tp@1": 1, "zero@1": stage}
-    with changed(train, _train_refs(train, values)):
+    with changed(train, case_refs(train, values, _TRAIN_KEYS)):
         assert check_training(train)["state"] == pytest.approx(gb, rel=0.02)
 
 
 def test_each_training_field_moves_the_plan(train):
     base = _tlive(train, "flops_attn", "attn_share", "activations", "mfu_cal", "state")
     s, h, a = 2048, 512, 8  # the record's shape; flash mode, no dropout: s b (32 h + 4 a) bytes a layer pass
-    with changed(train, _train_refs(train, {"seq_len@1": 4096, "micro_batch@1": 24})):  # as many tokens a step
+    with changed(
+        train, case_refs(train, {"seq_len@1": 4096, "micro_batch@1": 24}, _TRAIN_KEYS)
+    ):  # as many tokens a step
         live = check_training(train)
         assert live["flops_attn"] > base[0] and live["attn_share"] > base[1]  # 12 L H Q T grows with T
         assert live["activations"] == pytest.approx(base[2])  # flash keeps nothing that grows with s x s
         assert live["mfu_cal"] < base[3]  # restated against 6N, longer sequences leave less for 6N
-    with changed(train, _train_refs(train, {"recompute@1": "none"})):  # the scores kept: + 2 a s / h, no dropout
+    with changed(
+        train, case_refs(train, {"recompute@1": "none"}, _TRAIN_KEYS)
+    ):  # the scores kept: + 2 a s / h, no dropout
         assert check_training(train)["activations"] == pytest.approx(base[2] * (32 * h + 2 * a * s) / (32 * h + 4 * a))
-    with changed(train, _train_refs(train, {"recompute@1": "selective"})):  # no logsumexp either
+    with changed(train, case_refs(train, {"recompute@1": "selective"}, _TRAIN_KEYS)):  # no logsumexp either
         assert check_training(train)["activations"] == pytest.approx(base[2] * 32 * h / (32 * h + 4 * a))
-    with changed(train, _train_refs(train, {"recompute@1": "full"})):
+    with changed(train, case_refs(train, {"recompute@1": "full"}, _TRAIN_KEYS)):
         assert check_training(train)["activations"] == pytest.approx(base[2] * 2 * h / (32 * h + 4 * a))
     with changed(train, {"Dropout": 1}):  # two 1-byte masks a layer pass: 32 becomes 34
         assert check_training(train)["activations"] == pytest.approx(base[2] * (34 * h + 4 * a) / (32 * h + 4 * a))
-    with changed(train, _train_refs(train, {"tp@1": 2})):
+    with changed(train, case_refs(train, {"tp@1": 2}, _TRAIN_KEYS)):
         live = check_training(train)
         assert live["state"] == pytest.approx(base[4] / 2) and live["activations"] < base[2]
-    with changed(train, _train_refs(train, {"zero@1": 1})):
+    with changed(train, case_refs(train, {"zero@1": 1}, _TRAIN_KEYS)):
         assert check_training(train)["state"] == pytest.approx(base[4] * (4 + 12 / 8) / 16)
     with changed(train, {"Optimizer": "sgd"}):
         assert check_training(train)["state"] == pytest.approx(base[4] * 8 / 16)

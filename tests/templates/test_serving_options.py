@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from openpyxl.utils import get_column_letter
 
-from tests.helpers.books import changed
+from tests.helpers.books import case_refs, changed
 from xlsxplan import catalog
 from xlsxplan.cli import main
 from xlsxplan.cli.cmd_plan import SPEC_FLAGS
@@ -575,18 +575,6 @@ def _scenarios(n: int) -> list[dict[str, Any]]:
     return out
 
 
-def _case(b: Built, values: dict[str, Any]) -> dict[str, Any]:
-    refs = {}
-    for key, value in values.items():
-        if "@" in key:
-            field, case = key.split("@")
-            ref = b.book.ref(f"{field}@{int(case) - 1}")
-            refs[f"Inputs!{ref.col}{ref.row}"] = value
-        else:
-            refs[key] = value
-    return refs
-
-
 @pytest.mark.slow
 def test_the_cover_s_calibrated_fleet_is_xlsxplan_plan_s_for_the_active_option(plan, capsys):
     """The calibrated view the Cover and Outputs show (the Options sheet's marked row) is the figure `xlsxplan plan
@@ -595,7 +583,7 @@ def test_the_cover_s_calibrated_fleet_is_xlsxplan_plan_s_for_the_active_option(p
 
     shown = 0
     for values in _scenarios(int(os.environ.get("XLSXPLAN_SCENARIOS", "12"))):
-        with changed(plan, _case(plan, values)):
+        with changed(plan, case_refs(plan, values)):
             data = cli_plan(plan, capsys)
             setup = [plan.get(n) for n in ("Accelerator", "GPUs_Per_Replica", "Weight_Precision", "KV_Cache_Precision")]
             key = (*setup, "aggregated")
