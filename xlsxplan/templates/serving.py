@@ -1431,6 +1431,16 @@ inputs, not every accelerator priced on Lists: the table has rows for three (32 
 stays the size it prints and recalculates in; a user picks any three priced ones."""
 
 
+def options_columns() -> dict[str, str]:
+    """Each Options table column's letter, by PLAN_OPTIONS's field name (column A holds the active mark)."""
+    return {key: get_column_letter(i + 2) for i, (key, _, _, _) in enumerate(OPTION_COLUMNS)}
+
+
+def options_last_row() -> int:
+    """The Options table's last row: its header (PLAN_OPTIONS's field names) and a row per option searched."""
+    return OPTIONS_FIRST_ROW + options_per_accelerator() * len(priced_accelerators())
+
+
 def priced_accelerators() -> list[str]:
     """The accelerators the Options sheet searches as shipped (:data:`OPTIONS_ACCELERATORS`), each priced on Lists
     (the catalog's on-demand price, or the source text's example)."""
@@ -1472,7 +1482,6 @@ def _options(book: Book) -> Sheet:
     values, which the headless engine reads as occupied when the file is opened again (#SPILL!); and INDEX over
     PLAN_OPTIONS in each cell would hand the engine the whole table once per cell."""
     n_gpus = len(priced_accelerators())
-    rows = 1 + options_per_accelerator() * n_gpus
     sh = book.sheet(
         "Options",
         "Every way to serve the active scenario's model on the accelerators chosen on Inputs: PLAN_OPTIONS, ranked by "
@@ -1481,12 +1490,13 @@ def _options(book: Book) -> Sheet:
     )
     ws = sh.ws
     ws.column_dimensions["A"].width = 16
-    cols = [get_column_letter(i + 2) for i in range(len(OPTION_COLUMNS))]
+    g = options_columns()
+    cols = list(g.values())
     for col, (_, _, width, _) in zip(cols, OPTION_COLUMNS):
         ws.column_dimensions[col].width = width
         ws[f"{col}{HEADER_ROWS}"].alignment = Alignment(horizontal="left", vertical="center", wrap_text=True)
     ws.row_dimensions[HEADER_ROWS].height = 30
-    first, last = OPTIONS_FIRST_ROW, OPTIONS_FIRST_ROW + rows - 1
+    first, last = OPTIONS_FIRST_ROW, options_last_row()
     gpus_row = last + 2  # the accelerators searched, below the table
     book.refs["options_gpus"] = Ref(sh.name, gpus_row, "D")
     # the first-token target the search applies, and its percentile, beside the table
@@ -1495,7 +1505,6 @@ def _options(book: Book) -> Sheet:
     book.refs["options_percentile"] = Ref(sh.name, ttft_row + 1, "B")
     search = "=" + book.render(OPTIONS_FORMULA, sh.name)
     given = f'IF({book.ref("pct_given").text(sh.name)}="yes",'
-    g = dict(zip((key for key, _, _, _ in OPTION_COLUMNS), cols))
     for r in range(first, last + 1):
         for col, (key, _, _, fmt) in zip(cols, OPTION_COLUMNS):
             cell = ws[f"{col}{r}"]
@@ -1632,9 +1641,8 @@ def _active_option(book: Book, sh: Sheet) -> None:
     """On Outputs: the row of the Options table holding the active scenario's option (the first marked "yes"), its
     figures, and rank 1's option and fleet, each an INDEX into the table; :data:`NOT_SEARCHED` where the search did
     not plan the active option."""
-    cols = {key: get_column_letter(i + 2) for i, (key, _, _, _) in enumerate(OPTION_COLUMNS)}
-    first = OPTIONS_FIRST_ROW + 1
-    last = OPTIONS_FIRST_ROW + options_per_accelerator() * len(priced_accelerators())
+    cols = options_columns()
+    first, last = OPTIONS_FIRST_ROW + 1, options_last_row()
     g = {key: f"Options!${col}" for key, col in cols.items()}
     marks = f"Options!$A${first}:$A${last}"
     sh.section(CALIBRATED_SECTION, "The Options table's marked row: the serving step xlsxplan validate scores")
