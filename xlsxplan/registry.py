@@ -13,6 +13,7 @@ parameter the signature does not have, or a text for Excel's function wizard wou
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import re
@@ -44,6 +45,7 @@ from .domains import Domain, format_number
 from .errors import ArgumentError
 from .plan import cells as plan_cells
 from .plan import search as plan_search
+from .plan import train_table as plan_train
 
 if TYPE_CHECKING:
     import numpy as np
@@ -226,6 +228,11 @@ def _grid(rows: list[list[Any]]) -> np.ndarray | list[list[Any]]:
         import numpy as np
     except ImportError:
         return [list(row) + [""] * (width - len(row)) for row in rows]
+    if rows and all(len(r) == width for r in rows):  # all at once, when numpy reads every cell as one value
+        with contextlib.suppress(ValueError):
+            whole = np.array(rows, dtype=object)
+            if whole.shape == (len(rows), width):
+                return whole
     out = np.empty((len(rows), width), dtype=object)
     out[:] = ""
     for i, row in enumerate(rows):
@@ -420,6 +427,7 @@ _TABLE: list[tuple[str, list[tuple[str, Callable[..., Any]]]]] = [
         [
             ("PLAN_OPTIONS", plan_search.plan_options),
             ("PLAN_OPTIONS_AT", plan_cells.plan_options_at),
+            ("TRAIN_OPTIONS", plan_train.train_options),
         ],
     ),
     (

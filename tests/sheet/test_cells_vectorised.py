@@ -48,6 +48,7 @@ ELEMENT_BY_ELEMENT = {
     "PLAN_OPTIONS",  # spills one table per call: a range in place of an argument is one error per element
     "EFFICIENCY",  # calibration factors looked up by kind, accelerator class and format, with the width inside
     "PLAN_OPTIONS_AT",  # one cell of a search over the catalog, planned once per set of arguments and remembered
+    "TRAIN_OPTIONS",  # spills one table per call, as PLAN_OPTIONS
     "QUEUE_WAIT_GG_S",  # the Erlang B recursion, as QUEUE_WAIT_S
     # a range read whole (cash flows, an hourly profile) and a search over its levels for the cheapest commitment
     "NPV_USD",

@@ -256,7 +256,20 @@ def to_engine(result: Any) -> Any:
         grid = result.reshape(1, 1) if result.ndim == 0 else result.reshape(-1, 1) if result.ndim == 1 else result
         if grid.size == 1:
             return to_engine(grid.flat[0])
-        return [[to_engine(x) for x in row] for row in grid.tolist()]
+        # text, flags, finite floats and 64-bit ints go back as they are (x - x is 0 for a finite float only); the
+        # rest through the checks above: a table of a few hundred values comes back once a cell that reads it
+        return [
+            [
+                x
+                if (t := type(x)) is str
+                or t is bool
+                or (t is float and x - x == 0.0)
+                or (t is int and -_INT64 < x < _INT64)
+                else to_engine(x)
+                for x in row
+            ]
+            for row in grid.tolist()
+        ]
     if isinstance(result, np.generic):
         result = result.item()
     if isinstance(result, float):

@@ -293,14 +293,21 @@ def passed_inputs() -> list[str]:
 
 
 def with_inputs(
-    name: str, impl: Callable[..., Any], lead: tuple[PlanInput, ...], head: str, tail: str, returns: Any
+    name: str,
+    impl: Callable[..., Any],
+    lead: tuple[PlanInput, ...],
+    head: str,
+    tail: str,
+    returns: Any,
+    specs: tuple[PlanInput, ...] | None = None,
 ) -> Callable[..., Any]:
-    """A function named ``name`` whose arguments are ``lead`` then :data:`PLAN_INPUTS`, each with its domain as its
-    annotation and its default, that calls ``impl`` with them all by position; its docstring is ``head``, the
-    Parameters section made from the inputs' texts, then ``tail`` (the Returns and Notes sections). Made as
-    :mod:`dataclasses` makes ``__init__``: the source of one ``def`` executed, so that ``inspect.signature``, the
-    domain checks and every Excel face see an ordinary function."""
-    inputs = (*lead, *PLAN_INPUTS)
+    """A function named ``name`` whose arguments are ``lead`` then ``specs`` (:data:`PLAN_INPUTS` unless given: the
+    training plan's are :data:`xlsxplan.plan.train_inputs.TRAIN_INPUTS`), each with its domain as its annotation and
+    its default, that calls ``impl`` with them all by position; its docstring is ``head``, the Parameters section
+    made from the inputs' texts, then ``tail`` (the Returns and Notes sections). Made as :mod:`dataclasses` makes
+    ``__init__``: the source of one ``def`` executed, so that ``inspect.signature``, the domain checks and every
+    Excel face see an ordinary function."""
+    inputs = (*lead, *(PLAN_INPUTS if specs is None else specs))
     namespace: dict[str, Any] = {"_impl": impl, "_returns": returns}
     params = []
     for k, p in enumerate(inputs):
