@@ -24,7 +24,7 @@ PAGE_BUDGET = {serving.FILENAME: 40, training.FILENAME: 25}
 """The most pages a template prints in (the portable edition, the larger: the Catalog and Workings sheets too)."""
 REFERENCE = {
     serving.FILENAME: ("Options", "Lists", "Catalog", "Workings"),
-    training.FILENAME: ("Lists", "Catalog", "Workings"),
+    training.FILENAME: ("Options", "Lists", "Catalog", "Workings"),
 }
 """The sheets that print last, after the story: reference tables."""
 FOOTER = re.compile(r"(Serving|Training) plan: ([A-Za-z .]+?)\s{2,}Page (\d+) of (\d+)")

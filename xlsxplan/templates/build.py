@@ -507,4 +507,24 @@ def training_summary(built: Built) -> str:
             f"  {_bench(built, 'bm_name', i)}: {tps_text} tokens/s, {rate}{mfu_text}; "
             f"optimal {optimal:,.2f}M parameters; run {time_text}"
         )
+    lines.append(_search_line(built))
     return "\n".join(lines)
+
+
+def _search_line(built: Built) -> str:
+    """The training plan's layout search (its Options sheet, TRAIN_OPTIONS), rank 1 as Outputs shows it."""
+    limits = [
+        f"${_number(built.get('Budget_For_The_Run'), 'budget'):,.0f}",
+        f"{_number(built.get('Deadline_For_The_Run'), 'deadline'):g} days",
+        f"{_number(built.get('GPU_Limit'), 'GPU limit'):,.0f} GPUs",
+    ]
+    price = _number(built.get("Price_Per_GPU_Hour"), "price")
+    head = f"Layout search (Options: {', '.join(limits)}, {built.get('Accelerator')} at ${price:,.2f} an hour): "
+    f = {k: _live(built, k) for k in ("search_params", "search_memory", "search_days", "search_cost")}
+    if not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in f.values()):  # none fits
+        return head + str(_live(built, "search_status"))
+    return (
+        f"{head}{_live(built, 'search_layout')}; {f['search_params']:g}B parameters, "
+        f"{f['search_memory']:,.1f} GB a GPU, {f['search_days']:,.1f} days, ${f['search_cost']:,.0f}; "
+        f"{_live(built, 'search_status')}"
+    )

@@ -3,7 +3,8 @@ and Memory Needed for Language Models").
 
 Sheets: Cover, Guide, Inputs (with the scenario block and the measured-rate table), Calculations (the active
 scenario), Outputs, Measured rates (each benchmark side by side), Calibration (the run at the assumed, the calibrated
-and your measured MFU), Checks, Version log, Lists and ``xlwings.conf``.
+and your measured MFU), Checks, Version log, Options (every layout of the layout search on Inputs: TRAIN_OPTIONS, the
+table ``xlsxplan plan --train`` prints), Lists and ``xlwings.conf``.
 
 The shipped cases are the document's: the Parameter Golf record (35.95M parameters, 3.927B tokens, eight H100s, ten
 minutes) and baseline, the 7B-on-140B-tokens example and Chinchilla's 70B on 1.4T tokens. The measured-rate table
@@ -20,12 +21,16 @@ from __future__ import annotations
 
 from typing import Any
 
+from openpyxl.styles import Alignment
+from openpyxl.utils import column_index_from_string, get_column_letter
 from openpyxl.worksheet.datavalidation import DataValidation
 
 from .. import domains
 from ..core.training_memory import OPTIMIZERS, RECOMPUTE_MODES
 from ..domains import domain_of
-from .book import Book, Line, Ref, Sheet, validation_for
+from ..plan.train_inputs import TRAIN_INPUTS
+from ..plan.train_table import TRAIN_TABLE_HEADER
+from .book import Book, Line, Ref, Sheet, put_text, validation_for
 from .common import (
     COMPUTE_MEMORY,
     COMPUTE_MEMORY_TITLE,
@@ -50,7 +55,7 @@ from .common import (
     usual_checks,
     version_log,
 )
-from .styles import SIDE_COLUMNS, TEMPLATE_DATE
+from .styles import FMT, HEADER_ROWS, SIDE_COLUMNS, TEMPLATE_DATE
 
 __all__ = ["build", "TITLE", "FILENAME", "CASES", "BENCHMARKS"]
 
@@ -66,6 +71,7 @@ SHEETS = [
     ("Calibration", "calibration"),
     ("Checks", "checks"),
     ("Version log", "log"),
+    ("Options", "scenarios"),  # a reference table (every layout searched), printed after the story with Lists
     ("Lists", "lists"),
 ]
 PG = f"{COMPUTE_MEMORY} 'Parameter Golf' (example)"
@@ -519,6 +525,7 @@ def _inputs(book: Book, lists: dict[str, str]) -> Sheet:
     sh.input("Pricing basis", "On-demand", "text", "Example", "On-demand, committed or spot", "text", basis)
     sh.input("Billing currency", "USD", "ISO 4217", "Example", "Every cost line is in this currency", "text")
 
+    _search_inputs(sh)
     range_inputs(book, sh)
     sh.section("Your measurements (optional)", "Of the active scenario's run: see the Calibration sheet")
     sh.input(
@@ -546,6 +553,142 @@ def _inputs(book: Book, lists: dict[str, str]) -> Sheet:
         sh.case_input(label, values, unit, source, comment, fmt, _validation(label, kind, lists), key=_KEYS[label])
     sh.finish()
     return sh
+
+
+SEARCH_ARGUMENTS: dict[str, str] = {
+    "model": "Model_Searched",
+    "params_b": "Parameters_Searched",
+    "tokens": "Tokens_Searched",
+    "tokens_per_param": "Chinchilla_Tokens_Per_Parameter",
+    "budget_usd": "Budget_For_The_Run",
+    "max_days": "Deadline_For_The_Run",
+    "max_gpus": "GPU_Limit",
+    "gpus": 'Accelerator&"="&Price_Per_GPU_Hour',
+    "seq_len": "Sequence_Length_Searched",
+}
+"""What the Options sheet passes TRAIN_OPTIONS for each training-plan input (:data:`TRAIN_INPUTS`' names), in its
+argument order: the layout search's inputs on Inputs, the rule of thumb's tokens per parameter, and the active
+scenario's accelerator at the price on Inputs; the inputs after these take their defaults, as ``xlsxplan plan
+--train`` gives them."""
+
+OPTIONS_ROWS = 32
+"""Options the sheet has rows for: a GPU count (powers of two up to the limit, and above it as far as the deadline
+needs) x two precisions for one accelerator. More are listed by ``xlsxplan plan --train``, and the sheet says so."""
+
+OPTION_COLUMNS: tuple[tuple[str, str, int, str], ...] = (
+    ("gpu", "Accelerator", 11, "text"),
+    ("gpus", "GPUs", 7, "int"),
+    ("tp", "Tensor parallel", 7, "int"),
+    ("pp", "Pipeline parallel", 8, "int"),
+    ("dp", "Data parallel", 7, "int"),
+    ("ep", "Expert parallel", 7, "int"),
+    ("cp", "Context parallel", 7, "int"),
+    ("zero", "ZeRO stage", 6, "int"),
+    ("micro_batch", "Micro-batch", 7, "int"),
+    ("global_batch", "Global batch, sequences", 9, "int"),
+    ("recompute", "Recompute", 10, "text"),
+    ("precision", "Precision", 9, "text"),
+    ("params_b", "Parameters, B", 9, "dec2"),
+    ("tokens", "Tokens", 11, "billions"),
+    ("memory_gb_per_gpu", "Memory a GPU, GB", 9, "dec1"),
+    ("step_s", "Step, s", 8, "dec2"),
+    ("mfu", "MFU", 7, "pct1"),
+    ("days", "Days", 8, "dec1"),
+    ("gpu_hours", "GPU-hours", 10, "int"),
+    ("usd", "USD", 11, "usd0"),
+    ("price_basis", "Price basis", 9, "text"),
+    ("goodput", "Goodput", 8, "pct1"),
+    ("feasible", "Feasible", 8, "general"),
+    ("reason", "Why rejected", 90, "text"),
+    ("checkpoint_interval_s", "Checkpoint every, s", 10, "int"),
+    ("calibrated_mfu", "Calibrated MFU", 9, "pct1"),
+)
+"""The Options sheet's columns, TRAIN_OPTIONS's (:data:`TRAIN_TABLE_HEADER`) in its order: (field, heading, width,
+format). The tokens column shows billions (B tokens)."""
+OPTIONS_FIRST_ROW = HEADER_ROWS + 1
+"""The row of TRAIN_OPTIONS's own header row (its field names); the options follow it."""
+
+
+def search_call() -> str:
+    """TRAIN_OPTIONS for the search's inputs on Inputs (:data:`SEARCH_ARGUMENTS`, in the function's order)."""
+    names = [p.name for p in TRAIN_INPUTS[: len(SEARCH_ARGUMENTS)]]
+    if names != list(SEARCH_ARGUMENTS):
+        raise ValueError(f"SEARCH_ARGUMENTS must follow TRAIN_INPUTS' order: {names}")
+    return "TRAIN_OPTIONS(" + ",".join(SEARCH_ARGUMENTS.values()) + ")"
+
+
+def options_columns() -> dict[str, str]:
+    """Each Options table column's letter, by TRAIN_OPTIONS's field name (column A holds the option's number)."""
+    return {key: get_column_letter(i + 2) for i, (key, _, _, _) in enumerate(OPTION_COLUMNS)}
+
+
+def _search_inputs(sh: Sheet) -> None:
+    """The layout search's own inputs (the Options sheet, TRAIN_OPTIONS): the question "the cheapest layout that
+    fits and finishes" asks, shipped as the budget case of a finance analyst (a $200,000 budget of H100 time at the
+    price on Inputs, at most 14 days and 256 GPUs, the model's size to choose)."""
+    sh.section("Layout search (Options sheet)", "The cheapest layout that fits and finishes: xlsxplan plan --train")
+    sh.input(
+        "Model searched",
+        "none",
+        "name",
+        "Example: the size to choose",
+        "A preset's shape; none: a dense model shaped from its size",
+        "text",
+    )
+    sh.input(
+        "Parameters searched",
+        0,
+        "B params",
+        "Example: the size to choose",
+        "0: the preset's, else the compute-optimal size",
+        "dec2",
+        validation_for(domain_of(domains.ParamsBOrZero), "Parameters searched"),
+    )
+    sh.input(
+        "Tokens searched",
+        0,
+        "tokens",
+        "Example: Chinchilla's tokens",
+        "0: tokens per parameter (Rules of thumb) x size",
+        "int",
+        validation_for(domain_of(domains.TokensOrZero), "Tokens searched"),
+    )
+    sh.input(
+        "Budget for the run",
+        200_000,
+        "USD",
+        "Example: a finance analyst's budget",
+        "Most the run may cost, lost time included; 0: none",
+        "usd0",
+        validation_for(domain_of(domains.USDOrZero), "Budget for the run"),
+    )
+    sh.input(
+        "Deadline for the run",
+        14,
+        "days",
+        "Example",
+        "Longest the run may take; 0: no deadline",
+        "dec1",
+        validation_for(domain_of(domains.DaysOrZero), "Deadline for the run"),
+    )
+    sh.input(
+        "GPU limit",
+        256,
+        "count",
+        "Example",
+        "Most GPUs the run may hold",
+        "int",
+        validation_for(domain_of(domains.GPUs), "GPU limit"),
+    )
+    sh.input(
+        "Sequence length searched",
+        4096,
+        "tokens",
+        "Example (xlsxplan plan --train's default)",
+        "Training sequence length of the searched run",
+        "int",
+        validation_for(domain_of(domains.Tokens), "Sequence length searched"),
+    )
 
 
 def _validation(label: str, kind: Any, lists: dict[str, str]) -> DataValidation | None:
@@ -592,6 +735,81 @@ def _measured(book: Book) -> Sheet:
     for line in MEASURED_LINES:
         book.refs[f"Measured rates:{line.key}"] = sh.side_by_side(line, locals_)
     sh.finish()
+    return sh
+
+
+def _options(book: Book) -> Sheet:
+    """The Options sheet: every layout of the run the layout search on Inputs asks for, ranked as ``xlsxplan plan
+    --train`` ranks them (TRAIN_OPTIONS's table, a cell each: ``INDEX(TRAIN_OPTIONS(...), row, column)``; the
+    function plans the search once for its arguments and remembers it), in rows enough for one accelerator.
+
+    A formula a cell, not one array formula over the range: the portable edition keeps each cell's value with the
+    formula that computes it again (``xlsxplan recalc``), and a saved array formula's other cells hold cached values
+    that the headless engine reads as occupied."""
+    if list(TRAIN_TABLE_HEADER) != [k for k, _, _, _ in OPTION_COLUMNS]:
+        raise ValueError("OPTION_COLUMNS must name TRAIN_OPTIONS's columns in order")
+    sh = book.sheet(
+        "Options",
+        "Every layout of the run the layout search on Inputs asks for: TRAIN_OPTIONS (xlsxplan plan --train), the "
+        "feasible ones first, cheapest first; each rejected layout says why, with the amounts.",
+        ["Option", *(heading for _, heading, _, _ in OPTION_COLUMNS)],
+    )
+    ws = sh.ws
+    ws.column_dimensions["A"].width = 8
+    g = options_columns()
+    cols = list(g.values())
+    for col, (_, _, width, _) in zip(cols, OPTION_COLUMNS):
+        ws.column_dimensions[col].width = width
+        ws[f"{col}{HEADER_ROWS}"].alignment = Alignment(horizontal="left", vertical="center", wrap_text=True)
+    ws.row_dimensions[HEADER_ROWS].height = 30
+    first, last = OPTIONS_FIRST_ROW, OPTIONS_FIRST_ROW + OPTIONS_ROWS
+    count_row = last + 2
+    book.refs["options_count"] = Ref(sh.name, count_row, "B")
+    call = search_call()
+    at = f"ROW()-ROW($A${HEADER_ROWS}),COLUMN()-COLUMN($A${HEADER_ROWS})"
+    for r in range(first, last + 1):
+        for col, (_, _, _, fmt) in zip(cols, OPTION_COLUMNS):
+            cell = ws[f"{col}{r}"]
+            body = f"INDEX({call},{at})"
+            # past the options listed, empty (INDEX beyond the table would be #REF!)
+            cell.value = "=" + (body if r == first else f'IF(ROW()-ROW($A${first})>$B${count_row},"",{body})')
+            cell.style = "Formula" if r > first else "Explanatory Text"
+            cell.number_format = FMT[fmt]
+            if r == first:  # TRAIN_OPTIONS's own field names under the headings: shrunk to their column
+                cell.alignment = Alignment(shrink_to_fit=True)
+        if r > first:
+            ws[f"A{r}"] = r - first
+            ws[f"A{r}"].style, ws[f"A{r}"].number_format = "Label", FMT["int"]
+    put_text(ws[f"A{first}"], "TRAIN_OPTIONS", "Explanatory Text")
+    book.refs["Options:table"] = Ref(sh.name, first, cols[0], cols[-1])
+    sh.row = count_row
+    sh.line(
+        Line(
+            "options_count",
+            "Options the search lists",
+            f"=ROWS({call})-1",
+            "count",
+            f"The sheet shows the first {OPTIONS_ROWS}: xlsxplan plan --train lists every one",
+            "int",
+        )
+    )
+    for text in (
+        "The search plans the run the layout search on Inputs asks for (the model, or its size to choose from the "
+        "budget and deadline: N = sqrt(C t / 120)), on the active scenario's accelerator at the price on Inputs: "
+        "every GPU count (powers of two), tensor x pipeline x data x expert parallel, ZeRO stage, micro-batch, "
+        "recompute and precision; the cheapest layout of each GPU count and precision is listed.",
+        "Memory a GPU: weights, gradients and optimizer states by ZeRO stage and the activations in flight, against "
+        "90% of the GPU's memory. Step time: the calibrated MFU (EFFICIENCY train_mfu) plus each parallel "
+        "dimension's traffic and the pipeline bubble. Goodput: interruptions at Llama 3's rate a GPU-hour, "
+        "checkpoints every Young's interval, a restart each. Days include the time lost.",
+    ):
+        sh.text(text)
+    sh.finish()
+    # the table across two pages, the option's number repeated: up to the goodput, then the reasons
+    reason = g["reason"]
+    before = get_column_letter(column_index_from_string(reason) - 1)
+    ws.print_area = [f"A1:{before}{sh.row - 1}", f"{reason}1:{cols[-1]}{sh.row - 1}"]
+    ws.print_title_cols = "A:A"
     return sh
 
 
@@ -691,6 +909,7 @@ def _outputs(book: Book) -> Sheet:
                     "text",
                 )
             )
+    _search_outputs(book, sh)
     sh.section("Basis of estimate", "Estimate, not a quote")
     for name, label, unit, fmt in (
         ("Price_Per_GPU_Hour", "Price per GPU-hour", "USD/GPU-h", "usd"),
@@ -707,6 +926,75 @@ def _outputs(book: Book) -> Sheet:
     note_block(sh.ws, r, sh.row - 1)
     sh.finish()
     return sh
+
+
+SEARCH_LINES: tuple[tuple[str, str, str, str, str], ...] = (
+    ("params_b", "search_params", "Parameters of the searched run", "B params", "dec2"),
+    ("tokens", "search_tokens", "Training tokens of the searched run", "B tokens", "billions"),
+    ("gpus", "search_gpus", "GPUs", "count", "int"),
+    ("memory_gb_per_gpu", "search_memory", "Training memory per GPU", "GB", "dec1"),
+    ("mfu", "search_mfu", "MFU after communication and the pipeline bubble", "fraction", "pct1"),
+    ("calibrated_mfu", "search_mfu_cal", "Calibrated MFU the step time starts from", "fraction", "pct1"),
+    ("goodput", "search_goodput", "Goodput: the share of the time not lost to interruptions", "fraction", "pct1"),
+    ("days", "search_days", "Wall days, lost time included", "days", "dec1"),
+    ("gpu_hours", "search_gpu_hours", "GPU-hours", "GPU-h", "int"),
+    ("usd", "search_cost", "List cost of the run", "USD", "usd0"),
+)
+"""The Options table's first row on Outputs: (the table's column, the line's key, label, unit, format)."""
+
+_BESIDE = {
+    "search_params": '="The active scenario\'s model: "&FIXED({params},2)&"B"',
+    "search_days": '="The active scenario\'s run (Calculations): "&FIXED({days},2)&" days"',
+    "search_gpu_hours": '="The active scenario\'s run (Calculations): "&FIXED({gpu_hours},0)&" GPU-h"',
+    "search_cost": '="The active scenario\'s run (Calculations): $"&FIXED({cost},0)',
+    "search_memory": '="Usable: "&FIXED(0.9*{memory},1)&" GB (90% of the GPU\'s)"',
+}
+"""The calculator's own figure beside the search's, where they answer the same question."""
+
+
+def _search_outputs(book: Book, sh: Sheet) -> None:
+    """On Outputs: the layout the search ranks first (the Options table's first row), beside the calculator's
+    figures, and the assumptions that move it."""
+    g = {key: f"Options!${col}${OPTIONS_FIRST_ROW + 1}" for key, col in options_columns().items()}
+    book.refs["search_feasible"] = Ref("Options", OPTIONS_FIRST_ROW + 1, options_columns()["feasible"])
+    sh.section("Layout search (Options sheet)", "The cheapest layout that fits and finishes: rank 1 of TRAIN_OPTIONS")
+    sh.line(
+        Line(
+            "search_layout",
+            "Layout ranked first",
+            f'={g["gpu"]}&" x "&{g["gpus"]}&": TP "&{g["tp"]}&" x PP "&{g["pp"]}&" x DP "&{g["dp"]}&", ZeRO-"&'
+            f'{g["zero"]}&", micro-batch "&{g["micro_batch"]}&", recompute "&{g["recompute"]}&", "&{g["precision"]}',
+            "text",
+            "Accelerator x GPUs: tensor x pipeline x data parallel, ZeRO stage, micro-batch, recompute, precision",
+            "text",
+            key_result=True,
+        )
+    )
+    sh.line(
+        Line(
+            "search_status",
+            "Fits, and finishes within the limits?",
+            f'=IF({g["feasible"]}=TRUE,"yes: fits, within the budget, the deadline and the GPU limit",'
+            f'IF({g["reason"]}="","no layout listed",{g["reason"]}))',
+            "text",
+            "Else which limit binds, and by how much (Checks flags it)",
+            "text",
+            key_result=True,
+        )
+    )
+    for column, key, label, unit, fmt in SEARCH_LINES:
+        sh.line(Line(key, label, f"={g[column]}", unit, _BESIDE.get(key, "Options, rank 1"), fmt, key == "search_cost"))
+    sh.section("What moves the layout search", "Inputs, section 'Layout search'; the accelerator and price above")
+    for name, label, unit, fmt in (
+        ("Budget_For_The_Run", "Budget for the run", "USD", "usd0"),
+        ("Deadline_For_The_Run", "Deadline for the run", "days", "dec1"),
+        ("GPU_Limit", "GPU limit", "count", "int"),
+        ("Price_Per_GPU_Hour", "Price per GPU-hour searched", "USD/GPU-h", "usd"),
+        ("Chinchilla_Tokens_Per_Parameter", "Tokens per parameter", "tokens/param", "dec1"),
+        ("Sequence_Length_Searched", "Sequence length searched", "tokens", "int"),
+        ("Parameters_Searched", "Parameters searched (0: size to choose)", "B params", "dec2"),
+    ):
+        sh.line(Line(f"search:{name}", label, f"={name}", unit, "From Inputs", fmt))
 
 
 def _checks(book: Book) -> Sheet:
@@ -745,6 +1033,11 @@ def _checks(book: Book) -> Sheet:
         "A measurement beyond the GPUs' peak",
         "=IF(OR(NOT(ISNUMBER({implied})),{implied}>1),1,0)",
         "Your throughput or GPU-hours imply an MFU above 100%: check the measurement and the accelerator",
+    )
+    sh.check(
+        "The layout search finds no layout that fits and finishes",
+        "=IF({search_feasible}=TRUE,0,1)",
+        "Options, rank 1: over the budget, the deadline or the GPU limit, or too large to fit (Outputs says which)",
     )
     model = [book.ref(k) for k in ("params", "layers", "hidden", "heads")]
     gpu = [book.ref(k) for k in ("tflops", "memory")]
@@ -791,6 +1084,7 @@ def build() -> Book:
     _calculations(book)
     _measured(book)
     _calibration(book)
+    _options(book)
     _outputs(book)
     _checks(book)
     cover(
@@ -840,6 +1134,21 @@ def build() -> Book:
                         "dec1",
                         f"The size the budget trains on Chinchilla's tokens ({COMPUTE_MEMORY} 'The M2')",
                     ),
+                ],
+            ),
+            (
+                "The layout search (Options sheet): the cheapest layout that fits and finishes",
+                [
+                    Result("search_layout", "Layout ranked first", "text", "text", "={search_status}"),
+                    Result(
+                        "search_params",
+                        "Parameters of the searched run",
+                        "B params",
+                        "dec2",
+                        '="Size "&IF(Parameters_Searched>0,"given","chosen for the budget and deadline")',
+                    ),
+                    Result("search_days", "Wall days, lost time included", "days", "dec1", _BESIDE["search_days"]),
+                    Result("search_cost", "List cost of the searched run", "USD", "usd0", _BESIDE["search_cost"]),
                 ],
             ),
             (
@@ -900,6 +1209,10 @@ def build() -> Book:
             "Inputs, Measured rates: for a machine without a published FLOP/s (a laptop, say), run a short "
             "benchmark and enter the model's parameters, the tokens it processed and in how many seconds.",
             "Inputs, Cost: price per GPU-hour with its date, region and pricing basis.",
+            "Inputs, Layout search: the budget, deadline and GPU limit of a run, and its model (none and 0 "
+            "parameters: the size the budget buys); Options lists every layout on the active scenario's "
+            "accelerator at the price on Inputs, the cheapest that fits and finishes first, and Outputs shows it "
+            "beside the calculator's figures.",
             "Read the Cover's plan in brief, then Outputs; Measured rates turns each benchmark into a model size "
             "for the time budget and a time for the active scenario's run.",
             "Checks must read OK: an ERROR names the problem (over budget, MFU above 100%, memory per GPU above "
@@ -918,6 +1231,7 @@ def build() -> Book:
             ("Calibration", "The run at the assumed, the calibrated and your measured MFU"),
             ("Checks", "1 for a problem, 0 for OK; the master check"),
             ("Version log", "What changed, when"),
+            ("Options", "Every layout the search tries, ranked (TRAIN_OPTIONS, xlsxplan plan --train)"),
             ("Lists", "The presets and precision names behind the dropdowns; the inputs' usual ranges"),
             ("xlwings.conf", "Tells the add-in which Python module holds the functions; leave it as is"),
         ],
