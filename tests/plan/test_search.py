@@ -451,7 +451,7 @@ def _json(capsys, *args):
 
 def test_the_json_has_exactly_the_promised_shape(capsys):
     data = _json(capsys, "--gpu", "H100=2.5", "--tokens-per-s", "20", "--ttft-s", "2", "--prompt-p95", "6000")
-    assert list(data) == ["inputs", "options"]
+    assert list(data) == ["inputs", "options", "finance"]
     keys = [
         "gpu",
         "gpus_per_replica",

@@ -8,7 +8,7 @@ import json
 import sys
 from typing import Any, NoReturn
 
-from . import plan_train
+from . import plan_finance, plan_train
 from .common import EXIT_FORMULA_ERROR, EXIT_OK, EXIT_USAGE
 
 ORDER = 25
@@ -28,6 +28,9 @@ _FLAGS = {
     "min_replicas": "--min-replicas",
     "prompt_sd": "--prompt-sd",
     "gpus": "--gpu",
+    "profile": "--demand-profile",
+    "region": "--region",
+    "provider": "--api",
     "top": "--top",
     "weights": "--weights",
     "kv": "--kv",
@@ -247,12 +250,22 @@ def _inputs(args: argparse.Namespace) -> tuple[Any, ...]:
 
 def run(args: argparse.Namespace) -> int:
     from ..errors import XlsxplanError
+    from ..plan.finance import check as check_finance
+    from ..plan.finance import finance
+    from ..plan.finance import render as render_finance
     from ..plan.search import plan
 
     if plan_train.wanted(args):  # xlsxplan plan --train: the training plan's own inputs and output
         return plan_train.run(args)
     try:
+        money = plan_finance.inputs(args)
+    except plan_finance.FinanceUsage as err:
+        print(f"xlsxplan plan: error: {err}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
         traffic, targets, assumptions, gpus = _inputs(args)
+        if args.model is not None:  # checked before the search, each error naming its flag
+            money = check_finance(money, args.model)
         result = plan(args.model, traffic, targets, gpus, assumptions, args.rank)
     except _Usage as err:
         print(f"xlsxplan plan: error: {err}", file=sys.stderr)
@@ -272,10 +285,11 @@ def run(args: argparse.Namespace) -> int:
     except _Usage as err:
         print(f"xlsxplan plan: error: {err}", file=sys.stderr)
         return EXIT_USAGE
+    fin = finance(result, money)
     if args.json:
-        print(json.dumps(result.to_json(), indent=2))
+        print(json.dumps({**result.to_json(), "finance": fin}, indent=2))
     else:
-        print(render(result, top))
+        print(render(result, top, render_finance(fin)))
     return EXIT_OK if result.feasible else EXIT_FORMULA_ERROR  # no option meets the targets: a check that failed
 
 
@@ -336,7 +350,7 @@ _VIEW_LABEL = {"assumed": "ideal", "calibrated": "calibrated"}
 """How the table's header names the view the plan is not ranked by."""
 
 
-def render(result: Any, top: int = 0) -> str:
+def render(result: Any, top: int = 0, finance: list[str] | None = None) -> str:
     """The plan as a terminal reads it: feasible options ranked (the ``top`` cheapest, 0 for all), the frontier
     marked, rejected ones with their reasons, and the assumptions that move the result."""
     from ..calibration import active
@@ -517,6 +531,7 @@ def render(result: Any, top: int = 0) -> str:
         f"{', '.join(map(str, a.gpus_per_replica))} GPUs per replica (for a mixture of experts, the experts "
         f"spread over them); {' and '.join(a.servings)}"
     )
+    lines += finance or []  # the finance lines, before the summary that ends the plan
     lines += _in_short(result)
     return "\n".join(lines)
 
@@ -920,5 +935,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--top", metavar="N", help="show the N cheapest feasible options (default: all)")
     _spec_flags(p)
     plan_train.add_flags(p)
+    plan_finance.add_flags(p)
     p.add_argument("--json", action="store_true", help="print every option as JSON")
     p.set_defaults(handler=run)

@@ -1743,7 +1743,7 @@ def _owned_case(gpu: str, rent: float, owned: Owned, hours_per_month: float) -> 
     its running part (power and hosting), the utilisation at which owning and renting cost the same per token
     (BREAKEVEN_UTILISATION) and the months until buying has cost less than renting around the clock
     (BREAKEVEN_MONTH); or the reason a figure is missing."""
-    from ..catalog.costs import cost_figure, load_costs
+    from ..catalog.costs import cost_figure, load_costs, server_kw
 
     costs = load_costs()
     values: dict[str, float] = {}
@@ -1755,24 +1755,19 @@ def _owned_case(gpu: str, rent: float, owned: Owned, hours_per_month: float) -> 
             shown[name] = {"value": values[name], "unit": _OWNED_UNITS[name], "source": "given", "as_of": None}
             continue
         try:
+            if name == "kw":  # the server's share per GPU, else the board power (server_kw)
+                kw, title, as_of = server_kw(gpu)
+                values[name] = kw
+                shown[name] = {"value": kw, "unit": "kW", "source": title, "as_of": as_of and as_of.isoformat()}
+                continue
             figure = cost_figure(gpu, _COSTS_KEY.get(name, name))
         except NotAvailableError as err:
-            board = catalog.load_catalog().accelerators.get(gpu).figure("power_w") if name == "kw" else None
-            if board is None:
-                flag = "--own-capex" if name == "capex_usd" else "--own-kw"
-                return {
-                    "reason": f"{err.message} (give it: {flag} {gpu}={_OWNED_UNITS[name]})",
-                    "field": name,
-                    "assumptions": shown,
-                }
-            values[name] = float(board) / 1000
-            shown[name] = {
-                "value": values[name],
-                "unit": "kW",
-                "as_of": None,
-                "source": "the board power, GPU_SPEC power_w (no server share in costs.toml)",
+            flag = "--own-capex" if name == "capex_usd" else "--own-kw"
+            return {
+                "reason": f"{err.message} (give it: {flag} {gpu}={_OWNED_UNITS[name]})",
+                "field": name,
+                "assumptions": shown,
             }
-            continue
         values[name] = figure.value
         shown[name] = {
             "value": figure.value,
@@ -1794,7 +1789,7 @@ def _owned_case(gpu: str, rent: float, owned: Owned, hours_per_month: float) -> 
     }
 
 
-def _busy_share(f: Figures, t: Traffic) -> float:
+def busy_share(f: Figures, t: Traffic) -> float:
     """Share of the fleet's replica-hours this traffic keeps busy, on the day's average: requests per second times
     what one request takes of a replica, over the replicas (FLEET_UTILISATION for aggregated serving)."""
     ex = f.extra
@@ -1814,7 +1809,7 @@ def _own(f: Figures, case: dict[str, Any], t: Traffic, owned: Owned, price: floa
         f.extra["owned"] = {"reason": case["reason"]}
         return
     hour = case["usd_per_gpu_hour"]
-    busy = _busy_share(f, t)
+    busy = busy_share(f, t)
     at = owned.utilisation if owned.utilisation is not None else busy
     scale = hour / price * busy / at  # the rented split at the owned price, then at the utilisation given
     gpus, per_m_in, per_m_out = f.gpus or 0, f.usd_per_m_input or 0.0, f.usd_per_m_output or 0.0  # set: feasible
