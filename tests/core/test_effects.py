@@ -3,15 +3,15 @@
 Sources, each a figure printed in a public repository's issue thread or README:
 
 * NCCL all-reduce on eight H100s over NVLink: 365-370 GB/s bus bandwidth with the ring algorithm, 2 to 8 GPUs
-  (NVIDIA/nccl issue 1455, 2024-09-19); about 480 GB/s with NVLink SHARP, 370 GB/s effective NVLink bandwidth after
-  NCCL's protocol overhead on the 450 GB/s line rate (NVIDIA/nccl-tests issue 212, NCCL maintainer's answer,
+  (NVIDIA/nccl, "[SHArP] about the intranode allreduce performance with SHArP", 2024-09-19); about 480 GB/s with NVLink SHARP, 370 GB/s effective NVLink bandwidth after
+  NCCL's protocol overhead on the 450 GB/s line rate (NVIDIA/nccl-tests, "H100 all reduce performance is poor", NCCL maintainer's answer,
   2024-05-06).
 * DeepEP's expert all-to-all on H800s (NVLink about 160 GB/s) with a 400 Gb/s CX7 NIC each (about 50 GB/s),
   deepseek-ai/DeepEP@0297fc801788b14b338a46554faca28d419e518a:docs/legacy.md, "Performance": normal kernels
   (4,096 tokens, hidden 7,168, top-8, FP8 dispatch, BF16 combine) 153/158 GB/s NVLink within 8 GPUs and 43, 58,
   51 GB/s RDMA across 16, 32, 64; low-latency kernels (128 tokens a GPU) dispatch 118, 155, 173, 192 us and combine
   195, 273, 314, 369 us at EP 16, 32, 64, 128.
-* NDR InfiniBand point to point: 46-48 GB/s a 400 Gb/s NIC under NCCL (NVIDIA/nccl-tests issue 290, NCCL
+* NDR InfiniBand point to point: 46-48 GB/s a 400 Gb/s NIC under NCCL (NVIDIA/nccl-tests, "Single-node and multi-node performance of H100 nodes.", NCCL
   maintainer's answer, 2025-03-03), against the 50 GB/s line rate of systems.toml.
 * The pipeline bubble: GPipe (arXiv:1811.06965, section 2.2) and Megatron-LM (arXiv:2104.04473, section 2.2): the
   bubble is ``(p - 1) / m`` of the ideal time, hence ``(p - 1) / (m + p - 1)`` of the step.
@@ -38,7 +38,7 @@ def test_a_ring_all_reduce_on_eight_h100s_runs_at_the_bus_bandwidth_nccl_measure
     assert busbw == pytest.approx(450)
     for measured in (367.5, 480.0):  # ring, NVLink SHARP (NVIDIA/nccl 1455; nccl-tests 212)
         assert busbw == pytest.approx(measured, rel=0.25)
-    # a small message costs the measured latency of one small collective (NVIDIA/nccl issue 1259: about 6 us)
+    # a small message costs the measured latency of one small collective (NVIDIA/nccl, "Is intra-node latency supposed to increase with the number of GPUs when using NVLink SHARP?": about 6 us)
     small = effects.allreduce_seconds(128, 2, link, effects.SCALE_UP_LATENCY_US)
     assert small == pytest.approx(6e-6, rel=0.01)
     assert effects.allreduce_seconds(size, 1, 0) == 0.0
@@ -79,7 +79,9 @@ def test_a_pipeline_send_over_ndr_infiniband_runs_at_what_nccl_measures():
     line = system_spec("DGX-H100", "scale_out_gb_s")
     assert line == 50
     achieved = size / effects.p2p_seconds(size, line) / _G
-    assert achieved == pytest.approx(47.0, rel=0.1)  # 46-48 GB/s a NIC (NVIDIA/nccl-tests issue 290)
+    assert achieved == pytest.approx(
+        47.0, rel=0.1
+    )  # 46-48 GB/s a NIC (NVIDIA/nccl-tests, "Single-node and multi-node performance of H100 nodes.")
     assert effects.p2p_seconds(0, line, effects.SCALE_OUT_LATENCY_US) == pytest.approx(46e-6)
 
 

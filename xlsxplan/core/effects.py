@@ -95,13 +95,13 @@ in DeepSeek-V3's cluster (DeepSeek-V3 Technical Report, section 3.2.2) [GB/s].""
 
 SCALE_UP_LATENCY_US = 6.0
 """Latency of one collective of small messages within a scale-up domain: NCCL's all-reduce of 128 bytes to 64 KiB
-on two H100s of an HGX H100 over NVLink (NVLSTree, CUDA graphs), about 6 us (NVIDIA/nccl issue 1259,
-"Is intra-node latency supposed to increase with the number of GPUs when using NVLink SHARP?", 2024-04-22). Used
-where a system preset publishes no ``scale_up_latency_us`` [us]."""
+on two H100s of an HGX H100 over NVLink (NVLSTree, CUDA graphs), about 6 us (NVIDIA/nccl, "Is intra-node latency
+supposed to increase with the number of GPUs when using NVLink SHARP?", 2024-04-22). Used where a system preset
+publishes no ``scale_up_latency_us`` [us]."""
 SCALE_OUT_LATENCY_US = 46.0
 """Latency of one collective of small messages between nodes: NCCL's all-reduce of 4 to 1,024 bytes over 16 GPUs in
-two nodes with a ConnectX-7 NDR NIC per GPU (NVLSTree), 46-48 us (NVIDIA/nccl issue 1244, "2 node 16 H20 GPU
-allreduce performance is not as expected with NVL sharp", 2024-04). Used where a system preset publishes no
+two nodes with a ConnectX-7 NDR NIC per GPU (NVLSTree), 46-48 us (NVIDIA/nccl, "2 node 16 H20 GPU allreduce
+performance is not as expected with NVL sharp", 2024-04). Used where a system preset publishes no
 ``scale_out_latency_us`` [us]."""
 
 
@@ -255,8 +255,9 @@ def allreduce_seconds(bytes_: float, n: int, link_gb_s: float, latency_us: float
     ``2 (n-1)/n * bytes / link + latency`` (Patarasuk and Yuan 2009; Thakur, Rabenseifner and Gropp 2005, section 2:
     the alpha-beta cost, the latency taken as one measured small-message collective). ``2 (n-1)/n * bytes / time``
     is what nccl-tests prints as the bus bandwidth (busbw), so the model's busbw is the link's line rate: 450 GB/s
-    for H100 NVLink, against 365-370 GB/s measured by NCCL's ring and 475-480 GB/s by NVLink SHARP on eight H100s
-    or H200s (NVIDIA/nccl issue 1455; NVIDIA/nccl-tests issues 212 and 272).
+    for H100 NVLink, against 365-370 GB/s measured by NCCL's ring and about 480 GB/s by NVLink SHARP on eight H100s
+    (NVIDIA/nccl, "[SHArP] about the intranode allreduce performance with SHArP"; NVIDIA/nccl-tests, "H100 all
+    reduce performance is poor").
     """
     _at_least(bytes_, 0, "bytes")
     _at_least(n, 1, "n")
@@ -339,7 +340,8 @@ def p2p_seconds(bytes_: float, link_gb_s: float, latency_us: float = 0.0) -> flo
     Notes
     -----
     ``bytes / link + latency`` (the alpha-beta model, Thakur, Rabenseifner and Gropp 2005, section 2). The 50 GB/s of
-    a 400 Gb/s NDR NIC is its line rate; NCCL reaches 46-48 GB/s a NIC (NVIDIA/nccl-tests issue 290).
+    a 400 Gb/s NDR NIC is its line rate; NCCL reaches 46-48 GB/s a NIC (NVIDIA/nccl-tests, "Single-node and
+    multi-node performance of H100 nodes.").
     """
     _at_least(bytes_, 0, "bytes")
     _positive(link_gb_s, "link_gb_s")
