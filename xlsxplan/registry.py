@@ -43,6 +43,7 @@ from .core import (
 from .domains import Domain, format_number
 from .errors import ArgumentError
 from .plan import cells as plan_cells
+from .plan import portfolio as plan_portfolio
 from .plan import search as plan_search
 
 if TYPE_CHECKING:
@@ -420,6 +421,7 @@ _TABLE: list[tuple[str, list[tuple[str, Callable[..., Any]]]]] = [
         [
             ("PLAN_OPTIONS", plan_search.plan_options),
             ("PLAN_OPTIONS_AT", plan_cells.plan_options_at),
+            ("PORTFOLIO", plan_portfolio.portfolio_table),
         ],
     ),
     (

@@ -8,7 +8,7 @@ import json
 import sys
 from typing import Any, NoReturn
 
-from . import plan_finance, plan_train
+from . import plan_finance, plan_portfolio, plan_train
 from .common import EXIT_FORMULA_ERROR, EXIT_OK, EXIT_USAGE
 
 ORDER = 25
@@ -255,6 +255,8 @@ def run(args: argparse.Namespace) -> int:
     from ..plan.finance import render as render_finance
     from ..plan.search import plan
 
+    if plan_portfolio.wanted(args):  # xlsxplan plan --workloads: several workloads on one fleet
+        return plan_portfolio.run(args)
     if plan_train.wanted(args):  # xlsxplan plan --train: the training plan's own inputs and output
         return plan_train.run(args)
     try:
@@ -959,5 +961,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     _spec_flags(p)
     plan_train.add_flags(p)
     plan_finance.add_flags(p)
+    plan_portfolio.add_flags(p)
     p.add_argument("--json", action="store_true", help="print every option as JSON")
     p.set_defaults(handler=run)
