@@ -176,6 +176,8 @@ _PUBLIC: dict[str, str] = {
     "XlsxplanError": "errors",
     # .plan.cells
     "plan_options_at": "plan.cells",
+    # .plan.portfolio
+    "portfolio_table": "plan.portfolio",
     # .plan.search
     "plan_options": "plan.search",
     # .precision
@@ -287,6 +289,7 @@ __all__ = [
     "peak_tokens_per_s",
     "plan_options",
     "plan_options_at",
+    "portfolio_table",
     "prefill_replicas",
     "prefill_seconds",
     "prefill_share",
@@ -485,5 +488,6 @@ if TYPE_CHECKING:  # the same names for type checkers and editors, which do not 
         XlsxplanError,
     )
     from .plan.cells import plan_options_at
+    from .plan.portfolio import portfolio_table
     from .plan.search import plan_options
     from .precision import block_bytes_per_param, bytes_per_param, format_source

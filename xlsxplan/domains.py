@@ -92,7 +92,7 @@ class Domain:
     def describe(self) -> str:
         """The allowed values in words: ``a whole number from 1 to 1,000,000``."""
         if self.kind == "text":
-            return "a name (text)"
+            return "a name (text)" if self.high is None else f"text of at most {format_number(self.high)} characters"
         if self.kind == "range":
             each = Domain("number", self.low, self.high, self.low_open, high_open=self.high_open).describe()
             return f"a range of cells, each {each} (empty cells are skipped)"
@@ -180,8 +180,11 @@ class Domain:
         text = value.strip()
         if not text:
             raise ArgumentError(f"{name} must be {self.describe()}, got empty text", name)
-        if len(text) > _MAX_TEXT:
-            raise ArgumentError(f"{name} must be a name of at most {_MAX_TEXT} characters", name)
+        most = _MAX_TEXT if self.high is None else int(self.high)
+        if len(text) > most:
+            raise ArgumentError(
+                f"{name} must be {'a name' if self.high is None else 'text'} of at most {most:,} characters", name
+            )
         return text
 
     def _check_range(self, name: str, value: object) -> tuple[float, ...]:
@@ -356,6 +359,8 @@ PerDay = Annotated[float, positive(1e15)]
 PeakFactor = Annotated[float, Domain("number", 1, 1e4)]
 TokensPerParam = Annotated[float, positive(1e6)]
 Name = Annotated[str, Domain("text")]
+LongText = Annotated[str, Domain("text", high=32_767)]
+"""Text up to a cell's limit (Excel holds 32,767 characters), such as a table written as CSV."""
 # Architecture and training-memory arguments.
 CountOrZero = Annotated[int, Domain("whole", 0, 1_000_000)]
 ParamsBOrZero = Annotated[float, Domain("number", 0, 1e6)]

@@ -44,6 +44,7 @@ from .core import (
 from .domains import Domain, format_number
 from .errors import ArgumentError
 from .plan import cells as plan_cells
+from .plan import portfolio as plan_portfolio
 from .plan import search as plan_search
 from .plan import train_table as plan_train
 
@@ -428,6 +429,7 @@ _TABLE: list[tuple[str, list[tuple[str, Callable[..., Any]]]]] = [
             ("PLAN_OPTIONS", plan_search.plan_options),
             ("PLAN_OPTIONS_AT", plan_cells.plan_options_at),
             ("TRAIN_OPTIONS", plan_train.train_options),
+            ("PORTFOLIO", plan_portfolio.portfolio_table),
         ],
     ),
     (

@@ -7,6 +7,9 @@ import pytest
 
 from xlsxplan.core.training_memory import (
     activation_gb,
+    gated_layer_activation_bytes,
+    gathered_layer_bytes,
+    logits_bytes,
     optimizer_bytes,
     recurrent_params_b,
     train_flops_per_token,
@@ -157,3 +160,30 @@ def test_parameter_golf_recurrence_raises_the_rate_to_1_8_pflops():
     assert rate / 1e15 == pytest.approx(1.8, abs=0.05)
     assert rate / (8 * 989.5e12) == pytest.approx(0.23, abs=0.005)
     assert recurrent_params_b(0.03595, layer / 1e9, 3, 0) == 0.03595
+
+
+def test_a_gated_layers_activations_by_recompute_mode():
+    # Llama 3.1 8B's layer (h 4,096, 32 heads, KV width 8 x 128 = 1,024, SwiGLU 14,336), one token, 2 bytes a value:
+    # nothing recomputed keeps the norms' inputs and outputs (4 x 2h), Q (2h), K and V (2 x 2kv), the attention
+    # output (2h) with its FP32 logsumexp (4 a), and the MLP's gate, up, activation and product (4 x 2f)
+    h, a, kv, f = 4_096, 32, 1_024, 14_336
+    assert gated_layer_activation_bytes(1, h, a, kv, f) == 8 * h + 2 * h + 4 * kv + 2 * h + 4 * a + 8 * f == 168_064
+    # torchtitan's selective policy: the input, wq's, wv's, w1's and w2's outputs and fused attention's
+    assert (
+        gated_layer_activation_bytes(1, h, a, kv, f, 1, "selective")
+        == 2 * h + 2 * h + 2 * kv + 2 * h + 4 * a + 2 * f + 2 * h
+    )
+    # full recompute keeps the input only; every tensor splits over tensor parallelism with sequence parallelism
+    assert gated_layer_activation_bytes(8_192, h, a, kv, f, 8, "full") == 2 * h * 8_192 / 8
+    with pytest.raises(ArgumentError, match="recompute must be one of none, selective, full"):
+        gated_layer_activation_bytes(1, h, a, kv, f, 1, "flash")
+
+
+def test_logits_and_gathered_layers():
+    # the loss's three FP32 copies of the logits: 16,384 tokens of Llama 3's 128,256-entry vocabulary are 25.2 GB,
+    # split by a loss-parallel vocabulary over tensor parallelism
+    assert logits_bytes(16_384, 128_256) == 12 * 16_384 * 128_256
+    assert logits_bytes(16_384, 128_256, 8) == pytest.approx(25.216e9 / 8, rel=1e-4)
+    # ZeRO-3 holds two layers' 16-bit weights and gradients gathered: 4 x 2 bytes a parameter of a layer
+    assert gathered_layer_bytes(218e6) == 8 * 218e6
+    assert gathered_layer_bytes(218e6, 4) == 2 * 218e6

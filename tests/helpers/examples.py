@@ -118,6 +118,20 @@ EXAMPLES: dict[str, tuple] = {
     "PLAN_OPTIONS_AT": (2, 13, "Qwen2.5-72B", 200000, 2000, 300, 3, 20, 0, 1, "H100=2.5"),
     # the training plan: a $200,000 budget of H100 time at $2.50 an hour, at most 14 days and 256 GPUs, size to choose
     "TRAIN_OPTIONS": ("none", 0, 0, 20, 200000, 14, 256, "H100=2.5"),
+    # the source text's support assistant, 70% of its requests routed to the 7B
+    "PORTFOLIO": (
+        "name,team,model,requests_per_day,prompt_tokens,output_tokens;"
+        "support,care,Qwen2.5-7B=0.7|Qwen2.5-72B=0.3,200000,2000,300",
+        "H100=2.5",
+        1,
+        0,
+        2,
+        "gpu-time",
+        "bf16,fp8",
+        "bf16",
+        "1,2",
+        "params x bytes",
+    ),
     # Cost: an owned GPU at $30,000 over 4 years against $2.50 an hour rented
     "GPU_HOUR_OWNED": (30000, 4, 0.1, 0.08, 1, 1.3, 0.08, 150),
     "CAPITAL_RECOVERY": (0.08, 4),

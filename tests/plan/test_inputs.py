@@ -49,6 +49,7 @@ CHANGED = {
     "hours_per_month": (700, "700"),
     "gpus_per_replica": ("2,4", "2,4"),
     "servings": ("aggregated", "aggregated"),
+    "max_gpus_per_replica": (16, "16"),
 }
 
 

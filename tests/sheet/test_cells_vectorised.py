@@ -46,6 +46,7 @@ ELEMENT_BY_ELEMENT = {
     "REPLICAS_FOR_TTFT",
     "UTILISATION_FOR_TTFT",
     "PLAN_OPTIONS",  # spills one table per call: a range in place of an argument is one error per element
+    "PORTFOLIO",  # spills one table per call, as PLAN_OPTIONS
     "EFFICIENCY",  # calibration factors looked up by kind, accelerator class and format, with the width inside
     "PLAN_OPTIONS_AT",  # one cell of a search over the catalog, planned once per set of arguments and remembered
     "TRAIN_OPTIONS",  # spills one table per call, as PLAN_OPTIONS

@@ -170,9 +170,7 @@ def portable_values() -> Any:
     return wb, get
 
 
-def test_the_portable_edition_as_built_holds_what_plan_train_prints_and_its_stale_check_is_ok(
-    portable_values, capsys
-):
+def test_the_portable_edition_as_built_holds_what_plan_train_prints_and_its_stale_check_is_ok(portable_values, capsys):
     wb, get = portable_values
     assert_the_sheet_is_the_cli(get, capsys)
     formulas = openpyxl.load_workbook(PORTABLE)
@@ -192,9 +190,7 @@ def test_the_portable_edition_as_built_holds_what_plan_train_prints_and_its_stal
 def test_the_portable_edition_flags_a_changed_input_and_recalc_computes_the_table_again(capsys):
     wb = Workbook.load(PORTABLE)
     formulas = openpyxl.load_workbook(PORTABLE, read_only=False)["Checks"]
-    stale = next(
-        f"Checks!B{r}" for r in range(1, formulas.max_row + 1) if STALE_WORDS in str(formulas[f"A{r}"].value)
-    )
+    stale = next(f"Checks!B{r}" for r in range(1, formulas.max_row + 1) if STALE_WORDS in str(formulas[f"A{r}"].value))
     wb.set("Budget_For_The_Run", 120_000).calculate()
     assert wb.get(stale) == 1  # what Excel or LibreOffice shows: the values are for other inputs
     assert wb.refresh_frozen()

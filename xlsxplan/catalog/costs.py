@@ -334,3 +334,17 @@ def owned_case(gpu: str, **overrides: float) -> OwnedCase:
         name: overrides[name] if name in overrides else cost_figure(gpu, key).value for name, key in fields.items()
     }
     return replace(OwnedCase(values["capex_usd"], values["years"]), **values)
+
+
+def server_kw(gpu: str) -> tuple[float, str, _dt.date | None]:
+    """Power one GPU draws at full load with its share of the server [kW], where the figure comes from and its date:
+    costs.toml's ``server_kw_per_gpu`` where it has one, else the board power (GPU_SPEC ``power_w`` / 1000, no date);
+    NotAvailableError naming ``gpu`` when neither is known."""
+    try:
+        figure = cost_figure(gpu, "server_kw_per_gpu")
+    except NotAvailableError as err:
+        board = load_catalog().accelerators.get(gpu).figure("power_w")
+        if board is None:
+            raise err from None
+        return float(board) / 1000, "the board power, GPU_SPEC power_w (no server share in costs.toml)", None
+    return figure.value, load_costs().titles[figure.source], figure.as_of

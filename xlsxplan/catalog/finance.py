@@ -263,7 +263,9 @@ def grid_source(region: Name) -> str:
     return f"{load_grid().citation(entry)} ({entry.basis})"
 
 
-def _hosted(model: str, provider: str) -> HostedPrice:
+def hosted_entry(model: str, provider: str) -> HostedPrice:
+    """The hosted.toml entry of ``model`` (any catalog name) on ``provider``; NotAvailableError naming ``model`` when
+    no provider prices it, UnknownPresetError naming ``provider`` when that one does not."""
     model_id = load_catalog().models.get(model).id
     table = load_hosted()
     offers = [e for e in table.entries.values() if e.model == model_id]
@@ -310,7 +312,7 @@ def hosted_price(model: Name, provider: Name, field: Name = "input") -> float:
     key = HOSTED_FIELDS.get(_key(field).replace(" ", "_"))
     if key is None:
         raise UnknownPresetError(f"field must be one of {', '.join(HOSTED_FIELDS)}, got {field!r}", "field")
-    entry = _hosted(model, provider)
+    entry = hosted_entry(model, provider)
     value = getattr(entry, key)
     if value is None:
         raise NotAvailableError(
@@ -337,7 +339,7 @@ def hosted_source(model: Name, provider: Name) -> str:
     str
         The citation [text].
     """
-    entry = _hosted(model, provider)
+    entry = hosted_entry(model, provider)
     return f"{load_hosted().citation(entry)} ({entry.provider}, {entry.offer})"
 
 

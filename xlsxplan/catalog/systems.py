@@ -7,8 +7,9 @@ scale-up bandwidth is the accelerator's ``link_gb_s`` (NVLink, Infinity Fabric, 
 system, so the figure lives once. Every figure has a citation (:func:`system_source`); one that is not published
 raises :class:`~xlsxplan.errors.NotAvailableError` with the reason, as the other catalog lookups do.
 
-Nothing here is used by the serving plan yet: these are the data, their schema and their accessors. The module is
-not imported by the spreadsheet functions, so the Lite bundle carries neither it nor its data file.
+The serving plan reads them (:func:`xlsxplan.plan.search.replica_sizes`): a replica larger than one scale-up domain
+is laid out as tensor-parallel groups within a domain and pipeline stages or expert-parallel groups across domains,
+its communication over these links; PLAN_OPTIONS imports the module, so the Lite bundle carries it and its data file.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ import json
 import sys
 from typing import Any, NoReturn
 
-from . import plan_train
+from . import plan_finance, plan_portfolio, plan_train
 from .common import EXIT_FORMULA_ERROR, EXIT_OK, EXIT_USAGE
 
 ORDER = 25
@@ -28,6 +28,9 @@ _FLAGS = {
     "min_replicas": "--min-replicas",
     "prompt_sd": "--prompt-sd",
     "gpus": "--gpu",
+    "profile": "--demand-profile",
+    "region": "--region",
+    "provider": "--api",
     "top": "--top",
     "weights": "--weights",
     "kv": "--kv",
@@ -223,7 +226,7 @@ def _inputs(args: argparse.Namespace) -> tuple[Any, ...]:
     if args.service_cv is not None and targets.ttft_percentile is None:
         raise _Usage("--service-cv shapes the queue of --ttft-percentile: give --ttft-percentile too")
     defaults = Assumptions()
-    given = {n: _number(args, n) for n in SPEC_FLAGS if n not in _SPEC_LISTS}
+    given = {n: _number(args, n, whole=n in _SPEC_WHOLE) for n in SPEC_FLAGS if n not in _SPEC_LISTS}
     servings = _names(args.servings, "servings")
     assumptions = Assumptions(
         **{n: getattr(defaults, n) if v is None else v for n, v in given.items()},
@@ -247,12 +250,24 @@ def _inputs(args: argparse.Namespace) -> tuple[Any, ...]:
 
 def run(args: argparse.Namespace) -> int:
     from ..errors import XlsxplanError
+    from ..plan.finance import check as check_finance
+    from ..plan.finance import finance
+    from ..plan.finance import render as render_finance
     from ..plan.search import plan
 
+    if plan_portfolio.wanted(args):  # xlsxplan plan --workloads: several workloads on one fleet
+        return plan_portfolio.run(args)
     if plan_train.wanted(args):  # xlsxplan plan --train: the training plan's own inputs and output
         return plan_train.run(args)
     try:
+        money = plan_finance.inputs(args)
+    except plan_finance.FinanceUsage as err:
+        print(f"xlsxplan plan: error: {err}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
         traffic, targets, assumptions, gpus = _inputs(args)
+        if args.model is not None:  # checked before the search, each error naming its flag
+            money = check_finance(money, args.model)
         result = plan(args.model, traffic, targets, gpus, assumptions, args.rank)
     except _Usage as err:
         print(f"xlsxplan plan: error: {err}", file=sys.stderr)
@@ -272,10 +287,11 @@ def run(args: argparse.Namespace) -> int:
     except _Usage as err:
         print(f"xlsxplan plan: error: {err}", file=sys.stderr)
         return EXIT_USAGE
+    fin = finance(result, money)
     if args.json:
-        print(json.dumps(result.to_json(), indent=2))
+        print(json.dumps({**result.to_json(), "finance": fin}, indent=2))
     else:
-        print(render(result, top))
+        print(render(result, top, render_finance(fin)))
     return EXIT_OK if result.feasible else EXIT_FORMULA_ERROR  # no option meets the targets: a check that failed
 
 
@@ -336,7 +352,7 @@ _VIEW_LABEL = {"assumed": "ideal", "calibrated": "calibrated"}
 """How the table's header names the view the plan is not ranked by."""
 
 
-def render(result: Any, top: int = 0) -> str:
+def render(result: Any, top: int = 0, finance: list[str] | None = None) -> str:
     """The plan as a terminal reads it: feasible options ranked (the ``top`` cheapest, 0 for all), the frontier
     marked, rejected ones with their reasons, and the assumptions that move the result."""
     from ..calibration import active
@@ -425,7 +441,8 @@ def render(result: Any, top: int = 0) -> str:
             )
             rows[-1] += _range_cells(o.calibrated)
             rows[-1] += _extra_cells(result, f)
-        rows[0] += _extra_head(result)
+            rows[-1] += _topology_cells(result, o)
+        rows[0] += _extra_head(result) + (["layout", "step ms", "comm ms"] if result.multi_node else [])
         lines += _table(rows, {0, 2, 6, 8, 9, 10, 11, 12, 13, 14, 15, 16} | set(range(17, len(rows[0]))))
         if any("range" in o.calibrated.extra for o in shown):
             lines.append(
@@ -449,14 +466,16 @@ def render(result: Any, top: int = 0) -> str:
     if rejected:
         lines.append("")
         lines.append(f"rejected ({len(rejected)} options)")
-        groups: dict[tuple[str, str, str], dict[int, list[Any]]] = {}
+        groups: dict[tuple[str, str, str], dict[int | str, list[Any]]] = {}
         for o in rejected:
             f = o.view(result.rank_by)
             limit = f.extra.get("rejected_by")
             plain = not (a.engine or a.speculative)  # the weights against a flat usable share: grouped by size
             draft = " with the draft" if o.speculative else ""
-            key = (o.gpu, o.weights + draft, "weights" if limit == "weights" and plain else f.reason or "")
-            groups.setdefault(key, {}).setdefault(o.gpus_per_replica, []).append(o)
+            grouped = limit == "weights" and plain and not o.layout  # a layout's weights are its own: said apart
+            key = (o.gpu, o.weights + draft, "weights" if grouped else f.reason or "")
+            size = f"{o.gpus_per_replica} ({o.layout})" if o.layout else o.gpus_per_replica
+            groups.setdefault(key, {}).setdefault(size, []).append(o)
         for (gpu, w, reason), by_n in groups.items():
             ns = [
                 f"{n}{_variants([(o.kv, o.serving) for o in opts], a.kv_precisions, a.servings)}"
@@ -516,7 +535,15 @@ def render(result: Any, top: int = 0) -> str:
         f"  tried: weights {', '.join(a.weight_precisions)}; KV cache {', '.join(a.kv_precisions)}; "
         f"{', '.join(map(str, a.gpus_per_replica))} GPUs per replica (for a mixture of experts, the experts "
         f"spread over them); {' and '.join(a.servings)}"
+        + (
+            "; beyond one server, doubling: tensor parallel within the scale-up domain and pipeline stages across "
+            "nodes (GPipe's bubble), or the experts over every GPU with attention data-parallel, all-reduces, "
+            "all-to-alls and pipeline sends over the system's links (systems.toml)"
+            if result.multi_node
+            else ""
+        )
     )
+    lines += finance or []  # the finance lines, before the summary that ends the plan
     lines += _in_short(result)
     return "\n".join(lines)
 
@@ -547,7 +574,8 @@ def _in_short(result: Any) -> list[str]:
         elsewhere = f"{there} it is rejected: {g.reason}"
     return [
         "",
-        f"In short: {o.gpus_per_replica} x {o.gpu} a replica, {o.weights} weights, {o.serving}: {f.gpus} GPUs, "
+        f"In short: {o.gpus_per_replica} x {o.gpu} a replica{f' ({o.layout})' if o.layout else ''}, "
+        f"{o.weights} weights, {o.serving}: {f.gpus} GPUs, "
         f"${f.usd_per_month:,.0f} a month {view}{span}; ${f.usd_per_m_input:,.2f} per million input and "
         f"${f.usd_per_m_output:,.2f} per million output tokens",
         f"  price: ${price:,.3f}".rstrip("0").rstrip(".") + f" per GPU-hour ({basis}); what moves it most: the "
@@ -568,6 +596,15 @@ def _range_cells(c: Any) -> list[str]:
         return lo if lo == hi else f"{lo}-{hi}"  # a range the band does not widen is one figure
 
     return [span(str(g[0]), str(g[1])), span(_n(usd[0]), _n(usd[1]))]
+
+
+def _topology_cells(result: Any, o: Any) -> list[str]:
+    """The layout, the calibrated step and its communication [ms], where the plan laid replicas out beyond a server."""
+    if not result.multi_node:
+        return []
+    c = o.calibrated.extra
+    ms = [_n(c[k] * 1e3, 1) if c.get(k) is not None else "" for k in ("step_s", "comm_s")]
+    return [o.layout or f"tp{o.gpus_per_replica}", *ms]
 
 
 def _extra_head(result: Any) -> list[str]:
@@ -768,11 +805,14 @@ SPEC_FLAGS = (
     "hours_per_month",
     "gpus_per_replica",
     "servings",
+    "max_gpus_per_replica",
 )
 """The plan inputs whose flags are made from their specification (:data:`xlsxplan.plan.inputs.PLAN_INPUTS`: flag,
 unit and text); the others have flags of their own, with a CLI's spelling of "not given"."""
 _SPEC_LISTS = ("gpus_per_replica", "servings")
 """Those of them given as comma-separated lists; the rest are numbers."""
+_SPEC_WHOLE = ("max_gpus_per_replica",)
+"""Those of them that are whole numbers."""
 
 
 def _spec_flags(p: argparse.ArgumentParser) -> None:
@@ -920,5 +960,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--top", metavar="N", help="show the N cheapest feasible options (default: all)")
     _spec_flags(p)
     plan_train.add_flags(p)
+    plan_finance.add_flags(p)
+    plan_portfolio.add_flags(p)
     p.add_argument("--json", action="store_true", help="print every option as JSON")
     p.set_defaults(handler=run)

@@ -46,6 +46,12 @@ References
    arXiv:2403.02310, sections 2-4: decode iterations are memory-bound and leave compute idle; chunked prefills
    "piggyback" on them (stall-free batching), so a mixed iteration costs little more than the decodes alone until
    its arithmetic reaches the compute ceiling.
+.. [8] Thakur, Rabenseifner and Gropp 2005, "Optimization of Collective Communication Operations in MPICH", Int. J.
+   High Perform. Comput. Appl. 19(1), section 2: the cost of a collective as a latency term plus bytes over bandwidth
+   (the alpha-beta model); a ring all-reduce sends ``2 (n-1)/n`` of the data, a pairwise all-to-all ``(n-1)/n``.
+.. [9] Huang et al. 2019, "GPipe", arXiv:1811.06965, section 2.2, and Narayanan et al. 2021, "Efficient Large-Scale
+   Language Model Training on GPU Clusters Using Megatron-LM", arXiv:2104.04473, section 2.2: ``m`` micro-batches
+   through ``p`` stages take ``m + p - 1`` stage times, the bubble ``(p - 1) / (m + p - 1)`` of the step.
 """
 
 from __future__ import annotations
@@ -54,6 +60,12 @@ from ..errors import OutOfRangeError
 
 __all__ = [
     "ACTIVATION_BYTES",
+    "SCALE_OUT_LATENCY_US",
+    "SCALE_UP_LATENCY_US",
+    "all_to_all_seconds",
+    "allreduce_seconds",
+    "p2p_seconds",
+    "pipeline_bubble",
     "ALL_TO_ALL_PASSES",
     "ALL_REDUCES_PER_LAYER",
     "SCALE_OUT_GB_S",
@@ -79,6 +91,18 @@ ALL_TO_ALL_PASSES = 4
 SCALE_OUT_GB_S = 50.0
 """GPU-to-GPU bandwidth between nodes, per GPU and direction: one 400 Gb/s InfiniBand port per GPU, "IB (50 GB/s)"
 in DeepSeek-V3's cluster (DeepSeek-V3 Technical Report, section 3.2.2) [GB/s]."""
+
+
+SCALE_UP_LATENCY_US = 6.0
+"""Latency of one collective of small messages within a scale-up domain: NCCL's all-reduce of 128 bytes to 64 KiB
+on two H100s of an HGX H100 over NVLink (NVLSTree, CUDA graphs), about 6 us (NVIDIA/nccl, "Is intra-node latency
+supposed to increase with the number of GPUs when using NVLink SHARP?", 2024-04-22). Used where a system preset
+publishes no ``scale_up_latency_us`` [us]."""
+SCALE_OUT_LATENCY_US = 46.0
+"""Latency of one collective of small messages between nodes: NCCL's all-reduce of 4 to 1,024 bytes over 16 GPUs in
+two nodes with a ConnectX-7 NDR NIC per GPU (NVLSTree), 46-48 us (NVIDIA/nccl, "2 node 16 H20 GPU allreduce
+performance is not as expected with NVL sharp", 2024-04). Used where a system preset publishes no
+``scale_out_latency_us`` [us]."""
 
 
 def _positive(value: float, name: str, allowed: str = "above 0") -> None:
@@ -204,11 +228,151 @@ def moe_all_to_all_seconds(
     _positive(link_gb_s, "link_gb_s", "above 0 for more than one GPU (the accelerator's link_gb_s)")
     _at_least(gpus_per_node, 0, "gpus_per_node")
     per_copy = passes * moe_layers * experts_per_token * hidden * bytes_per_value * tokens
-    if gpus_per_node and ep > gpus_per_node:
+    return all_to_all_seconds(per_copy, ep, link_gb_s, gpus_per_node, scale_out_gb_s)
+
+
+def allreduce_seconds(bytes_: float, n: int, link_gb_s: float, latency_us: float = 0.0) -> float:
+    """One ring all-reduce of ``bytes_`` bytes over ``n`` GPUs: what every GPU sends, over its link, plus a latency.
+
+    Parameters
+    ----------
+    bytes_ : float
+        Bytes each GPU holds and all-reduces [bytes].
+    n : int
+        GPUs in the all-reduce; 1 sends nothing [count].
+    link_gb_s : float
+        Bandwidth of one GPU's link per direction: the scale-up link within a domain, the NIC across nodes [GB/s].
+    latency_us : float, default 0
+        Latency of one collective of small messages (SCALE_UP_LATENCY_US, SCALE_OUT_LATENCY_US) [us].
+
+    Returns
+    -------
+    float
+        Seconds [s].
+
+    Notes
+    -----
+    ``2 (n-1)/n * bytes / link + latency`` (Patarasuk and Yuan 2009; Thakur, Rabenseifner and Gropp 2005, section 2:
+    the alpha-beta cost, the latency taken as one measured small-message collective). ``2 (n-1)/n * bytes / time``
+    is what nccl-tests prints as the bus bandwidth (busbw), so the model's busbw is the link's line rate: 450 GB/s
+    for H100 NVLink, against 365-370 GB/s measured by NCCL's ring and about 480 GB/s by NVLink SHARP on eight H100s
+    (NVIDIA/nccl, "[SHArP] about the intranode allreduce performance with SHArP"; NVIDIA/nccl-tests, "H100 all
+    reduce performance is poor").
+    """
+    _at_least(bytes_, 0, "bytes")
+    _at_least(n, 1, "n")
+    _at_least(latency_us, 0, "latency_us")
+    if n == 1:
+        return 0.0
+    _positive(link_gb_s, "link_gb_s")
+    return 2.0 * (n - 1) / n * bytes_ / (link_gb_s * _GIGA) + latency_us * 1e-6
+
+
+def all_to_all_seconds(
+    bytes_: float,
+    n: int,
+    link_gb_s: float,
+    gpus_per_domain: int = 0,
+    scale_out_gb_s: float = SCALE_OUT_GB_S,
+    latency_us: float = 0.0,
+) -> float:
+    """One all-to-all in which every GPU sends ``bytes_`` spread evenly over ``n`` GPUs (itself included).
+
+    Parameters
+    ----------
+    bytes_ : float
+        Bytes one GPU scatters over the group, its own share included [bytes].
+    n : int
+        GPUs in the all-to-all; 1 sends nothing [count].
+    link_gb_s : float
+        Scale-up bandwidth of one GPU per direction (NVLink, Infinity Fabric) [GB/s].
+    gpus_per_domain : int, default 0
+        GPUs that reach each other over the scale-up link (8 in an HGX server, 72 in an NVL72 rack); a group larger
+        than this sends ``(n - gpus_per_domain) / n`` of its bytes over the network; 0: all on the link [count].
+    scale_out_gb_s : float, default 50
+        Network bandwidth of one GPU per direction (its NIC; 400 Gb/s is 50 GB/s) [GB/s].
+    latency_us : float, default 0
+        Latency of one collective of small messages over the slowest fabric used [us].
+
+    Returns
+    -------
+    float
+        Seconds, the two fabrics used at once and each GPU's share over each added [s].
+
+    Notes
+    -----
+    ``bytes * ((g-1)/n / up + (n-g)/n / out) + latency`` with ``g = min(n, gpus_per_domain)``; within one domain
+    ``(n-1)/n * bytes / up + latency`` (Thakur, Rabenseifner and Gropp 2005, section 2; GShard, section 3.2). The
+    model's bandwidth is the line rate: DeepEP's normal kernels measure 153-158 GB/s of NVLink's 160 on eight
+    H800s and 43-58 GB/s of the NIC's 50 across 16-64 (deepseek-ai/DeepEP, docs/legacy.md, "Performance").
+    """
+    _at_least(bytes_, 0, "bytes")
+    _at_least(n, 1, "n")
+    _at_least(gpus_per_domain, 0, "gpus_per_domain")
+    _at_least(latency_us, 0, "latency_us")
+    if n == 1:
+        return 0.0
+    _positive(link_gb_s, "link_gb_s", "above 0 for more than one GPU (the accelerator's link_gb_s)")
+    if gpus_per_domain and n > gpus_per_domain:
         _positive(scale_out_gb_s, "scale_out_gb_s")
-        inside, outside = (gpus_per_node - 1) / ep, (ep - gpus_per_node) / ep
-        return per_copy * (inside / (link_gb_s * _GIGA) + outside / (scale_out_gb_s * _GIGA))
-    return per_copy * (ep - 1) / ep / (link_gb_s * _GIGA)
+        inside, outside = (gpus_per_domain - 1) / n, (n - gpus_per_domain) / n
+        return bytes_ * (inside / (link_gb_s * _GIGA) + outside / (scale_out_gb_s * _GIGA)) + latency_us * 1e-6
+    return bytes_ * (n - 1) / n / (link_gb_s * _GIGA) + latency_us * 1e-6
+
+
+def p2p_seconds(bytes_: float, link_gb_s: float, latency_us: float = 0.0) -> float:
+    """One point-to-point send of ``bytes_`` from a GPU to another, as a pipeline stage sends its activations on.
+
+    Parameters
+    ----------
+    bytes_ : float
+        Bytes sent [bytes].
+    link_gb_s : float
+        Bandwidth per direction of the link the send crosses: scale-up within a domain, the NIC between [GB/s].
+    latency_us : float, default 0
+        Latency of one small message over that link [us].
+
+    Returns
+    -------
+    float
+        Seconds [s].
+
+    Notes
+    -----
+    ``bytes / link + latency`` (the alpha-beta model, Thakur, Rabenseifner and Gropp 2005, section 2). The 50 GB/s of
+    a 400 Gb/s NDR NIC is its line rate; NCCL reaches 46-48 GB/s a NIC (NVIDIA/nccl-tests, "Single-node and
+    multi-node performance of H100 nodes.").
+    """
+    _at_least(bytes_, 0, "bytes")
+    _positive(link_gb_s, "link_gb_s")
+    _at_least(latency_us, 0, "latency_us")
+    return bytes_ / (link_gb_s * _GIGA) + latency_us * 1e-6
+
+
+def pipeline_bubble(stages: int, micro_batches: int) -> float:
+    """Share of a pipelined step that stages sit idle: the bubble.
+
+    Parameters
+    ----------
+    stages : int
+        Pipeline stages ``p`` [count].
+    micro_batches : int
+        Micro-batches ``m`` the batch is split into [count].
+
+    Returns
+    -------
+    float
+        ``(p - 1) / (m + p - 1)`` [fraction].
+
+    Notes
+    -----
+    ``m`` micro-batches through ``p`` stages take ``m + p - 1`` stage times, of which ``p - 1`` leave each stage
+    idle (GPipe, arXiv:1811.06965, section 2.2; Megatron-LM, arXiv:2104.04473, section 2.2). One stage: no bubble;
+    4 stages of 4 micro-batches: 3/7.
+    """
+    _at_least(stages, 1, "stages")
+    _at_least(micro_batches, 1, "micro_batches")
+    return (stages - 1) / (micro_batches + stages - 1)
 
 
 def moe_routed_bytes_per_token(

@@ -15,6 +15,18 @@ Its time is the sum of four parts, each the longer of its memory time and its co
 * **tensor-parallel all-reduces** of every token's activations over the accelerator's scale-up link
   (:func:`xlsxplan.core.effects.tp_allreduce_seconds`; Megatron-LM, arXiv:1909.08053, section 3).
 
+A replica laid out beyond one tensor-parallel group (:class:`Layout`) adds the communication of its layout, each term
+a documented equation of :mod:`xlsxplan.core.effects` over the link it crosses:
+
+* **pipeline parallel** over ``p`` stages: the batch split into ``m`` micro-batches, each stage holding ``1/p`` of the
+  layers on a tensor-parallel group; the step takes ``m + p - 1`` stage times (the bubble, PIPELINE_BUBBLE) and every
+  stage time ends in a send of the micro-batch's activations to the next stage (``pipeline``);
+* **expert parallel with attention data-parallel** (DeepSeek-V3 Technical Report, arXiv:2412.19437, section 3.4.2:
+  attention with data parallelism, the routed experts spread over 32-320 GPUs): every GPU holds its own sequences
+  and the layers outside the routed experts whole, the experts ``1/ep`` each; every MoE layer dispatches each token's
+  hidden state to its ``k`` experts and combines the results back, two all-to-alls over the scale-up link within a
+  domain and the network beyond (``all-to-all``).
+
 The calibrated serving scale (:meth:`xlsxplan.calibration.Factors.serving_scale`, fitted on published serving runs)
 divides the step; the efficiencies are :func:`xlsxplan.calibration.efficiency`'s. The numbers come in; the presets
 that turn a model or an accelerator name into numbers live in the callers (``xlsxplan.calibration.measurements``
@@ -30,7 +42,7 @@ from typing import NamedTuple
 
 from . import effects
 
-__all__ = ["StepShape", "mean_context", "serve_step", "step_parts"]
+__all__ = ["COMM_PARTS", "Layout", "StepShape", "comm_seconds", "mean_context", "serve_step", "step_parts"]
 
 _GIGA, _TERA = 1e9, 1e12
 
@@ -39,6 +51,49 @@ def mean_context(prompt_tokens: float, output_tokens: float) -> float:
     """Tokens a sequence holds on average while it decodes [tokens]: its prompt and half its answer, ``P + O / 2``
     (the cache grows by one token a step; PagedAttention, arXiv:2309.06180, section 4, allocates it as it grows)."""
     return prompt_tokens + output_tokens / 2.0
+
+
+COMM_PARTS = ("all-reduce", "all-to-all", "pipeline")
+"""The parts of a step that are communication: tensor-parallel all-reduces, expert all-to-alls, pipeline sends."""
+
+
+class Layout(NamedTuple):
+    """How a replica's GPUs share the model, and the links between them.
+
+    ``tp`` GPUs share each layer (tensor parallel, within a scale-up domain); ``pp`` pipeline stages of those groups;
+    ``dp`` data-parallel attention groups (each of ``tp`` GPUs and its own sequences), the routed experts spread over
+    all ``tp * pp * dp`` GPUs when ``dp > 1``; ``micro_batches`` the pipeline's micro-batches. The links:
+    ``scale_up_gb_s`` and ``scale_out_gb_s`` per GPU and direction [GB/s], their latencies [us] (SCALE_UP_LATENCY_US
+    and SCALE_OUT_LATENCY_US where the system publishes none), ``scale_up_gpus`` the GPUs of one scale-up domain;
+    ``dispatch_bytes`` the bytes per dispatched value (1 for FP8 dispatch, DeepEP's; combine is 16-bit)."""
+
+    tp: int = 1
+    pp: int = 1
+    dp: int = 1
+    micro_batches: int = 1
+    scale_up_gpus: int = 8
+    scale_up_gb_s: float = 0.0
+    scale_out_gb_s: float = 0.0
+    scale_up_latency_us: float = 0.0
+    scale_out_latency_us: float = 0.0
+    dispatch_bytes: float = effects.ACTIVATION_BYTES
+
+    @property
+    def gpus(self) -> int:
+        """GPUs of the replica, ``tp * pp * dp`` [count]."""
+        return self.tp * self.pp * self.dp
+
+    @property
+    def ep(self) -> int:
+        """GPUs the routed experts are spread over: every GPU of the replica with attention data-parallel, else the
+        tensor-parallel group (each stage's experts split as its other weights) [count]."""
+        return self.gpus if self.dp > 1 else self.tp
+
+    def name(self) -> str:
+        """The layout in words: ``tp8``, ``tp8 pp2``, ``ep32 dp-attention``."""
+        if self.dp > 1:
+            return f"ep{self.gpus} dp-attention" + (f" tp{self.tp}" if self.tp > 1 else "")
+        return f"tp{self.tp}" + (f" pp{self.pp}" if self.pp > 1 else "")
 
 
 class StepShape(NamedTuple):
@@ -70,9 +125,10 @@ def step_parts(
     bandwidth_eff: float,
     compute_eff: float,
     link_gb_s: float,
+    layout: Layout | None = None,
 ) -> dict[str, float]:
     """The parts of one step, each in seconds: ``weights`` and ``linear`` (the linear layers' memory and compute),
-    ``cache`` and ``attention`` (attention's), ``routed`` and ``all-reduce``.
+    ``cache`` and ``attention`` (attention's), ``routed``, ``all-reduce``, ``all-to-all`` and ``pipeline``.
 
     ``read_params_b`` [B params]: the parameters the batch reads (MOE_PARAMS_READ_B for a mixture of experts);
     ``active_params_b`` [B params]: those each token computes with; ``batch`` [sequences] decoded one token each;
@@ -81,7 +137,125 @@ def step_parts(
     sharing the model; ``bandwidth_tb_s`` [TB/s], ``tflops`` [TFLOP/s] and ``link_gb_s`` [GB/s] of one accelerator
     (a link of 0 or one GPU: no exchange); the two efficiencies [fraction] as EFFICIENCY gives them. Unchecked: the
     callers pass numbers they have checked.
+
+    ``layout`` (:class:`Layout`; None: the ``n_gpus`` share every layer by tensor parallelism within one domain, no
+    latency counted, as validate scores published single-node runs): with ``pp > 1``, the parts of one micro-batch of
+    ``batch / m`` sequences on a ``tp`` group, over ``p`` for a stage's layers, times the ``m + p - 1`` stage times of
+    the step (GPipe's schedule, PIPELINE_BUBBLE), plus a send of the micro-batch's activations (P2P_SECONDS) each
+    stage time; with ``dp > 1``, the parts over all ``n_gpus`` (``read_params_b`` then counts the layers every GPU
+    holds whole once per GPU, ``kv_bytes_per_token`` the cache of one data-parallel group) and per MoE layer a
+    dispatch and a combine (ALL_TO_ALL_SECONDS) of each GPU's ``tokens / n_gpus`` tokens' ``k`` routed copies.
+    The tensor-parallel all-reduces of a layout add the scale-up latency to each.
     """
+    if layout is not None and layout.pp > 1:
+        p, m = layout.pp, max(1, layout.micro_batches)
+        micro = _parts(
+            read_params_b,
+            bytes_per_param,
+            active_params_b,
+            batch / m,
+            prefill_tokens / m,
+            prompt_tokens,
+            kv_bytes_per_token,
+            context_tokens,
+            shape,
+            layout.tp,
+            bandwidth_tb_s,
+            tflops,
+            bandwidth_eff,
+            compute_eff,
+            layout.scale_up_gb_s,
+            layout.scale_up_latency_us,
+        )
+        slots = m + p - 1  # stage times in the step, each a p-th of the micro-batch's pass
+        out = {k: v * slots / p for k, v in micro.items()}
+        across = layout.gpus > layout.scale_up_gpus
+        link = layout.scale_out_gb_s if across else layout.scale_up_gb_s
+        latency = layout.scale_out_latency_us if across else layout.scale_up_latency_us
+        # each GPU of the group sends its 1/tp of the activations (Megatron-LM, arXiv:2104.04473, section 4.1)
+        sent = (batch + prefill_tokens) / m * shape.hidden * effects.ACTIVATION_BYTES / layout.tp
+        out["pipeline"] = slots * effects.p2p_seconds(sent, link, latency)
+        return out
+    if layout is not None and layout.dp > 1:
+        out = _parts(
+            read_params_b,
+            bytes_per_param,
+            active_params_b,
+            batch,
+            prefill_tokens,
+            prompt_tokens,
+            kv_bytes_per_token,
+            context_tokens,
+            shape,
+            n_gpus,
+            bandwidth_tb_s,
+            tflops,
+            bandwidth_eff,
+            compute_eff,
+            0.0,
+            0.0,
+        )
+        if layout.tp > 1:
+            tokens = (batch + prefill_tokens) / layout.dp
+            out["all-reduce"] = (
+                effects.tp_allreduce_seconds(tokens, shape.hidden, shape.layers, layout.tp, layout.scale_up_gb_s)
+                + effects.ALL_REDUCES_PER_LAYER * shape.layers * layout.scale_up_latency_us * 1e-6
+            )
+        if shape.experts_per_token and shape.moe_layers:
+            per_gpu = (batch + prefill_tokens) / n_gpus * shape.experts_per_token * shape.hidden
+            across = n_gpus > layout.scale_up_gpus
+            latency = layout.scale_out_latency_us if across else layout.scale_up_latency_us
+            domain = layout.scale_up_gpus
+            one = sum(
+                effects.all_to_all_seconds(
+                    per_gpu * b, n_gpus, layout.scale_up_gb_s, domain, layout.scale_out_gb_s, latency
+                )
+                for b in (layout.dispatch_bytes, effects.ACTIVATION_BYTES)
+            )
+            out["all-to-all"] = shape.moe_layers * one
+        return out
+    link = layout.scale_up_gb_s if layout is not None else link_gb_s
+    latency = layout.scale_up_latency_us if layout is not None else 0.0
+    return _parts(
+        read_params_b,
+        bytes_per_param,
+        active_params_b,
+        batch,
+        prefill_tokens,
+        prompt_tokens,
+        kv_bytes_per_token,
+        context_tokens,
+        shape,
+        n_gpus,
+        bandwidth_tb_s,
+        tflops,
+        bandwidth_eff,
+        compute_eff,
+        link,
+        latency,
+    )
+
+
+def _parts(
+    read_params_b: float,
+    bytes_per_param: float,
+    active_params_b: float,
+    batch: float,
+    prefill_tokens: float,
+    prompt_tokens: float,
+    kv_bytes_per_token: float,
+    context_tokens: float,
+    shape: StepShape,
+    n_gpus: int,
+    bandwidth_tb_s: float,
+    tflops: float,
+    bandwidth_eff: float,
+    compute_eff: float,
+    link_gb_s: float,
+    latency_us: float,
+) -> dict[str, float]:
+    """:func:`step_parts` for ``n_gpus`` sharing every layer by tensor parallelism, the all-reduces over a link of
+    ``link_gb_s`` [GB/s] with ``latency_us`` [us] each."""
     bandwidth = n_gpus * bandwidth_tb_s * _TERA * bandwidth_eff
     rate = n_gpus * tflops * _TERA * compute_eff
     tokens = batch + prefill_tokens
@@ -101,6 +275,8 @@ def step_parts(
     exchange = 0.0
     if n_gpus > 1 and link_gb_s:
         exchange = effects.tp_allreduce_seconds(tokens, shape.hidden, shape.layers, n_gpus, link_gb_s)
+        if latency_us:
+            exchange += effects.ALL_REDUCES_PER_LAYER * shape.layers * latency_us * 1e-6
     return {
         "weights": read_params_b * _GIGA * bytes_per_param / bandwidth,
         "linear": 2.0 * active_params_b * _GIGA * tokens / rate,
@@ -108,15 +284,26 @@ def step_parts(
         "attention": attention / rate,
         "routed": routed,
         "all-reduce": exchange,
+        "all-to-all": 0.0,
+        "pipeline": 0.0,
     }
 
 
 def serve_step(parts: dict[str, float], scale: float = 1.0) -> float:
     """The step's time [s] from its parts (:func:`step_parts`): ``(max(weights, linear) + max(cache, attention) +
-    routed + all-reduce) / scale``, ``scale`` the calibrated serving scale (1: the roofline with its effects alone)."""
+    routed + all-reduce + all-to-all + pipeline) / scale``, ``scale`` the calibrated serving scale (1: the roofline
+    with its effects alone)."""
     return (
         max(parts["weights"], parts["linear"])
         + max(parts["cache"], parts["attention"])
         + parts["routed"]
         + parts["all-reduce"]
+        + parts.get("all-to-all", 0.0)
+        + parts.get("pipeline", 0.0)
     ) / scale
+
+
+def comm_seconds(parts: dict[str, float], scale: float = 1.0) -> float:
+    """The step's communication [s]: its all-reduces, all-to-alls and pipeline sends (:data:`COMM_PARTS`), over the
+    same ``scale`` as :func:`serve_step`."""
+    return sum(parts.get(k, 0.0) for k in COMM_PARTS) / scale

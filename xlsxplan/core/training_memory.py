@@ -17,6 +17,13 @@ References
 .. [3] Chowdhery et al. 2022, "PaLM", arXiv:2204.02311, Appendix B (6N + 12 L H Q T FLOPs per token).
 .. [4] "Estimating the Compute and Memory Needed for Language Models", "Eight H100s: Specification Versus
    the Record" (layers 3-5 applied two more times after step 2,204; about 1.8 PFLOP/s, 23% of dense peak).
+.. [6] torchtitan, github.com/pytorch/torchtitan@9dec370ad26b5f8e9a7333a0e36165018262644b (the commit its
+   December 2024 Llama 3.1 benchmarks ran): torchtitan/parallelisms/parallelize_llama.py (``_save_list`` and
+   ``_custom_policy``: selective activation checkpointing saves the outputs of every other matrix multiply and of
+   fused attention; the tensor-parallel plan's SequenceParallel norms and Shard(1) residual; FSDP2's
+   ``reshard_after_forward``), train.py (``loss_fn``: cross entropy on the logits cast to FP32; the logged
+   ``memory`` is ``max_reserved``), torchtitan/metrics.py (``reserved_bytes.all.peak`` of PyTorch's caching
+   allocator).
 .. [5] Dao et al. 2022, "FlashAttention", arXiv:2205.14135, section 3.1 (the backward pass recomputes the attention
    matrix from Q, K, V, the output and the softmax statistics, so the s x s scores are never stored); Dao 2023,
    "FlashAttention-2", arXiv:2307.08691, section 3.1.1 (only the logsumexp L, one FP32 number per row per head, is
@@ -53,6 +60,10 @@ __all__ = [
     "activation_gb",
     "train_flops_per_token",
     "recurrent_params_b",
+    "GATED_RECOMPUTE",
+    "gated_layer_activation_bytes",
+    "logits_bytes",
+    "gathered_layer_bytes",
 ]
 
 _GIGA = 1e9
@@ -310,3 +321,120 @@ def recurrent_params_b(
     PFLOP/s, 23% of 7.92 PFLOP/s.
     """
     return params_b + layer_params_b * reused_layers * extra_passes * share_of_steps
+
+
+GATED_RECOMPUTE = ("none", "selective", "full")
+"""GATED_LAYER_ACTIVATION_BYTES's modes: everything kept (fused attention), torchtitan's operator-level selective
+checkpointing, or only the layer's input kept."""
+
+
+def gated_layer_activation_bytes(
+    tokens: float, hidden: int, heads: int, kv_width: int, ffn_hidden: int, tp: int = 1, recompute: str = "none"
+) -> float:
+    """Activation bytes one pre-norm attention layer with a gated MLP (Llama: RMSNorm, grouped-query attention,
+    SwiGLU, no dropout, fused attention) keeps for the backward pass, per GPU, in 16-bit activations.
+
+    Parameters
+    ----------
+    tokens : float
+        Tokens of the micro-batch this GPU holds, ``s b`` (``s / c`` each with context parallelism c) [tokens].
+    hidden : int
+        Hidden size h [count].
+    heads : int
+        Attention heads a [count].
+    kv_width : int
+        Key (and value) width, KV heads x head dimension [count].
+    ffn_hidden : int
+        The gated MLP's inner width f [count].
+    tp : int, default 1
+        Tensor-parallel GPUs t, with sequence parallelism for the norms and the residual stream (torchtitan's and
+        Megatron's plan) [count].
+    recompute : str, default "none"
+        none, selective (torchtitan's operator policy) or full [name].
+
+    Returns
+    -------
+    float
+        Bytes kept per layer [bytes].
+
+    Notes
+    -----
+    Korthikanti et al. 2022 (arXiv:2205.05198, section 4.1) count, tensor by tensor, what each operator's backward
+    needs; the same count for this layer, per token at 2 bytes a value and ``/ t`` for every tensor (the norms' and
+    residual tensors by sequence parallelism, the rest by tensor parallelism):
+
+    * none: the two norms' inputs and outputs ``8 h``, Q ``2 h``, K and V ``4 kv``, the attention output ``2 h`` and
+      its FP32 logsumexp ``4 a`` (Dao 2023, section 3.1.1), the gate and up projections, the gate's activation and
+      their product ``8 f``: ``(12 h + 4 kv + 8 f + 4 a) / t``;
+    * selective: torchtitan's policy saves the layer's input and the outputs of fused attention and of every other
+      matrix multiply (wq, wv, w1, w2; torchtitan@9dec370:torchtitan/parallelisms/parallelize_llama.py, ``_save_list``
+      and ``_custom_policy``) and recomputes the rest: ``(2 h + 2 h + 2 kv + 2 h + 4 a + 2 f + 2 h) / t = (8 h +
+      2 kv + 2 f + 4 a) / t``;
+    * full: the layer's input only, ``2 h / t`` (Korthikanti et al. 2022, section 4.2).
+
+    Llama 3.1 8B (h 4,096, a 32, kv 1,024, f 14,336) keeps 168,064 bytes a token a layer with nothing recomputed,
+    63,616 selective and 8,192 full.
+    """
+    mode = recompute.strip().lower()
+    if mode not in GATED_RECOMPUTE:
+        raise ArgumentError(f"recompute must be one of {', '.join(GATED_RECOMPUTE)}, got {recompute!r}", "recompute")
+    h, a, kv, f = hidden, heads, kv_width, ffn_hidden
+    per_token = {
+        "none": 12 * h + 4 * kv + 8 * f + 4 * a,
+        "selective": 8 * h + 2 * kv + 2 * f + 4 * a,
+        "full": 2 * h,
+    }[mode]
+    return tokens * per_token / tp
+
+
+def logits_bytes(tokens: float, vocab: int, tp: int = 1) -> float:
+    """The output layer's logits and the loss's FP32 copies at their peak, per GPU.
+
+    Parameters
+    ----------
+    tokens : float
+        Tokens of the micro-batch the last pipeline stage holds [tokens].
+    vocab : int
+        Vocabulary size V [count].
+    tp : int, default 1
+        Tensor-parallel GPUs t; the vocabulary is split across them (a loss-parallel cross entropy) [count].
+
+    Returns
+    -------
+    float
+        Bytes [bytes].
+
+    Notes
+    -----
+    ``12 T V / t``: the loss casts the logits to FP32 before its cross entropy (torchtitan@9dec370:train.py,
+    ``loss_fn``); the log-softmax keeps its FP32 output for the backward pass, and at the start of the backward pass
+    the FP32 gradients of the log-probabilities and of the logits exist beside it: three FP32 copies, 12 bytes a
+    token a vocabulary entry. Llama 3.1 (V 128,256) at 16,384 tokens: 25.2 GB.
+    """
+    return 12.0 * tokens * vocab / tp
+
+
+def gathered_layer_bytes(layer_params: float, tp: int = 1) -> float:
+    """What ZeRO-3 (FSDP's full shard) holds unsharded beside the sharded states: two layers' 16-bit weights and
+    their 16-bit gradients, per GPU.
+
+    Parameters
+    ----------
+    layer_params : float
+        Parameters of one layer [params].
+    tp : int, default 1
+        Tensor-parallel GPUs splitting the layer [count].
+
+    Returns
+    -------
+    float
+        Bytes [bytes].
+
+    Notes
+    -----
+    ``2 x 4 P_layer / t``: FSDP gathers a layer's weights before its forward and backward and prefetches the next
+    layer's (Rajbhandari et al. 2020, arXiv:1910.02054, section 5.3: the parameters are broadcast layer by layer;
+    PyTorch FSDP2's default prefetch of one layer ahead), and the gathered layer's gradient exists unsharded until
+    it is reduce-scattered.
+    """
+    return 2.0 * 4.0 * layer_params / tp

@@ -39,7 +39,6 @@ _NOT_BUNDLED = {
     "read only the fitted factors, calibration.json",
     "calibration/data/training_runs.csv": "published training runs with their layouts (xlsxplan.calibration."
     "training_runs), read by no spreadsheet function",
-    "catalog/systems.toml": "the system presets (xlsxplan.catalog.systems), which no spreadsheet function reads yet",
 }
 """Data files of the package a Lite bundle leaves out, and why: nothing the registry functions call reads them."""
 

@@ -21,6 +21,7 @@ from typing import Any
 from ..domains import (
     CoefficientOfVariation,
     Count,
+    CountOrZero,
     Flag,
     Fraction,
     FractionOrZero,
@@ -272,6 +273,15 @@ PLAN_INPUTS: tuple[PlanInput, ...] = (
         "published",
         "Weights memory: published (as checkpoints store them, MODEL_WEIGHTS_GB) or params x bytes (the source "
         "text's N x b) [name].",
+        "",
+    ),
+    PlanInput(
+        "max_gpus_per_replica",
+        CountOrZero,
+        0,
+        "Largest replica to try beyond gpus_per_replica, doubling: tensor parallel in a scale-up domain, "
+        "pipeline or expert parallel across nodes; 0: up to 64 where the sizes listed cannot hold the weights "
+        "[count].",
         "",
     ),
 )

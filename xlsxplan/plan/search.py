@@ -84,8 +84,9 @@ from typing import Any
 from .. import calibration, catalog, precision
 from ..calibration.shape import preset_step_shape
 from ..catalog import models
-from ..core import cost, engine, equations, queueing, serving, speculative, traffic
-from ..core.step import StepShape, mean_context, serve_step, step_parts
+from ..catalog.systems import Topology, load_systems, topology
+from ..core import cost, effects, engine, equations, queueing, serving, speculative, traffic
+from ..core.step import Layout, StepShape, comm_seconds, mean_context, serve_step, step_parts
 from ..domains import (
     CoefficientOfVariation,
     Count,
@@ -136,6 +137,10 @@ template's *Hours per month*."""
 GPUS_PER_REPLICA = (1, 2, 4, 8)
 """GPUs per replica the search tries: tensor parallelism within one 8-GPU server, and for a mixture of experts the
 same number of GPUs sharing the experts (expert parallelism)."""
+MAX_GPUS_PER_REPLICA = 64
+"""The largest replica the search escalates to by default, where the sizes of :data:`GPUS_PER_REPLICA` cannot hold
+the weights: eight 8-GPU nodes, the largest expert-parallel group DeepSeek-V3's decode runs on per node group (its
+report, section 3.4.2: 40 nodes of 320 GPUs hold 256 experts, 64 nodes being AIConfigurator's top size too) [GPUs]."""
 
 SERVINGS = ("aggregated", "disaggregated")
 """Prefill and decode on the same replicas (chunked prefill), or on separate pools of them."""
@@ -227,6 +232,10 @@ class Assumptions:
     kv_precisions: tuple[str, ...] = ("bf16", "fp8")
     gpus_per_replica: tuple[int, ...] = GPUS_PER_REPLICA
     servings: tuple[str, ...] = SERVINGS
+    max_gpus_per_replica: int = 0
+    """Largest replica tried beyond :attr:`gpus_per_replica`, doubling from the largest of them, each size laid out
+    as the accelerator's system allows (:func:`layouts`); 0: up to :data:`MAX_GPUS_PER_REPLICA`, and only for an
+    accelerator whose largest size listed cannot hold the smallest weights tried."""
     service_cv: float = 1.0
     """Coefficient of variation of the time a request holds a batch slot, for the queue in front of the slots
     (QUEUE_WAIT_S): 1 is exponential, the M/M/c case; other values use the Allen-Cunneen approximation."""
@@ -398,7 +407,20 @@ class Figures:
         return {k: getattr(self, k) for k in keys}
 
 
-_OPTIONAL_JSON = ("ttft_percentiles_s", "replicas_binding", "owned", "engine", "speculative", "range")
+_OPTIONAL_JSON = (
+    "ttft_percentiles_s",
+    "replicas_binding",
+    "owned",
+    "engine",
+    "speculative",
+    "range",
+    "step_s",
+    "comm_s",
+    "step_parts_s",
+)
+_STEP_JSON = ("step_s", "comm_s", "step_parts_s")
+"""The calibrated step at the planned batch, its communication and its parts [s], which the JSON carries for every
+feasible option."""
 """Keys of :attr:`Figures.extra` the JSON carries when a plan computed them (``--own``, ``--ttft-percentile``, the
 engine's memory, a speculative draft); absent otherwise, so a plan without them prints what it always printed."""
 
@@ -416,6 +438,9 @@ class Option:
     assumed: Figures
     calibrated: Figures
     frontier: bool = False
+    layout: str = ""
+    """How the replica's GPUs share the model beyond one tensor-parallel group (``tp8 pp2``, ``ep32 dp-attention``);
+    empty: the ``gpus_per_replica`` share every layer by tensor parallelism within one server, as they always have."""
     speculative: bool = False
     """Decoded with the plan's speculative draft (:attr:`Assumptions.speculative`); a plan with one tries every
     option with it and without it."""
@@ -425,7 +450,8 @@ class Option:
 
     def label(self) -> str:
         draft = " with the draft" if self.speculative else ""
-        return f"{self.gpu} {self.weights}/{self.kv} x{self.gpus_per_replica} {self.serving}{draft}"
+        laid = f" ({self.layout})" if self.layout else ""
+        return f"{self.gpu} {self.weights}/{self.kv} x{self.gpus_per_replica}{laid} {self.serving}{draft}"
 
     def to_json(self, rank_by: str = "calibrated") -> dict[str, Any]:
         """The option as ``--json`` prints it: the figures of the view the plan is ranked by (``rank_by``), then the
@@ -435,6 +461,7 @@ class Option:
         out: dict[str, Any] = {
             "gpu": self.gpu,
             "gpus_per_replica": self.gpus_per_replica,
+            "layout": self.layout or f"tp{self.gpus_per_replica}",
             "weights": self.weights,
             "kv": self.kv,
             "serving": self.serving,
@@ -449,7 +476,8 @@ class Option:
         out = f.summary()
         out["decode_bandwidth_efficiency"] = f.decode_bandwidth_efficiency
         out["prefill_efficiency"] = f.prefill_efficiency
-        out.update({k: f.extra[k] for k in _OPTIONAL_JSON if k in f.extra})  # only what a plan asked for
+        # only what a plan asked for; the step by part for a feasible option (a rejected one may stop before it)
+        out.update({k: f.extra[k] for k in _OPTIONAL_JSON if k in f.extra and (f.feasible or k not in _STEP_JSON)})
         return out
 
 
@@ -511,6 +539,7 @@ class Plan:
                 "weight_precisions": list(a.weight_precisions),
                 "kv_precisions": list(a.kv_precisions),
                 "gpus_per_replica": list(a.gpus_per_replica),
+                "max_gpus_per_replica": a.max_gpus_per_replica,
                 "servings": list(a.servings),
                 "calibration": calibration.active().describe(),
                 **(
@@ -568,7 +597,14 @@ class Plan:
             cols += ["speculative", "spec_speedup"]
         if a.owned is not None:
             cols += ["owned_usd_per_month", "owned_usd_per_m_input", "owned_usd_per_m_output"]
+        if self.multi_node:
+            cols += list(TOPOLOGY_COLUMNS)
         return cols
+
+    @property
+    def multi_node(self) -> bool:
+        """Whether the plan laid any replica out beyond one tensor-parallel server (:attr:`Option.layout`)."""
+        return any(o.layout for o in self.options)
 
     def _extra_cells(self, o: Option, f: Figures) -> list[Any]:
         ex, cells = f.extra, []
@@ -583,6 +619,9 @@ class Plan:
         if a.owned is not None:
             owned = ex.get("owned", {})
             cells += [owned.get("usd_per_month"), owned.get("usd_per_m_input"), owned.get("usd_per_m_output")]
+        if self.multi_node:
+            c = o.calibrated.extra
+            cells += [o.layout or f"tp{o.gpus_per_replica}", c.get("step_s"), c.get("comm_s")]
         return cells
 
     def rows(self) -> list[list[Any]]:
@@ -650,6 +689,9 @@ TABLE_HEADER = (
 """The columns of :meth:`Plan.rows`: the ranked view's figures, then the other view's GPUs, cost and reason (the
 calibrated view when ranked by the assumed one), then the calibrated view's GPUs at the P10 and P90 of the
 published runs' speeds (:func:`_add_range`; empty for a rejected option)."""
+TOPOLOGY_COLUMNS = ("layout", "step_s", "comm_s")
+"""The columns a plan adds last where it laid a replica out beyond one server: the layout, and the calibrated step
+and the communication in it at the planned batch (all-reduces, all-to-alls, pipeline sends) [s]."""
 
 
 # --- checking what is asked ---------------------------------------------------------------------------------------
@@ -908,21 +950,46 @@ class _Setup:
     expert_bytes: float = 0.0
     """Bytes per routed-expert weight when the experts are stored apart from the other layers (weights named
     ``REST+EXPERTS``, gpt-oss's bf16+mxfp4); 0: every weight at :attr:`bytes_per_param`."""
+    layout: Layout | None = None
+    """How the replica's GPUs share the model beyond one tensor-parallel server (:func:`layouts`); None: the ``n``
+    GPUs share every layer by tensor parallelism, as the plan always laid a replica out."""
 
     @property
     def compute_name(self) -> str:
         return compute_precision(self.weights_name)
 
+    @property
+    def copies(self) -> int:
+        """Extra copies of the layers outside the routed experts: ``dp - 1`` with attention data-parallel, each group
+        holding them whole; 0 otherwise [count]."""
+        return self.layout.dp - 1 if self.layout is not None else 0
+
+    @property
+    def dense_gb(self) -> float:
+        """Memory of the layers outside the routed experts, embeddings included, as the weights store them [GB]."""
+        return self.weights_gb - self.model.expert_params * (self.expert_bytes or self.bytes_per_param)
+
+    @property
+    def held_gb(self) -> float:
+        """Weights the replica holds: one copy of the model and :attr:`copies` more of its layers outside the
+        routed experts [GB]."""
+        return self.weights_gb + self.copies * self.dense_gb
+
     def reading(self, batch: float) -> tuple[float, float]:
         """Parameters a step of ``batch`` tokens reads [B] and their mean bytes per parameter [bytes]: with the
         experts stored apart, every other weight at its own width (the embeddings as published) and the experts
-        the batch touches (MOE_PARAMS_READ_B) at theirs."""
+        the batch touches (MOE_PARAMS_READ_B) at theirs; with attention data-parallel, the layers outside the routed
+        experts once by every group (:attr:`copies` more)."""
         read = self.model.read(batch)
         if not self.expert_bytes:
-            return read, self.bytes_per_param
-        dense = self.model.params - self.model.expert_params
-        dense_gb = self.weights_gb - self.model.expert_params * self.expert_bytes
-        return read, (dense_gb + (read - dense) * self.expert_bytes) / read
+            mean = self.bytes_per_param
+        else:
+            dense = self.model.params - self.model.expert_params
+            mean = (self.dense_gb + (read - dense) * self.expert_bytes) / read
+        if not self.copies:
+            return read, mean
+        more = self.copies * (self.model.params - self.model.expert_params)
+        return read + more, (read * mean + self.copies * self.dense_gb) / (read + more)
 
     @property
     def decode_compute(self) -> float:
@@ -958,8 +1025,13 @@ class _Chain:
     def step(self, s: _Setup, batch: int, eff_bw: float) -> float:
         """The step at ``batch`` [s]: every sequence decodes a token and, in the steady state of continuous batching,
         ``batch P / O`` prompt tokens are prefilled in the same step, the sequences reading their average context."""
+        return serve_step(self.parts(s, batch, eff_bw), self.scale)
+
+    def parts(self, s: _Setup, batch: int, eff_bw: float) -> dict[str, float]:
+        """The step's parts at ``batch`` before the serving scale [s] (:func:`xlsxplan.core.step.step_parts`), laid
+        out as the option's :attr:`_Setup.layout`."""
         prefill = batch * self.prompt_tokens / self.decode_tokens
-        parts = step_parts(
+        return step_parts(
             *s.reading(batch),
             s.model.active,
             batch,
@@ -974,8 +1046,8 @@ class _Chain:
             eff_bw,
             self.compute_eff,
             self.link_gb_s,
+            s.layout,
         )
-        return serve_step(parts, self.scale)
 
 
 @dataclass(frozen=True)
@@ -1145,8 +1217,8 @@ def _plan_view(
     ex.update(
         prefill_peak=peak_field,
         prefill_peak_tflops=peak,
-        weights_gb=s.weights_gb,
-        weights_gb_per_gpu=s.weights_gb / s.n,
+        weights_gb=s.held_gb,
+        weights_gb_per_gpu=s.held_gb / s.n,
         kv_bytes_per_token=s.kv_bytes,
     )
     sp, e = s.spec, a.engine
@@ -1155,7 +1227,7 @@ def _plan_view(
     draft_gb = sp.weights_gb if sp else 0.0
     seq_kv = s.kv_bytes + (sp.kv_bytes if sp else 0.0)  # each sequence holds the target's cache and the draft's
     more = sp.draft_tokens if sp else 0  # the drafted tokens cached while they are checked
-    held = s.weights_gb + draft_gb
+    held = s.held_gb + draft_gb
     if e is None:
         usable = serving.usable_gb(s.n, s.memory, a.usable_fraction)
         free = usable - held
@@ -1175,8 +1247,9 @@ def _plan_view(
                 f"longest request is {format_number(round(longest_request))} (prompt, reasoning and answer)",
                 "context window",
             )
-    if s.model.moe and s.model.experts % s.n:
-        return f.reject(f"{s.model.experts} experts do not split evenly over {s.n} GPUs", "experts")
+    ep = s.n if s.layout is None else s.layout.ep
+    if s.model.moe and s.model.experts % ep:
+        return f.reject(f"{s.model.experts} experts do not split evenly over {ep} GPUs", "experts")
     if free <= 0:
         what = "weights" if sp is None else "weights and the draft"
         if e is None:
@@ -1191,7 +1264,7 @@ def _plan_view(
     tail_context = traffic.context_tokens(t.tail_prompt, t.output_tokens, t.reasoning_tokens)
     if e is None and sp is None:
         per_slot = equations.batch_that_fits(
-            s.weights_gb / s.bytes_per_param,
+            s.held_gb / s.bytes_per_param,
             s.bytes_per_param,
             s.kv_bytes,
             tail_context,
@@ -1266,6 +1339,13 @@ def _plan_view(
     f.batch = batch
     step = _step_s(s, batch, context, eff_bw)
     f.tokens_per_s_per_user = 1.0 / step
+    if s.chain is not None and s.spec is None:  # the calibrated step by part, its communication apart
+        parts = s.chain.parts(s, batch, eff_bw)
+        ex.update(
+            step_s=step,
+            comm_s=comm_seconds(parts, s.chain.scale),
+            step_parts_s={k: v / s.chain.scale for k, v in parts.items()},
+        )
     total = batch / step
     prefill = serving.prefill_seconds(s.model.active, traffic.prefill_tokens(t.prompt_tokens), s.n, peak, eff_pf)
     if sp is not None:
@@ -1598,11 +1678,15 @@ def plan(
     sd, basis = _spread(traffic_)
     notes = [f"memory: {basis}"]
     context = traffic.context_tokens(traffic_.prompt_tokens, traffic_.output_tokens, traffic_.reasoning_tokens)
-    kv_bytes = {
-        (kv, n): models.model_kv_bytes_per_token(m.name, context, precision.bytes_per_param(kv), n)
-        for kv in kv_names
-        for n in a.gpus_per_replica
-    }
+    kv_memo: dict[tuple[str, int, float], float] = {}
+
+    def kv_bytes_at(kv: str, tp: int, ctx: float) -> float:
+        """MODEL_KV_BYTES_PER_TOKEN across a tensor-parallel group of ``tp`` at ``ctx`` tokens, once each."""
+        key = (kv, tp, ctx)
+        if key not in kv_memo:
+            kv_memo[key] = models.model_kv_bytes_per_token(m.name, ctx, precision.bytes_per_param(kv), tp)
+        return kv_memo[key]
+
     specs = (
         {}
         if a.speculative is None
@@ -1610,11 +1694,7 @@ def plan(
     )
     both = views(a)
     chain = _chain_base(m, traffic_)
-    chain_kv = {
-        (kv, n): models.model_kv_bytes_per_token(m.name, chain.context, precision.bytes_per_param(kv), n)
-        for kv in kv_names
-        for n in a.gpus_per_replica
-    }
+    weights_of = {w: _weights_gb(m, w, a.weights) for w in weight_names}
     table = catalog.load_catalog().accelerators
     options: list[Option] = []
     for gpu, (price, _) in prices.items():
@@ -1622,21 +1702,20 @@ def plan(
         memory, bandwidth = float(preset.figure("memory_gb")), float(preset.figure("bandwidth_tb_s"))  # type: ignore[arg-type]
         peaks = {f: preset.figure(f) for f in ("bf16_tflops", "fp8_tflops", "fp4_tflops")}
         link = float(preset.figure("link_gb_s") or 0.0)
+        sizes = replica_sizes(gpu, memory, m, a, min(weights_of.values()))
         for w in weight_names:
             rest, _, apart = w.partition("+")
-            b, b_experts = precision.bytes_per_param(rest), precision.bytes_per_param(apart) if apart else 0.0
-            if a.weights == PUBLISHED:
-                weights_gb = models.model_weights_gb(m.name, b, 0, b_experts)
-            else:  # the text's N x b, the experts at their own width
-                weights_gb = serving.weights_gb(m.params, b) + (
-                    serving.weights_gb(m.expert_params, b_experts) - serving.weights_gb(m.expert_params, b)
-                    if apart
-                    else 0.0
-                )
+            b_experts = precision.bytes_per_param(apart) if apart else 0.0
+            weights_gb = weights_of[w]
+            dispatch = 1.0 if precision.bytes_per_param(compute_precision(w)) <= 1 else effects.ACTIVATION_BYTES
             rates: list[_Rates] | None = None
             for kv in kv_names:
-                for n in a.gpus_per_replica:
-                    for draft in (None, specs[(kv, n)]) if specs else (None,):  # with a draft: both ways
+                for n, layout, why in sizes:
+                    if layout is not None:
+                        layout = layout._replace(dispatch_bytes=dispatch)
+                    tp = n if layout is None else layout.tp
+                    drafts = (None, specs[(kv, n)]) if specs and layout is None and not why else (None,)
+                    for draft in drafts:  # with a draft: both ways
                         setup = _Setup(
                             m,
                             gpu,
@@ -1648,21 +1727,36 @@ def plan(
                             n,
                             weights_gb,
                             weights_gb / m.params,
-                            kv_bytes[(kv, n)],
+                            kv_bytes_at(kv, tp, context),
                             draft,
                             expert_bytes=b_experts,
+                            layout=layout,
                         )
                         rates = rates or [_rates(setup, v) for v in both]
                         for mode in a.servings:
-                            calibrated = _calibrated(setup, rates[1], chain, chain_kv[(kv, n)], mode, link)
-                            figures = [
-                                _plan_view(setup, rates[0], traffic_, targets, a, mode, price, sd),
-                                _plan_view(calibrated, rates[1], traffic_, targets, a, mode, price, sd),
-                            ]
-                            _add_range(figures[1], traffic_, a, mode, price)
+                            if why:  # the size cannot be laid out on this accelerator's system
+                                figures = [Figures().reject(why, "layout"), Figures().reject(why, "layout")]
+                            else:
+                                calibrated = _calibrated(
+                                    setup, rates[1], chain, kv_bytes_at(kv, tp, chain.context), mode, link
+                                )
+                                figures = [
+                                    _plan_view(setup, rates[0], traffic_, targets, a, mode, price, sd),
+                                    _plan_view(calibrated, rates[1], traffic_, targets, a, mode, price, sd),
+                                ]
+                                _add_range(figures[1], traffic_, a, mode, price)
                             options.append(
                                 Option(
-                                    gpu, n, w, kv, mode, price, figures[0], figures[1], speculative=draft is not None
+                                    gpu,
+                                    n,
+                                    w,
+                                    kv,
+                                    mode,
+                                    price,
+                                    figures[0],
+                                    figures[1],
+                                    layout=layout.name() if layout is not None else "",
+                                    speculative=draft is not None,
                                 )
                             )
     owned: dict[str, dict[str, Any]] = {}
@@ -1673,6 +1767,101 @@ def plan(
                 _own(f, owned[o.gpu], traffic_, a.owned, o.usd_per_gpu_hour, a.hours_per_month)
     _rank(options, rank_by)
     return Plan(m.name, traffic_, targets, a, prices, options, rank_by, notes, owned)
+
+
+def _weights_gb(m: _Model, w: str, basis: str) -> float:
+    """The weights' memory in precision ``w`` (``REST+EXPERTS`` for experts stored apart) [GB]: MODEL_WEIGHTS_GB as
+    published, or the text's N x b (``params x bytes``), the experts at their own width."""
+    rest, _, apart = w.partition("+")
+    b, b_experts = precision.bytes_per_param(rest), precision.bytes_per_param(apart) if apart else 0.0
+    if basis == PUBLISHED:
+        return models.model_weights_gb(m.name, b, 0, b_experts)
+    return serving.weights_gb(m.params, b) + (
+        serving.weights_gb(m.expert_params, b_experts) - serving.weights_gb(m.expert_params, b) if apart else 0.0
+    )
+
+
+def _topology(gpu: str) -> Topology | None:
+    """The topology of the first system preset built of accelerator ``gpu`` (systems.toml), or None."""
+    systems = load_systems()
+    for sid in systems.names():
+        if systems.get(sid).accelerator == gpu:
+            return topology(sid)
+    return None
+
+
+def layouts(n: int, topo: Topology, m: _Model, heads: int) -> list[tuple[Layout, str]]:
+    """The ways to lay a replica of ``n`` GPUs out on a system, each with the reason it cannot be (empty if it can).
+
+    * **tensor and pipeline parallel**: tensor parallel over ``min(n, scale-up domain)`` GPUs, the rest as pipeline
+      stages of such groups across domains, ``p`` micro-batches in flight (as vLLM keeps one batch per stage;
+      the bubble ``(p-1)/(2p-1)`` of GPipe's schedule, PIPELINE_BUBBLE);
+    * **expert parallel with attention data-parallel** (a mixture of experts only): the routed experts spread over
+      all ``n`` GPUs, each GPU attending to its own sequences with the other layers whole (DeepSeek-V3 Technical
+      Report, arXiv:2412.19437, section 3.4.2).
+
+    A size must fill whole scale-up domains once it is larger than one (the domain limit), and the attention heads
+    must split evenly over the tensor-parallel group; the experts' split is checked with the option's other limits.
+    The links are the system's (SYSTEM_SPEC): the scale-up bandwidth and, across domains, its NIC's; latencies
+    SCALE_UP_LATENCY_US and SCALE_OUT_LATENCY_US where it publishes none.
+    """
+    up = topo.scale_up_gpus
+    base = Layout(
+        scale_up_gpus=up,
+        scale_up_gb_s=topo.scale_up_gb_s or 0.0,
+        scale_out_gb_s=topo.scale_out_gb_s or effects.SCALE_OUT_GB_S,
+        scale_up_latency_us=topo.scale_up_latency_us or effects.SCALE_UP_LATENCY_US,
+        scale_out_latency_us=topo.scale_out_latency_us or effects.SCALE_OUT_LATENCY_US,
+    )
+    tp = min(n, up)
+    pp = max(1, n // tp)
+    out: list[tuple[Layout, str]] = []
+    why = ""
+    if n % tp:
+        why = f"{n} GPUs do not fill whole scale-up domains of {up} on {topo.system}"
+    elif heads % tp:
+        why = f"{heads} attention heads do not split evenly over {tp} GPUs (tensor parallel within the domain)"
+    out.append((base._replace(tp=tp, pp=pp, micro_batches=pp), why))
+    if m.moe:
+        out.append((base._replace(tp=1, dp=n), ""))
+    return out
+
+
+def replica_sizes(
+    gpu: str, memory: float, m: _Model, a: Assumptions, smallest_gb: float
+) -> list[tuple[int, Layout | None, str]]:
+    """The replica sizes the search tries on accelerator ``gpu``, each with its layout (None: the GPUs share every
+    layer by tensor parallelism within one server) and the reason it cannot be laid out (empty if it can).
+
+    The sizes of :attr:`Assumptions.gpus_per_replica` (1, 2, 4, 8) within one scale-up domain, as the plan always
+    laid them out; then, doubling, sizes up to :attr:`Assumptions.max_gpus_per_replica`, or by default up to
+    :data:`MAX_GPUS_PER_REPLICA` where the largest size listed (a whole server, 8, or more: a shorter list is a limit
+    the user set) cannot hold ``smallest_gb`` (the smallest weights tried) [GB] at the usable share of ``memory``
+    [GB]; each such size, and a listed one beyond the domain, laid out as :func:`layouts` says on the accelerator's
+    system (systems.toml). An accelerator no system is built of stops at one server, larger sizes rejected with the
+    reason."""
+    topo = _topology(gpu)
+    domain = max(GPUS_PER_REPLICA) if topo is None else topo.scale_up_gpus
+    heads = int(catalog.load_catalog().models.get(m.name).heads)
+    out: list[tuple[int, Layout | None, str]] = []
+    listed = sorted(set(a.gpus_per_replica))
+    beyond = [n for n in listed if n > domain]
+    out += [(n, None, "") for n in listed if n <= domain]
+    top = max(listed)
+    limit = a.max_gpus_per_replica
+    short = serving.usable_gb(top, memory, a.usable_fraction) < smallest_gb
+    if not limit and short and top >= max(GPUS_PER_REPLICA):  # a list short of a server is a limit set
+        limit = MAX_GPUS_PER_REPLICA
+    n = top * 2
+    while n <= limit:
+        beyond.append(n)
+        n *= 2
+    for n in beyond:
+        if topo is None:
+            out.append((n, None, f"no system preset gives {gpu}'s topology (systems.toml): one server at most"))
+            continue
+        out += [(n, layout, why) for layout, why in layouts(n, topo, m, heads)]
+    return out
 
 
 def _chain_base(m: _Model, t: Traffic) -> _Chain:
@@ -1707,7 +1896,9 @@ def _calibrated(setup: _Setup, rates: _Rates, base: _Chain, kv_bytes: float, mod
             link_gb_s=link,
             tflops=rates.peak_tflops,
             compute_eff=rates.prefill,
-            scale=calibration.active().factors.serving_scale(setup.n, setup.gpu),
+            scale=calibration.active().factors.serving_scale(
+                setup.n if setup.layout is None else setup.layout.tp, setup.gpu
+            ),
             prompt_tokens=base.prompt_tokens if mode == AGGREGATED else 0.0,
             kv_bytes=kv_bytes,
         ),
@@ -1743,7 +1934,7 @@ def _owned_case(gpu: str, rent: float, owned: Owned, hours_per_month: float) -> 
     its running part (power and hosting), the utilisation at which owning and renting cost the same per token
     (BREAKEVEN_UTILISATION) and the months until buying has cost less than renting around the clock
     (BREAKEVEN_MONTH); or the reason a figure is missing."""
-    from ..catalog.costs import cost_figure, load_costs
+    from ..catalog.costs import cost_figure, load_costs, server_kw
 
     costs = load_costs()
     values: dict[str, float] = {}
@@ -1755,24 +1946,19 @@ def _owned_case(gpu: str, rent: float, owned: Owned, hours_per_month: float) -> 
             shown[name] = {"value": values[name], "unit": _OWNED_UNITS[name], "source": "given", "as_of": None}
             continue
         try:
+            if name == "kw":  # the server's share per GPU, else the board power (server_kw)
+                kw, title, as_of = server_kw(gpu)
+                values[name] = kw
+                shown[name] = {"value": kw, "unit": "kW", "source": title, "as_of": as_of and as_of.isoformat()}
+                continue
             figure = cost_figure(gpu, _COSTS_KEY.get(name, name))
         except NotAvailableError as err:
-            board = catalog.load_catalog().accelerators.get(gpu).figure("power_w") if name == "kw" else None
-            if board is None:
-                flag = "--own-capex" if name == "capex_usd" else "--own-kw"
-                return {
-                    "reason": f"{err.message} (give it: {flag} {gpu}={_OWNED_UNITS[name]})",
-                    "field": name,
-                    "assumptions": shown,
-                }
-            values[name] = float(board) / 1000
-            shown[name] = {
-                "value": values[name],
-                "unit": "kW",
-                "as_of": None,
-                "source": "the board power, GPU_SPEC power_w (no server share in costs.toml)",
+            flag = "--own-capex" if name == "capex_usd" else "--own-kw"
+            return {
+                "reason": f"{err.message} (give it: {flag} {gpu}={_OWNED_UNITS[name]})",
+                "field": name,
+                "assumptions": shown,
             }
-            continue
         values[name] = figure.value
         shown[name] = {
             "value": figure.value,
@@ -1794,7 +1980,7 @@ def _owned_case(gpu: str, rent: float, owned: Owned, hours_per_month: float) -> 
     }
 
 
-def _busy_share(f: Figures, t: Traffic) -> float:
+def busy_share(f: Figures, t: Traffic) -> float:
     """Share of the fleet's replica-hours this traffic keeps busy, on the day's average: requests per second times
     what one request takes of a replica, over the replicas (FLEET_UTILISATION for aggregated serving)."""
     ex = f.extra
@@ -1814,7 +2000,7 @@ def _own(f: Figures, case: dict[str, Any], t: Traffic, owned: Owned, price: floa
         f.extra["owned"] = {"reason": case["reason"]}
         return
     hour = case["usd_per_gpu_hour"]
-    busy = _busy_share(f, t)
+    busy = busy_share(f, t)
     at = owned.utilisation if owned.utilisation is not None else busy
     scale = hour / price * busy / at  # the rented split at the owned price, then at the utilisation given
     gpus, per_m_in, per_m_out = f.gpus or 0, f.usd_per_m_input or 0.0, f.usd_per_m_output or 0.0  # set: feasible
@@ -1924,6 +2110,7 @@ def plan_from_cells(*values: Any) -> Plan:
         kv_precisions=name_list(v["kv"], "kv"),
         gpus_per_replica=size_list(v["gpus_per_replica"]),
         servings=tuple(x.lower() for x in name_list(v["servings"], "servings")),
+        max_gpus_per_replica=v["max_gpus_per_replica"],
         service_cv=v["service_cv"],
         owned=Owned() if v["own"] else None,
         engine=engine_,

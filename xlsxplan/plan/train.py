@@ -824,6 +824,46 @@ def _limit(name: str, best: float, allowed: float, o: TrainOption, lead: str) ->
 # --- one given layout ---------------------------------------------------------------------------------------------
 
 
+def _gated_activation_bytes(
+    s: Shape,
+    tokens: float,
+    ffn: int,
+    vocab: int,
+    tp: int,
+    pp: int,
+    stage_layers: int,
+    in_flight: int,
+    recompute: str,
+    zero: int,
+    dense_b: float,
+) -> dict[str, float]:
+    """Memory beside the states for a gated-MLP shape, by component [GB].
+
+    * activations: ``max(L_s m_f A, L_s A + logits)``, the first pipeline stage's ``m_f = min(p, m)`` in-flight
+      micro-batches of its ``L_s`` layers against the last stage's one micro-batch and the logits (the published
+      peak is the largest over all GPUs), ``A`` a layer's bytes at the recompute mode
+      (GATED_LAYER_ACTIVATION_BYTES);
+    * recompute: the one layer whose backward is running holds what its mode recomputed, ``A_none - A``
+      (Korthikanti et al. 2022, section 4.2);
+    * gathered layers: with ZeRO-3, two layers' weights and gradients unsharded (``gathered_layer_bytes``), the
+      layer's parameters ``(N - 2 V h) / L`` (untied input and output embeddings); with pipeline parallelism too,
+      the stage's 16-bit weights stay gathered through the step, ``2 N / (p t)`` bytes (torchtitan@9dec370:
+      torchtitan/parallelisms/parallelize_llama.py, ``apply_fsdp``: ``reshard_after_forward = False`` under
+      pipeline parallelism, "to avoid per-microbatch all-gathers").
+    """
+    layer = training_memory.gated_layer_activation_bytes(tokens, s.hidden, s.heads, s.kv_width, ffn, tp, recompute)
+    every = training_memory.gated_layer_activation_bytes(tokens, s.hidden, s.heads, s.kv_width, ffn, tp, "none")
+    logits = training_memory.logits_bytes(tokens, vocab, tp) if vocab else 0.0
+    first, last = stage_layers * in_flight * layer, stage_layers * layer + logits
+    out = {"activations": max(first, last) / GIGA, "recompute": (every - layer) / GIGA}
+    if zero >= 3 and pp > 1:
+        out["gathered_stage"] = 2.0 * dense_b / (pp * tp)
+    elif zero >= 3:
+        layer_params = (dense_b * GIGA - 2.0 * vocab * s.hidden) / s.layers
+        out["gathered_layers"] = training_memory.gathered_layer_bytes(layer_params, tp) / GIGA
+    return out
+
+
 @dataclass
 class LayoutResult:
     """One given layout through the plan's own memory and step-time model (:func:`layout_option`)."""
@@ -877,6 +917,9 @@ def layout_option(
     precision: str = "bf16",
     seq_len: int,
     efficiency_scale: float = 1.0,
+    ffn_hidden: int = 0,
+    vocab: int = 0,
+    cp: int = 1,
     **given: Any,
 ) -> LayoutResult:
     """One given layout's memory per GPU and step time, by the functions the plan's search uses for every layout.
@@ -903,6 +946,16 @@ def layout_option(
         Tokens a sequence [tokens].
     efficiency_scale : float
         Multiplies the calibrated MFU (EFFICIENCY's train_mfu) for a fit that scales it; 1 is the plan's [factor].
+    ffn_hidden : int, default 0
+        A gated MLP's inner width (Llama's SwiGLU); given, the activations are counted by
+        GATED_LAYER_ACTIVATION_BYTES (:func:`_gated_activation_bytes`) instead of ACTIVATION_GB's GPT layer [count].
+    vocab : int, default 0
+        Vocabulary size; given, the last pipeline stage also holds the logits and the loss's FP32 copies
+        (``logits_bytes``) [count].
+    cp : int, default 1
+        Context-parallel GPUs: each holds ``s / cp`` tokens of a sequence, and ZeRO shards over ``dp x cp`` (as
+        torchtitan's FSDP does over its ``dp_shard_cp`` mesh); only with ``ffn_hidden``. The step time does not
+        count context parallelism's traffic [count].
     **given
         Other inputs of :data:`TRAIN_INPUTS` (``dp_overlap``, ``network_gb_s``, ``gpus_per_node`` ...).
 
@@ -912,8 +965,10 @@ def layout_option(
         The option (memory by component [GB], step time and parts [s], MFU [fraction]) and the figures a
         comparison with a published rate needs.
     """
-    if tp * pp * dp != gpus:
-        raise ArgumentError(f"gpus must be tp x pp x dp = {tp * pp * dp}, got {gpus}", "gpus")
+    if tp * pp * dp * cp != gpus:
+        raise ArgumentError(f"gpus must be tp x pp x dp x cp = {tp * pp * dp * cp}, got {gpus}", "gpus")
+    if cp > 1 and not ffn_hidden:
+        raise ArgumentError("cp above 1 needs ffn_hidden (the gated layer's count of activations)", "cp")
     if recompute not in RECOMPUTE:
         raise ArgumentError(f"recompute must be one of {', '.join(RECOMPUTE)}, got {recompute!r}", "recompute")
     if precision not in PRECISIONS:
@@ -940,9 +995,20 @@ def layout_option(
     stage_layers = math.ceil(s.layers / pp)
     micro = max(1, round(global_batch / (dp * micro_batch)))
     in_flight = min(pp, micro)
-    w, gr, st = _states(m, dense_b, zero, dp, tp, pp, ep)
-    act = _activations_gb(seq, micro_batch, s.hidden, s.heads, stage_layers * in_flight, tp, recompute)
-    memory = {"weights": w, "gradients": gr, "optimizer": st, "activations": act}
+    w, gr, st = _states(m, dense_b, zero, dp * cp, tp, pp, ep)
+    memory = {"weights": w, "gradients": gr, "optimizer": st}
+    if ffn_hidden:
+        memory.update(
+            _gated_activation_bytes(
+                s, micro_batch * seq / cp, ffn_hidden, vocab, tp, pp, stage_layers, in_flight, recompute, zero, dense_b
+            )
+        )
+    else:
+        memory["activations"] = _activations_gb(
+            seq, micro_batch, s.hidden, s.heads, stage_layers * in_flight, tp, recompute
+        )
+        if vocab:
+            memory["logits"] = training_memory.logits_bytes(micro_batch * seq, vocab, tp) / GIGA
     o = TrainOption(
         g.name,
         gpus,

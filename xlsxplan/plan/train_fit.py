@@ -27,7 +27,10 @@ predict (no layout, context parallelism, an accelerator without a peak at the pr
 never dropped.
 
 Peak memory per GPU (``peak_memory_per_gpu`` rows) is the plan's memory by component (weights, gradients, optimizer
-states, activations) for the row's layout; nothing is fitted.
+states, activations, and where the row gives a gated MLP's width and the vocabulary, the recomputed layer, the logits
+and ZeRO-3's gathered weights) for the row's layout; nothing is fitted. A memory row with context parallelism is
+predicted (each GPU holds ``s / cp`` tokens of a sequence, ZeRO shards over ``dp x cp``); a throughput row with it is
+not (the step time has no context-parallel traffic).
 """
 
 from __future__ import annotations
@@ -137,8 +140,9 @@ def _layout(run: TrainingRun, assumptions: list[str]) -> tuple[dict[str, Any] | 
     if not run.has_layout or not run.seq_len:
         missing = [c for c in ("n_gpus", "tp", "pp", "dp", "seq_len") if getattr(run, c) is None]
         return None, f"no full layout: {', '.join(missing)} not published"
-    if (run.cp or 1) > 1:
-        return None, f"context parallel {run.cp}: the plan's layouts have no context parallelism"
+    cp = run.cp or 1
+    if cp > 1 and (run.metric not in MEMORY_METRICS or not run.ffn_hidden):
+        return None, f"context parallel {cp}: the plan's step time has no context parallelism"
     if run.precision not in _PRECISION:
         return None, "no precision"
     if run.model:
@@ -160,9 +164,9 @@ def _layout(run: TrainingRun, assumptions: list[str]) -> tuple[dict[str, Any] | 
         )
     else:
         return None, "no model shape (neither a preset nor layers, hidden, heads and params_b)"
-    n = run.tp * run.pp * run.dp  # type: ignore[operator]
+    n = run.tp * run.pp * run.dp * cp  # type: ignore[operator]
     if n != run.n_gpus:
-        assumptions.append(f"layout tp x pp x dp = {n} GPUs, not the {run.n_gpus} published (the layout is used)")
+        assumptions.append(f"layout tp x pp x dp x cp = {n} GPUs, not the {run.n_gpus} published (the layout is used)")
     mb = run.micro_batch
     if mb is None:
         mb = 1
@@ -202,6 +206,9 @@ def _layout(run: TrainingRun, assumptions: list[str]) -> tuple[dict[str, Any] | 
         "recompute": recompute,
         "precision": _PRECISION[run.precision],
         "seq_len": run.seq_len,
+        "ffn_hidden": run.ffn_hidden or 0,
+        "vocab": run.vocab or 0,
+        "cp": cp,
     }, ""
 
 

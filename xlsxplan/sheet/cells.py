@@ -194,6 +194,9 @@ def coerce(arg: Argument, raw: object) -> Any:
 
     For a range argument ``raw`` is the whole range, and the result a tuple of its cells.
     """
+    kind = type(raw)
+    if (kind is float or kind is int) and not _is_range(arg):  # a plain number, the common case: as it came
+        return raw
     if raw is None or (isinstance(raw, str) and raw == ""):
         if arg.optional:
             return arg.default
@@ -232,6 +235,9 @@ def evaluate(fn: Function, raw_args: Sequence[object]) -> Any:
     if len(raw_args) > len(fn.args):
         return CellError("#VALUE!", f"{fn.name} takes at most {len(fn.args)} arguments, got {len(raw_args)}")
     for arg, raw in zip(fn.args, raw_args):
+        kind = type(raw)
+        if kind is float or kind is int:  # a plain number is no error (asked first: most arguments are one)
+            continue
         err = _first_error(arg, raw) if _is_range(arg) else as_error(raw)
         if err is not None:
             return _passed_on(arg, err)

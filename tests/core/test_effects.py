@@ -1,0 +1,150 @@
+"""The communication terms of a serving step (xlsxplan.core.effects), each against a published measurement.
+
+Sources, each a figure printed in a public repository's issue thread or README:
+
+* NCCL all-reduce on eight H100s over NVLink: 365-370 GB/s bus bandwidth with the ring algorithm, 2 to 8 GPUs
+  (NVIDIA/nccl, "[SHArP] about the intranode allreduce performance with SHArP", 2024-09-19); about 480 GB/s with NVLink SHARP, 370 GB/s effective NVLink bandwidth after
+  NCCL's protocol overhead on the 450 GB/s line rate (NVIDIA/nccl-tests, "H100 all reduce performance is poor", NCCL maintainer's answer,
+  2024-05-06).
+* DeepEP's expert all-to-all on H800s (NVLink about 160 GB/s) with a 400 Gb/s CX7 NIC each (about 50 GB/s),
+  deepseek-ai/DeepEP@0297fc801788b14b338a46554faca28d419e518a:docs/legacy.md, "Performance": normal kernels
+  (4,096 tokens, hidden 7,168, top-8, FP8 dispatch, BF16 combine) 153/158 GB/s NVLink within 8 GPUs and 43, 58,
+  51 GB/s RDMA across 16, 32, 64; low-latency kernels (128 tokens a GPU) dispatch 118, 155, 173, 192 us and combine
+  195, 273, 314, 369 us at EP 16, 32, 64, 128.
+* NDR InfiniBand point to point: 46-48 GB/s a 400 Gb/s NIC under NCCL (NVIDIA/nccl-tests, "Single-node and multi-node performance of H100 nodes.", NCCL
+  maintainer's answer, 2025-03-03), against the 50 GB/s line rate of systems.toml.
+* The pipeline bubble: GPipe (arXiv:1811.06965, section 2.2) and Megatron-LM (arXiv:2104.04473, section 2.2): the
+  bubble is ``(p - 1) / m`` of the ideal time, hence ``(p - 1) / (m + p - 1)`` of the step.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from xlsxplan import gpu_spec
+from xlsxplan.catalog.systems import system_spec
+from xlsxplan.core import effects
+from xlsxplan.core.step import Layout, StepShape, comm_seconds, serve_step, step_parts
+from xlsxplan.errors import OutOfRangeError
+
+_G = 1e9
+
+
+def test_a_ring_all_reduce_on_eight_h100s_runs_at_the_bus_bandwidth_nccl_measures():
+    link = gpu_spec("H100", "link_gb_s")  # 450 GB/s per direction, the NVLink 4 line rate
+    size = 4 * 2**30
+    seconds = effects.allreduce_seconds(size, 8, link)
+    busbw = 2 * 7 / 8 * size / seconds / _G  # nccl-tests' bus bandwidth of the modelled time
+    assert busbw == pytest.approx(450)
+    for measured in (367.5, 480.0):  # ring, NVLink SHARP (NVIDIA/nccl 1455; nccl-tests 212)
+        assert busbw == pytest.approx(measured, rel=0.25)
+    # a small message costs the measured latency of one small collective (NVIDIA/nccl, "Is intra-node latency supposed to increase with the number of GPUs when using NVLink SHARP?": about 6 us)
+    small = effects.allreduce_seconds(128, 2, link, effects.SCALE_UP_LATENCY_US)
+    assert small == pytest.approx(6e-6, rel=0.01)
+    assert effects.allreduce_seconds(size, 1, 0) == 0.0
+    with pytest.raises(OutOfRangeError, match="link_gb_s"):
+        effects.allreduce_seconds(size, 8, 0)
+
+
+@pytest.mark.parametrize(("ep", "measured"), [(16, 43.0), (32, 58.0), (64, 51.0)])
+def test_an_expert_all_to_all_across_nodes_reaches_the_rdma_bandwidth_deepep_measures(ep, measured):
+    size = 4096 * 8 * 7168  # one GPU's FP8 dispatch of DeepEP's normal-kernel benchmark [bytes]
+    seconds = effects.all_to_all_seconds(size, ep, 160, 8, 50)
+    rdma = size * (ep - 8) / ep / seconds / _G  # the network's bytes over the whole time, DeepEP's bottleneck figure
+    assert rdma == pytest.approx(measured, rel=0.25)
+
+
+def test_an_expert_all_to_all_within_a_node_runs_at_the_nvlink_bandwidth_deepep_measures():
+    size = 4096 * 8 * 7168
+    seconds = effects.all_to_all_seconds(size, 8, 160, 8, 50)
+    nvlink = size * 7 / 8 / seconds / _G
+    for measured in (153.0, 158.0):  # dispatch, combine
+        assert nvlink == pytest.approx(measured, rel=0.05)
+
+
+@pytest.mark.parametrize(
+    ("ep", "dispatch_us", "combine_us"), [(16, 118, 195), (32, 155, 273), (64, 173, 314), (128, 192, 369)]
+)
+def test_a_decode_step_dispatch_and_combine_take_the_time_deepep_measures(ep, dispatch_us, combine_us):
+    # 128 tokens a GPU, top-8 of hidden 7,168: FP8 dispatch (1 byte a value), BF16 combine (2)
+    copies = 128 * 8 * 7168
+    up, out = 160, system_spec("DGX-H100", "scale_out_gb_s")  # H800 NVLink; one 400 Gb/s NIC a GPU: 50 GB/s
+    for bytes_per_value, measured in ((1, dispatch_us), (2, combine_us)):
+        seconds = effects.all_to_all_seconds(copies * bytes_per_value, ep, up, 8, out, effects.SCALE_OUT_LATENCY_US)
+        assert seconds * 1e6 == pytest.approx(measured, rel=0.25)
+
+
+def test_a_pipeline_send_over_ndr_infiniband_runs_at_what_nccl_measures():
+    size = 2**30
+    line = system_spec("DGX-H100", "scale_out_gb_s")
+    assert line == 50
+    achieved = size / effects.p2p_seconds(size, line) / _G
+    assert achieved == pytest.approx(
+        47.0, rel=0.1
+    )  # 46-48 GB/s a NIC (NVIDIA/nccl-tests, "Single-node and multi-node performance of H100 nodes.")
+    assert effects.p2p_seconds(0, line, effects.SCALE_OUT_LATENCY_US) == pytest.approx(46e-6)
+
+
+def test_the_pipeline_bubble_is_gpipes():
+    assert effects.pipeline_bubble(1, 8) == 0.0
+    assert effects.pipeline_bubble(4, 4) == pytest.approx(3 / 7)
+    for p, m in ((2, 2), (4, 8), (8, 32)):  # Megatron-LM's (p-1)/m of the ideal time, as a share of the step
+        ideal, bubble = 1.0, (p - 1) / m
+        assert effects.pipeline_bubble(p, m) == pytest.approx(bubble / (ideal + bubble))
+    with pytest.raises(OutOfRangeError, match="micro_batches"):
+        effects.pipeline_bubble(2, 0)
+
+
+# --- the step laid out ---------------------------------------------------------------------------------------------
+
+SHAPE = StepShape(61, 128 * 128, 7168, 58, 8, 1.0)  # DeepSeek-V3's layers, attention width, hidden, MoE layers, top-8
+ARGS = dict(
+    read_params_b=40.0,
+    bytes_per_param=1.0,
+    active_params_b=37.0,
+    batch=256,
+    prefill_tokens=1280,
+    prompt_tokens=3000,
+    kv_bytes_per_token=70_000,
+    context_tokens=3300,
+    shape=SHAPE,
+    bandwidth_tb_s=3.35,
+    tflops=1979,
+    bandwidth_eff=0.6,
+    compute_eff=0.5,
+)
+LINKS = dict(scale_up_gpus=8, scale_up_gb_s=450, scale_out_gb_s=50, scale_up_latency_us=6, scale_out_latency_us=46)
+
+
+def test_a_tensor_parallel_layout_without_latency_is_the_step_validate_scores():
+    plain = step_parts(n_gpus=8, link_gb_s=450, **ARGS)
+    laid = step_parts(n_gpus=8, link_gb_s=0, layout=Layout(tp=8, scale_up_gb_s=450), **ARGS)
+    assert laid == plain and plain["all-to-all"] == plain["pipeline"] == 0.0
+    with_latency = step_parts(n_gpus=8, link_gb_s=0, layout=Layout(tp=8, **LINKS), **ARGS)
+    assert with_latency["all-reduce"] == pytest.approx(plain["all-reduce"] + 2 * 61 * 6e-6)
+
+
+def test_pipeline_stages_take_m_plus_p_minus_one_stage_times_and_send_between_nodes():
+    layout = Layout(tp=8, pp=2, micro_batches=2, **LINKS)
+    parts = step_parts(n_gpus=16, link_gb_s=0, layout=layout, **ARGS)
+    micro = step_parts(
+        n_gpus=8, link_gb_s=0, layout=Layout(tp=8, **LINKS), **{**ARGS, "batch": 128, "prefill_tokens": 640}
+    )
+    for k in ("weights", "linear", "cache", "attention", "all-reduce"):
+        assert parts[k] == pytest.approx(micro[k] * 3 / 2)  # 3 stage times of half the layers
+    send = effects.p2p_seconds((128 + 640) * 7168 * 2 / 8, 50, 46)
+    assert parts["pipeline"] == pytest.approx(3 * send)
+    # the bubble: of the step's 3 stage times, 1 leaves each stage idle
+    assert effects.pipeline_bubble(2, 2) == pytest.approx(1 / 3)
+
+
+def test_wide_expert_parallel_dispatches_and_combines_every_moe_layer_over_both_fabrics():
+    layout = Layout(tp=1, dp=32, dispatch_bytes=1.0, **LINKS)
+    parts = step_parts(n_gpus=32, link_gb_s=0, layout=layout, **ARGS)
+    per_gpu = (256 + 1280) / 32 * 8 * 7168
+    one = sum(effects.all_to_all_seconds(per_gpu * b, 32, 450, 8, 50, 46) for b in (1.0, 2.0))
+    assert parts["all-to-all"] == pytest.approx(58 * one)
+    assert parts["all-reduce"] == 0.0  # attention data-parallel: no tensor-parallel exchange
+    step = serve_step(parts, 1.1)
+    assert comm_seconds(parts, 1.1) == pytest.approx(parts["all-to-all"] / 1.1) and step > comm_seconds(parts, 1.1)
+    assert layout.name() == "ep32 dp-attention" and layout.ep == 32 and Layout(tp=8, pp=2).name() == "tp8 pp2"

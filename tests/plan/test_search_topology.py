@@ -1,0 +1,103 @@
+"""The plan beyond one server: replica sizes laid out on a system's topology (xlsxplan.plan.search.replica_sizes)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from xlsxplan.cli import main
+from xlsxplan.plan.search import Assumptions, Targets, Traffic, plan
+
+DEEPSEEK = Traffic(2_000_000, 3_000, 600)
+PRICES = {"H100": 2.95, "H200": 3.5, "B200": 5.5}
+
+
+@pytest.fixture(scope="module")
+def deepseek():
+    return plan("DeepSeek-V3", DEEPSEEK, Targets(20), PRICES)
+
+
+def test_deepseek_v3_is_planned_on_h100s_beyond_one_server_with_wide_expert_parallel_options(deepseek):
+    h100 = [o for o in deepseek.feasible if o.gpu == "H100-SXM"]
+    assert h100 and all(o.gpus_per_replica >= 16 for o in h100)  # 673 GB of FP8 weights: no 8-GPU server holds them
+    assert any("dp-attention" in o.layout for o in h100)  # wide expert parallel
+    assert any("pp" in o.layout for o in h100)  # tensor parallel within a server, pipeline stages across
+    costs = [o.calibrated.usd_per_month for o in deepseek.feasible]
+    assert costs == sorted(costs)  # ranked
+    for o in h100:  # each one's step broken down, its communication apart and inside it
+        ex = o.calibrated.extra
+        assert 0 < ex["comm_s"] < ex["step_s"]
+        parts = ex["step_parts_s"]
+        assert ex["comm_s"] == pytest.approx(parts["all-reduce"] + parts["all-to-all"] + parts["pipeline"])
+        assert (parts["all-to-all"] > 0) == ("dp-attention" in o.layout)
+        assert (parts["pipeline"] > 0) == ("pp" in o.layout)
+    rows = deepseek.rows()
+    assert rows[0][-3:] == ["layout", "step_s", "comm_s"]
+    first = rows[1]
+    assert (
+        first[-3] == (deepseek.feasible[0].layout or "tp8")
+        and first[-1] == deepseek.feasible[0].calibrated.extra["comm_s"]
+    )
+
+
+def test_each_size_that_fails_says_why(deepseek):
+    h100 = [o for o in deepseek.rejected if o.gpu == "H100-SXM" and o.layout]
+    reasons = {o.calibrated.extra["rejected_by"] for o in h100}
+    assert "weights" in reasons  # BF16 on 16 GPUs: memory
+    # an accelerator no system preset is built of stops at one server
+    l40s = plan("DeepSeek-V3", DEEPSEEK, Targets(20), {"L40S": 1.0}, Assumptions(max_gpus_per_replica=16))
+    big = [o for o in l40s.options if o.gpus_per_replica == 16]
+    assert big and all("no system preset gives L40S's topology" in o.calibrated.reason for o in big)
+    # the attention heads must split over the tensor-parallel group: 64 GPUs of an NVL72 domain, 128 heads fit
+    gb200 = plan(
+        "DeepSeek-V3",
+        DEEPSEEK,
+        Targets(20),
+        {"GB200": 6.0},
+        Assumptions(max_gpus_per_replica=64, servings=("aggregated",)),
+    )
+    assert {o.layout for o in gb200.options if o.gpus_per_replica == 64} == {"tp64", "ep64 dp-attention"}
+
+
+def test_a_model_one_server_holds_is_planned_as_before_unless_asked():
+    small = plan("Qwen2.5-72B", Traffic(200_000, 2_000, 300), Targets(20), {"H100": 2.5})
+    assert {o.gpus_per_replica for o in small.options} == {1, 2, 4, 8} and not small.multi_node
+    asked = plan(
+        "Qwen2.5-72B",
+        Traffic(200_000, 2_000, 300),
+        Targets(20),
+        {"H100": 2.5},
+        Assumptions(max_gpus_per_replica=16, weight_precisions=("fp8",), kv_precisions=("fp8",)),
+    )
+    assert {o.layout for o in asked.options if o.gpus_per_replica == 16} == {"tp8 pp2"}  # dense: no expert layout
+
+
+def test_the_cli_prints_the_layout_and_its_communication(capsys):
+    code = main(
+        [
+            "plan",
+            "--model",
+            "DeepSeek-V3",
+            "--requests-per-day",
+            "2000000",
+            "--prompt-tokens",
+            "3000",
+            "--output-tokens",
+            "600",
+            "--tokens-per-s",
+            "20",
+            "--gpu",
+            "H100=2.95",
+            "--max-gpus-per-replica",
+            "32",
+            "--json",
+        ]
+    )
+    assert code == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["inputs"]["assumptions"]["max_gpus_per_replica"] == 32
+    sizes = {o["gpus_per_replica"] for o in data["options"]}
+    assert sizes == {1, 2, 4, 8, 16, 32}
+    feasible = [o for o in data["options"] if o["feasible"]]
+    assert feasible and all(0 < o["comm_s"] < o["step_s"] for o in feasible)
