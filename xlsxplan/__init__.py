@@ -180,6 +180,8 @@ _PUBLIC: dict[str, str] = {
     "portfolio_table": "plan.portfolio",
     # .plan.search
     "plan_options": "plan.search",
+    # .plan.train_table
+    "train_options": "plan.train_table",
     # .precision
     "block_bytes_per_param": "precision",
     "bytes_per_param": "precision",
@@ -325,6 +327,7 @@ __all__ = [
     "train_flops",
     "train_flops_per_token",
     "train_memory_gb",
+    "train_options",
     "train_seconds",
     "train_state_gb",
     "train_tokens",
@@ -490,4 +493,5 @@ if TYPE_CHECKING:  # the same names for type checkers and editors, which do not 
     from .plan.cells import plan_options_at
     from .plan.portfolio import portfolio_table
     from .plan.search import plan_options
+    from .plan.train_table import train_options
     from .precision import block_bytes_per_param, bytes_per_param, format_source

@@ -105,16 +105,19 @@ def _shipped_stale_check() -> str:
 
 def _find_stale_check(path: Path) -> str:
     ws = openpyxl.load_workbook(path)["Checks"]
-    rows = [r for r in range(1, ws.max_row + 1) if STALE_WORDS in str(ws[f"A{r}"].value)]
+    # the Options block's (the Finance sheet's block has a check of its own, "Finance: values computed ...")
+    rows = [r for r in range(1, ws.max_row + 1) if str(ws[f"A{r}"].value).startswith(f"Options: {STALE_WORDS}")]
     assert len(rows) == 1, rows
     return f"B{rows[0]}"
 
 
 def _block(path: Path) -> tuple[openpyxl.Workbook, str, int, int]:
-    """The portable file (openpyxl), and its frozen block: the defined name, first and last row on Workings."""
+    """The portable file (openpyxl), and its first frozen block, the Options sheet's: the defined name, first and
+    last row on Workings (the second block is the Finance sheet's)."""
     wb = openpyxl.load_workbook(path)
     names = [n for n in wb.defined_names if n.startswith(NAME_PREFIX)]
-    assert names == [f"{NAME_PREFIX}1"], names
+    assert names == [f"{NAME_PREFIX}1", f"{NAME_PREFIX}2"], names
+    names = names[:1]
     m = re.fullmatch(r"Workings!\$A\$(\d+):\$E\$(\d+)", wb.defined_names[names[0]].attr_text)
     assert m is not None and wb.defined_names[names[0]].hidden
     return wb, names[0], int(m.group(1)), int(m.group(2))
@@ -186,7 +189,7 @@ def test_the_command_says_it_computed_them_again(capsys, tmp_path):
     assert f"master check Checks!{_master(PORTABLE)}: OK" in err
     # inputs as built: nothing to compute again, and the file's values and date stay
     code, _, err = run(capsys, "recalc", PORTABLE, "-o", tmp_path / "b.xlsx")
-    assert code == 0 and "computed again" not in err
+    assert code == 0 and "only Python computes on Options" not in err  # the Finance block keeps its marker
     assert _values(tmp_path / "b.xlsx", "Workings") == _values(PORTABLE, "Workings")
 
 
@@ -210,7 +213,8 @@ def test_the_workbook_api_calculates_as_a_spreadsheet_and_refreshes_when_asked()
     assert wb.frozen and wb.frozen[0].cells == FROZEN_CELLS and not wb.stale_frozen()
     wb.set("Requests_Per_Day", 450000).calculate()
     assert wb.get(check) == 1 and wb.get(f"Checks!{_master(PORTABLE)}") == 1  # what Excel or LibreOffice would show
-    assert [b.name for b in wb.refresh_frozen()] == [f"{NAME_PREFIX}1"]
+    # both blocks read the traffic: the Options table and the Finance sheet's tier mix
+    assert [b.name for b in wb.refresh_frozen()] == [f"{NAME_PREFIX}1", f"{NAME_PREFIX}2"]
     assert wb.get(check) == 0 and wb.get(f"Checks!{_master(PORTABLE)}") == 0
     addin = Workbook.load(ADDIN).set("Requests_Per_Day", 450000).calculate()
     for cell in ("Options!N6", "Options!N7", "Options!L8", "Options!U9", "Options!D104"):
@@ -270,14 +274,14 @@ def test_without_the_marker_nothing_is_computed_again(capsys, tmp_path):
     path = _tampered(tmp_path, edit)
     out = tmp_path / "out.xlsx"
     code, _, err = run(capsys, "recalc", path, "-o", out, "--set", "Requests_Per_Day=300000")
-    assert code == 0 and "computed again" not in err
+    assert code == 0 and "only Python computes on Options" not in err  # the Finance block keeps its marker
     assert f"master check Checks!{_master(PORTABLE)}: ERROR" in err and STALE_WORDS in err
     got, before = _values(out, "Options"), _values(PORTABLE, "Options")
     kept = [f"{c.coordinate}" for row in openpyxl.load_workbook(PORTABLE)["Options"]["B6:AB102"] for c in row]
     assert len(kept) == FROZEN_CELLS - 1 and all(
         _same(got[k], before[k]) for k in [*kept, "D104"]
     )  # the build's, flagged
-    assert Workbook.load(path).frozen == []
+    assert [b.group for b in Workbook.load(path).frozen] == ["Finance"]  # the Options block is no longer marked
     # the add-in edition has none either, and recalculates as before
     assert Workbook.load(ADDIN).frozen == []
 

@@ -358,8 +358,8 @@ def test_sheets_in_order_with_a_tab_colour_per_kind(shipped):
     side = SIDE_SHEET[name]
     # input sheets of their own (a pasted column each) and the month-by-month plan after Calculations
     data = ["Prompt lengths", "Monthly requests"] if name == serving.FILENAME else []
-    months = ["Timeline"] if name == serving.FILENAME else []
-    options = ["Options"] if name == serving.FILENAME else []  # the plan search: a reference table, printed late
+    months = ["Timeline", "Finance"] if name == serving.FILENAME else []
+    options = ["Options"]  # the plan search (serving) and the layout search (training): reference tables, printed late
     assert wb.sheetnames == [
         "Cover",
         "Guide",
@@ -654,8 +654,8 @@ def test_values_are_cached_and_none_is_an_error(shipped):
             for c in row:
                 if c.data_type == "f":
                     cached = values[ws.title][c.coordinate].value
-                    if cached is None and str(c.value).startswith("=PLAN_OPTIONS_AT("):
-                        continue  # a figure a rejected option has not: the empty text, which openpyxl reads as None
+                    if cached is None and ("=PLAN_OPTIONS_AT(" in str(c.value) or "TRAIN_OPTIONS(" in str(c.value)):
+                        continue  # a figure an option has not, or a row past the last: the empty text (read as None)
                     assert cached is not None, f"{ws.title}!{c.coordinate} has no cached value"
                     assert not (isinstance(cached, str) and cached.startswith("#")), (
                         f"{ws.title}!{c.coordinate}: {cached}"
@@ -698,8 +698,9 @@ def test_printing_is_set_up_and_panes_frozen(shipped):
             assert areas[0][:3] == (1, 1, 6) and all(a[0] == 7 and a[2] == 10 for a in areas[1:]), ws.print_area
             # the cases print beside Label, Value and Unit: a case page shows each figure's unit
             assert len(areas) == (3 if name == training.FILENAME else 2) and ws.print_title_cols == "$A:$C"
-        elif ws.title == "Options":  # the table to the frontier, the reasons, the percentile target's columns
-            starts = [(1, 1), (areas[0][2] + 1, 1), (areas[1][2] + 1, 1)]
+        elif ws.title == "Options":  # column blocks side by side, a page each: the table, its figures, the reasons
+            starts = [(1, 1)] + [(a[2] + 1, 1) for a in areas[:-1]]
+            assert len(areas) == 3, ws.print_area
             assert [(a[0], a[1]) for a in areas] == starts and ws.print_title_cols == "$A:$A"
         elif ws.title == "Timeline":  # labels to equations down the page, then the months a year to a page
             assert areas[0][:3] == (1, 1, 4) and ws.print_title_cols == "$A:$B", ws.print_area

@@ -121,14 +121,15 @@ def test_the_options_follow_the_inputs_as_the_cli_does(addin, capsys, values):
 
 @pytest.mark.slow
 def test_a_size_too_large_says_which_limit_binds_and_checks_flag_it(addin, capsys):
-    check = _check_row(addin, "The layout search finds no layout")
+    check = _check_row(addin, "No layout found that fits")
     assert addin.get(check) == 0
     with changed(addin, {"Parameters_Searched": 70}):
         rows = assert_the_sheet_is_the_cli(addin.get, capsys)
         best = rows[0]
         assert best["feasible"] is False and best["params_b"] == 70
         assert "over the" in best["reason"] and " by " in best["reason"]  # the limit, and by how much
-        assert line(addin, "search_status") == best["reason"]
+        assert line(addin, "search_status") == "no: " + best["reason"]
+        assert line(addin, "search_misses") == best["reason"]
         assert addin.get(check) == 1 and line(addin, "master_check") == 1
 
 

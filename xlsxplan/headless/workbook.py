@@ -1186,7 +1186,10 @@ def _runs(cells: Mapping[tuple[str, int, int], Any]) -> list[tuple[str, int, int
 
 def _same_kept(now: Any, kept: Any) -> bool:
     """Whether a value computed again for a kept cell is the value the file keeps there: a number within 1e-12
-    relative (as the portable edition's Unchanged check compares), an error of the same code, else equal."""
+    relative (as the portable edition's Unchanged check compares), an error of the same code, else equal; an empty
+    text kept reads back as an empty cell (openpyxl writes no value for it), so it matches an empty cell."""
+    if now == "" and kept is None:
+        return True
     if isinstance(now, CellError) or isinstance(kept, CellError):
         return isinstance(now, CellError) and isinstance(kept, CellError) and now.code == kept.code
     if isinstance(now, bool) or isinstance(kept, bool):

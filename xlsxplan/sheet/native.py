@@ -945,6 +945,14 @@ PYTHON_ONLY: dict[str, str] = {
     "PLAN_OPTIONS": "a search over models, accelerators, precisions and parallelism that spills a table: the "
     "portable template keeps its result as values with the inputs and date it was computed for",
     "PLAN_OPTIONS_AT": "one cell of PLAN_OPTIONS's table: the same search",
+    "TRAIN_OPTIONS": "a search over training layouts that spills a table: kept as values, as PLAN_OPTIONS is",
+    "DEMAND_PROFILE": "a table lookup in demand.toml by name (24 shares): kept as values with the name it read",
+    "PROFILE_GPUS": "a column of whole GPUs per hour from a profile it reads whole: kept as values",
+    "TIER_MIX_BASE": "a search over every level of the day's GPUs for the cheapest commitment: kept as values",
+    "TIER_MIX_COST": "the same search over the commitment levels: kept as values",
+    "TIER_MIX_SHARE": "the same search over the commitment levels: kept as values",
+    "GRID_INTENSITY": "a lookup in grid.toml by region name or code, aliases included: kept as values",
+    "HOSTED_PRICE": "a lookup in hosted.toml by model and provider, aliases included: kept as values",
 }
 """Registry functions the templates use that have no native formula, with the reason."""
 

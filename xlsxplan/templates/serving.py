@@ -2,7 +2,8 @@
 LLM Systems"), for real traffic.
 
 Sheets: Cover, Guide, Inputs (with the scenario block), Prompt lengths (an optional pasted sample), Calculations
-(the active scenario), Outputs, Scenarios (the four cases side by side), Calibration (the assumed efficiencies, the
+(the active scenario), Timeline and Monthly requests (:mod:`.timeline`), Finance (:mod:`.finance`),
+Outputs, Scenarios (the four cases side by side), Calibration (the assumed efficiencies, the
 calibrated ones and what your measurements imply, side by side), Checks, Version log, Lists (the dropdowns and the
 inputs' usual ranges) and ``xlwings.conf``.
 
@@ -41,7 +42,7 @@ from ..domains import domain_of
 from ..plan import search as plan_search
 from ..plan.cells import NONE_SHOWN
 from ..plan.inputs import passed_inputs
-from . import timeline
+from . import finance, timeline
 from .book import (
     Book,
     InputRow,
@@ -101,6 +102,7 @@ SHEETS = [
     (timeline.REQUESTS_SHEET, "inputs"),
     ("Calculations", "calc"),
     (timeline.SHEET, "calc"),
+    (finance.SHEET, "calc"),
     ("Outputs", "outputs"),
     ("Scenarios", "scenarios"),
     ("Calibration", "calibration"),
@@ -1220,6 +1222,7 @@ def _inputs(book: Book, lists: dict[str, str]) -> Sheet:
         validation_for(tokens, "Prompt tokens in the measurement"),
     )
     timeline.inputs(book, sh)
+    finance.inputs(book, sh)
     sh.finish()
     return sh
 
@@ -2131,6 +2134,7 @@ def _checks(book: Book) -> Sheet:
     sh.section("Inputs in their usual range", "A legal value far from the usual range is usually a unit slip")
     usual_checks(book, sh, (*USUAL, *timeline.USUAL))
     timeline.checks(book, sh)
+    finance.checks(book, sh)
     sh.section("Every sheet", "Classic xlwings shows a failed function as text (the error and its reason): counted too")
     for name, cols in (("Calculations", ("B", "B")), ("Scenarios", ("C", "F")), ("Calibration", ("C", "E"))):
         ws = book.ws(name)
@@ -2188,6 +2192,7 @@ def build() -> Book:
     timeline.monthly_requests(book)
     _calculations(book)
     timeline.timeline_sheet(book)
+    finance.finance_sheet(book)
     _scenarios(book)
     _options(book)
     _calibration(book)
@@ -2318,6 +2323,7 @@ def build() -> Book:
                 ],
             ),
             timeline.COVER_BLOCK,
+            finance.COVER_BLOCK,
         ],
         examples=f'"{ENVELOPE_TITLE}" (a support assistant on H100s), cited on the sheets as {ENVELOPE} §1 to §7',
         limitations=[
@@ -2384,6 +2390,7 @@ def build() -> Book:
             (timeline.REQUESTS_SHEET, "An optional column of requests per day, one per month of the Timeline"),
             ("Calculations", "The active scenario line by line, with the equation and its source"),
             (timeline.SHEET, "36 months: GPUs, servers bought or rented, cost owned and rented, breakevens"),
+            (finance.SHEET, "Following the day, a committed and on-demand or spot mix, energy, a hosted API"),
             ("Outputs", "Key results, the basis of estimate and the decode-speed chart"),
             ("Scenarios", "The four cases side by side"),
             ("Calibration", "The plan at the assumed, the calibrated and your measured efficiencies"),

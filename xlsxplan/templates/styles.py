@@ -47,7 +47,7 @@ PRINT_PAGES_TALL = {
     "Timeline": 1,
     "Outputs": 3,
     "Scenarios": 1,
-    "Options": 2,
+    "Options": 1,  # each block of columns on a page: the serving plan's hundred options as dense as Checks prints
     "Calibration": 1,
     "Checks": 3,
     "Lists": 1,

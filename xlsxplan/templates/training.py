@@ -632,7 +632,7 @@ def _search_inputs(sh: Sheet) -> None:
         "none",
         "name",
         "Example: the size to choose",
-        "A preset's shape; none: a dense model shaped from its size",
+        "A preset's shape; none: a dense model of that size",
         "text",
     )
     sh.input(
@@ -805,10 +805,15 @@ def _options(book: Book) -> Sheet:
     ):
         sh.text(text)
     sh.finish()
-    # the table across two pages, the option's number repeated: up to the goodput, then the reasons
-    reason = g["reason"]
+    # the table across three pages, the option's number repeated: the layout, its figures, then the reasons
+    figures, reason = g["params_b"], g["reason"]
+    layout_end = get_column_letter(column_index_from_string(figures) - 1)
     before = get_column_letter(column_index_from_string(reason) - 1)
-    ws.print_area = [f"A1:{before}{sh.row - 1}", f"{reason}1:{cols[-1]}{sh.row - 1}"]
+    ws.print_area = [
+        f"A1:{layout_end}{sh.row - 1}",
+        f"{figures}1:{before}{sh.row - 1}",
+        f"{reason}1:{cols[-1]}{sh.row - 1}",
+    ]
     ws.print_title_cols = "A:A"
     return sh
 
@@ -935,7 +940,7 @@ SEARCH_LINES: tuple[tuple[str, str, str, str, str], ...] = (
     ("memory_gb_per_gpu", "search_memory", "Training memory per GPU", "GB", "dec1"),
     ("mfu", "search_mfu", "MFU after communication and the pipeline bubble", "fraction", "pct1"),
     ("calibrated_mfu", "search_mfu_cal", "Calibrated MFU the step time starts from", "fraction", "pct1"),
-    ("goodput", "search_goodput", "Goodput: the share of the time not lost to interruptions", "fraction", "pct1"),
+    ("goodput", "search_goodput", "Goodput: the time not lost to interruptions", "fraction", "pct1"),
     ("days", "search_days", "Wall days, lost time included", "days", "dec1"),
     ("gpu_hours", "search_gpu_hours", "GPU-hours", "GPU-h", "int"),
     ("usd", "search_cost", "List cost of the run", "USD", "usd0"),
@@ -943,11 +948,11 @@ SEARCH_LINES: tuple[tuple[str, str, str, str, str], ...] = (
 """The Options table's first row on Outputs: (the table's column, the line's key, label, unit, format)."""
 
 _BESIDE = {
-    "search_params": '="The active scenario\'s model: "&FIXED({params},2)&"B"',
-    "search_days": '="The active scenario\'s run (Calculations): "&FIXED({days},2)&" days"',
+    "search_params": '="The active scenario\'s model: "&FIXED({params},1)&"B"',
+    "search_days": '="The active scenario\'s run (Calculations): "&FIXED({days},1)&" days"',
     "search_gpu_hours": '="The active scenario\'s run (Calculations): "&FIXED({gpu_hours},0)&" GPU-h"',
     "search_cost": '="The active scenario\'s run (Calculations): $"&FIXED({cost},0)',
-    "search_memory": '="Usable: "&FIXED(0.9*{memory},1)&" GB (90% of the GPU\'s)"',
+    "search_memory": '="The GPU\'s memory: "&FIXED({memory},1)&" GB, the search using 90%"',
 }
 """The calculator's own figure beside the search's, where they answer the same question."""
 
@@ -972,12 +977,22 @@ def _search_outputs(book: Book, sh: Sheet) -> None:
     )
     sh.line(
         Line(
+            "search_misses",
+            "Limits the layout ranked first misses",
+            f'=IF({g["reason"]}="","none listed",{g["reason"]})',
+            "text",
+            "Which limit binds, and by how much (Checks flags it)",
+            "text",
+        )
+    )
+    sh.line(
+        Line(
             "search_status",
             "Fits, and finishes within the limits?",
             f'=IF({g["feasible"]}=TRUE,"yes: fits, within the budget, the deadline and the GPU limit",'
-            f'IF({g["reason"]}="","no layout listed",{g["reason"]}))',
+            '"no: "&{search_misses})',
             "text",
-            "Else which limit binds, and by how much (Checks flags it)",
+            "The limits it misses are on the line above",
             "text",
             key_result=True,
         )
@@ -1035,7 +1050,7 @@ def _checks(book: Book) -> Sheet:
         "Your throughput or GPU-hours imply an MFU above 100%: check the measurement and the accelerator",
     )
     sh.check(
-        "The layout search finds no layout that fits and finishes",
+        "No layout found that fits and finishes",
         "=IF({search_feasible}=TRUE,0,1)",
         "Options, rank 1: over the budget, the deadline or the GPU limit, or too large to fit (Outputs says which)",
     )
