@@ -38,6 +38,10 @@ How each metric is predicted
   fills memory. These rows fit the serving scale's three parameters (:func:`fit_serving`). A mixture of experts
   (a preset with experts) holds every parameter, computes with its active ones and reads per decode step the experts
   its batch is routed to (MOE_PARAMS_READ_B).
+* A deployment expert-parallel across nodes (``ep`` above 1, and ``pool`` for a prefill or decode pool of a
+  disaggregated deployment; ``input_tokens_per_sec_per_node``/``_per_gpu`` and the output rates): the same step laid
+  out as the plan lays such a replica out (:func:`expert_layout`: attention data-parallel, the experts over the
+  ``ep`` GPUs, the dispatch and combine all-to-alls over the system's links); predicted, never fitted on.
 * ``kv_cache_capacity_tokens``: usable memory (90%) less weights, over the KV bytes per token (averaged over a
   sequence of ``input_len + output_len`` tokens when the row gives them, else every layer in full).
 
@@ -65,7 +69,7 @@ from typing import Any, Literal, cast, overload
 from .. import calibration
 from ..catalog import models
 from ..core import effects, equations, roofline, serving, training, training_memory
-from ..core.step import mean_context, serve_step, step_parts
+from ..core.step import Layout, linked, mean_context, serve_step, step_parts
 from ..errors import CatalogError, XlsxplanError
 from ..precision import published_embedding_bytes
 from . import Factors, Observation, bands
@@ -87,6 +91,8 @@ __all__ = [
     "run_key",
     "source_key",
     "holdout_key",
+    "expert_layout",
+    "expert_parallel_row",
     "validate",
     "summarise",
     "fit_report",
@@ -114,6 +120,8 @@ COLUMNS = (
 
 BATCHING = ("continuous", "static")
 """The values of the optional ``batching`` column (see Measurement.batching)."""
+POOLS = ("prefill", "decode")
+"""The values of the optional ``pool`` column (see Measurement.pool)."""
 SECONDS_PER_HOUR = 3_600.0
 SECONDS_PER_DAY = 86_400.0
 
@@ -130,7 +138,7 @@ MAX_MEASUREMENTS_BYTES = 64 << 20
 
 MAX_MEASUREMENT_ROWS = 100_000
 """The most rows a measurements file may hold: ``validate`` refits each of its 64 folds on every other row, about
-0.5 ms a row, so 100,000 rows take some minutes; the shipped file holds 2,483."""
+0.5 ms a row, so 100,000 rows take some minutes; the shipped file holds 2,493."""
 
 
 class Unpredictable(Exception):
@@ -192,6 +200,16 @@ class Measurement:
     """The serving engine as the source names it (optional ``engine`` column): vllm, sglang, trtllm, llama.cpp..."""
     publication: str = ""
     """The publication the row was read from (optional ``publication`` column; see :func:`source_key`)."""
+    pool: str = ""
+    """The pool of a prefill-decode disaggregated deployment a serving row measured (optional ``pool`` column):
+    ``prefill`` (its GPUs only prefill prompts, whose KV caches go to other GPUs) or ``decode`` (they only decode
+    requests prefilled elsewhere); empty: the GPUs do both."""
+    prefix_cache_hit: float | None = None
+    """The share of input tokens served from a prefix cache, not computed (optional ``prefix_cache_hit`` column,
+    0-1): an input-token rate that counts cache hits is the computed rate over ``1 - hit``."""
+    scale_up_gb_s: float | None = None
+    """The scale-up link per GPU and direction the source gives for its own system [GB/s] (optional
+    ``scale_up_gb_s`` column), where the accelerator's catalog entry has none; empty: the catalog's."""
     flops_per_token: float | None = None
     """The source's own FLOPs per token, where the same run reports tokens per second too (see annotate)."""
     problem: str = ""
@@ -264,6 +282,12 @@ def parse_measurements(text: str, origin: str = "measurements") -> list[Measurem
             batching = (raw.get("batching", "") or "continuous").lower()
             if batching not in BATCHING:
                 raise ValueError(f"batching must be one of {', '.join(BATCHING)}, got {raw['batching']!r}")
+            pool = raw.get("pool", "").lower()
+            if pool and pool not in POOLS:
+                raise ValueError(f"pool must be empty or one of {', '.join(POOLS)}, got {raw['pool']!r}")
+            hit = _number(raw.get("prefix_cache_hit", ""), "prefix_cache_hit")
+            if hit is not None and hit >= 1:
+                raise ValueError(f"prefix_cache_hit must be a share from 0 to below 1, got {raw['prefix_cache_hit']!r}")
             if per_node is not None and per_node < 1:
                 raise ValueError(f"gpus_per_node must be a whole number of at least 1, got {raw['gpus_per_node']!r}")
             rows.append(
@@ -271,6 +295,9 @@ def parse_measurements(text: str, origin: str = "measurements") -> list[Measurem
                     **common,
                     gpus_per_node=int(per_node or 8),
                     batching=batching,
+                    pool=pool,
+                    prefix_cache_hit=hit,
+                    scale_up_gb_s=_number(raw.get("scale_up_gb_s", ""), "scale_up_gb_s") or None,
                     ep=_number(raw.get("ep", ""), "ep", True) or None,
                     tp=_number(raw.get("tp", ""), "tp", True) or None,
                     pp=_number(raw.get("pp", ""), "pp", True) or None,
@@ -764,16 +791,63 @@ def _link(m: Measurement) -> float:
     return float(_gpu(m).link_gb_s or 0.0)
 
 
+def expert_layout(m: Measurement) -> Layout | None:
+    """How a serving row's instance of ``ep`` GPUs is laid out (:class:`xlsxplan.core.step.Layout`), or None for a
+    row without an ``ep`` above 1 (its GPUs share every layer by tensor parallelism, as validate scores one server).
+
+    Expert parallel with attention data-parallel (DeepSeek-V3 Technical Report, arXiv:2412.19437, section 3.4): the
+    routed experts spread over the ``ep`` GPUs, attention and the other layers held whole by each data-parallel group
+    of ``tp`` GPUs (the ``tp`` column, 1 when empty), ``ep / tp`` groups. The links are those of the first system
+    preset built of the row's accelerator (systems.toml: its scale-up domain, network and latencies), the same start
+    as the plan's layouts (:func:`xlsxplan.core.step.linked`); without one, a scale-up domain of ``gpus_per_node``.
+    The scale-up bandwidth is the row's ``scale_up_gb_s`` where given, else the accelerator's ``link_gb_s``. Tokens
+    are dispatched in 8 bits when the weights compute in 8 bits or fewer (DeepEP's FP8 dispatch), else 16."""
+    if m.kind == "train" or not m.ep or m.ep <= 1:
+        return None
+    from ..catalog.systems import topology_of
+
+    tp = m.tp or 1
+    if m.ep % tp:
+        raise Unpredictable(f"tp {tp} does not divide the expert-parallel group of {m.ep} GPUs")
+    topo = topology_of(_gpu(m).id)
+    up = m.scale_up_gb_s or _link(m)
+    if not up:
+        raise Unpredictable(
+            f"{_gpu(m).id} has no link_gb_s and the row gives no scale_up_gb_s: its all-to-all cannot be costed"
+        )
+    if topo is None:
+        base = linked(m.gpus_per_node, up)
+    else:
+        base = linked(topo.scale_up_gpus, up, topo.scale_out_gb_s, topo.scale_up_latency_us, topo.scale_out_latency_us)
+    dispatch = 1.0 if _bits(m) <= 8 else effects.ACTIVATION_BYTES
+    return base._replace(tp=tp, dp=m.ep // tp, dispatch_bytes=dispatch)
+
+
+def _held_params(s: Shape, layout: Layout | None) -> float:
+    """Parameters an instance holds [B]: the model once, and with attention data-parallel the layers outside the
+    routed experts once more by every data-parallel group beyond the first (MODEL_EXPERT_PARAMS_B)."""
+    if layout is None or layout.dp <= 1 or not s.moe or not s.preset:
+        return s.params_b
+    return s.params_b + (layout.dp - 1) * (s.params_b - models.model_expert_params_b(s.preset))
+
+
 def serve_step_seconds(
     m: Measurement, s: Shape, factors: Factors, batch: int, prefill_tokens: float = 0.0
 ) -> tuple[float, dict[str, float]]:
     """One decode step of ``batch`` sequences of row ``m``, at serving scale 1: :func:`xlsxplan.core.step.step_parts`
     with the row's model, accelerator, precision and lengths (the same function the plan's calibrated view runs).
-    ``prefill_tokens``: prompt tokens prefilled in the same step, in the engine's steady state.
+    ``prefill_tokens``: prompt tokens prefilled in the same step, in the engine's steady state. A row with an
+    expert-parallel group (:func:`expert_layout`) is laid out so: every data-parallel group reads the layers it holds
+    whole, the experts its tokens are routed to are read once (MOE_PARAMS_READ_B over every token of the step), the
+    KV cache is a data-parallel group's, and the dispatch and combine all-to-alls join the step.
     Returns the step and its parts in seconds."""
     gpu, n = _gpu(m), _n(m)
+    layout = expert_layout(m)
     experts, per_token = _routing(s)
-    read = s.params_b if not s.moe else equations.moe_params_read(s.params_b, s.active_b, experts, per_token, batch)
+    routed = batch if layout is None else batch + prefill_tokens
+    read = s.params_b if not s.moe else equations.moe_params_read(s.params_b, s.active_b, experts, per_token, routed)
+    read += _held_params(s, layout) - s.params_b
+    cache_of = m if layout is None else dataclasses.replace(m, n_gpus=layout.tp)
     parts = step_parts(
         read,
         _bits(m) / 8.0,
@@ -781,7 +855,7 @@ def serve_step_seconds(
         batch,
         prefill_tokens,
         float(m.input_len or 0.0),
-        _kv_bytes_per_token(m, s, _context(m)),
+        _kv_bytes_per_token(cache_of, s, _context(m)),
         _context(m),
         step_shape(s, factors),
         n,
@@ -790,6 +864,7 @@ def serve_step_seconds(
         _eff(factors, m, "decode_bandwidth"),
         _eff(factors, m, "prefill"),
         _link(m),
+        layout,
     )
     return serve_step(parts), parts
 
@@ -799,6 +874,8 @@ RATE_METRICS = {
     "output_tokens_per_sec_per_gpu": "output tokens per second per GPU",
     "output_tokens_per_sec_per_node": "output tokens per second per node (gpus_per_node GPUs)",
     "output_tokens_per_sec_per_instance": "output tokens per second of one model instance (tp GPUs)",
+    "input_tokens_per_sec_per_gpu": "prompt tokens per second per GPU (a prefill pool's, or P / O of the output)",
+    "input_tokens_per_sec_per_node": "prompt tokens per second per node (gpus_per_node GPUs)",
     "total_tokens_per_sec_per_gpu": "prompt and output tokens per second per GPU",
     "output_tokens_per_sec_per_user": "one request's decode speed: 1 / the decode step [tok/s]",
     "tpot_ms": "time per output token of one request: the decode step [ms]",
@@ -815,9 +892,10 @@ def _split(m: Measurement, parts: int, column: str) -> int:
 
 
 def _instances(m: Measurement) -> tuple[Measurement, int]:
-    """One model instance of the row (``tp`` GPUs, its share of the concurrency) and how many the row's GPUs hold."""
-    tp = m.tp or _n(m)
-    copies = _split(m, tp, "tp")
+    """One model instance of the row (``tp`` GPUs, or with an expert-parallel layout its ``ep``; its share of the
+    concurrency) and how many the row's GPUs hold."""
+    tp = (m.ep if expert_layout(m) is not None else m.tp) or _n(m)
+    copies = _split(m, tp, "ep" if expert_layout(m) is not None else "tp")
     if copies == 1:
         return m, 1
     conc = m.concurrency if not isinstance(m.concurrency, int) else max(1, math.ceil(m.concurrency / copies))
@@ -825,9 +903,24 @@ def _instances(m: Measurement) -> tuple[Measurement, int]:
 
 
 def _step_at(m: Measurement, s: Shape, factors: Factors, batch: int) -> tuple[float, dict[str, float]]:
-    """The continuous-batching decode step at ``batch``, its prompts prefilled inside it, at serving scale 1."""
+    """The continuous-batching decode step at ``batch``, its prompts prefilled inside it, at serving scale 1; in a
+    disaggregated deployment's pool (``pool``), a decode pool's step decodes ``batch`` sequences and prefills nothing,
+    a prefill pool's prefills the prompts of ``batch`` sequences and decodes nothing."""
     prompt, output = float(m.input_len or 0.0), float(m.output_len or 1.0)
+    if m.pool == "decode":
+        return serve_step_seconds(m, s, factors, batch)
+    if m.pool == "prefill":
+        return serve_step_seconds(m, s, factors, 0, batch * prompt)
     return serve_step_seconds(m, s, factors, batch, effects.prefill_tokens_per_step(batch, prompt, output))
+
+
+def scale_gpus(m: Measurement) -> int:
+    """The GPUs the serving scale is read at for one instance of row ``m`` (:meth:`xlsxplan.calibration.Factors.
+    serving_scale`): those sharing each layer, ``tp`` (the data-parallel group with an expert-parallel layout, as the
+    plan reads it), else the instance's."""
+    inst = _instances(m)[0]
+    layout = expert_layout(inst)
+    return layout.tp if layout is not None else _n(inst)
 
 
 def _capped_batch(m: Measurement, s: Shape, factors: Factors, batch: int, scale: float) -> int:
@@ -866,13 +959,22 @@ def _load(m: Measurement, s: Shape, factors: Factors) -> _Load:
     ``T_1`` and ``O`` steps of ``t(B)``), found by bisection; beyond what memory holds the engine is saturated."""
     inst, copies = _instances(m)
     gpu, bits, n = _gpu(inst), _bits(inst), _n(inst)
-    kv = _kv_bytes_per_token(inst, s, _context(inst))
+    layout = expert_layout(inst)
+    cache_of = inst if layout is None else dataclasses.replace(inst, n_gpus=layout.tp)
+    kv = _kv_bytes_per_token(cache_of, s, _context(inst))
     conc = 0 if inst.concurrency in (None, "max") else int(inst.concurrency)
-    fits = equations.batch_that_fits(s.params_b, bits / 8.0, kv, _context(inst), n, gpu.memory_gb, USABLE_FRACTION)
+    if m.pool == "prefill":  # the prompts of one step, their caches sent on: the memory is the decode pool's
+        if not conc:
+            raise Unpredictable("a prefill pool's row needs its concurrency: the prompts prefilled in one step")
+        fits = conc
+    else:
+        fits = equations.batch_that_fits(
+            _held_params(s, layout), bits / 8.0, kv, _context(inst), n, gpu.memory_gb, USABLE_FRACTION
+        )
     batch = int(fits if conc == 0 else min(conc, fits))
     if batch < 1:
         raise Unpredictable(f"the weights or one request do not fit in {USABLE_FRACTION:.0%} of memory")
-    scale = factors.serving_scale(n, gpu.id)
+    scale = factors.serving_scale(scale_gpus(m), gpu.id)
     said = f"batch {batch}" + (" (memory)" if batch == int(fits) and conc != batch else "")
     rate_bound = None
     if m.tpot_cap_ms:
@@ -910,7 +1012,11 @@ def _predict_throughput(m: Measurement, s: Shape, factors: Factors) -> tuple[flo
     GPUs hold ``n_gpus / tp`` instances, each serving its share. The calibrated serving scale for the instance's GPUs
     (:meth:`xlsxplan.calibration.Factors.serving_scale`) multiplies the rate."""
     prompt = _need(m.input_len, "input_len", m)
-    output = _need(m.output_len, "output_len", m)
+    output = float(m.output_len or 1.0) if m.pool == "prefill" else _need(m.output_len, "output_len", m)
+    if m.pool == "prefill" and not m.metric.startswith("input_"):
+        raise Unpredictable(f"a prefill pool generates no output tokens: {m.metric} is not one it has")
+    if m.pool and m.batching == "static":
+        raise Unpredictable("a disaggregated pool's row is continuous batching: batching static does not apply")
     load = _load(m, s, factors)
     inst, copies, batch, n = load.inst, load.copies, load.batch, _n(load.inst)
     e_c, e_bw = _eff(factors, inst, "prefill"), _eff(factors, inst, "decode_bandwidth")
@@ -936,7 +1042,25 @@ def _predict_throughput(m: Measurement, s: Shape, factors: Factors) -> tuple[flo
         f"{s.origin}"
     )
     per_gpu = instance * copies / _n(m)
+    if m.pool == "prefill":  # the step's prompt tokens, not its sequences
+        input_per_gpu = per_gpu * prompt
+    elif m.pool == "decode":
+        input_per_gpu = 0.0
+        if m.metric.startswith("input_"):
+            raise Unpredictable(f"a decode pool prefills nothing: {m.metric} is not one it has")
+    else:
+        input_per_gpu = per_gpu * prompt / output
+    if m.prefix_cache_hit:  # the input rate counts the tokens a prefix cache served
+        input_per_gpu /= 1.0 - m.prefix_cache_hit
+        basis += f"; {m.prefix_cache_hit:.1%} of input tokens from the prefix cache"
+    if m.pool:
+        basis += f"; the {m.pool} pool of a disaggregated deployment"
+    layout = expert_layout(load.inst)
+    if layout is not None:
+        basis += f"; {layout.name()} over {layout.gpus} GPUs ({layout.scale_up_gpus} a scale-up domain)"
     figure = {
+        "input_tokens_per_sec_per_gpu": input_per_gpu,
+        "input_tokens_per_sec_per_node": input_per_gpu * m.gpus_per_node,
         "output_tokens_per_sec_total": instance * copies,
         "output_tokens_per_sec_per_gpu": per_gpu,
         "output_tokens_per_sec_per_node": per_gpu * m.gpus_per_node,
@@ -1069,12 +1193,14 @@ def figure_range(metric: str, predicted: float, multipliers: tuple[float, float]
 def residuals_by_kind(
     results: Sequence[RowResult], rows: Sequence[Measurement]
 ) -> dict[str, list[tuple[tuple, float]]]:
-    """Each band kind's held-out residuals, with the publication each comes from (:func:`holdout_key`)."""
+    """Each band kind's held-out residuals, with the publication each comes from (:func:`holdout_key`); rows
+    expert-parallel across nodes (:func:`expert_parallel_row`) are scored with the band but add none to it."""
     runs = {m.line: holdout_key(m) for m in rows}
+    apart = {m.line for m in rows if expert_parallel_row(m)}
     out: dict[str, list[tuple[tuple, float]]] = {}
     for r in results:
         kind = band_kind(r.metric)
-        if kind and r.ratio is not None and r.measured and r.predicted:
+        if kind and r.line not in apart and r.ratio is not None and r.measured and r.predicted:
             out.setdefault(kind, []).append(
                 (runs.get(r.line, (r.line,)), speed_residual(r.metric, r.measured, r.predicted))
             )
@@ -1132,8 +1258,16 @@ def band_table(results: Sequence[RowResult], rows: Sequence[Measurement]) -> dic
 def is_serving_row(m: Measurement) -> bool:
     """A serving rate row (RATE_METRICS), continuous or static, without a latency cap or a request rate: what the
     serving scale is fitted on. A capped or rate-driven row's batch depends on the scale itself; it is predicted,
-    not fitted on."""
-    return m.metric in RATE_METRICS and not m.tpot_cap_ms and not m.request_rate and not m.problem and bool(m.value)
+    not fitted on; so is a row expert-parallel across nodes (:func:`expert_parallel_row`), which tests the layout's
+    step out of sample."""
+    return (
+        m.metric in RATE_METRICS
+        and not m.tpot_cap_ms
+        and not m.request_rate
+        and not m.problem
+        and bool(m.value)
+        and not expert_parallel_row(m)
+    )
 
 
 def serving_residuals(rows: Sequence[Measurement], factors: Factors) -> list[tuple[float, float, float]]:
@@ -1148,7 +1282,7 @@ def serving_residuals(rows: Sequence[Measurement], factors: Factors) -> list[tup
             predicted, _ = predict(m, base)
         except (Unpredictable, XlsxplanError):
             continue
-        gpus = _instances(m)[0].n_gpus or 1
+        gpus = scale_gpus(m)
         amd = float(m.gpu.upper().startswith("MI"))
         out.append((speed_residual(m.metric, float(m.value), predicted), math.log(gpus), amd))  # type: ignore[arg-type]
     return out
@@ -1322,6 +1456,7 @@ GROUPS = (
     "one request (decode, prefill)",
     "serving throughput, dense",
     "serving throughput, mixture of experts",
+    "expert parallel across nodes (per node, per GPU)",
     "serving latency (per token, per user)",
     "under a latency cap or a request rate",
     "formulas (capacity, FLOPs)",
@@ -1331,22 +1466,33 @@ GROUPS = (
 
 def row_group(m: Measurement) -> str:
     """The group of GROUPS a row belongs to: training, one request, serving throughput of a dense model or a mixture
-    of experts, per-token latency, rates under a latency cap, or figures a formula gives."""
+    of experts, a deployment expert-parallel across nodes (:func:`expert_parallel_row`), per-token latency, rates
+    under a latency cap, or figures a formula gives."""
+    (training, one, dense, moe_group, spread, latency, capped, formulas) = GROUPS
     if m.kind == "train" and m.metric in TRAIN_RATES:
-        return GROUPS[0]
+        return training
     if m.metric in _ONE_REQUEST:
-        return GROUPS[1]
+        return one
     if m.metric in RATE_METRICS:
         if m.tpot_cap_ms or m.ttft_cap_ms or m.request_rate:
-            return GROUPS[5]
+            return capped
         if m.metric in ("tpot_ms", "output_tokens_per_sec_per_user"):
-            return GROUPS[4]
+            return latency
+        if expert_parallel_row(m):
+            return spread
         try:
             moe = shape_of(m).moe
         except (Unpredictable, XlsxplanError):
             moe = bool(m.active_params_b and m.params_b and m.active_params_b < m.params_b)
-        return GROUPS[3] if moe else GROUPS[2]
-    return GROUPS[6]
+        return moe_group if moe else dense
+    return formulas
+
+
+def expert_parallel_row(m: Measurement) -> bool:
+    """A serving row of a deployment laid out expert-parallel (an ``ep`` above 1) or of one pool of a disaggregated
+    deployment (``pool``): predicted with its layout, never fitted on (see is_serving_row) and never widening the
+    throughput band of the single-server rows (see residuals_by_kind), so that its error is a held-out one."""
+    return m.kind != "train" and (bool(m.pool) or bool(m.ep and m.ep > 1))
 
 
 def validate(

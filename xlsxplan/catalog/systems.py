@@ -37,6 +37,7 @@ __all__ = [
     "system_source",
     "system_spec",
     "topology",
+    "topology_of",
 ]
 
 
@@ -307,3 +308,24 @@ def topology(system: str) -> Topology:
         scale_up_latency_us=maybe("scale_up_latency_us"),
         scale_out_latency_us=maybe("scale_out_latency_us"),
     )
+
+
+def topology_of(accelerator: str) -> Topology | None:
+    """The topology of the first system preset built of ``accelerator`` (an accelerators.toml id), or None when no
+    system preset is (:func:`topology`).
+
+    Parameters
+    ----------
+    accelerator : str
+        An accelerator id, e.g. H100-SXM or GB200 [name].
+
+    Returns
+    -------
+    Topology or None
+        The system's topology, figures as :func:`system_spec` gives them [record].
+    """
+    systems = _systems()
+    for sid in systems.names():
+        if systems.get(sid).accelerator == accelerator:
+            return topology(sid)
+    return None

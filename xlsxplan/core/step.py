@@ -42,7 +42,16 @@ from typing import NamedTuple
 
 from . import effects
 
-__all__ = ["COMM_PARTS", "Layout", "StepShape", "comm_seconds", "mean_context", "serve_step", "step_parts"]
+__all__ = [
+    "COMM_PARTS",
+    "Layout",
+    "StepShape",
+    "comm_seconds",
+    "linked",
+    "mean_context",
+    "serve_step",
+    "step_parts",
+]
 
 _GIGA, _TERA = 1e9, 1e12
 
@@ -94,6 +103,27 @@ class Layout(NamedTuple):
         if self.dp > 1:
             return f"ep{self.gpus} dp-attention" + (f" tp{self.tp}" if self.tp > 1 else "")
         return f"tp{self.tp}" + (f" pp{self.pp}" if self.pp > 1 else "")
+
+
+def linked(
+    scale_up_gpus: int,
+    scale_up_gb_s: float | None,
+    scale_out_gb_s: float | None = None,
+    scale_up_latency_us: float | None = None,
+    scale_out_latency_us: float | None = None,
+) -> Layout:
+    """A one-GPU :class:`Layout` carrying a system's links, each figure a system publishes or, where it publishes
+    none (None), the default: no scale-up link (0: no exchange counted), the network at SCALE_OUT_GB_S [GB/s], the
+    latencies SCALE_UP_LATENCY_US and SCALE_OUT_LATENCY_US [us]. ``scale_up_gpus`` [count] the GPUs of one scale-up
+    domain. The plan's layouts and a published expert-parallel run's both start from it (``_replace`` sets the
+    parallel sizes)."""
+    return Layout(
+        scale_up_gpus=scale_up_gpus,
+        scale_up_gb_s=scale_up_gb_s or 0.0,
+        scale_out_gb_s=scale_out_gb_s or effects.SCALE_OUT_GB_S,
+        scale_up_latency_us=scale_up_latency_us or effects.SCALE_UP_LATENCY_US,
+        scale_out_latency_us=scale_out_latency_us or effects.SCALE_OUT_LATENCY_US,
+    )
 
 
 class StepShape(NamedTuple):

@@ -84,9 +84,9 @@ from typing import Any
 from .. import calibration, catalog, precision
 from ..calibration.shape import preset_step_shape
 from ..catalog import models
-from ..catalog.systems import Topology, load_systems, topology
+from ..catalog.systems import Topology, topology_of
 from ..core import cost, effects, engine, equations, queueing, serving, speculative, traffic
-from ..core.step import Layout, StepShape, comm_seconds, mean_context, serve_step, step_parts
+from ..core.step import Layout, StepShape, comm_seconds, linked, mean_context, serve_step, step_parts
 from ..domains import (
     CoefficientOfVariation,
     Count,
@@ -1781,15 +1781,6 @@ def _weights_gb(m: _Model, w: str, basis: str) -> float:
     )
 
 
-def _topology(gpu: str) -> Topology | None:
-    """The topology of the first system preset built of accelerator ``gpu`` (systems.toml), or None."""
-    systems = load_systems()
-    for sid in systems.names():
-        if systems.get(sid).accelerator == gpu:
-            return topology(sid)
-    return None
-
-
 def layouts(n: int, topo: Topology, m: _Model, heads: int) -> list[tuple[Layout, str]]:
     """The ways to lay a replica of ``n`` GPUs out on a system, each with the reason it cannot be (empty if it can).
 
@@ -1806,13 +1797,7 @@ def layouts(n: int, topo: Topology, m: _Model, heads: int) -> list[tuple[Layout,
     SCALE_UP_LATENCY_US and SCALE_OUT_LATENCY_US where it publishes none.
     """
     up = topo.scale_up_gpus
-    base = Layout(
-        scale_up_gpus=up,
-        scale_up_gb_s=topo.scale_up_gb_s or 0.0,
-        scale_out_gb_s=topo.scale_out_gb_s or effects.SCALE_OUT_GB_S,
-        scale_up_latency_us=topo.scale_up_latency_us or effects.SCALE_UP_LATENCY_US,
-        scale_out_latency_us=topo.scale_out_latency_us or effects.SCALE_OUT_LATENCY_US,
-    )
+    base = linked(up, topo.scale_up_gb_s, topo.scale_out_gb_s, topo.scale_up_latency_us, topo.scale_out_latency_us)
     tp = min(n, up)
     pp = max(1, n // tp)
     out: list[tuple[Layout, str]] = []
@@ -1840,7 +1825,7 @@ def replica_sizes(
     [GB]; each such size, and a listed one beyond the domain, laid out as :func:`layouts` says on the accelerator's
     system (systems.toml). An accelerator no system is built of stops at one server, larger sizes rejected with the
     reason."""
-    topo = _topology(gpu)
+    topo = topology_of(gpu)
     domain = max(GPUS_PER_REPLICA) if topo is None else topo.scale_up_gpus
     heads = int(catalog.load_catalog().models.get(m.name).heads)
     out: list[tuple[int, Layout | None, str]] = []

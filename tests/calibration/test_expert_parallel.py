@@ -1,0 +1,207 @@
+"""Serving deployments expert-parallel across nodes: per-node and per-GPU rows of disaggregated prefill and decode
+pools, predicted with the plan's layout (expert parallel over the pool's GPUs, attention data-parallel) and the one
+serving step with its all-to-all, each deployment's publication held out.
+
+The shipped rows are the published figures of three deployments (LMSYS/SGLang on 12 H100 nodes, DeepSeek's online
+service on H800 nodes, SGLang on a GB200 NVL72 rack); the bar is each held out within 25%. The physics tests build
+their own rows and check relations the model must keep, computed from its parts, never copied from its output.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import re
+
+import pytest
+
+from xlsxplan import calibration
+from xlsxplan.calibration import measurements
+from xlsxplan.core import effects
+from xlsxplan.core.step import serve_step
+
+SHIPPED = calibration.measurements_path()
+WITHIN = 0.25
+
+
+@functools.cache
+def shipped() -> tuple[measurements.Measurement, ...]:
+    return tuple(measurements.read_measurements(SHIPPED))
+
+
+@functools.cache
+def held_out() -> dict[str, measurements.RowResult]:
+    """validate() of the expert-parallel rows, each predicted from a fit on the shipped rows without its publication
+    (:func:`measurements.holdout_key`), by row name."""
+    rows = shipped()
+    mine = [m for m in rows if measurements.expert_parallel_row(m)]
+    return {r.name: r for r in measurements.validate(mine, pool=rows)}
+
+
+# The held-out ratios below are the ones this model gives (validate prints them); the misses are prefill pools:
+# the step adds the all-to-all after the arithmetic, which at 16K prompt tokens per GPU over InfiniBand is about
+# half the H100 step, while both deployments overlap it with the other micro-batch (two-batch overlap); hiding it
+# instead would bring these three to 0.91-1.00 but put the decode pools at 1.6-1.7x and DeepSeek's prefill at 1.55x,
+# so no one overlap rule of the shared step fits both (docs/calibration.md, "Expert parallel across nodes").
+_PREFILL_MISS = (
+    "the step counts the prefill all-to-all after the arithmetic (47% of the H100 step); SGLang overlaps it "
+    "(two-batch overlap): predicted about half the measured {} per node held out"
+)
+_NVFP4_MISS = (
+    "the routed activations' traffic, fitted on 16-bit training runs, is 53% of this NVFP4 step, whose dispatch is "
+    "4-bit and whose weights are partly offloaded (EP2): predicted 0.61x of 26,156 per GPU held out"
+)
+EXPECTED = {
+    "SGLang DeepSeek-V3 prefill pool 4x8 H100 EP32 DP-attention, 1000-token prompts": _PREFILL_MISS.format("57,674"),
+    "SGLang DeepSeek-V3 prefill pool 4x8 H100 EP32 DP-attention, 2000-token prompts": _PREFILL_MISS.format("54,543"),
+    "SGLang DeepSeek-V3 prefill pool 4x8 H100 EP32 DP-attention, 4096-token prompts": _PREFILL_MISS.format("50,302"),
+    "SGLang DeepSeek-V3 decode pool 9x8 H100 EP72 DP-attention, 2,000-token inputs, batch 256 per GPU": "",
+    "DeepSeek online service V3/R1 prefill on H800, EP32 DP32 units of 4 nodes": "",
+    "DeepSeek online service V3/R1 decode on H800, EP144 DP144 units of 18 nodes": "",
+    "SGLang DeepSeek-V3 prefill on GB200 NVL72, 4-GPU instances EP4, BF16 attention + FP8 MoE, 2,000-token prompts": "",
+    "SGLang DeepSeek-V3 decode on GB200 NVL72, 48 GPUs EP48, BF16 attention + FP8 MoE, 2,000-token inputs": "",
+    "SGLang DeepSeek-V3 prefill on GB200 NVL72, 2-GPU instances EP2, FP8 attention + NVFP4 MoE, 2,000-token prompts": (
+        _NVFP4_MISS
+    ),
+    "SGLang DeepSeek-V3 decode on GB200 NVL72, 48 GPUs EP48, FP8 attention + NVFP4 MoE, 2,000-token inputs, "
+    "batch 1408 per GPU": "",
+}
+
+
+def _case(name: str, why: str):
+    marks = [pytest.mark.xfail(strict=True, reason=why)] if why else []
+    return pytest.param(name, id=re.sub(r"\W+", "-", name)[:60], marks=marks)
+
+
+def test_the_shipped_rows_are_three_deployments_each_cited_with_every_setting():
+    rows = [m for m in shipped() if measurements.expert_parallel_row(m)]
+    assert {m.name for m in rows} == set(EXPECTED), "a row was added or renamed: give it its case below"
+    publications = {measurements.holdout_key(m) for m in rows}
+    assert len(publications) >= 3
+    for m in rows:
+        # where it was published (a commit of the document, or its address) and when; the settings that set the step
+        assert re.search(r"github\.com/[\w.-]+/[\w.-]+@[0-9a-f]{7,}:\S+", m.source), m.name
+        assert m.publication and m.pool in measurements.POOLS and m.ep and m.n_gpus and m.n_gpus % m.ep == 0, m.name
+        assert m.input_len and m.concurrency and m.gpus_per_node, m.name
+        assert m.metric.endswith(("_per_node", "_per_gpu")), m.name
+        assert not measurements.is_serving_row(m), "fitted on: its error would not be a held-out one"
+
+
+@pytest.mark.parametrize("name", [_case(n, why) for n, why in EXPECTED.items()])
+def test_each_deployment_is_reproduced_within_25_percent_with_its_publication_held_out(name):
+    r = held_out()[name]
+    assert r.ratio is not None, r.reason
+    assert abs(r.ratio - 1.0) <= WITHIN, f"{r.measured:,.0f} measured, {r.predicted:,.0f} predicted held out"
+
+
+# --- the physics of a row ---------------------------------------------------------------------------------------
+
+
+def _row(**over: object) -> measurements.Measurement:
+    base = dict(
+        kind="serve",
+        name="r",
+        model="DeepSeek-V3",
+        gpu="H100-SXM",
+        n_gpus="32",
+        precision="fp8",
+        input_len="2000",
+        output_len="100",
+        concurrency=str(128 * 32),
+        metric="output_tokens_per_sec_per_gpu",
+        value="1000",
+        unit="tok/s",
+        source="s",
+        ep="32",
+        pool="decode",
+        tp="1",
+    )
+    base.update({k: str(v) for k, v in over.items()})
+    header = [*measurements.COLUMNS, *(k for k in base if k not in measurements.COLUMNS)]
+    return measurements.parse_measurements(",".join(header) + "\n" + ",".join(base.get(h, "") for h in header))[0]
+
+
+@pytest.fixture(scope="module")
+def factors() -> calibration.Factors:
+    return calibration.active().factors
+
+
+def test_a_per_node_figure_is_the_per_gpu_one_times_the_gpus_of_a_node(factors):
+    gpu = measurements.predict(_row(), factors)[0]
+    node = measurements.predict(_row(metric="output_tokens_per_sec_per_node", gpus_per_node=8), factors)[0]
+    assert node == pytest.approx(8 * gpu)
+
+
+def test_the_decode_pools_all_to_all_is_a_dispatch_and_a_combine_per_moe_layer_over_the_nodes(factors):
+    m = _row()
+    layout = measurements.expert_layout(m)
+    assert layout is not None and (layout.tp, layout.dp, layout.ep) == (1, 32, 32)
+    assert layout.scale_up_gpus == 8 and layout.dispatch_bytes == 1.0  # an HGX H100 server; FP8 dispatch
+    s = measurements.shape_of(m)
+    batch = 128 * 32
+    step, parts = measurements.serve_step_seconds(m, s, factors, batch)
+    # each GPU sends its own 128 tokens' 8 routed copies of the hidden state, 1 byte out and 2 bytes back
+    per_gpu = 128 * 8 * 7168
+    one = sum(
+        effects.all_to_all_seconds(per_gpu * b, 32, 450.0, 8, effects.SCALE_OUT_GB_S, effects.SCALE_OUT_LATENCY_US)
+        for b in (1.0, 2.0)
+    )
+    assert parts["all-to-all"] == pytest.approx(58 * one)  # DeepSeek-V3's 58 layers with experts
+    assert step == pytest.approx(serve_step(parts)) and parts["all-to-all"] < step
+    # a pool within one NVL72 rack sends it all over NVLink: less time than over the network
+    rack = _row(gpu="GB200", gpus_per_node=4)
+    assert measurements.expert_layout(rack).scale_up_gpus == 72
+    _, rack_parts = measurements.serve_step_seconds(rack, s, factors, batch)
+    assert rack_parts["all-to-all"] < parts["all-to-all"] / 5
+
+
+def test_a_decode_pool_prefills_nothing_and_a_prefill_pool_decodes_nothing(factors):
+    m = _row()
+    s = measurements.shape_of(m)
+    decode = measurements.serve_step_seconds(m, s, factors, 4096)[1]
+    assert measurements._step_at(m, s, factors, 4096)[1] == decode
+    p = _row(pool="prefill", metric="input_tokens_per_sec_per_gpu", concurrency=262)
+    prefill = measurements._step_at(p, s, factors, 262)[1]
+    assert prefill["cache"] == 0 and prefill["linear"] > decode["linear"]  # 524,000 prompt tokens, no sequence
+    with pytest.raises(measurements.Unpredictable, match="generates no output tokens"):
+        measurements.predict(_row(pool="prefill"), factors)
+    with pytest.raises(measurements.Unpredictable, match="prefills nothing"):
+        measurements.predict(_row(metric="input_tokens_per_sec_per_gpu"), factors)
+
+
+def test_a_prefix_cache_hit_share_divides_the_computed_input_rate(factors):
+    p = _row(pool="prefill", metric="input_tokens_per_sec_per_gpu", concurrency=262)
+    computed = measurements.predict(p, factors)[0]
+    counted = measurements.predict(dataclasses.replace(p, prefix_cache_hit=0.563), factors)[0]
+    assert counted == pytest.approx(computed / (1 - 0.563))
+
+
+def test_attention_data_parallel_holds_the_dense_layers_once_per_gpu(factors):
+    from xlsxplan.catalog import models
+
+    m = _row(concurrency="max")
+    s = measurements.shape_of(m)
+    dense = s.params_b - models.model_expert_params_b("DeepSeek-V3")
+    assert measurements._held_params(s, measurements.expert_layout(m)) == pytest.approx(s.params_b + 31 * dense)
+    # memory holds what is left of 90% of 32 x 80 GB beside those weights, in 8 bits: sequences of 2,050 tokens
+    # average context, each token's latent cache (512 + 64 values in 61 layers, 16-bit) on its own GPU only
+    free = 32 * 80e9 * 0.9 - (s.params_b + 31 * dense) * 1e9
+    assert measurements._load(m, s, factors).batch == int(free / ((512 + 64) * 61 * 2 * 2050))
+
+
+@pytest.mark.parametrize(
+    ("column", "text", "said"),
+    [
+        ("pool", "both", "pool must be empty or one of prefill, decode"),
+        ("prefix_cache_hit", "1", "prefix_cache_hit must be a share from 0 to below 1"),
+        ("scale_up_gb_s", "fast", "scale_up_gb_s must be a number"),
+    ],
+)
+def test_a_bad_cell_is_one_line_naming_the_column(column, text, said):
+    assert said in _row(**{column: text}).problem
+
+
+def test_an_accelerator_without_a_link_needs_the_rows_own(factors):
+    with pytest.raises(measurements.Unpredictable, match="H800 has no link_gb_s and the row gives no scale_up_gb_s"):
+        measurements.predict(_row(gpu="H800"), factors)
+    assert measurements.predict(_row(gpu="H800", scale_up_gb_s=160), factors)[0] > 0
