@@ -477,6 +477,22 @@ def test_the_burst_factor_scales_the_wait_by_allen_cunneen():
         queueing.queue_wait_gg_s(6 / 3600, 1200, 3, 0.9, -1)
 
 
+def test_bursts_raise_the_percentile_first_token_and_the_replicas_as_allen_cunneen_says():
+    # TTFT_AT_LOAD_S's docstring case: 6.94 requests/s on 3 replicas of 51 slots (0.54 s prefill, 4.98 s decode,
+    # 2.96 requests/s each), P99 3.32 s of which 0.54 s prefill; arrivals of cv 2 scale the wait by (4 + 1) / 2
+    poisson = queueing.ttft_at_load_s(6.94, 3, 51, 0.54, 4.98, 2.96, 0.99)
+    bursty = queueing.ttft_at_load_s(6.94, 3, 51, 0.54, 4.98, 2.96, 0.99, 1, 2)
+    assert round(poisson, 2) == 3.32 and bursty - 0.54 == pytest.approx(2.5 * (poisson - 0.54))
+    # the fleet for a P99 of 5 s: 3 replicas with Poisson arrivals, more with bursts, each the fewest that meet it
+    calm = queueing.replicas_for_ttft(6.94, 5, 0.99, 51, 0.54, 4.98, 2.96)
+    burst = queueing.replicas_for_ttft(6.94, 5, 0.99, 51, 0.54, 4.98, 2.96, 1, 2)
+    assert calm == 3 and burst > calm
+    assert queueing.ttft_at_load_s(6.94, burst, 51, 0.54, 4.98, 2.96, 0.99, 1, 2) <= 5
+    assert queueing.ttft_at_load_s(6.94, burst - 1, 51, 0.54, 4.98, 2.96, 0.99, 1, 2) > 5
+    share = queueing.utilisation_for_ttft(5, 0.99, 51, 0.54, 4.98, 2.96, 1, 2)
+    assert share < queueing.utilisation_for_ttft(5, 0.99, 51, 0.54, 4.98, 2.96)
+
+
 BURST_UTILISATIONS = (0.5, 0.7, 0.9)
 BURST_BAND = 0.20
 

@@ -129,7 +129,7 @@ def test_erlang_c_equals_the_recursion_from_one_to_a_million_servers():
 
 def _scenarios() -> list[tuple[str, list[Any]]]:
     """TTFT_AT_LOAD_S and REPLICAS_FOR_TTFT over fleets of 1 to thousands of replicas, batches to the limit, P50 to
-    P99.9, service_cv 0 to 3, targets from just above the prefill to loose."""
+    P99.9, service_cv 0 to 3, arrival_cv 1 to 3 (bursts), targets from just above the prefill to loose."""
     rng = random.Random(5)
     out: list[tuple[str, list[Any]]] = [
         ("TTFT_AT_LOAD_S", [6.94, 3, 51, 0.54, 4.98, 2.96, 0.99, 1]),  # the docstring's: P99 3.37 s
@@ -142,14 +142,15 @@ def _scenarios() -> list[tuple[str, list[Any]]]:
         capacity = batch / (prefill + decode) * rng.uniform(0.3, 1.0)  # chunked: at most the slots' own rate
         rps = capacity * 10 ** rng.uniform(-1, 3.5)
         pct, cv = rng.choice([0.5, 0.9, 0.95, 0.99, 0.999]), rng.choice([0, 0.5, 1, 1.5, 3])
+        ca = rng.choice([1, 1, 2, 3])
         if rng.random() < 0.5:
             slot = max(prefill + decode, batch / capacity)
             replicas = math.floor(rps * slot / batch / rng.uniform(0.5, 0.999)) + 1
-            args = [rps, replicas, batch, prefill, decode, capacity, pct, cv]
+            args = [rps, replicas, batch, prefill, decode, capacity, pct, cv, ca]
             name = "TTFT_AT_LOAD_S"
         else:
             target = prefill * (1 + 10 ** rng.uniform(-3, 2))
-            args, name = [rps, target, pct, batch, prefill, decode, capacity, cv], "REPLICAS_FOR_TTFT"
+            args, name = [rps, target, pct, batch, prefill, decode, capacity, cv, ca], "REPLICAS_FOR_TTFT"
         try:
             registry.FUNCTIONS[name](*args)
         except Exception:  # an overloaded fleet: the generic tests check the refusal is flagged
@@ -271,7 +272,19 @@ def test_the_queueing_functions_are_no_longer_python_only():
         "SPEC_TOKS",
     ):
         assert name in native.NATIVE and name not in native.PYTHON_ONLY
-    assert set(native.PYTHON_ONLY) == {"PLAN_OPTIONS", "PLAN_OPTIONS_AT"}
+    # what stays Python only: the searches and the catalog lookups by name, none of them a queue
+    assert set(native.PYTHON_ONLY) == {
+        "PLAN_OPTIONS",
+        "PLAN_OPTIONS_AT",
+        "TRAIN_OPTIONS",
+        "DEMAND_PROFILE",
+        "PROFILE_GPUS",
+        "TIER_MIX_BASE",
+        "TIER_MIX_COST",
+        "TIER_MIX_SHARE",
+        "GRID_INTENSITY",
+        "HOSTED_PRICE",
+    }
 
 
 # --- LibreOffice: one workbook, one conversion ------------------------------------------------------------------

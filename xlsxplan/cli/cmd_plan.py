@@ -46,6 +46,7 @@ _FLAGS = {
     "utilisation": "--own-utilisation",
     "ttft_percentile": "--ttft-percentile",
     "service_cv": "--service-cv",
+    "arrival_cv": "--arrival-cv",
     "gpu_memory_utilization": "--gpu-memory-utilization",
     "reserve_gb": "--activation-reserve-gb",
     "block_size": "--block-size",
@@ -223,8 +224,9 @@ def _inputs(args: argparse.Namespace) -> tuple[Any, ...]:
         prompt_sd=_number(args, "prompt_sd"),
     )
     targets = Targets(_number(args, "tokens_per_s"), _number(args, "ttft_s"), _number(args, "ttft_percentile"))
-    if args.service_cv is not None and targets.ttft_percentile is None:
-        raise _Usage("--service-cv shapes the queue of --ttft-percentile: give --ttft-percentile too")
+    for name, flag in (("service_cv", "--service-cv"), ("arrival_cv", "--arrival-cv")):
+        if getattr(args, name) is not None and targets.ttft_percentile is None:
+            raise _Usage(f"{flag} shapes the queue of --ttft-percentile: give --ttft-percentile too")
     defaults = Assumptions()
     given = {n: _number(args, n, whole=n in _SPEC_WHOLE) for n in SPEC_FLAGS if n not in _SPEC_LISTS}
     servings = _names(args.servings, "servings")
@@ -241,6 +243,7 @@ def _inputs(args: argparse.Namespace) -> tuple[Any, ...]:
         kv_precisions=_names(args.kv, "kv") or defaults.kv_precisions,
         owned=_owned(args),
         service_cv=defaults.service_cv if args.service_cv is None else _number(args, "service_cv"),
+        arrival_cv=defaults.arrival_cv if args.arrival_cv is None else _number(args, "arrival_cv"),
         engine=_engine(args),
         speculative=_speculative(args),
     )
@@ -680,15 +683,16 @@ def _queue_text(result: Any) -> str:
     """How the first token's wait for a batch slot is counted, in words."""
     if result.targets.ttft_percentile is None:
         return "queueing left out"
-    cv = result.assumptions.service_cv
+    cv, ca = result.assumptions.service_cv, result.assumptions.arrival_cv
     law = (
         "exponential slot times, the exact M/M/c case"
-        if cv == 1
-        else f"slot times spread {cv:g} times their mean, the Allen-Cunneen approximation"
+        if cv == 1 and ca == 1
+        else f"slot times spread {cv:g} and arrivals {ca:g} times their mean, the Allen-Cunneen approximation"
     )
+    arrivals = "Poisson arrivals" if ca == 1 else f"bursty arrivals (--arrival-cv {ca:g})"
     return (
         f"P50/P90/P99 at the peak on the planned fleet: the wait for a batch slot (Erlang C; each replica a "
-        f"queue of batch slots fed its share of Poisson arrivals, {law}; a disaggregated prefill pool one "
+        f"queue of batch slots fed its share of {arrivals}, {law}; a disaggregated prefill pool one "
         "queue, a server per replica) plus the tail prompt's first token; replicas for a percentile target "
         "hold it with the spares down (REPLICAS_FOR_TTFT)"
     )
@@ -875,6 +879,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="X",
         help="spread of the time a request holds a batch slot over its mean, "
         "for --ttft-percentile (default 1: exponential, the exact M/M/c case)",
+    )
+    p.add_argument(
+        "--arrival-cv",
+        metavar="X",
+        help="spread of the time between requests at the peak over its mean, for --ttft-percentile (default 1: "
+        "Poisson arrivals; 2 or 3 for bursts, which the Allen-Cunneen approximation turns into longer waits)",
     )
     p.add_argument("--spare", metavar="N", help="spare replicas, in each pool when disaggregated (default 1)")
     p.add_argument("--min-replicas", metavar="N", help="fewest aggregated replicas (default 2)")

@@ -371,11 +371,12 @@ def _ttft(
     slot: float,
     percentile: float,
     cv: float,
+    arrival_cv: float = 1.0,
 ) -> float:
     """Time to first token at a percentile for one replica's share of the requests; infinity when overloaded."""
     if per_replica_rps * slot >= batch:
         return math.inf
-    return prefill_s + wait_quantile(per_replica_rps, slot, batch, percentile, cv)
+    return prefill_s + wait_quantile(per_replica_rps, slot, batch, percentile, cv, arrival_cv)
 
 
 @checked
@@ -388,6 +389,7 @@ def ttft_at_load_s(
     requests_per_s_per_replica: RequestsPerS,
     percentile: Percentile = 0.5,
     service_cv: CoefficientOfVariation = 1,
+    arrival_cv: CoefficientOfVariation = 1,
 ) -> float:
     """Time to first token at a percentile under load: the wait for a batch slot plus the prompt's prefill.
 
@@ -410,6 +412,9 @@ def ttft_at_load_s(
         Share of requests whose time to first token is at most the result: 0.99 for P99 [fraction].
     service_cv : float, default 1
         Standard deviation of the slot time over its mean, from SERVICE_CV; 1 is exponential [ratio].
+    arrival_cv : float, default 1
+        Standard deviation of the time between requests over its mean: 1 for Poisson arrivals, above 1 for bursts
+        (Allen-Cunneen's factor (arrival_cv^2 + service_cv^2) / 2 scales the wait) [ratio].
 
     Returns
     -------
@@ -420,7 +425,8 @@ def ttft_at_load_s(
     -----
     ``prefill_s + QUEUE_WAIT_S(requests_per_s / replicas, SLOT_S(...), batch, percentile, service_cv)``: each
     replica is ``batch`` servers fed Poisson arrivals, first come first served (Kleinrock, "Queueing Systems,
-    Volume 1"; Allen-Cunneen for ``service_cv`` other than 1). The wait of a prompt for compute inside the
+    Volume 1"; Allen-Cunneen for ``service_cv`` or ``arrival_cv`` other than 1, as QUEUE_WAIT_GG_S). The wait of a
+    prompt for compute inside the
     replica is left out. A load at or above what a replica serves is #NUM!. 6.94 requests/s on 3 replicas of 51
     slots (0.54 s prefill, 4.98 s decode, 2.96 requests/s each): P50 0.54 s, P99 3.32 s; on 4, P99 0.54 s.
     """
@@ -433,7 +439,7 @@ def ttft_at_load_s(
             "(prefill_s + decode_s)): the queue is overloaded and grows without bound; add replicas",
             "requests_per_s",
         )
-    return _ttft(per_replica, batch, prefill_s, slot, percentile, service_cv)
+    return _ttft(per_replica, batch, prefill_s, slot, percentile, service_cv, arrival_cv)
 
 
 def _unreachable(target_s: float, prefill_s: float, percentile: float) -> OutOfRangeError:
@@ -445,20 +451,22 @@ def _unreachable(target_s: float, prefill_s: float, percentile: float) -> OutOfR
     )
 
 
-def _max_rate(target_s: float, percentile: float, batch: int, prefill_s: float, slot: float, cv: float) -> float:
+def _max_rate(
+    target_s: float, percentile: float, batch: int, prefill_s: float, slot: float, cv: float, arrival_cv: float = 1.0
+) -> float:
     """The largest request rate one replica takes with the percentile's time to first token within the target.
 
-    With ``w = target_s - prefill_s`` and ``k = (1 + cv^2) / 2 * slot``, the target holds at a load ``a`` exactly
-    where ``psi(a) = ln C(a) - ln(1 - p) - (batch - a) w / k <= 0`` (where ``C <= 1 - p`` the percentile's wait is
-    0 and ``psi`` is negative too). ``psi`` rises with the load from below 0 to ``-ln(1 - p) > 0`` at ``batch``, so the
-    boundary is its one root. A load within 4 units in the last place of saturation that meets the target is
-    taken at once (a loose target, or a percentile near 0); otherwise the root is found by the Illinois variant of
-    regula falsi, which keeps a bracket and converges superlinearly, with a bisection whenever three steps fail to
-    halve the bracket. The rate returned is the bracket's end that meets the target, checked against the time to
-    first token itself.
+    With ``w = target_s - prefill_s`` and ``k = (arrival_cv^2 + cv^2) / 2 * slot``, the target holds at a load ``a``
+    exactly where ``psi(a) = ln C(a) - ln(1 - p) - (batch - a) w / k <= 0`` (where ``C <= 1 - p`` the percentile's
+    wait is 0 and ``psi`` is negative too). ``psi`` rises with the load from below 0 to ``-ln(1 - p) > 0`` at
+    ``batch``, so the boundary is its one root. A load within 4 units in the last place of saturation that meets the
+    target is taken at once (a loose target, or a percentile near 0); otherwise the root is found by the Illinois
+    variant of regula falsi, which keeps a bracket and converges superlinearly, with a bisection whenever three
+    steps fail to halve the bracket. The rate returned is the bracket's end that meets the target, checked against
+    the time to first token itself.
     """
     room = target_s - prefill_s
-    scale = (1.0 + cv * cv) / 2.0 * slot
+    scale = (arrival_cv * arrival_cv + cv * cv) / 2.0 * slot
     log_miss = math.log(1.0 - percentile)
 
     def psi(load: float) -> float:
@@ -468,7 +476,7 @@ def _max_rate(target_s: float, percentile: float, batch: int, prefill_s: float, 
         return math.log(max(waits, NEVER_WAITS)) - log_miss - (batch - load) * room / scale
 
     def meets(load: float) -> bool:
-        return prefill_s + wait_quantile(load / slot, slot, batch, percentile, cv) <= target_s
+        return prefill_s + wait_quantile(load / slot, slot, batch, percentile, cv, arrival_cv) <= target_s
 
     low, high = 0.0, float(batch)
     nearly = high - 4 * math.ulp(high)
@@ -512,6 +520,7 @@ def replicas_for_ttft(
     decode_s: SecondsOrZero,
     requests_per_s_per_replica: RequestsPerS,
     service_cv: CoefficientOfVariation = 1,
+    arrival_cv: CoefficientOfVariation = 1,
 ) -> int:
     """Fewest replicas whose time to first token at a percentile stays within a target at a request rate.
 
@@ -534,6 +543,9 @@ def replicas_for_ttft(
         Request capacity of one replica, from REPLICA_RPS_CHUNKED or REPLICA_RPS [requests/s].
     service_cv : float, default 1
         Standard deviation of the slot time over its mean, from SERVICE_CV; 1 is exponential [ratio].
+    arrival_cv : float, default 1
+        Standard deviation of the time between requests over its mean: 1 for Poisson arrivals, above 1 for bursts
+        (Allen-Cunneen's factor (arrival_cv^2 + service_cv^2) / 2 scales the wait) [ratio].
 
     Returns
     -------
@@ -550,10 +562,10 @@ def replicas_for_ttft(
     if ttft_target_s < prefill_s:
         raise _unreachable(ttft_target_s, prefill_s, percentile)
     slot = _slot(batch, prefill_s, decode_s, requests_per_s_per_replica)
-    rate = _max_rate(ttft_target_s, percentile, batch, prefill_s, slot, service_cv)
+    rate = _max_rate(ttft_target_s, percentile, batch, prefill_s, slot, service_cv, arrival_cv)
 
     def meets(r: int) -> bool:
-        return _ttft(requests_per_s / r, batch, prefill_s, slot, percentile, service_cv) <= ttft_target_s
+        return _ttft(requests_per_s / r, batch, prefill_s, slot, percentile, service_cv, arrival_cv) <= ttft_target_s
 
     # ceil(requests_per_s / rate) is the answer but for float rounding at the boundary, where the time to first
     # token has the last word: bracket the smallest count that meets the target around it (a step that doubles, as
@@ -583,6 +595,7 @@ def utilisation_for_ttft(
     decode_s: SecondsOrZero,
     requests_per_s_per_replica: RequestsPerS,
     service_cv: CoefficientOfVariation = 1,
+    arrival_cv: CoefficientOfVariation = 1,
 ) -> float:
     """Share of a replica's capacity it may carry at peak with a percentile's time to first token within a target.
 
@@ -603,6 +616,9 @@ def utilisation_for_ttft(
         Request capacity of one replica, from REPLICA_RPS_CHUNKED or REPLICA_RPS [requests/s].
     service_cv : float, default 1
         Standard deviation of the slot time over its mean, from SERVICE_CV; 1 is exponential [ratio].
+    arrival_cv : float, default 1
+        Standard deviation of the time between requests over its mean: 1 for Poisson arrivals, above 1 for bursts
+        (Allen-Cunneen's factor (arrival_cv^2 + service_cv^2) / 2 scales the wait) [ratio].
 
     Returns
     -------
@@ -620,4 +636,7 @@ def utilisation_for_ttft(
     if ttft_target_s < prefill_s:
         raise _unreachable(ttft_target_s, prefill_s, percentile)
     slot = _slot(batch, prefill_s, decode_s, requests_per_s_per_replica)
-    return _max_rate(ttft_target_s, percentile, batch, prefill_s, slot, service_cv) / requests_per_s_per_replica
+    return (
+        _max_rate(ttft_target_s, percentile, batch, prefill_s, slot, service_cv, arrival_cv)
+        / requests_per_s_per_replica
+    )

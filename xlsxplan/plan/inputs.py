@@ -284,6 +284,14 @@ PLAN_INPUTS: tuple[PlanInput, ...] = (
         "[count].",
         "",
     ),
+    PlanInput(
+        "arrival_cv",
+        CoefficientOfVariation,
+        1,
+        "With ttft_percentile: coefficient of variation of the time between requests (1: Poisson arrivals; above "
+        "1: bursts, Allen-Cunneen's (arrival_cv^2 + service_cv^2) / 2 scaling the wait) [ratio].",
+        "",
+    ),
 )
 """Every input of the plan search, in PLAN_OPTIONS's argument order (new ones only ever added at the end, so that a
 formula written for an older version keeps its meaning)."""

@@ -239,6 +239,9 @@ class Assumptions:
     service_cv: float = 1.0
     """Coefficient of variation of the time a request holds a batch slot, for the queue in front of the slots
     (QUEUE_WAIT_S): 1 is exponential, the M/M/c case; other values use the Allen-Cunneen approximation."""
+    arrival_cv: float = 1.0
+    """Coefficient of variation of the time between requests at the peak, for the same queue (QUEUE_WAIT_GG_S): 1
+    is Poisson arrivals; above 1, bursts, which scale the wait by Allen-Cunneen's ``(ca^2 + cs^2) / 2``."""
     owned: Owned | None = None
     """The owned-case assumptions; None: the plan prices rented GPUs only."""
     engine: Engine | None = None
@@ -571,7 +574,7 @@ class Plan:
             },
             "notes": list(self.notes),
             **(
-                {"ttft_percentile": g.ttft_percentile, "service_cv": a.service_cv}
+                {"ttft_percentile": g.ttft_percentile, "service_cv": a.service_cv, "arrival_cv": a.arrival_cv}
                 if g.ttft_percentile is not None
                 else {}
             ),
@@ -731,6 +734,7 @@ def _checked_inputs(traffic: Traffic, targets: Targets, assumptions: Assumptions
     if targets.ttft_percentile is not None:
         _check("ttft_percentile", Percentile, targets.ttft_percentile)
         _check("service_cv", CoefficientOfVariation, assumptions.service_cv)
+        _check("arrival_cv", CoefficientOfVariation, assumptions.arrival_cv)
     _check("spare", Spare, assumptions.spare)
     _check("min_replicas", Count, assumptions.min_replicas)
     if assumptions.weights not in (PUBLISHED, PARAMS_X_BYTES):
@@ -1531,7 +1535,15 @@ def _batch_for_percentile(
         need = max(
             load,
             queueing.replicas_for_ttft(
-                t.peak_requests_per_s, target, g.ttft_percentile, b, mean_s, t.decode_tokens * step, rps, a.service_cv
+                t.peak_requests_per_s,
+                target,
+                g.ttft_percentile,
+                b,
+                mean_s,
+                t.decode_tokens * step,
+                rps,
+                a.service_cv,
+                a.arrival_cv,
             )
             + a.spare,
         )
@@ -1576,7 +1588,9 @@ def _queue(
             )
         target = max(target, mean_s)
         need = (
-            queueing.replicas_for_ttft(peak_rps, target, percentile, servers, mean_s, decode_s, capacity, a.service_cv)
+            queueing.replicas_for_ttft(
+                peak_rps, target, percentile, servers, mean_s, decode_s, capacity, a.service_cv, a.arrival_cv
+            )
             + a.spare
         )
         f.extra[f"{pool}_for_ttft"] = need
@@ -1587,7 +1601,7 @@ def _queue(
     for q in PERCENTILES:
         try:
             wait = queueing.ttft_at_load_s(
-                peak_rps, f.replicas or 1, servers, mean_s, decode_s, capacity, q, a.service_cv
+                peak_rps, f.replicas or 1, servers, mean_s, decode_s, capacity, q, a.service_cv, a.arrival_cv
             )
             at[f"p{round(q * 100)}"] = extra_s + wait
         except OutOfRangeError:  # slots held longer than the load's sizing assumed: the queue grows without bound
@@ -1611,7 +1625,7 @@ def _prefill_queue(
     def at(q: float, servers: int) -> float | None:
         if peak_rps * mean_s >= servers:
             return None
-        return tail_s + queueing.queue_wait_s(peak_rps, mean_s, servers, q, a.service_cv)
+        return tail_s + queueing.queue_wait_gg_s(peak_rps, mean_s, servers, q, a.arrival_cv, a.service_cv)
 
     if g.ttft_s is not None:
         need = max(replicas - a.spare, 1)
@@ -2097,6 +2111,7 @@ def plan_from_cells(*values: Any) -> Plan:
         servings=tuple(x.lower() for x in name_list(v["servings"], "servings")),
         max_gpus_per_replica=v["max_gpus_per_replica"],
         service_cv=v["service_cv"],
+        arrival_cv=v["arrival_cv"],
         owned=Owned() if v["own"] else None,
         engine=engine_,
         speculative=draft,

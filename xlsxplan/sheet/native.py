@@ -830,8 +830,9 @@ _FORMS += [
             ("erlang_c", "Erlang C: the probability that a request waits", _erlang_c("{b}", "{batch}", "{load}")),
             (
                 "wait",
-                "the wait at the percentile, Allen-Cunneen's factor for service_cv [s]",
-                "IF({erlang_c}<=1-{percentile},0,(1+{service_cv}*{service_cv})/2*{slot}/({batch}-{load})"
+                "the wait at the percentile, Allen-Cunneen's factor for arrival_cv and service_cv [s]",
+                "IF({erlang_c}<=1-{percentile},0,({arrival_cv}*{arrival_cv}+{service_cv}*{service_cv})/2*{slot}"
+                "/({batch}-{load})"
                 "*LN({erlang_c}/(1-{percentile})))",
             ),
             ("result", "time to first token at the percentile [s]", "{prefill_s}+{wait}"),
@@ -864,7 +865,11 @@ def _meets(b: str, load: str) -> str:
 def _replica_steps() -> list[tuple[str, str, str]]:
     steps = [
         ("slot", "time a request holds a batch slot (SLOT_S) [s]", _SLOT),
-        ("scale", "the wait's scale, (1 + service_cv^2) / 2 x the slot [s]", "(1+{service_cv}*{service_cv})/2*{slot}"),
+        (
+            "scale",
+            "the wait's scale, (arrival_cv^2 + service_cv^2) / 2 x the slot [s]",
+            "({arrival_cv}*{arrival_cv}+{service_cv}*{service_cv})/2*{slot}",
+        ),
         ("miss", "share of requests allowed past the target", "1-{percentile}"),
         (
             "lo0",
