@@ -41,7 +41,7 @@ from ..domains import domain_of
 from ..plan import search as plan_search
 from ..plan.cells import NONE_SHOWN
 from ..plan.inputs import passed_inputs
-from . import timeline
+from . import portfolio_sheet, timeline
 from .book import (
     Book,
     InputRow,
@@ -103,11 +103,16 @@ SHEETS = [
     (timeline.SHEET, "calc"),
     ("Outputs", "outputs"),
     ("Scenarios", "scenarios"),
+    (portfolio_sheet.PORTFOLIO, "scenarios"),
     ("Calibration", "calibration"),
     ("Checks", "checks"),
     ("Version log", "log"),
     ("Options", "scenarios"),  # a reference table (a hundred options), printed after the story with Lists
     ("Lists", "lists"),
+    (
+        portfolio_sheet.CHARGEBACK,
+        "scenarios",
+    ),  # the add-in edition only: PORTFOLIO's search (the portable pass drops it)
 ]
 
 NO_FIT = "does not fit"
@@ -2169,6 +2174,11 @@ def _checks(book: Book) -> Sheet:
         "=IF({options_priced}<{options_room},1,0)",
         "Its last rows would be N/A errors: choose three priced accelerators on Inputs",
     )
+    sh.check(
+        "Portfolio: workloads of one model on unlike replicas",
+        portfolio_sheet.same_deployment_check(book),
+        "Workloads of one model share one deployment: the same GPUs and requests a replica",
+    )
     figures = [book.ref(k) for k in ("params", "active", "memory", "bandwidth", "tflops")]
     span = f"Calculations!${figures[0].col}${figures[0].row}:${figures[-1].col}${figures[-1].row}"
     sh.check(
@@ -2180,7 +2190,12 @@ def _checks(book: Book) -> Sheet:
     usual_checks(book, sh, (*USUAL, *timeline.USUAL))
     timeline.checks(book, sh)
     sh.section("Every sheet", "Classic xlwings shows a failed function as text (the error and its reason): counted too")
-    for name, cols in (("Calculations", ("B", "B")), ("Scenarios", ("C", "F")), ("Calibration", ("C", "E"))):
+    for name, cols in (
+        ("Calculations", ("B", "B")),
+        ("Scenarios", ("C", "F")),
+        (portfolio_sheet.PORTFOLIO, ("C", "E")),
+        ("Calibration", ("C", "E")),
+    ):
         ws = book.ws(name)
         span = f"{name}!${cols[0]}$6:${cols[1]}${ws.max_row}"
         error_check(sh, name, span)
@@ -2237,6 +2252,8 @@ def build() -> Book:
     _calculations(book)
     timeline.timeline_sheet(book)
     _scenarios(book)
+    portfolio_sheet.portfolio_sheet(book)
+    portfolio_sheet.chargeback_sheet(book)
     _options(book)
     _calibration(book)
     _outputs(book)
@@ -2434,11 +2451,13 @@ def build() -> Book:
             (timeline.SHEET, "36 months: GPUs, servers bought or rented, cost owned and rented, breakevens"),
             ("Outputs", "Key results, the basis of estimate and the decode-speed chart"),
             ("Scenarios", "The four cases side by side"),
+            ("Portfolio", "Several workloads on one fleet: shared replicas, the saving, the bill by team"),
             ("Calibration", "The plan at the assumed, the calibrated and your measured efficiencies"),
             ("Checks", "1 for a problem, 0 for OK; the master check"),
             ("Version log", "What changed, when"),
             ("Options", "Every way to serve the active model on the priced accelerators, ranked (PLAN_OPTIONS)"),
             ("Lists", "The presets and precision names behind the dropdowns, usual ranges, each accelerator's price"),
+            ("Chargeback", "PORTFOLIO for the Portfolio workloads: each one's deployment searched, the bill by team"),
             ("xlwings.conf", "Tells the add-in which Python module holds the functions; leave it as is"),
         ],
     )

@@ -47,6 +47,7 @@ PRINT_PAGES_TALL = {
     "Timeline": 1,
     "Outputs": 3,
     "Scenarios": 1,
+    "Portfolio": 2,
     "Options": 1,
     "Calibration": 1,
     "Checks": 3,
