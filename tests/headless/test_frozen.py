@@ -29,11 +29,17 @@ from xlsxplan.templates.portable import _rectangles
 
 ROOT = REPO
 PORTABLE = ROOT / "workbooks" / "serving_plan.xlsx"
+TABLE = f"B6:{serving.options_columns()[serving.OPTION_COLUMNS[-1][0]]}{serving.options_last_row()}"
+"""The Options table on its sheet."""
+MULTI = f"B{serving.options_last_row() + 7}"
+"""Below it, after the accelerators searched (D104), their count, the room, the target and its percentile: whether
+the search laid a replica out beyond one server, frozen with the table."""
 FROZEN_CELLS = (1 + serving.options_per_accelerator() * len(serving.priced_accelerators())) * len(
     serving.OPTION_COLUMNS
-) + 1
-"""The Options table's cells (its header row and an option a row, a column each) and the list of accelerators
-searched below it: the cells only Python computes in the portable serving plan."""
+) + 2
+"""The Options table's cells (its header row and an option a row, a column each), the list of accelerators searched
+below it and whether the search laid a replica out beyond one server: the cells only Python computes in the
+portable serving plan."""
 ADDIN = ROOT / "workbooks" / "serving_plan_functions.xlsx"
 CASES = "GHIJ"
 STALE_WORDS = "values computed by Python for other inputs"
@@ -142,7 +148,7 @@ def test_the_options_table_equals_the_addin_editions_for_the_same_inputs(both):
     frozen = [
         f"{col_letter(c)}{r}" for _, cells, _, _ in Workbook.load(PORTABLE).frozen[0].formulas for _, r, c in cells
     ]
-    assert len(frozen) == FROZEN_CELLS and "D104" in frozen and "B6" in frozen
+    assert len(frozen) == FROZEN_CELLS and "D104" in frozen and "B6" in frozen and MULTI in frozen
     wrong = [f"{k}: {got.get(k)!r}, the add-in {want[k]!r}" for k in want if not _same(got.get(k), want[k])]
     assert not wrong, (len(wrong), wrong[:8])
     # the scenario moved the table: the test would fail on the values of the build
@@ -170,7 +176,7 @@ def test_the_stale_check_is_ok_and_the_inputs_are_those_computed_for(both):
         f"{TITLE_PREFIX}Options: {FROZEN_CELLS} cells hold the values xlsxplan recalc computed on {today}, for these inputs"
     )
     # the cells hold values, never the add-in's formula: the file still needs no add-in
-    held = [c.value for row in openpyxl.load_workbook(both["portable"])["Options"]["B6:AB102"] for c in row]
+    held = [c.value for row in openpyxl.load_workbook(both["portable"])["Options"][TABLE] for c in row]
     assert not [v for v in held if isinstance(v, str) and v.startswith("=")]
 
 
@@ -277,9 +283,9 @@ def test_without_the_marker_nothing_is_computed_again(capsys, tmp_path):
     assert code == 0 and "only Python computes on Options" not in err  # the Finance block keeps its marker
     assert f"master check Checks!{_master(PORTABLE)}: ERROR" in err and STALE_WORDS in err
     got, before = _values(out, "Options"), _values(PORTABLE, "Options")
-    kept = [f"{c.coordinate}" for row in openpyxl.load_workbook(PORTABLE)["Options"]["B6:AB102"] for c in row]
-    assert len(kept) == FROZEN_CELLS - 1 and all(
-        _same(got[k], before[k]) for k in [*kept, "D104"]
+    kept = [f"{c.coordinate}" for row in openpyxl.load_workbook(PORTABLE)["Options"][TABLE] for c in row]
+    assert len(kept) == FROZEN_CELLS - 2 and all(
+        _same(got[k], before[k]) for k in [*kept, "D104", MULTI]
     )  # the build's, flagged
     assert [b.group for b in Workbook.load(path).frozen] == ["Finance"]  # the Options block is no longer marked
     # the add-in edition has none either, and recalculates as before

@@ -696,3 +696,42 @@ def test_a_link_part_anything_reaches_is_refused_with_the_link_message(make, rea
     with pytest.raises(WorkbookError, match=r"has links to other workbooks or DDE links \(xl/externalLinks/") as err:
         Workbook.load(path)
     assert "Break Link" in err.value.message and "\n" not in err.value.message
+
+
+def test_the_range_list_openings_are_found_as_a_search_from_the_start_finds_them():
+    # the scan of validation and conditional-format ranges searches only from the first "sqref" on, and an opening
+    # cut at a piece's end only near the end: on random pieces, the same matches as the patterns searched from pos
+    import random
+
+    from xlsxplan.headless import untrusted
+
+    rng = random.Random(33)
+    words = [
+        b"sqref",
+        b"<sqref",
+        b":sqref",
+        b"xsqref",
+        b"sq",
+        b"sqre",
+        b"=",
+        b" ",
+        b"\t",
+        b"\n",
+        b'"',
+        b"'",
+        b"<",
+        b":",
+    ]
+    words += [b"A1", b"B2:C3", b">", b"</x:sqref>", b"ref", b"s"]
+    found = 0
+    for _ in range(4_000):
+        data = b"".join(rng.choice(words) for _ in range(rng.randint(0, 12)))
+        pos = rng.randint(0, len(data))
+        for fast, pattern in (
+            (untrusted.sqref_opening, untrusted._SQREF_OPEN),
+            (untrusted.sqref_partial, untrusted._SQREF_PARTIAL),
+        ):
+            want, got = pattern.search(data, pos), fast(data, pos)
+            assert (got and (got.span(), got.groups())) == (want and (want.span(), want.groups())), (data, pos)
+            found += want is not None
+    assert found > 1_000  # the pieces reach matches of both kinds, not only misses

@@ -196,7 +196,7 @@ def claimed_spans(rows: int = 1_000) -> bytes:
 
 
 def kept_whole_sheet(multiple: int = 1) -> bytes:
-    """The shipped portable serving plan with the first formula its frozen block keeps rewritten to
+    """The shipped portable serving plan with the formula its frozen block keeps for the most cells rewritten to
     ``LEN(TEXTJOIN(",",TRUE,Inputs!A:XFD))`` (kept for some hundreds of cells of Options) and, for ``multiple`` over 1, a value
     in column A of Inputs at ``multiple`` times its last used row: the range the formula reads grows with
     ``multiple``, and its cost is counted once for each cell that keeps it (one formula ran past 120 s, unrefused,
@@ -204,6 +204,7 @@ def kept_whole_sheet(multiple: int = 1) -> bytes:
     import io
 
     import openpyxl
+    from openpyxl.utils import range_boundaries
 
     from tests.helpers import REPO
     from xlsxplan.headless.frozen import FORMULAS_HEADER, NAME_PREFIX
@@ -213,7 +214,13 @@ def kept_whole_sheet(multiple: int = 1) -> bytes:
     top, last = map(int, re.findall(r"\$(\d+)", wb.defined_names[name].attr_text))
     ws = wb["Workings"]
     first = next(r for r in range(top, last + 1) if ws[f"A{r}"].value == FORMULAS_HEADER[0]) + 1
-    ws[f"B{first}"] = 'LEN(TEXTJOIN(",",TRUE,Inputs!A:XFD))'
+
+    def cells(r: int) -> int:  # how many cells the kept formula of row r is kept for
+        low, top_, high, bottom = range_boundaries(str(ws[f"A{r}"].value).split(",")[0])
+        return (high - low + 1) * (bottom - top_ + 1)
+
+    widest = max(range(first, last + 1), key=cells)
+    ws[f"B{widest}"] = 'LEN(TEXTJOIN(",",TRUE,Inputs!A:XFD))'
     inputs = wb["Inputs"]
     if multiple > 1:
         inputs.cell(inputs.max_row * multiple, 1).value = 1

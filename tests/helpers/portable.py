@@ -106,8 +106,10 @@ class Layout:
     def __init__(self, folder: Path, name: str) -> None:
         addin = formulas(folder / edition_filename(name, "functions"))
         port = formulas(folder / name)
-        self.cells = [k for k in addin if not k.startswith("'xlwings.conf'") and k in port]
-        self.frozen = [k for k in addin if not k.startswith("'xlwings.conf'") and k not in port]
+        # the sheets the portable edition leaves out (xlwings.conf, the serving plan's Chargeback) are not compared
+        sheets = {k.split("!")[0] for k in port}
+        self.cells = [k for k in addin if k in port]
+        self.frozen = [k for k in addin if k not in port and k.split("!")[0] in sheets]
         # cells that read the frozen sheet (the Cover's and Outputs' calibrated view reads the Options table's marked
         # row): stale with it when a scenario changes its inputs, and said so by the same check
         self.reads_frozen = _reading(port, set(self.frozen))

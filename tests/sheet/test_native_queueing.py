@@ -284,6 +284,7 @@ def test_the_queueing_functions_are_no_longer_python_only():
         "TIER_MIX_SHARE",
         "GRID_INTENSITY",
         "HOSTED_PRICE",
+        "PORTFOLIO",
     }
 
 

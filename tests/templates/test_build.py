@@ -360,6 +360,8 @@ def test_sheets_in_order_with_a_tab_colour_per_kind(shipped):
     data = ["Prompt lengths", "Monthly requests"] if name == serving.FILENAME else []
     months = ["Timeline", "Finance"] if name == serving.FILENAME else []
     options = ["Options"]  # the plan search (serving) and the layout search (training): reference tables, printed late
+    portfolio = ["Portfolio"] if name == serving.FILENAME else []  # several workloads, native formulas
+    chargeback = ["Chargeback"] if name == serving.FILENAME else []  # PORTFOLIO's search: the add-in edition only
     assert wb.sheetnames == [
         "Cover",
         "Guide",
@@ -369,11 +371,13 @@ def test_sheets_in_order_with_a_tab_colour_per_kind(shipped):
         *months,
         "Outputs",
         side,
+        *portfolio,
         "Calibration",
         "Checks",
         "Version log",
         *options,
         "Lists",
+        *chargeback,
         "xlwings.conf",
     ]
     kinds = {
@@ -389,7 +393,7 @@ def test_sheets_in_order_with_a_tab_colour_per_kind(shipped):
         "Lists": "lists",
         **{sheet: "inputs" for sheet in data},
         **{sheet: "calc" for sheet in months},
-        **{sheet: "scenarios" for sheet in options},
+        **{sheet: "scenarios" for sheet in (*options, *portfolio, *chargeback)},
     }
     for sheet, kind in kinds.items():
         assert wb[sheet].sheet_properties.tabColor.rgb == "00" + TAB[kind], sheet
@@ -581,6 +585,7 @@ ALLOWED_FUNCTIONS = {
     "ROUNDDOWN",
     "SUM",
     "SUMPRODUCT",
+    "SUMIF",
     "ISERROR",
     "ISNUMBER",
     "NOT",
@@ -608,7 +613,8 @@ ALLOWED_FUNCTIONS = {
 """TEXTJOIN spells the priced accelerators for the Options sheet's search (Excel 2019, LibreOffice 5.2); ROW() and
 COLUMN() place each of its cells in the table. LEN, RIGHT, SUBSTITUTE, REPT, TRIM and UPPER spell the name a
 scenario's inputs give (Excel and LibreOffice text functions of every version); FIXED writes a range's figures in a
-sentence ("40 GPUs, likely 34 to 52"), with thousands separators and no format code.
+sentence ("40 GPUs, likely 34 to 52"), with thousands separators and no format code. SUMIF sums the Portfolio sheet's
+workloads of one model (their shared deployment's load) or of one team (Excel and LibreOffice of every version).
 IFERROR is not among them: classic xlwings returns a failed function as text, which IFERROR lets through; a
 fallback tests ISNUMBER instead (the checks' own IFERROR(..., 1) is added by Sheet.check around a 1/0 result)."""
 

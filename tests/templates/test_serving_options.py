@@ -17,9 +17,10 @@ from xlsxplan import catalog
 from xlsxplan.cli import main
 from xlsxplan.cli.cmd_plan import SPEC_FLAGS
 from xlsxplan.headless import Workbook
+from xlsxplan.plan import search as plan_search
 from xlsxplan.plan.cells import NONE_SHOWN
 from xlsxplan.plan.inputs import PLAN_INPUTS
-from xlsxplan.plan.search import TABLE_HEADER
+from xlsxplan.plan.search import TABLE_HEADER, TOPOLOGY_COLUMNS
 from xlsxplan.templates import serving as serving_book
 from xlsxplan.templates.book import name_from_label
 from xlsxplan.templates.build import Built, build_all
@@ -53,12 +54,13 @@ def options(b: Built) -> list[dict[str, Any]]:
     ref = b.book.ref("Options:table")
     first = ref.row
     extra = ["ttft_p50_s", "ttft_p90_s", "ttft_p99_s", "replicas_binding"]  # with a percentile target
-    header = list(TABLE_HEADER) + extra
+    header = list(TABLE_HEADER) + extra + list(TOPOLOGY_COLUMNS)  # then with a replica beyond one server
     cols = [get_column_letter(i + 2) for i in range(len(header))]
     assert [b.get(f"Options!{c}{first}") for c in cols] == header
     rows = []
     r = first + 1
-    while b.get(f"Options!C{r}") not in (None, ""):
+    # the rows after the options searched are errors (rows the table lacks)
+    while isinstance(b.get(f"Options!C{r}"), str) and b.get(f"Options!C{r}") != "":
         # a figure the option has none of shows "-" (PLAN_OPTIONS_AT), the table's empty text
         row = {key: _none(b.get(f"Options!{c}{r}")) for key, c in zip(header, cols)}
         row["active"] = b.get(f"Options!A{r}")
@@ -127,7 +129,10 @@ def _same(sheet: Any, cli: Any, where: str) -> None:
 
 def assert_matches_the_cli(b: Built, capsys) -> list[dict[str, Any]]:
     rows, data = options(b), cli_plan(b, capsys)
-    assert len(rows) == len(data["options"]) > 0
+    assert len(rows) == min(len(data["options"]), serving_book.options_last_row() - b.book.ref("Options:table").row) > 0
+    # the plan has a layout column where a replica is laid out beyond one server (tp8 pp2, ep16 dp-attention)
+    multi = any(o["layout"] != f"tp{o['gpus_per_replica']}" for o in data["options"])
+    assert b.get(b.book.address("options_multi")) == ("yes" if multi else "no")
     feasible = sum(o["feasible"] for o in data["options"])
     for i, (row, o) in enumerate(zip(rows, data["options"])):
         where = f"option {i + 1}: {row['gpu']} {row['weights']}/{row['kv']} x{row['gpus_per_replica']} {row['serving']}"
@@ -162,6 +167,11 @@ def assert_matches_the_cli(b: Built, capsys) -> list[dict[str, Any]]:
         assert row["other_view_reason"] == (c["reason"] or ""), where
         ends = o.get("range", {}).get("gpus", ("", ""))  # the calibrated fleet at the P10 and P90 published speeds
         _same([row["gpus_p10"], row["gpus_p90"]], list(ends), where + " GPU range")
+        # the layout, step and communication columns: "-" unless the search laid a replica out beyond one server
+        assert row["layout"] == (o["layout"] if multi else ""), where
+        if o["feasible"]:  # the JSON carries the calibrated step of a feasible option
+            for key in ("step_s", "comm_s"):
+                _same(row[key], o[key] if multi else "", f"{where} {key}")
     return rows
 
 
@@ -205,6 +215,44 @@ def test_the_options_follow_a_percentile_first_token_target_as_the_cli_does(plan
         with changed(plan, {"First_Token_Percentile": 0.9, "Time_To_First_Token_Target": 3}):
             assert plan.get(plan.book.address("options_percentile")) == 0.9
             assert_matches_the_cli(plan, capsys)
+
+
+@pytest.mark.slow
+def test_a_model_too_big_for_a_server_shows_each_options_layout_step_and_communication(plan, capsys):
+    # DeepSeek-V3 (671B, FP8 weights 680 GB) fits no server of 8 H100s: the search lays replicas of 16 GPUs and more
+    # out as pipeline stages or wide expert parallel across servers, and the sheet shows each option's layout, its
+    # calibrated step and the communication in it, as the plan itself computes them
+    with changed(
+        plan,
+        case_refs(plan, {"model@2": "DeepSeek-V3", "Options_Accelerator_2": None, "Options_Accelerator_3": None}),
+    ):
+        assert plan.get("Model") == "DeepSeek-V3"
+        rows = assert_matches_the_cli(plan, capsys)
+        assert plan.get(plan.book.address("options_multi")) == "yes"
+        wide = [r for r in rows if r["feasible"] == "yes" and r["gpus_per_replica"] == 16 and "ep16" in r["layout"]]
+        assert wide, [(r["gpus_per_replica"], r["layout"], r["feasible"]) for r in rows]
+        traffic = plan_search.Traffic(
+            plan.get("Requests_Per_Day"),
+            line(plan, "prompt_mean"),
+            plan.get("Output_Tokens_Per_Request"),
+            plan.get("Peak_Hour_Factor"),
+            line(plan, "prompt_tail"),
+            max(line(plan, "prompt_tail"), plan.get("Longest_Prompt_Accepted")),
+            plan.get("Hidden_Reasoning_Tokens_Per_Request"),
+        )
+        price = plan.get(price_name("H100-SXM"))
+        own = plan_search.plan(
+            "DeepSeek-V3", traffic, plan_search.Targets(), {"H100-SXM": price}, plan_search.Assumptions()
+        )
+        for r in wide:
+            (o,) = [
+                o
+                for o in own.options
+                if (o.gpu, o.gpus_per_replica, o.layout, o.weights, o.kv, o.serving)
+                == (r["gpu"], 16, r["layout"], r["weights"], r["kv"], r["serving"])
+            ]
+            assert r["comm_s"] > 0 and r["comm_s"] == pytest.approx(o.calibrated.extra["comm_s"], rel=1e-12)
+            assert r["step_s"] > r["comm_s"] and r["step_s"] == pytest.approx(o.calibrated.extra["step_s"], rel=1e-12)
 
 
 def test_plan_options_at_checks_its_arguments_once_per_search_and_gives_what_plan_options_does():

@@ -36,7 +36,8 @@ It
    open the add-in edition. A cell such a cell reads that uses a function newer than
    Excel 2016 (:data:`_NEWER`: the option search's TEXTJOIN of prices) is frozen with it, its own inputs taking its
    place;
-5. drops the xlwings.conf sheet, which only the add-in reads, and says so on the Guide.
+5. drops the sheets only the add-in edition has (:data:`_ADDIN_ONLY_SHEETS`: xlwings.conf, which only the add-in
+   reads, and the serving plan's Chargeback, PORTFOLIO's search), and says so on the Guide.
 
 Limits (docs/portable.md): a spreadsheet application does not recompute the frozen table, only flags it (``xlsxplan
 recalc`` does); a registry call inside an array formula, or over an array argument that is not a reference, has no
@@ -68,7 +69,9 @@ __all__ = ["CATALOG", "WORKINGS", "make_portable", "python_only", "registry_call
 
 CATALOG = "Catalog"
 WORKINGS = "Workings"
-_ADDIN_ONLY_SHEETS = ("xlwings.conf",)
+_ADDIN_ONLY_SHEETS = ("xlwings.conf", "Chargeback")
+"""Sheets only the add-in edition has: the add-in's settings, and the serving plan's PORTFOLIO search (its native
+part, on Portfolio, stays)."""
 _A1 = re.compile(
     r"^\$?[A-Za-z]{1,3}\$?\d+(?::\$?[A-Za-z]{1,3}\$?\d+)?$|^\$?[A-Za-z]{1,3}:\$?[A-Za-z]{1,3}$|^\$?\d+:\$?\d+$"
 )
@@ -827,6 +830,8 @@ def _guide(p: _Pass) -> None:
         elif text == "xlwings.conf":
             ws[f"A{r}"].value = "Workings, Catalog"
             ws[f"B{r}"].value = "Each function's steps and argument checks; the catalog's tables with sources"
+        elif text in _ADDIN_ONLY_SHEETS:
+            ws[f"B{r}"].value = f"In the add-in edition only ({p.addin_file}): {ws[f'B{r}'].value}"
 
 
 def _printed_columns(p: _Pass, ws: Worksheet) -> int:

@@ -42,7 +42,7 @@ from ..domains import domain_of
 from ..plan import search as plan_search
 from ..plan.cells import NONE_SHOWN
 from ..plan.inputs import passed_inputs
-from . import finance, timeline
+from . import finance, portfolio_sheet, timeline
 from .book import (
     Book,
     InputRow,
@@ -105,11 +105,16 @@ SHEETS = [
     (finance.SHEET, "calc"),
     ("Outputs", "outputs"),
     ("Scenarios", "scenarios"),
+    (portfolio_sheet.PORTFOLIO, "scenarios"),
     ("Calibration", "calibration"),
     ("Checks", "checks"),
     ("Version log", "log"),
     ("Options", "scenarios"),  # a reference table (a hundred options), printed after the story with Lists
     ("Lists", "lists"),
+    (
+        portfolio_sheet.CHARGEBACK,
+        "scenarios",
+    ),  # the add-in edition only: PORTFOLIO's search (the portable pass drops it)
 ]
 
 NO_FIT = "does not fit"
@@ -1413,9 +1418,17 @@ OPTION_COLUMNS: tuple[tuple[str, str, int, str], ...] = (
     ("ttft_p90_s", "First token P90 at the peak, s", 9, "dec2"),
     ("ttft_p99_s", "First token P99 at the peak, s", 9, "dec2"),
     ("replicas_binding", "Replicas set by", 22, "text"),
+    # the columns PLAN_OPTIONS adds last where a replica is laid out beyond one server; "-" where none is
+    ("layout", "Layout", 17, "text"),
+    ("step_s", "Step, s", 8, "dec3"),
+    ("comm_s", "Communication, s", 13, "dec3"),
 )
 PERCENTILE_COLUMNS = ("ttft_p50_s", "ttft_p90_s", "ttft_p99_s", "replicas_binding")
 """The Options columns shown only where a percentile first-token target is given (PLAN_OPTIONS's extra columns)."""
+TOPOLOGY_SHOWN = plan_search.TOPOLOGY_COLUMNS
+"""The Options columns shown only where the search lays a replica out beyond one server (PLAN_OPTIONS's last
+columns: the layout, the calibrated step and the communication in it): after the percentile columns in the table
+when those are there, else right after the GPU range."""
 OPTIONS_FIRST_ROW = HEADER_ROWS + 1
 """The row of the table's own header (PLAN_OPTIONS's first row); the options follow it."""
 
@@ -1451,11 +1464,16 @@ def priced_accelerators() -> list[str]:
     return [gpu for gpu in OPTIONS_ACCELERATORS if gpu in table or gpu in PRICE_EXAMPLES]
 
 
-OPTIONS_FORMULA = (
-    # the cell's row and column in the table, counted from the heading row's first cell (text, not a formula), then
-    # every input of the search as its specification says the sheet passes it
-    f"PLAN_OPTIONS_AT(ROW()-ROW($A${HEADER_ROWS}),COLUMN()-COLUMN($A${HEADER_ROWS})," + ",".join(passed_inputs()) + ")"
-)
+def options_formula(
+    row: str = f"ROW()-ROW($A${HEADER_ROWS})", column: str = f"COLUMN()-COLUMN($A${HEADER_ROWS})"
+) -> str:
+    """PLAN_OPTIONS_AT at a row and column of the table (by default the cell's own, counted from the heading row's
+    first cell, text, not a formula), then every input of the search as its specification says the sheet passes
+    it."""
+    return f"PLAN_OPTIONS_AT({row},{column}," + ",".join(passed_inputs()) + ")"
+
+
+OPTIONS_FORMULA = options_formula()
 """The search the Options sheet shows (:data:`xlsxplan.plan.inputs.PLAN_INPUTS`' ``sheet``): every accelerator priced
 on Lists, for the active scenario's model and the traffic, targets, spares, usable memory and efficiencies on
 Inputs; with a percentile first-token target, that target at its percentile (the wait for a slot at the peak
@@ -1506,13 +1524,24 @@ def _options(book: Book) -> Sheet:
     ttft_row = gpus_row + 3
     book.refs["options_ttft"] = Ref(sh.name, ttft_row, "B")
     book.refs["options_percentile"] = Ref(sh.name, ttft_row + 1, "B")
+    # whether the search laid a replica out beyond one server, and the percentile columns the table lacks, below
+    multi_row, skip_row = ttft_row + 2, ttft_row + 3
+    book.refs["options_multi"] = Ref(sh.name, multi_row, "B")
+    book.refs["options_skip"] = Ref(sh.name, skip_row, "B")
     search = "=" + book.render(OPTIONS_FORMULA, sh.name)
     given = f'IF({book.ref("pct_given").text(sh.name)}="yes",'
+    # a topology column's place in the table: its column on the sheet less the percentile columns the table lacks
+    laid = "=" + book.render(
+        f'IF({{options_multi}}="yes",{options_formula(column=f"COLUMN()-COLUMN($A${HEADER_ROWS})-{{options_skip}}")},',
+        sh.name,
+    )
     for r in range(first, last + 1):
         for col, (key, _, _, fmt) in zip(cols, OPTION_COLUMNS):
             cell = ws[f"{col}{r}"]
             if key in PERCENTILE_COLUMNS:  # PLAN_OPTIONS has them only with a percentile target
                 cell.value = f'={given}{search[1:]},"{key if r == first else NONE_SHOWN}")'
+            elif key in TOPOLOGY_SHOWN:  # and these only where a replica is laid out beyond one server
+                cell.value = f'{laid}"{key if r == first else NONE_SHOWN}")'
             else:
                 cell.value = search
             cell.style = "Formula" if r > first else "Explanatory Text"
@@ -1579,6 +1608,30 @@ def _options(book: Book) -> Sheet:
             "pct",
         )
     )
+    percentile_cols = [g[k] for k in PERCENTILE_COLUMNS]
+    assert sh.row == multi_row  # noqa: S101 - layout invariant: the topology columns read these two cells
+    layout_col = g[TOPOLOGY_SHOWN[0]]
+    header = options_formula(row="1", column=f"COLUMN(${layout_col}$1)-COLUMN($A$1)-{{options_skip}}")
+    sh.line(
+        Line(
+            "options_multi",
+            "Replicas laid out beyond one server?",
+            f'=IF(ISNUMBER(MATCH({header},{{"{TOPOLOGY_SHOWN[0]}"}},0)),"yes","no")',
+            "yes/no",
+            "Whether the table has the layout, step and communication columns: a model too big for a server",
+            "text",
+        )
+    )
+    sh.line(
+        Line(
+            "options_skip",
+            "Percentile columns the table lacks",
+            f'=IF({{pct_given}}="yes",0,COLUMN(${percentile_cols[-1]}$1)-COLUMN(${percentile_cols[0]}$1)+1)',
+            "count",
+            "PLAN_OPTIONS adds them only with a percentile target; the layout columns follow them",
+            "int",
+        )
+    )
     for text in (
         "The search plans the model of the active scenario for the traffic, targets and spares on Inputs (a target "
         "left empty does not apply), ranked at the calibrated efficiencies (the serving step xlsxplan validate scores "
@@ -1595,7 +1648,7 @@ def _options(book: Book) -> Sheet:
     # the table across two pages, the marked column repeated: up to the frontier, then the reasons
     reason = cols[[k for k, _, _, _ in OPTION_COLUMNS].index("reason")]
     before = get_column_letter(column_index_from_string(reason) - 1)
-    ranges = cols[[k for k, _, _, _ in OPTION_COLUMNS].index("gpus_p10")]  # then the GPU range and percentiles
+    ranges = cols[[k for k, _, _, _ in OPTION_COLUMNS].index("gpus_p10")]  # then the GPU range, percentiles, layout
     upto = get_column_letter(column_index_from_string(ranges) - 1)
     ws.print_area = [
         f"A1:{before}{sh.row - 1}",
@@ -2124,6 +2177,11 @@ def _checks(book: Book) -> Sheet:
         "=IF({options_priced}<{options_room},1,0)",
         "Its last rows would be N/A errors: choose three priced accelerators on Inputs",
     )
+    sh.check(
+        "Portfolio: workloads of one model on unlike replicas",
+        portfolio_sheet.same_deployment_check(book),
+        "Workloads of one model share one deployment: the same GPUs and requests a replica",
+    )
     figures = [book.ref(k) for k in ("params", "active", "memory", "bandwidth", "tflops")]
     span = f"Calculations!${figures[0].col}${figures[0].row}:${figures[-1].col}${figures[-1].row}"
     sh.check(
@@ -2136,7 +2194,12 @@ def _checks(book: Book) -> Sheet:
     timeline.checks(book, sh)
     finance.checks(book, sh)
     sh.section("Every sheet", "Classic xlwings shows a failed function as text (the error and its reason): counted too")
-    for name, cols in (("Calculations", ("B", "B")), ("Scenarios", ("C", "F")), ("Calibration", ("C", "E"))):
+    for name, cols in (
+        ("Calculations", ("B", "B")),
+        ("Scenarios", ("C", "F")),
+        (portfolio_sheet.PORTFOLIO, ("C", "E")),
+        ("Calibration", ("C", "E")),
+    ):
         ws = book.ws(name)
         span = f"{name}!${cols[0]}$6:${cols[1]}${ws.max_row}"
         error_check(sh, name, span)
@@ -2194,6 +2257,8 @@ def build() -> Book:
     timeline.timeline_sheet(book)
     finance.finance_sheet(book)
     _scenarios(book)
+    portfolio_sheet.portfolio_sheet(book)
+    portfolio_sheet.chargeback_sheet(book)
     _options(book)
     _calibration(book)
     _outputs(book)
@@ -2393,11 +2458,13 @@ def build() -> Book:
             (finance.SHEET, "Following the day, a committed and on-demand or spot mix, energy, a hosted API"),
             ("Outputs", "Key results, the basis of estimate and the decode-speed chart"),
             ("Scenarios", "The four cases side by side"),
+            ("Portfolio", "Several workloads on one fleet: shared replicas, the saving, the bill by team"),
             ("Calibration", "The plan at the assumed, the calibrated and your measured efficiencies"),
             ("Checks", "1 for a problem, 0 for OK; the master check"),
             ("Version log", "What changed, when"),
             ("Options", "Every way to serve the active model on the priced accelerators, ranked (PLAN_OPTIONS)"),
             ("Lists", "The presets and precision names behind the dropdowns, usual ranges, each accelerator's price"),
+            ("Chargeback", "PORTFOLIO for the Portfolio workloads: each one's deployment searched, the bill by team"),
             ("xlwings.conf", "Tells the add-in which Python module holds the functions; leave it as is"),
         ],
     )

@@ -47,6 +47,7 @@ PRINT_PAGES_TALL = {
     "Timeline": 1,
     "Outputs": 3,
     "Scenarios": 1,
+    "Portfolio": 2,
     "Options": 1,  # each block of columns on a page: the serving plan's hundred options as dense as Checks prints
     "Calibration": 1,
     "Checks": 3,
@@ -56,7 +57,8 @@ PRINT_PAGES_TALL = {
 """Pages tall each print range of a long sheet shrinks to (fit to width and to this height; a sheet not named here
 fits the width only): the printed serving plan's budget is 40 pages and the training plan's 25, measured in
 LibreOffice by tests/templates/test_print.py. The story sheets print at 60% of their size or more; the reference
-sheets (Catalog, Workings), printed last, as a compact appendix to read on screen or with a magnifier."""
+sheets (Options, Catalog, Workings), printed last, as a compact appendix to read on screen or with a magnifier: the
+Options table's hundred rows a page for each of its three blocks of columns, as the Checks sheet prints."""
 WORKINGS_ROWS_PER_PAGE = 300
 """Rows of the Workings sheet a printed page holds (its pages tall: its rows over this, at least one)."""
 
