@@ -12,29 +12,25 @@ from typing import Any
 import pytest
 from openpyxl.utils import get_column_letter
 
-from tests.helpers.books import case_refs, changed
+from tests.helpers.books import built_templates, case_refs, changed
 from xlsxplan import catalog
 from xlsxplan.cli import main
 from xlsxplan.cli.cmd_plan import SPEC_FLAGS
-from xlsxplan.headless import Workbook
 from xlsxplan.plan import search as plan_search
 from xlsxplan.plan.cells import NONE_SHOWN
 from xlsxplan.plan.inputs import PLAN_INPUTS
 from xlsxplan.plan.search import TABLE_HEADER, TOPOLOGY_COLUMNS
 from xlsxplan.templates import serving as serving_book
 from xlsxplan.templates.book import name_from_label
-from xlsxplan.templates.build import Built, build_all
+from xlsxplan.templates.build import Built
 from xlsxplan.templates.common import price_label
 from xlsxplan.templates.styles import SIDE_COLUMNS
 
 
 @pytest.fixture(scope="module")
 def plan(tmp_path_factory) -> Built:
-    with pytest.MonkeyPatch.context() as mp:  # the shipped catalog only, whatever the user has saved
-        mp.setenv("XLSXPLAN_CATALOG_DIR", str(tmp_path_factory.mktemp("no-user-presets")))
-        # the functions edition: the Options sheet computed live (the portable edition freezes it as values, and
-        # xlsxplan recalc computes it again: tests/headless/test_frozen.py)
-        return build_all(tmp_path_factory.mktemp("workbooks"), Workbook, edition="functions")[serving_book.FILENAME]
+    # the functions edition as shipped (tests/e2e/test_generated.py holds it to be what build writes), recalculated
+    return built_templates(tmp_path_factory)[serving_book.FILENAME]
 
 
 def price_name(gpu: str) -> str:

@@ -21,14 +21,13 @@ import openpyxl
 import pytest
 from openpyxl.formula.translate import Translator
 
-from tests.helpers.books import changed
+from tests.helpers.books import built_templates, changed
 from xlsxplan.catalog import costs
 from xlsxplan.core import cost, serving, traffic
-from xlsxplan.headless import Workbook
 from xlsxplan.templates import serving as serving_book
 from xlsxplan.templates import timeline
 from xlsxplan.templates.book import name_from_label
-from xlsxplan.templates.build import Built, build_template
+from xlsxplan.templates.build import Built
 from xlsxplan.templates.common import price_label
 from xlsxplan.templates.metrics import text_em
 from xlsxplan.templates.styles import NOTE_EM_PER_WIDTH
@@ -39,11 +38,8 @@ MONTHS = timeline.MONTHS
 
 @pytest.fixture(scope="module")
 def plan(tmp_path_factory) -> Built:
-    with pytest.MonkeyPatch.context() as mp:  # the shipped catalog only
-        mp.setenv("XLSXPLAN_CATALOG_DIR", str(tmp_path_factory.mktemp("no-user-presets")))
-        # the functions edition: these tests check the month formulas as written and against the Python core;
-        # tests/templates/test_portable.py checks the portable edition's values against this one
-        return build_template(serving_book.FILENAME, tmp_path_factory.mktemp("timeline"), Workbook, edition="functions")
+    # the functions edition as shipped (tests/e2e/test_generated.py holds it to be what build writes), recalculated
+    return built_templates(tmp_path_factory)[serving_book.FILENAME]
 
 
 def _row(b: Built, key: str) -> int:
