@@ -9,7 +9,8 @@ import sys
 from typing import Any, NoReturn
 
 from . import plan_finance, plan_portfolio, plan_train
-from .common import EXIT_FORMULA_ERROR, EXIT_OK, EXIT_USAGE
+from .common import EXIT_FORMULA_ERROR, EXIT_OK, EXIT_USAGE, flag_number
+from .common import UsageError as _Usage
 
 ORDER = 25
 
@@ -60,10 +61,6 @@ _FLAGS = {
 :data:`SPEC_FLAGS` are added from their specification when the parser is made (:func:`_spec_flags`)."""
 
 
-class _Usage(Exception):
-    pass
-
-
 _REQUIRED = ("model", "requests_per_day", "prompt_tokens", "output_tokens")
 """The options a plan needs, in the order the error names them."""
 
@@ -77,15 +74,7 @@ def _number(
         if required:
             raise _Usage(f"{flag} is required")
         return None
-    try:
-        value = float(text.replace("_", ""))
-    except ValueError:
-        raise _Usage(f"{flag} must be a number, got {text!r}") from None
-    if whole:
-        if not value.is_integer():
-            raise _Usage(f"{flag} must be a whole number, got {text!r}")
-        return int(value)
-    return value
+    return flag_number(text, flag, whole)
 
 
 def _names(text: str | None, name: str) -> tuple[str, ...] | None:
@@ -264,10 +253,6 @@ def run(args: argparse.Namespace) -> int:
         return plan_train.run(args)
     try:
         money = plan_finance.inputs(args)
-    except plan_finance.FinanceUsage as err:
-        print(f"xlsxplan plan: error: {err}", file=sys.stderr)
-        return EXIT_USAGE
-    try:
         traffic, targets, assumptions, gpus = _inputs(args)
         if args.model is not None:  # checked before the search, each error naming its flag
             money = check_finance(money, args.model)

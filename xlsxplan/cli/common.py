@@ -16,6 +16,24 @@ EXIT_OK, EXIT_FORMULA_ERROR, EXIT_USAGE = 0, 1, 2
 DEBUG_FLAG = "--debug"
 
 
+class UsageError(Exception):
+    """A flag given a value it does not take: one line naming the flag, exit status 2."""
+
+
+def flag_number(text: str, flag: str, whole: bool = False) -> float | int:
+    """The number a flag's text gives (``_`` allowed as a digit separator: ``2_000_000``); a whole number where
+    ``whole``. UsageError naming ``flag`` for anything else."""
+    try:
+        value = float(str(text).replace("_", ""))
+    except ValueError:
+        raise UsageError(f"{flag} must be a number, got {text!r}") from None
+    if whole:
+        if not value.is_integer():
+            raise UsageError(f"{flag} must be a whole number, got {text!r}")
+        return int(value)
+    return value
+
+
 def strip_debug(argv: list[str]) -> bool:
     """Remove ``--debug`` from ``argv`` wherever it stands before a ``--`` (in place); whether it was there."""
     end = argv.index("--") if "--" in argv else len(argv)

@@ -6,6 +6,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from .common import flag_number
+
 FLAGS = (
     ("--demand-profile", "profile", "NAME", "the day's shape, a profile of demand.toml (default business-day)"),
     ("--committed-price", "usd_committed", "USD", "committed price per GPU-hour (default: the catalog's one-year)"),
@@ -27,12 +29,9 @@ def add_flags(p: argparse.ArgumentParser) -> None:
         group.add_argument(flag, dest=f"fin_{dest}", metavar=metavar, help=text)
 
 
-class FinanceUsage(ValueError):
-    """A finance flag that is not a number: one line naming it."""
-
-
 def inputs(args: argparse.Namespace) -> Any:
-    """The finance inputs the flags give, each a default where absent."""
+    """The finance inputs the flags give, each a default where absent; UsageError naming a flag whose number is not
+    one."""
     from ..plan.finance import FinanceInputs
 
     given: dict[str, Any] = {}
@@ -40,11 +39,5 @@ def inputs(args: argparse.Namespace) -> Any:
         text = getattr(args, f"fin_{dest}", None)
         if text is None:
             continue
-        if dest in NUMBERS:
-            try:
-                given[dest] = float(text.replace("_", ""))
-            except ValueError:
-                raise FinanceUsage(f"{flag} must be a number, got {text!r}") from None
-        else:
-            given[dest] = text
+        given[dest] = flag_number(text, flag) if dest in NUMBERS else text
     return FinanceInputs(**given)

@@ -10,7 +10,8 @@ import sys
 from typing import Any
 
 from . import plan_finance
-from .common import EXIT_OK, EXIT_USAGE
+from .common import EXIT_OK, EXIT_USAGE, flag_number
+from .common import UsageError as _Usage
 
 FLEET_FLAGS = {
     "spare": ("--spare", True),
@@ -81,24 +82,10 @@ def wanted(args: argparse.Namespace) -> bool:
     return getattr(args, "workloads", None) is not None or getattr(args, "allocation", None) is not None
 
 
-class _Usage(Exception):
-    pass
-
-
 def _number(args: argparse.Namespace, name: str) -> Any:
     flag, whole = FLEET_FLAGS[name]
     text = getattr(args, name, None)
-    if text is None:
-        return None
-    try:
-        value = float(str(text).replace("_", ""))
-    except ValueError:
-        raise _Usage(f"{flag} must be a number, got {text!r}") from None
-    if whole:
-        if not value.is_integer():
-            raise _Usage(f"{flag} must be a whole number, got {text!r}")
-        return int(value)
-    return value
+    return None if text is None else flag_number(text, flag, whole)
 
 
 def _assumptions(args: argparse.Namespace) -> Any:

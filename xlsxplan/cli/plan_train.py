@@ -11,7 +11,8 @@ import re
 import sys
 from typing import Any
 
-from .common import EXIT_FORMULA_ERROR, EXIT_OK, EXIT_USAGE
+from .common import EXIT_FORMULA_ERROR, EXIT_OK, EXIT_USAGE, flag_number
+from .common import UsageError as _Usage
 
 SHARED = {"model": "model", "gpus": "gpu", "usable_fraction": "usable_fraction"}
 """Training inputs whose flag the serving plan already has (``--model``, ``--gpu``, ``--usable-fraction``): one flag,
@@ -61,10 +62,6 @@ def wanted(args: argparse.Namespace) -> bool:
     )
 
 
-class _Usage(Exception):
-    pass
-
-
 def _given(args: argparse.Namespace) -> dict[str, Any]:
     """The training inputs the flags give, as numbers where the specification says so."""
     from ..plan.train_inputs import TRAIN_INPUTS
@@ -86,15 +83,7 @@ def _given(args: argparse.Namespace) -> dict[str, Any]:
         if inp.type_name == "str":
             given[inp.name] = text
             continue
-        try:
-            value = float(str(text).replace("_", ""))
-        except ValueError:
-            raise _Usage(f"{inp.cli_flag} must be a number, got {text!r}") from None
-        if inp.type_name == "int":
-            if not value.is_integer():
-                raise _Usage(f"{inp.cli_flag} must be a whole number, got {text!r}")
-            value = int(value)
-        given[inp.name] = value
+        given[inp.name] = flag_number(text, inp.cli_flag, inp.type_name == "int")
     return given
 
 
