@@ -368,6 +368,21 @@ def changed(b: Built, values: dict[str, Any]) -> Iterator[Built]:
             wb.set(ref, value)
 
 
+def saved_values(path: Path, names_from: Path | None = None) -> Any:
+    """A reader of the values a saved file caches, by cell (``Sheet!A1``) or defined name: a template as built, or
+    as LibreOffice recalculated and saved it (whose defined names are read from ``names_from``, the file it was
+    made from, where given)."""
+    wb = openpyxl.load_workbook(path, data_only=True)
+    names = {n: d.attr_text for n, d in openpyxl.load_workbook(names_from or path).defined_names.items()}
+
+    def get(ref: str) -> Any:
+        ref = names.get(ref, ref)
+        sheet, cell = ref.replace("$", "").rsplit("!", 1)
+        return wb[sheet.strip("'")][cell].value
+
+    return get
+
+
 def built_templates(tmp_path_factory: Any, edition: str = "functions") -> dict[str, Built]:
     """Both templates as shipped in workbooks/, loaded and recalculated (never saved), with the layout their build
     gives; the functions (add-in) edition unless ``edition`` says otherwise. tests/e2e/test_generated.py holds the

@@ -8,7 +8,6 @@ workbook's inputs; the equations are the functions' docstrings' (TIER_MIX_COST, 
 from __future__ import annotations
 
 import math
-from pathlib import Path
 from typing import Any
 
 import openpyxl
@@ -16,6 +15,7 @@ import pytest
 import tomllib
 
 from tests.helpers import REPO
+from tests.helpers.books import saved_values
 from tests.helpers.office import SOFFICE, convert
 from xlsxplan.headless import Workbook
 from xlsxplan.templates import finance, serving
@@ -130,24 +130,12 @@ def test_a_hosted_api_beside_self_hosting(addin, book):
         addin.set("Hosted_Price_Per_M_Input_Tokens", None).set("Hosted_Price_Per_M_Output_Tokens", None).calculate()
 
 
-def _portable_get(path: Path) -> Any:
-    wb = openpyxl.load_workbook(path, data_only=True)
-    names = {n: d.attr_text for n, d in openpyxl.load_workbook(PORTABLE).defined_names.items()}
-
-    def get(ref: str) -> Any:
-        ref = names.get(ref, ref)
-        sheet, cell = ref.replace("$", "").rsplit("!", 1)
-        return wb[sheet.strip("'")][cell].value
-
-    return get
-
-
 def _finance_keys() -> list[str]:
     return [line.key for _, _, lines in finance.SECTIONS for line in lines]
 
 
 def test_the_portable_edition_holds_the_add_in_editions_figures(addin, book):
-    get = _portable_get(PORTABLE)
+    get = saved_values(PORTABLE)
     for key in _finance_keys():
         want, got = figure(addin, book, key), get(book.address(key))
         assert got == pytest.approx(want) if isinstance(want, float) else got == want, key
@@ -173,7 +161,7 @@ def test_the_portable_edition_flags_a_changed_input_and_recalc_computes_it_again
 @pytest.mark.skipif(SOFFICE is None, reason="LibreOffice (soffice) is not installed")
 def test_libreoffice_recalculates_the_portable_finance_sheet(tmp_path, addin, book):
     out = convert([PORTABLE], tmp_path, recalc_on_load=True)
-    get = _portable_get(out / PORTABLE.name)
+    get = saved_values(out / PORTABLE.name, PORTABLE)
     for key in _finance_keys():
         want, got = figure(addin, book, key), get(book.address(key))
         assert got == pytest.approx(want) if isinstance(want, float) else got == want, key

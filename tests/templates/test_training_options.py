@@ -14,7 +14,7 @@ import openpyxl
 import pytest
 
 from tests.helpers import REPO
-from tests.helpers.books import changed
+from tests.helpers.books import changed, saved_values
 from tests.helpers.office import SOFFICE, convert
 from xlsxplan.cli import main
 from xlsxplan.headless import Workbook
@@ -160,15 +160,7 @@ def _check_row(b: Built, label: str) -> str:
 
 @pytest.fixture(scope="module")
 def portable_values() -> Any:
-    wb = openpyxl.load_workbook(PORTABLE, data_only=True)
-    names = {n: d.attr_text for n, d in wb.defined_names.items()}
-
-    def get(ref: str) -> Any:
-        ref = names.get(ref, ref)
-        sheet, cell = ref.replace("$", "").rsplit("!", 1)
-        return wb[sheet.strip("'")][cell].value
-
-    return wb, get
+    return openpyxl.load_workbook(PORTABLE, data_only=True), saved_values(PORTABLE)
 
 
 def test_the_portable_edition_as_built_holds_what_plan_train_prints_and_its_stale_check_is_ok(portable_values, capsys):
@@ -203,14 +195,7 @@ def test_the_portable_edition_flags_a_changed_input_and_recalc_computes_the_tabl
 @pytest.mark.skipif(SOFFICE is None, reason="LibreOffice (soffice) is not installed")
 def test_libreoffice_reads_the_portable_options_and_recalculates_the_rest(tmp_path, capsys):
     out = convert([PORTABLE], tmp_path, recalc_on_load=True)
-    lo = openpyxl.load_workbook(out / Path(PORTABLE).name, data_only=True)
-    names = {n: d.attr_text for n, d in openpyxl.load_workbook(PORTABLE).defined_names.items()}
-
-    def get(ref: str) -> Any:
-        ref = names.get(ref, ref)
-        sheet, cell = ref.replace("$", "").rsplit("!", 1)
-        return lo[sheet.strip("'")][cell].value
-
+    get = saved_values(out / Path(PORTABLE).name, PORTABLE)
     rows = assert_the_sheet_is_the_cli(get, capsys)
     book = training.build()
     assert get(book.address("search_cost")) == rows[0]["usd"]
