@@ -71,6 +71,15 @@ def paragraph(ws: Worksheet, row: int, text: str, style: str = "Label", col: str
     return row
 
 
+def table_columns(ws: Worksheet, letters: Sequence[str], widths: Sequence[float]) -> None:
+    """A reference table's columns (the Options sheets): each letter's width, and its heading on the header row
+    wrapped on two lines, left-aligned."""
+    for col, width in zip(letters, widths):
+        ws.column_dimensions[col].width = width
+        ws[f"{col}{HEADER_ROWS}"].alignment = Alignment(horizontal="left", vertical="center", wrap_text=True)
+    ws.row_dimensions[HEADER_ROWS].height = 30
+
+
 def note_block(ws: Worksheet, first: int, last: int, cols: str = "ABCDEF") -> None:
     """Rows ``first`` to ``last`` as one Note box: the Note style's fill on every cell, its border around the
     block only, so no line is drawn through text that runs on over the cells to its right."""

@@ -74,6 +74,7 @@ from .common import (
     range_block,
     range_inputs,
     range_sentence,
+    table_columns,
     usual_checks,
     version_log,
 )
@@ -1513,10 +1514,7 @@ def _options(book: Book) -> Sheet:
     ws.column_dimensions["A"].width = 16
     g = options_columns()
     cols = list(g.values())
-    for col, (_, _, width, _) in zip(cols, OPTION_COLUMNS):
-        ws.column_dimensions[col].width = width
-        ws[f"{col}{HEADER_ROWS}"].alignment = Alignment(horizontal="left", vertical="center", wrap_text=True)
-    ws.row_dimensions[HEADER_ROWS].height = 30
+    table_columns(ws, cols, [width for _, _, width, _ in OPTION_COLUMNS])
     first, last = OPTIONS_FIRST_ROW, options_last_row()
     gpus_row = last + 2  # the accelerators searched, below the table
     book.refs["options_gpus"] = Ref(sh.name, gpus_row, "D")

@@ -52,6 +52,7 @@ from .common import (
     range_headings,
     range_inputs,
     range_sentence,
+    table_columns,
     usual_checks,
     version_log,
 )
@@ -758,10 +759,7 @@ def _options(book: Book) -> Sheet:
     ws.column_dimensions["A"].width = 8
     g = options_columns()
     cols = list(g.values())
-    for col, (_, _, width, _) in zip(cols, OPTION_COLUMNS):
-        ws.column_dimensions[col].width = width
-        ws[f"{col}{HEADER_ROWS}"].alignment = Alignment(horizontal="left", vertical="center", wrap_text=True)
-    ws.row_dimensions[HEADER_ROWS].height = 30
+    table_columns(ws, cols, [width for _, _, width, _ in OPTION_COLUMNS])
     first, last = OPTIONS_FIRST_ROW, OPTIONS_FIRST_ROW + OPTIONS_ROWS
     count_row = last + 2
     book.refs["options_count"] = Ref(sh.name, count_row, "B")
