@@ -23,20 +23,21 @@ from openpyxl.worksheet.datavalidation import DataValidation
 
 from .. import domains
 from ..catalog.finance import load_profiles
+from ..core.cost import HOURS_PER_YEAR, MONTHS_PER_YEAR
 from ..domains import domain_of
+from ..plan.finance import FinanceInputs
 from .book import Book, Line, Sheet, validation_for
 from .common import Result, error_check
 
 __all__ = ["COVER_BLOCK", "SHEET", "checks", "finance_sheet", "inputs"]
 
 SHEET = "Finance"
-PROFILE = "business-day"
+PROFILE = FinanceInputs().profile
 """The demand profile Inputs ships with (demand.toml), the one ``xlsxplan plan`` takes by default."""
-HOURS = 24
 NO_PRICE = "no hosted price"
 """What the API lines show where neither Inputs nor hosted.toml gives the model a price."""
-TIER_HOURS = 730
-"""The month TIER_MIX_COST bills, in hours, as ``xlsxplan plan`` prices the mix (the note says so)."""
+TIER_HOURS = round(HOURS_PER_YEAR / MONTHS_PER_YEAR)
+"""The month TIER_MIX_COST bills, in hours (8,760 / 12), as ``xlsxplan plan`` prices the mix (the note says so)."""
 
 
 def inputs(book: Book, sh: Sheet) -> None:
