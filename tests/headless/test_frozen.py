@@ -118,15 +118,19 @@ def _find_stale_check(path: Path) -> str:
 
 
 def _block(path: Path) -> tuple[openpyxl.Workbook, str, int, int]:
-    """The portable file (openpyxl), and its first frozen block, the Options sheet's: the defined name, first and
-    last row on Workings (the second block is the Finance sheet's)."""
+    """The portable file (openpyxl), and its frozen block of the Options sheet: the defined name, first and last row
+    on Workings (the other blocks are the Finance and Chargeback sheets')."""
     wb = openpyxl.load_workbook(path)
     names = [n for n in wb.defined_names if n.startswith(NAME_PREFIX)]
-    assert names == [f"{NAME_PREFIX}1", f"{NAME_PREFIX}2"], names
-    names = names[:1]
-    m = re.fullmatch(r"Workings!\$A\$(\d+):\$E\$(\d+)", wb.defined_names[names[0]].attr_text)
-    assert m is not None and wb.defined_names[names[0]].hidden
-    return wb, names[0], int(m.group(1)), int(m.group(2))
+    assert sorted(names) == [f"{NAME_PREFIX}{i}" for i in (1, 2, 3)], names
+    blocks = {}
+    for name in names:
+        m = re.fullmatch(r"Workings!\$A\$(\d+):\$E\$(\d+)", wb.defined_names[name].attr_text)
+        assert m is not None and wb.defined_names[name].hidden
+        title = str(wb["Workings"][f"A{m.group(1)}"].value)
+        blocks[title[len(TITLE_PREFIX) :].split(":")[0]] = (name, int(m.group(1)), int(m.group(2)))
+    assert sorted(blocks) == ["Chargeback", "Finance", "Options"], blocks
+    return wb, *blocks["Options"]
 
 
 @pytest.fixture(scope="module")
@@ -219,7 +223,7 @@ def test_the_workbook_api_calculates_as_a_spreadsheet_and_refreshes_when_asked()
     assert wb.frozen and wb.frozen[0].cells == FROZEN_CELLS and not wb.stale_frozen()
     wb.set("Requests_Per_Day", 450000).calculate()
     assert wb.get(check) == 1 and wb.get(f"Checks!{_master(PORTABLE)}") == 1  # what Excel or LibreOffice would show
-    # both blocks read the traffic: the Options table and the Finance sheet's tier mix
+    # two blocks read the traffic: the Options table and the Finance sheet's tier mix (Chargeback reads Portfolio's)
     assert [b.name for b in wb.refresh_frozen()] == [f"{NAME_PREFIX}1", f"{NAME_PREFIX}2"]
     assert wb.get(check) == 0 and wb.get(f"Checks!{_master(PORTABLE)}") == 0
     addin = Workbook.load(ADDIN).set("Requests_Per_Day", 450000).calculate()
@@ -287,7 +291,7 @@ def test_without_the_marker_nothing_is_computed_again(capsys, tmp_path):
     assert len(kept) == FROZEN_CELLS - 2 and all(
         _same(got[k], before[k]) for k in [*kept, "D104", MULTI]
     )  # the build's, flagged
-    assert [b.group for b in Workbook.load(path).frozen] == ["Finance"]  # the Options block is no longer marked
+    assert [b.group for b in Workbook.load(path).frozen] == ["Finance", "Chargeback"]  # Options: no longer marked
     # the add-in edition has none either, and recalculates as before
     assert Workbook.load(ADDIN).frozen == []
 

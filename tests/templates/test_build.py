@@ -360,8 +360,8 @@ def test_sheets_in_order_with_a_tab_colour_per_kind(shipped):
     data = ["Prompt lengths", "Monthly requests"] if name == serving.FILENAME else []
     months = ["Timeline", "Finance"] if name == serving.FILENAME else []
     options = ["Options"]  # the plan search (serving) and the layout search (training): reference tables, printed late
-    portfolio = ["Portfolio"] if name == serving.FILENAME else []  # several workloads, native formulas
-    chargeback = ["Chargeback"] if name == serving.FILENAME else []  # PORTFOLIO's search: the add-in edition only
+    # several workloads: native formulas, then PORTFOLIO's search (kept as values in the portable edition)
+    portfolio = ["Portfolio", "Chargeback"] if name == serving.FILENAME else []
     assert wb.sheetnames == [
         "Cover",
         "Guide",
@@ -377,7 +377,6 @@ def test_sheets_in_order_with_a_tab_colour_per_kind(shipped):
         "Version log",
         *options,
         "Lists",
-        *chargeback,
         "xlwings.conf",
     ]
     kinds = {
@@ -393,7 +392,7 @@ def test_sheets_in_order_with_a_tab_colour_per_kind(shipped):
         "Lists": "lists",
         **{sheet: "inputs" for sheet in data},
         **{sheet: "calc" for sheet in months},
-        **{sheet: "scenarios" for sheet in (*options, *portfolio, *chargeback)},
+        **{sheet: "scenarios" for sheet in (*options, *portfolio)},
     }
     for sheet, kind in kinds.items():
         assert wb[sheet].sheet_properties.tabColor.rgb == "00" + TAB[kind], sheet

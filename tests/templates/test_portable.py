@@ -125,19 +125,23 @@ def test_the_preset_dropdowns_read_the_catalog_sheet(built):
 @pytest.mark.slow
 def test_a_stale_python_only_value_turns_its_check_to_error(built):
     layout = layout_of(built, serving.FILENAME)
-    # a check per sheet of kept values: the Options table and the Finance sheet's lines, both reading the traffic
-    assert len(layout.frozen) > 1000 and len(layout.stale) == 2
+    # a check per sheet of kept values: the Options table and the Finance sheet's lines, both reading the traffic,
+    # and PORTFOLIO's table on Chargeback, which reads the Portfolio sheet's workloads
+    assert len(layout.frozen) > 1000 and len(layout.stale) == 3
     port = Workbook.load(built / serving.FILENAME).calculate()
-    assert [port.get(c) for c in layout.stale] == [0, 0] and port.get(layout.master) == 0
+    assert [port.get(c) for c in layout.stale] == [0, 0, 0] and port.get(layout.master) == 0
     port = set_inputs(Workbook.load(built / serving.FILENAME), {"Requests_Per_Day": 300_000})
-    assert [port.get(c) for c in layout.stale] == [1, 1] and port.get(layout.master) == 1
+    assert [port.get(c) for c in layout.stale] == [1, 1, 0] and port.get(layout.master) == 1
     ws = openpyxl.load_workbook(built / serving.FILENAME)["Checks"]
     labels = [ws[c.replace("'Checks'!B", "A")].value for c in layout.stale]
-    assert [label.split(":")[0] for label in labels] == ["Options", "Finance"]
+    assert [label.split(":")[0] for label in labels] == ["Options", "Finance", "Chargeback"]
     assert all("xlsxplan recalc" in label and "serving_plan_functions.xlsx" in label for label in labels)
     # the same value typed back: unchanged again
     port = set_inputs(Workbook.load(built / serving.FILENAME), {"Requests_Per_Day": 200_000})
     assert port.get(layout.stale[0]) == 0
+    # a workload's traffic on Portfolio: only the Chargeback table is stale
+    port = set_inputs(Workbook.load(built / serving.FILENAME), {"Portfolio!C11": 432_000})
+    assert [port.get(c) for c in layout.stale] == [0, 0, 1] and port.get(layout.master) == 1
 
 
 def _errors(path: Path) -> dict[str, str]:

@@ -103,7 +103,48 @@ def test_both_editions_compute_the_shared_fleet_and_the_bill_by_team_as_the_hand
     ws = openpyxl.load_workbook(editions["portable"].path)[pf.PORTFOLIO]
     formulas = [c.value for row in ws.iter_rows() for c in row if isinstance(c.value, str) and c.value.startswith("=")]
     assert formulas and not [f for f in formulas if registry_calls(f)]
-    assert pf.CHARGEBACK not in openpyxl.load_workbook(editions["portable"].path, read_only=True).sheetnames
+
+
+def _chargeback(built: Built, get: Any) -> list[list[Any]]:
+    ref = built.book.ref("chargeback")
+    return [
+        [get(f"{pf.CHARGEBACK}!{c}{r}") for c in "ABCDEFGHIJKLM"] for r in range(ref.row, ref.row + pf.CHARGEBACK_ROWS)
+    ]
+
+
+def _same_table(got: list[list[Any]], want: list[list[Any]]) -> bool:
+    def same(g: Any, w: Any) -> bool:
+        if isinstance(w, float) and isinstance(g, (int, float)):
+            return g == pytest.approx(w, rel=1e-12)
+        return g == w or (g in (None, "") and w in (None, ""))
+
+    return all(same(g, w) for gs, ws in zip(got, want, strict=True) for g, w in zip(gs, ws, strict=True))
+
+
+@pytest.mark.slow
+def test_the_portable_chargeback_keeps_the_add_ins_values_and_recalc_computes_them_again(editions):
+    port, addin = editions["portable"], editions["functions"]
+    # kept as values, not formulas: a spreadsheet application shows the add-in's table
+    ws = openpyxl.load_workbook(port.path)[pf.CHARGEBACK]
+    ref = port.book.ref("chargeback")
+    assert not [
+        c.coordinate
+        for row in ws[f"A{ref.row}:M{ref.row + pf.CHARGEBACK_ROWS - 1}"]
+        for c in row
+        if isinstance(c.value, str) and c.value.startswith("=")
+    ]
+    assert _same_table(_chargeback(port, port.get), _chargeback(addin, addin.get))
+    # twice the support assistant's traffic: flagged stale, and recalc computes what the add-in does (4 replicas)
+    cell = f"{pf.PORTFOLIO}!{COLS[0]}{serving_row('pf_requests')}"
+    fresh = Workbook.load(port.path).set(cell, 432_000).calculate()
+    assert fresh.get("Master_Check") == 1
+    assert [b.group for b in fresh.refresh_frozen()] == [pf.CHARGEBACK]
+    with changed(addin, {cell: 432_000}):
+        want = _chargeback(addin, addin.get)
+    got = _chargeback(port, fresh.get)
+    assert _same_table(got, want) and fresh.get("Master_Check") == 0
+    (fleet,) = [r for r in got if r[0] == "fleet"]
+    assert fleet[7] == 10  # the shared 72B deployment: 4 replicas of 2 GPUs, then the 7B's 2
 
 
 @pytest.mark.slow

@@ -19,9 +19,9 @@ threat (:func:`.untrusted.formula_threat`: DDE, other workbooks), call only regi
 least one that only Python computes (a registry function without a native form in :mod:`xlsxplan.sheet.native`), or one
 newer than Excel 2016 that the pass freezes with them (:data:`NEWER_THAN_2016`); its cells must be on a worksheet, at
 most :data:`MAX_CELLS` in all, on the sheet the block's title names, which must be one of :data:`KEPT_ON` (the
-Options table: a block naming an input's cell would overwrite it), and hold values (a value, or an error formula such
-as ``=NA()``), never another formula. A block that fails is refused with one line naming the cell (WorkbookError), as
-an unsafe formula in a cell is.
+Options, Finance and Chargeback sheets, which hold no input: a block naming an input's cell would overwrite it),
+and hold values (a value, or an error formula such as ``=NA()``), never another formula. A block that fails is
+refused with one line naming the cell (WorkbookError), as an unsafe formula in a cell is.
 """
 
 from __future__ import annotations

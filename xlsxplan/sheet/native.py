@@ -958,8 +958,8 @@ PYTHON_ONLY: dict[str, str] = {
     "TIER_MIX_SHARE": "the same search over the commitment levels: kept as values",
     "GRID_INTENSITY": "a lookup in grid.toml by region name or code, aliases included: kept as values",
     "HOSTED_PRICE": "a lookup in hosted.toml by model and provider, aliases included: kept as values",
-    "PORTFOLIO": "a search over deployments for several workloads that spills a chargeback table: on the add-in "
-    "edition's Chargeback sheet only (the portable edition's Portfolio sheet computes the shared fleet natively)",
+    "PORTFOLIO": "a search over deployments for several workloads that spills a chargeback table: kept as values "
+    "(the Portfolio sheet computes the shared fleet natively)",
 }
 """Registry functions the templates use that have no native formula, with the reason."""
 

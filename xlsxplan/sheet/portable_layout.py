@@ -29,10 +29,11 @@ FORMULAS_HEADER = ("Cells computed by Python", "Their formula in the add-in edit
 PLAIN = "a formula"
 ARRAY = "an array formula (Ctrl+Shift+Enter) in each cell"
 """How a kept formula was entered in the add-in edition (column D)."""
-KEPT_ON = ("Options", "Finance")
+KEPT_ON = ("Options", "Finance", "Chargeback")
 """The sheets whose cells the portable pass may keep as values computed by Python (the search's table; the finance
-lines whose functions read the catalog or search a tier mix): recalc refuses a block that names a cell of any other
-sheet (an input) among them, which it would overwrite. Neither sheet holds an input."""
+lines whose functions read the catalog or search a tier mix; PORTFOLIO's search of the workloads' deployments):
+recalc refuses a block that names a cell of any other sheet (an input) among them, which it would overwrite. None of
+them holds an input."""
 MAX_CELLS = 200_000
 """Frozen cells a workbook may ask recalc to compute (the serving plan has 2,426)."""
 ERROR_FORMULAS = frozenset({"NA()", "ASIN(2)", "1/0", 'VALUE("x")'})

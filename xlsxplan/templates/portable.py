@@ -36,8 +36,8 @@ It
    open the add-in edition. A cell such a cell reads that uses a function newer than
    Excel 2016 (:data:`_NEWER`: the option search's TEXTJOIN of prices) is frozen with it, its own inputs taking its
    place;
-5. drops the sheets only the add-in edition has (:data:`_ADDIN_ONLY_SHEETS`: xlwings.conf, which only the add-in
-   reads, and the serving plan's Chargeback, PORTFOLIO's search), and says so on the Guide.
+5. drops the sheet only the add-in edition has (:data:`_ADDIN_ONLY_SHEETS`: xlwings.conf, which only the add-in
+   reads), and says so on the Guide.
 
 Limits (docs/portable.md): a spreadsheet application does not recompute the frozen table, only flags it (``xlsxplan
 recalc`` does); a registry call inside an array formula, or over an array argument that is not a reference, has no
@@ -69,9 +69,8 @@ __all__ = ["CATALOG", "WORKINGS", "make_portable", "python_only", "registry_call
 
 CATALOG = "Catalog"
 WORKINGS = "Workings"
-_ADDIN_ONLY_SHEETS = ("xlwings.conf", "Chargeback")
-"""Sheets only the add-in edition has: the add-in's settings, and the serving plan's PORTFOLIO search (its native
-part, on Portfolio, stays)."""
+_ADDIN_ONLY_SHEETS = ("xlwings.conf",)
+"""Sheets only the add-in edition has: the add-in's settings."""
 _A1 = re.compile(
     r"^\$?[A-Za-z]{1,3}\$?\d+(?::\$?[A-Za-z]{1,3}\$?\d+)?$|^\$?[A-Za-z]{1,3}:\$?[A-Za-z]{1,3}$|^\$?\d+:\$?\d+$"
 )
@@ -622,9 +621,10 @@ def _freeze(p: _Pass, frozen: dict[tuple[str, str], list[str]]) -> None:
     for key in frozen:
         by_sheet.setdefault(key[0], []).append(key)
     stamp = TEMPLATE_DATE.strftime("%Y-%m-%d")
-    for sheet, keys in by_sheet.items():
+    for sheet in by_sheet:
         if sheet not in frozen_layout.KEPT_ON:  # recalc would refuse the file
             raise ValueError(f"{sheet}: values computed by Python are kept only on {', '.join(frozen_layout.KEPT_ON)}")
+    for sheet, keys in sorted(by_sheet.items(), key=lambda item: frozen_layout.KEPT_ON.index(item[0])):
         inputs: list[tuple[str, str]] = []
         for key in keys:
             for ref in frozen[key]:
@@ -638,6 +638,19 @@ def _freeze(p: _Pass, frozen: dict[tuple[str, str], list[str]]) -> None:
         arrays = {
             (s, coord): wb[s][coord].value.ref for s, coord in keys if isinstance(wb[s][coord].value, ArrayFormula)
         }
+        for (s, coord), ref in list(arrays.items()):
+            if ":" in ref.replace("$", "").strip():  # an array over several cells: each keeps INDEX of it
+                del arrays[(s, coord)]
+                wb[s][coord] = None
+                keys.remove((s, coord))
+                c1, r1 = range_boundaries(ref.replace("$", ""))[:2]
+                if r1 == 1:
+                    raise ValueError(f"{s}!{ref}: an array kept as values needs a row above it")
+                above = f"${get_column_letter(c1)}${r1 - 1}"  # not its own corner: ROW(A11) in A11 is circular
+                body = p.formulas[(s, coord)][1:]
+                for cell in _cells(ref.replace("$", "")):
+                    p.formulas[(s, cell)] = f"=INDEX({body},ROW()-ROW({above}),COLUMN()-COLUMN({above})+1)"
+                    keys.append((s, cell))
         for s, coord in keys:
             value = p.computed(_cell_ref(s, coord))
             p.out.frozen[f"{s}!{coord}"] = value
@@ -729,10 +742,8 @@ def _kept_formulas(
 ) -> None:
     """Below a block's inputs, each add-in formula of its frozen cells with the cells that hold it (an array formula
     of one cell said so), and a hidden defined name over the block (:mod:`xlsxplan.headless.frozen`): ``xlsxplan
-    recalc`` computes them again when an input has changed. A block with an array formula over several cells gets no
-    name: recalc leaves it as it is, flagged."""
-    if any(":" in ref.replace("$", "").strip() for ref in arrays.values()):
-        return
+    recalc`` computes them again when an input has changed. An array formula over several cells is kept as INDEX of
+    it in each of its cells (:func:`_freeze`), which recalc computes cell by cell."""
     by_text: dict[tuple[str, str], list[str]] = {}
     for key in keys:
         kind = frozen_layout.ARRAY if key in arrays else frozen_layout.PLAIN

@@ -1,4 +1,4 @@
-"""The serving template's Portfolio sheet: several workloads on one fleet, and the add-in edition's Chargeback sheet.
+"""The serving template's Portfolio sheet: several workloads on one fleet, and its Chargeback sheet.
 
 **Portfolio** (both editions) holds a small workloads table (three workloads side by side: name, team, model,
 requests a day, prompt and answer lengths, the GPUs a replica of its deployment has, what a replica serves, and the
@@ -10,9 +10,11 @@ minimum on Inputs, the formula the portable edition writes for every FLEET_REPLI
 replica serves is a typed input there: finding each workload's cheapest deployment is the option search, which only
 Python runs.
 
-**Chargeback** (the add-in edition only; the portable pass drops it) joins the same table into PORTFOLIO's CSV text
-and shows PORTFOLIO's chargeback table (:func:`xlsxplan.plan.portfolio.portfolio_table`): each workload's cheapest
-deployment searched, shared where that is cheaper, the cost per workload, team and deployment, and the fleet.
+**Chargeback** joins the same table into PORTFOLIO's CSV text and shows PORTFOLIO's chargeback table
+(:func:`xlsxplan.plan.portfolio.portfolio_table`): each workload's cheapest deployment searched, shared where that is
+cheaper, the cost per workload, team and deployment, and the fleet. The portable edition keeps the add-in edition's
+values there (:mod:`xlsxplan.templates.portable`): Checks flags them when a Portfolio input changes, and ``xlsxplan
+recalc`` computes them again.
 
 Sources: "Back-of-the-Envelope Estimation for LLM Systems" (section 6: replicas for the peak, at least two);
 FinOps Foundation, "Allocation" (shared cost split by a stated rule).
@@ -418,9 +420,10 @@ def portfolio_sheet(book: Book) -> Sheet:
         "What needs no search is computed here with native formulas, in both editions: each workload's load hour by "
         "hour, the shared replicas, the saving and the bill split by GPU time. What a replica serves is typed: "
         "choosing each workload's cheapest deployment is the option search, which only Python runs.",
-        "The add-in edition adds the Chargeback sheet: PORTFOLIO searches each workload's deployment (accelerator, "
-        "precisions, GPUs a replica), shares replicas where that is cheaper, and splits the bill per workload and "
-        "team; `xlsxplan plan --workloads` prints the same.",
+        "The Chargeback sheet searches: PORTFOLIO finds each workload's deployment (accelerator, precisions, GPUs "
+        "a replica), shares replicas where that is cheaper, and splits the bill per workload and team; `xlsxplan "
+        "plan --workloads` prints the same. The portable edition keeps the add-in's values there, flagged on Checks "
+        "when an input here changes.",
     ):
         sh.text(text)
     sh.finish()
@@ -447,12 +450,12 @@ def same_deployment_check(book: Book) -> str:
 
 
 def chargeback_sheet(book: Book) -> Sheet:
-    """The Chargeback sheet (the add-in edition only): the Portfolio table as PORTFOLIO's CSV text, and PORTFOLIO's
-    chargeback table for it, priced at the source text's efficiencies as the typed capacities on Portfolio are."""
+    """The Chargeback sheet: the Portfolio table as PORTFOLIO's CSV text, and PORTFOLIO's chargeback table for it,
+    priced at the source text's efficiencies as the typed capacities on Portfolio are."""
     sh = book.sheet(
         CHARGEBACK,
         "PORTFOLIO for the workloads on Portfolio: each one's cheapest deployment searched, shared where cheaper, the "
-        "bill split by GPU time per workload, team and deployment. Add-in edition only.",
+        "bill split by GPU time per workload, team and deployment (the portable edition: the add-in's values).",
         list(_CHARGEBACK_HEADINGS),
     )
     ws = sh.ws
@@ -483,7 +486,7 @@ def chargeback_sheet(book: Book) -> Sheet:
     sh.row = r + 1 + len(WORKLOAD_COLUMNS) + 1
     top = sh.row
     put_text(ws[f"A{top - 1}"], "PORTFOLIO", "Explanatory Text")
-    csv = f'_xlfn.TEXTJOIN(";",TRUE,B{r},{",".join(joined)})'
+    csv = f'_xlfn.TEXTJOIN(";",TRUE,"{CSV_HEADER}",{",".join(joined)})'  # the header as B{r} shows it
     gpus = f'Portfolio_Accelerator&"="&{pf}$C${book.ref("pf_price").row}'
     formula = (
         f'=PORTFOLIO({csv},{gpus},1,Spare_Replicas,Minimum_Replicas,"gpu-time","bf16,fp8","bf16","1,2",'

@@ -107,15 +107,12 @@ SHEETS = [
     ("Outputs", "outputs"),
     ("Scenarios", "scenarios"),
     (portfolio_sheet.PORTFOLIO, "scenarios"),
+    (portfolio_sheet.CHARGEBACK, "scenarios"),  # PORTFOLIO's search; the portable edition keeps its values
     ("Calibration", "calibration"),
     ("Checks", "checks"),
     ("Version log", "log"),
     ("Options", "scenarios"),  # a reference table (a hundred options), printed after the story with Lists
     ("Lists", "lists"),
-    (
-        portfolio_sheet.CHARGEBACK,
-        "scenarios",
-    ),  # the add-in edition only: PORTFOLIO's search (the portable pass drops it)
 ]
 
 NO_FIT = "does not fit"
@@ -2457,12 +2454,12 @@ def build() -> Book:
             ("Outputs", "Key results, the basis of estimate and the decode-speed chart"),
             ("Scenarios", "The four cases side by side"),
             ("Portfolio", "Several workloads on one fleet: shared replicas, the saving, the bill by team"),
+            ("Chargeback", "PORTFOLIO for the Portfolio workloads: each one's deployment searched, the bill by team"),
             ("Calibration", "The plan at the assumed, the calibrated and your measured efficiencies"),
             ("Checks", "1 for a problem, 0 for OK; the master check"),
             ("Version log", "What changed, when"),
             ("Options", "Every way to serve the active model on the priced accelerators, ranked (PLAN_OPTIONS)"),
             ("Lists", "The presets and precision names behind the dropdowns, usual ranges, each accelerator's price"),
-            ("Chargeback", "PORTFOLIO for the Portfolio workloads: each one's deployment searched, the bill by team"),
             ("xlwings.conf", "Tells the add-in which Python module holds the functions; leave it as is"),
         ],
     )

@@ -41,6 +41,7 @@ HEADER_ROWS = 5
 """Rows 1 to 5 hold the title, master check, purpose and column headings on every list sheet."""
 
 PRINT_PAGES_TALL = {
+    "Cover": 2,  # the plan in brief on one page, the legend and limitations on the next
     "Guide": 1,
     "Inputs": 2,
     "Calculations": 3,
