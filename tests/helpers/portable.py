@@ -106,7 +106,7 @@ class Layout:
     def __init__(self, folder: Path, name: str) -> None:
         addin = formulas(folder / edition_filename(name, "functions"))
         port = formulas(folder / name)
-        # the sheets the portable edition leaves out (xlwings.conf, the serving plan's Chargeback) are not compared
+        # the sheet the portable edition leaves out (xlwings.conf) is not compared
         sheets = {k.split("!")[0] for k in port}
         self.cells = [k for k in addin if k in port]
         self.frozen = [k for k in addin if k not in port and k.split("!")[0] in sheets]
