@@ -105,3 +105,42 @@ def test_a_bad_finance_flag_is_one_line_naming_it(capsys, flag, value, said):
     )
     err = capsys.readouterr().err
     assert code == 2 and said in err and err.count("\n") == 1
+
+
+def owned_by_hand(gpus: int, rented_usd_per_month: float, gpu: str = "H100-SXM") -> dict[str, float]:
+    """``gpus`` bought at costs.toml's figures (its site figures and the accelerator's), by the equations of
+    DEPRECIATION_SL, OWNED_NPV and CAPITAL_RECOVERY's docstrings (Excel's SLN and NPV): capital P = gpus x capex; straight-line depreciation (P - rP) / n;
+    power and hosting a year = gpus x kW x (PUE x $/kWh x 8,760 + $/kW-month x 12); present cost owned
+    P + running x annuity(i, n) - rP / (1 + i)^n; rented: 12 x the month x annuity(i, n), annuity = (1 - (1 + i)^-n) / i."""
+    table = _table("costs.toml")
+    site = {k: v["value"] for k, v in table["site"].items()}
+    acc = {k: v["value"] for k, v in table["accelerators"][gpu].items() if isinstance(v, dict) and "value" in v}
+    n, r, i = site["years"], site["residual_fraction"], site["annual_rate"]
+    capital = gpus * acc["capex_usd"]
+    kw = acc["server_kw_per_gpu"]
+    running = gpus * kw * (site["pue"] * site["usd_per_kwh"] * 8760 + site["usd_per_kw_month"] * 12)
+    annuity = (1 - (1 + i) ** -n) / i
+    owned = capital + running * annuity - r * capital / (1 + i) ** n
+    return {
+        "capital_usd": capital,
+        "depreciation_usd_per_year": (capital - r * capital) / n,
+        "running_usd_per_year": running,
+        "present_cost_owned_usd": owned,
+        "present_cost_rented_usd": 12 * rented_usd_per_month * annuity,
+        "owning_saves_usd": 12 * rented_usd_per_month * annuity - owned,
+    }
+
+
+def test_owning_the_fleet_instead_depreciation_and_present_costs_as_by_hand(capsys):
+    # the source text's support assistant at its ideal efficiencies: 8 H100s at $2.50, $14,600 a month rented
+    data = _plan(capsys, "Qwen2.5-72B", "--gpu", "H100=2.5", "--rank", "assumed", "--gpus-per-replica", "2")
+    fin = data["finance"]
+    assert fin["gpus"] == 8 and fin["usd_per_month_peak_sized"] == pytest.approx(14_600)
+    want = owned_by_hand(8, 14_600)
+    own = fin["owned"]
+    assert {k: own[k] for k in want} == pytest.approx(want, rel=1e-9)
+    assert want["capital_usd"] == 400_000 and want["depreciation_usd_per_year"] == pytest.approx(72_000)
+    assert "cheah" in own["sources"]["capex_usd"].lower() or "freakonomics" in own["sources"]["capex_usd"].lower()
+    # an accelerator costs.toml has no capital cost for: said, not invented
+    data = _plan(capsys, "Qwen2.5-72B", "--gpu", "H200=3.5", "--rank", "assumed")
+    assert "capex_usd" in data["finance"]["owned"]["reason"] and "H200" in data["finance"]["owned"]["reason"]

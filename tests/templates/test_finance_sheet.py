@@ -166,3 +166,28 @@ def test_libreoffice_recalculates_the_portable_finance_sheet(tmp_path, addin, bo
         want, got = figure(addin, book, key), get(book.address(key))
         assert got == pytest.approx(want) if isinstance(want, float) else got == want, key
     assert get(book.address("master_check")) == 0
+
+
+def test_owning_the_fleet_instead_depreciation_and_present_costs_by_hand(addin, book):
+    # the Costs block on Inputs (costs.toml's H100 figures as shipped) and the peak-sized bill, by the equations of
+    # SLN and NPV: capital P, (P - rP) / n a year, P + running x annuity - rP / (1 + i)^n, the rent x annuity
+    gpus, month = addin.get("GPUs_In_The_Fleet"), figure(addin, book, "monthly")
+    assert (gpus, month) == (8, 14_600)
+    capex, n = addin.get("Capital_Cost_Per_GPU"), addin.get("Capital_Recovery_Life")
+    r, i = addin.get("Residual_Value"), addin.get("Cost_Of_Capital")
+    kw, pue = addin.get("Power_Per_GPU"), addin.get("Power_Usage_Effectiveness")
+    usd_kwh, hosting = addin.get("Electricity_Price"), addin.get("Hosting_Per_KW_Month")
+    capital = gpus * capex
+    running = gpus * kw * (pue * usd_kwh * HOURS_PER_MONTH * 12 + hosting * 12)
+    annuity = (1 - (1 + i) ** -n) / i
+    owned = capital + running * annuity - r * capital / (1 + i) ** n
+    want = {
+        "fin_own_capital": capital,
+        "fin_own_depreciation": (capital - r * capital) / n,
+        "fin_own_running": running,
+        "fin_own_npv": owned,
+        "fin_rent_npv": 12 * month * annuity,
+        "fin_own_saving": 12 * month * annuity - owned,
+    }
+    assert {k: figure(addin, book, k) for k in want} == pytest.approx(want, rel=1e-9)
+    assert capital == 400_000 and want["fin_own_depreciation"] == pytest.approx(72_000)  # $50,000 a GPU, 10%, 5 years

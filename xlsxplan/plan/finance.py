@@ -10,7 +10,11 @@ the registry's own function, so a figure here is the figure the same function gi
 * **energy and carbon**: kWh per million tokens (KWH_PER_M_TOKENS) of the planned fleet at its own utilisation, prompt
   and decoded tokens both counted, and grams of CO2e (GCO2_PER_M_TOKENS, GRID_INTENSITY) where a region is given;
 * **build or buy**: a hosted API's monthly bill for the same traffic (API_COST_MONTH, HOSTED_PRICE) and the traffic
-  at which it costs what the planned fleet does (API_CROSSOVER_RPD).
+  at which it costs what the planned fleet does (API_CROSSOVER_RPD);
+* **owning the fleet instead**: its capital cost at costs.toml's figures, the straight-line depreciation a year
+  (DEPRECIATION_SL), power and hosting a year (GPU_HOUR_OWNED less its capital recovery), and the present cost of
+  owning over the capital's life (OWNED_NPV) against renting the same GPUs for as long, discounted at the same cost of
+  capital (the yearly rent over CAPITAL_RECOVERY).
 
 Every default is named beside the figure it moves: the profile (a shape, not a measurement), the committed price and
 its source, the server power and PUE with theirs, the idle power share, the provider. See docs/finance.md.
@@ -25,7 +29,7 @@ from typing import Any
 from ..catalog import finance as tables
 from ..catalog import load_catalog, load_prices
 from ..catalog.costs import cost_figure, load_costs, server_kw
-from ..core import energy, hosted, tiers
+from ..core import cost, energy, hosted, tiers
 from ..domains import FractionOrZero, Price, domain_of
 from ..errors import NotAvailableError
 from .search import Plan, busy_share
@@ -146,6 +150,7 @@ def finance(result: Plan, given: FinanceInputs | None = None) -> dict[str, Any] 
             "shares": mix.shares,
         }
     out["energy"] = _energy(o.gpu, f, result, given)
+    out["owned"] = owned(o.gpu, gpus, f.usd_per_month or 0.0, hours)  # feasible: priced
     out["api"] = _api(result.model, given.api_provider)
     if "reason" not in out["api"]:
         api = out["api"]
@@ -161,6 +166,54 @@ def finance(result: Plan, given: FinanceInputs | None = None) -> dict[str, Any] 
             api["usd_per_m_output"],
         )
     return out
+
+
+OWNED_FIELDS = ("capex_usd", "years", "residual_fraction", "annual_rate", "pue", "usd_per_kwh", "usd_per_kw_month")
+"""The costs.toml figures owning reads (with the server's power per GPU, :func:`server_kw`)."""
+
+
+def owned(gpu: str, gpus: int, rented_usd_per_month: float, hours_per_month: float) -> dict[str, Any]:
+    """``gpus`` of ``gpu`` bought instead of rented, at costs.toml's figures (each with its source and date).
+
+    Units: USD, USD a year, years, USD/GPU-h. The capital is ``gpus x capex``; depreciation is ``gpus x``
+    DEPRECIATION_SL of a GPU's capital to its residual over the life; the running cost a year is GPU_HOUR_OWNED less
+    its capital recovery (power and hosting per GPU-hour) over ``hours_per_month x 12`` hours; the present cost of
+    owning is ``gpus x`` OWNED_NPV of one GPU (the purchase, the running costs as an annuity, the resale deducted) and
+    of renting ``rented_usd_per_month x 12`` a year over the same life at the same cost of capital, over
+    CAPITAL_RECOVERY. A figure costs.toml lacks gives ``reason``."""
+    try:
+        figures = {key: cost_figure(gpu, key) for key in OWNED_FIELDS}
+        kw, kw_title, _ = server_kw(gpu)
+    except NotAvailableError as err:
+        return {"reason": f"{err.message} (owning is not priced)"}
+    v = {key: fig.value for key, fig in figures.items()}
+    capital = gpus * v["capex_usd"]
+    years, residual, rate = v["years"], v["residual_fraction"], v["annual_rate"]
+    all_in = cost.gpu_hour_owned(
+        v["capex_usd"], years, residual, rate, kw, v["pue"], v["usd_per_kwh"], v["usd_per_kw_month"]
+    )
+    running_hour = all_in - cost.gpu_hour_owned(v["capex_usd"], years, residual, rate)
+    running = running_hour * gpus * hours_per_month * cost.MONTHS_PER_YEAR
+    # per GPU, times the GPUs (a GPU's capital is what CapexUSD's usual range describes), as the Finance sheet does
+    owning = gpus * cost.owned_npv(v["capex_usd"], years, residual, rate, running / gpus) if gpus else 0.0
+    renting = rented_usd_per_month * cost.MONTHS_PER_YEAR / cost.capital_recovery_factor(rate, years)
+    titles = load_costs().titles
+    return {
+        "capex_usd_per_gpu": v["capex_usd"],
+        "years": years,
+        "residual_fraction": residual,
+        "annual_rate": rate,
+        "sources": {
+            key: f"{titles.get(fig.source, fig.source)}, as of {fig.as_of.isoformat()}" for key, fig in figures.items()
+        }
+        | {"server_kw_per_gpu": kw_title},
+        "capital_usd": capital,
+        "depreciation_usd_per_year": gpus * cost.depreciation_sl(v["capex_usd"], v["capex_usd"] * residual, years),
+        "running_usd_per_year": running,
+        "present_cost_owned_usd": owning,
+        "present_cost_rented_usd": renting,
+        "owning_saves_usd": renting - owning,
+    }
 
 
 def _energy(gpu: str, f: Any, result: Plan, given: FinanceInputs) -> dict[str, Any]:
@@ -237,6 +290,19 @@ def render(fin: dict[str, Any] | None) -> list[str]:
         f"{e['pue']:g} ({e['pue_source']}), {e['utilisation']:.0%} utilisation, idle power "
         f"{e['idle_share']:.0%} of busy (--idle-share)"
     )
+    own = fin["owned"]
+    if "reason" in own:
+        lines.append(f"  owned instead: {own['reason']}")
+    else:
+        verdict = "owning" if own["owning_saves_usd"] > 0 else "renting"
+        lines.append(
+            f"  owned instead: ${own['capital_usd']:,.0f} of capital (${own['capex_usd_per_gpu']:,.0f} a GPU, "
+            f"costs.toml), depreciated ${own['depreciation_usd_per_year']:,.0f} a year over {own['years']:g} years "
+            f"to {own['residual_fraction']:.0%}; power and hosting ${own['running_usd_per_year']:,.0f} a year; "
+            f"present cost over the {own['years']:g} years at {own['annual_rate']:.0%}: "
+            f"${own['present_cost_owned_usd']:,.0f} owned against ${own['present_cost_rented_usd']:,.0f} rented "
+            f"around the clock, {verdict} cheaper (OWNED_NPV, the rent over CAPITAL_RECOVERY)"
+        )
     api = fin["api"]
     if "reason" in api:
         lines.append(f"  hosted API: {api['reason']}")

@@ -7,12 +7,14 @@ Three pieces, each added to the serving template by :mod:`.serving` and nothing 
   region, a hosted API's provider and, where you have a quote, its prices;
   the day's shape is a profile of demand.toml by name, as ``xlsxplan plan --demand-profile`` takes it
   (business-day, a shape and not a measurement, or flat);
-* the **Finance** sheet (:func:`finance_sheet`) for the active scenario's fleet, with its row on Checks
+* the **Finance** sheet (:func:`finance_sheet`) for the active scenario's fleet, and the same GPUs owned instead
+  (the Costs block's capital, life, residual and cost of capital), with its row on Checks
   (:func:`checks`) and its block on the Cover (:data:`COVER_BLOCK`).
 
 Every figure is a registry function's, the ones ``xlsxplan plan`` prints in its "Finance, rank 1" block
 (:mod:`xlsxplan.plan.finance`): PROFILE_GPUS, TIER_MIX_BASE, TIER_MIX_COST and TIER_MIX_SHARE, KWH_PER_M_TOKENS,
-GRID_INTENSITY and GCO2_PER_M_TOKENS, HOSTED_PRICE, API_COST_MONTH and API_CROSSOVER_RPD, with the same arguments:
+GRID_INTENSITY and GCO2_PER_M_TOKENS, HOSTED_PRICE, API_COST_MONTH and API_CROSSOVER_RPD, DEPRECIATION_SL, OWNED_NPV
+and CAPITAL_RECOVERY (:func:`xlsxplan.plan.finance.owned`), with the same arguments:
 the peak-sized fleet's GPUs and price, the Costs block's committed price, power and PUE, and the month's tokens at
 the fleet's average utilisation (FLEET_UTILISATION).
 """
@@ -331,6 +333,67 @@ SECTIONS: tuple[tuple[str, str, tuple[Line, ...]], ...] = (
                 "text",
                 "Against the peak-sized bill; the tier mix above lowers it",
                 "text",
+            ),
+        ),
+    ),
+    (
+        "Owning the fleet instead",
+        "The same GPUs bought: the Costs block on Inputs, as the Timeline reads it",
+        (
+            Line(
+                "fin_own_capital",
+                "Capital cost of the fleet, owned",
+                _fits("{gpus_peak}*Capital_Cost_Per_GPU"),
+                "USD",
+                "GPUs x capital cost per GPU (Inputs)",
+                "usd0",
+            ),
+            Line(
+                "fin_own_depreciation",
+                "Straight-line depreciation a year",
+                _fits(
+                    "{gpus_peak}*DEPRECIATION_SL(Capital_Cost_Per_GPU,Capital_Cost_Per_GPU*Residual_Value,"
+                    "Capital_Recovery_Life)"
+                ),
+                "USD/year",
+                "GPUs x DEPRECIATION_SL: (capital - residual) / life",
+                "usd0",
+            ),
+            Line(
+                "fin_own_running",
+                "Power and hosting a year",
+                _fits("{Timeline:running_hour}*{gpus_peak}*Hours_Per_Month*12"),
+                "USD/year",
+                "Timeline's running cost per GPU-hour x GPUs x a year's hours",
+                "usd0",
+            ),
+            Line(
+                "fin_own_npv",
+                "Present cost of owning over its life",
+                _fits(
+                    "{gpus_peak}*OWNED_NPV(Capital_Cost_Per_GPU,Capital_Recovery_Life,Residual_Value,"
+                    "Cost_Of_Capital,{fin_own_running}/{gpus_peak})"
+                ),
+                "USD",
+                "GPUs x OWNED_NPV: purchase, running / CRF, resale less",
+                "usd0",
+            ),
+            Line(
+                "fin_rent_npv",
+                "Present cost of renting it as long",
+                _fits("{monthly}*12/CAPITAL_RECOVERY(Cost_Of_Capital,Capital_Recovery_Life)"),
+                "USD",
+                "The peak-sized bill a year over CAPITAL_RECOVERY",
+                "usd0",
+            ),
+            Line(
+                "fin_own_saving",
+                "Owning saves, present value",
+                _fits("{fin_rent_npv}-{fin_own_npv}"),
+                "USD",
+                "Renting less owning; below 0 renting is cheaper",
+                "usd0",
+                True,
             ),
         ),
     ),

@@ -63,8 +63,9 @@ Options table's hundred rows a page for each of its three blocks of columns, as 
 WORKINGS_ROWS_PER_PAGE = 300
 """Rows of the Workings sheet a printed page holds (its pages tall: its rows over this, at least one)."""
 
-ALLOWED_CONSTANTS = frozenset({0.0, 1.0, 24.0, 1000.0, 1024.0, 3600.0, 86400.0, 1e9, 1e12, 1e15})
-"""Numbers a formula may contain: zero and one, and unit conversions (FAST 3.04). Everything else is an input."""
+ALLOWED_CONSTANTS = frozenset({0.0, 1.0, 12.0, 24.0, 1000.0, 1024.0, 3600.0, 86400.0, 1e9, 1e12, 1e15})
+"""Numbers a formula may contain: zero and one, and unit conversions (FAST 3.04: months in a year, hours in a day,
+seconds in an hour or a day, decimal and binary prefixes). Everything else is an input."""
 
 # Number formats: the unit sits in its own column, so formats only group digits and fix decimals.
 FMT = {
