@@ -255,16 +255,16 @@ PLAN_INPUTS: tuple[PlanInput, ...] = (
         "bf16,fp8",
         "Weight precisions to try, e.g. bf16,fp8,nvfp4; REST+EXPERTS stores a mixture of experts' experts apart "
         "(gpt-oss: bf16+mxfp4) [names].",
-        "",
+        '"bf16,fp8"',
     ),
-    PlanInput("kv", Name, "bf16,fp8", "KV-cache precisions to try, e.g. bf16,fp8 [names].", ""),
-    PlanInput("gpus_per_replica", Name, "1,2,4,8", "GPUs per replica to try, e.g. 1,2,4,8 [counts].", ""),
+    PlanInput("kv", Name, "bf16,fp8", "KV-cache precisions to try, e.g. bf16,fp8 [names].", '"bf16,fp8"'),
+    PlanInput("gpus_per_replica", Name, "1,2,4,8", "GPUs per replica to try, e.g. 1,2,4,8 [counts].", '"1,2,4,8"'),
     PlanInput(
         "servings",
         Name,
         "aggregated,disaggregated",
         "Serving modes to try, e.g. aggregated,disaggregated [names].",
-        "",
+        '"aggregated,disaggregated"',
         "--serving",
     ),
     PlanInput(
@@ -273,7 +273,7 @@ PLAN_INPUTS: tuple[PlanInput, ...] = (
         "published",
         "Weights memory: published (as checkpoints store them, MODEL_WEIGHTS_GB) or params x bytes (the source "
         "text's N x b) [name].",
-        "",
+        '"published"',
     ),
     PlanInput(
         "max_gpus_per_replica",
@@ -282,7 +282,7 @@ PLAN_INPUTS: tuple[PlanInput, ...] = (
         "Largest replica to try beyond gpus_per_replica, doubling: tensor parallel in a scale-up domain, "
         "pipeline or expert parallel across nodes; 0: up to 64 where the sizes listed cannot hold the weights "
         "[count].",
-        "",
+        "0",
     ),
     PlanInput(
         "arrival_cv",
@@ -290,7 +290,7 @@ PLAN_INPUTS: tuple[PlanInput, ...] = (
         1,
         "With ttft_percentile: coefficient of variation of the time between requests (1: Poisson arrivals; above "
         "1: bursts, Allen-Cunneen's (arrival_cv^2 + service_cv^2) / 2 scaling the wait) [ratio].",
-        "",
+        "Arrival_Burstiness",
     ),
 )
 """Every input of the plan search, in PLAN_OPTIONS's argument order (new ones only ever added at the end, so that a

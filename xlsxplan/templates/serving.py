@@ -486,8 +486,8 @@ CASE_LINES: tuple[Line, ...] = (
     Line("replicas_ttft_pct", "Replicas for the percentile first-token target",
          '=IF(AND({pct_given}="yes",ISNUMBER({batch}),{batch}>=1),REPLICAS_FOR_TTFT({peak_rps},'
          "First_Token_Target_At_The_Percentile,First_Token_Percentile,{batch},{prefill_chunked},{decode_s},"
-         '{replica_rps_chunked})+Spare_Replicas,"no target")', "count",
-         "REPLICAS_FOR_TTFT: each replica batch servers for a Poisson queue (Erlang C), + spares", "int"),
+         '{replica_rps_chunked},1,Arrival_Burstiness)+Spare_Replicas,"no target")', "count",
+         "REPLICAS_FOR_TTFT: batch servers a replica (Erlang C, Allen-Cunneen for bursts), + spares", "int"),
     Line("replicas_needed", "Replicas the peak needs, spares included",
          _fit("MAX({replicas_load},{replicas_ttft_pct})"), "count",
          "The load's count, or more where the percentile first-token target needs them (MAX skips no target)",
@@ -509,15 +509,18 @@ CASE_LINES: tuple[Line, ...] = (
          "What the percentiles read when none is computed", "text"),
     Line("ttft_p50", "First token at the peak, P50, the planned fleet",
          '=IF(AND(ISNUMBER({queue_load}),{queue_load}<1),TTFT_AT_LOAD_S({peak_rps},{replicas_planned},{batch},'
-         "{prefill_chunked},{decode_s},{replica_rps_chunked},Low_First_Token_Percentile_Shown),{queue_state})",
-         "s", "TTFT_AT_LOAD_S: the wait for a slot (Erlang C, M/M/c) plus the prefill, all replicas serving", "dec2"),
+         "{prefill_chunked},{decode_s},{replica_rps_chunked},Low_First_Token_Percentile_Shown,1,"
+         "Arrival_Burstiness),{queue_state})",
+         "s", "TTFT_AT_LOAD_S: the wait for a slot (Erlang C; bursts: Allen-Cunneen) plus the prefill", "dec2"),
     Line("ttft_p90", "First token at the peak, P90, the planned fleet",
          '=IF(AND(ISNUMBER({queue_load}),{queue_load}<1),TTFT_AT_LOAD_S({peak_rps},{replicas_planned},{batch},'
-         "{prefill_chunked},{decode_s},{replica_rps_chunked},Middle_First_Token_Percentile_Shown),{queue_state})",
+         "{prefill_chunked},{decode_s},{replica_rps_chunked},Middle_First_Token_Percentile_Shown,1,"
+         "Arrival_Burstiness),{queue_state})",
          "s", "As above, at the middle percentile shown (Inputs)", "dec2"),
     Line("ttft_p99", "First token at the peak, P99, the planned fleet",
          '=IF(AND(ISNUMBER({queue_load}),{queue_load}<1),TTFT_AT_LOAD_S({peak_rps},{replicas_planned},{batch},'
-         "{prefill_chunked},{decode_s},{replica_rps_chunked},High_First_Token_Percentile_Shown),{queue_state})",
+         "{prefill_chunked},{decode_s},{replica_rps_chunked},High_First_Token_Percentile_Shown,1,"
+         "Arrival_Burstiness),{queue_state})",
          "s", "As above, at the high percentile shown (Inputs)", "dec2"),
     Line("fleet_util", "Average utilisation of the fleet",
          _fit("FLEET_UTILISATION(Requests_Per_Day,{replica_rps_chunked},{replicas_planned})"), "fraction",
@@ -1026,6 +1029,15 @@ def _inputs(book: Book, lists: dict[str, str]) -> Sheet:
             "First-token target at the percentile",
             "leave it empty for no percentile target",
         ),
+    )
+    sh.input(
+        "Arrival burstiness (CV between requests)",
+        1,
+        "ratio",
+        "Example: 1, Poisson arrivals",
+        "Above 1: bursts lengthen the wait (Allen-Cunneen)",
+        "dec2",
+        validation_for(domain_of(domains.CoefficientOfVariation), "Arrival burstiness"),
     )
     sh.input(
         "Draft tokens per step",
