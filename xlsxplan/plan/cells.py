@@ -145,3 +145,4 @@ def plan_options_at(*args: Any, **kwargs: Any) -> float | str:
 
 
 plan_options_at.__name__ = plan_options_at.__qualname__ = "plan_options_at"  # wraps() gave it the checked core's name
+plan_options_at.varying_lead = 2  # type: ignore[attr-defined]  # row, column; a table's cells repeat the rest (cells.py)

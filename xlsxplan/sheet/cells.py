@@ -230,10 +230,27 @@ def _plain(result: Any) -> Any:
     return result
 
 
+_tails: dict[str, tuple[tuple[object, ...], tuple[type, ...], list[Any]]] = {}
+"""Per function with a varying lead (:data:`VARYING_LEAD`): the raw arguments after the lead of its last call whose
+arguments all passed, their types, and their coerced values with the defaults of those left out."""
+VARYING_LEAD = "varying_lead"
+"""The attribute of a core function that says how many of its first arguments vary from cell to cell while the rest
+repeat (PLAN_OPTIONS_AT: the row and column of a table of one search): a call whose other arguments equal the last
+call's, type for type, reuses their checked values, so a table of thousands of cells checks them once."""
+
+
 def evaluate(fn: Function, raw_args: Sequence[object]) -> Any:
     """Call ``fn`` on one set of cell values; return its value or a :class:`CellError`, never raise."""
     if len(raw_args) > len(fn.args):
         return CellError("#VALUE!", f"{fn.name} takes at most {len(fn.args)} arguments, got {len(raw_args)}")
+    lead = getattr(fn.func, VARYING_LEAD, None)
+    tail = kinds = None
+    if lead is not None:
+        tail = tuple(raw_args[lead:])
+        kinds = tuple(map(type, tail))
+        last = _tails.get(fn.name)
+        if last is not None and last[1] == kinds and last[0] == tail:
+            return _evaluate_lead(fn, raw_args[:lead], last[2])
     for arg, raw in zip(fn.args, raw_args):
         kind = type(raw)
         if kind is float or kind is int:  # a plain number is no error (asked first: most arguments are one)
@@ -250,9 +267,33 @@ def evaluate(fn: Function, raw_args: Sequence[object]) -> Any:
                 values.append(arg.default)
                 continue
             values.append(coerce(arg, raw_args[i]))
+        if lead is not None and tail is not None and kinds is not None:
+            _tails[fn.name] = (tail, kinds, values[lead:])
         result = fn.func(*values)
         if _warning_sinks:  # only values that passed their checks, as the call's success shows: never a refused one
             for arg, value in zip(fn.args[: len(raw_args)], values):
+                _warn(_suspicion(arg, value), arg.name)
+        return _plain(result)
+    except XlsxplanError as err:
+        return CellError(err.excel_error, err.message)
+    except (ArithmeticError, ValueError, TypeError) as err:  # a core bug must still end as a cell error
+        return _unexpected(fn, err)
+
+
+def _evaluate_lead(fn: Function, lead: Sequence[object], rest: list[Any]) -> Any:
+    """:func:`evaluate` of a call whose arguments after ``lead`` are the last call's, already checked as ``rest``:
+    the lead alone is checked (its warnings too; the rest's were given)."""
+    values = []
+    for arg, raw in zip(fn.args, lead):
+        err = None if type(raw) in (float, int) else _first_error(arg, raw) if _is_range(arg) else as_error(raw)
+        if err is not None:
+            return _passed_on(arg, err)
+    try:
+        for arg, raw in zip(fn.args, lead):
+            values.append(coerce(arg, raw))
+        result = fn.func(*values, *rest)
+        if _warning_sinks:
+            for arg, value in zip(fn.args, values):
                 _warn(_suspicion(arg, value), arg.name)
         return _plain(result)
     except XlsxplanError as err:
