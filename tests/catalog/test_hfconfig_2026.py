@@ -4,11 +4,13 @@ published figure, and each shipped preset against the copy it cites (tests/data/
 from __future__ import annotations
 
 import pytest
+from pydantic import ValidationError
 
+import xlsxplan as x
 from tests.helpers import DATA
 from xlsxplan.catalog import ModelPreset, load_catalog
 from xlsxplan.catalog.hfconfig import figures_from_config, read_config
-from xlsxplan.catalog.models import count_params
+from xlsxplan.catalog.models import count_params, model_kv_bytes_per_token
 from xlsxplan.cli import main
 from xlsxplan.errors import ArgumentError
 
@@ -68,6 +70,14 @@ PUBLISHED = [
         "NVIDIA NIM card minimaxai/minimax-m2: Total Parameters 230B, Active Parameters 10B (rounded: 9.80B)",
     ),
     (
+        "minimax-m1.json",
+        456e9,
+        45.9e9,
+        True,
+        0.01,
+        "MiniMax-M1, arXiv:2506.13585 and its README: 456 billion parameters in total, 45.9 billion activated per token",
+    ),
+    (
         "kimi-k2-thinking.trimmed.json",
         1e12,
         32e9,
@@ -123,6 +133,7 @@ PRESETS = {
     "GLM-4.5": ("glm-4.7-fp8.trimmed.json", {"params_b", "active_params_b", "context", "mtp_layers"}),
     "GLM-4.6": ("glm-4.7-fp8.trimmed.json", {"params_b", "active_params_b", "mtp_layers"}),
     "MiniMax-M2": ("minimax-m2.5.msmodelslim.json", {"params_b", "active_params_b"}),
+    "MiniMax-M1": ("minimax-m1.json", {"params_b", "active_params_b", "context"}),
     "Kimi-K2-Thinking": ("kimi-k2-thinking.trimmed.json", set()),
     "Kimi-K2.5": ("kimi-k2.5.trimmed.json", set()),
     "Devstral-Small-2": ("devstral-small-2-24b-instruct-2512.json", {"params_b", "context"}),
@@ -187,16 +198,78 @@ def test_minimax_m2_full_attention_experts_and_mtp_modules():
     assert figures_from_config(no_list) == m25  # a list of 1s reads as no list: softmax attention throughout
 
 
-def test_lightning_attention_is_refused_by_name_and_a_bad_layer_list_in_one_line():
-    # MiniMax-M1 and MiniMax-Text-01 interleave lightning (linear) attention, 0, with softmax attention, 1
-    # (arXiv:2501.08313): not counted, so refused rather than counted as softmax attention
-    base = read_config(DATA / "minimax-m2.5.msmodelslim.json")
-    m1_like = dict(base, attn_type_list=([0] * 7 + [1]) * 7 + [0] * 6)
-    with pytest.raises(ArgumentError, match=r"^c\.json: attn_type_list marks 55 lightning-attention layers \(0\); "):
-        figures_from_config(m1_like, "c.json")
-    for bad in ([1] * 61, [2] * 62, "all", [True] * 62):
-        with pytest.raises(ArgumentError, match=r"^c\.json: attn_type_list must give 0 or 1 per layer \(62\), got "):
+def test_minimax_m1_lightning_layers_from_attn_type_list():
+    # MiniMax-M1's config (github.com/MiniMax-AI/MiniMax-M1 @4917af1b): attn_type_list 0 (lightning attention) on seven
+    # layers in eight, 1 (softmax attention) on every eighth; MiniMaxM1LightningAttention has num_attention_heads heads
+    # of head_dim for q, k and v; 32 experts as wide as intermediate_size, 2 per token, no shared expert
+    raw = read_config(DATA / "minimax-m1.json")
+    assert raw["attn_type_list"] == ([0] * 7 + [1]) * 10
+    f = figures("minimax-m1.json")
+    assert (f["attention_layers"], f["linear_attention_layers"], f["lightning_attention"]) == (10, 70, True)
+    linear = ("linear_key_heads", "linear_value_heads", "linear_key_head_dim", "linear_value_head_dim")
+    assert tuple(f[k] for k in linear) == (64, 64, 128, 128)
+    assert "linear_conv_kernel" not in f and "shared_experts" not in f and "moe_intermediate" not in f
+    assert (f["experts"], f["experts_per_token"], f["intermediate"], f["kv_heads"]) == (32, 2, 9216, 8)
+    # the same layers read as Gated DeltaNet would count in_proj_ba, a convolution and a one-head-wide norm: the
+    # lightning layer's own weights are what the published 456B needs (within 0.02%)
+    assert f["params_b"] * 1e9 == pytest.approx(456e9, rel=2e-4)
+    as_deltanet = ModelPreset.model_validate(
+        {
+            "id": "x",
+            "source": "x",
+            **{k: v for k, v in f.items() if k != "lightning_attention"},
+            "linear_conv_kernel": 4,
+        }
+    )
+    assert count_params(as_deltanet)[0] - f["params_b"] * 1e9 > 70 * 6144 * 2 * 64
+
+
+def test_minimax_m1_state_and_kv_as_vllm_allocates_them():
+    # vLLM mamba_utils.py linear_attention_state_shape: (num_heads // tp, head_dim, head_dim) per sequence and lightning
+    # layer, in the model's dtype (linear_attention_state_dtype); no convolution state. 70 layers of 64 x 128 x 128 in
+    # BF16; 10 softmax layers of 8 KV heads of 128 cache 40,960 bytes a token: the state is the cache of 3,584 tokens
+    assert x.model_state_bytes("MiniMax-M1") == 70 * 64 * 128 * 128 * 2 == 146_800_640
+    assert x.linear_attention_state_bytes(70, 64, 64, 128, 128, 1) == 146_800_640
+    assert model_kv_bytes_per_token("MiniMax-M1") == 10 * 2 * 8 * 128 * 2 == 40_960
+    assert x.model_sequence_bytes("MiniMax-M1", 100_000) == 40_960 * 100_000 + 146_800_640
+
+
+def test_lightning_attention_goes_with_its_layers_and_has_no_convolution():
+    m1 = load_catalog().models.get("MiniMax-M1").model_dump()
+    with pytest.raises(ValidationError, match="lightning attention has no convolution"):
+        ModelPreset.model_validate(dict(m1, linear_conv_kernel=4))
+    with pytest.raises(ValidationError, match="lightning_attention needs linear_attention_layers"):
+        ModelPreset.model_validate(
+            {**{k: v for k, v in m1.items() if not k.startswith("linear_")}, "attention_layers": None}
+        )
+
+
+def test_a_bad_attn_type_list_is_refused_in_one_line():
+    base = read_config(DATA / "minimax-m1.json")
+    for bad in ([1] * 79, [2] * 80, "all", [True] * 80):
+        with pytest.raises(ArgumentError, match=r"^c\.json: attn_type_list must give 0 or 1 per layer \(80\), got "):
             figures_from_config(dict(base, attn_type_list=bad), "c.json")
+
+
+def test_deepseek_r1_0528_published_config_fields_are_the_shape_its_alias_reads():
+    # No verbatim copy of deepseek-ai/DeepSeek-R1-0528's config.json was found; DeepSeek-R1-0528 is an alias of the
+    # DeepSeek-R1 preset, which reads deepseek-v3.json. Two public walk-throughs of R1-0528's config.json list these
+    # fields (deepseek.csdn.net/684421607e10b149bf1eed3c.html, 'DeepSeek-R1-0528训练参数全透视'; moe_intermediate_size
+    # from blog.youkuaiyun.com/gitblog_00129/article/details/150222242): each is the copy's
+    listed = {
+        "hidden": 7168,
+        "layers": 61,
+        "heads": 128,
+        "context": 163_840,
+        "experts": 256,
+        "experts_per_token": 8,
+        "intermediate": 18_432,
+        "vocab": 129_280,
+        "moe_intermediate": 2048,
+    }
+    f = figures("deepseek-v3.json")
+    assert {k: f[k] for k in listed} == listed
+    assert load_catalog().models.get("DeepSeek-R1-0528").id == "DeepSeek-R1"
 
 
 def test_mistral3_text_config_and_ministral3_are_read():
