@@ -78,6 +78,14 @@ PUBLISHED = [
         "MiniMax-M1, arXiv:2506.13585 and its README: 456 billion parameters in total, 45.9 billion activated per token",
     ),
     (
+        "qwen3.5-397b-a17b.json",
+        397e9,
+        17e9,
+        False,
+        0.025,
+        "Qwen3.5-397B-A17B (SGLang cookbook after Qwen's card): 397B total, 17B activated (rounded: the A17B class, 17.35B)",
+    ),
+    (
         "kimi-k2-thinking.trimmed.json",
         1e12,
         32e9,
@@ -134,6 +142,7 @@ PRESETS = {
     "GLM-4.6": ("glm-4.7-fp8.trimmed.json", {"params_b", "active_params_b", "mtp_layers"}),
     "MiniMax-M2": ("minimax-m2.5.msmodelslim.json", {"params_b", "active_params_b"}),
     "MiniMax-M1": ("minimax-m1.json", {"params_b", "active_params_b", "context"}),
+    "Qwen3.5-397B-A17B": ("qwen3.5-397b-a17b.json", {"params_b"}),
     "Kimi-K2-Thinking": ("kimi-k2-thinking.trimmed.json", set()),
     "Kimi-K2.5": ("kimi-k2.5.trimmed.json", set()),
     "Devstral-Small-2": ("devstral-small-2-24b-instruct-2512.json", {"params_b", "context"}),
@@ -270,6 +279,19 @@ def test_deepseek_r1_0528_published_config_fields_are_the_shape_its_alias_reads(
     f = figures("deepseek-v3.json")
     assert {k: f[k] for k in listed} == listed
     assert load_catalog().models.get("DeepSeek-R1-0528").id == "DeepSeek-R1"
+
+
+def test_qwen35_hybrid_layout_and_state_as_vllm_allocates_them():
+    # Qwen3.5-397B-A17B's text_config: layer_types, three Gated DeltaNet layers to one gated full-attention layer (SGLang
+    # cookbook: "full attention every 4th layer", top-10 of 512 routed experts plus a shared expert)
+    f = figures("qwen3.5-397b-a17b.json")
+    assert (f["attention_layers"], f["linear_attention_layers"], f["attention_output_gate"]) == (15, 45, True)
+    assert (f["experts"], f["experts_per_token"], f["shared_experts"], f["moe_intermediate"]) == (512, 10, 1, 1024)
+    assert "lightning_attention" not in f and f["linear_conv_kernel"] == 4
+    # vLLM gated_delta_net_state_shape: conv (3, 2 x 16 x 128 + 64 x 128) and temporal (64, 128, 128) per sequence and
+    # layer, BF16; 15 attention layers of 2 KV heads of 256 cache 30,720 bytes a token
+    assert x.model_state_bytes("Qwen3.5-397B-A17B") == 45 * (3 * 12_288 * 2 + 64 * 128 * 128 * 2) == 97_689_600
+    assert model_kv_bytes_per_token("Qwen3.5-397B-A17B") == 15 * 2 * 2 * 256 * 2 == 30_720
 
 
 def test_mistral3_text_config_and_ministral3_are_read():
