@@ -86,6 +86,14 @@ PUBLISHED = [
         "Qwen3.5-397B-A17B (SGLang cookbook after Qwen's card): 397B total, 17B activated (rounded: the A17B class, 17.35B)",
     ),
     (
+        "glm-5.json",
+        744e9,
+        40e9,
+        True,
+        0.01,
+        "GLM-5 (SGLang cookbook after Z.ai's card): 744B parameters, 40B active; GLM-5.1 keeps the shape",
+    ),
+    (
         "kimi-k2-thinking.trimmed.json",
         1e12,
         32e9,
@@ -143,6 +151,7 @@ PRESETS = {
     "MiniMax-M2": ("minimax-m2.5.msmodelslim.json", {"params_b", "active_params_b"}),
     "MiniMax-M1": ("minimax-m1.json", {"params_b", "active_params_b", "context"}),
     "Qwen3.5-397B-A17B": ("qwen3.5-397b-a17b.json", {"params_b"}),
+    "GLM-5": ("glm-5.json", {"params_b", "active_params_b"}),
     "Kimi-K2-Thinking": ("kimi-k2-thinking.trimmed.json", set()),
     "Kimi-K2.5": ("kimi-k2.5.trimmed.json", set()),
     "Devstral-Small-2": ("devstral-small-2-24b-instruct-2512.json", {"params_b", "context"}),
@@ -292,6 +301,30 @@ def test_qwen35_hybrid_layout_and_state_as_vllm_allocates_them():
     # layer, BF16; 15 attention layers of 2 KV heads of 256 cache 30,720 bytes a token
     assert x.model_state_bytes("Qwen3.5-397B-A17B") == 45 * (3 * 12_288 * 2 + 64 * 128 * 128 * 2) == 97_689_600
     assert model_kv_bytes_per_token("Qwen3.5-397B-A17B") == 15 * 2 * 2 * 256 * 2 == 30_720
+
+
+def test_glm5_latent_attention_with_wider_values_and_the_sparse_indexer():
+    # GLM-5's config (glm_moe_dsa): latent attention whose values (v_head_dim 256) are wider than its keys without rope
+    # (qk_nope_head_dim 192), and DeepSeek sparse attention's indexer; DeepSeek-V3's equal widths add no field
+    f = figures("glm-5.json")
+    assert (f["head_dim"], f["v_head_dim"], f["kv_lora_rank"], f["qk_rope_head_dim"], f["q_lora_rank"]) == (
+        192,
+        256,
+        512,
+        64,
+        2048,
+    )
+    assert (f["index_heads"], f["index_head_dim"], f["dense_layers"], f["shared_experts"]) == (32, 128, 3, 1)
+    assert "v_head_dim" not in figures("deepseek-v3.json")
+    # values as wide as the keys would miss kv_b_proj's and o_proj's extra columns, 2.13B: 0.3% under the published 744B
+    wide = ModelPreset.model_validate({"id": "x", "source": "x", **f})
+    narrow = ModelPreset.model_validate({"id": "x", "source": "x", **{k: v for k, v in f.items() if k != "v_head_dim"}})
+    missing = count_params(wide)[0] - count_params(narrow)[0]
+    assert missing == 78 * (512 * 64 * (256 - 192) + 64 * (256 - 192) * 6144)
+    # the cache per token: the latent and rotary key in BF16 and the indexer's FP8 key with its scale, 78 layers
+    assert model_kv_bytes_per_token("GLM-5") == 78 * ((512 + 64) * 2 + 128 + 4) == 100_152
+    with pytest.raises(ValidationError, match="v_head_dim needs latent attention"):
+        ModelPreset.model_validate({**load_catalog().models.get("Llama-3.1-8B").model_dump(), "v_head_dim": 256})
 
 
 def test_mistral3_text_config_and_ministral3_are_read():

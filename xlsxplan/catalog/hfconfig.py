@@ -525,6 +525,13 @@ def _lightning_attention(c: dict[str, Any], layers: int, where: str) -> dict[str
     }
 
 
+def _mla_value_width(c: dict[str, Any], head_dim: int, where: str) -> int | None:
+    """Latent attention's ``v_head_dim`` where it differs from ``qk_nope_head_dim`` (GLM-5: 256 and 192); None where
+    they agree (DeepSeek-V3, Kimi K2: 128) or the config gives none."""
+    width = _optional(c, "v_head_dim", where, low=1)
+    return width if width is not None and width != head_dim else None
+
+
 def _mtp_modules(c: dict[str, Any], where: str) -> int | None:
     """Multi-token-prediction modules shipped beside the model: DeepSeek's and GLM's ``num_nextn_predict_layers``,
     Qwen3-Next's ``mtp_num_hidden_layers``, MiniMax-M2's ``num_mtp_modules`` (when ``use_mtp`` is true)."""
@@ -602,6 +609,7 @@ def figures_from_config(config: dict[str, Any], where: str = "config.json") -> d
             kv_lora_rank=_whole(c, "kv_lora_rank", where),
             qk_rope_head_dim=_whole(c, "qk_rope_head_dim", where),
             q_lora_rank=_optional(c, "q_lora_rank", where) or None,
+            v_head_dim=_mla_value_width(c, figures["head_dim"], where),
             index_heads=_optional(c, "index_n_heads", where, low=1),
             index_head_dim=_optional(c, "index_head_dim", where, low=1),
         )

@@ -56,8 +56,9 @@ def _attention_params(m: ModelPreset) -> int:
         q_out = heads * (d + rope)
         q = h * q_out if m.q_lora_rank is None else h * m.q_lora_rank + m.q_lora_rank + m.q_lora_rank * q_out
         kv_down = h * (m.kv_lora_rank + rope) + m.kv_lora_rank  # latent + shared rotary key, and the latent's norm
-        kv_up = m.kv_lora_rank * heads * (d + d)  # keys without rope and values, head_dim each
-        total = q + kv_down + kv_up + heads * d * h
+        v = m.v_head_dim or d  # values as wide as the keys without rope (DeepSeek), or wider (GLM-5)
+        kv_up = m.kv_lora_rank * heads * (d + v)  # keys without rope and values
+        total = q + kv_down + kv_up + heads * v * h
     else:
         q_out = heads * d * (2 if m.attention_output_gate else 1)  # Qwen3-Next: query and its output gate
         total = h * (q_out + 2 * m.kv_heads * d) + heads * d * h

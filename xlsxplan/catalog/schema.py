@@ -108,6 +108,9 @@ class ModelPreset(Preset):
     kv_lora_rank: int | None = Field(None, gt=0, description="latent width cached per layer (MLA) [count]")
     qk_rope_head_dim: int | None = Field(None, gt=0, description="rotary key width cached per layer (MLA) [count]")
     q_lora_rank: int | None = Field(None, gt=0, description="query latent width (MLA) [count]")
+    v_head_dim: int | None = Field(
+        None, gt=0, description="value head width (MLA) where it is not head_dim, GLM-5's 256 to 192 [count]"
+    )
     # Hybrid and state-space layers: attention layers keep a KV cache that grows with the context; linear-attention
     # (Gated DeltaNet, lightning attention) and Mamba-2 layers keep a fixed state per sequence instead.
     attention_layers: int | None = Field(
@@ -181,6 +184,7 @@ class ModelPreset(Preset):
         "kv_lora_rank",
         "qk_rope_head_dim",
         "q_lora_rank",
+        "v_head_dim",
         "attention_layers",
         "attention_chunk",
         "chunked_layers",
@@ -283,6 +287,8 @@ class ModelPreset(Preset):
                 raise ValueError(f"{', '.join(given)} need {count}")
         if (self.index_heads is None) != (self.index_head_dim is None):
             raise ValueError("index_heads and index_head_dim go together (DeepSeek sparse attention's indexer)")
+        if self.v_head_dim is not None and self.kv_lora_rank is None:
+            raise ValueError("v_head_dim needs latent attention (kv_lora_rank); else head_dim is the value width")
         if self.index_heads is not None and self.kv_lora_rank is None:
             raise ValueError("the sparse-attention indexer needs latent attention (kv_lora_rank)")
 
