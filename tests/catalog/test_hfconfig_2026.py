@@ -110,6 +110,14 @@ PUBLISHED = [
         "Kimi K2.5, arXiv:2602.02276 (glennklockwood.com summary): 1.04T parameters, 32.6B active",
     ),
     (
+        "kimi-k2.6-nvfp4.json",
+        1e12,
+        32e9,
+        False,
+        0.03,
+        "moonshotai/Kimi-K2.6 card: 1T total, 32B activated (rounded: 1.026T, 32.9B)",
+    ),
+    (
         "devstral-small-2-24b-instruct-2512.json",
         24e9,
         None,
@@ -154,6 +162,7 @@ PRESETS = {
     "GLM-5": ("glm-5.json", {"params_b", "active_params_b"}),
     "Kimi-K2-Thinking": ("kimi-k2-thinking.trimmed.json", set()),
     "Kimi-K2.5": ("kimi-k2.5.trimmed.json", set()),
+    "Kimi-K2.6": ("kimi-k2.6-nvfp4.json", set()),
     "Devstral-Small-2": ("devstral-small-2-24b-instruct-2512.json", {"params_b", "context"}),
     "Devstral-2": ("devstral-2-123b-instruct-2512.json", set()),
     "Gemma-3-12B": ("gemma-3-12b-it.resaved.json", {"params_b"}),
@@ -325,6 +334,16 @@ def test_glm5_latent_attention_with_wider_values_and_the_sparse_indexer():
     assert model_kv_bytes_per_token("GLM-5") == 78 * ((512 + 64) * 2 + 128 + 4) == 100_152
     with pytest.raises(ValidationError, match="v_head_dim needs latent attention"):
         ModelPreset.model_validate({**load_catalog().models.get("Llama-3.1-8B").model_dump(), "v_head_dim": 256})
+
+
+def test_kimi_k26_is_kimi_k25s_language_model_and_the_card_agrees():
+    # NVIDIA's NVFP4 checkpoint config nests a deepseek_v3 text_config beside its quantization_config; its shape is
+    # Kimi-K2.5's field for field, and the K2.6 card's table gives the same layers, experts and context
+    k26, k25 = figures("kimi-k2.6-nvfp4.json"), figures("kimi-k2.5.trimmed.json")
+    assert k26 == k25
+    card = {"layers": 61, "dense_layers": 1, "hidden": 7168, "heads": 64, "moe_intermediate": 2048, "experts": 384}
+    card |= {"experts_per_token": 8, "shared_experts": 1, "context": 256 * 1024}
+    assert {k: k26[k] for k in card} == card
 
 
 def test_mistral3_text_config_and_ministral3_are_read():
