@@ -177,6 +177,7 @@ def test_parameter_counts_from_the_new_configs_match_published_figures(
 # preset -> (config copy, the figures the preset takes from elsewhere: a card's count or context)
 PRESETS = {
     "DeepSeek-R1": ("deepseek-v3.json", {"params_b", "active_params_b", "context"}),
+    "DeepSeek-R1-0528": ("deepseek-v3.json", {"params_b", "active_params_b", "context"}),
     "Qwen3-235B-A22B-2507": ("qwen3-235b-a22b-instruct-2507.json", {"params_b", "active_params_b"}),
     "Qwen3-Coder-480B-A35B": ("qwen3-coder-480b-a35b-instruct.json", {"params_b", "active_params_b"}),
     "GLM-4.5": ("glm-4.7-fp8.trimmed.json", {"params_b", "active_params_b", "context", "mtp_layers"}),
@@ -218,11 +219,12 @@ def test_each_new_preset_is_its_config_copy(name):
 def test_deepseek_r1s_config_is_deepseek_v3s_byte_for_byte_and_the_presets_agree():
     # AIconfigurator's deepseek-ai--DeepSeek-R1_config.json @095f58a5 and tt-metal's DeepSeek-V3 reference config.json
     # are the same 1,660 bytes (tests/data/README.md); R1 is trained from DeepSeek-V3-Base (arXiv:2501.12948)
-    v3, r1 = load_catalog().models.get("DeepSeek-V3"), load_catalog().models.get("DeepSeek-R1-0528")
-    assert r1.id == "DeepSeek-R1"
+    v3, r1 = load_catalog().models.get("DeepSeek-V3"), load_catalog().models.get("deepseek-ai/DeepSeek-R1")
+    r0528 = load_catalog().models.get("deepseek-ai/DeepSeek-R1-0528")
+    assert (r1.id, r0528.id) == ("DeepSeek-R1", "DeepSeek-R1-0528")
     shape = [f for f in ModelPreset.FIGURES if f != "mtp_layers"]
-    assert [v3.figure(f) for f in shape] == [r1.figure(f) for f in shape]
-    assert r1.mtp_layers == figures("deepseek-v3.json")["mtp_layers"] == 1
+    assert [v3.figure(f) for f in shape] == [r1.figure(f) for f in shape] == [r0528.figure(f) for f in shape]
+    assert r1.mtp_layers == r0528.mtp_layers == figures("deepseek-v3.json")["mtp_layers"] == 1
 
 
 def test_glm_45_air_from_its_published_shape_counts_its_published_figures():
@@ -307,10 +309,10 @@ def test_a_bad_attn_type_list_is_refused_in_one_line():
 
 
 def test_deepseek_r1_0528_published_config_fields_are_the_shape_its_alias_reads():
-    # No verbatim copy of deepseek-ai/DeepSeek-R1-0528's config.json was found; DeepSeek-R1-0528 is an alias of the
-    # DeepSeek-R1 preset, which reads deepseek-v3.json. Two public walk-throughs of R1-0528's config.json list these
-    # fields (deepseek.csdn.net/684421607e10b149bf1eed3c.html, 'DeepSeek-R1-0528训练参数全透视'; moe_intermediate_size
-    # from blog.youkuaiyun.com/gitblog_00129/article/details/150222242): each is the copy's
+    # No verbatim copy of deepseek-ai/DeepSeek-R1-0528's config.json was found; its preset takes DeepSeek-V3's shape
+    # (deepseek-v3.json, DeepSeek-R1's config byte for byte). Two public walk-throughs of R1-0528's config.json list
+    # these fields (deepseek.csdn.net/684421607e10b149bf1eed3c.html, 'DeepSeek-R1-0528训练参数全透视';
+    # moe_intermediate_size from blog.youkuaiyun.com/gitblog_00129/article/details/150222242): each is the copy's
     listed = {
         "hidden": 7168,
         "layers": 61,
@@ -324,7 +326,8 @@ def test_deepseek_r1_0528_published_config_fields_are_the_shape_its_alias_reads(
     }
     f = figures("deepseek-v3.json")
     assert {k: f[k] for k in listed} == listed
-    assert load_catalog().models.get("DeepSeek-R1-0528").id == "DeepSeek-R1"
+    r0528 = load_catalog().models.get("DeepSeek-R1-0528")
+    assert r0528.source == "deepseek-r1-0528-shape" and r0528.id == "DeepSeek-R1-0528"
 
 
 def test_qwen35_hybrid_layout_and_state_as_vllm_allocates_them():
