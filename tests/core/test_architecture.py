@@ -276,9 +276,10 @@ TOTAL_TOLERANCE = {
 # gpt-oss's card counts active parameters without the token embedding (a lookup, no arithmetic): OpenAI 2025,
 # 'gpt-oss-120b & gpt-oss-20b Model Card', arXiv:2508.10925 (5.1B and 3.6B)
 ACTIVE_WITHOUT_INPUT_EMBEDDING = ("gpt-oss-20b", "gpt-oss-120b")
-# GLM-4.5's 32B and GLM-4.5-Air's 12B active (Z.ai, arXiv:2508.06471) and MiniMax-M2's 10B (its card) leave out both
-# the token embedding and the output head: the shapes count 32.08B, 12.18B and 9.80B without them
-ACTIVE_WITHOUT_EMBEDDINGS = ("GLM-4.5", "GLM-4.5-Air", "GLM-4.6", "MiniMax-M2")
+# GLM-4.5's 32B and GLM-4.5-Air's 12B active (Z.ai, arXiv:2508.06471), GLM-5's 40B (SGLang's cookbook after Z.ai),
+# MiniMax-M2's 10B (its card) and MiniMax-M1's 45.9B (arXiv:2506.13585) leave out both the token embedding and the
+# output head: the shapes count 32.08B, 12.18B, 39.88B, 9.80B and 45.95B without them
+ACTIVE_WITHOUT_EMBEDDINGS = ("GLM-4.5", "GLM-4.5-Air", "GLM-4.6", "GLM-5", "MiniMax-M2", "MiniMax-M1")
 
 
 def test_catalog_params_b_match_the_count_from_each_presets_shape():

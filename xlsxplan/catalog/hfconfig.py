@@ -13,9 +13,10 @@ does not; Llama 4 uses chunked attention on three layers in four, Qwen3-Next ful
 
 Supported families are those whose weights :func:`~xlsxplan.catalog.models.count_params` describes: gated or
 two-matrix MLPs, grouped-query or latent attention, sliding windows and chunks, attention sinks and biases, routed
-and shared experts, Gated DeltaNet and Mamba-2 layers. Others are refused by name rather than counted wrongly: MiniMax's
-lightning attention (an ``attn_type_list`` with a 0, MiniMax-M1) is; MiniMax-M2's list of 1s (softmax attention on
-every layer) is read, as are GLM-4.5's ``glm4_moe`` and Mistral's ``ministral3``.
+and shared experts, Gated DeltaNet, lightning-attention and Mamba-2 layers. MiniMax's ``attn_type_list`` says which
+layers are lightning attention (0: MiniMax-M1's seven in eight) and which softmax attention (1: every layer of
+MiniMax-M2); GLM-4.5's ``glm4_moe`` and Mistral's ``ministral3`` are read too. Others are refused by name rather than
+counted wrongly.
 """
 
 from __future__ import annotations
@@ -106,6 +107,7 @@ SUPPORTED = (
     "ministral3",
     "glm4_moe",
     "minimax_m2",
+    "minimax_m1",
 )
 """model_type values read. A config with another model_type is read when its ``architectures`` names a class in
 :data:`ARCHITECTURES`, or when it carries ``kv_lora_rank`` (latent attention)."""
@@ -137,6 +139,7 @@ ARCHITECTURES = (
     "Ministral3ForCausalLM",
     "Glm4MoeForCausalLM",
     "MiniMaxM2ForCausalLM",
+    "MiniMaxM1ForCausalLM",
 )
 
 _TIED_BY_DEFAULT = ("gemma", "gemma2", "gemma3", "gemma3_text")
@@ -488,13 +491,15 @@ def _nemotron_h(c: dict[str, Any], layers: int, blocks: dict[str, int], where: s
     return figures
 
 
-def _softmax_attention_only(c: dict[str, Any], layers: int, where: str) -> None:
-    """MiniMax's ``attn_type_list``: 1 marks a softmax-attention layer, 0 a lightning (linear) attention layer.
-    MiniMax-M2 lists 1 for every layer and is read; MiniMax-M1 and MiniMax-Text-01 (seven lightning layers in eight,
-    arXiv:2501.08313) are refused: lightning attention's weights and state are not counted by xlsxplan."""
+def _lightning_attention(c: dict[str, Any], layers: int, where: str) -> dict[str, Any]:
+    """MiniMax's ``attn_type_list``: 1 marks a softmax-attention layer, 0 a lightning (linear) attention layer
+    (MiniMax-01, arXiv:2501.08313). MiniMax-M2 lists 1 for every layer: softmax attention throughout, nothing to add.
+    MiniMax-M1 and MiniMax-Text-01 list seven lightning layers in eight; a lightning layer has as many heads as
+    ``num_attention_heads``, each ``head_dim`` wide for its keys and values (MiniMaxM1LightningAttention), and keeps
+    a fixed state per sequence, a ``head_dim`` x ``head_dim`` matrix per head, instead of a KV cache."""
     kinds = c.get("attn_type_list")
     if kinds is None:
-        return
+        return {}
     if (
         not isinstance(kinds, list)
         or len(kinds) != layers
@@ -504,12 +509,27 @@ def _softmax_attention_only(c: dict[str, Any], layers: int, where: str) -> None:
             f"{where}: attn_type_list must give 0 or 1 per layer ({layers:,}), got {str(kinds)[:60]!r}",
             "attn_type_list",
         )
-    if 0 in kinds:
-        raise ArgumentError(
-            f"{where}: attn_type_list marks {kinds.count(0):,} lightning-attention layers (0); MiniMax's lightning "
-            "(linear) attention is not counted by xlsxplan, only softmax-attention layers (1)",
-            "attn_type_list",
-        )
+    lightning = kinds.count(0)
+    if not lightning:
+        return {}
+    heads = _whole(c, "num_attention_heads", where)
+    head_dim = _whole(c, "head_dim", where, default=_whole(c, "hidden_size", where) // heads)
+    return {
+        "attention_layers": layers - lightning,
+        "linear_attention_layers": lightning,
+        "linear_key_heads": heads,
+        "linear_value_heads": heads,
+        "linear_key_head_dim": head_dim,
+        "linear_value_head_dim": head_dim,
+        "lightning_attention": True,
+    }
+
+
+def _mla_value_width(c: dict[str, Any], head_dim: int, where: str) -> int | None:
+    """Latent attention's ``v_head_dim`` where it differs from ``qk_nope_head_dim`` (GLM-5: 256 and 192); None where
+    they agree (DeepSeek-V3, Kimi K2: 128) or the config gives none."""
+    width = _optional(c, "v_head_dim", where, low=1)
+    return width if width is not None and width != head_dim else None
 
 
 def _mtp_modules(c: dict[str, Any], where: str) -> int | None:
@@ -533,7 +553,6 @@ def figures_from_config(config: dict[str, Any], where: str = "config.json") -> d
     layers = _whole(c, "num_hidden_layers", where)
     hidden = _whole(c, "hidden_size", where)
     heads = _whole(c, "num_attention_heads", where)
-    _softmax_attention_only(c, layers, where)
     mla = bool(c.get("kv_lora_rank"))
     blocks = _hybrid_pattern(c, layers, where)
     kinds = _layer_types(c, layers, where)
@@ -559,6 +578,7 @@ def figures_from_config(config: dict[str, Any], where: str = "config.json") -> d
     if blocks is not None:
         figures.update(_nemotron_h(c, layers, blocks, where))
     figures.update(_linear_attention(c, layers, kinds, where))
+    figures.update(_lightning_attention(c, layers, where))
     if kinds is not None and "linear_attention" not in kinds and blocks is None:
         attention_kinds = ("full_attention", "sliding_attention", "chunked_attention")
         attention = sum(1 for k in kinds if k in attention_kinds)
@@ -589,6 +609,7 @@ def figures_from_config(config: dict[str, Any], where: str = "config.json") -> d
             kv_lora_rank=_whole(c, "kv_lora_rank", where),
             qk_rope_head_dim=_whole(c, "qk_rope_head_dim", where),
             q_lora_rank=_optional(c, "q_lora_rank", where) or None,
+            v_head_dim=_mla_value_width(c, figures["head_dim"], where),
             index_heads=_optional(c, "index_n_heads", where, low=1),
             index_head_dim=_optional(c, "index_head_dim", where, low=1),
         )

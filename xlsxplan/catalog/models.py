@@ -56,8 +56,9 @@ def _attention_params(m: ModelPreset) -> int:
         q_out = heads * (d + rope)
         q = h * q_out if m.q_lora_rank is None else h * m.q_lora_rank + m.q_lora_rank + m.q_lora_rank * q_out
         kv_down = h * (m.kv_lora_rank + rope) + m.kv_lora_rank  # latent + shared rotary key, and the latent's norm
-        kv_up = m.kv_lora_rank * heads * (d + d)  # keys without rope and values, head_dim each
-        total = q + kv_down + kv_up + heads * d * h
+        v = m.v_head_dim or d  # values as wide as the keys without rope (DeepSeek), or wider (GLM-5)
+        kv_up = m.kv_lora_rank * heads * (d + v)  # keys without rope and values
+        total = q + kv_down + kv_up + heads * v * h
     else:
         q_out = heads * d * (2 if m.attention_output_gate else 1)  # Qwen3-Next: query and its output gate
         total = h * (q_out + 2 * m.kv_heads * d) + heads * d * h
@@ -73,13 +74,17 @@ def _attention_params(m: ModelPreset) -> int:
 
 
 def _linear_attention_params(m: ModelPreset) -> int:
-    """Weights of one Gated DeltaNet layer (Qwen3-Next): in_proj_qkvz, in_proj_ba, the short convolution, A_log and
-    dt_bias per value head, the gated norm and out_proj."""
+    """Weights of one linear-attention layer. Gated DeltaNet (Qwen3-Next): in_proj_qkvz, in_proj_ba, the short
+    convolution, A_log and dt_bias per value head, the gated norm and out_proj. Lightning attention (MiniMax-M1's
+    MiniMaxM1LightningAttention): qkv_proj, output_gate, an RMSNorm over all heads and out_proj; its decay rates are
+    fixed per head (slope_rate), not weights."""
     if not m.linear_attention_layers:
         return 0
     nk, nv = m.linear_key_heads or 0, m.linear_value_heads or 0
     dk, dv = m.linear_key_head_dim or 0, m.linear_value_head_dim or 0
     conv_dim = 2 * nk * dk + nv * dv
+    if m.lightning_attention:  # q, k and v, the output gate, the norm, out_proj
+        return m.hidden * (conv_dim + nv * dv) + nv * dv + nv * dv * m.hidden
     return (
         m.hidden * (conv_dim + nv * dv)
         + m.hidden * 2 * nv
@@ -129,11 +134,11 @@ def count_params(m: ModelPreset) -> tuple[int, int]:
 
     Embeddings (once if tied), attention projections (grouped-query, or latent attention with its low-rank
     projections and norms; biases, sinks, an output gate and a sparse-attention indexer where the preset has them),
-    linear-attention (Gated DeltaNet) and Mamba-2 mixers, MLPs (gated: three matrices; else two), routed and shared
-    experts with their router, and one norm per mixer and per MLP plus the final one. Extra norms (Qwen3's and
-    Llama 4's query-key norms, Gemma 2's four per layer) are left out: under 0.01% of any model here. ``active``
-    drops the routed experts a token does not use and keeps both embedding matrices; multi-token-prediction modules
-    (``mtp_layers``) are in neither.
+    linear-attention (Gated DeltaNet or lightning attention) and Mamba-2 mixers, MLPs (gated: three matrices; else
+    two), routed and shared experts with their router, and one norm per mixer and per MLP plus the final one. Extra
+    norms (Qwen3's and Llama 4's query-key norms, Gemma 2's four per layer) are left out: under 0.01% of any model
+    here. ``active`` drops the routed experts a token does not use and keeps both embedding matrices;
+    multi-token-prediction modules (``mtp_layers``) are in neither.
     """
     h = m.hidden
     embeddings = m.vocab * h * (1 if m.tied_embeddings else 2)

@@ -108,8 +108,11 @@ class ModelPreset(Preset):
     kv_lora_rank: int | None = Field(None, gt=0, description="latent width cached per layer (MLA) [count]")
     qk_rope_head_dim: int | None = Field(None, gt=0, description="rotary key width cached per layer (MLA) [count]")
     q_lora_rank: int | None = Field(None, gt=0, description="query latent width (MLA) [count]")
+    v_head_dim: int | None = Field(
+        None, gt=0, description="value head width (MLA) where it is not head_dim, GLM-5's 256 to 192 [count]"
+    )
     # Hybrid and state-space layers: attention layers keep a KV cache that grows with the context; linear-attention
-    # (Gated DeltaNet) and Mamba-2 layers keep a fixed state per sequence instead.
+    # (Gated DeltaNet, lightning attention) and Mamba-2 layers keep a fixed state per sequence instead.
     attention_layers: int | None = Field(
         None,
         ge=0,
@@ -119,7 +122,7 @@ class ModelPreset(Preset):
     chunked_layers: int | None = Field(None, ge=0, description="layers with chunked attention [count]")
     mlp_layers: int | None = Field(None, ge=0, description="layers with an MLP or experts; absent: every layer [count]")
     linear_attention_layers: int | None = Field(
-        None, ge=0, description="linear-attention (Gated DeltaNet) layers [count]"
+        None, ge=0, description="linear-attention (Gated DeltaNet or lightning attention) layers [count]"
     )
     linear_key_heads: int | None = Field(None, gt=0, description="key heads of a linear-attention layer [count]")
     linear_value_heads: int | None = Field(None, gt=0, description="value heads of a linear-attention layer [count]")
@@ -152,6 +155,11 @@ class ModelPreset(Preset):
     """One learned sink logit per head and layer (gpt-oss): parameters, nothing cached."""
     attention_output_gate: bool = False
     """A sigmoid gate on the attention output, its query projection twice as wide (Qwen3-Next)."""
+    lightning_attention: bool = False
+    """The linear-attention layers are MiniMax's lightning attention (MiniMax-01, arXiv:2501.08313; MiniMax-M1), not
+    Gated DeltaNet: one q, k, v projection, a sigmoid output gate, an RMSNorm over all heads and out_proj, with no
+    convolution (``linear_conv_kernel`` absent) and no decay parameters; its state per sequence and layer is one
+    key-by-value matrix per head, as Gated DeltaNet's is."""
     gated_mlp: bool = True
     """Gated MLPs (gate, up and down projections); False for two-matrix MLPs (Nemotron-H's squared ReLU)."""
 
@@ -176,6 +184,7 @@ class ModelPreset(Preset):
         "kv_lora_rank",
         "qk_rope_head_dim",
         "q_lora_rank",
+        "v_head_dim",
         "attention_layers",
         "attention_chunk",
         "chunked_layers",
@@ -262,7 +271,14 @@ class ModelPreset(Preset):
             raise ValueError("attention_chunk and chunked_layers go together (chunked attention)")
         if self.dense_layers is not None and self.mlp_layers is not None and self.dense_layers > self.mlp_layers:
             raise ValueError("dense_layers cannot exceed mlp_layers")
-        for count, fields in (("linear_attention_layers", self.LINEAR_FIELDS), ("mamba_layers", self.MAMBA_FIELDS)):
+        if self.lightning_attention and not self.linear_attention_layers:
+            raise ValueError("lightning_attention needs linear_attention_layers")
+        if self.lightning_attention and self.linear_conv_kernel is not None:
+            raise ValueError("lightning attention has no convolution: leave linear_conv_kernel out")
+        linear_fields = tuple(
+            f for f in self.LINEAR_FIELDS if not (self.lightning_attention and f == "linear_conv_kernel")
+        )
+        for count, fields in (("linear_attention_layers", linear_fields), ("mamba_layers", self.MAMBA_FIELDS)):
             given = [f for f in fields if getattr(self, f) is not None]
             if getattr(self, count) and len(given) < len(fields):
                 missing = ", ".join(f for f in fields if f not in given)
@@ -271,6 +287,8 @@ class ModelPreset(Preset):
                 raise ValueError(f"{', '.join(given)} need {count}")
         if (self.index_heads is None) != (self.index_head_dim is None):
             raise ValueError("index_heads and index_head_dim go together (DeepSeek sparse attention's indexer)")
+        if self.v_head_dim is not None and self.kv_lora_rank is None:
+            raise ValueError("v_head_dim needs latent attention (kv_lora_rank); else head_dim is the value width")
         if self.index_heads is not None and self.kv_lora_rank is None:
             raise ValueError("the sparse-attention indexer needs latent attention (kv_lora_rank)")
 

@@ -121,7 +121,7 @@ class _Table(Generic[_P]):
         if key in preset.FIGURES:
             return key
         close = difflib.get_close_matches(key, preset.FIGURES, n=2, cutoff=0.6)
-        shown = preset.FIGURES[:12]  # one line: a model has 39 figures
+        shown = preset.FIGURES[:12]  # one line: a model has 40 figures
         more = f" and {len(preset.FIGURES) - len(shown)} more" if len(preset.FIGURES) > len(shown) else ""
         hint = f"did you mean {', '.join(close)}?" if close else f"fields: {', '.join(shown)}{more}"
         article = "an" if self.kind == "accelerator" else "a"

@@ -11,9 +11,10 @@ full-attention model. Today's models break them in four ways, each handled here:
   it is routed to (active parameters); a batch touches more experts than one token does.
 * **Tensor parallelism** splits KV heads across GPUs, but a GPU cannot hold less than one head: with more GPUs than KV
   heads, heads are replicated. A latent-attention cache is replicated on every tensor-parallel GPU.
-* **State instead of a cache**: a linear-attention layer (Gated DeltaNet, Qwen3-Next) or a Mamba-2 layer (Nemotron-H)
-  keeps one fixed state per sequence, a short convolution's last inputs plus the recurrent state, whatever the
-  context; hybrid models put a few attention layers, whose cache grows, beside many such layers.
+* **State instead of a cache**: a linear-attention layer (Gated DeltaNet, Qwen3-Next; lightning attention,
+  MiniMax-M1) or a Mamba-2 layer (Nemotron-H) keeps one fixed state per sequence, a short convolution's last inputs
+  (none in lightning attention) plus the recurrent state, whatever the context; hybrid models put a few attention
+  layers, whose cache grows, beside many such layers.
 
 These functions take the numbers; those taking a preset ``model`` name read its shape from the catalog and live in
 :mod:`xlsxplan.catalog.models`.
@@ -206,8 +207,9 @@ def linear_attention_state(
     state_bytes: float,
     conv_bytes: float,
 ) -> float:
-    """Bytes of one Gated DeltaNet layer's state for one sequence, over every tensor-parallel GPU (the heads and the
-    convolution's channels are split, never replicated). Unchecked: LINEAR_STATE_BYTES and the preset functions."""
+    """Bytes of one linear-attention layer's state for one sequence (Gated DeltaNet; lightning attention with
+    ``conv_kernel`` 1), over every tensor-parallel GPU (the heads and the convolution's channels are split, never
+    replicated). Unchecked: LINEAR_STATE_BYTES and the preset functions."""
     conv = (conv_kernel - 1) * (2 * key_heads * key_head_dim + value_heads * value_head_dim) * conv_bytes
     return conv + value_heads * value_head_dim * key_head_dim * state_bytes
 
@@ -251,7 +253,7 @@ def linear_attention_state_bytes(
     state_bytes_per_value: BytesPerValue = 2,
     conv_bytes_per_value: BytesPerValue = 2,
 ) -> float:
-    """Fixed state one sequence holds in linear-attention (Gated DeltaNet) layers, whatever its length.
+    """Fixed state one sequence holds in linear-attention (Gated DeltaNet, lightning) layers, whatever its length.
 
     Parameters
     ----------
@@ -266,7 +268,8 @@ def linear_attention_state_bytes(
     value_head_dim : int
         Width of a value head (config linear_value_head_dim) [count].
     conv_kernel : int, default 4
-        Width of the short convolution (config linear_conv_kernel_dim); it keeps kernel - 1 inputs [tokens].
+        Width of the short convolution (config linear_conv_kernel_dim); it keeps kernel - 1 inputs; 1 for lightning
+        attention, which has none [tokens].
     state_bytes_per_value : float, default 2
         Bytes per recurrent-state value, or a precision name: bf16 (vLLM's default, the model's dtype) or fp32
         (SGLang's default --mamba-ssm-dtype) [bytes].
@@ -284,6 +287,9 @@ def linear_attention_state_bytes(
     MambaStateShapeCalculator.gated_delta_net_state_shape (Gated Delta Networks, arXiv:2412.06464). Qwen3-Next-80B-A3B
     (16 key and 32 value heads of 128, kernel 4) in BF16: 36 x (49,152 + 1,048,576) = 39,518,208 bytes, the cache of
     1,608 tokens of its 12 attention layers. Tensor parallelism splits it; the sum over the GPUs is the same.
+    MiniMax's lightning attention (MiniMax-01, arXiv:2501.08313) has no convolution: ``conv_kernel`` 1, and as many key
+    and value heads as attention heads, giving vLLM's linear_attention_state_shape ``H d d``; MiniMax-M1 (70 layers of
+    64 heads of 128) holds 146,800,640 bytes in BF16.
     """
     return layers * linear_attention_state(
         key_heads, value_heads, key_head_dim, value_head_dim, conv_kernel, state_bytes_per_value, conv_bytes_per_value
