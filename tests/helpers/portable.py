@@ -8,6 +8,7 @@ import datetime
 import functools
 import re
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -176,6 +177,29 @@ def set_inputs(wb: Any, inputs: dict[str, Any]) -> Any:
     for ref, value in inputs.items():
         wb.set(ref, value)
     return wb.calculate()
+
+
+def each_scenario(
+    wb: Any, scenarios: dict[str, dict[str, Any]], cells: list[str]
+) -> Iterator[tuple[str, dict[str, Any], Any]]:
+    """Each scenario of ``scenarios`` set into one loaded workbook ``wb`` (a :class:`~xlsxplan.headless.Workbook`)
+    and recalculated, as ``(scenario, inputs, wb)``; its inputs put back before the next is set, and after the last,
+    ``wb`` recalculated with every input as it was loaded must give again, in each of ``cells``, the value it gave
+    then (a put-back that left a trace fails here). One load a workbook instead of one a scenario (a load of the
+    serving plan costs five of its recalculations); the engine recalculates what the changed inputs reach, as a
+    spreadsheet does."""
+    refs = list(dict.fromkeys(ref for inputs in scenarios.values() for ref in inputs))
+    loaded = {ref: wb.get(ref) for ref in refs}  # also the workbook as loaded, calculated
+    before = {ref: wb.get(ref) for ref in cells}
+    for scenario, inputs in scenarios.items():
+        for ref, value in inputs.items():
+            wb.set(ref, value)
+        yield scenario, inputs, wb.calculate()
+        for ref in inputs:
+            wb.set(ref, loaded[ref])
+    wb.calculate()
+    changed = [ref for ref in cells if not same(wb.get(ref), before[ref])]
+    assert not changed, f"inputs put back, yet {len(changed)} cells differ from the workbook as loaded: {changed[:8]}"
 
 
 def compare(layout: Layout, want: Any, get: Any, stale: bool) -> list[str]:
