@@ -8,8 +8,9 @@ import datetime
 import functools
 import re
 import shutil
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 import openpyxl
@@ -78,8 +79,10 @@ def copy_editions(folder: Path) -> Path:
     return folder
 
 
-def formulas(path: Path) -> dict[str, str]:
-    """Every formula cell of a workbook, ``'Sheet'!A1`` -> its text."""
+@functools.cache
+def formulas(path: Path) -> Mapping[str, str]:
+    """Every formula cell of a workbook, ``'Sheet'!A1`` -> its text; read once a file (the tests read each edition's
+    copy in a module's own folder, never changed after it is copied there), and never changed after."""
     wb = openpyxl.load_workbook(path)
     out = {}
     for ws in wb.worksheets:
@@ -89,7 +92,7 @@ def formulas(path: Path) -> dict[str, str]:
                 text = v.text if hasattr(v, "text") else v
                 if isinstance(text, str) and text.startswith("="):
                     out[f"'{ws.title}'!{c.coordinate}"] = text
-    return out
+    return MappingProxyType(out)
 
 
 def functions(formula: str) -> list[str]:
@@ -136,7 +139,7 @@ _REF = re.compile(r"(?:'([^']+)'|([A-Za-z][\w.]*))!\$?([A-Z]{1,3})\$?(\d+)")
 _BARE = re.compile(r"(?<![!\w$'])\$?([A-Z]{1,3})\$?(\d+)(?![\w(])")
 
 
-def _reading(formulas: dict[str, str], cells: set[str]) -> set[str]:
+def _reading(formulas: Mapping[str, str], cells: set[str]) -> set[str]:
     """The formula cells (``'Sheet'!A1``) that read one of ``cells`` (a range by its corners), directly or through
     others."""
     refs = {}
