@@ -50,20 +50,22 @@ def pytest_configure(config):
 LONGEST_FIRST = (
     "tests/templates/test_portable_libreoffice.py",
     "tests/headless/test_frozen.py",
-    "tests/templates/test_portable.py",
     "tests/cli/test_calibrate.py",
-    "tests/calibration/test_measurements.py",
+    "tests/templates/test_portable.py",
     "tests/sheet/test_native.py",
-    "tests/sheet/test_cells_vectorised.py",
     "tests/templates/test_plans.py",
-    "tests/e2e/test_docs.py",
+    "tests/core/test_queueing.py",
     "tests/templates/test_build.py",
-    "tests/headless/test_untrusted.py",
+    "tests/plan/test_search.py",
+    "tests/sheet/test_cells_vectorised.py",
+    "tests/e2e/test_docs.py",
     "tests/cli/test_signals.py",
+    "tests/headless/test_untrusted.py",
+    "tests/calibration/test_measurements.py",
 )
-"""The test files that take longest (20 to 50 s of CPU each on the 2-core development VM, December 2026), longest
-first: the workers start on them, so that neither is left with a long file when the other has finished. A file not
-named here follows, those with more tests first (pytest-xdist's own order)."""
+"""The test files that take longest (15 to 40 s of CPU each on a worker of the 2-core development VM, 7 December
+2026), longest first: the workers start on them, so that neither is left with a long file when the other has
+finished. A file not named here follows, those with more tests first (pytest-xdist's own order)."""
 
 
 def pytest_collection_modifyitems(config, items):
