@@ -8,7 +8,9 @@ import datetime
 import functools
 import re
 import shutil
+from collections.abc import Iterator, Mapping
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 import openpyxl
@@ -77,8 +79,10 @@ def copy_editions(folder: Path) -> Path:
     return folder
 
 
-def formulas(path: Path) -> dict[str, str]:
-    """Every formula cell of a workbook, ``'Sheet'!A1`` -> its text."""
+@functools.cache
+def formulas(path: Path) -> Mapping[str, str]:
+    """Every formula cell of a workbook, ``'Sheet'!A1`` -> its text; read once a file (the tests read each edition's
+    copy in a module's own folder, never changed after it is copied there), and never changed after."""
     wb = openpyxl.load_workbook(path)
     out = {}
     for ws in wb.worksheets:
@@ -88,7 +92,7 @@ def formulas(path: Path) -> dict[str, str]:
                 text = v.text if hasattr(v, "text") else v
                 if isinstance(text, str) and text.startswith("="):
                     out[f"'{ws.title}'!{c.coordinate}"] = text
-    return out
+    return MappingProxyType(out)
 
 
 def functions(formula: str) -> list[str]:
@@ -135,7 +139,7 @@ _REF = re.compile(r"(?:'([^']+)'|([A-Za-z][\w.]*))!\$?([A-Z]{1,3})\$?(\d+)")
 _BARE = re.compile(r"(?<![!\w$'])\$?([A-Z]{1,3})\$?(\d+)(?![\w(])")
 
 
-def _reading(formulas: dict[str, str], cells: set[str]) -> set[str]:
+def _reading(formulas: Mapping[str, str], cells: set[str]) -> set[str]:
     """The formula cells (``'Sheet'!A1``) that read one of ``cells`` (a range by its corners), directly or through
     others."""
     refs = {}
@@ -176,6 +180,29 @@ def set_inputs(wb: Any, inputs: dict[str, Any]) -> Any:
     for ref, value in inputs.items():
         wb.set(ref, value)
     return wb.calculate()
+
+
+def each_scenario(
+    wb: Any, scenarios: dict[str, dict[str, Any]], cells: list[str]
+) -> Iterator[tuple[str, dict[str, Any], Any]]:
+    """Each scenario of ``scenarios`` set into one loaded workbook ``wb`` (a :class:`~xlsxplan.headless.Workbook`)
+    and recalculated, as ``(scenario, inputs, wb)``; its inputs put back before the next is set, and after the last,
+    ``wb`` recalculated with every input as it was loaded must give again, in each of ``cells``, the value it gave
+    then (a put-back that left a trace fails here). One load a workbook instead of one a scenario (a load of the
+    serving plan costs five of its recalculations); the engine recalculates what the changed inputs reach, as a
+    spreadsheet does."""
+    refs = list(dict.fromkeys(ref for inputs in scenarios.values() for ref in inputs))
+    loaded = {ref: wb.get(ref) for ref in refs}  # also the workbook as loaded, calculated
+    before = {ref: wb.get(ref) for ref in cells}
+    for scenario, inputs in scenarios.items():
+        for ref, value in inputs.items():
+            wb.set(ref, value)
+        yield scenario, inputs, wb.calculate()
+        for ref in inputs:
+            wb.set(ref, loaded[ref])
+    wb.calculate()
+    changed = [ref for ref in cells if not same(wb.get(ref), before[ref])]
+    assert not changed, f"inputs put back, yet {len(changed)} cells differ from the workbook as loaded: {changed[:8]}"
 
 
 def compare(layout: Layout, want: Any, get: Any, stale: bool) -> list[str]:
