@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import atexit
+import functools
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
+
+from tests.helpers import REPO
 
 SOFFICE = shutil.which("soffice") or shutil.which("libreoffice")
 """The LibreOffice command, or None where it is not installed (the tests that need it skip, or fail in CI)."""
@@ -47,3 +52,17 @@ def convert(paths: list[Path], folder: Path, recalc_on_load: bool = False, timeo
         timeout=timeout,
     )
     return outdir
+
+
+SHIPPED_PORTABLE = (REPO / "workbooks" / "serving_plan.xlsx", REPO / "workbooks" / "training_plan.xlsx")
+"""The shipped portable templates, which several modules check as LibreOffice recalculates them."""
+
+
+@functools.cache
+def shipped_recalculated() -> Path:
+    """The shipped portable templates opened in LibreOffice, every formula recalculated on load, and saved as .xlsx,
+    in one call once a test process (a worker): the folder of the saved files, each under its own name. The tests
+    only read them; the folder goes when the process ends."""
+    folder = Path(tempfile.mkdtemp(prefix="xlsxplan-libreoffice-"))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    return convert(list(SHIPPED_PORTABLE), folder, recalc_on_load=True)

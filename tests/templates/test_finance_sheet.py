@@ -16,7 +16,7 @@ import tomllib
 
 from tests.helpers import REPO
 from tests.helpers.books import saved_values
-from tests.helpers.office import SOFFICE, convert
+from tests.helpers.office import SOFFICE, shipped_recalculated
 from xlsxplan.headless import Workbook
 from xlsxplan.templates import finance, serving
 
@@ -159,9 +159,8 @@ def test_the_portable_edition_flags_a_changed_input_and_recalc_computes_it_again
 
 @pytest.mark.slow
 @pytest.mark.skipif(SOFFICE is None, reason="LibreOffice (soffice) is not installed")
-def test_libreoffice_recalculates_the_portable_finance_sheet(tmp_path, addin, book):
-    out = convert([PORTABLE], tmp_path, recalc_on_load=True)
-    get = saved_values(out / PORTABLE.name, PORTABLE)
+def test_libreoffice_recalculates_the_portable_finance_sheet(addin, book):
+    get = saved_values(shipped_recalculated() / PORTABLE.name, PORTABLE)
     for key in _finance_keys():
         want, got = figure(addin, book, key), get(book.address(key))
         assert got == pytest.approx(want) if isinstance(want, float) else got == want, key

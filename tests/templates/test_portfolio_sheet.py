@@ -14,7 +14,7 @@ import pytest
 
 from tests.helpers import REPO
 from tests.helpers.books import changed, saved_values
-from tests.helpers.office import SOFFICE, convert
+from tests.helpers.office import SOFFICE, shipped_recalculated
 from xlsxplan.cli import main
 from xlsxplan.headless import Workbook
 from xlsxplan.templates import portfolio_sheet as pf
@@ -192,6 +192,5 @@ def test_the_add_in_editions_portfolio_is_what_plan_workloads_prints(editions, c
 
 @pytest.mark.slow
 @pytest.mark.skipif(SOFFICE is None, reason="LibreOffice (soffice) is not installed")
-def test_libreoffice_computes_the_portable_portfolio_as_the_hand_does(editions, tmp_path):
-    out = convert([editions["portable"].path], tmp_path, recalc_on_load=True)
-    assert_by_hand(saved_values(out / editions["portable"].path.name), by_hand())
+def test_libreoffice_computes_the_portable_portfolio_as_the_hand_does(editions):
+    assert_by_hand(saved_values(shipped_recalculated() / editions["portable"].path.name), by_hand())

@@ -15,7 +15,7 @@ import pytest
 
 from tests.helpers import REPO
 from tests.helpers.books import changed, saved_values
-from tests.helpers.office import SOFFICE, convert
+from tests.helpers.office import SOFFICE, shipped_recalculated
 from xlsxplan.cli import main
 from xlsxplan.headless import Workbook
 from xlsxplan.plan.train_inputs import TRAIN_INPUTS
@@ -193,9 +193,8 @@ def test_the_portable_edition_flags_a_changed_input_and_recalc_computes_the_tabl
 
 @pytest.mark.slow
 @pytest.mark.skipif(SOFFICE is None, reason="LibreOffice (soffice) is not installed")
-def test_libreoffice_reads_the_portable_options_and_recalculates_the_rest(tmp_path, capsys):
-    out = convert([PORTABLE], tmp_path, recalc_on_load=True)
-    get = saved_values(out / Path(PORTABLE).name, PORTABLE)
+def test_libreoffice_reads_the_portable_options_and_recalculates_the_rest(capsys):
+    get = saved_values(shipped_recalculated() / Path(PORTABLE).name, PORTABLE)
     rows = assert_the_sheet_is_the_cli(get, capsys)
     book = training.build()
     assert get(book.address("search_cost")) == rows[0]["usd"]
