@@ -18,6 +18,7 @@ from typing import Any
 
 import openpyxl
 import pytest
+from openpyxl.utils import get_column_letter
 
 from tests.helpers import REPO
 from tests.helpers.package_edit import edit_package
@@ -63,13 +64,23 @@ def run(capsys: Any, *argv: Any) -> tuple[int, str, str]:
 def _values(path: Path, sheet: str) -> dict[str, Any]:
     """The values a sheet of the file holds, cell by cell (each file read once, and copied: the files are written
     once each, before they are read)."""
-    return dict(_read_values(path)[sheet])
+    return dict(_read_values(path, sheet))
 
 
 @functools.cache
-def _read_values(path: Path) -> dict[str, dict[str, Any]]:
-    wb = openpyxl.load_workbook(path, data_only=True)
-    return {ws.title: {c.coordinate: c.value for row in ws.iter_rows() for c in row} for ws in wb.worksheets}
+def _read_values(path: Path, sheet: str) -> dict[str, Any]:
+    """Every cell of the sheet's used rectangle from A1, None where empty: what a full openpyxl load's
+    ``ws.iter_rows()`` gives (checked equal on these files), read in openpyxl's read-only mode, which parses only
+    that sheet (a quarter of the time)."""
+    wb = openpyxl.load_workbook(path, data_only=True, read_only=True)
+    try:
+        ws = wb[sheet]
+        ws.reset_dimensions()  # from the cells themselves, not the dimension the file declares
+        cells = {(c.row, c.column): c.value for row in ws.iter_rows() for c in row if hasattr(c, "row")}
+    finally:
+        wb.close()
+    rows, cols = max(r for r, _ in cells), max(c for _, c in cells)
+    return {f"{get_column_letter(c)}{r}": cells.get((r, c)) for r in range(1, rows + 1) for c in range(1, cols + 1)}
 
 
 @functools.cache
