@@ -133,6 +133,14 @@ def _block(path: Path) -> tuple[openpyxl.Workbook, str, int, int]:
     return wb, *blocks["Options"]
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _forget_the_files_read():
+    """The files read once a module are let go with it: a pytest-xdist worker runs other files after this one."""
+    yield
+    for cached in (_read_values, _book, _master, _stale_check):
+        cached.cache_clear()
+
+
 @pytest.fixture(scope="module")
 def both(tmp_path_factory) -> dict[str, Any]:
     """The shipped portable plan and add-in plan, each recalculated by the command line for :data:`SCENARIO`
