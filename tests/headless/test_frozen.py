@@ -18,8 +18,10 @@ from typing import Any
 
 import openpyxl
 import pytest
+from openpyxl.utils import get_column_letter
 
 from tests.helpers import REPO
+from tests.helpers.package_edit import edit_package
 from xlsxplan.cli import main
 from xlsxplan.errors import CellError, WorkbookError
 from xlsxplan.headless import Workbook, recalc
@@ -60,18 +62,32 @@ def run(capsys: Any, *argv: Any) -> tuple[int, str, str]:
 
 
 def _values(path: Path, sheet: str) -> dict[str, Any]:
-    """The values a sheet of the file holds, cell by cell (the shipped file's read once a module, and copied)."""
-    return dict(_shipped_values(sheet)) if path == PORTABLE else _read_values(path, sheet)
-
-
-def _read_values(path: Path, sheet: str) -> dict[str, Any]:
-    ws = openpyxl.load_workbook(path, data_only=True)[sheet]
-    return {c.coordinate: c.value for row in ws.iter_rows() for c in row}
+    """The values a sheet of the file holds, cell by cell (each file read once, and copied: the files are written
+    once each, before they are read)."""
+    return dict(_read_values(path, sheet))
 
 
 @functools.cache
-def _shipped_values(sheet: str) -> dict[str, Any]:
-    return _read_values(PORTABLE, sheet)
+def _read_values(path: Path, sheet: str) -> dict[str, Any]:
+    """Every cell of the sheet's used rectangle from A1, None where empty: what a full openpyxl load's
+    ``ws.iter_rows()`` gives (checked equal on these files), read in openpyxl's read-only mode, which parses only
+    that sheet (a quarter of the time)."""
+    wb = openpyxl.load_workbook(path, data_only=True, read_only=True)
+    try:
+        ws = wb[sheet]
+        ws.reset_dimensions()  # from the cells themselves, not the dimension the file declares
+        cells = {(c.row, c.column): c.value for row in ws.iter_rows() for c in row if hasattr(c, "row")}
+    finally:
+        wb.close()
+    rows, cols = max(r for r, _ in cells), max(c for _, c in cells)
+    return {f"{get_column_letter(c)}{r}": cells.get((r, c)) for r in range(1, rows + 1) for c in range(1, cols + 1)}
+
+
+@functools.cache
+def _book(path: Path) -> openpyxl.Workbook:
+    """The file as openpyxl reads it (formulas), read once a module: never change or save it (a test that tampers
+    with a file edits its package, tests/helpers/package_edit.py)."""
+    return openpyxl.load_workbook(path)
 
 
 def _same(got: Any, want: Any) -> bool:
@@ -82,35 +98,19 @@ def _same(got: Any, want: Any) -> bool:
     return got == want
 
 
+@functools.cache
 def _master(path: Path) -> str:
     """The master check's cell on Checks (the row headed "Master check"), as the file holds it."""
-    return _shipped_master() if path == PORTABLE else _find_master(path)
-
-
-@functools.cache
-def _shipped_master() -> str:
-    return _find_master(PORTABLE)
-
-
-def _find_master(path: Path) -> str:
-    ws = openpyxl.load_workbook(path)["Checks"]
+    ws = _book(path)["Checks"]
     rows = [r for r in range(1, ws.max_row + 1) if str(ws[f"A{r}"].value).startswith("Master check: ")]
     assert len(rows) == 1, rows
     return f"B{rows[0]}"
 
 
-def _stale_check(path: Path) -> str:
-    """The stale-values check's cell on Checks (the shipped file's found once a module)."""
-    return _shipped_stale_check() if path == PORTABLE else _find_stale_check(path)
-
-
 @functools.cache
-def _shipped_stale_check() -> str:
-    return _find_stale_check(PORTABLE)
-
-
-def _find_stale_check(path: Path) -> str:
-    ws = openpyxl.load_workbook(path)["Checks"]
+def _stale_check(path: Path) -> str:
+    """The stale-values check's cell on Checks (found once a file)."""
+    ws = _book(path)["Checks"]
     # the Options block's (the Finance sheet's block has a check of its own, "Finance: values computed ...")
     rows = [r for r in range(1, ws.max_row + 1) if str(ws[f"A{r}"].value).startswith(f"Options: {STALE_WORDS}")]
     assert len(rows) == 1, rows
@@ -118,9 +118,9 @@ def _find_stale_check(path: Path) -> str:
 
 
 def _block(path: Path) -> tuple[openpyxl.Workbook, str, int, int]:
-    """The portable file (openpyxl), and its frozen block of the Options sheet: the defined name, first and last row
-    on Workings (the other blocks are the Finance and Chargeback sheets')."""
-    wb = openpyxl.load_workbook(path)
+    """The portable file (openpyxl, read once: never change it), and its frozen block of the Options sheet: the
+    defined name, first and last row on Workings (the other blocks are the Finance and Chargeback sheets')."""
+    wb = _book(path)
     names = [n for n in wb.defined_names if n.startswith(NAME_PREFIX)]
     assert sorted(names) == [f"{NAME_PREFIX}{i}" for i in (1, 2, 3)], names
     blocks = {}
@@ -133,13 +133,28 @@ def _block(path: Path) -> tuple[openpyxl.Workbook, str, int, int]:
     return wb, *blocks["Options"]
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _forget_the_files_read():
+    """The files read once a module are let go with it: a pytest-xdist worker runs other files after this one."""
+    yield
+    for cached in (_read_values, _book, _master, _stale_check):
+        cached.cache_clear()
+
+
 @pytest.fixture(scope="module")
-def both(tmp_path_factory) -> dict[str, Path]:
-    """The shipped portable plan and add-in plan, each recalculated by the command line for :data:`SCENARIO`."""
+def both(tmp_path_factory) -> dict[str, Any]:
+    """The shipped portable plan and add-in plan, each recalculated by the command line for :data:`SCENARIO`
+    ("portable", "addin": the files written), and what the command said on stderr for the portable one ("said")."""
+    import contextlib
+    import io
+
     folder = tmp_path_factory.mktemp("recalc")
-    out = {"portable": folder / "portable.xlsx", "addin": folder / "addin.xlsx"}
-    for key, src in (("portable", PORTABLE), ("addin", ADDIN)):
-        assert main(["recalc", str(src), "-o", str(out[key]), "-q", *SCENARIO]) == 0
+    out: dict[str, Any] = {"portable": folder / "portable.xlsx", "addin": folder / "addin.xlsx"}
+    said = io.StringIO()
+    with contextlib.redirect_stderr(said):
+        assert main(["recalc", str(PORTABLE), "-o", str(out["portable"]), *SCENARIO]) == 0
+    assert main(["recalc", str(ADDIN), "-o", str(out["addin"]), "-q", *SCENARIO]) == 0
+    out["said"] = said.getvalue()
     return out
 
 
@@ -180,21 +195,21 @@ def test_the_stale_check_is_ok_and_the_inputs_are_those_computed_for(both):
         f"{TITLE_PREFIX}Options: {FROZEN_CELLS} cells hold the values xlsxplan recalc computed on {today}, for these inputs"
     )
     # the cells hold values, never the add-in's formula: the file still needs no add-in
-    held = [c.value for row in openpyxl.load_workbook(both["portable"])["Options"][TABLE] for c in row]
+    held = [c.value for row in wb["Options"][TABLE] for c in row]
     assert not [v for v in held if isinstance(v, str) and v.startswith("=")]
 
 
 @pytest.mark.slow
 def test_the_stale_check_words_say_to_run_recalc_on_this_file():
-    ws = openpyxl.load_workbook(PORTABLE)["Checks"]
+    ws = _book(PORTABLE)["Checks"]
     label = ws[_stale_check(PORTABLE).replace("B", "A")].value
     assert "run xlsxplan recalc on this file, or open the add-in edition (serving_plan_functions.xlsx)" in label
 
 
 @pytest.mark.slow
-def test_the_command_says_it_computed_them_again(capsys, tmp_path):
-    code, _, err = run(capsys, "recalc", PORTABLE, "-o", tmp_path / "a.xlsx", "--set", "Requests_Per_Day=300000")
-    assert code == 0
+def test_the_command_says_it_computed_them_again(capsys, tmp_path, both):
+    # inputs changed (SCENARIO): what `xlsxplan recalc` said making the module's recalculated portable file
+    err = both["said"]
     assert f"computed again the {FROZEN_CELLS:,} values only Python computes on Options" in err
     assert f"master check Checks!{_master(PORTABLE)}: OK" in err
     # inputs as built: nothing to compute again, and the file's values and date stay
@@ -232,14 +247,18 @@ def test_the_workbook_api_calculates_as_a_spreadsheet_and_refreshes_when_asked()
     assert wb.refresh_frozen() == []  # up to date: nothing to do
 
 
-def _tampered(tmp_path: Path, edit: Any) -> Path:
-    wb, name, top, last = _block(PORTABLE)
+def _kept(path: Path = PORTABLE) -> tuple[str, int, int, int]:
+    """The Options block's defined name, its first and last row on Workings, and the row of its first kept formula."""
+    wb, name, top, last = _block(path)
     ws = wb["Workings"]
     first = next(r for r in range(top, last + 1) if ws[f"A{r}"].value == FORMULAS_HEADER[0]) + 1
-    edit(wb, ws, first, name)
-    path = tmp_path / "tampered.xlsx"
-    wb.save(path)
-    return path
+    return name, top, last, first
+
+
+def _tampered(tmp_path: Path, cells: dict[str, str] | None = None, drop_name: str | None = None) -> Path:
+    """The shipped portable plan with ``cells`` of Workings (reference -> text; "=..." a formula) rewritten, or the
+    defined name ``drop_name`` removed: its package edited, every other part as shipped."""
+    return edit_package(PORTABLE, tmp_path / "tampered.xlsx", "Workings", cells, drop_name)
 
 
 @pytest.mark.slow
@@ -253,10 +272,7 @@ def _tampered(tmp_path: Path, edit: Any) -> Path:
     ],
 )
 def test_a_file_whose_kept_formula_was_edited_is_refused(capsys, tmp_path, kept, why):
-    def edit(wb: Any, ws: Any, first: int, name: str) -> None:
-        ws[f"B{first}"] = kept
-
-    path = _tampered(tmp_path, edit)
+    path = _tampered(tmp_path, {f"B{_kept()[3]}": kept})
     out = tmp_path / "out.xlsx"
     code, _, err = run(capsys, "recalc", path, "-o", out, "--set", "Requests_Per_Day=300000")
     assert code == 2 and not out.exists()
@@ -268,26 +284,21 @@ def test_a_file_whose_kept_formula_was_edited_is_refused(capsys, tmp_path, kept,
 
 @pytest.mark.slow
 def test_a_file_whose_kept_cells_point_at_a_formula_is_refused(capsys, tmp_path):
-    def edit(wb: Any, ws: Any, first: int, name: str) -> None:
-        ws[f"A{first}"] = "A7"  # Options!A7: =IF(AND(C7=Accelerator,...),"yes","no"), a formula of the portable file
-
-    path = _tampered(tmp_path, edit)
+    # Options!A7: =IF(AND(C7=Accelerator,...),"yes","no"), a formula of the portable file
+    path = _tampered(tmp_path, {f"A{_kept()[3]}": "A7"})
     code, _, err = run(capsys, "recalc", path, "-o", tmp_path / "out.xlsx")
     assert code == 2 and "Options!A7, which holds a formula of its own" in err, err
 
 
 @pytest.mark.slow
 def test_without_the_marker_nothing_is_computed_again(capsys, tmp_path):
-    def edit(wb: Any, ws: Any, first: int, name: str) -> None:
-        del wb.defined_names[name]
-
-    path = _tampered(tmp_path, edit)
+    path = _tampered(tmp_path, drop_name=_kept()[0])
     out = tmp_path / "out.xlsx"
     code, _, err = run(capsys, "recalc", path, "-o", out, "--set", "Requests_Per_Day=300000")
     assert code == 0 and "only Python computes on Options" not in err  # the Finance block keeps its marker
     assert f"master check Checks!{_master(PORTABLE)}: ERROR" in err and STALE_WORDS in err
     got, before = _values(out, "Options"), _values(PORTABLE, "Options")
-    kept = [f"{c.coordinate}" for row in openpyxl.load_workbook(PORTABLE)["Options"][TABLE] for c in row]
+    kept = [f"{c.coordinate}" for row in _book(PORTABLE)["Options"][TABLE] for c in row]
     assert len(kept) == FROZEN_CELLS - 2 and all(
         _same(got[k], before[k]) for k in [*kept, "D104", MULTI]
     )  # the build's, flagged
@@ -309,22 +320,18 @@ def test_rectangles_cover_exactly_the_cells():
 
 
 @pytest.mark.slow
-def test_a_rewritten_check_does_not_keep_values_for_other_inputs(capsys, tmp_path):
+def test_a_rewritten_check_does_not_keep_values_for_other_inputs(capsys, tmp_path, both):
     """Issue 27: with every Unchanged cell rewritten as =TRUE, recalc of changed inputs kept the build's values
     (575 Options cells wrong, exit 0). recalc computes the kept formulas again itself and compares with the values
-    kept: the table is the add-in edition's for the new inputs."""
+    kept: the table is the add-in edition's for the new inputs (:data:`SCENARIO`'s, the add-in edition's table for
+    them computed once a module by the fixture ``both``)."""
 
-    def edit(wb: Any, ws: Any, first: int, name: str) -> None:
-        top = int(re.search(r"\$A\$(\d+)", wb.defined_names[name].attr_text).group(1))
-        for r in range(top + 2, first - 1):
-            ws[f"E{r}"] = "=TRUE"
-
-    path = _tampered(tmp_path, edit)
-    out, addin = tmp_path / "out.xlsx", tmp_path / "addin.xlsx"
-    code, _, err = run(capsys, "recalc", path, "-o", out, "--set", "Requests_Per_Day=700000")
+    _, top, _, first = _kept()
+    path = _tampered(tmp_path, {f"E{r}": "=TRUE" for r in range(top + 2, first - 1)})
+    out = tmp_path / "out.xlsx"
+    code, _, err = run(capsys, "recalc", path, "-o", out, *SCENARIO)
     assert code == 0 and f"computed again the {FROZEN_CELLS:,} values only Python computes on Options" in err, err
-    assert main(["recalc", str(ADDIN), "-o", str(addin), "-q", "--set", "Requests_Per_Day=700000"]) == 0
-    got, want, before = _values(out, "Options"), _values(addin, "Options"), _values(PORTABLE, "Options")
+    got, want, before = _values(out, "Options"), _values(both["addin"], "Options"), _values(PORTABLE, "Options")
     moved = [k for k in want if not _same(before.get(k), want[k])]
     assert len(moved) > 100, len(moved)  # the build's values would be wrong here
     wrong = [k for k in want if not _same(got.get(k), want[k])]
@@ -336,11 +343,8 @@ def test_a_block_that_names_an_input_among_its_cells_is_refused(capsys, tmp_path
     """Issue 27: a kept-formula block naming input cells as its targets overwrote them. Kept values live only on
     the Options sheet: anything else is refused in one line naming the cell."""
 
-    def edit(wb: Any, ws: Any, first: int, name: str) -> None:
-        ws[f"A{first}"] = "B26"  # Inputs!B26, Requests_Per_Day
-        ws[f"C{first}"] = "Inputs"
-
-    path = _tampered(tmp_path, edit)
+    first = _kept()[3]
+    path = _tampered(tmp_path, {f"A{first}": "B26", f"C{first}": "Inputs"})  # Inputs!B26, Requests_Per_Day
     out = tmp_path / "out.xlsx"
     code, _, err = run(capsys, "recalc", path, "-o", out, "--set", "Requests_Per_Day=700000")
     assert code == 2 and not out.exists()
@@ -353,9 +357,10 @@ def test_a_kept_formula_over_a_whole_sheet_is_refused_before_it_runs(capsys, tmp
     """Issue 27: a kept formula reading Inputs!A:XFD ran for minutes, its ranges counted once for the formula, not
     once for each of its cells. Now counted for each cell, as a cell formula's are, and refused in one line naming
     where it is kept, before any is evaluated. Built at the shipped Inputs' rows in use and at 4 and 10 times them
-    (tests/helpers/hangs.py, kept_whole_sheet): the range cost counted grows linearly from 1x to 4x, the work done
+    (tests/helpers/package_edit.py, kept_whole_sheet): the range cost counted grows linearly from 1x to 4x, the work done
     (texts costed, formulas evaluated) not at all, and every size is refused in one line."""
-    from tests.helpers.hangs import SIZES, kept_whole_sheet, linear
+    from tests.helpers.hangs import SIZES, linear
+    from tests.helpers.package_edit import kept_whole_sheet
     from xlsxplan.headless import untrusted
 
     work = {"costed": 0, "evaluated": 0}
@@ -374,8 +379,7 @@ def test_a_kept_formula_over_a_whole_sheet_is_refused_before_it_runs(capsys, tmp
     counted, done, rows = {}, {}, {}
     for size in SIZES:
         work.update(costed=0, evaluated=0)
-        path = tmp_path / f"kept{size}.xlsx"
-        path.write_bytes(kept_whole_sheet(size))
+        path = kept_whole_sheet(tmp_path / f"kept{size}.xlsx", size)
         out = tmp_path / f"out{size}.xlsx"
         code, _, err = run(capsys, "recalc", path, "-o", out, "--set", "Requests_Per_Day=300000")
         assert code == 2 and not out.exists() and len(err.strip().splitlines()) == 1, err

@@ -1,0 +1,123 @@
+"""Edit a few cells or a defined name of an .xlsx package in place of an openpyxl load and save.
+
+A test that tampers with the 1 MB portable serving plan needs one or two cells changed; openpyxl reads and writes the
+whole workbook for that (most of a second each time) and drops every cached value on the way. Here the sheet's XML
+part (and ``xl/workbook.xml`` for a name) is edited as text and every other part is copied byte for byte: the file
+differs from its source only in what the test changed, as a user's edit in Excel would. A cell written here is what
+openpyxl writes for the same assignment: a text starting with ``=`` is a formula (its text after the ``=``, no cached
+value), any other text an inline string; the cell keeps its style.
+"""
+
+from __future__ import annotations
+
+import html
+import posixpath
+import re
+import zipfile
+from collections.abc import Mapping
+from pathlib import Path
+
+__all__ = ["edit_package", "set_cells", "sheet_part"]
+
+
+def sheet_part(zf: zipfile.ZipFile, sheet: str) -> str:
+    """The name of ``sheet``'s worksheet part in the package (through xl/workbook.xml and its relationships)."""
+    book = zf.read("xl/workbook.xml").decode("utf-8")
+    m = re.search(rf'<sheet\b[^>]*\bname="{re.escape(html.escape(sheet))}"[^>]*\br:id="([^"]+)"', book)
+    assert m is not None, f"no sheet {sheet!r}"
+    rels = zf.read("xl/_rels/workbook.xml.rels").decode("utf-8")
+    rel = next(
+        r for r in re.findall(r"<Relationship\b[^>]*>", rels) if re.search(rf'\bId="{re.escape(m.group(1))}"', r)
+    )
+    target = re.search(r'\bTarget="([^"]+)"', rel)
+    assert target is not None, rel
+    path = target.group(1)
+    return path.lstrip("/") if path.startswith("/") else posixpath.normpath(posixpath.join("xl", path))
+
+
+def _cell_xml(ref: str, style: str, value: str) -> str:
+    if value.startswith("="):
+        return f'<c r="{ref}"{style}><f>{html.escape(value[1:], quote=False)}</f><v></v></c>'
+    return f'<c r="{ref}"{style} t="inlineStr"><is><t>{html.escape(value, quote=False)}</t></is></c>'
+
+
+def set_cells(xml: str, cells: Mapping[str, str]) -> str:
+    """``xml`` (a worksheet part) with each existing cell of ``cells`` (reference -> text) rewritten."""
+    for ref, value in cells.items():
+        pattern = re.compile(rf'<c r="{ref}"(\s[^>]*?)?(?:/>|>.*?</c>)', re.S)
+        m = pattern.search(xml)
+        assert m is not None, f"no cell {ref} to edit"
+        style = re.search(r'\ss="\d+"', m.group(1) or "")
+        xml = xml[: m.start()] + _cell_xml(ref, style.group(0) if style else "", value) + xml[m.end() :]
+    return xml
+
+
+def edit_package(
+    src: Path,
+    dst: Path,
+    sheet: str | None = None,
+    cells: Mapping[str, str] | None = None,
+    drop_name: str | None = None,
+    *,
+    grow: tuple[str, int] | None = None,
+) -> Path:
+    """Write ``dst``: ``src`` with ``cells`` (reference -> text, each an existing cell) of ``sheet`` rewritten, the
+    defined name ``drop_name`` removed, and for ``grow`` (sheet, multiple) a 1 in column A of that sheet at
+    ``multiple`` times its last row with a cell (openpyxl's ``max_row``), its dimension widened to that row as
+    openpyxl writes it. Returns ``dst``."""
+    with zipfile.ZipFile(src) as zf:
+        edits: dict[str, str] = {}
+        if sheet is not None and cells:
+            part = sheet_part(zf, sheet)
+            edits[part] = set_cells(zf.read(part).decode("utf-8"), cells)
+        if grow is not None:
+            name, multiple = grow
+            part = sheet_part(zf, name)
+            xml = edits.get(part, zf.read(part).decode("utf-8"))
+            row = multiple * max(int(r) for r in re.findall(r'<c r="[A-Z]+(\d+)"', xml))
+            assert multiple > 1 and xml.count("</sheetData>") == 1, multiple
+            xml = xml.replace("</sheetData>", f'<row r="{row}"><c r="A{row}" t="n"><v>1</v></c></row></sheetData>')
+            xml = re.sub(r'(<dimension ref="[A-Z]+\d+:[A-Z]+)\d+"', rf'\g<1>{row}"', xml, count=1)
+            edits[part] = xml
+        if drop_name is not None:
+            book = zf.read("xl/workbook.xml").decode("utf-8")
+            book, n = re.subn(rf'<definedName\b[^>]*\bname="{re.escape(drop_name)}"[^>]*>[^<]*</definedName>', "", book)
+            assert n == 1, f"no defined name {drop_name!r}"
+            edits["xl/workbook.xml"] = book
+        with zipfile.ZipFile(dst, "w") as out:
+            for info in zf.infolist():
+                data = edits[info.filename].encode("utf-8") if info.filename in edits else zf.read(info)
+                out.writestr(info, data)
+    return dst
+
+
+def kept_whole_sheet(dst: Path, multiple: int = 1) -> Path:
+    """:func:`tests.helpers.hangs.kept_whole_sheet` written to ``dst`` by editing the package, not by an openpyxl
+    load and save: the shipped portable serving plan with the formula its Options block keeps for the most cells
+    rewritten to ``LEN(TEXTJOIN(",",TRUE,Inputs!A:XFD))`` and, for ``multiple`` over 1, a value in column A of Inputs
+    at ``multiple`` times its last used row. Returns ``dst``."""
+    from openpyxl.utils import range_boundaries
+
+    from tests.helpers import REPO
+    from xlsxplan.headless.frozen import FORMULAS_HEADER, NAME_PREFIX
+
+    src = REPO / "workbooks" / "serving_plan.xlsx"
+    with zipfile.ZipFile(src) as zf:
+        book = zf.read("xl/workbook.xml").decode("utf-8")
+        part = zf.read(sheet_part(zf, "Workings")).decode("utf-8")
+    m = re.search(rf'<definedName\b[^>]*\bname="{NAME_PREFIX}1"[^>]*>Workings!\$A\$(\d+):\$E\$(\d+)<', book)
+    assert m is not None, book[:200]
+    top, last = int(m.group(1)), int(m.group(2))
+    # the block's column A on Workings (its texts are inline strings, as openpyxl writes them)
+    column_a = {int(r): html.unescape(t) for r, t in re.findall(r'<c r="A(\d+)"[^>]*><is><t[^>]*>([^<]*)</t>', part)}
+    first = next(r for r in range(top, last + 1) if column_a.get(r) == FORMULAS_HEADER[0]) + 1
+
+    def cells(r: int) -> int:  # how many cells the kept formula of row r is kept for
+        low, top_, high, bottom = range_boundaries(column_a[r].split(",")[0])
+        return (high - low + 1) * (bottom - top_ + 1)
+
+    widest = max(range(first, last + 1), key=cells)
+    formula = 'LEN(TEXTJOIN(",",TRUE,Inputs!A:XFD))'
+    return edit_package(
+        src, dst, "Workings", {f"B{widest}": formula}, grow=("Inputs", multiple) if multiple > 1 else None
+    )
