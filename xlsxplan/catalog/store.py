@@ -91,6 +91,7 @@ class _Table(Generic[_P]):
         self.refused = {k: v for k, v in (refused or {}).items() if k not in self._index}  # shipped names win
         self.unread = unread
         self.problems = list(dict.fromkeys(([unread] if unread else []) + list((refused or {}).values())))
+        self._suggested: dict[str, list[str]] = {}  # name -> _suggest's answer: a sheet asks the same name often
 
     def names(self) -> list[str]:
         return list(self.presets)
@@ -112,9 +113,17 @@ class _Table(Generic[_P]):
         raise UnknownPresetError(f"{arg} {name!r} is not in the catalog; {hint}", arg)
 
     def _suggest(self, name: str) -> list[str]:
-        """Up to three preset ids whose id or alias is close to ``name``."""
-        matches = difflib.get_close_matches(preset_key(name), list(self._index), n=6, cutoff=0.6)
-        return list(dict.fromkeys(self._index[m] for m in matches))[:3]
+        """Up to three preset ids whose id or alias is close to ``name``; remembered by name for this table (which
+        never changes: a changed user file makes a new one), since a workbook with an unknown model asks the same
+        name in every cell that reads it (difflib's ratio over every name of the catalog each time)."""
+        key = preset_key(name)
+        found = self._suggested.get(key)
+        if found is None:
+            matches = difflib.get_close_matches(key, list(self._index), n=6, cutoff=0.6)
+            found = self._suggested[key] = list(dict.fromkeys(self._index[m] for m in matches))[:3]
+            while len(self._suggested) > 256:  # unknown names typed by hand: a few; never unbounded
+                del self._suggested[next(iter(self._suggested))]
+        return list(found)
 
     def field(self, preset: Preset, field: str) -> str:
         key = field.strip().lower()

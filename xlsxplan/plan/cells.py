@@ -38,7 +38,7 @@ cell)."""
 _tables: list[tuple[tuple[Any, ...], tuple[Any, ...], list[list[Any]]]] = []
 
 
-def _state() -> tuple[Any, ...]:
+def catalog_state() -> tuple[Any, ...]:
     """What a remembered table was planned against: the catalog, its prices and the calibration, each reloaded as a
     new object when its files change."""
     return (catalog.load_catalog(), catalog.load_prices(), calibration.active())
@@ -73,7 +73,7 @@ def _cell(rows: list[list[Any]], row: int, column: int) -> float | str:
 
 
 def _at(row: int, column: int, *args: Any) -> float | str:
-    return _cell(_table(args, _state()), row, column)
+    return _cell(_table(args, catalog_state()), row, column)
 
 
 _plan_options_at = with_inputs(
@@ -131,7 +131,7 @@ def plan_options_at(*args: Any, **kwargs: Any) -> float | str:
         hit = _seen.get(key)
     except TypeError:  # an unhashable value (a range): the plain path
         return _checked_at(*args)
-    state = _state()
+    state = catalog_state()
     row, column = _ROW.check("row", args[0]), _COLUMN.check("column", args[1])  # in argument order, as checked
     if hit is None or not all(a is b for a, b in zip(hit[0], state)):
         values = list(args) + list(_DEFAULTS[len(_DEFAULTS) - (len(_ARGS) - len(args)) :])
