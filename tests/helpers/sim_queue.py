@@ -161,20 +161,27 @@ def simulate(
     rows = len(loads) * replications
     rate = np.repeat(loads * batch / workload.service_s, replications)
     free = np.zeros((rows, batch))  # when each slot frees
-    index = np.arange(rows)
+    flat = free.reshape(-1)  # the same slots, row after row: a slot of row r at r * batch + its column
+    offset = np.arange(rows) * batch
     waits = np.empty((customers, rows), dtype=np.float32)
     clock = np.zeros(rows)
+    start = np.empty(rows)
     for first in range(0, customers, block):
         n = min(block, customers - first)
         gaps = rng.exponential(1.0, (n, rows)) if arrivals is None else arrivals.sample(rng, (n, rows))
         times = clock + np.cumsum(gaps, axis=0) / rate
         service = workload.sample(rng, (n, rows))
         clock = times[-1]
+        out = waits[first : first + n]
+        # each request takes the slot that frees first, when it arrives or when that slot frees (the recursion in
+        # place, on the flat view: the same arithmetic as free[index, slot], without building index arrays)
         for i in range(n):
             slot = free.argmin(axis=1)
-            start = np.maximum(free[index, slot], times[i])
-            waits[first + i] = start - times[i]
-            free[index, slot] = start + service[i]
+            slot += offset
+            np.maximum(flat.take(slot), times[i], out=start)
+            np.subtract(start, times[i], out=out[i], casting="same_kind")
+            start += service[i]
+            flat.put(slot, start)
     kept = waits[customers // 10 :].reshape(-1, len(loads), replications)
     limits = np.zeros((0, len(loads))) if thresholds is None else np.asarray(thresholds, dtype=float)
     return Result(
