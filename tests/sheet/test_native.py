@@ -194,9 +194,6 @@ class Sheet:
         return value
 
 
-SHEET = Sheet()
-
-
 def case(name: str) -> st.SearchStrategy[list[Any]]:
     """Every argument of ``name``, an optional one sometimes left out (None: its default)."""
     fn = registry.FUNCTIONS[name]
@@ -214,6 +211,7 @@ ARITHMETIC = sorted(native.NATIVE)
 @pytest.mark.parametrize("name", ARITHMETIC)
 def test_each_native_form_equals_the_python_function_over_random_valid_inputs(name):
     fn = registry.FUNCTIONS[name]
+    sheet = Sheet()  # a book per function: one shared by all of them grew their line items, and every set slowed
 
     @settings(
         max_examples=30,
@@ -227,13 +225,13 @@ def test_each_native_form_equals_the_python_function_over_random_valid_inputs(na
         want = python_value(name, given_values)
         assume(want is not None)
         assume(not fn.whole or want < WHOLE_LIMIT.get(name, 2**53))
-        refs = SHEET.refs([v for v in given_values])
+        refs = sheet.refs([v for v in given_values])
         args = [r if v is not None else None for r, v in zip(refs, values)]
-        got = SHEET.evaluate_items(native.line_items(name, SHEET.place, *args))
+        got = sheet.evaluate_items(native.line_items(name, sheet.place, *args))
         assert agrees(got, want, fn.whole), (name, given_values, got, want)
-        assert SHEET.evaluate(native.check(name, *args, result=SHEET.place("result"))) is True, (name, given_values)
+        assert sheet.evaluate(native.check(name, *args, result=sheet.place("result"))) is True, (name, given_values)
         if name not in TOO_LONG_INLINED:  # the same as one formula
-            assert agrees(SHEET.evaluate(native.formula(name, *args)), want, fn.whole), (name, given_values)
+            assert agrees(sheet.evaluate(native.formula(name, *args)), want, fn.whole), (name, given_values)
 
     run()
 
@@ -269,6 +267,8 @@ def maybe_bad(name: str) -> st.SearchStrategy[list[Any]]:
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ARITHMETIC)
 def test_each_native_check_is_true_exactly_where_python_accepts(name):
+    sheet = Sheet()
+
     @settings(max_examples=30, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
     @given(maybe_bad(name))
     def run(values):
@@ -278,7 +278,7 @@ def test_each_native_check_is_true_exactly_where_python_accepts(name):
         except XlsxplanError as err:
             assume("too large to represent" not in str(err))  # an overflow: the native form gives #NUM!
             accepted = False
-        got = SHEET.evaluate(native.check(name, *SHEET.refs(values), limits=False))
+        got = sheet.evaluate(native.check(name, *sheet.refs(values), limits=False))
         assert got is accepted, (name, values, got)
 
     run()
