@@ -473,23 +473,27 @@ def _lookup_cases() -> list[tuple[str, list[Any]]]:
     return cases
 
 
+def _set_lookups(book: Any, tables: native.CatalogTables, cases: list[tuple[str, list[Any]]], first: int) -> None:
+    """A case a row of Case from row ``first``: its arguments from B on (the cells past its last argument left
+    empty), its lookup in A; then evaluate. Set as two blocks, as the headless workbook sets a run of cells: cell by
+    cell, each set re-marked the formulas already set."""
+    width = max(len(args) for _, args in cases)
+    book.set_values_batch("Case", first, 2, [args + [None] * (width - len(args)) for _, args in cases])
+    lookups = [
+        ["=" + tables.lookup(name, *(f"{get_column_letter(2 + j)}{r}" for j in range(len(args))))]
+        for r, (name, args) in enumerate(cases, first)
+    ]
+    book.set_formulas_batch("Case", first, 1, lookups)
+    book.evaluate_all()
+
+
 @pytest.mark.slow
 def test_the_native_lookups_give_every_catalog_figure_python_gives(catalog_book):
     """Every figure of every preset by its id and an alias, every format and optimizer by every name, every price:
     the INDEX/MATCH over the tables equals the Python lookup, and is #N/A exactly where the lookup refuses."""
     book, tables = catalog_book
     wrong, cases = [], _lookup_cases()
-    # a case a row: its arguments from B on (the cells past its last argument left empty), its lookup in A; set a
-    # block at once, as the headless workbook does (cell by cell, each set re-marked the formulas already set)
-    width = max(len(args) for _, args in cases)
-    block = [args + [None] * (width - len(args)) for _, args in cases]
-    book.set_values_batch("Case", 1, 2, block)
-    lookups = [
-        ["=" + tables.lookup(name, *(f"{get_column_letter(2 + j)}{i}" for j in range(len(args))))]
-        for i, (name, args) in enumerate(cases, 1)
-    ]
-    book.set_formulas_batch("Case", 1, 1, lookups)
-    book.evaluate_all()
+    _set_lookups(book, tables, cases, 1)
     for i, (name, args) in enumerate(cases, 1):
         got = book.get_value("Case", i, 1)
         want = python_value(name, args)
@@ -729,13 +733,7 @@ def test_a_figure_a_preset_lacks_is_a_text_on_catalog_and_the_lookup_gives_pytho
         for g in catalog.gpu_names()
         for f in ("fp4", "fp8", "bf16")
     ]
-    for i, (name, args) in enumerate(cases, 1):
-        refs = []
-        for j, v in enumerate(args):
-            book.set_value("Case", 1000 + i, 2 + j, v)
-            refs.append(f"{get_column_letter(2 + j)}{1000 + i}")
-        book.set_formula("Case", 1000 + i, 1, "=" + tables.lookup(name, *refs))
-    book.evaluate_all()
+    _set_lookups(book, tables, cases, 1001)
     wrong, refused = [], 0
     for i, (name, args) in enumerate(cases, 1):
         got, want = book.get_value("Case", 1000 + i, 1), _python_error(name, args)
