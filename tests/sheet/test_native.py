@@ -16,6 +16,7 @@ import random
 import re
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import openpyxl
@@ -563,11 +564,9 @@ def _libreoffice_cases(rng: random.Random) -> list[tuple[str, list[Any], list[bo
     return out
 
 
-@pytest.mark.slow
-@pytest.mark.skipif(SOFFICE is None, reason="LibreOffice (soffice) is not installed")
-def test_libreoffice_computes_the_native_forms_as_python_does(tmp_path):
-    """One workbook, one conversion: LibreOffice recalculates every native form over cases drawn at random (and a
-    sample of the catalog lookups), and every value equals Python's within 1e-9 relative, every check is TRUE."""
+def _write_native_cases(path: Path) -> tuple[list[tuple[str, Any, bool]], int]:
+    """The workbook of test_libreoffice_computes_the_native_forms_as_python_does, saved at ``path``: its rows
+    (function, Python's value, whole) and how many of them are catalog lookups."""
     wb = openpyxl.Workbook()
     ws = wb.active
     ws.title = "Catalog"
@@ -609,9 +608,17 @@ def test_libreoffice_computes_the_native_forms_as_python_does(tmp_path):
         )
         sheet.cell(row=r, column=4, value=True)
         rows.append((name, python_value(name, args), False))
-    original = tmp_path / "native.xlsx"
-    wb.save(original)
-    outdir = convert([original], tmp_path)
+    wb.save(path)
+    return rows, len(lookups)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(SOFFICE is None, reason="LibreOffice (soffice) is not installed")
+def test_libreoffice_computes_the_native_forms_as_python_does(libreoffice):
+    """One workbook (converted with the weights one, in one LibreOffice call): LibreOffice recalculates every native
+    form over cases drawn at random (and a sample of the catalog lookups), and every value equals Python's within
+    1e-9 relative, every check is TRUE."""
+    outdir, (rows, lookups), _ = libreoffice
     got = openpyxl.load_workbook(outdir / "native.xlsx", data_only=True)["Cases"]
     wrong = []
     for r, (name, want, whole) in enumerate(rows, 1):
@@ -621,7 +628,7 @@ def test_libreoffice_computes_the_native_forms_as_python_does(tmp_path):
                 wrong.append((r, name, value, "an error"))
         elif not agrees(value, want, whole) or ok is not True:
             wrong.append((r, name, value, want, ok))
-    assert len(rows) == len(ARITHMETIC) * CASES_PER_FUNCTION + len(lookups) and wrong == []
+    assert len(rows) == len(ARITHMETIC) * CASES_PER_FUNCTION + lookups and wrong == []
 
 
 def test_every_native_formula_fits_excel_and_line_items_keep_each_step_short():
@@ -835,11 +842,9 @@ def test_model_weights_gb_of_the_docstring_and_an_unknown_model():
             ), args
 
 
-@pytest.mark.slow
-@pytest.mark.skipif(SOFFICE is None, reason="LibreOffice (soffice) is not installed")
-def test_libreoffice_computes_model_weights_gb_and_the_missing_figures_as_python_does(tmp_path):
-    """One workbook, one conversion: MODEL_WEIGHTS_GB's line items over random presets and precisions equal Python
-    within 1e-9 relative in LibreOffice, and a figure a preset lacks looks up as #N/A there."""
+def _write_weights_cases(path: Path) -> tuple[list[tuple[list[Any], Any]], list[tuple[str, list[Any]]]]:
+    """The workbook of test_libreoffice_computes_model_weights_gb_and_the_missing_figures_as_python_does, saved at
+    ``path``: its MODEL_WEIGHTS_GB rows (arguments, Python's value) and the missing figures looked up from row 201."""
     wb = openpyxl.Workbook()
     ws = wb.active
     ws.title = "Catalog"
@@ -867,9 +872,26 @@ def test_libreoffice_computes_model_weights_gb_and_the_missing_figures_as_python
         for j, v in enumerate(args):
             sheet.cell(row=r, column=5 + j, value=v)
         sheet.cell(row=r, column=3, value="=" + tables.lookup(name, f"E{r}", f"F{r}"))
-    original = tmp_path / "weights.xlsx"
-    wb.save(original)
-    outdir = convert([original], tmp_path)
+    wb.save(path)
+    return rows, missing
+
+
+@pytest.fixture(scope="module")
+def libreoffice(tmp_path_factory):
+    """Both workbooks LibreOffice recalculates here, converted in one call (one start, one profile): the folder of
+    the converted files, the native forms' rows and number of lookups, the weights' rows and missing figures."""
+    folder = tmp_path_factory.mktemp("libreoffice")
+    native_cases = _write_native_cases(folder / "native.xlsx")
+    weights_cases = _write_weights_cases(folder / "weights.xlsx")
+    return convert([folder / "native.xlsx", folder / "weights.xlsx"], folder), native_cases, weights_cases
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(SOFFICE is None, reason="LibreOffice (soffice) is not installed")
+def test_libreoffice_computes_model_weights_gb_and_the_missing_figures_as_python_does(libreoffice):
+    """One workbook (converted with the native forms one): MODEL_WEIGHTS_GB's line items over random presets and
+    precisions equal Python within 1e-9 relative in LibreOffice, and a figure a preset lacks looks up as #N/A there."""
+    outdir, _, (rows, missing) = libreoffice
     got = openpyxl.load_workbook(outdir / "weights.xlsx", data_only=True)["Cases"]
     wrong = [
         (r, args, got.cell(row=r, column=3).value, want)
