@@ -161,20 +161,30 @@ def simulate(
     rows = len(loads) * replications
     rate = np.repeat(loads * batch / workload.service_s, replications)
     free = np.zeros((rows, batch))  # when each slot frees
-    index = np.arange(rows)
+    flat = free.reshape(-1)  # the same slots, row after row: a slot of row r at r * batch + its column
+    offset = np.arange(rows) * batch
     waits = np.empty((customers, rows), dtype=np.float32)
     clock = np.zeros(rows)
+    starts = np.empty((min(block, customers), rows))
+    ends = np.empty(rows)
     for first in range(0, customers, block):
         n = min(block, customers - first)
         gaps = rng.exponential(1.0, (n, rows)) if arrivals is None else arrivals.sample(rng, (n, rows))
         times = clock + np.cumsum(gaps, axis=0) / rate
         service = workload.sample(rng, (n, rows))
         clock = times[-1]
+        # each request takes the slot that frees first, when it arrives or when that slot frees (the recursion in
+        # place, on the flat view: the same arithmetic as free[index, slot], without building index arrays); the
+        # waits, start - arrival, of the block at once
         for i in range(n):
-            slot = free.argmin(axis=1)
-            start = np.maximum(free[index, slot], times[i])
-            waits[first + i] = start - times[i]
-            free[index, slot] = start + service[i]
+            if batch == 1:  # one slot a row: no search
+                slot = offset
+            else:
+                slot = free.argmin(axis=1)
+                slot += offset
+            start = np.maximum(flat.take(slot), times[i], out=starts[i])
+            flat.put(slot, np.add(start, service[i], out=ends))
+        np.subtract(starts[:n], times, out=waits[first : first + n], casting="same_kind")
     kept = waits[customers // 10 :].reshape(-1, len(loads), replications)
     limits = np.zeros((0, len(loads))) if thresholds is None else np.asarray(thresholds, dtype=float)
     return Result(

@@ -3,6 +3,7 @@ call with that element's cells gives (xlsxplan.sheet.cells: the vectorised path,
 
 from __future__ import annotations
 
+import functools
 import math
 from unittest import mock
 
@@ -139,23 +140,36 @@ def _cell(arg, base):
     return _number(arg, base)
 
 
+@functools.cache
+def _cells(name: str, i: int) -> tuple[st.SearchStrategy, st.SearchStrategy]:
+    """The strategies for argument ``i`` of ``name``: one cell, and one cell or the worked example itself. Built
+    once per argument, not at every draw: hypothesis validates a strategy on its first draw, and a fresh one at each
+    draw spent most of this file's time there; the values drawn are the same."""
+    base = _base(name)[i]
+    cell = _cell(FUNCTIONS[name].args[i], base)
+    return cell, st.one_of(st.just(base), cell)
+
+
+_BOOLEANS, _ROWS, _COLS = st.booleans(), st.integers(1, 5), st.integers(1, 4)
+_SHAPES = st.sampled_from(["cell", "cell", "column", "row"])
+
+
 @st.composite
 def _call(draw, name):
     """Arguments for ``name``: some given as one cell, some as an R x 1 column, some as a 1 x C row (broadcast into
     a grid), trailing optional ones sometimes left out."""
     fn = FUNCTIONS[name]
-    base = _base(name)
     given_n = len(fn.args)
-    while given_n and fn.args[given_n - 1].optional and draw(st.booleans()):
+    while given_n and fn.args[given_n - 1].optional and draw(_BOOLEANS):
         given_n -= 1
-    rows, cols = draw(st.integers(1, 5)), draw(st.integers(1, 4))
+    rows, cols = draw(_ROWS), draw(_COLS)
     args = []
     for i in range(given_n):
         arg = fn.args[i]
-        shape = "cell" if arg.domain.kind == "range" else draw(st.sampled_from(["cell", "cell", "column", "row"]))
-        cell = _cell(arg, base[i])
+        shape = "cell" if arg.domain.kind == "range" else draw(_SHAPES)
+        cell, cell_or_base = _cells(name, i)
         if shape == "cell":
-            args.append(draw(st.one_of(st.just(base[i]), cell)))
+            args.append(draw(cell_or_base))
         elif shape == "column":
             args.append([[draw(cell)] for _ in range(rows)])
         else:

@@ -16,6 +16,7 @@ import random
 import re
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import openpyxl
@@ -194,9 +195,6 @@ class Sheet:
         return value
 
 
-SHEET = Sheet()
-
-
 def case(name: str) -> st.SearchStrategy[list[Any]]:
     """Every argument of ``name``, an optional one sometimes left out (None: its default)."""
     fn = registry.FUNCTIONS[name]
@@ -214,6 +212,7 @@ ARITHMETIC = sorted(native.NATIVE)
 @pytest.mark.parametrize("name", ARITHMETIC)
 def test_each_native_form_equals_the_python_function_over_random_valid_inputs(name):
     fn = registry.FUNCTIONS[name]
+    sheet = Sheet()  # a book per function: one shared by all of them grew their line items, and every set slowed
 
     @settings(
         max_examples=30,
@@ -227,13 +226,13 @@ def test_each_native_form_equals_the_python_function_over_random_valid_inputs(na
         want = python_value(name, given_values)
         assume(want is not None)
         assume(not fn.whole or want < WHOLE_LIMIT.get(name, 2**53))
-        refs = SHEET.refs([v for v in given_values])
+        refs = sheet.refs([v for v in given_values])
         args = [r if v is not None else None for r, v in zip(refs, values)]
-        got = SHEET.evaluate_items(native.line_items(name, SHEET.place, *args))
+        got = sheet.evaluate_items(native.line_items(name, sheet.place, *args))
         assert agrees(got, want, fn.whole), (name, given_values, got, want)
-        assert SHEET.evaluate(native.check(name, *args, result=SHEET.place("result"))) is True, (name, given_values)
+        assert sheet.evaluate(native.check(name, *args, result=sheet.place("result"))) is True, (name, given_values)
         if name not in TOO_LONG_INLINED:  # the same as one formula
-            assert agrees(SHEET.evaluate(native.formula(name, *args)), want, fn.whole), (name, given_values)
+            assert agrees(sheet.evaluate(native.formula(name, *args)), want, fn.whole), (name, given_values)
 
     run()
 
@@ -269,6 +268,8 @@ def maybe_bad(name: str) -> st.SearchStrategy[list[Any]]:
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ARITHMETIC)
 def test_each_native_check_is_true_exactly_where_python_accepts(name):
+    sheet = Sheet()
+
     @settings(max_examples=30, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
     @given(maybe_bad(name))
     def run(values):
@@ -278,7 +279,7 @@ def test_each_native_check_is_true_exactly_where_python_accepts(name):
         except XlsxplanError as err:
             assume("too large to represent" not in str(err))  # an overflow: the native form gives #NUM!
             accepted = False
-        got = SHEET.evaluate(native.check(name, *SHEET.refs(values), limits=False))
+        got = sheet.evaluate(native.check(name, *sheet.refs(values), limits=False))
         assert got is accepted, (name, values, got)
 
     run()
@@ -473,19 +474,27 @@ def _lookup_cases() -> list[tuple[str, list[Any]]]:
     return cases
 
 
+def _set_lookups(book: Any, tables: native.CatalogTables, cases: list[tuple[str, list[Any]]], first: int) -> None:
+    """A case a row of Case from row ``first``: its arguments from B on (the cells past its last argument left
+    empty), its lookup in A; then evaluate. Set as two blocks, as the headless workbook sets a run of cells: cell by
+    cell, each set re-marked the formulas already set."""
+    width = max(len(args) for _, args in cases)
+    book.set_values_batch("Case", first, 2, [args + [None] * (width - len(args)) for _, args in cases])
+    lookups = [
+        ["=" + tables.lookup(name, *(f"{get_column_letter(2 + j)}{r}" for j in range(len(args))))]
+        for r, (name, args) in enumerate(cases, first)
+    ]
+    book.set_formulas_batch("Case", first, 1, lookups)
+    book.evaluate_all()
+
+
 @pytest.mark.slow
 def test_the_native_lookups_give_every_catalog_figure_python_gives(catalog_book):
     """Every figure of every preset by its id and an alias, every format and optimizer by every name, every price:
     the INDEX/MATCH over the tables equals the Python lookup, and is #N/A exactly where the lookup refuses."""
     book, tables = catalog_book
     wrong, cases = [], _lookup_cases()
-    for i, (name, args) in enumerate(cases, 1):
-        refs = []
-        for j, v in enumerate(args):
-            book.set_value("Case", i, 2 + j, v)
-            refs.append(f"{get_column_letter(2 + j)}{i}")
-        book.set_formula("Case", i, 1, "=" + tables.lookup(name, *refs))
-    book.evaluate_all()
+    _set_lookups(book, tables, cases, 1)
     for i, (name, args) in enumerate(cases, 1):
         got = book.get_value("Case", i, 1)
         want = python_value(name, args)
@@ -555,11 +564,9 @@ def _libreoffice_cases(rng: random.Random) -> list[tuple[str, list[Any], list[bo
     return out
 
 
-@pytest.mark.slow
-@pytest.mark.skipif(SOFFICE is None, reason="LibreOffice (soffice) is not installed")
-def test_libreoffice_computes_the_native_forms_as_python_does(tmp_path):
-    """One workbook, one conversion: LibreOffice recalculates every native form over cases drawn at random (and a
-    sample of the catalog lookups), and every value equals Python's within 1e-9 relative, every check is TRUE."""
+def _write_native_cases(path: Path) -> tuple[list[tuple[str, Any, bool]], int]:
+    """The workbook of test_libreoffice_computes_the_native_forms_as_python_does, saved at ``path``: its rows
+    (function, Python's value, whole) and how many of them are catalog lookups."""
     wb = openpyxl.Workbook()
     ws = wb.active
     ws.title = "Catalog"
@@ -601,9 +608,17 @@ def test_libreoffice_computes_the_native_forms_as_python_does(tmp_path):
         )
         sheet.cell(row=r, column=4, value=True)
         rows.append((name, python_value(name, args), False))
-    original = tmp_path / "native.xlsx"
-    wb.save(original)
-    outdir = convert([original], tmp_path)
+    wb.save(path)
+    return rows, len(lookups)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(SOFFICE is None, reason="LibreOffice (soffice) is not installed")
+def test_libreoffice_computes_the_native_forms_as_python_does(libreoffice):
+    """One workbook (converted with the weights one, in one LibreOffice call): LibreOffice recalculates every native
+    form over cases drawn at random (and a sample of the catalog lookups), and every value equals Python's within
+    1e-9 relative, every check is TRUE."""
+    outdir, (rows, lookups), _ = libreoffice
     got = openpyxl.load_workbook(outdir / "native.xlsx", data_only=True)["Cases"]
     wrong = []
     for r, (name, want, whole) in enumerate(rows, 1):
@@ -613,7 +628,7 @@ def test_libreoffice_computes_the_native_forms_as_python_does(tmp_path):
                 wrong.append((r, name, value, "an error"))
         elif not agrees(value, want, whole) or ok is not True:
             wrong.append((r, name, value, want, ok))
-    assert len(rows) == len(ARITHMETIC) * CASES_PER_FUNCTION + len(lookups) and wrong == []
+    assert len(rows) == len(ARITHMETIC) * CASES_PER_FUNCTION + lookups and wrong == []
 
 
 def test_every_native_formula_fits_excel_and_line_items_keep_each_step_short():
@@ -725,13 +740,7 @@ def test_a_figure_a_preset_lacks_is_a_text_on_catalog_and_the_lookup_gives_pytho
         for g in catalog.gpu_names()
         for f in ("fp4", "fp8", "bf16")
     ]
-    for i, (name, args) in enumerate(cases, 1):
-        refs = []
-        for j, v in enumerate(args):
-            book.set_value("Case", 1000 + i, 2 + j, v)
-            refs.append(f"{get_column_letter(2 + j)}{1000 + i}")
-        book.set_formula("Case", 1000 + i, 1, "=" + tables.lookup(name, *refs))
-    book.evaluate_all()
+    _set_lookups(book, tables, cases, 1001)
     wrong, refused = [], 0
     for i, (name, args) in enumerate(cases, 1):
         got, want = book.get_value("Case", 1000 + i, 1), _python_error(name, args)
@@ -833,11 +842,9 @@ def test_model_weights_gb_of_the_docstring_and_an_unknown_model():
             ), args
 
 
-@pytest.mark.slow
-@pytest.mark.skipif(SOFFICE is None, reason="LibreOffice (soffice) is not installed")
-def test_libreoffice_computes_model_weights_gb_and_the_missing_figures_as_python_does(tmp_path):
-    """One workbook, one conversion: MODEL_WEIGHTS_GB's line items over random presets and precisions equal Python
-    within 1e-9 relative in LibreOffice, and a figure a preset lacks looks up as #N/A there."""
+def _write_weights_cases(path: Path) -> tuple[list[tuple[list[Any], Any]], list[tuple[str, list[Any]]]]:
+    """The workbook of test_libreoffice_computes_model_weights_gb_and_the_missing_figures_as_python_does, saved at
+    ``path``: its MODEL_WEIGHTS_GB rows (arguments, Python's value) and the missing figures looked up from row 201."""
     wb = openpyxl.Workbook()
     ws = wb.active
     ws.title = "Catalog"
@@ -865,9 +872,26 @@ def test_libreoffice_computes_model_weights_gb_and_the_missing_figures_as_python
         for j, v in enumerate(args):
             sheet.cell(row=r, column=5 + j, value=v)
         sheet.cell(row=r, column=3, value="=" + tables.lookup(name, f"E{r}", f"F{r}"))
-    original = tmp_path / "weights.xlsx"
-    wb.save(original)
-    outdir = convert([original], tmp_path)
+    wb.save(path)
+    return rows, missing
+
+
+@pytest.fixture(scope="module")
+def libreoffice(tmp_path_factory):
+    """Both workbooks LibreOffice recalculates here, converted in one call (one start, one profile): the folder of
+    the converted files, the native forms' rows and number of lookups, the weights' rows and missing figures."""
+    folder = tmp_path_factory.mktemp("libreoffice")
+    native_cases = _write_native_cases(folder / "native.xlsx")
+    weights_cases = _write_weights_cases(folder / "weights.xlsx")
+    return convert([folder / "native.xlsx", folder / "weights.xlsx"], folder), native_cases, weights_cases
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(SOFFICE is None, reason="LibreOffice (soffice) is not installed")
+def test_libreoffice_computes_model_weights_gb_and_the_missing_figures_as_python_does(libreoffice):
+    """One workbook (converted with the native forms one): MODEL_WEIGHTS_GB's line items over random presets and
+    precisions equal Python within 1e-9 relative in LibreOffice, and a figure a preset lacks looks up as #N/A there."""
+    outdir, _, (rows, missing) = libreoffice
     got = openpyxl.load_workbook(outdir / "weights.xlsx", data_only=True)["Cases"]
     wrong = [
         (r, args, got.cell(row=r, column=3).value, want)
