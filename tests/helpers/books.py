@@ -7,6 +7,7 @@ Every workbook here is written without cached values (openpyxl never computes), 
 from __future__ import annotations
 
 import contextlib
+import weakref
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -350,20 +351,41 @@ def case_refs(b: Built, values: dict[str, Any], aliases: dict[str, str] | None =
     return refs
 
 
+_KEPT: weakref.WeakKeyDictionary[Any, dict[str, Any]] = weakref.WeakKeyDictionary()
+"""Per workbook, the value each input held before any change (kept as long as the workbook lives)."""
+_DEPTH: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
+"""Per workbook, how many :func:`changed` are open: inside another, an input's value is that change's."""
+
+
 @contextlib.contextmanager
 def changed(b: Built, values: dict[str, Any]) -> Iterator[Built]:
     """Set inputs of a built template (cells or defined names), recalculate, and put the old values back afterwards.
 
-    The old values go back uncalculated: the next read recalculates (the Workbook API never reads a stale value), so
-    a test that changes other inputs next pays for one calculation, not two."""
+    The old values go back uncalculated: the next read recalculates (the Workbook API never reads a stale value).
+    Reading an input's old value with ``Workbook.get`` would first recalculate what the previous change left pending
+    (a whole calculation nobody reads, when a test changes inputs again at once); every test puts back what it
+    changes, through here (no test sets a built template's input directly), so an input's value before any change
+    is read once, the first time it is changed outside another change, and kept: a change pays for one calculation,
+    not two. Inside another change an input's value is read as it is then."""
     wb = b.workbook
-    old = {ref: wb.get(ref) for ref in values}
+    kept = _KEPT.setdefault(wb, {})
+    nested = _DEPTH.get(wb, 0) > 0
+    old = {}
+    for ref in values:
+        if nested:
+            old[ref] = wb.get(ref)
+        else:
+            if ref not in kept:
+                kept[ref] = wb.get(ref)
+            old[ref] = kept[ref]
+    _DEPTH[wb] = _DEPTH.get(wb, 0) + 1
     try:
         for ref, value in values.items():
             wb.set(ref, value)
         wb.calculate()
         yield b
     finally:
+        _DEPTH[wb] -= 1
         for ref, value in old.items():
             wb.set(ref, value)
 

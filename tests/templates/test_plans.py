@@ -17,8 +17,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tests.helpers.books import built_templates, case_refs
-from tests.helpers.originals import changed
+from tests.helpers.books import built_templates, case_refs, changed
 from xlsxplan import calibration, catalog
 from xlsxplan.catalog import models
 from xlsxplan.core import (
