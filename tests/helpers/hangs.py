@@ -23,9 +23,6 @@ claimed_spans(rows)         a 5 kB workbook whose data table and array formula (
                             (3.9 GB for the array formula alone), the cells listed one by one, none counted
 validate_rows(n)            a measurements file of ``n`` rows, each its own publication: 48 s for ``validate --data`` at
                             20,000 (each row's range built from a list of every other row)
-kept_whole_sheet(m)         the portable serving plan with its kept formula rewritten to read ``Inputs!A:XFD`` and
-                            Inputs used down to ``m`` times its last row: the range cost counted for each cell that
-                            keeps it, refused before any is evaluated
 =========================== ==============================================================================================
 """
 
@@ -193,40 +190,6 @@ def claimed_spans(rows: int = 1_000) -> bytes:
         "</row></sheetData></worksheet>"
     )
     return with_parts({"xl/worksheets/sheet1.xml": sheet.encode()}, plain_xlsx({"A1": 1}))
-
-
-def kept_whole_sheet(multiple: int = 1) -> bytes:
-    """The shipped portable serving plan with the formula its frozen block keeps for the most cells rewritten to
-    ``LEN(TEXTJOIN(",",TRUE,Inputs!A:XFD))`` (kept for some hundreds of cells of Options) and, for ``multiple`` over 1, a value
-    in column A of Inputs at ``multiple`` times its last used row: the range the formula reads grows with
-    ``multiple``, and its cost is counted once for each cell that keeps it (one formula ran past 120 s, unrefused,
-    when it was counted once)."""
-    import io
-
-    import openpyxl
-    from openpyxl.utils import range_boundaries
-
-    from tests.helpers import REPO
-    from xlsxplan.headless.frozen import FORMULAS_HEADER, NAME_PREFIX
-
-    wb = openpyxl.load_workbook(REPO / "workbooks" / "serving_plan.xlsx")
-    name = next(n for n in wb.defined_names if n.startswith(NAME_PREFIX))
-    top, last = map(int, re.findall(r"\$(\d+)", wb.defined_names[name].attr_text))
-    ws = wb["Workings"]
-    first = next(r for r in range(top, last + 1) if ws[f"A{r}"].value == FORMULAS_HEADER[0]) + 1
-
-    def cells(r: int) -> int:  # how many cells the kept formula of row r is kept for
-        low, top_, high, bottom = range_boundaries(str(ws[f"A{r}"].value).split(",")[0])
-        return (high - low + 1) * (bottom - top_ + 1)
-
-    widest = max(range(first, last + 1), key=cells)
-    ws[f"B{widest}"] = 'LEN(TEXTJOIN(",",TRUE,Inputs!A:XFD))'
-    inputs = wb["Inputs"]
-    if multiple > 1:
-        inputs.cell(inputs.max_row * multiple, 1).value = 1
-    buf = io.BytesIO()
-    wb.save(buf)
-    return buf.getvalue()
 
 
 def validate_rows(n: int = 20_000) -> str:

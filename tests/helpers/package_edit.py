@@ -92,10 +92,11 @@ def edit_package(
 
 
 def kept_whole_sheet(dst: Path, multiple: int = 1) -> Path:
-    """:func:`tests.helpers.hangs.kept_whole_sheet` written to ``dst`` by editing the package, not by an openpyxl
-    load and save: the shipped portable serving plan with the formula its Options block keeps for the most cells
-    rewritten to ``LEN(TEXTJOIN(",",TRUE,Inputs!A:XFD))`` and, for ``multiple`` over 1, a value in column A of Inputs
-    at ``multiple`` times its last used row. Returns ``dst``."""
+    """The shipped portable serving plan with the formula its Options block keeps for the most cells rewritten to
+    ``LEN(TEXTJOIN(",",TRUE,Inputs!A:XFD))`` and, for ``multiple`` over 1, a value in column A of Inputs at
+    ``multiple`` times its last used row, written to ``dst`` by editing the package (not by an openpyxl load and
+    save). The range the formula reads grows with ``multiple``, and its cost is counted once for each cell that keeps
+    it (one formula ran past 120 s, unrefused, when it was counted once). Returns ``dst``."""
     from openpyxl.utils import range_boundaries
 
     from tests.helpers import REPO
