@@ -67,7 +67,14 @@ def is_array(x: object) -> bool:
 
 
 def _any_array(*xs: object) -> bool:
-    return any(is_array(x) for x in xs)
+    np = sys.modules.get("numpy")  # is_array's question, asked of numpy once for all of them (the core's hot path)
+    if np is None:
+        return False
+    ndarray = np.ndarray
+    for x in xs:
+        if isinstance(x, ndarray):
+            return True
+    return False
 
 
 def where(condition: Any, if_true: Any, if_false: Any) -> Any:
