@@ -216,3 +216,43 @@ def test_one_list_of_excel_errors_for_every_face():
     # and one normalisation of format names for the precision table and the calibration
     assert precision.format_key(" Q4_K-M ") == "q4km"
     assert calibration.format_group(" Q4_K-M ") == calibration.format_group("q4_k_m") == "4-bit"  # via precision
+
+
+def test_a_repeated_tail_after_a_varying_lead_is_checked_once_and_answers_as_a_full_check(monkeypatch):
+    # KV_BYTES_PER_TOKEN with its first argument declared varying (as PLAN_OPTIONS_AT's row and column are): a call
+    # whose other arguments equal the last call's, type for type, coerces the lead only; any other call checks all
+    import dataclasses
+    import functools
+
+    from xlsxplan.sheet import cells
+
+    @functools.wraps(KV.func)
+    def varying(*args):
+        return KV.func(*args)
+
+    varying.varying_lead = 1
+    fn = dataclasses.replace(KV, name="KV_VARYING_TEST", func=varying)
+    coerced = []
+    real = cells.coerce
+    monkeypatch.setattr(cells, "coerce", lambda arg, raw: coerced.append(arg.name) or real(arg, raw))
+    # (arguments, arguments coerced): the first call checks all three; the second repeats the tail (8, 128); text
+    # "8" and the bool True are other types (True refused at the second argument, nothing kept); then (8, 128)
+    # again after "8", a new tail (8, 64) and that tail repeated
+    cases = [
+        ([80, 8, 128], 3),
+        ([40, 8, 128], 1),
+        ([40, "8", 128], 3),
+        ([40, True, 128], 2),
+        ([20, 8, 128], 3),
+        ([20, 8, 64], 3),
+        ([10, 8, 64], 1),
+    ]
+    for args, count in cases:
+        coerced.clear()
+        got = evaluate(fn, args)
+        assert len(coerced) == count, (args, coerced)
+        want = evaluate(KV, args)
+        if isinstance(want, CellError):
+            assert isinstance(got, CellError) and (got.code, got.message) == (want.code, want.message)
+        else:
+            assert got == want, args

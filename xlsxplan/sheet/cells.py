@@ -244,13 +244,13 @@ def evaluate(fn: Function, raw_args: Sequence[object]) -> Any:
     if len(raw_args) > len(fn.args):
         return CellError("#VALUE!", f"{fn.name} takes at most {len(fn.args)} arguments, got {len(raw_args)}")
     lead = getattr(fn.func, VARYING_LEAD, None)
-    tail = kinds = None
+    known: list[Any] = []  # the checked values after the lead, where they repeat the last call's (VARYING_LEAD)
     if lead is not None:
         tail = tuple(raw_args[lead:])
         kinds = tuple(map(type, tail))
         last = _tails.get(fn.name)
         if last is not None and last[1] == kinds and last[0] == tail:
-            return _evaluate_lead(fn, raw_args[:lead], last[2])
+            raw_args, known = raw_args[:lead], last[2]  # only the lead is checked (its warnings too)
     for arg, raw in zip(fn.args, raw_args):
         kind = type(raw)
         if kind is float or kind is int:  # a plain number is no error (asked first: most arguments are one)
@@ -260,40 +260,18 @@ def evaluate(fn: Function, raw_args: Sequence[object]) -> Any:
             return _passed_on(arg, err)
     values = []
     try:
-        for i, arg in enumerate(fn.args):
+        for i, arg in enumerate(fn.args[: len(fn.args) - len(known)]):
             if i >= len(raw_args):
                 if not arg.optional:
                     return CellError("#VALUE!", f"{fn.name} needs {arg.name} (argument {i + 1}): {arg.doc}")
                 values.append(arg.default)
                 continue
             values.append(coerce(arg, raw_args[i]))
-        if lead is not None and tail is not None and kinds is not None:
+        if lead is not None and not known:
             _tails[fn.name] = (tail, kinds, values[lead:])
-        result = fn.func(*values)
+        result = fn.func(*values, *known)
         if _warning_sinks:  # only values that passed their checks, as the call's success shows: never a refused one
             for arg, value in zip(fn.args[: len(raw_args)], values):
-                _warn(_suspicion(arg, value), arg.name)
-        return _plain(result)
-    except XlsxplanError as err:
-        return CellError(err.excel_error, err.message)
-    except (ArithmeticError, ValueError, TypeError) as err:  # a core bug must still end as a cell error
-        return _unexpected(fn, err)
-
-
-def _evaluate_lead(fn: Function, lead: Sequence[object], rest: list[Any]) -> Any:
-    """:func:`evaluate` of a call whose arguments after ``lead`` are the last call's, already checked as ``rest``:
-    the lead alone is checked (its warnings too; the rest's were given)."""
-    values = []
-    for arg, raw in zip(fn.args, lead):
-        err = None if type(raw) in (float, int) else _first_error(arg, raw) if _is_range(arg) else as_error(raw)
-        if err is not None:
-            return _passed_on(arg, err)
-    try:
-        for arg, raw in zip(fn.args, lead):
-            values.append(coerce(arg, raw))
-        result = fn.func(*values, *rest)
-        if _warning_sinks:
-            for arg, value in zip(fn.args, values):
                 _warn(_suspicion(arg, value), arg.name)
         return _plain(result)
     except XlsxplanError as err:
