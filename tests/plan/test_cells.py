@@ -29,8 +29,8 @@ def test_cells_taking_turns_between_searches_plan_each_search_once(tmp_path, mon
     monkeypatch.setattr(cells, "_cell", counted_cell)
     work = {}
     for size in SIZES:
-        monkeypatch.setattr(cells, "_tables", [])  # nothing remembered from another size or test
-        monkeypatch.setattr(cells, "_seen", {})
+        monkeypatch.setattr(cells, "_tables", cells.Remembered(cells._REMEMBERED))  # nothing from another size or test
+        monkeypatch.setattr(cells, "_seen", cells.Remembered(cells._REMEMBERED))
         searches.update(planned=0, cells=0)
         path = tmp_path / f"plan{size}.xlsx"
         path.write_bytes(plan_cells_taking_turns(2_007 * size))

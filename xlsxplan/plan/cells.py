@@ -25,7 +25,7 @@ from ..errors import OutOfRangeError
 from .inputs import REQUIRED, PlanInput, with_inputs
 from .search import plan_options
 
-__all__ = ["NONE_SHOWN", "plan_options_at"]
+__all__ = ["NONE_SHOWN", "Remembered", "catalog_state", "plan_options_at"]
 
 NONE_SHOWN = "-"
 """What a cell shows where the option has no such figure (PLAN_OPTIONS's empty text): a cell whose cached value is
@@ -35,7 +35,6 @@ _REMEMBERED = 64
 """Tables remembered, the least recently used forgotten first (a table is at most a few thousand values). Only
 eight, forgotten in the order planned, made 2,000 cells taking turns between nine searches plan 2,000 times (30 ms a
 cell)."""
-_tables: list[tuple[tuple[Any, ...], tuple[Any, ...], list[list[Any]]]] = []
 
 
 def catalog_state() -> tuple[Any, ...]:
@@ -44,18 +43,43 @@ def catalog_state() -> tuple[Any, ...]:
     return (catalog.load_catalog(), catalog.load_prices(), calibration.active())
 
 
+class Remembered:
+    """Values by a key (hashable), each kept with the :func:`catalog_state` it was computed against and given back
+    only while that state is the very same objects; beyond ``most`` the least recently used is forgotten first."""
+
+    def __init__(self, most: int) -> None:
+        self.most = most
+        self._items: dict[Any, tuple[tuple[Any, ...], Any]] = {}
+
+    def get(self, key: Any, state: tuple[Any, ...]) -> Any | None:
+        """The value kept for ``key`` against ``state`` (now the most recently used), or None."""
+        hit = self._items.pop(key, None)
+        if hit is None or not all(a is b for a, b in zip(hit[0], state)):
+            return None
+        self._items[key] = hit  # used last: forgotten last
+        return hit[1]
+
+    def put(self, key: Any, state: tuple[Any, ...], value: Any) -> Any:
+        """Keep ``value`` for ``key`` against ``state``; returns it."""
+        self._items.pop(key, None)
+        self._items[key] = (state, value)
+        while len(self._items) > self.most:
+            del self._items[next(iter(self._items))]
+        return value
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+
+_tables = Remembered(_REMEMBERED)
+"""PLAN_OPTIONS's tables by their checked arguments."""
+
+
 def _table(args: tuple[Any, ...], state: tuple[Any, ...]) -> list[list[Any]]:
     """PLAN_OPTIONS's table for these (checked) arguments: remembered while the catalog, its prices and the
     calibration are the very objects they were."""
-    for i, (key, seen, rows) in enumerate(_tables):
-        if key == args and all(a is b for a, b in zip(seen, state)):
-            if i:
-                _tables.insert(0, _tables.pop(i))  # used last: forgotten last
-            return rows
-    rows = plan_options(*args)
-    _tables.insert(0, (args, state, rows))
-    del _tables[_REMEMBERED:]
-    return rows
+    rows = _tables.get(args, state)
+    return rows if rows is not None else _tables.put(args, state, plan_options(*args))
 
 
 def _cell(rows: list[list[Any]], row: int, column: int) -> float | str:
@@ -114,7 +138,7 @@ _ARGS = tuple(_checked_at.domains.items())  # type: ignore[attr-defined]
 _DEFAULTS = _plan_options_at.__defaults__ or ()
 _REQUIRED = len(_ARGS) - len(_DEFAULTS)
 _ROW, _COLUMN = _ARGS[0][1], _ARGS[1][1]
-_seen: dict[tuple[Any, ...], tuple[tuple[Any, ...], list[list[Any]]]] = {}
+_seen = Remembered(_REMEMBERED)
 """Tables by the arguments as the cells gave them (each with its type), so that every other cell of the same search
 checks its row and column only: the serving template's 2,425 cells check the search's 21 arguments once, not once a
 cell."""
@@ -126,22 +150,18 @@ def plan_options_at(*args: Any, **kwargs: Any) -> float | str:
     set (:data:`_seen`), the row and column every call."""
     if kwargs or not _REQUIRED <= len(args) <= len(_ARGS):
         return _checked_at(*args, **kwargs)
+    key = tuple((type(a), a) for a in args[2:])
+    state = catalog_state()
     try:
-        key = tuple((type(a), a) for a in args[2:])
-        hit = _seen.get(key)
+        rows = _seen.get(key, state)
     except TypeError:  # an unhashable value (a range): the plain path
         return _checked_at(*args)
-    state = catalog_state()
     row, column = _ROW.check("row", args[0]), _COLUMN.check("column", args[1])  # in argument order, as checked
-    if hit is None or not all(a is b for a, b in zip(hit[0], state)):
+    if rows is None:
         values = list(args) + list(_DEFAULTS[len(_DEFAULTS) - (len(_ARGS) - len(args)) :])
         checked_args = tuple(domain.check(name, v) for (name, domain), v in zip(_ARGS[2:], values[2:]))
-        hit = (state, _table(checked_args, state))
-    _seen.pop(key, None)
-    _seen[key] = hit  # used last: forgotten last
-    while len(_seen) > _REMEMBERED:
-        del _seen[next(iter(_seen))]
-    return _cell(hit[1], row, column)
+        rows = _seen.put(key, state, _table(checked_args, state))
+    return _cell(rows, row, column)
 
 
 plan_options_at.__name__ = plan_options_at.__qualname__ = "plan_options_at"  # wraps() gave it the checked core's name

@@ -70,6 +70,7 @@ from ..domains import (
     domain_of,
 )
 from ..errors import ArgumentError, XlsxplanError
+from .cells import Remembered, catalog_state
 from .search import Assumptions, Option, Plan, Targets, Traffic, plan
 
 __all__ = [
@@ -1033,15 +1034,14 @@ def portfolio_table(
     Allocation). A routing split is priced against all requests on its reference model, beside the quality scores
     given (none assumed).
     """
-    from .cells import catalog_state
     from .search import PARAMS_X_BYTES, PUBLISHED, name_list, parse_gpus, size_list
 
     key: tuple[Any, ...] = (workloads, gpus, ideal, spare, min_replicas, allocation, weights, kv, gpus_per_replica)
     key += (weights_as, hours_per_month)
     state = catalog_state()
-    hit = _tables.get(key)
-    if hit is not None and all(a is b for a, b in zip(hit[0], state)):
-        return [list(row) for row in hit[1]]  # a copy: the caller may change its table
+    kept = _tables.get(key, state)
+    if kept is not None:
+        return [list(row) for row in kept]  # a copy: the caller may change its table
     rows = parse_workloads(csv_rows(workloads.replace(";", "\n")))
     basis = " ".join(weights_as.replace("-", " ").split()).lower()
     if basis not in (PUBLISHED, PARAMS_X_BYTES):
@@ -1056,17 +1056,11 @@ def portfolio_table(
         gpus_per_replica=size_list(gpus_per_replica),
     )
     rank_by = "assumed" if ideal else "calibrated"
-    table = portfolio(rows, parse_gpus(gpus), a, rank_by, allocation.strip().lower()).rows()
-    _tables.pop(key, None)
-    _tables[key] = (state, table)
-    while len(_tables) > _REMEMBERED:
-        del _tables[next(iter(_tables))]
+    table = _tables.put(key, state, portfolio(rows, parse_gpus(gpus), a, rank_by, allocation.strip().lower()).rows())
     return [list(row) for row in table]
 
 
-_REMEMBERED = 16
-"""PORTFOLIO tables remembered by their arguments, the least recently computed forgotten first."""
-_tables: dict[tuple[Any, ...], tuple[tuple[Any, ...], list[list[Any]]]] = {}
+_tables = Remembered(16)
 """PORTFOLIO's tables by their checked arguments, with the catalog, prices and calibration they were computed against
 (:func:`xlsxplan.plan.cells.catalog_state`): a table whose cells each read INDEX of it (the portable serving plan's
 Chargeback sheet, which ``xlsxplan recalc`` computes again) searches once, not once a cell."""
