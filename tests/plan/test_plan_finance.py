@@ -13,6 +13,7 @@ from importlib import resources
 import pytest
 import tomllib
 
+from tests.helpers.owning import owned_by_hand
 from xlsxplan.cli import main
 
 HOURS = 730  # a month, as the plan bills it ("Back-of-the-Envelope", section 6)
@@ -107,28 +108,23 @@ def test_a_bad_finance_flag_is_one_line_naming_it(capsys, flag, value, said):
     assert code == 2 and said in err and err.count("\n") == 1
 
 
-def owned_by_hand(gpus: int, rented_usd_per_month: float, gpu: str = "H100-SXM") -> dict[str, float]:
-    """``gpus`` bought at costs.toml's figures (its site figures and the accelerator's), by the equations of
-    DEPRECIATION_SL, OWNED_NPV and CAPITAL_RECOVERY's docstrings (Excel's SLN and NPV): capital P = gpus x capex; straight-line depreciation (P - rP) / n;
-    power and hosting a year = gpus x kW x (PUE x $/kWh x 8,760 + $/kW-month x 12); present cost owned
-    P + running x annuity(i, n) - rP / (1 + i)^n; rented: 12 x the month x annuity(i, n), annuity = (1 - (1 + i)^-n) / i."""
+def _owned_by_hand(gpus: int, rented_usd_per_month: float, gpu: str = "H100-SXM") -> dict[str, float]:
+    """``gpus`` bought at costs.toml's figures (its site figures and the accelerator's), by hand."""
     table = _table("costs.toml")
     site = {k: v["value"] for k, v in table["site"].items()}
     acc = {k: v["value"] for k, v in table["accelerators"][gpu].items() if isinstance(v, dict) and "value" in v}
-    n, r, i = site["years"], site["residual_fraction"], site["annual_rate"]
-    capital = gpus * acc["capex_usd"]
-    kw = acc["server_kw_per_gpu"]
-    running = gpus * kw * (site["pue"] * site["usd_per_kwh"] * 8760 + site["usd_per_kw_month"] * 12)
-    annuity = (1 - (1 + i) ** -n) / i
-    owned = capital + running * annuity - r * capital / (1 + i) ** n
-    return {
-        "capital_usd": capital,
-        "depreciation_usd_per_year": (capital - r * capital) / n,
-        "running_usd_per_year": running,
-        "present_cost_owned_usd": owned,
-        "present_cost_rented_usd": 12 * rented_usd_per_month * annuity,
-        "owning_saves_usd": 12 * rented_usd_per_month * annuity - owned,
-    }
+    return owned_by_hand(
+        gpus,
+        rented_usd_per_month,
+        acc["capex_usd"],
+        site["years"],
+        site["residual_fraction"],
+        site["annual_rate"],
+        acc["server_kw_per_gpu"],
+        site["pue"],
+        site["usd_per_kwh"],
+        site["usd_per_kw_month"],
+    )
 
 
 def test_owning_the_fleet_instead_depreciation_and_present_costs_as_by_hand(capsys):
@@ -136,7 +132,7 @@ def test_owning_the_fleet_instead_depreciation_and_present_costs_as_by_hand(caps
     data = _plan(capsys, "Qwen2.5-72B", "--gpu", "H100=2.5", "--rank", "assumed", "--gpus-per-replica", "2")
     fin = data["finance"]
     assert fin["gpus"] == 8 and fin["usd_per_month_peak_sized"] == pytest.approx(14_600)
-    want = owned_by_hand(8, 14_600)
+    want = _owned_by_hand(8, 14_600)
     own = fin["owned"]
     assert {k: own[k] for k in want} == pytest.approx(want, rel=1e-9)
     assert want["capital_usd"] == 400_000 and want["depreciation_usd_per_year"] == pytest.approx(72_000)

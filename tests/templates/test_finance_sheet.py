@@ -17,6 +17,7 @@ import tomllib
 from tests.helpers import REPO
 from tests.helpers.books import saved_values
 from tests.helpers.office import SOFFICE, shipped_recalculated
+from tests.helpers.owning import owned_by_hand
 from xlsxplan.headless import Workbook
 from xlsxplan.templates import finance, serving
 
@@ -172,21 +173,18 @@ def test_owning_the_fleet_instead_depreciation_and_present_costs_by_hand(addin, 
     # SLN and NPV: capital P, (P - rP) / n a year, P + running x annuity - rP / (1 + i)^n, the rent x annuity
     gpus, month = addin.get("GPUs_In_The_Fleet"), figure(addin, book, "monthly")
     assert (gpus, month) == (8, 14_600)
-    capex, n = addin.get("Capital_Cost_Per_GPU"), addin.get("Capital_Recovery_Life")
-    r, i = addin.get("Residual_Value"), addin.get("Cost_Of_Capital")
-    kw, pue = addin.get("Power_Per_GPU"), addin.get("Power_Usage_Effectiveness")
-    usd_kwh, hosting = addin.get("Electricity_Price"), addin.get("Hosting_Per_KW_Month")
-    capital = gpus * capex
-    running = gpus * kw * (pue * usd_kwh * HOURS_PER_MONTH * 12 + hosting * 12)
-    annuity = (1 - (1 + i) ** -n) / i
-    owned = capital + running * annuity - r * capital / (1 + i) ** n
-    want = {
-        "fin_own_capital": capital,
-        "fin_own_depreciation": (capital - r * capital) / n,
-        "fin_own_running": running,
-        "fin_own_npv": owned,
-        "fin_rent_npv": 12 * month * annuity,
-        "fin_own_saving": 12 * month * annuity - owned,
+    costs = ("Capital_Cost_Per_GPU", "Capital_Recovery_Life", "Residual_Value", "Cost_Of_Capital", "Power_Per_GPU")
+    costs += ("Power_Usage_Effectiveness", "Electricity_Price", "Hosting_Per_KW_Month")
+    hand = owned_by_hand(gpus, month, *(addin.get(name) for name in costs), hours_per_year=HOURS_PER_MONTH * 12)
+    line_of = {
+        "capital_usd": "fin_own_capital",
+        "depreciation_usd_per_year": "fin_own_depreciation",
+        "running_usd_per_year": "fin_own_running",
+        "present_cost_owned_usd": "fin_own_npv",
+        "present_cost_rented_usd": "fin_rent_npv",
+        "owning_saves_usd": "fin_own_saving",
     }
+    want = {line_of[key]: value for key, value in hand.items()}
     assert {k: figure(addin, book, k) for k in want} == pytest.approx(want, rel=1e-9)
-    assert capital == 400_000 and want["fin_own_depreciation"] == pytest.approx(72_000)  # $50,000 a GPU, 10%, 5 years
+    # $50,000 a GPU, 10% residual over 5 years
+    assert hand["capital_usd"] == 400_000 and hand["depreciation_usd_per_year"] == pytest.approx(72_000)
