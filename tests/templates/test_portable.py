@@ -13,7 +13,6 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-import openpyxl
 import pytest
 from openpyxl.formula.tokenizer import Token, Tokenizer
 
@@ -27,6 +26,7 @@ from tests.helpers.portable import (
     functions,
     is_stale,
     layout_of,
+    opened,
     set_inputs,
 )
 from xlsxplan.errors import CellError
@@ -89,7 +89,7 @@ def test_a_refused_input_gives_an_error_and_a_check_in_words(built):
     assert isinstance(port.get(usable), CellError) and port.get(usable).code == addin.get(usable).code
     layout = layout_of(built, serving.FILENAME)
     assert port.get(layout.master) == 1
-    ws = openpyxl.load_workbook(built / serving.FILENAME)["Checks"]
+    ws = opened(built / serving.FILENAME)["Checks"]
     flagged = [ws[f"A{r}"].value for r in range(1, ws.max_row + 1) if port.get(f"Checks!B{r}") == 1]
     assert any("usable_fraction" in str(text) for text in flagged), flagged
 
@@ -99,7 +99,7 @@ def test_no_cell_name_validation_or_format_of_a_portable_edition_calls_a_registr
     for name in TEMPLATES:
         addin = formulas(built / edition_filename(name, "functions"))
         assert sum(bool(registry_calls(t)) for t in addin.values()) > 50  # the scan can fail
-        wb = openpyxl.load_workbook(built / name)
+        wb = opened(built / name)
         texts = list(formulas(built / name).values())
         texts += ["=" + d.attr_text for d in wb.defined_names.values()]
         for ws in wb.worksheets:
@@ -116,7 +116,7 @@ def test_no_cell_name_validation_or_format_of_a_portable_edition_calls_a_registr
 @pytest.mark.slow
 def test_the_preset_dropdowns_read_the_catalog_sheet(built):
     for name, rows in ((serving.FILENAME, ("G11", "G16")), (training.FILENAME, ("G11", "G22"))):
-        wb = openpyxl.load_workbook(built / name)
+        wb = opened(built / name)
         lists = {str(dv.sqref).split(":")[0]: dv.formula1 for dv in wb["Inputs"].data_validations.dataValidation}
         for cell in rows:
             assert lists[cell].startswith(f"'{CATALOG}'!"), (name, cell, lists[cell])
@@ -135,7 +135,7 @@ def test_a_stale_python_only_value_turns_its_check_to_error(built):
     assert [port.get(c) for c in layout.stale] == [0, 0, 0] and port.get(layout.master) == 0
     port = set_inputs(Workbook.load(built / serving.FILENAME), {"Requests_Per_Day": 300_000})
     assert [port.get(c) for c in layout.stale] == [1, 1, 0] and port.get(layout.master) == 1
-    ws = openpyxl.load_workbook(built / serving.FILENAME)["Checks"]
+    ws = opened(built / serving.FILENAME)["Checks"]
     labels = [ws[c.replace("'Checks'!B", "A")].value for c in layout.stale]
     assert [label.split(":")[0] for label in labels] == ["Options", "Finance", "Chargeback"]
     assert all("xlsxplan recalc" in label and "serving_plan_functions.xlsx" in label for label in labels)
@@ -150,7 +150,7 @@ def test_a_stale_python_only_value_turns_its_check_to_error(built):
 def _errors(path: Path) -> dict[str, str]:
     """Every cell of a workbook that is an error, recalculated by the headless engine (a formula) or as stored (an
     error constant): ``'Sheet'!A1`` -> its code."""
-    wb = openpyxl.load_workbook(path)
+    wb = opened(path)
     calc = Workbook.load(path).calculate()
     cells = set(formulas(path))
     out = {}
@@ -178,7 +178,7 @@ def test_a_portable_edition_as_built_has_no_error_cell_the_add_in_edition_lacks(
     addin = _errors(built / edition_filename(name, "functions"))
     extra = {ref: code for ref, code in port.items() if addin.get(ref) != code}
     assert extra == {}, (len(extra), list(extra.items())[:8])
-    cached = openpyxl.load_workbook(built / name, data_only=True)
+    cached = opened(built / name, data_only=True)
     stored_errors = [
         f"'{ws.title}'!{c.coordinate}"
         for ws in cached.worksheets
@@ -194,7 +194,7 @@ def test_the_line_items_of_a_refused_call_show_a_dash_and_a_failing_step_is_neve
     """Each step of a guarded call reads its guard's Workings row: computed as the native form has it when the
     arguments are accepted (never wrapped in IFERROR, so a step that fails then still shows its error), else "-";
     with a refused input the cell shows the add-in's error and its steps the dash."""
-    wb = openpyxl.load_workbook(built / serving.FILENAME)
+    wb = opened(built / serving.FILENAME)
     ws = wb[WORKINGS]
     guards = {r for r in range(1, ws.max_row + 1) if "0 when the arguments are accepted" in str(ws[f"A{r}"].value)}
     gated = {}
