@@ -4,7 +4,8 @@ is left.
 The write goes to a file with no name (Linux's ``O_TMPFILE``, see :func:`xlsxplan.infra.fileio.atomic_path`), named only
 for the moment between its last byte and the rename. The test watches the running command's open files
 (``/proc/PID/fd``) and kills it the moment such a nameless file in the output's folder is open: the kill lands in
-the write phase itself, not before it (the test fails if it never sees one). 20 runs, four at a time.
+the write phase itself, not before it (the test fails if it never sees one). 8 runs, four at a time: each is a
+whole process (imports, load, calculation) for one kill, and 20 cost 9 s of the suite for no other finding.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from pathlib import Path
 import openpyxl
 import pytest
 
-RUNS = 20
+RUNS = 8
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.skipif(not sys.platform.startswith("linux") or not hasattr(os, "O_TMPFILE"), reason="needs Linux"),
@@ -29,7 +30,7 @@ pytestmark = [
 
 def _book(path: Path) -> Path:
     # 6,000 rows: its write (about 60 ms) is long enough to be caught in (the watcher looks every 2 ms, some 30
-    # times in it; looking every 0.5 ms spent a quarter of the test's CPU on the four watchers), short enough for 20 runs
+    # times in it; looking every 0.5 ms spent a quarter of the test's CPU on the four watchers), short enough for 8 runs
     wb = openpyxl.Workbook()
     ws = wb.active
     ws.title = "Data"
