@@ -1,11 +1,11 @@
-"""``validate --data`` on a file of many one-row publications: its work counted at a quarter of the size that hung,
-at that size and at 10 times it (tests/helpers/hangs.py, from_a_quarter)."""
+"""``validate --data`` on a file of many one-row publications: its work counted at a sixteenth and a
+quarter of the size that hung, and at 10 times it (tests/helpers/hangs.py, up_to_a_quarter)."""
 
 from __future__ import annotations
 
 import pytest
 
-from tests.helpers.hangs import from_a_quarter, linear, validate_rows
+from tests.helpers.hangs import linear, up_to_a_quarter, validate_rows
 from xlsxplan import calibration
 from xlsxplan.calibration import measurements
 from xlsxplan.errors import CatalogError
@@ -42,7 +42,7 @@ def test_many_one_row_publications_are_validated_in_linear_work(monkeypatch):
     # would take 16 times as long and show nothing more
     monkeypatch.setattr(measurements, "MAX_FOLDS", 4)
     work = {}
-    for size, rows in from_a_quarter(20_000).items():
+    for size, rows in up_to_a_quarter(20_000).items():
         predictions[0] = fitted[0] = read[0] = 0
         text = validate_rows(rows)
         if size == 10:  # answers, or refuses in one line

@@ -13,7 +13,7 @@ def test_many_names_and_rules_are_looked_up_in_linear_work(tmp_path, monkeypatch
     """Issue 27: 20,000 names and 40,000 validation rules took over 90 s: each input looked through every rule
     (Validation.covers, 800 million calls) and up every row above it for its Unit heading. Now the rules are indexed
     once a sheet and the headings once a grid: the work counted (rules tested one by one, lookups, entries indexed,
-    nodes visited, grid rows passed) grows linearly from a quarter of that size to the size that hung
+    nodes visited, grid rows passed) grows linearly from a sixteenth of that size to a quarter of it
     (tests/helpers/hangs.py, INPUTS_SIZES); at 10 times it the workbook lists 400,000 validation areas, refused in
     one line before it is read (SECURITY.md: max_areas)."""
     work = {"covers": 0, "lookups": 0, "indexed": 0, "visited": 0, "rows": 0}

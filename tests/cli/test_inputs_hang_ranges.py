@@ -14,7 +14,7 @@ def test_large_validation_ranges_beside_the_inputs_are_looked_up_in_linear_work(
     """20,000 inputs beside 40,000 validation ranges of 100 cells each (over 64, so not indexed cell by cell): each
     input looked through every range, 800 million tests. Now the ranges are indexed once a sheet by rows and
     columns (a segment tree of step functions): the entries indexed and the nodes each lookup visits (about log2 of
-    the ranges) grow linearly, up to that log, from a quarter of that size to the size that hung (INPUTS_SIZES); at
+    the ranges) grow linearly, up to that log, from a sixteenth of that size to a quarter of it (INPUTS_SIZES); at
     10 times it (200,000 inputs, 400,000 ranges) the workbook is refused in one line before it is read
     (SECURITY.md: max_areas)."""
     work = {"covers": 0, "lookups": 0, "indexed": 0, "visited": 0}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.helpers.hangs import from_a_quarter, linear, sequence_elements, suspicious_elements
+from tests.helpers.hangs import linear, sequence_elements, suspicious_elements, up_to_a_quarter
 from xlsxplan.cli import main
 from xlsxplan.sheet import cells
 from xlsxplan.sheet.cells import Warnings, collect_warnings
@@ -27,8 +27,8 @@ def test_an_arguments_warnings_share_one_line_with_a_count():
 @pytest.mark.slow
 def test_an_array_of_implausible_values_prints_one_line_in_linear_work(tmp_path, monkeypatch, capsys):
     """Issue 27: a formula over 120,000 implausible values printed a warning line each (107 s), each looked up in
-    the lines before it. Now: one line with the count, each element one lookup, counted at 30,000 and 120,000
-    elements (tests/helpers/hangs.py, from_a_quarter); at 1.2 million the workbook is refused in one line (past
+    the lines before it. Now: one line with the count, each element one lookup, counted at 7,500 and 30,000
+    elements (tests/helpers/hangs.py, up_to_a_quarter); at 1.2 million the workbook is refused in one line (past
     Excel's grid)."""
     added = {"calls": 0}
     add = Warnings.add
@@ -39,7 +39,7 @@ def test_an_array_of_implausible_values_prints_one_line_in_linear_work(tmp_path,
 
     monkeypatch.setattr(Warnings, "add", counted)
     work = {}
-    for size, n in from_a_quarter(120_000).items():
+    for size, n in up_to_a_quarter(120_000).items():
         added["calls"] = 0
         path = tmp_path / f"w{size}.xlsx"
         path.write_bytes(suspicious_elements(n))
@@ -62,7 +62,7 @@ def test_an_array_of_implausible_values_prints_one_line_in_linear_work(tmp_path,
 def test_an_array_a_formula_makes_prints_one_line_in_linear_work(tmp_path, monkeypatch, capsys):
     """The hang itself: a 4.9 kB workbook whose formula makes 120,000 implausible bandwidths with SEQUENCE printed a
     warning line each (107 s for recalc), each looked up in the lines before it. Now one line with the count, each
-    element one warning added, counted at 30,000 and 120,000 elements (from_a_quarter); at 1.2 million elements
+    element one warning added, counted at 7,500 and 30,000 elements (up_to_a_quarter); at 1.2 million elements
     (past the grid's rows) the cell is an error and recalc answers with no warning."""
     added = {"calls": 0}
     add = Warnings.add
@@ -73,7 +73,7 @@ def test_an_array_a_formula_makes_prints_one_line_in_linear_work(tmp_path, monke
 
     monkeypatch.setattr(Warnings, "add", counted)
     work = {}
-    for size, n in from_a_quarter(120_000).items():
+    for size, n in up_to_a_quarter(120_000).items():
         added["calls"] = 0
         path = tmp_path / f"s{size}.xlsx"
         path.write_bytes(sequence_elements(n))
