@@ -25,6 +25,7 @@ from openpyxl.utils import column_index_from_string, get_column_letter, range_bo
 from openpyxl.worksheet.formula import ArrayFormula
 
 from tests.helpers import REPO
+from tests.helpers.docpages import commands, matches, shell_blocks
 from tests.helpers.generated import check_workbooks, screenshots_module
 from xlsxplan import registry
 from xlsxplan.cli import main
@@ -158,18 +159,14 @@ def test_the_three_costs_per_m_output_tokens_reconcile(shipped):
 
 @pytest.mark.slow
 def test_the_templates_page_shows_what_build_prints(cli_build):
-    # docs/templates.md: the example output is the command's, line for line ("..." skips lines); tests/e2e/test_docs.py
-    # runs the command itself too
-    page = (ROOT / "docs" / "templates.md").read_text(encoding="utf-8")
-    shown = re.search(r"```text\n\$ xlsxplan build\n(.+?)\n```", page, re.S).group(1).splitlines()
-    out, text, _ = cli_build
-    printed = text.replace(str(out), "workbooks").splitlines()
-    at = 0
-    for line in shown:
-        if line == "...":
-            continue
-        assert line in printed[at:], f"docs/templates.md line not printed (in order): {line}"
-        at = printed.index(line, at) + 1
+    # docs/templates.md: the example output is the command's, line for line ("..." skips lines), by the comparison
+    # tests/e2e/test_docs.py makes for every other example (which leaves this one to the build made once here)
+    (block,) = [b for b in shell_blocks("docs/templates.md") if [c for c, _ in commands(b)] == ["xlsxplan build"]]
+    ((_, shown_text),) = commands(block)
+    out, text, code = cli_build
+    assert code == 0
+    assert matches(text.replace(str(out), "workbooks"), shown_text), text
+    shown, printed = shown_text.splitlines(), text.replace(str(out), "workbooks").splitlines()
     serving_part = shown[: shown.index("")]
     assert serving_part == printed[: len(serving_part)]  # the serving plan in full
     # the README shows the bill, the last lines, as printed
