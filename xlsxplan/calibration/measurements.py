@@ -380,15 +380,36 @@ def shape_of(m: Measurement) -> Shape:
     return estimated_shape(m.params_b, m.active_params_b)
 
 
-def _gpu(m: Measurement) -> Any:
+_MEMO: dict[str, Any] = {"catalog": None}
+
+
+def _memo(table: str) -> dict[Any, Any]:
+    """A table of figures that depend only on a row (or its shape) and the catalog, user presets included: kept
+    while :func:`xlsxplan.catalog.load_catalog` gives the same catalog, emptied when it gives another. validate
+    predicts each row five to six times (each fold that fits on it, and its own); these figures were most of the
+    cost of each prediction but its step."""
     from ..catalog import load_catalog
 
+    catalog = load_catalog()
+    if _MEMO["catalog"] is not catalog:
+        _MEMO.clear()
+        _MEMO["catalog"] = catalog
+    return _MEMO.setdefault(table, {})
+
+
+def _gpu(m: Measurement) -> Any:
     if not m.gpu:
         raise Unpredictable("no gpu given")
-    try:
-        return load_catalog().accelerators.get(m.gpu)
-    except XlsxplanError as err:
-        raise Unpredictable(err.message) from None
+    memo = _memo("gpu")
+    found = memo.get(m.gpu)
+    if found is None:
+        from ..catalog import load_catalog
+
+        try:
+            found = memo[m.gpu] = load_catalog().accelerators.get(m.gpu)
+        except XlsxplanError as err:
+            raise Unpredictable(err.message) from None
+    return found
 
 
 def _peak_flops(m: Measurement) -> float:
@@ -433,6 +454,15 @@ def _kv_bytes_per_token(m: Measurement, s: Shape, context: float) -> float:
     """KV cache per token across the row's GPUs, averaged over a sequence of ``context`` tokens (0: every layer in
     full). A preset model's own architecture counts (latent attention, sliding windows, KV heads replicated when the
     GPUs outnumber them: MODEL_KV_BYTES_PER_TOKEN); a shape estimated from ``params_b`` is full attention."""
+    memo = _memo("kv")
+    key = (m, s, context)
+    found = memo.get(key)
+    if found is None:
+        found = memo[key] = _kv_bytes_per_token_of(m, s, context)
+    return found
+
+
+def _kv_bytes_per_token_of(m: Measurement, s: Shape, context: float) -> float:
     if s.preset:
         return models.model_kv_bytes_per_token(s.preset, context, _kv_bytes_per_value(m), _n(m))
     return 2.0 * s.layers * s.kv_width * _kv_bytes_per_value(m)
@@ -521,6 +551,20 @@ def moe_train_features(m: Measurement, s: Shape) -> tuple[float, float, str]:
 
 
 def _efficiency_features(m: Measurement, kind: str) -> dict[str, Any]:
+    """What the efficiency of ``kind`` for row ``m`` depends on (the fit's levels and covariates); a new dict each
+    call. A serving kind's (the accelerator's class and the format's group) comes from the row's memo
+    (:func:`_memo`); training's covariates are computed each time (its rows are few)."""
+    if kind == "train_mfu":
+        return _features_of(m, kind)
+    memo = _memo("features")
+    key = (m, kind)
+    found = memo.get(key)
+    if found is None:
+        found = memo[key] = _features_of(m, kind)
+    return dict(found)
+
+
+def _features_of(m: Measurement, kind: str) -> dict[str, Any]:
     if kind == "train_mfu":
         s = shape_of(m)
         routed, comm, _ = moe_train_features(m, s)
