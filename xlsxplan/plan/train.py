@@ -612,8 +612,9 @@ def _time(
     n, tp, pp, dp, ep, mb = o.gpus, o.tp, o.pp, o.dp, o.ep, o.micro_batch
     peak, tokens_step, micro, stage_layers = c.peak, c.tokens, c.micro, c.stage_layers
     # FP8 training multiplies the linear layers' inputs in FP8; the attention core stays in BF16 (Transformer Engine's
-    # FP8 recipes leave dot-product attention in BF16 unless fp8_dpa is set; torchao's Float8 training converts the
-    # nn.Linear modules only), so its FLOPs run at the BF16 peak
+    # recipes take fp8_dpa=False by default, docs.nvidia.com/deeplearning/transformer-engine, Common API; torchao's
+    # convert_to_float8_training swaps torch.nn.Linear modules only, docs.pytorch.org/ao, torchao.float8), so its
+    # FLOPs run at the BF16 peak
     attention_peak = c.attention_peak or peak
     linear = c.flops_per_token - c.attention_flops
     compute = tokens_step * (linear / peak + c.attention_flops / attention_peak) / (n * TERA * c.eff)
