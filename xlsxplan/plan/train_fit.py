@@ -8,8 +8,9 @@ layout and batch:
 * ``step_s``: ``global_batch x seq_len / (step_s x n_gpus)``;
 * ``gpu_hours_per_trillion_tokens``: ``10^12 / (GPU-hours x 3600)``;
 * ``tflops_per_gpu``: the rate over the FLOPs a token costs, counted as the row's ``flops_basis`` says: ``model``
-  (6N plus PaLM's attention, TRAIN_FLOPS_PER_TOKEN) or ``hardware`` (also the recomputed forward pass, Narayanan et
-  al. 2021, arXiv:2104.04473, Eq. 3);
+  (6N plus PaLM's attention, TRAIN_FLOPS_PER_TOKEN) or ``hardware`` (also the recomputed forward pass: Narayanan et
+  al. 2021's own Eq. 3, arXiv:2104.04473, ``96 l h^2 + 16 l h s + 6 V h`` a token, where the row gives its shape;
+  :func:`_hardware_flops_per_token`);
 * ``mfu``: ``MFU x dense peak / model FLOPs per token``.
 
 Each row is predicted by the plan's own function for one layout (:func:`xlsxplan.plan.train.layout_option`: the same
@@ -223,6 +224,17 @@ def _layout(run: TrainingRun, assumptions: list[str]) -> tuple[dict[str, Any] | 
     }, ""
 
 
+def _hardware_flops_per_token(run: TrainingRun) -> float | None:
+    """FLOPs per token as Narayanan et al. 2021 count a published hardware TFLOP/s (arXiv:2104.04473, section 5.1,
+    Eq. 3: ``F = 96 B s l h^2 (1 + s / (6 h) + V / (16 l h))`` an iteration of ``B`` sequences of ``s`` tokens, the
+    forward pass recomputed), over the ``B s`` tokens: ``96 l h^2 + 16 l h s + 6 V h`` [FLOP]; None where the row lacks
+    a figure of it (the plan's count, 8N plus the attention, is used)."""
+    if not (run.layers and run.hidden and run.vocab and run.seq_len):
+        return None
+    layers, h = run.layers, run.hidden
+    return 96.0 * layers * h * h + 16.0 * layers * h * run.seq_len + 6.0 * run.vocab * h
+
+
 def _scale_up_domain(gpu: str) -> tuple[str, int] | None:
     """The system an accelerator is only built into and its scale-up domain [GPUs], where that domain is larger
     than the plan's default node (GB200 and GB300: an NVL72 rack, 72 GPUs on NVLink); None otherwise."""
@@ -268,7 +280,7 @@ def predict_row(run: TrainingRun, efficiency_scale: float = 1.0) -> tuple[Any, R
         result.measured = 1e12 / run.base_value
     elif run.metric == "tflops_per_gpu":
         if run.flops_basis == "hardware":
-            flops += lr.recompute_flops_per_token
+            flops = _hardware_flops_per_token(run) or flops + lr.recompute_flops_per_token
         result.measured = run.base_value / flops
     else:  # mfu
         result.measured = run.value * lr.peak_tflops * 1e12 / flops
