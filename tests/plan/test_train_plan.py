@@ -94,8 +94,10 @@ def test_feasible_first_then_cheapest(budget_plan):
 
 
 def test_step_time_parts_by_hand(budget_plan):
-    """One layout's step from the documented equations: compute at the calibrated MFU, tensor-parallel all-reduces,
-    the pipeline bubble (p - 1) / (m + p - 1) of the pipeline's time, the exposed half of the data-parallel traffic."""
+    """One layout's step from the documented equations: compute at the calibrated MFU (in FP8, the linear layers at
+    the FP8 peak, the attention core at the BF16 peak and the FP8 casts at the memory bandwidth), tensor-parallel
+    all-reduces, the pipeline bubble (p - 1) / (m + p - 1) of the pipeline's time, the exposed half of the
+    data-parallel traffic."""
     o = next(o for o in budget_plan.options if o.pp > 1 and o.tp > 1 and o.dp > 1 and o.fits)
     n_params = o.params_b * 1e9
     hidden = round((64 / 12 * n_params) ** (1 / 3) / 64) * 64  # d = 64 L and N = 12 L d^2 (Kaplan et al. 2020)
@@ -104,8 +106,12 @@ def test_step_time_parts_by_hand(budget_plan):
     tokens_step = seqs * seq
     micro = seqs // (o.dp * o.micro_batch)
     peak = PEAK[o.precision]
-    flops = 6 * n_params + 12 * layers * layers * 64 * seq  # 6N + 12 L H Q T, heads of 64
-    compute = tokens_step * flops / (o.gpus * peak * o.calibrated_mfu)
+    attention = 12 * layers * layers * 64 * seq  # PaLM's 12 L H Q T, heads of 64
+    assert o.recompute == "none"
+    seconds_per_token = 6 * n_params / peak + attention / PEAK["bf16"]  # attention stays in BF16
+    if o.precision == "fp8":  # 40 bytes a hidden unit a layer cast to FP8, at the memory bandwidth
+        seconds_per_token += 40 * hidden * layers / (H100.bandwidth_tb_s * 1e12)
+    compute = tokens_step * seconds_per_token / (o.gpus * o.calibrated_mfu)
     assert o.step["compute"] == pytest.approx(compute, rel=1e-9)
     boundary = o.micro_batch * seq * hidden * 2
     tp = micro * math.ceil(layers / o.pp) * 4 * 2 * (o.tp - 1) / o.tp * boundary / 450e9  # NVLink, 450 GB/s each way

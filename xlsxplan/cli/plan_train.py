@@ -210,7 +210,8 @@ def render(result: Any, top: int = 0) -> str:
         lines.append(
             "  step time: PaLM's FLOPs a token (6N + 12 L H Q T, the forward again where recomputed) at the "
             f"calibrated MFU (rank 1: {best.calibrated_mfu:.1%}, EFFICIENCY train_mfu for {best.gpu} {best.precision} "
-            f"at its width, {efficiency_basis('train_mfu', best.gpu, best.precision).split(': ', 1)[0]}), plus "
+            f"at its width, {efficiency_basis('train_mfu', best.gpu, best.precision).split(': ', 1)[0]}; in FP8 "
+            "the attention core at the BF16 peak and the casts to FP8 at the memory bandwidth), plus "
             f"tensor-parallel all-reduces on the scale-up link, the pipeline bubble (p-1)/(m+p-1), expert "
             f"all-to-alls, and the data-parallel gradient traffic ({a['dp_overlap']:.0%} hidden behind the backward "
             f"pass) over {a['network_gb_s']:g} GB/s a GPU between nodes of {a['gpus_per_node']}; MFU counts 6N only"

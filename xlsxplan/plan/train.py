@@ -15,15 +15,20 @@ at a global batch, and for each computes, with the core's functions (:mod:`xlsxp
   against the accelerator's memory times a usable share;
 * **step time**: the step's FLOPs (6N per token plus PaLM's attention ``12 L H Q T``, TRAIN_FLOPS_PER_TOKEN, and
   the forward pass again where recomputed) over the GPUs' dense peak at the calibrated efficiency
-  (``EFFICIENCY("train_mfu", gpu, precision, hidden)``, counting attention as PaLM does), plus per micro-batch the
-  tensor-parallel all-reduces of each layer (four a layer, six with full recompute, Shoeybi et al. 2019, section
-  3), the pipeline's activation sends and a mixture of experts' all-to-alls (four a layer), stretched by the
-  pipeline bubble ``(m + p - 1) / m`` (Narayanan et al. 2021, section 2.2: the bubble is ``(p - 1) / (m + p - 1)``
-  of the step), plus the data-parallel gradient traffic (ring all-reduce or reduce-scatter and all-gather,
-  ``2 (d - 1) / d`` of the gradients; ZeRO-3 gathers the weights again for every micro-batch, ``(2 m + 1) (d - 1) /
-  d``; ZeRO, arXiv:1910.02054, section 7) of which a stated share overlaps the backward pass. Tensor parallelism
-  stays within a node; a group that fits in one node crosses the accelerator's scale-up link (the catalog's
-  ``link_gb_s``; the network's bandwidth for a card without one), one that spans nodes the network;
+  (``EFFICIENCY("train_mfu", gpu, precision, hidden)``, counting attention as PaLM does; for a mixture of experts
+  with the calibration's routed term, :func:`_model_mfu`). In FP8 the linear layers run at the FP8 peak, the
+  attention core at the BF16 peak (Transformer Engine and torchao's Float8 multiply only the linear layers in FP8),
+  and the casts to FP8 add ``FP8_CAST_BYTES`` a hidden unit a layer a token over the memory bandwidth. Plus, per
+  micro-batch, the tensor-parallel all-reduces of each layer (four a layer, six with full recompute, Shoeybi et al.
+  2019, section 3), the pipeline's activation sends and a mixture of experts' all-to-alls (four a layer), stretched
+  by the pipeline bubble ``(m + p - 1) / m`` (Narayanan et al. 2021, section 2.2: the bubble is ``(p - 1) / (m + p -
+  1)`` of the step; with ``v`` model chunks a stage, the interleaved schedule's ``(m + (p - 1) / v) / m`` and ``v``
+  times the sends, section 2.2.2, for a layout given to :func:`layout_option`), plus the data-parallel gradient
+  traffic (ring all-reduce or reduce-scatter and all-gather, ``2 (d - 1) / d`` of the gradients; ZeRO-3 gathers the
+  weights again for every micro-batch, ``(2 m + 1) (d - 1) / d``; ZeRO, arXiv:1910.02054, section 7) of which a
+  stated share overlaps the backward pass. Tensor parallelism stays within a node; a group that fits in one node
+  crosses the accelerator's scale-up link (the catalog's ``link_gb_s``; the network's bandwidth for a card without
+  one), one that spans nodes the network;
 * **goodput**: interruptions at a per-GPU rate (Llama 3's), checkpoints of the weights and optimizer states every
   Young's interval, a restart per interruption: the effective-time ratio (:mod:`xlsxplan.core.goodput`);
 * **wall days** ``tokens / (tokens per step / step time) / goodput``, GPU-hours and dollars at the accelerator's
@@ -53,10 +58,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import catalog
-from ..calibration import efficiency
+from ..calibration import efficiency, load_factors
 from ..calibration.shape import Shape, estimated_shape, moe_layout, preset_shape
 from ..catalog import models
-from ..core import goodput, training, training_memory
+from ..core import effects, goodput, training, training_memory
 from ..domains import (
     domain_of,
 )
@@ -124,8 +129,9 @@ class TrainOption:
     reasons: list[str] = field(default_factory=list)
     cp: int = 1
     calibrated_mfu: float = math.nan
-    """EFFICIENCY's train_mfu for the accelerator, precision and width, attention counted: the compute's share of
-    peak before communication and the bubble [fraction]."""
+    """EFFICIENCY's train_mfu for the accelerator, precision and width, attention counted (for a mixture of experts
+    with the calibration's routed term): the compute's share of peak before communication and the bubble
+    [fraction]."""
     feasible: bool = False
     """Fits, within the GPU limit, the days and the budget (:func:`_mark`); :attr:`reasons` says why not."""
 
@@ -307,6 +313,11 @@ class _Gpu:
     basis: str
     peaks: dict[str, float]
     """Dense TFLOP/s by training precision, for those the accelerator has."""
+    bf16_tflops: float
+    """Dense BF16 TFLOP/s: the attention core's rate at every precision (:func:`_time`)."""
+    bandwidth_tb_s: float
+    """Memory bandwidth [TB/s]: a mixture of experts' routed traffic (:func:`_model_mfu`) and FP8's casts
+    (:func:`_fp8_cast_bytes`) run at it."""
 
 
 def _accelerator(name: str, price: float, basis: str, precisions: tuple[str, ...], skipped: list[str]) -> _Gpu:
@@ -319,7 +330,8 @@ def _accelerator(name: str, price: float, basis: str, precisions: tuple[str, ...
         else:
             skipped.append(f"{acc.id} {prec}: the accelerator has no dense {prec.upper()} peak in the catalog")
     link = float(acc.link_gb_s or 0)
-    return _Gpu(acc.id, float(acc.memory_gb), link, price, basis, peaks)
+    bf16 = float(acc.bf16_tflops or 0.0)
+    return _Gpu(acc.id, float(acc.memory_gb), link, price, basis, peaks, bf16, float(acc.bandwidth_tb_s))
 
 
 @functools.lru_cache(maxsize=4096)
@@ -345,6 +357,29 @@ def _activations_gb(seq: float, mb: int, hidden: int, heads: int, layers: int, t
 @functools.lru_cache(maxsize=256)
 def _mfu(gpu: str, precision: str, hidden: int) -> float:
     return efficiency("train_mfu", gpu, precision, hidden)
+
+
+def _model_mfu(m: _Model, g: _Gpu, precision: str, flops_per_token: float) -> float:
+    """The calibrated MFU of the model on the accelerator at the precision [fraction]: EFFICIENCY's train_mfu at the
+    model's width, and for a mixture of experts the calibration's own routed term with it (:func:`_routed_share`)."""
+    eff = _mfu(g.name, precision, m.shape.hidden)
+    if not m.per_token or not m.moe_layers or not g.bandwidth_tb_s:
+        return eff
+    balance = g.peaks[precision] / g.bandwidth_tb_s  # FLOP per byte: TFLOP/s over TB/s
+    per_byte = effects.moe_routed_bytes_per_token(m.shape.hidden, m.moe_layers, m.per_token, 1.0)
+    return eff * _routed_share(balance, float(m.shape.hidden), per_byte * balance / flops_per_token)
+
+
+@functools.lru_cache(maxsize=1024)
+def _routed_share(balance: float, hidden: float, routed: float) -> float:
+    """What a mixture of experts' routed traffic leaves of the dense MFU [fraction]: the calibrated train_mfu model
+    with the routed feature over the same without it, ``(1 + o) / (1 + o + routed_bytes x routed)`` (``o`` the dense
+    overhead; :class:`xlsxplan.calibration.TrainFit`, fitted with its ``routed_bytes``). ``routed`` is ``k d L_moe``
+    bytes per routed value (MOE_ROUTED_BYTES_PER_TOKEN at one byte) over the token's FLOPs at the accelerator's FLOP
+    per byte: permuting each token's ``k`` routed copies into expert order and back, the router's gather and the
+    experts' activations are memory-bound work that grows with ``k`` (DeepSeek-V3, arXiv:2412.19437, section 3.2.2)."""
+    fit = load_factors().train_mfu
+    return fit.raw(balance, hidden, routed) / fit.raw(balance, hidden)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -398,7 +433,7 @@ def _layouts(
     least: dict[tuple[int, str], tuple[float, Any]] = {}
     """Per GPU count and precision, the layout needing the least memory, for a group where none fits."""
     for prec, peak in g.peaks.items():
-        eff = _mfu(g.name, prec, hidden)
+        eff = _model_mfu(m, g, prec, flops_tok)
         for n in counts:
             for tp in _divisors(n, (1, 2, 4, 8)):
                 if tp > node:
@@ -446,7 +481,16 @@ def _layouts(
                                         g.price,
                                         g.basis,
                                     )
-                                    ctx = _Step(peak, eff, tokens_step, micro, stage_layers, flops_tok + extra[rc])
+                                    ctx = _Step(
+                                        peak,
+                                        eff,
+                                        tokens_step,
+                                        micro,
+                                        stage_layers,
+                                        flops_tok + extra[rc],
+                                        _attention_flops(m, seq, rc),
+                                        g.bf16_tflops,
+                                    )
                                     if not (fits or every):  # the group's least memory so far, timed if kept
                                         least[group] = (total, (o, ctx))
                                         continue
@@ -471,8 +515,42 @@ def _flops_per_token(m: _Model, seq: float) -> tuple[float, dict[str, float]]:
     full."""
     s = m.shape
     flops_tok = training_memory.train_flops_per_token(m.active_b, s.layers, s.heads, s.head_dim, seq)
-    attn_fwd = 4.0 * s.layers * s.heads * s.head_dim * seq  # a third of PaLM's 12 L H Q T: the forward pass
+    attn_fwd = _attention_flops(m, seq) / 3.0  # a third of PaLM's 12 L H Q T: the forward pass
     return flops_tok, {"none": 0.0, "selective": attn_fwd, "full": 2.0 * m.active_b * GIGA + attn_fwd}
+
+
+def _gated_selective_flops(s: Shape, ffn: int) -> float:
+    """FLOPs per token torchtitan's selective policy recomputes [FLOP]: the forward pass of the matrix multiplies
+    whose outputs it does not save, every second one (wk, wo and w3 of wq, wk, wv, wo, w1, w3, w2;
+    torchtitan@9dec370:torchtitan/parallelisms/parallelize_llama.py, ``_custom_policy``), ``2 L (h kv + h^2 + h
+    f)``; fused attention's output is saved, so its core is not recomputed (GATED_LAYER_ACTIVATION_BYTES counts the
+    memory of the same policy)."""
+    return 2.0 * s.layers * s.hidden * (s.kv_width + s.hidden + ffn)
+
+
+FP8_CAST_BYTES = 40.0
+"""Bytes a token moves per hidden unit per layer to cast the linear layers' inputs and gradients to FP8 [bytes]:
+each of a layer's GEMM outputs' gradients (``3h`` for Q, K and V, ``h`` for the attention's projection, ``4h`` for
+the MLP's first layer, ``h`` for its second) and the attention's output (``h``) is read in BF16 (2 bytes) and
+written in FP8 twice, as it is and transposed for the weight gradient (1 + 1 bytes): ``4 x 10 h``. The other inputs
+are cast inside fused kernels (Transformer Engine's LayerNormLinear and LayerNormMLP; torch.compile's fused casts).
+The work is memory-bound: its time is these bytes over the accelerator's bandwidth, at the calibrated efficiency, as
+the calibrated MFU's own overhead bytes are (:class:`xlsxplan.calibration.TrainFit`: ``overhead_bytes x C/B / (72
+h)`` over the ceiling), not at the FP8 peak."""
+
+
+def _fp8_cast_bytes(m: _Model) -> float:
+    """Bytes per token of FP8 training's casts, ``FP8_CAST_BYTES x h x L`` [bytes]."""
+    return FP8_CAST_BYTES * m.shape.hidden * m.shape.layers
+
+
+def _attention_flops(m: _Model, seq: float, recompute: str = "none") -> float:
+    """FLOPs per trained token of the attention core, ``Q K^T`` and the weighted sum of ``V`` [FLOP]: PaLM's ``12 L
+    H Q T`` (TRAIN_FLOPS_PER_TOKEN's attention term), and its forward pass again, ``4 L H Q T``, where the recompute
+    mode recomputes it (selective and full)."""
+    s = m.shape
+    core = 12.0 * s.layers * s.heads * s.head_dim * seq
+    return core * (1.0 if recompute == "none" else 4.0 / 3.0)
 
 
 def _states(m: _Model, dense_b: float, zero: int, dp: int, tp: int, pp: int, ep: int) -> tuple[float, float, float]:
@@ -509,6 +587,12 @@ class _Step:
     """Layers of the first pipeline stage."""
     flops_per_token: float
     """FLOPs per token executed, recompute included."""
+    attention_flops: float = 0.0
+    """Of those, the attention core's (:func:`_attention_flops`), which runs at ``attention_peak``."""
+    attention_peak: float = 0.0
+    """Dense TFLOP/s the attention core runs at: BF16's at every precision; 0: ``peak``."""
+    virtual_stages: int = 1
+    """Model chunks a pipeline stage holds (the interleaved schedule's ``v``; 1: plain 1F1B)."""
 
 
 def _time(
@@ -527,22 +611,31 @@ def _time(
     """Step time, MFU, goodput, days, GPU-hours and cost of one layout, and whether it is feasible (it fits)."""
     n, tp, pp, dp, ep, mb = o.gpus, o.tp, o.pp, o.dp, o.ep, o.micro_batch
     peak, tokens_step, micro, stage_layers = c.peak, c.tokens, c.micro, c.stage_layers
-    compute = tokens_step * c.flops_per_token / (n * peak * TERA * c.eff)
+    # FP8 training multiplies the linear layers' inputs in FP8; the attention core stays in BF16 (Transformer Engine's
+    # recipes take fp8_dpa=False by default, docs.nvidia.com/deeplearning/transformer-engine, Common API; torchao's
+    # convert_to_float8_training swaps torch.nn.Linear modules only, docs.pytorch.org/ao, torchao.float8), so its
+    # FLOPs run at the BF16 peak
+    attention_peak = c.attention_peak or peak
+    linear = c.flops_per_token - c.attention_flops
+    compute = tokens_step * (linear / peak + c.attention_flops / attention_peak) / (n * TERA * c.eff)
+    if o.precision == "fp8" and g.bandwidth_tb_s:
+        compute += tokens_step * _fp8_cast_bytes(m) / (n * g.bandwidth_tb_s * TERA * c.eff)
     boundary = mb * act_bytes
     tp_s = 0.0
     if tp > 1:
         per_layer = 6 if o.recompute == "full" else 4
         tp_s = micro * stage_layers * per_layer * 2.0 * (tp - 1) / tp * boundary / (intra * GIGA)
     pp_s = 0.0
-    if pp > 1:
+    v = c.virtual_stages
+    if pp > 1:  # interleaved: each micro-batch crosses v times as many stage boundaries
         link = intra if n <= node else net
-        pp_s = micro * 2.0 * boundary / tp / (link * GIGA)
+        pp_s = v * micro * 2.0 * boundary / tp / (link * GIGA)
     ep_s = 0.0
     if ep > 1 and m.experts:
         link = intra if tp * ep <= node else net
         moe_stage = math.ceil(m.moe_layers / pp)
         ep_s = micro * moe_stage * 4.0 * boundary * m.per_token / tp * (ep - 1) / ep / (link * GIGA)
-    pipeline = (compute + tp_s + pp_s + ep_s) * (micro + pp - 1) / micro
+    pipeline = (compute + tp_s + pp_s + ep_s) * (micro + (pp - 1) / v) / micro
     dp_s = 0.0
     if dp > 1:
         link = intra if tp * dp <= node else net
@@ -771,13 +864,14 @@ def plan_training(**given: Any) -> TrainPlan:
 
 
 def _beyond(m: _Model, run: _Run, g: _Gpu, a: dict[str, Any]) -> int:
-    """GPUs the deadline would need at the calibrated MFU, for the counts tried above the limit (none without a
-    deadline), at most 16 times the limit."""
+    """Twice the GPUs the deadline would need at the calibrated MFU, for the counts tried above the limit (none
+    without a deadline), at most 16 times the limit: the communication, the pipeline bubble and FP8's casts take a
+    layout below the calibrated MFU, so the count that finishes in time is above the bare estimate."""
     if not a["max_days"]:
         return 0
     peak = max(g.peaks.values())
     rate = peak * TERA * _mfu(g.name, max(g.peaks, key=g.peaks.__getitem__), m.shape.hidden)
-    need = training.train_flops(m.params_b, run.tokens) / (a["max_days"] * 86_400.0 * rate)
+    need = 2.0 * training.train_flops(m.params_b, run.tokens) / (a["max_days"] * 86_400.0 * rate)
     return min(16 * a["max_gpus"], 1 << max(0, math.ceil(math.log2(max(need, 1.0)))))
 
 
@@ -920,6 +1014,7 @@ def layout_option(
     ffn_hidden: int = 0,
     vocab: int = 0,
     cp: int = 1,
+    virtual_stages: int = 1,
     **given: Any,
 ) -> LayoutResult:
     """One given layout's memory per GPU and step time, by the functions the plan's search uses for every layout.
@@ -948,7 +1043,8 @@ def layout_option(
         Multiplies the calibrated MFU (EFFICIENCY's train_mfu) for a fit that scales it; 1 is the plan's [factor].
     ffn_hidden : int, default 0
         A gated MLP's inner width (Llama's SwiGLU); given, the activations are counted by
-        GATED_LAYER_ACTIVATION_BYTES (:func:`_gated_activation_bytes`) instead of ACTIVATION_GB's GPT layer [count].
+        GATED_LAYER_ACTIVATION_BYTES (:func:`_gated_activation_bytes`) instead of ACTIVATION_GB's GPT layer, and
+        selective recompute is torchtitan's policy in the step time too (:func:`_gated_selective_flops`) [count].
     vocab : int, default 0
         Vocabulary size; given, the last pipeline stage also holds the logits and the loss's FP32 copies
         (``logits_bytes``) [count].
@@ -956,6 +1052,10 @@ def layout_option(
         Context-parallel GPUs: each holds ``s / cp`` tokens of a sequence, and ZeRO shards over ``dp x cp`` (as
         torchtitan's FSDP does over its ``dp_shard_cp`` mesh); only with ``ffn_hidden``. The step time does not
         count context parallelism's traffic [count].
+    virtual_stages : int, default 1
+        Model chunks each pipeline stage holds (Megatron's virtual pipeline size): the step time's bubble is the
+        interleaved schedule's ``(p - 1) / (v m)`` and the pipeline sends ``v`` times as many; the memory stays
+        1F1B's [count].
     **given
         Other inputs of :data:`TRAIN_INPUTS` (``dp_overlap``, ``network_gb_s``, ``gpus_per_node`` ...).
 
@@ -992,6 +1092,8 @@ def layout_option(
     tokens_step = global_batch * seq
     dense_b = m.params_b - m.expert_b
     flops_tok, extra = _flops_per_token(m, seq)
+    if ffn_hidden:  # the gated layer's selective mode is torchtitan's policy, as its memory is
+        extra["selective"] = _gated_selective_flops(s, ffn_hidden)
     stage_layers = math.ceil(s.layers / pp)
     micro = max(1, round(global_batch / (dp * micro_batch)))
     in_flight = min(pp, micro)
@@ -1029,9 +1131,20 @@ def layout_option(
         g.price,
         g.basis,
     )
-    calibrated = _mfu(g.name, precision, s.hidden)
-    ctx = _Step(peak, calibrated * efficiency_scale, tokens_step, micro, stage_layers, flops_tok + extra[recompute])
+    calibrated = _model_mfu(m, g, precision, flops_tok)
+    ctx = _Step(
+        peak,
+        calibrated * efficiency_scale,
+        tokens_step,
+        micro,
+        stage_layers,
+        flops_tok + extra[recompute],
+        _attention_flops(m, seq, "none" if ffn_hidden and recompute == "selective" else recompute),
+        g.bf16_tflops,
+        virtual_stages,
+    )
     intra = g.link_gb_s or a["network_gb_s"]
     ckpt_gb = training.train_memory_gb(m.params_b, 14)
     _time(o, a, m, g, ctx, seq * s.hidden * 2.0, intra, a["network_gb_s"], a["gpus_per_node"], dense_b, ckpt_gb)
-    return LayoutResult(o, flops_tok, extra[recompute], peak, calibrated, (micro + pp - 1) / micro, seq)
+    bubble = (micro + (pp - 1) / virtual_stages) / micro
+    return LayoutResult(o, flops_tok, extra[recompute], peak, calibrated, bubble, seq)

@@ -8,21 +8,26 @@ layout and batch:
 * ``step_s``: ``global_batch x seq_len / (step_s x n_gpus)``;
 * ``gpu_hours_per_trillion_tokens``: ``10^12 / (GPU-hours x 3600)``;
 * ``tflops_per_gpu``: the rate over the FLOPs a token costs, counted as the row's ``flops_basis`` says: ``model``
-  (6N plus PaLM's attention, TRAIN_FLOPS_PER_TOKEN) or ``hardware`` (also the recomputed forward pass, Narayanan et
-  al. 2021, arXiv:2104.04473, Eq. 3);
+  (6N plus PaLM's attention, TRAIN_FLOPS_PER_TOKEN) or ``hardware`` (also the recomputed forward pass: Narayanan et
+  al. 2021's own Eq. 3, arXiv:2104.04473, ``96 l h^2 + 16 l h s + 6 V h`` a token, where the row gives its shape;
+  :func:`_hardware_flops_per_token`);
 * ``mfu``: ``MFU x dense peak / model FLOPs per token``.
 
 Each row is predicted by the plan's own function for one layout (:func:`xlsxplan.plan.train.layout_option`: the same
 memory by component and step time, compute at the calibrated MFU plus each parallel dimension's communication and
-the pipeline bubble, that the search uses for every layout it tries). The model has two fitted factors, one each for
+the pipeline bubble, that the search uses for every layout it tries), with the row's own facts as the layout: its
+virtual pipeline size where published (the interleaved schedule's bubble), and for an accelerator built only into a
+scale-up domain larger than the plan's 8-GPU node (GB200 in an NVL72 rack, ``systems.toml``) that domain as the
+node its traffic stays within. The model has two fitted factors, one each for
 all rows: a scale ``k`` on the calibrated MFU and a scale ``c`` on the plan's communication time (``step = A / k + c
 B``, ``A`` the compute stretched by the pipeline bubble, ``B`` the rest: tensor, pipeline and expert traffic stretched
 by the bubble, and the exposed data-parallel traffic). For each ``c`` of a grid, ``k`` is the median of the ``k``
 each row needs to be predicted exactly; the pair with the least median error wins (:func:`fit_factors`). For each
 publication (:attr:`~xlsxplan.calibration.training_runs.TrainingRun.publication`) the pair is fitted on every other
 publication's rows and that publication's rows predicted: the error reported is what a new source would see. (A
-scale per accelerator and precision was tried and predicts worse, 26% against 17%: the calibrated MFU already
-carries the accelerator and precision.) A row the model cannot
+scale per accelerator and precision was tried and predicted worse, 26% against 17% with the step model before FP8's
+attention and casts were counted: the calibrated MFU already carries the accelerator and precision.) A row the
+model cannot
 predict (no layout, context parallelism, an accelerator without a peak at the precision) is reported with its reason,
 never dropped.
 
@@ -189,10 +194,16 @@ def _layout(run: TrainingRun, assumptions: list[str]) -> tuple[dict[str, Any] | 
         assumptions.append(f"expert parallel {ep} does not divide data parallel {run.dp}: 1 used")
         ep = 1
     if (run.vp or 1) > 1:
-        assumptions.append(f"virtual pipeline {run.vp}: the plan's bubble is 1F1B's, not the interleaved one")
+        assumptions.append(f"virtual pipeline {run.vp}: the interleaved schedule's bubble, (p - 1) / (v m)")
     if run.precision != _PRECISION[run.precision]:
         assumptions.append(f"{run.precision} at the {_PRECISION[run.precision].upper()} dense peak")
+    given: dict[str, Any] = {}
+    domain = _scale_up_domain(run.gpu)
+    if domain is not None:
+        given["gpus_per_node"] = domain[1]
+        assumptions.append(f"scale-up domain of {domain[1]} GPUs: the {run.gpu}'s system, {domain[0]} (systems.toml)")
     return {
+        **given,
         "shape": shape,
         "gpu": run.gpu,
         "gpus": n,
@@ -209,7 +220,34 @@ def _layout(run: TrainingRun, assumptions: list[str]) -> tuple[dict[str, Any] | 
         "ffn_hidden": run.ffn_hidden or 0,
         "vocab": run.vocab or 0,
         "cp": cp,
+        "virtual_stages": (run.vp or 1) if run.pp and run.pp > 1 else 1,
     }, ""
+
+
+def _hardware_flops_per_token(run: TrainingRun) -> float | None:
+    """FLOPs per token as Narayanan et al. 2021 count a published hardware TFLOP/s (arXiv:2104.04473, section 5.1,
+    Eq. 3: ``F = 96 B s l h^2 (1 + s / (6 h) + V / (16 l h))`` an iteration of ``B`` sequences of ``s`` tokens, the
+    forward pass recomputed), over the ``B s`` tokens: ``96 l h^2 + 16 l h s + 6 V h`` [FLOP]; None where the row lacks
+    a figure of it (the plan's count, 8N plus the attention, is used)."""
+    if not (run.layers and run.hidden and run.vocab and run.seq_len):
+        return None
+    layers, h = run.layers, run.hidden
+    return 96.0 * layers * h * h + 16.0 * layers * h * run.seq_len + 6.0 * run.vocab * h
+
+
+def _scale_up_domain(gpu: str) -> tuple[str, int] | None:
+    """The system an accelerator is only built into and its scale-up domain [GPUs], where that domain is larger
+    than the plan's default node (GB200 and GB300: an NVL72 rack, 72 GPUs on NVLink); None otherwise."""
+    from ..catalog.systems import load_systems, system_spec
+    from .train_inputs import TRAIN_INPUTS
+
+    default = next(int(p.default) for p in TRAIN_INPUTS if p.name == "gpus_per_node")
+    systems = load_systems()
+    found = [n for n in systems.names() if systems.get(n).accelerator == gpu]
+    if len(found) != 1:
+        return None
+    domain = int(system_spec(found[0], "scale_up_gpus"))
+    return (found[0], domain) if domain > default else None
 
 
 def predict_row(run: TrainingRun, efficiency_scale: float = 1.0) -> tuple[Any, RowResult]:
@@ -242,7 +280,7 @@ def predict_row(run: TrainingRun, efficiency_scale: float = 1.0) -> tuple[Any, R
         result.measured = 1e12 / run.base_value
     elif run.metric == "tflops_per_gpu":
         if run.flops_basis == "hardware":
-            flops += lr.recompute_flops_per_token
+            flops = _hardware_flops_per_token(run) or flops + lr.recompute_flops_per_token
         result.measured = run.base_value / flops
     else:  # mfu
         result.measured = run.value * lr.peak_tflops * 1e12 / flops
