@@ -363,6 +363,25 @@ def test_ordinary_formulas_are_not_threats(formula):
     assert formula_threat(formula) is None
 
 
+def test_a_sheet_of_formulas_is_cleared_in_one_test_and_a_threat_among_them_is_found(monkeypatch):
+    from xlsxplan.headless import references, untrusted
+
+    tests = []
+    maybe = references._maybe_threat
+    monkeypatch.setattr(references, "_maybe_threat", lambda text: tests.append(text) or maybe(text))
+    plain = {(r, 2): f"DECODE_TOKS_TOTAL(A{r},1,2,3.35,94,327680,2300)" for r in range(2, 502)}
+    assert untrusted.first_formula_threat(plain) is None
+    assert len(tests) == 1  # one test over the 500 texts, not one per formula
+    # shapes that only two texts side by side would make (a column "AB" then a row "0"; "XF" then "E1") are not
+    # taken for one: the texts are joined by a NUL
+    assert not references.may_threaten(["AB", "0", "XF", "E1"]) and references.may_threaten(["XFE1"])
+    for bad in ("[1]Sheet1!A1*2", "A1048577+1", "cmd|' /C calc'!A0"):
+        tests.clear()
+        found = untrusted.first_formula_threat({**plain, (300, 3): bad, (400, 3): "[2]!Rates"})
+        assert found == ((300, 3), formula_threat(bad))  # the first in order, with formula_threat's reason
+        assert formula_threat(bad) is not None
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # Text that stays text (formula injection)
 

@@ -27,7 +27,7 @@ _R_ATTR = re.compile(r"""(?:^|\s)r\s*=\s*["']([^"']*)["']""")
 _T_ERROR = re.compile(r"""(?:^|\s)t\s*=\s*["']e["']""")
 
 
-@dataclass
+@dataclass(slots=True)
 class Formula:
     """A formula cell: where it is, its text as the file writes it (without ``=``; None for the cells of a shared
     formula other than the first, which hold no text), and its kind: "" (a plain formula), "shared", "array" (a
@@ -100,12 +100,19 @@ _COLUMNS: dict[str, int] = {}
 
 
 def _position(ref: str) -> tuple[int, int]:
+    letters = ref.rstrip("0123456789")
+    col = _COLUMNS.get(letters)  # the column letters met before, as written (a reference without "$")
+    digits = ref[len(letters) :]
+    if col is not None and digits.isascii() and digits.isdigit() and digits[0] != "0" and int(digits) <= MAX_ROW:
+        return int(digits), col
     m = _CELL_REF.fullmatch(ref)
     if m is not None:
         letters, row = m.groups()
         col = _COLUMNS.get(letters)
         if col is None:
-            col = _COLUMNS[letters] = col_index(letters)
+            col = col_index(letters)
+            if 1 <= col <= MAX_COL:
+                _COLUMNS[letters] = col
         if 1 <= col <= MAX_COL and 1 <= int(row) <= MAX_ROW:
             return int(row), col
     try:
@@ -120,12 +127,19 @@ def scan_sheet(xml: bytes) -> SheetIndex:
     p, start, end = _data(text)
     index = SheetIndex(source=text, encoding=encoding)
     formula_re = re.compile(rf"<{p}c\b([^>]*)>\s*(<{p}f\b([^>]*?)\s*(?:/>|>([^<]*)</{p}f>))")
-    found = [m for m in formula_re.finditer(text, start, end) if not m.group(1).endswith("/")]
-    if any(_R_ATTR.search(m.group(1)) is None for m in found):
-        return _scan_without_references(text, p, start, end, index)
-    for m in found:
-        row, col = _position(_R_ATTR.search(m.group(1)).group(1))  # type: ignore[union-attr]
-        _add(index, row, col, m)
+    for m in formula_re.finditer(text, start, end):
+        attrs = m.group(1)
+        if attrs.endswith("/"):  # an empty cell, the <f> after it another element's
+            continue
+        close = attrs.find('"', 4) if attrs.startswith(' r="') else -1
+        if close > 0:  # as every writer writes a cell: its reference first, read without a pattern
+            ref = attrs[4:close]
+        else:
+            found = _R_ATTR.search(attrs)
+            if found is None:
+                return _scan_without_references(text, p, start, end, SheetIndex(source=text, encoding=encoding))
+            ref = found.group(1)
+        _add(index, *_position(ref), m)
     if '"e"' in text or "'e'" in text:
         error_re = re.compile(rf"<{p}c\b([^>]*\bt\s*=\s*[\"']e[\"'][^>]*)>")
         for m in error_re.finditer(text, start, end):
@@ -195,7 +209,8 @@ def engine_copy(index: SheetIndex, texts: Mapping[tuple[int, int], str], xml: by
     """The worksheet part ``xml`` (scanned as ``index``) with the text of each formula in ``texts`` ({(row, col):
     new text}) replaced, and data tables' formulas removed (the engine does not compute them; their cells keep
     their cached values)."""
-    edits = [(f.span, html.escape(texts[rc], quote=False)) for rc, f in index.formulas.items() if rc in texts]
+    escape = html.escape
+    edits = [(f.span, escape(texts[rc], quote=False)) for rc, f in index.formulas.items() if rc in texts]
     edits += [(f.span, "") for f in index.formulas.values() if f.kind == "dataTable"]
     if index.source is not None:
         edits += _array_range_values(index, index.source)
@@ -204,7 +219,8 @@ def engine_copy(index: SheetIndex, texts: Mapping[tuple[int, int], str], xml: by
     text = index.source
     out, last = [], 0
     for (start, end), replacement in sorted(edits):
-        out += [text[last:start], replacement]
+        out.append(text[last:start])
+        out.append(replacement)
         last = end
     out.append(text[last:])
     return "".join(out).encode(index.encoding)

@@ -53,6 +53,7 @@ import zipfile
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ..errors import WorkbookError
 from ..infra.fileio import read_regular
@@ -75,6 +76,7 @@ __all__ = [
     "open_package",
     "inspect_bytes",
     "formula_threat",
+    "first_formula_threat",
     "link_reached",
     "check_ranges",
     "check_spans",
@@ -576,10 +578,11 @@ class _PartScan:
         rows = _ROW_AT.findall(buf)
         if rows:
             s.max_row = max(s.max_row, max(map(int, rows)))
-        cols = set(_CELL_AT.findall(buf))
-        if cols:
-            s.max_col = max(s.max_col, max(_col_number(c) for c, _ in cols))
-            s.max_row = max(s.max_row, max(int(r) for _, r in cols))
+        cells = _CELL_AT.findall(buf)
+        if cells:  # the columns' letters read once each (a column holds many cells), the rows without a loop
+            letters, numbers = zip(*cells)
+            s.max_col = max(s.max_col, max(map(_col_number, set(letters))))
+            s.max_row = max(s.max_row, max(map(int, numbers)))
 
     def _after_data(self, buf: bytes, pos: int) -> bytes:
         """Inside <sheetData> from ``pos``: cell data is read as a stream; count what follows its end. Returns
@@ -876,6 +879,19 @@ def formula_threat(formula: str) -> str | None:
     """Why a formula (or a defined name's text) must not be evaluated, or None: a DDE call, a reference to another
     workbook or one outside Excel's grid, decided on the engine's own tokens (:func:`.references.threat`)."""
     return refs.threat(formula)
+
+
+def first_formula_threat(formulas: Mapping[Any, str]) -> tuple[Any, str] | None:
+    """The first of ``formulas`` ({where: text}, in order) that :func:`formula_threat` refuses and why, or None.
+    A sheet whose formulas cannot reach out, as almost every sheet's cannot, is cleared by one test over all their
+    text (:func:`.references.may_threaten`), not by a test per formula."""
+    if not refs.may_threaten(formulas.values()):
+        return None
+    for where, text in formulas.items():
+        threat = formula_threat(text) if text else None
+        if threat:
+            return where, threat
+    return None
 
 
 _RULE_FORMULA = re.compile(rb"<((?:\w+:)?(?:formula[12]?|f))>([^<]*)</\1\s*>")
