@@ -382,6 +382,28 @@ def test_a_sheet_of_formulas_is_cleared_in_one_test_and_a_threat_among_them_is_f
         assert formula_threat(bad) is not None
 
 
+def test_a_sheet_without_rule_formulas_is_not_searched_for_them(monkeypatch):
+    from xlsxplan.headless import untrusted
+
+    searched = []
+    pattern = untrusted._RULE_FORMULA
+
+    class Counted:
+        def finditer(self, data):
+            searched.append(len(data))
+            return pattern.finditer(data)
+
+    monkeypatch.setattr(untrusted, "_RULE_FORMULA", Counted())
+    cells = "".join(f'<c r="B{r}"><f>[1]Sheet1!A{r}</f></c>' for r in range(1, 1001)).encode()
+    assert untrusted.rule_formula_threat(b"<sheetData>" + cells + b"</sheetData>") is None  # cells: checked apart
+    assert searched == []
+    rule = b"<dataValidations><dataValidation><formula1>[1]Sheet1!A1</formula1></dataValidation></dataValidations>"
+    prefixed = b"<x:c><x:f>cmd|' /C calc'!A0</x:f></x:c>"  # a prefixed cell formula is searched, as it was
+    assert untrusted.rule_formula_threat(cells + rule) == ("[1]Sheet1!A1", formula_threat("[1]Sheet1!A1"))
+    assert untrusted.rule_formula_threat(prefixed)[1].startswith("holds a DDE call")
+    assert len(searched) == 2
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # Text that stays text (formula injection)
 

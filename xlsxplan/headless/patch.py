@@ -133,8 +133,8 @@ def _value_xml(p: str, patch: Patch) -> tuple[str | None, str]:
     return "inlineStr", f"<{p}is><{p}t{space}>{escape_text(text)}</{p}t></{p}is>"
 
 
-_BODY_RES: dict[str, tuple[re.Pattern[str], re.Pattern[str]]] = {}
-"""Per namespace prefix: a cell's ``<f>`` and its ``<extLst>``."""
+_BODY_RES: dict[str, tuple[re.Pattern[str], re.Pattern[str], str, str]] = {}
+"""Per namespace prefix: a cell's ``<f>`` and its ``<extLst>``, and the tags of an ``<f>`` without attributes."""
 
 
 def _cell_xml(
@@ -160,9 +160,11 @@ def _cell_out(p: str, ref: str, middle: str, body: str, patch: Patch) -> str:
         res = _BODY_RES[p] = (
             re.compile(rf"<{p}f\b[^>]*/>|<{p}f\b[^>]*>.*?</{p}f>", re.S),
             re.compile(rf"<{p}extLst\b.*?</{p}extLst>", re.S),
+            f"<{p}f>",
+            f"</{p}f>",
         )
     if patch.result and body:
-        if body.count("<") == 2 and body.startswith(f"<{p}f") and body.endswith(f"</{p}f>"):
+        if body.count("<") == 2 and body.startswith(res[2]) and body.endswith(res[3]):
             keep_f = body  # the cell holds its formula and nothing else, as a cell calculated anew does
         else:
             m = res[0].search(body)
@@ -409,7 +411,8 @@ def _patched_in_place(
         if patch.quote_prefix and quoted is not None:
             out.append(_cell_xml(p, ref, _attrs(cell_attrs), body, patch, quoted))
         else:  # the attributes but r (written first: len(ref) + 5 characters), as the cells of a column share them
-            out.append(_cell_out(p, ref, _middle(cell_attrs[len(ref) + 5 :]), body, patch))
+            rest = cell_attrs[len(ref) + 5 :]
+            out.append(_cell_out(p, ref, _middle(rest) if rest else "", body, patch))
         pos = m.end()
     out.append(text[pos:])
     return text[:start] + "".join(out)
