@@ -126,20 +126,26 @@ def scan_sheet(xml: bytes) -> SheetIndex:
     text, encoding = decode_part(xml, "a worksheet part")
     p, start, end = _data(text)
     index = SheetIndex(source=text, encoding=encoding)
-    formula_re = re.compile(rf"<{p}c\b([^>]*)>\s*(<{p}f\b([^>]*?)\s*(?:/>|>([^<]*)</{p}f>))")
+    # a cell's reference written first, as every writer writes it, is read by the pattern itself (groups 1 and 2);
+    # otherwise it is among the attributes (group 3); groups 4 to 6 are the <f>, its attributes and its text
+    formula_re = re.compile(
+        rf'<{p}c\b(?:\s+r="([A-Z]{{1,3}})([1-9][0-9]{{0,6}})")?([^>]*)>\s*(<{p}f\b([^>]*?)\s*(?:/>|>([^<]*)</{p}f>))'
+    )
+    columns = _COLUMNS
     for m in formula_re.finditer(text, start, end):
-        attrs = m.group(1)
-        if attrs.endswith("/"):  # an empty cell, the <f> after it another element's
+        if m.group(3).endswith("/"):  # an empty cell, the <f> after it another element's
             continue
-        close = attrs.find('"', 4) if attrs.startswith(' r="') else -1
-        if close > 0:  # as every writer writes a cell: its reference first, read without a pattern
-            ref = attrs[4:close]
+        letters = m.group(1)
+        if letters is not None:
+            row, col = int(m.group(2)), columns.get(letters)
+            if col is None or row > MAX_ROW:
+                row, col = _position(letters + m.group(2))
         else:
-            found = _R_ATTR.search(attrs)
+            found = _R_ATTR.search(m.group(3))
             if found is None:
                 return _scan_without_references(text, p, start, end, SheetIndex(source=text, encoding=encoding))
-            ref = found.group(1)
-        _add(index, *_position(ref), m)
+            row, col = _position(found.group(1))
+        _add(index, row, col, m, 4)
     if '"e"' in text or "'e'" in text:
         error_re = re.compile(rf"<{p}c\b([^>]*\bt\s*=\s*[\"']e[\"'][^>]*)>")
         for m in error_re.finditer(text, start, end):
@@ -153,10 +159,16 @@ def scan_sheet(xml: bytes) -> SheetIndex:
     return index
 
 
-def _add(index: SheetIndex, row: int, col: int, m: re.Match[str]) -> None:
-    """Record the formula cell that ``m`` (a cell and its ``<f>``: groups 2 the element, 3 its attributes, 4 its
-    text) matched at (row, col)."""
-    fattrs = _attrs(m.group(3)) if m.group(3) else {}
+def _add(index: SheetIndex, row: int, col: int, m: re.Match[str], g: int = 2) -> None:
+    """Record the formula cell that ``m`` (a cell and its ``<f>``: groups ``g`` the element, ``g + 1`` its
+    attributes, ``g + 2`` its text) matched at (row, col)."""
+    if not m.group(g + 1) and m.group(g + 2):  # <f>text</f>: a plain formula, as most are
+        raw = m.group(g + 2)
+        index.formulas[(row, col)] = Formula(
+            row, col, html.unescape(raw) if "&" in raw else raw, "", None, None, m.span(g + 2)
+        )
+        return
+    fattrs = _attrs(m.group(g + 1)) if m.group(g + 1) else {}
     kind, ref = _kind_and_ref(fattrs)
     area = None
     if kind in ("array", "dataTable", "shared") and ref:
@@ -164,16 +176,16 @@ def _add(index: SheetIndex, row: int, col: int, m: re.Match[str]) -> None:
             area = range_bounds(ref)
         except WorkbookError:
             raise WorkbookError(f"the formula in {ref} has a bad range") from None
-    raw = m.group(4)
+    raw = m.group(g + 2)
     text: str | None = html.unescape(raw) if raw and "&" in raw else raw
     if kind == "dataTable":
-        span = m.span(2)
+        span = m.span(g)
         text = None
     elif raw is None:
-        span = (m.end(2), m.end(2))
+        span = (m.end(g), m.end(g))
         text = None if kind == "shared" else ""
     else:
-        span = m.span(4)
+        span = m.span(g + 2)
         if kind == "shared" and not text:
             text = None
     index.formulas[(row, col)] = Formula(row, col, text, kind, area, fattrs.get("si"), span)

@@ -1539,32 +1539,34 @@ def _engine_package(
         # a column of one formula whose rows differ only by their relative references (=F(A2), =F(A3), ...) has as
         # many texts as rows: rewritten once per R1C1-relative form (_Shapes), each row's references put back in
         shapes = _Shapes()
+        title = sheet.title
         for rc, f in idx.formulas.items():
-            key = (f.text, f.kind, (f.area, f.row, f.col) if f.kind == "array" else None)
-            if key not in seen:
+            kind = f.kind
+            key = (f.text, kind, (f.area, f.row, f.col) if kind == "array" else None)
+            hit = seen.get(key)
+            if hit is None:
                 shaped = shapes.shape(f, rc)
-                filled = shapes.get(shaped)
-                if filled is not None:
-                    seen[key] = filled
-                else:
-                    new, calls_registry = _engine_text(f, local, multi, sheet.title, static)
+                hit = shapes.get(shaped)
+                if hit is None:
+                    new, calls_registry = _engine_text(f, local, multi, title, static)
                     if not calls_registry and names_calling is not None and f.text:
                         calls_registry = names_calling.search(engine.code_text(f.text)) is not None
                     n_calls = max(1, len(engine.function_calls(f.text))) if f.text and calls_registry else 1
-                    seen[key] = (new, calls_registry, n_calls)
-                    shapes.learn(shaped, seen[key])
-            new, calls_registry, n_calls = seen[key]
-            if f.kind == "shared" and f.shared is not None:
+                    hit = (new, calls_registry, n_calls)
+                    shapes.learn(shaped, hit)
+                seen[key] = hit
+            new, calls_registry, n_calls = hit
+            if kind == "shared" and f.shared is not None:
                 if f.text is not None:
                     shared[f.shared] = calls_registry
                 else:
                     calls_registry = shared.get(f.shared, False)
             if calls_registry:
-                calling.add((sheet.title, *rc))
+                calling.add((title, *rc))
                 calls += n_calls if f.text else 1
             if new is not None:
                 texts[rc] = new
-                if f.kind == "array" and f.area is not None and new.startswith(engine.FIT):
+                if kind == "array" and f.area is not None and new.startswith(engine.FIT):
                     r1, c1, r2, c2 = f.area
                     if (r2 - r1 + 1) * (c2 - c1 + 1) > engine.SPILL_CAP:  # past the engine's spill cap: in tiles
                         inner = new[len(_fitted("", f)) - 1 : -1]  # the formula inside the first tile's FIT
