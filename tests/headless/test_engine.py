@@ -264,3 +264,18 @@ def test_the_call_search_finds_whole_called_names_outside_text(formula, registry
 
     assert calls_registry(formula) is registry_call
     assert lifts(formula) is lifted_call
+
+
+def test_numbers_reach_the_registry_as_they_came_and_errors_and_ranges_are_read(monkeypatch):
+    from xlsxplan.headless import engine
+
+    read = []
+    from_engine = engine.from_engine
+    monkeypatch.setattr(engine, "from_engine", lambda value: read.append(value) or from_engine(value))
+    assert evaluate_formula("=DECODE_TOKS_TOTAL(72.7,1,2,3.35,94,327680,2300)").value == pytest.approx(
+        registry.FUNCTIONS["DECODE_TOKS_TOTAL"](72.7, 1, 2, 3.35, 94, 327680, 2300), rel=1e-12
+    )
+    assert read == []  # seven numbers: no argument converted
+    assert evaluate_formula("=DECODE_TOKS_TOTAL(1/0,1,2,3.35,94,327680,2300)").error.code == "#DIV/0!"
+    assert len(read) == 7  # an error among them: each argument read as cells read them
+    assert evaluate_formula("=DECODE_TOKS({72.7;70},1,2,3.35)").value.shape == (2, 1)

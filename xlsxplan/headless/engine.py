@@ -247,6 +247,8 @@ _INT64 = 2**63
 def to_engine(result: Any) -> Any:
     """A result of :mod:`xlsxplan.sheet.cells` as the engine takes it back: numbers, text, bools, error dicts, and lists
     of rows for an array (a 1x1 array as its one value)."""
+    if type(result) is float and result - result == 0.0:  # a finite number, most results: one test
+        return result
     if isinstance(result, CellError):
         code = result.code if result.code in _ENGINE_KINDS else "#VALUE!"
         if result.message:
@@ -334,8 +336,9 @@ def ticking(total: int, report: Callable[[int, int], None] | None) -> Iterator[N
 def _callback(fn: registry.Function) -> Callable[..., Any]:
     def call(*args: Any) -> Any:
         try:
-            values = [from_engine(a) for a in args]
-            if list in map(type, args):
+            kinds = set(map(type, args))
+            values = [from_engine(a) for a in args] if dict in kinds or list in kinds else args  # else as they are
+            if list in kinds:
                 result = cells.evaluate_broadcast(fn, values)
             else:  # one value per argument, the common case: what evaluate_broadcast does then, without its checks
                 result = cells.evaluate(fn, values)
