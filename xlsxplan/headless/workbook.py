@@ -41,13 +41,13 @@ import gc
 import io
 import math
 import re
+import sys
 import zipfile
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import formualizer as fz
-import numpy as np
 
 from ..errors import EXCEL_ERRORS, CellError, WorkbookError
 from ..infra.fileio import atomic_write
@@ -123,7 +123,8 @@ def parse_value(text: str, what: str = "value") -> Any:
 
 
 def _check_value(value: Any, what: str) -> Any:
-    if isinstance(value, np.generic):
+    numpy = sys.modules.get("numpy")  # nothing is a numpy value if nothing has imported numpy
+    if numpy is not None and isinstance(value, numpy.generic):
         value = value.item()
     if value is None or isinstance(value, (bool, CellError)):
         return value
