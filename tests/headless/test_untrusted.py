@@ -285,6 +285,32 @@ def test_cells_are_counted_from_the_xml_not_the_dimension_it_claims(tmp_path):
     assert inspect_bytes(pack(parts), "liar.xlsx").cells == 3_000
 
 
+@pytest.mark.parametrize("prefix", ["", "x:"])
+def test_a_sheet_s_extent_is_read_with_the_prefix_only_where_a_tag_has_one(monkeypatch, prefix):
+    from xlsxplan.headless import untrusted
+
+    used = []
+    for name in ("_CELL_AT", "_ROW_AT", "_CELL_AT_PLAIN", "_ROW_AT_PLAIN"):
+        pattern = getattr(untrusted, name)
+
+        class Counted:
+            def __init__(self, name, pattern):
+                self.name, self.pattern = name, pattern
+
+            def findall(self, data):
+                used.append(self.name)
+                return self.pattern.findall(data)
+
+        monkeypatch.setattr(untrusted, name, Counted(name, pattern))
+    ns = "http://schemas.openxmlformats.org/spreadsheetml/2006/main"
+    root = f'<{prefix}worksheet xmlns{":" + prefix[:-1] if prefix else ""}="{ns}">'
+    rows = f'<{prefix}row r="3"><{prefix}c r="AB7"><{prefix}v>1</{prefix}v></{prefix}c></{prefix}row>'
+    sheet = f"{root}<{prefix}sheetData>{rows}</{prefix}sheetData></{prefix}worksheet>"
+    stats = inspect_bytes(with_parts({"xl/worksheets/sheet1.xml": sheet.encode()}), "x.xlsx").sheets[0]
+    assert (stats.max_row, stats.max_col) == (7, 28)
+    assert set(used) == ({"_CELL_AT", "_ROW_AT"} if prefix else {"_CELL_AT_PLAIN", "_ROW_AT_PLAIN"})
+
+
 def test_a_far_away_cell_is_calculated_and_its_grid_is_in_the_estimate(tmp_path):
     # the engine sizes a sheet's storage by its last used row and column (A1, XFD1 and A1048576 took 0.6 GB): the
     # estimate counts that grid, so a sheet too wide and long for the limit is refused before it is built

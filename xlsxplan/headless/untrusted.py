@@ -354,8 +354,14 @@ _DIMENSION = re.compile(rb"<" + _P + rb"dimension(?=[\s/>])([^>]*)>")
 _SHEET_DATA = re.compile(rb"<" + _P + rb"sheetData\b[^>]*?(/?)>")
 _SHEET_DATA_END = re.compile(rb"</" + _P + rb"sheetData\s*>")
 _REF = re.compile(rb"""\bref\s*=\s*["']([^"']*)["']""")
-_CELL_AT = re.compile(rb"<" + _P + rb"""c\s[^>]*?\br\s*=\s*["']\$?([A-Za-z]{1,9})\$?(\d{1,12})["']""")
-_ROW_AT = re.compile(rb"<" + _P + rb"""row\s[^>]*?\br\s*=\s*["'](\d{1,12})["']""")
+_CELL_R = rb"""c\s[^>]*?\br\s*=\s*["']\$?([A-Za-z]{1,9})\$?(\d{1,12})["']"""
+_ROW_R = rb"""row\s[^>]*?\br\s*=\s*["'](\d{1,12})["']"""
+_CELL_AT = re.compile(rb"<" + _P + _CELL_R)
+_ROW_AT = re.compile(rb"<" + _P + _ROW_R)
+_CELL_AT_PLAIN, _ROW_AT_PLAIN = re.compile(rb"<" + _CELL_R), re.compile(rb"<" + _ROW_R)
+"""The same without a namespace prefix: what they match in a buffer that has no prefixed tag, found at a third of
+the cost (the prefix, tried at every tag, is what made them slow)."""
+_PREFIXED_TAG = re.compile(rb"<[A-Za-z_][\w.\-]*:")
 _SQREF_OPEN = re.compile(rb"""\bsqref\s*=\s*(["'])|[<:]sqref\b(?!\s*=)""")
 _SQREF_PARTIAL = re.compile(rb"(?:[<:]?s(?:q(?:r(?:e(?:f(?:\s*(?:=\s*)?)?)?)?)?)?|[<:])\Z")
 _SPACE_RUN = re.compile(rb"\s+")
@@ -575,10 +581,11 @@ class _PartScan:
     def _extent(self, buf: bytes) -> None:
         """The last row and column holding a cell: what the engine sizes a sheet's storage by."""
         s = self.stats
-        rows = _ROW_AT.findall(buf)
+        prefixed = _PREFIXED_TAG.search(buf) is not None
+        rows = (_ROW_AT if prefixed else _ROW_AT_PLAIN).findall(buf)
         if rows:
             s.max_row = max(s.max_row, max(map(int, rows)))
-        cells = _CELL_AT.findall(buf)
+        cells = (_CELL_AT if prefixed else _CELL_AT_PLAIN).findall(buf)
         if cells:  # the columns' letters read once each (a column holds many cells), the rows without a loop
             letters, numbers = zip(*cells)
             s.max_col = max(s.max_col, max(map(_col_number, set(letters))))

@@ -823,7 +823,7 @@ class Workbook:
         return stale
 
     def _cell_value(self, title: str, row: int, col: int) -> Any:
-        if (title, row, col) in self._sets:
+        if self._sets and (title, row, col) in self._sets:
             return self._sets[(title, row, col)]
         f = self._formula_at(title, row, col)
         if f is not None:
