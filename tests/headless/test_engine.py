@@ -264,3 +264,49 @@ def test_the_call_search_finds_whole_called_names_outside_text(formula, registry
 
     assert calls_registry(formula) is registry_call
     assert lifts(formula) is lifted_call
+
+
+def test_numbers_reach_the_registry_as_they_came_and_errors_and_ranges_are_read(monkeypatch):
+    from xlsxplan.headless import engine
+
+    read = []
+    from_engine = engine.from_engine
+    monkeypatch.setattr(engine, "from_engine", lambda value: read.append(value) or from_engine(value))
+    assert evaluate_formula("=DECODE_TOKS_TOTAL(72.7,1,2,3.35,94,327680,2300)").value == pytest.approx(
+        registry.FUNCTIONS["DECODE_TOKS_TOTAL"](72.7, 1, 2, 3.35, 94, 327680, 2300), rel=1e-12
+    )
+    assert read == []  # seven numbers: no argument converted
+    assert evaluate_formula("=DECODE_TOKS_TOTAL(1/0,1,2,3.35,94,327680,2300)").error.code == "#DIV/0!"
+    assert len(read) == 7  # an error among them: each argument read as cells read them
+    assert evaluate_formula("=DECODE_TOKS({72.7;70},1,2,3.35)").value.shape == (2, 1)
+
+
+@pytest.mark.slow
+def test_a_sheet_of_numbers_recalculates_without_loading_numpy(tmp_path):
+    """numpy is imported where an array is made (0.1 s of a process that needs none): a sweep of registry calls
+    loads, calculates and saves without it, and an array formula still computes."""
+    import subprocess
+    import sys
+
+    import openpyxl
+
+    wb = openpyxl.Workbook()
+    ws = wb.active
+    for r in range(1, 21):
+        ws.cell(r, 1, 60 + r)
+        ws.cell(r, 2, f"=DECODE_TOKS_TOTAL(A{r},1,2,3.35,94,327680,2300)")
+    wb.save(tmp_path / "sweep.xlsx")
+    code = (
+        "import sys\n"
+        "from xlsxplan.headless.workbook import Workbook\n"
+        f"wb = Workbook.load({str(tmp_path / 'sweep.xlsx')!r}).calculate()\n"
+        f"wb.save({str(tmp_path / 'out.xlsx')!r})\n"
+        "print('numpy' in sys.modules, wb.get('Sheet!B20'))\n"
+        "wb.set('Sheet!C1', 1)\n"
+        "print(wb._evaluate('=SUM(MMULT({1,2;3,4},{1;1}))')[0], 'numpy' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    first, second = out.stdout.split("\n")[:2]
+    expected = registry.FUNCTIONS["DECODE_TOKS_TOTAL"](80, 1, 2, 3.35, 94, 327680, 2300)
+    assert first.split()[0] == "False" and float(first.split()[1]) == pytest.approx(expected, rel=1e-12)
+    assert second == "10.0 True"  # an array: numpy loaded where it was needed

@@ -178,3 +178,60 @@ def test_notes_on_a_sheet_with_none_create_the_parts_excel_needs():
     assert _notes(out) == {"A2": (COMMENT_AUTHOR, "#NUM! x")}
     assert set(members(data)) < set(parts)
     assert pack(members(out))  # still a zip openpyxl and zipfile read
+
+
+def _column_sheet(rows: int, extra: str = "") -> bytes:
+    body = "".join(
+        f'<row r="{r}" spans="1:2"><c r="A{r}"><v>{r}</v></c><c r="B{r}" s="2"><f>A{r}*2</f><v>0</v></c>{extra}</row>'
+        for r in range(1, rows + 1)
+    )
+    return sheet(body)
+
+
+def test_a_column_of_formula_cells_is_patched_in_place_one_cell_at_a_time(monkeypatch):
+    from xlsxplan.headless import patch
+
+    xml = _column_sheet(300)
+    patches = {(r, 2): Patch(r * 2.5) for r in range(1, 301)} | {(7, 1): Patch("=x", result=False, quote_prefix=True)}
+    calls = {"cells": 0, "rows": 0}
+    cell_out, row_xml = patch._cell_out, patch._row_xml
+
+    def counted_cell(*args):
+        calls["cells"] += 1
+        return cell_out(*args)
+
+    def counted_row(*args):
+        calls["rows"] += 1
+        return row_xml(*args)
+
+    monkeypatch.setattr(patch, "_cell_out", counted_cell)
+    monkeypatch.setattr(patch, "_row_xml", counted_row)
+    quoted = lambda style: "5"  # noqa: E731
+    in_place = patch_sheet(xml, patches, quoted)
+    assert calls == {"cells": 301, "rows": 0}  # each patched cell written once, no row rebuilt
+    assert '<c r="B7" s="2"><f>A7*2</f><v>17.5</v></c>' in in_place.decode()
+    assert '<c r="A7" s="5" t="inlineStr"><is><t>=x</t></is></c>' in in_place.decode()
+    assert in_place.count(b"<row ") == 300 and in_place.count(b"<v>") == 300 + 299  # B, and A but A7
+    monkeypatch.setattr(patch, "_patched_in_place", lambda *args: None)  # the same patches, row by row
+    assert patch_sheet(xml, patches, quoted) == in_place
+    assert calls["rows"] == 300
+
+
+@pytest.mark.parametrize(
+    "xml, patches",
+    [
+        (_column_sheet(5), {(3, 2): Patch(1), (3, 3): Patch(2)}),  # C3 missing: inserted
+        (_column_sheet(5).replace(b'<c r="B4"', b"<c"), {(4, 2): Patch(1)}),  # a cell without r
+        (_column_sheet(5).replace(b'r="B2"', b'r="B9"'), {(2, 2): Patch(1), (9, 2): Patch(2)}),  # out of order
+    ],
+)
+def test_a_cell_not_found_in_order_falls_back_to_rows(monkeypatch, xml, patches):
+    from xlsxplan.headless import patch
+
+    rows = []
+    row_xml = patch._row_xml
+    monkeypatch.setattr(patch, "_row_xml", lambda *args: rows.append(args[1]) or row_xml(*args))
+    out = patch_sheet(xml, patches).decode()
+    assert rows  # edited row by row
+    for (r, c), p in patches.items():
+        assert f'r="{col_letter(c)}{r}"' in out and f"<v>{p.value}</v>" in out

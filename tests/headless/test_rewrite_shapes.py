@@ -81,3 +81,23 @@ def test_a_rewrite_that_depends_on_more_than_the_shape_is_never_a_template():
     assert shapes.get(s3) is None  # not checked yet: rewritten in full
     shapes.learn(s3, ("@(G(A3))", False, 1))  # differs from what the template gives: the shape is dropped
     assert shapes.get(s4) is None
+
+
+def test_formula_cells_are_found_wherever_their_reference_is_written():
+    ns = 'xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main"'
+    cells = [
+        '<c r="B2"><f>A2*2</f></c>',  # the reference first, as writers write it
+        '<c s="3" r="C2"><f>A2*3</f></c>',  # after another attribute
+        "<c r='D2' s='1'><f>A2*4</f></c>",  # in single quotes
+        '<c r="E02"><f>A2*5</f></c>',  # a row with a leading zero
+        '<c r="AB7"/><c r="AC7"><f>1</f></c>',  # an empty cell before a formula cell
+    ]
+    xml = f'<worksheet {ns}><sheetData><row r="2">{"".join(cells)}</row></sheetData></worksheet>'.encode()
+    index = scan_sheet(xml)
+    assert {rc: f.text for rc, f in index.formulas.items()} == {
+        (2, 2): "A2*2",
+        (2, 3): "A2*3",
+        (2, 4): "A2*4",
+        (2, 5): "A2*5",
+        (7, 29): "1",
+    }

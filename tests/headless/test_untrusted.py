@@ -285,6 +285,32 @@ def test_cells_are_counted_from_the_xml_not_the_dimension_it_claims(tmp_path):
     assert inspect_bytes(pack(parts), "liar.xlsx").cells == 3_000
 
 
+@pytest.mark.parametrize("prefix", ["", "x:"])
+def test_a_sheet_s_extent_is_read_with_the_prefix_only_where_a_tag_has_one(monkeypatch, prefix):
+    from xlsxplan.headless import untrusted
+
+    used = []
+    for name in ("_CELL_AT", "_ROW_AT", "_CELL_AT_PLAIN", "_ROW_AT_PLAIN"):
+        pattern = getattr(untrusted, name)
+
+        class Counted:
+            def __init__(self, name, pattern):
+                self.name, self.pattern = name, pattern
+
+            def findall(self, data):
+                used.append(self.name)
+                return self.pattern.findall(data)
+
+        monkeypatch.setattr(untrusted, name, Counted(name, pattern))
+    ns = "http://schemas.openxmlformats.org/spreadsheetml/2006/main"
+    root = f'<{prefix}worksheet xmlns{":" + prefix[:-1] if prefix else ""}="{ns}">'
+    rows = f'<{prefix}row r="3"><{prefix}c r="AB7"><{prefix}v>1</{prefix}v></{prefix}c></{prefix}row>'
+    sheet = f"{root}<{prefix}sheetData>{rows}</{prefix}sheetData></{prefix}worksheet>"
+    stats = inspect_bytes(with_parts({"xl/worksheets/sheet1.xml": sheet.encode()}), "x.xlsx").sheets[0]
+    assert (stats.max_row, stats.max_col) == (7, 28)
+    assert set(used) == ({"_CELL_AT", "_ROW_AT"} if prefix else {"_CELL_AT_PLAIN", "_ROW_AT_PLAIN"})
+
+
 def test_a_far_away_cell_is_calculated_and_its_grid_is_in_the_estimate(tmp_path):
     # the engine sizes a sheet's storage by its last used row and column (A1, XFD1 and A1048576 took 0.6 GB): the
     # estimate counts that grid, so a sheet too wide and long for the limit is refused before it is built
@@ -361,6 +387,47 @@ def test_dde_and_external_references_are_recognised(formula, threat):
 )
 def test_ordinary_formulas_are_not_threats(formula):
     assert formula_threat(formula) is None
+
+
+def test_a_sheet_of_formulas_is_cleared_in_one_test_and_a_threat_among_them_is_found(monkeypatch):
+    from xlsxplan.headless import references, untrusted
+
+    tests = []
+    maybe = references._maybe_threat
+    monkeypatch.setattr(references, "_maybe_threat", lambda text: tests.append(text) or maybe(text))
+    plain = {(r, 2): f"DECODE_TOKS_TOTAL(A{r},1,2,3.35,94,327680,2300)" for r in range(2, 502)}
+    assert untrusted.first_formula_threat(plain) is None
+    assert len(tests) == 1  # one test over the 500 texts, not one per formula
+    # shapes that only two texts side by side would make (a column "AB" then a row "0"; "XF" then "E1") are not
+    # taken for one: the texts are joined by a NUL
+    assert not references.may_threaten(["AB", "0", "XF", "E1"]) and references.may_threaten(["XFE1"])
+    for bad in ("[1]Sheet1!A1*2", "A1048577+1", "cmd|' /C calc'!A0"):
+        tests.clear()
+        found = untrusted.first_formula_threat({**plain, (300, 3): bad, (400, 3): "[2]!Rates"})
+        assert found == ((300, 3), formula_threat(bad))  # the first in order, with formula_threat's reason
+        assert formula_threat(bad) is not None
+
+
+def test_a_sheet_without_rule_formulas_is_not_searched_for_them(monkeypatch):
+    from xlsxplan.headless import untrusted
+
+    searched = []
+    pattern = untrusted._RULE_FORMULA
+
+    class Counted:
+        def finditer(self, data):
+            searched.append(len(data))
+            return pattern.finditer(data)
+
+    monkeypatch.setattr(untrusted, "_RULE_FORMULA", Counted())
+    cells = "".join(f'<c r="B{r}"><f>[1]Sheet1!A{r}</f></c>' for r in range(1, 1001)).encode()
+    assert untrusted.rule_formula_threat(b"<sheetData>" + cells + b"</sheetData>") is None  # cells: checked apart
+    assert searched == []
+    rule = b"<dataValidations><dataValidation><formula1>[1]Sheet1!A1</formula1></dataValidation></dataValidations>"
+    prefixed = b"<x:c><x:f>cmd|' /C calc'!A0</x:f></x:c>"  # a prefixed cell formula is searched, as it was
+    assert untrusted.rule_formula_threat(cells + rule) == ("[1]Sheet1!A1", formula_threat("[1]Sheet1!A1"))
+    assert untrusted.rule_formula_threat(prefixed)[1].startswith("holds a DDE call")
+    assert len(searched) == 2
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -91,3 +91,19 @@ def test_an_array_a_formula_makes_prints_one_line_in_linear_work(tmp_path, monke
         assert added["calls"] == n  # each element visited once
         work[size] = added["calls"]
     assert linear(work), work
+
+
+def test_a_call_asks_only_about_arguments_that_have_a_usual_range(monkeypatch):
+    from xlsxplan import registry
+
+    fn = registry.FUNCTIONS["DECODE_TOKS_TOTAL"]
+    ranged = [a.name for a in fn.args if a.domain is not None and a.domain.typical is not None]
+    assert 0 < len(ranged) < len(fn.args)  # the test means something: some arguments have one, some not
+    asked = []
+    suspicion = cells._suspicion
+    monkeypatch.setattr(cells, "_suspicion", lambda arg, value: asked.append(arg.name) or suspicion(arg, value))
+    with collect_warnings() as sink:
+        plain = cells.evaluate(fn, [72.7, 1, 2, 3.35, 94, 327680, 2300])
+        odd = cells.evaluate(fn, [72.7, 1, 2, 3350, 94, 327680, 2300])  # TB/s given in GB/s
+    assert asked == ranged * 2
+    assert odd != plain and any("3350" in line or "3,350" in line for line in sink), sink

@@ -37,21 +37,25 @@ import difflib
 import functools
 import math
 import re
+import sys
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import formualizer as fz
-import numpy as np
 
 from .. import registry
 from ..errors import CellError
+from ..infra.elementwise import is_array
 from ..sheet import cells
 from . import natives
 from .natives import approx as _approx
 from .natives import number_arg as _number_arg
 from .references import ordered as ordered_ranges
+
+if TYPE_CHECKING:
+    import numpy as np  # imported where an array is made: a sheet of numbers never loads it (0.1 s of a process)
 
 __all__ = [
     "register_functions",
@@ -247,12 +251,15 @@ _INT64 = 2**63
 def to_engine(result: Any) -> Any:
     """A result of :mod:`xlsxplan.sheet.cells` as the engine takes it back: numbers, text, bools, error dicts, and lists
     of rows for an array (a 1x1 array as its one value)."""
+    if type(result) is float and result - result == 0.0:  # a finite number, most results: one test
+        return result
     if isinstance(result, CellError):
         code = result.code if result.code in _ENGINE_KINDS else "#VALUE!"
         if result.message:
             return {"type": "Error", "kind": code, "message": result.message}
         return {"type": "Error", "kind": code}
-    if isinstance(result, np.ndarray):
+    numpy = sys.modules.get("numpy")  # nothing is a numpy value if nothing has imported numpy
+    if numpy is not None and isinstance(result, numpy.ndarray):
         grid = result.reshape(1, 1) if result.ndim == 0 else result.reshape(-1, 1) if result.ndim == 1 else result
         if grid.size == 1:
             return to_engine(grid.flat[0])
@@ -270,7 +277,7 @@ def to_engine(result: Any) -> Any:
             ]
             for row in grid.tolist()
         ]
-    if isinstance(result, np.generic):
+    if numpy is not None and isinstance(result, numpy.generic):
         result = result.item()
     if isinstance(result, float):
         return (
@@ -291,6 +298,8 @@ def _record(result: Any) -> None:
             bucket.append(result)
             bucket.grids.append(_Everywhere(result))
         return
+    import numpy as np  # an array result: numpy made it
+
     grid = {
         (i, j): item
         for (i, j), item in np.ndenumerate(np.atleast_2d(result))
@@ -334,16 +343,19 @@ def ticking(total: int, report: Callable[[int, int], None] | None) -> Iterator[N
 def _callback(fn: registry.Function) -> Callable[..., Any]:
     def call(*args: Any) -> Any:
         try:
-            values = [from_engine(a) for a in args]
-            if list in map(type, args):
+            kinds = set(map(type, args))
+            values = [from_engine(a) for a in args] if dict in kinds or list in kinds else args  # else as they are
+            if list in kinds:
                 result = cells.evaluate_broadcast(fn, values)
             else:  # one value per argument, the common case: what evaluate_broadcast does then, without its checks
                 result = cells.evaluate(fn, values)
                 if isinstance(result, list):  # MODELS(), GPUS(): one column
+                    import numpy as np
+
                     result = np.array(result, dtype=object).reshape(-1, 1)
         except Exception as err:  # never raise into the engine: ISERROR and ERROR.TYPE would not see the error
             result = CellError("#VALUE!", f"{fn.name}: {type(err).__name__}: {err}")
-        if _buckets and isinstance(result, (CellError, np.ndarray)):
+        if _buckets and (isinstance(result, CellError) or is_array(result)):
             _record(result)
         if _ticker is not None:
             _ticker.tick()
@@ -899,6 +911,8 @@ def lcm(*args: Any) -> Any:
 def _matrix(arg: Any, name: str) -> np.ndarray | dict:
     """An argument of a matrix function as a 2-D array of floats; an error value passes on, and an element that
     is not a number (text, TRUE, FALSE, an empty cell) is ``#VALUE!``, as in Excel."""
+    import numpy as np
+
     grid = _cells(arg)
     for row in grid:
         for v in row:
@@ -914,6 +928,8 @@ def _matrix(arg: Any, name: str) -> np.ndarray | dict:
 def mmult(a: Any, b: Any) -> Any:
     """Excel's MMULT: the matrix product of two arrays of numbers, ``#VALUE!`` when the first's columns are not the
     second's rows (Microsoft, "MMULT function"). formualizer 0.13 has no MMULT."""
+    import numpy as np
+
     x, y = _matrix(a, "MMULT"), _matrix(b, "MMULT")
     if type(x) is dict or type(y) is dict:
         return x if type(x) is dict else y
@@ -928,6 +944,8 @@ def mmult(a: Any, b: Any) -> Any:
 
 
 def _square(arg: Any, name: str) -> np.ndarray | dict:
+    import numpy as np
+
     m = _matrix(arg, name)
     if isinstance(m, np.ndarray) and m.shape[0] != m.shape[1]:
         return {
@@ -941,6 +959,8 @@ def _square(arg: Any, name: str) -> np.ndarray | dict:
 def mdeterm(a: Any) -> Any:
     """Excel's MDETERM: the determinant of a square array of numbers (Microsoft, "MDETERM function"; computed by LU
     decomposition, as Excel does, so to about 16 digits). formualizer 0.13 has no MDETERM."""
+    import numpy as np
+
     m = _square(a, "MDETERM")
     if not isinstance(m, np.ndarray):
         return m
@@ -950,6 +970,8 @@ def mdeterm(a: Any) -> Any:
 def minverse(a: Any) -> Any:
     """Excel's MINVERSE: the inverse of a square array of numbers, ``#NUM!`` for a singular one (Microsoft,
     "MINVERSE function"). formualizer 0.13 has no MINVERSE."""
+    import numpy as np
+
     m = _square(a, "MINVERSE")
     if type(m) is dict:
         return m
@@ -962,6 +984,8 @@ def minverse(a: Any) -> Any:
 def munit(dimension: Any) -> Any:
     """Excel's MUNIT: the identity matrix of ``dimension`` rows and columns, ``#VALUE!`` below 1 (Microsoft, "MUNIT
     function"). formualizer 0.13 has no MUNIT."""
+    import numpy as np
+
     n = _number_arg(dimension, "MUNIT's dimension")
     if type(n) is dict:
         return n
@@ -1510,6 +1534,8 @@ def evaluate_formula(formula: str) -> FormulaResult:
         if len(rows) == 1 and len(rows[0]) == 1:
             value = rows[0][0]
         else:
+            import numpy as np
+
             grid = np.empty((len(rows), max(len(r) for r in rows)), dtype=object)
             for i, row in enumerate(rows):
                 for j, item in enumerate(row):

@@ -23,7 +23,7 @@ import re
 import zipfile
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..errors import CellError, WorkbookError
 from .package import (
@@ -57,13 +57,13 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
-class Patch:
+class Patch(NamedTuple):
     """A value to write into one cell.
 
     ``result`` is a formula's computed value: the cell keeps its ``<f>`` and gets the value as its cache (text as
     ``t="str"``). Otherwise the value is a constant typed into the cell (text as an inline string, never a
-    formula).
+    formula). A named tuple: a recalculation makes one per formula cell, and a tuple is made at a third of the cost
+    of a frozen dataclass.
     """
 
     value: Any
@@ -98,6 +98,8 @@ def escape_text(text: str) -> str:
 
 def number_text(x: float) -> str:
     """A number as Excel stores it in ``<v>``: integral values without ``.0``, up to 17 significant digits."""
+    if type(x) is float and x and not x.is_integer():  # a calculated value, most often: one test
+        return repr(x).upper()
     if isinstance(x, bool):
         return "1" if x else "0"
     if isinstance(x, int):
@@ -112,6 +114,8 @@ def number_text(x: float) -> str:
 def _value_xml(p: str, patch: Patch) -> tuple[str | None, str]:
     """(``t`` attribute or None, child elements) for a value."""
     value = patch.value
+    if type(value) is float and math.isfinite(value):  # a calculated number, most often: one test
+        return None, f"<{p}v>{number_text(value)}</{p}v>"
     if isinstance(value, float) and not math.isfinite(value):
         value = CellError("#NUM!")
     if value is None:
@@ -129,8 +133,8 @@ def _value_xml(p: str, patch: Patch) -> tuple[str | None, str]:
     return "inlineStr", f"<{p}is><{p}t{space}>{escape_text(text)}</{p}t></{p}is>"
 
 
-_BODY_RES: dict[str, tuple[re.Pattern[str], re.Pattern[str]]] = {}
-"""Per namespace prefix: a cell's ``<f>`` and its ``<extLst>``."""
+_BODY_RES: dict[str, tuple[re.Pattern[str], re.Pattern[str], str, str]] = {}
+"""Per namespace prefix: a cell's ``<f>`` and its ``<extLst>``, and the tags of an ``<f>`` without attributes."""
 
 
 def _cell_xml(
@@ -156,10 +160,15 @@ def _cell_out(p: str, ref: str, middle: str, body: str, patch: Patch) -> str:
         res = _BODY_RES[p] = (
             re.compile(rf"<{p}f\b[^>]*/>|<{p}f\b[^>]*>.*?</{p}f>", re.S),
             re.compile(rf"<{p}extLst\b.*?</{p}extLst>", re.S),
+            f"<{p}f>",
+            f"</{p}f>",
         )
     if patch.result and body:
-        m = res[0].search(body)
-        keep_f = m.group(0) if m else ""
+        if body.count("<") == 2 and body.startswith(res[2]) and body.endswith(res[3]):
+            keep_f = body  # the cell holds its formula and nothing else, as a cell calculated anew does
+        else:
+            m = res[0].search(body)
+            keep_f = m.group(0) if m else ""
     ext = res[1].search(body) if body and "extLst" in body else None
     t, children = _value_xml(p, patch)
     head = f'<{p}c r="{ref}"{middle}' + (f' t="{t}"' if t is not None else "")
@@ -253,14 +262,20 @@ def _letters(col: int) -> str:
     return letters
 
 
-def _row_xml(layout: _SheetLayout, row: int, attrs_text: str, body: str, patches: dict[int, Patch]) -> str:
-    """A row's XML with ``patches`` ({column: Patch}) written in; ``attrs_text``: its attributes as the file writes
-    them (read only where a cell is inserted; otherwise they are written as the rows of a sheet share them)."""
-    p = layout.prefix
+def _cell_re(p: str) -> re.Pattern[str]:
+    """A cell element of namespace prefix ``p``: group 1 its attributes, group 2 its children."""
     cell_re = _CELL_RES.get(p)
     if cell_re is None:
         attr = r"(?:\s+[^\s=/>]+\s*=\s*(?:\"[^\"]*\"|'[^']*'))*"
         cell_re = _CELL_RES[p] = re.compile(rf"<{p}c\b({attr})\s*(?:/>|>({_until(f'/{p}c>')})</{p}c>)")
+    return cell_re
+
+
+def _row_xml(layout: _SheetLayout, row: int, attrs_text: str, body: str, patches: dict[int, Patch]) -> str:
+    """A row's XML with ``patches`` ({column: Patch}) written in; ``attrs_text``: its attributes as the file writes
+    them (read only where a cell is inserted; otherwise they are written as the rows of a sheet share them)."""
+    p = layout.prefix
+    cell_re = _cell_re(p)
     pending = sorted(patches.items()) if len(patches) > 1 else list(patches.items())
     out: list[str] = []
     pos, col, inserted, at = 0, 0, False, 0  # `at`: the next of `pending` to write
@@ -316,7 +331,6 @@ def patch_sheet(
     if not m:
         raise WorkbookError("a worksheet part has no <sheetData>")
     p = m.group(1)
-    layout = _SheetLayout(p, _col_styles(text, p), quoted)
     if m.group(2):  # <sheetData/>: no rows at all
         start, end, body = m.start(), m.end(), ""
         head = text[m.start() : m.end() - 2] + ">"
@@ -324,8 +338,12 @@ def patch_sheet(
         close = text.find(f"</{p}sheetData>", m.end())
         if close < 0:
             raise WorkbookError("a worksheet part has an unterminated <sheetData>")
+        in_place = _patched_in_place(text, m.end(), close, p, patches, quoted)
+        if in_place is not None:
+            return _grow_dimension(in_place, p, patches).encode(encoding)
         start, end, body = m.start(), close + len(f"</{p}sheetData>"), text[m.end() : close]
         head = text[m.start() : m.end()]
+    layout = _SheetLayout(p, _col_styles(text, p), quoted)
     by_row: dict[int, dict[int, Patch]] = {}
     for (r, c), patch in patches.items():
         by_row.setdefault(r, {})[c] = patch
@@ -357,6 +375,47 @@ def patch_sheet(
     new_text = text[:start] + head + "".join(out) + f"</{p}sheetData>" + text[end:]
     new_text = _grow_dimension(new_text, p, patches)
     return new_text.encode(encoding)
+
+
+def _patched_in_place(
+    text: str,
+    start: int,
+    end: int,
+    p: str,
+    patches: Mapping[tuple[int, int], Patch],
+    quoted: Callable[[str | None], str] | None,
+) -> str | None:
+    """:func:`patch_sheet` when every patched cell is already in the sheet, in row and column order, with its ``r``
+    written first (as every writer writes cells; a recalculated formula cell always is): each patched cell is found
+    by its ``<c r="...">`` from where the last one ended and rewritten as :func:`_row_xml` rewrites it, and the text
+    between them is copied in slices, so a cell not patched costs nothing. The rows and every other byte are kept.
+    None when a patched cell is not found so (missing, out of order, or written otherwise): the caller then edits
+    the sheet row by row, which inserts cells."""
+    cell_re = _cell_re(p)
+    opening = f'<{p}c r="'
+    out: list[str] = []
+    pos = start
+    items = list(patches.items())
+    if any(items[i][0] > items[i + 1][0] for i in range(len(items) - 1)):
+        items.sort()
+    for (row, col), patch in items:
+        ref = f"{_letters(col)}{row}"
+        at = text.find(f'{opening}{ref}"', pos, end)
+        if at < 0:
+            return None
+        m = cell_re.match(text, at, end)
+        if m is None:
+            return None
+        out.append(text[pos:at])
+        cell_attrs, body = m.group(1), m.group(2) or ""
+        if patch.quote_prefix and quoted is not None:
+            out.append(_cell_xml(p, ref, _attrs(cell_attrs), body, patch, quoted))
+        else:  # the attributes but r (written first: len(ref) + 5 characters), as the cells of a column share them
+            rest = cell_attrs[len(ref) + 5 :]
+            out.append(_cell_out(p, ref, _middle(rest) if rest else "", body, patch))
+        pos = m.end()
+    out.append(text[pos:])
+    return text[:start] + "".join(out)
 
 
 REL_STYLES = DOC_REL + "/styles"

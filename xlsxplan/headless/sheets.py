@@ -27,7 +27,7 @@ _R_ATTR = re.compile(r"""(?:^|\s)r\s*=\s*["']([^"']*)["']""")
 _T_ERROR = re.compile(r"""(?:^|\s)t\s*=\s*["']e["']""")
 
 
-@dataclass
+@dataclass(slots=True)
 class Formula:
     """A formula cell: where it is, its text as the file writes it (without ``=``; None for the cells of a shared
     formula other than the first, which hold no text), and its kind: "" (a plain formula), "shared", "array" (a
@@ -100,12 +100,19 @@ _COLUMNS: dict[str, int] = {}
 
 
 def _position(ref: str) -> tuple[int, int]:
+    letters = ref.rstrip("0123456789")
+    col = _COLUMNS.get(letters)  # the column letters met before, as written (a reference without "$")
+    digits = ref[len(letters) :]
+    if col is not None and digits.isascii() and digits.isdigit() and digits[0] != "0" and int(digits) <= MAX_ROW:
+        return int(digits), col
     m = _CELL_REF.fullmatch(ref)
     if m is not None:
         letters, row = m.groups()
         col = _COLUMNS.get(letters)
         if col is None:
-            col = _COLUMNS[letters] = col_index(letters)
+            col = col_index(letters)
+            if 1 <= col <= MAX_COL:
+                _COLUMNS[letters] = col
         if 1 <= col <= MAX_COL and 1 <= int(row) <= MAX_ROW:
             return int(row), col
     try:
@@ -119,13 +126,26 @@ def scan_sheet(xml: bytes) -> SheetIndex:
     text, encoding = decode_part(xml, "a worksheet part")
     p, start, end = _data(text)
     index = SheetIndex(source=text, encoding=encoding)
-    formula_re = re.compile(rf"<{p}c\b([^>]*)>\s*(<{p}f\b([^>]*?)\s*(?:/>|>([^<]*)</{p}f>))")
-    found = [m for m in formula_re.finditer(text, start, end) if not m.group(1).endswith("/")]
-    if any(_R_ATTR.search(m.group(1)) is None for m in found):
-        return _scan_without_references(text, p, start, end, index)
-    for m in found:
-        row, col = _position(_R_ATTR.search(m.group(1)).group(1))  # type: ignore[union-attr]
-        _add(index, row, col, m)
+    # a cell's reference written first, as every writer writes it, is read by the pattern itself (groups 1 and 2);
+    # otherwise it is among the attributes (group 3); groups 4 to 6 are the <f>, its attributes and its text
+    formula_re = re.compile(
+        rf'<{p}c\b(?:\s+r="([A-Z]{{1,3}})([1-9][0-9]{{0,6}})")?([^>]*)>\s*(<{p}f\b([^>]*?)\s*(?:/>|>([^<]*)</{p}f>))'
+    )
+    columns = _COLUMNS
+    for m in formula_re.finditer(text, start, end):
+        if m.group(3).endswith("/"):  # an empty cell, the <f> after it another element's
+            continue
+        letters = m.group(1)
+        if letters is not None:
+            row, col = int(m.group(2)), columns.get(letters)
+            if col is None or row > MAX_ROW:
+                row, col = _position(letters + m.group(2))
+        else:
+            found = _R_ATTR.search(m.group(3))
+            if found is None:
+                return _scan_without_references(text, p, start, end, SheetIndex(source=text, encoding=encoding))
+            row, col = _position(found.group(1))
+        _add(index, row, col, m, 4)
     if '"e"' in text or "'e'" in text:
         error_re = re.compile(rf"<{p}c\b([^>]*\bt\s*=\s*[\"']e[\"'][^>]*)>")
         for m in error_re.finditer(text, start, end):
@@ -139,10 +159,16 @@ def scan_sheet(xml: bytes) -> SheetIndex:
     return index
 
 
-def _add(index: SheetIndex, row: int, col: int, m: re.Match[str]) -> None:
-    """Record the formula cell that ``m`` (a cell and its ``<f>``: groups 2 the element, 3 its attributes, 4 its
-    text) matched at (row, col)."""
-    fattrs = _attrs(m.group(3)) if m.group(3) else {}
+def _add(index: SheetIndex, row: int, col: int, m: re.Match[str], g: int = 2) -> None:
+    """Record the formula cell that ``m`` (a cell and its ``<f>``: groups ``g`` the element, ``g + 1`` its
+    attributes, ``g + 2`` its text) matched at (row, col)."""
+    if not m.group(g + 1) and m.group(g + 2):  # <f>text</f>: a plain formula, as most are
+        raw = m.group(g + 2)
+        index.formulas[(row, col)] = Formula(
+            row, col, html.unescape(raw) if "&" in raw else raw, "", None, None, m.span(g + 2)
+        )
+        return
+    fattrs = _attrs(m.group(g + 1)) if m.group(g + 1) else {}
     kind, ref = _kind_and_ref(fattrs)
     area = None
     if kind in ("array", "dataTable", "shared") and ref:
@@ -150,16 +176,16 @@ def _add(index: SheetIndex, row: int, col: int, m: re.Match[str]) -> None:
             area = range_bounds(ref)
         except WorkbookError:
             raise WorkbookError(f"the formula in {ref} has a bad range") from None
-    raw = m.group(4)
+    raw = m.group(g + 2)
     text: str | None = html.unescape(raw) if raw and "&" in raw else raw
     if kind == "dataTable":
-        span = m.span(2)
+        span = m.span(g)
         text = None
     elif raw is None:
-        span = (m.end(2), m.end(2))
+        span = (m.end(g), m.end(g))
         text = None if kind == "shared" else ""
     else:
-        span = m.span(4)
+        span = m.span(g + 2)
         if kind == "shared" and not text:
             text = None
     index.formulas[(row, col)] = Formula(row, col, text, kind, area, fattrs.get("si"), span)
@@ -195,7 +221,8 @@ def engine_copy(index: SheetIndex, texts: Mapping[tuple[int, int], str], xml: by
     """The worksheet part ``xml`` (scanned as ``index``) with the text of each formula in ``texts`` ({(row, col):
     new text}) replaced, and data tables' formulas removed (the engine does not compute them; their cells keep
     their cached values)."""
-    edits = [(f.span, html.escape(texts[rc], quote=False)) for rc, f in index.formulas.items() if rc in texts]
+    escape = html.escape
+    edits = [(f.span, escape(texts[rc], quote=False)) for rc, f in index.formulas.items() if rc in texts]
     edits += [(f.span, "") for f in index.formulas.values() if f.kind == "dataTable"]
     if index.source is not None:
         edits += _array_range_values(index, index.source)
@@ -204,7 +231,8 @@ def engine_copy(index: SheetIndex, texts: Mapping[tuple[int, int], str], xml: by
     text = index.source
     out, last = [], 0
     for (start, end), replacement in sorted(edits):
-        out += [text[last:start], replacement]
+        out.append(text[last:start])
+        out.append(replacement)
         last = end
     out.append(text[last:])
     return "".join(out).encode(index.encoding)

@@ -41,13 +41,13 @@ import gc
 import io
 import math
 import re
+import sys
 import zipfile
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import formualizer as fz
-import numpy as np
 
 from ..errors import EXCEL_ERRORS, CellError, WorkbookError
 from ..infra.fileio import atomic_write
@@ -67,6 +67,7 @@ from .untrusted import (
     Limits,
     check_ranges,
     check_spans,
+    first_formula_threat,
     formula_threat,
     open_package,
     rule_formula_threat,
@@ -122,7 +123,8 @@ def parse_value(text: str, what: str = "value") -> Any:
 
 
 def _check_value(value: Any, what: str) -> Any:
-    if isinstance(value, np.generic):
+    numpy = sys.modules.get("numpy")  # nothing is a numpy value if nothing has imported numpy
+    if numpy is not None and isinstance(value, numpy.generic):
         value = value.item()
     if value is None or isinstance(value, (bool, CellError)):
         return value
@@ -278,11 +280,15 @@ class Workbook:
         self._formula_cells: dict[str, list[tuple[int, int]]] = {}
         self._frozen: list[Frozen] = []  # a portable edition's values only Python computes (.frozen)
         for title, idx in index.items():
-            positions = {rc for rc, f in idx.formulas.items() if f.kind not in ("array", "dataTable")}
-            for f in self._arrays[title]:
-                r1, c1, r2, c2 = f.area  # type: ignore[misc]
-                positions.update((r, c) for r in range(r1, r2 + 1) for c in range(c1, c2 + 1))
-            self._formula_cells[title] = sorted(positions)
+            cells = [rc for rc, f in idx.formulas.items() if f.kind not in ("array", "dataTable")]  # file order
+            if self._arrays[title]:
+                positions = set(cells)
+                for f in self._arrays[title]:
+                    r1, c1, r2, c2 = f.area  # type: ignore[misc]
+                    positions.update((r, c) for r in range(r1, r2 + 1) for c in range(c1, c2 + 1))
+                cells = list(positions)
+            cells.sort()  # in file order already, as a writer writes cells: sorted in one pass
+            self._formula_cells[title] = cells
 
     # -- loading ------------------------------------------------------------------------------------------------
 
@@ -323,11 +329,11 @@ class Workbook:
                         f"{ruled[1]}; xlsxplan refuses such files"
                     )
                 idx = index[sheet.title] = scan_sheet(xml)
-                for (r, c), f in idx.formulas.items():
-                    threat = formula_threat(f.text) if f.text else None
-                    if threat:
-                        where = f"{_quote_sheet(sheet.title)}!{col_letter(c)}{r}"
-                        raise WorkbookError(f"the formula in {where} {threat}; xlsxplan refuses such files")
+                found = first_formula_threat({rc: f.text for rc, f in idx.formulas.items() if f.text})
+                if found is not None:
+                    (r, c), threat = found
+                    where = f"{_quote_sheet(sheet.title)}!{col_letter(c)}{r}"
+                    raise WorkbookError(f"the formula in {where} {threat}; xlsxplan refuses such files")
                 done += stats.cells
                 if progress is not None:
                     progress(min(done, total), total)
@@ -817,7 +823,7 @@ class Workbook:
         return stale
 
     def _cell_value(self, title: str, row: int, col: int) -> Any:
-        if (title, row, col) in self._sets:
+        if self._sets and (title, row, col) in self._sets:
             return self._sets[(title, row, col)]
         f = self._formula_at(title, row, col)
         if f is not None:
@@ -1534,32 +1540,34 @@ def _engine_package(
         # a column of one formula whose rows differ only by their relative references (=F(A2), =F(A3), ...) has as
         # many texts as rows: rewritten once per R1C1-relative form (_Shapes), each row's references put back in
         shapes = _Shapes()
+        title = sheet.title
         for rc, f in idx.formulas.items():
-            key = (f.text, f.kind, (f.area, f.row, f.col) if f.kind == "array" else None)
-            if key not in seen:
+            kind = f.kind
+            key = (f.text, kind, (f.area, f.row, f.col) if kind == "array" else None)
+            hit = seen.get(key)
+            if hit is None:
                 shaped = shapes.shape(f, rc)
-                filled = shapes.get(shaped)
-                if filled is not None:
-                    seen[key] = filled
-                else:
-                    new, calls_registry = _engine_text(f, local, multi, sheet.title, static)
+                hit = shapes.get(shaped)
+                if hit is None:
+                    new, calls_registry = _engine_text(f, local, multi, title, static)
                     if not calls_registry and names_calling is not None and f.text:
                         calls_registry = names_calling.search(engine.code_text(f.text)) is not None
                     n_calls = max(1, len(engine.function_calls(f.text))) if f.text and calls_registry else 1
-                    seen[key] = (new, calls_registry, n_calls)
-                    shapes.learn(shaped, seen[key])
-            new, calls_registry, n_calls = seen[key]
-            if f.kind == "shared" and f.shared is not None:
+                    hit = (new, calls_registry, n_calls)
+                    shapes.learn(shaped, hit)
+                seen[key] = hit
+            new, calls_registry, n_calls = hit
+            if kind == "shared" and f.shared is not None:
                 if f.text is not None:
                     shared[f.shared] = calls_registry
                 else:
                     calls_registry = shared.get(f.shared, False)
             if calls_registry:
-                calling.add((sheet.title, *rc))
+                calling.add((title, *rc))
                 calls += n_calls if f.text else 1
             if new is not None:
                 texts[rc] = new
-                if f.kind == "array" and f.area is not None and new.startswith(engine.FIT):
+                if kind == "array" and f.area is not None and new.startswith(engine.FIT):
                     r1, c1, r2, c2 = f.area
                     if (r2 - r1 + 1) * (c2 - c1 + 1) > engine.SPILL_CAP:  # past the engine's spill cap: in tiles
                         inner = new[len(_fitted("", f)) - 1 : -1]  # the formula inside the first tile's FIT
@@ -1582,9 +1590,10 @@ def _engine_package(
 
 _CELL_REF = re.compile(r"(?<![A-Za-z0-9_.\\])(\$?)([A-Za-z]{1,3})(\$?)([0-9]{1,7})(?![A-Za-z0-9_.(\\])")
 """A cell reference (``B7``, ``$B$7``) standing alone in a formula: not part of a name, a function or a number."""
-_NOT_SHAPED = re.compile(r"""["'!:|\\\[\]{}#\s]|FORMULATEXT""", re.IGNORECASE)
+_NOT_SHAPED = re.compile(r"""["'!:|\\\[\]{}#\s]""")
 """What keeps a formula out of :class:`_Shapes`: text literals, sheets, ranges, table or external references, array
-constants, spill references, intersections (a space), and FORMULATEXT (whose rewrite reads the cell referred to)."""
+constants, spill references, intersections (a space), and FORMULATEXT (whose rewrite reads the cell referred to,
+tested apart: a character class alone is searched at a third of the cost of one with a word in any case)."""
 
 
 class _Shapes:
@@ -1607,13 +1616,19 @@ class _Shapes:
     def shape(self, f: Formula, rc: tuple[int, int]) -> tuple[str, list[str]] | None:
         """The R1C1-relative form of ``f`` at ``rc`` and its references as written, or None if it has none."""
         text = f.text
-        if not text or f.kind not in ("", "shared") or _NOT_SHAPED.search(text):
+        if not text or f.kind not in ("", "shared") or _NOT_SHAPED.search(text) or "formulatext" in text.lower():
             return None
         parts = _CELL_REF.split(text)  # text, then per reference its 4 groups and the text after it
         if len(parts) == 1:
             return None
         row, col = rc
         cols = self._cols
+        if len(parts) == 6 and not parts[1] and not parts[3]:  # one relative reference, as a sweep's formulas have
+            c = cols.get(parts[2])
+            if c is None:
+                c = cols[parts[2]] = _column_number(parts[2])
+            key = f"{f.kind}\3{parts[0]}\0{c - col}\1{int(parts[4]) - row}\2{parts[5]}"
+            return key, [parts[2] + parts[4]]  # as the loop below makes them
         refs = []
         for i in range(1, len(parts), 5):
             dollar_c, letters, dollar_r, digits = parts[i : i + 4]
@@ -1668,6 +1683,8 @@ class _Shapes:
 
 def _fill(cut: list[str], refs: list[str]) -> str:
     """A template's pieces with ``refs`` between them."""
+    if len(cut) == 2:  # one reference
+        return cut[0] + refs[0] + cut[1]
     out = [cut[0]]
     for ref, piece in zip(refs, cut[1:]):
         out.append(ref)

@@ -96,6 +96,20 @@ def _suspicion(arg: Argument, value: object) -> str | None:
     return arg.domain.suspicion(arg.name, value) if isinstance(value, (int, float)) else None
 
 
+_USUAL_RANGED: dict[str, tuple[tuple[Argument, ...], tuple[int, ...]]] = {}
+
+
+def _usual_ranged(fn: Function) -> tuple[int, ...]:
+    """The positions of ``fn``'s arguments that have a usual range (:attr:`~xlsxplan.domains.Domain.typical`), the
+    only ones :func:`_suspicion` can warn about: a call from a sheet of a hundred thousand formulas asks about those
+    alone. Remembered per function (and checked to be for these very arguments)."""
+    known = _USUAL_RANGED.get(fn.name)
+    if known is None or known[0] is not fn.args:
+        ranged = tuple(i for i, arg in enumerate(fn.args) if arg.domain is not None and arg.domain.typical is not None)
+        known = _USUAL_RANGED[fn.name] = (fn.args, ranged)
+    return known[1]
+
+
 def _warn(message: str | None, key: str | None = None) -> None:
     """Add a warning (about the argument named ``key``) to the innermost :func:`collect_warnings`."""
     if message and _warning_sinks:
@@ -271,8 +285,9 @@ def evaluate(fn: Function, raw_args: Sequence[object]) -> Any:
             _tails[fn.name] = (tail, kinds, values[lead:])
         result = fn.func(*values, *known)
         if _warning_sinks:  # only values that passed their checks, as the call's success shows: never a refused one
-            for arg, value in zip(fn.args[: len(raw_args)], values):
-                _warn(_suspicion(arg, value), arg.name)
+            for i in _usual_ranged(fn):  # the others can earn no warning
+                if i < len(raw_args) and i < len(values):
+                    _warn(_suspicion(fn.args[i], values[i]), fn.args[i].name)
         return _plain(result)
     except XlsxplanError as err:
         return CellError(err.excel_error, err.message)
