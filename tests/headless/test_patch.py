@@ -8,6 +8,7 @@ import zipfile
 import openpyxl
 import pytest
 
+from tests.helpers.counting import count_calls
 from tests.helpers.hostile import members, pack, plain_xlsx
 from xlsxplan.errors import CellError, WorkbookError
 from xlsxplan.headless.package import COMMENT_AUTHOR, Package, col_index, col_letter, split_ref
@@ -193,19 +194,7 @@ def test_a_column_of_formula_cells_is_patched_in_place_one_cell_at_a_time(monkey
 
     xml = _column_sheet(300)
     patches = {(r, 2): Patch(r * 2.5) for r in range(1, 301)} | {(7, 1): Patch("=x", result=False, quote_prefix=True)}
-    calls = {"cells": 0, "rows": 0}
-    cell_out, row_xml = patch._cell_out, patch._row_xml
-
-    def counted_cell(*args):
-        calls["cells"] += 1
-        return cell_out(*args)
-
-    def counted_row(*args):
-        calls["rows"] += 1
-        return row_xml(*args)
-
-    monkeypatch.setattr(patch, "_cell_out", counted_cell)
-    monkeypatch.setattr(patch, "_row_xml", counted_row)
+    calls = count_calls(monkeypatch, patch, cells="_cell_out", rows="_row_xml")
     quoted = lambda style: "5"  # noqa: E731
     in_place = patch_sheet(xml, patches, quoted)
     assert calls == {"cells": 301, "rows": 0}  # each patched cell written once, no row rebuilt

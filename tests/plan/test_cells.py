@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.helpers.counting import count_calls
 from tests.helpers.hangs import SIZES, linear, plan_cells_taking_turns
 from xlsxplan.headless import Workbook
 from xlsxplan.plan import cells
@@ -14,19 +15,7 @@ def test_cells_taking_turns_between_searches_plan_each_search_once(tmp_path, mon
     """Issue 27: 2,000 PLAN_OPTIONS_AT cells took 61 s, 30 ms a cell: cells taking turns between nine searches
     planned again at every cell, as only the last eight planned were remembered. Now each search is planned once:
     the work (searches planned, cells read) grows with the cells, linearly, at 1x, 4x and 10x."""
-    searches = {"planned": 0, "cells": 0}
-    plan, at = cells.plan_options, cells._cell
-
-    def counted_plan(*args):
-        searches["planned"] += 1
-        return plan(*args)
-
-    def counted_cell(*args):
-        searches["cells"] += 1
-        return at(*args)
-
-    monkeypatch.setattr(cells, "plan_options", counted_plan)
-    monkeypatch.setattr(cells, "_cell", counted_cell)
+    searches = count_calls(monkeypatch, cells, planned="plan_options", cells="_cell")
     work = {}
     for size in SIZES:
         monkeypatch.setattr(cells, "_tables", cells.Remembered(cells._REMEMBERED))  # nothing from another size or test
