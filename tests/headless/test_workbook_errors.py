@@ -117,3 +117,19 @@ def test_errors_and_save_read_each_formula_cell_once_per_calculation(tmp_path, m
     book.save(tmp_path / "out2.xlsx")
     assert len([cell for cell in reads if cell[2] > 1]) == 8
     assert openpyxl.load_workbook(tmp_path / "out2.xlsx", data_only=True)["S"]["B2"].value == "#NUM!"
+
+
+def test_a_reason_is_found_where_the_cell_stands(tmp_path):
+    # C5: =KV_BYTES_PER_TOKEN(ROW()-5,8,128) gives 0 layers there. The reason is found by evaluating the formula
+    # again on a sheet of its own; at that sheet's A1 ROW() is 1 and the reason read "got -4", a call the cell never
+    # made (the serving plan's 2,231 Options cells, PLAN_OPTIONS_AT(ROW()-ROW($A$5),...), each gave a generic #N/A
+    # reason so). It is evaluated again at the cell's own row and column.
+    wb = openpyxl.Workbook()
+    ws = wb.active
+    ws.title = "S"
+    ws["C5"] = "=KV_BYTES_PER_TOKEN(ROW()-5,8,128)"
+    ws["D7"] = "=KV_BYTES_PER_TOKEN(8,COLUMN()-4,128)"
+    wb.save(tmp_path / "where.xlsx")
+    book = Workbook.load(tmp_path / "where.xlsx")
+    assert book.get("S!C5") == CellError("#NUM!", "layers must be a whole number from 1 to 1,000,000, got 0")
+    assert book.get("S!D7") == CellError("#NUM!", "kv_heads must be a whole number from 1 to 1,000,000, got 0")

@@ -876,18 +876,20 @@ class Workbook:
             return self._cell_value(title, r1, c1)
         return [[self._cell_value(title, r, c) for c in range(c1, c2 + 1)] for r in range(r1, r2 + 1)]
 
-    def _evaluate(self, formula: str) -> tuple[Any, engine.Messages]:
+    def _evaluate(self, formula: str, at: tuple[int, int] = (1, 1)) -> tuple[Any, engine.Messages]:
         """The engine's value of ``formula`` (with its ``=``; errors as they came, with the messages they carry),
-        evaluated on a sheet of its own, and the failures of the registry calls it made."""
+        evaluated on a sheet of its own at row and column ``at`` (a cell's own, so that ``ROW()`` and ``COLUMN()``
+        give what they give there), and the failures of the registry calls it made."""
         if not self._probe_ready:
             self._book.add_sheet(_PROBE_SHEET)
             self._probe_ready = True
         self._probe.values.clear()
         text, _ = engine.prepare(formula)
+        row, col = at
         with engine.collect_messages() as calls:
-            self._book.set_formula(_PROBE_SHEET, 1, 1, f"={engine.PROBE}({text[1:]})")
-            cell = self._book.evaluate_cell(_PROBE_SHEET, 1, 1)
-        self._book.set_value(_PROBE_SHEET, 1, 1, None)  # no longer a dependent of the cells it read
+            self._book.set_formula(_PROBE_SHEET, row, col, f"={engine.PROBE}({text[1:]})")
+            cell = self._book.evaluate_cell(_PROBE_SHEET, row, col)
+        self._book.set_value(_PROBE_SHEET, row, col, None)  # no longer a dependent of the cells it read
         return (self._probe.values[-1] if self._probe.values else cell), calls
 
     def _probe_value(self, formula: str) -> Any:
@@ -920,7 +922,7 @@ class Workbook:
             qualified = engine.qualify(text, title, lambda name: local.get((sheet, name)))
             qualified = "=" + (_fitted(qualified[1:], f) if f.kind == "array" else f"@({qualified[1:]})")
             try:
-                self._records[key] = self._evaluate(qualified)
+                self._records[key] = self._evaluate(qualified, (f.row, f.col))
             except BaseException as _err:  # an aid to a message: never the reason a read fails
                 if engine.fatal(_err):
                     raise
