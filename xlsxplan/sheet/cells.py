@@ -97,6 +97,16 @@ def _suspicion(arg: Argument, value: object) -> str | None:
 
 
 _USUAL_RANGED: dict[str, tuple[tuple[Argument, ...], tuple[int, ...]]] = {}
+_RANGES: dict[str, tuple[tuple[Argument, ...], bool]] = {}
+
+
+def _ranges(fn: Function) -> bool:
+    """True if any of ``fn``'s arguments is a range (:func:`_is_range`), whose plain number :func:`coerce` makes a
+    tuple; remembered per function like :func:`_usual_ranged`."""
+    known = _RANGES.get(fn.name)
+    if known is None or known[0] is not fn.args:
+        known = _RANGES[fn.name] = (fn.args, any(map(_is_range, fn.args)))
+    return known[1]
 
 
 def _usual_ranged(fn: Function) -> tuple[int, ...]:
@@ -265,16 +275,21 @@ def evaluate(fn: Function, raw_args: Sequence[object]) -> Any:
         last = _tails.get(fn.name)
         if last is not None and last[1] == kinds and last[0] == tail:
             raw_args, known = raw_args[:lead], last[2]  # only the lead is checked (its warnings too)
+    plain = lead is None  # every argument a plain number, each coerced as it came
     for arg, raw in zip(fn.args, raw_args):
         kind = type(raw)
         if kind is float or kind is int:  # a plain number is no error (asked first: most arguments are one)
             continue
+        plain = False
         err = _first_error(arg, raw) if _is_range(arg) else as_error(raw)
         if err is not None:
             return _passed_on(arg, err)
-    values = []
+    plain = plain and not _ranges(fn)
+    values = list(raw_args) if plain else []  # what coerce gives a plain number of an argument that is no range
     try:
         for i, arg in enumerate(fn.args[: len(fn.args) - len(known)]):
+            if plain and i < len(raw_args):
+                continue
             if i >= len(raw_args):
                 if not arg.optional:
                     return CellError("#VALUE!", f"{fn.name} needs {arg.name} (argument {i + 1}): {arg.doc}")
