@@ -17,7 +17,7 @@ import numbers
 import typing
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, ClassVar, TypeVar
 
 from .errors import ArgumentError, OutOfRangeError, XlsxplanError
 from .infra.elementwise import deferring
@@ -81,6 +81,11 @@ class Domain:
         The range real inputs fall in. Values outside it are allowed but suspicious (a bandwidth of 3350 where
         TB/s is meant); the command line and templates warn about them.
     """
+
+    numbers_alone: ClassVar[bool] = True
+    """True where :meth:`check` of a float or an int depends on the number alone (and raises or returns the same
+    every time): :func:`checked` then checks a repeated argument once. Read from a subclass that overrides
+    :meth:`check` only where it sets the attribute itself (one whose check of a number is the base's)."""
 
     kind: str = "number"
     low: float | None = None
@@ -300,8 +305,24 @@ def _checked(func: F, arrays: bool) -> F:
                 if defaults[i] is inspect.Parameter.empty:
                     raise TypeError(f"{func.__name__}() missing required argument: '{names[i]}'")
                 values.append(defaults[i])
-        checked_values = [d.check(nm, v) for d, nm, v in zip(domains, names, values)]  # type: ignore[union-attr]
+        # a number equal to the one this parameter last passed (same type, not zero, whose sign a check keeps)
+        # reuses its checked value: a sheet calls the function once per row with most arguments repeated
+        checked_values = [
+            m[2] if (m := kept[i])[0] is type(v) and m[1] == v else check(i, v) for i, v in enumerate(values)
+        ]
         return call_checked(*checked_values)
+
+    # per parameter: (type, value, checked value) of the last plain nonzero number that passed a domain whose check
+    # of a number depends on the number alone (Domain.numbers_alone)
+    kept: list[tuple[Any, Any, Any]] = [(None, None, None)] * n
+    remember = tuple(d is not None and _numbers_alone(type(d)) for d in domains)
+
+    def check(i: int, value: Any) -> Any:
+        result = domains[i].check(names[i], value)  # type: ignore[union-attr]
+        kind = type(value)
+        if (kind is float or kind is int) and value != 0 and remember[i]:
+            kept[i] = (kind, value, result)
+        return result
 
     def call_checked(*checked_values: Any) -> Any:
         result = func(*checked_values)
@@ -314,6 +335,13 @@ def _checked(func: F, arrays: bool) -> F:
     if arrays:
         wrapper.call_array = functools.partial(_call_array, func)  # type: ignore[attr-defined]
     return wrapper  # type: ignore[return-value]
+
+
+def _numbers_alone(kind: type[Domain]) -> bool:
+    """:attr:`Domain.numbers_alone` of a domain class: False for a class that overrides the check and does not say."""
+    if kind.check is Domain.check or "numbers_alone" in vars(kind):
+        return bool(kind.numbers_alone)
+    return False
 
 
 def _call_array(func: Callable[..., Any], *checked_values: Any) -> tuple[Any, Any]:

@@ -24,7 +24,7 @@ import functools
 import sys
 from dataclasses import dataclass
 from importlib import resources
-from typing import Annotated, Any
+from typing import Annotated, Any, ClassVar
 
 from .domains import Domain, Name, checked, whole
 from .errors import CatalogError, UnknownPresetError
@@ -269,6 +269,8 @@ class ByteCount(Domain):
     The one byte-count domain: a name reaches the function as its byte count (:func:`bytes_per_param`), so a name
     and its number give the same answer everywhere.
     """
+
+    numbers_alone: ClassVar[bool] = True  # a number is checked as the base class checks it
 
     def check(self, name: str, value: object) -> Any:
         if isinstance(value, str):

@@ -256,3 +256,23 @@ def test_a_repeated_tail_after_a_varying_lead_is_checked_once_and_answers_as_a_f
             assert isinstance(got, CellError) and (got.code, got.message) == (want.code, want.message)
         else:
             assert got == want, args
+
+
+def test_plain_numbers_reach_the_function_without_a_coercion_each_and_answer_as_coerced_ones(monkeypatch):
+    # a call whose arguments are all plain numbers (as a sheet's cells give them) passes them as they came: coerce
+    # returns a float or an int of an argument that is no range as it is; text, a bool, an empty cell or a range
+    # argument still go through it, and the answers are those of a call that coerces every argument
+    from xlsxplan.sheet import cells
+
+    coerced = []
+    real = cells.coerce
+    monkeypatch.setattr(cells, "coerce", lambda arg, raw: coerced.append(arg.name) or real(arg, raw))
+    cases = [([80, 8, 128], 0), ([80.0, 8, 128.0], 0), ([80, "8", 128], 3), ([80, True, 128], 2), ([80, None, 128], 2)]
+    for args, count in cases:
+        coerced.clear()
+        got = evaluate(KV, args)
+        assert len(coerced) == count, (args, coerced)
+        want = [real(arg, raw) for arg, raw in zip(KV.args, args)] if count == 0 else None
+        if want is not None:
+            assert got == KV.func(*want)
+    assert evaluate(KV, [80, True, 128]) == CellError("#VALUE!", "kv_heads must be a number, got TRUE")

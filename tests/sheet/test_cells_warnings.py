@@ -102,8 +102,34 @@ def test_a_call_asks_only_about_arguments_that_have_a_usual_range(monkeypatch):
     asked = []
     suspicion = cells._suspicion
     monkeypatch.setattr(cells, "_suspicion", lambda arg, value: asked.append(arg.name) or suspicion(arg, value))
+    # values no other test gives, so that each argument's first is asked about here
     with collect_warnings() as sink:
-        plain = cells.evaluate(fn, [72.7, 1, 2, 3.35, 94, 327680, 2300])
-        odd = cells.evaluate(fn, [72.7, 1, 2, 3350, 94, 327680, 2300])  # TB/s given in GB/s
-    assert asked == ranged * 2
-    assert odd != plain and any("3350" in line or "3,350" in line for line in sink), sink
+        plain = cells.evaluate(fn, [72.71, 1.01, 2, 3.351, 94, 327680, 2300])
+        odd = cells.evaluate(fn, [72.71, 1.01, 2, 3351, 94, 327680, 2300])  # TB/s given in GB/s
+    # the second call repeats two of the three: it asks about the changed one alone
+    assert asked == ranged + ["bandwidth_tb_s"]
+    assert odd != plain and any("3351" in line or "3,351" in line for line in sink), sink
+
+
+def test_a_repeated_value_answers_as_asked_anew_in_every_block(monkeypatch):
+    # an argument's last answer is reused for an equal plain number of the same type; each block of warnings still
+    # gets the warning, and a number of another type is asked about again
+    from xlsxplan import registry
+
+    fn = registry.FUNCTIONS["DECODE_TOKS_TOTAL"]
+    asked = []
+    suspicion = cells._suspicion
+    monkeypatch.setattr(cells, "_suspicion", lambda arg, value: asked.append(value) or suspicion(arg, value))
+    odd = [72.72, 1, 2, 3352.5, 94, 327680, 2300]
+    for _ in range(2):
+        with collect_warnings() as sink:
+            cells.evaluate(fn, odd)
+        assert [line for line in sink if "bandwidth_tb_s" in line] == [suspicion(fn.args[3], 3352.5)]
+    assert asked.count(3352.5) == 1 and asked.count(72.72) == 1
+    asked.clear()
+    with collect_warnings() as sink:
+        cells.evaluate(fn, [72.72, 1, 2, 3352, 94, 327680, 2300])  # an int where the float 3352.5 was asked
+        cells.evaluate(fn, [72.72, 1, 2, 3352.0, 94, 327680, 2300])
+        cells.evaluate(fn, [72.72, 1, 2, 3352.0, 94, 327680, 2300])
+    assert [type(v) for v in asked] == [int, float]
+    assert [line for line in sink if "bandwidth_tb_s" in line] == [suspicion(fn.args[3], 3352)]

@@ -1557,7 +1557,7 @@ def _engine_package(
                     n_calls = max(1, len(engine.function_calls(f.text))) if f.text and calls_registry else 1
                     hit = (new, calls_registry, n_calls)
                     shapes.learn(shaped, hit)
-                seen[key] = hit
+                    seen[key] = hit  # (a template's rewrite is not kept: its text is its row's own)
             new, calls_registry, n_calls = hit
             if kind == "shared" and f.shared is not None:
                 if f.text is not None:

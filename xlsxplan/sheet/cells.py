@@ -96,18 +96,50 @@ def _suspicion(arg: Argument, value: object) -> str | None:
     return arg.domain.suspicion(arg.name, value) if isinstance(value, (int, float)) else None
 
 
-_USUAL_RANGED: dict[str, tuple[tuple[Argument, ...], tuple[int, ...]]] = {}
+_USUAL_RANGED: dict[str, tuple[tuple[Argument, ...], tuple[int, ...], list[tuple[Any, Any, str | None]]]] = {}
+_RANGES: dict[str, tuple[tuple[Argument, ...], bool]] = {}
 
 
-def _usual_ranged(fn: Function) -> tuple[int, ...]:
+def _ranges(fn: Function) -> bool:
+    """True if any of ``fn``'s arguments is a range (:func:`_is_range`), whose plain number :func:`coerce` makes a
+    tuple; remembered per function like :func:`_usual_ranged`."""
+    known = _RANGES.get(fn.name)
+    if known is None or known[0] is not fn.args:
+        known = _RANGES[fn.name] = (fn.args, any(map(_is_range, fn.args)))
+    return known[1]
+
+
+def _usual_ranged(fn: Function) -> tuple[tuple[int, ...], list[tuple[Any, Any, str | None]]]:
     """The positions of ``fn``'s arguments that have a usual range (:attr:`~xlsxplan.domains.Domain.typical`), the
     only ones :func:`_suspicion` can warn about: a call from a sheet of a hundred thousand formulas asks about those
-    alone. Remembered per function (and checked to be for these very arguments)."""
+    alone. Remembered per function (and checked to be for these very arguments), with, per argument, the last
+    answer :func:`_suspicion` gave about a plain nonzero number, ``(type, value, warning or None)``: asked once for a
+    value every row repeats (:func:`_warn_about`)."""
     known = _USUAL_RANGED.get(fn.name)
     if known is None or known[0] is not fn.args:
         ranged = tuple(i for i, arg in enumerate(fn.args) if arg.domain is not None and arg.domain.typical is not None)
-        known = _USUAL_RANGED[fn.name] = (fn.args, ranged)
-    return known[1]
+        known = _USUAL_RANGED[fn.name] = (fn.args, ranged, [(None, None, None)] * len(fn.args))
+    return known[1], known[2]
+
+
+def _warn_about(fn: Function, values: list[Any], given: int) -> None:
+    """Warn about each implausible value among the first ``given`` of ``values`` (checked values of ``fn``'s
+    arguments); a plain number equal to the one an argument was last asked about (same type, not zero, whose sign
+    the warning shows) gets that answer again, and every warning still goes to the innermost block."""
+    ranged, asked = _usual_ranged(fn)
+    for i in ranged:  # the others can earn no warning
+        if i < given and i < len(values):
+            value = values[i]
+            m = asked[i]
+            if m[0] is type(value) and m[1] == value:
+                message = m[2]
+            else:
+                message = _suspicion(fn.args[i], value)
+                kind = type(value)
+                if (kind is float or kind is int) and value != 0:
+                    asked[i] = (kind, value, message)
+            if message:
+                _warn(message, fn.args[i].name)
 
 
 def _warn(message: str | None, key: str | None = None) -> None:
@@ -265,16 +297,20 @@ def evaluate(fn: Function, raw_args: Sequence[object]) -> Any:
         last = _tails.get(fn.name)
         if last is not None and last[1] == kinds and last[0] == tail:
             raw_args, known = raw_args[:lead], last[2]  # only the lead is checked (its warnings too)
+    plain = lead is None  # every argument a plain number, each coerced as it came
     for arg, raw in zip(fn.args, raw_args):
         kind = type(raw)
         if kind is float or kind is int:  # a plain number is no error (asked first: most arguments are one)
             continue
+        plain = False
         err = _first_error(arg, raw) if _is_range(arg) else as_error(raw)
         if err is not None:
             return _passed_on(arg, err)
-    values = []
+    plain = plain and not _ranges(fn)
+    values = list(raw_args) if plain else []  # what coerce gives a plain number of an argument that is no range
     try:
-        for i, arg in enumerate(fn.args[: len(fn.args) - len(known)]):
+        for i in range(len(values), len(fn.args) - len(known)):
+            arg = fn.args[i]
             if i >= len(raw_args):
                 if not arg.optional:
                     return CellError("#VALUE!", f"{fn.name} needs {arg.name} (argument {i + 1}): {arg.doc}")
@@ -285,9 +321,7 @@ def evaluate(fn: Function, raw_args: Sequence[object]) -> Any:
             _tails[fn.name] = (tail, kinds, values[lead:])
         result = fn.func(*values, *known)
         if _warning_sinks:  # only values that passed their checks, as the call's success shows: never a refused one
-            for i in _usual_ranged(fn):  # the others can earn no warning
-                if i < len(raw_args) and i < len(values):
-                    _warn(_suspicion(fn.args[i], values[i]), fn.args[i].name)
+            _warn_about(fn, values, len(raw_args))
         return _plain(result)
     except XlsxplanError as err:
         return CellError(err.excel_error, err.message)
