@@ -10,7 +10,7 @@ import openpyxl
 import pytest
 
 from tests.helpers import REPO
-from tests.helpers.books import plan_book
+from tests.helpers.books import opened, plan_book
 from xlsxplan.catalog import model_names
 from xlsxplan.cli import main
 
@@ -34,7 +34,7 @@ def _listed(capsys, book) -> dict[str, dict]:
 def _expected(path: Path) -> dict[str, tuple[str, object, object]]:
     """{name: (cell, value, unit)} for every defined name of one cell that holds a value, or a scenario row's
     =INDEX(cases, Scenario_Number), read with openpyxl: the unit in column C (the column headed Unit)."""
-    wb = openpyxl.load_workbook(path)
+    wb = opened(path)
     number = None
     out = {}
     for name, defined in wb.defined_names.items():
@@ -77,7 +77,7 @@ def test_every_settable_input_of_a_template_is_listed(template, capsys):
 @pytest.mark.slow
 def test_allowed_values_come_from_the_data_validation(capsys):
     listed = _listed(capsys, SERVING)
-    wb = openpyxl.load_workbook(SERVING)
+    wb = opened(SERVING)
     presets = [c.value for (c,) in wb["Lists"][f"A6:A{5 + len(model_names())}"] if c.value is not None]
     assert listed["Model"]["allowed"] == presets  # a list from a range on another sheet
     cases = [c.value for c in wb["Inputs"]["G10:J10"][0]]
@@ -96,14 +96,14 @@ def test_the_table_lists_name_cell_value_unit_allowed(capsys):
     lines = out.splitlines()
     assert lines[0].split() == ["input", "cell", "value", "unit", "allowed"]
     row = next(line for line in lines if line.startswith("Requests_Per_Day "))
-    name = openpyxl.load_workbook(SERVING).defined_names["Requests_Per_Day"]
+    name = opened(SERVING).defined_names["Requests_Per_Day"]
     cell = next(iter(name.destinations))  # where the workbook's own name points, wherever the row moves
     assert row.split()[:4] == ["Requests_Per_Day", f"{cell[0]}!{cell[1].replace('$', '')}", "200,000", "requests/day"]
     cell, value, _ = _expected(SERVING)["Model"]
     case = "GHIJ".index(cell[len("Inputs!")]) + 1
     model = next(line for line in lines if line.startswith("Model "))
     assert model.split()[:5] == ["Model", "(case", f"{case})", cell, value]
-    first = openpyxl.load_workbook(SERVING)["Lists"]["A6"].value
+    first = opened(SERVING)["Lists"]["A6"].value
     assert f"  {first} | " in model and "more; --json lists every one)" in model  # the first of the list, and more
     assert lines[-1].startswith("A scenario row (case N) is set by its cell")
 

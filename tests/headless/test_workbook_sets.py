@@ -12,7 +12,7 @@ import pytest
 from openpyxl.worksheet.formula import ArrayFormula
 
 from tests.helpers import REPO
-from tests.helpers.books import raw_xlsx
+from tests.helpers.books import opened, raw_xlsx
 from xlsxplan import registry
 from xlsxplan.errors import WorkbookError
 from xlsxplan.headless import Workbook
@@ -30,6 +30,12 @@ def serving_copy(tmp_path_factory):
 
 @pytest.fixture
 def serving(serving_copy):
+    return Workbook.load(serving_copy)
+
+
+@pytest.fixture(scope="module")
+def serving_for_text(serving_copy):
+    """One load for every text of the quote-prefix test: each sets the same two cells, so none sees another's."""
     return Workbook.load(serving_copy)
 
 
@@ -88,12 +94,14 @@ def test_a_cell_of_an_array_formula_is_never_set(tmp_path):
     "text, quoted",
     [('=HYPERLINK("http://evil.example","x")', True), ("+1", True), ("-2", True), ("@SUM(A1)", True), ("H100", False)],
 )
-def test_text_set_that_looks_like_a_formula_gets_a_quote_prefix_and_keeps_its_format(serving, tmp_path, text, quoted):
-    serving.set("Inputs!B52", text)  # Region: an orange input cell
-    serving.set("Inputs!Z90", text)  # an empty cell, no format of its own
-    out = serving.save(tmp_path / "quoted.xlsx")
+def test_text_set_that_looks_like_a_formula_gets_a_quote_prefix_and_keeps_its_format(
+    serving_for_text, tmp_path, text, quoted
+):
+    serving_for_text.set("Inputs!B52", text)  # Region: an orange input cell
+    serving_for_text.set("Inputs!Z90", text)  # an empty cell, no format of its own
+    out = serving_for_text.save(tmp_path / "quoted.xlsx")
     ws = openpyxl.load_workbook(out)["Inputs"]
-    original = openpyxl.load_workbook(SERVING)["Inputs"]["B52"]
+    original = opened(SERVING)["Inputs"]["B52"]
     for ref in ("B52", "Z90"):
         cell = ws[ref]
         assert (cell.value, cell.data_type, bool(cell.quotePrefix)) == (text, "s", quoted)

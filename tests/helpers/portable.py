@@ -13,10 +13,10 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-import openpyxl
 from openpyxl.formula.tokenizer import Token, Tokenizer
 
 from tests.helpers import REPO
+from tests.helpers.books import opened
 from xlsxplan.errors import CellError
 from xlsxplan.templates import serving, training
 from xlsxplan.templates.build import edition_filename
@@ -77,14 +77,6 @@ def copy_editions(folder: Path) -> Path:
                 REPO / "workbooks" / edition_filename(name, edition), folder / edition_filename(name, edition)
             )
     return folder
-
-
-@functools.cache
-def opened(path: Path, data_only: bool = False) -> Any:
-    """``openpyxl.load_workbook(path, data_only=data_only)``, once a file: the tests read each edition's copy in a
-    module's own folder, never changed after it is copied there, and only read what this gives (a load of the
-    serving plan costs 0.7 s; the portable tests loaded the same four files 19 times)."""
-    return openpyxl.load_workbook(path, data_only=data_only)
 
 
 @functools.cache

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from openpyxl.formula.tokenizer import Token, Tokenizer
 
+from tests.helpers.books import opened
 from tests.helpers.portable import (
     SERVING,
     TEMPLATES,
@@ -26,7 +27,6 @@ from tests.helpers.portable import (
     functions,
     is_stale,
     layout_of,
-    opened,
     set_inputs,
 )
 from xlsxplan.errors import CellError
