@@ -50,22 +50,50 @@ def pytest_configure(config):
 LONGEST_FIRST = (
     "tests/templates/test_portable_libreoffice.py",
     "tests/headless/test_frozen.py",
-    "tests/cli/test_calibrate.py",
     "tests/templates/test_portable.py",
-    "tests/sheet/test_native.py",
-    "tests/templates/test_plans.py",
-    "tests/core/test_queueing.py",
     "tests/templates/test_build.py",
-    "tests/plan/test_search.py",
-    "tests/sheet/test_cells_vectorised.py",
-    "tests/e2e/test_docs.py",
-    "tests/cli/test_signals.py",
+    "tests/core/test_queueing.py",
+    "tests/sheet/test_native.py",
     "tests/headless/test_untrusted.py",
+    "tests/templates/test_plans.py",
+    "tests/plan/test_search.py",
     "tests/calibration/test_measurements.py",
+    "tests/cli/test_calibrate.py",
+    "tests/e2e/test_docs.py",
+    "tests/sheet/test_cells_vectorised.py",
+    "tests/templates/test_finance_sheet.py",
+    "tests/templates/test_print.py",
+    "tests/templates/test_serving_options.py",
+    "tests/cli/test_recalc.py",
+    "tests/templates/test_training_options.py",
+    "tests/headless/test_references.py",
+    "tests/headless/test_workbook_sets.py",
+    "tests/headless/test_untrusted_corpus.py",
+    "tests/headless/test_excel_corpus.py",
+    "tests/e2e/test_ci.py",
+    "tests/excel/test_setup.py",
+    "tests/templates/test_timeline.py",
+    "tests/headless/test_workbook.py",
+    "tests/cli/test_recalc_checks.py",
+    "tests/templates/test_portfolio_sheet.py",
+    "tests/cli/test_inputs.py",
+    "tests/sheet/test_cells_warnings.py",
+    "tests/sheet/test_native_queueing.py",
+    "tests/e2e/test_generated.py",
+    "tests/headless/test_libreoffice.py",
+    "tests/cli/test_signals.py",
+    "tests/calibration/test_fit.py",
+    "tests/cli/test_inputs_hang_ranges.py",
+    "tests/calibration/test_validate_hang.py",
+    "tests/cli/test_cli.py",
+    "tests/templates/test_ranges.py",
+    "tests/cli/test_outputs.py",
 )
-"""The test files that take longest (15 to 40 s of CPU each on a worker of the 2-core development VM, 7 December
-2026), longest first: the workers start on them, so that neither is left with a long file when the other has
-finished. A file not named here follows, those with more tests first (pytest-xdist's own order)."""
+"""The test files that take longest (2.5 to 35 s each on a worker of the 2-core development VM, measured with
+``--junitxml`` on 7 December 2026, eighth session), longest first: the workers start on them, so that neither is left
+with a long file when the other has finished. A file not named here follows, those with more tests first
+(pytest-xdist's own order); a file of few tests and a long LibreOffice conversion left among the last kept one worker
+busy while the other idled."""
 
 
 def pytest_collection_modifyitems(config, items):
