@@ -380,36 +380,41 @@ def shape_of(m: Measurement) -> Shape:
     return estimated_shape(m.params_b, m.active_params_b)
 
 
-_MEMO: dict[str, Any] = {"catalog": None}
+_MEMO: dict[str, dict[Any, Any]] = {}
+_MEMO_CATALOG: list[Any] = [None]  # the catalog the figures in _MEMO were found in
 
 
-def _memo(table: str) -> dict[Any, Any]:
-    """A table of figures that depend only on a row (or its shape) and the catalog, user presets included: kept
-    while :func:`xlsxplan.catalog.load_catalog` gives the same catalog, emptied when it gives another. validate
-    predicts each row five to six times (each fold that fits on it, and its own); these figures were most of the
-    cost of each prediction but its step."""
+def _remembered(table: str, key: Any, compute: Callable[[], Any]) -> Any:
+    """``compute()``, a figure that depends only on a row (or its shape) and the catalog, user presets included:
+    kept in ``table`` by ``key`` while :func:`xlsxplan.catalog.load_catalog` gives the same catalog, every table
+    emptied when it gives another. validate predicts each row five to six times (each fold that fits on it, and its
+    own); these figures were most of the cost of each prediction but its step. A figure that raises is not kept."""
     from ..catalog import load_catalog
 
     catalog = load_catalog()
-    if _MEMO["catalog"] is not catalog:
+    if _MEMO_CATALOG[0] is not catalog:
         _MEMO.clear()
-        _MEMO["catalog"] = catalog
-    return _MEMO.setdefault(table, {})
+        _MEMO_CATALOG[0] = catalog
+    memo = _MEMO.setdefault(table, {})
+    found = memo.get(key)
+    if found is None:
+        found = memo[key] = compute()
+    return found
 
 
 def _gpu(m: Measurement) -> Any:
     if not m.gpu:
         raise Unpredictable("no gpu given")
-    memo = _memo("gpu")
-    found = memo.get(m.gpu)
-    if found is None:
-        from ..catalog import load_catalog
+    return _remembered("gpu", m.gpu, lambda: _catalog_gpu(m.gpu))
 
-        try:
-            found = memo[m.gpu] = load_catalog().accelerators.get(m.gpu)
-        except XlsxplanError as err:
-            raise Unpredictable(err.message) from None
-    return found
+
+def _catalog_gpu(name: str) -> Any:
+    from ..catalog import load_catalog
+
+    try:
+        return load_catalog().accelerators.get(name)
+    except XlsxplanError as err:
+        raise Unpredictable(err.message) from None
 
 
 def _peak_flops(m: Measurement) -> float:
@@ -454,12 +459,7 @@ def _kv_bytes_per_token(m: Measurement, s: Shape, context: float) -> float:
     """KV cache per token across the row's GPUs, averaged over a sequence of ``context`` tokens (0: every layer in
     full). A preset model's own architecture counts (latent attention, sliding windows, KV heads replicated when the
     GPUs outnumber them: MODEL_KV_BYTES_PER_TOKEN); a shape estimated from ``params_b`` is full attention."""
-    memo = _memo("kv")
-    key = (m, s, context)
-    found = memo.get(key)
-    if found is None:
-        found = memo[key] = _kv_bytes_per_token_of(m, s, context)
-    return found
+    return _remembered("kv", (m, s, context), lambda: _kv_bytes_per_token_of(m, s, context))
 
 
 def _kv_bytes_per_token_of(m: Measurement, s: Shape, context: float) -> float:
@@ -552,16 +552,11 @@ def moe_train_features(m: Measurement, s: Shape) -> tuple[float, float, str]:
 
 def _efficiency_features(m: Measurement, kind: str) -> dict[str, Any]:
     """What the efficiency of ``kind`` for row ``m`` depends on (the fit's levels and covariates); a new dict each
-    call. A serving kind's (the accelerator's class and the format's group) comes from the row's memo
-    (:func:`_memo`); training's covariates are computed each time (its rows are few)."""
+    call. A serving kind's (the accelerator's class and the format's group) is remembered (:func:`_remembered`);
+    training's covariates are computed each time (its rows are few)."""
     if kind == "train_mfu":
         return _features_of(m, kind)
-    memo = _memo("features")
-    key = (m, kind)
-    found = memo.get(key)
-    if found is None:
-        found = memo[key] = _features_of(m, kind)
-    return dict(found)
+    return dict(_remembered("features", (m, kind), lambda: _features_of(m, kind)))
 
 
 def _features_of(m: Measurement, kind: str) -> dict[str, Any]:
