@@ -35,7 +35,7 @@ import re
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from itertools import chain
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..domains import flatten_range, show_value
 from ..errors import EXCEL_ERRORS, ArgumentError, CellError, XlsxplanError
@@ -96,37 +96,38 @@ def _suspicion(arg: Argument, value: object) -> str | None:
     return arg.domain.suspicion(arg.name, value) if isinstance(value, (int, float)) else None
 
 
-_USUAL_RANGED: dict[str, tuple[tuple[Argument, ...], tuple[int, ...], list[tuple[Any, Any, str | None]]]] = {}
-_RANGES: dict[str, tuple[tuple[Argument, ...], bool]] = {}
+class _ArgumentFacts(NamedTuple):
+    """What :func:`evaluate` asks of a function's arguments on every call, found once (:func:`_facts`)."""
+
+    args: tuple[Argument, ...]  # the arguments these facts are of (a function redefined gets new ones)
+    ranges: bool  # any argument is a range (:func:`_is_range`), whose plain number :func:`coerce` makes a tuple
+    ranged: tuple[int, ...]  # positions of the arguments with a usual range, the only ones :func:`_suspicion` warns of
+    asked: list[tuple[Any, Any, str | None]]  # per argument, the last answer about a plain nonzero number
 
 
-def _ranges(fn: Function) -> bool:
-    """True if any of ``fn``'s arguments is a range (:func:`_is_range`), whose plain number :func:`coerce` makes a
-    tuple; remembered per function like :func:`_usual_ranged`."""
-    known = _RANGES.get(fn.name)
-    if known is None or known[0] is not fn.args:
-        known = _RANGES[fn.name] = (fn.args, any(map(_is_range, fn.args)))
-    return known[1]
+_FACTS: dict[str, _ArgumentFacts] = {}
 
 
-def _usual_ranged(fn: Function) -> tuple[tuple[int, ...], list[tuple[Any, Any, str | None]]]:
-    """The positions of ``fn``'s arguments that have a usual range (:attr:`~xlsxplan.domains.Domain.typical`), the
-    only ones :func:`_suspicion` can warn about: a call from a sheet of a hundred thousand formulas asks about those
-    alone. Remembered per function (and checked to be for these very arguments), with, per argument, the last
-    answer :func:`_suspicion` gave about a plain nonzero number, ``(type, value, warning or None)``: asked once for a
-    value every row repeats (:func:`_warn_about`)."""
-    known = _USUAL_RANGED.get(fn.name)
-    if known is None or known[0] is not fn.args:
+def _facts(fn: Function) -> _ArgumentFacts:
+    """``fn``'s :class:`_ArgumentFacts`, remembered per function and checked to be for these very arguments: a call
+    from a sheet of a hundred thousand formulas asks about the arguments with a usual range
+    (:attr:`~xlsxplan.domains.Domain.typical`) alone, and :func:`_suspicion` once for a value every row repeats
+    (:func:`_warn_about`: ``asked`` holds ``(type, value, warning or None)``)."""
+    known = _FACTS.get(fn.name)
+    if known is None or known.args is not fn.args:
         ranged = tuple(i for i, arg in enumerate(fn.args) if arg.domain is not None and arg.domain.typical is not None)
-        known = _USUAL_RANGED[fn.name] = (fn.args, ranged, [(None, None, None)] * len(fn.args))
-    return known[1], known[2]
+        known = _FACTS[fn.name] = _ArgumentFacts(
+            fn.args, any(map(_is_range, fn.args)), ranged, [(None, None, None)] * len(fn.args)
+        )
+    return known
 
 
 def _warn_about(fn: Function, values: list[Any], given: int) -> None:
     """Warn about each implausible value among the first ``given`` of ``values`` (checked values of ``fn``'s
     arguments); a plain number equal to the one an argument was last asked about (same type, not zero, whose sign
     the warning shows) gets that answer again, and every warning still goes to the innermost block."""
-    ranged, asked = _usual_ranged(fn)
+    facts = _facts(fn)
+    ranged, asked = facts.ranged, facts.asked
     for i in ranged:  # the others can earn no warning
         if i < given and i < len(values):
             value = values[i]
@@ -306,7 +307,7 @@ def evaluate(fn: Function, raw_args: Sequence[object]) -> Any:
         err = _first_error(arg, raw) if _is_range(arg) else as_error(raw)
         if err is not None:
             return _passed_on(arg, err)
-    plain = plain and not _ranges(fn)
+    plain = plain and not _facts(fn).ranges
     values = list(raw_args) if plain else []  # what coerce gives a plain number of an argument that is no range
     try:
         for i in range(len(values), len(fn.args) - len(known)):
