@@ -59,6 +59,7 @@ __all__ = [
     "train_state_gb",
     "activation_gb",
     "train_flops_per_token",
+    "attention_flops_per_token",
     "recurrent_params_b",
     "GATED_RECOMPUTE",
     "gated_layer_activation_bytes",
@@ -281,7 +282,27 @@ def train_flops_per_token(params_b: ParamsB, layers: Count, heads: Count, head_d
     ``6 N + 12 L H Q T`` (PaLM, arXiv:2204.02311, Appendix B). PaLM 540B (L 118, H 48, Q 256, T 2048) at 238.3K
     tokens/s on 6,144 TPU v4 chips of 275 TFLOP/s is 46.2% MFU with the attention term, 45.7% without.
     """
-    return 6.0 * params_b * _GIGA + 12.0 * layers * heads * head_dim * seq_len
+    return 6.0 * params_b * _GIGA + attention_flops_per_token(layers, heads, head_dim, seq_len)
+
+
+def attention_flops_per_token(layers: float, heads: float, head_dim: float, seq_len: float) -> float:
+    """Training FLOPs per token of self-attention's core (``Q K^T`` and the weighted sum of ``V``): PaLM's ``12 L H Q
+    T`` (arXiv:2204.02311, Appendix B), the term :func:`train_flops_per_token` adds to 6N; its forward pass is a
+    third of it.
+
+    Parameters
+    ----------
+    layers, heads, head_dim : float
+        Transformer layers L, attention heads H and the dimension of one head Q [count].
+    seq_len : float
+        Training sequence length T [tokens].
+
+    Returns
+    -------
+    float
+        FLOPs per training token [FLOPs].
+    """
+    return 12.0 * layers * heads * head_dim * seq_len
 
 
 @checked(arrays=True)

@@ -549,7 +549,7 @@ def _attention_flops(m: _Model, seq: float, recompute: str = "none") -> float:
     H Q T`` (TRAIN_FLOPS_PER_TOKEN's attention term), and its forward pass again, ``4 L H Q T``, where the recompute
     mode recomputes it (selective and full)."""
     s = m.shape
-    core = 12.0 * s.layers * s.heads * s.head_dim * seq
+    core = training_memory.attention_flops_per_token(s.layers, s.heads, s.head_dim, seq)
     return core * (1.0 if recompute == "none" else 4.0 / 3.0)
 
 
