@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import openpyxl
 from openpyxl.worksheet.formula import ArrayFormula
 
@@ -13,6 +15,17 @@ PARAMS_B = "params_b must be a positive number up to 1,000,000, got -1"
 BYTES_PER_PARAM = (
     "bytes_per_param must be a positive number of bytes up to 64 or a precision name such as bf16, fp8 or int4, got -1"
 )
+
+
+def _sheet(path, cells: dict) -> Path:
+    """``path``: a workbook of one sheet, S, holding ``cells`` (reference -> value, formula or ArrayFormula)."""
+    wb = openpyxl.Workbook()
+    ws = wb.active
+    ws.title = "S"
+    for ref, value in cells.items():
+        ws[ref] = value
+    wb.save(path)
+    return path
 
 
 def _count_registry_calls(monkeypatch) -> list[str]:
@@ -33,16 +46,13 @@ def test_errors_evaluate_each_array_formula_again_once_not_once_per_failed_eleme
     # reason, so errors() was quadratic (=WEIGHTS_GB(A1:A1000,-1): 15 s). Odd rows fail on params_b, even rows on
     # bytes_per_param: each element must get its own reason, from one evaluation per array.
     n = 40
-    wb = openpyxl.Workbook()
-    ws = wb.active
-    ws.title = "S"
+    cells: dict = {}
     for r in range(1, n + 1):
-        ws[f"A{r}"] = -1 if r % 2 else 7
-        ws[f"B{r}"] = 2 if r % 2 else -1
-    ws["C1"] = ArrayFormula(f"C1:C{n}", f"=WEIGHTS_GB(A1:A{n},B1:B{n})")
-    ws["D1"] = ArrayFormula(f"D1:D{n}", f"=KV_BYTES_PER_TOKEN(80,A1:A{n},128)")
-    wb.save(tmp_path / "arrays.xlsx")
-    book = Workbook.load(tmp_path / "arrays.xlsx").calculate()
+        cells[f"A{r}"] = -1 if r % 2 else 7
+        cells[f"B{r}"] = 2 if r % 2 else -1
+    cells["C1"] = ArrayFormula(f"C1:C{n}", f"=WEIGHTS_GB(A1:A{n},B1:B{n})")
+    cells["D1"] = ArrayFormula(f"D1:D{n}", f"=KV_BYTES_PER_TOKEN(80,A1:A{n},128)")
+    book = Workbook.load(_sheet(tmp_path / "arrays.xlsx", cells)).calculate()
     calls = _count_registry_calls(monkeypatch)
     errors = book.errors()
     assert sorted(calls) == ["KV_BYTES_PER_TOKEN", "WEIGHTS_GB"]  # one evaluation per array, not one per element
@@ -61,26 +71,19 @@ def test_errors_evaluate_each_array_formula_again_once_not_once_per_failed_eleme
 
 def test_a_cells_reason_is_the_one_of_the_call_whose_error_reached_it(tmp_path):
     # Review finding 5: the first message with the right code was taken, here the one IFERROR swallowed
-    wb = openpyxl.Workbook()
-    ws = wb.active
-    ws.title = "S"
-    ws["A1"] = -1
-    ws["B1"] = "=IFERROR(WEIGHTS_GB(A1),0)+WEIGHTS_GB(1,A1)"
-    ws["B2"] = "=IFERROR(WEIGHTS_GB(-1),0)+WEIGHTS_GB(1,-1)"  # constants only
-    wb.save(tmp_path / "iferror.xlsx")
-    book = Workbook.load(tmp_path / "iferror.xlsx")
+    cells = {
+        "A1": -1,
+        "B1": "=IFERROR(WEIGHTS_GB(A1),0)+WEIGHTS_GB(1,A1)",
+        "B2": "=IFERROR(WEIGHTS_GB(-1),0)+WEIGHTS_GB(1,-1)",  # constants only
+    }
+    book = Workbook.load(_sheet(tmp_path / "iferror.xlsx", cells))
     assert book.errors() == {"S!B1": CellError("#NUM!", BYTES_PER_PARAM), "S!B2": CellError("#NUM!", BYTES_PER_PARAM)}
 
 
 def test_a_formula_that_cannot_be_parsed_says_so_in_one_plain_line(tmp_path):
     # Review finding 12: the parser's message came out raw (a format with its blank left empty)
-    wb = openpyxl.Workbook()
-    ws = wb.active
-    ws.title = "S"
-    ws["A1"] = "=1+"
-    ws["A2"] = "={1,2;3}"
-    wb.save(tmp_path / "parse.xlsx")
-    assert Workbook.load(tmp_path / "parse.xlsx").errors() == {
+    path = _sheet(tmp_path / "parse.xlsx", {"A1": "=1+", "A2": "={1,2;3}"})
+    assert Workbook.load(path).errors() == {
         "S!A1": CellError("#NAME?", "the formula cannot be parsed: unexpected end of tokens"),
         "S!A2": CellError("#NAME?", "the formula cannot be parsed: array rows must have equal length"),
     }
@@ -88,15 +91,13 @@ def test_a_formula_that_cannot_be_parsed_says_so_in_one_plain_line(tmp_path):
 
 def test_errors_and_save_read_each_formula_cell_once_per_calculation(tmp_path, monkeypatch):
     # Review finding 21: errors(), the cached values and the error notes each walked every formula cell again
-    wb = openpyxl.Workbook()
-    ws = wb.active
-    ws.title = "S"
-    ws["A1"] = 7
-    ws["B1"] = "=WEIGHTS_GB(A1,-1)"
-    ws["B2"] = "=WEIGHTS_GB(A1,2)"
-    ws["C1"] = ArrayFormula("C1:C2", "=WEIGHTS_GB({-1;1},2)")
-    wb.save(tmp_path / "walk.xlsx")
-    book = Workbook.load(tmp_path / "walk.xlsx").calculate()
+    cells = {
+        "A1": 7,
+        "B1": "=WEIGHTS_GB(A1,-1)",
+        "B2": "=WEIGHTS_GB(A1,2)",
+        "C1": ArrayFormula("C1:C2", "=WEIGHTS_GB({-1;1},2)"),
+    }
+    book = Workbook.load(_sheet(tmp_path / "walk.xlsx", cells)).calculate()
     reads: list[tuple[str, int, int]] = []
     real = Workbook._cell_value
 
@@ -124,12 +125,7 @@ def test_a_reason_is_found_where_the_cell_stands(tmp_path):
     # again on a sheet of its own; at that sheet's A1 ROW() is 1 and the reason read "got -4", a call the cell never
     # made (the serving plan's 2,231 Options cells, PLAN_OPTIONS_AT(ROW()-ROW($A$5),...), each gave a generic #N/A
     # reason so). It is evaluated again at the cell's own row and column.
-    wb = openpyxl.Workbook()
-    ws = wb.active
-    ws.title = "S"
-    ws["C5"] = "=KV_BYTES_PER_TOKEN(ROW()-5,8,128)"
-    ws["D7"] = "=KV_BYTES_PER_TOKEN(8,COLUMN()-4,128)"
-    wb.save(tmp_path / "where.xlsx")
-    book = Workbook.load(tmp_path / "where.xlsx")
+    cells = {"C5": "=KV_BYTES_PER_TOKEN(ROW()-5,8,128)", "D7": "=KV_BYTES_PER_TOKEN(8,COLUMN()-4,128)"}
+    book = Workbook.load(_sheet(tmp_path / "where.xlsx", cells))
     assert book.get("S!C5") == CellError("#NUM!", "layers must be a whole number from 1 to 1,000,000, got 0")
     assert book.get("S!D7") == CellError("#NUM!", "kv_heads must be a whole number from 1 to 1,000,000, got 0")
