@@ -96,11 +96,17 @@ def edit_package(
             book, n = re.subn(rf'<definedName\b[^>]*\bname="{re.escape(drop_name)}"[^>]*>[^<]*</definedName>', "", book)
             assert n == 1, f"no defined name {drop_name!r}"
             edits["xl/workbook.xml"] = book
-        with zipfile.ZipFile(dst, "w") as out:
-            for info in zf.infolist():
-                data = edits[info.filename].encode("utf-8") if info.filename in edits else zf.read(info)
-                out.writestr(info, data)
+        _write(zf, dst, edits)
     return dst
+
+
+def _write(zf: zipfile.ZipFile, dst: Path, edits: Mapping[str, str]) -> None:
+    """Write ``dst``: every part of the package ``zf``, those named in ``edits`` (part -> XML text) with that text,
+    the others byte for byte."""
+    with zipfile.ZipFile(dst, "w") as out:
+        for info in zf.infolist():
+            data = edits[info.filename].encode("utf-8") if info.filename in edits else zf.read(info)
+            out.writestr(info, data)
 
 
 def kept_whole_sheet(dst: Path, multiple: int = 1) -> Path:
@@ -136,7 +142,8 @@ def kept_whole_sheet(dst: Path, multiple: int = 1) -> Path:
     )
 
 
-FORMULA_VALUE = re.compile(r"(</f>|<f\b[^>]*/>)<v>[^<]*</v>|(</f>|<f\b[^>]*/>)<v/>")
+FORMULA_VALUE = re.compile(r"(</f>|<f\b[^>]*/>)<v(?:>[^<]*</v>|/>)")
+"""A formula's cached value, after its ``<f>``: group 1 the end of the formula, which stays."""
 
 
 def _defined_cell(book: str, name: str) -> tuple[str, str]:
@@ -162,15 +169,11 @@ def set_values(src: Path, dst: Path, values: Mapping[str, Any], *, drop_cached: 
         for sheet, cells in by_sheet.items():
             part = sheet_part(zf, sheet)
             edits[part] = set_cells(zf.read(part).decode("utf-8"), cells)
-        with zipfile.ZipFile(dst, "w") as out:
-            for info in zf.infolist():
-                name = info.filename
-                if name in edits or (drop_cached and name.startswith("xl/worksheets/") and name.endswith(".xml")):
-                    xml = edits[name] if name in edits else zf.read(name).decode("utf-8")
-                    data = (FORMULA_VALUE.sub(r"\1\2", xml) if drop_cached else xml).encode("utf-8")
-                else:
-                    data = zf.read(info)
-                out.writestr(info, data)
+        if drop_cached:
+            for name in zf.namelist():
+                if name.startswith("xl/worksheets/") and name.endswith(".xml"):
+                    edits[name] = FORMULA_VALUE.sub(r"\1", edits.get(name) or zf.read(name).decode("utf-8"))
+        _write(zf, dst, edits)
     return dst
 
 
