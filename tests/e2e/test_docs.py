@@ -29,6 +29,7 @@ from tests.helpers.docpages import (
     commands,
     doctest_blocks,
     example_folder,
+    is_build_block,
     matches,
     outside_code,
     pages,
@@ -44,21 +45,14 @@ def quiet_machine(monkeypatch):
     monkeypatch.setattr("xlsxplan.infra.system.limit_address_space", lambda gigabytes: False)
 
 
-def built_once(block: Block) -> bool:
-    """docs/templates.md's ``xlsxplan build``: tests/templates/test_build.py builds once for all its tests and checks
-    this block with the same comparison (test_the_templates_page_shows_what_build_prints); a build here cost 13 s
-    more of the suite."""
-    return [command for command, _ in commands(block)] == ["xlsxplan build"]
-
-
 def test_only_the_templates_page_s_build_is_left_to_the_build_tests():
-    assert [b.page for b in shell_blocks() if built_once(b)] == ["docs/templates.md"]
+    assert [b.page for b in shell_blocks() if is_build_block(b)] == ["docs/templates.md"]
     source = (ROOT / "tests" / "templates" / "test_build.py").read_text(encoding="utf-8")
     assert "def test_the_templates_page_shows_what_build_prints(cli_build):" in source
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("block", [b for b in shell_blocks() if not built_once(b)], ids=lambda b: b.where)
+@pytest.mark.parametrize("block", [b for b in shell_blocks() if not is_build_block(b)], ids=lambda b: b.where)
 def test_each_command_prints_what_the_page_shows(block: Block, tmp_path, monkeypatch, capsys, quiet_machine):
     from xlsxplan.cli import main
 

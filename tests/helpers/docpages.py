@@ -134,6 +134,13 @@ EXIT = re.compile(r';\s*echo "exit \$\?"$')
 """A command's ending that shows its exit status (`; echo "exit $?"`)."""
 
 
+def is_build_block(block: Block) -> bool:
+    """Whether ``block`` runs ``xlsxplan build`` and nothing else: docs/templates.md's, which
+    tests/templates/test_build.py checks on the one build its tests share, and tests/e2e/test_docs.py does not run
+    again."""
+    return [command for command, _ in commands(block)] == ["xlsxplan build"]
+
+
 def example_folder(tmp_path: Path, text: str) -> Path:
     """A fresh folder for one block: the committed workbooks, tests/ for its data, plan.xlsx if the block uses it."""
     work = tmp_path / "work"
