@@ -69,7 +69,11 @@ _warned: set[str] = set()
 def warn_catalog_problems(already_said: str = "") -> None:
     """Print, once per process, a warning for each part of the user's catalog that is left out (see
     :func:`xlsxplan.catalog.catalog_problems`): a hand-edited file that breaks never breaks a command silently.
-    A problem that ``already_said`` (the command's error line) states is not repeated."""
+    A problem that ``already_said`` (the command's error line) states is not repeated. A command that never loaded
+    the catalog (a recalculation whose formulas read no preset) used no preset, so it has nothing to warn of and
+    does not load the catalog to look."""
+    if f"{__package__.rpartition('.')[0]}.catalog" not in sys.modules:
+        return
     from ..catalog import catalog_problems
 
     try:

@@ -45,8 +45,8 @@ _NOT_BUNDLED = {
 
 def _imported_modules(root: Path) -> set[Path]:
     """The files of every xlsxplan module that ``xlsxplan.excel.udfs`` can import, found by reading the import
-    statements of each (those inside functions too), starting from udfs and the package itself; a parent package
-    counts."""
+    statements of each (those inside functions too), starting from udfs, the package itself and the modules of
+    the registry's functions (:data:`xlsxplan.registry.ENTRY_MODULES`); a parent package counts."""
 
     def path_of(name: str) -> Path | None:
         if name.split(".")[0] != "xlsxplan":  # numpy, pydantic, the standard library: not bundled
@@ -60,7 +60,8 @@ def _imported_modules(root: Path) -> set[Path]:
     import ast
 
     found: dict[str, Path] = {}
-    todo = ["xlsxplan", "xlsxplan.excel.udfs"]
+    # and the modules of the registry's functions, which it names as text and imports on first use
+    todo = ["xlsxplan", "xlsxplan.excel.udfs", *(f"xlsxplan.{m}" for m in registry.ENTRY_MODULES.values())]
     while todo:
         name = todo.pop()
         path = path_of(name) if name not in found else None

@@ -340,8 +340,15 @@ def ticking(total: int, report: Callable[[int, int], None] | None) -> Iterator[N
         _ticker = saved
 
 
-def _callback(fn: registry.Function) -> Callable[..., Any]:
+def _callback(name: str) -> Callable[..., Any]:
+    """The engine's callback for registry function ``name``; its entry (and the module behind it) is loaded at the
+    first call, so a book that calls one function loads that function's module alone."""
+    fn: registry.Function | None = None
+
     def call(*args: Any) -> Any:
+        nonlocal fn
+        if fn is None:
+            fn = registry.FUNCTIONS[name]
         try:
             kinds = set(map(type, args))
             values = [from_engine(a) for a in args] if dict in kinds or list in kinds else args  # else as they are
@@ -361,8 +368,7 @@ def _callback(fn: registry.Function) -> Callable[..., Any]:
             _ticker.tick()
         return to_engine(result)
 
-    call.__name__ = fn.name
-    call.__doc__ = fn.description()
+    call.__name__ = name
     return call
 
 
@@ -377,7 +383,7 @@ def register_functions(
     1900 date system's only for a book in it, not ``date1904``) and ``hooks`` ({name: callback}) with the engine
     workbook ``book`` (registrations are per workbook); returns it."""
     if not _CALLBACKS:
-        _CALLBACKS.update({name: _callback(fn) for name, fn in registry.FUNCTIONS.items()})
+        _CALLBACKS.update({name: _callback(name) for name in registry.FUNCTIONS})
         _CALLBACKS.update({LIFT + name: _lifted(name) for name in LIFTED})
     for name, call in _CALLBACKS.items():
         book.register_function(name, call, min_args=0, max_args=None)  # cells.evaluate says "at most N"
