@@ -101,3 +101,23 @@ def test_formula_cells_are_found_wherever_their_reference_is_written():
         (2, 5): "A2*5",
         (7, 29): "1",
     }
+
+
+def test_a_call_of_one_value_is_given_as_written_and_anything_that_may_be_an_array_is_intersected():
+    # Excel's implicit intersection (@) changes nothing where the formula is one call of a registry function that
+    # returns one value, its arguments numbers and single cells: the engine's copy leaves those formulas as they
+    # are (no edit of the sheet's text), and wraps every other plain formula in @(...)
+    given = {
+        "DECODE_TOKS_TOTAL(A2,1,2,3.35,94,327680,2300)": None,
+        "WEIGHTS_GB($A$2,-2.5E+0)": None,
+        "WEIGHTS_GB(A2:A3,2)": "@(WEIGHTS_GB(A2:A3,2))",  # a range: one result per cell, intersected
+        "MODELS()": "@(MODELS())",  # a list
+        "SQRT(A2)": "@(SQRT(A2))",  # a native function: not asked
+        "WEIGHTS_GB(A2,2)+1": "@(WEIGHTS_GB(A2,2)+1)",  # more than the call
+        "WEIGHTS_GB(Rate,2)": "@(WEIGHTS_GB(Rate,2))",  # a name may be a range
+    }
+    for text, engine_text in given.items():
+        f = Formula(2, 2, text, "", None, None, (0, 0))
+        assert workbook._engine_text(f, {}, None)[0] == engine_text, text
+    sweep = _engine_sheet(_book())
+    assert b"<f>DECODE_TOKS_TOTAL(A61,1,2,3.35,94,327680,2300)</f>" in sweep and b"@(DECODE_TOKS_TOTAL" not in sweep

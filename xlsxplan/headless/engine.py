@@ -1112,6 +1112,25 @@ def add_in_names(formula: str) -> str:
     )
 
 
+_ONE_VALUE_CALL = re.compile(
+    r"=([A-Za-z][A-Za-z0-9_.]*)\((?:(?:-?(?:[0-9]+(?:\.[0-9]*)?(?:[eE][+-]?[0-9]+)?|\$?[A-Za-z]{1,3}\$?[0-9]{1,7}),)*"
+    r"-?(?:[0-9]+(?:\.[0-9]*)?(?:[eE][+-]?[0-9]+)?|\$?[A-Za-z]{1,3}\$?[0-9]{1,7}))?\)"
+)
+"""A call with numbers and single-cell references for its arguments, nothing else: ``=F(A2,1,2.5,$B$3)``."""
+
+
+def one_value_call(formula: str) -> bool:
+    """True when ``formula`` (``=...``, as the engine is given it) is one call of a registry function that returns
+    one value (not a list or a table: :attr:`~xlsxplan.registry.Function.spills`), whose arguments are numbers and
+    single-cell references: its result is one value however it is read, so Excel's implicit intersection ``@(...)``
+    would leave it as it is and the formula can be given as written (a sweep's column of ``=F(A2,...)``)."""
+    m = _ONE_VALUE_CALL.fullmatch(formula)
+    if m is None:
+        return False
+    name = m.group(1).upper()
+    return name in registry.FUNCTIONS and not registry.FUNCTIONS[name].spills
+
+
 def calls_registry(formula: str) -> bool:
     """Whether ``formula`` calls a registry function (outside its text literals)."""
     return not called_names(formula).isdisjoint(registry.FUNCTIONS)

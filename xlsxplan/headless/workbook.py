@@ -1436,7 +1436,10 @@ def _engine_text(
     if f.kind != "array":
         written = intersect(written, multi)
     new, calling = engine.prepare(written, multi)
-    new = _fitted(new[1:], f) if f.kind == "array" else f"@({new[1:]})"
+    if f.kind == "array":
+        new = _fitted(new[1:], f)
+    else:  # one value, as Excel reads a formula not entered as an array: implicit intersection, unless it is one
+        new = new[1:] if calling and engine.one_value_call(new) else f"@({new[1:]})"
     return (new if new != text else None), calling
 
 
@@ -1608,10 +1611,12 @@ class _Shapes:
     the first formula's rewrite, cut at its references, is a template for every formula of its shape, filled with
     that formula's own references. A template is used only when the rewrite holds the same references in the same
     order as the formula, and only once the second formula of its shape, rewritten in full, gave the text the
-    template gives; a shape where it did not is rewritten formula by formula."""
+    template gives; a shape where it did not is rewritten formula by formula. A formula given to the engine as
+    written (its rewrite None: a call of one value, :func:`.engine.one_value_call`) makes its shape's template
+    "as written", under the same check."""
 
     def __init__(self) -> None:
-        self._templates: dict[str, tuple[list[str], tuple[str | None, bool, int]] | None] = {}
+        self._templates: dict[str, tuple[list[str] | None, tuple[str | None, bool, int]] | None] = {}
         self._checked: set[str] = set()
         self._cols: dict[str, int] = {}
 
@@ -1654,7 +1659,7 @@ class _Shapes:
         if template is None or key not in self._checked:
             return None
         cut, (_, calls_registry, n_calls) = template
-        return _fill(cut, refs), calls_registry, n_calls
+        return (None if cut is None else _fill(cut, refs)), calls_registry, n_calls
 
     def learn(self, shaped: tuple[str, list[str]] | None, rewritten: tuple[str | None, bool, int]) -> None:
         """Take in the full rewrite of a formula of this :meth:`shape`: its template, or the check of one."""
@@ -1665,14 +1670,18 @@ class _Shapes:
             template = self._templates[key]
             if template is not None and key not in self._checked:
                 cut, first = template
-                if rewritten[0] is not None and _fill(cut, refs) == rewritten[0] and first[1:] == rewritten[1:]:
+                same = rewritten[0] is None if cut is None else _fill(cut, refs) == rewritten[0]
+                if same and first[1:] == rewritten[1:]:
                     self._checked.add(key)
                 else:
                     self._templates[key] = None  # the rewrite depends on more than the shape: never a template
             return
         new = rewritten[0]
-        found = list(_CELL_REF.finditer(new)) if new is not None else []
-        if new is None or [m.group(0) for m in found] != refs:
+        if new is None:  # given as written: so is every formula of the shape, once the second one shows it
+            self._templates[key] = (None, rewritten)
+            return
+        found = list(_CELL_REF.finditer(new))
+        if [m.group(0) for m in found] != refs:
             self._templates[key] = None
             return
         cut, last = [], 0
