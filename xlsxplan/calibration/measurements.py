@@ -69,7 +69,7 @@ from typing import Any, Literal, cast, overload
 from .. import calibration
 from ..catalog import models
 from ..core import effects, equations, roofline, serving, training, training_memory
-from ..core.step import Layout, linked, mean_context, serve_step, step_parts
+from ..core.step import Layout, dispatch_bytes, linked, mean_context, serve_step, step_parts
 from ..errors import CatalogError, XlsxplanError
 from ..precision import published_embedding_bytes
 from . import Factors, Observation, bands
@@ -840,7 +840,8 @@ def expert_layout(m: Measurement) -> Layout | None:
     preset built of the row's accelerator (systems.toml: its scale-up domain, network and latencies), the same start
     as the plan's layouts (:func:`xlsxplan.core.step.linked`); without one, a scale-up domain of ``gpus_per_node``.
     The scale-up bandwidth is the row's ``scale_up_gb_s`` where given, else the accelerator's ``link_gb_s``. Tokens
-    are dispatched in 8 bits when the weights compute in 8 bits or fewer (DeepEP's FP8 dispatch), else 16."""
+    are dispatched as :func:`xlsxplan.core.step.dispatch_bytes` says for the row's precision (DeepEP's FP8 dispatch
+    for 8-bit weights, NVFP4 for NVFP4 ones, else 16-bit)."""
     if m.kind == "train" or not m.ep or m.ep <= 1:
         return None
     from ..catalog.systems import topology_of
@@ -858,8 +859,7 @@ def expert_layout(m: Measurement) -> Layout | None:
         base = linked(m.gpus_per_node, up)
     else:
         base = linked(topo.scale_up_gpus, up, topo.scale_out_gb_s, topo.scale_up_latency_us, topo.scale_out_latency_us)
-    dispatch = 1.0 if _bits(m) <= 8 else effects.ACTIVATION_BYTES
-    return base._replace(tp=tp, dp=m.ep // tp, dispatch_bytes=dispatch)
+    return base._replace(tp=tp, dp=m.ep // tp, dispatch_bytes=dispatch_bytes(m.precision, _bits(m) / 8.0))
 
 
 def _held_params(s: Shape, layout: Layout | None) -> float:
