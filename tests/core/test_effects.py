@@ -25,7 +25,7 @@ import pytest
 from xlsxplan import gpu_spec
 from xlsxplan.catalog.systems import system_spec
 from xlsxplan.core import effects
-from xlsxplan.core.step import Layout, StepShape, comm_seconds, serve_step, step_parts
+from xlsxplan.core.step import Layout, StepShape, comm_seconds, dispatch_bytes, serve_step, step_parts
 from xlsxplan.errors import OutOfRangeError
 
 _G = 1e9
@@ -74,6 +74,16 @@ def test_within_one_domain_the_throughput_all_to_all_sends_a_token_once_a_gpu():
     # EP4 in an NVL72 rack: a token's 8 experts sit on 4 (1 - (3/4)^8) = 3.60 GPUs, 2.70 of them not its own
     seconds = effects.forwarded_all_to_all_seconds(one_copy, 8, 4, 900, 72, 50, 1.0)
     assert seconds == pytest.approx(one_copy * 3 * (1 - 0.75**8) / (900 * _G) + 1e-6)
+
+
+def test_a_dispatch_carries_its_block_scales_and_nvfp4_halves_fp8s_traffic():
+    # FP8: a byte a value and an FP32 scale per 128 (DeepEP's fp8_factor, (1 + 4/128) / 2 of BF16's bytes)
+    assert dispatch_bytes("fp8", 1.0) == pytest.approx(2 * (1 + 4 / 128) / 2)
+    assert dispatch_bytes("int4_g128", 0.52) == effects.FP8_DISPATCH_BYTES  # weight-only 4-bit: FP8 activations
+    assert dispatch_bytes("bf16", 2.0) == effects.ACTIVATION_BYTES
+    # NVFP4: half a byte and an FP8 scale per 16, "halving the required network traffic" of FP8 (LMSYS, GB200 Part II)
+    assert dispatch_bytes("NVFP4", 0.5625) == pytest.approx(0.5625)
+    assert dispatch_bytes("nvfp4", 0.5625) / dispatch_bytes("fp8", 1.0) == pytest.approx(0.5, abs=0.05)
 
 
 def test_overlapped_communication_shows_the_sms_it_holds_or_what_the_computation_cannot_cover():
