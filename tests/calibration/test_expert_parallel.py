@@ -83,6 +83,9 @@ def test_the_shipped_rows_are_three_deployments_each_cited_with_every_setting():
         assert m.input_len and m.concurrency and m.gpus_per_node, m.name
         assert m.metric.endswith(("_per_node", "_per_gpu")), m.name
         assert not measurements.is_serving_row(m), "fitted on: its error would not be a held-out one"
+        # a setting that departs from two-batch overlap is a prefill pool's, and its source says why
+        assert not m.overlap or (m.pool == "prefill" and "overlap" in m.source), m.name
+    assert {m.overlap for m in rows if "GB200" in m.name and m.pool == "prefill"} == {"combine"}
 
 
 @pytest.mark.parametrize("name", [_case(n, why) for n, why in EXPECTED.items()])
@@ -212,6 +215,7 @@ def test_attention_data_parallel_holds_the_dense_layers_once_per_gpu(factors):
         ("pool", "both", "pool must be empty or one of prefill, decode"),
         ("prefix_cache_hit", "1", "prefix_cache_hit must be a share from 0 to below 1"),
         ("scale_up_gb_s", "fast", "scale_up_gb_s must be a number"),
+        ("overlap", "three-batch", "overlap must be empty or one of two-batch, combine, none"),
     ],
 )
 def test_a_bad_cell_is_one_line_naming_the_column(column, text, said):

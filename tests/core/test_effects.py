@@ -197,12 +197,16 @@ def test_wide_expert_parallel_dispatches_and_combines_every_moe_layer_over_both_
     prefill = {**ARGS, "batch": 0, "prefill_tokens": 16_384 * 32}
     mine = 16_384 * 7168
     comm = 58 * sum(effects.forwarded_all_to_all_seconds(mine * b, 8, 32, 450, 8, 50, 46) for b in (1.0, 2.0))
-    alone = step_parts(n_gpus=32, link_gb_s=0, layout=layout._replace(overlap=False), **prefill)
+    alone = step_parts(n_gpus=32, link_gb_s=0, layout=layout._replace(overlap="none"), **prefill)
     assert alone["all-to-all"] == pytest.approx(comm) and comm < 58 * sum(
         effects.all_to_all_seconds(mine * 8 * b, 32, 450, 8, 50, 46) for b in (1.0, 2.0)
     )
-    laid = step_parts(n_gpus=32, link_gb_s=0, layout=layout, **prefill)
+    laid = step_parts(n_gpus=32, link_gb_s=0, layout=layout, **prefill)  # two-batch overlap
     compute = serve_step(laid) - laid["all-to-all"]
     assert laid["all-to-all"] == pytest.approx(max(comm * 20 / 132, comm - compute))
     assert laid["all-to-all"] < comm / 2
+    # the combine alone overlapped (SGLang on GB200): the dispatch shows whole
+    dispatch = 58 * effects.forwarded_all_to_all_seconds(mine * 1.0, 8, 32, 450, 8, 50, 46)
+    combined = step_parts(n_gpus=32, link_gb_s=0, layout=layout._replace(overlap="combine"), **prefill)
+    assert combined["all-to-all"] == pytest.approx(dispatch + (comm - dispatch) * 20 / 132)
     assert layout.name() == "ep32 dp-attention" and layout.ep == 32 and Layout(tp=8, pp=2).name() == "tp8 pp2"

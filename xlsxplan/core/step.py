@@ -45,6 +45,7 @@ from . import effects
 __all__ = [
     "COMM_PARTS",
     "Layout",
+    "OVERLAPS",
     "StepShape",
     "comm_seconds",
     "dispatch_bytes",
@@ -67,6 +68,13 @@ COMM_PARTS = ("all-reduce", "all-to-all", "pipeline")
 """The parts of a step that are communication: tensor-parallel all-reduces, expert all-to-alls, pipeline sends."""
 
 
+OVERLAPS = ("two-batch", "combine", "none")
+"""What a prefill step's all-to-all overlaps: ``two-batch``, the dispatch and the combine of one micro-batch while
+the other computes (DeepSeek's prefill, deepseek-ai/profile-data@4496024; SGLang on H100, LMSYS 2025-05-05);
+``combine``, the combine alone, with the down projection and the shared experts (SGLang on GB200 NVL72: "we overlap
+the combine communication with both the down GEMM and the shared experts", LMSYS 2025-09-25); ``none``."""
+
+
 class Layout(NamedTuple):
     """How a replica's GPUs share the model, and the links between them.
 
@@ -75,10 +83,9 @@ class Layout(NamedTuple):
     all ``tp * pp * dp`` GPUs when ``dp > 1``; ``micro_batches`` the pipeline's micro-batches. The links:
     ``scale_up_gb_s`` and ``scale_out_gb_s`` per GPU and direction [GB/s], their latencies [us] (SCALE_UP_LATENCY_US
     and SCALE_OUT_LATENCY_US where the system publishes none), ``scale_up_gpus`` the GPUs of one scale-up domain;
-    ``dispatch_bytes`` the bytes per dispatched value (:func:`dispatch_bytes`; combine is 16-bit); ``overlap``
-    whether two micro-batches overlap a prefill step's all-to-all with its computation (two-batch overlap, as
-    DeepSeek's and SGLang's expert-parallel deployments run); ``max_domains`` the most scale-up domains one token is
-    routed to (DeepSeek-V3's node-limited routing: 4; 0: no limit)."""
+    ``dispatch_bytes`` the bytes per dispatched value (:func:`dispatch_bytes`; combine is 16-bit); ``overlap`` what a
+    prefill step's all-to-all overlaps with its computation (:data:`OVERLAPS`); ``max_domains`` the most scale-up
+    domains one token is routed to (DeepSeek-V3's node-limited routing: 4; 0: no limit)."""
 
     tp: int = 1
     pp: int = 1
@@ -90,7 +97,7 @@ class Layout(NamedTuple):
     scale_up_latency_us: float = 0.0
     scale_out_latency_us: float = 0.0
     dispatch_bytes: float = effects.ACTIVATION_BYTES
-    overlap: bool = True
+    overlap: str = "two-batch"
     max_domains: int = 0
 
     @property
@@ -199,10 +206,11 @@ def step_parts(
     SGLang runs DeepEP's "normal" dispatch in the prefill pool and "low-latency" in the decode pool, and under
     attention data-parallel only with the two apart ("Deploying DeepSeek with PD Disaggregation and Large-scale
     Expert Parallelism on 96 H100 GPUs", lmsys.org, 2025-05-05). Each token is sent once to each GPU and domain
-    holding its experts (:func:`~xlsxplan.core.effects.forwarded_all_to_all_seconds`) and, with ``overlap``, hidden
-    behind the other micro-batch's computation but for the SMs the kernels hold
-    (:func:`~xlsxplan.core.effects.exposed_comm_seconds` at NORMAL_KERNEL_SM_SHARE). The ``all-to-all`` part is
-    the time the step still shows.
+    holding its experts (:func:`~xlsxplan.core.effects.forwarded_all_to_all_seconds`) and what the layout's
+    ``overlap`` names is hidden behind the computation but for the SMs the kernels hold
+    (:func:`~xlsxplan.core.effects.exposed_comm_seconds` at NORMAL_KERNEL_SM_SHARE; ``combine``: the combine
+    alone, bounded by the whole step's computation where its down projection and shared experts would be the
+    tighter bound). The ``all-to-all`` part is the time the step still shows.
     The tensor-parallel all-reduces of a layout add the scale-up latency to each.
     """
     if layout is not None and layout.pp > 1:
@@ -266,21 +274,27 @@ def step_parts(
             latency = layout.scale_out_latency_us if across else layout.scale_up_latency_us
             up, domain, out_gb_s = layout.scale_up_gb_s, layout.scale_up_gpus, layout.scale_out_gb_s
             sizes = (layout.dispatch_bytes, effects.ACTIVATION_BYTES)
+            compute = serve_step(out)  # every part but the all-to-all, still 0 here
             if prefill_tokens > 0 and not batch:  # a prefill pool's: the throughput kernels, overlapped
-                one = sum(
-                    effects.forwarded_all_to_all_seconds(
+                dispatch, combine = (
+                    shape.moe_layers
+                    * effects.forwarded_all_to_all_seconds(
                         mine * b, k, n_gpus, up, domain, out_gb_s, latency, layout.max_domains
                     )
                     for b in sizes
                 )
-                share = effects.NORMAL_KERNEL_SM_SHARE if layout.overlap else 1.0
+                share = effects.NORMAL_KERNEL_SM_SHARE
+                if layout.overlap == "two-batch":
+                    out["all-to-all"] = effects.exposed_comm_seconds(compute, dispatch + combine, share)
+                elif layout.overlap == "combine":
+                    out["all-to-all"] = dispatch + effects.exposed_comm_seconds(compute, combine, share)
+                else:
+                    out["all-to-all"] = dispatch + combine
             else:  # the low-latency kernels: every copy, holding the SMs until the data arrive
                 one = sum(
                     effects.all_to_all_seconds(mine * k * b, n_gpus, up, domain, out_gb_s, latency) for b in sizes
                 )
-                share = 1.0
-            compute = serve_step(out)  # every part but the all-to-all, still 0 here
-            out["all-to-all"] = effects.exposed_comm_seconds(compute, shape.moe_layers * one, share)
+                out["all-to-all"] = shape.moe_layers * one
         return out
     link = layout.scale_up_gb_s if layout is not None else link_gb_s
     latency = layout.scale_up_latency_us if layout is not None else 0.0
