@@ -10,7 +10,8 @@ Sources, each a figure printed in a public repository's issue thread or README:
   deepseek-ai/DeepEP@0297fc801788b14b338a46554faca28d419e518a:docs/legacy.md, "Performance": normal kernels
   (4,096 tokens, hidden 7,168, top-8, FP8 dispatch, BF16 combine) 153/158 GB/s NVLink within 8 GPUs and 43, 58,
   51 GB/s RDMA across 16, 32, 64; low-latency kernels (128 tokens a GPU) dispatch 118, 155, 173, 192 us and combine
-  195, 273, 314, 369 us at EP 16, 32, 64, 128.
+  195, 273, 314, 369 us at EP 16, 32, 64, 128. The normal kernels' RDMA bytes count each token once for every node
+  it reaches (deepseek-ai/DeepEP@567632d:tests/test_internode.py, ``num_rdma_token_sent``).
 * NDR InfiniBand point to point: 46-48 GB/s a 400 Gb/s NIC under NCCL (NVIDIA/nccl-tests, "Single-node and multi-node performance of H100 nodes.", NCCL
   maintainer's answer, 2025-03-03), against the 50 GB/s line rate of systems.toml.
 * The pipeline bubble: GPipe (arXiv:1811.06965, section 2.2) and Megatron-LM (arXiv:2104.04473, section 2.2): the
@@ -24,7 +25,7 @@ import pytest
 from xlsxplan import gpu_spec
 from xlsxplan.catalog.systems import system_spec
 from xlsxplan.core import effects
-from xlsxplan.core.step import Layout, StepShape, comm_seconds, serve_step, step_parts
+from xlsxplan.core.step import Layout, StepShape, comm_seconds, dispatch_bytes, serve_step, step_parts
 from xlsxplan.errors import OutOfRangeError
 
 _G = 1e9
@@ -47,11 +48,54 @@ def test_a_ring_all_reduce_on_eight_h100s_runs_at_the_bus_bandwidth_nccl_measure
 
 
 @pytest.mark.parametrize(("ep", "measured"), [(16, 43.0), (32, 58.0), (64, 51.0)])
-def test_an_expert_all_to_all_across_nodes_reaches_the_rdma_bandwidth_deepep_measures(ep, measured):
-    size = 4096 * 8 * 7168  # one GPU's FP8 dispatch of DeepEP's normal-kernel benchmark [bytes]
-    seconds = effects.all_to_all_seconds(size, ep, 160, 8, 50)
-    rdma = size * (ep - 8) / ep / seconds / _G  # the network's bytes over the whole time, DeepEP's bottleneck figure
-    assert rdma == pytest.approx(measured, rel=0.25)
+def test_the_throughput_all_to_all_sends_a_token_once_a_node_at_the_rdma_bandwidth_deepep_measures(ep, measured):
+    # DeepEP's normal kernels (docs/legacy.md, "Performance"): 4,096 tokens a GPU, top-8 of 256 experts in as many
+    # groups as nodes, top-4 groups (tests/test_internode.py: num_topk_groups = min(num_nodes, 4)), FP8 dispatch. Its
+    # RDMA bytes count each token once for every node it reaches, its own included (num_rdma_token_sent), over the
+    # whole time: the model's time for the same bytes gives 1.31x, 1.15x and 1.12x its 43, 58 and 51 GB/s
+    nodes = ep // 8
+    reach = min(nodes, 4)
+    distinct = reach * (1 - (1 - 1 / reach) ** 8)  # nodes a token reaches, its own among them
+    one_copy = 4096 * 7168 * effects.FP8_DISPATCH_BYTES
+    seconds = effects.forwarded_all_to_all_seconds(one_copy, 8, ep, 160, 8, 50, 0, 4)
+    rdma = one_copy * distinct / seconds / _G
+    assert rdma == pytest.approx(measured, rel=0.35)
+    # each token crosses the network once a remote node, not once an expert: at EP32, 2.70 sends, not 8 x 24/32 = 6
+    assert effects.forwarded_all_to_all_seconds(one_copy, 8, 32, 160, 8, 50) == pytest.approx(
+        one_copy * 3 * (1 - 0.75**8) / (50 * _G)
+    )
+    assert effects.forwarded_all_to_all_seconds(one_copy, 8, 1, 0) == 0.0
+    with pytest.raises(OutOfRangeError, match="max_domains"):
+        effects.forwarded_all_to_all_seconds(one_copy, 8, 32, 160, 8, 50, 0, -1)
+
+
+def test_within_one_domain_the_throughput_all_to_all_sends_a_token_once_a_gpu():
+    one_copy = 1000.0
+    # EP4 in an NVL72 rack: a token's 8 experts sit on 4 (1 - (3/4)^8) = 3.60 GPUs, 2.70 of them not its own
+    seconds = effects.forwarded_all_to_all_seconds(one_copy, 8, 4, 900, 72, 50, 1.0)
+    assert seconds == pytest.approx(one_copy * 3 * (1 - 0.75**8) / (900 * _G) + 1e-6)
+
+
+def test_a_dispatch_carries_its_block_scales_and_nvfp4_halves_fp8s_traffic():
+    # FP8: a byte a value and an FP32 scale per 128 (DeepEP's fp8_factor, (1 + 4/128) / 2 of BF16's bytes)
+    assert dispatch_bytes("fp8", 1.0) == pytest.approx(2 * (1 + 4 / 128) / 2)
+    assert dispatch_bytes("int4_g128", 0.52) == effects.FP8_DISPATCH_BYTES  # weight-only 4-bit: FP8 activations
+    assert dispatch_bytes("bf16", 2.0) == effects.ACTIVATION_BYTES
+    # NVFP4: half a byte and an FP8 scale per 16, "halving the required network traffic" of FP8 (LMSYS, GB200 Part II)
+    assert dispatch_bytes("NVFP4", 0.5625) == pytest.approx(0.5625)
+    assert dispatch_bytes("nvfp4", 0.5625) / dispatch_bytes("fp8", 1.0) == pytest.approx(0.5, abs=0.05)
+
+
+def test_overlapped_communication_shows_the_sms_it_holds_or_what_the_computation_cannot_cover():
+    share = effects.NORMAL_KERNEL_SM_SHARE
+    assert share == pytest.approx(20 / 132)  # DeepEP's 20 SMs of an H800's 132 (DeepSeek-V3, section 3.5.1)
+    # computation 2 s, communication 1 s: the computation loses 20/132 of the SMs for 1 s
+    assert effects.exposed_comm_seconds(2.0, 1.0, share) == pytest.approx(20 / 132)
+    # communication longer than the computation: the step waits for it
+    assert effects.exposed_comm_seconds(0.5, 1.0, share) == pytest.approx(0.5)
+    assert effects.exposed_comm_seconds(2.0, 1.0, 1.0) == 1.0  # kernels that hold every SM: no overlap
+    with pytest.raises(OutOfRangeError, match="sm_share"):
+        effects.exposed_comm_seconds(2.0, 1.0, 1.5)
 
 
 def test_an_expert_all_to_all_within_a_node_runs_at_the_nvlink_bandwidth_deepep_measures():
@@ -140,6 +184,8 @@ def test_pipeline_stages_take_m_plus_p_minus_one_stage_times_and_send_between_no
 
 def test_wide_expert_parallel_dispatches_and_combines_every_moe_layer_over_both_fabrics():
     layout = Layout(tp=1, dp=32, dispatch_bytes=1.0, **LINKS)
+    # a step that decodes (here with prompts prefilled in it): the low-latency kernels send every routed copy, and
+    # their time adds to the step
     parts = step_parts(n_gpus=32, link_gb_s=0, layout=layout, **ARGS)
     per_gpu = (256 + 1280) / 32 * 8 * 7168
     one = sum(effects.all_to_all_seconds(per_gpu * b, 32, 450, 8, 50, 46) for b in (1.0, 2.0))
@@ -147,4 +193,20 @@ def test_wide_expert_parallel_dispatches_and_combines_every_moe_layer_over_both_
     assert parts["all-reduce"] == 0.0  # attention data-parallel: no tensor-parallel exchange
     step = serve_step(parts, 1.1)
     assert comm_seconds(parts, 1.1) == pytest.approx(parts["all-to-all"] / 1.1) and step > comm_seconds(parts, 1.1)
+    # a prefill pool's step: the throughput kernels, a token once a node and a GPU, overlapped with the computation
+    prefill = {**ARGS, "batch": 0, "prefill_tokens": 16_384 * 32}
+    mine = 16_384 * 7168
+    comm = 58 * sum(effects.forwarded_all_to_all_seconds(mine * b, 8, 32, 450, 8, 50, 46) for b in (1.0, 2.0))
+    alone = step_parts(n_gpus=32, link_gb_s=0, layout=layout._replace(overlap="none"), **prefill)
+    assert alone["all-to-all"] == pytest.approx(comm) and comm < 58 * sum(
+        effects.all_to_all_seconds(mine * 8 * b, 32, 450, 8, 50, 46) for b in (1.0, 2.0)
+    )
+    laid = step_parts(n_gpus=32, link_gb_s=0, layout=layout, **prefill)  # two-batch overlap
+    compute = serve_step(laid) - laid["all-to-all"]
+    assert laid["all-to-all"] == pytest.approx(max(comm * 20 / 132, comm - compute))
+    assert laid["all-to-all"] < comm / 2
+    # the combine alone overlapped (SGLang on GB200): the dispatch shows whole
+    dispatch = 58 * effects.forwarded_all_to_all_seconds(mine * 1.0, 8, 32, 450, 8, 50, 46)
+    combined = step_parts(n_gpus=32, link_gb_s=0, layout=layout._replace(overlap="combine"), **prefill)
+    assert combined["all-to-all"] == pytest.approx(dispatch + (comm - dispatch) * 20 / 132)
     assert layout.name() == "ep32 dp-attention" and layout.ep == 32 and Layout(tp=8, pp=2).name() == "tp8 pp2"

@@ -69,7 +69,7 @@ from typing import Any, Literal, cast, overload
 from .. import calibration
 from ..catalog import models
 from ..core import effects, equations, roofline, serving, training, training_memory
-from ..core.step import Layout, linked, mean_context, serve_step, step_parts
+from ..core.step import OVERLAPS, Layout, dispatch_bytes, linked, mean_context, serve_step, step_parts
 from ..errors import CatalogError, XlsxplanError
 from ..precision import published_embedding_bytes
 from . import Factors, Observation, bands
@@ -210,6 +210,9 @@ class Measurement:
     scale_up_gb_s: float | None = None
     """The scale-up link per GPU and direction the source gives for its own system [GB/s] (optional
     ``scale_up_gb_s`` column), where the accelerator's catalog entry has none; empty: the catalog's."""
+    overlap: str = ""
+    """What a prefill pool's expert all-to-all overlaps with its computation (optional ``overlap`` column, one of
+    :data:`xlsxplan.core.step.OVERLAPS`); empty: ``two-batch``, as the deployments that state theirs run it."""
     flops_per_token: float | None = None
     """The source's own FLOPs per token, where the same run reports tokens per second too (see annotate)."""
     problem: str = ""
@@ -285,6 +288,9 @@ def parse_measurements(text: str, origin: str = "measurements") -> list[Measurem
             pool = raw.get("pool", "").lower()
             if pool and pool not in POOLS:
                 raise ValueError(f"pool must be empty or one of {', '.join(POOLS)}, got {raw['pool']!r}")
+            overlap = (raw.get("overlap") or "").lower()
+            if overlap and overlap not in OVERLAPS:
+                raise ValueError(f"overlap must be empty or one of {', '.join(OVERLAPS)}, got {raw['overlap']!r}")
             hit = _number(raw.get("prefix_cache_hit", ""), "prefix_cache_hit")
             if hit is not None and hit >= 1:
                 raise ValueError(f"prefix_cache_hit must be a share from 0 to below 1, got {raw['prefix_cache_hit']!r}")
@@ -296,6 +302,7 @@ def parse_measurements(text: str, origin: str = "measurements") -> list[Measurem
                     gpus_per_node=int(per_node or 8),
                     batching=batching,
                     pool=pool,
+                    overlap=overlap,
                     prefix_cache_hit=hit,
                     scale_up_gb_s=_number(raw.get("scale_up_gb_s", ""), "scale_up_gb_s") or None,
                     ep=_number(raw.get("ep", ""), "ep", True) or None,
@@ -840,7 +847,9 @@ def expert_layout(m: Measurement) -> Layout | None:
     preset built of the row's accelerator (systems.toml: its scale-up domain, network and latencies), the same start
     as the plan's layouts (:func:`xlsxplan.core.step.linked`); without one, a scale-up domain of ``gpus_per_node``.
     The scale-up bandwidth is the row's ``scale_up_gb_s`` where given, else the accelerator's ``link_gb_s``. Tokens
-    are dispatched in 8 bits when the weights compute in 8 bits or fewer (DeepEP's FP8 dispatch), else 16."""
+    are dispatched as :func:`xlsxplan.core.step.dispatch_bytes` says for the row's precision (DeepEP's FP8 dispatch
+    for 8-bit weights, NVFP4 for NVFP4 ones, else 16-bit); a prefill pool's all-to-all overlaps what the row's
+    ``overlap`` says (two-batch overlap where it says nothing)."""
     if m.kind == "train" or not m.ep or m.ep <= 1:
         return None
     from ..catalog.systems import topology_of
@@ -858,8 +867,12 @@ def expert_layout(m: Measurement) -> Layout | None:
         base = linked(m.gpus_per_node, up)
     else:
         base = linked(topo.scale_up_gpus, up, topo.scale_out_gb_s, topo.scale_up_latency_us, topo.scale_out_latency_us)
-    dispatch = 1.0 if _bits(m) <= 8 else effects.ACTIVATION_BYTES
-    return base._replace(tp=tp, dp=m.ep // tp, dispatch_bytes=dispatch)
+    return base._replace(
+        tp=tp,
+        dp=m.ep // tp,
+        dispatch_bytes=dispatch_bytes(m.precision, _bits(m) / 8.0),
+        overlap=m.overlap or OVERLAPS[0],
+    )
 
 
 def _held_params(s: Shape, layout: Layout | None) -> float:

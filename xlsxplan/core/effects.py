@@ -6,6 +6,10 @@ accelerator's datasheet, with no free parameter:
 
 * **expert-parallel all-to-all** in mixture-of-experts training: every routed copy of a token's hidden vector is sent
   to the GPU holding its expert and sent back, forward and backward, over the scale-up link (``link_gb_s``);
+* **expert-parallel all-to-all in serving**: a decode step's low-latency kernels send every routed copy
+  (:func:`all_to_all_seconds`); a prefill pool's throughput kernels send a token once to each GPU and node holding
+  its experts (:func:`forwarded_all_to_all_seconds`), overlapped with the other micro-batch's computation but for
+  the SMs they hold (:func:`exposed_comm_seconds`);
 * **tensor-parallel all-reduce** per layer per decode step: two all-reduces of the batch's activations per layer,
   which grow with the batch while the weights read per step do not;
 * **prefill riding on decode steps**: a continuous-batching engine prefills new prompts inside the decode steps of
@@ -62,8 +66,13 @@ __all__ = [
     "ACTIVATION_BYTES",
     "SCALE_OUT_LATENCY_US",
     "SCALE_UP_LATENCY_US",
+    "FP8_DISPATCH_BYTES",
+    "NORMAL_KERNEL_SM_SHARE",
+    "NVFP4_DISPATCH_BYTES",
     "all_to_all_seconds",
     "allreduce_seconds",
+    "exposed_comm_seconds",
+    "forwarded_all_to_all_seconds",
     "p2p_seconds",
     "pipeline_bubble",
     "ALL_TO_ALL_PASSES",
@@ -83,6 +92,19 @@ ACTIVATION_BYTES = 2.0
 """Bytes per activation value sent between GPUs: 16-bit, as Megatron-LM and the serving engines send them."""
 ALL_REDUCES_PER_LAYER = 2
 """All-reduces per layer per forward pass under tensor parallelism (Megatron-LM, section 3)."""
+FP8_DISPATCH_BYTES = 1.0 + 4.0 / 128.0
+"""Bytes per value of an FP8 dispatch: one byte a value and a 4-byte FP32 scale for every 128 values (DeepEP's
+``fp8_factor = (1 + 4 / 128) / 2`` of the 16-bit bytes, deepseek-ai/DeepEP@567632d:tests/test_internode.py; the
+DeepSeek-V3 Technical Report, arXiv:2412.19437, section 3.3.2: tile-wise 1x128 activation scales)."""
+NVFP4_DISPATCH_BYTES = 0.5 + 1.0 / 16.0
+"""Bytes per value of an NVFP4 dispatch: four bits a value and one FP8 scale for every 16 values (NVFP4's 16-value
+blocks, "Deploying DeepSeek on GB200 NVL72 with PD and Large Scale EP (Part II)", lmsys.org, 2025-09-25: "NVFP4
+quantization is fused into [DeepEP] alongside the original FP8, halving the required network traffic")."""
+NORMAL_KERNEL_SM_SHARE = 20.0 / 132.0
+"""Share of a GPU's streaming multiprocessors that the throughput ("normal") all-to-all kernels hold while they run:
+20 SMs (DeepEP's default ``Buffer.num_sms = 20``, deepseek-ai/DeepEP@567632d:deep_ep/buffer.py; "only 20 SMs are
+sufficient to fully utilize the bandwidths of IB and NVLink", DeepSeek-V3 Technical Report, section 3.2.2) of an
+H800's or H100 SXM's 132 ("20 out of the 132 SMs available in the H800 GPU", section 3.5.1) [fraction]."""
 ALL_TO_ALL_PASSES = 4
 """All-to-alls per MoE layer per training step: dispatch and combine forward, and their transposes backward
 (GShard, section 3.2; DeepSeek-V3, section 3.2.2)."""
@@ -318,6 +340,111 @@ def all_to_all_seconds(
         inside, outside = (gpus_per_domain - 1) / n, (n - gpus_per_domain) / n
         return bytes_ * (inside / (link_gb_s * _GIGA) + outside / (scale_out_gb_s * _GIGA)) + latency_us * 1e-6
     return bytes_ * (n - 1) / n / (link_gb_s * _GIGA) + latency_us * 1e-6
+
+
+def forwarded_all_to_all_seconds(
+    bytes_per_copy: float,
+    copies: float,
+    n: int,
+    link_gb_s: float,
+    gpus_per_domain: int = 0,
+    scale_out_gb_s: float = SCALE_OUT_GB_S,
+    latency_us: float = 0.0,
+    max_domains: int = 0,
+) -> float:
+    """One dispatch (or combine) of the throughput ("normal") expert all-to-all kernels, which send a token once to
+    each GPU, and across the network once to each scale-up domain, that holds any of its experts.
+
+    Parameters
+    ----------
+    bytes_per_copy : float
+        Bytes of one GPU's tokens, one copy each (tokens x hidden x bytes per value) [bytes].
+    copies : float
+        Routed experts each token goes to (top-k) [count].
+    n : int
+        GPUs the experts are spread over; 1 sends nothing [count].
+    link_gb_s : float
+        Scale-up bandwidth of one GPU per direction (NVLink) [GB/s].
+    gpus_per_domain : int, default 0
+        GPUs of one scale-up domain; 0: all ``n`` on the link [count].
+    scale_out_gb_s : float, default 50
+        Network bandwidth of one GPU per direction [GB/s].
+    latency_us : float, default 0
+        Latency of one collective of small messages over the slowest fabric used [us].
+    max_domains : int, default 0
+        Most domains one token may be routed to (DeepSeek-V3's node-limited routing: 4); 0: no limit [count].
+
+    Returns
+    -------
+    float
+        Seconds: the network leg and the NVLink leg at once, the longer of the two, plus the latency [s].
+
+    Notes
+    -----
+    With ``k`` experts drawn evenly over ``D = n / g`` domains of ``g`` GPUs, a token reaches
+    ``D' (1 - (1 - 1/D')^k)`` domains, ``D' = min(D, max_domains)``, of which ``(D - 1) / D`` are not its own, and
+    ``n (1 - (1 - 1/n)^k)`` GPUs, of which ``(g - 1) / g`` are not the one its copy arrives at. The time is
+    ``max(bytes x remote domains / out, bytes x GPUs x (g-1)/g / up) + latency``; within one domain
+    ``bytes x (n - 1)(1 - (1 - 1/n)^k) / up + latency``. DeepEP's normal kernels send each token over RDMA once per
+    node and forward it over NVLink to its GPUs, counting their RDMA bytes so (``num_rdma_token_sent``, the distinct
+    nodes of each token, deepseek-ai/DeepEP@567632d:tests/test_internode.py); the DeepSeek-V3 Technical Report
+    (arXiv:2412.19437, section 3.2.2) sends each token "to at most 4 nodes" over IB and forwards it over NVLink,
+    "IB and NVLink communications ... fully overlapped". The combine returns one reduced vector the same way. The
+    low-latency kernels send every copy (:func:`all_to_all_seconds`).
+    """
+    _at_least(bytes_per_copy, 0, "bytes")
+    _at_least(copies, 0, "copies")
+    _at_least(n, 1, "n")
+    _at_least(gpus_per_domain, 0, "gpus_per_domain")
+    _at_least(latency_us, 0, "latency_us")
+    _at_least(max_domains, 0, "max_domains")
+    if n == 1:
+        return 0.0
+    _positive(link_gb_s, "link_gb_s", "above 0 for more than one GPU (the accelerator's link_gb_s)")
+    g = min(n, gpus_per_domain) if gpus_per_domain else n
+    gpus = n * (1.0 - (1.0 - 1.0 / n) ** copies)
+    if g >= n:
+        return bytes_per_copy * gpus * (n - 1) / n / (link_gb_s * _GIGA) + latency_us * 1e-6
+    _positive(scale_out_gb_s, "scale_out_gb_s")
+    d = n / g
+    reach = min(d, max_domains) if max_domains else d
+    remote = (d - 1.0) / d * reach * (1.0 - (1.0 - 1.0 / reach) ** copies)
+    network = bytes_per_copy * remote / (scale_out_gb_s * _GIGA)
+    nvlink = bytes_per_copy * gpus * (g - 1) / g / (link_gb_s * _GIGA)
+    return max(network, nvlink) + latency_us * 1e-6
+
+
+def exposed_comm_seconds(compute_s: float, comm_s: float, sm_share: float) -> float:
+    """The communication time a step still shows when two micro-batches overlap it with computation.
+
+    Parameters
+    ----------
+    compute_s : float
+        The step's computation at the whole GPU [s].
+    comm_s : float
+        Its communication, run on its own [s].
+    sm_share : float
+        Share of the GPU's streaming multiprocessors the communication kernels hold while they run: 0 for kernels
+        that free them in flight, 1 for kernels that hold every SM until the data arrive (no overlap) [fraction].
+
+    Returns
+    -------
+    float
+        Seconds the step is longer than ``compute_s``: ``max(sm_share x comm, comm - compute)`` [s].
+
+    Notes
+    -----
+    Two-batch overlap (deepseek-ai/profile-data@4496024, README: "two micro-batches to overlap computation and
+    all-to-all communication"; "Day 6: One More Thing", deepseek-ai/open-infra-index@56d8685) runs one micro-batch's
+    dispatch and combine while the other computes. While the kernels run (``comm``), the computation has
+    ``1 - s`` of the SMs, so it ends at ``compute + s comm`` if that is later than ``comm``, else the step waits for
+    the communication: ``step = max(compute + s comm, comm)``.
+    """
+    _at_least(compute_s, 0, "compute_s")
+    _at_least(comm_s, 0, "comm_s")
+    if not 0 <= sm_share <= 1:
+        raise OutOfRangeError(f"sm_share must be from 0 to 1, got {sm_share!r}", "sm_share")
+    return max(sm_share * comm_s, comm_s - compute_s)
 
 
 def p2p_seconds(bytes_: float, link_gb_s: float, latency_us: float = 0.0) -> float:

@@ -45,8 +45,10 @@ from . import effects
 __all__ = [
     "COMM_PARTS",
     "Layout",
+    "OVERLAPS",
     "StepShape",
     "comm_seconds",
+    "dispatch_bytes",
     "linked",
     "mean_context",
     "serve_step",
@@ -66,6 +68,13 @@ COMM_PARTS = ("all-reduce", "all-to-all", "pipeline")
 """The parts of a step that are communication: tensor-parallel all-reduces, expert all-to-alls, pipeline sends."""
 
 
+OVERLAPS = ("two-batch", "combine", "none")
+"""What a prefill step's all-to-all overlaps: ``two-batch``, the dispatch and the combine of one micro-batch while
+the other computes (DeepSeek's prefill, deepseek-ai/profile-data@4496024; SGLang on H100, LMSYS 2025-05-05);
+``combine``, the combine alone, with the down projection and the shared experts (SGLang on GB200 NVL72: "we overlap
+the combine communication with both the down GEMM and the shared experts", LMSYS 2025-09-25); ``none``."""
+
+
 class Layout(NamedTuple):
     """How a replica's GPUs share the model, and the links between them.
 
@@ -74,7 +83,9 @@ class Layout(NamedTuple):
     all ``tp * pp * dp`` GPUs when ``dp > 1``; ``micro_batches`` the pipeline's micro-batches. The links:
     ``scale_up_gb_s`` and ``scale_out_gb_s`` per GPU and direction [GB/s], their latencies [us] (SCALE_UP_LATENCY_US
     and SCALE_OUT_LATENCY_US where the system publishes none), ``scale_up_gpus`` the GPUs of one scale-up domain;
-    ``dispatch_bytes`` the bytes per dispatched value (1 for FP8 dispatch, DeepEP's; combine is 16-bit)."""
+    ``dispatch_bytes`` the bytes per dispatched value (:func:`dispatch_bytes`; combine is 16-bit); ``overlap`` what a
+    prefill step's all-to-all overlaps with its computation (:data:`OVERLAPS`); ``max_domains`` the most scale-up
+    domains one token is routed to (DeepSeek-V3's node-limited routing: 4; 0: no limit)."""
 
     tp: int = 1
     pp: int = 1
@@ -86,6 +97,8 @@ class Layout(NamedTuple):
     scale_up_latency_us: float = 0.0
     scale_out_latency_us: float = 0.0
     dispatch_bytes: float = effects.ACTIVATION_BYTES
+    overlap: str = "two-batch"
+    max_domains: int = 0
 
     @property
     def gpus(self) -> int:
@@ -103,6 +116,18 @@ class Layout(NamedTuple):
         if self.dp > 1:
             return f"ep{self.gpus} dp-attention" + (f" tp{self.tp}" if self.tp > 1 else "")
         return f"tp{self.tp}" + (f" pp{self.pp}" if self.pp > 1 else "")
+
+
+def dispatch_bytes(weights: str, bytes_per_param: float) -> float:
+    """Bytes per value an expert-parallel dispatch sends for weights computing in format ``weights`` of
+    ``bytes_per_param`` [bytes]: NVFP4 for NVFP4 weights (NVFP4_DISPATCH_BYTES: SGLang fuses NVFP4 quantization into
+    DeepEP's dispatch, "Deploying DeepSeek on GB200 NVL72 with PD and Large Scale EP (Part II)", lmsys.org,
+    2025-09-25), FP8 with its 1x128 scales for weights of 8 bits or fewer (FP8_DISPATCH_BYTES: DeepEP's FP8
+    dispatch, "matrix multiplications and dispatch transmissions adopt the FP8 format", DeepSeek's "Day 6: One More
+    Thing"), else 16-bit (ACTIVATION_BYTES). The combine is 16-bit in every case."""
+    if weights.strip().lower() == "nvfp4":
+        return effects.NVFP4_DISPATCH_BYTES
+    return effects.FP8_DISPATCH_BYTES if bytes_per_param <= 1.0 else effects.ACTIVATION_BYTES
 
 
 def linked(
@@ -174,7 +199,18 @@ def step_parts(
     the step (GPipe's schedule, PIPELINE_BUBBLE), plus a send of the micro-batch's activations (P2P_SECONDS) each
     stage time; with ``dp > 1``, the parts over all ``n_gpus`` (``read_params_b`` then counts the layers every GPU
     holds whole once per GPU, ``kv_bytes_per_token`` the cache of one data-parallel group) and per MoE layer a
-    dispatch and a combine (ALL_TO_ALL_SECONDS) of each GPU's ``tokens / n_gpus`` tokens' ``k`` routed copies.
+    dispatch and a combine of each GPU's ``tokens / n_gpus`` tokens. A step that decodes (``batch > 0``: a decode
+    pool's, or an aggregated engine's) runs the low-latency kernels: every one of the ``k`` routed copies sent
+    (:func:`~xlsxplan.core.effects.all_to_all_seconds`), the kernels holding the SMs until the data arrive, so the
+    time adds to the step. A step that only prefills (a disaggregated prefill pool's) runs the throughput kernels:
+    SGLang runs DeepEP's "normal" dispatch in the prefill pool and "low-latency" in the decode pool, and under
+    attention data-parallel only with the two apart ("Deploying DeepSeek with PD Disaggregation and Large-scale
+    Expert Parallelism on 96 H100 GPUs", lmsys.org, 2025-05-05). Each token is sent once to each GPU and domain
+    holding its experts (:func:`~xlsxplan.core.effects.forwarded_all_to_all_seconds`) and what the layout's
+    ``overlap`` names is hidden behind the computation but for the SMs the kernels hold
+    (:func:`~xlsxplan.core.effects.exposed_comm_seconds` at NORMAL_KERNEL_SM_SHARE; ``combine``: the combine
+    alone, bounded by the whole step's computation where its down projection and shared experts would be the
+    tighter bound). The ``all-to-all`` part is the time the step still shows.
     The tensor-parallel all-reduces of a layout add the scale-up latency to each.
     """
     if layout is not None and layout.pp > 1:
@@ -232,17 +268,33 @@ def step_parts(
                 + effects.ALL_REDUCES_PER_LAYER * shape.layers * layout.scale_up_latency_us * 1e-6
             )
         if shape.experts_per_token and shape.moe_layers:
-            per_gpu = (batch + prefill_tokens) / n_gpus * shape.experts_per_token * shape.hidden
+            mine = (batch + prefill_tokens) / n_gpus * shape.hidden  # one copy of each of a GPU's tokens [values]
+            k = shape.experts_per_token
             across = n_gpus > layout.scale_up_gpus
             latency = layout.scale_out_latency_us if across else layout.scale_up_latency_us
-            domain = layout.scale_up_gpus
-            one = sum(
-                effects.all_to_all_seconds(
-                    per_gpu * b, n_gpus, layout.scale_up_gb_s, domain, layout.scale_out_gb_s, latency
+            up, domain, out_gb_s = layout.scale_up_gb_s, layout.scale_up_gpus, layout.scale_out_gb_s
+            sizes = (layout.dispatch_bytes, effects.ACTIVATION_BYTES)
+            compute = serve_step(out)  # every part but the all-to-all, still 0 here
+            if prefill_tokens > 0 and not batch:  # a prefill pool's: the throughput kernels, overlapped
+                dispatch, combine = (
+                    shape.moe_layers
+                    * effects.forwarded_all_to_all_seconds(
+                        mine * b, k, n_gpus, up, domain, out_gb_s, latency, layout.max_domains
+                    )
+                    for b in sizes
                 )
-                for b in (layout.dispatch_bytes, effects.ACTIVATION_BYTES)
-            )
-            out["all-to-all"] = shape.moe_layers * one
+                share = effects.NORMAL_KERNEL_SM_SHARE
+                if layout.overlap == "two-batch":
+                    out["all-to-all"] = effects.exposed_comm_seconds(compute, dispatch + combine, share)
+                elif layout.overlap == "combine":
+                    out["all-to-all"] = dispatch + effects.exposed_comm_seconds(compute, combine, share)
+                else:
+                    out["all-to-all"] = dispatch + combine
+            else:  # the low-latency kernels: every copy, holding the SMs until the data arrive
+                one = sum(
+                    effects.all_to_all_seconds(mine * k * b, n_gpus, up, domain, out_gb_s, latency) for b in sizes
+                )
+                out["all-to-all"] = shape.moe_layers * one
         return out
     link = layout.scale_up_gb_s if layout is not None else link_gb_s
     latency = layout.scale_up_latency_us if layout is not None else 0.0

@@ -85,8 +85,17 @@ from .. import calibration, catalog, precision
 from ..calibration.shape import preset_step_shape
 from ..catalog import models
 from ..catalog.systems import Topology, topology_of
-from ..core import cost, effects, engine, equations, queueing, serving, speculative, traffic
-from ..core.step import Layout, StepShape, comm_seconds, linked, mean_context, serve_step, step_parts
+from ..core import cost, engine, equations, queueing, serving, speculative, traffic
+from ..core.step import (
+    Layout,
+    StepShape,
+    comm_seconds,
+    dispatch_bytes,
+    linked,
+    mean_context,
+    serve_step,
+    step_parts,
+)
 from ..domains import (
     CoefficientOfVariation,
     Count,
@@ -1721,7 +1730,7 @@ def plan(
             rest, _, apart = w.partition("+")
             b_experts = precision.bytes_per_param(apart) if apart else 0.0
             weights_gb = weights_of[w]
-            dispatch = 1.0 if precision.bytes_per_param(compute_precision(w)) <= 1 else effects.ACTIVATION_BYTES
+            dispatch = dispatch_bytes(compute_precision(w), precision.bytes_per_param(compute_precision(w)))
             rates: list[_Rates] | None = None
             for kv in kv_names:
                 for n, layout, why in sizes:
