@@ -1,8 +1,8 @@
-"""The training plan's step time, term by term, against hand computations from the equations its docstrings cite:
-FP8's attention core at the BF16 peak and its casts at the memory bandwidth, a mixture of experts' routed term from
-the calibration, torchtitan's selective recompute for a gated layer, the interleaved pipeline bubble, and the NVL72
-domain a GB200 row's traffic stays in. The expected figures come from the catalog, the calibration's fitted numbers
-and EFFICIENCY, never from the functions under test."""
+"""The training plan's step time, term by term, against hand computations from the equations its docstrings cite: FP8's
+attention core at the BF16 peak and its casts at the memory bandwidth, a mixture of experts' routed term from the
+calibration, torchtitan's selective recompute for a gated layer, the interleaved pipeline bubble, the NVL72 domain a
+GB200 row's traffic stays in, and ZeRO-3's gathered stage under pipeline parallelism. The expected figures come from
+the catalog, the calibration's fitted numbers and EFFICIENCY, never from the functions under test."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from xlsxplan.calibration.training_runs import read_training_runs
 from xlsxplan.catalog import load_catalog
 from xlsxplan.plan import train_fit
 from xlsxplan.plan.train import layout_option
+from xlsxplan.plan.train_inputs import TRAIN_INPUTS
 
 CATALOG = load_catalog()
 H100 = CATALOG.accelerators.get("H100-SXM")
@@ -113,3 +114,23 @@ def test_a_gb200_rows_expert_traffic_stays_in_its_nvl72_rack():
     gb200 = CATALOG.accelerators.get("GB200")
     ratio = rack.option.step["expert_all_to_all"] / node.option.step["expert_all_to_all"]
     assert ratio == pytest.approx(50 / gb200.link_gb_s, rel=1e-12)
+
+
+def test_zero3_under_pipeline_parallelism_keeps_the_stage_gathered_and_moves_the_gradients_twice():
+    # torchtitan@9dec370, parallelize_llama.py apply_fsdp: reshard_after_forward = False under pipeline parallelism
+    # (Table 5's 405B runs; the Llama 3 paper's FSDP 'without resharding after forward', arXiv:2407.21783, section
+    # 3.3.2): one gather and one reduce-scatter a step, 2 (d - 1) / d of the 16-bit gradients, while the stage holds
+    # its 16-bit weights, 2 N / (p t); without pipeline parallelism ZeRO-3 gathers for every micro-batch's forward and
+    # backward, (2 m + 1) (d - 1) / d (ZeRO, arXiv:1910.02054, section 7)
+    defaults = {p.name: p.default for p in TRAIN_INPUTS}
+    hidden = 1.0 - defaults["dp_overlap"]
+    shape, piped = _llama8b("bf16", gpus=16, tp=1, pp=2, dp=8, zero=3, global_batch=32)
+    _, flat = _llama8b("bf16", gpus=16, tp=1, pp=1, dp=16, zero=3, global_batch=32)
+    grads = 2 * shape.params_b * 1e9  # 16-bit gradients of Llama 3.1 8B (dense), before the pipeline's split
+    # 8 data-parallel GPUs of one stage share a node's NVLink (450 GB/s); 16 span two nodes: the network
+    piped_s = 2 * 7 / 8 * grads / 2 / (H100.link_gb_s * 1e9) * hidden
+    flat_s = (2 * 2 + 1) * 15 / 16 * grads / (defaults["network_gb_s"] * 1e9) * hidden  # m = 32 / 16 = 2
+    assert piped.option.step["data_parallel_exposed"] == pytest.approx(piped_s, rel=1e-12)
+    assert flat.option.step["data_parallel_exposed"] == pytest.approx(flat_s, rel=1e-12)
+    assert piped.option.memory["gathered_stage"] == pytest.approx(2 * shape.params_b / 2, rel=1e-12)
+    assert "gathered_stage" not in flat.option.memory

@@ -11,8 +11,9 @@ at a global batch, and for each computes, with the core's functions (:mod:`xlsxp
 * **memory per GPU by component**: weights, gradients and optimizer states sharded by ZeRO over the data-parallel
   GPUs and by tensor x pipeline parallelism (TRAIN_STATE_GB), and the activations the first pipeline stage keeps for
   its in-flight micro-batches (``min(p, m)`` micro-batches of ``L / p`` layers with 1F1B scheduling) at the
-  recompute chosen (ACTIVATION_GB, fused attention, no dropout, sequence parallelism with tensor parallelism),
-  against the accelerator's memory times a usable share;
+  recompute chosen (ACTIVATION_GB, fused attention, no dropout, sequence parallelism with tensor parallelism), and
+  with ZeRO-3 under pipeline parallelism the stage's weights kept gathered (:func:`_gathered_stage_gb`), against the
+  accelerator's memory times a usable share;
 * **step time**: the step's FLOPs (6N per token plus PaLM's attention ``12 L H Q T``, TRAIN_FLOPS_PER_TOKEN, and
   the forward pass again where recomputed) over the GPUs' dense peak at the calibrated efficiency
   (``EFFICIENCY("train_mfu", gpu, precision, hidden)``, counting attention as PaLM does; for a mixture of experts
@@ -25,7 +26,8 @@ at a global batch, and for each computes, with the core's functions (:mod:`xlsxp
   1)`` of the step; with ``v`` model chunks a stage, the interleaved schedule's ``(m + (p - 1) / v) / m`` and ``v``
   times the sends, section 2.2.2, for a layout given to :func:`layout_option`), plus the data-parallel gradient
   traffic (ring all-reduce or reduce-scatter and all-gather, ``2 (d - 1) / d`` of the gradients; ZeRO-3 gathers the
-  weights again for every micro-batch, ``(2 m + 1) (d - 1) / d``; ZeRO, arXiv:1910.02054, section 7) of which a
+  weights again for every micro-batch, ``(2 m + 1) (d - 1) / d``, unless pipeline parallelism keeps them gathered
+  through the step; ZeRO, arXiv:1910.02054, section 7; :func:`_dp_passes`) of which a
   stated share overlaps the backward pass. Tensor parallelism stays within a node; a group that fits in one node
   crosses the accelerator's scale-up link (the catalog's ``link_gb_s``; the network's bandwidth for a card without
   one), one that spans nodes the network;
@@ -455,12 +457,15 @@ def _layouts(
                                 w, gr, st = _states(m, dense_b, zero, dp, tp, pp, ep)
                                 for rc in choices["recompute"]:
                                     act = _activations_gb(seq, mb, hidden, heads, stage_layers * in_flight, tp, rc)
-                                    total = w + gr + st + act
+                                    gathered = _gathered_stage_gb(zero, pp, tp, dense_b)
+                                    total = w + gr + st + act + gathered
                                     fits = total <= usable
                                     group = (n, prec)
                                     if not (fits or every) and total >= least.get(group, (math.inf, None))[0]:
                                         continue
                                     memory = {"weights": w, "gradients": gr, "optimizer": st, "activations": act}
+                                    if gathered:
+                                        memory["gathered_stage"] = gathered
                                     o = TrainOption(
                                         g.name,
                                         n,
@@ -640,12 +645,11 @@ def _time(
     if dp > 1:
         link = intra if tp * dp <= node else net
         grads = dense_b * GIGA * 2.0 / (tp * pp)
-        volume = (2.0 if o.zero < 3 else 2.0 * micro + 1.0) * (dp - 1) / dp * grads
+        passes = _dp_passes(o.zero, pp, micro)
+        volume = passes * (dp - 1) / dp * grads
         if m.expert_b:
             edp = max(1, dp // ep)
-            volume += (
-                (2.0 if o.zero < 3 else 2.0 * micro + 1.0) * (edp - 1) / edp * m.expert_b * GIGA * 2.0 / (tp * pp * ep)
-            )
+            volume += passes * (edp - 1) / edp * m.expert_b * GIGA * 2.0 / (tp * pp * ep)
         dp_s = volume / (link * GIGA) * (1.0 - a["dp_overlap"])
     step = pipeline + dp_s
     o.step = {
@@ -673,6 +677,24 @@ def _time(
         and (not a["max_days"] or o.days <= a["max_days"])
         and (not a["budget_usd"] or o.usd <= a["budget_usd"])
     )
+
+
+def _gathered_stage_gb(zero: int, pp: int, tp: int, dense_b: float) -> float:
+    """The pipeline stage's 16-bit weights that ZeRO-3 keeps gathered through the step under pipeline parallelism,
+    ``2 N / (p t)`` [GB]; 0 otherwise (torchtitan@9dec370:torchtitan/parallelisms/parallelize_llama.py,
+    ``apply_fsdp``: ``reshard_after_forward = False`` under pipeline parallelism, "to avoid per-microbatch
+    all-gathers"; its traffic is :func:`_dp_passes`')."""
+    return 2.0 * dense_b / (pp * tp) if zero >= 3 and pp > 1 else 0.0
+
+
+def _dp_passes(zero: int, pp: int, micro: int) -> float:
+    """Times a step's data-parallel traffic moves the 16-bit gradients' worth of bytes, before the ring's ``(d - 1) /
+    d`` [count]: an all-reduce, or a reduce-scatter and an all-gather, 2 (ZeRO, arXiv:1910.02054, section 7); ZeRO-3
+    gathers the weights for every micro-batch's forward and backward and reduces the gradients once, ``2 m + 1``;
+    with pipeline parallelism it keeps the stage's weights gathered through the step, 2, as the memory counts them
+    (:func:`_gathered_stage_gb`; the Llama 3 paper, arXiv:2407.21783, section 3.3.2, also shards parameters 'without
+    resharding after forward')."""
+    return 2.0 * micro + 1.0 if zero >= 3 and pp == 1 else 2.0
 
 
 def _judge(o: TrainOption, a: dict[str, Any]) -> None:
@@ -951,7 +973,7 @@ def _gated_activation_bytes(
     first, last = stage_layers * in_flight * layer, stage_layers * layer + logits
     out = {"activations": max(first, last) / GIGA, "recompute": (every - layer) / GIGA}
     if zero >= 3 and pp > 1:
-        out["gathered_stage"] = 2.0 * dense_b / (pp * tp)
+        out["gathered_stage"] = _gathered_stage_gb(zero, pp, tp, dense_b)
     elif zero >= 3:
         layer_params = (dense_b * GIGA - 2.0 * vocab * s.hidden) / s.layers
         out["gathered_layers"] = training_memory.gathered_layer_bytes(layer_params, tp) / GIGA
@@ -1111,6 +1133,8 @@ def layout_option(
         )
         if vocab:
             memory["logits"] = training_memory.logits_bytes(micro_batch * seq, vocab, tp) / GIGA
+        if _gathered_stage_gb(zero, pp, tp, dense_b):
+            memory["gathered_stage"] = _gathered_stage_gb(zero, pp, tp, dense_b)
     o = TrainOption(
         g.name,
         gpus,

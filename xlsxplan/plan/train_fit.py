@@ -16,9 +16,9 @@ layout and batch:
 Each row is predicted by the plan's own function for one layout (:func:`xlsxplan.plan.train.layout_option`: the same
 memory by component and step time, compute at the calibrated MFU plus each parallel dimension's communication and
 the pipeline bubble, that the search uses for every layout it tries), with the row's own facts as the layout: its
-virtual pipeline size where published (the interleaved schedule's bubble), and for an accelerator built only into a
-scale-up domain larger than the plan's 8-GPU node (GB200 in an NVL72 rack, ``systems.toml``) that domain as the
-node its traffic stays within. The model has two fitted factors, one each for
+virtual pipeline size where published or set by its code (the interleaved schedule's bubble), and for an accelerator
+built only into a scale-up domain larger than the plan's 8-GPU node (GB200 in an NVL72 rack, ``systems.toml``) that
+domain as the node its traffic stays within. The model has two fitted factors, one each for
 all rows: a scale ``k`` on the calibrated MFU and a scale ``c`` on the plan's communication time (``step = A / k + c
 B``, ``A`` the compute stretched by the pipeline bubble, ``B`` the rest: tensor, pipeline and expert traffic stretched
 by the bubble, and the exposed data-parallel traffic). For each ``c`` of a grid, ``k`` is the median of the ``k``
