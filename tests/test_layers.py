@@ -21,8 +21,8 @@ ROOT = REPO / "xlsxplan"
 # A module may import a module of a lower rank, or of its own rank and group; a face (rank FACE) never imports
 # another face. A module whose top-level name is not here fails test_every_module_has_a_layer: a new file belongs
 # to a folder, and its folder gives its rank. The plan sits under the registry because PLAN_OPTIONS and
-# PLAN_OPTIONS_AT are Excel functions (the registry imports the search); sheet/ sits over it because its forms
-# (cell conversion, native formulas) read the registry.
+# PLAN_OPTIONS_AT are Excel functions (the registry's table names the search, imported on first use); sheet/ sits
+# over it because its forms (cell conversion, native formulas) read the registry.
 RANKS: dict[str, tuple[int, str]] = {
     "errors": (0, "basics"),
     "infra": (1, "infra"),  # atomic files, zip checks, process limits, text, element-by-element arithmetic
@@ -102,6 +102,10 @@ def _imports(module: str) -> tuple[tuple[str, int, list[str]], ...]:
             rest = [n for n in names if n not in submodules]
             if rest or not submodules:
                 out.append((target, node.lineno, rest))
+    if module == "xlsxplan.registry":  # the modules its table names as text, imported when an entry is first read
+        from xlsxplan.registry import ENTRY_MODULES
+
+        out += [(f"xlsxplan.{m}", 0, []) for m in ENTRY_MODULES.values()]
     return tuple(out)
 
 
