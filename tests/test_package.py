@@ -62,3 +62,25 @@ def test_the_public_names_load_lazily_from_their_modules():
     assert "max_batch" in dir(xlsxplan)
     with pytest.raises(AttributeError, match="has no attribute 'no_such_function'"):
         _ = xlsxplan.no_such_function
+
+
+def test_a_recalculation_that_calls_a_core_function_loads_that_module_and_no_catalog(tmp_path):
+    """The registry builds an entry, and imports its module, the first time it is read: ``xlsxplan recalc`` of a
+    sheet that calls DECODE_TOKS_TOTAL alone (the benchmark's sweep) loads its core module and neither the catalog,
+    pydantic, the calibration nor the plan search (checked in a clean process)."""
+    import openpyxl
+
+    wb = openpyxl.Workbook()
+    wb.active["A1"] = 70
+    wb.active["B1"] = "=DECODE_TOKS_TOTAL(A1,1,2,3.35,94,327680,2300)"
+    wb.save(tmp_path / "sweep.xlsx")
+    code = (
+        "import sys\n"
+        "from xlsxplan.cli import main\n"
+        f"status = main(['recalc', '-q', {str(tmp_path / 'sweep.xlsx')!r}, '-o', {str(tmp_path / 'out.xlsx')!r}])\n"
+        "banned = ('pydantic', 'xlsxplan.catalog', 'xlsxplan.calibration', 'xlsxplan.plan.search')\n"
+        "print(status, 'xlsxplan.core.serving' in sys.modules,\n"
+        "      ','.join(sorted(m for m in sys.modules if m.split('.')[0] in banned or m.startswith(banned))))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert out.stdout.split() == ["0", "True"]
