@@ -182,6 +182,38 @@ def test_a_request_rate_sets_the_batch_by_littles_law(factors):
         measurements.implied(dataclasses.replace(m, metric="ttft", value=100.0))
 
 
+def test_a_saturated_engine_runs_the_sequences_its_step_budget_holds(factors):
+    # TensorRT-LLM's perf-overview (docs/source/performance/perf-overview.md@258c754), online serving, Llama 3.1 70B
+    # BF16 on four H200s, 467 tokens in and 16 out, requests sent without pause: 457 output tokens/s, 546 ms between
+    # tokens. Memory would hold thousands of such sequences; the engine's 8,192 tokens a step hold
+    # floor(8192 / (1 + 467 / 16)) = 271, and each step decodes 271 tokens and prefills 271 x 467 / 16 = 7,910
+    (m,) = [
+        r
+        for r in measurements.read_measurements(calibration.measurements_path())
+        if r.name == "LLaMA 3.1 70B online serving, H200 131GB HBM3 TP4, 467/16, QPS INF" and r.metric == "tpot_ms"
+    ]
+    assert (m.max_num_tokens, m.max_batch_size, m.value) == (8192, 2048, 546)
+    s = measurements.shape_of(m)
+    load = measurements._load(m, s, factors)
+    assert load.batch == 271 and "8,192 tokens a step" in load.said
+    unbounded = measurements._load(dataclasses.replace(m, max_num_tokens=None, max_batch_size=None), s, factors)
+    assert unbounded.batch > 2_000  # memory's batch, whose step prefills 2,000 x 29 tokens: seconds long
+    tpot = measurements.predict(m, factors)[0]
+    assert tpot == pytest.approx(1e3 * load.step / load.scale, rel=1e-12)
+    assert 0.5 < tpot / m.value < 2  # within 2x of the page's 546 ms with the budget
+    assert measurements.predict(dataclasses.replace(m, max_num_tokens=None), factors)[0] / m.value > 10  # not without
+    # the throughput of a compute-bound step hardly moves with its batch: the budget changes the latency, not the rate
+    rate = dataclasses.replace(m, metric="output_tokens_per_sec_total")
+    ratio = (
+        measurements.predict(rate, factors)[0]
+        / measurements.predict(dataclasses.replace(rate, max_num_tokens=None), factors)[0]
+    )
+    assert 1 <= ratio < 1.6
+    # below the budget a request rate still sets the batch by Little's law (QPS 2: one or two in flight)
+    low = dataclasses.replace(m, concurrency=None, request_rate=2.0)
+    assert measurements._load(low, s, factors).batch < 10
+
+
 def test_a_pipelines_one_request_rows_work_on_one_stage_at_a_time(factors):
     one = parse(serve(metric="decode_tokens_per_sec", value=1, n_gpus=1, concurrency=1, input_len=""))[0]
     piped = dataclasses.replace(one, n_gpus=4, pp=4)

@@ -135,3 +135,27 @@ def test_weights_that_do_not_fit_leave_no_tokens():
     assert x.model_engine_concurrency("DeepSeek-V3", 85, 8192, 1, "fp8") == 0
     with pytest.raises(OutOfRangeError, match=r"^memory_fraction must be a fraction above 0 and at most 1"):
         x.engine_kv_gb(80, 10, 1.2)
+
+
+# --- the per-step token budget ------------------------------------------------------------------------------------
+
+
+def test_the_step_budget_holds_t_over_one_plus_p_over_o_sequences():
+    # TensorRT-LLM's trtllm-build default, 8,192 tokens a step (tensorrt_llm/builder.py BuildConfig.max_num_tokens):
+    # at 467 tokens in and 16 out each sequence brings 467 / 16 = 29.19 prompt tokens a step beside its own token,
+    # 8192 / 30.19 = 271.4. TensorRT-LLM's perf-overview (docs/source/performance/perf-overview.md@258c754, online
+    # serving, Llama 3.1 70B on four H200s, QPS INF) prints 457 output tokens/s at a mean inter-token latency of
+    # 546 ms: 457 x 0.546 = 250 sequences decoding, within 10% of the budget's 271
+    assert engine.budget_batch(8192, 467, 16) == 271
+    assert abs(271 / (457 * 0.546) - 1) < 0.1
+    assert engine.budget_batch(engine.TRTLLM_MAX_NUM_TOKENS, 467, 16, engine.TRTLLM_MAX_BATCH_SIZE) == 271
+    # at 467 in and 256 out the same budget holds 8192 / 2.824 = 2,900 sequences: the 2,048 of max_batch_size bind
+    assert engine.budget_batch(8192, 467, 256) == 2_900
+    assert engine.budget_batch(8192, 467, 256, 2_048) == 2_048
+    # a decode pool prefills nothing: every token of the budget is a sequence's
+    assert engine.budget_batch(8192, 0, 16) == 8_192
+    # vLLM's max_num_seqs alone (256 by default on GPUs under 70 GiB, vllm/engine/arg_utils.py get_batch_defaults)
+    assert engine.budget_batch(0, 2_000, 300, 256) == 256
+    # nothing given: nothing caps the batch; a prompt longer than the budget still runs one sequence, chunked
+    assert engine.budget_batch(0, 2_000, 300) == 0
+    assert engine.budget_batch(2_048, 8_192, 1) == 1

@@ -50,6 +50,8 @@ CHANGED = {
     "gpus_per_replica": ("2,4", "2,4"),
     "servings": ("aggregated", "aggregated"),
     "max_gpus_per_replica": (16, "16"),
+    "max_num_tokens": (256, "256"),  # 256 / (1 + 2000 / 300) = 33 sequences, below the speed target's batch
+    "max_batch_size": (16, "16"),
 }
 
 

@@ -57,6 +57,37 @@ def test_the_batch_comes_from_the_kv_tokens_vllm_would_allocate():
     assert _option(plan("Qwen2.5-72B", ASSISTANT, gpus={"H100": 2.5}, assumptions=TEXT)).batch == 94
 
 
+def test_the_engines_step_budget_caps_the_batch_and_says_so(capsys):
+    # TensorRT-LLM's default 8,192 tokens a step (tensorrt_llm/builder.py BuildConfig.max_num_tokens): at 2,000 tokens
+    # in and 300 out a sequence brings 2000 / 300 = 6.67 prompt tokens a step beside its own, 8192 / 7.67 = 1,068
+    # sequences, more than the 94 the flat 90% of memory holds (test_plan.py): memory still sets the batch
+    budget = Assumptions(weights="params x bytes", max_num_tokens=8192)
+    f = _option(plan("Qwen2.5-72B", ASSISTANT, gpus={"H100": 2.5}, assumptions=budget))
+    assert f.extra["batch_budget"] == 1_068 and f.batch == 94 and f.binding == "memory"
+    short = Traffic(2_000_000, 467, 16, 3)  # the perf-overview's 467 in, 16 out: 8192 / (1 + 467 / 16) = 271
+    free = _option(plan("Llama-3.1-8B", short, gpus={"H100": 2.5}, assumptions=TEXT), "bf16", n=1)
+    capped = _option(
+        plan(
+            "Llama-3.1-8B",
+            short,
+            gpus={"H100": 2.5},
+            assumptions=Assumptions(weights="params x bytes", max_num_tokens=8192),
+        ),
+        "bf16",
+        n=1,
+    )
+    assert free.batch > 271 and free.binding == "memory"
+    assert capped.batch == capped.extra["batch_budget"] == 271 and capped.binding == "engine's step budget"
+    assert capped.tokens_per_s_per_user > free.tokens_per_s_per_user
+    args = "plan --model Llama-3.1-8B --requests-per-day 2000000 --prompt-tokens 467 --output-tokens 16 --gpu H100"
+    assert main([*args.split(), "--gpus-per-replica", "1", "--weights", "bf16", "--serving", "aggregated",
+                 "--max-num-tokens", "8192", "--max-batch-size", "2048"]) == 0  # fmt: skip
+    out = capsys.readouterr().out
+    assert "  271  budget  " in out  # the table's batch and "set by"
+    assert "engine's step budget: 8,192 tokens a step and 2,048 sequences at most" in out
+    assert "it allows a batch of 271 at 467 in and 16 out, and sets rank 1's" in out
+
+
 def test_a_share_that_leaves_no_pool_rejects_the_option_saying_so():
     a = Assumptions(weights="params x bytes", engine=Engine(memory_fraction=0.45))
     f = _option(plan("Qwen2.5-72B", ASSISTANT, gpus={"H100": 2.5}, assumptions=a))

@@ -68,7 +68,7 @@ from typing import Any, Literal, cast, overload
 
 from .. import calibration
 from ..catalog import models
-from ..core import effects, equations, roofline, serving, training, training_memory
+from ..core import effects, engine, equations, roofline, serving, training, training_memory
 from ..core.step import OVERLAPS, Layout, dispatch_bytes, linked, mean_context, serve_step, step_parts
 from ..errors import CatalogError, XlsxplanError
 from ..precision import published_embedding_bytes
@@ -196,6 +196,14 @@ class Measurement:
     tpot_cap_ms: float | None = None
     """A per-output-token latency the run had to meet (optional ``tpot_cap_ms`` column): the batch is the largest
     whose decode step stays within it."""
+    max_num_tokens: int | None = None
+    """Tokens one step of the engine computes at most, decoded and prefilled together (optional ``max_num_tokens``
+    column: TensorRT-LLM's max_num_tokens, vLLM's max_num_batched_tokens, SGLang's chunked_prefill_size), where the
+    source states it or the engine ran at its default: the steady-state batch is then at most
+    :func:`xlsxplan.core.engine.budget_batch`'s; empty: no budget (memory alone sets a saturated batch)."""
+    max_batch_size: int | None = None
+    """Sequences the engine runs at once at most (optional ``max_batch_size`` column: TensorRT-LLM's max_batch_size,
+    vLLM's max_num_seqs, SGLang's max_running_requests); empty: none."""
     engine: str = ""
     """The serving engine as the source names it (optional ``engine`` column): vllm, sglang, trtllm, llama.cpp..."""
     publication: str = ""
@@ -311,6 +319,8 @@ def parse_measurements(text: str, origin: str = "measurements") -> list[Measurem
                     request_rate=_number(raw.get("request_rate", ""), "request_rate") or None,
                     ttft_cap_ms=_number(raw.get("ttft_cap_ms", ""), "ttft_cap_ms") or None,
                     tpot_cap_ms=_number(raw.get("tpot_cap_ms", ""), "tpot_cap_ms") or None,
+                    max_num_tokens=_number(raw.get("max_num_tokens", ""), "max_num_tokens", True) or None,
+                    max_batch_size=_number(raw.get("max_batch_size", ""), "max_batch_size", True) or None,
                     value=value,
                     params_b=_number(raw["params_b"], "params_b"),
                     active_params_b=_number(raw["active_params_b"], "active_params_b"),
@@ -1003,12 +1013,21 @@ class _Load:
     """Output tokens per second of one instance when a request rate, not the engine, sets the throughput."""
 
 
+def _limits(m: Measurement) -> str:
+    """The engine's per-step limits a row gives, in words."""
+    said = [f"{m.max_num_tokens:,} tokens a step"] if m.max_num_tokens else []
+    return " and ".join(said + ([f"{m.max_batch_size:,} sequences"] if m.max_batch_size else []))
+
+
 def _load(m: Measurement, s: Shape, factors: Factors) -> _Load:
     """The continuous-batching steady state of one instance of row ``m``: the batch is what fills memory
     (``concurrency`` ``max``), the concurrency where it is smaller, the largest batch meeting ``tpot_cap_ms``, or,
     for a row driven by a ``request_rate`` ``r`` per instance, the batch Little's law gives, ``B = r (T_1 + O
     t(B))``, requests in flight equal to the arrival rate times the time each spends (its first-token time alone
-    ``T_1`` and ``O`` steps of ``t(B)``), found by bisection; beyond what memory holds the engine is saturated."""
+    ``T_1`` and ``O`` steps of ``t(B)``), found by bisection; beyond what memory holds the engine is saturated. Where
+    the row gives the engine's per-step limits (``max_num_tokens``, ``max_batch_size``), the batch is at most
+    :func:`xlsxplan.core.engine.budget_batch`'s, ``T / (1 + P / O)``: a saturated engine runs that many sequences,
+    not what memory holds."""
     inst, copies = _instances(m)
     gpu, bits, n = _gpu(inst), _bits(inst), _n(inst)
     layout = expert_layout(inst)
@@ -1026,8 +1045,16 @@ def _load(m: Measurement, s: Shape, factors: Factors) -> _Load:
     batch = int(fits if conc == 0 else min(conc, fits))
     if batch < 1:
         raise Unpredictable(f"the weights or one request do not fit in {USABLE_FRACTION:.0%} of memory")
-    scale = factors.serving_scale(scale_gpus(m), gpu.id)
     said = f"batch {batch}" + (" (memory)" if batch == int(fits) and conc != batch else "")
+    budget = 0
+    if m.pool != "prefill":  # a prefill pool's concurrency is its step's prompts, given
+        prompt = 0.0 if m.pool == "decode" else float(inst.input_len or 0.0)
+        budget = engine.budget_batch(inst.max_num_tokens or 0, prompt, float(inst.output_len or 1.0),
+                                     inst.max_batch_size or 0)  # fmt: skip
+    if budget and budget < batch:
+        batch = budget
+        said = f"batch {batch} (the engine's {_limits(inst)})"
+    scale = factors.serving_scale(scale_gpus(m), gpu.id)
     rate_bound = None
     if m.tpot_cap_ms:
         uncapped = batch
@@ -1043,7 +1070,7 @@ def _load(m: Measurement, s: Shape, factors: Factors) -> _Load:
             return rate * (first + output * _step_at(inst, s, factors, b)[0] / scale) - b
 
         if excess(batch) > 0:
-            said = f"batch {batch} (memory): {m.request_rate:g} requests/s saturate it"
+            said += f": {m.request_rate:g} requests/s saturate it"
         else:  # the smallest batch whose requests in flight Little's law can hold: bisect finds it
             batch = 1 + bisect.bisect_left(range(1, batch + 1), True, key=lambda b: excess(b) <= 0)
             rate_bound = rate * output

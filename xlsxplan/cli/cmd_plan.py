@@ -315,7 +315,13 @@ def _variants(covered: list[tuple[str, str]], kvs: tuple[str, ...], servings: tu
     return " (" + "; ".join(f"KV {k} {s}" for k, s in covered) + ")"
 
 
-_SHORT = {"aggregated": "agg", "disaggregated": "disagg", "speed target": "speed", "first-token target": "1st token"}
+_SHORT = {
+    "aggregated": "agg",
+    "disaggregated": "disagg",
+    "speed target": "speed",
+    "first-token target": "1st token",
+    "engine's step budget": "budget",
+}
 """How the table abbreviates a serving mode and a binding limit (the JSON spells them out)."""
 
 
@@ -508,6 +514,8 @@ def render(result: Any, top: int = 0, finance: list[str] | None = None) -> str:
     lines.append(
         f"  memory: {usable}; weights {weights}; " + "; ".join(n.removeprefix("memory: ") for n in result.notes)
     )
+    if a.max_num_tokens or a.max_batch_size:
+        lines.append("  " + _budget_text(result))
     lines.append(
         f"  fleet: {a.spare} spare replica{'s' if a.spare != 1 else ''} (in each pool when disaggregated), "
         f"at least {a.min_replicas} aggregated; GPUs billed {a.hours_per_month:g} hours a month"
@@ -593,6 +601,27 @@ def _topology_cells(result: Any, o: Any) -> list[str]:
     c = o.calibrated.extra
     ms = [_n(c[k] * 1e3, 1) if c.get(k) is not None else "" for k in ("step_s", "comm_s")]
     return [o.layout or f"tp{o.gpus_per_replica}", *ms]
+
+
+def _budget_text(result: Any) -> str:
+    """The engine's per-step limits, what batch they allow, and whether they set rank 1's."""
+    a, t = result.assumptions, result.traffic
+    given = [f"{a.max_num_tokens:,} tokens a step" if a.max_num_tokens else "", f"{a.max_batch_size:,} sequences"
+             if a.max_batch_size else ""]  # fmt: skip
+    text = (
+        f"engine's step budget: {' and '.join(x for x in given if x)} at most (TensorRT-LLM's max_num_tokens and "
+        "max_batch_size: each step decodes the batch and prefills batch x prompt / output tokens, so batch <= "
+        "tokens / (1 + prompt / output))"
+    )
+    feasible = result.feasible
+    if feasible:
+        f = feasible[0].view(result.rank_by)
+        cap = f.extra.get("batch_budget")
+        if cap is not None:
+            setting = "sets" if f.binding == "engine's step budget" else "does not set"
+            text += f"; it allows a batch of {cap:,} at {t.prompt_tokens:,.0f} in and {t.decode_tokens:,.0f} out, "
+            text += f"and {setting} rank 1's"
+    return text
 
 
 def _extra_head(result: Any) -> list[str]:
@@ -795,12 +824,14 @@ SPEC_FLAGS = (
     "gpus_per_replica",
     "servings",
     "max_gpus_per_replica",
+    "max_num_tokens",
+    "max_batch_size",
 )
 """The plan inputs whose flags are made from their specification (:data:`xlsxplan.plan.inputs.PLAN_INPUTS`: flag,
 unit and text); the others have flags of their own, with a CLI's spelling of "not given"."""
 _SPEC_LISTS = ("gpus_per_replica", "servings")
 """Those of them given as comma-separated lists; the rest are numbers."""
-_SPEC_WHOLE = ("max_gpus_per_replica",)
+_SPEC_WHOLE = ("max_gpus_per_replica", "max_num_tokens", "max_batch_size")
 """Those of them that are whole numbers."""
 
 

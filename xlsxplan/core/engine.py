@@ -33,9 +33,29 @@ References
    cell_size``, cell_size the KV bytes of one token over the layers (latent attention: ``(kv_lora_rank +
    qk_rope_head_dim) * layers * bytes``).
 .. [4] vLLM, vllm/config ModelConfig.get_num_kv_heads: ``max(1, total_num_kv_heads // tensor_parallel_size)``.
+.. [5] TensorRT-LLM, tensorrt_llm/builder.py ``BuildConfig`` (NVIDIA/TensorRT-LLM@008b2b8, read 2026-12-07):
+   ``max_batch_size: int = 2048``, ``max_num_tokens: int = 8192``, the defaults ``trtllm-build`` builds an engine with
+   ("Maximum number of batched input tokens after padding is removed in each batch", tensorrt_llm/commands/build.py);
+   its perf-overview page (docs/source/performance/perf-overview.md@258c754) prints them back as "Max Runtime Batch
+   Size" and "Max Runtime Tokens: 8192". ``trtllm-bench build --dataset`` tunes both from the dataset instead
+   (tensorrt_llm/bench/build/tuning.py ``calc_engine_setting``).
+.. [6] vLLM, vllm/engine/arg_utils.py ``EngineArgs.get_batch_defaults`` (vllm-project/vllm main, read 2026-12-07):
+   ``max_num_batched_tokens`` 8192 for the API server and 16384 for the ``LLM`` class on GPUs of 70 GiB or more other
+   than the A100 (2048 and 8192 elsewhere), ``max_num_seqs`` 1024 there (256 elsewhere). SGLang's equivalents are
+   ``chunked_prefill_size`` and ``max_running_requests`` (python/sglang/srt/server_args.py).
+
+The per-step token budget
+-------------------------
+An engine caps the tokens one step computes (TensorRT-LLM's ``max_num_tokens``, vLLM's ``max_num_batched_tokens``,
+SGLang's ``chunked_prefill_size``) and the sequences it runs at once (``max_batch_size``, ``max_num_seqs``,
+``max_running_requests``). In the steady state of continuous batching every step decodes ``B`` tokens and prefills
+``B P / O`` prompt tokens (:func:`xlsxplan.core.effects.prefill_tokens_per_step`), so the budget ``T`` holds at most
+``B = floor(T / (1 + P / O))`` sequences (:func:`budget_batch`), whatever memory would hold: past it, requests wait.
 """
 
 from __future__ import annotations
+
+import math
 
 from ..domains import (
     Count,
@@ -52,8 +72,11 @@ from ..infra.elementwise import is_array, refused, where
 from . import equations
 
 __all__ = [
+    "TRTLLM_MAX_BATCH_SIZE",
+    "TRTLLM_MAX_NUM_TOKENS",
     "VLLM_BLOCK_SIZE",
     "VLLM_GPU_MEMORY_UTILIZATION",
+    "budget_batch",
     "concurrency",
     "engine_kv_gb",
     "engine_kv_tokens",
@@ -66,6 +89,12 @@ VLLM_GPU_MEMORY_UTILIZATION = 0.9
 """vLLM's default ``gpu_memory_utilization`` through v0.19 (vllm/config/cache.py CacheConfig); 0.92 from v0.22."""
 VLLM_BLOCK_SIZE = 16
 """vLLM's default KV block on CUDA, in tokens (CacheConfig.block_size)."""
+TRTLLM_MAX_NUM_TOKENS = 8192
+"""The tokens one step of a TensorRT-LLM engine computes at most, as ``trtllm-build`` builds it by default
+(tensorrt_llm/builder.py BuildConfig.max_num_tokens; reference [5]) [tokens]."""
+TRTLLM_MAX_BATCH_SIZE = 2048
+"""The sequences a TensorRT-LLM engine runs at once at most, as ``trtllm-build`` builds it by default
+(BuildConfig.max_batch_size; reference [5]) [sequences]."""
 
 
 def kv_pool_gb(memory_gb: float, weights_gb: float, memory_fraction: float, reserve_gb: float) -> float:
@@ -197,3 +226,44 @@ def concurrency(
         return 0.0
     per_request = kv_bytes_per_token * equations.whole_ceil(max_model_len / block_size) * block_size
     return where(pool_bytes <= 0, 0.0, pool_bytes / (per_request + state_bytes))
+
+
+def budget_batch(max_num_tokens: float, prompt_tokens: float, output_tokens: float, max_batch: float = 0) -> int:
+    """The most sequences a continuous-batching engine decodes together under its per-step limits [sequences].
+
+    Parameters
+    ----------
+    max_num_tokens : float
+        Tokens one step may compute, decoded and prefilled together: TensorRT-LLM's ``max_num_tokens`` (8192 by
+        default, TRTLLM_MAX_NUM_TOKENS), vLLM's ``max_num_batched_tokens``, SGLang's ``chunked_prefill_size``; 0: no
+        budget [tokens].
+    prompt_tokens : float
+        Tokens each request's prompt prefills; 0 for a decode pool, which prefills nothing [tokens].
+    output_tokens : float
+        Tokens each request generates [tokens].
+    max_batch : float, default 0
+        Sequences the engine runs at once at most: ``max_batch_size``, ``max_num_seqs``, ``max_running_requests``; 0:
+        no limit [sequences].
+
+    Returns
+    -------
+    int
+        ``floor(T / (1 + P / O))``, at most ``max_batch``, at least 1 (one sequence always runs, its prompt chunked);
+        0 when neither limit is given (nothing caps the batch) [sequences].
+
+    Notes
+    -----
+    A step of ``B`` sequences computes ``B`` decoded tokens and, in the steady state, ``B P / O`` prompt tokens
+    (PREFILL_TOKENS_PER_STEP; Orca, OSDI '22, section 3.2; Sarathi-Serve, arXiv:2403.02310, section 4): the budget
+    ``T`` holds ``B (1 + P / O) <= T``. TensorRT-LLM's perf-overview (docs/source/performance/perf-overview.md@258c754,
+    online serving, Llama 3.1 70B on four H200s, 467 tokens in and 16 out, requests sent without pause): at the default
+    8,192 tokens ``B = floor(8192 / (1 + 467 / 16)) = 271``, and the page's 457 output tokens/s at a mean inter-token
+    latency of 546 ms put 250 sequences in flight (Little's law, 457 x 0.546).
+    """
+    cap = 0
+    if max_num_tokens > 0:
+        per_sequence = 1.0 + prompt_tokens / output_tokens
+        cap = max(1, math.floor(max_num_tokens / per_sequence * (1 + 1e-12)))
+    if max_batch > 0:
+        cap = int(max_batch) if not cap else min(cap, int(max_batch))
+    return cap

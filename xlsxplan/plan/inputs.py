@@ -292,6 +292,22 @@ PLAN_INPUTS: tuple[PlanInput, ...] = (
         "1: bursts, Allen-Cunneen's (arrival_cv^2 + service_cv^2) / 2 scaling the wait) [ratio].",
         "Arrival_Burstiness",
     ),
+    PlanInput(
+        "max_num_tokens",
+        CountOrZero,
+        0,
+        "Tokens the engine computes in one step, decoded and prefilled (TensorRT-LLM max_num_tokens, 8192 by "
+        "default; vLLM max_num_batched_tokens): the batch is at most this / (1 + prompt / output); 0: none [tokens].",
+        "",
+    ),
+    PlanInput(
+        "max_batch_size",
+        CountOrZero,
+        0,
+        "Sequences the engine runs at once at most (TensorRT-LLM max_batch_size, 2048 by default; vLLM max_num_seqs; "
+        "SGLang max_running_requests); 0: no limit [sequences].",
+        "",
+    ),
 )
 """Every input of the plan search, in PLAN_OPTIONS's argument order (new ones only ever added at the end, so that a
 formula written for an older version keeps its meaning)."""

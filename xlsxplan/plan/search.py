@@ -50,6 +50,11 @@ Optional inputs, each absent unless given, so that a plan without them is the pl
   fleet are reported (:mod:`xlsxplan.core.queueing`).
 * **Memory as vLLM allocates it** (:class:`Engine`): the engine's share of each GPU less the weights and a reserve,
   in whole blocks (ENGINE_KV_TOKENS), in place of the flat usable share.
+* **The engine's per-step limits** (:attr:`Assumptions.max_num_tokens`, :attr:`Assumptions.max_batch_size`): each
+  step of ``B`` sequences decodes ``B`` tokens and prefills ``B P / O`` prompt tokens, so a budget of ``T`` tokens a
+  step runs at most ``floor(T / (1 + P / O))`` sequences (:func:`xlsxplan.core.engine.budget_batch`, the same function
+  validate's steady state calls; TensorRT-LLM's trtllm-build builds 8,192 tokens and 2,048 sequences by default); the
+  batch is the smallest of memory's, the targets' and this one, which the option's binding then names.
 * **A speculative draft** (:class:`Speculative`): every option is planned with it and without it; with it a token
   costs SPEC_STEP_S over the tokens a step yields, the draft's weights and cache take memory, and its verify pass
   takes compute from the prompts (:mod:`xlsxplan.core.speculative`).
@@ -99,6 +104,7 @@ from ..core.step import (
 from ..domains import (
     CoefficientOfVariation,
     Count,
+    CountOrZero,
     Fraction,
     FractionOrZero,
     MemoryGBOrZero,
@@ -155,7 +161,7 @@ SERVINGS = ("aggregated", "disaggregated")
 """Prefill and decode on the same replicas (chunked prefill), or on separate pools of them."""
 
 AGGREGATED, DISAGGREGATED = SERVINGS
-MEMORY, SPEED, FIRST_TOKEN = "memory", "speed target", "first-token target"
+MEMORY, SPEED, FIRST_TOKEN, BUDGET = "memory", "speed target", "first-token target", "engine's step budget"
 PARAMS_X_BYTES, PUBLISHED = "params x bytes", "published"
 MOST_GPUS = 10_000_000
 """The most GPUs a plan may need (the GPU counts the cost functions accept); an option that needs more is rejected."""
@@ -255,6 +261,12 @@ class Assumptions:
     """The owned-case assumptions; None: the plan prices rented GPUs only."""
     engine: Engine | None = None
     """Memory as a serving engine allocates it; None: :attr:`usable_fraction` of memory, less the weights."""
+    max_num_tokens: int = 0
+    """Tokens the engine computes in one step at most, decoded and prefilled together (TensorRT-LLM's max_num_tokens,
+    vLLM's max_num_batched_tokens, SGLang's chunked_prefill_size): the batch is at most ``T / (1 +
+    P / O)`` (:func:`xlsxplan.core.engine.budget_batch`); 0: no budget [tokens]."""
+    max_batch_size: int = 0
+    """Sequences the engine runs at once at most (max_batch_size, max_num_seqs, max_running_requests); 0: none."""
     speculative: Speculative | None = None
     """A draft (a model or a multi-token-prediction head) proposing tokens the target checks; None: plain decode."""
 
@@ -390,8 +402,9 @@ class Figures:
     prefill_efficiency: float | None = None
     extra: dict[str, Any] = field(default_factory=dict)
     """Every other figure of the plan, by name: weights_gb, usable_gb, kv_bytes_per_token, batch_memory,
-    batch_speed, batch_first_token, tokens_per_s_total, prefill_s, requests_per_s_per_replica, prefill_replicas,
-    decode_replicas, prefill_share, usd_per_m_output_full_load..."""
+    batch_speed, batch_first_token, batch_budget (the engine's step budget's, where given), tokens_per_s_total,
+    prefill_s, requests_per_s_per_replica, prefill_replicas, decode_replicas, prefill_share,
+    usd_per_m_output_full_load..."""
 
     def reject(self, reason: str, limit: str) -> Figures:
         """Mark the option rejected: ``reason`` in words, ``limit`` the check it failed (``precision``, ``efficiency``,
@@ -563,6 +576,11 @@ class Plan:
                         }
                     }
                     if a.engine
+                    else {}
+                ),
+                **(
+                    {"step_budget": {"max_num_tokens": a.max_num_tokens, "max_batch_size": a.max_batch_size}}
+                    if a.max_num_tokens or a.max_batch_size
                     else {}
                 ),
                 **(
@@ -746,6 +764,8 @@ def _checked_inputs(traffic: Traffic, targets: Targets, assumptions: Assumptions
         _check("arrival_cv", CoefficientOfVariation, assumptions.arrival_cv)
     _check("spare", Spare, assumptions.spare)
     _check("min_replicas", Count, assumptions.min_replicas)
+    _check("max_num_tokens", CountOrZero, assumptions.max_num_tokens)
+    _check("max_batch_size", CountOrZero, assumptions.max_batch_size)
     if assumptions.weights not in (PUBLISHED, PARAMS_X_BYTES):
         raise ArgumentError(
             f"weights must be {PUBLISHED!r} or {PARAMS_X_BYTES!r}, got {assumptions.weights!r}", "weights"
@@ -1339,8 +1359,21 @@ def _plan_view(
                 f"{format_number(g.ttft_s)} s: {took}",
                 "first token",
             )
-    batch = min(b for b in (memory_batch, speed_batch, first_batch) if b is not None)
-    f.binding = MEMORY if batch == memory_batch else SPEED if batch == speed_batch else FIRST_TOKEN
+    budget_batch = None
+    if a.max_num_tokens or a.max_batch_size:  # the engine's per-step limits, in the steady state of its steps
+        prompt = traffic.prefill_tokens(t.prompt_tokens) if serving_mode == AGGREGATED else 0.0
+        budget_batch = engine.budget_batch(a.max_num_tokens, prompt, t.decode_tokens, a.max_batch_size)
+        ex["batch_budget"] = budget_batch
+    batch = min(b for b in (memory_batch, speed_batch, first_batch, budget_batch) if b is not None)
+    f.binding = (
+        MEMORY
+        if batch == memory_batch
+        else SPEED
+        if batch == speed_batch
+        else FIRST_TOKEN
+        if batch == first_batch
+        else BUDGET
+    )
     if g.ttft_percentile is not None and g.ttft_s is not None and serving_mode == AGGREGATED:
         mean_prefill = serving.prefill_seconds(
             s.model.active, traffic.prefill_tokens(t.prompt_tokens), s.n, peak, eff_pf
@@ -2124,6 +2157,8 @@ def plan_from_cells(*values: Any) -> Plan:
         owned=Owned() if v["own"] else None,
         engine=engine_,
         speculative=draft,
+        max_num_tokens=v["max_num_tokens"],
+        max_batch_size=v["max_batch_size"],
     )
     return plan(v["model"], t, targets, parse_gpus(v["gpus"]), a, "assumed" if v["ideal"] else "calibrated")
 
