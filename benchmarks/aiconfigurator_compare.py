@@ -173,6 +173,7 @@ def main() -> None:
     parser.add_argument("--cache", default=str(CACHE))
     parser.add_argument("--cache-only", action="store_true", help="estimate nothing, compare the cached answers")
     parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--all-rows", action="store_true", help="list every serving row, not only those both predict")
     args = parser.parse_args()
     cache_path = Path(args.cache)
     stored = json.loads(cache_path.read_text()) if cache_path.is_file() else {}
@@ -213,15 +214,24 @@ def main() -> None:
     )
     print("| ---: | --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: |")
     both_aic, both_ours, only_ours, both_capped = [], [], [], []
+    neither = unasked = 0
     by_kind: dict[str, tuple[list[float], list[float]]] = {"dense": ([], []), "MoE": ([], [])}
     for m in serving:
         r = ours[m.line]
+        if r.predicted is None or r.ratio is None:  # xlsxplan cannot predict it: counted, listed with --all-rows
+            neither += 1
+            if args.all_rows:
+                print(f"| {m.line} | {m.name} | | {m.gpu} TP{m.n_gpus} {m.precision} | | {m.value:,.0f} | | | - | - |")
+            continue
         x = f"{r.predicted:,.0f} ({r.p10:,.0f}-{r.p90:,.0f})" if r.p10 else f"{r.predicted:,.0f}"
         reason = why_not(m)
         tps, where = answers.get(m.line, (None, None))
+        if tps is not None and m.metric.endswith("_per_gpu"):  # AIConfigurator answers for the whole instance
+            tps /= m.n_gpus or 1
         kind = "MoE" if measurements.shape_of(m).moe else "dense"
         if reason or tps is None:
             only_ours.append(abs(r.ratio - 1))
+            unasked += not reason and any(cache_key(m, b, c) not in cache for b in BATCHES for c in CTX_TOKENS)
             a, ar = f"- ({reason or 'no answer that fits'})", "-"
         else:
             both_aic.append(abs(tps / m.value - 1))
@@ -232,6 +242,8 @@ def main() -> None:
             if old is not None:
                 both_capped.append(abs(old / m.value - 1))
             a, ar = f"{tps:,.0f} ({where})", f"{tps / m.value:.2f}"
+        if not (args.all_rows or (not reason and tps is not None)):
+            continue
         print(
             f"| {m.line} | {m.name} | {kind} | {m.gpu} TP{m.n_gpus} {m.precision} | {m.input_len:g}/{m.output_len:g} | "
             f"{m.value:,.0f} | {a} | {ar} | {x} | {r.ratio:.2f} |"
@@ -257,8 +269,10 @@ def main() -> None:
     if only_ours:
         print(
             f"rows only xlsxplan predicts: {len(only_ours)}; its median absolute error there "
-            f"{statistics.median(only_ours):.1%}"
+            f"{statistics.median(only_ours):.1%}; of them {unasked} are rows AIConfigurator has the model and system "
+            "for whose questions are not in the cache (run with --aic)"
         )
+    print(f"rows neither predicts (xlsxplan: not in its catalog or not its metric): {neither}")
 
 
 if __name__ == "__main__":
