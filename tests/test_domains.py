@@ -103,3 +103,23 @@ def test_a_domain_whose_check_reads_more_than_the_number_is_checked_every_time()
 
     assert [g(2.0), g(2.0)] == [2.0, 2.0]
     assert calls == [2.0, 2.0]
+
+
+def test_a_usual_range_is_put_in_words_once_and_each_warning_is_as_before(monkeypatch):
+    # a warning formats the value alone: the usual range's two bounds are formatted once per range, where a sheet
+    # of 100,000 rows formatted them in each of its 90,000 warnings (PARAMS_B of 10,009 to 100,008)
+    import xlsxplan.domains as domains
+
+    formatted = []
+    real = domains.format_number
+    monkeypatch.setattr(domains, "format_number", lambda x: formatted.append(x) or real(x))
+    monkeypatch.setattr(domains, "_USUAL", {})
+    domain = Domain("number", 0, 1e6, low_open=True, typical=(1e-4, 1e4))
+    got = [domain.suspicion("params_b", x) for x in (5.0, 20_000.0, 30_000, 12_345.678)]
+    assert got == [
+        None,
+        "params_b = 20,000 is outside the usual range 0.0001 to 10,000: check its unit",
+        "params_b = 30,000 is outside the usual range 0.0001 to 10,000: check its unit",
+        "params_b = 12345.7 is outside the usual range 0.0001 to 10,000: check its unit",
+    ]
+    assert formatted == [20_000.0, 1e-4, 1e4, 30_000, 12_345.678]

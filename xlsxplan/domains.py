@@ -218,10 +218,22 @@ class Domain:
         lo, hi = self.typical
         if lo <= value <= hi:
             return None
-        return (
-            f"{name} = {format_number(value)} is outside the usual range "
-            f"{format_number(lo)} to {format_number(hi)}: check its unit"
-        )
+        return f"{name} = {format_number(value)} is outside the usual range {_usual(lo, hi)}: check its unit"
+
+
+_USUAL: dict[tuple[type, float, type, float], str] = {}
+
+
+def _usual(lo: float, hi: float) -> str:
+    """A usual range in words (``0.0001 to 10,000``), made once per range: a sheet of a hundred thousand rows
+    may warn about a value outside one in each."""
+    key = (type(lo), lo, type(hi), hi)
+    text = _USUAL.get(key)
+    if text is None:
+        text = f"{format_number(lo)} to {format_number(hi)}"
+        if len(_USUAL) < 1_000:  # the domains' usual ranges are a few dozen; the bound keeps it so whatever comes
+            _USUAL[key] = text
+    return text
 
 
 def flatten_range(value: object) -> Iterator[object]:

@@ -363,3 +363,28 @@ def test_plan_names_every_missing_required_option_at_once(capsys):
         "xlsxplan plan: error: --model (a preset name, shipped or imported with `xlsxplan model add`), "
         "--requests-per-day, --output-tokens are required\n"
     )
+
+
+def test_a_command_builds_its_own_parser_alone_and_its_help_is_the_same(monkeypatch, capsys):
+    # `xlsxplan recalc ...` imports one command module (cmd_recalc), where it imported all twelve and the planning
+    # modules they import; each command's --help, built alone, is what the parser of every command prints
+    import importlib
+
+    from xlsxplan import cli
+
+    imported = []
+    real = importlib.import_module
+    monkeypatch.setattr(importlib, "import_module", lambda name, *a: imported.append(name) or real(name, *a))
+    cli._parser(["recalc", "in.xlsx", "-q"])
+    assert imported == ["xlsxplan.cli.cmd_recalc"]
+    imported.clear()
+    cli._parser([])
+    commands = [name.removeprefix("xlsxplan.cli.cmd_") for name in imported]
+    assert len(commands) == 12 and "recalc" in commands
+    for command in commands:
+        helps = []
+        for parser in (cli._parser([]), cli._parser([command])):
+            with pytest.raises(SystemExit, match="^0$"):
+                parser.parse_args([command, "--help"])
+            helps.append(capsys.readouterr().out)
+        assert helps[0] == helps[1] and f"usage: xlsxplan {command} " in helps[0]

@@ -121,3 +121,39 @@ def test_a_call_of_one_value_is_given_as_written_and_anything_that_may_be_an_arr
         assert workbook._engine_text(f, {}, None)[0] == engine_text, text
     sweep = _engine_sheet(_book())
     assert b"<f>DECODE_TOKS_TOTAL(A61,1,2,3.35,94,327680,2300)</f>" in sweep and b"@(DECODE_TOKS_TOTAL" not in sweep
+
+
+class _CountedSplits:
+    """A compiled pattern whose ``split`` calls are counted."""
+
+    def __init__(self, pattern):
+        self.pattern, self.splits = pattern, 0
+
+    def split(self, text):
+        self.splits += 1
+        return self.pattern.split(text)
+
+    def __getattr__(self, name):
+        return getattr(self.pattern, name)
+
+
+def test_a_column_of_one_relative_reference_is_split_once_and_its_rows_foretold(monkeypatch):
+    # the sweep's column (=DECODE_TOKS_TOTAL(A2,...), one relative reference a row) and =Rate*A2 are each split into
+    # their references once, at their first row, where each of their 60 rows was split; the formulas of more than
+    # one reference still are, row by row (3 columns of 60), and =Span*2 once (one text); the engine's text is
+    # that of every formula rewritten in full (the test above), here with rows missing, a reference written with a
+    # leading zero and one that is not one row down, each read in full
+    counted = _CountedSplits(workbook._CELL_REF)
+    monkeypatch.setattr(workbook, "_CELL_REF", counted)
+    _engine_sheet(_book())
+    assert counted.splits == 3 * ROWS + 1 + 1 + 1
+    ns = 'xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main"'
+    texts = {2: "F(A2)", 3: "F(A3)", 5: "F(A5)", 6: "F(A06)", 7: "F(A7)", 8: "F(A7)", 9: "F(A9)", 10: "F(A10)"}
+    rows = "".join(f'<row r="{r}"><c r="B{r}"><f>{t}</f></c></row>' for r, t in texts.items())
+    xml = f"<worksheet {ns}><sheetData>{rows}</sheetData></worksheet>".encode()
+    shapes = workbook._Shapes()
+    counted.splits = 0
+    foretold = [shapes.shape(f, rc) for rc, f in scan_sheet(xml).formulas.items()]
+    assert counted.splits == 5  # rows 2, 5 (after a missing row), 6 (A06), 8 (A7 again, not A8) and 9 (after it)
+    split = [workbook._Shapes().shape(f, rc) for rc, f in scan_sheet(xml).formulas.items()]  # each one split
+    assert foretold == split and foretold[0][0] == foretold[1][0] != foretold[5][0]

@@ -276,3 +276,23 @@ def test_plain_numbers_reach_the_function_without_a_coercion_each_and_answer_as_
         if want is not None:
             assert got == KV.func(*want)
     assert evaluate(KV, [80, True, 128]) == CellError("#VALUE!", "kv_heads must be a number, got TRUE")
+
+
+def test_a_call_of_plain_numbers_finds_its_function_s_facts_once_and_asks_no_float_result_if_it_is_numpy(monkeypatch):
+    # each call of a sheet's formula reads what it needs to know of the function (its varying lead, whether it
+    # takes a range, which arguments have a usual range) once, where it read them twice and asked its lead again,
+    # and a float result is not asked whether it is a numpy scalar; answers and warnings are as before
+    from xlsxplan.sheet import cells
+
+    found, asked = [], []
+    facts, numpy_scalar = cells._facts, cells._is_numpy_scalar
+    monkeypatch.setattr(cells, "_facts", lambda fn: found.append(fn.name) or facts(fn))
+    monkeypatch.setattr(cells, "_is_numpy_scalar", lambda value: asked.append(value) or numpy_scalar(value))
+    with cells.collect_warnings() as warnings:
+        got = [evaluate(WEIGHTS, [params, 2]) for params in (7.0, 8.0, 20_000.0, 30_000.0)]
+    assert got == [WEIGHTS.func(params, 2) for params in (7.0, 8.0, 20_000.0, 30_000.0)]
+    assert len(found) == 4 and asked == []
+    assert list(warnings) == [
+        "params_b = 20,000 is outside the usual range 0.0001 to 10,000: check its unit "
+        "(and 1 other value of params_b outside it)"
+    ]

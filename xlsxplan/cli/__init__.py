@@ -33,7 +33,11 @@ from .common import (
 __all__ = ["main", "format_value", "EXIT_OK", "EXIT_FORMULA_ERROR", "EXIT_USAGE"]
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
+    """The command line's parser. Where ``argv`` starts with a command's name, only that command's parser is built
+    (its module alone imported: ``xlsxplan recalc`` loads no planning module); else every command's, for
+    ``--help``, ``--version`` and the message that names the commands. A command's own parser, and so its
+    ``--help`` and messages, is the same either way."""
     parser = argparse.ArgumentParser(
         prog="xlsxplan",
         description="LLM capacity, cost and training planning: Excel functions, template workbooks and "
@@ -45,10 +49,10 @@ def _parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
-    modules = []
-    for info in pkgutil.iter_modules(__path__):
-        if info.name.startswith("cmd_"):
-            modules.append(importlib.import_module(f"{__name__}.{info.name}"))
+    names = [info.name for info in pkgutil.iter_modules(__path__) if info.name.startswith("cmd_")]
+    if argv and f"cmd_{argv[0]}" in names:  # each module cmd_NAME adds the command NAME
+        names = [f"cmd_{argv[0]}"]
+    modules = [importlib.import_module(f"{__name__}.{name}") for name in names]
     for module in sorted(modules, key=lambda m: (m.ORDER, m.__name__)):
         module.register(sub)
     return parser
@@ -63,9 +67,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _main(argv: Sequence[str] | None) -> int:
-    parser = _parser()
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = strip_debug(argv)
+    parser = _parser(argv)
     args = parser.parse_args(argv)
     handler: Callable[[argparse.Namespace], int] = args.handler
     try:

@@ -57,7 +57,7 @@ from .frozen import NAME_PREFIX, TITLE_PREFIX, Frozen, read_frozen
 from .intersect import intersect
 from .layout import Layout, Validation
 from .numfmt import format_value
-from .package import Package, closest, col_index, col_letter, range_bounds, split_ref
+from .package import MAX_ROW, Package, closest, col_index, col_letter, range_bounds, split_ref
 from .patch import CommentEdit, Patch, QuotePrefixStyles, patch_sheet, write_notes
 from .references import COMPUTED_RANGE, computed_range
 from .references import ordered as ordered_ranges
@@ -1613,28 +1613,45 @@ class _Shapes:
     order as the formula, and only once the second formula of its shape, rewritten in full, gave the text the
     template gives; a shape where it did not is rewritten formula by formula. A formula given to the engine as
     written (its rewrite None: a call of one value, :func:`.engine.one_value_call`) makes its shape's template
-    "as written", under the same check."""
+    "as written", under the same check.
+
+    A column of formulas of one relative reference each (the sweep's ``=F(A2)``, ``=F(A3)``, ...) is shaped once:
+    the text of the next row's formula, its reference one row down, is foretold, and a formula whose text is that
+    one, in that row, has the shape of the one above and that reference, without splitting its text again. (Only
+    the reference's row number differs between the two texts, so the pattern finds the same reference in the same
+    place: the characters on either side of it are the same, and a row up to :data:`MAX_ROW` has at most seven
+    digits, as the pattern reads.)"""
 
     def __init__(self) -> None:
         self._templates: dict[str, tuple[list[str] | None, tuple[str | None, bool, int]] | None] = {}
         self._checked: set[str] = set()
         self._cols: dict[str, int] = {}
+        # per column: the next row, the text foretold for it, its kind, its shape, its reference, and the pieces of
+        # that text (the text before the reference, the reference's column letters and row, the text after it)
+        self._ahead: dict[int, tuple[int, str, str, str, str, str, str, int, str]] = {}
 
     def shape(self, f: Formula, rc: tuple[int, int]) -> tuple[str, list[str]] | None:
         """The R1C1-relative form of ``f`` at ``rc`` and its references as written, or None if it has none."""
         text = f.text
+        row, col = rc
+        ahead = self._ahead.get(col)
+        if ahead is not None and ahead[0] == row and ahead[1] == text and ahead[2] == f.kind:
+            _, _, kind, key, ref, before, letters, r, after = ahead
+            self._foretell(col, row, kind, key, before, letters, r, after)
+            return key, [ref]
         if not text or f.kind not in ("", "shared") or _NOT_SHAPED.search(text) or "formulatext" in text.lower():
             return None
         parts = _CELL_REF.split(text)  # text, then per reference its 4 groups and the text after it
         if len(parts) == 1:
             return None
-        row, col = rc
         cols = self._cols
         if len(parts) == 6 and not parts[1] and not parts[3]:  # one relative reference, as a sweep's formulas have
             c = cols.get(parts[2])
             if c is None:
                 c = cols[parts[2]] = _column_number(parts[2])
-            key = f"{f.kind}\3{parts[0]}\0{c - col}\1{int(parts[4]) - row}\2{parts[5]}"
+            r = int(parts[4])
+            key = f"{f.kind}\3{parts[0]}\0{c - col}\1{r - row}\2{parts[5]}"
+            self._foretell(col, row, f.kind, key, parts[0], parts[2], r, parts[5])
             return key, [parts[2] + parts[4]]  # as the loop below makes them
         refs = []
         for i in range(1, len(parts), 5):
@@ -1649,6 +1666,15 @@ class _Shapes:
                 across = str(c - col)
             parts[i : i + 4] = "\0", across, "\1", (dollar_r + digits if dollar_r else str(int(digits) - row)) + "\2"
         return f.kind + "\3" + "".join(parts), refs
+
+    def _foretell(self, col: int, row: int, kind: str, key: str, before: str, letters: str, r: int, after: str) -> None:
+        """Foretell the formula in column ``col`` below ``row``: ``before``, the reference ``letters`` ``r`` one row
+        down, ``after``; of ``kind``, and of the shape ``key`` (the shape of the formula in ``row``)."""
+        if r < MAX_ROW:
+            ref = f"{letters}{r + 1}"
+            self._ahead[col] = (row + 1, before + ref + after, kind, key, ref, before, letters, r + 1, after)
+        else:
+            self._ahead.pop(col, None)
 
     def get(self, shaped: tuple[str, list[str]] | None) -> tuple[str | None, bool, int] | None:
         """The rewrite of a formula of this :meth:`shape` from its template, or None to rewrite it in full."""

@@ -100,7 +100,10 @@ class _ArgumentFacts(NamedTuple):
     """What :func:`evaluate` asks of a function's arguments on every call, found once (:func:`_facts`)."""
 
     args: tuple[Argument, ...]  # the arguments these facts are of (a function redefined gets new ones)
+    func: Callable[..., Any]  # the function they are of
+    lead: int | None  # its :data:`VARYING_LEAD`, or None
     ranges: bool  # any argument is a range (:func:`_is_range`), whose plain number :func:`coerce` makes a tuple
+    plain: bool  # no varying lead and no range: :func:`evaluate` passes arguments that are all plain numbers on
     ranged: tuple[int, ...]  # positions of the arguments with a usual range, the only ones :func:`_suspicion` warns of
     asked: list[tuple[Any, Any, str | None]]  # per argument, the last answer about a plain nonzero number
 
@@ -114,22 +117,27 @@ def _facts(fn: Function) -> _ArgumentFacts:
     (:attr:`~xlsxplan.domains.Domain.typical`) alone, and :func:`_suspicion` once for a value every row repeats
     (:func:`_warn_about`: ``asked`` holds ``(type, value, warning or None)``)."""
     known = _FACTS.get(fn.name)
-    if known is None or known.args is not fn.args:
+    if known is None or known.args is not fn.args or known.func is not fn.func:
         ranged = tuple(i for i, arg in enumerate(fn.args) if arg.domain is not None and arg.domain.typical is not None)
+        lead = getattr(fn.func, VARYING_LEAD, None)
+        ranges = any(map(_is_range, fn.args))
         known = _FACTS[fn.name] = _ArgumentFacts(
-            fn.args, any(map(_is_range, fn.args)), ranged, [(None, None, None)] * len(fn.args)
+            fn.args, fn.func, lead, ranges, lead is None and not ranges, ranged, [(None, None, None)] * len(fn.args)
         )
     return known
 
 
-def _warn_about(fn: Function, values: list[Any], given: int) -> None:
+def _warn_about(fn: Function, values: list[Any], given: int, facts: _ArgumentFacts | None = None) -> None:
     """Warn about each implausible value among the first ``given`` of ``values`` (checked values of ``fn``'s
     arguments); a plain number equal to the one an argument was last asked about (same type, not zero, whose sign
-    the warning shows) gets that answer again, and every warning still goes to the innermost block."""
-    facts = _facts(fn)
+    the warning shows) gets that answer again, and every warning still goes to the innermost block. ``facts``:
+    ``fn``'s :func:`_facts`, where the caller has them."""
+    if facts is None:
+        facts = _facts(fn)
     ranged, asked = facts.ranged, facts.asked
+    given = min(given, len(values))
     for i in ranged:  # the others can earn no warning
-        if i < given and i < len(values):
+        if i < given:
             value = values[i]
             m = asked[i]
             if m[0] is type(value) and m[1] == value:
@@ -270,7 +278,7 @@ def _is_numpy_scalar(value: object) -> bool:
 
 
 def _plain(result: Any) -> Any:
-    if _is_numpy_scalar(result):
+    if type(result) is not float and _is_numpy_scalar(result):  # a float, most results, is no numpy scalar
         result = result.item()
     if isinstance(result, float) and not math.isfinite(result):
         return CellError("#NUM!", "the result is not a finite number")
@@ -288,9 +296,10 @@ call's, type for type, reuses their checked values, so a table of thousands of c
 
 def evaluate(fn: Function, raw_args: Sequence[object]) -> Any:
     """Call ``fn`` on one set of cell values; return its value or a :class:`CellError`, never raise."""
+    facts = _facts(fn)  # what every call asks of the function, found once: its lead, whether it takes a range
     if len(raw_args) > len(fn.args):
         return CellError("#VALUE!", f"{fn.name} takes at most {len(fn.args)} arguments, got {len(raw_args)}")
-    lead = getattr(fn.func, VARYING_LEAD, None)
+    lead = facts.lead
     known: list[Any] = []  # the checked values after the lead, where they repeat the last call's (VARYING_LEAD)
     if lead is not None:
         tail = tuple(raw_args[lead:])
@@ -298,7 +307,7 @@ def evaluate(fn: Function, raw_args: Sequence[object]) -> Any:
         last = _tails.get(fn.name)
         if last is not None and last[1] == kinds and last[0] == tail:
             raw_args, known = raw_args[:lead], last[2]  # only the lead is checked (its warnings too)
-    plain = lead is None  # every argument a plain number, each coerced as it came
+    plain = facts.plain  # every argument a plain number, each coerced as it came (for a function without a range)
     for arg, raw in zip(fn.args, raw_args):
         kind = type(raw)
         if kind is float or kind is int:  # a plain number is no error (asked first: most arguments are one)
@@ -307,7 +316,6 @@ def evaluate(fn: Function, raw_args: Sequence[object]) -> Any:
         err = _first_error(arg, raw) if _is_range(arg) else as_error(raw)
         if err is not None:
             return _passed_on(arg, err)
-    plain = plain and not _facts(fn).ranges
     values = list(raw_args) if plain else []  # what coerce gives a plain number of an argument that is no range
     try:
         for i in range(len(values), len(fn.args) - len(known)):
@@ -322,7 +330,7 @@ def evaluate(fn: Function, raw_args: Sequence[object]) -> Any:
             _tails[fn.name] = (tail, kinds, values[lead:])
         result = fn.func(*values, *known)
         if _warning_sinks:  # only values that passed their checks, as the call's success shows: never a refused one
-            _warn_about(fn, values, len(raw_args))
+            _warn_about(fn, values, len(raw_args), facts)
         return _plain(result)
     except XlsxplanError as err:
         return CellError(err.excel_error, err.message)
