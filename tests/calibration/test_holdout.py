@@ -14,6 +14,7 @@ import os
 
 import pytest
 
+from tests.helpers.counting import count_calls
 from xlsxplan import calibration
 from xlsxplan.calibration import measurements
 from xlsxplan.calibration.fit import huber_regression
@@ -134,6 +135,19 @@ def test_many_publications_cost_a_bounded_number_of_fits(monkeypatch):
     assert fits.count("decode_bandwidth") <= measurements.MAX_FOLDS + 1
     folds = measurements.fold_map([("source", f"p{i}") for i in range(300)])
     assert len(set(folds.values())) == measurements.MAX_FOLDS
+
+
+def test_a_validation_asks_for_the_catalog_once_not_once_a_figure(monkeypatch):
+    # validate keeps each row's figures (its accelerator, efficiency levels, KV cache per token) for as long as the
+    # catalog is the same, and asks whether it is the same once a validation: before, once for each of the 155,000
+    # figures the shipped rows read
+    one = {"metric": "decode_tokens_per_sec", "concurrency": 1, "output_len": 128, "input_len": ""}
+    rows = parse(*(serve(value=100 + i, publication=f"p{i % 3}", **one) for i in range(30)))
+    calls = count_calls(monkeypatch, measurements, asked="_sync_memo")
+    results = measurements.validate(rows)
+    assert all(r.predicted for r in results) and calls["asked"] == 1
+    measurements.predict(rows[0], calibration.load_factors())  # a prediction outside a validation asks each time
+    assert calls["asked"] > 1
 
 
 # --- the serving rows' conditions ------------------------------------------------------------------------------
