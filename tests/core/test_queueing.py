@@ -427,14 +427,14 @@ def test_mmc_percentiles_match_a_short_simulation():
 @pytest.mark.slow
 @pytest.mark.parametrize("batch", [1, 8, 32])
 def test_mmc_percentiles_are_exact_to_sampling_error_over_the_utilisation_grid(batch):
-    _check_mmc(batch, sim.UTILISATIONS, customers=100_000, replications=32, seed=batch)
+    _check_mmc(batch, sim.UTILISATIONS, customers=50_000, replications=32, seed=batch)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("batch", [8, 32])
 @pytest.mark.parametrize("workload", sim.WORKLOADS[1:], ids=lambda w: w.name.split(":")[0])
 def test_the_general_service_approximation_is_within_the_stated_band(batch, workload):
-    result = sim.simulate(batch, sim.UTILISATIONS, workload, 100_000, 16, seed=batch)
+    result = sim.simulate(batch, sim.UTILISATIONS, workload, 50_000, 16, seed=batch)
     closed = sim.closed_forms(batch, sim.UTILISATIONS, workload)
     near_exponential = abs(workload.service_cv - 1) <= 0.1
     low, high = sim.BAND_NEAR_EXPONENTIAL if near_exponential else sim.BAND
