@@ -7,8 +7,9 @@ from pathlib import Path
 import openpyxl
 from openpyxl.worksheet.formula import ArrayFormula
 
+from tests.helpers.counting import count_calls
 from xlsxplan.errors import CellError
-from xlsxplan.headless import Workbook
+from xlsxplan.headless import Workbook, engine
 from xlsxplan.sheet import cells
 
 PARAMS_B = "params_b must be a positive number up to 1,000,000, got -1"
@@ -129,3 +130,19 @@ def test_a_reason_is_found_where_the_cell_stands(tmp_path):
     book = Workbook.load(_sheet(tmp_path / "where.xlsx", cells))
     assert book.get("S!C5") == CellError("#NUM!", "layers must be a whole number from 1 to 1,000,000, got 0")
     assert book.get("S!D7") == CellError("#NUM!", "kv_heads must be a whole number from 1 to 1,000,000, got 0")
+
+
+def test_cells_that_share_a_failing_formula_are_rewritten_for_their_reasons_once(tmp_path, monkeypatch):
+    # The serving plan's Options table is 2,231 cells of one text, PLAN_OPTIONS_AT(ROW()-ROW($A$5),...): with a model
+    # not in the catalog each fails and is evaluated again at its own row and column for its reason. The text is
+    # qualified and prepared for the engine once, not once a cell; each cell still gets the reason of its own row.
+    n = 30
+    cells = {f"B{r}": "=KV_BYTES_PER_TOKEN(ROW()-20,8,128)" for r in range(1, n + 1)}
+    book = Workbook.load(_sheet(tmp_path / "shared.xlsx", cells)).calculate()
+    work = count_calls(monkeypatch, engine, qualified="qualify", prepared="prepare")
+    errors = book.errors()
+    assert work == {"qualified": 1, "prepared": 1}
+    assert len(errors) == 20
+    for r in range(1, 21):
+        got = f"got {r - 20}" if r < 20 else "got 0"
+        assert errors[f"S!B{r}"] == CellError("#NUM!", f"layers must be a whole number from 1 to 1,000,000, {got}")

@@ -264,6 +264,11 @@ class Workbook:
         self._calling = calling  # the formula cells that call registry functions
         self._calls = calls  # the registry calls their formulas write
         self._records: dict[tuple[str, int, int], tuple[Any, engine.Messages]] = {}
+        # a formula as its record evaluates it, and a probe's text as the engine is given it: each a function of the
+        # text alone (and of the package, which does not change), rewritten once for the cells that share a text
+        self._qualified: dict[tuple[str, str, str, tuple[int, int, int, int] | None], str] = {}
+        self._prepared: dict[str, str] = {}
+        self._static: _Static | None = None
         self._local = _local_names(inspection.package)
         self._layout = Layout(inspection.package)
         self.path = source
@@ -884,7 +889,9 @@ class Workbook:
             self._book.add_sheet(_PROBE_SHEET)
             self._probe_ready = True
         self._probe.values.clear()
-        text, _ = engine.prepare(formula)
+        text = self._prepared.get(formula)
+        if text is None:
+            text = self._prepared[formula] = engine.prepare(formula)[0]
         row, col = at
         with engine.collect_messages() as calls:
             self._book.set_formula(_PROBE_SHEET, row, col, f"={engine.PROBE}({text[1:]})")
@@ -915,12 +922,18 @@ class Workbook:
         with the messages its errors carry, and its registry calls' failures."""
         key = (title, f.row, f.col)
         if key not in self._records:
-            text = self._text(title, f)
-            local = self._local
-            sheet = title.upper()
-            text = _static_references(_qualified_names(text, self._local), title, _Static(self._pkg))
-            qualified = engine.qualify(text, title, lambda name: local.get((sheet, name)))
-            qualified = "=" + (_fitted(qualified[1:], f) if f.kind == "array" else f"@({qualified[1:]})")
+            written = self._text(title, f)
+            shape = (title, written, f.kind, f.area)
+            qualified = self._qualified.get(shape)
+            if qualified is None:
+                local = self._local
+                sheet = title.upper()
+                if self._static is None:
+                    self._static = _Static(self._pkg)
+                text = _static_references(_qualified_names(written, self._local), title, self._static)
+                qualified = engine.qualify(text, title, lambda name: local.get((sheet, name)))
+                qualified = "=" + (_fitted(qualified[1:], f) if f.kind == "array" else f"@({qualified[1:]})")
+                self._qualified[shape] = qualified
             try:
                 self._records[key] = self._evaluate(qualified, (f.row, f.col))
             except BaseException as _err:  # an aid to a message: never the reason a read fails
