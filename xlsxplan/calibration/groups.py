@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from .. import precision as precision_module
 from ..core.training import DEFAULT_MFU
 
 __all__ = [
@@ -67,9 +68,7 @@ def bits_per_weight(precision: str) -> float:
     """
     if not precision or not precision.strip():
         return 16.0
-    from ..precision import bytes_per_param
-
-    return 8.0 * bytes_per_param(precision)
+    return 8.0 * precision_module.bytes_per_param(precision)
 
 
 def format_group(precision: str) -> str:
@@ -86,9 +85,7 @@ def compute_bits(precision: str) -> int:
     """Bits of the multiply the weights' format runs at: its ``compute`` in formats.toml, else by its width."""
     if not precision or not precision.strip():
         return 16
-    from ..precision import lookup
-
-    fmt = lookup(precision)
+    fmt = precision_module.lookup(precision)
     if fmt.compute is not None:
         return fmt.compute
     group = format_group(precision)

@@ -68,7 +68,7 @@ from pathlib import Path
 from typing import Any, Literal, cast, overload
 
 from .. import calibration
-from ..catalog import models
+from ..catalog import load_catalog, models
 from ..core import effects, engine, equations, roofline, serving, training, training_memory
 from ..core.step import OVERLAPS, Layout, dispatch_bytes, linked, mean_context, serve_step, step_parts
 from ..errors import CatalogError, XlsxplanError
@@ -405,8 +405,6 @@ _HELD = [0]  # how many validations in progress hold the catalog they started wi
 
 def _sync_memo() -> None:
     """Empty every table of :func:`_remembered` if :func:`xlsxplan.catalog.load_catalog` gives another catalog."""
-    from ..catalog import load_catalog
-
     catalog = load_catalog()
     if _MEMO_CATALOG[0] is not catalog:
         _MEMO.clear()
@@ -447,8 +445,6 @@ def _gpu(m: Measurement) -> Any:
 
 
 def _catalog_gpu(name: str) -> Any:
-    from ..catalog import load_catalog
-
     try:
         return load_catalog().accelerators.get(name)
     except XlsxplanError as err:
@@ -465,8 +461,6 @@ def _peak_flops(m: Measurement) -> float:
     value = gpu.figure(field_name)
     if value is None:
         why = gpu.unavailable.get(field_name, "")
-        from ..catalog import load_catalog
-
         why = load_catalog().accelerators.sources.get(why, why)
         raise Unpredictable(f"{gpu.id} has no {field_name}: {why}")
     return float(value) * 1e12
@@ -510,8 +504,6 @@ def _routing(s: Shape) -> tuple[int, int]:
     """Routed experts and experts per token of a mixture of experts (a preset's); (0, 0) for a dense model."""
     if not s.moe:
         return 0, 0
-    from ..catalog import load_catalog
-
     p = load_catalog().models.get(s.preset) if s.preset else None
     if p is None or not p.experts or not p.experts_per_token:
         raise Unpredictable(

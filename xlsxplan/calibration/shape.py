@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..catalog import load_catalog
 from ..core.step import StepShape
 from ..errors import XlsxplanError
 from .fit import Factors
@@ -60,8 +61,6 @@ class Shape:
 def preset_shape(model: str, params_b: float | None = None, active_params_b: float | None = None) -> Shape | None:
     """The shape of catalog preset ``model``, its parameters scaled to ``params_b`` [B] (and the active ones to
     ``active_params_b`` [B]) when given; None when the catalog has no such preset."""
-    from ..catalog import load_catalog
-
     try:
         p = load_catalog().models.get(model)
     except XlsxplanError:
@@ -106,8 +105,6 @@ def moe_layout(s: Shape) -> tuple[int, int, int]:
     dense model or a shape without a preset."""
     if not s.moe or not s.preset:
         return 0, 0, 0
-    from ..catalog import load_catalog
-
     p = load_catalog().models.get(s.preset)
     if not p.experts or not p.experts_per_token:
         return 0, 0, 0
