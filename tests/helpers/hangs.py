@@ -199,8 +199,8 @@ def validate_rows(n: int = 20_000) -> str:
     from xlsxplan.calibration import measurements
 
     columns = (*measurements.COLUMNS, "publication")
-    values = dict(kind="serve", name="r", model="Llama-3.1-8B", gpu="H100-SXM", precision="fp8", input_len="",
-                  output_len=128, concurrency=1, metric="decode_tokens_per_sec", source="s")  # fmt: skip
+    values = {"kind": "serve", "name": "r", "model": "Llama-3.1-8B", "gpu": "H100-SXM", "precision": "fp8"}
+    values |= {"input_len": "", "output_len": 128, "concurrency": 1, "metric": "decode_tokens_per_sec", "source": "s"}
     lines = [",".join(columns)]
     for i in range(n):
         row = {**values, "value": 100 + i % 50, "publication": f"p{i}"}

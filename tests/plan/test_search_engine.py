@@ -80,8 +80,8 @@ def test_the_engines_step_budget_caps_the_batch_and_says_so(capsys):
     assert capped.batch == capped.extra["batch_budget"] == 271 and capped.binding == "engine's step budget"
     assert capped.tokens_per_s_per_user > free.tokens_per_s_per_user
     args = "plan --model Llama-3.1-8B --requests-per-day 2000000 --prompt-tokens 467 --output-tokens 16 --gpu H100"
-    assert main([*args.split(), "--gpus-per-replica", "1", "--weights", "bf16", "--serving", "aggregated",
-                 "--max-num-tokens", "8192", "--max-batch-size", "2048"]) == 0  # fmt: skip
+    args += " --gpus-per-replica 1 --weights bf16 --serving aggregated --max-num-tokens 8192 --max-batch-size 2048"
+    assert main(args.split()) == 0
     out = capsys.readouterr().out
     assert "  271  budget  " in out  # the table's batch and "set by"
     assert "engine's step budget: 8,192 tokens a step and 2,048 sequences at most" in out

@@ -290,6 +290,19 @@ def allreduce_seconds(bytes_: float, n: int, link_gb_s: float, latency_us: float
     return 2.0 * (n - 1) / n * bytes_ / (link_gb_s * _GIGA) + latency_us * 1e-6
 
 
+def _alone(bytes_: float, n: float, gpus_per_domain: float, latency_us: float, link_gb_s: float) -> bool:
+    """Check an all-to-all's common arguments (each error names its argument); True for one GPU, which sends
+    nothing. Past one GPU the scale-up link must be above 0."""
+    _at_least(bytes_, 0, "bytes")
+    _at_least(n, 1, "n")
+    _at_least(gpus_per_domain, 0, "gpus_per_domain")
+    _at_least(latency_us, 0, "latency_us")
+    if n == 1:
+        return True
+    _positive(link_gb_s, "link_gb_s", "above 0 for more than one GPU (the accelerator's link_gb_s)")
+    return False
+
+
 def all_to_all_seconds(
     bytes_: float,
     n: int,
@@ -328,13 +341,8 @@ def all_to_all_seconds(
     model's bandwidth is the line rate: DeepEP's normal kernels measure 153-158 GB/s of NVLink's 160 on eight
     H800s and 43-58 GB/s of the NIC's 50 across 16-64 (deepseek-ai/DeepEP, docs/legacy.md, "Performance").
     """
-    _at_least(bytes_, 0, "bytes")
-    _at_least(n, 1, "n")
-    _at_least(gpus_per_domain, 0, "gpus_per_domain")
-    _at_least(latency_us, 0, "latency_us")
-    if n == 1:
+    if _alone(bytes_, n, gpus_per_domain, latency_us, link_gb_s):
         return 0.0
-    _positive(link_gb_s, "link_gb_s", "above 0 for more than one GPU (the accelerator's link_gb_s)")
     if gpus_per_domain and n > gpus_per_domain:
         _positive(scale_out_gb_s, "scale_out_gb_s")
         inside, outside = (gpus_per_domain - 1) / n, (n - gpus_per_domain) / n
@@ -392,15 +400,10 @@ def forwarded_all_to_all_seconds(
     "IB and NVLink communications ... fully overlapped". The combine returns one reduced vector the same way. The
     low-latency kernels send every copy (:func:`all_to_all_seconds`).
     """
-    _at_least(bytes_per_copy, 0, "bytes")
     _at_least(copies, 0, "copies")
-    _at_least(n, 1, "n")
-    _at_least(gpus_per_domain, 0, "gpus_per_domain")
-    _at_least(latency_us, 0, "latency_us")
     _at_least(max_domains, 0, "max_domains")
-    if n == 1:
+    if _alone(bytes_per_copy, n, gpus_per_domain, latency_us, link_gb_s):
         return 0.0
-    _positive(link_gb_s, "link_gb_s", "above 0 for more than one GPU (the accelerator's link_gb_s)")
     g = min(n, gpus_per_domain) if gpus_per_domain else n
     gpus = n * (1.0 - (1.0 - 1.0 / n) ** copies)
     if g >= n:
