@@ -1112,10 +1112,8 @@ def add_in_names(formula: str) -> str:
     )
 
 
-_ONE_VALUE_CALL = re.compile(
-    r"=([A-Za-z][A-Za-z0-9_.]*)\((?:(?:-?(?:[0-9]+(?:\.[0-9]*)?(?:[eE][+-]?[0-9]+)?|\$?[A-Za-z]{1,3}\$?[0-9]{1,7}),)*"
-    r"-?(?:[0-9]+(?:\.[0-9]*)?(?:[eE][+-]?[0-9]+)?|\$?[A-Za-z]{1,3}\$?[0-9]{1,7}))?\)"
-)
+_ONE_VALUE_ARG = r"-?(?:[0-9]+(?:\.[0-9]*)?(?:[eE][+-]?[0-9]+)?|\$?[A-Za-z]{1,3}\$?[0-9]{1,7})"
+_ONE_VALUE_CALL = re.compile(rf"=([A-Za-z][A-Za-z0-9_.]*)\((?:(?:{_ONE_VALUE_ARG},)*{_ONE_VALUE_ARG})?\)")
 """A call with numbers and single-cell references for its arguments, nothing else: ``=F(A2,1,2.5,$B$3)``."""
 
 
