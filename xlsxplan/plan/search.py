@@ -1364,16 +1364,9 @@ def _plan_view(
         prompt = traffic.prefill_tokens(t.prompt_tokens) if serving_mode == AGGREGATED else 0.0
         budget_batch = engine.budget_batch(a.max_num_tokens, prompt, t.decode_tokens, a.max_batch_size)
         ex["batch_budget"] = budget_batch
-    batch = min(b for b in (memory_batch, speed_batch, first_batch, budget_batch) if b is not None)
-    f.binding = (
-        MEMORY
-        if batch == memory_batch
-        else SPEED
-        if batch == speed_batch
-        else FIRST_TOKEN
-        if batch == first_batch
-        else BUDGET
-    )
+    # the smallest batch a limit allows, and the limit (on a tie the first listed: memory, speed, first token, budget)
+    limits = ((memory_batch, MEMORY), (speed_batch, SPEED), (first_batch, FIRST_TOKEN), (budget_batch, BUDGET))
+    batch, f.binding = min(((b, why) for b, why in limits if b is not None), key=lambda limit: limit[0])
     if g.ttft_percentile is not None and g.ttft_s is not None and serving_mode == AGGREGATED:
         mean_prefill = serving.prefill_seconds(
             s.model.active, traffic.prefill_tokens(t.prompt_tokens), s.n, peak, eff_pf
@@ -1763,7 +1756,8 @@ def plan(
             rest, _, apart = w.partition("+")
             b_experts = precision.bytes_per_param(apart) if apart else 0.0
             weights_gb = weights_of[w]
-            dispatch = dispatch_bytes(compute_precision(w), precision.bytes_per_param(compute_precision(w)))
+            computes = compute_precision(w)
+            dispatch = dispatch_bytes(computes, precision.bytes_per_param(computes))
             rates: list[_Rates] | None = None
             for kv in kv_names:
                 for n, layout, why in sizes:
