@@ -1026,12 +1026,6 @@ class _Load:
     """Output tokens per second of one instance when a request rate, not the engine, sets the throughput."""
 
 
-def _limits(m: Measurement) -> str:
-    """The engine's per-step limits a row gives, in words."""
-    said = [f"{m.max_num_tokens:,} tokens a step"] if m.max_num_tokens else []
-    return " and ".join(said + ([f"{m.max_batch_size:,} sequences"] if m.max_batch_size else []))
-
-
 def _load(m: Measurement, s: Shape, factors: Factors) -> _Load:
     """The continuous-batching steady state of one instance of row ``m``: the batch is what fills memory
     (``concurrency`` ``max``), the concurrency where it is smaller, the largest batch meeting ``tpot_cap_ms``, or,
@@ -1059,14 +1053,14 @@ def _load(m: Measurement, s: Shape, factors: Factors) -> _Load:
     if batch < 1:
         raise Unpredictable(f"the weights or one request do not fit in {USABLE_FRACTION:.0%} of memory")
     said = f"batch {batch}" + (" (memory)" if batch == int(fits) and conc != batch else "")
+    limits = (inst.max_num_tokens or 0, inst.max_batch_size or 0)
     budget = 0
     if m.pool != "prefill":  # a prefill pool's concurrency is its step's prompts, given
         prompt = 0.0 if m.pool == "decode" else float(inst.input_len or 0.0)
-        budget = engine.budget_batch(inst.max_num_tokens or 0, prompt, float(inst.output_len or 1.0),
-                                     inst.max_batch_size or 0)  # fmt: skip
+        budget = engine.budget_batch(limits[0], prompt, float(inst.output_len or 1.0), limits[1])
     if budget and budget < batch:
         batch = budget
-        said = f"batch {batch} (the engine's {_limits(inst)})"
+        said = f"batch {batch} (the engine's {engine.step_limits_text(*limits)})"
     scale = factors.serving_scale(scale_gpus(m), gpu.id)
     rate_bound = None
     if m.tpot_cap_ms:

@@ -605,11 +605,12 @@ def _topology_cells(result: Any, o: Any) -> list[str]:
 
 def _budget_text(result: Any) -> str:
     """The engine's per-step limits, what batch they allow, and whether they set rank 1's."""
+    from ..core.engine import step_limits_text
+    from ..plan.search import BUDGET
+
     a, t = result.assumptions, result.traffic
-    given = [f"{a.max_num_tokens:,} tokens a step" if a.max_num_tokens else "", f"{a.max_batch_size:,} sequences"
-             if a.max_batch_size else ""]  # fmt: skip
     text = (
-        f"engine's step budget: {' and '.join(x for x in given if x)} at most (TensorRT-LLM's max_num_tokens and "
+        f"{BUDGET}: {step_limits_text(a.max_num_tokens, a.max_batch_size)} at most (TensorRT-LLM's max_num_tokens and "
         "max_batch_size: each step decodes the batch and prefills batch x prompt / output tokens, so batch <= "
         "tokens / (1 + prompt / output))"
     )
@@ -618,7 +619,7 @@ def _budget_text(result: Any) -> str:
         f = feasible[0].view(result.rank_by)
         cap = f.extra.get("batch_budget")
         if cap is not None:
-            setting = "sets" if f.binding == "engine's step budget" else "does not set"
+            setting = "sets" if f.binding == BUDGET else "does not set"
             text += f"; it allows a batch of {cap:,} at {t.prompt_tokens:,.0f} in and {t.decode_tokens:,.0f} out, "
             text += f"and {setting} rank 1's"
     return text

@@ -77,6 +77,7 @@ __all__ = [
     "VLLM_BLOCK_SIZE",
     "VLLM_GPU_MEMORY_UTILIZATION",
     "budget_batch",
+    "step_limits_text",
     "concurrency",
     "engine_kv_gb",
     "engine_kv_tokens",
@@ -267,3 +268,10 @@ def budget_batch(max_num_tokens: float, prompt_tokens: float, output_tokens: flo
     if max_batch > 0:
         cap = int(max_batch) if not cap else min(cap, int(max_batch))
     return cap
+
+
+def step_limits_text(max_num_tokens: float, max_batch: float) -> str:
+    """An engine's per-step limits as :func:`budget_batch` takes them, in words: ``8,192 tokens a step and 2,048
+    sequences``; the one given alone; empty when neither is (0: not given)."""
+    said = [f"{max_num_tokens:,.0f} tokens a step"] if max_num_tokens else []
+    return " and ".join(said + ([f"{max_batch:,.0f} sequences"] if max_batch else []))
