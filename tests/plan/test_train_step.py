@@ -6,6 +6,8 @@ the catalog, the calibration's fitted numbers and EFFICIENCY, never from the fun
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from xlsxplan.calibration import efficiency, load_factors
@@ -134,3 +136,20 @@ def test_zero3_under_pipeline_parallelism_keeps_the_stage_gathered_and_moves_the
     assert flat.option.step["data_parallel_exposed"] == pytest.approx(flat_s, rel=1e-12)
     assert piped.option.memory["gathered_stage"] == pytest.approx(2 * shape.params_b / 2, rel=1e-12)
     assert "gathered_stage" not in flat.option.memory
+
+
+def test_a_mixture_of_experts_routed_share_is_read_from_the_factors_in_use():
+    # the routed term's share of the dense MFU, (1 + o) / (1 + o + routed_bytes x routed), is remembered by the
+    # factors it is read from, so factors of one's own (a refit) give their own share, never the shipped one's
+    from xlsxplan.plan import train
+
+    fit = load_factors().train_mfu
+    balance, hidden, routed = 989.0 / 3.35, 7_168.0, 0.01
+    o = fit.overhead_bytes * balance / (72.0 * hidden)
+    assert train._routed_share(fit, balance, hidden, routed) == pytest.approx(
+        (1 + o) / (1 + o + fit.routed_bytes * routed), rel=1e-12
+    )
+    doubled = dataclasses.replace(fit, routed_bytes=2 * fit.routed_bytes)
+    assert train._routed_share(doubled, balance, hidden, routed) == pytest.approx(
+        (1 + o) / (1 + o + 2 * fit.routed_bytes * routed), rel=1e-12
+    )

@@ -60,7 +60,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import catalog
-from ..calibration import efficiency, load_factors
+from ..calibration import TrainFit, efficiency, load_factors
 from ..calibration.shape import Shape, estimated_shape, moe_layout, preset_shape
 from ..catalog import models
 from ..core import effects, goodput, training, training_memory
@@ -369,18 +369,19 @@ def _model_mfu(m: _Model, g: _Gpu, precision: str, flops_per_token: float) -> fl
         return eff
     balance = g.peaks[precision] / g.bandwidth_tb_s  # FLOP per byte: TFLOP/s over TB/s
     per_byte = effects.moe_routed_bytes_per_token(m.shape.hidden, m.moe_layers, m.per_token, 1.0)
-    return eff * _routed_share(balance, float(m.shape.hidden), per_byte * balance / flops_per_token)
+    fit = load_factors().train_mfu  # the factors in use now (a user's refit replaces them): part of the cache's key
+    return eff * _routed_share(fit, balance, float(m.shape.hidden), per_byte * balance / flops_per_token)
 
 
 @functools.lru_cache(maxsize=1024)
-def _routed_share(balance: float, hidden: float, routed: float) -> float:
+def _routed_share(fit: TrainFit, balance: float, hidden: float, routed: float) -> float:
     """What a mixture of experts' routed traffic leaves of the dense MFU [fraction]: the calibrated train_mfu model
     with the routed feature over the same without it, ``(1 + o) / (1 + o + routed_bytes x routed)`` (``o`` the dense
     overhead; :class:`xlsxplan.calibration.TrainFit`, fitted with its ``routed_bytes``). ``routed`` is ``k d L_moe``
     bytes per routed value (MOE_ROUTED_BYTES_PER_TOKEN at one byte) over the token's FLOPs at the accelerator's FLOP
     per byte: permuting each token's ``k`` routed copies into expert order and back, the router's gather and the
-    experts' activations are memory-bound work that grows with ``k`` (DeepSeek-V3, arXiv:2412.19437, section 3.2.2)."""
-    fit = load_factors().train_mfu
+    experts' activations are memory-bound work that grows with ``k`` (DeepSeek-V3, arXiv:2412.19437, section 3.2.2).
+    ``fit``: the train_mfu factors it is read from."""
     return fit.raw(balance, hidden, routed) / fit.raw(balance, hidden)
 
 
