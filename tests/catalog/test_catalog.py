@@ -187,6 +187,22 @@ def test_board_power_and_links_as_datasheets_print_them():
         x.gpu_spec("L4", "link_gb_s")
 
 
+def test_a_power_limited_h100_sits_between_the_two_parts_its_source_names():
+    # torchtitan's benchmark hosts (pytorch/torchtitan@31a17bf:benchmarks/llama3_h100_202412_torchtitan.md,
+    # 'Hardware' and footnote 2): H100s with 96GB HBM2e at 2.4 TB/s, the default 500W power limit, 8 a host fully
+    # connected with NVLink, 'the actual peak TFLOPs number is between SXM and NVL'. The catalog interpolates the
+    # peak by board power between the H100 NVL (400 W) and the H100 SXM (700 W), each figure from its own entry.
+    gt = "H100-SXM-HBM2e"
+    assert (x.gpu_spec(gt, "memory_gb"), x.gpu_spec(gt, "bandwidth_tb_s"), x.gpu_spec(gt, "power_w")) == (96, 2.4, 500)
+    assert x.gpu_spec(gt, "link_gb_s") == x.gpu_spec("H100-SXM", "link_gb_s")
+    low, high = (x.gpu_spec(g, "power_w") for g in ("H100-NVL", "H100-SXM"))
+    share = (x.gpu_spec(gt, "power_w") - low) / (high - low)
+    for field in ("bf16_tflops", "fp8_tflops"):
+        nvl, sxm = x.gpu_spec("H100-NVL", field), x.gpu_spec("H100-SXM", field)
+        assert nvl < x.gpu_spec(gt, field) < sxm
+        assert x.gpu_spec(gt, field) == pytest.approx(nvl + share * (sxm - nvl), abs=0.05), field
+
+
 def test_unavailable_figures_say_why():
     with pytest.raises(NotAvailableError, match=r"^A100-80GB has no fp8_tflops: the chip has no tensor cores"):
         x.gpu_spec("A100", "fp8_tflops")
