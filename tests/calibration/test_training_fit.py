@@ -138,7 +138,6 @@ def test_step_time_bar_leave_one_source_out(step):
     # at least 40 published runs with their layouts, each publication predicted from the others' fit: median <= 12%
     s = training_fit.summarise(step, training_fit.STEP_TARGET, False)
     assert s["predicted"] >= 40 and s["median_abs_error"] <= training_fit.STEP_TARGET
-    assert sum(abs(r.error) <= training_fit.STEP_TARGET for r in step if r.error is not None) * 2 >= s["predicted"]
 
 
 def test_peak_memory_rows_within_ten_percent(runs, memory):
