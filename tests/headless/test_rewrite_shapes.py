@@ -44,7 +44,7 @@ def _engine_sheet(data: bytes) -> bytes:
     pkg = Package(data, zipfile.ZipFile(io.BytesIO(data)))
     pkg.load_structure()
     sheet = pkg.sheets[0]
-    package, _, calls, _ = workbook._engine_package(pkg, {sheet.title: scan_sheet(pkg.read(sheet.part))})
+    package, _, calls, _, _ = workbook._engine_package(pkg, {sheet.title: scan_sheet(pkg.read(sheet.part))})
     with zipfile.ZipFile(io.BytesIO(package)) as zf:
         return zf.read(sheet.part) + str(calls).encode()
 

@@ -657,6 +657,7 @@ def new_book(data: bytes | None = None, date1904: bool = False) -> Any:
     config = fz.WorkbookConfig(eval_config=cfg)
     book = fz.Workbook(config=config) if data is None else fz.Workbook.from_bytes(data, config=config)
     book.set_temporal_egress("serial")
+    book.set_changelog_enabled(False)  # no undo here; a change logged costs as much again as the change
     return book
 
 

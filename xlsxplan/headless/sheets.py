@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import html
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ..errors import WorkbookError
@@ -217,12 +217,17 @@ def _scan_without_references(text: str, p: str, start: int, end: int, index: She
     return index
 
 
-def engine_copy(index: SheetIndex, texts: Mapping[tuple[int, int], str], xml: bytes) -> bytes:
+def engine_copy(
+    index: SheetIndex,
+    texts: Mapping[tuple[int, int], str],
+    xml: bytes,
+    edits: Sequence[tuple[tuple[int, int], str]] = (),
+) -> bytes:
     """The worksheet part ``xml`` (scanned as ``index``) with the text of each formula in ``texts`` ({(row, col):
-    new text}) replaced, and data tables' formulas removed (the engine does not compute them; their cells keep
-    their cached values)."""
+    new text}) replaced, data tables' formulas removed (the engine does not compute them; their cells keep
+    their cached values), and ``edits`` ((start, end) of the part's text, its replacement) made."""
     escape = html.escape
-    edits = [(f.span, escape(texts[rc], quote=False)) for rc, f in index.formulas.items() if rc in texts]
+    edits = [*edits, *((f.span, escape(texts[rc], quote=False)) for rc, f in index.formulas.items() if rc in texts)]
     edits += [(f.span, "") for f in index.formulas.values() if f.kind == "dataTable"]
     if index.source is not None:
         edits += _array_range_values(index, index.source)

@@ -52,7 +52,7 @@ import formualizer as fz
 from ..errors import EXCEL_ERRORS, CellError, WorkbookError
 from ..infra.fileio import atomic_write
 from ..infra.text import FORMULA_TRIGGERS, clean_text
-from . import engine
+from . import columns, engine
 from .frozen import NAME_PREFIX, TITLE_PREFIX, Frozen, read_frozen
 from .intersect import intersect
 from .layout import Layout, Validation
@@ -61,7 +61,7 @@ from .package import MAX_ROW, Package, closest, col_index, col_letter, range_bou
 from .patch import CommentEdit, Patch, QuotePrefixStyles, patch_sheet, write_notes
 from .references import COMPUTED_RANGE, computed_range
 from .references import ordered as ordered_ranges
-from .sheets import Formula, SheetIndex, engine_copy, release, scan_sheet
+from .sheets import SPANNING, Formula, SheetIndex, engine_copy, release, scan_sheet
 from .untrusted import (
     Inspection,
     Limits,
@@ -284,6 +284,8 @@ class Workbook:
         self._arrays = {title: idx.arrays for title, idx in index.items()}
         self._formula_cells: dict[str, list[tuple[int, int]]] = {}
         self._frozen: list[Frozen] = []  # a portable edition's values only Python computes (.frozen)
+        self._columns: list[columns.Column] = []  # columns of one registry formula, computed as arrays
+        self._columns_due = True  # computed before the next calculation: an input may have changed
         for title, idx in index.items():
             cells = [rc for rc, f in idx.formulas.items() if f.kind not in ("array", "dataTable")]  # file order
             if self._arrays[title]:
@@ -348,7 +350,7 @@ class Workbook:
             check_ranges(
                 inspection, {t: [f.text for f in idx.formulas.values() if f.text] for t, idx in index.items()}, limits
             )
-            data, calling, calls, tiles = _engine_package(pkg, index)
+            data, calling, calls, tiles, computed_columns = _engine_package(pkg, index)
             probe = _Probe()
             date1904 = Layout(pkg).date1904
             book = engine.register_functions(engine.new_book(data, date1904), {engine.PROBE: probe}, date1904=date1904)
@@ -368,6 +370,7 @@ class Workbook:
             progress(total, total)
         wb = cls(inspection, book, index, probe, calling, calls, path)
         wb._frozen = frozen
+        wb._columns = computed_columns
         return wb
 
     # -- addressing ---------------------------------------------------------------------------------------------
@@ -577,6 +580,7 @@ class Workbook:
 
     def _changed(self) -> None:
         self._stale = True
+        self._columns_due = True
         self._reasons = {}
         self._records = {}
         self._computed_cache = None
@@ -717,6 +721,11 @@ class Workbook:
         """
         try:
             with engine.ticking(self._calls, progress):
+                if self._columns_due:
+                    kept = set(self._sets)
+                    for column in self._columns:
+                        columns.compute(self._book, column, kept)
+                    self._columns_due = False
                 self._book.evaluate_all()
         except RecursionError:
             raise WorkbookError("formulas nest too deeply to evaluate") from None
@@ -1529,12 +1538,13 @@ def _names_calling_registry(pkg: Package) -> re.Pattern | None:
 
 def _engine_package(
     pkg: Package, index: Mapping[str, SheetIndex]
-) -> tuple[bytes, set[tuple[str, int, int]], int, list[tuple[str, int, int, str]]]:
+) -> tuple[bytes, set[tuple[str, int, int]], int, list[tuple[str, int, int, str]], list[columns.Column]]:
     """The package as the engine is given it (sheet parts with their formulas rewritten, stored uncompressed), the
     formula cells that call registry functions (themselves or through a defined name), the registry calls the
-    formulas write (shared formulas counted for each of their cells), and the formulas (sheet, row, column, text)
+    formulas write (shared formulas counted for each of their cells), the formulas (sheet, row, column, text)
     of the tiles that array formulas over more cells than the engine spills compute in after their first
-    (:func:`_tiles`), set in the engine's book once it is loaded."""
+    (:func:`_tiles`), set in the engine's book once it is loaded, and the columns of one registry formula computed
+    as arrays (:mod:`.columns`), whose formulas the engine is not given."""
     local = _local_names(pkg)
     static = _Static(pkg)
     static.formulas = index
@@ -1545,6 +1555,8 @@ def _engine_package(
     calling: set[tuple[str, int, int]] = set()
     calls = 0
     tiles: list[tuple[str, int, int, str]] = []
+    found: list[columns.Column] = []
+    asks: list[bool] = []  # whether a formula asks if a cell holds one (then no columns), found once when needed
     for sheet in (s for s in pkg.sheets if s.kind == "worksheet"):
         idx = index[sheet.title]
         if not idx.formulas:
@@ -1559,6 +1571,8 @@ def _engine_package(
         # many texts as rows: rewritten once per R1C1-relative form (_Shapes), each row's references put back in
         shapes = _Shapes()
         title = sheet.title
+        # the formulas given as written that call a registry function, by shape: a column's candidates
+        alike: dict[str, list[tuple[int, int]]] = {}
         for rc, f in idx.formulas.items():
             kind = f.kind
             key = (f.text, kind, (f.area, f.row, f.col) if kind == "array" else None)
@@ -1574,6 +1588,8 @@ def _engine_package(
                     hit = (new, calls_registry, n_calls)
                     shapes.learn(shaped, hit)
                     seen[key] = hit  # (a template's rewrite is not kept: its text is its row's own)
+                if shaped is not None and hit[0] is None and hit[1] and kind == "":
+                    alike.setdefault(shaped[0], []).append(rc)
             new, calls_registry, n_calls = hit
             if kind == "shared" and f.shared is not None:
                 if f.text is not None:
@@ -1590,7 +1606,22 @@ def _engine_package(
                     if (r2 - r1 + 1) * (c2 - c1 + 1) > engine.SPILL_CAP:  # past the engine's spill cap: in tiles
                         inner = new[len(_fitted("", f)) - 1 : -1]  # the formula inside the first tile's FIT
                         tiles += [(sheet.title, *tile) for tile in _tiles(inner, f)]
-        parts[sheet.part] = engine_copy(idx, texts, pkg.read(sheet.part))
+        blank: list[tuple[tuple[int, int], str]] = []
+        computed: set[tuple[int, int]] | None = None
+        for shape, group in alike.items():
+            if len(group) < columns.MIN_CELLS:
+                continue
+            if not asks:
+                asks.append(columns.asks_formulas(_all_formula_texts(pkg, index)))
+            if asks[0]:
+                break
+            if computed is None:
+                computed = _computed_cells(idx)
+            column = columns.find(title, idx, group, _Shapes.references(shape), computed)
+            if column is not None:
+                found.append(column)
+                blank += columns.blank_edits(idx, column)
+        parts[sheet.part] = engine_copy(idx, texts, pkg.read(sheet.part), blank)
     if pkg.defined_names and pkg.workbook_part:
         names = _ordered_names(pkg.read(pkg.workbook_part))
         if names is not None:
@@ -1603,7 +1634,24 @@ def _engine_package(
                     member.write(parts.get(info.filename) or pkg.read(info.filename))
     for idx in index.values():
         release(idx)
-    return buf.getvalue(), calling, calls, tiles
+    return buf.getvalue(), calling, calls, tiles, found
+
+
+def _all_formula_texts(pkg: Package, index: Mapping[str, SheetIndex]) -> Iterator[str]:
+    """The text of every formula of the workbook: its cells' and its defined names'."""
+    for idx in index.values():
+        yield from (f.text for f in idx.formulas.values() if f.text)
+    yield from (d.text for d in pkg.defined_names)
+
+
+def _computed_cells(idx: SheetIndex) -> set[tuple[int, int]]:
+    """The cells of a sheet whose value a formula gives: its formula cells and the cells of its array ranges."""
+    out = set(idx.formulas)
+    for f in idx.formulas.values():
+        if f.kind in SPANNING and f.area is not None:
+            r1, c1, r2, c2 = f.area
+            out.update((r, c) for r in range(r1, r2 + 1) for c in range(c1, c2 + 1))
+    return out
 
 
 _CELL_REF = re.compile(r"(?<![A-Za-z0-9_.\\])(\$?)([A-Za-z]{1,3})(\$?)([0-9]{1,7})(?![A-Za-z0-9_.(\\])")
@@ -1612,6 +1660,10 @@ _NOT_SHAPED = re.compile(r"""["'!:|\\\[\]{}#\s]""")
 """What keeps a formula out of :class:`_Shapes`: text literals, sheets, ranges, table or external references, array
 constants, spill references, intersections (a space), and FORMULATEXT (whose rewrite reads the cell referred to,
 tested apart: a character class alone is searched at a third of the cost of one with a word in any case)."""
+
+
+_SHAPED_REFERENCE = re.compile("\0([^\1]*)\1([^\2]*)\2")
+"""A reference in a :meth:`_Shapes.shape`: its column and its row, each an offset or ``$`` and its absolute form."""
 
 
 class _Shapes:
@@ -1679,6 +1731,17 @@ class _Shapes:
                 across = str(c - col)
             parts[i : i + 4] = "\0", across, "\1", (dollar_r + digits if dollar_r else str(int(digits) - row)) + "\2"
         return f.kind + "\3" + "".join(parts), refs
+
+    @staticmethod
+    def references(key: str) -> list[tuple[bool, int, bool, int]]:
+        """The references of a :meth:`shape`, in order: per reference, whether its column is absolute and the column
+        (absolute) or its offset from the formula's column, and the same of its row."""
+        out = []
+        for across, down in _SHAPED_REFERENCE.findall(key):
+            fixed_col, fixed_row = across.startswith("$"), down.startswith("$")
+            col = _column_number(across[1:]) if fixed_col else int(across)
+            out.append((fixed_col, col, fixed_row, int(down[1:]) if fixed_row else int(down)))
+        return out
 
     def _foretell(self, col: int, row: int, kind: str, key: str, before: str, letters: str, r: int, after: str) -> None:
         """Foretell the formula in column ``col`` below ``row``: ``before``, the reference ``letters`` ``r`` one row

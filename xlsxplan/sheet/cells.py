@@ -42,7 +42,16 @@ from ..errors import EXCEL_ERRORS, ArgumentError, CellError, XlsxplanError
 from ..infra.elementwise import is_array
 from ..registry import Argument, Function
 
-__all__ = ["CellError", "EXCEL_ERRORS", "coerce", "evaluate", "evaluate_broadcast", "as_error", "collect_warnings"]
+__all__ = [
+    "CellError",
+    "EXCEL_ERRORS",
+    "coerce",
+    "evaluate",
+    "evaluate_broadcast",
+    "evaluate_column",
+    "as_error",
+    "collect_warnings",
+]
 
 # Where warnings about legal but implausible inputs go (a bandwidth of 3350 where TB/s is meant). A stack, not a
 # ContextVar, because `formulas` runs cell functions in a context of its own (see engine.collect_messages).
@@ -532,6 +541,23 @@ def evaluate_broadcast(
     if results is None:
         results = [evaluate(fn, row) for row in zip(*_columns(raw_args, grids, shape))]
     return _as_result(results, shape)
+
+
+def evaluate_column(fn: Function, raw_args: Sequence[object], rows: int) -> list[Any]:
+    """:func:`evaluate` of each of ``rows`` elements, as a list: each argument is one value for every element or a
+    list of ``rows`` values, one per element. The same results and warnings as :func:`evaluate_broadcast` of those
+    values as a column, without numpy (whose import costs more than a column of ten thousand elements): each
+    distinct input read and checked once, the checked function called per element."""
+    grids: list[_Grid | None] = [
+        _Grid(rows, 1, raw) if type(raw) is list and i < len(fn.args) and not _is_range(fn.args[i]) else None
+        for i, raw in enumerate(raw_args)
+    ]
+    if any(g is not None and len(g.cells) != rows for g in grids):
+        raise ValueError(f"each list argument must hold {rows} values")
+    results = _broadcast_checked(fn, raw_args, grids, (rows, 1))
+    if results is None:
+        results = [evaluate(fn, row) for row in zip(*_columns(raw_args, grids, (rows, 1)))]
+    return results
 
 
 def _columns(raw_args: Sequence[object], grids: list[_Grid | None], shape: tuple[int, int]) -> list[list[Any]]:
