@@ -19,7 +19,6 @@ Two more facts per format, also from ``formats.toml``:
 
 from __future__ import annotations
 
-import difflib
 import functools
 import sys
 from dataclasses import dataclass
@@ -180,6 +179,8 @@ def _lookup(precision: str, argument: str = "precision") -> Format:
     hit = _index().get(format_key(precision))
     if hit is not None:
         return hit
+    import difflib  # only for a name that is not known
+
     close = difflib.get_close_matches(precision.strip().lower(), list(_formats()), n=3, cutoff=0.5)
     hint = f"; did you mean {', '.join(close)}?" if close else f"; known: {', '.join(_formats())}"
     raise UnknownPresetError(f"{argument} {precision!r} is not a known format{hint}", argument)

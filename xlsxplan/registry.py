@@ -27,8 +27,6 @@ from collections.abc import Callable, Iterator, MutableMapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import docstring_parser
-
 from .domains import Domain, format_number
 from .errors import ArgumentError
 
@@ -162,6 +160,8 @@ def _split_unit(text: str, where: str) -> tuple[str, str]:
 
 def describe(name: str, func: Callable[..., Any], category: str) -> Function:
     """Build a registry entry from a core function's signature, annotations and numpydoc docstring."""
+    import docstring_parser  # a function's entry is built at its first use: imported then
+
     doc = docstring_parser.parse(inspect.getdoc(func) or "", docstring_parser.DocstringStyle.NUMPYDOC)
     where = f"{name} ({func.__module__}.{func.__name__})"
     if not doc.short_description:

@@ -167,11 +167,15 @@ def _read(value: Any) -> Any:
 
 
 def _runs(values: dict[tuple[int, int], Any]) -> list[tuple[int, int, list[list[Any]]]]:
-    """``{(row, col): value}`` as runs of adjacent cells of a column: ``(first row, col, [[value], ...])``."""
+    """``{(row, col): value}`` (rows rising in each column, as a sheet's cells come) as runs of adjacent cells of a
+    column: ``(first row, col, [[value], ...])``."""
     out: list[tuple[int, int, list[list[Any]]]] = []
-    for (r, c), value in sorted(values.items(), key=lambda kv: (kv[0][1], kv[0][0])):
-        if out and out[-1][1] == c and out[-1][0] + len(out[-1][2]) == r:
-            out[-1][2].append([value])
+    last: dict[int, tuple[int, int, list[list[Any]]]] = {}  # per column, its run so far
+    for (r, c), value in values.items():
+        run = last.get(c)
+        if run is not None and run[0] + len(run[2]) == r:
+            run[2].append([value])
         else:
-            out.append((r, c, [[value]]))
+            run = last[c] = (r, c, [[value]])
+            out.append(run)
     return out

@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import contextlib
 import datetime
-import difflib
 import functools
 import math
 import re
@@ -1444,6 +1443,8 @@ def unknown_function(formula: str) -> str:
         if upper in registry.FUNCTIONS or native_function(name):
             continue
         plain = upper[6:] if upper.startswith("_XLFN.") else upper
+        import difflib  # a misspelt name's suggestion, only when there is one to make
+
         close = difflib.get_close_matches(plain, list(registry.FUNCTIONS), n=2, cutoff=0.6)
         hint = f"; did you mean {', '.join(close)}?" if close else ""
         return f"unknown function {name}{hint}"

@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import secrets
 import stat
 import tempfile
 import time
@@ -219,7 +218,7 @@ def atomic_path(path: Path) -> Iterator[Path]:
             folder = os.open(path.parent, os.O_RDONLY)
             try:
                 for _ in range(100):
-                    name = path.parent / f".{path.name}.{secrets.token_hex(4)}.tmp"
+                    name = path.parent / f".{path.name}.{os.urandom(4).hex()}.tmp"
                     try:  # linkat(..., AT_SYMLINK_FOLLOW), which a directory descriptor makes Python call
                         os.link(f"/proc/self/fd/{fd}", name.name, src_dir_fd=folder, dst_dir_fd=folder)
                         break
