@@ -103,10 +103,12 @@ def test_an_input_set_after_a_calculation_recomputes_its_row_and_what_reads_the_
     assert wb.get("Sweep!B41") == 5
 
 
-def test_a_workbook_that_asks_whether_a_cell_holds_a_formula_has_no_columns(tmp_path):
-    path = _book(tmp_path, {"H1": "=ISFORMULA(B2)"})
+def test_a_cell_computed_in_a_column_still_holds_a_formula_for_isformula_and_formulatext(tmp_path):
+    path = _book(tmp_path, {"H1": "=ISFORMULA(B2)", "H2": "=FORMULATEXT(B2)", "H3": "=ISFORMULA(A2)"})
     wb = Workbook.load(path)
-    assert wb._columns == []
+    assert wb._columns and (2, 2) in wb._columns[0].cells
+    assert wb.get("Sweep!H1") is True and wb.get("Sweep!H3") is False
+    assert wb.get("Sweep!H2") == "=DECODE_TOKS_TOTAL(A2,1,C2,3.35,94,327680,2300)"
 
 
 def test_rows_reading_a_formula_cell_are_left_to_the_engine(tmp_path):

@@ -13,7 +13,7 @@ import pytest
 from openpyxl.worksheet.formula import ArrayFormula
 
 from xlsxplan.errors import CellError
-from xlsxplan.headless import Workbook, evaluate_formula
+from xlsxplan.headless import Workbook, evaluate_formula, workbook
 
 
 def _edit_sheet(path: Path, out: Path, edit) -> None:
@@ -133,6 +133,10 @@ def intersections(tmp_path_factory):
         "C2": "=FORMULATEXT(B2)",  # the text as written, not the engine's rewrite
         "C3": "=FORMULATEXT(C3)",  # its own text: no circular reference
         "C4": "=FORMULATEXT(G3)",
+        "J1": "=ISFORMULA(B2)",  # a formula: TRUE (the engine gave FALSE for every cell)
+        "J2": "=_xlfn.ISFORMULA(A1)",  # a number: FALSE
+        "J3": "=IF(ISFORMULA(S!$J$1),1,0)",  # itself a formula, through its sheet's name
+        "J4": "=ISFORMULA(Z99)",  # an empty cell
     }
     for ref, formula in cells.items():
         ws[ref] = formula
@@ -169,6 +173,11 @@ def test_formulatext_shows_the_formula_as_written(intersections):
     assert intersections.get("S!C2") == "=A1:A3*10"  # not the engine's "=@(A1:A3 * 10)"
     assert intersections.get("S!C3") == "=FORMULATEXT(C3)"
     assert intersections.get("S!C4") == "=@A1:A3*2"  # Excel shows its stored _xlfn.SINGLE as @
+
+
+def test_engine_difference_isformula_says_whether_the_file_holds_a_formula_there(intersections):
+    # formualizer 0.13 gives FALSE for every cell (the IronCalc corpus' ISREF_ISFORMULA sheet, where Excel saved TRUE)
+    assert [intersections.get(f"S!J{r}") for r in range(1, 5)] == [True, False, 1, False]
 
 
 @pytest.mark.slow
@@ -303,3 +312,17 @@ def test_engine_difference_a_workbook_in_the_1904_date_system(corners):
     assert book.get("S!C6") == 1
     assert book.get("S!C5") == 45_685 - 1462
     assert book.get("S!B1") == 1  # not a date function: the same as in the 1900 system
+
+
+@pytest.mark.parametrize(
+    "first, rows, cols, later",
+    [
+        ("_xlfn.FORMULATEXT(A3)", 2, 0, "_xlfn.FORMULATEXT(A5)"),
+        ("ISFORMULA($A3)+B$1*Sheet2!C4", 1, 2, "ISFORMULA($A4)+D$1*Sheet2!E5"),
+        ('IF(A1="B2",A1:B2,0)', 3, 1, 'IF(B4="B2",B4:C5,0)'),  # a text literal stays as it is
+    ],
+)
+def test_a_shared_formulas_later_cell_is_its_first_cells_formula_moved(first, rows, cols, later):
+    # Excel stores a filled-down formula once (t="shared"); FORMULATEXT and ISFORMULA in its later cells are
+    # rewritten by the cell each reads, so each later cell's own formula is derived as Excel derives it
+    assert workbook._moved(first, rows, cols) == later

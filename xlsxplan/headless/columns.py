@@ -16,14 +16,14 @@ its note is the one it always had. Every input must be a cell that holds no form
 the engine calculates); a row reading a formula cell stays a formula.
 
 The engine is given no formula in a column's cells (:func:`blank_edits` removes them from its copy of the sheet);
-:func:`compute` sets their values before each calculation that follows a change of input. A workbook whose
-formulas ask whether a cell holds a formula (ISFORMULA) has no columns: there the engine would see values.
+:func:`compute` sets their values before each calculation that follows a change of input. What a formula asks of
+a cell's formula (FORMULATEXT, ISFORMULA) is read from the file, not from the engine (:mod:`.workbook`), so it is
+the same whether the cell's value came from a column or from the engine.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,7 +32,7 @@ from ..sheet import cells as sheet_cells
 from . import engine
 from .sheets import Formula, SheetIndex
 
-__all__ = ["Column", "MIN_CELLS", "find", "blank_edits", "compute", "asks_formulas"]
+__all__ = ["Column", "MIN_CELLS", "find", "blank_edits", "compute"]
 
 MIN_CELLS = 200
 """The fewest formulas of one shape computed as a column: a smaller group costs the engine less than the array's
@@ -41,7 +41,6 @@ setup, and the shipped templates (whose formulas are computed cell by cell) have
 _CALL = re.compile(r"([A-Za-z][A-Za-z0-9_.]*)\((.*)\)")
 _NUMBER = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 _REFERENCE = re.compile(r"\$?[A-Za-z]{1,3}\$?[0-9]{1,7}")
-_ASKS_FORMULA = re.compile(r"ISFORMULA", re.IGNORECASE)
 
 
 @dataclass
@@ -65,12 +64,6 @@ class Column:
         """The cell each row's ``j``-th reference reads."""
         fixed_col, col, fixed_row, row = self.refs[j]
         return [(row if fixed_row else r + row, col if fixed_col else c + col) for r, c in self.cells]
-
-
-def asks_formulas(texts: Iterable[str]) -> bool:
-    """Whether any of these formula texts asks if a cell holds a formula (a column's cells hold values in the
-    engine)."""
-    return _ASKS_FORMULA.search("\n".join(texts)) is not None
 
 
 def find(

@@ -1330,9 +1330,26 @@ class _Static:
         self.folded = {t.casefold(): t for t in self.titles}
         self.names: dict[str, str] = {}
         self.formulas: Mapping[str, SheetIndex] = {}  # each sheet's formulas, for FORMULATEXT (set by the caller)
+        self._masters: dict[str, dict[str, Formula]] = {}
         for d in pkg.defined_names:
             if d.local_sheet is None:
                 self.names[d.name.upper()] = d.text.strip().lstrip("=")
+
+    def text(self, sheet: str, f: Formula) -> str | None:
+        """A formula's text as the file implies it: its own, or for a shared formula's later cell, its first
+        cell's with the relative references moved as far as the cell is from it (:func:`_moved`)."""
+        if f.text is not None or f.kind != "shared" or f.shared is None:
+            return f.text
+        masters = self._masters.get(sheet)
+        if masters is None:
+            idx = self.formulas.get(sheet)
+            masters = self._masters[sheet] = {
+                g.shared: g
+                for g in (idx.formulas.values() if idx is not None else ())
+                if g.kind == "shared" and g.text is not None and g.shared is not None
+            }
+        first = masters.get(f.shared)
+        return None if first is None else _moved(first.text or "", f.row - first.row, f.col - first.col)
 
     def area(self, operand: str, sheet: str, depth: int = 0) -> tuple[str, int, int, int, int] | None:
         """The sheet and bounds a reference (``B4:C9``, ``'My sheet'!B4``) or a global name of one points to."""
@@ -1453,7 +1470,8 @@ def _engine_text(
     written = "=" + _qualified_names(text, local)
     if static is not None:
         written = _static_references(written, sheet, static)
-        if static.formulas and f.kind != "shared" and "FORMULATEXT" in written.upper():  # a literal would not shift
+        upper = written.upper() if static.formulas and f.kind != "shared" else ""  # a literal would not shift
+        if "FORMULATEXT" in upper or "ISFORMULA" in upper:
             written = _formula_texts(written, sheet, static)
     if f.kind != "array":
         written = intersect(written, multi)
@@ -1470,6 +1488,11 @@ _FORMULATEXT = re.compile(
     r"(\$?[A-Za-z]{1,3}\$?\d{1,7})(?::\$?[A-Za-z]{1,3}\$?\d{1,7})?\s*\)",
     re.IGNORECASE,
 )
+_READS_FORMULAS = re.compile(r"FORMULATEXT|ISFORMULA", re.IGNORECASE)
+_ISFORMULA = re.compile(
+    r"(?<![A-Za-z0-9_.])(?:_xlfn\.)?ISFORMULA\(\s*((?:'(?:[^']|'')+'|[A-Za-z0-9_.]+)!)?(\$?[A-Za-z]{1,3}\$?\d{1,7})\s*\)",
+    re.IGNORECASE,
+)
 _XLFN = re.compile(r"(?<![A-Za-z0-9_.])_xlfn\.(?:_xlws\.)?", re.IGNORECASE)
 _SINGLE = re.compile(r"(?<![A-Za-z0-9_.])_xlfn\.SINGLE\((?:([$A-Za-z0-9_.!:']+)\))?", re.IGNORECASE)
 
@@ -1482,25 +1505,53 @@ def _at(m: re.Match[str]) -> str:
 def _formula_texts(formula: str, sheet: str, static: _Static) -> str:
     """``formula`` with each ``FORMULATEXT`` of a cell (or a range: its first cell) that holds a formula of its own
     replaced by that formula's text as Excel shows it (``=`` and the text the file stores, without the ``_xlfn.``
-    prefixes): the engine would show its own rewrite of it. Other arguments are left to the engine."""
+    prefixes): the engine would show its own rewrite of it; and each ``ISFORMULA`` of one cell by TRUE or FALSE,
+    whether the file holds a formula there (a cell of an array formula's range counts, as in Excel): the engine
+    gives FALSE for every cell (formualizer 0.13). Other arguments are left to the engine."""
+
+    def cell(m: re.Match[str]) -> tuple[str | None, SheetIndex | None, int, int]:
+        title = _sheet_title(m.group(1), static) if m.group(1) else sheet
+        idx = static.formulas.get(title) if title else None
+        row, col = split_ref(m.group(2).replace("$", ""))
+        return title, idx, row, col
+
+    def text(m: re.Match[str]) -> str:
+        title, idx, row, col = cell(m)
+        f = idx.formulas.get((row, col)) if idx is not None else None
+        written = static.text(title, f) if title is not None and f is not None else None
+        if f is None or not written or f.kind in ("array", "dataTable"):
+            return m.group(0)
+        shown = "=" + engine.outside_quotes(written, lambda code: _XLFN.sub("", _SINGLE.sub(_at, code)))
+        return '"' + shown.replace('"', '""') + '"'
+
+    def holds(m: re.Match[str]) -> str:
+        _, idx, row, col = cell(m)
+        if idx is None:
+            return m.group(0)
+        spanned = any(r1 <= row <= r2 and c1 <= col <= c2 for r1, c1, r2, c2 in (f.area for f in idx.arrays if f.area))
+        return "TRUE" if (row, col) in idx.formulas or spanned else "FALSE"
 
     def change(part: str) -> str:
-        def sub(m: re.Match[str]) -> str:
-            where = m.group(1)
-            title = sheet if not where else static.folded.get(where[:-1].strip("'").replace("''", "'").casefold())
-            idx = static.formulas.get(title) if title else None
-            if idx is None:
-                return m.group(0)
-            row, col = split_ref(m.group(2).replace("$", ""))
-            f = idx.formulas.get((row, col))
-            if f is None or not f.text or f.kind in ("array", "dataTable"):
-                return m.group(0)
-            shown = "=" + engine.outside_quotes(f.text, lambda code: _XLFN.sub("", _SINGLE.sub(_at, code)))
-            return '"' + shown.replace('"', '""') + '"'
-
-        return _FORMULATEXT.sub(sub, part)
+        return _ISFORMULA.sub(holds, _FORMULATEXT.sub(text, part))
 
     return engine.outside_quotes(formula, change)
+
+
+def _sheet_title(where: str, static: _Static) -> str | None:
+    """The sheet a reference's ``Sheet!`` or ``'My sheet'!`` names, as the workbook spells it; None if none."""
+    return static.folded.get(where[:-1].strip("'").replace("''", "'").casefold())
+
+
+def _moved(formula: str, rows: int, cols: int) -> str:
+    """``formula`` as Excel derives a shared formula's later cell from its first: each relative cell reference
+    (outside text literals; ``$`` fixes a row or a column) moved ``rows`` down and ``cols`` across."""
+
+    def move(m: re.Match[str]) -> str:
+        dollar_c, letters, dollar_r, digits = m.groups()
+        col = letters if dollar_c else col_letter(_column_number(letters) + cols)
+        return f"{dollar_c}{col}{dollar_r}{digits if dollar_r else int(digits) + rows}"
+
+    return engine.outside_quotes(formula, lambda part: _CELL_REF.sub(move, part))
 
 
 def _fitted(text: str, f: Formula) -> str:
@@ -1556,7 +1607,6 @@ def _engine_package(
     calls = 0
     tiles: list[tuple[str, int, int, str]] = []
     found: list[columns.Column] = []
-    asks: list[bool] = []  # whether a formula asks if a cell holds one (then no columns), found once when needed
     for sheet in (s for s in pkg.sheets if s.kind == "worksheet"):
         idx = index[sheet.title]
         if not idx.formulas:
@@ -1573,8 +1623,18 @@ def _engine_package(
         title = sheet.title
         # the formulas given as written that call a registry function, by shape: a column's candidates
         alike: dict[str, list[tuple[int, int]]] = {}
+        # shared formulas that read a cell's formula (FORMULATEXT, ISFORMULA: rewritten by the cell they read, which
+        # moves from cell to cell): each cell is given its own formula once the engine has loaded the sheet
+        reading: set[str] = set()
         for rc, f in idx.formulas.items():
             kind = f.kind
+            if kind == "shared" and f.shared is not None:
+                if f.text is not None and _READS_FORMULAS.search(f.text):
+                    reading.add(f.shared)
+                if f.shared in reading:
+                    own = Formula(f.row, f.col, static.text(title, f), "")
+                    written = _engine_text(own, local, multi, title, static)[0] or own.text
+                    tiles.append((title, f.row, f.col, "=" + (written or "")))
             key = (f.text, kind, (f.area, f.row, f.col) if kind == "array" else None)
             hit = seen.get(key)
             if hit is None:
@@ -1611,10 +1671,6 @@ def _engine_package(
         for shape, group in alike.items():
             if len(group) < columns.MIN_CELLS:
                 continue
-            if not asks:
-                asks.append(columns.asks_formulas(_all_formula_texts(pkg, index)))
-            if asks[0]:
-                break
             if computed is None:
                 computed = _computed_cells(idx)
             column = columns.find(title, idx, group, _Shapes.references(shape), computed)
@@ -1637,13 +1693,6 @@ def _engine_package(
     return buf.getvalue(), calling, calls, tiles, found
 
 
-def _all_formula_texts(pkg: Package, index: Mapping[str, SheetIndex]) -> Iterator[str]:
-    """The text of every formula of the workbook: its cells' and its defined names'."""
-    for idx in index.values():
-        yield from (f.text for f in idx.formulas.values() if f.text)
-    yield from (d.text for d in pkg.defined_names)
-
-
 def _computed_cells(idx: SheetIndex) -> set[tuple[int, int]]:
     """The cells of a sheet whose value a formula gives: its formula cells and the cells of its array ranges."""
     out = set(idx.formulas)
@@ -1658,8 +1707,9 @@ _CELL_REF = re.compile(r"(?<![A-Za-z0-9_.\\])(\$?)([A-Za-z]{1,3})(\$?)([0-9]{1,7
 """A cell reference (``B7``, ``$B$7``) standing alone in a formula: not part of a name, a function or a number."""
 _NOT_SHAPED = re.compile(r"""["'!:|\\\[\]{}#\s]""")
 """What keeps a formula out of :class:`_Shapes`: text literals, sheets, ranges, table or external references, array
-constants, spill references, intersections (a space), and FORMULATEXT (whose rewrite reads the cell referred to,
-tested apart: a character class alone is searched at a third of the cost of one with a word in any case)."""
+constants, spill references, intersections (a space), and FORMULATEXT and ISFORMULA (whose rewrites read the cell
+referred to, tested apart: a character class alone is searched at a third of the cost of one with a word in any
+case)."""
 
 
 _SHAPED_REFERENCE = re.compile("\0([^\1]*)\1([^\2]*)\2")
@@ -1704,8 +1754,8 @@ class _Shapes:
             _, _, kind, key, ref, before, letters, r, after = ahead
             self._foretell(col, row, kind, key, before, letters, r, after)
             return key, [ref]
-        if not text or f.kind not in ("", "shared") or _NOT_SHAPED.search(text) or "formulatext" in text.lower():
-            return None
+        if not text or f.kind not in ("", "shared") or _NOT_SHAPED.search(text) or "formula" in text.lower():
+            return None  # (FORMULATEXT and ISFORMULA are rewritten by the cell they read, not by their shape)
         parts = _CELL_REF.split(text)  # text, then per reference its 4 groups and the text after it
         if len(parts) == 1:
             return None
