@@ -222,7 +222,7 @@ def test_a_saturated_engine_runs_the_sequences_its_step_budget_holds(factors):
         measurements.predict(rate, factors)[0]
         / measurements.predict(dataclasses.replace(rate, max_num_tokens=None), factors)[0]
     )
-    assert 1 <= ratio < 1.6
+    assert 1 - 1e-9 <= ratio < 1.6
     # below the budget a request rate still sets the batch by Little's law (QPS 2: one or two in flight)
     low = dataclasses.replace(m, concurrency=None, request_rate=2.0)
     assert measurements._load(low, s, factors).batch < 10

@@ -70,7 +70,18 @@ from typing import Any, Literal, cast, overload
 from .. import calibration
 from ..catalog import load_catalog, models
 from ..core import effects, engine, equations, roofline, serving, training, training_memory
-from ..core.step import OVERLAPS, Layout, dispatch_bytes, linked, mean_context, serve_step, step_parts
+from ..core.step import (
+    OVERLAPS,
+    SERVER_GPUS,
+    Layout,
+    dispatch_bytes,
+    linked,
+    mean_context,
+    pipelined,
+    routed_tokens,
+    serve_step,
+    step_parts,
+)
 from ..errors import CatalogError, XlsxplanError
 from ..precision import published_embedding_bytes
 from . import Factors, Observation, bands
@@ -94,6 +105,7 @@ __all__ = [
     "holdout_key",
     "expert_layout",
     "expert_parallel_row",
+    "serving_step",
     "validate",
     "summarise",
     "fit_report",
@@ -477,14 +489,37 @@ def _bits(m: Measurement) -> float:
         raise Unpredictable(err.message) from None
 
 
+def _weight_bytes(m: Measurement, s: Shape) -> float:
+    """Bytes per parameter of the weights as the row's checkpoint stores them: a preset model's MODEL_WEIGHTS_GB over
+    its parameters (its token embeddings and output head at the width checkpoints in the row's format keep them:
+    16 bits for FP8, INT4 and NVFP4 ones, the format's own for llama.cpp's, ``embeddings`` in formats.toml), the
+    same reading the plan's step makes (:class:`xlsxplan.plan.search._Setup` ``bytes_per_param``); for a shape
+    estimated from ``params_b``, the format's width alone [bytes]."""
+    width = _bits(m) / 8.0
+    if not s.preset or not m.precision:
+        return width
+
+    def stored() -> float:
+        preset = load_catalog().models.get(s.preset)
+        # a format name: @checked reads it as its byte count, where the signature it keeps says float
+        gb = models.model_weights_gb(s.preset, cast(float, m.precision), published_embedding_bytes(m.precision))
+        return gb / float(preset.params_b)
+
+    return float(_remembered("weight_bytes", (s.preset, m.precision.lower()), stored))
+
+
 def _kv_bytes_per_value(m: Measurement) -> float:
     """Bytes per cached value: the ``kv_precision`` column if given, else the engine's default for the weights."""
     if m.kv_precision:
         return _bits(dataclasses.replace(m, precision=m.kv_precision)) / 8.0
-    text = f"{m.name} {m.source}".lower()
-    trtllm = any(word in text for word in ("tensorrt", "trt-llm", "trtllm"))
     modelopt = calibration.format_group(m.precision) == "8-bit" or m.precision.lower() == "nvfp4"
-    return 1.0 if trtllm and modelopt else 2.0
+    return 1.0 if _trtllm(m) and modelopt else 2.0
+
+
+def _trtllm(m: Measurement) -> bool:
+    """Whether the row was run on TensorRT-LLM: its ``engine`` column, or its name or source naming it."""
+    text = f"{m.engine} {m.name} {m.source}".lower()
+    return any(word in text for word in ("tensorrt", "trt-llm", "trtllm"))
 
 
 def _kv_bytes_per_token(m: Measurement, s: Shape, context: float) -> float:
@@ -701,7 +736,7 @@ def implied(m: Measurement) -> Observation:
         e = flops / (_n(m) * _peak_flops(m) * seconds)
     else:
         s = shape_of(m)
-        step_bytes = s.active_b * 1e9 * _bits(m) / 8.0 + _kv_bytes_per_token(m, s, _context(m)) * _context(m)
+        step_bytes = s.active_b * 1e9 * _weight_bytes(m, s) + _kv_bytes_per_token(m, s, _context(m)) * _context(m)
         e = step_bytes * value / (_n(m) * _bandwidth(m))
     return Observation(kind, e, label=m.label(), run=holdout_key(m), **_efficiency_features(m, kind))
 
@@ -791,12 +826,7 @@ def _predict_train_flops(m: Measurement, s: Shape, factors: Factors) -> tuple[fl
 
 def _predict_kv_capacity(m: Measurement, s: Shape, factors: Factors) -> tuple[float, str]:
     kv = _kv_bytes_per_token(m, s, _sequence(m))
-    weight_bytes = _bits(m) / 8.0
-    if s.preset and m.precision:  # a checkpoint as published: 16-bit embeddings for fp8, awq... (MODEL_WEIGHTS_GB)
-        embeddings = published_embedding_bytes(m.precision)
-        # a format name: @checked reads it as its byte count, where the signature it keeps says float
-        weight_bytes = models.model_weights_gb(s.preset, cast(float, m.precision), embeddings) / s.params_b
-    free = equations.free_bytes(s.params_b, weight_bytes, _n(m), _gpu(m).memory_gb, USABLE_FRACTION)
+    free = equations.free_bytes(s.params_b, _weight_bytes(m, s), _n(m), _gpu(m).memory_gb, USABLE_FRACTION)
     if free <= 0:
         raise Unpredictable(f"the weights alone do not fit in {USABLE_FRACTION:.0%} of memory")
     return free / kv, f"{USABLE_FRACTION:.0%} of memory less weights over {kv:,.0f} KV bytes per token; {s.origin}"
@@ -804,6 +834,7 @@ def _predict_kv_capacity(m: Measurement, s: Shape, factors: Factors) -> tuple[fl
 
 def _predict_decode(m: Measurement, s: Shape, factors: Factors) -> tuple[float, str]:
     bits, bw = _bits(m), _gpu(m).bandwidth_tb_s
+    stored = _weight_bytes(m, s)
     kv = _kv_bytes_per_token(m, s, _context(m))
     e_bw = _eff(factors, m, "decode_bandwidth")
     basis = f"decode_bandwidth {e_bw:.3f}, {bits:g} bits per weight; {s.origin}"
@@ -812,11 +843,11 @@ def _predict_decode(m: Measurement, s: Shape, factors: Factors) -> tuple[float, 
     except (
         Unpredictable
     ) as why:  # no published FLOP/s (Apple): the bandwidth ceiling alone, as Back-of-the-Envelope does
-        speed = serving.decode_tokens_per_s(s.active_b, bits / 8.0, _n(m), bw, _batch(m), kv, _context(m), e_bw)
+        speed = serving.decode_tokens_per_s(s.active_b, stored, _n(m), bw, _batch(m), kv, _context(m), e_bw)
         return speed, f"{basis}; bandwidth bound only ({why})"
     e_c = _eff(factors, m, "prefill")
     step = roofline.decode_step_seconds(
-        s.active_b, bits / 8.0, _batch(m), kv, _context(m), _n(m), bw, peak / 1e12, e_bw, e_c
+        s.active_b, stored, _batch(m), kv, _context(m), _n(m), bw, peak / 1e12, e_bw, e_c
     )
     return 1.0 / step, basis
 
@@ -827,7 +858,7 @@ def _predict_prefill(m: Measurement, s: Shape, factors: Factors) -> tuple[float,
     prompt = _need(m.input_len, "input_len", m)
     t = roofline.ttft_seconds(
         s.active_b,
-        _bits(m) / 8.0,
+        _weight_bytes(m, s),
         prompt,
         s.layers,
         s.attn_width,
@@ -875,27 +906,50 @@ def expert_layout(m: Measurement) -> Layout | None:
     ``overlap`` says (two-batch overlap where it says nothing)."""
     if m.kind == "train" or not m.ep or m.ep <= 1:
         return None
-    from ..catalog.systems import topology_of
-
     tp = m.tp or 1
     if m.ep % tp:
         raise Unpredictable(f"tp {tp} does not divide the expert-parallel group of {m.ep} GPUs")
-    topo = topology_of(_gpu(m).id)
-    up = m.scale_up_gb_s or _link(m)
-    if not up:
-        raise Unpredictable(
-            f"{_gpu(m).id} has no link_gb_s and the row gives no scale_up_gb_s: its all-to-all cannot be costed"
-        )
-    if topo is None:
-        base = linked(m.gpus_per_node, up)
-    else:
-        base = linked(topo.scale_up_gpus, up, topo.scale_out_gb_s, topo.scale_up_latency_us, topo.scale_out_latency_us)
-    return base._replace(
+    return _links(m, "all-to-all")._replace(
         tp=tp,
         dp=m.ep // tp,
         dispatch_bytes=dispatch_bytes(m.precision, _bits(m) / 8.0),
         overlap=m.overlap or OVERLAPS[0],
     )
+
+
+def replica_layout(m: Measurement) -> Layout | None:
+    """How a serving row's instance beyond one server is laid out, as the plan lays out such a replica: ``pp``
+    pipeline stages of ``tp`` GPUs (:func:`xlsxplan.core.step.pipelined`: a micro-batch per stage in flight), or
+    more than SERVER_GPUS sharing every layer, on the links :func:`expert_layout` reads, latencies included; None
+    for an instance of one server, a row measured at one request (a layer split's one token passes the stages one
+    after another: :func:`_through_pipeline`) or one laid out expert-parallel."""
+    if m.kind == "train" or m.metric in _ONE_REQUEST or (m.ep and m.ep > 1):
+        return None
+    pp = m.pp or 1
+    tp = m.tp or _split(m, pp, "pp")
+    if pp <= 1 and tp <= SERVER_GPUS:
+        return None
+    if tp * pp > _n(m) or _n(m) % (tp * pp):
+        raise Unpredictable(f"tp {tp} times pp {pp} does not divide the row's {_n(m)} GPUs")
+    return pipelined(_links(m, "all-reduces and pipeline sends"), tp, pp)
+
+
+def _links(m: Measurement, what: str) -> Layout:
+    """The links of the first system preset built of the row's accelerator (systems.toml: its scale-up domain,
+    network and latencies), the plan's start (:func:`xlsxplan.core.step.linked`); without one, a scale-up domain of
+    ``gpus_per_node``. The scale-up bandwidth is the row's ``scale_up_gb_s`` where given, else the accelerator's
+    ``link_gb_s``; ``what``: the traffic it carries, for the reason a row without a link is not predicted."""
+    from ..catalog.systems import topology_of
+
+    topo = topology_of(_gpu(m).id)
+    up = m.scale_up_gb_s or _link(m)
+    if not up:
+        raise Unpredictable(
+            f"{_gpu(m).id} has no link_gb_s and the row gives no scale_up_gb_s: its {what} cannot be costed"
+        )
+    if topo is None:
+        return linked(m.gpus_per_node, up)
+    return linked(topo.scale_up_gpus, up, topo.scale_out_gb_s, topo.scale_up_latency_us, topo.scale_out_latency_us)
 
 
 def _held_params(s: Shape, layout: Layout | None) -> float:
@@ -913,19 +967,21 @@ def serve_step_seconds(
     with the row's model, accelerator, precision and lengths (the same function the plan's calibrated view runs).
     ``prefill_tokens``: prompt tokens prefilled in the same step, in the engine's steady state. A row with an
     expert-parallel group (:func:`expert_layout`) is laid out so: every data-parallel group reads the layers it holds
-    whole, the experts its tokens are routed to are read once (MOE_PARAMS_READ_B over every token of the step), the
-    KV cache is a data-parallel group's, and the dispatch and combine all-to-alls join the step.
+    whole, the KV cache is a data-parallel group's, and the dispatch and combine all-to-alls join the step; one of
+    ``pp`` stages or beyond one server, as the plan lays out a replica (:func:`replica_layout`). Every layout reads
+    the experts every token of the step is routed to once (MOE_PARAMS_READ_B over
+    :func:`xlsxplan.core.step.routed_tokens`).
     Returns the step and its parts in seconds."""
     gpu, n = _gpu(m), _n(m)
-    layout = expert_layout(m)
+    layout = expert_layout(m) or replica_layout(m)
     experts, per_token = _routing(s)
-    routed = batch if layout is None else batch + prefill_tokens
+    routed = routed_tokens(batch, prefill_tokens)
     read = s.params_b if not s.moe else equations.moe_params_read(s.params_b, s.active_b, experts, per_token, routed)
     read += _held_params(s, layout) - s.params_b
     cache_of = m if layout is None else dataclasses.replace(m, n_gpus=layout.tp)
     parts = step_parts(
         read,
-        _bits(m) / 8.0,
+        _weight_bytes(m, s),
         s.active_b,
         batch,
         prefill_tokens,
@@ -989,6 +1045,16 @@ def _step_at(m: Measurement, s: Shape, factors: Factors, batch: int) -> tuple[fl
     return serve_step_seconds(m, s, factors, batch, effects.prefill_tokens_per_step(batch, prompt, output))
 
 
+def serving_step(m: Measurement, factors: Factors, batch: int) -> tuple[float, dict[str, float]]:
+    """The step validate predicts for serving row ``m`` at ``batch`` sequences, at the fitted serving scale
+    (:meth:`xlsxplan.calibration.Factors.serving_scale` for :func:`scale_gpus`), and its parts [s]: what a published
+    run at that batch is scored with, and what ``xlsxplan plan``'s calibrated view reports for the option the row
+    describes (``step_s``, ``step_parts_s``; tests/plan/test_one_chain.py holds the two to one another)."""
+    _, parts = _step_at(m, shape_of(m), factors, batch)
+    scale = factors.serving_scale(scale_gpus(m), _gpu(m).id)
+    return serve_step(parts, scale), {k: v / scale for k, v in parts.items()}
+
+
 def scale_gpus(m: Measurement) -> int:
     """The GPUs the serving scale is read at for one instance of row ``m`` (:meth:`xlsxplan.calibration.Factors.
     serving_scale`): those sharing each layer, ``tp`` (the data-parallel group with an expert-parallel layout, as the
@@ -1036,7 +1102,7 @@ def _load(m: Measurement, s: Shape, factors: Factors) -> _Load:
     :func:`xlsxplan.core.engine.budget_batch`'s, ``T / (1 + P / O)``: a saturated engine runs that many sequences,
     not what memory holds."""
     inst, copies = _instances(m)
-    gpu, bits, n = _gpu(inst), _bits(inst), _n(inst)
+    gpu, n = _gpu(inst), _n(inst)
     layout = expert_layout(inst)
     cache_of = inst if layout is None else dataclasses.replace(inst, n_gpus=layout.tp)
     kv = _kv_bytes_per_token(cache_of, s, _context(inst))
@@ -1046,9 +1112,12 @@ def _load(m: Measurement, s: Shape, factors: Factors) -> _Load:
             raise Unpredictable("a prefill pool's row needs its concurrency: the prompts prefilled in one step")
         fits = conc
     else:
-        fits = equations.batch_that_fits(
-            _held_params(s, layout), bits / 8.0, kv, _context(inst), n, gpu.memory_gb, USABLE_FRACTION
-        )
+        held, stored = _held_params(s, layout), _weight_bytes(inst, s)
+        if _trtllm(inst):  # the KV cache gets its share of what the weights leave, not of the whole memory
+            free = engine.TRTLLM_FREE_GPU_MEMORY_FRACTION * equations.free_bytes(held, stored, n, gpu.memory_gb, 1.0)
+            fits = max(0, math.floor(free / (kv * _context(inst))))
+        else:
+            fits = equations.batch_that_fits(held, stored, kv, _context(inst), n, gpu.memory_gb, USABLE_FRACTION)
     batch = int(fits if conc == 0 else min(conc, fits))
     if batch < 1:
         raise Unpredictable(f"the weights or one request do not fit in {USABLE_FRACTION:.0%} of memory")

@@ -90,6 +90,11 @@ VLLM_GPU_MEMORY_UTILIZATION = 0.9
 """vLLM's default ``gpu_memory_utilization`` through v0.19 (vllm/config/cache.py CacheConfig); 0.92 from v0.22."""
 VLLM_BLOCK_SIZE = 16
 """vLLM's default KV block on CUDA, in tokens (CacheConfig.block_size)."""
+TRTLLM_FREE_GPU_MEMORY_FRACTION = 0.9
+"""The share of the memory left after the weights that a TensorRT-LLM engine gives its KV cache by default
+(KvCacheConfig.free_gpu_memory_fraction, 0.9: "TensorRT LLM will try to allocate 90% of free GPU memory for KV
+cache", nvidia.github.io/TensorRT-LLM/examples/kvcacheconfig.html, read 2026-12-07) [fraction]: a share of what the
+weights leave, where vLLM's and SGLang's are shares of the whole memory (VLLM_GPU_MEMORY_UTILIZATION)."""
 TRTLLM_MAX_NUM_TOKENS = 8192
 """The tokens one step of a TensorRT-LLM engine computes at most, as ``trtllm-build`` builds it by default
 (tensorrt_llm/builder.py BuildConfig.max_num_tokens; reference [5]) [tokens]."""

@@ -118,6 +118,28 @@ class Layout(NamedTuple):
         return f"tp{self.tp}" + (f" pp{self.pp}" if self.pp > 1 else "")
 
 
+SERVER_GPUS = 8
+"""The GPUs of one server whose replica shares every layer by tensor parallelism with no layout of its own (no
+latency counted, as validate scores published single-server runs): a replica of more is laid out on its system's
+links and latencies (:class:`Layout`), in the plan (``plan.search.replica_sizes``) and in validate
+(``calibration.measurements.replica_layout``) alike [GPUs]."""
+
+
+def routed_tokens(batch: float, prefill_tokens: float) -> float:
+    """Tokens one step sends through a mixture of experts' routed experts [tokens]: each of the ``batch``
+    sequences' decoded token and each of the ``prefill_tokens`` prompt tokens prefilled in the same step (a
+    continuous-batching engine runs the whole model on both), so the experts the step reads (MOE_PARAMS_READ_B)
+    are those this many tokens touch, not the decoded tokens' alone."""
+    return batch + prefill_tokens
+
+
+def pipelined(links: Layout, tp: int, pp: int) -> Layout:
+    """``pp`` pipeline stages of ``tp`` GPUs each (tensor parallel within a stage) on ``links``' links, with ``pp``
+    micro-batches in flight: vLLM keeps one batch per stage, so a step's sequences are split ``pp`` ways and the
+    step takes ``2 pp - 1`` stage times (GPipe's schedule, PIPELINE_BUBBLE: the bubble ``(pp - 1) / (2 pp - 1)``)."""
+    return links._replace(tp=tp, pp=pp, dp=1, micro_batches=pp)
+
+
 def dispatch_bytes(weights: str, bytes_per_param: float) -> float:
     """Bytes per value an expert-parallel dispatch sends for weights computing in format ``weights`` of
     ``bytes_per_param`` [bytes]: NVFP4 for NVFP4 weights (NVFP4_DISPATCH_BYTES: SGLang fuses NVFP4 quantization into

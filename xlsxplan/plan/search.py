@@ -92,12 +92,15 @@ from ..catalog import models
 from ..catalog.systems import Topology, topology_of
 from ..core import cost, engine, equations, queueing, serving, speculative, traffic
 from ..core.step import (
+    SERVER_GPUS,
     Layout,
     StepShape,
     comm_seconds,
     dispatch_bytes,
     linked,
     mean_context,
+    pipelined,
+    routed_tokens,
     serve_step,
     step_parts,
 )
@@ -149,7 +152,7 @@ HOURS_PER_MONTH = 730
 """Hours a month that GPUs are billed around the clock: a 365-day year's 8,760 hours over 12 months, the serving
 template's *Hours per month*."""
 
-GPUS_PER_REPLICA = (1, 2, 4, 8)
+GPUS_PER_REPLICA = (1, 2, 4, SERVER_GPUS)
 """GPUs per replica the search tries: tensor parallelism within one 8-GPU server, and for a mixture of experts the
 same number of GPUs sharing the experts (expert parallelism)."""
 MAX_GPUS_PER_REPLICA = 64
@@ -1065,7 +1068,7 @@ class _Chain:
         out as the option's :attr:`_Setup.layout`."""
         prefill = batch * self.prompt_tokens / self.decode_tokens
         return step_parts(
-            *s.reading(batch),
+            *s.reading(routed_tokens(batch, prefill)),
             s.model.active,
             batch,
             prefill,
@@ -1856,7 +1859,7 @@ def layouts(n: int, topo: Topology, m: _Model, heads: int) -> list[tuple[Layout,
         why = f"{n} GPUs do not fill whole scale-up domains of {up} on {topo.system}"
     elif heads % tp:
         why = f"{heads} attention heads do not split evenly over {tp} GPUs (tensor parallel within the domain)"
-    out.append((base._replace(tp=tp, pp=pp, micro_batches=pp), why))
+    out.append((pipelined(base, tp, pp), why))
     if m.moe:
         out.append((base._replace(tp=1, dp=n), ""))
     return out
@@ -1880,8 +1883,9 @@ def replica_sizes(
     heads = int(catalog.load_catalog().models.get(m.name).heads)
     out: list[tuple[int, Layout | None, str]] = []
     listed = sorted(set(a.gpus_per_replica))
-    beyond = [n for n in listed if n > domain]
-    out += [(n, None, "") for n in listed if n <= domain]
+    one_server = min(domain, SERVER_GPUS)  # more GPUs than a server: laid out on the system's links
+    beyond = [n for n in listed if n > one_server]
+    out += [(n, None, "") for n in listed if n <= one_server]
     top = max(listed)
     limit = a.max_gpus_per_replica
     short = serving.usable_gb(top, memory, a.usable_fraction) < smallest_gb
