@@ -2,11 +2,11 @@
 run with. Every feasible option of 500 random plans (seeded; stratified over dense, mixture-of-experts, latent-
 attention, hybrid and sliding-window models, 16-bit, 8-bit and 4-bit weights (FP4 where the accelerator has an FP4
 peak), tensor parallel 1 to 8, expert parallel with attention data-parallel and pipeline stages beyond a server,
-aggregated and disaggregated serving, with and without targets) is written as the run it describes (model,
-accelerator, GPUs, precisions, lengths, its layout and batch) and predicted by validate's own step
-(:func:`xlsxplan.calibration.measurements.serving_step`): the step and each of its parts agree to 1e-9; an
-aggregated option on one server is also predicted whole (:func:`~xlsxplan.calibration.measurements.predict`): its
-speed per user and its replica's throughput.
+aggregated and disaggregated serving, with and without targets), then of one plan of every other preset of the
+catalog, is written as the run it describes (model, accelerator, GPUs, precisions, lengths, its layout and batch)
+and predicted by validate's own step (:func:`xlsxplan.calibration.measurements.serving_step`): the step and each of
+its parts agree to 1e-9; an aggregated option on one server is also predicted whole
+(:func:`~xlsxplan.calibration.measurements.predict`): its speed per user and its replica's throughput.
 
 Neither side's numbers are copied into the other: the plan builds its step from its option's figures
 (``plan.search._Chain``), validate from the row's columns (``measurements.serve_step_seconds``), both through
@@ -26,6 +26,7 @@ import pytest
 
 from xlsxplan import calibration
 from xlsxplan.calibration import measurements
+from xlsxplan.catalog import model_names
 from xlsxplan.errors import XlsxplanError
 from xlsxplan.plan.search import Assumptions, Option, Targets, Traffic, plan
 
@@ -39,12 +40,14 @@ STRATA = {
 }
 ACCELERATORS = ("A100-80GB", "H100-SXM", "H200", "B200", "B300", "GB200", "L40S", "MI300X", "MI325X", "MI355X")
 WEIGHTS = ("bf16", "fp8", "nvfp4", "mxfp4", "awq")
+OTHERS = sorted(set(model_names()) - {m for models in STRATA.values() for m in models})
 LAYOUT = re.compile(r"ep(?P<ep>\d+) dp-attention(?: tp(?P<ep_tp>\d+))?|tp(?P<tp>\d+)(?: pp(?P<pp>\d+))?")
 
 
 def _scenario(rng: random.Random, k: int) -> tuple[str, str, str, str, Traffic, Targets]:
-    stratum = list(STRATA)[k % len(STRATA)]
-    model = rng.choice(STRATA[stratum])
+    """The ``k``-th scenario: the strata in turn, then every other preset of the catalog once."""
+    stratum = list(STRATA)[k % len(STRATA)] if k < SCENARIOS else "any other preset"
+    model = rng.choice(STRATA[stratum]) if k < SCENARIOS else OTHERS[k - SCENARIOS]
     traffic = Traffic(
         requests_per_day=rng.choice([1e5, 1e6, 2e6, 1e7]),
         prompt_tokens=rng.randint(100, 20_000),
@@ -91,7 +94,7 @@ def compared() -> tuple[list[tuple[str, float, float]], Counter[str]]:
     rng = random.Random(20261207)
     out: list[tuple[str, float, float]] = []
     seen: Counter[str] = Counter()
-    for k in range(SCENARIOS):
+    for k in range(SCENARIOS + len(OTHERS)):
         stratum, model, gpu, weights, traffic, targets = _scenario(rng, k)
         try:
             p = plan(model, traffic, targets, {gpu: None}, Assumptions(weight_precisions=(weights,)))
@@ -132,6 +135,18 @@ def test_every_options_step_is_validates_step_for_the_run_it_describes():
 def test_the_scenarios_reach_every_stratum_layout_and_way_of_serving():
     pairs, seen = compared()
     assert len(pairs) > 5_000  # each option's step and its eight parts
-    for key in (*STRATA, "aggregated", "disaggregated", "tp1", "tp2", "tp4", "tp8", "dp-attention", "pp", "fp4"):
+    for key in (
+        *STRATA,
+        "any other preset",
+        "aggregated",
+        "disaggregated",
+        "tp1",
+        "tp2",
+        "tp4",
+        "tp8",
+        "dp-attention",
+        "pp",
+        "fp4",
+    ):
         assert seen[key] >= 3, (key, seen)  # pp: tensor parallel in a server, pipeline stages across
     assert seen["target"] >= 3 and seen["whole run"] >= 200, seen
