@@ -1,7 +1,7 @@
 """One serving chain: the step `xlsxplan plan` ranks an option by is the step `xlsxplan validate` scores a published
 run with. Every feasible option of 500 random plans (seeded; stratified over dense, mixture-of-experts, latent-
 attention, hybrid and sliding-window models, 16-bit, 8-bit and 4-bit weights (FP4 where the accelerator has an FP4
-peak), tensor parallel 1 to 8, expert parallel with attention data-parallel and pipeline stages beyond a server,
+peak) and a mixture of experts' routed experts stored apart (gpt-oss's ``bf16+mxfp4``), tensor parallel 1 to 8, expert parallel with attention data-parallel and pipeline stages beyond a server,
 aggregated and disaggregated serving, with and without targets), then of one plan of every other preset of the
 catalog, is written as the run it describes (model, accelerator, GPUs, precisions, lengths, its layout and batch)
 and predicted by validate's own step (:func:`xlsxplan.calibration.measurements.serving_step`): the step and each of
@@ -39,7 +39,7 @@ STRATA = {
     "sliding window": ("Gemma-3-27B", "Gemma-2-9B"),
 }
 ACCELERATORS = ("A100-80GB", "H100-SXM", "H200", "B200", "B300", "GB200", "L40S", "MI300X", "MI325X", "MI355X")
-WEIGHTS = ("bf16", "fp8", "nvfp4", "mxfp4", "awq")
+WEIGHTS = ("bf16", "fp8", "nvfp4", "mxfp4", "awq", "bf16+mxfp4", "fp8+nvfp4")  # REST+EXPERTS: experts stored apart
 OTHERS = sorted(set(model_names()) - {m for models in STRATA.values() for m in models})
 LAYOUT = re.compile(r"ep(?P<ep>\d+) dp-attention(?: tp(?P<ep_tp>\d+))?|tp(?P<tp>\d+)(?: pp(?P<pp>\d+))?")
 
@@ -123,6 +123,7 @@ def compared() -> tuple[list[tuple[str, float, float]], Counter[str]]:
             shape = "dp-attention" if "dp-attention" in o.layout else "pp" if o.layout else f"tp{o.gpus_per_replica}"
             seen.update([stratum, o.serving, shape])
             seen.update(["fp4"] * ("fp4" in o.weights) + ["target"] * (targets.tokens_per_s is not None))
+            seen.update(["mixed"] * ("+" in o.weights))
     return out, seen
 
 
@@ -147,6 +148,7 @@ def test_the_scenarios_reach_every_stratum_layout_and_way_of_serving():
         "dp-attention",
         "pp",
         "fp4",
+        "mixed",
     ):
         assert seen[key] >= 3, (key, seen)  # pp: tensor parallel in a server, pipeline stages across
     assert seen["target"] >= 3 and seen["whole run"] >= 200, seen

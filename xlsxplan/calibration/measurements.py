@@ -78,6 +78,7 @@ from ..core.step import (
     linked,
     mean_context,
     pipelined,
+    read_weights,
     routed_tokens,
     serve_step,
     step_parts,
@@ -467,7 +468,7 @@ def _peak_flops(m: Measurement) -> float:
     """Dense peak of one accelerator at the row's precision [FLOP/s]."""
     gpu = _gpu(m)
     try:
-        field_name = calibration.peak_field(m.precision)
+        field_name = calibration.peak_field(_computes(m))
     except XlsxplanError as err:
         raise Unpredictable(err.message) from None
     value = gpu.figure(field_name)
@@ -482,9 +483,30 @@ def _bandwidth(m: Measurement) -> float:
     return float(_gpu(m).bandwidth_tb_s) * 1e12
 
 
+def _computes(m: Measurement) -> str:
+    """The precision the row's weights compute in: its ``precision``, or for a mixture of experts stored mixed
+    (``REST+EXPERTS``, gpt-oss's ``bf16+mxfp4``) the other layers', the experts widened to it before the multiply, as
+    the plan reads such weights (``plan.search.compute_precision``)."""
+    return m.precision.partition("+")[0]
+
+
 def _bits(m: Measurement) -> float:
+    """Bits per weight of the precision the row's weights compute in (:func:`_computes`)."""
     try:
-        return calibration.bits_per_weight(m.precision)
+        return calibration.bits_per_weight(_computes(m))
+    except XlsxplanError as err:
+        raise Unpredictable(err.message) from None
+
+
+def _expert_bytes(m: Measurement, s: Shape) -> float:
+    """Bytes per routed-expert weight where the row stores its experts apart (``REST+EXPERTS``); 0 otherwise."""
+    _, plus, apart = m.precision.partition("+")
+    if not plus:
+        return 0.0
+    if not s.moe or not s.preset:
+        raise Unpredictable(f"precision {m.precision!r} stores a preset mixture of experts' routed experts apart")
+    try:
+        return calibration.bits_per_weight(apart) / 8.0
     except XlsxplanError as err:
         raise Unpredictable(err.message) from None
 
@@ -492,27 +514,46 @@ def _bits(m: Measurement) -> float:
 def _weight_bytes(m: Measurement, s: Shape) -> float:
     """Bytes per parameter of the weights as the row's checkpoint stores them: a preset model's MODEL_WEIGHTS_GB over
     its parameters (its token embeddings and output head at the width checkpoints in the row's format keep them:
-    16 bits for FP8, INT4 and NVFP4 ones, the format's own for llama.cpp's, ``embeddings`` in formats.toml), the
-    same reading the plan's step makes (:class:`xlsxplan.plan.search._Setup` ``bytes_per_param``); for a shape
-    estimated from ``params_b``, the format's width alone [bytes]."""
+    16 bits for FP8, INT4 and NVFP4 ones, the format's own for llama.cpp's, ``embeddings`` in formats.toml; routed
+    experts stored apart at their own width), the same reading the plan's step makes
+    (:class:`xlsxplan.plan.search._Setup` ``bytes_per_param``); for a shape estimated from ``params_b``, the format's
+    width alone [bytes]."""
     width = _bits(m) / 8.0
+    experts = _expert_bytes(m, s)
     if not s.preset or not m.precision:
         return width
 
     def stored() -> float:
         preset = load_catalog().models.get(s.preset)
+        rest = _computes(m)
         # a format name: @checked reads it as its byte count, where the signature it keeps says float
-        gb = models.model_weights_gb(s.preset, cast(float, m.precision), published_embedding_bytes(m.precision))
+        gb = models.model_weights_gb(s.preset, cast(float, rest), published_embedding_bytes(rest), experts)
         return gb / float(preset.params_b)
 
     return float(_remembered("weight_bytes", (s.preset, m.precision.lower()), stored))
+
+
+def _weights_read(m: Measurement, s: Shape, read_params_b: float, copies: int = 0) -> tuple[float, float]:
+    """The parameters a step of row ``m`` reads [B] and their mean bytes [bytes], from ``read_params_b`` [B] of one
+    copy of the model and ``copies`` more of its layers outside the routed experts (attention data-parallel):
+    :func:`xlsxplan.core.step.read_weights` over the weights as stored (:func:`_weight_bytes`), as the plan reads an
+    option's."""
+    expert_params = models.model_expert_params_b(s.preset) if s.moe and s.preset else 0.0
+    weights_gb = _weight_bytes(m, s) * s.params_b
+    return read_weights(read_params_b, copies, s.params_b, expert_params, weights_gb, _expert_bytes(m, s))
+
+
+def _copies(s: Shape, layout: Layout | None) -> int:
+    """Further copies an instance holds of a preset mixture of experts' layers outside its routed experts: one by
+    every data-parallel attention group beyond the first [count]."""
+    return layout.dp - 1 if layout is not None and layout.dp > 1 and s.moe and s.preset else 0
 
 
 def _kv_bytes_per_value(m: Measurement) -> float:
     """Bytes per cached value: the ``kv_precision`` column if given, else the engine's default for the weights."""
     if m.kv_precision:
         return _bits(dataclasses.replace(m, precision=m.kv_precision)) / 8.0
-    modelopt = calibration.format_group(m.precision) == "8-bit" or m.precision.lower() == "nvfp4"
+    modelopt = calibration.format_group(_computes(m)) == "8-bit" or _computes(m).lower() == "nvfp4"
     return 1.0 if _trtllm(m) and modelopt else 2.0
 
 
@@ -630,7 +671,7 @@ def _features_of(m: Measurement, kind: str) -> dict[str, Any]:
         routed, comm, _ = moe_train_features(m, s)
         return {"balance": _peak_flops(m) / _bandwidth(m), "hidden": float(s.hidden), "routed": routed, "comm": comm}
     group = calibration.compute_group if kind == "prefill" else calibration.format_group
-    return {"gpu_class": calibration.gpu_class(_gpu(m).id), "fmt": group(m.precision)}
+    return {"gpu_class": calibration.gpu_class(_gpu(m).id), "fmt": group(_computes(m))}
 
 
 def _source_flops_per_token(m: Measurement, s: Shape) -> float:
@@ -736,7 +777,9 @@ def implied(m: Measurement) -> Observation:
         e = flops / (_n(m) * _peak_flops(m) * seconds)
     else:
         s = shape_of(m)
-        step_bytes = s.active_b * 1e9 * _weight_bytes(m, s) + _kv_bytes_per_token(m, s, _context(m)) * _context(m)
+        step_bytes = s.active_b * 1e9 * _weights_read(m, s, s.active_b)[1] + _kv_bytes_per_token(
+            m, s, _context(m)
+        ) * _context(m)
         e = step_bytes * value / (_n(m) * _bandwidth(m))
     return Observation(kind, e, label=m.label(), run=holdout_key(m), **_efficiency_features(m, kind))
 
@@ -834,7 +877,7 @@ def _predict_kv_capacity(m: Measurement, s: Shape, factors: Factors) -> tuple[fl
 
 def _predict_decode(m: Measurement, s: Shape, factors: Factors) -> tuple[float, str]:
     bits, bw = _bits(m), _gpu(m).bandwidth_tb_s
-    stored = _weight_bytes(m, s)
+    stored = _weights_read(m, s, s.active_b)[1]
     kv = _kv_bytes_per_token(m, s, _context(m))
     e_bw = _eff(factors, m, "decode_bandwidth")
     basis = f"decode_bandwidth {e_bw:.3f}, {bits:g} bits per weight; {s.origin}"
@@ -858,7 +901,7 @@ def _predict_prefill(m: Measurement, s: Shape, factors: Factors) -> tuple[float,
     prompt = _need(m.input_len, "input_len", m)
     t = roofline.ttft_seconds(
         s.active_b,
-        _weight_bytes(m, s),
+        _weights_read(m, s, s.active_b)[1],
         prompt,
         s.layers,
         s.attn_width,
@@ -912,7 +955,7 @@ def expert_layout(m: Measurement) -> Layout | None:
     return _links(m, "all-to-all")._replace(
         tp=tp,
         dp=m.ep // tp,
-        dispatch_bytes=dispatch_bytes(m.precision, _bits(m) / 8.0),
+        dispatch_bytes=dispatch_bytes(_computes(m), _bits(m) / 8.0),
         overlap=m.overlap or OVERLAPS[0],
     )
 
@@ -952,14 +995,6 @@ def _links(m: Measurement, what: str) -> Layout:
     return linked(topo.scale_up_gpus, up, topo.scale_out_gb_s, topo.scale_up_latency_us, topo.scale_out_latency_us)
 
 
-def _held_params(s: Shape, layout: Layout | None) -> float:
-    """Parameters an instance holds [B]: the model once, and with attention data-parallel the layers outside the
-    routed experts once more by every data-parallel group beyond the first (MODEL_EXPERT_PARAMS_B)."""
-    if layout is None or layout.dp <= 1 or not s.moe or not s.preset:
-        return s.params_b
-    return s.params_b + (layout.dp - 1) * (s.params_b - models.model_expert_params_b(s.preset))
-
-
 def serve_step_seconds(
     m: Measurement, s: Shape, factors: Factors, batch: int, prefill_tokens: float = 0.0
 ) -> tuple[float, dict[str, float]]:
@@ -976,12 +1011,12 @@ def serve_step_seconds(
     layout = expert_layout(m) or replica_layout(m)
     experts, per_token = _routing(s)
     routed = routed_tokens(batch, prefill_tokens)
-    read = s.params_b if not s.moe else equations.moe_params_read(s.params_b, s.active_b, experts, per_token, routed)
-    read += _held_params(s, layout) - s.params_b
+    one = s.params_b if not s.moe else equations.moe_params_read(s.params_b, s.active_b, experts, per_token, routed)
+    read, mean_bytes = _weights_read(m, s, one, _copies(s, layout))
     cache_of = m if layout is None else dataclasses.replace(m, n_gpus=layout.tp)
     parts = step_parts(
         read,
-        _weight_bytes(m, s),
+        mean_bytes,
         s.active_b,
         batch,
         prefill_tokens,
@@ -1112,7 +1147,7 @@ def _load(m: Measurement, s: Shape, factors: Factors) -> _Load:
             raise Unpredictable("a prefill pool's row needs its concurrency: the prompts prefilled in one step")
         fits = conc
     else:
-        held, stored = _held_params(s, layout), _weight_bytes(inst, s)
+        held, stored = _weights_read(inst, s, s.params_b, _copies(s, layout))
         if _trtllm(inst):  # the KV cache gets its share of what the weights leave, not of the whole memory
             free = engine.TRTLLM_FREE_GPU_MEMORY_FRACTION * equations.free_bytes(held, stored, n, gpu.memory_gb, 1.0)
             fits = max(0, math.floor(free / (kv * _context(inst))))

@@ -125,6 +125,37 @@ links and latencies (:class:`Layout`), in the plan (``plan.search.replica_sizes`
 (``calibration.measurements.replica_layout``) alike [GPUs]."""
 
 
+def read_weights(
+    read_params_b: float,
+    copies: int,
+    params_b: float,
+    expert_params_b: float,
+    weights_gb: float,
+    expert_bytes: float = 0.0,
+) -> tuple[float, float]:
+    """The parameters a step reads [B] and their mean bytes per parameter [bytes], from the ``read_params_b`` [B] of
+    one copy of a model of ``params_b`` [B] whose weights take ``weights_gb`` [GB] as stored (MODEL_WEIGHTS_GB:
+    embeddings at the width checkpoints keep them) and whose routed experts hold ``expert_params_b`` [B]:
+
+    * the weights' own mean, ``weights_gb / params_b``, for one precision;
+    * with the routed experts stored apart at ``expert_bytes`` (gpt-oss: MXFP4 experts, BF16 elsewhere), every other
+      weight at its own width and the experts read at theirs: ``(dense_gb + (read - dense) expert_bytes) / read``,
+      ``dense = params - experts`` and ``dense_gb = weights_gb - experts x expert_bytes``;
+    * with attention data-parallel, the layers outside the routed experts read once more by each of ``copies``
+      further groups: ``copies x dense`` parameters more, at the width they are stored in.
+
+    The plan's step and validate's both read their weights here."""
+    mean = weights_gb / params_b
+    dense = params_b - expert_params_b
+    dense_gb = weights_gb - expert_params_b * (expert_bytes or mean)
+    if expert_bytes:
+        mean = (dense_gb + (read_params_b - dense) * expert_bytes) / read_params_b
+    if not copies:
+        return read_params_b, mean
+    more = copies * dense
+    return read_params_b + more, (read_params_b * mean + copies * dense_gb) / (read_params_b + more)
+
+
 def routed_tokens(batch: float, prefill_tokens: float) -> float:
     """Tokens one step sends through a mixture of experts' routed experts [tokens]: each of the ``batch``
     sequences' decoded token and each of the ``prefill_tokens`` prompt tokens prefilled in the same step (a

@@ -100,6 +100,7 @@ from ..core.step import (
     linked,
     mean_context,
     pipelined,
+    read_weights,
     routed_tokens,
     serve_step,
     step_parts,
@@ -1015,17 +1016,10 @@ class _Setup:
         """Parameters a step of ``batch`` tokens reads [B] and their mean bytes per parameter [bytes]: with the
         experts stored apart, every other weight at its own width (the embeddings as published) and the experts
         the batch touches (MOE_PARAMS_READ_B) at theirs; with attention data-parallel, the layers outside the routed
-        experts once by every group (:attr:`copies` more)."""
-        read = self.model.read(batch)
-        if not self.expert_bytes:
-            mean = self.bytes_per_param
-        else:
-            dense = self.model.params - self.model.expert_params
-            mean = (self.dense_gb + (read - dense) * self.expert_bytes) / read
-        if not self.copies:
-            return read, mean
-        more = self.copies * (self.model.params - self.model.expert_params)
-        return read + more, (read * mean + self.copies * self.dense_gb) / (read + more)
+        experts once by every group (:attr:`copies` more): :func:`xlsxplan.core.step.read_weights`, as validate reads
+        a published run's."""
+        m = self.model
+        return read_weights(m.read(batch), self.copies, m.params, m.expert_params, self.weights_gb, self.expert_bytes)
 
     @property
     def decode_compute(self) -> float:
