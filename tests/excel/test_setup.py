@@ -488,8 +488,10 @@ def test_the_bundle_carries_what_the_functions_need_and_nothing_lite_never_uses(
     # 1,035 KB with the prefill pool's forwarding all-to-all, two-batch overlap and dispatch bytes (core.effects,
     # core.step, which PLAN_OPTIONS runs) and the training step's gathered pipeline stage (plan.train); 1,042 KB with
     # the engine's per-step token budget (core.engine.budget_batch, two plan inputs); 1,046 KB with the power-limited
-    # H100 of torchtitan's benchmark hosts in accelerators.toml
-    assert len(lite_bundle().encode("utf-8")) < 1_050_000
+    # H100 of torchtitan's benchmark hosts in accelerators.toml; 1,050 KB with the step's shared rules for the weights
+    # read, the tokens routed and a replica's layout (core.step.read_weights, routed_tokens, pipelined, SERVER_GPUS)
+    # and TensorRT-LLM's KV share (core.engine)
+    assert len(lite_bundle().encode("utf-8")) < 1_060_000
     assert "xlsxplan/catalog/systems.toml" in files and "xlsxplan/catalog/systems.py" in files
     assert "xlsxplan/calibration/measurements.py" not in files
 
