@@ -11,6 +11,7 @@ import pytest
 
 from xlsxplan import calibration
 from xlsxplan.calibration import Factors, GroupFit, Observation, TrainFit, measurements
+from xlsxplan.calibration.bands import SOURCE_POINTS
 from xlsxplan.core import training
 from xlsxplan.errors import ArgumentError, NotAvailableError, UnknownPresetError
 
@@ -203,11 +204,13 @@ def test_shipped_factors_provenance():
     assert stored["train_mfu"]["free_parameters"] == 3
     total = sum(stored[k]["free_parameters"] for k in calibration.KINDS)
     assert total <= 12 and len(rows) >= 8 * total
-    # the ranges: residuals for every band kind, as many as that kind's predicted rows
+    # the ranges: residuals for every band kind, each publication's summarised by the same number of quantiles (every
+    # publication weighted alike), with the held-out rows and publications behind them
     bands = stored["bands"]
     assert set(bands) - {"about"} == set(calibration.BAND_KINDS)
     for kind in calibration.BAND_KINDS:
-        assert bands[kind]["rows"] == len(bands[kind]["residuals"]) >= 5
+        assert len(bands[kind]["residuals"]) == bands[kind]["sources"] * SOURCE_POINTS
+        assert bands[kind]["rows"] >= bands[kind]["sources"] >= 2 and bands[kind]["rows"] >= 5
         assert bands[kind]["p10"] < 1 < bands[kind]["p90"]
 
 

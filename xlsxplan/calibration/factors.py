@@ -65,7 +65,10 @@ class Calibration:
     levels: dict[str, dict[str, dict[str, int]]]
     """Rows behind each level, per group kind (empty for a file written before levels were recorded)."""
     bands: dict[str, list[float]] = field(default_factory=dict)
-    """Leave-one-run-out residuals per band kind (:mod:`xlsxplan.calibration.bands`); empty in an older file."""
+    """Leave-one-run-out residuals per band kind (:mod:`xlsxplan.calibration.bands`), every publication weighted alike;
+    empty in an older file."""
+    band_rows: dict[str, tuple[int, int]] = field(default_factory=dict)
+    """Per band kind, the held-out rows and the publications its residuals come from; empty in an older file."""
 
     def describe(self) -> str:
         fitted = self.data.get("path") or self.data.get("file", "?")
@@ -136,7 +139,12 @@ def _read(origin: str, path: Path) -> Calibration:
         for k, v in found.items()
         if isinstance(v, dict) and isinstance(v.get("residuals"), list)
     }
-    return Calibration(factors, origin, path, dict(data.get("data") or {}), levels, residuals)
+    behind = {
+        k: (int(v["rows"]), int(v.get("sources") or 0))
+        for k, v in found.items()
+        if isinstance(v, dict) and isinstance(v.get("rows"), int)
+    }
+    return Calibration(factors, origin, path, dict(data.get("data") or {}), levels, residuals, behind)
 
 
 def refresh() -> None:

@@ -1403,7 +1403,8 @@ def with_bands(
     """Each predicted row with its P10-P90 range and whether the measurement lies inside it.
 
     The range comes from the residuals of the row's kind in *other* publications (leave-one-source-out, so a row never
-    widens its own band), or from ``pooled`` residuals (a factors file's ``bands``) when given, as for a user's rows."""
+    widens its own band), each publication weighted alike (:func:`xlsxplan.calibration.bands.by_source`), or from
+    ``pooled`` residuals (a factors file's ``bands``) when given, as for a user's rows."""
     by_kind = residuals_by_kind(results, rows)
     runs = {m.line: holdout_key(m) for m in rows}
     folds = fold_map([*runs.values(), *(key for pairs in by_kind.values() for key, _ in pairs)])
@@ -1416,7 +1417,9 @@ def with_bands(
             continue
         fold = folds.get(runs.get(r.line, (r.line,)))
         if (kind, fold) not in multipliers:
-            others = (pooled or {}).get(kind) or [x for key, x in by_kind.get(kind, []) if folds.get(key) != fold]
+            others = (pooled or {}).get(kind) or bands.by_source(
+                (key, x) for key, x in by_kind.get(kind, []) if folds.get(key) != fold
+            )
             multipliers[(kind, fold)] = bands.band_multipliers(others) if len(others) >= 2 else None
         band = multipliers[(kind, fold)]
         if band is None:
@@ -1429,15 +1432,18 @@ def with_bands(
 
 
 def band_table(results: Sequence[RowResult], rows: Sequence[Measurement]) -> dict[str, Any]:
-    """Each kind's residuals and P10/P90 speed multipliers, as a factors file records them (``bands``)."""
+    """Each kind's residuals, every publication weighted alike (:func:`xlsxplan.calibration.bands.by_source`), and the
+    P10/P90 speed multipliers they give, as a factors file records them (``bands``), with the rows and publications
+    behind them."""
     out: dict[str, Any] = {}
     for kind, pairs in residuals_by_kind(results, rows).items():
-        values = [x for _, x in pairs]
-        if len(values) < 2:
+        if len(pairs) < 2:
             continue
+        values = bands.by_source(pairs)
         low, high = bands.band_multipliers(values)
         out[kind] = {
-            "rows": len(values),
+            "rows": len(pairs),
+            "sources": len({key for key, _ in pairs}),
             "p10": round(low, 4),
             "p90": round(high, 4),
             "residuals": sorted(round(x, 4) for x in values),
@@ -1827,7 +1833,9 @@ def fitted(
     held_out = validate(rows, cache=cache)
     data["bands"] = {
         "about": "P10-P90 ranges (xlsxplan.calibration.bands): per kind of figure, the leave-one-source-out residuals "
-        "log(measured / predicted) as speed ratios, and the split-conformal P10 and P90 speed multipliers they give",
+        "log(measured / predicted) as speed ratios, each publication weighted alike (its residuals summarised by "
+        f"{bands.SOURCE_POINTS} quantiles), the rows and publications behind them, and the split-conformal P10 and P90 "
+        "speed multipliers they give",
         **band_table(held_out, rows),
     }
     source: dict[str, Any] = {"file": origin, "sha256": digest, "rows": len(rows)}

@@ -335,10 +335,11 @@ def _basis(o: Any) -> str:
         efficiency_basis(kind, o.gpu, compute_precision(o.weights)).split(": ", 1)[1]
         for kind in ("decode_bandwidth", "prefill")
     ]
-    band = len(active().bands.get("throughput", ()))
+    rows, sources = active().band_rows.get("throughput", (len(active().bands.get("throughput", ())), 0))
+    of = f" of {sources} publications, each weighted alike," if sources else ""
     return (
-        f"  rank 1 rests on: EFFICIENCY {parts[0]}; {parts[1]}; its P10-P90 on {band:,} held-out serving residuals "
-        "of every model pooled (as wide for this case as for any)"
+        f"  rank 1 rests on: EFFICIENCY {parts[0]}; {parts[1]}; its P10-P90 on {rows:,} held-out serving residuals"
+        f"{of} every model pooled (as wide for this case as for any)"
     )
 
 
