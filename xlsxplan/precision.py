@@ -36,6 +36,8 @@ __all__ = [
     "BytesPerValueOrZero",
     "TrainBytes",
     "bytes_per_param",
+    "compute_precision",
+    "expert_precision",
     "format_names",
     "format_source",
     "block_bytes_per_param",
@@ -208,6 +210,19 @@ def bytes_per_param(precision: Name) -> float:
     averages over Llama 2 7B. Sources: catalog/formats.toml; FORMAT_SOURCE names them.
     """
     return _lookup(precision).bytes_per_value
+
+
+def compute_precision(weights: str) -> str:
+    """The precision weights compute in: their own, or the other layers' when a mixture of experts stores its routed
+    experts apart (``REST+EXPERTS``; ``bf16+mxfp4``: bf16, the 4-bit experts widened to it before the multiply, as
+    w4a16 kernels do). The plan's options and validate's rows name weights so."""
+    return weights.partition("+")[0]
+
+
+def expert_precision(weights: str) -> str:
+    """The routed experts' precision of weights named ``REST+EXPERTS`` (``bf16+mxfp4``: mxfp4); empty for weights
+    of one precision."""
+    return weights.partition("+")[2]
 
 
 def published_embedding_bytes(precision: str) -> float:

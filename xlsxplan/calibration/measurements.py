@@ -84,7 +84,7 @@ from ..core.step import (
     step_parts,
 )
 from ..errors import CatalogError, XlsxplanError
-from ..precision import published_embedding_bytes
+from ..precision import compute_precision, expert_precision, published_embedding_bytes
 from . import Factors, Observation, bands
 from .shape import Shape, estimated_shape, moe_layout, preset_shape, step_shape
 
@@ -484,10 +484,9 @@ def _bandwidth(m: Measurement) -> float:
 
 
 def _computes(m: Measurement) -> str:
-    """The precision the row's weights compute in: its ``precision``, or for a mixture of experts stored mixed
-    (``REST+EXPERTS``, gpt-oss's ``bf16+mxfp4``) the other layers', the experts widened to it before the multiply, as
-    the plan reads such weights (``plan.search.compute_precision``)."""
-    return m.precision.partition("+")[0]
+    """The precision the row's weights compute in (:func:`xlsxplan.precision.compute_precision`, as the plan reads
+    an option's)."""
+    return compute_precision(m.precision)
 
 
 def _bits(m: Measurement) -> float:
@@ -500,8 +499,8 @@ def _bits(m: Measurement) -> float:
 
 def _expert_bytes(m: Measurement, s: Shape) -> float:
     """Bytes per routed-expert weight where the row stores its experts apart (``REST+EXPERTS``); 0 otherwise."""
-    _, plus, apart = m.precision.partition("+")
-    if not plus:
+    apart = expert_precision(m.precision)
+    if not apart:
         return 0.0
     if not s.moe or not s.preset:
         raise Unpredictable(f"precision {m.precision!r} stores a preset mixture of experts' routed experts apart")
@@ -1149,8 +1148,7 @@ def _load(m: Measurement, s: Shape, factors: Factors) -> _Load:
     else:
         held, stored = _weights_read(inst, s, s.params_b, _copies(s, layout))
         if _trtllm(inst):  # the KV cache gets its share of what the weights leave, not of the whole memory
-            free = engine.TRTLLM_FREE_GPU_MEMORY_FRACTION * equations.free_bytes(held, stored, n, gpu.memory_gb, 1.0)
-            fits = max(0, math.floor(free / (kv * _context(inst))))
+            fits = engine.trtllm_batch_that_fits(held, stored, kv, _context(inst), n, gpu.memory_gb)
         else:
             fits = equations.batch_that_fits(held, stored, kv, _context(inst), n, gpu.memory_gb, USABLE_FRACTION)
     batch = int(fits if conc == 0 else min(conc, fits))

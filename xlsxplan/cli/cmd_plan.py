@@ -329,7 +329,7 @@ def _basis(o: Any) -> str:
     """What rank 1's calibrated figures rest on, in words: the published rows behind its efficiencies and behind the
     P10-P90 band (pooled over every model, so it neither widens nor narrows for this one)."""
     from ..calibration import active, efficiency_basis
-    from ..plan.search import compute_precision
+    from ..precision import compute_precision
 
     parts = [
         efficiency_basis(kind, o.gpu, compute_precision(o.weights)).split(": ", 1)[1]

@@ -83,6 +83,7 @@ __all__ = [
     "engine_kv_tokens",
     "engine_max_concurrency",
     "kv_pool_gb",
+    "trtllm_batch_that_fits",
     "pool_tokens",
 ]
 
@@ -101,6 +102,23 @@ TRTLLM_MAX_NUM_TOKENS = 8192
 TRTLLM_MAX_BATCH_SIZE = 2048
 """The sequences a TensorRT-LLM engine runs at once at most, as ``trtllm-build`` builds it by default
 (BuildConfig.max_batch_size; reference [5]) [sequences]."""
+
+
+def trtllm_batch_that_fits(
+    params_b: float,
+    bytes_per_param: float,
+    kv_bytes_per_token: float,
+    context_tokens: float,
+    n_gpus: int,
+    memory_gb: float,
+) -> int:
+    """Whole sequences a TensorRT-LLM engine's KV cache holds beside ``params_b`` [B] of weights at
+    ``bytes_per_param`` [bytes], each ``context_tokens`` [tokens] of ``kv_bytes_per_token`` [bytes] across its
+    ``n_gpus`` of ``memory_gb`` [GB]: TRTLLM_FREE_GPU_MEMORY_FRACTION of the memory the weights leave, where
+    :func:`xlsxplan.core.equations.batch_that_fits` takes a share of the whole memory, as vLLM and SGLang do; 0 when
+    the weights do not fit. Unchecked: validate's steady state calls it with checked figures."""
+    free = TRTLLM_FREE_GPU_MEMORY_FRACTION * equations.free_bytes(params_b, bytes_per_param, n_gpus, memory_gb, 1.0)
+    return max(0, math.floor(free / (kv_bytes_per_token * context_tokens)))
 
 
 def kv_pool_gb(memory_gb: float, weights_gb: float, memory_fraction: float, reserve_gb: float) -> float:

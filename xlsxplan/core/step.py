@@ -125,6 +125,13 @@ links and latencies (:class:`Layout`), in the plan (``plan.search.replica_sizes`
 (``calibration.measurements.replica_layout``) alike [GPUs]."""
 
 
+def dense_weights_gb(params_b: float, expert_params_b: float, weights_gb: float, expert_bytes: float = 0.0) -> float:
+    """Memory of a model's layers outside its routed experts, embeddings included, as the weights store them [GB]:
+    ``weights_gb`` less the ``expert_params_b`` [B] of routed experts at ``expert_bytes`` where they are stored apart,
+    else at the weights' mean width ``weights_gb / params_b``."""
+    return weights_gb - expert_params_b * (expert_bytes or weights_gb / params_b)
+
+
 def read_weights(
     read_params_b: float,
     copies: int,
@@ -147,7 +154,7 @@ def read_weights(
     The plan's step and validate's both read their weights here."""
     mean = weights_gb / params_b
     dense = params_b - expert_params_b
-    dense_gb = weights_gb - expert_params_b * (expert_bytes or mean)
+    dense_gb = dense_weights_gb(params_b, expert_params_b, weights_gb, expert_bytes)
     if expert_bytes:
         mean = (dense_gb + (read_params_b - dense) * expert_bytes) / read_params_b
     if not copies:

@@ -2,13 +2,14 @@
 
 A sheet of scenarios is a column of one formula whose rows differ only by their relative references (``=F(A2,1,2)``,
 ``=F(A3,1,2)``, ...). Given to the engine cell by cell, each row is one callback into Python; a :class:`Column` is
-instead computed with :func:`xlsxplan.sheet.cells.evaluate_broadcast` once over the column of its inputs (the
-registry function's array form, run once over numpy arrays), and the engine is given the results as values.
+instead computed with :func:`xlsxplan.sheet.cells.evaluate_column` in one pass over the column of its inputs (each
+distinct input read and checked once, the checked function called a row), and the engine is given the results as
+values.
 
 What makes it the same number: a column is only formulas the engine would be given as written (one call of a
 registry function that returns one value, whose arguments are numbers and single-cell references:
 :func:`.engine.one_value_call`), so each row's callback would receive exactly its inputs' values and the numbers as
-written (every number as a float, as the engine passes it). ``evaluate_broadcast`` gives, element by element, what
+written (every number as a float, as the engine passes it). ``evaluate_column`` gives, element by element, what
 :func:`~xlsxplan.sheet.cells.evaluate` gives for that row, and its warnings; an input cell is read as the callback
 reads it (an error value as a :class:`~xlsxplan.sheet.cells.CellError`). A row whose result is not a number (an
 error, with its reason) gets its formula back in the engine, which computes it as it computes any other cell, so
@@ -23,7 +24,7 @@ the same whether the cell's value came from a column or from the engine.
 
 from __future__ import annotations
 
-import re
+from collections.abc import Container
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,10 +38,6 @@ __all__ = ["Column", "MIN_CELLS", "find", "blank_edits", "compute"]
 MIN_CELLS = 200
 """The fewest formulas of one shape computed as a column: a smaller group costs the engine less than the array's
 setup, and the shipped templates (whose formulas are computed cell by cell) have none this large."""
-
-_CALL = re.compile(r"([A-Za-z][A-Za-z0-9_.]*)\((.*)\)")
-_NUMBER = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
-_REFERENCE = re.compile(r"\$?[A-Za-z]{1,3}\$?[0-9]{1,7}")
 
 
 @dataclass
@@ -79,25 +76,24 @@ def find(
     whose value a formula gives (formula cells and array ranges); a row reading one of them is left out."""
     if len(members) < MIN_CELLS:
         return None
-    m = _CALL.fullmatch(index.formulas[members[0]].text or "")
-    if m is None:
+    called = engine.one_value_arguments("=" + (index.formulas[members[0]].text or ""))
+    if called is None:
         return None
-    fn = registry.FUNCTIONS.get(m.group(1).upper())
-    if fn is None or fn.spills or fn.table or any(a.domain is not None and a.domain.kind == "range" for a in fn.args):
-        return None
-    pieces = [p.strip() for p in m.group(2).split(",")] if m.group(2).strip() else []
-    if len(pieces) > len(fn.args):
+    name, pieces = called
+    fn = registry.FUNCTIONS[name]
+    ranges = any(a.domain is not None and a.domain.kind == "range" for a in fn.args)
+    if fn.table or ranges or len(pieces) > len(fn.args):
         return None
     args: list[float | int] = []
     literal: list[bool] = []
     for piece in pieces:
-        if _NUMBER.fullmatch(piece):
+        if engine.ONE_VALUE_NUMBER.fullmatch(piece):
             args.append(float(piece))  # as the engine passes a number written in a formula
             literal.append(True)
-        elif _REFERENCE.fullmatch(piece):
-            args.append(sum(not is_number for is_number in literal))
+        elif engine.ONE_VALUE_REFERENCE.fullmatch(piece):
+            args.append(literal.count(False))
             literal.append(False)
-        else:
+        else:  # a negated reference
             return None
     if literal.count(False) != len(refs):
         return None
@@ -119,7 +115,7 @@ def blank_edits(index: SheetIndex, column: Column) -> list[tuple[tuple[int, int]
     return edits
 
 
-def compute(book: Any, column: Column, kept: set[tuple[str, int, int]]) -> None:
+def compute(book: Any, column: Column, kept: Container[tuple[str, int, int]]) -> None:
     """Compute ``column`` over its inputs' values in the engine ``book`` and give the engine the results: each
     number as the cell's value, each row whose result is not a number its formula back. ``kept``: cells a user
     set (:meth:`.Workbook.set` with ``force``), whose value stays."""
@@ -132,7 +128,7 @@ def compute(book: Any, column: Column, kept: set[tuple[str, int, int]]) -> None:
         if is_number:
             raw_args.append(value)
         else:
-            raw_args.append([_read(get(title, r, c)) for r, c in column.inputs(int(value))])
+            raw_args.append([engine.from_engine(get(title, r, c)) for r, c in column.inputs(int(value))])
     results = sheet_cells.evaluate_column(fn, raw_args, n)
     numbers: dict[tuple[int, int], Any] = {}
     for k in range(n):
@@ -152,11 +148,6 @@ def compute(book: Any, column: Column, kept: set[tuple[str, int, int]]) -> None:
             book.set_formula(title, r, c, "=" + (column.formulas[(r, c)].text or ""))
     for r, c, run in _runs(numbers):
         book.set_values_batch(title, r, c, run)
-
-
-def _read(value: Any) -> Any:
-    """An input cell's value as the engine's callback passes it on (:func:`.engine.from_engine`)."""
-    return value if type(value) is float else engine.from_engine(value)
 
 
 def _runs(values: dict[tuple[int, int], Any]) -> list[tuple[int, int, list[list[Any]]]]:

@@ -1112,9 +1112,29 @@ def add_in_names(formula: str) -> str:
     )
 
 
-_ONE_VALUE_ARG = r"-?(?:[0-9]+(?:\.[0-9]*)?(?:[eE][+-]?[0-9]+)?|\$?[A-Za-z]{1,3}\$?[0-9]{1,7})"
+_NUMBER_TEXT = r"[0-9]+(?:\.[0-9]*)?(?:[eE][+-]?[0-9]+)?"
+_REFERENCE_TEXT = r"\$?[A-Za-z]{1,3}\$?[0-9]{1,7}"
+_ONE_VALUE_ARG = rf"-?(?:{_NUMBER_TEXT}|{_REFERENCE_TEXT})"
 _ONE_VALUE_CALL = re.compile(rf"=([A-Za-z][A-Za-z0-9_.]*)\((?:(?:{_ONE_VALUE_ARG},)*{_ONE_VALUE_ARG})?\)")
 """A call with numbers and single-cell references for its arguments, nothing else: ``=F(A2,1,2.5,$B$3)``."""
+ONE_VALUE_NUMBER = re.compile(rf"-?{_NUMBER_TEXT}")
+"""An argument of a :func:`one_value_call` that is a number (a negated reference is neither this nor the next)."""
+ONE_VALUE_REFERENCE = re.compile(_REFERENCE_TEXT)
+"""An argument of a :func:`one_value_call` that is a single-cell reference."""
+
+
+def one_value_arguments(formula: str) -> tuple[str, list[str]] | None:
+    """The registry function's name and the arguments as written (:data:`ONE_VALUE_NUMBER`,
+    :data:`ONE_VALUE_REFERENCE` or a negated reference) of ``formula`` when it is a :func:`one_value_call`; else
+    None."""
+    m = _ONE_VALUE_CALL.fullmatch(formula)
+    if m is None:
+        return None
+    name = m.group(1).upper()
+    if name not in registry.FUNCTIONS or registry.FUNCTIONS[name].spills:
+        return None
+    inner = formula[m.end(1) + 1 : -1]
+    return name, inner.split(",") if inner else []
 
 
 def one_value_call(formula: str) -> bool:
@@ -1122,11 +1142,7 @@ def one_value_call(formula: str) -> bool:
     one value (not a list or a table: :attr:`~xlsxplan.registry.Function.spills`), whose arguments are numbers and
     single-cell references: its result is one value however it is read, so Excel's implicit intersection ``@(...)``
     would leave it as it is and the formula can be given as written (a sweep's column of ``=F(A2,...)``)."""
-    m = _ONE_VALUE_CALL.fullmatch(formula)
-    if m is None:
-        return False
-    name = m.group(1).upper()
-    return name in registry.FUNCTIONS and not registry.FUNCTIONS[name].spills
+    return one_value_arguments(formula) is not None
 
 
 def calls_registry(formula: str) -> bool:

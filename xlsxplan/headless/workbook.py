@@ -722,9 +722,8 @@ class Workbook:
         try:
             with engine.ticking(self._calls, progress):
                 if self._columns_due:
-                    kept = set(self._sets)
                     for column in self._columns:
-                        columns.compute(self._book, column, kept)
+                        columns.compute(self._book, column, self._sets)
                     self._columns_due = False
                 self._book.evaluate_all()
         except RecursionError:
@@ -1592,10 +1591,11 @@ def _engine_package(
 ) -> tuple[bytes, set[tuple[str, int, int]], int, list[tuple[str, int, int, str]], list[columns.Column]]:
     """The package as the engine is given it (sheet parts with their formulas rewritten, stored uncompressed), the
     formula cells that call registry functions (themselves or through a defined name), the registry calls the
-    formulas write (shared formulas counted for each of their cells), the formulas (sheet, row, column, text)
-    of the tiles that array formulas over more cells than the engine spills compute in after their first
-    (:func:`_tiles`), set in the engine's book once it is loaded, and the columns of one registry formula computed
-    as arrays (:mod:`.columns`), whose formulas the engine is not given."""
+    formulas write (shared formulas counted for each of their cells), the formulas (sheet, row, column, text) set
+    in the engine's book once it is loaded (the tiles that array formulas over more cells than the engine spills
+    compute in after their first, :func:`_tiles`, and each cell of a shared formula that reads a cell's formula,
+    given its own), and the columns of one registry formula computed as arrays (:mod:`.columns`), whose formulas the
+    engine is not given."""
     local = _local_names(pkg)
     static = _Static(pkg)
     static.formulas = index

@@ -96,6 +96,7 @@ from ..core.step import (
     Layout,
     StepShape,
     comm_seconds,
+    dense_weights_gb,
     dispatch_bytes,
     linked,
     mean_context,
@@ -124,6 +125,7 @@ from ..domains import (
     format_number,
 )
 from ..errors import ArgumentError, NotAvailableError, OutOfRangeError, XlsxplanError
+from ..precision import compute_precision, expert_precision
 from .inputs import PLAN_INPUTS, with_inputs
 
 __all__ = [
@@ -919,12 +921,6 @@ class _Model:
         return equations.moe_params_read(self.params, self.active, self.experts, self.experts_per_token, batch)
 
 
-def compute_precision(weights: str) -> str:
-    """The precision weights named as the plan names them compute in: the other layers' when the experts are stored
-    apart (``bf16+mxfp4``: bf16, the 4-bit experts widened to it before the multiply, as w4a16 kernels do)."""
-    return weights.partition("+")[0]
-
-
 def _weights_name(text: str, m: _Model) -> str:
     """A weights precision as the catalog names it (fp8, mxfp4), or ``REST+EXPERTS`` for a mixture of experts stored
     mixed (gpt-oss: bf16+mxfp4, the routed experts in MXFP4 and every other layer in BF16)."""
@@ -1004,7 +1000,8 @@ class _Setup:
     @property
     def dense_gb(self) -> float:
         """Memory of the layers outside the routed experts, embeddings included, as the weights store them [GB]."""
-        return self.weights_gb - self.model.expert_params * (self.expert_bytes or self.bytes_per_param)
+        m = self.model
+        return dense_weights_gb(m.params, m.expert_params, self.weights_gb, self.expert_bytes)
 
     @property
     def held_gb(self) -> float:
@@ -1750,7 +1747,7 @@ def plan(
         link = float(preset.figure("link_gb_s") or 0.0)
         sizes = replica_sizes(gpu, memory, m, a, min(weights_of.values()))
         for w in weight_names:
-            rest, _, apart = w.partition("+")
+            apart = expert_precision(w)
             b_experts = precision.bytes_per_param(apart) if apart else 0.0
             weights_gb = weights_of[w]
             computes = compute_precision(w)
@@ -1819,7 +1816,7 @@ def plan(
 def _weights_gb(m: _Model, w: str, basis: str) -> float:
     """The weights' memory in precision ``w`` (``REST+EXPERTS`` for experts stored apart) [GB]: MODEL_WEIGHTS_GB as
     published, or the text's N x b (``params x bytes``), the experts at their own width."""
-    rest, _, apart = w.partition("+")
+    rest, apart = compute_precision(w), expert_precision(w)
     b, b_experts = precision.bytes_per_param(rest), precision.bytes_per_param(apart) if apart else 0.0
     if basis == PUBLISHED:
         return models.model_weights_gb(m.name, b, 0, b_experts)
