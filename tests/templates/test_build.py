@@ -107,7 +107,7 @@ Peak load: 6.9 requests/s, 2,083 output tokens/s (13,889 prompt tokens/s)
 7B BF16, 1 GPU: batch 430, 47 tokens/s per user (220 alone), 20,031 tokens/s total, prefill 0.06 s, $0.03 per M output tokens at full load
 Effective cost per M output tokens at 30% average load: 72B FP8, 2 GPUs: $1.06; 72B BF16, 4 GPUs: $1.05; 7B BF16, 1 GPU: $0.12
 Active scenario, 72B FP8, 2 GPUs: 4 replicas, 8 GPUs for the peak with 1 spare (1 counting output tokens only, as if prompts cost nothing, no spares); 25 replicas, 50 GPUs at 10x today's peak (the traffic growth multiple on Inputs; 5 counting output tokens only)
-  batch 94, set by memory: memory allows 94 (paged KV cache; 94 with every slot at the tail), no latency target given; first visible token after 0.29 s; prompts over 32,768 tokens rejected: 0.0%
+  batch 94, set by memory: memory allows 94 (paged KV cache; 94 with every slot at the tail), no latency target given; first visible token after 0.29 s for a mean prompt alone, 0.83 s for a tail prompt at that batch; prompts over 32,768 tokens rejected: 0.0%
   fleet utilisation 19.6%, peak covered 1.28x with the spares down; $1.04 per M input and $1.04 per M output tokens at that (the bill split by GPU time, 87% prefill); disaggregated: 4 prefill + 2 decode replicas (12 GPUs), KV transfer 13 ms
   per M output tokens, three bases: $0.32 a replica decoding at full load around the clock (prompts not counted); $1.06 that at the 30% average load assumed on Inputs (full load over 30%, the source text's method); $1.04 the planned fleet of 8 GPUs around the clock at the day's traffic, the output tokens' 13% of the bill: the figure to budget
   calibrated (the serving step xlsxplan validate scores, as xlsxplan plan ranks): 12.2 tokens/s per user, 3 replicas (6 GPUs) for the peak with 1 spare, $0.78 per M output tokens for that fleet around the clock, beside $1.04 at the efficiencies on Inputs; the source text's method at the calibrated efficiencies gives $1.90 at 30% load
@@ -317,6 +317,16 @@ def test_build_never_replaces_a_file_someone_saved(cli_build, tmp_path):
     (tmp_path / "serving_plan.xlsx").write_text("my notes")
     with pytest.raises(WorkbookError, match="serving_plan.xlsx was not written by `xlsxplan build`"):
         build_template(serving.FILENAME, tmp_path, Workbook)
+    # recalculated with another input: `xlsxplan recalc` keeps the document properties, so the stamp alone would call
+    # it untouched; the digest of its parts build recorded says it changed
+    recalculated = tmp_path / "recalculated" / training.FILENAME
+    recalculated.parent.mkdir()
+    assert main(["recalc", str(built), "-o", str(recalculated), "--set", "Active_Scenario=7B, 140B tokens", "-q"]) == 0
+    assert not is_generated(recalculated)
+    with pytest.raises(WorkbookError, match="was not written by `xlsxplan build` or has been edited since"):
+        build_template(training.FILENAME, recalculated.parent, Workbook)
+    assert main(["recalc", str(built), "-o", str(recalculated), "-q"]) == 0  # nothing set: the same bytes, as built
+    assert is_generated(recalculated)
     replaced = build_template(
         training.FILENAME, tmp_path, Workbook, force=True
     )  # asked to: replaced, and generated again

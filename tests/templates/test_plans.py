@@ -898,6 +898,7 @@ ACTIVE_CHECKS = {
     "Decode-speed target unreachable even at batch 1",
     "First-token target unreachable even at batch 1",
     "Peak not covered with the spares down",
+    "Decode at the planned batch leaves no compute for prompts",
     "Prompt lengths out of order",
     "A share or utilisation outside 0 to 100%",
     "A measurement beyond the hardware's ceiling",
@@ -933,6 +934,12 @@ def test_checks_flag_problems_and_only_those(plan):
                 "The longest prompt accepted does not fit at all",
                 "Peak not covered with the spares down",
             },
+        ),
+        # the plan's own rejection ("decode at batch 243 takes all the compute, so no prompt is ever read"): the
+        # first-token line says so in words, never the negative time tail / (compute - decode) would give
+        "decode leaves prompts no compute": (
+            {"model@2": "Llama-3.1-70B", "gpu@2": "H200"},
+            {"Decode at the planned batch leaves no compute for prompts", "The costs are for another accelerator"},
         ),
         "92 tokens/s alone is the ceiling": (
             {"Latency_Target": 200},
@@ -997,6 +1004,8 @@ def test_checks_flag_problems_and_only_those(plan):
             assert plan.get(master) == 1, what
             if what == "not in the catalog":  # read here, not in a second calculation of the same inputs
                 error = plan.get(plan.book.address("params"))
+            if what == "decode leaves prompts no compute":
+                assert plan.get(plan.book.address("ttft_batch")) == serving_book.NO_PROMPT
     assert isinstance(error, CellError) and error.code == "#N/A"
     assert fired(plan) == set() and plan.get(master) == 0
 

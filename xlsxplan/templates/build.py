@@ -20,6 +20,7 @@ properties still carry the generator's stamp), or with ``force``: a template som
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import tempfile
@@ -90,24 +91,46 @@ class Built:
         return self.workbook.get(ref)
 
 
+_DIGEST = re.compile(r"<dc:identifier>xlsxplan build sha256:([0-9a-f]{64})</dc:identifier>")
+"""The digest build writes into the document properties: of every other part of the file, names and bytes."""
+
+
+def _digest(parts: list[tuple[str, bytes]]) -> str:
+    """sha256 of the parts (name, bytes) but ``docProps/core.xml``, in the order given."""
+    h = hashlib.sha256()
+    for name, data in parts:
+        if name != "docProps/core.xml":
+            h.update(f"{name}\0{len(data)}\0".encode())
+            h.update(data)
+    return h.hexdigest()
+
+
 def is_generated(path: Path) -> bool:
-    """True when ``path`` is a workbook this command wrote and nobody has saved since."""
+    """True when ``path`` is a workbook this command wrote and nobody has changed since: its properties carry
+    build's stamp and, where build recorded one, the digest of its other parts, so a copy recalculated with new
+    inputs (`xlsxplan recalc` keeps the properties) counts as changed."""
     try:
         with zipfile.ZipFile(path) as z:
             core = z.read("docProps/core.xml").decode("utf-8", "replace")
+            recorded = _DIGEST.search(core)
+            digest = _digest([(i.filename, z.read(i.filename)) for i in z.infolist()]) if recorded else None
     except (OSError, KeyError, zipfile.BadZipFile):
         return False
     by = re.search(r"<cp:lastModifiedBy>([^<]*)</cp:lastModifiedBy>", core)
     modified = re.search(r"<dcterms:modified[^>]*>([^<]*)</dcterms:modified>", core)
-    return bool(by and by.group(1) == GENERATOR and modified and modified.group(1) == _STAMP)
+    stamped = bool(by and by.group(1) == GENERATOR and modified and modified.group(1) == _STAMP)
+    return stamped and (recorded is None or recorded.group(1) == digest)  # built before digests: the stamp alone
 
 
 def _normalise(src: Path, dst: Path) -> None:
-    """Copy the workbook with fixed zip timestamps and document dates: the same content gives the same bytes."""
-    with zipfile.ZipFile(src) as zin, zipfile.ZipFile(dst, "w", zipfile.ZIP_DEFLATED) as zout:
-        for info in zin.infolist():
-            data = zin.read(info.filename)
-            if info.filename == "docProps/core.xml":
+    """Copy the workbook with fixed zip timestamps and document dates, and the digest of its other parts in its
+    properties (:func:`is_generated`): the same content gives the same bytes."""
+    with zipfile.ZipFile(src) as zin:
+        parts = [(info.filename, zin.read(info.filename)) for info in zin.infolist()]
+    digest = _digest(parts)
+    with zipfile.ZipFile(dst, "w", zipfile.ZIP_DEFLATED) as zout:
+        for name, data in parts:
+            if name == "docProps/core.xml":
                 text = data.decode("utf-8")
                 for tag in ("created", "modified"):
                     text = re.sub(rf"(<dcterms:{tag}[^>]*>)[^<]*(</dcterms:{tag}>)", rf"\g<1>{_STAMP}\g<2>", text)
@@ -116,8 +139,13 @@ def _normalise(src: Path, dst: Path) -> None:
                     f"<cp:lastModifiedBy>{GENERATOR}</cp:lastModifiedBy>",
                     text,
                 )
+                text = re.sub(r"<dc:identifier>[^<]*</dc:identifier>", "", text)
+                text = text.replace(
+                    "</cp:coreProperties>",
+                    f"<dc:identifier>xlsxplan build sha256:{digest}</dc:identifier></cp:coreProperties>",
+                )
                 data = text.encode("utf-8")
-            out = zipfile.ZipInfo(info.filename, date_time=_ZIP_DATE)
+            out = zipfile.ZipInfo(name, date_time=_ZIP_DATE)
             out.compress_type = zipfile.ZIP_DEFLATED
             out.external_attr = 0o644 << 16
             zout.writestr(out, data)
@@ -193,6 +221,11 @@ def _number(value: Any, where: str) -> float:
     if isinstance(value, CellError) or isinstance(value, bool) or not isinstance(value, (int, float)):
         raise WorkbookError(f"{where} holds {value!r}, not a number")
     return float(value)
+
+
+def _seconds(value: Any) -> str:
+    """A time in seconds as the summary prints it, or the words a line shows in its place."""
+    return f"{value:.2f} s" if isinstance(value, (int, float)) and not isinstance(value, bool) else str(value)
 
 
 def master_check(built: Built) -> Any:
@@ -286,6 +319,7 @@ def serving_summary(built: Built) -> str:
         given = built.get(target_name)
         if isinstance(given, (int, float)) and given > 0:
             targets.append(f", the {what.format(given)} {_number(_live(built, key), key):.0f}")
+    ttft = _live(built, "ttft_batch")  # a number, or the words that say decode leaves no compute for prompts
     binding = _live(built, "binding")
     cap = _number(built.get("Longest_Prompt_Accepted"), "Longest prompt accepted")
     tail = _live(built, "tail_share")
@@ -305,7 +339,8 @@ def serving_summary(built: Built) -> str:
         f"growth multiple on Inputs; {v['replicas_decode_growth']:.0f} counting output tokens only)",
         f"  batch {v['batch']:.0f}, set by {binding}: memory allows {v['batch_mem']:.0f} ({basis}; "
         f"{v['batch_fit']:.0f} with every slot at the tail){''.join(targets) or ', no latency target given'}; "
-        f"first visible token after {v['time_to_answer']:.2f} s; prompts over "
+        f"first visible token after {v['time_to_answer']:.2f} s for a mean prompt alone, {_seconds(ttft)} for a "
+        f"tail prompt at that batch; prompts over "
         f"{cap:,.0f} tokens rejected: {tail_text}",
         f"  fleet utilisation {v['fleet_util']:.1%}, peak covered {v['coverage']:.2f}x with the spares down; "
         f"${v['cost_in']:.2f} per M input and ${v['cost_out']:.2f} per M output tokens at that (the bill split by "

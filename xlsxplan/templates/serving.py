@@ -118,6 +118,8 @@ SHEETS = [
 NO_FIT = "does not fit"
 NO_FIT_LOGNORMAL = "no log-normal fit"
 NO_TARGET = "no target"
+NO_PROMPT = "decode takes all the compute"
+"""What the first-token line at the planned batch shows when decode leaves the replica no compute for prompts."""
 SPEC_OFF = "off"
 _SPEC_ON = "=IF(AND(ISNUMBER(Draft_Tokens_Per_Step),Draft_Tokens_Per_Step>=1,ISNUMBER({batch}),{batch}>=1),"
 """The speculative lines' test: draft tokens given, and a batch that fits."""
@@ -422,8 +424,9 @@ CASE_LINES: tuple[Line, ...] = (
          _fit("PREFILL_S({active},{prefill_tokens},{n_gpus},{tflops},Prefill_Compute_Utilisation)"), "s",
          "2N x uncached prompt / (GPUs x BF16 peak x utilisation) (Back-of-the-Envelope §5)", "dec2"),
     Line("ttft_batch", "First token of a tail prompt, at the planned batch",
-         _fit("{prefill_tokens_tail}/(COMPUTE_TOKS({active},{n_gpus}*{tflops}*Prefill_Compute_Utilisation)"
-              "-{tps_total})"), "s",
+         _fit("IF(COMPUTE_TOKS({active},{n_gpus}*{tflops}*Prefill_Compute_Utilisation)>{tps_total},"
+              "{prefill_tokens_tail}/(COMPUTE_TOKS({active},{n_gpus}*{tflops}*Prefill_Compute_Utilisation)"
+              f'-{{tps_total}}),"{NO_PROMPT}")'), "s",
          "Tail prompt / (compute tokens/s - decode tokens/s): chunks fill what decode leaves", "dec2"),
     Line("ttft_alone", "First token of a tail prompt alone, with attention",
          '=IF(AND(ISNUMBER(MODEL_SPEC({model},"layers")),ISNUMBER(MODEL_SPEC({model},"hidden"))),'
@@ -2154,6 +2157,12 @@ def _checks(book: Book) -> Sheet:
         "BATCH_FOR_TTFT is 0: a tail prompt cannot be read in time beside one decoding sequence",
     )
     sh.check(
+        "Decode at the planned batch leaves no compute for prompts",
+        "=IF(AND(ISNUMBER({batch}),{batch}>=1),IF(ISNUMBER({ttft_batch}),0,1),0)",
+        "Decode tokens/s at the planned batch reach the compute's tokens/s: no prompt is ever read (set a "
+        "first-token target, or more GPUs a replica)",
+    )
+    sh.check(
         "Peak not covered with the spares down",
         "=IF(OR(NOT(ISNUMBER({coverage})),{coverage}<1),1,0)",
         "Peak coverage below 1 (or none: nothing fits): a failure at the peak leaves requests waiting (§6)",
@@ -2283,7 +2292,8 @@ def build() -> Book:
             Result("cost_in", "Cost per M input tokens, this fleet", "USD/M tokens", "usd"),
             Result("cost_out", "Cost per M output tokens, this fleet", "USD/M tokens", "usd"),
             Result("tps_user", "Decode speed each user sees", "tokens/s", "dec1"),
-            Result("time_to_answer", "Time to the first visible token", "s", "dec2"),
+            Result("time_to_answer", "Time to the first visible token, a mean prompt alone", "s", "dec2"),
+            Result("ttft_batch", "First token of a tail prompt, at the planned batch", "s", "dec2"),
             Result("step_gpus_range", "GPUs, calibrated (xlsxplan plan's figure), and their range", "", "text"),
         ],
         drivers=[
