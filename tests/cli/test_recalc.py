@@ -342,3 +342,49 @@ def test_progress_bar_on_a_terminal(book, tmp_path):
     assert "calculating" in shown and "call" in shown  # calls of xlsxplan's functions counted, not a frozen 100%
     assert "writing" in shown and "part" in shown
     assert f"wrote {tmp_path / 'o.xlsx'}" in shown
+
+
+def _dropdowns(path):
+    """A sheet with two dropdowns as the templates write them: a precision Excel refuses any other value for, and an
+    accelerator that takes a name of one's own (no error shown), its list on another sheet."""
+    from openpyxl.worksheet.datavalidation import DataValidation
+
+    wb = openpyxl.Workbook()
+    ws = wb.active
+    ws.title = "Inputs"
+    lists = wb.create_sheet("Lists")
+    for i, gpu in enumerate(("H100-SXM", "H200", "H800"), start=1):
+        lists[f"A{i}"] = gpu
+    ws["A1"], ws["B1"], ws["C1"] = "bf16", "H100-SXM", '=A1&" on "&B1'
+    strict = DataValidation(type="list", formula1='"bf16,fp8"', showErrorMessage=True)
+    strict.error = "Weight precision: pick a name from the list"
+    loose = DataValidation(type="list", formula1="Lists!$A$1:$A$3", showErrorMessage=False)
+    for dv, cell in ((strict, "A1"), (loose, "B1")):
+        ws.add_data_validation(dv)
+        dv.add(cell)
+    wb.save(path)
+    return path
+
+
+def test_a_value_a_dropdown_does_not_offer_is_refused_as_excel_refuses_it_or_set_with_a_warning(capsys, tmp_path):
+    book = _dropdowns(tmp_path / "d.xlsx")
+    out = tmp_path / "o.xlsx"
+    # Excel stops at a value its list refuses: so does --set, in one line naming the input and the nearest value
+    code, stdout, err = run(capsys, "recalc", book, "-o", out, "--set", "Inputs!A1=fp9")
+    assert code == 2 and stdout == "" and not out.exists()
+    assert err == (
+        "xlsxplan: error: --set Inputs!A1: 'fp9' is not in its cell's dropdown (did you mean fp8?); Excel refuses it "
+        "too: Weight precision: pick a name from the list\n"
+    )
+    # a list compares text as Excel's does, without regard to case
+    assert run(capsys, "recalc", book, "-o", out, "--set", "Inputs!A1=FP8", "--show", "Inputs!C1", "-q")[:2] == (
+        0,
+        "Inputs!C1  FP8 on H100-SXM\n",
+    )
+    # a list that shows no error keeps any name (a model or accelerator of one's own): set, and said first
+    code, stdout, err = run(capsys, "recalc", book, "-o", out, "--set", "Inputs!B1=H900", "--show", "Inputs!C1")
+    assert code == 0 and stdout == "Inputs!C1  bf16 on H900\n"
+    assert err.splitlines()[0] == (
+        "xlsxplan: warning: --set Inputs!B1: 'H900' is not in its cell's dropdown (did you mean H800, H200?): set "
+        "anyway, as Excel keeps a value its dropdown does not list"
+    )

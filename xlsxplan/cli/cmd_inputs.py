@@ -111,8 +111,9 @@ def _looks_like_cell(text: str) -> bool:
     return re.fullmatch(r"\$?[A-Za-z]{1,3}\$?\d+(:\$?[A-Za-z]{1,3}\$?\d+)?", text) is not None
 
 
-def _choices(wb: Any, text: str, sheet: str) -> list[Any]:
-    """The values a list validation offers: ``"a,b,c"``, or the non-empty cells of a range or name."""
+def choices(wb: Any, text: str, sheet: str) -> list[Any]:
+    """The values a list validation offers (``text``: its formula1; ``sheet``: the sheet of the cell it covers):
+    ``"a,b,c"``, or the non-empty cells of a range or name."""
     from ..errors import XlsxplanError
 
     if text.startswith('"') and text.endswith('"'):
@@ -152,7 +153,7 @@ def allowed(wb: Any, sheet: str, row: int, col: int, unit: str) -> list[Any] | s
             return [True, False]
         return ""
     if rule.type == "list":
-        return _choices(wb, rule.formula1, sheet)
+        return choices(wb, rule.formula1, sheet)
     if rule.type == "custom":
         return rule.error or f"={rule.formula1}"
     kind = {

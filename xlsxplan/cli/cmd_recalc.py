@@ -83,6 +83,38 @@ def _unknown(wb: Any, refs: list[str], flag: str) -> list[str]:
 _MASTER_LABEL = "master check"
 
 
+def _against_dropdown(wb: Any, ref: str, value: Any) -> tuple[str | None, str | None]:
+    """(a refusal, a warning) for ``--set ref=value`` where the cell's dropdown (a list data validation) does not
+    offer the value: refused where Excel refuses it (the rule shows its error and stops), else set with a warning
+    naming the nearest values (a template's model or accelerator cell takes a name of your own, with its overrides
+    filled in). Texts compare as Excel's list does, without regard to case. (None, None) when the value is listed,
+    empty, or the cell has no list."""
+    import difflib
+
+    from .cmd_inputs import choices
+
+    try:
+        title, row, col = wb.position(ref)
+    except WorkbookError:  # a range, or a name that holds a formula: set refuses it with its own words
+        return None, None
+    rule = wb.validation_at(title, row, col)
+    if rule is None or rule.type != "list" or value is None:
+        return None, None
+    offered = choices(wb, rule.formula1, title)
+    if any(isinstance(c, str) and c.startswith("=") for c in offered):  # a list that could not be read
+        return None, None
+    folded = value.casefold() if isinstance(value, str) else value
+    if any((c.casefold() if isinstance(c, str) else c) == folded for c in offered):
+        return None, None
+    texts = [format_value(c) if not isinstance(c, str) else c for c in offered]
+    close = difflib.get_close_matches(format_value(value) if not isinstance(value, str) else value, texts, n=3)
+    hint = f"did you mean {', '.join(close)}?" if close else f"its {len(texts)} values: `xlsxplan inputs` lists them"
+    said = f"--set {ref}: {format_value(value)!r} is not in its cell's dropdown ({hint})"
+    if rule.refuses:
+        return f"{said}; Excel refuses it too" + (f": {rule.error}" if rule.error else ""), None
+    return None, f"{said}: set anyway, as Excel keeps a value its dropdown does not list"
+
+
 def _fails(value: Any) -> bool:
     """Whether a check's value reports a problem: an error value, TRUE, a number other than 0, or ERROR."""
     from ..errors import CellError
@@ -296,6 +328,8 @@ def _run(args: argparse.Namespace) -> int:
         # every reference first, all of them reported at once: a typo must not cost a whole recalculation, nor
         # one run per typo
         problems = _unknown(wb, [ref for ref, _ in sets], "--set") + _unknown(wb, args.show or [], "--show")
+        listed = [] if problems else [_against_dropdown(wb, ref, value) for ref, value in sets]
+        problems += [refusal for refusal, _ in listed if refusal]
         if not problems:
             for ref, value in sets:
                 try:
@@ -304,6 +338,7 @@ def _run(args: argparse.Namespace) -> int:
                     problems.append(err.message)
         if not problems:
             with collect_warnings() as warnings:
+                warnings += [note for _, note in listed if note]  # first: the likeliest cause of what follows
                 wb.calculate(progress=bar.phase("calculating", "call"))
                 # a portable edition's values only Python computes, computed again when their inputs changed
                 if wb.frozen:

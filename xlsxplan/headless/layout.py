@@ -140,6 +140,9 @@ class Validation:
     formula2: str
     error: str
     allow_blank: bool
+    refuses: bool = False
+    """Whether Excel refuses a value the rule does not allow (``showErrorMessage`` on, ``errorStyle`` "stop", the
+    default); else it shows a warning or nothing and keeps the value."""
 
     def covers(self, row: int, col: int) -> bool:
         return any(r1 <= row <= r2 and c1 <= col <= c2 for r1, c1, r2, c2 in self.ranges)
@@ -268,6 +271,7 @@ class Layout:
                         formulas["formula2"].lstrip("="),
                         html.unescape(a.get("error", "")),
                         a.get("allowBlank") in ("1", "true"),
+                        a.get("showErrorMessage") in ("1", "true") and a.get("errorStyle", "stop") == "stop",
                     )
                 )
             self._validations[title] = found

@@ -466,6 +466,11 @@ class Workbook:
             raise WorkbookError(f"{ref!r} is a range; name one cell")
         return title, r1, c1
 
+    def position(self, ref: str) -> tuple[str, int, int]:
+        """Where one cell (a reference or a defined name) is: (sheet title, row, column), 1-based. WorkbookError for
+        a range, a name that holds a formula, or a reference that points nowhere."""
+        return self._cell(ref)
+
     def used_range(self, sheet: str) -> str | None:
         """The range from A1 to the last row and column that hold a cell (``A1:J84``), or None for an empty
         sheet."""
