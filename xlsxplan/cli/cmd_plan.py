@@ -502,7 +502,10 @@ def render(result: Any, top: int = 0, finance: list[str] | None = None) -> str:
     )
     weights = "params x bytes, as the source text counts them"
     if a.weights != PARAMS_X_BYTES:
-        weights = "as published checkpoints store them (MODEL_WEIGHTS_GB: 16-bit embeddings beside 8-bit weights)"
+        weights = (
+            "as published checkpoints store them (MODEL_WEIGHTS_GB: the embeddings and output layer at 16 bits "
+            "beside weights of a narrower format, the routed experts apart where a format names them)"
+        )
     usable = f"{a.usable_fraction:.0%} usable"
     if a.engine:
         e = a.engine
@@ -551,7 +554,11 @@ def _in_short(result: Any) -> list[str]:
     moves the plan most: the efficiencies), and what to run next."""
     feasible = result.feasible
     if not feasible:
-        return ["", "In short: no option meets the targets; the rejected lines say what fails, and loosening that"]
+        return [
+            "",
+            "In short: no option meets the targets; each rejected line says what fails: loosen that target, or add "
+            "an accelerator (--gpu) or a precision (--weights) that can meet it",
+        ]
     o = feasible[0]
     f, other = o.view(result.rank_by), ("assumed" if result.rank_by == "calibrated" else "calibrated")
     g = o.view(other)
@@ -563,7 +570,11 @@ def _in_short(result: Any) -> list[str]:
     band = f.extra.get("range", {}).get("usd_per_month")
     if band and band[0] != band[1]:
         span = f", likely ${band[0]:,.0f} to ${band[1]:,.0f} (P10 to P90 of published runs)"
-    view = "at the efficiencies published runs reach" if result.rank_by == "calibrated" else "at the source text's"
+    view = (
+        "at the efficiencies published runs reach"
+        if result.rank_by == "calibrated"
+        else "at the source text's ideal efficiencies"
+    )
     there = "at the source text's ideal efficiencies" if other == "assumed" else "at the calibrated efficiencies"
     if g.feasible:
         elsewhere = f"{there} the same option needs {g.gpus} GPUs, ${g.usd_per_month:,.0f}"

@@ -278,6 +278,11 @@ def render(fin: dict[str, Any] | None) -> list[str]:
             f"({mix['committed_source']}), {above} above them: ${mix['usd_per_month']:,.0f} a month, "
             f"{mix['shares']['committed']:.0%} of the GPU-hours committed"
         )
+        if mix["usd_committed"] >= fin["usd_per_gpu_hour"]:  # as the workbook's check "Committed price at or above
+            lines.append(  # on demand" flags it: a commitment that costs more than the plan's hourly price
+                f"    the committed price (${mix['usd_committed']:g}) is at or above the plan's price "
+                f"(${fin['usd_per_gpu_hour']:g}): committing saves nothing; give --committed-price for your quote"
+            )
     e = fin["energy"]
     carbon = (
         f", {e['g_co2e_per_m_tokens']:,.0f} gCO2e per million at {e['g_co2e_per_kwh']:g} g/kWh ({e['region']})"

@@ -2044,10 +2044,16 @@ def _own(f: Figures, case: dict[str, Any], t: Traffic, owned: Owned, price: floa
     }
 
 
+FRONTIER_STEP = 0.01
+"""How much faster per user [fraction] an option must be than every cheaper one to be on the cost-versus-speed
+frontier: options whose batches a decode-speed target caps all meet it within a fraction of a token per second, and
+a difference under 1% is inside any model's error, so a dearer option is never marked for it."""
+
+
 def _rank(options: list[Option], rank_by: str) -> None:
     """Feasible first, by monthly cost, then fewer GPUs, then faster per user, then the sooner first token; rejected
-    ones in search order. Marks the cost-versus-speed frontier: an option no option ranked before it (as cheap or
-    cheaper) matches in speed per user; of options equal in both, the first."""
+    ones in search order. Marks the cost-versus-speed frontier: an option at least FRONTIER_STEP faster per user than
+    every option ranked before it (as cheap or cheaper); of options equal in both, the first."""
     order = {id(o): i for i, o in enumerate(options)}
 
     def key(o: Option) -> tuple:
@@ -2063,7 +2069,7 @@ def _rank(options: list[Option], rank_by: str) -> None:
         if not f.feasible:
             break
         speed = f.tokens_per_s_per_user or 0.0
-        if speed > best_speed * (1 + 1e-12) or best_speed == -math.inf:
+        if speed > best_speed * (1 + FRONTIER_STEP) or best_speed == -math.inf:
             o.frontier = True
             best_speed = speed
 
