@@ -567,6 +567,8 @@ def test_the_table_prints_the_ranking_the_rejections_and_the_assumptions(capsys)
         (["--spare", "1.5"], "--spare must be a whole number, got '1.5'"),
         (["--peak-factor", "0.5"], "--peak-factor must be a number from 1"),
         (["--top", "some"], "--top must be a number, got 'some'"),
+        (["--top", "-1"], "--top must be 0 or more (0 or none: every option), got -1"),
+        (["--rank", "best"], "argument --rank: invalid choice: 'best' (choose from 'assumed', 'calibrated')"),
         (["--weights", "fp9"], "--weights 'fp9' is not a known format"),
         (["--no-such-flag"], "unrecognized arguments: --no-such-flag"),
     ],
@@ -744,3 +746,8 @@ def test_the_plan_ends_with_the_bill_in_short(capsys):
     assert lines[-2].startswith(f"  price: {price}")
     assert lines[-2].endswith(f"the same option needs {ideal.gpus} GPUs, ${ideal.usd_per_month:,.0f}")
     assert lines[-1].startswith("Next: ")
+    # the ideal view, as the table names it, ranks the plan under that name too; the sentence ends as it begins
+    assert main([*argv, "--gpu", "H200=3.5", "--top", "1", "--rank", "ideal"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    ranked = plan("Qwen2.5-72B", traffic, Targets(20, 2), {"H100": None, "H200": 3.5}, rank_by="assumed").feasible[0]
+    assert f"${ranked.assumed.usd_per_month:,.0f} a month at the source text's ideal efficiencies; " in lines[-3]

@@ -39,7 +39,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         '"Estimating the Compute and Memory Needed for Language Models"), read back from the recalculated cells. '
         "Exit status 1 if a template's master check fails.",
     )
-    p.add_argument("--out", default="workbooks", metavar="DIR", help="folder to write into (default: workbooks)")
+    p.add_argument("-o", "--out", default="workbooks", metavar="DIR", help="folder to write into (default: workbooks)")
     p.add_argument(
         "--functions",
         action="store_true",

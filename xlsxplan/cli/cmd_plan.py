@@ -272,6 +272,8 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     try:
         top = _number(args, "top", whole=True) or 0
+        if top < 0:
+            raise _Usage(f"--top must be 0 or more (0 or none: every option), got {top}")
     except _Usage as err:
         print(f"xlsxplan plan: error: {err}", file=sys.stderr)
         return EXIT_USAGE
@@ -942,9 +944,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--rank",
         choices=("assumed", "calibrated"),
+        type=lambda text: "assumed" if text.strip().lower() == "ideal" else text.strip().lower(),
         default="calibrated",
         help="rank at the calibrated efficiencies (the default: the serving step validate scores published runs with) "
-        "or the assumed ones (the source text's ideal efficiencies, under which its worked examples come out exactly)",
+        "or the assumed ones (also 'ideal', as the table names that view: the source text's ideal efficiencies, "
+        "under which its worked examples come out exactly)",
     )
     eng = p.add_argument_group(
         "memory as a serving engine allocates it (any of these: vLLM's rule in place of a flat usable share)"
