@@ -423,11 +423,14 @@ CASE_LINES: tuple[Line, ...] = (
     Line("prefill", "Prefill time of a mean prompt",
          _fit("PREFILL_S({active},{prefill_tokens},{n_gpus},{tflops},Prefill_Compute_Utilisation)"), "s",
          "2N x uncached prompt / (GPUs x BF16 peak x utilisation) (Back-of-the-Envelope §5)", "dec2"),
+    Line("prompt_room", "Compute left for prompts at the planned batch",
+         _fit("COMPUTE_TOKS({active},{n_gpus}*{tflops}*Prefill_Compute_Utilisation)-{tps_total}"), "tokens/s",
+         "Compute tokens/s less decode tokens/s: what chunks of prompts get; 0 or less: none", "int"),
     Line("ttft_batch", "First token of a tail prompt, at the planned batch",
-         _fit("IF(COMPUTE_TOKS({active},{n_gpus}*{tflops}*Prefill_Compute_Utilisation)>{tps_total},"
-              "{prefill_tokens_tail}/(COMPUTE_TOKS({active},{n_gpus}*{tflops}*Prefill_Compute_Utilisation)"
-              f'-{{tps_total}}),"{NO_PROMPT}")'), "s",
-         "Tail prompt / (compute tokens/s - decode tokens/s): chunks fill what decode leaves", "dec2"),
+         # one IF: the words where the room is no positive number ("does not fit" passed on as it is)
+         "=IF(AND(ISNUMBER({prompt_room}),{prompt_room}>0),{prefill_tokens_tail}/{prompt_room},"
+         f'REPT("{NO_PROMPT}",ISNUMBER({{prompt_room}})*1)&REPT({{prompt_room}},NOT(ISNUMBER({{prompt_room}}))*1))',
+         "s", "Tail prompt / the compute left for prompts: chunks fill what decode leaves", "dec2"),
     Line("ttft_alone", "First token of a tail prompt alone, with attention",
          '=IF(AND(ISNUMBER(MODEL_SPEC({model},"layers")),ISNUMBER(MODEL_SPEC({model},"hidden"))),'
          'TTFT_S({active},{bytes_weight},{prefill_tokens_tail},MODEL_SPEC({model},"layers"),'
@@ -2157,10 +2160,9 @@ def _checks(book: Book) -> Sheet:
         "BATCH_FOR_TTFT is 0: a tail prompt cannot be read in time beside one decoding sequence",
     )
     sh.check(
-        "Decode at the planned batch leaves no compute for prompts",
-        "=IF(AND(ISNUMBER({batch}),{batch}>=1),IF(ISNUMBER({ttft_batch}),0,1),0)",
-        "Decode tokens/s at the planned batch reach the compute's tokens/s: no prompt is ever read (set a "
-        "first-token target, or more GPUs a replica)",
+        "Decode leaves no compute for prompts",
+        "=IF(AND(ISNUMBER({batch}),{batch}>=1,NOT(ISNUMBER({ttft_batch}))),1,0)",
+        "Decode at the batch takes all the compute: no prompt is read (set a first-token target)",
     )
     sh.check(
         "Peak not covered with the spares down",
