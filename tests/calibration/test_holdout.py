@@ -206,7 +206,8 @@ def test_a_saturated_engine_runs_the_sequences_its_step_budget_holds(factors):
         for r in measurements.read_measurements(calibration.measurements_path())
         if r.name == "LLaMA 3.1 70B online serving, H200 131GB HBM3 TP4, 467/16, QPS INF" and r.metric == "tpot_ms"
     ]
-    assert (m.max_num_tokens, m.max_batch_size, m.value) == (8192, 2048, 546)
+    assert (m.max_num_tokens, m.max_batch_size, m.value, m.requests) == (8192, 2048, 546, 500)
+    m = dataclasses.replace(m, requests=None)  # the steady state an endless run would settle in (the 500 run below)
     s = measurements.shape_of(m)
     load = measurements._load(m, s, factors)
     assert load.batch == 271 and "8,192 tokens a step" in load.said
@@ -313,3 +314,57 @@ def test_bands_cost_one_quantile_per_kind_and_fold_not_one_per_row(monkeypatch):
     results = measurements.validate(parse(*lines))
     assert sum(r.p10 is not None for r in results) == 120
     assert len(calls) == 3  # three publications, one kind
+
+
+ONLINE = "LLaMA 3.1 {size} online serving, H100 80GB HBM3 TP{tp}, {io}, QPS {qps}"
+
+
+def _online(metric: str, **name: str) -> measurements.Measurement:
+    """A row of TensorRT-LLM's perf-overview "Online Serving Measurements" table (docs/source/performance/
+    perf-overview.md@258c754: "generated using version 0.14.0, with 500 requests and BF16 precision")."""
+    (m,) = [
+        r
+        for r in measurements.read_measurements(calibration.measurements_path())
+        if r.name == ONLINE.format(**name) and r.metric == metric
+    ]
+    return m
+
+
+def test_a_run_of_500_requests_sent_at_once_is_run_step_by_step(factors):
+    # Llama 3.1 8B on one H100, 467 tokens in and 256 out, the 500 requests sent without pause: the page's mean
+    # first token 3,335 ms and 39 ms between tokens. No steady state exists: the engine reads the prompts 17 to a
+    # step (8,192 tokens), then decodes the 500 together; the steady state of an endless run (memory's batch, each
+    # step prefilling its share of prompts) put the time between tokens at 2.7x the page's
+    name = {"size": "8B", "tp": "1", "io": "467/256", "qps": "INF"}
+    tpot, ttft = _online("tpot_ms", **name), _online("ttft", **name)
+    assert (tpot.value, ttft.value, tpot.requests, tpot.concurrency) == (39, 3335, 500, "max")
+    run_tpot, basis = measurements.predict(tpot, factors)
+    assert basis.startswith("a run of 500 requests (every one at once) step by step") and "up to 500 sequences" in basis
+    endless = measurements.predict(dataclasses.replace(tpot, requests=None), factors)[0]
+    assert endless / tpot.value > 2.5 and 1 < run_tpot / tpot.value < 2  # too slow still: the prompts' steps (below)
+    # the first token waits for the prompts read before it: about half of the 30 reading steps, not one prompt's time
+    run_ttft = measurements.predict(ttft, factors)[0]
+    assert 1 < run_ttft / ttft.value < 2
+    with pytest.raises(measurements.Unpredictable, match="request count"):  # without the count: the queue is unknown
+        measurements.predict(dataclasses.replace(ttft, requests=None), factors)
+
+
+def test_a_rate_the_engine_serves_keeps_the_steady_state_and_one_it_cannot_is_run(factors):
+    # at 2 requests a second the engine keeps up: Little's law sets the batch, as without the request count; at 16
+    # the steady state's engine is saturated (its prefill the bound) and the run is followed step by step
+    low = _online("tpot_ms", size="70B", tp="4", io="467/256", qps="2")
+    assert measurements.predict(low, factors) == measurements.predict(dataclasses.replace(low, requests=None), factors)
+    high = _online("tpot_ms", size="70B", tp="4", io="467/256", qps="16")
+    assert measurements._load(high, measurements.shape_of(high), factors).saturated
+    assert measurements.predict(high, factors)[1].startswith("a run of 500 requests (16 a second) step by step")
+
+
+def test_a_runs_step_is_the_serving_step_at_its_sequences_and_prompt_tokens(factors):
+    # a dense model's step on one group is read from three steps and added up by parts: the same step
+    m = _online("tpot_ms", size="70B", tp="4", io="467/256", qps="INF")
+    s = measurements.shape_of(m)
+    scale = factors.serving_scale(measurements.scale_gpus(m), m.gpu)
+    step = measurements._run_step(m, s, factors, scale)
+    for decoded, read in ((0, 467), (1, 0), (17, 7_939), (500, 0), (271, 7_472), (3, 934)):
+        direct = measurements.serve_step_seconds(m, s, factors, decoded, read)[0] / scale
+        assert step(decoded, read) == pytest.approx(direct, rel=1e-12), (decoded, read)

@@ -69,7 +69,7 @@ from typing import Any, Literal, cast, overload
 
 from .. import calibration
 from ..catalog import load_catalog, models
-from ..core import effects, engine, equations, roofline, serving, training, training_memory
+from ..core import effects, engine, equations, roofline, runs, serving, training, training_memory
 from ..core.step import (
     OVERLAPS,
     SERVER_GPUS,
@@ -205,6 +205,11 @@ class Measurement:
     request_rate: float | None = None
     """Requests per second sent to the row's GPUs (optional ``request_rate`` column: a benchmark driven by a rate,
     not a concurrency); the batch then follows from Little's law (see _load)."""
+    requests: int | None = None
+    """Requests the benchmark sent in all (optional ``requests`` column; TensorRT-LLM's Triton online-serving table:
+    500). With it, a row driven by a request rate or sending every request at once (``concurrency`` ``max``) is
+    predicted by running the benchmark step by step (:func:`xlsxplan.core.runs.simulate_run`): its first-token time,
+    time per output token and throughput are then the queue's, not a steady state's."""
     ttft_cap_ms: float | None = None
     """A first-token latency the run had to meet (optional ``ttft_cap_ms`` column; MLPerf's Server constraint)."""
     tpot_cap_ms: float | None = None
@@ -331,6 +336,7 @@ def parse_measurements(text: str, origin: str = "measurements") -> list[Measurem
                     tp=_number(raw.get("tp", ""), "tp", True) or None,
                     pp=_number(raw.get("pp", ""), "pp", True) or None,
                     request_rate=_number(raw.get("request_rate", ""), "request_rate") or None,
+                    requests=_number(raw.get("requests", ""), "requests", True) or None,
                     ttft_cap_ms=_number(raw.get("ttft_cap_ms", ""), "ttft_cap_ms") or None,
                     tpot_cap_ms=_number(raw.get("tpot_cap_ms", ""), "tpot_cap_ms") or None,
                     max_num_tokens=_number(raw.get("max_num_tokens", ""), "max_num_tokens", True) or None,
@@ -895,6 +901,8 @@ def _predict_decode(m: Measurement, s: Shape, factors: Factors) -> tuple[float, 
 
 
 def _predict_prefill(m: Measurement, s: Shape, factors: Factors) -> tuple[float, str]:
+    if _runs(m, s, factors):
+        return _run(m, s, factors)
     peak = _peak_flops(m)
     e_c, e_bw = _eff(factors, m, "prefill"), _eff(factors, m, "decode_bandwidth")
     prompt = _need(m.input_len, "input_len", m)
@@ -1124,6 +1132,8 @@ class _Load:
     said: str
     rate_bound: float | None = None
     """Output tokens per second of one instance when a request rate, not the engine, sets the throughput."""
+    saturated: bool = False
+    """Whether the row's request rate is more than the engine serves at the largest batch it runs: no steady state."""
 
 
 def _load(m: Measurement, s: Shape, factors: Factors) -> _Load:
@@ -1136,7 +1146,7 @@ def _load(m: Measurement, s: Shape, factors: Factors) -> _Load:
     :func:`xlsxplan.core.engine.budget_batch`'s, ``T / (1 + P / O)``: a saturated engine runs that many sequences,
     not what memory holds."""
     inst, copies = _instances(m)
-    gpu, n = _gpu(inst), _n(inst)
+    gpu = _gpu(inst)
     layout = expert_layout(inst)
     cache_of = inst if layout is None else dataclasses.replace(inst, n_gpus=layout.tp)
     kv = _kv_bytes_per_token(cache_of, s, _context(inst))
@@ -1144,13 +1154,9 @@ def _load(m: Measurement, s: Shape, factors: Factors) -> _Load:
     if m.pool == "prefill":  # the prompts of one step, their caches sent on: the memory is the decode pool's
         if not conc:
             raise Unpredictable("a prefill pool's row needs its concurrency: the prompts prefilled in one step")
-        fits = conc
+        fits: float = conc
     else:
-        held, stored = _weights_read(inst, s, s.params_b, _copies(s, layout))
-        if _trtllm(inst):  # the KV cache gets its share of what the weights leave, not of the whole memory
-            fits = engine.trtllm_batch_that_fits(held, stored, kv, _context(inst), n, gpu.memory_gb)
-        else:
-            fits = equations.batch_that_fits(held, stored, kv, _context(inst), n, gpu.memory_gb, USABLE_FRACTION)
+        fits = _fits(inst, s, kv)
     batch = int(fits if conc == 0 else min(conc, fits))
     if batch < 1:
         raise Unpredictable(f"the weights or one request do not fit in {USABLE_FRACTION:.0%} of memory")
@@ -1165,6 +1171,7 @@ def _load(m: Measurement, s: Shape, factors: Factors) -> _Load:
         said = f"batch {batch} (the engine's {engine.step_limits_text(*limits)})"
     scale = factors.serving_scale(scale_gpus(m), gpu.id)
     rate_bound = None
+    saturated = False
     if m.tpot_cap_ms:
         uncapped = batch
         batch = _capped_batch(inst, s, factors, batch, scale)
@@ -1180,12 +1187,124 @@ def _load(m: Measurement, s: Shape, factors: Factors) -> _Load:
 
         if excess(batch) > 0:
             said += f": {m.request_rate:g} requests/s saturate it"
+            saturated = True
         else:  # the smallest batch whose requests in flight Little's law can hold: bisect finds it
             batch = 1 + bisect.bisect_left(range(1, batch + 1), True, key=lambda b: excess(b) <= 0)
             rate_bound = rate * output
             said = f"batch {batch} by Little's law at {m.request_rate:g} requests/s"
     step, parts = _step_at(inst, s, factors, batch)
-    return _Load(inst, copies, batch, step, parts, scale, said, rate_bound)
+    return _Load(inst, copies, batch, step, parts, scale, said, rate_bound, saturated)
+
+
+def _fits(inst: Measurement, s: Shape, kv: float) -> float:
+    """Sequences at the row's average context whose KV cache of ``kv`` bytes a token fits beside the weights of one
+    instance: TensorRT-LLM's share of what the weights leave (:func:`xlsxplan.core.engine.trtllm_batch_that_fits`),
+    else USABLE_FRACTION of the memory."""
+    gpu, n = _gpu(inst), _n(inst)
+    held, stored = _weights_read(inst, s, s.params_b, _copies(s, expert_layout(inst)))
+    if _trtllm(inst):  # the KV cache gets its share of what the weights leave, not of the whole memory
+        return engine.trtllm_batch_that_fits(held, stored, kv, _context(inst), n, gpu.memory_gb)
+    return equations.batch_that_fits(held, stored, kv, _context(inst), n, gpu.memory_gb, USABLE_FRACTION)
+
+
+_RUN_METRICS = frozenset(
+    {
+        "ttft",
+        "tpot_ms",
+        "output_tokens_per_sec_per_user",
+        "output_tokens_per_sec_total",
+        "output_tokens_per_sec_per_gpu",
+    }
+)
+"""The figures a benchmark run of a known number of requests reports, predicted by running it (:func:`_run`)."""
+
+
+def _runs(m: Measurement, s: Shape, factors: Factors) -> bool:
+    """Whether row ``m`` is predicted by running its benchmark step by step: it gives the requests it sent, on GPUs
+    that both prefill and decode with continuous batching and no latency cap, and no steady state exists (every
+    request sent at once, or a rate the engine does not serve at the largest batch it runs: :func:`_load`). A rate
+    it serves settles where Little's law puts it, and the steady state predicts the row."""
+    if not (
+        m.requests
+        and m.metric in _RUN_METRICS
+        and (m.request_rate or m.concurrency == "max")
+        and not m.pool
+        and m.batching != "static"
+        and not m.tpot_cap_ms
+        and not m.ttft_cap_ms
+        and expert_layout(m) is None
+    ):
+        return False
+    return not m.request_rate or _load(m, s, factors).saturated
+
+
+def _run_step(inst: Measurement, s: Shape, factors: Factors, scale: float) -> Callable[[int, int], float]:
+    """The step time [s] at ``decoded`` sequences and ``read`` prompt tokens that a run of row instance ``inst`` takes
+    (:func:`serve_step_seconds` over ``scale``). Every part of a dense model's step on one tensor-parallel group is a
+    constant plus a multiple of the decoded sequences plus a multiple of the prompt tokens (the weights read once,
+    the linear layers and routed values per token, the cache per sequence, attention per sequence and per prompt
+    token, the all-reduces per token): such a step is read from three of them and its parts added up as
+    :func:`xlsxplan.core.step.serve_step` adds them; any other is computed at each."""
+    if s.moe or replica_layout(inst) is not None or expert_layout(inst) is not None:
+        return lambda decoded, read: serve_step_seconds(inst, s, factors, decoded, read)[0] / scale
+    base = serve_step_seconds(inst, s, factors, 0, 0.0)[1]
+    per_sequence = {k: v - base[k] for k, v in serve_step_seconds(inst, s, factors, 1, 0.0)[1].items()}
+    per_token = {k: v - base[k] for k, v in serve_step_seconds(inst, s, factors, 0, 1.0)[1].items()}
+
+    def step(decoded: int, read: int) -> float:
+        return serve_step({k: v + decoded * per_sequence[k] + read * per_token[k] for k, v in base.items()}, scale)
+
+    return step
+
+
+def _run(m: Measurement, s: Shape, factors: Factors) -> tuple[float, str]:
+    """Row ``m``'s figure from its benchmark run step by step (:func:`xlsxplan.core.runs.simulate_run`): each
+    instance of the row's GPUs gets its share of the requests and of the rate, its KV cache holds what memory fits
+    at the row's average context, its per-step limits are the row's (``max_num_tokens``, ``max_batch_size``), and
+    each step's time is the serving step validate scores every serving row with (:func:`serve_step_seconds` at the
+    step's decoded sequences and prefilled prompt tokens, over the fitted serving scale)."""
+    inst, copies = _instances(m)
+    prompt = int(_need(m.input_len, "input_len", m))
+    output = int(_need(m.output_len, "output_len", m))
+    kv = _kv_bytes_per_token(inst, s, _context(inst))
+    kv_tokens = _fits(inst, s, kv) * _context(inst)
+    scale = factors.serving_scale(scale_gpus(m), _gpu(m).id)
+    requests = max(1, math.ceil((m.requests or 1) / copies))
+    rate = m.request_rate / copies if m.request_rate else None
+    try:
+        run = runs.simulate_run(
+            requests,
+            rate,
+            prompt,
+            output,
+            kv_tokens,
+            inst.max_batch_size or 0,
+            inst.max_num_tokens or 0,
+            _run_step(inst, s, factors, scale),
+        )
+    except ValueError as err:
+        raise Unpredictable(str(err)) from None
+    sent = "every one at once" if rate is None else f"{m.request_rate:g} a second"
+    basis = (
+        f"a run of {m.requests:,} requests ({sent}) step by step: {run.steps:,} steps, up to {run.most_decoded:,} "
+        f"sequences decoding, each step the serving step at {scale:.3f} x roofline with effects; KV cache "
+        f"{kv_tokens:,.0f} tokens"
+        + (
+            f" ({engine.step_limits_text(inst.max_num_tokens or 0, inst.max_batch_size or 0)})"
+            if inst.max_num_tokens or inst.max_batch_size
+            else ""
+        )
+        + f"; {s.origin}"
+    )
+    per_gpu = run.output_tokens_per_s * copies / _n(m)
+    figure = {
+        "ttft": 1e3 * run.ttft_s,
+        "tpot_ms": 1e3 * run.tpot_s,
+        "output_tokens_per_sec_per_user": 1.0 / run.tpot_s if run.tpot_s else math.inf,
+        "output_tokens_per_sec_total": run.output_tokens_per_s * copies,
+        "output_tokens_per_sec_per_gpu": per_gpu,
+    }[m.metric]
+    return figure, basis
 
 
 def _predict_throughput(m: Measurement, s: Shape, factors: Factors) -> tuple[float, str]:
@@ -1199,6 +1318,8 @@ def _predict_throughput(m: Measurement, s: Shape, factors: Factors) -> tuple[flo
     all-reduces of every token's activations over the accelerator's link. ``B`` comes from :func:`_load`. The row's
     GPUs hold ``n_gpus / tp`` instances, each serving its share. The calibrated serving scale for the instance's GPUs
     (:meth:`xlsxplan.calibration.Factors.serving_scale`) multiplies the rate."""
+    if _runs(m, s, factors):
+        return _run(m, s, factors)
     prompt = _need(m.input_len, "input_len", m)
     output = float(m.output_len or 1.0) if m.pool == "prefill" else _need(m.output_len, "output_len", m)
     if m.pool == "prefill" and not m.metric.startswith("input_"):
