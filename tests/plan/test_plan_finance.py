@@ -76,6 +76,16 @@ def test_a_hosted_api_bill_and_crossover_as_by_hand(capsys):
     assert api["crossover_requests_per_day"] == pytest.approx(bill / (HOURS / 24 * per_request))
 
 
+def test_a_small_hosted_bill_is_printed_in_cents_not_as_nothing(capsys):
+    # 1,000 requests a day of 500 tokens in and 200 out: cents a month at DeepInfra's prices, never "$0"
+    argv = ["plan", "--model", "Llama-3.1-8B", "--requests-per-day", "1000", "--prompt-tokens", "500"]
+    assert main([*argv, "--output-tokens", "200", "--gpu", "H100"]) == 0
+    (line,) = [x for x in capsys.readouterr().out.splitlines() if x.startswith("  hosted API (")]
+    assert main([*argv, "--output-tokens", "200", "--gpu", "H100", "--json"]) == 0
+    bill = json.loads(capsys.readouterr().out)["finance"]["api"]["usd_per_month"]
+    assert 0 < bill < 100 and f": ${bill:,.2f} a month for this traffic" in line
+
+
 def test_the_text_names_each_default_it_priced_with(capsys):
     main(
         ["plan", "--model", "Qwen2.5-72B", "--requests-per-day", "200000", "--prompt-tokens", "2000"]

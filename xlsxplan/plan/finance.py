@@ -57,6 +57,11 @@ class FinanceInputs:
     """A hosted.toml provider of the plan's model; None: the first that prices it, if any."""
 
 
+def _usd(amount: float) -> str:
+    """Dollars as the finance lines print them: whole dollars, or cents below $100 (a small bill is never "$0")."""
+    return f"${amount:,.0f}" if amount >= 100 else f"${amount:,.2f}"
+
+
 def _check(name: str, annotation: Any, value: Any) -> Any:
     """``value`` checked as a registry function checks its argument, the error naming the flag ``name``; None
     passes (a default the output names)."""
@@ -315,7 +320,7 @@ def render(fin: dict[str, Any] | None) -> list[str]:
         cheaper = "the API" if api["usd_per_month"] < fin["usd_per_month_peak_sized"] else "self-hosting"
         lines.append(
             f"  hosted API ({api['provider']}, ${api['usd_per_m_input']:g} in and ${api['usd_per_m_output']:g} out "
-            f"per million, {api['source']}): ${api['usd_per_month']:,.0f} a month for this traffic, {cheaper} "
+            f"per million, {api['source']}): {_usd(api['usd_per_month'])} a month for this traffic, {cheaper} "
             f"cheaper; the bills meet at {api['crossover_requests_per_day']:,.0f} requests a day (API_CROSSOVER_RPD, "
             "against the peak-sized bill)"
         )
