@@ -345,6 +345,8 @@ def test_a_run_of_500_requests_sent_at_once_is_run_step_by_step(factors):
     # the first token waits for the prompts read before it: about half of the 30 reading steps, not one prompt's time
     run_ttft = measurements.predict(ttft, factors)[0]
     assert 1 < run_ttft / ttft.value < 2
+    in_seconds = dataclasses.replace(ttft, unit="s", value=ttft.value / 1e3)  # the same run in the row's own unit
+    assert measurements.predict(in_seconds, factors)[0] == pytest.approx(run_ttft / 1e3, rel=1e-12)
     with pytest.raises(measurements.Unpredictable, match="request count"):  # without the count: the queue is unknown
         measurements.predict(dataclasses.replace(ttft, requests=None), factors)
 

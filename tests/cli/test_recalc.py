@@ -356,6 +356,11 @@ def _dropdowns(path):
     for i, gpu in enumerate(("H100-SXM", "H200", "H800"), start=1):
         lists[f"A{i}"] = gpu
     ws["A1"], ws["B1"], ws["C1"] = "bf16", "H100-SXM", '=A1&" on "&B1'
+    ws["D1"], ws["E1"] = 2, True
+    for cell, items in (("D1", '"1,2,4"'), ("E1", '"TRUE,FALSE"')):  # an inline list's items are text
+        dv = DataValidation(type="list", formula1=items, showErrorMessage=True)
+        ws.add_data_validation(dv)
+        dv.add(cell)
     strict = DataValidation(type="list", formula1='"bf16,fp8"', showErrorMessage=True)
     strict.error = "Weight precision: pick a name from the list"
     loose = DataValidation(type="list", formula1="Lists!$A$1:$A$3", showErrorMessage=False)
@@ -381,6 +386,11 @@ def test_a_value_a_dropdown_does_not_offer_is_refused_as_excel_refuses_it_or_set
         0,
         "Inputs!C1  FP8 on H100-SXM\n",
     )
+    # a number and a flag are compared as Excel compares them with the list's text: 4 is listed, 3 is not, FALSE is
+    for typed, code in (("4", 0), ("3", 2), ("false", 0), ("1", 0)):
+        cell = "D1" if typed.isdigit() else "E1"
+        assert run(capsys, "recalc", book, "-o", out, "--set", f"Inputs!{cell}={typed}", "-q")[0] == code, typed
+    assert run(capsys, "recalc", book, "-o", out, "--set", "Inputs!E1=1", "-q")[0] == 2  # a number is no flag
     # a list that shows no error keeps any name (a model or accelerator of one's own): set, and said first
     code, stdout, err = run(capsys, "recalc", book, "-o", out, "--set", "Inputs!B1=H900", "--show", "Inputs!C1")
     assert code == 0 and stdout == "Inputs!C1  bf16 on H900\n"

@@ -73,6 +73,14 @@ def test_a_rate_the_engine_keeps_up_with_gives_that_rate_of_output():
 
 
 def test_a_request_that_cannot_fit_is_refused():
+    with pytest.raises(ValueError, match="does not fit a step of 50: reading it in chunks is not modelled"):
+        simulate_run(3, None, 100, 10, 1e6, 0, 50, _fixed)
+    with pytest.raises(ValueError, match="rate must be above 0"):
+        simulate_run(3, 0.0, 100, 10, 1e6, 0, 8192, _fixed)
+    with pytest.raises(ValueError, match="a step must take some time"):
+        simulate_run(3, None, 100, 10, 1e6, 0, 8192, lambda d, p: 0.0)
+    with pytest.raises(ValueError, match="0 \\(no limit\\) or more"):
+        simulate_run(3, None, 100, 10, 1e6, -1, 8192, _fixed)
     with pytest.raises(ValueError, match="does not fit in the KV cache"):
         simulate_run(1, None, 1_000, 100, 500, 0, 8192, _fixed)
     with pytest.raises(ValueError, match="at least one request"):

@@ -319,6 +319,21 @@ def test_prices_change_the_ranking_as_they_should():
     assert cheap.assumed.usd_per_month == 6 * 3.0 * 730 and dear.assumed.usd_per_month == 8 * 2.5 * 730
 
 
+def test_the_frontier_compares_an_option_with_every_cheaper_one_starred_or_not():
+    from types import SimpleNamespace
+
+    from xlsxplan.plan.search import _rank
+
+    def option(usd: float, speed: float) -> SimpleNamespace:
+        view = SimpleNamespace(feasible=True, usd_per_month=usd, gpus=1, tokens_per_s_per_user=speed, ttft_s=1.0)
+        return SimpleNamespace(view=lambda _: view, frontier=False)
+
+    # 100.9 is within 1% of 100 (not starred); 101.5 is 1.5% faster than 100 but 0.6% than 100.9: not starred either
+    options = [option(100, 100.0), option(110, 100.9), option(120, 101.5), option(130, 103.0)]
+    _rank(options, "calibrated")
+    assert [o.frontier for o in options] == [True, False, False, True]
+
+
 def test_the_frontier_holds_exactly_the_options_no_other_beats_on_cost_and_speed():
     # beaten: a cheaper (or as cheap, earlier) option within FRONTIER_STEP of its speed per user; target-capped
     # batches meet a decode-speed target within a fraction of a token, which marks no dearer option

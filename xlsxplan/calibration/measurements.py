@@ -1233,6 +1233,7 @@ def _runs(m: Measurement, s: Shape, factors: Factors) -> bool:
         and not m.tpot_cap_ms
         and not m.ttft_cap_ms
         and expert_layout(m) is None
+        and _trtllm(m)  # the run admits and batches as TensorRT-LLM does
     ):
         return False
     return not m.request_rate or _load(m, s, factors).saturated
@@ -1298,7 +1299,7 @@ def _run(m: Measurement, s: Shape, factors: Factors) -> tuple[float, str]:
     )
     per_gpu = run.output_tokens_per_s * copies / _n(m)
     figure = {
-        "ttft": 1e3 * run.ttft_s,
+        "ttft": run.ttft_s / _ttft_scale(m),  # in the row's unit (ms, or s), as every first-token time
         "tpot_ms": 1e3 * run.tpot_s,
         "output_tokens_per_sec_per_user": 1.0 / run.tpot_s if run.tpot_s else math.inf,
         "output_tokens_per_sec_total": run.output_tokens_per_s * copies,

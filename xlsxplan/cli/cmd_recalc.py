@@ -103,8 +103,7 @@ def _against_dropdown(wb: Any, ref: str, value: Any) -> tuple[str | None, str | 
     offered = choices(wb, rule.formula1, title)
     if any(isinstance(c, str) and c.startswith("=") for c in offered):  # a list that could not be read
         return None, None
-    folded = value.casefold() if isinstance(value, str) else value
-    if any((c.casefold() if isinstance(c, str) else c) == folded for c in offered):
+    if any(_listed(value, c) for c in offered):
         return None, None
     texts = [format_value(c) if not isinstance(c, str) else c for c in offered]
     close = difflib.get_close_matches(format_value(value) if not isinstance(value, str) else value, texts, n=3)
@@ -113,6 +112,26 @@ def _against_dropdown(wb: Any, ref: str, value: Any) -> tuple[str | None, str | 
     if rule.refuses:
         return f"{said}; Excel refuses it too" + (f": {rule.error}" if rule.error else ""), None
     return None, f"{said}: set anyway, as Excel keeps a value its dropdown does not list"
+
+
+def _listed(value: Any, offered: Any) -> bool:
+    """Whether a dropdown item lets ``value`` through, as Excel compares them: text without regard to case, a number
+    with a number (an inline list's items are text: ``"1,2,4"`` offers the number 4), TRUE and FALSE with
+    themselves, never a number with a flag."""
+    if isinstance(value, bool):
+        if isinstance(offered, bool):
+            return offered is value
+        return isinstance(offered, str) and offered.strip().upper() == ("TRUE" if value else "FALSE")
+    if isinstance(value, (int, float)):
+        if isinstance(offered, bool):
+            return False
+        if isinstance(offered, str):
+            try:
+                offered = float(offered.strip())
+            except ValueError:
+                return False
+        return isinstance(offered, (int, float)) and float(offered) == float(value)
+    return isinstance(offered, str) and offered.casefold() == str(value).casefold()
 
 
 def _fails(value: Any) -> bool:

@@ -18,9 +18,8 @@ The engine (TensorRT-LLM's in-flight batching, as its Triton backend runs it):
   admitted request's whole prompt and output (GUARANTEED_NO_EVICT, TensorRT-LLM's default scheduler policy [2]: a
   request starts only when what it will need is free, so none is evicted);
 * a step decodes one token of every running sequence whose prompt is read, and reads whole prompts of admitted
-  requests in arrival order while the step's tokens stay within ``max_tokens``; a prompt longer than the whole budget
-  is read alone in a step (chunking it would spread it over steps; the shipped rows' prompts are at most 467 tokens
-  against 8,192);
+  requests in arrival order while the step's tokens stay within ``max_tokens`` (a prompt longer than a step is
+  refused: reading it in chunks is not modelled; the shipped rows' prompts are at most 467 tokens against 8,192);
 * the step that reads a prompt gives its first token; a request is done with its ``output`` tokens.
 
 Units: tokens, requests per second, seconds.
@@ -98,6 +97,14 @@ def simulate_run(
     """
     if requests < 1 or output < 1 or prompt < 0:
         raise ValueError("a run needs at least one request of at least one output token")
+    if rate is not None and not rate > 0:
+        raise ValueError(f"the request rate must be above 0 (None: every request at once), got {rate!r}")
+    if max_batch < 0 or max_tokens < 0:
+        raise ValueError("max_batch and max_tokens must be 0 (no limit) or more")
+    if max_tokens and prompt + 1 > max_tokens:
+        raise ValueError(
+            f"a prompt of {prompt:,} tokens does not fit a step of {max_tokens:,}: reading it in chunks is not modelled"
+        )
     if prompt + output > kv_tokens:
         raise ValueError(f"one request ({prompt + output:,} tokens) does not fit in the KV cache ({kv_tokens:,.0f})")
     gap = 0.0 if rate is None or math.isinf(rate) else 1.0 / rate
@@ -127,7 +134,7 @@ def simulate_run(
             waiting += 1
         budget = max_tokens - len(decoding) if max_tokens else math.inf
         reading: list[int] = []
-        while admitted and (prompt <= budget - prompt * len(reading) or not reading and not decoding):
+        while admitted and prompt <= budget - prompt * len(reading):
             reading.append(admitted.popleft())
         if not reading and not decoding:  # nothing admitted can run: cannot happen once one request fits
             raise ValueError("the engine can run no request")
@@ -135,6 +142,8 @@ def simulate_run(
         dt = cache.get(key)
         if dt is None:
             dt = cache[key] = step_seconds(*key)
+            if not dt > 0:
+                raise ValueError(f"a step must take some time, got {dt!r} s at {key[0]} sequences and {key[1]} tokens")
         repeat = 1  # steps alike until something changes: only decoding, until a sequence ends or a request can join
         if not reading:
             repeat = decoding[0][0] - steps

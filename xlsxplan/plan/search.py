@@ -2071,7 +2071,7 @@ def _rank(options: list[Option], rank_by: str) -> None:
         speed = f.tokens_per_s_per_user or 0.0
         if speed > best_speed * (1 + FRONTIER_STEP) or best_speed == -math.inf:
             o.frontier = True
-            best_speed = speed
+        best_speed = max(best_speed, speed)  # every cheaper option's speed, starred or not
 
 
 # --- the Excel face -----------------------------------------------------------------------------------------------

@@ -2161,7 +2161,7 @@ def _checks(book: Book) -> Sheet:
     )
     sh.check(
         "Decode leaves no compute for prompts",
-        "=IF(AND(ISNUMBER({batch}),{batch}>=1,NOT(ISNUMBER({ttft_batch}))),1,0)",
+        f'=IF(AND(ISNUMBER({{batch}}),{{batch}}>=1,{{ttft_batch}}="{NO_PROMPT}"),1,0)',
         "Decode at the batch takes all the compute: no prompt is read (set a first-token target)",
     )
     sh.check(
