@@ -437,7 +437,7 @@ CASE_LINES: tuple[Line, ...] = (
          'MODEL_SPEC({model},"hidden"),{n_gpus},{tflops},{bandwidth},Prefill_Compute_Utilisation,'
          "Decode_Bandwidth_Efficiency,Tensor_Parallel_Link_Bandwidth),\"needs a preset's shape\")", "s",
          "TTFT_S: 2NP + 2LdP^2 FLOPs, a weight read, tensor-parallel all-reduces", "dec2"),
-    Line("time_to_answer", "Time to the first visible token",
+    Line("time_to_answer", "First visible token, a mean prompt alone",
          _fit("TIME_TO_ANSWER_S({prefill},Hidden_Reasoning_Tokens_Per_Request,{tps_user})"), "s",
          "Prefill + reasoning tokens / decode speed: the answer starts after the reasoning", "dec2"),
     # -- speculative decoding, beside the plan (Leviathan et al. 2023): what a draft does to decode speed and cost
@@ -2243,6 +2243,7 @@ OUTPUT_NAMES = {
     "Cost_Per_M_Input_Tokens": "cost_in",
     "Cost_Per_M_Output_Tokens": "cost_out",
     "Time_To_First_Token": "time_to_answer",
+    "First_Token_Of_A_Tail_Prompt": "ttft_batch",
     "Decode_Speed_Per_User": "tps_user",
     "Master_Check": "master_check",
 }
