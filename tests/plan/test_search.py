@@ -573,6 +573,10 @@ def test_the_table_prints_the_ranking_the_rejections_and_the_assumptions(capsys)
     "args, says",
     [
         (["--requests-per-day", "many"], "--requests-per-day must be a number, got 'many'"),
+        (
+            ["--requests-per-day", "1,000,000"],
+            "--requests-per-day must be a number, got '1,000,000': type it without thousands separators",
+        ),
         (["--model", "Qwen2.5-72X"], "model 'Qwen2.5-72X' is not in the catalog; did you mean Qwen2.5-72B"),
         (["--gpu", "H1000=2"], "--gpu: 'H1000' is not in the catalog; did you mean H100"),
         (["--gpu", "H100=cheap"], "--gpu 'H100=cheap': the price after '=' must be a number of USD per GPU-hour"),
@@ -583,6 +587,7 @@ def test_the_table_prints_the_ranking_the_rejections_and_the_assumptions(capsys)
         (["--peak-factor", "0.5"], "--peak-factor must be a number from 1"),
         (["--top", "some"], "--top must be a number, got 'some'"),
         (["--top", "-1"], "--top must be 0 or more (0 or none: every option), got -1"),
+        (["--tokens-per-s", "0"], "--tokens-per-s target must be a positive number, or none, got 0\n"),
         (["--rank", "best"], "argument --rank: invalid choice: 'best' (choose from 'assumed', 'calibrated')"),
         (["--weights", "fp9"], "--weights 'fp9' is not a known format"),
         (["--no-such-flag"], "unrecognized arguments: --no-such-flag"),

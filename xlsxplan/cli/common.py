@@ -26,7 +26,14 @@ def flag_number(text: str, flag: str, whole: bool = False) -> float | int:
     try:
         value = float(str(text).replace("_", ""))
     except ValueError:
-        raise UsageError(f"{flag} must be a number, got {text!r}") from None
+        hint = ""
+        if "," in str(text):
+            try:
+                float(str(text).replace(",", ""))
+                hint = ": type it without thousands separators (2000000 or 2_000_000)"
+            except ValueError:
+                pass
+        raise UsageError(f"{flag} must be a number, got {text!r}{hint}") from None
     if whole:
         if not value.is_integer():
             raise UsageError(f"{flag} must be a whole number, got {text!r}")

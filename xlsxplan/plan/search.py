@@ -763,7 +763,8 @@ def _checked_inputs(traffic: Traffic, targets: Targets, assumptions: Assumptions
         )
     for name, value in (("tokens_per_s", targets.tokens_per_s), ("ttft_s", targets.ttft_s)):
         if value is not None and not (isinstance(value, (int, float)) and value > 0 and math.isfinite(value)):
-            raise OutOfRangeError(f"{name} target must be a positive number, or none, got {value!r}", name)
+            shown = format_number(value) if isinstance(value, (int, float)) and math.isfinite(value) else repr(value)
+            raise OutOfRangeError(f"{name} target must be a positive number, or none, got {shown}", name)
     if targets.ttft_percentile is not None:
         _check("ttft_percentile", Percentile, targets.ttft_percentile)
         _check("service_cv", CoefficientOfVariation, assumptions.service_cv)
