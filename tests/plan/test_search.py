@@ -747,6 +747,22 @@ def test_the_table_names_the_published_rows_rank_one_rests_on(capsys):
     assert f"{rows:,} held-out serving residuals of {sources} publications, each weighted alike" in line
 
 
+def test_without_a_speed_target_the_summary_says_the_speed_each_user_gets(capsys):
+    # no --tokens-per-s: the batch memory holds decodes slowly for each user; the summary says so beside the bill
+    argv = ["plan", "--model", "Qwen2.5-7B", "--requests-per-day", "100000", "--prompt-tokens", "1000"]
+    argv += ["--output-tokens", "200", "--gpu", "H100"]
+    assert main([*argv, "--json"]) == 0
+    first = json.loads(capsys.readouterr().out)["options"][0]
+    assert main(argv) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[-3] == (
+        f"  speed: {first['tokens_per_s_per_user']:,.1f} tokens/s a user at batch {first['batch']:,}, set by "
+        f"{first['binding']} (no --tokens-per-s target: give one for a floor on each user's speed)"
+    )
+    assert main([*argv, "--tokens-per-s", "20"]) == 0
+    assert not any(x.startswith("  speed: ") for x in capsys.readouterr().out.splitlines())
+
+
 def test_the_plan_ends_with_the_bill_in_short(capsys):
     argv = ["plan", "--model", "Qwen2.5-72B", "--requests-per-day", "200000", "--prompt-tokens", "2000"]
     argv += ["--prompt-p95", "6000", "--output-tokens", "300", "--tokens-per-s", "20", "--ttft-s", "2", "--gpu", "H100"]

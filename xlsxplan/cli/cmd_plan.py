@@ -552,8 +552,9 @@ def render(result: Any, top: int = 0, finance: list[str] | None = None) -> str:
 
 def _in_short(result: Any) -> list[str]:
     """The plan's last lines, for a manager to read aloud: rank 1's fleet, monthly bill and its range, cost per
-    million input and output tokens, the price and where it comes from, the other view's figure (the assumption that
-    moves the plan most: the efficiencies), and what to run next."""
+    million input and output tokens, the speed each user gets where no speed target set the batch, the price and
+    where it comes from, the other view's figure (the assumption that moves the plan most: the efficiencies), and
+    what to run next."""
     feasible = result.feasible
     if not feasible:
         return [
@@ -582,12 +583,19 @@ def _in_short(result: Any) -> list[str]:
         elsewhere = f"{there} the same option needs {g.gpus} GPUs, ${g.usd_per_month:,.0f}"
     else:
         elsewhere = f"{there} it is rejected: {g.reason}"
+    speed = []
+    if result.targets.tokens_per_s is None and f.tokens_per_s_per_user:  # the assumption that set the batch, said
+        speed = [
+            f"  speed: {f.tokens_per_s_per_user:,.1f} tokens/s a user at batch {f.batch:,}, set by {f.binding} "
+            "(no --tokens-per-s target: give one for a floor on each user's speed)"
+        ]
     return [
         "",
         f"In short: {o.gpus_per_replica} x {o.gpu} a replica{f' ({o.layout})' if o.layout else ''}, "
         f"{o.weights} weights, {o.serving}: {f.gpus} GPUs, "
         f"${f.usd_per_month:,.0f} a month {view}{span}; ${f.usd_per_m_input:,.2f} per million input and "
         f"${f.usd_per_m_output:,.2f} per million output tokens",
+        *speed,
         f"  price: ${price:,.3f}".rstrip("0").rstrip(".") + f" per GPU-hour ({basis}); what moves it most: the "
         f"efficiencies, {elsewhere}",
         "Next: --json for every figure, =PLAN_OPTIONS(...) for the same table in a cell, or xlsxplan build for the "
