@@ -153,18 +153,13 @@ def simulate_run(
         t += dt * repeat
         steps += repeat
         most = max(most, len(decoding))
+        for r in reading:  # the prompt's step gives the first token; a one-token answer ends in it
+            first[r] = t
+            decoding.append((steps + output - 1, r))
         while decoding and decoding[0][0] == steps:
             finish[decoding.popleft()[1]] = t
             held -= prompt + output
             done += 1
-        for r in reading:  # the prompt's step gives the first token
-            first[r] = t
-            if output == 1:
-                finish[r] = t
-                held -= prompt + output
-                done += 1
-            else:
-                decoding.append((steps + output - 1, r))
     ttft = sum(first[i] - arrival[i] for i in range(requests)) / requests
     tpot = sum((finish[i] - first[i]) / (output - 1) for i in range(requests)) / requests if output > 1 else 0.0
     return RunFigures(ttft, tpot, requests * output / (max(finish) - arrival[0]), steps, most)
