@@ -901,8 +901,6 @@ def _predict_decode(m: Measurement, s: Shape, factors: Factors) -> tuple[float, 
 
 
 def _predict_prefill(m: Measurement, s: Shape, factors: Factors) -> tuple[float, str]:
-    if _runs(m, s, factors):
-        return _run(m, s, factors)
     peak = _peak_flops(m)
     e_c, e_bw = _eff(factors, m, "prefill"), _eff(factors, m, "decode_bandwidth")
     prompt = _need(m.input_len, "input_len", m)
@@ -921,11 +919,13 @@ def _predict_prefill(m: Measurement, s: Shape, factors: Factors) -> tuple[float,
     )
     basis = f"prefill {e_c:.3f}, attention included; {s.origin}"
     if m.metric == "ttft" and _at_load(m):
-        if m.concurrency == "max" and not m.request_rate:
+        load = None if m.concurrency == "max" and not m.request_rate else _load(m, s, factors)
+        if _runs(m, load):
+            return _run(m, s, factors)
+        if load is None:
             raise Unpredictable(
                 "a first-token time with every request sent at once is the queue's, which the request count sets"
             )
-        load = _load(m, s, factors)
         t += load.step / load.scale
         basis += f"; plus one decode step at load ({load.said})"
     return (t / _ttft_scale(m) if m.metric == "ttft" else prompt / t), basis
@@ -1219,11 +1219,12 @@ _RUN_METRICS = frozenset(
 """The figures a benchmark run of a known number of requests reports, predicted by running it (:func:`_run`)."""
 
 
-def _runs(m: Measurement, s: Shape, factors: Factors) -> bool:
+def _runs(m: Measurement, load: _Load | None) -> bool:
     """Whether row ``m`` is predicted by running its benchmark step by step: it gives the requests it sent, on GPUs
     that both prefill and decode with continuous batching and no latency cap, and no steady state exists (every
-    request sent at once, or a rate the engine does not serve at the largest batch it runs: :func:`_load`). A rate
-    it serves settles where Little's law puts it, and the steady state predicts the row."""
+    request sent at once, or a rate the engine does not serve at the largest batch it runs: ``load``, the row's
+    :func:`_load`, saturated). A rate it serves settles where Little's law puts it, and the steady state predicts the
+    row."""
     if not (
         m.requests
         and m.metric in _RUN_METRICS
@@ -1236,7 +1237,7 @@ def _runs(m: Measurement, s: Shape, factors: Factors) -> bool:
         and _trtllm(m)  # the run admits and batches as TensorRT-LLM does
     ):
         return False
-    return not m.request_rate or _load(m, s, factors).saturated
+    return not m.request_rate or (load is not None and load.saturated)
 
 
 def _run_step(inst: Measurement, s: Shape, factors: Factors, scale: float) -> Callable[[int, int], float]:
@@ -1319,8 +1320,6 @@ def _predict_throughput(m: Measurement, s: Shape, factors: Factors) -> tuple[flo
     all-reduces of every token's activations over the accelerator's link. ``B`` comes from :func:`_load`. The row's
     GPUs hold ``n_gpus / tp`` instances, each serving its share. The calibrated serving scale for the instance's GPUs
     (:meth:`xlsxplan.calibration.Factors.serving_scale`) multiplies the rate."""
-    if _runs(m, s, factors):
-        return _run(m, s, factors)
     prompt = _need(m.input_len, "input_len", m)
     output = float(m.output_len or 1.0) if m.pool == "prefill" else _need(m.output_len, "output_len", m)
     if m.pool == "prefill" and not m.metric.startswith("input_"):
@@ -1328,6 +1327,8 @@ def _predict_throughput(m: Measurement, s: Shape, factors: Factors) -> tuple[flo
     if m.pool and m.batching == "static":
         raise Unpredictable("a disaggregated pool's row is continuous batching: batching static does not apply")
     load = _load(m, s, factors)
+    if _runs(m, load):
+        return _run(m, s, factors)
     inst, copies, batch, n = load.inst, load.copies, load.batch, _n(load.inst)
     e_c, e_bw = _eff(factors, inst, "prefill"), _eff(factors, inst, "decode_bandwidth")
     if m.batching == "static":  # the batch's prompts first, then its decode steps: O B tokens in B prefills + O steps
