@@ -105,8 +105,8 @@ def _against_dropdown(wb: Any, ref: str, value: Any) -> tuple[str | None, str | 
         return None, None
     if any(_listed(value, c) for c in offered):
         return None, None
-    texts = [format_value(c) if not isinstance(c, str) else c for c in offered]
-    close = difflib.get_close_matches(format_value(value) if not isinstance(value, str) else value, texts, n=3)
+    texts = [format_value(c) for c in offered]  # (text as is)
+    close = difflib.get_close_matches(format_value(value), texts, n=3)
     hint = f"did you mean {', '.join(close)}?" if close else f"its {len(texts)} values: `xlsxplan inputs` lists them"
     said = f"--set {ref}: {format_value(value)!r} is not in its cell's dropdown ({hint})"
     if rule.refuses:
