@@ -2,8 +2,9 @@
 pools, predicted with the plan's layout (expert parallel over the pool's GPUs, attention data-parallel) and the one
 serving step with its all-to-all, each deployment's publication held out.
 
-The shipped rows are the published figures of three deployments (LMSYS/SGLang on 12 H100 nodes, DeepSeek's online
-service on H800 nodes, SGLang on a GB200 NVL72 rack); the bar is each held out within 25%. The physics tests build
+The shipped rows are the published figures of six deployments (LMSYS/SGLang on 12 H100 nodes, DeepSeek's online
+service on H800 nodes, SGLang on a GB200 NVL72 rack, the Mooncake team's Kimi K2 on 16 H200 nodes, llm-d's vLLM on 4
+H200 nodes, AMD's vLLM on 4 MI300X nodes); the bar is each held out within 25%. The physics tests build
 their own rows and check relations the model must keep, computed from its parts, never copied from its output.
 """
 
@@ -39,15 +40,23 @@ def held_out() -> dict[str, measurements.RowResult]:
 
 
 # The held-out ratios below are the ones this model gives (validate prints them). A prefill pool's step runs the
-# throughput all-to-all, a token once a node, overlapped with the other micro-batch (two-batch overlap); two rows
+# throughput all-to-all, a token once a node, overlapped with the other micro-batch (two-batch overlap); four rows
 # still miss (docs/calibration.md, "Expert parallel across nodes"):
 _DAY_AVERAGE = (
-    "a day's average, not the pool's capacity: predicted 1.45x of 73,700 per node held out; DeepSeek's own profile "
+    "a day's average, not the pool's capacity: predicted 1.39x of 73,700 per node held out; DeepSeek's own profile "
     "of this layout runs about twice the day's computed rate (62,713 against 32,206 per node, LMSYS 2025-05-05)"
 )
 _NVFP4_MISS = (
-    "the routed activations' traffic, fitted on 16-bit training runs, is 57% of this NVFP4 step, whose dispatch is "
-    "4-bit and whose weights are partly offloaded (EP2): predicted 0.65x of 26,156 per GPU held out"
+    "the routed activations' traffic, fitted on 16-bit training runs, is 64% of this NVFP4 step, whose dispatch is "
+    "4-bit and whose weights are partly offloaded (EP2): predicted 0.70x of 26,156 per GPU held out"
+)
+_VLLM_DECODE = (
+    "no term for the engine: the model's step at 128 sequences a GPU is about 55 ms, the run's 12.3 tokens/s a user "
+    "81 ms; predicted 1.49x of 1,574 per GPU held out, where SGLang's decode pools come out 0.85-1.04"
+)
+_AMD_PREFILL = (
+    "the serving scale's AMD multiplier (0.34) rests on one 2024 publication of vLLM on ROCm at 16 bits; AITER's FP8 "
+    "GEMMs reach more: predicted 0.58x of 32,300 per node held out (its decode pool, bound by memory, 0.86x)"
 )
 EXPECTED = {
     "SGLang DeepSeek-V3 prefill pool 4x8 H100 EP32 DP-attention, 1000-token prompts": "",
@@ -63,6 +72,11 @@ EXPECTED = {
     ),
     "SGLang DeepSeek-V3 decode on GB200 NVL72, 48 GPUs EP48, FP8 attention + NVFP4 MoE, 2,000-token inputs, "
     "batch 1408 per GPU": "",
+    "SGLang Kimi K2 prefill pool 4x8 H200 EP32 DP-attention, 2000-token prompts": "",
+    "SGLang Kimi K2 decode pool 12x8 H200 EP96 DP-attention, 2000-token inputs, batch 480 per GPU": "",
+    "llm-d vLLM DeepSeek-R1-0528 decode pool 2x8 H200 EP16 DP-attention, 2K/2K, 2048 concurrent": _VLLM_DECODE,
+    "vLLM DeepSeek-R1 prefill pool 2x8 MI300X EP16 DP-attention, 2000-token prompts": _AMD_PREFILL,
+    "vLLM DeepSeek-R1 decode pool 2x8 MI300X EP16 DP-attention, 2000-token inputs": "",
 }
 
 
@@ -75,7 +89,7 @@ def test_the_shipped_rows_are_three_deployments_each_cited_with_every_setting():
     rows = [m for m in shipped() if measurements.expert_parallel_row(m)]
     assert {m.name for m in rows} == set(EXPECTED), "a row was added or renamed: give it its case below"
     publications = {measurements.holdout_key(m) for m in rows}
-    assert len(publications) >= 3
+    assert len(publications) == 6
     for m in rows:
         # where it was published (a commit of the document, or its address) and when; the settings that set the step
         assert re.search(r"github\.com/[\w.-]+/[\w.-]+@[0-9a-f]{7,}:\S+", m.source), m.name
@@ -86,6 +100,19 @@ def test_the_shipped_rows_are_three_deployments_each_cited_with_every_setting():
         # a setting that departs from two-batch overlap is a prefill pool's, and its source says why
         assert not m.overlap or (m.pool == "prefill" and "overlap" in m.source), m.name
     assert {m.overlap for m in rows if "GB200" in m.name and m.pool == "prefill"} == {"combine"}
+
+
+@pytest.mark.xfail(strict=True, reason="two of six deployments whole (SGLang's H100s, Kimi K2's H200s): see EXPECTED")
+def test_at_least_three_deployments_are_reproduced_whole_within_25_percent():
+    # the bar of the frontier-scale serving work: a deployment counts when every one of its rows, held out, is within
+    rows = [m for m in shipped() if measurements.expert_parallel_row(m)]
+    whole: dict[tuple, bool] = {}
+    for m in rows:
+        r = held_out()[m.name]
+        ok = r.ratio is not None and abs(r.ratio - 1.0) <= WITHIN
+        key = measurements.holdout_key(m)
+        whole[key] = whole.get(key, True) and ok
+    assert sum(whole.values()) >= 3, sorted(k for k, ok in whole.items() if ok)
 
 
 @pytest.mark.parametrize("name", [_case(n, why) for n, why in EXPECTED.items()])

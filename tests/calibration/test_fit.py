@@ -52,7 +52,9 @@ def test_peak_field_by_format():
     # FP4 multiplies (NVFP4, MXFP4) compute on FP4 tensor cores: B200's dense 9,000 TFLOP/s (NVIDIA HGX page: HGX
     # B200 FP4 '144 PFLOPS | 72 PFLOPS' sparse | dense for 8 GPUs)
     assert calibration.peak_field("nvfp4") == calibration.peak_field("mxfp4") == "fp4_tflops"
-    assert calibration.compute_group("nvfp4") == "4-bit"
+    # ... and are not the 4-bit rows' llama.cpp blocks, widened to 16 bits before the multiply: a level of their own
+    assert calibration.compute_group("nvfp4") == calibration.compute_group("mxfp4") == "4-bit multiply"
+    assert calibration.compute_group("q4_k_m") == calibration.compute_group("awq") == "4-bit"
 
 
 def test_decode_levels_by_storage_prefill_levels_by_the_multiply():
@@ -67,7 +69,7 @@ def test_decode_levels_by_storage_prefill_levels_by_the_multiply():
         "8-bit",
         "4-bit",
         "16-bit",
-        "4-bit",
+        "4-bit multiply",
     ]
     f = calibration.load_factors()
     assert calibration.efficiency("prefill", "H100", "w8a16") == pytest.approx(f.prefill.base)  # not the FP8 share
@@ -138,6 +140,25 @@ def test_group_fit_recovers_class_and_format_multipliers():
     assert g.base == pytest.approx(0.5, rel=0.02)
     assert g.classes == pytest.approx({"consumer": 1.7, "apple": 1.4}, rel=0.02)
     assert g.formats == pytest.approx({"8-bit": 0.8, "4-bit": 0.65}, rel=0.02)
+
+
+def test_an_fp4_multiply_is_fitted_apart_from_4_bit_weights_widened_before_it():
+    # prefill levels: a native FP4 multiply (NVFP4, MXFP4) is not llama.cpp's 4-bit blocks, which pay for widening
+    # each weight to 16 bits; rows of one set the other's multiplier not at all
+    truth = GroupFit(0.4, {}, {"4-bit": 0.7, "4-bit multiply": 1.3})
+    obs = [
+        Observation("prefill", truth.value("datacenter", f), fmt=f, run=(f, i))
+        for f in ("16-bit", "4-bit", "4-bit multiply")
+        for i in range(3)
+    ]
+    g = calibration.fit(obs).prefill
+    assert g.formats["4-bit"] == pytest.approx(0.7, rel=0.02)
+    assert g.formats["4-bit multiply"] == pytest.approx(1.3, rel=0.02)
+    without = calibration.fit([o for o in obs if o.fmt != "4-bit multiply"]).prefill
+    assert without.formats["4-bit multiply"] == 1.0  # no row: the 16-bit share, an assumption...
+    assert without.formats["4-bit"] == pytest.approx(0.7, rel=0.02)
+    # ... and decode keeps its levels by storage, with no such level to assume
+    assert "4-bit multiply" not in calibration.level_counts("decode_bandwidth", obs)["format"]
 
 
 def test_one_outlier_moves_the_fit_less_than_least_squares_would():
@@ -289,7 +310,9 @@ def test_efficiency_refuses_a_share_of_a_peak_the_catalog_lacks():
     ):
         calibration.efficiency("prefill", "H100", "nvfp4")
     f = calibration.load_factors()
-    assert calibration.efficiency("prefill", "B200", "nvfp4") == pytest.approx(f.prefill.value("datacenter", "4-bit"))
+    assert calibration.efficiency("prefill", "B200", "nvfp4") == pytest.approx(
+        f.prefill.value("datacenter", "4-bit multiply")
+    )
     with pytest.raises(
         NotAvailableError,
         match=r"^M2-Ultra has no bf16_tflops: Apple publishes no GPU FLOP/s .*; a "
@@ -321,6 +344,14 @@ def test_efficiency_basis_says_which_levels_are_assumed():
     )
     assert calibration.efficiency_basis("prefill", "M2-Ultra", "q4_k_m").startswith(
         "shipped factors: prefill apple: no rows, multiplier 1 assumed"
+    )
+    # the shipped rows hold no batch-one prefill on FP4 tensor cores: B200's NVFP4 share is the 16-bit one, and says so
+    assert levels["prefill"]["format"]["4-bit multiply"] == 0
+    assert calibration.efficiency_basis("prefill", "B200", "nvfp4").endswith(
+        "4-bit multiply: no rows, multiplier 1 assumed"
+    )
+    assert calibration.efficiency("prefill", "B200", "nvfp4") == pytest.approx(
+        calibration.efficiency("prefill", "B200", "bf16")
     )
 
 

@@ -49,7 +49,7 @@ def test_validation_summary_meets_the_bar_and_matches_the_regenerated_figures():
     for key in ("coverage", "median_abs_error", "within_2x", "band_coverage"):
         assert stored[key] == pytest.approx(fresh[key], abs=1e-4), key
     # every row the model cannot predict says why (a row is never dropped); what it predicts, it predicts within
-    # the bounds that hold today, leave one source out on 2,493 rows of 23 publications. Issue 26's bar is the strict
+    # the bounds that hold today, leave one source out on 2,498 rows of 41 publications. Issue 26's bar is the strict
     # xfail below.
     assert fresh["coverage"] >= 0.8 and fresh["within_2x"] >= 0.7
     assert fresh["median_abs_error"] < 0.4
@@ -366,9 +366,10 @@ def test_a_users_own_file_tensorrt_llm_llama31_8b_sequence_lengths():
     assert min(ratios.values()) > 0.9 and max(ratios.values()) < 1.15
     as_is = measurements.validate(rows, factors_as_is=calibration.load_factors())
     # the shipped scale is fitted on 1,400 serving rows of every engine and accelerator (AMD's own multiplier, the
-    # tensor-parallel exponent): these rows come out 0.79-0.90, about 18% low
-    assert measurements.summarise(as_is)["median_abs_error"] < 0.2
-    assert all(0.75 < r.ratio < 1.0 for r in as_is)
+    # tensor-parallel exponent): these rows come out 0.74-0.85, about 22% low (0.79-0.90 while the FP4 rows' prefill,
+    # read at llama.cpp's widened 4-bit share, pulled the scale up: docs/calibration.md, "A native FP4 multiply is not a widened 4-bit weight")
+    assert measurements.summarise(as_is)["median_abs_error"] < 0.25
+    assert all(0.7 < r.ratio < 1.0 for r in as_is)
 
 
 @pytest.mark.slow

@@ -602,7 +602,7 @@ def test_the_walkthrough_prose_quotes_the_figures_its_commands_print():
         f"share of the arithmetic, {n(2, 'B76'):.0%}",
         f"costs the same in or out, ${n(2, 'B77'):.2f} per million",
         f"the fastest is {steps[2]['Outputs!B99'].rsplit(' ', 1)[1]} a user",
-        f"{steps[2]['Outputs!B100'].split(',')[0]} a replica, {words[n(2, 'B101')]} GPUs",
+        f"then {steps[2]['Outputs!B100']}: {words[n(2, 'B101')]} GPUs",
         f"a replica serves {n(3, 'B57'):.2f} requests/s, and {words[n(3, 'B60')]} replicas ({words[n(3, 'B61')]} GPUs)",
         f"the first-token target allows {n(3, 'B38'):.0f} and the decode-speed target, {n(3, 'B39'):.0f}, binds",
         f"${n(3, 'B77'):.2f} against ${n(3, 'B78'):.2f} per million",

@@ -67,8 +67,8 @@ def test_bursty_arrivals_grow_the_fleet_as_allen_cunneen_says():
     # --arrival-cv: 2,000,000 requests a day, 40 tokens/s a user and a P99 first token within 1 s, FP8 Qwen2.5-72B on
     # pairs of H100s at the calibrated efficiencies; the speed target keeps each replica's batch to 30 slots, so the
     # slots fill and the queue for them binds. Allen-Cunneen scales each wait by (ca^2 + cs^2) / 2, so the replicas
-    # that hold the target with the spares down grow with the bursts (27 for Poisson arrivals, 28 and 29 for spreads
-    # of 2 and 3)
+    # that hold the target with the spares down grow with the bursts (28 for Poisson arrivals, 30 for spreads of 2
+    # and 3: a whole replica more takes the P99 wait to none for both)
     fleets = []
     for ca in (1.0, 2.0, 3.0):
         a = Assumptions(arrival_cv=ca, servings=("aggregated",))
@@ -81,7 +81,7 @@ def test_bursty_arrivals_grow_the_fleet_as_allen_cunneen_says():
         assert f.extra["replicas_binding"] == "P99 first-token target"
         fleets.append(f.replicas)
         assert result.inputs()["arrival_cv"] == ca
-    assert fleets[0] < fleets[1] < fleets[2]
+    assert fleets[0] < fleets[1] <= fleets[2]
 
 
 def test_the_fleet_grows_as_the_p99_target_tightens_as_erlang_c_says():

@@ -110,7 +110,7 @@ Active scenario, 72B FP8, 2 GPUs: 4 replicas, 8 GPUs for the peak with 1 spare (
   batch 94, set by memory: memory allows 94 (paged KV cache; 94 with every slot at the tail), no latency target given; first visible token after 0.29 s for a mean prompt alone, 0.83 s for a tail prompt at that batch; prompts over 32,768 tokens rejected: 0.0%
   fleet utilisation 19.6%, peak covered 1.28x with the spares down; $1.04 per M input and $1.04 per M output tokens at that (the bill split by GPU time, 87% prefill); disaggregated: 4 prefill + 2 decode replicas (12 GPUs), KV transfer 13 ms
   per M output tokens, three bases: $0.32 a replica decoding at full load around the clock (prompts not counted); $1.06 that at the 30% average load assumed on Inputs (full load over 30%, the source text's method); $1.04 the planned fleet of 8 GPUs around the clock at the day's traffic, the output tokens' 13% of the bill: the figure to budget
-  calibrated (the serving step xlsxplan validate scores, as xlsxplan plan ranks): 12.2 tokens/s per user, 3 replicas (6 GPUs) for the peak with 1 spare, $0.78 per M output tokens for that fleet around the clock, beside $1.04 at the efficiencies on Inputs; the source text's method at the calibrated efficiencies gives $1.90 at 30% load
+  calibrated (the serving step xlsxplan validate scores, as xlsxplan plan ranks): 11.8 tokens/s per user, 3 replicas (6 GPUs) for the peak with 1 spare, $0.78 per M output tokens for that fleet around the clock, beside $1.04 at the efficiencies on Inputs; the source text's method at the calibrated efficiencies gives $1.90 at 30% load
 """
 
 

@@ -23,9 +23,9 @@ What the factors do not cover
 -----------------------------
 A level (GPU class or weights format) that no measurement supports keeps multiplier 1: the datacenter, 16-bit
 share. That is an assumption, recorded in the provenance (``levels``: rows per level, ``assumed`` for none) and
-stated by :func:`efficiency_basis`. With the shipped data: decode with 8-bit weights (the FP8 throughput rows
-20-22, predicted with the 16-bit share, support it indirectly), prefill with 4-bit weights. A share of a peak the
-catalog does not hold (prefill on Apple GPUs, FP4 tensor cores, FP8 on an A100) is refused as ``#N/A``.
+stated by :func:`efficiency_basis`; the shipped file's ``assumed`` lists them (prefill on Apple GPUs, and prefill
+that multiplies on FP4 tensor cores, ``4-bit multiply``: no batch-one row is NVFP4 or MXFP4 on Blackwell). A share of
+a peak the catalog does not hold (FP4 on a Hopper, FP8 on an A100) is refused as ``#N/A``.
 
 A preset measured by ``xlsxplan calibrate --save`` is its own class, ``measured``: its bandwidth and FLOP/s are
 what a copy kernel and a matrix multiply sustained on that device, not datasheet peaks, so its decode and prefill
@@ -35,7 +35,8 @@ measured matmul rate.
 The models
 ----------
 ``prefill`` and ``decode_bandwidth``: a base factor for datacenter GPUs at 16-bit precision, times a multiplier for
-the GPU class (consumer, Apple) and one for the weights' format (8-bit, 4-bit), all fitted together in log space.
+the GPU class (consumer, Apple) and one for the weights' format (8-bit, 4-bit, and for prefill the 4-bit multiply
+apart from 4-bit weights widened to 16 bits: :func:`format_levels`), all fitted together in log space.
 
 ``train_mfu``: ``ceiling / (1 + overhead_bytes * (C / B) / (72 * hidden))``. The matrix multiplies of one layer
 cost about ``72 d^2`` FLOPs per token in training (6 N with N = 12 L d^2); the work outside them (norms, activation
@@ -80,6 +81,7 @@ from .fit import Factors, GroupFit, Observation, TrainFit, fit, fit_kind, level_
 from .groups import (
     CLASSES,
     FORMAT_GROUPS,
+    FP4_MULTIPLY,
     KINDS,
     MEASURED,
     MEASURED_SOURCE,
@@ -88,6 +90,7 @@ from .groups import (
     class_of_id,
     compute_group,
     format_group,
+    format_levels,
     gpu_class,
     peak_field,
 )
@@ -98,6 +101,7 @@ __all__ = [
     "Calibration",
     "FACTORS_ENV",
     "FORMAT_GROUPS",
+    "FP4_MULTIPLY",
     "Factors",
     "GroupFit",
     "KINDS",
@@ -118,6 +122,7 @@ __all__ = [
     "fit",
     "fit_kind",
     "format_group",
+    "format_levels",
     "gpu_class",
     "load_factors",
     "level_counts",

@@ -14,7 +14,7 @@ if TYPE_CHECKING:  # numpy is only needed to fit, not to look a factor up: `impo
     import numpy as np
 
 from ..errors import ArgumentError, CatalogError
-from .groups import CLASSES, FORMAT_GROUPS, KINDS, MEASURED, SEED_FACTORS
+from .groups import CLASSES, KINDS, MEASURED, SEED_FACTORS, format_levels
 
 __all__ = [
     "Observation",
@@ -214,7 +214,7 @@ def level_counts(kind: str, observations: Sequence[Observation]) -> dict[str, di
     mine = [o for o in observations if o.kind == kind and o.gpu_class != MEASURED]
     return {
         "class": {c: sum(o.gpu_class == c for o in mine) for c in CLASSES},
-        "format": {f: sum(o.fmt == f for o in mine) for f in FORMAT_GROUPS},
+        "format": {f: sum(o.fmt == f for o in mine) for f in format_levels(kind)},
     }
 
 
@@ -238,7 +238,7 @@ def _fit_group(obs: Sequence[Observation], kind: str) -> GroupFit:
 
     obs = [o for o in obs if o.gpu_class != MEASURED]  # shares of measured rates, not of datasheet peaks
     if not obs:
-        return GroupFit(SEED_FACTORS[kind], {c: 1.0 for c in CLASSES[1:]}, {f: 1.0 for f in FORMAT_GROUPS[1:]})
+        return GroupFit(SEED_FACTORS[kind], {c: 1.0 for c in CLASSES[1:]}, {f: 1.0 for f in format_levels(kind)[1:]})
     # a level no row has is not a parameter: it stays at multiplier 1 (recorded as assumed in the provenance)
     counts = level_counts(kind, obs)
     levels = [(k, v) for k in ("class", "format") for v, n in list(counts[k].items())[1:] if n]
@@ -258,7 +258,7 @@ def _fit_group(obs: Sequence[Observation], kind: str) -> GroupFit:
     return GroupFit(
         float(math.exp(theta[0])),
         {c: mult.get(("class", c), 1.0) for c in CLASSES[1:]},
-        {f: mult.get(("format", f), 1.0) for f in FORMAT_GROUPS[1:]},
+        {f: mult.get(("format", f), 1.0) for f in format_levels(kind)[1:]},
     )
 
 

@@ -20,11 +20,13 @@ __all__ = [
     "MEASURED_SOURCE",
     "MEASURED_RATE",
     "FORMAT_GROUPS",
+    "FP4_MULTIPLY",
     "SEED_FACTORS",
     "bits_per_weight",
     "format_group",
     "compute_bits",
     "compute_group",
+    "format_levels",
     "peak_field",
     "gpu_class",
     "is_measured",
@@ -40,6 +42,11 @@ MEASURED_SOURCE = "measured by `xlsxplan calibrate`"
 MEASURED_RATE = re.compile(r"6N-equivalent training rate ([0-9.]+(?:[eE][+-]?[0-9]+)?) FLOP/s")
 """Where that preset's note states its measured 6N training rate."""
 FORMAT_GROUPS = ("16-bit", "8-bit", "4-bit")
+FP4_MULTIPLY = "4-bit multiply"
+"""The prefill level of a format that multiplies on FP4 tensor cores (NVFP4, MXFP4 on Blackwell) against the FP4
+peak: apart from ``4-bit``, whose rows (llama.cpp's 4-bit blocks, AWQ) widen each weight to 16 bits before the
+multiply and pay for it (their 0.74 of the 16-bit share in the shipped fit), a cost a native FP4 multiply does not
+pay. With no batch-one row of its own it keeps multiplier 1, listed as assumed."""
 
 # The GPU class each shipped accelerator belongs to; anything else is classed by its name (see gpu_class).
 _SHIPPED_CLASS = {
@@ -92,17 +99,26 @@ def compute_bits(precision: str) -> int:
     return 8 if group == "8-bit" else 16
 
 
+def format_levels(kind: str) -> tuple[str, ...]:
+    """The weights-format levels an efficiency of ``kind`` is fitted at: :data:`FORMAT_GROUPS` by storage for decode,
+    with :data:`FP4_MULTIPLY` beside them for prefill (:func:`compute_group`), the first of them the base."""
+    return (*FORMAT_GROUPS, FP4_MULTIPLY) if kind == "prefill" else FORMAT_GROUPS
+
+
 def compute_group(precision: str) -> str:
     """The level a prefill efficiency is fitted at: ``"8-bit"`` for an 8-bit multiply (FP8, W8A8, Q8_0),
-    ``"4-bit"`` for formats stored in under 6 bits (widened before the multiply, or an FP4 multiply against the FP4
-    peak), ``"16-bit"`` otherwise, W8A16 included (INT8 storage, 16-bit multiply).
+    ``"4-bit multiply"`` (FP4_MULTIPLY) for an FP4 multiply against the FP4 peak (NVFP4, MXFP4), ``"4-bit"`` for
+    other formats stored in under 6 bits (widened before the multiply), ``"16-bit"`` otherwise, W8A16 included (INT8
+    storage, 16-bit multiply).
 
     Decode is fitted by storage (:func:`format_group`), since it moves bytes; prefill by the multiply.
     """
     bits = compute_bits(precision)
     if bits == 8:
         return "8-bit"
-    if bits == 4 or format_group(precision) == "4-bit":
+    if bits == 4:
+        return FP4_MULTIPLY
+    if format_group(precision) == "4-bit":
         return "4-bit"
     return "16-bit"
 
