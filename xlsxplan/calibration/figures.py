@@ -63,8 +63,9 @@ def _summary(results: Sequence[measurements.RowResult]) -> dict[str, Any]:
 
 def compute(rows: Sequence[measurements.Measurement]) -> dict[str, Any]:
     """The figures for ``rows`` with the factors fitted on them: leave one source out, and the factors as they are."""
-    report, factors, loo = measurements.fitted(rows, "measurements.csv", "")  # one fit, one held-out pass
-    as_is = measurements.validate(rows, factors_as_is=factors)
+    report, _, loo = measurements.fitted(rows, "measurements.csv", "")  # one fit, one held-out pass
+    # as the file stores them (rounded to 4 places), which `validate --factors-as-is` reads, not the fit's own floats
+    as_is = measurements.validate(rows, factors_as_is=calibration.Factors.from_dict(report))
     by_kind: dict[str, list[float]] = {}
     for r in loo:
         if r.ratio is not None:

@@ -258,8 +258,9 @@ def step_parts(
     ``batch / m`` sequences on a ``tp`` group, over ``p`` for a stage's layers, times the ``m + p - 1`` stage times of
     the step (GPipe's schedule, PIPELINE_BUBBLE), plus a send of the micro-batch's activations (P2P_SECONDS) each
     stage time; with ``dp > 1``, the parts over all ``n_gpus`` (``read_params_b`` then counts the layers every GPU
-    holds whole once per GPU, ``kv_bytes_per_token`` the cache of one data-parallel group) and per MoE layer a
-    dispatch and a combine of each GPU's ``tokens / n_gpus`` tokens. A step that decodes (``batch > 0``: a decode
+    holds whole once per GPU, ``kv_bytes_per_token`` the cache of one data-parallel group, the routed copies' traffic
+    at the dispatch's width on the way in, :func:`~xlsxplan.core.effects.dispatched_routed_share`) and per MoE layer
+    a dispatch and a combine of each GPU's ``tokens / n_gpus`` tokens. A step that decodes (``batch > 0``: a decode
     pool's, or an aggregated engine's) runs the low-latency kernels: every one of the ``k`` routed copies sent
     (:func:`~xlsxplan.core.effects.all_to_all_seconds`), the kernels holding the SMs until the data arrive, so the
     time adds to the step. A step that only prefills (a disaggregated prefill pool's) runs the throughput kernels:
@@ -321,6 +322,7 @@ def step_parts(
             0.0,
             0.0,
         )
+        out["routed"] *= effects.dispatched_routed_share(layout.dispatch_bytes)  # the way in at the dispatch's width
         if layout.tp > 1:
             tokens = (batch + prefill_tokens) / layout.dp
             out["all-reduce"] = (
