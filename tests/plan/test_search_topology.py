@@ -101,3 +101,41 @@ def test_the_cli_prints_the_layout_and_its_communication(capsys):
     assert sizes == {1, 2, 4, 8, 16, 32}
     feasible = [o for o in data["options"] if o["feasible"]]
     assert feasible and all(0 < o["comm_s"] < o["step_s"] for o in feasible)
+
+
+def test_an_accelerator_without_a_scale_up_link_says_its_all_reduces_are_left_out(capsys):
+    # MI355X: AMD's per-GPU Infinity Fabric bandwidth was not found in a stored source (accelerators.toml), so a
+    # replica of 2 to 8 GPUs is stepped with no all-reduce; the plan says so beside the result, not only in the JSON
+    traffic, targets = Traffic(2_000_000, 3_000, 600, 3), Targets(20)
+    amd = plan("Qwen2.5-72B", traffic, targets, {"MI355X": 2.59})
+    shared = [o for o in amd.feasible if o.gpus_per_replica > 1]
+    assert shared and all(o.calibrated.extra["step_parts_s"]["all-reduce"] == 0 for o in shared)
+    (note,) = [n for n in amd.notes if n.startswith("links: ")]
+    assert note.startswith("links: MI355X has no scale-up link in the catalog (AMD's per-GPU Infinity Fabric")
+    assert "all-reduces of its replicas of 2, 4, 8 GPUs are not counted" in note
+    # an accelerator with its link counts its all-reduces and has nothing to say
+    nvidia = plan("Qwen2.5-72B", traffic, targets, {"H100": 2.95})
+    assert not [n for n in nvidia.notes if n.startswith("links: ")]
+    assert any(o.calibrated.extra["step_parts_s"]["all-reduce"] > 0 for o in nvidia.feasible)
+    code = main(["plan", "--model", "Qwen2.5-72B", "--requests-per-day", "2000000", "--prompt-tokens", "3000",
+                 "--output-tokens", "600", "--tokens-per-s", "20", "--gpu", "MI355X=2.59", "--top", "1"])  # fmt: skip
+    out = capsys.readouterr().out
+    assert code == 0 and f"\n  {note}\n" in out
+
+
+def test_the_summary_claims_the_efficiencies_move_the_fleet_only_where_they_do(capsys):
+    # DeepSeek-V3 on H100s with a P99 first-token target: both views plan rank 1 at 96 GPUs, so "what moves it most:
+    # the efficiencies" would point at a figure equal to the headline
+    args = ["plan", "--model", "DeepSeek-V3", "--requests-per-day", "2000000", "--prompt-tokens", "3000",
+            "--output-tokens", "600", "--tokens-per-s", "20", "--gpu", "H100=2.95", "--top", "1"]  # fmt: skip
+    assert main([*args, "--ttft-s", "1", "--ttft-percentile", "0.99", "--json"]) == 0
+    rank1 = json.loads(capsys.readouterr().out)["options"][0]
+    assert rank1["gpus"] == rank1["assumed"]["gpus"]  # the ranked view's figures, and the other view's
+    assert main([*args, "--ttft-s", "1", "--ttft-percentile", "0.99"]) == 0
+    out = capsys.readouterr().out
+    same = f"the same option needs the same {rank1['gpus']} GPUs"
+    assert f"the efficiencies do not move this fleet: at the source text's ideal efficiencies {same}" in out
+    assert "what moves it most" not in out
+    # without the percentile target the two views differ, and the summary says by how much
+    assert main(args) == 0
+    assert "what moves it most: the efficiencies, at the source text's ideal efficiencies" in capsys.readouterr().out

@@ -517,9 +517,9 @@ def render(result: Any, top: int = 0, finance: list[str] | None = None) -> str:
             f"for activations, in whole blocks of {e.block_size} tokens (ENGINE_KV_TOKENS; KV tokens and "
             "maximum concurrency at the longest request, as vLLM prints them)"
         )
-    lines.append(
-        f"  memory: {usable}; weights {weights}; " + "; ".join(n.removeprefix("memory: ") for n in result.notes)
-    )
+    memory = [n.removeprefix("memory: ") for n in result.notes if n.startswith("memory: ")]
+    lines.append(f"  memory: {usable}; weights {weights}; " + "; ".join(memory))
+    lines += [f"  {n}" for n in result.notes if not n.startswith("memory: ")]
     if a.max_num_tokens or a.max_batch_size:
         lines.append("  " + _budget_text(result))
     lines.append(
@@ -579,10 +579,13 @@ def _in_short(result: Any) -> list[str]:
         else "at the source text's ideal efficiencies"
     )
     there = "at the source text's ideal efficiencies" if other == "assumed" else "at the calibrated efficiencies"
-    if g.feasible:
-        elsewhere = f"{there} the same option needs {g.gpus} GPUs, ${g.usd_per_month:,.0f}"
+    if g.feasible and g.gpus == f.gpus:  # nothing to claim: say that the efficiencies leave this fleet as it is
+        moves = f"the efficiencies do not move this fleet: {there} the same option needs the same {g.gpus} GPUs"
+    elif g.feasible:
+        moves = f"what moves it most: the efficiencies, {there} the same option needs {g.gpus} GPUs, "
+        moves += f"${g.usd_per_month:,.0f}"
     else:
-        elsewhere = f"{there} it is rejected: {g.reason}"
+        moves = f"what moves it most: the efficiencies, {there} it is rejected: {g.reason}"
     speed = []
     if result.targets.tokens_per_s is None and f.tokens_per_s_per_user:  # the assumption that set the batch, said
         speed = [
@@ -596,8 +599,7 @@ def _in_short(result: Any) -> list[str]:
         f"${f.usd_per_month:,.0f} a month {view}{span}; ${f.usd_per_m_input:,.2f} per million input and "
         f"${f.usd_per_m_output:,.2f} per million output tokens",
         *speed,
-        f"  price: ${price:,.3f}".rstrip("0").rstrip(".") + f" per GPU-hour ({basis}); what moves it most: the "
-        f"efficiencies, {elsewhere}",
+        f"  price: ${price:,.3f}".rstrip("0").rstrip(".") + f" per GPU-hour ({basis}); {moves}",
         "Next: --json for every figure, =PLAN_OPTIONS(...) for the same table in a cell, or xlsxplan build for the "
         "serving plan workbook",
     ]

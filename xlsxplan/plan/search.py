@@ -1747,6 +1747,13 @@ def plan(
         peaks = {f: preset.figure(f) for f in ("bf16_tflops", "fp8_tflops", "fp4_tflops")}
         link = float(preset.figure("link_gb_s") or 0.0)
         sizes = replica_sizes(gpu, memory, m, a, min(weights_of.values()))
+        shared = sorted({n for n, layout, why in sizes if n > 1 and layout is None and not why})
+        if not link and shared:  # said beside the plan: these replicas read faster than they are
+            missing = table.sources.get(preset.unavailable.get("link_gb_s", ""), "no figure in the catalog")
+            notes.append(
+                f"links: {gpu} has no scale-up link in the catalog ({missing}): the tensor-parallel all-reduces of "
+                f"its replicas of {', '.join(map(str, shared))} GPUs are not counted, so their steps read short"
+            )
         for w in weight_names:
             apart = expert_precision(w)
             b_experts = precision.bytes_per_param(apart) if apart else 0.0
