@@ -433,3 +433,50 @@ def test_saving_figures_whose_6n_rate_beats_the_matmul_rate_warns(capsys, monkey
         "so 'busy-box' gets a training MFU of 100%; measure again on an idle machine and save with "
         "--replace\n"
     )
+
+
+def _csv(tmp_path, *lines: str):
+    header = calibration.measurements_path().read_text(encoding="utf-8").splitlines()[0]
+    path = tmp_path / "mine.csv"
+    path.write_text("\n".join([header, *lines]) + "\n", encoding="utf-8")
+    return path
+
+
+ROW = "serve,r1,Llama-3.1-8B-Instruct,,,,H100-SXM,1,fp8,128,128,64,output_tokens_per_sec_total,{value},tok/s,me"
+
+
+@pytest.mark.parametrize(
+    "line, said",
+    [
+        (ROW.format(value="abc"), "1 row of mine.csv could not be read (line 2: value must be a number, got 'abc')"),
+        (
+            ",".join(ROW.split(",")[:8]),
+            "1 row of mine.csv could not be read (line 2: the row has 8 fields where the header has 35, so it lacks "
+            "precision, input_len, output_len, concurrency, metric, value, unit, source: a comma missing or one too "
+            "many?)",
+        ),
+        (ROW.format(value="5000") + "," * 26, "the row has 42 fields where the header has 35: a comma missing"),
+        (ROW.format(value="5000").replace("H100-SXM", "H900"), "no row of mine.csv could be predicted (line 2: gpu"),
+    ],
+)
+def test_a_users_file_with_nothing_to_score_is_an_error_with_each_row_shown(capsys, tmp_path, line, said):
+    # each row is shown with its reason, never dropped; the exit status and one line on stderr say the file failed
+    code = main(["validate", "--data", str(_csv(tmp_path, line))])
+    out, err = capsys.readouterr()
+    assert code == 1 and "not predicted" in out
+    err = err.replace(f"{tmp_path}/", "")  # the file as the user named it
+    assert err.startswith("xlsxplan: error: ") and said in err and err.count("\n") == 1
+
+
+def test_a_users_file_whose_rows_leave_the_optional_columns_off_is_read(capsys, tmp_path):
+    # the 16 columns of the schema and no more: csv pads the rest, as a spreadsheet saves a row it left short
+    code = main(["validate", "--data", str(_csv(tmp_path, ROW.format(value="5000")))])
+    out, err = capsys.readouterr()
+    assert code == 0 and err == "" and "1 predicted" in out.replace("rows, 1 predicted", "1 predicted")
+
+
+def test_an_empty_measurements_file_says_so(capsys, tmp_path):
+    path = tmp_path / "empty.csv"
+    path.write_text("", encoding="utf-8")
+    with pytest.raises(CatalogError, match=r"empty.csv: empty; a measurements CSV begins with its header row: kind, "):
+        measurements.read_measurements(path)

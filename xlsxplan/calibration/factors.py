@@ -325,8 +325,9 @@ def efficiency(
     bits); train_mfu is ``ceiling / (1 + overhead_bytes * (C/B) / (72 hidden))`` with C/B the accelerator's dense
     FLOP/s over its bandwidth at the precision (PaLM, arXiv:2204.02311, Appendix B). With seq_len, train_mfu is
     divided by ``1 + seq_len / (6 hidden)``, attention's ``12 L d T`` over ``6N`` for ``N = 12 L d^2``. A level no
-    measurement supports keeps multiplier 1 (shipped data: 8-bit decode, 4-bit prefill), as the factors file records;
-    a share of a peak the catalog lacks (prefill on Apple, FP4, FP8 on an A100) is #N/A. A preset saved by
+    measurement supports keeps multiplier 1 (shipped data: prefill on Apple GPUs and on FP4 tensor cores), as the
+    factors file records; a share of a peak the catalog lacks (prefill on Apple, FP4 on a Hopper, FP8 on an A100) is
+    #N/A. A preset saved by
     ``xlsxplan calibrate --save`` gives 1 for decode and prefill (its figures are measured rates, times the format
     multiplier) and its measured 6N rate over its measured matmul rate for train_mfu.
     """

@@ -278,7 +278,9 @@ def _number(text: str, column: str, whole: bool = False) -> float | int | None:
 def parse_measurements(text: str, origin: str = "measurements") -> list[Measurement]:
     """Rows of a measurements CSV; a file without the schema's columns is an error naming the missing ones."""
     reader = csv.DictReader(io.StringIO(text))
-    missing = [c for c in COLUMNS if c not in (reader.fieldnames or [])]
+    if not reader.fieldnames:
+        raise CatalogError(f"{origin}: empty; a measurements CSV begins with its header row: {', '.join(COLUMNS)}")
+    missing = [c for c in COLUMNS if c not in reader.fieldnames]
     if missing:
         raise CatalogError(f"{origin}: missing column(s) {', '.join(missing)}; the schema is {', '.join(COLUMNS)}")
     rows = []
@@ -288,6 +290,11 @@ def parse_measurements(text: str, origin: str = "measurements") -> list[Measurem
                 f"{origin}: over {MAX_MEASUREMENT_ROWS:,} rows; a measurements file holds at most that (split it by "
                 "publication)"
             )
+        # csv pads a short row with None (trailing optional columns may be left off; a required one may not) and
+        # gathers a long one's surplus under the key None
+        surplus = len(raw.get(None) or [])
+        lacking = [c for c in COLUMNS if raw.get(c) is None]
+        given = sum(v is not None for k, v in raw.items() if k is not None) + surplus
         raw = {k: (v or "").strip() for k, v in raw.items() if k is not None}
         common: dict[str, Any] = dict(
             line=i,
@@ -305,6 +312,12 @@ def parse_measurements(text: str, origin: str = "measurements") -> list[Measurem
             publication=raw.get("publication", ""),
         )
         try:
+            if surplus or lacking:
+                raise ValueError(
+                    f"the row has {given} fields where the header has {len(reader.fieldnames)}"
+                    + (f", so it lacks {', '.join(lacking)}" if lacking else "")
+                    + ": a comma missing or one too many?"
+                )
             conc_text = raw["concurrency"].lower()
             concurrency: int | str | None = "max" if conc_text == "max" else _number(conc_text, "concurrency", True)
             value = _number(raw["value"], "value")

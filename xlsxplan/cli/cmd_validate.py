@@ -225,6 +225,16 @@ def _run(args: argparse.Namespace) -> int:
         print()
     else:
         print(_table(results, summary))
+    unread = [m for m in rows if m.problem]  # a cell the schema cannot read: the row is shown, never dropped
+    if unread or not summary["predicted"]:  # bad input: the table says each row, the exit status says so too
+        if unread:
+            what = f"{len(unread)} row{'s' if len(unread) != 1 else ''} of {path} could not be read"
+            line, reason = unread[0].line, unread[0].problem
+        else:
+            what = f"no row of {path} could be predicted"
+            line, reason = (results[0].line, results[0].reason) if results else (1, "the file has no rows")
+        print(f"xlsxplan: error: {what} (line {line}: {reason})", file=sys.stderr)
+        return EXIT_FORMULA_ERROR
     if args.check and not _passes(summary):
         print(
             f"check failed: needs coverage >= {CHECK_COVERAGE:.0%}, median absolute error < "
