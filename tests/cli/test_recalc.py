@@ -398,3 +398,32 @@ def test_a_value_a_dropdown_does_not_offer_is_refused_as_excel_refuses_it_or_set
         "xlsxplan: warning: --set Inputs!B1: 'H900' is not in its cell's dropdown (did you mean H800, H200?): set "
         "anyway, as Excel keeps a value its dropdown does not list"
     )
+
+
+def test_a_number_a_cells_rule_refuses_is_refused_in_one_line_as_excel_refuses_it(capsys, tmp_path):
+    # the templates' number rules (xlsxplan.templates.book.validation_for): a share between two bounds ("decimal"),
+    # and a positive number (a custom AND(ISNUMBER(B1),B1>0,B1<=1E+15), Excel's "between" holding both ends)
+    from xlsxplan.domains import Domain, positive
+    from xlsxplan.templates.book import add_validation, validation_for
+
+    wb = openpyxl.Workbook()
+    ws = wb.active
+    ws.title = "Inputs"
+    ws["A1"], ws["B1"], ws["C1"] = 0.95, 200_000, "=A1*B1"
+    add_validation(ws, validation_for(Domain("number", 0.5, 1.0), "Tail percentile"), "A1")
+    add_validation(ws, validation_for(positive(1e15), "Requests per day"), "B1")
+    book, out = tmp_path / "n.xlsx", tmp_path / "o.xlsx"
+    wb.save(book)
+    for typed, said in (
+        ("A1=0.3", "--set Inputs!A1: 0.3 is not a number from 0.5 to 1; Excel refuses it too: Tail percentile must"),
+        ("B1=abc", "--set Inputs!B1: 'abc' is refused, as Excel refuses it: Requests per day must be a positive"),
+        ("B1=0", "--set Inputs!B1: 0 is refused, as Excel refuses it: Requests per day must be a positive number"),
+        ("B1=-5", "--set Inputs!B1: -5 is refused, as Excel refuses it"),
+    ):
+        code, stdout, err = run(capsys, "recalc", book, "-o", out, "--set", f"Inputs!{typed}")
+        assert code == 2 and stdout == "" and not out.exists(), typed
+        assert err.startswith(f"xlsxplan: error: {said}") and err.count("\n") == 1, err
+    # what the rules allow is set, with no word said
+    code, stdout, err = run(capsys, "recalc", book, "-o", out, "--set", "Inputs!A1=0.5", "--set", "Inputs!B1=1000",
+                            "--show", "Inputs!C1", "-q")  # fmt: skip
+    assert (code, stdout, err) == (0, "Inputs!C1  500\n", "")

@@ -181,6 +181,66 @@ def allowed(wb: Any, sheet: str, row: int, col: int, unit: str) -> list[Any] | s
     return f"{kind} {_OPERATORS.get(rule.operator, rule.operator)} {low}"
 
 
+_TESTS = {
+    "between": lambda v, a, b: a <= v <= b,
+    "notBetween": lambda v, a, b: not a <= v <= b,
+    "equal": lambda v, a, b: v == a,
+    "notEqual": lambda v, a, b: v != a,
+    "greaterThan": lambda v, a, b: v > a,
+    "lessThan": lambda v, a, b: v < a,
+    "greaterThanOrEqual": lambda v, a, b: v >= a,
+    "lessThanOrEqual": lambda v, a, b: v <= a,
+}
+
+
+def number_allowed(wb: Any, sheet: str, row: int, col: int, value: Any) -> bool | None:
+    """Whether a whole-number or number validation of the cell lets ``value`` in, as Excel decides it (text or a
+    flag is not a number; a whole number has no fraction; the operator against the bounds, numbers as written or the
+    values of the cells and names they are); None where the cell has no such rule or a bound is not a number."""
+    rule = wb.validation_at(sheet, row, col)
+    if rule is None or rule.type not in ("whole", "decimal") or value is None or value == "":
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    if rule.type == "whole" and float(value) != int(value):
+        return False
+    bounds = [_bound(wb, rule.formula1, sheet), _bound(wb, rule.formula2, sheet) if rule.formula2 else 0]
+    if any(isinstance(b, bool) or not isinstance(b, (int, float)) for b in bounds):
+        return None
+    test = _TESTS.get(rule.operator)
+    return None if test is None else bool(test(float(value), float(bounds[0]), float(bounds[1])))
+
+
+def custom_allows(wb: Any, sheet: str, row: int, col: int, value: Any) -> bool | None:
+    """Whether a custom (formula) validation of the cell lets ``value`` in, where the rule reads no cell but the one
+    it validates (the templates' ``AND(ISNUMBER(B26),B26>0,B26<=1E+15)``): the formula evaluated with the value in
+    place of that cell, as Excel evaluates it when a value is typed; None where the cell has no such rule or the rule
+    reads other cells."""
+    import re
+
+    from ..headless.engine import evaluate_formula
+    from ..headless.package import col_letter
+
+    rule = wb.validation_at(sheet, row, col)
+    if rule is None or rule.type != "custom" or value is None or value == "" or not rule.ranges:
+        return None
+    r1, c1 = rule.ranges[0][0], rule.ranges[0][1]
+    if (r1, c1) != (row, col):  # a rule over a range reads its references shifted to each cell: not done here
+        return None
+    anchor = re.compile(rf"(?<![A-Za-z0-9_.!$'])\$?{col_letter(c1)}\$?{r1}(?![0-9A-Za-z_(])", re.IGNORECASE)
+    if isinstance(value, bool):
+        literal = "TRUE" if value else "FALSE"
+    elif isinstance(value, (int, float)):
+        literal = repr(float(value))
+    else:
+        literal = '"' + str(value).replace('"', '""') + '"'
+    text = anchor.sub(literal, rule.formula1)
+    if re.search(r"(?<![A-Za-z0-9_.\"])\$?[A-Za-z]{1,3}\$?[0-9]+(?![0-9A-Za-z_(])", text):
+        return None  # another cell: its value is the workbook's, not this rule's to judge alone
+    result = evaluate_formula("=" + text)
+    return result.value if result.error is None and isinstance(result.value, bool) else None
+
+
 def list_inputs(wb: Any) -> list[dict[str, Any]]:
     """Every input of ``wb`` that ``--set`` can change, in the order of the sheets and their rows.
 

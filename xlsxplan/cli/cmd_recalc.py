@@ -84,20 +84,34 @@ _MASTER_LABEL = "master check"
 
 
 def _against_dropdown(wb: Any, ref: str, value: Any) -> tuple[str | None, str | None]:
-    """(a refusal, a warning) for ``--set ref=value`` where the cell's dropdown (a list data validation) does not
-    offer the value: refused where Excel refuses it (the rule shows its error and stops), else set with a warning
-    naming the nearest values (a template's model or accelerator cell takes a name of your own, with its overrides
-    filled in). Texts compare as Excel's list does, without regard to case. (None, None) when the value is listed,
-    empty, or the cell has no list."""
+    """(a refusal, a warning) for ``--set ref=value`` where the cell's data validation does not let the value in:
+    a dropdown (a list) that does not offer it, or a whole-number or number rule it breaks (text where a number is
+    wanted, a number outside the bounds `xlsxplan inputs` lists). Refused where Excel refuses it (the rule shows its
+    error and stops), else set with a warning; a dropdown's warning names the nearest values (a template's model or
+    accelerator cell takes a name of your own, with its overrides filled in). Texts compare as Excel's list does,
+    without regard to case. (None, None) when the value is allowed, empty, or the cell has no rule it breaks."""
     import difflib
 
-    from .cmd_inputs import choices
+    from .cmd_inputs import allowed, choices, custom_allows, number_allowed
 
     try:
         title, row, col = wb.position(ref)
     except WorkbookError:  # a range, or a name that holds a formula: set refuses it with its own words
         return None, None
     rule = wb.validation_at(title, row, col)
+    if rule is not None and rule.type in ("whole", "decimal", "custom"):
+        verdict = number_allowed if rule.type != "custom" else custom_allows
+        if verdict(wb, title, row, col, value) is not False:
+            return None, None
+        typed = repr(value) if isinstance(value, str) else format_value(value)
+        if rule.type == "custom" and rule.refuses and rule.error:  # the rule's own words say what it allows
+            return f"--set {ref}: {typed} is refused, as Excel refuses it: {rule.error}", None
+        bounds = allowed(wb, title, row, col, "") if rule.type != "custom" else ""  # a number rule's, in words
+        what = bounds if isinstance(bounds, str) and bounds else "what its cell's rule allows"
+        said = f"--set {ref}: {typed} is not {what}"
+        if rule.refuses:
+            return f"{said}; Excel refuses it too" + (f": {rule.error}" if rule.error else ""), None
+        return None, f"{said}: set anyway, as Excel keeps a value its rule only warns of"
     if rule is None or rule.type != "list" or value is None:
         return None, None
     offered = choices(wb, rule.formula1, title)
