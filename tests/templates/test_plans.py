@@ -1548,6 +1548,9 @@ def test_training_checks_flag_problems_and_only_those(train):
         "parameters in millions": ({"params@3": 7_000}, set()),  # 7,000B is a large model, not a slip ...
         "parameters in units": ({"params@3": 7e9}, {"Model parameters outside its usual range"}),  # ... 7e9 B is
         "a benchmark peak in GFLOP/s": ({"bm_peak@1": 989_500}, {"Benchmark peak outside its usual range"}),
+        # the run's cost is GPU-hours at the one price on Inputs: a B200 at an H100's $2.50 is 2.4 times too cheap
+        "a B200 at an H100's price": ({"gpu@1": "B200"}, {"The price is for another accelerator"}),
+        "a B200 at a B200's price": ({"gpu@1": "B200", "Accelerator_The_Price_Is_For": "B200"}, set()),
     }
     master = train.book.address("master_check")
     for what, (values, expected) in cases.items():

@@ -511,6 +511,14 @@ def _inputs(book: Book, lists: dict[str, str]) -> Sheet:
         "usd",
         validation_for(domain_of(domains.Price), "Price per GPU-hour"),
     )
+    sh.input(
+        "Accelerator the price is for",
+        "H100-SXM",
+        "name",
+        "Example: the price above is an H100's",
+        "Checks flag a scenario on another accelerator",
+        "text",
+    )
     date_dv = DataValidation(type="date", operator="greaterThan", formula1="36526")
     sh.input(
         "Price date",
@@ -1021,6 +1029,11 @@ def _checks(book: Book) -> Sheet:
         "Training time over the time budget",
         "=IF(OR(NOT(ISNUMBER({seconds})),{seconds}>Time_Budget),1,0)",
         "The run does not finish within the budget at this MFU",
+    )
+    sh.check(
+        "The price is for another accelerator",
+        "=IF(Accelerator_The_Price_Is_For<>Accelerator,1,0)",
+        "The run's cost is GPU-hours at this price: restate it for the active scenario's accelerator",
     )
     sh.check(
         "MFU outside 0 to 100%",
