@@ -139,3 +139,20 @@ def test_the_summary_claims_the_efficiencies_move_the_fleet_only_where_they_do(c
     # without the percentile target the two views differ, and the summary says by how much
     assert main(args) == 0
     assert "what moves it most: the efficiencies, at the source text's ideal efficiencies" in capsys.readouterr().out
+
+
+def test_a_disaggregated_option_gives_its_prefill_and_decode_pools(capsys):
+    # the split a deployment needs (each pool with its spare), in the JSON and in the summary's first line
+    args = ["plan", "--model", "DeepSeek-V3", "--requests-per-day", "2000000", "--prompt-tokens", "3000",
+            "--output-tokens", "600", "--tokens-per-s", "20", "--gpu", "H100=2.95", "--top", "0"]  # fmt: skip
+    assert main([*args, "--json"]) == 0
+    options = json.loads(capsys.readouterr().out)["options"]
+    split = [o for o in options if o["serving"] == "disaggregated" and o["feasible"]]
+    assert split and all(o["prefill_replicas"] + o["decode_replicas"] == o["replicas"] for o in split)
+    assert all(o["prefill_replicas"] >= 2 and o["decode_replicas"] >= 2 for o in split)  # a spare in each pool
+    assert not any("prefill_replicas" in o for o in options if o["serving"] == "aggregated")
+    first = options[0]
+    assert main(args[:-2] + ["--top", "1"]) == 0
+    assert first["serving"] == "disaggregated"  # rank 1 here: ep16 on H100s, 96 GPUs
+    pools = f"({first['prefill_replicas']} prefill and {first['decode_replicas']} decode replicas)"
+    assert f"disaggregated {pools}: {first['gpus']} GPUs" in capsys.readouterr().out

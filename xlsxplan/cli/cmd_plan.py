@@ -586,6 +586,9 @@ def _in_short(result: Any) -> list[str]:
         moves += f"${g.usd_per_month:,.0f}"
     else:
         moves = f"what moves it most: the efficiencies, {there} it is rejected: {g.reason}"
+    pools = ""
+    if "prefill_replicas" in f.extra and "decode_replicas" in f.extra:  # the split a deployment needs, spares in each
+        pools = f" ({f.extra['prefill_replicas']} prefill and {f.extra['decode_replicas']} decode replicas)"
     speed = []
     if result.targets.tokens_per_s is None and f.tokens_per_s_per_user:  # the assumption that set the batch, said
         speed = [
@@ -595,7 +598,7 @@ def _in_short(result: Any) -> list[str]:
     return [
         "",
         f"In short: {o.gpus_per_replica} x {o.gpu} a replica{f' ({o.layout})' if o.layout else ''}, "
-        f"{o.weights} weights, {o.serving}: {f.gpus} GPUs, "
+        f"{o.weights} weights, {o.serving}{pools}: {f.gpus} GPUs, "
         f"${f.usd_per_month:,.0f} a month {view}{span}; ${f.usd_per_m_input:,.2f} per million input and "
         f"${f.usd_per_m_output:,.2f} per million output tokens",
         *speed,

@@ -439,6 +439,8 @@ class Figures:
 
 
 _OPTIONAL_JSON = (
+    "prefill_replicas",
+    "decode_replicas",
     "ttft_percentiles_s",
     "replicas_binding",
     "owned",
@@ -452,8 +454,9 @@ _OPTIONAL_JSON = (
 _STEP_JSON = ("step_s", "comm_s", "step_parts_s")
 """The calibrated step at the planned batch, its communication and its parts [s], which the JSON carries for every
 feasible option."""
-"""Keys of :attr:`Figures.extra` the JSON carries when a plan computed them (``--own``, ``--ttft-percentile``, the
-engine's memory, a speculative draft); absent otherwise, so a plan without them prints what it always printed."""
+"""Keys of :attr:`Figures.extra` the JSON carries when a plan computed them (a disaggregated option's pools, its
+spares in each, ``--own``, ``--ttft-percentile``, the engine's memory, a speculative draft); absent otherwise, so a
+plan without them prints what it always printed."""
 
 
 @dataclass
