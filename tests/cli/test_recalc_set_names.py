@@ -82,3 +82,20 @@ def test_json_lists_every_problem(flag, capsys, tmp_path):
     assert code == 2
     assert [e.split(":")[0] for e in report["errors"]] == ["--set Requests_Per_Dy", "--set Peak_Hour_Factr"]
     assert report["error"] == report["errors"][0]
+
+
+def test_a_scenario_row_is_set_by_the_name_inputs_lists_for_it(capsys, tmp_path):
+    # `xlsxplan inputs` lists a scenario row's input as "GPUs_Per_Replica (case 2)" with its cell, Inputs!H23: --set
+    # takes that name as listed, and sets the cell; a case no row has says where to look, never "did you mean" the
+    # name that holds the formula
+    out = tmp_path / "o.xlsx"
+    assert main(["inputs", str(SERVING), "--json"]) == 0
+    listed = json.loads(capsys.readouterr().out)["inputs"]
+    (row,) = [r for r in listed if r["name"] == "GPUs_Per_Replica" and r["case"] == 2]
+    code = main(["recalc", str(SERVING), "-o", str(out), "--set", "GPUs_Per_Replica (case 2)=4", "--show",
+                 row["set"], "-q"])  # fmt: skip
+    captured = capsys.readouterr()
+    assert code == 0 and captured.out.split() == [row["set"], "4"]
+    code = main(["recalc", str(SERVING), "-o", str(out), "--set", "GPUs_Per_Replica (case 9)=4"])
+    err = capsys.readouterr().err
+    assert code == 2 and "--set GPUs_Per_Replica (case 9): no scenario row has that case; `xlsxplan inputs" in err

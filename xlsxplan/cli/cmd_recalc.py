@@ -51,6 +51,25 @@ def _shown(wb: Any, refs: list[str]) -> list[dict[str, Any]]:
     ]
 
 
+_CASE = re.compile(r"(.+?)\s*\(case (\d+)\)")
+"""How `xlsxplan inputs` lists a scenario row's input: ``NAME (case N)``, set by the active case's cell."""
+
+
+def _listed_case(wb: Any, ref: str) -> str | None:
+    """The cell `xlsxplan inputs` gives for ``ref`` written as it lists a scenario row, ``NAME (case N)``; None when
+    no listed input is that."""
+    from .cmd_inputs import list_inputs
+
+    found = _CASE.fullmatch(ref.strip())
+    if found is None:
+        return None
+    name, case = found.group(1).casefold(), int(found.group(2))
+    for row in list_inputs(wb):
+        if row["case"] == case and row["name"].casefold() == name:
+            return str(row["set"])
+    return None
+
+
 def _unknown(wb: Any, refs: list[str], flag: str) -> list[str]:
     """One line for each of ``refs`` that points nowhere in the workbook. For ``--set``: the name with the names
     nearest to it (difflib), or why the reference is not one; for ``--show``, the workbook's own reason."""
@@ -70,6 +89,9 @@ def _unknown(wb: Any, refs: list[str], flag: str) -> list[str]:
                 continue
             if re.fullmatch(r"\$?[A-Za-z]{1,3}\$?\d+", ref.strip()):  # a cell without its sheet
                 problems.append(f"{flag} {ref}: {err.message}")
+                continue
+            if _CASE.fullmatch(ref.strip()):  # a scenario row's case that `xlsxplan inputs` does not list
+                problems.append(f"{flag} {ref}: no scenario row has that case; `xlsxplan inputs {wb.path}` lists them")
                 continue
             near = closest(ref.strip(), names)
             hint = f"did you mean {' or '.join(near)}?" if near else f"`xlsxplan inputs {wb.path}` lists the inputs"
@@ -350,6 +372,7 @@ def _run(args: argparse.Namespace) -> int:
     for text in args.set or []:
         ref, typed = split_assignment(text)
         sets.append((ref, parse_value(typed, f"--set {ref}")))
+    cases = [ref for ref, _ in sets if _CASE.fullmatch(ref.strip())]
     problems: list[str] = []
     refreshed: list[Any] = []
     limits = Limits()
@@ -358,6 +381,8 @@ def _run(args: argparse.Namespace) -> int:
     bar = _Progress(sys.stderr.isatty() and not args.quiet)
     try:
         wb = Workbook.load(source, progress=bar.phase("loading", "cell"))
+        if cases:  # a scenario row as `xlsxplan inputs` lists it, "NAME (case N)": the case's cell
+            sets = [(_listed_case(wb, ref) or ref, value) for ref, value in sets]
         # every reference first, all of them reported at once: a typo must not cost a whole recalculation, nor
         # one run per typo
         problems = _unknown(wb, [ref for ref, _ in sets], "--set") + _unknown(wb, args.show or [], "--show")
