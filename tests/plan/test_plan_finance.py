@@ -150,3 +150,21 @@ def test_owning_the_fleet_instead_depreciation_and_present_costs_as_by_hand(caps
     # an accelerator costs.toml has no capital cost for: said, not invented
     data = _plan(capsys, "Qwen2.5-72B", "--gpu", "H200=3.5", "--rank", "assumed")
     assert "capex_usd" in data["finance"]["owned"]["reason"] and "H200" in data["finance"]["owned"]["reason"]
+
+
+def test_a_profile_whose_peak_disagrees_with_the_plans_says_how_far_off_the_day_is(capsys):
+    # the business-day profile peaks at 1.6x its mean, the plan at 3x: pinned at the plan's peak fleet, the profile's
+    # day carries 3 / 1.6 = 1.9 times the requests a day given, and the line says so and which way the bill errs
+    shares = _table("demand.toml")["profiles"]["business-day"]["shares"]
+    ratio = max(shares) / (sum(shares) / len(shares))
+    args = ["plan", "--model", "Qwen2.5-72B", "--requests-per-day", "200000", "--prompt-tokens", "2000",
+            "--output-tokens", "300", "--tokens-per-s", "20", "--gpu", "H100=2.5"]  # fmt: skip
+    assert main([*args, "--peak-factor", "3"]) == 0
+    out = capsys.readouterr().out
+    assert (
+        f"the profile's peak is {ratio:.2f}x its mean, the plan's peak factor 3: the day's GPU-hours follow the "
+        f"profile, whose day at the plan's peak carries {3 / ratio:.2g}x the requests a day given, so this bill is "
+        f"high by about that much (--peak-factor {ratio:.2g} plans the peak this profile has)"
+    ) in out
+    assert main([*args, "--peak-factor", f"{ratio:.6f}"]) == 0
+    assert "the profile's peak is" not in capsys.readouterr().out  # they agree: nothing to say

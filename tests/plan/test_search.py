@@ -516,9 +516,13 @@ def test_the_json_has_exactly_the_promised_shape(capsys):
         "frontier",
         "assumed",
     ]
-    # a feasible option's calibrated figures carry their P10-P90 range after the efficiencies, then the step by part
+    # a feasible option's calibrated figures carry their P10-P90 range after the efficiencies, then the step by part;
+    # a feasible disaggregated one its prefill and decode pools first
     ranged = keys[:-2] + ["range", "step_s", "comm_s", "step_parts_s"] + keys[-2:]
-    assert all(list(o) == (ranged if o["feasible"] else keys) for o in data["options"])
+    split = keys[:-2] + ["prefill_replicas", "decode_replicas"] + ranged[-6:]
+    for o in data["options"]:
+        promised = keys if not o["feasible"] else split if o["serving"] == "disaggregated" else ranged
+        assert list(o) == promised, (o["serving"], o["feasible"])
     assert {o["weights"] for o in data["options"]} == {"bf16", "fp8"} == {o["kv"] for o in data["options"]}
     assert {o["serving"] for o in data["options"]} == {"aggregated", "disaggregated"}
     first = data["options"][0]

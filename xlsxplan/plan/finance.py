@@ -269,9 +269,12 @@ def render(fin: dict[str, Any] | None) -> list[str]:
         f"{max(fin['hourly_gpus'])})",
     ]
     if abs(p["peak_over_mean"] / p["plan_peak_factor"] - 1) > PROFILE_SPREAD:
+        carried = p["plan_peak_factor"] / p["peak_over_mean"]  # the profile's day, pinned at the plan's peak
         lines.append(
             f"    the profile's peak is {p['peak_over_mean']:.2f}x its mean, the plan's peak factor "
-            f"{p['plan_peak_factor']:g}: the day's GPU-hours follow the profile"
+            f"{p['plan_peak_factor']:g}: the day's GPU-hours follow the profile, whose day at the plan's peak carries "
+            f"{carried:.2g}x the requests a day given, so this bill is {'high' if carried > 1 else 'low'} by about "
+            f"that much (--peak-factor {p['peak_over_mean']:.2g} plans the peak this profile has)"
         )
     mix = fin["tier_mix"]
     if "reason" in mix:
