@@ -83,11 +83,12 @@ def _table(results: list, summary: dict[str, Any]) -> str:
     lines.append("")
     groups = summary.get("groups") or {}
     if len(groups) > 1:
-        lines.append(f"{'group':<42} {'rows':>5} {'predicted':>9} {'median error':>12} {'within 2x':>9}")
+        width = max(42, *(len(name) for name in groups))  # the longest group's name sets the column
+        lines.append(f"{'group':<{width}} {'rows':>5} {'predicted':>9} {'median error':>12} {'within 2x':>9}")
         for name, g in groups.items():
             err = "-" if g["median_abs_error"] is None else f"{100 * g['median_abs_error']:.1f}%"
             within = "-" if g["within_2x"] is None else f"{100 * g['within_2x']:.1f}%"
-            lines.append(f"{name:<42} {g['rows']:>5} {g['predicted']:>9} {err:>12} {within:>9}")
+            lines.append(f"{name:<{width}} {g['rows']:>5} {g['predicted']:>9} {err:>12} {within:>9}")
         lines.append("")
     lines.append(_summary_line(summary))
     return "\n".join(lines)
