@@ -396,3 +396,16 @@ def test_a_kept_formula_over_a_whole_sheet_is_refused_before_it_runs(capsys, tmp
     assert rows[4] == 4 * rows[1] and rows[10] == 10 * rows[1], rows
     assert linear(counted) and linear(done), (counted, done)
     assert counted[4] >= 3 * counted[1], counted  # the cost is counted for every cell, at every size
+
+
+def test_a_value_computed_again_that_fails_carries_the_registry_calls_reason():
+    # a mean prompt above the tail prompt: PLAN_OPTIONS refuses it, in every cell of the Options table; the portable
+    # edition's cells computed again say why, as the add-in edition's cells do, not a bare #NUM!
+    wb = Workbook.load(PORTABLE)
+    wb.set("Prompt_Tokens_Per_Request", 3000).calculate()
+    assert wb.refresh_frozen()
+    cell = wb.get("Options!B6")
+    assert isinstance(cell, CellError) and cell.code == "#NUM!"
+    assert cell.message == "prompt_p95 must be at least the mean prompt (3,000), got 2,000"
+    silent = [ref for ref, err in wb.errors().items() if ref.startswith("Options!") and not err.message]
+    assert silent == []

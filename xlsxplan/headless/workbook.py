@@ -276,6 +276,7 @@ class Workbook:
         self._sets: dict[tuple[str, int, int], Any] = {}
         self._stale = True
         self._reasons: dict[tuple[str, int, int, str], str] = {}
+        self._frozen_reasons: dict[tuple[str, str], str] = {}  # a kept formula's failure, by its text and code
         self._computed_cache: dict[str, dict[tuple[int, int], Any]] | None = None
         self._error_cells: dict[str, list[tuple[int, int]]] = {}
         self._names_by_fold: dict[str, list[Any]] | None = None
@@ -794,10 +795,13 @@ class Workbook:
         ranges = {d.name.upper() for d in self._pkg.defined_names if ":" in d.text}
         multi = (lambda operand: operand.upper() in ranges) if ranges else None
         formulas: dict[tuple[str, int, int], str] = {}
+        written: dict[tuple[str, int, int], str] = {}  # each cell's formula as kept, for a failure's reason
+        self._frozen_reasons = {}  # the inputs may have changed since the last refresh
         for block in self._frozen:
             for text, cells, _, array in block.formulas:
                 seen: dict[str, str] = {}
                 for title, r, c in cells:
+                    written[(title, r, c)] = text
                     if title not in seen or array:  # an array formula of one cell is fitted to it
                         f = Formula(r, c, text, "array", (r, c, r, c)) if array else Formula(r, c, text)
                         new, _ = _engine_text(f, self._local, multi, title, static)
@@ -817,7 +821,10 @@ class Workbook:
                     if raw is None:
                         computed[(title, r, c)] = 0  # a formula that points at an empty cell shows 0, as in Excel
                     elif type(raw) is dict:
-                        computed[(title, r, c)] = engine.cell_error(raw)
+                        err = engine.cell_error(raw)
+                        if not err.message:  # the registry call's own words, as the add-in edition's cell gives
+                            err = CellError(err.code, self._frozen_reason(title, r, c, written[(title, r, c)], err))
+                        computed[(title, r, c)] = err
                     else:
                         computed[(title, r, c)] = _check_value(_number(raw), "a value computed by Python")
             if id(block) not in flagged and all(_same_kept(v, kept[k]) for k, v in computed.items()):
@@ -839,6 +846,15 @@ class Workbook:
         self._changed()
         self.calculate()
         return stale
+
+    def _frozen_reason(self, title: str, row: int, col: int, text: str, err: CellError) -> str:
+        """Why a value only Python computes failed at its cell: its kept formula evaluated once more there, the
+        registry call's message for ``err``'s code (once per formula text and code: a block's cells share them)."""
+        key = (text, err.code)
+        if key not in self._frozen_reasons:
+            _, calls = self._record(title, Formula(row, col, text))
+            self._frozen_reasons[key] = calls.last(err.code) or ""
+        return self._frozen_reasons[key]
 
     def _cell_value(self, title: str, row: int, col: int) -> Any:
         if self._sets and (title, row, col) in self._sets:
