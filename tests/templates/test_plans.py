@@ -925,6 +925,10 @@ def test_checks_flag_problems_and_only_those(plan):
                 "Peak not covered with the spares down",
             },
         ),  # a plan that fits nothing serves no peak
+        "three GPUs a replica for 64 heads": (
+            {"n_gpus@2": 3},
+            {"Heads do not split over a replica's GPUs"},
+        ),
         "a cap beyond the memory": (  # and beyond the 131,072 tokens Qwen2.5-72B reads
             {"Longest_Prompt_Accepted": 250_000, "Tail_Prompt_Tokens": 2_000},
             {"The longest prompt accepted does not fit at all", "A request is longer than the model's context window"},

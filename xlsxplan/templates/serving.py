@@ -2142,6 +2142,12 @@ def _checks(book: Book) -> Sheet:
         'Prompt + reasoning + output over MODEL_SPEC(model, "context"): the model cannot read it',
     )
     sh.check(
+        "Heads do not split over a replica's GPUs",
+        '=IF(ISNUMBER(MODEL_SPEC({model},"heads")),(ROUND(MODEL_SPEC({model},"heads")/{n_gpus},0)*{n_gpus}'
+        '<>MODEL_SPEC({model},"heads"))*1,0)',
+        "Tensor parallel gives each GPU whole heads: xlsxplan plan rejects such a replica size too",
+    )
+    sh.check(
         "The longest prompt accepted does not fit at all",
         "=IF(OR(NOT(AND(ISNUMBER({longest_request}),ISNUMBER({max_context}))),{longest_request}>{max_context}),1,0)",
         "Longest prompt + reasoning + output exceeds the longest sequence fitting alone (Back-of-the-Envelope §1)",
