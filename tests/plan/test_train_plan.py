@@ -222,3 +222,24 @@ def test_every_training_flag_is_in_the_planning_page():
     text = (Path(__file__).resolve().parents[2] / "docs" / "planning.md").read_text(encoding="utf-8")
     missing = [p.cli_flag for p in TRAIN_INPUTS if f"`{p.cli_flag}" not in text]
     assert not missing
+
+
+def test_a_deadline_a_pipeline_bubble_misses_names_the_larger_batch_beside_more_gpus(capsys):
+    # Llama 3.1 405B on 15T tokens within 60 days on at most 16,384 H100s, at the default 4M-token global batch: the
+    # fastest layout pipelines 8 stages over 4 micro-batches a step, GPipe's bubble (p-1)/(m+p-1) = 7/11 of its
+    # compute; the line that says the deadline binds names the global batch as the other lever
+    args = ["plan", "--train", "--model", "Llama-3.1-405B", "--tokens", "15e12", "--gpu", "H100=2",
+            "--max-gpus", "16384", "--max-days", "60"]  # fmt: skip
+    assert main([*args, "--json"]) == 1  # no layout meets the deadline
+    data = json.loads(capsys.readouterr().out)
+    within = [o for o in data["options"] if o["gpus"] <= 16384 and o["days"] is not None]
+    fastest = min(within, key=lambda o: o["days"])
+    assert fastest["pp"] > 1 and fastest["days"] > 60
+    share = fastest["step_parts_s"]["pipeline_bubble"] / fastest["step_s"]
+    micro = fastest["global_batch"] / (fastest["dp"] * fastest["micro_batch"])
+    assert main(args) == 1
+    out = capsys.readouterr().out
+    assert (
+        f"the pipeline's bubble is {share:.0%} of its step at {micro:,.3g} micro-batches a step: a larger global "
+        "batch (--global-batch-tokens) fills it"
+    ) in out

@@ -935,6 +935,13 @@ def _limit(name: str, best: float, allowed: float, o: TrainOption, lead: str) ->
     text = f"{lead} {shown(best)} ({o.gpu} x {o.gpus}, {o.layout()}): " + (
         f"over the {limit} by {shown(by)} ({best / allowed:.2f} times)" if binds else f"within the {limit}"
     )
+    bubble = o.step.get("pipeline_bubble", 0.0) / o.step_s if o.step_s and math.isfinite(o.step_s) else 0.0
+    if binds and name == "max_days" and bubble >= 0.1:  # the other lever than more GPUs, said beside them
+        micro = o.global_batch / max(1, o.dp * o.micro_batch)
+        text += (
+            f"; the pipeline's bubble is {bubble:.0%} of its step at {micro:,.3g} micro-batches a step: a larger "
+            "global batch (--global-batch-tokens) fills it"
+        )
     return {"limit": name, "binds": binds, "best": best, "allowed": allowed, "by": by, "unit": unit, "text": text}
 
 
