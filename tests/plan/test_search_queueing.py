@@ -240,3 +240,15 @@ def test_bad_percentile_input_is_one_line_naming_the_flag(capsys, args, says):
     )
     err = capsys.readouterr().err
     assert code == 2 and says in err and len(err.strip().splitlines()) == 1
+
+
+def test_the_percentile_columns_say_which_fleet_they_are_measured_on(capsys):
+    # the P50/P90/P99 columns are the planned fleet's, spares up; the replicas a percentile sets hold it with the
+    # spares down (test above): the table says so where the columns appear, and nothing where they do not
+    args = ["plan", "--model", "Qwen2.5-72B", "--requests-per-day", "2000000", "--prompt-tokens", "2000",
+            "--output-tokens", "300", "--tokens-per-s", "40", "--gpu", "H100=2.5", "--top", "2"]  # fmt: skip
+    legend = "P50 s, P90 s, P99 s: the first token at the peak on the planned fleet, every replica up"
+    assert main([*args, "--ttft-s", "1", "--ttft-percentile", "0.99"]) == 0
+    assert legend in capsys.readouterr().out
+    assert main(args) == 0
+    assert legend not in capsys.readouterr().out

@@ -446,6 +446,11 @@ def render(result: Any, top: int = 0, finance: list[str] | None = None) -> str:
                 "  calibrated P10-P90: the calibrated fleet at the P10 and P90 of published serving rows' "
                 "throughput against xlsxplan's leave-one-source-out prediction (xlsxplan validate)"
             )
+        if result.targets.ttft_percentile is not None:  # the columns' fleet is not the one the target binds on
+            lines.append(
+                "  P50 s, P90 s, P99 s: the first token at the peak on the planned fleet, every replica up; where a "
+                "percentile sets the replicas, it holds with the spares down too, a slower case than these columns show"
+            )
         lines.append(_basis(shown[0]))
         if other == "assumed":
             lines.append(
