@@ -84,6 +84,7 @@ def test_json_lists_every_problem(flag, capsys, tmp_path):
     assert report["error"] == report["errors"][0]
 
 
+@pytest.mark.slow
 def test_a_scenario_row_is_set_by_the_name_inputs_lists_for_it(capsys, tmp_path):
     # `xlsxplan inputs` lists a scenario row's input as "GPUs_Per_Replica (case 2)" with its cell, Inputs!H23: --set
     # takes that name as listed, and sets the cell; a case no row has says where to look, never "did you mean" the

@@ -398,6 +398,7 @@ def test_a_kept_formula_over_a_whole_sheet_is_refused_before_it_runs(capsys, tmp
     assert counted[4] >= 3 * counted[1], counted  # the cost is counted for every cell, at every size
 
 
+@pytest.mark.slow
 def test_a_value_computed_again_that_fails_carries_the_registry_calls_reason():
     # a mean prompt above the tail prompt: PLAN_OPTIONS refuses it, in every cell of the Options table; the portable
     # edition's cells computed again say why, as the add-in edition's cells do, not a bare #NUM!
