@@ -636,3 +636,19 @@ def test_costs_per_token_refuse_a_token_count_that_rounds_to_zero():
         cost_per_m_input(1, 2.5, 1e-308, 1e-308, 0.5)
     with pytest.raises(OutOfRangeError, match=r"^requests_per_day x output_tokens is too small for a double"):
         cost_per_m_output(1, 2.5, 1e-308, 1e-308, 0.5)
+
+
+def test_the_first_token_batch_keeps_the_step_that_ends_the_prompt_within_the_target():
+    # the docstring's case (Qwen2.5-72B in FP8 on two H100s, a 12,000-token prompt in 3 s at 60 tokens/s): 44, its
+    # 16 ms step far within; a 20 ms target leaves the same compute room per second, but a step must end within 20 ms
+    args = (72.7, 2, 989, 60, 12_000)
+    memory = (1, 3.35, 327_680, 2_300)
+    assert traffic.batch_for_ttft(*args, 3, 0.5, *memory) == 44
+    weights = 72.7e9 / (2 * 3.35e12)  # a step's read of the weights, 10.9 ms
+    per_sequence = 327_680 * 2_300 / (2 * 3.35e12)
+    b = traffic.batch_for_ttft(72.7, 2, 989, 60, 12, 0.02, 0.5, *memory)  # a 12-token prompt: room is no limit
+    assert b == int((0.02 - weights) / per_sequence)  # the step's own bound
+    assert traffic.batch_for_ttft(72.7, 2, 989, 60, 12, 0.01, 0.5, *memory) == 0  # the weights alone take 10.9 ms
+    # without the memory figures, a step at the target speed: 1/60 s, within 0.02 s, not within 0.01 s
+    assert traffic.batch_for_ttft(72.7, 2, 989, 60, 12, 0.02) > 0
+    assert traffic.batch_for_ttft(72.7, 2, 989, 60, 12, 0.01) == 0

@@ -156,3 +156,18 @@ def test_a_disaggregated_option_gives_its_prefill_and_decode_pools(capsys):
     assert first["serving"] == "disaggregated"  # rank 1 here: ep16 on H100s, 96 GPUs
     pools = f"({first['prefill_replicas']} prefill and {first['decode_replicas']} decode replicas)"
     assert f"disaggregated {pools}: {first['gpus']} GPUs" in capsys.readouterr().out
+
+
+def test_a_first_token_comes_no_sooner_than_the_step_that_reads_the_prompts_last_chunk(capsys):
+    # DeepSeek-V3 with a 30 ms first-token target: B200's aggregated option ran 50 ms steps and showed a 20 ms first
+    # token, accepted; a first token ends a step, so every aggregated option's is at least its step, and within the
+    # target
+    args = ["plan", "--model", "DeepSeek-V3", "--requests-per-day", "2000000", "--prompt-tokens", "3000",
+            "--output-tokens", "600", "--tokens-per-s", "20", "--gpu", "H100=2.95", "--gpu", "H200=3.5",
+            "--gpu", "B200=5.5", "--top", "0", "--json"]  # fmt: skip
+    for target in ("0.03", "1"):
+        assert main([*args, "--ttft-s", target]) == 0
+        options = json.loads(capsys.readouterr().out)["options"]
+        shared = [o for o in options if o["feasible"] and o["serving"] == "aggregated"]
+        assert all(o["ttft_s"] >= o["step_s"] * (1 - 1e-12) for o in shared)
+        assert shared and all(o["ttft_s"] <= float(target) * (1 + 1e-9) for o in shared)

@@ -323,7 +323,9 @@ def serving_reference(case: dict[str, Any], g: dict[str, Any], d: dict[str, Any]
     total = r["tps_total"] = serving.decode_tokens_per_s_total(reads, bw, n, bandwidth, batch, kv, ctx, eff)
     prefill = r["prefill"] = serving.prefill_seconds(active, d["prefill_tokens"], n, tflops, util)
     room = r["prompt_room"] = serving.compute_tokens_per_s(active, n * tflops * util) - total
-    r["ttft_batch"] = d["prefill_tokens_tail"] / room if room > 0 else serving_book.NO_PROMPT  # no prompt read
+    # the tail prompt's chunks fill what decode leaves, and its first token ends the step that reads the last chunk
+    step = 1 / r["tps_user"]
+    r["ttft_batch"] = max(d["prefill_tokens_tail"] / room, step) if room > 0 else serving_book.NO_PROMPT
     reasoning, decode = g["Hidden_Reasoning_Tokens_Per_Request"], d["decode_tokens"]
     r["time_to_answer"] = traffic.time_to_answer_s(prefill, reasoning, r["tps_user"])
     r["cost_full"] = serving.cost_per_m_tokens(n, price, total)

@@ -533,8 +533,8 @@ def render(result: Any, top: int = 0, finance: list[str] | None = None) -> str:
     )
     lines.append(
         f"  first token: the {t.tail_prompt:,.0f}-token tail prompt, chunked into the decode steps at the "
-        f"planned batch; disaggregated, read by a prefill replica and its KV cache sent at "
-        f"{a.kv_link_gb_s:g} GB/s; " + _queue_text(result)
+        "planned batch, its token at the end of the step that reads its last chunk; disaggregated, read by a "
+        f"prefill replica and its KV cache sent at {a.kv_link_gb_s:g} GB/s; " + _queue_text(result)
     )
     lines += _speculative_lines(result)
     lines += _owned_lines(result)

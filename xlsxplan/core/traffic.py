@@ -591,11 +591,14 @@ def batch_for_ttft(
     the decode steps may use at most ``C - P / ttft``. Steps run at the target speed (a token budget sized to it):
     decode uses ``B * target``, so ``B <= (C - P / ttft) / target``. Given the memory figures, a step runs as fast
     as memory allows (DECODE_TOKS at ``B``, the speed a plan reports), and decode uses DECODE_TOKS_TOTAL at ``B``,
-    which must also be at most ``C - P / ttft``; the batch is the largest meeting both. Queueing, attention and
-    chunk overheads are left out. Qwen2.5-72B in FP8 on two H100s (989 TFLOP/s, 50%): C = 6,802 tokens/s; a
-    12,000-token prompt in 3 s leaves 2,802 for decode: 46 at 60 tokens/s, 44 at the memory-bound speed (63.3
-    tokens/s each, 2,785 together, so the prompt takes 2.99 s). A mixture of experts reads more than
-    ``params_b`` per step, which leaves more compute: the batch is then a safe bound.
+    which must also be at most ``C - P / ttft``; the batch is the largest meeting both. The first token comes at the
+    end of the step that reads the prompt's last chunk, so that step must end within the target too: ``w + B s <=
+    ttft`` (``w`` a step's weight read, ``s`` one sequence's cache read; without the memory figures, a step at the
+    target speed, ``1 / target <= ttft``). Queueing, attention and chunk overheads are left out. Qwen2.5-72B in FP8
+    on two H100s (989 TFLOP/s, 50%): C = 6,802 tokens/s; a 12,000-token prompt in 3 s leaves 2,802 for decode: 46 at
+    60 tokens/s, 44 at the memory-bound speed (63.3 tokens/s each, 2,785 together, so the prompt takes 2.99 s; a step
+    of 16 ms ends well within it). A mixture of experts reads more than ``params_b`` per step, which leaves more
+    compute: the batch is then a safe bound.
     """
     compute_tokens_per_s = equations.compute_tokens_per_s(params_b, tflops) * n_gpus * utilisation
     room = compute_tokens_per_s - prompt_tokens / ttft_s  # decode tokens/s the target leaves
@@ -611,12 +614,14 @@ def batch_for_ttft(
             kv_bytes_per_token,
             context_tokens,
             efficiency,
+            tokens_per_s_per_user,
+            ttft_s,
         )
     if at_target < 1 - 1e-9:
         return 0
     batch = min(whole_floor(at_target), _MAX_BATCH)
-    if bandwidth_tb_s <= 0:
-        return batch
+    if bandwidth_tb_s <= 0:  # every step at the target speed: the first token ends one, within the target
+        return batch if 1.0 / tokens_per_s_per_user <= ttft_s * (1 + 1e-12) else 0
     if bytes_per_param <= 0:
         raise OutOfRangeError("bytes_per_param must be positive when bandwidth_tb_s is given", "bytes_per_param")
     args = (params_b, bytes_per_param, n_gpus, bandwidth_tb_s)
@@ -627,6 +632,11 @@ def batch_for_ttft(
     # B / (weights_s + B per_sequence_s) <= room  <=>  B (1 - room per_sequence_s) <= room weights_s
     if room * per_sequence_s < 1:
         batch = min(batch, whole_floor(room * weights_s / (1 - room * per_sequence_s) * (1 + 1e-12)))
+    # the step that reads the prompt's last chunk ends within the target: weights_s + B per_sequence_s <= ttft_s
+    if weights_s > ttft_s * (1 + 1e-12):
+        return 0
+    if per_sequence_s > 0:
+        batch = min(batch, whole_floor((ttft_s - weights_s) / per_sequence_s * (1 + 1e-12)))
     while batch > 0 and batch / equations.decode_step_s(
         *args, batch, kv_bytes_per_token, context_tokens, efficiency
     ) > room * (1 + 1e-12):
@@ -644,12 +654,15 @@ def _batch_for_ttft_array(
     kv_bytes_per_token: Any,
     context_tokens: Any,
     efficiency: Any,
+    tokens_per_s_per_user: Any,
+    ttft_s: Any,
 ) -> Any:
     """:func:`batch_for_ttft` over numpy arrays, from ``at_target`` on: every element as its own call gives it (the
-    elements without a bandwidth keep the compute-bound batch; stand-ins keep the memory-bound arithmetic harmless
-    there)."""
+    elements without a bandwidth keep the compute-bound batch where a step at the target speed ends within the
+    first-token target; stand-ins keep the memory-bound arithmetic harmless there)."""
     some = at_target >= 1 - 1e-9
     batch = where(some, minimum(whole_floor(at_target), _MAX_BATCH), 0)
+    batch = where((bandwidth_tb_s <= 0) & (1.0 / tokens_per_s_per_user > ttft_s * (1 + 1e-12)), 0, batch)
     memory = some & (bandwidth_tb_s > 0)
     if refused(memory & (bytes_per_param <= 0)):
         raise OutOfRangeError("bytes_per_param must be positive when bandwidth_tb_s is given", "bytes_per_param")
@@ -660,6 +673,11 @@ def _batch_for_ttft_array(
     tight = memory & (room * per_sequence_s < 1)
     bound = whole_floor(room * weights_s / where(tight, 1 - room * per_sequence_s, 1.0) * (1 + 1e-12))
     batch = where(tight, minimum(batch, bound), batch)
+    # the step that reads the prompt's last chunk ends within the target (the scalar form's words)
+    batch = where(memory & (weights_s > ttft_s * (1 + 1e-12)), 0, batch)
+    reads = memory & (per_sequence_s > 0)
+    within = whole_floor(maximum(ttft_s - weights_s, 0) / where(reads, per_sequence_s, 1.0) * (1 + 1e-12))
+    batch = where(reads, minimum(batch, within), batch)
     while True:
         step = equations.decode_step_s(*args, batch, kv_bytes_per_token, context_tokens, efficiency)
         fast = memory & (batch > 0) & (batch / step > room * (1 + 1e-12))

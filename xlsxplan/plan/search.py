@@ -1232,7 +1232,12 @@ def _batch_for_ttft(
         return min(cap, batch)
     room = equations.compute_tokens_per_s(s.model.active, peak) * s.n * eff_pf - tail_tokens / ttft
     k = s.decode_compute
-    ok = lambda b: b * speed * k <= room * (1 + 1e-12) and k * b / _step_s(s, b, context, eff_bw) <= room * (1 + 1e-12)  # noqa: E731
+
+    def ok(b: int) -> bool:  # decode leaves the prompt its compute, and the step that ends it ends within the target
+        step = _step_s(s, b, context, eff_bw)
+        within = step <= ttft * (1 + 1e-12)
+        return within and b * speed * k <= room * (1 + 1e-12) and k * b / step <= room * (1 + 1e-12)
+
     return _largest(room > 0 and ok(1), cap, ok)
 
 
@@ -1412,7 +1417,7 @@ def _plan_view(
                 "token)",
                 "first token",
             )
-        f.ttft_s = tail_tokens / left
+        f.ttft_s = max(tail_tokens / left, step)  # the first token ends the step that reads the prompt's last chunk
         if s.chain is None:
             rps = traffic.replica_rps_chunked(
                 prefill, traffic.prefill_tokens(t.prompt_tokens), t.decode_tokens * k, total * k

@@ -449,12 +449,24 @@ _FORMS += [
                 "IF({bandwidth_tb_s}<=0,0,{kv_bytes_per_token}*{context_tokens}/({n_gpus}*{bandwidth_tb_s}*1E12*{efficiency}))",
             ),
             (
-                "result",
+                "bound",
                 "the batch meeting both the compute and the memory bound",
                 "IF(OR({batch}=0,{bandwidth_tb_s}<=0,{room}*{sequence_s}>=1),{batch},MIN({batch},"
                 + _floor("{room}*{weights_s}/(1-{room}*{sequence_s})*(1+1E-12)")
                 + "))",
             ),
+            (
+                "step_reads",
+                "sequences whose caches a step reads within the target beside the weights",
+                "IF({sequence_s}>0," + _floor("MAX({ttft_s}-{weights_s},0)/{sequence_s}*(1+1E-12)") + ",1E9)",
+            ),
+            (
+                "step_cap",
+                "the batch whose step, the one that reads the prompt's last chunk, ends within the target",
+                "IF({bandwidth_tb_s}<=0,IF(1/{tokens_per_s_per_user}>{ttft_s}*(1+1E-12),0,1E9),"
+                "IF({weights_s}>{ttft_s}*(1+1E-12),0,{step_reads}))",
+            ),
+            ("result", "the batch meeting all three", "MIN({bound},{step_cap})"),
         ],
         (
             "OR({bandwidth_tb_s}<=0,{bytes_per_param}>0,({tflops}*1E12/(2*{params_b}*1E9)*{n_gpus}*{utilisation}"

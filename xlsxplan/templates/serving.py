@@ -428,9 +428,9 @@ CASE_LINES: tuple[Line, ...] = (
          "Compute tokens/s less decode tokens/s: what chunks of prompts get; 0 or less: none", "int"),
     Line("ttft_batch", "First token of a tail prompt, at the planned batch",
          # one IF: the words where the room is no positive number ("does not fit" passed on as it is)
-         "=IF(AND(ISNUMBER({prompt_room}),{prompt_room}>0),{prefill_tokens_tail}/{prompt_room},"
+         "=IF(AND(ISNUMBER({prompt_room}),{prompt_room}>0),MAX({prefill_tokens_tail}/{prompt_room},1/{tps_user}),"
          f'REPT("{NO_PROMPT}",ISNUMBER({{prompt_room}})*1)&REPT({{prompt_room}},NOT(ISNUMBER({{prompt_room}}))*1))',
-         "s", "Tail prompt / the compute left for prompts: chunks fill what decode leaves", "dec2"),
+         "s", "Tail prompt / the compute left for prompts, at least the step that reads its last chunk", "dec2"),
     Line("ttft_alone", "First token of a tail prompt alone, with attention",
          '=IF(AND(ISNUMBER(MODEL_SPEC({model},"layers")),ISNUMBER(MODEL_SPEC({model},"hidden"))),'
          'TTFT_S({active},{bytes_weight},{prefill_tokens_tail},MODEL_SPEC({model},"layers"),'
