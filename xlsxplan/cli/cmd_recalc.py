@@ -55,16 +55,14 @@ _CASE = re.compile(r"(.+?)\s*\(case (\d+)\)")
 """How `xlsxplan inputs` lists a scenario row's input: ``NAME (case N)``, set by the active case's cell."""
 
 
-def _listed_case(wb: Any, ref: str) -> str | None:
-    """The cell `xlsxplan inputs` gives for ``ref`` written as it lists a scenario row, ``NAME (case N)``; None when
-    no listed input is that."""
-    from .cmd_inputs import list_inputs
-
+def _listed_case(inputs: list[dict[str, Any]], ref: str) -> str | None:
+    """The cell `xlsxplan inputs` gives (``inputs``: its rows, :func:`.cmd_inputs.list_inputs`) for ``ref`` written as
+    it lists a scenario row, ``NAME (case N)``; None when no listed input is that."""
     found = _CASE.fullmatch(ref.strip())
     if found is None:
         return None
     name, case = found.group(1).casefold(), int(found.group(2))
-    for row in list_inputs(wb):
+    for row in inputs:
         if row["case"] == case and row["name"].casefold() == name:
             return str(row["set"])
     return None
@@ -105,7 +103,7 @@ def _unknown(wb: Any, refs: list[str], flag: str) -> list[str]:
 _MASTER_LABEL = "master check"
 
 
-def _against_dropdown(wb: Any, ref: str, value: Any) -> tuple[str | None, str | None]:
+def _against_rule(wb: Any, ref: str, value: Any) -> tuple[str | None, str | None]:
     """(a refusal, a warning) for ``--set ref=value`` where the cell's data validation does not let the value in:
     a dropdown (a list) that does not offer it, or a whole-number or number rule it breaks (text where a number is
     wanted, a number outside the bounds `xlsxplan inputs` lists). Refused where Excel refuses it (the rule shows its
@@ -130,10 +128,7 @@ def _against_dropdown(wb: Any, ref: str, value: Any) -> tuple[str | None, str | 
             return f"--set {ref}: {typed} is refused, as Excel refuses it: {rule.error}", None
         bounds = allowed(wb, title, row, col, "") if rule.type != "custom" else ""  # a number rule's, in words
         what = bounds if isinstance(bounds, str) and bounds else "what its cell's rule allows"
-        said = f"--set {ref}: {typed} is not {what}"
-        if rule.refuses:
-            return f"{said}; Excel refuses it too" + (f": {rule.error}" if rule.error else ""), None
-        return None, f"{said}: set anyway, as Excel keeps a value its rule only warns of"
+        return _as_excel(rule, f"--set {ref}: {typed} is not {what}", "its rule only warns of")
     if rule is None or rule.type != "list" or value is None:
         return None, None
     offered = choices(wb, rule.formula1, title)
@@ -145,9 +140,15 @@ def _against_dropdown(wb: Any, ref: str, value: Any) -> tuple[str | None, str | 
     close = difflib.get_close_matches(format_value(value), texts, n=3)
     hint = f"did you mean {', '.join(close)}?" if close else f"its {len(texts)} values: `xlsxplan inputs` lists them"
     said = f"--set {ref}: {format_value(value)!r} is not in its cell's dropdown ({hint})"
+    return _as_excel(rule, said, "its dropdown does not list")
+
+
+def _as_excel(rule: Any, said: str, kept: str) -> tuple[str | None, str | None]:
+    """(a refusal, a warning) for a value ``rule`` does not let in, ``said`` in words: refused where Excel refuses it
+    (the rule shows its error and stops), else a warning that the value is set, as Excel keeps a value ``kept``."""
     if rule.refuses:
         return f"{said}; Excel refuses it too" + (f": {rule.error}" if rule.error else ""), None
-    return None, f"{said}: set anyway, as Excel keeps a value its dropdown does not list"
+    return None, f"{said}: set anyway, as Excel keeps a value {kept}"
 
 
 def _listed(value: Any, offered: Any) -> bool:
@@ -382,11 +383,14 @@ def _run(args: argparse.Namespace) -> int:
     try:
         wb = Workbook.load(source, progress=bar.phase("loading", "cell"))
         if cases:  # a scenario row as `xlsxplan inputs` lists it, "NAME (case N)": the case's cell
-            sets = [(_listed_case(wb, ref) or ref, value) for ref, value in sets]
+            from .cmd_inputs import list_inputs
+
+            inputs = list_inputs(wb)  # once, however many such names are set
+            sets = [(_listed_case(inputs, ref) or ref, value) for ref, value in sets]
         # every reference first, all of them reported at once: a typo must not cost a whole recalculation, nor
         # one run per typo
         problems = _unknown(wb, [ref for ref, _ in sets], "--set") + _unknown(wb, args.show or [], "--show")
-        listed = [] if problems else [_against_dropdown(wb, ref, value) for ref, value in sets]
+        listed = [] if problems else [_against_rule(wb, ref, value) for ref, value in sets]
         problems += [refusal for refusal, _ in listed if refusal]
         if not problems:
             for ref, value in sets:

@@ -142,6 +142,12 @@ class TrainOption:
         return self.memory_gb_per_gpu <= self.usable_gb
 
     @property
+    def micro_batches(self) -> int:
+        """Micro-batches each data-parallel rank runs a step: the global batch over ``dp`` ranks of ``micro_batch``
+        sequences (the search keeps only layouts that divide it) [count]."""
+        return self.global_batch // max(1, self.dp * self.micro_batch)
+
+    @property
     def reason(self) -> str:
         return "; ".join(self.reasons)
 
@@ -937,10 +943,9 @@ def _limit(name: str, best: float, allowed: float, o: TrainOption, lead: str) ->
     )
     bubble = o.step.get("pipeline_bubble", 0.0) / o.step_s if o.step_s and math.isfinite(o.step_s) else 0.0
     if binds and name == "max_days" and bubble >= 0.1:  # the other lever than more GPUs, said beside them
-        micro = o.global_batch / max(1, o.dp * o.micro_batch)
         text += (
-            f"; the pipeline's bubble is {bubble:.0%} of its step at {micro:,.3g} micro-batches a step: a larger "
-            "global batch (--global-batch-tokens) fills it"
+            f"; the pipeline's bubble is {bubble:.0%} of its step at {o.micro_batches:,} micro-batches a step: a "
+            "larger global batch (--global-batch-tokens) fills it"
         )
     return {"limit": name, "binds": binds, "best": best, "allowed": allowed, "by": by, "unit": unit, "text": text}
 
